@@ -1,0 +1,43 @@
+"""mtp-audit: will this MoE deployment use its MTP / NextN heads, and can this GPU stack run its FP4 kernels?
+
+Public API (imported lazily so ``mtp-audit --help`` stays fast):
+
+- :func:`audit_checkpoint` (``mtp_audit.checkpoint``) -> :class:`Report`
+- :class:`Report`, :class:`Finding`, :class:`Gap`, :class:`Severity`, :class:`Location`, :class:`Evidence`
+- :func:`all_rules`, :func:`get_rule`
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "audit_checkpoint": ("mtp_audit.checkpoint", "audit_checkpoint"),
+    "Report": ("mtp_audit.report", "Report"),
+    "Finding": ("mtp_audit.report", "Finding"),
+    "Gap": ("mtp_audit.report", "Gap"),
+    "Severity": ("mtp_audit.report", "Severity"),
+    "Location": ("mtp_audit.report", "Location"),
+    "Evidence": ("mtp_audit.report", "Evidence"),
+    "Status": ("mtp_audit.report", "Status"),
+    "exit_code": ("mtp_audit.report", "exit_code"),
+    "all_rules": ("mtp_audit.rules", "all_rules"),
+    "get_rule": ("mtp_audit.rules", "get_rule"),
+    "InputError": ("mtp_audit.errors", "InputError"),
+}
+
+__all__ = ["__version__", *sorted(_LAZY)]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'mtp_audit' has no attribute {name!r}") from None
+    import importlib
+
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value
+    return value

@@ -1,0 +1,7 @@
+"""``python -m mtp_audit`` runs the CLI."""
+
+import sys
+
+from mtp_audit.cli import main
+
+sys.exit(main())
