@@ -4,7 +4,6 @@ the exit code. Analyzer command modules import this; it imports no analyzer."""
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -94,9 +93,3 @@ def emit(report: Any, fmt: str, output: Path | None, fail_on: str) -> int:
         click.echo(text, nl=False)
     threshold = None if fail_on.lower() == "never" else Severity.parse(fail_on)
     return exit_code(report, threshold)
-
-
-def die(message: str, code: int = 2) -> None:
-    """Print ``mtp-audit: error: message`` on stderr and exit (CLI use only)."""
-    click.echo(f"mtp-audit: error: {message}", err=True)
-    sys.exit(code)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mtp_audit.formats.summary import verdict_line
+from mtp_audit.formats.summary import headline_facts, verdict_line
 from mtp_audit.report import Report
 
 
@@ -16,6 +16,8 @@ def render(report: Report) -> str:
     for t in report.targets:
         out.append(f"- **{t.analyzer}**: `{t.name}`")
     out += ["", f"**{verdict_line(report)}**", ""]
+    for analyzer, lines in headline_facts(report):
+        out += [f"## Facts: {analyzer}", "", "```", *lines, "```", ""]
     if report.findings:
         out += ["## Findings", "", "| rule | severity | location | message | fix |", "|---|---|---|---|---|"]
         for f in report.findings:

@@ -11,7 +11,7 @@ import json
 from typing import Any
 from urllib.parse import quote
 
-from mtp_audit.report import Finding, Location, Report, Severity
+from mtp_audit.report import Finding, Location, Report
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFO_URI = "https://github.com/mtp-audit/mtp-audit"
@@ -140,5 +140,3 @@ def render(report: Report) -> str:
     }
     return json.dumps(log, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
-
-__all__ = ["render", "Severity"]

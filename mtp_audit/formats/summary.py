@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from mtp_audit.report import Report, Status
 
 
@@ -20,3 +22,39 @@ def verdict_line(report: Report) -> str:
         Status.INCONCLUSIVE: "inconclusive: could not tell",
     }[status]
     return "; ".join(parts) + f"; status: {word}"
+
+
+def _flatten(facts: Any, depth: int = 0) -> list[str]:
+    out: list[str] = []
+    if not isinstance(facts, dict):
+        return out
+    pad = "  " * depth
+    for k in sorted(facts):
+        v = facts[k]
+        if isinstance(v, dict):
+            if depth < 1:
+                sub = _flatten(v, depth + 1)
+                if sub:
+                    out.append(f"{pad}{k}:")
+                    out += sub
+        elif isinstance(v, list):
+            if len(v) <= 8 and all(not isinstance(x, (dict, list)) for x in v):
+                out.append(f"{pad}{k}: {', '.join(map(str, v)) if v else '(none)'}")
+            else:
+                out.append(f"{pad}{k}: {len(v)} items (see --format json)")
+        else:
+            out.append(f"{pad}{k}: {v}")
+    return out
+
+
+def headline_facts(report: Report) -> list[tuple[str, list[str]]]:
+    """Per analyzer, the lines of its headline facts: ``facts[analyzer]["summary"]`` when the analyzer
+    provides one, else its scalar facts; nested two levels at most, long lists summarised by length."""
+    out = []
+    for analyzer in sorted(report.facts):
+        facts = report.facts[analyzer]
+        summary = facts.get("summary") if isinstance(facts, dict) else None
+        lines = _flatten(summary if isinstance(summary, dict) else facts)
+        if lines:
+            out.append((analyzer, lines))
+    return out

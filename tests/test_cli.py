@@ -1,0 +1,62 @@
+"""CLI plumbing shared by every command: usage errors, --version, atomic --output."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mtp_audit import __version__
+from mtp_audit.cli import main
+from mtp_audit.clikit import write_atomic
+from mtp_audit.errors import InputError
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"mtp-audit, version {__version__}"
+
+
+def test_unknown_command_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["frobnicate"]) == 2
+    assert "No such command 'frobnicate'" in capsys.readouterr().err
+
+
+def test_unknown_option_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rules", "--bogus"]) == 2
+    assert "No such option '--bogus'" in capsys.readouterr().err
+
+
+def test_python_dash_m_runs_without_traceback() -> None:
+    proc = subprocess.run([sys.executable, "-m", "mtp_audit", "explain", "nope"], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr == "mtp-audit: error: nope: no such rule (see 'mtp-audit rules')\n"
+    assert "Traceback" not in proc.stderr
+
+
+def test_help_lists_every_command() -> None:
+    proc = subprocess.run([sys.executable, "-m", "mtp_audit", "--help"], capture_output=True, text=True)
+    assert proc.returncode == 0
+    for cmd in ("checkpoint", "explain", "rules"):
+        assert f"  {cmd}" in proc.stdout
+
+
+def test_write_atomic_replaces_whole_file(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    out.write_text("old")
+    write_atomic(out, "new\n")
+    assert out.read_text() == "new\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temp file left behind
+
+
+def test_write_atomic_missing_folder_is_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="does not exist"):
+        write_atomic(tmp_path / "nope" / "r.json", "x")
+    assert not (tmp_path / "nope").exists()
+
+
+def test_write_atomic_refuses_directory(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="is a directory"):
+        write_atomic(tmp_path, "x")

@@ -1,0 +1,91 @@
+"""The shared report model: ordering, merge, status and exit-code precedence."""
+
+from __future__ import annotations
+
+import pytest
+
+from mtp_audit.report import (
+    EXIT_FINDINGS,
+    EXIT_INCONCLUSIVE,
+    EXIT_OK,
+    Finding,
+    Gap,
+    Location,
+    Report,
+    Severity,
+    Status,
+    exit_code,
+)
+
+
+def _f(rule: str, sev: Severity, path: str = "a", line: int | None = None) -> Finding:
+    return Finding(rule, sev, f"{rule} message", Location(path=path, line=line))
+
+
+def test_findings_sorted_by_location_then_rule() -> None:
+    r = Report.build(
+        "checkpoint",
+        "x",
+        findings=[_f("MTP002", Severity.ERROR, "b"), _f("MTP001", Severity.INFO, "b"), _f("MTP009", Severity.ERROR, "a", 3)],
+    )
+    assert [(f.location.path, f.rule_id) for f in r.findings] == [("a", "MTP009"), ("b", "MTP001"), ("b", "MTP002")]
+    assert r.rule_ids == ("MTP001", "MTP002", "MTP009")
+
+
+def test_duplicate_findings_collapse() -> None:
+    r = Report.build("checkpoint", "x", findings=[_f("MTP001", Severity.ERROR)] * 3)
+    assert len(r.findings) == 1
+
+
+@pytest.mark.parametrize(
+    ("findings", "gaps", "fail_on", "status", "code"),
+    [
+        ([], [], Severity.ERROR, Status.PASS, EXIT_OK),
+        ([_f("MTP001", Severity.INFO)], [], Severity.ERROR, Status.PASS, EXIT_OK),
+        ([_f("MTP001", Severity.INFO)], [], Severity.INFO, Status.PASS, EXIT_FINDINGS),
+        ([_f("MTP001", Severity.WARNING)], [], Severity.ERROR, Status.FINDINGS, EXIT_OK),
+        ([_f("MTP001", Severity.WARNING)], [], Severity.WARNING, Status.FINDINGS, EXIT_FINDINGS),
+        ([], [Gap("checkpoint", "no shards", blocking=True)], Severity.ERROR, Status.INCONCLUSIVE, EXIT_INCONCLUSIVE),
+        ([], [Gap("checkpoint", "headers not read", blocking=False)], Severity.ERROR, Status.PASS, EXIT_OK),
+        # a definite error outranks "could not tell"
+        ([_f("MTP001", Severity.ERROR)], [Gap("checkpoint", "x")], Severity.ERROR, Status.FINDINGS, EXIT_FINDINGS),
+        # --fail-on never: only inconclusive can still fail
+        ([_f("MTP001", Severity.ERROR)], [Gap("checkpoint", "x")], None, Status.FINDINGS, EXIT_INCONCLUSIVE),
+        ([_f("MTP001", Severity.ERROR)], [], None, Status.FINDINGS, EXIT_OK),
+    ],
+)
+def test_status_and_exit_code(findings, gaps, fail_on, status, code) -> None:  # type: ignore[no-untyped-def]
+    r = Report.build("checkpoint", "x", findings=findings, gaps=gaps)
+    assert r.status is status
+    assert exit_code(r, fail_on) == code
+
+
+def test_inconclusive_is_never_pass() -> None:
+    r = Report.build("checkpoint", "x", gaps=[Gap("checkpoint", "could not read config.json", "config.json")])
+    assert r.status is Status.INCONCLUSIVE
+    assert r.to_dict()["status"] == "inconclusive"
+    assert r.to_dict()["summary"]["inconclusive"] is True
+
+
+def test_merge_keeps_rule_ids_and_facts_per_analyzer() -> None:
+    a = Report.build("checkpoint", "m", findings=[_f("MTP001", Severity.ERROR)], facts={"n": 1})
+    b = Report.build("preflight", "local machine", findings=[_f("MTP201", Severity.WARNING)], facts={"gpu": "H200"})
+    m = a.merge(b)
+    assert [t.analyzer for t in m.targets] == ["checkpoint", "preflight"]
+    assert {f.rule_id for f in m.findings} == {"MTP001", "MTP201"}
+    assert m.facts == {"checkpoint": {"n": 1}, "preflight": {"gpu": "H200"}}
+    assert m.counts() == {"info": 0, "warning": 1, "error": 1}
+
+
+def test_severity_parse_and_sarif_levels() -> None:
+    assert Severity.parse(" Warning ") is Severity.WARNING
+    assert [s.sarif_level for s in Severity] == ["note", "warning", "error"]
+    with pytest.raises(ValueError, match="unknown severity"):
+        Severity.parse("fatal")
+
+
+def test_location_text() -> None:
+    assert str(Location(path="python/sglang/srt/server_args.py", line=2352, column=9)) == "python/sglang/srt/server_args.py:2352:9"
+    assert str(Location(path="config.json", symbol="/text_config/mtp_num_hidden_layers")) == "config.json [/text_config/mtp_num_hidden_layers]"
+    assert str(Location(symbol="cuda:0")) == "cuda:0"
+    assert str(Location()) == "-"

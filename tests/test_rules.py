@@ -1,0 +1,71 @@
+"""Every rule's examples run as tests, and every rule is documented the same way.
+
+Examples come from each analyzer's ``rules.py`` (``Rule.examples``); this file runs each one
+through the analyzer's real code path (``run_example``) and checks that the rule fires exactly on
+the examples marked ``fires=True``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mtp_audit.cli import main
+from mtp_audit.rules import ID_RANGES, all_rules, get_rule, run_rule_example
+
+RULES = all_rules()
+CASES = [(r, i, ex) for r in RULES for i, ex in enumerate(r.examples)]
+
+
+
+@pytest.mark.parametrize(
+    ("rule", "index", "example"),
+    CASES,
+    ids=[f"{r.id}-{'fires' if ex.fires else 'quiet'}-{i}" for r, i, ex in CASES],
+)
+def test_rule_example(rule, index, example, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    report = run_rule_example(rule, example, tmp_path)
+    fired = [f for f in report.findings if f.rule_id == rule.id]
+    assert bool(fired) == example.fires, f"{rule.id} example {index} ({example.note}): fired={fired}"
+    for f in fired:
+        assert f.message and not f.message.endswith("\n")
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
+def test_rule_is_documented(rule) -> None:  # type: ignore[no-untyped-def]
+    assert any(ex.fires for ex in rule.examples), f"{rule.id} has no firing example"
+    assert any(not ex.fires for ex in rule.examples), f"{rule.id} has no quiet example"
+    assert rule.summary and not rule.summary.endswith(".") and "\n" not in rule.summary
+    assert rule.sources, f"{rule.id} names no source"
+    doc = rule.doc()
+    for section in ("## What it does", "## Why is this bad?", "## Example", "## How to fix", "## Sources"):
+        assert section in doc, f"{rule.id} doc lacks {section}"
+    if rule.basis == "bug report":
+        assert "based on public bug reports" in doc
+    assert int(rule.id[3:]) in ID_RANGES[rule.analyzer]
+
+
+def test_rule_names_unique() -> None:
+    names = [r.name for r in RULES]
+    assert len(names) == len(set(names))
+
+
+def test_explain_every_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    for r in RULES:
+        assert main(["explain", r.id.lower()]) == 0
+        out = capsys.readouterr().out
+        assert out.startswith(f"# {r.id} {r.name}")
+    assert get_rule(RULES[0].id.lower()) is RULES[0]
+
+
+def test_explain_unknown_rule_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", "MTP999"]) == 2
+    err = capsys.readouterr().err
+    assert err == "mtp-audit: error: MTP999: no such rule (see 'mtp-audit rules')\n"
+
+
+def test_rules_listing_covers_every_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rules"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in out] == [r.id for r in RULES]
