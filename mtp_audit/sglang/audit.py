@@ -285,6 +285,8 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
                          "shape": "enum-alias-lookup", "via": f"{owner}.{fn['name']}" if owner else fn["name"]})
             for s in fn["sites"]:
                 arg = s["argument"]
+                if not in_server and s["shape"] == "assignment":
+                    continue  # self.x = ... outside ServerArgs (workers, ModelConfig copies) is not a CLI rewrite
                 if arg != SPEC_ARG and (arg not in dests or not in_server) and s["shape"] != "return-dict":
                     continue
                 if arg != SPEC_ARG and s["shape"] == "return-dict" and arg not in dests:
@@ -421,9 +423,18 @@ def audit_tree(tree: SourceTree) -> Report:
     """Audit an opened tree and build the :class:`~mtp_audit.report.Report` (findings from rules)."""
     from mtp_audit.sglang.rules import evaluate
 
-    results, stats = scan_tree(tree)
-    facts, gaps = link(tree, results)
-    facts["scan"] = stats
+    folder = cache.cache_dir()
+    tkey = "tree-" + tree.fingerprint()
+    hit = cache.load(folder, tkey)
+    if hit is not None and "facts" in hit:
+        facts = hit["facts"]
+        gaps = [Gap(**g) for g in hit["gaps"]]
+        facts["scan"] = dict(facts["scan"], tree_cache="hit")
+    else:
+        results, stats = scan_tree(tree)
+        facts, gaps = link(tree, results)
+        facts["scan"] = dict(stats, tree_cache="miss")
+        cache.store(folder, tkey, {"facts": facts, "gaps": [g.__dict__ for g in gaps]})
     findings = evaluate(facts)
     from mtp_audit.sglang.rules import RULES
 

@@ -88,6 +88,27 @@ class SourceTree:
             self.notes.append((rel, f"cannot read ({type(exc).__name__}: {exc}); not examined"))
         return None
 
+    def fingerprint(self) -> str:
+        """SHA-1 over every listed file's path, size and content stamp: the zip member's CRC-32 for
+        wheels, ``mtime_ns`` for folders. Used as the whole-tree cache key (a changed file changes it)."""
+        import hashlib
+
+        h = hashlib.sha1(f"{self.kind}\0{self.version}\0".encode())
+        for rel in sorted(self.files):
+            handle = self.files[rel]
+            if isinstance(handle, zipfile.ZipInfo):
+                stamp = f"{handle.file_size}:{handle.CRC}"
+            else:
+                try:
+                    st = os.stat(handle)  # type: ignore[arg-type]
+                    stamp = f"{st.st_size}:{st.st_mtime_ns}"
+                except OSError:
+                    stamp = "?"
+            h.update(f"{rel}\0{stamp}\n".encode())
+        for rel, note in self.notes:
+            h.update(f"note {rel} {note}\n".encode())
+        return h.hexdigest()
+
     def close(self) -> None:
         """Release the zip file handle, if any."""
         if self._zip is not None:
