@@ -30,14 +30,14 @@ import textwrap
 from typing import Any
 
 #: Bump when the extraction changes, so cached results are recomputed.
-SCAN_VERSION = 3
+SCAN_VERSION = 4
 
 # --- pre-filter --------------------------------------------------------------------------------
 
 #: Bytes that make a file a candidate for the server-arguments pass (parsed with ast + libcst).
 _SERVER_TRIGGER = re.compile(
     rb"add_argument\(|cli_name=|declare_resolution\(|speculative_algorithm|architectures\[0\]|"
-    rb"_ALIASES|MODEL_OVERRIDES|def from_string|_CHOICES\s*="
+    rb"_ALIASES|MODEL_OVERRIDES|def from_string|_CHOICES\s*=|: A\[|Arg\("
 )
 #: Path parts where server-argument processing lives (across 0.4.0 .. 0.5.23).
 _SERVER_PATHS = re.compile(
