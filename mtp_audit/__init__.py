@@ -15,6 +15,8 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "audit_checkpoint": ("mtp_audit.checkpoint", "audit_checkpoint"),
+    "audit_sglang": ("mtp_audit.sglang", "audit_sglang"),
+    "diff_sglang": ("mtp_audit.sglang", "diff_sglang"),
     "Report": ("mtp_audit.report", "Report"),
     "Finding": ("mtp_audit.report", "Finding"),
     "Gap": ("mtp_audit.report", "Gap"),

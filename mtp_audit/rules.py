@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 #: Rule id ranges: MTP0xx checkpoint, MTP1xx sglang, MTP2xx preflight, MTP3xx launch cross-checks.
 ANALYZER_RULE_MODULES: dict[str, str] = {
     "checkpoint": "mtp_audit.checkpoint.rules",
+    "sglang": "mtp_audit.sglang.rules",
 }
 
 ID_RANGES: dict[str, range] = {

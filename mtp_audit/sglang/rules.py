@@ -1,0 +1,276 @@
+"""MTP1xx rules of the SGLang analyzer: what SGLang will do with ``--speculative-algorithm NEXTN``
+and which CLI values it rewrites, and (MTP110-113) what changed between two versions.
+
+Facts come from SGLang source (cited per rule). Examples are small hand-written snippets in the
+shape of the real code, never copied SGLang files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mtp_audit.report import Evidence, Finding, Location, Report, Severity
+from mtp_audit.rules import Example, Rule
+
+_SA_NEXTN_SILENT = '''class ServerArgs:
+    def _handle_speculative_decoding(self):
+        if self.speculative_algorithm == "NEXTN":
+            self.speculative_algorithm = "EAGLE"
+
+    @staticmethod
+    def add_cli_args(parser):
+        parser.add_argument(
+            "--speculative-algorithm",
+            type=str,
+            choices=["EAGLE", "NEXTN"],
+        )
+'''
+_SA_NO_NEXTN = '''class ServerArgs:
+    @staticmethod
+    def add_cli_args(parser):
+        parser.add_argument(
+            "--speculative-algorithm",
+            type=str,
+            choices=["EAGLE"],
+        )
+'''
+_SA_ACCEPTS_NO_REMAP = '''class ServerArgs:
+    @staticmethod
+    def add_cli_args(parser):
+        parser.add_argument(
+            "--speculative-algorithm",
+            type=str,
+            choices=["EAGLE", "NEXTN"],
+        )
+'''
+_SA_NO_SPEC = '''class ServerArgs:
+    @staticmethod
+    def add_cli_args(parser):
+        parser.add_argument("--quantization", type=str, choices=["fp8", "modelopt_fp4"])
+'''
+_SA_FILL = '''class ServerArgs:
+    def _handle_speculative_decoding(self):
+        if self.speculative_algorithm == "NEXTN":
+            self.speculative_algorithm = "EAGLE"
+        if self.speculative_draft_model_path is None:
+            self.speculative_draft_model_path = self.model_path
+
+    @staticmethod
+    def add_cli_args(parser):
+        parser.add_argument("--speculative-algorithm", type=str, choices=["EAGLE", "NEXTN"])
+'''
+_SA_OLD_REMAP = _SA_NEXTN_SILENT
+_SA_NEW_REMAP = _SA_NEXTN_SILENT.replace('"EAGLE"\n', '"EAGLE3"\n', 1)
+_SA_QUANT_OLD = '''class ServerArgs:
+    @staticmethod
+    def add_cli_args(parser):
+        parser.add_argument("--quantization", type=str, choices=["fp8", "modelopt_fp4"])
+'''
+_SA_QUANT_NEW = _SA_QUANT_OLD.replace(', "modelopt_fp4"', "")
+_ENV_OLD = '''class Envs:
+    SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE = EnvBool(False)
+'''
+_ENV_NEW = '''class Envs:
+    SGLANG_ENABLE_SPEC_V2 = EnvBool(False)
+'''
+_MODEL_OLD = '''class DeepseekV3ForCausalLMNextN:
+    pass
+
+
+EntryClass = [DeepseekV3ForCausalLMNextN]
+'''
+_MODEL_NEW = '''class DeepseekV3ForCausalLM:
+    pass
+
+
+EntryClass = [DeepseekV3ForCausalLM]
+'''
+_SP = "sglang/srt/server_args.py"
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        id="MTP101", name="nextn-rewritten", analyzer="sglang", severity=Severity.INFO,
+        summary="SGLang rewrites --speculative-algorithm NEXTN to another algorithm",
+        what="Finds every place where the value NEXTN of --speculative-algorithm is replaced (direct "
+             "assignment, helper return, declare_resolution, alias set looked up by "
+             "SpeculativeAlgorithm.from_string) and says whether a log line is printed in that branch.",
+        why="NEXTN is an alias: SGLang runs its EAGLE worker with the target checkpoint as its own draft "
+            "and rewrites the draft architecture to the model's MTP class. A silent rewrite means the "
+            "logs never say EAGLE was chosen, so a missing MTP class or weight shows up as a confusing "
+            "EAGLE error 30 minutes into the load.",
+        fix="Nothing to change if the chain ends in an MTP class for your architecture (see the facts "
+            "draft_arch_overrides and mtp_classes); otherwise pass --speculative-draft-model-path explicitly.",
+        sources=("sglang/srt/server_args.py ServerArgs._handle_speculative_decoding (0.4.6-0.5.9)",
+                 "sglang/srt/arg_groups/speculative_hook.py _resolve_speculative_algorithm_alias (0.5.15-0.5.23)",
+                 "sglang/srt/speculative/spec_registry.py _RESERVED_ALIASES (0.5.20 on)"),
+        basis="code",
+        examples=(
+            Example(True, {_SP: _SA_NEXTN_SILENT}, note="NEXTN is assigned EAGLE with no log call in the branch"),
+            Example(False, {_SP: _SA_NO_NEXTN}, note="NEXTN is not a choice and never rewritten"),
+        ),
+    ),
+    Rule(
+        id="MTP102", name="nextn-remap-not-found", analyzer="sglang", severity=Severity.WARNING,
+        summary="The tree accepts --speculative-algorithm NEXTN but no rewrite of NEXTN was found",
+        what="Reports a tree whose --speculative-algorithm accepts NEXTN (choices, help text or an alias "
+             "set) where no recognised code shape maps NEXTN to a worker algorithm.",
+        why="Either SGLang handles NEXTN in a shape this analyzer does not know (so the audit cannot tell "
+            "whether MTP heads are used), or NEXTN reaches the worker unmapped and fails at start-up.",
+        fix="Read the places listed in nextn_accepted; if the rewrite moved, report the new shape to mtp-audit.",
+        sources=("docs/sglang.md 'Shapes'", "issue 3 ('No NEXTN remap found ... is a finding')"),
+        basis="code",
+        examples=(
+            Example(True, {_SP: _SA_ACCEPTS_NO_REMAP}, note="NEXTN is a choice but nothing rewrites it"),
+            Example(False, {_SP: _SA_NEXTN_SILENT}, note="NEXTN is a choice and is rewritten to EAGLE"),
+        ),
+    ),
+    Rule(
+        id="MTP103", name="no-speculative-decoding", analyzer="sglang", severity=Severity.WARNING,
+        summary="This SGLang has no --speculative-algorithm flag, so MTP/NextN heads are never used",
+        what="Reports a tree with no --speculative-algorithm declaration (SGLang 0.4.0 and older).",
+        why="Without speculative decoding the MTP/NextN weights of a checkpoint are loaded for nothing or skipped.",
+        fix="Upgrade SGLang to a version that accepts --speculative-algorithm NEXTN (0.4.6 or later).",
+        sources=("sglang/srt/server_args.py of 0.4.0 (no speculative flags) vs 0.4.3 (EAGLE only)",),
+        basis="code",
+        examples=(
+            Example(True, {_SP: _SA_NO_SPEC}, note="only --quantization is declared"),
+            Example(False, {_SP: _SA_NO_NEXTN}, note="--speculative-algorithm exists"),
+        ),
+    ),
+    Rule(
+        id="MTP104", name="nextn-not-accepted", analyzer="sglang", severity=Severity.WARNING,
+        summary="--speculative-algorithm exists but does not accept NEXTN",
+        what="Reports a tree whose --speculative-algorithm choices, help text and alias sets never mention NEXTN.",
+        why="`--speculative-algorithm NEXTN` is rejected by argparse; MTP heads cannot be used by name.",
+        fix="Upgrade SGLang (NEXTN is accepted from 0.4.6), or check whether EAGLE with an explicit draft works.",
+        sources=("sglang/srt/server_args.py of 0.4.3: choices=['EAGLE']",),
+        basis="code",
+        examples=(
+            Example(True, {_SP: _SA_NO_NEXTN}, note="choices are only EAGLE"),
+            Example(False, {_SP: _SA_NEXTN_SILENT}, note="NEXTN is a choice"),
+        ),
+    ),
+    Rule(
+        id="MTP105", name="draft-defaults-to-target", analyzer="sglang", severity=Severity.INFO,
+        summary="When --speculative-draft-model-path is omitted SGLang uses the target model as the draft",
+        what="Finds assignments of the target model path to speculative_draft_model_path (explicit, under an "
+             "architecture whitelist) and the implicit `model_path or server_args.model_path` in ModelConfig.",
+        why="This is the link between NEXTN->EAGLE and the draft-architecture override to the MTP class: "
+            "the MTP heads are loaded from the target checkpoint only through this default.",
+        fix="Nothing, if your architecture is in the whitelist; otherwise pass --speculative-draft-model-path.",
+        sources=("sglang/srt/server_args.py _handle_speculative_decoding (0.5.9: model_arch in [...])",
+                 "sglang/srt/configs/model_config.py ModelConfig.from_server_args"),
+        basis="code",
+        examples=(
+            Example(True, {_SP: _SA_FILL}, note="draft path is filled with model_path"),
+            Example(False, {_SP: _SA_NEXTN_SILENT}, note="no draft path default"),
+        ),
+    ),
+    Rule(
+        id="MTP110", name="remap-changed", analyzer="sglang", severity=Severity.ERROR,
+        summary="An upgrade added, removed or changed a rewrite of a CLI value",
+        what="Compares the remaps and auto resolutions of two SGLang versions (argument, from, to, logged).",
+        why="A new rewrite silently overrides a flag you pass; a removed one changes what your flags mean.",
+        fix="Read the new rewrite's condition and location; adjust your launch flags before upgrading.",
+        sources=("issue 3 'Upgrades'",),
+        basis="code",
+        examples=(
+            Example(True, {"old/" + _SP: _SA_OLD_REMAP, "new/" + _SP: _SA_NEW_REMAP}, args=("--diff",), note="NEXTN now maps to EAGLE3"),
+            Example(False, {"old/" + _SP: _SA_OLD_REMAP, "new/" + _SP: _SA_OLD_REMAP}, args=("--diff",), note="same code"),
+        ),
+    ),
+    Rule(
+        id="MTP111", name="cli-choice-removed", analyzer="sglang", severity=Severity.WARNING,
+        summary="An upgrade removed a CLI flag or one of its choices",
+        what="Compares the declared flags and their statically resolved choices of two versions.",
+        why="A launch command that worked before is rejected by argparse after the upgrade.",
+        fix="Replace the removed value in your launch command.",
+        sources=("issue 3 'Upgrades'",),
+        basis="code",
+        examples=(
+            Example(True, {"old/" + _SP: _SA_QUANT_OLD, "new/" + _SP: _SA_QUANT_NEW}, args=("--diff",), note="modelopt_fp4 dropped"),
+            Example(False, {"old/" + _SP: _SA_QUANT_OLD, "new/" + _SP: _SA_QUANT_OLD}, args=("--diff",), note="same choices"),
+        ),
+    ),
+    Rule(
+        id="MTP112", name="env-var-changed", analyzer="sglang", severity=Severity.INFO,
+        summary="An upgrade added or removed an NEXTN/MTP/SPEC/FP4 environment variable",
+        what="Compares the defined and read environment variables whose names contain NEXTN, MTP, SPEC or FP4.",
+        why="A removed variable is silently ignored: deployments that set it lose the behaviour.",
+        fix="Check the new variable names in sglang/srt/environ.py.",
+        sources=("sglang/srt/environ.py (e.g. SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE)",),
+        basis="code",
+        examples=(
+            Example(True, {"old/sglang/srt/environ.py": _ENV_OLD, "new/sglang/srt/environ.py": _ENV_NEW}, args=("--diff",), note="one variable replaced"),
+            Example(False, {"old/sglang/srt/environ.py": _ENV_OLD, "new/sglang/srt/environ.py": _ENV_OLD}, args=("--diff",), note="unchanged"),
+        ),
+    ),
+    Rule(
+        id="MTP113", name="mtp-class-removed", analyzer="sglang", severity=Severity.WARNING,
+        summary="An upgrade removed an MTP/NextN model class or draft-architecture override",
+        what="Compares EntryClass registrations of MTP/NextN classes and draft-architecture overrides.",
+        why="Without the class (or the override to it) the draft for that architecture can no longer load its MTP heads.",
+        fix="Stay on the old version for that architecture or check the new class name.",
+        sources=("sglang/srt/models/*_nextn.py / *_mtp.py EntryClass", "sglang/srt/configs/model_config.py _config_draft_model"),
+        basis="code",
+        examples=(
+            Example(True, {"old/sglang/srt/models/m.py": _MODEL_OLD, "new/sglang/srt/models/m.py": _MODEL_NEW}, args=("--diff",), note="NextN class gone"),
+            Example(False, {"old/sglang/srt/models/m.py": _MODEL_OLD, "new/sglang/srt/models/m.py": _MODEL_OLD}, args=("--diff",), note="unchanged"),
+        ),
+    ),
+)
+
+BY_ID = {r.id: r for r in RULES}
+
+
+def _loc(text: str | None) -> Location:
+    if not text:
+        return Location()
+    path, _, line = text.rpartition(":")
+    if line.isdigit():
+        return Location(path=path, line=int(line))
+    return Location(path=text)
+
+
+def evaluate(facts: dict[str, Any]) -> list[Finding]:
+    """Findings MTP101-MTP105 from one tree's facts (see :func:`mtp_audit.sglang.audit.link`)."""
+    out: list[Finding] = []
+    cli = facts["cli_arguments"]
+    spec = cli.get("--speculative-algorithm")
+    nextn = [r for r in facts["remaps"] if r["from"] == "NEXTN"]
+    if spec is None:
+        out.append(BY_ID["MTP103"].finding(
+            "no --speculative-algorithm flag is declared: this SGLang has no speculative decoding, so MTP/NextN heads are never used"))
+        return out
+    if not facts["nextn_accepted"]:
+        out.append(BY_ID["MTP104"].finding(
+            f"--speculative-algorithm does not accept NEXTN (choices: {', '.join(spec['choices'] or []) or 'free-form'})",
+            _loc(spec.get("choices_location") or spec["location"])))
+    elif not nextn:
+        out.append(BY_ID["MTP102"].finding(
+            "--speculative-algorithm accepts NEXTN but no rewrite of NEXTN was found: cannot tell which worker runs",
+            _loc(facts["nextn_accepted"][0]["location"]),
+            evidence=[Evidence("accepted via", a["via"], _loc(a["location"])) for a in facts["nextn_accepted"]]))
+    for r in nextn:
+        ev = [Evidence("condition", r["condition"] or "(always)", _loc(r.get("test_location")))]
+        if r.get("via"):
+            ev.append(Evidence("via", r["via"]))
+        ev += [Evidence("draft default", f"{d['kind']}: {d['value']}", _loc(d["location"])) for d in facts["draft_model_path_fills"]][:2]
+        out.append(BY_ID["MTP101"].finding(
+            f"--speculative-algorithm NEXTN is rewritten to {', '.join(r['to'])} ({'logged' if r['logged'] else 'silent'}, {r['shape']})",
+            _loc(r["location"]), evidence=ev))
+    for d in facts["draft_model_path_fills"]:
+        out.append(BY_ID["MTP105"].finding(
+            f"speculative_draft_model_path defaults to the target model ({d['kind']}: {d['value']})",
+            _loc(d["location"]), evidence=[Evidence("condition", d["condition"] or "(always)")]))
+    return out
+
+
+def run_example(root: Path, example: Example) -> Report:
+    """Run the analyzer on an example folder; ``--diff`` examples hold ``old/`` and ``new/`` trees."""
+    from mtp_audit.sglang import audit_sglang, diff_sglang
+
+    if "--diff" in example.args:
+        return diff_sglang(audit_sglang(root / "old"), audit_sglang(root / "new"))
+    return audit_sglang(root)

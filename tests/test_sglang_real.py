@@ -1,0 +1,177 @@
+"""Real SGLang wheels from PyPI; every asserted number was checked by hand with grep/sed in the
+unpacked wheel (see docs/sglang.md "Verified facts")."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mtp_audit.sglang import audit_sglang, diff_sglang
+
+CACHE = Path(os.environ.get("MTP_AUDIT_TEST_CACHE", os.path.expanduser("~/.cache/mtp-audit-tests"))) / "sglang-wheels"
+VERSIONS = ["0.4.0", "0.4.3", "0.4.6", "0.5.4", "0.5.9", "0.5.12", "0.5.15", "0.5.18", "0.5.20", "0.5.23"]
+
+pytestmark = pytest.mark.network
+
+
+def _wheel(version: str) -> Path:
+    found = sorted(CACHE.glob(f"sglang-{version}-*.whl"))
+    if found:
+        return found[0]
+    CACHE.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", f"sglang=={version}", "-d", str(CACHE)],
+                          capture_output=True, text=True, timeout=300)
+    found = sorted(CACHE.glob(f"sglang-{version}-*.whl"))
+    if proc.returncode != 0 or not found:
+        pytest.skip(f"cannot download sglang {version}: {proc.stderr.strip()[-200:]}")
+    return found[0]
+
+
+@pytest.fixture(scope="session")
+def reports(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    os.environ["MTP_AUDIT_CACHE_DIR"] = str(tmp_path_factory.mktemp("mtp-cache"))
+    out = {}
+    for v in VERSIONS:
+        out[v] = audit_sglang(_wheel(v))
+    return out
+
+
+def _f(reports: dict, v: str) -> dict:
+    return reports[v].facts["sglang"]
+
+
+def _nextn(facts: dict) -> list[dict]:
+    return [r for r in facts["remaps"] if r["from"] == "NEXTN"]
+
+
+def test_versions_read_from_metadata(reports):
+    for v in VERSIONS:
+        assert _f(reports, v)["version"] == v
+
+
+def test_040_has_no_speculative_decoding(reports):
+    f = _f(reports, "0.4.0")
+    assert "--speculative-algorithm" not in f["cli_arguments"]
+    assert [x.rule_id for x in reports["0.4.0"].findings] == ["MTP103"]
+
+
+def test_043_does_not_accept_nextn(reports):
+    f = _f(reports, "0.4.3")
+    spec = f["cli_arguments"]["--speculative-algorithm"]
+    assert spec["choices"] == ["EAGLE"]
+    assert spec["location"] == "sglang/srt/server_args.py:706"
+    assert _nextn(f) == []
+    assert [x.rule_id for x in reports["0.4.3"].findings] == ["MTP104"]
+
+
+def test_046_direct_assignment(reports):
+    (r,) = _nextn(_f(reports, "0.4.6"))
+    assert (r["location"], r["test_location"], r["to"], r["logged"]) == (
+        "sglang/srt/server_args.py:319", "sglang/srt/server_args.py:317", ["EAGLE"], False)
+
+
+def test_054_remap_and_choices(reports):
+    f = _f(reports, "0.5.4")
+    (r,) = _nextn(f)
+    assert r["location"] == "sglang/srt/server_args.py:1282"
+    assert r["test_location"] == "sglang/srt/server_args.py:1281"
+    assert r["to"] == ["EAGLE"] and r["logged"] is False and r["shape"] == "assignment"
+    spec = f["cli_arguments"]["--speculative-algorithm"]
+    assert spec["choices_location"] == "sglang/srt/server_args.py:2415"
+    assert spec["choices"] == ["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"]
+
+
+def test_059_remap_choices_env(reports):
+    f = _f(reports, "0.5.9")
+    (r,) = _nextn(f)
+    assert (r["test_location"], r["location"], r["logged"]) == (
+        "sglang/srt/server_args.py:2352", "sglang/srt/server_args.py:2353", False)
+    assert f["cli_arguments"]["--speculative-algorithm"]["choices_location"] == "sglang/srt/server_args.py:3927"
+    env = {e["name"]: e for e in f["env_vars"]}["SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE"]
+    assert "sglang/srt/server_args.py:1320" in env["read"]
+    assert env["defined"] == ["sglang/srt/environ.py:323"]
+    assert "sglang/srt/models/deepseek_common/utils.py:96" in env["read"]
+    fp4 = f["cli_arguments"]["--fp4-gemm-backend"]
+    assert fp4["choices"] == ["auto", "flashinfer_cudnn", "flashinfer_cutlass", "flashinfer_trtllm"]
+    # draft-model default: whitelist assignment + implicit ModelConfig fallback
+    fills = {(d["kind"], d["location"]) for d in f["draft_model_path_fills"]}
+    assert ("explicit", "sglang/srt/server_args.py:2411") in fills
+    assert ("implicit", "sglang/srt/configs/model_config.py:251") in fills
+    over = {(d["from"], d["to"]): d["location"] for d in f["draft_arch_overrides"]}
+    assert over[("DeepseekV3ForCausalLM", "DeepseekV3ForCausalLMNextN")] == "sglang/srt/configs/model_config.py:279"
+    assert over[("GlmMoeDsaForCausalLM", "DeepseekV3ForCausalLMNextN")] == "sglang/srt/configs/model_config.py:279"
+
+
+def test_0512_helper_assigned_back(reports):
+    f = _f(reports, "0.5.12")
+    by_to = {r["to"][0]: r for r in _nextn(f) if r["shape"].startswith("helper")}
+    assert by_to["EAGLE"]["location"] == "sglang/srt/server_args.py:351" and by_to["EAGLE"]["logged"] is False
+    assert by_to["FROZEN_KV_MTP"]["location"] == "sglang/srt/server_args.py:350" and by_to["FROZEN_KV_MTP"]["logged"] is True
+    assert by_to["EAGLE"]["via"].endswith("server_args.py:3564")
+    assert any(n["argument"] == "speculative_algorithm" and n["kind"] == "upper" for n in f["normalisations"])
+    assert "NEXTN" in f["cli_arguments"]["--speculative-algorithm"]["help"]
+
+
+def test_0515_and_0518_speculative_hook(reports):
+    for v, (test, eagle, call) in {"0.5.15": (42, 49, 88), "0.5.18": (52, 59, 98)}.items():
+        by_to = {r["to"][0]: r for r in _nextn(_f(reports, v))}
+        hook = "sglang/srt/arg_groups/speculative_hook.py"
+        assert by_to["EAGLE"]["test_location"] == f"{hook}:{test}"
+        assert by_to["EAGLE"]["location"] == f"{hook}:{eagle}"
+        assert by_to["EAGLE"]["via"].endswith(f"{hook}:{call}")
+        assert by_to["EAGLE"]["shape"] == "helper-return via assignment"
+
+
+def test_0523_declare_resolution_alias_and_from_string(reports):
+    rep = reports["0.5.23"]
+    f = rep.facts["sglang"]
+    hook = "sglang/srt/arg_groups/speculative_hook.py"
+    nx = _nextn(f)
+    helper = {r["to"][0]: r for r in nx if r["shape"] == "helper-return via declare_resolution"}
+    assert helper["EAGLE"]["test_location"] == f"{hook}:109"
+    assert helper["EAGLE"]["location"] == f"{hook}:116" and helper["EAGLE"]["logged"] is False
+    assert helper["FROZEN_KV_MTP"]["location"] == f"{hook}:115" and helper["FROZEN_KV_MTP"]["logged"] is True
+    assert helper["EAGLE"]["via"].endswith(f"{hook}:154")
+    (alias,) = f["aliases"]
+    assert alias["members"] == ["NEXTN"] and alias["to"] == "EAGLE"
+    assert alias["function"] == "SpeculativeAlgorithm.from_string"
+    assert alias["location"] == "sglang/srt/speculative/spec_info.py:61"
+    assert any(r["shape"] == "enum-alias-lookup" and r["to"] == ["EAGLE"] for r in nx)
+    assert f["cli_arguments"]["--fp4-gemm-backend"]["location"] == "sglang/srt/arg_groups/fields/exec_.py:282"  # the field line; cli_name="--fp4-gemm-backend" is on 286
+    assert f["preflight_choices"]["--fp4-gemm-backend"] == [
+        "auto", "flashinfer_cudnn", "flashinfer_cutedsl", "flashinfer_cutlass", "flashinfer_trtllm", "marlin"]
+    assert "modelopt_fp4" in f["preflight_choices"]["--quantization(fp4)"]
+    classes = {m["class"] for m in f["mtp_classes"]}
+    assert {"DeepseekV3ForCausalLMNextN", "Qwen3_5ForCausalLMMTP"} <= classes
+    over = {(d["from"], d["to"]) for d in f["draft_arch_overrides"]}
+    assert ("DeepseekV32ForCausalLM", "DeepseekV3ForCausalLMNextN") in over
+    assert ("InternS2MobiusForConditionalGeneration", "Qwen3_5ForCausalLMMTP") in over
+    assert not rep.inconclusive
+
+
+def test_silent_nextn_to_eagle_everywhere(reports):
+    for v in VERSIONS[2:]:
+        eagle = [r for r in _nextn(_f(reports, v)) if r["to"] == ["EAGLE"]]
+        assert eagle and all(not r["logged"] for r in eagle), v
+
+
+def test_diff_0_5_9_to_0_5_23(reports):
+    d = diff_sglang(reports["0.5.9"], reports["0.5.23"])
+    ch = d.facts["sglang"]["diff"]["changes"]
+    assert "FROZEN_KV_MTP" in {t for r in ch["remaps"]["added"] for t in r["to"]}
+    assert any(f.rule_id == "MTP110" for f in d.findings)
+
+
+def test_cli_two_targets_and_baseline(tmp_path, reports):
+    from mtp_audit.cli import main
+
+    old, new = _wheel("0.5.4"), _wheel("0.5.9")
+    out = tmp_path / "r.json"
+    assert main(["sglang", str(old), "-f", "json", "-o", str(out)]) == 0
+    rc = main(["sglang", "--baseline", str(out), str(new), "-f", "sarif", "-o", str(tmp_path / "d.sarif")])
+    assert rc in (1, 3)
+    assert main(["sglang", str(old), str(new), "--fail-on", "never", "-o", str(tmp_path / "x.txt")]) in (0, 3)

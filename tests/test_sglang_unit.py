@@ -1,0 +1,139 @@
+"""Rule examples, bad input and the CLI, on small hand-written trees (no network)."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from mtp_audit.cli import main
+from mtp_audit.errors import InputError
+from mtp_audit.rules import run_rule_example
+from mtp_audit.sglang import audit_sglang
+from mtp_audit.sglang.rules import RULES
+
+
+@pytest.fixture(autouse=True)
+def _tmp_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("MTP_AUDIT_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
+def test_rule_examples(rule, tmp_path):
+    assert any(e.fires for e in rule.examples) and any(not e.fires for e in rule.examples)
+    for i, ex in enumerate(rule.examples):
+        root = tmp_path / f"ex{i}"
+        root.mkdir()
+        report = run_rule_example(rule, ex, root)
+        fired = any(f.rule_id == rule.id for f in report.findings)
+        assert fired == ex.fires, (rule.id, ex.note)
+    assert "## What it does" in rule.doc()
+
+
+SA = '''class ServerArgs:
+    def _handle(self):
+        if self.speculative_algorithm == "NEXTN":
+            self.speculative_algorithm = "EAGLE"
+
+    @staticmethod
+    def add_cli_args(parser):
+        parser.add_argument("--speculative-algorithm", choices=["EAGLE", "NEXTN"])
+'''
+
+
+def _tree(tmp_path: Path, files: dict[str, bytes | str]) -> Path:
+    for rel, content in files.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return tmp_path
+
+
+def test_python2_file_is_a_blocking_gap(tmp_path):
+    root = _tree(tmp_path, {"sglang/srt/server_args.py": SA, "sglang/srt/arg_groups/old.py": 'print "x"\ndef f(self):\n    self.speculative_algorithm = "EAGLE"\n'})
+    rep = audit_sglang(root)
+    (gap,) = [g for g in rep.gaps if g.path == "sglang/srt/arg_groups/old.py"]
+    assert gap.blocking and "does not parse" in gap.message and "line 1" in gap.message
+    assert rep.status.value == "inconclusive"
+
+
+def test_non_utf8_file_is_a_gap(tmp_path):
+    root = _tree(tmp_path, {"sglang/srt/server_args.py": SA.encode() + b"# caf\xe9\n"})
+    rep = audit_sglang(root)
+    assert any("not UTF-8" in g.message for g in rep.gaps)
+
+
+def test_huge_file_noted_not_read(tmp_path, monkeypatch):
+    import mtp_audit.sglang.target as target
+
+    monkeypatch.setattr(target, "MAX_SOURCE_BYTES", 1000)
+    root = _tree(tmp_path, {"sglang/srt/server_args.py": SA, "sglang/srt/gen.py": "X = 1\n" * 500})
+    rep = audit_sglang(root)
+    (gap,) = [g for g in rep.gaps if g.path == "sglang/srt/gen.py"]
+    assert not gap.blocking and "limit" in gap.message
+
+
+def test_symlink_leaving_tree_not_followed(tmp_path):
+    outside = tmp_path / "outside.py"
+    outside.write_text('SGLANG_SPEC_SECRET = EnvBool(False)\n')
+    root = _tree(tmp_path / "t", {"sglang/srt/server_args.py": SA})
+    (root / "sglang/srt/evil.py").symlink_to(outside)
+    rep = audit_sglang(root)
+    assert any("leaves the tree" in g.message for g in rep.gaps)
+    assert not rep.facts["sglang"]["env_vars"]
+
+
+def test_not_sglang_and_corrupt_wheel_exit_2(tmp_path, capsys):
+    (tmp_path / "x").mkdir()
+    assert main(["sglang", str(tmp_path / "x")]) == 2
+    bad = tmp_path / "bad.whl"
+    bad.write_bytes(b"PK\x03\x04 not really a zip")
+    assert main(["sglang", str(bad)]) == 2
+    assert main(["sglang", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("mtp-audit: error:") == 3 and "Traceback" not in err
+    with pytest.raises(InputError):
+        audit_sglang(tmp_path / "x")
+
+
+def test_wheel_read_in_memory_and_helper_shape(tmp_path):
+    hook = '''def _resolve(speculative_algorithm):
+    if speculative_algorithm == "NEXTN":
+        logger.info("promoting")
+        return "EAGLE"
+    return speculative_algorithm
+
+
+def handle(server_args):
+    declare_resolution(server_args, "h", speculative_algorithm=_resolve(cfg.speculative_algorithm))
+'''
+    whl = tmp_path / "sglang-9.9.9-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w") as zf:
+        zf.writestr("sglang/srt/arg_groups/speculative_hook.py", hook)
+        zf.writestr("sglang-9.9.9.dist-info/METADATA", "Metadata-Version: 2.1\nName: sglang\nVersion: 9.9.9\n")
+    rep = audit_sglang(whl)
+    f = rep.facts["sglang"]
+    assert f["version"] == "9.9.9"
+    (r,) = f["remaps"]
+    assert (r["from"], r["to"], r["logged"], r["location"]) == ("NEXTN", ["EAGLE"], True, "sglang/srt/arg_groups/speculative_hook.py:4")
+    assert r["via"].endswith("speculative_hook.py:9")
+
+
+def test_unknown_helper_is_blocking_gap(tmp_path):
+    root = _tree(tmp_path, {"sglang/srt/server_args.py": SA.replace('self.speculative_algorithm = "EAGLE"', "self.speculative_algorithm = mystery(self.speculative_algorithm)")})
+    rep = audit_sglang(root)
+    assert any(g.blocking and "not understood" in g.message for g in rep.gaps)
+    assert any(f.rule_id == "MTP102" for f in rep.findings)
+
+
+def test_cache_warm_run_same_facts(tmp_path):
+    root = _tree(tmp_path / "t", {"sglang/srt/server_args.py": SA})
+    a = audit_sglang(root).facts["sglang"]
+    b = audit_sglang(root).facts["sglang"]
+    assert b["scan"]["tree_cache"] == "hit" and a["remaps"] == b["remaps"]
+
+
+def test_command_help(capsys):
+    assert main(["sglang", "--help"]) == 0
+    assert "--baseline" in capsys.readouterr().out
