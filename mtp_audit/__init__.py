@@ -15,6 +15,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "audit_checkpoint": ("mtp_audit.checkpoint", "audit_checkpoint"),
+    "preflight": ("mtp_audit.preflight", "preflight"),
     "Report": ("mtp_audit.report", "Report"),
     "Finding": ("mtp_audit.report", "Finding"),
     "Gap": ("mtp_audit.report", "Gap"),

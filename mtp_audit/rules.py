@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 #: Rule id ranges: MTP0xx checkpoint, MTP1xx sglang, MTP2xx preflight, MTP3xx launch cross-checks.
 ANALYZER_RULE_MODULES: dict[str, str] = {
     "checkpoint": "mtp_audit.checkpoint.rules",
+    "preflight": "mtp_audit.preflight.rules",
 }
 
 ID_RANGES: dict[str, range] = {
