@@ -78,11 +78,12 @@ class Context:
     @property
     def sglang(self) -> Version | None:
         """SGLang version: the sglang analyzer's, else the facts'."""
+        v = None
         if self.sglang_facts and self.sglang_facts.get("version"):
             v = mx.parse_version(str(self.sglang_facts["version"]))
-            if v:
-                return v
-        return self.version("sglang")
+        v = v or self.version("sglang")
+        # a source checkout reports 0.0.0.devN+g<sha>: its release is unknown, not "older than 0.1"
+        return None if v is not None and v < Version("0.1") else v
 
     @property
     def flashinfer(self) -> Version | None:
