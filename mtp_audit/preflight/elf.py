@@ -138,11 +138,12 @@ def sm_targets(path: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Sorted unique ``(cubin targets, PTX targets)`` of ``path``,
     e.g. ``(("sm_90", "sm_100a", "sm_120a"), ("compute_90",))``.
 
-    Only ``.nv_fatbin`` is used when the file has one (what the runtime loads, and what
-    ``cuobjdump --list-elf`` listed in every cross-check on the H200: torch 2.11's
-    ``libtorch_nvshmem.so`` carries an extra sm_89 cubin and compute_120 PTX outside ``.nv_fatbin``
-    that cuobjdump does not list); ``__nv_relfatbin`` is used when it is the only fatbin section
-    (a ``-rdc=true`` object without a device link).
+    Only ``.nv_fatbin`` is used when the file has one (the images the runtime registers);
+    ``__nv_relfatbin`` is used when it is the only fatbin section (a ``-rdc=true`` object without a
+    device link). Why: on the H200, torch 2.11's ``libtorch_nvshmem.so`` was the one file of 16 where
+    this reader (then reading both sections) listed more than ``cuobjdump --list-elf`` (an extra sm_89
+    cubin and compute_120 PTX); that they sit in ``__nv_relfatbin`` is the likely explanation but was
+    not re-checked on the device.
 
     Raises:
         ElfError, OSError: as :func:`fatbin_entries`.
