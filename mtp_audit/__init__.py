@@ -17,6 +17,7 @@ _LAZY = {
     "audit_checkpoint": ("mtp_audit.checkpoint", "audit_checkpoint"),
     "audit_sglang": ("mtp_audit.sglang", "audit_sglang"),
     "diff_sglang": ("mtp_audit.sglang", "diff_sglang"),
+    "preflight": ("mtp_audit.preflight", "preflight"),
     "Report": ("mtp_audit.report", "Report"),
     "Finding": ("mtp_audit.report", "Finding"),
     "Gap": ("mtp_audit.report", "Gap"),

@@ -21,6 +21,7 @@ from mtp_audit.errors import InputError
 COMMANDS: dict[str, str] = {
     "checkpoint": "mtp_audit.checkpoint.cli:checkpoint",
     "sglang": "mtp_audit.sglang.cli:sglang",
+    "preflight": "mtp_audit.preflight.cli:preflight",
     "rules": "mtp_audit.rulecli:rules",
     "explain": "mtp_audit.rulecli:explain",
 }

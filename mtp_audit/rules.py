@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 ANALYZER_RULE_MODULES: dict[str, str] = {
     "checkpoint": "mtp_audit.checkpoint.rules",
     "sglang": "mtp_audit.sglang.rules",
+    "preflight": "mtp_audit.preflight.rules",
 }
 
 ID_RANGES: dict[str, range] = {

@@ -1,0 +1,170 @@
+"""``mtp-audit preflight``: can this machine's GPU stack run the FP4 kernels of the intended launch?
+
+Public API: :func:`preflight` -> :class:`mtp_audit.report.Report`. Facts in
+``report.facts["preflight"]``: ``summary`` (headline scalars), ``verdicts`` (per GPU: capable /
+not capable / unknown, with reasons), ``machine`` (the collected :class:`MachineFacts`),
+``launch``, ``checkpoint``, ``resolved`` (effective backends), ``probe``.
+Research: ``../shared/research/blackwell_fp4.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from mtp_audit.report import Report
+
+__all__ = ["preflight", "load_facts_file"]
+
+
+def load_facts_file(path: Path):  # -> MachineFacts
+    """Read a stored facts JSON (``--save-facts`` output).
+
+    Raises:
+        InputError: unreadable, not JSON, or not a facts document.
+    """
+    from mtp_audit.errors import InputError
+    from mtp_audit.fsutil import read_json_bounded
+    from mtp_audit.preflight.facts import MachineFacts
+
+    data = read_json_bounded(path, limit=64 * 1024 * 1024, display=str(path))
+    try:
+        return MachineFacts.from_dict(data)
+    except ValueError as exc:
+        raise InputError(str(path), str(exc)) from None
+
+
+def preflight(
+    *,
+    env_dumps: Sequence[Path] = (),
+    facts_file: Path | None = None,
+    facts: Any = None,
+    launch: Sequence[str] | None = None,
+    probe: bool = False,
+    import_torch: bool = False,
+    timeout: float = 10.0,
+    cwd: Path | None = None,
+    use_sglang_analyzer: bool = True,
+    probe_result: Any = None,
+) -> Report:
+    """Run the preflight and return its report.
+
+    Exactly one machine source is used: ``facts`` (a MachineFacts), ``facts_file``, ``env_dumps``
+    (merged in order), or else the live machine.
+
+    Args:
+        env_dumps: pasted environment dumps (sglang check_env, torch/vllm/flashinfer collect_env, nvidia-smi).
+        facts_file: a stored facts JSON to replay.
+        facts: an already-built :class:`~mtp_audit.preflight.facts.MachineFacts`.
+        launch: tokens of the intended launch command (after ``--``), or ``None``.
+        probe: run the tiny FP4 GEMM probe (live machine only; needs torch and a GPU).
+        import_torch: import torch (in a child process) for its arch list.
+        timeout: seconds allowed per external command (nvidia-smi, nvcc).
+        cwd: folder that relative paths in ``launch`` (``--model-path``) are resolved against.
+        use_sglang_analyzer: ask ``mtp_audit.sglang.audit_sglang`` for flag semantics when available.
+        probe_result: a recorded :class:`~mtp_audit.preflight.probe.ProbeResult` to evaluate (rule examples, replays).
+
+    Raises:
+        InputError: an unreadable/empty/binary/unrecognised dump, a bad facts file, or an empty launch.
+    """
+    from mtp_audit.preflight import analyze as an
+    from mtp_audit.preflight import matrix as mx
+    from mtp_audit.preflight.launch import installed_sglang_root, parse_launch, read_checkpoint_quant, sglang_facts_from_analyzer
+    from mtp_audit.report import Gap
+
+    if facts is not None:
+        machine, target = facts, f"facts ({facts.origin})"
+    elif facts_file is not None:
+        machine, target = load_facts_file(facts_file), f"facts file {facts_file.name}"
+    elif env_dumps:
+        from mtp_audit.preflight.envdump import parse_dump, read_dump
+
+        machine = None
+        for p in env_dumps:
+            m = parse_dump(read_dump(p), display=str(p))
+            machine = m if machine is None else machine.merged_with(m)
+        target = "env dump " + ", ".join(p.name for p in env_dumps)
+    else:
+        from mtp_audit.preflight.collect import collect_live
+
+        machine, target = collect_live(import_torch=import_torch, timeout=timeout), "local machine"
+
+    ctx = an.Context(facts=machine)
+    gaps: list[Gap] = []
+    if launch is not None:
+        ctx.launch = parse_launch(list(launch))
+        if not ctx.launch.is_sglang:
+            gaps.append(Gap("preflight", f"the launch command starts '{ctx.launch.engine}', not SGLang (python -m sglang.launch_server / sglang serve); "
+                                         "its flags were not interpreted, only the machine was checked", None, False))
+            ctx.launch = None
+        else:
+            mp = ctx.launch.get("--model-path")
+            if mp:
+                folder = (cwd or Path.cwd()) / mp
+                if folder.is_dir():
+                    ctx.quant = read_checkpoint_quant(folder)
+                    if ctx.quant.problem and not ctx.quant.algo:
+                        gaps.append(Gap("preflight", f"--model-path {mp}: {ctx.quant.problem}", mp, False))
+                else:
+                    gaps.append(Gap("preflight", f"--model-path {mp} is not a local folder; checkpoint quantization taken from --quantization only", None, False))
+    flag_source = f"capability matrix v{mx.load()['matrix_version']}"
+    if launch is not None and use_sglang_analyzer and machine.origin == "live":
+        root = installed_sglang_root()
+        if root is not None:
+            ctx.sglang_facts = sglang_facts_from_analyzer(root)
+            if ctx.sglang_facts:
+                flag_source = "sglang analyzer (installed sglang)"
+    if probe:
+        from mtp_audit.preflight.probe import run_probe
+
+        if machine.origin != "live":
+            gaps.append(Gap("preflight", "--probe needs the live machine; ignored with --env-dump / --facts", None, False))
+        else:
+            gemm = ctx.launch.get("--fp4-gemm-backend") if ctx.launch else None
+            ctx.probe = run_probe(gemm if gemm and gemm != "auto" else None)
+
+    if probe_result is not None:
+        ctx.probe = probe_result
+    an.analyze(ctx)
+    vs = an.verdicts(ctx)
+    verdict = an.overall(vs)
+    for v in vs:
+        ctx.add("MTP228", f"GPU {v['gpu']} ({v['name'] or '?'}, compute capability {v['compute_capability'] or '?'}): native FP4 {v['native_fp4']} — {v['reasons'][0]}",
+                gpu=next(g for g in machine.gpus if g.index == v["gpu"]), evidence=[])
+    if verdict == an.UNKNOWN:
+        why = "no GPU listed" if not vs else "; ".join(r for v in vs if v["native_fp4"] == an.UNKNOWN for r in v["reasons"][:1])
+        gaps.append(Gap("preflight", f"native FP4 verdict unknown: {why}", None, True))
+    ctx.gaps = [g for g in ctx.gaps if not (g.blocking and verdict != an.UNKNOWN and not g.message.startswith("no GPU"))] + gaps
+    summary = {
+        "verdict": verdict,
+        "gpus": len(machine.gpus),
+        "compute_capabilities": sorted({v["compute_capability"] for v in vs if v["compute_capability"]}),
+        "sglang": str(ctx.sglang) if ctx.sglang else None,
+        "torch": machine.torch_version.value,
+        "torch_cuda": machine.torch_cuda.value,
+        "driver": machine.driver_version.value,
+        "fp4_gemm_backend": (ctx.resolved.get("fp4_gemm_backend") or {}).get("value"),
+        "moe_runner_backend": (ctx.resolved.get("moe_runner_backend") or {}).get("value"),
+        "flag_semantics": flag_source,
+        "origin": machine.origin,
+    }
+    from mtp_audit.preflight.rules import RULES
+
+    return Report.build(
+        "preflight",
+        target,
+        findings=ctx.findings,
+        gaps=ctx.gaps,
+        facts={
+            "summary": summary,
+            "verdicts": vs,
+            "machine": machine.to_dict(),
+            "launch": ctx.launch.to_dict() if ctx.launch else None,
+            "checkpoint": ctx.quant.to_dict() if ctx.quant else None,
+            "resolved": ctx.resolved,
+            "probe": ctx.probe.to_dict() if ctx.probe else None,
+            "matrix_version": mx.load()["matrix_version"],
+        },
+        rule_ids=[r.id for r in RULES],
+    )

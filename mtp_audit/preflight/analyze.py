@@ -1,0 +1,694 @@
+"""The preflight analysis: facts + intended launch -> findings (MTP2xx), gaps and a per-GPU verdict.
+
+Each check is a function of a :class:`Context`; the rule it implements is named in its docstring and
+defined (doc, sources, examples) in :mod:`mtp_audit.preflight.rules`. Facts behind each check:
+``../shared/research/blackwell_fp4.md`` §10 (candidate rules R01-R35) and the matrix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.version import Version
+
+from mtp_audit.preflight import matrix as mx
+from mtp_audit.preflight.elf import cubin_loads_on, fp4_capable_cubins
+from mtp_audit.preflight.facts import Fact, GpuFacts, MachineFacts, fmt_value
+from mtp_audit.preflight.launch import CheckpointQuant, Launch
+from mtp_audit.preflight.probe import ProbeResult
+from mtp_audit.report import Evidence, Finding, Gap, Location, Severity
+
+FP4_QUANTIZATIONS = ("modelopt_fp4", "nvfp4_online", "mxfp4", "modelopt_mixed", "w4afp8")
+CAPABLE, NOT_CAPABLE, UNKNOWN = "capable", "not capable", "unknown"
+
+
+def sm_name(cc: tuple[int, int]) -> str:
+    """``(12, 0)`` -> ``"SM120"``."""
+    return f"SM{cc[0]}{cc[1]}"
+
+
+def cc_str(cc: tuple[int, int]) -> str:
+    """``(12, 0)`` -> ``"12.0"``."""
+    return f"{cc[0]}.{cc[1]}"
+
+
+@dataclass
+class Context:
+    """Everything one preflight run knows.
+
+    Attributes:
+        facts: the machine.
+        launch: the intended launch, or ``None`` (bare ``mtp-audit preflight``).
+        quant: the checkpoint's quantization (from ``--model-path``), or ``None``.
+        sglang_facts: ``facts["sglang"]`` of the sglang analyzer, or ``None`` (matrix used instead).
+        probe: the ``--probe`` result, or ``None``.
+    """
+
+    facts: MachineFacts
+    launch: Launch | None = None
+    quant: CheckpointQuant | None = None
+    sglang_facts: dict[str, Any] | None = None
+    probe: ProbeResult | None = None
+    findings: list[Finding] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)
+    resolved: dict[str, Any] = field(default_factory=dict)
+
+    # --- derived facts ---------------------------------------------------------------------
+    @property
+    def gpus(self) -> tuple[GpuFacts, ...]:
+        """GPUs the server will use (all listed; ``--tp`` is not used to drop any)."""
+        return self.facts.gpus
+
+    @property
+    def cc0(self) -> tuple[int, int] | None:
+        """Compute capability of GPU 0: SGLang decides backends from device 0 (``get_device_sm``)."""
+        for g in self.gpus:
+            if g.cc:
+                return g.cc
+        return None
+
+    def version(self, dist: str) -> Version | None:
+        """Installed version of ``dist`` (from facts), or ``None``."""
+        f = self.facts.package(dist)
+        return mx.parse_version(f.value) if f.present else None
+
+    @property
+    def sglang(self) -> Version | None:
+        """SGLang version: the sglang analyzer's, else the facts'."""
+        v = None
+        if self.sglang_facts and self.sglang_facts.get("version"):
+            v = mx.parse_version(str(self.sglang_facts["version"]))
+        v = v or self.version("sglang")
+        # a source checkout reports 0.0.0.devN+g<sha>: its release is unknown, not "older than 0.1"
+        return None if v is not None and v < Version("0.1") else v
+
+    @property
+    def flashinfer(self) -> Version | None:
+        """flashinfer-python version."""
+        return self.version("flashinfer-python")
+
+    @property
+    def fp4_intent(self) -> bool:
+        """Whether FP4 matters: no launch given (the bare question "can this stack run FP4?"),
+        an FP4 ``--quantization``, or an FP4 checkpoint."""
+        if self.quant is not None and self.quant.is_fp4:
+            return True
+        if self.launch is None:
+            return True
+        q = (self.launch.get("--quantization") or "").lower()
+        if q in FP4_QUANTIZATIONS:
+            return True
+        return self.launch.get("--fp4-gemm-backend") is not None
+
+    @property
+    def mxfp4(self) -> bool:
+        """The checkpoint or flag is MXFP4."""
+        q = (self.launch.get("--quantization") if self.launch else "") or ""
+        return q.lower() == "mxfp4" or bool(self.quant and str(self.quant.algo).upper() == "MXFP4")
+
+    def add(self, rule_id: str, message: str, *, gpu: GpuFacts | None = None, evidence: Iterable[Evidence] = (),
+            remediation: str | None = None, severity: Severity | None = None) -> None:
+        """Append a finding of ``rule_id`` located at GPU ``gpu`` (or the machine)."""
+        from mtp_audit.preflight.rules import RULES_BY_ID
+
+        loc = Location(symbol=f"cuda:{gpu.index}") if gpu is not None else Location(symbol="machine")
+        self.findings.append(RULES_BY_ID[rule_id].finding(message, loc, evidence=tuple(evidence),
+                                                          remediation=remediation, severity=severity))
+
+    def gap(self, message: str, blocking: bool = False) -> None:
+        """Record something the preflight could not decide."""
+        self.gaps.append(Gap("preflight", message, None, blocking))
+
+
+def ev(label: str, fact: Fact | Any) -> Evidence:
+    """Evidence from a fact (with its source) or a plain value."""
+    if isinstance(fact, Fact):
+        return Evidence(label, f"{fact} [{fact.source}]" if fact.present and fact.source else str(fact))
+    return Evidence(label, fmt_value(fact) if isinstance(fact, tuple) else str(fact))
+
+
+# --- effective backends ------------------------------------------------------------------------
+
+
+def _flag_from_sglang_facts(ctx: Context, flag: str) -> dict[str, Any] | None:
+    if not ctx.sglang_facts:
+        return None
+    args = ctx.sglang_facts.get("cli_arguments") or {}
+    return args.get(flag) if isinstance(args, dict) else None
+
+
+def effective_backend(ctx: Context, flag: str, table: str) -> tuple[str | None, str, str]:
+    """``(backend, how, source)`` SGLang will use for ``flag`` on GPU 0.
+
+    ``how`` is ``"explicit"``, ``"default"`` or ``"auto"``. ``backend`` is ``None`` when it cannot be
+    told (SGLang version unknown, or outside the matrix), with the reason in ``source``.
+    """
+    cc = ctx.cc0
+    given = ctx.launch.get(flag) if ctx.launch else None
+    if given and given != "auto":
+        return given, "explicit", "launch command"
+    sg = ctx.sglang
+    if sg is None:
+        return None, "auto", "SGLang version unknown"
+    value = given
+    how = "auto"
+    if value is None:
+        arg = _flag_from_sglang_facts(ctx, flag)
+        if arg and arg.get("default"):
+            value = str(arg["default"]).strip("'\"")
+            how = "default"
+            if value != "auto":
+                return value, how, f"sglang analyzer: {arg.get('location', 'server_args')}"
+        elif table == "fp4_gemm_backend":
+            row = mx.sglang_row(table, sg)
+            if row and row.get("default") and row["default"] != "auto":
+                return row["default"], "default", row["source"]
+            if row and row.get("effective_default") and "auto" not in row:
+                return row["effective_default"], "default", row["source"]
+    if cc is None:
+        return None, how, "GPU compute capability unknown"
+    to, src = mx.resolve_auto(table, sg, cc)
+    return to, "auto", src
+
+
+# --- checks ------------------------------------------------------------------------------------
+
+
+def check_verdict_inputs(ctx: Context) -> None:
+    """Gaps for missing headline facts."""
+    f = ctx.facts
+    if not f.gpus:
+        ctx.gap(f"no GPU information ({f.gpu_list.missing or 'none listed'})", blocking=True)
+    for g in f.gpus:
+        if not g.compute_capability.present:
+            ctx.gap(f"GPU {g.index}: compute capability unknown ({g.compute_capability.missing})", blocking=True)
+
+
+def check_no_native_fp4(ctx: Context) -> None:
+    """MTP200 / MTP201: no FP4 tensor cores (SM < 100); Marlin W4A16 fallback and its cost."""
+    marlin = mx.load()["marlin_w4a16"]
+    sg = ctx.sglang
+    gemm, _, _ = effective_backend(ctx, "--fp4-gemm-backend", "fp4_gemm_backend")
+    moe, _, _ = effective_backend(ctx, "--moe-runner-backend", "moe_runner_backend_nvfp4")
+    has_marlin = sg is not None and sg >= Version(mx.load()["sglang"]["marlin_fallback_from"])
+    for g in ctx.gpus:
+        cc = g.cc
+        if cc is None or cc[0] >= 10 or not ctx.fp4_intent:
+            continue
+        evs = [ev("GPU", g.name), ev("compute capability", g.compute_capability), ev("FP4 instruction", "none (FP8 is the narrowest tensor-core type on SM90)")]
+        if ctx.probe and ctx.probe.results:
+            for r in ctx.probe.results:
+                evs.append(Evidence(f"probe {r['path']}", r.get("error") or r["status"]))
+        if has_marlin and gemm == "marlin" and moe in ("marlin", None):
+            ctx.add("MTP201", f"GPU {g.index} ({g.name.value}, {sm_name(cc)}) has no FP4 tensor cores; SGLang {sg} runs this NVFP4 checkpoint "
+                    f"through Marlin W4A16: {marlin['what']}. Cost: {marlin['cost']}.", gpu=g, evidence=evs)
+            continue
+        if sg is None:
+            fallback = ("On SGLang >= 0.5.13 the fallback is Marlin W4A16 (--fp4-gemm-backend marlin --moe-runner-backend marlin; "
+                        f"'auto' picks it on SM80-SM90): {marlin['what']}. Cost: {marlin['cost']}.")
+        elif has_marlin:
+            fallback = (f"SGLang {sg} falls back to Marlin W4A16 (--fp4-gemm-backend marlin --moe-runner-backend marlin; 'auto' picks it on SM80-SM90): "
+                        f"{marlin['what']}. Cost: {marlin['cost']}.")
+        else:
+            fallback = f"SGLang {sg} has no Marlin NVFP4 fallback (added in 0.5.13): native NVFP4 kernels will refuse this GPU."
+        ctx.add("MTP200", f"GPU {g.index} ({g.name.value}, compute capability {cc_str(cc)}) is not capable of native FP4: "
+                f"FP4 tensor-core MMA exists only on SM100/SM103/SM110/SM120/SM121. {fallback}", gpu=g, evidence=evs,
+                remediation=("Run NVFP4 on Blackwell (B200/B300/RTX PRO 6000/RTX 50xx/GB10), or accept W4A16: "
+                             "--fp4-gemm-backend marlin --moe-runner-backend marlin on SGLang >= 0.5.13"
+                             + ("" if has_marlin or sg is None else f" (upgrade from {sg})")))
+
+
+def check_mixed_cc(ctx: Context) -> None:
+    """MTP202: GPUs of different compute capability (SGLang picks backends from device 0)."""
+    ccs = sorted({g.cc for g in ctx.gpus if g.cc})
+    if len(ccs) > 1:
+        ctx.add("MTP202", f"GPUs have different compute capabilities ({', '.join(cc_str(c) for c in ccs)}); SGLang chooses FP4 backends from GPU 0 only",
+                evidence=[Evidence(f"GPU {g.index}", f"{g.name.value} ({cc_str(g.cc)})") for g in ctx.gpus if g.cc])
+
+
+def check_torch_build(ctx: Context) -> None:
+    """MTP203 (torch CUDA build < 12.8 on Blackwell) and MTP204 (GB10 range warning is cosmetic)."""
+    tc = ctx.facts.torch_cuda
+    v = mx.parse_version(tc.value) if tc.present else None
+    for cc in sorted({g.cc for g in ctx.gpus if g.cc and g.cc[0] >= 10}):
+        g = next(x for x in ctx.gpus if x.cc == cc)
+        if v is None:
+            if ctx.facts.torch_version.present or tc.missing and "no +cu" in str(tc.missing):
+                ctx.gap(f"torch's CUDA build unknown ({tc.missing}); cannot check it supports {sm_name(cc)}")
+            continue
+        if v < Version("12.8"):
+            ctx.add("MTP203", f"torch {ctx.facts.torch_version.value or '?'} is built for CUDA {tc.value}, which has no {sm_name(cc)} kernels "
+                    f"(GPU {g.index}, {g.name.value}): every kernel fails with 'no kernel image is available'",
+                    gpu=g, evidence=[ev("torch", ctx.facts.torch_version), ev("torch CUDA build", tc), ev("compute capability", g.compute_capability)],
+                    remediation="Install a cu128 or newer torch build (pip install torch --index-url https://download.pytorch.org/whl/cu128, "
+                                "or torch >= 2.8 from PyPI), matching the torch pin of your sglang / sgl-kernel")
+        elif cc == (12, 1) and v < Version("13.0"):
+            ctx.add("MTP204", f"torch built for CUDA {tc.value} prints 'Minimum and Maximum cuda capability supported by this version of PyTorch is (8.0) - (12.0)' "
+                    f"on GB10 (12.1); the warning is cosmetic (SM121 runs sm_120 code)", gpu=g,
+                    evidence=[ev("torch CUDA build", tc), ev("compute capability", g.compute_capability)])
+
+
+def _cu13_components(ctx: Context) -> list[str]:
+    out = []
+    tc = ctx.facts.torch_cuda
+    if tc.present and (mx.parse_version(tc.value) or Version("0")) >= Version("13.0"):
+        out.append(f"torch CUDA {tc.value}")
+    sk = ctx.version("sglang-kernel")
+    if sk is not None and sk >= Version("0.4"):
+        out.append(f"sglang-kernel {sk} (links libcudart.so.13)")
+    jc = ctx.facts.package("flashinfer-jit-cache")
+    if jc.present and "+cu13" in str(jc.value):
+        out.append(f"flashinfer-jit-cache {jc.value}")
+    return out
+
+
+def check_driver(ctx: Context) -> None:
+    """MTP205 (driver older than what the CUDA user space needs) and MTP206 (too old for Blackwell)."""
+    drv = ctx.facts.driver_version
+    if not drv.present:
+        if any(g.cc and g.cc[0] >= 10 for g in ctx.gpus):
+            ctx.gap(f"driver version unknown ({drv.missing}); driver floors not checked")
+        return
+    dv = mx.version_tuple(str(drv.value))
+    need: list[tuple[str, str, str]] = []  # (cuda, why, floor)
+    tc = ctx.facts.torch_cuda
+    if tc.present:
+        need.append((str(tc.value), f"torch built for CUDA {tc.value}", ""))
+    comps = _cu13_components(ctx)
+    if comps:
+        need.append(("13.0", ", ".join(comps), ""))
+    for cuda, why, _ in need:
+        # minor-version compatibility: only the major's x.0 floor is required (docs: cuda-compatibility)
+        cuda = f"{cuda.split('.')[0]}.0"
+        floor = mx.driver_floor(cuda)
+        if floor and dv < mx.version_tuple(floor[0]):
+            ctx.add("MTP205", f"driver {drv.value} is older than {floor[0]}, the minimum for CUDA {cuda} needed by {why}",
+                    evidence=[ev("driver", drv), ev("driver CUDA", ctx.facts.cuda_driver_version), ev("needs", why)],
+                    remediation=f"Install NVIDIA driver >= {floor[0]} (CUDA {cuda}) or install the cuda-compat forward-compatibility package; "
+                                f"or use CUDA-{ctx.facts.cuda_driver_version.value or '12.x'} builds of torch / kernels")
+            break
+        cdv = ctx.facts.cuda_driver_version
+        if cdv.present and mx.parse_version(cdv.value) and mx.parse_version(cuda) and mx.parse_version(cdv.value) < mx.parse_version(cuda):
+            ctx.add("MTP205", f"the driver supports CUDA {cdv.value} but {why} needs CUDA {cuda}",
+                    evidence=[ev("driver", drv), ev("driver CUDA", cdv), ev("needs", why)],
+                    remediation=f"Install NVIDIA driver >= {floor[0] if floor else '(see CUDA release notes)'} or use builds for CUDA {cdv.value}")
+            break
+    floor = mx.load()["blackwell_min_driver"]["min_driver"]
+    for g in ctx.gpus:
+        if g.cc and g.cc[0] >= 10 and dv < mx.version_tuple(floor):
+            ctx.add("MTP206", f"driver {drv.value} is older than {floor}, the first driver (CUDA 12.8) that runs Blackwell GPU {g.index} ({g.name.value})",
+                    gpu=g, evidence=[ev("driver", drv), ev("compute capability", g.compute_capability)],
+                    remediation=f"Install NVIDIA driver >= {floor} (R570+; >= 580.65.06 for CUDA 13 stacks)")
+            break
+
+
+def check_jit_nvcc(ctx: Context) -> None:
+    """MTP207: SGLang >= 0.5.10 JIT-compiles its NVFP4 kernels; needs nvcc new enough for the SM."""
+    sg = ctx.sglang
+    cc = ctx.cc0
+    if sg is None or cc is None or cc[0] < 10 or not ctx.fp4_intent or sg < Version(mx.load()["sglang"]["jit_nvfp4_from"]):
+        return
+    floors = {tuple(r["target_for"]): r for r in mx.load()["toolkit_floors"]}
+    row = floors.get(cc)
+    need = row["min_nvcc"] if row else "12.8"
+    tk = ctx.facts.toolkit
+    g = next(x for x in ctx.gpus if x.cc == cc)
+    if not tk.present:
+        if ctx.facts.origin == "live" or "not found" in str(tk.missing) or "Not Available" in str(tk.missing):
+            ctx.add("MTP207", f"SGLang {sg} JIT-compiles its NVFP4 kernels for {sm_name(cc)} at first use, but no nvcc was found ({tk.missing})",
+                    gpu=g, evidence=[ev("nvcc", tk), ev("sglang", sg)],
+                    remediation=f"Install the CUDA toolkit >= {need} and set CUDA_HOME (e.g. export CUDA_HOME=/usr/local/cuda-13.0)")
+        else:
+            ctx.gap(f"nvcc version unknown ({tk.missing}); SGLang {sg} JIT kernels need nvcc >= {need} for {sm_name(cc)}")
+        return
+    tv = mx.parse_version(tk.value)
+    if tv is not None and tv < Version(need):
+        ctx.add("MTP207", f"nvcc {tk.value} cannot build sm_{cc[0]}{cc[1]}a kernels (needs >= {need}); SGLang {sg} JIT-compiles its NVFP4 kernels at first use",
+                gpu=g, evidence=[ev("nvcc", tk), ev("GPU", g.compute_capability)],
+                remediation=f"Install CUDA toolkit >= {need} and point CUDA_HOME at it")
+
+
+_KERNEL_PKGS = ("sgl-kernel", "sglang-kernel")
+
+
+def check_kernel_binaries(ctx: Context) -> None:
+    """MTP208: the sgl-kernel / sglang-kernel shared object has no cubin that loads on (or can run FP4 on) the GPU."""
+    bins = [b for b in ctx.facts.binaries if b.package in _KERNEL_PKGS and b.targets.present and "sm90/" not in b.path]
+    if not bins:
+        return
+    sg = ctx.sglang
+    aot_fp4 = sg is None or sg < Version(mx.load()["sglang"]["jit_nvfp4_from"])
+    for cc in sorted({g.cc for g in ctx.gpus if g.cc and g.cc[0] >= 10}):
+        g = next(x for x in ctx.gpus if x.cc == cc)
+        for b in bins:
+            targets = tuple(b.targets.value)
+            loads = [t for t in targets if cubin_loads_on(t, cc)]
+            ptx_ok = [p for p in (b.ptx.value or ()) if p.startswith("compute_") and not p.endswith("a") and int(p[8:].rstrip("af")) // 10 <= cc[0]]
+            evs = [Evidence("cubins", ", ".join(targets) or "none"), ev("compute capability", g.compute_capability)]
+            if not loads and not ptx_ok:
+                extra = (" (sm_120a cubins load only on 12.0, not on GB10's 12.1)" if cc == (12, 1) and "sm_120a" in targets else "")
+                ctx.add("MTP208", f"{b.package} {b.path} has no kernel image for {sm_name(cc)} (GPU {g.index}, {g.name.value}): found {', '.join(targets)}{extra}; "
+                        "the first kernel fails with 'no kernel image is available for execution on the device'",
+                        gpu=g, evidence=evs,
+                        remediation=("Install a build with sm_121a (e.g. sgl-kernel==<ver>+cu130 from SGLang's cu130 wheel index) or build sgl-kernel "
+                                     "from source with nvcc >= 13.0 on aarch64; check with cuobjdump --list-elf"
+                                     if cc == (12, 1) else f"Install an sgl-kernel built with nvcc >= 12.8 (sm_{cc[0]}{cc[1]}a) for your torch"))
+            elif aot_fp4 and ctx.fp4_intent and not fp4_capable_cubins(targets, cc):
+                ctx.add("MTP208", f"{b.package} {b.path} has only plain cubins for {sm_name(cc)} ({', '.join(loads)}): SGLang {sg or '<= 0.5.9'} runs NVFP4 from these AOT kernels, "
+                        "and FP4 code built without the a/f suffix compiles to trap stubs or a software E2M1 path (NaN)",
+                        gpu=g, evidence=evs,
+                        remediation=f"Rebuild sgl-kernel with nvcc >= 12.8 so it gets sm_{cc[0]}{cc[1]}a and -DENABLE_NVFP4=1")
+
+
+def check_torch_pins(ctx: Context) -> None:
+    """MTP209: kernel wheel / sglang built for a different torch than the installed one."""
+    tv = ctx.facts.torch_version
+    if not tv.present:
+        return
+    installed = mx.base(mx.parse_version(tv.value) or Version("0"))
+    checked = False
+    for key, pin in sorted(ctx.facts.requires.items()):
+        spec = str(pin.value or "")
+        if not spec or not key.endswith("-> torch"):
+            continue
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+        try:
+            ok = SpecifierSet(spec).contains(installed, prereleases=True)
+        except InvalidSpecifier:
+            continue
+        checked = True
+        if not ok:
+            dist = key.split(" ->")[0]
+            ctx.add("MTP209", f"{dist} requires torch{spec} but torch {tv.value} is installed: its compiled ops are ABI-bound to one torch version and will fail to load",
+                    evidence=[ev(f"{dist} Requires-Dist", pin), ev("torch", tv)],
+                    remediation=f"pip install 'torch{spec}' (same CUDA build), or build {dist} from source against torch {installed} with nvcc >= 12.8")
+    sg = ctx.sglang
+    if checked or sg is None:
+        return
+    for row in mx.load()["sglang"]["torch_pins"]:
+        if mx.in_range(sg, row["sglang"]) and installed != Version(row["torch"]):
+            ctx.add("MTP209", f"sglang {sg} pins torch=={row['torch']} (and its sgl-kernel is built for it) but torch {tv.value} is installed",
+                    evidence=[ev("sglang", ctx.facts.package("sglang")), ev("torch", tv), Evidence("pin source", mx.load()["sglang"]["torch_pins_source"])],
+                    remediation=f"pip install torch=={row['torch']} (cu128+ build), or rebuild sgl-kernel from source against torch {installed} with nvcc >= 12.8 "
+                                "(sm_100a/sm_120a + ENABLE_NVFP4)")
+
+
+def check_gemm_backend(ctx: Context) -> None:
+    """MTP210 trtllm, MTP211 cute-dsl, MTP212 flashinfer_cutlass on SM12x, MTP213/214 cuDNN."""
+    cc = ctx.cc0
+    if cc is None or not ctx.fp4_intent or cc[0] < 10:
+        return
+    backend, how, src = effective_backend(ctx, "--fp4-gemm-backend", "fp4_gemm_backend")
+    ctx.resolved["fp4_gemm_backend"] = {"value": backend, "how": how, "source": src}
+    if backend is None:
+        ctx.gap(f"effective --fp4-gemm-backend unknown ({src})")
+        return
+    g = next(x for x in ctx.gpus if x.cc == cc)
+    label = f"--fp4-gemm-backend {backend}" + ("" if how == "explicit" else f" (SGLang {ctx.sglang} '{how}' resolves to it on {sm_name(cc)})")
+    evs = [Evidence("fp4 gemm backend", f"{backend} ({how}; {src})"), ev("compute capability", g.compute_capability)]
+    sm = cc[0] * 10 + cc[1]
+    fi = ctx.flashinfer
+    if backend == "flashinfer_trtllm" and cc[0] != 10:
+        ctx.add("MTP210", f"{label} is SM100/SM103-only: flashinfer raises \"mm_fp4 does not support backend 'trtllm' with capability {sm}\" on compute capability {cc_str(cc)}",
+                gpu=g, evidence=evs, remediation="--fp4-gemm-backend flashinfer_cudnn (known-good on SM120 with cuDNN >= 9.10.2 / cudnn-frontend >= 1.13)")
+    if backend == "flashinfer_cutedsl":
+        rows = [r for r in mx.load()["flashinfer_mm_fp4"] if r["backend"] == "cute-dsl" and (fi is None and r["flashinfer"].startswith("<") or mx.in_range(fi, r["flashinfer"]))]
+        sms = rows[0]["sms"] if rows else []
+        if sm not in sms:
+            ctx.add("MTP211", f"{label}: flashinfer {fi or '(version unknown)'} has no cute-dsl FP4 GEMM for SM{sm} (supported: {', '.join(map(str, sms))})",
+                    gpu=g, evidence=evs, remediation="--fp4-gemm-backend flashinfer_cudnn" + (" (or flashinfer >= 0.7.4 for explicit cute-dsl on SM12x)" if cc[0] == 12 else ""))
+    if backend == "flashinfer_cutlass" and cc[0] == 12:
+        bad = [k for k in mx.load()["known_bad"] if "flashinfer_cutlass" in k.get("gemm_backend", []) and mx.in_range(fi, k["flashinfer"])]
+        sev = Severity.ERROR if bad else None
+        ctx.add("MTP212", f"{label} on {sm_name(cc)}: the flashinfer CUTLASS dense FP4 GEMM has public NaN/zero-output reports on SM12x "
+                f"(NaN rows under mixed batches, gh:sgl-project/sglang#20047)" + (f"; flashinfer {fi} is a known-bad release ({bad[0]['source']})" if bad else ""),
+                gpu=g, evidence=evs + [ev("flashinfer", ctx.facts.package("flashinfer-python"))], severity=sev,
+                remediation="--fp4-gemm-backend flashinfer_cudnn (the incident's known-good SM120 combination with --moe-runner-backend flashinfer_cutlass)")
+    if backend == "flashinfer_cudnn":
+        _check_cudnn(ctx, g, cc, evs)
+
+
+def _cudnn_backend(ctx: Context) -> Fact:
+    for name in ("nvidia-cudnn-cu13", "nvidia-cudnn-cu12"):
+        f = ctx.facts.package(name)
+        if f.present:
+            return f
+    return Fact.absent("nvidia-cudnn-cu12/-cu13 not recorded")
+
+
+def _check_cudnn(ctx: Context, g: GpuFacts, cc: tuple[int, int], evs: list[Evidence]) -> None:
+    c = mx.load()["cudnn_fp4"]
+    be = _cudnn_backend(ctx)
+    fe = ctx.facts.package("nvidia-cudnn-frontend")
+    problems = []
+    if be.present and (mx.parse_version(be.value) or Version("0")) < Version(c["backend_min"]):
+        problems.append(f"cuDNN {be.value} < {c['backend_min']}")
+    if fe.present and (mx.parse_version(fe.value) or Version("0")) < Version(c["frontend_min"]):
+        problems.append(f"cudnn-frontend {fe.value} < {c['frontend_min']}")
+    for f, name in ((be, "cuDNN backend"), (fe, "nvidia-cudnn-frontend")):
+        if not f.present:
+            if "not installed" in str(f.missing):
+                problems.append(f"{name} not installed")
+            else:
+                ctx.gap(f"{name} version unknown ({f.missing}); flashinfer_cudnn needs cuDNN >= {c['backend_min']} and cudnn-frontend >= {c['frontend_min']}")
+    if problems:
+        ctx.add("MTP213", f"--fp4-gemm-backend flashinfer_cudnn needs cuDNN >= {c['backend_min']} and cudnn-frontend >= {c['frontend_min']}: " + "; ".join(problems),
+                gpu=g, evidence=evs + [ev("cuDNN", be), ev("cudnn-frontend", fe)],
+                remediation=f"pip install 'nvidia-cudnn-cu13>={c['backend_min']}' 'nvidia-cudnn-frontend>={c['frontend_min']}' (cu12 stacks: nvidia-cudnn-cu12)")
+    if ctx.mxfp4 and cc[0] == 12 and be.present and (mx.parse_version(be.value) or Version("0")) < Version(c["mxfp4_sm12x_backend_min"]):
+        ctx.add("MTP214", f"cuDNN {be.value} has no MXFP4 FP4 GEMM on SM120/SM121 (needs >= {c['mxfp4_sm12x_backend_min']})", gpu=g,
+                evidence=[ev("cuDNN", be), Evidence("checkpoint", "MXFP4")], remediation=f"pip install 'nvidia-cudnn-cu13>={c['mxfp4_sm12x_backend_min']}'")
+
+
+def check_moe_backend(ctx: Context) -> None:
+    """MTP215 SM100-only MoE backends, MTP216 'auto'->TRTLLM on 0.5.10-0.5.12, MTP217 cutlass+NVFP4,
+    MTP219 old flashinfer CUTLASS MoE on SM12x, MTP220 TRTLLM MoE NaN flashinfer range."""
+    cc = ctx.cc0
+    if cc is None or not ctx.fp4_intent or cc[0] < 10:
+        return
+    backend, how, src = effective_backend(ctx, "--moe-runner-backend", "moe_runner_backend_nvfp4")
+    ctx.resolved["moe_runner_backend"] = {"value": backend, "how": how, "source": src}
+    if backend is None:
+        ctx.gap(f"effective --moe-runner-backend unknown ({src})")
+        return
+    g = next(x for x in ctx.gpus if x.cc == cc)
+    evs = [Evidence("moe runner backend", f"{backend} ({how}; {src})"), ev("compute capability", g.compute_capability)]
+    sg = ctx.sglang
+    fi = ctx.flashinfer
+    sm100_only = mx.load()["sglang"]["sm100_only_moe_backends"]
+    if backend in sm100_only and cc[0] != 10:
+        if how == "explicit":
+            ctx.add("MTP215", f"--moe-runner-backend {backend} uses trtllm-gen / CuTe-DSL MoE kernels that are SM100-only; GPU {g.index} is {sm_name(cc)} (compute capability {cc_str(cc)})",
+                    gpu=g, evidence=evs, remediation="--moe-runner-backend flashinfer_cutlass")
+        else:
+            ctx.add("MTP216", f"SGLang {sg} resolves --moe-runner-backend auto to {backend} for every compute capability >= 10.0; its NVFP4 MoE is SM100-only and fails on {sm_name(cc)}",
+                    gpu=g, evidence=evs, remediation="--moe-runner-backend flashinfer_cutlass (or upgrade to SGLang >= 0.5.13, whose auto picks flashinfer_cutlass on SM120)")
+    q = (ctx.launch.get("--quantization") if ctx.launch else "") or ""
+    nvfp4 = q == "modelopt_fp4" or bool(ctx.quant and str(ctx.quant.algo).upper() == "NVFP4")
+    if backend == "cutlass" and how == "explicit" and nvfp4 and sg is not None and sg >= Version("0.5.13"):
+        ctx.add("MTP217", f"SGLang {sg} raises 'moe_runner_backend=cutlass is not supported for NVFP4 MoE'", gpu=g, evidence=evs,
+                remediation="--moe-runner-backend flashinfer_cutlass")
+    if backend == "flashinfer_cutlass" and cc[0] == 12 and fi is not None and fi < Version("0.6.8"):
+        ctx.add("MTP219", f"flashinfer {fi} vendors CUTLASS 4.2.1, whose SM120 grouped block-scaled FP4 MoE GEMM fails to initialise or returns garbage (and crashes GB10 CUDA-graph capture)",
+                gpu=g, evidence=evs + [ev("flashinfer", ctx.facts.package("flashinfer-python"))],
+                remediation="pip install 'flashinfer-python>=0.6.8' (CUTLASS 4.4.2) with matching flashinfer-cubin / flashinfer-jit-cache")
+    if backend in ("flashinfer_trtllm", "flashinfer_trtllm_routed") and cc[0] == 10:
+        for k in mx.load()["known_bad"]:
+            if k["id"] == "fi-trtllm-moe-nan" and mx.in_range(fi, k["flashinfer"]):
+                ctx.add("MTP220", f"flashinfer {fi} has the TRTLLM NVFP4 MoE tile-192 NaN regression on SM100/SM103 ({k['source']})",
+                        gpu=g, evidence=evs + [ev("flashinfer", ctx.facts.package("flashinfer-python"))],
+                        remediation="pip install 'flashinfer-python>=0.6.18' (or <=0.6.16rc4), or --moe-runner-backend flashinfer_cutlass")
+
+
+def check_nvfp4_online(ctx: Context) -> None:
+    """MTP218: --quantization nvfp4_online is SM100/SM103-only."""
+    if not ctx.launch or (ctx.launch.get("--quantization") or "") != "nvfp4_online":
+        return
+    for g in ctx.gpus:
+        if g.cc and g.cc[0] != 10:
+            ctx.add("MTP218", f"--quantization nvfp4_online is supported only on Blackwell SM100/SM103; GPU {g.index} is {sm_name(g.cc)}", gpu=g,
+                    evidence=[ev("compute capability", g.compute_capability)], remediation="use a pre-quantized NVFP4 checkpoint with --quantization modelopt_fp4")
+            return
+
+
+def check_flashinfer_trio(ctx: Context) -> None:
+    """MTP221: flashinfer-python / -cubin / -jit-cache base versions differ."""
+    vs = {}
+    for d in ("flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache"):
+        v = ctx.version(d)
+        if v is not None:
+            vs[d] = v
+    bases = {mx.base(v) for v in vs.values()}
+    if len(bases) > 1:
+        ctx.add("MTP221", "flashinfer packages disagree: " + ", ".join(f"{d} {v}" for d, v in vs.items()),
+                evidence=[ev(d, ctx.facts.package(d)) for d in vs],
+                remediation="pip install the same version of flashinfer-python, flashinfer-cubin and flashinfer-jit-cache "
+                            f"(e.g. all =={max(bases)}, jit-cache with your CUDA tag)")
+
+
+def check_fp8_kv_trtllm_mha(ctx: Context) -> None:
+    """MTP222: FP8 KV cache + trtllm_mha attention on SM12x."""
+    if not ctx.launch:
+        return
+    cc = ctx.cc0
+    attn = ctx.launch.get("--attention-backend")
+    kv_flag = (ctx.launch.get("--kv-cache-dtype") or "").lower()
+    kv = kv_flag.startswith("fp8") or (kv_flag in ("", "auto") and bool(ctx.quant and str(ctx.quant.kv_cache or "").upper() == "FP8"))
+    if cc and cc[0] == 12 and attn == "trtllm_mha" and kv:
+        g = next(x for x in ctx.gpus if x.cc == cc)
+        ctx.add("MTP222", f"--attention-backend trtllm_mha with an FP8 KV cache on {sm_name(cc)}: there is no FP8 prefill FMHA for SM120/SM121; the server dies in CUDA-graph capture",
+                gpu=g, evidence=[Evidence("kv cache", kv_flag or f"FP8 ({ctx.quant.source if ctx.quant else ''})"), ev("compute capability", g.compute_capability)],
+                remediation="--attention-backend flashinfer (or triton), or --kv-cache-dtype bf16")
+
+
+def check_pdmux(ctx: Context) -> None:
+    """MTP223: --enable-pdmux on Blackwell."""
+    if not ctx.launch or "--enable-pdmux" not in ctx.launch.bools:
+        return
+    cc = ctx.cc0
+    if cc and cc[0] >= 10:
+        g = next(x for x in ctx.gpus if x.cc == cc)
+        ctx.add("MTP223", f"--enable-pdmux raises 'Unsupported compute capability: {cc_str(cc)}' in pdmux_context.get_arch_constraints", gpu=g,
+                evidence=[ev("compute capability", g.compute_capability)], remediation="drop --enable-pdmux")
+
+
+def check_flashinfer_arch_list(ctx: Context) -> None:
+    """MTP224: FLASHINFER_CUDA_ARCH_LIST with plain 12.0/12.1 on flashinfer <= 0.6.0."""
+    val = ctx.facts.env.get("FLASHINFER_CUDA_ARCH_LIST")
+    fi = ctx.flashinfer
+    if not val or fi is None or fi > Version("0.6.0"):
+        return
+    import re
+
+    plain = [t for t in re.split(r"[\s;,]+", val) if re.fullmatch(r"12\.[01]", t)]
+    if plain:
+        ctx.add("MTP224", f"FLASHINFER_CUDA_ARCH_LIST={val} has plain {', '.join(plain)}: flashinfer {fi} compiles it verbatim as sm_120 without the a/f suffix, and FP4 code then traps or gives NaN",
+                evidence=[Evidence("FLASHINFER_CUDA_ARCH_LIST", val), ev("flashinfer", ctx.facts.package("flashinfer-python"))],
+                remediation="export FLASHINFER_CUDA_ARCH_LIST='12.0a' (GB10: '12.1a'; CUDA >= 12.9: '12.0f')")
+
+
+def check_memory(ctx: Context) -> None:
+    """MTP225: GPU memory not reported (GB10 unified memory)."""
+    for g in ctx.gpus:
+        if not g.memory_bytes.present and "Not Supported" in str(g.memory_bytes.missing):
+            ctx.add("MTP225", f"GPU {g.index} ({g.name.value}) reports memory as 'Not Supported' (unified memory): size the KV cache from system memory, "
+                    "not from GPU memory", gpu=g, evidence=[ev("memory", g.memory_bytes)],
+                    remediation="SGLang: lower --mem-fraction-static (e.g. 0.7); vLLM: --gpu-memory-utilization 0.85 or less on GB10")
+
+
+def check_flag_choices(ctx: Context) -> None:
+    """MTP226: a backend flag value this SGLang version does not accept (or a flag it does not have)."""
+    if not ctx.launch or not ctx.launch.is_sglang:
+        return
+    sg = ctx.sglang
+    for flag, table in (("--fp4-gemm-backend", "fp4_gemm_backend"),):
+        given = ctx.launch.get(flag)
+        if given is None:
+            continue
+        arg = _flag_from_sglang_facts(ctx, flag)
+        if arg is not None:
+            choices, src = arg.get("choices"), f"sglang analyzer: {arg.get('location', '?')}"
+        elif ctx.sglang_facts is not None and isinstance(ctx.sglang_facts.get("cli_arguments"), dict):
+            choices, src = None, "sglang analyzer"
+            ctx.add("MTP226", f"SGLang {sg} has no {flag} option; the launch will stop with 'unrecognized arguments'",
+                    evidence=[Evidence(flag, given), Evidence("source", src)], remediation=f"drop {flag} or upgrade SGLang to >= 0.5.8")
+            continue
+        else:
+            row = mx.sglang_row(table, sg) if sg else None
+            if row is None:
+                continue
+            choices, src = row.get("choices"), row["source"]
+            if choices is None:
+                ctx.add("MTP226", f"SGLang {sg} has no {flag} option (added in 0.5.8; older versions read SGLANG_FLASHINFER_FP4_GEMM_BACKEND)",
+                        evidence=[Evidence(flag, given), Evidence("source", src)], remediation=f"drop {flag} and set SGLANG_FLASHINFER_FP4_GEMM_BACKEND, or upgrade SGLang")
+                continue
+        if choices and given not in choices:
+            ctx.add("MTP226", f"{flag} {given} is not accepted by SGLang {sg} (choices: {', '.join(choices)})",
+                    evidence=[Evidence(flag, given), Evidence("source", src)], remediation=f"use one of: {', '.join(choices)}")
+
+
+def check_probe(ctx: Context) -> None:
+    """MTP227: the --probe FP4 GEMM gave NaN/Inf, a mismatch, or failed on an FP4-capable GPU."""
+    p = ctx.probe
+    if p is None:
+        return
+    if p.error:
+        ctx.gap(f"probe did not run: {p.error}")
+        return
+    cc = p.cc
+    for r in p.results:
+        if cc and cc[0] < 10:
+            continue  # reported by MTP200 as evidence: no FP4 hardware, failure expected
+        if r["status"] == "mismatch":
+            ctx.add("MTP227", f"probe {r['path']} on {p.gpu}: nan={r.get('nan')} inf={r.get('inf')} relative error {r.get('rel_error')} (tolerance {r.get('tolerance')})",
+                    evidence=[Evidence("probe", "; ".join(p.ran))], remediation="switch --fp4-gemm-backend (flashinfer_cudnn on SM120) and re-run --probe")
+        elif r["status"] == "error":
+            ctx.add("MTP227", f"probe {r['path']} failed on {p.gpu} ({sm_name(cc) if cc else '?'}): {r.get('error')}",
+                    evidence=[Evidence("probe", "; ".join(p.ran))], severity=Severity.WARNING,
+                    remediation="check the backend's requirements (cuDNN, flashinfer version) and the torch build")
+
+
+def check_platform(ctx: Context) -> None:
+    """MTP229: WSL2 / Windows host with SM12x FP4."""
+    pf = ctx.facts.platform
+    if pf.present and pf.value in ("wsl2", "windows") and any(g.cc and g.cc[0] == 12 for g in ctx.gpus) and ctx.fp4_intent:
+        ctx.add("MTP229", f"{pf.value} host: most public SM120 FP4 reports on WSL2/Windows needed extra patching (gh:flashinfer-ai/flashinfer#2723)",
+                evidence=[ev("platform", pf)], remediation="run on native Linux with the same driver and packages")
+
+
+CHECKS: tuple[Callable[[Context], None], ...] = (
+    check_verdict_inputs, check_no_native_fp4, check_mixed_cc, check_torch_build, check_driver, check_jit_nvcc,
+    check_kernel_binaries, check_torch_pins, check_gemm_backend, check_moe_backend, check_nvfp4_online,
+    check_flashinfer_trio, check_fp8_kv_trtllm_mha, check_pdmux, check_flashinfer_arch_list, check_memory,
+    check_flag_choices, check_probe, check_platform,
+)
+
+
+def verdicts(ctx: Context) -> list[dict[str, Any]]:
+    """Per-GPU native-FP4 verdict: capable / not capable / unknown, with reasons (rule ids + text)."""
+    out = []
+    for g in ctx.gpus:
+        cc = g.cc
+        loc = f"cuda:{g.index}"
+        errs = [f for f in ctx.findings if f.severity >= Severity.ERROR and f.location.symbol in (loc, "machine")]
+        if cc is None:
+            v, reasons = UNKNOWN, [f"compute capability unknown: {g.compute_capability.missing}"]
+        elif cc[0] < 10:
+            v, reasons = NOT_CAPABLE, [f"{sm_name(cc)} has no FP4 tensor-core instructions (FP8 is the narrowest)"] + [f"{f.rule_id}: {f.message}" for f in errs if f.rule_id != "MTP200"]
+        elif errs:
+            v, reasons = NOT_CAPABLE, [f"{f.rule_id}: {f.message}" for f in errs]
+        else:
+            blocking = [gp.message for gp in ctx.gaps]
+            key_missing = []
+            if not ctx.facts.torch_cuda.present:
+                key_missing.append(f"torch CUDA build unknown ({ctx.facts.torch_cuda.missing})")
+            if not ctx.facts.driver_version.present:
+                key_missing.append(f"driver version unknown ({ctx.facts.driver_version.missing})")
+            if key_missing:
+                v, reasons = UNKNOWN, [f"{sm_name(cc)} has FP4 tensor cores, but " + "; ".join(key_missing)] + blocking
+            else:
+                v, reasons = CAPABLE, [f"{sm_name(cc)} has FP4 tensor cores and no blocking problem was found in the stack"] + [f"not checked: {b}" for b in blocking]
+        out.append({"gpu": g.index, "name": g.name.value, "compute_capability": cc_str(cc) if cc else None, "native_fp4": v, "reasons": reasons})
+    return out
+
+
+def overall(vs: list[dict[str, Any]]) -> str:
+    """Worst of the per-GPU verdicts; ``unknown`` without GPUs."""
+    if not vs:
+        return UNKNOWN
+    kinds = {v["native_fp4"] for v in vs}
+    return NOT_CAPABLE if NOT_CAPABLE in kinds else UNKNOWN if UNKNOWN in kinds else CAPABLE
+
+
+def analyze(ctx: Context) -> Context:
+    """Run every check on ``ctx`` (mutates and returns it)."""
+    for check in CHECKS:
+        check(ctx)
+    return ctx
+
+
+_ = Path  # re-exported type for callers' annotations

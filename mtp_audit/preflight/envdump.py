@@ -1,0 +1,419 @@
+"""Parsers for the environment dumps people paste into bug reports.
+
+Formats (samples in ``fixtures/preflight/envdumps``; descriptions in
+``../shared/research/blackwell_fp4.md`` §7.6):
+
+- ``python3 -m sglang.check_env``: ``Key: value`` lines, ``GPU 0,1: <name>`` and
+  ``GPU 0,1 Compute Capability: 12.0``; sometimes flattened into one line by the issue tracker
+  (gh:sgl-project/sglang#13198).
+- ``python -m torch.utils.collect_env``: the old flat ``Key: value`` format and the new boxed
+  ``==== Section ====`` / ``Key : value`` format, with ``[pip3] name==version`` lines.
+- ``vllm collect-env``: the boxed torch format plus ``vLLM Version``.
+- ``python -m flashinfer.collect_env``: ``==== FlashInfer ====`` with ``name : version`` and
+  ``⚠ MISMATCH`` markers.
+- ``nvidia-smi``: the box table, with the R5xx header (``Driver Version`` / ``CUDA Version``) or the
+  R610+ header (``KMD Version`` / ``CUDA UMD Version``, gh:sgl-project/sglang#27487); ``nvidia-smi -q``;
+  and ``nvidia-smi --query-gpu=... --format=csv``.
+
+A fact that a dump does not show is reported missing with the reason; nothing is guessed. The only
+inference is GPU product name -> compute capability through the matrix's table of NVIDIA's published
+list, and the fact's ``source`` says so.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from mtp_audit.errors import InputError
+from mtp_audit.fsutil import MAX_TEXT_BYTES, read_bytes_bounded
+from mtp_audit.preflight.facts import PACKAGES, Fact, GpuFacts, MachineFacts
+from mtp_audit.preflight.matrix import cc_from_name
+
+#: Name as printed by a dump -> distribution name.
+_PKG_ALIASES = {
+    "sglang": "sglang",
+    "sgl_kernel": "sgl-kernel",
+    "sgl-kernel": "sgl-kernel",
+    "sglang-kernel": "sglang-kernel",
+    "sglang_kernel": "sglang-kernel",
+    "flashinfer": "flashinfer-python",
+    "flashinfer_python": "flashinfer-python",
+    "flashinfer-python": "flashinfer-python",
+    "flashinfer_cubin": "flashinfer-cubin",
+    "flashinfer-cubin": "flashinfer-cubin",
+    "flashinfer_jit_cache": "flashinfer-jit-cache",
+    "flashinfer-jit-cache": "flashinfer-jit-cache",
+    "vllm": "vllm",
+    "triton": "triton",
+    "torch": "torch",
+    "nvidia-cudnn-cu12": "nvidia-cudnn-cu12",
+    "nvidia-cudnn-cu13": "nvidia-cudnn-cu13",
+    "nvidia-cudnn-frontend": "nvidia-cudnn-frontend",
+    "nvidia-cutlass-dsl": "nvidia-cutlass-dsl",
+    "nvidia-ml-py": "nvidia-ml-py",
+}
+
+FORMATS = ("sglang-check-env", "torch-collect-env", "vllm-collect-env", "flashinfer-collect-env", "nvidia-smi", "nvidia-smi-q", "nvidia-smi-csv")
+
+_SIGNATURES: dict[str, re.Pattern[str]] = {
+    "sglang-check-env": re.compile(r"(^|\s)(sglang|sgl_kernel|sglang-kernel): \S|GPU [\d,]+ Compute Capability:", re.M),
+    "torch-collect-env": re.compile(r"PyTorch version\s*:|CUDA used to build PyTorch\s*:", re.M),
+    "vllm-collect-env": re.compile(r"vLLM Version\s*:", re.M),
+    "flashinfer-collect-env": re.compile(r"==== FlashInfer ====|^flashinfer-cubin\s+:", re.M),
+    "nvidia-smi": re.compile(r"NVIDIA-SMI \d"),
+    "nvidia-smi-q": re.compile(r"^\s*Product Name\s+: ", re.M),
+    "nvidia-smi-csv": re.compile(r"^index, name, compute_cap", re.M),
+}
+
+
+def detect_formats(text: str) -> tuple[str, ...]:
+    """Every known dump format found in ``text`` (several can be pasted together), in FORMATS order."""
+    return tuple(f for f in FORMATS if _SIGNATURES[f].search(text))
+
+
+def read_dump(path: Path) -> str:
+    """Read a dump file as text.
+
+    Raises:
+        InputError: missing, unreadable, larger than 64 MiB, empty, or binary (a NUL byte or not
+            decodable as UTF-8/Latin-1 text) — the user's own input mistake, exit 2.
+    """
+    raw = read_bytes_bounded(path, MAX_TEXT_BYTES, display=str(path))
+    if not raw.strip():
+        raise InputError(str(path), "is empty, expected the text of an environment dump")
+    if b"\x00" in raw[:65536]:
+        raise InputError(str(path), "is a binary file, expected the text of an environment dump")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
+def parse_dump(text: str, *, display: str = "dump") -> MachineFacts:
+    """Parse one pasted dump (possibly several formats concatenated) into :class:`MachineFacts`.
+
+    Raises:
+        InputError: no known format found (the message lists what is accepted).
+    """
+    text = text.replace("\r\n", "\n")
+    formats = detect_formats(text)
+    if not formats:
+        raise InputError(
+            display,
+            "not a recognised environment dump (expected output of 'python3 -m sglang.check_env', "
+            "'python -m torch.utils.collect_env', 'vllm collect-env', 'python -m flashinfer.collect_env' or 'nvidia-smi')",
+        )
+    facts: MachineFacts | None = None
+    for fmt in formats:
+        f = _PARSERS[fmt](text)
+        facts = f if facts is None else facts.merged_with(f)
+    assert facts is not None
+    return facts
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+
+def _line_of(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def _kv(text: str, key: str, fmt: str, *, value: str = r"(\S+)") -> Fact:
+    """``Key: value`` or ``Key   : value`` (boxed), first occurrence."""
+    m = re.search(rf"(?:^|\s){re.escape(key)}\s*:[ \t]*{value}", text, re.M)
+    if not m or not m.group(1).strip():
+        return Fact.absent(f"the {fmt} dump has no '{key}' line", source=fmt)
+    v = m.group(1).strip()
+    if v.lower() in ("could not collect", "n/a", "none", "not set"):
+        return Fact.absent(f"{fmt} says '{key}: {v}'", source=f"{fmt} line {_line_of(text, m.start(1))}")
+    return Fact.of(v, f"{fmt} line {_line_of(text, m.start(1))}")
+
+
+def _cuda_from_torch_tag(version: Fact) -> Fact:
+    m = re.search(r"\+cu(\d+)(\d)$", str(version.value or ""))
+    if not version.present:
+        return Fact.absent("torch version not shown")
+    if not m:
+        return Fact.absent(f"torch {version.value} has no +cuXXX tag (PyPI default builds do not show their CUDA)")
+    return Fact.of(f"{int(m.group(1))}.{m.group(2)}", f"{version.source} (+cu tag)")
+
+
+def _gpu_cc(name: Fact) -> Fact:
+    if not name.present:
+        return Fact.absent("GPU name not shown")
+    hit = cc_from_name(str(name.value))
+    if hit is None:
+        return Fact.absent(f"the dump does not show the compute capability and '{name.value}' is not in the GPU table")
+    return Fact.of(hit[0], f"GPU name table ({hit[1]})")
+
+
+def _packages_from_lines(text: str, fmt: str) -> dict[str, Fact]:
+    out: dict[str, Fact] = {}
+    # "[pip3] name==version" (torch/vllm collect_env) and "[conda] name version"
+    for m in re.finditer(r"^\[(?:pip3?|conda)\]\s+([A-Za-z0-9_.\-]+)(?:==|\s+)(\S+)", text, re.M):
+        name = _PKG_ALIASES.get(m.group(1).lower().replace("_", "-")) or _PKG_ALIASES.get(m.group(1).lower())
+        if name and name not in out:
+            out[name] = Fact.of(m.group(2), f"{fmt} line {_line_of(text, m.start())}")
+    return out
+
+
+# --- sglang check_env --------------------------------------------------------------------------
+
+
+def parse_sglang_check_env(text: str) -> MachineFacts:
+    """``python3 -m sglang.check_env`` output (multi-line or flattened into one line)."""
+    fmt = "sglang-check-env"
+    gpus: dict[int, GpuFacts] = {}
+    name_re = re.compile(r"GPU ([\d,]+): (.+?)(?=\s+GPU [\d,]+ Compute Capability|\s+CUDA_HOME:|\n|$)")
+    cc_re = re.compile(r"GPU ([\d,]+) Compute Capability: (\d+)\.(\d+)")
+    names: dict[int, Fact] = {}
+    ccs: dict[int, Fact] = {}
+    for m in name_re.finditer(text):
+        for i in m.group(1).split(","):
+            if i.strip().isdigit():
+                names.setdefault(int(i), Fact.of(m.group(2).strip(), f"{fmt} line {_line_of(text, m.start())}"))
+    for m in cc_re.finditer(text):
+        for i in m.group(1).split(","):
+            if i.strip().isdigit():
+                ccs.setdefault(int(i), Fact.of((int(m.group(2)), int(m.group(3))), f"{fmt} line {_line_of(text, m.start())}"))
+    for i in sorted(set(names) | set(ccs)):
+        name = names.get(i, Fact.absent("no GPU name line"))
+        cc = ccs.get(i) or _gpu_cc(name)
+        gpus[i] = GpuFacts(index=i, name=name, compute_capability=cc,
+                           memory_bytes=Fact.absent("sglang check_env does not print GPU memory"))
+    packages: dict[str, Fact] = {}
+    for key, dist in _PKG_ALIASES.items():
+        if dist == "torch":
+            continue
+        m = re.search(rf"(?:^|\s){re.escape(key)}: (.+?)(?=\s+[A-Za-z_][\w\-]*: |\n|$)", text, re.M)
+        if not m:
+            continue
+        val = m.group(1).strip()
+        src = f"{fmt} line {_line_of(text, m.start(1))}"
+        if val.lower().startswith("module not found"):
+            packages.setdefault(dist, Fact.absent("not installed (check_env: Module Not Found)", source=src))
+        else:
+            packages.setdefault(dist, Fact.of(val.split()[0], src))
+    torch_version = _kv(text, "PyTorch", fmt)
+    if torch_version.present:
+        packages["torch"] = torch_version
+    nvcc = _kv(text, "NVCC", fmt, value=r"Cuda compilation tools, release (\d+\.\d+)")
+    if not nvcc.present and re.search(r"NVCC: Not Available", text):
+        nvcc = Fact.absent("check_env: NVCC Not Available", source=fmt)
+    driver = _kv(text, "CUDA Driver Version", fmt)
+    return MachineFacts(
+        origin=f"env-dump:{fmt}",
+        gpus=tuple(gpus[i] for i in sorted(gpus)),
+        gpu_list=Fact.of(len(gpus), fmt) if gpus else Fact.absent("the check_env dump lists no GPU"),
+        driver_version=driver,
+        cuda_driver_version=Fact.absent("sglang check_env does not print the CUDA version the driver supports"),
+        toolkit=nvcc,
+        cuda_home=_kv(text, "CUDA_HOME", fmt),
+        torch_version=torch_version,
+        torch_cuda=_cuda_from_torch_tag(torch_version),
+        torch_arch_list=Fact.absent("sglang check_env does not print torch's arch list"),
+        packages=packages,
+        platform=Fact.absent("sglang check_env does not print the platform"),
+    )
+
+
+# --- torch / vllm collect_env -----------------------------------------------------------------
+
+
+def parse_torch_collect_env(text: str, fmt: str = "torch-collect-env") -> MachineFacts:
+    """``python -m torch.utils.collect_env`` (old flat or new boxed) and ``vllm collect-env``."""
+    packages = _packages_from_lines(text, fmt)
+    torch_version = _kv(text, "PyTorch version", fmt).or_(packages.get("torch") or Fact.absent(""))
+    torch_cuda = _kv(text, "CUDA used to build PyTorch", fmt)
+    if not torch_cuda.present:
+        torch_cuda = torch_cuda.or_(_cuda_from_torch_tag(torch_version))
+    gpus: list[GpuFacts] = []
+    m = re.search(r"GPU models and configuration\s*:\s*(.*(?:\n\s*GPU \d+:.*)*)", text)
+    if m:
+        for g in re.finditer(r"GPU (\d+): ([^\n]+)", m.group(1)):
+            name = Fact.of(g.group(2).strip(), f"{fmt} line {_line_of(text, m.start() + g.start())}")
+            gpus.append(GpuFacts(index=int(g.group(1)), name=name, compute_capability=_gpu_cc(name),
+                                 memory_bytes=Fact.absent("collect_env does not print GPU memory")))
+    warn = re.search(r"with CUDA capability sm_(\d+)(\d) is not compatible", text)
+    if warn and len(gpus) == 1 and not gpus[0].compute_capability.present:
+        gpus[0] = GpuFacts(gpus[0].index, gpus[0].name,
+                           Fact.of((int(warn.group(1)), int(warn.group(2))), f"{fmt} torch warning line {_line_of(text, warn.start())}"),
+                           gpus[0].memory_bytes)
+    driver = _kv(text, "Nvidia driver version", fmt)
+    if torch_version.present:
+        packages.setdefault("torch", torch_version)
+    vllm = _kv(text, "vLLM Version", fmt)
+    if vllm.present:
+        packages["vllm"] = vllm
+    arch_env = re.search(r"CUDA Archs:\s*([^;\n]+)", text)
+    env = {}
+    if arch_env and arch_env.group(1).strip() not in ("Not Set",):
+        env["TORCH_CUDA_ARCH_LIST"] = arch_env.group(1).strip()
+    platform = _kv(text, "Python platform", fmt, value=r"([^\n]+)")
+    plat = Fact.absent("platform not shown")
+    if platform.present:
+        p = str(platform.value).lower()
+        plat = Fact.of("wsl2" if "microsoft" in p or "wsl" in p else "windows" if p.startswith("windows") else "linux", platform.source)
+    truncated_note = () if m else (f"{fmt}: no 'GPU models and configuration' line (dump truncated?)",)
+    return MachineFacts(
+        origin=f"env-dump:{fmt}",
+        gpus=tuple(gpus),
+        gpu_list=Fact.of(len(gpus), fmt) if gpus else Fact.absent(f"the {fmt} dump lists no GPU (truncated before 'GPU models and configuration'?)"),
+        driver_version=driver,
+        cuda_driver_version=Fact.absent(f"{fmt} does not print the CUDA version the driver supports"),
+        toolkit=_toolkit_from_runtime(_kv(text, "CUDA runtime version", fmt, value=r"([^\n]+)")),
+        cuda_home=Fact.absent(f"{fmt} does not print CUDA_HOME"),
+        torch_version=torch_version,
+        torch_cuda=torch_cuda,
+        torch_arch_list=Fact.absent(f"{fmt} does not print torch's arch list"),
+        packages=packages,
+        env=env,
+        platform=plat,
+        notes=truncated_note,
+    )
+
+
+def _toolkit_from_runtime(f: Fact) -> Fact:
+    if not f.present:
+        return f
+    m = re.match(r"(\d+\.\d+)", str(f.value))
+    return Fact.of(m.group(1), f.source) if m else Fact.absent(f"CUDA runtime version shown as '{f.value}'", source=f.source)
+
+
+def parse_vllm_collect_env(text: str) -> MachineFacts:
+    """``vllm collect-env`` (the boxed torch format plus vLLM's section)."""
+    return parse_torch_collect_env(text, "vllm-collect-env")
+
+
+# --- flashinfer collect_env --------------------------------------------------------------------
+
+
+def parse_flashinfer_collect_env(text: str) -> MachineFacts:
+    """``python -m flashinfer.collect_env``: package trio, MISMATCH markers, resolved target archs."""
+    fmt = "flashinfer-collect-env"
+    packages: dict[str, Fact] = {}
+    notes: list[str] = []
+    for key, dist in (("flashinfer", "flashinfer-python"), ("flashinfer-cubin", "flashinfer-cubin"), ("flashinfer-jit-cache", "flashinfer-jit-cache")):
+        m = re.search(rf"^{re.escape(key)}\s+: (.+)$", text, re.M)
+        if m:
+            val = m.group(1).strip()
+            src = f"{fmt} line {_line_of(text, m.start(1))}"
+            if val.lower().startswith(("not installed", "module not found")):
+                packages[dist] = Fact.absent("not installed", source=src)
+            else:
+                packages[dist] = Fact.of(val.split()[0], src)
+            if "MISMATCH" in val:
+                notes.append(f"flashinfer collect_env: {key} : {val}")
+    archs = re.search(r"Target CUDA archs \(resolved\)\s*: (.+)", text)
+    env = {"FLASHINFER_RESOLVED_ARCHS": archs.group(1).strip()} if archs else {}
+    for key, dist in (("torch", "torch"), ("triton", "triton"), ("nvidia-cudnn-frontend", "nvidia-cudnn-frontend")):
+        m = re.search(rf"^{re.escape(key)}\s+: (\S+)", text, re.M)
+        if m:
+            packages.setdefault(dist, Fact.of(m.group(1), f"{fmt} line {_line_of(text, m.start(1))}"))
+    gpu_section = "==== GPU / Driver ====" in text
+    driver = _kv(text, "Driver", fmt)
+    return MachineFacts(
+        origin=f"env-dump:{fmt}",
+        gpu_list=Fact.absent("the flashinfer collect_env dump shows no GPU (truncated in the GPU / Driver section)" if gpu_section else "no GPU section"),
+        driver_version=driver if driver.present else Fact.absent("the flashinfer collect_env dump shows no driver version"),
+        packages=packages,
+        env=env,
+        notes=tuple(notes),
+    )
+
+
+# --- nvidia-smi --------------------------------------------------------------------------------
+
+_MIB = 1024 * 1024
+
+
+def parse_nvidia_smi(text: str) -> MachineFacts:
+    """The ``nvidia-smi`` box table, R5xx (``Driver Version``/``CUDA Version``) or R610+ header
+    (``KMD Version``/``CUDA UMD Version``)."""
+    fmt = "nvidia-smi"
+    hm = re.search(r"(Driver|KMD) Version:\s*(\S+)\s+CUDA (?:UMD )?Version:\s*(\S+)", text)
+    driver = Fact.of(hm.group(2), f"{fmt} header '{hm.group(1)} Version' line {_line_of(text, hm.start())}") if hm else Fact.absent("no nvidia-smi header line")
+    if hm and hm.group(3).upper() != "N/A":
+        cuda = Fact.of(hm.group(3), f"{fmt} header line {_line_of(text, hm.start())}")
+    else:
+        cuda = Fact.absent("nvidia-smi prints 'CUDA Version: N/A'" if hm else "no nvidia-smi header line", source=fmt)
+    gpus: list[GpuFacts] = []
+    row = re.compile(r"^\|\s+(\d+)\s+(.+?)\s+(On|Off)\s+\|[^\n]*\n\|[^|\n]*\|\s*(?:(\d+)MiB\s*/\s*(\d+)MiB|([^|\n]*?))\s*\|", re.M)
+    for m in row.finditer(text):
+        name = Fact.of(m.group(2).strip(), f"{fmt} line {_line_of(text, m.start())}")
+        if m.group(5):
+            mem = Fact.of(int(m.group(5)) * _MIB, f"{fmt} line {_line_of(text, m.start()) + 1}")
+        else:
+            shown = (m.group(6) or "").strip() or "blank"
+            mem = Fact.absent(f"nvidia-smi reports memory as '{shown}' (unified memory on GB10)" if "Not Supported" in shown or "N/A" in shown else f"nvidia-smi memory column: '{shown}'")
+        gpus.append(GpuFacts(index=int(m.group(1)), name=name, compute_capability=_gpu_cc(name), memory_bytes=mem))
+    truncated = not gpus or text.rstrip().endswith(("+----", "|"))
+    return MachineFacts(
+        origin=f"env-dump:{fmt}",
+        gpus=tuple(gpus),
+        gpu_list=Fact.of(len(gpus), fmt) if gpus else Fact.absent("the nvidia-smi dump lists no GPU row"),
+        driver_version=driver,
+        cuda_driver_version=cuda,
+        notes=(f"{fmt}: the table may be truncated; {len(gpus)} GPU row(s) read",) if truncated and gpus else (),
+    )
+
+
+def parse_nvidia_smi_q(text: str) -> MachineFacts:
+    """``nvidia-smi -q`` (``Key : value`` blocks per GPU)."""
+    fmt = "nvidia-smi-q"
+    driver = _kv(text, "Driver Version", fmt).or_(_kv(text, "KMD Version", fmt))
+    cuda = _kv(text, "CUDA Version", fmt, value=r"(\d+\.\d+)").or_(_kv(text, "CUDA UMD Version", fmt, value=r"(\d+\.\d+)"))
+    gpus = []
+    for i, m in enumerate(re.finditer(r"^\s*Product Name\s+: (.+)$", text, re.M)):
+        name = Fact.of(m.group(1).strip(), f"{fmt} line {_line_of(text, m.start(1))}")
+        tail = text[m.end():]
+        nxt = re.search(r"^GPU [0-9A-Fa-f]{8}:", tail, re.M)
+        block = tail[: nxt.start()] if nxt else tail
+        fb = re.search(r"FB Memory Usage\s*\n\s*Total\s+: (\d+) MiB", block)
+        mem = Fact.of(int(fb.group(1)) * _MIB, f"{fmt} FB Memory Usage") if fb else Fact.absent("no 'FB Memory Usage / Total' in nvidia-smi -q")
+        gpus.append(GpuFacts(index=i, name=name, compute_capability=_gpu_cc(name), memory_bytes=mem))
+    return MachineFacts(origin=f"env-dump:{fmt}", gpus=tuple(gpus),
+                        gpu_list=Fact.of(len(gpus), fmt) if gpus else Fact.absent("nvidia-smi -q lists no Product Name"),
+                        driver_version=driver, cuda_driver_version=cuda)
+
+
+def parse_nvidia_smi_csv(text: str, *, source: str = "nvidia-smi-csv") -> MachineFacts:
+    """``nvidia-smi --query-gpu=index,name,compute_cap,driver_version,memory.total --format=csv``
+    (with or without the header line)."""
+    gpus = []
+    driver = Fact.absent("no GPU rows in the nvidia-smi CSV")
+    for ln, line in enumerate(text.splitlines(), 1):
+        cols = [c.strip() for c in line.split(",")]
+        if len(cols) < 5 or not cols[0].isdigit():
+            continue
+        idx, name, cc, drv, mem = cols[:5]
+        cc_m = re.fullmatch(r"(\d+)\.(\d+)", cc)
+        mem_m = re.match(r"(\d+)\s*MiB", mem)
+        where = f"{source} line {ln}"
+        gpus.append(GpuFacts(
+            index=int(idx),
+            name=Fact.of(name, where),
+            compute_capability=Fact.of((int(cc_m.group(1)), int(cc_m.group(2))), where) if cc_m else _gpu_cc(Fact.of(name, where)),
+            memory_bytes=Fact.of(int(mem_m.group(1)) * _MIB, where) if mem_m else Fact.absent(f"nvidia-smi reports memory.total as '{mem}'"),
+        ))
+        if not driver.present and re.fullmatch(r"[\d.]+", drv):
+            driver = Fact.of(drv, where)
+    return MachineFacts(origin=f"env-dump:{source}", gpus=tuple(gpus),
+                        gpu_list=Fact.of(len(gpus), source) if gpus else Fact.absent("no GPU rows in the nvidia-smi CSV"),
+                        driver_version=driver,
+                        cuda_driver_version=Fact.absent("nvidia-smi --query-gpu does not print the CUDA version"))
+
+
+_PARSERS = {
+    "sglang-check-env": parse_sglang_check_env,
+    "torch-collect-env": parse_torch_collect_env,
+    "vllm-collect-env": parse_vllm_collect_env,
+    "flashinfer-collect-env": parse_flashinfer_collect_env,
+    "nvidia-smi": parse_nvidia_smi,
+    "nvidia-smi-q": parse_nvidia_smi_q,
+    "nvidia-smi-csv": parse_nvidia_smi_csv,
+}
+
+assert set(_PARSERS) == set(FORMATS)
+assert set(_PKG_ALIASES.values()) <= set(PACKAGES)

@@ -1,0 +1,330 @@
+"""Machine facts for the preflight: frozen dataclasses, each value possibly *missing with a reason*.
+
+A live collection (:mod:`mtp_audit.preflight.collect`), an environment dump
+(:mod:`mtp_audit.preflight.envdump`) and a stored facts file all produce one :class:`MachineFacts`.
+``to_dict`` / ``from_dict`` round-trip it through JSON so a collection made on a GPU box can be
+stored in the repository and replayed (``mtp-audit preflight --facts FILE``).
+
+Nothing here guesses: a fact that was not observed is a :class:`Fact` with ``value=None`` and a
+``missing`` reason ("nvidia-smi not found", "dump truncated before the PyTorch line").
+Facts and their meaning: ``../shared/research/blackwell_fp4.md`` §7 (detection methods).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Version of the facts JSON written by :meth:`MachineFacts.to_dict`.
+FACTS_SCHEMA_VERSION = 1
+
+#: Distribution names whose versions the preflight reads (importlib.metadata / dumps).
+#: Source: blackwell_fp4.md §7.2.
+PACKAGES: tuple[str, ...] = (
+    "sglang",
+    "sgl-kernel",
+    "sglang-kernel",
+    "flashinfer-python",
+    "flashinfer-cubin",
+    "flashinfer-jit-cache",
+    "vllm",
+    "torch",
+    "triton",
+    "nvidia-cudnn-cu12",
+    "nvidia-cudnn-cu13",
+    "nvidia-cudnn-frontend",
+    "nvidia-cutlass-dsl",
+    "nvidia-ml-py",
+)
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One observed value, or the reason it is missing.
+
+    Attributes:
+        value: a JSON-friendly scalar, list or ``[major, minor]`` pair; ``None`` when missing.
+        source: where it was read (``"nvml"``, ``"nvidia-smi"``, ``"torch/version.py"``,
+            ``"sglang check_env line 7"``).
+        missing: why there is no value; ``None`` when the value is present.
+    """
+
+    value: Any = None
+    source: str = ""
+    missing: str | None = None
+
+    @classmethod
+    def of(cls, value: Any, source: str) -> Fact:
+        """A present fact. ``value`` must not be ``None``."""
+        if value is None:
+            raise ValueError("Fact.of needs a value; use Fact.absent for a missing fact")
+        return cls(value=value, source=source)
+
+    @classmethod
+    def absent(cls, reason: str, source: str = "") -> Fact:
+        """A missing fact with its reason (one line)."""
+        return cls(value=None, source=source, missing=reason)
+
+    @property
+    def present(self) -> bool:
+        """True when a value was observed."""
+        return self.value is not None
+
+    def or_(self, other: Fact) -> Fact:
+        """This fact if present, else ``other`` (used when merging several dumps)."""
+        return self if self.present else (other if other.present else self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: ``{"value": ..., "source": ...}`` or ``{"missing": reason, ...}``."""
+        if self.present:
+            return {"value": _jsonable(self.value), "source": self.source}
+        d: dict[str, Any] = {"missing": self.missing or "not observed"}
+        if self.source:
+            d["source"] = self.source
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Fact:
+        """Inverse of :meth:`to_dict`.
+
+        Raises:
+            ValueError: ``d`` is not a dict of that shape.
+        """
+        if not isinstance(d, Mapping):
+            raise ValueError(f"expected a fact object, got {type(d).__name__}")
+        if "value" in d and d["value"] is not None:
+            v = d["value"]
+            if isinstance(v, list):
+                v = tuple(tuple(x) if isinstance(x, list) else x for x in v)
+            return cls(value=v, source=str(d.get("source", "")))
+        return cls(value=None, source=str(d.get("source", "")), missing=str(d.get("missing", "not observed")))
+
+    def __str__(self) -> str:
+        if self.present:
+            return fmt_value(self.value)
+        return f"missing ({self.missing})"
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, tuple):
+        return [_jsonable(x) for x in v]
+    return v
+
+
+def fmt_value(v: Any) -> str:
+    """Human form of a fact value: ``(12, 0)`` -> ``"12.0"``, tuples joined by ``", "``."""
+    if isinstance(v, tuple) and len(v) == 2 and all(isinstance(x, int) for x in v):
+        return f"{v[0]}.{v[1]}"
+    if isinstance(v, tuple):
+        return ", ".join(fmt_value(x) for x in v)
+    return str(v)
+
+
+@dataclass(frozen=True)
+class GpuFacts:
+    """One GPU.
+
+    Attributes:
+        index: position as reported (NVML / nvidia-smi index, or order in a dump).
+        name: marketing name, e.g. ``"NVIDIA H200"``.
+        compute_capability: ``(major, minor)`` e.g. ``(12, 0)``.
+        memory_bytes: total memory in bytes; GB10 reports "Not Supported" (unified memory), which is
+            a missing fact with that reason (gh:NVIDIA/k8s-device-plugin#1482).
+    """
+
+    index: int
+    name: Fact = field(default_factory=lambda: Fact.absent("not observed"))
+    compute_capability: Fact = field(default_factory=lambda: Fact.absent("not observed"))
+    memory_bytes: Fact = field(default_factory=lambda: Fact.absent("not observed"))
+
+    @property
+    def cc(self) -> tuple[int, int] | None:
+        """``(major, minor)`` or ``None``."""
+        v = self.compute_capability.value
+        return (int(v[0]), int(v[1])) if v is not None else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "index": self.index,
+            "name": self.name.to_dict(),
+            "compute_capability": self.compute_capability.to_dict(),
+            "memory_bytes": self.memory_bytes.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> GpuFacts:
+        """Inverse of :meth:`to_dict` (raises ValueError on a wrong shape)."""
+        return cls(
+            index=int(d["index"]),
+            name=Fact.from_dict(d.get("name", {})),
+            compute_capability=Fact.from_dict(d.get("compute_capability", {})),
+            memory_bytes=Fact.from_dict(d.get("memory_bytes", {})),
+        )
+
+
+@dataclass(frozen=True)
+class BinaryFacts:
+    """SM targets compiled into one shared object of a kernel package (read from its ELF fatbin).
+
+    Attributes:
+        package: distribution name (``"sgl-kernel"``, ``"flashinfer-jit-cache"``, ``"vllm"``).
+        path: path relative to the package's site-packages folder (``"sgl_kernel/sm100/common_ops.abi3.so"``).
+        targets: sorted ELF cubin targets, e.g. ``("sm_100a", "sm_120a", "sm_90")``; missing with a
+            reason when the file could not be read.
+        ptx: sorted PTX targets (``("compute_90",)``).
+    """
+
+    package: str
+    path: str
+    targets: Fact = field(default_factory=lambda: Fact.absent("not scanned"))
+    ptx: Fact = field(default_factory=lambda: Fact.absent("not scanned"))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"package": self.package, "path": self.path, "targets": self.targets.to_dict(), "ptx": self.ptx.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> BinaryFacts:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            package=str(d["package"]),
+            path=str(d["path"]),
+            targets=Fact.from_dict(d.get("targets", {})),
+            ptx=Fact.from_dict(d.get("ptx", {})),
+        )
+
+
+def _absent() -> Fact:
+    return Fact.absent("not observed")
+
+
+@dataclass(frozen=True)
+class MachineFacts:
+    """Everything the preflight knows about one machine.
+
+    Attributes:
+        origin: ``"live"``, ``"env-dump:<format>[+<format>...]"`` or ``"facts-file"``.
+        gpus: one entry per GPU, in index order.
+        gpu_list: why the GPU list is empty or partial (missing fact) or how it was read.
+        driver_version: e.g. ``"580.95.05"`` (R610+ calls it "KMD Version").
+        cuda_driver_version: highest CUDA the driver supports, ``"13.0"`` (R610+: "CUDA UMD Version").
+        toolkit: ``nvcc --version`` release, ``"13.0"``.
+        cuda_home: ``CUDA_HOME`` / ``CUDA_PATH`` / the folder nvcc was found in.
+        torch_version: e.g. ``"2.11.0+cu130"``.
+        torch_cuda: CUDA torch was built with, ``"13.0"`` (``torch/version.py`` ``cuda = ...``).
+        torch_arch_list: ``torch.cuda.get_arch_list()`` (only with ``--import-torch`` or from a dump).
+        packages: distribution name (:data:`PACKAGES`) -> version fact.
+        requires: ``"<dist> -> torch"`` -> the ``Requires-Dist`` pin string (e.g. ``"torch==2.9.1"``).
+        binaries: SM targets of kernel shared objects.
+        env: selected environment variables (``FLASHINFER_CUDA_ARCH_LIST``, ``CUDA_VISIBLE_DEVICES``).
+        platform: ``"linux"``, ``"wsl2"``, ``"windows"``.
+        notes: free lines worth showing (a ``MISMATCH`` line of flashinfer's collect_env, NVML errors).
+    """
+
+    origin: str
+    gpus: tuple[GpuFacts, ...] = ()
+    gpu_list: Fact = field(default_factory=_absent)
+    driver_version: Fact = field(default_factory=_absent)
+    cuda_driver_version: Fact = field(default_factory=_absent)
+    toolkit: Fact = field(default_factory=_absent)
+    cuda_home: Fact = field(default_factory=_absent)
+    torch_version: Fact = field(default_factory=_absent)
+    torch_cuda: Fact = field(default_factory=_absent)
+    torch_arch_list: Fact = field(default_factory=_absent)
+    packages: Mapping[str, Fact] = field(default_factory=dict)
+    requires: Mapping[str, Fact] = field(default_factory=dict)
+    binaries: tuple[BinaryFacts, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    platform: Fact = field(default_factory=_absent)
+    notes: tuple[str, ...] = ()
+
+    _SCALARS = (
+        "gpu_list",
+        "driver_version",
+        "cuda_driver_version",
+        "toolkit",
+        "cuda_home",
+        "torch_version",
+        "torch_cuda",
+        "torch_arch_list",
+        "platform",
+    )
+
+    def package(self, name: str) -> Fact:
+        """Version fact of distribution ``name`` (missing when not recorded)."""
+        return self.packages.get(name) or Fact.absent(f"{name} version not recorded")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (sorted keys where order carries no meaning)."""
+        d: dict[str, Any] = {"facts_schema_version": FACTS_SCHEMA_VERSION, "origin": self.origin}
+        d["gpus"] = [g.to_dict() for g in self.gpus]
+        for name in self._SCALARS:
+            d[name] = getattr(self, name).to_dict()
+        d["packages"] = {k: self.packages[k].to_dict() for k in sorted(self.packages)}
+        d["requires"] = {k: self.requires[k].to_dict() for k in sorted(self.requires)}
+        d["binaries"] = [b.to_dict() for b in sorted(self.binaries, key=lambda b: (b.package, b.path))]
+        d["env"] = {k: self.env[k] for k in sorted(self.env)}
+        d["notes"] = list(self.notes)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Any) -> MachineFacts:
+        """Inverse of :meth:`to_dict`.
+
+        Raises:
+            ValueError: not a facts document (wrong shape or a newer ``facts_schema_version``).
+        """
+        if not isinstance(d, Mapping) or "origin" not in d:
+            raise ValueError("not an mtp-audit facts document (no 'origin' key)")
+        ver = d.get("facts_schema_version")
+        if not isinstance(ver, int) or ver > FACTS_SCHEMA_VERSION:
+            raise ValueError(f"unsupported facts_schema_version {ver!r} (this mtp-audit reads {FACTS_SCHEMA_VERSION})")
+        try:
+            kwargs: dict[str, Any] = {name: Fact.from_dict(d.get(name, {"missing": "not recorded"})) for name in cls._SCALARS}
+            return cls(
+                origin=str(d["origin"]),
+                gpus=tuple(GpuFacts.from_dict(g) for g in d.get("gpus", [])),
+                packages={str(k): Fact.from_dict(v) for k, v in dict(d.get("packages", {})).items()},
+                requires={str(k): Fact.from_dict(v) for k, v in dict(d.get("requires", {})).items()},
+                binaries=tuple(BinaryFacts.from_dict(b) for b in d.get("binaries", [])),
+                env={str(k): str(v) for k, v in dict(d.get("env", {})).items()},
+                notes=tuple(str(n) for n in d.get("notes", [])),
+                **kwargs,
+            )
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"malformed facts document: {exc}") from None
+
+    def merged_with(self, other: MachineFacts) -> MachineFacts:
+        """Combine two partial views of one machine (two dumps pasted together).
+
+        Present facts of ``self`` win; GPUs come from whichever has more; packages, requires, env
+        and binaries are united.
+        """
+        kwargs = {name: getattr(self, name).or_(getattr(other, name)) for name in self._SCALARS}
+        gpus = self.gpus if len(self.gpus) >= len(other.gpus) else other.gpus
+        if self.gpus and other.gpus and len(self.gpus) == len(other.gpus):
+            gpus = tuple(
+                GpuFacts(
+                    index=a.index,
+                    name=a.name.or_(b.name),
+                    compute_capability=a.compute_capability.or_(b.compute_capability),
+                    memory_bytes=a.memory_bytes.or_(b.memory_bytes),
+                )
+                for a, b in zip(self.gpus, other.gpus)
+            )
+        packages = dict(other.packages)
+        for k, v in self.packages.items():
+            packages[k] = v.or_(packages[k]) if k in packages else v
+        requires = {**other.requires, **self.requires}
+        return MachineFacts(
+            origin=f"{self.origin}+{other.origin.split(':', 1)[-1]}",
+            gpus=gpus,
+            packages=packages,
+            requires=requires,
+            binaries=self.binaries + tuple(b for b in other.binaries if b not in self.binaries),
+            env={**other.env, **self.env},
+            notes=self.notes + tuple(n for n in other.notes if n not in self.notes),
+            **kwargs,
+        )

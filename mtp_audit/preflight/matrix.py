@@ -1,0 +1,105 @@
+"""The capability matrix (``mtp_audit/data/matrix.json``) and small helpers to query it.
+
+The matrix is data, versioned by ``matrix_version``; each row carries its source (an SGLang or
+flashinfer file inside a named wheel, CUDA documentation, or a public issue URL), taken from
+``../shared/research/blackwell_fp4.md`` §1-§6.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+
+@lru_cache(maxsize=1)
+def load() -> dict[str, Any]:
+    """The parsed matrix (cached). Raises ``OSError``/``ValueError`` only if the package is broken."""
+    text = resources.files("mtp_audit").joinpath("data/matrix.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def parse_version(text: str | None) -> Version | None:
+    """PEP 440 version of ``text`` with any local tag (``+cu130``) kept; ``None`` if unparsable."""
+    if not text:
+        return None
+    try:
+        return Version(str(text).strip())
+    except InvalidVersion:
+        m = re.match(r"\d+(\.\d+)*", str(text).strip())
+        try:
+            return Version(m.group(0)) if m else None
+        except InvalidVersion:
+            return None
+
+
+def base(v: Version) -> Version:
+    """``0.6.14+cu130`` -> ``0.6.14`` (drops the local tag; keeps pre/post/dev)."""
+    return Version(str(v).split("+", 1)[0])
+
+
+def in_range(version: Version | None, spec: str) -> bool:
+    """Whether ``version`` (local tag ignored) satisfies ``spec`` (``">=0.5.10,<0.5.13"``); pre-releases count."""
+    if version is None:
+        return False
+    try:
+        return SpecifierSet(spec, prereleases=True).contains(base(version), prereleases=True)
+    except InvalidSpecifier:
+        return False
+
+
+def cc_from_name(name: str) -> tuple[tuple[int, int], str] | None:
+    """Compute capability of a GPU product name from the matrix's name table, with the row's source.
+
+    Only exact product families listed in the table match; anything else returns ``None`` (the
+    caller reports the fact as missing rather than guessing).
+    """
+    for row in load()["gpus"]:
+        if re.search(row["pattern"], name.strip()):
+            return (int(row["cc"][0]), int(row["cc"][1])), row["source"]
+    return None
+
+
+def sglang_row(table: str, sglang: Version | None) -> dict[str, Any] | None:
+    """The row of ``matrix["sglang"][table]`` whose version range contains ``sglang``."""
+    for row in load()["sglang"][table]:
+        if in_range(sglang, row["sglang"]):
+            return row
+    return None
+
+
+def resolve_auto(table: str, sglang: Version | None, cc: tuple[int, int]) -> tuple[str | None, str]:
+    """What ``auto`` resolves to on SGLang ``sglang`` and a GPU of ``cc``, with the row's source.
+
+    Returns ``(None, reason)`` when the version or the SM is not covered by the matrix.
+    """
+    row = sglang_row(table, sglang)
+    if row is None:
+        return None, f"SGLang {sglang} is outside the capability matrix"
+    if "auto" not in row:
+        return row.get("effective_default"), row["source"]
+    for rule in row["auto"]:
+        if cc[0] in rule["sm_major"]:
+            return rule["to"], row["source"]
+    return None, f"the matrix has no 'auto' rule for SM{cc[0]}{cc[1]} on SGLang {sglang}"
+
+
+def driver_floor(cuda: str) -> tuple[str, str] | None:
+    """Minimum Linux driver for a CUDA ``major.minor`` (the highest table row <= it), with its source."""
+    want = parse_version(cuda)
+    best = None
+    for row in load()["driver_floors"]:
+        v = parse_version(row["cuda"])
+        if want is not None and v is not None and v <= want:
+            best = (row["min_driver"], row["source"])
+    return best
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """``"580.95.05"`` -> ``(580, 95, 5)`` for numeric comparison of driver versions."""
+    return tuple(int(x) for x in re.findall(r"\d+", text))

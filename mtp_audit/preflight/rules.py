@@ -1,0 +1,307 @@
+"""Preflight rules MTP200-MTP229: documentation, sources and runnable examples.
+
+The checks live in :mod:`mtp_audit.preflight.analyze`; each rule here names the candidate rule of
+``../shared/research/blackwell_fp4.md`` §10 (R01-R35) it implements. Examples are environment dumps
+(``env.txt``, sglang check_env format) or stored facts (``facts.json``) plus launch-command args.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from mtp_audit.report import Report, Severity
+from mtp_audit.rules import Example, Rule
+
+E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+RES = "../shared/research/blackwell_fp4.md"
+
+B200 = ("NVIDIA B200", "10.0")
+H200 = ("NVIDIA H200", "9.0")
+PRO6000 = ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "12.0")
+RTX5090 = ("NVIDIA GeForce RTX 5090", "12.0")
+GB10 = ("NVIDIA GB10", "12.1")
+
+SG = ("python", "-m", "sglang.launch_server", "--model-path", "m", "--quantization", "modelopt_fp4")
+
+
+def env(gpu: tuple[str, str] = PRO6000, *, n: int = 8, torch: str = "2.9.1+cu130", sglang: str = "0.5.9",
+        kernel: tuple[str, str] = ("sgl_kernel", "0.3.21"), flashinfer: str = "0.6.8", driver: str = "580.95.05",
+        nvcc: str = "13.0", cubin: str | None = None, jit: str = "Module Not Found") -> str:
+    """A ``python3 -m sglang.check_env`` dump in the real format (gh:sgl-project/sglang#24834)."""
+    ids = ",".join(str(i) for i in range(n))
+    nv = f"Cuda compilation tools, release {nvcc}, V{nvcc}.88" if nvcc else "Not Available"
+    return (f"Python: 3.12.3 (main, Jan 22 2026, 20:57:42) [GCC 13.3.0]\nCUDA available: True\nGPU {ids}: {gpu[0]}\n"
+            f"GPU {ids} Compute Capability: {gpu[1]}\nCUDA_HOME: /usr/local/cuda\nNVCC: {nv}\nCUDA Driver Version: {driver}\n"
+            f"PyTorch: {torch}\nsglang: {sglang}\n{kernel[0]}: {kernel[1]}\nflashinfer_python: {flashinfer}\n"
+            f"flashinfer_cubin: {cubin or flashinfer}\nflashinfer_jit_cache: {jit}\ntriton: 3.5.1\nvllm: Module Not Found\n")
+
+
+def facts_json(gpu: tuple[str, str] = PRO6000, *, n: int = 8, torch: str = "2.12.0+cu130", torch_cuda: str = "13.0", sglang: str = "0.5.9",
+               packages: dict[str, str] | None = None, binaries: dict[str, list[str]] | None = None, driver: str = "580.95.05",
+               cuda_driver: str = "13.0", nvcc: str = "13.0", env_vars: dict[str, str] | None = None, platform: str = "linux",
+               memory: int | None = 102_641_467_392) -> str:
+    """A stored-facts document (the ``--save-facts`` format) for examples that need cuDNN versions or SM targets."""
+    from mtp_audit.preflight.facts import BinaryFacts, Fact, GpuFacts, MachineFacts
+
+    maj, mnr = (int(x) for x in gpu[1].split("."))
+    pk = {"sglang": sglang, "torch": torch, "sgl-kernel": "0.3.21", "flashinfer-python": "0.6.8", "flashinfer-cubin": "0.6.8",
+          "nvidia-cudnn-cu13": "9.19.0.56", "nvidia-cudnn-frontend": "1.16.0"}
+    pk.update(packages or {})
+    m = MachineFacts(
+        origin="facts-file",
+        gpus=tuple(GpuFacts(i, Fact.of(gpu[0], "example"), Fact.of((maj, mnr), "example"),
+                            Fact.of(memory, "example") if memory else Fact.absent("nvidia-smi reports memory as 'Not Supported' (unified memory on GB10)"))
+                   for i in range(n)),
+        gpu_list=Fact.of(n, "example"), driver_version=Fact.of(driver, "example"), cuda_driver_version=Fact.of(cuda_driver, "example"),
+        toolkit=Fact.of(nvcc, "example") if nvcc else Fact.absent("nvcc not found (checked $CUDA_HOME, $CUDA_PATH, PATH, /usr/local/cuda)"),
+        torch_version=Fact.of(torch, "example"), torch_cuda=Fact.of(torch_cuda, "example"),
+        packages={k: (Fact.of(v, "example") if v else Fact.absent("not installed")) for k, v in pk.items()},
+        binaries=tuple(BinaryFacts(p.split(":")[0], p.split(":")[1], Fact.of(tuple(t), "example"), Fact.of((), "example")) for p, t in (binaries or {}).items()),
+        env=env_vars or {}, platform=Fact.of(platform, "example"))
+    return json.dumps(m.to_dict(), indent=1)
+
+
+def _ex(fires: bool, note: str, files: dict[str, str] | None = None, args: tuple[str, ...] = ()) -> Example:
+    return Example(fires=fires, files=files or {"env.txt": env()}, args=args, note=note)
+
+
+SM120_KERNEL = {"sgl-kernel:sgl_kernel/sm100/common_ops.abi3.so": ["sm_80", "sm_89", "sm_90", "sm_90a", "sm_100a", "sm_120a"]}
+INCIDENT_ARGS = SG + ("--moe-runner-backend", "flashinfer_cutlass", "--fp4-gemm-backend", "flashinfer_cudnn", "--speculative-algorithm", "NEXTN", "--tp", "8")
+
+
+def R(id: str, name: str, sev: Severity, summary: str, what: str, why: str, fix: str, sources: tuple[str, ...], basis: str, examples: tuple[Example, ...]) -> Rule:
+    return Rule(id, name, "preflight", sev, summary, what, why, fix, sources, basis, examples)
+
+
+RULES: tuple[Rule, ...] = (
+    R("MTP200", "no-native-fp4", E, "The GPU has no FP4 tensor cores (compute capability below 10.0)",
+      "Flags GPUs of compute capability < 10.0 (Hopper H100/H200, Ada, Ampere) when FP4 is intended (bare preflight, an FP4 --quantization or an FP4 checkpoint), unless the launch already selects the Marlin W4A16 fallback. On SGLang >= 0.5.13 the message names the Marlin W4A16 fallback and its cost.",
+      "FP4 MMA instructions exist only on SM100/SM103/SM110 (tcgen05) and SM120/SM121 (mma.sync kind::mxf4nvf4). SGLang's native NVFP4 GEMMs refuse SM90 ('ModelOpt NVFP4 native dense GEMM backends require SM100+').",
+      "Use a Blackwell GPU, or on SGLang >= 0.5.13 run weight-only: --fp4-gemm-backend marlin --moe-runner-backend marlin (W4A16, BF16 math).",
+      (f"{RES} §1.2, §6 (H100/H200 row)", "wheel:sglang-0.5.23:sglang/srt/layers/quantization/modelopt_quant.py", "wheel:vllm-0.33.0:vllm/model_executor/kernels/linear/nvfp4/marlin.py"), "code",
+      (_ex(True, "H200 with an NVFP4 launch on SGLang 0.5.9 (no Marlin fallback)", {"env.txt": env(H200, torch="2.9.1+cu128")}, SG),
+       _ex(False, "B200: FP4 tensor cores present", {"env.txt": env(B200, torch="2.9.1+cu128")}, SG))),
+    R("MTP201", "marlin-w4a16-fallback", W, "NVFP4 runs as Marlin W4A16 on a GPU without FP4 tensor cores",
+      "Fires when a GPU below SM100 will run an FP4 checkpoint through SGLang's Marlin backends (SGLang >= 0.5.13).",
+      "Marlin dequantizes 4-bit weights to BF16 inside the GEMM: it works, but all math runs at BF16 tensor-core rate; FP4's compute advantage is gone and activations stay BF16.",
+      "Accept the cost, or move the deployment to Blackwell for native NVFP4.",
+      (f"{RES} §1.2, §3.1, §5", "wheel:sglang-0.5.13:sglang/srt/layers/quantization/fp4_utils.py"), "code",
+      (_ex(True, "H200 on SGLang 0.5.16, auto resolves to marlin", {"env.txt": env(H200, sglang="0.5.16", torch="2.11.0+cu130", kernel=("sglang-kernel", "0.4.3"))}, SG),
+       _ex(False, "H200 on SGLang 0.5.9: no Marlin NVFP4 path (MTP200 fires instead)", {"env.txt": env(H200, torch="2.9.1+cu128")}, SG))),
+    R("MTP202", "mixed-compute-capabilities", E, "GPUs of different compute capability in one server",
+      "Fires when the GPUs listed have more than one compute capability.",
+      "SGLang reads device 0's SM (get_device_sm) and chooses FP4 backends for it; other GPUs may not run them.",
+      "Use identical GPUs, or restrict CUDA_VISIBLE_DEVICES to one kind.",
+      ("sglang/srt/utils/common.py get_device_sm (wheel:sglang-0.5.23)", f"{RES} §10 R01"), "code",
+      (_ex(True, "an H200 and a B200 in one dump", {"env.txt": env(B200, n=1).replace("GPU 0: NVIDIA B200\nGPU 0 Compute Capability: 10.0", "GPU 0: NVIDIA B200\nGPU 1: NVIDIA H200\nGPU 0 Compute Capability: 10.0\nGPU 1 Compute Capability: 9.0")}),
+       _ex(False, "eight identical RTX PRO 6000")),),
+    R("MTP203", "torch-cuda-too-old-for-blackwell", E, "torch is built for a CUDA older than 12.8 on a Blackwell GPU",
+      "Fires when torch's CUDA build (torch/version.py, the +cuXXX tag or collect_env's 'CUDA used to build PyTorch') is below 12.8 and a GPU has compute capability >= 10.0.",
+      "CUDA 12.6 builds carry kernels up to sm_90 only: torch warns 'sm_120 is not compatible with the current PyTorch installation' and every kernel fails with 'no kernel image is available'.",
+      "Install a cu128+ torch build (PyPI default from torch 2.8) matching your sglang/sgl-kernel pin.",
+      (f"{RES} §2", "gh:xorbitsai/inference#3866", "https://github.com/pytorch/pytorch/issues/150733"), "code",
+      (_ex(True, "RTX 5090 with torch 2.6.0+cu126", {"env.txt": env(RTX5090, n=1, torch="2.6.0+cu126")}),
+       _ex(False, "RTX 5090 with torch 2.9.1+cu128", {"env.txt": env(RTX5090, n=1, torch="2.9.1+cu128")}))),
+    R("MTP204", "gb10-torch-capability-warning", I, "torch's capability-range warning on GB10 is cosmetic",
+      "Fires on GB10 (12.1) with a torch built for CUDA 12.8/12.9, which prints a '(8.0) - (12.0)' range warning.",
+      "The warning looks fatal but SM121 runs sm_120 code; knowing that saves a reinstall.",
+      "Nothing to do (a cu130 torch does not print it).",
+      (f"{RES} §2", "gh:sgl-project/sglang#13198", "https://discuss.pytorch.org/t/nvidia-dgx-spark-support/223677"), "bug report",
+      (_ex(True, "GB10 with torch 2.9.1+cu129", {"env.txt": env(GB10, n=1, torch="2.9.1+cu129")}),
+       _ex(False, "GB10 with torch 2.9.1+cu130", {"env.txt": env(GB10, n=1, torch="2.9.1+cu130")}))),
+    R("MTP205", "driver-older-than-cuda-stack", E, "The driver is older than the CUDA the installed stack needs",
+      "Fires when the driver version is below the CUDA toolkit's documented minimum for torch's CUDA build or for CUDA-13 components (sglang-kernel 0.4.x, flashinfer-jit-cache +cu13x), or when the driver's CUDA version is lower.",
+      "User-space CUDA newer than the driver fails at the first CUDA call ('CUDA driver version is insufficient').",
+      "Upgrade the driver (>= 580.65.06 for CUDA 13.0), install cuda-compat, or use builds for the driver's CUDA.",
+      ("https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/ (driver table)", f"{RES} §1.4"), "documentation",
+      (_ex(True, "torch cu130 on driver 570.172.08", {"env.txt": env(B200, torch="2.9.1+cu130", driver="570.172.08")}),
+       _ex(False, "torch cu130 on driver 580.95.05", {"env.txt": env(B200, torch="2.9.1+cu130")}))),
+    R("MTP206", "driver-too-old-for-blackwell", E, "The driver predates Blackwell support",
+      "Fires when a Blackwell GPU (compute capability >= 10.0) runs a driver older than 570.26.",
+      "Blackwell needs R570+; older drivers do not drive the GPU (or only without CUDA 12.8 features).",
+      "Install driver >= 570.26 (>= 580.65.06 for CUDA 13 stacks).",
+      (f"{RES} §1.4", "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/"), "documentation",
+      (_ex(True, "B200 on driver 560.35.03", {"env.txt": env(B200, torch="2.9.1+cu126", driver="560.35.03")}),
+       _ex(False, "B200 on driver 570.172.08", {"env.txt": env(B200, torch="2.9.1+cu128", driver="570.172.08")}))),
+    R("MTP207", "jit-nvcc-missing-or-old", E, "SGLang's JIT NVFP4 kernels need an nvcc that supports the GPU",
+      "Fires for SGLang >= 0.5.10 with FP4 on a Blackwell GPU when nvcc is missing or older than the target needs (12.8 for sm_100a/sm_120a, 12.9 for sm_103a/sm_121a).",
+      "From 0.5.10 the NVFP4 quant/GEMM/MoE kernels are compiled at first use with override_jit_cuda_arch(..., suffix='a'); without a suitable nvcc engine init fails.",
+      "Install a CUDA toolkit >= the floor and set CUDA_HOME.",
+      (f"{RES} §3.4", "sglang/jit_kernel/nvfp4.py (wheel:sglang-0.5.10)", "gh:vllm-project/vllm#50705"), "code",
+      (_ex(True, "GB10 with nvcc 12.8 on SGLang 0.5.12", {"env.txt": env(GB10, n=1, sglang="0.5.12", nvcc="12.8", torch="2.11.0+cu130", kernel=("sglang-kernel", "0.4.2.post2"), flashinfer="0.6.11.post1")}, SG + ("--moe-runner-backend", "flashinfer_cutlass")),
+       _ex(False, "GB10 with nvcc 13.0", {"env.txt": env(GB10, n=1, sglang="0.5.12", nvcc="13.0", torch="2.11.0+cu130", kernel=("sglang-kernel", "0.4.2.post2"), flashinfer="0.6.11.post1")}, SG + ("--moe-runner-backend", "flashinfer_cutlass")))),
+    R("MTP208", "kernel-binary-no-fp4-cubin", E, "The sgl-kernel binary has no usable kernel image for this GPU",
+      "Reads the SM targets compiled into sgl-kernel / sglang-kernel shared objects (ELF fatbin) and fires when none loads on the GPU (an sm_120a cubin does not load on GB10 = 12.1), or when only plain (no a/f) cubins exist and SGLang <= 0.5.9 runs FP4 from them.",
+      "A missing image fails with 'no kernel image is available for execution on the device' at the first RMSNorm; plain sm_120 FP4 code compiles to trap stubs or a software E2M1 path that produced NaN.",
+      "Install a build containing the right target (sm_121a for GB10, e.g. +cu130 wheels) or rebuild with nvcc >= 12.8; verify with cuobjdump --list-elf.",
+      (f"{RES} §3.4, §7.5", "gh:mmcdermott/MEDS_EIC_AR#163", "gh:vllm-project/vllm#37725", "sglang/kernels/jit/utils/arch.py (wheel:sglang-0.5.23)"), "code",
+      (_ex(True, "GB10 with an sm_120a-only sgl-kernel", {"facts.json": facts_json(GB10, n=1, binaries=SM120_KERNEL, memory=None)}, SG),
+       _ex(False, "RTX PRO 6000 with the same sgl-kernel", {"facts.json": facts_json(PRO6000, binaries=SM120_KERNEL, torch="2.9.1+cu130")}, SG))),
+    R("MTP209", "kernel-wheel-torch-mismatch", E, "sgl-kernel / sglang is built for a different torch",
+      "Fires when a kernel wheel's Requires-Dist torch pin (live) or the SGLang release's torch pin (matrix) differs from the installed torch version.",
+      "sgl-kernel's compiled ops are ABI-bound to one torch version; a nightly torch (as in the incident) forces a from-source build.",
+      "Install the pinned torch, or rebuild sgl-kernel from source against your torch with nvcc >= 12.8.",
+      ("sglang / sglang-kernel wheel METADATA", f"{RES} §2", "gh:mmcdermott/MEDS_EIC_AR#163"), "code",
+      (_ex(True, "SGLang 0.5.9 (pins torch 2.9.1) with torch 2.12.0+cu130", {"env.txt": env(torch="2.12.0+cu130")}),
+       _ex(False, "SGLang 0.5.9 with torch 2.9.1+cu130", {"env.txt": env(torch="2.9.1+cu130")}))),
+    R("MTP210", "fp4-gemm-trtllm-needs-sm100", E, "--fp4-gemm-backend flashinfer_trtllm on a GPU that is not SM100/SM103",
+      "Fires when the effective FP4 GEMM backend is flashinfer_trtllm and the GPU's major compute capability is not 10.",
+      "flashinfer's trtllm FP4 GEMM lists only SM100/103(/107): 'mm_fp4 does not support backend 'trtllm' with capability 120'.",
+      "Use --fp4-gemm-backend flashinfer_cudnn on SM120/SM121.",
+      ("wheel:flashinfer-python-0.7.4:flashinfer/gemm/gemm_base.py _trtllm_gemm_fp4_requirement", "gh:flashinfer-ai/flashinfer#2577", "gh:sgl-project/sglang#35739"), "code",
+      (_ex(True, "RTX PRO 6000 with --fp4-gemm-backend flashinfer_trtllm", None, SG + ("--fp4-gemm-backend", "flashinfer_trtllm")),
+       _ex(False, "B200 with --fp4-gemm-backend flashinfer_trtllm", {"env.txt": env(B200, torch="2.9.1+cu130")}, SG + ("--fp4-gemm-backend", "flashinfer_trtllm")))),
+    R("MTP211", "fp4-gemm-cutedsl-unsupported", E, "--fp4-gemm-backend flashinfer_cutedsl on an SM the installed flashinfer lacks",
+      "Fires when the effective FP4 GEMM backend is flashinfer_cutedsl and the installed flashinfer's cute-dsl SM list lacks the GPU (SM12x before flashinfer 0.7.4, SM110 always).",
+      "The CuTe-DSL FP4 GEMM is tcgen05-based (SM10x); SM12x support came later and explicit-only.",
+      "Use --fp4-gemm-backend flashinfer_cudnn.",
+      ("wheel:flashinfer-python-0.6.8 and 0.7.4 gemm_base.py", f"{RES} §4.1"), "code",
+      (_ex(True, "RTX PRO 6000, flashinfer 0.6.8, flashinfer_cutedsl", {"env.txt": env(sglang="0.5.12", torch="2.11.0+cu130", kernel=("sglang-kernel", "0.4.2.post2"))}, SG + ("--fp4-gemm-backend", "flashinfer_cutedsl")),
+       _ex(False, "B200, flashinfer_cutedsl", {"env.txt": env(B200, sglang="0.5.12", torch="2.11.0+cu130", kernel=("sglang-kernel", "0.4.2.post2"))}, SG + ("--fp4-gemm-backend", "flashinfer_cutedsl")))),
+    R("MTP212", "fp4-gemm-flashinfer-cutlass-sm12x", W, "flashinfer CUTLASS dense FP4 GEMM on SM120/SM121 has NaN reports",
+      "Fires when the effective FP4 GEMM backend on SM12x is flashinfer_cutlass (explicit, or 'auto' on SGLang <= 0.5.9 / >= 0.5.13); an error for known-bad flashinfer releases (<= 0.6.3, 0.6.12).",
+      "NaN rows in dense MLP layers under heterogeneous batches on SM120 (sgl-project/sglang#20047), all-zero outputs with flashinfer 0.6.3, M-dependent zeros with 0.6.12. The incident produced correct output only with flashinfer_cudnn.",
+      "--fp4-gemm-backend flashinfer_cudnn (with --moe-runner-backend flashinfer_cutlass).",
+      ("gh:sgl-project/sglang#20047", "gh:flashinfer-ai/flashinfer#2577", "gh:flashinfer-ai/flashinfer#3398", f"{RES} §3.1"), "bug report",
+      (_ex(True, "RTX PRO 6000 on SGLang 0.5.9 with the default backend", None, SG),
+       _ex(False, "the incident's flags", {"facts.json": facts_json(binaries=SM120_KERNEL, torch="2.9.1+cu130")}, INCIDENT_ARGS))),
+    R("MTP213", "cudnn-fp4-requirements", E, "flashinfer_cudnn FP4 GEMM without a new enough cuDNN",
+      "Fires when the effective FP4 GEMM backend is flashinfer_cudnn and the cuDNN backend (nvidia-cudnn-cu12/13) is below 9.10.2 or nvidia-cudnn-frontend below 1.13 (or not installed).",
+      "flashinfer's _check_cudnn_fp4_availability refuses the cudnn path below these versions.",
+      "pip install 'nvidia-cudnn-cu13>=9.10.2' 'nvidia-cudnn-frontend>=1.13'.",
+      ("wheel:flashinfer-python-0.7.4:flashinfer/gemm/gemm_base.py _check_cudnn_fp4_availability", f"{RES} §4.2"), "code",
+      (_ex(True, "cuDNN 9.7.1 with flashinfer_cudnn", {"facts.json": facts_json(packages={"nvidia-cudnn-cu13": "9.7.1.26"}, binaries=SM120_KERNEL, torch="2.9.1+cu130")}, INCIDENT_ARGS),
+       _ex(False, "cuDNN 9.19 / frontend 1.16", {"facts.json": facts_json(binaries=SM120_KERNEL, torch="2.9.1+cu130")}, INCIDENT_ARGS))),
+    R("MTP214", "cudnn-mxfp4-sm12x", E, "cuDNN older than 9.14 has no MXFP4 GEMM on SM120/SM121",
+      "Fires for an MXFP4 checkpoint or --quantization mxfp4 with flashinfer_cudnn on SM12x and cuDNN < 9.14.",
+      "flashinfer raises CUDNN_FP4_MXFP4_SM120_CUDNN_VERSION_ERROR.",
+      "pip install 'nvidia-cudnn-cu13>=9.14'.",
+      ("wheel:flashinfer-python-0.7.4:flashinfer/gemm/gemm_base.py", f"{RES} §4.1"), "code",
+      (_ex(True, "MXFP4 with cuDNN 9.12", {"facts.json": facts_json(packages={"nvidia-cudnn-cu13": "9.12.0.46"}, torch="2.9.1+cu130")}, ("python", "-m", "sglang.launch_server", "--model-path", "m", "--quantization", "mxfp4", "--fp4-gemm-backend", "flashinfer_cudnn")),
+       _ex(False, "MXFP4 with cuDNN 9.19", {"facts.json": facts_json(torch="2.9.1+cu130")}, ("python", "-m", "sglang.launch_server", "--model-path", "m", "--quantization", "mxfp4", "--fp4-gemm-backend", "flashinfer_cudnn")))),
+    R("MTP215", "moe-backend-sm100-only", E, "An SM100-only MoE runner backend on a non-SM100 GPU",
+      "Fires when --moe-runner-backend is flashinfer_trtllm, flashinfer_trtllm_routed, flashinfer_cutedsl, flashinfer_megamoe or experimental_sgl_trtllm and the GPU is not SM10x.",
+      "trtllm-gen / CuTe-DSL MoE kernels use tcgen05/TMEM, which SM12x lacks.",
+      "--moe-runner-backend flashinfer_cutlass.",
+      ("wheel:sglang-0.5.23:sglang/srt/arg_groups/overrides.py", f"{RES} §3.2"), "code",
+      (_ex(True, "RTX PRO 6000 with flashinfer_trtllm MoE", None, SG + ("--moe-runner-backend", "flashinfer_trtllm")),
+       _ex(False, "RTX PRO 6000 with flashinfer_cutlass MoE", None, SG + ("--moe-runner-backend", "flashinfer_cutlass", "--fp4-gemm-backend", "flashinfer_cudnn")))),
+    R("MTP216", "moe-auto-resolves-to-trtllm", E, "SGLang 0.5.10-0.5.12 'auto' MoE runner picks an SM100-only kernel on SM11x/SM12x",
+      "Fires for NVFP4 on SGLang 0.5.10-0.5.12 with --moe-runner-backend auto (or unset) on compute capability 11.x/12.x.",
+      "create_moe_runner() sends every device with compute capability >= 10.0 to FLASHINFER_TRTLLM, whose NVFP4 path is SM100-only.",
+      "--moe-runner-backend flashinfer_cutlass, or SGLang >= 0.5.13.",
+      ("wheel:sglang-0.5.12 modelopt_quant.py create_moe_runner", "gh:sgl-project/sglang#39807"), "code",
+      (_ex(True, "RTX PRO 6000 on SGLang 0.5.11, MoE runner unset", {"env.txt": env(sglang="0.5.11", torch="2.11.0+cu130", kernel=("sglang-kernel", "0.4.2"))}, SG),
+       _ex(False, "same with --moe-runner-backend flashinfer_cutlass", {"env.txt": env(sglang="0.5.11", torch="2.11.0+cu130", kernel=("sglang-kernel", "0.4.2"))}, SG + ("--moe-runner-backend", "flashinfer_cutlass")))),
+    R("MTP217", "moe-cutlass-nvfp4", E, "--moe-runner-backend cutlass with NVFP4 on SGLang >= 0.5.13",
+      "Fires for an NVFP4 launch with --moe-runner-backend cutlass on SGLang >= 0.5.13.",
+      "SGLang raises NotImplementedError('moe_runner_backend=cutlass is not supported for NVFP4 MoE').",
+      "--moe-runner-backend flashinfer_cutlass.",
+      ("wheel:sglang-0.5.23:sglang/srt/layers/quantization/modelopt_quant.py",), "code",
+      (_ex(True, "SGLang 0.5.16 with cutlass MoE", {"env.txt": env(B200, sglang="0.5.16", torch="2.11.0+cu130", kernel=("sglang-kernel", "0.4.3"))}, SG + ("--moe-runner-backend", "cutlass")),
+       _ex(False, "SGLang 0.5.9 with cutlass MoE (still supported there)", {"env.txt": env(B200, torch="2.9.1+cu130")}, SG + ("--moe-runner-backend", "cutlass")))),
+    R("MTP218", "nvfp4-online-sm100-only", E, "--quantization nvfp4_online on a GPU that is not SM100/SM103",
+      "Fires for --quantization nvfp4_online when a GPU's major compute capability is not 10.",
+      "SGLang: 'supported only on NVIDIA Blackwell SM100/SM103 GPUs'.",
+      "Use a pre-quantized NVFP4 checkpoint with --quantization modelopt_fp4.",
+      ("wheel:sglang-0.5.23:sglang/srt/arg_groups/overrides.py",), "code",
+      (_ex(True, "RTX PRO 6000 with nvfp4_online", None, ("python", "-m", "sglang.launch_server", "--model-path", "m", "--quantization", "nvfp4_online")),
+       _ex(False, "B200 with nvfp4_online", {"env.txt": env(B200, torch="2.9.1+cu130")}, ("python", "-m", "sglang.launch_server", "--model-path", "m", "--quantization", "nvfp4_online")))),
+    R("MTP219", "flashinfer-cutlass-moe-old-flashinfer-sm12x", W, "flashinfer < 0.6.8 CUTLASS FP4 MoE on SM120/SM121",
+      "Fires when the effective MoE runner on SM12x is flashinfer_cutlass and flashinfer-python is older than 0.6.8 (vendored CUTLASS 4.2.1).",
+      "SM120 grouped block-scaled GEMM tactics fail init (shared-memory overflow) or return garbage; GB10 crashes in CUDA-graph capture; fixed by CUTLASS 4.4.2 in flashinfer 0.6.8.",
+      "pip install 'flashinfer-python>=0.6.8' with matching flashinfer-cubin / -jit-cache.",
+      ("gh:flashinfer-ai/flashinfer#2723", "gh:NVIDIA/cutlass#3096", "gh:flashinfer-ai/flashinfer#2776", "gh:flashinfer-ai/flashinfer#2798"), "bug report",
+      (_ex(True, "RTX PRO 6000, flashinfer 0.6.3", {"env.txt": env(flashinfer="0.6.3")}, SG + ("--moe-runner-backend", "flashinfer_cutlass", "--fp4-gemm-backend", "flashinfer_cudnn")),
+       _ex(False, "RTX PRO 6000, flashinfer 0.6.8", None, SG + ("--moe-runner-backend", "flashinfer_cutlass", "--fp4-gemm-backend", "flashinfer_cudnn")))),
+    R("MTP220", "trtllm-moe-nan-flashinfer-range", E, "TRTLLM NVFP4 MoE NaN regression in flashinfer 0.6.16rc5-0.6.17",
+      "Fires on SM10x when the effective MoE runner is flashinfer_trtllm(_routed) and flashinfer-python is in [0.6.16rc5, 0.6.18).",
+      "The tile-192 path emits NaNs (GSM8K 0.000).",
+      "flashinfer-python >= 0.6.18 (or <= 0.6.16rc4), or --moe-runner-backend flashinfer_cutlass.",
+      ("gh:flashinfer-ai/flashinfer#4486", "gh:sgl-project/sglang#34629"), "bug report",
+      (_ex(True, "B200, flashinfer 0.6.17, auto MoE on SGLang 0.5.20", {"env.txt": env(B200, sglang="0.5.20", torch="2.13.0+cu130", kernel=("sglang-kernel", "0.4.8"), flashinfer="0.6.17")}, SG),
+       _ex(False, "B200, flashinfer 0.6.18", {"env.txt": env(B200, sglang="0.5.20", torch="2.13.0+cu130", kernel=("sglang-kernel", "0.4.8"), flashinfer="0.6.18")}, SG))),
+    R("MTP221", "flashinfer-version-mismatch", W, "flashinfer-python, -cubin and -jit-cache versions differ",
+      "Fires when the base versions of flashinfer-python, flashinfer-cubin and flashinfer-jit-cache are not all equal.",
+      "Mismatched cubins / prebuilt modules load against a different Python API (flashinfer collect_env prints MISMATCH).",
+      "Install one version of all three.",
+      ("gh:flashinfer-ai/flashinfer#4549", f"{RES} §4.3"), "code",
+      (_ex(True, "flashinfer-python 0.6.8 with flashinfer-cubin 0.6.3", {"env.txt": env(cubin="0.6.3")}),
+       _ex(False, "all 0.6.8", {"env.txt": env(jit="0.6.8+cu130")}))),
+    R("MTP222", "fp8-kv-trtllm-mha-sm12x", E, "FP8 KV cache with trtllm_mha attention on SM120/SM121",
+      "Fires on SM12x for --attention-backend trtllm_mha with --kv-cache-dtype fp8* or a checkpoint whose kv_cache_quant_algo is FP8.",
+      "There is no FP8 prefill FMHA for SM120/SM121; the server dies in CUDA-graph capture.",
+      "--attention-backend flashinfer (or triton), or --kv-cache-dtype bf16.",
+      ("gh:sgl-project/sglang#39807",), "bug report",
+      (_ex(True, "RTX PRO 6000, trtllm_mha + fp8_e4m3", None, SG + ("--attention-backend", "trtllm_mha", "--kv-cache-dtype", "fp8_e4m3")),
+       _ex(False, "RTX PRO 6000, flashinfer attention + fp8_e4m3", None, SG + ("--attention-backend", "flashinfer", "--kv-cache-dtype", "fp8_e4m3")))),
+    R("MTP223", "pdmux-unsupported-on-blackwell", E, "--enable-pdmux on Blackwell",
+      "Fires for --enable-pdmux on compute capability >= 10.0.",
+      "pdmux_context.get_arch_constraints maps only 6.x-9.x and raises 'Unsupported compute capability: 12.0'.",
+      "Drop --enable-pdmux.",
+      ("gh:sgl-project/sglang#32933",), "bug report",
+      (_ex(True, "RTX PRO 6000 with --enable-pdmux", None, SG + ("--enable-pdmux",)),
+       _ex(False, "RTX PRO 6000 without it", None, SG + ("--moe-runner-backend", "flashinfer_cutlass", "--fp4-gemm-backend", "flashinfer_cudnn")))),
+    R("MTP224", "flashinfer-arch-list-plain-sm12x", E, "FLASHINFER_CUDA_ARCH_LIST with plain 12.0/12.1 on flashinfer <= 0.6.0",
+      "Fires when FLASHINFER_CUDA_ARCH_LIST contains 12.0 or 12.1 without a/f and flashinfer-python <= 0.6.0 (which used it verbatim).",
+      "FP4 code compiled for plain sm_120 traps or runs a software E2M1 path that gave NaN.",
+      "export FLASHINFER_CUDA_ARCH_LIST='12.0a' (or '12.0f' with CUDA >= 12.9; GB10 '12.1a').",
+      ("wheel:flashinfer-python-0.6.0 compilation_context.py", "gh:vllm-project/vllm#37725"), "code",
+      (_ex(True, "FLASHINFER_CUDA_ARCH_LIST=12.0 with flashinfer 0.5.3", {"facts.json": facts_json(packages={"flashinfer-python": "0.5.3", "flashinfer-cubin": "0.5.3"}, env_vars={"FLASHINFER_CUDA_ARCH_LIST": "12.0"}, torch="2.9.1+cu130")}),
+       _ex(False, "FLASHINFER_CUDA_ARCH_LIST=12.0a", {"facts.json": facts_json(packages={"flashinfer-python": "0.5.3", "flashinfer-cubin": "0.5.3"}, env_vars={"FLASHINFER_CUDA_ARCH_LIST": "12.0a"}, torch="2.9.1+cu130")}))),
+    R("MTP225", "gpu-memory-not-reported", I, "GPU memory is reported as 'Not Supported' (unified memory)",
+      "Fires when nvidia-smi/NVML reports the GPU's memory as 'Not Supported' (GB10).",
+      "Memory-fraction defaults sized from GPU memory overcommit unified memory.",
+      "SGLang: lower --mem-fraction-static; vLLM: --gpu-memory-utilization <= 0.85.",
+      ("gh:NVIDIA/k8s-device-plugin#1482", "gh:vllm-project/recipes#632"), "bug report",
+      (_ex(True, "GB10 nvidia-smi", {"env.txt": "+---+\n| NVIDIA-SMI 580.95.05              Driver Version: 580.95.05      CUDA Version: 13.0     |\n|=====|\n|   0  NVIDIA GB10                    On  |   0000000F:01:00.0 Off |                  N/A |\n| N/A   40C    P8              4W /  N/A  | Not Supported          |      0%      Default |\n"}),
+       _ex(False, "B200 nvidia-smi with memory", {"env.txt": "| NVIDIA-SMI 580.95.05              Driver Version: 580.95.05      CUDA Version: 13.0     |\n|   0  NVIDIA B200                    On  |   00000000:63:00.0 Off |                    0 |\n| N/A   26C    P0            139W / 1000W |       0MiB / 183359MiB |      0%      Default |\n"}))),
+    R("MTP226", "launch-flag-value-not-accepted", E, "A backend flag value this SGLang version does not accept",
+      "Fires when --fp4-gemm-backend is not among the installed SGLang's choices (from the sglang analyzer, else the matrix), or the flag does not exist (SGLang < 0.5.8).",
+      "argparse stops the server with 'invalid choice' / 'unrecognized arguments' before the model loads.",
+      "Use one of the listed choices for your version.",
+      ("sglang/srt/server_args.py and sglang/srt/arg_groups/choices.py per wheel", f"{RES} §3.1"), "code",
+      (_ex(True, "marlin on SGLang 0.5.9", None, SG + ("--fp4-gemm-backend", "marlin")),
+       _ex(False, "flashinfer_cudnn on SGLang 0.5.9", None, SG + ("--fp4-gemm-backend", "flashinfer_cudnn")))),
+    R("MTP227", "probe-fp4-gemm-wrong", E, "The --probe FP4 GEMM gave NaN/Inf or a wrong result",
+      "With --probe on an FP4-capable GPU: fires when the tiny FP4 GEMM has NaN/Inf or differs from the BF16 reference beyond tolerance (error), or fails to run (warning).",
+      "A backend that is wrong on a 128x128x128 GEMM will be wrong in the model.",
+      "Switch the FP4 GEMM backend and re-run --probe.",
+      ("mtp_audit/preflight/probe.py",), "code",
+      (_ex(True, "probe result with NaN (stored facts + probe.json)", {"env.txt": env(), "probe.json": json.dumps({"gpu": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "cc": [12, 0], "ran": ["flashinfer mm_fp4(backend='cutlass')"], "results": [{"path": "flashinfer.mm_fp4[cutlass]", "status": "mismatch", "nan": 3, "inf": 0, "rel_error": None, "tolerance": 0.25}]})}),
+       _ex(False, "probe result ok", {"env.txt": env(), "probe.json": json.dumps({"gpu": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "cc": [12, 0], "ran": ["flashinfer mm_fp4(backend='cudnn')"], "results": [{"path": "flashinfer.mm_fp4[cudnn]", "status": "ok", "nan": 0, "inf": 0, "rel_error": 0.09, "tolerance": 0.25}]})}))),
+    R("MTP228", "native-fp4-verdict", I, "Per-GPU verdict: native FP4 capable, not capable or unknown",
+      "Always reports, per GPU, whether native FP4 can run (capable), cannot (not capable, with the error rules that say why) or could not be told (unknown, with the missing fact).",
+      "It is the headline answer of the preflight; errors and gaps explain it.",
+      "See the error findings and gaps of the same report.",
+      (f"{RES} §6",), "code",
+      (_ex(True, "any GPU gets a verdict"), _ex(False, "no GPU in the dump: no per-GPU verdict (a blocking gap instead)", {"env.txt": "PyTorch version: 2.9.1+cu128\nCUDA used to build PyTorch: 12.8\n"}))),
+    R("MTP229", "wsl2-windows-sm12x", W, "SM12x FP4 on WSL2 / Windows",
+      "Fires when the platform is WSL2 or Windows and a GPU is SM12x with FP4 intended.",
+      "Most public SM120 FP4 reports on WSL2 needed extra patching of flashinfer/CUTLASS.",
+      "Run on native Linux.",
+      ("gh:flashinfer-ai/flashinfer#2723",), "bug report",
+      (_ex(True, "WSL2 host", {"facts.json": facts_json(platform="wsl2", torch="2.9.1+cu130")}), _ex(False, "Linux host", {"facts.json": facts_json(torch="2.9.1+cu130")}))),
+)
+
+RULES_BY_ID = {r.id: r for r in RULES}
+
+
+def run_example(root: Path, example: Example) -> Report:
+    """Run the preflight on an example folder: ``env.txt`` (a dump) or ``facts.json`` (stored facts),
+    an optional ``probe.json`` (a recorded probe result), and ``example.args`` as the launch command."""
+    from mtp_audit.preflight import preflight
+
+    kwargs: dict[str, Any] = {"cwd": root, "use_sglang_analyzer": False}
+    if (root / "facts.json").is_file():
+        kwargs["facts_file"] = root / "facts.json"
+    else:
+        kwargs["env_dumps"] = [root / "env.txt"]
+    if (root / "probe.json").is_file():
+        from mtp_audit.preflight.probe import ProbeResult
+
+        d = json.loads((root / "probe.json").read_text())
+        kwargs["probe_result"] = ProbeResult(ran=tuple(d["ran"]), gpu=d["gpu"], cc=tuple(d["cc"]), results=tuple(d["results"]))
+    return preflight(launch=list(example.args) if example.args else None, **kwargs)
