@@ -20,8 +20,10 @@ Spec format (JSON, see ``fixtures/checkpoint/*/spec.json``)::
       "index_metadata": {"total_size": 1369062772000}     # optional; default: the real byte sum
     }
 
-Shard assignment is contiguous in spec order and balanced by bytes; it is synthetic (real file
-names and shard count, but not the real tensor-to-shard mapping).
+Shard assignment is contiguous in spec order and balanced by bytes over ``shards.count`` files; a
+top-level entry with a ``"shard": "file.safetensors"`` key puts all its tensors in that file instead.
+Either way the mapping is synthetic (real file names and shard count at best, not the real
+tensor-to-shard mapping).
 
 Usage::
 
@@ -130,11 +132,24 @@ def write_checkpoint(
     Returns ``{"tensors": n, "bytes": data_bytes, "shards": [file names], "weight_map": {...}}``.
     """
     root.mkdir(parents=True, exist_ok=True)
-    tensors = list(expand(spec["tensors"]))
-    sh = spec.get("shards") or {"count": 1, "pattern": "model-{i:05d}-of-{n:05d}.safetensors"}
+    pinned: dict[str, list[Tensor]] = {}
+    free: list[Tensor] = []
+    order: list[Tensor] = []
+    for entry in spec["tensors"]:
+        ts = list(expand([entry]))
+        order += ts
+        if "shard" in entry:
+            pinned.setdefault(entry["shard"], []).extend(ts)
+        else:
+            free += ts
+    tensors = order
+    sh = spec.get("shards") or {"count": 1 if free else 0, "pattern": "model-{i:05d}-of-{n:05d}.safetensors"}
     count = int(sh["count"])
-    groups = split(tensors, count)
+    groups = split(free, count) if count else []
     names = [sh["pattern"].format(i=i + 1, n=count) for i in range(count)]
+    for fname, ts in sorted(pinned.items()):
+        names.append(fname)
+        groups.append(ts)
     weight_map: dict[str, str] = {}
     total = 0
     for fname, group in zip(names, groups):
