@@ -35,6 +35,7 @@ from mtp_audit.checkpoint.config import (
 from mtp_audit.checkpoint.layouts import EXPERT_RE, STACKED_EXPERT_RE, classify, expected_names
 from mtp_audit.checkpoint.source import CheckpointSource, ReadProblem, ShardHeader, TensorInfo
 from mtp_audit.checkpoint.tensors import (
+    PARAM_SUFFIXES,
     SCALE_SUFFIXES,
     bytes_if_quantized,
     estimate_module_bytes,
@@ -102,7 +103,9 @@ class CheckpointFacts:
         tensors: tensor name -> shard (index first, then headers).
         infos: tensor name -> header info (only for tensors whose shard header was read).
         mtp: MTP tensor name -> (layer label, layer index or None).
-        mtp_modules / trunk_modules: modules assembled from MTP / trunk tensors.
+        mtp_modules: MTP modules assembled from their tensors.
+        trunk_modules: trunk module -> parameter suffix -> header info (plain dicts: 46k of them
+            in DeepSeek-V3, so no per-module objects).
     """
 
     display: str
@@ -122,8 +125,9 @@ class CheckpointFacts:
     infos: dict[str, TensorInfo] = field(default_factory=dict)
     mtp: dict[str, tuple[str, int | None]] = field(default_factory=dict)
     mtp_modules: dict[str, Module] = field(default_factory=dict)
-    trunk_modules: dict[str, Module] = field(default_factory=dict)
+    trunk_modules: dict[str, dict[str, TensorInfo | None]] = field(default_factory=dict)
     gaps: list[Gap] = field(default_factory=list)
+    cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     # -- derived, cached -------------------------------------------------------------------------
 
@@ -259,19 +263,18 @@ def gather(source: CheckpointSource, *, mode_hint: str | None = None) -> Checkpo
             raise InputError(_where(source, rel), prob.problem)
 
     n_layers = facts.config.num_hidden_layers if facts.config else None
-    tensors: dict[str, str | None] = dict.fromkeys(facts.index_names)
-    tensors.update(facts.weight_map)
+    if len(facts.weight_map) == len(facts.index_names):
+        tensors: dict[str, str | None] = dict(facts.weight_map)
+    else:
+        tensors = dict.fromkeys(facts.index_names)
+        tensors.update(facts.weight_map)
     for rel, hdr in facts.headers.items():
         for name, info in hdr.tensors.items():
             if name not in tensors or tensors[name] is None:
                 tensors[name] = rel
             facts.infos.setdefault(name, info)
     facts.tensors = tensors
-    for name in tensors:
-        hit = classify(name, n_layers)
-        if hit is not None:
-            facts.mtp[name] = hit
-    _assemble_modules(facts)
+    _classify_and_group(facts, n_layers)
     _gaps(facts)
     return facts
 
@@ -291,15 +294,27 @@ def _read_index(source: CheckpointSource, index_file: str, facts: CheckpointFact
         got = "nothing" if wm is None else type(wm).__name__
         raise InputError(where, f"/weight_map: expected an object mapping tensor names to shard files, got {got}")
     facts.index_file = index_file
+    facts.index_names = list(wm)
+    checked: dict[str, str | None] = {}  # a 92k-entry index names ~163 distinct shards
+    out = facts.weight_map
     for name, shard in wm.items():
-        if not isinstance(shard, str):
-            raise InputError(where, f"{pointer('weight_map', name)}: expected a shard file name, got {type(shard).__name__}")
-        facts.index_names.append(name)
-        rel = contained_relpath(shard)
+        try:
+            rel = checked[shard]
+        except KeyError:
+            if not isinstance(shard, str):
+                raise InputError(
+                    where, f"{pointer('weight_map', name)}: expected a shard file name, got {type(shard).__name__}"
+                ) from None
+            p = contained_relpath(shard)
+            rel = checked[shard] = None if p is None else p.as_posix()
+        except TypeError:  # unhashable value (a list or an object)
+            raise InputError(
+                where, f"{pointer('weight_map', name)}: expected a shard file name, got {type(shard).__name__}"
+            ) from None
         if rel is None:
             facts.escaping.append((name, shard))
         else:
-            facts.weight_map[name] = rel.as_posix()
+            out[name] = rel
     meta = obj.get("metadata")
     if isinstance(meta, dict):
         ts = meta.get("total_size")
@@ -309,18 +324,46 @@ def _read_index(source: CheckpointSource, index_file: str, facts: CheckpointFact
             facts.total_size = int(ts)
 
 
-def _assemble_modules(facts: CheckpointFacts) -> None:
-    """Group tensors into modules, split into MTP and trunk."""
+def _classify_and_group(facts: CheckpointFacts, n_layers: int | None) -> None:
+    """One pass over every tensor name: MTP or trunk (:func:`layouts.classify`, inlined fast path for
+    ``model.layers.L.``), and grouping into modules (parameter suffix -> header info). This loop is
+    the audit's hot path on a 92k-tensor index (benchmarks/bench_checkpoint.py)."""
     infos = facts.infos
+    mtp = facts.mtp
+    mtp_mods = facts.mtp_modules
+    trunk: dict[str, dict[str, TensorInfo | None]] = {}
+    suffixes = PARAM_SUFFIXES
+    get_info = infos.get
     for name, shard in facts.tensors.items():
-        module, param = split_param(name)
-        target = facts.mtp_modules if name in facts.mtp else facts.trunk_modules
-        mod = target.get(module)
+        hit = None
+        if "mtp" in name:
+            hit = classify(name, n_layers)
+        elif n_layers is not None:
+            if name.startswith("model.layers."):
+                end = name.find(".", 13)
+                digits = name[13:end]
+                if digits.isdigit() and int(digits) >= n_layers:
+                    hit = (f"model.layers.{digits}", int(digits) - n_layers)
+            elif "layers." in name:
+                hit = classify(name, n_layers)
+        module, _, param = name.rpartition(".")
+        if not module or param not in suffixes:
+            module, param = name, ""
+        if hit is None:
+            params = trunk.get(module)
+            if params is None:
+                trunk[module] = {param: get_info(name)}
+            else:
+                params[param] = get_info(name)
+            continue
+        mtp[name] = hit
+        mod = mtp_mods.get(module)
         if mod is None:
-            mod = target[module] = Module(module)
-        mod.params[param] = infos.get(name)
+            mod = mtp_mods[module] = Module(module)
+        mod.params[param] = get_info(name)
         if param in ("weight", "weight_packed", "qweight", "") or mod.shard is None:
             mod.shard = shard
+    facts.trunk_modules = trunk
 
 
 def _gaps(facts: CheckpointFacts) -> None:
@@ -403,13 +446,29 @@ def _dtype(facts: CheckpointFacts) -> str:
     return facts.config.torch_dtype if facts.config else ""
 
 
-def linear_formats(facts: CheckpointFacts, modules: Mapping[str, Module]) -> dict[str, tuple[str, bool]]:
-    """Linear module -> ``(format, inferred)`` (see :func:`mtp_audit.checkpoint.tensors.module_format`)."""
+def linear_formats(facts: CheckpointFacts, modules: Mapping[str, Any]) -> dict[str, tuple[str, bool]]:
+    """Linear module -> ``(format, inferred)`` (see :func:`mtp_audit.checkpoint.tensors.module_format`);
+    cached per module table on ``facts``."""
+    key = id(modules)
+    cached = facts.cache.get(key)
+    if cached is not None:
+        return cached
     hint, dt = _hint(facts), _dtype(facts)
     out: dict[str, tuple[str, bool]] = {}
+    # Modules of one kind share a signature (leaf name, parameter suffixes, weight dtype and rank), so
+    # the decision is made once per signature: 46k trunk modules in DeepSeek-V3 have a few dozen.
+    memo: dict[tuple[Any, ...], tuple[str, bool] | None] = {}
     for name, mod in modules.items():
-        if is_linear(name, mod.params):
-            out[name] = module_format(mod.params, dt, hint)
+        params = mod.params if isinstance(mod, Module) else mod
+        w = params.get("weight")
+        sig = (name[name.rfind(".") + 1 :], tuple(params), None if w is None else (w.dtype, len(w.shape)))
+        try:
+            res = memo[sig]
+        except KeyError:
+            res = memo[sig] = module_format(params, dt, hint) if is_linear(name, params) else None
+        if res is not None:
+            out[name] = res
+    facts.cache[key] = out
     return out
 
 

@@ -15,6 +15,7 @@ Format detection from sibling tensors follows ``../shared/research/checkpoint_fo
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -87,6 +88,11 @@ def module_leaf(module: str) -> str:
     return parts[-1]
 
 
+@functools.lru_cache(maxsize=4096)
+def _linear_leaf(leaf: str) -> bool:
+    return _LINEAR_NAME.match(leaf) is not None
+
+
 def is_linear(module: str, params: Mapping[str, TensorInfo | None]) -> bool:
     """Whether ``module`` is a linear layer that a weight-quantization scheme would quantize.
 
@@ -95,11 +101,11 @@ def is_linear(module: str, params: Mapping[str, TensorInfo | None]) -> bool:
     (``mlp.gate``, ``shared_expert_gate``), embeddings and LM heads are not counted: ModelOpt and
     compressed-tensors leave them unquantized by design.
     """
-    if SCALE_SUFFIXES.intersection(params) or "qweight" in params or "weight_packed" in params:
+    if len(params) > 1 and (SCALE_SUFFIXES.intersection(params) or "qweight" in params or "weight_packed" in params):
         return True
     if "weight" not in params:
         return False
-    if not _LINEAR_NAME.match(module_leaf(module)):
+    if not _linear_leaf(module_leaf(module)):
         return False
     info = params.get("weight")
     return info is None or len(info.shape) == 2
