@@ -363,9 +363,8 @@ MTP006 = Rule(
         Example(True, lambda: _qwen_shards(["mtp*"]), note="trunk NVFP4 (weight_scale_2 siblings), MTP BF16"),
         Example(False, {"config.json": _j(_QWEN35), "model.safetensors.index.json": _index({
             **{k: "model-00001-of-00001.safetensors" for k in _QWEN_TRUNK_NVFP4},
-            "mtp.fc.weight": "model-00001-of-00001.safetensors",
-            "mtp.fc.weight_scale": "model-00001-of-00001.safetensors",
-            "mtp.fc.weight_scale_2": "model-00001-of-00001.safetensors",
+            **{f"mtp.{m}.{p}": "model-00001-of-00001.safetensors"
+               for m in ("fc", "layers.0.self_attn.q_proj") for p in ("weight", "weight_scale", "weight_scale_2")},
         })}, note="MTP quantized like the trunk"),
     ),
 )
