@@ -61,8 +61,16 @@ SGLANG_SOURCE = (
 
 
 def pointer(*parts: str) -> str:
-    """RFC 6901 JSON pointer from raw keys (``"~"`` -> ``"~0"``, ``"/"`` -> ``"~1"``)."""
-    return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in parts)
+    """RFC 6901 JSON pointer from raw keys (``"~"`` -> ``"~0"``, ``"/"`` -> ``"~1"``); control
+    characters are shown as ``\\uXXXX`` so messages stay on one line."""
+    return "".join("/" + _printable(p.replace("~", "~0").replace("/", "~1")) for p in parts)
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters escaped (``"\\n"`` -> ``"\\u000a"``)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
 
 
 @dataclass
