@@ -101,6 +101,8 @@ def test_deepseek_v3_metadata_only_estimate_matches_headers(tmp_path, deepseek_r
     assert f["mtp"]["format_modules"] == {"BF16": 1, "FP8": 776}
     assert f["mtp"]["format_inferred"] is True
     assert [x.rule_id for x in rep.findings] == ["MTP006"]  # total_size not checkable without headers
+    # trunk formats counted from suffixes equal the per-module header result
+    assert f["trunk"]["format_modules"] == deepseek_report.facts["checkpoint"]["trunk"]["format_modules"] == {"FP8": 45032}
     assert [g.blocking for g in rep.gaps] == [False]
 
 
@@ -169,6 +171,8 @@ def test_qwen35_metadata_only_infers_bf16(tmp_path):
     assert f["bytes"]["value"] == 13_191_136_256 and f["bytes"]["estimated"] is True
     assert {"MTP006", "MTP007"} <= {x.rule_id for x in rep.findings}
     assert "(inferred: no scale tensors)" in [x for x in rep.findings if x.rule_id == "MTP007"][0].message
+    # trunk sample: 1,536 NVFP4 experts; 7 BF16 linears (q/k/v/o, 3 shared-expert) counted from suffixes
+    assert rep.facts["checkpoint"]["trunk"]["format_modules"] == {"BF16": 7, "NVFP4": 1536}
 
 
 def test_qwen_fixture_cli_sarif_and_json(qwen, tmp_path):

@@ -36,6 +36,7 @@ from mtp_audit.checkpoint.layouts import EXPERT_RE, STACKED_EXPERT_RE, classify,
 from mtp_audit.checkpoint.source import CheckpointSource, ReadProblem, ShardHeader, TensorInfo
 from mtp_audit.checkpoint.tensors import (
     PARAM_SUFFIXES,
+    is_linear_leaf,
     SCALE_SUFFIXES,
     bytes_if_quantized,
     estimate_module_bytes,
@@ -135,14 +136,19 @@ class CheckpointFacts:
     mtp_modules: dict[str, Module] = field(default_factory=dict)
     trunk_modules: dict[str, dict[str, TensorInfo | None]] = field(default_factory=dict)
     gaps: list[Gap] = field(default_factory=list)
+    trunk_suffixes: dict[str, int] = field(default_factory=dict)
+    trunk_weight_leaves: dict[str, int] = field(default_factory=dict)
     cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     # -- derived, cached -------------------------------------------------------------------------
 
     @property
     def indexed_shards(self) -> set[str]:
-        """Shard files named by the (contained) weight_map entries."""
-        return set(self.weight_map.values())
+        """Shard files named by the (contained) weight_map entries (computed once)."""
+        got = self.cache.get("indexed_shards")
+        if got is None:
+            got = self.cache["indexed_shards"] = set(self.weight_map.values())
+        return got
 
     @property
     def missing_shards(self) -> list[str]:
@@ -271,8 +277,10 @@ def gather(source: CheckpointSource, *, mode_hint: str | None = None) -> Checkpo
             raise InputError(_where(source, rel), prob.problem)
 
     n_layers = facts.config.num_hidden_layers if facts.config else None
-    if len(facts.weight_map) == len(facts.index_names):
-        tensors: dict[str, str | None] = dict(facts.weight_map)
+    if len(facts.weight_map) == len(facts.index_names) and not facts.headers:
+        tensors: dict[str, str | None] = facts.weight_map  # type: ignore[assignment]  # read-only from here on
+    elif len(facts.weight_map) == len(facts.index_names):
+        tensors = dict(facts.weight_map)
     else:
         tensors = dict.fromkeys(facts.index_names)
         tensors.update(facts.weight_map)
@@ -303,26 +311,28 @@ def _read_index(source: CheckpointSource, index_file: str, facts: CheckpointFact
         raise InputError(where, f"/weight_map: expected an object mapping tensor names to shard files, got {got}")
     facts.index_file = index_file
     facts.index_names = list(wm)
-    checked: dict[str, str | None] = {}  # a 92k-entry index names ~163 distinct shards
-    out = facts.weight_map
-    for name, shard in wm.items():
-        try:
+    try:
+        distinct = set(wm.values())  # a 92k-entry index names ~163 distinct shards
+    except TypeError:  # an unhashable value (a list or an object)
+        distinct = None
+    bad = None if distinct is None else next((v for v in distinct if not isinstance(v, str)), None)
+    if distinct is None or bad is not None:
+        name, shard = next((k, v) for k, v in wm.items() if not isinstance(v, str))
+        raise InputError(where, f"{pointer('weight_map', name)}: expected a shard file name, got {type(shard).__name__}")
+    checked: dict[str, str | None] = {}
+    for shard in distinct:
+        p = contained_relpath(shard)
+        checked[shard] = None if p is None else p.as_posix()
+    if all(checked[v] == v for v in distinct):
+        facts.weight_map = wm  # the common case: no copy
+    else:
+        out = facts.weight_map
+        for name, shard in wm.items():
             rel = checked[shard]
-        except KeyError:
-            if not isinstance(shard, str):
-                raise InputError(
-                    where, f"{pointer('weight_map', name)}: expected a shard file name, got {type(shard).__name__}"
-                ) from None
-            p = contained_relpath(shard)
-            rel = checked[shard] = None if p is None else p.as_posix()
-        except TypeError:  # unhashable value (a list or an object)
-            raise InputError(
-                where, f"{pointer('weight_map', name)}: expected a shard file name, got {type(shard).__name__}"
-            ) from None
-        if rel is None:
-            facts.escaping.append((name, shard))
-        else:
-            out[name] = rel
+            if rel is None:
+                facts.escaping.append((name, shard))
+            else:
+                out[name] = rel
     meta = obj.get("metadata")
     if isinstance(meta, dict):
         ts = meta.get("total_size")
@@ -334,12 +344,18 @@ def _read_index(source: CheckpointSource, index_file: str, facts: CheckpointFact
 
 def _classify_and_group(facts: CheckpointFacts, n_layers: int | None) -> None:
     """One pass over every tensor name: MTP or trunk (:func:`layouts.classify`, inlined fast path for
-    ``model.layers.L.``), and grouping into modules (parameter suffix -> header info). This loop is
-    the audit's hot path on a 92k-tensor index (benchmarks/bench_checkpoint.py)."""
+    ``model.layers.L.``). MTP tensors are grouped into :class:`Module` objects. Trunk tensors are
+    grouped into modules only when shard headers were read (the exact path); in metadata-only mode
+    they are only counted by parameter suffix and by the leaf name of their ``.weight`` tensors, which
+    is all :func:`trunk_format_counts` needs. This loop is the audit's hot path on a 92k-tensor index
+    (benchmarks/bench_checkpoint.py)."""
     infos = facts.infos
     mtp = facts.mtp
     mtp_mods = facts.mtp_modules
+    exact = bool(infos)
     trunk: dict[str, dict[str, TensorInfo | None]] = {}
+    sfx: dict[str, int] = {}
+    leafs: dict[str, int] = {}
     suffixes = PARAM_SUFFIXES
     get_info = infos.get
     for name, shard in facts.tensors.items():
@@ -355,15 +371,23 @@ def _classify_and_group(facts: CheckpointFacts, n_layers: int | None) -> None:
             elif "layers." in name:
                 hit = classify(name, n_layers)
         module, _, param = name.rpartition(".")
-        if not module or param not in suffixes:
-            module, param = name, ""
         if hit is None:
+            if not exact:
+                sfx[param] = sfx.get(param, 0) + 1
+                if param == "weight":
+                    leaf = module[module.rfind(".") + 1 :]
+                    leafs[leaf] = leafs.get(leaf, 0) + 1
+                continue
+            if not module or param not in suffixes:
+                module, param = name, ""
             params = trunk.get(module)
             if params is None:
                 trunk[module] = {param: get_info(name)}
             else:
                 params[param] = get_info(name)
             continue
+        if not module or param not in suffixes:
+            module, param = name, ""
         mtp[name] = hit
         mod = mtp_mods.get(module)
         if mod is None:
@@ -372,6 +396,8 @@ def _classify_and_group(facts: CheckpointFacts, n_layers: int | None) -> None:
         if param in ("weight", "weight_packed", "qweight", "") or mod.shard is None:
             mod.shard = shard
     facts.trunk_modules = trunk
+    facts.trunk_suffixes = sfx
+    facts.trunk_weight_leaves = leafs
 
 
 def _gaps(facts: CheckpointFacts) -> None:
@@ -477,6 +503,43 @@ def linear_formats(facts: CheckpointFacts, modules: Mapping[str, Any]) -> dict[s
         if res is not None:
             out[name] = res
     facts.cache[key] = out
+    return out
+
+
+def trunk_format_counts(facts: CheckpointFacts) -> dict[str, int]:
+    """Linear modules of the trunk per storage format (``{"FP8": 45032}``).
+
+    Exact (per module, header dtypes) when shard headers were read. In metadata-only mode it is
+    derived from suffix counts, one sibling per quantized linear (checkpoint_formats.md §4):
+    ``weight_scale_2`` = ModelOpt NVFP4, ``weight_global_scale`` = compressed-tensors NVFP4, other
+    ``weight_packed`` = packed INT4, ``qweight`` = GPTQ/AWQ, ``weight_scale_inv`` = FP8 block,
+    remaining ``weight_scale`` = FP8 per-tensor (MXFP4 when the config says so), ``scales`` +
+    ``biases`` = MLX; projection-named ``.weight`` tensors beyond those are unquantized.
+    """
+    if "trunk" in facts.cache:
+        return facts.cache["trunk"]
+    if facts.infos:
+        out = summarize_formats(linear_formats(facts, facts.trunk_modules))[1]
+    else:
+        c = facts.trunk_suffixes
+        nv_mo = c.get("weight_scale_2", 0)
+        nv_ct = c.get("weight_global_scale", 0)
+        int4 = max(c.get("weight_packed", 0) - nv_ct, 0) + c.get("qweight", 0)
+        fp8b = c.get("weight_scale_inv", 0)
+        mlx = min(c.get("scales", 0), c.get("biases", 0))
+        ws = max(c.get("weight_scale", 0) - nv_mo - nv_ct - max(c.get("weight_packed", 0) - nv_ct, 0), 0)
+        linear_w = sum(n for leaf, n in facts.trunk_weight_leaves.items() if is_linear_leaf(leaf))
+        plain = max(linear_w - (nv_mo + fp8b + ws + mlx), 0)
+        fmt_plain = module_format({"weight": None}, _dtype(facts), _hint(facts))[0]
+        raw = {
+            "NVFP4": nv_mo + nv_ct,
+            "INT4": int4,
+            "FP8" if _hint(facts) != "MXFP4" else "MXFP4": fp8b + ws,
+            "MLX-affine": mlx,
+            fmt_plain: plain,
+        }
+        out = {k: v for k, v in sorted(raw.items()) if v}
+    facts.cache["trunk"] = out
     return out
 
 
@@ -616,9 +679,9 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
     cfg = facts.config
     decl = cfg.declaration if cfg else None
     mtp_fmts = linear_formats(facts, facts.mtp_modules)
-    trunk_fmts = linear_formats(facts, facts.trunk_modules)
     mtp_state, mtp_counts = summarize_formats(mtp_fmts)
-    trunk_state, trunk_counts = summarize_formats(trunk_fmts)
+    trunk_counts = trunk_format_counts(facts)
+    trunk_state = "none" if not trunk_counts else next(iter(trunk_counts)) if len(trunk_counts) == 1 else "mixed"
     mtp_dtypes = dict(sorted(Counter(facts.infos[n].dtype for n in facts.mtp if n in facts.infos).items()))
     scale_tensors = sorted(n for n in facts.mtp if split_param(n)[1] in SCALE_SUFFIXES)
     experts = expert_facts(facts)
@@ -854,7 +917,7 @@ def check_excluded_cost(facts: CheckpointFacts) -> Iterator[Finding]:
     if cfg is None or not facts.mtp:
         return
     mtp_fmts = linear_formats(facts, facts.mtp_modules)
-    trunk_state, trunk_counts = summarize_formats(linear_formats(facts, facts.trunk_modules))
+    trunk_counts = trunk_format_counts(facts)
     quant_trunk = {f: c for f, c in trunk_counts.items() if is_quantized(f)}
     if not quant_trunk:
         return
@@ -1021,7 +1084,7 @@ def check_total_size(facts: CheckpointFacts) -> Iterator[Finding]:
 def check_index_vs_headers(facts: CheckpointFacts) -> Iterator[Finding]:
     """MTP012: an index entry whose shard header lacks it (a ghost key), or a tensor in an indexed
     shard's header that the index does not list (redai-studio/Relax PR #148; vmlx-swift PR #388)."""
-    if facts.index_file is None:
+    if facts.index_file is None or not facts.headers:
         return
     by_shard: dict[str, list[str]] = defaultdict(list)
     for n, s in facts.weight_map.items():

@@ -284,7 +284,7 @@ MTP004 = Rule(
     name="mtp-layer-count-mismatch",
     analyzer="checkpoint",
     severity=Severity.ERROR,
-    summary="the number of MTP layers found differs from the number declared",
+    summary="The number of MTP layers found differs from the number declared",
     what=(
         "Counts the distinct MTP layers among the tensors (model.layers.N+i, mtp.layers.i, model.mtp_layers.i; "
         "Nemotron-H's mtp_hybrid_override_pattern blocks count as one layer) and compares with the declared depth."
@@ -313,7 +313,7 @@ MTP005 = Rule(
     name="mtp-expert-set-incomplete",
     analyzer="checkpoint",
     severity=Severity.ERROR,
-    summary="an MTP MoE layer lacks experts or projections that config.json promises",
+    summary="An MTP MoE layer lacks experts or projections that config.json promises",
     what=(
         "For each MTP layer with per-expert tensors (experts.<id>.<proj>), compares the expert ids with "
         "range(expert count) from config.json (mtp_num_experts / mtp_n_routed_experts override n_routed_experts, "
@@ -374,7 +374,7 @@ MTP007 = Rule(
     name="quant-exclude-list-disagrees",
     analyzer="checkpoint",
     severity=Severity.WARNING,
-    summary="the quantization config's exclude/ignore list disagrees with how MTP tensors are stored",
+    summary="The quantization config's exclude/ignore list disagrees with how MTP tensors are stored",
     what=(
         "For every MTP linear module, compares 'covered by the exclusion list' (hf_quant_config.json "
         "exclude_modules or config.json quantization_config ignore / exclude_modules as fnmatch wildcards, "
@@ -406,7 +406,7 @@ MTP008 = Rule(
     name="index-shard-missing",
     analyzer="checkpoint",
     severity=Severity.ERROR,
-    summary="the index names shard files that are not in a folder that has shards",
+    summary="The index names shard files that are not in a folder that has shards",
     what=(
         "When the folder holds at least one .safetensors file, every shard file named in weight_map must exist. "
         "(A folder with no shards at all is a metadata-only audit, reported as a gap instead.)"
@@ -426,7 +426,7 @@ MTP009 = Rule(
     name="unindexed-shard-holds-mtp",
     analyzer="checkpoint",
     severity=Severity.ERROR,
-    summary="a shard the index does not name holds MTP tensors",
+    summary="A shard the index does not name holds MTP tensors",
     what="Reads the header of every .safetensors file in the folder, including files weight_map never mentions.",
     why=(
         "Loaders pick shard files through the index (vLLM filters safetensors files by weight_map), so MTP weights "
@@ -446,7 +446,7 @@ MTP010 = Rule(
     name="weight-map-path-escapes",
     analyzer="checkpoint",
     severity=Severity.ERROR,
-    summary="a weight_map path is absolute or leaves the checkpoint folder",
+    summary="A weight_map path is absolute or leaves the checkpoint folder",
     what=(
         "Checks every weight_map value is a relative path inside the folder (no leading '/', no '..', no drive "
         "letter, no URL). Such paths are reported and never opened."
@@ -498,7 +498,7 @@ MTP012 = Rule(
     name="index-disagrees-with-headers",
     analyzer="checkpoint",
     severity=Severity.ERROR,
-    summary="the index lists tensors its shards do not hold, or omits tensors they do",
+    summary="The index lists tensors its shards do not hold, or omits tensors they do",
     what="Compares each indexed shard's header with the weight_map entries that point at it.",
     why=(
         "Ghost entries (an index key the shard lacks) make loaders fail with a KeyError or skip the module; "
@@ -519,7 +519,7 @@ MTP013 = Rule(
     name="shard-header-invalid",
     analyzer="checkpoint",
     severity=Severity.ERROR,
-    summary="a shard's safetensors header is malformed",
+    summary="A shard's safetensors header is malformed",
     what=(
         "Reads each shard's 8-byte header length and JSON header (never tensor data): length beyond the file or over "
         "100,000,000 bytes, non-UTF-8 bytes, duplicate tensor names, malformed entries, and whatever "

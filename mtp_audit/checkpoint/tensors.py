@@ -89,7 +89,8 @@ def module_leaf(module: str) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
-def _linear_leaf(leaf: str) -> bool:
+def is_linear_leaf(leaf: str) -> bool:
+    """Whether a module's last name component is a projection (``q_proj``, ``fc``, ``w1``, ``dense``...)."""
     return _LINEAR_NAME.match(leaf) is not None
 
 
@@ -105,7 +106,7 @@ def is_linear(module: str, params: Mapping[str, TensorInfo | None]) -> bool:
         return True
     if "weight" not in params:
         return False
-    if not _linear_leaf(module_leaf(module)):
+    if not is_linear_leaf(module_leaf(module)):
         return False
     info = params.get("weight")
     return info is None or len(info.shape) == 2
