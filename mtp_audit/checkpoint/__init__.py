@@ -1,0 +1,91 @@
+"""The checkpoint analyzer: does a checkpoint carry its MTP / NextN heads, complete, and stored the
+way its quantization config says?
+
+Public API: :func:`audit_checkpoint`. The analyzer reads metadata only (``config.json``, quantization
+configs, the index, safetensors headers) through a
+:class:`~mtp_audit.checkpoint.source.CheckpointSource`; tensor data is never read.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mtp_audit.errors import InputError
+
+if TYPE_CHECKING:
+    from mtp_audit.checkpoint.source import CheckpointSource
+    from mtp_audit.report import Report
+
+__all__ = ["audit_checkpoint"]
+
+#: ``org/name`` or ``org/name@revision`` (Hugging Face repo id syntax).
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+(?:@[\w./-]+)?$")
+
+#: Files worth reading next to a single index file (metadata only, no shard headers).
+_SIDE_FILES = ("config.json", "hf_quant_config.json")
+
+
+def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, **hub_options: Any) -> Report:
+    """Audit a checkpoint's MTP heads and return the :class:`~mtp_audit.report.Report` the CLI renders.
+
+    Args:
+        target: one of
+            - a checkpoint folder (config + index + shards; shards the index does not name are read too);
+            - a metadata-only folder (``config.json`` + ``model.safetensors.index.json``, no shards);
+            - a config-only folder (``config.json`` and quantization configs);
+            - a single ``.safetensors`` file (its header only);
+            - an index file (``*.safetensors.index.json``; the ``config.json`` and ``hf_quant_config.json``
+              beside it are read, shards are not);
+            - a :class:`~mtp_audit.checkpoint.source.CheckpointSource` (e.g. the hub source);
+            - a string ``org/name[@revision]`` that is not an existing path: handed to
+              ``mtp_audit.checkpoint.hub.audit_source_for`` when that module is installed.
+        **hub_options: passed to ``audit_source_for`` for hub ids (e.g. a token or cache folder).
+
+    Returns:
+        The report; status ``inconclusive`` (exit 3) when MTP is declared but tensors could not be
+        inspected (config-only folder), ``findings`` when a rule fired, else ``pass``.
+
+    Raises:
+        InputError: the path does not exist, is a symlink loop, is not a checkpoint, or its
+            ``config.json`` / index is invalid JSON, lacks ``architectures`` or has a ``weight_map``
+            of the wrong type; a single ``.safetensors`` file with a malformed header.
+    """
+    from mtp_audit.checkpoint.analyze import analyze
+    from mtp_audit.checkpoint.source import CheckpointSource, LocalSource
+
+    if isinstance(target, CheckpointSource):
+        return analyze(target)
+    text = os.fspath(target)
+    path = Path(text)
+    if not os.path.lexists(path):
+        if isinstance(target, str) and _REPO_ID.match(text):
+            import importlib.util
+
+            if importlib.util.find_spec("mtp_audit.checkpoint.hub") is not None:
+                from mtp_audit.checkpoint import hub  # type: ignore[attr-defined]
+
+                source = hub.audit_source_for(text, **hub_options)
+                return analyze(source)
+        raise InputError(text, "no such file or folder")
+    try:
+        path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        raise InputError(text, "symlink loop or unreadable path") from None
+    if path.is_dir():
+        return analyze(LocalSource(path, display=text))
+    if not path.is_file():
+        raise InputError(text, "not a regular file or folder")
+    name = path.name
+    parent = path.parent
+    if name.endswith(".safetensors.index.json"):
+        only = [name] + [f for f in _SIDE_FILES if (parent / f).is_file()]
+        return analyze(LocalSource(parent, only=only, display=text), mode_hint="index-file")
+    if name.endswith(".safetensors"):
+        return analyze(LocalSource(parent, only=[name], display=text), mode_hint="single-file")
+    if name == "config.json":
+        only = [name] + [f for f in _SIDE_FILES[1:] if (parent / f).is_file()]
+        return analyze(LocalSource(parent, only=only, display=text))
+    raise InputError(text, "expected a checkpoint folder, a .safetensors file, an index file or config.json")

@@ -1,0 +1,28 @@
+"""``mtp-audit checkpoint PATH``: the click command. Kept light: the analyzer is imported when the
+command runs, so ``mtp-audit --help`` does not pay for it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from mtp_audit.clikit import emit, output_options
+
+
+@click.command()
+@click.argument("target", metavar="PATH")
+@output_options
+def checkpoint(target: str, fmt: str, output: Path | None, fail_on: str) -> int:
+    """Audit a checkpoint's MTP/NextN heads from its metadata (tensor data is never read).
+
+    PATH is a checkpoint folder, a metadata-only folder (config.json + model.safetensors.index.json),
+    a config-only folder, a single .safetensors file or an index file.
+
+    Exit codes: 0 ok, 1 findings at or above --fail-on, 2 input error, 3 inconclusive (MTP declared
+    but the tensors could not be inspected).
+    """
+    from mtp_audit.checkpoint import audit_checkpoint
+
+    report = audit_checkpoint(target)
+    return emit(report, fmt, output, fail_on)

@@ -1,0 +1,501 @@
+"""Reading ``config.json`` and the quantization configs of a checkpoint into plain facts.
+
+Pure functions over already-parsed JSON (the :class:`~mtp_audit.checkpoint.source.CheckpointSource`
+does the reading). Sources: ``../shared/research/checkpoint_formats.md`` §1 (declaration dialects,
+``text_config``) and §4 (quantization formats and their exclusion lists).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mtp_audit.checkpoint.layouts import DECLARATION_KEYS, EXPERT_KEYS, Layout, layout_for
+
+
+class ConfigError(ValueError):
+    """``config.json`` is JSON but not a model config the audit can use (no ``architectures``,
+    wrong types). Carries a JSON pointer to the offending value."""
+
+    def __init__(self, pointer: str, problem: str) -> None:
+        super().__init__(f"{pointer}: {problem}" if pointer else problem)
+        self.pointer = pointer
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """What the config says about MTP.
+
+    Attributes:
+        layers: declared MTP depth (0 = none declared or explicitly 0).
+        key: JSON pointer of the declaring key (``"/text_config/mtp_num_hidden_layers"``), ``""`` if none.
+        implicit: True when no key exists but the family always ships MTP (Qwen3-Next, MiMo-V2);
+            ``layers`` then holds the depth engines assume.
+        explicit_zero: a key is present with value 0 (Kimi-K2 ``num_nextn_predict_layers: 0``).
+    """
+
+    layers: int
+    key: str = ""
+    implicit: bool = False
+    explicit_zero: bool = False
+
+    @property
+    def declared(self) -> bool:
+        """Whether the checkpoint claims MTP layers (explicitly or implicitly)."""
+        return self.layers > 0
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The facts of ``config.json`` the analyzer uses.
+
+    Attributes:
+        architectures: ``config.architectures``.
+        model_type: top-level ``model_type`` (``""`` if absent).
+        text_model_type: ``text_config.model_type`` when a ``text_config`` exists.
+        text_pointer: ``"/text_config"`` when facts come from the nested text config, else ``""``.
+        num_hidden_layers: trunk depth ``N`` (``num_hidden_layers``; LongCat ``num_layers``), or None.
+        num_experts: routed experts per MoE layer, or None for a dense model.
+        experts_key: JSON pointer of the expert-count key.
+        declaration: the MTP declaration.
+        layout: the family row from :data:`mtp_audit.checkpoint.layouts.LAYOUTS`, or None.
+        dims: integer dimensions used to estimate tensor shapes (``hidden_size``, ``vocab_size``...).
+        torch_dtype: ``torch_dtype`` / ``dtype`` string (``"bfloat16"``), ``""`` if absent.
+        blocks_per_layer: ``mtp.layers.i`` blocks per MTP layer (Nemotron-H pattern length), 1 otherwise.
+        raw_quantization: ``quantization_config`` dict or None.
+    """
+
+    architectures: tuple[str, ...]
+    model_type: str
+    text_model_type: str
+    text_pointer: str
+    num_hidden_layers: int | None
+    num_experts: int | None
+    experts_key: str
+    declaration: Declaration
+    layout: Layout | None
+    dims: Mapping[str, Any] = field(default_factory=dict)
+    torch_dtype: str = ""
+    blocks_per_layer: int = 1
+    raw_quantization: Mapping[str, Any] | None = None
+
+
+def _int(value: Any) -> int | None:
+    """A non-negative int from a JSON value (bools and floats with fractions are refused)."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int) and value >= 0:
+        return value
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    return None
+
+
+def _declaration(top: Mapping[str, Any], text: Mapping[str, Any], tp: str, layout: Layout | None) -> Declaration:
+    """The MTP declaration in every dialect (checkpoint_formats.md §1.2): first non-null of
+    ``num_nextn_predict_layers``, ``mtp_num_hidden_layers`` (top level or ``text_config``),
+    ``num_mtp_layers``, MiniMax ``num_mtp_modules`` (only with ``use_mtp`` true; ``use_mtp: false``
+    declares none), Inkling ``mtp_config.num_nextn_predict_layers``; else the family's implicit depth."""
+    scopes: list[tuple[str, Mapping[str, Any]]] = [(tp, text)] if tp else []
+    scopes.append(("", top))
+    for key in DECLARATION_KEYS:
+        for ptr, scope in scopes:
+            if key not in scope or scope[key] is None:
+                continue
+            n = _int(scope[key])
+            if n is None:
+                raise ConfigError(f"{ptr}/{key}", f"expected a non-negative integer, got {scope[key]!r}")
+            if key == "num_mtp_modules":
+                use = scope.get("use_mtp", top.get("use_mtp"))
+                if use is False:
+                    return Declaration(0, f"{ptr}/use_mtp", explicit_zero=True)
+                depth = n * (_int(scope.get("mtp_transformer_layers")) or 1)
+                return Declaration(depth, f"{ptr}/{key}", explicit_zero=depth == 0)
+            return Declaration(n, f"{ptr}/{key}", explicit_zero=n == 0)
+    for ptr, scope in scopes:
+        sub = scope.get("mtp_config")
+        if isinstance(sub, Mapping) and _int(sub.get("num_nextn_predict_layers")) is not None:
+            n = _int(sub["num_nextn_predict_layers"]) or 0
+            return Declaration(n, f"{ptr}/mtp_config/num_nextn_predict_layers", explicit_zero=n == 0)
+    if layout is not None and layout.implicit_layers:
+        return Declaration(layout.implicit_layers, "", implicit=True)
+    return Declaration(0)
+
+
+_DIM_KEYS = (
+    "hidden_size",
+    "vocab_size",
+    "intermediate_size",
+    "moe_intermediate_size",
+    "shared_expert_intermediate_size",
+    "n_shared_experts",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "q_lora_rank",
+    "kv_lora_rank",
+    "qk_nope_head_dim",
+    "qk_rope_head_dim",
+    "v_head_dim",
+    "attn_output_gate",
+)
+
+
+def parse_config(obj: Any) -> ModelConfig:
+    """Turn a parsed ``config.json`` into a :class:`ModelConfig`.
+
+    Nested ``text_config`` (Qwen3.5/3.6, Kimi-K2.5, Nemotron-H Omni) wins over top-level keys, as in
+    vLLM ``get_hf_text_config`` (checkpoint_formats.md §1.1).
+
+    Raises:
+        ConfigError: not a JSON object, no non-empty ``architectures`` list of strings, or an MTP /
+            layer / expert key with a non-integer value.
+    """
+    if not isinstance(obj, dict):
+        raise ConfigError("", f"expected a JSON object, got {type(obj).__name__}")
+    archs = obj.get("architectures")
+    if not isinstance(archs, list) or not archs or not all(isinstance(a, str) for a in archs):
+        raise ConfigError("/architectures", "missing or not a non-empty list of strings")
+    text = obj.get("text_config")
+    tp = "/text_config" if isinstance(text, dict) else ""
+    text = text if isinstance(text, dict) else {}
+    model_type = obj.get("model_type") if isinstance(obj.get("model_type"), str) else ""
+    text_mt = text.get("model_type") if isinstance(text.get("model_type"), str) else ""
+    layout = layout_for(tuple(archs), tuple(t for t in (model_type, text_mt) if t))
+
+    def pick(key: str) -> tuple[Any, str]:
+        if tp and key in text and text[key] is not None:
+            return text[key], f"{tp}/{key}"
+        if key in obj and obj[key] is not None:
+            return obj[key], f"/{key}"
+        return None, ""
+
+    layers_raw, ptr = pick("num_hidden_layers")
+    if layers_raw is None:
+        layers_raw, ptr = pick("num_layers")  # LongCat-Flash
+    n_layers = _int(layers_raw) if layers_raw is not None else None
+    if layers_raw is not None and (n_layers is None or isinstance(layers_raw, bool)):
+        raise ConfigError(ptr, f"expected a non-negative integer, got {layers_raw!r}")
+    n_experts, ekey = None, ""
+    for key in EXPERT_KEYS:
+        raw, p = pick(key)
+        if raw is not None:
+            n_experts = _int(raw)
+            if n_experts is None or isinstance(raw, bool):
+                raise ConfigError(p, f"expected a non-negative integer, got {raw!r}")
+            ekey = p
+            break
+    dims: dict[str, Any] = {}
+    for key in _DIM_KEYS:
+        raw, _ = pick(key)
+        if isinstance(raw, bool):
+            dims[key] = raw
+        elif _int(raw) is not None:
+            dims[key] = _int(raw)
+    dtype_raw, _ = pick("torch_dtype")
+    if dtype_raw is None:
+        dtype_raw, _ = pick("dtype")
+    blocks = 1
+    if layout is not None and layout.blocks_key:
+        pat, _ = pick(layout.blocks_key)
+        if isinstance(pat, str) and pat:
+            blocks = len(pat)
+    quant = obj.get("quantization_config")
+    return ModelConfig(
+        architectures=tuple(archs),
+        model_type=model_type,
+        text_model_type=text_mt,
+        text_pointer=tp,
+        num_hidden_layers=n_layers,
+        num_experts=n_experts,
+        experts_key=ekey,
+        declaration=_declaration(obj, text, tp, layout),
+        layout=layout,
+        dims=dims,
+        torch_dtype=dtype_raw if isinstance(dtype_raw, str) else "",
+        blocks_per_layer=blocks,
+        raw_quantization=quant if isinstance(quant, dict) else None,
+    )
+
+
+# --- quantization -------------------------------------------------------------------------------
+
+#: ``quant_algo`` values meaning "weights stored as FP4 with FP8 group scales" (ModelOpt).
+_FP4_ALGOS = {"NVFP4", "W4A16_NVFP4", "NVFP4_AWQ", "W4A8_NVFP4_FP8", "MXFP4"}
+
+
+@dataclass(frozen=True)
+class QuantScheme:
+    """How a checkpoint says it is quantized, and which modules it says it left alone.
+
+    Attributes:
+        method: ``"modelopt"``, ``"compressed-tensors"``, ``"fp8"``, ``"gptq"``, ``"awq"``, ``"quark"``,
+            ``"mlx"`` or another ``quant_method`` string.
+        algo: weight format the scheme applies: ``"NVFP4"``, ``"FP8"``, ``"MIXED_PRECISION"``, ``"INT4"``...
+        source: file and JSON pointer it came from (``"hf_quant_config.json#/quantization"``).
+        group_size: elements per scale group, when given.
+        weight_block_size: FP8 block shape (DeepSeek ``[128, 128]``), when given.
+        excludes: the exclusion patterns, as written.
+        exclude_style: how ``excludes`` match a module name: ``"fnmatch"`` (ModelOpt ``exclude_modules``
+            / ``ignore`` wildcards), ``"ct"`` (compressed-tensors: exact name or ``re:`` regex),
+            ``"substring"`` (transformers ``modules_to_not_convert``), ``"gptq-dynamic"`` (``-:`` regex keys),
+            ``"none"`` (no list: unquantized tensors simply lack scales, DeepSeek FP8).
+        exclude_pointer: where the list lives (``"hf_quant_config.json#/quantization/exclude_modules"``).
+        quantized_layers: MIXED_PRECISION ``module -> algo`` map (absent module = unquantized).
+        kv_cache: KV-cache quantization algorithm, when given.
+        producer: producer name and version (``"modelopt 0.0.1.dev538+g26cad678d"``).
+    """
+
+    method: str
+    algo: str
+    source: str
+    group_size: int | None = None
+    weight_block_size: tuple[int, ...] | None = None
+    excludes: tuple[str, ...] = ()
+    exclude_style: str = "none"
+    exclude_pointer: str = ""
+    quantized_layers: Mapping[str, str] = field(default_factory=dict)
+    kv_cache: str = ""
+    producer: str = ""
+
+    @property
+    def has_exclusion_list(self) -> bool:
+        """Whether the scheme names the modules it leaves unquantized (so it can disagree with the dtypes)."""
+        return self.exclude_style != "none" or self.algo == "MIXED_PRECISION"
+
+    def _compiled(self) -> list[tuple[str, Any]]:
+        cache = self.__dict__.get("_cache")
+        if cache is not None:
+            return cache
+        out: list[tuple[str, Any]] = []
+        for pat in self.excludes:
+            if self.exclude_style == "fnmatch":
+                out.append((pat, re.compile(fnmatch.translate(pat))))
+            elif self.exclude_style == "ct" and pat.startswith("re:"):
+                try:
+                    out.append((pat, re.compile(pat[3:])))
+                except re.error:
+                    continue
+            elif self.exclude_style == "gptq-dynamic":
+                try:
+                    out.append((pat, re.compile(pat[2:])))
+                except re.error:
+                    continue
+            else:
+                out.append((pat, None))
+        object.__setattr__(self, "_cache", out)
+        return out
+
+    def excluded_by(self, module: str) -> str | None:
+        """The exclusion pattern that covers ``module`` (``"mtp.layers.0*"``), or None.
+
+        Matching follows each format's consumer: fnmatch for ModelOpt (``exclude_modules``/``ignore``
+        wildcards, checkpoint_formats.md §4); exact name or ``re:`` full match for compressed-tensors;
+        substring for ``modules_to_not_convert``; ``re.search`` of the key minus ``-:`` for GPTQ
+        ``dynamic`` (vLLM ``qwen3_5_mtp.py``). For MIXED_PRECISION, a module absent from
+        ``quantized_layers`` counts as excluded (pattern ``"(not in quantized_layers)"``).
+        """
+        for pat, rx in self._compiled():
+            if self.exclude_style == "fnmatch":
+                if rx.match(module):
+                    return pat
+            elif self.exclude_style == "ct":
+                if (rx is not None and rx.fullmatch(module)) or (rx is None and pat == module):
+                    return pat
+            elif self.exclude_style == "substring":
+                if pat and pat in module:
+                    return pat
+            elif self.exclude_style == "gptq-dynamic":
+                if rx is not None and rx.search(module):
+                    return pat
+        if self.algo == "MIXED_PRECISION" and self.quantized_layers and module not in self.quantized_layers:
+            return "(not in quantized_layers)"
+        return None
+
+    def expected_format(self, module: str) -> str:
+        """Format the scheme promises for linear ``module``: ``"BF16"`` when excluded (or unquantized),
+        else the algorithm (``"NVFP4"``, ``"FP8"``...; MIXED_PRECISION uses the module's own entry)."""
+        if self.excluded_by(module) is not None:
+            return "BF16"
+        if self.algo == "MIXED_PRECISION":
+            return normalize_algo(self.quantized_layers.get(module, "BF16"))
+        return self.algo
+
+    def to_fact(self) -> dict[str, Any]:
+        """JSON-ready summary for ``facts["checkpoint"]["quantization"]``."""
+        return {
+            "method": self.method,
+            "algo": self.algo,
+            "source": self.source,
+            "group_size": self.group_size,
+            "weight_block_size": list(self.weight_block_size) if self.weight_block_size else None,
+            "kv_cache": self.kv_cache or None,
+            "producer": self.producer or None,
+            "exclude_list": self.exclude_pointer or None,
+            "exclude_patterns": len(self.excludes),
+            "mtp_exclude_patterns": sorted(p for p in self.excludes if "mtp" in p.lower()),
+            "quantized_layers": len(self.quantized_layers),
+        }
+
+
+def normalize_algo(algo: str) -> str:
+    """Map a quantization algorithm name onto the formats the audit reports
+    (``"NVFP4"``, ``"FP8"``, ``"INT4"``, ``"MXFP4"``, ``"MIXED_PRECISION"``, ``"BF16"``)."""
+    a = algo.upper()
+    if a in _FP4_ALGOS and a != "MXFP4":
+        return "NVFP4"
+    if a.startswith("FP8") or a in {"W8A8_FP8", "FP8_PB_WO"}:
+        return "FP8"
+    if a in {"W4A16_AWQ", "INT4_AWQ", "W4A8_AWQ", "GPTQ", "AWQ", "INT4"}:
+        return "INT4"
+    return a
+
+
+def _str_list(value: Any) -> tuple[str, ...]:
+    return tuple(str(x) for x in value) if isinstance(value, list) else ()
+
+
+def parse_hf_quant_config(obj: Any, file: str = "hf_quant_config.json") -> QuantScheme | None:
+    """ModelOpt's legacy ``hf_quant_config.json``: ``{"producer": {...}, "quantization": {"quant_algo",
+    "kv_cache_quant_algo", "group_size", "exclude_modules", "quantized_layers"}}``
+    (checkpoint_formats.md §4 "ModelOpt NVFP4 (legacy)", "MIXED_PRECISION").
+
+    Returns None when the object has no ``quantization.quant_algo`` string.
+    """
+    if not isinstance(obj, dict):
+        return None
+    q = obj.get("quantization")
+    if not isinstance(q, dict) or not isinstance(q.get("quant_algo"), str):
+        return None
+    prod = obj.get("producer") if isinstance(obj.get("producer"), dict) else {}
+    ql = q.get("quantized_layers")
+    layers = {}
+    if isinstance(ql, dict):
+        for k, v in ql.items():
+            if isinstance(v, dict) and isinstance(v.get("quant_algo"), str):
+                layers[str(k)] = v["quant_algo"]
+    return QuantScheme(
+        method="modelopt",
+        algo=normalize_algo(q["quant_algo"]),
+        source=f"{file}#/quantization",
+        group_size=_int(q.get("group_size")),
+        excludes=_str_list(q.get("exclude_modules")),
+        exclude_style="fnmatch" if isinstance(q.get("exclude_modules"), list) else "none",
+        exclude_pointer=f"{file}#/quantization/exclude_modules" if isinstance(q.get("exclude_modules"), list) else "",
+        quantized_layers=layers,
+        kv_cache=str(q.get("kv_cache_quant_algo") or ""),
+        producer=" ".join(str(prod.get(k)) for k in ("name", "version") if prod.get(k)),
+    )
+
+
+def parse_quantization_config(qc: Mapping[str, Any] | None, file: str = "config.json") -> QuantScheme | None:
+    """``config.json`` ``quantization_config`` in its dialects (checkpoint_formats.md §4):
+
+    - ModelOpt (``quant_method: modelopt``): ``quant_algo`` + ``ignore`` (or ``exclude_modules``) wildcards;
+    - compressed-tensors: ``format`` (``nvfp4-pack-quantized``, ``float-quantized``...) + ``ignore``
+      (exact names or ``re:`` regexes);
+    - FP8 block (``quant_method: fp8``): ``weight_block_size``; exclusions only via ``modules_to_not_convert``;
+    - GPTQ / AWQ: ``dynamic`` keys starting with ``-:`` skip modules; ``modules_to_not_convert``;
+    - Quark: ``exclude``.
+
+    Returns None when there is no ``quantization_config`` or no ``quant_method``.
+    """
+    if not isinstance(qc, Mapping) or not isinstance(qc.get("quant_method"), str):
+        return None
+    method = qc["quant_method"].lower()
+    base = f"{file}#/quantization_config"
+    wbs = qc.get("weight_block_size")
+    wbs_t = tuple(int(x) for x in wbs if _int(x) is not None) if isinstance(wbs, list) else None
+    kv = qc.get("kv_cache_scheme")
+    kv_s = ""
+    if isinstance(kv, dict) and kv.get("num_bits") == 8 and kv.get("type") == "float":
+        kv_s = "FP8"
+    prod = qc.get("producer") if isinstance(qc.get("producer"), dict) else {}
+    producer = " ".join(str(prod.get(k)) for k in ("name", "version") if prod.get(k))
+    if method == "modelopt":
+        key = "ignore" if isinstance(qc.get("ignore"), list) else "exclude_modules"
+        has = isinstance(qc.get(key), list)
+        ql = qc.get("quantized_layers")
+        layers = {
+            str(k): v["quant_algo"]
+            for k, v in (ql.items() if isinstance(ql, dict) else ())
+            if isinstance(v, dict) and isinstance(v.get("quant_algo"), str)
+        }
+        return QuantScheme(
+            method="modelopt",
+            algo=normalize_algo(str(qc.get("quant_algo") or "")),
+            source=base,
+            group_size=_group_size(qc),
+            excludes=_str_list(qc.get(key)),
+            exclude_style="fnmatch" if has else "none",
+            exclude_pointer=f"{base}/{key}" if has else "",
+            quantized_layers=layers,
+            kv_cache=kv_s,
+            producer=producer,
+        )
+    if method == "compressed-tensors":
+        fmt = str(qc.get("format") or "")
+        algo = "NVFP4" if "nvfp4" in fmt else "FP8" if "float-quantized" in fmt else "INT4" if "pack" in fmt else fmt
+        has = isinstance(qc.get("ignore"), list)
+        return QuantScheme(
+            method=method,
+            algo=algo or "unknown",
+            source=base,
+            group_size=_group_size(qc),
+            excludes=_str_list(qc.get("ignore")),
+            exclude_style="ct" if has else "none",
+            exclude_pointer=f"{base}/ignore" if has else "",
+            kv_cache=kv_s,
+        )
+    if method in {"gptq", "awq", "gptqmodel", "auto-round"}:
+        dyn = qc.get("dynamic")
+        skips = tuple(str(k) for k in dyn if str(k).startswith("-:")) if isinstance(dyn, dict) else ()
+        if skips:
+            return QuantScheme(method, "INT4", base, group_size=_int(qc.get("group_size")), excludes=skips,
+                               exclude_style="gptq-dynamic", exclude_pointer=f"{base}/dynamic")
+        mtnc = qc.get("modules_to_not_convert")
+        return QuantScheme(method, "INT4", base, group_size=_int(qc.get("group_size")), excludes=_str_list(mtnc),
+                           exclude_style="substring" if isinstance(mtnc, list) else "none",
+                           exclude_pointer=f"{base}/modules_to_not_convert" if isinstance(mtnc, list) else "")
+    if method == "quark":
+        has = isinstance(qc.get("exclude"), list)
+        return QuantScheme(method, "MXFP4", base, excludes=_str_list(qc.get("exclude")),
+                           exclude_style="fnmatch" if has else "none", exclude_pointer=f"{base}/exclude" if has else "")
+    algo = "FP8" if "fp8" in method else normalize_algo(str(qc.get("quant_algo") or method))
+    mtnc = qc.get("modules_to_not_convert")
+    has = isinstance(mtnc, list)
+    return QuantScheme(
+        method=method,
+        algo=algo,
+        source=base,
+        weight_block_size=wbs_t,
+        excludes=_str_list(mtnc),
+        exclude_style="substring" if has else "none",
+        exclude_pointer=f"{base}/modules_to_not_convert" if has else "",
+    )
+
+
+def _group_size(qc: Mapping[str, Any]) -> int | None:
+    """``group_size`` of the first ``config_groups`` entry's ``weights`` (compressed-tensors shape)."""
+    if _int(qc.get("group_size")) is not None:
+        return _int(qc.get("group_size"))
+    groups = qc.get("config_groups")
+    if isinstance(groups, dict):
+        for g in groups.values():
+            if isinstance(g, dict) and isinstance(g.get("weights"), dict):
+                gs = _int(g["weights"].get("group_size"))
+                if gs is not None:
+                    return gs
+    return None
+
+
+def mlx_scheme(obj: Mapping[str, Any]) -> QuantScheme | None:
+    """MLX affine quantization (``config.json`` ``"quantization": {"group_size": 64, "bits": 4}``)."""
+    q = obj.get("quantization")
+    if isinstance(q, dict) and _int(q.get("bits")) is not None:
+        return QuantScheme("mlx", f"INT{q['bits']}", "config.json#/quantization", group_size=_int(q.get("group_size")))
+    return None

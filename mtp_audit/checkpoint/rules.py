@@ -1,0 +1,550 @@
+"""The checkpoint analyzer's rules (MTP0xx): docs, sources and runnable examples.
+
+The checking logic lives in :mod:`mtp_audit.checkpoint.analyze` (one ``check_*`` function per rule);
+this module only describes the rules. Every rule has at least one input it must flag and one it must
+leave alone; ``tests/test_rules.py`` runs them through :func:`run_example`. Examples that need real
+safetensors shards build them on demand with :mod:`mtp_audit.checkpoint.synth`.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mtp_audit.report import Severity
+from mtp_audit.rules import Example, Rule
+
+if TYPE_CHECKING:
+    from mtp_audit.report import Report
+
+RESEARCH = "../shared/research/checkpoint_formats.md"
+
+
+def _j(obj: Any) -> str:
+    return json.dumps(obj, indent=2) + "\n"
+
+
+def _index(weight_map: dict[str, str], total_size: int | None = None) -> str:
+    meta = {"total_size": total_size} if total_size is not None else {}
+    return _j({"metadata": meta, "weight_map": weight_map})
+
+
+# Small configs used by the examples (real key names, toy sizes).
+_DS = {
+    "architectures": ["DeepseekV3ForCausalLM"],
+    "model_type": "deepseek_v3",
+    "num_hidden_layers": 2,
+    "num_nextn_predict_layers": 1,
+    "n_routed_experts": 4,
+    "hidden_size": 8,
+}
+_DS_TRUNK = {
+    "model.embed_tokens.weight": "model-00001-of-00001.safetensors",
+    "model.layers.0.self_attn.o_proj.weight": "model-00001-of-00001.safetensors",
+    "model.layers.1.self_attn.o_proj.weight": "model-00001-of-00001.safetensors",
+    "lm_head.weight": "model-00001-of-00001.safetensors",
+}
+_DS_MTP = {
+    f"model.layers.2.{n}.weight": "model-00001-of-00001.safetensors"
+    for n in ("enorm", "hnorm", "eh_proj", "shared_head.norm", "self_attn.o_proj")
+}
+
+
+def _experts(layer: str, ids: range, shard: str = "model-00001-of-00001.safetensors") -> dict[str, str]:
+    return {f"{layer}.mlp.experts.{e}.{p}.weight": shard for e in ids for p in ("gate_proj", "up_proj", "down_proj")}
+
+
+_QWEN35 = {
+    "architectures": ["Qwen3_5MoeForConditionalGeneration"],
+    "model_type": "qwen3_5_moe",
+    "text_config": {"model_type": "qwen3_5_moe_text", "num_hidden_layers": 2, "mtp_num_hidden_layers": 1, "num_experts": 2},
+}
+_QWEN_MTP_TINY = {
+    "mtp.fc.weight": ("BF16", [4, 8]),
+    "mtp.norm.weight": ("BF16", [4]),
+    "mtp.layers.0.self_attn.q_proj.weight": ("BF16", [4, 4]),
+}
+_QWEN_TRUNK_NVFP4 = {
+    "model.language_model.layers.0.self_attn.q_proj.weight": ("U8", [4, 2]),
+    "model.language_model.layers.0.self_attn.q_proj.weight_scale": ("F8_E4M3", [4, 1]),
+    "model.language_model.layers.0.self_attn.q_proj.weight_scale_2": ("F32", []),
+    "model.language_model.layers.0.self_attn.q_proj.input_scale": ("F32", []),
+}
+_HF_QUANT_397B_STYLE = {
+    "producer": {"name": "modelopt", "version": "0.0.1.dev538+g26cad678d"},
+    "quantization": {
+        "quant_algo": "NVFP4",
+        "kv_cache_quant_algo": "FP8",
+        "group_size": 16,
+        "exclude_modules": ["lm_head", "*.mlp.shared_expert.*", "model.visual*", "mtp.layers.0*"],
+    },
+}
+
+
+def _qwen_shards(exclude: list[str]) -> dict[str, str | bytes]:
+    from mtp_audit.checkpoint.synth import tiny
+
+    hq = json.loads(json.dumps(_HF_QUANT_397B_STYLE))
+    hq["quantization"]["exclude_modules"] = exclude
+    return {
+        "config.json": _j(_QWEN35),
+        "hf_quant_config.json": _j(hq),
+        "model-00001-of-00002.safetensors": tiny(_QWEN_TRUNK_NVFP4),
+        "model-00002-of-00002.safetensors": tiny(_QWEN_MTP_TINY),
+        "model.safetensors.index.json": _index(
+            {**{k: "model-00001-of-00002.safetensors" for k in _QWEN_TRUNK_NVFP4},
+             **{k: "model-00002-of-00002.safetensors" for k in _QWEN_MTP_TINY}}
+        ),
+    }
+
+
+def _with_sidecar(indexed: bool) -> dict[str, str | bytes]:
+    from mtp_audit.checkpoint.synth import tiny
+
+    trunk = {"model.language_model.layers.0.self_attn.q_proj.weight": ("BF16", [4, 4])}
+    wm = {k: "model-00001-of-00001.safetensors" for k in trunk}
+    if indexed:
+        wm.update({k: "mtp.safetensors" for k in _QWEN_MTP_TINY})
+    return {
+        "config.json": _j(_QWEN35),
+        "model-00001-of-00001.safetensors": tiny(trunk),
+        "mtp.safetensors": tiny(_QWEN_MTP_TINY),
+        "model.safetensors.index.json": _index(wm),
+    }
+
+
+def _two_shards(present: int) -> dict[str, str | bytes]:
+    from mtp_audit.checkpoint.synth import tiny
+
+    a = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8])}
+    b = {"model.layers.2.eh_proj.weight": ("BF16", [8, 16]), "model.layers.2.enorm.weight": ("BF16", [8])}
+    files: dict[str, str | bytes] = {
+        "config.json": _j({**_DS, "n_routed_experts": 0}),
+        "model.safetensors.index.json": _index(
+            {**{k: "model-00001-of-00002.safetensors" for k in a}, **{k: "model-00002-of-00002.safetensors" for k in b}}
+        ),
+        "model-00001-of-00002.safetensors": tiny(a),
+    }
+    if present == 2:
+        files["model-00002-of-00002.safetensors"] = tiny(b)
+    return files
+
+
+def _sized(total_size_delta: int) -> dict[str, str | bytes]:
+    from mtp_audit.checkpoint.synth import tiny
+
+    t = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8]), "model.layers.2.eh_proj.weight": ("BF16", [8, 16])}
+    return {
+        "config.json": _j({**_DS, "n_routed_experts": 0}),
+        "model-00001-of-00001.safetensors": tiny(t),
+        "model.safetensors.index.json": _index({k: "model-00001-of-00001.safetensors" for k in t}, 128 + 256 + total_size_delta),
+    }
+
+
+def _ghost(ghost: bool) -> dict[str, str | bytes]:
+    from mtp_audit.checkpoint.synth import tiny
+
+    t = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8]), "model.layers.2.eh_proj.weight": ("BF16", [8, 16])}
+    wm = {k: "model-00001-of-00001.safetensors" for k in t}
+    if ghost:
+        wm["model.layers.2.enorm.weight"] = "model-00001-of-00001.safetensors"
+    return {
+        "config.json": _j({**_DS, "n_routed_experts": 0}),
+        "model-00001-of-00001.safetensors": tiny(t),
+        "model.safetensors.index.json": _index(wm),
+    }
+
+
+def _bad_header(bad: bool) -> dict[str, str | bytes]:
+    from mtp_audit.checkpoint.synth import tiny
+
+    t = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8]), "model.layers.2.eh_proj.weight": ("BF16", [8, 16])}
+    good = tiny(t)
+    data = struct.pack("<Q", 10**6) + good[8:] if bad else good
+    return {"config.json": _j({**_DS, "n_routed_experts": 0}), "model.safetensors": data}
+
+
+_NEMOTRON = {
+    "architectures": ["NemotronHForCausalLM"],
+    "model_type": "nemotron_h",
+    "num_hidden_layers": 4,
+    "num_nextn_predict_layers": 1,
+    "mtp_hybrid_override_pattern": "*E",
+}
+
+MTP001 = Rule(
+    id="MTP001",
+    name="mtp-declared-but-missing",
+    analyzer="checkpoint",
+    severity=Severity.ERROR,
+    summary="config.json declares MTP layers but the checkpoint holds no MTP tensor",
+    what=(
+        "Reads the MTP depth from config.json in every dialect (num_nextn_predict_layers, mtp_num_hidden_layers at "
+        "top level or under text_config, num_mtp_layers, MiniMax use_mtp + num_mtp_modules, and the implicit layer of "
+        "Qwen3-Next / MiMo-V2) and looks for MTP tensors under the family's prefix (model.layers.N+i.*, mtp.*, "
+        "model.mtp.*, model.mtp_layers.*, model.mtp_*.*) in the index and every shard header, including shards the "
+        "index does not name."
+    ),
+    why=(
+        "Repacks (quantized exports, expert pruning, fine-tune merges) often drop the MTP layer because transformers "
+        "builds only num_hidden_layers decoder layers and never saves the rest, while the config still declares it. "
+        "Engines then either refuse to start speculative decoding (vLLM: 'MTP speculative decoding layer 78 weights "
+        "missing from checkpoint') or, without validation, run the draft with uninitialised weights: acceptance "
+        "collapses to zero and MTP costs time instead of saving it."
+    ),
+    fix=(
+        "Use a release that ships the MTP weights (the original checkpoint, or a re-export that keeps them), or "
+        "serve without --speculative-algorithm NEXTN."
+    ),
+    sources=(
+        f"{RESEARCH} §7.1 (vLLM PR #35548, NVIDIA/Model-Optimizer #750, llm-compressor PR #2482, GPTQModel PR #2109)",
+        "vllm/model_executor/model_loader/mtp_validation.py",
+        "real data: bryce-hoehn/Qwen3.5-25B-REAP-A3B-Coding @ 2714ffd (declares 1 MTP layer, 22,213 tensors, none MTP)",
+    ),
+    basis="real checkpoint",
+    examples=(
+        Example(True, {"config.json": _j(_DS), "model.safetensors.index.json": _index(_DS_TRUNK)},
+                note="DeepSeek-style config declares 1 NextN layer; the index has no model.layers.2.*"),
+        Example(False, {"config.json": _j(_DS), "model.safetensors.index.json": _index({**_DS_TRUNK, **_DS_MTP})},
+                note="the appended layer model.layers.2 is in the index"),
+    ),
+)
+
+MTP002 = Rule(
+    id="MTP002",
+    name="mtp-declared-never-published",
+    analyzer="checkpoint",
+    severity=Severity.WARNING,
+    summary="config.json declares MTP modules whose weights the vendor never published",
+    what=(
+        "For families whose vendor declares MTP in config.json but never released the weights (MiniMax-M2, M2.1, "
+        "M2.5, M2.7: use_mtp true, num_mtp_modules 3, weight_map only layers 0-61), reports the missing MTP "
+        "tensors as an upstream fact instead of a broken repack."
+    ),
+    why=(
+        "--speculative-algorithm NEXTN cannot work with these checkpoints, whatever the copy: there is nothing to "
+        "load. Knowing that it is upstream saves a search for a 'correct' copy that does not exist."
+    ),
+    fix="Serve without MTP speculative decoding, or use a separately trained draft model (EAGLE-3).",
+    sources=(
+        f"{RESEARCH} §2 (MiniMax row), §7.2",
+        "MiniMax-AI/MiniMax-M2 issue #47, MiniMax-M2.5 #8, MiniMax-M2.7 #16",
+        "SGLang python/sglang/srt/models/minimax_m2.py get_spec_layer_idx_from_weight_name",
+    ),
+    basis="bug report",
+    examples=(
+        Example(True, {
+            "config.json": _j({"architectures": ["MiniMaxM2ForCausalLM"], "model_type": "minimax_m2", "num_hidden_layers": 2,
+                               "use_mtp": True, "num_mtp_modules": 3, "mtp_transformer_layers": 1, "num_local_experts": 2}),
+            "model.safetensors.index.json": _index({"model.layers.0.self_attn.o_proj.weight": "model-00001-of-00001.safetensors",
+                                                    "model.layers.1.self_attn.o_proj.weight": "model-00001-of-00001.safetensors"}),
+        }, note="use_mtp true, num_mtp_modules 3, weight_map stops at the last trunk layer"),
+        Example(False, {
+            "config.json": _j({"architectures": ["MiniMaxM2ForCausalLM"], "model_type": "minimax_m2", "num_hidden_layers": 2,
+                               "use_mtp": False, "num_mtp_modules": 3, "num_local_experts": 2}),
+            "model.safetensors.index.json": _index({"model.layers.0.self_attn.o_proj.weight": "model-00001-of-00001.safetensors"}),
+        }, note="use_mtp false: nothing declared"),
+    ),
+)
+
+MTP003 = Rule(
+    id="MTP003",
+    name="mtp-present-undeclared",
+    analyzer="checkpoint",
+    severity=Severity.WARNING,
+    summary="MTP tensors are present but config.json does not declare them",
+    what=(
+        "Fires when MTP tensors exist but config.json declares no MTP layer (or 0) and the family is not one that "
+        "ships MTP without a key (Qwen3-Next, MiMo-V2)."
+    ),
+    why=(
+        "Engines size the draft model from the config: with no declaration they never build the MTP module, so "
+        "the weights are dead bytes and --speculative-algorithm NEXTN fails or silently drafts nothing. Converters "
+        "that strip mtp_num_hidden_layers while keeping mtp.* tensors cause exactly this."
+    ),
+    fix="Restore the declaration (e.g. text_config.mtp_num_hidden_layers: 1 for Qwen3.5) from the original config.json.",
+    sources=(f"{RESEARCH} §1.2, §7.10 (unsloth-zoo PR #847, llama.cpp PR #20533)",),
+    basis="bug report",
+    examples=(
+        Example(True, {
+            "config.json": _j({**_QWEN35, "text_config": {k: v for k, v in _QWEN35["text_config"].items() if k != "mtp_num_hidden_layers"}}),
+            "model.safetensors.index.json": _index({k: "model-00001-of-00001.safetensors" for k in _QWEN_MTP_TINY}),
+        }, note="Qwen3.5 config without mtp_num_hidden_layers, index with mtp.* tensors"),
+        Example(False, {
+            "config.json": _j({"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next", "num_hidden_layers": 2}),
+            "model.safetensors.index.json": _index({k: "model-00001-of-00001.safetensors" for k in _QWEN_MTP_TINY}),
+        }, note="Qwen3-Next ships mtp.* without a config key; engines assume 1 layer"),
+    ),
+)
+
+MTP004 = Rule(
+    id="MTP004",
+    name="mtp-layer-count-mismatch",
+    analyzer="checkpoint",
+    severity=Severity.ERROR,
+    summary="The number of MTP layers found differs from the number declared",
+    what=(
+        "Counts the distinct MTP layers among the tensors (model.layers.N+i, mtp.layers.i, model.mtp_layers.i; "
+        "Nemotron-H's mtp_hybrid_override_pattern blocks count as one layer) and compares with the declared depth."
+    ),
+    why=(
+        "Engines build exactly the declared number of MTP layers: extra layers are ignored, missing ones load "
+        "uninitialised weights (or fail validation). A mismatch usually means a truncated export or a config copied "
+        "from another variant."
+    ),
+    fix="Make config.json and the shipped MTP layers agree: re-export the missing layers or correct the declared depth.",
+    sources=(f"{RESEARCH} §1.3, §2 (Nemotron-H row), §7.8", "SGLang deepseek_weight_loader.py (asserts num_nextn_layers == 1)"),
+    basis="code",
+    examples=(
+        Example(True, {"config.json": _j({**_DS, "num_nextn_predict_layers": 2}),
+                       "model.safetensors.index.json": _index({**_DS_TRUNK, **_DS_MTP})},
+                note="2 NextN layers declared, only model.layers.2 present"),
+        Example(False, {"config.json": _j(_NEMOTRON), "model.safetensors.index.json": _index({
+            "mtp.layers.0.eh_proj.weight": "model-00001-of-00001.safetensors",
+            "mtp.layers.1.mixer.experts.0.up_proj.weight": "model-00001-of-00001.safetensors",
+        })}, note="Nemotron-H: mtp.layers.0 and mtp.layers.1 are the two blocks ('*E') of one MTP layer"),
+    ),
+)
+
+MTP005 = Rule(
+    id="MTP005",
+    name="mtp-expert-set-incomplete",
+    analyzer="checkpoint",
+    severity=Severity.ERROR,
+    summary="An MTP MoE layer lacks experts or projections that config.json promises",
+    what=(
+        "For each MTP layer with per-expert tensors (experts.<id>.<proj>), compares the expert ids with "
+        "range(expert count) from config.json (mtp_num_experts / mtp_n_routed_experts override n_routed_experts, "
+        "num_experts, num_local_experts, moe_num_experts) and checks every expert has the same projections. "
+        "Stacked layouts (experts.gate_up_proj) are checked through the header's first dimension, never flagged "
+        "from names alone."
+    ),
+    why=(
+        "The MTP MoE layer is built with the config's expert count; missing experts are uninitialised, so tokens "
+        "routed to them draft garbage. It happens when a pruned trunk (REAP) and an unpruned MTP layer, or the "
+        "other way round, are mixed."
+    ),
+    fix="Re-export the MTP layer with the same expert set as the config (or prune it the same way as the trunk).",
+    sources=(f"{RESEARCH} §1.4, §7.7",),
+    basis="code",
+    examples=(
+        Example(True, {"config.json": _j(_DS), "model.safetensors.index.json": _index(
+            {**_DS_TRUNK, **_DS_MTP, **_experts("model.layers.2", range(3))})},
+            note="n_routed_experts 4, MTP layer has experts 0-2"),
+        Example(False, {"config.json": _j(_DS), "model.safetensors.index.json": _index(
+            {**_DS_TRUNK, **_DS_MTP, **_experts("model.layers.2", range(4))})},
+            note="all 4 experts with gate/up/down"),
+    ),
+)
+
+MTP006 = Rule(
+    id="MTP006",
+    name="mtp-excluded-from-quantization",
+    analyzer="checkpoint",
+    severity=Severity.INFO,
+    summary="MTP linears are stored unquantized while the rest of the model is quantized (with the byte cost)",
+    what=(
+        "Decides the storage format of every linear module from its tensors (header dtype, or sibling names "
+        "weight_scale / weight_scale_2 / weight_scale_inv / weight_packed when only the index is at hand) and, "
+        "when MTP linears are BF16 while the trunk is NVFP4 or FP8, reports the bytes they take and what the "
+        "trunk's format would take."
+    ),
+    why=(
+        "Quantized releases often keep MTP in BF16 (nvidia/Qwen3.5-397B-A17B-NVFP4: 1,553 BF16 MTP tensors, about "
+        "13 GB, where NVFP4 would need under 4 GB). The memory is real on every GPU that holds the weights, and the "
+        "engine must build BF16 modules for the draft."
+    ),
+    fix="Budget the memory; it is usually deliberate. Quantize the MTP layer only if the engine supports it.",
+    sources=(f"{RESEARCH} §5, §7.3", "vLLM PR #25987 (nvidia/DeepSeek-R1-FP4 excludes model.layers.61*)"),
+    basis="real checkpoint",
+    examples=(
+        Example(True, lambda: _qwen_shards(["mtp*"]), note="trunk NVFP4 (weight_scale_2 siblings), MTP BF16"),
+        Example(False, {"config.json": _j(_QWEN35), "model.safetensors.index.json": _index({
+            **{k: "model-00001-of-00001.safetensors" for k in _QWEN_TRUNK_NVFP4},
+            **{f"mtp.{m}.{p}": "model-00001-of-00001.safetensors"
+               for m in ("fc", "layers.0.self_attn.q_proj") for p in ("weight", "weight_scale", "weight_scale_2")},
+        })}, note="MTP quantized like the trunk"),
+    ),
+)
+
+MTP007 = Rule(
+    id="MTP007",
+    name="quant-exclude-list-disagrees",
+    analyzer="checkpoint",
+    severity=Severity.WARNING,
+    summary="The quantization config's exclude/ignore list disagrees with how MTP tensors are stored",
+    what=(
+        "For every MTP linear module, compares 'covered by the exclusion list' (hf_quant_config.json "
+        "exclude_modules or config.json quantization_config ignore / exclude_modules as fnmatch wildcards, "
+        "compressed-tensors ignore names and re: regexes, modules_to_not_convert substrings, GPTQ dynamic '-:' keys, "
+        "ModelOpt MIXED_PRECISION quantized_layers) with 'stored unquantized'."
+    ),
+    why=(
+        "Engines decide each module's format from the list. nvidia/Qwen3.5-397B-A17B-NVFP4 stores the whole MTP "
+        "branch in BF16 but excludes only mtp.layers.0*, so mtp.fc is built as NVFP4 and its BF16 weight does not "
+        "load (vLLM PR #38832 had to force mtp.fc unquantized). The reverse (excluded but stored packed) fails the "
+        "same way; compressed-tensors ignore lists that name MTP linears one by one made SGLang drop MTP silently."
+    ),
+    fix="Make the exclusion list cover exactly the unquantized MTP modules (Model-Optimizer PR #1124 exports 'mtp*').",
+    sources=(
+        f"{RESEARCH} §4, §5, §7.4",
+        "vLLM PR #38832 and #38650; NVIDIA/Model-Optimizer PR #1124; SGLang #35797",
+        "SGLang python/sglang/srt/models/qwen3_5_mtp.py _mtp_quant_config",
+    ),
+    basis="real checkpoint",
+    examples=(
+        Example(True, lambda: _qwen_shards(["lm_head", "mtp.layers.0*"]),
+                note="exclude_modules has mtp.layers.0* only; mtp.fc.weight is stored BF16"),
+        Example(False, lambda: _qwen_shards(["lm_head", "mtp.layers.0*", "mtp*"]), note="'mtp*' covers mtp.fc"),
+    ),
+)
+
+MTP008 = Rule(
+    id="MTP008",
+    name="index-shard-missing",
+    analyzer="checkpoint",
+    severity=Severity.ERROR,
+    summary="The index names shard files that are not in a folder that has shards",
+    what=(
+        "When the folder holds at least one .safetensors file, every shard file named in weight_map must exist. "
+        "(A folder with no shards at all is a metadata-only audit, reported as a gap instead.)"
+    ),
+    why="The load fails at the first missing shard, or, with MTP in the missing shard, the draft has no weights.",
+    fix="Download the missing shards (huggingface-cli download with the same revision) or fix weight_map.",
+    sources=(f"{RESEARCH} §7.5 (NVIDIA-NeMo/Megatron-Bridge #4188: 45 of 48 shards written)",),
+    basis="bug report",
+    examples=(
+        Example(True, lambda: _two_shards(1), note="weight_map names 2 shards, 1 present"),
+        Example(False, lambda: _two_shards(2), note="both shards present"),
+    ),
+)
+
+MTP009 = Rule(
+    id="MTP009",
+    name="unindexed-shard-holds-mtp",
+    analyzer="checkpoint",
+    severity=Severity.ERROR,
+    summary="A shard the index does not name holds MTP tensors",
+    what="Reads the header of every .safetensors file in the folder, including files weight_map never mentions.",
+    why=(
+        "Loaders pick shard files through the index (vLLM filters safetensors files by weight_map), so MTP weights "
+        "in a sidecar such as mtp.safetensors are never loaded and the draft runs uninitialised."
+    ),
+    fix="Add the sidecar's tensors to weight_map (and metadata.total_size), or merge it into an indexed shard.",
+    sources=(f"{RESEARCH} §1.6, §7.5 (Model-Optimizer PR #2427, #750; osaurus-ai/vmlx-swift PR #388)",),
+    basis="bug report",
+    examples=(
+        Example(True, lambda: _with_sidecar(False), note="mtp.safetensors holds mtp.* but the index lists only the trunk shard"),
+        Example(False, lambda: _with_sidecar(True), note="the index maps the mtp.* tensors to mtp.safetensors"),
+    ),
+)
+
+MTP010 = Rule(
+    id="MTP010",
+    name="weight-map-path-escapes",
+    analyzer="checkpoint",
+    severity=Severity.ERROR,
+    summary="A weight_map path is absolute or leaves the checkpoint folder",
+    what=(
+        "Checks every weight_map value is a relative path inside the folder (no leading '/', no '..', no drive "
+        "letter, no URL). Such paths are reported and never opened."
+    ),
+    why=(
+        "A checkpoint is data from the internet: an index pointing at ../../ or /etc makes naive loaders read files "
+        "outside the download, and no legitimate checkpoint needs it."
+    ),
+    fix="Rewrite the entry to the shard's file name inside the checkpoint folder.",
+    sources=(f"{RESEARCH} §7.6 (no public report; safety check)",),
+    basis="safety",
+    examples=(
+        Example(True, {"config.json": _j(_DS), "model.safetensors.index.json": _index(
+            {**_DS_TRUNK, **_DS_MTP, "model.norm.weight": "../outside.safetensors"})}, note="'../outside.safetensors'"),
+        Example(False, {"config.json": _j(_DS), "model.safetensors.index.json": _index({**_DS_TRUNK, **_DS_MTP})},
+                note="plain shard file names"),
+    ),
+)
+
+MTP011 = Rule(
+    id="MTP011",
+    name="total-size-mismatch",
+    analyzer="checkpoint",
+    severity=Severity.WARNING,
+    summary="metadata.total_size in the index differs from the sum of the shard headers",
+    what=(
+        "When every indexed shard's header was read, sums the tensor bytes (dtype bits x elements) and compares "
+        "with metadata.total_size; says so when total_size equals 2 bytes per element (computed as if all BF16)."
+    ),
+    why=(
+        "A stale total_size means the index was rewritten without rescanning the shards: tensors may have been "
+        "dropped or added (MTP is the usual victim). Tools that plan memory from it are wrong by that much. "
+        "deepseek-ai/DeepSeek-V3 itself declares 1,369,062,772,000 bytes for 688,574,839,360 bytes of tensors."
+    ),
+    fix="Regenerate the index from the shard headers.",
+    sources=(
+        f"{RESEARCH} §7.5",
+        "deepseek-ai/DeepSeek-V3 header dump (simpx/model-inspect README.md @ 5894630): 688,574,839,360 bytes",
+    ),
+    basis="real checkpoint",
+    examples=(
+        Example(True, lambda: _sized(1000), note="total_size 1,000 bytes more than the headers"),
+        Example(False, lambda: _sized(0), note="total_size equals the header sum"),
+    ),
+)
+
+MTP012 = Rule(
+    id="MTP012",
+    name="index-disagrees-with-headers",
+    analyzer="checkpoint",
+    severity=Severity.ERROR,
+    summary="The index lists tensors its shards do not hold, or omits tensors they do",
+    what="Compares each indexed shard's header with the weight_map entries that point at it.",
+    why=(
+        "Ghost entries (an index key the shard lacks) make loaders fail with a KeyError or skip the module; "
+        "omitted entries are never loaded. Both are produced by converters that write MTP keys for shards that "
+        "lack them."
+    ),
+    fix="Regenerate weight_map from the shard headers.",
+    sources=(f"{RESEARCH} §7.5 (redai-studio/Relax PR #148, osaurus-ai/vmlx-swift PR #388)",),
+    basis="bug report",
+    examples=(
+        Example(True, lambda: _ghost(True), note="weight_map lists model.layers.2.enorm.weight; the shard lacks it"),
+        Example(False, lambda: _ghost(False), note="index and header agree"),
+    ),
+)
+
+MTP013 = Rule(
+    id="MTP013",
+    name="shard-header-invalid",
+    analyzer="checkpoint",
+    severity=Severity.ERROR,
+    summary="A shard's safetensors header is malformed",
+    what=(
+        "Reads each shard's 8-byte header length and JSON header (never tensor data): length beyond the file or over "
+        "100,000,000 bytes, non-UTF-8 bytes, duplicate tensor names, malformed entries, and whatever "
+        "safetensors.safe_open rejects."
+    ),
+    why="safetensors refuses such a file, so the model (and its MTP layer, if it lives there) does not load.",
+    fix="Download the shard again and compare its sha256 with the repository's LFS pointer.",
+    sources=("safetensors src/tensor.rs (MAX_HEADER_SIZE = 100,000,000; header must be UTF-8 JSON)",),
+    basis="format spec",
+    examples=(
+        Example(True, lambda: _bad_header(True), note="header length field says 1,000,000 bytes in a 500-byte file"),
+        Example(False, lambda: _bad_header(False), note="valid header"),
+    ),
+)
+
+RULES: tuple[Rule, ...] = (
+    MTP001, MTP002, MTP003, MTP004, MTP005, MTP006, MTP007, MTP008, MTP009, MTP010, MTP011, MTP012, MTP013,
+)
+
+#: Findings of these rules mean SGLang cannot use the MTP heads (``facts.engine.sglang.usable`` false).
+BLOCKS_MTP = frozenset({"MTP001", "MTP002", "MTP004", "MTP005", "MTP008", "MTP009", "MTP012", "MTP013"})
+
+
+def run_example(root: Path, example: Example) -> Report:
+    """Audit the folder a test wrote ``example``'s files into (``example.args`` is unused here)."""
+    from mtp_audit.checkpoint import audit_checkpoint
+
+    return audit_checkpoint(root)

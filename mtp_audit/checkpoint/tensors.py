@@ -1,0 +1,301 @@
+"""Per-tensor and per-module facts: which parameter of which module a tensor is, whether a module is
+a linear layer, how it is stored (BF16 / NVFP4 / FP8 / ...), and estimated shapes and bytes when no
+shard header is at hand.
+
+Format detection from sibling tensors follows ``../shared/research/checkpoint_formats.md`` §4:
+
+- ModelOpt NVFP4: ``weight`` U8 [N, K/2] + ``weight_scale`` F8_E4M3 [N, K/16] + ``weight_scale_2`` F32
+  scalar + ``input_scale`` F32 scalar (vLLM ``modelopt.py``, SGLang ``modelopt_quant.py``);
+- compressed-tensors NVFP4: ``weight_packed`` + ``weight_scale`` + ``weight_global_scale``
+  (+ ``input_global_scale``) (vLLM ``compressed_tensors_w4a4_nvfp4.py``);
+- FP8 block (DeepSeek / Qwen): ``weight`` F8_E4M3 + ``weight_scale_inv`` F32 [ceil(N/128), ceil(K/128)]
+  (vLLM ``fp8.py``); ModelOpt FP8: ``weight`` F8_E4M3 + ``weight_scale`` F32 scalar;
+- GPTQ / AWQ: ``qweight`` I32 + ``qzeros`` + ``scales``; MLX affine: ``weight`` U32 + ``scales`` + ``biases``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from mtp_audit.checkpoint.source import TensorInfo
+
+#: Parameter suffixes that belong to a module (everything after the module's dotted path).
+PARAM_SUFFIXES = frozenset(
+    {
+        "weight",
+        "bias",
+        "weight_scale",
+        "weight_scale_inv",
+        "weight_scale_2",
+        "input_scale",
+        "weight_packed",
+        "weight_global_scale",
+        "input_global_scale",
+        "weight_shape",
+        "weight_zero_point",
+        "qweight",
+        "qzeros",
+        "scales",
+        "biases",
+        "g_idx",
+        "k_scale",
+        "v_scale",
+    }
+)
+
+#: Suffixes that only exist next to a quantized weight (their presence marks the module quantized).
+SCALE_SUFFIXES = frozenset(
+    {
+        "weight_scale",
+        "weight_scale_inv",
+        "weight_scale_2",
+        "input_scale",
+        "weight_global_scale",
+        "input_global_scale",
+        "qzeros",
+        "scales",
+        "g_idx",
+        "weight_zero_point",
+    }
+)
+
+#: Formats that mean "stored quantized".
+QUANTIZED = frozenset({"NVFP4", "FP8", "INT4", "INT8", "MXFP4", "FP4", "MLX-affine"})
+
+_LINEAR_NAME = re.compile(r"^(?:.*_proj|fc\d?|dense|query_key_value|w[123]|kv_a_proj_with_mqa|in_proj\w*|out_proj)$")
+_UNQUANT_DTYPES = {"BF16": "BF16", "F16": "F16", "F32": "F32", "F64": "F64"}
+_TORCH_DTYPES = {"bfloat16": "BF16", "float16": "F16", "float32": "F32", "half": "F16", "float": "F32"}
+
+
+def split_param(name: str) -> tuple[str, str]:
+    """``"mtp.fc.weight"`` -> ``("mtp.fc", "weight")``; a name without a known parameter suffix is its
+    own module with an empty suffix (``"...mlp.gate.e_score_correction_bias"``)."""
+    module, _, param = name.rpartition(".")
+    if module and param in PARAM_SUFFIXES:
+        return module, param
+    return name, ""
+
+
+def module_leaf(module: str) -> str:
+    """Last meaningful component of a module path (``"model.mtp_linear_proj.0"`` -> ``"mtp_linear_proj"``)."""
+    parts = module.rsplit(".", 2)
+    if parts[-1].isdigit() and len(parts) > 1:
+        return parts[-2]
+    return parts[-1]
+
+
+@functools.lru_cache(maxsize=4096)
+def is_linear_leaf(leaf: str) -> bool:
+    """Whether a module's last name component is a projection (``q_proj``, ``fc``, ``w1``, ``dense``...)."""
+    return _LINEAR_NAME.match(leaf) is not None
+
+
+def is_linear(module: str, params: Mapping[str, TensorInfo | None]) -> bool:
+    """Whether ``module`` is a linear layer that a weight-quantization scheme would quantize.
+
+    True when it has quantization siblings, or its name is a projection (``*_proj``, ``fc``, ``dense``,
+    ``query_key_value``, ``w1/w2/w3``) and its weight (if a header is known) is 2-D. Routers
+    (``mlp.gate``, ``shared_expert_gate``), embeddings and LM heads are not counted: ModelOpt and
+    compressed-tensors leave them unquantized by design.
+    """
+    if len(params) > 1 and (SCALE_SUFFIXES.intersection(params) or "qweight" in params or "weight_packed" in params):
+        return True
+    if "weight" not in params:
+        return False
+    if not is_linear_leaf(module_leaf(module)):
+        return False
+    info = params.get("weight")
+    return info is None or len(info.shape) == 2
+
+
+def module_format(params: Mapping[str, TensorInfo | None], torch_dtype: str = "", hint: str = "") -> tuple[str, bool]:
+    """How a linear module is stored.
+
+    Args:
+        params: parameter suffix -> header info (``None`` when only the index names the tensor).
+        torch_dtype: config ``torch_dtype`` (used for unquantized weights without a header).
+        hint: the checkpoint's declared algorithm (``"FP8"``, ``"MXFP4"``), to tell ``weight_scale``
+            siblings apart without a header.
+
+    Returns:
+        ``(format, inferred)``: format is one of ``NVFP4``, ``FP8``, ``INT4``, ``MXFP4``, ``FP4``,
+        ``INT8``, ``MLX-affine``, ``BF16``, ``F16``, ``F32`` or ``unquantized``; ``inferred`` is True when
+        the weight's dtype was not read from a header (decided from sibling names and config).
+    """
+    s = set(params)
+    w = params.get("weight") or params.get("weight_packed") or params.get("qweight")
+    dtype = w.dtype if w is not None else None
+    inferred = dtype is None
+    if "weight_packed" in s:
+        return ("NVFP4" if "weight_global_scale" in s else "INT4"), inferred
+    if "qweight" in s:
+        return "INT4", inferred
+    if "weight_scale_2" in s:
+        return "NVFP4", inferred
+    if "weight_scale_inv" in s:
+        return "FP8", inferred
+    if "scales" in s and "biases" in s:
+        return "MLX-affine", inferred
+    if "weight_scale" in s:
+        if dtype == "F8_E4M3" or dtype == "F8_E5M2":
+            return "FP8", False
+        if dtype in ("U8", "F4"):
+            return "MXFP4", False
+        if dtype is None:
+            return ("MXFP4" if hint == "MXFP4" else "FP8"), True
+    if dtype is not None:
+        if dtype.startswith("F8_"):
+            return "FP8", False
+        if dtype in ("U8", "F4"):
+            return "FP4", False
+        if dtype == "I8":
+            return "INT8", False
+        return _UNQUANT_DTYPES.get(dtype, dtype), False
+    return _TORCH_DTYPES.get(torch_dtype.lower(), "unquantized"), True
+
+
+def is_quantized(fmt: str) -> bool:
+    """Whether ``fmt`` (from :func:`module_format`) is a quantized storage format."""
+    return fmt in QUANTIZED
+
+
+# --- estimates ----------------------------------------------------------------------------------
+
+
+def _dims(d: Mapping[str, Any]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for k, v in d.items():
+        if isinstance(v, int) and not isinstance(v, bool):
+            out[k] = v
+    return out
+
+
+def linear_shape(module: str, dims: Mapping[str, Any], num_experts: int | None) -> tuple[int, int] | None:
+    """Logical ``(out_features, in_features)`` of a linear (or router / embedding) module, derived from
+    config dimensions; None when the name or a needed dimension is unknown.
+
+    Shapes follow the loaders named in checkpoint_formats.md §2 and match the DeepSeek-V3 header dump
+    (simpx/model-inspect README @ 5894630): e.g. ``eh_proj`` (H, 2H), ``q_b_proj``
+    (heads*(nope+rope), q_lora_rank), ``experts.N.down_proj`` (H, moe_intermediate_size).
+    """
+    d = _dims(dims)
+    h = d.get("hidden_size")
+    if h is None:
+        return None
+    leaf = module_leaf(module)
+    nh = d.get("num_attention_heads")
+    hd = d.get("head_dim") or (h // nh if nh else None)
+    nkv = d.get("num_key_value_heads", nh)
+    in_experts = ".experts." in module + "."
+    in_shared = "shared_expert" in module
+    mi = d.get("moe_intermediate_size")
+    si = d.get("shared_expert_intermediate_size") or (mi * d["n_shared_experts"] if mi and d.get("n_shared_experts") else None)
+    inter = mi if in_experts else si if in_shared else d.get("intermediate_size")
+    if leaf in ("gate_proj", "up_proj", "w1", "w3"):
+        return (inter, h) if inter else None
+    if leaf in ("down_proj", "w2"):
+        return (h, inter) if inter else None
+    if leaf in ("eh_proj", "fc", "input_proj", "mtp_linear_proj"):
+        return (h, 2 * h)
+    ql, kvl = d.get("q_lora_rank"), d.get("kv_lora_rank")
+    nope, rope, vh = d.get("qk_nope_head_dim"), d.get("qk_rope_head_dim"), d.get("v_head_dim")
+    if leaf == "q_a_proj" and ql:
+        return (ql, h)
+    if leaf == "q_b_proj" and ql and nh and nope is not None and rope is not None:
+        return (nh * (nope + rope), ql)
+    if leaf == "kv_a_proj_with_mqa" and kvl and rope is not None:
+        return (kvl + rope, h)
+    if leaf == "kv_b_proj" and kvl and nh and nope is not None and vh:
+        return (nh * (nope + vh), kvl)
+    if leaf == "q_proj" and nh and hd:
+        return (nh * hd * (2 if dims.get("attn_output_gate") is True else 1), h)
+    if leaf in ("k_proj", "v_proj") and nkv and hd:
+        return (nkv * hd, h)
+    if leaf == "o_proj" and nh:
+        if vh and kvl:
+            return (h, nh * vh)
+        return (h, nh * hd) if hd else None
+    if leaf == "gate" and num_experts:
+        return (num_experts, h)
+    if leaf == "shared_expert_gate":
+        return (1, h)
+    if leaf in ("embed_tokens", "head", "lm_head") and d.get("vocab_size"):
+        return (d["vocab_size"], h)
+    return None
+
+
+def vector_len(module: str, param: str, dims: Mapping[str, Any], num_experts: int | None) -> int | None:
+    """Length of a 1-D tensor (norm weights, biases, router bias) from config dimensions, or None."""
+    d = _dims(dims)
+    leaf = module_leaf(module)
+    if param == "" and module.endswith("e_score_correction_bias"):
+        return num_experts
+    if param == "bias":
+        shape = linear_shape(module, dims, num_experts)
+        return shape[0] if shape else None
+    if param != "weight" or "norm" not in leaf:
+        return None
+    nh = d.get("num_attention_heads")
+    hd = d.get("head_dim") or (d["hidden_size"] // nh if nh and d.get("hidden_size") else None)
+    if leaf == "q_a_layernorm":
+        return d.get("q_lora_rank")
+    if leaf == "kv_a_layernorm":
+        return d.get("kv_lora_rank")
+    if leaf in ("q_norm", "k_norm"):
+        return hd
+    return d.get("hidden_size")
+
+
+_BYTES = {"BF16": 2, "F16": 2, "F32": 4, "F64": 8, "unquantized": 2}
+
+
+def estimate_module_bytes(
+    shape: tuple[int, int],
+    fmt: str,
+    params: set[str] | frozenset[str],
+    *,
+    block: tuple[int, ...] | None = None,
+    group_size: int | None = None,
+) -> int:
+    """Bytes a linear module of logical ``shape`` takes when stored as ``fmt``.
+
+    NVFP4: packed weight ``out*in/2`` + FP8 scales ``out*in/16`` + 4 bytes per F32 scalar sibling present
+    (``weight_scale_2``, ``input_scale``, ``weight_global_scale``, ``input_global_scale``); FP8 block:
+    ``out*in`` + F32 ``ceil(out/b0)*ceil(in/b1)``; FP8 per-tensor: ``out*in`` + 4 per scalar; INT4:
+    ``out*in/2`` + F16 scales per group; unquantized: 2 bytes (BF16/F16) or 4 (F32) per element.
+    ``bias`` siblings are not included.
+    """
+    o, i = shape
+    n = o * i
+    if fmt == "NVFP4":
+        gs = group_size or 16
+        scalars = sum(1 for p in ("weight_scale_2", "input_scale", "weight_global_scale", "input_global_scale") if p in params)
+        return math.ceil(n / 2) + math.ceil(n / gs) + 4 * scalars
+    if fmt == "FP8":
+        if "weight_scale_inv" in params:
+            b0, b1 = (block or (128, 128))[:2] if block and len(block) >= 2 else (128, 128)
+            return n + 4 * math.ceil(o / b0) * math.ceil(i / b1)
+        return n + 4 * sum(1 for p in ("weight_scale", "input_scale") if p in params)
+    if fmt in ("INT4", "MXFP4", "FP4"):
+        gs = group_size or (32 if fmt == "MXFP4" else 128)
+        return math.ceil(n / 2) + math.ceil(n / gs) * (1 if fmt == "MXFP4" else 2)
+    if fmt == "INT8":
+        return n
+    return n * _BYTES.get(fmt, 2)
+
+
+def bytes_if_quantized(shape: tuple[int, int], fmt: str, *, block: tuple[int, ...] | None, group_size: int | None) -> int:
+    """Bytes of a linear module of ``shape`` had it been stored as ``fmt`` with that format's usual
+    siblings (NVFP4: ``weight_scale`` + ``weight_scale_2`` + ``input_scale``; FP8 block: ``weight_scale_inv``
+    when ``block`` is given, else per-tensor ``weight_scale``)."""
+    if fmt == "NVFP4":
+        params = frozenset({"weight", "weight_scale", "weight_scale_2", "input_scale"})
+    elif fmt == "FP8":
+        params = frozenset({"weight", "weight_scale_inv"}) if block else frozenset({"weight", "weight_scale"})
+    else:
+        params = frozenset({"weight"})
+    return estimate_module_bytes(shape, fmt, params, block=block, group_size=group_size)

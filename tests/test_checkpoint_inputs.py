@@ -1,0 +1,308 @@
+"""Input kinds, bad input and the CLI contract of ``mtp-audit checkpoint``: one line on stderr naming
+the file and the problem, exit 2, no traceback, nothing written; or a finding / gap when the defect is
+the checkpoint's own."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mtp_audit.checkpoint import audit_checkpoint
+from mtp_audit.checkpoint.source import CheckpointSource, ReadProblem, ShardHeader, header_from_dict
+from mtp_audit.checkpoint.synth import tiny
+from mtp_audit.cli import main
+from mtp_audit.errors import InputError
+
+CFG = {
+    "architectures": ["DeepseekV3ForCausalLM"],
+    "model_type": "deepseek_v3",
+    "num_hidden_layers": 2,
+    "num_nextn_predict_layers": 1,
+    "n_routed_experts": 0,
+}
+TENSORS = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8]), "model.layers.2.eh_proj.weight": ("BF16", [8, 16])}
+
+
+def folder(tmp: Path, *, config: Any = CFG, shard: bytes | None = None, index: Any = None) -> Path:
+    tmp.mkdir(parents=True, exist_ok=True)
+    if config is not None:
+        (tmp / "config.json").write_text(config if isinstance(config, str) else json.dumps(config))
+    if shard is not None:
+        (tmp / "model.safetensors").write_bytes(shard)
+    if index is not None:
+        (tmp / "model.safetensors.index.json").write_text(index if isinstance(index, str) else json.dumps(index))
+    return tmp
+
+
+def run_cli(capsys, args: list[str]) -> tuple[int, str, str]:
+    rc = main(args)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def assert_input_error(capsys, tmp_path: Path, target: Path, needle: str) -> None:
+    out_file = tmp_path / "report.json"
+    rc, out, err = run_cli(capsys, ["checkpoint", str(target), "-f", "json", "-o", str(out_file)])
+    assert rc == 2
+    assert err.count("\n") == 1 and err.startswith("mtp-audit: error: ")
+    assert needle in err
+    assert "Traceback" not in err and out == ""
+    assert not out_file.exists()
+
+
+# --- input kinds ---------------------------------------------------------------------------------
+
+
+def test_single_safetensors_file(tmp_path):
+    d = folder(tmp_path / "c", shard=tiny(TENSORS))
+    rep = audit_checkpoint(d / "model.safetensors")
+    f = rep.facts["checkpoint"]
+    assert f["mode"] == "single-file"
+    assert f["summary"]["tensors"] == 2
+    # no config.json is read in single-file mode: the appended layer cannot be recognised -> blocking gap
+    assert rep.inconclusive
+
+
+def test_single_file_with_prefix_mtp_is_conclusive(tmp_path):
+    d = tmp_path / "c"
+    d.mkdir()
+    (d / "mtp.safetensors").write_bytes(tiny({"mtp.fc.weight": ("BF16", [4, 8])}))
+    rep = audit_checkpoint(d / "mtp.safetensors")
+    assert rep.facts["checkpoint"]["mtp"]["tensors"] == 1
+    assert not rep.inconclusive
+
+
+def test_index_file_reads_config_beside_it_but_no_shards(tmp_path):
+    d = folder(tmp_path / "c", shard=tiny(TENSORS), index={"weight_map": {k: "model.safetensors" for k in TENSORS}})
+    rep = audit_checkpoint(d / "model.safetensors.index.json")
+    f = rep.facts["checkpoint"]
+    assert f["mode"] == "index-file"
+    assert f["shards"]["read"] == 0
+    assert f["mtp"]["tensors"] == 1 and f["mtp"]["declared_layers"] == 1
+
+
+def test_config_json_path(tmp_path):
+    d = folder(tmp_path / "c")
+    rep = audit_checkpoint(d / "config.json")
+    assert rep.facts["checkpoint"]["mode"] == "config-only" and rep.inconclusive
+
+
+def test_full_folder_with_headers(tmp_path):
+    d = folder(tmp_path / "c", shard=tiny(TENSORS), index={"metadata": {"total_size": 384},
+                                                           "weight_map": {k: "model.safetensors" for k in TENSORS}})
+    rep = audit_checkpoint(d)
+    f = rep.facts["checkpoint"]
+    assert f["mode"] == "shards" and f["mtp"]["bytes"] == {"value": 256, "estimated": False}
+    assert rep.findings == () and rep.gaps == ()
+
+
+class MemorySource(CheckpointSource):
+    """An in-memory source: the analyzer must work through the CheckpointSource methods only."""
+
+    def __init__(self, files: dict[str, Any], headers: dict[str, dict[str, Any]]) -> None:
+        self.display = "memory/test"
+        self._files = files
+        self._headers = headers
+
+    def list_files(self) -> tuple[str, ...]:
+        return tuple(sorted([*self._files, *self._headers]))
+
+    def read_json(self, rel: str) -> Any:
+        if rel not in self._files:
+            raise ReadProblem(rel, "no such file", "missing")
+        return self._files[rel]
+
+    def read_header(self, rel: str) -> ShardHeader:
+        return header_from_dict(rel, self._headers[rel], 100)
+
+
+def test_source_agnostic():
+    hdr = {"mtp.fc.weight": {"dtype": "BF16", "shape": [4, 8], "data_offsets": [0, 64]}}
+    cfg = {"architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next", "num_hidden_layers": 2}
+    rep = audit_checkpoint(MemorySource({"config.json": cfg}, {"mtp.safetensors": hdr}))
+    assert rep.targets[0].name == "memory/test"
+    f = rep.facts["checkpoint"]
+    assert f["mtp"]["tensors"] == 1 and f["mtp"]["declared_by"] == "implicit"
+    assert f["mtp"]["dtypes"] == {"BF16": 1}
+
+
+def test_hub_like_id_without_hub_module(tmp_path, monkeypatch, capsys):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name.endswith(".hub") else real(name, *a))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InputError) as ei:
+        audit_checkpoint("deepseek-ai/DeepSeek-V3@main")
+    assert ei.value.problem == "no such file or folder"
+    rc, _, err = run_cli(capsys, ["checkpoint", "nobody/nothing"])
+    assert rc == 2 and "nobody/nothing: no such file or folder" in err
+
+
+# --- bad input: the user's own input -> exit 2 ---------------------------------------------------
+
+
+def test_missing_path(capsys, tmp_path):
+    assert_input_error(capsys, tmp_path, tmp_path / "nope", "no such file or folder")
+
+
+def test_truncated_config(capsys, tmp_path):
+    d = folder(tmp_path / "c", config='{"architectures": ["X"], "num_hid')
+    assert_input_error(capsys, tmp_path, d, "config.json: invalid JSON")
+
+
+def test_config_without_architectures(capsys, tmp_path):
+    d = folder(tmp_path / "c", config={"model_type": "deepseek_v3"})
+    assert_input_error(capsys, tmp_path, d, "config.json: /architectures: missing")
+
+
+def test_config_bad_mtp_value(capsys, tmp_path):
+    d = folder(tmp_path / "c", config={**CFG, "num_nextn_predict_layers": "one"})
+    assert_input_error(capsys, tmp_path, d, "/num_nextn_predict_layers: expected a non-negative integer")
+
+
+def test_invalid_index_json(capsys, tmp_path):
+    d = folder(tmp_path / "c", index="{not json")
+    assert_input_error(capsys, tmp_path, d, "model.safetensors.index.json: invalid JSON")
+
+
+@pytest.mark.parametrize("wm", [[], "x", 3, None])
+def test_weight_map_wrong_type(capsys, tmp_path, wm):
+    d = folder(tmp_path / "c", index={"weight_map": wm})
+    assert_input_error(capsys, tmp_path, d, "/weight_map: expected an object")
+
+
+def test_weight_map_value_wrong_type(capsys, tmp_path):
+    d = folder(tmp_path / "c", index={"weight_map": {"a.weight": ["x"]}})
+    assert_input_error(capsys, tmp_path, d, "/weight_map/a.weight: expected a shard file name, got list")
+
+
+def test_not_a_checkpoint(capsys, tmp_path):
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "README.md").write_text("hi")
+    assert_input_error(capsys, tmp_path, tmp_path / "c", "not a checkpoint")
+
+
+def test_symlink_loop_target(capsys, tmp_path):
+    loop = tmp_path / "loop"
+    os.symlink(loop, loop)
+    assert_input_error(capsys, tmp_path, loop, "symlink loop")
+
+
+def test_config_symlink_loop(capsys, tmp_path):
+    d = tmp_path / "c"
+    d.mkdir()
+    os.symlink(d / "config.json", d / "config.json")
+    assert_input_error(capsys, tmp_path, d, "config.json")
+
+
+def test_config_is_a_directory(capsys, tmp_path):
+    d = tmp_path / "c"
+    (d / "config.json").mkdir(parents=True)
+    assert_input_error(capsys, tmp_path, d, "config.json")
+
+
+def test_single_file_bad_header_is_input_error(capsys, tmp_path):
+    d = tmp_path / "c"
+    d.mkdir()
+    (d / "x.safetensors").write_bytes(struct.pack("<Q", 10**9) + b"{}")
+    assert_input_error(capsys, tmp_path, d / "x.safetensors", "exceeds")
+
+
+# --- defects of the checkpoint: findings or gaps --------------------------------------------------
+
+
+def _bad(prefix_len: int | None = None, header: bytes | None = None) -> bytes:
+    good = tiny(TENSORS)
+    if header is not None:
+        return struct.pack("<Q", len(header)) + header
+    return struct.pack("<Q", prefix_len) + good[8:]
+
+
+@pytest.mark.parametrize(
+    "data, needle",
+    [
+        (_bad(prefix_len=10**6), "exceeds the file size"),
+        (_bad(prefix_len=200_000_000), "exceeds the 100000000-byte limit"),
+        (_bad(header=b'{"a": {"dtype": "BF16", "shape": [1], "data_offsets": [0, 2]}, "\xff": 1}'), "not UTF-8"),
+        (
+            _bad(header=b'{"a": {"dtype": "BF16", "shape": [1], "data_offsets": [0, 2]}, '
+                 b'"a": {"dtype": "BF16", "shape": [1], "data_offsets": [0, 2]}}'),
+            "more than once",
+        ),
+        (b"1234", "too short"),
+    ],
+)
+def test_malformed_shard_in_folder_is_a_finding(capsys, tmp_path, data, needle):
+    d = folder(tmp_path / "c", shard=data)
+    rep = audit_checkpoint(d)
+    hits = [x for x in rep.findings if x.rule_id == "MTP013"]
+    assert len(hits) == 1 and needle in hits[0].message
+    assert hits[0].location.path == "model.safetensors"
+    rc, _, err = run_cli(capsys, ["checkpoint", str(d)])
+    assert rc == 1 and "Traceback" not in err
+
+
+def test_shard_symlink_loop_is_a_gap(tmp_path):
+    d = folder(tmp_path / "c", index={"weight_map": {k: "model-00001-of-00002.safetensors" for k in TENSORS}})
+    (d / "model-00001-of-00002.safetensors").write_bytes(tiny(TENSORS))
+    os.symlink(d / "loop.safetensors", d / "loop.safetensors")
+    rep = audit_checkpoint(d)
+    gaps = [g for g in rep.gaps if g.path == "loop.safetensors"]
+    assert len(gaps) == 1 and gaps[0].blocking  # an unindexed shard we could not read might hold MTP
+    assert "symlink loop" in gaps[0].message
+
+
+def test_unreadable_indexed_shard_is_non_blocking_gap(tmp_path):
+    wm = {"model.layers.0.self_attn.o_proj.weight": "model-00001-of-00002.safetensors",
+          "model.layers.2.eh_proj.weight": "model-00002-of-00002.safetensors"}
+    d = folder(tmp_path / "c", index={"weight_map": wm})
+    (d / "model-00001-of-00002.safetensors").write_bytes(tiny({"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8])}))
+    os.symlink(d / "model-00002-of-00002.safetensors", d / "model-00002-of-00002.safetensors")  # unreadable, even for root
+    rep = audit_checkpoint(d)
+    # the index still names the MTP tensor, so presence is decided: the gap does not block
+    assert [(g.path, g.blocking) for g in rep.gaps] == [("model-00002-of-00002.safetensors", False)]
+    assert rep.facts["checkpoint"]["mtp"]["tensors"] == 1
+    assert not rep.inconclusive
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_permission_denied_shard(tmp_path):
+    d = folder(tmp_path / "c", shard=tiny(TENSORS), index={"weight_map": {k: "model.safetensors" for k in TENSORS}})
+    (d / "model.safetensors").chmod(0)
+    rep = audit_checkpoint(d)
+    assert [(g.path, g.blocking) for g in rep.gaps] == [("model.safetensors", False)]
+
+
+def test_escaping_weight_map_never_opened(tmp_path):
+    secret = tmp_path / "outside.safetensors"
+    secret.write_bytes(tiny({"mtp.fc.weight": ("BF16", [2, 2])}))
+    wm = {k: "model.safetensors" for k in TENSORS}
+    wm["model.norm.weight"] = "../outside.safetensors"
+    wm["lm_head.weight"] = "/etc/passwd"
+    d = folder(tmp_path / "c", shard=tiny(TENSORS), index={"weight_map": wm})
+    rep = audit_checkpoint(d)
+    hits = sorted(x.location.symbol for x in rep.findings if x.rule_id == "MTP010")
+    assert hits == ["/weight_map/lm_head.weight", "/weight_map/model.norm.weight"]
+    assert "mtp.fc.weight" not in rep.facts["checkpoint"]["mtp"]["tensors_per_layer"]
+    assert rep.facts["checkpoint"]["mtp"]["tensors"] == 1  # only model.layers.2.eh_proj
+
+
+def test_missing_shard_and_sidecar(tmp_path):
+    wm = {"model.layers.0.self_attn.o_proj.weight": "model-00001-of-00002.safetensors",
+          "model.layers.1.self_attn.o_proj.weight": "model-00002-of-00002.safetensors"}
+    d = folder(tmp_path / "c", index={"weight_map": wm})
+    (d / "model-00001-of-00002.safetensors").write_bytes(tiny({"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8])}))
+    (d / "mtp.safetensors").write_bytes(tiny({"model.layers.2.eh_proj.weight": ("BF16", [8, 16])}))
+    rep = audit_checkpoint(d)
+    ids = sorted(x.rule_id for x in rep.findings)
+    assert ids == ["MTP008", "MTP009"]
+    m9 = [x for x in rep.findings if x.rule_id == "MTP009"][0]
+    assert m9.location.path == "mtp.safetensors" and m9.location.symbol == "model.layers.2.eh_proj.weight"
+    assert rep.facts["checkpoint"]["shards"]["unindexed"] == ["mtp.safetensors"]
+    assert rep.facts["checkpoint"]["summary"]["sglang_mtp_usable"] is False
