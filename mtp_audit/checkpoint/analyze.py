@@ -17,6 +17,7 @@ of EAGLE"; the target model path doubles as the draft model path).
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -342,50 +343,55 @@ def _read_index(source: CheckpointSource, index_file: str, facts: CheckpointFact
             facts.total_size = int(ts)
 
 
+def _lines_matching(pattern: str, joined: str) -> set[str]:
+    """Whole lines of ``joined`` that contain a match of ``pattern`` (hits expanded to their line)."""
+    out: set[str] = set()
+    for m in re.finditer(pattern, joined):
+        start = joined.rfind("\n", 0, m.start()) + 1
+        end = joined.find("\n", m.end())
+        out.add(joined[start : end if end >= 0 else len(joined)])
+    return out
+
+
+def _mtp_candidates(names: list[str], n_layers: int | None) -> list[str]:
+    """Names that may be MTP tensors: those containing ``mtp`` and those of decoder layers with index
+    ``>= n_layers``. Found with regex scans over the newline-joined names (C speed, only the rare hits
+    touched from Python) instead of a Python-level test per name; :func:`layouts.classify` then
+    decides each candidate. A superset of what ``classify`` accepts, so no MTP tensor is missed;
+    names that themselves contain a newline are checked one by one."""
+    joined = "\n".join(names)
+    cands = _lines_matching("mtp", joined) if "mtp" in joined else set()
+    if n_layers is not None and "layers." in joined:
+        high = sorted(i for i in map(int, set(re.findall(r"layers\.(\d+)\.", joined))) if i >= n_layers)
+        if high:
+            cands |= _lines_matching(r"layers\.(?:%s)\." % "|".join(map(str, high)), joined)
+    odd = [n for n in names if "\n" in n]
+    if odd:
+        known = set(names)
+        cands = {c for c in cands if c in known} | set(odd)
+    return sorted(cands)
+
+
 def _classify_and_group(facts: CheckpointFacts, n_layers: int | None) -> None:
-    """One pass over every tensor name: MTP or trunk (:func:`layouts.classify`, inlined fast path for
-    ``model.layers.L.``). MTP tensors are grouped into :class:`Module` objects. Trunk tensors are
-    grouped into modules only when shard headers were read (the exact path); in metadata-only mode
-    they are only counted by parameter suffix and by the leaf name of their ``.weight`` tensors, which
-    is all :func:`trunk_format_counts` needs. This loop is the audit's hot path on a 92k-tensor index
-    (benchmarks/bench_checkpoint.py)."""
+    """Split tensors into MTP (:func:`layouts.classify`) and trunk. MTP tensors are grouped into
+    :class:`Module` objects. Trunk tensors are grouped into modules only when shard headers were read
+    (the exact path); in metadata-only mode they are only counted by parameter suffix and by the leaf
+    name of their ``.weight`` tensors, which is all :func:`trunk_format_counts` needs. This is the
+    audit's hot path on a 92k-tensor index (benchmarks/bench_checkpoint.py): candidates are found by
+    :func:`_mtp_candidates`, and trunk counting uses ``collections.Counter`` over comprehensions."""
     infos = facts.infos
     mtp = facts.mtp
     mtp_mods = facts.mtp_modules
+    tensors = facts.tensors
     exact = bool(infos)
-    trunk: dict[str, dict[str, TensorInfo | None]] = {}
-    sfx: dict[str, int] = {}
-    leafs: dict[str, int] = {}
     suffixes = PARAM_SUFFIXES
     get_info = infos.get
-    for name, shard in facts.tensors.items():
-        hit = None
-        if "mtp" in name:
-            hit = classify(name, n_layers)
-        elif n_layers is not None:
-            if name.startswith("model.layers."):
-                end = name.find(".", 13)
-                digits = name[13:end]
-                if digits.isdigit() and int(digits) >= n_layers:
-                    hit = (f"model.layers.{digits}", int(digits) - n_layers)
-            elif "layers." in name:
-                hit = classify(name, n_layers)
-        module, _, param = name.rpartition(".")
+    names = list(tensors)
+    for name in _mtp_candidates(names, n_layers):
+        hit = classify(name, n_layers)
         if hit is None:
-            if not exact:
-                sfx[param] = sfx.get(param, 0) + 1
-                if param == "weight":
-                    leaf = module[module.rfind(".") + 1 :]
-                    leafs[leaf] = leafs.get(leaf, 0) + 1
-                continue
-            if not module or param not in suffixes:
-                module, param = name, ""
-            params = trunk.get(module)
-            if params is None:
-                trunk[module] = {param: get_info(name)}
-            else:
-                params[param] = get_info(name)
             continue
+        module, _, param = name.rpartition(".")
         if not module or param not in suffixes:
             module, param = name, ""
         mtp[name] = hit
@@ -394,10 +400,27 @@ def _classify_and_group(facts: CheckpointFacts, n_layers: int | None) -> None:
             mod = mtp_mods[module] = Module(module)
         mod.params[param] = get_info(name)
         if param in ("weight", "weight_packed", "qweight", "") or mod.shard is None:
-            mod.shard = shard
+            mod.shard = tensors[name]
+    trunk_names = [n for n in names if n not in mtp] if mtp else names
+    trunk: dict[str, dict[str, TensorInfo | None]] = {}
+    if exact:
+        for name in trunk_names:
+            module, _, param = name.rpartition(".")
+            if not module or param not in suffixes:
+                module, param = name, ""
+            params = trunk.get(module)
+            if params is None:
+                trunk[module] = {param: get_info(name)}
+            else:
+                params[param] = get_info(name)
+        facts.trunk_suffixes = {}
+        facts.trunk_weight_leaves = {}
+    else:
+        facts.trunk_suffixes = dict(Counter([n[n.rfind(".") + 1 :] for n in trunk_names]))
+        facts.trunk_weight_leaves = dict(
+            Counter([n[n.rfind(".", 0, -7) + 1 : -7] for n in trunk_names if n.endswith(".weight")])
+        )
     facts.trunk_modules = trunk
-    facts.trunk_suffixes = sfx
-    facts.trunk_weight_leaves = leafs
 
 
 def _gaps(facts: CheckpointFacts) -> None:
