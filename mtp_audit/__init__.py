@@ -3,6 +3,7 @@
 Public API (imported lazily so ``mtp-audit --help`` stays fast):
 
 - :func:`audit_checkpoint` (``mtp_audit.checkpoint``) -> :class:`Report`
+- :func:`compare_checkpoints` (``mtp_audit.checkpoint.compare``) -> :class:`Report`
 - :class:`Report`, :class:`Finding`, :class:`Gap`, :class:`Severity`, :class:`Location`, :class:`Evidence`
 - :func:`all_rules`, :func:`get_rule`
 """
@@ -15,6 +16,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "audit_checkpoint": ("mtp_audit.checkpoint", "audit_checkpoint"),
+    "compare_checkpoints": ("mtp_audit.checkpoint.compare", "compare_checkpoints"),
     "Report": ("mtp_audit.report", "Report"),
     "Finding": ("mtp_audit.report", "Finding"),
     "Gap": ("mtp_audit.report", "Gap"),

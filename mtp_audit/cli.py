@@ -20,6 +20,7 @@ from mtp_audit.errors import InputError
 #: Command name -> "module:attribute" of its click command; imported only when used or listed.
 COMMANDS: dict[str, str] = {
     "checkpoint": "mtp_audit.checkpoint.cli:checkpoint",
+    "compare": "mtp_audit.checkpoint.compare_cli:compare",
     "rules": "mtp_audit.rulecli:rules",
     "explain": "mtp_audit.rulecli:explain",
 }

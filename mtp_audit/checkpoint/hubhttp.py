@@ -32,7 +32,6 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator
-from typing import Any
 
 import httpx2
 from huggingface_hub.utils import get_session
