@@ -229,6 +229,8 @@ class FakeRepo:
         commit: 40-hex sha; ``refs`` maps branch/tag names to it (``main`` always).
         gated: ``False``, ``"auto"`` or ``"manual"``: files need :data:`TOKEN`.
         private: the repo is invisible without :data:`TOKEN`.
+        info_siblings: include the file list in the model info (as huggingface.co does); False makes
+            clients use the tree API, as with a mirror that leaves it out.
     """
 
     repo_id: str
@@ -237,6 +239,7 @@ class FakeRepo:
     refs: dict[str, str] = field(default_factory=dict)
     gated: str | bool = False
     private: bool = False
+    info_siblings: bool = True
 
     def __post_init__(self) -> None:
         if not self.commit:
@@ -270,7 +273,7 @@ class Served:
 
     Attributes:
         method: ``GET``/``HEAD``.
-        kind: ``"info"``, ``"resolve"``, ``"cdn"`` or ``"other"``.
+        kind: ``"info"``, ``"tree"``, ``"resolve"``, ``"cdn"`` or ``"other"``.
         repo: ``org/name`` or ``""``.
         file: file path for resolve/cdn requests.
         status: status code sent.
@@ -298,8 +301,9 @@ class FakeHub:
         redirect_lfs: answer ``resolve`` of ``.safetensors`` files with a 302 to ``/cdn/...``.
     """
 
-    def __init__(self, repos: Iterable[FakeRepo] = (), *, latency: float = 0.0, redirect_lfs: bool = False) -> None:
+    def __init__(self, repos: Iterable[FakeRepo] = (), *, latency: float = 0.0, redirect_lfs: bool = False, tree_page: int = 1000) -> None:
         self.repos: dict[str, FakeRepo] = {r.repo_id: r for r in repos}
+        self.tree_page = tree_page
         self.latency = latency
         self.redirect_lfs = redirect_lfs
         self.faults: dict[tuple[str, str], Fault] = {}
@@ -380,7 +384,9 @@ class FakeHub:
         path = urlsplit(h.path).path
         parts = path.split("/")
         authorized = h.headers.get("Authorization") == f"Bearer {TOKEN}"
-        if len(parts) >= 5 and parts[1] == "api" and parts[2] == "models":
+        if len(parts) >= 7 and parts[1] == "api" and parts[2] == "models" and parts[5] == "tree":
+            self._tree(h, method, f"{parts[3]}/{parts[4]}", unquote(parts[6]), urlsplit(h.path).query, authorized)
+        elif len(parts) >= 5 and parts[1] == "api" and parts[2] == "models":
             repo = f"{parts[3]}/{parts[4]}"
             rev = unquote("/".join(parts[6:])) if len(parts) > 6 and parts[5] == "revision" else "main"
             self._info(h, method, repo, rev, authorized)
@@ -421,9 +427,33 @@ class FakeHub:
             "sha": commit,
             "private": r.private,
             "gated": r.gated,
-            "siblings": [{"rfilename": f} for f in sorted(r.files)],
         }
+        if r.info_siblings:
+            doc["siblings"] = [{"rfilename": f} for f in sorted(r.files)]
         self._send(h, method, 200, {"Content-Type": "application/json"}, json.dumps(doc).encode(), "info", repo, "")
+
+    def _tree(self, h: _Handler, method: str, repo: str, rev: str, query: str, authorized: bool) -> None:
+        """``/api/models/{repo}/tree/{rev}?recursive=true``: file entries, ``tree_page`` per page, the
+        next page in a ``Link: <...>; rel="next"`` header (cursor = offset here)."""
+        r = self.repos.get(repo)
+        if r is None or (r.private and not authorized):
+            self._send(h, method, 404, {"X-Error-Code": "RepoNotFound"}, b"", "tree", repo, "")
+            return
+        if r.refs.get(rev, rev) != r.commit:
+            self._send(h, method, 404, {"X-Error-Code": "RevisionNotFound"}, b"", "tree", repo, "")
+            return
+        params = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
+        start = int(params.get("cursor", "0"))
+        names = sorted(r.files)
+        page = [
+            {"type": "file", "oid": hashlib.sha1(r.files[f]).hexdigest(), "size": len(r.files[f]), "path": f}
+            for f in names[start : start + self.tree_page]
+        ]
+        headers = {"Content-Type": "application/json"}
+        if start + self.tree_page < len(names):
+            nxt = f"{self.endpoint}/api/models/{repo}/tree/{quote(rev, safe='')}?recursive=true&expand=false&cursor={start + self.tree_page}"
+            headers["Link"] = f'<{nxt}>; rel="next"'
+        self._send(h, method, 200, headers, json.dumps(page).encode(), "tree", repo, "")
 
     def _resolve(self, h: _Handler, method: str, repo: str, rev: str, file: str, authorized: bool) -> None:
         r = self.repos.get(repo)

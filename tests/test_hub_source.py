@@ -245,3 +245,37 @@ def test_progress_only_on_a_terminal_without_ci(monkeypatch, tmp_path, ci):
         assert out == ""
     else:
         assert "mtp-audit: shard headers 4/4" in out and out.endswith("\r\x1b[K")
+
+
+def test_mirror_without_siblings_is_listed_through_the_tree_api(monkeypatch, tmp_path):
+    files = build_mimo("sidecar")  # 8 files: 4 shards, mtp.safetensors, config, index, README.md
+    with FakeHub([FakeRepo(MIMO, files, info_siblings=False)], tree_page=3) as hub:
+        paths = isolate_hf(monkeypatch, tmp_path)
+        src = _open(hub, paths, MIMO)
+        assert src.list_files() == tuple(sorted(files))
+        assert "mtp.safetensors" in src.list_files()
+        assert hub.requests("info") == 1 and hub.requests("tree") == 3  # 8 files, 3 per page
+        assert src.stats()["requests"] == 4
+
+
+def test_source_facts_report_the_commit_and_the_traffic(monkeypatch, tmp_path):
+    from mtp_audit.checkpoint.hub import source_facts
+
+    files = build_mimo()
+    repo = FakeRepo(MIMO, files)
+    with FakeHub([repo]) as hub:
+        paths = isolate_hf(monkeypatch, tmp_path)
+        src = _open(hub, paths, MIMO, "main")
+        src.read_json("config.json")
+        assert source_facts(src) == {
+            "kind": "hub",
+            "repo": MIMO,
+            "revision": "main",
+            "commit": repo.commit,
+            "endpoint": hub.endpoint,
+            "offline": False,
+            "listing": "complete",
+            "requests": 2,
+            "bytes_read": hub.bytes_sent(),
+        }
+    assert source_facts(LocalSource(write_tree(tmp_path / "l", files))) == {"kind": "local"}

@@ -69,6 +69,11 @@ DEFAULT_JOBS = 8
 #: Upper bound for ``--jobs``: more threads only add load on the hub.
 MAX_JOBS = 64
 
+#: Speculative first range per shard header (bytes); 0 = exact reads, nothing past a header is
+#: requested (two requests per shard). See docs/hub.md "Header reads" for the measured trade-off;
+#: this is the one place to change the default.
+DEFAULT_PREFETCH_BYTES = 0
+
 #: The hub's commit ids are 40 hex digits (git SHA-1).
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 
@@ -305,7 +310,7 @@ class HubSource(CheckpointSource):
         cache: HubCache | None = None,
         hf_cache_dir: str | Path | None = None,
         listing_complete: bool = True,
-        prefetch_bytes: int = 0,
+        prefetch_bytes: int = DEFAULT_PREFETCH_BYTES,
         meter: Any = None,
     ) -> None:
         if not SHA_RE.match(commit):
@@ -490,6 +495,7 @@ class HubSource(CheckpointSource):
         if pending:
             progress = _Progress(len(pending))
             with self._metered():
+                self._http_headers()  # built once here, not raced by the worker threads
                 pool = ThreadPoolExecutor(max_workers=min(self.jobs, len(pending)), thread_name_prefix="mtp-audit-hub")
                 try:
                     futures = [
@@ -696,7 +702,7 @@ def open_hub_source(
     use_cache: bool = True,
     hf_cache_dir: str | Path | None = None,
     timeout: float | None = None,
-    prefetch_bytes: int = 0,
+    prefetch_bytes: int = DEFAULT_PREFETCH_BYTES,
 ) -> HubSource:
     """Resolve ``repo@revision`` to a commit and return its :class:`HubSource`.
 
@@ -771,8 +777,16 @@ def open_hub_source(
             display,
             f"gated repo ({info.gated} approval): accept the model's conditions on {endpoint}/{repo} and set HF_TOKEN",
         )
-    siblings = info.siblings or []
-    files = tuple(s.rfilename for s in siblings if isinstance(getattr(s, "rfilename", None), str))
+    if info.siblings is not None:
+        files = tuple(s.rfilename for s in info.siblings if isinstance(getattr(s, "rfilename", None), str))
+    else:  # a mirror that leaves the file list out of the model info: ask the tree API
+        from huggingface_hub.utils import build_hf_headers
+
+        headers = build_hf_headers(token=token, library_name="mtp-audit", library_version=__version__)
+        with hubhttp.metering(meter):
+            files = hubhttp.list_tree(
+                endpoint, repo, commit, headers, timeout=timeout, display=display, max_files=MAX_FILES
+            )
     if cache is not None:
         cache.put_listing(repo, commit, files)
         if rev != commit:
@@ -798,3 +812,12 @@ def audit_source_for(spec: str, *, offline: bool = False, jobs: int = DEFAULT_JO
         jobs = settings.jobs if settings.jobs is not None else jobs
         token = token if token is not None else settings.token
     return open_hub_source(repo, revision, offline=offline, jobs=jobs, token=token)
+
+
+def source_facts(source: CheckpointSource) -> dict[str, Any]:
+    """Where a checkpoint's metadata came from, for ``facts["checkpoint"]["source"]``: for the hub,
+    :meth:`HubSource.describe` plus ``requests`` and ``bytes_read`` (issue 5: "the report states how many
+    HTTP requests were made and how many bytes were read"); ``{"kind": "local"}`` otherwise."""
+    if isinstance(source, HubSource):
+        return {**source.describe(), **source.stats()}
+    return {"kind": "local", **source.stats()}

@@ -354,3 +354,53 @@ def is_retryable_info_error(exc: Exception) -> bool:
         return exc.response.status_code in RETRY_STATUS
     return isinstance(exc, RETRY_EXCEPTIONS)
 
+
+
+#: Largest page of the tree listing read (bytes); the hub sends at most 1,000 entries per page.
+MAX_TREE_PAGE_BYTES = 64 * 1024 * 1024
+
+
+def list_tree(endpoint: str, repo: str, commit: str, headers: dict[str, str], *, timeout: float, display: str, max_files: int) -> tuple[str, ...]:
+    """Every file of ``repo`` at ``commit`` from the hub's tree API, following its ``Link: rel="next"``
+    pages (``GET /api/models/{repo}/tree/{commit}?recursive=true``, the request
+    ``HfApi.list_repo_files`` makes in huggingface_hub 2.4 ``hf_api.py`` ``_iter_repo_tree_pages``).
+    Done here rather than through ``list_repo_files`` because that call takes no time-out and the shared
+    client has none (``default_client_factory``: ``timeout=None``), so a stalled server would hang the audit.
+
+    Raises:
+        InputError: the listing fails, is not JSON, or holds more than ``max_files`` files.
+    """
+    import json
+    from urllib.parse import quote
+
+    url: str | None = f"{endpoint}/api/models/{repo}/tree/{quote(commit, safe='')}?recursive=true&expand=false"
+    files: list[str] = []
+    pages = 0
+    while url is not None:
+        pages += 1
+        if pages > max_files // 50 + 2:
+            raise InputError(display, "the hub's file listing does not end")
+        deadline = time.monotonic() + timeout * 6
+        try:
+            with open_get(url, {**headers, "Accept-Encoding": "identity"}, timeout) as response:
+                try:
+                    check_status(response, "file listing", display)
+                except ReadProblem as exc:
+                    raise InputError(display, f"cannot list the repo's files: {exc.problem}") from None
+                next_url = response.links.get("next", {}).get("url")
+                body = read_body(response, MAX_TREE_PAGE_BYTES, deadline, "file listing")
+        except httpx2.HTTPError as exc:
+            raise InputError(display, f"cannot list the repo's files: {transport_problem('', exc, timeout).problem}") from None
+        except ReadProblem as exc:
+            raise InputError(display, f"cannot list the repo's files: {exc.problem}") from None
+        try:
+            page = json.loads(body)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise InputError(display, "the hub's file listing is not JSON") from None
+        if not isinstance(page, list):
+            raise InputError(display, "the hub's file listing is not a JSON list")
+        files += [e["path"] for e in page if isinstance(e, dict) and e.get("type") == "file" and isinstance(e.get("path"), str)]
+        if len(files) > max_files:
+            raise InputError(display, f"more than {max_files} files; not a checkpoint repo?")
+        url = next_url
+    return tuple(files)
