@@ -30,8 +30,10 @@ SOURCE_KEYS = ("source",)
 def _comparable(report) -> dict:
     doc = report.to_dict()
     doc.pop("targets")
+    facts = doc["facts"]["checkpoint"]
     for key in SOURCE_KEYS:
-        doc["facts"]["checkpoint"].pop(key, None)
+        facts.pop(key, None)
+        facts.get("summary", {}).pop(key, None)
     return doc
 
 
