@@ -3,6 +3,7 @@
 Public API (imported lazily so ``mtp-audit --help`` stays fast):
 
 - :func:`audit_checkpoint` (``mtp_audit.checkpoint``) -> :class:`Report`
+- :func:`compare_checkpoints` (``mtp_audit.checkpoint.compare``) -> :class:`Report`
 - :class:`Report`, :class:`Finding`, :class:`Gap`, :class:`Severity`, :class:`Location`, :class:`Evidence`
 - :func:`all_rules`, :func:`get_rule`
 """
@@ -18,6 +19,7 @@ _LAZY = {
     "audit_sglang": ("mtp_audit.sglang", "audit_sglang"),
     "diff_sglang": ("mtp_audit.sglang", "diff_sglang"),
     "preflight": ("mtp_audit.preflight", "preflight"),
+    "compare_checkpoints": ("mtp_audit.checkpoint.compare", "compare_checkpoints"),
     "Report": ("mtp_audit.report", "Report"),
     "Finding": ("mtp_audit.report", "Finding"),
     "Gap": ("mtp_audit.report", "Gap"),

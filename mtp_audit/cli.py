@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "checkpoint": "mtp_audit.checkpoint.cli:checkpoint",
     "sglang": "mtp_audit.sglang.cli:sglang",
     "preflight": "mtp_audit.preflight.cli:preflight",
+    "compare": "mtp_audit.checkpoint.compare_cli:compare",
     "rules": "mtp_audit.rulecli:rules",
     "explain": "mtp_audit.rulecli:explain",
 }

@@ -8,7 +8,7 @@ import click
 
 
 @click.command()
-@click.option("--analyzer", type=click.Choice(["checkpoint", "sglang", "preflight", "launch"]), default=None)
+@click.option("--analyzer", type=click.Choice(["checkpoint", "compare", "sglang", "preflight", "launch"]), default=None)
 @click.option("--format", "-f", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 def rules(analyzer: str | None, fmt: str) -> int:
     """List every rule: id, severity, analyzer, name and one-line summary."""

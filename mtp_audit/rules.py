@@ -21,15 +21,17 @@ if TYPE_CHECKING:
     from mtp_audit.report import Report
 
 #: Analyzer name -> module holding its ``RULES`` tuple and ``run_example(root, example)`` function.
-#: Rule id ranges: MTP0xx checkpoint, MTP1xx sglang, MTP2xx preflight, MTP3xx launch cross-checks.
+#: Rule id ranges: MTP000-049 checkpoint, MTP050-059 compare, MTP1xx sglang, MTP2xx preflight, MTP3xx launch cross-checks.
 ANALYZER_RULE_MODULES: dict[str, str] = {
     "checkpoint": "mtp_audit.checkpoint.rules",
+    "compare": "mtp_audit.checkpoint.compare_rules",
     "sglang": "mtp_audit.sglang.rules",
     "preflight": "mtp_audit.preflight.rules",
 }
 
 ID_RANGES: dict[str, range] = {
-    "checkpoint": range(0, 100),
+    "checkpoint": range(0, 50),
+    "compare": range(50, 60),
     "sglang": range(100, 200),
     "preflight": range(200, 300),
     "launch": range(300, 400),

@@ -116,6 +116,8 @@ class CheckpointFacts:
         mtp_modules: MTP modules assembled from their tensors.
         trunk_modules: trunk module -> parameter suffix -> header info (plain dicts: 46k of them
             in DeepSeek-V3, so no per-module objects).
+        source: where the metadata came from and the I/O it cost (:meth:`CheckpointSource.describe`
+            plus :meth:`CheckpointSource.stats`).
     """
 
     display: str
@@ -139,6 +141,7 @@ class CheckpointFacts:
     gaps: list[Gap] = field(default_factory=list)
     trunk_suffixes: dict[str, int] = field(default_factory=dict)
     trunk_weight_leaves: dict[str, int] = field(default_factory=dict)
+    source: dict[str, Any] = field(default_factory=dict)
     cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     # -- derived, cached -------------------------------------------------------------------------
@@ -739,6 +742,7 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
     return {
         "summary": summary,
         "mode": facts.mode,
+        "source": facts.source,
         "config": None
         if cfg is None
         else {
@@ -1189,5 +1193,10 @@ def build_report(facts: CheckpointFacts) -> Report:
 
 
 def analyze(source: CheckpointSource, *, mode_hint: str | None = None) -> Report:
-    """Audit one checkpoint source (see :func:`gather` for what is read and what raises)."""
-    return build_report(gather(source, mode_hint=mode_hint))
+    """Audit one checkpoint source (see :func:`gather` for what is read and what raises). What the
+    source itself could not see (:meth:`CheckpointSource.gaps`) becomes blocking gaps, and its
+    description and I/O counters (HTTP requests, bytes read) become ``facts["checkpoint"]["source"]``."""
+    facts = gather(source, mode_hint=mode_hint)
+    facts.gaps += [Gap(ANALYZER, message, path) for path, message in source.gaps()]
+    facts.source = {**source.describe(), **source.stats()}
+    return build_report(facts)

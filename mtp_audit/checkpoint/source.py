@@ -235,6 +235,17 @@ class CheckpointSource(ABC):
         """I/O counters for the report (``{"requests": n, "bytes_read": n}`` for the hub); empty locally."""
         return {}
 
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready facts about where the metadata came from (``facts["checkpoint"]["source"]``);
+        the hub adds repo, revision and the resolved commit sha."""
+        return {"kind": "local"}
+
+    def gaps(self) -> tuple[tuple[str | None, str], ...]:
+        """What this source could not see beyond per-file problems, as ``(path or None, message)``
+        pairs; the analyzer records each as a blocking gap (e.g. an offline hub audit without a
+        cached file listing). None for a local folder."""
+        return ()
+
 
 _HF_CACHE_REPO = re.compile(r"^(models|datasets|spaces)--")
 
