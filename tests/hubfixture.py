@@ -536,6 +536,9 @@ class FakeHub:
     def _send(self, h: _Handler, method: str, status: int, headers: dict[str, str], body: bytes,
               kind: str, repo: str, file: str, sent: tuple[int, int] | None = None) -> None:
         head_only = method == "HEAD"
+        # Record before answering: the client may check the log as soon as it has the response.
+        self._record(Served(method, kind, repo, file, status, None if head_only else sent,
+                            0 if head_only else len(body)))
         try:
             h.send_response(status)
             for k, v in headers.items():
@@ -546,8 +549,6 @@ class FakeHub:
                 h.wfile.write(body)
         except OSError:  # the client gave up (time-out test)
             pass
-        self._record(Served(method, kind, repo, file, status, None if head_only else sent,
-                            0 if head_only else len(body)))
 
 
 class _Handler(BaseHTTPRequestHandler):
