@@ -149,3 +149,34 @@ def test_environment_variables_in_a_child_process(tmp_path):
         no_token = {k: v for k, v in env.items() if k != "HF_TOKEN"}
         proc = subprocess.run([sys.executable, "-c", _CHILD, MIMO], env=no_token, capture_output=True, text=True, timeout=60)
         assert proc.returncode != 0 and "gated repo (auto approval)" in proc.stderr
+
+
+def test_offline_audit_with_nothing_cached_is_inconclusive(monkeypatch, tmp_path, capsys):
+    """Issue 5: --offline never touches the network and says what it could not see (exit 3), also
+    when nothing at all of the repo is cached."""
+    from mtp_audit.cli import main
+
+    isolate_hf(monkeypatch, tmp_path)
+    assert main(["checkpoint", MIMO, "--offline", "-f", "json"]) == 3
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["status"] == "inconclusive"
+    assert doc["findings"] == []
+    assert doc["gaps"][0]["message"].startswith("offline, and revision 'main' was never resolved on this machine")
+
+
+def test_offline_config_not_cached_is_a_gap_not_an_input_error(monkeypatch, tmp_path):
+    """A metadata file the transport cannot deliver is a blocking gap (exit 3), not the user's mistake."""
+    from mtp_audit.checkpoint import audit_checkpoint
+
+    files = build_mimo()
+    with FakeHub([FakeRepo(MIMO, files)]) as hub:
+        paths = isolate_hf(monkeypatch, tmp_path)
+        online = _open(hub.endpoint, paths)
+        online.read_json("model.safetensors.index.json")  # the index is cached, config.json is not
+        online.list_files()
+        hub.clear_log()
+        report = audit_checkpoint(_open(hub.endpoint, paths, offline=True))
+        assert hub.requests() == 0
+    assert report.status.value == "inconclusive"
+    assert any(g.path == "config.json" and g.blocking for g in report.gaps)
+    assert report.facts["checkpoint"]["source"]["kind"] == "hub"

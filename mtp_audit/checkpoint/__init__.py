@@ -67,7 +67,12 @@ def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, **hub_op
             if importlib.util.find_spec("mtp_audit.checkpoint.hub") is not None:
                 from mtp_audit.checkpoint import hub  # type: ignore[attr-defined]
 
-                source = hub.audit_source_for(text, **hub_options)
+                try:
+                    source = hub.audit_source_for(text, **hub_options)
+                except hub.NotCached as exc:  # offline with nothing cached: "could not tell", exit 3
+                    from mtp_audit.report import Gap, Report
+
+                    return Report.build("checkpoint", text, gaps=[Gap("checkpoint", exc.problem)])
                 return analyze(source)
         raise InputError(text, "no such file or folder")
     try:

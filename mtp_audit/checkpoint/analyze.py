@@ -200,8 +200,12 @@ class CheckpointFacts:
 # --- stage 1: gather ------------------------------------------------------------------------------
 
 
-def _read_json(source: CheckpointSource, rel: str) -> Any:
+def _read_json(source: CheckpointSource, rel: str, facts: CheckpointFacts | None = None) -> Any:
     """Read a metadata JSON file; the user's input cannot be audited when it is broken.
+
+    A file the *transport* could not deliver (``ReadProblem.kind == "network"``: offline and not
+    cached, 5xx, time-out) is not the user's mistake: when ``facts`` is given it becomes a blocking
+    gap and ``None`` is returned, so the audit goes on and ends inconclusive (exit 3).
 
     Raises:
         InputError: missing, unreadable, too large or invalid JSON (one line naming the file).
@@ -209,6 +213,9 @@ def _read_json(source: CheckpointSource, rel: str) -> Any:
     try:
         return source.read_json(rel)
     except ReadProblem as exc:
+        if exc.kind == "network" and facts is not None:
+            facts.gaps.append(Gap(ANALYZER, f"{rel}: {exc.problem}", rel))
+            return None
         raise InputError(_where(source, rel), exc.problem) from None
 
 
@@ -238,8 +245,8 @@ def gather(source: CheckpointSource, *, mode_hint: str | None = None) -> Checkpo
 
     facts = CheckpointFacts(display=source.display, mode="", files=files, shards_present=root_shards)
 
-    if CONFIG in fset:
-        raw = _read_json(source, CONFIG)
+    raw = _read_json(source, CONFIG, facts) if CONFIG in fset else None
+    if raw is not None:
         try:
             facts.config = parse_config(raw)
         except ConfigError as exc:
@@ -248,7 +255,7 @@ def gather(source: CheckpointSource, *, mode_hint: str | None = None) -> Checkpo
     else:
         extra = None
     if HF_QUANT in fset:
-        scheme = parse_hf_quant_config(_read_json(source, HF_QUANT))
+        scheme = parse_hf_quant_config(_read_json(source, HF_QUANT, facts))
         if scheme is not None:
             facts.schemes.append(scheme)
     if facts.config is not None:
@@ -305,7 +312,9 @@ def _read_index(source: CheckpointSource, index_file: str, facts: CheckpointFact
     Raises:
         InputError: not JSON, not an object, or ``weight_map`` not an object of strings.
     """
-    obj = _read_json(source, index_file)
+    obj = _read_json(source, index_file, facts)
+    if obj is None and any(g.path == index_file for g in facts.gaps):
+        return  # not delivered (offline, network): a blocking gap already says so
     where = _where(source, index_file)
     if not isinstance(obj, dict):
         raise InputError(where, f"expected a JSON object, got {type(obj).__name__}")

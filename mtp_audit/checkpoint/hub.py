@@ -119,6 +119,12 @@ def is_hub_spec(text: str) -> bool:
     return True
 
 
+class NotCached(InputError):
+    """Offline (``--offline`` / ``HF_HUB_OFFLINE=1``) and nothing of the requested revision is in the
+    Hugging Face cache or the mtp-audit cache. Not a mistake in the input: the checkpoint analyzer
+    reports it as an inconclusive audit (exit 3) that names what could not be seen."""
+
+
 @dataclass(frozen=True)
 class HubSettings:
     """Options a CLI command sets for every hub source opened inside :func:`hub_settings`.
@@ -648,7 +654,7 @@ def _offline_commit(repo: str, revision: str, hf_cache_dir: Path, cache: HubCach
         sha = cache.get_ref(repo, revision)
         if sha is not None:
             return sha
-    raise InputError(
+    raise NotCached(
         display,
         f"offline, and revision {revision!r} was never resolved on this machine (not in the Hugging Face "
         f"cache at {hf_cache_dir} nor the mtp-audit cache); run once online or give a full commit sha",
@@ -683,7 +689,7 @@ def _offline_listing(repo: str, commit: str, hf_cache_dir: Path, cache: HubCache
                         if isinstance(shard, str) and contained_relpath(shard) is not None:
                             files.add(f"{parent}/{shard}" if parent else shard)
         return tuple(sorted(files)), False
-    raise InputError(
+    raise NotCached(
         display,
         f"offline, and nothing of commit {commit} is cached (no file list in the mtp-audit cache, no "
         f"snapshot in the Hugging Face cache at {hf_cache_dir}); run once online",
