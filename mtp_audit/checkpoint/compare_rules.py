@@ -11,12 +11,12 @@ shapes so each file is a few kilobytes.
 from __future__ import annotations
 
 import json
-import math
-import struct
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mtp_audit.checkpoint.layouts import MIMO7B_MTP_NAMES
+from mtp_audit.checkpoint.synth import shard_bytes
 from mtp_audit.rules import Example, Rule
 from mtp_audit.report import Severity
 
@@ -26,41 +26,14 @@ if TYPE_CHECKING:
 ANALYZER = "compare"
 RESEARCH = "../shared/research/checkpoint_formats.md"
 
-_BITS = {"BF16": 16, "F32": 32, "F8_E4M3": 8}
-
-# MiMo-7B MTP module names (real index jj8127/mimo_kor @ 1bdf82c; checkpoint_formats.md §2).
-_MTP_NAMES = (
-    "token_layernorm.weight",
-    "hidden_layernorm.weight",
-    "input_proj.weight",
-    "final_layernorm.weight",
-    "input_layernorm.weight",
-    "post_attention_layernorm.weight",
-    "self_attn.q_proj.weight",
-    "self_attn.q_proj.bias",
-    "self_attn.k_proj.weight",
-    "self_attn.k_proj.bias",
-    "self_attn.v_proj.weight",
-    "self_attn.v_proj.bias",
-    "self_attn.o_proj.weight",
-    "mlp.gate_proj.weight",
-    "mlp.up_proj.weight",
-    "mlp.down_proj.weight",
-)
+# MiMo-7B MTP module names: the layout table's verified list (real index jj8127/mimo_kor @ 1bdf82c).
+_MTP_NAMES = MIMO7B_MTP_NAMES
 _LINEARS = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")
 
 
 def _safetensors(tensors: list[tuple[str, str, tuple[int, ...]]]) -> bytes:
-    """A valid safetensors file (8-byte LE header length, JSON header padded to 8, zero data)."""
-    header: dict[str, object] = {"__metadata__": {"format": "pt"}}
-    offset = 0
-    for name, dtype, shape in sorted(tensors):
-        size = math.ceil(math.prod(shape) * _BITS[dtype] / 8)
-        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + size]}
-        offset += size
-    raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    raw += b" " * (-len(raw) % 8)
-    return struct.pack("<Q", len(raw)) + raw + bytes(offset)
+    """A valid safetensors file (zero-filled data), written by the shared fixture tool."""
+    return shard_bytes(sorted(tensors), {"format": "pt"})
 
 
 def _shape(name: str) -> tuple[int, ...]:

@@ -131,7 +131,8 @@ _QWEN_DENSE_MTP_LAYER = (
     "mlp.down_proj.weight",
 )
 _QWEN_SHARED = ("fc.weight", "pre_fc_norm_embedding.weight", "pre_fc_norm_hidden.weight", "norm.weight")
-_MIMO7B_MTP = (
+#: MiMo-7B MTP layer parameter names (real index jj8127/mimo_kor @ 1bdf82c: 16 tensors per layer).
+MIMO7B_MTP_NAMES = (
     "token_layernorm.weight",
     "hidden_layernorm.weight",
     "input_proj.weight",
@@ -211,7 +212,7 @@ LAYOUTS: tuple[Layout, ...] = (
     ),
     Layout(
         "mimo-7b", "MiMo-7B", ("MiMoForCausalLM",), ("mimo",), "prefix", prefix="model.mtp_layers.", moe=False,
-        template=_MIMO7B_MTP, per_layer="16",
+        template=MIMO7B_MTP_NAMES, per_layer="16",
         source="real index jj8127/mimo_kor @ 1bdf82c (451 tensors, 16 model.mtp_layers.0.*); vLLM mimo_mtp.py",
     ),
     Layout(
