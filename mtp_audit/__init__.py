@@ -3,6 +3,7 @@
 Public API (imported lazily so ``mtp-audit --help`` stays fast):
 
 - :func:`audit_checkpoint` (``mtp_audit.checkpoint``) -> :class:`Report`
+- :func:`audit_launch` (``mtp_audit.launch``) -> :class:`Report` (the three analyzers plus launch cross-checks)
 - :class:`Report`, :class:`Finding`, :class:`Gap`, :class:`Severity`, :class:`Location`, :class:`Evidence`
 - :func:`all_rules`, :func:`get_rule`
 """
@@ -18,6 +19,7 @@ _LAZY = {
     "audit_sglang": ("mtp_audit.sglang", "audit_sglang"),
     "diff_sglang": ("mtp_audit.sglang", "diff_sglang"),
     "preflight": ("mtp_audit.preflight", "preflight"),
+    "audit_launch": ("mtp_audit.launch", "audit_launch"),
     "Report": ("mtp_audit.report", "Report"),
     "Finding": ("mtp_audit.report", "Finding"),
     "Gap": ("mtp_audit.report", "Gap"),

@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "checkpoint": "mtp_audit.checkpoint.cli:checkpoint",
     "sglang": "mtp_audit.sglang.cli:sglang",
     "preflight": "mtp_audit.preflight.cli:preflight",
+    "launch": "mtp_audit.launch.cli:launch",
     "rules": "mtp_audit.rulecli:rules",
     "explain": "mtp_audit.rulecli:explain",
 }

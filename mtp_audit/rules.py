@@ -26,6 +26,7 @@ ANALYZER_RULE_MODULES: dict[str, str] = {
     "checkpoint": "mtp_audit.checkpoint.rules",
     "sglang": "mtp_audit.sglang.rules",
     "preflight": "mtp_audit.preflight.rules",
+    "launch": "mtp_audit.launch.rules",
 }
 
 ID_RANGES: dict[str, range] = {
