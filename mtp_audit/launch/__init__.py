@@ -83,7 +83,7 @@ def audit_launch(
     ev = evaluate_launch(toks, sg_report=sg_new, sg_gap=gap_new, machine=machine, env=env, environ=envmap, cwd=here,
                          checkpoints=checkpoints)
     extra_findings = []
-    facts_out: dict[str, Any] = {k: ev.outcome[k] for k in ("summary", "closing", "verdict", "corrected_command", "changed_flags",
+    facts_out: dict[str, Any] = {k: ev.outcome[k] for k in ("summary", "closing", "compare", "verdict", "corrected_command", "changed_flags",
                                                               "speculative", "draft", "command", "env")}
     name = shell_join(toks)
     if compare_sglang is not None:
@@ -97,8 +97,7 @@ def audit_launch(
         facts_out["summary"] = dict(facts_out["summary"], compared_with=f"SGLang {ov}: {len(diff['changes'])} change(s)")
         lines = list(facts_out["closing"]["lines"])
         if diff["changes"]:
-            lines.append(f"Compared with SGLang {ov}: " + "; ".join(f"{k.replace('_', ' ')}: {c['old']} -> {c['new']}"
-                                                                    for k, c in diff["changes"].items()) + ".")
+            lines += [f"Changed from SGLang {ov}: {k.replace('_', ' ')}: was {c['old']}; now {c['new']}." for k, c in diff["changes"].items()]
         else:
             lines.append(f"Compared with SGLang {ov}: nothing in what will happen changes.")
         facts_out["closing"] = {"title": f"What will happen (SGLang {nv}, compared with {ov})", "lines": lines}

@@ -48,6 +48,11 @@ MTP_FLAGS = (("--speculative-algorithm", "NEXTN"), ("--speculative-num-steps", "
 #: ``layers/quantization/__init__.py``; ModelOpt NVFP4 and OCP MXFP4 per checkpoint_formats.md).
 FP4_QUANT_FORMAT = {"modelopt_fp4": "NVFP4", "nvfp4_online": None, "petit_nvfp4": "NVFP4", "mxfp4": "MXFP4", "modelopt_mixed": None}
 
+#: Rewrite shapes whose recorded condition is every guard on the path to the rewrite (the enclosing
+#: ``if`` tests of a ServerArgs method, or a MODEL_OVERRIDES row); in hook functions (declare_resolution,
+#: return-dict, overrides-dict) an earlier ``return`` may guard it too, so a true condition there is not proof.
+COMPLETE_CONDITION_SHAPES = ("assignment", "helper-return via assignment", "MODEL_OVERRIDES")
+
 _FLAG_FIX = re.compile(r"^(--[a-z0-9][a-z0-9-]*) ([A-Za-z0-9_.-]+)(?=$|[\s;,(])")
 _DROP_FIX = re.compile(r"^drop (--[a-z0-9][a-z0-9-]*)$")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+(@[\w./-]+)?$")
@@ -417,13 +422,15 @@ def check_architecture(ctx: Ctx) -> None:
                 remediation="use an SGLang version that ships the MTP class, or run without speculative decoding")
     elif ov is None and not d.get("draft_class_is_mtp"):
         fam = darch.split("For")[0]
-        siblings = sorted({f"{o['from']} -> {o['to']}" for o in sg.get("draft_arch_overrides", []) if o.get("from", "").split("For")[0] == fam})
+        sib_rows = [o for o in sg.get("draft_arch_overrides", []) if o.get("from", "").split("For")[0] == fam]
+        siblings = sorted({f"{o['from']} -> {o['to']}" for o in sib_rows})
+        table = (sib_rows or sg.get("draft_arch_overrides", []))[:1]
         ctx.add("MTP302", f"SGLang {v} has no draft-architecture override for {darch}: with {ctx.algo_requested} "
                 f"(runs as {ctx.algo_runs_as}) the draft worker builds {darch} itself, the full target class, instead of an "
                 "MTP/NextN head, so the checkpoint's MTP weights are not what drafts",
                 "--speculative-algorithm",
                 evidence=[Evidence("draft architecture", darch), Evidence("overrides for this family", "; ".join(siblings) or "none")]
-                + ([Evidence("override table", o["location"], _loc_of(o["location"])) for o in sg.get("draft_arch_overrides", [])[:1]]),
+                + [Evidence("override table (nearest row)" if sib_rows else "override table", o["location"]) for o in table],
                 remediation="use an SGLang version whose configs/model_config.py maps this architecture to its MTP class "
                             "(compare versions with --compare-sglang), or drop --speculative-algorithm")
 
@@ -447,7 +454,7 @@ def check_mtp_weights(ctx: Ctx) -> None:
             ctx.add("MTP304", f"--speculative-algorithm {ctx.algo_requested} (runs as {ctx.algo_runs_as}) loads its draft from "
                     f"{d.get('path')} ({d.get('path_source')}), which has no MTP tensors"
                     + (f" although config.json declares {declared} MTP layer(s)" if declared else "")
-                    + f" ({s.get('tensors', '?')} tensors checked): the draft has no weights to load",
+                    + (f" ({s['tensors']:,} tensors checked)" if isinstance(s.get("tensors"), int) else "") + ": the draft has no weights to load",
                     "--speculative-algorithm",
                     evidence=[Evidence("draft checkpoint", str(d.get("path"))), Evidence("MTP tensors", "0"),
                               Evidence("architecture", str(d.get("architecture")))],
@@ -623,7 +630,13 @@ def check_env(ctx: Ctx) -> None:
         for r in mine:
             res = evaluate(r.get("condition", ""), known)
             item = f"{r['argument']} -> {', '.join(r['to'])} ({r['location']})"
-            (applied if res.value is True else ignored if res.value is False else unknown).append((item, res.reasons))
+            value = res.value
+            if value is True and r.get("shape") not in COMPLETE_CONDITION_SHAPES:
+                # a hook function may return before this line (0.5.23 _deepseek_spec_moe_resolution returns {}
+                # unless DeepSeek family on ROCm); those guards are not part of the recorded condition
+                value = None
+                item += " (in a hook function: earlier returns are not recorded)"
+            (applied if value is True else ignored if value is False else unknown).append((item, res.reasons))
         other_reads = [loc for loc in e.get("read", []) if not any(_near(loc, r) for r in mine)]
         model_reads = [loc for loc in other_reads if "/srt/models/" in loc]
         other_model = [loc for loc in model_reads if loc.split(":")[0] not in files]

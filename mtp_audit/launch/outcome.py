@@ -132,6 +132,27 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
         "corrected_command": fixed_cmd or ("none needed" if v == GO else "no command-line fix known"),
     }
 
+    # location-free values, compared between SGLang versions (line numbers move with every release)
+    ov = d.get("override") or {}
+    compare = {
+        "command": (f"{len(rejected)} rejected" + (f" ({', '.join(sorted(p.token for p in rejected))})" if rejected else "")
+                    + f", {len(abbrev)} abbreviated" + (f" ({', '.join(sorted(p.token for p in abbrev))})" if abbrev else "")),
+        "speculative_algorithm": ("none" if ctx.algo_requested is None else f"{ctx.algo_requested} runs as {ctx.algo_runs_as}"
+                                  + "".join(f"; {r['to'][0]} when {r['condition']}" for r in ctx.algo_conditional)),
+        "draft_model": ("none" if not d.get("uses_draft") else "the target checkpoint" if (ctx.draft_path is None or ctx.draft_is_target)
+                        else str(d.get("path"))),
+        "draft_architecture": ("n/a" if not d.get("uses_draft") else
+                               f"{d.get('architecture')} -> {d.get('draft_class')}" + ("" if d.get("draft_class_registered") else " (not registered)")
+                               if ov or d.get("draft_class_is_mtp") else f"{d.get('architecture')} -> no override"),
+        "mtp_weights": mtp_line,
+        "fp4_gemm_backend": _backend_value(pf, "fp4_gemm_backend"),
+        "moe_runner_backend": _backend_value(pf, "moe_runner_backend"),
+        "native_fp4": fp4_verdict or "unknown",
+        "errors": ", ".join(sorted({f.rule_id for f in errors})) or "none",
+        "verdict": v,
+        "corrected_command": fixed_cmd or "none",
+    }
+
     lines = [
         f"{ctx.sg_name} reads the command through {cmd.entry}"
         + (f": {len(rejected)} option(s) rejected" if rejected else ": every option accepted")
@@ -157,6 +178,7 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
         lines.append("Corrected command: none known; the errors are not fixed by a flag (see each finding's fix).")
     return {
         "summary": summary,
+        "compare": compare,
         "closing": {"title": "What will happen", "lines": lines},
         "verdict": v,
         "corrected_command": fixed_cmd,
@@ -167,6 +189,11 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
         "command": cmd.to_dict(),
         "env": {k: {"value": ctx.env[k], "source": ctx.env_source.get(k)} for k in sorted(ctx.env)},
     }
+
+
+def _backend_value(pf: dict[str, Any], key: str) -> str:
+    r = (pf.get("resolved") or {}).get(key) or {}
+    return f"{r['value']} ({r.get('how')})" if r.get("value") else "not resolved"
 
 
 def _fixed_by(f: Finding, changed: list[str], ctx: Any) -> bool:
@@ -183,23 +210,21 @@ def _fixed_by(f: Finding, changed: list[str], ctx: Any) -> bool:
 
 def diff_outcomes(old: dict[str, Any], new: dict[str, Any], old_version: str, new_version: str) -> tuple[list[Finding], dict[str, Any]]:
     """MTP310 findings and ``{"old_version", "new_version", "changes": {key: {"old", "new"}}}`` for
-    every headline of "what will happen" that differs between two SGLang versions."""
+    every headline of "what will happen" that differs between two SGLang versions, compared on
+    location-free values (``outcome["compare"]``: a moved line number is not a change)."""
     from mtp_audit.launch.rules import RULES_BY_ID
     from mtp_audit.report import Evidence, Location
 
     rule = RULES_BY_ID["MTP310"]
     changes: dict[str, Any] = {}
     findings: list[Finding] = []
-    skip = ("sglang",)
-    for key in old["summary"]:
-        if key in skip:
-            continue
-        a, b = old["summary"].get(key), new["summary"].get(key)
+    for key in old["compare"]:
+        a, b = old["compare"].get(key), new["compare"].get(key)
         if a != b:
             changes[key] = {"old": a, "new": b}
     for key, ch in changes.items():
         worse = key == "verdict" and VERDICT_RANK.get(ch["new"], 0) > VERDICT_RANK.get(ch["old"], 0)
-        findings.append(rule.finding(f"{key.replace('_', ' ')} changes from SGLang {old_version} to {new_version}: {ch['old']} -> {ch['new']}",
+        findings.append(rule.finding(f"{key.replace('_', ' ')} changes: SGLang {old_version}: {ch['old']}; SGLang {new_version}: {ch['new']}",
                                      Location(symbol=f"what-will-happen:{key}"),
                                      evidence=[Evidence(f"SGLang {old_version}", str(ch["old"])), Evidence(f"SGLang {new_version}", str(ch["new"]))],
                                      severity=Severity.WARNING if worse else None, remediation=""))
