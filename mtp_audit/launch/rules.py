@@ -112,11 +112,14 @@ SM120_ENV = _ENV.format(gpu="NVIDIA RTX PRO 6000 Blackwell Server Edition", cc="
 def checkpoint_files(folder: str = "ckpt", *, arch: str = "Qwen3_5MoeForConditionalGeneration", mtp: bool = True,
                      nvfp4: bool = False, experts: int = 2) -> dict[str, str]:
     """A metadata-only Qwen3.5-MoE-shaped checkpoint: ``config.json`` + index naming the tensors
-    (``mtp.*`` with ``experts`` experts when ``mtp``), optionally with a ModelOpt NVFP4 ``hf_quant_config.json``."""
+    (``mtp.*`` with ``experts`` experts and ``mtp_num_hidden_layers: 1`` when ``mtp``), optionally with a
+    ModelOpt NVFP4 ``hf_quant_config.json``."""
     cfg = {"architectures": [arch], "model_type": "qwen3_5_moe_text", "hidden_size": 256, "num_hidden_layers": 2,
            "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 128, "num_experts": experts, "num_experts_per_tok": 1,
            "moe_intermediate_size": 128, "shared_expert_intermediate_size": 128, "vocab_size": 1024,
-           "mtp_num_hidden_layers": 1, "torch_dtype": "bfloat16"}
+           "torch_dtype": "bfloat16"}
+    if mtp:
+        cfg["mtp_num_hidden_layers"] = 1
     names = ["model.embed_tokens.weight", "lm_head.weight", "model.norm.weight"]
     for layer in range(2):
         names += [f"model.layers.{layer}.self_attn.{p}.weight" for p in ("q_proj", "k_proj", "v_proj", "o_proj")]
