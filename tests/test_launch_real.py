@@ -222,3 +222,25 @@ def test_sglang_serve_only_where_the_version_has_it(tmp_path):
     assert r.facts["launch"]["corrected_command"] == f"python -m sglang.launch_server --model-path {REAP}"
     r9 = audit_launch(cmd, sglang=sglang_wheel("0.5.9"), env_dump=SM120, environ={})
     assert "MTP300" not in _ids(r9) and r9.facts["launch"]["command"]["entry"] == "sglang serve"
+
+
+def test_sglang_facts_for_parsing(sg):
+    """The sglang analyzer's additions for the launch parser (docs/sglang.md), checked with sed in the wheels:
+    0.5.9 server_args.py:5579 ``parser = argparse.ArgumentParser()``; 0.5.23 server_args.py:679
+    ``argparse.ArgumentParser(prog="sglang serve")``; 0.5.23 arg_groups/fields/parallel.py:45 ``tp_size: A[int,
+    Arg(help=..., aliases=["--tensor-parallel-size"])] = 1``; cli/main.py ``subparsers.add_parser("serve", ...)`` at
+    0.5.9 :20 and 0.5.23 :28."""
+    f9, f23 = sg["0.5.9"].facts["sglang"], sg["0.5.23"].facts["sglang"]
+    assert f9["parser"] == {"allow_abbrev": True, "prog": None, "function": "prepare_server_args", "location": "sglang/srt/server_args.py:5579"}
+    assert f23["parser"]["location"] == "sglang/srt/server_args.py:679" and f23["parser"]["prog"] == "sglang serve"
+    assert f9["entry_points"] == {"python -m sglang.launch_server": "sglang/launch_server.py", "sglang serve": "sglang/cli/main.py:20"}
+    assert f23["entry_points"]["sglang serve"] == "sglang/cli/main.py:28"
+    a9, a23 = f9["cli_arguments"], f23["cli_arguments"]
+    assert a9["--tensor-parallel-size"]["aliases"] == ["--tp-size"] and a9["--tensor-parallel-size"]["type"] == "int"
+    assert a23["--tp-size"]["aliases"] == ["--tensor-parallel-size"] and a23["--tp-size"]["location"] == "sglang/srt/arg_groups/fields/parallel.py:45"
+    assert a9["--model-path"]["aliases"] == ["--model"] and a9["--model-path"]["required"] is True
+    assert a9["--trust-remote-code"]["action"] == "store_true" and a23["--trust-remote-code"]["action"] == "store_true"
+    assert a9["--cuda-graph-bs"]["nargs"] == "+"
+    classes9 = {e["class"] for e in f9["entry_classes"]}
+    assert {"Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForCausalLMMTP"} <= classes9 and "Qwen3_5MoeForCausalLM" not in classes9
+    assert "Qwen3_5MoeForCausalLM" in {e["class"] for e in f23["entry_classes"]}
