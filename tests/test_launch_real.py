@@ -67,8 +67,13 @@ def qwen_text(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def sg(tmp_path_factory) -> dict:
+    import os
+
     from mtp_audit.sglang import audit_sglang
 
+    # module fixtures run before conftest's function-scoped cache isolation: point at the same folder here,
+    # so the user's ~/.cache/mtp-audit is untouched and the CLI runs below hit this tree cache
+    os.environ["MTP_AUDIT_CACHE_DIR"] = str(tmp_path_factory.getbasetemp() / "mtp-audit-cache")
     return {v: audit_sglang(sglang_wheel(v)) for v in ("0.5.9", "0.5.23")}
 
 
