@@ -44,6 +44,10 @@ def _write(root: Path, files: dict[str, str]) -> Path:
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory) -> Path:
+    import os
+
+    # module fixtures run before conftest's per-test cache isolation: same folder, set here
+    os.environ["MTP_AUDIT_CACHE_DIR"] = str(tmp_path_factory.getbasetemp() / "mtp-audit-cache")
     root = tmp_path_factory.mktemp("launch")
     _write(root, dict(_SG))
     _write(root, checkpoint_files("ckpt"))
@@ -57,7 +61,7 @@ def work(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def facts(work) -> dict:
+def facts(work) -> dict:  # after work: the cache folder is set
     return audit_sglang(work / "sg").facts["sglang"]
 
 
