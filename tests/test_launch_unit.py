@@ -333,3 +333,16 @@ def test_closing_section_is_generic_and_last(work):
     assert md.rstrip().endswith("## T\n\n- one.\n- two.")
     bad = Report.build("launch", "x", facts={"closing": "not a dict"})
     assert "T:" not in render(bad, "text")
+
+
+def test_fix_for_a_defaulted_backend_adds_the_flag(work):
+    # the example tree's --fp4-gemm-backend defaults to flashinfer_cutlass (as 0.5.9 does): on SM120 the preflight
+    # warns (MTP212, NaN reports) and names flashinfer_cudnn; the corrected command adds the flag
+    f = _facts_file(work, "default-gemm.json", torch="2.9.1+cu130", binaries=SM120_KERNEL)
+    r = audit_launch(LS + ["--model-path", "qwen"], sglang=work / "sg", facts=f, cwd=work, environ={})
+    (w,) = [x for x in r.findings if x.rule_id == "MTP212"]
+    assert w.severity == Severity.WARNING and r.facts["preflight"]["resolved"]["fp4_gemm_backend"]["how"] == "default"
+    lf = r.facts["launch"]
+    assert lf["verdict"] == "go"
+    assert lf["corrected_command"] == "python -m sglang.launch_server --model-path qwen --fp4-gemm-backend flashinfer_cudnn"
+    assert "MTP305" in {x.rule_id for x in r.findings}  # 1,553 MTP tensors, no speculative flag

@@ -774,11 +774,16 @@ def flag_fixes(ctx: Ctx, findings: Sequence[Finding]) -> dict[str, str | None]:
 def corrected_command(ctx: Ctx, findings: Sequence[Finding]) -> tuple[str | None, list[str]]:
     """``(the corrected command line, flags changed)``, or ``(None, [])`` when no flag fix is known."""
     fixes = flag_fixes(ctx, findings)
+    # a flag the command does not give (its default or 'auto' resolved to the bad value) is added
+    # (not when --quantization is being dropped: the backends of an FP4 launch that will not happen are moot)
+    qflag = ctx.cmd.flag_of(*QUANT)
+    moot = qflag is not None and qflag in fixes and fixes[qflag] is None
+    add = {} if moot else {k: v for k, v in fixes.items() if not ctx.cmd.has(k) and v is not None}
     fixes = {k: v for k, v in fixes.items() if ctx.cmd.has(k)}
-    toks = rebuild(ctx.cmd, fixes, drop_prefixes=ctx.drop_prefixes)
+    toks = rebuild(ctx.cmd, fixes, add=add, drop_prefixes=ctx.drop_prefixes)
     if toks == list(ctx.cmd.argv):
         return None, []
-    changed = sorted(set(fixes) | {p.token for p in ctx.cmd.problems if p.fix is not None}
+    changed = sorted(set(fixes) | set(add) | {p.token for p in ctx.cmd.problems if p.fix is not None}
                      | ({f"{p}*" for p in ctx.drop_prefixes}))
     return shell_join(toks), changed
 
