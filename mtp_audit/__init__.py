@@ -4,6 +4,7 @@ Public API (imported lazily so ``mtp-audit --help`` stays fast):
 
 - :func:`audit_checkpoint` (``mtp_audit.checkpoint``) -> :class:`Report`
 - :func:`compare_checkpoints` (``mtp_audit.checkpoint.compare``) -> :class:`Report`
+- :func:`audit_launch` (``mtp_audit.launch``) -> :class:`Report` (the three analyzers plus launch cross-checks)
 - :class:`Report`, :class:`Finding`, :class:`Gap`, :class:`Severity`, :class:`Location`, :class:`Evidence`
 - :func:`all_rules`, :func:`get_rule`
 """
@@ -20,6 +21,7 @@ _LAZY = {
     "diff_sglang": ("mtp_audit.sglang", "diff_sglang"),
     "preflight": ("mtp_audit.preflight", "preflight"),
     "compare_checkpoints": ("mtp_audit.checkpoint.compare", "compare_checkpoints"),
+    "audit_launch": ("mtp_audit.launch", "audit_launch"),
     "Report": ("mtp_audit.report", "Report"),
     "Finding": ("mtp_audit.report", "Finding"),
     "Gap": ("mtp_audit.report", "Gap"),

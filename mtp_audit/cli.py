@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "sglang": "mtp_audit.sglang.cli:sglang",
     "preflight": "mtp_audit.preflight.cli:preflight",
     "compare": "mtp_audit.checkpoint.compare_cli:compare",
+    "launch": "mtp_audit.launch.cli:launch",
     "rules": "mtp_audit.rulecli:rules",
     "explain": "mtp_audit.rulecli:explain",
 }

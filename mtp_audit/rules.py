@@ -27,6 +27,7 @@ ANALYZER_RULE_MODULES: dict[str, str] = {
     "compare": "mtp_audit.checkpoint.compare_rules",
     "sglang": "mtp_audit.sglang.rules",
     "preflight": "mtp_audit.preflight.rules",
+    "launch": "mtp_audit.launch.rules",
 }
 
 ID_RANGES: dict[str, range] = {

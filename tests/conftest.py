@@ -27,3 +27,22 @@ def _isolated_user_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     """Point mtp-audit's own result cache at a per-session temp folder, so tests never read or
     write the user's ``~/.cache/mtp-audit``."""
     monkeypatch.setenv("MTP_AUDIT_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "mtp-audit-cache"))
+
+
+def sglang_wheel(version: str) -> Path:
+    """A real sglang wheel from PyPI in the shared cache folder ``<cache>/sglang-wheels`` (the folder
+    and logic of tests/test_sglang_real.py), downloaded once with pip; ``pytest.skip`` when offline."""
+    import subprocess
+    import sys
+
+    folder = cache_dir() / "sglang-wheels"
+    found = sorted(folder.glob(f"sglang-{version}-*.whl"))
+    if found:
+        return found[0]
+    folder.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", f"sglang=={version}", "-d", str(folder)],
+                          capture_output=True, text=True, timeout=300)
+    found = sorted(folder.glob(f"sglang-{version}-*.whl"))
+    if proc.returncode != 0 or not found:
+        pytest.skip(f"cannot download sglang {version}: {proc.stderr.strip()[-200:]}")
+    return found[0]

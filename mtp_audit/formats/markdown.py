@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mtp_audit.formats.summary import headline_facts, verdict_line
+from mtp_audit.formats.summary import closing_sections, headline_facts, verdict_line
 from mtp_audit.report import Report
 
 
@@ -38,5 +38,9 @@ def render(report: Report) -> str:
         out += ["## Not examined", ""]
         for g in report.gaps:
             out.append(f"- [{g.analyzer}{', blocking' if g.blocking else ''}] {_cell(g.message)}")
+        out.append("")
+    for title, cl in closing_sections(report):
+        out += [f"## {title}", ""]
+        out += [f"- {_cell(line)}" for line in cl]
         out.append("")
     return "\n".join(out).rstrip() + "\n"

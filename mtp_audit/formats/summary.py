@@ -58,3 +58,19 @@ def headline_facts(report: Report) -> list[tuple[str, list[str]]]:
         if lines:
             out.append((analyzer, lines))
     return out
+
+
+def closing_sections(report: Report) -> list[tuple[str, list[str]]]:
+    """Per analyzer (sorted), its optional closing section ``(title, lines)``, printed at the END of the
+    text and Markdown reports: ``facts[analyzer]["closing"] = {"title": str, "lines": [str, ...]}``
+    (plain-words sentences, e.g. the launch audit's "What will happen"). Malformed entries are skipped."""
+    out = []
+    for analyzer in sorted(report.facts):
+        facts = report.facts[analyzer]
+        closing = facts.get("closing") if isinstance(facts, dict) else None
+        if not isinstance(closing, dict):
+            continue
+        lines = [str(x) for x in closing.get("lines") or [] if isinstance(x, (str, int, float))]
+        if lines:
+            out.append((str(closing.get("title") or analyzer), lines))
+    return out

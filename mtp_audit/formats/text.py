@@ -1,9 +1,9 @@
 """Terminal output: compiler-style ``location: RULE severity: message`` lines, evidence, fix,
-then what was not examined, the headline facts and a one-line verdict."""
+then what was not examined, any closing section (``facts[analyzer]["closing"]``) and a one-line verdict."""
 
 from __future__ import annotations
 
-from mtp_audit.formats.summary import headline_facts, verdict_line
+from mtp_audit.formats.summary import closing_sections, headline_facts, verdict_line
 from mtp_audit.report import Report
 
 
@@ -30,6 +30,10 @@ def render(report: Report) -> str:
         for g in report.gaps:
             tag = "blocking" if g.blocking else "note"
             lines.append(f"  [{g.analyzer}, {tag}] {g.message}")
+    for title, cl in closing_sections(report):
+        lines.append("")
+        lines.append(f"{title}:")
+        lines += [f"  {line}" for line in cl]
     lines.append("")
     lines.append(verdict_line(report))
     return "\n".join(lines) + "\n"

@@ -9,7 +9,7 @@ Research: ``../shared/research/blackwell_fp4.md``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,7 @@ def preflight(
     cwd: Path | None = None,
     use_sglang_analyzer: bool = True,
     probe_result: Any = None,
+    sglang_facts: Mapping[str, Any] | None = None,
 ) -> Report:
     """Run the preflight and return its report.
 
@@ -64,6 +65,10 @@ def preflight(
         cwd: folder that relative paths in ``launch`` (``--model-path``) are resolved against.
         use_sglang_analyzer: ask ``mtp_audit.sglang.audit_sglang`` for flag semantics when available.
         probe_result: a recorded :class:`~mtp_audit.preflight.probe.ProbeResult` to evaluate (rule examples, replays).
+        sglang_facts: ``report.facts["sglang"]`` of :func:`mtp_audit.sglang.audit_sglang` on the SGLang the launch
+            will run (a wheel, checkout or folder, not necessarily installed here). When given, it is used for the
+            flag semantics and the SGLang version whatever the machine source (live, dump or facts file), and the
+            installed sglang is not looked up. ``mtp-audit launch`` passes it (added for issue 6).
 
     Raises:
         InputError: an unreadable/empty/binary/unrecognised dump, a bad facts file, or an empty launch.
@@ -109,7 +114,10 @@ def preflight(
                 else:
                     gaps.append(Gap("preflight", f"--model-path {mp} is not a local folder; checkpoint quantization taken from --quantization only", None, False))
     flag_source = f"capability matrix v{mx.load()['matrix_version']}"
-    if launch is not None and use_sglang_analyzer and machine.origin == "live":
+    if sglang_facts is not None:
+        ctx.sglang_facts = dict(sglang_facts)
+        flag_source = f"sglang analyzer (sglang {sglang_facts.get('version') or 'version unknown'})"
+    elif launch is not None and use_sglang_analyzer and machine.origin == "live":
         root = installed_sglang_root()
         if root is not None:
             ctx.sglang_facts = sglang_facts_from_analyzer(root)

@@ -235,6 +235,11 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
                 "choices_expr": rec["choices_expr"],
                 "dest": rec["dest"],
                 "help": rec["help"],
+                "aliases": rec.get("aliases", []),
+                "action": rec.get("action"),
+                "nargs": rec.get("nargs"),
+                "type": rec.get("type"),
+                "required": rec.get("required", False),
             }
             dest_of[rec["dest"]] = flag
     dests = set(dest_of)
@@ -325,11 +330,19 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
                                  "location": _loc(rel, c["line"]), "test_location": None, "shape": "MODEL_OVERRIDES"})
 
     mtp_classes: list[dict[str, Any]] = []
+    entry_classes: list[dict[str, Any]] = []
+    parsers: list[dict[str, Any]] = []
     env: dict[str, dict[str, list[str]]] = defaultdict(lambda: {"defined": [], "read": []})
     for rel in sorted(results):
         r = results[rel]
         for e in r.get("entry", []):
-            mtp_classes.append({"class": e["class"], "file": rel, "line": e["line"], "entry_location": _loc(rel, e["entry_line"])})
+            entry_classes.append({"class": e["class"], "file": rel, "line": e["line"], "entry_location": _loc(rel, e["entry_line"])})
+            if e.get("mtp", True):
+                mtp_classes.append({"class": e["class"], "file": rel, "line": e["line"], "entry_location": _loc(rel, e["entry_line"])})
+        if _CLI_PATHS.search(rel):
+            for pr in r.get("parsers", []):
+                parsers.append({"allow_abbrev": pr["allow_abbrev"], "prog": pr["prog"], "function": pr["function"],
+                                "location": _loc(rel, pr["line"])})
         for name, line in r["env"]["defined"]:
             env[name]["defined"].append(_loc(rel, line))
         for name, line in r["env"]["read"]:
@@ -363,6 +376,9 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
         "draft_model_path_fills": sorted(draft_fills, key=key),
         "draft_arch_overrides": sorted(draft_overrides, key=key),
         "mtp_classes": sorted(mtp_classes, key=lambda d: (d["file"], d["line"], d["class"])),
+        "entry_classes": sorted(entry_classes, key=lambda d: (d["file"], d["line"], d["class"])),
+        "parser": (sorted(parsers, key=lambda d: d["location"])[0] if parsers else None),
+        "entry_points": _entry_points(tree),
         "env_vars": [{"name": n, "defined": sorted(set(v["defined"])), "read": sorted(set(v["read"]))} for n, v in sorted(env.items())],
         "preflight_choices": {
             "--fp4-gemm-backend": (cli.get("--fp4-gemm-backend") or {}).get("choices"),
@@ -385,6 +401,26 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
         "cli_arguments": len(cli),
     }
     return facts, gaps
+
+
+_SERVE_SUBCOMMAND = re.compile(rb"""add_parser\(\s*["']serve["']""")
+
+
+def _entry_points(tree: SourceTree) -> dict[str, str | None]:
+    """How this SGLang can be started: ``python -m sglang.launch_server`` (the module file exists) and
+    ``sglang serve`` (``sglang/cli/main.py`` registers a ``serve`` sub-command; the ``sglang`` console
+    script points at ``sglang.cli.main:main`` from 0.5.x on, e.g. 0.5.9). Values are ``path[:line]``
+    or ``None`` when this version has no such entry point."""
+    out: dict[str, str | None] = {"python -m sglang.launch_server": None, "sglang serve": None}
+    for rel in sorted(tree.files):
+        if rel in ("sglang/launch_server.py", "python/sglang/launch_server.py"):
+            out["python -m sglang.launch_server"] = rel
+        elif rel in ("sglang/cli/main.py", "python/sglang/cli/main.py"):
+            data = tree.read(rel) or b""
+            m = _SERVE_SUBCOMMAND.search(data)
+            if m:
+                out["sglang serve"] = _loc(rel, data.count(b"\n", 0, m.start()) + 1)
+    return out
 
 
 def _from_value(site: dict[str, Any], arg: str) -> str:

@@ -30,7 +30,7 @@ import textwrap
 from typing import Any
 
 #: Bump when the extraction changes, so cached results are recomputed.
-SCAN_VERSION = 4
+SCAN_VERSION = 5
 
 # --- pre-filter --------------------------------------------------------------------------------
 
@@ -120,11 +120,12 @@ class _LineCounter:
 
 
 def scan_entry_classes(data: bytes) -> tuple[list[dict[str, Any]], list[str]]:
-    """MTP/NextN classes registered through a model file's ``EntryClass`` (sglang/srt/models/*.py).
+    """Classes registered through a model file's ``EntryClass`` (sglang/srt/models/*.py); ``mtp`` marks
+    MTP/NextN classes (name contains ``mtp`` / ``nextn``, any case).
 
     The ``EntryClass = ...`` statement alone is parsed with ``libcst.parse_expression``; a class's
     line is its ``class NAME`` line in the same file, else the EntryClass line.
-    Returns (entries ``{"class", "line", "entry_line"}``, problems).
+    Returns (entries ``{"class", "line", "entry_line", "mtp"}``, problems).
     """
     import libcst as cst
 
@@ -149,10 +150,9 @@ def scan_entry_classes(data: bytes) -> tuple[list[dict[str, Any]], list[str]]:
             elif isinstance(v, cst.Attribute):
                 names.append(v.attr.value)
         for n in names:
-            if not _MTP_NAME.search(n):
-                continue
             cm = re.search(rb"^class\s+" + re.escape(n.encode()) + rb"\b", data, re.M)
-            entries.append({"class": n, "line": _line_of(data, cm.start()) if cm else entry_line, "entry_line": entry_line})
+            entries.append({"class": n, "line": _line_of(data, cm.start()) if cm else entry_line, "entry_line": entry_line,
+                            "mtp": bool(_MTP_NAME.search(n))})
     return entries, problems
 
 
@@ -219,10 +219,21 @@ def _cli_from_call(call: ast.Call, text: str) -> dict[str, Any] | None:
     kw = {k.arg: k.value for k in call.keywords if k.arg}
     dest = _literal(kw["dest"]) if "dest" in kw else None
     flag_node = next(a for a in call.args if isinstance(a, ast.Constant) and a.value == flags[0])
-    return _cli_record(flags[0], dest if isinstance(dest, str) else None, kw, flag_node.lineno, text)
+    return _cli_record(flags[0], dest if isinstance(dest, str) else None, kw, flag_node.lineno, text, aliases=flags[1:])
 
 
-def _cli_record(flag: str, dest: str | None, kw: dict[str, ast.AST], line: int, text: str) -> dict[str, Any]:
+def _expr_text(node: ast.AST | None) -> str | None:
+    """A keyword value as text: the literal's ``str`` for constants, else the source expression."""
+    if node is None:
+        return None
+    lit = _literal(node)
+    if lit is _NOT_LITERAL:
+        return _dotted(node)
+    return None if lit is None else str(lit)
+
+
+def _cli_record(flag: str, dest: str | None, kw: dict[str, ast.AST], line: int, text: str, *,
+                aliases: list[str] | None = None) -> dict[str, Any]:
     choices = kw.get("choices")
     default = kw.get("default")
     help_node = kw.get("help")
@@ -243,6 +254,11 @@ def _cli_record(flag: str, dest: str | None, kw: dict[str, ast.AST], line: int, 
         "default": dv,
         "line": line,
         "help": help_text,
+        "aliases": list(aliases or []),
+        "action": _expr_text(kw.get("action")),
+        "nargs": _expr_text(kw.get("nargs")),
+        "type": _expr_text(kw.get("type")),
+        "required": _literal(kw["required"]) is True if "required" in kw else False,
     }
 
 
@@ -288,7 +304,35 @@ def _annotated_field(stmt: ast.AnnAssign, text: str) -> dict[str, Any] | None:
         lit = _literal_type_choices(typ)
         if lit is not None:
             kw["choices"] = ast.List(elts=[ast.Constant(x) for x in lit], ctx=ast.Load())
-    return _cli_record(flag or "--" + name.replace("_", "-"), name, kw, stmt.lineno, text)
+    aliases = _literal(kw["aliases"]) if "aliases" in kw else None
+    aliases = [str(a) for a in aliases] if isinstance(aliases, (list, tuple)) else []
+    # How arg_utils.add_cli_args_from_dataclass (0.5.15 on) turns the annotation into argparse
+    # keywords: a custom action wins; Optional[bool] / bool -> store_true; List[X] -> nargs "+".
+    inner = _unwrap_optional_ann(typ)
+    if "action" not in kw and "choices" not in kw and isinstance(inner, ast.Name) and inner.id == "bool":
+        kw["action"] = ast.Constant("store_true")
+    if "action" not in kw and "nargs" not in kw and isinstance(inner, ast.Subscript) and isinstance(inner.value, ast.Name) \
+            and inner.value.id in ("List", "list") and "type_parser" not in kw:
+        kw["nargs"] = ast.Constant("+")
+    if "type" not in kw:
+        kw["type"] = kw.get("type_parser") or ast.Name(id=_dotted(inner), ctx=ast.Load())
+    if "required" not in kw and stmt.value is None:
+        kw["required"] = ast.Constant(True)
+    return _cli_record(flag or "--" + name.replace("_", "-"), name, kw, stmt.lineno, text, aliases=aliases)
+
+
+def _unwrap_optional_ann(typ: ast.AST) -> ast.AST:
+    """``Optional[T]`` / ``T | None`` / ``Union[T, None]`` -> ``T`` (other annotations unchanged)."""
+    if isinstance(typ, ast.Subscript) and isinstance(typ.value, ast.Name) and typ.value.id == "Optional":
+        return typ.slice
+    if isinstance(typ, ast.Subscript) and isinstance(typ.value, ast.Name) and typ.value.id == "Union":
+        elts = [e for e in (typ.slice.elts if isinstance(typ.slice, ast.Tuple) else [typ.slice])
+                if not (isinstance(e, ast.Constant) and e.value is None)]
+        return elts[0] if len(elts) == 1 else typ
+    if isinstance(typ, ast.BinOp) and isinstance(typ.op, ast.BitOr):
+        sides = [x for x in (typ.left, typ.right) if not (isinstance(x, ast.Constant) and x.value is None)]
+        return sides[0] if len(sides) == 1 else typ
+    return typ
 
 
 def _literal_type_choices(typ: ast.AST) -> list[Any] | None:
@@ -606,7 +650,7 @@ def scan_file(rel: str, data: bytes, server: bool) -> dict[str, Any]:
     Never raises for bad input.
     """
     res: dict[str, Any] = {"env": scan_env(data), "entry": [], "gap": None}
-    if _ENTRY_HINT.search(data) and re.search(rb"MTP|NextN|Nextn|nextn", data):
+    if _ENTRY_HINT.search(data):
         entries, problems = scan_entry_classes(data)
         res["entry"] = entries
         if problems:
@@ -668,6 +712,18 @@ def scan_file(rel: str, data: bytes, server: bool) -> dict[str, Any]:
                         rec["class"] = node.name
                         cli.append(rec)
 
+    parsers: list[dict[str, Any]] = []
+    for node, owner in _functions(tree):
+        if node.name == "prepare_server_args":
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Call) and _dotted(sub.func).split(".")[-1] == "ArgumentParser":
+                    kws = {k.arg: k.value for k in sub.keywords if k.arg}
+                    ab = _literal(kws["allow_abbrev"]) if "allow_abbrev" in kws else True
+                    prog = _literal(kws["prog"]) if "prog" in kws else None
+                    parsers.append({"function": node.name, "line": sub.lineno,
+                                    "allow_abbrev": ab if isinstance(ab, bool) else None,
+                                    "prog": prog if isinstance(prog, str) else None})
+
     for node, owner in _functions(tree):
         start = node.lineno
         if node.decorator_list:
@@ -687,7 +743,7 @@ def scan_file(rel: str, data: bytes, server: bool) -> dict[str, Any]:
         if any(analysis.values()):
             funcs.append({"name": node.name, "owner": owner, "line": node.lineno, "params": params, **analysis})
 
-    res.update(consts=consts, imports=imports, cli=cli, funcs=funcs, unit_errors=unit_errors, mutations=mutations)
+    res.update(consts=consts, imports=imports, cli=cli, funcs=funcs, unit_errors=unit_errors, mutations=mutations, parsers=parsers)
     return res
 
 

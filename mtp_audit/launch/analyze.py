@@ -1,0 +1,792 @@
+"""``mtp-audit launch``: run the three analyzers on one SGLang launch command and cross-check them.
+
+Inputs flow through the analyzers' public functions only: :func:`mtp_audit.sglang.audit_sglang`
+(flag table, remaps, draft-architecture overrides, EntryClass registry, env vars),
+:func:`mtp_audit.checkpoint.audit_checkpoint` (architecture, MTP tensors, their dtype and bytes,
+quantization) and :func:`mtp_audit.preflight.preflight` (GPUs, capability, memory, effective FP4
+backends after this SGLang version's ``auto`` resolution, its MTP2xx findings). The checks here
+(MTP300-MTP310, :mod:`mtp_audit.launch.rules`) are the ones no single analyzer can make.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtp_audit.errors import InputError
+from mtp_audit.launch.command import ENTRY_LAUNCH_SERVER, LaunchCommand, parse_command, rebuild, shell_join
+from mtp_audit.launch.conditions import Known, evaluate
+from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
+
+ANALYZER = "launch"
+
+#: Option strings of the arguments the cross-checks read (0.5.9 declares ``--tensor-parallel-size``
+#: with alias ``--tp-size``; 0.5.23 the reverse).
+MODEL = ("--model-path", "--model")
+SPEC = ("--speculative-algorithm",)
+DRAFT = ("--speculative-draft-model-path", "--speculative-draft-model")
+TP = ("--tp-size", "--tensor-parallel-size")
+EP = ("--ep-size", "--expert-parallel-size")
+QUANT = ("--quantization",)
+MEM_FRACTION = ("--mem-fraction-static",)
+
+#: Algorithms whose worker loads a draft model (EAGLE family; NGRAM has none). Source: SGLang
+#: server_args.py (0.5.9 :2355 ``if self.speculative_algorithm in ("EAGLE", "EAGLE3", "STANDALONE")``).
+DRAFT_ALGORITHMS = ("EAGLE", "EAGLE3", "STANDALONE", "NEXTN", "FROZEN_KV_MTP")
+#: Algorithms that read the MTP / NextN layer of the checkpoint named as the draft.
+MTP_ALGORITHMS = ("EAGLE", "NEXTN", "FROZEN_KV_MTP")
+#: The flags SGLang's docs give for MTP models (docs/basic_usage/deepseek.md and qwen3.md,
+#: "--speculative-algorithm EAGLE --speculative-num-steps 3 --speculative-eagle-topk 1
+#: --speculative-num-draft-tokens 4"); NEXTN is the alias that names the MTP intent.
+MTP_FLAGS = (("--speculative-algorithm", "NEXTN"), ("--speculative-num-steps", "3"),
+             ("--speculative-eagle-topk", "1"), ("--speculative-num-draft-tokens", "4"))
+#: FP4 ``--quantization`` values and the checkpoint format each expects (SGLang
+#: ``layers/quantization/__init__.py``; ModelOpt NVFP4 and OCP MXFP4 per checkpoint_formats.md).
+FP4_QUANT_FORMAT = {"modelopt_fp4": "NVFP4", "nvfp4_online": None, "petit_nvfp4": "NVFP4", "mxfp4": "MXFP4", "modelopt_mixed": None}
+
+#: Rewrite shapes whose recorded condition is every guard on the path to the rewrite (the enclosing
+#: ``if`` tests of a ServerArgs method, or a MODEL_OVERRIDES row); in hook functions (declare_resolution,
+#: return-dict, overrides-dict) an earlier ``return`` may guard it too, so a true condition there is not proof.
+COMPLETE_CONDITION_SHAPES = ("assignment", "helper-return via assignment", "MODEL_OVERRIDES")
+
+_FLAG_FIX = re.compile(r"^(--[a-z0-9][a-z0-9-]*) ([A-Za-z0-9_.-]+)(?=$|[\s;,(])")
+_DROP_FIX = re.compile(r"^drop (--[a-z0-9][a-z0-9-]*)$")
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+(@[\w./-]+)?$")
+_ENV_INTEREST = re.compile(r"NEXTN|MTP|SPEC|FP4")
+
+
+def _loc_of(text: str | None) -> Location | None:
+    """``"sglang/srt/x.py:12"`` -> Location(path, line)."""
+    if not text:
+        return None
+    path, _, line = text.rpartition(":")
+    if path and line.isdigit():
+        return Location(path=path, line=int(line))
+    return Location(path=text)
+
+
+def _fmt_bytes(n: int | float) -> str:
+    return f"{int(n):,} bytes ({n / 1e9:.2f} GB)"
+
+
+@dataclass
+class Machine:
+    """Where the preflight reads the machine from: at most one of the fields (none: the live machine).
+
+    Attributes:
+        env_dumps: environment dumps (``--env-dump``).
+        facts_file: stored preflight facts (``--facts``).
+        facts: an already-built :class:`~mtp_audit.preflight.facts.MachineFacts`.
+    """
+
+    env_dumps: tuple[Path, ...] = ()
+    facts_file: Path | None = None
+    facts: Any = None
+
+
+@dataclass
+class Ctx:
+    """Everything one evaluation (one SGLang version) knows; filled by :func:`evaluate_launch`."""
+
+    cmd: LaunchCommand
+    sg: dict[str, Any] | None
+    sg_name: str
+    ck: dict[str, Any] | None
+    model_path: str | None
+    draft_ck: dict[str, Any] | None
+    draft_path: str | None
+    draft_is_target: bool
+    pf: dict[str, Any] | None
+    env: dict[str, str]
+    env_source: dict[str, str]
+    findings: list[Finding] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)
+    fixes: dict[str, str | None] = field(default_factory=dict)
+    drop_prefixes: tuple[str, ...] = ()
+    algo_requested: str | None = None
+    algo_runs_as: str | None = None
+    algo_remap: dict[str, Any] | None = None
+    algo_conditional: list[dict[str, Any]] = field(default_factory=list)
+    draft: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, rule_id: str, message: str, symbol: str, *, evidence: Sequence[Evidence] = (),
+            remediation: str | None = None, severity: Severity | None = None) -> None:
+        """Append a finding of launch rule ``rule_id``."""
+        from mtp_audit.launch.rules import RULES_BY_ID
+
+        self.findings.append(RULES_BY_ID[rule_id].finding(message, Location(symbol=symbol), evidence=tuple(evidence),
+                                                          remediation=remediation, severity=severity))
+
+    def gap(self, message: str, blocking: bool = False) -> None:
+        """Record something the launch audit could not decide."""
+        self.gaps.append(Gap(ANALYZER, message, None, blocking))
+
+    # --- facts of the other analyzers ---------------------------------------------------------
+    @property
+    def sglang_version(self) -> str:
+        """``"0.5.9"`` or ``"(version unknown)"``."""
+        return str((self.sg or {}).get("version") or "(version unknown)")
+
+    @property
+    def cc(self) -> tuple[int, int] | None:
+        """Compute capability of GPU 0 as the preflight saw it."""
+        for g in ((self.pf or {}).get("machine") or {}).get("gpus", []):
+            v = (g.get("compute_capability") or {}).get("value")
+            if isinstance(v, (list, tuple)) and len(v) == 2:
+                return int(v[0]), int(v[1])
+        return None
+
+    def gpus(self) -> list[dict[str, Any]]:
+        """``[{"index", "name", "cc", "memory_bytes"}]`` from the preflight's machine facts."""
+        out = []
+        for g in ((self.pf or {}).get("machine") or {}).get("gpus", []):
+            cc = (g.get("compute_capability") or {}).get("value")
+            out.append({"index": g.get("index"), "name": (g.get("name") or {}).get("value"),
+                        "cc": tuple(cc) if isinstance(cc, (list, tuple)) else None,
+                        "memory_bytes": (g.get("memory_bytes") or {}).get("value"),
+                        "memory_missing": (g.get("memory_bytes") or {}).get("missing")})
+        return out
+
+    def arch(self, ck: dict[str, Any] | None) -> str | None:
+        """``architectures[0]`` of a checkpoint's facts."""
+        if not ck:
+            return None
+        archs = (ck.get("config") or {}).get("architectures") or []
+        return str(archs[0]) if archs else (ck.get("summary") or {}).get("architecture")
+
+    def known(self) -> Known:
+        """What the condition evaluator may use (:class:`~mtp_audit.launch.conditions.Known`)."""
+        args: dict[str, Any] = {}
+        cli = (self.sg or {}).get("cli_arguments") or {}
+        for flag, rec in cli.items():
+            d = rec.get("default")
+            if d is None:
+                args[rec["dest"]] = None
+            elif re.fullmatch(r"[A-Za-z0-9_.+-]+", d) and not re.search(r"[A-Za-z_]\w*\.\w", d):
+                args[rec["dest"]] = {"True": True, "False": False}.get(d, d)
+        for o in self.cmd.options:
+            rec = cli.get(o.flag)
+            if rec is None:
+                continue
+            args[rec["dest"]] = True if o.value is None and rec.get("action") in ("store_true",) else o.value
+        qdest = (cli.get(self.cmd.flag_of(*QUANT) or "--quantization") or {}).get("dest", "quantization")
+        if not self.cmd.has(*QUANT):
+            # not given: SGLang takes the method from the checkpoint's quantization config
+            # (ModelConfig._verify_quantization); a check of self.quantization sees that value
+            quants = (self.ck or {}).get("quantization")
+            fp4 = _ckpt_fp4(self.ck)
+            if self.ck is not None and not quants:
+                args[qdest] = None
+            elif fp4 and all(str(q.get("method", "")).lower() == "modelopt" for q in quants):
+                args[qdest] = "modelopt_fp4"
+            elif fp4 == "MXFP4":
+                args[qdest] = "mxfp4"
+            else:
+                args.pop(qdest, None)
+        spec_dest = (cli.get("--speculative-algorithm") or {}).get("dest", "speculative_algorithm")
+        if self.algo_requested is not None and self.algo_runs_as != self.algo_requested:
+            args.pop(spec_dest, None)  # rewritten mid-way: which value a condition sees depends on order
+        gpus = self.gpus()
+        return Known(arch=self.arch(self.ck), cc=self.cc, nvidia=True if gpus else None, env=dict(self.env), args=args)
+
+
+# --- inputs ----------------------------------------------------------------------------------------
+
+
+def audit_sglang_target(target: str | Path | None) -> tuple[Report | None, Gap | None]:
+    """The sglang analyzer's report on ``target`` (``None``: the installed sglang).
+
+    An installed sglang that cannot be found is a blocking gap, not an input error (an audit
+    machine need not have SGLang installed).
+
+    Raises:
+        InputError: an explicit target that cannot be opened (not SGLang, corrupt wheel).
+    """
+    from mtp_audit.sglang import audit_sglang
+
+    if target is None:
+        try:
+            return audit_sglang(None), None
+        except InputError as exc:
+            return None, Gap(ANALYZER, f"no SGLang to check the command against ({exc.problem}); pass --sglang TARGET "
+                                       "(a .whl, an unpacked wheel, a package folder or a checkout)", None, True)
+    return audit_sglang(target), None
+
+
+def _is_hub_id(text: str) -> bool:
+    return bool(_HUB_ID.match(text)) and not text.startswith((".", "/", "~"))
+
+
+def audit_model(path_text: str, cwd: Path, flag: str) -> tuple[Report | None, Gap | None]:
+    """Checkpoint audit of ``--model-path`` / ``--speculative-draft-model-path`` as SGLang would
+    resolve it: a local path (relative to ``cwd``), else a Hugging Face repo id.
+
+    A hub id is audited through ``mtp_audit.checkpoint.audit_checkpoint`` when its hub source is
+    installed (``mtp_audit.checkpoint.hub``); otherwise it is a blocking gap.
+
+    Raises:
+        InputError: a path that does not exist and is not a repo id, or that is not a checkpoint.
+    """
+    from mtp_audit.checkpoint import audit_checkpoint
+
+    p = Path(path_text).expanduser()
+    full = p if p.is_absolute() else cwd / p
+    if os.path.lexists(full):
+        return audit_checkpoint(full), None
+    if _is_hub_id(path_text):
+        import importlib.util
+
+        if importlib.util.find_spec("mtp_audit.checkpoint.hub") is None:
+            return None, Gap(ANALYZER, f"{flag} {path_text} is a Hugging Face repo id and no local folder; the checkpoint was not "
+                                       "audited (download its config.json, index and hf_quant_config.json and pass the folder)", None, True)
+        return audit_checkpoint(path_text), None
+    raise InputError(f"{flag} {path_text}", "no such file or folder")
+
+
+_TRUTHY = ("1", "true", "yes", "on")
+
+
+def collect_env(cmd: LaunchCommand, extra: Mapping[str, str] | None, environ: Mapping[str, str] | None,
+                sg: dict[str, Any] | None) -> tuple[dict[str, str], dict[str, str]]:
+    """Environment variables of the launch and where each came from.
+
+    Order (later wins): the current environment (only names this SGLang reads, or names with NEXTN,
+    MTP, SPEC or FP4 that start with ``SGLANG_``/``SGL_``/``FLASHINFER_``), then ``KEY=VALUE`` before the
+    program in the command, then ``--env KEY=VALUE``.
+    """
+    read = {e["name"] for e in (sg or {}).get("env_vars", [])}
+    env: dict[str, str] = {}
+    src: dict[str, str] = {}
+    for k, v in sorted((environ or {}).items()):
+        if k in read or (k.startswith(("SGLANG_", "SGL_", "FLASHINFER_")) and _ENV_INTEREST.search(k)):
+            env[k], src[k] = v, "environment"
+    for k, v in cmd.env.items():
+        env[k], src[k] = v, "command"
+    for k, v in (extra or {}).items():
+        env[k], src[k] = v, "--env"
+    return env, src
+
+
+def normalized_argv(cmd: LaunchCommand) -> list[str]:
+    """The command as this SGLang parsed it (abbreviations expanded), for the preflight."""
+    out = ["python", "-m", "sglang.launch_server"]
+    for o in cmd.options:
+        if isinstance(o.value, list):
+            out += [o.option_string, *o.value]
+        elif o.value is None:
+            out.append(o.option_string)
+        else:
+            out += [o.option_string, o.value]
+    return out
+
+
+# --- the speculative chain ---------------------------------------------------------------------
+
+
+def resolve_algorithm(ctx: Ctx) -> None:
+    """What ``--speculative-algorithm`` becomes after this SGLang's remaps (``facts["remaps"]``).
+
+    A remap counts when its condition is true given only the algorithm (0.5.9 ``self.speculative_algorithm
+    == "NEXTN"``) or it is the enum alias lookup (0.5.20 on); remaps under other conditions (0.5.23:
+    ``and is_gemma4_draft``) are kept as "unless" notes.
+    """
+    value = ctx.cmd.get(*SPEC)
+    if isinstance(value, list):
+        value = value[0] if value else None
+    ctx.algo_requested = value
+    if value is None:
+        return
+    sg = ctx.sg or {}
+    if any(n.get("argument") == "speculative_algorithm" and n.get("kind") == "upper" for n in sg.get("normalisations", [])):
+        value = value.upper()
+    ctx.algo_runs_as = value
+    for r in sg.get("remaps", []):
+        if r.get("from") != value or r.get("to") == [value]:
+            continue
+        v = evaluate(r.get("condition", ""), Known(args={"speculative_algorithm": value})).value
+        if v is True or r.get("shape") == "enum-alias-lookup":
+            if ctx.algo_remap is None:
+                ctx.algo_runs_as, ctx.algo_remap = r["to"][0], r
+        elif v is None:
+            ctx.algo_conditional.append(r)
+
+
+def resolve_draft(ctx: Ctx) -> None:
+    """The draft model SGLang loads: path, architecture after the draft-architecture override, and
+    whether that class is registered (``facts["draft_arch_overrides"]``, ``["entry_classes"]``)."""
+    d: dict[str, Any] = {"uses_draft": ctx.algo_runs_as in DRAFT_ALGORITHMS}
+    ctx.draft = d
+    if not d["uses_draft"]:
+        return
+    sg = ctx.sg or {}
+    fills = sg.get("draft_model_path_fills", [])
+    if ctx.draft_path is not None and not ctx.draft_is_target:
+        d["path"], d["path_source"] = ctx.draft_path, "--speculative-draft-model-path"
+    else:
+        d["path"] = ctx.model_path
+        implicit = next((f for f in fills if f.get("kind") == "implicit"), None) or (fills[0] if fills else None)
+        d["path_source"] = ("--speculative-draft-model-path (same checkpoint as --model-path)" if ctx.draft_path is not None else
+                            f"defaults to --model-path ({implicit['location']})" if implicit else "defaults to --model-path")
+    ck = ctx.ck if (ctx.draft_path is None or ctx.draft_is_target) else ctx.draft_ck
+    arch = ctx.arch(ck)
+    d["architecture"] = arch
+    if ck is not None:
+        s = ck.get("summary") or {}
+        mtp = ck.get("mtp") or {}
+        d["mtp_tensors"] = s.get("mtp_tensors", mtp.get("tensors"))
+        d["mtp_dtypes"] = mtp.get("dtypes") or {}
+        d["mtp_bytes"] = (mtp.get("bytes") or {}).get("value", s.get("mtp_bytes"))
+        d["mtp_bytes_estimated"] = (mtp.get("bytes") or {}).get("estimated", s.get("mtp_bytes_estimated"))
+        d["mode"] = s.get("mode")
+    if arch is None or not sg:
+        return
+    rows = [o for o in sg.get("draft_arch_overrides", []) if o.get("from") == arch]
+    classes = {e["class"]: e for e in sg.get("entry_classes", [])} or {e["class"]: e for e in sg.get("mtp_classes", [])}
+    d["override"] = rows[0] if rows else None
+    if rows:
+        registered = [o for o in rows if o["to"] in classes]
+        pick = registered[0] if registered else rows[0]
+        d["override"] = pick
+        d["draft_class"] = pick["to"]
+        d["draft_class_registered"] = pick["to"] in classes
+        d["draft_class_location"] = classes[pick["to"]]["entry_location"] if pick["to"] in classes else None
+    else:
+        mtp_names = {e["class"] for e in sg.get("mtp_classes", [])}
+        d["draft_class"] = arch
+        d["draft_class_registered"] = arch in classes
+        d["draft_class_is_mtp"] = arch in mtp_names
+        d["draft_class_location"] = classes[arch]["entry_location"] if arch in classes else None
+
+
+# --- cross-checks --------------------------------------------------------------------------------
+
+
+def check_command(ctx: Ctx) -> None:
+    """MTP300 (argparse would reject the command) and MTP301 (prefix abbreviations)."""
+    v = ctx.sglang_version
+    for p in ctx.cmd.problems:
+        sym = f"argv[{p.index}]" if p.index is not None else "argv"
+        if p.kind == "abbreviation":
+            ctx.add("MTP301", f"{p.message}: it works in SGLang {v} only while no other option starts with "
+                    f"{p.token.split('=', 1)[0]}; a release that adds one turns it into 'ambiguous option' and the server exits",
+                    sym, evidence=[Evidence("parser", f"argparse.ArgumentParser(allow_abbrev=True)", _loc_of(((ctx.sg or {}).get("parser") or {}).get("location")))],
+                    remediation=f"write it in full: {p.fix[0]}" if p.fix else None)
+            continue
+        ev = [Evidence("token", p.token)]
+        flag = ctx.cmd.names.get(p.token) if p.kind == "required" else None
+        rec = ((ctx.sg or {}).get("cli_arguments") or {}).get(flag or "") if flag else None
+        if rec:
+            ev.append(Evidence("declared at", rec["location"], _loc_of(rec["location"])))
+        fix = None
+        if p.fix is not None:
+            fix = ("use " + " ".join(p.fix)) if p.fix else "remove it"
+        elif p.kind == "unknown":
+            fix = f"remove it: SGLang {v} has no such option (check `mtp-audit sglang` for its flags)"
+        elif p.kind == "ambiguous":
+            fix = "write the option in full"
+        what = "the server will not start" if p.kind != "help" else "nothing is launched"
+        ctx.add("MTP300", f"SGLang {v} rejects the command ({what}): {p.message}", sym, evidence=ev, remediation=fix)
+
+
+def check_architecture(ctx: Ctx) -> None:
+    """MTP303 (the target architecture has no EntryClass in this SGLang) and MTP302 (the draft
+    architecture does not end in a registered MTP class)."""
+    sg = ctx.sg
+    if not sg or not sg.get("entry_classes"):
+        if sg is not None and ctx.draft.get("uses_draft"):
+            ctx.gap("the sglang facts list no EntryClass registrations; the draft architecture chain was not checked")
+        return
+    classes = {e["class"] for e in sg["entry_classes"]}
+    arch = ctx.arch(ctx.ck)
+    v = ctx.sglang_version
+    if arch is not None and arch not in classes:
+        near = sorted(c for c in classes if c.split("For")[0] == arch.split("For")[0])
+        ctx.add("MTP303", f"SGLang {v} registers no model class named {arch} (config.json architectures[0]): the target will not load "
+                f"('Model architectures [{arch!r}] are not supported for now')",
+                "config.json:/architectures/0",
+                evidence=[Evidence("architecture", arch), Evidence("same-family classes in this version", ", ".join(near) or "none")],
+                remediation="use an SGLang version whose EntryClass lists this architecture (mtp-audit sglang NEW shows entry_classes)")
+    d = ctx.draft
+    if not d.get("uses_draft") or d.get("architecture") is None:
+        return
+    darch = d["architecture"]
+    ov = d.get("override")
+    if ov is not None and not d.get("draft_class_registered"):
+        ctx.add("MTP302", f"SGLang {v} maps the draft architecture {darch} to {ov['to']}, but no EntryClass registers {ov['to']}: "
+                "the draft model cannot be built", "--speculative-algorithm",
+                evidence=[Evidence("override", f"{darch} -> {ov['to']}", _loc_of(ov.get("location")))],
+                remediation="use an SGLang version that ships the MTP class, or run without speculative decoding")
+    elif ov is None and not d.get("draft_class_is_mtp"):
+        fam = darch.split("For")[0]
+        sib_rows = [o for o in sg.get("draft_arch_overrides", []) if o.get("from", "").split("For")[0] == fam]
+        siblings = sorted({f"{o['from']} -> {o['to']}" for o in sib_rows})
+        table = (sib_rows or sg.get("draft_arch_overrides", []))[:1]
+        ctx.add("MTP302", f"SGLang {v} has no draft-architecture override for {darch}: with {ctx.algo_requested} "
+                f"(runs as {ctx.algo_runs_as}) the draft worker builds {darch} itself, the full target class, instead of an "
+                "MTP/NextN head, so the checkpoint's MTP weights are not what drafts",
+                "--speculative-algorithm",
+                evidence=[Evidence("draft architecture", darch), Evidence("overrides for this family", "; ".join(siblings) or "none")]
+                + [Evidence("override table (nearest row)" if sib_rows else "override table", o["location"]) for o in table],
+                remediation="use an SGLang version whose configs/model_config.py maps this architecture to its MTP class "
+                            "(compare versions with --compare-sglang), or drop --speculative-algorithm")
+
+
+def check_mtp_weights(ctx: Ctx) -> None:
+    """MTP304 (MTP-style speculative decoding, but the draft checkpoint has no MTP tensors) and
+    MTP305 (MTP tensors present, no speculative flag)."""
+    d = ctx.draft
+    v = ctx.sglang_version
+    if ctx.algo_runs_as in MTP_ALGORITHMS and d.get("uses_draft"):
+        ck = ctx.ck if (ctx.draft_path is None or ctx.draft_is_target) else ctx.draft_ck
+        if ck is None:
+            return
+        s = ck.get("summary") or {}
+        n = s.get("mtp_tensors")
+        if s.get("mode") == "config-only":
+            ctx.gap(f"{d.get('path')}: config only, MTP tensors of the draft not checked", blocking=True)
+            return
+        if n == 0:
+            declared = s.get("mtp_layers_declared") or 0
+            ctx.add("MTP304", f"--speculative-algorithm {ctx.algo_requested} (runs as {ctx.algo_runs_as}) loads its draft from "
+                    f"{d.get('path')} ({d.get('path_source')}), which has no MTP tensors"
+                    + (f" although config.json declares {declared} MTP layer(s)" if declared else "")
+                    + (f" ({s['tensors']:,} tensors checked)" if isinstance(s.get("tensors"), int) else "") + ": the draft has no weights to load",
+                    "--speculative-algorithm",
+                    evidence=[Evidence("draft checkpoint", str(d.get("path"))), Evidence("MTP tensors", "0"),
+                              Evidence("architecture", str(d.get("architecture")))],
+                    remediation="drop the --speculative-* options (the corrected command does), or use a checkpoint that ships its mtp.* / "
+                                "NextN weights")
+            ctx.drop_prefixes = ctx.drop_prefixes + ("--speculative-",)
+    if ctx.algo_requested is None and ctx.ck is not None:
+        s = ctx.ck.get("summary") or {}
+        n = s.get("mtp_tensors") or 0
+        if n > 0:
+            cli = (ctx.sg or {}).get("cli_arguments")
+            names = set(ctx.cmd.names) if ctx.cmd.names else set()
+            flags = [(f, val) for f, val in MTP_FLAGS if not cli or f in names]
+            mtp = ctx.ck.get("mtp") or {}
+            b = (mtp.get("bytes") or {}).get("value", s.get("mtp_bytes"))
+            extra = ""
+            if cli is not None and not names & {"--speculative-algorithm"}:
+                extra = f"; SGLang {v} has no --speculative-algorithm option"
+            ctx.add("MTP305", f"the checkpoint carries {n:,} MTP tensors ({s.get('mtp_format', '?')}"
+                    + (f", {_fmt_bytes(b)}" if b else "") + ") but the command requests no speculative decoding: "
+                    "SGLang skips the mtp.* weights and decodes one token per step" + extra,
+                    "--speculative-algorithm",
+                    evidence=[Evidence("MTP layers found", str(s.get("mtp_layers_found"))), Evidence("MTP tensors", f"{n:,}")],
+                    remediation=("add " + " ".join(f"{f} {val}" for f, val in flags)) if flags and not extra else "")
+
+
+def check_draft_elsewhere(ctx: Ctx) -> None:
+    """MTP306: NEXTN with ``--speculative-draft-model-path`` pointing at another checkpoint."""
+    if ctx.draft_path is None or ctx.draft_is_target or ctx.algo_requested is None:
+        return
+    if (ctx.algo_requested or "").upper() != "NEXTN" and ctx.algo_runs_as not in MTP_ALGORITHMS:
+        return
+    d = ctx.draft
+    dck = ctx.draft_ck
+    ts = (ctx.ck or {}).get("summary") or {}
+    ds = (dck or {}).get("summary") or {}
+    what = (f"{d.get('architecture')} -> {d.get('draft_class')}" if d.get("architecture") else "a checkpoint that was not audited")
+    ctx.add("MTP306", f"--speculative-algorithm {ctx.algo_requested} runs as {ctx.algo_runs_as} with the draft from "
+            f"--speculative-draft-model-path {ctx.draft_path} ({what}; {ds.get('mtp_tensors', '?')} MTP tensors), not from "
+            f"--model-path {ctx.model_path}" + (f", whose own {ts['mtp_tensors']:,} MTP tensors are not loaded" if ts.get("mtp_tensors") else ""),
+            "--speculative-draft-model-path",
+            evidence=[Evidence("target", f"{ctx.model_path} ({ctx.arch(ctx.ck)})"), Evidence("draft", f"{ctx.draft_path} ({d.get('architecture')})")],
+            remediation="drop --speculative-draft-model-path to draft with the target's own MTP heads, or keep it if this draft is intended")
+
+
+def check_memory(ctx: Ctx) -> None:
+    """MTP307: bytes of the draft's MTP weights per GPU under ``--tp`` / ``--ep`` vs GPU memory."""
+    d = ctx.draft
+    if not (d.get("uses_draft") and ctx.algo_runs_as in MTP_ALGORITHMS):
+        return
+    b = d.get("mtp_bytes")
+    if not b:
+        return
+    tp_s = ctx.cmd.get(*TP) or "1"
+    ep_s = ctx.cmd.get(*EP) or "1"
+    try:
+        tp, ep = max(1, int(tp_s)), max(1, int(ep_s))
+    except (TypeError, ValueError):
+        return
+    per_gpu = b / tp
+    gpus = ctx.gpus()
+    mems = [g["memory_bytes"] for g in gpus if g["memory_bytes"]]
+    dtypes = ", ".join(f"{k} {v:,}" for k, v in sorted((d.get("mtp_dtypes") or {}).items())) or "dtype not read"
+    ev = [Evidence("MTP bytes", _fmt_bytes(b) + (" (estimated)" if d.get("mtp_bytes_estimated") else "")),
+          Evidence("MTP tensors", dtypes), Evidence("--tp-size / --ep-size", f"{tp} / {ep}"),
+          Evidence("split", "attention over --tp-size; experts over --ep-size x MoE-TP = --tp-size (SGLang moe_tp_size = tp_size / ep_size); "
+                            "norms and router replicated (< 0.1%)")]
+    if not mems:
+        why = next((g["memory_missing"] for g in gpus if g["memory_missing"]), None) or "no GPU listed"
+        ctx.gap(f"GPU memory unknown ({why}); the draft's {_fmt_bytes(per_gpu)} per GPU were not compared with it")
+        ctx.add("MTP307", f"the draft's MTP weights take about {_fmt_bytes(per_gpu)} per GPU under --tp-size {tp} (GPU memory unknown)",
+                "--tp-size", evidence=ev, severity=Severity.INFO, remediation="")
+        return
+    mem = min(mems)
+    frac = per_gpu / mem
+    ev.append(Evidence("GPU memory (smallest GPU)", _fmt_bytes(mem)))
+    if len(gpus) < tp:
+        ev.append(Evidence("GPUs seen by the preflight", str(len(gpus))))
+    mf = ctx.cmd.get(*MEM_FRACTION)
+    if per_gpu > mem:
+        sev, tail = Severity.ERROR, "more than a whole GPU: the draft cannot be loaded"
+    elif frac >= 0.10:
+        sev, tail = Severity.WARNING, ("SGLang loads the draft after sizing the target's KV cache with --mem-fraction-static"
+                                       + (f" {mf}" if mf else "") + ", so this comes out of the remaining memory; expect a smaller KV cache or an out-of-memory at start-up")
+    else:
+        sev, tail = Severity.INFO, "small next to the GPU"
+    ctx.add("MTP307", f"the draft's MTP weights ({dtypes}) take about {_fmt_bytes(per_gpu)} per GPU under --tp-size {tp}, "
+            f"{frac:.1%} of the {_fmt_bytes(mem)} GPU: {tail}", "--tp-size", evidence=ev, severity=sev,
+            remediation="" if sev == Severity.INFO else "raise --tp-size, lower --mem-fraction-static, or quantize the MTP layer")
+
+
+def _ckpt_fp4(ck: dict[str, Any] | None) -> str | None:
+    for q in (ck or {}).get("quantization") or []:
+        algo = str(q.get("algo") or "").upper()
+        if "FP4" in algo:
+            return "MXFP4" if "MX" in algo else "NVFP4"
+    return None
+
+
+def check_quantization(ctx: Ctx) -> None:
+    """MTP308: an FP4 ``--quantization`` that does not fit the checkpoint's own quantization."""
+    q = ctx.cmd.get(*QUANT)
+    if not isinstance(q, str) or ctx.ck is None:
+        return
+    want = FP4_QUANT_FORMAT.get(q.lower())
+    have = _ckpt_fp4(ctx.ck)
+    quants = (ctx.ck.get("quantization") or [])
+    if q.lower() not in FP4_QUANT_FORMAT:
+        return
+    if not quants and q.lower() != "nvfp4_online":
+        ctx.add("MTP308", f"--quantization {q} on a checkpoint with no quantization config ({(ctx.ck.get('summary') or {}).get('trunk_format', '?')} "
+                "weights): SGLang keeps the CLI method when the checkpoint declares none and builds FP4 layers that the "
+                "checkpoint's tensors do not fit", "--quantization",
+                evidence=[Evidence("checkpoint quantization", "none (no hf_quant_config.json, no quantization_config)")],
+                remediation=f"drop --quantization {q} (for on-the-fly NVFP4 on SM100 use --quantization nvfp4_online)")
+        ctx.fixes[ctx.cmd.flag_of(*QUANT) or "--quantization"] = None
+    elif want and have and want != have:
+        ctx.add("MTP308", f"--quantization {q} expects {want} weights but the checkpoint is {have}", "--quantization",
+                evidence=[Evidence("checkpoint", f"{have} ({quants[0].get('source')})")],
+                remediation=f"drop --quantization {q} and let SGLang read the checkpoint's quantization config")
+        ctx.fixes[ctx.cmd.flag_of(*QUANT) or "--quantization"] = None
+
+
+def _near(read: str, rewrite: dict[str, Any]) -> bool:
+    """Whether an env-var read is the test of ``rewrite`` (same file, between its ``if`` and its assignment)."""
+    rp, _, rl = read.rpartition(":")
+    lp, _, ll = str(rewrite.get("location", "")).rpartition(":")
+    tp, _, tl = str(rewrite.get("test_location") or "").rpartition(":")
+    if not (rl.isdigit() and ll.isdigit()) or rp != lp:
+        return False
+    lo = int(tl) if tp == rp and tl.isdigit() else int(ll)
+    return min(lo, int(ll)) - 2 <= int(rl) <= max(lo, int(ll)) + 2
+
+
+def _model_files(ctx: Ctx) -> set[str]:
+    classes = {e["class"]: e["file"] for e in (ctx.sg or {}).get("entry_classes", [])}
+    out = set()
+    for c in (ctx.arch(ctx.ck), ctx.draft.get("draft_class"), ctx.draft.get("architecture")):
+        if c and c in classes:
+            out.add(classes[c])
+    return out
+
+
+def check_env(ctx: Ctx) -> None:
+    """MTP309: environment variables of the launch that this SGLang reads, what they change, and
+    whether they are ignored for this GPU / model."""
+    sg = ctx.sg
+    if sg is None:
+        if ctx.env:
+            ctx.gap("environment variables not checked: no SGLang facts")
+        return
+    reads = {e["name"]: e for e in sg.get("env_vars", [])}
+    rewrites = list(sg.get("auto_resolutions", [])) + list(sg.get("remaps", []))
+    known = ctx.known()
+    files = _model_files(ctx)
+    v = ctx.sglang_version
+    for name in sorted(ctx.env):
+        val = ctx.env[name]
+        src = ctx.env_source.get(name, "")
+        sym = f"env:{name}"
+        if name not in reads:
+            if _ENV_INTEREST.search(name):
+                ctx.add("MTP309", f"{name}={val} ({src}) is never read by SGLang {v}: it has no effect", sym,
+                        evidence=[Evidence("searched", "every .py file of the SGLang tree (envs.NAME, get_*env*(\"NAME\"), os.environ)")],
+                        severity=Severity.WARNING, remediation=f"remove {name} (or check the SGLang version that reads it with --compare-sglang)")
+            elif src != "environment":
+                ctx.gap(f"{name}: not checked (the sglang analyzer records variables whose names contain NEXTN, MTP, SPEC or FP4)")
+            continue
+        e = reads[name]
+        mine = [r for r in rewrites if re.search(rf"\b{re.escape(name)}\b", r.get("condition") or "")]
+        evs = [Evidence("read at", loc) for loc in e.get("read", [])[:6]]
+        applied, ignored, unknown = [], [], []
+        for r in mine:
+            res = evaluate(r.get("condition", ""), known)
+            item = f"{r['argument']} -> {', '.join(r['to'])} ({r['location']})"
+            value = res.value
+            if value is True and r.get("shape") not in COMPLETE_CONDITION_SHAPES:
+                # a hook function may return before this line (0.5.23 _deepseek_spec_moe_resolution returns {}
+                # unless DeepSeek family on ROCm); those guards are not part of the recorded condition
+                value = None
+                item += " (in a hook function: earlier returns are not recorded)"
+            (applied if value is True else ignored if value is False else unknown).append((item, res.reasons))
+        other_reads = [loc for loc in e.get("read", []) if not any(_near(loc, r) for r in mine)]
+        model_reads = [loc for loc in other_reads if "/srt/models/" in loc]
+        other_model = [loc for loc in model_reads if loc.split(":")[0] not in files]
+        rest = [loc for loc in other_reads if loc not in model_reads]
+        for item, reasons in applied:
+            evs.append(Evidence("applies", item))
+        for item, reasons in ignored:
+            evs.append(Evidence("does not apply", f"{item}: {'; '.join(r for r in reasons if name not in r)}"))
+        for item, _ in unknown:
+            evs.append(Evidence("may apply", item))
+        if other_model:
+            evs.append(Evidence("model code outside this launch's model files", ", ".join(other_model[:4])))
+        if applied:
+            ctx.add("MTP309", f"{name}={val} ({src}) changes this launch in SGLang {v}: " + "; ".join(i for i, _ in applied), sym,
+                    evidence=evs, severity=Severity.INFO, remediation="")
+        elif mine and not unknown and not rest and len(other_model) == len(model_reads):
+            why = "; ".join(dict.fromkeys(r for _, rs in ignored for r in rs if name not in r))
+            ctx.add("MTP309", f"{name}={val} ({src}) is ignored by SGLang {v} on this GPU and model: every rewrite it guards needs "
+                    f"something this launch does not have ({why})"
+                    + (f", and its other reads are in model code this launch does not load ({', '.join(other_model[:2])})" if other_model else ""),
+                    sym, evidence=evs, severity=Severity.WARNING, remediation=f"remove {name}; it does nothing here")
+        elif not mine and model_reads and len(other_model) == len(model_reads) and not rest:
+            ctx.add("MTP309", f"{name}={val} ({src}) is read by SGLang {v} only in model code this launch does not load "
+                    f"({', '.join(other_model[:3])}): it has no effect here", sym, evidence=evs, severity=Severity.WARNING,
+                    remediation=f"remove {name}; it does nothing for this model")
+        else:
+            ctx.add("MTP309", f"{name}={val} ({src}) is read by SGLang {v}"
+                    + (f"; it may change {', '.join(i for i, _ in unknown)}" if unknown else "")
+                    + (f"; read at {', '.join((rest or model_reads)[:3])}" if (rest or model_reads) else "")
+                    + ": its effect on this launch could not be decided from the source", sym, evidence=evs, severity=Severity.INFO,
+                    remediation="")
+
+
+CHECKS = (check_command, check_architecture, check_mtp_weights, check_draft_elsewhere, check_memory, check_quantization, check_env)
+
+
+# --- one evaluation ------------------------------------------------------------------------------
+
+
+@dataclass
+class Evaluation:
+    """The result for one SGLang version: the context, the sub-reports and the outcome."""
+
+    ctx: Ctx
+    reports: list[Report]
+    outcome: dict[str, Any]
+
+
+def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Gap | None, machine: Machine,
+                    env: Mapping[str, str] | None, environ: Mapping[str, str] | None, cwd: Path,
+                    checkpoints: dict[str, tuple[Report | None, Gap | None]]) -> Evaluation:
+    """Parse, audit and cross-check ``argv`` against one SGLang (``sg_report``).
+
+    ``checkpoints`` caches checkpoint audits by path text across versions (diff mode).
+    """
+    from mtp_audit.launch.outcome import build_outcome
+    from mtp_audit.preflight import preflight
+
+    sg = dict(sg_report.facts.get("sglang") or {}) if sg_report is not None else None
+    cmd = parse_command(list(argv), sg)
+    envs, src = collect_env(cmd, env, environ, sg)
+
+    def ck_for(text: str, flag: str) -> tuple[Report | None, Gap | None]:
+        if text not in checkpoints:
+            checkpoints[text] = audit_model(text, cwd, flag)
+        return checkpoints[text]
+
+    mp = cmd.get(*MODEL)
+    mp = mp if isinstance(mp, str) else None
+    reports: list[Report] = []
+    gaps: list[Gap] = [sg_gap] if sg_gap else []
+    ck = None
+    if mp is not None:
+        r, g = ck_for(mp, "--model-path")
+        if r is not None:
+            reports.append(r)
+            ck = dict(r.facts.get("checkpoint") or {})
+        if g is not None:
+            gaps.append(g)
+    dp = cmd.get(*DRAFT)
+    dp = dp if isinstance(dp, str) else None
+    same = dp is not None and mp is not None and (dp == mp or (cwd / dp).resolve() == (cwd / mp).resolve())
+    draft_ck = None
+    if dp is not None and not same:
+        r, g = ck_for(dp, "--speculative-draft-model-path")
+        if r is not None:
+            draft_ck = dict(r.facts.get("checkpoint") or {})
+        if g is not None:
+            gaps.append(g)
+    pf_report = preflight(env_dumps=list(machine.env_dumps), facts_file=machine.facts_file, facts=machine.facts,
+                          launch=normalized_argv(cmd), cwd=cwd, sglang_facts=sg, use_sglang_analyzer=False)
+    reports.append(pf_report)
+    if sg_report is not None:
+        reports.insert(0, sg_report)
+    ctx = Ctx(cmd=cmd, sg=sg, sg_name=sg_report.targets[0].name if sg_report else "no SGLang", ck=ck, model_path=mp,
+              draft_ck=draft_ck, draft_path=dp, draft_is_target=same, pf=dict(pf_report.facts.get("preflight") or {}),
+              env=envs, env_source=src, gaps=gaps)
+    if cmd.parsed_with == "heuristic":
+        ctx.gap("the command was split heuristically (no SGLang option table): unknown or abbreviated flags were not checked", blocking=True)
+    if any(o.flag == "--config" for o in cmd.options):
+        ctx.gap("--config FILE: the options inside the config file were not read")
+    resolve_algorithm(ctx)
+    resolve_draft(ctx)
+    for check in CHECKS:
+        check(ctx)
+    all_findings = [f for r in reports for f in r.findings] + ctx.findings
+    all_gaps = [g for r in reports for g in r.gaps] + ctx.gaps
+    outcome = build_outcome(ctx, all_findings, all_gaps)
+    return Evaluation(ctx, reports, outcome)
+
+
+def flag_fixes(ctx: Ctx, findings: Sequence[Finding]) -> dict[str, str | None]:
+    """Flag replacements that findings name as their fix: a remediation that starts with
+    ``--flag value`` (or ``drop --flag``) for a flag this SGLang declares."""
+    out: dict[str, str | None] = dict(ctx.fixes)
+    for f in sorted(findings, key=lambda f: (-int(f.severity), f.rule_id)):
+        if f.severity < Severity.WARNING or not f.remediation:
+            continue
+        m = _FLAG_FIX.match(f.remediation)
+        if m:
+            flag = ctx.cmd.flag_of(m.group(1))
+            if flag is not None and (flag not in out):
+                choices = (((ctx.sg or {}).get("cli_arguments") or {}).get(flag) or {}).get("choices")
+                if not choices or m.group(2) in choices:
+                    out[flag] = m.group(2)
+            continue
+        m = _DROP_FIX.match(f.remediation)
+        if m:
+            flag = ctx.cmd.flag_of(m.group(1))
+            if flag is not None:
+                out.setdefault(flag, None)
+    return out
+
+
+def corrected_command(ctx: Ctx, findings: Sequence[Finding]) -> tuple[str | None, list[str]]:
+    """``(the corrected command line, flags changed)``, or ``(None, [])`` when no flag fix is known."""
+    fixes = flag_fixes(ctx, findings)
+    # a flag the command does not give (its default or 'auto' resolved to the bad value) is added
+    # (not when --quantization is being dropped: the backends of an FP4 launch that will not happen are moot)
+    qflag = ctx.cmd.flag_of(*QUANT)
+    moot = qflag is not None and qflag in fixes and fixes[qflag] is None
+    add = {} if moot else {k: v for k, v in fixes.items() if not ctx.cmd.has(k) and v is not None}
+    fixes = {k: v for k, v in fixes.items() if ctx.cmd.has(k)}
+    toks = rebuild(ctx.cmd, fixes, add=add, drop_prefixes=ctx.drop_prefixes)
+    if toks == list(ctx.cmd.argv):
+        return None, []
+    changed = sorted(set(fixes) | set(add) | {p.token for p in ctx.cmd.problems if p.fix is not None}
+                     | ({f"{p}*" for p in ctx.drop_prefixes}))
+    return shell_join(toks), changed
+
+
+__all__ = ["ANALYZER", "Ctx", "Evaluation", "Machine", "evaluate_launch", "corrected_command", "normalized_argv",
+           "audit_sglang_target", "audit_model", "collect_env", "ENTRY_LAUNCH_SERVER"]

@@ -1,0 +1,231 @@
+""""What will happen": the launch's outcome in plain words, the verdict, the corrected command, and
+the difference between two SGLang versions.
+
+``facts["launch"]["summary"]`` holds the headline values (rendered by the shared headline-facts
+mechanism); ``facts["launch"]["closing"]`` holds the same story as sentences, which the text and
+Markdown renderers print at the end of the report (:func:`mtp_audit.formats.summary.closing_sections`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from mtp_audit.report import Finding, Gap, Severity
+
+GO, FIX_FIRST, COULD_NOT_TELL = "go", "fix first", "could not tell"
+#: Order of verdicts from best to worst (used to tell whether an upgrade made things worse).
+VERDICT_RANK = {GO: 0, COULD_NOT_TELL: 1, FIX_FIRST: 2}
+
+
+def verdict(findings: Sequence[Finding], gaps: Sequence[Gap]) -> str:
+    """``fix first`` when any analyzer found an error; else ``could not tell`` when a gap blocks an
+    answer; else ``go`` (warnings do not stop a launch; they are listed)."""
+    if any(f.severity >= Severity.ERROR for f in findings):
+        return FIX_FIRST
+    if any(g.blocking for g in gaps):
+        return COULD_NOT_TELL
+    return GO
+
+
+def _backend(pf: dict[str, Any], key: str, fp4: str | None) -> str:
+    r = (pf.get("resolved") or {}).get(key)
+    if r and r.get("value"):
+        how = r.get("how")
+        src = r.get("source") or ""
+        return f"{r['value']} ({how}" + (f"; {src}" if how != "explicit" and src else "") + ")"
+    if r:
+        return f"unknown ({r.get('source')})"
+    if not fp4:
+        return "not used (the checkpoint is not FP4)"
+    return "not resolved (GPU capability unknown or below 10.0; see the preflight facts)"
+
+
+def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) -> dict[str, Any]:
+    """The outcome of one evaluation (:class:`mtp_audit.launch.analyze.Ctx`), given every analyzer's
+    findings and gaps. Returns ``{"summary": {...}, "closing": {...}, "verdict", "corrected_command", ...}``."""
+    from mtp_audit.launch.analyze import MTP_ALGORITHMS, TP, _ckpt_fp4, _fmt_bytes, corrected_command
+
+    v = verdict(findings, gaps)
+    cmd = ctx.cmd
+    d = ctx.draft
+    pf = ctx.pf or {}
+    fp4 = _ckpt_fp4(ctx.ck)
+    rejected = [p for p in cmd.problems if p.kind != "abbreviation"]
+    abbrev = [p for p in cmd.problems if p.kind == "abbreviation"]
+
+    # speculative algorithm
+    if ctx.algo_requested is None:
+        spec = "none requested (one token per step)"
+    elif ctx.algo_remap is not None:
+        r = ctx.algo_remap
+        spec = (f"{ctx.algo_requested} runs as {ctx.algo_runs_as} ({'logged' if r.get('logged') else 'silent'} rewrite at {r['location']})")
+    else:
+        spec = f"{ctx.algo_runs_as} (no rewrite)"
+    for r in ctx.algo_conditional:
+        spec += f"; {r['to'][0]} instead when {r['condition']} ({r['location']})"
+
+    # draft model
+    if not d.get("uses_draft"):
+        draft_model = "none" if ctx.algo_requested is None else f"none ({ctx.algo_runs_as} uses no draft model)"
+        draft_arch = "n/a"
+    else:
+        same = ctx.draft_path is None or ctx.draft_is_target
+        draft_model = (f"the target checkpoint itself ({d.get('path')}; {d.get('path_source')})" if same
+                       else f"{d.get('path')} ({d.get('path_source')})")
+        arch = d.get("architecture")
+        if arch is None:
+            draft_arch = "unknown (draft checkpoint not audited)"
+        elif ctx.sg is None:
+            draft_arch = f"{arch} -> unknown (no SGLang facts)"
+        elif d.get("override"):
+            ov = d["override"]
+            reg = d.get("draft_class_location")
+            draft_arch = (f"{arch} -> {d['draft_class']} (override at {ov['location']}; "
+                          + (f"EntryClass at {reg})" if reg else "NOT registered in EntryClass)"))
+        elif d.get("draft_class_is_mtp"):
+            draft_arch = f"{arch} (already an MTP class; EntryClass at {d.get('draft_class_location')})"
+        else:
+            draft_arch = f"{arch} -> no override: the full target class {arch} is built as the draft"
+    mtp_line = "n/a"
+    if d.get("uses_draft") and ctx.algo_runs_as in MTP_ALGORITHMS and d.get("mtp_tensors") is not None:
+        n = d.get("mtp_tensors") or 0
+        dt = ", ".join(f"{k} {c:,}" for k, c in sorted((d.get("mtp_dtypes") or {}).items()))
+        b = d.get("mtp_bytes") or 0
+        tp = cmd.get(*TP) or "1"
+        try:
+            per = f", about {_fmt_bytes(b / max(1, int(tp)))} per GPU under --tp-size {tp}" if b else ""
+        except ValueError:
+            per = ""
+        mtp_line = f"{n:,} tensors" + (f" ({dt})" if dt else "") + (f", {_fmt_bytes(b)}" if b else "") + per
+    elif ctx.ck is not None and ctx.algo_requested is None:
+        n = (ctx.ck.get("summary") or {}).get("mtp_tensors") or 0
+        mtp_line = f"{n:,} MTP tensors in the checkpoint, not loaded (no speculative decoding)" if n else "the checkpoint has no MTP tensors"
+
+    gpus = ctx.gpus()
+    if gpus:
+        names = sorted({f"{g['name'] or '?'} (compute capability {'.'.join(map(str, g['cc'])) if g['cc'] else '?'})" for g in gpus})
+        gpu_line = f"{len(gpus)} x " + ", ".join(names)
+    else:
+        gpu_line = "none seen"
+    fp4_gemm = _backend(pf, "fp4_gemm_backend", fp4)
+    moe = _backend(pf, "moe_runner_backend", fp4)
+    fp4_verdict = (pf.get("summary") or {}).get("verdict")
+
+    errors = [f for f in findings if f.severity >= Severity.ERROR]
+    fixed_cmd, changed = corrected_command(ctx, list(findings))
+    blocking = [g for g in gaps if g.blocking]
+
+    summary: dict[str, Any] = {
+        "sglang": ctx.sglang_version,
+        "command": f"{cmd.entry}: {len(cmd.options)} options, {len(rejected)} rejected, {len(abbrev)} abbreviated",
+        "speculative_algorithm": spec,
+        "draft_model": draft_model,
+        "draft_architecture": draft_arch,
+        "mtp_weights": mtp_line,
+        "checkpoint_fp4": fp4 or "no",
+        "gpus": gpu_line,
+        "fp4_gemm_backend": fp4_gemm,
+        "moe_runner_backend": moe,
+        "native_fp4": fp4_verdict or "unknown",
+        "verdict": v,
+        "corrected_command": fixed_cmd or ("none needed" if v == GO else "no command-line fix known"),
+    }
+
+    # location-free values, compared between SGLang versions (line numbers move with every release)
+    ov = d.get("override") or {}
+    compare = {
+        "command": (f"{len(rejected)} rejected" + (f" ({', '.join(sorted(p.token for p in rejected))})" if rejected else "")
+                    + f", {len(abbrev)} abbreviated" + (f" ({', '.join(sorted(p.token for p in abbrev))})" if abbrev else "")),
+        "speculative_algorithm": ("none" if ctx.algo_requested is None else f"{ctx.algo_requested} runs as {ctx.algo_runs_as}"
+                                  + "".join(f"; {r['to'][0]} when {r['condition']}" for r in ctx.algo_conditional)),
+        "draft_model": ("none" if not d.get("uses_draft") else "the target checkpoint" if (ctx.draft_path is None or ctx.draft_is_target)
+                        else str(d.get("path"))),
+        "draft_architecture": ("n/a" if not d.get("uses_draft") else
+                               f"{d.get('architecture')} -> {d.get('draft_class')}" + ("" if d.get("draft_class_registered") else " (not registered)")
+                               if ov or d.get("draft_class_is_mtp") else f"{d.get('architecture')} -> no override"),
+        "mtp_weights": mtp_line,
+        "fp4_gemm_backend": _backend_value(pf, "fp4_gemm_backend"),
+        "moe_runner_backend": _backend_value(pf, "moe_runner_backend"),
+        "native_fp4": fp4_verdict or "unknown",
+        "errors": ", ".join(sorted({f.rule_id for f in errors})) or "none",
+        "verdict": v,
+        "corrected_command": fixed_cmd or "none",
+    }
+
+    lines = [
+        f"{ctx.sg_name} reads the command through {cmd.entry}"
+        + (f": {len(rejected)} option(s) rejected" if rejected else ": every option accepted")
+        + (f", {len(abbrev)} only as abbreviation(s)" if abbrev else "") + ".",
+        f"Speculative decoding: {spec}.",
+        f"Draft model: {draft_model}.",
+        f"Draft architecture: {draft_arch}.",
+        f"MTP weights: {mtp_line}.",
+        f"GPUs: {gpu_line}; native FP4: {fp4_verdict or 'unknown'}.",
+        f"FP4 checkpoint: {fp4 or 'no'}; FP4 GEMM backend: {fp4_gemm}; MoE runner backend: {moe}.",
+    ]
+    if v == FIX_FIRST:
+        lines.append(f"Verdict: fix first ({len(errors)} error(s): " + "; ".join(sorted({f.rule_id for f in errors})) + ").")
+    elif v == COULD_NOT_TELL:
+        lines.append(f"Verdict: could not tell ({len(blocking)} blocking gap(s): {blocking[0].message}).")
+    else:
+        warn = sorted({f.rule_id for f in findings if f.severity == Severity.WARNING})
+        lines.append("Verdict: go" + (f" (warnings: {', '.join(warn)})." if warn else "."))
+    if fixed_cmd:
+        rest = sorted({f.rule_id for f in errors if not _fixed_by(f, changed, ctx)})
+        lines.append(f"Corrected command: {fixed_cmd}" + (f" (still to fix outside the command: {', '.join(rest)})" if rest else ""))
+    elif v == FIX_FIRST:
+        lines.append("Corrected command: none known; the errors are not fixed by a flag (see each finding's fix).")
+    return {
+        "summary": summary,
+        "compare": compare,
+        "closing": {"title": "What will happen", "lines": lines},
+        "verdict": v,
+        "corrected_command": fixed_cmd,
+        "changed_flags": changed,
+        "speculative": {"requested": ctx.algo_requested, "runs_as": ctx.algo_runs_as,
+                        "remap": ctx.algo_remap, "conditional": ctx.algo_conditional},
+        "draft": dict(d),
+        "command": cmd.to_dict(),
+        "env": {k: {"value": ctx.env[k], "source": ctx.env_source.get(k)} for k in sorted(ctx.env)},
+    }
+
+
+def _backend_value(pf: dict[str, Any], key: str) -> str:
+    r = (pf.get("resolved") or {}).get(key) or {}
+    return f"{r['value']} ({r.get('how')})" if r.get("value") else "not resolved"
+
+
+def _fixed_by(f: Finding, changed: list[str], ctx: Any) -> bool:
+    """Whether the corrected command addresses finding ``f`` (its remediation names a changed flag)."""
+    if f.rule_id in ("MTP300", "MTP301"):
+        return any(p.fix is not None for p in ctx.cmd.problems)
+    if f.rule_id == "MTP304":
+        return bool(ctx.drop_prefixes)
+    for c in changed:
+        if c.rstrip("*") and (f.remediation or "").split(" (")[0].find(c.rstrip("*")) >= 0:
+            return True
+    return False
+
+
+def diff_outcomes(old: dict[str, Any], new: dict[str, Any], old_version: str, new_version: str) -> tuple[list[Finding], dict[str, Any]]:
+    """MTP310 findings and ``{"old_version", "new_version", "changes": {key: {"old", "new"}}}`` for
+    every headline of "what will happen" that differs between two SGLang versions, compared on
+    location-free values (``outcome["compare"]``: a moved line number is not a change)."""
+    from mtp_audit.launch.rules import RULES_BY_ID
+    from mtp_audit.report import Evidence, Location
+
+    rule = RULES_BY_ID["MTP310"]
+    changes: dict[str, Any] = {}
+    findings: list[Finding] = []
+    for key in old["compare"]:
+        a, b = old["compare"].get(key), new["compare"].get(key)
+        if a != b:
+            changes[key] = {"old": a, "new": b}
+    for key, ch in changes.items():
+        worse = key == "verdict" and VERDICT_RANK.get(ch["new"], 0) > VERDICT_RANK.get(ch["old"], 0)
+        findings.append(rule.finding(f"{key.replace('_', ' ')} changes: SGLang {old_version}: {ch['old']}; SGLang {new_version}: {ch['new']}",
+                                     Location(symbol=f"what-will-happen:{key}"),
+                                     evidence=[Evidence(f"SGLang {old_version}", str(ch["old"])), Evidence(f"SGLang {new_version}", str(ch["new"]))],
+                                     severity=Severity.WARNING if worse else None, remediation=""))
+    return findings, {"old_version": old_version, "new_version": new_version, "changes": changes}

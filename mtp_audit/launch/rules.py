@@ -1,0 +1,317 @@
+"""Launch cross-check rules MTP300-MTP310: documentation, sources and runnable examples.
+
+The checks live in :mod:`mtp_audit.launch.analyze` (and :mod:`mtp_audit.launch.outcome` for MTP310).
+Examples write a small SGLang package folder (``sg/sglang/...``, hand-written in the shape of SGLang
+0.5.9's files, never copied SGLang code), a metadata-only checkpoint (``ckpt/config.json`` +
+``ckpt/model.safetensors.index.json``) and an ``env.txt`` in the ``python3 -m sglang.check_env``
+format; ``example.args`` is the launch command, run from the example folder.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mtp_audit.report import Report, Severity
+from mtp_audit.rules import Example, Rule
+
+E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+
+_SERVER_ARGS = '''import argparse
+import dataclasses
+
+
+@dataclasses.dataclass
+class ServerArgs:
+    model_path: str = None
+    tp_size: int = 1
+    speculative_algorithm: str = None
+    speculative_draft_model_path: str = None
+    speculative_moe_runner_backend: str = None
+    quantization: str = None
+
+    def _handle_model_specific_adjustments(self):
+        model_arch = self.get_model_config().hf_config.architectures[0]
+        if model_arch in ["DeepseekV3ForCausalLM"]:
+            if is_sm100_supported():
+                if self.quantization == "modelopt_fp4" and self.speculative_moe_runner_backend is None:
+                    if envs.SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE.get():
+                        self.speculative_moe_runner_backend = "deep_gemm"
+                        logger.info("Use deep_gemm for the bf16 nextn layer")
+
+    def _handle_speculative_decoding(self):
+        if self.speculative_algorithm == "NEXTN":
+            self.speculative_algorithm = "EAGLE"
+
+    @staticmethod
+    def add_cli_args(parser: argparse.ArgumentParser):
+        parser.add_argument("--model-path", "--model", type=str, required=True, help="The model path.")
+        parser.add_argument("--tensor-parallel-size", "--tp-size", type=int, default=ServerArgs.tp_size)
+        parser.add_argument("--trust-remote-code", action="store_true")
+        parser.add_argument("--mem-fraction-static", type=float, default=None)
+        parser.add_argument("--quantization", type=str, default=None, choices=["fp8", "modelopt", "modelopt_fp4", "mxfp4"])
+        parser.add_argument("--fp4-gemm-backend", type=str, default="flashinfer_cutlass",
+                            choices=["auto", "flashinfer_cudnn", "flashinfer_cutlass", "flashinfer_trtllm"])
+        parser.add_argument("--moe-runner-backend", type=str, default="auto",
+                            choices=["auto", "triton", "flashinfer_trtllm", "flashinfer_cutlass", "deep_gemm"])
+        parser.add_argument("--speculative-algorithm", type=str, choices=["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"])
+        parser.add_argument("--speculative-draft-model-path", "--speculative-draft-model", type=str)
+        parser.add_argument("--speculative-num-steps", type=int)
+        parser.add_argument("--speculative-eagle-topk", type=int)
+        parser.add_argument("--speculative-num-draft-tokens", type=int)
+        parser.add_argument("--speculative-moe-runner-backend", type=str, default=None)
+
+
+def prepare_server_args(argv):
+    parser = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(parser)
+    raw_args = parser.parse_args(argv)
+    return ServerArgs(**vars(raw_args))
+'''
+_MODEL_CONFIG = '''class ModelConfig:
+    @staticmethod
+    def from_server_args(server_args, model_path=None, is_draft_model=False):
+        return ModelConfig(model_path=model_path or server_args.model_path, is_draft_model=is_draft_model)
+
+    def _config_draft_model(self):
+        is_draft_model = self.is_draft_model
+        if is_draft_model and self.hf_config.architectures[0] in [
+            "Qwen3_5ForConditionalGeneration",
+            "Qwen3_5MoeForConditionalGeneration",
+        ]:
+            self.hf_config.architectures[0] = "Qwen3_5ForCausalLMMTP"
+'''
+_SG = {
+    "sg/sglang/__init__.py": "",
+    "sg/sglang/version.py": '__version__ = "0.5.9"\n',
+    "sg/sglang/launch_server.py": "import sys\n\nfrom sglang.srt.server_args import prepare_server_args\n\nserver_args = prepare_server_args(sys.argv[1:])\n",
+    "sg/sglang/srt/__init__.py": "",
+    "sg/sglang/srt/server_args.py": _SERVER_ARGS,
+    "sg/sglang/srt/environ.py": "class Envs:\n    SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE = EnvBool(False)\n",
+    "sg/sglang/srt/configs/model_config.py": _MODEL_CONFIG,
+    "sg/sglang/srt/models/qwen3_5.py": "class Qwen3_5MoeForConditionalGeneration:\n    pass\n\n\nEntryClass = [Qwen3_5MoeForConditionalGeneration]\n",
+    "sg/sglang/srt/models/qwen3_5_mtp.py": "class Qwen3_5ForCausalLMMTP:\n    pass\n\n\nEntryClass = [Qwen3_5ForCausalLMMTP]\n",
+    "sg/sglang/srt/models/deepseek_nextn.py": ("from sglang.srt.environ import envs\n\n\ndef cast_nextn_moe():\n"
+                                              "    return envs.SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE.get()\n\n\n"
+                                              "class DeepseekV3ForCausalLMNextN:\n    pass\n\n\nEntryClass = [DeepseekV3ForCausalLMNextN]\n"),
+}
+#: The newer tree of the MTP310 example: the override table also maps the text-only class (as 0.5.23 does).
+_SG_NEW = {k.replace("sg/", "sg-new/", 1): v for k, v in _SG.items()}
+_SG_NEW["sg-new/sglang/version.py"] = '__version__ = "0.5.23"\n'
+_SG_NEW["sg-new/sglang/srt/configs/model_config.py"] = _MODEL_CONFIG.replace(
+    '            "Qwen3_5MoeForConditionalGeneration",\n', '            "Qwen3_5MoeForConditionalGeneration",\n            "Qwen3_5MoeForCausalLM",\n')
+_SG_NEW["sg-new/sglang/srt/models/qwen3_5_text.py"] = "class Qwen3_5MoeForCausalLM:\n    pass\n\n\nEntryClass = [Qwen3_5MoeForCausalLM]\n"
+
+_ENV = ("Python: 3.12.3 (main, Jan 22 2026, 20:57:42) [GCC 13.3.0]\nCUDA available: True\nGPU 0: {gpu}\n"
+        "GPU 0 Compute Capability: {cc}\nCUDA_HOME: /usr/local/cuda\nNVCC: Cuda compilation tools, release 12.9, V12.9.86\n"
+        "CUDA Driver Version: 580.95.05\nPyTorch: 2.9.1+cu129\nsglang: 0.5.9\nsgl_kernel: 0.3.21\nflashinfer_python: 0.6.8\n"
+        "flashinfer_cubin: 0.6.8\nflashinfer_jit_cache: Module Not Found\ntriton: 3.5.1\n")
+SM120_ENV = _ENV.format(gpu="NVIDIA RTX PRO 6000 Blackwell Server Edition", cc="12.0")
+
+
+def checkpoint_files(folder: str = "ckpt", *, arch: str = "Qwen3_5MoeForConditionalGeneration", mtp: bool = True,
+                     nvfp4: bool = False, experts: int = 2) -> dict[str, str]:
+    """A metadata-only Qwen3.5-MoE-shaped checkpoint: ``config.json`` + index naming the tensors
+    (``mtp.*`` with ``experts`` experts and ``mtp_num_hidden_layers: 1`` when ``mtp``), optionally with a
+    ModelOpt NVFP4 ``hf_quant_config.json``."""
+    cfg = {"architectures": [arch], "model_type": "qwen3_5_moe_text", "hidden_size": 256, "num_hidden_layers": 2,
+           "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 128, "num_experts": experts, "num_experts_per_tok": 1,
+           "moe_intermediate_size": 128, "shared_expert_intermediate_size": 128, "vocab_size": 1024,
+           "torch_dtype": "bfloat16"}
+    if mtp:
+        cfg["mtp_num_hidden_layers"] = 1
+    names = ["model.embed_tokens.weight", "lm_head.weight", "model.norm.weight"]
+    for layer in range(2):
+        names += [f"model.layers.{layer}.self_attn.{p}.weight" for p in ("q_proj", "k_proj", "v_proj", "o_proj")]
+        names += [f"model.layers.{layer}.mlp.experts.{e}.{p}.weight" for e in range(experts) for p in ("gate_proj", "up_proj", "down_proj")]
+    if mtp:
+        names += ["mtp.fc.weight", "mtp.norm.weight", "mtp.pre_fc_norm_embedding.weight", "mtp.pre_fc_norm_hidden.weight"]
+        names += [f"mtp.layers.0.self_attn.{p}.weight" for p in ("q_proj", "k_proj", "v_proj", "o_proj")]
+        names += [f"mtp.layers.0.mlp.experts.{e}.{p}.weight" for e in range(experts) for p in ("gate_proj", "up_proj", "down_proj")]
+        names += ["mtp.layers.0.mlp.gate.weight", "mtp.layers.0.input_layernorm.weight", "mtp.layers.0.post_attention_layernorm.weight"]
+    files = {f"{folder}/config.json": json.dumps(cfg, indent=1),
+             f"{folder}/model.safetensors.index.json": json.dumps({"metadata": {}, "weight_map": {n: "model-00001-of-00001.safetensors" for n in names}}, indent=1)}
+    if nvfp4:
+        files[f"{folder}/hf_quant_config.json"] = json.dumps({"producer": {"name": "modelopt"}, "quantization": {
+            "quant_algo": "NVFP4", "kv_cache_quant_algo": None, "group_size": 16, "exclude_modules": ["lm_head", "mtp*"]}}, indent=1)
+    return files
+
+
+def _files(*, env: str = SM120_ENV, new: bool = False, draft: bool = False, **ck: object) -> dict[str, str]:
+    out = dict(_SG)
+    out.update(checkpoint_files(**ck))  # type: ignore[arg-type]
+    if draft:
+        out.update(checkpoint_files("draft", experts=4))
+    out["env.txt"] = env
+    if new:
+        out.update(_SG_NEW)
+    return out
+
+
+_LS = ("python", "-m", "sglang.launch_server", "--model-path", "ckpt")
+_NEXTN = _LS + ("--speculative-algorithm", "NEXTN")
+RES = "../shared/research"
+
+
+def _ex(fires: bool, note: str, args: tuple[str, ...], **files: object) -> Example:
+    return Example(fires=fires, files=lambda: _files(**files), args=args, note=note)  # type: ignore[arg-type]
+
+
+def R(id: str, name: str, sev: Severity, summary: str, what: str, why: str, fix: str, sources: tuple[str, ...], basis: str,
+      examples: tuple[Example, ...]) -> Rule:
+    return Rule(id, name, "launch", sev, summary, what, why, fix, sources, basis, examples)
+
+
+RULES: tuple[Rule, ...] = (
+    R("MTP300", "launch-args-rejected", E, "SGLang's argument parser rejects the launch command",
+      "Parses the command with the option table of the targeted SGLang version (flags, aliases, actions, nargs, types and "
+      "choices from the sglang analyzer) the way Python's argparse does, and reports what it would reject: an option this "
+      "version does not declare, an ambiguous prefix, a missing value, a value outside the choices, a value of the wrong type, "
+      "a value given to a flag that takes none, a missing --model-path, --help, or an entry point this version lacks "
+      "(`sglang serve` before 0.5.9).",
+      "argparse prints 'unrecognized arguments' or 'invalid choice' and exits with status 2 before anything loads. The "
+      "failure is quick, but in a scheduler or a container it is easy to miss, and a flag renamed between releases (0.5.23 "
+      "split --cuda-graph-bs into --cuda-graph-bs-decode / --cuda-graph-bs-prefill) breaks a command that worked.",
+      "Apply the corrected command in facts.launch.summary.corrected_command when one is given; otherwise remove or rename "
+      "the option (`mtp-audit sglang TARGET -f json` lists this version's flags).",
+      ("sglang/srt/server_args.py prepare_server_args (argparse.ArgumentParser(), 0.5.9 :5579, 0.5.23 :679)",
+       "CPython 3.11 Lib/argparse.py _parse_optional / _get_option_tuples", "sglang/cli/main.py add_parser('serve') (0.5.9 :20)"),
+      "code",
+      (_ex(True, "--bogus is not an option of this SGLang", _LS + ("--bogus", "1")),
+       _ex(False, "every option is declared", _LS + ("--tp-size", "1", "--trust-remote-code")))),
+    R("MTP301", "abbreviated-flag", W, "An option is accepted only as a prefix abbreviation",
+      "Reports options that match no declared option string exactly but are the unique prefix of one (argparse "
+      "allow_abbrev, on by default in every SGLang release), e.g. --tp for --tp-size.",
+      "The command works only while no other option starts with the same prefix. When a release adds one, argparse stops "
+      "with 'ambiguous option' (as --cuda-graph-bs did in 0.5.23); and a reader cannot grep the real flag name.",
+      "Write the option in full (the corrected command does).",
+      ("sglang/srt/server_args.py prepare_server_args: argparse.ArgumentParser() without allow_abbrev=False",
+       "CPython 3.11 Lib/argparse.py _get_option_tuples"),
+      "code",
+      (_ex(True, "--tp abbreviates --tp-size", _LS + ("--tp", "1")),
+       _ex(False, "the full option name", _LS + ("--tp-size", "1")))),
+    R("MTP302", "no-mtp-draft-class", E, "The draft architecture does not end in an MTP class of this SGLang",
+      "Follows the checkpoint's config.json architectures[0] through this SGLang's draft-architecture override table "
+      "(configs/model_config.py _config_draft_model) to a class registered in an EntryClass. Fires when there is no row "
+      "for the architecture (and it is not itself an MTP class), or the row names a class this version does not register.",
+      "With NEXTN (or EAGLE and no draft path) SGLang loads the target checkpoint a second time as the draft. Without an "
+      "override the draft worker builds the full target class instead of the MTP head: the MTP weights do not draft, the "
+      "trunk is loaded twice, and the load fails or the draft is useless. Real case: SGLang 0.5.9 maps "
+      "Qwen3_5MoeForConditionalGeneration to Qwen3_5ForCausalLMMTP but has no row for the text-only Qwen3_5MoeForCausalLM; "
+      "0.5.23 has one.",
+      "Use an SGLang version whose override table maps the architecture (compare with --compare-sglang), or drop "
+      "--speculative-algorithm.",
+      ("sglang 0.5.9 sglang/srt/configs/model_config.py:324-328 (Qwen3_5 override)",
+       "sglang 0.5.23 sglang/srt/configs/model_config.py:1179 (adds Qwen3_5MoeForCausalLM)", "docs/sglang.md facts contract"),
+      "code",
+      (_ex(True, "text-only architecture without an override row", _NEXTN, arch="Qwen3_5MoeForCausalLM"),
+       _ex(False, "the multimodal wrapper maps to Qwen3_5ForCausalLMMTP", _NEXTN))),
+    R("MTP303", "architecture-not-registered", E, "This SGLang registers no model class for the checkpoint's architecture",
+      "Looks the checkpoint's architectures[0] up in every EntryClass of this SGLang version.",
+      "The model registry raises 'Model architectures [...] are not supported for now' after the server has started its "
+      "workers; nothing is served.",
+      "Use an SGLang version that registers the architecture, or a checkpoint exported with a supported architecture name.",
+      ("sglang/srt/models/registry.py _ModelRegistry.resolve_model_cls (0.5.9 :49)", "sglang/srt/models/*.py EntryClass"),
+      "code",
+      (_ex(True, "Qwen3_5MoeForCausalLM has no EntryClass in this tree", _LS, arch="Qwen3_5MoeForCausalLM"),
+       _ex(False, "Qwen3_5MoeForConditionalGeneration is registered", _LS))),
+    R("MTP304", "speculative-without-mtp-weights", E, "MTP speculative decoding is requested but the draft checkpoint has no MTP tensors",
+      "Fires when --speculative-algorithm NEXTN (or EAGLE / FROZEN_KV_MTP with the target as its own draft) is given and "
+      "the checkpoint the draft is loaded from has no mtp.* / NextN tensors (decided from the index or shard headers).",
+      "The draft's MTP layer has nothing to load: depending on the model class SGLang fails at load or runs a draft with "
+      "uninitialised weights (Qwen3_5ForCausalLMMTP.load_weights only loads names containing 'mtp' and checks nothing), "
+      "so every draft token is rejected and speculative decoding is slower than none. Real case: REAP-pruned "
+      "Qwen3.5-25B-A3B keeps mtp_num_hidden_layers=1 in config.json but ships 0 of its mtp.* tensors.",
+      "Drop the --speculative-* options (the corrected command does), or use a checkpoint that ships its MTP weights.",
+      ("sglang 0.5.9 sglang/srt/models/qwen3_5_mtp.py:213-218 (load_weights skips non-mtp names)",
+       "fixtures/checkpoint/bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding", f"{RES}/checkpoint_formats.md"),
+      "real checkpoint",
+      (_ex(True, "NEXTN on a checkpoint without mtp.* tensors", _NEXTN, mtp=False),
+       _ex(False, "NEXTN on a checkpoint with its MTP layer", _NEXTN))),
+    R("MTP305", "mtp-heads-unused", I, "The checkpoint carries MTP heads but the command does not use them",
+      "Fires when the checkpoint has MTP / NextN tensors and the command has no --speculative-algorithm; names the flags "
+      "that would use them.",
+      "Without speculative decoding SGLang skips the mtp.* weights: one token per forward step, the MTP heads shipped for "
+      "1.5-2.5x decode speed are idle.",
+      "Add --speculative-algorithm NEXTN --speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4 "
+      "(the values SGLang's docs give for MTP models) if memory allows.",
+      ("SGLang docs basic_usage/deepseek.md and qwen3.md (MTP flags)", "sglang/srt/models/qwen3_5.py load_weights skips 'mtp' names"),
+      "documentation",
+      (_ex(True, "MTP present, no speculative flag", _LS),
+       _ex(False, "NEXTN requested", _NEXTN))),
+    R("MTP306", "draft-path-not-target", W, "NEXTN with a draft model path that is not the target checkpoint",
+      "Fires when --speculative-algorithm NEXTN (or another MTP algorithm) is combined with --speculative-draft-model-path "
+      "naming a different checkpoint; says which architecture and MTP tensors are actually loaded.",
+      "NEXTN means 'draft with the target's own MTP heads', but an explicit draft path wins: SGLang loads the MTP layer of "
+      "the other checkpoint (through its own architecture override), and the target's MTP tensors are not used. A stale "
+      "path from an older deployment gives a mismatched draft and a low acceptance rate.",
+      "Drop --speculative-draft-model-path to draft with the target's own MTP heads, or keep it if that draft is intended.",
+      ("sglang/srt/configs/model_config.py ModelConfig.from_server_args: model_path or server_args.model_path (0.5.9 :251)",),
+      "code",
+      (_ex(True, "draft path points at another checkpoint", _NEXTN + ("--speculative-draft-model-path", "draft"), draft=True),
+       _ex(False, "no draft path: the target drafts for itself", _NEXTN))),
+    R("MTP307", "mtp-memory-per-gpu", I, "Memory the draft's MTP weights take on each GPU",
+      "Divides the bytes of the MTP tensors (as stored: BF16 in NVFP4 releases) by --tp-size (attention is split over "
+      "TP; experts over EP x MoE-TP = TP) and compares them with the smallest GPU the preflight saw. Info below 10% of a GPU, "
+      "warning from 10%, error when larger than the GPU.",
+      "The MTP layer of an FP4 checkpoint is usually kept in BF16 (Qwen3.5-397B-A17B-NVFP4: 1,553 tensors, 13.2 GB): about "
+      "4x its FP4 size. SGLang loads the draft after sizing the target's KV cache, so the draft comes out of the remaining "
+      "memory; at low --tp-size it shrinks the KV cache or fails at start-up.",
+      "Raise --tp-size, lower --mem-fraction-static, or use a checkpoint whose MTP layer is quantized.",
+      (f"{RES}/checkpoint_formats.md §5 (Qwen3.5 NVFP4 MTP in BF16)", "sglang/srt/server_args.py moe_tp_size = tp_size // ep_size"),
+      "real checkpoint",
+      (_ex(True, "NEXTN loads the MTP layer", _NEXTN),
+       _ex(False, "no speculative decoding: the MTP layer is not loaded", _LS))),
+    R("MTP308", "fp4-quantization-mismatch", E, "An FP4 --quantization that does not fit the checkpoint",
+      "Compares an FP4 --quantization (modelopt_fp4, petit_nvfp4, mxfp4) with the quantization the checkpoint analyzer "
+      "found: none at all, or the other FP4 format (NVFP4 vs MXFP4).",
+      "When the checkpoint declares no quantization SGLang keeps the CLI method and builds FP4 layers that the BF16/FP16 "
+      "tensors do not fit; an NVFP4 method on MXFP4 weights (or the reverse) reads scales of the wrong shape.",
+      "Drop --quantization and let SGLang read the checkpoint's quantization config (the corrected command does).",
+      ("sglang/srt/configs/model_config.py ModelConfig._verify_quantization (0.5.9 :837-930)", f"{RES}/checkpoint_formats.md"),
+      "code",
+      (_ex(True, "modelopt_fp4 on an unquantized checkpoint", _LS + ("--quantization", "modelopt_fp4")),
+       _ex(False, "modelopt_fp4 on a ModelOpt NVFP4 checkpoint", _LS + ("--quantization", "modelopt_fp4"), nvfp4=True))),
+    R("MTP309", "launch-env-var", I, "An environment variable of the launch that this SGLang reads, and what it changes",
+      "For each variable set for the launch (KEY=VALUE before the program, --env, or the current environment when this "
+      "SGLang reads it) finds where this version reads it and the rewrites it guards (the sglang analyzer's "
+      "auto_resolutions whose condition names it); evaluates those conditions against the checkpoint's architecture, the "
+      "GPU's compute capability, the flags and the environment. Warning when it is ignored (not read by this version, or "
+      "every guarded rewrite needs another GPU / model), info otherwise.",
+      "A variable copied from a recipe for another GPU or model silently does nothing: SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE=1 "
+      "changes the draft MoE backend only for the DeepSeek family on SM100 (0.5.9) and only on ROCm from 0.5.15, so on "
+      "an SM120 Qwen3.5 launch it is ignored.",
+      "Remove variables that do nothing here; keep the ones whose rewrite applies.",
+      ("sglang 0.5.9 sglang/srt/server_args.py:1312-1330 and sglang/srt/environ.py:323",
+       "sglang 0.5.23 sglang/srt/arg_groups/overrides.py:865 (HIP only)", "sglang/srt/models/deepseek_common/utils.py enable_nextn_moe_bf16_cast_to_fp8"),
+      "code",
+      (_ex(True, "SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE=1 on SM120 with a Qwen3.5 checkpoint", ("SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE=1",) + _NEXTN),
+       _ex(False, "no environment variable for the launch", _NEXTN))),
+    R("MTP310", "outcome-changed", I, "What the launch does changes between two SGLang versions",
+      "Runs the same command against two SGLang versions (--compare-sglang, or --sglang OLD --sglang NEW) and reports each "
+      "headline of 'what will happen' that differs: accepted flags, the algorithm SGLang really runs, the draft path and "
+      "architecture, the FP4 backends, the verdict. Warning when the verdict gets worse.",
+      "An upgrade can turn a working MTP launch into one whose draft is the wrong class, or make a flag disappear; a "
+      "downgrade can silently lose the override for your architecture.",
+      "Read the changes before upgrading; apply the corrected command of the new version.",
+      ("docs/sglang.md (diff of two SGLang trees)",),
+      "code",
+      (Example(True, lambda: _files(new=True, arch="Qwen3_5MoeForCausalLM"), _NEXTN,
+               "the new version maps the text-only architecture to its MTP class"),
+       Example(False, lambda: _files(arch="Qwen3_5MoeForCausalLM"), _NEXTN, "one version only: nothing to compare"))),
+)
+
+RULES_BY_ID = {r.id: r for r in RULES}
+
+
+def run_example(root: Path, example: Example) -> Report:
+    """Run ``mtp-audit launch`` on an example folder: ``example.args`` is the command (run from ``root``),
+    ``sg/`` the SGLang tree (``sg-new/``: a second one to compare with), ``env.txt`` the machine."""
+    from mtp_audit.launch import audit_launch
+
+    kwargs: dict[str, object] = {"sglang": root / "sg", "cwd": root, "environ": {}}
+    if (root / "sg-new").is_dir():
+        kwargs["compare_sglang"] = root / "sg-new"
+    if (root / "env.txt").is_file():
+        kwargs["env_dump"] = [root / "env.txt"]
+    return audit_launch(list(example.args), **kwargs)  # type: ignore[arg-type]
