@@ -198,12 +198,16 @@ def test_bad_options_exit_2(work, capsys, monkeypatch, opts, where):
 # --- could not tell ------------------------------------------------------------------------------
 
 
-def test_hub_id_model_path_is_could_not_tell(work, capsys, monkeypatch):
+def test_hub_id_model_path_is_could_not_tell(work, capsys, monkeypatch, tmp_path):
+    """A hub id as --model-path goes to the hub; an unreachable hub is "could not tell" (exit 3)."""
+    from hubfixture import isolate_hf
+
+    isolate_hf(monkeypatch, tmp_path, endpoint="http://127.0.0.1:9")  # nothing listens on port 9
     monkeypatch.chdir(work)
     rc = main(["launch", "--sglang", "sg", "--env-dump", "env.txt", "--", *LS, "--model-path", "nvidia/Qwen3.5-397B-A17B-NVFP4"])
     out = capsys.readouterr().out
     assert rc == 3
-    assert "--model-path nvidia/Qwen3.5-397B-A17B-NVFP4 is a Hugging Face repo id and no local folder" in out
+    assert "[checkpoint, blocking] cannot reach http://127.0.0.1:9" in out
     assert "Verdict: could not tell" in out and "status: inconclusive" in out
 
 

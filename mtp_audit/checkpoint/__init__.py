@@ -69,7 +69,7 @@ def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, **hub_op
 
                 try:
                     source = hub.audit_source_for(text, **hub_options)
-                except hub.NotCached as exc:  # offline with nothing cached: "could not tell", exit 3
+                except hub.HubUnavailable as exc:  # unreachable, 5xx, or offline with nothing cached: exit 3
                     from mtp_audit.report import Gap, Report
 
                     return Report.build("checkpoint", text, gaps=[Gap("checkpoint", exc.problem)])

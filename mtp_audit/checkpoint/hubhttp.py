@@ -36,6 +36,7 @@ from collections.abc import Iterator
 import httpx2
 from huggingface_hub.utils import get_session
 
+from mtp_audit.checkpoint.hub import HubUnavailable
 from mtp_audit.checkpoint.source import ReadProblem
 from mtp_audit.errors import InputError
 
@@ -88,6 +89,8 @@ _ACTIVE: contextvars.ContextVar[Meter | None] = contextvars.ContextVar("mtp_audi
 
 
 @contextlib.contextmanager
+
+
 def metering(meter: Meter) -> Iterator[Meter]:
     """Count the HTTP traffic of the enclosed block (and of work submitted from it with
     ``contextvars.copy_context().run``) on ``meter``."""
@@ -335,14 +338,14 @@ def model_info_error(exc: Exception, *, display: str, endpoint: str, repo: str, 
         code = exc.response.status_code if exc.response is not None else "?"
         if code in (401, 403):
             return InputError(display, f"access denied (HTTP {code}); set HF_TOKEN to a token with access")
-        return InputError(display, f"the hub at {endpoint} answered HTTP {code}; try again later or use --offline")
+        return HubUnavailable(display, f"the hub at {endpoint} answered HTTP {code}; try again later or use --offline")
     if isinstance(exc, httpx2.TimeoutException):
-        return InputError(display, f"no answer from {endpoint} within {timeout:g} s; try again or use --offline")
+        return HubUnavailable(display, f"no answer from {endpoint} within {timeout:g} s; try again or use --offline")
     if isinstance(exc, httpx2.TooManyRedirects):
         return InputError(display, f"too many redirects from {endpoint}")
     if isinstance(exc, httpx2.HTTPError):
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return InputError(display, f"cannot reach {endpoint}: {text}; use --offline to audit from the cache")
+        return HubUnavailable(display, f"cannot reach {endpoint}: {text}; use --offline to audit from the cache")
     return InputError(display, f"unexpected answer from the hub API at {endpoint}: {type(exc).__name__}")
 
 
