@@ -1,7 +1,8 @@
 """The ``mtp-audit`` command line: a click group whose analyzer commands load lazily.
 
 Exit codes (README "Exit codes"): 0 nothing at or above ``--fail-on``; 1 findings at or above it;
-2 usage or input error (one line on stderr, nothing written); 3 inconclusive (or an internal error).
+2 usage or input error (one line on stderr, nothing written); 3 inconclusive; 4 internal error (a bug
+in mtp-audit, one line on stderr).
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ import click
 
 from mtp_audit import __version__
 from mtp_audit.errors import InputError
+
+#: A bug in mtp-audit (never a verdict about the audited input). 0-3: see mtp_audit.report.
+EXIT_INTERNAL = 4
 
 #: Command name -> "module:attribute" of its click command; imported only when used or listed.
 COMMANDS: dict[str, str] = {
@@ -49,7 +53,8 @@ def cli() -> None:
     """Audit an MoE deployment before a 30-minute model load: does the checkpoint carry MTP/NextN
     heads, what will SGLang do with your flags, and can this GPU stack run its FP4 kernels?
 
-    Exit codes: 0 ok, 1 findings at or above --fail-on, 2 usage or input error, 3 inconclusive.
+    Exit codes: 0 ok, 1 findings at or above --fail-on, 2 usage or input error, 3 inconclusive,
+    4 internal error.
     """
 
 
@@ -60,8 +65,13 @@ def main(argv: list[str] | None = None) -> int:
         rv: Any = cli.main(args=argv, prog_name="mtp-audit", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
-    except click.ClickException as exc:  # usage errors, bad option values, missing files
-        exc.show()
+    except click.UsageError as exc:  # bad command, option or value: one line, like every input error
+        ctx = exc.ctx
+        where = ctx.command_path if ctx is not None else "mtp-audit"
+        click.echo(f"mtp-audit: error: {exc.format_message()} (see '{where} --help')", err=True)
+        return 2
+    except click.ClickException as exc:  # e.g. click.BadParameter raised by a callback
+        click.echo(f"mtp-audit: error: {exc.format_message()}", err=True)
         return 2
     except click.exceptions.Abort:
         click.echo("mtp-audit: aborted", err=True)
@@ -78,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         except OSError:
             pass
         return 0
-    except Exception as exc:  # a bug in mtp-audit: say so in one line, exit "could not tell"
+    except Exception as exc:  # a bug in mtp-audit: say so in one line, with its own exit code
         if os.environ.get("MTP_AUDIT_DEBUG") == "1":
             traceback.print_exc()
         click.echo(
@@ -86,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             "(set MTP_AUDIT_DEBUG=1 for the traceback and report it)",
             err=True,
         )
-        return 3
+        return EXIT_INTERNAL
     return int(rv or 0)
 
 

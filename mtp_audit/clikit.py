@@ -4,6 +4,7 @@ the exit code. Analyzer command modules import this; it imports no analyzer."""
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -47,16 +48,36 @@ def output_options(func: F) -> F:
     return func
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same folder and ``os.replace``, so a
-    failure never leaves a half-written or truncated report.
+    """Write ``text`` (UTF-8) to ``path`` so that a failure never leaves a half-written or truncated
+    report: a regular file (or a new one) is replaced through a temporary file in the same folder and
+    ``os.replace``, with the permissions a plain ``open`` would give (0666 & ~umask); a symlink is
+    followed and its target replaced; a device or FIFO (``/dev/stdout``, ``/dev/null``) is written
+    through, never replaced. Characters that cannot be encoded (file names that are not UTF-8) are
+    written as ``\\udcxx`` escapes, which JSON and SARIF readers decode.
 
     Raises:
-        InputError: the folder does not exist or is not writable, or ``path`` is a directory.
+        InputError: the folder does not exist or is not writable, ``path`` is a directory, or the
+            write fails (disk full).
     """
-    folder = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
+    data = text.encode("utf-8", errors="backslashreplace")
+    target = path.resolve() if path.is_symlink() else path
+    if target.is_dir():
         raise InputError(str(path), "is a directory, cannot write the report there")
+    if target.exists() and not target.is_file():  # a device or FIFO: write through
+        try:
+            with open(target, "wb") as fh:
+                fh.write(data)
+        except OSError as exc:
+            raise InputError(str(path), f"cannot write: {exc.strerror or exc}") from None
+        return
+    folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
         raise InputError(str(path), f"folder {folder} does not exist")
     try:
@@ -64,15 +85,33 @@ def write_atomic(path: Path, text: str) -> None:
     except OSError as exc:
         raise InputError(str(path), f"cannot write: {exc.strerror or exc}") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, target)
     except OSError as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
         raise InputError(str(path), f"cannot write: {exc.strerror or exc}") from None
+
+
+def _inside_audited(report: Any, output: Path) -> str | None:
+    """The audited target that ``output`` would overwrite or write into, if any (targets named by an
+    existing local path; hub ids and machines have none)."""
+    out = output.resolve()
+    for t in report.targets:
+        try:
+            p = Path(t.name)
+            if not p.exists():
+                continue
+            real = p.resolve()
+        except (OSError, ValueError):
+            continue
+        if out == real or real in out.parents:
+            return t.name
+    return None
 
 
 def emit(report: Any, fmt: str, output: Path | None, fail_on: str) -> int:
@@ -87,9 +126,26 @@ def emit(report: Any, fmt: str, output: Path | None, fail_on: str) -> int:
 
     text = render(report, fmt.lower())
     if output is not None:
+        audited = _inside_audited(report, output)
+        if audited is not None:
+            raise InputError(str(output), f"is inside the audited input {audited}; refusing to write the report there")
         write_atomic(output, text)
         click.echo(f"{verdict_line(report)} (report written to {output})", err=True)
     else:
-        click.echo(text, nl=False)
+        stream = sys.stdout
+        try:
+            if stream is None:
+                raise ValueError("stdout is closed")
+            buffer = getattr(stream, "buffer", None)
+            if buffer is not None:
+                stream.flush()
+                buffer.write(text.encode(stream.encoding or "utf-8", errors="backslashreplace"))
+            else:
+                stream.write(text)
+            stream.flush()
+        except BrokenPipeError:
+            raise
+        except (OSError, ValueError, AttributeError) as exc:
+            raise InputError("stdout", f"cannot write the report: {getattr(exc, 'strerror', None) or exc}") from None
     threshold = None if fail_on.lower() == "never" else Severity.parse(fail_on)
     return exit_code(report, threshold)

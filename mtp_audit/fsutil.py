@@ -22,6 +22,35 @@ MAX_JSON_BYTES = 256 * 1024 * 1024
 MAX_TEXT_BYTES = 64 * 1024 * 1024
 
 
+class NotRegularFile(OSError):
+    """The path is a FIFO, socket, device or directory: never read (a FIFO would block forever)."""
+
+
+def open_regular(path: Path | str) -> int:
+    """Open ``path`` read-only without blocking and return the file descriptor, only if it is a
+    regular file. ``O_NONBLOCK`` makes opening a FIFO return at once instead of waiting for a writer;
+    the descriptor is switched back to blocking mode for normal reads.
+
+    Raises:
+        NotRegularFile: a directory, FIFO, socket or device (the descriptor is closed).
+        OSError: the usual open errors (FileNotFoundError, PermissionError, ...).
+    """
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
+            raise NotRegularFile(f"is {kind}, expected a regular file; not read")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def read_bytes_bounded(path: Path, limit: int, *, display: str | None = None) -> bytes:
     """Read at most ``limit`` bytes of ``path``.
 
@@ -35,17 +64,16 @@ def read_bytes_bounded(path: Path, limit: int, *, display: str | None = None) ->
     """
     name = display or str(path)
     try:
-        with open(path, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            import stat
-
-            if not stat.S_ISREG(st.st_mode):
-                raise InputError(name, "not a regular file")
-            if st.st_size > limit:
-                raise InputError(name, f"file is {st.st_size} bytes, over the {limit}-byte limit")
+        fd = open_regular(path)
+        with os.fdopen(fd, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > limit:
+                raise InputError(name, f"file is {size} bytes, over the {limit}-byte limit")
             data = fh.read(limit + 1)
     except InputError:
         raise
+    except NotRegularFile as exc:
+        raise InputError(name, str(exc)) from None
     except FileNotFoundError:
         raise InputError(name, "no such file") from None
     except IsADirectoryError:
@@ -60,7 +88,7 @@ def read_bytes_bounded(path: Path, limit: int, *, display: str | None = None) ->
 
 
 def read_json_bounded(path: Path, *, limit: int = MAX_JSON_BYTES, display: str | None = None) -> Any:
-    """Parse a JSON file strictly (UTF-8, no NaN/Infinity constants) with a size bound.
+    """Parse a JSON file (UTF-8; NaN/Infinity accepted as transformers writes them) with a size bound.
 
     Raises:
         InputError: unreadable, too large, not UTF-8, or not valid JSON (message gives line and column).
@@ -72,13 +100,11 @@ def read_json_bounded(path: Path, *, limit: int = MAX_JSON_BYTES, display: str |
     except UnicodeDecodeError as exc:
         raise InputError(name, f"not UTF-8 (byte {exc.start})") from None
 
-    def _reject_constant(token: str) -> Any:
-        raise ValueError(f"non-standard JSON constant {token}")
-
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        # NaN / Infinity are accepted: transformers writes them (e.g. nvidia Nemotron-3-Super config.json).
+        return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(name, f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        raise InputError(name, f"invalid JSON: {exc}") from None
     except (ValueError, RecursionError) as exc:
         raise InputError(name, f"invalid JSON: {exc}") from None
 

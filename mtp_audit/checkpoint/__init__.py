@@ -80,6 +80,11 @@ def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, **hub_op
     except (OSError, RuntimeError):
         raise InputError(text, "symlink loop or unreadable path") from None
     if path.is_dir():
+        for special in ("config.json", "model.safetensors.index.json", "hf_quant_config.json"):
+            sp = path / special
+            if os.path.lexists(sp) and sp.exists() and not sp.is_file():
+                kind = "a directory" if sp.is_dir() else "not a regular file"
+                raise InputError(os.path.join(text, special), f"is {kind}, expected a JSON file")
         return analyze(LocalSource(path, display=text))
     if not path.is_file():
         raise InputError(text, "not a regular file or folder")
@@ -91,6 +96,8 @@ def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, **hub_op
     if name.endswith(".safetensors"):
         return analyze(LocalSource(parent, only=[name], display=text), mode_hint="single-file")
     if name == "config.json":
-        only = [name] + [f for f in _SIDE_FILES[1:] if (parent / f).is_file()]
+        # The config's own folder, without its shards: config + quantization config + the index.
+        side = (*_SIDE_FILES[1:], "model.safetensors.index.json")
+        only = [name] + [f for f in side if (parent / f).is_file()]
         return analyze(LocalSource(parent, only=only, display=text))
     raise InputError(text, "expected a checkpoint folder, a .safetensors file, an index file or config.json")

@@ -328,8 +328,7 @@ def _read_index(source: CheckpointSource, index_file: str, facts: CheckpointFact
         distinct = set(wm.values())  # a 92k-entry index names ~163 distinct shards
     except TypeError:  # an unhashable value (a list or an object)
         distinct = None
-    bad = None if distinct is None else next((v for v in distinct if not isinstance(v, str)), None)
-    if distinct is None or bad is not None:
+    if distinct is None or not all(isinstance(v, str) for v in distinct):
         name, shard = next((k, v) for k, v in wm.items() if not isinstance(v, str))
         raise InputError(where, f"{pointer('weight_map', name)}: expected a shard file name, got {type(shard).__name__}")
     checked: dict[str, str | None] = {}

@@ -84,6 +84,21 @@ class ModelConfig:
     raw_quantization: Mapping[str, Any] | None = None
 
 
+#: Plausibility caps. The largest real values (checkpoint_formats.md §2): 3 MTP layers (Step-3.5),
+#: 512 routed experts (Qwen3.5-397B, LongCat), 92 decoder layers (GLM-4.5). A config far beyond these
+#: is refused rather than expanded into millions of expected tensor names (bounded work, issue 2).
+MAX_MTP_LAYERS = 64
+MAX_EXPERTS = 1 << 16
+MAX_HIDDEN_LAYERS = 1 << 16
+
+
+def _capped(n: int, cap: int, pointer: str, what: str) -> int:
+    """``n`` unchanged, or :class:`ConfigError` when it exceeds ``cap``."""
+    if n > cap:
+        raise ConfigError(pointer, f"{n} {what} is implausible (more than {cap}); not audited")
+    return n
+
+
 def _int(value: Any) -> int | None:
     """A non-negative int from a JSON value (bools and floats with fractions are refused)."""
     if isinstance(value, bool):
@@ -113,13 +128,13 @@ def _declaration(top: Mapping[str, Any], text: Mapping[str, Any], tp: str, layou
                 use = scope.get("use_mtp", top.get("use_mtp"))
                 if use is False:
                     return Declaration(0, f"{ptr}/use_mtp", explicit_zero=True)
-                depth = n * (_int(scope.get("mtp_transformer_layers")) or 1)
+                depth = _capped(n * (_int(scope.get("mtp_transformer_layers")) or 1), MAX_MTP_LAYERS, f"{ptr}/{key}", "MTP layers")
                 return Declaration(depth, f"{ptr}/{key}", explicit_zero=depth == 0)
-            return Declaration(n, f"{ptr}/{key}", explicit_zero=n == 0)
+            return Declaration(_capped(n, MAX_MTP_LAYERS, f"{ptr}/{key}", "MTP layers"), f"{ptr}/{key}", explicit_zero=n == 0)
     for ptr, scope in scopes:
         sub = scope.get("mtp_config")
         if isinstance(sub, Mapping) and _int(sub.get("num_nextn_predict_layers")) is not None:
-            n = _int(sub["num_nextn_predict_layers"]) or 0
+            n = _capped(_int(sub["num_nextn_predict_layers"]) or 0, MAX_MTP_LAYERS, f"{ptr}/mtp_config/num_nextn_predict_layers", "MTP layers")
             return Declaration(n, f"{ptr}/mtp_config/num_nextn_predict_layers", explicit_zero=n == 0)
     if layout is not None and layout.implicit_layers:
         return Declaration(layout.implicit_layers, "", implicit=True)
@@ -180,6 +195,8 @@ def parse_config(obj: Any) -> ModelConfig:
     n_layers = _int(layers_raw) if layers_raw is not None else None
     if layers_raw is not None and (n_layers is None or isinstance(layers_raw, bool)):
         raise ConfigError(ptr, f"expected a non-negative integer, got {layers_raw!r}")
+    if n_layers is not None:
+        _capped(n_layers, MAX_HIDDEN_LAYERS, ptr, "decoder layers")
     n_experts, ekey = None, ""
     for key in EXPERT_KEYS:
         raw, p = pick(key)
@@ -187,6 +204,7 @@ def parse_config(obj: Any) -> ModelConfig:
             n_experts = _int(raw)
             if n_experts is None or isinstance(raw, bool):
                 raise ConfigError(p, f"expected a non-negative integer, got {raw!r}")
+            _capped(n_experts, MAX_EXPERTS, p, "experts")
             ekey = p
             break
     dims: dict[str, Any] = {}

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.errors import InputError
-from mtp_audit.fsutil import MAX_JSON_BYTES, contained_relpath, read_json_bounded
+from mtp_audit.fsutil import MAX_JSON_BYTES, NotRegularFile, contained_relpath, open_regular, read_json_bounded
 
 #: Bits per element for every safetensors dtype, copied from safetensors' Rust
 #: ``safetensors/src/tensor.rs`` ``Dtype::bitsize()`` (see ../shared/research/aesthetics.md §5).
@@ -300,7 +300,10 @@ class LocalSource(CheckpointSource):
             return self._only
         out: list[str] = []
         try:
-            for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
+            def _raise(exc: OSError) -> None:
+                raise exc
+
+            for dirpath, dirnames, filenames in os.walk(self.root, onerror=_raise, followlinks=False):
                 dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
                 base = Path(dirpath).relative_to(self.root)
                 for f in filenames:
@@ -332,7 +335,7 @@ class LocalSource(CheckpointSource):
         """
         path = self._path(rel)
         try:
-            with open(path, "rb") as fh:
+            with os.fdopen(open_regular(path), "rb") as fh:
                 size = os.fstat(fh.fileno()).st_size
                 prefix = fh.read(8)
                 if len(prefix) < 8:
@@ -343,6 +346,8 @@ class LocalSource(CheckpointSource):
                 if 8 + n > size:
                     raise ReadProblem(rel, f"header length {n} exceeds the file size {size}")
                 raw = fh.read(n)
+        except NotRegularFile as exc:
+            raise ReadProblem(rel, str(exc), "unreadable") from None
         except FileNotFoundError:
             raise ReadProblem(rel, "no such file", "missing") from None
         except IsADirectoryError:
