@@ -147,3 +147,18 @@ def test_qwen3_next_is_implicit():
     assert f["mtp"]["declared_layers"] == 1 and f["mtp"]["declared_by"] == "implicit"
     assert rep.status is Status.INCONCLUSIVE
     assert "implicitly" in rep.gaps[0].message
+
+
+def test_text_report_answers_in_plain_words() -> None:
+    """The end of the text report says whether SGLang will use the MTP heads (values from the real
+    REAP and mimo_kor files: 1 layer declared, 0 vs 16 MTP tensors)."""
+    from mtp_audit.checkpoint import audit_checkpoint
+    from mtp_audit.formats import render
+
+    fx = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoint"
+    reap = render(audit_checkpoint(fx / "bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding"), "text")
+    assert "  Declared: 1 MTP layer(s) at /mtp_num_hidden_layers.\n  Found: 0 MTP tensor(s) in 0 layer(s).\n" in reap
+    assert "  SGLang: no, --speculative-algorithm NEXTN would not get working MTP heads (MTP001).\n" in reap
+    mimo = render(audit_checkpoint(fx / "jj8127--mimo_kor"), "markdown")
+    assert "Found: 16 MTP tensor(s) in 1 layer(s), stored BF16" in mimo
+    assert "SGLang: yes, with --speculative-algorithm NEXTN (an alias: SGLang runs its EAGLE worker" in mimo

@@ -749,6 +749,7 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
     }
     return {
         "summary": summary,
+        "closing": _closing(summary, decl, usable, sorted(set(blocking)), facts),
         "mode": facts.mode,
         "source": facts.source,
         "config": None
@@ -807,6 +808,40 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
             }
         },
     }
+
+
+def _closing(summary: dict[str, Any], decl: Any, usable: bool | None, blocking: list[str], facts: CheckpointFacts) -> dict[str, Any]:
+    """The plain-words answer printed at the end of text/Markdown reports: what the checkpoint
+    declares and holds, and whether SGLang will use the MTP heads (``--speculative-algorithm NEXTN``,
+    an alias that runs SGLang's EAGLE worker with the target checkpoint as its own draft model;
+    SGLang ``server_args.py``, see docs/sglang.md)."""
+    declared = summary.get("mtp_layers_declared")
+    if decl is not None and decl.declared:
+        how = "implicitly (this family always ships MTP)" if decl.implicit else f"at {decl.key}"
+        lines = [f"Declared: {declared} MTP layer(s) {how}."]
+    else:
+        lines = ["Declared: no MTP layers."]
+    if facts.tensors_known:
+        found = f"Found: {summary.get('mtp_tensors', 0):,} MTP tensor(s) in {summary.get('mtp_layers_found') or 0} layer(s)"
+        if summary.get("mtp_tensors"):
+            nbytes = summary.get("mtp_bytes")
+            est = " (estimated)" if summary.get("mtp_bytes_estimated") else ""
+            found += f", stored {summary.get('mtp_format')}" + (f", {nbytes:,} bytes{est}" if isinstance(nbytes, int) else "")
+        lines.append(found + ".")
+    else:
+        lines.append("Found: not inspectable (no index and no shards).")
+    if usable is True:
+        lines.append(
+            "SGLang: yes, with --speculative-algorithm NEXTN (an alias: SGLang runs its EAGLE worker with this "
+            "checkpoint as its own draft model and loads these MTP weights as the draft)."
+        )
+    elif usable is False and blocking:
+        lines.append(f"SGLang: no, --speculative-algorithm NEXTN would not get working MTP heads ({', '.join(blocking)}).")
+    elif usable is False:
+        lines.append("SGLang: no MTP heads to use; speculative decoding would need a separate draft model.")
+    else:
+        lines.append("SGLang: could not tell (see 'not examined').")
+    return {"title": "Will SGLang use the MTP heads?", "lines": lines}
 
 
 # --- stage 2: checks ----------------------------------------------------------------------------

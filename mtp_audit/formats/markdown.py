@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mtp_audit.formats.summary import closing_sections, headline_facts, verdict_line
+from mtp_audit.formats.summary import closing_sections, gap_text, headline_facts, verdict_line
 from mtp_audit.report import Report
 
 
@@ -37,7 +37,7 @@ def render(report: Report) -> str:
     if report.gaps:
         out += ["## Not examined", ""]
         for g in report.gaps:
-            out.append(f"- [{g.analyzer}{', blocking' if g.blocking else ''}] {_cell(g.message)}")
+            out.append(f"- [{g.analyzer}{', blocking' if g.blocking else ''}] {_cell(gap_text(g))}")
         out.append("")
     for title, cl in closing_sections(report):
         out += [f"## {title}", ""]

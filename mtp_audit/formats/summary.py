@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mtp_audit.report import Report, Status
+from mtp_audit.report import Gap, Report, Status
 
 
 def verdict_line(report: Report) -> str:
@@ -24,6 +24,15 @@ def verdict_line(report: Report) -> str:
     return "; ".join(parts) + f"; status: {word}"
 
 
+def _show(value: Any) -> str:
+    """A fact value as a person reads it: ``yes``/``no`` for booleans, ``-`` for null."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
 def _flatten(facts: Any, depth: int = 0) -> list[str]:
     out: list[str] = []
     if not isinstance(facts, dict):
@@ -39,11 +48,11 @@ def _flatten(facts: Any, depth: int = 0) -> list[str]:
                     out += sub
         elif isinstance(v, list):
             if len(v) <= 8 and all(not isinstance(x, (dict, list)) for x in v):
-                out.append(f"{pad}{k}: {', '.join(map(str, v)) if v else '(none)'}")
+                out.append(f"{pad}{k}: {', '.join(map(_show, v)) if v else '(none)'}")
             else:
                 out.append(f"{pad}{k}: {len(v)} items (see --format json)")
         else:
-            out.append(f"{pad}{k}: {v}")
+            out.append(f"{pad}{k}: {_show(v)}")
     return out
 
 
@@ -74,3 +83,10 @@ def closing_sections(report: Report) -> list[tuple[str, list[str]]]:
         if lines:
             out.append((str(closing.get("title") or analyzer), lines))
     return out
+
+
+def gap_text(gap: Gap) -> str:
+    """A gap's message, prefixed with its file when the message does not already name it."""
+    if gap.path and not gap.message.startswith(gap.path) and gap.path not in gap.message:
+        return f"{gap.path}: {gap.message}"
+    return gap.message

@@ -3,7 +3,7 @@ then what was not examined, any closing section (``facts[analyzer]["closing"]``)
 
 from __future__ import annotations
 
-from mtp_audit.formats.summary import closing_sections, headline_facts, verdict_line
+from mtp_audit.formats.summary import closing_sections, gap_text, headline_facts, verdict_line
 from mtp_audit.report import Report
 
 
@@ -29,7 +29,7 @@ def render(report: Report) -> str:
         lines.append("not examined:")
         for g in report.gaps:
             tag = "blocking" if g.blocking else "note"
-            lines.append(f"  [{g.analyzer}, {tag}] {g.message}")
+            lines.append(f"  [{g.analyzer}, {tag}] {gap_text(g)}")
     for title, cl in closing_sections(report):
         lines.append("")
         lines.append(f"{title}:")
