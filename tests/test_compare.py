@@ -327,3 +327,19 @@ def test_offline_hub_audit_that_cannot_see_a_sidecar_exits_3(tmp_path):
     doc = json.loads(out.read_text())
     assert doc["status"] == "inconclusive"
     assert any(g.get("path") == "mtp.safetensors" and g["blocking"] for g in doc["gaps"])
+
+
+def test_side_without_config_is_unknown_not_changed(tmp_path, capsys):
+    """A bare shard (no config.json) compared with its own folder: the config values of that side are
+    unknown, so no MTP054 'changed from None' (fresh-user report)."""
+    from mtp_audit.checkpoint.compare_rules import mimo_checkpoint
+    from mtp_audit.cli import main
+
+    root = tmp_path / "ckpt"
+    root.mkdir()
+    for rel, data in mimo_checkpoint().items():
+        (root / rel).write_bytes(data)
+    rc = main(["compare", str(root / "model.safetensors"), str(root), "-f", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert [f["rule_id"] for f in doc["findings"]] == []
+    assert rc == 0

@@ -188,10 +188,15 @@ def compare_facts(base: Mapping[str, Any], derived: Mapping[str, Any], *, base_n
 
     # Config changes first: MTP050/MTP052 quote them.
     changes: list[dict[str, Any]] = []
+    no_config = [name for name, side in ((base_name, base), (derived_name, derived)) if _get(side, "config") is None]
     for label, path, matters in _CONFIG_KEYS:
+        if no_config and path[0] in ("config", "mtp"):
+            continue  # a side without config.json: its values are unknown, not changed
         bv, dv = _config_value(base, path), _config_value(derived, path)
         if bv != dv:
-            changes.append({"key": label, "base": bv, "derived": dv, "mtp_relevant": matters})
+            # Different architectures: probably not a base and its export; say so as an MTP-relevant change.
+            relevant = matters or (label == "architectures" and bool(bv) and bool(dv))
+            changes.append({"key": label, "base": bv, "derived": dv, "mtp_relevant": relevant})
 
     absorbed = (
         b_n > 0
