@@ -14,7 +14,6 @@ from urllib.parse import quote
 from mtp_audit.report import Finding, Location, Report
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-INFO_URI = "https://github.com/mtp-audit/mtp-audit"
 
 
 def _physical(loc: Location) -> dict[str, Any] | None:
@@ -60,7 +59,6 @@ def _rules(report: Report) -> list[dict[str, Any]]:
                 "shortDescription": {"text": r.summary},
                 "fullDescription": {"text": r.what},
                 "help": {"text": r.fix, "markdown": r.doc()},
-                "helpUri": f"{INFO_URI}#{r.id.lower()}",
                 "defaultConfiguration": {"level": r.severity.sarif_level},
                 "properties": {"analyzer": r.analyzer, "basis": r.basis},
             }
@@ -120,7 +118,6 @@ def render(report: Report) -> str:
                     "driver": {
                         "name": "mtp-audit",
                         "version": report.tool_version,
-                        "informationUri": INFO_URI,
                         "rules": rules,
                     }
                 },
