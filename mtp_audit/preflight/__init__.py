@@ -71,7 +71,8 @@ def preflight(
             installed sglang is not looked up. ``mtp-audit launch`` passes it (added for issue 6).
 
     Raises:
-        InputError: an unreadable/empty/binary/unrecognised dump, a bad facts file, or an empty launch.
+        InputError: an unreadable/empty/binary/unrecognised dump, env dumps of different machines (GPU list or
+            driver version disagree), a bad facts file, or an empty launch.
     """
     from mtp_audit.preflight import analyze as an
     from mtp_audit.preflight import matrix as mx
@@ -85,9 +86,19 @@ def preflight(
     elif env_dumps:
         from mtp_audit.preflight.envdump import parse_dump, read_dump
 
+        from mtp_audit.errors import InputError
+
         machine = None
+        seen: list[tuple[Path, Any]] = []
         for p in env_dumps:
             m = parse_dump(read_dump(p), display=str(p))
+            # dumps of two machines merged silently would describe a machine that does not exist
+            for q, earlier in seen:
+                why = earlier.conflict_with(m)
+                if why:
+                    raise InputError(f"--env-dump {q} + {p}",
+                                     f"the dumps come from different machines ({why}); pass dumps of one machine only")
+            seen.append((p, m))
             machine = m if machine is None else machine.merged_with(m)
         target = "env dump " + ", ".join(p.name for p in env_dumps)
     else:
