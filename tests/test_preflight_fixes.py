@@ -61,3 +61,13 @@ def test_dumps_of_one_machine_still_merge():
     assert m["torch_version"]["value"] == "2.9.1+cu130"
     assert m["cuda_driver_version"]["value"] == "13.0"
     assert r.facts["preflight"]["summary"]["origin"] == "env-dump:sglang-check-env+nvidia-smi"
+
+
+# --- 5. a launch command that is not SGLang ------------------------------------------------------
+
+
+def test_non_sglang_launch_is_one_line_exit_2(capsys):
+    rc, out, err = run_cli(["preflight", "--env-dump", str(E / "sglang-24834.txt"), "--", "ls", "-la"], capsys)
+    assert rc == 2 and out == ""
+    assert err == ("mtp-audit: error: launch command: not an SGLang launch command: expected python -m sglang.launch_server … "
+                   "or sglang serve … (got 'ls -la')\n")

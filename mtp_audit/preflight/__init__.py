@@ -72,13 +72,23 @@ def preflight(
 
     Raises:
         InputError: an unreadable/empty/binary/unrecognised dump, env dumps of different machines (GPU list or
-            driver version disagree), a bad facts file, or an empty launch.
+            driver version disagree), a bad facts file, an empty launch, or a launch
+            command that is not SGLang (python -m sglang.launch_server … / sglang serve …).
     """
     from mtp_audit.preflight import analyze as an
     from mtp_audit.preflight import matrix as mx
     from mtp_audit.preflight.launch import installed_sglang_root, parse_launch, read_checkpoint_quant, sglang_facts_from_analyzer
     from mtp_audit.report import Gap
 
+    parsed_launch = None
+    if launch is not None:
+        # checked before any machine fact is collected: a command that is not SGLang is the user's mistake
+        parsed_launch = parse_launch(list(launch))
+        if not parsed_launch.is_sglang:
+            from mtp_audit.errors import InputError
+
+            raise InputError("launch command", "not an SGLang launch command: expected python -m sglang.launch_server … or sglang serve … "
+                                               f"(got '{' '.join(parsed_launch.argv[:3])}')")
     if facts is not None:
         machine, target = facts, f"facts ({facts.origin})"
     elif facts_file is not None:
@@ -108,22 +118,17 @@ def preflight(
 
     ctx = an.Context(facts=machine)
     gaps: list[Gap] = []
-    if launch is not None:
-        ctx.launch = parse_launch(list(launch))
-        if not ctx.launch.is_sglang:
-            gaps.append(Gap("preflight", f"the launch command starts '{ctx.launch.engine}', not SGLang (python -m sglang.launch_server / sglang serve); "
-                                         "its flags were not interpreted, only the machine was checked", None, False))
-            ctx.launch = None
-        else:
-            mp = ctx.launch.get("--model-path")
-            if mp:
-                folder = (cwd or Path.cwd()) / mp
-                if folder.is_dir():
-                    ctx.quant = read_checkpoint_quant(folder)
-                    if ctx.quant.problem and not ctx.quant.algo:
-                        gaps.append(Gap("preflight", f"--model-path {mp}: {ctx.quant.problem}", mp, False))
-                else:
-                    gaps.append(Gap("preflight", f"--model-path {mp} is not a local folder; checkpoint quantization taken from --quantization only", None, False))
+    if parsed_launch is not None:
+        ctx.launch = parsed_launch
+        mp = ctx.launch.get("--model-path")
+        if mp:
+            folder = (cwd or Path.cwd()) / mp
+            if folder.is_dir():
+                ctx.quant = read_checkpoint_quant(folder)
+                if ctx.quant.problem and not ctx.quant.algo:
+                    gaps.append(Gap("preflight", f"--model-path {mp}: {ctx.quant.problem}", mp, False))
+            else:
+                gaps.append(Gap("preflight", f"--model-path {mp} is not a local folder; checkpoint quantization taken from --quantization only", None, False))
     flag_source = f"capability matrix v{mx.load()['matrix_version']}"
     if sglang_facts is not None:
         ctx.sglang_facts = dict(sglang_facts)
