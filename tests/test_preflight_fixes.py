@@ -71,3 +71,20 @@ def test_non_sglang_launch_is_one_line_exit_2(capsys):
     assert rc == 2 and out == ""
     assert err == ("mtp-audit: error: launch command: not an SGLang launch command: expected python -m sglang.launch_server … "
                    "or sglang serve … (got 'ls -la')\n")
+
+
+# --- 2. a flag the installed SGLang lacks is not "not capable" ------------------------------------
+
+
+def test_unknown_flag_of_old_sglang_keeps_gb200_capable(capsys):
+    # sglang-11208.txt: SGLang 0.5.2 (no --fp4-gemm-backend before 0.5.8), 4x GB200 (10.0), torch 2.8.0+cu129, driver 570.172.08
+    rc, out, _ = run_cli(["preflight", "--env-dump", str(E / "sglang-11208.txt"), "-f", "json", "--",
+                          "python", "-m", "sglang.launch_server", "--fp4-gemm-backend", "flashinfer_trtllm"], capsys)
+    d = json.loads(out)
+    pf = d["facts"]["preflight"]
+    assert [v["native_fp4"] for v in pf["verdicts"]] == ["capable"] * 4
+    assert pf["summary"]["verdict"] == "capable"
+    errors = [f for f in d["findings"] if f["severity"] == "error"]
+    assert [f["rule_id"] for f in errors] == ["MTP226"]
+    assert "SGLang 0.5.2 has no --fp4-gemm-backend option" in errors[0]["message"]
+    assert rc == 1  # the launch still fails at argparse

@@ -648,13 +648,23 @@ CHECKS: tuple[Callable[[Context], None], ...] = (
 )
 
 
+#: Findings about the launch command's text (a flag or value the installed SGLang's argparse rejects). They stop
+#: the launch, but say nothing about what the GPU and its stack can run, so they stay out of the MTP228 verdict.
+COMMAND_LINE_RULES = ("MTP226", "MTP230")
+
+
 def verdicts(ctx: Context) -> list[dict[str, Any]]:
-    """Per-GPU native-FP4 verdict: capable / not capable / unknown, with reasons (rule ids + text)."""
+    """Per-GPU native-FP4 verdict: capable / not capable / unknown, with reasons (rule ids + text).
+
+    The verdict describes the GPU and its software stack; findings of :data:`COMMAND_LINE_RULES` (a flag the
+    installed SGLang does not know, a value outside its choices) are reported on their own and ignored here.
+    """
     out = []
     for g in ctx.gpus:
         cc = g.cc
         loc = f"cuda:{g.index}"
-        errs = [f for f in ctx.findings if f.severity >= Severity.ERROR and f.location.symbol in (loc, "machine")]
+        errs = [f for f in ctx.findings if f.severity >= Severity.ERROR and f.location.symbol in (loc, "machine")
+                and f.rule_id not in COMMAND_LINE_RULES]
         if cc is None:
             v, reasons = UNKNOWN, [f"compute capability unknown: {g.compute_capability.missing}"]
         elif cc[0] < 10:
