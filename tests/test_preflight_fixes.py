@@ -88,3 +88,64 @@ def test_unknown_flag_of_old_sglang_keeps_gb200_capable(capsys):
     assert [f["rule_id"] for f in errors] == ["MTP226"]
     assert "SGLang 0.5.2 has no --fp4-gemm-backend option" in errors[0]["message"]
     assert rc == 1  # the launch still fails at argparse
+
+
+# --- 3. values outside the choices, unknown options ----------------------------------------------
+
+LS = ["python", "-m", "sglang.launch_server", "--model-path", "m"]
+
+
+@pytest.mark.parametrize("flag,choice", [
+    # choices of wheel:sglang-0.5.9 server_args.py (FP4_GEMM_RUNNER_BACKEND_CHOICES, MOE_RUNNER_BACKEND_CHOICES)
+    ("--fp4-gemm-backend", "auto, flashinfer_cudnn, flashinfer_cutlass, flashinfer_trtllm"),
+    ("--moe-runner-backend", "auto, deep_gemm, triton, triton_kernel, flashinfer_trtllm, flashinfer_cutlass, flashinfer_mxfp4, flashinfer_cutedsl, cutlass"),
+])
+def test_value_outside_choices_is_an_error_naming_them(tmp_path, capsys, flag, choice):
+    p = tmp_path / "env.txt"
+    p.write_text(env(B200, n=8, torch="2.9.1+cu128"))  # SGLang 0.5.9, 8x B200
+    rc, out, _ = run_cli(["preflight", "--env-dump", str(p), "-f", "json", "--", *LS, flag, "nonsense"], capsys)
+    d = json.loads(out)
+    f = [x for x in d["findings"] if x["rule_id"] == "MTP226"]
+    assert len(f) == 1 and f[0]["severity"] == "error" and rc == 1
+    assert f[0]["message"] == f"{flag} nonsense is not accepted by SGLang 0.5.9: argparse stops with 'invalid choice' (choices: {choice})"
+    assert [v["native_fp4"] for v in d["facts"]["preflight"]["verdicts"]] == ["capable"] * 8
+
+
+def test_value_of_a_version_outside_the_matrix_is_named_in_a_gap():
+    # sglang-24834.txt: 0.5.12.dev136 sorts before 0.5.12 and after 0.5.11 (PEP 440): no matrix row holds it
+    r = preflight(env_dumps=[E / "sglang-24834.txt"], launch=LS + ["--fp4-gemm-backend", "nonsense"], use_sglang_analyzer=False)
+    assert [x for x in r.findings if x.rule_id == "MTP226"] == []
+    gaps = [g.message for g in r.gaps if g.message.startswith("--fp4-gemm-backend nonsense not checked")]
+    assert gaps == ["--fp4-gemm-backend nonsense not checked: the choices of SGLang 0.5.12.dev136+g9dfb1d2eb are not in the capability matrix; "
+                    "the full argparse check of the command (prefixes, types, every value) is `mtp-audit launch --sglang <wheel|checkout>`"]
+
+
+def test_quantization_outside_choices_of_0_5_9(tmp_path):
+    p = tmp_path / "env.txt"
+    p.write_text(env(B200, n=1, torch="2.9.1+cu128"))  # SGLang 0.5.9
+    r = preflight(env_dumps=[p], launch=LS + ["--quantization", "nvfp4_online"], use_sglang_analyzer=False)
+    f = [x for x in r.findings if x.rule_id == "MTP226"]
+    # nvfp4_online first appears in QUANTIZATION_CHOICES of 0.5.15 (absent in 0.5.9 and 0.5.12)
+    assert len(f) == 1 and "--quantization nvfp4_online is not accepted by SGLang 0.5.9" in f[0].message
+    assert "modelopt_fp4" in f[0].message and "quark_int4fp8_moe" in f[0].message
+    assert "wheel:sglang-0.5.9:sglang/srt/server_args.py:94 QUANTIZATION_CHOICES" in [e.value for e in f[0].evidence]
+    r = preflight(env_dumps=[p], launch=LS + ["--quantization", "modelopt_fp4"], use_sglang_analyzer=False)
+    assert [x for x in r.findings if x.rule_id == "MTP226"] == []
+
+
+def test_unknown_option_is_a_warning_with_the_option_table():
+    from mtp_audit.preflight.rules import EXAMPLE_SGLANG_FACTS
+
+    r = preflight(env_dumps=[E / "sglang-24834.txt"], launch=LS + ["--bogus-flag", "x", "--fp4-gemm", "flashinfer_cudnn"],
+                  sglang_facts=EXAMPLE_SGLANG_FACTS)
+    f = [x for x in r.findings if x.rule_id == "MTP230"]
+    assert len(f) == 1 and f[0].severity.name == "WARNING"  # --fp4-gemm is a prefix argparse accepts
+    assert f[0].message.startswith("SGLang 0.5.9 has no option --bogus-flag: the launch would stop with 'unrecognized arguments'")
+    assert "mtp-audit launch" in f[0].message
+
+
+def test_unknown_option_without_table_is_named_in_a_gap(capsys):
+    rc, out, _ = run_cli(["preflight", "--env-dump", str(E / "sglang-24834.txt"), "--", *LS, "--bogus-flag", "x"], capsys)
+    assert "options not checked (no SGLang option table at hand): --bogus-flag; the full argparse check" in out
+    assert "mtp-audit launch --sglang" in out
+    assert rc == 0  # a non-blocking gap: the machine itself passes

@@ -580,35 +580,83 @@ def check_memory(ctx: Context) -> None:
                     remediation="SGLang: lower --mem-fraction-static (e.g. 0.7); vLLM: --gpu-memory-utilization 0.85 or less on GB10")
 
 
+LAUNCH_CHECK = "the full argparse check of the command (prefixes, types, every value) is `mtp-audit launch --sglang <wheel|checkout>`"
+
+
+def _choices_from_matrix(flag: str, sg: Version | None) -> tuple[list[str] | None, str]:
+    """Argparse choices of ``flag`` on SGLang ``sg`` from the matrix (``sglang.launch_choices``), with the row's source."""
+    for row in mx.load()["sglang"].get("launch_choices", {}).get(flag, []):
+        if mx.in_range(sg, row["sglang"]):
+            return list(row["choices"]), row["source"]
+    return None, ""
+
+
+def _known_options(ctx: Context) -> set[str] | None:
+    """Every option string of the SGLang the launch will run (first names and aliases), or ``None`` without a table."""
+    args = (ctx.sglang_facts or {}).get("cli_arguments")
+    if not isinstance(args, dict) or not args:
+        return None
+    names = {"-h", "--help"}
+    for flag, rec in args.items():
+        names.add(flag)
+        if isinstance(rec, dict):
+            names.update(str(a) for a in rec.get("aliases") or ())
+    return names
+
+
 def check_flag_choices(ctx: Context) -> None:
-    """MTP226: a backend flag value this SGLang version does not accept (or a flag it does not have)."""
+    """MTP226: a value of --fp4-gemm-backend / --moe-runner-backend / --quantization outside this SGLang version's
+    choices (or --fp4-gemm-backend on a version without it); MTP230: an option this SGLang does not have.
+
+    Choices come from the sglang analyzer's ``cli_arguments`` when given, else from the matrix
+    (``sglang.fp4_gemm_backend`` rows, ``sglang.launch_choices``: ``MOE_RUNNER_BACKEND_CHOICES`` /
+    ``QUANTIZATION_CHOICES`` of sglang/srt/server_args.py (<= 0.5.18) or sglang/srt/arg_groups/choices.py (>= 0.5.20)
+    in each wheel). Unknown options need the option table, which only the sglang analyzer gives; without it the
+    options the preflight does not interpret are listed in a non-blocking gap.
+    """
     if not ctx.launch or not ctx.launch.is_sglang:
         return
     sg = ctx.sglang
-    for flag, table in (("--fp4-gemm-backend", "fp4_gemm_backend"),):
+    for flag in ("--fp4-gemm-backend", "--moe-runner-backend", "--quantization"):
         given = ctx.launch.get(flag)
         if given is None:
             continue
         arg = _flag_from_sglang_facts(ctx, flag)
         if arg is not None:
-            choices, src = arg.get("choices"), f"sglang analyzer: {arg.get('location', '?')}"
+            choices, src = arg.get("choices"), f"sglang analyzer: {arg.get('choices_location') or arg.get('location', '?')}"
         elif ctx.sglang_facts is not None and isinstance(ctx.sglang_facts.get("cli_arguments"), dict):
-            choices, src = None, "sglang analyzer"
-            ctx.add("MTP226", f"SGLang {sg} has no {flag} option; the launch will stop with 'unrecognized arguments'",
-                    evidence=[Evidence(flag, given), Evidence("source", src)], remediation=f"drop {flag} or upgrade SGLang to >= 0.5.8")
-            continue
-        else:
-            row = mx.sglang_row(table, sg) if sg else None
-            if row is None:
-                continue
-            choices, src = row.get("choices"), row["source"]
-            if choices is None:
-                ctx.add("MTP226", f"SGLang {sg} has no {flag} option (added in 0.5.8; older versions read SGLANG_FLASHINFER_FP4_GEMM_BACKEND)",
+            continue  # an option the SGLang does not have: MTP230 below
+        elif flag == "--fp4-gemm-backend":
+            row = mx.sglang_row("fp4_gemm_backend", sg) if sg else None
+            choices, src = (row.get("choices"), row["source"]) if row else (None, "")
+            if row is not None and choices is None:
+                ctx.add("MTP226", f"SGLang {sg} has no {flag} option (added in 0.5.8; older versions read SGLANG_FLASHINFER_FP4_GEMM_BACKEND): "
+                        "the launch stops with 'unrecognized arguments'",
                         evidence=[Evidence(flag, given), Evidence("source", src)], remediation=f"drop {flag} and set SGLANG_FLASHINFER_FP4_GEMM_BACKEND, or upgrade SGLang")
                 continue
-        if choices and given not in choices:
-            ctx.add("MTP226", f"{flag} {given} is not accepted by SGLang {sg} (choices: {', '.join(choices)})",
+        else:
+            choices, src = _choices_from_matrix(flag, sg)
+        if not choices and arg is None:
+            ctx.gap(f"{flag} {given} not checked: the choices of SGLang {sg or '(version unknown)'} are not in the capability matrix; {LAUNCH_CHECK}")
+        elif choices and given not in choices:
+            ctx.add("MTP226", f"{flag} {given} is not accepted by SGLang {sg or '(version unknown)'}: argparse stops with 'invalid choice' "
+                    f"(choices: {', '.join(choices)})",
                     evidence=[Evidence(flag, given), Evidence("source", src)], remediation=f"use one of: {', '.join(choices)}")
+    known = _known_options(ctx)
+    if known is not None:
+        for opt in dict.fromkeys(ctx.launch.options):
+            if opt in known or any(k.startswith(opt) for k in known if k.startswith("--")):
+                continue  # exact, or a prefix argparse may accept (allow_abbrev): `mtp-audit launch` decides
+            ctx.add("MTP230", f"SGLang {sg or '(version unknown)'} has no option {opt}: the launch would stop with 'unrecognized arguments' "
+                    f"({LAUNCH_CHECK})", evidence=[Evidence("option", opt), Evidence("source", "sglang analyzer: cli_arguments")],
+                    remediation=f"drop {opt} or correct its spelling; run mtp-audit launch for the whole command")
+    else:
+        from mtp_audit.preflight.launch import BOOL_FLAGS, FLAGS
+
+        interpreted = {a for names in FLAGS.values() for a in names} | set(BOOL_FLAGS)
+        rest = [o for o in dict.fromkeys(ctx.launch.options) if o not in interpreted]
+        if rest:
+            ctx.gap(f"options not checked (no SGLang option table at hand): {', '.join(rest)}; {LAUNCH_CHECK}")
 
 
 def check_probe(ctx: Context) -> None:
