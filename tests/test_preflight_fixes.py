@@ -149,3 +149,37 @@ def test_unknown_option_without_table_is_named_in_a_gap(capsys):
     assert "options not checked (no SGLang option table at hand): --bogus-flag; the full argparse check" in out
     assert "mtp-audit launch --sglang" in out
     assert rc == 0  # a non-blocking gap: the machine itself passes
+
+
+# --- 6. one MTP228 per (name, compute capability, verdict) ---------------------------------------
+
+
+def test_one_verdict_line_for_eight_identical_b200(capsys):
+    rc, out, _ = run_cli(["preflight", "--env-dump", str(E / "sglang-18943.txt")], capsys)
+    lines = [ln for ln in out.splitlines() if "MTP228" in ln]
+    assert lines == ["cuda:0-7: MTP228 info: GPUs 0-7 (NVIDIA B200, compute capability 10.0): native FP4 capable — "
+                     "SM100 has FP4 tensor cores and no blocking problem was found in the stack"]
+    after = out.splitlines()[out.splitlines().index(lines[0]) + 1]
+    assert not after.strip().startswith("fix:")  # nothing to fix on a capable verdict
+    assert rc == 0
+
+
+def test_not_capable_verdict_names_the_errors_to_fix():
+    r = preflight(env_dumps=[E / "pytorch-150733.txt"], use_sglang_analyzer=False)
+    [v] = [f for f in r.findings if f.rule_id == "MTP228"]
+    assert v.location.symbol == "cuda:0"
+    assert v.message.startswith("GPU 0 (NVIDIA GeForce RTX 5090 D, compute capability 12.0): native FP4 not capable — MTP203: torch 2.6.0+cu126")
+    assert v.remediation == "resolve MTP203 (error findings above); see the gaps below"
+
+
+def test_mixed_gpus_get_one_group_each(tmp_path):
+    from mtp_audit.preflight.analyze import index_ranges
+
+    assert index_ranges([5, 0, 1, 2, 3]) == "0-3,5"
+    p = tmp_path / "env.txt"
+    p.write_text(env(B200, n=1).replace("GPU 0: NVIDIA B200\nGPU 0 Compute Capability: 10.0",
+                                        "GPU 0,1: NVIDIA B200\nGPU 2: NVIDIA H200\nGPU 0,1 Compute Capability: 10.0\nGPU 2 Compute Capability: 9.0"))
+    r = preflight(env_dumps=[p], use_sglang_analyzer=False)
+    msgs = sorted(f.message.split(" — ")[0] for f in r.findings if f.rule_id == "MTP228")
+    assert msgs == ["GPU 2 (NVIDIA H200, compute capability 9.0): native FP4 not capable",
+                    "GPUs 0-1 (NVIDIA B200, compute capability 10.0): native FP4 not capable"]

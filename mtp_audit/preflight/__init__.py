@@ -78,7 +78,8 @@ def preflight(
     from mtp_audit.preflight import analyze as an
     from mtp_audit.preflight import matrix as mx
     from mtp_audit.preflight.launch import installed_sglang_root, parse_launch, read_checkpoint_quant, sglang_facts_from_analyzer
-    from mtp_audit.report import Gap
+    from mtp_audit.preflight.rules import RULES_BY_ID
+    from mtp_audit.report import Gap, Location
 
     parsed_launch = None
     if launch is not None:
@@ -153,9 +154,18 @@ def preflight(
     an.analyze(ctx)
     vs = an.verdicts(ctx)
     verdict = an.overall(vs)
-    for v in vs:
-        ctx.add("MTP228", f"GPU {v['gpu']} ({v['name'] or '?'}, compute capability {v['compute_capability'] or '?'}): native FP4 {v['native_fp4']} — {v['reasons'][0]}",
-                gpu=next(g for g in machine.gpus if g.index == v["gpu"]), evidence=[])
+    for key, group in an.verdict_groups(vs):
+        name, cc, native = key
+        reasons = list(dict.fromkeys(r for v in group for r in v["reasons"][:1]))
+        errors = sorted({r.split(":", 1)[0] for v in group for r in v["reasons"] if r[:3] == "MTP"})
+        idx = an.index_ranges([v["gpu"] for v in group])
+        label = f"GPU {idx}" if len(group) == 1 else f"GPUs {idx}"
+        ctx.findings.append(RULES_BY_ID["MTP228"].finding(
+            f"{label} ({name or '?'}, compute capability {cc or '?'}): native FP4 {native} — " + "; ".join(reasons),
+            Location(symbol=f"cuda:{idx}"), evidence=(),
+            remediation="" if native == an.CAPABLE else
+            (f"resolve {', '.join(errors)} (error findings above)" if errors else "") + ("; " if errors and ctx.gaps + gaps else "")
+            + ("see the gaps below" if ctx.gaps + gaps else "")))
     if verdict == an.UNKNOWN:
         why = "no GPU listed" if not vs else "; ".join(r for v in vs if v["native_fp4"] == an.UNKNOWN for r in v["reasons"][:1])
         gaps.append(Gap("preflight", f"native FP4 verdict unknown: {why}", None, True))

@@ -734,6 +734,31 @@ def verdicts(ctx: Context) -> list[dict[str, Any]]:
     return out
 
 
+def index_ranges(indices: Iterable[int]) -> str:
+    """``[0, 1, 2, 3, 5]`` -> ``"0-3,5"`` (sorted, consecutive runs collapsed)."""
+    xs = sorted(set(indices))
+    parts: list[str] = []
+    i = 0
+    while i < len(xs):
+        j = i
+        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
+            j += 1
+        parts.append(str(xs[i]) if i == j else f"{xs[i]}-{xs[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def verdict_groups(vs: list[dict[str, Any]]) -> list[tuple[tuple[str | None, str | None, str], list[dict[str, Any]]]]:
+    """Per-GPU verdicts grouped by ``(name, compute capability, verdict)``, groups in order of their first GPU.
+
+    MTP228 reports one finding per group (eight identical B200 lines say nothing the first did not).
+    """
+    groups: dict[tuple[str | None, str | None, str], list[dict[str, Any]]] = {}
+    for v in vs:
+        groups.setdefault((v["name"], v["compute_capability"], v["native_fp4"]), []).append(v)
+    return list(groups.items())
+
+
 def overall(vs: list[dict[str, Any]]) -> str:
     """Worst of the per-GPU verdicts; ``unknown`` without GPUs."""
     if not vs:
