@@ -183,3 +183,24 @@ def test_mixed_gpus_get_one_group_each(tmp_path):
     msgs = sorted(f.message.split(" — ")[0] for f in r.findings if f.rule_id == "MTP228")
     assert msgs == ["GPU 2 (NVIDIA H200, compute capability 9.0): native FP4 not capable",
                     "GPUs 0-1 (NVIDIA B200, compute capability 10.0): native FP4 not capable"]
+
+
+# --- 4. the facts summary shows the requested backend --------------------------------------------
+
+
+def test_summary_shows_requested_backend_on_h200(capsys):
+    # the stored H200 facts: compute capability 9.0, no sglang installed -> nothing resolves, the request is still shown
+    rc, out, _ = run_cli(["preflight", "--facts", str(F / "h200-live-facts.json"), "-f", "json", "--", *LS,
+                          "--quantization", "modelopt_fp4", "--fp4-gemm-backend", "flashinfer_cutlass"], capsys)
+    s = json.loads(out)["facts"]["preflight"]["summary"]
+    assert s["fp4_gemm_backend"] == "flashinfer_cutlass" and s["moe_runner_backend"] is None
+    assert rc == 1  # MTP200: H200 has no FP4 tensor cores
+
+
+def test_summary_shows_auto_and_what_it_resolves_to(tmp_path):
+    p = tmp_path / "env.txt"
+    p.write_text(env(B200, n=1, torch="2.9.1+cu128"))  # SGLang 0.5.9: --fp4-gemm-backend auto -> flashinfer_cutlass on SM100 (matrix row 0.5.9)
+    r = preflight(env_dumps=[p], launch=LS + ["--quantization", "modelopt_fp4", "--fp4-gemm-backend", "auto"], use_sglang_analyzer=False)
+    s = r.facts["preflight"]["summary"]
+    assert s["fp4_gemm_backend"] == "auto -> flashinfer_cutlass"
+    assert s["moe_runner_backend"] == "cutlass (auto)"  # < 0.5.10: auto -> sgl-kernel cutlass_moe_fp4 (matrix moe row)

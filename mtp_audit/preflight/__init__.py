@@ -35,6 +35,27 @@ def load_facts_file(path: Path):  # -> MachineFacts
         raise InputError(str(path), str(exc)) from None
 
 
+def _backend_summary(ctx: Any, flag: str, key: str, table: str) -> str | None:
+    """The summary line of a backend flag: the requested value, and what SGLang makes of it when known.
+
+    ``"flashinfer_cutlass"`` (given), ``"auto -> flashinfer_cudnn"`` (auto resolved per the matrix or the sglang
+    analyzer), ``"flashinfer_cutlass (default)"`` (not given), ``None`` when neither is known.
+    """
+    from mtp_audit.preflight import analyze as an
+
+    requested = ctx.launch.get(flag) if ctx.launch else None
+    r = ctx.resolved.get(key)
+    if r is None and (requested is not None or ctx.launch is not None):
+        value, how, _ = an.effective_backend(ctx, flag, table)
+        r = {"value": value, "how": how}
+    effective = (r or {}).get("value")
+    if requested is None:
+        return f"{effective} ({r['how']})" if effective else None
+    if effective is None or effective == requested:
+        return requested if effective else f"{requested} (effective value unknown)"
+    return f"{requested} -> {effective}"
+
+
 def preflight(
     *,
     env_dumps: Sequence[Path] = (),
@@ -178,8 +199,8 @@ def preflight(
         "torch": machine.torch_version.value,
         "torch_cuda": machine.torch_cuda.value,
         "driver": machine.driver_version.value,
-        "fp4_gemm_backend": (ctx.resolved.get("fp4_gemm_backend") or {}).get("value"),
-        "moe_runner_backend": (ctx.resolved.get("moe_runner_backend") or {}).get("value"),
+        "fp4_gemm_backend": _backend_summary(ctx, "--fp4-gemm-backend", "fp4_gemm_backend", "fp4_gemm_backend"),
+        "moe_runner_backend": _backend_summary(ctx, "--moe-runner-backend", "moe_runner_backend", "moe_runner_backend_nvfp4"),
         "flag_semantics": flag_source,
         "origin": machine.origin,
     }

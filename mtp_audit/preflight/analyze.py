@@ -637,7 +637,8 @@ def check_flag_choices(ctx: Context) -> None:
         else:
             choices, src = _choices_from_matrix(flag, sg)
         if not choices and arg is None:
-            ctx.gap(f"{flag} {given} not checked: the choices of SGLang {sg or '(version unknown)'} are not in the capability matrix; {LAUNCH_CHECK}")
+            why = f"the choices of SGLang {sg} are not in the capability matrix" if sg else "the SGLang version is unknown"
+            ctx.gap(f"{flag} {given} not checked: {why}; {LAUNCH_CHECK}")
         elif choices and given not in choices:
             ctx.add("MTP226", f"{flag} {given} is not accepted by SGLang {sg or '(version unknown)'}: argparse stops with 'invalid choice' "
                     f"(choices: {', '.join(choices)})",
