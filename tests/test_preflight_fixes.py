@@ -204,3 +204,33 @@ def test_summary_shows_auto_and_what_it_resolves_to(tmp_path):
     s = r.facts["preflight"]["summary"]
     assert s["fp4_gemm_backend"] == "auto -> flashinfer_cutlass"
     assert s["moe_runner_backend"] == "cutlass (auto)"  # < 0.5.10: auto -> sgl-kernel cutlass_moe_fp4 (matrix moe row)
+
+
+# --- 7. a known-bad message names the matching row's range and reason only ----------------------
+
+
+@pytest.mark.parametrize("fi,tail", [
+    ("0.5.0", "flashinfer 0.5.0 is in the known-bad range <=0.6.3: mm_fp4 with the cutlass backend returns all zeros on SM120 "
+              "(reported on flashinfer 0.6.3) (gh:flashinfer-ai/flashinfer#2577)"),
+    ("0.6.12", "flashinfer 0.6.12 is in the known-bad range ==0.6.12: mm_fp4 with the cutlass backend returns M-dependent zero rows on SM120 "
+               "(gh:flashinfer-ai/flashinfer#3398)"),
+])
+def test_mtp212_names_range_and_reason_of_matching_row(tmp_path, fi, tail):
+    from mtp_audit.preflight.rules import PRO6000
+
+    p = tmp_path / "env.txt"
+    p.write_text(env(PRO6000, n=1, flashinfer=fi))
+    r = preflight(env_dumps=[p], launch=LS + ["--quantization", "modelopt_fp4", "--fp4-gemm-backend", "flashinfer_cutlass"], use_sglang_analyzer=False)
+    [f] = [x for x in r.findings if x.rule_id == "MTP212"]
+    assert f.message.endswith("; " + tail) and f.severity.name == "ERROR"
+    assert f.message.count("known-bad") == 1
+
+
+def test_mtp212_without_known_bad_row_is_a_warning(tmp_path):
+    from mtp_audit.preflight.rules import PRO6000
+
+    p = tmp_path / "env.txt"
+    p.write_text(env(PRO6000, n=1, flashinfer="0.6.8"))
+    r = preflight(env_dumps=[p], launch=LS + ["--quantization", "modelopt_fp4", "--fp4-gemm-backend", "flashinfer_cutlass"], use_sglang_analyzer=False)
+    [f] = [x for x in r.findings if x.rule_id == "MTP212"]
+    assert "known-bad" not in f.message and f.severity.name == "WARNING"

@@ -397,6 +397,12 @@ def check_torch_pins(ctx: Context) -> None:
                                 "(sm_100a/sm_120a + ENABLE_NVFP4)")
 
 
+def known_bad_text(fi: Version | None, row: dict[str, Any]) -> str:
+    """One sentence for a matching ``known_bad`` matrix row: the installed flashinfer, the row's range, its reason
+    and its primary source (an issue URL), nothing from other rows."""
+    return f"flashinfer {fi} is in the known-bad range {row['flashinfer']}: {row['reason']} ({row['source']})"
+
+
 def check_gemm_backend(ctx: Context) -> None:
     """MTP210 trtllm, MTP211 cute-dsl, MTP212 flashinfer_cutlass on SM12x, MTP213/214 cuDNN."""
     cc = ctx.cc0
@@ -425,7 +431,7 @@ def check_gemm_backend(ctx: Context) -> None:
         bad = [k for k in mx.load()["known_bad"] if "flashinfer_cutlass" in k.get("gemm_backend", []) and mx.in_range(fi, k["flashinfer"])]
         sev = Severity.ERROR if bad else None
         ctx.add("MTP212", f"{label} on {sm_name(cc)}: the flashinfer CUTLASS dense FP4 GEMM has public NaN/zero-output reports on SM12x "
-                f"(NaN rows under mixed batches, gh:sgl-project/sglang#20047)" + (f"; flashinfer {fi} is a known-bad release ({bad[0]['source']})" if bad else ""),
+                f"(NaN rows under mixed batches, gh:sgl-project/sglang#20047)" + "".join(f"; {known_bad_text(fi, k)}" for k in bad),
                 gpu=g, evidence=evs + [ev("flashinfer", ctx.facts.package("flashinfer-python"))], severity=sev,
                 remediation="--fp4-gemm-backend flashinfer_cudnn (the incident's known-good SM120 combination with --moe-runner-backend flashinfer_cutlass)")
     if backend == "flashinfer_cudnn":
@@ -499,7 +505,7 @@ def check_moe_backend(ctx: Context) -> None:
     if backend in ("flashinfer_trtllm", "flashinfer_trtllm_routed") and cc[0] == 10:
         for k in mx.load()["known_bad"]:
             if k["id"] == "fi-trtllm-moe-nan" and mx.in_range(fi, k["flashinfer"]):
-                ctx.add("MTP220", f"flashinfer {fi} has the TRTLLM NVFP4 MoE tile-192 NaN regression on SM100/SM103 ({k['source']})",
+                ctx.add("MTP220", known_bad_text(fi, k),
                         gpu=g, evidence=evs + [ev("flashinfer", ctx.facts.package("flashinfer-python"))],
                         remediation="pip install 'flashinfer-python>=0.6.18' (or <=0.6.16rc4), or --moe-runner-backend flashinfer_cutlass")
 
