@@ -234,3 +234,48 @@ def test_mtp212_without_known_bad_row_is_a_warning(tmp_path):
     r = preflight(env_dumps=[p], launch=LS + ["--quantization", "modelopt_fp4", "--fp4-gemm-backend", "flashinfer_cutlass"], use_sglang_analyzer=False)
     [f] = [x for x in r.findings if x.rule_id == "MTP212"]
     assert "known-bad" not in f.message and f.severity.name == "WARNING"
+
+
+# --- 8. user-facing text cites primary sources, not the research file ----------------------------
+
+
+def _walk_sources(node, path=""):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if isinstance(v, str) and (k == "source" or k.endswith("_source")):
+                yield f"{path}.{k}", v
+            else:
+                yield from _walk_sources(v, f"{path}.{k}")
+    elif isinstance(node, list):
+        for i, x in enumerate(node):
+            yield from _walk_sources(x, f"{path}[{i}]")
+
+
+def test_matrix_sources_are_primary():
+    from mtp_audit.preflight import matrix as mx
+
+    m = mx.load()
+    srcs = dict(_walk_sources(m))
+    assert len(srcs) > 40
+    assert [p for p, s in srcs.items() if "blackwell_fp4" in s or "§" in s] == []
+    tf = {tuple(r["target_for"]): r for r in m["toolkit_floors"]}
+    assert tf[(11, 0)] == {"target_for": [11, 0], "suffix": "a", "min_nvcc": "13.0",
+                           "source": "sgl-kernel/CMakeLists.txt (sm_110a only with CUDA >= 13.0)", "research": "blackwell_fp4.md §1.3"}
+
+
+@pytest.mark.parametrize("dump", sorted(p.name for p in E.glob("*.txt") if p.name != "SOURCE.txt"))
+def test_user_visible_text_has_no_research_citation(dump):
+    for launch in (None, LS + ["--quantization", "modelopt_fp4"], LS + ["--quantization", "modelopt_fp4", "--fp4-gemm-backend", "auto",
+                                                                       "--moe-runner-backend", "auto"]):
+        r = preflight(env_dumps=[E / dump], launch=launch, use_sglang_analyzer=False)
+        texts = [f.message for f in r.findings] + [f.remediation for f in r.findings] + [e.value for f in r.findings for e in f.evidence]
+        texts += [g.message for g in r.gaps] + [json.dumps(r.facts["preflight"]["resolved"]), json.dumps(r.facts["preflight"]["summary"])]
+        assert [t for t in texts if "blackwell_fp4" in t or "§" in t] == []
+
+
+def test_auto_resolution_evidence_cites_the_wheel(tmp_path):
+    p = tmp_path / "env.txt"
+    p.write_text(env(B200, n=1, torch="2.9.1+cu128", sglang="0.5.8"))
+    r = preflight(env_dumps=[p], launch=LS + ["--quantization", "modelopt_fp4"], use_sglang_analyzer=False)
+    assert r.facts["preflight"]["resolved"]["fp4_gemm_backend"] == {
+        "value": "flashinfer_cutlass", "how": "auto", "source": "wheel:sglang-0.5.8:sglang/srt/server_args.py, fp4_utils.py"}
