@@ -12,6 +12,7 @@ import pytest
 from mtp_audit.preflight import preflight
 from mtp_audit.preflight.facts import MachineFacts
 from mtp_audit.preflight.rules import GB10, INCIDENT_ARGS, PRO6000, RTX5090, SG, SM120_KERNEL, env, facts_json
+from mtp_audit.errors import InputError
 from mtp_audit.report import Severity
 
 F = Path(__file__).resolve().parent.parent / "fixtures" / "preflight"
@@ -159,9 +160,9 @@ def test_sglang_analyzer_facts_are_used(tmp_path, monkeypatch):
     assert r.facts["preflight"]["summary"]["flag_semantics"] == "sglang analyzer (installed sglang)"
 
 
-def test_launch_not_sglang_is_a_gap(tmp_path):
+def test_launch_not_sglang_is_an_input_error(tmp_path):
     dump = write(tmp_path, "env.txt", env())
-    r = preflight(env_dumps=[dump], launch=["vllm", "serve", "m", "--quantization", "modelopt_fp4"], use_sglang_analyzer=False)
-    gaps = [g for g in r.gaps if "not SGLang" in g.message]
-    assert len(gaps) == 1 and not gaps[0].blocking and "'vllm'" in gaps[0].message
-    assert r.facts["preflight"]["launch"] is None
+    with pytest.raises(InputError) as exc:
+        preflight(env_dumps=[dump], launch=["vllm", "serve", "m", "--quantization", "modelopt_fp4"], use_sglang_analyzer=False)
+    assert "not an SGLang launch command: expected python -m sglang.launch_server" in str(exc.value)
+    assert "(got 'vllm serve m')" in str(exc.value)

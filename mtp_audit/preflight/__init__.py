@@ -35,6 +35,27 @@ def load_facts_file(path: Path):  # -> MachineFacts
         raise InputError(str(path), str(exc)) from None
 
 
+def _backend_summary(ctx: Any, flag: str, key: str, table: str) -> str | None:
+    """The summary line of a backend flag: the requested value, and what SGLang makes of it when known.
+
+    ``"flashinfer_cutlass"`` (given), ``"auto -> flashinfer_cudnn"`` (auto resolved per the matrix or the sglang
+    analyzer), ``"flashinfer_cutlass (default)"`` (not given), ``None`` when neither is known.
+    """
+    from mtp_audit.preflight import analyze as an
+
+    requested = ctx.launch.get(flag) if ctx.launch else None
+    r = ctx.resolved.get(key)
+    if r is None and (requested is not None or ctx.launch is not None):
+        value, how, _ = an.effective_backend(ctx, flag, table)
+        r = {"value": value, "how": how}
+    effective = (r or {}).get("value")
+    if requested is None:
+        return f"{effective} ({r['how']})" if effective else None
+    if effective is None or effective == requested:
+        return requested if effective else f"{requested} (effective value unknown)"
+    return f"{requested} -> {effective}"
+
+
 def preflight(
     *,
     env_dumps: Sequence[Path] = (),
@@ -71,13 +92,25 @@ def preflight(
             installed sglang is not looked up. ``mtp-audit launch`` passes it (added for issue 6).
 
     Raises:
-        InputError: an unreadable/empty/binary/unrecognised dump, a bad facts file, or an empty launch.
+        InputError: an unreadable/empty/binary/unrecognised dump, env dumps of different machines (GPU list or
+            driver version disagree), a bad facts file, an empty launch, or a launch
+            command that is not SGLang (python -m sglang.launch_server … / sglang serve …).
     """
     from mtp_audit.preflight import analyze as an
     from mtp_audit.preflight import matrix as mx
     from mtp_audit.preflight.launch import installed_sglang_root, parse_launch, read_checkpoint_quant, sglang_facts_from_analyzer
-    from mtp_audit.report import Gap
+    from mtp_audit.preflight.rules import RULES_BY_ID
+    from mtp_audit.report import Gap, Location
 
+    parsed_launch = None
+    if launch is not None:
+        # checked before any machine fact is collected: a command that is not SGLang is the user's mistake
+        parsed_launch = parse_launch(list(launch))
+        if not parsed_launch.is_sglang:
+            from mtp_audit.errors import InputError
+
+            raise InputError("launch command", "not an SGLang launch command: expected python -m sglang.launch_server … or sglang serve … "
+                                               f"(got '{' '.join(parsed_launch.argv[:3])}')")
     if facts is not None:
         machine, target = facts, f"facts ({facts.origin})"
     elif facts_file is not None:
@@ -85,9 +118,19 @@ def preflight(
     elif env_dumps:
         from mtp_audit.preflight.envdump import parse_dump, read_dump
 
+        from mtp_audit.errors import InputError
+
         machine = None
+        seen: list[tuple[Path, Any]] = []
         for p in env_dumps:
             m = parse_dump(read_dump(p), display=str(p))
+            # dumps of two machines merged silently would describe a machine that does not exist
+            for q, earlier in seen:
+                why = earlier.conflict_with(m)
+                if why:
+                    raise InputError(f"--env-dump {q} + {p}",
+                                     f"the dumps come from different machines ({why}); pass dumps of one machine only")
+            seen.append((p, m))
             machine = m if machine is None else machine.merged_with(m)
         target = "env dump " + ", ".join(p.name for p in env_dumps)
     else:
@@ -97,22 +140,17 @@ def preflight(
 
     ctx = an.Context(facts=machine)
     gaps: list[Gap] = []
-    if launch is not None:
-        ctx.launch = parse_launch(list(launch))
-        if not ctx.launch.is_sglang:
-            gaps.append(Gap("preflight", f"the launch command starts '{ctx.launch.engine}', not SGLang (python -m sglang.launch_server / sglang serve); "
-                                         "its flags were not interpreted, only the machine was checked", None, False))
-            ctx.launch = None
-        else:
-            mp = ctx.launch.get("--model-path")
-            if mp:
-                folder = (cwd or Path.cwd()) / mp
-                if folder.is_dir():
-                    ctx.quant = read_checkpoint_quant(folder)
-                    if ctx.quant.problem and not ctx.quant.algo:
-                        gaps.append(Gap("preflight", f"--model-path {mp}: {ctx.quant.problem}", mp, False))
-                else:
-                    gaps.append(Gap("preflight", f"--model-path {mp} is not a local folder; checkpoint quantization taken from --quantization only", None, False))
+    if parsed_launch is not None:
+        ctx.launch = parsed_launch
+        mp = ctx.launch.get("--model-path")
+        if mp:
+            folder = (cwd or Path.cwd()) / mp
+            if folder.is_dir():
+                ctx.quant = read_checkpoint_quant(folder)
+                if ctx.quant.problem and not ctx.quant.algo:
+                    gaps.append(Gap("preflight", f"--model-path {mp}: {ctx.quant.problem}", mp, False))
+            else:
+                gaps.append(Gap("preflight", f"--model-path {mp} is not a local folder; checkpoint quantization taken from --quantization only", None, False))
     flag_source = f"capability matrix v{mx.load()['matrix_version']}"
     if sglang_facts is not None:
         ctx.sglang_facts = dict(sglang_facts)
@@ -137,9 +175,18 @@ def preflight(
     an.analyze(ctx)
     vs = an.verdicts(ctx)
     verdict = an.overall(vs)
-    for v in vs:
-        ctx.add("MTP228", f"GPU {v['gpu']} ({v['name'] or '?'}, compute capability {v['compute_capability'] or '?'}): native FP4 {v['native_fp4']} — {v['reasons'][0]}",
-                gpu=next(g for g in machine.gpus if g.index == v["gpu"]), evidence=[])
+    for key, group in an.verdict_groups(vs):
+        name, cc, native = key
+        reasons = list(dict.fromkeys(r for v in group for r in v["reasons"][:1]))
+        errors = sorted({r.split(":", 1)[0] for v in group for r in v["reasons"] if r[:3] == "MTP"})
+        idx = an.index_ranges([v["gpu"] for v in group])
+        label = f"GPU {idx}" if len(group) == 1 else f"GPUs {idx}"
+        ctx.findings.append(RULES_BY_ID["MTP228"].finding(
+            f"{label} ({name or '?'}, compute capability {cc or '?'}): native FP4 {native} — " + "; ".join(reasons),
+            Location(symbol=f"cuda:{idx}"), evidence=(),
+            remediation="" if native == an.CAPABLE else
+            (f"resolve {', '.join(errors)} (error findings above)" if errors else "") + ("; " if errors and ctx.gaps + gaps else "")
+            + ("see the gaps below" if ctx.gaps + gaps else "")))
     if verdict == an.UNKNOWN:
         why = "no GPU listed" if not vs else "; ".join(r for v in vs if v["native_fp4"] == an.UNKNOWN for r in v["reasons"][:1])
         gaps.append(Gap("preflight", f"native FP4 verdict unknown: {why}", None, True))
@@ -152,8 +199,8 @@ def preflight(
         "torch": machine.torch_version.value,
         "torch_cuda": machine.torch_cuda.value,
         "driver": machine.driver_version.value,
-        "fp4_gemm_backend": (ctx.resolved.get("fp4_gemm_backend") or {}).get("value"),
-        "moe_runner_backend": (ctx.resolved.get("moe_runner_backend") or {}).get("value"),
+        "fp4_gemm_backend": _backend_summary(ctx, "--fp4-gemm-backend", "fp4_gemm_backend", "fp4_gemm_backend"),
+        "moe_runner_backend": _backend_summary(ctx, "--moe-runner-backend", "moe_runner_backend", "moe_runner_backend_nvfp4"),
         "flag_semantics": flag_source,
         "origin": machine.origin,
     }

@@ -397,6 +397,12 @@ def check_torch_pins(ctx: Context) -> None:
                                 "(sm_100a/sm_120a + ENABLE_NVFP4)")
 
 
+def known_bad_text(fi: Version | None, row: dict[str, Any]) -> str:
+    """One sentence for a matching ``known_bad`` matrix row: the installed flashinfer, the row's range, its reason
+    and its primary source (an issue URL), nothing from other rows."""
+    return f"flashinfer {fi} is in the known-bad range {row['flashinfer']}: {row['reason']} ({row['source']})"
+
+
 def check_gemm_backend(ctx: Context) -> None:
     """MTP210 trtllm, MTP211 cute-dsl, MTP212 flashinfer_cutlass on SM12x, MTP213/214 cuDNN."""
     cc = ctx.cc0
@@ -425,7 +431,7 @@ def check_gemm_backend(ctx: Context) -> None:
         bad = [k for k in mx.load()["known_bad"] if "flashinfer_cutlass" in k.get("gemm_backend", []) and mx.in_range(fi, k["flashinfer"])]
         sev = Severity.ERROR if bad else None
         ctx.add("MTP212", f"{label} on {sm_name(cc)}: the flashinfer CUTLASS dense FP4 GEMM has public NaN/zero-output reports on SM12x "
-                f"(NaN rows under mixed batches, gh:sgl-project/sglang#20047)" + (f"; flashinfer {fi} is a known-bad release ({bad[0]['source']})" if bad else ""),
+                f"(NaN rows under mixed batches, gh:sgl-project/sglang#20047)" + "".join(f"; {known_bad_text(fi, k)}" for k in bad),
                 gpu=g, evidence=evs + [ev("flashinfer", ctx.facts.package("flashinfer-python"))], severity=sev,
                 remediation="--fp4-gemm-backend flashinfer_cudnn (the incident's known-good SM120 combination with --moe-runner-backend flashinfer_cutlass)")
     if backend == "flashinfer_cudnn":
@@ -499,7 +505,7 @@ def check_moe_backend(ctx: Context) -> None:
     if backend in ("flashinfer_trtllm", "flashinfer_trtllm_routed") and cc[0] == 10:
         for k in mx.load()["known_bad"]:
             if k["id"] == "fi-trtllm-moe-nan" and mx.in_range(fi, k["flashinfer"]):
-                ctx.add("MTP220", f"flashinfer {fi} has the TRTLLM NVFP4 MoE tile-192 NaN regression on SM100/SM103 ({k['source']})",
+                ctx.add("MTP220", known_bad_text(fi, k),
                         gpu=g, evidence=evs + [ev("flashinfer", ctx.facts.package("flashinfer-python"))],
                         remediation="pip install 'flashinfer-python>=0.6.18' (or <=0.6.16rc4), or --moe-runner-backend flashinfer_cutlass")
 
@@ -580,35 +586,84 @@ def check_memory(ctx: Context) -> None:
                     remediation="SGLang: lower --mem-fraction-static (e.g. 0.7); vLLM: --gpu-memory-utilization 0.85 or less on GB10")
 
 
+LAUNCH_CHECK = "the full argparse check of the command (prefixes, types, every value) is `mtp-audit launch --sglang <wheel|checkout>`"
+
+
+def _choices_from_matrix(flag: str, sg: Version | None) -> tuple[list[str] | None, str]:
+    """Argparse choices of ``flag`` on SGLang ``sg`` from the matrix (``sglang.launch_choices``), with the row's source."""
+    for row in mx.load()["sglang"].get("launch_choices", {}).get(flag, []):
+        if mx.in_range(sg, row["sglang"]):
+            return list(row["choices"]), row["source"]
+    return None, ""
+
+
+def _known_options(ctx: Context) -> set[str] | None:
+    """Every option string of the SGLang the launch will run (first names and aliases), or ``None`` without a table."""
+    args = (ctx.sglang_facts or {}).get("cli_arguments")
+    if not isinstance(args, dict) or not args:
+        return None
+    names = {"-h", "--help"}
+    for flag, rec in args.items():
+        names.add(flag)
+        if isinstance(rec, dict):
+            names.update(str(a) for a in rec.get("aliases") or ())
+    return names
+
+
 def check_flag_choices(ctx: Context) -> None:
-    """MTP226: a backend flag value this SGLang version does not accept (or a flag it does not have)."""
+    """MTP226: a value of --fp4-gemm-backend / --moe-runner-backend / --quantization outside this SGLang version's
+    choices (or --fp4-gemm-backend on a version without it); MTP230: an option this SGLang does not have.
+
+    Choices come from the sglang analyzer's ``cli_arguments`` when given, else from the matrix
+    (``sglang.fp4_gemm_backend`` rows, ``sglang.launch_choices``: ``MOE_RUNNER_BACKEND_CHOICES`` /
+    ``QUANTIZATION_CHOICES`` of sglang/srt/server_args.py (<= 0.5.18) or sglang/srt/arg_groups/choices.py (>= 0.5.20)
+    in each wheel). Unknown options need the option table, which only the sglang analyzer gives; without it the
+    options the preflight does not interpret are listed in a non-blocking gap.
+    """
     if not ctx.launch or not ctx.launch.is_sglang:
         return
     sg = ctx.sglang
-    for flag, table in (("--fp4-gemm-backend", "fp4_gemm_backend"),):
+    for flag in ("--fp4-gemm-backend", "--moe-runner-backend", "--quantization"):
         given = ctx.launch.get(flag)
         if given is None:
             continue
         arg = _flag_from_sglang_facts(ctx, flag)
         if arg is not None:
-            choices, src = arg.get("choices"), f"sglang analyzer: {arg.get('location', '?')}"
+            choices, src = arg.get("choices"), f"sglang analyzer: {arg.get('choices_location') or arg.get('location', '?')}"
         elif ctx.sglang_facts is not None and isinstance(ctx.sglang_facts.get("cli_arguments"), dict):
-            choices, src = None, "sglang analyzer"
-            ctx.add("MTP226", f"SGLang {sg} has no {flag} option; the launch will stop with 'unrecognized arguments'",
-                    evidence=[Evidence(flag, given), Evidence("source", src)], remediation=f"drop {flag} or upgrade SGLang to >= 0.5.8")
-            continue
-        else:
-            row = mx.sglang_row(table, sg) if sg else None
-            if row is None:
-                continue
-            choices, src = row.get("choices"), row["source"]
-            if choices is None:
-                ctx.add("MTP226", f"SGLang {sg} has no {flag} option (added in 0.5.8; older versions read SGLANG_FLASHINFER_FP4_GEMM_BACKEND)",
+            continue  # an option the SGLang does not have: MTP230 below
+        elif flag == "--fp4-gemm-backend":
+            row = mx.sglang_row("fp4_gemm_backend", sg) if sg else None
+            choices, src = (row.get("choices"), row["source"]) if row else (None, "")
+            if row is not None and choices is None:
+                ctx.add("MTP226", f"SGLang {sg} has no {flag} option (added in 0.5.8; older versions read SGLANG_FLASHINFER_FP4_GEMM_BACKEND): "
+                        "the launch stops with 'unrecognized arguments'",
                         evidence=[Evidence(flag, given), Evidence("source", src)], remediation=f"drop {flag} and set SGLANG_FLASHINFER_FP4_GEMM_BACKEND, or upgrade SGLang")
                 continue
-        if choices and given not in choices:
-            ctx.add("MTP226", f"{flag} {given} is not accepted by SGLang {sg} (choices: {', '.join(choices)})",
+        else:
+            choices, src = _choices_from_matrix(flag, sg)
+        if not choices and arg is None:
+            why = f"the choices of SGLang {sg} are not in the capability matrix" if sg else "the SGLang version is unknown"
+            ctx.gap(f"{flag} {given} not checked: {why}; {LAUNCH_CHECK}")
+        elif choices and given not in choices:
+            ctx.add("MTP226", f"{flag} {given} is not accepted by SGLang {sg or '(version unknown)'}: argparse stops with 'invalid choice' "
+                    f"(choices: {', '.join(choices)})",
                     evidence=[Evidence(flag, given), Evidence("source", src)], remediation=f"use one of: {', '.join(choices)}")
+    known = _known_options(ctx)
+    if known is not None:
+        for opt in dict.fromkeys(ctx.launch.options):
+            if opt in known or any(k.startswith(opt) for k in known if k.startswith("--")):
+                continue  # exact, or a prefix argparse may accept (allow_abbrev): `mtp-audit launch` decides
+            ctx.add("MTP230", f"SGLang {sg or '(version unknown)'} has no option {opt}: the launch would stop with 'unrecognized arguments' "
+                    f"({LAUNCH_CHECK})", evidence=[Evidence("option", opt), Evidence("source", "sglang analyzer: cli_arguments")],
+                    remediation=f"drop {opt} or correct its spelling; run mtp-audit launch for the whole command")
+    else:
+        from mtp_audit.preflight.launch import BOOL_FLAGS, FLAGS
+
+        interpreted = {a for names in FLAGS.values() for a in names} | set(BOOL_FLAGS)
+        rest = [o for o in dict.fromkeys(ctx.launch.options) if o not in interpreted]
+        if rest:
+            ctx.gap(f"options not checked (no SGLang option table at hand): {', '.join(rest)}; {LAUNCH_CHECK}")
 
 
 def check_probe(ctx: Context) -> None:
@@ -648,13 +703,23 @@ CHECKS: tuple[Callable[[Context], None], ...] = (
 )
 
 
+#: Findings about the launch command's text (a flag or value the installed SGLang's argparse rejects). They stop
+#: the launch, but say nothing about what the GPU and its stack can run, so they stay out of the MTP228 verdict.
+COMMAND_LINE_RULES = ("MTP226", "MTP230")
+
+
 def verdicts(ctx: Context) -> list[dict[str, Any]]:
-    """Per-GPU native-FP4 verdict: capable / not capable / unknown, with reasons (rule ids + text)."""
+    """Per-GPU native-FP4 verdict: capable / not capable / unknown, with reasons (rule ids + text).
+
+    The verdict describes the GPU and its software stack; findings of :data:`COMMAND_LINE_RULES` (a flag the
+    installed SGLang does not know, a value outside its choices) are reported on their own and ignored here.
+    """
     out = []
     for g in ctx.gpus:
         cc = g.cc
         loc = f"cuda:{g.index}"
-        errs = [f for f in ctx.findings if f.severity >= Severity.ERROR and f.location.symbol in (loc, "machine")]
+        errs = [f for f in ctx.findings if f.severity >= Severity.ERROR and f.location.symbol in (loc, "machine")
+                and f.rule_id not in COMMAND_LINE_RULES]
         if cc is None:
             v, reasons = UNKNOWN, [f"compute capability unknown: {g.compute_capability.missing}"]
         elif cc[0] < 10:
@@ -674,6 +739,31 @@ def verdicts(ctx: Context) -> list[dict[str, Any]]:
                 v, reasons = CAPABLE, [f"{sm_name(cc)} has FP4 tensor cores and no blocking problem was found in the stack"] + [f"not checked: {b}" for b in blocking]
         out.append({"gpu": g.index, "name": g.name.value, "compute_capability": cc_str(cc) if cc else None, "native_fp4": v, "reasons": reasons})
     return out
+
+
+def index_ranges(indices: Iterable[int]) -> str:
+    """``[0, 1, 2, 3, 5]`` -> ``"0-3,5"`` (sorted, consecutive runs collapsed)."""
+    xs = sorted(set(indices))
+    parts: list[str] = []
+    i = 0
+    while i < len(xs):
+        j = i
+        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
+            j += 1
+        parts.append(str(xs[i]) if i == j else f"{xs[i]}-{xs[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def verdict_groups(vs: list[dict[str, Any]]) -> list[tuple[tuple[str | None, str | None, str], list[dict[str, Any]]]]:
+    """Per-GPU verdicts grouped by ``(name, compute capability, verdict)``, groups in order of their first GPU.
+
+    MTP228 reports one finding per group (eight identical B200 lines say nothing the first did not).
+    """
+    groups: dict[tuple[str | None, str | None, str], list[dict[str, Any]]] = {}
+    for v in vs:
+        groups.setdefault((v["name"], v["compute_capability"], v["native_fp4"]), []).append(v)
+    return list(groups.items())
 
 
 def overall(vs: list[dict[str, Any]]) -> str:

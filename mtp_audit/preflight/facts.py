@@ -296,6 +296,37 @@ class MachineFacts:
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"malformed facts document: {exc}") from None
 
+    def conflict_with(self, other: MachineFacts) -> str | None:
+        """The first machine fact on which two dumps disagree, as one line, or ``None``.
+
+        Compared (only where both sides report the fact): the GPU count, each GPU's compute
+        capability and name, the driver version and the driver's CUDA version. Names match when one
+        is a prefix of the other after trimming, because collect_env and the nvidia-smi table
+        truncate long names ("... Workstation Edi"). Differing package versions are not a conflict
+        (two tools may run in two Python environments of one machine). The text speaks of "the
+        first" and "the second" dump; the caller names the files.
+        """
+        a, b = self.gpus, other.gpus
+        if a and b:
+            def desc(gs: tuple[GpuFacts, ...]) -> str:
+                names = sorted({f"{g.name.value or '?'} ({fmt_value(g.compute_capability.value) if g.cc else '?'})" for g in gs})
+                return f"{len(gs)}x " + ", ".join(names)
+
+            if len(a) != len(b):
+                return f"GPU list differs: {desc(a)} vs {desc(b)}"
+            for x, y in zip(a, b):
+                if x.cc and y.cc and x.cc != y.cc:
+                    return (f"GPU {x.index} compute capability differs: {fmt_value(x.compute_capability.value)} ({x.name.value or '?'}) "
+                            f"vs {fmt_value(y.compute_capability.value)} ({y.name.value or '?'})")
+                na, nb = (str(g.name.value).strip().rstrip(".").strip() if g.name.present else "" for g in (x, y))
+                if na and nb and not (na.startswith(nb) or nb.startswith(na)):
+                    return f"GPU {x.index} name differs: {na} vs {nb}"
+        for name, label in (("driver_version", "driver version"), ("cuda_driver_version", "driver CUDA version")):
+            fa, fb = getattr(self, name), getattr(other, name)
+            if fa.present and fb.present and str(fa.value).strip() != str(fb.value).strip():
+                return f"{label} differs: {fa.value} vs {fb.value}"
+        return None
+
     def merged_with(self, other: MachineFacts) -> MachineFacts:
         """Combine two partial views of one machine (two dumps pasted together).
 

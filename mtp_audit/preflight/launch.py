@@ -46,6 +46,8 @@ class Launch:
         engine: ``"sglang"``, ``"vllm"`` or the first token.
         flags: canonical flag (:data:`FLAGS`) -> value as typed.
         bools: boolean flags present (``--enable-pdmux``).
+        options: every ``--name`` token as typed (``--name=value`` cut at ``=``), in order, interpreted
+            or not: the preflight checks them against the SGLang option table when it has one.
     """
 
     argv: tuple[str, ...]
@@ -53,6 +55,7 @@ class Launch:
     engine: str
     flags: dict[str, str] = field(default_factory=dict)
     bools: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
 
     def get(self, flag: str) -> str | None:
         """Value of a canonical flag, or ``None``."""
@@ -61,7 +64,7 @@ class Launch:
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
         return {"argv": list(self.argv), "is_sglang": self.is_sglang, "engine": self.engine,
-                "flags": dict(sorted(self.flags.items())), "bools": list(self.bools)}
+                "flags": dict(sorted(self.flags.items())), "bools": list(self.bools), "options": list(self.options)}
 
 
 def parse_launch(argv: list[str] | tuple[str, ...]) -> Launch:
@@ -88,10 +91,13 @@ def parse_launch(argv: list[str] | tuple[str, ...]) -> Launch:
     alias = {a: canon for canon, names in FLAGS.items() for a in names}
     flags: dict[str, str] = {}
     bools: list[str] = []
+    options: list[str] = []
     i = 0
     while i < len(toks):
         t = toks[i]
         name, eq, val = t.partition("=")
+        if name.startswith("--") and len(name) > 2:
+            options.append(name)
         if name in alias:
             if eq:
                 flags[alias[name]] = val
@@ -101,7 +107,7 @@ def parse_launch(argv: list[str] | tuple[str, ...]) -> Launch:
         elif name in BOOL_FLAGS:
             bools.append(name)
         i += 1
-    return Launch(tuple(toks), engine == "sglang", engine, flags, tuple(bools))
+    return Launch(tuple(toks), engine == "sglang", engine, flags, tuple(bools), tuple(options))
 
 
 @dataclass(frozen=True)

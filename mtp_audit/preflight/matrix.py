@@ -1,8 +1,9 @@
 """The capability matrix (``mtp_audit/data/matrix.json``) and small helpers to query it.
 
-The matrix is data, versioned by ``matrix_version``; each row carries its source (an SGLang or
-flashinfer file inside a named wheel, CUDA documentation, or a public issue URL), taken from
-``../shared/research/blackwell_fp4.md`` §1-§6.
+The matrix is data, versioned by ``matrix_version``; each row carries its primary ``source`` (an SGLang or
+flashinfer file inside a named wheel, CUDA documentation, or a public issue URL), shown to users in evidence,
+and a ``research`` key (``*_research`` next to ``*_source``) naming the section of
+``../shared/research/blackwell_fp4.md`` (§1-§6) it was taken from, for maintainers only.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Preflight rules MTP200-MTP229: documentation, sources and runnable examples.
+"""Preflight rules MTP200-MTP230: documentation, sources and runnable examples.
 
 The checks live in :mod:`mtp_audit.preflight.analyze`; each rule here names the candidate rule of
 ``../shared/research/blackwell_fp4.md`` §10 (R01-R35) it implements. Examples are environment dumps
@@ -69,6 +69,16 @@ def _ex(fires: bool, note: str, files: dict[str, str] | None = None, args: tuple
 
 SM120_KERNEL = {"sgl-kernel:sgl_kernel/sm100/common_ops.abi3.so": ["sm_80", "sm_89", "sm_90", "sm_90a", "sm_100a", "sm_120a"]}
 INCIDENT_ARGS = SG + ("--moe-runner-backend", "flashinfer_cutlass", "--fp4-gemm-backend", "flashinfer_cudnn", "--speculative-algorithm", "NEXTN", "--tp", "8")
+
+
+#: A cut-down ``facts["sglang"]`` of SGLang 0.5.9 (choices and locations from wheel:sglang-0.5.9:sglang/srt/server_args.py).
+EXAMPLE_SGLANG_FACTS: dict[str, Any] = {"version": "0.5.9", "cli_arguments": {
+    "--model-path": {"choices": None, "default": None, "location": "sglang/srt/server_args.py:2894", "aliases": ["--model"]},
+    "--quantization": {"choices": ["modelopt_fp4", "fp8", "mxfp4"], "default": None, "location": "sglang/srt/server_args.py:3064", "aliases": []},
+    "--fp4-gemm-backend": {"choices": ["auto", "flashinfer_cudnn", "flashinfer_cutlass", "flashinfer_trtllm"], "default": "flashinfer_cutlass",
+                           "location": "sglang/srt/server_args.py:3903", "aliases": []},
+    "--moe-runner-backend": {"choices": ["auto", "cutlass", "flashinfer_cutlass", "flashinfer_trtllm", "triton"], "default": "auto",
+                             "location": "sglang/srt/server_args.py:4093", "aliases": []}}}
 
 
 def R(id: str, name: str, sev: Severity, summary: str, what: str, why: str, fix: str, sources: tuple[str, ...], basis: str, examples: tuple[Example, ...]) -> Rule:
@@ -259,11 +269,13 @@ RULES: tuple[Rule, ...] = (
       (_ex(True, "GB10 nvidia-smi", {"env.txt": "+---+\n| NVIDIA-SMI 580.95.05              Driver Version: 580.95.05      CUDA Version: 13.0     |\n|=====|\n|   0  NVIDIA GB10                    On  |   0000000F:01:00.0 Off |                  N/A |\n| N/A   40C    P8              4W /  N/A  | Not Supported          |      0%      Default |\n"}),
        _ex(False, "B200 nvidia-smi with memory", {"env.txt": "| NVIDIA-SMI 580.95.05              Driver Version: 580.95.05      CUDA Version: 13.0     |\n|   0  NVIDIA B200                    On  |   00000000:63:00.0 Off |                    0 |\n| N/A   26C    P0            139W / 1000W |       0MiB / 183359MiB |      0%      Default |\n"}))),
     R("MTP226", "launch-flag-value-not-accepted", E, "A backend flag value this SGLang version does not accept",
-      "Fires when --fp4-gemm-backend is not among the installed SGLang's choices (from the sglang analyzer, else the matrix), or the flag does not exist (SGLang < 0.5.8).",
+      "Fires when the value of --fp4-gemm-backend, --moe-runner-backend or --quantization is not among the SGLang version's argparse choices (from the sglang analyzer, else the matrix's per-version rows read from each wheel), or when --fp4-gemm-backend is given to SGLang < 0.5.8, which has no such flag. The message lists the valid choices. It does not change the per-GPU MTP228 verdict.",
       "argparse stops the server with 'invalid choice' / 'unrecognized arguments' before the model loads.",
       "Use one of the listed choices for your version.",
-      ("sglang/srt/server_args.py and sglang/srt/arg_groups/choices.py per wheel", f"{RES} §3.1"), "code",
+      ("sglang/srt/server_args.py (<= 0.5.18) and sglang/srt/arg_groups/choices.py (>= 0.5.20) per wheel: FP4_GEMM_RUNNER_BACKEND_CHOICES, MOE_RUNNER_BACKEND_CHOICES, QUANTIZATION_CHOICES",
+       f"{RES} §3.1, §3.2"), "code",
       (_ex(True, "marlin on SGLang 0.5.9", None, SG + ("--fp4-gemm-backend", "marlin")),
+       _ex(True, "--moe-runner-backend nonsense on SGLang 0.5.9", None, SG + ("--moe-runner-backend", "nonsense")),
        _ex(False, "flashinfer_cudnn on SGLang 0.5.9", None, SG + ("--fp4-gemm-backend", "flashinfer_cudnn")))),
     R("MTP227", "probe-fp4-gemm-wrong", E, "The --probe FP4 GEMM gave NaN/Inf or a wrong result",
       "With --probe on an FP4-capable GPU: fires when the tiny FP4 GEMM has NaN/Inf or differs from the BF16 reference beyond tolerance (error), or fails to run (warning).",
@@ -273,9 +285,9 @@ RULES: tuple[Rule, ...] = (
       (_ex(True, "probe result with NaN (stored facts + probe.json)", {"env.txt": env(), "probe.json": json.dumps({"gpu": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "cc": [12, 0], "ran": ["flashinfer mm_fp4(backend='cutlass')"], "results": [{"path": "flashinfer.mm_fp4[cutlass]", "status": "mismatch", "nan": 3, "inf": 0, "rel_error": None, "tolerance": 0.25}]})}),
        _ex(False, "probe result ok", {"env.txt": env(), "probe.json": json.dumps({"gpu": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "cc": [12, 0], "ran": ["flashinfer mm_fp4(backend='cudnn')"], "results": [{"path": "flashinfer.mm_fp4[cudnn]", "status": "ok", "nan": 0, "inf": 0, "rel_error": 0.09, "tolerance": 0.25}]})}))),
     R("MTP228", "native-fp4-verdict", I, "Per-GPU verdict: native FP4 capable, not capable or unknown",
-      "Always reports, per GPU, whether native FP4 can run (capable), cannot (not capable, with the error rules that say why) or could not be told (unknown, with the missing fact).",
+      "Always reports whether native FP4 can run (capable), cannot (not capable, with the error rules that say why) or could not be told (unknown, with the missing fact): one finding per group of GPUs with the same name, compute capability and verdict, listing the GPU indices (GPUs 0-7). A capable group has no fix; the others name the error findings and gaps to fix.",
       "It is the headline answer of the preflight; errors and gaps explain it.",
-      "See the error findings and gaps of the same report.",
+      "Fix the error findings named in the verdict, and the gaps of the same report.",
       (f"{RES} §6",), "code",
       (_ex(True, "any GPU gets a verdict"), _ex(False, "no GPU in the dump: no per-GPU verdict (a blocking gap instead)", {"env.txt": "PyTorch version: 2.9.1+cu128\nCUDA used to build PyTorch: 12.8\n"}))),
     R("MTP229", "wsl2-windows-sm12x", W, "SM12x FP4 on WSL2 / Windows",
@@ -284,6 +296,13 @@ RULES: tuple[Rule, ...] = (
       "Run on native Linux.",
       ("gh:flashinfer-ai/flashinfer#2723",), "bug report",
       (_ex(True, "WSL2 host", {"facts.json": facts_json(platform="wsl2", torch="2.9.1+cu130")}), _ex(False, "Linux host", {"facts.json": facts_json(torch="2.9.1+cu130")}))),
+    R("MTP230", "launch-option-unknown", W, "An option the SGLang version does not have",
+      "With the SGLang option table at hand (the sglang analyzer's cli_arguments: an installed sglang, or `mtp-audit launch --sglang`), fires for each --option of the launch that is neither an option string of that version nor a prefix of one. Without the table, options the preflight does not interpret are listed in a non-blocking gap. The full argparse check (prefixes, types, values) is `mtp-audit launch`.",
+      "argparse stops the server with 'unrecognized arguments' before the model loads.",
+      "Drop or respell the option; run mtp-audit launch --sglang <wheel|checkout> on the whole command.",
+      ("sglang/srt/server_args.py prepare_server_args (argparse.ArgumentParser, allow_abbrev default True)", "docs/sglang.md cli_arguments"), "code",
+      (_ex(True, "--bogus-flag on SGLang 0.5.9", {"env.txt": env(), "sglang_facts.json": json.dumps(EXAMPLE_SGLANG_FACTS)}, SG + ("--bogus-flag", "x")),
+       _ex(False, "only known options (and an accepted prefix)", {"env.txt": env(), "sglang_facts.json": json.dumps(EXAMPLE_SGLANG_FACTS)}, SG + ("--fp4-gemm", "flashinfer_cudnn")))),
 )
 
 RULES_BY_ID = {r.id: r for r in RULES}
@@ -291,7 +310,7 @@ RULES_BY_ID = {r.id: r for r in RULES}
 
 def run_example(root: Path, example: Example) -> Report:
     """Run the preflight on an example folder: ``env.txt`` (a dump) or ``facts.json`` (stored facts),
-    an optional ``probe.json`` (a recorded probe result), and ``example.args`` as the launch command."""
+    an optional ``sglang_facts.json`` (the sglang analyzer's facts), an optional ``probe.json`` (a recorded probe result), and ``example.args`` as the launch command."""
     from mtp_audit.preflight import preflight
 
     kwargs: dict[str, Any] = {"cwd": root, "use_sglang_analyzer": False}
@@ -299,6 +318,8 @@ def run_example(root: Path, example: Example) -> Report:
         kwargs["facts_file"] = root / "facts.json"
     else:
         kwargs["env_dumps"] = [root / "env.txt"]
+    if (root / "sglang_facts.json").is_file():
+        kwargs["sglang_facts"] = json.loads((root / "sglang_facts.json").read_text())
     if (root / "probe.json").is_file():
         from mtp_audit.preflight.probe import ProbeResult
 
