@@ -211,6 +211,11 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
         for msg in r.get("unit_errors", []):
             gaps.append(Gap(ANALYZER, f"{rel}: {msg}", path=rel, blocking=True))
 
+    server_args = _server_args_status(tree, results)
+    if server_args["status"] != "ok" and not any(g.blocking and g.path == server_args["path"] for g in gaps):
+        gaps.append(Gap(ANALYZER, f"{server_args['path']}: {server_args['reason']}; cannot tell which flags this SGLang "
+                                  "declares (no conclusion about speculative decoding is drawn)", path=server_args["path"], blocking=True))
+
     # CLI arguments
     cli: dict[str, dict[str, Any]] = {}
     dest_of: dict[str, str] = {}
@@ -367,6 +372,7 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
     facts: dict[str, Any] = {
         "version": tree.version,
         "target_kind": tree.kind,
+        "server_args": server_args,
         "cli_arguments": dict(sorted(cli.items())),
         "remaps": sorted(remaps, key=key),
         "auto_resolutions": sorted(autos, key=key),
@@ -389,7 +395,7 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
     nextn = [r for r in remaps if r["from"] == "NEXTN"]
     facts["summary"] = {
         "version": tree.version,
-        "speculative_decoding": spec is not None,
+        "speculative_decoding": True if spec is not None else (False if server_args["status"] == "ok" else None),
         "nextn_accepted": bool(accepted),
         "nextn_to": sorted({t for r in nextn for t in r["to"]}),
         "nextn_remap_logged": any(r["logged"] for r in nextn if r["to"] == ["EAGLE"]) if nextn else None,
@@ -401,6 +407,40 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
         "cli_arguments": len(cli),
     }
     return facts, gaps
+
+
+def _server_args_status(tree: SourceTree, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Whether SGLang's server-arguments source (``<prefix>/srt/server_args.py``) was read and parsed.
+
+    Returns ``{"path", "status", "reason"}``; ``status`` is ``"ok"``, ``"missing"``, ``"unreadable"``
+    (over the size limit, I/O error), ``"unparseable"`` (not UTF-8, not Python 3) or ``"empty"`` (no
+    statements). Anything but ``"ok"`` means "could not tell": MTP103 ("no speculative decoding")
+    is concluded only from a server_args.py that was parsed and declares no such flag.
+    """
+    rel = tree.server_args_path
+    out: dict[str, Any] = {"path": rel, "status": "ok", "reason": None}
+    r = results.get(rel)
+    if rel not in tree.files:
+        return dict(out, status="missing", reason="SGLang's server-arguments source is missing")
+    if r is None:
+        return dict(out, status="unreadable", reason="SGLang's server-arguments source could not be read")
+    if "consts" in r and not r.get("gap"):
+        return out  # the ast + libcst pass parsed it
+    if r.get("gap") and ("not parse" in r["gap"] or "UTF-8" in r["gap"]):
+        return dict(out, status="unparseable", reason="SGLang's server-arguments source could not be parsed")
+    data = tree.read(rel)
+    if data is None:
+        return dict(out, status="unreadable", reason="SGLang's server-arguments source could not be read")
+    try:
+        body = ast.parse(data.decode("utf-8"), filename=rel).body
+    except UnicodeDecodeError as exc:
+        return dict(out, status="unparseable", reason=f"SGLang's server-arguments source is not UTF-8 (byte {exc.start})")
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        where = f" at line {exc.lineno}" if isinstance(exc, SyntaxError) and exc.lineno else ""
+        return dict(out, status="unparseable", reason=f"SGLang's server-arguments source does not parse as Python 3{where}")
+    if not body:
+        return dict(out, status="empty", reason="SGLang's server-arguments source is empty")
+    return out
 
 
 _SERVE_SUBCOMMAND = re.compile(rb"""add_parser\(\s*["']serve["']""")

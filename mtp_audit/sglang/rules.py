@@ -128,7 +128,9 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="MTP103", name="no-speculative-decoding", analyzer="sglang", severity=Severity.WARNING,
         summary="This SGLang has no --speculative-algorithm flag, so MTP/NextN heads are never used",
-        what="Reports a tree with no --speculative-algorithm declaration (SGLang 0.4.0 and older).",
+        what="Reports a tree whose server-arguments source (srt/server_args.py, plus srt/arg_groups/ from 0.5.15) "
+             "was parsed and declares no --speculative-algorithm (SGLang 0.4.0 and older). Never concluded from an "
+             "empty or unparseable server_args.py: that is a blocking gap (inconclusive).",
         why="Without speculative decoding the MTP/NextN weights of a checkpoint are loaded for nothing or skipped.",
         fix="Upgrade SGLang to a version that accepts --speculative-algorithm NEXTN (0.4.6 or later).",
         sources=("sglang/srt/server_args.py of 0.4.0 (no speculative flags) vs 0.4.3 (EAGLE only)",),
@@ -202,8 +204,8 @@ RULES: tuple[Rule, ...] = (
         sources=("sglang/srt/environ.py (e.g. SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE)",),
         basis="code",
         examples=(
-            Example(True, {"old/sglang/srt/environ.py": _ENV_OLD, "new/sglang/srt/environ.py": _ENV_NEW}, args=("--diff",), note="one variable replaced"),
-            Example(False, {"old/sglang/srt/environ.py": _ENV_OLD, "new/sglang/srt/environ.py": _ENV_OLD}, args=("--diff",), note="unchanged"),
+            Example(True, {"old/sglang/srt/environ.py": _ENV_OLD, "new/sglang/srt/environ.py": _ENV_NEW, "old/" + _SP: _SA_NEXTN_SILENT, "new/" + _SP: _SA_NEXTN_SILENT}, args=("--diff",), note="one variable replaced"),
+            Example(False, {"old/sglang/srt/environ.py": _ENV_OLD, "new/sglang/srt/environ.py": _ENV_OLD, "old/" + _SP: _SA_NEXTN_SILENT, "new/" + _SP: _SA_NEXTN_SILENT}, args=("--diff",), note="unchanged"),
         ),
     ),
     Rule(
@@ -215,8 +217,8 @@ RULES: tuple[Rule, ...] = (
         sources=("sglang/srt/models/*_nextn.py / *_mtp.py EntryClass", "sglang/srt/configs/model_config.py _config_draft_model"),
         basis="code",
         examples=(
-            Example(True, {"old/sglang/srt/models/m.py": _MODEL_OLD, "new/sglang/srt/models/m.py": _MODEL_NEW}, args=("--diff",), note="NextN class gone"),
-            Example(False, {"old/sglang/srt/models/m.py": _MODEL_OLD, "new/sglang/srt/models/m.py": _MODEL_OLD}, args=("--diff",), note="unchanged"),
+            Example(True, {"old/sglang/srt/models/m.py": _MODEL_OLD, "new/sglang/srt/models/m.py": _MODEL_NEW, "old/" + _SP: _SA_NEXTN_SILENT, "new/" + _SP: _SA_NEXTN_SILENT}, args=("--diff",), note="NextN class gone"),
+            Example(False, {"old/sglang/srt/models/m.py": _MODEL_OLD, "new/sglang/srt/models/m.py": _MODEL_OLD, "old/" + _SP: _SA_NEXTN_SILENT, "new/" + _SP: _SA_NEXTN_SILENT}, args=("--diff",), note="unchanged"),
         ),
     ),
 )
@@ -240,6 +242,8 @@ def evaluate(facts: dict[str, Any]) -> list[Finding]:
     spec = cli.get("--speculative-algorithm")
     nextn = [r for r in facts["remaps"] if r["from"] == "NEXTN"]
     if spec is None:
+        if (facts.get("server_args") or {}).get("status", "ok") != "ok":
+            return out  # a blocking gap says server_args.py was not read: "no speculative decoding" cannot be concluded
         out.append(BY_ID["MTP103"].finding(
             "no --speculative-algorithm flag is declared: this SGLang has no speculative decoding, so MTP/NextN heads are never used"))
         return out
