@@ -199,3 +199,20 @@ def test_parsed_server_args_without_spec_flag_is_mtp103(tmp_path):
     assert rep.facts["sglang"]["server_args"]["status"] == "ok"
     assert [x.rule_id for x in rep.findings] == ["MTP103"] and not rep.gaps
     assert rep.facts["sglang"]["summary"]["speculative_decoding"] is False
+
+
+def test_help_does_not_import_the_analyzer():
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom mtp_audit.cli import main\nmain(['--help'])\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('mtp_audit.sglang', 'libcst', 'concurrent.futures'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1]).stdout.strip().splitlines()[-1]
+    assert out == "['mtp_audit.sglang', 'mtp_audit.sglang.cli']"
+    from mtp_audit import sglang
+
+    assert sglang.audit_sglang.__module__ == "mtp_audit.sglang.audit"
+    assert sglang.diff_sglang.__module__ == "mtp_audit.sglang.diff"
+    with pytest.raises(AttributeError):
+        sglang.nope  # noqa: B018
