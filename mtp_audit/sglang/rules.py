@@ -62,6 +62,10 @@ _SA_FILL = '''class ServerArgs:
 '''
 _SA_OLD_REMAP = _SA_NEXTN_SILENT
 _SA_NEW_REMAP = _SA_NEXTN_SILENT.replace('"EAGLE"\n', '"EAGLE3"\n', 1)
+_HOOK_MOVED = '''def handle(self):
+    if self.speculative_algorithm == "NEXTN":
+        self.speculative_algorithm = "EAGLE"
+'''
 _SA_QUANT_OLD = '''class ServerArgs:
     @staticmethod
     def add_cli_args(parser):
@@ -172,14 +176,29 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="MTP110", name="remap-changed", analyzer="sglang", severity=Severity.ERROR,
         summary="An upgrade added, removed or changed a rewrite of a CLI value",
-        what="Compares the remaps and auto resolutions of two SGLang versions (argument, from, to, logged).",
-        why="A new rewrite silently overrides a flag you pass; a removed one changes what your flags mean.",
+        what="Compares the remaps and auto resolutions of two SGLang versions. A rewrite is identified by "
+             "(argument, from, to) wherever it lives: a rewrite that only moved (0.5.9 server_args.py -> "
+             "0.5.23 srt/arg_groups/) is not a change; dynamic targets are compared without their receiver "
+             "(<self.revision> == <cfg.revision>). Each finding points at the new version's file:line, or for a "
+             "removed rewrite at the old version's file:line (path relative to the old tree).",
+        why="A new silent rewrite overrides a flag you pass without a log line; a removed one changes what your "
+            "flags mean. Severity depends on relevance to MTP/NextN and FP4. Relevant arguments: every "
+            "speculative_* argument, anything naming draft / MTP / NextN / FP4, and moe_runner_backend, "
+            "fp4_gemm_backend, quantization, kv_cache_dtype, attention_backend (prefill_/decode_ too). "
+            "A user's value is overridden when `from` is a value a user passes (a literal other than None/auto, "
+            "or * = whatever was passed). Policy: relevant argument + silent + overrides a user's value = error; "
+            "relevant argument + silent + only resolves a default (None/auto) = warning; other argument + silent + "
+            "overrides a value the old version honoured (the flag existed, no rewrite from that value) = warning; "
+            "a removed speculative_algorithm rewrite = warning; every other change (logged rewrites, removed "
+            "rewrites, other arguments) = info.",
         fix="Read the new rewrite's condition and location; adjust your launch flags before upgrading.",
-        sources=("issue 3 'Upgrades'",),
+        sources=("issue 3 'Upgrades'", "mtp_audit/sglang/diff.py rewrite_severity"),
         basis="code",
         examples=(
             Example(True, {"old/" + _SP: _SA_OLD_REMAP, "new/" + _SP: _SA_NEW_REMAP}, args=("--diff",), note="NEXTN now maps to EAGLE3"),
             Example(False, {"old/" + _SP: _SA_OLD_REMAP, "new/" + _SP: _SA_OLD_REMAP}, args=("--diff",), note="same code"),
+            Example(False, {"old/" + _SP: _SA_OLD_REMAP, "new/" + _SP: _SA_NO_NEXTN, "new/sglang/srt/arg_groups/speculative_hook.py": _HOOK_MOVED},
+                    args=("--diff",), note="the same NEXTN -> EAGLE rewrite moved to arg_groups/"),
         ),
     ),
     Rule(
