@@ -213,3 +213,18 @@ def test_cli_two_targets_and_baseline(tmp_path, reports):
     rc = main(["sglang", "--baseline", str(out), str(new), "-f", "sarif", "-o", str(tmp_path / "d.sarif")])
     assert rc in (1, 3)
     assert main(["sglang", str(old), str(new), "--fail-on", "never", "-o", str(tmp_path / "x.txt")]) in (0, 3)
+
+
+def test_0523_nextn_eagle_reported_once_as_an_alias(reports):
+    rep = reports["0.5.23"]
+    m101 = [f for f in rep.findings if f.rule_id == "MTP101"]
+    # one finding per target: EAGLE (speculative_hook.py:116, silent) and FROZEN_KV_MTP (:115, logged)
+    assert [(f.location.path, f.location.line) for f in m101] == [
+        ("sglang/srt/arg_groups/speculative_hook.py", 115), ("sglang/srt/arg_groups/speculative_hook.py", 116)]
+    eagle = m101[1]
+    assert eagle.message.startswith("--speculative-algorithm NEXTN is an alias: SGLang runs its EAGLE worker with the "
+                                    "target checkpoint as its own draft (draft architecture -> ")
+    assert "DeepseekV3ForCausalLMNextN" in eagle.message and eagle.message.endswith("the rewrite is silent (no log line)")
+    (alias,) = [e for e in eagle.evidence if e.label == "alias lookup that also accepts it"]
+    assert (alias.value, alias.location.path, alias.location.line) == ("SpeculativeAlgorithm.from_string", "sglang/srt/speculative/spec_info.py", 61)
+    assert m101[0].message.endswith("the rewrite is logged") and "FROZEN_KV_MTP" in m101[0].message

@@ -216,3 +216,20 @@ def test_help_does_not_import_the_analyzer():
     assert sglang.diff_sglang.__module__ == "mtp_audit.sglang.diff"
     with pytest.raises(AttributeError):
         sglang.nope  # noqa: B018
+
+
+def test_mtp101_message_says_alias_and_names_the_mtp_class(tmp_path):
+    cfg = """class ModelConfig:
+    def _config_draft_model(self):
+        if is_draft_model and self.hf_config.architectures[0] == "DeepseekV3ForCausalLM":
+            self.hf_config.architectures[0] = "DeepseekV3ForCausalLMNextN"
+"""
+    root = _tree(tmp_path / "t", {"sglang/srt/server_args.py": SA, "sglang/srt/configs/model_config.py": cfg,
+                                  "sglang/srt/models/deepseek_nextn.py": "class DeepseekV3ForCausalLMNextN:\n    pass\n\n\nEntryClass = [DeepseekV3ForCausalLMNextN]\n"})
+    (f,) = [x for x in audit_sglang(root).findings if x.rule_id == "MTP101"]
+    assert f.message == ("--speculative-algorithm NEXTN is an alias: SGLang runs its EAGLE worker with the target checkpoint as its own "
+                         "draft (draft architecture -> DeepseekV3ForCausalLMNextN); the rewrite is silent (no log line)")
+    assert (f.location.path, f.location.line) == ("sglang/srt/server_args.py", 4)
+    from mtp_audit.sglang.rules import BY_ID
+
+    assert BY_ID["MTP101"].why.startswith("Informational: NEXTN is an alias.")

@@ -99,10 +99,11 @@ RULES: tuple[Rule, ...] = (
         what="Finds every place where the value NEXTN of --speculative-algorithm is replaced (direct "
              "assignment, helper return, declare_resolution, alias set looked up by "
              "SpeculativeAlgorithm.from_string) and says whether a log line is printed in that branch.",
-        why="NEXTN is an alias: SGLang runs its EAGLE worker with the target checkpoint as its own draft "
-            "and rewrites the draft architecture to the model's MTP class. A silent rewrite means the "
-            "logs never say EAGLE was chosen, so a missing MTP class or weight shows up as a confusing "
-            "EAGLE error 30 minutes into the load.",
+        why="Informational: NEXTN is an alias. SGLang runs its EAGLE worker with the target checkpoint as its "
+            "own draft and rewrites the draft architecture to the model's MTP class; nothing is wrong with that. "
+            "It matters only when the chain does not end in an MTP class for your architecture (the draft then "
+            "fails to load, as a confusing EAGLE error 30 minutes into the load), or when the rewrite is silent "
+            "and users grep the logs for NEXTN (they will only find EAGLE).",
         fix="Nothing to change if the chain ends in an MTP class for your architecture (see the facts "
             "draft_arch_overrides and mtp_classes); otherwise pass --speculative-draft-model-path explicitly.",
         sources=("sglang/srt/server_args.py ServerArgs._handle_speculative_decoding (0.4.6-0.5.9)",
@@ -275,14 +276,34 @@ def evaluate(facts: dict[str, Any]) -> list[Finding]:
             "--speculative-algorithm accepts NEXTN but no rewrite of NEXTN was found: cannot tell which worker runs",
             _loc(facts["nextn_accepted"][0]["location"]),
             evidence=[Evidence("accepted via", a["via"], _loc(a["location"])) for a in facts["nextn_accepted"]]))
+    mtp_names = {m["class"] for m in facts.get("mtp_classes", [])}
+    draft_mtp = sorted({d["to"] for d in facts.get("draft_arch_overrides", []) if d["to"] in mtp_names})
+    chain = (", ".join(draft_mtp[:3]) + (f" and {len(draft_mtp) - 3} more" if len(draft_mtp) > 3 else "")) if draft_mtp else \
+        "no override to a registered MTP class found"
+    # One finding per target algorithm: the CLI rewrite (assignment / helper return) is the finding,
+    # the alias lookup that also accepts NEXTN (0.5.20 on: SpeculativeAlgorithm.from_string with
+    # _RESERVED_ALIASES, spec_info.py:61 in 0.5.23) is evidence, so users see one chain.
+    by_to: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for r in nextn:
+        by_to.setdefault(tuple(r["to"]), []).append(r)
+    for to, rs in sorted(by_to.items()):
+        rs = sorted(rs, key=lambda r: (r["shape"] == "enum-alias-lookup", _loc(r["location"]).sort_key()))
+        r, others = rs[0], rs[1:]
         ev = [Evidence("condition", r["condition"] or "(always)", _loc(r.get("test_location")))]
         if r.get("via"):
             ev.append(Evidence("via", r["via"]))
+        for o in others:
+            label = "alias lookup that also accepts it" if o["shape"] == "enum-alias-lookup" else "also rewritten at"
+            ev.append(Evidence(label, o.get("via") or o["shape"], _loc(o["location"])))
         ev += [Evidence("draft default", f"{d['kind']}: {d['value']}", _loc(d["location"])) for d in facts["draft_model_path_fills"]][:2]
-        out.append(BY_ID["MTP101"].finding(
-            f"--speculative-algorithm NEXTN is rewritten to {', '.join(r['to'])} ({'logged' if r['logged'] else 'silent'}, {r['shape']})",
-            _loc(r["location"]), evidence=ev))
+        logged = any(x["logged"] for x in rs)
+        how = "the rewrite is logged" if logged else "the rewrite is silent (no log line)"
+        if to == ("EAGLE",):
+            msg = (f"--speculative-algorithm NEXTN is an alias: SGLang runs its EAGLE worker with the target checkpoint "
+                   f"as its own draft (draft architecture -> {chain}); {how}")
+        else:
+            msg = f"--speculative-algorithm NEXTN is rewritten to {', '.join(to)} when {r['condition'] or 'always'}; {how}"
+        out.append(BY_ID["MTP101"].finding(msg, _loc(r["location"]), evidence=ev))
     for d in facts["draft_model_path_fills"]:
         out.append(BY_ID["MTP105"].finding(
             f"speculative_draft_model_path defaults to the target model ({d['kind']}: {d['value']})",
