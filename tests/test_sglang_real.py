@@ -228,3 +228,15 @@ def test_0523_nextn_eagle_reported_once_as_an_alias(reports):
     (alias,) = [e for e in eagle.evidence if e.label == "alias lookup that also accepts it"]
     assert (alias.value, alias.location.path, alias.location.line) == ("SpeculativeAlgorithm.from_string", "sglang/srt/speculative/spec_info.py", 61)
     assert m101[0].message.endswith("the rewrite is logged") and "FROZEN_KV_MTP" in m101[0].message
+
+
+def test_unrelated_unresolvable_choices_are_counted_not_noted(reports):
+    # 0.5.9 server_args.py: --reasoning-parser :3672 (list(ReasoningParser.DetectorMap.keys())), --tool-call-parser
+    # :3680 (tool_call_parser_choices), --lora-target-modules :3777 (SUPPORTED_LORA_TARGET_MODULES + [...])
+    f = _f(reports, "0.5.9")
+    assert [(u["flag"], u["location"].rsplit(":", 1)[1]) for u in f["unresolved_choices"]] == [
+        ("--lora-target-modules", "3777"), ("--reasoning-parser", "3672"), ("--tool-call-parser", "3680")]
+    assert not [g for g in reports["0.5.9"].gaps if "choices of" in g.message]
+    assert f["scan"]["unresolved_choices"] == 3
+    f23 = _f(reports, "0.5.23")
+    assert f23["scan"]["unresolved_choices"] == 7 and not reports["0.5.23"].gaps

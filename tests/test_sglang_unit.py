@@ -233,3 +233,23 @@ def test_mtp101_message_says_alias_and_names_the_mtp_class(tmp_path):
     from mtp_audit.sglang.rules import BY_ID
 
     assert BY_ID["MTP101"].why.startswith("Informational: NEXTN is an alias.")
+
+
+def test_unresolvable_choices_noted_only_for_mtp_fp4_flags(tmp_path):
+    sa = '''from x import BACKENDS, PARSERS
+
+
+class ServerArgs:
+    @staticmethod
+    def add_cli_args(parser):
+        parser.add_argument("--speculative-algorithm", choices=["EAGLE", "NEXTN"])
+        parser.add_argument("--moe-runner-backend", choices=BACKENDS)
+        parser.add_argument("--reasoning-parser", choices=list(PARSERS.keys()))
+'''
+    rep = audit_sglang(_tree(tmp_path / "t", {"sglang/srt/server_args.py": sa}))
+    assert [g.message for g in rep.gaps] == [
+        "sglang/srt/server_args.py:8: choices of --moe-runner-backend (BACKENDS) not statically resolvable"]
+    f = rep.facts["sglang"]
+    assert [(u["flag"], u["location"]) for u in f["unresolved_choices"]] == [
+        ("--moe-runner-backend", "sglang/srt/server_args.py:8"), ("--reasoning-parser", "sglang/srt/server_args.py:9")]
+    assert (f["scan"]["unresolved_choices"], f["scan"]["unresolved_choices_noted"]) == (2, 1)

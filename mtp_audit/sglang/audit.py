@@ -217,6 +217,9 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
                                   "declares (no conclusion about speculative decoding is drawn)", path=server_args["path"], blocking=True))
 
     # CLI arguments
+    from mtp_audit.sglang.diff import is_relevant
+
+    unresolved: list[dict[str, Any]] = []
     cli: dict[str, dict[str, Any]] = {}
     dest_of: dict[str, str] = {}
     for rel in sorted(results):
@@ -230,8 +233,10 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
             if choices is None and rec["choices_expr"]:
                 choices = consts.resolve_expr(rel, rec["choices_expr"])
                 if choices is None:
-                    gaps.append(Gap(ANALYZER, f"{rel}:{rec['line']}: choices of {flag} ({rec['choices_expr']}) not statically resolvable",
-                                    path=rel, blocking=False))
+                    unresolved.append({"flag": flag, "location": _loc(rel, rec["line"]), "expr": rec["choices_expr"]})
+                    if is_relevant(rec["dest"]):  # only MTP/FP4 flags get a note; the others are counted in facts
+                        gaps.append(Gap(ANALYZER, f"{rel}:{rec['line']}: choices of {flag} ({rec['choices_expr']}) not statically resolvable",
+                                        path=rel, blocking=False))
             cli[flag] = {
                 "choices": choices,
                 "default": rec["default"],
@@ -386,6 +391,7 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
         "parser": (sorted(parsers, key=lambda d: d["location"])[0] if parsers else None),
         "entry_points": _entry_points(tree),
         "env_vars": [{"name": n, "defined": sorted(set(v["defined"])), "read": sorted(set(v["read"]))} for n, v in sorted(env.items())],
+        "unresolved_choices": sorted(unresolved, key=lambda d: d["flag"]),
         "preflight_choices": {
             "--fp4-gemm-backend": (cli.get("--fp4-gemm-backend") or {}).get("choices"),
             "--moe-runner-backend": (cli.get("--moe-runner-backend") or {}).get("choices"),
@@ -509,7 +515,9 @@ def audit_tree(tree: SourceTree) -> Report:
     else:
         results, stats = scan_tree(tree)
         facts, gaps = link(tree, results)
-        facts["scan"] = dict(stats, tree_cache="miss")
+        facts["scan"] = dict(stats, tree_cache="miss", unresolved_choices=len(facts["unresolved_choices"]),
+                             unresolved_choices_noted=sum(1 for u in facts["unresolved_choices"] if any(
+                                 g.message.startswith(f"{u['location']}: choices of {u['flag']} ") for g in gaps)))
         cache.store(folder, tkey, {"facts": facts, "gaps": [g.__dict__ for g in gaps]})
     findings = evaluate(facts)
     from mtp_audit.sglang.rules import RULES
