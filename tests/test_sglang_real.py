@@ -159,11 +159,49 @@ def test_silent_nextn_to_eagle_everywhere(reports):
         assert eagle and all(not r["logged"] for r in eagle), v
 
 
+def _by(d, rule: str, sev: str) -> list:
+    return [f for f in d.findings if f.rule_id == rule and f.severity.label == sev]
+
+
 def test_diff_0_5_9_to_0_5_23(reports):
     d = diff_sglang(reports["0.5.9"], reports["0.5.23"])
     ch = d.facts["sglang"]["diff"]["changes"]
-    assert "FROZEN_KV_MTP" in {t for r in ch["remaps"]["added"] for t in r["to"]}
-    assert any(f.rule_id == "MTP110" for f in d.findings)
+    # NEXTN -> EAGLE moved from server_args.py:2353 to arg_groups/speculative_hook.py:116: not a change;
+    # the only new speculative_algorithm rewrites are the Gemma4 draft promotions (speculative_hook.py:109-115)
+    assert sorted((r["from"], r["to"][0]) for r in ch["remaps"]["added"]) == [("EAGLE", "FROZEN_KV_MTP"), ("NEXTN", "FROZEN_KV_MTP")]
+    assert ch["remaps"]["removed"] == []
+    (fz,) = [f for f in d.findings if f.rule_id == "MTP110" and "NEXTN -> FROZEN_KV_MTP" in f.message]
+    assert (fz.location.path, fz.location.line, fz.severity.label) == ("sglang/srt/arg_groups/speculative_hook.py", 115, "info")  # logged
+    # every finding has a location (SARIF code scanning rejects results without one)
+    assert all(f.location.path for f in d.findings)
+    # was 417 findings / 327 errors, nearly all MTP110 about non-MTP flags
+    assert len(d.findings) == 361  # 25 + 29 + 218 MTP110, 50 MTP111, 32 MTP112, 2 MTP113, 2 MTP101, 3 MTP105
+    assert (len(_by(d, "MTP110", "error")), len(_by(d, "MTP110", "warning")), len(_by(d, "MTP110", "info"))) == (25, 29, 218)
+    errors = {(f.location.path.rsplit("/", 1)[1], f.location.line): f.message for f in _by(d, "MTP110", "error")}
+    # hand-checked: overrides.py:1666 `return {"quantization": "gguf"}` (no log), mega_moe_hook.py:274
+    # declare_resolution(..., moe_runner_backend="auto") after a log call in another branch
+    assert "quantization * -> gguf" in errors[("overrides.py", 1666)]
+    assert "moe_runner_backend * -> auto" in errors[("mega_moe_hook.py", 274)]
+    assert all("not an MTP/FP4 argument" not in m for m in errors.values())
+    # cuda_graph_max_bs_prefill is new in 0.5.23 (no such flag in 0.5.9): its new rewrite is info, not a warning
+    (cg,) = [f for f in d.findings if "cuda_graph_max_bs_prefill" in f.message]
+    assert (cg.location.path, cg.location.line, cg.severity.label) == ("sglang/srt/arg_groups/cuda_graph_hook.py", 388, "info")
+    # a removal points at the old version's file:line
+    gone = [f for f in d.findings if f.message.startswith("rewrite gone") and "cuda_graph_max_bs None -> 8 " in f.message]
+    assert [(f.location.path, f.location.line, f.severity.label) for f in gone] == [("sglang/srt/server_args.py", 942, "info")]
+
+
+def test_diff_0_5_4_to_0_5_9(reports):
+    d = diff_sglang(reports["0.5.4"], reports["0.5.9"])
+    assert all(f.location.path for f in d.findings)
+    assert len(d.findings) == 110
+    assert (len(_by(d, "MTP110", "error")), len(_by(d, "MTP110", "warning")), len(_by(d, "MTP110", "info"))) == (13, 12, 60)
+    errors = {f.location.line: f.message for f in _by(d, "MTP110", "error")}
+    # hand-checked in 0.5.9 server_args.py: 1147-1148 `if self.kv_cache_dtype == "bf16": self.kv_cache_dtype = "bfloat16"`,
+    # 1546 `self.moe_runner_backend = "flashinfer_cutlass"`, both without a log call and absent from 0.5.4
+    assert "kv_cache_dtype bf16 -> bfloat16" in errors[1148]
+    assert "moe_runner_backend * -> flashinfer_cutlass" in errors[1546]
+    assert not [f for f in d.findings if f.rule_id == "MTP110" and "speculative_algorithm" in f.message]
 
 
 def test_cli_two_targets_and_baseline(tmp_path, reports):
@@ -175,3 +213,30 @@ def test_cli_two_targets_and_baseline(tmp_path, reports):
     rc = main(["sglang", "--baseline", str(out), str(new), "-f", "sarif", "-o", str(tmp_path / "d.sarif")])
     assert rc in (1, 3)
     assert main(["sglang", str(old), str(new), "--fail-on", "never", "-o", str(tmp_path / "x.txt")]) in (0, 3)
+
+
+def test_0523_nextn_eagle_reported_once_as_an_alias(reports):
+    rep = reports["0.5.23"]
+    m101 = [f for f in rep.findings if f.rule_id == "MTP101"]
+    # one finding per target: EAGLE (speculative_hook.py:116, silent) and FROZEN_KV_MTP (:115, logged)
+    assert [(f.location.path, f.location.line) for f in m101] == [
+        ("sglang/srt/arg_groups/speculative_hook.py", 115), ("sglang/srt/arg_groups/speculative_hook.py", 116)]
+    eagle = m101[1]
+    assert eagle.message.startswith("--speculative-algorithm NEXTN is an alias: SGLang runs its EAGLE worker with the "
+                                    "target checkpoint as its own draft (draft architecture -> ")
+    assert "DeepseekV3ForCausalLMNextN" in eagle.message and eagle.message.endswith("the rewrite is silent (no log line)")
+    (alias,) = [e for e in eagle.evidence if e.label == "alias lookup that also accepts it"]
+    assert (alias.value, alias.location.path, alias.location.line) == ("SpeculativeAlgorithm.from_string", "sglang/srt/speculative/spec_info.py", 61)
+    assert m101[0].message.endswith("the rewrite is logged") and "FROZEN_KV_MTP" in m101[0].message
+
+
+def test_unrelated_unresolvable_choices_are_counted_not_noted(reports):
+    # 0.5.9 server_args.py: --reasoning-parser :3672 (list(ReasoningParser.DetectorMap.keys())), --tool-call-parser
+    # :3680 (tool_call_parser_choices), --lora-target-modules :3777 (SUPPORTED_LORA_TARGET_MODULES + [...])
+    f = _f(reports, "0.5.9")
+    assert [(u["flag"], u["location"].rsplit(":", 1)[1]) for u in f["unresolved_choices"]] == [
+        ("--lora-target-modules", "3777"), ("--reasoning-parser", "3672"), ("--tool-call-parser", "3680")]
+    assert not [g for g in reports["0.5.9"].gaps if "choices of" in g.message]
+    assert f["scan"]["unresolved_choices"] == 3
+    f23 = _f(reports, "0.5.23")
+    assert f23["scan"]["unresolved_choices"] == 7 and not reports["0.5.23"].gaps

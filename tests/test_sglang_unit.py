@@ -111,11 +111,12 @@ def handle(server_args):
     whl = tmp_path / "sglang-9.9.9-py3-none-any.whl"
     with zipfile.ZipFile(whl, "w") as zf:
         zf.writestr("sglang/srt/arg_groups/speculative_hook.py", hook)
+        zf.writestr("sglang/srt/server_args.py", SA)
         zf.writestr("sglang-9.9.9.dist-info/METADATA", "Metadata-Version: 2.1\nName: sglang\nVersion: 9.9.9\n")
     rep = audit_sglang(whl)
     f = rep.facts["sglang"]
     assert f["version"] == "9.9.9"
-    (r,) = f["remaps"]
+    (r,) = [x for x in f["remaps"] if x["location"].startswith("sglang/srt/arg_groups/")]
     assert (r["from"], r["to"], r["logged"], r["location"]) == ("NEXTN", ["EAGLE"], True, "sglang/srt/arg_groups/speculative_hook.py:4")
     assert r["via"].endswith("speculative_hook.py:9")
 
@@ -137,3 +138,118 @@ def test_cache_warm_run_same_facts(tmp_path):
 def test_command_help(capsys):
     assert main(["sglang", "--help"]) == 0
     assert "--baseline" in capsys.readouterr().out
+
+
+def test_folder_with_sglang_subfolder_but_no_server_args_is_not_sglang(tmp_path, capsys):
+    # the shape of mtp_audit/ itself: a package with an ``sglang`` subfolder holding __init__.py
+    root = _tree(tmp_path / "pkg", {"sglang/__init__.py": "", "sglang/audit.py": "EntryClass = [FooMTP]\n",
+                                    "sglang/srt/models/x.py": "X = 1\n"})
+    assert main(["sglang", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().count("\n") == 0
+    assert err.startswith(f"mtp-audit: error: {root}: not an SGLang tree: no sglang/srt/server_args.py")
+    ck = _tree(tmp_path / "co", {"python/sglang/srt/environ.py": "X = 1\n"})
+    with pytest.raises(InputError, match="no python/sglang/srt/server_args.py"):
+        audit_sglang(ck)
+    whl = tmp_path / "sglang-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w") as zf:
+        zf.writestr("sglang/srt/environ.py", "X = 1\n")
+    with pytest.raises(InputError, match="no sglang/srt/server_args.py"):
+        audit_sglang(whl)
+
+
+def test_this_repository_is_not_sglang(capsys):
+    pkg = Path(__file__).resolve().parents[1] / "mtp_audit"
+    assert (pkg / "sglang" / "__init__.py").is_file()
+    assert main(["sglang", str(pkg)]) == 2
+    assert "not an SGLang tree" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("content", "status"), [
+    (b"", "empty"),
+    (b"# only a comment\n\n", "empty"),
+    (b'print "python 2"\n', "unparseable"),
+    (b'print "python 2"\nparser.add_argument("--quantization")\n', "unparseable"),
+    (b"X = 'caf\xe9'\n", "unparseable"),
+])
+def test_unreadable_server_args_is_blocking_and_never_mtp103(tmp_path, content, status):
+    root = _tree(tmp_path / "t", {"sglang/srt/server_args.py": content, "sglang/srt/environ.py": "X = 1\n"})
+    rep = audit_sglang(root)
+    f = rep.facts["sglang"]
+    assert f["server_args"]["status"] == status and f["server_args"]["path"] == "sglang/srt/server_args.py"
+    assert [x.rule_id for x in rep.findings] == []
+    assert any(g.blocking and g.path == "sglang/srt/server_args.py" for g in rep.gaps)
+    assert rep.status.value == "inconclusive" and f["summary"]["speculative_decoding"] is None
+    assert main(["sglang", str(root), "-o", str(tmp_path / "r.txt")]) == 3
+
+
+def test_oversize_server_args_is_blocking(tmp_path, monkeypatch):
+    import mtp_audit.sglang.target as target
+
+    monkeypatch.setattr(target, "MAX_SOURCE_BYTES", 100)
+    root = _tree(tmp_path / "t", {"sglang/srt/server_args.py": "X = 1\n" * 100})
+    rep = audit_sglang(root)
+    assert rep.facts["sglang"]["server_args"]["status"] == "unreadable"
+    assert not rep.findings and rep.status.value == "inconclusive"
+
+
+def test_parsed_server_args_without_spec_flag_is_mtp103(tmp_path):
+    root = _tree(tmp_path / "t", {"sglang/srt/server_args.py": 'class ServerArgs:\n    port: int = 30000\n'})
+    rep = audit_sglang(root)
+    assert rep.facts["sglang"]["server_args"]["status"] == "ok"
+    assert [x.rule_id for x in rep.findings] == ["MTP103"] and not rep.gaps
+    assert rep.facts["sglang"]["summary"]["speculative_decoding"] is False
+
+
+def test_help_does_not_import_the_analyzer():
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom mtp_audit.cli import main\nmain(['--help'])\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('mtp_audit.sglang', 'libcst', 'concurrent.futures'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1]).stdout.strip().splitlines()[-1]
+    assert out == "['mtp_audit.sglang', 'mtp_audit.sglang.cli']"
+    from mtp_audit import sglang
+
+    assert sglang.audit_sglang.__module__ == "mtp_audit.sglang.audit"
+    assert sglang.diff_sglang.__module__ == "mtp_audit.sglang.diff"
+    with pytest.raises(AttributeError):
+        sglang.nope  # noqa: B018
+
+
+def test_mtp101_message_says_alias_and_names_the_mtp_class(tmp_path):
+    cfg = """class ModelConfig:
+    def _config_draft_model(self):
+        if is_draft_model and self.hf_config.architectures[0] == "DeepseekV3ForCausalLM":
+            self.hf_config.architectures[0] = "DeepseekV3ForCausalLMNextN"
+"""
+    root = _tree(tmp_path / "t", {"sglang/srt/server_args.py": SA, "sglang/srt/configs/model_config.py": cfg,
+                                  "sglang/srt/models/deepseek_nextn.py": "class DeepseekV3ForCausalLMNextN:\n    pass\n\n\nEntryClass = [DeepseekV3ForCausalLMNextN]\n"})
+    (f,) = [x for x in audit_sglang(root).findings if x.rule_id == "MTP101"]
+    assert f.message == ("--speculative-algorithm NEXTN is an alias: SGLang runs its EAGLE worker with the target checkpoint as its own "
+                         "draft (draft architecture -> DeepseekV3ForCausalLMNextN); the rewrite is silent (no log line)")
+    assert (f.location.path, f.location.line) == ("sglang/srt/server_args.py", 4)
+    from mtp_audit.sglang.rules import BY_ID
+
+    assert BY_ID["MTP101"].why.startswith("Informational: NEXTN is an alias.")
+
+
+def test_unresolvable_choices_noted_only_for_mtp_fp4_flags(tmp_path):
+    sa = '''from x import BACKENDS, PARSERS
+
+
+class ServerArgs:
+    @staticmethod
+    def add_cli_args(parser):
+        parser.add_argument("--speculative-algorithm", choices=["EAGLE", "NEXTN"])
+        parser.add_argument("--moe-runner-backend", choices=BACKENDS)
+        parser.add_argument("--reasoning-parser", choices=list(PARSERS.keys()))
+'''
+    rep = audit_sglang(_tree(tmp_path / "t", {"sglang/srt/server_args.py": sa}))
+    assert [g.message for g in rep.gaps] == [
+        "sglang/srt/server_args.py:8: choices of --moe-runner-backend (BACKENDS) not statically resolvable"]
+    f = rep.facts["sglang"]
+    assert [(u["flag"], u["location"]) for u in f["unresolved_choices"]] == [
+        ("--moe-runner-backend", "sglang/srt/server_args.py:8"), ("--reasoning-parser", "sglang/srt/server_args.py:9")]
+    assert (f["scan"]["unresolved_choices"], f["scan"]["unresolved_choices_noted"]) == (2, 1)

@@ -11,7 +11,28 @@ The facts contract (``report.facts["sglang"]``) is documented in docs/sglang.md.
 
 from __future__ import annotations
 
-from mtp_audit.sglang.audit import audit_sglang
-from mtp_audit.sglang.diff import diff_sglang
+from typing import Any
+
+#: Public names -> defining module. Imported on first use, so that importing
+#: ``mtp_audit.sglang.cli`` (which ``mtp-audit --help`` does to list commands) does not pull in the
+#: analyzer (ast, libcst helpers, multiprocessing: ~80 ms).
+_LAZY = {"audit_sglang": "mtp_audit.sglang.audit", "diff_sglang": "mtp_audit.sglang.diff"}
 
 __all__ = ["audit_sglang", "diff_sglang"]
+
+
+def __getattr__(name: str) -> Any:
+    """Import ``audit_sglang`` / ``diff_sglang`` on first access (PEP 562)."""
+    try:
+        module = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'mtp_audit.sglang' has no attribute {name!r}") from None
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -211,7 +211,15 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
         for msg in r.get("unit_errors", []):
             gaps.append(Gap(ANALYZER, f"{rel}: {msg}", path=rel, blocking=True))
 
+    server_args = _server_args_status(tree, results)
+    if server_args["status"] != "ok" and not any(g.blocking and g.path == server_args["path"] for g in gaps):
+        gaps.append(Gap(ANALYZER, f"{server_args['path']}: {server_args['reason']}; cannot tell which flags this SGLang "
+                                  "declares (no conclusion about speculative decoding is drawn)", path=server_args["path"], blocking=True))
+
     # CLI arguments
+    from mtp_audit.sglang.diff import is_relevant
+
+    unresolved: list[dict[str, Any]] = []
     cli: dict[str, dict[str, Any]] = {}
     dest_of: dict[str, str] = {}
     for rel in sorted(results):
@@ -225,8 +233,10 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
             if choices is None and rec["choices_expr"]:
                 choices = consts.resolve_expr(rel, rec["choices_expr"])
                 if choices is None:
-                    gaps.append(Gap(ANALYZER, f"{rel}:{rec['line']}: choices of {flag} ({rec['choices_expr']}) not statically resolvable",
-                                    path=rel, blocking=False))
+                    unresolved.append({"flag": flag, "location": _loc(rel, rec["line"]), "expr": rec["choices_expr"]})
+                    if is_relevant(rec["dest"]):  # only MTP/FP4 flags get a note; the others are counted in facts
+                        gaps.append(Gap(ANALYZER, f"{rel}:{rec['line']}: choices of {flag} ({rec['choices_expr']}) not statically resolvable",
+                                        path=rel, blocking=False))
             cli[flag] = {
                 "choices": choices,
                 "default": rec["default"],
@@ -367,6 +377,7 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
     facts: dict[str, Any] = {
         "version": tree.version,
         "target_kind": tree.kind,
+        "server_args": server_args,
         "cli_arguments": dict(sorted(cli.items())),
         "remaps": sorted(remaps, key=key),
         "auto_resolutions": sorted(autos, key=key),
@@ -380,6 +391,7 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
         "parser": (sorted(parsers, key=lambda d: d["location"])[0] if parsers else None),
         "entry_points": _entry_points(tree),
         "env_vars": [{"name": n, "defined": sorted(set(v["defined"])), "read": sorted(set(v["read"]))} for n, v in sorted(env.items())],
+        "unresolved_choices": sorted(unresolved, key=lambda d: d["flag"]),
         "preflight_choices": {
             "--fp4-gemm-backend": (cli.get("--fp4-gemm-backend") or {}).get("choices"),
             "--moe-runner-backend": (cli.get("--moe-runner-backend") or {}).get("choices"),
@@ -389,7 +401,7 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
     nextn = [r for r in remaps if r["from"] == "NEXTN"]
     facts["summary"] = {
         "version": tree.version,
-        "speculative_decoding": spec is not None,
+        "speculative_decoding": True if spec is not None else (False if server_args["status"] == "ok" else None),
         "nextn_accepted": bool(accepted),
         "nextn_to": sorted({t for r in nextn for t in r["to"]}),
         "nextn_remap_logged": any(r["logged"] for r in nextn if r["to"] == ["EAGLE"]) if nextn else None,
@@ -401,6 +413,40 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
         "cli_arguments": len(cli),
     }
     return facts, gaps
+
+
+def _server_args_status(tree: SourceTree, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Whether SGLang's server-arguments source (``<prefix>/srt/server_args.py``) was read and parsed.
+
+    Returns ``{"path", "status", "reason"}``; ``status`` is ``"ok"``, ``"missing"``, ``"unreadable"``
+    (over the size limit, I/O error), ``"unparseable"`` (not UTF-8, not Python 3) or ``"empty"`` (no
+    statements). Anything but ``"ok"`` means "could not tell": MTP103 ("no speculative decoding")
+    is concluded only from a server_args.py that was parsed and declares no such flag.
+    """
+    rel = tree.server_args_path
+    out: dict[str, Any] = {"path": rel, "status": "ok", "reason": None}
+    r = results.get(rel)
+    if rel not in tree.files:
+        return dict(out, status="missing", reason="SGLang's server-arguments source is missing")
+    if r is None:
+        return dict(out, status="unreadable", reason="SGLang's server-arguments source could not be read")
+    if "consts" in r and not r.get("gap"):
+        return out  # the ast + libcst pass parsed it
+    if r.get("gap") and ("not parse" in r["gap"] or "UTF-8" in r["gap"]):
+        return dict(out, status="unparseable", reason="SGLang's server-arguments source could not be parsed")
+    data = tree.read(rel)
+    if data is None:
+        return dict(out, status="unreadable", reason="SGLang's server-arguments source could not be read")
+    try:
+        body = ast.parse(data.decode("utf-8"), filename=rel).body
+    except UnicodeDecodeError as exc:
+        return dict(out, status="unparseable", reason=f"SGLang's server-arguments source is not UTF-8 (byte {exc.start})")
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        where = f" at line {exc.lineno}" if isinstance(exc, SyntaxError) and exc.lineno else ""
+        return dict(out, status="unparseable", reason=f"SGLang's server-arguments source does not parse as Python 3{where}")
+    if not body:
+        return dict(out, status="empty", reason="SGLang's server-arguments source is empty")
+    return out
 
 
 _SERVE_SUBCOMMAND = re.compile(rb"""add_parser\(\s*["']serve["']""")
@@ -469,7 +515,9 @@ def audit_tree(tree: SourceTree) -> Report:
     else:
         results, stats = scan_tree(tree)
         facts, gaps = link(tree, results)
-        facts["scan"] = dict(stats, tree_cache="miss")
+        facts["scan"] = dict(stats, tree_cache="miss", unresolved_choices=len(facts["unresolved_choices"]),
+                             unresolved_choices_noted=sum(1 for u in facts["unresolved_choices"] if any(
+                                 g.message.startswith(f"{u['location']}: choices of {u['flag']} ") for g in gaps)))
         cache.store(folder, tkey, {"facts": facts, "gaps": [g.__dict__ for g in gaps]})
     findings = evaluate(facts)
     from mtp_audit.sglang.rules import RULES

@@ -62,6 +62,10 @@ _SA_FILL = '''class ServerArgs:
 '''
 _SA_OLD_REMAP = _SA_NEXTN_SILENT
 _SA_NEW_REMAP = _SA_NEXTN_SILENT.replace('"EAGLE"\n', '"EAGLE3"\n', 1)
+_HOOK_MOVED = '''def handle(self):
+    if self.speculative_algorithm == "NEXTN":
+        self.speculative_algorithm = "EAGLE"
+'''
 _SA_QUANT_OLD = '''class ServerArgs:
     @staticmethod
     def add_cli_args(parser):
@@ -95,10 +99,11 @@ RULES: tuple[Rule, ...] = (
         what="Finds every place where the value NEXTN of --speculative-algorithm is replaced (direct "
              "assignment, helper return, declare_resolution, alias set looked up by "
              "SpeculativeAlgorithm.from_string) and says whether a log line is printed in that branch.",
-        why="NEXTN is an alias: SGLang runs its EAGLE worker with the target checkpoint as its own draft "
-            "and rewrites the draft architecture to the model's MTP class. A silent rewrite means the "
-            "logs never say EAGLE was chosen, so a missing MTP class or weight shows up as a confusing "
-            "EAGLE error 30 minutes into the load.",
+        why="Informational: NEXTN is an alias. SGLang runs its EAGLE worker with the target checkpoint as its "
+            "own draft and rewrites the draft architecture to the model's MTP class; nothing is wrong with that. "
+            "It matters only when the chain does not end in an MTP class for your architecture (the draft then "
+            "fails to load, as a confusing EAGLE error 30 minutes into the load), or when the rewrite is silent "
+            "and users grep the logs for NEXTN (they will only find EAGLE).",
         fix="Nothing to change if the chain ends in an MTP class for your architecture (see the facts "
             "draft_arch_overrides and mtp_classes); otherwise pass --speculative-draft-model-path explicitly.",
         sources=("sglang/srt/server_args.py ServerArgs._handle_speculative_decoding (0.4.6-0.5.9)",
@@ -128,7 +133,9 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="MTP103", name="no-speculative-decoding", analyzer="sglang", severity=Severity.WARNING,
         summary="This SGLang has no --speculative-algorithm flag, so MTP/NextN heads are never used",
-        what="Reports a tree with no --speculative-algorithm declaration (SGLang 0.4.0 and older).",
+        what="Reports a tree whose server-arguments source (srt/server_args.py, plus srt/arg_groups/ from 0.5.15) "
+             "was parsed and declares no --speculative-algorithm (SGLang 0.4.0 and older). Never concluded from an "
+             "empty or unparseable server_args.py: that is a blocking gap (inconclusive).",
         why="Without speculative decoding the MTP/NextN weights of a checkpoint are loaded for nothing or skipped.",
         fix="Upgrade SGLang to a version that accepts --speculative-algorithm NEXTN (0.4.6 or later).",
         sources=("sglang/srt/server_args.py of 0.4.0 (no speculative flags) vs 0.4.3 (EAGLE only)",),
@@ -170,14 +177,29 @@ RULES: tuple[Rule, ...] = (
     Rule(
         id="MTP110", name="remap-changed", analyzer="sglang", severity=Severity.ERROR,
         summary="An upgrade added, removed or changed a rewrite of a CLI value",
-        what="Compares the remaps and auto resolutions of two SGLang versions (argument, from, to, logged).",
-        why="A new rewrite silently overrides a flag you pass; a removed one changes what your flags mean.",
+        what="Compares the remaps and auto resolutions of two SGLang versions. A rewrite is identified by "
+             "(argument, from, to) wherever it lives: a rewrite that only moved (0.5.9 server_args.py -> "
+             "0.5.23 srt/arg_groups/) is not a change; dynamic targets are compared without their receiver "
+             "(<self.revision> == <cfg.revision>). Each finding points at the new version's file:line, or for a "
+             "removed rewrite at the old version's file:line (path relative to the old tree).",
+        why="A new silent rewrite overrides a flag you pass without a log line; a removed one changes what your "
+            "flags mean. Severity depends on relevance to MTP/NextN and FP4. Relevant arguments: every "
+            "speculative_* argument, anything naming draft / MTP / NextN / FP4, and moe_runner_backend, "
+            "fp4_gemm_backend, quantization, kv_cache_dtype, attention_backend (prefill_/decode_ too). "
+            "A user's value is overridden when `from` is a value a user passes (a literal other than None/auto, "
+            "or * = whatever was passed). Policy: relevant argument + silent + overrides a user's value = error; "
+            "relevant argument + silent + only resolves a default (None/auto) = warning; other argument + silent + "
+            "overrides a value the old version honoured (the flag existed, no rewrite from that value) = warning; "
+            "a removed speculative_algorithm rewrite = warning; every other change (logged rewrites, removed "
+            "rewrites, other arguments) = info.",
         fix="Read the new rewrite's condition and location; adjust your launch flags before upgrading.",
-        sources=("issue 3 'Upgrades'",),
+        sources=("issue 3 'Upgrades'", "mtp_audit/sglang/diff.py rewrite_severity"),
         basis="code",
         examples=(
             Example(True, {"old/" + _SP: _SA_OLD_REMAP, "new/" + _SP: _SA_NEW_REMAP}, args=("--diff",), note="NEXTN now maps to EAGLE3"),
             Example(False, {"old/" + _SP: _SA_OLD_REMAP, "new/" + _SP: _SA_OLD_REMAP}, args=("--diff",), note="same code"),
+            Example(False, {"old/" + _SP: _SA_OLD_REMAP, "new/" + _SP: _SA_NO_NEXTN, "new/sglang/srt/arg_groups/speculative_hook.py": _HOOK_MOVED},
+                    args=("--diff",), note="the same NEXTN -> EAGLE rewrite moved to arg_groups/"),
         ),
     ),
     Rule(
@@ -202,8 +224,8 @@ RULES: tuple[Rule, ...] = (
         sources=("sglang/srt/environ.py (e.g. SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE)",),
         basis="code",
         examples=(
-            Example(True, {"old/sglang/srt/environ.py": _ENV_OLD, "new/sglang/srt/environ.py": _ENV_NEW}, args=("--diff",), note="one variable replaced"),
-            Example(False, {"old/sglang/srt/environ.py": _ENV_OLD, "new/sglang/srt/environ.py": _ENV_OLD}, args=("--diff",), note="unchanged"),
+            Example(True, {"old/sglang/srt/environ.py": _ENV_OLD, "new/sglang/srt/environ.py": _ENV_NEW, "old/" + _SP: _SA_NEXTN_SILENT, "new/" + _SP: _SA_NEXTN_SILENT}, args=("--diff",), note="one variable replaced"),
+            Example(False, {"old/sglang/srt/environ.py": _ENV_OLD, "new/sglang/srt/environ.py": _ENV_OLD, "old/" + _SP: _SA_NEXTN_SILENT, "new/" + _SP: _SA_NEXTN_SILENT}, args=("--diff",), note="unchanged"),
         ),
     ),
     Rule(
@@ -215,8 +237,8 @@ RULES: tuple[Rule, ...] = (
         sources=("sglang/srt/models/*_nextn.py / *_mtp.py EntryClass", "sglang/srt/configs/model_config.py _config_draft_model"),
         basis="code",
         examples=(
-            Example(True, {"old/sglang/srt/models/m.py": _MODEL_OLD, "new/sglang/srt/models/m.py": _MODEL_NEW}, args=("--diff",), note="NextN class gone"),
-            Example(False, {"old/sglang/srt/models/m.py": _MODEL_OLD, "new/sglang/srt/models/m.py": _MODEL_OLD}, args=("--diff",), note="unchanged"),
+            Example(True, {"old/sglang/srt/models/m.py": _MODEL_OLD, "new/sglang/srt/models/m.py": _MODEL_NEW, "old/" + _SP: _SA_NEXTN_SILENT, "new/" + _SP: _SA_NEXTN_SILENT}, args=("--diff",), note="NextN class gone"),
+            Example(False, {"old/sglang/srt/models/m.py": _MODEL_OLD, "new/sglang/srt/models/m.py": _MODEL_OLD, "old/" + _SP: _SA_NEXTN_SILENT, "new/" + _SP: _SA_NEXTN_SILENT}, args=("--diff",), note="unchanged"),
         ),
     ),
 )
@@ -240,6 +262,8 @@ def evaluate(facts: dict[str, Any]) -> list[Finding]:
     spec = cli.get("--speculative-algorithm")
     nextn = [r for r in facts["remaps"] if r["from"] == "NEXTN"]
     if spec is None:
+        if (facts.get("server_args") or {}).get("status", "ok") != "ok":
+            return out  # a blocking gap says server_args.py was not read: "no speculative decoding" cannot be concluded
         out.append(BY_ID["MTP103"].finding(
             "no --speculative-algorithm flag is declared: this SGLang has no speculative decoding, so MTP/NextN heads are never used"))
         return out
@@ -252,14 +276,34 @@ def evaluate(facts: dict[str, Any]) -> list[Finding]:
             "--speculative-algorithm accepts NEXTN but no rewrite of NEXTN was found: cannot tell which worker runs",
             _loc(facts["nextn_accepted"][0]["location"]),
             evidence=[Evidence("accepted via", a["via"], _loc(a["location"])) for a in facts["nextn_accepted"]]))
+    mtp_names = {m["class"] for m in facts.get("mtp_classes", [])}
+    draft_mtp = sorted({d["to"] for d in facts.get("draft_arch_overrides", []) if d["to"] in mtp_names})
+    chain = (", ".join(draft_mtp[:3]) + (f" and {len(draft_mtp) - 3} more" if len(draft_mtp) > 3 else "")) if draft_mtp else \
+        "no override to a registered MTP class found"
+    # One finding per target algorithm: the CLI rewrite (assignment / helper return) is the finding,
+    # the alias lookup that also accepts NEXTN (0.5.20 on: SpeculativeAlgorithm.from_string with
+    # _RESERVED_ALIASES, spec_info.py:61 in 0.5.23) is evidence, so users see one chain.
+    by_to: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for r in nextn:
+        by_to.setdefault(tuple(r["to"]), []).append(r)
+    for to, rs in sorted(by_to.items()):
+        rs = sorted(rs, key=lambda r: (r["shape"] == "enum-alias-lookup", _loc(r["location"]).sort_key()))
+        r, others = rs[0], rs[1:]
         ev = [Evidence("condition", r["condition"] or "(always)", _loc(r.get("test_location")))]
         if r.get("via"):
             ev.append(Evidence("via", r["via"]))
+        for o in others:
+            label = "alias lookup that also accepts it" if o["shape"] == "enum-alias-lookup" else "also rewritten at"
+            ev.append(Evidence(label, o.get("via") or o["shape"], _loc(o["location"])))
         ev += [Evidence("draft default", f"{d['kind']}: {d['value']}", _loc(d["location"])) for d in facts["draft_model_path_fills"]][:2]
-        out.append(BY_ID["MTP101"].finding(
-            f"--speculative-algorithm NEXTN is rewritten to {', '.join(r['to'])} ({'logged' if r['logged'] else 'silent'}, {r['shape']})",
-            _loc(r["location"]), evidence=ev))
+        logged = any(x["logged"] for x in rs)
+        how = "the rewrite is logged" if logged else "the rewrite is silent (no log line)"
+        if to == ("EAGLE",):
+            msg = (f"--speculative-algorithm NEXTN is an alias: SGLang runs its EAGLE worker with the target checkpoint "
+                   f"as its own draft (draft architecture -> {chain}); {how}")
+        else:
+            msg = f"--speculative-algorithm NEXTN is rewritten to {', '.join(to)} when {r['condition'] or 'always'}; {how}"
+        out.append(BY_ID["MTP101"].finding(msg, _loc(r["location"]), evidence=ev))
     for d in facts["draft_model_path_fills"]:
         out.append(BY_ID["MTP105"].finding(
             f"speculative_draft_model_path defaults to the target model ({d['kind']}: {d['value']})",

@@ -58,6 +58,7 @@ class SourceTree:
         version: SGLang version read as text (``_version.py``, ``version.py``, wheel ``METADATA`` or a
             checkout's ``python/pyproject.toml``); ``None`` when none was found.
         notes: ``(path, message)`` pairs for files not examined (symlinks leaving the tree, oversize).
+        prefix: the package folder as reported (``"sglang"`` or ``"python/sglang"``).
     """
 
     display: str
@@ -65,8 +66,14 @@ class SourceTree:
     files: dict[str, object] = field(default_factory=dict)
     version: str | None = None
     notes: list[tuple[str, str]] = field(default_factory=list)
+    prefix: str = "sglang"
     _zip: zipfile.ZipFile | None = None
     _root: Path | None = None
+
+    @property
+    def server_args_path(self) -> str:
+        """Where SGLang's server-arguments source must be: ``<prefix>/srt/server_args.py``."""
+        return f"{self.prefix}/srt/server_args.py"
 
     def read(self, rel: str) -> bytes | None:
         """Bytes of ``rel`` (at most :data:`MAX_SOURCE_BYTES`), or ``None`` when unreadable (a note is added)."""
@@ -120,8 +127,9 @@ def open_target(target: str | Path | None) -> SourceTree:
     """Open ``target`` (see module docstring) and list its ``.py`` files.
 
     Raises:
-        InputError: the path does not exist, is not an SGLang tree, is a corrupt or non-wheel zip,
-            or (for ``None``) sglang is not installed.
+        InputError: the path does not exist, is not an SGLang tree (no package folder, or no
+            ``<prefix>/srt/server_args.py`` in it), is a corrupt or non-wheel zip, or (for ``None``)
+            sglang is not installed.
     """
     if target is None:
         return _installed()
@@ -196,13 +204,33 @@ def _join(prefix: str, rel_dir: str, name: str) -> str:
 
 
 def _folder(root: Path, pkg: Path, prefix: str, shown: str, kind: str) -> SourceTree:
-    tree = SourceTree(display=shown, kind=kind, _root=root)
+    tree = SourceTree(display=shown, kind=kind, prefix=prefix, _root=root)
     for rel, full in _walk(pkg, prefix, tree):
         tree.files[rel] = full
     tree.version = _folder_version(root, pkg)
     if not tree.files:
         raise InputError(shown, "not an SGLang tree: the sglang folder holds no .py files")
+    _require_server_args(tree, shown)
     return tree
+
+
+def _require_server_args(tree: SourceTree, shown: str) -> None:
+    """Every SGLang from 0.1 to 0.5.23 declares its server arguments in ``sglang/srt/server_args.py``
+    (0.5.15 on moved most fields to ``srt/arg_groups/`` but keeps ``server_args.py`` with
+    ``ServerArgs`` and ``prepare_server_args``). A folder without it is some other package that
+    happens to hold an ``sglang`` subfolder (e.g. ``mtp_audit/`` itself): auditing it would state
+    "no speculative decoding" about something that is not SGLang.
+
+    Raises:
+        InputError: ``<prefix>/srt/server_args.py`` is not among the listed files.
+    """
+    if tree.server_args_path in tree.files:
+        return
+    if tree._zip is not None:
+        tree.close()
+    if any(rel == tree.server_args_path for rel, _ in tree.notes):
+        raise InputError(shown, f"not an SGLang tree: {tree.server_args_path} is a symlink leaving the tree; not followed")
+    raise InputError(shown, f"not an SGLang tree: no {tree.server_args_path} (SGLang's server-arguments source)")
 
 
 def _folder_version(root: Path, pkg: Path) -> str | None:
@@ -268,6 +296,7 @@ def _wheel(path: Path, shown: str) -> SourceTree:
     if not tree.files:
         zf.close()
         raise InputError(shown, "not an SGLang wheel: no sglang/*.py files inside")
+    _require_server_args(tree, shown)
     for info in infos:
         if info.filename.endswith(".dist-info/METADATA") and info.file_size < (1 << 20):
             try:
