@@ -97,20 +97,42 @@ def write_atomic(path: Path, text: str) -> None:
         raise InputError(str(path), f"cannot write: {exc.strerror or exc}") from None
 
 
-def _inside_audited(report: Any, output: Path) -> str | None:
-    """The audited target that ``output`` would overwrite or write into, if any (targets named by an
-    existing local path; hub ids and machines have none)."""
-    out = output.resolve()
-    for t in report.targets:
-        try:
-            p = Path(t.name)
-            if not p.exists():
+def _input_paths(report: Any) -> list[str]:
+    """Every existing local path the command was given: audited targets, and each parameter value
+    of the running click command (``--env-dump``, ``--sglang``, ``--facts``, the tokens of a launch
+    command such as ``--model-path X``), except ``--output`` itself."""
+    names = [t.name for t in report.targets]
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        for key, value in ctx.params.items():
+            if key == "output":
                 continue
-            real = p.resolve()
+            values = value if isinstance(value, (list, tuple)) else (value,)
+            names += [os.fspath(v) for v in values if isinstance(v, (str, os.PathLike))]
+    out = []
+    for name in names:
+        try:
+            if name and not name.startswith("-") and os.path.lexists(name):
+                out.append(name)
         except (OSError, ValueError):
             continue
-        if out == real or real in out.parents:
-            return t.name
+    return out
+
+
+def _overwrites_input(report: Any, output: Path) -> str | None:
+    """The input that writing ``output`` would destroy: an input file itself, or an existing file
+    inside an input folder (a new file beside a checkpoint's files is allowed)."""
+    try:
+        out = output.resolve()
+    except (OSError, RuntimeError):
+        return None
+    for name in _input_paths(report):
+        try:
+            real = Path(name).resolve()
+        except (OSError, RuntimeError):
+            continue
+        if out == real or (real in out.parents and out.exists()):
+            return name
     return None
 
 
@@ -126,9 +148,10 @@ def emit(report: Any, fmt: str, output: Path | None, fail_on: str) -> int:
 
     text = render(report, fmt.lower())
     if output is not None:
-        audited = _inside_audited(report, output)
+        audited = _overwrites_input(report, output)
         if audited is not None:
-            raise InputError(str(output), f"is inside the audited input {audited}; refusing to write the report there")
+            what = "is" if Path(audited).resolve() == output.resolve() else "would overwrite a file of"
+            raise InputError(str(output), f"{what} the audited input {audited}; refusing to write the report there")
         write_atomic(output, text)
         click.echo(f"{verdict_line(report)} (report written to {output})", err=True)
     else:

@@ -302,12 +302,16 @@ class Report:
 
     @property
     def status(self) -> Status:
-        """``findings`` if any finding is a warning or error, else ``inconclusive`` if a blocking gap
-        exists, else ``pass``. Info findings alone never make a report fail."""
-        if any(f.severity >= Severity.WARNING for f in self.findings):
+        """``findings`` if any finding is an error; else ``inconclusive`` if a blocking gap exists;
+        else ``findings`` if any finding is a warning; else ``pass``. The same precedence as
+        :func:`exit_code` with the default ``--fail-on error``: a definite error outranks "could
+        not tell", which outranks warnings. Info findings alone never make a report fail."""
+        if any(f.severity >= Severity.ERROR for f in self.findings):
             return Status.FINDINGS
         if self.inconclusive:
             return Status.INCONCLUSIVE
+        if any(f.severity >= Severity.WARNING for f in self.findings):
+            return Status.FINDINGS
         return Status.PASS
 
     def at_least(self, severity: Severity) -> tuple[Finding, ...]:

@@ -98,8 +98,21 @@ def test_output_inside_the_audited_folder_is_refused(tmp_path: Path, capsys) -> 
     shutil.copytree(MIMO, ckpt)
     before = (ckpt / "config.json").read_bytes()
     assert main(["checkpoint", str(ckpt), "-o", str(ckpt / "config.json")]) == 2
-    assert "refusing to write the report there" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        f"mtp-audit: error: {ckpt}/config.json: would overwrite a file of the audited input {ckpt}; "
+        "refusing to write the report there\n"
+    )
     assert (ckpt / "config.json").read_bytes() == before
+    assert main(["checkpoint", str(ckpt), "-o", str(ckpt / "mtp-report.txt")]) == 0  # a new file beside it is fine
+
+
+def test_output_over_an_env_dump_is_refused(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    dump = tmp_path / "dump.txt"
+    shutil.copy(FIXTURES / "preflight" / "envdumps" / "sglang-18943.txt", dump)
+    before = dump.read_bytes()
+    assert main(["preflight", "--env-dump", str(dump), "-o", str(dump)]) == 2
+    assert capsys.readouterr().err == f"mtp-audit: error: {dump}: is the audited input {dump}; refusing to write the report there\n"
+    assert dump.read_bytes() == before
 
 
 def test_output_through_symlink_and_device(tmp_path: Path) -> None:

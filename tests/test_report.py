@@ -47,6 +47,8 @@ def test_duplicate_findings_collapse() -> None:
         ([_f("MTP001", Severity.WARNING)], [], Severity.WARNING, Status.FINDINGS, EXIT_FINDINGS),
         ([], [Gap("checkpoint", "no shards", blocking=True)], Severity.ERROR, Status.INCONCLUSIVE, EXIT_INCONCLUSIVE),
         ([], [Gap("checkpoint", "headers not read", blocking=False)], Severity.ERROR, Status.PASS, EXIT_OK),
+        # "could not tell" outranks a warning (status), while the exit code follows --fail-on
+        ([_f("MTP001", Severity.WARNING)], [Gap("checkpoint", "x")], Severity.ERROR, Status.INCONCLUSIVE, EXIT_INCONCLUSIVE),
         # a definite error outranks "could not tell"
         ([_f("MTP001", Severity.ERROR)], [Gap("checkpoint", "x")], Severity.ERROR, Status.FINDINGS, EXIT_FINDINGS),
         # --fail-on never: only inconclusive can still fail
