@@ -249,3 +249,25 @@ def test_sglang_facts_for_parsing(sg):
     classes9 = {e["class"] for e in f9["entry_classes"]}
     assert {"Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForCausalLMMTP"} <= classes9 and "Qwen3_5MoeForCausalLM" not in classes9
     assert "Qwen3_5MoeForCausalLM" in {e["class"] for e in f23["entry_classes"]}
+
+
+def test_default_backends_resolve_from_serverargs_fields(qwen, sg):
+    """No backend flags: the defaults come from the ServerArgs fields that ``default=ServerArgs.<field>`` names
+    (0.5.12 server_args.py:623 ``moe_runner_backend: str = "auto"``, 0.5.9 :456 ``fp4_gemm_runner_backend: str =
+    "flashinfer_cutlass"``), and the preflight rules fire as when the same value is given on the command line."""
+    from mtp_audit.sglang import audit_sglang
+
+    sg12 = audit_sglang(sglang_wheel("0.5.12"))
+    r = audit_launch(_cmd(qwen), sglang=sg12, env_dump=SM120, environ={})
+    pf = r.facts["preflight"]["resolved"]
+    assert (pf["moe_runner_backend"]["value"], pf["moe_runner_backend"]["how"]) == ("flashinfer_trtllm", "auto")
+    assert "ServerArgs" not in json.dumps(r.facts["launch"]["summary"])
+    assert "MTP216" in _ids(r)
+    explicit = audit_launch(_cmd(qwen, "--moe-runner-backend", "auto"), sglang=sg12, env_dump=SM120, environ={})
+    assert {f.rule_id for f in r.findings if f.rule_id.startswith("MTP21")} == {f.rule_id for f in explicit.findings if f.rule_id.startswith("MTP21")}
+    r9 = audit_launch(_cmd(qwen), sglang=sg["0.5.9"], env_dump=SM120, environ={})
+    g = r9.facts["preflight"]["resolved"]["fp4_gemm_backend"]
+    assert (g["value"], g["how"]) == ("flashinfer_cutlass", "default")
+    assert "MTP212" in {f.rule_id for f in r9.findings}
+    explicit9 = audit_launch(_cmd(qwen, "--fp4-gemm-backend", "flashinfer_cutlass"), sglang=sg["0.5.9"], env_dump=SM120, environ={})
+    assert "MTP212" in {f.rule_id for f in explicit9.findings}

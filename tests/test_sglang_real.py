@@ -240,3 +240,28 @@ def test_unrelated_unresolvable_choices_are_counted_not_noted(reports):
     assert f["scan"]["unresolved_choices"] == 3
     f23 = _f(reports, "0.5.23")
     assert f23["scan"]["unresolved_choices"] == 7 and not reports["0.5.23"].gaps
+
+
+def test_defaults_from_serverargs_fields(reports):
+    # add_argument(..., default=ServerArgs.<field>) resolves to the dataclass field's literal; lines checked by hand
+    # with `unzip -p <wheel> sglang/srt/server_args.py | grep -n`:
+    # 0.5.9: 456 `fp4_gemm_runner_backend: str = "flashinfer_cutlass"`, 498 `moe_runner_backend: str = "auto"`,
+    #        3903 "--fp4-gemm-backend" (3906 default=ServerArgs.fp4_gemm_runner_backend), 4093 "--moe-runner-backend";
+    # 0.5.12: 568 `fp4_gemm_runner_backend: str = "auto"`, 623 `moe_runner_backend: str = "auto"`, 5764, 6001;
+    # 0.5.9 490 `speculative_ngram_capacity: int = 10 * 1000 * 1000` is not a literal: the expression stays.
+    p = "sglang/srt/server_args.py:"
+    for v, rows in {
+        "0.5.9": {"--fp4-gemm-backend": ("flashinfer_cutlass", 456, 3903), "--moe-runner-backend": ("auto", 498, 4093)},
+        "0.5.12": {"--fp4-gemm-backend": ("auto", 568, 5764), "--moe-runner-backend": ("auto", 623, 6001)},
+    }.items():
+        cli = _f(reports, v)["cli_arguments"]
+        for flag, (default, field_line, flag_line) in rows.items():
+            rec = cli[flag]
+            assert (rec["default"], rec["default_location"], rec["location"]) == (default, f"{p}{field_line}", f"{p}{flag_line}"), (v, flag)
+            assert rec["default_expr"] == "ServerArgs." + rec["dest"]
+    ngram = _f(reports, "0.5.9")["cli_arguments"]["--speculative-ngram-capacity"]
+    assert ngram["default"] == "ServerArgs.speculative_ngram_capacity" and ngram["default_location"] == p + "490"
+    # no cli default of 0.5.9 .. 0.5.12 is still a bare ServerArgs.<field> reference except those with a non-literal field
+    for v in ("0.5.9", "0.5.12"):
+        left = sorted(k for k, r in _f(reports, v)["cli_arguments"].items() if str(r["default"]).startswith("ServerArgs."))
+        assert left == ["--encoder-transfer-backend", "--speculative-ngram-capacity"], v

@@ -253,3 +253,48 @@ class ServerArgs:
     assert [(u["flag"], u["location"]) for u in f["unresolved_choices"]] == [
         ("--moe-runner-backend", "sglang/srt/server_args.py:8"), ("--reasoning-parser", "sglang/srt/server_args.py:9")]
     assert (f["scan"]["unresolved_choices"], f["scan"]["unresolved_choices_noted"]) == (2, 1)
+
+
+FIELD_DEFAULTS = '''from dataclasses import dataclass, field
+
+@dataclass
+class ServerArgs:
+    speculative_algorithm: str = None
+    moe_runner_backend: str = "auto"
+    fp4_gemm_runner_backend: str = field(default="flashinfer_cutlass")
+    tp_size: int = 1
+    dp_size: int = 10 * 1000
+    json_model_override_args: dict = field(default_factory=dict)
+
+    @staticmethod
+    def add_cli_args(parser):
+        parser.add_argument("--speculative-algorithm", choices=["EAGLE"], default=ServerArgs.speculative_algorithm)
+        parser.add_argument("--moe-runner-backend", type=str, default=ServerArgs.moe_runner_backend)
+        parser.add_argument("--fp4-gemm-backend", default=ServerArgs.fp4_gemm_runner_backend)
+        parser.add_argument("--dp-size", default=ServerArgs.dp_size)
+        parser.add_argument("--json-model-override-args", default=ServerArgs.json_model_override_args)
+        parser.add_argument("--page-size", default=16)
+
+    @classmethod
+    def more(cls, parser):
+        parser.add_argument("--tensor-parallel-size", "--tp-size", default=cls.tp_size)
+        parser.add_argument("--tp-self", default=self.tp_size)
+'''
+
+
+def test_default_from_serverargs_field_is_the_field_literal(tmp_path):
+    cli = audit_sglang(_tree(tmp_path, {"sglang/srt/server_args.py": FIELD_DEFAULTS})).facts["sglang"]["cli_arguments"]
+    got = {k: (r["default"], r["default_expr"], r["default_location"]) for k, r in cli.items()}
+    p = "sglang/srt/server_args.py:"
+    assert got == {
+        "--speculative-algorithm": (None, "ServerArgs.speculative_algorithm", p + "5"),
+        "--moe-runner-backend": ("auto", "ServerArgs.moe_runner_backend", p + "6"),
+        "--fp4-gemm-backend": ("flashinfer_cutlass", "ServerArgs.fp4_gemm_runner_backend", p + "7"),
+        # not a literal (arithmetic, default_factory): the expression is kept
+        "--dp-size": ("ServerArgs.dp_size", "ServerArgs.dp_size", p + "9"),
+        "--json-model-override-args": ("ServerArgs.json_model_override_args", None, p + "18"),
+        "--page-size": ("16", None, p + "19"),
+        "--tensor-parallel-size": ("1", "cls.tp_size", p + "8"),
+        "--tp-self": ("1", "self.tp_size", p + "8"),
+    }
+    assert cli["--moe-runner-backend"]["location"] == p + "15"

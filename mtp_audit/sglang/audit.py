@@ -240,6 +240,9 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
             cli[flag] = {
                 "choices": choices,
                 "default": rec["default"],
+                # where the default is written: the dataclass field line for default=ServerArgs.x
+                "default_location": _loc(rel, rec["default_line"]) if rec.get("default_line") else None,
+                "default_expr": rec.get("default_expr"),
                 "location": _loc(rel, rec["line"]),
                 "choices_location": _loc(rel, rec.get("choices_line")) if rec.get("choices_line") else None,
                 "choices_expr": rec["choices_expr"],

@@ -30,7 +30,7 @@ import textwrap
 from typing import Any
 
 #: Bump when the extraction changes, so cached results are recomputed.
-SCAN_VERSION = 7
+SCAN_VERSION = 8
 
 # --- pre-filter --------------------------------------------------------------------------------
 
@@ -212,14 +212,63 @@ def _dotted(node: ast.AST) -> str:
         return "?"
 
 
-def _cli_from_call(call: ast.Call, text: str) -> dict[str, Any] | None:
+def _field_default(value: ast.AST) -> ast.AST | None:
+    """The default expression of a dataclass field's right-hand side: ``x`` of ``= x`` or of
+    ``= field(default=x, ...)``; ``None`` for a ``field(...)`` without ``default=`` (``default_factory``)."""
+    if isinstance(value, ast.Call) and _dotted(value.func) in ("field", "dataclasses.field"):
+        return next((k.value for k in value.keywords if k.arg == "default"), None)
+    return value
+
+
+def class_field_defaults(cls: ast.ClassDef) -> dict[str, dict[str, Any]]:
+    """Defaults of the annotated fields of one class body (a ``@dataclass`` such as ``ServerArgs``).
+
+    Returns ``{field: {"value": str | None, "literal": bool, "line": int}}``: ``value`` is the literal's
+    ``str`` (``None`` for a ``None`` default) when ``literal``, else the default's source text; ``line``
+    is the 1-based line of the field statement (``moe_runner_backend: str = "auto"``, SGLang 0.5.9
+    ``sglang/srt/server_args.py:498``). Fields without a default or with ``default_factory`` are left out.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for st in cls.body:
+        if not (isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.value is not None):
+            continue
+        node = _field_default(st.value)
+        if node is None:
+            continue
+        lit = _literal(node)
+        out[st.target.id] = {"value": _dotted(node) if lit is _NOT_LITERAL else (None if lit is None else str(lit)),
+                             "literal": lit is not _NOT_LITERAL, "line": st.lineno}
+    return out
+
+
+def _field_ref(node: ast.AST, owner: str | None, fields: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any] | None:
+    """The field a ``default=`` expression names: ``ServerArgs.x`` (any class of this file), or
+    ``cls.x`` / ``self.x`` inside a method of class ``owner``. SGLang 0.4.0 .. 0.5.15 declare most flags as
+    ``parser.add_argument(..., default=ServerArgs.x)`` in ``ServerArgs.add_cli_args``."""
+    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)):
+        return None
+    cls = owner if node.value.id in ("cls", "self") else node.value.id
+    return (fields.get(cls or "") or {}).get(node.attr)
+
+
+def _cli_from_call(call: ast.Call, text: str, owner: str | None = None,
+                   fields: dict[str, dict[str, dict[str, Any]]] | None = None) -> dict[str, Any] | None:
     flags = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--")]
     if not flags:
         return None
     kw = {k.arg: k.value for k in call.keywords if k.arg}
     dest = _literal(kw["dest"]) if "dest" in kw else None
     flag_node = next(a for a in call.args if isinstance(a, ast.Constant) and a.value == flags[0])
-    return _cli_record(flags[0], dest if isinstance(dest, str) else None, kw, flag_node.lineno, text, aliases=flags[1:])
+    rec = _cli_record(flags[0], dest if isinstance(dest, str) else None, kw, flag_node.lineno, text, aliases=flags[1:])
+    default = kw.get("default")
+    ref = _field_ref(default, owner, fields or {}) if default is not None else None
+    if ref is not None:
+        # default=ServerArgs.x: the dataclass field's own default (kept as text when it is not a literal)
+        rec["default_expr"] = _dotted(default)
+        rec["default_line"] = ref["line"]
+        if ref["literal"]:
+            rec["default"] = ref["value"]
+    return rec
 
 
 def _expr_text(node: ast.AST | None) -> str | None:
@@ -252,6 +301,8 @@ def _cli_record(flag: str, dest: str | None, kw: dict[str, ast.AST], line: int, 
         "choices": _choices_literal(choices),
         "choices_line": getattr(choices, "lineno", None),
         "default": dv,
+        "default_expr": None,
+        "default_line": getattr(default, "lineno", None),
         "line": line,
         "help": help_text,
         "aliases": list(aliases or []),
@@ -699,9 +750,10 @@ def scan_file(rel: str, data: bytes, server: bool) -> dict[str, Any]:
             if isinstance(v, (list, tuple)):
                 mutations.append([node.target.id, [str(x) for x in v], node.lineno])
 
-    for node in ast.walk(tree):
+    fields = {node.name: class_field_defaults(node) for node in tree.body if isinstance(node, ast.ClassDef)}
+    for node, owner in _walk_with_class(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
-            rec = _cli_from_call(node, text)
+            rec = _cli_from_call(node, text, owner, fields)
             if rec:
                 cli.append(rec)
         elif isinstance(node, ast.ClassDef):
@@ -745,6 +797,12 @@ def scan_file(rel: str, data: bytes, server: bool) -> dict[str, Any]:
 
     res.update(consts=consts, imports=imports, cli=cli, funcs=funcs, unit_errors=unit_errors, mutations=mutations, parsers=parsers)
     return res
+
+
+def _walk_with_class(tree: ast.Module) -> list[tuple[ast.AST, str | None]]:
+    """Every node of ``tree`` in ``ast.walk`` order, with the name of the module-level class it sits in."""
+    owner_of = {id(n): top.name for top in tree.body if isinstance(top, ast.ClassDef) for n in ast.walk(top)}
+    return [(n, owner_of.get(id(n))) for n in ast.walk(tree)]
 
 
 def _functions(tree: ast.Module) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str | None]]:
