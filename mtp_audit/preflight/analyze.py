@@ -161,7 +161,7 @@ def effective_backend(ctx: Context, flag: str, table: str) -> tuple[str | None, 
             value = str(arg["default"]).strip("'\"")
             how = "default"
             if value != "auto":
-                return value, how, f"sglang analyzer: {arg.get('location', 'server_args')}"
+                return value, how, f"sglang analyzer: {arg.get('default_location') or arg.get('location', 'server_args')}"
         elif table == "fp4_gemm_backend":
             row = mx.sglang_row(table, sg)
             if row and row.get("default") and row["default"] != "auto":
