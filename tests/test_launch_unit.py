@@ -350,3 +350,23 @@ def test_fix_for_a_defaulted_backend_adds_the_flag(work):
     assert lf["verdict"] == "go"
     assert lf["corrected_command"] == "python -m sglang.launch_server --model-path qwen --fp4-gemm-backend flashinfer_cudnn"
     assert "MTP305" in {x.rule_id for x in r.findings}  # 1,553 MTP tensors, no speculative flag
+
+
+def test_corrected_command_after_misspelt_flags_fixes_their_values_once(work):
+    # --moe-runner-backed / --fp4-gemm-backed are not flags of the example tree (0.5.9 shape): argparse rejects them.
+    # Spelled right, flashinfer_trtllm is still wrong on SM120 for both; the corrected command must replace the
+    # values in place (each flag once) and auditing it again must leave no error a flag could fix.
+    f = _facts_file(work, "misspelt.json", torch="2.9.1+cu130", binaries=SM120_KERNEL)
+    args = dict(sglang=work / "sg", facts=f, cwd=work, environ={})
+    r = audit_launch(LS + ["--model-path", "qwen", "--moe-runner-backed", "flashinfer_trtllm", "--fp4-gemm-backed", "flashinfer_trtllm"], **args)
+    fixed = r.facts["launch"]["corrected_command"]
+    toks = fixed.split()
+    assert toks[:5] == LS + ["--model-path", "qwen"]
+    assert toks.count("--moe-runner-backend") == 1 and toks.count("--fp4-gemm-backend") == 1
+    assert "--moe-runner-backed" not in toks and "flashinfer_trtllm" not in toks
+    assert toks[toks.index("--fp4-gemm-backend") + 1] == "flashinfer_cudnn"
+    again = audit_launch(toks, **args)
+    assert again.facts["launch"]["corrected_command"] is None
+    assert not [x for x in again.findings if x.severity >= Severity.ERROR and x.rule_id.startswith(("MTP3", "MTP2"))
+                and x.remediation and x.remediation.startswith("--")]
+    assert again.facts["launch"]["verdict"] == "go"

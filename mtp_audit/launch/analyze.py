@@ -112,6 +112,9 @@ class Ctx:
     algo_remap: dict[str, Any] | None = None
     algo_conditional: list[dict[str, Any]] = field(default_factory=list)
     draft: dict[str, Any] = field(default_factory=dict)
+    #: the spelling-corrected command (misspelt flags, abbreviations, choice case fixed) and the ctx and
+    #: findings of its own evaluation; ``None`` when the command has no spelling fix (see :func:`evaluate_launch`)
+    respelled: tuple[list[str], "Ctx", list[Finding]] | None = None
 
     def add(self, rule_id: str, message: str, symbol: str, *, evidence: Sequence[Evidence] = (),
             remediation: str | None = None, severity: Severity | None = None) -> None:
@@ -687,10 +690,12 @@ class Evaluation:
 
 def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Gap | None, machine: Machine,
                     env: Mapping[str, str] | None, environ: Mapping[str, str] | None, cwd: Path,
-                    checkpoints: dict[str, tuple[Report | None, Gap | None]]) -> Evaluation:
+                    checkpoints: dict[str, tuple[Report | None, Gap | None]], _depth: int = 0) -> Evaluation:
     """Parse, audit and cross-check ``argv`` against one SGLang (``sg_report``).
 
-    ``checkpoints`` caches checkpoint audits by path text across versions (diff mode).
+    ``checkpoints`` caches checkpoint audits by path text across versions (diff mode). When the command
+    has spelling fixes (misspelt flags, abbreviations, choice case), the spelling-corrected command is
+    evaluated as well (at most two levels deep) and its value fixes make up the corrected command.
     """
     from mtp_audit.launch.outcome import build_outcome
     from mtp_audit.preflight import preflight
@@ -744,6 +749,19 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
         check(ctx)
     all_findings = [f for r in reports for f in r.findings] + ctx.findings
     all_gaps = [g for r in reports for g in r.gaps] + ctx.gaps
+    if _depth < 2 and cmd.parsed_with != "heuristic":
+        # a misspelt flag hides its value from every check (the preflight resolves the backend as if the flag were
+        # absent): evaluate the spelling-corrected command too, and take its value fixes for the corrected command
+        spelled = rebuild(cmd, {})
+        if spelled != list(cmd.argv):
+            try:
+                sub = evaluate_launch(spelled, sg_report=sg_report, sg_gap=sg_gap, machine=machine, env=env, environ=environ,
+                                      cwd=cwd, checkpoints=checkpoints, _depth=_depth + 1)
+            except InputError:
+                sub = None
+            if sub is not None:
+                sub_findings = [f for r in sub.reports for f in r.findings] + sub.ctx.findings
+                ctx.respelled = (spelled, sub.ctx, sub_findings)
     outcome = build_outcome(ctx, all_findings, all_gaps)
     return Evaluation(ctx, reports, outcome)
 
@@ -772,7 +790,22 @@ def flag_fixes(ctx: Ctx, findings: Sequence[Finding]) -> dict[str, str | None]:
 
 
 def corrected_command(ctx: Ctx, findings: Sequence[Finding]) -> tuple[str | None, list[str]]:
-    """``(the corrected command line, flags changed)``, or ``(None, [])`` when no flag fix is known."""
+    """``(the corrected command line, flags changed)``, or ``(None, [])`` when no flag fix is known.
+
+    With a spelling-corrected command (``ctx.respelled``) the value fixes come from that command's own
+    evaluation, so a misspelt flag's value is checked and replaced in place, never added a second time.
+    """
+    toks, changed = corrected_tokens(ctx, findings)
+    return (shell_join(toks), changed) if toks is not None else (None, [])
+
+
+def corrected_tokens(ctx: Ctx, findings: Sequence[Finding]) -> tuple[list[str] | None, list[str]]:
+    """:func:`corrected_command` as tokens (``None`` when no fix is known)."""
+    spelling = {p.token for p in ctx.cmd.problems if p.fix is not None}
+    if ctx.respelled is not None:
+        spelled, sub_ctx, sub_findings = ctx.respelled
+        sub_toks, sub_changed = corrected_tokens(sub_ctx, sub_findings)
+        return (sub_toks if sub_toks is not None else spelled), sorted(set(sub_changed) | spelling)
     fixes = flag_fixes(ctx, findings)
     # a flag the command does not give (its default or 'auto' resolved to the bad value) is added
     # (not when --quantization is being dropped: the backends of an FP4 launch that will not happen are moot)
@@ -783,9 +816,8 @@ def corrected_command(ctx: Ctx, findings: Sequence[Finding]) -> tuple[str | None
     toks = rebuild(ctx.cmd, fixes, add=add, drop_prefixes=ctx.drop_prefixes)
     if toks == list(ctx.cmd.argv):
         return None, []
-    changed = sorted(set(fixes) | set(add) | {p.token for p in ctx.cmd.problems if p.fix is not None}
-                     | ({f"{p}*" for p in ctx.drop_prefixes}))
-    return shell_join(toks), changed
+    changed = sorted(set(fixes) | set(add) | spelling | ({f"{p}*" for p in ctx.drop_prefixes}))
+    return toks, changed
 
 
 __all__ = ["ANALYZER", "Ctx", "Evaluation", "Machine", "evaluate_launch", "corrected_command", "normalized_argv",

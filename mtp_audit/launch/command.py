@@ -438,7 +438,8 @@ def rebuild(cmd: LaunchCommand, replace: dict[str, str | None], add: dict[str, s
         drop_prefixes: option strings whose options are removed entirely (e.g. ``"--speculative-"``).
 
     Problems with a known fix (abbreviations, misspelt flags, choice case) are corrected too; a
-    problem without a fix leaves its tokens as they are.
+    problem without a fix leaves its tokens as they are. A replaced flag given more than once is written
+    once, at its last occurrence (the one argparse keeps).
     """
     toks = list(cmd.argv)
     out: list[str] = []
@@ -447,6 +448,7 @@ def rebuild(cmd: LaunchCommand, replace: dict[str, str | None], add: dict[str, s
     entry_fix = next((p for p in cmd.problems if p.kind == "entry-point" and p.fix), None)
     skip_until = -1
     present = set()
+    last_at = {o.flag: o.index for o in cmd.options}
     for i, t in enumerate(toks):
         if i < skip_until:
             continue
@@ -461,6 +463,9 @@ def rebuild(cmd: LaunchCommand, replace: dict[str, str | None], add: dict[str, s
         if opt is not None:
             present.add(opt.flag)
             end = i + 1 + opt.consumed
+            if opt.flag in replace and last_at.get(opt.flag) != i:
+                skip_until = end  # an earlier occurrence of a replaced flag: the value is written once, at the last one
+                continue
             if opt.flag in replace or any(opt.option_string.startswith(p) for p in drop_prefixes):
                 new = replace.get(opt.flag)
                 if opt.flag in replace and new is not None:
