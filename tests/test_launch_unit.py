@@ -370,3 +370,24 @@ def test_corrected_command_after_misspelt_flags_fixes_their_values_once(work):
     assert not [x for x in again.findings if x.severity >= Severity.ERROR and x.rule_id.startswith(("MTP3", "MTP2"))
                 and x.remediation and x.remediation.startswith("--")]
     assert again.facts["launch"]["verdict"] == "go"
+
+
+def test_hub_id_draft_model_path_is_could_not_tell(work, capsys, monkeypatch, tmp_path):
+    """A hub id as --speculative-draft-model-path that cannot be audited leaves the draft unknown: "could not tell"
+    (exit 3), not go; without a speculative algorithm the draft is never loaded and the gap does not block."""
+    from hubfixture import isolate_hf
+
+    isolate_hf(monkeypatch, tmp_path, endpoint="http://127.0.0.1:9")  # nothing listens on port 9
+    monkeypatch.chdir(work)
+    f = _facts_file(work, "hubdraft.json", torch="2.9.1+cu130", binaries=SM120_KERNEL)
+    base = ["launch", "--sglang", "sg", "--facts", str(f), "--", *LS, "--model-path", "qwen", "--moe-runner-backend", "flashinfer_cutlass",
+            "--fp4-gemm-backend", "flashinfer_cudnn", "--speculative-draft-model-path", "foo/bar"]
+    rc = main([*base, "--speculative-algorithm", "NEXTN", "--tp-size", "8"])
+    out = capsys.readouterr().out
+    assert rc == 3
+    assert "[checkpoint, blocking] --speculative-draft-model-path foo/bar: cannot reach http://127.0.0.1:9" in out
+    assert "Draft architecture: unknown (draft checkpoint not audited)." in out
+    assert "Verdict: could not tell (1 blocking gap(s): --speculative-draft-model-path foo/bar: cannot reach" in out
+    rc = main(base)
+    out = capsys.readouterr().out
+    assert rc == 0 and "Verdict: go" in out and "[checkpoint, note] --speculative-draft-model-path foo/bar: cannot reach" in out

@@ -725,12 +725,14 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
     dp = dp if isinstance(dp, str) else None
     same = dp is not None and mp is not None and (dp == mp or (cwd / dp).resolve() == (cwd / mp).resolve())
     draft_ck = None
+    draft_gaps: list[Gap] = []
     if dp is not None and not same:
         r, g = ck_for(dp, "--speculative-draft-model-path")
         if r is not None:
-            draft_ck = dict(r.facts.get("checkpoint") or {})
+            draft_ck = dict(r.facts.get("checkpoint") or {}) or None  # an unreachable hub id: a report with no facts
+            draft_gaps += list(r.gaps)
         if g is not None:
-            gaps.append(g)
+            draft_gaps.append(g)
     pf_report = preflight(env_dumps=list(machine.env_dumps), facts_file=machine.facts_file, facts=machine.facts,
                           launch=normalized_argv(cmd), cwd=cwd, sglang_facts=sg, use_sglang_analyzer=False)
     reports.append(pf_report)
@@ -745,6 +747,15 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
         ctx.gap("--config FILE: the options inside the config file were not read")
     resolve_algorithm(ctx)
     resolve_draft(ctx)
+    if dp is not None and not same:
+        # the draft's gaps decide the answer only when the algorithm loads a draft (docs/launch.md: a hub repo id
+        # with no local folder is "could not tell"); a draft path without a draft algorithm is never read
+        uses = bool(ctx.draft.get("uses_draft"))
+        ctx.gaps += [Gap(g.analyzer, g.message if g.message.startswith("--speculative-draft-model-path") else
+                         f"--speculative-draft-model-path {dp}: {g.message}", g.path, g.blocking and uses) for g in draft_gaps]
+        if uses and draft_ck is None and not any(g.blocking for g in draft_gaps):
+            ctx.gap(f"--speculative-draft-model-path {dp}: the draft checkpoint was not audited; its architecture and MTP "
+                    "weights are unknown", blocking=True)
     for check in CHECKS:
         check(ctx)
     all_findings = [f for r in reports for f in r.findings] + ctx.findings
