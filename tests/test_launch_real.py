@@ -33,7 +33,7 @@ from conftest import FIXTURES, sglang_wheel
 from mtp_audit.checkpoint.synth import write_checkpoint
 from mtp_audit.cli import main
 from mtp_audit.launch import audit_launch
-from mtp_audit.report import Severity
+from mtp_audit.report import Severity, exit_code
 
 pytestmark = pytest.mark.network
 
@@ -249,3 +249,20 @@ def test_sglang_facts_for_parsing(sg):
     classes9 = {e["class"] for e in f9["entry_classes"]}
     assert {"Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForCausalLMMTP"} <= classes9 and "Qwen3_5MoeForCausalLM" not in classes9
     assert "Qwen3_5MoeForCausalLM" in {e["class"] for e in f23["entry_classes"]}
+
+
+def test_reap_without_speculative_flags_is_go_with_mtp001_as_a_warning(sg):
+    """The REAP checkpoint declares an MTP layer it does not ship (MTP001, an error of the checkpoint analyzer,
+    in BLOCKS_MTP); a command without --speculative-algorithm never loads it, so for this launch it is a warning."""
+    b200 = FIXTURES / "preflight" / "envdumps" / "sglang-18943.txt"  # 8 x B200
+    r = audit_launch(["python", "-m", "sglang.launch_server", "--model-path", str(REAP)], sglang=sg["0.5.9"], env_dump=b200, environ={})
+    (f,) = [x for x in r.findings if x.rule_id == "MTP001"]
+    assert f.severity == Severity.WARNING
+    assert f.message.startswith("config.json declares 1 MTP layer(s) (mtp_num_hidden_layers), but none of the 22,213 tensors matches mtp.*")
+    assert "the command requests no speculative decoding" in f.message
+    assert not [x for x in r.findings if x.severity >= Severity.ERROR]
+    assert r.facts["launch"]["verdict"] == "go" and exit_code(r, Severity.ERROR) == 0
+    # with NEXTN it stays an error
+    r2 = audit_launch(["python", "-m", "sglang.launch_server", "--model-path", str(REAP), "--speculative-algorithm", "NEXTN"],
+                      sglang=sg["0.5.9"], env_dump=b200, environ={})
+    assert [x.severity for x in r2.findings if x.rule_id == "MTP001"] == [Severity.ERROR]

@@ -746,6 +746,8 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
     if any(o.flag == "--config" for o in cmd.options):
         ctx.gap("--config FILE: the options inside the config file were not read")
     resolve_algorithm(ctx)
+    if ctx.algo_requested is None and ck is not None:
+        reports = [_mtp_errors_as_warnings(r) if r.targets and r.targets[0].analyzer == "checkpoint" else r for r in reports]
     resolve_draft(ctx)
     if dp is not None and not same:
         # the draft's gaps decide the answer only when the algorithm loads a draft (docs/launch.md: a hub repo id
@@ -775,6 +777,27 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
                 ctx.respelled = (spelled, sub.ctx, sub_findings)
     outcome = build_outcome(ctx, all_findings, all_gaps)
     return Evaluation(ctx, reports, outcome)
+
+
+def _mtp_errors_as_warnings(report: Report) -> Report:
+    """The checkpoint report with its errors that only stop MTP (``mtp_audit.checkpoint.rules.BLOCKS_MTP``: the
+    findings that make ``facts.engine.sglang.usable`` false) turned into warnings, for a launch that requests
+    no speculative decoding: SGLang then skips the MTP weights, so they cannot break this launch. The finding
+    is kept, its message says why it is a warning here."""
+    import dataclasses
+
+    from mtp_audit.checkpoint import rules as checkpoint_rules
+
+    blocks = checkpoint_rules.BLOCKS_MTP
+    out = []
+    for f in report.findings:
+        if f.rule_id in blocks and f.severity >= Severity.ERROR:
+            f = dataclasses.replace(f, severity=Severity.WARNING,
+                                    message=f.message + " (a warning for this launch, not an error: the command requests no "
+                                    "speculative decoding, so SGLang does not load the MTP weights; fix it before adding "
+                                    "--speculative-algorithm)")
+        out.append(f)
+    return dataclasses.replace(report, findings=tuple(out))
 
 
 def flag_fixes(ctx: Ctx, findings: Sequence[Finding]) -> dict[str, str | None]:
