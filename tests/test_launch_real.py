@@ -266,3 +266,18 @@ def test_reap_without_speculative_flags_is_go_with_mtp001_as_a_warning(sg):
     r2 = audit_launch(["python", "-m", "sglang.launch_server", "--model-path", str(REAP), "--speculative-algorithm", "NEXTN"],
                       sglang=sg["0.5.9"], env_dump=b200, environ={})
     assert [x.severity for x in r2.findings if x.rule_id == "MTP001"] == [Severity.ERROR]
+
+
+def test_draft_without_mtp_tensors_drops_only_the_draft_path(qwen, sg):
+    """NEXTN with the REAP folder (0 mtp.* tensors) as the draft, on a target with 1,553 MTP tensors of its own: the
+    corrected command keeps speculative decoding and drops only --speculative-draft-model-path."""
+    b200 = FIXTURES / "preflight" / "envdumps" / "sglang-18943.txt"
+    cmd = ["python", "-m", "sglang.launch_server", "--model-path", str(qwen), "--speculative-algorithm", "NEXTN",
+           "--speculative-draft-model-path", str(REAP), "--tp-size", "8"]
+    r = audit_launch(cmd, sglang=sg["0.5.9"], env_dump=b200, environ={})
+    (f,) = [x for x in r.findings if x.rule_id == "MTP304"]
+    assert f.remediation.startswith(f"drop --speculative-draft-model-path {REAP}: the target {qwen} has 1,553 MTP tensors of its own")
+    fixed = r.facts["launch"]["corrected_command"]
+    assert fixed == f"python -m sglang.launch_server --model-path {qwen} --speculative-algorithm NEXTN --tp-size 8"
+    again = audit_launch(fixed.split(), sglang=sg["0.5.9"], env_dump=b200, environ={})
+    assert "MTP304" not in _ids(again) and again.facts["launch"]["draft"]["mtp_tensors"] == 1553

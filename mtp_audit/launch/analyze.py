@@ -454,6 +454,12 @@ def check_mtp_weights(ctx: Ctx) -> None:
             return
         if n == 0:
             declared = s.get("mtp_layers_declared") or 0
+            # a separate draft without MTP tensors while the target ships its own: drafting from the target fixes it
+            # (SGLang's draft path defaults to --model-path, configs/model_config.py), no need to drop speculative decoding
+            own = ((ctx.ck or {}).get("summary") or {}).get("mtp_tensors") or 0
+            separate = ctx.draft_path is not None and not ctx.draft_is_target and ctx.ck is not None
+            own_fix = (f"drop --speculative-draft-model-path {ctx.draft_path}: the target {ctx.model_path} has {own:,} MTP tensors of "
+                       "its own, which SGLang drafts with when no draft path is given (the corrected command does)") if separate and own else None
             ctx.add("MTP304", f"--speculative-algorithm {ctx.algo_requested} (runs as {ctx.algo_runs_as}) loads its draft from "
                     f"{d.get('path')} ({d.get('path_source')}), which has no MTP tensors"
                     + (f" although config.json declares {declared} MTP layer(s)" if declared else "")
@@ -461,9 +467,12 @@ def check_mtp_weights(ctx: Ctx) -> None:
                     "--speculative-algorithm",
                     evidence=[Evidence("draft checkpoint", str(d.get("path"))), Evidence("MTP tensors", "0"),
                               Evidence("architecture", str(d.get("architecture")))],
-                    remediation="drop the --speculative-* options (the corrected command does), or use a checkpoint that ships its mtp.* / "
-                                "NextN weights")
-            ctx.drop_prefixes = ctx.drop_prefixes + ("--speculative-",)
+                    remediation=own_fix or ("drop the --speculative-* options (the corrected command does), or use a checkpoint that ships "
+                                            "its mtp.* / NextN weights"))
+            if own_fix:
+                ctx.fixes[ctx.cmd.flag_of(*DRAFT) or DRAFT[0]] = None
+            else:
+                ctx.drop_prefixes = ctx.drop_prefixes + ("--speculative-",)
     if ctx.algo_requested is None and ctx.ck is not None:
         s = ctx.ck.get("summary") or {}
         n = s.get("mtp_tensors") or 0

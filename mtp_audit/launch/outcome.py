@@ -201,7 +201,7 @@ def _fixed_by(f: Finding, changed: list[str], ctx: Any) -> bool:
     if f.rule_id in ("MTP300", "MTP301"):
         return any(p.fix is not None for p in ctx.cmd.problems)
     if f.rule_id == "MTP304":
-        return bool(ctx.drop_prefixes)
+        return bool(ctx.drop_prefixes) or any(ctx.cmd.flag_of(o) in changed for o in ("--speculative-draft-model-path", "--speculative-draft-model"))
     for c in changed:
         if c.rstrip("*") and (f.remediation or "").split(" (")[0].find(c.rstrip("*")) >= 0:
             return True
