@@ -281,3 +281,23 @@ def test_draft_without_mtp_tensors_drops_only_the_draft_path(qwen, sg):
     assert fixed == f"python -m sglang.launch_server --model-path {qwen} --speculative-algorithm NEXTN --tp-size 8"
     again = audit_launch(fixed.split(), sglang=sg["0.5.9"], env_dump=b200, environ={})
     assert "MTP304" not in _ids(again) and again.facts["launch"]["draft"]["mtp_tensors"] == 1553
+
+
+def test_sglang_serve_positional_model_path(qwen, sg):
+    """``sglang serve MODEL``: 0.5.23's serve.py:62 ``_normalize_positional_model_path`` turns a first argument without
+    ``-`` into ``--model-path MODEL`` (first in 0.5.16); 0.5.9 has no such step, so argparse rejects it and the
+    corrected command writes ``--model-path`` in front of it."""
+    b200 = FIXTURES / "preflight" / "envdumps" / "sglang-18943.txt"
+    cmd = ["sglang", "serve", str(qwen), "--tp-size", "8", "--moe-runner-backed", "flashinfer_cutlass"]
+    r23 = audit_launch(cmd, sglang=sg["0.5.23"], env_dump=b200, environ={})
+    (f,) = [x for x in r23.findings if x.rule_id == "MTP300"]
+    assert f.message.endswith("unrecognized arguments: --moe-runner-backed flashinfer_cutlass")
+    assert r23.facts["launch"]["command"]["options"][0] == {"flag": "--model-path", "typed": str(qwen), "option_string": "--model-path",
+                                                            "value": str(qwen)}
+    assert r23.facts["launch"]["summary"]["mtp_weights"].startswith("1,553 MTP tensors in the checkpoint")
+    assert r23.facts["launch"]["corrected_command"] == f"sglang serve {qwen} --tp-size 8 --moe-runner-backend flashinfer_cutlass"
+    r9 = audit_launch(cmd, sglang=sg["0.5.9"], env_dump=b200, environ={})
+    msgs = sorted(x.message.split(": ", 1)[1] for x in r9.findings if x.rule_id == "MTP300")
+    assert msgs == ["the following arguments are required: --model-path/--model",
+                    "unrecognized arguments: --moe-runner-backed flashinfer_cutlass", f"unrecognized arguments: {qwen}"]
+    assert r9.facts["launch"]["corrected_command"] == f"sglang serve --model-path {qwen} --tp-size 8 --moe-runner-backend flashinfer_cutlass"

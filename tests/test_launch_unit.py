@@ -291,7 +291,9 @@ def test_missing_model_path_and_unknown_flag_fix(work):
         "SGLang 0.5.9 rejects the command (the server will not start): the following arguments are required: --model-path/--model",
         "SGLang 0.5.9 rejects the command (the server will not start): unrecognized arguments: --tp-sise 2",
     ]
-    assert r.facts["launch"]["corrected_command"] == "python -m sglang.launch_server --tp-size 2 --speculative-algorithm NEXTN"
+    # no flag fix supplies the model: no corrected command rather than one that still lacks --model-path
+    assert r.facts["launch"]["corrected_command"] is None
+    assert r.facts["launch"]["summary"]["corrected_command"] == "no command-line fix known"
 
 
 def test_output_is_deterministic(work):

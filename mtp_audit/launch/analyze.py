@@ -843,12 +843,17 @@ def corrected_command(ctx: Ctx, findings: Sequence[Finding]) -> tuple[str | None
 
 
 def corrected_tokens(ctx: Ctx, findings: Sequence[Finding]) -> tuple[list[str] | None, list[str]]:
-    """:func:`corrected_command` as tokens (``None`` when no fix is known)."""
+    """:func:`corrected_command` as tokens (``None`` when no fix is known, or when a required argument such as
+    ``--model-path`` is missing: no flag fix can supply the model)."""
     spelling = {p.token for p in ctx.cmd.problems if p.fix is not None}
     if ctx.respelled is not None:
         spelled, sub_ctx, sub_findings = ctx.respelled
+        if any(p.kind == "required" for p in sub_ctx.cmd.problems):
+            return None, []
         sub_toks, sub_changed = corrected_tokens(sub_ctx, sub_findings)
         return (sub_toks if sub_toks is not None else spelled), sorted(set(sub_changed) | spelling)
+    if any(p.kind == "required" for p in ctx.cmd.problems):
+        return None, []
     fixes = flag_fixes(ctx, findings)
     # a flag the command does not give (its default or 'auto' resolved to the bad value) is added
     # (not when --quantization is being dropped: the backends of an FP4 launch that will not happen are moot)
