@@ -393,3 +393,20 @@ def test_hub_id_draft_model_path_is_could_not_tell(work, capsys, monkeypatch, tm
     rc = main(base)
     out = capsys.readouterr().out
     assert rc == 0 and "Verdict: go" in out and "[checkpoint, note] --speculative-draft-model-path foo/bar: cannot reach" in out
+
+
+def test_mtp307_location_and_unaudited_checkpoint_fp4(work, monkeypatch, tmp_path):
+    f = _facts_file(work, "loc.json", torch="2.9.1+cu130", binaries=SM120_KERNEL, memory=102_641_467_392)
+    args = dict(sglang=work / "sg", facts=f, cwd=work, environ={})
+    r = audit_launch(LS + ["--model-path", "qwen", "--speculative-algorithm", "NEXTN"], **args)
+    (m,) = [x for x in r.findings if x.rule_id == "MTP307"]
+    assert m.location.symbol == "--model-path"  # no --tp-size in the command
+    r = audit_launch(LS + ["--model-path", "qwen", "--speculative-algorithm", "NEXTN", "--tp-size", "8"], **args)
+    (m,) = [x for x in r.findings if x.rule_id == "MTP307"]
+    assert m.location.symbol == "--tp-size"
+    from hubfixture import isolate_hf
+
+    isolate_hf(monkeypatch, tmp_path, endpoint="http://127.0.0.1:9")
+    r = audit_launch(LS + ["--model-path", "nvidia/Qwen3.5-397B-A17B-NVFP4"], **args)
+    s = r.facts["launch"]["summary"]
+    assert s["checkpoint_fp4"] == "unknown (checkpoint not audited)" and s["verdict"] == "could not tell"

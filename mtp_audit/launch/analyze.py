@@ -538,7 +538,7 @@ def check_memory(ctx: Ctx) -> None:
         why = next((g["memory_missing"] for g in gpus if g["memory_missing"]), None) or "no GPU listed"
         ctx.gap(f"GPU memory unknown ({why}); the draft's {_fmt_bytes(per_gpu)} per GPU were not compared with it")
         ctx.add("MTP307", f"the draft's MTP weights take about {_fmt_bytes(per_gpu)} per GPU under --tp-size {tp} (GPU memory unknown)",
-                "--tp-size", evidence=ev, severity=Severity.INFO, remediation="")
+                _tp_symbol(ctx), evidence=ev, severity=Severity.INFO, remediation="")
         return
     mem = min(mems)
     frac = per_gpu / mem
@@ -554,8 +554,17 @@ def check_memory(ctx: Ctx) -> None:
     else:
         sev, tail = Severity.INFO, "small next to the GPU"
     ctx.add("MTP307", f"the draft's MTP weights ({dtypes}) take about {_fmt_bytes(per_gpu)} per GPU under --tp-size {tp}, "
-            f"{frac:.1%} of the {_fmt_bytes(mem)} GPU: {tail}", "--tp-size", evidence=ev, severity=sev,
+            f"{frac:.1%} of the {_fmt_bytes(mem)} GPU: {tail}", _tp_symbol(ctx), evidence=ev, severity=sev,
             remediation="" if sev == Severity.INFO else "raise --tp-size, lower --mem-fraction-static, or quantize the MTP layer")
+
+
+def _tp_symbol(ctx: Ctx) -> str:
+    """Where MTP307 points: the tensor-parallel option as written, else ``--model-path`` (the checkpoint whose
+    MTP bytes it counts) when ``--tp-size`` is not given."""
+    for o in ctx.cmd.options:
+        if ctx.cmd.flag_of(*TP) == o.flag:
+            return o.option_string
+    return "--model-path"
 
 
 def _ckpt_fp4(ck: dict[str, Any] | None) -> str | None:
@@ -727,7 +736,7 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
         r, g = ck_for(mp, "--model-path")
         if r is not None:
             reports.append(r)
-            ck = dict(r.facts.get("checkpoint") or {})
+            ck = dict(r.facts.get("checkpoint") or {}) or None  # an unreachable hub id: a report with no facts
         if g is not None:
             gaps.append(g)
     dp = cmd.get(*DRAFT)
