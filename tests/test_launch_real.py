@@ -33,7 +33,7 @@ from conftest import FIXTURES, sglang_wheel
 from mtp_audit.checkpoint.synth import write_checkpoint
 from mtp_audit.cli import main
 from mtp_audit.launch import audit_launch
-from mtp_audit.report import Severity
+from mtp_audit.report import Severity, exit_code
 
 pytestmark = pytest.mark.network
 
@@ -271,3 +271,55 @@ def test_default_backends_resolve_from_serverargs_fields(qwen, sg):
     assert "MTP212" in {f.rule_id for f in r9.findings}
     explicit9 = audit_launch(_cmd(qwen, "--fp4-gemm-backend", "flashinfer_cutlass"), sglang=sg["0.5.9"], env_dump=SM120, environ={})
     assert "MTP212" in {f.rule_id for f in explicit9.findings}
+
+
+def test_reap_without_speculative_flags_is_go_with_mtp001_as_a_warning(sg):
+    """The REAP checkpoint declares an MTP layer it does not ship (MTP001, an error of the checkpoint analyzer,
+    in BLOCKS_MTP); a command without --speculative-algorithm never loads it, so for this launch it is a warning."""
+    b200 = FIXTURES / "preflight" / "envdumps" / "sglang-18943.txt"  # 8 x B200
+    r = audit_launch(["python", "-m", "sglang.launch_server", "--model-path", str(REAP)], sglang=sg["0.5.9"], env_dump=b200, environ={})
+    (f,) = [x for x in r.findings if x.rule_id == "MTP001"]
+    assert f.severity == Severity.WARNING
+    assert f.message.startswith("config.json declares 1 MTP layer(s) (mtp_num_hidden_layers), but none of the 22,213 tensors matches mtp.*")
+    assert "the command requests no speculative decoding" in f.message
+    assert not [x for x in r.findings if x.severity >= Severity.ERROR]
+    assert r.facts["launch"]["verdict"] == "go" and exit_code(r, Severity.ERROR) == 0
+    # with NEXTN it stays an error
+    r2 = audit_launch(["python", "-m", "sglang.launch_server", "--model-path", str(REAP), "--speculative-algorithm", "NEXTN"],
+                      sglang=sg["0.5.9"], env_dump=b200, environ={})
+    assert [x.severity for x in r2.findings if x.rule_id == "MTP001"] == [Severity.ERROR]
+
+
+def test_draft_without_mtp_tensors_drops_only_the_draft_path(qwen, sg):
+    """NEXTN with the REAP folder (0 mtp.* tensors) as the draft, on a target with 1,553 MTP tensors of its own: the
+    corrected command keeps speculative decoding and drops only --speculative-draft-model-path."""
+    b200 = FIXTURES / "preflight" / "envdumps" / "sglang-18943.txt"
+    cmd = ["python", "-m", "sglang.launch_server", "--model-path", str(qwen), "--speculative-algorithm", "NEXTN",
+           "--speculative-draft-model-path", str(REAP), "--tp-size", "8"]
+    r = audit_launch(cmd, sglang=sg["0.5.9"], env_dump=b200, environ={})
+    (f,) = [x for x in r.findings if x.rule_id == "MTP304"]
+    assert f.remediation.startswith(f"drop --speculative-draft-model-path {REAP}: the target {qwen} has 1,553 MTP tensors of its own")
+    fixed = r.facts["launch"]["corrected_command"]
+    assert fixed == f"python -m sglang.launch_server --model-path {qwen} --speculative-algorithm NEXTN --tp-size 8"
+    again = audit_launch(fixed.split(), sglang=sg["0.5.9"], env_dump=b200, environ={})
+    assert "MTP304" not in _ids(again) and again.facts["launch"]["draft"]["mtp_tensors"] == 1553
+
+
+def test_sglang_serve_positional_model_path(qwen, sg):
+    """``sglang serve MODEL``: 0.5.23's serve.py:62 ``_normalize_positional_model_path`` turns a first argument without
+    ``-`` into ``--model-path MODEL`` (first in 0.5.16); 0.5.9 has no such step, so argparse rejects it and the
+    corrected command writes ``--model-path`` in front of it."""
+    b200 = FIXTURES / "preflight" / "envdumps" / "sglang-18943.txt"
+    cmd = ["sglang", "serve", str(qwen), "--tp-size", "8", "--moe-runner-backed", "flashinfer_cutlass"]
+    r23 = audit_launch(cmd, sglang=sg["0.5.23"], env_dump=b200, environ={})
+    (f,) = [x for x in r23.findings if x.rule_id == "MTP300"]
+    assert f.message.endswith("unrecognized arguments: --moe-runner-backed flashinfer_cutlass")
+    assert r23.facts["launch"]["command"]["options"][0] == {"flag": "--model-path", "typed": str(qwen), "option_string": "--model-path",
+                                                            "value": str(qwen)}
+    assert r23.facts["launch"]["summary"]["mtp_weights"].startswith("1,553 MTP tensors in the checkpoint")
+    assert r23.facts["launch"]["corrected_command"] == f"sglang serve {qwen} --tp-size 8 --moe-runner-backend flashinfer_cutlass"
+    r9 = audit_launch(cmd, sglang=sg["0.5.9"], env_dump=b200, environ={})
+    msgs = sorted(x.message.split(": ", 1)[1] for x in r9.findings if x.rule_id == "MTP300")
+    assert msgs == ["the following arguments are required: --model-path/--model",
+                    "unrecognized arguments: --moe-runner-backed flashinfer_cutlass", f"unrecognized arguments: {qwen}"]
+    assert r9.facts["launch"]["corrected_command"] == f"sglang serve --model-path {qwen} --tp-size 8 --moe-runner-backend flashinfer_cutlass"

@@ -291,7 +291,9 @@ def test_missing_model_path_and_unknown_flag_fix(work):
         "SGLang 0.5.9 rejects the command (the server will not start): the following arguments are required: --model-path/--model",
         "SGLang 0.5.9 rejects the command (the server will not start): unrecognized arguments: --tp-sise 2",
     ]
-    assert r.facts["launch"]["corrected_command"] == "python -m sglang.launch_server --tp-size 2 --speculative-algorithm NEXTN"
+    # no flag fix supplies the model: no corrected command rather than one that still lacks --model-path
+    assert r.facts["launch"]["corrected_command"] is None
+    assert r.facts["launch"]["summary"]["corrected_command"] == "no command-line fix known"
 
 
 def test_output_is_deterministic(work):
@@ -350,3 +352,61 @@ def test_fix_for_a_defaulted_backend_adds_the_flag(work):
     assert lf["verdict"] == "go"
     assert lf["corrected_command"] == "python -m sglang.launch_server --model-path qwen --fp4-gemm-backend flashinfer_cudnn"
     assert "MTP305" in {x.rule_id for x in r.findings}  # 1,553 MTP tensors, no speculative flag
+
+
+def test_corrected_command_after_misspelt_flags_fixes_their_values_once(work):
+    # --moe-runner-backed / --fp4-gemm-backed are not flags of the example tree (0.5.9 shape): argparse rejects them.
+    # Spelled right, flashinfer_trtllm is still wrong on SM120 for both; the corrected command must replace the
+    # values in place (each flag once) and auditing it again must leave no error a flag could fix.
+    f = _facts_file(work, "misspelt.json", torch="2.9.1+cu130", binaries=SM120_KERNEL)
+    args = dict(sglang=work / "sg", facts=f, cwd=work, environ={})
+    r = audit_launch(LS + ["--model-path", "qwen", "--moe-runner-backed", "flashinfer_trtllm", "--fp4-gemm-backed", "flashinfer_trtllm"], **args)
+    fixed = r.facts["launch"]["corrected_command"]
+    toks = fixed.split()
+    assert toks[:5] == LS + ["--model-path", "qwen"]
+    assert toks.count("--moe-runner-backend") == 1 and toks.count("--fp4-gemm-backend") == 1
+    assert "--moe-runner-backed" not in toks and "flashinfer_trtllm" not in toks
+    assert toks[toks.index("--fp4-gemm-backend") + 1] == "flashinfer_cudnn"
+    again = audit_launch(toks, **args)
+    assert again.facts["launch"]["corrected_command"] is None
+    assert not [x for x in again.findings if x.severity >= Severity.ERROR and x.rule_id.startswith(("MTP3", "MTP2"))
+                and x.remediation and x.remediation.startswith("--")]
+    assert again.facts["launch"]["verdict"] == "go"
+
+
+def test_hub_id_draft_model_path_is_could_not_tell(work, capsys, monkeypatch, tmp_path):
+    """A hub id as --speculative-draft-model-path that cannot be audited leaves the draft unknown: "could not tell"
+    (exit 3), not go; without a speculative algorithm the draft is never loaded and the gap does not block."""
+    from hubfixture import isolate_hf
+
+    isolate_hf(monkeypatch, tmp_path, endpoint="http://127.0.0.1:9")  # nothing listens on port 9
+    monkeypatch.chdir(work)
+    f = _facts_file(work, "hubdraft.json", torch="2.9.1+cu130", binaries=SM120_KERNEL)
+    base = ["launch", "--sglang", "sg", "--facts", str(f), "--", *LS, "--model-path", "qwen", "--moe-runner-backend", "flashinfer_cutlass",
+            "--fp4-gemm-backend", "flashinfer_cudnn", "--speculative-draft-model-path", "foo/bar"]
+    rc = main([*base, "--speculative-algorithm", "NEXTN", "--tp-size", "8"])
+    out = capsys.readouterr().out
+    assert rc == 3
+    assert "[checkpoint, blocking] --speculative-draft-model-path foo/bar: cannot reach http://127.0.0.1:9" in out
+    assert "Draft architecture: unknown (draft checkpoint not audited)." in out
+    assert "Verdict: could not tell (1 blocking gap(s): --speculative-draft-model-path foo/bar: cannot reach" in out
+    rc = main(base)
+    out = capsys.readouterr().out
+    assert rc == 0 and "Verdict: go" in out and "[checkpoint, note] --speculative-draft-model-path foo/bar: cannot reach" in out
+
+
+def test_mtp307_location_and_unaudited_checkpoint_fp4(work, monkeypatch, tmp_path):
+    f = _facts_file(work, "loc.json", torch="2.9.1+cu130", binaries=SM120_KERNEL, memory=102_641_467_392)
+    args = dict(sglang=work / "sg", facts=f, cwd=work, environ={})
+    r = audit_launch(LS + ["--model-path", "qwen", "--speculative-algorithm", "NEXTN"], **args)
+    (m,) = [x for x in r.findings if x.rule_id == "MTP307"]
+    assert m.location.symbol == "--model-path"  # no --tp-size in the command
+    r = audit_launch(LS + ["--model-path", "qwen", "--speculative-algorithm", "NEXTN", "--tp-size", "8"], **args)
+    (m,) = [x for x in r.findings if x.rule_id == "MTP307"]
+    assert m.location.symbol == "--tp-size"
+    from hubfixture import isolate_hf
+
+    isolate_hf(monkeypatch, tmp_path, endpoint="http://127.0.0.1:9")
+    r = audit_launch(LS + ["--model-path", "nvidia/Qwen3.5-397B-A17B-NVFP4"], **args)
+    s = r.facts["launch"]["summary"]
+    assert s["checkpoint_fp4"] == "unknown (checkpoint not audited)" and s["verdict"] == "could not tell"

@@ -112,6 +112,9 @@ class Ctx:
     algo_remap: dict[str, Any] | None = None
     algo_conditional: list[dict[str, Any]] = field(default_factory=list)
     draft: dict[str, Any] = field(default_factory=dict)
+    #: the spelling-corrected command (misspelt flags, abbreviations, choice case fixed) and the ctx and
+    #: findings of its own evaluation; ``None`` when the command has no spelling fix (see :func:`evaluate_launch`)
+    respelled: tuple[list[str], "Ctx", list[Finding]] | None = None
 
     def add(self, rule_id: str, message: str, symbol: str, *, evidence: Sequence[Evidence] = (),
             remediation: str | None = None, severity: Severity | None = None) -> None:
@@ -451,6 +454,12 @@ def check_mtp_weights(ctx: Ctx) -> None:
             return
         if n == 0:
             declared = s.get("mtp_layers_declared") or 0
+            # a separate draft without MTP tensors while the target ships its own: drafting from the target fixes it
+            # (SGLang's draft path defaults to --model-path, configs/model_config.py), no need to drop speculative decoding
+            own = ((ctx.ck or {}).get("summary") or {}).get("mtp_tensors") or 0
+            separate = ctx.draft_path is not None and not ctx.draft_is_target and ctx.ck is not None
+            own_fix = (f"drop --speculative-draft-model-path {ctx.draft_path}: the target {ctx.model_path} has {own:,} MTP tensors of "
+                       "its own, which SGLang drafts with when no draft path is given (the corrected command does)") if separate and own else None
             ctx.add("MTP304", f"--speculative-algorithm {ctx.algo_requested} (runs as {ctx.algo_runs_as}) loads its draft from "
                     f"{d.get('path')} ({d.get('path_source')}), which has no MTP tensors"
                     + (f" although config.json declares {declared} MTP layer(s)" if declared else "")
@@ -458,9 +467,12 @@ def check_mtp_weights(ctx: Ctx) -> None:
                     "--speculative-algorithm",
                     evidence=[Evidence("draft checkpoint", str(d.get("path"))), Evidence("MTP tensors", "0"),
                               Evidence("architecture", str(d.get("architecture")))],
-                    remediation="drop the --speculative-* options (the corrected command does), or use a checkpoint that ships its mtp.* / "
-                                "NextN weights")
-            ctx.drop_prefixes = ctx.drop_prefixes + ("--speculative-",)
+                    remediation=own_fix or ("drop the --speculative-* options (the corrected command does), or use a checkpoint that ships "
+                                            "its mtp.* / NextN weights"))
+            if own_fix:
+                ctx.fixes[ctx.cmd.flag_of(*DRAFT) or DRAFT[0]] = None
+            else:
+                ctx.drop_prefixes = ctx.drop_prefixes + ("--speculative-",)
     if ctx.algo_requested is None and ctx.ck is not None:
         s = ctx.ck.get("summary") or {}
         n = s.get("mtp_tensors") or 0
@@ -526,7 +538,7 @@ def check_memory(ctx: Ctx) -> None:
         why = next((g["memory_missing"] for g in gpus if g["memory_missing"]), None) or "no GPU listed"
         ctx.gap(f"GPU memory unknown ({why}); the draft's {_fmt_bytes(per_gpu)} per GPU were not compared with it")
         ctx.add("MTP307", f"the draft's MTP weights take about {_fmt_bytes(per_gpu)} per GPU under --tp-size {tp} (GPU memory unknown)",
-                "--tp-size", evidence=ev, severity=Severity.INFO, remediation="")
+                _tp_symbol(ctx), evidence=ev, severity=Severity.INFO, remediation="")
         return
     mem = min(mems)
     frac = per_gpu / mem
@@ -542,8 +554,17 @@ def check_memory(ctx: Ctx) -> None:
     else:
         sev, tail = Severity.INFO, "small next to the GPU"
     ctx.add("MTP307", f"the draft's MTP weights ({dtypes}) take about {_fmt_bytes(per_gpu)} per GPU under --tp-size {tp}, "
-            f"{frac:.1%} of the {_fmt_bytes(mem)} GPU: {tail}", "--tp-size", evidence=ev, severity=sev,
+            f"{frac:.1%} of the {_fmt_bytes(mem)} GPU: {tail}", _tp_symbol(ctx), evidence=ev, severity=sev,
             remediation="" if sev == Severity.INFO else "raise --tp-size, lower --mem-fraction-static, or quantize the MTP layer")
+
+
+def _tp_symbol(ctx: Ctx) -> str:
+    """Where MTP307 points: the tensor-parallel option as written, else ``--model-path`` (the checkpoint whose
+    MTP bytes it counts) when ``--tp-size`` is not given."""
+    for o in ctx.cmd.options:
+        if ctx.cmd.flag_of(*TP) == o.flag:
+            return o.option_string
+    return "--model-path"
 
 
 def _ckpt_fp4(ck: dict[str, Any] | None) -> str | None:
@@ -687,10 +708,12 @@ class Evaluation:
 
 def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Gap | None, machine: Machine,
                     env: Mapping[str, str] | None, environ: Mapping[str, str] | None, cwd: Path,
-                    checkpoints: dict[str, tuple[Report | None, Gap | None]]) -> Evaluation:
+                    checkpoints: dict[str, tuple[Report | None, Gap | None]], _depth: int = 0) -> Evaluation:
     """Parse, audit and cross-check ``argv`` against one SGLang (``sg_report``).
 
-    ``checkpoints`` caches checkpoint audits by path text across versions (diff mode).
+    ``checkpoints`` caches checkpoint audits by path text across versions (diff mode). When the command
+    has spelling fixes (misspelt flags, abbreviations, choice case), the spelling-corrected command is
+    evaluated as well (at most two levels deep) and its value fixes make up the corrected command.
     """
     from mtp_audit.launch.outcome import build_outcome
     from mtp_audit.preflight import preflight
@@ -713,19 +736,21 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
         r, g = ck_for(mp, "--model-path")
         if r is not None:
             reports.append(r)
-            ck = dict(r.facts.get("checkpoint") or {})
+            ck = dict(r.facts.get("checkpoint") or {}) or None  # an unreachable hub id: a report with no facts
         if g is not None:
             gaps.append(g)
     dp = cmd.get(*DRAFT)
     dp = dp if isinstance(dp, str) else None
     same = dp is not None and mp is not None and (dp == mp or (cwd / dp).resolve() == (cwd / mp).resolve())
     draft_ck = None
+    draft_gaps: list[Gap] = []
     if dp is not None and not same:
         r, g = ck_for(dp, "--speculative-draft-model-path")
         if r is not None:
-            draft_ck = dict(r.facts.get("checkpoint") or {})
+            draft_ck = dict(r.facts.get("checkpoint") or {}) or None  # an unreachable hub id: a report with no facts
+            draft_gaps += list(r.gaps)
         if g is not None:
-            gaps.append(g)
+            draft_gaps.append(g)
     pf_report = preflight(env_dumps=list(machine.env_dumps), facts_file=machine.facts_file, facts=machine.facts,
                           launch=normalized_argv(cmd), cwd=cwd, sglang_facts=sg, use_sglang_analyzer=False)
     reports.append(pf_report)
@@ -739,13 +764,58 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
     if any(o.flag == "--config" for o in cmd.options):
         ctx.gap("--config FILE: the options inside the config file were not read")
     resolve_algorithm(ctx)
+    if ctx.algo_requested is None and ck is not None:
+        reports = [_mtp_errors_as_warnings(r) if r.targets and r.targets[0].analyzer == "checkpoint" else r for r in reports]
     resolve_draft(ctx)
+    if dp is not None and not same:
+        # the draft's gaps decide the answer only when the algorithm loads a draft (docs/launch.md: a hub repo id
+        # with no local folder is "could not tell"); a draft path without a draft algorithm is never read
+        uses = bool(ctx.draft.get("uses_draft"))
+        ctx.gaps += [Gap(g.analyzer, g.message if g.message.startswith("--speculative-draft-model-path") else
+                         f"--speculative-draft-model-path {dp}: {g.message}", g.path, g.blocking and uses) for g in draft_gaps]
+        if uses and draft_ck is None and not any(g.blocking for g in draft_gaps):
+            ctx.gap(f"--speculative-draft-model-path {dp}: the draft checkpoint was not audited; its architecture and MTP "
+                    "weights are unknown", blocking=True)
     for check in CHECKS:
         check(ctx)
     all_findings = [f for r in reports for f in r.findings] + ctx.findings
     all_gaps = [g for r in reports for g in r.gaps] + ctx.gaps
+    if _depth < 2 and cmd.parsed_with != "heuristic":
+        # a misspelt flag hides its value from every check (the preflight resolves the backend as if the flag were
+        # absent): evaluate the spelling-corrected command too, and take its value fixes for the corrected command
+        spelled = rebuild(cmd, {})
+        if spelled != list(cmd.argv):
+            try:
+                sub = evaluate_launch(spelled, sg_report=sg_report, sg_gap=sg_gap, machine=machine, env=env, environ=environ,
+                                      cwd=cwd, checkpoints=checkpoints, _depth=_depth + 1)
+            except InputError:
+                sub = None
+            if sub is not None:
+                sub_findings = [f for r in sub.reports for f in r.findings] + sub.ctx.findings
+                ctx.respelled = (spelled, sub.ctx, sub_findings)
     outcome = build_outcome(ctx, all_findings, all_gaps)
     return Evaluation(ctx, reports, outcome)
+
+
+def _mtp_errors_as_warnings(report: Report) -> Report:
+    """The checkpoint report with its errors that only stop MTP (``mtp_audit.checkpoint.rules.BLOCKS_MTP``: the
+    findings that make ``facts.engine.sglang.usable`` false) turned into warnings, for a launch that requests
+    no speculative decoding: SGLang then skips the MTP weights, so they cannot break this launch. The finding
+    is kept, its message says why it is a warning here."""
+    import dataclasses
+
+    from mtp_audit.checkpoint import rules as checkpoint_rules
+
+    blocks = checkpoint_rules.BLOCKS_MTP
+    out = []
+    for f in report.findings:
+        if f.rule_id in blocks and f.severity >= Severity.ERROR:
+            f = dataclasses.replace(f, severity=Severity.WARNING,
+                                    message=f.message + " (a warning for this launch, not an error: the command requests no "
+                                    "speculative decoding, so SGLang does not load the MTP weights; fix it before adding "
+                                    "--speculative-algorithm)")
+        out.append(f)
+    return dataclasses.replace(report, findings=tuple(out))
 
 
 def flag_fixes(ctx: Ctx, findings: Sequence[Finding]) -> dict[str, str | None]:
@@ -772,7 +842,27 @@ def flag_fixes(ctx: Ctx, findings: Sequence[Finding]) -> dict[str, str | None]:
 
 
 def corrected_command(ctx: Ctx, findings: Sequence[Finding]) -> tuple[str | None, list[str]]:
-    """``(the corrected command line, flags changed)``, or ``(None, [])`` when no flag fix is known."""
+    """``(the corrected command line, flags changed)``, or ``(None, [])`` when no flag fix is known.
+
+    With a spelling-corrected command (``ctx.respelled``) the value fixes come from that command's own
+    evaluation, so a misspelt flag's value is checked and replaced in place, never added a second time.
+    """
+    toks, changed = corrected_tokens(ctx, findings)
+    return (shell_join(toks), changed) if toks is not None else (None, [])
+
+
+def corrected_tokens(ctx: Ctx, findings: Sequence[Finding]) -> tuple[list[str] | None, list[str]]:
+    """:func:`corrected_command` as tokens (``None`` when no fix is known, or when a required argument such as
+    ``--model-path`` is missing: no flag fix can supply the model)."""
+    spelling = {p.token for p in ctx.cmd.problems if p.fix is not None}
+    if ctx.respelled is not None:
+        spelled, sub_ctx, sub_findings = ctx.respelled
+        if any(p.kind == "required" for p in sub_ctx.cmd.problems):
+            return None, []
+        sub_toks, sub_changed = corrected_tokens(sub_ctx, sub_findings)
+        return (sub_toks if sub_toks is not None else spelled), sorted(set(sub_changed) | spelling)
+    if any(p.kind == "required" for p in ctx.cmd.problems):
+        return None, []
     fixes = flag_fixes(ctx, findings)
     # a flag the command does not give (its default or 'auto' resolved to the bad value) is added
     # (not when --quantization is being dropped: the backends of an FP4 launch that will not happen are moot)
@@ -783,9 +873,8 @@ def corrected_command(ctx: Ctx, findings: Sequence[Finding]) -> tuple[str | None
     toks = rebuild(ctx.cmd, fixes, add=add, drop_prefixes=ctx.drop_prefixes)
     if toks == list(ctx.cmd.argv):
         return None, []
-    changed = sorted(set(fixes) | set(add) | {p.token for p in ctx.cmd.problems if p.fix is not None}
-                     | ({f"{p}*" for p in ctx.drop_prefixes}))
-    return shell_join(toks), changed
+    changed = sorted(set(fixes) | set(add) | spelling | ({f"{p}*" for p in ctx.drop_prefixes}))
+    return toks, changed
 
 
 __all__ = ["ANALYZER", "Ctx", "Evaluation", "Machine", "evaluate_launch", "corrected_command", "normalized_argv",

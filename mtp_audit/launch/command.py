@@ -238,8 +238,36 @@ def parse_command(argv: list[str] | tuple[str, ...], sglang_facts: dict[str, Any
     cmd.names = names
     spec = dict(args)
     spec["--help"] = {"action": "help", "choices": None, "nargs": None, "type": None, "aliases": ["-h"]}
-    _parse_argparse(cmd, toks, start, names, spec, allow_abbrev)
+    first = start
+    if entry == ENTRY_SERVE and start < len(toks) and not toks[start].startswith("-") and serve_takes_positional_model(sglang_facts):
+        # ``sglang serve MODEL ...``: serve.py's _normalize_positional_model_path rewrites it to --model-path MODEL
+        mflag = names.get("--model-path") or names.get("--model")
+        if mflag is not None:
+            cmd.options.append(Option(start, toks[start], mflag, "--model-path" if "--model-path" in names else "--model", toks[start], 0))
+            first = start + 1
+    _parse_argparse(cmd, toks, start, names, spec, allow_abbrev, first=first)
     return cmd
+
+
+#: First SGLang release whose ``sglang/cli/serve.py`` has ``_normalize_positional_model_path`` ("Allow
+#: ``sglang serve <model>``": a first argument not starting with ``-`` becomes ``--model-path``). Checked by
+#: hand in the wheels: 0.5.15 has no such function; 0.5.16 (serve.py:49), 0.5.18 (serve.py:55), 0.5.20 and 0.5.23
+#: (serve.py:62) have it.
+SERVE_POSITIONAL_MODEL_SINCE = "0.5.16"
+
+
+def serve_takes_positional_model(sglang_facts: dict[str, Any] | None) -> bool:
+    """Whether ``sglang serve MODEL`` is accepted by this SGLang: the sglang facts' ``serve_positional_model_path``
+    when the analyzer records it, else the version (>= :data:`SERVE_POSITIONAL_MODEL_SINCE`); ``False`` when unknown."""
+    facts = sglang_facts or {}
+    if isinstance(facts.get("serve_positional_model_path"), bool):
+        return facts["serve_positional_model_path"]
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(str(facts.get("version"))) >= Version(SERVE_POSITIONAL_MODEL_SINCE)
+    except InvalidVersion:
+        return False
 
 
 def _classify(tok: str, names: dict[str, str], allow_abbrev: bool, after_dashdash: bool) -> str:
@@ -264,8 +292,9 @@ def _prefix_matches(tok: str, names: dict[str, str]) -> list[str]:
     return sorted(o for o in names if o.startswith("--") and o.startswith(prefix))
 
 
-def _parse_argparse(cmd: LaunchCommand, toks: list[str], start: int, names: dict[str, str], spec: dict[str, Any], allow_abbrev: bool) -> None:
-    i = start
+def _parse_argparse(cmd: LaunchCommand, toks: list[str], start: int, names: dict[str, str], spec: dict[str, Any], allow_abbrev: bool,
+                    first: int | None = None) -> None:
+    i = start if first is None else first
     dashdash = False
     pattern = []
     for k, t in enumerate(toks):
@@ -277,7 +306,7 @@ def _parse_argparse(cmd: LaunchCommand, toks: list[str], start: int, names: dict
             dashdash = True
             continue
         pattern.append(_classify(t, names, allow_abbrev, dashdash))
-    seen: set[str] = set()
+    seen: set[str] = {o.flag for o in cmd.options}
     while i < len(toks):
         tok = toks[i]
         kind = pattern[i]
@@ -285,7 +314,12 @@ def _parse_argparse(cmd: LaunchCommand, toks: list[str], start: int, names: dict
             i += 1
             continue
         if kind == "A":
-            cmd.problems.append(Problem("positional", i, tok, f"unrecognized arguments: {tok}", ()))
+            fix: tuple[str, ...] = ()
+            if cmd.entry == ENTRY_SERVE and i == start and "--model-path" in names \
+                    and not any(t in ("--model-path", "--model") or t.startswith(("--model-path=", "--model=")) for t in toks[i:]):
+                # ``sglang serve MODEL`` on a version without serve.py's _normalize_positional_model_path
+                fix = ("--model-path", tok)
+            cmd.problems.append(Problem("positional", i, tok, f"unrecognized arguments: {tok}", fix))
             i += 1
             continue
         explicit: str | None = None
@@ -438,7 +472,8 @@ def rebuild(cmd: LaunchCommand, replace: dict[str, str | None], add: dict[str, s
         drop_prefixes: option strings whose options are removed entirely (e.g. ``"--speculative-"``).
 
     Problems with a known fix (abbreviations, misspelt flags, choice case) are corrected too; a
-    problem without a fix leaves its tokens as they are.
+    problem without a fix leaves its tokens as they are. A replaced flag given more than once is written
+    once, at its last occurrence (the one argparse keeps).
     """
     toks = list(cmd.argv)
     out: list[str] = []
@@ -447,6 +482,7 @@ def rebuild(cmd: LaunchCommand, replace: dict[str, str | None], add: dict[str, s
     entry_fix = next((p for p in cmd.problems if p.kind == "entry-point" and p.fix), None)
     skip_until = -1
     present = set()
+    last_at = {o.flag: o.index for o in cmd.options}
     for i, t in enumerate(toks):
         if i < skip_until:
             continue
@@ -461,6 +497,9 @@ def rebuild(cmd: LaunchCommand, replace: dict[str, str | None], add: dict[str, s
         if opt is not None:
             present.add(opt.flag)
             end = i + 1 + opt.consumed
+            if opt.flag in replace and last_at.get(opt.flag) != i:
+                skip_until = end  # an earlier occurrence of a replaced flag: the value is written once, at the last one
+                continue
             if opt.flag in replace or any(opt.option_string.startswith(p) for p in drop_prefixes):
                 new = replace.get(opt.flag)
                 if opt.flag in replace and new is not None:
@@ -485,6 +524,7 @@ def rebuild(cmd: LaunchCommand, replace: dict[str, str | None], add: dict[str, s
             out += list(p.fix or ())
             continue
         if p is not None and p.kind in ("help", "positional"):
+            out += list(p.fix or ())
             continue
         out.append(t)
     for o, v in (add or {}).items():

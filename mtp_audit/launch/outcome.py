@@ -28,7 +28,7 @@ def verdict(findings: Sequence[Finding], gaps: Sequence[Gap]) -> str:
     return GO
 
 
-def _backend(pf: dict[str, Any], key: str, fp4: str | None) -> str:
+def _backend(pf: dict[str, Any], key: str, fp4: str | None, audited: bool = True) -> str:
     r = (pf.get("resolved") or {}).get(key)
     if r and r.get("value"):
         how = r.get("how")
@@ -36,6 +36,8 @@ def _backend(pf: dict[str, Any], key: str, fp4: str | None) -> str:
         return f"{r['value']} ({how}" + (f"; {src}" if how != "explicit" and src else "") + ")"
     if r:
         return f"unknown ({r.get('source')})"
+    if not fp4 and not audited:
+        return "unknown (the checkpoint was not audited)"
     if not fp4:
         return "not used (the checkpoint is not FP4)"
     return "not resolved (GPU capability unknown or below 10.0; see the preflight facts)"
@@ -108,8 +110,9 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
         gpu_line = f"{len(gpus)} x " + ", ".join(names)
     else:
         gpu_line = "none seen"
-    fp4_gemm = _backend(pf, "fp4_gemm_backend", fp4)
-    moe = _backend(pf, "moe_runner_backend", fp4)
+    fp4_gemm = _backend(pf, "fp4_gemm_backend", fp4, ctx.ck is not None)
+    moe = _backend(pf, "moe_runner_backend", fp4, ctx.ck is not None)
+    fp4_ckpt = fp4 or ("no" if ctx.ck is not None else "unknown (checkpoint not audited)")
     fp4_verdict = (pf.get("summary") or {}).get("verdict")
 
     errors = [f for f in findings if f.severity >= Severity.ERROR]
@@ -123,7 +126,7 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
         "draft_model": draft_model,
         "draft_architecture": draft_arch,
         "mtp_weights": mtp_line,
-        "checkpoint_fp4": fp4 or "no",
+        "checkpoint_fp4": fp4_ckpt,
         "gpus": gpu_line,
         "fp4_gemm_backend": fp4_gemm,
         "moe_runner_backend": moe,
@@ -162,7 +165,7 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
         f"Draft architecture: {draft_arch}.",
         f"MTP weights: {mtp_line}.",
         f"GPUs: {gpu_line}; native FP4: {fp4_verdict or 'unknown'}.",
-        f"FP4 checkpoint: {fp4 or 'no'}; FP4 GEMM backend: {fp4_gemm}; MoE runner backend: {moe}.",
+        f"FP4 checkpoint: {fp4_ckpt}; FP4 GEMM backend: {fp4_gemm}; MoE runner backend: {moe}.",
     ]
     if v == FIX_FIRST:
         lines.append(f"Verdict: fix first ({len(errors)} error(s): " + "; ".join(sorted({f.rule_id for f in errors})) + ").")
@@ -201,7 +204,7 @@ def _fixed_by(f: Finding, changed: list[str], ctx: Any) -> bool:
     if f.rule_id in ("MTP300", "MTP301"):
         return any(p.fix is not None for p in ctx.cmd.problems)
     if f.rule_id == "MTP304":
-        return bool(ctx.drop_prefixes)
+        return bool(ctx.drop_prefixes) or any(ctx.cmd.flag_of(o) in changed for o in ("--speculative-draft-model-path", "--speculative-draft-model"))
     for c in changed:
         if c.rstrip("*") and (f.remediation or "").split(" (")[0].find(c.rstrip("*")) >= 0:
             return True
