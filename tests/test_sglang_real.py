@@ -4,31 +4,20 @@ unpacked wheel (see docs/sglang.md "Verified facts")."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import sglang_wheel
 
 from mtp_audit.sglang import audit_sglang, diff_sglang
 
-CACHE = Path(os.environ.get("MTP_AUDIT_TEST_CACHE", os.path.expanduser("~/.cache/mtp-audit-tests"))) / "sglang-wheels"
 VERSIONS = ["0.4.0", "0.4.3", "0.4.6", "0.5.4", "0.5.9", "0.5.12", "0.5.15", "0.5.18", "0.5.20", "0.5.23"]
 
 pytestmark = pytest.mark.network
 
 
 def _wheel(version: str) -> Path:
-    found = sorted(CACHE.glob(f"sglang-{version}-*.whl"))
-    if found:
-        return found[0]
-    CACHE.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", f"sglang=={version}", "-d", str(CACHE)],
-                          capture_output=True, text=True, timeout=300)
-    found = sorted(CACHE.glob(f"sglang-{version}-*.whl"))
-    if proc.returncode != 0 or not found:
-        pytest.skip(f"cannot download sglang {version}: {proc.stderr.strip()[-200:]}")
-    return found[0]
+    return sglang_wheel(version)
 
 
 @pytest.fixture(scope="session")
