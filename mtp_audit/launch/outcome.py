@@ -39,7 +39,7 @@ def _backend(pf: dict[str, Any], key: str, fp4: str | None, audited: bool = True
     if not fp4 and not audited:
         return "unknown (the checkpoint was not audited)"
     if not fp4:
-        return "not used (the checkpoint is not FP4)"
+        return "not checked (the checkpoint is not FP4; only FP4 backends are checked)"
     return "not resolved (GPU capability unknown or below 10.0; see the preflight facts)"
 
 
