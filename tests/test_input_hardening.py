@@ -146,3 +146,14 @@ def test_usage_errors_are_one_line() -> None:
     assert proc.stderr.count("\n") == 1
     assert proc.stderr.startswith("mtp-audit: error: Invalid value for '--fail-on': 'bogus' is not one of")
     assert proc.stderr.endswith("(see 'mtp-audit checkpoint --help')\n")
+
+
+def test_own_report_is_not_an_env_dump(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    rep = tmp_path / "rep.txt"
+    assert main(["preflight", "--facts", str(FIXTURES / "preflight" / "h200-live-facts.json"), "-o", str(rep)]) == 1
+    capsys.readouterr()
+    assert main(["preflight", "--env-dump", str(rep)]) == 2
+    assert capsys.readouterr().err == (
+        f"mtp-audit: error: {rep}: is an mtp-audit report, not an environment dump "
+        "(pass the output of 'python3 -m sglang.check_env' or 'nvidia-smi')\n"
+    )

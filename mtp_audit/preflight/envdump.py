@@ -97,6 +97,9 @@ def parse_dump(text: str, *, display: str = "dump") -> MachineFacts:
         InputError: no known format found (the message lists what is accepted).
     """
     text = text.replace("\r\n", "\n")
+    head = text.lstrip()[:200]
+    if head.startswith(("mtp-audit ", "# mtp-audit report")) or ('"schema_version"' in text[:4096] and '"mtp-audit"' in text):
+        raise InputError(display, "is an mtp-audit report, not an environment dump (pass the output of 'python3 -m sglang.check_env' or 'nvidia-smi')")
     formats = detect_formats(text)
     if not formats:
         raise InputError(
