@@ -156,9 +156,13 @@ class Rule:
             for title, group in (("Flagged", bad[:1]), ("Not flagged", good[:1])):
                 for ex in group:
                     lines.append(f"{title}: {ex.note}" if ex.note else f"{title}:")
-                    for rel, text in ex.shown_files().items():
-                        shown = text if len(text) <= 1200 else text[:1200] + "\n... (truncated)"
+                    shown_files = ex.shown_files()
+                    for rel, text in list(shown_files.items())[:2]:
+                        shown = text if len(text) <= 800 else text[:800] + "\n... (truncated)"
                         lines += ["", f"`{rel}`:", "```", shown.rstrip("\n"), "```"]
+                    if len(shown_files) > 2:
+                        rest = list(shown_files)[2:]
+                        lines += ["", f"(and {len(rest)} more file(s): {', '.join(rest)})"]
                     if ex.args:
                         lines += ["", "arguments: `" + " ".join(ex.args) + "`"]
                     lines.append("")
