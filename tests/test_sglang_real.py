@@ -129,6 +129,9 @@ def test_0523_declare_resolution_alias_and_from_string(reports):
     assert alias["members"] == ["NEXTN"] and alias["to"] == "EAGLE"
     assert alias["function"] == "SpeculativeAlgorithm.from_string"
     assert alias["location"] == "sglang/srt/speculative/spec_info.py:61"
+    # `_RESERVED_ALIASES = frozenset({"NEXTN"})`, checked with `unzip -p ... spec_registry.py | sed -n 183p`
+    assert alias["defined"] == "sglang/srt/speculative/spec_registry.py:183"
+    assert reports["0.5.20"].facts["sglang"]["aliases"][0]["defined"] == "sglang/srt/speculative/spec_registry.py:194"
     assert any(r["shape"] == "enum-alias-lookup" and r["to"] == ["EAGLE"] for r in nx)
     assert f["cli_arguments"]["--fp4-gemm-backend"]["location"] == "sglang/srt/arg_groups/fields/exec_.py:282"  # the field line; cli_name="--fp4-gemm-backend" is on 286
     assert f["preflight_choices"]["--fp4-gemm-backend"] == [

@@ -147,6 +147,25 @@ class _Consts:
                 return self.resolve_name(other, attr, depth + 1)
         return None
 
+    def locate_name(self, rel: str, name: str, depth: int = 0) -> str | None:
+        """``path:line`` where module-level constant ``name`` (as seen from file ``rel``) is defined,
+        following ``from x import name`` across the tree; ``None`` when not found."""
+        if depth > 6:
+            return None
+        r = self._file(rel)
+        if r is None:
+            return None
+        c = r.get("consts", {}).get(name)
+        if c is not None and c.get("line"):
+            return _loc(rel, c["line"])
+        target = r.get("imports", {}).get(name)
+        if target:
+            mod, _, attr = target.rpartition(".")
+            other = self.by_module.get(mod)
+            if other:
+                return self.locate_name(other, attr, depth + 1)
+        return None
+
     def resolve_expr(self, rel: str, expr: str | None, depth: int = 0) -> list[str] | None:
         if expr is None:
             return None
@@ -296,7 +315,9 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
                 if members is None:
                     gaps.append(Gap(ANALYZER, f"{rel}:{a['line']}: alias set {a['set_name']} not statically resolvable", path=rel, blocking=argument == SPEC_ARG))
                     continue
-                aliases.append({"set": a["set_name"], "members": members, "to": a["to"], "location": _loc(rel, a["line"]), "function": f"{owner}.{fn['name']}" if owner else fn["name"]})
+                aliases.append({"set": a["set_name"], "members": members, "to": a["to"], "location": _loc(rel, a["line"]),
+                                "defined": consts.locate_name(rel, a["set_name"].split(".")[-1]),
+                                "function": f"{owner}.{fn['name']}" if owner else fn["name"]})
                 for m in members:
                     add({"argument": argument, "from": m, "to": [a["to"]], "condition": a["condition"], "logged": False,
                          "location": _loc(rel, a["line"]), "test_location": _loc(rel, a["test_line"]) if a["test_line"] else None,

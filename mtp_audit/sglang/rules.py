@@ -295,6 +295,9 @@ def evaluate(facts: dict[str, Any]) -> list[Finding]:
         for o in others:
             label = "alias lookup that also accepts it" if o["shape"] == "enum-alias-lookup" else "also rewritten at"
             ev.append(Evidence(label, o.get("via") or o["shape"], _loc(o["location"])))
+        for a in facts.get("aliases", []):
+            if "NEXTN" in a.get("members", []) and a.get("defined") and list(to) == [a.get("to")]:
+                ev.append(Evidence("reserved alias set", f"{a['set']} = {{{', '.join(a['members'])}}}", _loc(a["defined"])))
         ev += [Evidence("draft default", f"{d['kind']}: {d['value']}", _loc(d["location"])) for d in facts["draft_model_path_fills"]][:2]
         logged = any(x["logged"] for x in rs)
         how = "the rewrite is logged" if logged else "the rewrite is silent (no log line)"

@@ -30,7 +30,7 @@ import textwrap
 from typing import Any
 
 #: Bump when the extraction changes, so cached results are recomputed.
-SCAN_VERSION = 8
+SCAN_VERSION = 9
 
 # --- pre-filter --------------------------------------------------------------------------------
 
