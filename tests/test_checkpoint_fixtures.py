@@ -57,6 +57,8 @@ def test_deepseek_v3_header_facts(deepseek, deepseek_report):
     assert f["mtp"]["tensors_per_layer"] == {"model.layers.61": 1564}
     assert f["shards"]["bytes"] == 688_574_839_360
     assert f["index"]["total_size"] == 1_369_062_772_000
+    # 777 MTP linears = 256 experts x 3 + 3 shared-expert + 5 MLA projections + eh_proj; only eh_proj is BF16
+    assert "stored mixed (1 BF16, 776 FP8 linear modules), 15,424,227,552 bytes." in "\n".join(f["closing"]["lines"])
 
 
 def test_deepseek_v3_dtype_counts_from_headers(deepseek):

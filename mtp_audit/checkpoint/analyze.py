@@ -749,7 +749,7 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
     }
     return {
         "summary": summary,
-        "closing": _closing(summary, decl, usable, sorted(set(blocking)), facts),
+        "closing": _closing(summary, decl, usable, sorted(set(blocking)), facts, mtp_counts),
         "mode": facts.mode,
         "source": facts.source,
         "config": None
@@ -810,7 +810,8 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
     }
 
 
-def _closing(summary: dict[str, Any], decl: Any, usable: bool | None, blocking: list[str], facts: CheckpointFacts) -> dict[str, Any]:
+def _closing(summary: dict[str, Any], decl: Any, usable: bool | None, blocking: list[str], facts: CheckpointFacts,
+             mtp_counts: Mapping[str, int]) -> dict[str, Any]:
     """The plain-words answer printed at the end of text/Markdown reports: what the checkpoint
     declares and holds, and whether SGLang will use the MTP heads (``--speculative-algorithm NEXTN``,
     an alias that runs SGLang's EAGLE worker with the target checkpoint as its own draft model;
@@ -826,7 +827,10 @@ def _closing(summary: dict[str, Any], decl: Any, usable: bool | None, blocking: 
         if summary.get("mtp_tensors"):
             nbytes = summary.get("mtp_bytes")
             est = " (estimated)" if summary.get("mtp_bytes_estimated") else ""
-            found += f", stored {summary.get('mtp_format')}" + (f", {nbytes:,} bytes{est}" if isinstance(nbytes, int) else "")
+            fmt = summary.get("mtp_format")
+            if fmt == "mixed" and mtp_counts:
+                fmt = "mixed (" + ", ".join(f"{n:,} {k}" for k, n in sorted(mtp_counts.items())) + " linear modules)"
+            found += f", stored {fmt}" + (f", {nbytes:,} bytes{est}" if isinstance(nbytes, int) else "")
         lines.append(found + ".")
     else:
         lines.append("Found: not inspectable (no index and no shards).")
