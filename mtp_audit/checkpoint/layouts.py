@@ -99,7 +99,8 @@ _DEEPSEEK_MTP = (
     "mlp.shared_experts.up_proj.weight",
     "mlp.shared_experts.down_proj.weight",
 )
-_QWEN_MOE_MTP_LAYER = (
+#: Attention and norms of a Qwen3-Next / Qwen3.5 MTP decoder layer (shared by the MoE and dense rows).
+_QWEN_MTP_ATTN = (
     "self_attn.q_proj.weight",
     "self_attn.k_proj.weight",
     "self_attn.v_proj.weight",
@@ -108,6 +109,9 @@ _QWEN_MOE_MTP_LAYER = (
     "self_attn.k_norm.weight",
     "input_layernorm.weight",
     "post_attention_layernorm.weight",
+)
+_QWEN_MOE_MTP_LAYER = (
+    *_QWEN_MTP_ATTN,
     "mlp.gate.weight",
     "mlp.shared_expert.gate_proj.weight",
     "mlp.shared_expert.up_proj.weight",
@@ -118,14 +122,7 @@ _QWEN_MOE_MTP_LAYER = (
     "mlp.experts.{E}.down_proj.weight",
 )
 _QWEN_DENSE_MTP_LAYER = (
-    "self_attn.q_proj.weight",
-    "self_attn.k_proj.weight",
-    "self_attn.v_proj.weight",
-    "self_attn.o_proj.weight",
-    "self_attn.q_norm.weight",
-    "self_attn.k_norm.weight",
-    "input_layernorm.weight",
-    "post_attention_layernorm.weight",
+    *_QWEN_MTP_ATTN,
     "mlp.gate_proj.weight",
     "mlp.up_proj.weight",
     "mlp.down_proj.weight",
