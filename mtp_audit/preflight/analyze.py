@@ -403,19 +403,33 @@ def known_bad_text(fi: Version | None, row: dict[str, Any]) -> str:
     return f"flashinfer {fi} is in the known-bad range {row['flashinfer']}: {row['reason']} ({row['source']})"
 
 
-def check_gemm_backend(ctx: Context) -> None:
-    """MTP210 trtllm, MTP211 cute-dsl, MTP212 flashinfer_cutlass on SM12x, MTP213/214 cuDNN."""
+def _resolve_fp4_backend(ctx: Context, flag: str, matrix_key: str, result_key: str, label: str) -> tuple[Any, ...] | None:
+    """Shared start of the FP4 backend checks: GPU 0's capability (None below SM100 or without FP4
+    intent), the backend ``flag`` resolves to (:func:`effective_backend`, recorded in
+    ``ctx.resolved[result_key]``; a gap when unknown), GPU 0's facts and the base evidence.
+
+    Returns ``(cc, gpu, backend, how, source, evidence)`` or ``None`` when there is nothing to check.
+    """
     cc = ctx.cc0
     if cc is None or not ctx.fp4_intent or cc[0] < 10:
-        return
-    backend, how, src = effective_backend(ctx, "--fp4-gemm-backend", "fp4_gemm_backend")
-    ctx.resolved["fp4_gemm_backend"] = {"value": backend, "how": how, "source": src}
+        return None
+    backend, how, src = effective_backend(ctx, flag, matrix_key)
+    ctx.resolved[result_key] = {"value": backend, "how": how, "source": src}
     if backend is None:
-        ctx.gap(f"effective --fp4-gemm-backend unknown ({src})")
-        return
+        ctx.gap(f"effective {flag} unknown ({src})")
+        return None
     g = next(x for x in ctx.gpus if x.cc == cc)
+    evs = [Evidence(label, f"{backend} ({how}; {src})"), ev("compute capability", g.compute_capability)]
+    return cc, g, backend, how, src, evs
+
+
+def check_gemm_backend(ctx: Context) -> None:
+    """MTP210 trtllm, MTP211 cute-dsl, MTP212 flashinfer_cutlass on SM12x, MTP213/214 cuDNN."""
+    resolved = _resolve_fp4_backend(ctx, "--fp4-gemm-backend", "fp4_gemm_backend", "fp4_gemm_backend", "fp4 gemm backend")
+    if resolved is None:
+        return
+    cc, g, backend, how, src, evs = resolved
     label = f"--fp4-gemm-backend {backend}" + ("" if how == "explicit" else f" (SGLang {ctx.sglang} '{how}' resolves to it on {sm_name(cc)})")
-    evs = [Evidence("fp4 gemm backend", f"{backend} ({how}; {src})"), ev("compute capability", g.compute_capability)]
     sm = cc[0] * 10 + cc[1]
     fi = ctx.flashinfer
     if backend == "flashinfer_trtllm" and cc[0] != 10:
@@ -473,16 +487,10 @@ def _check_cudnn(ctx: Context, g: GpuFacts, cc: tuple[int, int], evs: list[Evide
 def check_moe_backend(ctx: Context) -> None:
     """MTP215 SM100-only MoE backends, MTP216 'auto'->TRTLLM on 0.5.10-0.5.12, MTP217 cutlass+NVFP4,
     MTP219 old flashinfer CUTLASS MoE on SM12x, MTP220 TRTLLM MoE NaN flashinfer range."""
-    cc = ctx.cc0
-    if cc is None or not ctx.fp4_intent or cc[0] < 10:
+    resolved = _resolve_fp4_backend(ctx, "--moe-runner-backend", "moe_runner_backend_nvfp4", "moe_runner_backend", "moe runner backend")
+    if resolved is None:
         return
-    backend, how, src = effective_backend(ctx, "--moe-runner-backend", "moe_runner_backend_nvfp4")
-    ctx.resolved["moe_runner_backend"] = {"value": backend, "how": how, "source": src}
-    if backend is None:
-        ctx.gap(f"effective --moe-runner-backend unknown ({src})")
-        return
-    g = next(x for x in ctx.gpus if x.cc == cc)
-    evs = [Evidence("moe runner backend", f"{backend} ({how}; {src})"), ev("compute capability", g.compute_capability)]
+    cc, g, backend, how, src, evs = resolved
     sg = ctx.sglang
     fi = ctx.flashinfer
     sm100_only = mx.load()["sglang"]["sm100_only_moe_backends"]
