@@ -228,8 +228,8 @@ def audit_model(path_text: str, cwd: Path, flag: str) -> tuple[Report | None, Ga
     """Checkpoint audit of ``--model-path`` / ``--speculative-draft-model-path`` as SGLang would
     resolve it: a local path (relative to ``cwd``), else a Hugging Face repo id.
 
-    A hub id is audited through ``mtp_audit.checkpoint.audit_checkpoint`` when its hub source is
-    installed (``mtp_audit.checkpoint.hub``); otherwise it is a blocking gap.
+    A hub id is audited through ``mtp_audit.checkpoint.audit_checkpoint`` (metadata over HTTP range
+    reads, or the HF cache); an unreachable hub gives an inconclusive checkpoint report.
 
     Raises:
         InputError: a path that does not exist and is not a repo id, or that is not a checkpoint.
@@ -240,12 +240,7 @@ def audit_model(path_text: str, cwd: Path, flag: str) -> tuple[Report | None, Ga
     full = p if p.is_absolute() else cwd / p
     if os.path.lexists(full):
         return audit_checkpoint(full), None
-    if _is_hub_id(path_text):
-        import importlib.util
-
-        if importlib.util.find_spec("mtp_audit.checkpoint.hub") is None:
-            return None, Gap(ANALYZER, f"{flag} {path_text} is a Hugging Face repo id and no local folder; the checkpoint was not "
-                                       "audited (download its config.json, index and hf_quant_config.json and pass the folder)", None, True)
+    if _is_hub_id(path_text):  # read from the hub (or its cache); unreachable -> an inconclusive report
         return audit_checkpoint(path_text), None
     raise InputError(f"{flag} {path_text}", "no such file or folder")
 
