@@ -25,6 +25,7 @@ EXIT_INTERNAL = 4
 COMMANDS: dict[str, str] = {
     "checkpoint": "mtp_audit.checkpoint.cli:checkpoint",
     "sglang": "mtp_audit.sglang.cli:sglang",
+    "vllm": "mtp_audit.engines.vllm.cli:vllm",
     "preflight": "mtp_audit.preflight.cli:preflight",
     "compare": "mtp_audit.checkpoint.compare_cli:compare",
     "launch": "mtp_audit.launch.cli:launch",

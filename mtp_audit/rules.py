@@ -21,13 +21,15 @@ if TYPE_CHECKING:
     from mtp_audit.report import Report
 
 #: Analyzer name -> module holding its ``RULES`` tuple and ``run_example(root, example)`` function.
-#: Rule id ranges: MTP000-049 checkpoint, MTP050-059 compare, MTP1xx sglang, MTP2xx preflight, MTP3xx launch cross-checks.
+#: Rule id ranges: MTP000-049 checkpoint, MTP050-059 compare, MTP1xx sglang, MTP2xx preflight, MTP3xx launch cross-checks,
+#: MTP4xx vllm.
 ANALYZER_RULE_MODULES: dict[str, str] = {
     "checkpoint": "mtp_audit.checkpoint.rules",
     "compare": "mtp_audit.checkpoint.compare_rules",
     "sglang": "mtp_audit.sglang.rules",
     "preflight": "mtp_audit.preflight.rules",
     "launch": "mtp_audit.launch.rules",
+    "vllm": "mtp_audit.engines.vllm.rules",
 }
 
 ID_RANGES: dict[str, range] = {
@@ -36,6 +38,7 @@ ID_RANGES: dict[str, range] = {
     "sglang": range(100, 200),
     "preflight": range(200, 300),
     "launch": range(300, 400),
+    "vllm": range(400, 500),
 }
 
 #: Where a rule's fact comes from. "bug report" rules say so in their doc (issue 4 asks for it).
@@ -221,4 +224,7 @@ def run_rule_example(rule: Rule, example: Example, root: Path) -> Report:
     """
     example.materialize(root)
     module = importlib.import_module(ANALYZER_RULE_MODULES[rule.analyzer])
-    return module.run_example(root, example)
+    runner = getattr(module, "run_example", None)
+    if runner is None:  # rules modules that hold declarations only keep it in a sibling examples.py
+        runner = importlib.import_module(module.__name__.rsplit(".", 1)[0] + ".examples").run_example
+    return runner(root, example)

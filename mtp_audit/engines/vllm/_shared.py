@@ -1,0 +1,25 @@
+"""The one place the vLLM analyzer imports shared mtp-audit helpers from.
+
+Main is moving to ``mtp_audit/sources/`` (bounded reads, opening trees), ``mtp_audit/report/`` and
+``mtp_audit/engines/code/``; when that layout lands only this module needs repointing.
+"""
+
+from __future__ import annotations
+
+from mtp_audit.errors import InputError
+from mtp_audit.fsutil import read_bytes_bounded, read_json_bounded
+from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
+from mtp_audit.rules import Example, Rule
+from mtp_audit.sglang.cache import cache_dir as _sglang_cache_dir
+from mtp_audit.sglang.cache import load as cache_load
+from mtp_audit.sglang.cache import store as cache_store
+
+__all__ = ["InputError", "read_bytes_bounded", "read_json_bounded", "Evidence", "Finding", "Gap", "Location",
+           "Report", "Severity", "Example", "Rule", "cache_folder", "cache_load", "cache_store"]
+
+
+def cache_folder(version: int):  # type: ignore[no-untyped-def]
+    """``<mtp-audit cache>/vllm-scan-v<version>`` (same base folder and ``MTP_AUDIT_CACHE_DIR`` rules as
+    the sglang cache), or ``None`` when caching is disabled."""
+    base = _sglang_cache_dir()
+    return None if base is None else base.parent / f"vllm-scan-v{version}"
