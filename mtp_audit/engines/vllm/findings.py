@@ -71,7 +71,7 @@ def evaluate(facts: dict[str, Any]) -> list[Finding]:
     chains = facts.get("draft_chains", [])
     if chains:
         shown = [c for c in chains if not c["value"].endswith("_mtp")][:6]
-        ev = [Evidence(f"{c['key']} {c['value']}", f"-> {c['model_type'] or '(model_type kept)'} / {', '.join(c['architectures'] or ['(architectures kept)'])}"
+        ev = [Evidence(f"{c['key']} {c['value']}", f"{c['model_type'] or '(model_type kept)'} / {', '.join(c['architectures'] or ['(architectures kept)'])}"
                        + (" (conditional)" if c["conditional"] else "") + (" (dynamic)" if c["dynamic"] else ""), loc(c["arch_location"] or c["location"]))
               for c in shown]
         link = ((facts.get("override") or {}).get("link") or {})

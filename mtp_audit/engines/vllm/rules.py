@@ -297,7 +297,7 @@ RULES: tuple[Rule, ...] = (
         ),
     ),
     Rule(
-        id="MTP403", name="draft-defaults-to-target", analyzer="vllm", severity=Severity.INFO,
+        id="MTP403", name="vllm-draft-defaults-to-target", analyzer="vllm", severity=Severity.INFO,
         summary="Without a draft model vLLM uses the target checkpoint as the draft and copies its quantization",
         what="Finds `self.model = self.target_model_config.model` (0.33.0: `model_weights or model`) and "
              "`self.quantization = self.target_model_config.quantization` in SpeculativeConfig.__post_init__ with their guards "
@@ -477,7 +477,7 @@ RULES: tuple[Rule, ...] = (
         ),
     ),
     Rule(
-        id="MTP423", name="mtp-class-removed", analyzer="vllm", severity=Severity.WARNING,
+        id="MTP423", name="vllm-mtp-class-removed", analyzer="vllm", severity=Severity.WARNING,
         summary="An upgrade removed an MTP model class or a draft-architecture chain",
         what="Compares the registry's MTP classes and the draft chains (key -> architectures) of two versions.",
         why="Without the class (or the rewrite to it) the target's MTP head can no longer be used as the draft.",
