@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 #: Rule id ranges: MTP000-049 checkpoint, MTP050-059 compare, MTP1xx sglang, MTP2xx preflight, MTP3xx launch cross-checks.
 ANALYZER_RULE_MODULES: dict[str, str] = {
     "checkpoint": "mtp_audit.checkpoint.rules",
-    "compare": "mtp_audit.checkpoint.compare_rules",
-    "sglang": "mtp_audit.sglang.rules",
+    "compare": "mtp_audit.compare.rules",
+    "sglang": "mtp_audit.engines.sglang.rules",
     "preflight": "mtp_audit.preflight.rules",
     "launch": "mtp_audit.launch.rules",
 }
