@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mtp_audit.checkpoint import audit_checkpoint
-from mtp_audit.checkpoint.source import LocalSource, ReadProblem, ShardHeader
+from mtp_audit.sources.local import LocalSource, ReadProblem, ShardHeader
 from mtp_audit.errors import InputError
 from mtp_audit.report import Report
 

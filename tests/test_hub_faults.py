@@ -9,8 +9,8 @@ import time
 import pytest
 from hubfixture import TOKEN, FakeHub, FakeRepo, Fault, build_mimo, header_length, isolate_hf, write_tree
 
-from mtp_audit.checkpoint.hub import open_hub_source, parse_spec, shard_header_from_prefix
-from mtp_audit.checkpoint.source import LocalSource, ReadProblem
+from mtp_audit.sources.hub import open_hub_source, parse_spec, shard_header_from_prefix
+from mtp_audit.sources.local import LocalSource, ReadProblem
 from mtp_audit.errors import InputError
 
 MIMO = "XiaomiMiMo/MiMo-7B-Base"

@@ -146,10 +146,10 @@ def test_sglang_analyzer_facts_are_used(tmp_path, monkeypatch):
             "--fp4-gemm-backend": {"choices": ["auto", "flashinfer_cutlass"], "default": "auto", "location": "python/sglang/srt/server_args.py:123"}},
             "remaps": [], "auto_resolutions": []})
 
-    mod = types.ModuleType("mtp_audit.sglang")
+    mod = types.ModuleType("mtp_audit.engines.sglang")
     mod.audit_sglang = audit_sglang
-    mod.__spec__ = ModuleSpec("mtp_audit.sglang", None)
-    monkeypatch.setitem(sys.modules, "mtp_audit.sglang", mod)
+    mod.__spec__ = ModuleSpec("mtp_audit.engines.sglang", None)
+    monkeypatch.setitem(sys.modules, "mtp_audit.engines.sglang", mod)
     monkeypatch.setattr("mtp_audit.preflight.launch.installed_sglang_root", lambda: tmp_path)
     facts = MachineFacts.from_dict(json.loads(facts_json(torch="2.11.0+cu130", sglang="0.5.11")))
     facts = MachineFacts(**{**facts.__dict__, "origin": "live"})

@@ -34,7 +34,7 @@ from mtp_audit.checkpoint.config import (
     parse_quantization_config,
 )
 from mtp_audit.checkpoint.layouts import EXPERT_RE, STACKED_EXPERT_RE, classify, expected_names
-from mtp_audit.checkpoint.source import CheckpointSource, ReadProblem, ShardHeader, TensorInfo
+from mtp_audit.sources.local import CheckpointSource, ReadProblem, ShardHeader, TensorInfo
 from mtp_audit.checkpoint.tensors import (
     PARAM_SUFFIXES,
     is_linear_leaf,
@@ -49,7 +49,7 @@ from mtp_audit.checkpoint.tensors import (
     vector_len,
 )
 from mtp_audit.errors import InputError
-from mtp_audit.fsutil import contained_relpath
+from mtp_audit.sources.bounded import contained_relpath
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report
 
 ANALYZER = "checkpoint"

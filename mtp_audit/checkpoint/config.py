@@ -1,6 +1,6 @@
 """Reading ``config.json`` and the quantization configs of a checkpoint into plain facts.
 
-Pure functions over already-parsed JSON (the :class:`~mtp_audit.checkpoint.source.CheckpointSource`
+Pure functions over already-parsed JSON (the :class:`~mtp_audit.sources.local.CheckpointSource`
 does the reading). Sources: ``../shared/research/checkpoint_formats.md`` §1 (declaration dialects,
 ``text_config``) and §4 (quantization formats and their exclusion lists).
 """

@@ -1,6 +1,6 @@
 """``mtp-audit launch``: run the three analyzers on one SGLang launch command and cross-check them.
 
-Inputs flow through the analyzers' public functions only: :func:`mtp_audit.sglang.audit_sglang`
+Inputs flow through the analyzers' public functions only: :func:`mtp_audit.engines.sglang.audit_sglang`
 (flag table, remaps, draft-architecture overrides, EntryClass registry, env vars),
 :func:`mtp_audit.checkpoint.audit_checkpoint` (architecture, MTP tensors, their dtype and bytes,
 quantization) and :func:`mtp_audit.preflight.preflight` (GPUs, capability, memory, effective FP4
@@ -209,7 +209,7 @@ def audit_sglang_target(target: str | Path | None) -> tuple[Report | None, Gap |
     Raises:
         InputError: an explicit target that cannot be opened (not SGLang, corrupt wheel).
     """
-    from mtp_audit.sglang import audit_sglang
+    from mtp_audit.engines.sglang import audit_sglang
 
     if target is None:
         try:

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from mtp_audit.report import Report, Severity
-from mtp_audit.rules import Example, Rule
+from mtp_audit.report.rules import Example, Rule
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 

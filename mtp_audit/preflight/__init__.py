@@ -25,7 +25,7 @@ def load_facts_file(path: Path):  # -> MachineFacts
         InputError: unreadable, not JSON, or not a facts document.
     """
     from mtp_audit.errors import InputError
-    from mtp_audit.fsutil import read_json_bounded
+    from mtp_audit.sources.bounded import read_json_bounded
     from mtp_audit.preflight.facts import MachineFacts
 
     data = read_json_bounded(path, limit=64 * 1024 * 1024, display=str(path))
@@ -84,9 +84,9 @@ def preflight(
         import_torch: import torch (in a child process) for its arch list.
         timeout: seconds allowed per external command (nvidia-smi, nvcc).
         cwd: folder that relative paths in ``launch`` (``--model-path``) are resolved against.
-        use_sglang_analyzer: ask ``mtp_audit.sglang.audit_sglang`` for flag semantics when available.
+        use_sglang_analyzer: ask ``mtp_audit.engines.sglang.audit_sglang`` for flag semantics when available.
         probe_result: a recorded :class:`~mtp_audit.preflight.probe.ProbeResult` to evaluate (rule examples, replays).
-        sglang_facts: ``report.facts["sglang"]`` of :func:`mtp_audit.sglang.audit_sglang` on the SGLang the launch
+        sglang_facts: ``report.facts["sglang"]`` of :func:`mtp_audit.engines.sglang.audit_sglang` on the SGLang the launch
             will run (a wheel, checkout or folder, not necessarily installed here). When given, it is used for the
             flag semantics and the SGLang version whatever the machine source (live, dump or facts file), and the
             installed sglang is not looked up. ``mtp-audit launch`` passes it (added for issue 6).

@@ -211,7 +211,7 @@ def collect_torch() -> tuple[Fact, Fact]:
         return Fact.absent(f"torch not locatable: {exc}"), Fact.absent("torch not locatable")
     if spec is None or not spec.submodule_search_locations:
         return Fact.absent("torch not installed"), Fact.absent("torch not installed")
-    from mtp_audit.fsutil import read_bytes_bounded
+    from mtp_audit.sources.bounded import read_bytes_bounded
     from mtp_audit.errors import InputError
 
     path = Path(list(spec.submodule_search_locations)[0]) / "version.py"

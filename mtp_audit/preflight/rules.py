@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.report import Report, Severity
-from mtp_audit.rules import Example, Rule
+from mtp_audit.report.rules import Example, Rule
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 RES = "../shared/research/blackwell_fp4.md"

@@ -1,4 +1,4 @@
-"""``run_example(root, example)`` for the rule registry (:func:`mtp_audit.rules.run_rule_example`)."""
+"""``run_example(root, example)`` for the rule registry (:func:`mtp_audit.report.rules.run_rule_example`)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from mtp_audit.clikit import emit, output_options
+from mtp_audit.cli.kit import emit, output_options
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -34,7 +34,7 @@ def preflight(env_dumps: tuple[Path, ...], facts_file: Path | None, save_facts: 
     """
     import json
 
-    from mtp_audit.clikit import write_atomic
+    from mtp_audit.cli.kit import write_atomic
     from mtp_audit.errors import InputError
     from mtp_audit.preflight import preflight as run
 

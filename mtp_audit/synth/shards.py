@@ -27,7 +27,7 @@ tensor-to-shard mapping).
 
 Usage::
 
-    from mtp_audit.checkpoint.synth import write_checkpoint
+    from mtp_audit.synth.shards import write_checkpoint
     write_checkpoint(tmp_path, json.load(open("fixtures/checkpoint/deepseek-ai--DeepSeek-V3/spec.json")))
 """
 
@@ -40,7 +40,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mtp_audit.checkpoint.source import tensor_nbytes
+from mtp_audit.sources.local import tensor_nbytes
 
 Tensor = tuple[str, str, tuple[int, ...]]
 
@@ -168,12 +168,12 @@ def write_checkpoint(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m mtp_audit.checkpoint.synth SPEC.json OUT_DIR [--metadata-only] [--copy FILE...]``:
+    """``python -m mtp_audit.synth.shards SPEC.json OUT_DIR [--metadata-only] [--copy FILE...]``:
     materialise a fixture spec (for benchmarks and manual runs)."""
     import argparse
     import shutil
 
-    ap = argparse.ArgumentParser(prog="python -m mtp_audit.checkpoint.synth", description=main.__doc__)
+    ap = argparse.ArgumentParser(prog="python -m mtp_audit.synth.shards", description=main.__doc__)
     ap.add_argument("spec", type=Path)
     ap.add_argument("out", type=Path)
     ap.add_argument("--metadata-only", action="store_true", help="write the index only, no shards")

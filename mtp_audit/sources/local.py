@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.errors import InputError
-from mtp_audit.fsutil import MAX_JSON_BYTES, NotRegularFile, contained_relpath, open_regular, read_json_bounded
+from mtp_audit.sources.bounded import MAX_JSON_BYTES, NotRegularFile, contained_relpath, open_regular, read_json_bounded
 
 #: Bits per element for every safetensors dtype, copied from safetensors' Rust
 #: ``safetensors/src/tensor.rs`` ``Dtype::bitsize()`` (see ../shared/research/aesthetics.md §5).
@@ -317,7 +317,7 @@ class LocalSource(CheckpointSource):
         return tuple(sorted(out))
 
     def read_json(self, rel: str) -> Any:
-        """See :meth:`CheckpointSource.read_json` (limit :data:`mtp_audit.fsutil.MAX_JSON_BYTES`)."""
+        """See :meth:`CheckpointSource.read_json` (limit :data:`mtp_audit.sources.bounded.MAX_JSON_BYTES`)."""
         path = self._path(rel)
         try:
             return read_json_bounded(path, limit=MAX_JSON_BYTES, display=rel)

@@ -31,7 +31,7 @@ import struct
 import tempfile
 from pathlib import Path
 
-from mtp_audit.fsutil import MAX_JSON_BYTES
+from mtp_audit.sources.bounded import MAX_JSON_BYTES
 
 #: Environment variable that overrides the cache root (tests point it at a temporary folder).
 CACHE_ENV = "MTP_AUDIT_CACHE_DIR"

@@ -23,14 +23,14 @@ EXIT_INTERNAL = 4
 
 #: Command name -> "module:attribute" of its click command; imported only when used or listed.
 COMMANDS: dict[str, str] = {
-    "checkpoint": "mtp_audit.checkpoint.cli:checkpoint",
-    "sglang": "mtp_audit.sglang.cli:sglang",
-    "vllm": "mtp_audit.engines.vllm.cli:vllm",
-    "preflight": "mtp_audit.preflight.cli:preflight",
-    "compare": "mtp_audit.checkpoint.compare_cli:compare",
-    "launch": "mtp_audit.launch.cli:launch",
-    "rules": "mtp_audit.rulecli:rules",
-    "explain": "mtp_audit.rulecli:explain",
+    "checkpoint": "mtp_audit.cli.checkpoint:checkpoint",
+    "sglang": "mtp_audit.cli.sglang:sglang",
+    "vllm": "mtp_audit.cli.vllm:vllm",
+    "preflight": "mtp_audit.cli.preflight:preflight",
+    "compare": "mtp_audit.cli.compare:compare",
+    "launch": "mtp_audit.cli.launch:launch",
+    "rules": "mtp_audit.cli.rules:rules",
+    "explain": "mtp_audit.cli.rules:explain",
 }
 
 

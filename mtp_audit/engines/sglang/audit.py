@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.report import Evidence, Gap, Location, Report
-from mtp_audit.sglang import cache
-from mtp_audit.sglang.scan import scan_file, wants_server_pass
-from mtp_audit.sglang.target import SourceTree, open_target
+from mtp_audit.engines.code import cache
+from mtp_audit.engines.sglang.scan import scan_file, wants_server_pass
+from mtp_audit.sources.tree import SourceTree, open_target
 
 ANALYZER = "sglang"
 SPEC_ARG = "speculative_algorithm"
@@ -53,7 +53,7 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
     results: dict[str, dict[str, Any]] = {}
     jobs: list[tuple[str, bytes, bool, str]] = []
     stats = {"files": len(tree.files), "parsed": 0, "cached": 0, "bytes": 0}
-    from mtp_audit.sglang.scan import _ENTRY_HINT, scan_env
+    from mtp_audit.engines.sglang.scan import _ENTRY_HINT, scan_env
 
     for rel in sorted(tree.files):
         data = tree.read(rel)
@@ -236,7 +236,7 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
                                   "declares (no conclusion about speculative decoding is drawn)", path=server_args["path"], blocking=True))
 
     # CLI arguments
-    from mtp_audit.sglang.diff import is_relevant
+    from mtp_audit.engines.sglang.diff import is_relevant
 
     unresolved: list[dict[str, Any]] = []
     cli: dict[str, dict[str, Any]] = {}
@@ -527,7 +527,7 @@ def _link_call(rel: str, site: dict[str, Any], funcs: dict[str, list[tuple[str, 
 
 def audit_tree(tree: SourceTree) -> Report:
     """Audit an opened tree and build the :class:`~mtp_audit.report.Report` (findings from rules)."""
-    from mtp_audit.sglang.rules import evaluate
+    from mtp_audit.engines.sglang.rules import evaluate
 
     folder = cache.cache_dir()
     tkey = "tree-" + tree.fingerprint()
@@ -544,7 +544,7 @@ def audit_tree(tree: SourceTree) -> Report:
                                  g.message.startswith(f"{u['location']}: choices of {u['flag']} ") for g in gaps)))
         cache.store(folder, tkey, {"facts": facts, "gaps": [g.__dict__ for g in gaps]})
     findings = evaluate(facts)
-    from mtp_audit.sglang.rules import RULES
+    from mtp_audit.engines.sglang.rules import RULES
 
     name = tree.display if tree.version is None else f"{tree.display} (sglang {tree.version})"
     return Report.build(ANALYZER, name, findings=findings, gaps=gaps, facts=facts, rule_ids=[r.id for r in RULES if r.id < "MTP110"])

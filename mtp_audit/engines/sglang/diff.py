@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from mtp_audit.report import Evidence, Finding, Gap, Report, Severity
-from mtp_audit.sglang.rules import BY_ID, _loc
+from mtp_audit.engines.sglang.rules import BY_ID, _loc
 
 
 def _facts(report: Report | dict[str, Any]) -> dict[str, Any]:
@@ -211,6 +211,6 @@ def diff_sglang(old_report: Report | dict[str, Any], new_report: Report | dict[s
     summary["changes"] = len(findings)
     facts["summary"] = summary
     name = f"{old.get('version') or 'old'} -> {new.get('version') or 'new'}"
-    from mtp_audit.sglang.rules import RULES
+    from mtp_audit.engines.sglang.rules import RULES
 
     return Report.build("sglang", name, findings=base_findings + findings, gaps=gaps, facts=facts, rule_ids=[r.id for r in RULES])

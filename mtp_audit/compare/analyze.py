@@ -5,7 +5,7 @@ Each side is audited with the checkpoint analyzer's public API (:func:`mtp_audit
 local folder or hub id), and the comparison reads only the PUBLIC facts of the two reports,
 ``report.facts["checkpoint"]`` (the keys are listed in ``docs/hub.md`` "Facts compare reads"), never
 the analyzer's internals. What it reports (rules MTP050-MTP054 in
-:mod:`mtp_audit.checkpoint.compare_rules`):
+:mod:`mtp_audit.compare.rules`):
 
 - MTP050: every MTP tensor dropped, and whether ``config.json`` still declares them (the repack failure
   of ``../shared/research/checkpoint_formats.md`` §7.1: vLLM PR #35548, Model-Optimizer #750,
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
 
 if TYPE_CHECKING:
-    from mtp_audit.checkpoint.source import CheckpointSource
+    from mtp_audit.sources.local import CheckpointSource
 
 ANALYZER = "compare"
 
@@ -170,7 +170,7 @@ def compare_facts(base: Mapping[str, Any], derived: Mapping[str, Any], *, base_n
         ``(findings, facts)``: findings of rules MTP050-MTP054 and the ``facts["compare"]`` document.
         The caller has already checked :data:`REQUIRED_FACTS` and that both sides list tensors.
     """
-    from mtp_audit.checkpoint import compare_rules as R
+    from mtp_audit.compare import rules as R
 
     findings: list[Finding] = []
     b_n = _get(base, "mtp", "tensors", default=0) or 0
@@ -366,7 +366,7 @@ def compare_reports(base: Report, derived: Report) -> Report:
     Gaps: each side's blocking gaps, prefixed; a missing fact (an analyzer version whose facts lack a
     key of :data:`REQUIRED_FACTS`) or a side whose tensors are unknown blocks the comparison.
     """
-    from mtp_audit.checkpoint import compare_rules as R
+    from mtp_audit.compare import rules as R
 
     base_name = base.targets[0].name if base.targets else "base"
     derived_name = derived.targets[0].name if derived.targets else "derived"
@@ -409,15 +409,15 @@ def compare_checkpoints(
     jobs: int | None = None,
 ) -> Report:
     """Audit ``base`` and ``derived`` (each a local path, a hub id ``org/name[@rev]`` or a
-    :class:`~mtp_audit.checkpoint.source.CheckpointSource`) with :func:`mtp_audit.checkpoint.audit_checkpoint`
+    :class:`~mtp_audit.sources.local.CheckpointSource`) with :func:`mtp_audit.checkpoint.audit_checkpoint`
     and compare their facts.
 
     Raises:
         InputError: either side cannot be audited at all (see ``audit_checkpoint`` and
-            :func:`mtp_audit.checkpoint.hub.audit_source_for`).
+            :func:`mtp_audit.sources.hub.audit_source_for`).
     """
     from mtp_audit.checkpoint import audit_checkpoint  # type: ignore[attr-defined]
-    from mtp_audit.checkpoint.hub import hub_settings
+    from mtp_audit.sources.hub import hub_settings
 
     with hub_settings(offline=offline, jobs=jobs):
         base_report = audit_checkpoint(base)

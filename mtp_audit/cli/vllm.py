@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from mtp_audit.clikit import emit, output_options
+from mtp_audit.cli.kit import emit, output_options
 
 
 @click.command("vllm")

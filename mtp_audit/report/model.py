@@ -1,7 +1,7 @@
 """The one report model shared by every analyzer: findings, gaps, facts and the verdict.
 
 No I/O here. Analyzers build a :class:`Report`; :mod:`mtp_audit.formats` renders it;
-:mod:`mtp_audit.cli` turns it into an exit code.
+:mod:`mtp_audit.cli.main` turns it into an exit code.
 
 Design follows ``../shared/research/aesthetics.md`` part B2 (pip-audit frozen dataclasses,
 modelscan's split of findings from what could not be examined).

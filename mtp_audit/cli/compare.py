@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from mtp_audit.checkpoint.hubopts import hub_options
-from mtp_audit.clikit import emit, output_options
+from mtp_audit.cli.hubopts import hub_options
+from mtp_audit.cli.kit import emit, output_options
 
 
 @click.command()
@@ -29,7 +29,7 @@ def compare(base: str, derived: str, offline: bool, jobs: int, fmt: str, output:
     Exit codes: 0 ok, 1 findings at or above --fail-on, 2 input error, 3 inconclusive (a side could not
     be inspected).
     """
-    from mtp_audit.checkpoint.compare import compare_checkpoints
+    from mtp_audit.compare.analyze import compare_checkpoints
 
     report = compare_checkpoints(base, derived, offline=offline, jobs=jobs)
     return emit(report, fmt, output, fail_on)

@@ -12,7 +12,7 @@ import click
 @click.option("--format", "-f", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 def rules(analyzer: str | None, fmt: str) -> int:
     """List every rule: id, severity, analyzer, name and one-line summary."""
-    from mtp_audit.rules import all_rules
+    from mtp_audit.report.rules import all_rules
 
     selected = [r for r in all_rules() if analyzer is None or r.analyzer == analyzer]
     if fmt == "json":
@@ -44,7 +44,7 @@ def rules(analyzer: str | None, fmt: str) -> int:
 def explain(rule_id: str) -> int:
     """Print RULE_ID's documentation: what it checks, why it matters, an example and the fix."""
     from mtp_audit.errors import InputError
-    from mtp_audit.rules import get_rule
+    from mtp_audit.report.rules import get_rule
 
     try:
         rule = get_rule(rule_id)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.report import Evidence, Finding, Location, Report, Severity
-from mtp_audit.rules import Example, Rule
+from mtp_audit.report.rules import Example, Rule
 
 _SA_NEXTN_SILENT = '''class ServerArgs:
     def _handle_speculative_decoding(self):
@@ -193,7 +193,7 @@ RULES: tuple[Rule, ...] = (
             "a removed speculative_algorithm rewrite = warning; every other change (logged rewrites, removed "
             "rewrites, other arguments) = info.",
         fix="Read the new rewrite's condition and location; adjust your launch flags before upgrading.",
-        sources=("issue 3 'Upgrades'", "mtp_audit/sglang/diff.py rewrite_severity"),
+        sources=("issue 3 'Upgrades'", "mtp_audit/engines/sglang/diff.py rewrite_severity"),
         basis="code",
         examples=(
             Example(True, {"old/" + _SP: _SA_OLD_REMAP, "new/" + _SP: _SA_NEW_REMAP}, args=("--diff",), note="NEXTN now maps to EAGLE3"),
@@ -256,7 +256,7 @@ def _loc(text: str | None) -> Location:
 
 
 def evaluate(facts: dict[str, Any]) -> list[Finding]:
-    """Findings MTP101-MTP105 from one tree's facts (see :func:`mtp_audit.sglang.audit.link`)."""
+    """Findings MTP101-MTP105 from one tree's facts (see :func:`mtp_audit.engines.sglang.audit.link`)."""
     out: list[Finding] = []
     cli = facts["cli_arguments"]
     spec = cli.get("--speculative-algorithm")
@@ -316,7 +316,7 @@ def evaluate(facts: dict[str, Any]) -> list[Finding]:
 
 def run_example(root: Path, example: Example) -> Report:
     """Run the analyzer on an example folder; ``--diff`` examples hold ``old/`` and ``new/`` trees."""
-    from mtp_audit.sglang import audit_sglang, diff_sglang
+    from mtp_audit.engines.sglang import audit_sglang, diff_sglang
 
     if "--diff" in example.args:
         return diff_sglang(audit_sglang(root / "old"), audit_sglang(root / "new"))

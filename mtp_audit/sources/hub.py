@@ -2,7 +2,7 @@
 
 ``mtp-audit checkpoint org/name[@revision]`` reads ``config.json``, the quantization configs, the
 index and each shard's safetensors header, never tensor data (issue 5). The analyzer talks to this
-module only through the :class:`~mtp_audit.checkpoint.source.CheckpointSource` contract and
+module only through the :class:`~mtp_audit.sources.local.CheckpointSource` contract and
 :func:`audit_source_for`, so a hub audit gives the same report as a local one.
 
 What one audit does, in order:
@@ -48,8 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mtp_audit.checkpoint.hubcache import HubCache, default_cache_dir
-from mtp_audit.checkpoint.source import (
+from mtp_audit.sources.hubcache import HubCache, default_cache_dir
+from mtp_audit.sources.local import (
     DTYPE_BITS,
     MAX_FILES,
     MAX_HEADER_BYTES,
@@ -61,7 +61,7 @@ from mtp_audit.checkpoint.source import (
     parse_header_json,
 )
 from mtp_audit.errors import InputError
-from mtp_audit.fsutil import MAX_JSON_BYTES, contained_relpath, read_json_bounded
+from mtp_audit.sources.bounded import MAX_JSON_BYTES, contained_relpath, read_json_bounded
 
 #: Default number of concurrent shard-header reads (issue 5: "--jobs, default 8").
 DEFAULT_JOBS = 8
@@ -359,7 +359,7 @@ class HubSource(CheckpointSource):
 
     @contextlib.contextmanager
     def _metered(self) -> Iterator[None]:
-        from mtp_audit.checkpoint import hubhttp
+        from mtp_audit.sources import hubhttp
 
         if self._meter is None:
             self._meter = hubhttp.Meter()
@@ -420,7 +420,7 @@ class HubSource(CheckpointSource):
 
     def read_json(self, rel: str) -> Any:
         """See :meth:`CheckpointSource.read_json`. Order: memo, Hugging Face cache, mtp-audit cache,
-        then one ``GET`` (none offline). Parsed by :func:`mtp_audit.fsutil.read_json_bounded`, exactly
+        then one ``GET`` (none offline). Parsed by :func:`mtp_audit.sources.bounded.read_json_bounded`, exactly
         as locally.
 
         Raises:
@@ -442,7 +442,7 @@ class HubSource(CheckpointSource):
         elif self.offline:
             raise ReadProblem(rel, OFFLINE_PROBLEM, "network")
         else:
-            from mtp_audit.checkpoint import hubhttp
+            from mtp_audit.sources import hubhttp
 
             with self._metered():
                 data = hubhttp.read_small_file(
@@ -570,7 +570,7 @@ class HubSource(CheckpointSource):
         Raises:
             ReadProblem: see :meth:`read_header`.
         """
-        from mtp_audit.checkpoint import hubhttp
+        from mtp_audit.sources import hubhttp
 
         try:
             url = self._url(rel)
@@ -764,7 +764,7 @@ def open_hub_source(
     from huggingface_hub.utils import get_token
 
     from mtp_audit import __version__
-    from mtp_audit.checkpoint import hubhttp
+    from mtp_audit.sources import hubhttp
 
     meter = hubhttp.Meter()
     api = HfApi(endpoint=endpoint, token=token, library_name="mtp-audit", library_version=__version__)

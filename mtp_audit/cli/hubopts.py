@@ -1,7 +1,7 @@
 """Click options for commands that may audit hub ids: ``--offline`` and ``--jobs``.
 
 Light on purpose (click only): command modules import it at start-up, so ``mtp-audit --help`` does not
-pay for huggingface_hub. Use with :func:`mtp_audit.checkpoint.hub.hub_settings`::
+pay for huggingface_hub. Use with :func:`mtp_audit.sources.hub.hub_settings`::
 
     @click.command()
     @click.argument("target")
@@ -9,7 +9,7 @@ pay for huggingface_hub. Use with :func:`mtp_audit.checkpoint.hub.hub_settings`:
     @output_options
     def checkpoint(target, offline, jobs, fmt, output, fail_on):
         from mtp_audit.checkpoint import audit_checkpoint
-        from mtp_audit.checkpoint.hub import hub_settings
+        from mtp_audit.sources.hub import hub_settings
 
         with hub_settings(offline=offline, jobs=jobs):
             report = audit_checkpoint(target)
@@ -25,7 +25,7 @@ import click
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Same values as ``mtp_audit.checkpoint.hub.DEFAULT_JOBS`` / ``MAX_JOBS`` (not imported: keeps this light).
+#: Same values as ``mtp_audit.sources.hub.DEFAULT_JOBS`` / ``MAX_JOBS`` (not imported: keeps this light).
 DEFAULT_JOBS = 8
 MAX_JOBS = 64
 

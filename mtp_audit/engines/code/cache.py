@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from mtp_audit.sglang.scan import SCAN_VERSION
+from mtp_audit.engines.sglang.scan import SCAN_VERSION
 
 
 def cache_dir() -> Path | None:

@@ -1,7 +1,7 @@
 """Rules of ``mtp-audit compare`` (MTP050-MTP054, inside the checkpoint id range) and their examples.
 
 Registered under the analyzer name ``"compare"`` (``ANALYZER_RULE_MODULES`` / ``ID_RANGES`` in
-:mod:`mtp_audit.rules`). An example writes two checkpoints, ``base/`` and ``derived/``, and
+:mod:`mtp_audit.report.rules`). An example writes two checkpoints, ``base/`` and ``derived/``, and
 :func:`run_example` compares them. The example checkpoints are tiny MiMo-7B folders: the config keys
 are those of the real ``XiaomiMiMo/MiMo-7B-Base`` config (``../shared/realdata/jj8127--mimo_kor``), the
 MTP tensor names those of its real index (16 ``model.mtp_layers.0.*``), with 2 trunk layers and tiny
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mtp_audit.checkpoint.layouts import MIMO7B_MTP_NAMES
-from mtp_audit.checkpoint.synth import shard_bytes
-from mtp_audit.rules import Example, Rule
+from mtp_audit.synth.shards import shard_bytes
+from mtp_audit.report.rules import Example, Rule
 from mtp_audit.report import Severity
 
 if TYPE_CHECKING:
@@ -263,6 +263,6 @@ RULES: tuple[Rule, ...] = (MTP050, MTP051, MTP052, MTP053, MTP054)
 
 def run_example(root: Path, example: Example) -> Report:
     """Compare ``root/base`` with ``root/derived`` (the folders the test wrote ``example``'s files into)."""
-    from mtp_audit.checkpoint.compare import compare_checkpoints
+    from mtp_audit.compare.analyze import compare_checkpoints
 
     return compare_checkpoints(root / "base", root / "derived")

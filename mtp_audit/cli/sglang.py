@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from mtp_audit.clikit import emit, output_options
+from mtp_audit.cli.kit import emit, output_options
 
 
 @click.command("sglang")
@@ -25,7 +25,7 @@ def sglang(targets: tuple[str, ...], baseline: Path | None, fmt: str, output: Pa
     With two targets (OLD NEW) or --baseline, reports what changed.
     """
     from mtp_audit.errors import InputError
-    from mtp_audit.sglang import audit_sglang, diff_sglang
+    from mtp_audit.engines.sglang import audit_sglang, diff_sglang
 
     if len(targets) > 2:
         raise InputError("sglang", "expected at most two targets (OLD NEW)")
@@ -36,7 +36,7 @@ def sglang(targets: tuple[str, ...], baseline: Path | None, fmt: str, output: Pa
     else:
         new = audit_sglang(targets[0] if targets else None)
         if baseline is not None:
-            from mtp_audit.fsutil import read_json_bounded
+            from mtp_audit.sources.bounded import read_json_bounded
 
             old = read_json_bounded(baseline)
             if not isinstance(old, dict) or "sglang" not in (old.get("facts") or {}):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from mtp_audit.clikit import emit, output_options
+from mtp_audit.cli.kit import emit, output_options
 
 
 @click.command("launch", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from mtp_audit.checkpoint.hubopts import hub_options
-from mtp_audit.clikit import emit, output_options
+from mtp_audit.cli.hubopts import hub_options
+from mtp_audit.cli.kit import emit, output_options
 
 
 @click.command()

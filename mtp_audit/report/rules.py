@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 #: MTP4xx vllm.
 ANALYZER_RULE_MODULES: dict[str, str] = {
     "checkpoint": "mtp_audit.checkpoint.rules",
-    "compare": "mtp_audit.checkpoint.compare_rules",
-    "sglang": "mtp_audit.sglang.rules",
+    "compare": "mtp_audit.compare.rules",
+    "sglang": "mtp_audit.engines.sglang.rules",
     "preflight": "mtp_audit.preflight.rules",
     "launch": "mtp_audit.launch.rules",
     "vllm": "mtp_audit.engines.vllm.rules",

@@ -14,7 +14,7 @@ Why not ``HfApi.parse_safetensors_file_metadata``: it always asks for ``Range: b
 to 100 KB of tensor data, and on a tiny file it reads the whole file. mtp-audit promises header-only
 reads (issue 5: "never tensor data"), so :func:`read_range` asks for exactly the bytes it needs.
 It also decodes the header with ``errors="ignore"``, hiding bad UTF-8 and duplicate names that the
-strict parser in :mod:`mtp_audit.checkpoint.source` reports.
+strict parser in :mod:`mtp_audit.sources.local` reports.
 
 Counting: :class:`Meter` counts what crosses the wire, not what the code meant to do. Hooks added to
 the shared client (:func:`ensure_hooks`) count every HTTP exchange the client performs on behalf of an
@@ -36,8 +36,8 @@ from collections.abc import Iterator
 import httpx2
 from huggingface_hub.utils import get_session
 
-from mtp_audit.checkpoint.hub import HubUnavailable
-from mtp_audit.checkpoint.source import ReadProblem
+from mtp_audit.sources.hub import HubUnavailable
+from mtp_audit.sources.local import ReadProblem
 from mtp_audit.errors import InputError
 
 #: Status codes retried once (rate limit and transient server errors), as huggingface_hub's
