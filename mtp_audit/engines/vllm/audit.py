@@ -96,7 +96,9 @@ def _admit_node(n: ast.AST, method: str, preds: dict[str, Any]) -> str:
         if method not in p["methods"]:
             return "no"
         return "maybe" if p.get("conditional") else "yes"
-    return "maybe"
+    mentions = any((isinstance(x, ast.Attribute) and x.attr == "method") or (
+        isinstance(x, ast.Call) and isinstance(x.func, ast.Attribute) and x.func.attr.startswith(("use_", "uses_"))) for x in ast.walk(n))
+    return "maybe" if mentions else "yes"  # a gate unrelated to the method (``get_pp_group().is_last_rank``)
 
 
 def proposers_for(dispatch: list[dict[str, Any]], methods: list[str], preds: dict[str, Any], rel: str) -> dict[str, list[dict[str, Any]]]:
@@ -136,6 +138,17 @@ def _dispatch_of(res: dict[str, Any] | None, want: str) -> list[dict[str, Any]]:
 
 
 # --- linking ----------------------------------------------------------------------------------
+
+
+def _registered(arch: str, archs: dict[str, Any], reg_rel: str | None) -> Any:
+    """Registry location of ``arch``; for an f-string target (``Transformers{moe}ForMTP``) the list
+    of registry entries its placeholders can produce; ``None`` when not registered."""
+    if "{" in arch:
+        import re
+
+        pat = re.compile("^" + re.sub(r"\\\{[^}]*\\\}", ".*", re.escape(arch)) + "$")
+        return [_loc(reg_rel, archs[k]["line"]) for k in sorted(archs) if pat.match(k)] or None
+    return _loc(reg_rel, archs[arch]["line"]) if arch in archs else None
 
 
 def link(tree: VllmTree, results: dict[str, dict[str, Any] | None]) -> tuple[dict[str, Any], list[Gap]]:
@@ -216,15 +229,7 @@ def link(tree: VllmTree, results: dict[str, dict[str, Any] | None]) -> tuple[dic
     ov = spec.get("override") if ok else None
     chains = []
     for c in (ov or {}).get("chains", []):
-        registered = {}
-        for a in c["architectures"] or []:
-            if c["dynamic"] and "{" in a:
-                import re as _re
-
-                pat = _re.compile("^" + _re.sub(r"\\\{[^}]*\\\}", ".*", _re.escape(a)) + "$")
-                registered[a] = [_loc(reg_rel, archs[k]["line"]) for k in sorted(archs) if pat.match(k)] or None
-            else:
-                registered[a] = _loc(reg_rel, archs[a]["line"]) if a in archs else None
+        registered = {a: _registered(a, archs, reg_rel) for a in c["architectures"] or []}
         steps = c["steps"]
         chains.append({"key": c["key"], "value": c["value"], "model_type": c["model_type"], "architectures": c["architectures"],
                        "registered": registered if archs else None, "conditional": c["conditional"], "dynamic": c["dynamic"],
@@ -237,7 +242,7 @@ def link(tree: VllmTree, results: dict[str, dict[str, Any] | None]) -> tuple[dic
                          "link": dict(spec.get("override_link") or {}, location=_loc(spec_rel, (spec.get("override_link") or {}).get("line")))
                          if ok else None}
     facts["post_init_arch_writes"] = [
-        dict(w, location=_loc(spec_rel, w["line"]), registered={a: (_loc(reg_rel, archs[a]["line"]) if a in archs else None) for a in w["to"]} if archs else None)
+        dict(w, location=_loc(spec_rel, w["line"]), registered={a: _registered(a, archs, reg_rel) for a in w["to"]} if archs else None)
         for w in (spec.get("post_init_arch_writes", []) if ok else [])]
     if ok and ov and (spec.get("override_link") or {}).get("how") == "unknown":
         gaps.append(Gap(ANALYZER, f"{spec_rel}: the draft ModelConfig's hf_overrides is neither SpeculativeConfig.hf_config_override nor a "
