@@ -19,7 +19,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from hubfixture import DEEPSEEK_SHARDS, FakeHub, FakeRepo, build_deepseek_163, header_length  # noqa: E402
+from hubfixture import (  # noqa: E402
+    DEEPSEEK_SHARDS,
+    FakeHub,
+    FakeRepo,
+    build_deepseek_163,
+    header_length,
+)
 
 REPO = "deepseek-ai/DeepSeek-V3"
 

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from mtp_audit.checkpoint import audit_checkpoint
-from mtp_audit.synth.shards import write_checkpoint
 from mtp_audit.cli.main import main
 from mtp_audit.report import Severity
+from mtp_audit.synth.shards import write_checkpoint
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "checkpoint"
 DS = FIX / "deepseek-ai--DeepSeek-V3"

@@ -233,7 +233,7 @@ def test_compare_command_is_registered_and_light():
 @needs_analyzer
 def test_the_analyzer_emits_every_fact_compare_reads(tmp_path):
     from mtp_audit.checkpoint import audit_checkpoint
-    from mtp_audit.compare.analyze import _dig, _MISSING
+    from mtp_audit.compare.analyze import _MISSING, _dig
 
     facts = audit_checkpoint(str(write_tree(tmp_path / "m", build_mimo()))).facts["checkpoint"]
     assert [".".join(k) for k in REQUIRED_FACTS if _dig(facts, *k) is _MISSING] == []
@@ -241,7 +241,8 @@ def test_the_analyzer_emits_every_fact_compare_reads(tmp_path):
 
 @needs_analyzer
 def test_compare_rule_examples(tmp_path):
-    from mtp_audit.compare.rules import RULES, run_example
+    from mtp_audit.compare.examples import run_example
+    from mtp_audit.compare.rules import RULES
 
     for rule in RULES:
         for i, example in enumerate(rule.examples):
@@ -266,9 +267,9 @@ def test_compare_local_base_with_a_hub_export_that_dropped_mtp(monkeypatch, tmp_
     index = json.loads(derived_files["model.safetensors.index.json"])
     index["weight_map"] = {k: v for k, v in index["weight_map"].items() if not k.startswith("model.layers.61.")}
     derived_files["model.safetensors.index.json"] = json.dumps(index).encode()
-    from hubfixture import safetensors_bytes  # rebuild the shards without layer 61
-
     import struct
+
+    from hubfixture import safetensors_bytes  # rebuild the shards without layer 61
 
     for shard in sorted({v for v in json.loads(base_files["model.safetensors.index.json"])["weight_map"].values()}):
         blob = base_files[shard]
@@ -332,8 +333,8 @@ def test_offline_hub_audit_that_cannot_see_a_sidecar_exits_3(tmp_path):
 def test_side_without_config_is_unknown_not_changed(tmp_path, capsys):
     """A bare shard (no config.json) compared with its own folder: the config values of that side are
     unknown, so no MTP054 'changed from None' (fresh-user report)."""
-    from mtp_audit.compare.rules import mimo_checkpoint
     from mtp_audit.cli.main import main
+    from mtp_audit.compare.rules import mimo_checkpoint
 
     root = tmp_path / "ckpt"
     root.mkdir()

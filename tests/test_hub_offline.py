@@ -11,9 +11,14 @@ import sys
 import pytest
 from hubfixture import TOKEN, FakeHub, FakeRepo, build_mimo, child_env, isolate_hf
 
-from mtp_audit.sources.hub import OFFLINE_PROBLEM, audit_source_for, hub_settings, open_hub_source
-from mtp_audit.sources.local import ReadProblem
 from mtp_audit.errors import InputError
+from mtp_audit.sources.hub import (
+    OFFLINE_PROBLEM,
+    audit_source_for,
+    hub_settings,
+    open_hub_source,
+)
+from mtp_audit.sources.local import ReadProblem
 
 MIMO = "XiaomiMiMo/MiMo-7B-Base"
 S1 = "model-00001-of-00004.safetensors"

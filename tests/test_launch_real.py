@@ -30,10 +30,10 @@ import jsonschema
 import pytest
 from conftest import FIXTURES, sglang_wheel
 
-from mtp_audit.synth.shards import write_checkpoint
 from mtp_audit.cli.main import main
 from mtp_audit.launch import audit_launch
 from mtp_audit.report import Severity, exit_code
+from mtp_audit.synth.shards import write_checkpoint
 
 pytestmark = pytest.mark.network
 

@@ -9,10 +9,19 @@ from pathlib import Path
 
 import pytest
 
+from mtp_audit.errors import InputError
 from mtp_audit.preflight import preflight
 from mtp_audit.preflight.facts import MachineFacts
-from mtp_audit.preflight.rules import GB10, INCIDENT_ARGS, PRO6000, RTX5090, SG, SM120_KERNEL, env, facts_json
-from mtp_audit.errors import InputError
+from mtp_audit.preflight.rules import (
+    GB10,
+    INCIDENT_ARGS,
+    PRO6000,
+    RTX5090,
+    SG,
+    SM120_KERNEL,
+    env,
+    facts_json,
+)
 from mtp_audit.report import Severity
 
 F = Path(__file__).resolve().parent.parent / "fixtures" / "preflight"

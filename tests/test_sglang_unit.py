@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from mtp_audit.cli.main import main
-from mtp_audit.errors import InputError
-from mtp_audit.report.rules import run_rule_example
 from mtp_audit.engines.sglang import audit_sglang
 from mtp_audit.engines.sglang.rules import RULES
+from mtp_audit.errors import InputError
+from mtp_audit.report.rules import run_rule_example
 
 
 @pytest.fixture(autouse=True)

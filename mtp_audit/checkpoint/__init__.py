@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from mtp_audit.errors import InputError
 
 if TYPE_CHECKING:
-    from mtp_audit.sources.local import CheckpointSource
     from mtp_audit.report import Report
+    from mtp_audit.sources.local import CheckpointSource
 
 __all__ = ["audit_checkpoint"]
 

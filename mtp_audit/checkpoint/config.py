@@ -13,7 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mtp_audit.checkpoint.layouts import DECLARATION_KEYS, EXPERT_KEYS, Layout, layout_for
+from mtp_audit.checkpoint.layouts import (
+    DECLARATION_KEYS,
+    EXPERT_KEYS,
+    Layout,
+    layout_for,
+)
 
 
 class ConfigError(ValueError):

@@ -1,6 +1,6 @@
 """The checkpoint analyzer's rules (MTP0xx): docs, sources and runnable examples.
 
-The checking logic lives in :mod:`mtp_audit.checkpoint.analyze` (one ``check_*`` function per rule);
+The checking logic lives in :mod:`mtp_audit.checkpoint.checks` (one ``check_*`` function per rule);
 this module only describes the rules. Every rule has at least one input it must flag and one it must
 leave alone; ``tests/test_rules.py`` runs them through :func:`run_example`. Examples that need real
 safetensors shards build them on demand with :mod:`mtp_audit.synth.shards`.
@@ -10,14 +10,10 @@ from __future__ import annotations
 
 import json
 import struct
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mtp_audit.report import Severity
 from mtp_audit.report.rules import Example, Rule
-
-if TYPE_CHECKING:
-    from mtp_audit.report import Report
 
 RESEARCH = "../shared/research/checkpoint_formats.md"
 
@@ -541,10 +537,3 @@ RULES: tuple[Rule, ...] = (
 
 #: Findings of these rules mean SGLang cannot use the MTP heads (``facts.engine.sglang.usable`` false).
 BLOCKS_MTP = frozenset({"MTP001", "MTP002", "MTP004", "MTP005", "MTP008", "MTP009", "MTP012", "MTP013"})
-
-
-def run_example(root: Path, example: Example) -> Report:
-    """Audit the folder a test wrote ``example``'s files into (``example.args`` is unused here)."""
-    from mtp_audit.checkpoint import audit_checkpoint
-
-    return audit_checkpoint(root)

@@ -24,8 +24,8 @@ def sglang(targets: tuple[str, ...], baseline: Path | None, fmt: str, output: Pa
     TARGET: a checkout, package folder, unpacked wheel or .whl file; none: the installed sglang.
     With two targets (OLD NEW) or --baseline, reports what changed.
     """
-    from mtp_audit.errors import InputError
     from mtp_audit.engines.sglang import audit_sglang, diff_sglang
+    from mtp_audit.errors import InputError
 
     if len(targets) > 2:
         raise InputError("sglang", "expected at most two targets (OLD NEW)")

@@ -12,16 +12,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from mtp_audit.checkpoint.layouts import MIMO7B_MTP_NAMES
-from mtp_audit.synth.shards import shard_bytes
-from mtp_audit.report.rules import Example, Rule
 from mtp_audit.report import Severity
-
-if TYPE_CHECKING:
-    from mtp_audit.report import Report
+from mtp_audit.report.rules import Example, Rule
+from mtp_audit.synth.shards import shard_bytes
 
 ANALYZER = "compare"
 RESEARCH = "../shared/research/checkpoint_formats.md"
@@ -259,10 +254,3 @@ MTP054 = Rule(
 )
 
 RULES: tuple[Rule, ...] = (MTP050, MTP051, MTP052, MTP053, MTP054)
-
-
-def run_example(root: Path, example: Example) -> Report:
-    """Compare ``root/base`` with ``root/derived`` (the folders the test wrote ``example``'s files into)."""
-    from mtp_audit.compare.analyze import compare_checkpoints
-
-    return compare_checkpoints(root / "base", root / "derived")

@@ -26,9 +26,9 @@ import re
 from pathlib import Path
 
 from mtp_audit.errors import InputError
-from mtp_audit.sources.bounded import MAX_TEXT_BYTES, read_bytes_bounded
 from mtp_audit.preflight.facts import PACKAGES, Fact, GpuFacts, MachineFacts
 from mtp_audit.preflight.matrix import cc_from_name
+from mtp_audit.sources.bounded import MAX_TEXT_BYTES, read_bytes_bounded
 
 #: Name as printed by a dump -> distribution name.
 _PKG_ALIASES = {

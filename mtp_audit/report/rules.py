@@ -20,9 +20,9 @@ from mtp_audit.report import Evidence, Finding, Location, Severity
 if TYPE_CHECKING:
     from mtp_audit.report import Report
 
-#: Analyzer name -> module holding its ``RULES`` tuple and ``run_example(root, example)`` function.
-#: Rule id ranges: MTP000-049 checkpoint, MTP050-059 compare, MTP1xx sglang, MTP2xx preflight, MTP3xx launch cross-checks,
-#: MTP4xx vllm.
+#: Analyzer name -> module holding its ``RULES`` tuple (declarations only); the ``examples`` module beside it
+#: holds ``run_example(root, example)``, which runs an example through the analyzer.
+#: Rule id ranges: MTP000-049 checkpoint, MTP050-059 compare, MTP1xx sglang, MTP2xx preflight, MTP3xx launch cross-checks.
 ANALYZER_RULE_MODULES: dict[str, str] = {
     "checkpoint": "mtp_audit.checkpoint.rules",
     "compare": "mtp_audit.compare.rules",
@@ -223,8 +223,5 @@ def run_rule_example(rule: Rule, example: Example, root: Path) -> Report:
     Returns the analyzer's :class:`Report`; the caller checks whether ``rule.id`` fired.
     """
     example.materialize(root)
-    module = importlib.import_module(ANALYZER_RULE_MODULES[rule.analyzer])
-    runner = getattr(module, "run_example", None)
-    if runner is None:  # rules modules that hold declarations only keep it in a sibling examples.py
-        runner = importlib.import_module(module.__name__.rsplit(".", 1)[0] + ".examples").run_example
-    return runner(root, example)
+    module = importlib.import_module(ANALYZER_RULE_MODULES[rule.analyzer].rpartition(".")[0] + ".examples")
+    return module.run_example(root, example)

@@ -48,7 +48,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mtp_audit.errors import InputError
+from mtp_audit.sources.bounded import (
+    MAX_JSON_BYTES,
+    contained_relpath,
+    read_json_bounded,
+)
 from mtp_audit.sources.hubcache import HubCache, default_cache_dir
+from mtp_audit.sources.huberrors import HubUnavailable, NotCached  # noqa: F401  (re-exported: callers catch them from here)
 from mtp_audit.sources.local import (
     DTYPE_BITS,
     MAX_FILES,
@@ -60,8 +67,6 @@ from mtp_audit.sources.local import (
     header_from_dict,
     parse_header_json,
 )
-from mtp_audit.errors import InputError
-from mtp_audit.sources.bounded import MAX_JSON_BYTES, contained_relpath, read_json_bounded
 
 #: Default number of concurrent shard-header reads (issue 5: "--jobs, default 8").
 DEFAULT_JOBS = 8
@@ -117,19 +122,6 @@ def is_hub_spec(text: str) -> bool:
     except InputError:
         return False
     return True
-
-
-class HubUnavailable(InputError):
-    """The hub could not be asked (connection refused, time-out, HTTP 5xx) or, offline, nothing of the
-    revision is cached. Not a mistake in the user's input: the checkpoint analyzer turns it into an
-    inconclusive report (exit 3) naming what could not be seen. Repo/revision not found and access
-    denied stay plain :class:`InputError` (exit 2)."""
-
-
-class NotCached(HubUnavailable):
-    """Offline (``--offline`` / ``HF_HUB_OFFLINE=1``) and nothing of the requested revision is in the
-    Hugging Face cache or the mtp-audit cache. Not a mistake in the input: the checkpoint analyzer
-    reports it as an inconclusive audit (exit 3) that names what could not be seen."""
 
 
 @dataclass(frozen=True)

@@ -36,9 +36,9 @@ from collections.abc import Iterator
 import httpx2
 from huggingface_hub.utils import get_session
 
-from mtp_audit.sources.hub import HubUnavailable
-from mtp_audit.sources.local import ReadProblem
 from mtp_audit.errors import InputError
+from mtp_audit.sources.huberrors import HubUnavailable
+from mtp_audit.sources.local import ReadProblem
 
 #: Status codes retried once (rate limit and transient server errors), as huggingface_hub's
 #: ``_DEFAULT_RETRY_ON_STATUS_CODES`` minus 408.

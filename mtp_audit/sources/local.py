@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.errors import InputError
-from mtp_audit.sources.bounded import MAX_JSON_BYTES, NotRegularFile, contained_relpath, open_regular, read_json_bounded
+from mtp_audit.sources.bounded import (
+    MAX_JSON_BYTES,
+    NotRegularFile,
+    contained_relpath,
+    open_regular,
+    read_json_bounded,
+)
 
 #: Bits per element for every safetensors dtype, copied from safetensors' Rust
 #: ``safetensors/src/tensor.rs`` ``Dtype::bitsize()`` (see ../shared/research/aesthetics.md §5).

@@ -1,17 +1,19 @@
-"""Locate and read an SGLang source tree without importing or executing any of it.
+"""Locate and read an engine's Python source tree (SGLang, vLLM, ...) without importing or executing any of it.
 
-Accepted targets (issue 3, "Targets"):
+Which package to look for is an :class:`EnginePackage` (the engine analyzers define theirs). For a package
+named ``pkg``, accepted targets are:
 
-- a git checkout: a folder holding ``python/sglang`` (paths are reported as ``python/sglang/...``);
-- a package folder ``.../site-packages/sglang`` or an unpacked wheel (a folder holding ``sglang/``);
-  paths are reported as ``sglang/...``;
+- a git checkout: a folder holding ``python/pkg`` or ``pkg/`` beside a ``pyproject.toml`` / ``setup.py``
+  (paths are reported as ``python/pkg/...`` or ``pkg/...``);
+- a package folder ``.../site-packages/pkg`` or an unpacked wheel (a folder holding ``pkg/``);
+  paths are reported as ``pkg/...``;
 - a ``.whl`` file, read from the zip in memory (nothing is extracted to disk);
-- ``None``: the installed sglang, located with :func:`importlib.util.find_spec` (which, for a
+- ``None``: the installed package, located with :func:`importlib.util.find_spec` (which, for a
   top-level package, finds the folder without running its ``__init__``).
 
 Every read is bounded (:data:`MAX_SOURCE_BYTES`); symlinks that leave the tree are not followed and
-are reported as notes. Only ``.py`` files of the ``sglang`` package are listed; test and benchmark
-folders are skipped (they define test-only env vars and argparse scripts, not server behaviour).
+are reported as notes. Only ``.py`` files of the package are listed; test and benchmark folders are
+skipped (they define test-only env vars and argparse scripts, not server behaviour).
 """
 
 from __future__ import annotations
@@ -46,9 +48,31 @@ _METADATA_VERSION_RE = re.compile(rb"^Version:\s*(\S+)\s*$", re.M)
 _PYPROJECT_VERSION_RE = re.compile(rb'^version\s*=\s*"([^"]+)"', re.M)
 
 
+@dataclass(frozen=True)
+class EnginePackage:
+    """What identifies an engine's source tree.
+
+    Attributes:
+        name: the import package (``"sglang"``).
+        title: the engine's name in messages (``"SGLang"``).
+        inner: a sub-folder that marks a package folder as this engine's (``"srt"``).
+        marker: the file (relative to the package folder) every release has (``"srt/server_args.py"``);
+            a tree without it is refused.
+        marker_what: what that file is, for the refusal message.
+        article: ``"a"`` or ``"an"`` before the title, as it is spoken (``"an SGLang tree"``).
+    """
+
+    name: str
+    title: str
+    inner: str
+    marker: str
+    marker_what: str
+    article: str = "a"
+
+
 @dataclass
 class SourceTree:
-    """A readable SGLang tree.
+    """A readable engine source tree.
 
     Attributes:
         display: what the user named (folder, wheel file name, or ``"installed sglang (<path>)"``).
@@ -59,6 +83,7 @@ class SourceTree:
             checkout's ``python/pyproject.toml``); ``None`` when none was found.
         notes: ``(path, message)`` pairs for files not examined (symlinks leaving the tree, oversize).
         prefix: the package folder as reported (``"sglang"`` or ``"python/sglang"``).
+        package: which engine's package this is.
     """
 
     display: str
@@ -66,14 +91,16 @@ class SourceTree:
     files: dict[str, object] = field(default_factory=dict)
     version: str | None = None
     notes: list[tuple[str, str]] = field(default_factory=list)
-    prefix: str = "sglang"
+    prefix: str = ""
+    package: EnginePackage | None = None
     _zip: zipfile.ZipFile | None = None
     _root: Path | None = None
 
     @property
-    def server_args_path(self) -> str:
-        """Where SGLang's server-arguments source must be: ``<prefix>/srt/server_args.py``."""
-        return f"{self.prefix}/srt/server_args.py"
+    def marker_path(self) -> str:
+        """Where the package's marker file must be: ``<prefix>/<marker>`` (``sglang/srt/server_args.py``)."""
+        assert self.package is not None
+        return f"{self.prefix}/{self.package.marker}"
 
     def read(self, rel: str) -> bytes | None:
         """Bytes of ``rel`` (at most :data:`MAX_SOURCE_BYTES`), or ``None`` when unreadable (a note is added)."""
@@ -123,44 +150,51 @@ class SourceTree:
             self._zip = None
 
 
-def open_target(target: str | Path | None) -> SourceTree:
-    """Open ``target`` (see module docstring) and list its ``.py`` files.
+def open_tree(target: str | Path | None, package: EnginePackage) -> SourceTree:
+    """Open ``target`` (see module docstring) as ``package``'s source and list its ``.py`` files.
 
     Raises:
-        InputError: the path does not exist, is not an SGLang tree (no package folder, or no
-            ``<prefix>/srt/server_args.py`` in it), is a corrupt or non-wheel zip, or (for ``None``)
-            sglang is not installed.
+        InputError: the path does not exist, is not a tree of ``package`` (no package folder, or no
+            ``<prefix>/<marker>`` in it), is a corrupt or non-wheel zip, or (for ``None``) the package is
+            not installed.
     """
     if target is None:
-        return _installed()
+        return _installed(package)
     p = Path(target)
     shown = str(target)
+    name, inner, title = package.name, package.inner, package.title
     if not os.path.lexists(p):
         raise InputError(shown, "no such file or folder")
     if p.is_file():
         if p.suffix != ".whl" and not zipfile.is_zipfile(p):
-            raise InputError(shown, "not an SGLang tree: expected a folder or a .whl file")
-        return _wheel(p, shown)
+            raise InputError(shown, f"{_not_a(package)} tree: expected a folder or a .whl file")
+        return _wheel(p, shown, package)
     if not p.is_dir():
         raise InputError(shown, "not a regular file or folder")
-    if (p / "python" / "sglang").is_dir():
-        return _folder(p, p / "python" / "sglang", "python/sglang", shown, "checkout")
-    if (p / "sglang").is_dir() and ((p / "sglang" / "srt").is_dir() or (p / "sglang" / "__init__.py").is_file()):
-        return _folder(p, p / "sglang", "sglang", shown, "package")
-    if p.name == "sglang" and ((p / "srt").is_dir() or (p / "__init__.py").is_file()):
-        return _folder(p, p, "sglang", shown, "package")
-    raise InputError(shown, "not an SGLang tree: no python/sglang, sglang/ or sglang/srt folder found")
+    if (p / "python" / name).is_dir():
+        return _folder(p, p / "python" / name, f"python/{name}", shown, "checkout", package)
+    if (p / name).is_dir() and ((p / name / inner).is_dir() or (p / name / "__init__.py").is_file()):
+        kind = "checkout" if ((p / "pyproject.toml").is_file() or (p / "setup.py").is_file()) and (p / ".git").exists() else "package"
+        return _folder(p, p / name, name, shown, kind, package)
+    if p.name == name and ((p / inner).is_dir() or (p / "__init__.py").is_file()):
+        return _folder(p, p, name, shown, "package", package)
+    raise InputError(shown, f"{_not_a(package)} tree: no python/{name}, {name}/ or {name}/{inner} folder found")
 
 
-def _installed() -> SourceTree:
+def _not_a(package: EnginePackage) -> str:
+    return f"not {package.article} {package.title}"
+
+
+def _installed(package: EnginePackage) -> SourceTree:
+    name = package.name
     try:
-        spec = importlib.util.find_spec("sglang")
+        spec = importlib.util.find_spec(name)
     except (ImportError, ValueError) as exc:
-        raise InputError("sglang", f"cannot locate the installed package: {exc}") from None
+        raise InputError(name, f"cannot locate the installed package: {exc}") from None
     if spec is None or not spec.submodule_search_locations:
-        raise InputError("sglang", "not installed in this Python; pass a checkout, package folder or .whl")
+        raise InputError(name, "not installed in this Python; pass a checkout, package folder or .whl")
     pkg = Path(list(spec.submodule_search_locations)[0])
-    return _folder(pkg, pkg, "sglang", f"installed sglang ({pkg})", "installed")
+    return _folder(pkg, pkg, name, f"installed {name} ({pkg})", "installed", package)
 
 
 def _walk(pkg: Path, prefix: str, tree: SourceTree) -> Iterator[tuple[str, Path]]:
@@ -203,37 +237,37 @@ def _join(prefix: str, rel_dir: str, name: str) -> str:
     return "/".join(parts)
 
 
-def _folder(root: Path, pkg: Path, prefix: str, shown: str, kind: str) -> SourceTree:
-    tree = SourceTree(display=shown, kind=kind, prefix=prefix, _root=root)
+def _folder(root: Path, pkg: Path, prefix: str, shown: str, kind: str, package: EnginePackage) -> SourceTree:
+    tree = SourceTree(display=shown, kind=kind, prefix=prefix, package=package, _root=root)
     for rel, full in _walk(pkg, prefix, tree):
         tree.files[rel] = full
-    tree.version = _folder_version(root, pkg)
+    tree.version = _folder_version(root, pkg, package.name)
     if not tree.files:
-        raise InputError(shown, "not an SGLang tree: the sglang folder holds no .py files")
-    _require_server_args(tree, shown)
+        raise InputError(shown, f"{_not_a(package)} tree: the {package.name} folder holds no .py files")
+    _require_marker(tree, shown)
     return tree
 
 
-def _require_server_args(tree: SourceTree, shown: str) -> None:
-    """Every SGLang from 0.1 to 0.5.23 declares its server arguments in ``sglang/srt/server_args.py``
-    (0.5.15 on moved most fields to ``srt/arg_groups/`` but keeps ``server_args.py`` with
-    ``ServerArgs`` and ``prepare_server_args``). A folder without it is some other package that
-    happens to hold an ``sglang`` subfolder (e.g. ``mtp_audit/`` itself): auditing it would state
-    "no speculative decoding" about something that is not SGLang.
+def _require_marker(tree: SourceTree, shown: str) -> None:
+    """A folder without the package's marker file (``sglang/srt/server_args.py``) is some other package
+    that happens to hold a folder of that name (e.g. ``mtp_audit/engines/sglang`` itself): auditing it
+    would state "no speculative decoding" about something that is not the engine.
 
     Raises:
-        InputError: ``<prefix>/srt/server_args.py`` is not among the listed files.
+        InputError: ``<prefix>/<marker>`` is not among the listed files.
     """
-    if tree.server_args_path in tree.files:
+    assert tree.package is not None
+    if tree.marker_path in tree.files:
         return
     if tree._zip is not None:
         tree.close()
-    if any(rel == tree.server_args_path for rel, _ in tree.notes):
-        raise InputError(shown, f"not an SGLang tree: {tree.server_args_path} is a symlink leaving the tree; not followed")
-    raise InputError(shown, f"not an SGLang tree: no {tree.server_args_path} (SGLang's server-arguments source)")
+    bad = _not_a(tree.package)
+    if any(rel == tree.marker_path for rel, _ in tree.notes):
+        raise InputError(shown, f"{bad} tree: {tree.marker_path} is a symlink leaving the tree; not followed")
+    raise InputError(shown, f"{bad} tree: no {tree.marker_path} ({tree.package.marker_what})")
 
 
-def _folder_version(root: Path, pkg: Path) -> str | None:
+def _folder_version(root: Path, pkg: Path, name: str) -> str | None:
     for name in ("_version.py", "version.py"):
         f = pkg / name
         if f.is_file():
@@ -243,7 +277,7 @@ def _folder_version(root: Path, pkg: Path) -> str | None:
                 m = None
             if m:
                 return m.group(1).decode("ascii", "replace")
-    for meta in sorted(pkg.parent.glob("sglang-*.dist-info/METADATA")):
+    for meta in sorted(pkg.parent.glob(f"{name}-*.dist-info/METADATA")):
         try:
             m = _METADATA_VERSION_RE.search(read_bytes_bounded(meta, 1 << 20))
         except InputError:
@@ -261,7 +295,7 @@ def _folder_version(root: Path, pkg: Path) -> str | None:
     return None
 
 
-def _wheel(path: Path, shown: str) -> SourceTree:
+def _wheel(path: Path, shown: str, package: EnginePackage) -> SourceTree:
     try:
         size = path.stat().st_size
     except OSError as exc:
@@ -273,14 +307,15 @@ def _wheel(path: Path, shown: str) -> SourceTree:
         infos = zf.infolist()
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
         raise InputError(shown, f"not a readable wheel (zip): {exc}") from None
-    tree = SourceTree(display=path.name, kind="wheel", _zip=zf)
+    pkg_name = package.name
+    tree = SourceTree(display=path.name, kind="wheel", prefix=pkg_name, package=package, _zip=zf)
     total = 0
     for info in infos:
         name = info.filename
         if info.is_dir() or not name.endswith(".py"):
             continue
         parts = name.split("/")
-        if parts[0] != "sglang" or any(x in SKIP_DIRS for x in parts[1:-1]):
+        if parts[0] != pkg_name or any(x in SKIP_DIRS for x in parts[1:-1]):
             continue
         if (info.external_attr >> 16) & 0o170000 == 0o120000:
             tree.notes.append((name, "symlink entry in the wheel; not followed"))
@@ -295,8 +330,8 @@ def _wheel(path: Path, shown: str) -> SourceTree:
         tree.files[name] = info
     if not tree.files:
         zf.close()
-        raise InputError(shown, "not an SGLang wheel: no sglang/*.py files inside")
-    _require_server_args(tree, shown)
+        raise InputError(shown, f"{_not_a(package)} wheel: no {pkg_name}/*.py files inside")
+    _require_marker(tree, shown)
     for info in infos:
         if info.filename.endswith(".dist-info/METADATA") and info.file_size < (1 << 20):
             try:

@@ -16,10 +16,11 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from mtp_audit.report import Evidence, Gap, Location, Report
 from mtp_audit.engines.code import cache
 from mtp_audit.engines.sglang.scan import scan_file, wants_server_pass
-from mtp_audit.sources.tree import SourceTree, open_target
+from mtp_audit.engines.sglang.target import open_target
+from mtp_audit.report import Evidence, Gap, Location, Report
+from mtp_audit.sources.tree import SourceTree
 
 ANALYZER = "sglang"
 SPEC_ARG = "speculative_algorithm"
@@ -53,7 +54,7 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
     results: dict[str, dict[str, Any]] = {}
     jobs: list[tuple[str, bytes, bool, str]] = []
     stats = {"files": len(tree.files), "parsed": 0, "cached": 0, "bytes": 0}
-    from mtp_audit.engines.sglang.scan import _ENTRY_HINT, scan_env
+    from mtp_audit.engines.sglang.scan import ENTRY_HINT, scan_env
 
     for rel in sorted(tree.files):
         data = tree.read(rel)
@@ -61,7 +62,7 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
             continue
         stats["bytes"] += len(data)
         server = wants_server_pass(rel, data)
-        if not server and not _ENTRY_HINT.search(data):
+        if not server and not ENTRY_HINT.search(data):
             results[rel] = {"env": scan_env(data), "entry": [], "gap": None}
             continue
         key = cache.key_for(data, server)
@@ -447,7 +448,7 @@ def _server_args_status(tree: SourceTree, results: dict[str, dict[str, Any]]) ->
     statements). Anything but ``"ok"`` means "could not tell": MTP103 ("no speculative decoding")
     is concluded only from a server_args.py that was parsed and declares no such flag.
     """
-    rel = tree.server_args_path
+    rel = tree.marker_path
     out: dict[str, Any] = {"path": rel, "status": "ok", "reason": None}
     r = results.get(rel)
     if rel not in tree.files:
@@ -527,7 +528,7 @@ def _link_call(rel: str, site: dict[str, Any], funcs: dict[str, list[tuple[str, 
 
 def audit_tree(tree: SourceTree) -> Report:
     """Audit an opened tree and build the :class:`~mtp_audit.report.Report` (findings from rules)."""
-    from mtp_audit.engines.sglang.rules import evaluate
+    from mtp_audit.engines.sglang.checks import evaluate
 
     folder = cache.cache_dir()
     tkey = "tree-" + tree.fingerprint()

@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from mtp_audit.engines.sglang.checks import location_of
+from mtp_audit.engines.sglang.rules import BY_ID
 from mtp_audit.report import Evidence, Finding, Gap, Report, Severity
-from mtp_audit.engines.sglang.rules import BY_ID, _loc
 
 
 def _facts(report: Report | dict[str, Any]) -> dict[str, Any]:
@@ -62,12 +63,12 @@ def _group(items: list[dict[str, Any]]) -> dict[tuple[str, str, tuple[str, ...]]
             continue  # identity (``return "EAGLE"`` for input EAGLE): not a rewrite
         out.setdefault(k, []).append(r)
     for sites in out.values():
-        sites.sort(key=lambda r: _loc(r["location"]).sort_key())
+        sites.sort(key=lambda r: location_of(r["location"]).sort_key())
     return out
 
 
 def _sites_evidence(sites: list[dict[str, Any]], label: str) -> list[Evidence]:
-    ev = [Evidence(label, f"{'logged' if r['logged'] else 'silent'} ({r['shape']})", _loc(r["location"])) for r in sites[1:4]]
+    ev = [Evidence(label, f"{'logged' if r['logged'] else 'silent'} ({r['shape']})", location_of(r["location"])) for r in sites[1:4]]
     if len(sites) > 4:
         ev.append(Evidence(label, f"and {len(sites) - 4} more sites"))
     return ev
@@ -115,8 +116,8 @@ def _diff_rewrites(old: dict[str, Any], new: dict[str, Any], findings: list[Find
         findings.append(rule.finding(
             f"new {'silent' if silent else 'logged'} rewrite: {arg} {frm} -> {', '.join(r['to'])}"
             f" ({what} becomes {', '.join(r['to'])}{'' if is_relevant(arg) else '; not an MTP/FP4 argument'})",
-            _loc(r["location"]),
-            evidence=[Evidence("condition", r["condition"] or "(always)", _loc(r.get("test_location"))),
+            location_of(r["location"]),
+            evidence=[Evidence("condition", r["condition"] or "(always)", location_of(r.get("test_location"))),
                       *_sites_evidence(sites, "also at")],
             severity=sev))
     for k in sorted(set(o) - set(n)):
@@ -128,8 +129,8 @@ def _diff_rewrites(old: dict[str, Any], new: dict[str, Any], findings: list[Find
         sev = Severity.WARNING if arg == "speculative_algorithm" else Severity.INFO
         findings.append(rule.finding(
             f"rewrite gone in the new version: {arg} {frm} -> {', '.join(r['to'])} (old version's {r['location']})",
-            _loc(r["location"]),
-            evidence=[Evidence("condition (old version)", r["condition"] or "(always)", _loc(r.get("test_location"))),
+            location_of(r["location"]),
+            evidence=[Evidence("condition (old version)", r["condition"] or "(always)", location_of(r.get("test_location"))),
                       *_sites_evidence(sites, "also at (old version)")],
             severity=sev))
     for k in sorted(set(n) & set(o)):
@@ -138,7 +139,7 @@ def _diff_rewrites(old: dict[str, Any], new: dict[str, Any], findings: list[Find
             r = n[k][0]
             findings.append(rule.finding(
                 f"rewrite no longer logged: {arg} {frm} -> {', '.join(r['to'])} is now silent (was logged at old version's {o[k][0]['location']})",
-                _loc(r["location"]), evidence=[Evidence("condition", r["condition"] or "(always)", _loc(r.get("test_location")))],
+                location_of(r["location"]), evidence=[Evidence("condition", r["condition"] or "(always)", location_of(r.get("test_location")))],
                 severity=Severity.WARNING if is_relevant(arg) and frm not in _DEFAULT_FROMS else Severity.INFO))
 
 
@@ -155,7 +156,7 @@ def diff_facts(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[Finding],
     oc, nc = old.get("cli_arguments", {}), new.get("cli_arguments", {})
     changes["cli_arguments"] = {"added": sorted(set(nc) - set(oc)), "removed": sorted(set(oc) - set(nc)), "choices": {}}
     for flag in sorted(set(oc) - set(nc)):
-        findings.append(BY_ID["MTP111"].finding(f"flag {flag} is no longer declared (old version's {oc[flag]['location']})", _loc(oc[flag]["location"])))
+        findings.append(BY_ID["MTP111"].finding(f"flag {flag} is no longer declared (old version's {oc[flag]['location']})", location_of(oc[flag]["location"])))
     for flag in sorted(set(oc) & set(nc)):
         a, b = oc[flag].get("choices"), nc[flag].get("choices")
         if a is None or b is None:
@@ -164,31 +165,31 @@ def diff_facts(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[Finding],
         if gone or new_:
             changes["cli_arguments"]["choices"][flag] = {"added": new_, "removed": gone}
         if gone:
-            findings.append(BY_ID["MTP111"].finding(f"{flag} no longer accepts {', '.join(gone)}", _loc(nc[flag]["location"])))
+            findings.append(BY_ID["MTP111"].finding(f"{flag} no longer accepts {', '.join(gone)}", location_of(nc[flag]["location"])))
 
     oe = {e["name"]: e for e in old.get("env_vars", [])}
     ne = {e["name"]: e for e in new.get("env_vars", [])}
     changes["env_vars"] = {"added": sorted(set(ne) - set(oe)), "removed": sorted(set(oe) - set(ne))}
     for name in changes["env_vars"]["added"]:
         e = ne[name]
-        findings.append(BY_ID["MTP112"].finding(f"new environment variable {name}", _loc((e["defined"] or e["read"] or [None])[0])))
+        findings.append(BY_ID["MTP112"].finding(f"new environment variable {name}", location_of((e["defined"] or e["read"] or [None])[0])))
     for name in changes["env_vars"]["removed"]:
         e = oe[name]
         where = (e["defined"] or e["read"] or [None])[0]
-        findings.append(BY_ID["MTP112"].finding(f"environment variable {name} is no longer defined or read (old version's {where})", _loc(where)))
+        findings.append(BY_ID["MTP112"].finding(f"environment variable {name} is no longer defined or read (old version's {where})", location_of(where)))
 
     od_loc = {(d["from"], d["to"]): d["location"] for d in sorted(old.get("draft_arch_overrides", []), key=lambda d: d["location"], reverse=True)}
     od = set(od_loc)
     nd = {(d["from"], d["to"]) for d in new.get("draft_arch_overrides", [])}
     changes["draft_arch_overrides"] = {"added": [list(x) for x in sorted(nd - od)], "removed": [list(x) for x in sorted(od - nd)]}
     for f, t in sorted(od - nd):
-        findings.append(BY_ID["MTP113"].finding(f"draft-architecture override {f} -> {t} is gone (old version's {od_loc[(f, t)]})", _loc(od_loc[(f, t)])))
+        findings.append(BY_ID["MTP113"].finding(f"draft-architecture override {f} -> {t} is gone (old version's {od_loc[(f, t)]})", location_of(od_loc[(f, t)])))
     om_loc = {m["class"]: f"{m['file']}:{m['line']}" for m in sorted(old.get("mtp_classes", []), key=lambda m: (m["file"], m["line"]), reverse=True)}
     om = set(om_loc)
     nm = {m["class"] for m in new.get("mtp_classes", [])}
     changes["mtp_classes"] = {"added": sorted(nm - om), "removed": sorted(om - nm)}
     for c in sorted(om - nm):
-        findings.append(BY_ID["MTP113"].finding(f"MTP/NextN class {c} is no longer registered in EntryClass (old version's {om_loc[c]})", _loc(om_loc[c])))
+        findings.append(BY_ID["MTP113"].finding(f"MTP/NextN class {c} is no longer registered in EntryClass (old version's {om_loc[c]})", location_of(om_loc[c])))
     return findings, changes
 
 

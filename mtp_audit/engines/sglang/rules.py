@@ -7,10 +7,7 @@ shape of the real code, never copied SGLang files.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
-from mtp_audit.report import Evidence, Finding, Location, Report, Severity
+from mtp_audit.report import Severity
 from mtp_audit.report.rules import Example, Rule
 
 _SA_NEXTN_SILENT = '''class ServerArgs:
@@ -244,80 +241,3 @@ RULES: tuple[Rule, ...] = (
 )
 
 BY_ID = {r.id: r for r in RULES}
-
-
-def _loc(text: str | None) -> Location:
-    if not text:
-        return Location()
-    path, _, line = text.rpartition(":")
-    if line.isdigit():
-        return Location(path=path, line=int(line))
-    return Location(path=text)
-
-
-def evaluate(facts: dict[str, Any]) -> list[Finding]:
-    """Findings MTP101-MTP105 from one tree's facts (see :func:`mtp_audit.engines.sglang.audit.link`)."""
-    out: list[Finding] = []
-    cli = facts["cli_arguments"]
-    spec = cli.get("--speculative-algorithm")
-    nextn = [r for r in facts["remaps"] if r["from"] == "NEXTN"]
-    if spec is None:
-        if (facts.get("server_args") or {}).get("status", "ok") != "ok":
-            return out  # a blocking gap says server_args.py was not read: "no speculative decoding" cannot be concluded
-        out.append(BY_ID["MTP103"].finding(
-            "no --speculative-algorithm flag is declared: this SGLang has no speculative decoding, so MTP/NextN heads are never used"))
-        return out
-    if not facts["nextn_accepted"]:
-        out.append(BY_ID["MTP104"].finding(
-            f"--speculative-algorithm does not accept NEXTN (choices: {', '.join(spec['choices'] or []) or 'free-form'})",
-            _loc(spec.get("choices_location") or spec["location"])))
-    elif not nextn:
-        out.append(BY_ID["MTP102"].finding(
-            "--speculative-algorithm accepts NEXTN but no rewrite of NEXTN was found: cannot tell which worker runs",
-            _loc(facts["nextn_accepted"][0]["location"]),
-            evidence=[Evidence("accepted via", a["via"], _loc(a["location"])) for a in facts["nextn_accepted"]]))
-    mtp_names = {m["class"] for m in facts.get("mtp_classes", [])}
-    draft_mtp = sorted({d["to"] for d in facts.get("draft_arch_overrides", []) if d["to"] in mtp_names})
-    chain = (", ".join(draft_mtp[:3]) + (f" and {len(draft_mtp) - 3} more" if len(draft_mtp) > 3 else "")) if draft_mtp else \
-        "no override to a registered MTP class found"
-    # One finding per target algorithm: the CLI rewrite (assignment / helper return) is the finding,
-    # the alias lookup that also accepts NEXTN (0.5.20 on: SpeculativeAlgorithm.from_string with
-    # _RESERVED_ALIASES, spec_info.py:61 in 0.5.23) is evidence, so users see one chain.
-    by_to: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-    for r in nextn:
-        by_to.setdefault(tuple(r["to"]), []).append(r)
-    for to, rs in sorted(by_to.items()):
-        rs = sorted(rs, key=lambda r: (r["shape"] == "enum-alias-lookup", _loc(r["location"]).sort_key()))
-        r, others = rs[0], rs[1:]
-        ev = [Evidence("condition", r["condition"] or "(always)", _loc(r.get("test_location")))]
-        if r.get("via"):
-            ev.append(Evidence("via", r["via"]))
-        for o in others:
-            label = "alias lookup that also accepts it" if o["shape"] == "enum-alias-lookup" else "also rewritten at"
-            ev.append(Evidence(label, o.get("via") or o["shape"], _loc(o["location"])))
-        for a in facts.get("aliases", []):
-            if "NEXTN" in a.get("members", []) and a.get("defined") and list(to) == [a.get("to")]:
-                ev.append(Evidence("reserved alias set", f"{a['set']} = {{{', '.join(a['members'])}}}", _loc(a["defined"])))
-        ev += [Evidence("draft default", f"{d['kind']}: {d['value']}", _loc(d["location"])) for d in facts["draft_model_path_fills"]][:2]
-        logged = any(x["logged"] for x in rs)
-        how = "the rewrite is logged" if logged else "the rewrite is silent (no log line)"
-        if to == ("EAGLE",):
-            msg = (f"--speculative-algorithm NEXTN is an alias: SGLang runs its EAGLE worker with the target checkpoint "
-                   f"as its own draft (draft architecture -> {chain}); {how}")
-        else:
-            msg = f"--speculative-algorithm NEXTN is rewritten to {', '.join(to)} when {r['condition'] or 'always'}; {how}"
-        out.append(BY_ID["MTP101"].finding(msg, _loc(r["location"]), evidence=ev))
-    for d in facts["draft_model_path_fills"]:
-        out.append(BY_ID["MTP105"].finding(
-            f"speculative_draft_model_path defaults to the target model ({d['kind']}: {d['value']})",
-            _loc(d["location"]), evidence=[Evidence("condition", d["condition"] or "(always)")]))
-    return out
-
-
-def run_example(root: Path, example: Example) -> Report:
-    """Run the analyzer on an example folder; ``--diff`` examples hold ``old/`` and ``new/`` trees."""
-    from mtp_audit.engines.sglang import audit_sglang, diff_sglang
-
-    if "--diff" in example.args:
-        return diff_sglang(audit_sglang(root / "old"), audit_sglang(root / "new"))
-    return audit_sglang(root)

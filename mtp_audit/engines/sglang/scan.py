@@ -45,7 +45,7 @@ _SERVER_PATHS = re.compile(
     r"layers/quantization/__init__\.py|layers/moe/utils\.py)"
 )
 _ENV_HINT = re.compile(rb"NEXTN|MTP|SPEC|FP4")
-_ENTRY_HINT = re.compile(rb"^EntryClass\s*=", re.M)
+ENTRY_HINT = re.compile(rb"^EntryClass\s*=", re.M)
 _MTP_NAME = re.compile(r"mtp|nextn", re.I)
 
 #: Env var names of interest (issue 3 item 6): contain NEXTN, MTP, SPEC, FP4 or NVFP4.
@@ -131,7 +131,7 @@ def scan_entry_classes(data: bytes) -> tuple[list[dict[str, Any]], list[str]]:
 
     entries: list[dict[str, Any]] = []
     problems: list[str] = []
-    for m in _ENTRY_HINT.finditer(data):
+    for m in ENTRY_HINT.finditer(data):
         start = m.end()
         text = data[start:start + 20000].decode("utf-8", "replace")
         expr_text = _balanced_prefix(text).strip()
@@ -701,7 +701,7 @@ def scan_file(rel: str, data: bytes, server: bool) -> dict[str, Any]:
     Never raises for bad input.
     """
     res: dict[str, Any] = {"env": scan_env(data), "entry": [], "gap": None}
-    if _ENTRY_HINT.search(data):
+    if ENTRY_HINT.search(data):
         entries, problems = scan_entry_classes(data)
         res["entry"] = entries
         if problems:

@@ -8,7 +8,8 @@ of 0.11.0 / 0.33.0), never copied vLLM files.
 
 from __future__ import annotations
 
-from mtp_audit.engines.vllm._shared import Example, Rule, Severity
+from mtp_audit.report import Severity
+from mtp_audit.report.rules import Example, Rule
 
 _SP = "vllm/config/speculative.py"
 _REG = "vllm/model_executor/models/registry.py"
