@@ -29,6 +29,7 @@ def audit_launch(
     env: Mapping[str, str] | None = None,
     environ: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    vllm: str | Path | None = None,
 ) -> Report:
     """Audit one SGLang launch command on one machine with one (or, diffing, two) SGLang versions.
 
@@ -48,6 +49,10 @@ def audit_launch(
         environ: the current environment (default ``os.environ``); only variables SGLang reads are used.
         cwd: folder that relative ``--model-path`` / ``--speculative-draft-model-path`` are resolved
             against (default: the current directory).
+        vllm: for a vLLM command (``vllm serve MODEL ...``, ``python -m vllm.entrypoints.openai.api_server``):
+            the vLLM to check against (same kinds as ``sglang``; ``None``: the installed vllm, absent: a
+            blocking gap). The engine is picked from the command's entry point; see
+            :func:`mtp_audit.launch.vllm_launch.audit_vllm_launch`.
 
     Returns:
         The merged report; ``facts["launch"]["summary"]`` has the headline of "what will happen"
@@ -63,6 +68,13 @@ def audit_launch(
     from mtp_audit.launch.outcome import diff_outcomes
 
     toks = split_command(list(argv))
+    from mtp_audit.launch.vllm_command import vllm_entry
+
+    if vllm_entry(toks) is not None:
+        from mtp_audit.launch.vllm_launch import audit_vllm_launch
+
+        return audit_vllm_launch(toks, vllm=vllm, env_dump=env_dump, facts=facts, machine_facts=machine_facts, env=env,
+                                 environ=environ, cwd=cwd)
     find_entry(toks)  # not SGLang -> InputError before any heavy work
     dumps = (env_dump,) if isinstance(env_dump, (str, Path)) else tuple(env_dump or ())
     if len([x for x in (dumps, facts, machine_facts) if x]) > 1:

@@ -1,0 +1,653 @@
+"""``mtp-audit launch -- vllm serve ...``: what vLLM will run for the command's speculative config,
+cross-checked with the checkpoint and the machine (rules MTP320-MTP325, :mod:`mtp_audit.launch.rules`).
+
+Inputs flow through the analyzers' public functions only: :func:`mtp_audit.engines.vllm.open_for_launch`
+(the vLLM facts of docs/vllm.md, plus ``hf_config_override`` run on this checkpoint's config),
+:func:`mtp_audit.checkpoint.audit_checkpoint` (architecture, ``model_type``, MTP layers and tensors) and
+:func:`mtp_audit.preflight.preflight` (GPUs and FP4 capability).
+
+``SpeculativeConfig.__post_init__`` is replayed in the order the source has it (0.11.0
+``vllm/config/speculative.py:213-353``, 0.33.0 :1236-1499), from the analyzer's facts, not from a table:
+
+1. the validated ``method`` Literal (pydantic checks the field before ``__post_init__`` runs);
+2. the MTP alias (``facts.mtp_alias``: ``deepseek_mtp`` ... -> ``mtp``, logged);
+3. ``model is None and num_speculative_tokens is not None``: the ``model``-field rewrites
+   (``draft-target`` for ``mtp``: the target checkpoint is its own draft; ``ngram`` ...), else vLLM raises
+   ``ValueError("num_speculative_tokens was provided but without speculative model.")``;
+4. with a model: the draft ``ModelConfig`` is built with ``hf_config_override`` (the draft architecture),
+   then the ``auto-detect`` rewrites in source order (skipped for the methods they keep: ``eagle``,
+   ``eagle3`` [+ ``dflash``, ``dspark``]); falling through keeps ``draft_model`` (0.33.0 :1495) and
+   raises ``NotImplementedError`` for anything else (0.11.0 :348-353 sets ``draft_model`` and raises);
+5. the ``num_speculative_tokens`` rules (``facts.n_predict_rules``): the silent default to the draft's
+   ``n_predict``, the divisibility ``ValueError``, the reuse-one-layer warning; ``None`` left over is
+   ``_verify_args``' ``ValueError("num_speculative_tokens must be provided ...")`` (0.11.0 :520, 0.33.0 :1947);
+6. the proposer of the runner (``facts.proposers``; V1 ``gpu_model_runner.py`` vs V2 ``spec_decode``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtp_audit.errors import InputError
+from mtp_audit.launch.context import Machine, fmt_bytes, loc_of
+from mtp_audit.launch.vllm_command import VllmCommand, parse_vllm_command, rebuild_vllm, spec_json
+from mtp_audit.launch.vllm_eval import UNKNOWN, Evaluator
+from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
+
+ANALYZER = "launch"
+#: methods whose proposer loads no draft model (no ``model`` to build a draft ``ModelConfig`` from)
+NO_DRAFT = ("ngram", "[ngram]", "ngram_gpu", "suffix", "extract_hidden_states", "custom_class")
+
+
+def open_vllm(target: str | Path | None) -> tuple[Any, Gap | None]:
+    """The vLLM analyzer's launch view of ``target`` (``None``: the installed vllm).
+
+    An installed vllm that cannot be found is a blocking gap, not an input error.
+
+    Raises:
+        InputError: an explicit target that cannot be opened (not vLLM, corrupt wheel).
+    """
+    from mtp_audit.engines.vllm import open_for_launch
+
+    if target is None:
+        try:
+            return open_for_launch(None), None
+        except InputError as exc:
+            return None, Gap(ANALYZER, f"no vLLM to check the command against ({exc.problem}); pass --vllm TARGET "
+                                       "(a .whl, an unpacked wheel, a package folder or a checkout)", None, True)
+    return open_for_launch(target), None
+
+
+@dataclass
+class VCtx:
+    """What one vLLM launch evaluation knows; filled by :func:`evaluate_vllm`."""
+
+    cmd: VllmCommand
+    vf: dict[str, Any] | None
+    view: Any
+    name: str
+    ck: dict[str, Any] | None = None
+    draft_ck: dict[str, Any] | None = None
+    draft_path: str | None = None
+    draft_is_target: bool = False
+    pf: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)
+    trace: list[str] = field(default_factory=list)
+    method_requested: str | None = None
+    method: str | None = None
+    method_decided: bool = True
+    fails: bool = False
+    draft: dict[str, Any] = field(default_factory=dict)
+    k_requested: int | None = None
+    k: int | None = None
+    n_layers: int | None = None
+    proposer: dict[str, Any] = field(default_factory=dict)
+    spec_fix: dict[str, Any] | None = None
+    spec_changed: bool = False
+
+    @property
+    def version(self) -> str:
+        """``"0.33.0"`` or ``"(version unknown)"``."""
+        return str((self.vf or {}).get("version") or "(version unknown)")
+
+    def add(self, rule_id: str, message: str, symbol: str, *, evidence: Sequence[Evidence] = (),
+            remediation: str | None = None, severity: Severity | None = None) -> None:
+        """Append a finding of launch rule ``rule_id``."""
+        from mtp_audit.launch.rules import RULES_BY_ID
+
+        self.findings.append(RULES_BY_ID[rule_id].finding(message, Location(symbol=symbol), evidence=tuple(evidence),
+                                                          remediation=remediation, severity=severity))
+
+    def gap(self, message: str, blocking: bool = False) -> None:
+        """Record something the launch audit could not decide."""
+        self.gaps.append(Gap(ANALYZER, message, None, blocking))
+
+    def reject(self, message: str, evidence: Sequence[Evidence] = (), remediation: str | None = None) -> None:
+        """MTP320: vLLM refuses the speculative config; the server exits before the model loads."""
+        self.fails = True
+        self.add("MTP320", f"vLLM {self.version} rejects the speculative config (the server will not start): {message}",
+                 "--speculative-config", evidence=evidence, remediation=remediation)
+
+
+def _arch(ck: dict[str, Any] | None) -> str | None:
+    archs = ((ck or {}).get("config") or {}).get("architectures") or []
+    return str(archs[0]) if archs else ((ck or {}).get("summary") or {}).get("architecture")
+
+
+def _model_type(ck: dict[str, Any] | None) -> str | None:
+    return ((ck or {}).get("config") or {}).get("model_type")
+
+
+def _rewrites(vf: dict[str, Any], field_name: str, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+    def line(r: dict[str, Any]) -> int:
+        loc = str(r.get("location") or "")
+        return int(loc.rpartition(":")[2]) if loc.rpartition(":")[2].isdigit() else 0
+
+    return sorted((r for r in vf.get("rewrites", []) if r["field"] == field_name and r["kind"] in kinds), key=line)
+
+
+def _literal(value: str) -> Any:
+    """A rewrite's ``value`` source text as a Python value when it is a literal (``"'mtp'"`` -> ``mtp``)."""
+    import ast
+
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return None
+
+
+def n_predict_of(expr: str | None, ck: dict[str, Any] | None) -> tuple[int | None, str]:
+    """The draft's ``n_predict`` as ``hf_config_override`` reads it (``expr``, e.g.
+    ``getattr(text_config, 'mtp_num_hidden_layers', None)``), from the checkpoint facts: the declared MTP
+    layer count when the expression reads the key the checkpoint declares them under
+    (``mtp.declared_by``), a literal count, or the ``getattr`` default when the checkpoint declares
+    them under another key. Returns ``(value or None, how)``."""
+    if expr is None:
+        return None, "no n_predict written for this draft"
+    m = re.fullmatch(r"\s*(\d+)\s*", expr)
+    if m:
+        return int(m.group(1)), f"constant {expr}"
+    mtp = (ck or {}).get("mtp") or {}
+    declared_by = str(mtp.get("declared_by") or "")
+    key = declared_by.rsplit("/", 1)[-1] if declared_by else None
+    g = re.search(r"""getattr\(\s*(\w+)\s*,\s*['"](\w+)['"]\s*(?:,\s*([^)]*))?\)|(\w+)\.get\(\s*['"](\w+)['"]\s*(?:,\s*([^)]*))?\)|(\w+)\.(\w+)\s*$""", expr)
+    if not g:
+        return None, f"{expr} (not read statically)"
+    name = g.group(2) or g.group(5) or g.group(8)
+    default = g.group(3) if g.group(2) else g.group(6) if g.group(5) else None
+    if key and name == key:
+        return mtp.get("declared_layers"), f"{expr} = {mtp.get('declared_layers')} ({declared_by} in config.json)"
+    if ck is None:
+        return None, f"{expr} (checkpoint not audited)"
+    d = (default or "").strip()
+    if d.isdigit():
+        return int(d), f"{expr}: config.json declares its MTP layers under {declared_by or 'no key'}, so the default {d} applies"
+    return None, f"{expr}: config.json declares its MTP layers under {declared_by or 'no key'}, so n_predict is {d or 'missing'}"
+
+
+def resolve(ctx: VCtx, model_path: str | None) -> None:
+    """Replay ``SpeculativeConfig.__post_init__`` for ``ctx.cmd.spec`` (module docstring, steps 1-5)."""
+    spec = ctx.cmd.spec
+    vf = ctx.vf or {}
+    if spec is None:
+        return
+    fix = dict(spec)
+    m = spec.get("method")
+    model = spec.get("model")
+    k = spec.get("num_speculative_tokens")
+    ctx.method_requested = m if isinstance(m, str) else None
+    ctx.k_requested = k if isinstance(k, int) else None
+    v = ctx.version
+    lit = (vf.get("spec_config") or {}).get("method_literal") or {}
+    validated = (vf.get("spec_config") or {}).get("validated")
+    alias = vf.get("mtp_alias") or {}
+    if k is not None and not isinstance(k, int):
+        ctx.reject(f"num_speculative_tokens={k!r} is not an integer", remediation="give num_speculative_tokens as a JSON number")
+        return
+    if isinstance(m, str) and validated and lit.get("values") and m not in lit["values"]:
+        better = "mtp" if "mtp" in lit["values"] and (m in (alias.get("members") or []) or m.endswith("_mtp")) else None
+        ctx.reject(f"method {m!r} is not one of the {len(lit['values'])} values of the validated {lit.get('name')} Literal "
+                   f"({lit.get('location')})" + (f"; {m!r} is in the MTP alias set {alias.get('set')}, which this version's "
+                                                   "validator does not accept" if m in (alias.get("members") or []) else ""),
+                   evidence=[Evidence("Literal", lit.get("name") or "?", loc_of(lit.get("location"))),
+                             Evidence("validated by", str((vf.get("spec_config") or {}).get("validated_by")))],
+                   remediation=f'use "method": "{better}"' if better else "use a method this vLLM accepts (mtp-audit vllm lists them)")
+        if better:
+            fix["method"] = better
+            ctx.spec_fix, ctx.spec_changed = fix, True
+        return
+    if isinstance(m, str) and m in (alias.get("members") or []):
+        ctx.trace.append(f"method {m} -> mtp (alias, {'logged' if alias.get('logged') else 'silent'}, {alias.get('location')})")
+        m = "mtp"
+    env = {"self.method": m, "self.model": model, "self.num_speculative_tokens": k, "self.target_model_config": "<target>",
+           "self.target_model_config.hf_text_config.model_type": ((ctx.ck or {}).get("config") or {}).get("text_model_type") or _model_type(ctx.ck),
+           "self.target_model_config.hf_config.model_type": _model_type(ctx.ck)}
+    ev = Evaluator(env, getattr(ctx.view, "predicate_conditions", {}))
+    if m is None:
+        for r in _rewrites(vf, "method", ("default-fill",)):
+            t = ev.truth(r["condition"])
+            if t is True:
+                m = _literal(r["value"])
+                ctx.trace.append(f"no method given -> {m} ({r['location']}, silent)")
+                break
+            if t is UNKNOWN:
+                ctx.gap(f"the method default at {r['location']} ({r['condition']}) was not decided statically; taken as not applying")
+        ev.env["self.method"] = m
+    if model is None:
+        if k is None:
+            if m in NO_DRAFT:
+                ctx.method = m
+                return
+            n = ((ctx.ck or {}).get("mtp") or {}).get("declared_layers") or 1
+            fix["num_speculative_tokens"] = int(n)
+            ctx.spec_fix, ctx.spec_changed = fix, True
+            ctx.method = m
+            ctx.reject(f"method {ctx.method_requested or m!r} without \"num_speculative_tokens\" and without \"model\": no draft config is "
+                       "built (the draft = target rewrite needs num_speculative_tokens), so _verify_args raises 'num_speculative_tokens must "
+                       "be provided with speculative model unless the draft model config contains an n_predict parameter'",
+                       evidence=[Evidence("draft = target needs", "self.model is None and self.num_speculative_tokens is not None",
+                                          loc_of(next((r["location"] for r in _rewrites(vf, "model", ("draft-target",))), None)))],
+                       remediation=f'add "num_speculative_tokens": {int(n)} (the checkpoint\'s MTP layer count)')
+            return
+        hit = None
+        for r in _rewrites(vf, "model", ("draft-target", "default-fill")):
+            t = ev.truth(r["condition"])
+            if t is True:
+                hit = r
+                break
+        if hit is None:
+            ctx.method = m
+            ctx.reject(f"method {m!r} with num_speculative_tokens but no model: vLLM raises 'num_speculative_tokens was provided but "
+                       "without speculative model.'", remediation='add "model", or use "method": "mtp" on a checkpoint with MTP layers')
+            return
+        if hit["kind"] == "draft-target":
+            model = model_path
+            ctx.draft_is_target = True
+            ctx.trace.append(f"no model given -> the target checkpoint is the draft ({hit['location']}, silent)")
+            q = next((r for r in _rewrites(vf, "quantization", ("inherited-quantization",)) if ev.truth(r["condition"]) is not False), None)
+            if q:
+                ctx.trace.append(f"quantization inherited from the target ({q['location']})")
+        else:
+            ctx.method = m
+            return
+    if m in NO_DRAFT:
+        ctx.method = m
+        return
+    ctx.draft_path = str(model) if model is not None else None
+    detect(ctx, ev, m, model)
+
+
+def detect(ctx: VCtx, ev: Evaluator, m: str | None, model: Any) -> None:
+    """Step 4: the draft architecture after ``hf_config_override`` and the auto-detection ``elif`` chain."""
+    vf = ctx.vf or {}
+    dck = ctx.ck if ctx.draft_is_target else ctx.draft_ck
+    d = ctx.draft
+    d["path"] = ctx.draft_path
+    d["is_target"] = ctx.draft_is_target
+    mt, arch = _model_type(dck), _arch(dck)
+    d["from"] = {"model_type": mt, "architecture": arch}
+    view = ctx.view.draft(mt, arch) if ctx.view is not None and dck is not None else None
+    d["override"] = view
+    if dck is None:
+        ctx.method, ctx.method_decided = m, False
+        ctx.gap(f"draft model {model}: not audited; its architecture, and so the method vLLM detects, are unknown", blocking=True)
+        return
+    new_mt = view["model_type"] if view else mt
+    archs = (view or {}).get("architectures") or ([arch] if arch else [])
+    d["model_type"], d["architectures"] = new_mt, archs
+    ev.env.update({"self.draft_model_config": "<draft>", "self.draft_model_config.model": str(model),
+                   "self.draft_model_config.hf_config.model_type": new_mt, "self.draft_model_config.hf_config": "<hf>",
+                   "self.draft_model_config.architectures": list(archs), "self.draft_model_config.hf_config.architectures": list(archs)})
+    ev.env.update(getattr(ctx.view, "strings", {}))
+    alias = vf.get("mtp_alias") or {}
+    if alias.get("set"):
+        ev.env[alias["set"]] = list(alias.get("members") or []) + ["mtp"]
+    native = ctx.view.registered(_arch(ctx.ck) or "") if ctx.view is not None and ctx.ck is not None else None
+    impl = ctx.cmd.get("--model-impl")
+    ev.env["using_transformers_mtp"] = False if (native is not None and impl in (None, "auto", "vllm")) else UNKNOWN
+    detectors = _rewrites(vf, "method", ("auto-detect",))
+    kept = detectors[0]["kept"] if detectors else []
+    before = m
+    if m in kept:
+        ctx.trace.append(f"method {m} is kept as given (auto-detection skipped for {', '.join(kept)})")
+    else:
+        decided = False
+        for r in detectors:
+            if r["detector"] is None:
+                m = _literal(r["value"])
+                ctx.trace.append(f"no detector matched -> {m} ({r['location']})")
+                decided = True
+                break
+            t = ev.truth(r["detector"])
+            if t is True:
+                m = _literal(r["value"])
+                ctx.trace.append(f"auto-detected {m}: {r['detector']} ({r['location']}, {'logged' if r['logged'] else 'silent'})")
+                decided = True
+                if before is not None and m != before:
+                    ctx.add("MTP321", f"vLLM {ctx.version} replaces the explicit method {ctx.method_requested!r} with {m!r}, silently: the draft "
+                            f"{model} matches {r['detector']} ({r['location']})", "--speculative-config",
+                            evidence=[Evidence("auto-detect", r["detector"], loc_of(r["location"])),
+                                      Evidence("draft after hf_config_override", f"model_type {new_mt}, architectures {archs}")],
+                            remediation=f'write "method": "{m}" to say what runs', severity=Severity.WARNING)
+                break
+            if t is UNKNOWN:
+                ctx.method, ctx.method_decided = None, False
+                ctx.gap(f"auto-detection test {r['detector']} ({r['location']}) could not be decided for draft {model}: the method vLLM "
+                        "runs is unknown", blocking=True)
+                return
+        if not decided and m != "draft_model":
+            ctx.method = m
+            ctx.reject(f"method {m!r} on draft {model} (model_type {new_mt} after hf_config_override): no auto-detection test matches and the "
+                       "method is not draft_model, so vLLM raises NotImplementedError('Unsupported speculative method')",
+                       evidence=[Evidence("draft model_type", str(new_mt)), Evidence("MTP model types", ", ".join(alias.get("members") or []))],
+                       remediation="use a checkpoint whose model_type vLLM maps to an MTP draft, or drop --speculative-config")
+            return
+    ctx.method = m
+
+
+def check_numbers(ctx: VCtx) -> None:
+    """Step 5: MTP323 (the ``num_speculative_tokens`` vs MTP-layer rules, ``facts.n_predict_rules``)."""
+    vf = ctx.vf or {}
+    if ctx.fails or not ctx.method_decided or ctx.method in NO_DRAFT or ctx.method is None or ctx.cmd.spec is None:
+        return
+    rules = vf.get("n_predict_rules") or {}
+    dck = ctx.ck if ctx.draft_is_target else ctx.draft_ck
+    expr = (ctx.draft.get("override") or {}).get("n_predict_from")
+    n, how = n_predict_of(expr, dck) if (ctx.draft.get("override") or {}).get("rewritten") else (None, "hf_config_override writes no n_predict for this draft")
+    ctx.n_layers = n
+    ctx.draft["n_predict"] = {"value": n, "how": how}
+    k = ctx.k_requested
+    ev_n = [Evidence("n_predict", how)]
+    if k is None:
+        if n is None:
+            ctx.reject("num_speculative_tokens is not given and the draft config has no n_predict: _verify_args raises 'num_speculative_tokens "
+                       "must be provided'", evidence=ev_n, remediation='add "num_speculative_tokens": 1')
+            ctx.spec_fix = dict(ctx.spec_fix or ctx.cmd.spec or {}, num_speculative_tokens=1)
+            ctx.spec_changed = True
+            return
+        ctx.k = n
+        ctx.add("MTP323", f"num_speculative_tokens is not given: vLLM {ctx.version} sets it to the draft's n_predict = {n} (the checkpoint's MTP layer "
+                f"count), silently ({rules.get('default')})", "--speculative-config",
+                evidence=ev_n + [Evidence("default", "self.num_speculative_tokens = n_predict", loc_of(rules.get("default")))],
+                remediation="", severity=Severity.INFO)
+        return
+    ctx.k = k
+    if k <= 0:
+        ctx.reject(f"num_speculative_tokens={k}: _verify_args raises 'Expected num_speculative_tokens to be greater than zero'",
+                   remediation='use "num_speculative_tokens": 1')
+        return
+    if n and k > n and k % n != 0 and rules.get("divisible_error"):
+        ctx.reject(f"num_speculative_tokens={k} is not a multiple of the draft's {n} MTP layer(s): 'num_speculative_tokens:{k} must be divisible by "
+                   f"n_predict={n}' ({rules['divisible_error']})", evidence=ev_n + [Evidence("raise", "ValueError", loc_of(rules["divisible_error"]))],
+                   remediation=f'use "num_speculative_tokens": {n} (or a multiple of {n})')
+        ctx.spec_fix = dict(ctx.spec_fix or ctx.cmd.spec or {}, num_speculative_tokens=n)
+        ctx.spec_changed = True
+        return
+    cond = rules.get("reuse_warning_condition")
+    if rules.get("reuse_warning") and cond and ctx.method == "mtp":
+        ev = Evaluator({"self.num_speculative_tokens": k, "self.draft_model_config.hf_config.model_type": ctx.draft.get("model_type")})
+        if ev.truth(cond) is True:
+            ctx.add("MTP323", f"num_speculative_tokens={k} with {n if n is not None else 'an unknown number of'} MTP layer(s): vLLM {ctx.version} runs "
+                    + ("the same MTP layer" if n == 1 else "the MTP layers") + f" {k} times per step and logs 'Enabling num_speculative_tokens > 1 "
+                    f"will run multiple times of forward on same MTP layer, which may result in lower acceptance rate' ({rules['reuse_warning']})",
+                    "--speculative-config", evidence=ev_n + [Evidence("warning guard", cond, loc_of(rules["reuse_warning"]))],
+                    remediation="", severity=Severity.INFO)
+
+
+def check_draft(ctx: VCtx) -> None:
+    """MTP322 (the draft architecture after ``hf_config_override`` is not registered) and MTP324 (an MTP
+    method, but the draft checkpoint has no MTP tensors)."""
+    if ctx.method != "mtp" or not ctx.method_decided or ctx.fails:
+        return
+    d = ctx.draft
+    view = d.get("override") or {}
+    reg = view.get("registered")
+    if view.get("conditional") or view.get("dynamic"):
+        ctx.gap(f"the draft architecture {view.get('architectures')} depends on a test or an f-string hf_config_override does not decide "
+                "statically; which class is built is not certain")
+    if reg is not None:
+        missing = [a for a, loc in reg.items() if loc is None]
+        if missing and not view.get("conditional"):
+            ctx.add("MTP322", f"vLLM {ctx.version} rewrites the draft to {', '.join(missing)} ({view.get('location')}), but its model registry "
+                    "has no such architecture: the draft model cannot be built", "--speculative-config",
+                    evidence=[Evidence("hf_config_override", f"{d['from']} -> {view.get('model_type')} {view.get('architectures')}", loc_of(view.get("location")))],
+                    remediation="use a vLLM version that registers the MTP class (mtp-audit vllm lists mtp_classes)")
+            ctx.fails = True
+    dck = ctx.ck if ctx.draft_is_target else ctx.draft_ck
+    s = (dck or {}).get("summary") or {}
+    if s.get("mode") == "config-only":
+        ctx.gap(f"{d.get('path')}: config only, the draft's MTP tensors were not checked", blocking=True)
+        return
+    if s.get("mtp_tensors") == 0:
+        declared = s.get("mtp_layers_declared") or 0
+        ctx.add("MTP324", f"method mtp loads the draft from {d.get('path')}" + (" (the target itself)" if ctx.draft_is_target else "")
+                + f", which has no MTP tensors" + (f" although config.json declares {declared} MTP layer(s)" if declared else "")
+                + (f" ({s['tensors']:,} tensors checked)" if isinstance(s.get("tensors"), int) else "") + ": the draft has no weights to load",
+                "--speculative-config", evidence=[Evidence("MTP tensors", "0"), Evidence("architecture", str(_arch(dck)))],
+                remediation="drop --speculative-config (the corrected command does), or use a checkpoint that ships its MTP weights")
+        ctx.fails = True
+        ctx.spec_fix, ctx.spec_changed = None, True
+
+
+def pick_proposer(ctx: VCtx) -> None:
+    """Step 6: the runner (``VLLM_USE_V2_MODEL_RUNNER``, ``facts.runner``) and the proposer class for the method."""
+    vf = ctx.vf or {}
+    if ctx.method is None or not ctx.method_decided:
+        return
+    runner = vf.get("runner") or {}
+    setting = ctx.env.get("VLLM_USE_V2_MODEL_RUNNER")
+    if not runner.get("v2_runner_exists"):
+        which, why = "v1", "this vLLM has no V2 model runner"
+    elif setting is not None and runner.get("env"):
+        which = "v2" if setting.strip().lower() in ("1", "true") else "v1"
+        why = f"VLLM_USE_V2_MODEL_RUNNER={setting}"
+    elif str(runner.get("default", "")).startswith("v1"):
+        which, why = "v1", f"VLLM_USE_V2_MODEL_RUNNER default {runner.get('env_default')}"
+    else:
+        which, why = "auto", f"{runner.get('default')} ({runner.get('auto_location')})"
+    out: dict[str, Any] = {"runner": which, "why": why}
+    for r in ("v1", "v2") if which == "auto" else (which,):
+        chain = ((vf.get("proposers") or {}).get(r) or {}).get(ctx.method) or []
+        env = {"self.method": ctx.method, "self.draft_model_config": "<draft>",
+               "self.draft_model_config.hf_config.model_type": ctx.draft.get("model_type"),
+               "self.draft_model_config.hf_config": "<hf>", "self.num_speculative_tokens": ctx.k,
+               "self.draft_model_config.hf_config.num_nextn_predict_layers": ctx.n_layers}
+        ev = Evaluator(env, getattr(ctx.view, "predicate_conditions", {}))
+        picked, maybe = None, []
+        for p in chain:
+            when = p.get("when") or "always"
+            if when == "always":
+                picked = p
+                break
+            test = when[3:] if when.startswith("if ") else when
+            test = re.sub(r"\b(self\.)?speculative_config\.", "self.", test)
+            t = ev.truth(test)
+            if t is True:
+                picked = p
+                break
+            if t is UNKNOWN and ("use_" in test or "method" in test):
+                maybe.append(p)
+        out[r] = {"class": picked["class"] if picked else None, "location": picked["location"] if picked else None,
+                  "unless": [f"{p['class']} {p['when']} ({p['location']})" for p in maybe]}
+        if picked is None and not maybe:
+            ctx.reject(f"the {r.upper()} runner has no proposer for method {ctx.method!r}",
+                       evidence=[Evidence(f"{r} dispatch", ", ".join(sorted(((vf.get('proposers') or {}).get(r) or {}))) or "none")],
+                       remediation="use a method this vLLM's runner dispatches (mtp-audit vllm lists proposers)")
+    ctx.proposer = out
+
+
+def check_unused(ctx: VCtx) -> None:
+    """MTP325: the checkpoint carries MTP heads but the command has no speculative config."""
+    if ctx.cmd.spec is not None or ctx.ck is None:
+        return
+    s = ctx.ck.get("summary") or {}
+    n = s.get("mtp_tensors") or 0
+    layers = s.get("mtp_layers_found") or s.get("mtp_layers_declared") or 1
+    if n > 0:
+        b = ((ctx.ck.get("mtp") or {}).get("bytes") or {}).get("value")
+        ctx.add("MTP325", f"the checkpoint carries {n:,} MTP tensors in {layers} layer(s)" + (f" ({fmt_bytes(b)})" if b else "")
+                + " but the command has no --speculative-config: vLLM skips them and decodes one token per step", "--speculative-config",
+                evidence=[Evidence("MTP layers", str(layers)), Evidence("MTP tensors", f"{n:,}")],
+                remediation=f"add --speculative-config '{spec_json({'method': 'mtp', 'num_speculative_tokens': int(layers)})}'")
+
+
+def check_command(ctx: VCtx) -> None:
+    """MTP320 for what vLLM's parser and ``create_speculative_config`` reject."""
+    for kind, tok, msg in ctx.cmd.problems:
+        if kind == "dotted-replaces-json":
+            ctx.gap(msg)
+            continue
+        if kind == "no-model":
+            ctx.fails = True
+            ctx.add("MTP320", f"vLLM {ctx.version} cannot start: {msg}", "argv", remediation="give the model: vllm serve MODEL ...")
+            continue
+        ctx.reject(msg, evidence=[Evidence("token", tok)],
+                   remediation="drop the --spec-* option (the value is in --speculative-config already)" if kind == "mutually-exclusive"
+                   else "write --speculative-config as a JSON object, e.g. '{\"method\":\"mtp\",\"num_speculative_tokens\":1}'")
+        if kind == "mutually-exclusive":
+            ctx.spec_fix = dict(ctx.cmd.spec or {})
+            ctx.spec_changed = True
+    if not (ctx.vf or {}).get("spec_flags") and ctx.vf is not None:
+        for opt in ("--spec-method", "--spec-model", "--spec-tokens"):
+            if opt in ctx.cmd.options:
+                ctx.fails = True
+                ctx.add("MTP320", f"vLLM {ctx.version} has no {opt} option (the --spec-* shorthand appears in later versions): 'unrecognized "
+                        f"arguments: {opt}'", opt, remediation="use --speculative-config JSON instead")
+    spec = ctx.cmd.spec or {}
+    if "tensor_parallel_size" in spec:
+        ctx.gap("speculative config key tensor_parallel_size: newer vLLM rejects it ('Please pass draft_tensor_parallel_size'); not checked for this version")
+
+
+CHECKS = (check_command,)
+
+
+@dataclass
+class VEvaluation:
+    """The result of one vLLM launch evaluation."""
+
+    ctx: VCtx
+    reports: list[Report]
+    outcome: dict[str, Any]
+
+
+#: preflight rules whose message and severity describe SGLang's FP4 fallback (Marlin from SGLang 0.5.13)
+SGLANG_FP4_RULES = ("MTP200", "MTP201")
+
+
+def sglang_fp4_findings_relaxed(report: Report, fp4: bool | None) -> Report:
+    """The preflight report with MTP200/MTP201 (written for SGLang's FP4 fallback) re-graded for a vLLM command:
+    info when the checkpoint is not FP4 (no FP4 kernel runs), else a warning (vLLM 0.33.0 runs NVFP4 on SM75+
+    through Marlin W4A16, ``vllm/model_executor/layers/quantization/modelopt.py:1648``: slower, not broken);
+    the message says why."""
+    import dataclasses
+
+    out = []
+    for f in report.findings:
+        if f.rule_id in SGLANG_FP4_RULES and f.severity >= Severity.WARNING:
+            if fp4 is False:
+                f = dataclasses.replace(f, severity=Severity.INFO, message=f.message + " (info for this vLLM launch: the checkpoint is not FP4, "
+                                        "so no FP4 kernel runs)")
+            else:
+                f = dataclasses.replace(f, severity=Severity.WARNING, message=f.message + " (a warning for this vLLM launch: the fallback "
+                                        "named is SGLang's; vLLM 0.33.0 runs NVFP4 on SM75+ through Marlin W4A16, "
+                                        "vllm/model_executor/layers/quantization/modelopt.py:1648; slower, not refused)")
+        out.append(f)
+    return dataclasses.replace(report, findings=tuple(out))
+
+
+def _without_sglang_answer(report: Report) -> Report:
+    """A checkpoint report without its "Will SGLang use the MTP heads?" closing (the vLLM launch answers for vLLM)."""
+    import dataclasses
+
+    facts = dict(report.facts)
+    if isinstance(facts.get("checkpoint"), dict) and "closing" in facts["checkpoint"]:
+        facts["checkpoint"] = {k: v for k, v in facts["checkpoint"].items() if k != "closing"}
+    return dataclasses.replace(report, facts=facts)
+
+
+def _preflight(machine: Machine, argv: list[str], cwd: Path) -> tuple[Report, bool]:
+    """The preflight on the machine, told the vLLM command when it knows engines (an ``engine`` parameter);
+    otherwise on the machine alone (its SGLang flag checks do not apply to a vLLM command). Returns
+    ``(report, whether the command's backend flags were checked)``."""
+    from mtp_audit.preflight import preflight
+
+    params = inspect.signature(preflight).parameters
+    kwargs: dict[str, Any] = {"env_dumps": list(machine.env_dumps), "facts_file": machine.facts_file, "facts": machine.facts, "cwd": cwd}
+    if "engine" in params:
+        kwargs.update(engine="vllm", launch=argv)
+    if "use_sglang_analyzer" in params:
+        kwargs["use_sglang_analyzer"] = False
+    return preflight(**kwargs), "engine" in params
+
+
+def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, machine: Machine, env: Mapping[str, str] | None,
+                  environ: Mapping[str, str] | None, cwd: Path, checkpoints: dict[str, Any], _depth: int = 0) -> VEvaluation:
+    """Parse, audit and cross-check one vLLM command against one vLLM (``view``, from :func:`open_vllm`).
+
+    ``checkpoints`` caches checkpoint audits by path text. A corrected command is evaluated once more
+    before it is shown (``outcome["corrected_check"]``).
+    """
+    from mtp_audit.launch.analyze import audit_model
+    from mtp_audit.launch.vllm_outcome import build_vllm_outcome
+
+    vf = dict(view.report.facts.get("vllm") or {}) if view is not None else None
+    cmd = parse_vllm_command(list(argv), spec_shorthand=bool((vf or {}).get("spec_flags")) if vf is not None else True)
+    name = view.report.targets[0].name if view is not None else "no vLLM"
+    ctx = VCtx(cmd=cmd, vf=vf, view=view, name=name)
+    if view_gap is not None:
+        ctx.gaps.append(view_gap)
+    read = {e["name"] for e in (vf or {}).get("env_vars", [])}
+    for k, val in sorted((environ or {}).items()):
+        if k in read or k == "VLLM_USE_V2_MODEL_RUNNER":
+            ctx.env[k] = val
+    ctx.env.update(cmd.env)
+    ctx.env.update(env or {})
+    reports: list[Report] = []
+
+    def ck_for(text: str, flag: str) -> Any:
+        if text not in checkpoints:
+            checkpoints[text] = audit_model(text, cwd, flag)
+        return checkpoints[text]
+
+    if cmd.model is not None:
+        r, g = ck_for(cmd.model, "model")
+        if r is not None:
+            reports.append(_without_sglang_answer(r))
+            ctx.ck = dict(r.facts.get("checkpoint") or {}) or None
+        if g is not None:
+            ctx.gaps.append(g)
+    check_command(ctx)
+    if vf is None and cmd.spec is not None:
+        ctx.method_decided = False
+    elif not ctx.fails or ctx.cmd.spec is not None:
+        spec = cmd.spec or {}
+        dm = spec.get("model")
+        if isinstance(dm, str) and cmd.model is not None and dm != cmd.model and (cwd / dm).resolve() != (cwd / cmd.model).resolve():
+            r, g = ck_for(dm, "speculative_config.model")
+            if r is not None:
+                ctx.draft_ck = dict(r.facts.get("checkpoint") or {}) or None
+                ctx.gaps += [Gap(x.analyzer, f"draft {dm}: {x.message}", x.path, x.blocking) for x in r.gaps]
+            if g is not None:
+                ctx.gaps.append(g)
+        elif isinstance(dm, str):
+            ctx.draft_is_target = True
+        if not ctx.fails:
+            resolve(ctx, cmd.model)
+    check_numbers(ctx)
+    check_draft(ctx)
+    pick_proposer(ctx)
+    check_unused(ctx)
+    if cmd.spec is None and ctx.ck is not None:
+        from mtp_audit.launch.analyze import mtp_errors_as_warnings as relax
+
+        reports = [relax(r) if r.targets and r.targets[0].analyzer == "checkpoint" else r for r in reports]
+    pf, engine_aware = _preflight(machine, list(argv), cwd)
+    ctx.pf = dict(pf.facts.get("preflight") or {})
+    if not engine_aware:
+        fp4 = any("FP4" in str(q.get("algo") or "").upper() for q in (ctx.ck or {}).get("quantization") or [])
+        pf = sglang_fp4_findings_relaxed(pf, fp4 if ctx.ck is not None else None)
+        ctx.gap("FP4/MoE backend flags of a vLLM command were not checked (this preflight knows SGLang's flags and fallbacks only); "
+                "the GPUs, driver and FP4 capability were")
+    reports.append(pf)
+    if view is not None:
+        reports.insert(0, view.report)
+    corrected = None
+    if ctx.spec_changed and _depth == 0 and cmd.model is not None:
+        toks = rebuild_vllm(cmd, ctx.spec_fix)
+        try:
+            sub = evaluate_vllm(toks, view=view, view_gap=view_gap, machine=machine, env=env, environ=environ, cwd=cwd,
+                                checkpoints=checkpoints, _depth=1)
+        except InputError:
+            sub = None
+        corrected = (toks, sub)
+    all_findings = [f for r in reports for f in r.findings] + ctx.findings
+    all_gaps = [g for r in reports for g in r.gaps] + ctx.gaps
+    outcome = build_vllm_outcome(ctx, all_findings, all_gaps, corrected)
+    return VEvaluation(ctx, reports, outcome)
