@@ -435,7 +435,7 @@ def pick_proposer(ctx: VCtx) -> None:
     out: dict[str, Any] = {"runner": which, "why": why}
     for r in ("v1", "v2") if which == "auto" else (which,):
         chain = ((vf.get("proposers") or {}).get(r) or {}).get(ctx.method) or []
-        env = {"self.method": ctx.method, "self.draft_model_config": "<draft>",
+        env = {"self.method": ctx.method, "self.draft_model_config": "<draft>", "self.speculative_config": "<spec>",
                "self.draft_model_config.hf_config.model_type": ctx.draft.get("model_type"),
                "self.draft_model_config.hf_config": "<hf>", "self.num_speculative_tokens": ctx.k,
                "self.draft_model_config.hf_config.num_nextn_predict_layers": ctx.n_layers}
@@ -449,10 +449,11 @@ def pick_proposer(ctx: VCtx) -> None:
             test = when[3:] if when.startswith("if ") else when
             test = re.sub(r"\b(self\.)?speculative_config\.", "self.", test)
             t = ev.truth(test)
-            if t is True:
+            if t is True or (t is UNKNOWN and not ("use_" in test or "method" in test)):
+                # a gate unrelated to the method (0.11.0 ``if self.speculative_config and get_pp_group().is_last_rank``)
                 picked = p
                 break
-            if t is UNKNOWN and ("use_" in test or "method" in test):
+            if t is UNKNOWN:
                 maybe.append(p)
         out[r] = {"class": picked["class"] if picked else None, "location": picked["location"] if picked else None,
                   "unless": [f"{p['class']} {p['when']} ({p['location']})" for p in maybe]}
@@ -539,6 +540,18 @@ def sglang_fp4_findings_relaxed(report: Report, fp4: bool | None) -> Report:
                                         "named is SGLang's; vLLM 0.33.0 runs NVFP4 on SM75+ through Marlin W4A16, "
                                         "vllm/model_executor/layers/quantization/modelopt.py:1648; slower, not refused)")
         out.append(f)
+    return dataclasses.replace(report, findings=tuple(out))
+
+
+def tree_errors_relaxed(report: Report) -> Report:
+    """The vLLM analyzer's report with its errors turned into info: they describe the vLLM tree (e.g. MTP402, an
+    alias the validator rejects), and what of them applies to this command is reported by the launch checks
+    (MTP320 names the rejected method); a tree defect the command does not touch cannot stop this launch."""
+    import dataclasses
+
+    out = [dataclasses.replace(f, severity=Severity.INFO, message=f.message + " (info for this launch: a fact about the vLLM tree; "
+                               "what of it applies to this command is reported by the MTP32x launch checks)")
+           if f.severity >= Severity.ERROR else f for f in report.findings]
     return dataclasses.replace(report, findings=tuple(out))
 
 
@@ -637,7 +650,7 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, machi
                 "the GPUs, driver and FP4 capability were")
     reports.append(pf)
     if view is not None:
-        reports.insert(0, view.report)
+        reports.insert(0, tree_errors_relaxed(view.report))
     corrected = None
     if ctx.spec_changed and _depth == 0 and cmd.model is not None:
         toks = rebuild_vllm(cmd, ctx.spec_fix)
