@@ -137,7 +137,7 @@ def test_no_spec_config_reports_unused_heads_and_cli(ds: Path, capsys) -> None:
     assert rc == 0
     assert "MTP325 info: the checkpoint carries 1,564 MTP tensors in 1 layer(s)" in out
     assert """add --speculative-config '{"method":"mtp","num_speculative_tokens":1}'""" in out
-    assert "Verdict: go (warnings: MTP401, MTP407, MTP408)." in out
+    assert "Verdict: go (warnings: MTP011, MTP401, MTP407, MTP408)." in out
 
 
 def test_reap_without_mtp_tensors_drops_spec_config(tmp_path: Path) -> None:
@@ -162,3 +162,22 @@ def test_no_vllm_is_could_not_tell(ds: Path, monkeypatch) -> None:
     r = audit_launch(["vllm", "serve", str(ds), "--speculative-config", '{"method":"mtp","num_speculative_tokens":1}'],
                      facts=H200, environ={}, cwd=Path.cwd())
     assert r.facts["launch"]["verdict"] == "could not tell" and exit_code(r, Severity.ERROR) == 3
+
+
+def test_deepseek_mtp_0_8_5_falls_back_to_v0(ds: Path) -> None:
+    """0.8.5 has no alias and no MTP auto-detection: the else branch (vllm/config.py:2388) makes the method draft_model,
+    silently; the V1 oracle (vllm/engine/arg_utils.py:1430) accepts only ngram/eagle/eagle3, so vLLM falls back to V0,
+    whose SpecDecodeWorker keys on the draft's model_type deepseek_mtp (vllm/spec_decode/spec_decode_worker.py:202)."""
+    r, f = _run("0.8.5", "vllm", "serve", str(ds), "--speculative-config", '{"method":"deepseek_mtp","num_speculative_tokens":1}')
+    sp = f["speculative"]
+    assert (sp["requested"], sp["runs_as"]) == ("deepseek_mtp", "draft_model")
+    assert "the target checkpoint is the draft (vllm/config.py:2299, silent)" in sp["trace"][0]
+    assert sp["proposer"]["runner"] == "v0"
+    assert sp["proposer"]["v0"]["location"] == "vllm/spec_decode/spec_decode_worker.py:202"
+    assert f["draft"]["model_type"] == "deepseek_mtp" and f["draft"]["architectures"] == ["DeepSeekMTPModel"]
+    assert [x.severity.name for x in r.findings if x.rule_id == "MTP321"] == ["WARNING"]
+    assert f["verdict"] == "go"
+    r1 = audit_launch(["VLLM_USE_V1=1", "vllm", "serve", str(ds), "--speculative-config", '{"method":"deepseek_mtp","num_speculative_tokens":1}'],
+                      vllm=vllm_wheel("0.8.5"), facts=H200, environ={}, cwd=Path.cwd())
+    assert r1.facts["launch"]["verdict"] == "fix first"
+    assert any("VLLM_USE_V1=1" in x.message for x in r1.findings if x.rule_id == "MTP320")

@@ -35,7 +35,7 @@ from typing import Any
 
 from mtp_audit.errors import InputError
 from mtp_audit.launch.context import Machine, fmt_bytes, loc_of
-from mtp_audit.launch.vllm_command import VllmCommand, parse_vllm_command, rebuild_vllm, spec_json
+from mtp_audit.launch.vllm_command import SPEC_SHORTHAND, VllmCommand, parse_vllm_command, rebuild_vllm, spec_json
 from mtp_audit.launch.vllm_eval import UNKNOWN, Evaluator
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
 
@@ -302,8 +302,15 @@ def detect(ctx: VCtx, ev: Evaluator, m: str | None, model: Any) -> None:
         for r in detectors:
             if r["detector"] is None:
                 m = _literal(r["value"])
-                ctx.trace.append(f"no detector matched -> {m} ({r['location']})")
+                ctx.trace.append(f"no detector matched -> {m} ({r['location']}, silent)")
                 decided = True
+                if before is not None and m != before:
+                    ctx.add("MTP321", f"vLLM {ctx.version} replaces the explicit method {ctx.method_requested!r} with {m!r}, silently: no "
+                            f"auto-detection test matches the draft {model} (model_type {new_mt} after hf_config_override), so the else "
+                            f"branch sets {m!r} ({r['location']})", "--speculative-config",
+                            evidence=[Evidence("else branch", f"self.method = {r['value']}", loc_of(r["location"])),
+                                      Evidence("draft after hf_config_override", f"model_type {new_mt}, architectures {archs}")],
+                            remediation=f'check the startup log: vLLM {ctx.version} runs {m!r}', severity=Severity.WARNING)
                 break
             t = ev.truth(r["detector"])
             if t is True:
@@ -423,6 +430,27 @@ def pick_proposer(ctx: VCtx) -> None:
         return
     runner = vf.get("runner") or {}
     setting = ctx.env.get("VLLM_USE_V2_MODEL_RUNNER")
+    oracle = vf.get("v1_oracle")
+    if oracle:
+        # 0.8-0.10: EngineArgs._is_v1_supported_oracle reads the *given* method (before __post_init__) and falls back
+        # to the V0 engine for any other (0.8.5 vllm/engine/arg_utils.py:1422-1440, _raise_or_fallback :1649)
+        asked = ctx.method_requested if ctx.method_requested is not None else (ctx.cmd.spec or {}).get("model")
+        if asked not in oracle["accepted"]:
+            v1_forced = str(ctx.env.get("VLLM_USE_V1", "")).strip().lower() in ("1", "true")
+            if v1_forced:
+                ctx.reject(f"VLLM_USE_V1=1 with method {asked!r}, which the V1 oracle does not accept ({oracle['location']}): "
+                           "NotImplementedError('VLLM_USE_V1=1 is not supported with Speculative Decoding')",
+                           remediation="unset VLLM_USE_V1 (vLLM then falls back to V0)")
+                return
+            v0 = vf.get("v0_spec_decode")
+            mtp = ctx.draft.get("model_type") == "deepseek_mtp"
+            ctx.proposer = {"runner": "v0", "why": f"the V1 oracle accepts only {', '.join(oracle['accepted'])} ({oracle['location']}); "
+                                                   "vLLM logs 'Falling back to V0'",
+                            "v0": {"class": "SpecDecodeWorker + MultiStepWorker" + (" (MTP: draft model_type deepseek_mtp)" if mtp else ""),
+                                   "location": v0, "unless": []}}
+            if v0 is None:
+                ctx.gap("the V0 spec-decode worker (vllm/spec_decode/spec_decode_worker.py) was not found: the V0 proposer is unknown")
+            return
     if not runner.get("v2_runner_exists"):
         which, why = "v1", "this vLLM has no V2 model runner"
     elif setting is not None and runner.get("env"):
@@ -501,6 +529,10 @@ def check_command(ctx: VCtx) -> None:
                 ctx.fails = True
                 ctx.add("MTP320", f"vLLM {ctx.version} has no {opt} option (the --spec-* shorthand appears in later versions): 'unrecognized "
                         f"arguments: {opt}'", opt, remediation="use --speculative-config JSON instead")
+    others = sorted(o for o in ctx.cmd.options if o not in ("--model", "--speculative-config", "--model-impl", *SPEC_SHORTHAND))
+    if others:
+        ctx.gap(f"vLLM's option table is not read: {', '.join(others[:8])}{' ...' if len(others) > 8 else ''} not checked "
+                "(a misspelt or removed option is not reported)")
     spec = ctx.cmd.spec or {}
     if "tensor_parallel_size" in spec:
         ctx.gap("speculative config key tensor_parallel_size: newer vLLM rejects it ('Please pass draft_tensor_parallel_size'); not checked for this version")

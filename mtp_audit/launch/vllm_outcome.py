@@ -18,7 +18,7 @@ def _proposer_text(p: dict[str, Any]) -> str:
     if not p:
         return "n/a"
     parts = []
-    for r in ("v2", "v1"):
+    for r in ("v2", "v1", "v0"):
         if r not in p:
             continue
         x = p[r]
