@@ -101,6 +101,8 @@ def test_draft_model_on_mimo_is_silently_mtp_0_33(tmp_path: Path) -> None:
     assert f["draft"]["override"]["registered"] == {"MiMoMTPModel": "vllm/model_executor/models/registry.py:657"}
     assert sp["proposer"]["runner"] == "auto"
     assert sp["proposer"]["v2"]["class"] == "MTPSpeculator" and sp["proposer"]["v1"]["class"] == "EagleProposer"
+    # use_multi_module_mtp() folded: min(num_nextn_predict_layers 1, num_speculative_tokens 1) > 1 is false
+    assert sp["proposer"]["v2"]["unless"] == []
     assert f["verdict"] == "go" and exit_code(r, Severity.ERROR) == 0
 
 

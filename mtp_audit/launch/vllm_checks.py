@@ -426,7 +426,7 @@ def check_draft(ctx: VCtx) -> None:
 def pick_proposer(ctx: VCtx) -> None:
     """Step 6: the runner (``VLLM_USE_V2_MODEL_RUNNER``, ``facts.runner``) and the proposer class for the method."""
     vf = ctx.vf or {}
-    if ctx.method is None or not ctx.method_decided:
+    if ctx.method is None or not ctx.method_decided or ctx.fails:
         return
     runner = vf.get("runner") or {}
     setting = ctx.env.get("VLLM_USE_V2_MODEL_RUNNER")
@@ -466,7 +466,10 @@ def pick_proposer(ctx: VCtx) -> None:
         env = {"self.method": ctx.method, "self.draft_model_config": "<draft>", "self.speculative_config": "<spec>",
                "self.draft_model_config.hf_config.model_type": ctx.draft.get("model_type"),
                "self.draft_model_config.hf_config": "<hf>", "self.num_speculative_tokens": ctx.k,
-               "self.draft_model_config.hf_config.num_nextn_predict_layers": ctx.n_layers}
+               }
+        dck = ctx.ck if ctx.draft_is_target else ctx.draft_ck
+        if str(((dck or {}).get("mtp") or {}).get("declared_by") or "").rsplit("/", 1)[-1] == "num_nextn_predict_layers":
+            env["self.draft_model_config.hf_config.num_nextn_predict_layers"] = ((dck or {}).get("mtp") or {}).get("declared_layers")
         ev = Evaluator(env, getattr(ctx.view, "predicate_conditions", {}))
         picked, maybe = None, []
         for p in chain:

@@ -15,6 +15,7 @@ from mtp_audit.report import Finding, Gap, Severity
 
 
 def _proposer_text(p: dict[str, Any]) -> str:
+    """``V2 MTPSpeculator (file:line) - X instead if ... , by default; V1 EagleProposer (file:line), when ...``."""
     if not p:
         return "n/a"
     parts = []
@@ -22,15 +23,12 @@ def _proposer_text(p: dict[str, Any]) -> str:
         if r not in p:
             continue
         x = p[r]
-        if x.get("class"):
-            t = f"{r.upper()} {x['class']} ({x['location']})"
-        else:
-            t = f"{r.upper()} unknown"
+        t = f"{r.upper()} {x['class']} ({x['location']})" if x.get("class") else f"{r.upper()} unknown"
         if x.get("unless"):
-            t += "; unless " + "; ".join(x["unless"])
+            t += " - " + "; ".join(u.replace(" if ", " instead if ", 1) for u in x["unless"])
         parts.append(t)
     if p["runner"] == "auto" and len(parts) == 2:
-        return f"{parts[0]} by default; {parts[1]} when the V2 runner does not support a feature [{p['why']}]"
+        return f"{parts[0]}, by default; {parts[1]}, when the V2 runner does not support a feature [{p['why']}]"
     return "; ".join(parts) + f" [{p['why']}]"
 
 
@@ -107,7 +105,10 @@ def build_vllm_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap
         fixed_cmd = shell_join(toks)
         if sub is not None:
             rest = sorted({f.rule_id for f in sub.ctx.findings if f.severity >= Severity.ERROR})
-            corrected_check = {"verdict": sub.outcome["verdict"], "method": sub.outcome["summary"]["method"],
+            sc = sub.ctx
+            short = (f"{sc.method_requested} runs as {sc.method}" if sc.method_requested and sc.method_requested != sc.method
+                     else str(sc.method))
+            corrected_check = {"verdict": sub.outcome["verdict"], "method": short,
                                "num_speculative_tokens": sub.outcome["summary"]["num_speculative_tokens"], "errors_left": rest}
     summary: dict[str, Any] = {
         "vllm": ctx.version,

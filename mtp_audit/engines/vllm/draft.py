@@ -56,9 +56,7 @@ class LaunchView:
                     if isinstance(st, ast.FunctionDef) and st.name == "hf_config_override":
                         self._fn = st
                     if isinstance(st, ast.FunctionDef) and st.name.startswith(("use_", "uses_")):
-                        body = [s for s in st.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-                        ret = body[0] if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None else None
-                        self.predicate_conditions[st.name] = ast.unparse(ret.value) if ret is not None else None  # type: ignore[union-attr]
+                        self.predicate_conditions[st.name] = predicate_expression(st)
 
     def draft(self, model_type: str | None, arch: str | None) -> dict[str, Any] | None:
         """``hf_config_override`` on a config with this ``model_type`` and ``architectures[0]``.
@@ -92,6 +90,34 @@ class LaunchView:
         from mtp_audit.engines.vllm.audit import registered_location
 
         return registered_location(arch, self._archs, self._reg_rel) if self._archs else None
+
+
+def predicate_expression(fn: ast.FunctionDef) -> str | None:
+    """The boolean expression a ``use_*()`` predicate returns, as source text: one ``return EXPR``, or guard
+    ``if T: return False`` statements, local ``NAME = EXPR`` assignments and a final ``return EXPR``, folded into
+    ``not (T) and EXPR'`` with the locals substituted (0.33.0 ``use_multi_module_mtp``: ``not (self.method != 'mtp'
+    or self.draft_model_config is None) and min(getattr(..., 'num_nextn_predict_layers', 1), self.num_speculative_tokens)
+    > 1``). ``None`` for any other shape."""
+    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    guards: list[str] = []
+    local: dict[str, ast.AST] = {}
+
+    class _Sub(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            return local.get(node.id, node)
+
+    for st in body:
+        if isinstance(st, ast.If) and not st.orelse and len(st.body) == 1 and isinstance(st.body[0], ast.Return) \
+                and isinstance(st.body[0].value, ast.Constant) and st.body[0].value.value is False:
+            guards.append(f"not ({ast.unparse(_Sub().visit(st.test))})")
+        elif isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            local[st.targets[0].id] = _Sub().visit(st.value)
+        elif isinstance(st, ast.Return) and st.value is not None and st is body[-1]:
+            expr = ast.unparse(_Sub().visit(st.value))
+            return " and ".join(guards + [f"({expr})"]) if guards else expr
+        else:
+            return None
+    return None
 
 
 def open_for_launch(target: str | Path | None) -> LaunchView:
