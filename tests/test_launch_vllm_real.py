@@ -183,3 +183,23 @@ def test_deepseek_mtp_0_8_5_falls_back_to_v0(ds: Path) -> None:
                       vllm=vllm_wheel("0.8.5"), facts=H200, environ={}, cwd=Path.cwd())
     assert r1.facts["launch"]["verdict"] == "fix first"
     assert any("VLLM_USE_V1=1" in x.message for x in r1.findings if x.rule_id == "MTP320")
+
+
+def test_readme_vllm_launch_block_is_real_output(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Every line of README.md's `mtp-audit launch --vllm ... -- vllm serve` block is in the output of that command."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    head = "$ mtp-audit launch --vllm vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl"
+    block = readme[readme.index(head):]
+    block = block[:block.index("```")].strip().splitlines()
+    import shlex
+
+    argv = shlex.split(block[0][2:])[1:]
+    whl = vllm_wheel("0.33.0")
+    (tmp_path / whl.name).symlink_to(whl)
+    (tmp_path / "fixtures").symlink_to(FIXTURES)
+    monkeypatch.chdir(tmp_path)
+    rc = main(argv)
+    out = capsys.readouterr().out
+    assert rc == 1
+    missing = [line for line in block[1:] if line not in out]
+    assert missing == []
