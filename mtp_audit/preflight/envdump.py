@@ -28,6 +28,7 @@ from pathlib import Path
 from mtp_audit.errors import InputError
 from mtp_audit.fsutil import MAX_TEXT_BYTES, read_bytes_bounded
 from mtp_audit.preflight.facts import PACKAGES, Fact, GpuFacts, MachineFacts
+from mtp_audit.preflight.lineindex import index_for
 from mtp_audit.preflight.matrix import cc_from_name
 
 #: Name as printed by a dump -> distribution name.
@@ -119,7 +120,8 @@ def parse_dump(text: str, *, display: str = "dump") -> MachineFacts:
 
 
 def _line_of(text: str, pos: int) -> int:
-    return text.count("\n", 0, pos) + 1
+    """1-based line of offset ``pos``: bisect in a line-start index built once per text (linear parsing)."""
+    return index_for(text).line_of(pos)
 
 
 def _kv(text: str, key: str, fmt: str, *, value: str = r"(\S+)") -> Fact:
@@ -362,6 +364,10 @@ def parse_nvidia_smi(text: str) -> MachineFacts:
     )
 
 
+_SMI_Q_BLOCK = re.compile(r"^GPU [0-9A-Fa-f]{8}:", re.M)
+_SMI_Q_FB = re.compile(r"FB Memory Usage\s*\n\s*Total\s+: (\d{1,9}) MiB")
+
+
 def parse_nvidia_smi_q(text: str) -> MachineFacts:
     """``nvidia-smi -q`` (``Key : value`` blocks per GPU)."""
     fmt = "nvidia-smi-q"
@@ -370,10 +376,8 @@ def parse_nvidia_smi_q(text: str) -> MachineFacts:
     gpus = []
     for i, m in enumerate(re.finditer(r"^\s*Product Name\s+: (.+)$", text, re.M)):
         name = Fact.of(m.group(1).strip(), f"{fmt} line {_line_of(text, m.start(1))}")
-        tail = text[m.end():]
-        nxt = re.search(r"^GPU [0-9A-Fa-f]{8}:", tail, re.M)
-        block = tail[: nxt.start()] if nxt else tail
-        fb = re.search(r"FB Memory Usage\s*\n\s*Total\s+: (\d+) MiB", block)
+        nxt = _SMI_Q_BLOCK.search(text, m.end())
+        fb = _SMI_Q_FB.search(text, m.end(), nxt.start() if nxt else len(text))
         mem = Fact.of(int(fb.group(1)) * _MIB, f"{fmt} FB Memory Usage") if fb else Fact.absent("no 'FB Memory Usage / Total' in nvidia-smi -q")
         gpus.append(GpuFacts(index=i, name=name, compute_capability=_gpu_cc(name), memory_bytes=mem))
     return MachineFacts(origin=f"env-dump:{fmt}", gpus=tuple(gpus),

@@ -103,4 +103,4 @@ def driver_floor(cuda: str) -> tuple[str, str] | None:
 
 def version_tuple(text: str) -> tuple[int, ...]:
     """``"580.95.05"`` -> ``(580, 95, 5)`` for numeric comparison of driver versions."""
-    return tuple(int(x) for x in re.findall(r"\d+", text))
+    return tuple(int(x[:18]) for x in re.findall(r"\d+", text))
