@@ -271,7 +271,10 @@ class MachineFacts:
         d: dict[str, Any] = {"facts_schema_version": FACTS_SCHEMA_VERSION, "origin": self.origin}
         d["gpus"] = [g.to_dict() for g in self.gpus]
         for name in self._SCALARS:
-            d[name] = getattr(self, name).to_dict()
+            f = getattr(self, name)
+            if name == "engine" and not f.present and f.missing in ("not observed", "not recorded"):
+                continue  # added after facts files were first stored: absent from those, and they stay as stored
+            d[name] = f.to_dict()
         d["packages"] = {k: self.packages[k].to_dict() for k in sorted(self.packages)}
         d["requires"] = {k: self.requires[k].to_dict() for k in sorted(self.requires)}
         d["binaries"] = [b.to_dict() for b in sorted(self.binaries, key=lambda b: (b.package, b.path))]
