@@ -400,10 +400,12 @@ def parse_nvidia_smi(text: str) -> MachineFacts:
             mem = Fact.absent(f"nvidia-smi reports memory as '{shown}' (unified memory on GB10)" if "Not Supported" in shown or "N/A" in shown else f"nvidia-smi memory column: '{shown}'")
         gpus.append(GpuFacts(index=int(m.group(1)), name=name, compute_capability=_gpu_cc(name), memory_bytes=mem))
     truncated = not gpus or text.rstrip().endswith(("+----", "|"))
+    last = text.rstrip().rsplit("\n", 1)[-1].lstrip()
+    partial = bool(gpus) and "Processes:" not in text and last.startswith(("|", "+"))
     return MachineFacts(
         origin=f"env-dump:{fmt}",
         gpus=tuple(gpus),
-        gpu_list=(Fact.of(len(gpus), f"{fmt} (table cut: {PARTIAL_GPU_LIST} {len(gpus)} GPU row(s))" if truncated else fmt) if gpus
+        gpu_list=(Fact.of(len(gpus), f"{fmt} (table cut: {PARTIAL_GPU_LIST} {len(gpus)} GPU row(s))" if partial else fmt) if gpus
                   else Fact.absent("the nvidia-smi dump lists no GPU row")),
         driver_version=driver,
         cuda_driver_version=cuda,

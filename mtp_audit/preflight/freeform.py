@@ -43,6 +43,7 @@ _TABLE_SEP = re.compile(r"^\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?$")
 _KEY = re.compile(r"^([A-Za-z][A-Za-z0-9 _./()+-]{0,40}?)\s*(?:[:：]|\s=\s|\s-\s|\s—\s)\s*(.*)$")
 _GPU_KEYS = re.compile(r"^(?:gpus?|gpu\s*\(s\)|gpu\s*(?:model|type|name|models?)|hardware|hw|devices?|accelerators?|graphics(?: card)?|card|"
                        r"machine|node|system|platform|instance|server|box)\b", re.I)
+_GPU_PROPER = re.compile(r"^(?:gpus?|gpu\s*\(s\)|gpu\s*(?:model|type|name|models?)|graphics(?: card)?|card|accelerators?)\b", re.I)
 _NOT_GPU_KEYS = re.compile(r"^(?:os|cpu|l\d\w*\s*cache|model|python|image|docker|command|cmd|kernel|libc|gcc|clang|cmake|ram|memory)\b", re.I)
 _GPUISH = re.compile(r"nvidia|geforce|rtx|tesla|quadro|jetson|dgx|hgx|gpu|grace|spark|thor|orin|"
                      r"(?<![a-z0-9])(?:[abhlvt]|gh|gb)\s?\d|sm[_ ]?\d", re.I)
@@ -265,6 +266,13 @@ def parse_freeform(text: str) -> MachineFacts:
         gpus_out = tuple(indexed[i] for i in sorted(indexed))
         gpu_list = Fact.of(len(gpus_out), f"{FMT}: 'GPU N:' lines")
     else:
+        proper = [g for g in groups if g.key and _GPU_PROPER.match(g.key)]
+        if proper:
+            # a system named elsewhere ("Device: DGX Spark") is the GPU of the GPU line when they agree or one is unknown
+            dropped = [g for g in groups if g not in proper and any(not g.cc.present or not p.cc.present or g.cc.value == p.cc.value for p in proper)]
+            for g in dropped:
+                    notes.append(f"free-form line {g.line} names {g.name}; the GPU line(s) {', '.join(str(p.line) for p in proper)} are used for the GPU list")
+            groups = [g for g in groups if g not in dropped]
         merged: list[_Group] = []
         for g in groups:
             same = next((m for m in merged if _same_product(m, g)), None)
@@ -326,7 +334,7 @@ def found_anything(f: MachineFacts) -> bool:
 
 
 def _platform(text: str) -> Fact:
-    m = re.search(r"\bwsl ?2?\b|windows 1[01]\b", text[:200_000], re.I)
+    m = re.search(r"\bwsl ?2?\b", text[:200_000], re.I) or re.search(r"\bwindows 1[01]\b", text[:200_000], re.I)
     if not m:
         return Fact.absent("the free-form text does not say the platform")
     return Fact.of("wsl2" if "wsl" in m.group(0).lower() else "windows", f"{FMT} (mentions '{m.group(0)}')")
