@@ -50,7 +50,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=15)
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
-    from mtp_audit.checkpoint.synth import write_checkpoint
+    from mtp_audit.synth.shards import write_checkpoint
 
     work = Path(tempfile.mkdtemp(prefix="mtp-audit-bench-"))
     try:

@@ -19,14 +19,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from hubfixture import DEEPSEEK_SHARDS, FakeHub, FakeRepo, build_deepseek_163, header_length  # noqa: E402
+from hubfixture import (  # noqa: E402
+    DEEPSEEK_SHARDS,
+    FakeHub,
+    FakeRepo,
+    build_deepseek_163,
+    header_length,
+)
 
 REPO = "deepseek-ai/DeepSeek-V3"
 
 
 def audit(hub: FakeHub, cache: Path, hf_cache: Path, *, jobs: int, revision: str | None = None, prefetch: int = 0) -> tuple[float, dict[str, int], int]:
     """Read everything the analyzer reads; return (wall seconds, source stats, server-side requests)."""
-    from mtp_audit.checkpoint.hub import open_hub_source
+    from mtp_audit.sources.hub import open_hub_source
 
     hub.clear_log()
     t0 = time.perf_counter()

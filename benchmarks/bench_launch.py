@@ -58,11 +58,11 @@ def main() -> int:
         os.environ["MTP_AUDIT_CACHE_DIR"] = own_cache
 
     from mtp_audit.checkpoint import audit_checkpoint
-    from mtp_audit.checkpoint.synth import write_checkpoint
+    from mtp_audit.engines.sglang import audit_sglang
     from mtp_audit.launch import audit_launch
     from mtp_audit.launch.command import parse_command
     from mtp_audit.preflight import preflight
-    from mtp_audit.sglang import audit_sglang
+    from mtp_audit.synth.shards import write_checkpoint
 
     qw = ROOT / "fixtures" / "checkpoint" / "nvidia--Qwen3.5-397B-A17B-NVFP4"
     dump = ROOT / "fixtures" / "preflight" / "envdumps" / "vllm-57932.txt"

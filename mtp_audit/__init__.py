@@ -3,7 +3,7 @@
 Public API (imported lazily so ``mtp-audit --help`` stays fast):
 
 - :func:`audit_checkpoint` (``mtp_audit.checkpoint``) -> :class:`Report`
-- :func:`compare_checkpoints` (``mtp_audit.checkpoint.compare``) -> :class:`Report`
+- :func:`compare_checkpoints` (``mtp_audit.compare.analyze``) -> :class:`Report`
 - :func:`audit_launch` (``mtp_audit.launch``) -> :class:`Report` (the three analyzers plus launch cross-checks)
 - :class:`Report`, :class:`Finding`, :class:`Gap`, :class:`Severity`, :class:`Location`, :class:`Evidence`
 - :func:`all_rules`, :func:`get_rule`
@@ -17,10 +17,10 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "audit_checkpoint": ("mtp_audit.checkpoint", "audit_checkpoint"),
-    "audit_sglang": ("mtp_audit.sglang", "audit_sglang"),
-    "diff_sglang": ("mtp_audit.sglang", "diff_sglang"),
+    "audit_sglang": ("mtp_audit.engines.sglang", "audit_sglang"),
+    "diff_sglang": ("mtp_audit.engines.sglang", "diff_sglang"),
     "preflight": ("mtp_audit.preflight", "preflight"),
-    "compare_checkpoints": ("mtp_audit.checkpoint.compare", "compare_checkpoints"),
+    "compare_checkpoints": ("mtp_audit.compare.analyze", "compare_checkpoints"),
     "audit_launch": ("mtp_audit.launch", "audit_launch"),
     "Report": ("mtp_audit.report", "Report"),
     "Finding": ("mtp_audit.report", "Finding"),
@@ -30,8 +30,8 @@ _LAZY = {
     "Evidence": ("mtp_audit.report", "Evidence"),
     "Status": ("mtp_audit.report", "Status"),
     "exit_code": ("mtp_audit.report", "exit_code"),
-    "all_rules": ("mtp_audit.rules", "all_rules"),
-    "get_rule": ("mtp_audit.rules", "get_rule"),
+    "all_rules": ("mtp_audit.report.rules", "all_rules"),
+    "get_rule": ("mtp_audit.report.rules", "get_rule"),
     "InputError": ("mtp_audit.errors", "InputError"),
 }
 

@@ -8,9 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from mtp_audit.checkpoint.config import ConfigError, parse_config, parse_hf_quant_config, parse_quantization_config
+from mtp_audit.checkpoint.config import (
+    ConfigError,
+    parse_config,
+    parse_hf_quant_config,
+    parse_quantization_config,
+)
+from mtp_audit.checkpoint.examples import run_example
 from mtp_audit.checkpoint.layouts import LAYOUTS, classify, expected_names, layout_for
-from mtp_audit.checkpoint.rules import RULES, run_example
+from mtp_audit.checkpoint.rules import RULES
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "checkpoint"
 REAL = json.loads((FIX / "nvidia--Qwen3.5-397B-A17B-NVFP4" / "hf_quant_config.json").read_text())

@@ -1,4 +1,4 @@
-"""Real safetensors shards written by ``mtp_audit.checkpoint.synth`` from the two metadata fixtures,
+"""Real safetensors shards written by ``mtp_audit.synth.shards`` from the two metadata fixtures,
 checked against publicly reported facts:
 
 - deepseek-ai/DeepSeek-V3 (FP8): 91,991 tensors, 1,564 in model.layers.61, 688,574,839,360 bytes
@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from mtp_audit.checkpoint import audit_checkpoint
-from mtp_audit.checkpoint.synth import write_checkpoint
-from mtp_audit.cli import main
+from mtp_audit.cli.main import main
 from mtp_audit.report import Severity
+from mtp_audit.synth.shards import write_checkpoint
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "checkpoint"
 DS = FIX / "deepseek-ai--DeepSeek-V3"
@@ -64,7 +64,7 @@ def test_deepseek_v3_header_facts(deepseek, deepseek_report):
 def test_deepseek_v3_dtype_counts_from_headers(deepseek):
     from collections import Counter
 
-    from mtp_audit.checkpoint.source import LocalSource
+    from mtp_audit.sources.local import LocalSource
 
     src = LocalSource(deepseek)
     counts: Counter[str] = Counter()

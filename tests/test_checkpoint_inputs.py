@@ -13,10 +13,15 @@ from typing import Any
 import pytest
 
 from mtp_audit.checkpoint import audit_checkpoint
-from mtp_audit.checkpoint.source import CheckpointSource, ReadProblem, ShardHeader, header_from_dict
-from mtp_audit.checkpoint.synth import tiny
-from mtp_audit.cli import main
+from mtp_audit.cli.main import main
 from mtp_audit.errors import InputError
+from mtp_audit.sources.local import (
+    CheckpointSource,
+    ReadProblem,
+    ShardHeader,
+    header_from_dict,
+)
+from mtp_audit.synth.shards import tiny
 
 CFG = {
     "architectures": ["DeepseekV3ForCausalLM"],

@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mtp_audit.checkpoint import audit_checkpoint
-from mtp_audit.checkpoint.source import LocalSource, ReadProblem, ShardHeader
 from mtp_audit.errors import InputError
 from mtp_audit.report import Report
+from mtp_audit.sources.local import LocalSource, ReadProblem, ShardHeader
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 CFG = {"architectures": ["DeepseekV3ForCausalLM"], "num_hidden_layers": 2, "num_nextn_predict_layers": 1}

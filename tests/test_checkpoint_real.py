@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mtp_audit.checkpoint import audit_checkpoint
-from mtp_audit.cli import main
+from mtp_audit.cli.main import main
 from mtp_audit.report import Severity, Status, exit_code
 
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "checkpoint"

@@ -26,7 +26,7 @@ from hubfixture import (
     write_tree,
 )
 
-from mtp_audit.checkpoint.compare import REQUIRED_FACTS, compare_reports, human_bytes
+from mtp_audit.compare.analyze import REQUIRED_FACTS, compare_reports, human_bytes
 from mtp_audit.report import Gap, Report, Severity, Status
 
 
@@ -215,12 +215,12 @@ def test_human_bytes():
 def test_compare_command_is_registered_and_light():
     from click.testing import CliRunner
 
-    from mtp_audit.cli import COMMANDS, cli
+    from mtp_audit.cli.main import COMMANDS, cli
 
-    assert COMMANDS["compare"] == "mtp_audit.checkpoint.compare_cli:compare"
+    assert COMMANDS["compare"] == "mtp_audit.cli.compare:compare"
     out = CliRunner().invoke(cli, ["compare", "--help"])
     assert out.exit_code == 0 and "--offline" in out.output and "--jobs" in out.output
-    code = "import sys; from mtp_audit.cli import main; main(['compare', '--help']); print('huggingface_hub' in sys.modules)"
+    code = "import sys; from mtp_audit.cli.main import main; main(['compare', '--help']); print('huggingface_hub' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip().endswith("False")
 
@@ -233,7 +233,7 @@ def test_compare_command_is_registered_and_light():
 @needs_analyzer
 def test_the_analyzer_emits_every_fact_compare_reads(tmp_path):
     from mtp_audit.checkpoint import audit_checkpoint
-    from mtp_audit.checkpoint.compare import _dig, _MISSING
+    from mtp_audit.compare.analyze import _MISSING, _dig
 
     facts = audit_checkpoint(str(write_tree(tmp_path / "m", build_mimo()))).facts["checkpoint"]
     assert [".".join(k) for k in REQUIRED_FACTS if _dig(facts, *k) is _MISSING] == []
@@ -241,7 +241,8 @@ def test_the_analyzer_emits_every_fact_compare_reads(tmp_path):
 
 @needs_analyzer
 def test_compare_rule_examples(tmp_path):
-    from mtp_audit.checkpoint.compare_rules import RULES, run_example
+    from mtp_audit.compare.examples import run_example
+    from mtp_audit.compare.rules import RULES
 
     for rule in RULES:
         for i, example in enumerate(rule.examples):
@@ -258,7 +259,7 @@ def test_compare_local_base_with_a_hub_export_that_dropped_mtp(monkeypatch, tmp_
     1,564 tensors and their bytes, 18,840 in this fixture (hand count: 216 for embed_tokens, enorm,
     hnorm, eh_proj, shared_head + 18,624 for the FP8 MoE decoder layer: 5 attention linears x 20,
     4 norms x 8, gate 2,048, e_score_correction_bias 1,024, 768 expert linears x 20, 3 shared x 20)."""
-    from mtp_audit.checkpoint.compare import compare_checkpoints
+    from mtp_audit.compare.analyze import compare_checkpoints
 
     base_files = build_deepseek_163()
     base = write_tree(tmp_path / "base", base_files)
@@ -266,9 +267,9 @@ def test_compare_local_base_with_a_hub_export_that_dropped_mtp(monkeypatch, tmp_
     index = json.loads(derived_files["model.safetensors.index.json"])
     index["weight_map"] = {k: v for k, v in index["weight_map"].items() if not k.startswith("model.layers.61.")}
     derived_files["model.safetensors.index.json"] = json.dumps(index).encode()
-    from hubfixture import safetensors_bytes  # rebuild the shards without layer 61
-
     import struct
+
+    from hubfixture import safetensors_bytes  # rebuild the shards without layer 61
 
     for shard in sorted({v for v in json.loads(base_files["model.safetensors.index.json"])["weight_map"].values()}):
         blob = base_files[shard]
@@ -291,7 +292,7 @@ def test_compare_local_base_with_a_hub_export_that_dropped_mtp(monkeypatch, tmp_
 
 @needs_analyzer
 def test_compare_cli_exit_codes(tmp_path):
-    from mtp_audit.cli import main
+    from mtp_audit.cli.main import main
 
     base = write_tree(tmp_path / "base", build_mimo())
     same = write_tree(tmp_path / "same", build_mimo())
@@ -312,7 +313,7 @@ def test_offline_hub_audit_that_cannot_see_a_sidecar_exits_3(tmp_path):
     with FakeHub([repo]) as hub:
         env = child_env(hub.endpoint, tmp_path)
         warm = (
-            "from mtp_audit.checkpoint.hub import audit_source_for as a; s = a('XiaomiMiMo/MiMo-7B-Base'); "
+            "from mtp_audit.sources.hub import audit_source_for as a; s = a('XiaomiMiMo/MiMo-7B-Base'); "
             "s.read_json('config.json'); s.read_json('model.safetensors.index.json')"
         )
         subprocess.run([sys.executable, "-c", warm], env=env, check=True, timeout=60)
@@ -332,8 +333,8 @@ def test_offline_hub_audit_that_cannot_see_a_sidecar_exits_3(tmp_path):
 def test_side_without_config_is_unknown_not_changed(tmp_path, capsys):
     """A bare shard (no config.json) compared with its own folder: the config values of that side are
     unknown, so no MTP054 'changed from None' (fresh-user report)."""
-    from mtp_audit.checkpoint.compare_rules import mimo_checkpoint
-    from mtp_audit.cli import main
+    from mtp_audit.cli.main import main
+    from mtp_audit.compare.rules import mimo_checkpoint
 
     root = tmp_path / "ckpt"
     root.mkdir()

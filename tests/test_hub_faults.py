@@ -7,11 +7,20 @@ from __future__ import annotations
 import time
 
 import pytest
-from hubfixture import TOKEN, FakeHub, FakeRepo, Fault, build_mimo, header_length, isolate_hf, write_tree
+from hubfixture import (
+    TOKEN,
+    FakeHub,
+    FakeRepo,
+    Fault,
+    build_mimo,
+    header_length,
+    isolate_hf,
+    write_tree,
+)
 
-from mtp_audit.checkpoint.hub import open_hub_source, parse_spec, shard_header_from_prefix
-from mtp_audit.checkpoint.source import LocalSource, ReadProblem
 from mtp_audit.errors import InputError
+from mtp_audit.sources.hub import open_hub_source, parse_spec, shard_header_from_prefix
+from mtp_audit.sources.local import LocalSource, ReadProblem
 
 MIMO = "XiaomiMiMo/MiMo-7B-Base"
 S1 = "model-00001-of-00004.safetensors"

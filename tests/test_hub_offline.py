@@ -11,9 +11,14 @@ import sys
 import pytest
 from hubfixture import TOKEN, FakeHub, FakeRepo, build_mimo, child_env, isolate_hf
 
-from mtp_audit.checkpoint.hub import OFFLINE_PROBLEM, audit_source_for, hub_settings, open_hub_source
-from mtp_audit.checkpoint.source import ReadProblem
 from mtp_audit.errors import InputError
+from mtp_audit.sources.hub import (
+    OFFLINE_PROBLEM,
+    audit_source_for,
+    hub_settings,
+    open_hub_source,
+)
+from mtp_audit.sources.local import ReadProblem
 
 MIMO = "XiaomiMiMo/MiMo-7B-Base"
 S1 = "model-00001-of-00004.safetensors"
@@ -117,7 +122,7 @@ def test_hub_settings_apply_to_audit_source_for(monkeypatch, tmp_path):
 
 _CHILD = """
 import json, sys
-from mtp_audit.checkpoint.hub import audit_source_for
+from mtp_audit.sources.hub import audit_source_for
 src = audit_source_for(sys.argv[1])
 src.read_json("config.json")
 hs = src.read_headers([f for f in src.list_files() if f.endswith(".safetensors")])
@@ -154,7 +159,7 @@ def test_environment_variables_in_a_child_process(tmp_path):
 def test_offline_audit_with_nothing_cached_is_inconclusive(monkeypatch, tmp_path, capsys):
     """Issue 5: --offline never touches the network and says what it could not see (exit 3), also
     when nothing at all of the repo is cached."""
-    from mtp_audit.cli import main
+    from mtp_audit.cli.main import main
 
     isolate_hf(monkeypatch, tmp_path)
     assert main(["checkpoint", MIMO, "--offline", "-f", "json"]) == 3

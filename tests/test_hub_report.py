@@ -7,7 +7,15 @@ from __future__ import annotations
 import importlib
 
 import pytest
-from hubfixture import DEEPSEEK_SHARDS, FakeHub, FakeRepo, build_deepseek_163, build_mimo, isolate_hf, write_tree
+from hubfixture import (
+    DEEPSEEK_SHARDS,
+    FakeHub,
+    FakeRepo,
+    build_deepseek_163,
+    build_mimo,
+    isolate_hf,
+    write_tree,
+)
 
 
 def _analyzer_available() -> bool:

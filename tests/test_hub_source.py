@@ -26,9 +26,9 @@ from hubfixture import (
     write_tree,
 )
 
-from mtp_audit.checkpoint.hub import HubSource, open_hub_source
-from mtp_audit.checkpoint.hubcache import HubCache
-from mtp_audit.checkpoint.source import LocalSource, ReadProblem
+from mtp_audit.sources.hub import HubSource, open_hub_source
+from mtp_audit.sources.hubcache import HubCache
+from mtp_audit.sources.local import LocalSource, ReadProblem
 
 DS = "deepseek-ai/DeepSeek-V3"
 MIMO = "XiaomiMiMo/MiMo-7B-Base"
@@ -259,7 +259,7 @@ def test_mirror_without_siblings_is_listed_through_the_tree_api(monkeypatch, tmp
 
 
 def test_source_facts_report_the_commit_and_the_traffic(monkeypatch, tmp_path):
-    from mtp_audit.checkpoint.hub import source_facts
+    from mtp_audit.sources.hub import source_facts
 
     files = build_mimo()
     repo = FakeRepo(MIMO, files)

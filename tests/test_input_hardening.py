@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
-from mtp_audit.cli import main
+from mtp_audit.cli.main import main
 
 MIMO = FIXTURES / "checkpoint" / "jj8127--mimo_kor"
 NEMOTRON = FIXTURES / "checkpoint" / "nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4"

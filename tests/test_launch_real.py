@@ -30,10 +30,10 @@ import jsonschema
 import pytest
 from conftest import FIXTURES, sglang_wheel
 
-from mtp_audit.checkpoint.synth import write_checkpoint
-from mtp_audit.cli import main
+from mtp_audit.cli.main import main
 from mtp_audit.launch import audit_launch
 from mtp_audit.report import Severity, exit_code
+from mtp_audit.synth.shards import write_checkpoint
 
 pytestmark = pytest.mark.network
 
@@ -69,7 +69,7 @@ def qwen_text(tmp_path_factory) -> Path:
 def sg(tmp_path_factory) -> dict:
     import os
 
-    from mtp_audit.sglang import audit_sglang
+    from mtp_audit.engines.sglang import audit_sglang
 
     # module fixtures run before conftest's function-scoped cache isolation: point at the same folder here,
     # so the user's ~/.cache/mtp-audit is untouched and the CLI runs below hit this tree cache
@@ -255,7 +255,7 @@ def test_default_backends_resolve_from_serverargs_fields(qwen, sg):
     """No backend flags: the defaults come from the ServerArgs fields that ``default=ServerArgs.<field>`` names
     (0.5.12 server_args.py:623 ``moe_runner_backend: str = "auto"``, 0.5.9 :456 ``fp4_gemm_runner_backend: str =
     "flashinfer_cutlass"``), and the preflight rules fire as when the same value is given on the command line."""
-    from mtp_audit.sglang import audit_sglang
+    from mtp_audit.engines.sglang import audit_sglang
 
     sg12 = audit_sglang(sglang_wheel("0.5.12"))
     r = audit_launch(_cmd(qwen), sglang=sg12, env_dump=SM120, environ={})

@@ -19,8 +19,8 @@ from conftest import FIXTURES
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from mtp_audit.checkpoint.synth import write_checkpoint
-from mtp_audit.cli import main
+from mtp_audit.cli.main import main
+from mtp_audit.engines.sglang import audit_sglang
 from mtp_audit.formats import render
 from mtp_audit.launch import audit_launch
 from mtp_audit.launch.command import parse_command
@@ -28,7 +28,7 @@ from mtp_audit.launch.conditions import Known, evaluate
 from mtp_audit.launch.rules import _SG, SM120_ENV, checkpoint_files
 from mtp_audit.preflight.rules import SM120_KERNEL, facts_json
 from mtp_audit.report import Severity
-from mtp_audit.sglang import audit_sglang
+from mtp_audit.synth.shards import write_checkpoint
 
 QW = FIXTURES / "checkpoint" / "nvidia--Qwen3.5-397B-A17B-NVFP4"
 LS = ["python", "-m", "sglang.launch_server"]

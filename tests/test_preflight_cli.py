@@ -10,10 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from mtp_audit.cli import main
-from mtp_audit.preflight.collect import collect_gpus, collect_live, read_torch_version_py
+from mtp_audit.cli.main import main
+from mtp_audit.preflight.collect import (
+    collect_gpus,
+    collect_live,
+    read_torch_version_py,
+)
+from mtp_audit.preflight.examples import run_example
 from mtp_audit.preflight.facts import MachineFacts
-from mtp_audit.preflight.rules import RULES, run_example
+from mtp_audit.preflight.rules import RULES
 
 F = Path(__file__).resolve().parent.parent / "fixtures" / "preflight"
 

@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from mtp_audit.preflight.elf import ElfError, cubin_loads_on, fatbin_entries, fp4_capable_cubins, parse_target, sm_targets
+from mtp_audit.preflight.elf import (
+    ElfError,
+    cubin_loads_on,
+    fatbin_entries,
+    fp4_capable_cubins,
+    parse_target,
+    sm_targets,
+)
 
 E = Path(__file__).resolve().parent.parent / "fixtures" / "preflight" / "elf"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mtp_audit.cli import main
+from mtp_audit.cli.main import main
 from mtp_audit.errors import InputError
 from mtp_audit.preflight import preflight
 from mtp_audit.preflight.rules import B200, env

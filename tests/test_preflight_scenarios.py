@@ -9,10 +9,19 @@ from pathlib import Path
 
 import pytest
 
+from mtp_audit.errors import InputError
 from mtp_audit.preflight import preflight
 from mtp_audit.preflight.facts import MachineFacts
-from mtp_audit.preflight.rules import GB10, INCIDENT_ARGS, PRO6000, RTX5090, SG, SM120_KERNEL, env, facts_json
-from mtp_audit.errors import InputError
+from mtp_audit.preflight.rules import (
+    GB10,
+    INCIDENT_ARGS,
+    PRO6000,
+    RTX5090,
+    SG,
+    SM120_KERNEL,
+    env,
+    facts_json,
+)
 from mtp_audit.report import Severity
 
 F = Path(__file__).resolve().parent.parent / "fixtures" / "preflight"
@@ -146,10 +155,10 @@ def test_sglang_analyzer_facts_are_used(tmp_path, monkeypatch):
             "--fp4-gemm-backend": {"choices": ["auto", "flashinfer_cutlass"], "default": "auto", "location": "python/sglang/srt/server_args.py:123"}},
             "remaps": [], "auto_resolutions": []})
 
-    mod = types.ModuleType("mtp_audit.sglang")
+    mod = types.ModuleType("mtp_audit.engines.sglang")
     mod.audit_sglang = audit_sglang
-    mod.__spec__ = ModuleSpec("mtp_audit.sglang", None)
-    monkeypatch.setitem(sys.modules, "mtp_audit.sglang", mod)
+    mod.__spec__ = ModuleSpec("mtp_audit.engines.sglang", None)
+    monkeypatch.setitem(sys.modules, "mtp_audit.engines.sglang", mod)
     monkeypatch.setattr("mtp_audit.preflight.launch.installed_sglang_root", lambda: tmp_path)
     facts = MachineFacts.from_dict(json.loads(facts_json(torch="2.11.0+cu130", sglang="0.5.11")))
     facts = MachineFacts(**{**facts.__dict__, "origin": "live"})

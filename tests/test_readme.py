@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mtp_audit.cli import main
+from mtp_audit.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()

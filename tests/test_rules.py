@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from mtp_audit.cli import main
-from mtp_audit.rules import ID_RANGES, all_rules, get_rule, run_rule_example
+from mtp_audit.cli.main import main
+from mtp_audit.report.rules import ID_RANGES, all_rules, get_rule, run_rule_example
 
 RULES = all_rules()
 CASES = [(r, i, ex) for r in RULES for i, ex in enumerate(r.examples)]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import sglang_wheel
 
-from mtp_audit.sglang import audit_sglang, diff_sglang
+from mtp_audit.engines.sglang import audit_sglang, diff_sglang
 
 VERSIONS = ["0.4.0", "0.4.3", "0.4.6", "0.5.4", "0.5.9", "0.5.12", "0.5.15", "0.5.18", "0.5.20", "0.5.23"]
 
@@ -197,7 +197,7 @@ def test_diff_0_5_4_to_0_5_9(reports):
 
 
 def test_cli_two_targets_and_baseline(tmp_path, reports):
-    from mtp_audit.cli import main
+    from mtp_audit.cli.main import main
 
     old, new = _wheel("0.5.4"), _wheel("0.5.9")
     out = tmp_path / "r.json"

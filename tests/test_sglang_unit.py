@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from mtp_audit.cli import main
+from mtp_audit.cli.main import main
+from mtp_audit.engines.sglang import audit_sglang
+from mtp_audit.engines.sglang.rules import RULES
 from mtp_audit.errors import InputError
-from mtp_audit.rules import run_rule_example
-from mtp_audit.sglang import audit_sglang
-from mtp_audit.sglang.rules import RULES
+from mtp_audit.report.rules import run_rule_example
 
 
 @pytest.fixture(autouse=True)
@@ -65,7 +65,7 @@ def test_non_utf8_file_is_a_gap(tmp_path):
 
 
 def test_huge_file_noted_not_read(tmp_path, monkeypatch):
-    import mtp_audit.sglang.target as target
+    import mtp_audit.sources.tree as target
 
     monkeypatch.setattr(target, "MAX_SOURCE_BYTES", 1000)
     root = _tree(tmp_path, {"sglang/srt/server_args.py": SA, "sglang/srt/gen.py": "X = 1\n" * 500})
@@ -159,7 +159,7 @@ def test_folder_with_sglang_subfolder_but_no_server_args_is_not_sglang(tmp_path,
 
 
 def test_this_repository_is_not_sglang(capsys):
-    pkg = Path(__file__).resolve().parents[1] / "mtp_audit"
+    pkg = Path(__file__).resolve().parents[1] / "mtp_audit" / "engines"
     assert (pkg / "sglang" / "__init__.py").is_file()
     assert main(["sglang", str(pkg)]) == 2
     assert "not an SGLang tree" in capsys.readouterr().err
@@ -184,7 +184,7 @@ def test_unreadable_server_args_is_blocking_and_never_mtp103(tmp_path, content, 
 
 
 def test_oversize_server_args_is_blocking(tmp_path, monkeypatch):
-    import mtp_audit.sglang.target as target
+    import mtp_audit.sources.tree as target
 
     monkeypatch.setattr(target, "MAX_SOURCE_BYTES", 100)
     root = _tree(tmp_path / "t", {"sglang/srt/server_args.py": "X = 1\n" * 100})
@@ -205,15 +205,15 @@ def test_help_does_not_import_the_analyzer():
     import subprocess
     import sys
 
-    code = ("import sys\nfrom mtp_audit.cli import main\nmain(['--help'])\n"
-            "print(sorted(m for m in sys.modules if m.startswith(('mtp_audit.sglang', 'libcst', 'concurrent.futures'))))")
+    code = ("import sys\nfrom mtp_audit.cli.main import main\nmain(['--help'])\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('mtp_audit.engines', 'libcst', 'concurrent.futures'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[1]).stdout.strip().splitlines()[-1]
-    assert out == "['mtp_audit.sglang', 'mtp_audit.sglang.cli']"
-    from mtp_audit import sglang
+    assert out == "[]"
+    from mtp_audit.engines import sglang
 
-    assert sglang.audit_sglang.__module__ == "mtp_audit.sglang.audit"
-    assert sglang.diff_sglang.__module__ == "mtp_audit.sglang.diff"
+    assert sglang.audit_sglang.__module__ == "mtp_audit.engines.sglang.audit"
+    assert sglang.diff_sglang.__module__ == "mtp_audit.engines.sglang.diff"
     with pytest.raises(AttributeError):
         sglang.nope  # noqa: B018
 
@@ -230,7 +230,7 @@ def test_mtp101_message_says_alias_and_names_the_mtp_class(tmp_path):
     assert f.message == ("--speculative-algorithm NEXTN is an alias: SGLang runs its EAGLE worker with the target checkpoint as its own "
                          "draft (draft architecture -> DeepseekV3ForCausalLMNextN); the rewrite is silent (no log line)")
     assert (f.location.path, f.location.line) == ("sglang/srt/server_args.py", 4)
-    from mtp_audit.sglang.rules import BY_ID
+    from mtp_audit.engines.sglang.rules import BY_ID
 
     assert BY_ID["MTP101"].why.startswith("Informational: NEXTN is an alias.")
 

@@ -3,7 +3,7 @@ way its quantization config says?
 
 Public API: :func:`audit_checkpoint`. The analyzer reads metadata only (``config.json``, quantization
 configs, the index, safetensors headers) through a
-:class:`~mtp_audit.checkpoint.source.CheckpointSource`; tensor data is never read.
+:class:`~mtp_audit.sources.local.CheckpointSource`; tensor data is never read.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from mtp_audit.errors import InputError
 
 if TYPE_CHECKING:
-    from mtp_audit.checkpoint.source import CheckpointSource
     from mtp_audit.report import Report
+    from mtp_audit.sources.local import CheckpointSource
 
 __all__ = ["audit_checkpoint"]
 
@@ -39,9 +39,9 @@ def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, **hub_op
             - a single ``.safetensors`` file (its header only);
             - an index file (``*.safetensors.index.json``; the ``config.json`` and ``hf_quant_config.json``
               beside it are read, shards are not);
-            - a :class:`~mtp_audit.checkpoint.source.CheckpointSource` (e.g. the hub source);
+            - a :class:`~mtp_audit.sources.local.CheckpointSource` (e.g. the hub source);
             - a string ``org/name[@revision]`` that is not an existing path: handed to
-              ``mtp_audit.checkpoint.hub.audit_source_for`` when that module is installed.
+              ``mtp_audit.sources.hub.audit_source_for`` when that module is installed.
         **hub_options: passed to ``audit_source_for`` for hub ids (e.g. a token or cache folder).
 
     Returns:
@@ -54,7 +54,7 @@ def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, **hub_op
             of the wrong type; a single ``.safetensors`` file with a malformed header.
     """
     from mtp_audit.checkpoint.analyze import analyze
-    from mtp_audit.checkpoint.source import CheckpointSource, LocalSource
+    from mtp_audit.sources.local import CheckpointSource, LocalSource
 
     if isinstance(target, CheckpointSource):
         return analyze(target)
@@ -64,8 +64,8 @@ def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, **hub_op
         if isinstance(target, str) and _REPO_ID.match(text):
             import importlib.util
 
-            if importlib.util.find_spec("mtp_audit.checkpoint.hub") is not None:
-                from mtp_audit.checkpoint import hub  # type: ignore[attr-defined]
+            if importlib.util.find_spec("mtp_audit.sources.hub") is not None:
+                from mtp_audit.sources import hub  # type: ignore[attr-defined]
 
                 try:
                     source = hub.audit_source_for(text, **hub_options)

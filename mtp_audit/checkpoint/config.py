@@ -1,6 +1,6 @@
 """Reading ``config.json`` and the quantization configs of a checkpoint into plain facts.
 
-Pure functions over already-parsed JSON (the :class:`~mtp_audit.checkpoint.source.CheckpointSource`
+Pure functions over already-parsed JSON (the :class:`~mtp_audit.sources.local.CheckpointSource`
 does the reading). Sources: ``../shared/research/checkpoint_formats.md`` §1 (declaration dialects,
 ``text_config``) and §4 (quantization formats and their exclusion lists).
 """
@@ -13,7 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mtp_audit.checkpoint.layouts import DECLARATION_KEYS, EXPERT_KEYS, Layout, layout_for
+from mtp_audit.checkpoint.layouts import (
+    DECLARATION_KEYS,
+    EXPERT_KEYS,
+    Layout,
+    layout_for,
+)
 
 
 class ConfigError(ValueError):

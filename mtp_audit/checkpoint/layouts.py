@@ -16,7 +16,7 @@ Vocabulary:
   ``model.mtp_{emb_norm,hidden_norm,linear_proj,block}.*`` for ERNIE-4.5).
 - *template*: the tensor names of ONE unquantized MTP layer, relative to its layer prefix
   (``{E}`` = every routed expert); used to estimate bytes when only ``config.json`` is available and
-  by :mod:`mtp_audit.checkpoint.synth` to build test shards. Only families whose names were verified
+  by :mod:`mtp_audit.synth.shards` to build test shards. Only families whose names were verified
   against a real header dump or index, or spelled out name by name in a loader, carry one.
 """
 

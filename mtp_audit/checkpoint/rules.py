@@ -1,23 +1,19 @@
 """The checkpoint analyzer's rules (MTP0xx): docs, sources and runnable examples.
 
-The checking logic lives in :mod:`mtp_audit.checkpoint.analyze` (one ``check_*`` function per rule);
+The checking logic lives in :mod:`mtp_audit.checkpoint.checks` (one ``check_*`` function per rule);
 this module only describes the rules. Every rule has at least one input it must flag and one it must
 leave alone; ``tests/test_rules.py`` runs them through :func:`run_example`. Examples that need real
-safetensors shards build them on demand with :mod:`mtp_audit.checkpoint.synth`.
+safetensors shards build them on demand with :mod:`mtp_audit.synth.shards`.
 """
 
 from __future__ import annotations
 
 import json
 import struct
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mtp_audit.report import Severity
-from mtp_audit.rules import Example, Rule
-
-if TYPE_CHECKING:
-    from mtp_audit.report import Report
+from mtp_audit.report.rules import Example, Rule
 
 RESEARCH = "../shared/research/checkpoint_formats.md"
 
@@ -84,7 +80,7 @@ _HF_QUANT_397B_STYLE = {
 
 
 def _qwen_shards(exclude: list[str]) -> dict[str, str | bytes]:
-    from mtp_audit.checkpoint.synth import tiny
+    from mtp_audit.synth.shards import tiny
 
     hq = json.loads(json.dumps(_HF_QUANT_397B_STYLE))
     hq["quantization"]["exclude_modules"] = exclude
@@ -101,7 +97,7 @@ def _qwen_shards(exclude: list[str]) -> dict[str, str | bytes]:
 
 
 def _with_sidecar(indexed: bool) -> dict[str, str | bytes]:
-    from mtp_audit.checkpoint.synth import tiny
+    from mtp_audit.synth.shards import tiny
 
     trunk = {"model.language_model.layers.0.self_attn.q_proj.weight": ("BF16", [4, 4])}
     wm = {k: "model-00001-of-00001.safetensors" for k in trunk}
@@ -116,7 +112,7 @@ def _with_sidecar(indexed: bool) -> dict[str, str | bytes]:
 
 
 def _two_shards(present: int) -> dict[str, str | bytes]:
-    from mtp_audit.checkpoint.synth import tiny
+    from mtp_audit.synth.shards import tiny
 
     a = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8])}
     b = {"model.layers.2.eh_proj.weight": ("BF16", [8, 16]), "model.layers.2.enorm.weight": ("BF16", [8])}
@@ -133,7 +129,7 @@ def _two_shards(present: int) -> dict[str, str | bytes]:
 
 
 def _sized(total_size_delta: int) -> dict[str, str | bytes]:
-    from mtp_audit.checkpoint.synth import tiny
+    from mtp_audit.synth.shards import tiny
 
     t = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8]), "model.layers.2.eh_proj.weight": ("BF16", [8, 16])}
     return {
@@ -144,7 +140,7 @@ def _sized(total_size_delta: int) -> dict[str, str | bytes]:
 
 
 def _ghost(ghost: bool) -> dict[str, str | bytes]:
-    from mtp_audit.checkpoint.synth import tiny
+    from mtp_audit.synth.shards import tiny
 
     t = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8]), "model.layers.2.eh_proj.weight": ("BF16", [8, 16])}
     wm = {k: "model-00001-of-00001.safetensors" for k in t}
@@ -158,7 +154,7 @@ def _ghost(ghost: bool) -> dict[str, str | bytes]:
 
 
 def _bad_header(bad: bool) -> dict[str, str | bytes]:
-    from mtp_audit.checkpoint.synth import tiny
+    from mtp_audit.synth.shards import tiny
 
     t = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8]), "model.layers.2.eh_proj.weight": ("BF16", [8, 16])}
     good = tiny(t)
@@ -541,10 +537,3 @@ RULES: tuple[Rule, ...] = (
 
 #: Findings of these rules mean SGLang cannot use the MTP heads (``facts.engine.sglang.usable`` false).
 BLOCKS_MTP = frozenset({"MTP001", "MTP002", "MTP004", "MTP005", "MTP008", "MTP009", "MTP012", "MTP013"})
-
-
-def run_example(root: Path, example: Example) -> Report:
-    """Audit the folder a test wrote ``example``'s files into (``example.args`` is unused here)."""
-    from mtp_audit.checkpoint import audit_checkpoint
-
-    return audit_checkpoint(root)

@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from mtp_audit.checkpoint.source import TensorInfo
+from mtp_audit.sources.local import TensorInfo
 
 #: Parameter suffixes that belong to a module (everything after the module's dotted path).
 PARAM_SUFFIXES = frozenset(

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from mtp_audit.formats.summary import closing_sections, gap_text, headline_facts, verdict_line
+from mtp_audit.formats.summary import (
+    closing_sections,
+    gap_text,
+    headline_facts,
+    verdict_line,
+)
 from mtp_audit.report import Report
 
 

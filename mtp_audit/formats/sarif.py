@@ -43,7 +43,7 @@ def _location(loc: Location) -> dict[str, Any]:
 
 
 def _rules(report: Report) -> list[dict[str, Any]]:
-    from mtp_audit.rules import all_rules
+    from mtp_audit.report.rules import all_rules
 
     known = {r.id: r for r in all_rules()}
     out = []

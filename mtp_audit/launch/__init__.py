@@ -37,7 +37,7 @@ def audit_launch(
             or one string that is split like a POSIX shell; ``KEY=VALUE`` tokens before the program are
             environment variables of the launch. ``sglang serve ...`` is accepted where that SGLang has it.
         sglang: the SGLang to check against: a ``.whl``, an unpacked wheel, a package folder, a checkout,
-            an already computed :func:`mtp_audit.sglang.audit_sglang` report, or ``None`` for the installed
+            an already computed :func:`mtp_audit.engines.sglang.audit_sglang` report, or ``None`` for the installed
             sglang (not installed: a blocking gap, the flags are then split heuristically).
         compare_sglang: a second SGLang (same kinds); the report is the one for this NEW version plus
             MTP310 findings and ``facts["launch"]["diff"]`` saying what changes in "what will happen".

@@ -1,6 +1,6 @@
 """``mtp-audit launch``: run the three analyzers on one SGLang launch command and cross-check them.
 
-Inputs flow through the analyzers' public functions only: :func:`mtp_audit.sglang.audit_sglang`
+Inputs flow through the analyzers' public functions only: :func:`mtp_audit.engines.sglang.audit_sglang`
 (flag table, remaps, draft-architecture overrides, EntryClass registry, env vars),
 :func:`mtp_audit.checkpoint.audit_checkpoint` (architecture, MTP tensors, their dtype and bytes,
 quantization) and :func:`mtp_audit.preflight.preflight` (GPUs, capability, memory, effective FP4
@@ -13,191 +13,40 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mtp_audit.errors import InputError
-from mtp_audit.launch.command import ENTRY_LAUNCH_SERVER, LaunchCommand, parse_command, rebuild, shell_join
+from mtp_audit.launch.command import (
+    ENTRY_LAUNCH_SERVER,
+    LaunchCommand,
+    parse_command,
+    rebuild,
+)
 from mtp_audit.launch.conditions import Known, evaluate
-from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
-
-ANALYZER = "launch"
-
-#: Option strings of the arguments the cross-checks read (0.5.9 declares ``--tensor-parallel-size``
-#: with alias ``--tp-size``; 0.5.23 the reverse).
-MODEL = ("--model-path", "--model")
-SPEC = ("--speculative-algorithm",)
-DRAFT = ("--speculative-draft-model-path", "--speculative-draft-model")
-TP = ("--tp-size", "--tensor-parallel-size")
-EP = ("--ep-size", "--expert-parallel-size")
-QUANT = ("--quantization",)
-MEM_FRACTION = ("--mem-fraction-static",)
-
-#: Algorithms whose worker loads a draft model (EAGLE family; NGRAM has none). Source: SGLang
-#: server_args.py (0.5.9 :2355 ``if self.speculative_algorithm in ("EAGLE", "EAGLE3", "STANDALONE")``).
-DRAFT_ALGORITHMS = ("EAGLE", "EAGLE3", "STANDALONE", "NEXTN", "FROZEN_KV_MTP")
-#: Algorithms that read the MTP / NextN layer of the checkpoint named as the draft.
-MTP_ALGORITHMS = ("EAGLE", "NEXTN", "FROZEN_KV_MTP")
-#: The flags SGLang's docs give for MTP models (docs/basic_usage/deepseek.md and qwen3.md,
-#: "--speculative-algorithm EAGLE --speculative-num-steps 3 --speculative-eagle-topk 1
-#: --speculative-num-draft-tokens 4"); NEXTN is the alias that names the MTP intent.
-MTP_FLAGS = (("--speculative-algorithm", "NEXTN"), ("--speculative-num-steps", "3"),
-             ("--speculative-eagle-topk", "1"), ("--speculative-num-draft-tokens", "4"))
-#: FP4 ``--quantization`` values and the checkpoint format each expects (SGLang
-#: ``layers/quantization/__init__.py``; ModelOpt NVFP4 and OCP MXFP4 per checkpoint_formats.md).
-FP4_QUANT_FORMAT = {"modelopt_fp4": "NVFP4", "nvfp4_online": None, "petit_nvfp4": "NVFP4", "mxfp4": "MXFP4", "modelopt_mixed": None}
-
-#: Rewrite shapes whose recorded condition is every guard on the path to the rewrite (the enclosing
-#: ``if`` tests of a ServerArgs method, or a MODEL_OVERRIDES row); in hook functions (declare_resolution,
-#: return-dict, overrides-dict) an earlier ``return`` may guard it too, so a true condition there is not proof.
-COMPLETE_CONDITION_SHAPES = ("assignment", "helper-return via assignment", "MODEL_OVERRIDES")
-
-_FLAG_FIX = re.compile(r"^(--[a-z0-9][a-z0-9-]*) ([A-Za-z0-9_.-]+)(?=$|[\s;,(])")
-_DROP_FIX = re.compile(r"^drop (--[a-z0-9][a-z0-9-]*)$")
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+(@[\w./-]+)?$")
-_ENV_INTEREST = re.compile(r"NEXTN|MTP|SPEC|FP4")
-
-
-def _loc_of(text: str | None) -> Location | None:
-    """``"sglang/srt/x.py:12"`` -> Location(path, line)."""
-    if not text:
-        return None
-    path, _, line = text.rpartition(":")
-    if path and line.isdigit():
-        return Location(path=path, line=int(line))
-    return Location(path=text)
-
-
-def _fmt_bytes(n: int | float) -> str:
-    return f"{int(n):,} bytes ({n / 1e9:.2f} GB)"
-
-
-@dataclass
-class Machine:
-    """Where the preflight reads the machine from: at most one of the fields (none: the live machine).
-
-    Attributes:
-        env_dumps: environment dumps (``--env-dump``).
-        facts_file: stored preflight facts (``--facts``).
-        facts: an already-built :class:`~mtp_audit.preflight.facts.MachineFacts`.
-    """
-
-    env_dumps: tuple[Path, ...] = ()
-    facts_file: Path | None = None
-    facts: Any = None
-
-
-@dataclass
-class Ctx:
-    """Everything one evaluation (one SGLang version) knows; filled by :func:`evaluate_launch`."""
-
-    cmd: LaunchCommand
-    sg: dict[str, Any] | None
-    sg_name: str
-    ck: dict[str, Any] | None
-    model_path: str | None
-    draft_ck: dict[str, Any] | None
-    draft_path: str | None
-    draft_is_target: bool
-    pf: dict[str, Any] | None
-    env: dict[str, str]
-    env_source: dict[str, str]
-    findings: list[Finding] = field(default_factory=list)
-    gaps: list[Gap] = field(default_factory=list)
-    fixes: dict[str, str | None] = field(default_factory=dict)
-    drop_prefixes: tuple[str, ...] = ()
-    algo_requested: str | None = None
-    algo_runs_as: str | None = None
-    algo_remap: dict[str, Any] | None = None
-    algo_conditional: list[dict[str, Any]] = field(default_factory=list)
-    draft: dict[str, Any] = field(default_factory=dict)
-    #: the spelling-corrected command (misspelt flags, abbreviations, choice case fixed) and the ctx and
-    #: findings of its own evaluation; ``None`` when the command has no spelling fix (see :func:`evaluate_launch`)
-    respelled: tuple[list[str], "Ctx", list[Finding]] | None = None
-
-    def add(self, rule_id: str, message: str, symbol: str, *, evidence: Sequence[Evidence] = (),
-            remediation: str | None = None, severity: Severity | None = None) -> None:
-        """Append a finding of launch rule ``rule_id``."""
-        from mtp_audit.launch.rules import RULES_BY_ID
-
-        self.findings.append(RULES_BY_ID[rule_id].finding(message, Location(symbol=symbol), evidence=tuple(evidence),
-                                                          remediation=remediation, severity=severity))
-
-    def gap(self, message: str, blocking: bool = False) -> None:
-        """Record something the launch audit could not decide."""
-        self.gaps.append(Gap(ANALYZER, message, None, blocking))
-
-    # --- facts of the other analyzers ---------------------------------------------------------
-    @property
-    def sglang_version(self) -> str:
-        """``"0.5.9"`` or ``"(version unknown)"``."""
-        return str((self.sg or {}).get("version") or "(version unknown)")
-
-    @property
-    def cc(self) -> tuple[int, int] | None:
-        """Compute capability of GPU 0 as the preflight saw it."""
-        for g in ((self.pf or {}).get("machine") or {}).get("gpus", []):
-            v = (g.get("compute_capability") or {}).get("value")
-            if isinstance(v, (list, tuple)) and len(v) == 2:
-                return int(v[0]), int(v[1])
-        return None
-
-    def gpus(self) -> list[dict[str, Any]]:
-        """``[{"index", "name", "cc", "memory_bytes"}]`` from the preflight's machine facts."""
-        out = []
-        for g in ((self.pf or {}).get("machine") or {}).get("gpus", []):
-            cc = (g.get("compute_capability") or {}).get("value")
-            out.append({"index": g.get("index"), "name": (g.get("name") or {}).get("value"),
-                        "cc": tuple(cc) if isinstance(cc, (list, tuple)) else None,
-                        "memory_bytes": (g.get("memory_bytes") or {}).get("value"),
-                        "memory_missing": (g.get("memory_bytes") or {}).get("missing")})
-        return out
-
-    def arch(self, ck: dict[str, Any] | None) -> str | None:
-        """``architectures[0]`` of a checkpoint's facts."""
-        if not ck:
-            return None
-        archs = (ck.get("config") or {}).get("architectures") or []
-        return str(archs[0]) if archs else (ck.get("summary") or {}).get("architecture")
-
-    def known(self) -> Known:
-        """What the condition evaluator may use (:class:`~mtp_audit.launch.conditions.Known`)."""
-        args: dict[str, Any] = {}
-        cli = (self.sg or {}).get("cli_arguments") or {}
-        for flag, rec in cli.items():
-            d = rec.get("default")
-            if d is None:
-                args[rec["dest"]] = None
-            elif re.fullmatch(r"[A-Za-z0-9_.+-]+", d) and not re.search(r"[A-Za-z_]\w*\.\w", d):
-                args[rec["dest"]] = {"True": True, "False": False}.get(d, d)
-        for o in self.cmd.options:
-            rec = cli.get(o.flag)
-            if rec is None:
-                continue
-            args[rec["dest"]] = True if o.value is None and rec.get("action") in ("store_true",) else o.value
-        qdest = (cli.get(self.cmd.flag_of(*QUANT) or "--quantization") or {}).get("dest", "quantization")
-        if not self.cmd.has(*QUANT):
-            # not given: SGLang takes the method from the checkpoint's quantization config
-            # (ModelConfig._verify_quantization); a check of self.quantization sees that value
-            quants = (self.ck or {}).get("quantization")
-            fp4 = _ckpt_fp4(self.ck)
-            if self.ck is not None and not quants:
-                args[qdest] = None
-            elif fp4 and all(str(q.get("method", "")).lower() == "modelopt" for q in quants):
-                args[qdest] = "modelopt_fp4"
-            elif fp4 == "MXFP4":
-                args[qdest] = "mxfp4"
-            else:
-                args.pop(qdest, None)
-        spec_dest = (cli.get("--speculative-algorithm") or {}).get("dest", "speculative_algorithm")
-        if self.algo_requested is not None and self.algo_runs_as != self.algo_requested:
-            args.pop(spec_dest, None)  # rewritten mid-way: which value a condition sees depends on order
-        gpus = self.gpus()
-        return Known(arch=self.arch(self.ck), cc=self.cc, nvidia=True if gpus else None, env=dict(self.env), args=args)
-
-
-# --- inputs ----------------------------------------------------------------------------------------
+from mtp_audit.launch.context import (
+    ANALYZER,
+    COMPLETE_CONDITION_SHAPES,
+    DRAFT,
+    DRAFT_ALGORITHMS,
+    EP,
+    FP4_QUANT_FORMAT,
+    MEM_FRACTION,
+    MODEL,
+    MTP_ALGORITHMS,
+    MTP_FLAGS,
+    QUANT,
+    SPEC,
+    TP,
+    Ctx,
+    Machine,
+    ckpt_fp4,
+    fmt_bytes,
+    loc_of,
+)
+from mtp_audit.launch.correct import corrected_command
+from mtp_audit.report import Evidence, Gap, Report, Severity
 
 
 def audit_sglang_target(target: str | Path | None) -> tuple[Report | None, Gap | None]:
@@ -209,7 +58,7 @@ def audit_sglang_target(target: str | Path | None) -> tuple[Report | None, Gap |
     Raises:
         InputError: an explicit target that cannot be opened (not SGLang, corrupt wheel).
     """
-    from mtp_audit.sglang import audit_sglang
+    from mtp_audit.engines.sglang import audit_sglang
 
     if target is None:
         try:
@@ -218,6 +67,9 @@ def audit_sglang_target(target: str | Path | None) -> tuple[Report | None, Gap |
             return None, Gap(ANALYZER, f"no SGLang to check the command against ({exc.problem}); pass --sglang TARGET "
                                        "(a .whl, an unpacked wheel, a package folder or a checkout)", None, True)
     return audit_sglang(target), None
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+(@[\w./-]+)?$")
+_ENV_INTEREST = re.compile(r"NEXTN|MTP|SPEC|FP4")
 
 
 def _is_hub_id(text: str) -> bool:
@@ -371,14 +223,14 @@ def check_command(ctx: Ctx) -> None:
         if p.kind == "abbreviation":
             ctx.add("MTP301", f"{p.message}: it works in SGLang {v} only while no other option starts with "
                     f"{p.token.split('=', 1)[0]}; a release that adds one turns it into 'ambiguous option' and the server exits",
-                    sym, evidence=[Evidence("parser", f"argparse.ArgumentParser(allow_abbrev=True)", _loc_of(((ctx.sg or {}).get("parser") or {}).get("location")))],
+                    sym, evidence=[Evidence("parser", "argparse.ArgumentParser(allow_abbrev=True)", loc_of(((ctx.sg or {}).get("parser") or {}).get("location")))],
                     remediation=f"write it in full: {p.fix[0]}" if p.fix else None)
             continue
         ev = [Evidence("token", p.token)]
         flag = ctx.cmd.names.get(p.token) if p.kind == "required" else None
         rec = ((ctx.sg or {}).get("cli_arguments") or {}).get(flag or "") if flag else None
         if rec:
-            ev.append(Evidence("declared at", rec["location"], _loc_of(rec["location"])))
+            ev.append(Evidence("declared at", rec["location"], loc_of(rec["location"])))
         fix = None
         if p.fix is not None:
             fix = ("use " + " ".join(p.fix)) if p.fix else "remove it"
@@ -416,7 +268,7 @@ def check_architecture(ctx: Ctx) -> None:
     if ov is not None and not d.get("draft_class_registered"):
         ctx.add("MTP302", f"SGLang {v} maps the draft architecture {darch} to {ov['to']}, but no EntryClass registers {ov['to']}: "
                 "the draft model cannot be built", "--speculative-algorithm",
-                evidence=[Evidence("override", f"{darch} -> {ov['to']}", _loc_of(ov.get("location")))],
+                evidence=[Evidence("override", f"{darch} -> {ov['to']}", loc_of(ov.get("location")))],
                 remediation="use an SGLang version that ships the MTP class, or run without speculative decoding")
     elif ov is None and not d.get("draft_class_is_mtp"):
         fam = darch.split("For")[0]
@@ -481,7 +333,7 @@ def check_mtp_weights(ctx: Ctx) -> None:
             if cli is not None and not names & {"--speculative-algorithm"}:
                 extra = f"; SGLang {v} has no --speculative-algorithm option"
             ctx.add("MTP305", f"the checkpoint carries {n:,} MTP tensors ({s.get('mtp_format', '?')}"
-                    + (f", {_fmt_bytes(b)}" if b else "") + ") but the command requests no speculative decoding: "
+                    + (f", {fmt_bytes(b)}" if b else "") + ") but the command requests no speculative decoding: "
                     "SGLang skips the mtp.* weights and decodes one token per step" + extra,
                     "--speculative-algorithm",
                     evidence=[Evidence("MTP layers found", str(s.get("mtp_layers_found"))), Evidence("MTP tensors", f"{n:,}")],
@@ -525,19 +377,19 @@ def check_memory(ctx: Ctx) -> None:
     gpus = ctx.gpus()
     mems = [g["memory_bytes"] for g in gpus if g["memory_bytes"]]
     dtypes = ", ".join(f"{k} {v:,}" for k, v in sorted((d.get("mtp_dtypes") or {}).items())) or "dtype not read"
-    ev = [Evidence("MTP bytes", _fmt_bytes(b) + (" (estimated)" if d.get("mtp_bytes_estimated") else "")),
+    ev = [Evidence("MTP bytes", fmt_bytes(b) + (" (estimated)" if d.get("mtp_bytes_estimated") else "")),
           Evidence("MTP tensors", dtypes), Evidence("--tp-size / --ep-size", f"{tp} / {ep}"),
           Evidence("split", "attention over --tp-size; experts over --ep-size x MoE-TP = --tp-size (SGLang moe_tp_size = tp_size / ep_size); "
                             "norms and router replicated (< 0.1%)")]
     if not mems:
         why = next((g["memory_missing"] for g in gpus if g["memory_missing"]), None) or "no GPU listed"
-        ctx.gap(f"GPU memory unknown ({why}); the draft's {_fmt_bytes(per_gpu)} per GPU were not compared with it")
-        ctx.add("MTP307", f"the draft's MTP weights take about {_fmt_bytes(per_gpu)} per GPU under --tp-size {tp} (GPU memory unknown)",
+        ctx.gap(f"GPU memory unknown ({why}); the draft's {fmt_bytes(per_gpu)} per GPU were not compared with it")
+        ctx.add("MTP307", f"the draft's MTP weights take about {fmt_bytes(per_gpu)} per GPU under --tp-size {tp} (GPU memory unknown)",
                 _tp_symbol(ctx), evidence=ev, severity=Severity.INFO, remediation="")
         return
     mem = min(mems)
     frac = per_gpu / mem
-    ev.append(Evidence("GPU memory (smallest GPU)", _fmt_bytes(mem)))
+    ev.append(Evidence("GPU memory (smallest GPU)", fmt_bytes(mem)))
     if len(gpus) < tp:
         ev.append(Evidence("GPUs seen by the preflight", str(len(gpus))))
     mf = ctx.cmd.get(*MEM_FRACTION)
@@ -548,8 +400,8 @@ def check_memory(ctx: Ctx) -> None:
                                        + (f" {mf}" if mf else "") + ", so this comes out of the remaining memory; expect a smaller KV cache or an out-of-memory at start-up")
     else:
         sev, tail = Severity.INFO, "small next to the GPU"
-    ctx.add("MTP307", f"the draft's MTP weights ({dtypes}) take about {_fmt_bytes(per_gpu)} per GPU under --tp-size {tp}, "
-            f"{frac:.1%} of the {_fmt_bytes(mem)} GPU: {tail}", _tp_symbol(ctx), evidence=ev, severity=sev,
+    ctx.add("MTP307", f"the draft's MTP weights ({dtypes}) take about {fmt_bytes(per_gpu)} per GPU under --tp-size {tp}, "
+            f"{frac:.1%} of the {fmt_bytes(mem)} GPU: {tail}", _tp_symbol(ctx), evidence=ev, severity=sev,
             remediation="" if sev == Severity.INFO else "raise --tp-size, lower --mem-fraction-static, or quantize the MTP layer")
 
 
@@ -562,21 +414,13 @@ def _tp_symbol(ctx: Ctx) -> str:
     return "--model-path"
 
 
-def _ckpt_fp4(ck: dict[str, Any] | None) -> str | None:
-    for q in (ck or {}).get("quantization") or []:
-        algo = str(q.get("algo") or "").upper()
-        if "FP4" in algo:
-            return "MXFP4" if "MX" in algo else "NVFP4"
-    return None
-
-
 def check_quantization(ctx: Ctx) -> None:
     """MTP308: an FP4 ``--quantization`` that does not fit the checkpoint's own quantization."""
     q = ctx.cmd.get(*QUANT)
     if not isinstance(q, str) or ctx.ck is None:
         return
     want = FP4_QUANT_FORMAT.get(q.lower())
-    have = _ckpt_fp4(ctx.ck)
+    have = ckpt_fp4(ctx.ck)
     quants = (ctx.ck.get("quantization") or [])
     if q.lower() not in FP4_QUANT_FORMAT:
         return
@@ -811,65 +655,6 @@ def _mtp_errors_as_warnings(report: Report) -> Report:
                                     "--speculative-algorithm)")
         out.append(f)
     return dataclasses.replace(report, findings=tuple(out))
-
-
-def flag_fixes(ctx: Ctx, findings: Sequence[Finding]) -> dict[str, str | None]:
-    """Flag replacements that findings name as their fix: a remediation that starts with
-    ``--flag value`` (or ``drop --flag``) for a flag this SGLang declares."""
-    out: dict[str, str | None] = dict(ctx.fixes)
-    for f in sorted(findings, key=lambda f: (-int(f.severity), f.rule_id)):
-        if f.severity < Severity.WARNING or not f.remediation:
-            continue
-        m = _FLAG_FIX.match(f.remediation)
-        if m:
-            flag = ctx.cmd.flag_of(m.group(1))
-            if flag is not None and (flag not in out):
-                choices = (((ctx.sg or {}).get("cli_arguments") or {}).get(flag) or {}).get("choices")
-                if not choices or m.group(2) in choices:
-                    out[flag] = m.group(2)
-            continue
-        m = _DROP_FIX.match(f.remediation)
-        if m:
-            flag = ctx.cmd.flag_of(m.group(1))
-            if flag is not None:
-                out.setdefault(flag, None)
-    return out
-
-
-def corrected_command(ctx: Ctx, findings: Sequence[Finding]) -> tuple[str | None, list[str]]:
-    """``(the corrected command line, flags changed)``, or ``(None, [])`` when no flag fix is known.
-
-    With a spelling-corrected command (``ctx.respelled``) the value fixes come from that command's own
-    evaluation, so a misspelt flag's value is checked and replaced in place, never added a second time.
-    """
-    toks, changed = corrected_tokens(ctx, findings)
-    return (shell_join(toks), changed) if toks is not None else (None, [])
-
-
-def corrected_tokens(ctx: Ctx, findings: Sequence[Finding]) -> tuple[list[str] | None, list[str]]:
-    """:func:`corrected_command` as tokens (``None`` when no fix is known, or when a required argument such as
-    ``--model-path`` is missing: no flag fix can supply the model)."""
-    spelling = {p.token for p in ctx.cmd.problems if p.fix is not None}
-    if ctx.respelled is not None:
-        spelled, sub_ctx, sub_findings = ctx.respelled
-        if any(p.kind == "required" for p in sub_ctx.cmd.problems):
-            return None, []
-        sub_toks, sub_changed = corrected_tokens(sub_ctx, sub_findings)
-        return (sub_toks if sub_toks is not None else spelled), sorted(set(sub_changed) | spelling)
-    if any(p.kind == "required" for p in ctx.cmd.problems):
-        return None, []
-    fixes = flag_fixes(ctx, findings)
-    # a flag the command does not give (its default or 'auto' resolved to the bad value) is added
-    # (not when --quantization is being dropped: the backends of an FP4 launch that will not happen are moot)
-    qflag = ctx.cmd.flag_of(*QUANT)
-    moot = qflag is not None and qflag in fixes and fixes[qflag] is None
-    add = {} if moot else {k: v for k, v in fixes.items() if not ctx.cmd.has(k) and v is not None}
-    fixes = {k: v for k, v in fixes.items() if ctx.cmd.has(k)}
-    toks = rebuild(ctx.cmd, fixes, add=add, drop_prefixes=ctx.drop_prefixes)
-    if toks == list(ctx.cmd.argv):
-        return None, []
-    changed = sorted(set(fixes) | set(add) | spelling | ({f"{p}*" for p in ctx.drop_prefixes}))
-    return toks, changed
 
 
 __all__ = ["ANALYZER", "Ctx", "Evaluation", "Machine", "evaluate_launch", "corrected_command", "normalized_argv",

@@ -46,13 +46,14 @@ def _backend(pf: dict[str, Any], key: str, fp4: str | None, audited: bool = True
 def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) -> dict[str, Any]:
     """The outcome of one evaluation (:class:`mtp_audit.launch.analyze.Ctx`), given every analyzer's
     findings and gaps. Returns ``{"summary": {...}, "closing": {...}, "verdict", "corrected_command", ...}``."""
-    from mtp_audit.launch.analyze import MTP_ALGORITHMS, TP, _ckpt_fp4, _fmt_bytes, corrected_command
+    from mtp_audit.launch.context import MTP_ALGORITHMS, TP, ckpt_fp4, fmt_bytes
+    from mtp_audit.launch.correct import corrected_command
 
     v = verdict(findings, gaps)
     cmd = ctx.cmd
     d = ctx.draft
     pf = ctx.pf or {}
-    fp4 = _ckpt_fp4(ctx.ck)
+    fp4 = ckpt_fp4(ctx.ck)
     rejected = [p for p in cmd.problems if p.kind != "abbreviation"]
     abbrev = [p for p in cmd.problems if p.kind == "abbreviation"]
 
@@ -96,10 +97,10 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
         b = d.get("mtp_bytes") or 0
         tp = cmd.get(*TP) or "1"
         try:
-            per = f", about {_fmt_bytes(b / max(1, int(tp)))} per GPU under --tp-size {tp}" if b else ""
+            per = f", about {fmt_bytes(b / max(1, int(tp)))} per GPU under --tp-size {tp}" if b else ""
         except ValueError:
             per = ""
-        mtp_line = f"{n:,} tensors" + (f" ({dt})" if dt else "") + (f", {_fmt_bytes(b)}" if b else "") + per
+        mtp_line = f"{n:,} tensors" + (f" ({dt})" if dt else "") + (f", {fmt_bytes(b)}" if b else "") + per
     elif ctx.ck is not None and ctx.algo_requested is None:
         n = (ctx.ck.get("summary") or {}).get("mtp_tensors") or 0
         mtp_line = f"{n:,} MTP tensors in the checkpoint, not loaded (no speculative decoding)" if n else "the checkpoint has no MTP tensors"

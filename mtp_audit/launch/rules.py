@@ -10,10 +10,9 @@ format; ``example.args`` is the launch command, run from the example folder.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from mtp_audit.report import Report, Severity
-from mtp_audit.rules import Example, Rule
+from mtp_audit.report import Severity
+from mtp_audit.report.rules import Example, Rule
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 
@@ -302,16 +301,3 @@ RULES: tuple[Rule, ...] = (
 )
 
 RULES_BY_ID = {r.id: r for r in RULES}
-
-
-def run_example(root: Path, example: Example) -> Report:
-    """Run ``mtp-audit launch`` on an example folder: ``example.args`` is the command (run from ``root``),
-    ``sg/`` the SGLang tree (``sg-new/``: a second one to compare with), ``env.txt`` the machine."""
-    from mtp_audit.launch import audit_launch
-
-    kwargs: dict[str, object] = {"sglang": root / "sg", "cwd": root, "environ": {}}
-    if (root / "sg-new").is_dir():
-        kwargs["compare_sglang"] = root / "sg-new"
-    if (root / "env.txt").is_file():
-        kwargs["env_dump"] = [root / "env.txt"]
-    return audit_launch(list(example.args), **kwargs)  # type: ignore[arg-type]

@@ -25,8 +25,8 @@ def load_facts_file(path: Path):  # -> MachineFacts
         InputError: unreadable, not JSON, or not a facts document.
     """
     from mtp_audit.errors import InputError
-    from mtp_audit.fsutil import read_json_bounded
     from mtp_audit.preflight.facts import MachineFacts
+    from mtp_audit.sources.bounded import read_json_bounded
 
     data = read_json_bounded(path, limit=64 * 1024 * 1024, display=str(path))
     try:
@@ -84,9 +84,9 @@ def preflight(
         import_torch: import torch (in a child process) for its arch list.
         timeout: seconds allowed per external command (nvidia-smi, nvcc).
         cwd: folder that relative paths in ``launch`` (``--model-path``) are resolved against.
-        use_sglang_analyzer: ask ``mtp_audit.sglang.audit_sglang`` for flag semantics when available.
+        use_sglang_analyzer: ask ``mtp_audit.engines.sglang.audit_sglang`` for flag semantics when available.
         probe_result: a recorded :class:`~mtp_audit.preflight.probe.ProbeResult` to evaluate (rule examples, replays).
-        sglang_facts: ``report.facts["sglang"]`` of :func:`mtp_audit.sglang.audit_sglang` on the SGLang the launch
+        sglang_facts: ``report.facts["sglang"]`` of :func:`mtp_audit.engines.sglang.audit_sglang` on the SGLang the launch
             will run (a wheel, checkout or folder, not necessarily installed here). When given, it is used for the
             flag semantics and the SGLang version whatever the machine source (live, dump or facts file), and the
             installed sglang is not looked up. ``mtp-audit launch`` passes it (added for issue 6).
@@ -98,7 +98,12 @@ def preflight(
     """
     from mtp_audit.preflight import analyze as an
     from mtp_audit.preflight import matrix as mx
-    from mtp_audit.preflight.launch import installed_sglang_root, parse_launch, read_checkpoint_quant, sglang_facts_from_analyzer
+    from mtp_audit.preflight.launch import (
+        installed_sglang_root,
+        parse_launch,
+        read_checkpoint_quant,
+        sglang_facts_from_analyzer,
+    )
     from mtp_audit.preflight.rules import RULES_BY_ID
     from mtp_audit.report import Gap, Location
 
@@ -116,9 +121,8 @@ def preflight(
     elif facts_file is not None:
         machine, target = load_facts_file(facts_file), f"facts file {facts_file.name}"
     elif env_dumps:
-        from mtp_audit.preflight.envdump import parse_dump, read_dump
-
         from mtp_audit.errors import InputError
+        from mtp_audit.preflight.envdump import parse_dump, read_dump
 
         machine = None
         seen: list[tuple[Path, Any]] = []

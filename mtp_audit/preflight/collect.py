@@ -30,7 +30,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mtp_audit.preflight.facts import PACKAGES, BinaryFacts, Fact, GpuFacts, MachineFacts
+from mtp_audit.preflight.facts import (
+    PACKAGES,
+    BinaryFacts,
+    Fact,
+    GpuFacts,
+    MachineFacts,
+)
 
 #: Seconds allowed for each external command (nvidia-smi, nvcc).
 DEFAULT_TIMEOUT_S = 10.0
@@ -211,8 +217,8 @@ def collect_torch() -> tuple[Fact, Fact]:
         return Fact.absent(f"torch not locatable: {exc}"), Fact.absent("torch not locatable")
     if spec is None or not spec.submodule_search_locations:
         return Fact.absent("torch not installed"), Fact.absent("torch not installed")
-    from mtp_audit.fsutil import read_bytes_bounded
     from mtp_audit.errors import InputError
+    from mtp_audit.sources.bounded import read_bytes_bounded
 
     path = Path(list(spec.submodule_search_locations)[0]) / "version.py"
     try:

@@ -27,11 +27,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from mtp_audit.errors import InputError
-from mtp_audit.fsutil import MAX_TEXT_BYTES, read_bytes_bounded
 from mtp_audit.preflight.facts import PACKAGES, PARTIAL_GPU_LIST, Fact, GpuFacts, MachineFacts
 from mtp_audit.preflight.freeform import found_anything, parse_freeform
 from mtp_audit.preflight.lineindex import index_for
 from mtp_audit.preflight.matrix import cc_from_name
+from mtp_audit.sources.bounded import MAX_TEXT_BYTES, read_bytes_bounded
 
 #: Name as printed by a dump -> distribution name.
 _PKG_ALIASES = {

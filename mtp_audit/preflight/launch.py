@@ -1,7 +1,7 @@
 """The intended launch: an SGLang command line, the checkpoint's quantization, and what SGLang will
 make of the flags (choices, defaults, ``auto`` resolutions).
 
-Flag semantics come from the sglang analyzer (``mtp_audit.sglang.audit_sglang``) when that package is
+Flag semantics come from the sglang analyzer (``mtp_audit.engines.sglang.audit_sglang``) when that package is
 present and an SGLang tree is at hand: its public report's ``facts["sglang"]`` gives ``version``,
 ``cli_arguments`` (choices/default/location) and ``auto_resolutions``. Otherwise they come from the
 capability matrix's per-version rows (``mtp_audit/data/matrix.json``, ``blackwell_fp4.md`` §3).
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.errors import InputError
-from mtp_audit.fsutil import read_json_bounded
+from mtp_audit.sources.bounded import read_json_bounded
 
 #: Flags interpreted, with their aliases (SGLang server_args names).
 FLAGS: dict[str, tuple[str, ...]] = {
@@ -196,16 +196,16 @@ def read_checkpoint_quant(folder: Path) -> CheckpointQuant:
 def sglang_facts_from_analyzer(target: Path) -> dict[str, Any] | None:
     """Call the sglang analyzer's public function on ``target`` and return ``facts["sglang"]``.
 
-    Returns ``None`` when ``mtp_audit.sglang`` is not installed, or when it cannot analyze the target
+    Returns ``None`` when ``mtp_audit.engines.sglang`` is not installed, or when it cannot analyze the target
     (its report is then ignored and the matrix is used). Never imports it at module level.
     """
     try:
-        if importlib.util.find_spec("mtp_audit.sglang") is None:
+        if importlib.util.find_spec("mtp_audit.engines.sglang") is None:
             return None
     except (ImportError, ValueError):
         return None
     try:
-        mod = importlib.import_module("mtp_audit.sglang")
+        mod = importlib.import_module("mtp_audit.engines.sglang")
         report = mod.audit_sglang(target)
     except Exception:  # noqa: BLE001 - another analyzer's failure must not break the preflight
         return None

@@ -5,7 +5,7 @@ newlines from the start of the text for every match made parsing quadratic (issu
 took 29 s). :class:`LineIndex` records the offset of every line start once (one linear pass) and
 answers with :func:`bisect.bisect_right`.
 
-Bound: dumps are read through ``read_bytes_bounded(..., MAX_TEXT_BYTES)`` (64 MiB), so the index holds
+Bound: dumps are read through ``mtp_audit.sources.bounded.read_bytes_bounded(..., MAX_TEXT_BYTES)`` (64 MiB), so the index holds
 at most one int per line of a 64 MiB text.
 """
 

@@ -8,11 +8,10 @@ The checks live in :mod:`mtp_audit.preflight.analyze`; each rule here names the 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-from mtp_audit.report import Report, Severity
-from mtp_audit.rules import Example, Rule
+from mtp_audit.report import Severity
+from mtp_audit.report.rules import Example, Rule
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 RES = "../shared/research/blackwell_fp4.md"
@@ -306,23 +305,3 @@ RULES: tuple[Rule, ...] = (
 )
 
 RULES_BY_ID = {r.id: r for r in RULES}
-
-
-def run_example(root: Path, example: Example) -> Report:
-    """Run the preflight on an example folder: ``env.txt`` (a dump) or ``facts.json`` (stored facts),
-    an optional ``sglang_facts.json`` (the sglang analyzer's facts), an optional ``probe.json`` (a recorded probe result), and ``example.args`` as the launch command."""
-    from mtp_audit.preflight import preflight
-
-    kwargs: dict[str, Any] = {"cwd": root, "use_sglang_analyzer": False}
-    if (root / "facts.json").is_file():
-        kwargs["facts_file"] = root / "facts.json"
-    else:
-        kwargs["env_dumps"] = [root / "env.txt"]
-    if (root / "sglang_facts.json").is_file():
-        kwargs["sglang_facts"] = json.loads((root / "sglang_facts.json").read_text())
-    if (root / "probe.json").is_file():
-        from mtp_audit.preflight.probe import ProbeResult
-
-        d = json.loads((root / "probe.json").read_text())
-        kwargs["probe_result"] = ProbeResult(ran=tuple(d["ran"]), gpu=d["gpu"], cc=tuple(d["cc"]), results=tuple(d["results"]))
-    return preflight(launch=list(example.args) if example.args else None, **kwargs)

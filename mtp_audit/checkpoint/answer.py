@@ -1,0 +1,195 @@
+"""The checkpoint report: ``facts["checkpoint"]`` (summary, declaration, tensors, formats, bytes, the
+per-engine answer) and the closing "Will SGLang use the MTP heads?" section, built from the facts and the
+findings (:func:`build_report`).
+
+Source for the answer: SGLang ``python/sglang/srt/server_args.py`` ("NEXTN shares the same implementation of
+EAGLE"; the target model path doubles as the draft model path).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from mtp_audit.checkpoint import rules as R
+from mtp_audit.checkpoint.accounting import (
+    expert_facts,
+    linear_formats,
+    mtp_bytes,
+    summarize_formats,
+    trunk_format_counts,
+)
+from mtp_audit.checkpoint.checks import check
+from mtp_audit.checkpoint.facts import ANALYZER, SGLANG_SOURCE, CheckpointFacts
+from mtp_audit.checkpoint.tensors import (
+    SCALE_SUFFIXES,
+    split_param,
+)
+from mtp_audit.report import Finding, Report
+
+
+def _quant_headline(facts: CheckpointFacts) -> str | None:
+    """``"NVFP4 (modelopt, hf_quant_config.json, group size 16)"`` for the primary scheme, or None."""
+    s = facts.primary_scheme
+    if s is None:
+        return None
+    bits = [s.method, s.source.split("#")[0]]
+    if s.group_size:
+        bits.append(f"group size {s.group_size}")
+    if s.weight_block_size:
+        bits.append("block " + "x".join(map(str, s.weight_block_size)))
+    return f"{s.algo} ({', '.join(bits)})"
+
+
+def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str, Any]:
+    """The JSON facts document for ``facts["checkpoint"]`` (schema in docs/checkpoint.md)."""
+    cfg = facts.config
+    decl = cfg.declaration if cfg else None
+    mtp_fmts = linear_formats(facts, facts.mtp_modules)
+    mtp_state, mtp_counts = summarize_formats(mtp_fmts)
+    trunk_counts = trunk_format_counts(facts)
+    trunk_state = "none" if not trunk_counts else next(iter(trunk_counts)) if len(trunk_counts) == 1 else "mixed"
+    mtp_dtypes = dict(sorted(Counter(facts.infos[n].dtype for n in facts.mtp if n in facts.infos).items()))
+    scale_tensors = sorted(n for n in facts.mtp if split_param(n)[1] in SCALE_SUFFIXES)
+    experts = expert_facts(facts)
+    nbytes = mtp_bytes(facts)
+    total_bytes = sum(h.data_bytes for h in facts.headers.values()) if facts.headers else None
+    errors = [f for f in findings if f.severity.label == "error"]
+    blocking = [f.rule_id for f in errors if f.rule_id in R.BLOCKS_MTP]
+    usable: bool | None
+    if not (decl and decl.declared) and not facts.mtp:
+        usable = False
+    elif not facts.tensors_known or any(g.blocking for g in facts.gaps):
+        usable = None
+    else:
+        usable = bool(facts.mtp) and bool(decl and decl.declared) and not blocking
+    inferred = any(inf for _, inf in mtp_fmts.values())
+    summary = {
+        "architecture": cfg.architectures[0] if cfg else None,
+        "family": cfg.layout.family if cfg and cfg.layout else None,
+        "mode": facts.mode,
+        "mtp_layers_declared": decl.layers if decl else None,
+        "mtp_layers_found": facts.found_layers() if facts.tensors_known else None,
+        "mtp_tensors": len(facts.mtp) if facts.tensors_known else None,
+        "mtp_format": mtp_state if facts.tensors_known else None,
+        "trunk_format": trunk_state if facts.tensors_known else None,
+        "mtp_bytes": nbytes.get("value"),
+        "mtp_bytes_estimated": nbytes.get("estimated"),
+        "tensors": len(facts.tensors) if facts.tensors_known else None,
+        "quantization": _quant_headline(facts),
+        "mtp_exclude_patterns": ", ".join(p for s in facts.schemes[:1] for p in s.excludes if "mtp" in p.lower()) or None,
+        "sglang_mtp_usable": usable,
+    }
+    return {
+        "summary": summary,
+        "closing": _closing(summary, decl, usable, sorted(set(blocking)), facts, mtp_counts),
+        "mode": facts.mode,
+        "source": facts.source,
+        "config": None
+        if cfg is None
+        else {
+            "architectures": list(cfg.architectures),
+            "model_type": cfg.model_type,
+            "text_model_type": cfg.text_model_type or None,
+            "text_config": bool(cfg.text_pointer),
+            "num_hidden_layers": cfg.num_hidden_layers,
+            "num_experts": cfg.num_experts,
+            "experts_key": cfg.experts_key or None,
+            "family": cfg.layout.family if cfg.layout else None,
+            "family_source": cfg.layout.source if cfg.layout else None,
+        },
+        "mtp": {
+            "declared_layers": decl.layers if decl else None,
+            "declared_by": (decl.key or ("implicit" if decl.implicit else None)) if decl else None,
+            "found_layers": facts.found_layers(),
+            "tensors": len(facts.mtp),
+            "tensors_per_layer": facts.mtp_layer_labels(),
+            "dtypes": mtp_dtypes,
+            "scale_tensors": len(scale_tensors),
+            "format": mtp_state,
+            "format_modules": mtp_counts,
+            "format_inferred": inferred,
+            "experts": experts,
+            "bytes": nbytes,
+            "shards": sorted({s for n in facts.mtp if (s := facts.tensors.get(n))}),
+        },
+        "trunk": {"format": trunk_state, "format_modules": trunk_counts, "tensors": len(facts.tensors) - len(facts.mtp)},
+        "quantization": [s.to_fact() for s in facts.schemes],
+        "index": None
+        if facts.index_file is None
+        else {
+            "file": facts.index_file,
+            "tensors": len(facts.index_names),
+            "shards": len(facts.indexed_shards),
+            "total_size": facts.total_size,
+        },
+        "shards": {
+            "present": len(facts.shards_present),
+            "read": len(facts.headers),
+            "missing": facts.missing_shards,
+            "unindexed": facts.unindexed_shards,
+            "bytes": total_bytes,
+        },
+        "engine": {
+            "sglang": {
+                "flags": "--speculative-algorithm NEXTN",
+                "runs_as": "EAGLE",
+                "draft_model": "the target checkpoint itself (no separate draft model)",
+                "usable": usable,
+                "blocked_by": sorted(set(blocking)),
+                "source": SGLANG_SOURCE,
+            }
+        },
+    }
+
+
+def _closing(summary: dict[str, Any], decl: Any, usable: bool | None, blocking: list[str], facts: CheckpointFacts,
+             mtp_counts: Mapping[str, int]) -> dict[str, Any]:
+    """The plain-words answer printed at the end of text/Markdown reports: what the checkpoint
+    declares and holds, and whether SGLang will use the MTP heads (``--speculative-algorithm NEXTN``,
+    an alias that runs SGLang's EAGLE worker with the target checkpoint as its own draft model;
+    SGLang ``server_args.py``, see docs/sglang.md)."""
+    declared = summary.get("mtp_layers_declared")
+    if decl is not None and decl.declared:
+        how = "implicitly (this family always ships MTP)" if decl.implicit else f"at {decl.key}"
+        lines = [f"Declared: {declared} MTP layer(s) {how}."]
+    else:
+        lines = ["Declared: no MTP layers."]
+    if facts.tensors_known:
+        found = f"Found: {summary.get('mtp_tensors', 0):,} MTP tensor(s) in {summary.get('mtp_layers_found') or 0} layer(s)"
+        if summary.get("mtp_tensors"):
+            nbytes = summary.get("mtp_bytes")
+            est = " (estimated)" if summary.get("mtp_bytes_estimated") else ""
+            fmt = summary.get("mtp_format")
+            if fmt == "mixed" and mtp_counts:
+                fmt = "mixed (" + ", ".join(f"{n:,} {k}" for k, n in sorted(mtp_counts.items())) + " linear modules)"
+            found += f", stored {fmt}" + (f", {nbytes:,} bytes{est}" if isinstance(nbytes, int) else "")
+        lines.append(found + ".")
+    else:
+        lines.append("Found: not inspectable (no index and no shards).")
+    if usable is True:
+        lines.append(
+            "SGLang: yes, with --speculative-algorithm NEXTN (an alias: SGLang runs its EAGLE worker with this "
+            "checkpoint as its own draft model and loads these MTP weights as the draft)."
+        )
+    elif usable is False and blocking:
+        lines.append(f"SGLang: no, --speculative-algorithm NEXTN would not get working MTP heads ({', '.join(blocking)}).")
+    elif usable is False:
+        lines.append("SGLang: no MTP heads to use; speculative decoding would need a separate draft model.")
+    else:
+        lines.append("SGLang: could not tell (see 'not examined').")
+    return {"title": "Will SGLang use the MTP heads?", "lines": lines}
+
+
+def build_report(facts: CheckpointFacts) -> Report:
+    """Facts -> findings -> :class:`Report` (rules evaluated: every checkpoint rule)."""
+    findings = check(facts)
+    return Report.build(
+        ANALYZER,
+        facts.display,
+        findings=findings,
+        gaps=facts.gaps,
+        facts=build_facts(facts, findings),
+        rule_ids=[r.id for r in R.RULES],
+    )

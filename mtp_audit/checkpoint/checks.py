@@ -1,0 +1,398 @@
+"""The checkpoint rule checks (MTP001-MTP013): one ``check_*`` function per rule, each a pure function of
+:class:`~mtp_audit.checkpoint.facts.CheckpointFacts` yielding findings. The rules themselves (docs,
+sources, examples) are declared in :mod:`mtp_audit.checkpoint.rules`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from typing import Callable
+
+from mtp_audit.checkpoint import rules as R
+from mtp_audit.checkpoint.accounting import (
+    expert_facts,
+    human_bytes,
+    linear_formats,
+    summarize_formats,
+    trunk_format_counts,
+)
+from mtp_audit.checkpoint.facts import CONFIG, CheckpointFacts, pointer
+from mtp_audit.checkpoint.tensors import (
+    bytes_if_quantized,
+    is_quantized,
+    linear_shape,
+)
+from mtp_audit.report import Evidence, Finding, Location
+
+Check = Callable[[CheckpointFacts], Iterator[Finding]]
+
+
+def _decl_location(facts: CheckpointFacts) -> Location:
+    decl = facts.config.declaration if facts.config else None
+    return Location(CONFIG, symbol=decl.key or None) if decl else Location(CONFIG)
+
+
+def _mtp_where(facts: CheckpointFacts) -> str:
+    """Where the family keeps MTP tensors, for messages (``"model.layers.61.*"``, ``"mtp.*"``)."""
+    cfg = facts.config
+    if cfg is None or cfg.layout is None:
+        return "an MTP prefix (mtp.*, model.mtp*.*, or model.layers.N+i.*)"
+    lay = cfg.layout
+    if lay.placement == "appended" and cfg.num_hidden_layers is not None:
+        n, k = cfg.num_hidden_layers, max(cfg.declaration.layers, 1)
+        return f"model.layers.{n}.*" if k == 1 else f"model.layers.{n}..{n + k - 1}.*"
+    return f"{lay.prefix}*" if lay.prefix else "mtp.*"
+
+
+def _names_source(facts: CheckpointFacts) -> tuple[str, str]:
+    """``(file, description)`` of where tensor names were listed."""
+    if facts.index_file is not None:
+        return facts.index_file, f"{facts.index_file} ({len(facts.index_names):,} tensors)"
+    shards = sorted(facts.headers)
+    return (shards[0] if shards else ""), f"{len(shards)} shard header(s) ({len(facts.tensors):,} tensors)"
+
+
+def check_declared_missing(facts: CheckpointFacts) -> Iterator[Finding]:
+    """MTP001 / MTP002: declared MTP layers, no MTP tensor anywhere."""
+    cfg = facts.config
+    if cfg is None or not cfg.declaration.declared or facts.mtp or not facts.tensors_known:
+        return
+    if any(g.blocking for g in facts.gaps):
+        return
+    decl = cfg.declaration
+    file, listed = _names_source(facts)
+    ev = [
+        Evidence("config" + (decl.key.replace("/", ".") if decl.key else " (implicit)"), str(decl.layers), _decl_location(facts)),
+        Evidence("tensors listed", listed, Location(file) if file else None),
+        Evidence("MTP tensors found", "0"),
+    ]
+    where = _mtp_where(facts)
+    if cfg.layout is not None and cfg.layout.upstream_unpublished:
+        yield R.MTP002.finding(
+            f"config.json declares {decl.layers} MTP layer(s) ({decl.key[1:]}), but no tensor matches {where}; "
+            f"{cfg.layout.display} MTP weights were never published upstream, so this is expected of the release, "
+            "not a broken copy",
+            _decl_location(facts),
+            evidence=ev,
+        )
+        return
+    yield R.MTP001.finding(
+        f"config.json declares {decl.layers} MTP layer(s) "
+        f"({decl.key[1:] if decl.key else 'implicit for ' + (cfg.layout.display if cfg.layout else 'this family')}), "
+        f"but none of the {len(facts.tensors):,} tensors matches {where}",
+        _decl_location(facts),
+        evidence=ev,
+    )
+
+
+def check_undeclared(facts: CheckpointFacts) -> Iterator[Finding]:
+    """MTP003: MTP tensors present but the config declares none (or 0)."""
+    cfg = facts.config
+    if cfg is None or not facts.mtp or cfg.declaration.declared:
+        return
+    labels = facts.mtp_layer_labels()
+    first = sorted(facts.mtp)[0]
+    yield R.MTP003.finding(
+        f"{len(facts.mtp):,} MTP tensor(s) under {', '.join(labels)} but config.json declares no MTP layer"
+        + (f" ({cfg.declaration.key[1:]} = 0)" if cfg.declaration.explicit_zero else ""),
+        Location(facts.tensors.get(first) or facts.index_file or CONFIG, symbol=first),
+        evidence=[Evidence("MTP tensors per layer", ", ".join(f"{k}: {v}" for k, v in labels.items()))],
+    )
+
+
+def check_layer_count(facts: CheckpointFacts) -> Iterator[Finding]:
+    """MTP004: declared depth differs from the MTP layers found (implicit declarations excepted:
+    MiMo-V2 ships several layers while engines use one)."""
+    cfg = facts.config
+    if cfg is None or not facts.mtp or not cfg.declaration.declared or cfg.declaration.implicit:
+        return
+    found = facts.found_layers()
+    if found == cfg.declaration.layers:
+        return
+    yield R.MTP004.finding(
+        f"config.json declares {cfg.declaration.layers} MTP layer(s) ({cfg.declaration.key[1:]}) but "
+        f"{found} numbered MTP layer(s) were found ({', '.join(facts.mtp_layer_labels())})",
+        _decl_location(facts),
+        evidence=[Evidence("MTP tensors per layer", ", ".join(f"{k}: {v}" for k, v in facts.mtp_layer_labels().items()))],
+    )
+
+
+def check_experts(facts: CheckpointFacts) -> Iterator[Finding]:
+    """MTP005: an MTP MoE layer lacks experts or projections that config.json promises."""
+    cfg = facts.config
+    if cfg is None:
+        return
+    for label, e in expert_facts(facts).items():
+        if e["layout"] != "per-expert":
+            if e["found"] is not None and e["expected"] is not None and e["found"] != e["expected"]:
+                yield R.MTP005.finding(
+                    f"{label}: stacked expert tensors hold {e['found']} experts, config.json {cfg.experts_key[1:]} "
+                    f"= {e['expected']}",
+                    Location(CONFIG, symbol=cfg.experts_key or None),
+                )
+            continue
+        missing, incomplete, extra = e["missing"], e["incomplete"], e.get("extra", [])
+        if not missing and not incomplete and not extra:
+            continue
+        parts = []
+        if missing:
+            shown = ", ".join(map(str, missing[:8])) + (", ..." if len(missing) > 8 else "")
+            parts.append(f"{len(missing)} of {e['expected']} experts missing (ids {shown})")
+        if incomplete:
+            k = next(iter(incomplete))
+            parts.append(f"{len(incomplete)} expert(s) lack projections (expert {k}: {', '.join(incomplete[k])})")
+        if extra:
+            parts.append(f"{len(extra)} expert id(s) >= {e['expected']}")
+        yield R.MTP005.finding(
+            f"{label}: " + "; ".join(parts) + f" (config.json {cfg.experts_key[1:]} = {e['expected']})",
+            Location(facts.index_file or CONFIG, symbol=f"{label}.mlp.experts"),
+            evidence=[
+                Evidence("experts found", str(e["found"])),
+                Evidence("projections per expert", ", ".join(e["projections"])),
+                Evidence(f"config {cfg.experts_key[1:]}", str(e["expected"]), Location(CONFIG, symbol=cfg.experts_key or None)),
+            ],
+        )
+
+
+def check_excluded_cost(facts: CheckpointFacts) -> Iterator[Finding]:
+    """MTP006: MTP linears stored unquantized while the trunk's linears are quantized; reports the
+    bytes kept and what the trunk's format would take (checkpoint_formats.md §5, §7.3)."""
+    cfg = facts.config
+    if cfg is None or not facts.mtp:
+        return
+    mtp_fmts = linear_formats(facts, facts.mtp_modules)
+    trunk_counts = trunk_format_counts(facts)
+    quant_trunk = {f: c for f, c in trunk_counts.items() if is_quantized(f)}
+    if not quant_trunk:
+        return
+    target = max(quant_trunk, key=lambda f: quant_trunk[f])
+    plain = {m: f for m, (f, _) in mtp_fmts.items() if not is_quantized(f)}
+    if not plain:
+        return
+    scheme = facts.primary_scheme
+    block = scheme.weight_block_size if scheme and target == "FP8" else None
+    gs = scheme.group_size if scheme else None
+    now = would = 0
+    exact = True
+    for m in plain:
+        mod = facts.mtp_modules[m]
+        info = mod.params.get("weight")
+        if info is not None and len(info.shape) == 2:
+            shape = (info.shape[0], info.shape[1])
+            now += info.nbytes
+        else:
+            shape = linear_shape(m, cfg.dims, cfg.num_experts)  # type: ignore[assignment]
+            exact = False
+            if shape is None:
+                continue
+            now += shape[0] * shape[1] * 2
+        would += bytes_if_quantized(shape, target, block=block, group_size=gs)
+    inferred = any(inf for _, inf in mtp_fmts.values())
+    first = sorted(plain)[0]
+    kinds = ", ".join(f"{c} {f}" for f, c in sorted(Counter(plain.values()).items()))
+    est = "" if exact else " (estimated from config.json)"
+    yield R.MTP006.finding(
+        f"{len(plain)} of {len(mtp_fmts)} MTP linear module(s) are stored unquantized ({kinds}) while the rest of "
+        f"the model is {target}: {human_bytes(now)}{est} kept for MTP; as {target} they would take about "
+        f"{human_bytes(would)}, {human_bytes(max(now - would, 0))} more GPU memory per copy of the weights",
+        Location(facts.mtp_modules[first].shard or facts.index_file or CONFIG, symbol=first),
+        evidence=[
+            Evidence("MTP linear formats", ", ".join(f"{f}: {c}" for f, c in summarize_formats(mtp_fmts)[1].items())),
+            Evidence("trunk linear formats", ", ".join(f"{f}: {c}" for f, c in trunk_counts.items())),
+            Evidence("formats inferred from tensor names", "yes" if inferred else "no (read from shard headers)"),
+        ],
+        remediation=(
+            "Nothing to fix if this is deliberate (NVIDIA's ModelOpt exports keep MTP in BF16); budget the extra "
+            "memory, or re-export with the MTP layer quantized if your engine supports quantized MTP."
+        ),
+    )
+
+
+def check_exclude_disagrees(facts: CheckpointFacts) -> Iterator[Finding]:
+    """MTP007: for each MTP linear, "excluded by the quantization config" must match "stored
+    unquantized" (vLLM PR #38832: ``mtp.fc`` stored BF16 while ``exclude_modules`` lists only
+    ``mtp.layers.0*``)."""
+    scheme = facts.primary_scheme
+    if scheme is None or not scheme.has_exclusion_list or not facts.mtp:
+        return
+    file, _, ptr = scheme.exclude_pointer.partition("#")
+    if not file:
+        file, _, ptr = scheme.source.partition("#")
+    plain_not_excluded: list[tuple[str, str, bool]] = []
+    quant_excluded: list[tuple[str, str, str]] = []
+    for m, (fmt, inferred) in sorted(linear_formats(facts, facts.mtp_modules).items()):
+        pat = scheme.excluded_by(m)
+        if pat is None and not is_quantized(fmt):
+            plain_not_excluded.append((m, fmt, inferred))
+        elif pat is not None and is_quantized(fmt):
+            quant_excluded.append((m, fmt, pat))
+    mtp_pats = [p for p in scheme.excludes if "mtp" in p.lower()] or list(scheme.excludes[:3])
+    if plain_not_excluded:
+        names = [m for m, _, _ in plain_not_excluded]
+        shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+        fmt0, inf0 = plain_not_excluded[0][1], plain_not_excluded[0][2]
+        t0 = names[0]
+        tensor0 = t0 + ".weight"
+        yield R.MTP007.finding(
+            f"{len(names)} MTP linear module(s) stored {fmt0}{' (inferred: no scale tensors)' if inf0 else ''} "
+            f"are not covered by {scheme.exclude_pointer.split('#')[-1] or 'the exclusion list'}: {shown}; an engine "
+            f"that trusts the list builds them as {scheme.algo} and fails or loads garbage",
+            Location(file, symbol=ptr or None),
+            evidence=[
+                Evidence("stored dtype", f"{tensor0}: {fmt0}", Location(facts.mtp_modules[t0].shard or facts.index_file or "", symbol=tensor0)),
+                Evidence("MTP patterns in the exclusion list", ", ".join(mtp_pats) if mtp_pats else "(none)"),
+                Evidence("quantization", f"{scheme.method} {scheme.algo}"),
+            ],
+            remediation=(
+                f"Add the module(s) to the exclusion list (e.g. \"{t0}\" or \"mtp*\"; Model-Optimizer PR #1124 exports "
+                "\"mtp*\"), or use an engine that forces MTP to BF16 (vLLM PR #38832, SGLang qwen3_5_mtp.py "
+                "_mtp_quant_config)."
+            ),
+        )
+    if quant_excluded:
+        m, fmt, pat = quant_excluded[0]
+        yield R.MTP007.finding(
+            f"{len(quant_excluded)} MTP linear module(s) are excluded by \"{pat}\" but stored {fmt} "
+            f"(e.g. {m}); an engine that trusts the list builds them unquantized and cannot load the packed weights",
+            Location(file, symbol=ptr or None),
+            evidence=[Evidence("stored format", f"{m}: {fmt}", Location(facts.mtp_modules[m].shard or "", symbol=m + ".weight"))],
+            remediation=f"Remove \"{pat}\" from the exclusion list, or re-export {m} unquantized.",
+        )
+
+
+def check_missing_shards(facts: CheckpointFacts) -> Iterator[Finding]:
+    """MTP008: the index names shard files that a folder with shards does not have."""
+    missing = facts.missing_shards
+    if not missing or facts.index_file is None:
+        return
+    per: Counter[str] = Counter(facts.weight_map.values())
+    mtp_in = Counter(facts.weight_map[n] for n in facts.mtp if n in facts.weight_map)
+    for shard in missing:
+        extra = f", {mtp_in[shard]:,} of them MTP tensors" if mtp_in.get(shard) else ""
+        yield R.MTP008.finding(
+            f"{facts.index_file} maps {per[shard]:,} tensor(s) to {shard}, which is not in the folder{extra}",
+            Location(facts.index_file, symbol=pointer("weight_map", next(n for n, s in facts.weight_map.items() if s == shard))),
+            evidence=[Evidence("shards present", f"{len(facts.shards_present)} of {len(facts.indexed_shards)}")],
+        )
+
+
+def check_unindexed_mtp(facts: CheckpointFacts) -> Iterator[Finding]:
+    """MTP009: a shard the index does not name holds MTP tensors (engines that follow the index never
+    load it: Model-Optimizer PR #2427, osaurus-ai/vmlx-swift PR #388)."""
+    for shard in facts.unindexed_shards:
+        hdr = facts.headers.get(shard)
+        if hdr is None:
+            continue
+        mtp = sorted(n for n in hdr.tensors if n in facts.mtp and n not in facts.weight_map)
+        if not mtp:
+            continue
+        yield R.MTP009.finding(
+            f"{shard} holds {len(mtp):,} MTP tensor(s) (e.g. {mtp[0]}) but {facts.index_file} does not name this shard",
+            Location(shard, symbol=mtp[0]),
+            evidence=[Evidence("index", f"{facts.index_file} names {len(facts.indexed_shards)} shard(s)", Location(facts.index_file or ""))],
+        )
+
+
+def check_escaping_paths(facts: CheckpointFacts) -> Iterator[Finding]:
+    """MTP010: weight_map values that are absolute, contain ``..`` or a URL; they are never opened."""
+    for name, raw in facts.escaping:
+        yield R.MTP010.finding(
+            f"{facts.index_file} maps {name} to {raw!r}, a path outside the checkpoint folder; it was not opened",
+            Location(facts.index_file, symbol=pointer("weight_map", name)),
+        )
+
+
+def check_total_size(facts: CheckpointFacts) -> Iterator[Finding]:
+    """MTP011: ``metadata.total_size`` differs from the sum of tensor bytes in the indexed shards'
+    headers (only when every indexed shard's header was read)."""
+    if facts.total_size is None or facts.index_file is None:
+        return
+    idx = facts.indexed_shards
+    if not idx or any(s not in facts.headers for s in idx):
+        return
+    actual = sum(facts.headers[s].data_bytes for s in idx)
+    if actual == facts.total_size:
+        return
+    elems = sum(math.prod(t.shape) for s in idx for t in facts.headers[s].tensors.values())
+    note = ""
+    if facts.total_size == 2 * elems:
+        note = f"; total_size equals 2 bytes x {elems:,} elements, i.e. it was computed as if every tensor were BF16"
+    yield R.MTP011.finding(
+        f"{facts.index_file} metadata.total_size is {facts.total_size:,} but the {len(idx)} indexed shard header(s) "
+        f"sum to {actual:,} bytes{note}",
+        Location(facts.index_file, symbol="/metadata/total_size"),
+        evidence=[Evidence("header sum", f"{actual:,}"), Evidence("metadata.total_size", f"{facts.total_size:,}")],
+    )
+
+
+def check_index_vs_headers(facts: CheckpointFacts) -> Iterator[Finding]:
+    """MTP012: an index entry whose shard header lacks it (a ghost key), or a tensor in an indexed
+    shard's header that the index does not list (redai-studio/Relax PR #148; vmlx-swift PR #388)."""
+    if facts.index_file is None or not facts.headers:
+        return
+    by_shard: dict[str, list[str]] = defaultdict(list)
+    for n, s in facts.weight_map.items():
+        by_shard[s].append(n)
+    ghosts: list[tuple[str, str]] = []
+    omitted: list[tuple[str, str]] = []
+    for s, names in by_shard.items():
+        hdr = facts.headers.get(s)
+        if hdr is None:
+            continue
+        ghosts += [(n, s) for n in names if n not in hdr.tensors]
+        listed = set(names)
+        omitted += [(n, s) for n in hdr.tensors if n not in listed and facts.weight_map.get(n) is None]
+    if ghosts:
+        ghosts.sort()
+        n_mtp = sum(1 for n, _ in ghosts if n in facts.mtp)
+        n, s = ghosts[0]
+        yield R.MTP012.finding(
+            f"{len(ghosts):,} tensor(s) in {facts.index_file} are not in the shard the index names"
+            f"{f' ({n_mtp:,} MTP)' if n_mtp else ''}, e.g. {n} -> {s}",
+            Location(facts.index_file, symbol=pointer("weight_map", n)),
+        )
+    if omitted:
+        omitted.sort()
+        n_mtp = sum(1 for n, _ in omitted if n in facts.mtp)
+        n, s = omitted[0]
+        yield R.MTP012.finding(
+            f"{len(omitted):,} tensor(s) in indexed shard headers are missing from {facts.index_file}"
+            f"{f' ({n_mtp:,} MTP)' if n_mtp else ''}, e.g. {n} in {s}; loaders that follow the index skip them",
+            Location(s, symbol=n),
+        )
+
+
+def check_bad_headers(facts: CheckpointFacts) -> Iterator[Finding]:
+    """MTP013: a shard whose safetensors header is malformed (length beyond the file or over 100 MB,
+    not UTF-8, duplicate tensor names, bad entries); safetensors refuses to load it."""
+    for rel, prob in sorted(facts.problems.items()):
+        if prob.kind != "malformed":
+            continue
+        yield R.MTP013.finding(f"{rel}: {prob.problem}", Location(rel))
+
+
+#: Every check, in rule-id order.
+CHECKS: tuple[Check, ...] = (
+    check_declared_missing,
+    check_undeclared,
+    check_layer_count,
+    check_experts,
+    check_excluded_cost,
+    check_exclude_disagrees,
+    check_missing_shards,
+    check_unindexed_mtp,
+    check_escaping_paths,
+    check_total_size,
+    check_index_vs_headers,
+    check_bad_headers,
+)
+
+
+def check(facts: CheckpointFacts) -> list[Finding]:
+    """Run every rule check on ``facts``."""
+    out: list[Finding] = []
+    for fn in CHECKS:
+        out.extend(fn(facts))
+    return out

@@ -1,0 +1,495 @@
+"""Checkpoint facts: read ``config.json``, the quantization configs, the index and the shard headers from a
+:class:`~mtp_audit.sources.local.CheckpointSource` into one :class:`CheckpointFacts` (:func:`gather`).
+
+Only the ``CheckpointSource`` methods are used, so local folders and the hub look the same. Derived here:
+MTP layers declared vs found, MTP tensors total and per layer, the modules they form, and what could not be
+examined (gaps). Sources: ``../shared/research/checkpoint_formats.md`` (§1 how to find MTP, §2 layouts,
+§4 quantization, §7 failure modes).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from mtp_audit.checkpoint.config import (
+    ConfigError,
+    ModelConfig,
+    QuantScheme,
+    mlx_scheme,
+    parse_config,
+    parse_hf_quant_config,
+    parse_quantization_config,
+)
+from mtp_audit.checkpoint.layouts import (
+    classify,
+)
+from mtp_audit.checkpoint.tensors import (
+    PARAM_SUFFIXES,
+)
+from mtp_audit.errors import InputError
+from mtp_audit.report import Gap
+from mtp_audit.sources.bounded import contained_relpath
+from mtp_audit.sources.local import (
+    CheckpointSource,
+    ReadProblem,
+    ShardHeader,
+    TensorInfo,
+)
+
+ANALYZER = "checkpoint"
+
+
+CONFIG = "config.json"
+
+
+HF_QUANT = "hf_quant_config.json"
+
+
+INDEX = "model.safetensors.index.json"
+
+
+SGLANG_SOURCE = (
+    "SGLang python/sglang/srt/server_args.py: '# NEXTN shares the same implementation of EAGLE' "
+    "(speculative_algorithm NEXTN -> EAGLE); the draft model path defaults to the target model path"
+)
+
+
+def pointer(*parts: str) -> str:
+    """RFC 6901 JSON pointer from raw keys (``"~"`` -> ``"~0"``, ``"/"`` -> ``"~1"``); control
+    characters are shown as ``\\uXXXX`` so messages stay on one line."""
+    return "".join("/" + _printable(p.replace("~", "~0").replace("/", "~1")) for p in parts)
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters escaped (``"\\n"`` -> ``"\\u000a"``)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
+
+
+@dataclass
+class Module:
+    """One module (a linear layer, a norm...) assembled from its parameter tensors.
+
+    Attributes:
+        name: dotted module path (``"mtp.layers.0.mlp.experts.7.up_proj"``).
+        params: parameter suffix -> header info, or None when only the index names it.
+        shard: shard file of its main tensor, when known.
+    """
+
+    name: str
+    params: dict[str, TensorInfo | None] = field(default_factory=dict)
+    shard: str | None = None
+
+
+@dataclass
+class CheckpointFacts:
+    """Everything the rule checks look at. Built by :func:`gather`; rule checks never read files.
+
+    Attributes:
+        display: how the target is named in the report.
+        mode: ``"shards"`` (headers read), ``"metadata-only"`` (config + index, no shards),
+            ``"config-only"``, ``"single-file"`` or ``"index-file"``.
+        files: every file of the source.
+        config: parsed ``config.json`` (None when absent).
+        schemes: quantization schemes found, primary first (``hf_quant_config.json`` before
+            ``config.json#/quantization_config``).
+        index_file: the index used, or None.
+        index_names: every tensor name in the index, in file order.
+        weight_map: tensor -> shard for the entries whose path is contained in the folder.
+        escaping: ``(tensor, raw_path)`` for weight_map entries that are absolute or leave the folder.
+        total_size: ``metadata.total_size`` when it is an integer.
+        shards_present: ``.safetensors`` files at the root of the source.
+        headers: shard -> header for every shard read successfully.
+        problems: shard -> read problem for shards that could not be read.
+        tensors: tensor name -> shard (index first, then headers).
+        infos: tensor name -> header info (only for tensors whose shard header was read).
+        mtp: MTP tensor name -> (layer label, layer index or None).
+        mtp_modules: MTP modules assembled from their tensors.
+        trunk_modules: trunk module -> parameter suffix -> header info (plain dicts: 46k of them
+            in DeepSeek-V3, so no per-module objects).
+        source: where the metadata came from and the I/O it cost (:meth:`CheckpointSource.describe`
+            plus :meth:`CheckpointSource.stats`).
+    """
+
+    display: str
+    mode: str
+    files: tuple[str, ...]
+    config: ModelConfig | None = None
+    schemes: list[QuantScheme] = field(default_factory=list)
+    index_file: str | None = None
+    index_names: list[str] = field(default_factory=list)
+    weight_map: dict[str, str] = field(default_factory=dict)
+    escaping: list[tuple[str, str]] = field(default_factory=list)
+    total_size: int | None = None
+    shards_present: tuple[str, ...] = ()
+    headers: dict[str, ShardHeader] = field(default_factory=dict)
+    problems: dict[str, ReadProblem] = field(default_factory=dict)
+    tensors: dict[str, str | None] = field(default_factory=dict)
+    infos: dict[str, TensorInfo] = field(default_factory=dict)
+    mtp: dict[str, tuple[str, int | None]] = field(default_factory=dict)
+    mtp_modules: dict[str, Module] = field(default_factory=dict)
+    trunk_modules: dict[str, dict[str, TensorInfo | None]] = field(default_factory=dict)
+    gaps: list[Gap] = field(default_factory=list)
+    trunk_suffixes: dict[str, int] = field(default_factory=dict)
+    trunk_weight_leaves: dict[str, int] = field(default_factory=dict)
+    source: dict[str, Any] = field(default_factory=dict)
+    cache: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+    # -- derived, cached -------------------------------------------------------------------------
+
+    @property
+    def indexed_shards(self) -> set[str]:
+        """Shard files named by the (contained) weight_map entries (computed once)."""
+        got = self.cache.get("indexed_shards")
+        if got is None:
+            got = self.cache["indexed_shards"] = set(self.weight_map.values())
+        return got
+
+    @property
+    def missing_shards(self) -> list[str]:
+        """Indexed shards absent from a folder that has at least one shard (empty in metadata-only mode)."""
+        if not self.shards_present:
+            return []
+        present = set(self.shards_present)
+        return sorted(s for s in self.indexed_shards if s not in present)
+
+    @property
+    def unindexed_shards(self) -> list[str]:
+        """Shards present in the folder but not named by the index (empty when there is no index)."""
+        if self.index_file is None:
+            return []
+        idx = self.indexed_shards
+        return sorted(s for s in self.shards_present if s not in idx)
+
+    @property
+    def primary_scheme(self) -> QuantScheme | None:
+        """The quantization scheme engines read first (``hf_quant_config.json`` when present)."""
+        return self.schemes[0] if self.schemes else None
+
+    @property
+    def tensors_known(self) -> bool:
+        """Whether tensor names are known at all (an index, or at least one readable header)."""
+        return self.index_file is not None or bool(self.headers)
+
+    @property
+    def declared_layers(self) -> int:
+        """Declared (or implicit) MTP depth; 0 without a config."""
+        return self.config.declaration.layers if self.config else 0
+
+    def mtp_layer_labels(self) -> dict[str, int]:
+        """Tensors per MTP layer label (``{"model.layers.61": 1564}``, ``{"mtp": 4, "mtp.layers.0": 1549}``)."""
+        return dict(sorted(Counter(lab for lab, _ in self.mtp.values()).items()))
+
+    def found_layers(self) -> int:
+        """MTP layers found: distinct numbered MTP layers divided by blocks per layer (Nemotron-H
+        stores one MTP layer as ``mtp.layers.0`` + ``mtp.layers.1``)."""
+        idx = {i for _, i in self.mtp.values() if i is not None}
+        bpl = self.config.blocks_per_layer if self.config else 1
+        return math.ceil(len(idx) / max(bpl, 1)) if idx else 0
+
+
+def _read_json(source: CheckpointSource, rel: str, facts: CheckpointFacts | None = None) -> Any:
+    """Read a metadata JSON file; the user's input cannot be audited when it is broken.
+
+    A file the *transport* could not deliver (``ReadProblem.kind == "network"``: offline and not
+    cached, 5xx, time-out) is not the user's mistake: when ``facts`` is given it becomes a blocking
+    gap and ``None`` is returned, so the audit goes on and ends inconclusive (exit 3).
+
+    Raises:
+        InputError: missing, unreadable, too large or invalid JSON (one line naming the file).
+    """
+    try:
+        return source.read_json(rel)
+    except ReadProblem as exc:
+        if exc.kind == "network" and facts is not None:
+            facts.gaps.append(Gap(ANALYZER, f"{rel}: {exc.problem}", rel))
+            return None
+        raise InputError(_where(source, rel), exc.problem) from None
+
+
+def _where(source: CheckpointSource, rel: str) -> str:
+    disp = source.display.rstrip("/")
+    return f"{disp}/{rel}" if disp and not disp.endswith(rel) else rel
+
+
+def gather(source: CheckpointSource, *, mode_hint: str | None = None) -> CheckpointFacts:
+    """Collect the facts of one checkpoint.
+
+    Args:
+        source: where the metadata comes from; only its public methods are used.
+        mode_hint: ``"single-file"`` or ``"index-file"`` when the user named one file.
+
+    Raises:
+        InputError: the source lists nothing auditable, or ``config.json`` / the index is not valid
+            JSON, ``config.json`` lacks ``architectures``, or ``weight_map`` has the wrong type.
+    """
+    files = source.list_files()
+    fset = set(files)
+    root_shards = tuple(sorted(f for f in files if f.endswith(".safetensors") and "/" not in f))
+    index_candidates = sorted(f for f in files if f.endswith(".safetensors.index.json") and "/" not in f)
+    index_file = INDEX if INDEX in fset else (index_candidates[0] if index_candidates else None)
+    if CONFIG not in fset and not root_shards and index_file is None:
+        raise InputError(source.display, "no config.json, no *.safetensors.index.json and no *.safetensors: not a checkpoint")
+
+    facts = CheckpointFacts(display=source.display, mode="", files=files, shards_present=root_shards)
+
+    raw = _read_json(source, CONFIG, facts) if CONFIG in fset else None
+    if raw is not None:
+        try:
+            facts.config = parse_config(raw)
+        except ConfigError as exc:
+            raise InputError(_where(source, CONFIG), f"{exc.pointer or '/'}: {exc.problem}") from None
+        extra = mlx_scheme(raw) if isinstance(raw, dict) else None
+    else:
+        extra = None
+    if HF_QUANT in fset:
+        scheme = parse_hf_quant_config(_read_json(source, HF_QUANT, facts))
+        if scheme is not None:
+            facts.schemes.append(scheme)
+    if facts.config is not None:
+        scheme = parse_quantization_config(facts.config.raw_quantization)
+        if scheme is not None:
+            facts.schemes.append(scheme)
+    if extra is not None:
+        facts.schemes.append(extra)
+
+    if index_file is not None:
+        _read_index(source, index_file, facts)
+
+    if mode_hint == "index-file":
+        facts.mode = "index-file"
+    elif root_shards:
+        facts.mode = "single-file" if mode_hint == "single-file" else "shards"
+    elif index_file is not None:
+        facts.mode = "metadata-only"
+    else:
+        facts.mode = "config-only"
+
+    if facts.mode in ("shards", "single-file"):
+        for rel, res in sorted(source.read_headers(root_shards).items()):
+            if isinstance(res, ShardHeader):
+                facts.headers[rel] = res
+            else:
+                facts.problems[rel] = res
+        if mode_hint == "single-file" and facts.problems:
+            rel, prob = next(iter(facts.problems.items()))
+            raise InputError(_where(source, rel), prob.problem)
+
+    n_layers = facts.config.num_hidden_layers if facts.config else None
+    if len(facts.weight_map) == len(facts.index_names) and not facts.headers:
+        tensors: dict[str, str | None] = facts.weight_map  # type: ignore[assignment]  # read-only from here on
+    elif len(facts.weight_map) == len(facts.index_names):
+        tensors = dict(facts.weight_map)
+    else:
+        tensors = dict.fromkeys(facts.index_names)
+        tensors.update(facts.weight_map)
+    for rel, hdr in facts.headers.items():
+        for name, info in hdr.tensors.items():
+            if name not in tensors or tensors[name] is None:
+                tensors[name] = rel
+            facts.infos.setdefault(name, info)
+    facts.tensors = tensors
+    _classify_and_group(facts, n_layers)
+    _gaps(facts)
+    return facts
+
+
+def _read_index(source: CheckpointSource, index_file: str, facts: CheckpointFacts) -> None:
+    """Parse the index: ``weight_map`` (tensor -> shard) and ``metadata.total_size``.
+
+    Raises:
+        InputError: not JSON, not an object, or ``weight_map`` not an object of strings.
+    """
+    obj = _read_json(source, index_file, facts)
+    if obj is None and any(g.path == index_file for g in facts.gaps):
+        return  # not delivered (offline, network): a blocking gap already says so
+    where = _where(source, index_file)
+    if not isinstance(obj, dict):
+        raise InputError(where, f"expected a JSON object, got {type(obj).__name__}")
+    wm = obj.get("weight_map")
+    if not isinstance(wm, dict):
+        got = "nothing" if wm is None else type(wm).__name__
+        raise InputError(where, f"/weight_map: expected an object mapping tensor names to shard files, got {got}")
+    facts.index_file = index_file
+    facts.index_names = list(wm)
+    try:
+        distinct = set(wm.values())  # a 92k-entry index names ~163 distinct shards
+    except TypeError:  # an unhashable value (a list or an object)
+        distinct = None
+    if distinct is None or not all(isinstance(v, str) for v in distinct):
+        name, shard = next((k, v) for k, v in wm.items() if not isinstance(v, str))
+        raise InputError(where, f"{pointer('weight_map', name)}: expected a shard file name, got {type(shard).__name__}")
+    checked: dict[str, str | None] = {}
+    for shard in distinct:
+        p = contained_relpath(shard)
+        checked[shard] = None if p is None else p.as_posix()
+    if all(checked[v] == v for v in distinct):
+        facts.weight_map = wm  # the common case: no copy
+    else:
+        out = facts.weight_map
+        for name, shard in wm.items():
+            rel = checked[shard]
+            if rel is None:
+                facts.escaping.append((name, shard))
+            else:
+                out[name] = rel
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        ts = meta.get("total_size")
+        if isinstance(ts, int) and not isinstance(ts, bool) and ts >= 0:
+            facts.total_size = ts
+        elif isinstance(ts, float) and ts.is_integer() and ts >= 0:
+            facts.total_size = int(ts)
+
+
+def _lines_matching(pattern: str, joined: str) -> set[str]:
+    """Whole lines of ``joined`` that contain a match of ``pattern`` (hits expanded to their line)."""
+    out: set[str] = set()
+    for m in re.finditer(pattern, joined):
+        start = joined.rfind("\n", 0, m.start()) + 1
+        end = joined.find("\n", m.end())
+        out.add(joined[start : end if end >= 0 else len(joined)])
+    return out
+
+
+def _mtp_candidates(names: list[str], n_layers: int | None) -> list[str]:
+    """Names that may be MTP tensors: those containing ``mtp`` and those of decoder layers with index
+    ``>= n_layers``. Found with regex scans over the newline-joined names (C speed, only the rare hits
+    touched from Python) instead of a Python-level test per name; :func:`layouts.classify` then
+    decides each candidate. A superset of what ``classify`` accepts, so no MTP tensor is missed;
+    names that themselves contain a newline are checked one by one."""
+    joined = "\n".join(names)
+    cands = _lines_matching("mtp", joined) if "mtp" in joined else set()
+    if n_layers is not None and "layers." in joined:
+        high = sorted(i for i in map(int, set(re.findall(r"layers\.(\d+)\.", joined))) if i >= n_layers)
+        if high:
+            cands |= _lines_matching(r"layers\.(?:%s)\." % "|".join(map(str, high)), joined)
+    odd = [n for n in names if "\n" in n]
+    if odd:
+        known = set(names)
+        cands = {c for c in cands if c in known} | set(odd)
+    return sorted(cands)
+
+
+def _classify_and_group(facts: CheckpointFacts, n_layers: int | None) -> None:
+    """Split tensors into MTP (:func:`layouts.classify`) and trunk. MTP tensors are grouped into
+    :class:`Module` objects. Trunk tensors are grouped into modules only when shard headers were read
+    (the exact path); in metadata-only mode they are only counted by parameter suffix and by the leaf
+    name of their ``.weight`` tensors, which is all :func:`trunk_format_counts` needs. This is the
+    audit's hot path on a 92k-tensor index (benchmarks/bench_checkpoint.py): candidates are found by
+    :func:`_mtp_candidates`, and trunk counting uses ``collections.Counter`` over comprehensions."""
+    infos = facts.infos
+    mtp = facts.mtp
+    mtp_mods = facts.mtp_modules
+    tensors = facts.tensors
+    exact = bool(infos)
+    suffixes = PARAM_SUFFIXES
+    get_info = infos.get
+    names = list(tensors)
+    for name in _mtp_candidates(names, n_layers):
+        hit = classify(name, n_layers)
+        if hit is None:
+            continue
+        module, _, param = name.rpartition(".")
+        if not module or param not in suffixes:
+            module, param = name, ""
+        mtp[name] = hit
+        mod = mtp_mods.get(module)
+        if mod is None:
+            mod = mtp_mods[module] = Module(module)
+        mod.params[param] = get_info(name)
+        if param in ("weight", "weight_packed", "qweight", "") or mod.shard is None:
+            mod.shard = tensors[name]
+    trunk_names = [n for n in names if n not in mtp] if mtp else names
+    trunk: dict[str, dict[str, TensorInfo | None]] = {}
+    if exact:
+        for name in trunk_names:
+            module, _, param = name.rpartition(".")
+            if not module or param not in suffixes:
+                module, param = name, ""
+            params = trunk.get(module)
+            if params is None:
+                trunk[module] = {param: get_info(name)}
+            else:
+                params[param] = get_info(name)
+        facts.trunk_suffixes = {}
+        facts.trunk_weight_leaves = {}
+    else:
+        facts.trunk_suffixes = dict(Counter([n[n.rfind(".") + 1 :] for n in trunk_names]))
+        facts.trunk_weight_leaves = dict(
+            Counter([n[n.rfind(".", 0, -7) + 1 : -7] for n in trunk_names if n.endswith(".weight")])
+        )
+    facts.trunk_modules = trunk
+
+
+def _gaps(facts: CheckpointFacts) -> None:
+    """What could not be examined, and whether it blocks the answer (see docs/checkpoint.md
+    "Inconclusive")."""
+    cfg = facts.config
+    decl = cfg.declaration if cfg else None
+    layout = cfg.layout if cfg else None
+    if cfg is None:
+        facts.gaps.append(
+            Gap(
+                ANALYZER,
+                "config.json missing: the MTP declaration and the trunk depth are unknown, so MTP layers appended "
+                "as model.layers.N+i cannot be recognised",
+                CONFIG,
+                blocking=not facts.mtp,
+            )
+        )
+    elif (
+        cfg.num_hidden_layers is None
+        and layout is not None
+        and layout.placement == "appended"
+        and facts.tensors_known
+    ):
+        facts.gaps.append(
+            Gap(ANALYZER, "config.json has no num_hidden_layers: appended MTP layers cannot be located", CONFIG)
+        )
+    if facts.mode == "config-only":
+        if decl is not None and decl.declared:
+            how = "implicitly (family always ships MTP)" if decl.implicit else f"at {decl.key}"
+            facts.gaps.append(
+                Gap(
+                    ANALYZER,
+                    f"config.json declares {decl.layers} MTP layer(s) {how}, but there is no "
+                    "model.safetensors.index.json and no *.safetensors: whether the MTP tensors ship cannot be checked",
+                )
+            )
+        elif layout is None or layout.placement != "none":
+            facts.gaps.append(
+                Gap(
+                    ANALYZER,
+                    "no index and no shards: MTP tensors not inspected (none declared, so engines will not load any)",
+                    blocking=False,
+                )
+            )
+    if facts.mode in ("metadata-only", "index-file") and facts.index_file is not None:
+        n = len(facts.indexed_shards)
+        facts.gaps.append(
+            Gap(
+                ANALYZER,
+                f"{facts.index_file} names {n} shard file(s), none read: MTP presence decided from tensor names; "
+                "dtypes inferred from sibling scale-tensor names and bytes estimated from config.json",
+                facts.index_file,
+                blocking=False,
+            )
+        )
+    for rel, prob in sorted(facts.problems.items()):
+        if prob.kind == "malformed":
+            continue  # a defect of the checkpoint: reported as MTP013
+        covered = facts.index_file is not None and rel in facts.indexed_shards
+        facts.gaps.append(
+            Gap(
+                ANALYZER,
+                f"{prob.problem}; tensor dtypes and shapes in this shard unknown",
+                rel,
+                blocking=not covered,
+            )
+        )

@@ -1,0 +1,33 @@
+"""``mtp-audit checkpoint PATH``: the click command. Kept light: the analyzer is imported when the
+command runs, so ``mtp-audit --help`` does not pay for it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from mtp_audit.cli.hubopts import hub_options
+from mtp_audit.cli.kit import emit, output_options
+
+
+@click.command()
+@click.argument("target", metavar="PATH|ORG/NAME[@REV]")
+@hub_options
+@output_options
+def checkpoint(target: str, offline: bool, jobs: int, fmt: str, output: Path | None, fail_on: str) -> int:
+    """Audit a checkpoint's MTP/NextN heads from its metadata (tensor data is never read).
+
+    PATH is a checkpoint folder, a metadata-only folder (config.json + model.safetensors.index.json),
+    a config-only folder, a single .safetensors file or an index file. ORG/NAME[@REV] is a Hugging
+    Face hub id: only config files, the index and each shard's header are fetched (HTTP range
+    requests), files already in the HF cache are reused, and HF_TOKEN / HF_ENDPOINT /
+    HF_HUB_OFFLINE / HF_HUB_CACHE are honoured.
+
+    Exit codes: 0 ok, 1 findings at or above --fail-on, 2 input error, 3 inconclusive (MTP declared
+    but the tensors could not be inspected).
+    """
+    from mtp_audit.checkpoint import audit_checkpoint
+
+    report = audit_checkpoint(target, offline=offline, jobs=jobs)
+    return emit(report, fmt, output, fail_on)

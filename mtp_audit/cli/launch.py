@@ -1,0 +1,60 @@
+"""``mtp-audit launch [OPTIONS] -- <sglang launch command>``: one cross-checked verdict before the model
+loads. Kept light: the analyzers are imported only when the command runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from mtp_audit.cli.kit import emit, output_options
+
+
+@click.command("launch", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--sglang", "sglang_targets", multiple=True, metavar="TARGET",
+              help="SGLang to check against: a .whl, an unpacked wheel, a package folder or a checkout (default: the installed "
+                   "sglang). Give it twice (OLD, then NEW) to see what changes between the two.")
+@click.option("--compare-sglang", metavar="NEW", default=None,
+              help="A second SGLang: report for NEW and what changes from --sglang (or the installed one).")
+@click.option("--env-dump", "env_dumps", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Environment dump of the serving machine (sglang check_env, torch/vllm collect_env, nvidia-smi); repeatable.")
+@click.option("--facts", "facts_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Stored machine facts (mtp-audit preflight --save-facts) instead of this machine.")
+@click.option("--env", "env_pairs", multiple=True, metavar="KEY=VALUE",
+              help="Environment variable of the launch (repeatable); applied after the current environment and after "
+                   "KEY=VALUE written before the program.")
+@output_options
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, env_dumps: tuple[Path, ...], facts_file: Path | None,
+           env_pairs: tuple[str, ...], fmt: str, output: Path | None, fail_on: str, command: tuple[str, ...]) -> int:
+    """Will this SGLang launch command, on this machine, use the MTP heads and run the FP4 kernels?
+
+    \b
+    mtp-audit launch -- python -m sglang.launch_server --model-path ./ckpt --speculative-algorithm NEXTN --tp 8
+    mtp-audit launch --sglang sglang-0.5.9-py3-none-any.whl --env-dump check_env.txt -- sglang serve --model-path ./ckpt
+    mtp-audit launch --sglang OLD.whl --compare-sglang NEW.whl -f markdown -- python -m sglang.launch_server ...
+
+    Runs the sglang, checkpoint (--model-path) and preflight audits, cross-checks them (MTP300-MTP310) and ends with
+    "what will happen": the algorithm SGLang really runs, the draft model and its architecture, the FP4 backends, the
+    verdict (go / fix first / could not tell) and the corrected command when a flag fix is known.
+    """
+    from mtp_audit.errors import InputError
+    from mtp_audit.launch import audit_launch
+
+    if len(sglang_targets) > 2:
+        raise InputError("--sglang", "give at most two (OLD NEW)")
+    if len(sglang_targets) == 2 and compare_sglang is not None:
+        raise InputError("--compare-sglang", "use either --sglang OLD --sglang NEW or --compare-sglang NEW")
+    if env_dumps and facts_file is not None:
+        raise InputError("--facts", "use either --facts or --env-dump, not both")
+    env = {}
+    for pair in env_pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key or not key.replace("_", "").isalnum():
+            raise InputError(f"--env {pair}", "expected KEY=VALUE")
+        env[key] = value
+    old = sglang_targets[0] if sglang_targets else None
+    new = sglang_targets[1] if len(sglang_targets) == 2 else compare_sglang
+    report = audit_launch(list(command), sglang=old, compare_sglang=new, env_dump=list(env_dumps) or None,
+                          facts=facts_file, env=env)
+    return emit(report, fmt, output, fail_on)

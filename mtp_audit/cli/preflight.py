@@ -1,0 +1,55 @@
+"""``mtp-audit preflight``: the live machine, a pasted env dump, or stored facts, plus an optional
+launch command after ``--``. Heavy work is imported inside the command (start-up stays fast)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from mtp_audit.cli.kit import emit, output_options
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--env-dump", "env_dumps", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Environment dump to audit instead of this machine (sglang check_env, torch/vllm/flashinfer collect_env, nvidia-smi). Repeatable; merged.")
+@click.option("--facts", "facts_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Replay facts stored with --save-facts instead of collecting them.")
+@click.option("--save-facts", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the collected machine facts (JSON) to FILE for later --facts replays.")
+@click.option("--probe", is_flag=True, help="Run one tiny FP4 GEMM on GPU 0 against a BF16 reference (needs torch and a GPU; time-boxed).")
+@click.option("--import-torch", is_flag=True, help="Import torch (in a child process) to read its arch list; off by default.")
+@click.option("--timeout", type=click.FloatRange(0.1, 600), default=10.0, show_default=True, help="Seconds allowed for each external command (nvidia-smi, nvcc).")
+@output_options
+@click.argument("launch", nargs=-1, type=click.UNPROCESSED)
+def preflight(env_dumps: tuple[Path, ...], facts_file: Path | None, save_facts: Path | None, probe: bool, import_torch: bool,
+              timeout: float, fmt: str, output: Path | None, fail_on: str, launch: tuple[str, ...]) -> int:
+    """Can this GPU stack run the FP4 (NVFP4/MXFP4) kernels of the intended launch?
+
+    \b
+    mtp-audit preflight
+    mtp-audit preflight --env-dump check_env.txt
+    mtp-audit preflight -- python -m sglang.launch_server --model-path ./ckpt --quantization modelopt_fp4 \\
+        --fp4-gemm-backend flashinfer_cudnn --moe-runner-backend flashinfer_cutlass --tp 8
+    """
+    import json
+
+    from mtp_audit.cli.kit import write_atomic
+    from mtp_audit.errors import InputError
+    from mtp_audit.preflight import preflight as run
+
+    if env_dumps and facts_file:
+        raise InputError("--facts", "use either --facts or --env-dump, not both")
+    report = run(env_dumps=env_dumps, facts_file=facts_file, launch=list(launch) if launch else None,
+                 probe=probe, import_torch=import_torch, timeout=timeout)
+    pf = report.facts["preflight"]
+    if probe and pf.get("probe"):
+        p = pf["probe"]
+        click.echo("probe: " + (p["error"] or f"{p['gpu']} (compute capability {'.'.join(map(str, p['cc'] or []))})"), err=True)
+        for line in p["ran"]:
+            click.echo(f"probe ran: {line}", err=True)
+        for r in p["results"]:
+            click.echo(f"probe result: {r['path']}: {r['status']}" + (f" ({r.get('error')})" if r.get("error") else f" rel_error={r.get('rel_error')}"), err=True)
+    if save_facts is not None:
+        write_atomic(save_facts, json.dumps(pf["machine"], indent=1, sort_keys=False) + "\n")
+    return emit(report, fmt, output, fail_on)

@@ -1,0 +1,217 @@
+"""Compare two SGLang audits (``mtp-audit sglang OLD NEW`` or ``--baseline report.json``).
+
+Items are compared by identity keys that ignore line numbers (which move with every release):
+remaps and auto resolutions by (argument, from, to) wherever they live (0.5.15 on moved most of
+server_args.py into ``srt/arg_groups/``: a moved rewrite is not a change), dynamic targets compared
+without their receiver (``<self.x>`` == ``<cfg.x>``); CLI flags by flag and choices; env vars by
+name; draft overrides by (from, to); MTP classes by class name. Severity of rewrite changes follows
+:func:`rewrite_severity` (documented in MTP110's rule doc).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mtp_audit.engines.sglang.checks import location_of
+from mtp_audit.engines.sglang.rules import BY_ID
+from mtp_audit.report import Evidence, Finding, Gap, Report, Severity
+
+
+def _facts(report: Report | dict[str, Any]) -> dict[str, Any]:
+    if isinstance(report, Report):
+        return dict(report.facts.get("sglang") or {})
+    facts = report.get("facts", {}) if isinstance(report, dict) else {}
+    return dict(facts.get("sglang") or {})
+
+
+#: Arguments whose rewrites decide whether MTP/NextN heads and FP4 kernels are used (issue 3 item 7;
+#: research/blackwell_fp4.md for the FP4 backends): every ``speculative_*`` argument, anything naming a
+#: draft, MTP/NextN or FP4, and the MoE runner / FP4 GEMM / quantization / KV-cache / attention backends.
+RELEVANT_ARGS = frozenset({"moe_runner_backend", "fp4_gemm_backend", "quantization", "kv_cache_dtype", "attention_backend",
+                           "prefill_attention_backend", "decode_attention_backend"})
+_RELEVANT_RE = re.compile(r"^speculative_|draft|mtp|nextn|fp4", re.I)
+#: ``from`` values that are not a user's explicit choice: ``None`` (flag not given) and ``auto``.
+_DEFAULT_FROMS = frozenset({"None", "auto"})
+#: Receivers stripped from dynamic targets before comparing (``<self.revision>`` in 0.5.9 is
+#: ``<cfg.revision>`` in 0.5.23 after the move to ``arg_groups/``).
+_RECEIVER = re.compile(r"\b(?:self|cfg|server_args|args|sa|view)\.")
+
+
+def is_relevant(argument: str) -> bool:
+    """Whether a rewrite of ``argument`` matters to MTP/NextN or FP4 (see :data:`RELEVANT_ARGS`)."""
+    return argument in RELEVANT_ARGS or bool(_RELEVANT_RE.search(argument))
+
+
+def _norm_to(t: str) -> str:
+    if t.startswith("<") and t.endswith(">"):
+        return "<" + " ".join(_RECEIVER.sub("", t[1:-1]).replace("( ", "(").replace(" )", ")").split()) + ">"
+    return t
+
+
+def _rkey(r: dict[str, Any]) -> tuple[str, str, tuple[str, ...]]:
+    """Identity of a rewrite across versions: (argument, from, to); file, line, shape and helper are
+    ignored, so a rewrite that moved (0.5.9 server_args.py -> 0.5.23 arg_groups/) is not a change."""
+    return (r["argument"], r["from"], tuple(_norm_to(str(t)) for t in r["to"]))
+
+
+def _group(items: list[dict[str, Any]]) -> dict[tuple[str, str, tuple[str, ...]], list[dict[str, Any]]]:
+    out: dict[tuple[str, str, tuple[str, ...]], list[dict[str, Any]]] = {}
+    for r in items:
+        k = _rkey(r)
+        if k[2] == (k[1],):
+            continue  # identity (``return "EAGLE"`` for input EAGLE): not a rewrite
+        out.setdefault(k, []).append(r)
+    for sites in out.values():
+        sites.sort(key=lambda r: location_of(r["location"]).sort_key())
+    return out
+
+
+def _sites_evidence(sites: list[dict[str, Any]], label: str) -> list[Evidence]:
+    ev = [Evidence(label, f"{'logged' if r['logged'] else 'silent'} ({r['shape']})", location_of(r["location"])) for r in sites[1:4]]
+    if len(sites) > 4:
+        ev.append(Evidence(label, f"and {len(sites) - 4} more sites"))
+    return ev
+
+
+def rewrite_severity(argument: str, frm: str, silent: bool, honoured_before: bool) -> Severity:
+    """Severity of a rewrite that the new version adds (policy documented in MTP110's rule doc).
+
+    ``from`` overrides a user's value when it is a literal a user passes (not ``None`` = flag not
+    given, not ``auto``) or ``*`` (whatever was passed, under the branch's condition).
+
+    - relevant argument (:func:`is_relevant`), silent, overrides a user's value: error;
+    - relevant argument, silent, only resolves a default (``None`` / ``auto``): warning;
+    - other argument, silent, overrides a user's value that the old version honoured (the flag
+      existed and no rewrite of the same argument from the same value): warning;
+    - anything logged, and every other case: info.
+    """
+    if not silent:
+        return Severity.INFO
+    overrides = frm not in _DEFAULT_FROMS
+    if is_relevant(argument):
+        return Severity.ERROR if overrides else Severity.WARNING
+    return Severity.WARNING if overrides and honoured_before else Severity.INFO
+
+
+def _diff_rewrites(old: dict[str, Any], new: dict[str, Any], findings: list[Finding], changes: dict[str, Any]) -> None:
+    rule = BY_ID["MTP110"]
+    o = _group(old.get("remaps", []) + old.get("auto_resolutions", []))
+    n = _group(new.get("remaps", []) + new.get("auto_resolutions", []))
+    old_args_from = {(k[0], k[1]) for k in o}
+    old_dests = {a.get("dest") for a in (old.get("cli_arguments") or {}).values()}
+    for cat in ("remaps", "auto_resolutions"):
+        in_cat = (lambda k: k[0] == "speculative_algorithm") if cat == "remaps" else (lambda k: k[0] != "speculative_algorithm")
+        changes[cat] = {"added": [n[k][0] for k in sorted(set(n) - set(o)) if in_cat(k)],
+                        "removed": [o[k][0] for k in sorted(set(o) - set(n)) if in_cat(k)],
+                        "now_silent": [n[k][0] for k in sorted(set(n) & set(o)) if in_cat(k)
+                                       and any(r["logged"] for r in o[k]) and not any(r["logged"] for r in n[k])]}
+    for k in sorted(set(n) - set(o)):
+        arg, frm, to = k
+        sites = n[k]
+        silent = not any(r["logged"] for r in sites)
+        sev = rewrite_severity(arg, frm, silent, arg in old_dests and (arg, frm) not in old_args_from)
+        r = sites[0]
+        what = "whatever value is passed" if frm == "*" else "unset (None)" if frm == "None" else f"{frm!r}"
+        findings.append(rule.finding(
+            f"new {'silent' if silent else 'logged'} rewrite: {arg} {frm} -> {', '.join(r['to'])}"
+            f" ({what} becomes {', '.join(r['to'])}{'' if is_relevant(arg) else '; not an MTP/FP4 argument'})",
+            location_of(r["location"]),
+            evidence=[Evidence("condition", r["condition"] or "(always)", location_of(r.get("test_location"))),
+                      *_sites_evidence(sites, "also at")],
+            severity=sev))
+    for k in sorted(set(o) - set(n)):
+        arg, frm, to = k
+        sites = o[k]
+        r = sites[0]
+        # a removed rewrite means the value is now honoured (or resolved elsewhere, which shows up as an
+        # added rewrite); only the speculative_algorithm chain (NEXTN -> EAGLE) is worth a warning
+        sev = Severity.WARNING if arg == "speculative_algorithm" else Severity.INFO
+        findings.append(rule.finding(
+            f"rewrite gone in the new version: {arg} {frm} -> {', '.join(r['to'])} (old version's {r['location']})",
+            location_of(r["location"]),
+            evidence=[Evidence("condition (old version)", r["condition"] or "(always)", location_of(r.get("test_location"))),
+                      *_sites_evidence(sites, "also at (old version)")],
+            severity=sev))
+    for k in sorted(set(n) & set(o)):
+        if any(r["logged"] for r in o[k]) and not any(r["logged"] for r in n[k]):
+            arg, frm, _ = k
+            r = n[k][0]
+            findings.append(rule.finding(
+                f"rewrite no longer logged: {arg} {frm} -> {', '.join(r['to'])} is now silent (was logged at old version's {o[k][0]['location']})",
+                location_of(r["location"]), evidence=[Evidence("condition", r["condition"] or "(always)", location_of(r.get("test_location")))],
+                severity=Severity.WARNING if is_relevant(arg) and frm not in _DEFAULT_FROMS else Severity.INFO))
+
+
+def diff_facts(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[Finding], dict[str, Any]]:
+    """Findings MTP110-MTP113 and a ``changes`` dict (added/removed per category).
+
+    Every finding carries a location: the new version's ``path:line``, or for something removed the
+    old version's (paths of both versions are relative to their own audited root).
+    """
+    findings: list[Finding] = []
+    changes: dict[str, Any] = {}
+    _diff_rewrites(old, new, findings, changes)
+
+    oc, nc = old.get("cli_arguments", {}), new.get("cli_arguments", {})
+    changes["cli_arguments"] = {"added": sorted(set(nc) - set(oc)), "removed": sorted(set(oc) - set(nc)), "choices": {}}
+    for flag in sorted(set(oc) - set(nc)):
+        findings.append(BY_ID["MTP111"].finding(f"flag {flag} is no longer declared (old version's {oc[flag]['location']})", location_of(oc[flag]["location"])))
+    for flag in sorted(set(oc) & set(nc)):
+        a, b = oc[flag].get("choices"), nc[flag].get("choices")
+        if a is None or b is None:
+            continue
+        gone, new_ = sorted(set(a) - set(b)), sorted(set(b) - set(a))
+        if gone or new_:
+            changes["cli_arguments"]["choices"][flag] = {"added": new_, "removed": gone}
+        if gone:
+            findings.append(BY_ID["MTP111"].finding(f"{flag} no longer accepts {', '.join(gone)}", location_of(nc[flag]["location"])))
+
+    oe = {e["name"]: e for e in old.get("env_vars", [])}
+    ne = {e["name"]: e for e in new.get("env_vars", [])}
+    changes["env_vars"] = {"added": sorted(set(ne) - set(oe)), "removed": sorted(set(oe) - set(ne))}
+    for name in changes["env_vars"]["added"]:
+        e = ne[name]
+        findings.append(BY_ID["MTP112"].finding(f"new environment variable {name}", location_of((e["defined"] or e["read"] or [None])[0])))
+    for name in changes["env_vars"]["removed"]:
+        e = oe[name]
+        where = (e["defined"] or e["read"] or [None])[0]
+        findings.append(BY_ID["MTP112"].finding(f"environment variable {name} is no longer defined or read (old version's {where})", location_of(where)))
+
+    od_loc = {(d["from"], d["to"]): d["location"] for d in sorted(old.get("draft_arch_overrides", []), key=lambda d: d["location"], reverse=True)}
+    od = set(od_loc)
+    nd = {(d["from"], d["to"]) for d in new.get("draft_arch_overrides", [])}
+    changes["draft_arch_overrides"] = {"added": [list(x) for x in sorted(nd - od)], "removed": [list(x) for x in sorted(od - nd)]}
+    for f, t in sorted(od - nd):
+        findings.append(BY_ID["MTP113"].finding(f"draft-architecture override {f} -> {t} is gone (old version's {od_loc[(f, t)]})", location_of(od_loc[(f, t)])))
+    om_loc = {m["class"]: f"{m['file']}:{m['line']}" for m in sorted(old.get("mtp_classes", []), key=lambda m: (m["file"], m["line"]), reverse=True)}
+    om = set(om_loc)
+    nm = {m["class"] for m in new.get("mtp_classes", [])}
+    changes["mtp_classes"] = {"added": sorted(nm - om), "removed": sorted(om - nm)}
+    for c in sorted(om - nm):
+        findings.append(BY_ID["MTP113"].finding(f"MTP/NextN class {c} is no longer registered in EntryClass (old version's {om_loc[c]})", location_of(om_loc[c])))
+    return findings, changes
+
+
+def diff_sglang(old_report: Report | dict[str, Any], new_report: Report | dict[str, Any]) -> Report:
+    """A report of what changed from ``old_report`` to ``new_report`` (Reports or their JSON dicts).
+
+    The new version's own findings (MTP101-105) and gaps are kept, so ``inconclusive`` still shows.
+    """
+    old, new = _facts(old_report), _facts(new_report)
+    findings, changes = diff_facts(old, new)
+    gaps: list[Gap] = []
+    base_findings: list[Finding] = []
+    if isinstance(new_report, Report):
+        gaps = list(new_report.gaps)
+        base_findings = list(new_report.findings)
+    facts = dict(new)
+    facts["diff"] = {"old_version": old.get("version"), "new_version": new.get("version"), "changes": changes}
+    summary = dict(new.get("summary") or {})
+    summary["old_version"] = old.get("version")
+    summary["changes"] = len(findings)
+    facts["summary"] = summary
+    name = f"{old.get('version') or 'old'} -> {new.get('version') or 'new'}"
+    from mtp_audit.engines.sglang.rules import RULES
+
+    return Report.build("sglang", name, findings=base_findings + findings, gaps=gaps, facts=facts, rule_ids=[r.id for r in RULES])

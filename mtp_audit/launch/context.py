@@ -1,0 +1,198 @@
+"""What one launch evaluation knows (:class:`Ctx`), where the machine comes from (:class:`Machine`), and the
+SGLang option strings the cross-checks read. Shared by :mod:`~mtp_audit.launch.analyze` (the checks),
+:mod:`~mtp_audit.launch.correct` (the corrected command) and :mod:`~mtp_audit.launch.outcome` (the answer).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtp_audit.launch.command import LaunchCommand
+from mtp_audit.launch.conditions import Known
+from mtp_audit.report import Evidence, Finding, Gap, Location, Severity
+
+ANALYZER = "launch"
+
+#: Option strings of the arguments the cross-checks read (0.5.9 declares ``--tensor-parallel-size``
+#: with alias ``--tp-size``; 0.5.23 the reverse).
+MODEL = ("--model-path", "--model")
+SPEC = ("--speculative-algorithm",)
+DRAFT = ("--speculative-draft-model-path", "--speculative-draft-model")
+TP = ("--tp-size", "--tensor-parallel-size")
+EP = ("--ep-size", "--expert-parallel-size")
+QUANT = ("--quantization",)
+MEM_FRACTION = ("--mem-fraction-static",)
+
+#: Algorithms whose worker loads a draft model (EAGLE family; NGRAM has none). Source: SGLang
+#: server_args.py (0.5.9 :2355 ``if self.speculative_algorithm in ("EAGLE", "EAGLE3", "STANDALONE")``).
+DRAFT_ALGORITHMS = ("EAGLE", "EAGLE3", "STANDALONE", "NEXTN", "FROZEN_KV_MTP")
+#: Algorithms that read the MTP / NextN layer of the checkpoint named as the draft.
+MTP_ALGORITHMS = ("EAGLE", "NEXTN", "FROZEN_KV_MTP")
+#: The flags SGLang's docs give for MTP models (docs/basic_usage/deepseek.md and qwen3.md,
+#: "--speculative-algorithm EAGLE --speculative-num-steps 3 --speculative-eagle-topk 1
+#: --speculative-num-draft-tokens 4"); NEXTN is the alias that names the MTP intent.
+MTP_FLAGS = (("--speculative-algorithm", "NEXTN"), ("--speculative-num-steps", "3"),
+             ("--speculative-eagle-topk", "1"), ("--speculative-num-draft-tokens", "4"))
+#: FP4 ``--quantization`` values and the checkpoint format each expects (SGLang
+#: ``layers/quantization/__init__.py``; ModelOpt NVFP4 and OCP MXFP4 per checkpoint_formats.md).
+FP4_QUANT_FORMAT = {"modelopt_fp4": "NVFP4", "nvfp4_online": None, "petit_nvfp4": "NVFP4", "mxfp4": "MXFP4", "modelopt_mixed": None}
+
+#: Rewrite shapes whose recorded condition is every guard on the path to the rewrite (the enclosing
+#: ``if`` tests of a ServerArgs method, or a MODEL_OVERRIDES row); in hook functions (declare_resolution,
+#: return-dict, overrides-dict) an earlier ``return`` may guard it too, so a true condition there is not proof.
+COMPLETE_CONDITION_SHAPES = ("assignment", "helper-return via assignment", "MODEL_OVERRIDES")
+
+
+
+def loc_of(text: str | None) -> Location | None:
+    """``"sglang/srt/x.py:12"`` -> Location(path, line)."""
+    if not text:
+        return None
+    path, _, line = text.rpartition(":")
+    if path and line.isdigit():
+        return Location(path=path, line=int(line))
+    return Location(path=text)
+
+
+def fmt_bytes(n: int | float) -> str:
+    return f"{int(n):,} bytes ({n / 1e9:.2f} GB)"
+
+
+@dataclass
+class Machine:
+    """Where the preflight reads the machine from: at most one of the fields (none: the live machine).
+
+    Attributes:
+        env_dumps: environment dumps (``--env-dump``).
+        facts_file: stored preflight facts (``--facts``).
+        facts: an already-built :class:`~mtp_audit.preflight.facts.MachineFacts`.
+    """
+
+    env_dumps: tuple[Path, ...] = ()
+    facts_file: Path | None = None
+    facts: Any = None
+
+
+@dataclass
+class Ctx:
+    """Everything one evaluation (one SGLang version) knows; filled by :func:`evaluate_launch`."""
+
+    cmd: LaunchCommand
+    sg: dict[str, Any] | None
+    sg_name: str
+    ck: dict[str, Any] | None
+    model_path: str | None
+    draft_ck: dict[str, Any] | None
+    draft_path: str | None
+    draft_is_target: bool
+    pf: dict[str, Any] | None
+    env: dict[str, str]
+    env_source: dict[str, str]
+    findings: list[Finding] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)
+    fixes: dict[str, str | None] = field(default_factory=dict)
+    drop_prefixes: tuple[str, ...] = ()
+    algo_requested: str | None = None
+    algo_runs_as: str | None = None
+    algo_remap: dict[str, Any] | None = None
+    algo_conditional: list[dict[str, Any]] = field(default_factory=list)
+    draft: dict[str, Any] = field(default_factory=dict)
+    #: the spelling-corrected command (misspelt flags, abbreviations, choice case fixed) and the ctx and
+    #: findings of its own evaluation; ``None`` when the command has no spelling fix (see :func:`evaluate_launch`)
+    respelled: tuple[list[str], "Ctx", list[Finding]] | None = None
+
+    def add(self, rule_id: str, message: str, symbol: str, *, evidence: Sequence[Evidence] = (),
+            remediation: str | None = None, severity: Severity | None = None) -> None:
+        """Append a finding of launch rule ``rule_id``."""
+        from mtp_audit.launch.rules import RULES_BY_ID
+
+        self.findings.append(RULES_BY_ID[rule_id].finding(message, Location(symbol=symbol), evidence=tuple(evidence),
+                                                          remediation=remediation, severity=severity))
+
+    def gap(self, message: str, blocking: bool = False) -> None:
+        """Record something the launch audit could not decide."""
+        self.gaps.append(Gap(ANALYZER, message, None, blocking))
+
+    # --- facts of the other analyzers ---------------------------------------------------------
+    @property
+    def sglang_version(self) -> str:
+        """``"0.5.9"`` or ``"(version unknown)"``."""
+        return str((self.sg or {}).get("version") or "(version unknown)")
+
+    @property
+    def cc(self) -> tuple[int, int] | None:
+        """Compute capability of GPU 0 as the preflight saw it."""
+        for g in ((self.pf or {}).get("machine") or {}).get("gpus", []):
+            v = (g.get("compute_capability") or {}).get("value")
+            if isinstance(v, (list, tuple)) and len(v) == 2:
+                return int(v[0]), int(v[1])
+        return None
+
+    def gpus(self) -> list[dict[str, Any]]:
+        """``[{"index", "name", "cc", "memory_bytes"}]`` from the preflight's machine facts."""
+        out = []
+        for g in ((self.pf or {}).get("machine") or {}).get("gpus", []):
+            cc = (g.get("compute_capability") or {}).get("value")
+            out.append({"index": g.get("index"), "name": (g.get("name") or {}).get("value"),
+                        "cc": tuple(cc) if isinstance(cc, (list, tuple)) else None,
+                        "memory_bytes": (g.get("memory_bytes") or {}).get("value"),
+                        "memory_missing": (g.get("memory_bytes") or {}).get("missing")})
+        return out
+
+    def arch(self, ck: dict[str, Any] | None) -> str | None:
+        """``architectures[0]`` of a checkpoint's facts."""
+        if not ck:
+            return None
+        archs = (ck.get("config") or {}).get("architectures") or []
+        return str(archs[0]) if archs else (ck.get("summary") or {}).get("architecture")
+
+    def known(self) -> Known:
+        """What the condition evaluator may use (:class:`~mtp_audit.launch.conditions.Known`)."""
+        args: dict[str, Any] = {}
+        cli = (self.sg or {}).get("cli_arguments") or {}
+        for flag, rec in cli.items():
+            d = rec.get("default")
+            if d is None:
+                args[rec["dest"]] = None
+            elif re.fullmatch(r"[A-Za-z0-9_.+-]+", d) and not re.search(r"[A-Za-z_]\w*\.\w", d):
+                args[rec["dest"]] = {"True": True, "False": False}.get(d, d)
+        for o in self.cmd.options:
+            rec = cli.get(o.flag)
+            if rec is None:
+                continue
+            args[rec["dest"]] = True if o.value is None and rec.get("action") in ("store_true",) else o.value
+        qdest = (cli.get(self.cmd.flag_of(*QUANT) or "--quantization") or {}).get("dest", "quantization")
+        if not self.cmd.has(*QUANT):
+            # not given: SGLang takes the method from the checkpoint's quantization config
+            # (ModelConfig._verify_quantization); a check of self.quantization sees that value
+            quants = (self.ck or {}).get("quantization")
+            fp4 = ckpt_fp4(self.ck)
+            if self.ck is not None and not quants:
+                args[qdest] = None
+            elif fp4 and all(str(q.get("method", "")).lower() == "modelopt" for q in quants):
+                args[qdest] = "modelopt_fp4"
+            elif fp4 == "MXFP4":
+                args[qdest] = "mxfp4"
+            else:
+                args.pop(qdest, None)
+        spec_dest = (cli.get("--speculative-algorithm") or {}).get("dest", "speculative_algorithm")
+        if self.algo_requested is not None and self.algo_runs_as != self.algo_requested:
+            args.pop(spec_dest, None)  # rewritten mid-way: which value a condition sees depends on order
+        gpus = self.gpus()
+        return Known(arch=self.arch(self.ck), cc=self.cc, nvidia=True if gpus else None, env=dict(self.env), args=args)
+
+
+# --- inputs ----------------------------------------------------------------------------------------
+
+
+def ckpt_fp4(ck: dict[str, Any] | None) -> str | None:
+    """``"NVFP4"`` / ``"MXFP4"`` when the checkpoint facts' quantization is FP4, else ``None``."""
+    for q in (ck or {}).get("quantization") or []:
+        algo = str(q.get("algo") or "").upper()
+        if "FP4" in algo:
+            return "MXFP4" if "MX" in algo else "NVFP4"
+    return None

@@ -1,0 +1,23 @@
+"""Runs the examples of :mod:`mtp_audit.launch.rules` through the launch analyzer (``mtp_audit.report.rules.run_rule_example``
+and ``mtp-audit explain`` call :func:`run_example`). Kept apart from the rule declarations, so the rules
+module imports no analyzer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mtp_audit.report import Report
+from mtp_audit.report.rules import Example
+
+
+def run_example(root: Path, example: Example) -> Report:
+    """Run ``mtp-audit launch`` on an example folder: ``example.args`` is the command (run from ``root``),
+    ``sg/`` the SGLang tree (``sg-new/``: a second one to compare with), ``env.txt`` the machine."""
+    from mtp_audit.launch import audit_launch
+
+    kwargs: dict[str, object] = {"sglang": root / "sg", "cwd": root, "environ": {}}
+    if (root / "sg-new").is_dir():
+        kwargs["compare_sglang"] = root / "sg-new"
+    if (root / "env.txt").is_file():
+        kwargs["env_dump"] = [root / "env.txt"]
+    return audit_launch(list(example.args), **kwargs)  # type: ignore[arg-type]

@@ -1,0 +1,225 @@
+"""Rule metadata, documentation and examples, and the registry of every analyzer's rules.
+
+A rule is data: id, kebab-case name, default severity, a doc in fixed sections (ruff's style:
+What it does / Why is this bad? / Example / How to fix, see ``../shared/research/aesthetics.md`` §6),
+where its facts come from, and examples that run as tests (Fixit's VALID/INVALID idea, §2).
+The checking logic lives in each analyzer; rules here only describe and build findings.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Union
+
+from mtp_audit.report import Evidence, Finding, Location, Severity
+
+if TYPE_CHECKING:
+    from mtp_audit.report import Report
+
+#: Analyzer name -> module holding its ``RULES`` tuple (declarations only); the ``examples`` module beside it
+#: holds ``run_example(root, example)``, which runs an example through the analyzer.
+#: Rule id ranges: MTP000-049 checkpoint, MTP050-059 compare, MTP1xx sglang, MTP2xx preflight, MTP3xx launch cross-checks.
+ANALYZER_RULE_MODULES: dict[str, str] = {
+    "checkpoint": "mtp_audit.checkpoint.rules",
+    "compare": "mtp_audit.compare.rules",
+    "sglang": "mtp_audit.engines.sglang.rules",
+    "preflight": "mtp_audit.preflight.rules",
+    "launch": "mtp_audit.launch.rules",
+}
+
+ID_RANGES: dict[str, range] = {
+    "checkpoint": range(0, 50),
+    "compare": range(50, 60),
+    "sglang": range(100, 200),
+    "preflight": range(200, 300),
+    "launch": range(300, 400),
+}
+
+#: Where a rule's fact comes from. "bug report" rules say so in their doc (issue 4 asks for it).
+BASES = ("code", "documentation", "bug report", "real checkpoint", "format spec", "safety")
+
+FileContent = Union[str, bytes]
+ExampleFiles = Union[Mapping[str, FileContent], Callable[[], Mapping[str, FileContent]]]
+
+_ID_RE = re.compile(r"^MTP\d{3}$")
+_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+@dataclass(frozen=True)
+class Example:
+    """An input that a rule must flag (``fires=True``) or must leave alone (``fires=False``).
+
+    Attributes:
+        fires: whether the rule must produce at least one finding on this input.
+        files: relative path -> content (text or bytes) written into an empty folder before the
+            analyzer runs, or a zero-argument callable returning that mapping (for binary files
+            built on demand, such as safetensors shards).
+        args: analyzer-specific extra arguments (e.g. a launch command for the preflight).
+        note: one line saying what makes this input good or bad; shown by ``mtp-audit explain``.
+    """
+
+    fires: bool
+    files: ExampleFiles
+    args: tuple[str, ...] = ()
+    note: str = ""
+
+    def materialize(self, root: Path) -> None:
+        """Write this example's files under ``root`` (which must exist)."""
+        files = self.files() if callable(self.files) else self.files
+        for rel, content in files.items():
+            p = root / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                p.write_bytes(content)
+            else:
+                p.write_text(content, encoding="utf-8")
+
+    def shown_files(self) -> dict[str, str]:
+        """Text files of the example, for documentation (binary files are summarised by size)."""
+        files = self.files() if callable(self.files) else self.files
+        return {
+            rel: (c if isinstance(c, str) else f"<{len(c)} bytes, binary>") for rel, c in sorted(files.items())
+        }
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One audit rule.
+
+    Attributes:
+        id: ``MTP`` + 3 digits, never reused.
+        name: kebab-case name (SARIF ``name``).
+        analyzer: ``checkpoint`` / ``sglang`` / ``preflight`` / ``launch``.
+        severity: default severity of its findings.
+        summary: one line, no trailing period.
+        what: "What it does" section.
+        why: "Why is this bad?" section.
+        fix: "How to fix" section (generic; findings carry the specific remediation).
+        sources: where the facts come from: SGLang/vLLM files, CUDA docs, issue/PR URLs, or
+            ``../shared/research/*.md`` sections.
+        basis: one of :data:`BASES`; ``"bug report"`` marks rules that rest on user reports, not code.
+        examples: inputs that must / must not trigger it; they run as tests.
+    """
+
+    id: str
+    name: str
+    analyzer: str
+    severity: Severity
+    summary: str
+    what: str
+    why: str
+    fix: str
+    sources: tuple[str, ...]
+    basis: str
+    examples: tuple[Example, ...] = field(default=(), compare=False)
+
+    def finding(
+        self,
+        message: str,
+        location: Location | None = None,
+        *,
+        evidence: tuple[Evidence, ...] | list[Evidence] = (),
+        remediation: str | None = None,
+        severity: Severity | None = None,
+    ) -> Finding:
+        """Build a :class:`Finding` of this rule; ``remediation`` defaults to the rule's ``fix``."""
+        return Finding(
+            rule_id=self.id,
+            severity=severity or self.severity,
+            message=message,
+            location=location or Location(),
+            evidence=tuple(evidence),
+            remediation=self.fix if remediation is None else remediation,
+        )
+
+    def doc(self) -> str:
+        """The full Markdown documentation (``mtp-audit explain``, SARIF ``fullDescription``)."""
+        lines = [
+            f"# {self.id} {self.name}",
+            "",
+            f"{self.summary}. Default severity: {self.severity.label}. Analyzer: {self.analyzer}.",
+            "",
+            "## What it does",
+            self.what,
+            "",
+            "## Why is this bad?",
+            self.why,
+            "",
+        ]
+        bad = [e for e in self.examples if e.fires]
+        good = [e for e in self.examples if not e.fires]
+        if self.examples:
+            lines += ["## Example", ""]
+            for title, group in (("Flagged", bad[:1]), ("Not flagged", good[:1])):
+                for ex in group:
+                    lines.append(f"{title}: {ex.note}" if ex.note else f"{title}:")
+                    shown_files = ex.shown_files()
+                    for rel, text in list(shown_files.items())[:2]:
+                        shown = text if len(text) <= 800 else text[:800] + "\n... (truncated)"
+                        lines += ["", f"`{rel}`:", "```", shown.rstrip("\n"), "```"]
+                    if len(shown_files) > 2:
+                        rest = list(shown_files)[2:]
+                        lines += ["", f"(and {len(rest)} more file(s): {', '.join(rest)})"]
+                    if ex.args:
+                        lines += ["", "arguments: `" + " ".join(ex.args) + "`"]
+                    lines.append("")
+        lines += ["## How to fix", self.fix, "", "## Sources"]
+        lines += [f"- {s}" for s in self.sources]
+        if self.basis == "bug report":
+            lines += ["", "This rule is based on public bug reports, not on engine code."]
+        return "\n".join(lines).rstrip() + "\n"
+
+
+def _load(module: str) -> tuple[Rule, ...]:
+    return tuple(importlib.import_module(module).RULES)
+
+
+def all_rules() -> tuple[Rule, ...]:
+    """Every registered rule, sorted by id.
+
+    Raises:
+        ValueError: a rule id is malformed, duplicated, or outside its analyzer's range
+            (a programming error caught by the test suite).
+    """
+    rules: list[Rule] = []
+    for module in ANALYZER_RULE_MODULES.values():
+        rules.extend(_load(module))
+    seen: set[str] = set()
+    for r in rules:
+        if not _ID_RE.match(r.id) or not _NAME_RE.match(r.name):
+            raise ValueError(f"malformed rule id or name: {r.id} {r.name}")
+        if r.id in seen:
+            raise ValueError(f"duplicate rule id {r.id}")
+        if int(r.id[3:]) not in ID_RANGES[r.analyzer]:
+            raise ValueError(f"{r.id} is outside the {r.analyzer} range")
+        if r.basis not in BASES:
+            raise ValueError(f"{r.id}: unknown basis {r.basis!r}")
+        seen.add(r.id)
+    return tuple(sorted(rules, key=lambda r: r.id))
+
+
+def get_rule(rule_id: str) -> Rule:
+    """Look a rule up by id (case-insensitive).
+
+    Raises:
+        KeyError: no such rule.
+    """
+    want = rule_id.strip().upper()
+    for r in all_rules():
+        if r.id == want:
+            return r
+    raise KeyError(rule_id)
+
+
+def run_rule_example(rule: Rule, example: Example, root: Path) -> Report:
+    """Write ``example`` into the empty folder ``root`` and run ``rule``'s analyzer on it.
+
+    Returns the analyzer's :class:`Report`; the caller checks whether ``rule.id`` fired.
+    """
+    example.materialize(root)
+    module = importlib.import_module(ANALYZER_RULE_MODULES[rule.analyzer].rpartition(".")[0] + ".examples")
+    return module.run_example(root, example)

@@ -1,0 +1,12 @@
+"""Where audited bytes come from, and how they are read safely.
+
+- :mod:`~mtp_audit.sources.bounded`: bounded, contained file access (byte limits, no path outside the
+  audited folder, no special files);
+- :mod:`~mtp_audit.sources.local`: a checkpoint folder on disk (:class:`LocalSource`), the
+  :class:`CheckpointSource` interface and the safetensors header records;
+- :mod:`~mtp_audit.sources.hub`, :mod:`~mtp_audit.sources.hubhttp`, :mod:`~mtp_audit.sources.hubcache`: a
+  checkpoint on the Hugging Face hub, read with range requests, and its on-disk cache;
+- :mod:`~mtp_audit.sources.tree`: an engine's Python source (checkout, package folder, wheel, installed).
+
+Nothing here knows what an MTP layer is: analyzers interpret the bytes.
+"""

@@ -1,0 +1,828 @@
+"""Audit a checkpoint on the Hugging Face hub from its metadata alone: :class:`HubSource`.
+
+``mtp-audit checkpoint org/name[@revision]`` reads ``config.json``, the quantization configs, the
+index and each shard's safetensors header, never tensor data (issue 5). The analyzer talks to this
+module only through the :class:`~mtp_audit.sources.local.CheckpointSource` contract and
+:func:`audit_source_for`, so a hub audit gives the same report as a local one.
+
+What one audit does, in order:
+
+1. Resolve the revision to a commit sha with ``HfApi.model_info`` (``GET
+   /api/models/{repo}/revision/{rev}``, one request that also returns the file list, so shards the
+   index does not name, such as an MTP sidecar, are seen). Everything after that is read *at that
+   sha*, so a branch that moves during the audit cannot mix two commits.
+2. Small JSON files: from the Hugging Face cache (``HF_HUB_CACHE``, ``try_to_load_from_cache``), else
+   from the mtp-audit cache, else one ``GET`` each.
+3. Shard headers: from the Hugging Face cache (a shard downloaded earlier is read like a local file),
+   else from the mtp-audit header cache, else two HTTP Range requests per shard: ``bytes=0-7`` (the
+   header length ``n``) then ``bytes=8-(7+n)``. Not one byte past the header is requested. See
+   ``docs/hub.md`` "Header reads" for why this is not huggingface_hub's 100 KB first range and what
+   ``prefetch_bytes`` trades.
+4. ``--jobs`` threads read headers concurrently; a progress line goes to stderr only when stderr is a
+   terminal and ``CI`` is unset.
+
+Offline (``--offline`` or ``HF_HUB_OFFLINE=1``): no request at all; the revision is resolved from the
+Hugging Face cache refs or the mtp-audit cache, and every file that is not cached is a
+:class:`ReadProblem` of kind ``network`` (the analyzer turns it into a blocking Gap, exit 3).
+
+Environment honoured through huggingface_hub 2.4 (``constants.py``): ``HF_ENDPOINT`` (mirrors),
+``HF_TOKEN`` (and the stored token), ``HF_HUB_OFFLINE``, ``HF_HUB_CACHE``/``HF_HOME``,
+``HF_HUB_DOWNLOAD_TIMEOUT`` (per-request time-out, default 10 s). huggingface_hub reads these when it
+is first imported; :func:`open_hub_source` takes explicit ``endpoint``/``hf_cache_dir``/``timeout``
+arguments for programs (and tests) that need to override them later.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import re
+import struct
+import sys
+import tempfile
+import threading
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mtp_audit.errors import InputError
+from mtp_audit.sources.bounded import (
+    MAX_JSON_BYTES,
+    contained_relpath,
+    read_json_bounded,
+)
+from mtp_audit.sources.hubcache import HubCache, default_cache_dir
+from mtp_audit.sources.huberrors import HubUnavailable, NotCached  # noqa: F401  (re-exported: callers catch them from here)
+from mtp_audit.sources.local import (
+    DTYPE_BITS,
+    MAX_FILES,
+    MAX_HEADER_BYTES,
+    CheckpointSource,
+    LocalSource,
+    ReadProblem,
+    ShardHeader,
+    header_from_dict,
+    parse_header_json,
+)
+
+#: Default number of concurrent shard-header reads (issue 5: "--jobs, default 8").
+DEFAULT_JOBS = 8
+
+#: Upper bound for ``--jobs``: more threads only add load on the hub.
+MAX_JOBS = 64
+
+#: Speculative first range per shard header (bytes); 0 = exact reads, nothing past a header is
+#: requested (two requests per shard). See docs/hub.md "Header reads" for the measured trade-off;
+#: this is the one place to change the default.
+DEFAULT_PREFETCH_BYTES = 0
+
+#: The hub's commit ids are 40 hex digits (git SHA-1).
+SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+
+# huggingface_hub 2.4 ``utils/_validators.py`` REPO_ID_REGEX and ``validate_repo_id`` rules
+# (1-96 chars of [A-Za-z0-9_.-] per part, no leading/trailing '-' or '.', no '--' or '..',
+# no '.git' suffix), restated so that recognising a hub id does not import huggingface_hub.
+_REPO_PART = r"(?![-.])[\w.-]{1,96}(?<![-.])"
+_REPO_RE = re.compile(rf"^{_REPO_PART}/{_REPO_PART}$", re.ASCII)
+# Branch, tag, commit or "refs/pr/N" / "refs/convert/parquet".
+_REV_RE = re.compile(r"^[\w.+-]+(/[\w.+-]+)*$", re.ASCII)
+
+#: What a file that was neither cached nor fetchable in offline mode says.
+OFFLINE_PROBLEM = "offline: not in the Hugging Face cache or the mtp-audit cache; not fetched"
+
+
+def parse_spec(spec: str) -> tuple[str, str | None]:
+    """Split ``"org/name[@revision]"`` into ``(repo_id, revision or None)``.
+
+    Raises:
+        InputError: not a hub model id (wrong shape, characters huggingface_hub refuses, an empty or
+            malformed revision).
+    """
+    text = spec.strip()
+    repo, sep, revision = text.partition("@")
+    if not _REPO_RE.match(repo) or "--" in repo or ".." in repo or repo.endswith(".git"):
+        raise InputError(spec, "not a hub model id: expected org/name[@revision] (letters, digits, '-', '_', '.')")
+    if sep:
+        if not revision:
+            raise InputError(spec, "empty revision after '@'")
+        if len(revision) > 255 or not _REV_RE.match(revision) or ".." in revision:
+            raise InputError(spec, f"not a valid revision: {revision!r}")
+        return repo, revision
+    return repo, None
+
+
+def is_hub_spec(text: str) -> bool:
+    """Whether ``text`` has the shape of a hub model id (``org/name`` or ``org/name@rev``). The caller
+    decides first whether it is an existing path; nothing is looked up here."""
+    try:
+        parse_spec(text)
+    except InputError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class HubSettings:
+    """Options a CLI command sets for every hub source opened inside :func:`hub_settings`.
+
+    Attributes:
+        offline: never touch the network.
+        jobs: concurrent shard-header reads (None: the caller's value).
+        token: hub token (None: ``HF_TOKEN`` or the stored token, as huggingface_hub does).
+    """
+
+    offline: bool = False
+    jobs: int | None = None
+    token: str | None = None
+
+
+_SETTINGS: contextvars.ContextVar[HubSettings | None] = contextvars.ContextVar("mtp_audit_hub_settings", default=None)
+
+
+@contextlib.contextmanager
+def hub_settings(*, offline: bool = False, jobs: int | None = None, token: str | None = None) -> Iterator[HubSettings]:
+    """Apply ``--offline``/``--jobs`` to every :func:`audit_source_for` call in the block, so a command
+    can pass them without the analyzer's signature knowing about them::
+
+        with hub_settings(offline=offline, jobs=jobs):
+            report = audit_checkpoint(target)
+    """
+    settings = HubSettings(offline=offline, jobs=jobs, token=token)
+    handle = _SETTINGS.set(settings)
+    try:
+        yield settings
+    finally:
+        _SETTINGS.reset(handle)
+
+
+def check_jobs(jobs: int) -> int:
+    """Validate a ``--jobs`` value.
+
+    Raises:
+        InputError: outside 1..:data:`MAX_JOBS`.
+    """
+    if not 1 <= jobs <= MAX_JOBS:
+        raise InputError("--jobs", f"must be between 1 and {MAX_JOBS}, got {jobs}")
+    return jobs
+
+
+class _Progress:
+    """``mtp-audit: shard headers 12/163`` on stderr, rewritten in place; only on a terminal with
+    ``CI`` unset (issue 5), so logs and pipes never see control characters."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.done = 0
+        self._lock = threading.Lock()
+        try:
+            tty = sys.stderr.isatty()
+        except (AttributeError, ValueError):
+            tty = False
+        self.enabled = total > 1 and tty and not os.environ.get("CI")
+
+    def step(self) -> None:
+        with self._lock:
+            self.done += 1
+            if self.enabled:
+                sys.stderr.write(f"\rmtp-audit: shard headers {self.done}/{self.total}")
+                sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
+def _validate_like_safetensors(rel: str, obj: dict[str, Any], n: int, file_size: int) -> None:
+    """The checks ``safetensors.safe_open`` makes on a header (Rust ``Metadata::validate`` and
+    ``read_metadata`` in safetensors ``src/tensor.rs``), for a remote file whose bytes we do not
+    have: tensors sorted by ``data_offsets`` must tile the data area from 0 with no gap or overlap,
+    each span must equal ``prod(shape) * bits / 8`` (whole bytes), and the last end must be the file
+    size minus ``8 + n``. Messages repeat safetensors' own, prefixed like
+    :meth:`LocalSource.read_header`'s, so a local and a hub audit of a bad shard report the same text.
+
+    Raises:
+        ReadProblem: the header does not describe the file.
+    """
+    lead = "safetensors rejects the file: Error while deserializing header: "
+    spans: list[tuple[int, int, str, str, tuple[int, ...]]] = []
+    for name, entry in obj.items():
+        if name == "__metadata__":
+            meta = entry
+            if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+                raise ReadProblem(rel, lead + "invalid JSON in header: __metadata__ must map strings to strings")
+            continue
+        if not isinstance(entry, dict):
+            raise ReadProblem(rel, lead + f"invalid JSON in header: tensor `{name}` is not an object")
+        dtype = entry.get("dtype")
+        shape = entry.get("shape")
+        offsets = entry.get("data_offsets")
+        if dtype not in DTYPE_BITS:
+            raise ReadProblem(rel, lead + f"invalid JSON in header: unknown variant `{dtype}`")
+        if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
+            raise ReadProblem(rel, lead + f"invalid JSON in header: tensor `{name}` has an invalid shape")
+        if (
+            not isinstance(offsets, list)
+            or len(offsets) != 2
+            or not all(type(o) is int and o >= 0 for o in offsets)
+        ):
+            raise ReadProblem(rel, lead + f"invalid JSON in header: tensor `{name}` has invalid data_offsets")
+        spans.append((offsets[0], offsets[1], name, dtype, tuple(shape)))
+    spans.sort(key=lambda s: (s[0], s[1]))
+    start = 0
+    for begin, end, name, dtype, shape in spans:
+        if begin != start or end < begin:
+            raise ReadProblem(rel, lead + f"invalid offset for tensor `{name}`")
+        start = end
+        nbits = DTYPE_BITS[dtype]
+        for d in shape:
+            nbits *= d
+        if nbits % 8:
+            raise ReadProblem(
+                rel,
+                lead + "The slice is slicing for subbytes dtypes, and the slice does not end up at a byte "
+                "boundary, this is invalid.",
+            )
+        if end - begin != nbits // 8:
+            raise ReadProblem(rel, lead + "invalid shape, data type, or offset for tensor")
+    if start + 8 + n != file_size:
+        raise ReadProblem(rel, lead + "incomplete metadata, file not fully covered")
+
+
+def shard_header_from_prefix(rel: str, prefix: bytes, file_size: int) -> ShardHeader:
+    """Parse a shard's first ``8 + n`` bytes into a :class:`ShardHeader`, with the same strict checks
+    and messages as :meth:`LocalSource.read_header` (UTF-8, duplicate names, safetensors' offset
+    rules against ``file_size``).
+
+    Raises:
+        ReadProblem: malformed header.
+    """
+    n = len(prefix) - 8
+    obj, dups = parse_header_json(rel, prefix[8:])
+    if dups:
+        shown = ", ".join(dups[:3])
+        raise ReadProblem(rel, f"header names {len(dups)} tensor(s) more than once: {shown}")
+    _validate_like_safetensors(rel, obj, n, file_size)
+    return header_from_dict(rel, obj, n)
+
+
+def _visible(rel: str) -> bool:
+    """Files :class:`LocalSource` would list: no path part starting with ``.``, contained."""
+    return contained_relpath(rel) is not None and not any(p.startswith(".") for p in rel.split("/"))
+
+
+class HubSource(CheckpointSource):
+    """One commit of a hub model repo, read through HTTP metadata requests and local caches.
+
+    Build it with :func:`open_hub_source` or :func:`audit_source_for` (they resolve the revision);
+    the constructor itself makes no request.
+
+    Args:
+        repo: ``org/name``.
+        commit: the 40-hex commit sha everything is read at.
+        files: the repo's files at ``commit`` (relative POSIX paths).
+        revision: what the user asked for (``"main"``, a tag, a sha).
+        endpoint: hub base URL (``HF_ENDPOINT``).
+        token: hub token, or None for huggingface_hub's default (``HF_TOKEN`` / stored token).
+        offline: never touch the network.
+        jobs: concurrent header reads.
+        timeout: per-request time-out in seconds (connect and each read).
+        cache: the mtp-audit cache, or None to disable it.
+        hf_cache_dir: the Hugging Face cache folder (``HF_HUB_CACHE``).
+        listing_complete: False when ``files`` was pieced together offline (see :meth:`gaps`).
+        prefetch_bytes: 0 (default) for exact header reads (two requests per shard, nothing past the
+            header); N > 0 to ask for the first N bytes in one request and a second request only for
+            longer headers: one request per shard in most cases, at the cost of reading up to N bytes
+            of tensor data per shard. See ``docs/hub.md`` "Header reads".
+        meter: HTTP counters to continue (the resolution request of :func:`open_hub_source`).
+    """
+
+    def __init__(
+        self,
+        repo: str,
+        commit: str,
+        files: Iterable[str],
+        *,
+        revision: str | None = None,
+        endpoint: str = "https://huggingface.co",
+        token: str | None = None,
+        offline: bool = False,
+        jobs: int = DEFAULT_JOBS,
+        timeout: float = 10.0,
+        cache: HubCache | None = None,
+        hf_cache_dir: str | Path | None = None,
+        listing_complete: bool = True,
+        prefetch_bytes: int = DEFAULT_PREFETCH_BYTES,
+        meter: Any = None,
+    ) -> None:
+        if not SHA_RE.match(commit):
+            raise InputError(f"{repo}@{commit}", "not a 40-hex commit sha")
+        self.repo = repo
+        self.commit = commit
+        self.revision = revision or commit
+        self.endpoint = endpoint.rstrip("/")
+        self.offline = offline
+        self.jobs = check_jobs(jobs)
+        self.timeout = float(timeout)
+        self.cache = cache
+        self.hf_cache_dir = Path(hf_cache_dir) if hf_cache_dir is not None else None
+        self.listing_complete = listing_complete
+        self.prefetch_bytes = max(0, int(prefetch_bytes))
+        self.display = f"{repo}@{commit}"
+        visible = sorted({f for f in files if _visible(f)})
+        if len(visible) > MAX_FILES:
+            raise InputError(self.display, f"more than {MAX_FILES} files; not a checkpoint repo?")
+        self._files = tuple(visible)
+        self._fileset = frozenset(visible)
+        self._token = token
+        self._meter = meter
+        self._headers_http: dict[str, str] | None = None
+        self._lock = threading.Lock()
+        self._json_memo: dict[str, Any] = {}
+        self._header_memo: dict[str, ShardHeader | ReadProblem] = {}
+        self._snapshot: LocalSource | None | bool = None
+        #: file -> where its bytes came from: "hub", "hf-cache" or "mtp-audit-cache".
+        self.served_from: dict[str, str] = {}
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _metered(self) -> Iterator[None]:
+        from mtp_audit.sources import hubhttp
+
+        if self._meter is None:
+            self._meter = hubhttp.Meter()
+        with hubhttp.metering(self._meter):
+            yield
+
+    def _http_headers(self) -> dict[str, str]:
+        if self._headers_http is None:
+            from huggingface_hub.utils import build_hf_headers
+
+            from mtp_audit import __version__
+
+            self._headers_http = build_hf_headers(
+                token=self._token, library_name="mtp-audit", library_version=__version__
+            )
+        return self._headers_http
+
+    def _url(self, rel: str) -> str:
+        from huggingface_hub import hf_hub_url
+
+        return hf_hub_url(self.repo, rel, revision=self.commit, endpoint=self.endpoint)
+
+    def _check_rel(self, rel: str) -> None:
+        """Same refusals, kinds and messages as :meth:`LocalSource._path` / ``read_json``."""
+        if contained_relpath(rel) is None:
+            raise ReadProblem(rel, "is not a relative path inside the checkpoint folder; not opened", "escapes")
+        if rel not in self._fileset:
+            raise ReadProblem(rel, "no such file", "missing")
+
+    def _hf_snapshot(self) -> LocalSource | None:
+        """The Hugging Face cache snapshot folder of this commit as a :class:`LocalSource`, if any."""
+        if self._snapshot is None:
+            self._snapshot = False
+            if self.hf_cache_dir is not None:
+                snap = self.hf_cache_dir / f"models--{self.repo.replace('/', '--')}" / "snapshots" / self.commit
+                if snap.is_dir():
+                    self._snapshot = LocalSource(snap, display=self.display)
+        return self._snapshot or None
+
+    def _hf_cached(self, rel: str) -> bool:
+        """Whether ``rel`` of this commit is in the Hugging Face cache (``try_to_load_from_cache``)."""
+        if self.hf_cache_dir is None or self._hf_snapshot() is None:
+            return False
+        from huggingface_hub import try_to_load_from_cache
+
+        try:
+            found = try_to_load_from_cache(self.repo, rel, cache_dir=self.hf_cache_dir, revision=self.commit)
+        except (ValueError, OSError):
+            return False
+        return isinstance(found, str)
+
+    # -- the CheckpointSource contract ---------------------------------------------------------
+
+    def list_files(self) -> tuple[str, ...]:
+        """See :meth:`CheckpointSource.list_files`: the repo's files at the commit, as listed by the hub
+        (or the cached listing offline); hidden files are skipped like :class:`LocalSource` does."""
+        return self._files
+
+    def read_json(self, rel: str) -> Any:
+        """See :meth:`CheckpointSource.read_json`. Order: memo, Hugging Face cache, mtp-audit cache,
+        then one ``GET`` (none offline). Parsed by :func:`mtp_audit.sources.bounded.read_json_bounded`, exactly
+        as locally.
+
+        Raises:
+            ReadProblem: missing, offline and not cached, network failure, too large or invalid JSON.
+            InputError: the repo turned out gated or private.
+        """
+        with self._lock:
+            if rel in self._json_memo:
+                return self._json_memo[rel]
+        self._check_rel(rel)
+        if self._hf_cached(rel):
+            snap = self._hf_snapshot()
+            assert snap is not None
+            value = snap.read_json(rel)
+            origin = "hf-cache"
+        elif self.cache is not None and self.cache.has_file(self.repo, self.commit, rel):
+            value = self._parse_json_file(rel, self.cache.file_path(self.repo, self.commit, rel))
+            origin = "mtp-audit-cache"
+        elif self.offline:
+            raise ReadProblem(rel, OFFLINE_PROBLEM, "network")
+        else:
+            from mtp_audit.sources import hubhttp
+
+            with self._metered():
+                data = hubhttp.read_small_file(
+                    self._url(rel), self._http_headers(), limit=MAX_JSON_BYTES, file=rel,
+                    display=self.display, timeout=self.timeout,
+                )
+            value = self._parse_json_bytes(rel, data)
+            origin = "hub"
+        with self._lock:
+            self._json_memo[rel] = value
+            self.served_from[rel] = origin
+        return value
+
+    def _parse_json_file(self, rel: str, path: Path) -> Any:
+        try:
+            return read_json_bounded(path, limit=MAX_JSON_BYTES, display=rel)
+        except InputError as exc:
+            raise ReadProblem(rel, exc.problem, "malformed") from None
+
+    def _parse_json_bytes(self, rel: str, data: bytes) -> Any:
+        """Cache ``data`` and parse it through the same file reader as local audits."""
+        if self.cache is not None and self.cache.put_file(self.repo, self.commit, rel, data):
+            return self._parse_json_file(rel, self.cache.file_path(self.repo, self.commit, rel))
+        with tempfile.TemporaryDirectory(prefix="mtp-audit-") as tmp:
+            path = Path(tmp) / "file.json"
+            path.write_bytes(data)
+            return self._parse_json_file(rel, path)
+
+    def read_header(self, rel: str) -> ShardHeader:
+        """See :meth:`CheckpointSource.read_header` and the module docstring for the read order.
+
+        Raises:
+            ReadProblem: missing, offline and not cached, network failure, truncated, oversized or
+                malformed header.
+            InputError: the repo turned out gated or private.
+        """
+        result = self.read_headers([rel])[rel]
+        if isinstance(result, ReadProblem):
+            raise result
+        return result
+
+    def read_headers(self, rels: Iterable[str]) -> dict[str, ShardHeader | ReadProblem]:
+        """Read many shard headers; cached ones first, the rest over HTTP with :attr:`jobs` threads.
+
+        Returns:
+            ``{file: ShardHeader or ReadProblem}`` in the order asked.
+
+        Raises:
+            InputError: the repo turned out gated or private (the remaining reads are cancelled).
+        """
+        order = list(dict.fromkeys(rels))
+        out: dict[str, ShardHeader | ReadProblem] = {}
+        pending: list[str] = []
+        for rel in order:
+            try:
+                local = self._header_without_network(rel)
+            except ReadProblem as exc:
+                local = exc
+            if local is None:
+                pending.append(rel)
+            else:
+                out[rel] = local
+        if pending:
+            progress = _Progress(len(pending))
+            with self._metered():
+                self._http_headers()  # built once here, not raced by the worker threads
+                pool = ThreadPoolExecutor(max_workers=min(self.jobs, len(pending)), thread_name_prefix="mtp-audit-hub")
+                try:
+                    futures = [
+                        (rel, pool.submit(contextvars.copy_context().run, self._header_over_http, rel, progress))
+                        for rel in pending
+                    ]
+                    for rel, fut in futures:
+                        try:
+                            out[rel] = fut.result()
+                        except ReadProblem as exc:
+                            out[rel] = exc
+                except BaseException:
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    progress.close()
+                    raise
+                pool.shutdown(wait=True)
+                progress.close()
+        with self._lock:
+            for rel in order:
+                self._header_memo.setdefault(rel, out[rel])
+        return {rel: out[rel] for rel in order}
+
+    def _header_without_network(self, rel: str) -> ShardHeader | ReadProblem | None:
+        """The header from the memo or a cache; None when it must be fetched.
+
+        Raises:
+            ReadProblem: not a listed file, or offline and not cached.
+        """
+        with self._lock:
+            if rel in self._header_memo:
+                return self._header_memo[rel]
+        self._check_rel(rel)
+        if self._hf_cached(rel):
+            snap = self._hf_snapshot()
+            assert snap is not None
+            header: ShardHeader | ReadProblem
+            try:
+                header = snap.read_header(rel)
+            except ReadProblem as exc:
+                header = exc
+            self.served_from[rel] = "hf-cache"
+            return header
+        if self.cache is not None:
+            entry = self.cache.get_header(self.repo, self.commit, rel)
+            if entry is not None:
+                self.served_from[rel] = "mtp-audit-cache"
+                try:
+                    return shard_header_from_prefix(rel, entry[0], entry[1])
+                except ReadProblem as exc:
+                    return exc
+        if self.offline:
+            raise ReadProblem(rel, OFFLINE_PROBLEM, "network")
+        return None
+
+    def _header_over_http(self, rel: str, progress: _Progress) -> ShardHeader:
+        """Read one header with HTTP Range requests (see :attr:`prefetch_bytes`), cache the raw
+        ``8 + n`` bytes, parse them.
+
+        Raises:
+            ReadProblem: see :meth:`read_header`.
+        """
+        from mtp_audit.sources import hubhttp
+
+        try:
+            url = self._url(rel)
+            headers = self._http_headers()
+
+            def rng(start: int, end: int) -> tuple[bytes, int]:
+                return hubhttp.read_range(
+                    url, headers, start, end, file=rel, display=self.display, timeout=self.timeout
+                )
+
+            first = max(8, self.prefetch_bytes)
+            body, size = rng(0, first - 1)
+            if len(body) < 8:
+                raise ReadProblem(rel, f"file is {size} bytes, too short for a safetensors header")
+            (n,) = struct.unpack("<Q", body[:8])
+            if n > MAX_HEADER_BYTES:
+                raise ReadProblem(rel, f"header length {n} exceeds the {MAX_HEADER_BYTES}-byte limit")
+            if 8 + n > size:
+                raise ReadProblem(rel, f"header length {n} exceeds the file size {size}")
+            if len(body) < 8 + n:
+                rest, size2 = rng(len(body), 7 + n)
+                if size2 != size or len(rest) != 8 + n - len(body):
+                    raise ReadProblem(rel, "the file changed between two range requests", "network")
+                body += rest
+            prefix = body[: 8 + n]
+            if self.cache is not None:
+                self.cache.put_header(self.repo, self.commit, rel, prefix, size)
+            self.served_from[rel] = "hub"
+            return shard_header_from_prefix(rel, prefix, size)
+        finally:
+            progress.step()
+
+    def stats(self) -> dict[str, int]:
+        """``{"requests": n, "bytes_read": n}``: HTTP exchanges made (redirect hops and retries count)
+        and response-body bytes read from the network by this source, resolution included. Files read
+        from a cache count nothing."""
+        if self._meter is None:
+            return {"requests": 0, "bytes_read": 0}
+        return self._meter.snapshot()
+
+    # -- beyond the contract ---------------------------------------------------------------------
+
+    def gaps(self) -> tuple[tuple[str | None, str], ...]:
+        """What this source could not see beyond per-file problems, as ``(path or None, message)``;
+        the analyzer should add each as a blocking Gap. Non-empty only offline without a cached
+        file listing."""
+        if self.listing_complete:
+            return ()
+        return (
+            (
+                None,
+                f"offline: the file list of {self.display} is not cached, so only files in the Hugging Face "
+                "cache and shards named by the index are known; an un-indexed shard (an MTP sidecar such "
+                "as mtp.safetensors) cannot be seen",
+            ),
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready facts about the source (for ``facts["checkpoint"]["source"]``)."""
+        return {
+            "kind": "hub",
+            "repo": self.repo,
+            "revision": self.revision,
+            "commit": self.commit,
+            "endpoint": self.endpoint,
+            "offline": self.offline,
+            "listing": "complete" if self.listing_complete else "partial (offline)",
+        }
+
+
+def _offline_commit(repo: str, revision: str, hf_cache_dir: Path, cache: HubCache | None, display: str) -> str:
+    """Resolve ``revision`` without the network: a full sha as is, else the Hugging Face cache's
+    ``refs/<revision>`` (what ``try_to_load_from_cache`` reads), else the mtp-audit cache's record.
+
+    Raises:
+        InputError: the revision was never resolved on this machine.
+    """
+    if SHA_RE.match(revision):
+        return revision
+    ref = hf_cache_dir / f"models--{repo.replace('/', '--')}" / "refs" / revision
+    try:
+        text = ref.read_text(encoding="ascii", errors="replace")[:64].strip() if ref.is_file() else ""
+    except OSError:
+        text = ""
+    if SHA_RE.match(text):
+        return text
+    if cache is not None:
+        sha = cache.get_ref(repo, revision)
+        if sha is not None:
+            return sha
+    raise NotCached(
+        display,
+        f"offline, and revision {revision!r} was never resolved on this machine (not in the Hugging Face "
+        f"cache at {hf_cache_dir} nor the mtp-audit cache); run once online or give a full commit sha",
+    )
+
+
+def _offline_listing(repo: str, commit: str, hf_cache_dir: Path, cache: HubCache | None, display: str) -> tuple[tuple[str, ...], bool]:
+    """The file list offline: the cached hub listing (complete), else the Hugging Face snapshot's
+    files plus the shards its index names (partial).
+
+    Raises:
+        InputError: nothing of this commit is cached.
+    """
+    if cache is not None:
+        files = cache.get_listing(repo, commit)
+        if files is not None:
+            return files, True
+    snap = hf_cache_dir / f"models--{repo.replace('/', '--')}" / "snapshots" / commit
+    if snap.is_dir():
+        local = LocalSource(snap, display=display)
+        files = set(local.list_files())
+        for rel in sorted(files):
+            if rel.endswith(".safetensors.index.json"):
+                try:
+                    index = local.read_json(rel)
+                except ReadProblem:
+                    continue
+                weight_map = index.get("weight_map") if isinstance(index, dict) else None
+                if isinstance(weight_map, dict):
+                    parent = rel.rpartition("/")[0]
+                    for shard in weight_map.values():
+                        if isinstance(shard, str) and contained_relpath(shard) is not None:
+                            files.add(f"{parent}/{shard}" if parent else shard)
+        return tuple(sorted(files)), False
+    raise NotCached(
+        display,
+        f"offline, and nothing of commit {commit} is cached (no file list in the mtp-audit cache, no "
+        f"snapshot in the Hugging Face cache at {hf_cache_dir}); run once online",
+    )
+
+
+def open_hub_source(
+    repo: str,
+    revision: str | None = None,
+    *,
+    offline: bool = False,
+    jobs: int = DEFAULT_JOBS,
+    token: str | None = None,
+    endpoint: str | None = None,
+    cache_dir: str | Path | None = None,
+    use_cache: bool = True,
+    hf_cache_dir: str | Path | None = None,
+    timeout: float | None = None,
+    prefetch_bytes: int = DEFAULT_PREFETCH_BYTES,
+) -> HubSource:
+    """Resolve ``repo@revision`` to a commit and return its :class:`HubSource`.
+
+    Args:
+        repo: ``org/name``.
+        revision: branch, tag or commit; None means ``main``.
+        offline: never touch the network (also when ``HF_HUB_OFFLINE=1``).
+        jobs: concurrent shard-header reads (1..:data:`MAX_JOBS`).
+        token: hub token; None lets huggingface_hub pick ``HF_TOKEN`` or the stored token.
+        endpoint: hub base URL; None means ``huggingface_hub.constants.ENDPOINT`` (``HF_ENDPOINT``).
+        cache_dir: mtp-audit cache root; None means :func:`default_cache_dir`.
+        use_cache: False disables the mtp-audit cache (reads and writes).
+        hf_cache_dir: Hugging Face cache; None means ``huggingface_hub.constants.HF_HUB_CACHE``.
+        timeout: per-request time-out in seconds; None means ``HF_HUB_DOWNLOAD_TIMEOUT`` (10).
+        prefetch_bytes: see :class:`HubSource`.
+
+    Raises:
+        InputError: repo or revision not found, gated or private without a token, the hub unreachable
+            or answering errors during resolution, or (offline) nothing cached for it. One line each.
+    """
+    from huggingface_hub import constants
+
+    display = f"{repo}@{revision}" if revision else repo
+    jobs = check_jobs(jobs)
+    offline = offline or constants.is_offline_mode()
+    endpoint = (endpoint or constants.ENDPOINT).rstrip("/")
+    hf_cache = Path(hf_cache_dir if hf_cache_dir is not None else constants.HF_HUB_CACHE)
+    timeout = float(timeout if timeout is not None else constants.HF_HUB_DOWNLOAD_TIMEOUT)
+    cache = HubCache(Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
+    rev = revision or "main"
+    common: dict[str, Any] = dict(
+        revision=rev, endpoint=endpoint, token=token, offline=offline, jobs=jobs, timeout=timeout,
+        cache=cache, hf_cache_dir=hf_cache, prefetch_bytes=prefetch_bytes,
+    )
+    if offline:
+        commit = _offline_commit(repo, rev, hf_cache, cache, display)
+        files, complete = _offline_listing(repo, commit, hf_cache, cache, display)
+        return HubSource(repo, commit, files, listing_complete=complete, **common)
+    if SHA_RE.match(rev) and cache is not None:
+        # A commit never changes: with its file list cached there is nothing to ask the hub.
+        listed = cache.get_listing(repo, rev)
+        if listed is not None:
+            return HubSource(repo, rev, listed, listing_complete=True, **common)
+
+    from huggingface_hub import HfApi
+    from huggingface_hub.utils import get_token
+
+    from mtp_audit import __version__
+    from mtp_audit.sources import hubhttp
+
+    meter = hubhttp.Meter()
+    api = HfApi(endpoint=endpoint, token=token, library_name="mtp-audit", library_version=__version__)
+    have_token = bool(token or get_token())
+    with hubhttp.metering(meter):
+        for attempt in (1, 2):
+            try:
+                hubhttp.ensure_hooks()
+                info = api.model_info(repo, revision=rev, timeout=timeout, expand=["sha", "siblings", "gated"])
+                break
+            except Exception as exc:  # mapped to one line below; never a traceback
+                if attempt == 1 and hubhttp.is_retryable_info_error(exc):
+                    continue
+                raise hubhttp.model_info_error(
+                    exc, display=display, endpoint=endpoint, repo=repo, revision=rev, timeout=timeout,
+                    have_token=have_token,
+                ) from None
+    commit = getattr(info, "sha", None)
+    if not isinstance(commit, str) or not SHA_RE.match(commit):
+        raise InputError(display, f"the hub at {endpoint} returned no commit sha for revision {rev!r}")
+    if info.gated and not have_token:
+        raise InputError(
+            display,
+            f"gated repo ({info.gated} approval): accept the model's conditions on {endpoint}/{repo} and set HF_TOKEN",
+        )
+    if info.siblings is not None:
+        files = tuple(s.rfilename for s in info.siblings if isinstance(getattr(s, "rfilename", None), str))
+    else:  # a mirror that leaves the file list out of the model info: ask the tree API
+        from huggingface_hub.utils import build_hf_headers
+
+        headers = build_hf_headers(token=token, library_name="mtp-audit", library_version=__version__)
+        with hubhttp.metering(meter):
+            files = hubhttp.list_tree(
+                endpoint, repo, commit, headers, timeout=timeout, display=display, max_files=MAX_FILES
+            )
+    if cache is not None:
+        cache.put_listing(repo, commit, files)
+        if rev != commit:
+            cache.put_ref(repo, rev, commit)
+    return HubSource(repo, commit, files, listing_complete=True, meter=meter, **common)
+
+
+def audit_source_for(spec: str, *, offline: bool = False, jobs: int = DEFAULT_JOBS, token: str | None = None) -> CheckpointSource:
+    """The :class:`CheckpointSource` for a hub id ``org/name[@revision]`` (the analyzer calls this
+    for a target that is not an existing path).
+
+    Options set by an enclosing :func:`hub_settings` block (the CLI's ``--offline``/``--jobs``) apply
+    on top of the arguments: ``offline`` if either says so, ``jobs``/``token`` from the block when set.
+
+    Raises:
+        InputError: malformed spec, repo or revision not found (404), gated or private without a token
+            (401/403), hub unreachable during resolution, or offline with nothing cached. One line.
+    """
+    repo, revision = parse_spec(spec)
+    settings = _SETTINGS.get()
+    if settings is not None:
+        offline = offline or settings.offline
+        jobs = settings.jobs if settings.jobs is not None else jobs
+        token = token if token is not None else settings.token
+    return open_hub_source(repo, revision, offline=offline, jobs=jobs, token=token)
+
+
+def source_facts(source: CheckpointSource) -> dict[str, Any]:
+    """Where a checkpoint's metadata came from, for ``facts["checkpoint"]["source"]``: for the hub,
+    :meth:`HubSource.describe` plus ``requests`` and ``bytes_read`` (issue 5: "the report states how many
+    HTTP requests were made and how many bytes were read"); ``{"kind": "local"}`` otherwise."""
+    if isinstance(source, HubSource):
+        return {**source.describe(), **source.stats()}
+    return {"kind": "local", **source.stats()}

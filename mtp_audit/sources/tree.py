@@ -1,0 +1,344 @@
+"""Locate and read an engine's Python source tree (SGLang, vLLM, ...) without importing or executing any of it.
+
+Which package to look for is an :class:`EnginePackage` (the engine analyzers define theirs). For a package
+named ``pkg``, accepted targets are:
+
+- a git checkout: a folder holding ``python/pkg`` or ``pkg/`` beside a ``pyproject.toml`` / ``setup.py``
+  (paths are reported as ``python/pkg/...`` or ``pkg/...``);
+- a package folder ``.../site-packages/pkg`` or an unpacked wheel (a folder holding ``pkg/``);
+  paths are reported as ``pkg/...``;
+- a ``.whl`` file, read from the zip in memory (nothing is extracted to disk);
+- ``None``: the installed package, located with :func:`importlib.util.find_spec` (which, for a
+  top-level package, finds the folder without running its ``__init__``).
+
+Every read is bounded (:data:`MAX_SOURCE_BYTES`); symlinks that leave the tree are not followed and
+are reported as notes. Only ``.py`` files of the package are listed; test and benchmark folders are
+skipped (they define test-only env vars and argparse scripts, not server behaviour).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import stat
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mtp_audit.errors import InputError
+from mtp_audit.sources.bounded import read_bytes_bounded, resolve_inside
+
+#: Largest source file read (bytes). The biggest .py file in sglang 0.5.23 is ~0.5 MB; a larger
+#: one is a generated file and is skipped with a note.
+MAX_SOURCE_BYTES = 4 * 1024 * 1024
+
+#: Largest .whl accepted (bytes); sglang 0.5.23's wheel is 39 MB.
+MAX_WHEEL_BYTES = 512 * 1024 * 1024
+
+#: Largest total of uncompressed .py bytes read from a wheel (zip-bomb bound).
+MAX_WHEEL_PY_BYTES = 1024 * 1024 * 1024
+
+#: Folder names skipped inside the package (tests, benchmarks, examples).
+SKIP_DIRS = frozenset({"test", "tests", "benchmark", "benchmarks", "examples", "__pycache__"})
+
+_VERSION_RE = re.compile(rb"""^\s*(?:__version__|version)\s*(?::\s*str\s*)?=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]""", re.M)
+_METADATA_VERSION_RE = re.compile(rb"^Version:\s*(\S+)\s*$", re.M)
+_PYPROJECT_VERSION_RE = re.compile(rb'^version\s*=\s*"([^"]+)"', re.M)
+
+
+@dataclass(frozen=True)
+class EnginePackage:
+    """What identifies an engine's source tree.
+
+    Attributes:
+        name: the import package (``"sglang"``).
+        title: the engine's name in messages (``"SGLang"``).
+        inner: a sub-folder that marks a package folder as this engine's (``"srt"``).
+        marker: the file (relative to the package folder) every release has (``"srt/server_args.py"``);
+            a tree without it is refused.
+        marker_what: what that file is, for the refusal message.
+        article: ``"a"`` or ``"an"`` before the title, as it is spoken (``"an SGLang tree"``).
+    """
+
+    name: str
+    title: str
+    inner: str
+    marker: str
+    marker_what: str
+    article: str = "a"
+
+
+@dataclass
+class SourceTree:
+    """A readable engine source tree.
+
+    Attributes:
+        display: what the user named (folder, wheel file name, or ``"installed sglang (<path>)"``).
+        kind: ``"checkout"``, ``"package"``, ``"wheel"`` or ``"installed"``.
+        files: relative POSIX path (as reported, e.g. ``"sglang/srt/server_args.py"``) -> opaque
+            handle used by :meth:`read`.
+        version: SGLang version read as text (``_version.py``, ``version.py``, wheel ``METADATA`` or a
+            checkout's ``python/pyproject.toml``); ``None`` when none was found.
+        notes: ``(path, message)`` pairs for files not examined (symlinks leaving the tree, oversize).
+        prefix: the package folder as reported (``"sglang"`` or ``"python/sglang"``).
+        package: which engine's package this is.
+    """
+
+    display: str
+    kind: str
+    files: dict[str, object] = field(default_factory=dict)
+    version: str | None = None
+    notes: list[tuple[str, str]] = field(default_factory=list)
+    prefix: str = ""
+    package: EnginePackage | None = None
+    _zip: zipfile.ZipFile | None = None
+    _root: Path | None = None
+
+    @property
+    def marker_path(self) -> str:
+        """Where the package's marker file must be: ``<prefix>/<marker>`` (``sglang/srt/server_args.py``)."""
+        assert self.package is not None
+        return f"{self.prefix}/{self.package.marker}"
+
+    def read(self, rel: str) -> bytes | None:
+        """Bytes of ``rel`` (at most :data:`MAX_SOURCE_BYTES`), or ``None`` when unreadable (a note is added)."""
+        handle = self.files[rel]
+        try:
+            if self._zip is not None:
+                info = handle
+                assert isinstance(info, zipfile.ZipInfo)
+                if info.file_size > MAX_SOURCE_BYTES:
+                    self.notes.append((rel, f"{info.file_size} bytes, over the {MAX_SOURCE_BYTES}-byte limit; not examined"))
+                    return None
+                with self._zip.open(info) as fh:
+                    return fh.read(MAX_SOURCE_BYTES + 1)[: MAX_SOURCE_BYTES + 1]
+            assert isinstance(handle, Path)
+            return read_bytes_bounded(handle, MAX_SOURCE_BYTES, display=rel)
+        except InputError as exc:
+            self.notes.append((rel, f"{exc.problem}; not examined"))
+        except (OSError, zipfile.BadZipFile, RuntimeError, EOFError) as exc:  # corrupt member, bad CRC
+            self.notes.append((rel, f"cannot read ({type(exc).__name__}: {exc}); not examined"))
+        return None
+
+    def fingerprint(self) -> str:
+        """SHA-1 over every listed file's path, size and content stamp: the zip member's CRC-32 for
+        wheels, ``mtime_ns`` for folders. Used as the whole-tree cache key (a changed file changes it)."""
+        import hashlib
+
+        h = hashlib.sha1(f"{self.kind}\0{self.version}\0".encode())
+        for rel in sorted(self.files):
+            handle = self.files[rel]
+            if isinstance(handle, zipfile.ZipInfo):
+                stamp = f"{handle.file_size}:{handle.CRC}"
+            else:
+                try:
+                    st = os.stat(handle)  # type: ignore[arg-type]
+                    stamp = f"{st.st_size}:{st.st_mtime_ns}"
+                except OSError:
+                    stamp = "?"
+            h.update(f"{rel}\0{stamp}\n".encode())
+        for rel, note in self.notes:
+            h.update(f"note {rel} {note}\n".encode())
+        return h.hexdigest()
+
+    def close(self) -> None:
+        """Release the zip file handle, if any."""
+        if self._zip is not None:
+            self._zip.close()
+            self._zip = None
+
+
+def open_tree(target: str | Path | None, package: EnginePackage) -> SourceTree:
+    """Open ``target`` (see module docstring) as ``package``'s source and list its ``.py`` files.
+
+    Raises:
+        InputError: the path does not exist, is not a tree of ``package`` (no package folder, or no
+            ``<prefix>/<marker>`` in it), is a corrupt or non-wheel zip, or (for ``None``) the package is
+            not installed.
+    """
+    if target is None:
+        return _installed(package)
+    p = Path(target)
+    shown = str(target)
+    name, inner, title = package.name, package.inner, package.title
+    if not os.path.lexists(p):
+        raise InputError(shown, "no such file or folder")
+    if p.is_file():
+        if p.suffix != ".whl" and not zipfile.is_zipfile(p):
+            raise InputError(shown, f"{_not_a(package)} tree: expected a folder or a .whl file")
+        return _wheel(p, shown, package)
+    if not p.is_dir():
+        raise InputError(shown, "not a regular file or folder")
+    if (p / "python" / name).is_dir():
+        return _folder(p, p / "python" / name, f"python/{name}", shown, "checkout", package)
+    if (p / name).is_dir() and ((p / name / inner).is_dir() or (p / name / "__init__.py").is_file()):
+        kind = "checkout" if ((p / "pyproject.toml").is_file() or (p / "setup.py").is_file()) and (p / ".git").exists() else "package"
+        return _folder(p, p / name, name, shown, kind, package)
+    if p.name == name and ((p / inner).is_dir() or (p / "__init__.py").is_file()):
+        return _folder(p, p, name, shown, "package", package)
+    raise InputError(shown, f"{_not_a(package)} tree: no python/{name}, {name}/ or {name}/{inner} folder found")
+
+
+def _not_a(package: EnginePackage) -> str:
+    return f"not {package.article} {package.title}"
+
+
+def _installed(package: EnginePackage) -> SourceTree:
+    name = package.name
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError) as exc:
+        raise InputError(name, f"cannot locate the installed package: {exc}") from None
+    if spec is None or not spec.submodule_search_locations:
+        raise InputError(name, "not installed in this Python; pass a checkout, package folder or .whl")
+    pkg = Path(list(spec.submodule_search_locations)[0])
+    return _folder(pkg, pkg, name, f"installed {name} ({pkg})", "installed", package)
+
+
+def _walk(pkg: Path, prefix: str, tree: SourceTree) -> Iterator[tuple[str, Path]]:
+    real_pkg = pkg.resolve()
+    for dirpath, dirnames, filenames in os.walk(pkg, followlinks=False):
+        rel_dir = os.path.relpath(dirpath, pkg)
+        keep = []
+        for d in sorted(dirnames):
+            full = Path(dirpath, d)
+            if d in SKIP_DIRS or d.startswith("."):
+                continue
+            if full.is_symlink():
+                rel = _join(prefix, rel_dir, d)
+                if resolve_inside(real_pkg, os.path.relpath(full, pkg)) is None:
+                    tree.notes.append((rel, "symlinked folder leaves the tree; not followed"))
+                else:
+                    tree.notes.append((rel, "symlinked folder; not followed (its target is scanned in place)"))
+                continue
+            keep.append(d)
+        dirnames[:] = keep
+        for f in sorted(filenames):
+            if not f.endswith(".py"):
+                continue
+            full = Path(dirpath, f)
+            rel = _join(prefix, rel_dir, f)
+            try:
+                st = full.lstat()
+            except OSError as exc:
+                tree.notes.append((rel, f"cannot stat ({exc.strerror}); not examined"))
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                if resolve_inside(real_pkg, os.path.relpath(full, pkg)) is None:
+                    tree.notes.append((rel, "symlink leaves the tree; not followed"))
+                    continue
+            yield rel, full
+
+
+def _join(prefix: str, rel_dir: str, name: str) -> str:
+    parts = [prefix] + ([] if rel_dir in (".", "") else rel_dir.split(os.sep)) + [name]
+    return "/".join(parts)
+
+
+def _folder(root: Path, pkg: Path, prefix: str, shown: str, kind: str, package: EnginePackage) -> SourceTree:
+    tree = SourceTree(display=shown, kind=kind, prefix=prefix, package=package, _root=root)
+    for rel, full in _walk(pkg, prefix, tree):
+        tree.files[rel] = full
+    tree.version = _folder_version(root, pkg, package.name)
+    if not tree.files:
+        raise InputError(shown, f"{_not_a(package)} tree: the {package.name} folder holds no .py files")
+    _require_marker(tree, shown)
+    return tree
+
+
+def _require_marker(tree: SourceTree, shown: str) -> None:
+    """A folder without the package's marker file (``sglang/srt/server_args.py``) is some other package
+    that happens to hold a folder of that name (e.g. ``mtp_audit/engines/sglang`` itself): auditing it
+    would state "no speculative decoding" about something that is not the engine.
+
+    Raises:
+        InputError: ``<prefix>/<marker>`` is not among the listed files.
+    """
+    assert tree.package is not None
+    if tree.marker_path in tree.files:
+        return
+    if tree._zip is not None:
+        tree.close()
+    bad = _not_a(tree.package)
+    if any(rel == tree.marker_path for rel, _ in tree.notes):
+        raise InputError(shown, f"{bad} tree: {tree.marker_path} is a symlink leaving the tree; not followed")
+    raise InputError(shown, f"{bad} tree: no {tree.marker_path} ({tree.package.marker_what})")
+
+
+def _folder_version(root: Path, pkg: Path, name: str) -> str | None:
+    for name in ("_version.py", "version.py"):
+        f = pkg / name
+        if f.is_file():
+            try:
+                m = _VERSION_RE.search(read_bytes_bounded(f, 65536))
+            except InputError:
+                m = None
+            if m:
+                return m.group(1).decode("ascii", "replace")
+    for meta in sorted(pkg.parent.glob(f"{name}-*.dist-info/METADATA")):
+        try:
+            m = _METADATA_VERSION_RE.search(read_bytes_bounded(meta, 1 << 20))
+        except InputError:
+            m = None
+        if m:
+            return m.group(1).decode("ascii", "replace")
+    pyproject = root / "python" / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            m = _PYPROJECT_VERSION_RE.search(read_bytes_bounded(pyproject, 1 << 20))
+        except InputError:
+            m = None
+        if m:
+            return m.group(1).decode("ascii", "replace")
+    return None
+
+
+def _wheel(path: Path, shown: str, package: EnginePackage) -> SourceTree:
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise InputError(shown, f"cannot read: {exc.strerror}") from None
+    if size > MAX_WHEEL_BYTES:
+        raise InputError(shown, f"wheel is {size} bytes, over the {MAX_WHEEL_BYTES}-byte limit")
+    try:
+        zf = zipfile.ZipFile(path)
+        infos = zf.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raise InputError(shown, f"not a readable wheel (zip): {exc}") from None
+    pkg_name = package.name
+    tree = SourceTree(display=path.name, kind="wheel", prefix=pkg_name, package=package, _zip=zf)
+    total = 0
+    for info in infos:
+        name = info.filename
+        if info.is_dir() or not name.endswith(".py"):
+            continue
+        parts = name.split("/")
+        if parts[0] != pkg_name or any(x in SKIP_DIRS for x in parts[1:-1]):
+            continue
+        if (info.external_attr >> 16) & 0o170000 == 0o120000:
+            tree.notes.append((name, "symlink entry in the wheel; not followed"))
+            continue
+        if ".." in parts or name.startswith("/"):
+            tree.notes.append((name, "entry path leaves the tree; not examined"))
+            continue
+        total += info.file_size
+        if total > MAX_WHEEL_PY_BYTES:
+            zf.close()
+            raise InputError(shown, f"wheel's .py files exceed {MAX_WHEEL_PY_BYTES} bytes uncompressed")
+        tree.files[name] = info
+    if not tree.files:
+        zf.close()
+        raise InputError(shown, f"{_not_a(package)} wheel: no {pkg_name}/*.py files inside")
+    _require_marker(tree, shown)
+    for info in infos:
+        if info.filename.endswith(".dist-info/METADATA") and info.file_size < (1 << 20):
+            try:
+                m = _METADATA_VERSION_RE.search(zf.read(info))
+            except (zipfile.BadZipFile, OSError, RuntimeError, EOFError):
+                m = None
+            if m:
+                tree.version = m.group(1).decode("ascii", "replace")
+                break
+    return tree

@@ -1,0 +1,154 @@
+"""The tree is the architecture: no import cycle between modules, no module takes another's ``_private``
+names, rule modules hold declarations only, byte sources know no analyzer.
+
+Every ``import`` / ``from ... import`` in ``mtp_audit/`` is read with ``ast`` (module level and inside
+functions alike: a lazy import still ties two modules together). ``from pkg import name`` counts as an
+edge to ``pkg.name`` when that is a module, else to ``pkg`` itself.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "mtp_audit"
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for p in sorted(PKG.rglob("*.py")):
+        rel = p.relative_to(PKG.parent).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = p
+    return out
+
+
+MODULES = _modules()
+
+
+def _edges(name: str, path: Path) -> list[tuple[str, list[str]]]:
+    """``[(imported module, names taken from it)]`` for one module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    is_pkg = path.name == "__init__.py"
+    out: list[tuple[str, list[str]]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, []) for a in node.names if a.name.startswith("mtp_audit")]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_pkg else name.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            if not mod.startswith("mtp_audit"):
+                continue
+            plain = []
+            for a in node.names:
+                sub = f"{mod}.{a.name}"
+                if sub in MODULES:
+                    out.append((sub, []))
+                else:
+                    plain.append(a.name)
+            if plain:
+                out.append((mod, plain))
+    return out
+
+
+GRAPH = {m: _edges(m, p) for m, p in MODULES.items()}
+
+
+def _cycles() -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w, _ in GRAPH.get(v, []):
+            if w not in MODULES or w == v:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for m in MODULES:
+        if m not in index:
+            visit(m)
+    return out
+
+
+def test_graph_is_read():
+    # a sanity check that the reader sees real edges: the CLI's kit renders through the formats package
+    assert ("mtp_audit.formats", ["render"]) in GRAPH["mtp_audit.cli.kit"]
+    assert len(MODULES) > 60
+
+
+def test_no_import_cycle():
+    assert _cycles() == []
+
+
+def test_no_private_names_across_modules():
+    bad = [(m, target, n) for m, edges in GRAPH.items() for target, names in edges for n in names
+           if n.startswith("_") and not n.startswith("__") and target != m]
+    assert bad == []
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.endswith(".rules") and m != "mtp_audit.report.rules"
+                                          and m != "mtp_audit.cli.rules"))
+def test_rule_modules_hold_declarations_only(module):
+    """A rules module imports the report model, the rule registry and fixture builders, never an analyzer
+    (the examples run through ``<package>.examples``)."""
+    allowed = ("mtp_audit.report", "mtp_audit.report.model", "mtp_audit.report.rules", "mtp_audit.synth",
+               "mtp_audit.synth.shards", "mtp_audit.checkpoint.layouts", "mtp_audit.preflight.facts")
+    assert [t for t, _ in GRAPH[module] if t not in allowed] == []
+    pkg = module.rpartition(".")[0]
+    assert f"{pkg}.examples" in MODULES
+
+
+def test_sources_know_no_analyzer():
+    """Byte sources import only each other, the bounded-read helpers and the error type."""
+    for m, edges in GRAPH.items():
+        if m.startswith("mtp_audit.sources"):
+            assert [t for t, _ in edges if not t.startswith(("mtp_audit.sources", "mtp_audit.errors"))
+                    and t != "mtp_audit"] == [], m
+
+
+def test_analyzers_reach_each_other_through_public_packages():
+    """An analyzer package imports another analyzer only through that package's public entry point
+    (``mtp_audit.checkpoint``, ``mtp_audit.preflight``, ``mtp_audit.engines.sglang``), or its rules."""
+    analyzers = ("mtp_audit.checkpoint", "mtp_audit.compare", "mtp_audit.preflight", "mtp_audit.engines.sglang",
+                 "mtp_audit.engines.vllm")
+    bad = []
+    for m, edges in GRAPH.items():
+        own = next((a for a in analyzers if m == a or m.startswith(a + ".")), None)
+        if own is None:
+            continue
+        for t, _ in edges:
+            other = next((a for a in analyzers if t == a or t.startswith(a + ".")), None)
+            if other and other != own and t != other and not t.endswith((".rules", ".layouts")):
+                bad.append((m, t))
+    assert bad == []
