@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from mtp_audit.cli import main
+from mtp_audit.cli.main import main
 from mtp_audit.errors import InputError
 from mtp_audit.preflight.envdump import parse_dump, read_dump
 from mtp_audit.preflight.gpus import cc_from_name, lookup, table
