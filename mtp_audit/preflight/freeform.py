@@ -77,6 +77,10 @@ _ENGINE = {
 _NOT_INSTALLED = re.compile(r"module not found|not installed|n/a\b", re.I)
 _MIB = 1024 * 1024
 
+#: Free-form reading looks at the first this many lines (hand-written environment sections are short;
+#: a 64 MiB paste is a tool dump, whose parsers read it whole). Lines over 8 KiB are skipped.
+MAX_LINES = 20_000
+
 
 @dataclass
 class _Seen:
@@ -171,6 +175,9 @@ def parse_freeform(text: str) -> MachineFacts:
     indexed: dict[int, GpuFacts] = {}
     bare_cuda: list[str] = []
     last = len(lines)
+    if len(lines) > MAX_LINES:
+        notes.append(f"free-form reading stopped after line {MAX_LINES} of {len(lines)} (bound); tool-dump formats were read whole")
+        lines = lines[:MAX_LINES]
     for ln, raw in enumerate(lines, 1):
         if not raw.strip() or len(raw) > 8192:
             continue
@@ -269,10 +276,12 @@ def parse_freeform(text: str) -> MachineFacts:
         proper = [g for g in groups if g.key and _GPU_PROPER.match(g.key)]
         if proper:
             # a system named elsewhere ("Device: DGX Spark") is the GPU of the GPU line when they agree or one is unknown
-            dropped = [g for g in groups if g not in proper and any(not g.cc.present or not p.cc.present or g.cc.value == p.cc.value for p in proper)]
+            pid = {id(g) for g in proper}
+            dropped = [g for g in groups if id(g) not in pid and any(not g.cc.present or not p.cc.present or g.cc.value == p.cc.value for p in proper)]
             for g in dropped:
                     notes.append(f"free-form line {g.line} names {g.name}; the GPU line(s) {', '.join(str(p.line) for p in proper)} are used for the GPU list")
-            groups = [g for g in groups if g not in dropped]
+            did = {id(g) for g in dropped}
+            groups = [g for g in groups if id(g) not in did]
         merged: list[_Group] = []
         for g in groups:
             same = next((m for m in merged if _same_product(m, g)), None)
