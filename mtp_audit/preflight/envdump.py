@@ -23,6 +23,7 @@ list, and the fact's ``source`` says so.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from dataclasses import replace
 from pathlib import Path
 
@@ -161,9 +162,34 @@ def _line_of(text: str, pos: int) -> int:
     return index_for(text).line_of(pos)
 
 
+def _key_search(text: str, key: str, tail: str, *, line_start: bool = False) -> re.Match[str] | None:
+    """The first ``key`` + ``tail`` match whose ``key`` starts the text, a line (``line_start``) or follows
+    whitespace (otherwise): what a multi-line ``re.search`` for start-or-whitespace, KEY, TAIL finds, in time
+    linear in ``len(text)``.
+
+    ``str.find`` locates each occurrence of the literal key and the compiled pattern is tried only there, so
+    a key absent from a 64 MB dump costs one ``find``, not a regex attempt at every position.
+    """
+    rx = _key_pattern(key, tail)
+    pos = text.find(key)
+    while pos != -1:
+        prev = text[pos - 1] if pos else "\n"
+        if prev == "\n" or (not line_start and prev.isspace()):
+            m = rx.match(text, pos)
+            if m:
+                return m
+        pos = text.find(key, pos + 1)
+    return None
+
+
+@lru_cache(maxsize=256)
+def _key_pattern(key: str, tail: str) -> re.Pattern[str]:
+    return re.compile(re.escape(key) + tail, re.M)
+
+
 def _kv(text: str, key: str, fmt: str, *, value: str = r"(\S+)") -> Fact:
     """``Key: value`` or ``Key   : value`` (boxed), first occurrence."""
-    m = re.search(rf"(?:^|\s){re.escape(key)}\s*:[ \t]*{value}", text, re.M)
+    m = _key_search(text, key, rf"\s*:[ \t]*{value}")
     if not m or not m.group(1).strip():
         return Fact.absent(f"the {fmt} dump has no '{key}' line", source=fmt)
     v = m.group(1).strip()
@@ -228,7 +254,7 @@ def parse_sglang_check_env(text: str) -> MachineFacts:
     for key, dist in _PKG_ALIASES.items():
         if dist == "torch":
             continue
-        m = re.search(rf"(?:^|\s){re.escape(key)}: (.+?)(?=\s+[A-Za-z_][\w\-]*: |\n|$)", text, re.M)
+        m = _key_search(text, key, r": (.+?)(?=\s+[A-Za-z_][\w\-]*: |\n|$)")
         if not m:
             continue
         val = m.group(1).strip()
@@ -344,7 +370,7 @@ def parse_flashinfer_collect_env(text: str) -> MachineFacts:
     packages: dict[str, Fact] = {}
     notes: list[str] = []
     for key, dist in (("flashinfer", "flashinfer-python"), ("flashinfer-cubin", "flashinfer-cubin"), ("flashinfer-jit-cache", "flashinfer-jit-cache")):
-        m = re.search(rf"^{re.escape(key)}\s+: (.+)$", text, re.M)
+        m = _key_search(text, key, r"\s+: (.+)$", line_start=True)
         if m:
             val = m.group(1).strip()
             src = f"{fmt} line {_line_of(text, m.start(1))}"
@@ -357,7 +383,7 @@ def parse_flashinfer_collect_env(text: str) -> MachineFacts:
     archs = re.search(r"Target CUDA archs \(resolved\)\s*: (.+)", text)
     env = {"FLASHINFER_RESOLVED_ARCHS": archs.group(1).strip()} if archs else {}
     for key, dist in (("torch", "torch"), ("triton", "triton"), ("nvidia-cudnn-frontend", "nvidia-cudnn-frontend")):
-        m = re.search(rf"^{re.escape(key)}\s+: (\S+)", text, re.M)
+        m = _key_search(text, key, r"\s+: (\S+)", line_start=True)
         if m:
             packages.setdefault(dist, Fact.of(m.group(1), f"{fmt} line {_line_of(text, m.start(1))}"))
     gpu_section = "==== GPU / Driver ====" in text

@@ -74,6 +74,8 @@ _ENGINE = {
     "sglang": re.compile(r"sglang\.launch_server|(?<![\w-])sglang serve|lmsysorg/sglang|(?<![\w./-])sglang(?![\w-]|\.[a-z])", re.I),
     "vllm": re.compile(r"(?<![\w-])vllm serve|vllm\.entrypoints|vllm/vllm-openai|nvcr\.io/nvidia/vllm|(?<![\w./-])vllm(?![\w-]|\.[a-z])", re.I),
 }
+#: Lower-case substrings one of which every :data:`_PKG` match contains: a line without any skips that regex.
+_PKG_HINTS = ("sgl", "flashinfer", "vllm", "torch", "triton", "cudnn", "cutlass")
 _NOT_INSTALLED = re.compile(r"module not found|not installed|n/a\b", re.I)
 _MIB = 1024 * 1024
 
@@ -187,17 +189,18 @@ def parse_freeform(text: str) -> MachineFacts:
         low = line.lower()
         truncated_line = cut_last and ln == last
         # --- versions ------------------------------------------------------------------------
-        for m in _DRIVER.finditer(line):
+        has_cuda = "cuda" in low
+        for m in (_DRIVER.finditer(line) if ("driver" in low or "kmd" in low) else ()):
             driver.add(m.group(1), ln, f"'{m.group(0).strip()}'")
-        for m in _CUDA_DRIVER.finditer(line):
+        for m in (_CUDA_DRIVER.finditer(line) if has_cuda else ()):
             cuda_drv.add(m.group(1), ln, f"'{m.group(0).strip()}'")
-        for m in _TOOLKIT.finditer(line):
+        for m in (_TOOLKIT.finditer(line) if (has_cuda or "nvcc" in low) else ()):
             toolkit.add(m.group(1), ln, f"'{m.group(0).strip()}'")
-        if "cuda" in low and not _CUDA_DRIVER.search(line) and not _TOOLKIT.search(line):
+        if has_cuda and not _CUDA_DRIVER.search(line) and not _TOOLKIT.search(line):
             for m in _CUDA_BARE.finditer(line):
                 if "cu1" not in line[m.start():m.end()].lower():
                     bare_cuda.append(f"line {ln}: '{m.group(0).strip()}'")
-        for m in _PKG.finditer(line):
+        for m in (_PKG.finditer(line) if any(k in low for k in _PKG_HINTS) else ()):
             name = _PKG_NAMES[m.group(1).lower().replace("_", "-")]
             ver = m.group(2)
             before = low[max(0, m.start() - 14):m.start()]
@@ -208,7 +211,7 @@ def parse_freeform(text: str) -> MachineFacts:
                 t = re.search(r"\+cu(\d{1,2})(\d)(?![\d])", ver)
                 if t:
                     torch_cuda.add(f"{int(t.group(1))}.{t.group(2)}", ln, f"torch {ver} (+cu tag)")
-        for m in _IMAGE.finditer(line):
+        for m in (_IMAGE.finditer(line) if ("lmsysorg/" in low or "vllm-openai" in low) else ()):
             repo, tag = m.group(1), m.group(2)
             eng = "sglang" if "sglang" in repo else "vllm"
             tv = _TAG_VERSION.match(tag)
@@ -223,7 +226,7 @@ def parse_freeform(text: str) -> MachineFacts:
                 notes.append(f"free-form line {ln}: container tag {repo}:{tag} says CUDA {int(tc.group(1))} (major only)")
         if not _NOT_INSTALLED.search(value or ""):
             for eng, rx in _ENGINE.items():
-                em = rx.search(line)
+                em = rx.search(line) if eng in low else None
                 if em and eng not in engines:
                     engines[eng] = (ln, em.group(0))
         # --- GPUs -----------------------------------------------------------------------------

@@ -24,8 +24,7 @@ from typing import Any
 
 _WORD = re.compile(r"[a-z]+|\d+")
 
-#: Longest alias, in words; a name is scanned for aliases of at most this many words.
-_MAX_ALIAS_WORDS = 12
+
 
 
 def words(text: str) -> tuple[str, ...]:
@@ -79,17 +78,30 @@ def _alias_index() -> dict[tuple[str, ...], tuple[str, dict[str, Any]]]:
     return out
 
 
+@lru_cache(maxsize=1)
+def _lengths_by_first_word() -> dict[str, tuple[int, ...]]:
+    """First word of an alias -> the word counts of the aliases starting with it, longest first."""
+    out: dict[str, set[int]] = {}
+    for key in _alias_index():
+        out.setdefault(key[0], set()).add(len(key))
+    return {w: tuple(sorted(ns, reverse=True)) for w, ns in out.items()}
+
+
 def find_all(text: str) -> list[GpuMatch]:
     """Every GPU product named in ``text``, left to right, each the longest alias at its position;
-    overlapping shorter hits are dropped. Linear in ``len(text)`` (at most 12 words tried per word)."""
+    overlapping shorter hits are dropped. Linear in ``len(text)``: a word that starts no alias costs one
+    dict lookup; one that does tries only the alias lengths that start with it."""
     idx = _alias_index()
+    firsts = _lengths_by_first_word()
     spans = word_spans(text)
     ws = [w for w, _, _ in spans]
     out: list[GpuMatch] = []
     i = 0
     while i < len(ws):
         best = None
-        for n in range(min(_MAX_ALIAS_WORDS, len(ws) - i), 0, -1):
+        for n in firsts.get(ws[i], ()):
+            if n > len(ws) - i:
+                continue
             hit = idx.get(tuple(ws[i:i + n]))
             if hit is not None:
                 best = (n, hit)
