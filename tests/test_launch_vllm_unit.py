@@ -83,3 +83,12 @@ def test_n_predict_from_checkpoint_facts() -> None:
     assert n_predict_of("getattr(hf_config, 'num_nextn_predict_layers', None)", ck)[0] is None
     assert n_predict_of("1", ck)[0] == 1
     assert n_predict_of("mtp_config.get('num_nextn_predict_layers', 0)", {"mtp": {"declared_layers": 3, "declared_by": "/num_nextn_predict_layers"}})[0] == 3
+
+
+def test_engine_and_source_must_agree(capsys) -> None:
+    from mtp_audit.cli.main import main
+
+    assert main(["launch", "--vllm", "v.whl", "--", "python", "-m", "sglang.launch_server", "--model-path", "m"]) == 2
+    assert capsys.readouterr().err == "mtp-audit: error: --vllm: the command starts SGLang, not vLLM: use --sglang TARGET\n"
+    assert main(["launch", "--sglang", "s.whl", "--", "vllm", "serve", "m"]) == 2
+    assert capsys.readouterr().err == "mtp-audit: error: --sglang: the command starts vLLM (vllm serve ...): use --vllm TARGET\n"

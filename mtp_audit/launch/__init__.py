@@ -60,7 +60,8 @@ def audit_launch(
         is known), ``facts["launch"]["closing"]`` the same in sentences.
 
     Raises:
-        InputError: empty command, a command that is not an SGLang server launch, a ``--model-path`` that
+        InputError: empty command, a command that is neither an SGLang nor a vLLM server launch, ``--sglang`` with a
+            vLLM command or ``--vllm`` with an SGLang one, a ``--model-path`` that
             does not exist (and is not a hub repo id), an unreadable ``--sglang`` target or env dump.
     """
     from mtp_audit.launch.analyze import Machine, audit_sglang_target, evaluate_launch
@@ -70,12 +71,19 @@ def audit_launch(
     toks = split_command(list(argv))
     from mtp_audit.launch.vllm_command import vllm_entry
 
+    from mtp_audit.errors import InputError as _InputError
+
     if vllm_entry(toks) is not None:
         from mtp_audit.launch.vllm_launch import audit_vllm_launch
+
+        if sglang is not None or compare_sglang is not None:
+            raise _InputError("--sglang", f"the command starts vLLM ({vllm_entry(toks)[1]} ...): use --vllm TARGET")
 
         return audit_vllm_launch(toks, vllm=vllm, env_dump=env_dump, facts=facts, machine_facts=machine_facts, env=env,
                                  environ=environ, cwd=cwd)
     find_entry(toks)  # not SGLang -> InputError before any heavy work
+    if vllm is not None:
+        raise _InputError("--vllm", "the command starts SGLang, not vLLM: use --sglang TARGET")
     dumps = (env_dump,) if isinstance(env_dump, (str, Path)) else tuple(env_dump or ())
     if len([x for x in (dumps, facts, machine_facts) if x]) > 1:
         from mtp_audit.errors import InputError
