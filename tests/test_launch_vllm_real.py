@@ -203,3 +203,15 @@ def test_readme_vllm_launch_block_is_real_output(tmp_path: Path, capsys, monkeyp
     assert rc == 1
     missing = [line for line in block[1:] if line not in out]
     assert missing == []
+
+
+def test_draft_model_on_qwen35_and_silent_default_on_deepseek(qw: Path, ds: Path) -> None:
+    r, f = _run("0.33.0", "vllm", "serve", str(qw), "--speculative-config", json.dumps({"method": "draft_model", "model": str(qw)}))
+    assert (f["speculative"]["requested"], f["speculative"]["runs_as"]) == ("draft_model", "mtp")
+    assert f["draft"]["architectures"] == ["Qwen3_5MoeMTP"]
+    # not given: the draft's n_predict = text_config.mtp_num_hidden_layers = 1 (vllm/config/speculative.py:1603)
+    assert f["speculative"]["num_speculative_tokens"] == 1
+    assert any(x.rule_id == "MTP323" and "(vllm/config/speculative.py:1603)" in x.message for x in r.findings)
+    r, f = _run("0.11.0", "vllm", "serve", str(ds), "--speculative-config", json.dumps({"method": "mtp", "model": str(ds)}))
+    assert f["speculative"]["num_speculative_tokens"] == 1 and f["verdict"] == "go"
+    assert any(x.rule_id == "MTP323" and "(vllm/config/speculative.py:388)" in x.message for x in r.findings)

@@ -92,3 +92,51 @@ def test_engine_and_source_must_agree(capsys) -> None:
     assert capsys.readouterr().err == "mtp-audit: error: --vllm: the command starts SGLang, not vLLM: use --sglang TARGET\n"
     assert main(["launch", "--sglang", "s.whl", "--", "vllm", "serve", "m"]) == 2
     assert capsys.readouterr().err == "mtp-audit: error: --sglang: the command starts vLLM (vllm serve ...): use --vllm TARGET\n"
+
+
+def _tree(tmp_path, layers: int):
+    """The MTP32x example tree (launch/rules.py: a vLLM tree in 0.33.0's shapes, a Qwen3.5-MoE-shaped checkpoint)
+    with ``mtp_num_hidden_layers`` set to ``layers``."""
+    import json
+
+    from mtp_audit.launch.rules import RULES_BY_ID
+
+    RULES_BY_ID["MTP323"].examples[0].materialize(tmp_path)
+    cfg = json.loads((tmp_path / "ckpt/config.json").read_text())
+    cfg["mtp_num_hidden_layers"] = layers
+    (tmp_path / "ckpt/config.json").write_text(json.dumps(cfg))
+    idx = json.loads((tmp_path / "ckpt/model.safetensors.index.json").read_text())
+    wm = idx["weight_map"]
+    for layer in range(1, layers):
+        wm.update({n.replace("mtp.layers.0.", f"mtp.layers.{layer}."): v for n, v in list(wm.items()) if n.startswith("mtp.layers.0.")})
+    (tmp_path / "ckpt/model.safetensors.index.json").write_text(json.dumps(idx))
+    return tmp_path
+
+
+@pytest.mark.parametrize("k, error", [(3, True), (4, False), (1, False)])
+def test_divisibility_rule(tmp_path, k: int, error: bool) -> None:
+    from mtp_audit.launch import audit_launch
+
+    root = _tree(tmp_path, 2)
+    r = audit_launch(["vllm", "serve", "ckpt", "--speculative-config", f'{{"method":"mtp","num_speculative_tokens":{k}}}'],
+                     vllm=root / "vl", env_dump=[root / "env.txt"], environ={}, cwd=root)
+    f = r.facts["launch"]
+    assert f["speculative"]["mtp_layers"] == 2
+    msgs = [x.message for x in r.findings if x.rule_id == "MTP320"]
+    if error:
+        assert len(msgs) == 1 and "num_speculative_tokens:3 must be divisible by n_predict=2" in msgs[0]
+        assert f["corrected_command"] == """vllm serve ckpt --speculative-config '{"method":"mtp","num_speculative_tokens":2}'"""
+        assert f["corrected_check"]["verdict"] == "go"
+    else:
+        assert msgs == [] and f["verdict"] == "go"
+
+
+def test_silent_default_is_the_layer_count(tmp_path) -> None:
+    from mtp_audit.launch import audit_launch
+
+    root = _tree(tmp_path, 2)
+    r = audit_launch(["vllm", "serve", "ckpt", "--speculative-config", '{"method":"mtp","model":"ckpt"}'],
+                     vllm=root / "vl", env_dump=[root / "env.txt"], environ={}, cwd=root)
+    f = r.facts["launch"]
+    assert f["speculative"]["num_speculative_tokens"] == 2 and f["summary"]["num_speculative_tokens"] == "2 (not given: the draft's n_predict) for 2 MTP layer(s)"
+    assert [x.severity.name for x in r.findings if x.rule_id == "MTP323"] == ["INFO"]
