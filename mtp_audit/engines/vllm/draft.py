@@ -40,7 +40,7 @@ class LaunchView:
         self._reg_rel = (report.facts.get("vllm") or {}).get("files", {}).get("registry")
         if spec_text is None:
             return
-        from mtp_audit.engines.vllm.scan import module_consts
+        from mtp_audit.engines.code.pyast import module_string_sets as module_consts
 
         try:
             tree = ast.parse(spec_text)
