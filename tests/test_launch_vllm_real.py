@@ -215,3 +215,19 @@ def test_draft_model_on_qwen35_and_silent_default_on_deepseek(qw: Path, ds: Path
     r, f = _run("0.11.0", "vllm", "serve", str(ds), "--speculative-config", json.dumps({"method": "mtp", "model": str(ds)}))
     assert f["speculative"]["num_speculative_tokens"] == 1 and f["verdict"] == "go"
     assert any(x.rule_id == "MTP323" and "(vllm/config/speculative.py:388)" in x.message for x in r.findings)
+
+
+def test_json_and_sarif_validate(ds: Path, tmp_path: Path) -> None:
+    """The merged vLLM launch report (vllm + checkpoint + preflight + launch facts) validates against the report
+    schema (which now names the vllm analyzer) and SARIF 2.1.0."""
+    import jsonschema
+
+    root = Path(__file__).resolve().parents[1]
+    cmd = ["--vllm", str(vllm_wheel("0.11.0")), "--facts", str(H200), "--", "vllm", "serve", str(ds), "--speculative-config",
+           '{"method":"deepseek_mtp","num_speculative_tokens":1}']
+    assert main(["launch", "-f", "json", "-o", str(tmp_path / "r.json"), *cmd]) == 0
+    doc = json.loads((tmp_path / "r.json").read_text())
+    jsonschema.validate(doc, json.loads((root / "mtp_audit/schema/report.schema.json").read_text()))
+    assert doc["facts"]["launch"]["engine"] == "vllm" and doc["facts"]["launch"]["speculative"]["runs_as"] == "mtp"
+    assert main(["launch", "-f", "sarif", "-o", str(tmp_path / "r.sarif"), *cmd]) == 0
+    jsonschema.validate(json.loads((tmp_path / "r.sarif").read_text()), json.loads((root / "tests/data/sarif-schema-2.1.0.json").read_text()))

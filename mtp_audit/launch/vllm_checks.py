@@ -633,7 +633,7 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, machi
         ctx.gaps.append(view_gap)
     read = {e["name"] for e in (vf or {}).get("env_vars", [])}
     for k, val in sorted((environ or {}).items()):
-        if k in read or k == "VLLM_USE_V2_MODEL_RUNNER":
+        if k in read or k in ("VLLM_USE_V2_MODEL_RUNNER", "VLLM_USE_V1"):
             ctx.env[k] = val
     ctx.env.update(cmd.env)
     ctx.env.update(env or {})
