@@ -231,3 +231,16 @@ def test_json_and_sarif_validate(ds: Path, tmp_path: Path) -> None:
     assert doc["facts"]["launch"]["engine"] == "vllm" and doc["facts"]["launch"]["speculative"]["runs_as"] == "mtp"
     assert main(["launch", "-f", "sarif", "-o", str(tmp_path / "r.sarif"), *cmd]) == 0
     jsonschema.validate(json.loads((tmp_path / "r.sarif").read_text()), json.loads((root / "tests/data/sarif-schema-2.1.0.json").read_text()))
+
+
+def test_retired_moe_fp4_env_var(qw: Path) -> None:
+    """VLLM_USE_FLASHINFER_MOE_FP4 is defined in 0.11.0's vllm/envs.py, not in 0.33.0's (retired with --moe-backend)."""
+    argv = ["VLLM_USE_FLASHINFER_MOE_FP4=1", "vllm", "serve", str(qw), "--speculative-config", '{"method":"mtp","num_speculative_tokens":1}']
+    r33, _ = _run("0.33.0", *argv)
+    msgs = [x.message for x in r33.findings if x.rule_id == "MTP326"]
+    assert msgs == ["VLLM_USE_FLASHINFER_MOE_FP4=1 is not defined by vLLM 0.33.0 (vllm/envs.py): it has no effect; vLLM logs "
+                    "'Unknown vLLM environment variable detected' (vllm/platforms/interface.py:1466)"]
+    r11, _ = _run("0.11.0", *argv)
+    assert [x for x in r11.findings if x.rule_id == "MTP326"] == []
+    r33h, f = _run("0.33.0", *argv, "--fail-on-environ-validation")
+    assert [x.severity.name for x in r33h.findings if x.rule_id == "MTP326"] == ["ERROR"] and f["verdict"] == "fix first"

@@ -480,6 +480,20 @@ VLLM_RULES: tuple[Rule, ...] = (
       "documentation",
       (_vex(True, "MTP present, no speculative config", _VS),
        _vex(False, "speculative config given", _VS + _spec(method="mtp", num_speculative_tokens=1)))),
+    R("MTP326", "vllm-env-var-not-read", W, "A VLLM_* spec-decode / FP4 / MoE variable of the launch that this vLLM does not define",
+      "For each VLLM_* variable of the launch (KEY=VALUE before the program, --env, or the current environment) whose name "
+      "is about speculative decoding, FP4 or MoE kernels, looks it up in this vLLM's vllm/envs.py (facts.vllm.env_vars).",
+      "vLLM ignores a variable it does not define (recent versions log 'Unknown vLLM environment variable detected'). "
+      "0.24 retired ten FP4/MoE backend variables (VLLM_USE_FLASHINFER_MOE_FP4, ...) in favour of --moe-backend, so a "
+      "recipe written for an older release silently runs another MoE kernel.",
+      "Remove the variable; choose the FP4/MoE kernel with --moe-backend (0.24+).",
+      ("vllm 0.11.0 vllm/envs.py VLLM_USE_FLASHINFER_MOE_FP4", "vllm 0.33.0 vllm/envs.py (no VLLM_USE_FLASHINFER_MOE_FP4), "
+       "vllm/engine/arg_utils.py:1845 --moe-backend", f"{RES}/vllm_speculative.md (0.24 env-var retirement)"),
+      "code",
+      (_vex(True, "VLLM_USE_FLASHINFER_MOE_FP4=1 on a vLLM whose envs.py does not define it",
+            ("VLLM_USE_FLASHINFER_MOE_FP4=1",) + _VS + _spec(method="mtp", num_speculative_tokens=1)),
+       Example(False, lambda: dict(_vfiles(), **{"vl/vllm/envs.py": 'environment_variables = {\n    "VLLM_USE_FLASHINFER_MOE_FP4": lambda: False,\n}\n'}),
+               ("VLLM_USE_FLASHINFER_MOE_FP4=1",) + _VS + _spec(method="mtp", num_speculative_tokens=1), "defined in this vLLM's envs.py"))),
 )
 
 RULES = RULES + VLLM_RULES

@@ -1,5 +1,5 @@
 """``mtp-audit launch -- vllm serve ...``: what vLLM will run for the command's speculative config,
-cross-checked with the checkpoint and the machine (rules MTP320-MTP325, :mod:`mtp_audit.launch.rules`).
+cross-checked with the checkpoint and the machine (rules MTP320-MTP326, :mod:`mtp_audit.launch.rules`).
 
 Inputs flow through the analyzers' public functions only: :func:`mtp_audit.engines.vllm.open_for_launch`
 (the vLLM facts of docs/vllm.md, plus ``hf_config_override`` run on this checkpoint's config),
@@ -510,6 +510,33 @@ def check_unused(ctx: VCtx) -> None:
                 remediation=f"add --speculative-config '{spec_json({'method': 'mtp', 'num_speculative_tokens': int(layers)})}'")
 
 
+#: the names the vLLM analyzer records (``facts.vllm.env_vars``: docs/vllm.md; the same filter as its scanner), so a
+#: launch variable matching it that the facts do not list is one this vLLM does not define
+ENV_INTEREST = re.compile(r"SPEC|MTP|EAGLE|DRAFT|NGRAM|FP4|MOE|MARLIN|USE_V1$|V2_MODEL_RUNNER|NVFP4|MXFP4|TRTLLM|CUTLASS_MOE|DEEPEP")
+
+
+def check_env(ctx: VCtx) -> None:
+    """MTP326: a ``VLLM_*`` spec-decode / FP4 / MoE variable of the launch that this vLLM does not define (0.24 retired
+    ten FP4/MoE variables in favour of ``--moe-backend``; an old setting then only warns)."""
+    vf = ctx.vf
+    if vf is None:
+        return
+    defined = {e["name"] for e in vf.get("env_vars", [])}
+    for name in sorted(ctx.env):
+        if not name.startswith("VLLM_") or not ENV_INTEREST.search(name) or name in defined:
+            continue
+        where = vf.get("unknown_env_check")
+        hard = bool(where) and "--fail-on-environ-validation" in ctx.cmd.options and "--no-fail-on-environ-validation" not in ctx.cmd.options
+        # 0.33.0 vllm/platforms/interface.py:1463-1466: validate_environ(hard_fail) raises with --fail-on-environ-validation
+        ctx.add("MTP326", f"{name}={ctx.env[name]} is not defined by vLLM {ctx.version} (vllm/envs.py): "
+                + (f"with --fail-on-environ-validation vLLM raises 'Unknown vLLM environment variable detected' ({where}) and the "
+                   "server does not start" if hard else "it has no effect"
+                   + (f"; vLLM logs 'Unknown vLLM environment variable detected' ({where})" if where else ", silently")),
+                f"env:{name}", evidence=[Evidence("defined spec/FP4/MoE variables", f"{len(defined)} in vllm/envs.py")],
+                severity=Severity.ERROR if hard else None,
+                remediation=f"remove {name}" + ("; FP4/MoE kernels are chosen with --moe-backend from 0.24 on" if re.search("MOE|FP4", name) else ""))
+
+
 def check_command(ctx: VCtx) -> None:
     """MTP320 for what vLLM's parser and ``create_speculative_config`` reject."""
     for kind, tok, msg in ctx.cmd.problems:
@@ -532,7 +559,8 @@ def check_command(ctx: VCtx) -> None:
                 ctx.fails = True
                 ctx.add("MTP320", f"vLLM {ctx.version} has no {opt} option (the --spec-* shorthand appears in later versions): 'unrecognized "
                         f"arguments: {opt}'", opt, remediation="use --speculative-config JSON instead")
-    others = sorted(o for o in ctx.cmd.options if o not in ("--model", "--speculative-config", "--model-impl", *SPEC_SHORTHAND))
+    others = sorted(o for o in ctx.cmd.options if o not in ("--model", "--speculative-config", "--model-impl", "--fail-on-environ-validation",
+                                                            "--no-fail-on-environ-validation", *SPEC_SHORTHAND))
     if others:
         ctx.gap(f"vLLM's option table is not read: {', '.join(others[:8])}{' ...' if len(others) > 8 else ''} not checked "
                 "(a misspelt or removed option is not reported)")
@@ -672,6 +700,7 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, machi
     check_draft(ctx)
     pick_proposer(ctx)
     check_unused(ctx)
+    check_env(ctx)
     if cmd.spec is None and ctx.ck is not None:
         from mtp_audit.launch.analyze import mtp_errors_as_warnings as relax
 

@@ -47,7 +47,8 @@ _PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
 #: the shorthand flags and the speculative-config key each fills (0.33.0 arg_utils.py:2108-2112)
 SPEC_SHORTHAND = {"--spec-method": "method", "--spec-model": "model", "--spec-tokens": "num_speculative_tokens"}
 #: option strings (after underscore -> dash) that take no value, among those the cross-checks read
-_NO_VALUE = {"--trust-remote-code", "--enforce-eager", "--help", "-h", "--version", "--headless"}
+_NO_VALUE = {"--trust-remote-code", "--enforce-eager", "--help", "-h", "--version", "--headless", "--fail-on-environ-validation",
+             "--no-fail-on-environ-validation"}
 _SHORT_WITH_VALUE = {"-tp": "--tensor-parallel-size", "-pp": "--pipeline-parallel-size", "-dp": "--data-parallel-size",
                      "-q": "--quantization", "-sc": "--speculative-config", "-O": "--optimization-level"}
 
