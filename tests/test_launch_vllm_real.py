@@ -244,3 +244,12 @@ def test_retired_moe_fp4_env_var(qw: Path) -> None:
     assert [x for x in r11.findings if x.rule_id == "MTP326"] == []
     r33h, f = _run("0.33.0", *argv, "--fail-on-environ-validation")
     assert [x.severity.name for x in r33h.findings if x.rule_id == "MTP326"] == ["ERROR"] and f["verdict"] == "fix first"
+
+
+def test_api_server_positional_model(qw: Path) -> None:
+    r, f = _run("0.33.0", "python", "-m", "vllm.entrypoints.openai.api_server", str(qw), "--speculative-config",
+                '{"method":"mtp","num_speculative_tokens":1}')
+    assert [x.rule_id for x in r.findings if x.severity.name == "ERROR"] == ["MTP327"]
+    assert f["corrected_command"] == (f"python -m vllm.entrypoints.openai.api_server --model {qw} --speculative-config "
+                                      """'{"method":"mtp","num_speculative_tokens":1}'""")
+    assert f["corrected_check"]["verdict"] == "go"

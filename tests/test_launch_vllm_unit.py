@@ -140,3 +140,11 @@ def test_silent_default_is_the_layer_count(tmp_path) -> None:
     f = r.facts["launch"]
     assert f["speculative"]["num_speculative_tokens"] == 2 and f["summary"]["num_speculative_tokens"] == "2 (not given: the draft's n_predict) for 2 MTP layer(s)"
     assert [x.severity.name for x in r.findings if x.rule_id == "MTP323"] == ["INFO"]
+
+
+def test_api_server_positional_model_is_ignored() -> None:
+    c = parse_vllm_command(["python", "-m", "vllm.entrypoints.openai.api_server", "ck", "--spec-tokens", "1"], True)
+    assert c.ignored_positional == (3, "ck") and c.model == "ck" and [p[0] for p in c.problems] == ["positional-ignored"]
+    assert rebuild_vllm(c, model_option=True) == ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "ck", "--spec-tokens", "1"]
+    c = parse_vllm_command(["vllm", "serve", "ck"], True)
+    assert c.ignored_positional is None and c.problems == []

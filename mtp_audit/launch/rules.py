@@ -494,6 +494,18 @@ VLLM_RULES: tuple[Rule, ...] = (
             ("VLLM_USE_FLASHINFER_MOE_FP4=1",) + _VS + _spec(method="mtp", num_speculative_tokens=1)),
        Example(False, lambda: dict(_vfiles(), **{"vl/vllm/envs.py": 'environment_variables = {\n    "VLLM_USE_FLASHINFER_MOE_FP4": lambda: False,\n}\n'}),
                ("VLLM_USE_FLASHINFER_MOE_FP4=1",) + _VS + _spec(method="mtp", num_speculative_tokens=1), "defined in this vLLM's envs.py"))),
+    R("MTP327", "vllm-positional-model-ignored", E, "python -m vllm.entrypoints.openai.api_server ignores a positional model",
+      "Fires when the api_server entry point gets the model as a positional argument and no --model. Its parser (make_arg_parser) "
+      "declares the optional model_tag positional, but only `vllm serve` copies it to --model.",
+      "The server starts without an error and serves ModelConfig's default model (Qwen/Qwen3-0.6B in 0.11.0 and 0.33.0), "
+      "not the checkpoint named: the MTP heads, the FP4 kernels and the answers are those of another model.",
+      "Write --model MODEL (the corrected command does), or launch with vllm serve MODEL.",
+      ("vllm 0.11.0 vllm/entrypoints/cli/serve.py:47-48 (args.model = args.model_tag), vllm/entrypoints/openai/api_server.py:1942-1953, "
+       "vllm/entrypoints/openai/cli_args.py:241, vllm/config/model.py:92",
+       "vllm 0.33.0 vllm/entrypoints/launchers/api_server/entry.py:204-226, vllm/entrypoints/common/cli_args.py:439, vllm/config/model.py:155"),
+      "code",
+      (_vex(True, "api_server with a positional model", ("python", "-m", "vllm.entrypoints.openai.api_server", "ckpt")),
+       _vex(False, "api_server with --model", ("python", "-m", "vllm.entrypoints.openai.api_server", "--model", "ckpt")))),
 )
 
 RULES = RULES + VLLM_RULES

@@ -1,5 +1,5 @@
 """``mtp-audit launch -- vllm serve ...``: what vLLM will run for the command's speculative config,
-cross-checked with the checkpoint and the machine (rules MTP320-MTP326, :mod:`mtp_audit.launch.rules`).
+cross-checked with the checkpoint and the machine (rules MTP320-MTP327, :mod:`mtp_audit.launch.rules`).
 
 Inputs flow through the analyzers' public functions only: :func:`mtp_audit.engines.vllm.open_for_launch`
 (the vLLM facts of docs/vllm.md, plus ``hf_config_override`` run on this checkpoint's config),
@@ -91,6 +91,7 @@ class VCtx:
     proposer: dict[str, Any] = field(default_factory=dict)
     spec_fix: dict[str, Any] | None = None
     spec_changed: bool = False
+    model_fix: bool = False
 
     @property
     def version(self) -> str:
@@ -184,7 +185,6 @@ def resolve(ctx: VCtx, model_path: str | None) -> None:
     k = spec.get("num_speculative_tokens")
     ctx.method_requested = m if isinstance(m, str) else None
     ctx.k_requested = k if isinstance(k, int) else None
-    v = ctx.version
     lit = (vf.get("spec_config") or {}).get("method_literal") or {}
     validated = (vf.get("spec_config") or {}).get("validated")
     alias = vf.get("mtp_alias") or {}
@@ -415,7 +415,7 @@ def check_draft(ctx: VCtx) -> None:
     if s.get("mtp_tensors") == 0:
         declared = s.get("mtp_layers_declared") or 0
         ctx.add("MTP324", f"method mtp loads the draft from {d.get('path')}" + (" (the target itself)" if ctx.draft_is_target else "")
-                + f", which has no MTP tensors" + (f" although config.json declares {declared} MTP layer(s)" if declared else "")
+                + ", which has no MTP tensors" + (f" although config.json declares {declared} MTP layer(s)" if declared else "")
                 + (f" ({s['tensors']:,} tensors checked)" if isinstance(s.get("tensors"), int) else "") + ": the draft has no weights to load",
                 "--speculative-config", evidence=[Evidence("MTP tensors", "0"), Evidence("architecture", str(_arch(dck)))],
                 remediation="drop --speculative-config (the corrected command does), or use a checkpoint that ships its MTP weights")
@@ -543,6 +543,14 @@ def check_command(ctx: VCtx) -> None:
         if kind == "dotted-replaces-json":
             ctx.gap(msg)
             continue
+        if kind == "positional-ignored":
+            ctx.model_fix = True
+            ctx.add("MTP327", f"{msg} (vllm/entrypoints/cli/serve.py copies it; the api_server entry point does not): vLLM {ctx.version} "
+                    "serves ModelConfig's default model (Qwen/Qwen3-0.6B in 0.11.0 and 0.33.0, vllm/config/model.py), not "
+                    f"{tok}; the rest of this report is about {tok}, the model meant", "argv",
+                    evidence=[Evidence("positional", tok), Evidence("entry point", ctx.cmd.entry)],
+                    remediation=f"write --model {tok} (the corrected command does), or use vllm serve {tok}")
+            continue
         if kind == "no-model":
             ctx.fails = True
             ctx.add("MTP320", f"vLLM {ctx.version} cannot start: {msg}", "argv", remediation="give the model: vllm serve MODEL ...")
@@ -567,9 +575,6 @@ def check_command(ctx: VCtx) -> None:
     spec = ctx.cmd.spec or {}
     if "tensor_parallel_size" in spec:
         ctx.gap("speculative config key tensor_parallel_size: newer vLLM rejects it ('Please pass draft_tensor_parallel_size'); not checked for this version")
-
-
-CHECKS = (check_command,)
 
 
 @dataclass
@@ -716,8 +721,8 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, machi
     if view is not None:
         reports.insert(0, tree_errors_relaxed(view.report))
     corrected = None
-    if ctx.spec_changed and _depth == 0 and cmd.model is not None:
-        toks = rebuild_vllm(cmd, ctx.spec_fix)
+    if (ctx.spec_changed or ctx.model_fix) and _depth == 0 and cmd.model is not None:
+        toks = rebuild_vllm(cmd, ctx.spec_fix, model_option=ctx.model_fix) if ctx.spec_changed else rebuild_vllm(cmd, model_option=True)
         try:
             sub = evaluate_vllm(toks, view=view, view_gap=view_gap, machine=machine, env=env, environ=environ, cwd=cwd,
                                 checkpoints=checkpoints, _depth=1)

@@ -85,7 +85,9 @@ class VllmCommand:
         spec: the speculative config dict vLLM builds (keys with ``-`` turned into ``_``), ``None``
             when no form sets it. spec_sources: the options that set it, in command order.
         problems: ``(kind, token, message)`` for what vLLM rejects before the engine starts
-            (``"bad-json"``, ``"not-a-dict"``, ``"mutually-exclusive"``, ``"no-model"``).
+            (``"bad-json"``, ``"not-a-dict"``, ``"mutually-exclusive"``, ``"no-model"``, ``"positional-ignored"``).
+        ignored_positional: ``(index, token)`` of a model given positionally to the api_server entry point, which
+            does not read it.
     """
 
     argv: tuple[str, ...]
@@ -98,6 +100,7 @@ class VllmCommand:
     spec: dict[str, Any] | None = None
     spec_sources: list[SpecSource] = field(default_factory=list)
     problems: list[tuple[str, str, str]] = field(default_factory=list)
+    ignored_positional: tuple[int, str] | None = None
 
     def get(self, *names: str) -> Any:
         """Value of the first of ``names`` that the command gives (``True`` for a flag without value)."""
@@ -255,6 +258,14 @@ def parse_vllm_command(toks: list[str], spec_shorthand: bool) -> VllmCommand:
     model_opt = cmd.options.get("--model")
     if isinstance(model_opt, str) and cmd.model is None:
         cmd.model, cmd.model_source = model_opt, "--model"
+    if entry == ENTRY_VLLM_API_SERVER and positional and cmd.model is None:
+        # make_arg_parser declares model_tag, but only `vllm serve` copies it to args.model (0.11.0
+        # vllm/entrypoints/cli/serve.py:47-48; api_server's __main__ does not, 0.11.0 api_server.py:1942-1953, 0.33.0
+        # launchers/api_server/entry.py:204-226): the engine gets ModelConfig's default model
+        cmd.ignored_positional = positional[0]
+        cmd.model, cmd.model_source = positional[0][1], "positional (ignored by the api_server entry point)"
+        cmd.problems.append(("positional-ignored", positional[0][1], f"python -m vllm.entrypoints.openai.api_server ignores the positional "
+                                                                     f"model {positional[0][1]}: only vllm serve copies model_tag to --model"))
     if cmd.model is None:
         cmd.problems.append(("no-model", "", "no model given (vllm serve MODEL, or --model MODEL)"))
     return cmd
@@ -268,20 +279,33 @@ def spec_json(spec: dict[str, Any]) -> str:
     return json.dumps({k: spec[k] for k in keys}, separators=(",", ":"))
 
 
-def rebuild_vllm(cmd: VllmCommand, spec: dict[str, Any] | None) -> list[str]:
-    """The command with every speculative-config form replaced by one ``--speculative-config JSON``
-    at the first one's position (``spec`` ``None``: removed)."""
+_KEEP = object()
+
+
+def rebuild_vllm(cmd: VllmCommand, spec: Any = _KEEP, *, model_option: bool = False) -> list[str]:
+    """The command with fixes applied, as tokens.
+
+    Args:
+        cmd: the parsed command.
+        spec: a dict: every speculative-config form is replaced by one ``--speculative-config JSON`` at the first
+            one's position; ``None``: they are removed; left out: kept as written.
+        model_option: write an ignored positional model (:attr:`VllmCommand.ignored_positional`) as ``--model MODEL``.
+    """
     skip: set[int] = set()
-    for s in cmd.spec_sources:
-        skip.update(range(s.index, s.index + 1 + s.consumed))
-    first = min((s.index for s in cmd.spec_sources), default=None)
+    if spec is not _KEEP:
+        for s in cmd.spec_sources:
+            skip.update(range(s.index, s.index + 1 + s.consumed))
+    first = min((s.index for s in cmd.spec_sources), default=None) if spec is not _KEEP else None
     out: list[str] = []
     for i, t in enumerate(cmd.argv):
         if i == first and spec is not None:
             out += ["--speculative-config", spec_json(spec)]
         if i in skip:
             continue
+        if model_option and cmd.ignored_positional is not None and i == cmd.ignored_positional[0]:
+            out += ["--model", t]
+            continue
         out.append(t)
-    if first is None and spec is not None:
+    if spec is not _KEEP and first is None and spec is not None:
         out += ["--speculative-config", spec_json(spec)]
     return out

@@ -53,6 +53,7 @@ class Evaluator:
         return bool(v)
 
     def ev(self, n: ast.AST) -> Any:  # noqa: C901 - one dispatch over node types
+        """The value of expression node ``n`` (a Python value, a list for tuples/lists/sets, or :data:`UNKNOWN`)."""
         if isinstance(n, ast.Constant):
             return n.value
         if isinstance(n, ast.Name):

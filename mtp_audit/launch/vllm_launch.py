@@ -16,7 +16,7 @@ def audit_vllm_launch(toks: Sequence[str], *, vllm: str | Path | None = None, en
                       environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Report:
     """Audit one vLLM server command (already split into tokens) on one machine with one vLLM.
 
-    Returns the merged report (the vllm, checkpoint and preflight reports plus the MTP320-MTP326 findings);
+    Returns the merged report (the vllm, checkpoint and preflight reports plus the MTP320-MTP327 findings);
     ``facts["launch"]["summary"]`` holds "what will happen": ``method`` (after aliasing and auto-detection),
     ``proposer`` (V1/V2 class), ``draft_model``, ``draft_architecture`` (after ``hf_config_override``, with
     the registry location), ``num_speculative_tokens`` (given or defaulted, against the MTP layers),

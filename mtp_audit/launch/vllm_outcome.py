@@ -147,7 +147,7 @@ def build_vllm_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap
         tail = ""
         if corrected_check:
             tail = (f" (checked: method {corrected_check['method']}; num_speculative_tokens {corrected_check['num_speculative_tokens']}; "
-                    + (f"still failing: {', '.join(corrected_check['errors_left'])}" if corrected_check["errors_left"] else "no speculative-config error left")
+                    + (f"still failing: {', '.join(corrected_check['errors_left'])}" if corrected_check["errors_left"] else "no launch error left")
                     + ")")
         lines.append(f"Corrected command: {fixed_cmd}{tail}")
     elif v == FIX_FIRST:
