@@ -253,3 +253,19 @@ def test_api_server_positional_model(qw: Path) -> None:
     assert f["corrected_command"] == (f"python -m vllm.entrypoints.openai.api_server --model {qw} --speculative-config "
                                       """'{"method":"mtp","num_speculative_tokens":1}'""")
     assert f["corrected_check"]["verdict"] == "go"
+
+
+@pytest.mark.parametrize("version, environ, runs_as, runner, cls, loc", [
+    # 0.9.2: no alias; auto-detection keeps deepseek_mtp (vllm/config.py:2697); gpu_model_runner.py:182 EagleProposer
+    ("0.9.2", {}, "deepseek_mtp", "v1", "EagleProposer", "vllm/v1/worker/gpu_model_runner.py:182"),
+    # 0.20.0: VLLM_USE_V2_MODEL_RUNNER defaults to "0" (V1, gpu_model_runner.py:561); =1 gives the V2 EagleSpeculator
+    ("0.20.0", {}, "mtp", "v1", "EagleProposer", "vllm/v1/worker/gpu_model_runner.py:561"),
+    ("0.20.0", {"VLLM_USE_V2_MODEL_RUNNER": "1"}, "mtp", "v2", "EagleSpeculator", "vllm/v1/worker/gpu/spec_decode/__init__.py:14"),
+])
+def test_deepseek_proposer_across_versions(ds: Path, version, environ, runs_as, runner, cls, loc) -> None:
+    r = audit_launch(["vllm", "serve", str(ds), "--speculative-config", '{"method":"deepseek_mtp","num_speculative_tokens":1}'],
+                     vllm=vllm_wheel(version), facts=H200, environ=environ, cwd=Path.cwd())
+    sp = r.facts["launch"]["speculative"]
+    assert sp["runs_as"] == runs_as and sp["proposer"]["runner"] == runner
+    assert (sp["proposer"][runner]["class"], sp["proposer"][runner]["location"]) == (cls, loc)
+    assert r.facts["launch"]["draft"]["architectures"] == ["DeepSeekMTPModel"] and r.facts["launch"]["verdict"] == "go"
