@@ -168,9 +168,10 @@ def n_predict_of(expr: str | None, ck: dict[str, Any] | None) -> tuple[int | Non
     if ck is None:
         return None, f"{expr} (checkpoint not audited)"
     d = (default or "").strip()
-    if d.isdigit():
-        return int(d), f"{expr}: config.json declares its MTP layers under {declared_by or 'no key'}, so the default {d} applies"
-    return None, f"{expr}: config.json declares its MTP layers under {declared_by or 'no key'}, so n_predict is {d or 'missing'}"
+    # config.json does not hold the key; the transformers config class may still define it (a class default is not in
+    # config.json), so the getattr default is only what applies when the class has no such attribute
+    return None, (f"{expr}: config.json has no {name} (its MTP layers: {declared_by or 'none declared'}); n_predict is the "
+                  f"transformers config class's default, or {d or 'None'} when the class has none: not decided")
 
 
 def resolve(ctx: VCtx, model_path: str | None) -> None:
@@ -352,6 +353,15 @@ def check_numbers(ctx: VCtx) -> None:
     ctx.draft["n_predict"] = {"value": n, "how": how}
     k = ctx.k_requested
     ev_n = [Evidence("n_predict", how)]
+    if n is None and "not decided" in how:
+        if k is None:
+            ctx.gap(f"num_speculative_tokens is not given and the draft's n_predict is not decided ({how}): vLLM either defaults it to "
+                    "n_predict or raises 'num_speculative_tokens must be provided'; give num_speculative_tokens", blocking=True)
+        elif k > 1:
+            ctx.gap(f"num_speculative_tokens={k}: the draft's n_predict is not decided ({how}); the divisibility rule "
+                    f"({rules.get('divisible_error')}) was not checked")
+        ctx.k = k
+        return
     if k is None:
         if n is None:
             ctx.reject("num_speculative_tokens is not given and the draft config has no n_predict: _verify_args raises 'num_speculative_tokens "
