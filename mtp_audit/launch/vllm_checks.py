@@ -388,7 +388,7 @@ def check_numbers(ctx: VCtx) -> None:
         ctx.spec_changed = True
         return
     cond = rules.get("reuse_warning_condition")
-    if rules.get("reuse_warning") and cond and ctx.method == "mtp":
+    if rules.get("reuse_warning") and cond and drafts_with_mtp(ctx):
         ev = Evaluator({"self.num_speculative_tokens": k, "self.draft_model_config.hf_config.model_type": ctx.draft.get("model_type")})
         if ev.truth(cond) is True:
             ctx.add("MTP323", f"num_speculative_tokens={k} with {n if n is not None else 'an unknown number of'} MTP layer(s): vLLM {ctx.version} runs "
@@ -398,10 +398,17 @@ def check_numbers(ctx: VCtx) -> None:
                     remediation="", severity=Severity.INFO)
 
 
+def drafts_with_mtp(ctx: VCtx) -> bool:
+    """Whether the draft is an MTP head: the method is ``mtp`` (0.11+), a per-model MTP method (0.9-0.10
+    ``deepseek_mtp``), or the draft's ``model_type`` after ``hf_config_override`` is an MTP type (0.8.5 runs
+    ``draft_model`` on a ``deepseek_mtp`` draft through V0)."""
+    return ctx.method == "mtp" or str(ctx.method or "").endswith("_mtp") or str(ctx.draft.get("model_type") or "").endswith("_mtp")
+
+
 def check_draft(ctx: VCtx) -> None:
     """MTP322 (the draft architecture after ``hf_config_override`` is not registered) and MTP324 (an MTP
     method, but the draft checkpoint has no MTP tensors)."""
-    if ctx.method != "mtp" or not ctx.method_decided or ctx.fails:
+    if not drafts_with_mtp(ctx) or not ctx.method_decided or ctx.fails:
         return
     d = ctx.draft
     view = d.get("override") or {}
@@ -424,7 +431,7 @@ def check_draft(ctx: VCtx) -> None:
         return
     if s.get("mtp_tensors") == 0:
         declared = s.get("mtp_layers_declared") or 0
-        ctx.add("MTP324", f"method mtp loads the draft from {d.get('path')}" + (" (the target itself)" if ctx.draft_is_target else "")
+        ctx.add("MTP324", f"method {ctx.method} loads an MTP draft from {d.get('path')}" + (" (the target itself)" if ctx.draft_is_target else "")
                 + ", which has no MTP tensors" + (f" although config.json declares {declared} MTP layer(s)" if declared else "")
                 + (f" ({s['tensors']:,} tensors checked)" if isinstance(s.get("tensors"), int) else "") + ": the draft has no weights to load",
                 "--speculative-config", evidence=[Evidence("MTP tensors", "0"), Evidence("architecture", str(_arch(dck)))],
