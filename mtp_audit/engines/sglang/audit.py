@@ -440,6 +440,31 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
     return facts, gaps
 
 
+def answer(facts: dict[str, Any]) -> list[str]:
+    """The one-line answer the text report opens with (``facts["sglang"]["answer"]``): what
+    ``--speculative-algorithm NEXTN`` becomes in this tree, where, and how many MTP classes it has."""
+    s = facts.get("summary") or {}
+    who = f"SGLang {s.get('version')}" if s.get("version") else "this SGLang"
+    status = (facts.get("server_args") or {}).get("status", "ok")
+    if status != "ok":
+        return [f"could not tell what {who} does with --speculative-algorithm NEXTN: "
+                f"{(facts.get('server_args') or {}).get('reason') or 'server_args.py not read'}"]
+    if not s.get("speculative_decoding"):
+        return [f"{who} has no --speculative-algorithm flag: MTP/NextN heads are never used"]
+    if not s.get("nextn_accepted"):
+        return [f"{who} does not accept --speculative-algorithm NEXTN"]
+    nextn = [r for r in facts.get("remaps") or [] if r["from"] == "NEXTN" and r.get("shape") != "enum-alias-lookup"]
+    classes = f"; {s.get('mtp_classes', 0)} MTP model classes"
+    if not nextn:
+        return [f"{who} accepts --speculative-algorithm NEXTN but no rewrite of it was found: which worker runs could not be told{classes}"]
+    r = sorted(nextn, key=lambda x: x["location"])[0]
+    how = "logged" if r.get("logged") else "silent"
+    if r["to"] == ["EAGLE"]:
+        return [f"{who} runs --speculative-algorithm NEXTN as EAGLE with the target checkpoint as its own draft "
+                f"({how} rewrite at {r['location']}){classes}"]
+    return [f"{who} rewrites --speculative-algorithm NEXTN to {', '.join(r['to'])} ({how}, {r['location']}){classes}"]
+
+
 def _server_args_status(tree: SourceTree, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Whether SGLang's server-arguments source (``<prefix>/srt/server_args.py``) was read and parsed.
 
@@ -544,6 +569,7 @@ def audit_tree(tree: SourceTree) -> Report:
                              unresolved_choices_noted=sum(1 for u in facts["unresolved_choices"] if any(
                                  g.message.startswith(f"{u['location']}: choices of {u['flag']} ") for g in gaps)))
         cache.store(folder, tkey, {"facts": facts, "gaps": [g.__dict__ for g in gaps]})
+    facts["answer"] = answer(facts)  # after the cache: the words may change without the facts changing
     findings = evaluate(facts)
     from mtp_audit.engines.sglang.rules import RULES
 
