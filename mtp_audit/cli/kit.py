@@ -170,7 +170,9 @@ def emit(report: Any, fmt: str, output: Path | None, fail_on: str | None) -> int
     report = report.ignore(resolved.suppressions)
     fail_on = resolved.fail_on
     threshold = None if fail_on == "never" else Severity.parse(fail_on)
-    color = output is None and fmt.lower() == "text" and use_color(sys.stdout)
+    # colour and the verdict symbols (UTF-8) only on a terminal that can show them
+    color = (output is None and fmt.lower() == "text" and use_color(sys.stdout)
+             and (getattr(sys.stdout, "encoding", "") or "").lower().replace("-", "") == "utf8")
     text = render(report, fmt.lower(), verbose=verbose(), color=color, fail_on=threshold)
     if output is not None:
         audited = _overwrites_input(report, output)

@@ -19,6 +19,7 @@ from typing import Any
 from mtp_audit.engines.code import cache
 from mtp_audit.engines.sglang.scan import scan_file, wants_server_pass
 from mtp_audit.engines.sglang.target import open_target
+from mtp_audit.progress import Progress
 from mtp_audit.report import Evidence, Gap, Location, Report
 from mtp_audit.sources.tree import SourceTree
 
@@ -41,6 +42,10 @@ def _workers() -> int:
 def _scan_job(job: tuple[str, bytes, bool]) -> tuple[str, dict[str, Any]]:
     rel, data, server = job
     return rel, scan_file(rel, data, server)
+
+
+#: Files to parse before a cold scan shows a progress bar (a warm, cached scan parses none).
+PROGRESS_MIN_FILES = 20
 
 
 def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
@@ -75,19 +80,23 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
     stats["parsed"] = sum(1 for j in jobs if j[2])
     n = workers if workers is not None else _workers()
     big = [j for j in jobs if j[2]]
-    if n > 1 and len(big) > 3:
-        import multiprocessing
+    # a cold scan of a large tree takes seconds: a bar on a terminal (never in CI or a pipe); a warm one has no jobs
+    with Progress(len(jobs), f"parsing {tree.display}", min_total=PROGRESS_MIN_FILES) as progress:
+        if n > 1 and len(big) > 3:
+            import multiprocessing
 
-        big.sort(key=lambda j: -len(j[1]))
-        ctx = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
-        with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as ex:
-            for rel, res in ex.map(_scan_job, [(r, d, s) for r, d, s, _ in big], chunksize=1):
-                results[rel] = res
-        rest = [j for j in jobs if not j[2]]
-    else:
-        rest = jobs
-    for rel, data, server, _ in rest:
-        results[rel] = scan_file(rel, data, server)
+            big.sort(key=lambda j: -len(j[1]))
+            ctx = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
+            with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as ex:
+                for rel, res in ex.map(_scan_job, [(r, d, s) for r, d, s, _ in big], chunksize=1):
+                    results[rel] = res
+                    progress.step()
+            rest = [j for j in jobs if not j[2]]
+        else:
+            rest = jobs
+        for rel, data, server, _ in rest:
+            results[rel] = scan_file(rel, data, server)
+            progress.step()
     keys = {rel: key for rel, _, _, key in jobs}
     for rel, key in keys.items():
         cache.store(folder, key, results[rel])

@@ -69,10 +69,9 @@ def evaluate(facts: dict[str, Any]) -> list[Finding]:
                 ev.append(Evidence("reserved alias set", f"{a['set']} = {{{', '.join(a['members'])}}}", location_of(a["defined"])))
         ev += [Evidence("draft default", f"{d['kind']}: {d['value']}", location_of(d["location"])) for d in facts["draft_model_path_fills"]][:2]
         logged = any(x["logged"] for x in rs)
-        how = "the rewrite is logged" if logged else "the rewrite is silent (no log line)"
-        if to == ("EAGLE",):
-            msg = (f"--speculative-algorithm NEXTN is an alias: SGLang runs its EAGLE worker with the target checkpoint "
-                   f"as its own draft (draft architecture -> {chain}); {how}")
+        how = "logged rewrite" if logged else "silent rewrite (no log line)"
+        if to == ("EAGLE",):  # one line: the rationale is in `mtp-audit explain MTP101`, the class list in detail
+            msg = f"--speculative-algorithm NEXTN is an alias of EAGLE, draft = the target checkpoint (architecture -> {chain}); {how}"
         else:
             msg = f"--speculative-algorithm NEXTN is rewritten to {', '.join(to)} when {r['condition'] or 'always'}; {how}"
         out.append(BY_ID["MTP101"].finding(msg, location_of(r["location"]), evidence=ev,
