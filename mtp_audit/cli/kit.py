@@ -158,8 +158,8 @@ def emit(report: Any, fmt: str, output: Path | None, fail_on: str | None) -> int
     """Apply the settings (ignores, ``fail-on``: :func:`mtp_audit.cli.config.settings_for`), render
     ``report``, write it to ``output`` or stdout, and return the exit code.
 
-    ``fail_on`` is the ``--fail-on`` value, None when not given. The verdict line goes to stderr when
-    the report goes to a file, so CI logs still show it. Exit codes: see :func:`mtp_audit.report.exit_code`.
+    ``fail_on`` is the ``--fail-on`` value, None when not given. When the report goes to a file, its
+    first line (verdict and answer) and the counts go to stderr, so CI logs still show them. Exit codes: see :func:`mtp_audit.report.exit_code`.
     """
     from mtp_audit.cli.config import settings_for, verbose
     from mtp_audit.formats import render
@@ -180,6 +180,8 @@ def emit(report: Any, fmt: str, output: Path | None, fail_on: str | None) -> int
             what = "is" if Path(audited).resolve() == output.resolve() else "would overwrite a file of"
             raise InputError(str(output), f"{what} the audited input {audited}; refusing to write the report there")
         write_atomic(output, text)
+        head = text if fmt.lower() == "text" else render(report, "text", fail_on=threshold)
+        click.echo(head.split("\n", 1)[0], err=True)
         click.echo(f"{verdict_line(report)} (report written to {output})", err=True)
     else:
         stream = sys.stdout
