@@ -13,12 +13,14 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from mtp_audit.errors import InputError
-from mtp_audit.report.settings import Ignore, Resolved, Settings, SettingsError, parse_settings, resolve
+
+if TYPE_CHECKING:  # the settings model is imported when a command runs, not for `mtp-audit --help`
+    from mtp_audit.report.settings import Resolved, Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -92,6 +94,8 @@ def load_settings(path: Path, *, explicit: bool) -> Settings:
         InputError: unreadable or invalid TOML, a pyproject.toml without the table, or any
             :class:`~mtp_audit.report.settings.SettingsError` (one line naming the file and the key).
     """
+    from mtp_audit.report.settings import SettingsError, parse_settings
+
     doc = _read_toml(path)
     tool = doc.get("tool")
     if isinstance(tool, dict) and TABLE in tool:
@@ -109,6 +113,8 @@ def load_settings(path: Path, *, explicit: bool) -> Settings:
 
 
 def _config_callback(ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path | None:
+    from mtp_audit.report.settings import Settings
+
     if value is not None:
         if not value.is_file():
             raise InputError(str(value), "no such file" if not value.exists() else "is not a file")
@@ -122,6 +128,8 @@ def _config_callback(ctx: click.Context, _param: click.Parameter, value: Path | 
 
 
 def _ignore_callback(ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    from mtp_audit.report.settings import Ignore
+
     ignores = []
     known = _known_rules() if value else set()
     for raw in value:
@@ -185,6 +193,8 @@ def settings_for(report: Any, cli_fail_on: str | None) -> Resolved:
     """The settings that apply to ``report`` under the running command (``--config`` / discovered
     file, ``--ignore``, ``--fail-on``), with today's date for expiries. Expired ignores are reported
     on stderr, one line each (``mtp-audit: warning: <file>: ...``), and not applied."""
+    from mtp_audit.report.settings import Settings, resolve
+
     ctx = click.get_current_context(silent=True)
     meta = ctx.meta if ctx is not None else {}
     settings: Settings = meta.get(META_SETTINGS) or Settings()
