@@ -128,6 +128,9 @@ def test_expired_ignore_stops_applying_and_says_so(proj, capsys) -> None:
     assert rc == 1 and "MTP001 error" in out and "ignored" not in out
     assert err == ("mtp-audit: warning: pyproject.toml: the ignore of MTP001 expired on 2000-01-01 and no longer applies "
                    "(reason was: until the re-export)\n")
+    # a usage error is still one stderr line
+    rc, out, err = run(capsys, ["checkpoint", str(REAP), "-o", str(proj / "missing" / "r.txt")])
+    assert rc == 2 and out == "" and err.count("\n") == 1 and err.startswith("mtp-audit: error: ")
     write(proj, '[tool.mtp-audit]\nignore = [{ rule = "MTP001", reason = "until the re-export", expires = "2999-12-31" }]\n')
     rc, out, err = run(capsys, ["checkpoint", str(REAP), "-v"])
     assert rc == 0 and err == ""

@@ -191,8 +191,8 @@ def _target_names(report: Any, config_dir: Path | None) -> list[str]:
 
 def settings_for(report: Any, cli_fail_on: str | None) -> Resolved:
     """The settings that apply to ``report`` under the running command (``--config`` / discovered
-    file, ``--ignore``, ``--fail-on``), with today's date for expiries. Expired ignores are reported
-    on stderr, one line each (``mtp-audit: warning: <file>: ...``), and not applied."""
+    file, ``--ignore``, ``--fail-on``), with today's date for expiries. Expired ignores are not applied
+    (:func:`warn_expired` says so)."""
     from mtp_audit.report.settings import Settings, resolve
 
     ctx = click.get_current_context(silent=True)
@@ -200,10 +200,15 @@ def settings_for(report: Any, cli_fail_on: str | None) -> Resolved:
     settings: Settings = meta.get(META_SETTINGS) or Settings()
     resolved = resolve(settings, _target_names(report, meta.get(META_CONFIG_DIR)), today=datetime.date.today(),
                        cli_fail_on=cli_fail_on, cli_ignores=meta.get(META_IGNORES, ()))
+    return resolved
+
+
+def warn_expired(resolved: Resolved) -> None:
+    """One stderr line per expired ignore (``mtp-audit: warning: <file>: ...``); called once the report is
+    written, so a usage error still leaves a single stderr line."""
     for ig in resolved.expired:
         click.echo(f"mtp-audit: warning: {ig.source}: the ignore of {ig.rule_id} expired on {ig.expires} and no longer "
                    f"applies (reason was: {ig.reason})", err=True)
-    return resolved
 
 
 def verbose() -> bool:

@@ -159,9 +159,10 @@ def emit(report: Any, fmt: str, output: Path | None, fail_on: str | None) -> int
     ``report``, write it to ``output`` or stdout, and return the exit code.
 
     ``fail_on`` is the ``--fail-on`` value, None when not given. When the report goes to a file, its
-    first line (verdict and answer) and the counts go to stderr, so CI logs still show them. Exit codes: see :func:`mtp_audit.report.exit_code`.
+    first line (verdict and answer) and the counts go to stderr, so CI logs still show them. Expired
+    ignores are reported on stderr after the report is written. Exit codes: see :func:`mtp_audit.report.exit_code`.
     """
-    from mtp_audit.cli.config import settings_for, verbose
+    from mtp_audit.cli.config import settings_for, verbose, warn_expired
     from mtp_audit.formats import render
     from mtp_audit.formats.summary import verdict_line
     from mtp_audit.report import Severity, exit_code
@@ -199,4 +200,5 @@ def emit(report: Any, fmt: str, output: Path | None, fail_on: str | None) -> int
             raise
         except (OSError, ValueError, AttributeError) as exc:
             raise InputError("stdout", f"cannot write the report: {getattr(exc, 'strerror', None) or exc}") from None
+    warn_expired(resolved)
     return exit_code(report, threshold)
