@@ -134,12 +134,13 @@ def test_glm_alias_not_in_0_11_literal_is_rejected_and_fixed(ds: Path) -> None:
 
 
 def test_no_spec_config_reports_unused_heads_and_cli(ds: Path, capsys) -> None:
-    rc = main(["launch", "--vllm", str(vllm_wheel("0.33.0")), "--facts", str(H200), "--", "vllm", "serve", str(ds), "-tp", "8"])
+    rc = main(["launch", "-v", "--vllm", str(vllm_wheel("0.33.0")), "--facts", str(H200), "--", "vllm", "serve", str(ds), "-tp", "8"])
     out = capsys.readouterr().out
     assert rc == 0
     assert "MTP325 info: the checkpoint carries 1,564 MTP tensors in 1 layer(s)" in out
     assert """add --speculative-config '{"method":"mtp","num_speculative_tokens":1}'""" in out
-    assert "Verdict: go (warnings: MTP011, MTP401, MTP407, MTP408)." in out
+    assert "Verdict: go (warnings: MTP011, MTP407)." in out
+    assert out.startswith("WARN: go: vLLM 0.33.0: no speculative decoding; warnings: MTP011, MTP407 (exit 0)\n")
 
 
 def test_reap_without_mtp_tensors_drops_spec_config(tmp_path: Path) -> None:

@@ -628,15 +628,23 @@ def sglang_fp4_findings_relaxed(report: Report, fp4: bool | None) -> Report:
     return dataclasses.replace(report, findings=tuple(out))
 
 
+#: vLLM analyzer warnings the launch decides for its command: MTP401 (an explicit method may be replaced: MTP321 says
+#: whether it is) and MTP408 (a lint of the tree's code, nothing the command can change)
+DECIDED_BY_LAUNCH = ("MTP401", "MTP408")
+
+
 def tree_errors_relaxed(report: Report) -> Report:
-    """The vLLM analyzer's report with its errors turned into info: they describe the vLLM tree (e.g. MTP402, an
-    alias the validator rejects), and what of them applies to this command is reported by the launch checks
-    (MTP320 names the rejected method); a tree defect the command does not touch cannot stop this launch."""
+    """The vLLM analyzer's report with its errors, and the warnings in :data:`DECIDED_BY_LAUNCH`, turned into info:
+    they describe the vLLM tree (e.g. MTP402, an alias the validator rejects), and what of them applies to this
+    command is reported by the launch checks (MTP320 names the rejected method, MTP321 the replaced one); a tree
+    defect the command does not touch cannot stop this launch. Other warnings (MTP407 speculators checkpoints,
+    MTP410 forced enforce_eager) stay: the launch does not decide them."""
     import dataclasses
 
     out = [dataclasses.replace(f, severity=Severity.INFO, message=f.message + " (info for this launch: a fact about the vLLM tree; "
                                "what of it applies to this command is reported by the MTP32x launch checks)")
-           if f.severity >= Severity.ERROR else f for f in report.findings]
+           if f.severity >= Severity.ERROR or (f.rule_id in DECIDED_BY_LAUNCH and f.severity >= Severity.WARNING) else f
+           for f in report.findings]
     return dataclasses.replace(report, findings=tuple(out))
 
 

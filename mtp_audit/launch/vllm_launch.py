@@ -41,7 +41,7 @@ def audit_vllm_launch(toks: Sequence[str], *, vllm: str | Path | None = None, en
     envmap = dict(os.environ) if environ is None else dict(environ)
     view, gap = open_vllm(vllm)
     ev = evaluate_vllm(list(toks), view=view, view_gap=gap, machine=machine, env=env, environ=envmap, cwd=here, checkpoints={})
-    keys = ("summary", "closing", "verdict", "corrected_command", "corrected_check", "engine", "speculative", "draft", "command", "env")
+    keys = ("summary", "answer", "closing", "verdict", "corrected_command", "corrected_check", "engine", "speculative", "draft", "command", "env")
     launch = Report.build("launch", shell_join(list(toks)), findings=ev.ctx.findings, gaps=ev.ctx.gaps,
                           facts={k: ev.outcome[k] for k in keys}, rule_ids=[r.id for r in RULES])
     return launch.merge(*ev.reports)

@@ -152,7 +152,32 @@ def build_vllm_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap
         lines.append(f"Corrected command: {fixed_cmd}{tail}")
     elif v == FIX_FIRST:
         lines.append("Corrected command: none known; the errors are not fixed by a flag (see each finding's fix).")
-    return {"summary": summary, "closing": {"title": "What will happen", "lines": lines}, "verdict": v,
+    # the answer the text report opens with: the verdict, what runs, and the corrected command
+    if spec is None:
+        runs = "no speculative decoding"
+    elif ctx.method is None:
+        runs = "method unknown"
+    else:
+        runs = (f"{ctx.method_requested} runs as {ctx.method}" if ctx.method_requested and ctx.method_requested != ctx.method else f"method {ctx.method}")
+        if d.get("architectures") and not ctx.fails:
+            runs += f", draft {'the target' if d.get('is_target') else d.get('path')} ({', '.join(d['architectures'])})"
+        if ctx.k is not None and not ctx.fails:
+            runs += f", {ctx.k} token(s)"
+        p = ctx.proposer or {}
+        cls = next((p[r]["class"] for r in ("v2", "v1", "v0") if r in p and p[r].get("class")), None)
+        if cls and not ctx.fails:
+            runs += f", {cls}"
+    if v == FIX_FIRST:
+        head = f"fix first: {len(errors)} error(s) ({', '.join(sorted({f.rule_id for f in errors}))}); vLLM {ctx.version}: {runs}"
+    elif v == COULD_NOT_TELL:
+        head = f"could not tell: {blocking[0].message}"
+    else:
+        warn = sorted({f.rule_id for f in findings if f.severity == Severity.WARNING})
+        head = f"go: vLLM {ctx.version}: {runs}" + (f"; warnings: {', '.join(warn)}" if warn else "")
+    answer = [head]
+    if fixed_cmd:
+        answer.append(f"corrected command: {fixed_cmd}" + (f" (checked: {corrected_check['verdict']})" if corrected_check else ""))
+    return {"summary": summary, "answer": answer, "closing": {"title": "What will happen", "lines": lines}, "verdict": v,
             "corrected_command": fixed_cmd, "corrected_check": corrected_check, "engine": "vllm",
             "speculative": {"requested": ctx.method_requested, "runs_as": ctx.method, "trace": list(ctx.trace),
                             "num_speculative_tokens": ctx.k, "mtp_layers": ctx.n_layers, "proposer": ctx.proposer},
