@@ -428,14 +428,14 @@ def check_gpus(ctx: Ctx) -> None:
         return
     ev = [Evidence("needs", f"{plan.needed} visible CUDA device(s): {plan.formula}"),
           Evidence("process placement", SGLANG_SOURCES["gpu_id"]),
-          Evidence("visible", f"{vis.count}: {_gpu_list(vis.gpus)}" + (f" + {len(vis.mig)} MIG device(s)" if vis.mig else ""))]
+          Evidence("visible", f"{vis.count}: {_gpu_list(vis.gpus)}" + (f" + at most {len(vis.mig)} MIG device(s)" if vis.mig else ""))]
     ev += [Evidence("CUDA_VISIBLE_DEVICES", n) for n in vis.notes]
     if vis.value is None:
         ev.append(Evidence("CUDA_VISIBLE_DEVICES", "unset: every GPU the driver lists is visible"))
     if nv:
         ev.append(Evidence("NVIDIA_VISIBLE_DEVICES", nv))
     total = len(((ctx.pf or {}).get("machine") or {}).get("enumerated") or ((ctx.pf or {}).get("machine") or {}).get("gpus") or [])
-    if vis.count < plan.needed:
+    if vis.count + len(vis.mig) < plan.needed:
         wider = (f"widen CUDA_VISIBLE_DEVICES (the driver lists {total} GPUs)" if total >= plan.needed else
                  f"run on a node with at least {plan.needed} GPUs")
         fewer = f"lower --tp-size to {vis.count}" if vis.count and plan.tp > vis.count and plan.pp == 1 and plan.replicas == 1 else \
@@ -445,9 +445,9 @@ def check_gpus(ctx: Ctx) -> None:
                 f"{'the first process' if vis.count == 0 else f'process {vis.count}'} fails with 'invalid device ordinal'",
                 where, evidence=ev, remediation=f"{fewer}, or {wider}")
         return
-    if not vis.exact:
-        ctx.gap(f"the command needs {plan.needed} GPU(s); {vis.count} CUDA device(s) are named but not all could be matched "
-                f"to the GPUs listed ({'; '.join(vis.notes)})", blocking=True)
+    if vis.count < plan.needed or not vis.exact:
+        ctx.gap(f"the command needs {plan.needed} GPU(s) on this node ({plan.formula}); {vis.count} whole GPU(s) are surely visible "
+                f"and the rest of CUDA_VISIBLE_DEVICES could not be matched to the GPUs listed ({'; '.join(vis.notes)})", blocking=True)
         return
     # enough GPUs: no finding; facts.launch.parallel and the "gpus" headline say what was checked
 
@@ -588,6 +588,15 @@ def check_env(ctx: Ctx) -> None:
         val = ctx.env[name]
         src = ctx.env_source.get(name, "")
         sym = f"env:{name}"
+        if name == "NVIDIA_VISIBLE_DEVICES" and src in ("command", "--env"):
+            from mtp_audit.preflight.visible import nvidia_visible_note
+
+            ctx.add("MTP309", f"{nvidia_visible_note(val, src)}: the GPUs this launch sees are not restricted by it", sym,
+                    evidence=[Evidence("read by", "the NVIDIA container runtime hook at container creation (NVIDIA Container Toolkit docs), "
+                                                  "not by CUDA or SGLang")],
+                    severity=Severity.WARNING, remediation="restrict GPUs with CUDA_VISIBLE_DEVICES, or set NVIDIA_VISIBLE_DEVICES "
+                                                           "where the container is created (docker run -e / the pod spec)")
+            continue
         if name not in reads:
             if _ENV_INTEREST.search(name):
                 ctx.add("MTP309", f"{name}={val} ({src}) is never read by SGLang {v}: it has no effect", sym,

@@ -199,7 +199,7 @@ def plan_sglang(get: Getter) -> ParallelPlan:
     if nnodes > 1:
         formula += f" over --nnodes {nnodes}: {gpus} on this node"
     if how:
-        formula += f" ({how})"
+        formula += f"; {how}"
     if ep > 1:
         formula += f"; --ep-size {ep} splits the experts inside tp, adds no GPU"
     if base or step > 1:

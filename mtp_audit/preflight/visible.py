@@ -44,7 +44,8 @@ class Visibility:
         value: the variable's value (``None``: unset, every enumerated GPU is visible).
         source: where the value came from (``"command"``, ``"--env"``, ``"environment"``, ``"facts"``).
         stopped_at: the first token CUDA treats as invalid (the rest of the list is ignored), or ``None``.
-        mig: MIG device tokens (``MIG-...``), counted as devices whose memory is not known here.
+        mig: MIG device tokens (``MIG-...``): each gives at most one device, none when no such MIG instance
+            exists (``MIG-GPU-<uuid>/0/0`` on the lent H200, MIG off, left CUDA with 0 devices); not in :attr:`count`.
         notes: one line each: what was applied, tokens dropped, order caveats.
         exact: ``False`` when the count depends on something not in the facts (MIG tokens, a UUID with no
             GPU UUIDs recorded).
@@ -60,8 +61,8 @@ class Visibility:
 
     @property
     def count(self) -> int:
-        """Number of CUDA devices the process sees (GPUs plus MIG tokens)."""
-        return len(self.gpus) + len(self.mig)
+        """Number of whole GPUs the process surely sees (MIG tokens excluded; see :attr:`mig`)."""
+        return len(self.gpus)
 
 
 def cuda_visible(gpus: tuple[GpuFacts, ...] | list[GpuFacts], value: str | None, *, source: str = "",
@@ -106,15 +107,20 @@ def cuda_visible(gpus: tuple[GpuFacts, ...] | list[GpuFacts], value: str | None,
             continue
         elif tok.upper().startswith("GPU-"):
             with_uuid = [g for g in gpus if g.uuid.present]
-            if not with_uuid and gpus:
-                exact = False
-                why = f"{tok}: the GPU UUIDs were not recorded, so this UUID cannot be matched"
             matches = [g for g in with_uuid if str(g.uuid.value).lower().startswith(tok.lower())]
-            if len(matches) == 1:
+            unknown = len(gpus) - len(with_uuid)
+            if len(matches) == 1 and not unknown:
                 hit = matches[0]
             elif len(matches) > 1:
                 why = f"{tok} is a prefix of {len(matches)} GPU UUIDs (CUDA needs a unique prefix)"
-            elif not why:
+            elif unknown:
+                # a GPU without a recorded UUID may match too (or make a unique-looking prefix ambiguous)
+                exact = False
+                hit = matches[0] if matches else None
+                why = f"{tok}: the UUIDs of {unknown} GPU(s) were not recorded, so this UUID cannot be matched for sure"
+                if hit is not None:
+                    notes.append(why)
+            else:
                 why = f"{tok} matches no listed GPU UUID"
         else:
             why = f"'{tok}' is neither an index, a GPU- UUID nor a MIG- device"
@@ -131,8 +137,9 @@ def cuda_visible(gpus: tuple[GpuFacts, ...] | list[GpuFacts], value: str | None,
         notes.append("the GPUs differ and CUDA_DEVICE_ORDER is not PCI_BUS_ID: CUDA numbers devices fastest first, so an "
                      "index may name another GPU than nvidia-smi's row of that number (UUIDs avoid this)")
     if mig:
-        notes.append(f"{len(mig)} MIG device(s) named ({', '.join(mig)}): each is a slice of a GPU; its memory is not in these facts")
-    notes.insert(0, f"CUDA_VISIBLE_DEVICES={value}{where}: {len(kept) + len(mig)} of {len(gpus)} GPU(s) visible"
+        notes.append(f"{len(mig)} MIG device(s) named ({', '.join(mig)}): each is at most one slice of a GPU, none if that MIG "
+                     "instance does not exist; MIG instances are not in these facts")
+    notes.insert(0, f"CUDA_VISIBLE_DEVICES={value}{where}: {len(kept)} of {len(gpus)} GPU(s) visible"
                  + (f" ({', '.join(str(g.index) for g in kept)})" if kept else ""))
     return Visibility(tuple(kept), value, source, stopped, tuple(mig), tuple(notes), exact)
 
@@ -148,7 +155,7 @@ def nvidia_visible_note(value: str | None, source: str) -> str | None:
         return None
     v = value.strip().lower()
     meaning = {"all": "every GPU", "none": "no GPU (driver libraries only)", "void": "nothing (the runtime acts like runc)",
-               "": "nothing (the runtime acts like runc)"}.get(v, f"the GPUs {value}")
+               "": "nothing (the runtime acts like runc)"}.get(v, f"GPU(s) {value}")
     if source == "environment":
         return (f"NVIDIA_VISIBLE_DEVICES={value} (environment): the container runtime exposed {meaning} when this container "
                 "was created; the GPUs listed are already that selection, so it is not applied again")
