@@ -11,7 +11,9 @@ Sources of the encoded rules:
   in the order of the sequence. If one of the indices is invalid, only the devices whose index precedes
   the invalid index are visible" (``0,2,-1,1`` shows devices 0 and 2). An empty value shows none.
   The MPS part of NVIDIA's deployment guide (topic 5.2.1) repeats that a UUID prefix including
-  ``GPU-`` works.
+  ``GPU-`` works. Seen on the lent H200 (driver 580.159.04, torch 2.11.0, 2026-12-01;
+  fixtures/preflight/h200/live-20261201/torch-visible.jsonl): ``1,0`` -> 0 devices, ``0,1`` -> 1, ``0,-1`` -> 1,
+  ``none``/``void``/``""`` -> 0, a 12-character UUID prefix -> 1, ``MIG-<uuid>/0/0`` with MIG off -> 0.
 * Index order: CUDA numbers devices fastest-first unless ``CUDA_DEVICE_ORDER=PCI_BUS_ID``; NVML and
   nvidia-smi number them by PCI bus id ("The NVML index may not correlate with other APIs, such as the
   CUDA device index", NVML ``nvmlDeviceGetIndex``). With identical GPUs the order does not change the
