@@ -39,6 +39,11 @@ PACKAGES: tuple[str, ...] = (
 )
 
 
+#: Marker in ``MachineFacts.gpu_list.source`` of a GPU list known to be incomplete (an nvidia-smi table cut
+#: after its first rows): a longer list from another dump of the machine is then not a conflict.
+PARTIAL_GPU_LIST = "at least"
+
+
 @dataclass(frozen=True)
 class Fact:
     """One observed value, or the reason it is missing.
@@ -236,6 +241,9 @@ class MachineFacts:
         enumerated: every GPU the driver listed before this process's ``CUDA_VISIBLE_DEVICES`` was
             applied to :attr:`gpus`; empty when no such filter was applied (then :attr:`gpus` is the
             whole list). A launch that sets its own ``CUDA_VISIBLE_DEVICES`` is matched against it.
+        engine: the serving engine the dump is for, ``"sglang"`` or ``"vllm"`` (``sglang.check_env`` /
+            ``vllm collect-env`` / what a free-form text mentions), with provenance; recorded only, the
+            verdicts do not read it yet.
     """
 
     origin: str
@@ -255,6 +263,7 @@ class MachineFacts:
     platform: Fact = field(default_factory=_absent)
     notes: tuple[str, ...] = ()
     enumerated: tuple[GpuFacts, ...] = ()
+    engine: Fact = field(default_factory=_absent)
 
     _SCALARS = (
         "gpu_list",
@@ -266,6 +275,7 @@ class MachineFacts:
         "torch_cuda",
         "torch_arch_list",
         "platform",
+        "engine",
     )
 
     @property
@@ -282,7 +292,10 @@ class MachineFacts:
         d: dict[str, Any] = {"facts_schema_version": FACTS_SCHEMA_VERSION, "origin": self.origin}
         d["gpus"] = [g.to_dict() for g in self.gpus]
         for name in self._SCALARS:
-            d[name] = getattr(self, name).to_dict()
+            f = getattr(self, name)
+            if name == "engine" and not f.present and f.missing in ("not observed", "not recorded"):
+                continue  # added after facts files were first stored: absent from those, and they stay as stored
+            d[name] = f.to_dict()
         d["packages"] = {k: self.packages[k].to_dict() for k in sorted(self.packages)}
         d["requires"] = {k: self.requires[k].to_dict() for k in sorted(self.requires)}
         d["binaries"] = [b.to_dict() for b in sorted(self.binaries, key=lambda b: (b.package, b.path))]
@@ -336,7 +349,9 @@ class MachineFacts:
                 names = sorted({f"{g.name.value or '?'} ({fmt_value(g.compute_capability.value) if g.cc else '?'})" for g in gs})
                 return f"{len(gs)}x " + ", ".join(names)
 
-            if len(a) != len(b):
+            partial = (len(a) < len(b) and PARTIAL_GPU_LIST in self.gpu_list.source) or \
+                      (len(b) < len(a) and PARTIAL_GPU_LIST in other.gpu_list.source)
+            if len(a) != len(b) and not partial:
                 return f"GPU list differs: {desc(a)} vs {desc(b)}"
             for x, y in zip(a, b):
                 if x.cc and y.cc and x.cc != y.cc:
@@ -359,7 +374,9 @@ class MachineFacts:
         """
         kwargs = {name: getattr(self, name).or_(getattr(other, name)) for name in self._SCALARS}
         gpus = self.gpus if len(self.gpus) >= len(other.gpus) else other.gpus
-        if self.gpus and other.gpus and len(self.gpus) == len(other.gpus):
+        if self.gpus and other.gpus:
+            # per position; the longer list supplies the GPUs the shorter (partial) one does not show
+            mine, theirs = list(self.gpus), list(other.gpus)
             gpus = tuple(
                 GpuFacts(
                     index=a.index,
@@ -368,8 +385,13 @@ class MachineFacts:
                     memory_bytes=a.memory_bytes.or_(b.memory_bytes),
                     uuid=a.uuid.or_(b.uuid),
                 )
-                for a, b in zip(self.gpus, other.gpus)
-            )
+                for a, b in zip(mine, theirs)
+            ) + tuple(gpus[min(len(mine), len(theirs)):])
+            if len(mine) < len(theirs) and self.gpu_list.present:
+                kwargs["gpu_list"] = other.gpu_list.or_(self.gpu_list)
+        ea, eb = self.engine, other.engine
+        if ea.present and eb.present and ea.value != eb.value:
+            kwargs["engine"] = Fact.absent(f"the dumps disagree: {ea.value} ({ea.source}) vs {eb.value} ({eb.source})")
         packages = dict(other.packages)
         for k, v in self.packages.items():
             packages[k] = v.or_(packages[k]) if k in packages else v
