@@ -441,6 +441,7 @@ def parse_nvidia_smi(text: str) -> MachineFacts:
 
 _SMI_Q_BLOCK = re.compile(r"^GPU [0-9A-Fa-f]{8}:", re.M)
 _SMI_Q_FB = re.compile(r"FB Memory Usage\s*\n\s*Total\s+: (\d{1,9}) MiB")
+_SMI_Q_UUID = re.compile(r"^[ \t]*GPU UUID[ \t]+: (GPU-[0-9A-Fa-f-]{1,64})[ \t]*$", re.M)
 
 
 def parse_nvidia_smi_q(text: str) -> MachineFacts:
@@ -454,7 +455,7 @@ def parse_nvidia_smi_q(text: str) -> MachineFacts:
         nxt = _SMI_Q_BLOCK.search(text, m.end())
         fb = _SMI_Q_FB.search(text, m.end(), nxt.start() if nxt else len(text))
         mem = Fact.of(int(fb.group(1)) * _MIB, f"{fmt} FB Memory Usage") if fb else Fact.absent("no 'FB Memory Usage / Total' in nvidia-smi -q")
-        um = re.search(r"^\s*GPU UUID\s+: (GPU-[0-9A-Fa-f-]+)\s*$", block, re.M)
+        um = _SMI_Q_UUID.search(text, m.end(), nxt.start() if nxt else len(text))
         uuid = Fact.of(um.group(1), f"{fmt} GPU UUID") if um else Fact.absent("no 'GPU UUID' in this nvidia-smi -q block", fmt)
         gpus.append(GpuFacts(index=i, name=name, compute_capability=_gpu_cc(name), memory_bytes=mem, uuid=uuid))
     return MachineFacts(origin=f"env-dump:{fmt}", gpus=tuple(gpus),
