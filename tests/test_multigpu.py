@@ -419,3 +419,14 @@ def test_cited_sglang_lines(version):
         assert f":{line}" in cited and path.rsplit("/", 1)[-1].split(":")[0] in cited, ref
         src = whl.read(f"sglang/{path}").decode().splitlines()
         assert text in src[int(line) - 1], (ref, src[int(line) - 1])
+
+
+def test_recorded_nvidia_smi_q_and_csv_give_the_uuid():
+    from mtp_audit.preflight.envdump import parse_nvidia_smi_csv, parse_nvidia_smi_q
+
+    q = parse_nvidia_smi_q((LIVE / "nvidia-smi-q.txt").read_text())
+    assert [(g.name.value, g.memory_bytes.value, g.uuid.value) for g in q.gpus] == [("NVIDIA H200", 143771 * 2**20, H200_UUID)]
+    csv = parse_nvidia_smi_csv((LIVE / "nvidia-smi-query-header.csv").read_text())
+    assert [(g.index, g.cc, g.uuid.value) for g in csv.gpus] == [(0, (9, 0), H200_UUID)]
+    old = parse_nvidia_smi_csv((FIXTURES / "preflight" / "h200" / "nvidia-smi.txt").read_text().split("index, name")[1])
+    assert old.gpus[0].uuid.missing == "the nvidia-smi CSV has no uuid column"
