@@ -430,3 +430,27 @@ def test_recorded_nvidia_smi_q_and_csv_give_the_uuid():
     assert [(g.index, g.cc, g.uuid.value) for g in csv.gpus] == [(0, (9, 0), H200_UUID)]
     old = parse_nvidia_smi_csv((FIXTURES / "preflight" / "h200" / "nvidia-smi.txt").read_text().split("index, name")[1])
     assert old.gpus[0].uuid.missing == "the nvidia-smi CSV has no uuid column"
+
+
+def test_final_code_run_on_the_h200():
+    """The second device call (final code): what each launch got on the live one-GPU H200."""
+    s = _json("final-launch-summary.json")
+
+    def rules(key, sev=None):
+        return [f["rule_id"] for f in s[key]["findings"] if sev is None or f["severity"] == sev]
+
+    assert "MTP311" not in rules("launch-tp1") and s["launch-tp1"]["parallel"]["visible"]["gpus"] == [0]
+    assert rules("launch-tp2", "error") == ["MTP311"]
+    assert (s["launch-dp2"]["parallel"]["needed_visible"], s["launch-dp2"]["parallel"]["formula"]) == (2, "tp 1 x pp 1 x dp 2 = 2")
+    assert (s["launch-dpattn"]["parallel"]["needed_visible"], s["launch-dpattn"]["parallel"]["attn_dp"]) == (2, 2)
+    assert rules("launch-ep2", "error") == ["MTP312"]
+    assert rules("launch-nvd-none", "warning")[-1] == "MTP309" and s["launch-nvd-none"]["parallel"]["visible"]["count"] == 1
+    cvd1 = s["launch-cvd-1"]
+    assert "but 0 are visible" in next(f["message"] for f in cvd1["findings"] if f["rule_id"] == "MTP311")
+    assert cvd1["parallel"]["visible"]["source"] == "command"
+    mig = s["launch-cvd-mig"]
+    assert "MTP311" not in rules("launch-cvd-mig") and mig["parallel"]["visible"]["exact"] is False
+    assert mig["blocking_gaps"][0].startswith("the command needs 1 GPU(s) on this node (tp 1 x pp 1 = 1); 0 whole GPU(s) are surely visible")
+    for name in ("final-facts-nvml.json", "final-facts-smi.json"):
+        (g,) = MachineFacts.from_dict(_json(name)).gpus
+        assert (g.name.value, g.cc, g.memory_bytes.value, g.uuid.value) == ("NVIDIA H200", (9, 0), H200_BYTES, "GPU-48dcc871-de84-3b71-d952-a789e10e7786")
