@@ -134,7 +134,7 @@ def test_glm_alias_not_in_0_11_literal_is_rejected_and_fixed(ds: Path) -> None:
 
 
 def test_no_spec_config_reports_unused_heads_and_cli(ds: Path, capsys) -> None:
-    rc = main(["launch", "-v", "--vllm", str(vllm_wheel("0.33.0")), "--facts", str(H200), "--", "vllm", "serve", str(ds), "-tp", "8"])
+    rc = main(["launch", "-v", "--vllm", str(vllm_wheel("0.33.0")), "--facts", str(H200), "--", "vllm", "serve", str(ds), "-tp", "1"])
     out = capsys.readouterr().out
     assert rc == 0
     assert "MTP325 info: the checkpoint carries 1,564 MTP tensors in 1 layer(s)" in out
@@ -270,3 +270,16 @@ def test_deepseek_proposer_across_versions(ds: Path, version, environ, runs_as, 
     assert sp["runs_as"] == runs_as and sp["proposer"]["runner"] == runner
     assert (sp["proposer"][runner]["class"], sp["proposer"][runner]["location"]) == (cls, loc)
     assert r.facts["launch"]["draft"]["architectures"] == ["DeepSeekMTPModel"] and r.facts["launch"]["verdict"] == "go"
+
+
+def test_gpus_needed_vs_visible(ds: Path) -> None:
+    """The H200 facts list one GPU: -tp 2 needs two (MTP328); an empty CUDA_VISIBLE_DEVICES before the program hides it."""
+    r, f = _run("0.33.0", "vllm", "serve", str(ds), "-tp", "2")
+    msgs = [x.message for x in r.findings if x.rule_id == "MTP328"]
+    assert msgs == ["the command needs 2 GPU(s) on this node (tp 2 x pp 1 = 2) but 1 is visible: vLLM 0.33.0 cannot place its 2 "
+                    "workers and stops before loading the model"]
+    assert f["parallel"]["needed_visible"] == 2 and f["verdict"] == "fix first"
+    r, f = _run("0.33.0", "CUDA_VISIBLE_DEVICES=", "vllm", "serve", str(ds))
+    assert [x.rule_id for x in r.findings if x.rule_id == "MTP328"] == ["MTP328"]
+    r, f = _run("0.33.0", "vllm", "serve", str(ds), "-tp", "1")
+    assert [x for x in r.findings if x.rule_id == "MTP328"] == [] and f["verdict"] == "go"

@@ -553,6 +553,18 @@ VLLM_RULES: tuple[Rule, ...] = (
       "code",
       (_vex(True, "api_server with a positional model", ("python", "-m", "vllm.entrypoints.openai.api_server", "ckpt")),
        _vex(False, "api_server with --model", ("python", "-m", "vllm.entrypoints.openai.api_server", "--model", "ckpt")))),
+    R("MTP328", "vllm-too-few-gpus", E, "The vLLM command needs more GPUs than this node shows it",
+      "Computes the GPUs one node of a vLLM launch uses (mtp_audit.launch.parallel.plan_vllm: -tp x -pp per replica, / --nnodes, "
+      "x the local data-parallel ranks) and compares them with the CUDA devices visible (the preflight's GPUs after a "
+      "CUDA_VISIBLE_DEVICES of the launch, by CUDA's rules). A blocking gap when the GPUs are unknown.",
+      "vLLM starts one worker per GPU of the local world; with fewer devices it stops while creating the workers, before the "
+      "model loads but after the config and tokenizer are read.",
+      "Lower -tp (or -pp / -dp), widen CUDA_VISIBLE_DEVICES, or run on a larger node.",
+      ("vllm 0.20.0 vllm/config/parallel.py (world_size = pipeline_parallel_size x tensor_parallel_size)",
+       "vllm 0.20.0 vllm/engine/arg_utils.py (-tp, -pp, -dp, -dpl, --nnodes)", "CUDA C++ Programming Guide: CUDA_VISIBLE_DEVICES"),
+      "code",
+      (_vex(True, "-tp 2 on a one-GPU machine", _VS + ("-tp", "2")),
+       _vex(False, "-tp 1 on a one-GPU machine", _VS + ("-tp", "1")))),
 )
 
 RULES = RULES + VLLM_RULES

@@ -1,5 +1,5 @@
 """``mtp-audit launch -- vllm serve ...``: what vLLM will run for the command's speculative config,
-cross-checked with the checkpoint and the machine (rules MTP320-MTP327, :mod:`mtp_audit.launch.rules`).
+cross-checked with the checkpoint and the machine (rules MTP320-MTP328, :mod:`mtp_audit.launch.rules`).
 
 Inputs flow through the analyzers' public functions only: :func:`mtp_audit.engines.vllm.open_for_launch`
 (the vLLM facts of docs/vllm.md, plus ``hf_config_override`` run on this checkpoint's config),
@@ -40,6 +40,9 @@ from mtp_audit.launch.vllm_eval import UNKNOWN, Evaluator
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
 
 ANALYZER = "launch"
+#: parallel-size options read by :func:`check_gpus` (``mtp_audit.launch.parallel`` VLLM_* spellings)
+PARALLEL_OPTIONS = ("--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp", "--data-parallel-size", "-dp",
+                    "--data-parallel-size-local", "-dpl", "--enable-expert-parallel", "-ep", "--nnodes", "-n")
 #: methods whose proposer loads no draft model (no ``model`` to build a draft ``ModelConfig`` from)
 NO_DRAFT = ("ngram", "[ngram]", "ngram_gpu", "suffix", "extract_hidden_states", "custom_class")
 
@@ -77,6 +80,7 @@ class VCtx:
     draft_is_target: bool = False
     pf: dict[str, Any] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    env_source: dict[str, str] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     gaps: list[Gap] = field(default_factory=list)
     trace: list[str] = field(default_factory=list)
@@ -92,6 +96,7 @@ class VCtx:
     spec_fix: dict[str, Any] | None = None
     spec_changed: bool = False
     model_fix: bool = False
+    parallel: dict[str, Any] | None = None
 
     @property
     def version(self) -> str:
@@ -554,6 +559,52 @@ def check_env(ctx: VCtx) -> None:
                 remediation=f"remove {name}" + ("; FP4/MoE kernels are chosen with --moe-backend from 0.24 on" if re.search("MOE|FP4", name) else ""))
 
 
+def check_gpus(ctx: VCtx) -> None:
+    """MTP328: the vLLM command needs more GPUs on this node than are visible. GPUs needed come from
+    :func:`mtp_audit.launch.parallel.plan_vllm` (``tp x pp / nnodes`` x local DP ranks: 0.20.0 ``vllm/config/parallel.py``
+    ``world_size = pp x tp``); the visible ones are the preflight's GPUs after a ``CUDA_VISIBLE_DEVICES`` of the launch
+    (:func:`mtp_audit.preflight.visible.cuda_visible`, CUDA's rules). Unknown GPUs with more than one needed: a blocking gap."""
+    from mtp_audit.launch.parallel import plan_vllm
+    from mtp_audit.preflight.facts import MachineFacts
+    from mtp_audit.preflight.visible import Visibility, cuda_visible
+
+    plan = plan_vllm(ctx.cmd.get)
+    ctx.parallel = plan.to_dict()
+    if plan.invalid:
+        ctx.gap(f"parallel sizes {', '.join(plan.invalid)} are not integers: the GPUs needed were not computed")
+        return
+    raw = (ctx.pf or {}).get("machine")
+    try:
+        machine = MachineFacts.from_dict(raw) if raw else None
+    except ValueError:
+        machine = None
+    gl = (raw or {}).get("gpu_list") or {}
+    vis = None
+    if machine is not None:
+        if "CUDA_VISIBLE_DEVICES" in ctx.env and ctx.env_source.get("CUDA_VISIBLE_DEVICES") in ("command", "--env"):
+            vis = cuda_visible(machine.all_gpus, ctx.env["CUDA_VISIBLE_DEVICES"], source=ctx.env_source["CUDA_VISIBLE_DEVICES"],
+                               device_order=ctx.env.get("CUDA_DEVICE_ORDER") or machine.env.get("CUDA_DEVICE_ORDER"))
+        else:
+            vis = Visibility(machine.gpus, machine.env.get("CUDA_VISIBLE_DEVICES"))
+    hides_all = vis is not None and vis.value is not None and not vis.value.strip()
+    if vis is None or (gl.get("value") is None and not hides_all):
+        if plan.needed > 1:
+            ctx.gap(f"the command needs {plan.needed} GPUs on this node ({plan.formula}) but the GPUs are unknown "
+                    f"({gl.get('missing') or 'no GPU listed'})", blocking=True)
+        return
+    if vis.count + len(vis.mig) < plan.needed:
+        tp_opt = next((o for o in ("--tensor-parallel-size",) if o in ctx.cmd.options), "--tensor-parallel-size")
+        ctx.add("MTP328", f"the command needs {plan.needed} GPU(s) on this node ({plan.formula}) but {vis.count} "
+                f"{'is' if vis.count == 1 else 'are'} visible: vLLM {ctx.version} cannot place its {plan.needed} workers and stops "
+                "before loading the model", tp_opt,
+                evidence=[Evidence("needs", plan.formula), Evidence("visible", str(vis.count))] + [Evidence("CUDA_VISIBLE_DEVICES", n) for n in vis.notes],
+                remediation=(f"lower --tensor-parallel-size to {vis.count}" if vis.count and plan.pp == 1 and plan.replicas == 1 and plan.tp > vis.count
+                             else "lower the parallel sizes") + ", or run on a node with enough GPUs")
+    elif not vis.exact:
+        ctx.gap(f"the command needs {plan.needed} GPU(s) ({plan.formula}); {vis.count} are surely visible and the rest of "
+                f"CUDA_VISIBLE_DEVICES could not be matched ({'; '.join(vis.notes)})", blocking=True)
+
+
 def check_command(ctx: VCtx) -> None:
     """MTP320 for what vLLM's parser and ``create_speculative_config`` reject."""
     for kind, tok, msg in ctx.cmd.problems:
@@ -584,8 +635,9 @@ def check_command(ctx: VCtx) -> None:
                 ctx.fails = True
                 ctx.add("MTP320", f"vLLM {ctx.version} has no {opt} option (the --spec-* shorthand appears in later versions): 'unrecognized "
                         f"arguments: {opt}'", opt, remediation="use --speculative-config JSON instead")
-    others = sorted(o for o in ctx.cmd.options if o not in ("--model", "--speculative-config", "--model-impl", "--fail-on-environ-validation",
-                                                            "--no-fail-on-environ-validation", *SPEC_SHORTHAND))
+    read = ("--model", "--speculative-config", "--model-impl", "--fail-on-environ-validation", "--no-fail-on-environ-validation",
+            *SPEC_SHORTHAND, *PARALLEL_OPTIONS)
+    others = sorted(o for o in ctx.cmd.options if o not in read)
     if others:
         ctx.gap(f"vLLM's option table is not read: {', '.join(others[:8])}{' ...' if len(others) > 8 else ''} not checked "
                 "(a misspelt or removed option is not reported)")
@@ -692,9 +744,11 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, machi
     read = {e["name"] for e in (vf or {}).get("env_vars", [])}
     for k, val in sorted((environ or {}).items()):
         if k in read or k in ("VLLM_USE_V2_MODEL_RUNNER", "VLLM_USE_V1"):
-            ctx.env[k] = val
-    ctx.env.update(cmd.env)
-    ctx.env.update(env or {})
+            ctx.env[k], ctx.env_source[k] = val, "environment"
+    for k, val in cmd.env.items():
+        ctx.env[k], ctx.env_source[k] = val, "command"
+    for k, val in (env or {}).items():
+        ctx.env[k], ctx.env_source[k] = val, "--env"
     reports: list[Report] = []
 
     def ck_for(text: str, flag: str) -> Any:
@@ -737,6 +791,7 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, machi
         reports = [relax(r) if r.targets and r.targets[0].analyzer == "checkpoint" else r for r in reports]
     pf, engine_aware = _preflight(machine, list(argv), cwd)
     ctx.pf = dict(pf.facts.get("preflight") or {})
+    check_gpus(ctx)
     if not engine_aware:
         fp4 = any("FP4" in str(q.get("algo") or "").upper() for q in (ctx.ck or {}).get("quantization") or [])
         pf = sglang_fp4_findings_relaxed(pf, fp4 if ctx.ck is not None else None)

@@ -48,7 +48,7 @@ _PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
 SPEC_SHORTHAND = {"--spec-method": "method", "--spec-model": "model", "--spec-tokens": "num_speculative_tokens"}
 #: option strings (after underscore -> dash) that take no value, among those the cross-checks read
 _NO_VALUE = {"--trust-remote-code", "--enforce-eager", "--help", "-h", "--version", "--headless", "--fail-on-environ-validation",
-             "--no-fail-on-environ-validation"}
+             "--no-fail-on-environ-validation", "--enable-expert-parallel", "-ep"}
 _SHORT_WITH_VALUE = {"-tp": "--tensor-parallel-size", "-pp": "--pipeline-parallel-size", "-dp": "--data-parallel-size",
                      "-q": "--quantization", "-sc": "--speculative-config", "-O": "--optimization-level"}
 

@@ -16,7 +16,7 @@ def audit_vllm_launch(toks: Sequence[str], *, vllm: str | Path | None = None, en
                       environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Report:
     """Audit one vLLM server command (already split into tokens) on one machine with one vLLM.
 
-    Returns the merged report (the vllm, checkpoint and preflight reports plus the MTP320-MTP327 findings);
+    Returns the merged report (the vllm, checkpoint and preflight reports plus the MTP320-MTP328 findings);
     ``facts["launch"]["summary"]`` holds "what will happen": ``method`` (after aliasing and auto-detection),
     ``proposer`` (V1/V2 class), ``draft_model``, ``draft_architecture`` (after ``hf_config_override``, with
     the registry location), ``num_speculative_tokens`` (given or defaulted, against the MTP layers),
@@ -41,7 +41,7 @@ def audit_vllm_launch(toks: Sequence[str], *, vllm: str | Path | None = None, en
     envmap = dict(os.environ) if environ is None else dict(environ)
     view, gap = open_vllm(vllm)
     ev = evaluate_vllm(list(toks), view=view, view_gap=gap, machine=machine, env=env, environ=envmap, cwd=here, checkpoints={})
-    keys = ("summary", "answer", "closing", "verdict", "corrected_command", "corrected_check", "engine", "speculative", "draft", "command", "env")
+    keys = ("summary", "answer", "closing", "verdict", "corrected_command", "corrected_check", "engine", "speculative", "draft", "parallel", "command", "env")
     launch = Report.build("launch", shell_join(list(toks)), findings=ev.ctx.findings, gaps=ev.ctx.gaps,
                           facts={k: ev.outcome[k] for k in keys}, rule_ids=[r.id for r in RULES])
     return launch.merge(*ev.reports)

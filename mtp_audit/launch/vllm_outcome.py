@@ -181,7 +181,7 @@ def build_vllm_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap
             "corrected_command": fixed_cmd, "corrected_check": corrected_check, "engine": "vllm",
             "speculative": {"requested": ctx.method_requested, "runs_as": ctx.method, "trace": list(ctx.trace),
                             "num_speculative_tokens": ctx.k, "mtp_layers": ctx.n_layers, "proposer": ctx.proposer},
-            "draft": dict(d), "command": cmd.to_dict(), "env": {k: {"value": ctx.env[k]} for k in sorted(ctx.env)}}
+            "draft": dict(d), "parallel": ctx.parallel, "command": cmd.to_dict(), "env": {k: {"value": ctx.env[k]} for k in sorted(ctx.env)}}
 
 
 def spec_text(spec: dict[str, Any]) -> str:
