@@ -1,9 +1,9 @@
-"""``mtp-audit launch``: paste the SGLang launch command, get one cross-checked verdict before the
-model loads (issue 6).
+"""``mtp-audit launch``: paste the SGLang (issue 6) or vLLM (issue 11) launch command, get one cross-checked
+verdict before the model loads.
 
-Public API: :func:`audit_launch` -> :class:`mtp_audit.report.Report` holding the sglang, checkpoint
-and preflight reports (each finding keeps its analyzer's rule id) plus the launch cross-checks
-MTP300-MTP310 and ``facts["launch"]`` (see docs/launch.md).
+Public API: :func:`audit_launch` -> :class:`mtp_audit.report.Report` holding the engine (sglang or vllm),
+checkpoint and preflight reports (each finding keeps its analyzer's rule id) plus the launch cross-checks
+(MTP300-MTP312 for SGLang, MTP320-MTP328 for vLLM) and ``facts["launch"]`` (see docs/launch.md).
 """
 
 from __future__ import annotations
