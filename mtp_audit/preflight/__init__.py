@@ -3,7 +3,8 @@
 Public API: :func:`preflight` -> :class:`mtp_audit.report.Report`. Facts in
 ``report.facts["preflight"]``: ``summary`` (headline scalars), ``verdicts`` (per GPU: capable /
 not capable / unknown, with reasons), ``machine`` (the collected :class:`MachineFacts`),
-``launch``, ``checkpoint``, ``resolved`` (effective backends), ``probe``.
+``launch``, ``checkpoint``, ``resolved`` (effective backends), ``probe``, ``engine`` (which engine the verdict is
+for and why: :class:`mtp_audit.preflight.engine.EngineChoice`).
 Research: ``../shared/research/blackwell_fp4.md``.
 """
 
@@ -56,6 +57,27 @@ def _backend_summary(ctx: Any, flag: str, key: str, table: str) -> str | None:
     return f"{requested} -> {effective}"
 
 
+def _vllm_backend_summary(ctx: Any) -> dict[str, str | None]:
+    """``moe_backend`` / ``linear_backend`` summary lines of a vLLM launch: what the command asks for (flag, or an
+    env var vLLM reads), ``"auto"`` when nothing; below SM100 ``auto`` is shown resolving to Marlin (the fallback
+    of ``matrix["vllm"]["nvfp4_fallback"]``). ``None`` for both without a launch."""
+    if ctx.launch is None:
+        return {"moe_backend": None, "linear_backend": None}
+    out: dict[str, str | None] = {}
+    low = ctx.cc0 is not None and ctx.cc0[0] < 10 and ctx.fp4_intent
+    for key, flag, envs in (("moe_backend", "--moe-backend", ("VLLM_USE_FLASHINFER_MOE_FP4", "VLLM_FLASHINFER_MOE_BACKEND")),
+                            ("linear_backend", "--linear-backend", ("VLLM_NVFP4_GEMM_BACKEND", "VLLM_USE_TRTLLM_FP4_GEMM"))):
+        val = ctx.launch.get(flag)
+        env = [f"{n}={ctx.launch_env(n)}" for n in envs if ctx.launch_env(n) is not None]
+        if val and val != "auto":
+            out[key] = val
+        elif env and not val:
+            out[key] = " ".join(env)
+        else:
+            out[key] = "auto -> marlin (below SM100)" if low else "auto"
+    return out
+
+
 def preflight(
     *,
     env_dumps: Sequence[Path] = (),
@@ -69,6 +91,7 @@ def preflight(
     use_sglang_analyzer: bool = True,
     probe_result: Any = None,
     sglang_facts: Mapping[str, Any] | None = None,
+    engine: str | None = None,
 ) -> Report:
     """Run the preflight and return its report.
 
@@ -90,11 +113,15 @@ def preflight(
             will run (a wheel, checkout or folder, not necessarily installed here). When given, it is used for the
             flag semantics and the SGLang version whatever the machine source (live, dump or facts file), and the
             installed sglang is not looked up. ``mtp-audit launch`` passes it (added for issue 6).
+        engine: ``"sglang"`` or ``"vllm"`` (``--engine``): whose semantics the verdict applies. It wins over the
+            engine detected from the launch command or the machine facts (a disagreement is evidence on MTP228);
+            ``None``: detected (:mod:`mtp_audit.preflight.engine`), SGLang when nothing names one.
 
     Raises:
         InputError: an unreadable/empty/binary/unrecognised dump, env dumps of different machines (GPU list or
-            driver version disagree), a bad facts file, an empty launch, or a launch
-            command that is not SGLang (python -m sglang.launch_server … / sglang serve …).
+            driver version disagree), a bad facts file, an empty launch, a launch command that is neither
+            SGLang (python -m sglang.launch_server … / sglang serve …) nor vLLM (vllm serve … /
+            python -m vllm.entrypoints.openai.api_server …), or an ``engine`` other than sglang / vllm.
     """
     from mtp_audit.preflight import analyze as an
     from mtp_audit.preflight import matrix as mx
@@ -107,15 +134,22 @@ def preflight(
     from mtp_audit.preflight.rules import RULES_BY_ID
     from mtp_audit.report import Gap, Location
 
+    from mtp_audit.preflight import engine as eng
+
+    if engine is not None and engine not in eng.ENGINES:
+        from mtp_audit.errors import InputError
+
+        raise InputError("--engine", f"expected one of {', '.join(eng.ENGINES)}, got {engine!r}")
     parsed_launch = None
     if launch is not None:
-        # checked before any machine fact is collected: a command that is not SGLang is the user's mistake
+        # checked before any machine fact is collected: a command that starts no known engine is the user's mistake
         parsed_launch = parse_launch(list(launch))
-        if not parsed_launch.is_sglang:
+        if parsed_launch.engine not in eng.ENGINES:
             from mtp_audit.errors import InputError
 
-            raise InputError("launch command", "not an SGLang launch command: expected python -m sglang.launch_server … or sglang serve … "
-                                               f"(got '{' '.join(parsed_launch.argv[:3])}')")
+            raise InputError("launch command", "not an SGLang or vLLM launch command: expected python -m sglang.launch_server …, sglang serve …, "
+                                               f"vllm serve … or python -m vllm.entrypoints.openai.api_server … (got '{' '.join(parsed_launch.argv[:3])}')")
+    dump_formats: list[tuple[str, tuple[str, ...]]] = []
     if facts is not None:
         machine, target = facts, f"facts ({facts.origin})"
     elif facts_file is not None:
@@ -126,8 +160,12 @@ def preflight(
 
         machine = None
         seen: list[tuple[Path, Any]] = []
+        from mtp_audit.preflight.envdump import detect_formats
+
         for p in env_dumps:
-            m = parse_dump(read_dump(p), display=str(p))
+            text = read_dump(p)
+            dump_formats.append((p.name, detect_formats(text)))
+            m = parse_dump(text, display=str(p))
             # dumps of two machines merged silently would describe a machine that does not exist
             for q, earlier in seen:
                 why = earlier.conflict_with(m)
@@ -142,21 +180,30 @@ def preflight(
 
         machine, target = collect_live(import_torch=import_torch, timeout=timeout), "local machine"
 
-    ctx = an.Context(facts=machine)
+    launch_src = f"launch command '{' '.join(parsed_launch.argv[:3])}'" if parsed_launch is not None else ""
+    choice = eng.choose_engine(engine, parsed_launch.engine if parsed_launch is not None else None, launch_src,
+                               eng.machine_hint(machine, dump_formats))
+    ctx = an.Context(facts=machine, engine=choice.engine)
     gaps: list[Gap] = []
+    if choice.how == "assumed":
+        gaps.append(Gap("preflight", "serving engine not named or detected (no --engine, launch command or engine in the machine facts): "
+                                     "the verdict assumes SGLang; pass --engine vllm for vLLM semantics", None, False))
     if parsed_launch is not None:
         ctx.launch = parsed_launch
         mp = ctx.launch.get("--model-path")
+        mlabel = "model" if ctx.launch.is_vllm else "--model-path"
         if mp:
             folder = (cwd or Path.cwd()) / mp
             if folder.is_dir():
                 ctx.quant = read_checkpoint_quant(folder)
                 if ctx.quant.problem and not ctx.quant.algo:
-                    gaps.append(Gap("preflight", f"--model-path {mp}: {ctx.quant.problem}", mp, False))
+                    gaps.append(Gap("preflight", f"{mlabel} {mp}: {ctx.quant.problem}", mp, False))
             else:
-                gaps.append(Gap("preflight", f"--model-path {mp} is not a local folder; checkpoint quantization taken from --quantization only", None, False))
-    flag_source = f"capability matrix v{mx.load()['matrix_version']}"
-    if sglang_facts is not None:
+                gaps.append(Gap("preflight", f"{mlabel} {mp} is not a local folder; checkpoint quantization taken from --quantization only", None, False))
+    flag_source = f"capability matrix v{mx.load()['matrix_version']}" + (" (vllm rows)" if ctx.is_vllm else "")
+    if ctx.is_vllm:
+        pass  # the sglang analyzer says nothing about vLLM
+    elif sglang_facts is not None:
         ctx.sglang_facts = dict(sglang_facts)
         flag_source = f"sglang analyzer (sglang {sglang_facts.get('version') or 'version unknown'})"
     elif launch is not None and use_sglang_analyzer and machine.origin == "live":
@@ -171,12 +218,19 @@ def preflight(
         if machine.origin != "live":
             gaps.append(Gap("preflight", "--probe needs the live machine; ignored with --env-dump / --facts", None, False))
         else:
-            gemm = ctx.launch.get("--fp4-gemm-backend") if ctx.launch else None
+            gemm = ctx.launch.get("--fp4-gemm-backend") if ctx.launch and not ctx.is_vllm else None
             ctx.probe = run_probe(gemm if gemm and gemm != "auto" else None)
 
     if probe_result is not None:
         ctx.probe = probe_result
     an.analyze(ctx)
+    from mtp_audit.report import Evidence
+
+    ver = ctx.vllm if ctx.is_vllm else ctx.sglang
+    engine_line = f"{choice.name} {ver}" if ver else f"{choice.name} (version unknown)"
+    engine_line += f" ({'assumed' if choice.how == 'assumed' else 'from ' + choice.source})"
+    engine_evidence = tuple([Evidence("engine", f"{choice.name} ({choice.how}: {choice.source})")]
+                            + [Evidence("engine conflict", c) for c in choice.conflicts])
     vs = an.verdicts(ctx)
     verdict = an.overall(vs)
     for key, group in an.verdict_groups(vs):
@@ -186,8 +240,8 @@ def preflight(
         idx = an.index_ranges([v["gpu"] for v in group])
         label = f"GPU {idx}" if len(group) == 1 else f"GPUs {idx}"
         ctx.findings.append(RULES_BY_ID["MTP228"].finding(
-            f"{label} ({name or '?'}, compute capability {cc or '?'}): native FP4 {native} — " + "; ".join(reasons),
-            Location(symbol=f"cuda:{idx}"), evidence=(),
+            f"{label} ({name or '?'}, compute capability {cc or '?'}): native FP4 {native} on {engine_line} — " + "; ".join(reasons),
+            Location(symbol=f"cuda:{idx}"), evidence=engine_evidence,
             remediation="" if native == an.CAPABLE else
             (f"resolve {', '.join(errors)} (error findings above)" if errors else "") + ("; " if errors and ctx.gaps + gaps else "")
             + ("see the gaps below" if ctx.gaps + gaps else "")))
@@ -197,14 +251,18 @@ def preflight(
     ctx.gaps = [g for g in ctx.gaps if not (g.blocking and verdict != an.UNKNOWN and not g.message.startswith("no GPU"))] + gaps
     summary = {
         "verdict": verdict,
+        "engine": choice.engine,
+        "engine_source": f"{choice.how}: {choice.source}",
         "gpus": len(machine.gpus),
         "compute_capabilities": sorted({v["compute_capability"] for v in vs if v["compute_capability"]}),
-        "sglang": str(ctx.sglang) if ctx.sglang else None,
+        "sglang": str(ctx.sglang) if ctx.sglang and not ctx.is_vllm else None,
+        "vllm": str(ctx.vllm) if ctx.vllm and ctx.is_vllm else None,
         "torch": machine.torch_version.value,
         "torch_cuda": machine.torch_cuda.value,
         "driver": machine.driver_version.value,
-        "fp4_gemm_backend": _backend_summary(ctx, "--fp4-gemm-backend", "fp4_gemm_backend", "fp4_gemm_backend"),
-        "moe_runner_backend": _backend_summary(ctx, "--moe-runner-backend", "moe_runner_backend", "moe_runner_backend_nvfp4"),
+        **(_vllm_backend_summary(ctx) if ctx.is_vllm else {
+            "fp4_gemm_backend": _backend_summary(ctx, "--fp4-gemm-backend", "fp4_gemm_backend", "fp4_gemm_backend"),
+            "moe_runner_backend": _backend_summary(ctx, "--moe-runner-backend", "moe_runner_backend", "moe_runner_backend_nvfp4")}),
         "flag_semantics": flag_source,
         "origin": machine.origin,
     }
@@ -224,6 +282,7 @@ def preflight(
             "resolved": ctx.resolved,
             "probe": ctx.probe.to_dict() if ctx.probe else None,
             "matrix_version": mx.load()["matrix_version"],
+            "engine": choice.to_dict(),
         },
         rule_ids=[r.id for r in RULES],
     )
