@@ -227,8 +227,8 @@ def preflight(
     from mtp_audit.report import Evidence
 
     ver = ctx.vllm if ctx.is_vllm else ctx.sglang
-    engine_line = f"{choice.name} {ver}" if ver else f"{choice.name} (version unknown)"
-    engine_line += f" ({'assumed' if choice.how == 'assumed' else 'from ' + choice.source})"
+    # the verdict line names the engine (and its version); where the engine came from is the MTP228 evidence
+    engine_line = (f"{choice.name} {ver}" if ver else f"{choice.name} (version unknown)") + (" (assumed)" if choice.how == "assumed" else "")
     engine_evidence = tuple([Evidence("engine", f"{choice.name} ({choice.how}: {choice.source})")]
                             + [Evidence("engine conflict", c) for c in choice.conflicts])
     vs = an.verdicts(ctx)

@@ -651,6 +651,8 @@ class VllmRequest:
         via: how the launch asks for it (``"--moe-backend flashinfer_trtllm"``, ``"VLLM_NVFP4_GEMM_BACKEND=cutlass"``).
         form: ``"flag"`` or ``"env"`` (the remediation is given in the same form).
         source: where vLLM reads it (matrix row source).
+        off_sm100: the backend vLLM uses instead off the SM100 family, when it substitutes one itself
+            (``VLLM_FLASHINFER_MOE_BACKEND=latency`` -> flashinfer_cutlass), else ``None``.
     """
 
     kind: str
@@ -658,6 +660,11 @@ class VllmRequest:
     via: str
     form: str
     source: str
+    off_sm100: str | None = None
+
+    def backend_on(self, cc: tuple[int, int]) -> str:
+        """The backend vLLM runs on compute capability ``cc`` for this request."""
+        return self.off_sm100 if self.off_sm100 and cc[0] != 10 else self.backend
 
 
 def _vllm() -> dict[str, Any]:
@@ -751,7 +758,7 @@ def _vllm_requests(ctx: Context) -> list[VllmRequest]:
         brow = _vllm_env_row("VLLM_FLASHINFER_MOE_BACKEND")
         if be in brow["values"]:
             out.append(VllmRequest("moe", brow["values"][be], f"VLLM_USE_FLASHINFER_MOE_FP4={fi} VLLM_FLASHINFER_MOE_BACKEND={be}", "env",
-                                   row["source"] + "; " + brow["source"]))
+                                   row["source"] + "; " + brow["source"], brow["latency_off_sm100"] if be == "latency" else None))
         else:
             out.append(VllmRequest("moe", "flashinfer", f"VLLM_USE_FLASHINFER_MOE_FP4={fi}", "env", row["source"]))
     elif "moe" not in given and fi not in ("", "0") and v is None:
@@ -805,7 +812,7 @@ def check_vllm_fp4(ctx: Context) -> None:
         g = group[0]
         failed = False
         for req in requests if checked_backends else ():
-            ok, src = vllm_backend_runs(req.kind, req.backend, cc)
+            ok, src = vllm_backend_runs(req.kind, req.backend_on(cc), cc)
             if ok is None or ok:
                 continue
             failed = True
@@ -815,7 +822,7 @@ def check_vllm_fp4(ctx: Context) -> None:
                     if req.kind == "moe" else "an explicit choice is not replaced by a fallback: model loading (or the first FP4 GEMM) fails")
             one_kind = len({x.cc for x in ctx.gpus}) == 1  # every GPU has this SM: the finding is the machine's
             label = f"GPU {g.index}" if len(group) == 1 else f"GPUs {index_ranges(x.index for x in group)}"
-            ctx.add("MTP231", f"{req.via}: vLLM's {req.backend} NVFP4 {'MoE' if req.kind == 'moe' else 'GEMM'} cannot run on {label} "
+            ctx.add("MTP231", f"{req.via}: vLLM's {req.backend_on(cc)} NVFP4 {'MoE' if req.kind == 'moe' else 'GEMM'} cannot run on {label} "
                     f"({g.name.value}, {sm_name(cc)}); {what}", gpu=None if one_kind else g,
                     evidence=[Evidence("requested", req.via), ev("compute capability", g.compute_capability),
                               ev("vllm", ctx.facts.package("vllm")), Evidence("requirement", src), Evidence("read by", req.source)],
