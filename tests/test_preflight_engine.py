@@ -99,7 +99,9 @@ def test_real_vllm_collect_env_is_for_vllm(name, version):
     r = preflight(env_dumps=[DUMPS / name], use_sglang_analyzer=False)
     s = r.facts["preflight"]["summary"]
     assert s["engine"] == "vllm" and s["vllm"] == version and s["sglang"] is None
-    assert s["engine_source"] == f"machine: {name}: vllm-collect-env format" or s["engine_source"].startswith("machine: env dump: vllm-collect-env")
+    # the env-dump reader may record the engine itself (with a line number); else the preflight names the dump and format
+    assert s["engine_source"].startswith("machine: env dump: ") and "vllm-collect-env format" in s["engine_source"]
+    assert r.facts["preflight"]["machine"]["engine"]["value"] == "vllm"  # kept in the facts: --save-facts replays it
     assert_no_sglang_advice(r)
 
 
@@ -125,6 +127,14 @@ def test_torch_format_vllm_dump_without_engine_line_is_assumed_sglang_and_says_s
     r2 = preflight(env_dumps=[DUMPS / "vllm-57932.txt"], use_sglang_analyzer=False, engine="vllm")
     assert r2.facts["preflight"]["summary"]["engine"] == "vllm"
     assert_no_sglang_advice(r2)
+
+
+def test_saved_facts_of_a_vllm_dump_replay_as_vllm(tmp_path, capsys):
+    saved = tmp_path / "facts.json"
+    assert main(["preflight", "--env-dump", str(DUMPS / "vllm-40153.txt"), "--save-facts", str(saved), "-f", "json"]) == 3
+    capsys.readouterr()
+    r = preflight(facts_file=saved, launch=VL, use_sglang_analyzer=False)
+    assert r.facts["preflight"]["summary"]["engine"] == "vllm" and r.facts["preflight"]["summary"]["vllm"] == "0.17.0"
 
 
 def test_cli_vllm_dump_sm120_explicit_trtllm_moe_exit_1(capsys):

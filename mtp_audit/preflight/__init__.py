@@ -175,6 +175,15 @@ def preflight(
             seen.append((p, m))
             machine = m if machine is None else machine.merged_with(m)
         target = "env dump " + ", ".join(p.name for p in env_dumps)
+        if not machine.engine.present:
+            # the engine the dump formats name (one only), kept in the facts so that --save-facts replays it
+            hint = eng.machine_hint(None, dump_formats)
+            if hint is not None:
+                from dataclasses import replace
+
+                from mtp_audit.preflight.facts import Fact
+
+                machine = replace(machine, engine=Fact.of(hint[0], hint[1]))
     else:
         from mtp_audit.preflight.collect import collect_live
 

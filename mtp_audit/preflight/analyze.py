@@ -797,6 +797,17 @@ def check_vllm_fp4(ctx: Context) -> None:
     """
     if not ctx.is_vllm:
         return
+    if ctx.launch is not None:
+        from mtp_audit.preflight.launch import VLLM_FLAGS
+
+        known = {a for names in VLLM_FLAGS.values() for a in names}
+        rest = [o for o in dict.fromkeys(ctx.launch.options) if o not in known]
+        if rest:
+            ctx.gap(f"vLLM options not checked (no vLLM option table at hand): {', '.join(rest)}")
+        vp = ctx.facts.package("vllm")
+        if not vp.present and "not installed" in str(vp.missing):
+            ctx.gap("vllm is not installed in this environment: the launch runs a vLLM from elsewhere (or fails to start); "
+                    "checks that depend on the vLLM version were skipped")
     requests = _vllm_requests(ctx)
     if not ctx.fp4_intent:
         return
@@ -847,7 +858,7 @@ def check_vllm_fp4(ctx: Context) -> None:
         if fb is None:
             known = "vLLM version unknown" if v is None else f"vLLM {v} is between the releases the capability matrix was read from"
             ctx.gap(f"{known}: the Marlin NVFP4 fallback below SM100 is in vLLM 0.9.2 and >= 0.11 (checked wheels), not in 0.8.5")
-        head = f"vLLM {v}" if v is not None else "vLLM (>= 0.9.2)"
+        head = f"vLLM {v}" if fb is not None else "vLLM (0.9.2 and >= 0.11 in the checked wheels)"
         extra = ""
         if fb is not None and fb["fallback"] == "marlin-moe-only":
             modelopt = (ctx.launch is not None and (ctx.launch.get("--quantization") or "") == "modelopt_fp4") or bool(

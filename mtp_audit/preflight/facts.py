@@ -221,6 +221,9 @@ class MachineFacts:
         env: selected environment variables (``FLASHINFER_CUDA_ARCH_LIST``, ``CUDA_VISIBLE_DEVICES``).
         platform: ``"linux"``, ``"wsl2"``, ``"windows"``.
         notes: free lines worth showing (a ``MISMATCH`` line of flashinfer's collect_env, NVML errors).
+        engine: the serving engine the dump is for, ``"sglang"`` or ``"vllm"`` (``sglang.check_env`` /
+            ``vllm collect-env`` / what a free-form text mentions), with provenance; recorded only, the
+            verdicts do not read it yet.
     """
 
     origin: str
@@ -239,6 +242,7 @@ class MachineFacts:
     env: Mapping[str, str] = field(default_factory=dict)
     platform: Fact = field(default_factory=_absent)
     notes: tuple[str, ...] = ()
+    engine: Fact = field(default_factory=_absent)
 
     _SCALARS = (
         "gpu_list",
@@ -250,6 +254,7 @@ class MachineFacts:
         "torch_cuda",
         "torch_arch_list",
         "platform",
+        "engine",
     )
 
     def package(self, name: str) -> Fact:
@@ -261,7 +266,10 @@ class MachineFacts:
         d: dict[str, Any] = {"facts_schema_version": FACTS_SCHEMA_VERSION, "origin": self.origin}
         d["gpus"] = [g.to_dict() for g in self.gpus]
         for name in self._SCALARS:
-            d[name] = getattr(self, name).to_dict()
+            f = getattr(self, name)
+            if name == "engine" and not f.present and f.missing in ("not observed", "not recorded"):
+                continue  # added after facts files were first stored: absent from those, and they stay as stored
+            d[name] = f.to_dict()
         d["packages"] = {k: self.packages[k].to_dict() for k in sorted(self.packages)}
         d["requires"] = {k: self.requires[k].to_dict() for k in sorted(self.requires)}
         d["binaries"] = [b.to_dict() for b in sorted(self.binaries, key=lambda b: (b.package, b.path))]
