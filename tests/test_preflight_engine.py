@@ -147,6 +147,24 @@ def test_cli_vllm_dump_sm120_explicit_trtllm_moe_exit_1(capsys):
     assert f231[0]["remediation"] == "--moe-backend flashinfer_cutlass"
 
 
+def test_real_free_form_gb10_report_with_the_reported_vllm_launch():
+    # gh:vllm-project/vllm#30163 (free-form): 2x DGX Spark, three vLLM versions tried, VLLM_USE_FLASHINFER_MOE_FP4=1
+    dump = DUMPS / "freeform" / "vllm-30163.txt"
+    launch = ["VLLM_USE_FLASHINFER_MOE_FP4=1", "vllm", "serve", "lukealonso/GLM-4.6-NVFP4", "--quantization", "modelopt_fp4", "-tp", "2"]
+    r = preflight(env_dumps=[dump], launch=launch, use_sglang_analyzer=False)
+    s = r.facts["preflight"]["summary"]
+    assert s["engine"] == "vllm" and s["compute_capabilities"] == ["12.1"] and s["vllm"] is None  # three versions: a conflict
+    assert ids(r, "error") == []  # FlashInfer CUTLASS NVFP4 MoE runs on the SM120 family
+    assert ("vLLM version unknown: what VLLM_USE_FLASHINFER_MOE_FP4=1 does on this GPU depends on it (vLLM 0.15.0-0.23 raise when no "
+            "FlashInfer NVFP4 MoE runs; 0.11 falls back to Marlin)") in [g.message for g in r.gaps]
+    r2 = preflight(env_dumps=[dump], launch=launch + ["--moe-backend", "flashinfer_trtllm"], use_sglang_analyzer=False)
+    (f,) = [f for f in r2.findings if f.rule_id == "MTP231"]
+    assert f.message.startswith("--moe-backend flashinfer_trtllm: vLLM's flashinfer_trtllm NVFP4 MoE cannot run on GPUs 0-1 (DGX Spark, SM121)")
+    assert f.remediation == "--moe-backend flashinfer_cutlass"
+    assert_no_sglang_advice(r)
+    assert_no_sglang_advice(r2)
+
+
 # --- recorded H200 facts with a vLLM launch ----------------------------------------------------------
 
 

@@ -737,7 +737,8 @@ def _vllm_requests(ctx: Context) -> list[VllmRequest]:
                                                           Evidence("source", retired["source"])],
                     remediation=f"unset {name} and pass {fix}")
     if v is None and set_vars:
-        ctx.gap(f"vLLM version unknown: whether {', '.join(set_vars)} are still read (removed in vLLM 0.24.0) was not checked")
+        ctx.gap(f"vLLM version unknown: whether {', '.join(set_vars)} {'is' if len(set_vars) == 1 else 'are'} still read "
+                "(removed in vLLM 0.24.0) was not checked")
 
     def applies(name: str) -> bool:
         return v is None or mx.in_range(v, _vllm_env_row(name)["vllm"])

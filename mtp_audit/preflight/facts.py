@@ -227,8 +227,8 @@ class MachineFacts:
         platform: ``"linux"``, ``"wsl2"``, ``"windows"``.
         notes: free lines worth showing (a ``MISMATCH`` line of flashinfer's collect_env, NVML errors).
         engine: the serving engine the dump is for, ``"sglang"`` or ``"vllm"`` (``sglang.check_env`` /
-            ``vllm collect-env`` / what a free-form text mentions), with provenance; recorded only, the
-            verdicts do not read it yet.
+            ``vllm collect-env`` / what a free-form text mentions), with provenance. The preflight's engine choice
+            reads it (:func:`mtp_audit.preflight.engine.machine_hint`; an explicit ``--engine`` or the launch command wins).
     """
 
     origin: str
