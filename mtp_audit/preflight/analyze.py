@@ -718,7 +718,10 @@ def _vllm_requests(ctx: Context) -> list[VllmRequest]:
             continue
         else:
             ch = next((c for c in row["choices"] if mx.in_range(v, c["vllm"])), None)
-            if ch is not None and val not in ch["values"]:
+            if ch is None:
+                ctx.gap(f"{flag} {val} not checked: the choices of vLLM {v} are not in the capability matrix (read from the "
+                        + ", ".join(c["vllm"] for c in row["choices"]) + " wheels)")
+            elif val not in ch["values"]:
                 ctx.add("MTP226", f"{flag} {val} is not accepted by vLLM {v}: argparse stops with 'invalid choice' (choices: {', '.join(ch['values'])})",
                         evidence=[Evidence(flag, val), Evidence("source", ch["source"])], remediation=f"use one of: {', '.join(ch['values'])}")
                 continue
