@@ -292,3 +292,11 @@ def test_vllm_0_8_5_has_no_fallback_error(tmp_path):
     (f,) = [f for f in r.findings if f.rule_id == "MTP200"]
     assert f.severity.name == "ERROR" and "vLLM 0.8.5 has no Marlin NVFP4 fallback" in f.message
     assert f.remediation.startswith("Upgrade vLLM (>= 0.9.2 falls back to Marlin W4A16 on its own below SM100)")
+
+
+def test_eight_h200_vllm_one_marlin_warning_for_the_machine(tmp_path):
+    r = run_dump(tmp_path, vllm_env(vllm="0.20.0"), VL)
+    (w,) = [f for f in r.findings if f.rule_id == "MTP201"]
+    assert w.location.symbol == "machine"
+    assert w.message.startswith("GPUs 0-7 (NVIDIA H200, SM90): no FP4 tensor cores; vLLM 0.20.0 falls back on its own to Marlin W4A16")
+    assert r.facts["preflight"]["summary"]["vllm"] == "0.20.0" and ids(r) == ["MTP201", "MTP228"]

@@ -822,9 +822,12 @@ def check_vllm_fp4(ctx: Context) -> None:
     checked_backends = not ctx.mxfp4
     if requests and ctx.mxfp4:
         ctx.gap("vLLM MXFP4 backend requirements are not in the capability matrix (NVFP4 only): " + ", ".join(r.via for r in requests) + " not checked")
+    one_kind = len({x.cc for x in ctx.gpus}) == 1  # every GPU has the same SM: findings are the machine's
     for cc in sorted({g.cc for g in ctx.gpus if g.cc}):
         group = [g for g in ctx.gpus if g.cc == cc]
         g = group[0]
+        label = f"GPU {g.index}" if len(group) == 1 else f"GPUs {index_ranges(x.index for x in group)}"
+        at = None if one_kind else g
         failed = False
         for req in requests if checked_backends else ():
             ok, src = vllm_backend_runs(req.kind, req.backend_on(cc), cc)
@@ -835,10 +838,8 @@ def check_vllm_fp4(ctx: Context) -> None:
                     if req.backend == "flashinfer" else
                     f"an explicit choice is not replaced by a fallback: model loading fails (\"NvFp4 MoE backend ... does not support the deployment configuration\")"
                     if req.kind == "moe" else "an explicit choice is not replaced by a fallback: model loading (or the first FP4 GEMM) fails")
-            one_kind = len({x.cc for x in ctx.gpus}) == 1  # every GPU has this SM: the finding is the machine's
-            label = f"GPU {g.index}" if len(group) == 1 else f"GPUs {index_ranges(x.index for x in group)}"
             ctx.add("MTP231", f"{req.via}: vLLM's {req.backend_on(cc)} NVFP4 {'MoE' if req.kind == 'moe' else 'GEMM'} cannot run on {label} "
-                    f"({g.name.value}, {sm_name(cc)}); {what}", gpu=None if one_kind else g,
+                    f"({g.name.value}, {sm_name(cc)}); {what}", gpu=at,
                     evidence=[Evidence("requested", req.via), ev("compute capability", g.compute_capability),
                               ev("vllm", ctx.facts.package("vllm")), Evidence("requirement", src), Evidence("read by", req.source)],
                     remediation=_vllm_fix(ctx, req, cc))
@@ -847,14 +848,14 @@ def check_vllm_fp4(ctx: Context) -> None:
         evs = [ev("GPU", g.name), ev("compute capability", g.compute_capability), ev("vllm", ctx.facts.package("vllm")),
                Evidence("FP4 instruction", "none (FP8 is the narrowest tensor-core type on SM90)")]
         if cc < tuple(_vllm()["marlin_min_cc"]):
-            ctx.add("MTP200", f"GPU {g.index} ({g.name.value}, compute capability {cc_str(cc)}) has no FP4 tensor cores and is below vLLM's Marlin FP4 "
-                    f"floor (compute capability 7.5): vLLM has no NVFP4 kernel for it", gpu=g, evidence=evs + [Evidence("source", _vllm()["marlin_min_cc_source"])],
+            ctx.add("MTP200", f"{label} ({g.name.value}, compute capability {cc_str(cc)}): no FP4 tensor cores, and below vLLM's Marlin FP4 "
+                    f"floor (compute capability 7.5): vLLM has no NVFP4 kernel for it", gpu=at, evidence=evs + [Evidence("source", _vllm()["marlin_min_cc_source"])],
                     remediation="Run on a GPU of compute capability >= 7.5 (Marlin W4A16) or Blackwell (native NVFP4)")
             continue
         if fb is not None and fb["fallback"] == "none":
-            ctx.add("MTP200", f"GPU {g.index} ({g.name.value}, compute capability {cc_str(cc)}) has no FP4 tensor cores and vLLM {v} has no Marlin NVFP4 "
+            ctx.add("MTP200", f"{label} ({g.name.value}, compute capability {cc_str(cc)}): no FP4 tensor cores, and vLLM {v} has no Marlin NVFP4 "
                     "fallback: it raises 'Current platform does not support NVFP4 quantization. Please use Blackwell and above.'",
-                    gpu=g, evidence=evs + [Evidence("source", fb["source"])],
+                    gpu=at, evidence=evs + [Evidence("source", fb["source"])],
                     remediation="Upgrade vLLM (>= 0.9.2 falls back to Marlin W4A16 on its own below SM100), or run NVFP4 on Blackwell")
             continue
         if failed:
@@ -873,8 +874,8 @@ def check_vllm_fp4(ctx: Context) -> None:
                 ctx.gap(f"vLLM {v}: {fb['dense_note']} ({fb['source']}); with FlashInfer "
                         f"{'installed' if fi.present else 'possibly installed'} the dense layers of this ModelOpt checkpoint may not use Marlin "
                         "(whether FlashInfer's FP4 GEMM then runs below SM100 was not established)")
-        ctx.add("MTP201", f"GPU {g.index} ({g.name.value}, {sm_name(cc)}) has no FP4 tensor cores; {head} falls back on its own to Marlin W4A16 for "
-                f"this FP4 checkpoint: {marlin['what']}. Cost: {marlin['cost']}.{extra}", gpu=g,
+        ctx.add("MTP201", f"{label} ({g.name.value}, {sm_name(cc)}): no FP4 tensor cores; {head} falls back on its own to Marlin W4A16 for "
+                f"this FP4 checkpoint: {marlin['what']}. Cost: {marlin['cost']}.{extra}", gpu=at,
                 evidence=evs + [Evidence("source", fb["source"] if fb else rows[-1]["source"])],
                 remediation="Accept the W4A16 cost, or move the deployment to Blackwell for native NVFP4 (no vLLM flag is needed for the fallback)")
 
