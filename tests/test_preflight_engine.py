@@ -300,3 +300,16 @@ def test_eight_h200_vllm_one_marlin_warning_for_the_machine(tmp_path):
     assert w.location.symbol == "machine"
     assert w.message.startswith("GPUs 0-7 (NVIDIA H200, SM90): no FP4 tensor cores; vLLM 0.20.0 falls back on its own to Marlin W4A16")
     assert r.facts["preflight"]["summary"]["vllm"] == "0.20.0" and ids(r) == ["MTP201", "MTP228"]
+
+
+def test_mxfp4_on_h200_vllm_is_weight_only_not_marlin_nvfp4(tmp_path):
+    r = run_dump(tmp_path, vllm_env(vllm="0.20.0"), ["vllm", "serve", "openai/gpt-oss-120b", "--quantization", "mxfp4"])
+    (w,) = [f for f in r.findings if f.rule_id == "MTP201"]
+    assert w.severity.name == "WARNING"
+    assert w.message.startswith("GPUs 0-7 (NVIDIA H200, SM90): no FP4 tensor cores; vLLM 0.20.0 runs this MXFP4 checkpoint with a weight-only "
+                                "MXFP4 MoE kernel (Triton for gpt-oss, else Marlin)")
+    assert "NVFP4" not in w.message
+    old = run_dump(tmp_path, vllm_env(vllm="0.11.0"), ["vllm", "serve", "openai/gpt-oss-120b", "--quantization", "mxfp4"])
+    assert "MTP201" not in ids(old)
+    assert "vLLM 0.11.0: its MXFP4 path below SM100 is in the capability matrix for vLLM >=0.20.0 only (weight-only MXFP4 kernels there)" in [
+        g.message for g in old.gaps]

@@ -847,6 +847,16 @@ def check_vllm_fp4(ctx: Context) -> None:
             continue
         evs = [ev("GPU", g.name), ev("compute capability", g.compute_capability), ev("vllm", ctx.facts.package("vllm")),
                Evidence("FP4 instruction", "none (FP8 is the narrowest tensor-core type on SM90)")]
+        if ctx.mxfp4:
+            mrow = _vllm()["mxfp4_fallback"]
+            if v is None or not mx.in_range(v, mrow["vllm"]):
+                ctx.gap(f"{'vLLM version unknown' if v is None else f'vLLM {v}'}: its MXFP4 path below SM100 is in the capability matrix "
+                        f"for vLLM {mrow['vllm']} only (weight-only MXFP4 kernels there)")
+                continue
+            ctx.add("MTP201", f"{label} ({g.name.value}, {sm_name(cc)}): no FP4 tensor cores; vLLM {v} runs this MXFP4 checkpoint with "
+                    f"{mrow['what']}. Cost: {marlin['cost']}.", gpu=at, evidence=evs + [Evidence("source", mrow["source"])],
+                    remediation="Accept the weight-only cost, or move the deployment to Blackwell for native MXFP4 (no vLLM flag is needed)")
+            continue
         if cc < tuple(_vllm()["marlin_min_cc"]):
             ctx.add("MTP200", f"{label} ({g.name.value}, compute capability {cc_str(cc)}): no FP4 tensor cores, and below vLLM's Marlin FP4 "
                     f"floor (compute capability 7.5): vLLM has no NVFP4 kernel for it", gpu=at, evidence=evs + [Evidence("source", _vllm()["marlin_min_cc_source"])],
