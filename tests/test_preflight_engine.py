@@ -263,7 +263,7 @@ def test_vllm_linear_backend_before_0_24_and_bad_moe_choice(tmp_path):
     msgs = sorted(f.message for f in r.findings if f.rule_id == "MTP226")
     assert msgs[0] == ("--moe-backend flashinfer_b12x is not accepted by vLLM 0.20.0: argparse stops with 'invalid choice' (choices: auto, "
                        "triton, deep_gemm, deep_gemm_mega_moe, cutlass, flashinfer_trtllm, flashinfer_cutlass, flashinfer_cutedsl, marlin, aiter, emulation)")
-    assert msgs[1] == "vLLM 0.20.0 has no --linear-backend option (added in vLLM 0.24.0): the server stops with 'unrecognized arguments'"
+    assert msgs[1] == "vLLM 0.20.0 has no --linear-backend option (added in vLLM 0.22.0): the server stops with 'unrecognized arguments'"
     assert r.facts["preflight"]["summary"]["verdict"] == "capable"  # command-line findings stay out of the GPU verdict
 
 
@@ -313,3 +313,10 @@ def test_mxfp4_on_h200_vllm_is_weight_only_not_marlin_nvfp4(tmp_path):
     assert "MTP201" not in ids(old)
     assert "vLLM 0.11.0: its MXFP4 path below SM100 is in the capability matrix for vLLM >=0.20.0 only (weight-only MXFP4 kernels there)" in [
         g.message for g in old.gaps]
+
+
+@pytest.mark.parametrize("version,rejected", [("0.21.0", True), ("0.22.0", False), ("0.23.0", False)])
+def test_linear_backend_exists_from_0_22(tmp_path, version, rejected):
+    r = run_dump(tmp_path, vllm_env(B200, vllm=version), VL + ["--linear-backend", "flashinfer_cudnn"])
+    assert ("MTP226" in ids(r)) is rejected
+    assert "MTP231" not in ids(r)  # cuDNN FP4 GEMM runs on SM100

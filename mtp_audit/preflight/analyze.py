@@ -712,7 +712,7 @@ def _vllm_requests(ctx: Context) -> list[VllmRequest]:
         elif not mx.in_range(v, row["vllm"]):
             fix = ("upgrade vLLM to >= 0.17.0; on this version choose the FlashInfer MoE with VLLM_USE_FLASHINFER_MOE_FP4=1 and "
                    "VLLM_FLASHINFER_MOE_BACKEND, or leave the MoE backend to vLLM" if flag == "--moe-backend" else
-                   "drop --linear-backend and set VLLM_NVFP4_GEMM_BACKEND (vLLM 0.11.1-0.23), or upgrade vLLM to >= 0.24.0")
+                   "drop --linear-backend and set VLLM_NVFP4_GEMM_BACKEND (vLLM 0.11.1-0.23), or upgrade vLLM to >= 0.22.0")
             ctx.add("MTP226", f"vLLM {v} has no {flag} option (added in vLLM {first}): the server stops with 'unrecognized arguments'",
                     evidence=[Evidence(flag, val), ev("vllm", ctx.facts.package("vllm")), Evidence("source", row["source"])], remediation=fix)
             continue
@@ -785,7 +785,7 @@ def _vllm_fix(ctx: Context, req: VllmRequest, cc: tuple[int, int]) -> str:
         return f"{flag} {alt}{auto}"
     if req.kind == "linear":
         env_val = {b: e for e, b in _vllm_env_row("VLLM_NVFP4_GEMM_BACKEND")["values"].items()}.get(alt, "marlin")
-        newer = " (vLLM >= 0.24: --linear-backend " + alt + ")"
+        newer = " (vLLM >= 0.22: --linear-backend " + alt + ")"
         return f"VLLM_NVFP4_GEMM_BACKEND={env_val}{auto}{newer}" if v is None or v < Version("0.24") else f"--linear-backend {alt}"
     if alt == "flashinfer_cutlass":
         return "VLLM_FLASHINFER_MOE_BACKEND=throughput (FlashInfer CUTLASS MoE), or unset VLLM_FLASHINFER_MOE_BACKEND (vLLM >= 0.17: --moe-backend flashinfer_cutlass)"
@@ -985,7 +985,7 @@ def check_probe(ctx: Context) -> None:
         if r["status"] == "mismatch":
             ctx.add("MTP227", f"probe {r['path']} on {p.gpu}: nan={r.get('nan')} inf={r.get('inf')} relative error {r.get('rel_error')} (tolerance {r.get('tolerance')})",
                     evidence=[Evidence("probe", "; ".join(p.ran))],
-                    remediation=("switch the dense FP4 GEMM: --linear-backend flashinfer_cudnn (vLLM >= 0.24) or "
+                    remediation=("switch the dense FP4 GEMM: --linear-backend flashinfer_cudnn (vLLM >= 0.22) or "
                                  "VLLM_NVFP4_GEMM_BACKEND=flashinfer-cudnn (vLLM 0.11.1-0.23), and re-run --probe") if ctx.is_vllm else
                     "switch --fp4-gemm-backend (flashinfer_cudnn on SM120) and re-run --probe")
         elif r["status"] == "error":
