@@ -123,7 +123,10 @@ def test_torch_format_vllm_dump_without_engine_line_is_assumed_sglang_and_says_s
     # vllm-57932 is cut before "vLLM Version": nothing in it names the engine
     r = preflight(env_dumps=[DUMPS / "vllm-57932.txt"], use_sglang_analyzer=False)
     assert r.facts["preflight"]["engine"]["how"] == "assumed"
-    assert any("the verdict assumes SGLang; pass --engine vllm" in g.message for g in r.gaps)
+    (v,) = [f for f in r.findings if f.rule_id == "MTP228"]
+    assert " native FP4 unknown on SGLang (version unknown) (assumed) — " in v.message
+    assert {e.label: e.value for e in v.evidence}["engine"].endswith("pass --engine vllm for vLLM semantics)")
+    assert r.facts["preflight"]["answer"][0].startswith("could not tell whether GPU 0 (NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edi")
     r2 = preflight(env_dumps=[DUMPS / "vllm-57932.txt"], use_sglang_analyzer=False, engine="vllm")
     assert r2.facts["preflight"]["summary"]["engine"] == "vllm"
     assert_no_sglang_advice(r2)
@@ -300,6 +303,9 @@ def test_eight_h200_vllm_one_marlin_warning_for_the_machine(tmp_path):
     assert w.location.symbol == "machine"
     assert w.message.startswith("GPUs 0-7 (NVIDIA H200, SM90): no FP4 tensor cores; vLLM 0.20.0 falls back on its own to Marlin W4A16")
     assert r.facts["preflight"]["summary"]["vllm"] == "0.20.0" and ids(r) == ["MTP201", "MTP228"]
+    # the answer line the text report opens with names the engine and that the fallback is a cost, not a failure
+    assert r.facts["preflight"]["answer"] == ["8 x NVIDIA H200 (compute capability 9.0) cannot run native FP4 on vLLM 0.20.0: SM90 has no "
+                                              "FP4 tensor-core instructions (FP8 is the narrowest); it runs weight-only instead (MTP201)"]
 
 
 def test_mxfp4_on_h200_vllm_is_weight_only_not_marlin_nvfp4(tmp_path):

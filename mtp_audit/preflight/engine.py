@@ -9,8 +9,8 @@ Sources of the answer, strongest first:
    else the dump formats found by :func:`mtp_audit.preflight.envdump.detect_formats`: an
    ``sglang.check_env`` dump -> SGLang, a ``vllm collect-env`` dump (its ``vLLM Version :`` line) -> vLLM.
 
-When nothing names an engine the preflight keeps its SGLang semantics and says so (a non-blocking gap
-with the option to pass).
+When nothing names an engine the preflight keeps its SGLang semantics and says so ("on SGLang (assumed)" on
+the verdict line, and the option to pass in MTP228's evidence).
 """
 
 from __future__ import annotations
@@ -105,7 +105,8 @@ def choose_engine(explicit: str | None, launch_engine: str | None, launch_source
     if machine is not None:
         hints.append((machine[0], "machine", machine[1]))
     if not hints:
-        return EngineChoice("sglang", "assumed", "no --engine, no SGLang/vLLM launch command and no engine in the machine facts")
+        return EngineChoice("sglang", "assumed", "no --engine, no SGLang/vLLM launch command and no engine in the machine facts; "
+                                                 "pass --engine vllm for vLLM semantics")
     eng, how, src = hints[0]
     conflicts = tuple(f"{s} says {NAMES[e]}, but the verdict is for {NAMES[eng]} ({src})" for e, _, s in hints[1:] if e != eng)
     return EngineChoice(eng, how, src, tuple((e, s) for e, _, s in hints), conflicts)
