@@ -122,6 +122,7 @@ def preflight(
     probe_result: Any = None,
     sglang_facts: Mapping[str, Any] | None = None,
     engine: str | None = None,
+    use_nvml: bool | None = None,
 ) -> Report:
     """Run the preflight and return its report.
 
@@ -146,6 +147,8 @@ def preflight(
         engine: ``"sglang"`` or ``"vllm"`` (``--engine``): whose semantics the verdict applies. It wins over the
             engine detected from the launch command or the machine facts (a disagreement is evidence on MTP228);
             ``None``: detected (:mod:`mtp_audit.preflight.engine`), SGLang when nothing names one.
+        use_nvml: live machine only: ``False`` reads the GPUs with nvidia-smi even when NVML is importable;
+            ``None`` follows ``MTP_AUDIT_NO_NVML`` (:func:`mtp_audit.preflight.collect.collect_gpus`).
 
     Raises:
         InputError: an unreadable/empty/binary/unrecognised dump, env dumps of different machines (GPU list or
@@ -217,7 +220,7 @@ def preflight(
     else:
         from mtp_audit.preflight.collect import collect_live
 
-        machine, target = collect_live(import_torch=import_torch, timeout=timeout), "local machine"
+        machine, target = collect_live(import_torch=import_torch, timeout=timeout, use_nvml=use_nvml), "local machine"
 
     launch_src = f"launch command '{' '.join(parsed_launch.argv[:3])}'" if parsed_launch is not None else ""
     choice = eng.choose_engine(engine, parsed_launch.engine if parsed_launch is not None else None, launch_src,
