@@ -29,6 +29,7 @@ def audit_launch(
     env: Mapping[str, str] | None = None,
     environ: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    engine: str | None = None,
     vllm: str | Path | None = None,
 ) -> Report:
     """Audit one SGLang launch command on one machine with one (or, diffing, two) SGLang versions.
@@ -49,6 +50,9 @@ def audit_launch(
         environ: the current environment (default ``os.environ``); only variables SGLang reads are used.
         cwd: folder that relative ``--model-path`` / ``--speculative-draft-model-path`` are resolved
             against (default: the current directory).
+        engine: ``"sglang"`` / ``"vllm"`` (``--engine``), passed to the preflight, whose verdict it names (it wins over
+            the engine the command starts; a disagreement is shown as evidence on MTP228). A vLLM command itself is
+            parsed for the preflight by :func:`mtp_audit.preflight.launch.parse_launch`.
         vllm: for a vLLM command (``vllm serve MODEL ...``, ``python -m vllm.entrypoints.openai.api_server``):
             the vLLM to check against (same kinds as ``sglang``; ``None``: the installed vllm, absent: a
             blocking gap). The engine is picked from the command's entry point; see
@@ -79,7 +83,7 @@ def audit_launch(
         if sglang is not None or compare_sglang is not None:
             raise _InputError("--sglang", f"the command starts vLLM ({vllm_entry(toks)[1]} ...): use --vllm TARGET")
 
-        return audit_vllm_launch(toks, vllm=vllm, env_dump=env_dump, facts=facts, machine_facts=machine_facts, env=env,
+        return audit_vllm_launch(toks, vllm=vllm, env_dump=env_dump, facts=facts, machine_facts=machine_facts, env=env, engine=engine,
                                  environ=environ, cwd=cwd)
     find_entry(toks)  # not SGLang -> InputError before any heavy work
     if vllm is not None:
@@ -89,7 +93,7 @@ def audit_launch(
         from mtp_audit.errors import InputError
 
         raise InputError("--env-dump/--facts", "use one machine source: --env-dump, or --facts")
-    machine = Machine(tuple(Path(p) for p in dumps), Path(facts) if facts else None, machine_facts)
+    machine = Machine(tuple(Path(p) for p in dumps), Path(facts) if facts else None, machine_facts, engine)
     here = Path(cwd) if cwd is not None else Path.cwd()
     envmap = dict(os.environ) if environ is None else dict(environ)
 
@@ -129,3 +133,4 @@ def audit_launch(
     launch = Report.build("launch", name, findings=ev.ctx.findings + extra_findings, gaps=ev.ctx.gaps, facts=facts_out,
                           rule_ids=[r.id for r in RULES])
     return launch.merge(*ev.reports)
+

@@ -719,7 +719,7 @@ def _preflight(machine: Machine, argv: list[str], cwd: Path) -> tuple[Report, bo
     params = inspect.signature(preflight).parameters
     kwargs: dict[str, Any] = {"env_dumps": list(machine.env_dumps), "facts_file": machine.facts_file, "facts": machine.facts, "cwd": cwd}
     if "engine" in params:
-        kwargs.update(engine="vllm", launch=argv)
+        kwargs.update(engine=getattr(machine, "engine", None) or "vllm", launch=argv)
     if "use_sglang_analyzer" in params:
         kwargs["use_sglang_analyzer"] = False
     return preflight(**kwargs), "engine" in params

@@ -13,7 +13,7 @@ from mtp_audit.report import Report
 
 def audit_vllm_launch(toks: Sequence[str], *, vllm: str | Path | None = None, env_dump: Path | Sequence[Path] | None = None,
                       facts: Path | None = None, machine_facts: Any = None, env: Mapping[str, str] | None = None,
-                      environ: Mapping[str, str] | None = None, cwd: Path | None = None) -> Report:
+                      environ: Mapping[str, str] | None = None, cwd: Path | None = None, engine: str | None = None) -> Report:
     """Audit one vLLM server command (already split into tokens) on one machine with one vLLM.
 
     Returns the merged report (the vllm, checkpoint and preflight reports plus the MTP320-MTP328 findings);
@@ -22,6 +22,9 @@ def audit_vllm_launch(toks: Sequence[str], *, vllm: str | Path | None = None, en
     the registry location), ``num_speculative_tokens`` (given or defaulted, against the MTP layers),
     ``verdict`` (go / fix first / could not tell) and ``corrected_command`` (evaluated again before it is
     shown: ``facts["launch"]["corrected_check"]``).
+
+    ``engine`` (``--engine``) is handed to the preflight, whose verdict it names (default: ``"vllm"``, the engine the
+    command starts).
 
     Raises:
         InputError: a model path that does not exist (and is not a hub repo id), an unreadable ``vllm``
@@ -36,7 +39,7 @@ def audit_vllm_launch(toks: Sequence[str], *, vllm: str | Path | None = None, en
     dumps = (env_dump,) if isinstance(env_dump, (str, Path)) else tuple(env_dump or ())
     if len([x for x in (dumps, facts, machine_facts) if x]) > 1:
         raise InputError("--env-dump/--facts", "use one machine source: --env-dump, or --facts")
-    machine = Machine(tuple(Path(p) for p in dumps), Path(facts) if facts else None, machine_facts)
+    machine = Machine(tuple(Path(p) for p in dumps), Path(facts) if facts else None, machine_facts, engine)
     here = Path(cwd) if cwd is not None else Path.cwd()
     envmap = dict(os.environ) if environ is None else dict(environ)
     view, gap = open_vllm(vllm)
