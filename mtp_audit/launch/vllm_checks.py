@@ -26,7 +26,6 @@ Inputs flow through the analyzers' public functions only: :func:`mtp_audit.engin
 
 from __future__ import annotations
 
-import inspect
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -655,31 +654,6 @@ class VEvaluation:
     outcome: dict[str, Any]
 
 
-#: preflight rules whose message and severity describe SGLang's FP4 fallback (Marlin from SGLang 0.5.13)
-SGLANG_FP4_RULES = ("MTP200", "MTP201")
-
-
-def sglang_fp4_findings_relaxed(report: Report, fp4: bool | None) -> Report:
-    """The preflight report with MTP200/MTP201 (written for SGLang's FP4 fallback) re-graded for a vLLM command:
-    info when the checkpoint is not FP4 (no FP4 kernel runs), else a warning (vLLM 0.33.0 runs NVFP4 on SM75+
-    through Marlin W4A16, ``vllm/model_executor/layers/quantization/modelopt.py:1648``: slower, not broken);
-    the message says why."""
-    import dataclasses
-
-    out = []
-    for f in report.findings:
-        if f.rule_id in SGLANG_FP4_RULES and f.severity >= Severity.WARNING:
-            if fp4 is False:
-                f = dataclasses.replace(f, severity=Severity.INFO, message=f.message + " (info for this vLLM launch: the checkpoint is not FP4, "
-                                        "so no FP4 kernel runs)")
-            else:
-                f = dataclasses.replace(f, severity=Severity.WARNING, message=f.message + " (a warning for this vLLM launch: the fallback "
-                                        "named is SGLang's; vLLM 0.33.0 runs NVFP4 on SM75+ through Marlin W4A16, "
-                                        "vllm/model_executor/layers/quantization/modelopt.py:1648; slower, not refused)")
-        out.append(f)
-    return dataclasses.replace(report, findings=tuple(out))
-
-
 #: vLLM analyzer warnings the launch decides for its command: MTP401 (an explicit method may be replaced: MTP321 says
 #: whether it is) and MTP408 (a lint of the tree's code, nothing the command can change)
 DECIDED_BY_LAUNCH = ("MTP401", "MTP408")
@@ -710,19 +684,13 @@ def _without_sglang_answer(report: Report) -> Report:
     return dataclasses.replace(report, facts=facts)
 
 
-def _preflight(machine: Machine, argv: list[str], cwd: Path) -> tuple[Report, bool]:
-    """The preflight on the machine, told the vLLM command when it knows engines (an ``engine`` parameter);
-    otherwise on the machine alone (its SGLang flag checks do not apply to a vLLM command). Returns
-    ``(report, whether the command's backend flags were checked)``."""
+def _preflight(machine: Machine, argv: list[str], cwd: Path) -> Report:
+    """The preflight on the machine, given the vLLM command and the engine (``--engine``, default ``"vllm"``): it reads
+    the command's FP4/MoE options with vLLM's semantics (:func:`mtp_audit.preflight.launch.parse_launch`)."""
     from mtp_audit.preflight import preflight
 
-    params = inspect.signature(preflight).parameters
-    kwargs: dict[str, Any] = {"env_dumps": list(machine.env_dumps), "facts_file": machine.facts_file, "facts": machine.facts, "cwd": cwd}
-    if "engine" in params:
-        kwargs.update(engine=getattr(machine, "engine", None) or "vllm", launch=argv)
-    if "use_sglang_analyzer" in params:
-        kwargs["use_sglang_analyzer"] = False
-    return preflight(**kwargs), "engine" in params
+    return preflight(env_dumps=list(machine.env_dumps), facts_file=machine.facts_file, facts=machine.facts, cwd=cwd,
+                     engine=machine.engine or "vllm", launch=argv, use_sglang_analyzer=False)
 
 
 def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, machine: Machine, env: Mapping[str, str] | None,
@@ -789,14 +757,9 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, machi
         from mtp_audit.launch.analyze import mtp_errors_as_warnings as relax
 
         reports = [relax(r) if r.targets and r.targets[0].analyzer == "checkpoint" else r for r in reports]
-    pf, engine_aware = _preflight(machine, list(argv), cwd)
+    pf = _preflight(machine, list(argv), cwd)
     ctx.pf = dict(pf.facts.get("preflight") or {})
     check_gpus(ctx)
-    if not engine_aware:
-        fp4 = any("FP4" in str(q.get("algo") or "").upper() for q in (ctx.ck or {}).get("quantization") or [])
-        pf = sglang_fp4_findings_relaxed(pf, fp4 if ctx.ck is not None else None)
-        ctx.gap("FP4/MoE backend flags of a vLLM command were not checked (this preflight knows SGLang's flags and fallbacks only); "
-                "the GPUs, driver and FP4 capability were")
     reports.append(pf)
     if view is not None:
         reports.insert(0, tree_errors_relaxed(view.report))
