@@ -55,8 +55,11 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
     experts = expert_facts(facts)
     nbytes = mtp_bytes(facts)
     total_bytes = sum(h.data_bytes for h in facts.headers.values()) if facts.headers else None
+    findings = list(findings)
     errors = [f for f in findings if f.severity.label == "error"]
-    blocking = [f.rule_id for f in errors if f.rule_id in R.BLOCKS_MTP]
+    # Any error means the load fails, computes garbage or cannot run (README "How severity is decided"), so
+    # the closing answer never says "yes" after one; R.BLOCKS_MTP lists the rules that stop MTP only.
+    blocking = [f.rule_id for f in errors]
     usable: bool | None
     if not (decl and decl.declared) and not facts.mtp:
         usable = False
@@ -83,7 +86,8 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
     }
     return {
         "summary": summary,
-        "closing": _closing(summary, decl, usable, sorted(set(blocking)), facts, mtp_counts),
+        "closing": _closing(summary, decl, usable, sorted(set(blocking)), facts, mtp_counts,
+                            [f for f in findings if f.rule_id == "MTP007" and f.severity.label == "warning"]),
         "mode": facts.mode,
         "source": facts.source,
         "config": None
@@ -145,7 +149,7 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
 
 
 def _closing(summary: dict[str, Any], decl: Any, usable: bool | None, blocking: list[str], facts: CheckpointFacts,
-             mtp_counts: Mapping[str, int]) -> dict[str, Any]:
+             mtp_counts: Mapping[str, int], overridden: list[Finding] | None = None) -> dict[str, Any]:
     """The plain-words answer printed at the end of text/Markdown reports: what the checkpoint
     declares and holds, and whether SGLang will use the MTP heads (``--speculative-algorithm NEXTN``,
     an alias that runs SGLang's EAGLE worker with the target checkpoint as its own draft model;
@@ -173,6 +177,10 @@ def _closing(summary: dict[str, Any], decl: Any, usable: bool | None, blocking: 
             "SGLang: yes, with --speculative-algorithm NEXTN (an alias: SGLang runs its EAGLE worker with this "
             "checkpoint as its own draft model and loads these MTP weights as the draft)."
         )
+        for f in overridden or []:
+            who = [e.value.split(":", 1)[0] for e in f.evidence if e.label == "engine override (all of them)"]
+            lines.append(f"  Only because {' and '.join(who)} ignore(s) the wrong exclusion list (MTP007); an engine that "
+                         "trusts the list fails to load these MTP weights.")
     elif usable is False and blocking:
         lines.append(f"SGLang: no, --speculative-algorithm NEXTN would not get working MTP heads ({', '.join(blocking)}).")
     elif usable is False:
