@@ -144,7 +144,9 @@ def test_qwen35_nvfp4_mtp_fc_not_excluded(qwen):
     # a warning, not an error: SGLang 0.5.23 builds the whole MTP module BF16 for serialized modelopt_fp4 and
     # vLLM 0.20.0 forces mtp.fc unquantized, whatever exclude_modules says (mtp_audit/checkpoint/overrides.py)
     assert x.severity.label == "warning"
-    assert ev["engine override (all of them)"].value.startswith("SGLang 0.5.23 sglang/srt/models/qwen3_5_mtp.py:65-69")
+    engines = [e.value.split(":", 1)[0] for e in x.evidence if e.label == "engine override (all of them)"]
+    assert engines == ["SGLang 0.5.23 sglang/srt/models/qwen3_5_mtp.py", "vLLM 0.20.0 vllm/model_executor/models/qwen3_5_mtp.py"]
+    assert "SGLang 0.5.23 sglang/srt/models/qwen3_5_mtp.py:65-69" in x.message
     closing = rep.facts["checkpoint"]["closing"]["lines"]
     assert closing[2].startswith("SGLang: yes") and "MTP007" in closing[3]
     cost = [x for x in rep.findings if x.rule_id == "MTP006"][0]

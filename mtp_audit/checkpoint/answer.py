@@ -22,6 +22,7 @@ from mtp_audit.checkpoint.accounting import (
 )
 from mtp_audit.checkpoint.checks import check
 from mtp_audit.checkpoint.facts import ANALYZER, SGLANG_SOURCE, CheckpointFacts
+from mtp_audit.checkpoint.predict import predict, prediction_line
 from mtp_audit.checkpoint.tensors import (
     SCALE_SUFFIXES,
     split_param,
@@ -68,6 +69,7 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
     else:
         usable = bool(facts.mtp) and bool(decl and decl.declared) and not blocking
     inferred = any(inf for _, inf in mtp_fmts.values())
+    prediction = predict(facts)
     summary = {
         "architecture": cfg.architectures[0] if cfg else None,
         "family": cfg.layout.family if cfg and cfg.layout else None,
@@ -87,7 +89,8 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
     return {
         "summary": summary,
         "closing": _closing(summary, decl, usable, sorted(set(blocking)), facts, mtp_counts,
-                            [f for f in findings if f.rule_id == "MTP007" and f.severity.label == "warning"]),
+                            [f for f in findings if f.rule_id == "MTP007" and f.severity.label == "warning"], prediction),
+        "prediction": prediction,
         "mode": facts.mode,
         "source": facts.source,
         "config": None
@@ -149,7 +152,8 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
 
 
 def _closing(summary: dict[str, Any], decl: Any, usable: bool | None, blocking: list[str], facts: CheckpointFacts,
-             mtp_counts: Mapping[str, int], overridden: list[Finding] | None = None) -> dict[str, Any]:
+             mtp_counts: Mapping[str, int], overridden: list[Finding] | None = None,
+             prediction: dict[str, Any] | None = None) -> dict[str, Any]:
     """The plain-words answer printed at the end of text/Markdown reports: what the checkpoint
     declares and holds, and whether SGLang will use the MTP heads (``--speculative-algorithm NEXTN``,
     an alias that runs SGLang's EAGLE worker with the target checkpoint as its own draft model;
@@ -172,6 +176,9 @@ def _closing(summary: dict[str, Any], decl: Any, usable: bool | None, blocking: 
         lines.append(found + ".")
     else:
         lines.append("Found: not inspectable (no index and no shards).")
+        pl = prediction_line(prediction) if prediction else None
+        if pl:
+            lines.append(pl)
     if usable is True:
         lines.append(
             "SGLang: yes, with --speculative-algorithm NEXTN (an alias: SGLang runs its EAGLE worker with this "

@@ -73,7 +73,7 @@ MTP_QUANT_OVERRIDES: tuple[MtpQuantOverride, ...] = (
         "vLLM", "0.20.0", "vllm/model_executor/models/qwen3_5_mtp.py", (80, 88),
         ("qwen3.5-moe", "qwen3.5-dense"), ("modelopt",), ("NVFP4",), ("mtp.fc",),
         needle="missing from hf_quant_config.json exclude_modules. Force unquantized.",
-        what="mtp.fc is built unquantized for modelopt_fp4 (the code cites vLLM PR #38650); the rest of the MTP module follows "
+        what="mtp.fc is built unquantized for modelopt_fp4 (landed as vLLM PR #38832; the code comment cites the closed #38650); the rest of the MTP module follows "
         "the exclude list",
     ),
 )
