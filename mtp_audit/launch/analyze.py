@@ -281,8 +281,22 @@ def check_architecture(ctx: Ctx) -> None:
                 "--speculative-algorithm",
                 evidence=[Evidence("draft architecture", darch), Evidence("overrides for this family", "; ".join(siblings) or "none")]
                 + [Evidence("override table (nearest row)" if sib_rows else "override table", o["location"]) for o in table],
-                remediation="use an SGLang version whose configs/model_config.py maps this architecture to its MTP class "
-                            "(compare versions with --compare-sglang), or drop --speculative-algorithm")
+                remediation=_no_override_fix(ctx))
+
+
+def _no_override_fix(ctx: Ctx) -> str:
+    """The remediation for "no draft-architecture override" that fits its cause. With an algorithm that needs a
+    separate draft model (EAGLE3, STANDALONE: not in ``MTP_ALGORITHMS``) and no --speculative-draft-model-path, the
+    cause is the missing draft path (SGLang falls back to the target checkpoint as the draft; docs/sglang.md MTP105),
+    so the fix is that flag, not another SGLang version. With an MTP algorithm (NEXTN / EAGLE) the cause is the
+    version's override table."""
+    if ctx.algo_runs_as not in MTP_ALGORITHMS and ctx.draft_path is None:
+        return (f"add --speculative-draft-model-path with the {ctx.algo_runs_as} draft model trained for this target: "
+                f"{ctx.algo_runs_as} does not draft with the checkpoint's MTP heads, and without a draft path SGLang "
+                "loads the target checkpoint itself as the draft (or use --speculative-algorithm NEXTN to draft with "
+                "its MTP heads)")
+    return ("use an SGLang version whose configs/model_config.py maps this architecture to its MTP class "
+            "(compare versions with --compare-sglang), or drop --speculative-algorithm")
 
 
 def check_mtp_weights(ctx: Ctx) -> None:
