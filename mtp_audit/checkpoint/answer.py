@@ -22,7 +22,7 @@ from mtp_audit.checkpoint.accounting import (
 )
 from mtp_audit.checkpoint.checks import check
 from mtp_audit.checkpoint.facts import ANALYZER, SGLANG_SOURCE, CheckpointFacts
-from mtp_audit.checkpoint.predict import predict, prediction_line
+from mtp_audit.checkpoint.predict import expected_mtp_modules, predict, prediction_line
 from mtp_audit.checkpoint.tensors import (
     SCALE_SUFFIXES,
     split_param,
@@ -70,6 +70,7 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
         usable = bool(facts.mtp) and bool(decl and decl.declared) and not blocking
     inferred = any(inf for _, inf in mtp_fmts.values())
     prediction = predict(facts)
+    mtp_mods = list(facts.mtp_modules) if facts.mtp else expected_mtp_modules(facts)
     summary = {
         "architecture": cfg.architectures[0] if cfg else None,
         "family": cfg.layout.family if cfg and cfg.layout else None,
@@ -83,7 +84,7 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
         "mtp_bytes_estimated": nbytes.get("estimated"),
         "tensors": len(facts.tensors) if facts.tensors_known else None,
         "quantization": _quant_headline(facts),
-        "mtp_exclude_patterns": ", ".join(p for s in facts.schemes[:1] for p in s.excludes if "mtp" in p.lower()) or None,
+        "mtp_exclude_patterns": ", ".join(p for s in facts.schemes[:1] for p in s.mtp_patterns(mtp_mods)) or None,
         "sglang_mtp_usable": usable,
     }
     return {
@@ -122,7 +123,7 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
             "shards": sorted({s for n in facts.mtp if (s := facts.tensors.get(n))}),
         },
         "trunk": {"format": trunk_state, "format_modules": trunk_counts, "tensors": len(facts.tensors) - len(facts.mtp)},
-        "quantization": [s.to_fact() for s in facts.schemes],
+        "quantization": [s.to_fact(mtp_mods) for s in facts.schemes],
         "index": None
         if facts.index_file is None
         else {

@@ -214,15 +214,9 @@ def check_excluded_cost(facts: CheckpointFacts) -> Iterator[Finding]:
 
 
 def mtp_patterns(scheme: QuantScheme, modules: Iterable[str]) -> list[str]:
-    """The exclusion patterns of ``scheme`` that cover at least one of the MTP ``modules`` (so DeepSeek's
-    ``model.layers.61*`` counts, a vision tower's ``model.visual.*`` does not), in list order."""
-    mods = list(modules)
-    out = []
-    for pat in scheme.excludes:
-        probe = QuantScheme(scheme.method, scheme.algo, scheme.source, excludes=(pat,), exclude_style=scheme.exclude_style)
-        if any(probe.excluded_by(m) is not None for m in mods):
-            out.append(pat)
-    return out
+    """The exclusion patterns of ``scheme`` that cover at least one of the MTP ``modules`` (see
+    :meth:`QuantScheme.mtp_patterns`)."""
+    return scheme.mtp_patterns(modules)
 
 
 def _list_evidence(scheme: QuantScheme, mtp_pats: list[str]) -> list[Evidence]:

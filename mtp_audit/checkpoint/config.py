@@ -355,8 +355,23 @@ class QuantScheme:
             return normalize_algo(self.quantized_layers.get(module, "BF16"))
         return self.algo
 
-    def to_fact(self) -> dict[str, Any]:
-        """JSON-ready summary for ``facts["checkpoint"]["quantization"]``."""
+    def mtp_patterns(self, mtp_modules: Any) -> list[str]:
+        """The exclusion patterns that cover at least one of ``mtp_modules`` (module names), in list order: so
+        DeepSeek's ``model.layers.61*`` counts and a vision tower's ``model.visual.*`` does not."""
+        mods = list(mtp_modules)
+        out = []
+        for pat in self.excludes:
+            probe = QuantScheme(self.method, self.algo, self.source, excludes=(pat,), exclude_style=self.exclude_style)
+            if any(probe.excluded_by(m) is not None for m in mods):
+                out.append(pat)
+        return out
+
+    def to_fact(self, mtp_modules: Any = None) -> dict[str, Any]:
+        """JSON-ready summary for ``facts["checkpoint"]["quantization"]``. ``mtp_patterns`` lists the exclusion
+        patterns that cover one of ``mtp_modules`` (found or, config-only, expected MTP module names); without
+        them, the patterns whose text names ``mtp``."""
+        mtp_pats = (self.mtp_patterns(mtp_modules) if mtp_modules is not None
+                    else [p for p in self.excludes if "mtp" in p.lower()])
         return {
             "method": self.method,
             "algo": self.algo,
@@ -369,7 +384,7 @@ class QuantScheme:
             "identified_by": self.identified_by,
             "exclude_list": self.exclude_pointer or None,
             "exclude_patterns": len(self.excludes),
-            "mtp_exclude_patterns": sorted(p for p in self.excludes if "mtp" in p.lower()),
+            "mtp_exclude_patterns": sorted(mtp_pats),
             "quantized_layers": len(self.quantized_layers),
         }
 

@@ -47,6 +47,15 @@ def mtp_module_paths(facts: CheckpointFacts) -> list[str]:
     return []
 
 
+def expected_mtp_modules(facts: CheckpointFacts) -> list[str]:
+    """Linear MTP module names expected from the config (template or probes), ``[]`` when none can be named."""
+    cfg = facts.config
+    if cfg is None or cfg.layout is None or not cfg.declaration.declared:
+        return []
+    paths = mtp_module_paths(facts)
+    return _probe_modules(facts, paths)[0] if paths else []
+
+
 def _probe_modules(facts: CheckpointFacts, paths: list[str]) -> tuple[list[str], bool]:
     """``(linear module names, from a verified template)`` to test against the exclusion list."""
     cfg = facts.config
