@@ -256,3 +256,20 @@ def test_config_only_nemotron_super_and_minimax_and_qwen3_next():
     pred, lines, code = _prediction(CK / "Qwen--Qwen3-Next-80B-A3B-Thinking")
     assert code == 3 and pred["module_paths"] == ["mtp"] and pred["exclusion"] == "not quantized"
     assert pred["expected_formats"] == {"BF16": 1544}
+
+
+def test_override_by_vllm_only_does_not_make_sglang_say_yes(tmp_path, monkeypatch):
+    """The closing question is about SGLang: an MTP007 warning earned by a vLLM override alone still blocks SGLang.
+    (The table is narrowed to its vLLM row for this test; the audit input is the real 397B metadata.)"""
+    from mtp_audit.checkpoint import overrides
+
+    monkeypatch.setattr(overrides, "MTP_QUANT_OVERRIDES", tuple(o for o in MTP_QUANT_OVERRIDES if o.engine == "vLLM"))
+    folder = _spec_folder(tmp_path, QW, shards=False)
+    for f in ("config.json", "hf_quant_config.json"):
+        shutil.copy(QW / f, folder / f)
+    rep = audit_checkpoint(folder)
+    x = [f for f in rep.findings if f.rule_id == "MTP007"][0]
+    assert x.severity.label == "warning" and "vLLM 0.20.0" in x.message and "SGLang" not in x.message
+    c = rep.facts["checkpoint"]
+    assert c["closing"]["lines"][-1] == "SGLang: no, --speculative-algorithm NEXTN would not get working MTP heads (MTP007)."
+    assert c["engine"]["sglang"]["blocked_by"] == ["MTP007"]

@@ -61,6 +61,13 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
     # Any error means the load fails, computes garbage or cannot run (README "How severity is decided"), so
     # the closing answer never says "yes" after one; R.BLOCKS_MTP lists the rules that stop MTP only.
     blocking = [f.rule_id for f in errors]
+    # An MTP007 warning means *some* engine builds the module right despite the list; the answer is about SGLang,
+    # so it blocks unless one of the overriding engines is SGLang.
+    overridden = [f for f in findings if f.rule_id == "MTP007" and f.severity.label == "warning"]
+    for f in overridden:
+        if not any(e.label == "engine override (all of them)" and e.value.startswith("SGLang ") for e in f.evidence):
+            blocking.append(f.rule_id)
+    overridden = [f for f in overridden if f.rule_id not in blocking]
     usable: bool | None
     if not (decl and decl.declared) and not facts.mtp:
         usable = False
@@ -89,8 +96,7 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
     }
     return {
         "summary": summary,
-        "closing": _closing(summary, decl, usable, sorted(set(blocking)), facts, mtp_counts,
-                            [f for f in findings if f.rule_id == "MTP007" and f.severity.label == "warning"], prediction),
+        "closing": _closing(summary, decl, usable, sorted(set(blocking)), facts, mtp_counts, overridden, prediction),
         "prediction": prediction,
         "mode": facts.mode,
         "source": facts.source,
