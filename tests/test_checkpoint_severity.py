@@ -273,3 +273,15 @@ def test_override_by_vllm_only_does_not_make_sglang_say_yes(tmp_path, monkeypatc
     c = rep.facts["checkpoint"]
     assert c["closing"]["lines"][-1] == "SGLang: no, --speculative-algorithm NEXTN would not get working MTP heads (MTP007)."
     assert c["engine"]["sglang"]["blocked_by"] == ["MTP007"]
+
+
+def test_headline_says_the_scheme_came_from_parameters(tmp_path):
+    cfg = json.loads((CK / "Qwen--Qwen3-Next-80B-A3B-Thinking" / "config.json").read_text())
+    cfg["quantization_config"] = json.loads((QUANT / "RedHatAI--Qwen3-Coder-Next-NVFP4.quantization_config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    rep = audit_checkpoint(tmp_path)
+    assert rep.facts["checkpoint"]["summary"]["quantization"] == (
+        "NVFP4 (compressed-tensors, config.json, group size 16, FP8 E4M3 scales, identified from the weight parameters)")
+    # config-only: the compressed-tensors config has no ignore list, so every MTP linear is expected NVFP4
+    pred = rep.facts["checkpoint"]["prediction"]
+    assert pred["exclusion"] == "no exclusion list" and pred["expected_formats"] == {"NVFP4": 1544}

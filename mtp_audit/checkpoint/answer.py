@@ -40,6 +40,9 @@ def _quant_headline(facts: CheckpointFacts) -> str | None:
         bits.append(f"group size {s.group_size}")
     if s.weight_block_size:
         bits.append("block " + "x".join(map(str, s.weight_block_size)))
+    if s.identified_by == "parameters":
+        bits.append(f"{s.scale_format} scales, identified from the weight parameters" if s.scale_format
+                    else "identified from the weight parameters")
     return f"{s.algo} ({', '.join(bits)})"
 
 
