@@ -336,3 +336,15 @@ def test_eagle3_without_draft_path_is_fixed_by_the_draft_path_not_a_version(qwen
     nextn = audit_launch(_cmd(qwen_text, "--speculative-algorithm", "NEXTN"), sglang=sg["0.5.9"], env_dump=SM120, environ={})
     (g,) = [x for x in nextn.findings if x.rule_id == "MTP302"]
     assert g.remediation.startswith("use an SGLang version whose configs/model_config.py maps this architecture")
+
+
+def test_unquant_draft_opt_out_is_reported_only_when_the_command_passes_it(qwen, sg):
+    """MTP106 (SGLang 0.5.9 server_args.py:885 turns unquant into None, model_config.py:918 re-fills it from the
+    checkpoint) belongs in a launch report only when the command asks for it."""
+    plain = audit_launch(_cmd(qwen, *INCIDENT), sglang=sg["0.5.9"], env_dump=SM120, environ={})
+    assert "MTP106" not in {f.rule_id for f in plain.findings}
+    opt_out = audit_launch(_cmd(qwen, *INCIDENT, "--speculative-draft-model-quantization", "unquant"),
+                           sglang=sg["0.5.9"], env_dump=SM120, environ={})
+    (f,) = [x for x in opt_out.findings if x.rule_id == "MTP106"]
+    assert (f.location.path, f.location.line) == ("sglang/srt/server_args.py", 885)
+    assert f.message.startswith("--speculative-draft-model-quantization unquant is undone")

@@ -608,7 +608,7 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
                           launch=normalized_argv(cmd), cwd=cwd, sglang_facts=sg, use_sglang_analyzer=False)
     reports.append(pf_report)
     if sg_report is not None:
-        reports.insert(0, sg_report)
+        reports.insert(0, _flows_of_this_command(sg_report, cmd))
     ctx = Ctx(cmd=cmd, sg=sg, sg_name=sg_report.targets[0].name if sg_report else "no SGLang", ck=ck, model_path=mp,
               draft_ck=draft_ck, draft_path=dp, draft_is_target=same, pf=dict(pf_report.facts.get("preflight") or {}),
               env=envs, env_source=src, gaps=gaps)
@@ -648,6 +648,24 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
                 ctx.respelled = (spelled, sub.ctx, sub_findings)
     outcome = build_outcome(ctx, all_findings, all_gaps)
     return Evaluation(ctx, reports, outcome)
+
+
+def _flows_of_this_command(report: Report, cmd: Any) -> Report:
+    """The SGLang report without the MTP106 findings (an explicit value undone downstream) about a flag value this
+    command does not pass: for a launch, only ``--speculative-draft-model-quantization unquant`` actually given is
+    relevant. The finding's first evidence line is ``"<flag> <literal> -> None"``
+    (:func:`mtp_audit.engines.sglang.flow.flow_findings`)."""
+    import dataclasses
+
+    keep = []
+    for f in report.findings:
+        if f.rule_id == "MTP106" and f.evidence:
+            flag, _, rest = f.evidence[0].value.partition(" ")
+            literal = rest.rsplit(" -> ", 1)[0]
+            if cmd.get(flag) != literal:
+                continue
+        keep.append(f)
+    return dataclasses.replace(report, findings=tuple(keep))
 
 
 def _mtp_errors_as_warnings(report: Report) -> Report:

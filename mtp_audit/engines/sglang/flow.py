@@ -281,10 +281,11 @@ def flow_findings(facts: dict[str, Any]) -> list[Finding]:
         if fl["field"] == "quantization":
             fix = (f"Do not rely on {flag} {fl['from']} to run a quantized checkpoint unquantized: {rf['class']} re-detects "
                    "the checkpoint's quantization; serve an unquantized checkpoint instead.")
+        short = rf["location"].rsplit("/", 1)[-1]
         out.append(BY_ID["MTP106"].finding(
-            f"{flag} {fl['from']} is rewritten to None at {r['location']} and {c['callee']}.{rf['method']}() then "
-            f"re-fills self.{rf['attribute']} with {rf['value']} at {rf['location']}: the explicit value is silently "
-            "undone",
+            # the essentials first: text reports cut a line at 200 columns (JSON, SARIF and --verbose keep it all)
+            # (the consumer and the re-filling method are in the evidence, with full paths)
+            f"{flag} {fl['from']} is undone: None here, re-filled with {rf['value']} at {short}",
             _location(r["location"]),
             evidence=ev,
             remediation=fix,
