@@ -84,7 +84,7 @@ def audit_launch(
                          checkpoints=checkpoints)
     extra_findings = []
     facts_out: dict[str, Any] = {k: ev.outcome[k] for k in ("summary", "answer", "closing", "compare", "verdict", "corrected_command", "changed_flags",
-                                                              "speculative", "draft", "command", "env")}
+                                                              "speculative", "draft", "parallel", "command", "env")}
     name = shell_join(toks)
     if compare_sglang is not None:
         sg_old, gap_old = sg_of(sglang)

@@ -96,6 +96,7 @@ def preflight(
     use_sglang_analyzer: bool = True,
     probe_result: Any = None,
     sglang_facts: Mapping[str, Any] | None = None,
+    use_nvml: bool | None = None,
 ) -> Report:
     """Run the preflight and return its report.
 
@@ -117,6 +118,8 @@ def preflight(
             will run (a wheel, checkout or folder, not necessarily installed here). When given, it is used for the
             flag semantics and the SGLang version whatever the machine source (live, dump or facts file), and the
             installed sglang is not looked up. ``mtp-audit launch`` passes it (added for issue 6).
+        use_nvml: live machine only: ``False`` reads the GPUs with nvidia-smi even when NVML is importable;
+            ``None`` follows ``MTP_AUDIT_NO_NVML`` (:func:`mtp_audit.preflight.collect.collect_gpus`).
 
     Raises:
         InputError: an unreadable/empty/binary/unrecognised dump, env dumps of different machines (GPU list or
@@ -167,7 +170,7 @@ def preflight(
     else:
         from mtp_audit.preflight.collect import collect_live
 
-        machine, target = collect_live(import_torch=import_torch, timeout=timeout), "local machine"
+        machine, target = collect_live(import_torch=import_torch, timeout=timeout, use_nvml=use_nvml), "local machine"
 
     ctx = an.Context(facts=machine)
     gaps: list[Gap] = []

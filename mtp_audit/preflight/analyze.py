@@ -181,7 +181,10 @@ def effective_backend(ctx: Context, flag: str, table: str) -> tuple[str | None, 
 def check_verdict_inputs(ctx: Context) -> None:
     """Gaps for missing headline facts."""
     f = ctx.facts
-    if not f.gpus:
+    if not f.gpus and f.enumerated:
+        ctx.gap(f"CUDA_VISIBLE_DEVICES={f.env.get('CUDA_VISIBLE_DEVICES', '?')} hides all {len(f.enumerated)} GPU(s) the driver "
+                "lists: CUDA sees none, so no GPU was checked", blocking=True)
+    elif not f.gpus:
         ctx.gap(f"no GPU information ({f.gpu_list.missing or 'none listed'})", blocking=True)
     for g in f.gpus:
         if not g.compute_capability.present:
