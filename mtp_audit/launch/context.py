@@ -70,11 +70,13 @@ class Machine:
         env_dumps: environment dumps (``--env-dump``).
         facts_file: stored preflight facts (``--facts``).
         facts: an already-built :class:`~mtp_audit.preflight.facts.MachineFacts`.
+        engine: ``--engine`` for the preflight's verdict (``None``: detected).
     """
 
     env_dumps: tuple[Path, ...] = ()
     facts_file: Path | None = None
     facts: Any = None
+    engine: str | None = None
 
 
 @dataclass

@@ -50,7 +50,13 @@ TORCH_TIMEOUT_S = 60.0
 #: Most shared objects scanned per package (flashinfer-jit-cache ships hundreds).
 MAX_SO_PER_PACKAGE = 64
 #: Environment variables recorded in the facts.
-ENV_VARS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES", "FLASHINFER_CUDA_ARCH_LIST", "TORCH_CUDA_ARCH_LIST", "SGLANG_FLASHINFER_FP4_GEMM_BACKEND", "CUDA_HOME", "CUDA_PATH")
+ENV_VARS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES", "FLASHINFER_CUDA_ARCH_LIST", "TORCH_CUDA_ARCH_LIST", "SGLANG_FLASHINFER_FP4_GEMM_BACKEND", "CUDA_HOME", "CUDA_PATH",
+            # vLLM's FP4/MoE kernel switches (matrix["vllm"]["env_vars"] / ["retired_env_vars"])
+            "VLLM_USE_FLASHINFER_MOE_FP4", "VLLM_FLASHINFER_MOE_BACKEND", "VLLM_NVFP4_GEMM_BACKEND", "VLLM_USE_TRTLLM_FP4_GEMM",
+            "VLLM_MXFP4_USE_MARLIN", "VLLM_USE_FBGEMM", "VLLM_USE_NVFP4_CT_EMULATIONS", "VLLM_USE_FLASHINFER_MOE_FP8",
+            "VLLM_USE_FLASHINFER_MOE_FP16", "VLLM_USE_FLASHINFER_MOE_MXFP4_BF16", "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8",
+            "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8_CUTLASS")
+
 #: Packages whose shared objects are scanned, with the import folders that hold their ``.so`` files.
 KERNEL_PACKAGES = {
     "sgl-kernel": ("sgl_kernel/",),

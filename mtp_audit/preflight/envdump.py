@@ -328,6 +328,9 @@ def parse_torch_collect_env(text: str, fmt: str = "torch-collect-env") -> Machin
     env = {}
     if arch_env and arch_env.group(1).strip() not in ("Not Set",):
         env["TORCH_CUDA_ARCH_LIST"] = arch_env.group(1).strip()
+    # vllm collect-env's "Environment Variables" section prints VLLM_* variables as NAME=value (vllm/collect_env.py get_env_vars)
+    for m in re.finditer(r"^(VLLM_[A-Z0-9_]+)=(\S*)\s*$", text, re.M) if "VLLM_" in text else ():
+        env.setdefault(m.group(1), m.group(2))
     platform = _kv(text, "Python platform", fmt, value=r"([^\n]+)")
     plat = Fact.absent("platform not shown")
     if platform.present:

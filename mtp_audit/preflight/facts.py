@@ -242,8 +242,8 @@ class MachineFacts:
             applied to :attr:`gpus`; empty when no such filter was applied (then :attr:`gpus` is the
             whole list). A launch that sets its own ``CUDA_VISIBLE_DEVICES`` is matched against it.
         engine: the serving engine the dump is for, ``"sglang"`` or ``"vllm"`` (``sglang.check_env`` /
-            ``vllm collect-env`` / what a free-form text mentions), with provenance; recorded only, the
-            verdicts do not read it yet.
+            ``vllm collect-env`` / what a free-form text mentions), with provenance. The preflight's engine choice
+            reads it (:func:`mtp_audit.preflight.engine.machine_hint`; an explicit ``--engine`` or the launch command wins).
     """
 
     origin: str
