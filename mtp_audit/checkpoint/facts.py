@@ -288,11 +288,19 @@ def gather(source: CheckpointSource, *, mode_hint: str | None = None) -> Checkpo
     else:
         tensors = dict.fromkeys(facts.index_names)
         tensors.update(facts.weight_map)
-    for rel, hdr in facts.headers.items():
-        for name, info in hdr.tensors.items():
-            if name not in tensors or tensors[name] is None:
-                tensors[name] = rel
-            facts.infos.setdefault(name, info)
+    infos = facts.infos
+    holes = tensors is not facts.weight_map and None in tensors.values()
+    for rel, hdr in facts.headers.items():  # sorted: the first shard naming a tensor wins
+        got = hdr.tensors
+        if infos.keys().isdisjoint(got):
+            infos.update(got)  # the common case, at C speed: no tensor in two shards
+        else:
+            for name, info in got.items():
+                infos.setdefault(name, info)
+        if holes or not got.keys() <= tensors.keys():
+            for name in got:
+                if tensors.get(name) is None:
+                    tensors[name] = rel
     facts.tensors = tensors
     _classify_and_group(facts, n_layers)
     _gaps(facts)

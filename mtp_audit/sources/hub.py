@@ -64,6 +64,7 @@ from mtp_audit.sources.local import (
     LocalSource,
     ReadProblem,
     ShardHeader,
+    fast_header,
     header_from_dict,
     parse_header_json,
 )
@@ -261,6 +262,9 @@ def shard_header_from_prefix(rel: str, prefix: bytes, file_size: int) -> ShardHe
         ReadProblem: malformed header.
     """
     n = len(prefix) - 8
+    fast = fast_header(rel, prefix[8:], file_size)
+    if fast is not None:
+        return fast
     obj, dups = parse_header_json(rel, prefix[8:])
     if dups:
         shown = ", ".join(dups[:3])
