@@ -345,13 +345,18 @@ def paused_gc() -> Iterator[None]:
     """Pause Python's cyclic garbage collector while bulk-decoding JSON (a 1M-tensor checkpoint
     allocates millions of dicts, lists and tuples, none of them in a cycle: each generational
     collection would walk them all again, which makes the parse superlinear). Reference counting
-    still frees everything; the collector's previous state is restored on exit."""
+    still frees everything. On exit the collector is re-enabled (if it was) with every object that is
+    still alive moved to the oldest generation (``gc.freeze()`` then ``gc.unfreeze()``, which moves
+    them without walking them), so re-enabling does not start one huge young-generation collection
+    over the whole parse; cycles among them are still found by the next full collection."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was:
+            gc.freeze()
+            gc.unfreeze()
             gc.enable()
 
 
