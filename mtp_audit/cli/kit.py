@@ -21,13 +21,18 @@ FAIL_ON_CHOICES = ("info", "warning", "error", "never")
 
 
 def output_options(func: F) -> F:
-    """Add ``--format``, ``--output`` and ``--fail-on`` to a click command."""
+    """Add ``--format``, ``--output``, ``--fail-on`` and the settings options (``--config``,
+    ``--ignore``, ``-v/--verbose``: :func:`mtp_audit.cli.config.config_options`) to a click command.
+    ``--fail-on`` is None when not given, so the settings file's ``fail-on`` can apply."""
+    from mtp_audit.cli.config import config_options
+
+    func = config_options(func)
     func = click.option(
         "--fail-on",
         type=click.Choice(FAIL_ON_CHOICES, case_sensitive=False),
-        default="error",
-        show_default=True,
-        help="Lowest severity that makes the exit code 1 ('never': only 2 and 3 remain possible).",
+        default=None,
+        help="Lowest severity that makes the exit code 1 ('never': only 2 and 3 remain possible) "
+             "[default: fail-on of [tool.mtp-audit], else error].",
     )(func)
     func = click.option(
         "--output",
@@ -136,23 +141,48 @@ def _overwrites_input(report: Any, output: Path) -> str | None:
     return None
 
 
-def emit(report: Any, fmt: str, output: Path | None, fail_on: str) -> int:
-    """Render ``report``, write it to ``output`` or stdout, and return the exit code.
+def use_color(stream: Any) -> bool:
+    """Colour and symbols for ``stream``: only a terminal, never with ``NO_COLOR`` set (https://no-color.org);
+    ``FORCE_COLOR`` (non-empty) forces them on, ``NO_COLOR`` wins over it."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    try:
+        return bool(stream is not None and stream.isatty()) and os.environ.get("TERM") != "dumb"
+    except (AttributeError, ValueError):
+        return False
 
-    The verdict line goes to stderr when the report goes to a file, so CI logs still show it.
-    Exit codes: see :func:`mtp_audit.report.exit_code`.
+
+def emit(report: Any, fmt: str, output: Path | None, fail_on: str | None) -> int:
+    """Apply the settings (ignores, ``fail-on``: :func:`mtp_audit.cli.config.settings_for`), render
+    ``report``, write it to ``output`` or stdout, and return the exit code.
+
+    ``fail_on`` is the ``--fail-on`` value, None when not given. When the report goes to a file, its
+    first line (verdict and answer) and the counts go to stderr, so CI logs still show them. Expired
+    ignores are reported on stderr after the report is written. Exit codes: see :func:`mtp_audit.report.exit_code`.
     """
+    from mtp_audit.cli.config import settings_for, verbose, warn_expired
     from mtp_audit.formats import render
     from mtp_audit.formats.summary import verdict_line
     from mtp_audit.report import Severity, exit_code
 
-    text = render(report, fmt.lower())
+    resolved = settings_for(report, fail_on.lower() if fail_on else None)
+    report = report.ignore(resolved.suppressions)
+    fail_on = resolved.fail_on
+    threshold = None if fail_on == "never" else Severity.parse(fail_on)
+    # colour and the verdict symbols (UTF-8) only on a terminal that can show them
+    color = (output is None and fmt.lower() == "text" and use_color(sys.stdout)
+             and (getattr(sys.stdout, "encoding", "") or "").lower().replace("-", "") == "utf8")
+    text = render(report, fmt.lower(), verbose=verbose(), color=color, fail_on=threshold)
     if output is not None:
         audited = _overwrites_input(report, output)
         if audited is not None:
             what = "is" if Path(audited).resolve() == output.resolve() else "would overwrite a file of"
             raise InputError(str(output), f"{what} the audited input {audited}; refusing to write the report there")
         write_atomic(output, text)
+        head = text if fmt.lower() == "text" else render(report, "text", fail_on=threshold)
+        click.echo(head.split("\n", 1)[0], err=True)
         click.echo(f"{verdict_line(report)} (report written to {output})", err=True)
     else:
         stream = sys.stdout
@@ -170,5 +200,5 @@ def emit(report: Any, fmt: str, output: Path | None, fail_on: str) -> int:
             raise
         except (OSError, ValueError, AttributeError) as exc:
             raise InputError("stdout", f"cannot write the report: {getattr(exc, 'strerror', None) or exc}") from None
-    threshold = None if fail_on.lower() == "never" else Severity.parse(fail_on)
+    warn_expired(resolved)
     return exit_code(report, threshold)

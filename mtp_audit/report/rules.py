@@ -29,6 +29,7 @@ ANALYZER_RULE_MODULES: dict[str, str] = {
     "sglang": "mtp_audit.engines.sglang.rules",
     "preflight": "mtp_audit.preflight.rules",
     "launch": "mtp_audit.launch.rules",
+    "vllm": "mtp_audit.engines.vllm.rules",
 }
 
 ID_RANGES: dict[str, range] = {
@@ -37,6 +38,7 @@ ID_RANGES: dict[str, range] = {
     "sglang": range(100, 200),
     "preflight": range(200, 300),
     "launch": range(300, 400),
+    "vllm": range(400, 500),
 }
 
 #: Where a rule's fact comes from. "bug report" rules say so in their doc (issue 4 asks for it).
@@ -125,8 +127,10 @@ class Rule:
         evidence: tuple[Evidence, ...] | list[Evidence] = (),
         remediation: str | None = None,
         severity: Severity | None = None,
+        detail: str = "",
     ) -> Finding:
-        """Build a :class:`Finding` of this rule; ``remediation`` defaults to the rule's ``fix``."""
+        """Build a :class:`Finding` of this rule; ``remediation`` defaults to the rule's ``fix``;
+        ``detail`` holds what does not fit the one-line ``message`` (see :class:`Finding`)."""
         return Finding(
             rule_id=self.id,
             severity=severity or self.severity,
@@ -134,6 +138,7 @@ class Rule:
             location=location or Location(),
             evidence=tuple(evidence),
             remediation=self.fix if remediation is None else remediation,
+            detail=detail,
         )
 
     def doc(self) -> str:

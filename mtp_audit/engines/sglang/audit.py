@@ -18,6 +18,7 @@ from typing import Any
 from mtp_audit.engines.code import cache
 from mtp_audit.engines.sglang.scan import scan_file, wants_server_pass
 from mtp_audit.engines.sglang.target import open_target
+from mtp_audit.progress import Progress
 from mtp_audit.report import Evidence, Gap, Location, Report
 from mtp_audit.sources.tree import SourceTree
 
@@ -40,6 +41,10 @@ def _workers() -> int:
 def _scan_job(job: tuple[str, bytes, bool]) -> tuple[str, dict[str, Any]]:
     rel, data, server = job
     return rel, scan_file(rel, data, server)
+
+
+#: Files to parse before a cold scan shows a progress bar (a warm, cached scan parses none).
+PROGRESS_MIN_FILES = 20
 
 
 def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
@@ -86,10 +91,16 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
                     ctx = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
                     pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx)
                 futures[rel] = pool.submit(_scan_job, (rel, data, server))
-        for rel, data, server, _ in jobs:
-            if rel not in futures:
-                results[rel] = scan_file(rel, data, server)
-        done = {rel: fut.result()[1] for rel, fut in futures.items()}
+        # a cold scan of a large tree takes seconds: a bar on a terminal (never in CI or a pipe); a warm one has no jobs
+        with Progress(len(jobs), f"parsing {tree.display}", min_total=PROGRESS_MIN_FILES) as progress:
+            for rel, data, server, _ in jobs:
+                if rel not in futures:
+                    results[rel] = scan_file(rel, data, server)
+                    progress.step()
+            done: dict[str, dict[str, Any]] = {}
+            for rel, fut in futures.items():
+                done[rel] = fut.result()[1]
+                progress.step()
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
@@ -458,6 +469,31 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
     return facts, gaps
 
 
+def answer(facts: dict[str, Any]) -> list[str]:
+    """The one-line answer the text report opens with (``facts["sglang"]["answer"]``): what
+    ``--speculative-algorithm NEXTN`` becomes in this tree, where, and how many MTP classes it has."""
+    s = facts.get("summary") or {}
+    who = f"SGLang {s.get('version')}" if s.get("version") else "this SGLang"
+    status = (facts.get("server_args") or {}).get("status", "ok")
+    if status != "ok":
+        return [f"could not tell what {who} does with --speculative-algorithm NEXTN: "
+                f"{(facts.get('server_args') or {}).get('reason') or 'server_args.py not read'}"]
+    if not s.get("speculative_decoding"):
+        return [f"{who} has no --speculative-algorithm flag: MTP/NextN heads are never used"]
+    if not s.get("nextn_accepted"):
+        return [f"{who} does not accept --speculative-algorithm NEXTN"]
+    nextn = [r for r in facts.get("remaps") or [] if r["from"] == "NEXTN" and r.get("shape") != "enum-alias-lookup"]
+    classes = f"; {s.get('mtp_classes', 0)} MTP model classes"
+    if not nextn:
+        return [f"{who} accepts --speculative-algorithm NEXTN but no rewrite of it was found: which worker runs could not be told{classes}"]
+    r = sorted(nextn, key=lambda x: x["location"])[0]
+    how = "logged" if r.get("logged") else "silent"
+    if r["to"] == ["EAGLE"]:
+        return [f"{who} runs --speculative-algorithm NEXTN as EAGLE with the target checkpoint as its own draft "
+                f"({how} rewrite at {r['location']}){classes}"]
+    return [f"{who} rewrites --speculative-algorithm NEXTN to {', '.join(r['to'])} ({how}, {r['location']}){classes}"]
+
+
 def _server_args_status(tree: SourceTree, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Whether SGLang's server-arguments source (``<prefix>/srt/server_args.py``) was read and parsed.
 
@@ -562,6 +598,7 @@ def audit_tree(tree: SourceTree) -> Report:
                              unresolved_choices_noted=sum(1 for u in facts["unresolved_choices"] if any(
                                  g.message.startswith(f"{u['location']}: choices of {u['flag']} ") for g in gaps)))
         cache.store(folder, tkey, {"facts": facts, "gaps": [g.__dict__ for g in gaps]})
+    facts["answer"] = answer(facts)  # after the cache: the words may change without the facts changing
     findings = evaluate(facts)
     from mtp_audit.engines.sglang.rules import RULES
 
