@@ -66,6 +66,7 @@ class Result:
 
     @property
     def median(self) -> float:
+        """Median wall seconds over the timed runs."""
         return statistics.median(self.walls)
 
     @property
@@ -107,6 +108,7 @@ class _Spawner:
                                      stdout=subprocess.PIPE, text=True)
 
     def run(self, argv: Sequence[str], env: Mapping[str, str], cwd: str | None, stderr: str) -> dict[str, float]:
+        """Run one command to completion; ``{"wall": s, "rc": code, "maxrss": KiB}`` of that child."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write(json.dumps({"argv": list(map(str, argv)), "env": dict(env), "cwd": cwd, "stderr": stderr}) + "\n")
         self.proc.stdin.flush()
@@ -155,6 +157,7 @@ def measure(cases: Sequence[Case], runs: int, *, warmup: int = 1, progress: bool
 
 
 def fmt_s(sec: float) -> str:
+    """Seconds for a table cell: 3 decimals below 10 s, 1 above."""
     return f"{sec:.3f}" if sec < 10 else f"{sec:.1f}"
 
 
