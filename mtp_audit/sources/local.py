@@ -218,9 +218,15 @@ def fast_header(file: str, raw: bytes, file_size: int | None) -> ShardHeader | N
     (:func:`parse_header_json` + duplicate check + ``safetensors.safe_open`` + :func:`header_from_dict`)
     would accept the same bytes and build the same header; otherwise it returns ``None`` and the caller
     runs that strict reader, which then gives the verdict and the message. So validation is exactly
-    as strict as safetensors' own, and its messages are safetensors' own, but the common (valid)
+    as strict as before (our pass plus safetensors'), with the same messages, but the common (valid)
     header is parsed once instead of twice and ``numpy`` (which ``safe_open(framework="numpy")``
     imports) is never loaded for it.
+
+    What is left to ``safetensors.safe_open`` (the installed version, on the real file): the verdict
+    and message for every header not certified here, in particular its serde_json grammar (escapes,
+    lone surrogates, NaN/Infinity, ``-0``, nesting depth, number forms), entries with extra fields
+    (which it accepts), dtypes it may or may not know, and its own wording of offset, size and
+    file-length errors.
 
     Certified, mirroring safetensors 0.8 ``src/tensor.rs`` (``read_metadata``, ``Metadata::validate``)
     and its serde_json grammar:
