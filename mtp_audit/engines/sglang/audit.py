@@ -486,12 +486,21 @@ def answer(facts: dict[str, Any]) -> list[str]:
     classes = f"; {s.get('mtp_classes', 0)} MTP model classes"
     if not nextn:
         return [f"{who} accepts --speculative-algorithm NEXTN but no rewrite of it was found: which worker runs could not be told{classes}"]
-    r = sorted(nextn, key=lambda x: x["location"])[0]
+    # Lead with what most models get: the EAGLE alias when the tree has one; a rewrite to another algorithm
+    # under a model-specific condition (0.5.23: FROZEN_KV_MTP only when is_gemma4_draft) is named after it.
+    ordered = sorted(nextn, key=lambda x: (x["to"] != ["EAGLE"], bool(x.get("condition")) and x["to"] != ["EAGLE"], x["location"]))
+    r = ordered[0]
     how = "logged" if r.get("logged") else "silent"
+    others = []
+    for o in ordered[1:]:
+        if o["to"] != r["to"] and all(o["to"] != x["to"] for x in ordered[:ordered.index(o)] if x is not o and x["to"] != r["to"]):
+            cond = " ".join(str(o.get("condition") or "always").split())
+            others.append(f"{', '.join(o['to'])} when {cond[:80] + ('...' if len(cond) > 80 else '')}")
+    also = f"; {'; '.join(others[:2])}" if others else ""
     if r["to"] == ["EAGLE"]:
         return [f"{who} runs --speculative-algorithm NEXTN as EAGLE with the target checkpoint as its own draft "
-                f"({how} rewrite at {r['location']}){classes}"]
-    return [f"{who} rewrites --speculative-algorithm NEXTN to {', '.join(r['to'])} ({how}, {r['location']}){classes}"]
+                f"({how} rewrite at {r['location']}){also}{classes}"]
+    return [f"{who} rewrites --speculative-algorithm NEXTN to {', '.join(r['to'])} ({how}, {r['location']}){also}{classes}"]
 
 
 def _server_args_status(tree: SourceTree, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
