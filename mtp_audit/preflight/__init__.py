@@ -18,8 +18,8 @@ from mtp_audit.report import Report
 __all__ = ["preflight", "load_facts_file"]
 
 
-def load_facts_file(path: Path):  # -> MachineFacts
-    """Read a stored facts JSON (``--save-facts`` output).
+def load_facts_file(path: str | Path):  # -> MachineFacts
+    """Read a stored facts JSON (``--save-facts`` output); ``path`` is a ``str`` or a ``Path``.
 
     Raises:
         InputError: unreadable, not JSON, or not a facts document.
@@ -28,6 +28,7 @@ def load_facts_file(path: Path):  # -> MachineFacts
     from mtp_audit.preflight.facts import MachineFacts
     from mtp_audit.sources.bounded import read_json_bounded
 
+    path = Path(path)
     data = read_json_bounded(path, limit=64 * 1024 * 1024, display=str(path))
     try:
         return MachineFacts.from_dict(data)
@@ -58,8 +59,8 @@ def _backend_summary(ctx: Any, flag: str, key: str, table: str) -> str | None:
 
 def preflight(
     *,
-    env_dumps: Sequence[Path] = (),
-    facts_file: Path | None = None,
+    env_dumps: Sequence[str | Path] | str | Path = (),
+    facts_file: str | Path | None = None,
     facts: Any = None,
     launch: Sequence[str] | None = None,
     probe: bool = False,
@@ -76,8 +77,9 @@ def preflight(
     (merged in order), or else the live machine.
 
     Args:
-        env_dumps: pasted environment dumps (sglang check_env, torch/vllm/flashinfer collect_env, nvidia-smi).
-        facts_file: a stored facts JSON to replay.
+        env_dumps: pasted environment dumps (sglang check_env, torch/vllm/flashinfer collect_env, nvidia-smi),
+            as ``str`` or ``Path``; a single path is accepted as one dump.
+        facts_file: a stored facts JSON to replay (``str`` or ``Path``).
         facts: an already-built :class:`~mtp_audit.preflight.facts.MachineFacts`.
         launch: tokens of the intended launch command (after ``--``), or ``None``.
         probe: run the tiny FP4 GEMM probe (live machine only; needs torch and a GPU).
@@ -107,6 +109,10 @@ def preflight(
     from mtp_audit.preflight.rules import RULES_BY_ID
     from mtp_audit.report import Gap, Location
 
+    if isinstance(env_dumps, (str, Path)):
+        env_dumps = [env_dumps]
+    env_dumps = [Path(p) for p in env_dumps]
+    facts_file = Path(facts_file) if facts_file is not None else None
     parsed_launch = None
     if launch is not None:
         # checked before any machine fact is collected: a command that is not SGLang is the user's mistake
@@ -127,7 +133,13 @@ def preflight(
         machine = None
         seen: list[tuple[Path, Any]] = []
         for p in env_dumps:
-            m = parse_dump(read_dump(p), display=str(p))
+            try:
+                m = parse_dump(read_dump(p), display=str(p))
+            except ValueError as exc:  # int() of a number of more than 4300 digits, wherever the dump has one
+                if "digits" not in str(exc):
+                    raise
+                raise InputError(str(p), "holds a number of more than 4300 digits where a count or index belongs; "
+                                         "not an environment dump") from None
             # dumps of two machines merged silently would describe a machine that does not exist
             for q, earlier in seen:
                 why = earlier.conflict_with(m)
