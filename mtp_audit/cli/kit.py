@@ -167,10 +167,6 @@ def input_paths(report: Any, *, extra: Iterable[str | os.PathLike[str]] = ()) ->
     target that is a file (an index, a shard, a ``config.json``) stands for its folder: the audit reads
     its siblings. Names are returned as given (relative names stay relative)."""
     names: list[str] = [os.fspath(x) for x in extra]
-    for t in report.targets:
-        names.append(t.name)
-        if t.analyzer in ("checkpoint", "compare") and _is_file(t.name):
-            names.append(os.path.dirname(t.name) or ".")
     ctx = click.get_current_context(silent=True)
     if ctx is not None:
         for key, value in ctx.params.items():
@@ -186,6 +182,10 @@ def input_paths(report: Any, *, extra: Iterable[str | os.PathLike[str]] = ()) ->
                     names.append(text.partition("=")[2])
                 if key in ("target", "base", "derived") and _is_file(text):
                     names.append(os.path.dirname(text) or ".")
+    for t in report.targets:  # after the names the user typed, so messages name the input as typed
+        names.append(t.name)
+        if t.analyzer in ("checkpoint", "compare") and _is_file(t.name):
+            names.append(os.path.dirname(t.name) or ".")
     out: list[str] = []
     for name in names:
         try:
