@@ -188,7 +188,7 @@ class SourceTree:
         wheels, ``mtime_ns`` for folders. Used as the whole-tree cache key (a changed file changes it)."""
         import hashlib
 
-        h = hashlib.sha1(f"{self.kind}\0{self.version}\0".encode())
+        h = hashlib.sha1(f"{self.kind}\0{self.version}\0".encode("utf-8", "surrogatepass"))
         for rel in sorted(self.files):
             handle = self.files[rel]
             if isinstance(handle, zipfile.ZipInfo):
@@ -199,9 +199,9 @@ class SourceTree:
                     stamp = f"{st.st_size}:{st.st_mtime_ns}"
                 except OSError:
                     stamp = "?"
-            h.update(f"{rel}\0{stamp}\n".encode())
+            h.update(f"{rel}\0{stamp}\n".encode("utf-8", "surrogatepass"))
         for rel, note in self.notes:
-            h.update(f"note {rel} {note}\n".encode())
+            h.update(f"note {rel} {note}\n".encode("utf-8", "surrogatepass"))
         return h.hexdigest()
 
     def close(self) -> None:
