@@ -311,3 +311,19 @@ def test_write_atomic_never_raises_oserror(tmp_path: Path) -> None:
     for bad in (tmp_path / ("b" * 300), tmp_path / "missing" / "x", Path("/proc/version")):
         with pytest.raises(InputError):
             write_atomic(bad, "x")
+
+
+def test_second_output_failing_leaves_the_first_unwritten(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by the fuzz suite: --save-facts was written, then -o failed (exit 2 with a file written)."""
+    assert main(["preflight", "--env-dump", "d.txt", "--save-facts", "facts.json", "-o", "none/x.txt"]) == 2
+    _one_error_line(capsys, "none/x.txt: folder none does not exist")
+    assert not Path("facts.json").exists()
+    assert not [p for p in work.iterdir() if p.name.startswith(".mtp-audit-")]
+
+
+def test_newline_in_a_file_name_stays_one_line(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by the fuzz suite: a file name holding a newline split the error over two lines."""
+    assert main(["preflight", "--env-dump", "d.txt", "--save-facts", "a\nb", "-o", "a\nb"]) == 2
+    _one_error_line(capsys, "a\\nb: --output and --save-facts name the same file; give them different files")
+    assert main(["checkpoint", "x\ry"]) == 2
+    _one_error_line(capsys, "x\\ry: no such file or folder")

@@ -3,6 +3,7 @@ the exit code. Analyzer command modules import this; it imports no analyzer."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import sys
@@ -97,22 +98,61 @@ def write_atomic(path: Path, text: str) -> None:
         InputError: the folder does not exist or is not writable, ``path`` is a directory, its name is
             too long, or the write fails (disk full). Never any other exception.
     """
+    commit_all([stage_write(path, text)])
+
+
+class _Staged:
+    """One prepared write: a temporary file beside its target (replaced into place by :meth:`commit`),
+    or a stream / device written at commit time."""
+
+    def __init__(self, path: Path, data: bytes, text: str, *, tmp: str | None = None, target: Path | None = None,
+                 stream: Any = None, device: bool = False) -> None:
+        self.path, self.data, self.text = path, data, text
+        self.tmp, self.target, self.stream, self.device = tmp, target, stream, device
+
+    def commit(self) -> None:
+        try:
+            if self.stream is not None:
+                _write_stream(self.stream, self.text, "stdout" if _is_stdout(self.path) else str(self.path))
+            elif self.device:
+                with open(self.path, "wb") as fh:
+                    fh.write(self.data)
+            else:
+                assert self.tmp is not None and self.target is not None
+                os.replace(self.tmp, self.target)
+                self.tmp = None
+        except BrokenPipeError:
+            raise
+        except (OSError, ValueError) as exc:
+            raise InputError(str(self.path), f"cannot write: {getattr(exc, 'strerror', None) or exc}") from None
+
+    def discard(self) -> None:
+        if self.tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.tmp)
+            self.tmp = None
+
+
+def stage_write(path: Path, text: str) -> _Staged:
+    """Prepare writing ``text`` to ``path`` (see :func:`write_atomic`): the bytes are already in a
+    temporary file beside the target when this returns, so only an ``os.replace`` is left.
+
+    Raises:
+        InputError: as :func:`write_atomic`; nothing is left behind.
+    """
     data = text.encode("utf-8", errors="backslashreplace")
     try:
         stream = _std_stream_of(path)
         if stream is not None:
-            _write_stream(stream, text, str(path))
-            return
+            return _Staged(path, data, text, stream=stream)
         try:
             st: os.stat_result | None = os.stat(path)  # follows symlinks
         except FileNotFoundError:
             st = None
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise InputError(str(path), "is a directory, cannot write the report there")
-        if st is not None and not stat.S_ISREG(st.st_mode):  # a device or FIFO: write through
-            with open(path, "wb") as fh:
-                fh.write(data)
-            return
+        if st is not None and not stat.S_ISREG(st.st_mode):  # a device or FIFO: written through at commit
+            return _Staged(path, data, text, device=True)
         target = Path(os.path.realpath(path)) if os.path.islink(path) else path
         folder = target.parent if str(target.parent) else Path(".")
         if not folder.is_dir():
@@ -122,17 +162,26 @@ def write_atomic(path: Path, text: str) -> None:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
             os.chmod(tmp, 0o666 & ~_umask())
-            os.replace(tmp, target)
         except BaseException:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
             raise
+        return _Staged(path, data, text, tmp=tmp, target=target)
     except InputError:
         raise
     except (OSError, ValueError) as exc:
         raise InputError(str(path), f"cannot write: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def commit_all(staged: Sequence[_Staged]) -> None:
+    """Replace every staged file into place, then write streams and devices; on a failure the
+    writes not yet committed are discarded (their temporary files removed)."""
+    try:
+        for item in sorted(staged, key=lambda x: x.stream is not None or x.device):
+            item.commit()
+    finally:
+        for item in staged:
+            item.discard()
 
 
 def _write_stream(stream: Any, text: str, where: str = "stdout") -> None:
@@ -343,21 +392,24 @@ def emit(
     for option, path, _ in also_write:
         plan[option] = path
     check_outputs(input_paths(report, extra=protected), plan)
-    for option, path, body in also_write:
-        if path is None:
-            continue
-        if _is_stdout(path):
-            _write_stream(sys.stdout, body)
+    # every file is staged (written to a temporary file beside it) before any is put in place, so a
+    # failing output (missing folder, full disk) leaves nothing written
+    staged: list[_Staged] = []
+    try:
+        for option, path, body in also_write:
+            if path is not None:
+                staged.append(_Staged(Path(STDOUT), b"", body, stream=sys.stdout) if _is_stdout(path) else stage_write(Path(path), body))
+        to_file = output is not None and _std_stream_of(output) is not sys.stdout
+        if output is None or not to_file:
+            staged.append(_Staged(Path(STDOUT), b"", text, stream=sys.stdout))
         else:
-            write_atomic(Path(path), body)
-    if output is not None:
-        stream = _std_stream_of(output)
-        if stream is sys.stdout:
-            _write_stream(stream, text)
-        else:
-            write_atomic(output, text)
-            click.echo(f"{verdict_line(report)} (report written to {output})", err=True)
-    else:
-        _write_stream(sys.stdout, text)
+            staged.append(stage_write(output, text))
+    except BaseException:
+        for item in staged:
+            item.discard()
+        raise
+    commit_all(staged)
+    if output is not None and to_file:
+        click.echo(f"{verdict_line(report)} (report written to {output})", err=True)
     threshold = None if fail_on.lower() == "never" else Severity.parse(fail_on)
     return exit_code(report, threshold)

@@ -58,6 +58,15 @@ def cli() -> None:
     """
 
 
+_CONTROL = {i: f"\\x{i:02x}" for i in (*range(0x20), 0x7F)} | {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
+
+
+def one_line(text: str) -> str:
+    """``text`` with control characters (a newline in a file name, a carriage return, an escape
+    sequence) written as ``\\n`` / ``\\xNN`` escapes, so every error message is exactly one line."""
+    return text.translate(_CONTROL)
+
+
 def _one_line(text: str) -> str:
     return " ".join(str(text).split()).rstrip(".")
 
@@ -122,13 +131,13 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as exc:  # bad command, option or value: one line, like every input error
         where, problem = usage_error_parts(exc)
         hint = f" (see '{exc.ctx.command_path} --help')" if isinstance(exc, click.UsageError) and exc.ctx is not None else ""
-        click.echo(f"mtp-audit: error: {where}: {problem}{hint}", err=True)
+        click.echo(one_line(f"mtp-audit: error: {where}: {problem}{hint}"), err=True)
         return 2
     except click.exceptions.Abort:
         click.echo("mtp-audit: aborted", err=True)
         return 130
     except InputError as exc:
-        click.echo(f"mtp-audit: error: {exc}", err=True)
+        click.echo(f"mtp-audit: error: {one_line(str(exc))}", err=True)
         return 2
     except KeyboardInterrupt:
         click.echo("mtp-audit: interrupted", err=True)
@@ -143,8 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("MTP_AUDIT_DEBUG") == "1":
             traceback.print_exc()
         click.echo(
-            f"mtp-audit: internal error: {type(exc).__name__}: {exc} "
-            "(set MTP_AUDIT_DEBUG=1 for the traceback and report it)",
+            one_line(f"mtp-audit: internal error: {type(exc).__name__}: {exc} "
+                     "(set MTP_AUDIT_DEBUG=1 for the traceback and report it)"),
             err=True,
         )
         return EXIT_INTERNAL
