@@ -75,7 +75,7 @@ def _target(draw, ck: Path, ws: Workspace) -> str:  # type: ignore[no-untyped-de
 # --- checkpoint readers ------------------------------------------------------------------------------
 
 
-@fuzz_settings(200)
+@fuzz_settings(250)
 @given(data=st.data())
 def test_fuzz_shard_header(base: Path, data: st.DataObject) -> None:
     ws = Workspace(base / "shard")
@@ -93,7 +93,7 @@ def test_fuzz_shard_header(base: Path, data: st.DataObject) -> None:
     run_cli(["checkpoint", _target(data.draw, ck, ws), *_fmt_args(fmt)], ws, json_stdout=fmt == "json")
 
 
-@fuzz_settings(200)
+@fuzz_settings(250)
 @given(data=st.data())
 def test_fuzz_index(base: Path, data: st.DataObject) -> None:
     ws = Workspace(base / "index")
@@ -112,7 +112,7 @@ def test_fuzz_index(base: Path, data: st.DataObject) -> None:
     run_cli(["checkpoint", _target(data.draw, ck, ws), *_fmt_args(fmt)], ws, json_stdout=fmt == "json")
 
 
-@fuzz_settings(200)
+@fuzz_settings(250)
 @given(data=st.data())
 def test_fuzz_config_dialects(base: Path, data: st.DataObject) -> None:
     ws = Workspace(base / "config")
@@ -158,7 +158,7 @@ def test_fuzz_quant_configs(base: Path, data: st.DataObject) -> None:
 # --- env dumps and facts -----------------------------------------------------------------------------
 
 
-@fuzz_settings(250)
+@fuzz_settings(300)
 @given(data=st.data())
 def test_fuzz_env_dumps(base: Path, data: st.DataObject) -> None:
     ws = Workspace(base / "envdump")
@@ -182,7 +182,7 @@ def test_fuzz_env_dumps(base: Path, data: st.DataObject) -> None:
     run_cli(args, ws, json_stdout=fmt == "json")
 
 
-@fuzz_settings(150)
+@fuzz_settings(200)
 @given(data=st.data())
 def test_fuzz_facts_file(base: Path, data: st.DataObject) -> None:
     from fuzzkit import JSON_VALUES
@@ -206,7 +206,7 @@ def test_fuzz_facts_file(base: Path, data: st.DataObject) -> None:
 # --- SGLang targets ----------------------------------------------------------------------------------
 
 
-@fuzz_settings(150)
+@fuzz_settings(200)
 @given(data=st.data())
 def test_fuzz_sglang_folders(base: Path, data: st.DataObject) -> None:
     ws = Workspace(base / "sgfolder")
@@ -219,7 +219,7 @@ def test_fuzz_sglang_folders(base: Path, data: st.DataObject) -> None:
     run_cli(["sglang", os.path.relpath(target, ws.root), *_fmt_args(fmt)], ws, json_stdout=fmt == "json")
 
 
-@fuzz_settings(150)
+@fuzz_settings(200)
 @given(data=st.data())
 def test_fuzz_sglang_wheels(base: Path, data: st.DataObject) -> None:
     ws = Workspace(base / "sgwheel")
@@ -285,7 +285,7 @@ def _aliases_input(ws: Workspace, rel: str, inputs: list[str]) -> bool:
     return (st_.st_dev, st_.st_ino) in ids
 
 
-@fuzz_settings(200)
+@fuzz_settings(250)
 @given(data=st.data())
 def test_fuzz_output_paths(base: Path, data: st.DataObject) -> None:
     ws = Workspace(base / "outputs")
