@@ -46,3 +46,25 @@ def sglang_wheel(version: str) -> Path:
     if proc.returncode != 0 or not found:
         pytest.skip(f"cannot download sglang {version}: {proc.stderr.strip()[-200:]}")
     return found[0]
+
+
+def vllm_wheel(version: str) -> Path:
+    """A real vllm wheel from PyPI in ``<cache>/vllm-wheels`` (several hundred MB each), downloaded once
+    with ``pip download --no-deps``; ``pytest.skip`` when PyPI cannot be reached."""
+    import subprocess
+    import sys
+
+    folder = cache_dir() / "vllm-wheels"
+    found = sorted(folder.glob(f"vllm-{version}-*.whl"))
+    if found:
+        return found[0]
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", f"vllm=={version}", "-d", str(folder)],
+                              capture_output=True, text=True, timeout=1200)
+    except subprocess.TimeoutExpired:
+        pytest.skip(f"downloading vllm {version} timed out")
+    found = sorted(folder.glob(f"vllm-{version}-*.whl"))
+    if proc.returncode != 0 or not found:
+        pytest.skip(f"cannot download vllm {version}: {proc.stderr.strip()[-200:]}")
+    return found[0]

@@ -25,6 +25,7 @@ EXIT_INTERNAL = 4
 COMMANDS: dict[str, str] = {
     "checkpoint": "mtp_audit.cli.checkpoint:checkpoint",
     "sglang": "mtp_audit.cli.sglang:sglang",
+    "vllm": "mtp_audit.cli.vllm:vllm",
     "preflight": "mtp_audit.cli.preflight:preflight",
     "compare": "mtp_audit.cli.compare:compare",
     "launch": "mtp_audit.cli.launch:launch",

@@ -23,10 +23,14 @@ list, and the fact's ``source`` says so.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+from dataclasses import replace
 from pathlib import Path
 
 from mtp_audit.errors import InputError
-from mtp_audit.preflight.facts import PACKAGES, Fact, GpuFacts, MachineFacts
+from mtp_audit.preflight.facts import PACKAGES, PARTIAL_GPU_LIST, Fact, GpuFacts, MachineFacts
+from mtp_audit.preflight.freeform import found_anything, parse_freeform
+from mtp_audit.preflight.lineindex import index_for
 from mtp_audit.preflight.matrix import cc_from_name
 from mtp_audit.sources.bounded import MAX_TEXT_BYTES, read_bytes_bounded
 
@@ -53,6 +57,8 @@ _PKG_ALIASES = {
     "nvidia-cutlass-dsl": "nvidia-cutlass-dsl",
     "nvidia-ml-py": "nvidia-ml-py",
 }
+
+FREEFORM = "free-form"
 
 FORMATS = ("sglang-check-env", "torch-collect-env", "vllm-collect-env", "flashinfer-collect-env", "nvidia-smi", "nvidia-smi-q", "nvidia-smi-csv")
 
@@ -101,18 +107,51 @@ def parse_dump(text: str, *, display: str = "dump") -> MachineFacts:
     if head.startswith(("mtp-audit ", "# mtp-audit report")) or ('"schema_version"' in text[:4096] and '"mtp-audit"' in text):
         raise InputError(display, "is an mtp-audit report, not an environment dump (pass the output of 'python3 -m sglang.check_env' or 'nvidia-smi')")
     formats = detect_formats(text)
-    if not formats:
+    free = parse_freeform(text)
+    if not formats and not found_anything(free):
         raise InputError(
             display,
-            "not a recognised environment dump (expected output of 'python3 -m sglang.check_env', "
-            "'python -m torch.utils.collect_env', 'vllm collect-env', 'python -m flashinfer.collect_env' or 'nvidia-smi')",
+            "nothing recognisable as an environment: no tool dump ('python3 -m sglang.check_env', "
+            "'python -m torch.utils.collect_env', 'vllm collect-env', 'python -m flashinfer.collect_env', 'nvidia-smi') "
+            "and no GPU, driver, CUDA or package version written out (not a recognised environment dump)",
         )
     facts: MachineFacts | None = None
     for fmt in formats:
         f = _PARSERS[fmt](text)
         facts = f if facts is None else facts.merged_with(f)
-    assert facts is not None
-    return facts
+    if facts is None:
+        return free
+    facts = replace(facts, engine=_engine_of_tools(text, formats))
+    return _with_freeform(facts, free)
+
+
+def _engine_of_tools(text: str, formats: tuple[str, ...]) -> Fact:
+    """``sglang`` for a check_env dump, ``vllm`` for a vllm collect-env dump (both: no answer)."""
+    found = {eng: fmt for fmt, eng in (("sglang-check-env", "sglang"), ("vllm-collect-env", "vllm")) if fmt in formats}
+    if len(found) == 1:
+        (eng, fmt), = found.items()
+        m = _SIGNATURES[fmt].search(text)
+        return Fact.of(eng, f"{fmt} format (line {_line_of(text, m.start()) if m else '?'})")
+    if found:
+        return Fact.absent("the text holds both an sglang check_env and a vllm collect-env dump")
+    return Fact.absent(f"a {'/'.join(formats)} dump does not say which serving engine runs")
+
+
+def _with_freeform(facts: MachineFacts, free: MachineFacts) -> MachineFacts:
+    """Tool-dump facts win; free-form lines fill what the tools left missing. GPUs from free-form text are
+    used only when the tools list none or a list known to be partial; a disagreement is a note."""
+    why = facts.conflict_with(free)
+    notes = facts.notes
+    if why:
+        notes += (f"conflict: the tool dump and the free-form lines of this file disagree ({why}); the tool dump is used",)
+    if why or (facts.gpus and PARTIAL_GPU_LIST not in facts.gpu_list.source):
+        free = replace(free, gpus=(), gpu_list=Fact.absent("not used"))
+    if not facts.engine.present and free.engine.present:
+        facts = replace(facts, engine=free.engine)
+    merged = replace(facts.merged_with(free), origin=facts.origin, notes=notes + tuple(n for n in free.notes if n not in notes))
+    if replace(merged, notes=facts.notes).to_dict() != facts.to_dict():
+        merged = replace(merged, origin=f"{facts.origin}+{FREEFORM}")
+    return merged
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -122,12 +161,38 @@ _HUGE_NUMBER = re.compile(r"\d{33}")
 
 
 def _line_of(text: str, pos: int) -> int:
-    return text.count("\n", 0, pos) + 1
+    """1-based line of offset ``pos``: bisect in a line-start index built once per text (linear parsing)."""
+    return index_for(text).line_of(pos)
+
+
+def _key_search(text: str, key: str, tail: str, *, line_start: bool = False) -> re.Match[str] | None:
+    """The first ``key`` + ``tail`` match whose ``key`` starts the text, a line (``line_start``) or follows
+    whitespace (otherwise): what a multi-line ``re.search`` for start-or-whitespace, KEY, TAIL finds, in time
+    linear in ``len(text)``.
+
+    ``str.find`` locates each occurrence of the literal key and the compiled pattern is tried only there, so
+    a key absent from a 64 MB dump costs one ``find``, not a regex attempt at every position.
+    """
+    rx = _key_pattern(key, tail)
+    pos = text.find(key)
+    while pos != -1:
+        prev = text[pos - 1] if pos else "\n"
+        if prev == "\n" or (not line_start and prev.isspace()):
+            m = rx.match(text, pos)
+            if m:
+                return m
+        pos = text.find(key, pos + 1)
+    return None
+
+
+@lru_cache(maxsize=256)
+def _key_pattern(key: str, tail: str) -> re.Pattern[str]:
+    return re.compile(re.escape(key) + tail, re.M)
 
 
 def _kv(text: str, key: str, fmt: str, *, value: str = r"(\S+)") -> Fact:
     """``Key: value`` or ``Key   : value`` (boxed), first occurrence."""
-    m = re.search(rf"(?:^|\s){re.escape(key)}\s*:[ \t]*{value}", text, re.M)
+    m = _key_search(text, key, rf"\s*:[ \t]*{value}")
     if not m or not m.group(1).strip():
         return Fact.absent(f"the {fmt} dump has no '{key}' line", source=fmt)
     v = m.group(1).strip()
@@ -195,7 +260,7 @@ def parse_sglang_check_env(text: str) -> MachineFacts:
     for key, dist in _PKG_ALIASES.items():
         if dist == "torch":
             continue
-        m = re.search(rf"(?:^|\s){re.escape(key)}: (.+?)(?=\s+[A-Za-z_][\w\-]*: |\n|$)", text, re.M)
+        m = _key_search(text, key, r": (.+?)(?=\s+[A-Za-z_][\w\-]*: |\n|$)")
         if not m:
             continue
         val = m.group(1).strip()
@@ -238,10 +303,15 @@ def parse_torch_collect_env(text: str, fmt: str = "torch-collect-env") -> Machin
     if not torch_cuda.present:
         torch_cuda = torch_cuda.or_(_cuda_from_torch_tag(torch_version))
     gpus: list[GpuFacts] = []
+    truncated_gpu = ""
     m = re.search(r"GPU models and configuration\s*:\s*(.*(?:\n\s*GPU \d+:.*)*)", text)
     if m:
-        for g in re.finditer(r"GPU (\d+): ([^\n]+)", m.group(1)):
-            name = Fact.of(g.group(2).strip(), f"{fmt} line {_line_of(text, m.start() + g.start())}")
+        for g in re.finditer(r"GPU (\d{1,3}): ([^\n]+)", m.group(1)):
+            end = m.start(1) + g.end()
+            if end >= len(text.rstrip(" \t")) and not text.endswith("\n") and cc_from_name(g.group(2)) is None:
+                truncated_gpu = f"{fmt} line {_line_of(text, end)}: 'GPU {g.group(1)}: {g.group(2).strip()}' is cut off (last line); not counted"
+                continue
+            name = Fact.of(g.group(2).strip(), f"{fmt} line {_line_of(text, m.start(1) + g.start())}")
             gpus.append(GpuFacts(index=int(g.group(1)), name=name, compute_capability=_gpu_cc(name),
                                  memory_bytes=Fact.absent("collect_env does not print GPU memory")))
     warn = re.search(r"with CUDA capability sm_(\d+)(\d) is not compatible", text)
@@ -265,6 +335,8 @@ def parse_torch_collect_env(text: str, fmt: str = "torch-collect-env") -> Machin
         p = str(platform.value).lower()
         plat = Fact.of("wsl2" if "microsoft" in p or "wsl" in p else "windows" if p.startswith("windows") else "linux", platform.source)
     truncated_note = () if m else (f"{fmt}: no 'GPU models and configuration' line (dump truncated?)",)
+    if truncated_gpu:
+        truncated_note += (truncated_gpu,)
     return MachineFacts(
         origin=f"env-dump:{fmt}",
         gpus=tuple(gpus),
@@ -304,7 +376,7 @@ def parse_flashinfer_collect_env(text: str) -> MachineFacts:
     packages: dict[str, Fact] = {}
     notes: list[str] = []
     for key, dist in (("flashinfer", "flashinfer-python"), ("flashinfer-cubin", "flashinfer-cubin"), ("flashinfer-jit-cache", "flashinfer-jit-cache")):
-        m = re.search(rf"^{re.escape(key)}\s+: (.+)$", text, re.M)
+        m = _key_search(text, key, r"\s+: (.+)$", line_start=True)
         if m:
             val = m.group(1).strip()
             src = f"{fmt} line {_line_of(text, m.start(1))}"
@@ -317,7 +389,7 @@ def parse_flashinfer_collect_env(text: str) -> MachineFacts:
     archs = re.search(r"Target CUDA archs \(resolved\)\s*: (.+)", text)
     env = {"FLASHINFER_RESOLVED_ARCHS": archs.group(1).strip()} if archs else {}
     for key, dist in (("torch", "torch"), ("triton", "triton"), ("nvidia-cudnn-frontend", "nvidia-cudnn-frontend")):
-        m = re.search(rf"^{re.escape(key)}\s+: (\S+)", text, re.M)
+        m = _key_search(text, key, r"\s+: (\S+)", line_start=True)
         if m:
             packages.setdefault(dist, Fact.of(m.group(1), f"{fmt} line {_line_of(text, m.start(1))}"))
     gpu_section = "==== GPU / Driver ====" in text
@@ -348,24 +420,33 @@ def parse_nvidia_smi(text: str) -> MachineFacts:
     else:
         cuda = Fact.absent("nvidia-smi prints 'CUDA Version: N/A'" if hm else "no nvidia-smi header line", source=fmt)
     gpus: list[GpuFacts] = []
-    row = re.compile(r"^\|\s+(\d+)\s+(.+?)\s+(On|Off)\s+\|[^\n]*\n\|[^|\n]*\|\s*(?:(\d+)MiB\s*/\s*(\d+)MiB|([^|\n]*?))\s*\|", re.M)
+    row = re.compile(r"^\|\s+(\d{1,3})\s+(.+?)\s+(On|Off)\s+\|[^\n]*(?:\n\|[^|\n]*\|\s*(?:(\d{1,9})MiB\s*/\s*(\d{1,9})MiB|([^|\n]*?))\s*\||[^\n]*$)", re.M)
     for m in row.finditer(text):
         name = Fact.of(m.group(2).strip(), f"{fmt} line {_line_of(text, m.start())}")
         if m.group(5):
             mem = Fact.of(int(m.group(5)) * _MIB, f"{fmt} line {_line_of(text, m.start()) + 1}")
+        elif m.group(4) is None and m.group(6) is None:
+            mem = Fact.absent("the nvidia-smi table is cut after this GPU's name row (no memory row)")
         else:
             shown = (m.group(6) or "").strip() or "blank"
             mem = Fact.absent(f"nvidia-smi reports memory as '{shown}' (unified memory on GB10)" if "Not Supported" in shown or "N/A" in shown else f"nvidia-smi memory column: '{shown}'")
         gpus.append(GpuFacts(index=int(m.group(1)), name=name, compute_capability=_gpu_cc(name), memory_bytes=mem))
     truncated = not gpus or text.rstrip().endswith(("+----", "|"))
+    last = text.rstrip().rsplit("\n", 1)[-1].lstrip()
+    partial = bool(gpus) and "Processes:" not in text and last.startswith(("|", "+"))
     return MachineFacts(
         origin=f"env-dump:{fmt}",
         gpus=tuple(gpus),
-        gpu_list=Fact.of(len(gpus), fmt) if gpus else Fact.absent("the nvidia-smi dump lists no GPU row"),
+        gpu_list=(Fact.of(len(gpus), f"{fmt} (table cut: {PARTIAL_GPU_LIST} {len(gpus)} GPU row(s))" if partial else fmt) if gpus
+                  else Fact.absent("the nvidia-smi dump lists no GPU row")),
         driver_version=driver,
         cuda_driver_version=cuda,
         notes=(f"{fmt}: the table may be truncated; {len(gpus)} GPU row(s) read",) if truncated and gpus else (),
     )
+
+
+_SMI_Q_BLOCK = re.compile(r"^GPU [0-9A-Fa-f]{8}:", re.M)
+_SMI_Q_FB = re.compile(r"FB Memory Usage\s*\n\s*Total\s+: (\d{1,9}) MiB")
 
 
 def parse_nvidia_smi_q(text: str) -> MachineFacts:
@@ -376,10 +457,8 @@ def parse_nvidia_smi_q(text: str) -> MachineFacts:
     gpus = []
     for i, m in enumerate(re.finditer(r"^\s*Product Name\s+: (.+)$", text, re.M)):
         name = Fact.of(m.group(1).strip(), f"{fmt} line {_line_of(text, m.start(1))}")
-        tail = text[m.end():]
-        nxt = re.search(r"^GPU [0-9A-Fa-f]{8}:", tail, re.M)
-        block = tail[: nxt.start()] if nxt else tail
-        fb = re.search(r"FB Memory Usage\s*\n\s*Total\s+: (\d+) MiB", block)
+        nxt = _SMI_Q_BLOCK.search(text, m.end())
+        fb = _SMI_Q_FB.search(text, m.end(), nxt.start() if nxt else len(text))
         mem = Fact.of(int(fb.group(1)) * _MIB, f"{fmt} FB Memory Usage") if fb else Fact.absent("no 'FB Memory Usage / Total' in nvidia-smi -q")
         gpus.append(GpuFacts(index=i, name=name, compute_capability=_gpu_cc(name), memory_bytes=mem))
     return MachineFacts(origin=f"env-dump:{fmt}", gpus=tuple(gpus),

@@ -39,6 +39,11 @@ PACKAGES: tuple[str, ...] = (
 )
 
 
+#: Marker in ``MachineFacts.gpu_list.source`` of a GPU list known to be incomplete (an nvidia-smi table cut
+#: after its first rows): a longer list from another dump of the machine is then not a conflict.
+PARTIAL_GPU_LIST = "at least"
+
+
 @dataclass(frozen=True)
 class Fact:
     """One observed value, or the reason it is missing.
@@ -221,6 +226,9 @@ class MachineFacts:
         env: selected environment variables (``FLASHINFER_CUDA_ARCH_LIST``, ``CUDA_VISIBLE_DEVICES``).
         platform: ``"linux"``, ``"wsl2"``, ``"windows"``.
         notes: free lines worth showing (a ``MISMATCH`` line of flashinfer's collect_env, NVML errors).
+        engine: the serving engine the dump is for, ``"sglang"`` or ``"vllm"`` (``sglang.check_env`` /
+            ``vllm collect-env`` / what a free-form text mentions), with provenance; recorded only, the
+            verdicts do not read it yet.
     """
 
     origin: str
@@ -239,6 +247,7 @@ class MachineFacts:
     env: Mapping[str, str] = field(default_factory=dict)
     platform: Fact = field(default_factory=_absent)
     notes: tuple[str, ...] = ()
+    engine: Fact = field(default_factory=_absent)
 
     _SCALARS = (
         "gpu_list",
@@ -250,6 +259,7 @@ class MachineFacts:
         "torch_cuda",
         "torch_arch_list",
         "platform",
+        "engine",
     )
 
     def package(self, name: str) -> Fact:
@@ -261,7 +271,10 @@ class MachineFacts:
         d: dict[str, Any] = {"facts_schema_version": FACTS_SCHEMA_VERSION, "origin": self.origin}
         d["gpus"] = [g.to_dict() for g in self.gpus]
         for name in self._SCALARS:
-            d[name] = getattr(self, name).to_dict()
+            f = getattr(self, name)
+            if name == "engine" and not f.present and f.missing in ("not observed", "not recorded"):
+                continue  # added after facts files were first stored: absent from those, and they stay as stored
+            d[name] = f.to_dict()
         d["packages"] = {k: self.packages[k].to_dict() for k in sorted(self.packages)}
         d["requires"] = {k: self.requires[k].to_dict() for k in sorted(self.requires)}
         d["binaries"] = [b.to_dict() for b in sorted(self.binaries, key=lambda b: (b.package, b.path))]
@@ -312,7 +325,9 @@ class MachineFacts:
                 names = sorted({f"{g.name.value or '?'} ({fmt_value(g.compute_capability.value) if g.cc else '?'})" for g in gs})
                 return f"{len(gs)}x " + ", ".join(names)
 
-            if len(a) != len(b):
+            partial = (len(a) < len(b) and PARTIAL_GPU_LIST in self.gpu_list.source) or \
+                      (len(b) < len(a) and PARTIAL_GPU_LIST in other.gpu_list.source)
+            if len(a) != len(b) and not partial:
                 return f"GPU list differs: {desc(a)} vs {desc(b)}"
             for x, y in zip(a, b):
                 if x.cc and y.cc and x.cc != y.cc:
@@ -335,7 +350,9 @@ class MachineFacts:
         """
         kwargs = {name: getattr(self, name).or_(getattr(other, name)) for name in self._SCALARS}
         gpus = self.gpus if len(self.gpus) >= len(other.gpus) else other.gpus
-        if self.gpus and other.gpus and len(self.gpus) == len(other.gpus):
+        if self.gpus and other.gpus:
+            # per position; the longer list supplies the GPUs the shorter (partial) one does not show
+            mine, theirs = list(self.gpus), list(other.gpus)
             gpus = tuple(
                 GpuFacts(
                     index=a.index,
@@ -343,8 +360,13 @@ class MachineFacts:
                     compute_capability=a.compute_capability.or_(b.compute_capability),
                     memory_bytes=a.memory_bytes.or_(b.memory_bytes),
                 )
-                for a, b in zip(self.gpus, other.gpus)
-            )
+                for a, b in zip(mine, theirs)
+            ) + tuple(gpus[min(len(mine), len(theirs)):])
+            if len(mine) < len(theirs) and self.gpu_list.present:
+                kwargs["gpu_list"] = other.gpu_list.or_(self.gpu_list)
+        ea, eb = self.engine, other.engine
+        if ea.present and eb.present and ea.value != eb.value:
+            kwargs["engine"] = Fact.absent(f"the dumps disagree: {ea.value} ({ea.source}) vs {eb.value} ({eb.source})")
         packages = dict(other.packages)
         for k, v in self.packages.items():
             packages[k] = v.or_(packages[k]) if k in packages else v

@@ -62,15 +62,15 @@ def in_range(version: Version | None, spec: str) -> bool:
 
 
 def cc_from_name(name: str) -> tuple[tuple[int, int], str] | None:
-    """Compute capability of a GPU product name from the matrix's name table, with the row's source.
+    """Compute capability of a GPU product name, with the source of the table row that matched.
 
-    Only exact product families listed in the table match; anything else returns ``None`` (the
+    The table is ``mtp_audit/data/gpus.json`` (see :mod:`mtp_audit.preflight.gpus`: whole-word, longest
+    match, case and punctuation ignored); a name with no complete product alias returns ``None`` (the
     caller reports the fact as missing rather than guessing).
     """
-    for row in load()["gpus"]:
-        if re.search(row["pattern"], name.strip()):
-            return (int(row["cc"][0]), int(row["cc"][1])), row["source"]
-    return None
+    from mtp_audit.preflight.gpus import cc_from_name as _cc
+
+    return _cc(name)
 
 
 def sglang_row(table: str, sglang: Version | None) -> dict[str, Any] | None:

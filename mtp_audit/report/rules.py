@@ -29,6 +29,7 @@ ANALYZER_RULE_MODULES: dict[str, str] = {
     "sglang": "mtp_audit.engines.sglang.rules",
     "preflight": "mtp_audit.preflight.rules",
     "launch": "mtp_audit.launch.rules",
+    "vllm": "mtp_audit.engines.vllm.rules",
 }
 
 ID_RANGES: dict[str, range] = {
@@ -37,6 +38,7 @@ ID_RANGES: dict[str, range] = {
     "sglang": range(100, 200),
     "preflight": range(200, 300),
     "launch": range(300, 400),
+    "vllm": range(400, 500),
 }
 
 #: Where a rule's fact comes from. "bug report" rules say so in their doc (issue 4 asks for it).

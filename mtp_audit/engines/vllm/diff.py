@@ -1,0 +1,104 @@
+"""Compare two vLLM audits (``mtp-audit vllm OLD NEW`` or ``--baseline report.json``): MTP420-MTP423.
+
+Items are compared by identity keys without line numbers (which move every release): rewrites by
+(field, kind, value, from), Literal values, env var names, MTP classes by architecture name, draft
+chains by (key, value) -> architectures.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mtp_audit.engines.vllm._shared import Evidence, Finding, Gap, Report, Severity
+from mtp_audit.engines.vllm.findings import loc
+
+
+def _facts(report: Report | dict[str, Any]) -> dict[str, Any]:
+    if isinstance(report, Report):
+        return dict(report.facts.get("vllm") or {})
+    return dict(((report or {}).get("facts") or {}).get("vllm") or {})
+
+
+def _rkey(r: dict[str, Any]) -> tuple[str, str, str, tuple[str, ...]]:
+    return (r["field"], r["kind"], r["value"], tuple(r["from"]))
+
+
+def diff_facts(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[Finding], dict[str, Any]]:
+    """Findings and a ``changes`` dict (added / removed per category); locations are the new version's
+    ``path:line``, or the old version's for something removed."""
+    from mtp_audit.engines.vllm.rules import BY_ID
+
+    out: list[Finding] = []
+    ch: dict[str, Any] = {}
+    o = {_rkey(r): r for r in reversed(old.get("rewrites", []))}
+    n = {_rkey(r): r for r in reversed(new.get("rewrites", []))}
+    ch["rewrites"] = {"added": [n[k] for k in sorted(set(n) - set(o))], "removed": [o[k] for k in sorted(set(o) - set(n))]}
+    for k in sorted(set(n) - set(o)):
+        r = n[k]
+        silent = not r["logged"]
+        sev = Severity.WARNING if silent and r["kind"] in ("auto-detect", "forced") else Severity.INFO
+        out.append(BY_ID["MTP420"].finding(
+            f"new {'silent' if silent else 'logged'} {r['kind']} rewrite: {r['field']} = {r['value']}"
+            + (f" (from {', '.join(r['from'])})" if r["from"] else "") + f" when {r['condition'] or 'always'}",
+            loc(r["location"]), evidence=[Evidence("condition", r["condition"] or "(always)", loc(r["test_location"]))], severity=sev))
+    for k in sorted(set(o) - set(n)):
+        r = o[k]
+        out.append(BY_ID["MTP420"].finding(
+            f"rewrite gone in the new version: {r['field']} = {r['value']} ({r['kind']}; old version's {r['location']})",
+            loc(r["location"]), severity=Severity.INFO))
+    for k in sorted(set(o) & set(n)):
+        if o[k]["logged"] and not n[k]["logged"]:
+            out.append(BY_ID["MTP420"].finding(
+                f"rewrite {n[k]['field']} = {n[k]['value']} is no longer logged (was at old version's {o[k]['location']})", loc(n[k]["location"])))
+    ol = ((old.get("spec_config") or {}).get("method_literal") or {}).get("values")
+    nl = ((new.get("spec_config") or {}).get("method_literal") or {}).get("values")
+    if ol is not None and nl is not None:
+        gone = sorted(set(ol) - set(nl))
+        ch["method_literal"] = {"added": sorted(set(nl) - set(ol)), "removed": gone}
+        if gone:
+            where = ((new.get("spec_config") or {}).get("method_literal") or {}).get("location")
+            out.append(BY_ID["MTP421"].finding(f"speculative method {', '.join(gone)} is no longer accepted by the validated Literal", loc(where)))
+    oe = {e["name"]: e for e in old.get("env_vars", [])}
+    ne = {e["name"]: e for e in new.get("env_vars", [])}
+    ch["env_vars"] = {"added": sorted(set(ne) - set(oe)), "removed": sorted(set(oe) - set(ne))}
+    if ch["env_vars"]["removed"]:
+        unknown = new.get("unknown_env_check")
+        for name in ch["env_vars"]["removed"]:
+            out.append(BY_ID["MTP422"].finding(
+                f"environment variable {name} is no longer defined (old version's {oe[name]['location']})"
+                + (f"; a leftover setting only triggers the unknown-variable warning ({unknown})" if unknown else "; a leftover setting is ignored"),
+                loc(oe[name]["location"])))
+    om = {m["arch"]: m for m in old.get("mtp_classes", [])}
+    nm = {m["arch"]: m for m in new.get("mtp_classes", [])}
+    ch["mtp_classes"] = {"added": sorted(set(nm) - set(om)), "removed": sorted(set(om) - set(nm))}
+    for a in ch["mtp_classes"]["removed"]:
+        out.append(BY_ID["MTP423"].finding(f"MTP class {a} is no longer registered (old version's {om[a]['location']})", loc(om[a]["location"])))
+    oc = {(c["key"], c["value"]): c for c in old.get("draft_chains", [])}
+    nc = {(c["key"], c["value"]): c for c in new.get("draft_chains", [])}
+    ch["draft_chains"] = {"added": [list(k) for k in sorted(set(nc) - set(oc))], "removed": [list(k) for k in sorted(set(oc) - set(nc))], "changed": []}
+    for k in sorted(set(oc) - set(nc)):
+        out.append(BY_ID["MTP423"].finding(f"draft chain {k[0]} {k[1]} -> {', '.join(oc[k]['architectures'] or [])} is gone "
+                                           f"(old version's {oc[k]['location']})", loc(oc[k]["location"])))
+    for k in sorted(set(oc) & set(nc)):
+        if (oc[k]["architectures"] or []) != (nc[k]["architectures"] or []):
+            ch["draft_chains"]["changed"].append([*k, oc[k]["architectures"], nc[k]["architectures"]])
+            out.append(BY_ID["MTP423"].finding(
+                f"draft chain {k[0]} {k[1]} now ends in {', '.join(nc[k]['architectures'] or ['(none)'])} "
+                f"(was {', '.join(oc[k]['architectures'] or ['(none)'])})", loc(nc[k]["arch_location"] or nc[k]["location"]), severity=Severity.INFO))
+    return out, ch
+
+
+def diff_vllm(old_report: Report | dict[str, Any], new_report: Report | dict[str, Any]) -> Report:
+    """A report of what changed from ``old_report`` to ``new_report`` (Reports or their JSON dicts);
+    the new version's own findings and gaps are kept."""
+    from mtp_audit.engines.vllm.rules import RULES
+
+    old, new = _facts(old_report), _facts(new_report)
+    findings, changes = diff_facts(old, new)
+    gaps: list[Gap] = list(new_report.gaps) if isinstance(new_report, Report) else []
+    base = list(new_report.findings) if isinstance(new_report, Report) else []
+    facts = dict(new)
+    facts["diff"] = {"old_version": old.get("version"), "new_version": new.get("version"), "changes": changes}
+    facts["summary"] = dict(new.get("summary") or {}, old_version=old.get("version"), changes=len(findings))
+    name = f"{old.get('version') or 'old'} -> {new.get('version') or 'new'}"
+    return Report.build("vllm", name, findings=base + findings, gaps=gaps, facts=facts, rule_ids=[r.id for r in RULES])

@@ -1,0 +1,140 @@
+"""Findings MTP400-MTP411 from one vLLM tree's facts (see :func:`mtp_audit.engines.vllm.audit.link`).
+
+Severity follows consequence (rules' docs): a logged alias is information, a silent override of a
+value the user set is a warning, a value the validator rejects although the code would accept it,
+or a draft class that is not registered, is an error (the engine fails to start).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mtp_audit.engines.vllm._shared import Evidence, Finding, Location
+
+
+def loc(text: str | None) -> Location:
+    """``"path:line"`` -> :class:`Location` (``None`` -> an empty location)."""
+    if not text:
+        return Location()
+    path, _, line = text.rpartition(":")
+    return Location(path=path, line=int(line)) if line.isdigit() else Location(path=text)
+
+
+def _strip(v: str) -> str:
+    return v[1:-1] if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"" else v
+
+
+def evaluate(facts: dict[str, Any]) -> list[Finding]:
+    """All single-tree findings; never raises on partial facts (missing parts give no finding)."""
+    from mtp_audit.engines.vllm.rules import BY_ID
+
+    out: list[Finding] = []
+    rewrites = facts.get("rewrites", [])
+    alias = facts.get("mtp_alias")
+    lit = (facts.get("spec_config") or {}).get("method_literal")
+    validated = (facts.get("spec_config") or {}).get("validated")
+    if alias:
+        how = "logged (a deprecation warning)" if alias["logged"] else "silent"
+        out.append(BY_ID["MTP400"].finding(
+            f"method {', '.join(alias['members'])} is an alias: vLLM rewrites it to 'mtp' (EAGLE machinery, the target checkpoint as "
+            f"its own draft); the rewrite is {how}", loc(alias["location"]),
+            evidence=[Evidence("alias set", f"{alias['set'] or 'literal'} ({alias['set_kind'] or 'tuple'})", loc(alias["set_location"])),
+                      *([Evidence("log call", "logger.warning before the write", loc(alias["location"]))] if alias["logged"] else [])]))
+        missing = facts.get("lints", {}).get("aliases_not_in_literal", [])
+        if missing and validated and lit:
+            out.append(BY_ID["MTP402"].finding(
+                f"method {', '.join(missing)} is in the alias set but not in the validated {lit['name']} Literal: "
+                f"{{\"method\": \"{missing[0]}\"}} fails validation before the alias code can run", loc(lit["location"]),
+                evidence=[Evidence("alias set", ", ".join(alias["members"]), loc(alias["set_location"])),
+                          Evidence("validated by", (facts.get("spec_config") or {}).get("validated_by") or "pydantic")]))
+    elif lit and validated is False and facts.get("lints", {}).get("aliases_not_in_literal"):
+        pass
+    for r in rewrites:
+        if r["field"] == "method" and r["kind"] == "auto-detect" and not r["logged"]:
+            to = _strip(r["value"])
+            kept = ", ".join(r["kept"]) or "nothing"
+            det = r["detector"] or "no earlier detector matched (fallback)"
+            out.append(BY_ID["MTP401"].finding(
+                f"an explicit method other than {kept} is silently replaced by '{to}' when {det}", loc(r["location"]),
+                evidence=[Evidence("keeps only", kept, loc(r["test_location"])), Evidence("condition", r["condition"] or "(always)")]))
+        elif r["kind"] in ("draft-target", "inherited-quantization"):
+            what = "the draft model is the target checkpoint" if r["kind"] == "draft-target" else \
+                "the draft's quantization is copied from the target"
+            out.append(BY_ID["MTP403"].finding(
+                f"{what} ({r['field']} = {r['value']}) when {r['condition'] or 'always'}; "
+                f"{'logged' if r['logged'] else 'silent'}", loc(r["location"]),
+                evidence=[Evidence("condition", r["condition"] or "(always)", loc(r["test_location"]))]))
+        elif r["kind"] == "forced" and r["field"] == "enforce_eager" and r["value"] == "True" and not r["logged"]:
+            out.append(BY_ID["MTP410"].finding(
+                f"enforce_eager is forced to True when {r['condition']}: a user's enforce_eager=false (CUDA graphs) is ignored, silently",
+                loc(r["location"]), evidence=[Evidence("condition", r["condition"], loc(r["test_location"]))]))
+    chains = facts.get("draft_chains", [])
+    if chains:
+        shown = [c for c in chains if not c["value"].endswith("_mtp")][:6]
+        ev = [Evidence(f"{c['key']} {c['value']}", f"{c['model_type'] or '(model_type kept)'} / {', '.join(c['architectures'] or ['(architectures kept)'])}"
+                       + (" (conditional)" if c["conditional"] else "") + (" (dynamic)" if c["dynamic"] else ""), loc(c["arch_location"] or c["location"]))
+              for c in shown]
+        link = ((facts.get("override") or {}).get("link") or {})
+        how = {"direct": "passed directly as hf_overrides", "composed": "composed by compose_draft_hf_overrides"}.get(link.get("how"), "link not proven")
+        out.append(BY_ID["MTP404"].finding(
+            f"hf_config_override rewrites the draft config for {len(chains)} model types / architectures ({how}); "
+            "every rewrite is silent", loc((facts.get("override") or {}).get("location")),
+            evidence=ev + [Evidence("applied at", link.get("value") or "?", loc(link.get("location")))]))
+        for c in chains:
+            for a, where in (c.get("registered") or {}).items():
+                if where is None and not c["dynamic"]:
+                    out.append(BY_ID["MTP405"].finding(
+                        f"{c['key']} {c['value']} is rewritten to architecture {a}, which the model registry does not list: the draft fails to load",
+                        loc(c["arch_location"]), evidence=[Evidence("registry", "vllm/model_executor/models/registry.py")]))
+    for w in facts.get("post_init_arch_writes", []):
+        for a, where in (w.get("registered") or {}).items():
+            if where is None and not w["dynamic"]:
+                out.append(BY_ID["MTP405"].finding(
+                    f"__post_init__ writes draft architecture {a}, which the model registry does not list", loc(w["location"])))
+    npr = facts.get("n_predict_rules") or {}
+    if npr.get("default"):
+        ev = [Evidence("silent default", "num_speculative_tokens = n_predict (the checkpoint's MTP layer count)", loc(npr["default"]))]
+        if npr.get("divisible_error"):
+            ev.append(Evidence("error", "num_speculative_tokens > n_predict must be a multiple of it (ValueError)", loc(npr["divisible_error"])))
+        if npr.get("reuse_warning"):
+            skips = f"; not for {', '.join(npr['reuse_warning_skips'])}" if npr.get("reuse_warning_skips") else ""
+            ev.append(Evidence("warning", f"num_speculative_tokens > 1 re-runs the same MTP layer{skips}", loc(npr["reuse_warning"])))
+        out.append(BY_ID["MTP406"].finding(
+            "num_speculative_tokens defaults silently to the draft's n_predict (num_nextn_predict_layers); a larger value must divide by it "
+            "and reuses the MTP layers" + ("" if npr.get("reuse_warning") else " without any warning"),
+            loc(npr["default"]), evidence=ev))
+    sp = facts.get("speculators")
+    if sp:
+        drops = not sp["merges_user_config"]
+        out.append(BY_ID["MTP407"].finding(
+            "a --model checkpoint in speculators format (config has speculators_config) is replaced by its verifier and becomes the draft"
+            + ("; the user's --speculative-config is discarded" if drops else "; the user's --speculative-config keys are laid over it")
+            + ("" if sp["logged"] else "; nothing is logged"), loc(sp["location"]),
+            evidence=[Evidence("called from", "EngineArgs", loc(sp.get("call_location")))]))
+    for p in facts.get("lints", {}).get("paren_string_in", []):
+        out.append(BY_ID["MTP408"].finding(
+            f"`{p['test']}` tests a substring of \"{p['string']}\", not membership in a one-element tuple (missing comma)", loc(p["location"])))
+    oracle = facts.get("v1_oracle")
+    if oracle is not None and not any("mtp" in a for a in oracle["accepted"]):
+        out.append(BY_ID["MTP409"].finding(
+            f"the V1 engine only accepts speculative methods {', '.join(oracle['accepted'])}: an MTP draft falls back to the V0 engine "
+            "(or fails with VLLM_USE_V1=1)", loc(oracle["location"]),
+            evidence=[Evidence("V0 MTP path", "spec_decode_worker recognises deepseek_mtp", loc(facts.get("v0_spec_decode")))] if facts.get("v0_spec_decode") else []))
+    props = facts.get("proposers") or {}
+    runner = facts.get("runner") or {}
+    for key in ("mtp", "deepseek_mtp"):
+        v1 = (props.get("v1") or {}).get(key)
+        v2 = (props.get("v2") or {}).get(key)
+        if not (v1 or v2):
+            continue
+        parts = []
+        if v1:
+            parts.append("V1 runner: " + " / ".join(f"{p['class']}" + ("" if p["when"] == "always" else f" ({p['when'][:80]})") for p in v1))
+        if v2:
+            parts.append("V2 runner: " + " / ".join(f"{p['class']}" + ("" if p["when"] == "always" else f" ({p['when'][:80]})") for p in v2))
+        out.append(BY_ID["MTP411"].finding(
+            f"method '{key}' runs {'; '.join(parts)}; runner default: {runner.get('default', 'v1')}",
+            loc((v1 or v2)[-1]["location"]),
+            evidence=[Evidence(p["class"], p["when"], loc(p["location"])) for p in (v1 or []) + (v2 or [])][:8]))
+        break
+    return out

@@ -1,0 +1,399 @@
+"""The environment people write by hand in bug reports: Markdown bullets and tables, prose, container
+tags and package lines (issue 10 §1). Samples: ``fixtures/preflight/envdumps/freeform/`` (SOURCE.txt
+names the public report of each).
+
+Read line by line (linear in the text), each fact with its provenance ``"free-form line N (...)"``:
+
+- GPUs: a line whose key names the hardware (``- GPU: 8x NVIDIA RTX PRO 6000 Blackwell Server Edition,
+  SM120``, ``| GPU | NVIDIA GB10 (SM 12.1) |``, ``Hardware: 8x NVIDIA B300 SXM6 AC (SM103, 267.7 GiB)``),
+  ``GPU 0: <name>`` lines, or prose naming a product with a count or an SM (``2x DGX Spark``). The
+  compute capability is the one written (``SM120``, ``sm_121a``, ``SM 12.1``, ``compute capability 7.0``,
+  ``compute_cap 12.1``) or else the product table (:mod:`mtp_audit.preflight.gpus`); when both are
+  there and disagree the fact is missing with both values (a conflict, shown). Memory only in GiB/MiB
+  (``GB`` does not say which). The count is the one written (``8x``, ``x8``, ``8 GPUs``); a GPU line
+  without one is one GPU, and the source says the count was not written.
+- Driver (``Driver: 595.58.03``, ``driver 580.159.03``), the driver's CUDA (``CUDA Version: 12.8`` as
+  nvidia-smi prints it, ``Host CUDA: 13.0``), the toolkit (``nvcc 12.9``, ``CUDA toolkit 13.0``);
+  a bare ``CUDA 13.0`` does not say which CUDA it is and is kept as a note only.
+- Package versions: ``sglang-kernel 0.4.4+cu130``, ``torch==2.12.1+cu130``, ``FlashInfer 0.6.17 commit:``,
+  ``SGLang v0.5.12``, ``vLLM 0.20.0``, ``PyTorch 2.11``; a requirement (``requires vLLM 0.12.0+``,
+  ``>=0.5``) is not a version. Container tags: ``lmsysorg/sglang:v0.5.12-cu130`` (SGLang version and the
+  image's CUDA build), ``vllm/vllm-openai:v0.12.0`` (vLLM version).
+- Engine: ``sglang`` or ``vllm`` from the versions, images and launch commands mentioned
+  (``python -m sglang.launch_server``, ``vllm serve``); both mentioned is no answer.
+
+Never invented: the last line of a text that does not end in a newline may be cut off, and a GPU read
+from it whose name is not a complete product name (``GPU 3: NVIDIA H``) is dropped with a note. Two
+different values of one fact in one text (three vLLM images tried in one report) are a conflict: the
+fact is missing, its reason lists the values and lines, and a note says so.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from mtp_audit.preflight import gpus as gputable
+from mtp_audit.preflight.facts import Fact, GpuFacts, MachineFacts
+
+FMT = "free-form"
+
+_MD_PREFIX = re.compile(r"^(?:[>#]+\s*|[-*+•]\s+|\d{1,3}[.)]\s+|\[[ xX]\]\s+)+")
+_TABLE_SEP = re.compile(r"^\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?$")
+_KEY = re.compile(r"^([A-Za-z][A-Za-z0-9 _./()+-]{0,40}?)\s*(?:[:：]|\s=\s|\s-\s|\s—\s)\s*(.*)$")
+_GPU_KEYS = re.compile(r"^(?:gpus?|gpu\s*\(s\)|gpu\s*(?:model|type|name|models?)|hardware|hw|devices?|accelerators?|graphics(?: card)?|card|"
+                       r"machine|node|system|platform|instance|server|box)\b", re.I)
+_GPU_PROPER = re.compile(r"^(?:gpus?|gpu\s*\(s\)|gpu\s*(?:model|type|name|models?)|graphics(?: card)?|card|accelerators?)\b", re.I)
+_NOT_GPU_KEYS = re.compile(r"^(?:os|cpu|l\d\w*\s*cache|model|python|image|docker|command|cmd|kernel|libc|gcc|clang|cmake|ram|memory)\b", re.I)
+_GPUISH = re.compile(r"nvidia|geforce|rtx|tesla|quadro|jetson|dgx|hgx|gpu|grace|spark|thor|orin|"
+                     r"(?<![a-z0-9])(?:[abhlvt]|gh|gb)\s?\d|sm[_ ]?\d", re.I)
+_INDEXED_GPU = re.compile(r"^GPU\s+(\d{1,3})\s*:\s*(.+?)\s*(?:\(UUID:.*)?$")
+_SM3 = re.compile(r"(?<![a-z0-9])sm[_ ]?(\d{2,3})[af]?(?![0-9.])", re.I)
+_SMDOT = re.compile(r"(?<![a-z0-9])sm[_ ]?(\d{1,2})\.(\d)(?!\d)", re.I)
+_CCDOT = re.compile(r"(?:compute[ _]cap(?:ability)?|(?<![a-z])cc)\s*[:=]?\s*(\d{1,2})\.(\d)(?!\d)", re.I)
+_MEM = re.compile(r"(?<![\d.])(\d{1,4}(?:\.\d{1,2})?)\s*(GiB|MiB|GB|TB)(?![a-z])", re.I)
+_COUNT_BEFORE = re.compile(r"(?<![\d.])(\d{1,3})\s*[x×*]\s*(?:(?:nvidia|geforce)\s+)?$", re.I)
+_COUNT_AFTER = re.compile(r"^\s*(?:[x×*]\s*(\d{1,3})(?!\d)|\((\d{1,3})\)|,?\s*(\d{1,3})\s*gpus?\b)", re.I)
+_COUNT_GPUS = re.compile(r"(?<![\d.])(\d{1,3})\s*(?:x\s*)?gpus\b", re.I)
+_DRIVER = re.compile(r"(?<![a-z])(?:(?:nvidia |cuda |kmd )?driver(?: version)?|kmd version)\s*[:=]?\s*v?(\d{3}\.\d{1,3}(?:\.\d{1,3})?)(?![\d.])", re.I)
+_CUDA_DRIVER = re.compile(r"(?:host cuda|cuda (?:umd )?version|driver cuda|cuda driver(?: api)?)(?: version)?\s*[:=]?\s*(\d{1,2}\.\d{1,2})(?![\d.])", re.I)
+_TOOLKIT = re.compile(r"(?:cuda toolkit|nvcc|cuda compilation tools, release|cuda_home[^\n]*?cuda-)\s*[:=]?\s*(?:version\s*)?v?(\d{1,2}\.\d{1,2})(?![\d])", re.I)
+_CUDA_BARE = re.compile(r"(?<![a-z_-])cuda\s*[:=]?\s*v?(\d{1,2}\.\d{1,2})(?![\d])", re.I)
+_VERSION = r"v?(\d{1,4}(?:\.\d{1,6}){1,3}(?:(?:\.?(?:post|dev|rc|a|b)\d{0,9})*(?:\+[a-z0-9.]{1,40})?)?\+?)"
+_PKG = re.compile(r"(?<![\w./-])(sglang[-_]kernel|sgl[-_]kernel|sglang|flashinfer[-_]jit[-_]cache|flashinfer[-_]cubin|flashinfer[-_]python|flashinfer|"
+                  r"vllm|pytorch|torch|triton|nvidia[-_]cudnn[-_]cu1[23]|nvidia[-_]cudnn[-_]frontend|nvidia[-_]cutlass[-_]dsl)"
+                  r"(?![\w-]|\.[a-z])\s*(?:==|=|:|\s+version\s*[:=]?|\s)\s*" + _VERSION + r"(?![\w.])", re.I)
+_PKG_NAMES = {"sglang": "sglang", "sglang-kernel": "sglang-kernel", "sgl-kernel": "sgl-kernel", "flashinfer": "flashinfer-python",
+              "flashinfer-python": "flashinfer-python", "flashinfer-cubin": "flashinfer-cubin", "flashinfer-jit-cache": "flashinfer-jit-cache",
+              "vllm": "vllm", "torch": "torch", "pytorch": "torch", "triton": "triton", "nvidia-cudnn-cu12": "nvidia-cudnn-cu12",
+              "nvidia-cudnn-cu13": "nvidia-cudnn-cu13", "nvidia-cudnn-frontend": "nvidia-cudnn-frontend", "nvidia-cutlass-dsl": "nvidia-cutlass-dsl"}
+_IMAGE = re.compile(r"(?<![\w/.-])((?:docker\.io/)?(?:lmsysorg/sglang|vllm/vllm-openai)):([A-Za-z0-9][\w.\-]{0,80})")
+_TAG_VERSION = re.compile(r"^v?(\d{1,4}\.\d{1,4}\.\d{1,4}(?:\.post\d{1,4}|rc\d{1,4}|\.dev\d{1,9})?)(?![\d])")
+_TAG_CUDA = re.compile(r"(?:^|-)cu(\d{2})(\d)?(?![\d])")
+_ENGINE = {
+    "sglang": re.compile(r"sglang\.launch_server|(?<![\w-])sglang serve|lmsysorg/sglang|(?<![\w./-])sglang(?![\w-]|\.[a-z])", re.I),
+    "vllm": re.compile(r"(?<![\w-])vllm serve|vllm\.entrypoints|vllm/vllm-openai|nvcr\.io/nvidia/vllm|(?<![\w./-])vllm(?![\w-]|\.[a-z])", re.I),
+}
+#: Lower-case substrings one of which every :data:`_PKG` match contains: a line without any skips that regex.
+_PKG_HINTS = ("sgl", "flashinfer", "vllm", "torch", "triton", "cudnn", "cutlass")
+_NOT_INSTALLED = re.compile(r"module not found|not installed|n/a\b", re.I)
+_MIB = 1024 * 1024
+
+#: Free-form reading looks at the first this many lines (hand-written environment sections are short;
+#: a 64 MiB paste is a tool dump, whose parsers read it whole). Lines over 8 KiB are skipped.
+MAX_LINES = 20_000
+
+
+@dataclass
+class _Seen:
+    """All values read for one scalar fact: value -> first line."""
+
+    label: str
+    values: dict[str, tuple[int, str]] = field(default_factory=dict)
+
+    def add(self, value: str, line: int, how: str) -> None:
+        self.values.setdefault(value, (line, how))
+
+    def fact(self, notes: list[str]) -> Fact:
+        if not self.values:
+            return Fact.absent(f"the free-form text shows no {self.label}")
+        if len(self.values) == 1:
+            (v, (ln, how)), = self.values.items()
+            return Fact.of(v, f"{FMT} line {ln} ({how})")
+        listed = ", ".join(f"{v} (line {ln})" for v, (ln, _) in sorted(self.values.items(), key=lambda kv: kv[1][0]))
+        notes.append(f"conflict: the free-form text gives {len(self.values)} values of {self.label}: {listed}; not used")
+        return Fact.absent(f"conflict: {listed}", source=FMT)
+
+
+@dataclass
+class _Group:
+    name: str
+    cc: Fact
+    mem: Fact
+    count: int | None
+    line: int
+    key: str
+
+
+def _cc_written(text: str) -> tuple[tuple[int, int], str] | None:
+    found: dict[tuple[int, int], str] = {}
+    for m in _SMDOT.finditer(text):
+        found.setdefault((int(m.group(1)), int(m.group(2))), m.group(0))
+    for m in _CCDOT.finditer(text):
+        found.setdefault((int(m.group(1)), int(m.group(2))), m.group(0))
+    for m in _SM3.finditer(text):
+        d = m.group(1)
+        found.setdefault((int(d[:-1]), int(d[-1])), m.group(0))
+    if len(found) != 1:
+        return None  # none, or several different ones on one line: not attributable
+    (cc, how), = found.items()
+    return cc, how
+
+
+def _mem(text: str) -> Fact:
+    m = _MEM.search(text)
+    if not m:
+        return Fact.absent("free-form text shows no GPU memory")
+    n, unit = float(m.group(1)), m.group(2)
+    if unit.lower() == "gib":
+        return Fact.of(int(n * 1024 * _MIB), f"'{m.group(0)}'")
+    if unit.lower() == "mib":
+        return Fact.of(int(n * _MIB), f"'{m.group(0)}'")
+    return Fact.absent(f"written as '{m.group(0)}' (GB or GiB is not said)")
+
+
+def _clean(raw: str) -> tuple[str, str, str]:
+    """(cleaned line, key, value); key is '' for prose."""
+    s = raw.strip().replace("**", "").replace("__", "").replace("`", "")
+    if s.startswith("|") or (s.count("|") >= 2 and not s.startswith("+")):
+        if _TABLE_SEP.match(s):
+            return "", "", ""
+        cells = [c.strip() for c in s.strip().strip("|").split("|")]
+        if len(cells) >= 2 and cells[0] and not cells[0][0].isdigit():
+            return " ".join(cells), cells[0], cells[1]
+        return " ".join(cells), "", ""
+    s = _MD_PREFIX.sub("", s)
+    m = _KEY.match(s)
+    if m and not re.search(r"[=<>]$", m.group(1)):
+        return s, m.group(1).strip(), m.group(2).strip()
+    return s, "", ""
+
+
+def parse_freeform(text: str) -> MachineFacts:
+    """Read every fact the free-form text states (see the module docstring).
+
+    Returns a :class:`MachineFacts` with ``origin="env-dump:free-form"``; facts not stated are missing
+    with a reason. Never raises on content (the caller decides whether anything was found, see
+    :func:`found_anything`).
+    """
+    lines = text.split("\n")
+    cut_last = not text.endswith("\n")
+    notes: list[str] = []
+    driver, cuda_drv, toolkit = _Seen("driver version"), _Seen("driver CUDA version"), _Seen("CUDA toolkit version")
+    torch_cuda = _Seen("torch/image CUDA build")
+    pkgs: dict[str, _Seen] = {}
+    engines: dict[str, tuple[int, str]] = {}
+    groups: list[_Group] = []
+    indexed: dict[int, GpuFacts] = {}
+    bare_cuda: list[str] = []
+    last = len(lines)
+    if len(lines) > MAX_LINES:
+        notes.append(f"free-form reading stopped after line {MAX_LINES} of {len(lines)} (bound); tool-dump formats were read whole")
+        lines = lines[:MAX_LINES]
+    for ln, raw in enumerate(lines, 1):
+        if not raw.strip() or len(raw) > 8192:
+            continue
+        line, key, value = _clean(raw)
+        if not line:
+            continue
+        low = line.lower()
+        truncated_line = cut_last and ln == last
+        # --- versions ------------------------------------------------------------------------
+        has_cuda = "cuda" in low
+        for m in (_DRIVER.finditer(line) if ("driver" in low or "kmd" in low) else ()):
+            driver.add(m.group(1), ln, f"'{m.group(0).strip()}'")
+        for m in (_CUDA_DRIVER.finditer(line) if has_cuda else ()):
+            cuda_drv.add(m.group(1), ln, f"'{m.group(0).strip()}'")
+        for m in (_TOOLKIT.finditer(line) if (has_cuda or "nvcc" in low) else ()):
+            toolkit.add(m.group(1), ln, f"'{m.group(0).strip()}'")
+        if has_cuda and not _CUDA_DRIVER.search(line) and not _TOOLKIT.search(line):
+            for m in _CUDA_BARE.finditer(line):
+                if "cu1" not in line[m.start():m.end()].lower():
+                    bare_cuda.append(f"line {ln}: '{m.group(0).strip()}'")
+        for m in (_PKG.finditer(line) if any(k in low for k in _PKG_HINTS) else ()):
+            name = _PKG_NAMES[m.group(1).lower().replace("_", "-")]
+            ver = m.group(2)
+            before = low[max(0, m.start() - 14):m.start()]
+            if ver.endswith("+") or re.search(r"requir|need|>=|<|than|at least|upgrade to|from", before):
+                continue  # a requirement or a change, not the installed version
+            pkgs.setdefault(name, _Seen(f"{name} version")).add(ver, ln, f"'{m.group(0).strip()}'")
+            if name == "torch":
+                t = re.search(r"\+cu(\d{1,2})(\d)(?![\d])", ver)
+                if t:
+                    torch_cuda.add(f"{int(t.group(1))}.{t.group(2)}", ln, f"torch {ver} (+cu tag)")
+        for m in (_IMAGE.finditer(line) if ("lmsysorg/" in low or "vllm-openai" in low) else ()):
+            repo, tag = m.group(1), m.group(2)
+            eng = "sglang" if "sglang" in repo else "vllm"
+            tv = _TAG_VERSION.match(tag)
+            if tv:
+                pkgs.setdefault(eng, _Seen(f"{eng} version")).add(tv.group(1), ln, f"container tag {repo}:{tag}")
+            else:
+                notes.append(f"free-form line {ln}: container tag {repo}:{tag} names no {eng} version")
+            tc = _TAG_CUDA.search(tag)
+            if tc and tc.group(2) is not None and eng == "sglang":
+                torch_cuda.add(f"{int(tc.group(1))}.{tc.group(2)}", ln, f"container tag {repo}:{tag} (image built for CUDA {int(tc.group(1))}.{tc.group(2)})")
+            elif tc:
+                notes.append(f"free-form line {ln}: container tag {repo}:{tag} says CUDA {int(tc.group(1))} (major only)")
+        if not _NOT_INSTALLED.search(value or ""):
+            for eng, rx in _ENGINE.items():
+                em = rx.search(line) if eng in low else None
+                if em and eng not in engines:
+                    engines[eng] = (ln, em.group(0))
+        # --- GPUs -----------------------------------------------------------------------------
+        if not _GPUISH.search(line) or (key and _NOT_GPU_KEYS.match(key)):
+            continue
+        im = _INDEXED_GPU.match(line)
+        if im:
+            name = im.group(2).strip()
+            hit = gputable.lookup(name)
+            w = _cc_written(name)
+            if truncated_line and hit is None and w is None:
+                notes.append(f"free-form line {ln}: '{line[:60]}' may be cut off (last line, no newline) and names no known GPU; not counted")
+                continue
+            idx = int(im.group(1))
+            indexed.setdefault(idx, GpuFacts(index=idx, name=Fact.of(name, f"{FMT} line {ln}"),
+                                             compute_capability=_gpu_cc(name, hit, w, ln, notes),
+                                             memory_bytes=_mem_fact(name, ln)))
+            continue
+        gpu_key = bool(key) and bool(_GPU_KEYS.match(key))
+        scope = value if gpu_key else line
+        hits = gputable.find_all(scope)
+        written = _cc_written(scope)
+        if not hits:
+            if gpu_key and value and (written or re.search(r"nvidia|geforce|tesla|quadro|rtx", value, re.I)):
+                if truncated_line and written is None:
+                    notes.append(f"free-form line {ln}: '{line[:60]}' may be cut off (last line, no newline) and names no known GPU; not counted")
+                    continue
+                name = re.split(r"\s*[,(;]\s*", _strip_count(value), maxsplit=1)[0].strip()
+                groups.append(_Group(name, _gpu_cc(name, None, written, ln, notes), _mem_fact(value, ln), _count(value, 0, 0), ln, key))
+            continue
+        prose_ok = gpu_key or written is not None or re.search(r"\bgpus?\b|\bon an?\b|hardware|device", low)
+        for h in hits:
+            c = _count(scope, h.start, h.end)
+            if not (prose_ok or c is not None):
+                continue
+            if gpu_key and len(hits) == 1:
+                name = re.split(r"\s*[,(;]\s*|\s+-\s+", _strip_count(value), maxsplit=1)[0].strip()
+                name = re.sub(r"\s+gpus?$", "", name, flags=re.I) or scope[h.start:h.end]
+            else:
+                pre = re.search(r"(?:nvidia\s+(?:geforce\s+)?)$", scope[:h.start], re.I)
+                name = scope[pre.start() if pre else h.start:h.end]
+            cc = _gpu_cc(name, h, written if len(hits) == 1 else None, ln, notes)
+            groups.append(_Group(name, cc, _mem_fact(scope, ln) if len(hits) == 1 else Fact.absent("not attributable"), c, ln, key))
+    # --- assemble GPUs -------------------------------------------------------------------------
+    gpu_list: Fact
+    if indexed:
+        gpus_out = tuple(indexed[i] for i in sorted(indexed))
+        gpu_list = Fact.of(len(gpus_out), f"{FMT}: 'GPU N:' lines")
+    else:
+        proper = [g for g in groups if g.key and _GPU_PROPER.match(g.key)]
+        if proper:
+            # a system named elsewhere ("Device: DGX Spark") is the GPU of the GPU line when they agree or one is unknown
+            pid = {id(g) for g in proper}
+            dropped = [g for g in groups if id(g) not in pid and any(not g.cc.present or not p.cc.present or g.cc.value == p.cc.value for p in proper)]
+            for g in dropped:
+                    notes.append(f"free-form line {g.line} names {g.name}; the GPU line(s) {', '.join(str(p.line) for p in proper)} are used for the GPU list")
+            did = {id(g) for g in dropped}
+            groups = [g for g in groups if id(g) not in did]
+        merged: list[_Group] = []
+        for g in groups:
+            same = next((m for m in merged if _same_product(m, g)), None)
+            if same is None:
+                merged.append(g)
+                continue
+            if g.count is not None and same.count is not None and g.count != same.count:
+                notes.append(f"conflict: free-form line {same.line} says {same.count}x {same.name}, line {g.line} says {g.count}x; line {same.line} used")
+            if same.count is None:
+                same.count = g.count
+            if not same.cc.present and g.cc.present and "conflict" not in str(same.cc.missing):
+                same.cc = g.cc
+            elif same.cc.present and g.cc.present and same.cc.value != g.cc.value:
+                same.cc = Fact.absent(f"conflict: line {same.line} gives {_ccs(same.cc.value)}, line {g.line} gives {_ccs(g.cc.value)}", source=FMT)
+            if not same.mem.present and g.mem.present:
+                same.mem = g.mem
+        out: list[GpuFacts] = []
+        how: list[str] = []
+        for g in merged:
+            n = g.count if g.count is not None else 1
+            how.append(f"{n}x {g.name} (line {g.line}{'' if g.count is not None else ', count not written: 1'})")
+            for _ in range(n):
+                out.append(GpuFacts(index=len(out), name=Fact.of(g.name, f"{FMT} line {g.line}"), compute_capability=g.cc, memory_bytes=g.mem))
+        gpus_out = tuple(out)
+        gpu_list = Fact.of(len(out), f"{FMT}: " + "; ".join(how)) if out else Fact.absent("the free-form text names no GPU")
+    if bare_cuda:
+        notes.append("free-form CUDA version(s) without saying which CUDA (driver, toolkit or torch build); not used: " + ", ".join(bare_cuda[:5]))
+    packages = {name: seen.fact(notes) for name, seen in sorted(pkgs.items())}
+    torch_version = packages.get("torch") or Fact.absent("the free-form text shows no torch version")
+    if len(engines) == 1:
+        (eng, (ln, what)), = engines.items()
+        engine = Fact.of(eng, f"{FMT} line {ln} (mentions '{what}')")
+    elif engines:
+        engine = Fact.absent("the free-form text mentions both " + " and ".join(f"{e} (line {ln})" for e, (ln, _) in sorted(engines.items())), source=FMT)
+    else:
+        engine = Fact.absent("the free-form text mentions no serving engine")
+    return MachineFacts(
+        origin=f"env-dump:{FMT}",
+        gpus=gpus_out,
+        gpu_list=gpu_list,
+        driver_version=driver.fact(notes),
+        cuda_driver_version=cuda_drv.fact(notes),
+        toolkit=toolkit.fact(notes),
+        cuda_home=Fact.absent("the free-form text shows no CUDA_HOME"),
+        torch_version=torch_version,
+        torch_cuda=torch_cuda.fact(notes),
+        torch_arch_list=Fact.absent("the free-form text shows no torch arch list"),
+        packages=packages,
+        platform=_platform(text),
+        engine=engine,
+        notes=tuple(dict.fromkeys(notes)),
+    )
+
+
+def found_anything(f: MachineFacts) -> bool:
+    """Whether the free-form reader found at least one fact (a GPU, a version, a driver, the engine)."""
+    scalars = (f.driver_version, f.cuda_driver_version, f.toolkit, f.torch_version, f.torch_cuda, f.engine)
+    return bool(f.gpus) or any(x.present for x in scalars) or any(p.present for p in f.packages.values())
+
+
+def _platform(text: str) -> Fact:
+    m = re.search(r"\bwsl ?2?\b", text[:200_000], re.I) or re.search(r"\bwindows 1[01]\b", text[:200_000], re.I)
+    if not m:
+        return Fact.absent("the free-form text does not say the platform")
+    return Fact.of("wsl2" if "wsl" in m.group(0).lower() else "windows", f"{FMT} (mentions '{m.group(0)}')")
+
+
+def _strip_count(v: str) -> str:
+    return re.sub(r"^\s*\d{1,3}\s*[x×*]\s*", "", v).strip()
+
+
+def _count(scope: str, start: int, end: int) -> int | None:
+    m = _COUNT_BEFORE.search(scope[:start]) if start else None
+    if m is None and start == 0:
+        m = re.match(r"^\s*(\d{1,3})\s*[x×*]\s*", scope)
+    if m is None and end:
+        m = _COUNT_AFTER.match(scope[end:])
+    if m is None:
+        m = _COUNT_GPUS.search(scope)
+    if m is None:
+        return None
+    n = int(next(g for g in m.groups() if g))
+    return n if 0 < n <= 256 else None
+
+
+def _mem_fact(text: str, ln: int) -> Fact:
+    f = _mem(text)
+    return Fact.of(f.value, f"{FMT} line {ln} ({f.source})") if f.present else f
+
+
+def _ccs(v: tuple[int, int]) -> str:
+    return f"{v[0]}.{v[1]}"
+
+
+def _gpu_cc(name: str, hit: gputable.GpuMatch | None, written: tuple[tuple[int, int], str] | None, ln: int, notes: list[str]) -> Fact:
+    if hit is None and name:
+        hit = gputable.lookup(name)
+    if written and hit and written[0] != hit.cc:
+        notes.append(f"conflict: free-form line {ln} writes {written[1]} ({_ccs(written[0])}) but '{name}' is {_ccs(hit.cc)} in the GPU table")
+        return Fact.absent(f"conflict: line {ln} writes '{written[1]}' but '{name}' is {_ccs(hit.cc)} ({hit.source})", source=f"{FMT} line {ln}")
+    if written:
+        return Fact.of(written[0], f"{FMT} line {ln} ('{written[1]}' written)")
+    if hit:
+        return Fact.of(hit.cc, f"GPU name table ({hit.source}; '{name}' matched '{hit.alias}', {FMT} line {ln})")
+    return Fact.absent(f"'{name}' is not in the GPU table and no compute capability is written")
+
+
+def _same_product(a: _Group, b: _Group) -> bool:
+    ha, hb = gputable.lookup(a.name), gputable.lookup(b.name)
+    if ha and hb:
+        return ha.product == hb.product
+    return a.name.lower() == b.name.lower()
