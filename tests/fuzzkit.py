@@ -392,7 +392,7 @@ def write_pickle_marker(path: Path, ws: Workspace, tag: str) -> None:
 
 # --- env dumps ---------------------------------------------------------------------------------------
 
-REAL_DUMPS = sorted(p for p in ENVDUMPS.glob("*.txt"))
+REAL_DUMPS = sorted(p for p in ENVDUMPS.rglob("*.txt") if p.name != "SOURCE.txt")
 
 FREEFORM_LINES = [
     "GPU 0: NVIDIA B200", "GPU 0,1: NVIDIA GeForce RTX 5090", "GPU 0 Compute Capability: 12.0", "Compute Capability: 10.0",
@@ -464,6 +464,12 @@ SERVER_ARGS_SNIPPETS = [
     "EntryClass = [DeepseekV3ForCausalLMNextN]\n",
     "if hf_config.architectures[0] == 'DeepseekV3ForCausalLM' and is_draft:\n    hf_config.architectures[0] = 'DeepseekV3ForCausalLMNextN'\n",
     "def f(:\n", "\x00\x01", "\udcff", "(" * 500, "x = " + "[" * 200 + "]" * 200 + "\n", "lambda: " * 300 + "0\n",
+    "class SpeculativeConfig:\n    method: SpeculativeMethod | None = None\n    num_speculative_tokens: int = None\n",
+    "    def __post_init__(self):\n        if self.method in ('deepseek_mtp', 'mimo_mtp', 'qwen3_next_mtp'):\n            self.method = 'mtp'\n",
+    "        if hf_config.model_type == 'deepseek_v3':\n            hf_config.model_type = 'deepseek_mtp'\n"
+    "        if hf_config.model_type == 'deepseek_mtp':\n            hf_config.update({'architectures': ['DeepSeekMTPModel']})\n",
+    "environment_variables = {\n    'VLLM_USE_V2_MODEL_RUNNER': lambda: os.getenv('VLLM_USE_V2_MODEL_RUNNER'),\n}\n",
+    "SpeculativeMethod = Literal['ngram', 'eagle', 'eagle3', 'mtp', f'{x}_mtp']\n",
     "\"\"\"unterminated", "# -*- coding: latin-1 -*-\n", "# -*- coding: bogus -*-\n", "\t  \tmixed = 1\n",
 ]
 
@@ -541,12 +547,27 @@ WHEEL_EDGES = ["symlink-member", "dotdot", "absolute", "duplicate", "corrupt-def
                "encrypted-flag", "dir-named-py", "metadata", "bomb", "truncated", "not-zip", "empty-zip"]
 
 
-def write_wheel(ws: Workspace, files: Mapping[str, bytes], edges: Sequence[str]) -> Path:
+VLLM_PATHS = ["vllm/config/speculative.py", "vllm/config/__init__.py", "vllm/config.py", "vllm/envs.py",
+              "vllm/model_executor/models/registry.py", "vllm/v1/worker/gpu_model_runner.py", "vllm/engine/arg_utils.py",
+              "vllm/transformers_utils/config.py", "vllm/__init__.py", "vllm/version.py"]
+
+
+def as_vllm(files: Mapping[str, bytes], pick: Sequence[int]) -> dict[str, bytes]:
+    """The same generated sources laid out as a vLLM package (the paths its reader looks up)."""
+    out = {}
+    for (rel, data), i in zip(sorted(files.items()), pick):
+        out["vllm/config/speculative.py" if rel.endswith("server_args.py") else VLLM_PATHS[i % len(VLLM_PATHS)]] = data
+    return out
+
+
+def write_wheel(ws: Workspace, files: Mapping[str, bytes], edges: Sequence[str], package: str = "sglang") -> Path:
     """A ``.whl`` of ``files`` with zip edge cases: symlink members, ``..`` and absolute names,
     duplicate names, a corrupt deflate stream, a member declaring a huge size, an unknown compression
     method, the encryption flag, a directory entry named ``*.py``, a compressible bomb, a truncated
     archive, a file that is not a zip at all."""
-    path = ws.inputs / "sglang-0.5.9-py3-none-any.whl"
+    path = ws.inputs / f"{package}-0.5.9-py3-none-any.whl"
+    victim = "sglang/srt/victim.py" if package == "sglang" else "vllm/engine/arg_utils.py"
+    files = {k: v for k, v in files.items() if k != victim}
     if "not-zip" in edges:
         path.write_bytes(b"PK\x03\x04 not really a zip" + bytes(range(256)))
         return path
@@ -555,34 +576,36 @@ def write_wheel(ws: Workspace, files: Mapping[str, bytes], edges: Sequence[str])
             for rel, data in files.items():
                 z.writestr(rel, data)
         if "symlink-member" in edges:
-            info = zipfile.ZipInfo("sglang/srt/link.py")
+            info = zipfile.ZipInfo(f"{package}/srt/link.py" if package == "sglang" else "vllm/envs.py")
             info.external_attr = (0o120777 << 16)
             z.writestr(info, str(ws.root / "outside.py"))
         if "dotdot" in edges:
-            z.writestr("sglang/../../escape.py", ws.marker_code("dotdot"))
+            z.writestr(f"{package}/../../escape.py", ws.marker_code("dotdot"))
         if "absolute" in edges:
-            z.writestr("/sglang/srt/abs.py", ws.marker_code("abs"))
+            z.writestr(f"/{package}/srt/abs.py", ws.marker_code("abs"))
         if "duplicate" in edges:
             import warnings
 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                z.writestr("sglang/srt/server_args.py", b"class ServerArgs:\n    pass\n")
+                z.writestr("sglang/srt/server_args.py" if package == "sglang" else "vllm/config/speculative.py",
+                           b"class ServerArgs:\n    pass\n")
         if "dir-named-py" in edges:
-            z.writestr(zipfile.ZipInfo("sglang/srt/folder.py/"), b"")
+            z.writestr(zipfile.ZipInfo(f"{package}/srt/folder.py/"), b"")
         if "metadata" in edges:
-            z.writestr("sglang-0.5.9.dist-info/METADATA", b"Metadata-Version: 2.1\nName: sglang\nVersion: " + b"7" * 5000 + b"\n")
+            z.writestr(f"{package}-0.5.9.dist-info/METADATA", b"Metadata-Version: 2.1\nName: x\nVersion: " + b"7" * 5000 + b"\n")
         if "bomb" in edges:
-            z.writestr("sglang/srt/bomb.py", b"if speculative_algorithm == 'NEXTN': pass\n" * 200_000)
+            z.writestr(f"{package}/srt/bomb.py" if package == "sglang" else "vllm/v1/worker/gpu_model_runner.py",
+                       b"if speculative_algorithm == 'NEXTN': pass\n" * 200_000)
         if "corrupt-deflate" in edges or "huge-declared" in edges or "bad-method" in edges or "encrypted-flag" in edges:
-            z.writestr("sglang/srt/victim.py", b"import os\n" + os.urandom(512).hex().encode() + b"\n")
+            z.writestr(victim, b"import os\n" + os.urandom(512).hex().encode() + b"\n")
     raw = bytearray(path.read_bytes())
     if any(e in edges for e in ("corrupt-deflate", "huge-declared", "bad-method", "encrypted-flag")):
         with zipfile.ZipFile(io.BytesIO(bytes(raw))) as z:
-            info = z.getinfo("sglang/srt/victim.py")
+            info = z.getinfo(victim)
         local = info.header_offset
         start = local + 30 + len(info.filename.encode()) + len(info.extra)
-        cd = _central_entry(raw, "sglang/srt/victim.py")
+        cd = _central_entry(raw, victim)
         if "corrupt-deflate" in edges:
             for i in range(start + 2, start + info.compress_size - 2):
                 raw[i] = 0xFF

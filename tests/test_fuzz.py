@@ -20,6 +20,7 @@ from fuzzkit import (
     OUTPUT_CHOICES,
     WHEEL_EDGES,
     Workspace,
+    as_vllm,
     config_doc,
     dumps,
     env_dump_text,
@@ -233,6 +234,32 @@ def test_fuzz_sglang_wheels(base: Path, data: st.DataObject) -> None:
         args = ["launch", "--sglang", os.path.relpath(whl, ws.root), "--facts", str(FACTS), *_fmt_args(fmt), *SG,
                 "--model-path", "in/nowhere", "--speculative-algorithm", "NEXTN"]
     run_cli(args, ws, json_stdout=fmt == "json")
+
+
+@fuzz_settings(150)
+@given(data=st.data())
+def test_fuzz_vllm_targets(base: Path, data: st.DataObject) -> None:
+    ws = Workspace(base / "vllm")
+    (ws.root / "outside.py").write_text(ws.marker_code("outside"))
+    files = data.draw(sglang_tree_files(ws))
+    files = as_vllm(files, data.draw(st.lists(st.integers(0, 50), min_size=len(files), max_size=len(files))))
+    fmt = data.draw(FORMATS)
+    if data.draw(st.booleans()):
+        edges = data.draw(st.lists(st.sampled_from(WHEEL_EDGES), max_size=4, unique=True))
+        target = write_wheel(ws, files, edges, package="vllm")
+    else:
+        root = ws.inputs / "tree"
+        for rel, body in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_bytes(body)
+        (root / "vllm").mkdir(parents=True, exist_ok=True)
+        if data.draw(st.booleans()):
+            import contextlib
+
+            with contextlib.suppress(OSError):
+                os.symlink(ws.root / "outside.py", root / "vllm" / "envs.py")
+        target = data.draw(st.sampled_from([root, root / "vllm"]))
+    run_cli(["vllm", os.path.relpath(target, ws.root), *_fmt_args(fmt)], ws, json_stdout=fmt == "json")
 
 
 # --- output paths ------------------------------------------------------------------------------------

@@ -327,3 +327,11 @@ def test_newline_in_a_file_name_stays_one_line(work: Path, capsys: pytest.Captur
     _one_error_line(capsys, "a\\nb: --output and --save-facts name the same file; give them different files")
     assert main(["checkpoint", "x\ry"]) == 2
     _one_error_line(capsys, "x\\ry: no such file or folder")
+
+
+def test_schema_knows_every_analyzer() -> None:
+    """Found by the fuzz suite: vllm JSON reports failed report.schema.json (facts key 'vllm' not allowed)."""
+    from mtp_audit.report.rules import ANALYZER_RULE_MODULES
+
+    schema = json.loads((Path(__file__).resolve().parents[1] / "mtp_audit" / "schema" / "report.schema.json").read_text())
+    assert set(schema["$defs"]["analyzer"]["enum"]) == set(ANALYZER_RULE_MODULES)
