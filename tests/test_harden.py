@@ -335,3 +335,16 @@ def test_schema_knows_every_analyzer() -> None:
 
     schema = json.loads((Path(__file__).resolve().parents[1] / "mtp_audit" / "schema" / "report.schema.json").read_text())
     assert set(schema["$defs"]["analyzer"]["enum"]) == set(ANALYZER_RULE_MODULES)
+
+
+def test_installed_sglang_is_protected_when_no_target_is_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    site = tmp_path / "site"
+    (site / "sglang" / "srt").mkdir(parents=True)
+    victim = site / "sglang" / "srt" / "server_args.py"
+    victim.write_text("class ServerArgs:\n    speculative_algorithm: str = None\n")
+    (site / "sglang" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(site))
+    assert main(["sglang", "-o", str(victim)]) == 2
+    _one_error_line(capsys, f"{victim}: would overwrite a file of the audited input {site / 'sglang'}; refusing to write the report there")
+    assert victim.read_text().startswith("class ServerArgs")

@@ -208,6 +208,18 @@ def _write_stream(stream: Any, text: str, where: str = "stdout") -> None:
         raise InputError(where, f"cannot write the report: {getattr(exc, 'strerror', None) or exc}") from None
 
 
+def installed_package_folder(name: str) -> list[str]:
+    """``[folder]`` of the installed top-level package ``name`` (located with ``find_spec``, which does not
+    run its ``__init__``), or ``[]``: what an engine command with no TARGET audits, protected like any input."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return []
+    return [str(p) for p in (spec.submodule_search_locations or [])][:1] if spec is not None else []
+
+
 def input_paths(report: Any, *, extra: Iterable[str | os.PathLike[str]] = ()) -> list[str]:
     """Every existing local path the running command reads: ``extra`` (what the command module knows
     it reads), every target of ``report``, and each parameter value of the running click command
