@@ -561,6 +561,15 @@ def as_vllm(files: Mapping[str, bytes], pick: Sequence[int]) -> dict[str, bytes]
 
 
 def write_wheel(ws: Workspace, files: Mapping[str, bytes], edges: Sequence[str], package: str = "sglang") -> Path:
+    """See :func:`_write_wheel`; zipfile's "Duplicate name" warning is expected here (duplicates are an edge case)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return _write_wheel(ws, files, edges, package)
+
+
+def _write_wheel(ws: Workspace, files: Mapping[str, bytes], edges: Sequence[str], package: str = "sglang") -> Path:
     """A ``.whl`` of ``files`` with zip edge cases: symlink members, ``..`` and absolute names,
     duplicate names, a corrupt deflate stream, a member declaring a huge size, an unknown compression
     method, the encryption flag, a directory entry named ``*.py``, a compressible bomb, a truncated
@@ -584,12 +593,8 @@ def write_wheel(ws: Workspace, files: Mapping[str, bytes], edges: Sequence[str],
         if "absolute" in edges:
             z.writestr(f"/{package}/srt/abs.py", ws.marker_code("abs"))
         if "duplicate" in edges:
-            import warnings
-
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                z.writestr("sglang/srt/server_args.py" if package == "sglang" else "vllm/config/speculative.py",
-                           b"class ServerArgs:\n    pass\n")
+            z.writestr("sglang/srt/server_args.py" if package == "sglang" else "vllm/config/speculative.py",
+                       b"class ServerArgs:\n    pass\n")
         if "dir-named-py" in edges:
             z.writestr(zipfile.ZipInfo(f"{package}/srt/folder.py/"), b"")
         if "metadata" in edges:
