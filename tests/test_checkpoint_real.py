@@ -150,13 +150,15 @@ def test_qwen3_next_is_implicit():
 
 
 def test_text_report_answers_in_plain_words() -> None:
-    """The end of the text report says whether SGLang will use the MTP heads (values from the real
+    """The text report opens with the answer, and (verbose) ends saying whether SGLang will use the MTP heads (values from the real
     REAP and mimo_kor files: 1 layer declared, 0 vs 16 MTP tensors)."""
     from mtp_audit.checkpoint import audit_checkpoint
     from mtp_audit.formats import render
 
     fx = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoint"
-    reap = render(audit_checkpoint(fx / "bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding"), "text")
+    reap = render(audit_checkpoint(fx / "bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding"), "text", verbose=True)
+    assert reap.startswith("FAIL: config.json declares 1 MTP layer but the checkpoint ships none; --speculative-algorithm NEXTN "
+                           "will not get working MTP heads (MTP001) (exit 1)\n")
     assert "  Declared: 1 MTP layer(s) at /mtp_num_hidden_layers.\n  Found: 0 MTP tensor(s) in 0 layer(s).\n" in reap
     assert "  SGLang: no, --speculative-algorithm NEXTN would not get working MTP heads (MTP001).\n" in reap
     mimo = render(audit_checkpoint(fx / "jj8127--mimo_kor"), "markdown")

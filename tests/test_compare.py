@@ -103,6 +103,7 @@ def test_identical_checkpoints_pass():
     assert r.status is Status.PASS and r.findings == () and r.gaps == ()
     doc = r.facts["compare"]
     assert doc["summary"]["mtp_tensors"] == "16 -> 16" and doc["config_changes"] == []
+    assert doc["answer"] == ["MTP tensors 16 -> 16 (320 bytes -> 320 bytes), stored BF16 -> BF16; 0 MTP config key(s) changed"]
     assert r.targets[0].name == "base-ckpt -> derived-ckpt"
     assert r.rule_ids == ("MTP050", "MTP051", "MTP052", "MTP053", "MTP054")
 
@@ -192,6 +193,8 @@ def test_missing_facts_and_unknown_tensors_are_blocking_gaps():
     r = _cmp(base, mimo_facts())
     assert r.status is Status.INCONCLUSIVE and r.findings == ()
     assert r.gaps[0].message == "base: the checkpoint report lacks facts mtp.format_modules; cannot compare"
+    assert r.facts["compare"]["answer"] == ["could not compare the MTP heads: base: the checkpoint report lacks facts "
+                                            "mtp.format_modules; cannot compare"]
     config_only = mimo_facts()
     config_only["summary"]["mtp_tensors"] = None
     config_only["mode"] = "config-only"

@@ -82,8 +82,11 @@ def test_sarif_validates_against_official_schema() -> None:
 
 def test_text_is_compiler_style() -> None:
     text = render(sample_report(), "text")
+    assert text.startswith("FAIL: 1 error finding(s): MTP001 (exit 1)\n\n")
     assert "sglang/srt/server_args.py:2352:9: MTP101 warning: --speculative-algorithm NEXTN" in text
     assert "config.json [/text_config/mtp_num_hidden_layers]: MTP001 error:" in text
+    assert "evidence:" not in text and "mtp_layers_declared" not in text  # evidence and facts are --verbose
+    text = render(sample_report(), "text", verbose=True)
     assert "    evidence: index tensors = 22213 (model.safetensors.index.json)" in text
     assert "  mtp_layers_declared: 1" in text
     assert text.rstrip().endswith("3 findings (1 error, 1 warning, 1 info); 1 not examined (0 blocking); status: findings")

@@ -348,3 +348,17 @@ def test_installed_sglang_is_protected_when_no_target_is_given(tmp_path: Path, m
     assert main(["sglang", "-o", str(victim)]) == 2
     _one_error_line(capsys, f"{victim}: would overwrite a file of the audited input {site / 'sglang'}; refusing to write the report there")
     assert victim.read_text().startswith("class ServerArgs")
+
+
+def test_vllm_wheel_with_a_corrupt_deflate_stream(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by the long fuzz run: the vLLM reader let zlib.error through (exit 4)."""
+    whl = tmp_path / "vllm-0.9.2-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("vllm/config/speculative.py", b"class SpeculativeConfig:\n    method: str = None\n"
+                   + os.urandom(3000).hex().encode() + b"\n")
+    _corrupt_member(whl, "vllm/config/speculative.py")
+    code = main(["vllm", str(whl), "-f", "json"])
+    out, err = capsys.readouterr()
+    assert code in (2, 3), err
+    if code == 2:
+        assert out == "" and err.count("\n") == 1

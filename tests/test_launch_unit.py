@@ -204,9 +204,10 @@ def test_hub_id_model_path_is_could_not_tell(work, capsys, monkeypatch, tmp_path
 
     isolate_hf(monkeypatch, tmp_path, endpoint="http://127.0.0.1:9")  # nothing listens on port 9
     monkeypatch.chdir(work)
-    rc = main(["launch", "--sglang", "sg", "--env-dump", "env.txt", "--", *LS, "--model-path", "nvidia/Qwen3.5-397B-A17B-NVFP4"])
+    rc = main(["launch", "--sglang", "sg", "--env-dump", "env.txt", "-v", "--", *LS, "--model-path", "nvidia/Qwen3.5-397B-A17B-NVFP4"])
     out = capsys.readouterr().out
     assert rc == 3
+    assert out.startswith("INCONCLUSIVE: could not tell: cannot reach http://127.0.0.1:9")
     assert "[checkpoint, blocking] cannot reach http://127.0.0.1:9" in out
     assert "Verdict: could not tell" in out and "status: inconclusive" in out
 
@@ -248,10 +249,12 @@ def test_mtp_memory_per_gpu(work, tp, memory, severity, share):
 def test_matching_sm120_stack_is_go(work, capsys, monkeypatch):
     f = _facts_file(work, "go.json", torch="2.9.1+cu130", binaries=SM120_KERNEL)
     monkeypatch.chdir(work)
-    rc = main(["launch", "--sglang", "sg", "--facts", str(f), "--", *LS, "--model-path", "qwen", "--moe-runner-backend", "flashinfer_cutlass",
+    rc = main(["launch", "--sglang", "sg", "--facts", str(f), "-v", "--", *LS, "--model-path", "qwen", "--moe-runner-backend", "flashinfer_cutlass",
                "--fp4-gemm-backend", "flashinfer_cudnn", "--speculative-algorithm", "NEXTN", "--tp-size", "8"])
     out = capsys.readouterr().out
     assert rc == 0
+    assert out.split("\n")[0] == ("WARN: go: speculative decoding: NEXTN runs as EAGLE, draft the target checkpoint (Qwen3_5ForCausalLMMTP); "
+                                   "FP4 GEMM flashinfer_cudnn (explicit), MoE flashinfer_cutlass (explicit); warnings: MTP007 (exit 0)")
     tail = out.rstrip("\n").split("\n")
     # the report ends with what will happen, then the one-line verdict
     i = tail.index("What will happen:")
@@ -333,7 +336,8 @@ def test_closing_section_is_generic_and_last(work):
     from mtp_audit.report import Report
 
     r = Report.build("launch", "x", facts={"summary": {"a": 1}, "closing": {"title": "T", "lines": ["one.", "two."]}})
-    text = render(r, "text").rstrip("\n").split("\n")
+    assert "T:" not in render(r, "text")  # the closing section is --verbose
+    text = render(r, "text", verbose=True).rstrip("\n").split("\n")
     assert text[-5:] == ["T:", "  one.", "  two.", "", text[-1]] and text[-1].endswith("status: pass")
     md = render(r, "markdown")
     assert md.rstrip().endswith("## T\n\n- one.\n- two.")
@@ -382,7 +386,7 @@ def test_hub_id_draft_model_path_is_could_not_tell(work, capsys, monkeypatch, tm
     isolate_hf(monkeypatch, tmp_path, endpoint="http://127.0.0.1:9")  # nothing listens on port 9
     monkeypatch.chdir(work)
     f = _facts_file(work, "hubdraft.json", torch="2.9.1+cu130", binaries=SM120_KERNEL)
-    base = ["launch", "--sglang", "sg", "--facts", str(f), "--", *LS, "--model-path", "qwen", "--moe-runner-backend", "flashinfer_cutlass",
+    base = ["launch", "--sglang", "sg", "--facts", str(f), "-v", "--", *LS, "--model-path", "qwen", "--moe-runner-backend", "flashinfer_cutlass",
             "--fp4-gemm-backend", "flashinfer_cudnn", "--speculative-draft-model-path", "foo/bar"]
     rc = main([*base, "--speculative-algorithm", "NEXTN", "--tp-size", "8"])
     out = capsys.readouterr().out

@@ -129,12 +129,21 @@ def test_rule_modules_hold_declarations_only(module):
     assert f"{pkg}.examples" in MODULES
 
 
+#: Leaf modules any layer may use: they import nothing else of mtp_audit.
+LEAVES = ("mtp_audit.errors", "mtp_audit.progress")
+
+
 def test_sources_know_no_analyzer():
-    """Byte sources import only each other, the bounded-read helpers and the error type."""
+    """Byte sources import only each other, the bounded-read helpers, the error type and the progress bar."""
     for m, edges in GRAPH.items():
         if m.startswith("mtp_audit.sources"):
-            assert [t for t, _ in edges if not t.startswith(("mtp_audit.sources", "mtp_audit.errors"))
+            assert [t for t, _ in edges if not t.startswith(("mtp_audit.sources", *LEAVES))
                     and t != "mtp_audit"] == [], m
+
+
+def test_leaves_import_nothing_of_ours():
+    for m in LEAVES:
+        assert [t for t, _ in GRAPH[m]] == [], m
 
 
 def test_analyzers_reach_each_other_through_public_packages():

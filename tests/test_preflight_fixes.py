@@ -168,7 +168,7 @@ def test_not_capable_verdict_names_the_errors_to_fix():
     r = preflight(env_dumps=[E / "pytorch-150733.txt"], use_sglang_analyzer=False)
     [v] = [f for f in r.findings if f.rule_id == "MTP228"]
     assert v.location.symbol == "cuda:0"
-    assert v.message.startswith("GPU 0 (NVIDIA GeForce RTX 5090 D, compute capability 12.0): native FP4 not capable — MTP203: torch 2.6.0+cu126")
+    assert v.message == "GPU 0 (NVIDIA GeForce RTX 5090 D, compute capability 12.0): native FP4 not capable — blocked by MTP203 (see those findings)"
     assert v.remediation == "resolve MTP203 (error findings above); see the gaps below"
 
 

@@ -115,7 +115,7 @@ def test_h200_on_sglang_0_5_16_names_marlin_cost(tmp_path):
     p = write(tmp_path, "facts.json", json.dumps(doc))
     r = preflight(facts_file=p, launch=list(SG), cwd=tmp_path, use_sglang_analyzer=False)
     f = [x for x in r.findings if x.rule_id == "MTP201"]
-    assert len(f) == 1 and "Marlin W4A16" in f[0].message and "Cost:" in f[0].message
+    assert len(f) == 1 and "Marlin W4A16" in f[0].message and "Cost:" in f[0].detail  # the cost is detail, not the one-line message
     assert r.facts["preflight"]["resolved"] == {}  # SM90: no native backend resolution
     assert r.facts["preflight"]["verdicts"][0]["native_fp4"] == "not capable"
 

@@ -29,3 +29,61 @@ def test_readme_first_command_audits_a_bundled_fixture() -> None:
     line = next(x for x in README.splitlines() if x.startswith("python3 -m venv .venv && . .venv/bin/activate && pip install -e . &&"))
     target = line.split("mtp-audit checkpoint ", 1)[1].strip()
     assert (ROOT / target / "config.json").is_file() and (ROOT / target / "model.safetensors.index.json").is_file()
+
+
+def _console_examples() -> list[tuple[str, str]]:
+    """``(command, output)`` for each ``$ mtp-audit ...`` of the README's "What it says, on real input" block
+    (a trailing backslash continues the command on the next line)."""
+    section = README.split("## What it says, on real input", 1)[1]
+    block = section.split("```console\n", 1)[1].split("```", 1)[0]
+    out: list[tuple[str, list[str]]] = []
+    lines = block.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("$ "):
+            cmd = line[2:]
+            while cmd.endswith("\\"):
+                i += 1
+                cmd = cmd[:-1].rstrip() + " " + lines[i].strip()
+            out.append((cmd, []))
+        else:
+            out[-1][1].append(line)
+        i += 1
+    return [(c, "\n".join(o) + "\n") for c, o in out]
+
+
+EXAMPLES = _console_examples()
+
+
+def _argv(cmd: str) -> list[str]:
+    import shlex
+
+    from conftest import sglang_wheel
+
+    argv = shlex.split(cmd)
+    assert argv[0] == "mtp-audit"
+    return [str(sglang_wheel("0.5.9")) if a == "sglang-0.5.9-py3-none-any.whl" else a for a in argv[1:]]
+
+
+def test_readme_shows_the_four_commands() -> None:
+    assert [c.split()[1] for c, _ in EXAMPLES] == ["checkpoint", "checkpoint", "sglang", "preflight", "launch"]
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("cmd, expected", EXAMPLES, ids=[c.split()[1] + str(i) for i, (c, _) in enumerate(EXAMPLES)])
+def test_readme_examples_are_real_output(cmd: str, expected: str, capsys: pytest.CaptureFixture[str],
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each README example is what the command prints today, run from the repository root, and fits one
+    screen: at most 25 lines, every finding line at most 200 columns."""
+    import re
+
+    monkeypatch.chdir(ROOT)
+    argv = _argv(cmd)
+    rc = main(argv)
+    out = capsys.readouterr().out
+    assert out == expected
+    assert f"(exit {rc})" in out.splitlines()[0]
+    assert len(out.splitlines()) <= 25
+    finding = re.compile(r"^\S.*: MTP\d{3} (error|warning|info): ")
+    assert all(len(ln) <= 200 for ln in out.splitlines() if finding.match(ln))

@@ -227,8 +227,8 @@ def test_mtp101_message_says_alias_and_names_the_mtp_class(tmp_path):
     root = _tree(tmp_path / "t", {"sglang/srt/server_args.py": SA, "sglang/srt/configs/model_config.py": cfg,
                                   "sglang/srt/models/deepseek_nextn.py": "class DeepseekV3ForCausalLMNextN:\n    pass\n\n\nEntryClass = [DeepseekV3ForCausalLMNextN]\n"})
     (f,) = [x for x in audit_sglang(root).findings if x.rule_id == "MTP101"]
-    assert f.message == ("--speculative-algorithm NEXTN is an alias: SGLang runs its EAGLE worker with the target checkpoint as its own "
-                         "draft (draft architecture -> DeepseekV3ForCausalLMNextN); the rewrite is silent (no log line)")
+    assert f.message == ("--speculative-algorithm NEXTN is an alias of EAGLE, draft = the target checkpoint "
+                         "(architecture -> DeepseekV3ForCausalLMNextN); silent rewrite (no log line)")
     assert (f.location.path, f.location.line) == ("sglang/srt/server_args.py", 4)
     from mtp_audit.engines.sglang.rules import BY_ID
 

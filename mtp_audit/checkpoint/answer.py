@@ -84,6 +84,7 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
     return {
         "summary": summary,
         "closing": _closing(summary, decl, usable, sorted(set(blocking)), facts, mtp_counts),
+        "answer": _answer(summary, decl, usable, sorted(set(blocking)), facts),
         "mode": facts.mode,
         "source": facts.source,
         "config": None
@@ -180,6 +181,30 @@ def _closing(summary: dict[str, Any], decl: Any, usable: bool | None, blocking: 
     else:
         lines.append("SGLang: could not tell (see 'not examined').")
     return {"title": "Will SGLang use the MTP heads?", "lines": lines}
+
+
+def _answer(summary: dict[str, Any], decl: Any, usable: bool | None, blocking: list[str], facts: CheckpointFacts) -> list[str]:
+    """The one-line answer the text report opens with (``facts["checkpoint"]["answer"]``): what is
+    declared, what ships, and whether ``--speculative-algorithm NEXTN`` gets working MTP heads."""
+    declared = summary.get("mtp_layers_declared") or 0
+    n = summary.get("mtp_tensors") or 0
+    what = f"config.json declares {declared} MTP layer{'s' if declared != 1 else ''}" if decl is not None and decl.declared else ""
+    if decl is not None and decl.declared and decl.implicit:
+        what = f"this family always carries {declared} MTP layer{'s' if declared != 1 else ''}"
+    if usable is True:
+        nbytes = summary.get("mtp_bytes")
+        size = f", {nbytes:,} bytes" if isinstance(nbytes, int) else ""
+        return [f"{what} and the checkpoint ships {n:,} MTP tensor{'s' if n != 1 else ''} ({summary.get('mtp_format')}{size}); "
+                "--speculative-algorithm NEXTN will use them as the draft"]
+    if usable is False and blocking:
+        ships = "the checkpoint ships none" if not n else f"its {n:,} MTP tensors are not usable"
+        return [f"{what} but {ships}; --speculative-algorithm NEXTN will not get working MTP heads ({', '.join(blocking)})"]
+    if usable is False:
+        return ["no MTP layers declared and no MTP tensors: speculative decoding would need a separate draft model"]
+    if not facts.tensors_known:
+        return [f"{what or 'MTP'}, but there is no index and no shard to check that the MTP tensors ship: could not tell"]
+    gap = next((g.message for g in facts.gaps if g.blocking), "see 'not examined'")
+    return [f"could not tell whether --speculative-algorithm NEXTN gets working MTP heads: {gap}"]
 
 
 def build_report(facts: CheckpointFacts) -> Report:

@@ -23,13 +23,18 @@ FAIL_ON_CHOICES = ("info", "warning", "error", "never")
 
 
 def output_options(func: F) -> F:
-    """Add ``--format``, ``--output`` and ``--fail-on`` to a click command."""
+    """Add ``--format``, ``--output``, ``--fail-on`` and the settings options (``--config``,
+    ``--ignore``, ``-v/--verbose``: :func:`mtp_audit.cli.config.config_options`) to a click command.
+    ``--fail-on`` is None when not given, so the settings file's ``fail-on`` can apply."""
+    from mtp_audit.cli.config import config_options
+
+    func = config_options(func)
     func = click.option(
         "--fail-on",
         type=click.Choice(FAIL_ON_CHOICES, case_sensitive=False),
-        default="error",
-        show_default=True,
-        help="Lowest severity that makes the exit code 1 ('never': only 2 and 3 remain possible).",
+        default=None,
+        help="Lowest severity that makes the exit code 1 ('never': only 2 and 3 remain possible) "
+             "[default: fail-on of [tool.mtp-audit], else error].",
     )(func)
     func = click.option(
         "--output",
@@ -367,39 +372,62 @@ def _linked_inside(folder: str, st_out: os.stat_result) -> bool:
     return False
 
 
+def use_color(stream: Any) -> bool:
+    """Colour and symbols for ``stream``: only a terminal, never with ``NO_COLOR`` set (https://no-color.org);
+    ``FORCE_COLOR`` (non-empty) forces them on, ``NO_COLOR`` wins over it."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    try:
+        return bool(stream is not None and stream.isatty()) and os.environ.get("TERM") != "dumb"
+    except (AttributeError, ValueError):
+        return False
+
+
 def emit(
     report: Any,
     fmt: str,
     output: Path | None,
-    fail_on: str,
+    fail_on: str | None,
     *,
     protected: Iterable[str | os.PathLike[str]] = (),
     also_write: Sequence[tuple[str, Path | None, str]] = (),
 ) -> int:
-    """Render ``report``, check every planned output, write them, and return the exit code.
+    """Apply the settings (ignores, ``fail-on``: :func:`mtp_audit.cli.config.settings_for`), render
+    ``report``, check every planned output, write them, and return the exit code.
 
     Args:
         report: the audit result.
         fmt: ``text`` / ``json`` / ``markdown`` / ``sarif``.
         output: ``--output`` (``None`` or ``"-"``: stdout).
-        fail_on: ``--fail-on`` value.
+        fail_on: the ``--fail-on`` value, None when not given.
         protected: paths the command read beyond what :func:`input_paths` finds on its own.
-        also_write: further outputs ``(option, path, text)`` (``--save-facts``), written before the report.
+        also_write: further outputs ``(option, path, text)`` (``--save-facts``), written with the report.
 
-    Nothing is written unless every output passes :func:`check_outputs` against :func:`input_paths`.
-    The verdict line goes to stderr when the report goes to a file, so CI logs still show it.
-    Exit codes: see :func:`mtp_audit.report.exit_code`.
+    Nothing is written unless every output passes :func:`check_outputs` against :func:`input_paths`, and
+    every file is staged before any is put in place. When the report goes to a file, its first line
+    (verdict and answer) and the counts go to stderr, so CI logs still show them. Expired ignores are
+    reported on stderr after the report is written. Exit codes: see :func:`mtp_audit.report.exit_code`.
 
     Raises:
         InputError: an output would overwrite an input or collides with another output, or a write fails.
     """
+    from mtp_audit.cli.config import settings_for, verbose, warn_expired
     from mtp_audit.formats import render
     from mtp_audit.formats.summary import verdict_line
     from mtp_audit.report import Severity, exit_code
 
-    text = render(report, fmt.lower())
+    resolved = settings_for(report, fail_on.lower() if fail_on else None)
+    report = report.ignore(resolved.suppressions)
+    fail_on = resolved.fail_on
+    threshold = None if fail_on == "never" else Severity.parse(fail_on)
     if _is_stdout(output):
         output = None
+    # colour and the verdict symbols (UTF-8) only on a terminal that can show them
+    color = (output is None and fmt.lower() == "text" and use_color(sys.stdout)
+             and (getattr(sys.stdout, "encoding", "") or "").lower().replace("-", "") == "utf8")
+    text = render(report, fmt.lower(), verbose=verbose(), color=color, fail_on=threshold)
     plan: dict[str, Path | str | None] = {"--output": output if output is not None else STDOUT}
     for option, path, _ in also_write:
         plan[option] = path
@@ -407,11 +435,11 @@ def emit(
     # every file is staged (written to a temporary file beside it) before any is put in place, so a
     # failing output (missing folder, full disk) leaves nothing written
     staged: list[_Staged] = []
+    to_file = output is not None and _std_stream_of(output) is not sys.stdout
     try:
         for option, path, body in also_write:
             if path is not None:
                 staged.append(_Staged(Path(STDOUT), b"", body, stream=sys.stdout) if _is_stdout(path) else stage_write(Path(path), body))
-        to_file = output is not None and _std_stream_of(output) is not sys.stdout
         if output is None or not to_file:
             staged.append(_Staged(Path(STDOUT), b"", text, stream=sys.stdout))
         else:
@@ -422,6 +450,8 @@ def emit(
         raise
     commit_all(staged)
     if output is not None and to_file:
+        head = text if fmt.lower() == "text" else render(report, "text", fail_on=threshold)
+        click.echo(head.split("\n", 1)[0], err=True)
         click.echo(f"{verdict_line(report)} (report written to {output})", err=True)
-    threshold = None if fail_on.lower() == "never" else Severity.parse(fail_on)
+    warn_expired(resolved)
     return exit_code(report, threshold)

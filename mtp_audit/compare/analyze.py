@@ -391,6 +391,12 @@ def compare_reports(base: Report, derived: Report) -> Report:
     if usable:
         findings, doc = compare_facts(sides["base"], sides["derived"], base_name=base_name, derived_name=derived_name)
         doc["summary"]["compared"] = True
+        s = doc["summary"]
+        doc["answer"] = [f"MTP tensors {s['mtp_tensors']} ({s['mtp_bytes']}), stored {s['mtp_format']}; "
+                         f"{s['config_changes']} MTP config key(s) changed"]
+    else:
+        why = next((g.message for g in gaps if g.blocking), "see 'not examined'")
+        doc["answer"] = [f"could not compare the MTP heads: {why}"]
     return Report.build(
         ANALYZER,
         f"{base_name} -> {derived_name}",

@@ -1,13 +1,14 @@
 """Renderers: a :class:`~mtp_audit.report.Report` in, a string out. No printing, no files.
 
-``FORMATS`` maps each ``--format`` name to its ``render(report) -> str`` function.
+``FORMATS`` maps each ``--format`` name to its ``render(report) -> str`` function (defaults:
+not verbose, no colour, ``--fail-on error``); :func:`render` passes the text options on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from mtp_audit.report import Report
+from mtp_audit.report import Report, Severity
 
 
 def _text(report: Report) -> str:
@@ -42,10 +43,23 @@ FORMATS: dict[str, Callable[[Report], str]] = {
 }
 
 
-def render(report: Report, fmt: str) -> str:
+def render(report: Report, fmt: str, *, verbose: bool = False, color: bool = False,
+           fail_on: Severity | None = Severity.ERROR) -> str:
     """Render ``report`` in format ``fmt`` (a key of :data:`FORMATS`).
+
+    ``verbose`` and ``color`` shape the text report only (JSON, SARIF and Markdown always carry
+    everything, uncoloured); ``fail_on`` (``None``: never) is the threshold whose exit code the text and
+    Markdown reports name in their first line.
 
     Raises:
         KeyError: unknown format.
     """
+    if fmt == "text":
+        from mtp_audit.formats.text import render as text
+
+        return text(report, verbose=verbose, color=color, fail_on=fail_on)
+    if fmt == "markdown":
+        from mtp_audit.formats.markdown import render as markdown
+
+        return markdown(report, fail_on=fail_on)
     return FORMATS[fmt](report)

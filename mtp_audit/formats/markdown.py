@@ -3,21 +3,30 @@
 from __future__ import annotations
 
 from mtp_audit.formats.summary import (
+    answer_lines,
     closing_sections,
     gap_text,
     headline_facts,
     verdict_line,
+    verdict_word,
 )
-from mtp_audit.report import Report
+from mtp_audit.report import Report, Severity, exit_code
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render(report: Report) -> str:
-    """Render ``report`` as a Markdown document."""
-    out: list[str] = ["# mtp-audit report", ""]
+def render(report: Report, *, fail_on: Severity | None = Severity.ERROR) -> str:
+    """Render ``report`` as a Markdown document: the verdict and answer first, then facts, findings
+    (with detail and evidence folded), ignored findings, gaps and closing sections. ``fail_on``
+    (``None``: never) gives the exit code the first line names."""
+    code = exit_code(report, fail_on)
+    answer = answer_lines(report)
+    out: list[str] = ["# mtp-audit report", "", f"**{verdict_word(report, code)}**: {_cell(answer[0])} (exit {code}"
+                              + (f"; {len(report.ignored)} ignored" if report.ignored else "") + ")"]
+    out += [f"{_cell(a)}" for a in answer[1:]]
+    out.append("")
     for t in report.targets:
         out.append(f"- **{t.analyzer}**: `{t.name}`")
     out += ["", f"**{verdict_line(report)}**", ""]
@@ -31,14 +40,24 @@ def render(report: Report) -> str:
                 f"| {_cell(f.remediation)} |"
             )
         out.append("")
-        detailed = [f for f in report.findings if f.evidence]
+        detailed = [f for f in report.findings if f.evidence or f.detail]
         if detailed:
             out += ["<details><summary>Evidence</summary>", ""]
             for f in detailed:
                 out.append(f"- **{f.rule_id}** {_cell(f.message)}")
+                if f.detail:
+                    out.append(f"  - detail: {_cell(f.detail)}")
                 for e in f.evidence:
                     out.append(f"  - {_cell(e.label)}: `{_cell(e.value)}`")
             out += ["", "</details>", ""]
+    if report.ignored:
+        out += ["## Ignored", "", "| rule | severity | location | message | reason | source |", "|---|---|---|---|---|---|"]
+        for i in report.ignored:
+            f, s = i.finding, i.suppression
+            until = f" (until {s.expires})" if s.expires else ""
+            out.append(f"| {f.rule_id} | {f.severity.label} | `{_cell(str(f.location))}` | {_cell(f.message)} "
+                       f"| {_cell(s.reason)} | {_cell(s.source)}{until} |")
+        out.append("")
     if report.gaps:
         out += ["## Not examined", ""]
         for g in report.gaps:

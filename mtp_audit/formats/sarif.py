@@ -11,7 +11,7 @@ import json
 from typing import Any
 from urllib.parse import quote
 
-from mtp_audit.report import Finding, Location, Report
+from mtp_audit.report import Finding, Location, Report, Suppression
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -77,7 +77,10 @@ def _rules(report: Report) -> list[dict[str, Any]]:
     return out
 
 
-def _result(f: Finding, index: dict[str, int]) -> dict[str, Any]:
+def _result(f: Finding, index: dict[str, int], suppression: Suppression | None = None) -> dict[str, Any]:
+    """One SARIF ``result``; an ignored finding carries ``suppressions`` (SARIF 2.1.0 §3.27.23: kind
+    ``external``, the configuration file or ``--ignore``, with its reason as ``justification``), which
+    code-scanning UIs show as dismissed instead of open."""
     res: dict[str, Any] = {
         "ruleId": f.rule_id,
         "level": f.severity.sarif_level,
@@ -103,13 +106,21 @@ def _result(f: Finding, index: dict[str, int]) -> dict[str, Any]:
         props["evidence"] = [e.to_dict() for e in f.evidence]
     if f.remediation:
         props["remediation"] = f.remediation
+    if f.detail:
+        props["detail"] = f.detail
     res["properties"] = props
+    if suppression is not None:
+        sup: dict[str, Any] = {"kind": "external", "status": "accepted",
+                               "justification": suppression.reason or f"ignored by {suppression.source}",
+                               "properties": suppression.to_dict()}
+        res["suppressions"] = [sup]
     return res
 
 
 def render(report: Report) -> str:
     """Render ``report`` as a SARIF 2.1.0 log (one run). Gaps become tool execution notifications,
-    and ``executionSuccessful`` is false when the report is inconclusive."""
+    and ``executionSuccessful`` is false when the report is inconclusive. Ignored findings follow the
+    active ones, each with ``suppressions``."""
     rules = _rules(report)
     index = {r["id"]: i for i, r in enumerate(rules)}
     notifications = [
@@ -138,7 +149,8 @@ def render(report: Report) -> str:
                         "toolExecutionNotifications": notifications,
                     }
                 ],
-                "results": [_result(f, index) for f in report.findings],
+                "results": [_result(f, index) for f in report.findings]
+                + [_result(i.finding, index, i.suppression) for i in report.ignored],
                 "properties": {
                     "targets": [t.to_dict() for t in report.targets],
                     "status": report.status.value,

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from mtp_audit.report import Gap, Report, Status
+from mtp_audit.report import Gap, Report, Severity, Status
 
 
 def verdict_line(report: Report) -> str:
-    """One line: counts per severity, gaps, and the status (``pass`` / ``findings`` / ``inconclusive``)."""
+    """One line: counts per severity, ignored findings, gaps, and the status (``pass`` / ``findings`` /
+    ``inconclusive``)."""
     c = report.counts()
     n = sum(c.values())
     parts = [f"{n} finding{'s' if n != 1 else ''} ({c['error']} error, {c['warning']} warning, {c['info']} info)"]
+    if report.ignored:
+        parts.append(f"{len(report.ignored)} ignored")
     if report.gaps:
         blocking = sum(1 for g in report.gaps if g.blocking)
         parts.append(f"{len(report.gaps)} not examined ({blocking} blocking)")
@@ -90,3 +93,45 @@ def gap_text(gap: Gap) -> str:
     if gap.path and not gap.message.startswith(gap.path) and gap.path not in gap.message:
         return f"{gap.path}: {gap.message}"
     return gap.message
+
+
+#: Exit code -> the word the text report opens with (exit 0 is ``PASS``, or ``WARN`` when findings remain).
+VERDICT_WORDS = {1: "FAIL", 3: "INCONCLUSIVE"}
+
+
+def verdict_word(report: Report, code: int) -> str:
+    """``FAIL`` (exit 1), ``INCONCLUSIVE`` (exit 3), else ``WARN`` when a warning or error remains
+    below ``--fail-on``, else ``PASS``."""
+    if code in VERDICT_WORDS:
+        return VERDICT_WORDS[code]
+    return "WARN" if report.status is Status.FINDINGS else "PASS"
+
+
+def answer_lines(report: Report) -> list[str]:
+    """The answer in one or two lines: ``facts[analyzer]["answer"]`` of the first target's analyzer (the
+    one the user ran; ``launch`` puts itself first), else a sentence from the counts and the first
+    blocking gap."""
+    analyzer = report.targets[0].analyzer if report.targets else None
+    facts = report.facts.get(analyzer) if analyzer else None
+    given = facts.get("answer") if isinstance(facts, dict) else None
+    if isinstance(given, list) and given and all(isinstance(x, str) for x in given):
+        return [str(x) for x in given[:2]]
+    errors = sorted({f.rule_id for f in report.findings if f.severity.label == "error"})
+    if errors:
+        return [f"{len(report.at_least(Severity.ERROR))} error finding(s): {', '.join(errors)}"]
+    blocking = [g for g in report.gaps if g.blocking]
+    if blocking:
+        return [f"could not tell: {gap_text(blocking[0])}"]
+    warnings = sorted({f.rule_id for f in report.findings if f.severity.label == "warning"})
+    if warnings:
+        return [f"no error; warnings: {', '.join(warnings)}"]
+    return ["no problem found"]
+
+
+def shorten(text: str, limit: int = 200) -> str:
+    """``text`` cut at a word boundary to at most ``limit`` characters, ending in `` ...`` when cut
+    (the full text stays in JSON, SARIF, Markdown and ``--verbose``)."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit - 4)
+    return text[: cut if cut > limit // 2 else limit - 4].rstrip(" ,;:") + " ..."

@@ -83,7 +83,7 @@ def audit_launch(
     ev = evaluate_launch(toks, sg_report=sg_new, sg_gap=gap_new, machine=machine, env=env, environ=envmap, cwd=here,
                          checkpoints=checkpoints)
     extra_findings = []
-    facts_out: dict[str, Any] = {k: ev.outcome[k] for k in ("summary", "closing", "compare", "verdict", "corrected_command", "changed_flags",
+    facts_out: dict[str, Any] = {k: ev.outcome[k] for k in ("summary", "answer", "closing", "compare", "verdict", "corrected_command", "changed_flags",
                                                               "speculative", "draft", "command", "env")}
     name = shell_join(toks)
     if compare_sglang is not None:
@@ -101,6 +101,8 @@ def audit_launch(
         else:
             lines.append(f"Compared with SGLang {ov}: nothing in what will happen changes.")
         facts_out["closing"] = {"title": f"What will happen (SGLang {nv}, compared with {ov})", "lines": lines}
+        facts_out["answer"] = [f"{facts_out['answer'][0]}; compared with SGLang {ov}: {len(diff['changes'])} change(s)",
+                               *facts_out["answer"][1:]]
         name = f"{name} (sglang {ov} -> {nv})"
     from mtp_audit.launch.rules import RULES
 

@@ -45,7 +45,8 @@ def _backend(pf: dict[str, Any], key: str, fp4: str | None, audited: bool = True
 
 def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) -> dict[str, Any]:
     """The outcome of one evaluation (:class:`mtp_audit.launch.analyze.Ctx`), given every analyzer's
-    findings and gaps. Returns ``{"summary": {...}, "closing": {...}, "verdict", "corrected_command", ...}``."""
+    findings and gaps. Returns ``{"summary": {...}, "answer": [line, (corrected command)], "closing": {...},
+    "verdict", "corrected_command", ...}``."""
     from mtp_audit.launch.context import MTP_ALGORITHMS, TP, ckpt_fp4, fmt_bytes
     from mtp_audit.launch.correct import corrected_command
 
@@ -180,8 +181,25 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
         lines.append(f"Corrected command: {fixed_cmd}" + (f" (still to fix outside the command: {', '.join(rest)})" if rest else ""))
     elif v == FIX_FIRST:
         lines.append("Corrected command: none known; the errors are not fixed by a flag (see each finding's fix).")
+    # the answer the text report opens with: the verdict, what runs, and the corrected command
+    runs = compare["speculative_algorithm"]
+    if d.get("uses_draft"):
+        runs += f", draft {compare['draft_model']}" + (f" ({d['draft_class']})" if d.get("draft_class") else "")
+    if v == FIX_FIRST:
+        head = f"fix first: {len(errors)} error(s) ({', '.join(sorted({f.rule_id for f in errors}))}); speculative decoding: {runs}"
+    elif v == COULD_NOT_TELL:
+        head = f"could not tell: {blocking[0].message}"
+    else:
+        warn = sorted({f.rule_id for f in findings if f.severity == Severity.WARNING})
+        head = f"go: speculative decoding: {runs}; FP4 GEMM {compare['fp4_gemm_backend']}, MoE {compare['moe_runner_backend']}" + (
+            f"; warnings: {', '.join(warn)}" if warn else "")
+    answer = [head]
+    if fixed_cmd:
+        rest = sorted({f.rule_id for f in errors if not _fixed_by(f, changed, ctx)})
+        answer.append(f"corrected command: {fixed_cmd}" + (f" (still to fix outside the command: {', '.join(rest)})" if rest else ""))
     return {
         "summary": summary,
+        "answer": answer,
         "compare": compare,
         "closing": {"title": "What will happen", "lines": lines},
         "verdict": v,

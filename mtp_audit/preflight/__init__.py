@@ -9,6 +9,7 @@ Research: ``../shared/research/blackwell_fp4.md``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,9 @@ from typing import Any
 from mtp_audit.report import Report
 
 __all__ = ["preflight", "load_facts_file"]
+
+#: A verdict reason that is an error finding's message (``"MTP209: sglang 0.5.9 pins ..."``).
+_RULE_REASON = re.compile(r"MTP\d{3}: ")
 
 
 def load_facts_file(path: str | Path):  # -> MachineFacts
@@ -55,6 +59,29 @@ def _backend_summary(ctx: Any, flag: str, key: str, table: str) -> str | None:
     if effective is None or effective == requested:
         return requested if effective else f"{requested} (effective value unknown)"
     return f"{requested} -> {effective}"
+
+
+def _answer(vs: list[dict[str, Any]], verdict: str, findings: Sequence[Any], an: Any) -> list[str]:
+    """The one-line answer the text report opens with (``facts["preflight"]["answer"]``): the GPUs,
+    whether they can run native FP4, why, and the error findings to fix."""
+    groups = an.verdict_groups(vs)
+    if not groups:
+        return ["could not tell whether this machine can run native FP4: no GPU listed"]
+    if len(groups) == 1:
+        (name, cc, _), members = groups[0]
+        desc = (f"GPU {members[0]['gpu']} ({name or '?'}, compute capability {cc or '?'})" if len(members) == 1
+                else f"{len(members)} x {name or '?'} (compute capability {cc or '?'})")
+    else:
+        desc = f"{len(vs)} GPUs of {len(groups)} kinds"
+    errors = sorted({f.rule_id for f in findings if f.severity.label == "error"})
+    reason = next((r for v in vs if v["native_fp4"] == verdict for r in v["reasons"][:1] if not _RULE_REASON.match(r)), "")
+    tail = f" ({', '.join(errors)})" if errors else ""
+    if verdict == an.CAPABLE:
+        stop = f"; but {', '.join(errors)} stop this launch" if errors else "; no blocking problem found in the stack"
+        return [f"{desc} can run native FP4{stop}"]
+    if verdict == an.NOT_CAPABLE:
+        return [f"{desc} cannot run native FP4" + (f": {reason}" if reason else "") + tail]
+    return [f"could not tell whether {desc} can run native FP4" + (f": {reason}" if reason else "") + tail]
 
 
 def preflight(
@@ -197,8 +224,10 @@ def preflight(
         errors = sorted({r.split(":", 1)[0] for v in group for r in v["reasons"] if r[:3] == "MTP"})
         idx = an.index_ranges([v["gpu"] for v in group])
         label = f"GPU {idx}" if len(group) == 1 else f"GPUs {idx}"
+        # the error findings are reported on their own lines: the verdict names them, it does not repeat them
+        why = [r for r in reasons if not _RULE_REASON.match(r)] + ([f"blocked by {', '.join(errors)} (see those findings)"] if errors else [])
         ctx.findings.append(RULES_BY_ID["MTP228"].finding(
-            f"{label} ({name or '?'}, compute capability {cc or '?'}): native FP4 {native} — " + "; ".join(reasons),
+            f"{label} ({name or '?'}, compute capability {cc or '?'}): native FP4 {native} — " + "; ".join(why),
             Location(symbol=f"cuda:{idx}"), evidence=(),
             remediation="" if native == an.CAPABLE else
             (f"resolve {', '.join(errors)} (error findings above)" if errors else "") + ("; " if errors and ctx.gaps + gaps else "")
@@ -222,6 +251,7 @@ def preflight(
     }
     from mtp_audit.preflight.rules import RULES
 
+    answer = _answer(vs, verdict, ctx.findings, an)
     return Report.build(
         "preflight",
         target,
@@ -229,6 +259,7 @@ def preflight(
         gaps=ctx.gaps,
         facts={
             "summary": summary,
+            "answer": answer,
             "verdicts": vs,
             "machine": machine.to_dict(),
             "launch": ctx.launch.to_dict() if ctx.launch else None,

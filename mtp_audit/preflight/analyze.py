@@ -110,13 +110,14 @@ class Context:
         return q.lower() == "mxfp4" or bool(self.quant and str(self.quant.algo).upper() == "MXFP4")
 
     def add(self, rule_id: str, message: str, *, gpu: GpuFacts | None = None, evidence: Iterable[Evidence] = (),
-            remediation: str | None = None, severity: Severity | None = None) -> None:
-        """Append a finding of ``rule_id`` located at GPU ``gpu`` (or the machine)."""
+            remediation: str | None = None, severity: Severity | None = None, detail: str = "") -> None:
+        """Append a finding of ``rule_id`` located at GPU ``gpu`` (or the machine); ``detail`` holds what
+        does not fit a one-line message (rationale, cost)."""
         from mtp_audit.preflight.rules import RULES_BY_ID
 
         loc = Location(symbol=f"cuda:{gpu.index}") if gpu is not None else Location(symbol="machine")
         self.findings.append(RULES_BY_ID[rule_id].finding(message, loc, evidence=tuple(evidence),
-                                                          remediation=remediation, severity=severity))
+                                                          remediation=remediation, severity=severity, detail=detail))
 
     def gap(self, message: str, blocking: bool = False) -> None:
         """Record something the preflight could not decide."""
@@ -202,20 +203,23 @@ def check_no_native_fp4(ctx: Context) -> None:
         if ctx.probe and ctx.probe.results:
             for r in ctx.probe.results:
                 evs.append(Evidence(f"probe {r['path']}", r.get("error") or r["status"]))
+        marlin_detail = f"{marlin['what']}. Cost: {marlin['cost']}."
         if has_marlin and gemm == "marlin" and moe in ("marlin", None):
             ctx.add("MTP201", f"GPU {g.index} ({g.name.value}, {sm_name(cc)}) has no FP4 tensor cores; SGLang {sg} runs this NVFP4 checkpoint "
-                    f"through Marlin W4A16: {marlin['what']}. Cost: {marlin['cost']}.", gpu=g, evidence=evs)
+                    "through Marlin W4A16 (4-bit weights, BF16 tensor-core math)", gpu=g, evidence=evs, detail=marlin_detail)
             continue
         if sg is None:
-            fallback = ("On SGLang >= 0.5.13 the fallback is Marlin W4A16 (--fp4-gemm-backend marlin --moe-runner-backend marlin; "
-                        f"'auto' picks it on SM80-SM90): {marlin['what']}. Cost: {marlin['cost']}.")
+            fallback, detail = "SGLang >= 0.5.13 falls back to Marlin W4A16 (4-bit weights, BF16 math)", (
+                "On SGLang >= 0.5.13 the fallback is Marlin W4A16 (--fp4-gemm-backend marlin --moe-runner-backend marlin; "
+                f"'auto' picks it on SM80-SM90): {marlin_detail}")
         elif has_marlin:
-            fallback = (f"SGLang {sg} falls back to Marlin W4A16 (--fp4-gemm-backend marlin --moe-runner-backend marlin; 'auto' picks it on SM80-SM90): "
-                        f"{marlin['what']}. Cost: {marlin['cost']}.")
+            fallback, detail = f"SGLang {sg} falls back to Marlin W4A16 (4-bit weights, BF16 math)", (
+                f"SGLang {sg} falls back to Marlin W4A16 (--fp4-gemm-backend marlin --moe-runner-backend marlin; 'auto' picks it "
+                f"on SM80-SM90): {marlin_detail}")
         else:
-            fallback = f"SGLang {sg} has no Marlin NVFP4 fallback (added in 0.5.13): native NVFP4 kernels will refuse this GPU."
-        ctx.add("MTP200", f"GPU {g.index} ({g.name.value}, compute capability {cc_str(cc)}) is not capable of native FP4: "
-                f"FP4 tensor-core MMA exists only on SM100/SM103/SM110/SM120/SM121. {fallback}", gpu=g, evidence=evs,
+            fallback, detail = f"SGLang {sg} has no Marlin NVFP4 fallback (added in 0.5.13): native NVFP4 kernels will refuse this GPU", ""
+        ctx.add("MTP200", f"GPU {g.index} ({g.name.value}, compute capability {cc_str(cc)}) has no FP4 tensor cores "
+                f"(SM100/SM103/SM110/SM120/SM121 only); {fallback}", gpu=g, evidence=evs, detail=detail,
                 remediation=("Run NVFP4 on Blackwell (B200/B300/RTX PRO 6000/RTX 50xx/GB10), or accept W4A16: "
                              "--fp4-gemm-backend marlin --moe-runner-backend marlin on SGLang >= 0.5.13"
                              + ("" if has_marlin or sg is None else f" (upgrade from {sg})")))

@@ -96,6 +96,10 @@ def read_dump(path: Path) -> str:
         return raw.decode("latin-1")
 
 
+#: The first line of mtp-audit's own text report (:mod:`mtp_audit.formats.text`): ``FAIL: ... (exit 1)``.
+_OWN_TEXT_REPORT = re.compile(r"(?:FAIL|INCONCLUSIVE|WARN|PASS): [^\n]*\(exit \d(?:; \d+ ignored)?\)\n")
+
+
 def parse_dump(text: str, *, display: str = "dump") -> MachineFacts:
     """Parse one pasted dump (possibly several formats concatenated) into :class:`MachineFacts`.
 
@@ -104,7 +108,8 @@ def parse_dump(text: str, *, display: str = "dump") -> MachineFacts:
     """
     text = text.replace("\r\n", "\n")
     head = text.lstrip()[:200]
-    if head.startswith(("mtp-audit ", "# mtp-audit report")) or ('"schema_version"' in text[:4096] and '"mtp-audit"' in text):
+    if (head.startswith(("mtp-audit ", "# mtp-audit report")) or _OWN_TEXT_REPORT.match(head)
+            or ('"schema_version"' in text[:4096] and '"mtp-audit"' in text)):
         raise InputError(display, "is an mtp-audit report, not an environment dump (pass the output of 'python3 -m sglang.check_env' or 'nvidia-smi')")
     formats = detect_formats(text)
     free = parse_freeform(text)

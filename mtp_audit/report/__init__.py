@@ -14,13 +14,15 @@ from mtp_audit.report.model import (
     Evidence,
     Finding,
     Gap,
+    IgnoredFinding,
     Location,
     Report,
     Severity,
     Status,
+    Suppression,
     Target,
     exit_code,
 )
 
 __all__ = ["EXIT_FINDINGS", "EXIT_INCONCLUSIVE", "EXIT_OK", "EXIT_USAGE", "SCHEMA_VERSION", "Evidence", "Finding", "Gap",
-           "Location", "Report", "Severity", "Status", "Target", "exit_code"]
+           "IgnoredFinding", "Location", "Report", "Severity", "Status", "Suppression", "Target", "exit_code"]

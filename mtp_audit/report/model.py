@@ -143,6 +143,9 @@ class Finding:
         location: where it points.
         evidence: the facts that triggered it.
         remediation: the specific fix (exact flags, versions or files), empty when none is known.
+        detail: the rest of the story when ``message`` would run past one line (about 200
+            characters): the rationale, costs, fallbacks. Printed by the text report only with
+            ``--verbose``; JSON (``detail``), SARIF (``properties.detail``) and Markdown always carry it.
     """
 
     rule_id: str
@@ -151,10 +154,11 @@ class Finding:
     location: Location = field(default_factory=Location)
     evidence: tuple[Evidence, ...] = ()
     remediation: str = ""
+    detail: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form."""
-        return {
+        """JSON form (``detail`` only when there is one)."""
+        d: dict[str, Any] = {
             "rule_id": self.rule_id,
             "severity": self.severity.label,
             "message": self.message,
@@ -162,10 +166,56 @@ class Finding:
             "evidence": [e.to_dict() for e in self.evidence],
             "remediation": self.remediation,
         }
+        if self.detail:
+            d["detail"] = self.detail
+        return d
 
     def sort_key(self) -> tuple[Any, ...]:
         """Deterministic order: location, then rule id, then message."""
         return (*self.location.sort_key(), self.rule_id, self.message)
+
+
+@dataclass(frozen=True)
+class Suppression:
+    """Why a finding is ignored: a ``[tool.mtp-audit]`` ignore or ``--ignore RULE``.
+
+    Attributes:
+        rule_id: the ignored rule.
+        reason: why (required in a configuration file; ``""`` allowed on the command line).
+        source: where the ignore was written: ``"--ignore"``, ``"pyproject.toml"``, or
+            ``"pyproject.toml overrides[0] (target 'fixtures/*')"``.
+        expires: ``YYYY-MM-DD`` after which the ignore no longer applies, or ``None``.
+    """
+
+    rule_id: str
+    reason: str
+    source: str
+    expires: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (``expires`` only when set)."""
+        d: dict[str, Any] = {"rule_id": self.rule_id, "reason": self.reason, "source": self.source}
+        if self.expires is not None:
+            d["expires"] = self.expires
+        return d
+
+
+@dataclass(frozen=True)
+class IgnoredFinding:
+    """A finding that an ignore moved out of the verdict. It is kept, counted and rendered (text with
+    ``--verbose``, JSON ``ignored``, SARIF ``suppressions``), never silently dropped.
+
+    Attributes:
+        finding: the finding as the analyzer reported it.
+        suppression: the ignore that matched it.
+    """
+
+    finding: Finding
+    suppression: Suppression
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: the finding's own keys plus ``suppression``."""
+        return {**self.finding.to_dict(), "suppression": self.suppression.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -243,6 +293,8 @@ class Report:
             must be JSON-serialisable (str, int, float, bool, None, lists, dicts with str keys).
         rule_ids: ids of the rules that were evaluated, sorted (for SARIF ``driver.rules``).
         tool_version: ``mtp_audit.__version__``.
+        ignored: findings moved out of ``findings`` by :meth:`ignore` (they no longer count for the
+            status, the counts or the exit code, but every renderer shows or marks them).
     """
 
     targets: tuple[Target, ...]
@@ -251,6 +303,7 @@ class Report:
     facts: Mapping[str, Any] = field(default_factory=dict)
     rule_ids: tuple[str, ...] = ()
     tool_version: str = ""
+    ignored: tuple[IgnoredFinding, ...] = ()
 
     @classmethod
     def build(
@@ -311,12 +364,14 @@ class Report:
         gaps: list[Gap] = []
         facts: dict[str, Any] = {}
         ids: set[str] = set()
+        ignored: list[IgnoredFinding] = []
         for o in reports:
             targets += o.targets
             findings += o.findings
             gaps += o.gaps
             facts.update(o.facts)
             ids |= set(o.rule_ids)
+            ignored += o.ignored
         return Report(
             targets=tuple(targets),
             findings=tuple(sorted(set(findings), key=Finding.sort_key)),
@@ -324,6 +379,25 @@ class Report:
             facts=facts,
             rule_ids=tuple(sorted(ids)),
             tool_version=reports[0].tool_version,
+            ignored=tuple(sorted(set(ignored), key=lambda i: i.finding.sort_key())),
+        )
+
+    def ignore(self, suppressions: Mapping[str, Suppression]) -> Report:
+        """A copy in which every finding whose rule id is a key of ``suppressions`` is moved to
+        :attr:`ignored` with that suppression (findings already ignored stay ignored). Facts, gaps
+        and rule ids are unchanged: an ignore changes the verdict, not what was observed."""
+        if not suppressions:
+            return self
+        kept = tuple(f for f in self.findings if f.rule_id not in suppressions)
+        moved = [IgnoredFinding(f, suppressions[f.rule_id]) for f in self.findings if f.rule_id in suppressions]
+        return Report(
+            targets=self.targets,
+            findings=kept,
+            gaps=self.gaps,
+            facts=self.facts,
+            rule_ids=self.rule_ids,
+            tool_version=self.tool_version,
+            ignored=tuple(sorted((*self.ignored, *moved), key=lambda i: i.finding.sort_key())),
         )
 
     @property
@@ -363,8 +437,10 @@ class Report:
             "tool": {"name": "mtp-audit", "version": self.tool_version},
             "targets": [t.to_dict() for t in self.targets],
             "status": self.status.value,
-            "summary": {"findings": self.counts(), "gaps": len(self.gaps), "inconclusive": self.inconclusive},
+            "summary": {"findings": self.counts(), "gaps": len(self.gaps), "inconclusive": self.inconclusive,
+                        "ignored": len(self.ignored)},
             "findings": [f.to_dict() for f in self.findings],
+            "ignored": [i.to_dict() for i in self.ignored],
             "gaps": [g.to_dict() for g in self.gaps],
             "facts": dict(self.facts),
             "rules": list(self.rule_ids),

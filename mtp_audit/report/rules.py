@@ -127,8 +127,10 @@ class Rule:
         evidence: tuple[Evidence, ...] | list[Evidence] = (),
         remediation: str | None = None,
         severity: Severity | None = None,
+        detail: str = "",
     ) -> Finding:
-        """Build a :class:`Finding` of this rule; ``remediation`` defaults to the rule's ``fix``."""
+        """Build a :class:`Finding` of this rule; ``remediation`` defaults to the rule's ``fix``;
+        ``detail`` holds what does not fit the one-line ``message`` (see :class:`Finding`)."""
         return Finding(
             rule_id=self.id,
             severity=severity or self.severity,
@@ -136,6 +138,7 @@ class Rule:
             location=location or Location(),
             evidence=tuple(evidence),
             remediation=self.fix if remediation is None else remediation,
+            detail=detail,
         )
 
     def doc(self) -> str:

@@ -18,8 +18,8 @@ What one audit does, in order:
    header length ``n``) then ``bytes=8-(7+n)``. Not one byte past the header is requested. See
    ``docs/hub.md`` "Header reads" for why this is not huggingface_hub's 100 KB first range and what
    ``prefetch_bytes`` trades.
-4. ``--jobs`` threads read headers concurrently; a progress line goes to stderr only when stderr is a
-   terminal and ``CI`` is unset.
+4. ``--jobs`` threads read headers concurrently; a progress bar (:mod:`mtp_audit.progress`) goes to
+   stderr only when stderr is a terminal and ``CI`` is unset.
 
 Offline (``--offline`` or ``HF_HUB_OFFLINE=1``): no request at all; the revision is resolved from the
 Hugging Face cache refs or the mtp-audit cache, and every file that is not cached is a
@@ -39,7 +39,6 @@ import contextvars
 import os
 import re
 import struct
-import sys
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator
@@ -49,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.errors import InputError
+from mtp_audit.progress import Progress
 from mtp_audit.sources.bounded import (
     MAX_JSON_BYTES,
     contained_relpath,
@@ -167,33 +167,6 @@ def check_jobs(jobs: int) -> int:
     if not 1 <= jobs <= MAX_JOBS:
         raise InputError("--jobs", f"must be between 1 and {MAX_JOBS}, got {jobs}")
     return jobs
-
-
-class _Progress:
-    """``mtp-audit: shard headers 12/163`` on stderr, rewritten in place; only on a terminal with
-    ``CI`` unset (issue 5), so logs and pipes never see control characters."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.done = 0
-        self._lock = threading.Lock()
-        try:
-            tty = sys.stderr.isatty()
-        except (AttributeError, ValueError):
-            tty = False
-        self.enabled = total > 1 and tty and not os.environ.get("CI")
-
-    def step(self) -> None:
-        with self._lock:
-            self.done += 1
-            if self.enabled:
-                sys.stderr.write(f"\rmtp-audit: shard headers {self.done}/{self.total}")
-                sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\r\x1b[K")
-            sys.stderr.flush()
 
 
 def _validate_like_safetensors(rel: str, obj: dict[str, Any], n: int, file_size: int) -> None:
@@ -498,7 +471,7 @@ class HubSource(CheckpointSource):
             else:
                 out[rel] = local
         if pending:
-            progress = _Progress(len(pending))
+            progress = Progress(len(pending), "shard headers")
             with self._metered():
                 self._http_headers()  # built once here, not raced by the worker threads
                 pool = ThreadPoolExecutor(max_workers=min(self.jobs, len(pending)), thread_name_prefix="mtp-audit-hub")
@@ -555,7 +528,7 @@ class HubSource(CheckpointSource):
             raise ReadProblem(rel, OFFLINE_PROBLEM, "network")
         return None
 
-    def _header_over_http(self, rel: str, progress: _Progress) -> ShardHeader:
+    def _header_over_http(self, rel: str, progress: Progress) -> ShardHeader:
         """Read one header with HTTP Range requests (see :attr:`prefetch_bytes`), cache the raw
         ``8 + n`` bytes, parse them.
 

@@ -49,13 +49,14 @@ MAX_WHEEL_PY_BYTES = MAX_TREE_PY_BYTES
 #: Bytes inflated per step while reading a wheel member (memory stays bounded by the per-file limit).
 _CHUNK = 1 << 20
 
-#: What reading a corrupt, truncated, encrypted or exotic zip member can raise.
-_ZIP_ERRORS: tuple[type[BaseException], ...] = (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, RuntimeError, EOFError,
+#: What reading a corrupt, truncated, encrypted or exotic zip member can raise (zlib.error for a corrupt
+#: deflate stream, NotImplementedError for an unknown compression method, RuntimeError when encrypted).
+ZIP_ERRORS: tuple[type[BaseException], ...] = (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, RuntimeError, EOFError,
                                                zlib.error, NotImplementedError, ValueError, OverflowError)
 try:
     import lzma
 
-    _ZIP_ERRORS += (lzma.LZMAError,)
+    ZIP_ERRORS += (lzma.LZMAError,)
 except ImportError:  # pragma: no cover - Python built without lzma
     pass
 
@@ -147,7 +148,7 @@ class SourceTree:
             return data
         except InputError as exc:
             self.notes.append((rel, f"{exc.problem}; not examined"))
-        except _ZIP_ERRORS as exc:  # corrupt member, bad CRC, corrupt deflate stream, unsupported method
+        except ZIP_ERRORS as exc:  # corrupt member, bad CRC, corrupt deflate stream, unsupported method
             self.notes.append((rel, f"cannot read ({type(exc).__name__}: {exc}); not examined"))
         return None
 
@@ -366,7 +367,7 @@ def _wheel(path: Path, shown: str, package: EnginePackage) -> SourceTree:
     try:
         zf = zipfile.ZipFile(path)
         infos = zf.infolist()
-    except _ZIP_ERRORS as exc:
+    except ZIP_ERRORS as exc:
         raise InputError(shown, f"not a readable wheel (zip): {exc}") from None
     pkg_name = package.name
     tree = SourceTree(display=path.name, kind="wheel", prefix=pkg_name, package=package, _zip=zf)
@@ -392,7 +393,7 @@ def _wheel(path: Path, shown: str, package: EnginePackage) -> SourceTree:
         if info.filename.endswith(".dist-info/METADATA") and info.file_size < (1 << 20):
             try:
                 m = _METADATA_VERSION_RE.search(zf.read(info))  # stops at the declared size (< 1 MiB)
-            except _ZIP_ERRORS:
+            except ZIP_ERRORS:
                 m = None
             if m:
                 tree.version = m.group(1).decode("ascii", "replace")

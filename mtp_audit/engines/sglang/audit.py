@@ -19,6 +19,7 @@ from typing import Any
 from mtp_audit.engines.code import cache
 from mtp_audit.engines.sglang.scan import scan_file, wants_server_pass
 from mtp_audit.engines.sglang.target import open_target
+from mtp_audit.progress import Progress
 from mtp_audit.report import Evidence, Gap, Location, Report
 from mtp_audit.sources.tree import SourceTree
 
@@ -51,6 +52,9 @@ MAX_SERVER_PASS_FILE = 1024 * 1024
 #: Most bytes put through the ast + libcst pass in one tree; SGLang 0.5.23 puts 1.1 MB (66 files) through it,
 #: 0.5.9 0.46 MB (5 files).
 MAX_SERVER_PASS_BYTES = 8 * 1024 * 1024
+
+#: Files to parse before a cold scan shows a progress bar (a warm, cached scan parses none).
+PROGRESS_MIN_FILES = 20
 
 
 def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
@@ -93,19 +97,23 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
     stats["parsed"] = sum(1 for j in jobs if j[2])
     n = workers if workers is not None else _workers()
     big = [j for j in jobs if j[2]]
-    if n > 1 and len(big) > 3:
-        import multiprocessing
+    # a cold scan of a large tree takes seconds: a bar on a terminal (never in CI or a pipe); a warm one has no jobs
+    with Progress(len(jobs), f"parsing {tree.display}", min_total=PROGRESS_MIN_FILES) as progress:
+        if n > 1 and len(big) > 3:
+            import multiprocessing
 
-        big.sort(key=lambda j: -len(j[1]))
-        ctx = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
-        with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as ex:
-            for rel, res in ex.map(_scan_job, [(r, d, s) for r, d, s, _ in big], chunksize=1):
-                results[rel] = res
-        rest = [j for j in jobs if not j[2]]
-    else:
-        rest = jobs
-    for rel, data, server, _ in rest:
-        results[rel] = scan_file(rel, data, server)
+            big.sort(key=lambda j: -len(j[1]))
+            ctx = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
+            with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as ex:
+                for rel, res in ex.map(_scan_job, [(r, d, s) for r, d, s, _ in big], chunksize=1):
+                    results[rel] = res
+                    progress.step()
+            rest = [j for j in jobs if not j[2]]
+        else:
+            rest = jobs
+        for rel, data, server, _ in rest:
+            results[rel] = scan_file(rel, data, server)
+            progress.step()
     keys = {rel: key for rel, _, _, key in jobs}
     for rel, key in keys.items():
         cache.store(folder, key, results[rel])
@@ -458,6 +466,31 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
     return facts, gaps
 
 
+def answer(facts: dict[str, Any]) -> list[str]:
+    """The one-line answer the text report opens with (``facts["sglang"]["answer"]``): what
+    ``--speculative-algorithm NEXTN`` becomes in this tree, where, and how many MTP classes it has."""
+    s = facts.get("summary") or {}
+    who = f"SGLang {s.get('version')}" if s.get("version") else "this SGLang"
+    status = (facts.get("server_args") or {}).get("status", "ok")
+    if status != "ok":
+        return [f"could not tell what {who} does with --speculative-algorithm NEXTN: "
+                f"{(facts.get('server_args') or {}).get('reason') or 'server_args.py not read'}"]
+    if not s.get("speculative_decoding"):
+        return [f"{who} has no --speculative-algorithm flag: MTP/NextN heads are never used"]
+    if not s.get("nextn_accepted"):
+        return [f"{who} does not accept --speculative-algorithm NEXTN"]
+    nextn = [r for r in facts.get("remaps") or [] if r["from"] == "NEXTN" and r.get("shape") != "enum-alias-lookup"]
+    classes = f"; {s.get('mtp_classes', 0)} MTP model classes"
+    if not nextn:
+        return [f"{who} accepts --speculative-algorithm NEXTN but no rewrite of it was found: which worker runs could not be told{classes}"]
+    r = sorted(nextn, key=lambda x: x["location"])[0]
+    how = "logged" if r.get("logged") else "silent"
+    if r["to"] == ["EAGLE"]:
+        return [f"{who} runs --speculative-algorithm NEXTN as EAGLE with the target checkpoint as its own draft "
+                f"({how} rewrite at {r['location']}){classes}"]
+    return [f"{who} rewrites --speculative-algorithm NEXTN to {', '.join(r['to'])} ({how}, {r['location']}){classes}"]
+
+
 def _server_args_status(tree: SourceTree, results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Whether SGLang's server-arguments source (``<prefix>/srt/server_args.py``) was read and parsed.
 
@@ -562,6 +595,7 @@ def audit_tree(tree: SourceTree) -> Report:
                              unresolved_choices_noted=sum(1 for u in facts["unresolved_choices"] if any(
                                  g.message.startswith(f"{u['location']}: choices of {u['flag']} ") for g in gaps)))
         cache.store(folder, tkey, {"facts": facts, "gaps": [g.__dict__ for g in gaps]})
+    facts["answer"] = answer(facts)  # after the cache: the words may change without the facts changing
     findings = evaluate(facts)
     from mtp_audit.engines.sglang.rules import RULES
 

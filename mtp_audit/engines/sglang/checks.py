@@ -45,8 +45,10 @@ def evaluate(facts: dict[str, Any]) -> list[Finding]:
             evidence=[Evidence("accepted via", a["via"], location_of(a["location"])) for a in facts["nextn_accepted"]]))
     mtp_names = {m["class"] for m in facts.get("mtp_classes", [])}
     draft_mtp = sorted({d["to"] for d in facts.get("draft_arch_overrides", []) if d["to"] in mtp_names})
-    chain = (", ".join(draft_mtp[:3]) + (f" and {len(draft_mtp) - 3} more" if len(draft_mtp) > 3 else "")) if draft_mtp else \
+    # the message names the class when there is one; the whole list goes to the finding's detail
+    chain = (draft_mtp[0] if len(draft_mtp) == 1 else f"one of {len(draft_mtp)} MTP classes") if draft_mtp else \
         "no override to a registered MTP class found"
+    chain_detail = ("Draft-architecture overrides to registered MTP classes: " + ", ".join(draft_mtp) + ".") if len(draft_mtp) > 1 else ""
     # One finding per target algorithm: the CLI rewrite (assignment / helper return) is the finding,
     # the alias lookup that also accepts NEXTN (0.5.20 on: SpeculativeAlgorithm.from_string with
     # _RESERVED_ALIASES, spec_info.py:61 in 0.5.23) is evidence, so users see one chain.
@@ -67,13 +69,13 @@ def evaluate(facts: dict[str, Any]) -> list[Finding]:
                 ev.append(Evidence("reserved alias set", f"{a['set']} = {{{', '.join(a['members'])}}}", location_of(a["defined"])))
         ev += [Evidence("draft default", f"{d['kind']}: {d['value']}", location_of(d["location"])) for d in facts["draft_model_path_fills"]][:2]
         logged = any(x["logged"] for x in rs)
-        how = "the rewrite is logged" if logged else "the rewrite is silent (no log line)"
-        if to == ("EAGLE",):
-            msg = (f"--speculative-algorithm NEXTN is an alias: SGLang runs its EAGLE worker with the target checkpoint "
-                   f"as its own draft (draft architecture -> {chain}); {how}")
+        how = "logged rewrite" if logged else "silent rewrite (no log line)"
+        if to == ("EAGLE",):  # one line: the rationale is in `mtp-audit explain MTP101`, the class list in detail
+            msg = f"--speculative-algorithm NEXTN is an alias of EAGLE, draft = the target checkpoint (architecture -> {chain}); {how}"
         else:
             msg = f"--speculative-algorithm NEXTN is rewritten to {', '.join(to)} when {r['condition'] or 'always'}; {how}"
-        out.append(BY_ID["MTP101"].finding(msg, location_of(r["location"]), evidence=ev))
+        out.append(BY_ID["MTP101"].finding(msg, location_of(r["location"]), evidence=ev,
+                                           detail=chain_detail if to == ("EAGLE",) else ""))
     for d in facts["draft_model_path_fills"]:
         out.append(BY_ID["MTP105"].finding(
             f"speculative_draft_model_path defaults to the target model ({d['kind']}: {d['value']})",

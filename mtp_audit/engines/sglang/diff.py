@@ -212,6 +212,9 @@ def diff_sglang(old_report: Report | dict[str, Any], new_report: Report | dict[s
     summary["changes"] = len(findings)
     facts["summary"] = summary
     name = f"{old.get('version') or 'old'} -> {new.get('version') or 'new'}"
+    kinds = sorted({f.rule_id for f in findings})
+    facts["answer"] = [f"{len(findings)} change(s) from SGLang {old.get('version') or 'old'} to {new.get('version') or 'new'}"
+                       + (f" ({', '.join(kinds)})" if kinds else ""), *(new.get("answer") or [])[:1]]
     from mtp_audit.engines.sglang.rules import RULES
 
     return Report.build("sglang", name, findings=base_findings + findings, gaps=gaps, facts=facts, rule_ids=[r.id for r in RULES])

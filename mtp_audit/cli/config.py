@@ -1,0 +1,217 @@
+"""Where the settings come from: ``--config FILE``, else the nearest ``pyproject.toml`` with a
+``[tool.mtp-audit]`` table found by walking up from the current directory (as ruff and black do),
+else the defaults. The settings model and its rules are in :mod:`mtp_audit.report.settings`.
+
+Also the options every audit command shares for them: ``--config``, ``--ignore RULE`` and
+``-v/--verbose`` (their values go to ``click.Context.meta``, so command signatures stay unchanged).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from mtp_audit.errors import InputError
+
+if TYPE_CHECKING:  # the settings model is imported when a command runs, not for `mtp-audit --help`
+    from mtp_audit.report.settings import Resolved, Settings
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: ``click.Context.meta`` keys.
+META_SETTINGS = "mtp_audit.settings"
+META_IGNORES = "mtp_audit.ignore"
+META_VERBOSE = "mtp_audit.verbose"
+META_CONFIG_DIR = "mtp_audit.config_dir"
+
+#: The table name in pyproject.toml.
+TABLE = "mtp-audit"
+
+
+def _toml() -> Any:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
+    return tomllib
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    """Parse ``path``.
+
+    Raises:
+        InputError: unreadable, not UTF-8 or not TOML.
+    """
+    toml = _toml()
+    try:
+        with open(path, "rb") as fh:
+            return toml.load(fh)
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise InputError(str(path), "is not UTF-8 text") from None
+    except toml.TOMLDecodeError as exc:
+        raise InputError(str(path), f"invalid TOML: {exc}") from None
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest ``pyproject.toml`` at or above ``start`` that has a ``[tool.mtp-audit]`` table
+    (files without one are passed over, as ruff does), or None.
+
+    Raises:
+        InputError: a pyproject.toml that names ``tool.mtp-audit`` but is not valid TOML.
+    """
+    here = start.resolve()
+    for folder in (here, *here.parents):
+        candidate = folder / "pyproject.toml"
+        try:
+            if not candidate.is_file() or TABLE.encode() not in candidate.read_bytes():
+                continue
+        except OSError:
+            continue
+        if TABLE in (_read_toml(candidate).get("tool") or {}):
+            return candidate
+    return None
+
+
+def _known_rules() -> set[str]:
+    from mtp_audit.report.rules import all_rules
+
+    return {r.id for r in all_rules()}
+
+
+def load_settings(path: Path, *, explicit: bool) -> Settings:
+    """Settings from ``path``: its ``[tool.mtp-audit]`` table; a ``--config`` file (``explicit``) that
+    is not a pyproject.toml may instead hold the keys at its top level.
+
+    Raises:
+        InputError: unreadable or invalid TOML, a pyproject.toml without the table, or any
+            :class:`~mtp_audit.report.settings.SettingsError` (one line naming the file and the key).
+    """
+    from mtp_audit.report.settings import SettingsError, parse_settings
+
+    doc = _read_toml(path)
+    tool = doc.get("tool")
+    if isinstance(tool, dict) and TABLE in tool:
+        table, prefix = tool[TABLE], f"tool.{TABLE}"
+        if not isinstance(table, dict):
+            raise InputError(str(path), f"tool.{TABLE}: expected a table")
+    elif explicit and path.name != "pyproject.toml":
+        table, prefix = doc, ""
+    else:
+        raise InputError(str(path), f"has no [tool.{TABLE}] table")
+    try:
+        return parse_settings(table, source=path.name, prefix=prefix, known_rules=_known_rules())
+    except SettingsError as exc:
+        raise InputError(str(path), str(exc)) from None
+
+
+def _config_callback(ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path | None:
+    from mtp_audit.report.settings import Settings
+
+    if value is not None:
+        if not value.is_file():
+            raise InputError(str(value), "no such file" if not value.exists() else "is not a file")
+        found: Path | None = value
+    else:
+        found = find_pyproject(Path.cwd())
+    settings = load_settings(found, explicit=value is not None) if found is not None else Settings()
+    ctx.meta[META_SETTINGS] = settings
+    ctx.meta[META_CONFIG_DIR] = found.resolve().parent if found is not None else None
+    return value
+
+
+def _ignore_callback(ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    from mtp_audit.report.settings import Ignore
+
+    ignores = []
+    known = _known_rules() if value else set()
+    for raw in value:
+        rule, _, reason = raw.partition("=")
+        rule = rule.strip().upper()
+        if rule not in known:
+            raise InputError(f"--ignore {raw}", f"unknown rule {rule or '(empty)'} (see 'mtp-audit rules')")
+        ignores.append(Ignore(rule, reason.strip(), "--ignore"))
+    ctx.meta[META_IGNORES] = tuple(ignores)
+    return value
+
+
+def _verbose_callback(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    ctx.meta[META_VERBOSE] = bool(value)
+    return value
+
+
+def config_options(func: F) -> F:
+    """Add ``--config FILE``, ``--ignore RULE[=REASON]`` (repeatable) and ``-v/--verbose``."""
+    func = click.option("--verbose", "-v", is_flag=True, expose_value=False, callback=_verbose_callback,
+                        help="Also print evidence, details, fixes, ignored findings, the closing answer and the facts.")(func)
+    func = click.option("--ignore", "ignore_rules", multiple=True, metavar="RULE[=REASON]", expose_value=False,
+                        callback=_ignore_callback,
+                        help="Ignore a rule's findings (repeatable): still listed with -v and counted, never failing.")(func)
+    func = click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                        expose_value=False, callback=_config_callback, is_eager=True,
+                        help="Settings file (default: the nearest pyproject.toml with [tool.mtp-audit], "
+                             "searched upwards from the current directory).")(func)
+    return func
+
+
+def _target_names(report: Any, config_dir: Path | None) -> list[str]:
+    """What an override's ``target`` glob is compared with: each target's name, its first word (a
+    sglang target is shown as ``"x.whl (sglang 0.5.9)"``), the command's own arguments (``--model-path
+    X``, a ``--sglang`` wheel), and each of these that is a local path relative to the folder of the
+    settings file and to the current directory."""
+    names = [t.name for t in report.targets] + [t.name.split(" (")[0] for t in report.targets]
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        for key, value in ctx.params.items():
+            if key == "output":
+                continue
+            values = value if isinstance(value, (list, tuple)) else (value,)
+            names += [os.fspath(v) for v in values if isinstance(v, (str, os.PathLike))]
+    out: list[str] = []
+    for name in names:
+        out.append(name)
+        try:
+            if not name or name.startswith("-") or not os.path.lexists(name):
+                continue
+            real = Path(name).resolve()
+        except (OSError, ValueError, RuntimeError):
+            continue
+        for base in (config_dir, Path.cwd().resolve()):
+            if base is not None and (real == base or base in real.parents):
+                out.append(real.relative_to(base).as_posix())
+    return list(dict.fromkeys(out))
+
+
+def settings_for(report: Any, cli_fail_on: str | None) -> Resolved:
+    """The settings that apply to ``report`` under the running command (``--config`` / discovered
+    file, ``--ignore``, ``--fail-on``), with today's date for expiries. Expired ignores are not applied
+    (:func:`warn_expired` says so)."""
+    from mtp_audit.report.settings import Settings, resolve
+
+    ctx = click.get_current_context(silent=True)
+    meta = ctx.meta if ctx is not None else {}
+    settings: Settings = meta.get(META_SETTINGS) or Settings()
+    resolved = resolve(settings, _target_names(report, meta.get(META_CONFIG_DIR)), today=datetime.date.today(),
+                       cli_fail_on=cli_fail_on, cli_ignores=meta.get(META_IGNORES, ()))
+    return resolved
+
+
+def warn_expired(resolved: Resolved) -> None:
+    """One stderr line per expired ignore (``mtp-audit: warning: <file>: ...``); called once the report is
+    written, so a usage error still leaves a single stderr line."""
+    for ig in resolved.expired:
+        click.echo(f"mtp-audit: warning: {ig.source}: the ignore of {ig.rule_id} expired on {ig.expires} and no longer "
+                   f"applies (reason was: {ig.reason})", err=True)
+
+
+def verbose() -> bool:
+    """Whether ``-v/--verbose`` was given to the running command."""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.meta.get(META_VERBOSE))

@@ -1,0 +1,72 @@
+"""Progress of long work (hub shard headers, large SGLang trees) on stderr, on a terminal only.
+
+The bar is click's (``click.progressbar``): click is already a dependency, renders nothing when its
+file is not a terminal, and needs no code of ours for the drawing, so no second progress library
+(tqdm) is added to the runtime dependencies. It is imported only when a bar is shown, which keeps
+``import mtp_audit`` and ``mtp-audit --help`` free of it.
+
+Shown only when stderr is a terminal, ``CI`` is unset and ``MTP_AUDIT_NO_PROGRESS`` is unset: CI logs,
+pipes, files and tests never see control characters, and stdout (the report) is never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Any
+
+
+def enabled() -> bool:
+    """Whether a progress bar may be drawn now (see the module docstring)."""
+    if os.environ.get("CI") or os.environ.get("MTP_AUDIT_NO_PROGRESS"):
+        return False
+    try:
+        return bool(sys.stderr is not None and sys.stderr.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+class Progress:
+    """A bar of ``total`` steps labelled ``mtp-audit: <label>``; :meth:`step` is thread-safe.
+
+    Use as a context manager or call :meth:`close`. With ``total < min_total`` or :func:`enabled`
+    false it draws nothing and costs a lock per step.
+    """
+
+    def __init__(self, total: int, label: str, *, min_total: int = 2) -> None:
+        self.total = total
+        self.done = 0
+        self._lock = threading.Lock()
+        self._bar: Any = None
+        if total >= min_total and enabled():
+            import click
+
+            self._bar = click.progressbar(length=total, label=f"mtp-audit: {label}", file=sys.stderr, show_eta=False,
+                                          show_percent=False, show_pos=True)
+            self._bar.__enter__()
+
+    @property
+    def shown(self) -> bool:
+        """Whether a bar is being drawn."""
+        return self._bar is not None
+
+    def step(self, n: int = 1) -> None:
+        """Advance by ``n`` steps."""
+        with self._lock:
+            self.done += n
+            if self._bar is not None:
+                self._bar.update(n)
+
+    def close(self) -> None:
+        """Finish the bar (it stays as one completed line on the terminal); idempotent."""
+        with self._lock:
+            if self._bar is not None:
+                self._bar.__exit__(None, None, None)
+                self._bar = None
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
