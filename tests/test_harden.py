@@ -116,11 +116,17 @@ def test_compare_protects_both_sides(work: Path, capsys: pytest.CaptureFixture[s
 
 
 def test_sglang_baseline_is_protected(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    Path("base.json").write_text("{}")
-    assert main(["sglang", str(work / "nowhere"), "--baseline", "base.json", "-o", "base.json"]) == 2
+    (work / "tree" / "sglang" / "srt").mkdir(parents=True)
+    (work / "tree" / "sglang" / "srt" / "server_args.py").write_text("class ServerArgs:\n    speculative_algorithm: str = None\n")
+    assert main(["sglang", "tree", "-f", "json", "-o", "base.json"]) in (0, 1, 3)
     capsys.readouterr()
-    with pytest.raises(InputError, match="is the audited input base.json"):
-        check_outputs(["base.json"], {"--output": Path("base.json")})
+    before = Path("base.json").read_bytes()
+    assert main(["sglang", "tree", "--baseline", "base.json", "-o", "base.json"]) == 2
+    _one_error_line(capsys, "base.json: is the audited input base.json; refusing to write the report there")
+    assert Path("base.json").read_bytes() == before
+    assert main(["sglang", "tree", "-o", "tree/sglang/srt/server_args.py"]) == 2
+    _one_error_line(capsys, "tree/sglang/srt/server_args.py: would overwrite a file of the audited input tree; "
+                            "refusing to write the report there")
 
 
 def test_new_file_beside_the_inputs_and_devices_are_fine(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
