@@ -414,3 +414,17 @@ def test_mtp307_location_and_unaudited_checkpoint_fp4(work, monkeypatch, tmp_pat
     r = audit_launch(LS + ["--model-path", "nvidia/Qwen3.5-397B-A17B-NVFP4"], **args)
     s = r.facts["launch"]["summary"]
     assert s["checkpoint_fp4"] == "unknown (checkpoint not audited)" and s["verdict"] == "could not tell"
+
+
+def test_engine_is_passed_to_the_preflight(work, capsys, monkeypatch):
+    # default: the command starts SGLang, so the preflight's verdict is for SGLang
+    r = audit_launch(LS + ["--model-path", "qwen"], sglang=work / "sg", env_dump=work / "env.txt", cwd=work, environ={})
+    assert r.facts["preflight"]["summary"]["engine"] == "sglang"
+    # --engine vllm wins for the preflight verdict; the command's own engine is shown as the conflict
+    monkeypatch.chdir(work)
+    rc = main(["launch", "--engine", "vllm", "--sglang", "sg", "--env-dump", "env.txt", "-f", "json", "--", *LS, "--model-path", "qwen"])
+    data = json.loads(capsys.readouterr().out)
+    eng = data["facts"]["preflight"]["engine"]
+    assert rc == 0  # the SM120 stack of env.txt runs the FP4 kernels for either engine
+    assert eng["engine"] == "vllm" and eng["how"] == "explicit"
+    assert eng["conflicts"][0] == "launch command 'python -m sglang.launch_server' says SGLang, but the verdict is for vLLM (--engine vllm)"

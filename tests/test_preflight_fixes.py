@@ -69,8 +69,8 @@ def test_dumps_of_one_machine_still_merge():
 def test_non_sglang_launch_is_one_line_exit_2(capsys):
     rc, out, err = run_cli(["preflight", "--env-dump", str(E / "sglang-24834.txt"), "--", "ls", "-la"], capsys)
     assert rc == 2 and out == ""
-    assert err == ("mtp-audit: error: launch command: not an SGLang launch command: expected python -m sglang.launch_server … "
-                   "or sglang serve … (got 'ls -la')\n")
+    assert err == ("mtp-audit: error: launch command: not an SGLang or vLLM launch command: expected python -m sglang.launch_server …, "
+                   "sglang serve …, vllm serve … or python -m vllm.entrypoints.openai.api_server … (got 'ls -la')\n")
 
 
 # --- 2. a flag the installed SGLang lacks is not "not capable" ------------------------------------
@@ -157,8 +157,8 @@ def test_unknown_option_without_table_is_named_in_a_gap(capsys):
 def test_one_verdict_line_for_eight_identical_b200(capsys):
     rc, out, _ = run_cli(["preflight", "--env-dump", str(E / "sglang-18943.txt")], capsys)
     lines = [ln for ln in out.splitlines() if "MTP228" in ln]
-    assert lines == ["cuda:0-7: MTP228 info: GPUs 0-7 (NVIDIA B200, compute capability 10.0): native FP4 capable — "
-                     "SM100 has FP4 tensor cores and no blocking problem was found in the stack"]
+    assert lines == ["cuda:0-7: MTP228 info: GPUs 0-7 (NVIDIA B200, compute capability 10.0): native FP4 capable on SGLang "
+                     "(version unknown) — SM100 has FP4 tensor cores and no blocking problem was found in the stack"]
     after = out.splitlines()[out.splitlines().index(lines[0]) + 1]
     assert not after.strip().startswith("fix:")  # nothing to fix on a capable verdict
     assert rc == 0
@@ -168,7 +168,8 @@ def test_not_capable_verdict_names_the_errors_to_fix():
     r = preflight(env_dumps=[E / "pytorch-150733.txt"], use_sglang_analyzer=False)
     [v] = [f for f in r.findings if f.rule_id == "MTP228"]
     assert v.location.symbol == "cuda:0"
-    assert v.message == "GPU 0 (NVIDIA GeForce RTX 5090 D, compute capability 12.0): native FP4 not capable — blocked by MTP203 (see those findings)"
+    assert v.message == ("GPU 0 (NVIDIA GeForce RTX 5090 D, compute capability 12.0): native FP4 not capable on SGLang (version unknown) "
+                         "(assumed) — blocked by MTP203 (see those findings)")
     assert v.remediation == "resolve MTP203 (error findings above); see the gaps below"
 
 
@@ -181,8 +182,8 @@ def test_mixed_gpus_get_one_group_each(tmp_path):
                                         "GPU 0,1: NVIDIA B200\nGPU 2: NVIDIA H200\nGPU 0,1 Compute Capability: 10.0\nGPU 2 Compute Capability: 9.0"))
     r = preflight(env_dumps=[p], use_sglang_analyzer=False)
     msgs = sorted(f.message.split(" — ")[0] for f in r.findings if f.rule_id == "MTP228")
-    assert msgs == ["GPU 2 (NVIDIA H200, compute capability 9.0): native FP4 not capable",
-                    "GPUs 0-1 (NVIDIA B200, compute capability 10.0): native FP4 not capable"]
+    assert msgs == ["GPU 2 (NVIDIA H200, compute capability 9.0): native FP4 not capable on SGLang 0.5.9",
+                    "GPUs 0-1 (NVIDIA B200, compute capability 10.0): native FP4 not capable on SGLang 0.5.9"]
 
 
 # --- 4. the facts summary shows the requested backend --------------------------------------------

@@ -169,9 +169,19 @@ def test_sglang_analyzer_facts_are_used(tmp_path, monkeypatch):
     assert r.facts["preflight"]["summary"]["flag_semantics"] == "sglang analyzer (installed sglang)"
 
 
-def test_launch_not_sglang_is_an_input_error(tmp_path):
+def test_launch_of_no_known_engine_is_an_input_error(tmp_path):
     dump = write(tmp_path, "env.txt", env())
     with pytest.raises(InputError) as exc:
-        preflight(env_dumps=[dump], launch=["vllm", "serve", "m", "--quantization", "modelopt_fp4"], use_sglang_analyzer=False)
-    assert "not an SGLang launch command: expected python -m sglang.launch_server" in str(exc.value)
-    assert "(got 'vllm serve m')" in str(exc.value)
+        preflight(env_dumps=[dump], launch=["trtllm-serve", "m", "--backend", "pytorch"], use_sglang_analyzer=False)
+    assert "not an SGLang or vLLM launch command: expected python -m sglang.launch_server" in str(exc.value)
+    assert "(got 'trtllm-serve m --backend')" in str(exc.value)
+
+
+def test_vllm_launch_is_accepted_with_vllm_semantics(tmp_path):
+    # a vLLM command on an SGLang check_env dump: the launch names the engine; the dump's engine is a conflict
+    dump = write(tmp_path, "env.txt", env())
+    r = preflight(env_dumps=[dump], launch=["vllm", "serve", "m", "--quantization", "modelopt_fp4"], use_sglang_analyzer=False)
+    assert r.facts["preflight"]["engine"]["engine"] == "vllm"
+    (c,) = r.facts["preflight"]["engine"]["conflicts"]
+    assert c.startswith("env dump: ") and "sglang-check-env format" in c
+    assert c.endswith(" says SGLang, but the verdict is for vLLM (launch command 'vllm serve m')")

@@ -47,8 +47,8 @@ def test_preflight_message_is_one_line_and_detail_is_verbose(capsys) -> None:
     m200 = next(ln for ln in lines if " MTP200 " in ln)
     assert len(m200) == 198 and m200.endswith("falls back to Marlin W4A16 (4-bit weights, BF16 math)")
     # MTP228 names the verdict, it does not repeat MTP200's message
-    assert lines[3] == ("cuda:0: MTP228 info: GPU 0 (NVIDIA H200, compute capability 9.0): native FP4 not capable — SM90 has no "
-                        "FP4 tensor-core instructions (FP8 is the narrowest)")
+    assert lines[3] == ("cuda:0: MTP228 info: GPU 0 (NVIDIA H200, compute capability 9.0): native FP4 not capable on SGLang (version "
+                        "unknown) (assumed) — SM90 has no FP4 tensor-core instructions (FP8 is the narrowest)")
     rc, lines = run(capsys, ["preflight", "--facts", str(H200), "-v"])
     detail = next(ln for ln in lines if ln.startswith("    detail: "))
     assert "Marlin W4A16 (--fp4-gemm-backend marlin --moe-runner-backend marlin" in detail and "Cost: no FP4 tensor-core math" in detail

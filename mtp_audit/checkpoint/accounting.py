@@ -7,6 +7,7 @@ Format detection follows ``../shared/research/checkpoint_formats.md`` §4 (sibli
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from typing import Any
@@ -217,6 +218,20 @@ def mtp_bytes(facts: CheckpointFacts) -> dict[str, Any]:
     if promised:
         out["basis"] = "expected layout from config (no tensors inspected)"
     return out
+
+
+#: MTP tensor names that belong to the attention block (SGLang shards these over the attention-TP group,
+#: ``tp_size / dp_size`` with DP attention, ``layers/dp_attention.py`` 0.5.9 :234 ``attn_tp_size = tp_size //
+#: attn_dp_size // attn_cp_size``); every other MTP tensor is split over the whole TP group or replicated.
+ATTENTION_PARTS = re.compile(r"\.(self_attn|attn|attention|linear_attn|mla_attn)\.")
+
+
+def mtp_attention_bytes(facts: CheckpointFacts) -> int | None:
+    """Bytes of the MTP tensors of the attention block (names matching :data:`ATTENTION_PARTS`), read from
+    the safetensors headers; ``None`` when some MTP tensor's header was not read (no estimate is made)."""
+    if not facts.mtp or not all(n in facts.infos for n in facts.mtp):
+        return None
+    return sum(facts.infos[n].nbytes for n in facts.mtp if ATTENTION_PARTS.search(n))
 
 
 def human_bytes(n: int) -> str:

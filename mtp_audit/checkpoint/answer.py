@@ -14,6 +14,7 @@ from typing import Any
 
 from mtp_audit.checkpoint import rules as R
 from mtp_audit.checkpoint.accounting import (
+    mtp_attention_bytes,
     expert_facts,
     linear_formats,
     mtp_bytes,
@@ -54,6 +55,7 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
     scale_tensors = sorted(n for n in facts.mtp if split_param(n)[1] in SCALE_SUFFIXES)
     experts = expert_facts(facts)
     nbytes = mtp_bytes(facts)
+    attn_bytes = mtp_attention_bytes(facts)
     total_bytes = sum(h.data_bytes for h in facts.headers.values()) if facts.headers else None
     errors = [f for f in findings if f.severity.label == "error"]
     blocking = [f.rule_id for f in errors if f.rule_id in R.BLOCKS_MTP]
@@ -113,6 +115,7 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
             "format_inferred": inferred,
             "experts": experts,
             "bytes": nbytes,
+            "attention_bytes": attn_bytes,
             "shards": sorted({s for n in facts.mtp if (s := facts.tensors.get(n))}),
         },
         "trunk": {"format": trunk_state, "format_modules": trunk_counts, "tensors": len(facts.tensors) - len(facts.mtp)},

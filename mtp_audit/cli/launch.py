@@ -23,10 +23,12 @@ from mtp_audit.cli.kit import emit, output_options
 @click.option("--env", "env_pairs", multiple=True, metavar="KEY=VALUE",
               help="Environment variable of the launch (repeatable); applied after the current environment and after "
                    "KEY=VALUE written before the program.")
+@click.option("--engine", type=click.Choice(["sglang", "vllm"]), default=None,
+              help="Serving engine the preflight verdict is for (default: the engine the command starts; a disagreement is shown as evidence).")
 @output_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, env_dumps: tuple[Path, ...], facts_file: Path | None,
-           env_pairs: tuple[str, ...], fmt: str, output: Path | None, fail_on: str, command: tuple[str, ...]) -> int:
+           env_pairs: tuple[str, ...], engine: str | None, fmt: str, output: Path | None, fail_on: str, command: tuple[str, ...]) -> int:
     """Will this SGLang launch command, on this machine, use the MTP heads and run the FP4 kernels?
 
     \b
@@ -56,7 +58,7 @@ def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, env_dump
     old = sglang_targets[0] if sglang_targets else None
     new = sglang_targets[1] if len(sglang_targets) == 2 else compare_sglang
     report = audit_launch(list(command), sglang=old, compare_sglang=new, env_dump=list(env_dumps) or None,
-                          facts=facts_file, env=env)
+                          facts=facts_file, env=env, engine=engine)
     from mtp_audit.cli.kit import installed_package_folder
 
     # without --sglang the installed sglang is audited: its files are inputs too

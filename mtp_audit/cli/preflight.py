@@ -19,16 +19,20 @@ from mtp_audit.cli.kit import emit, output_options
               help="Write the collected machine facts (JSON) to FILE ('-': stdout) for later --facts replays.")
 @click.option("--probe", is_flag=True, help="Run one tiny FP4 GEMM on GPU 0 against a BF16 reference (needs torch and a GPU; time-boxed).")
 @click.option("--import-torch", is_flag=True, help="Import torch (in a child process) to read its arch list; off by default.")
+@click.option("--engine", type=click.Choice(["sglang", "vllm"]), default=None,
+              help="Serving engine the verdict is for (default: detected from the launch command or the dump; SGLang when nothing names one).")
+@click.option("--no-nvml", is_flag=True, help="Read the GPUs with nvidia-smi even when NVML (nvidia-ml-py) is importable (also: MTP_AUDIT_NO_NVML=1).")
 @click.option("--timeout", type=click.FloatRange(0.1, 600), default=10.0, show_default=True, help="Seconds allowed for each external command (nvidia-smi, nvcc).")
 @output_options
 @click.argument("launch", nargs=-1, type=click.UNPROCESSED)
 def preflight(env_dumps: tuple[Path, ...], facts_file: Path | None, save_facts: Path | None, probe: bool, import_torch: bool,
-              timeout: float, fmt: str, output: Path | None, fail_on: str, launch: tuple[str, ...]) -> int:
+              engine: str | None, no_nvml: bool, timeout: float, fmt: str, output: Path | None, fail_on: str, launch: tuple[str, ...]) -> int:
     """Can this GPU stack run the FP4 (NVFP4/MXFP4) kernels of the intended launch?
 
     \b
     mtp-audit preflight
     mtp-audit preflight --env-dump check_env.txt
+    mtp-audit preflight --env-dump collect_env.txt -- vllm serve ./ckpt --quantization modelopt_fp4 --moe-backend flashinfer_cutlass -tp 8
     mtp-audit preflight -- python -m sglang.launch_server --model-path ./ckpt --quantization modelopt_fp4 \\
         --fp4-gemm-backend flashinfer_cudnn --moe-runner-backend flashinfer_cutlass --tp 8
     """
@@ -40,7 +44,8 @@ def preflight(env_dumps: tuple[Path, ...], facts_file: Path | None, save_facts: 
     if env_dumps and facts_file:
         raise InputError("--facts", "use either --facts or --env-dump, not both")
     report = run(env_dumps=env_dumps, facts_file=facts_file, launch=list(launch) if launch else None,
-                 probe=probe, import_torch=import_torch, timeout=timeout)
+                 probe=probe, import_torch=import_torch, timeout=timeout,
+                 use_nvml=False if no_nvml else None, engine=engine)
     pf = report.facts["preflight"]
     if probe and pf.get("probe"):
         p = pf["probe"]

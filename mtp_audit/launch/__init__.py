@@ -29,6 +29,7 @@ def audit_launch(
     env: Mapping[str, str] | None = None,
     environ: Mapping[str, str] | None = None,
     cwd: Path | None = None,
+    engine: str | None = None,
 ) -> Report:
     """Audit one SGLang launch command on one machine with one (or, diffing, two) SGLang versions.
 
@@ -48,6 +49,10 @@ def audit_launch(
         environ: the current environment (default ``os.environ``); only variables SGLang reads are used.
         cwd: folder that relative ``--model-path`` / ``--speculative-draft-model-path`` are resolved
             against (default: the current directory).
+        engine: ``"sglang"`` / ``"vllm"`` (``--engine``), passed to the preflight, whose verdict it names (it wins over
+            the engine the command starts; a disagreement is shown as evidence on MTP228). A vLLM command itself is
+            parsed for the preflight by :func:`mtp_audit.preflight.launch.parse_launch` (the vLLM launch analysis is
+            built in the vLLM analyzer branch).
 
     Returns:
         The merged report; ``facts["launch"]["summary"]`` has the headline of "what will happen"
@@ -69,7 +74,7 @@ def audit_launch(
         from mtp_audit.errors import InputError
 
         raise InputError("--env-dump/--facts", "use one machine source: --env-dump, or --facts")
-    machine = Machine(tuple(Path(p) for p in dumps), Path(facts) if facts else None, machine_facts)
+    machine = Machine(tuple(Path(p) for p in dumps), Path(facts) if facts else None, machine_facts, engine)
     here = Path(cwd) if cwd is not None else Path.cwd()
     envmap = dict(os.environ) if environ is None else dict(environ)
 
@@ -84,7 +89,7 @@ def audit_launch(
                          checkpoints=checkpoints)
     extra_findings = []
     facts_out: dict[str, Any] = {k: ev.outcome[k] for k in ("summary", "answer", "closing", "compare", "verdict", "corrected_command", "changed_flags",
-                                                              "speculative", "draft", "command", "env")}
+                                                              "speculative", "draft", "parallel", "command", "env")}
     name = shell_join(toks)
     if compare_sglang is not None:
         sg_old, gap_old = sg_of(sglang)
@@ -109,3 +114,4 @@ def audit_launch(
     launch = Report.build("launch", name, findings=ev.ctx.findings + extra_findings, gaps=ev.ctx.gaps, facts=facts_out,
                           rule_ids=[r.id for r in RULES])
     return launch.merge(*ev.reports)
+

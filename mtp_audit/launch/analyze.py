@@ -5,7 +5,7 @@ Inputs flow through the analyzers' public functions only: :func:`mtp_audit.engin
 :func:`mtp_audit.checkpoint.audit_checkpoint` (architecture, MTP tensors, their dtype and bytes,
 quantization) and :func:`mtp_audit.preflight.preflight` (GPUs, capability, memory, effective FP4
 backends after this SGLang version's ``auto`` resolution, its MTP2xx findings). The checks here
-(MTP300-MTP310, :mod:`mtp_audit.launch.rules`) are the ones no single analyzer can make.
+(MTP300-MTP312, :mod:`mtp_audit.launch.rules`) are the ones no single analyzer can make.
 """
 
 from __future__ import annotations
@@ -191,6 +191,7 @@ def resolve_draft(ctx: Ctx) -> None:
         d["mtp_dtypes"] = mtp.get("dtypes") or {}
         d["mtp_bytes"] = (mtp.get("bytes") or {}).get("value", s.get("mtp_bytes"))
         d["mtp_bytes_estimated"] = (mtp.get("bytes") or {}).get("estimated", s.get("mtp_bytes_estimated"))
+        d["mtp_attention_bytes"] = mtp.get("attention_bytes")
         d["mode"] = s.get("mode")
     if arch is None or not sg:
         return
@@ -359,28 +360,140 @@ def check_draft_elsewhere(ctx: Ctx) -> None:
             remediation="drop --speculative-draft-model-path to draft with the target's own MTP heads, or keep it if this draft is intended")
 
 
+def resolve_gpus(ctx: Ctx) -> None:
+    """Set ``ctx.visible``: the preflight's GPUs as this launch's processes see them.
+
+    A ``CUDA_VISIBLE_DEVICES`` written before the program or given with ``--env`` is applied to every GPU
+    the driver listed (``MachineFacts.all_gpus``); otherwise the preflight's list stands (a live collection
+    has already applied this process's own ``CUDA_VISIBLE_DEVICES``). ``CUDA_DEVICE_ORDER`` is read the
+    same way. See :func:`mtp_audit.preflight.visible.cuda_visible` for the rules (CUDA docs).
+    """
+    from mtp_audit.preflight.facts import MachineFacts
+    from mtp_audit.preflight.visible import Visibility, cuda_visible
+
+    raw = (ctx.pf or {}).get("machine")
+    try:
+        machine = MachineFacts.from_dict(raw) if raw else None
+    except ValueError:
+        machine = None
+    if machine is None:
+        return
+    src = ctx.env_source.get("CUDA_VISIBLE_DEVICES")
+    if src in ("command", "--env"):
+        order = ctx.env.get("CUDA_DEVICE_ORDER") or machine.env.get("CUDA_DEVICE_ORDER")
+        ctx.visible = cuda_visible(machine.all_gpus, ctx.env["CUDA_VISIBLE_DEVICES"], source=src, device_order=order)
+    else:
+        vis = machine.env.get("CUDA_VISIBLE_DEVICES")
+        note = tuple(n for n in machine.notes if n.startswith("CUDA_VISIBLE_DEVICES="))
+        ctx.visible = Visibility(machine.gpus, vis, "environment" if vis is not None else "", notes=note)
+
+
+def _gpu_list(gpus: Sequence[Any]) -> str:
+    if not gpus:
+        return "none"
+    names: dict[str, list[str]] = {}
+    for g in gpus:
+        names.setdefault(str(g.name.value) if g.name.present else "unnamed GPU", []).append(str(g.index))
+    return "; ".join(f"{n} x{len(ix)} (index {', '.join(ix)})" for n, ix in names.items())
+
+
+def check_gpus(ctx: Ctx) -> None:
+    """MTP311 (the command needs more GPUs than this node shows it) and MTP312 (parallel sizes SGLang
+    rejects at start-up). The layout is :func:`mtp_audit.launch.parallel.plan_sglang`."""
+    from mtp_audit.launch.parallel import SGLANG_SOURCES, plan_sglang
+    from mtp_audit.preflight.visible import nvidia_visible_note
+
+    plan = plan_sglang(ctx.cmd.get)
+    ctx.parallel = plan
+    if plan.invalid:
+        return  # a non-integer size is MTP300 (argparse "invalid int value")
+    where = next((o.option_string for o in ctx.cmd.options
+                  if o.flag in {ctx.cmd.names.get(n, n) for n in ("--tp-size", "--tensor-parallel-size")}), None) or "--model-path"
+    for key, msg in plan.problems:
+        ctx.add("MTP312", f"SGLang {ctx.sglang_version} refuses these parallel sizes at start-up: {msg}", where,
+                evidence=[Evidence("sizes", plan.formula), Evidence("enforced at", SGLANG_SOURCES[key])],
+                remediation=("make --ep-size a divisor of --tp-size (1 or --tp-size are always valid)" if key == "ep" else
+                             "make --tp-size a multiple of the DP size" if key == "dp_attention" else
+                             "make --tp-size x --pp-size a multiple of --nnodes" if key == "nnodes" else
+                             "use --enable-dp-attention for data parallelism across nodes, or one node"))
+    vis = ctx.visible
+    nv = nvidia_visible_note(ctx.env.get("NVIDIA_VISIBLE_DEVICES"), ctx.env_source.get("NVIDIA_VISIBLE_DEVICES", "environment")) \
+        if ctx.env_source.get("NVIDIA_VISIBLE_DEVICES") in ("command", "--env") else None
+    gl = (((ctx.pf or {}).get("machine") or {}).get("gpu_list") or {})
+    hides_all = vis is not None and vis.value is not None and not vis.value.strip()
+    if vis is None or (gl.get("value") is None and not hides_all):
+        why = gl.get("missing") or "no GPU listed"
+        if plan.needed > 1:
+            ctx.gap(f"the command needs {plan.needed} GPUs on this node ({plan.formula}) but the GPUs are unknown ({why})", blocking=True)
+        return
+    ev = [Evidence("needs", f"{plan.needed} visible CUDA device(s): {plan.formula}"),
+          Evidence("process placement", SGLANG_SOURCES["gpu_id"]),
+          Evidence("visible", f"{vis.count}: {_gpu_list(vis.gpus)}" + (f" + at most {len(vis.mig)} MIG device(s)" if vis.mig else ""))]
+    ev += [Evidence("CUDA_VISIBLE_DEVICES", n) for n in vis.notes]
+    if vis.value is None:
+        ev.append(Evidence("CUDA_VISIBLE_DEVICES", "unset: every GPU the driver lists is visible"))
+    if nv:
+        ev.append(Evidence("NVIDIA_VISIBLE_DEVICES", nv))
+    total = len(((ctx.pf or {}).get("machine") or {}).get("enumerated") or ((ctx.pf or {}).get("machine") or {}).get("gpus") or [])
+    if vis.count + len(vis.mig) < plan.needed:
+        wider = (f"widen CUDA_VISIBLE_DEVICES (the driver lists {total} GPUs)" if total >= plan.needed else
+                 f"run on a node with at least {plan.needed} GPUs")
+        fewer = f"lower --tp-size to {vis.count}" if vis.count and plan.tp > vis.count and plan.pp == 1 and plan.replicas == 1 else \
+            "lower the parallel sizes"
+        ctx.add("MTP311", f"the command needs {plan.needed} GPU(s) on this node ({plan.formula}) but {vis.count} "
+                f"{'is' if vis.count == 1 else 'are'} visible: SGLang starts one process per GPU and "
+                f"{'the first process' if vis.count == 0 else f'process {vis.count}'} fails with 'invalid device ordinal'",
+                where, evidence=ev, remediation=f"{fewer}, or {wider}")
+        return
+    if vis.count < plan.needed or not vis.exact:
+        ctx.gap(f"the command needs {plan.needed} GPU(s) on this node ({plan.formula}); {vis.count} whole GPU(s) are surely visible "
+                f"and the rest of CUDA_VISIBLE_DEVICES could not be matched to the GPUs listed ({'; '.join(vis.notes)})", blocking=True)
+        return
+    # enough GPUs: no finding; facts.launch.parallel and the "gpus" headline say what was checked
+
+
 def check_memory(ctx: Ctx) -> None:
-    """MTP307: bytes of the draft's MTP weights per GPU under ``--tp`` / ``--ep`` vs GPU memory."""
+    """MTP307: bytes of the draft's MTP weights per GPU vs GPU memory, split as SGLang shards them.
+
+    Per GPU = attention bytes / attention-TP (``tp / dp`` with DP attention: each DP group holds a whole
+    copy of the attention weights, ``layers/dp_attention.py`` 0.5.9 :234) + every other MTP byte / tp
+    (experts over ``ep x moe_tp = tp``; embedding and head vocab-parallel over tp). Approximate: norms,
+    the router and ``eh_proj``/``fc`` are replicated in SGLang but counted as split (< 1% of a MoE MTP
+    layer); without the safetensors headers the attention share is unknown and counted as split over tp.
+    """
+    from mtp_audit.launch.parallel import plan_sglang
+
     d = ctx.draft
     if not (d.get("uses_draft") and ctx.algo_runs_as in MTP_ALGORITHMS):
         return
     b = d.get("mtp_bytes")
     if not b:
         return
-    tp_s = ctx.cmd.get(*TP) or "1"
-    ep_s = ctx.cmd.get(*EP) or "1"
-    try:
-        tp, ep = max(1, int(tp_s)), max(1, int(ep_s))
-    except (TypeError, ValueError):
+    plan = ctx.parallel or plan_sglang(ctx.cmd.get)
+    if plan.invalid:
         return
-    per_gpu = b / tp
+    tp, ep = plan.tp, plan.ep
+    attn_tp = max(1, tp // plan.attn_dp)
+    attn = d.get("mtp_attention_bytes")
+    if isinstance(attn, int) and 0 <= attn <= b:
+        per_gpu = attn / attn_tp + (b - attn) / tp
+        split = (f"attention {fmt_bytes(attn)} over attention-TP {attn_tp}"
+                 + (f" (tp {tp} / DP attention {plan.attn_dp}: every DP group holds a whole copy)" if plan.attn_dp > 1 else "")
+                 + f"; the other {fmt_bytes(b - attn)} (experts over ep {ep} x moe-TP {tp // max(ep, 1)} = tp {tp}, "
+                 "embedding and head vocab-parallel) over tp; norms, router and fc/eh_proj counted as split though SGLang "
+                 "replicates them (< 1%)")
+    else:
+        per_gpu = b / tp
+        split = (f"all {fmt_bytes(b)} over tp {tp} (the attention share is unknown: safetensors headers not read"
+                 + (f"; with DP attention {plan.attn_dp} the attention part really sits on tp / {plan.attn_dp} = {attn_tp} GPUs, "
+                    "so this is an underestimate" if plan.attn_dp > 1 else "") + ")")
+    d["mtp_bytes_per_gpu"] = per_gpu
     gpus = ctx.gpus()
     mems = [g["memory_bytes"] for g in gpus if g["memory_bytes"]]
     dtypes = ", ".join(f"{k} {v:,}" for k, v in sorted((d.get("mtp_dtypes") or {}).items())) or "dtype not read"
     ev = [Evidence("MTP bytes", fmt_bytes(b) + (" (estimated)" if d.get("mtp_bytes_estimated") else "")),
-          Evidence("MTP tensors", dtypes), Evidence("--tp-size / --ep-size", f"{tp} / {ep}"),
-          Evidence("split", "attention over --tp-size; experts over --ep-size x MoE-TP = --tp-size (SGLang moe_tp_size = tp_size / ep_size); "
-                            "norms and router replicated (< 0.1%)")]
+          Evidence("MTP tensors", dtypes), Evidence("--tp-size / --ep-size / DP attention", f"{tp} / {ep} / {plan.attn_dp}"),
+          Evidence("split", split)]
     if not mems:
         why = next((g["memory_missing"] for g in gpus if g["memory_missing"]), None) or "no GPU listed"
         ctx.gap(f"GPU memory unknown ({why}); the draft's {fmt_bytes(per_gpu)} per GPU were not compared with it")
@@ -389,9 +502,9 @@ def check_memory(ctx: Ctx) -> None:
         return
     mem = min(mems)
     frac = per_gpu / mem
-    ev.append(Evidence("GPU memory (smallest GPU)", fmt_bytes(mem)))
-    if len(gpus) < tp:
-        ev.append(Evidence("GPUs seen by the preflight", str(len(gpus))))
+    ev.append(Evidence("GPU memory (smallest visible GPU)", fmt_bytes(mem)))
+    if len(gpus) < plan.needed:
+        ev.append(Evidence("GPUs visible", f"{len(gpus)} of the {plan.needed} needed (MTP311)"))
     mf = ctx.cmd.get(*MEM_FRACTION)
     if per_gpu > mem:
         sev, tail = Severity.ERROR, "more than a whole GPU: the draft cannot be loaded"
@@ -475,6 +588,15 @@ def check_env(ctx: Ctx) -> None:
         val = ctx.env[name]
         src = ctx.env_source.get(name, "")
         sym = f"env:{name}"
+        if name == "NVIDIA_VISIBLE_DEVICES" and src in ("command", "--env"):
+            from mtp_audit.preflight.visible import nvidia_visible_note
+
+            ctx.add("MTP309", f"{nvidia_visible_note(val, src)}: the GPUs this launch sees are not restricted by it", sym,
+                    evidence=[Evidence("read by", "the NVIDIA container runtime hook at container creation (NVIDIA Container Toolkit docs), "
+                                                  "not by CUDA or SGLang")],
+                    severity=Severity.WARNING, remediation="restrict GPUs with CUDA_VISIBLE_DEVICES, or set NVIDIA_VISIBLE_DEVICES "
+                                                           "where the container is created (docker run -e / the pod spec)")
+            continue
         if name not in reads:
             if _ENV_INTEREST.search(name):
                 ctx.add("MTP309", f"{name}={val} ({src}) is never read by SGLang {v}: it has no effect", sym,
@@ -530,7 +652,8 @@ def check_env(ctx: Ctx) -> None:
                     remediation="")
 
 
-CHECKS = (check_command, check_architecture, check_mtp_weights, check_draft_elsewhere, check_memory, check_quantization, check_env)
+CHECKS = (check_command, check_architecture, check_mtp_weights, check_draft_elsewhere, check_gpus, check_memory, check_quantization,
+          check_env)
 
 
 # --- one evaluation ------------------------------------------------------------------------------
@@ -591,7 +714,7 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
         if g is not None:
             draft_gaps.append(g)
     pf_report = preflight(env_dumps=list(machine.env_dumps), facts_file=machine.facts_file, facts=machine.facts,
-                          launch=normalized_argv(cmd), cwd=cwd, sglang_facts=sg, use_sglang_analyzer=False)
+                          launch=normalized_argv(cmd), cwd=cwd, sglang_facts=sg, use_sglang_analyzer=False, engine=machine.engine)
     reports.append(pf_report)
     if sg_report is not None:
         reports.insert(0, sg_report)
@@ -602,6 +725,7 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
         ctx.gap("the command was split heuristically (no SGLang option table): unknown or abbreviated flags were not checked", blocking=True)
     if any(o.flag == "--config" for o in cmd.options):
         ctx.gap("--config FILE: the options inside the config file were not read")
+    resolve_gpus(ctx)
     resolve_algorithm(ctx)
     if ctx.algo_requested is None and ck is not None:
         reports = [_mtp_errors_as_warnings(r) if r.targets and r.targets[0].analyzer == "checkpoint" else r for r in reports]

@@ -70,11 +70,13 @@ class Machine:
         env_dumps: environment dumps (``--env-dump``).
         facts_file: stored preflight facts (``--facts``).
         facts: an already-built :class:`~mtp_audit.preflight.facts.MachineFacts`.
+        engine: ``--engine`` for the preflight's verdict (``None``: detected).
     """
 
     env_dumps: tuple[Path, ...] = ()
     facts_file: Path | None = None
     facts: Any = None
+    engine: str | None = None
 
 
 @dataclass
@@ -104,6 +106,11 @@ class Ctx:
     #: the spelling-corrected command (misspelt flags, abbreviations, choice case fixed) and the ctx and
     #: findings of its own evaluation; ``None`` when the command has no spelling fix (see :func:`evaluate_launch`)
     respelled: tuple[list[str], "Ctx", list[Finding]] | None = None
+    #: the GPUs this launch's processes see (:func:`mtp_audit.launch.analyze.resolve_gpus`): a
+    #: :class:`~mtp_audit.preflight.visible.Visibility`, ``None`` until resolved
+    visible: Any = None
+    #: the command's parallel layout (:class:`mtp_audit.launch.parallel.ParallelPlan`), set by ``check_gpus``
+    parallel: Any = None
 
     def add(self, rule_id: str, message: str, symbol: str, *, evidence: Sequence[Evidence] = (),
             remediation: str | None = None, severity: Severity | None = None) -> None:
@@ -125,17 +132,21 @@ class Ctx:
 
     @property
     def cc(self) -> tuple[int, int] | None:
-        """Compute capability of GPU 0 as the preflight saw it."""
-        for g in ((self.pf or {}).get("machine") or {}).get("gpus", []):
-            v = (g.get("compute_capability") or {}).get("value")
-            if isinstance(v, (list, tuple)) and len(v) == 2:
-                return int(v[0]), int(v[1])
+        """Compute capability of the launch's CUDA device 0 (the first visible GPU; see :meth:`gpus`)."""
+        for g in self.gpus():
+            if g["cc"] is not None and len(g["cc"]) == 2:
+                return int(g["cc"][0]), int(g["cc"][1])
         return None
 
     def gpus(self) -> list[dict[str, Any]]:
-        """``[{"index", "name", "cc", "memory_bytes"}]`` from the preflight's machine facts."""
+        """``[{"index", "name", "cc", "memory_bytes", "memory_missing"}]`` of the GPUs the launch sees: the
+        preflight's machine facts after the launch's own ``CUDA_VISIBLE_DEVICES`` (:attr:`visible`), in
+        CUDA order."""
+        rows = ((self.pf or {}).get("machine") or {}).get("gpus", [])
+        if self.visible is not None:
+            rows = [g.to_dict() for g in self.visible.gpus]
         out = []
-        for g in ((self.pf or {}).get("machine") or {}).get("gpus", []):
+        for g in rows:
             cc = (g.get("compute_capability") or {}).get("value")
             out.append({"index": g.get("index"), "name": (g.get("name") or {}).get("value"),
                         "cc": tuple(cc) if isinstance(cc, (list, tuple)) else None,

@@ -97,10 +97,8 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
         dt = ", ".join(f"{k} {c:,}" for k, c in sorted((d.get("mtp_dtypes") or {}).items()))
         b = d.get("mtp_bytes") or 0
         tp = cmd.get(*TP) or "1"
-        try:
-            per = f", about {fmt_bytes(b / max(1, int(tp)))} per GPU under --tp-size {tp}" if b else ""
-        except ValueError:
-            per = ""
+        pg = d.get("mtp_bytes_per_gpu")
+        per = f", about {fmt_bytes(pg)} per GPU under --tp-size {tp}" if b and pg else ""
         mtp_line = f"{n:,} tensors" + (f" ({dt})" if dt else "") + (f", {fmt_bytes(b)}" if b else "") + per
     elif ctx.ck is not None and ctx.algo_requested is None:
         n = (ctx.ck.get("summary") or {}).get("mtp_tensors") or 0
@@ -112,6 +110,12 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
         gpu_line = f"{len(gpus)} x " + ", ".join(names)
     else:
         gpu_line = "none seen"
+    plan = ctx.parallel
+    vis = ctx.visible
+    if plan is not None and not plan.invalid:
+        gpu_line += f"; the command needs {plan.needed} ({plan.formula})"
+        if vis is not None and vis.value is not None:
+            gpu_line += f"; CUDA_VISIBLE_DEVICES={vis.value} ({vis.source})"
     fp4_gemm = _backend(pf, "fp4_gemm_backend", fp4, ctx.ck is not None)
     moe = _backend(pf, "moe_runner_backend", fp4, ctx.ck is not None)
     fp4_ckpt = fp4 or ("no" if ctx.ck is not None else "unknown (checkpoint not audited)")
@@ -208,6 +212,9 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
         "speculative": {"requested": ctx.algo_requested, "runs_as": ctx.algo_runs_as,
                         "remap": ctx.algo_remap, "conditional": ctx.algo_conditional},
         "draft": dict(d),
+        "parallel": None if plan is None else {**plan.to_dict(), "visible": None if vis is None else {
+            "count": vis.count, "gpus": [g.index for g in vis.gpus], "mig": list(vis.mig), "cuda_visible_devices": vis.value,
+            "source": vis.source or None, "exact": vis.exact, "notes": list(vis.notes)}},
         "command": cmd.to_dict(),
         "env": {k: {"value": ctx.env[k], "source": ctx.env_source.get(k)} for k in sorted(ctx.env)},
     }
@@ -222,6 +229,8 @@ def _fixed_by(f: Finding, changed: list[str], ctx: Any) -> bool:
     """Whether the corrected command addresses finding ``f`` (its remediation names a changed flag)."""
     if f.rule_id in ("MTP300", "MTP301"):
         return any(p.fix is not None for p in ctx.cmd.problems)
+    if f.rule_id in ("MTP311", "MTP312"):
+        return False  # the corrected command never changes parallel sizes (that changes the deployment)
     if f.rule_id == "MTP304":
         return bool(ctx.drop_prefixes) or any(ctx.cmd.flag_of(o) in changed for o in ("--speculative-draft-model-path", "--speculative-draft-model"))
     for c in changed:

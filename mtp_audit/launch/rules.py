@@ -1,4 +1,4 @@
-"""Launch cross-check rules MTP300-MTP310: documentation, sources and runnable examples.
+"""Launch cross-check rules MTP300-MTP312: documentation, sources and runnable examples.
 
 The checks live in :mod:`mtp_audit.launch.analyze` (and :mod:`mtp_audit.launch.outcome` for MTP310).
 Examples write a small SGLang package folder (``sg/sglang/...``, hand-written in the shape of SGLang
@@ -46,6 +46,11 @@ class ServerArgs:
     def add_cli_args(parser: argparse.ArgumentParser):
         parser.add_argument("--model-path", "--model", type=str, required=True, help="The model path.")
         parser.add_argument("--tensor-parallel-size", "--tp-size", type=int, default=ServerArgs.tp_size)
+        parser.add_argument("--pipeline-parallel-size", "--pp-size", type=int, default=1)
+        parser.add_argument("--data-parallel-size", "--dp-size", type=int, default=1)
+        parser.add_argument("--expert-parallel-size", "--ep-size", "--ep", type=int, default=1)
+        parser.add_argument("--enable-dp-attention", action="store_true")
+        parser.add_argument("--nnodes", type=int, default=1)
         parser.add_argument("--trust-remote-code", action="store_true")
         parser.add_argument("--mem-fraction-static", type=float, default=None)
         parser.add_argument("--quantization", type=str, default=None, choices=["fp8", "modelopt", "modelopt_fp4", "mxfp4"])
@@ -299,6 +304,48 @@ RULES: tuple[Rule, ...] = (
       (Example(True, lambda: _files(new=True, arch="Qwen3_5MoeForCausalLM"), _NEXTN,
                "the new version maps the text-only architecture to its MTP class"),
        Example(False, lambda: _files(arch="Qwen3_5MoeForCausalLM"), _NEXTN, "one version only: nothing to compare"))),
+)
+
+_PARALLEL_SOURCES = ("sglang 0.5.9 sglang/srt/entrypoints/engine.py:942 and 0.5.23 :938 (gpu_id = base_gpu_id + ...)",
+                     "sglang 0.5.9 sglang/srt/managers/data_parallel_controller.py:246 and 0.5.23 :445 (one replica after another)",
+                     "sglang 0.5.9 sglang/srt/server_args.py:2116 (DP attention: tp_size % dp_size == 0)",
+                     "CUDA C++ Programming Guide, CUDA Environment Variables: CUDA_VISIBLE_DEVICES",
+                     "NVIDIA Container Toolkit docs (docker-specialized): NVIDIA_VISIBLE_DEVICES is read at container creation")
+
+RULES = RULES + (
+    R("MTP311", "too-few-gpus", E, "The command needs more GPUs than this node shows it",
+      "Computes the GPUs one node of the launch uses from its parallel sizes the way SGLang places its processes "
+      "(mtp_audit.launch.parallel.plan_sglang): --tp-size x --pp-size per replica; --dp-size replicas without DP attention "
+      "(GPUs = tp x pp x dp), none with --enable-dp-attention (dp divides tp, GPUs = tp x pp); --ep-size adds none; "
+      "--nnodes divides tp x pp; --base-gpu-id / --gpu-id-step move the highest GPU id. Compares that with the CUDA devices "
+      "visible: the preflight's GPUs after a CUDA_VISIBLE_DEVICES of the launch (indices, GPU-UUID prefixes, MIG devices; "
+      "an empty value or an invalid entry hides the rest, as CUDA does). NVIDIA_VISIBLE_DEVICES before the program is "
+      "reported as having no effect (only the container runtime reads it). A blocking gap when the GPUs are unknown or a "
+      "UUID/MIG entry cannot be matched.",
+      "SGLang starts one scheduler process per GPU and gives process k the CUDA device base_gpu_id + k x step; with "
+      "fewer devices than that the process fails after the model config is read ('invalid device ordinal' or a CUDA "
+      "error), often after minutes of start-up. MTP307's per-GPU memory is meaningless for GPUs that are not there.",
+      "Lower --tp-size (or --dp-size / --pp-size) to the GPUs you have, widen CUDA_VISIBLE_DEVICES, or run on a larger node.",
+      _PARALLEL_SOURCES, "code",
+      (_ex(True, "--tp-size 2 on a one-GPU machine", _LS + ("--tp-size", "2")),
+       _ex(True, "CUDA_VISIBLE_DEVICES= (empty) hides every GPU", ("CUDA_VISIBLE_DEVICES=",) + _LS),
+       _ex(False, "--tp-size 1 on a one-GPU machine", _LS + ("--tp-size", "1")),
+       _ex(False, "CUDA_VISIBLE_DEVICES=0 keeps the one GPU the --tp-size 1 launch needs",
+           ("CUDA_VISIBLE_DEVICES=0",) + _LS + ("--tp-size", "1")))),
+    R("MTP312", "parallel-sizes-rejected", E, "Parallel sizes SGLang refuses at start-up",
+      "Checks the sizes against SGLang's start-up assertions: --ep-size must divide --tp-size (moe_tp_size = tp_size // "
+      "ep_size); with DP attention --tp-size must be a multiple of --dp-size; --tp-size x --pp-size a multiple of "
+      "--nnodes; no --dp-size replicas across nodes without DP attention.",
+      "Each is an assert or ValueError in ServerArgs or the model runner: the server exits before serving, after the "
+      "arguments were accepted by argparse.",
+      "Use sizes that divide: --ep-size 1 or equal to --tp-size, --tp-size a multiple of the DP size and of --nnodes.",
+      ("sglang 0.5.9 sglang/srt/distributed/parallel_state.py:1775 (moe_tp_size = tp // ep // moe_dp)",
+       "sglang 0.5.23 sglang/srt/model_executor/model_runner_components/moe_ep_setup.py:150 (tp_size must be divisible by ep_size)",
+       "sglang 0.5.9 sglang/srt/server_args.py:2116, :5132, :5143; 0.5.23 sglang/srt/arg_groups/validation_hook.py:179, :199"),
+      "code",
+      (_ex(True, "--ep-size 2 with --tp-size 1", _LS + ("--tp-size", "1", "--ep-size", "2")),
+       _ex(True, "--dp-size 2 --enable-dp-attention with --tp-size 1", _LS + ("--tp-size", "1", "--dp-size", "2", "--enable-dp-attention")),
+       _ex(False, "--ep-size equal to --tp-size", _LS + ("--tp-size", "1", "--ep-size", "1")))),
 )
 
 RULES_BY_ID = {r.id: r for r in RULES}

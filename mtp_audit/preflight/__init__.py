@@ -3,7 +3,8 @@
 Public API: :func:`preflight` -> :class:`mtp_audit.report.Report`. Facts in
 ``report.facts["preflight"]``: ``summary`` (headline scalars), ``verdicts`` (per GPU: capable /
 not capable / unknown, with reasons), ``machine`` (the collected :class:`MachineFacts`),
-``launch``, ``checkpoint``, ``resolved`` (effective backends), ``probe``.
+``launch``, ``checkpoint``, ``resolved`` (effective backends), ``probe``, ``engine`` (which engine the verdict is
+for and why: :class:`mtp_audit.preflight.engine.EngineChoice`).
 Research: ``../shared/research/blackwell_fp4.md``.
 """
 
@@ -61,9 +62,31 @@ def _backend_summary(ctx: Any, flag: str, key: str, table: str) -> str | None:
     return f"{requested} -> {effective}"
 
 
-def _answer(vs: list[dict[str, Any]], verdict: str, findings: Sequence[Any], an: Any) -> list[str]:
+def _vllm_backend_summary(ctx: Any) -> dict[str, str | None]:
+    """``moe_backend`` / ``linear_backend`` summary lines of a vLLM launch: what the command asks for (flag, or an
+    env var vLLM reads), ``"auto"`` when nothing; below SM100 ``auto`` is shown resolving to Marlin (the fallback
+    of ``matrix["vllm"]["nvfp4_fallback"]``). ``None`` for both without a launch."""
+    if ctx.launch is None:
+        return {"moe_backend": None, "linear_backend": None}
+    out: dict[str, str | None] = {}
+    low = ctx.cc0 is not None and ctx.cc0[0] < 10 and ctx.fp4_intent
+    for key, flag, envs in (("moe_backend", "--moe-backend", ("VLLM_USE_FLASHINFER_MOE_FP4", "VLLM_FLASHINFER_MOE_BACKEND")),
+                            ("linear_backend", "--linear-backend", ("VLLM_NVFP4_GEMM_BACKEND", "VLLM_USE_TRTLLM_FP4_GEMM"))):
+        val = ctx.launch.get(flag)
+        env = [f"{n}={ctx.launch_env(n)}" for n in envs if ctx.launch_env(n) is not None]
+        if val and val != "auto":
+            out[key] = val
+        elif env and not val:
+            out[key] = " ".join(env)
+        else:
+            out[key] = "auto -> marlin (below SM100)" if low else "auto"
+    return out
+
+
+def _answer(vs: list[dict[str, Any]], verdict: str, findings: Sequence[Any], an: Any, engine: str = "") -> list[str]:
     """The one-line answer the text report opens with (``facts["preflight"]["answer"]``): the GPUs,
-    whether they can run native FP4, why, and the error findings to fix."""
+    whether they can run native FP4 (on ``engine``, e.g. ``"vLLM 0.20.0"``, when given), why, and the error
+    findings to fix."""
     groups = an.verdict_groups(vs)
     if not groups:
         return ["could not tell whether this machine can run native FP4: no GPU listed"]
@@ -76,12 +99,14 @@ def _answer(vs: list[dict[str, Any]], verdict: str, findings: Sequence[Any], an:
     errors = sorted({f.rule_id for f in findings if f.severity.label == "error"})
     reason = next((r for v in vs if v["native_fp4"] == verdict for r in v["reasons"][:1] if not _RULE_REASON.match(r)), "")
     tail = f" ({', '.join(errors)})" if errors else ""
+    on = f" on {engine}" if engine else ""
     if verdict == an.CAPABLE:
         stop = f"; but {', '.join(errors)} stop this launch" if errors else "; no blocking problem found in the stack"
-        return [f"{desc} can run native FP4{stop}"]
+        return [f"{desc} can run native FP4{on}{stop}"]
     if verdict == an.NOT_CAPABLE:
-        return [f"{desc} cannot run native FP4" + (f": {reason}" if reason else "") + tail]
-    return [f"could not tell whether {desc} can run native FP4" + (f": {reason}" if reason else "") + tail]
+        cost = ("; it runs weight-only instead (MTP201)" if not errors and any(f.rule_id == "MTP201" for f in findings) else "")
+        return [f"{desc} cannot run native FP4{on}" + (f": {reason}" if reason else "") + tail + cost]
+    return [f"could not tell whether {desc} can run native FP4{on}" + (f": {reason}" if reason else "") + tail]
 
 
 def preflight(
@@ -97,6 +122,8 @@ def preflight(
     use_sglang_analyzer: bool = True,
     probe_result: Any = None,
     sglang_facts: Mapping[str, Any] | None = None,
+    engine: str | None = None,
+    use_nvml: bool | None = None,
 ) -> Report:
     """Run the preflight and return its report.
 
@@ -119,11 +146,17 @@ def preflight(
             will run (a wheel, checkout or folder, not necessarily installed here). When given, it is used for the
             flag semantics and the SGLang version whatever the machine source (live, dump or facts file), and the
             installed sglang is not looked up. ``mtp-audit launch`` passes it (added for issue 6).
+        engine: ``"sglang"`` or ``"vllm"`` (``--engine``): whose semantics the verdict applies. It wins over the
+            engine detected from the launch command or the machine facts (a disagreement is evidence on MTP228);
+            ``None``: detected (:mod:`mtp_audit.preflight.engine`), SGLang when nothing names one.
+        use_nvml: live machine only: ``False`` reads the GPUs with nvidia-smi even when NVML is importable;
+            ``None`` follows ``MTP_AUDIT_NO_NVML`` (:func:`mtp_audit.preflight.collect.collect_gpus`).
 
     Raises:
         InputError: an unreadable/empty/binary/unrecognised dump, env dumps of different machines (GPU list or
-            driver version disagree), a bad facts file, an empty launch, or a launch
-            command that is not SGLang (python -m sglang.launch_server … / sglang serve …).
+            driver version disagree), a bad facts file, an empty launch, a launch command that is neither
+            SGLang (python -m sglang.launch_server … / sglang serve …) nor vLLM (vllm serve … /
+            python -m vllm.entrypoints.openai.api_server …), or an ``engine`` other than sglang / vllm.
     """
     from mtp_audit.preflight import analyze as an
     from mtp_audit.preflight import matrix as mx
@@ -140,15 +173,23 @@ def preflight(
         env_dumps = [env_dumps]
     env_dumps = [Path(p) for p in env_dumps]
     facts_file = Path(facts_file) if facts_file is not None else None
+
+    from mtp_audit.preflight import engine as eng
+
+    if engine is not None and engine not in eng.ENGINES:
+        from mtp_audit.errors import InputError
+
+        raise InputError("--engine", f"expected one of {', '.join(eng.ENGINES)}, got {engine!r}")
     parsed_launch = None
     if launch is not None:
-        # checked before any machine fact is collected: a command that is not SGLang is the user's mistake
+        # checked before any machine fact is collected: a command that starts no known engine is the user's mistake
         parsed_launch = parse_launch(list(launch))
-        if not parsed_launch.is_sglang:
+        if parsed_launch.engine not in eng.ENGINES:
             from mtp_audit.errors import InputError
 
-            raise InputError("launch command", "not an SGLang launch command: expected python -m sglang.launch_server … or sglang serve … "
-                                               f"(got '{' '.join(parsed_launch.argv[:3])}')")
+            raise InputError("launch command", "not an SGLang or vLLM launch command: expected python -m sglang.launch_server …, sglang serve …, "
+                                               f"vllm serve … or python -m vllm.entrypoints.openai.api_server … (got '{' '.join(parsed_launch.argv[:3])}')")
+    dump_formats: list[tuple[str, tuple[str, ...]]] = []
     if facts is not None:
         machine, target = facts, f"facts ({facts.origin})"
     elif facts_file is not None:
@@ -159,9 +200,13 @@ def preflight(
 
         machine = None
         seen: list[tuple[Path, Any]] = []
+        from mtp_audit.preflight.envdump import detect_formats
+
         for p in env_dumps:
+            text = read_dump(p)
+            dump_formats.append((p.name, detect_formats(text)))
             try:
-                m = parse_dump(read_dump(p), display=str(p))
+                m = parse_dump(text, display=str(p))
             except ValueError as exc:  # int() of a number of more than 4300 digits, wherever the dump has one
                 if "digits" not in str(exc):
                     raise
@@ -176,26 +221,42 @@ def preflight(
             seen.append((p, m))
             machine = m if machine is None else machine.merged_with(m)
         target = "env dump " + ", ".join(p.name for p in env_dumps)
+        if not machine.engine.present:
+            # the engine the dump formats name (one only), kept in the facts so that --save-facts replays it
+            hint = eng.machine_hint(None, dump_formats)
+            if hint is not None:
+                from dataclasses import replace
+
+                from mtp_audit.preflight.facts import Fact
+
+                machine = replace(machine, engine=Fact.of(hint[0], hint[1]))
     else:
         from mtp_audit.preflight.collect import collect_live
 
-        machine, target = collect_live(import_torch=import_torch, timeout=timeout), "local machine"
+        machine, target = collect_live(import_torch=import_torch, timeout=timeout, use_nvml=use_nvml), "local machine"
 
-    ctx = an.Context(facts=machine)
+    launch_src = f"launch command '{' '.join(parsed_launch.argv[:3])}'" if parsed_launch is not None else ""
+    choice = eng.choose_engine(engine, parsed_launch.engine if parsed_launch is not None else None, launch_src,
+                               eng.machine_hint(machine, dump_formats))
+    ctx = an.Context(facts=machine, engine=choice.engine)
     gaps: list[Gap] = []
+    # an assumed engine is said on the verdict line ("on SGLang (assumed)") and in MTP228's evidence, not as a gap
     if parsed_launch is not None:
         ctx.launch = parsed_launch
         mp = ctx.launch.get("--model-path")
+        mlabel = "model" if ctx.launch.is_vllm else "--model-path"
         if mp:
             folder = (cwd or Path.cwd()) / mp
             if folder.is_dir():
                 ctx.quant = read_checkpoint_quant(folder)
                 if ctx.quant.problem and not ctx.quant.algo:
-                    gaps.append(Gap("preflight", f"--model-path {mp}: {ctx.quant.problem}", mp, False))
+                    gaps.append(Gap("preflight", f"{mlabel} {mp}: {ctx.quant.problem}", mp, False))
             else:
-                gaps.append(Gap("preflight", f"--model-path {mp} is not a local folder; checkpoint quantization taken from --quantization only", None, False))
-    flag_source = f"capability matrix v{mx.load()['matrix_version']}"
-    if sglang_facts is not None:
+                gaps.append(Gap("preflight", f"{mlabel} {mp} is not a local folder; checkpoint quantization taken from --quantization only", None, False))
+    flag_source = f"capability matrix v{mx.load()['matrix_version']}" + (" (vllm rows)" if ctx.is_vllm else "")
+    if ctx.is_vllm:
+        pass  # the sglang analyzer says nothing about vLLM
+    elif sglang_facts is not None:
         ctx.sglang_facts = dict(sglang_facts)
         flag_source = f"sglang analyzer (sglang {sglang_facts.get('version') or 'version unknown'})"
     elif launch is not None and use_sglang_analyzer and machine.origin == "live":
@@ -210,12 +271,19 @@ def preflight(
         if machine.origin != "live":
             gaps.append(Gap("preflight", "--probe needs the live machine; ignored with --env-dump / --facts", None, False))
         else:
-            gemm = ctx.launch.get("--fp4-gemm-backend") if ctx.launch else None
+            gemm = ctx.launch.get("--fp4-gemm-backend") if ctx.launch and not ctx.is_vllm else None
             ctx.probe = run_probe(gemm if gemm and gemm != "auto" else None)
 
     if probe_result is not None:
         ctx.probe = probe_result
     an.analyze(ctx)
+    from mtp_audit.report import Evidence
+
+    ver = ctx.vllm if ctx.is_vllm else ctx.sglang
+    # the verdict line names the engine (and its version); where the engine came from is the MTP228 evidence
+    engine_line = (f"{choice.name} {ver}" if ver else f"{choice.name} (version unknown)") + (" (assumed)" if choice.how == "assumed" else "")
+    engine_evidence = tuple([Evidence("engine", f"{choice.name} ({choice.how}: {choice.source})")]
+                            + [Evidence("engine conflict", c) for c in choice.conflicts])
     vs = an.verdicts(ctx)
     verdict = an.overall(vs)
     for key, group in an.verdict_groups(vs):
@@ -227,8 +295,8 @@ def preflight(
         # the error findings are reported on their own lines: the verdict names them, it does not repeat them
         why = [r for r in reasons if not _RULE_REASON.match(r)] + ([f"blocked by {', '.join(errors)} (see those findings)"] if errors else [])
         ctx.findings.append(RULES_BY_ID["MTP228"].finding(
-            f"{label} ({name or '?'}, compute capability {cc or '?'}): native FP4 {native} — " + "; ".join(why),
-            Location(symbol=f"cuda:{idx}"), evidence=(),
+            f"{label} ({name or '?'}, compute capability {cc or '?'}): native FP4 {native} on {engine_line} — " + "; ".join(why),
+            Location(symbol=f"cuda:{idx}"), evidence=engine_evidence,
             remediation="" if native == an.CAPABLE else
             (f"resolve {', '.join(errors)} (error findings above)" if errors else "") + ("; " if errors and ctx.gaps + gaps else "")
             + ("see the gaps below" if ctx.gaps + gaps else "")))
@@ -238,20 +306,24 @@ def preflight(
     ctx.gaps = [g for g in ctx.gaps if not (g.blocking and verdict != an.UNKNOWN and not g.message.startswith("no GPU"))] + gaps
     summary = {
         "verdict": verdict,
+        "engine": choice.engine,
+        "engine_source": f"{choice.how}: {choice.source}",
         "gpus": len(machine.gpus),
         "compute_capabilities": sorted({v["compute_capability"] for v in vs if v["compute_capability"]}),
-        "sglang": str(ctx.sglang) if ctx.sglang else None,
+        "sglang": str(ctx.sglang) if ctx.sglang and not ctx.is_vllm else None,
+        "vllm": str(ctx.vllm) if ctx.vllm and ctx.is_vllm else None,
         "torch": machine.torch_version.value,
         "torch_cuda": machine.torch_cuda.value,
         "driver": machine.driver_version.value,
-        "fp4_gemm_backend": _backend_summary(ctx, "--fp4-gemm-backend", "fp4_gemm_backend", "fp4_gemm_backend"),
-        "moe_runner_backend": _backend_summary(ctx, "--moe-runner-backend", "moe_runner_backend", "moe_runner_backend_nvfp4"),
+        **(_vllm_backend_summary(ctx) if ctx.is_vllm else {
+            "fp4_gemm_backend": _backend_summary(ctx, "--fp4-gemm-backend", "fp4_gemm_backend", "fp4_gemm_backend"),
+            "moe_runner_backend": _backend_summary(ctx, "--moe-runner-backend", "moe_runner_backend", "moe_runner_backend_nvfp4")}),
         "flag_semantics": flag_source,
         "origin": machine.origin,
     }
     from mtp_audit.preflight.rules import RULES
 
-    answer = _answer(vs, verdict, ctx.findings, an)
+    answer = _answer(vs, verdict, ctx.findings, an, "" if choice.how == "assumed" else engine_line)
     return Report.build(
         "preflight",
         target,
@@ -267,6 +339,7 @@ def preflight(
             "resolved": ctx.resolved,
             "probe": ctx.probe.to_dict() if ctx.probe else None,
             "matrix_version": mx.load()["matrix_version"],
+            "engine": choice.to_dict(),
         },
         rule_ids=[r.id for r in RULES],
     )

@@ -22,6 +22,8 @@ from mtp_audit.preflight.probe import ProbeResult
 from mtp_audit.report import Evidence, Finding, Gap, Location, Severity
 
 FP4_QUANTIZATIONS = ("modelopt_fp4", "nvfp4_online", "mxfp4", "modelopt_mixed", "w4afp8")
+#: vLLM ``--quantization`` values that load FP4 weights (QuantizationMethods, wheel:vllm-0.20.0:vllm/model_executor/layers/quantization/__init__.py:17-34).
+VLLM_FP4_QUANTIZATIONS = ("modelopt_fp4", "modelopt_mixed", "mxfp4", "gpt_oss_mxfp4")
 CAPABLE, NOT_CAPABLE, UNKNOWN = "capable", "not capable", "unknown"
 
 
@@ -45,9 +47,11 @@ class Context:
         quant: the checkpoint's quantization (from ``--model-path``), or ``None``.
         sglang_facts: ``facts["sglang"]`` of the sglang analyzer, or ``None`` (matrix used instead).
         probe: the ``--probe`` result, or ``None``.
+        engine: ``"sglang"`` or ``"vllm"``: whose semantics the checks apply (:mod:`mtp_audit.preflight.engine`).
     """
 
     facts: MachineFacts
+    engine: str = "sglang"
     launch: Launch | None = None
     quant: CheckpointQuant | None = None
     sglang_facts: dict[str, Any] | None = None
@@ -86,6 +90,28 @@ class Context:
         return None if v is not None and v < Version("0.1") else v
 
     @property
+    def is_vllm(self) -> bool:
+        """The verdict is for vLLM."""
+        return self.engine == "vllm"
+
+    @property
+    def engine_name(self) -> str:
+        """``"SGLang"`` or ``"vLLM"``."""
+        return "vLLM" if self.is_vllm else "SGLang"
+
+    @property
+    def vllm(self) -> Version | None:
+        """vLLM version from the facts (``vLLM Version`` of a collect-env dump, or the installed package)."""
+        return self.version("vllm")
+
+    def launch_env(self, name: str) -> str | None:
+        """Environment variable ``name`` of the launch: a ``NAME=VALUE`` prefix of the command wins over the
+        machine's recorded environment (live ``os.environ`` or a dump's environment section)."""
+        if self.launch is not None and name in self.launch.env:
+            return self.launch.env[name]
+        return self.facts.env.get(name)
+
+    @property
     def flashinfer(self) -> Version | None:
         """flashinfer-python version."""
         return self.version("flashinfer-python")
@@ -99,15 +125,15 @@ class Context:
         if self.launch is None:
             return True
         q = (self.launch.get("--quantization") or "").lower()
-        if q in FP4_QUANTIZATIONS:
+        if q in (VLLM_FP4_QUANTIZATIONS if self.is_vllm else FP4_QUANTIZATIONS):
             return True
-        return self.launch.get("--fp4-gemm-backend") is not None
+        return not self.is_vllm and self.launch.get("--fp4-gemm-backend") is not None
 
     @property
     def mxfp4(self) -> bool:
         """The checkpoint or flag is MXFP4."""
         q = (self.launch.get("--quantization") if self.launch else "") or ""
-        return q.lower() == "mxfp4" or bool(self.quant and str(self.quant.algo).upper() == "MXFP4")
+        return q.lower() in ("mxfp4", "gpt_oss_mxfp4") or bool(self.quant and str(self.quant.algo).upper() == "MXFP4")
 
     def add(self, rule_id: str, message: str, *, gpu: GpuFacts | None = None, evidence: Iterable[Evidence] = (),
             remediation: str | None = None, severity: Severity | None = None, detail: str = "") -> None:
@@ -181,7 +207,10 @@ def effective_backend(ctx: Context, flag: str, table: str) -> tuple[str | None, 
 def check_verdict_inputs(ctx: Context) -> None:
     """Gaps for missing headline facts."""
     f = ctx.facts
-    if not f.gpus:
+    if not f.gpus and f.enumerated:
+        ctx.gap(f"CUDA_VISIBLE_DEVICES={f.env.get('CUDA_VISIBLE_DEVICES', '?')} hides all {len(f.enumerated)} GPU(s) the driver "
+                "lists: CUDA sees none, so no GPU was checked", blocking=True)
+    elif not f.gpus:
         ctx.gap(f"no GPU information ({f.gpu_list.missing or 'none listed'})", blocking=True)
     for g in f.gpus:
         if not g.compute_capability.present:
@@ -189,7 +218,10 @@ def check_verdict_inputs(ctx: Context) -> None:
 
 
 def check_no_native_fp4(ctx: Context) -> None:
-    """MTP200 / MTP201: no FP4 tensor cores (SM < 100); Marlin W4A16 fallback and its cost."""
+    """MTP200 / MTP201 on SGLang: no FP4 tensor cores (SM < 100); Marlin W4A16 fallback and its cost.
+    vLLM: :func:`check_vllm_fp4`."""
+    if ctx.is_vllm:
+        return
     marlin = mx.load()["marlin_w4a16"]
     sg = ctx.sglang
     gemm, _, _ = effective_backend(ctx, "--fp4-gemm-backend", "fp4_gemm_backend")
@@ -229,7 +261,9 @@ def check_mixed_cc(ctx: Context) -> None:
     """MTP202: GPUs of different compute capability (SGLang picks backends from device 0)."""
     ccs = sorted({g.cc for g in ctx.gpus if g.cc})
     if len(ccs) > 1:
-        ctx.add("MTP202", f"GPUs have different compute capabilities ({', '.join(cc_str(c) for c in ccs)}); SGLang chooses FP4 backends from GPU 0 only",
+        how = ("vLLM chooses FP4 kernels from current_platform.get_device_capability(), device 0 by default "
+               "(wheel:vllm-0.20.0:vllm/platforms/cuda.py:592)" if ctx.is_vllm else "SGLang chooses FP4 backends from GPU 0 only")
+        ctx.add("MTP202", f"GPUs have different compute capabilities ({', '.join(cc_str(c) for c in ccs)}); {how}",
                 evidence=[Evidence(f"GPU {g.index}", f"{g.name.value} ({cc_str(g.cc)})") for g in ctx.gpus if g.cc])
 
 
@@ -248,7 +282,8 @@ def check_torch_build(ctx: Context) -> None:
                     f"(GPU {g.index}, {g.name.value}): every kernel fails with 'no kernel image is available'",
                     gpu=g, evidence=[ev("torch", ctx.facts.torch_version), ev("torch CUDA build", tc), ev("compute capability", g.compute_capability)],
                     remediation="Install a cu128 or newer torch build (pip install torch --index-url https://download.pytorch.org/whl/cu128, "
-                                "or torch >= 2.8 from PyPI), matching the torch pin of your sglang / sgl-kernel")
+                                "or torch >= 2.8 from PyPI), matching the torch pin of your "
+                                + ("vllm wheel (its Requires-Dist torch==...)" if ctx.is_vllm else "sglang / sgl-kernel"))
         elif cc == (12, 1) and v < Version("13.0"):
             ctx.add("MTP204", f"torch built for CUDA {tc.value} prints 'Minimum and Maximum cuda capability supported by this version of PyTorch is (8.0) - (12.0)' "
                     f"on GB10 (12.1); the warning is cosmetic (SM121 runs sm_120 code)", gpu=g,
@@ -310,7 +345,9 @@ def check_driver(ctx: Context) -> None:
 
 
 def check_jit_nvcc(ctx: Context) -> None:
-    """MTP207: SGLang >= 0.5.10 JIT-compiles its NVFP4 kernels; needs nvcc new enough for the SM."""
+    """MTP207: SGLang >= 0.5.10 JIT-compiles its NVFP4 kernels; needs nvcc new enough for the SM (SGLang only)."""
+    if ctx.is_vllm:
+        return
     sg = ctx.sglang
     cc = ctx.cc0
     if sg is None or cc is None or cc[0] < 10 or not ctx.fp4_intent or sg < Version(mx.load()["sglang"]["jit_nvfp4_from"]):
@@ -339,7 +376,10 @@ _KERNEL_PKGS = ("sgl-kernel", "sglang-kernel")
 
 
 def check_kernel_binaries(ctx: Context) -> None:
-    """MTP208: the sgl-kernel / sglang-kernel shared object has no cubin that loads on (or can run FP4 on) the GPU."""
+    """MTP208: the sgl-kernel / sglang-kernel shared object has no cubin that loads on (or can run FP4 on) the GPU
+    (SGLang only: vLLM does not load sgl-kernel)."""
+    if ctx.is_vllm:
+        return
     bins = [b for b in ctx.facts.binaries if b.package in _KERNEL_PKGS and b.targets.present and "sm90/" not in b.path]
     if not bins:
         return
@@ -391,7 +431,7 @@ def check_torch_pins(ctx: Context) -> None:
                     evidence=[ev(f"{dist} Requires-Dist", pin), ev("torch", tv)],
                     remediation=f"pip install 'torch{spec}' (same CUDA build), or build {dist} from source against torch {installed} with nvcc >= 12.8")
     sg = ctx.sglang
-    if checked or sg is None:
+    if checked or sg is None or ctx.is_vllm:
         return
     for row in mx.load()["sglang"]["torch_pins"]:
         if mx.in_range(sg, row["sglang"]) and installed != Version(row["torch"]):
@@ -412,10 +452,11 @@ def _resolve_fp4_backend(ctx: Context, flag: str, matrix_key: str, result_key: s
     intent), the backend ``flag`` resolves to (:func:`effective_backend`, recorded in
     ``ctx.resolved[result_key]``; a gap when unknown), GPU 0's facts and the base evidence.
 
-    Returns ``(cc, gpu, backend, how, source, evidence)`` or ``None`` when there is nothing to check.
+    Returns ``(cc, gpu, backend, how, source, evidence)`` or ``None`` when there is nothing to check (always
+    ``None`` for vLLM, whose backends :func:`check_vllm_fp4` checks).
     """
     cc = ctx.cc0
-    if cc is None or not ctx.fp4_intent or cc[0] < 10:
+    if ctx.is_vllm or cc is None or not ctx.fp4_intent or cc[0] < 10:
         return None
     backend, how, src = effective_backend(ctx, flag, matrix_key)
     ctx.resolved[result_key] = {"value": backend, "how": how, "source": src}
@@ -523,8 +564,8 @@ def check_moe_backend(ctx: Context) -> None:
 
 
 def check_nvfp4_online(ctx: Context) -> None:
-    """MTP218: --quantization nvfp4_online is SM100/SM103-only."""
-    if not ctx.launch or (ctx.launch.get("--quantization") or "") != "nvfp4_online":
+    """MTP218: --quantization nvfp4_online is SM100/SM103-only (an SGLang quantization)."""
+    if ctx.is_vllm or not ctx.launch or (ctx.launch.get("--quantization") or "") != "nvfp4_online":
         return
     for g in ctx.gpus:
         if g.cc and g.cc[0] != 10:
@@ -549,8 +590,8 @@ def check_flashinfer_trio(ctx: Context) -> None:
 
 
 def check_fp8_kv_trtllm_mha(ctx: Context) -> None:
-    """MTP222: FP8 KV cache + trtllm_mha attention on SM12x."""
-    if not ctx.launch:
+    """MTP222: FP8 KV cache + trtllm_mha attention on SM12x (SGLang's --attention-backend)."""
+    if not ctx.launch or ctx.is_vllm:
         return
     cc = ctx.cc0
     attn = ctx.launch.get("--attention-backend")
@@ -564,8 +605,8 @@ def check_fp8_kv_trtllm_mha(ctx: Context) -> None:
 
 
 def check_pdmux(ctx: Context) -> None:
-    """MTP223: --enable-pdmux on Blackwell."""
-    if not ctx.launch or "--enable-pdmux" not in ctx.launch.bools:
+    """MTP223: --enable-pdmux on Blackwell (an SGLang flag)."""
+    if ctx.is_vllm or not ctx.launch or "--enable-pdmux" not in ctx.launch.bools:
         return
     cc = ctx.cc0
     if cc and cc[0] >= 10:
@@ -595,7 +636,265 @@ def check_memory(ctx: Context) -> None:
         if not g.memory_bytes.present and "Not Supported" in str(g.memory_bytes.missing):
             ctx.add("MTP225", f"GPU {g.index} ({g.name.value}) reports memory as 'Not Supported' (unified memory): size the KV cache from system memory, "
                     "not from GPU memory", gpu=g, evidence=[ev("memory", g.memory_bytes)],
-                    remediation="SGLang: lower --mem-fraction-static (e.g. 0.7); vLLM: --gpu-memory-utilization 0.85 or less on GB10")
+                    remediation="--gpu-memory-utilization 0.85 or less on GB10 (vLLM)" if ctx.is_vllm else
+                    "lower --mem-fraction-static (e.g. 0.7) (SGLang)")
+
+
+# --- vLLM --------------------------------------------------------------------------------------
+
+#: Backends tried for a fix, best first, per kind and SM major (vLLM names, matrix ``vllm.nvfp4_backend_sms``).
+_VLLM_FIX_ORDER = {"moe": ("flashinfer_cutlass", "cutlass", "marlin"),
+                   "linear": ("flashinfer_cutlass", "cutlass", "marlin"), "linear12": ("flashinfer_cudnn", "flashinfer_cutlass", "cutlass", "marlin")}
+
+
+@dataclass(frozen=True)
+class VllmRequest:
+    """One explicit vLLM FP4 backend choice of the launch.
+
+    Attributes:
+        kind: ``"moe"`` or ``"linear"`` (dense GEMM).
+        backend: the backend in ``--moe-backend`` / ``--linear-backend`` spelling; ``"flashinfer"`` for
+            ``VLLM_USE_FLASHINFER_MOE_FP4=1`` without ``VLLM_FLASHINFER_MOE_BACKEND`` (any FlashInfer NVFP4 MoE).
+        via: how the launch asks for it (``"--moe-backend flashinfer_trtllm"``, ``"VLLM_NVFP4_GEMM_BACKEND=cutlass"``).
+        form: ``"flag"`` or ``"env"`` (the remediation is given in the same form).
+        source: where vLLM reads it (matrix row source).
+        off_sm100: the backend vLLM uses instead off the SM100 family, when it substitutes one itself
+            (``VLLM_FLASHINFER_MOE_BACKEND=latency`` -> flashinfer_cutlass), else ``None``.
+    """
+
+    kind: str
+    backend: str
+    via: str
+    form: str
+    source: str
+    off_sm100: str | None = None
+
+    def backend_on(self, cc: tuple[int, int]) -> str:
+        """The backend vLLM runs on compute capability ``cc`` for this request."""
+        return self.off_sm100 if self.off_sm100 and cc[0] != 10 else self.backend
+
+
+def _vllm() -> dict[str, Any]:
+    return mx.load()["vllm"]
+
+
+def vllm_backend_runs(kind: str, backend: str, cc: tuple[int, int]) -> tuple[bool | None, str]:
+    """Whether vLLM's NVFP4 ``backend`` of ``kind`` runs on compute capability ``cc``, with the matrix row's source;
+    ``(None, "")`` for a backend the matrix has no row for. ``"flashinfer"`` (any FlashInfer MoE) runs where
+    flashinfer_cutlass, flashinfer_trtllm or flashinfer_cutedsl runs."""
+    if backend == "flashinfer":
+        parts = [vllm_backend_runs("moe", b, cc) for b in ("flashinfer_trtllm", "flashinfer_cutedsl", "flashinfer_cutlass")]
+        return any(ok for ok, _ in parts), "; ".join(src for _, src in parts)
+    for row in _vllm()["nvfp4_backend_sms"]:
+        if row["kind"] == kind and row["backend"] == backend:
+            if "sm_families" in row:
+                return cc[0] * 10 in row["sm_families"], row["source"]
+            return tuple(cc) >= tuple(row["min_cc"]), row["source"]
+    return None, ""
+
+
+def _vllm_env_row(name: str) -> dict[str, Any]:
+    return next(r for r in _vllm()["env_vars"] if r["name"] == name)
+
+
+def _vllm_flag_row(flag: str) -> dict[str, Any]:
+    return next(r for r in _vllm()["flags"] if r["flag"] == flag)
+
+
+def _vllm_requests(ctx: Context) -> list[VllmRequest]:
+    """The explicit FP4 backend choices of a vLLM launch, after MTP226 (flag missing / invalid value) and MTP232
+    (retired env var) findings and version gaps. An explicit ``--moe-backend`` wins over the env vars (the oracle
+    checks it first: wheel:vllm-0.20.0:vllm/model_executor/layers/fused_moe/oracle/nvfp4.py:216 before :228)."""
+    v = ctx.vllm
+    out: list[VllmRequest] = []
+    given: dict[str, str] = {}
+    for flag, kind in (("--moe-backend", "moe"), ("--linear-backend", "linear")):
+        val = ctx.launch.get(flag) if ctx.launch else None
+        if val is None:
+            continue
+        row = _vllm_flag_row(flag)
+        first = row["vllm"].lstrip(">=")
+        if v is None:
+            ctx.gap(f"vLLM version unknown: {flag} {val} not checked against the vLLM release (the flag exists from vLLM {first})")
+        elif not mx.in_range(v, row["vllm"]):
+            fix = ("upgrade vLLM to >= 0.17.0; on this version choose the FlashInfer MoE with VLLM_USE_FLASHINFER_MOE_FP4=1 and "
+                   "VLLM_FLASHINFER_MOE_BACKEND, or leave the MoE backend to vLLM" if flag == "--moe-backend" else
+                   "drop --linear-backend and set VLLM_NVFP4_GEMM_BACKEND (vLLM 0.11.1-0.23), or upgrade vLLM to >= 0.22.0")
+            ctx.add("MTP226", f"vLLM {v} has no {flag} option (added in vLLM {first}): the server stops with 'unrecognized arguments'",
+                    evidence=[Evidence(flag, val), ev("vllm", ctx.facts.package("vllm")), Evidence("source", row["source"])], remediation=fix)
+            continue
+        else:
+            ch = next((c for c in row["choices"] if mx.in_range(v, c["vllm"])), None)
+            if ch is None:
+                ctx.gap(f"{flag} {val} not checked: the choices of vLLM {v} are not in the capability matrix (read from the "
+                        + ", ".join(c["vllm"] for c in row["choices"]) + " wheels)")
+            elif val not in ch["values"]:
+                ctx.add("MTP226", f"{flag} {val} is not accepted by vLLM {v}: argparse stops with 'invalid choice' (choices: {', '.join(ch['values'])})",
+                        evidence=[Evidence(flag, val), Evidence("source", ch["source"])], remediation=f"use one of: {', '.join(ch['values'])}")
+                continue
+        given[kind] = val
+        if val != "auto":
+            out.append(VllmRequest(kind, val, f"{flag} {val}", "flag", row["source"]))
+    retired = _vllm()["retired_env_vars"]
+    set_vars = [n for n in retired["names"] if ctx.launch_env(n) is not None]
+    for name in set_vars:
+        if v is not None and mx.in_range(v, retired["vllm"]):
+            kind = "linear" if name in ("VLLM_NVFP4_GEMM_BACKEND", "VLLM_USE_FBGEMM", "VLLM_USE_NVFP4_CT_EMULATIONS") else "moe"
+            fix = "--linear-backend <backend> (e.g. --linear-backend marlin)" if kind == "linear" else "--moe-backend <backend> (e.g. --moe-backend flashinfer_cutlass)"
+            ctx.add("MTP232", f"{name}={ctx.launch_env(name)} is not read by vLLM {v}: it was removed in vLLM 0.24.0, which only logs "
+                    f"'Unknown vLLM environment variable detected: {name}' and chooses the backend itself (with --fail-on-environ-validation the "
+                    "server refuses to start)", evidence=[Evidence(name, str(ctx.launch_env(name))), ev("vllm", ctx.facts.package("vllm")),
+                                                          Evidence("source", retired["source"])],
+                    remediation=f"unset {name} and pass {fix}")
+    if v is None and set_vars:
+        ctx.gap(f"vLLM version unknown: whether {', '.join(set_vars)} {'is' if len(set_vars) == 1 else 'are'} still read "
+                "(removed in vLLM 0.24.0) was not checked")
+
+    def applies(name: str) -> bool:
+        return v is None or mx.in_range(v, _vllm_env_row(name)["vllm"])
+
+    if "linear" not in given:
+        val = ctx.launch_env("VLLM_NVFP4_GEMM_BACKEND")
+        row = _vllm_env_row("VLLM_NVFP4_GEMM_BACKEND")
+        if val and applies("VLLM_NVFP4_GEMM_BACKEND") and val in row["values"] and row["values"][val] not in ("marlin", "emulation"):
+            out.append(VllmRequest("linear", row["values"][val], f"VLLM_NVFP4_GEMM_BACKEND={val}", "env", row["source"]))
+        if str(ctx.launch_env("VLLM_USE_TRTLLM_FP4_GEMM") or "") == "1" and applies("VLLM_USE_TRTLLM_FP4_GEMM"):
+            r = _vllm_env_row("VLLM_USE_TRTLLM_FP4_GEMM")
+            out.append(VllmRequest("linear", "flashinfer_trtllm", "VLLM_USE_TRTLLM_FP4_GEMM=1", "env", r["source"]))
+    fi = str(ctx.launch_env("VLLM_USE_FLASHINFER_MOE_FP4") or "")
+    row = _vllm_env_row("VLLM_USE_FLASHINFER_MOE_FP4")
+    raises = v is not None and v >= Version(row["raises_from"])
+    if "moe" not in given and fi not in ("", "0") and applies("VLLM_USE_FLASHINFER_MOE_FP4") and raises:
+        be = ctx.launch_env("VLLM_FLASHINFER_MOE_BACKEND")
+        brow = _vllm_env_row("VLLM_FLASHINFER_MOE_BACKEND")
+        if be in brow["values"]:
+            out.append(VllmRequest("moe", brow["values"][be], f"VLLM_USE_FLASHINFER_MOE_FP4={fi} VLLM_FLASHINFER_MOE_BACKEND={be}", "env",
+                                   row["source"] + "; " + brow["source"], brow["latency_off_sm100"] if be == "latency" else None))
+        else:
+            out.append(VllmRequest("moe", "flashinfer", f"VLLM_USE_FLASHINFER_MOE_FP4={fi}", "env", row["source"]))
+    elif "moe" not in given and fi not in ("", "0") and v is None:
+        ctx.gap(f"vLLM version unknown: what VLLM_USE_FLASHINFER_MOE_FP4={fi} does on this GPU depends on it (vLLM {row['raises_from']}-0.23 "
+                "raise when no FlashInfer NVFP4 MoE runs; 0.11 falls back to Marlin)")
+    return out
+
+
+def _vllm_fix(ctx: Context, req: VllmRequest, cc: tuple[int, int]) -> str:
+    """A vLLM-only remediation for ``req`` failing on ``cc``, in the request's own form (flag or env var)."""
+    v = ctx.vllm
+    if req.kind == "moe":
+        order = _VLLM_FIX_ORDER["moe"]
+    else:
+        order = _VLLM_FIX_ORDER["linear12" if cc[0] == 12 else "linear"]
+    alt = next((b for b in order if vllm_backend_runs("moe" if req.kind == "moe" else "linear", b, cc)[0]), "marlin")
+    auto = " (or drop it: below SM100 vLLM picks Marlin W4A16 by itself)" if cc[0] < 10 else ""
+    if req.form == "flag":
+        flag = "--moe-backend" if req.kind == "moe" else "--linear-backend"
+        return f"{flag} {alt}{auto}"
+    if req.kind == "linear":
+        env_val = {b: e for e, b in _vllm_env_row("VLLM_NVFP4_GEMM_BACKEND")["values"].items()}.get(alt, "marlin")
+        newer = " (vLLM >= 0.22: --linear-backend " + alt + ")"
+        return f"VLLM_NVFP4_GEMM_BACKEND={env_val}{auto}{newer}" if v is None or v < Version("0.24") else f"--linear-backend {alt}"
+    if alt == "flashinfer_cutlass":
+        return "VLLM_FLASHINFER_MOE_BACKEND=throughput (FlashInfer CUTLASS MoE), or unset VLLM_FLASHINFER_MOE_BACKEND (vLLM >= 0.17: --moe-backend flashinfer_cutlass)"
+    return ("unset VLLM_USE_FLASHINFER_MOE_FP4 (vLLM then falls back to Marlin W4A16 below SM100)" + (" or pass --moe-backend marlin" if v is not None and v >= Version("0.17") else ""))
+
+
+def check_vllm_fp4(ctx: Context) -> None:
+    """vLLM: MTP200 (no FP4 fallback in this vLLM below SM100), MTP201 (Marlin W4A16 fallback and its cost),
+    MTP226 (--moe-backend / --linear-backend missing from this vLLM or value not accepted), MTP231 (an explicit
+    FP4 backend that cannot run on the GPU), MTP232 (FP4/MoE env var that vLLM >= 0.24 no longer reads).
+
+    Facts: ``matrix["vllm"]`` (each row names the vLLM wheel file:line it was read from).
+    """
+    if not ctx.is_vllm:
+        return
+    if ctx.launch is not None:
+        from mtp_audit.preflight.launch import VLLM_FLAGS
+
+        known = {a for names in VLLM_FLAGS.values() for a in names}
+        rest = [o for o in dict.fromkeys(ctx.launch.options) if o not in known]
+        if rest:
+            ctx.gap(f"vLLM options not checked (no vLLM option table at hand): {', '.join(rest)}")
+        vp = ctx.facts.package("vllm")
+        if not vp.present and "not installed" in str(vp.missing):
+            ctx.gap("vllm is not installed in this environment: the launch runs a vLLM from elsewhere (or fails to start); "
+                    "checks that depend on the vLLM version were skipped")
+    requests = _vllm_requests(ctx)
+    if not ctx.fp4_intent:
+        return
+    v = ctx.vllm
+    marlin = mx.load()["marlin_w4a16"]
+    rows = _vllm()["nvfp4_fallback"]
+    fb = next((r for r in rows if mx.in_range(v, r["vllm"])), None) if v is not None else None
+    checked_backends = not ctx.mxfp4
+    if requests and ctx.mxfp4:
+        ctx.gap("vLLM MXFP4 backend requirements are not in the capability matrix (NVFP4 only): " + ", ".join(r.via for r in requests) + " not checked")
+    one_kind = len({x.cc for x in ctx.gpus}) == 1  # every GPU has the same SM: findings are the machine's
+    for cc in sorted({g.cc for g in ctx.gpus if g.cc}):
+        group = [g for g in ctx.gpus if g.cc == cc]
+        g = group[0]
+        label = f"GPU {g.index}" if len(group) == 1 else f"GPUs {index_ranges(x.index for x in group)}"
+        at = None if one_kind else g
+        failed = False
+        for req in requests if checked_backends else ():
+            ok, src = vllm_backend_runs(req.kind, req.backend_on(cc), cc)
+            if ok is None or ok:
+                continue
+            failed = True
+            what = ("vLLM raises \"Found VLLM_USE_FLASHINFER_MOE_FP4=1, but no FlashInfer NVFP4 MoE backend supports the configuration\""
+                    if req.backend == "flashinfer" else
+                    f"an explicit choice is not replaced by a fallback: model loading fails (\"NvFp4 MoE backend ... does not support the deployment configuration\")"
+                    if req.kind == "moe" else "an explicit choice is not replaced by a fallback: model loading (or the first FP4 GEMM) fails")
+            ctx.add("MTP231", f"{req.via}: vLLM's {req.backend_on(cc)} NVFP4 {'MoE' if req.kind == 'moe' else 'GEMM'} cannot run on {label} "
+                    f"({g.name.value}, {sm_name(cc)}); {what}", gpu=at,
+                    evidence=[Evidence("requested", req.via), ev("compute capability", g.compute_capability),
+                              ev("vllm", ctx.facts.package("vllm")), Evidence("requirement", src), Evidence("read by", req.source)],
+                    remediation=_vllm_fix(ctx, req, cc))
+        if cc[0] >= 10:
+            continue
+        evs = [ev("GPU", g.name), ev("compute capability", g.compute_capability), ev("vllm", ctx.facts.package("vllm")),
+               Evidence("FP4 instruction", "none (FP8 is the narrowest tensor-core type on SM90)")]
+        if ctx.mxfp4:
+            mrow = _vllm()["mxfp4_fallback"]
+            if v is None or not mx.in_range(v, mrow["vllm"]):
+                ctx.gap(f"{'vLLM version unknown' if v is None else f'vLLM {v}'}: its MXFP4 path below SM100 is in the capability matrix "
+                        f"for vLLM {mrow['vllm']} only (weight-only MXFP4 kernels there)")
+                continue
+            ctx.add("MTP201", f"{label} ({g.name.value}, {sm_name(cc)}): no FP4 tensor cores; vLLM {v} runs this MXFP4 checkpoint with "
+                    f"{mrow['what']}. Cost: {marlin['cost']}.", gpu=at, evidence=evs + [Evidence("source", mrow["source"])],
+                    remediation="Accept the weight-only cost, or move the deployment to Blackwell for native MXFP4 (no vLLM flag is needed)")
+            continue
+        if cc < tuple(_vllm()["marlin_min_cc"]):
+            ctx.add("MTP200", f"{label} ({g.name.value}, compute capability {cc_str(cc)}): no FP4 tensor cores, and below vLLM's Marlin FP4 "
+                    f"floor (compute capability 7.5): vLLM has no NVFP4 kernel for it", gpu=at, evidence=evs + [Evidence("source", _vllm()["marlin_min_cc_source"])],
+                    remediation="Run on a GPU of compute capability >= 7.5 (Marlin W4A16) or Blackwell (native NVFP4)")
+            continue
+        if fb is not None and fb["fallback"] == "none":
+            ctx.add("MTP200", f"{label} ({g.name.value}, compute capability {cc_str(cc)}): no FP4 tensor cores, and vLLM {v} has no Marlin NVFP4 "
+                    "fallback: it raises 'Current platform does not support NVFP4 quantization. Please use Blackwell and above.'",
+                    gpu=at, evidence=evs + [Evidence("source", fb["source"])],
+                    remediation="Upgrade vLLM (>= 0.9.2 falls back to Marlin W4A16 on its own below SM100), or run NVFP4 on Blackwell")
+            continue
+        if failed:
+            continue  # the explicit backend stops the load first; its finding says how to get the Marlin fallback
+        if fb is None:
+            known = "vLLM version unknown" if v is None else f"vLLM {v} is between the releases the capability matrix was read from"
+            ctx.gap(f"{known}: the Marlin NVFP4 fallback below SM100 is in vLLM 0.9.2 and >= 0.11 (checked wheels), not in 0.8.5")
+        head = f"vLLM {v}" if fb is not None else "vLLM (0.9.2 and >= 0.11 in the checked wheels)"
+        extra = ""
+        if fb is not None and fb["fallback"] == "marlin-moe-only":
+            modelopt = (ctx.launch is not None and (ctx.launch.get("--quantization") or "") == "modelopt_fp4") or bool(
+                ctx.quant and "hf_quant_config" in ctx.quant.source)
+            fi = ctx.facts.package("flashinfer-python")
+            if modelopt and not (not fi.present and "not installed" in str(fi.missing)):
+                extra = " The MoE layers fall back to Marlin; the dense layers may not (see the gaps)."
+                ctx.gap(f"vLLM {v}: {fb['dense_note']} ({fb['source']}); with FlashInfer "
+                        f"{'installed' if fi.present else 'possibly installed'} the dense layers of this ModelOpt checkpoint may not use Marlin "
+                        "(whether FlashInfer's FP4 GEMM then runs below SM100 was not established)")
+        ctx.add("MTP201", f"{label} ({g.name.value}, {sm_name(cc)}): no FP4 tensor cores; {head} falls back on its own to Marlin W4A16 for "
+                f"this FP4 checkpoint: {marlin['what']}. Cost: {marlin['cost']}.{extra}", gpu=at,
+                evidence=evs + [Evidence("source", fb["source"] if fb else rows[-1]["source"])],
+                remediation="Accept the W4A16 cost, or move the deployment to Blackwell for native NVFP4 (no vLLM flag is needed for the fallback)")
 
 
 LAUNCH_CHECK = "the full argparse check of the command (prefixes, types, every value) is `mtp-audit launch --sglang <wheel|checkout>`"
@@ -632,7 +931,7 @@ def check_flag_choices(ctx: Context) -> None:
     in each wheel). Unknown options need the option table, which only the sglang analyzer gives; without it the
     options the preflight does not interpret are listed in a non-blocking gap.
     """
-    if not ctx.launch or not ctx.launch.is_sglang:
+    if not ctx.launch or not ctx.launch.is_sglang or ctx.is_vllm:
         return
     sg = ctx.sglang
     for flag in ("--fp4-gemm-backend", "--moe-runner-backend", "--quantization"):
@@ -692,7 +991,10 @@ def check_probe(ctx: Context) -> None:
             continue  # reported by MTP200 as evidence: no FP4 hardware, failure expected
         if r["status"] == "mismatch":
             ctx.add("MTP227", f"probe {r['path']} on {p.gpu}: nan={r.get('nan')} inf={r.get('inf')} relative error {r.get('rel_error')} (tolerance {r.get('tolerance')})",
-                    evidence=[Evidence("probe", "; ".join(p.ran))], remediation="switch --fp4-gemm-backend (flashinfer_cudnn on SM120) and re-run --probe")
+                    evidence=[Evidence("probe", "; ".join(p.ran))],
+                    remediation=("switch the dense FP4 GEMM: --linear-backend flashinfer_cudnn (vLLM >= 0.22) or "
+                                 "VLLM_NVFP4_GEMM_BACKEND=flashinfer-cudnn (vLLM 0.11.1-0.23), and re-run --probe") if ctx.is_vllm else
+                    "switch --fp4-gemm-backend (flashinfer_cudnn on SM120) and re-run --probe")
         elif r["status"] == "error":
             ctx.add("MTP227", f"probe {r['path']} failed on {p.gpu} ({sm_name(cc) if cc else '?'}): {r.get('error')}",
                     evidence=[Evidence("probe", "; ".join(p.ran))], severity=Severity.WARNING,
@@ -708,7 +1010,7 @@ def check_platform(ctx: Context) -> None:
 
 
 CHECKS: tuple[Callable[[Context], None], ...] = (
-    check_verdict_inputs, check_no_native_fp4, check_mixed_cc, check_torch_build, check_driver, check_jit_nvcc,
+    check_verdict_inputs, check_no_native_fp4, check_vllm_fp4, check_mixed_cc, check_torch_build, check_driver, check_jit_nvcc,
     check_kernel_binaries, check_torch_pins, check_gemm_backend, check_moe_backend, check_nvfp4_online,
     check_flashinfer_trio, check_fp8_kv_trtllm_mha, check_pdmux, check_flashinfer_arch_list, check_memory,
     check_flag_choices, check_probe, check_platform,

@@ -2,9 +2,14 @@
 
 Order of sources (``../shared/research/blackwell_fp4.md`` §7):
 
-1. GPUs, driver and the driver's CUDA version through NVML (``nvidia-ml-py``, import name ``pynvml``)
-   when importable; NVML creates no CUDA context. Otherwise ``nvidia-smi --query-gpu=...
-   --format=csv,noheader`` and the plain ``nvidia-smi`` header, each with a time-out.
+1. GPUs (index, name, UUID, compute capability, memory), driver and the driver's CUDA version through
+   NVML (``nvidia-ml-py``, import name ``pynvml``) when importable; NVML creates no CUDA context.
+   Otherwise, or when forced (``MTP_AUDIT_NO_NVML=1``, ``mtp-audit preflight --no-nvml``),
+   ``nvidia-smi --query-gpu=index,name,compute_cap,driver_version,memory.total,uuid --format=csv,noheader``
+   and the plain ``nvidia-smi`` table (its header gives the CUDA version; its rows stand in for the CSV
+   when an old nvidia-smi rejects a query field), each with a time-out. Both paths list every GPU the
+   driver enumerates; ``CUDA_VISIBLE_DEVICES`` is then applied (:func:`mtp_audit.preflight.visible.cuda_visible`)
+   and the full list kept in ``MachineFacts.enumerated``.
 2. The CUDA toolkit: ``nvcc --version`` from ``$CUDA_HOME``/``$CUDA_PATH``, then ``PATH``, then
    ``/usr/local/cuda`` (SGLang's ``_jit_cuda_version`` order).
 3. torch's version and CUDA build from ``torch/version.py`` read as text (torch is never imported
@@ -45,7 +50,13 @@ TORCH_TIMEOUT_S = 60.0
 #: Most shared objects scanned per package (flashinfer-jit-cache ships hundreds).
 MAX_SO_PER_PACKAGE = 64
 #: Environment variables recorded in the facts.
-ENV_VARS = ("CUDA_VISIBLE_DEVICES", "FLASHINFER_CUDA_ARCH_LIST", "TORCH_CUDA_ARCH_LIST", "SGLANG_FLASHINFER_FP4_GEMM_BACKEND", "CUDA_HOME", "CUDA_PATH")
+ENV_VARS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES", "FLASHINFER_CUDA_ARCH_LIST", "TORCH_CUDA_ARCH_LIST", "SGLANG_FLASHINFER_FP4_GEMM_BACKEND", "CUDA_HOME", "CUDA_PATH",
+            # vLLM's FP4/MoE kernel switches (matrix["vllm"]["env_vars"] / ["retired_env_vars"])
+            "VLLM_USE_FLASHINFER_MOE_FP4", "VLLM_FLASHINFER_MOE_BACKEND", "VLLM_NVFP4_GEMM_BACKEND", "VLLM_USE_TRTLLM_FP4_GEMM",
+            "VLLM_MXFP4_USE_MARLIN", "VLLM_USE_FBGEMM", "VLLM_USE_NVFP4_CT_EMULATIONS", "VLLM_USE_FLASHINFER_MOE_FP8",
+            "VLLM_USE_FLASHINFER_MOE_FP16", "VLLM_USE_FLASHINFER_MOE_MXFP4_BF16", "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8",
+            "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8_CUTLASS")
+
 #: Packages whose shared objects are scanned, with the import folders that hold their ``.so`` files.
 KERNEL_PACKAGES = {
     "sgl-kernel": ("sgl_kernel/",),
@@ -54,6 +65,11 @@ KERNEL_PACKAGES = {
     "flashinfer-python": ("flashinfer/",),
     "flashinfer-jit-cache": ("flashinfer_jit_cache/",),
 }
+
+#: Environment variable that makes the live collection skip NVML and use nvidia-smi (any of 1/true/yes/on).
+NO_NVML_ENV = "MTP_AUDIT_NO_NVML"
+#: The nvidia-smi query of the fallback path (fields documented in ``nvidia-smi --help-query-gpu``).
+SMI_QUERY = ("nvidia-smi", "--query-gpu=index,name,compute_cap,driver_version,memory.total,uuid", "--format=csv,noheader")
 
 Runner = Callable[..., "subprocess.CompletedProcess[str]"]
 
@@ -106,13 +122,15 @@ def _nvml_gpus(nvml: Any) -> tuple[list[GpuFacts], Fact, Fact, list[str]]:
             facts = {}
             for key, fn in (("name", lambda: nvml.nvmlDeviceGetName(h)),
                             ("cc", lambda: tuple(int(x) for x in nvml.nvmlDeviceGetCudaComputeCapability(h))),
-                            ("mem", lambda: int(nvml.nvmlDeviceGetMemoryInfo(h).total))):
+                            ("mem", lambda: int(nvml.nvmlDeviceGetMemoryInfo(h).total)),
+                            ("uuid", lambda: nvml.nvmlDeviceGetUUID(h))):
                 try:
                     val = fn()
                     facts[key] = Fact.of(val.decode() if isinstance(val, bytes) else val, "nvml")
                 except Exception as exc:  # noqa: BLE001
                     facts[key] = Fact.absent(f"NVML error: {exc}", "nvml")
-            gpus.append(GpuFacts(index=i, name=facts["name"], compute_capability=facts["cc"], memory_bytes=facts["mem"]))
+            gpus.append(GpuFacts(index=i, name=facts["name"], compute_capability=facts["cc"], memory_bytes=facts["mem"],
+                                 uuid=facts["uuid"]))
         return gpus, driver, cuda, notes
     finally:
         try:
@@ -132,15 +150,37 @@ def _load_nvml() -> Any:
     return pynvml
 
 
-def collect_gpus(*, timeout: float = DEFAULT_TIMEOUT_S, run: Runner = _run, nvml_loader: Callable[[], Any] = _load_nvml
-                 ) -> tuple[tuple[GpuFacts, ...], Fact, Fact, Fact, list[str]]:
-    """``(gpus, gpu_list, driver_version, cuda_driver_version, notes)`` from NVML, else nvidia-smi."""
+def nvml_disabled(env: dict[str, str] | None = None) -> bool:
+    """Whether :data:`NO_NVML_ENV` asks to skip NVML (value 1/true/yes/on, case-insensitive)."""
+    return (dict(os.environ if env is None else env).get(NO_NVML_ENV, "").strip().lower()) in ("1", "true", "yes", "on")
+
+
+def collect_gpus(*, timeout: float = DEFAULT_TIMEOUT_S, run: Runner = _run, nvml_loader: Callable[[], Any] = _load_nvml,
+                 use_nvml: bool | None = None) -> tuple[tuple[GpuFacts, ...], Fact, Fact, Fact, list[str]]:
+    """``(gpus, gpu_list, driver_version, cuda_driver_version, notes)`` from NVML, else nvidia-smi.
+
+    Args:
+        timeout: seconds allowed for each nvidia-smi call.
+        run: command runner (tests pass one that replays recorded nvidia-smi output).
+        nvml_loader: returns the ``pynvml`` module or ``None``.
+        use_nvml: ``False`` skips NVML (the nvidia-smi path); ``None`` reads :data:`NO_NVML_ENV`.
+
+    Every GPU the driver enumerates is listed (NVML and nvidia-smi ignore ``CUDA_VISIBLE_DEVICES``).
+    ``gpu_list``'s source names the path taken (``"nvml"``, ``"nvidia-smi --query-gpu"``, ``"nvidia-smi table"``).
+    """
     notes: list[str] = []
-    try:
-        nvml = nvml_loader()
-    except Exception as exc:  # noqa: BLE001 - a broken pynvml install is a note, not a crash
-        nvml = None
-        notes.append(f"pynvml failed to import: {exc}")
+    if use_nvml is None:
+        use_nvml = not nvml_disabled()
+    nvml = None
+    if not use_nvml:
+        notes.append(f"NVML skipped ({NO_NVML_ENV}=1 or --no-nvml); using nvidia-smi")
+    else:
+        try:
+            nvml = nvml_loader()
+        except Exception as exc:  # noqa: BLE001 - a broken pynvml install is a note, not a crash
+            notes.append(f"pynvml failed to import: {exc}")
+        if nvml is None and not notes:
+            notes.append("nvidia-ml-py (pynvml) not installed; using nvidia-smi")
     if nvml is not None:
         try:
             gpus, driver, cuda, n = _nvml_gpus(nvml)
@@ -148,18 +188,24 @@ def collect_gpus(*, timeout: float = DEFAULT_TIMEOUT_S, run: Runner = _run, nvml
             return tuple(gpus), Fact.of(len(gpus), "nvml"), driver, cuda, notes
         except Exception as exc:  # noqa: BLE001
             notes.append(f"NVML failed ({type(exc).__name__}: {exc}); falling back to nvidia-smi")
-    else:
-        notes.append("nvidia-ml-py (pynvml) not installed; using nvidia-smi")
     from mtp_audit.preflight.envdump import parse_nvidia_smi, parse_nvidia_smi_csv
 
-    out, why = run_tool(["nvidia-smi", "--query-gpu=index,name,compute_cap,driver_version,memory.total", "--format=csv,noheader"], timeout, run)
-    if out is None:
-        reason = f"NVML unavailable and {why}"
-        return (), Fact.absent(reason, "nvidia-smi"), Fact.absent(why, "nvidia-smi"), Fact.absent(why, "nvidia-smi"), notes
-    csv = parse_nvidia_smi_csv(out, source="nvidia-smi --query-gpu")
+    out, why = run_tool(list(SMI_QUERY), timeout, run)
     head, why2 = run_tool(["nvidia-smi"], timeout, run)
-    cuda = parse_nvidia_smi(head).cuda_driver_version if head else Fact.absent(why2, "nvidia-smi")
-    return csv.gpus, csv.gpu_list, csv.driver_version, cuda, notes
+    table = parse_nvidia_smi(head) if head else None
+    cuda = table.cuda_driver_version if table is not None else Fact.absent(why2, "nvidia-smi")
+    if out is not None:
+        csv = parse_nvidia_smi_csv(out, source="nvidia-smi --query-gpu")
+        if csv.gpus:
+            return csv.gpus, csv.gpu_list, csv.driver_version, cuda, notes
+        why = "nvidia-smi --query-gpu printed no GPU row"
+    if table is not None and table.gpus:
+        # an nvidia-smi older than the query fields (compute_cap arrived in R510): the table has index, name, memory
+        notes.append(f"nvidia-smi --query-gpu failed ({why}); GPUs read from the nvidia-smi table (no UUIDs; "
+                     "compute capability from the GPU name)")
+        return table.gpus, Fact.of(len(table.gpus), "nvidia-smi table"), table.driver_version, cuda, notes
+    reason = f"NVML unavailable and {why}" if use_nvml else why
+    return (), Fact.absent(reason, "nvidia-smi"), Fact.absent(why, "nvidia-smi"), cuda if cuda.present else Fact.absent(why, "nvidia-smi"), notes
 
 
 # --- toolkit, torch, packages, binaries ----------------------------------------------------------
@@ -308,7 +354,8 @@ def _platform() -> Fact:
 
 
 def collect_live(*, import_torch: bool = False, timeout: float = DEFAULT_TIMEOUT_S, run: Runner = _run,
-                 nvml_loader: Callable[[], Any] = _load_nvml) -> MachineFacts:
+                 nvml_loader: Callable[[], Any] = _load_nvml, use_nvml: bool | None = None,
+                 environ: dict[str, str] | None = None) -> MachineFacts:
     """Collect every fact from this machine. Never raises for machine-side problems.
 
     Args:
@@ -316,13 +363,31 @@ def collect_live(*, import_torch: bool = False, timeout: float = DEFAULT_TIMEOUT
         timeout: seconds allowed for each external command.
         run: command runner (tests inject one that hangs or fails).
         nvml_loader: returns the ``pynvml`` module or ``None`` (tests inject failing NVML).
+        use_nvml: ``False`` forces the nvidia-smi path; ``None`` reads :data:`NO_NVML_ENV`.
+        environ: the environment to read (``CUDA_VISIBLE_DEVICES`` and :data:`ENV_VARS`); ``None``: ``os.environ``.
+
+    ``gpus`` are the GPUs CUDA would show this process (``CUDA_VISIBLE_DEVICES`` applied, see
+    :func:`mtp_audit.preflight.visible.cuda_visible`); when that filter changed the list, ``enumerated``
+    keeps every GPU the driver listed.
     """
-    gpus, gpu_list, driver, cuda, notes = collect_gpus(timeout=timeout, run=run, nvml_loader=nvml_loader)
-    vis = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if vis is not None and re.fullmatch(r"\s*\d+(\s*,\s*\d+)*\s*", vis) and gpus:
-        keep = [int(x) for x in vis.split(",")]
-        gpus = tuple(g for g in gpus if g.index in keep)
-        notes.append(f"CUDA_VISIBLE_DEVICES={vis}: {len(gpus)} GPU(s) kept")
+    from mtp_audit.preflight.visible import cuda_visible, nvidia_visible_note
+
+    env = dict(os.environ if environ is None else environ)
+    if use_nvml is None:
+        use_nvml = not nvml_disabled(env)
+    all_gpus, gpu_list, driver, cuda, notes = collect_gpus(timeout=timeout, run=run, nvml_loader=nvml_loader, use_nvml=use_nvml)
+    gpus = all_gpus
+    enumerated: tuple[GpuFacts, ...] = ()
+    vis = env.get("CUDA_VISIBLE_DEVICES")
+    if vis is not None and all_gpus:
+        view = cuda_visible(all_gpus, vis, source="environment", device_order=env.get("CUDA_DEVICE_ORDER"))
+        gpus = view.gpus
+        notes += list(view.notes)
+        if gpus != all_gpus:
+            enumerated = all_gpus
+    nv = nvidia_visible_note(env.get("NVIDIA_VISIBLE_DEVICES"), "environment")
+    if nv:
+        notes.append(nv)
     toolkit, cuda_home = collect_toolkit(timeout=timeout, run=run)
     torch_version, torch_cuda = collect_torch()
     packages, requires = collect_packages()
@@ -345,7 +410,8 @@ def collect_live(*, import_torch: bool = False, timeout: float = DEFAULT_TIMEOUT
         packages=packages,
         requires=requires,
         binaries=collect_binaries(),
-        env={k: os.environ[k] for k in ENV_VARS if k in os.environ},
+        env={k: env[k] for k in ENV_VARS if k in env},
         platform=_platform(),
         notes=tuple(notes),
+        enumerated=enumerated,
     )

@@ -334,6 +334,9 @@ def parse_torch_collect_env(text: str, fmt: str = "torch-collect-env") -> Machin
     env = {}
     if arch_env and arch_env.group(1).strip() not in ("Not Set",):
         env["TORCH_CUDA_ARCH_LIST"] = arch_env.group(1).strip()
+    # vllm collect-env's "Environment Variables" section prints VLLM_* variables as NAME=value (vllm/collect_env.py get_env_vars)
+    for m in re.finditer(r"^(VLLM_[A-Z0-9_]+)=(\S*)\s*$", text, re.M) if "VLLM_" in text else ():
+        env.setdefault(m.group(1), m.group(2))
     platform = _kv(text, "Python platform", fmt, value=r"([^\n]+)")
     plat = Fact.absent("platform not shown")
     if platform.present:
@@ -452,6 +455,7 @@ def parse_nvidia_smi(text: str) -> MachineFacts:
 
 _SMI_Q_BLOCK = re.compile(r"^GPU [0-9A-Fa-f]{8}:", re.M)
 _SMI_Q_FB = re.compile(r"FB Memory Usage\s*\n\s*Total\s+: (\d{1,9}) MiB")
+_SMI_Q_UUID = re.compile(r"^[ \t]*GPU UUID[ \t]+: (GPU-[0-9A-Fa-f-]{1,64})[ \t]*$", re.M)
 
 
 def parse_nvidia_smi_q(text: str) -> MachineFacts:
@@ -465,15 +469,17 @@ def parse_nvidia_smi_q(text: str) -> MachineFacts:
         nxt = _SMI_Q_BLOCK.search(text, m.end())
         fb = _SMI_Q_FB.search(text, m.end(), nxt.start() if nxt else len(text))
         mem = Fact.of(int(fb.group(1)) * _MIB, f"{fmt} FB Memory Usage") if fb else Fact.absent("no 'FB Memory Usage / Total' in nvidia-smi -q")
-        gpus.append(GpuFacts(index=i, name=name, compute_capability=_gpu_cc(name), memory_bytes=mem))
+        um = _SMI_Q_UUID.search(text, m.end(), nxt.start() if nxt else len(text))
+        uuid = Fact.of(um.group(1), f"{fmt} GPU UUID") if um else Fact.absent("no 'GPU UUID' in this nvidia-smi -q block", fmt)
+        gpus.append(GpuFacts(index=i, name=name, compute_capability=_gpu_cc(name), memory_bytes=mem, uuid=uuid))
     return MachineFacts(origin=f"env-dump:{fmt}", gpus=tuple(gpus),
                         gpu_list=Fact.of(len(gpus), fmt) if gpus else Fact.absent("nvidia-smi -q lists no Product Name"),
                         driver_version=driver, cuda_driver_version=cuda)
 
 
 def parse_nvidia_smi_csv(text: str, *, source: str = "nvidia-smi-csv") -> MachineFacts:
-    """``nvidia-smi --query-gpu=index,name,compute_cap,driver_version,memory.total --format=csv``
-    (with or without the header line)."""
+    """``nvidia-smi --query-gpu=index,name,compute_cap,driver_version,memory.total[,uuid] --format=csv``
+    (with or without the header line; the sixth column, when present, is the GPU UUID)."""
     gpus = []
     driver = Fact.absent("no GPU rows in the nvidia-smi CSV")
     for ln, line in enumerate(text.splitlines(), 1):
@@ -489,6 +495,8 @@ def parse_nvidia_smi_csv(text: str, *, source: str = "nvidia-smi-csv") -> Machin
             name=Fact.of(name, where),
             compute_capability=Fact.of((int(cc_m.group(1)), int(cc_m.group(2))), where) if cc_m else _gpu_cc(Fact.of(name, where)),
             memory_bytes=Fact.of(int(mem_m.group(1)) * _MIB, where) if mem_m else Fact.absent(f"nvidia-smi reports memory.total as '{mem}'"),
+            uuid=(Fact.of(cols[5], where) if len(cols) > 5 and cols[5].upper().startswith("GPU-")
+                  else Fact.absent("the nvidia-smi CSV has no uuid column", source)),
         ))
         if not driver.present and re.fullmatch(r"[\d.]+", drv):
             driver = Fact.of(drv, where)

@@ -126,6 +126,10 @@ def fmt_value(v: Any) -> str:
     return str(v)
 
 
+#: Missing-reason of a GPU UUID absent from a stored facts file (not written back by :meth:`GpuFacts.to_dict`).
+_NOT_RECORDED = "not recorded"
+
+
 @dataclass(frozen=True)
 class GpuFacts:
     """One GPU.
@@ -136,12 +140,15 @@ class GpuFacts:
         compute_capability: ``(major, minor)`` e.g. ``(12, 0)``.
         memory_bytes: total memory in bytes; GB10 reports "Not Supported" (unified memory), which is
             a missing fact with that reason (gh:NVIDIA/k8s-device-plugin#1482).
+        uuid: ``"GPU-dc089148-adda-1e6a-8c18-d58d61d51415"`` (NVML ``nvmlDeviceGetUUID``, nvidia-smi
+            ``--query-gpu=uuid`` / ``-q`` "GPU UUID"); what ``CUDA_VISIBLE_DEVICES=GPU-...`` is matched against.
     """
 
     index: int
     name: Fact = field(default_factory=lambda: Fact.absent("not observed"))
     compute_capability: Fact = field(default_factory=lambda: Fact.absent("not observed"))
     memory_bytes: Fact = field(default_factory=lambda: Fact.absent("not observed"))
+    uuid: Fact = field(default_factory=lambda: Fact.absent("not observed"))
 
     @property
     def cc(self) -> tuple[int, int] | None:
@@ -150,13 +157,17 @@ class GpuFacts:
         return (int(v[0]), int(v[1])) if v is not None else None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form."""
-        return {
+        """JSON form. ``uuid`` is left out when it was not recorded (facts files written before UUIDs were
+        collected round-trip unchanged)."""
+        d = {
             "index": self.index,
             "name": self.name.to_dict(),
             "compute_capability": self.compute_capability.to_dict(),
             "memory_bytes": self.memory_bytes.to_dict(),
         }
+        if self.uuid.present or self.uuid.missing != _NOT_RECORDED:
+            d["uuid"] = self.uuid.to_dict()
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> GpuFacts:
@@ -166,6 +177,7 @@ class GpuFacts:
             name=Fact.from_dict(d.get("name", {})),
             compute_capability=Fact.from_dict(d.get("compute_capability", {})),
             memory_bytes=Fact.from_dict(d.get("memory_bytes", {})),
+            uuid=Fact.from_dict(d.get("uuid", {"missing": _NOT_RECORDED})),
         )
 
 
@@ -226,9 +238,12 @@ class MachineFacts:
         env: selected environment variables (``FLASHINFER_CUDA_ARCH_LIST``, ``CUDA_VISIBLE_DEVICES``).
         platform: ``"linux"``, ``"wsl2"``, ``"windows"``.
         notes: free lines worth showing (a ``MISMATCH`` line of flashinfer's collect_env, NVML errors).
+        enumerated: every GPU the driver listed before this process's ``CUDA_VISIBLE_DEVICES`` was
+            applied to :attr:`gpus`; empty when no such filter was applied (then :attr:`gpus` is the
+            whole list). A launch that sets its own ``CUDA_VISIBLE_DEVICES`` is matched against it.
         engine: the serving engine the dump is for, ``"sglang"`` or ``"vllm"`` (``sglang.check_env`` /
-            ``vllm collect-env`` / what a free-form text mentions), with provenance; recorded only, the
-            verdicts do not read it yet.
+            ``vllm collect-env`` / what a free-form text mentions), with provenance. The preflight's engine choice
+            reads it (:func:`mtp_audit.preflight.engine.machine_hint`; an explicit ``--engine`` or the launch command wins).
     """
 
     origin: str
@@ -247,6 +262,7 @@ class MachineFacts:
     env: Mapping[str, str] = field(default_factory=dict)
     platform: Fact = field(default_factory=_absent)
     notes: tuple[str, ...] = ()
+    enumerated: tuple[GpuFacts, ...] = ()
     engine: Fact = field(default_factory=_absent)
 
     _SCALARS = (
@@ -261,6 +277,11 @@ class MachineFacts:
         "platform",
         "engine",
     )
+
+    @property
+    def all_gpus(self) -> tuple[GpuFacts, ...]:
+        """Every GPU the driver listed (:attr:`enumerated` when a ``CUDA_VISIBLE_DEVICES`` filter was applied, else :attr:`gpus`)."""
+        return self.enumerated or self.gpus
 
     def package(self, name: str) -> Fact:
         """Version fact of distribution ``name`` (missing when not recorded)."""
@@ -280,6 +301,8 @@ class MachineFacts:
         d["binaries"] = [b.to_dict() for b in sorted(self.binaries, key=lambda b: (b.package, b.path))]
         d["env"] = {k: self.env[k] for k in sorted(self.env)}
         d["notes"] = list(self.notes)
+        if self.enumerated:
+            d["enumerated"] = [g.to_dict() for g in self.enumerated]
         return d
 
     @classmethod
@@ -304,6 +327,7 @@ class MachineFacts:
                 binaries=tuple(BinaryFacts.from_dict(b) for b in d.get("binaries", [])),
                 env={str(k): str(v) for k, v in dict(d.get("env", {})).items()},
                 notes=tuple(str(n) for n in d.get("notes", [])),
+                enumerated=tuple(GpuFacts.from_dict(g) for g in d.get("enumerated", [])),
                 **kwargs,
             )
         except (KeyError, TypeError, AttributeError) as exc:
@@ -359,6 +383,7 @@ class MachineFacts:
                     name=a.name.or_(b.name),
                     compute_capability=a.compute_capability.or_(b.compute_capability),
                     memory_bytes=a.memory_bytes.or_(b.memory_bytes),
+                    uuid=a.uuid.or_(b.uuid),
                 )
                 for a, b in zip(mine, theirs)
             ) + tuple(gpus[min(len(mine), len(theirs)):])

@@ -1,5 +1,11 @@
-"""The intended launch: an SGLang command line, the checkpoint's quantization, and what SGLang will
+"""The intended launch: an SGLang or vLLM command line, the checkpoint's quantization, and what SGLang will
 make of the flags (choices, defaults, ``auto`` resolutions).
+
+vLLM commands (``vllm serve MODEL ...``, ``python -m vllm.entrypoints.openai.api_server --model MODEL ...``) are
+parsed for the flags that decide FP4 kernels (:data:`VLLM_FLAGS`), the way vLLM's ``FlexibleArgumentParser`` reads
+them (``--tensor_parallel_size`` == ``--tensor-parallel-size``; wheel:vllm-0.20.0:vllm/utils/argparse_utils.py:300-320);
+``KEY=VALUE`` tokens before the program are environment variables of the launch (:attr:`Launch.env`). The
+``mtp_audit.launch`` package can reuse :func:`parse_launch` for the same purpose.
 
 Flag semantics come from the sglang analyzer (``mtp_audit.engines.sglang.audit_sglang``) when that package is
 present and an SGLang tree is at hand: its public report's ``facts["sglang"]`` gives ``version``,
@@ -35,6 +41,57 @@ FLAGS: dict[str, tuple[str, ...]] = {
 }
 BOOL_FLAGS = ("--enable-pdmux",)
 
+#: vLLM flags the preflight interprets: canonical name -> option strings (wheel:vllm-0.20.0:vllm/engine/arg_utils.py:
+#: ``--quantization``/``-q`` line 768, ``--tensor-parallel-size``/``-tp`` line 925, ``--moe-backend`` line 1368;
+#: ``--linear-backend`` from 0.24.0, arg_utils.py:1485). The model is ``--model`` or ``vllm serve``'s positional.
+VLLM_FLAGS: dict[str, tuple[str, ...]] = {
+    "--model-path": ("--model",),
+    "--quantization": ("--quantization", "-q"),
+    "--tp": ("--tensor-parallel-size", "-tp"),
+    "--kv-cache-dtype": ("--kv-cache-dtype",),
+    "--moe-backend": ("--moe-backend",),
+    "--linear-backend": ("--linear-backend",),
+    "--speculative-config": ("--speculative-config",),
+}
+#: vLLM lower-cases these values and turns '-' into '_' (arg_utils.py:1367 in 0.20.0; KernelConfig validators).
+VLLM_NORMALIZED_VALUES = ("--moe-backend", "--linear-backend")
+
+
+def split_env_prefix(toks: list[str]) -> tuple[dict[str, str], list[str]]:
+    """``["VLLM_X=1", "env", "Y=2", "vllm", "serve", ...]`` -> ``({"VLLM_X": "1", "Y": "2"}, ["vllm", "serve", ...])``.
+
+    Leading ``NAME=VALUE`` tokens (a POSIX shell's assignments, optionally after ``env``) are the launch's
+    environment; the program starts at the first other token.
+    """
+    import re
+
+    env: dict[str, str] = {}
+    i = 0
+    while i < len(toks):
+        t = toks[i]
+        if t == "env" and not env and i == 0:
+            i += 1
+            continue
+        m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", t, re.S)
+        if not m:
+            break
+        env[m.group(1)] = m.group(2)
+        i += 1
+    return env, toks[i:]
+
+
+def engine_of(toks: list[str]) -> str:
+    """``"sglang"``, ``"vllm"`` or the program's name, from the tokens after any environment prefix."""
+    if not toks:
+        return ""
+    joined = " ".join(toks[:4])
+    first = Path(toks[0]).name
+    if "sglang.launch_server" in joined or (first == "sglang" and len(toks) > 1 and toks[1] in ("serve", "launch_server")):
+        return "sglang"
+    if first == "vllm" or "vllm.entrypoints" in joined:
+        return "vllm"
+    return first
+
 
 @dataclass(frozen=True)
 class Launch:
@@ -47,7 +104,9 @@ class Launch:
         flags: canonical flag (:data:`FLAGS`) -> value as typed.
         bools: boolean flags present (``--enable-pdmux``).
         options: every ``--name`` token as typed (``--name=value`` cut at ``=``), in order, interpreted
-            or not: the preflight checks them against the SGLang option table when it has one.
+            or not: the preflight checks them against the SGLang option table when it has one. vLLM options are
+            listed with ``_`` turned into ``-`` (as vLLM reads them).
+        env: ``NAME=VALUE`` assignments written before the program (``VLLM_USE_FLASHINFER_MOE_FP4=1 vllm serve ...``).
     """
 
     argv: tuple[str, ...]
@@ -56,6 +115,12 @@ class Launch:
     flags: dict[str, str] = field(default_factory=dict)
     bools: tuple[str, ...] = ()
     options: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_vllm(self) -> bool:
+        """Whether it starts vLLM (``vllm serve``, ``python -m vllm.entrypoints...``)."""
+        return self.engine == "vllm"
 
     def get(self, flag: str) -> str | None:
         """Value of a canonical flag, or ``None``."""
@@ -64,7 +129,8 @@ class Launch:
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
         return {"argv": list(self.argv), "is_sglang": self.is_sglang, "engine": self.engine,
-                "flags": dict(sorted(self.flags.items())), "bools": list(self.bools), "options": list(self.options)}
+                "flags": dict(sorted(self.flags.items())), "bools": list(self.bools), "options": list(self.options),
+                "env": dict(sorted(self.env.items()))}
 
 
 def parse_launch(argv: list[str] | tuple[str, ...]) -> Launch:
@@ -81,33 +147,36 @@ def parse_launch(argv: list[str] | tuple[str, ...]) -> Launch:
             raise InputError("launch command", f"cannot split: {exc}") from None
     if not toks:
         raise InputError("launch command", "nothing after '--' (expected e.g. python -m sglang.launch_server --model-path ...)")
-    joined = " ".join(toks[:4])
-    if "sglang.launch_server" in joined or (Path(toks[0]).name == "sglang" and len(toks) > 1 and toks[1] in ("serve", "launch_server")):
-        engine = "sglang"
-    elif "vllm" in Path(toks[0]).name or "vllm.entrypoints" in joined:
-        engine = "vllm"
-    else:
-        engine = Path(toks[0]).name
-    alias = {a: canon for canon, names in FLAGS.items() for a in names}
+    env, prog = split_env_prefix(toks)
+    engine = engine_of(prog)
+    vllm = engine == "vllm"
+    table = VLLM_FLAGS if vllm else FLAGS
+    alias = {a: canon for canon, names in table.items() for a in names}
     flags: dict[str, str] = {}
     bools: list[str] = []
     options: list[str] = []
     i = 0
-    while i < len(toks):
-        t = toks[i]
+    if vllm and len(prog) > 2 and Path(prog[0]).name == "vllm" and prog[1] == "serve" and not prog[2].startswith("-"):
+        flags["--model-path"] = prog[2]  # vllm serve MODEL: model_tag (wheel:vllm-0.20.0:vllm/entrypoints/cli/serve.py:45-46)
+        i = 3
+    while i < len(prog):
+        t = prog[i]
         name, eq, val = t.partition("=")
+        if vllm and name.startswith("--"):
+            name = "--" + name[2:].replace("_", "-")
         if name.startswith("--") and len(name) > 2:
             options.append(name)
         if name in alias:
-            if eq:
-                flags[alias[name]] = val
-            elif i + 1 < len(toks):
-                flags[alias[name]] = toks[i + 1]
-                i += 1
-        elif name in BOOL_FLAGS:
+            value = val if eq else (prog[i + 1] if i + 1 < len(prog) else None)
+            if value is not None:
+                canon = alias[name]
+                flags[canon] = value.lower().replace("-", "_") if vllm and canon in VLLM_NORMALIZED_VALUES else value
+                if not eq:
+                    i += 1
+        elif name in BOOL_FLAGS and not vllm:
             bools.append(name)
         i += 1
-    return Launch(tuple(toks), engine == "sglang", engine, flags, tuple(bools), tuple(options))
+    return Launch(tuple(toks), engine == "sglang", engine, flags, tuple(bools), tuple(options), env)
 
 
 @dataclass(frozen=True)

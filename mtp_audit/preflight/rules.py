@@ -1,8 +1,10 @@
-"""Preflight rules MTP200-MTP230: documentation, sources and runnable examples.
+"""Preflight rules MTP200-MTP232: documentation, sources and runnable examples.
 
 The checks live in :mod:`mtp_audit.preflight.analyze`; each rule here names the candidate rule of
 ``../shared/research/blackwell_fp4.md`` §10 (R01-R35) it implements. Examples are environment dumps
-(``env.txt``, sglang check_env format) or stored facts (``facts.json``) plus launch-command args.
+(``env.txt``, sglang check_env or vllm collect-env format) or stored facts (``facts.json``) plus launch-command args.
+Rules whose meaning holds for both engines name each engine's semantics; the finding's message and fix name only the
+engine the verdict is for (:mod:`mtp_audit.preflight.engine`). MTP231/MTP232 are vLLM-only.
 """
 
 from __future__ import annotations
@@ -36,6 +38,25 @@ def env(gpu: tuple[str, str] = PRO6000, *, n: int = 8, torch: str = "2.9.1+cu130
             f"GPU {ids} Compute Capability: {gpu[1]}\nCUDA_HOME: /usr/local/cuda\nNVCC: {nv}\nCUDA Driver Version: {driver}\n"
             f"PyTorch: {torch}\nsglang: {sglang}\n{kernel[0]}: {kernel[1]}\nflashinfer_python: {flashinfer}\n"
             f"flashinfer_cubin: {cubin or flashinfer}\nflashinfer_jit_cache: {jit}\ntriton: 3.5.1\nvllm: Module Not Found\n")
+
+
+def vllm_env(gpu: tuple[str, str] = H200, *, n: int = 8, vllm: str = "0.20.0", torch: str = "2.10.0+cu129", torch_cuda: str = "12.9",
+             driver: str = "580.95.05", flashinfer: str = "0.6.8", env_vars: dict[str, str] | None = None) -> str:
+    """A ``vllm collect-env`` dump in the real boxed format (wheel:vllm-0.20.0:vllm/collect_env.py:822-875; the CUDA
+    section as in gh:vllm-project/vllm#57932), with its ``Environment Variables`` section."""
+    gpus = "\n".join(f"GPU {i}: {gpu[0]}" for i in range(n))
+    envs = "\n".join(f"{k}={v}" for k, v in (env_vars or {}).items())
+    return (f"==============================\n       PyTorch Info\n==============================\nPyTorch version              : {torch}\n"
+            f"Is debug build               : False\nCUDA used to build PyTorch   : {torch_cuda}\n\n"
+            "==============================\n       CUDA / GPU Info\n==============================\nIs CUDA available            : True\n"
+            f"CUDA runtime version         : {torch_cuda}\nGPU models and configuration :\n{gpus}\n\nNvidia driver version        : {driver}\n\n"
+            f"==============================\nVersions of relevant libraries\n==============================\n[pip3] flashinfer-python=={flashinfer}\n"
+            f"[pip3] torch=={torch}\n[conda] Could not collect\n\n==============================\n         vLLM Info\n==============================\n"
+            f"ROCM Version                 : Could not collect\nvLLM Version                 : {vllm}\nvLLM Build Flags:\n  CUDA Archs: Not Set; ROCm: Disabled\n\n"
+            f"==============================\n     Environment Variables\n==============================\n{envs}\n")
+
+
+VL = ("vllm", "serve", "m", "--quantization", "modelopt_fp4")
 
 
 def facts_json(gpu: tuple[str, str] = PRO6000, *, n: int = 8, torch: str = "2.12.0+cu130", torch_cuda: str = "13.0", sglang: str = "0.5.9",
@@ -86,25 +107,31 @@ def R(id: str, name: str, sev: Severity, summary: str, what: str, why: str, fix:
 
 
 RULES: tuple[Rule, ...] = (
-    R("MTP200", "no-native-fp4", E, "The GPU has no FP4 tensor cores (compute capability below 10.0)",
-      "Flags GPUs of compute capability < 10.0 (Hopper H100/H200, Ada, Ampere) when FP4 is intended (bare preflight, an FP4 --quantization or an FP4 checkpoint), unless the launch already selects the Marlin W4A16 fallback. On SGLang >= 0.5.13 the message names the Marlin W4A16 fallback and its cost.",
-      "FP4 MMA instructions exist only on SM100/SM103/SM110 (tcgen05) and SM120/SM121 (mma.sync kind::mxf4nvf4). SGLang's native NVFP4 GEMMs refuse SM90 ('ModelOpt NVFP4 native dense GEMM backends require SM100+').",
-      "Use a Blackwell GPU, or on SGLang >= 0.5.13 run weight-only: --fp4-gemm-backend marlin --moe-runner-backend marlin (W4A16, BF16 math).",
-      ("wheel:sglang-0.5.23:sglang/srt/layers/quantization/modelopt_quant.py", "wheel:vllm-0.33.0:vllm/model_executor/kernels/linear/nvfp4/marlin.py"), "code",
+    R("MTP200", "no-native-fp4", E, "The GPU has no FP4 tensor cores (compute capability below 10.0) and the engine will not fall back",
+      "SGLang: flags GPUs of compute capability < 10.0 (Hopper H100/H200, Ada, Ampere) when FP4 is intended (bare preflight, an FP4 --quantization or an FP4 checkpoint), unless the launch already selects the Marlin W4A16 fallback; on SGLang >= 0.5.13 the message names the Marlin W4A16 fallback and its cost. vLLM falls back to Marlin W4A16 on its own (MTP201), so for vLLM this fires only where vLLM has no fallback: vLLM <= 0.8.5, or a GPU below Marlin's compute capability 7.5.",
+      "FP4 MMA instructions exist only on SM100/SM103/SM110 (tcgen05) and SM120/SM121 (mma.sync kind::mxf4nvf4). SGLang's native NVFP4 GEMMs refuse SM90 ('ModelOpt NVFP4 native dense GEMM backends require SM100+'); vLLM 0.8.5 raises 'Current platform does not support NVFP4 quantization. Please use Blackwell and above.'",
+      "Use a Blackwell GPU, or run weight-only: SGLang >= 0.5.13 --fp4-gemm-backend marlin --moe-runner-backend marlin; vLLM >= 0.9.2 does it by itself (W4A16, BF16 math).",
+      ("wheel:sglang-0.5.23:sglang/srt/layers/quantization/modelopt_quant.py", "wheel:vllm-0.8.5:vllm/model_executor/layers/quantization/modelopt.py:265-268",
+       "wheel:vllm-0.33.0:vllm/model_executor/kernels/linear/nvfp4/marlin.py"), "code",
       (_ex(True, "H200 with an NVFP4 launch on SGLang 0.5.9 (no Marlin fallback)", {"env.txt": env(H200, torch="2.9.1+cu128")}, SG),
-       _ex(False, "B200: FP4 tensor cores present", {"env.txt": env(B200, torch="2.9.1+cu128")}, SG))),
+       _ex(True, "H200 with vLLM 0.8.5 (no Marlin NVFP4 fallback yet)", {"env.txt": vllm_env(vllm="0.8.5", torch="2.6.0+cu124", torch_cuda="12.4")}, VL),
+       _ex(False, "B200: FP4 tensor cores present", {"env.txt": env(B200, torch="2.9.1+cu128")}, SG),
+       _ex(False, "H200 with vLLM 0.20.0: it falls back to Marlin by itself (MTP201, a warning)", {"env.txt": vllm_env()}, VL))),
     R("MTP201", "marlin-w4a16-fallback", W, "NVFP4 runs as Marlin W4A16 on a GPU without FP4 tensor cores",
-      "Fires when a GPU below SM100 will run an FP4 checkpoint through SGLang's Marlin backends (SGLang >= 0.5.13).",
+      "Fires when a GPU below SM100 will run an FP4 checkpoint through Marlin: SGLang >= 0.5.13 with its Marlin backends, or vLLM >= 0.9.2, which picks Marlin by itself when no FP4 kernel supports the GPU (no flag needed) and no explicit FP4 backend stops the load first (MTP231). The message gives the cost.",
       "Marlin dequantizes 4-bit weights to BF16 inside the GEMM: it works, but all math runs at BF16 tensor-core rate; FP4's compute advantage is gone and activations stay BF16.",
       "Accept the cost, or move the deployment to Blackwell for native NVFP4.",
-      ("wheel:sglang-0.5.13:sglang/srt/layers/quantization/fp4_utils.py"), "code",
+      ("wheel:sglang-0.5.13:sglang/srt/layers/quantization/fp4_utils.py",
+       "wheel:vllm-0.20.0:vllm/model_executor/kernels/linear/__init__.py:260-268 and nvfp4/marlin.py:35", "wheel:vllm-0.20.0:vllm/model_executor/layers/fused_moe/oracle/nvfp4.py:161-169"), "code",
       (_ex(True, "H200 on SGLang 0.5.16, auto resolves to marlin", {"env.txt": env(H200, sglang="0.5.16", torch="2.11.0+cu130", kernel=("sglang-kernel", "0.4.3"))}, SG),
-       _ex(False, "H200 on SGLang 0.5.9: no Marlin NVFP4 path (MTP200 fires instead)", {"env.txt": env(H200, torch="2.9.1+cu128")}, SG))),
+       _ex(True, "H200 collect-env of vLLM 0.20.0 with an NVFP4 launch", {"env.txt": vllm_env()}, VL),
+       _ex(False, "H200 on SGLang 0.5.9: no Marlin NVFP4 path (MTP200 fires instead)", {"env.txt": env(H200, torch="2.9.1+cu128")}, SG),
+       _ex(False, "B200 on vLLM 0.20.0: native NVFP4", {"env.txt": vllm_env(B200)}, VL))),
     R("MTP202", "mixed-compute-capabilities", E, "GPUs of different compute capability in one server",
       "Fires when the GPUs listed have more than one compute capability.",
-      "SGLang reads device 0's SM (get_device_sm) and chooses FP4 backends for it; other GPUs may not run them.",
+      "SGLang reads device 0's SM (get_device_sm) and chooses FP4 backends for it; vLLM asks current_platform.get_device_capability(), device 0 by default; other GPUs may not run them.",
       "Use identical GPUs, or restrict CUDA_VISIBLE_DEVICES to one kind.",
-      ("sglang/srt/utils/common.py get_device_sm (wheel:sglang-0.5.23)"), "code",
+      ("sglang/srt/utils/common.py get_device_sm (wheel:sglang-0.5.23)", "wheel:vllm-0.20.0:vllm/platforms/cuda.py:592"), "code",
       (_ex(True, "an H200 and a B200 in one dump", {"env.txt": env(B200, n=1).replace("GPU 0: NVIDIA B200\nGPU 0 Compute Capability: 10.0", "GPU 0: NVIDIA B200\nGPU 1: NVIDIA H200\nGPU 0 Compute Capability: 10.0\nGPU 1 Compute Capability: 9.0")}),
        _ex(False, "eight identical RTX PRO 6000")),),
     R("MTP203", "torch-cuda-too-old-for-blackwell", E, "torch is built for a CUDA older than 12.8 on a Blackwell GPU",
@@ -264,16 +291,21 @@ RULES: tuple[Rule, ...] = (
     R("MTP225", "gpu-memory-not-reported", I, "GPU memory is reported as 'Not Supported' (unified memory)",
       "Fires when nvidia-smi/NVML reports the GPU's memory as 'Not Supported' (GB10).",
       "Memory-fraction defaults sized from GPU memory overcommit unified memory.",
-      "SGLang: lower --mem-fraction-static; vLLM: --gpu-memory-utilization <= 0.85.",
+      "Size the cache down: SGLang --mem-fraction-static, vLLM --gpu-memory-utilization <= 0.85 (the finding names only the engine the verdict is for).",
       ("gh:NVIDIA/k8s-device-plugin#1482", "gh:vllm-project/recipes#632"), "bug report",
       (_ex(True, "GB10 nvidia-smi", {"env.txt": "+---+\n| NVIDIA-SMI 580.95.05              Driver Version: 580.95.05      CUDA Version: 13.0     |\n|=====|\n|   0  NVIDIA GB10                    On  |   0000000F:01:00.0 Off |                  N/A |\n| N/A   40C    P8              4W /  N/A  | Not Supported          |      0%      Default |\n"}),
        _ex(False, "B200 nvidia-smi with memory", {"env.txt": "| NVIDIA-SMI 580.95.05              Driver Version: 580.95.05      CUDA Version: 13.0     |\n|   0  NVIDIA B200                    On  |   00000000:63:00.0 Off |                    0 |\n| N/A   26C    P0            139W / 1000W |       0MiB / 183359MiB |      0%      Default |\n"}))),
-    R("MTP226", "launch-flag-value-not-accepted", E, "A backend flag value this SGLang version does not accept",
-      "Fires when the value of --fp4-gemm-backend, --moe-runner-backend or --quantization is not among the SGLang version's argparse choices (from the sglang analyzer, else the matrix's per-version rows read from each wheel), or when --fp4-gemm-backend is given to SGLang < 0.5.8, which has no such flag. The message lists the valid choices. It does not change the per-GPU MTP228 verdict.",
+    R("MTP226", "launch-flag-value-not-accepted", E, "A backend flag (or value) this engine version does not accept",
+      "SGLang: fires when the value of --fp4-gemm-backend, --moe-runner-backend or --quantization is not among the SGLang version's argparse choices (from the sglang analyzer, else the matrix's per-version rows read from each wheel), or when --fp4-gemm-backend is given to SGLang < 0.5.8, which has no such flag. vLLM: fires for --moe-backend on vLLM < 0.17.0 or --linear-backend on vLLM < 0.22.0 (the flags do not exist there), or a value outside the version's MoEBackend / LinearBackend choices. The message lists the valid choices. It does not change the per-GPU MTP228 verdict.",
       "argparse stops the server with 'invalid choice' / 'unrecognized arguments' before the model loads.",
       "Use one of the listed choices for your version.",
-      ("sglang/srt/server_args.py (<= 0.5.18) and sglang/srt/arg_groups/choices.py (>= 0.5.20) per wheel: FP4_GEMM_RUNNER_BACKEND_CHOICES, MOE_RUNNER_BACKEND_CHOICES, QUANTIZATION_CHOICES",), "code",
+      ("sglang/srt/server_args.py (<= 0.5.18) and sglang/srt/arg_groups/choices.py (>= 0.5.20) per wheel: FP4_GEMM_RUNNER_BACKEND_CHOICES, MOE_RUNNER_BACKEND_CHOICES, QUANTIZATION_CHOICES",
+       "wheel:vllm-0.16.0/0.17.0:vllm/engine/arg_utils.py (--moe-backend from 0.17.0)", "wheel:vllm-0.21.0/0.22.0:vllm/engine/arg_utils.py (--linear-backend from 0.22.0, line 1447)",
+       "wheel:vllm-0.20.0:vllm/config/kernel.py:108-120 MoEBackend"), "code",
       (_ex(True, "marlin on SGLang 0.5.9", None, SG + ("--fp4-gemm-backend", "marlin")),
+       _ex(True, "--moe-backend on vLLM 0.14.0 (added in 0.17.0)", {"env.txt": vllm_env(vllm="0.14.0")}, VL + ("--moe-backend", "marlin")),
+       _ex(True, "--moe-backend flashinfer_b12x on vLLM 0.20.0 (a choice from 0.22.0)", {"env.txt": vllm_env(PRO6000, vllm="0.20.0")}, VL + ("--moe-backend", "flashinfer_b12x")),
+       _ex(False, "--moe-backend marlin on vLLM 0.20.0", {"env.txt": vllm_env()}, VL + ("--moe-backend", "marlin")),
        _ex(True, "--moe-runner-backend nonsense on SGLang 0.5.9", None, SG + ("--moe-runner-backend", "nonsense")),
        _ex(False, "flashinfer_cudnn on SGLang 0.5.9", None, SG + ("--fp4-gemm-backend", "flashinfer_cudnn")))),
     R("MTP227", "probe-fp4-gemm-wrong", E, "The --probe FP4 GEMM gave NaN/Inf or a wrong result",
@@ -284,7 +316,7 @@ RULES: tuple[Rule, ...] = (
       (_ex(True, "probe result with NaN (stored facts + probe.json)", {"env.txt": env(), "probe.json": json.dumps({"gpu": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "cc": [12, 0], "ran": ["flashinfer mm_fp4(backend='cutlass')"], "results": [{"path": "flashinfer.mm_fp4[cutlass]", "status": "mismatch", "nan": 3, "inf": 0, "rel_error": None, "tolerance": 0.25}]})}),
        _ex(False, "probe result ok", {"env.txt": env(), "probe.json": json.dumps({"gpu": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "cc": [12, 0], "ran": ["flashinfer mm_fp4(backend='cudnn')"], "results": [{"path": "flashinfer.mm_fp4[cudnn]", "status": "ok", "nan": 0, "inf": 0, "rel_error": 0.09, "tolerance": 0.25}]})}))),
     R("MTP228", "native-fp4-verdict", I, "Per-GPU verdict: native FP4 capable, not capable or unknown",
-      "Always reports whether native FP4 can run (capable), cannot (not capable, with the error rules that say why) or could not be told (unknown, with the missing fact): one finding per group of GPUs with the same name, compute capability and verdict, listing the GPU indices (GPUs 0-7). A capable group has no fix; the others name the error findings and gaps to fix.",
+      "Always reports whether native FP4 can run (capable), cannot (not capable, with the error rules that say why) or could not be told (unknown, with the missing fact): one finding per group of GPUs with the same name, compute capability and verdict, listing the GPU indices (GPUs 0-7), and the engine the verdict is for ('on vLLM 0.20.0', 'on SGLang (version unknown) (assumed)'); its evidence says where the engine came from and any hint that disagrees. A capable group has no fix; the others name the error findings and gaps to fix.",
       "It is the headline answer of the preflight; errors and gaps explain it.",
       "Fix the error findings named in the verdict, and the gaps of the same report.",
       ("mtp_audit/data/matrix.json: the capability matrix, every row with its public source (mtp-audit ships it)",), "code",
@@ -302,6 +334,28 @@ RULES: tuple[Rule, ...] = (
       ("sglang/srt/server_args.py prepare_server_args (argparse.ArgumentParser, allow_abbrev default True)", "docs/sglang.md cli_arguments"), "code",
       (_ex(True, "--bogus-flag on SGLang 0.5.9", {"env.txt": env(), "sglang_facts.json": json.dumps(EXAMPLE_SGLANG_FACTS)}, SG + ("--bogus-flag", "x")),
        _ex(False, "only known options (and an accepted prefix)", {"env.txt": env(), "sglang_facts.json": json.dumps(EXAMPLE_SGLANG_FACTS)}, SG + ("--fp4-gemm", "flashinfer_cudnn")))),
+)
+
+RULES = RULES + (
+    R("MTP231", "vllm-fp4-backend-cannot-run", E, "An explicit vLLM FP4 backend that cannot run on this GPU",
+      "vLLM only. Fires when the launch asks for an NVFP4 backend whose kernels do not run on the GPU's compute capability: --moe-backend (vLLM >= 0.17) flashinfer_trtllm / flashinfer_cutedsl off the SM100 family, flashinfer_cutlass / cutlass below SM100, flashinfer_b12x off SM12x; --linear-backend (vLLM >= 0.22) or VLLM_NVFP4_GEMM_BACKEND (0.11.1-0.23; from 0.22 only while --linear-backend is auto) cutlass / flashinfer_cutlass / flashinfer_cudnn below SM100, flashinfer_trtllm off SM100/SM103; VLLM_USE_FLASHINFER_MOE_FP4=1 (0.15-0.23) below SM100 or with VLLM_FLASHINFER_MOE_BACKEND=masked_gemm off SM100. Requirements are read from each kernel's is_supported / _supports_current_device in the vLLM wheel (matrix vllm.nvfp4_backend_sms).",
+      "An explicit backend is not replaced by vLLM's fallback: the MoE oracle raises 'NvFp4 MoE backend ... does not support the deployment configuration', a forced dense kernel raises 'Forced NVFP4 kernel ... is not supported', or FlashInfer refuses the compute capability at the first GEMM. Left on auto, vLLM would have picked a kernel that runs (Marlin below SM100).",
+      "Drop the explicit backend (auto), or name one that runs on the GPU; the finding's fix uses the same form (flag or env var) as the launch.",
+      ("wheel:vllm-0.20.0:vllm/model_executor/layers/fused_moe/oracle/nvfp4.py:216-260", "wheel:vllm-0.20.0:vllm/model_executor/kernels/linear/__init__.py:615-650",
+       "wheel:vllm-0.20.0:vllm/model_executor/layers/fused_moe/experts/trtllm_nvfp4_moe.py:88-95", "wheel:vllm-0.20.0:vllm/model_executor/layers/fused_moe/flashinfer_cutlass_moe.py:125-177",
+       "wheel:vllm-0.20.0:vllm/model_executor/kernels/linear/nvfp4/flashinfer.py:23-35"), "code",
+      (_ex(True, "H200, vLLM 0.20.0, --moe-backend flashinfer_trtllm", {"env.txt": vllm_env()}, VL + ("--moe-backend", "flashinfer_trtllm")),
+       _ex(True, "H200, vLLM 0.20.0, VLLM_NVFP4_GEMM_BACKEND=cutlass in the dump's environment", {"env.txt": vllm_env(env_vars={"VLLM_NVFP4_GEMM_BACKEND": "cutlass"})}, VL),
+       _ex(True, "RTX PRO 6000, vLLM 0.20.0, --moe-backend flashinfer_cutedsl", {"env.txt": vllm_env(PRO6000)}, VL + ("--moe-backend", "flashinfer_cutedsl")),
+       _ex(False, "RTX PRO 6000, vLLM 0.20.0, --moe-backend flashinfer_cutlass", {"env.txt": vllm_env(PRO6000)}, VL + ("--moe-backend", "flashinfer_cutlass")),
+       _ex(False, "H200, vLLM 0.20.0, --moe-backend marlin", {"env.txt": vllm_env()}, VL + ("--moe-backend", "marlin")))),
+    R("MTP232", "vllm-retired-fp4-env-var", W, "An FP4/MoE env var that vLLM >= 0.24 no longer reads",
+      "vLLM only. Fires when the launch (a NAME=VALUE prefix) or the machine's environment sets one of the FP4/MoE variables removed in vLLM 0.24.0 (VLLM_USE_FLASHINFER_MOE_FP4, VLLM_FLASHINFER_MOE_BACKEND, VLLM_NVFP4_GEMM_BACKEND, VLLM_MXFP4_USE_MARLIN, VLLM_USE_FBGEMM, VLLM_USE_NVFP4_CT_EMULATIONS and the other VLLM_USE_FLASHINFER_MOE_* switches) and the vLLM is 0.24.0 or newer.",
+      "The backend you chose is silently not applied: vLLM only logs 'Unknown vLLM environment variable detected' and picks the backend itself (with --fail-on-environ-validation it refuses to start). The cost is whatever the automatic choice is instead of yours.",
+      "Unset the variable and pass the KernelConfig flag: --moe-backend for MoE, --linear-backend for dense GEMMs.",
+      ("wheel:vllm-0.20.0:vllm/envs.py vs wheel:vllm-0.24.0:vllm/envs.py (environment_variables keys)", "wheel:vllm-0.24.0:vllm/envs.py:1998-2004"), "code",
+      (_ex(True, "VLLM_USE_FLASHINFER_MOE_FP4=1 before vllm serve on vLLM 0.24.0", {"env.txt": vllm_env(B200, vllm="0.24.0")}, ("VLLM_USE_FLASHINFER_MOE_FP4=1",) + VL),
+       _ex(False, "the same on vLLM 0.20.0, which still reads it", {"env.txt": vllm_env(B200)}, ("VLLM_USE_FLASHINFER_MOE_FP4=1",) + VL))),
 )
 
 RULES_BY_ID = {r.id: r for r in RULES}
