@@ -21,7 +21,6 @@ import resource
 import shutil
 import stat
 import struct
-import sys
 import time
 import zipfile
 from collections.abc import Iterable, Mapping, Sequence
