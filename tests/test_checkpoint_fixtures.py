@@ -137,7 +137,18 @@ def test_qwen35_nvfp4_mtp_fc_not_excluded(qwen):
     assert "1 MTP linear module(s) stored BF16" in x.message and "mtp.fc" in x.message
     ev = {e.label: e for e in x.evidence}
     assert ev["stored dtype"].value == "mtp.fc.weight: BF16"
-    assert ev["MTP patterns in the exclusion list"].value == "mtp.layers.0*"
+    # "*.mlp.shared_expert.*" also matches mtp.layers.0.mlp.shared_expert.{gate,up,down}_proj
+    assert ev["exclusion patterns that cover MTP modules"].value == "*.mlp.shared_expert.*, mtp.layers.0*"
+    # the other 182 of the 184 patterns (lm_head, trunk linear_attn, visual...) are counted, not called MTP
+    assert ev["other exclusion patterns (match no MTP module)"].value == "182"
+    # a warning, not an error: SGLang 0.5.23 builds the whole MTP module BF16 for serialized modelopt_fp4 and
+    # vLLM 0.20.0 forces mtp.fc unquantized, whatever exclude_modules says (mtp_audit/checkpoint/overrides.py)
+    assert x.severity.label == "warning"
+    engines = [e.value.split(":", 1)[0] for e in x.evidence if e.label == "engine override (all of them)"]
+    assert engines == ["SGLang 0.5.23 sglang/srt/models/qwen3_5_mtp.py", "vLLM 0.20.0 vllm/model_executor/models/qwen3_5_mtp.py"]
+    assert "SGLang 0.5.23 sglang/srt/models/qwen3_5_mtp.py:65-69" in x.message
+    closing = rep.facts["checkpoint"]["closing"]["lines"]
+    assert closing[2].startswith("SGLang: yes") and "MTP007" in closing[3]
     cost = [x for x in rep.findings if x.rule_id == "MTP006"][0]
     assert "1544 of 1544 MTP linear module(s)" in cost.message
     # 1,544 linears = 1,536 experts + q/k/v/o + 3 shared-expert + mtp.fc; their bytes are the 13,191,136,256 MTP

@@ -110,9 +110,10 @@ def test_nvidia_qwen35_config_only_inconclusive_with_quant_facts(tmp_path):
     assert [s["source"] for s in q] == ["hf_quant_config.json#/quantization", "config.json#/quantization_config"]
     assert q[0]["algo"] == "NVFP4" and q[0]["group_size"] == 16 and q[0]["kv_cache"] == "FP8"
     assert q[0]["producer"] == "modelopt 0.0.1.dev538+g26cad678d"
-    # 184 entries in both lists (jq '.quantization.exclude_modules | length'); only one mentions mtp
+    # 184 entries in both lists (jq '.quantization.exclude_modules | length'); two cover an expected MTP module:
+    # mtp.layers.0* and *.mlp.shared_expert.* (mtp.layers.0.mlp.shared_expert.{gate,up,down}_proj)
     assert q[0]["exclude_patterns"] == 184 and q[1]["exclude_patterns"] == 184
-    assert q[0]["mtp_exclude_patterns"] == ["mtp.layers.0*"] == q[1]["mtp_exclude_patterns"]
+    assert q[0]["mtp_exclude_patterns"] == ["*.mlp.shared_expert.*", "mtp.layers.0*"] == q[1]["mtp_exclude_patterns"]
     assert f["summary"]["quantization"] == "NVFP4 (modelopt, hf_quant_config.json, group size 16)"
     assert f["summary"]["mtp_bytes_estimated"] is True
     assert f["mtp"]["bytes"]["basis"].startswith("expected layout")

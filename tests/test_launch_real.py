@@ -323,3 +323,28 @@ def test_sglang_serve_positional_model_path(qwen, sg):
     assert msgs == ["the following arguments are required: --model-path/--model",
                     "unrecognized arguments: --moe-runner-backed flashinfer_cutlass", f"unrecognized arguments: {qwen}"]
     assert r9.facts["launch"]["corrected_command"] == f"sglang serve --model-path {qwen} --tp-size 8 --moe-runner-backend flashinfer_cutlass"
+
+
+def test_eagle3_without_draft_path_is_fixed_by_the_draft_path_not_a_version(qwen_text, sg):
+    """Issue 10 §5: the remediation names the fix for the cause found. EAGLE3 needs its own draft model; with no
+    --speculative-draft-model-path SGLang 0.5.9 drafts with the target (Qwen3_5MoeForCausalLM, no override row),
+    so the fix is the draft path, not "another SGLang version" (which is the fix for NEXTN on that architecture)."""
+    eagle3 = audit_launch(_cmd(qwen_text, "--speculative-algorithm", "EAGLE3"), sglang=sg["0.5.9"], env_dump=SM120, environ={})
+    (f,) = [x for x in eagle3.findings if x.rule_id == "MTP302"]
+    assert f.remediation.startswith("add --speculative-draft-model-path with the EAGLE3 draft model trained for this target")
+    assert "SGLang version" not in f.remediation
+    nextn = audit_launch(_cmd(qwen_text, "--speculative-algorithm", "NEXTN"), sglang=sg["0.5.9"], env_dump=SM120, environ={})
+    (g,) = [x for x in nextn.findings if x.rule_id == "MTP302"]
+    assert g.remediation.startswith("use an SGLang version whose configs/model_config.py maps this architecture")
+
+
+def test_unquant_draft_opt_out_is_reported_only_when_the_command_passes_it(qwen, sg):
+    """MTP106 (SGLang 0.5.9 server_args.py:885 turns unquant into None, model_config.py:918 re-fills it from the
+    checkpoint) belongs in a launch report only when the command asks for it."""
+    plain = audit_launch(_cmd(qwen, *INCIDENT), sglang=sg["0.5.9"], env_dump=SM120, environ={})
+    assert "MTP106" not in {f.rule_id for f in plain.findings}
+    opt_out = audit_launch(_cmd(qwen, *INCIDENT, "--speculative-draft-model-quantization", "unquant"),
+                           sglang=sg["0.5.9"], env_dump=SM120, environ={})
+    (f,) = [x for x in opt_out.findings if x.rule_id == "MTP106"]
+    assert (f.location.path, f.location.line) == ("sglang/srt/server_args.py", 885)
+    assert f.message.startswith("--speculative-draft-model-quantization unquant is undone")

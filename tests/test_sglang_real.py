@@ -167,7 +167,8 @@ def test_diff_0_5_9_to_0_5_23(reports):
     # every finding has a location (SARIF code scanning rejects results without one)
     assert all(f.location.path for f in d.findings)
     # was 417 findings / 327 errors, nearly all MTP110 about non-MTP flags
-    assert len(d.findings) == 361  # 25 + 29 + 218 MTP110, 50 MTP111, 32 MTP112, 2 MTP113, 2 MTP101, 3 MTP105
+    assert len(d.findings) == 363  # 25 + 29 + 218 MTP110, 50 MTP111, 32 MTP112, 2 MTP113, 2 MTP101, 3 MTP105, 2 MTP106 (0.5.23 unquant)
+    assert len(_by(d, "MTP106", "warning")) == 2
     assert (len(_by(d, "MTP110", "error")), len(_by(d, "MTP110", "warning")), len(_by(d, "MTP110", "info"))) == (25, 29, 218)
     errors = {(f.location.path.rsplit("/", 1)[1], f.location.line): f.message for f in _by(d, "MTP110", "error")}
     # hand-checked: overrides.py:1666 `return {"quantization": "gguf"}` (no log), mega_moe_hook.py:274
@@ -186,7 +187,8 @@ def test_diff_0_5_9_to_0_5_23(reports):
 def test_diff_0_5_4_to_0_5_9(reports):
     d = diff_sglang(reports["0.5.4"], reports["0.5.9"])
     assert all(f.location.path for f in d.findings)
-    assert len(d.findings) == 110
+    assert len(d.findings) == 111  # includes 0.5.9's own MTP106 (unquant -> None at server_args.py:885)
+    assert [f.location.line for f in _by(d, "MTP106", "warning")] == [885]
     assert (len(_by(d, "MTP110", "error")), len(_by(d, "MTP110", "warning")), len(_by(d, "MTP110", "info"))) == (13, 12, 60)
     errors = {f.location.line: f.message for f in _by(d, "MTP110", "error")}
     # hand-checked in 0.5.9 server_args.py: 1147-1148 `if self.kv_cache_dtype == "bf16": self.kv_cache_dtype = "bfloat16"`,

@@ -23,6 +23,7 @@ from mtp_audit.checkpoint.accounting import (
 )
 from mtp_audit.checkpoint.checks import check
 from mtp_audit.checkpoint.facts import ANALYZER, SGLANG_SOURCE, CheckpointFacts
+from mtp_audit.checkpoint.predict import expected_mtp_modules, predict, prediction_line
 from mtp_audit.checkpoint.tensors import (
     SCALE_SUFFIXES,
     split_param,
@@ -40,6 +41,9 @@ def _quant_headline(facts: CheckpointFacts) -> str | None:
         bits.append(f"group size {s.group_size}")
     if s.weight_block_size:
         bits.append("block " + "x".join(map(str, s.weight_block_size)))
+    if s.identified_by == "parameters":
+        bits.append(f"{s.scale_format} scales, identified from the weight parameters" if s.scale_format
+                    else "identified from the weight parameters")
     return f"{s.algo} ({', '.join(bits)})"
 
 
@@ -57,8 +61,18 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
     nbytes = mtp_bytes(facts)
     attn_bytes = mtp_attention_bytes(facts)
     total_bytes = sum(h.data_bytes for h in facts.headers.values()) if facts.headers else None
+    findings = list(findings)
     errors = [f for f in findings if f.severity.label == "error"]
-    blocking = [f.rule_id for f in errors if f.rule_id in R.BLOCKS_MTP]
+    # Any error means the load fails, computes garbage or cannot run (README "How severity is decided"), so
+    # the closing answer never says "yes" after one; R.BLOCKS_MTP lists the rules that stop MTP only.
+    blocking = [f.rule_id for f in errors]
+    # An MTP007 warning means *some* engine builds the module right despite the list; the answer is about SGLang,
+    # so it blocks unless one of the overriding engines is SGLang.
+    overridden = [f for f in findings if f.rule_id == "MTP007" and f.severity.label == "warning"]
+    for f in overridden:
+        if not any(e.label == "engine override (all of them)" and e.value.startswith("SGLang ") for e in f.evidence):
+            blocking.append(f.rule_id)
+    overridden = [f for f in overridden if f.rule_id not in blocking]
     usable: bool | None
     if not (decl and decl.declared) and not facts.mtp:
         usable = False
@@ -67,6 +81,8 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
     else:
         usable = bool(facts.mtp) and bool(decl and decl.declared) and not blocking
     inferred = any(inf for _, inf in mtp_fmts.values())
+    prediction = predict(facts)
+    mtp_mods = list(facts.mtp_modules) if facts.mtp else expected_mtp_modules(facts)
     summary = {
         "architecture": cfg.architectures[0] if cfg else None,
         "family": cfg.layout.family if cfg and cfg.layout else None,
@@ -80,13 +96,14 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
         "mtp_bytes_estimated": nbytes.get("estimated"),
         "tensors": len(facts.tensors) if facts.tensors_known else None,
         "quantization": _quant_headline(facts),
-        "mtp_exclude_patterns": ", ".join(p for s in facts.schemes[:1] for p in s.excludes if "mtp" in p.lower()) or None,
+        "mtp_exclude_patterns": ", ".join(p for s in facts.schemes[:1] for p in s.mtp_patterns(mtp_mods)) or None,
         "sglang_mtp_usable": usable,
     }
     return {
         "summary": summary,
-        "closing": _closing(summary, decl, usable, sorted(set(blocking)), facts, mtp_counts),
+        "closing": _closing(summary, decl, usable, sorted(set(blocking)), facts, mtp_counts, overridden, prediction),
         "answer": _answer(summary, decl, usable, sorted(set(blocking)), facts),
+        "prediction": prediction,
         "mode": facts.mode,
         "source": facts.source,
         "config": None
@@ -119,7 +136,7 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
             "shards": sorted({s for n in facts.mtp if (s := facts.tensors.get(n))}),
         },
         "trunk": {"format": trunk_state, "format_modules": trunk_counts, "tensors": len(facts.tensors) - len(facts.mtp)},
-        "quantization": [s.to_fact() for s in facts.schemes],
+        "quantization": [s.to_fact(mtp_mods) for s in facts.schemes],
         "index": None
         if facts.index_file is None
         else {
@@ -149,7 +166,8 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
 
 
 def _closing(summary: dict[str, Any], decl: Any, usable: bool | None, blocking: list[str], facts: CheckpointFacts,
-             mtp_counts: Mapping[str, int]) -> dict[str, Any]:
+             mtp_counts: Mapping[str, int], overridden: list[Finding] | None = None,
+             prediction: dict[str, Any] | None = None) -> dict[str, Any]:
     """The plain-words answer printed at the end of text/Markdown reports: what the checkpoint
     declares and holds, and whether SGLang will use the MTP heads (``--speculative-algorithm NEXTN``,
     an alias that runs SGLang's EAGLE worker with the target checkpoint as its own draft model;
@@ -172,11 +190,18 @@ def _closing(summary: dict[str, Any], decl: Any, usable: bool | None, blocking: 
         lines.append(found + ".")
     else:
         lines.append("Found: not inspectable (no index and no shards).")
+        pl = prediction_line(prediction) if prediction else None
+        if pl:
+            lines.append(pl)
     if usable is True:
         lines.append(
             "SGLang: yes, with --speculative-algorithm NEXTN (an alias: SGLang runs its EAGLE worker with this "
             "checkpoint as its own draft model and loads these MTP weights as the draft)."
         )
+        for f in overridden or []:
+            who = [e.value.split(":", 1)[0] for e in f.evidence if e.label == "engine override (all of them)"]
+            lines.append(f"  Only because {' and '.join(who)} ignore(s) the wrong exclusion list (MTP007); an engine that "
+                         "trusts the list fails to load these MTP weights.")
     elif usable is False and blocking:
         lines.append(f"SGLang: no, --speculative-algorithm NEXTN would not get working MTP heads ({', '.join(blocking)}).")
     elif usable is False:

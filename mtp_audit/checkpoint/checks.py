@@ -6,8 +6,9 @@ sources, examples) are declared in :mod:`mtp_audit.checkpoint.rules`.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Callable
 
 from mtp_audit.checkpoint import rules as R
@@ -18,13 +19,15 @@ from mtp_audit.checkpoint.accounting import (
     summarize_formats,
     trunk_format_counts,
 )
+from mtp_audit.checkpoint.config import QuantScheme
 from mtp_audit.checkpoint.facts import CONFIG, CheckpointFacts, pointer
+from mtp_audit.checkpoint.overrides import overrides_for
 from mtp_audit.checkpoint.tensors import (
     bytes_if_quantized,
     is_quantized,
     linear_shape,
 )
-from mtp_audit.report import Evidence, Finding, Location
+from mtp_audit.report import Evidence, Finding, Location, Severity
 
 Check = Callable[[CheckpointFacts], Iterator[Finding]]
 
@@ -210,10 +213,28 @@ def check_excluded_cost(facts: CheckpointFacts) -> Iterator[Finding]:
     )
 
 
+def mtp_patterns(scheme: QuantScheme, modules: Iterable[str]) -> list[str]:
+    """The exclusion patterns of ``scheme`` that cover at least one of the MTP ``modules`` (see
+    :meth:`QuantScheme.mtp_patterns`)."""
+    return scheme.mtp_patterns(modules)
+
+
+def _list_evidence(scheme: QuantScheme, mtp_pats: list[str]) -> list[Evidence]:
+    """Evidence lines for an exclusion list: the MTP patterns, and the size of the whole list, each labelled."""
+    others = len(scheme.excludes) - len(mtp_pats)
+    return [
+        Evidence("exclusion patterns that cover MTP modules", ", ".join(mtp_pats) if mtp_pats else "(none)"),
+        Evidence("other exclusion patterns (match no MTP module)", str(others)),
+    ]
+
+
 def check_exclude_disagrees(facts: CheckpointFacts) -> Iterator[Finding]:
     """MTP007: for each MTP linear, "excluded by the quantization config" must match "stored
-    unquantized" (vLLM PR #38832: ``mtp.fc`` stored BF16 while ``exclude_modules`` lists only
-    ``mtp.layers.0*``)."""
+    unquantized" (vLLM PR #38650: ``mtp.fc`` stored BF16 while ``exclude_modules`` lists only
+    ``mtp.layers.0*``). An error: an engine that trusts the list builds the module in the wrong format and
+    the load fails or computes garbage; a warning when every uncovered module is built unquantized by engine
+    code that ignores the list for this family and method (:data:`~mtp_audit.checkpoint.overrides.MTP_QUANT_OVERRIDES`),
+    naming that engine, release and file:line."""
     scheme = facts.primary_scheme
     if scheme is None or not scheme.has_exclusion_list or not facts.mtp:
         return
@@ -222,43 +243,111 @@ def check_exclude_disagrees(facts: CheckpointFacts) -> Iterator[Finding]:
         file, _, ptr = scheme.source.partition("#")
     plain_not_excluded: list[tuple[str, str, bool]] = []
     quant_excluded: list[tuple[str, str, str]] = []
-    for m, (fmt, inferred) in sorted(linear_formats(facts, facts.mtp_modules).items()):
+    fmts = linear_formats(facts, facts.mtp_modules)
+    for m, (fmt, inferred) in sorted(fmts.items()):
         pat = scheme.excluded_by(m)
         if pat is None and not is_quantized(fmt):
             plain_not_excluded.append((m, fmt, inferred))
         elif pat is not None and is_quantized(fmt):
             quant_excluded.append((m, fmt, pat))
-    mtp_pats = [p for p in scheme.excludes if "mtp" in p.lower()] or list(scheme.excludes[:3])
+    mtp_pats = mtp_patterns(scheme, fmts)
+    cfg = facts.config
+    family = cfg.layout.family if cfg and cfg.layout else None
+    engines = overrides_for(family, scheme.method, scheme.algo)
+    list_name = scheme.exclude_pointer.split("#")[-1] or "the exclusion list"
     if plain_not_excluded:
         names = [m for m, _, _ in plain_not_excluded]
         shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
         fmt0, inf0 = plain_not_excluded[0][1], plain_not_excluded[0][2]
         t0 = names[0]
         tensor0 = t0 + ".weight"
-        yield R.MTP007.finding(
-            f"{len(names)} MTP linear module(s) stored {fmt0}{' (inferred: no scale tensors)' if inf0 else ''} "
-            f"are not covered by {scheme.exclude_pointer.split('#')[-1] or 'the exclusion list'}: {shown}; an engine "
-            f"that trusts the list builds them as {scheme.algo} and fails or loads garbage",
-            Location(file, symbol=ptr or None),
-            evidence=[
-                Evidence("stored dtype", f"{tensor0}: {fmt0}", Location(facts.mtp_modules[t0].shard or facts.index_file or "", symbol=tensor0)),
-                Evidence("MTP patterns in the exclusion list", ", ".join(mtp_pats) if mtp_pats else "(none)"),
-                Evidence("quantization", f"{scheme.method} {scheme.algo}"),
-            ],
-            remediation=(
-                f"Add the module(s) to the exclusion list (e.g. \"{t0}\" or \"mtp*\"; Model-Optimizer PR #1124 exports "
-                "\"mtp*\"), or use an engine that forces MTP to BF16 (vLLM PR #38832, SGLang qwen3_5_mtp.py "
-                "_mtp_quant_config)."
-            ),
-        )
+        saving = [o for o in engines if all(o.covers_module(m) for m in names)]
+        partial = [o for o in engines if o not in saving and any(o.covers_module(m) for m in names)]
+        ev = [
+            Evidence("stored dtype", f"{tensor0}: {fmt0}", Location(facts.mtp_modules[t0].shard or facts.index_file or "", symbol=tensor0)),
+            *_list_evidence(scheme, mtp_pats),
+            Evidence("quantization", f"{scheme.method} {scheme.algo}"),
+        ]
+        ev += [Evidence("engine override (all of them)", f"{o.where}: {o.what}") for o in saving]
+        ev += [Evidence("engine override (only some)", f"{o.where}: {o.what}") for o in partial]
+        base = (f"{len(names)} MTP linear module(s) stored {fmt0}{' (inferred: no scale tensors)' if inf0 else ''} "
+                f"are not covered by {list_name}: {shown}; ")
+        fix = (f"Add the module(s) to the exclusion list (e.g. \"{t0}\" or \"mtp*\"; Model-Optimizer PR #1124 exports "
+               "\"mtp*\").")
+        if saving:
+            who = "; ".join(o.where for o in saving)
+            yield R.MTP007.finding(
+                base + f"an engine that trusts the list builds them as {scheme.algo} and fails, but {who} builds "
+                "them unquantized for this architecture whatever the list says, so the load works there",
+                Location(file, symbol=ptr or None),
+                evidence=ev,
+                severity=Severity.WARNING,
+                remediation=fix + f" Until then serve it with {' or '.join(f'{o.engine} >= {o.version}' for o in saving)}.",
+            )
+        else:
+            yield R.MTP007.finding(
+                base + f"an engine that trusts the list builds them as {scheme.algo} and fails to load or loads garbage"
+                + ("" if engines else "; no engine code known to override the list for this architecture"),
+                Location(file, symbol=ptr or None),
+                evidence=ev,
+                remediation=fix,
+            )
     if quant_excluded:
         m, fmt, pat = quant_excluded[0]
         yield R.MTP007.finding(
             f"{len(quant_excluded)} MTP linear module(s) are excluded by \"{pat}\" but stored {fmt} "
             f"(e.g. {m}); an engine that trusts the list builds them unquantized and cannot load the packed weights",
             Location(file, symbol=ptr or None),
-            evidence=[Evidence("stored format", f"{m}: {fmt}", Location(facts.mtp_modules[m].shard or "", symbol=m + ".weight"))],
+            evidence=[Evidence("stored format", f"{m}: {fmt}", Location(facts.mtp_modules[m].shard or "", symbol=m + ".weight")),
+                      *_list_evidence(scheme, mtp_pats)],
             remediation=f"Remove \"{pat}\" from the exclusion list, or re-export {m} unquantized.",
+        )
+
+
+#: Tensor leaves that exist only in an appended (DeepSeek-style) MTP layer: the embedding/hidden norms, the
+#: projection that joins them and the shared head (checkpoint_formats.md §2; vLLM 0.33.0 deepseek_mtp.py:85
+#: ``self.enorm``). Found inside a trunk layer (index < num_hidden_layers) they are where no MTP loader looks:
+#: vLLM 0.33.0 models/utils.py:589-595 ``get_spec_layer_idx_from_weight_name`` accepts only
+#: ``model.layers.{num_hidden_layers + i}.``, and deepseek_mtp.py:344-345 skips every other weight.
+_MTP_ONLY_LEAVES = ("enorm", "hnorm", "eh_proj", "shared_head")
+_MISPLACED_RE = re.compile(
+    r"^((?:model\.(?:language_model\.)?)?layers\.(\d+))\.(" + "|".join(_MTP_ONLY_LEAVES) + r")[.\n]", re.M
+)
+
+
+def check_misplaced(facts: CheckpointFacts) -> Iterator[Finding]:
+    """MTP014: MTP-only tensors (``enorm``, ``hnorm``, ``eh_proj``, ``shared_head``) inside a trunk layer of an
+    appended-placement family: the family's loader looks for the MTP layer at ``model.layers.{N}`` and never
+    reads them, so the declared MTP layer is not usable (usually ``num_hidden_layers`` counts the MTP layer,
+    or an export renumbered it)."""
+    cfg = facts.config
+    if cfg is None or cfg.layout is None or cfg.layout.placement != "appended" or cfg.num_hidden_layers is None:
+        return
+    n = cfg.num_hidden_layers
+    joined = "\n".join(n_ for n_ in facts.tensors if n_ not in facts.mtp) + "\n"
+    if not any(leaf in joined for leaf in _MTP_ONLY_LEAVES):
+        return
+    per: dict[str, set[str]] = defaultdict(set)
+    first: dict[str, str] = {}
+    for m in _MISPLACED_RE.finditer(joined):
+        if int(m.group(2)) < n:
+            per[m.group(1)].add(m.group(3))
+            first.setdefault(m.group(1), m.group(0).rstrip(".\n"))
+    for layer in sorted(per, key=lambda x: int(x.rsplit(".", 1)[1])):
+        leaves = sorted(per[layer])
+        name = next(t for t in facts.tensors if t.startswith(first[layer] + "."))
+        decl = cfg.declaration
+        yield R.MTP014.finding(
+            f"{layer} holds MTP-only tensors ({', '.join(leaves)}) but it is trunk layer "
+            f"{layer.rsplit('.', 1)[1]} of {n} (num_hidden_layers = {n}): the {cfg.layout.display} loader reads the MTP "
+            f"layer from {_mtp_where(facts)} and never loads these, so "
+            + ("the declared MTP layer is not usable" if decl.declared else "they are dead weight"),
+            Location(facts.tensors.get(name) or facts.index_file or CONFIG, symbol=name),
+            evidence=[
+                Evidence("config num_hidden_layers", str(n), Location(CONFIG, symbol=(cfg.text_pointer + "/num_hidden_layers"))),
+                Evidence("MTP declaration", f"{decl.layers} at {decl.key or 'implicit'}", _decl_location(facts)),
+                Evidence("MTP tensors where the loader looks", f"{len(facts.mtp):,}"),
+            ],
         )
 
 
@@ -387,6 +476,7 @@ CHECKS: tuple[Check, ...] = (
     check_total_size,
     check_index_vs_headers,
     check_bad_headers,
+    check_misplaced,
 )
 
 

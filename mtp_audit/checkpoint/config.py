@@ -282,6 +282,11 @@ class QuantScheme:
         quantized_layers: MIXED_PRECISION ``module -> algo`` map (absent module = unquantized).
         kv_cache: KV-cache quantization algorithm, when given.
         producer: producer name and version (``"modelopt 0.0.1.dev538+g26cad678d"``).
+        scale_format: weight scale format when the config states it or the identified scheme implies it
+            (``"FP8 E4M3"`` for NVFP4, ``"E8M0"`` for MXFP4), ``""`` otherwise.
+        identified_by: how ``algo`` was decided: ``"parameters"`` (element type, bits, group size and
+            scale format of the weight spec: :func:`fp4_scheme_of`) or ``"name"`` (the method's
+            ``quant_algo`` / ``format`` string only).
         defects: config values that were ignored because they cannot be right (a block size of 0),
             one line each naming the JSON pointer; the analyzer reports them as non-blocking gaps.
     """
@@ -297,6 +302,8 @@ class QuantScheme:
     quantized_layers: Mapping[str, str] = field(default_factory=dict)
     kv_cache: str = ""
     producer: str = ""
+    scale_format: str = ""
+    identified_by: str = "name"
     defects: tuple[str, ...] = ()
 
     @property
@@ -362,8 +369,23 @@ class QuantScheme:
             return normalize_algo(self.quantized_layers.get(module, "BF16"))
         return self.algo
 
-    def to_fact(self) -> dict[str, Any]:
-        """JSON-ready summary for ``facts["checkpoint"]["quantization"]``."""
+    def mtp_patterns(self, mtp_modules: Any) -> list[str]:
+        """The exclusion patterns that cover at least one of ``mtp_modules`` (module names), in list order: so
+        DeepSeek's ``model.layers.61*`` counts and a vision tower's ``model.visual.*`` does not."""
+        mods = list(mtp_modules)
+        out = []
+        for pat in self.excludes:
+            probe = QuantScheme(self.method, self.algo, self.source, excludes=(pat,), exclude_style=self.exclude_style)
+            if any(probe.excluded_by(m) is not None for m in mods):
+                out.append(pat)
+        return out
+
+    def to_fact(self, mtp_modules: Any = None) -> dict[str, Any]:
+        """JSON-ready summary for ``facts["checkpoint"]["quantization"]``. ``mtp_patterns`` lists the exclusion
+        patterns that cover one of ``mtp_modules`` (found or, config-only, expected MTP module names); without
+        them, the patterns whose text names ``mtp``."""
+        mtp_pats = (self.mtp_patterns(mtp_modules) if mtp_modules is not None
+                    else [p for p in self.excludes if "mtp" in p.lower()])
         return {
             "method": self.method,
             "algo": self.algo,
@@ -372,11 +394,101 @@ class QuantScheme:
             "weight_block_size": list(self.weight_block_size) if self.weight_block_size else None,
             "kv_cache": self.kv_cache or None,
             "producer": self.producer or None,
+            "scale_format": self.scale_format or None,
+            "identified_by": self.identified_by,
             "exclude_list": self.exclude_pointer or None,
             "exclude_patterns": len(self.excludes),
-            "mtp_exclude_patterns": sorted(p for p in self.excludes if "mtp" in p.lower()),
+            "mtp_exclude_patterns": sorted(mtp_pats),
             "quantized_layers": len(self.quantized_layers),
         }
+
+
+# --- identifying FP4 schemes by their parameters ------------------------------------------------
+
+#: Scale formats per FP4 scheme (NVFP4: FP4 E2M1 elements, groups of 16, FP8 E4M3 group scales plus an
+#: FP32 global scale; MXFP4: FP4 E2M1 elements, groups of 32, E8M0 power-of-two scales). Sources: vLLM
+#: 0.33.0 ``quantization/quark/quark.py`` ``_is_nvfp4`` (fp4 per_group group_size 16 + fp8_e4m3 per_tensor,
+#: lines 602-651) and ``_is_w4a8_mxfp4_fp8`` (fp4 per_group group_size 32 scale_format e8m0, lines 575-600);
+#: vLLM 0.33.0 ``compressed_tensors/compressed_tensors.py`` ``_is_fp4a4_nvfp4`` (num_bits 4, type float,
+#: group_size 16, line 428) and ``_is_mxfp4`` (num_bits 4, type float, group_size 32, line 446).
+FP4_SCALE_FORMAT = {"NVFP4": "FP8 E4M3", "MXFP4": "E8M0"}
+
+
+def fp4_scheme_of(weight: Any) -> tuple[str, str] | None:
+    """Identify an FP4 weight scheme from a weight quantization spec, whatever tool wrote it.
+
+    Args:
+        weight: a compressed-tensors / llm-compressor ``config_groups.*.weights`` object
+            (``{"num_bits": 4, "type": "float", "group_size": 16}``), a Quark ``global_quant_config.weight``
+            object (``{"dtype": "fp4", "qscheme": "per_group", "group_size": 32, "scale_format": "e8m0"}``) or
+            a Quark list whose first element is the FP4 spec and second the FP8 per-tensor scale (Quark NVFP4).
+
+    Returns:
+        ``("NVFP4", "FP8 E4M3")`` for 4-bit float elements in groups of 16, ``("MXFP4", "E8M0")`` for groups
+        of 32 (or an ``e8m0`` scale format), None when the spec is not 4-bit float or the group size is
+        neither (no guess). Sources: :data:`FP4_SCALE_FORMAT`.
+    """
+    if isinstance(weight, list):
+        if not weight or not isinstance(weight[0], Mapping):
+            return None
+        weight = weight[0]
+    if not isinstance(weight, Mapping):
+        return None
+    dtype = str(weight.get("dtype") or "").lower()
+    is_fp4 = dtype in {"fp4", "fp4_e2m1", "float4_e2m1fn", "mxfp4", "nvfp4"} or (
+        _int(weight.get("num_bits")) == 4 and str(weight.get("type") or "").lower() == "float"
+    )
+    if not is_fp4:
+        return None
+    gs = _int(weight.get("group_size"))
+    scale = str(weight.get("scale_format") or weight.get("scale_dtype") or "").lower()
+    if gs == 16 and "e8m0" not in scale:
+        return "NVFP4", FP4_SCALE_FORMAT["NVFP4"]
+    if gs == 32 or "e8m0" in scale:
+        return "MXFP4", FP4_SCALE_FORMAT["MXFP4"]
+    return None
+
+
+def _weight_specs(qc: Mapping[str, Any]) -> list[Any]:
+    """Weight specs of a quantization config: compressed-tensors ``config_groups.*.weights`` and Quark
+    ``global_quant_config.weight`` (then ``layer_type_quant_config.*.weight``)."""
+    out: list[Any] = []
+    groups = qc.get("config_groups")
+    if isinstance(groups, Mapping):
+        out += [g.get("weights") for g in groups.values() if isinstance(g, Mapping) and g.get("weights") is not None]
+    glob = qc.get("global_quant_config")
+    if isinstance(glob, Mapping) and glob.get("weight") is not None:
+        out.append(glob["weight"])
+    ltq = qc.get("layer_type_quant_config")
+    if isinstance(ltq, Mapping):
+        out += [v.get("weight") for v in ltq.values() if isinstance(v, Mapping) and v.get("weight") is not None]
+    return out
+
+
+def _identified(qc: Mapping[str, Any]) -> tuple[str, str, int | None] | None:
+    """``(algo, scale format, group size)`` from the first weight spec :func:`fp4_scheme_of` recognises."""
+    for w in _weight_specs(qc):
+        hit = fp4_scheme_of(w)
+        if hit is not None:
+            spec = w[0] if isinstance(w, list) else w
+            return hit[0], hit[1], _int(spec.get("group_size"))
+    return None
+
+
+def _quark_non_fp4(qc: Mapping[str, Any]) -> str:
+    """Format of a Quark ``global_quant_config.weight`` that is not FP4 (``"FP8"``, ``"INT4"``, ``"INT8"``),
+    or ``"unknown"``: never a guess from the method name."""
+    for w in _weight_specs(qc):
+        spec = w[0] if isinstance(w, list) and w else w
+        if isinstance(spec, Mapping):
+            d = str(spec.get("dtype") or "").lower()
+            if d.startswith("fp8"):
+                return "FP8"
+            if d in {"int4", "uint4"}:
+                return "INT4"
+            if d in {"int8", "uint8"}:
+                return "INT8"
+    return "unknown"
 
 
 def normalize_algo(algo: str) -> str:
@@ -426,6 +538,7 @@ def parse_hf_quant_config(obj: Any, file: str = "hf_quant_config.json") -> Quant
         quantized_layers=layers,
         kv_cache=str(q.get("kv_cache_quant_algo") or ""),
         producer=" ".join(str(prod.get(k)) for k in ("name", "version") if prod.get(k)),
+        scale_format=FP4_SCALE_FORMAT.get(normalize_algo(q["quant_algo"]), ""),
     )
 
 
@@ -468,9 +581,11 @@ def parse_quantization_config(qc: Mapping[str, Any] | None, file: str = "config.
             for k, v in (ql.items() if isinstance(ql, dict) else ())
             if isinstance(v, dict) and isinstance(v.get("quant_algo"), str)
         }
+        ident = _identified(qc)
+        algo = ident[0] if ident else normalize_algo(str(qc.get("quant_algo") or ""))
         return QuantScheme(
             method="modelopt",
-            algo=normalize_algo(str(qc.get("quant_algo") or "")),
+            algo=algo,
             source=base,
             group_size=_group_size(qc),
             excludes=_str_list(qc.get(key)),
@@ -479,10 +594,17 @@ def parse_quantization_config(qc: Mapping[str, Any] | None, file: str = "config.
             quantized_layers=layers,
             kv_cache=kv_s,
             producer=producer,
+            scale_format=ident[1] if ident else FP4_SCALE_FORMAT.get(algo, ""),
+            identified_by="parameters" if ident else "name",
         )
     if method == "compressed-tensors":
         fmt = str(qc.get("format") or "")
-        algo = "NVFP4" if "nvfp4" in fmt else "FP8" if "float-quantized" in fmt else "INT4" if "pack" in fmt else fmt
+        ident = _identified(qc)
+        if ident:
+            algo = ident[0]
+        else:
+            algo = ("NVFP4" if "nvfp4" in fmt else "MXFP4" if "mxfp4" in fmt else "FP8" if "float-quantized" in fmt
+                    else "INT4" if "pack" in fmt else fmt)
         has = isinstance(qc.get("ignore"), list)
         return QuantScheme(
             method=method,
@@ -493,6 +615,8 @@ def parse_quantization_config(qc: Mapping[str, Any] | None, file: str = "config.
             exclude_style="ct" if has else "none",
             exclude_pointer=f"{base}/ignore" if has else "",
             kv_cache=kv_s,
+            scale_format=ident[1] if ident else FP4_SCALE_FORMAT.get(algo, ""),
+            identified_by="parameters" if ident else "name",
         )
     if method in {"gptq", "awq", "gptqmodel", "auto-round"}:
         dyn = qc.get("dynamic")
@@ -505,9 +629,14 @@ def parse_quantization_config(qc: Mapping[str, Any] | None, file: str = "config.
                            exclude_style="substring" if isinstance(mtnc, list) else "none",
                            exclude_pointer=f"{base}/modules_to_not_convert" if isinstance(mtnc, list) else "")
     if method == "quark":
+        # Quark writes NVFP4, MXFP4, FP8 and INT schemes under one method name: the weight spec decides.
         has = isinstance(qc.get("exclude"), list)
-        return QuantScheme(method, "MXFP4", base, excludes=_str_list(qc.get("exclude")),
-                           exclude_style="fnmatch" if has else "none", exclude_pointer=f"{base}/exclude" if has else "")
+        ident = _identified(qc)
+        return QuantScheme(method, ident[0] if ident else _quark_non_fp4(qc), base,
+                           group_size=ident[2] if ident else None, excludes=_str_list(qc.get("exclude")),
+                           exclude_style="fnmatch" if has else "none", exclude_pointer=f"{base}/exclude" if has else "",
+                           kv_cache=kv_s, scale_format=ident[1] if ident else "",
+                           identified_by="parameters" if ident else "name")
     algo = "FP8" if "fp8" in method else normalize_algo(str(qc.get("quant_algo") or method))
     mtnc = qc.get("modules_to_not_convert")
     has = isinstance(mtnc, list)

@@ -97,6 +97,35 @@ def _qwen_shards(exclude: list[str]) -> dict[str, str | bytes]:
     }
 
 
+#: compressed-tensors NVFP4 as llm-compressor writes it (checkpoint_formats.md §4; vLLM PR #41994's ignore list).
+_CT_NVFP4 = {
+    "quant_method": "compressed-tensors",
+    "format": "nvfp4-pack-quantized",
+    "config_groups": {"group_0": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "float", "group_size": 16}}},
+}
+_QWEN_TRUNK_CT_NVFP4 = {
+    "model.language_model.layers.0.self_attn.q_proj.weight_packed": ("U8", [4, 2]),
+    "model.language_model.layers.0.self_attn.q_proj.weight_scale": ("F8_E4M3", [4, 1]),
+    "model.language_model.layers.0.self_attn.q_proj.weight_global_scale": ("F32", [1]),
+}
+
+
+def _qwen_ct_shards(ignore: list[str]) -> dict[str, str | bytes]:
+    from mtp_audit.synth.shards import tiny
+
+    cfg = json.loads(json.dumps(_QWEN35))
+    cfg["quantization_config"] = {**_CT_NVFP4, "ignore": ignore}
+    return {
+        "config.json": _j(cfg),
+        "model-00001-of-00002.safetensors": tiny(_QWEN_TRUNK_CT_NVFP4),
+        "model-00002-of-00002.safetensors": tiny(_QWEN_MTP_TINY),
+        "model.safetensors.index.json": _index(
+            {**{k: "model-00001-of-00002.safetensors" for k in _QWEN_TRUNK_CT_NVFP4},
+             **{k: "model-00002-of-00002.safetensors" for k in _QWEN_MTP_TINY}}
+        ),
+    }
+
+
 def _with_sidecar(indexed: bool) -> dict[str, str | bytes]:
     from mtp_audit.synth.shards import tiny
 
@@ -369,30 +398,41 @@ MTP007 = Rule(
     id="MTP007",
     name="quant-exclude-list-disagrees",
     analyzer="checkpoint",
-    severity=Severity.WARNING,
+    severity=Severity.ERROR,
     summary="The quantization config's exclude/ignore list disagrees with how MTP tensors are stored",
     what=(
         "For every MTP linear module, compares 'covered by the exclusion list' (hf_quant_config.json "
         "exclude_modules or config.json quantization_config ignore / exclude_modules as fnmatch wildcards, "
         "compressed-tensors ignore names and re: regexes, modules_to_not_convert substrings, GPTQ dynamic '-:' keys, "
-        "ModelOpt MIXED_PRECISION quantized_layers) with 'stored unquantized'."
+        "ModelOpt MIXED_PRECISION quantized_layers, Quark exclude) with 'stored unquantized'. An error, unless every "
+        "uncovered module is built unquantized by engine code that ignores the list for this architecture and "
+        "quantization method (mtp_audit/checkpoint/overrides.py, each row read in a named engine release): then a "
+        "warning that names the engine, its version and file:line."
     ),
     why=(
         "Engines decide each module's format from the list. nvidia/Qwen3.5-397B-A17B-NVFP4 stores the whole MTP "
-        "branch in BF16 but excludes only mtp.layers.0*, so mtp.fc is built as NVFP4 and its BF16 weight does not "
-        "load (vLLM PR #38832 had to force mtp.fc unquantized). The reverse (excluded but stored packed) fails the "
-        "same way; compressed-tensors ignore lists that name MTP linears one by one made SGLang drop MTP silently."
+        "branch in BF16 but excludes only mtp.layers.0*, so an engine that trusts the list builds mtp.fc as NVFP4 "
+        "and its BF16 weight does not load; vLLM 0.20.0 qwen3_5_mtp.py:80-88 forces mtp.fc unquantized and SGLang "
+        "0.5.23 qwen3_5_mtp.py:65-69 builds the whole MTP module BF16 for serialized modelopt_fp4, so there it is a "
+        "warning. A compressed-tensors ignore list that misses the BF16 MTP experts has no such override: vLLM "
+        "fails with KeyError layers.0.mlp.experts.w2_weight (vLLM PR #41994). The reverse (excluded but stored "
+        "packed) fails the same way."
     ),
     fix="Make the exclusion list cover exactly the unquantized MTP modules (Model-Optimizer PR #1124 exports 'mtp*').",
     sources=(
-        "vLLM PR #38832 and #38650; NVIDIA/Model-Optimizer PR #1124; SGLang #35797",
-        "SGLang python/sglang/srt/models/qwen3_5_mtp.py _mtp_quant_config",
+        "vLLM PR #38832, #38650 and #41994; NVIDIA/Model-Optimizer PR #1124; SGLang #35797",
+        "SGLang 0.5.23 python/sglang/srt/models/qwen3_5_mtp.py:65-69 _mtp_quant_config; "
+        "vLLM 0.20.0 vllm/model_executor/models/qwen3_5_mtp.py:80-88",
     ),
     basis="real checkpoint",
     examples=(
+        Example(True, lambda: _qwen_ct_shards(["lm_head", "mtp.fc"]),
+                note="compressed-tensors ignore names mtp.fc but not the BF16 mtp.layers.0.self_attn.q_proj: error"),
         Example(True, lambda: _qwen_shards(["lm_head", "mtp.layers.0*"]),
-                note="exclude_modules has mtp.layers.0* only; mtp.fc.weight is stored BF16"),
+                note="exclude_modules has mtp.layers.0* only; mtp.fc.weight is stored BF16: a warning naming SGLang "
+                "0.5.23 qwen3_5_mtp.py, which builds the MTP module BF16 for modelopt_fp4"),
         Example(False, lambda: _qwen_shards(["lm_head", "mtp.layers.0*", "mtp*"]), note="'mtp*' covers mtp.fc"),
+        Example(False, lambda: _qwen_ct_shards(["lm_head", "re:mtp.*"]), note="the regex covers every MTP module"),
     ),
 )
 
@@ -529,9 +569,47 @@ MTP013 = Rule(
     ),
 )
 
+def _misplaced(num_hidden_layers: int) -> dict[str, str]:
+    """A DeepSeek-style index whose MTP layer (enorm, hnorm, eh_proj...) sits at model.layers.2; the config says
+    ``num_hidden_layers``: 2 puts the MTP layer where the loader looks, 3 turns it into a trunk layer."""
+    wm = {**_DS_TRUNK, **_DS_MTP}
+    return {"config.json": _j({**_DS, "n_routed_experts": 0, "num_hidden_layers": num_hidden_layers}),
+            "model.safetensors.index.json": _index(wm)}
+
+
+MTP014 = Rule(
+    id="MTP014",
+    name="mtp-tensors-misplaced",
+    analyzer="checkpoint",
+    severity=Severity.ERROR,
+    summary="MTP-only tensors sit inside a trunk layer, where the family's MTP loader never looks",
+    what=(
+        "For families whose MTP layers are appended decoder layers (DeepSeek-V3/R1/V3.1/V3.2, GLM-4.5..5, Bailing, "
+        "Step, MiniMax), looks for the tensors only an MTP layer has (enorm, hnorm, eh_proj, shared_head) in a layer "
+        "whose index is below num_hidden_layers."
+    ),
+    why=(
+        "The loader finds the MTP layer by index: vLLM 0.33.0 models/utils.py:589-595 get_spec_layer_idx_from_weight_name "
+        "accepts only model.layers.{num_hidden_layers + i}. and deepseek_mtp.py:344-345 skips every other weight; SGLang's "
+        "NextN loaders do the same with num_hidden_layers. MTP weights inside a trunk layer are never loaded: the draft "
+        "runs uninitialised (accept rate near 0) or the load fails on the missing layer. Typical causes: "
+        "num_hidden_layers counts the MTP layer, or an export renumbered the layers."
+    ),
+    fix="Set num_hidden_layers to the trunk depth (the MTP layer index), or rename the tensors to model.layers.{num_hidden_layers}.*.",
+    sources=(
+        "vLLM 0.33.0 vllm/model_executor/models/utils.py:589-595 and deepseek_mtp.py:344-345",
+    ),
+    basis="code",
+    examples=(
+        Example(True, lambda: _misplaced(3), note="num_hidden_layers 3: model.layers.2.enorm is inside the trunk"),
+        Example(False, lambda: _misplaced(2), note="num_hidden_layers 2: model.layers.2 is the MTP layer"),
+    ),
+)
+
+
 RULES: tuple[Rule, ...] = (
-    MTP001, MTP002, MTP003, MTP004, MTP005, MTP006, MTP007, MTP008, MTP009, MTP010, MTP011, MTP012, MTP013,
+    MTP001, MTP002, MTP003, MTP004, MTP005, MTP006, MTP007, MTP008, MTP009, MTP010, MTP011, MTP012, MTP013, MTP014,
 )
 
 #: Findings of these rules mean SGLang cannot use the MTP heads (``facts.engine.sglang.usable`` false).
-BLOCKS_MTP = frozenset({"MTP001", "MTP002", "MTP004", "MTP005", "MTP008", "MTP009", "MTP012", "MTP013"})
+BLOCKS_MTP = frozenset({"MTP001", "MTP002", "MTP004", "MTP005", "MTP007", "MTP008", "MTP009", "MTP012", "MTP013", "MTP014"})

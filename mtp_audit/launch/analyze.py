@@ -282,8 +282,22 @@ def check_architecture(ctx: Ctx) -> None:
                 "--speculative-algorithm",
                 evidence=[Evidence("draft architecture", darch), Evidence("overrides for this family", "; ".join(siblings) or "none")]
                 + [Evidence("override table (nearest row)" if sib_rows else "override table", o["location"]) for o in table],
-                remediation="use an SGLang version whose configs/model_config.py maps this architecture to its MTP class "
-                            "(compare versions with --compare-sglang), or drop --speculative-algorithm")
+                remediation=_no_override_fix(ctx))
+
+
+def _no_override_fix(ctx: Ctx) -> str:
+    """The remediation for "no draft-architecture override" that fits its cause. With an algorithm that needs a
+    separate draft model (EAGLE3, STANDALONE: not in ``MTP_ALGORITHMS``) and no --speculative-draft-model-path, the
+    cause is the missing draft path (SGLang falls back to the target checkpoint as the draft; docs/sglang.md MTP105),
+    so the fix is that flag, not another SGLang version. With an MTP algorithm (NEXTN / EAGLE) the cause is the
+    version's override table."""
+    if ctx.algo_runs_as not in MTP_ALGORITHMS and ctx.draft_path is None:
+        return (f"add --speculative-draft-model-path with the {ctx.algo_runs_as} draft model trained for this target: "
+                f"{ctx.algo_runs_as} does not draft with the checkpoint's MTP heads, and without a draft path SGLang "
+                "loads the target checkpoint itself as the draft (or use --speculative-algorithm NEXTN to draft with "
+                "its MTP heads)")
+    return ("use an SGLang version whose configs/model_config.py maps this architecture to its MTP class "
+            "(compare versions with --compare-sglang), or drop --speculative-algorithm")
 
 
 def check_mtp_weights(ctx: Ctx) -> None:
@@ -717,7 +731,7 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
                           launch=normalized_argv(cmd), cwd=cwd, sglang_facts=sg, use_sglang_analyzer=False, engine=machine.engine)
     reports.append(pf_report)
     if sg_report is not None:
-        reports.insert(0, sg_report)
+        reports.insert(0, _flows_of_this_command(sg_report, cmd))
     ctx = Ctx(cmd=cmd, sg=sg, sg_name=sg_report.targets[0].name if sg_report else "no SGLang", ck=ck, model_path=mp,
               draft_ck=draft_ck, draft_path=dp, draft_is_target=same, pf=dict(pf_report.facts.get("preflight") or {}),
               env=envs, env_source=src, gaps=gaps)
@@ -758,6 +772,24 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
                 ctx.respelled = (spelled, sub.ctx, sub_findings)
     outcome = build_outcome(ctx, all_findings, all_gaps)
     return Evaluation(ctx, reports, outcome)
+
+
+def _flows_of_this_command(report: Report, cmd: Any) -> Report:
+    """The SGLang report without the MTP106 findings (an explicit value undone downstream) about a flag value this
+    command does not pass: for a launch, only ``--speculative-draft-model-quantization unquant`` actually given is
+    relevant. The finding's first evidence line is ``"<flag> <literal> -> None"``
+    (:func:`mtp_audit.engines.sglang.flow.flow_findings`)."""
+    import dataclasses
+
+    keep = []
+    for f in report.findings:
+        if f.rule_id == "MTP106" and f.evidence:
+            flag, _, rest = f.evidence[0].value.partition(" ")
+            literal = rest.rsplit(" -> ", 1)[0]
+            if cmd.get(flag) != literal:
+                continue
+        keep.append(f)
+    return dataclasses.replace(report, findings=tuple(keep))
 
 
 def _mtp_errors_as_warnings(report: Report) -> Report:

@@ -580,6 +580,7 @@ def _link_call(rel: str, site: dict[str, Any], funcs: dict[str, list[tuple[str, 
 def audit_tree(tree: SourceTree) -> Report:
     """Audit an opened tree and build the :class:`~mtp_audit.report.Report` (findings from rules)."""
     from mtp_audit.engines.sglang.checks import evaluate
+    from mtp_audit.engines.sglang.flow import analyze_flows, flow_findings
 
     folder = cache.cache_dir()
     tkey = "tree-" + tree.fingerprint()
@@ -588,15 +589,18 @@ def audit_tree(tree: SourceTree) -> Report:
         facts = hit["facts"]
         gaps = [Gap(**g) for g in hit["gaps"]]
         facts["scan"] = dict(facts["scan"], tree_cache="hit")
+        if "value_flows" not in facts:  # cached by a release without the flow analysis
+            facts["value_flows"] = analyze_flows(tree)
     else:
         results, stats = scan_tree(tree)
         facts, gaps = link(tree, results)
         facts["scan"] = dict(stats, tree_cache="miss", unresolved_choices=len(facts["unresolved_choices"]),
                              unresolved_choices_noted=sum(1 for u in facts["unresolved_choices"] if any(
                                  g.message.startswith(f"{u['location']}: choices of {u['flag']} ") for g in gaps)))
+        facts["value_flows"] = analyze_flows(tree)
         cache.store(folder, tkey, {"facts": facts, "gaps": [g.__dict__ for g in gaps]})
     facts["answer"] = answer(facts)  # after the cache: the words may change without the facts changing
-    findings = evaluate(facts)
+    findings = evaluate(facts) + flow_findings(facts)
     from mtp_audit.engines.sglang.rules import RULES
 
     name = tree.display if tree.version is None else f"{tree.display} (sglang {tree.version})"

@@ -88,6 +88,42 @@ _MODEL_NEW = '''class DeepseekV3ForCausalLM:
 EntryClass = [DeepseekV3ForCausalLM]
 '''
 _SP = "sglang/srt/server_args.py"
+_MC = "sglang/srt/configs/model_config.py"
+# The 0.5.9 shape (server_args.py:882-885, model_config.py:240-244 and 917-918), reduced to the lines that matter.
+_SA_UNQUANT = '''class ServerArgs:
+    def _handle_missing_default_values(self):
+        if self.speculative_draft_model_quantization is None:
+            self.speculative_draft_model_quantization = self.quantization
+        elif self.speculative_draft_model_quantization == "unquant":
+            self.speculative_draft_model_quantization = None
+
+    @staticmethod
+    def add_cli_args(parser):
+        parser.add_argument("--speculative-algorithm", type=str, choices=["EAGLE", "NEXTN"])
+        parser.add_argument("--speculative-draft-model-quantization", type=str, choices=["fp8", "modelopt_fp4", "unquant"])
+'''
+_MC_REFILL = '''class ModelConfig:
+    def __init__(self, model_path, quantization=None, is_draft_model=False):
+        self.quantization = quantization
+        self._verify_quantization()
+
+    @staticmethod
+    def from_server_args(server_args, model_path=None, is_draft_model=False):
+        quantization = (
+            server_args.speculative_draft_model_quantization
+            if is_draft_model
+            else server_args.quantization
+        )
+        return ModelConfig(model_path or server_args.model_path, quantization=quantization, is_draft_model=is_draft_model)
+
+    def _verify_quantization(self):
+        quant_method = self._parse_quant_hf_config()["quant_method"]
+        if self.quantization is None:
+            self.quantization = quant_method
+'''
+_MC_HONOURS = _MC_REFILL.replace("        if self.quantization is None:\n            self.quantization = quant_method\n",
+                                 "        if self.quantization is None and not self.is_draft_model:\n"
+                                 "            self.quantization = quant_method\n")
 
 RULES: tuple[Rule, ...] = (
     Rule(
@@ -169,6 +205,32 @@ RULES: tuple[Rule, ...] = (
         examples=(
             Example(True, {_SP: _SA_FILL}, note="draft path is filled with model_path"),
             Example(False, {_SP: _SA_NEXTN_SILENT}, note="no draft path default"),
+        ),
+    ),
+    Rule(
+        id="MTP106", name="explicit-value-overwritten", analyzer="sglang", severity=Severity.WARNING,
+        summary="An explicit speculative/quantization/FP4 flag value is turned into None after parsing and re-filled downstream",
+        what="Follows the speculative-decoding, quantization and FP4/MoE-backend fields from the server-args hook "
+             "that rewrites an explicit value to None (`if x.F == \"lit\": x.F = None`, or declare_resolution(F=None)) "
+             "to the config class that consumes the field (`ModelConfig(quantization=...)` in from_server_args) and "
+             "to a method of that class that re-fills it when None (`if self.quantization is None: self.quantization = "
+             "quant_method`). Reports the rewrite and the re-fill with file:line each (mtp_audit/engines/sglang/flow.py).",
+        why="The user's explicit value is silently undone. `--speculative-draft-model-quantization unquant` (meant to "
+            "load a BF16 MTP draft from a quantized checkpoint) becomes None in the server-args hook and ModelConfig then "
+            "re-detects the checkpoint's quantization for the draft, so the draft is built quantized anyway; seen in "
+            "every SGLang release that accepts 'unquant' from 0.5.9 to 0.5.23 (0.5.4 has no such choice). The same "
+            "happens to `--quantization unquant` for the target in 0.5.12-0.5.23, although the hook records the "
+            "opt-out in _quantization_explicitly_unset.",
+        fix="Do not rely on 'unquant': make the checkpoint's quantization config exclude the MTP modules (so the "
+            "detected quantization leaves them BF16), or pass a concrete draft quantization that matches how the MTP "
+            "weights are stored.",
+        sources=("sglang 0.5.9 sglang/srt/server_args.py:882-885, configs/model_config.py:240-244 and 917-918",
+                 "sglang 0.5.23 sglang/srt/arg_groups/serving_hook.py:704-709, configs/model_config.py:945-948 and 2106-2107"),
+        basis="code",
+        examples=(
+            Example(True, {_SP: _SA_UNQUANT, _MC: _MC_REFILL}, note="unquant -> None, then re-filled from the checkpoint"),
+            Example(False, {_SP: _SA_UNQUANT, _MC: _MC_HONOURS}, note="the re-fill is guarded, so None stays None"),
+            Example(False, {_SP: _SA_UNQUANT}, note="no consumer re-fills the field"),
         ),
     ),
     Rule(
