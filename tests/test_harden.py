@@ -368,3 +368,17 @@ def test_vllm_wheel_with_a_corrupt_deflate_stream(tmp_path: Path, capsys: pytest
     assert code in (2, 3), err
     if code == 2:
         assert out == "" and err.count("\n") == 1
+
+
+def test_deeply_nested_server_args_is_not_an_internal_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by the fuzz suite after the value-flow pass (engines/sglang/flow.py) landed: 200 nested brackets
+    overflow the parser's stack (MemoryError), which that pass let through (exit 4)."""
+    srt = tmp_path / "sglang" / "srt"
+    srt.mkdir(parents=True)
+    (srt / "server_args.py").write_text("x = " + "[" * 200 + "]" * 200 + "\n    def __post_init__(self):\n"
+                                        "        if self.speculative_algorithm == \"NEXTN\":\n"
+                                        "            self.speculative_algorithm = \"EAGLE\"\n")
+    code = main(["sglang", str(tmp_path), "-f", "json"])
+    out, err = capsys.readouterr()
+    assert code in (0, 1, 3), err
+    json.loads(out)
