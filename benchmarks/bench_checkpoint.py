@@ -1,53 +1,70 @@
-"""Speed of ``mtp-audit checkpoint`` against baselines measured in the same run.
+"""Speed of ``mtp-audit checkpoint`` against floors measured in the same run (benchmarks/harness.py:
+each run a separate process, cases alternated, median with min–max, peak RSS per process).
 
-Rows (each a fresh process, median of ``--runs`` runs after one warm-up):
+Inputs, generated from ``fixtures/checkpoint/deepseek-ai--DeepSeek-V3/spec.json`` (91,991 tensors,
+real names, dtypes and shapes; an 8.9 MB index; 163 sparse shards, see mtp_audit/synth/shards.py):
 
-1. ``python -c "import json; json.load(open(INDEX))"`` on the 91,991-tensor DeepSeek-V3 index
-   (8.9 MB, generated from ``fixtures/checkpoint/deepseek-ai--DeepSeek-V3/spec.json``): the baseline.
-2. ``mtp-audit checkpoint DIR`` on config.json + that index (metadata-only). Target: <= 2x row 1.
-3. ``mtp-audit checkpoint DIR`` with the 163 sparse shards present (every header read through
-   safetensors). Informational.
-4. ``python -c pass`` and 5. ``mtp-audit --help``: start-up. Target: --help <= 150 ms.
+1. metadata only (config.json + the index): ``mtp-audit checkpoint`` against a ``json.load`` process on
+   the same index. Target: <= 2x.
+2. with the 163 shards: ``mtp-audit checkpoint`` against the header floor, a plain script that reads
+   and JSON-decodes every shard header (and nothing else). Target: <= 2x.
+3. ``--scale``: synthetic checkpoints of 10k, 100k and 1M tensors in 163 shards (DeepSeek-V3 names
+   repeated over more layers), audit against the header floor of the same files; per-tensor time
+   and memory should stay flat from 10k to 1M.
+4. start-up: ``python -c pass`` and ``mtp-audit --help`` (target <= 150 ms).
 
-Bytecode: the repository is run with a private ``PYTHONPYCACHEPREFIX`` (compiled once during the
-warm-up), as an installed package would be; ``PYTHONDONTWRITEBYTECODE`` is cleared for the runs.
-
-Usage: ``python benchmarks/bench_checkpoint.py [--runs 15]``
+Usage: ``python benchmarks/bench_checkpoint.py [--runs 11] [--scale]``
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import ROOT, Case, header, measure, python_env, table  # noqa: E402
+
 FIX = ROOT / "fixtures" / "checkpoint" / "deepseek-ai--DeepSeek-V3"
 
+HEADER_FLOOR = r"""
+import json, os, struct, sys
+d = sys.argv[1]
+for f in sorted(os.listdir(d)):
+    if f.endswith(".safetensors"):
+        with open(os.path.join(d, f), "rb") as fh:
+            (n,) = struct.unpack("<Q", fh.read(8))
+            json.loads(fh.read(n))
+"""
 
-def timed(cmd: list[str], env: dict[str, str], runs: int) -> list[float]:
-    """Wall seconds of ``runs`` executions of ``cmd`` (after one warm-up); stdout discarded."""
-    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    out = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        rc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
-        out.append(time.perf_counter() - t0)
-        if rc.returncode not in (0, 1, 3):
-            raise SystemExit(f"{cmd} failed ({rc.returncode}): {rc.stderr.decode()[-500:]}")
-    return out
+
+def scaled(spec: dict, config: dict, tensors: int) -> tuple[dict, dict]:
+    """DeepSeek-V3's spec and config with the MoE layer range (``model.layers.3`` to ``.61``, the last
+    one being the MTP layer) stretched to about ``tensors`` tensors; ``num_hidden_layers`` follows, so
+    the last layer stays the one MTP layer."""
+    from mtp_audit.synth.shards import expand
+
+    out = json.loads(json.dumps(spec))
+    out.pop("index_metadata", None)
+    block = max((e for e in out["tensors"] if "L" in e.get("for", {})), key=lambda e: e["for"]["L"][1] - e["for"]["L"][0])
+    lo, hi = block["for"]["L"]
+    per_layer = sum(1 for _ in expand(block["each"], {"L": lo}))
+    fixed = sum(1 for _ in expand(out["tensors"])) - per_layer * (hi - lo + 1)
+    last = lo + max(1, (tensors - fixed) // per_layer) - 1
+    block["for"]["L"] = [lo, last]
+    for e in out["tensors"]:  # the MTP layer's own tensors follow the last layer
+        if "name" in e:
+            e["name"] = e["name"].replace(f"model.layers.{hi}.", f"model.layers.{last}.")
+    return out, {**config, "num_hidden_layers": last}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--runs", type=int, default=11)
+    ap.add_argument("--scale", action="store_true", help="also the 10k/100k/1M-tensor scaling rows")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     from mtp_audit.synth.shards import write_checkpoint
@@ -55,42 +72,44 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="mtp-audit-bench-"))
     try:
         spec = json.loads((FIX / "spec.json").read_text())
-        meta = work / "metadata-only"
+        meta, full = work / "metadata-only", work / "shards"
         write_checkpoint(meta, spec, shards=False)
-        shutil.copy(FIX / "config.json", meta / "config.json")
-        full = work / "shards"
         write_checkpoint(full, spec, shards=True)
-        shutil.copy(FIX / "config.json", full / "config.json")
+        for d in (meta, full):
+            shutil.copy(FIX / "config.json", d / "config.json")
         index = meta / "model.safetensors.index.json"
-
-        env = dict(os.environ)
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
-        env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        env = python_env(work)
         py = sys.executable
-        rows = [
-            ("json.load(index) process", [py, "-c", f"import json; json.load(open({str(index)!r}))"], None, None),
-            ("mtp-audit checkpoint (config + index)", [py, "-m", "mtp_audit", "checkpoint", str(meta)], 0, 2.0),
-            ("mtp-audit checkpoint (163 sparse shards)", [py, "-m", "mtp_audit", "checkpoint", str(full)], 0, None),
-            ("python -c pass", [py, "-c", "pass"], None, None),
-            ("mtp-audit --help", [py, "-m", "mtp_audit", "--help"], 3, None),
-        ]
-        results = [(name, statistics.median(timed(cmd, env, args.runs)), base, target) for name, cmd, base, target in rows]
-        print(f"DeepSeek-V3 index: {index.stat().st_size:,} bytes, 91,991 tensors; {args.runs} runs each, median wall time")
-        print(f"{'case':<42} {'ms':>8} {'ratio':>16} {'target':>10}")
-        for name, sec, base, target in results:
-            ratio = ""
-            if base is not None:
-                ratio = f"{sec / results[base][1]:.2f}x {'json' if base == 0 else 'pass'}"
-            tgt = f"<= {target:.1f}x" if target else ""
-            if name == "mtp-audit --help":
-                tgt = "<= 150 ms"
-                ok = "ok" if sec * 1000 <= 150 else "MISSED"
-            elif target:
-                ok = "ok" if sec / results[base][1] <= target else "MISSED"
-            else:
-                ok = ""
-            print(f"{name:<42} {sec * 1000:8.1f} {ratio:>16} {tgt:>10} {ok}")
+        audit = [py, "-m", "mtp_audit", "checkpoint"]
+        print(header(f"DeepSeek-V3 index: {index.stat().st_size:,} bytes, 91,991 tensors", args.runs))
+        print("\n1. metadata only\n")
+        r = measure([Case("json.load(index) process", [py, "-c", f"import json; json.load(open({str(index)!r}))"], env),
+                     Case("mtp-audit checkpoint (config + index)", audit + [str(meta)], env, ok=(0, 1, 3))], args.runs)
+        print(table(r, baseline="json.load(index) process", targets={"mtp-audit checkpoint (config + index)": 2.0}))
+        print("\n2. with the 163 sparse shards\n")
+        r = measure([Case("header floor (read + json.loads every header)", [py, "-c", HEADER_FLOOR, str(full)], env),
+                     Case("mtp-audit checkpoint (163 shards)", audit + [str(full)], env, ok=(0, 1, 3))], args.runs)
+        print(table(r, baseline="header floor (read + json.loads every header)", targets={"mtp-audit checkpoint (163 shards)": 2.0}))
+        if args.scale:
+            print("\n3. scaling (163 shards, synthetic: DeepSeek-V3 layers repeated)\n")
+            print("| tensors | header floor s | mtp-audit s | × floor | mtp-audit µs/tensor | mtp-audit peak RSS MiB | KiB/tensor |")
+            print("|---:|---:|---:|---:|---:|---:|---:|")
+            for n in (10_000, 100_000, 1_000_000):
+                d = work / f"scale-{n}"
+                sp, cfg = scaled(spec, json.loads((FIX / "config.json").read_text()), n)
+                got = write_checkpoint(d, sp, shards=True)
+                (d / "config.json").write_text(json.dumps(cfg))
+                runs = max(3, args.runs // (3 if n >= 1_000_000 else 1))
+                r = measure([Case("floor", [py, "-c", HEADER_FLOOR, str(d)], env),
+                             Case("tool", audit + [str(d)], env, ok=(0, 1, 3))], runs)
+                f, t = r["floor"], r["tool"]
+                k = got["tensors"]
+                print(f"| {k:,} | {f.median:.3f} | {t.median:.3f} (min {min(t.walls):.3f}, max {max(t.walls):.3f}) | "
+                      f"{t.median / f.median:.2f}× | {t.median / k * 1e6:.2f} | {t.rss_mib:.0f} | {t.rss_mib * 1024 / k:.2f} |")
+                shutil.rmtree(d)
+        print("\n4. start-up\n")
+        r = measure([Case("python -c pass", [py, "-c", "pass"], env), Case("mtp-audit --help", [py, "-m", "mtp_audit", "--help"], env)], args.runs)
+        print(table(r, baseline="python -c pass", abs_targets={"mtp-audit --help": 0.150}))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -1,88 +1,99 @@
-"""Hub audit speed: the 163-shard DeepSeek-V3 fixture read over the loopback hub with 50 ms of latency
-injected per request, ``--jobs 1`` (the baseline) against ``--jobs 8``, in the same run.
+"""Hub audit: requests, bytes and time of reading the 163-shard DeepSeek-V3 fixture over the loopback
+hub (tests/hubfixture.py, the real HF HTTP API with range requests) with ``--latency`` injected per
+request, against huggingface_hub's own ``HfApi.get_safetensors_metadata`` on the same repo (the peer
+baseline: it also reads every shard header with range requests), in the same run
+(benchmarks/harness.py: each run a separate process with empty caches, alternated, median with
+min–max, peak RSS per process).
 
-Each row reads what the checkpoint analyzer reads (revision + file list, config.json, the index, every
-shard header) with a fresh mtp-audit cache, so every header is fetched; the last row repeats the audit
-of the same commit with the cache warm. Also shown: the speculative ``prefetch_bytes`` mode (one
-request per shard, reads tensor data past each header; see docs/hub.md "Header reads").
+Rows: the baseline; ``mtp-audit checkpoint org/name`` (the default: one range per shard,
+``bytes=0-100000``); the same audit with exact reads (``prefetch_bytes=0``: ``bytes=0-7`` then the
+header, two per shard); and a second audit of the same commit (caches warm). Requests and bytes are
+counted by the server, for one more run of each case. Target: default requests <= shards + 4.
 
-Run: ``PYTHONPATH=$PWD python benchmarks/bench_hub.py [--latency 0.05]``. Nothing reaches the internet.
+Run: ``python benchmarks/bench_hub.py [--latency 0.05] [--runs 5]``. Nothing reaches the internet.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from hubfixture import (  # noqa: E402
-    DEEPSEEK_SHARDS,
-    FakeHub,
-    FakeRepo,
-    build_deepseek_163,
-    header_length,
-)
+from harness import Case, header, measure, python_env, run_once, table  # noqa: E402
+from hubfixture import DEEPSEEK_SHARDS, FakeHub, FakeRepo, build_deepseek_163, child_env, header_length  # noqa: E402
 
 REPO = "deepseek-ai/DeepSeek-V3"
 
+PEER = """
+import sys
+from huggingface_hub import HfApi
+meta = HfApi().get_safetensors_metadata(sys.argv[1])
+assert sum(len(f.tensors) for f in meta.files_metadata.values()) == 91991
+"""
 
-def audit(hub: FakeHub, cache: Path, hf_cache: Path, *, jobs: int, revision: str | None = None, prefetch: int = 0) -> tuple[float, dict[str, int], int]:
-    """Read everything the analyzer reads; return (wall seconds, source stats, server-side requests)."""
-    from mtp_audit.sources.hub import open_hub_source
-
-    hub.clear_log()
-    t0 = time.perf_counter()
-    src = open_hub_source(REPO, revision, endpoint=hub.endpoint, cache_dir=cache, hf_cache_dir=hf_cache, jobs=jobs, prefetch_bytes=prefetch)
-    src.read_json("config.json")
-    src.read_json("model.safetensors.index.json")
-    headers = src.read_headers([f for f in src.list_files() if f.endswith(".safetensors")])
-    wall = time.perf_counter() - t0
-    assert len(headers) == DEEPSEEK_SHARDS and all(hasattr(h, "tensors") for h in headers.values())
-    return wall, src.stats(), hub.requests()
+EXACT = """
+import sys
+from mtp_audit.checkpoint.analyze import analyze
+from mtp_audit.sources.hub import open_hub_source
+analyze(open_hub_source(sys.argv[1], None, prefetch_bytes=0))
+"""
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--latency", type=float, default=0.05, help="seconds added to every request (default 0.05)")
-    args = parser.parse_args()
-
-    from huggingface_hub import constants
-
-    constants.HF_HUB_DISABLE_TELEMETRY = True  # no agent-harness registry fetch during the measurement
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--latency", type=float, default=0.05, help="seconds added to every request (default 0.05)")
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
     files = build_deepseek_163()
-    header_bytes = sum(header_length(b) for n, b in files.items() if n.endswith(".safetensors"))
+    headers = {n: header_length(b) for n, b in files.items() if n.endswith(".safetensors")}
     repo = FakeRepo(REPO, files)
-    rows = []
+    py = sys.executable
     with tempfile.TemporaryDirectory() as tmp, FakeHub([repo], latency=args.latency) as hub:
         root = Path(tmp)
-        hf_cache = root / "hf"
-        audit(hub, root / "warmup", hf_cache, jobs=8)  # imports, connection set-up
-        for label, jobs, prefetch in (
-            ("exact (default)", 1, 0),
-            ("exact (default)", 8, 0),
-            ("prefetch 64 KiB", 1, 65536),
-            ("prefetch 64 KiB", 8, 65536),
-        ):
-            wall, stats, served = audit(hub, root / f"c-{jobs}-{prefetch}", hf_cache, jobs=jobs, prefetch=prefetch)
-            assert stats["requests"] == served
-            rows.append((label, jobs, wall, stats))
-        wall, stats, served = audit(hub, root / "c-8-0", hf_cache, jobs=8, revision=repo.commit)
-        rows.append(("second run, same commit", 8, wall, stats))
+        env = python_env(root, child_env(hub.endpoint, root))
+        env["PYTHONPATH"] = python_env(root)["PYTHONPATH"]
+        warm_env = python_env(root, child_env(hub.endpoint, root / "warm"))
+        warm_env["PYTHONPATH"] = env["PYTHONPATH"]
 
-    base = {label: w for label, j, w, _ in rows if j == 1}
-    print(f"163-shard DeepSeek-V3 fixture, {args.latency * 1000:.0f} ms injected per request; "
-          f"shard headers total {header_bytes:,} bytes; loopback hub (tests/hubfixture.py)")
+        def fresh() -> None:  # empty both caches: a cold audit
+            for sub in ("hf-cache", "mtp-audit-cache"):
+                shutil.rmtree(root / sub, ignore_errors=True)
+
+        audit = [py, "-m", "mtp_audit", "checkpoint", REPO]
+        cases = [
+            Case("huggingface_hub get_safetensors_metadata", [py, "-c", PEER, REPO], env, before=fresh),
+            Case("mtp-audit checkpoint (default)", audit, env, ok=(0, 1, 3), before=fresh),
+            Case("mtp-audit, exact reads (prefetch_bytes=0)", [py, "-c", EXACT, REPO], env, before=fresh),
+            # own caches, never emptied: filled by the warm-up run, so every timed run is a repeat
+            Case("mtp-audit, second run, same commit", audit[:-1] + [f"{REPO}@{repo.commit}"], warm_env, ok=(0, 1, 3)),
+        ]
+        results = measure(cases, args.runs)
+        counts = {}
+        info_bytes = 0  # the model-info answer (file listing), not header bytes
+        for c in cases:
+            hub.clear_log()
+            run_once(c)
+            counts[c.label] = (hub.requests(), hub.bytes_sent())
+            info_bytes = max([s.nbytes for s in hub.log if s.kind == "info"] or [info_bytes])
+    print(header(f"163-shard DeepSeek-V3 fixture on the loopback hub, {args.latency * 1000:.0f} ms injected per request; "
+                 f"shard headers total {sum(headers.values()):,} bytes (8 + n each)", args.runs))
     print()
-    print(f"| mode | --jobs | requests | bytes read | wall s | speed-up vs --jobs 1 |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for label, jobs, wall, stats in rows:
-        ref = base.get(label)
-        ratio = f"{ref / wall:.1f}x" if ref and jobs != 1 else ("1.0x (baseline)" if jobs == 1 else "-")
-        print(f"| {label} | {jobs} | {stats['requests']} | {stats['bytes_read']:,} | {wall:.2f} | {ratio} |")
+    print(table(results, baseline="huggingface_hub get_safetensors_metadata"))
+    print()
+    print("| case | requests | target | bytes served | bytes past the headers (served − headers − JSON files − model info) |")
+    print("|---|---:|---|---:|---:|")
+    json_bytes = len(files["config.json"]) + len(files["model.safetensors.index.json"])
+    for label, (n, sent) in counts.items():
+        tgt = ""
+        if label == "mtp-audit checkpoint (default)":
+            tgt = f"<= {DEEPSEEK_SHARDS + 4} {'met' if n <= DEEPSEEK_SHARDS + 4 else 'MISSED'}"
+        past = max(sent - sum(headers.values()) - json_bytes - info_bytes, 0) if n else 0
+        print(f"| {label} | {n} | {tgt} | {sent:,} | {past:,} |")
 
 
 if __name__ == "__main__":

@@ -127,9 +127,9 @@ def test_5xx_is_retried_once(monkeypatch, tmp_path, mimo):
         out = src.read_headers([S1, S2])
         assert not isinstance(out[S1], ReadProblem)
         assert isinstance(out[S2], ReadProblem) and out[S2].problem == "the hub answered HTTP 502"
-        # S1: 503, retry (length), then the header; S2: 502 twice.
-        assert hub.requests() == 3 + 2
-        assert src.stats()["requests"] == 1 + 5
+        # S1: 503, then the retry (first window, header included); S2: 502 twice.
+        assert hub.requests() == 2 + 2
+        assert src.stats()["requests"] == 1 + 4
 
 
 def test_slow_server_times_out_per_file(monkeypatch, tmp_path, mimo):

@@ -145,8 +145,8 @@ def test_environment_variables_in_a_child_process(tmp_path):
         out = _child(env)
         assert out["endpoint"] == hub.endpoint and out["display"] == f"{MIMO}@{repo.commit}"
         assert out["tensors"] == 451 and not out["offline"]
-        # model info, config.json, 2 per shard
-        assert out["stats"]["requests"] == hub.requests() == 1 + 1 + 2 * 4
+        # model info, config.json, 1 per shard
+        assert out["stats"]["requests"] == hub.requests() == 1 + 1 + 4
         hub.clear_log()
         offline = _child({**env, "HF_HUB_OFFLINE": "1"})
         assert offline["offline"] and offline["tensors"] == 451 and offline["stats"]["requests"] == 0

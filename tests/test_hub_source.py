@@ -26,7 +26,7 @@ from hubfixture import (
     write_tree,
 )
 
-from mtp_audit.sources.hub import HubSource, open_hub_source
+from mtp_audit.sources.hub import DEFAULT_PREFETCH_BYTES, HubSource, open_hub_source
 from mtp_audit.sources.hubcache import HubCache
 from mtp_audit.sources.local import LocalSource, ReadProblem
 
@@ -61,11 +61,32 @@ def test_deepseek_fixture_matches_the_real_release_counts(deepseek_files):
     assert len(set(weight_map.values())) == DEEPSEEK_SHARDS
 
 
-def test_163_shards_exact_reads_never_pass_a_header_and_second_run_is_free(deepseek_files, monkeypatch, tmp_path):
+def test_163_shards_default_makes_one_range_request_per_shard(deepseek_files, monkeypatch, tmp_path):
+    """The default read (huggingface_hub's first window, bytes=0-100000): shards + 3 requests in all,
+    one range per shard, and no more than the window's slack past each header (docs/hub.md)."""
     repo = FakeRepo(DS, deepseek_files)
     with FakeHub([repo]) as hub:
         paths = isolate_hf(monkeypatch, tmp_path)
         src = _open(hub, paths, DS)
+        headers = _audit_like_analyzer(src)
+        assert all(not isinstance(h, ReadProblem) for h in headers.values())
+        assert sum(len(h.tensors) for h in headers.values()) == 91_991
+        # 1 model info + config.json + index + 1 range request per shard: N + 3 <= N + 4.
+        assert hub.requests() == 1 + 2 + DEEPSEEK_SHARDS
+        assert src.stats() == {"requests": hub.requests(), "bytes_read": hub.bytes_sent()}
+        past = 0
+        for name in headers:
+            blob = deepseek_files[name]
+            assert hub.served_ranges(DS, name) == [(0, min(DEFAULT_PREFETCH_BYTES, len(blob)) - 1)]
+            past += min(DEFAULT_PREFETCH_BYTES, len(blob)) - header_length(blob)
+        assert past <= DEEPSEEK_SHARDS * (DEFAULT_PREFETCH_BYTES - 8)
+
+
+def test_163_shards_exact_reads_never_pass_a_header_and_second_run_is_free(deepseek_files, monkeypatch, tmp_path):
+    repo = FakeRepo(DS, deepseek_files)
+    with FakeHub([repo]) as hub:
+        paths = isolate_hf(monkeypatch, tmp_path)
+        src = _open(hub, paths, DS, prefetch_bytes=0)
         assert src.commit == repo.commit
         assert src.display == f"{DS}@{repo.commit}"
         assert len(src.list_files()) == 166
@@ -88,13 +109,13 @@ def test_163_shards_exact_reads_never_pass_a_header_and_second_run_is_free(deeps
 
         # Second audit of the same commit: nothing at all when the revision is the sha ...
         hub.clear_log()
-        again = _open(hub, paths, DS, repo.commit)
+        again = _open(hub, paths, DS, repo.commit, prefetch_bytes=0)
         assert _audit_like_analyzer(again) == headers
         assert hub.requests() == 0
         assert again.stats() == {"requests": 0, "bytes_read": 0}
         # ... and only the revision lookup when it is a branch (a branch can move, so it is asked).
         hub.clear_log()
-        on_main = _open(hub, paths, DS, "main")
+        on_main = _open(hub, paths, DS, "main", prefetch_bytes=0)
         _audit_like_analyzer(on_main)
         assert hub.requests() == 1 and hub.requests("info") == 1
         assert set(on_main.served_from.values()) == {"mtp-audit-cache"}
@@ -177,7 +198,7 @@ def test_files_in_the_hf_cache_cost_no_request(monkeypatch, tmp_path):
             "model-00001-of-00004.safetensors": "hf-cache",
         }
         src.read_header("model-00002-of-00004.safetensors")
-        assert hub.requests() == 3
+        assert hub.requests() == 2  # the uncached shard: one range request (first window)
         assert h1 == LocalSource(write_tree(tmp_path / "local", files)).read_header("model-00001-of-00004.safetensors")
 
 
@@ -188,10 +209,11 @@ def test_lfs_redirects_are_followed_and_counted(monkeypatch, tmp_path):
         src = _open(hub, paths, MIMO)
         headers = _audit_like_analyzer(src)
         assert len(headers) == 4 and sum(len(h.tensors) for h in headers.values()) == 451
-        # Each range request is a 302 from /resolve plus the 206 from /cdn: both are counted.
-        assert hub.requests("resolve") == 2 + 2 * 4
-        assert hub.requests("cdn") == 2 * 4
-        assert src.stats()["requests"] == hub.requests() == 1 + 2 + 4 * 4
+        # Each range request (one per shard: the small shards fit the first window) is a 302 from
+        # /resolve plus the 206 from /cdn: both are counted.
+        assert hub.requests("resolve") == 2 + 4
+        assert hub.requests("cdn") == 4
+        assert src.stats()["requests"] == hub.requests() == 1 + 2 + 2 * 4
 
 
 def test_damaged_cache_entry_is_refetched_not_trusted(monkeypatch, tmp_path):
@@ -207,7 +229,7 @@ def test_damaged_cache_entry_is_refetched_not_trusted(monkeypatch, tmp_path):
         hub.clear_log()
         src = _open(hub, paths, MIMO, repo.commit)
         assert src.read_header("model-00001-of-00004.safetensors") == first
-        assert hub.requests() == 2
+        assert hub.requests() == 1  # refetched: one range request (first window)
         assert struct.unpack("<Q", path.read_bytes()[:8])[0] == len(files["model-00001-of-00004.safetensors"])
 
 

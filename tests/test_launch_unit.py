@@ -169,8 +169,10 @@ def test_heuristic_parse_without_facts():
 
 @pytest.mark.parametrize("cmd, where", [
     ([], "launch command: empty"),
-    (["vllm", "serve", "Qwen/Qwen3.5"], "'vllm' is not an SGLang server launch"),
-    (["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "x"], "python -m vllm.entrypoints.openai.api_server is not an SGLang server launch"),
+    (["vllm", "serve", "Qwen/Qwen3.5"], "--sglang: the command starts vLLM (vllm serve ...): use --vllm TARGET"),
+    (["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "x"],
+     "--sglang: the command starts vLLM (python -m vllm.entrypoints.openai.api_server ...): use --vllm TARGET"),
+    (["python", "-m", "vllm.entrypoints.api_server", "--model", "x"], "python -m vllm.entrypoints.api_server is not an SGLang server launch"),
     (["A=1"], "only environment assignments"),
     (LS + ["--model-path", "./no-such-model"], "--model-path ./no-such-model: no such file or folder"),
 ])

@@ -52,12 +52,11 @@ def linear_formats(facts: CheckpointFacts, modules: Mapping[str, Any]) -> dict[s
     # the decision is made once per signature: 46k trunk modules in DeepSeek-V3 have a few dozen.
     memo: dict[tuple[Any, ...], tuple[str, bool] | None] = {}
     for name, mod in modules.items():
-        params = mod.params if isinstance(mod, Module) else mod
+        params = mod.params if type(mod) is Module else mod
         w = params.get("weight")
-        sig = (name[name.rfind(".") + 1 :], tuple(params), None if w is None else (w.dtype, len(w.shape)))
-        try:
-            res = memo[sig]
-        except KeyError:
+        sig = (name[name.rfind(".") + 1 :], *params, None if w is None else (w[1], len(w[2])))  # dtype, rank
+        res = memo.get(sig, memo)
+        if res is memo:
             res = memo[sig] = module_format(params, dt, hint) if is_linear(name, params) else None
         if res is not None:
             out[name] = res

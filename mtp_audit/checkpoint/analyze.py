@@ -9,14 +9,19 @@ from mtp_audit.checkpoint.facts import ANALYZER, gather
 from mtp_audit.report import Gap, Report
 from mtp_audit.sources.local import (
     CheckpointSource,
+    paused_gc,
 )
 
 
 def analyze(source: CheckpointSource, *, mode_hint: str | None = None) -> Report:
     """Audit one checkpoint source (see :func:`gather` for what is read and what raises). What the
     source itself could not see (:meth:`CheckpointSource.gaps`) becomes blocking gaps, and its
-    description and I/O counters (HTTP requests, bytes read) become ``facts["checkpoint"]["source"]``."""
-    facts = gather(source, mode_hint=mode_hint)
-    facts.gaps += [Gap(ANALYZER, message, path) for path, message in source.gaps()]
-    facts.source = {**source.describe(), **source.stats()}
-    return build_report(facts)
+    description and I/O counters (HTTP requests, bytes read) become ``facts["checkpoint"]["source"]``.
+
+    The cyclic garbage collector is paused for the whole audit (:func:`paused_gc`): a 1M-tensor
+    checkpoint holds millions of acyclic containers that every collection would walk again."""
+    with paused_gc():
+        facts = gather(source, mode_hint=mode_hint)
+        facts.gaps += [Gap(ANALYZER, message, path) for path, message in source.gaps()]
+        facts.source = {**source.describe(), **source.stats()}
+        return build_report(facts)

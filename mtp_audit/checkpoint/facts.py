@@ -13,6 +13,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from operator import itemgetter, methodcaller
 from typing import Any
 
 from mtp_audit.checkpoint.config import (
@@ -41,6 +42,12 @@ from mtp_audit.sources.local import (
 )
 
 ANALYZER = "checkpoint"
+
+# C callables for map()/filter() over tensor names (the per-name work of a 92k-tensor index)
+_RPARTITION = methodcaller("rpartition", ".")
+_LAST = itemgetter(2)
+_IS_WEIGHT = methodcaller("endswith", ".weight")
+_NO_WEIGHT = itemgetter(slice(None, -len(".weight")))
 
 
 CONFIG = "config.json"
@@ -288,11 +295,19 @@ def gather(source: CheckpointSource, *, mode_hint: str | None = None) -> Checkpo
     else:
         tensors = dict.fromkeys(facts.index_names)
         tensors.update(facts.weight_map)
-    for rel, hdr in facts.headers.items():
-        for name, info in hdr.tensors.items():
-            if name not in tensors or tensors[name] is None:
-                tensors[name] = rel
-            facts.infos.setdefault(name, info)
+    infos = facts.infos
+    holes = tensors is not facts.weight_map and None in tensors.values()
+    for rel, hdr in facts.headers.items():  # sorted: the first shard naming a tensor wins
+        got = hdr.tensors
+        if infos.keys().isdisjoint(got):
+            infos.update(got)  # the common case, at C speed: no tensor in two shards
+        else:
+            for name, info in got.items():
+                infos.setdefault(name, info)
+        if holes or not got.keys() <= tensors.keys():
+            for name in got:
+                if tensors.get(name) is None:
+                    tensors[name] = rel
     facts.tensors = tensors
     _classify_and_group(facts, n_layers)
     _gaps(facts)
@@ -357,6 +372,23 @@ def _lines_matching(pattern: str, joined: str) -> set[str]:
     return out
 
 
+def _at_least(n: int) -> str:
+    """A regex alternation matching the decimal numbers ``>= n`` written without leading zeros
+    (``_at_least(61)`` -> ``6[1-9]|[7-9]\\d{1}|[1-9]\\d{2,}``), so that one C-speed scan finds
+    the decoder layers at or past the trunk depth without collecting every layer number first."""
+    digits = str(max(n, 0))
+    alts = [r"[1-9]\d{%d,}" % len(digits)]  # more digits than n
+    for i, ch in enumerate(digits):
+        d, rest = int(ch), len(digits) - i - 1
+        low = d if rest == 0 else d + 1
+        if low <= 9:
+            first = f"[{low}-9]" if (i or low) else "[1-9]"
+            alts.append(digits[:i] + first + (r"\d{%d}" % rest if rest else ""))
+    if n <= 0:
+        alts.append("0")
+    return "|".join(alts)
+
+
 def _mtp_candidates(names: list[str], n_layers: int | None) -> list[str]:
     """Names that may be MTP tensors: those containing ``mtp`` and those of decoder layers with index
     ``>= n_layers``. Found with regex scans over the newline-joined names (C speed, only the rare hits
@@ -366,9 +398,7 @@ def _mtp_candidates(names: list[str], n_layers: int | None) -> list[str]:
     joined = "\n".join(names)
     cands = _lines_matching("mtp", joined) if "mtp" in joined else set()
     if n_layers is not None and "layers." in joined:
-        high = sorted(i for i in map(int, set(re.findall(r"layers\.(\d+)\.", joined))) if i >= n_layers)
-        if high:
-            cands |= _lines_matching(r"layers\.(?:%s)\." % "|".join(map(str, high)), joined)
+        cands |= _lines_matching(r"layers\.0*(?:%s)\." % _at_least(n_layers), joined)
     odd = [n for n in names if "\n" in n]
     if odd:
         known = set(names)
@@ -408,22 +438,21 @@ def _classify_and_group(facts: CheckpointFacts, n_layers: int | None) -> None:
     trunk_names = [n for n in names if n not in mtp] if mtp else names
     trunk: dict[str, dict[str, TensorInfo | None]] = {}
     if exact:
-        for name in trunk_names:
-            module, _, param = name.rpartition(".")
-            if not module or param not in suffixes:
+        get = trunk.get
+        for name, (module, _, param), info in zip(trunk_names, map(_RPARTITION, trunk_names), map(get_info, trunk_names)):
+            if param not in suffixes or not module:
                 module, param = name, ""
-            params = trunk.get(module)
+            params = get(module)
             if params is None:
-                trunk[module] = {param: get_info(name)}
+                trunk[module] = {param: info}
             else:
-                params[param] = get_info(name)
+                params[param] = info
         facts.trunk_suffixes = {}
         facts.trunk_weight_leaves = {}
-    else:
-        facts.trunk_suffixes = dict(Counter([n[n.rfind(".") + 1 :] for n in trunk_names]))
-        facts.trunk_weight_leaves = dict(
-            Counter([n[n.rfind(".", 0, -7) + 1 : -7] for n in trunk_names if n.endswith(".weight")])
-        )
+    else:  # C speed: no Python frame per name
+        facts.trunk_suffixes = dict(Counter(map(_LAST, map(_RPARTITION, trunk_names))))
+        weights = filter(_IS_WEIGHT, trunk_names)
+        facts.trunk_weight_leaves = dict(Counter(map(_LAST, map(_RPARTITION, map(_NO_WEIGHT, weights)))))
     facts.trunk_modules = trunk
 
 

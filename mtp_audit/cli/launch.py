@@ -16,6 +16,9 @@ from mtp_audit.cli.kit import emit, output_options
                    "sglang). Give it twice (OLD, then NEW) to see what changes between the two.")
 @click.option("--compare-sglang", metavar="NEW", default=None,
               help="A second SGLang: report for NEW and what changes from --sglang (or the installed one).")
+@click.option("--vllm", "vllm_target", metavar="TARGET", default=None,
+              help="For a vLLM command (vllm serve MODEL ..., python -m vllm.entrypoints.openai.api_server ...): the vLLM to "
+                   "check against, a .whl, an unpacked wheel, a package folder or a checkout (default: the installed vllm).")
 @click.option("--env-dump", "env_dumps", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Environment dump of the serving machine (sglang check_env, torch/vllm collect_env, nvidia-smi); repeatable.")
 @click.option("--facts", "facts_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -27,14 +30,16 @@ from mtp_audit.cli.kit import emit, output_options
               help="Serving engine the preflight verdict is for (default: the engine the command starts; a disagreement is shown as evidence).")
 @output_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, env_dumps: tuple[Path, ...], facts_file: Path | None,
-           env_pairs: tuple[str, ...], engine: str | None, fmt: str, output: Path | None, fail_on: str, command: tuple[str, ...]) -> int:
+def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_target: str | None, env_dumps: tuple[Path, ...],
+           facts_file: Path | None, env_pairs: tuple[str, ...], engine: str | None, fmt: str, output: Path | None, fail_on: str,
+           command: tuple[str, ...]) -> int:
     """Will this SGLang launch command, on this machine, use the MTP heads and run the FP4 kernels?
 
     \b
     mtp-audit launch -- python -m sglang.launch_server --model-path ./ckpt --speculative-algorithm NEXTN --tp 8
     mtp-audit launch --sglang sglang-0.5.9-py3-none-any.whl --env-dump check_env.txt -- sglang serve --model-path ./ckpt
     mtp-audit launch --sglang OLD.whl --compare-sglang NEW.whl -f markdown -- python -m sglang.launch_server ...
+    mtp-audit launch --vllm vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl -- vllm serve ./ckpt --speculative-config '{"method":"mtp","num_speculative_tokens":1}'
 
     Runs the sglang, checkpoint (--model-path) and preflight audits, cross-checks them (MTP300-MTP310) and ends with
     "what will happen": the algorithm SGLang really runs, the draft model and its architecture, the FP4 backends, the
@@ -58,7 +63,7 @@ def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, env_dump
     old = sglang_targets[0] if sglang_targets else None
     new = sglang_targets[1] if len(sglang_targets) == 2 else compare_sglang
     report = audit_launch(list(command), sglang=old, compare_sglang=new, env_dump=list(env_dumps) or None,
-                          facts=facts_file, env=env, engine=engine)
+                          facts=facts_file, env=env, engine=engine, vllm=vllm_target)
     from mtp_audit.cli.kit import installed_package_folder
 
     # without --sglang the installed sglang is audited: its files are inputs too

@@ -1,9 +1,9 @@
-"""``mtp-audit launch``: paste the SGLang launch command, get one cross-checked verdict before the
-model loads (issue 6).
+"""``mtp-audit launch``: paste the SGLang (issue 6) or vLLM (issue 11) launch command, get one cross-checked
+verdict before the model loads.
 
-Public API: :func:`audit_launch` -> :class:`mtp_audit.report.Report` holding the sglang, checkpoint
-and preflight reports (each finding keeps its analyzer's rule id) plus the launch cross-checks
-MTP300-MTP310 and ``facts["launch"]`` (see docs/launch.md).
+Public API: :func:`audit_launch` -> :class:`mtp_audit.report.Report` holding the engine (sglang or vllm),
+checkpoint and preflight reports (each finding keeps its analyzer's rule id) plus the launch cross-checks
+(MTP300-MTP312 for SGLang, MTP320-MTP328 for vLLM) and ``facts["launch"]`` (see docs/launch.md).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ def audit_launch(
     environ: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     engine: str | None = None,
+    vllm: str | Path | None = None,
 ) -> Report:
     """Audit one SGLang launch command on one machine with one (or, diffing, two) SGLang versions.
 
@@ -51,8 +52,11 @@ def audit_launch(
             against (default: the current directory).
         engine: ``"sglang"`` / ``"vllm"`` (``--engine``), passed to the preflight, whose verdict it names (it wins over
             the engine the command starts; a disagreement is shown as evidence on MTP228). A vLLM command itself is
-            parsed for the preflight by :func:`mtp_audit.preflight.launch.parse_launch` (the vLLM launch analysis is
-            built in the vLLM analyzer branch).
+            parsed for the preflight by :func:`mtp_audit.preflight.launch.parse_launch`.
+        vllm: for a vLLM command (``vllm serve MODEL ...``, ``python -m vllm.entrypoints.openai.api_server``):
+            the vLLM to check against (same kinds as ``sglang``; ``None``: the installed vllm, absent: a
+            blocking gap). The engine is picked from the command's entry point; see
+            :func:`mtp_audit.launch.vllm_launch.audit_vllm_launch`.
 
     Returns:
         The merged report; ``facts["launch"]["summary"]`` has the headline of "what will happen"
@@ -60,7 +64,8 @@ def audit_launch(
         is known), ``facts["launch"]["closing"]`` the same in sentences.
 
     Raises:
-        InputError: empty command, a command that is not an SGLang server launch, a ``--model-path`` that
+        InputError: empty command, a command that is neither an SGLang nor a vLLM server launch, ``--sglang`` with a
+            vLLM command or ``--vllm`` with an SGLang one, a ``--model-path`` that
             does not exist (and is not a hub repo id), an unreadable ``--sglang`` target or env dump.
     """
     from mtp_audit.launch.analyze import Machine, audit_sglang_target, evaluate_launch
@@ -68,7 +73,21 @@ def audit_launch(
     from mtp_audit.launch.outcome import diff_outcomes
 
     toks = split_command(list(argv))
+    from mtp_audit.launch.vllm_command import vllm_entry
+
+    from mtp_audit.errors import InputError as _InputError
+
+    if vllm_entry(toks) is not None:
+        from mtp_audit.launch.vllm_launch import audit_vllm_launch
+
+        if sglang is not None or compare_sglang is not None:
+            raise _InputError("--sglang", f"the command starts vLLM ({vllm_entry(toks)[1]} ...): use --vllm TARGET")
+
+        return audit_vllm_launch(toks, vllm=vllm, env_dump=env_dump, facts=facts, machine_facts=machine_facts, env=env, engine=engine,
+                                 environ=environ, cwd=cwd)
     find_entry(toks)  # not SGLang -> InputError before any heavy work
+    if vllm is not None:
+        raise _InputError("--vllm", "the command starts SGLang, not vLLM: use --sglang TARGET")
     dumps = (env_dump,) if isinstance(env_dump, (str, Path)) else tuple(env_dump or ())
     if len([x for x in (dumps, facts, machine_facts) if x]) > 1:
         from mtp_audit.errors import InputError

@@ -813,5 +813,8 @@ def _mtp_errors_as_warnings(report: Report) -> Report:
     return dataclasses.replace(report, findings=tuple(out))
 
 
-__all__ = ["ANALYZER", "Ctx", "Evaluation", "Machine", "evaluate_launch", "corrected_command", "normalized_argv",
+#: public name for the vLLM form (:mod:`mtp_audit.launch.vllm_checks`)
+mtp_errors_as_warnings = _mtp_errors_as_warnings
+
+__all__ = ["mtp_errors_as_warnings", "ANALYZER", "Ctx", "Evaluation", "Machine", "evaluate_launch", "corrected_command", "normalized_argv",
            "audit_sglang_target", "audit_model", "collect_env", "ENTRY_LAUNCH_SERVER"]

@@ -187,10 +187,12 @@ def find_entry(toks: list[str]) -> tuple[dict[str, str], str, int]:
         if module == "sglang.launch_server":
             return env, ENTRY_LAUNCH_SERVER, start
         what = f"python -m {module}" if module else "a python command without -m sglang.launch_server"
-        raise InputError("launch command", f"{what} is not an SGLang server launch (expected python -m sglang.launch_server ... or sglang serve ...)")
+        raise InputError("launch command", f"{what} is not an SGLang server launch (expected python -m sglang.launch_server ... or sglang serve ...; "
+                                           "for vLLM: vllm serve MODEL ... or python -m vllm.entrypoints.openai.api_server --model MODEL ...)")
     if prog == "sglang" and i + 1 < len(toks) and toks[i + 1] == "serve":
         return env, ENTRY_SERVE, i + 2
-    raise InputError("launch command", f"'{toks[i]}' is not an SGLang server launch (expected python -m sglang.launch_server ... or sglang serve ...)")
+    raise InputError("launch command", f"'{toks[i]}' is not an SGLang server launch (expected python -m sglang.launch_server ... or sglang serve ...; "
+                                           "for vLLM: vllm serve MODEL ... or python -m vllm.entrypoints.openai.api_server --model MODEL ...)")
 
 
 def _nargs_count(action: str | None, nargs: str | None) -> str:

@@ -14,10 +14,13 @@ What one audit does, in order:
 2. Small JSON files: from the Hugging Face cache (``HF_HUB_CACHE``, ``try_to_load_from_cache``), else
    from the mtp-audit cache, else one ``GET`` each.
 3. Shard headers: from the Hugging Face cache (a shard downloaded earlier is read like a local file),
-   else from the mtp-audit header cache, else two HTTP Range requests per shard: ``bytes=0-7`` (the
-   header length ``n``) then ``bytes=8-(7+n)``. Not one byte past the header is requested. See
-   ``docs/hub.md`` "Header reads" for why this is not huggingface_hub's 100 KB first range and what
-   ``prefetch_bytes`` trades.
+   else from the mtp-audit header cache, else HTTP Range requests as huggingface_hub's
+   ``parse_safetensors_file_metadata`` makes them: ``bytes=0-100000`` first, which holds the 8-byte
+   length ``n`` and, in the common case, the whole header; a second, exact range only when ``8 + n``
+   is longer (:data:`DEFAULT_PREFETCH_BYTES`). The library call itself is not used: it returns no
+   raw bytes and no file size, so duplicate names, bad UTF-8 and the file-length check could not be
+   verified (docs/hub.md "Header reads"). ``prefetch_bytes=0`` reads ``bytes=0-7`` then exactly the
+   header instead: nothing past a header, two requests per shard.
 4. ``--jobs`` threads read headers concurrently; a progress bar (:mod:`mtp_audit.progress`) goes to
    stderr only when stderr is a terminal and ``CI`` is unset.
 
@@ -64,6 +67,7 @@ from mtp_audit.sources.local import (
     LocalSource,
     ReadProblem,
     ShardHeader,
+    fast_header,
     header_from_dict,
     parse_header_json,
 )
@@ -74,10 +78,13 @@ DEFAULT_JOBS = 8
 #: Upper bound for ``--jobs``: more threads only add load on the hub.
 MAX_JOBS = 64
 
-#: Speculative first range per shard header (bytes); 0 = exact reads, nothing past a header is
-#: requested (two requests per shard). See docs/hub.md "Header reads" for the measured trade-off;
-#: this is the one place to change the default.
-DEFAULT_PREFETCH_BYTES = 0
+#: Speculative first range per shard header (bytes): ``Range: bytes=0-100000``, the window
+#: huggingface_hub 2.4 ``HfApi.parse_safetensors_file_metadata`` asks for first ("97% of safetensors
+#: files have a metadata size < 100kb"), so one request per shard in the common case and a second,
+#: exact one (``bytes=len-(7+n)``) only for a longer header. At most ``100_001 - (8 + n)`` bytes past
+#: a header are read per shard (none when the header is longer). 0 = exact reads: ``bytes=0-7`` then
+#: the header, nothing past it, two requests per shard. See docs/hub.md "Header reads".
+DEFAULT_PREFETCH_BYTES = 100_001
 
 #: The hub's commit ids are 40 hex digits (git SHA-1).
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -234,6 +241,9 @@ def shard_header_from_prefix(rel: str, prefix: bytes, file_size: int) -> ShardHe
         ReadProblem: malformed header.
     """
     n = len(prefix) - 8
+    fast = fast_header(rel, prefix[8:], file_size)
+    if fast is not None:
+        return fast
     obj, dups = parse_header_json(rel, prefix[8:])
     if dups:
         shown = ", ".join(dups[:3])
@@ -266,10 +276,11 @@ class HubSource(CheckpointSource):
         cache: the mtp-audit cache, or None to disable it.
         hf_cache_dir: the Hugging Face cache folder (``HF_HUB_CACHE``).
         listing_complete: False when ``files`` was pieced together offline (see :meth:`gaps`).
-        prefetch_bytes: 0 (default) for exact header reads (two requests per shard, nothing past the
-            header); N > 0 to ask for the first N bytes in one request and a second request only for
-            longer headers: one request per shard in most cases, at the cost of reading up to N bytes
-            of tensor data per shard. See ``docs/hub.md`` "Header reads".
+        prefetch_bytes: N > 0 (default :data:`DEFAULT_PREFETCH_BYTES`, 100,001) to ask for the first
+            N bytes in one request and a second request only for longer headers: one request per shard
+            in most cases, at the cost of reading up to ``N - 8 - n`` bytes of tensor data per shard;
+            0 for exact header reads (two requests per shard, nothing past the header). See
+            ``docs/hub.md`` "Header reads".
         meter: HTTP counters to continue (the resolution request of :func:`open_hub_source`).
     """
 

@@ -6,16 +6,21 @@ only lists files, reads small JSON files and reads safetensors *headers*; tensor
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
 import re
 import struct
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from functools import partial
 from dataclasses import dataclass, field
+from itertools import chain, repeat
+from operator import itemgetter, mul, rshift, sub
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from mtp_audit.errors import InputError
 from mtp_audit.sources.bounded import (
@@ -62,9 +67,12 @@ MAX_HEADER_BYTES = 100_000_000
 MAX_FILES = 20_000
 
 
-@dataclass(frozen=True)
-class TensorInfo:
+class TensorInfo(NamedTuple):
     """One tensor as described by a safetensors header.
+
+    A named tuple, not a dataclass: a 1M-tensor checkpoint builds a million of them, and
+    ``tuple.__new__(TensorInfo, ...)`` lets :func:`fast_header` build them all from C with
+    ``map`` (no Python frame per tensor). Immutable, compared and hashed as a tuple.
 
     Attributes:
         name: tensor name (``"mtp.fc.weight"``).
@@ -78,6 +86,9 @@ class TensorInfo:
     dtype: str
     shape: tuple[int, ...]
     nbytes: int
+
+
+_NBYTES = itemgetter(3)  # TensorInfo.nbytes, as a C callable for map()
 
 
 @dataclass(frozen=True)
@@ -99,7 +110,7 @@ class ShardHeader:
     @property
     def data_bytes(self) -> int:
         """Sum of tensor sizes in bytes."""
-        return sum(t.nbytes for t in self.tensors.values())
+        return sum(map(_NBYTES, self.tensors.values()))
 
 
 class ReadProblem(Exception):
@@ -159,7 +170,7 @@ def parse_header_json(file: str, raw: bytes) -> tuple[dict[str, Any], list[str]]
 
     try:
         obj = json.loads(text, object_pairs_hook=hook)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, or an integer past int_max_str_digits
         raise ReadProblem(file, f"safetensors header is not valid JSON: {exc}") from None
     if not isinstance(obj, dict):
         raise ReadProblem(file, "safetensors header is not a JSON object")
@@ -188,6 +199,171 @@ def header_from_dict(file: str, obj: Mapping[str, Any], header_bytes: int) -> Sh
             raise ReadProblem(file, f"tensor {name!r} has a negative dimension or offset span")
         tensors[name] = TensorInfo(name, dtype, shape, tensor_nbytes(dtype, shape, end - start))
     return ShardHeader(file=file, tensors=tensors, metadata=metadata, header_bytes=header_bytes)
+
+
+_USIZE_END = 1 << 64  # safetensors counts in Rust ``usize`` (64-bit): values must stay below this
+_DTYPE, _SHAPE, _OFFSETS = itemgetter("dtype"), itemgetter("shape"), itemgetter("data_offsets")
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
+_WHOLE_BYTES = frozenset(d for d, b in DTYPE_BITS.items() if b % 8 == 0)
+_ABSENT: Any = object()
+_new_info = partial(tuple.__new__, TensorInfo)  # TensorInfo._make is a Python function: one frame per tensor
+
+
+def fast_header(file: str, raw: bytes, file_size: int | None) -> ShardHeader | None:
+    """Decode and validate one safetensors header in a single pass, at C speed per tensor.
+
+    The hot path of every checkpoint audit: per tensor, no Python frame runs (``map`` over C
+    callables: ``itemgetter``, ``DTYPE_BITS.__getitem__``, ``math.prod``, ``operator.mul``,
+    ``tuple.__new__``). It returns a header only when it can *certify* that the strict reader
+    (:func:`parse_header_json` + duplicate check + ``safetensors.safe_open`` + :func:`header_from_dict`)
+    would accept the same bytes and build the same header; otherwise it returns ``None`` and the caller
+    runs that strict reader, which then gives the verdict and the message. So validation is exactly
+    as strict as before (our pass plus safetensors'), with the same messages, but the common (valid)
+    header is parsed once instead of twice and ``numpy`` (which ``safe_open(framework="numpy")``
+    imports) is never loaded for it.
+
+    What is left to ``safetensors.safe_open`` (the installed version, on the real file): the verdict
+    and message for every header not certified here, in particular its serde_json grammar (escapes,
+    lone surrogates, NaN/Infinity, ``-0``, nesting depth, number forms), entries with extra fields
+    (which it accepts), dtypes it may or may not know, and its own wording of offset, size and
+    file-length errors.
+
+    Certified, mirroring safetensors 0.8 ``src/tensor.rs`` (``read_metadata``, ``Metadata::validate``)
+    and its serde_json grammar:
+
+    - UTF-8; no backslash anywhere (so no escapes: serde_json refuses lone surrogates that Python
+      accepts, and unescaped strings let duplicates be counted, below); no ``-0`` (serde_json reads
+      it as a float, Python as the integer 0); no float, NaN or Infinity.
+    - a JSON object whose values are objects of exactly ``dtype``, ``shape``, ``data_offsets``, plus an
+      optional ``__metadata__`` that is ``null`` or maps strings to strings (so nesting is at most 3
+      deep: serde_json's recursion limit and NaN/Infinity in ignored fields cannot matter).
+    - ``dtype`` a key of :data:`DTYPE_BITS` (safetensors 0.8's ``Dtype`` variants, same spelling);
+      ``shape`` a list of non-negative ``int`` (never ``bool``: checked element by element only when
+      ``true``/``false`` occur in the text) below 2**64; ``data_offsets`` a list of exactly 2 such ints.
+    - element count and bit count below 2**64 (``checked_mul``; a shape with a 0 dimension is
+      checked up to that dimension), a whole number of bytes, equal to the span ``end - start``.
+    - spans sorted by ``(start, end)`` tile ``[0, data_end)`` with no gap or overlap and, when
+      ``file_size`` is given, ``8 + len(raw) + data_end == file_size``.
+    - no duplicate key in any object, detected once per header by comparing counts: with no
+      backslash every ``:`` outside the decoded strings is a key separator, so the raw ``:`` count
+      minus the ``:`` inside the decoded names and metadata must equal the number of keys decoded.
+
+    Args:
+        file: POSIX path for the header.
+        raw: the JSON header bytes (after the 8-byte length).
+        file_size: the file's size in bytes, or None to skip the file-length check.
+
+    Returns:
+        The :class:`ShardHeader`, or ``None`` when the header is not certified (malformed or unusual).
+    """
+    if b"\\" in raw:
+        return None
+    signed = b"-" in raw  # without a '-' no number is negative (nor "-0"): the sign checks are skipped
+    if signed and b"-0" in raw:
+        return None
+    try:
+        obj = json.loads(raw.decode("utf-8"), parse_float=_refuse, parse_constant=_refuse)
+    except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return None
+    if type(obj) is not dict:
+        return None
+    meta = obj.pop("__metadata__", _ABSENT)
+    keys = len(obj)
+    colons = 0
+    if meta is not _ABSENT:
+        keys += 1
+        if meta is not None:
+            if type(meta) is not dict or not set(map(type, meta.values())) <= {str}:
+                return None
+            keys += len(meta)
+            colons += sum(k.count(":") + v.count(":") for k, v in meta.items())
+    metadata = meta if type(meta) is dict else {}
+    names = list(obj)
+    n_t = len(names)
+    if not n_t:
+        if (file_size is not None and 8 + len(raw) != file_size) or raw.count(b":") - colons != keys:
+            return None
+        return ShardHeader(file=file, tensors={}, metadata=metadata, header_bytes=len(raw))
+    entries = list(obj.values())
+    if set(map(type, entries)) != {dict} or sum(map(len, entries)) != 3 * n_t:
+        return None
+    keys += 3 * n_t
+    colons += "\n".join(names).count(":")
+    if raw.count(b":") - colons != keys:
+        return None  # a duplicate key somewhere (or an unusual layout): the strict reader says which
+    try:
+        dtypes = list(map(_DTYPE, entries))
+        shapes = list(map(_SHAPE, entries))
+        offsets = list(map(_OFFSETS, entries))
+        bits = list(map(DTYPE_BITS.__getitem__, dtypes))
+    except (KeyError, TypeError):  # a key missing (so another entry has an extra one); unknown dtype
+        return None
+    if set(map(type, shapes)) != {list} or set(map(type, offsets)) != {list} or set(map(len, offsets)) != {2}:
+        return None
+    if (b"true" in raw or b"false" in raw) and (
+        set(map(type, chain.from_iterable(shapes))) != {int} or set(map(type, chain.from_iterable(offsets))) != {int}
+    ):
+        return None
+    # Without true/false in the text, a number is an int (floats and NaN are refused by the hooks);
+    # any other value in a shape or an offset (a string, list, object or null) makes math.prod,
+    # operator.mul, rshift or sub raise TypeError below, so no per-element type pass is needed.
+    try:
+        starts = list(map(_FIRST, offsets))
+        ends = list(map(_SECOND, offsets))
+        numels = list(map(math.prod, shapes))
+        if signed and (min(starts) < 0 or min(chain.from_iterable(shapes), default=0) < 0):
+            return None
+        if 0 in numels:
+            for shape, numel in zip(shapes, numels):
+                if numel == 0 and (max(shape) >= _USIZE_END or math.prod(shape[: shape.index(0)]) >= _USIZE_END):
+                    return None  # Rust's checked_mul overflows before it reaches the 0
+        nbits = list(map(mul, numels, bits))
+        if max(nbits) >= _USIZE_END:
+            return None
+        if not _WHOLE_BYTES.issuperset(dtypes) and any(map((7).__and__, nbits)):
+            return None
+        nbytes = list(map(rshift, nbits, repeat(3)))
+        spans = list(map(sub, ends, starts))
+    except (TypeError, KeyError):
+        return None
+    if nbytes != spans:
+        return None  # also catches end < start: nbytes is never negative
+    if starts[0] == 0 and starts[1:] == ends[:-1]:
+        data_end = ends[-1]  # laid out in file order, the common case: no sort
+    else:
+        s_sorted, e_sorted = zip(*sorted(zip(starts, ends)))
+        if s_sorted[0] != 0 or s_sorted[1:] != e_sorted[:-1]:
+            return None
+        data_end = e_sorted[-1]
+    if data_end >= _USIZE_END or (file_size is not None and 8 + len(raw) + data_end != file_size):
+        return None
+    infos = map(_new_info, zip(names, dtypes, map(tuple, shapes), nbytes))
+    return ShardHeader(file=file, tensors=dict(zip(names, infos)), metadata=metadata, header_bytes=len(raw))
+
+
+def _refuse(token: str) -> Any:
+    """``json.loads`` hook for floats and NaN/Infinity: never part of a certifiable header."""
+    raise ValueError(token)
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while bulk-decoding JSON (a 1M-tensor checkpoint
+    allocates millions of dicts, lists and tuples, none of them in a cycle: each generational
+    collection would walk them all again, which makes the parse superlinear). Reference counting
+    still frees everything. On exit the collector is re-enabled (if it was) with every object that is
+    still alive moved to the oldest generation (``gc.freeze()`` then ``gc.unfreeze()``, which moves
+    them without walking them), so re-enabling does not start one huge young-generation collection
+    over the whole parse; cycles among them are still found by the next full collection."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.freeze()
+            gc.unfreeze()
+            gc.enable()
 
 
 class CheckpointSource(ABC):
@@ -230,11 +406,12 @@ class CheckpointSource(ABC):
         """Read many headers; a failure of one file is returned in place of its header.
         Sources that can overlap I/O (the hub) override this."""
         out: dict[str, ShardHeader | ReadProblem] = {}
-        for rel in rels:
-            try:
-                out[rel] = self.read_header(rel)
-            except ReadProblem as exc:
-                out[rel] = exc
+        with paused_gc():
+            for rel in rels:
+                try:
+                    out[rel] = self.read_header(rel)
+                except ReadProblem as exc:
+                    out[rel] = exc
         return out
 
     def stats(self) -> dict[str, int]:
@@ -332,9 +509,12 @@ class LocalSource(CheckpointSource):
             raise ReadProblem(rel, exc.problem, kind) from None
 
     def read_header(self, rel: str) -> ShardHeader:
-        """Read a local shard header: our strict pass (UTF-8, duplicate names, size caps) on the
-        header bytes, then ``safetensors.safe_open`` as the authoritative validator (offsets, file
-        length). Tensor data is memory-mapped by safetensors but never touched.
+        """Read a local shard header: size caps on the length prefix, then :func:`fast_header`, which
+        decodes and validates the header in one pass and accepts only what the strict reader would
+        accept. Anything it does not certify goes to the strict reader: our pass (UTF-8, JSON,
+        duplicate names), then ``safetensors.safe_open`` as the authoritative validator, whose verdict
+        and message we report (its serde_json grammar, dtype variants, offset tiling, file length).
+        Tensor data is never read (safetensors memory-maps the file but never touches it).
 
         Raises:
             ReadProblem: see :meth:`CheckpointSource.read_header`.
@@ -362,6 +542,9 @@ class LocalSource(CheckpointSource):
             raise ReadProblem(rel, "permission denied", "unreadable") from None
         except OSError as exc:
             raise ReadProblem(rel, f"cannot read: {exc.strerror or exc}", "unreadable") from None
+        fast = fast_header(rel, raw, size)
+        if fast is not None:
+            return fast
         obj, dups = parse_header_json(rel, raw)
         if dups:
             shown = ", ".join(dups[:3])

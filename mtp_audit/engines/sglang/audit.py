@@ -12,7 +12,6 @@ import ast
 import os
 import re
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -61,8 +60,10 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
     """Scan every file of ``tree``; returns (rel -> scan result, statistics).
 
     Files whose bytes hold none of the searched tokens get only the regex env-var pass; server
-    files go through ast + libcst, in ``workers`` processes (default: up to 2) when more than a few
-    miss the cache.
+    files go through ast + libcst, in ``workers`` processes (default: up to 2). A server file is
+    handed to the pool as soon as it is read, so the workers parse while this process reads and
+    regex-scans the rest of the tree (the serial work before the pool used to leave them idle).
+    Results, their order and the tree's notes are those of a plain sorted pass.
     """
     folder = cache.cache_dir()
     results: dict[str, dict[str, Any]] = {}
@@ -71,51 +72,70 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
     from mtp_audit.engines.sglang.scan import ENTRY_HINT, scan_env
 
     server_bytes = 0
-    for rel in sorted(tree.files):
-        data = tree.read(rel)
-        if data is None:
-            continue
-        stats["bytes"] += len(data)
-        server = wants_server_pass(rel, data)
-        if server and (len(data) > MAX_SERVER_PASS_FILE or server_bytes + len(data) > MAX_SERVER_PASS_BYTES):
-            over = (f"{len(data)} bytes, over the {MAX_SERVER_PASS_FILE}-byte limit" if len(data) > MAX_SERVER_PASS_FILE
-                    else f"the tree's server-argument files exceed {MAX_SERVER_PASS_BYTES} bytes")
-            results[rel] = {"env": scan_env(data), "entry": [], "gap": f"{over} for the ast + libcst pass; not parsed"}
-            continue
-        if server:
-            server_bytes += len(data)
-        if not server and not ENTRY_HINT.search(data):
-            results[rel] = {"env": scan_env(data), "entry": [], "gap": None}
-            continue
-        key = cache.key_for(data, server)
-        hit = cache.load(folder, key)
-        if hit is not None:
-            results[rel] = hit
-            stats["cached"] += 1
-            continue
-        jobs.append((rel, data, server, key))
-    stats["parsed"] = sum(1 for j in jobs if j[2])
     n = workers if workers is not None else _workers()
-    big = [j for j in jobs if j[2]]
-    # a cold scan of a large tree takes seconds: a bar on a terminal (never in CI or a pipe); a warm one has no jobs
-    with Progress(len(jobs), f"parsing {tree.display}", min_total=PROGRESS_MIN_FILES) as progress:
-        if n > 1 and len(big) > 3:
-            import multiprocessing
+    pool: Any = None
+    futures: dict[str, Any] = {}
+    notes_before = len(tree.notes)
+    try:
+        for rel in sorted(tree.files):
+            data = tree.read(rel)
+            if data is None:
+                continue
+            stats["bytes"] += len(data)
+            server = wants_server_pass(rel, data)
+            if server and (len(data) > MAX_SERVER_PASS_FILE or server_bytes + len(data) > MAX_SERVER_PASS_BYTES):
+                over = (f"{len(data)} bytes, over the {MAX_SERVER_PASS_FILE}-byte limit" if len(data) > MAX_SERVER_PASS_FILE
+                        else f"the tree's server-argument files exceed {MAX_SERVER_PASS_BYTES} bytes")
+                results[rel] = {"env": scan_env(data), "entry": [], "gap": f"{over} for the ast + libcst pass; not parsed"}
+                continue
+            if server:
+                server_bytes += len(data)
+            if not server and not ENTRY_HINT.search(data):
+                results[rel] = {"env": scan_env(data), "entry": [], "gap": None}
+                continue
+            key = cache.key_for(data, server)
+            hit = cache.load(folder, key)
+            if hit is not None:
+                results[rel] = hit
+                stats["cached"] += 1
+                continue
+            jobs.append((rel, data, server, key))
+            if server and n > 1:
+                if pool is None:
+                    import multiprocessing
+                    from concurrent.futures import ProcessPoolExecutor  # here: a warm audit never needs it
 
-            big.sort(key=lambda j: -len(j[1]))
-            ctx = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
-            with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as ex:
-                for rel, res in ex.map(_scan_job, [(r, d, s) for r, d, s, _ in big], chunksize=1):
-                    results[rel] = res
+                    ctx = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
+                    pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx)
+                futures[rel] = pool.submit(_scan_job, (rel, data, server))
+        # a cold scan of a large tree takes seconds: a bar on a terminal (never in CI or a pipe); a warm one has no jobs
+        with Progress(len(jobs), f"parsing {tree.display}", min_total=PROGRESS_MIN_FILES) as progress:
+            for rel, data, server, _ in jobs:
+                if rel not in futures:
+                    results[rel] = scan_file(rel, data, server)
                     progress.step()
-            rest = [j for j in jobs if not j[2]]
-        else:
-            rest = jobs
-        for rel, data, server, _ in rest:
-            results[rel] = scan_file(rel, data, server)
-            progress.step()
-    keys = {rel: key for rel, _, _, key in jobs}
-    for rel, key in keys.items():
+            done: dict[str, dict[str, Any]] = {}
+            for rel, fut in futures.items():
+                done[rel] = fut.result()[1]
+                progress.step()
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+    stats["parsed"] = sum(1 for j in jobs if j[2])
+    # the insertion order of the former two-phase pass: loop results, then the pooled files largest
+    # first (when more than 3), then the other jobs in path order
+    big = [j for j in jobs if j[2]]
+    if n > 1 and len(big) > 3:
+        big.sort(key=lambda j: -len(j[1]))
+        first = {rel: res for rel, res in results.items() if rel not in {j[0] for j in jobs}}
+        ordered = {**first, **{j[0]: done[j[0]] for j in big}, **{j[0]: results[j[0]] for j in jobs if not j[2]}}
+    else:
+        merged = {**results, **done}
+        first = {rel: res for rel, res in merged.items() if rel not in {j[0] for j in jobs}}
+        ordered = {**first, **{j[0]: merged[j[0]] for j in jobs}}
+    results = ordered
+    tree.notes[notes_before:] = sorted(tree.notes[notes_before:], key=lambda note: note[0])
+    for rel, _, _, key in jobs:
         cache.store(folder, key, results[rel])
     return results, stats
 

@@ -418,7 +418,6 @@ def _analyse_unit(src: str, line_offset: int, col_strip: int, func_params: list[
     from libcst.metadata import MetadataWrapper, PositionProvider
 
     module = cst.parse_module(src)
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     out: dict[str, list[dict[str, Any]]] = {k: [] for k in (
         "sites", "returns", "alias_lookups", "normalisations", "draft_overrides", "draft_path_fills", "unknown")}
     code = module.code_for_node
@@ -433,14 +432,14 @@ def _analyse_unit(src: str, line_offset: int, col_strip: int, func_params: list[
         return False
 
     class V(cst.CSTVisitor):
-        METADATA_DEPENDENCIES = (PositionProvider,)
-
         def __init__(self) -> None:
             self.conds: list[tuple[Any, bool]] = []  # (If node, in_body)
             self.suites: list[Any] = []
 
-        def line(self, node: Any) -> int:
-            return self.get_metadata(PositionProvider, node).start.line + line_offset
+        def line(self, node: Any) -> Any:
+            # Positions cost a code generation of the whole unit (most of libcst's time here), so
+            # they are resolved after the visit, and only for a unit that recorded something.
+            return _PendingLine(node)
 
         def cond_text(self) -> str:
             parts = []
@@ -609,8 +608,30 @@ def _analyse_unit(src: str, line_offset: int, col_strip: int, func_params: list[
                                                "test_line": self.test_line(), "value": " ".join(code(node).split()), "logged": False})
             return True
 
-    wrapper.visit(V())
-    return out
+    module.visit(V())
+    if not any(out.values()):
+        return out
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+    def fill(value: Any) -> Any:
+        if type(value) is _PendingLine:
+            return positions[value.node].start.line + line_offset
+        if type(value) is dict:
+            return {k: fill(v) for k, v in value.items()}
+        if type(value) is list:
+            return [fill(v) for v in value]
+        return value
+
+    return {k: fill(v) for k, v in out.items()}
+
+
+class _PendingLine:
+    """A node whose line :func:`_analyse_unit` fills in once positions are resolved."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: Any) -> None:
+        self.node = node
 
 
 def _cst_dotted(node: Any) -> str:

@@ -5,6 +5,8 @@ Public API:
 - :func:`audit_vllm(target) <mtp_audit.engines.vllm.audit.audit_vllm>` -> Report; ``target`` is a
   checkout, package folder, unpacked wheel, ``.whl`` file or ``None`` (installed vllm).
 - :func:`diff_vllm(old_report, new_report) <mtp_audit.engines.vllm.diff.diff_vllm>` -> Report.
+- :func:`open_for_launch(target) <mtp_audit.engines.vllm.draft.open_for_launch>` -> LaunchView: the
+  report plus ``hf_config_override`` run on one checkpoint's config (``mtp-audit launch -- vllm serve``).
 
 The facts contract (``report.facts["vllm"]``) is documented in docs/vllm.md.
 """
@@ -13,9 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-_LAZY = {"audit_vllm": "mtp_audit.engines.vllm.audit", "diff_vllm": "mtp_audit.engines.vllm.diff"}
+_LAZY = {"audit_vllm": "mtp_audit.engines.vllm.audit", "diff_vllm": "mtp_audit.engines.vllm.diff",
+         "open_for_launch": "mtp_audit.engines.vllm.draft"}
 
-__all__ = ["audit_vllm", "diff_vllm"]
+__all__ = ["audit_vllm", "diff_vllm", "open_for_launch"]
 
 
 def __getattr__(name: str) -> Any:

@@ -52,6 +52,13 @@ def _scan_file(tree: VllmTree, role: str, rel: str) -> dict[str, Any] | None:
     return res
 
 
+def scan_role(tree: VllmTree, role: str) -> dict[str, Any] | None:
+    """The (content-cached) scan result of the file that plays ``role`` in ``tree`` (``"spec"``,
+    ``"registry"``, ...), ``None`` when the tree has no such file."""
+    rel = tree.roles.get(role)
+    return _scan_file(tree, role, rel) if rel else None
+
+
 def _loc(rel: str | None, line: int | None) -> str | None:
     if rel is None:
         return None
@@ -140,7 +147,7 @@ def _dispatch_of(res: dict[str, Any] | None, want: str) -> list[dict[str, Any]]:
 # --- linking ----------------------------------------------------------------------------------
 
 
-def _registered(arch: str, archs: dict[str, Any], reg_rel: str | None) -> Any:
+def registered_location(arch: str, archs: dict[str, Any], reg_rel: str | None) -> Any:
     """Registry location of ``arch``; for an f-string target (``Transformers{moe}ForMTP``) the list
     of registry entries its placeholders can produce; ``None`` when not registered."""
     if "{" in arch:
@@ -229,7 +236,7 @@ def link(tree: VllmTree, results: dict[str, dict[str, Any] | None]) -> tuple[dic
     ov = spec.get("override") if ok else None
     chains = []
     for c in (ov or {}).get("chains", []):
-        registered = {a: _registered(a, archs, reg_rel) for a in c["architectures"] or []}
+        registered = {a: registered_location(a, archs, reg_rel) for a in c["architectures"] or []}
         steps = c["steps"]
         chains.append({"key": c["key"], "value": c["value"], "model_type": c["model_type"], "architectures": c["architectures"],
                        "registered": registered if archs else None, "conditional": c["conditional"], "dynamic": c["dynamic"],
@@ -242,7 +249,7 @@ def link(tree: VllmTree, results: dict[str, dict[str, Any] | None]) -> tuple[dic
                          "link": dict(spec.get("override_link") or {}, location=_loc(spec_rel, (spec.get("override_link") or {}).get("line")))
                          if ok else None}
     facts["post_init_arch_writes"] = [
-        dict(w, location=_loc(spec_rel, w["line"]), registered={a: _registered(a, archs, reg_rel) for a in w["to"]} if archs else None)
+        dict(w, location=_loc(spec_rel, w["line"]), registered={a: registered_location(a, archs, reg_rel) for a in w["to"]} if archs else None)
         for w in (spec.get("post_init_arch_writes", []) if ok else [])]
     if ok and ov and (spec.get("override_link") or {}).get("how") == "unknown":
         gaps.append(Gap(ANALYZER, f"{spec_rel}: the draft ModelConfig's hf_overrides is neither SpeculativeConfig.hf_config_override nor a "

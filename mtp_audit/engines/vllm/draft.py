@@ -1,0 +1,139 @@
+"""What one checkpoint's draft becomes in one vLLM: ``hf_config_override`` run on that checkpoint's
+``model_type`` and first architecture together (not one start key at a time, as the per-tree
+``draft_chains`` facts are), joined with the model registry; plus the facts the launch form needs
+that the per-tree report leaves out (module-level string constants, predicate conditions).
+
+Used by ``mtp-audit launch -- vllm serve ...`` (:mod:`mtp_audit.launch.vllm_checks`) through
+:func:`open_for_launch`; the audited code is parsed with ``ast``, never imported.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+from mtp_audit.engines.vllm.audit import audit_tree, scan_role
+from mtp_audit.engines.vllm.chain import simulate
+from mtp_audit.engines.vllm.target import open_target
+
+
+class LaunchView:
+    """One opened vLLM tree for a launch: its report, and :meth:`draft` per checkpoint config.
+
+    Attributes:
+        report: the :func:`~mtp_audit.engines.vllm.audit_vllm` report of the tree.
+        strings: module-level ``NAME = "text"`` constants of the SpeculativeConfig file (0.33.0
+            ``_QWEN3_OMNI_DSPARK_ARCHITECTURE``), which auto-detection tests compare with.
+        predicate_conditions: ``use_*``/``uses_*`` name -> the expression it returns (``None`` when it
+            is not one ``return`` expression, e.g. 0.33.0 ``use_multi_module_mtp``).
+    """
+
+    def __init__(self, report: Any, spec_rel: str | None, spec_text: str | None, registry: dict[str, Any]) -> None:
+        self.report = report
+        self.spec_rel = spec_rel
+        self._fn: ast.FunctionDef | None = None
+        self._consts: dict[str, dict[str, Any]] = {}
+        self.strings: dict[str, str] = {}
+        self.predicate_conditions: dict[str, str | None] = {}
+        self._archs = registry.get("archs", {}) if registry and not registry.get("gap") else {}
+        self._reg_rel = (report.facts.get("vllm") or {}).get("files", {}).get("registry")
+        if spec_text is None:
+            return
+        from mtp_audit.engines.code.pyast import module_string_sets as module_consts
+
+        try:
+            tree = ast.parse(spec_text)
+        except SyntaxError:
+            return
+        self._consts = module_consts(tree)
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+                self.strings[node.targets[0].id] = node.value.value
+            if isinstance(node, ast.ClassDef) and node.name == "SpeculativeConfig":
+                for st in node.body:
+                    if isinstance(st, ast.FunctionDef) and st.name == "hf_config_override":
+                        self._fn = st
+                    if isinstance(st, ast.FunctionDef) and st.name.startswith(("use_", "uses_")):
+                        self.predicate_conditions[st.name] = predicate_expression(st)
+
+    def draft(self, model_type: str | None, arch: str | None) -> dict[str, Any] | None:
+        """``hf_config_override`` on a config with this ``model_type`` and ``architectures[0]``.
+
+        Returns ``None`` when the tree has no ``hf_config_override``; else ``{"model_type"`` (after the
+        override, the input when not rewritten), ``"architectures"`` (``None``: not rewritten),
+        ``"registered"`` ({arch: registry location, a list for f-string targets, ``None``: not registered}),
+        ``"conditional"``, ``"dynamic"``, ``"n_predict_from"`` (the expression the layer count is read
+        from, e.g. ``getattr(hf_config, 'num_nextn_predict_layers', None)``), ``"location"`` (the first
+        write), ``"rewritten"``}.
+        """
+        if self._fn is None:
+            return None
+        r = simulate(self._fn, self._consts, model_type, arch)
+        from mtp_audit.engines.vllm.audit import registered_location
+
+        archs = r["architectures"]
+        steps = r["steps"]
+        loc = f"{self.spec_rel}:{steps[0]['line']}" if steps and self.spec_rel else None
+        return {
+            "model_type": r["model_type"] if r["model_type"] is not None else model_type,
+            "architectures": archs,
+            "registered": {a: registered_location(a, self._archs, self._reg_rel) for a in archs or []} if self._archs else None,
+            "conditional": r["conditional"], "dynamic": r["dynamic"],
+            "n_predict_from": r["n_predict_from"][-1] if r["n_predict_from"] else None,
+            "location": loc, "rewritten": bool(steps), "stopped": r["stopped"],
+        }
+
+    def registered(self, arch: str) -> Any:
+        """Registry location of ``arch`` in this tree (``None``: not registered)."""
+        from mtp_audit.engines.vllm.audit import registered_location
+
+        return registered_location(arch, self._archs, self._reg_rel) if self._archs else None
+
+
+def predicate_expression(fn: ast.FunctionDef) -> str | None:
+    """The boolean expression a ``use_*()`` predicate returns, as source text: one ``return EXPR``, or guard
+    ``if T: return False`` statements, local ``NAME = EXPR`` assignments and a final ``return EXPR``, folded into
+    ``not (T) and EXPR'`` with the locals substituted (0.33.0 ``use_multi_module_mtp``: ``not (self.method != 'mtp'
+    or self.draft_model_config is None) and min(getattr(..., 'num_nextn_predict_layers', 1), self.num_speculative_tokens)
+    > 1``). ``None`` for any other shape."""
+    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    guards: list[str] = []
+    local: dict[str, ast.AST] = {}
+
+    class _Sub(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            return local.get(node.id, node)
+
+    for st in body:
+        if isinstance(st, ast.If) and not st.orelse and len(st.body) == 1 and isinstance(st.body[0], ast.Return) \
+                and isinstance(st.body[0].value, ast.Constant) and st.body[0].value.value is False:
+            guards.append(f"not ({ast.unparse(_Sub().visit(st.test))})")
+        elif isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            local[st.targets[0].id] = _Sub().visit(st.value)
+        elif isinstance(st, ast.Return) and st.value is not None and st is body[-1]:
+            expr = ast.unparse(_Sub().visit(st.value))
+            return " and ".join(guards + [f"({expr})"]) if guards else expr
+        else:
+            return None
+    return None
+
+
+def open_for_launch(target: str | Path | None) -> LaunchView:
+    """Open a vLLM target (checkout, package folder, unpacked wheel, ``.whl``, ``None``: installed vllm)
+    once, audit it and keep what :meth:`LaunchView.draft` needs.
+
+    Raises:
+        InputError: the target cannot be opened or is not vLLM.
+    """
+    tree = open_target(target)
+    try:
+        report = audit_tree(tree)
+        spec_rel = tree.roles.get("spec")
+        data = tree.read(spec_rel) if spec_rel else None
+        registry = scan_role(tree, "registry") or {}
+    finally:
+        tree.close()
+    text = data.decode("utf-8", "replace") if data is not None else None
+    return LaunchView(report, spec_rel, text, registry)

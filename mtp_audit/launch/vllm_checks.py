@@ -1,0 +1,778 @@
+"""``mtp-audit launch -- vllm serve ...``: what vLLM will run for the command's speculative config,
+cross-checked with the checkpoint and the machine (rules MTP320-MTP328, :mod:`mtp_audit.launch.rules`).
+
+Inputs flow through the analyzers' public functions only: :func:`mtp_audit.engines.vllm.open_for_launch`
+(the vLLM facts of docs/vllm.md, plus ``hf_config_override`` run on this checkpoint's config),
+:func:`mtp_audit.checkpoint.audit_checkpoint` (architecture, ``model_type``, MTP layers and tensors) and
+:func:`mtp_audit.preflight.preflight` (GPUs and FP4 capability).
+
+``SpeculativeConfig.__post_init__`` is replayed in the order the source has it (0.11.0
+``vllm/config/speculative.py:213-353``, 0.33.0 :1236-1499), from the analyzer's facts, not from a table:
+
+1. the validated ``method`` Literal (pydantic checks the field before ``__post_init__`` runs);
+2. the MTP alias (``facts.mtp_alias``: ``deepseek_mtp`` ... -> ``mtp``, logged);
+3. ``model is None and num_speculative_tokens is not None``: the ``model``-field rewrites
+   (``draft-target`` for ``mtp``: the target checkpoint is its own draft; ``ngram`` ...), else vLLM raises
+   ``ValueError("num_speculative_tokens was provided but without speculative model.")``;
+4. with a model: the draft ``ModelConfig`` is built with ``hf_config_override`` (the draft architecture),
+   then the ``auto-detect`` rewrites in source order (skipped for the methods they keep: ``eagle``,
+   ``eagle3`` [+ ``dflash``, ``dspark``]); falling through keeps ``draft_model`` (0.33.0 :1495) and
+   raises ``NotImplementedError`` for anything else (0.11.0 :348-353 sets ``draft_model`` and raises);
+5. the ``num_speculative_tokens`` rules (``facts.n_predict_rules``): the silent default to the draft's
+   ``n_predict``, the divisibility ``ValueError``, the reuse-one-layer warning; ``None`` left over is
+   ``_verify_args``' ``ValueError("num_speculative_tokens must be provided ...")`` (0.11.0 :520, 0.33.0 :1947);
+6. the proposer of the runner (``facts.proposers``; V1 ``gpu_model_runner.py`` vs V2 ``spec_decode``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtp_audit.errors import InputError
+from mtp_audit.launch.context import Machine, fmt_bytes, loc_of
+from mtp_audit.launch.vllm_command import SPEC_SHORTHAND, VllmCommand, parse_vllm_command, rebuild_vllm, spec_json
+from mtp_audit.launch.vllm_eval import UNKNOWN, Evaluator
+from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
+
+ANALYZER = "launch"
+#: parallel-size options read by :func:`check_gpus` (``mtp_audit.launch.parallel`` VLLM_* spellings)
+PARALLEL_OPTIONS = ("--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp", "--data-parallel-size", "-dp",
+                    "--data-parallel-size-local", "-dpl", "--enable-expert-parallel", "-ep", "--nnodes", "-n")
+#: methods whose proposer loads no draft model (no ``model`` to build a draft ``ModelConfig`` from)
+NO_DRAFT = ("ngram", "[ngram]", "ngram_gpu", "suffix", "extract_hidden_states", "custom_class")
+
+
+def open_vllm(target: str | Path | None) -> tuple[Any, Gap | None]:
+    """The vLLM analyzer's launch view of ``target`` (``None``: the installed vllm).
+
+    An installed vllm that cannot be found is a blocking gap, not an input error.
+
+    Raises:
+        InputError: an explicit target that cannot be opened (not vLLM, corrupt wheel).
+    """
+    from mtp_audit.engines.vllm import open_for_launch
+
+    if target is None:
+        try:
+            return open_for_launch(None), None
+        except InputError as exc:
+            return None, Gap(ANALYZER, f"no vLLM to check the command against ({exc.problem}); pass --vllm TARGET "
+                                       "(a .whl, an unpacked wheel, a package folder or a checkout)", None, True)
+    return open_for_launch(target), None
+
+
+@dataclass
+class VCtx:
+    """What one vLLM launch evaluation knows; filled by :func:`evaluate_vllm`."""
+
+    cmd: VllmCommand
+    vf: dict[str, Any] | None
+    view: Any
+    name: str
+    ck: dict[str, Any] | None = None
+    draft_ck: dict[str, Any] | None = None
+    draft_path: str | None = None
+    draft_is_target: bool = False
+    pf: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    env_source: dict[str, str] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)
+    trace: list[str] = field(default_factory=list)
+    method_requested: str | None = None
+    method: str | None = None
+    method_decided: bool = True
+    fails: bool = False
+    draft: dict[str, Any] = field(default_factory=dict)
+    k_requested: int | None = None
+    k: int | None = None
+    n_layers: int | None = None
+    proposer: dict[str, Any] = field(default_factory=dict)
+    spec_fix: dict[str, Any] | None = None
+    spec_changed: bool = False
+    model_fix: bool = False
+    parallel: dict[str, Any] | None = None
+
+    @property
+    def version(self) -> str:
+        """``"0.33.0"`` or ``"(version unknown)"``."""
+        return str((self.vf or {}).get("version") or "(version unknown)")
+
+    def add(self, rule_id: str, message: str, symbol: str, *, evidence: Sequence[Evidence] = (),
+            remediation: str | None = None, severity: Severity | None = None) -> None:
+        """Append a finding of launch rule ``rule_id``."""
+        from mtp_audit.launch.rules import RULES_BY_ID
+
+        self.findings.append(RULES_BY_ID[rule_id].finding(message, Location(symbol=symbol), evidence=tuple(evidence),
+                                                          remediation=remediation, severity=severity))
+
+    def gap(self, message: str, blocking: bool = False) -> None:
+        """Record something the launch audit could not decide."""
+        self.gaps.append(Gap(ANALYZER, message, None, blocking))
+
+    def reject(self, message: str, evidence: Sequence[Evidence] = (), remediation: str | None = None) -> None:
+        """MTP320: vLLM refuses the speculative config; the server exits before the model loads."""
+        self.fails = True
+        self.add("MTP320", f"vLLM {self.version} rejects the speculative config (the server will not start): {message}",
+                 "--speculative-config", evidence=evidence, remediation=remediation)
+
+
+def _arch(ck: dict[str, Any] | None) -> str | None:
+    archs = ((ck or {}).get("config") or {}).get("architectures") or []
+    return str(archs[0]) if archs else ((ck or {}).get("summary") or {}).get("architecture")
+
+
+def _model_type(ck: dict[str, Any] | None) -> str | None:
+    return ((ck or {}).get("config") or {}).get("model_type")
+
+
+def _rewrites(vf: dict[str, Any], field_name: str, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+    def line(r: dict[str, Any]) -> int:
+        loc = str(r.get("location") or "")
+        return int(loc.rpartition(":")[2]) if loc.rpartition(":")[2].isdigit() else 0
+
+    return sorted((r for r in vf.get("rewrites", []) if r["field"] == field_name and r["kind"] in kinds), key=line)
+
+
+def _literal(value: str) -> Any:
+    """A rewrite's ``value`` source text as a Python value when it is a literal (``"'mtp'"`` -> ``mtp``)."""
+    import ast
+
+    try:
+        return ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return None
+
+
+def n_predict_of(expr: str | None, ck: dict[str, Any] | None) -> tuple[int | None, str]:
+    """The draft's ``n_predict`` as ``hf_config_override`` reads it (``expr``, e.g.
+    ``getattr(text_config, 'mtp_num_hidden_layers', None)``), from the checkpoint facts: the declared MTP
+    layer count when the expression reads the key the checkpoint declares them under
+    (``mtp.declared_by``), a literal count, or the ``getattr`` default when the checkpoint declares
+    them under another key. Returns ``(value or None, how)``."""
+    if expr is None:
+        return None, "no n_predict written for this draft"
+    m = re.fullmatch(r"\s*(\d+)\s*", expr)
+    if m:
+        return int(m.group(1)), f"constant {expr}"
+    mtp = (ck or {}).get("mtp") or {}
+    declared_by = str(mtp.get("declared_by") or "")
+    key = declared_by.rsplit("/", 1)[-1] if declared_by else None
+    g = re.search(r"""getattr\(\s*(\w+)\s*,\s*['"](\w+)['"]\s*(?:,\s*([^)]*))?\)|(\w+)\.get\(\s*['"](\w+)['"]\s*(?:,\s*([^)]*))?\)|(\w+)\.(\w+)\s*$""", expr)
+    if not g:
+        return None, f"{expr} (not read statically)"
+    name = g.group(2) or g.group(5) or g.group(8)
+    default = g.group(3) if g.group(2) else g.group(6) if g.group(5) else None
+    if key and name == key:
+        return mtp.get("declared_layers"), f"{expr} = {mtp.get('declared_layers')} ({declared_by} in config.json)"
+    if ck is None:
+        return None, f"{expr} (checkpoint not audited)"
+    d = (default or "").strip()
+    # config.json does not hold the key; the transformers config class may still define it (a class default is not in
+    # config.json), so the getattr default is only what applies when the class has no such attribute
+    return None, (f"{expr}: config.json has no {name} (its MTP layers: {declared_by or 'none declared'}); n_predict is the "
+                  f"transformers config class's default, or {d or 'None'} when the class has none: not decided")
+
+
+def resolve(ctx: VCtx, model_path: str | None) -> None:
+    """Replay ``SpeculativeConfig.__post_init__`` for ``ctx.cmd.spec`` (module docstring, steps 1-5)."""
+    spec = ctx.cmd.spec
+    vf = ctx.vf or {}
+    if spec is None:
+        return
+    fix = dict(spec)
+    m = spec.get("method")
+    model = spec.get("model")
+    k = spec.get("num_speculative_tokens")
+    ctx.method_requested = m if isinstance(m, str) else None
+    ctx.k_requested = k if isinstance(k, int) else None
+    lit = (vf.get("spec_config") or {}).get("method_literal") or {}
+    validated = (vf.get("spec_config") or {}).get("validated")
+    alias = vf.get("mtp_alias") or {}
+    if k is not None and not isinstance(k, int):
+        ctx.reject(f"num_speculative_tokens={k!r} is not an integer", remediation="give num_speculative_tokens as a JSON number")
+        return
+    if isinstance(m, str) and validated and lit.get("values") and m not in lit["values"]:
+        better = "mtp" if "mtp" in lit["values"] and (m in (alias.get("members") or []) or m.endswith("_mtp")) else None
+        ctx.reject(f"method {m!r} is not one of the {len(lit['values'])} values of the validated {lit.get('name')} Literal "
+                   f"({lit.get('location')})" + (f"; {m!r} is in the MTP alias set {alias.get('set')}, which this version's "
+                                                   "validator does not accept" if m in (alias.get("members") or []) else ""),
+                   evidence=[Evidence("Literal", lit.get("name") or "?", loc_of(lit.get("location"))),
+                             Evidence("validated by", str((vf.get("spec_config") or {}).get("validated_by")))],
+                   remediation=f'use "method": "{better}"' if better else "use a method this vLLM accepts (mtp-audit vllm lists them)")
+        if better:
+            fix["method"] = better
+            ctx.spec_fix, ctx.spec_changed = fix, True
+        return
+    if isinstance(m, str) and m in (alias.get("members") or []):
+        ctx.trace.append(f"method {m} -> mtp (alias, {'logged' if alias.get('logged') else 'silent'}, {alias.get('location')})")
+        m = "mtp"
+    env = {"self.method": m, "self.model": model, "self.num_speculative_tokens": k, "self.target_model_config": "<target>",
+           "self.target_model_config.hf_text_config.model_type": ((ctx.ck or {}).get("config") or {}).get("text_model_type") or _model_type(ctx.ck),
+           "self.target_model_config.hf_config.model_type": _model_type(ctx.ck)}
+    ev = Evaluator(env, getattr(ctx.view, "predicate_conditions", {}))
+    if m is None:
+        for r in _rewrites(vf, "method", ("default-fill",)):
+            t = ev.truth(r["condition"])
+            if t is True:
+                m = _literal(r["value"])
+                ctx.trace.append(f"no method given -> {m} ({r['location']}, silent)")
+                break
+            if t is UNKNOWN:
+                ctx.gap(f"the method default at {r['location']} ({r['condition']}) was not decided statically; taken as not applying")
+        ev.env["self.method"] = m
+    if model is None:
+        if k is None:
+            if m in NO_DRAFT:
+                ctx.method = m
+                return
+            n = ((ctx.ck or {}).get("mtp") or {}).get("declared_layers") or 1
+            fix["num_speculative_tokens"] = int(n)
+            ctx.spec_fix, ctx.spec_changed = fix, True
+            ctx.method = m
+            ctx.reject(f"method {ctx.method_requested or m!r} without \"num_speculative_tokens\" and without \"model\": no draft config is "
+                       "built (the draft = target rewrite needs num_speculative_tokens), so _verify_args raises 'num_speculative_tokens must "
+                       "be provided with speculative model unless the draft model config contains an n_predict parameter'",
+                       evidence=[Evidence("draft = target needs", "self.model is None and self.num_speculative_tokens is not None",
+                                          loc_of(next((r["location"] for r in _rewrites(vf, "model", ("draft-target",))), None)))],
+                       remediation=f'add "num_speculative_tokens": {int(n)} (the checkpoint\'s MTP layer count)')
+            return
+        hit = None
+        for r in _rewrites(vf, "model", ("draft-target", "default-fill")):
+            t = ev.truth(r["condition"])
+            if t is True:
+                hit = r
+                break
+        if hit is None:
+            ctx.method = m
+            ctx.reject(f"method {m!r} with num_speculative_tokens but no model: vLLM raises 'num_speculative_tokens was provided but "
+                       "without speculative model.'", remediation='add "model", or use "method": "mtp" on a checkpoint with MTP layers')
+            return
+        if hit["kind"] == "draft-target":
+            model = model_path
+            ctx.draft_is_target = True
+            ctx.trace.append(f"no model given -> the target checkpoint is the draft ({hit['location']}, silent)")
+            q = next((r for r in _rewrites(vf, "quantization", ("inherited-quantization",)) if ev.truth(r["condition"]) is not False), None)
+            if q:
+                ctx.trace.append(f"quantization inherited from the target ({q['location']})")
+        else:
+            ctx.method = m
+            return
+    if m in NO_DRAFT:
+        ctx.method = m
+        return
+    ctx.draft_path = str(model) if model is not None else None
+    detect(ctx, ev, m, model)
+
+
+def detect(ctx: VCtx, ev: Evaluator, m: str | None, model: Any) -> None:
+    """Step 4: the draft architecture after ``hf_config_override`` and the auto-detection ``elif`` chain."""
+    vf = ctx.vf or {}
+    dck = ctx.ck if ctx.draft_is_target else ctx.draft_ck
+    d = ctx.draft
+    d["path"] = ctx.draft_path
+    d["is_target"] = ctx.draft_is_target
+    mt, arch = _model_type(dck), _arch(dck)
+    d["from"] = {"model_type": mt, "architecture": arch}
+    view = ctx.view.draft(mt, arch) if ctx.view is not None and dck is not None else None
+    d["override"] = view
+    if dck is None:
+        ctx.method, ctx.method_decided = m, False
+        ctx.gap(f"draft model {model}: not audited; its architecture, and so the method vLLM detects, are unknown", blocking=True)
+        return
+    new_mt = view["model_type"] if view else mt
+    archs = (view or {}).get("architectures") or ([arch] if arch else [])
+    d["model_type"], d["architectures"] = new_mt, archs
+    ev.env.update({"self.draft_model_config": "<draft>", "self.draft_model_config.model": str(model),
+                   "self.draft_model_config.hf_config.model_type": new_mt, "self.draft_model_config.hf_config": "<hf>",
+                   "self.draft_model_config.architectures": list(archs), "self.draft_model_config.hf_config.architectures": list(archs)})
+    ev.env.update(getattr(ctx.view, "strings", {}))
+    alias = vf.get("mtp_alias") or {}
+    if alias.get("set"):
+        ev.env[alias["set"]] = list(alias.get("members") or []) + ["mtp"]
+    native = ctx.view.registered(_arch(ctx.ck) or "") if ctx.view is not None and ctx.ck is not None else None
+    impl = ctx.cmd.get("--model-impl")
+    ev.env["using_transformers_mtp"] = False if (native is not None and impl in (None, "auto", "vllm")) else UNKNOWN
+    detectors = _rewrites(vf, "method", ("auto-detect",))
+    kept = detectors[0]["kept"] if detectors else []
+    before = m
+    if m in kept:
+        ctx.trace.append(f"method {m} is kept as given (auto-detection skipped for {', '.join(kept)})")
+    else:
+        decided = False
+        for r in detectors:
+            if r["detector"] is None:
+                m = _literal(r["value"])
+                ctx.trace.append(f"no detector matched -> {m} ({r['location']}, silent)")
+                decided = True
+                if before is not None and m != before:
+                    ctx.add("MTP321", f"vLLM {ctx.version} replaces the explicit method {ctx.method_requested!r} with {m!r}, silently: no "
+                            f"auto-detection test matches the draft {model} (model_type {new_mt} after hf_config_override), so the else "
+                            f"branch sets {m!r} ({r['location']})", "--speculative-config",
+                            evidence=[Evidence("else branch", f"self.method = {r['value']}", loc_of(r["location"])),
+                                      Evidence("draft after hf_config_override", f"model_type {new_mt}, architectures {archs}")],
+                            remediation=f'check the startup log: vLLM {ctx.version} runs {m!r}', severity=Severity.WARNING)
+                break
+            t = ev.truth(r["detector"])
+            if t is True:
+                m = _literal(r["value"])
+                ctx.trace.append(f"auto-detected {m}: {r['detector']} ({r['location']}, {'logged' if r['logged'] else 'silent'})")
+                decided = True
+                if before is not None and m != before:
+                    ctx.add("MTP321", f"vLLM {ctx.version} replaces the explicit method {ctx.method_requested!r} with {m!r}, silently: the draft "
+                            f"{model} matches {r['detector']} ({r['location']})", "--speculative-config",
+                            evidence=[Evidence("auto-detect", r["detector"], loc_of(r["location"])),
+                                      Evidence("draft after hf_config_override", f"model_type {new_mt}, architectures {archs}")],
+                            remediation=f'write "method": "{m}" to say what runs', severity=Severity.WARNING)
+                break
+            if t is UNKNOWN:
+                ctx.method, ctx.method_decided = None, False
+                ctx.gap(f"auto-detection test {r['detector']} ({r['location']}) could not be decided for draft {model}: the method vLLM "
+                        "runs is unknown", blocking=True)
+                return
+        if not decided and m != "draft_model":
+            ctx.method = m
+            ctx.reject(f"method {m!r} on draft {model} (model_type {new_mt} after hf_config_override): no auto-detection test matches and the "
+                       "method is not draft_model, so vLLM raises NotImplementedError('Unsupported speculative method')",
+                       evidence=[Evidence("draft model_type", str(new_mt)), Evidence("MTP model types", ", ".join(alias.get("members") or []))],
+                       remediation="use a checkpoint whose model_type vLLM maps to an MTP draft, or drop --speculative-config")
+            return
+    ctx.method = m
+
+
+def check_numbers(ctx: VCtx) -> None:
+    """Step 5: MTP323 (the ``num_speculative_tokens`` vs MTP-layer rules, ``facts.n_predict_rules``)."""
+    vf = ctx.vf or {}
+    if ctx.fails or not ctx.method_decided or ctx.method in NO_DRAFT or ctx.method is None or ctx.cmd.spec is None:
+        return
+    rules = vf.get("n_predict_rules") or {}
+    dck = ctx.ck if ctx.draft_is_target else ctx.draft_ck
+    expr = (ctx.draft.get("override") or {}).get("n_predict_from")
+    n, how = n_predict_of(expr, dck) if (ctx.draft.get("override") or {}).get("rewritten") else (None, "hf_config_override writes no n_predict for this draft")
+    ctx.n_layers = n
+    ctx.draft["n_predict"] = {"value": n, "how": how}
+    k = ctx.k_requested
+    ev_n = [Evidence("n_predict", how)]
+    if n is None and "not decided" in how:
+        if k is None:
+            ctx.gap(f"num_speculative_tokens is not given and the draft's n_predict is not decided ({how}): vLLM either defaults it to "
+                    "n_predict or raises 'num_speculative_tokens must be provided'; give num_speculative_tokens", blocking=True)
+        elif k > 1:
+            ctx.gap(f"num_speculative_tokens={k}: the draft's n_predict is not decided ({how}); the divisibility rule "
+                    f"({rules.get('divisible_error')}) was not checked")
+        ctx.k = k
+        return
+    if k is None:
+        if n is None:
+            ctx.reject("num_speculative_tokens is not given and the draft config has no n_predict: _verify_args raises 'num_speculative_tokens "
+                       "must be provided'", evidence=ev_n, remediation='add "num_speculative_tokens": 1')
+            ctx.spec_fix = dict(ctx.spec_fix or ctx.cmd.spec or {}, num_speculative_tokens=1)
+            ctx.spec_changed = True
+            return
+        ctx.k = n
+        ctx.add("MTP323", f"num_speculative_tokens is not given: vLLM {ctx.version} sets it to the draft's n_predict = {n} (the checkpoint's MTP layer "
+                f"count), silently ({rules.get('default')})", "--speculative-config",
+                evidence=ev_n + [Evidence("default", "self.num_speculative_tokens = n_predict", loc_of(rules.get("default")))],
+                remediation="", severity=Severity.INFO)
+        return
+    ctx.k = k
+    if k <= 0:
+        ctx.reject(f"num_speculative_tokens={k}: _verify_args raises 'Expected num_speculative_tokens to be greater than zero'",
+                   remediation='use "num_speculative_tokens": 1')
+        return
+    if n and k > n and k % n != 0 and rules.get("divisible_error"):
+        ctx.reject(f"num_speculative_tokens={k} is not a multiple of the draft's {n} MTP layer(s): 'num_speculative_tokens:{k} must be divisible by "
+                   f"n_predict={n}' ({rules['divisible_error']})", evidence=ev_n + [Evidence("raise", "ValueError", loc_of(rules["divisible_error"]))],
+                   remediation=f'use "num_speculative_tokens": {n} (or a multiple of {n})')
+        ctx.spec_fix = dict(ctx.spec_fix or ctx.cmd.spec or {}, num_speculative_tokens=n)
+        ctx.spec_changed = True
+        return
+    cond = rules.get("reuse_warning_condition")
+    if rules.get("reuse_warning") and cond and drafts_with_mtp(ctx):
+        ev = Evaluator({"self.num_speculative_tokens": k, "self.draft_model_config.hf_config.model_type": ctx.draft.get("model_type")})
+        if ev.truth(cond) is True:
+            ctx.add("MTP323", f"num_speculative_tokens={k} with {n if n is not None else 'an unknown number of'} MTP layer(s): vLLM {ctx.version} runs "
+                    + ("the same MTP layer" if n == 1 else "the MTP layers") + f" {k} times per step and logs 'Enabling num_speculative_tokens > 1 "
+                    f"will run multiple times of forward on same MTP layer, which may result in lower acceptance rate' ({rules['reuse_warning']})",
+                    "--speculative-config", evidence=ev_n + [Evidence("warning guard", cond, loc_of(rules["reuse_warning"]))],
+                    remediation="", severity=Severity.INFO)
+
+
+def drafts_with_mtp(ctx: VCtx) -> bool:
+    """Whether the draft is an MTP head: the method is ``mtp`` (0.11+), a per-model MTP method (0.9-0.10
+    ``deepseek_mtp``), or the draft's ``model_type`` after ``hf_config_override`` is an MTP type (0.8.5 runs
+    ``draft_model`` on a ``deepseek_mtp`` draft through V0)."""
+    return ctx.method == "mtp" or str(ctx.method or "").endswith("_mtp") or str(ctx.draft.get("model_type") or "").endswith("_mtp")
+
+
+def check_draft(ctx: VCtx) -> None:
+    """MTP322 (the draft architecture after ``hf_config_override`` is not registered) and MTP324 (an MTP
+    method, but the draft checkpoint has no MTP tensors)."""
+    if not drafts_with_mtp(ctx) or not ctx.method_decided or ctx.fails:
+        return
+    d = ctx.draft
+    view = d.get("override") or {}
+    reg = view.get("registered")
+    if view.get("conditional") or view.get("dynamic"):
+        ctx.gap(f"the draft architecture {view.get('architectures')} depends on a test or an f-string hf_config_override does not decide "
+                "statically; which class is built is not certain")
+    if reg is not None:
+        missing = [a for a, loc in reg.items() if loc is None]
+        if missing and not view.get("conditional"):
+            ctx.add("MTP322", f"vLLM {ctx.version} rewrites the draft to {', '.join(missing)} ({view.get('location')}), but its model registry "
+                    "has no such architecture: the draft model cannot be built", "--speculative-config",
+                    evidence=[Evidence("hf_config_override", f"{d['from']} -> {view.get('model_type')} {view.get('architectures')}", loc_of(view.get("location")))],
+                    remediation="use a vLLM version that registers the MTP class (mtp-audit vllm lists mtp_classes)")
+            ctx.fails = True
+    dck = ctx.ck if ctx.draft_is_target else ctx.draft_ck
+    s = (dck or {}).get("summary") or {}
+    if s.get("mode") == "config-only":
+        ctx.gap(f"{d.get('path')}: config only, the draft's MTP tensors were not checked", blocking=True)
+        return
+    if s.get("mtp_tensors") == 0:
+        declared = s.get("mtp_layers_declared") or 0
+        ctx.add("MTP324", f"method {ctx.method} loads an MTP draft from {d.get('path')}" + (" (the target itself)" if ctx.draft_is_target else "")
+                + ", which has no MTP tensors" + (f" although config.json declares {declared} MTP layer(s)" if declared else "")
+                + (f" ({s['tensors']:,} tensors checked)" if isinstance(s.get("tensors"), int) else "") + ": the draft has no weights to load",
+                "--speculative-config", evidence=[Evidence("MTP tensors", "0"), Evidence("architecture", str(_arch(dck)))],
+                remediation="drop --speculative-config (the corrected command does), or use a checkpoint that ships its MTP weights")
+        ctx.fails = True
+        ctx.spec_fix, ctx.spec_changed = None, True
+
+
+def pick_proposer(ctx: VCtx) -> None:
+    """Step 6: the runner (``VLLM_USE_V2_MODEL_RUNNER``, ``facts.runner``) and the proposer class for the method."""
+    vf = ctx.vf or {}
+    if ctx.method is None or not ctx.method_decided or ctx.fails:
+        return
+    runner = vf.get("runner") or {}
+    setting = ctx.env.get("VLLM_USE_V2_MODEL_RUNNER")
+    oracle = vf.get("v1_oracle")
+    if oracle:
+        # 0.8-0.10: EngineArgs._is_v1_supported_oracle reads the *given* method (before __post_init__) and falls back
+        # to the V0 engine for any other (0.8.5 vllm/engine/arg_utils.py:1422-1440, _raise_or_fallback :1649)
+        asked = ctx.method_requested if ctx.method_requested is not None else (ctx.cmd.spec or {}).get("model")
+        if asked not in oracle["accepted"]:
+            v1_forced = str(ctx.env.get("VLLM_USE_V1", "")).strip().lower() in ("1", "true")
+            if v1_forced:
+                ctx.reject(f"VLLM_USE_V1=1 with method {asked!r}, which the V1 oracle does not accept ({oracle['location']}): "
+                           "NotImplementedError('VLLM_USE_V1=1 is not supported with Speculative Decoding')",
+                           remediation="unset VLLM_USE_V1 (vLLM then falls back to V0)")
+                return
+            v0 = vf.get("v0_spec_decode")
+            mtp = ctx.draft.get("model_type") == "deepseek_mtp"
+            ctx.proposer = {"runner": "v0", "why": f"the V1 oracle accepts only {', '.join(oracle['accepted'])} ({oracle['location']}); "
+                                                   "vLLM logs 'Falling back to V0'",
+                            "v0": {"class": "SpecDecodeWorker + MultiStepWorker" + (" (MTP: draft model_type deepseek_mtp)" if mtp else ""),
+                                   "location": v0, "unless": []}}
+            if v0 is None:
+                ctx.gap("the V0 spec-decode worker (vllm/spec_decode/spec_decode_worker.py) was not found: the V0 proposer is unknown")
+            return
+    if not runner.get("v2_runner_exists"):
+        which, why = "v1", "this vLLM has no V2 model runner"
+    elif setting is not None and runner.get("env"):
+        which = "v2" if setting.strip().lower() in ("1", "true") else "v1"
+        why = f"VLLM_USE_V2_MODEL_RUNNER={setting}"
+    elif str(runner.get("default", "")).startswith("v1"):
+        which, why = "v1", f"VLLM_USE_V2_MODEL_RUNNER default {runner.get('env_default')}"
+    else:
+        which, why = "auto", f"{runner.get('default')} ({runner.get('auto_location')})"
+    out: dict[str, Any] = {"runner": which, "why": why}
+    for r in ("v1", "v2") if which == "auto" else (which,):
+        chain = ((vf.get("proposers") or {}).get(r) or {}).get(ctx.method) or []
+        env = {"self.method": ctx.method, "self.draft_model_config": "<draft>", "self.speculative_config": "<spec>",
+               "self.draft_model_config.hf_config.model_type": ctx.draft.get("model_type"),
+               "self.draft_model_config.hf_config": "<hf>", "self.num_speculative_tokens": ctx.k,
+               }
+        dck = ctx.ck if ctx.draft_is_target else ctx.draft_ck
+        if str(((dck or {}).get("mtp") or {}).get("declared_by") or "").rsplit("/", 1)[-1] == "num_nextn_predict_layers":
+            env["self.draft_model_config.hf_config.num_nextn_predict_layers"] = ((dck or {}).get("mtp") or {}).get("declared_layers")
+        ev = Evaluator(env, getattr(ctx.view, "predicate_conditions", {}))
+        picked, maybe = None, []
+        for p in chain:
+            when = p.get("when") or "always"
+            if when == "always":
+                picked = p
+                break
+            test = when[3:] if when.startswith("if ") else when
+            test = re.sub(r"\b(self\.)?speculative_config\.", "self.", test)
+            t = ev.truth(test)
+            if t is True or (t is UNKNOWN and not ("use_" in test or "method" in test)):
+                # a gate unrelated to the method (0.11.0 ``if self.speculative_config and get_pp_group().is_last_rank``)
+                picked = p
+                break
+            if t is UNKNOWN:
+                maybe.append(p)
+        out[r] = {"class": picked["class"] if picked else None, "location": picked["location"] if picked else None,
+                  "unless": [f"{p['class']} {p['when']} ({p['location']})" for p in maybe]}
+        if picked is None and not maybe:
+            ctx.reject(f"the {r.upper()} runner has no proposer for method {ctx.method!r}",
+                       evidence=[Evidence(f"{r} dispatch", ", ".join(sorted(((vf.get('proposers') or {}).get(r) or {}))) or "none")],
+                       remediation="use a method this vLLM's runner dispatches (mtp-audit vllm lists proposers)")
+    ctx.proposer = out
+
+
+def check_unused(ctx: VCtx) -> None:
+    """MTP325: the checkpoint carries MTP heads but the command has no speculative config."""
+    if ctx.cmd.spec is not None or ctx.ck is None:
+        return
+    s = ctx.ck.get("summary") or {}
+    n = s.get("mtp_tensors") or 0
+    layers = s.get("mtp_layers_found") or s.get("mtp_layers_declared") or 1
+    if n > 0:
+        b = ((ctx.ck.get("mtp") or {}).get("bytes") or {}).get("value")
+        ctx.add("MTP325", f"the checkpoint carries {n:,} MTP tensors in {layers} layer(s)" + (f" ({fmt_bytes(b)})" if b else "")
+                + " but the command has no --speculative-config: vLLM skips them and decodes one token per step", "--speculative-config",
+                evidence=[Evidence("MTP layers", str(layers)), Evidence("MTP tensors", f"{n:,}")],
+                remediation=f"add --speculative-config '{spec_json({'method': 'mtp', 'num_speculative_tokens': int(layers)})}'")
+
+
+#: the names the vLLM analyzer records (``facts.vllm.env_vars``: docs/vllm.md; the same filter as its scanner), so a
+#: launch variable matching it that the facts do not list is one this vLLM does not define
+ENV_INTEREST = re.compile(r"SPEC|MTP|EAGLE|DRAFT|NGRAM|FP4|MOE|MARLIN|USE_V1$|V2_MODEL_RUNNER|NVFP4|MXFP4|TRTLLM|CUTLASS_MOE|DEEPEP")
+
+
+def check_env(ctx: VCtx) -> None:
+    """MTP326: a ``VLLM_*`` spec-decode / FP4 / MoE variable of the launch that this vLLM does not define (0.24 retired
+    ten FP4/MoE variables in favour of ``--moe-backend``; an old setting then only warns)."""
+    vf = ctx.vf
+    if vf is None:
+        return
+    defined = {e["name"] for e in vf.get("env_vars", [])}
+    for name in sorted(ctx.env):
+        if not name.startswith("VLLM_") or not ENV_INTEREST.search(name) or name in defined:
+            continue
+        where = vf.get("unknown_env_check")
+        hard = bool(where) and "--fail-on-environ-validation" in ctx.cmd.options and "--no-fail-on-environ-validation" not in ctx.cmd.options
+        # 0.33.0 vllm/platforms/interface.py:1463-1466: validate_environ(hard_fail) raises with --fail-on-environ-validation
+        ctx.add("MTP326", f"{name}={ctx.env[name]} is not defined by vLLM {ctx.version} (vllm/envs.py): "
+                + (f"with --fail-on-environ-validation vLLM raises 'Unknown vLLM environment variable detected' ({where}) and the "
+                   "server does not start" if hard else "it has no effect"
+                   + (f"; vLLM logs 'Unknown vLLM environment variable detected' ({where})" if where else ", silently")),
+                f"env:{name}", evidence=[Evidence("defined spec/FP4/MoE variables", f"{len(defined)} in vllm/envs.py")],
+                severity=Severity.ERROR if hard else None,
+                remediation=f"remove {name}" + ("; FP4/MoE kernels are chosen with --moe-backend from 0.24 on" if re.search("MOE|FP4", name) else ""))
+
+
+def check_gpus(ctx: VCtx) -> None:
+    """MTP328: the vLLM command needs more GPUs on this node than are visible. GPUs needed come from
+    :func:`mtp_audit.launch.parallel.plan_vllm` (``tp x pp / nnodes`` x local DP ranks: 0.20.0 ``vllm/config/parallel.py``
+    ``world_size = pp x tp``); the visible ones are the preflight's GPUs after a ``CUDA_VISIBLE_DEVICES`` of the launch
+    (:func:`mtp_audit.preflight.visible.cuda_visible`, CUDA's rules). Unknown GPUs with more than one needed: a blocking gap."""
+    from mtp_audit.launch.parallel import plan_vllm
+    from mtp_audit.preflight.facts import MachineFacts
+    from mtp_audit.preflight.visible import Visibility, cuda_visible
+
+    plan = plan_vllm(ctx.cmd.get)
+    ctx.parallel = plan.to_dict()
+    if plan.invalid:
+        ctx.gap(f"parallel sizes {', '.join(plan.invalid)} are not integers: the GPUs needed were not computed")
+        return
+    raw = (ctx.pf or {}).get("machine")
+    try:
+        machine = MachineFacts.from_dict(raw) if raw else None
+    except ValueError:
+        machine = None
+    gl = (raw or {}).get("gpu_list") or {}
+    vis = None
+    if machine is not None:
+        if "CUDA_VISIBLE_DEVICES" in ctx.env and ctx.env_source.get("CUDA_VISIBLE_DEVICES") in ("command", "--env"):
+            vis = cuda_visible(machine.all_gpus, ctx.env["CUDA_VISIBLE_DEVICES"], source=ctx.env_source["CUDA_VISIBLE_DEVICES"],
+                               device_order=ctx.env.get("CUDA_DEVICE_ORDER") or machine.env.get("CUDA_DEVICE_ORDER"))
+        else:
+            vis = Visibility(machine.gpus, machine.env.get("CUDA_VISIBLE_DEVICES"))
+    hides_all = vis is not None and vis.value is not None and not vis.value.strip()
+    if vis is None or (gl.get("value") is None and not hides_all):
+        if plan.needed > 1:
+            ctx.gap(f"the command needs {plan.needed} GPUs on this node ({plan.formula}) but the GPUs are unknown "
+                    f"({gl.get('missing') or 'no GPU listed'})", blocking=True)
+        return
+    if vis.count + len(vis.mig) < plan.needed:
+        tp_opt = next((o for o in ("--tensor-parallel-size",) if o in ctx.cmd.options), "--tensor-parallel-size")
+        ctx.add("MTP328", f"the command needs {plan.needed} GPU(s) on this node ({plan.formula}) but {vis.count} "
+                f"{'is' if vis.count == 1 else 'are'} visible: vLLM {ctx.version} cannot place its {plan.needed} workers and stops "
+                "before loading the model", tp_opt,
+                evidence=[Evidence("needs", plan.formula), Evidence("visible", str(vis.count))] + [Evidence("CUDA_VISIBLE_DEVICES", n) for n in vis.notes],
+                remediation=(f"lower --tensor-parallel-size to {vis.count}" if vis.count and plan.pp == 1 and plan.replicas == 1 and plan.tp > vis.count
+                             else "lower the parallel sizes") + ", or run on a node with enough GPUs")
+    elif not vis.exact:
+        ctx.gap(f"the command needs {plan.needed} GPU(s) ({plan.formula}); {vis.count} are surely visible and the rest of "
+                f"CUDA_VISIBLE_DEVICES could not be matched ({'; '.join(vis.notes)})", blocking=True)
+
+
+def check_command(ctx: VCtx) -> None:
+    """MTP320 for what vLLM's parser and ``create_speculative_config`` reject."""
+    for kind, tok, msg in ctx.cmd.problems:
+        if kind == "dotted-replaces-json":
+            ctx.gap(msg)
+            continue
+        if kind == "positional-ignored":
+            ctx.model_fix = True
+            ctx.add("MTP327", f"{msg} (vllm/entrypoints/cli/serve.py copies it; the api_server entry point does not): vLLM {ctx.version} "
+                    "serves ModelConfig's default model (Qwen/Qwen3-0.6B in 0.11.0 and 0.33.0, vllm/config/model.py), not "
+                    f"{tok}; the rest of this report is about {tok}, the model meant", "argv",
+                    evidence=[Evidence("positional", tok), Evidence("entry point", ctx.cmd.entry)],
+                    remediation=f"write --model {tok} (the corrected command does), or use vllm serve {tok}")
+            continue
+        if kind == "no-model":
+            ctx.fails = True
+            ctx.add("MTP320", f"vLLM {ctx.version} cannot start: {msg}", "argv", remediation="give the model: vllm serve MODEL ...")
+            continue
+        ctx.reject(msg, evidence=[Evidence("token", tok)],
+                   remediation="drop the --spec-* option (the value is in --speculative-config already)" if kind == "mutually-exclusive"
+                   else "write --speculative-config as a JSON object, e.g. '{\"method\":\"mtp\",\"num_speculative_tokens\":1}'")
+        if kind == "mutually-exclusive":
+            ctx.spec_fix = dict(ctx.cmd.spec or {})
+            ctx.spec_changed = True
+    if not (ctx.vf or {}).get("spec_flags") and ctx.vf is not None:
+        for opt in ("--spec-method", "--spec-model", "--spec-tokens"):
+            if opt in ctx.cmd.options:
+                ctx.fails = True
+                ctx.add("MTP320", f"vLLM {ctx.version} has no {opt} option (the --spec-* shorthand appears in later versions): 'unrecognized "
+                        f"arguments: {opt}'", opt, remediation="use --speculative-config JSON instead")
+    read = ("--model", "--speculative-config", "--model-impl", "--fail-on-environ-validation", "--no-fail-on-environ-validation",
+            *SPEC_SHORTHAND, *PARALLEL_OPTIONS)
+    others = sorted(o for o in ctx.cmd.options if o not in read)
+    if others:
+        ctx.gap(f"vLLM's option table is not read: {', '.join(others[:8])}{' ...' if len(others) > 8 else ''} not checked "
+                "(a misspelt or removed option is not reported)")
+    spec = ctx.cmd.spec or {}
+    if "tensor_parallel_size" in spec:
+        ctx.gap("speculative config key tensor_parallel_size: newer vLLM rejects it ('Please pass draft_tensor_parallel_size'); not checked for this version")
+
+
+@dataclass
+class VEvaluation:
+    """The result of one vLLM launch evaluation."""
+
+    ctx: VCtx
+    reports: list[Report]
+    outcome: dict[str, Any]
+
+
+#: vLLM analyzer warnings the launch decides for its command: MTP401 (an explicit method may be replaced: MTP321 says
+#: whether it is) and MTP408 (a lint of the tree's code, nothing the command can change)
+DECIDED_BY_LAUNCH = ("MTP401", "MTP408")
+
+
+def tree_errors_relaxed(report: Report) -> Report:
+    """The vLLM analyzer's report with its errors, and the warnings in :data:`DECIDED_BY_LAUNCH`, turned into info:
+    they describe the vLLM tree (e.g. MTP402, an alias the validator rejects), and what of them applies to this
+    command is reported by the launch checks (MTP320 names the rejected method, MTP321 the replaced one); a tree
+    defect the command does not touch cannot stop this launch. Other warnings (MTP407 speculators checkpoints,
+    MTP410 forced enforce_eager) stay: the launch does not decide them."""
+    import dataclasses
+
+    out = [dataclasses.replace(f, severity=Severity.INFO, message=f.message + " (info for this launch: a fact about the vLLM tree; "
+                               "what of it applies to this command is reported by the MTP32x launch checks)")
+           if f.severity >= Severity.ERROR or (f.rule_id in DECIDED_BY_LAUNCH and f.severity >= Severity.WARNING) else f
+           for f in report.findings]
+    return dataclasses.replace(report, findings=tuple(out))
+
+
+def _without_sglang_answer(report: Report) -> Report:
+    """A checkpoint report without its "Will SGLang use the MTP heads?" closing (the vLLM launch answers for vLLM)."""
+    import dataclasses
+
+    facts = dict(report.facts)
+    if isinstance(facts.get("checkpoint"), dict) and "closing" in facts["checkpoint"]:
+        facts["checkpoint"] = {k: v for k, v in facts["checkpoint"].items() if k != "closing"}
+    return dataclasses.replace(report, facts=facts)
+
+
+def _preflight(machine: Machine, argv: list[str], cwd: Path) -> Report:
+    """The preflight on the machine, given the vLLM command and the engine (``--engine``, default ``"vllm"``): it reads
+    the command's FP4/MoE options with vLLM's semantics (:func:`mtp_audit.preflight.launch.parse_launch`)."""
+    from mtp_audit.preflight import preflight
+
+    return preflight(env_dumps=list(machine.env_dumps), facts_file=machine.facts_file, facts=machine.facts, cwd=cwd,
+                     engine=machine.engine or "vllm", launch=argv, use_sglang_analyzer=False)
+
+
+def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, machine: Machine, env: Mapping[str, str] | None,
+                  environ: Mapping[str, str] | None, cwd: Path, checkpoints: dict[str, Any], _depth: int = 0) -> VEvaluation:
+    """Parse, audit and cross-check one vLLM command against one vLLM (``view``, from :func:`open_vllm`).
+
+    ``checkpoints`` caches checkpoint audits by path text. A corrected command is evaluated once more
+    before it is shown (``outcome["corrected_check"]``).
+    """
+    from mtp_audit.launch.analyze import audit_model
+    from mtp_audit.launch.vllm_outcome import build_vllm_outcome
+
+    vf = dict(view.report.facts.get("vllm") or {}) if view is not None else None
+    cmd = parse_vllm_command(list(argv), spec_shorthand=bool((vf or {}).get("spec_flags")) if vf is not None else True)
+    name = view.report.targets[0].name if view is not None else "no vLLM"
+    ctx = VCtx(cmd=cmd, vf=vf, view=view, name=name)
+    if view_gap is not None:
+        ctx.gaps.append(view_gap)
+    read = {e["name"] for e in (vf or {}).get("env_vars", [])}
+    for k, val in sorted((environ or {}).items()):
+        if k in read or k in ("VLLM_USE_V2_MODEL_RUNNER", "VLLM_USE_V1"):
+            ctx.env[k], ctx.env_source[k] = val, "environment"
+    for k, val in cmd.env.items():
+        ctx.env[k], ctx.env_source[k] = val, "command"
+    for k, val in (env or {}).items():
+        ctx.env[k], ctx.env_source[k] = val, "--env"
+    reports: list[Report] = []
+
+    def ck_for(text: str, flag: str) -> Any:
+        if text not in checkpoints:
+            checkpoints[text] = audit_model(text, cwd, flag)
+        return checkpoints[text]
+
+    if cmd.model is not None:
+        r, g = ck_for(cmd.model, "model")
+        if r is not None:
+            reports.append(_without_sglang_answer(r))
+            ctx.ck = dict(r.facts.get("checkpoint") or {}) or None
+        if g is not None:
+            ctx.gaps.append(g)
+    check_command(ctx)
+    if vf is None and cmd.spec is not None:
+        ctx.method_decided = False
+    elif not ctx.fails or ctx.cmd.spec is not None:
+        spec = cmd.spec or {}
+        dm = spec.get("model")
+        if isinstance(dm, str) and cmd.model is not None and dm != cmd.model and (cwd / dm).resolve() != (cwd / cmd.model).resolve():
+            r, g = ck_for(dm, "speculative_config.model")
+            if r is not None:
+                ctx.draft_ck = dict(r.facts.get("checkpoint") or {}) or None
+                ctx.gaps += [Gap(x.analyzer, f"draft {dm}: {x.message}", x.path, x.blocking) for x in r.gaps]
+            if g is not None:
+                ctx.gaps.append(g)
+        elif isinstance(dm, str):
+            ctx.draft_is_target = True
+        if not ctx.fails:
+            resolve(ctx, cmd.model)
+    check_numbers(ctx)
+    check_draft(ctx)
+    pick_proposer(ctx)
+    check_unused(ctx)
+    check_env(ctx)
+    if cmd.spec is None and ctx.ck is not None:
+        from mtp_audit.launch.analyze import mtp_errors_as_warnings as relax
+
+        reports = [relax(r) if r.targets and r.targets[0].analyzer == "checkpoint" else r for r in reports]
+    pf = _preflight(machine, list(argv), cwd)
+    ctx.pf = dict(pf.facts.get("preflight") or {})
+    check_gpus(ctx)
+    reports.append(pf)
+    if view is not None:
+        reports.insert(0, tree_errors_relaxed(view.report))
+    corrected = None
+    if (ctx.spec_changed or ctx.model_fix) and _depth == 0 and cmd.model is not None:
+        toks = rebuild_vllm(cmd, ctx.spec_fix, model_option=ctx.model_fix) if ctx.spec_changed else rebuild_vllm(cmd, model_option=True)
+        try:
+            sub = evaluate_vllm(toks, view=view, view_gap=view_gap, machine=machine, env=env, environ=environ, cwd=cwd,
+                                checkpoints=checkpoints, _depth=1)
+        except InputError:
+            sub = None
+        corrected = (toks, sub)
+    all_findings = [f for r in reports for f in r.findings] + ctx.findings
+    all_gaps = [g for r in reports for g in r.gaps] + ctx.gaps
+    outcome = build_vllm_outcome(ctx, all_findings, all_gaps, corrected)
+    return VEvaluation(ctx, reports, outcome)
