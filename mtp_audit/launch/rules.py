@@ -536,7 +536,7 @@ VLLM_RULES: tuple[Rule, ...] = (
       "recipe written for an older release silently runs another MoE kernel.",
       "Remove the variable; choose the FP4/MoE kernel with --moe-backend (0.24+).",
       ("vllm 0.11.0 vllm/envs.py VLLM_USE_FLASHINFER_MOE_FP4", "vllm 0.33.0 vllm/envs.py (no VLLM_USE_FLASHINFER_MOE_FP4), "
-       "vllm/engine/arg_utils.py:1845 --moe-backend", f"{RES}/vllm_speculative.md (0.24 env-var retirement)"),
+       "vllm/engine/arg_utils.py:1845 --moe-backend", "wheel:vllm-0.20.0:vllm/envs.py vs wheel:vllm-0.24.0:vllm/envs.py (0.24 env-var retirement)"),
       "code",
       (_vex(True, "VLLM_USE_FLASHINFER_MOE_FP4=1 on a vLLM whose envs.py does not define it",
             ("VLLM_USE_FLASHINFER_MOE_FP4=1",) + _VS + _spec(method="mtp", num_speculative_tokens=1)),
