@@ -144,7 +144,7 @@ def test_usage_errors_are_one_line() -> None:
     proc = _run("checkpoint", str(MIMO), "--fail-on", "bogus")
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1
-    assert proc.stderr.startswith("mtp-audit: error: Invalid value for '--fail-on': 'bogus' is not one of")
+    assert proc.stderr.startswith("mtp-audit: error: --fail-on: 'bogus' is not one of")
     assert proc.stderr.endswith("(see 'mtp-audit checkpoint --help')\n")
 
 

@@ -79,6 +79,20 @@ def test_merge_keeps_rule_ids_and_facts_per_analyzer() -> None:
     assert m.counts() == {"info": 0, "warning": 1, "error": 1}
 
 
+def test_merge_is_a_class_level_combiner() -> None:
+    a = Report.build("checkpoint", "m", findings=[_f("MTP001", Severity.ERROR)], facts={"n": 1})
+    b = Report.build("preflight", "local machine", findings=[_f("MTP201", Severity.WARNING)], facts={"gpu": "H200"})
+    c = Report.build("sglang", "sglang 0.5.9", gaps=[Gap("sglang", "x.py does not parse", "x.py")])
+    assert Report.merge(a, b, c) == a.merge(b, c)
+    assert [t.analyzer for t in Report.merge(a, b, c).targets] == ["checkpoint", "preflight", "sglang"]
+    assert Report.merge(a) == a.merge()
+    assert Report.merge(*[a, b]).counts() == {"info": 0, "warning": 1, "error": 1}
+    with pytest.raises(ValueError, match="at least one report"):
+        Report.merge()
+    with pytest.raises(TypeError, match="combines Report objects"):
+        Report.merge(a, {"targets": []})  # type: ignore[arg-type]
+
+
 def test_severity_parse_and_sarif_levels() -> None:
     assert Severity.parse(" Warning ") is Severity.WARNING
     assert [s.sarif_level for s in Severity] == ["note", "warning", "error"]

@@ -104,6 +104,17 @@ def _capped(n: int, cap: int, pointer: str, what: str) -> int:
     return n
 
 
+def json_text(value: Any, limit: int = 80) -> str:
+    """``value`` as compact JSON for a message, cut to ``limit`` characters."""
+    import json
+
+    try:
+        text = json.dumps(value, separators=(",", ":"))
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _int(value: Any) -> int | None:
     """A non-negative int from a JSON value (bools and floats with fractions are refused)."""
     if isinstance(value, bool):
@@ -276,6 +287,8 @@ class QuantScheme:
         identified_by: how ``algo`` was decided: ``"parameters"`` (element type, bits, group size and
             scale format of the weight spec: :func:`fp4_scheme_of`) or ``"name"`` (the method's
             ``quant_algo`` / ``format`` string only).
+        defects: config values that were ignored because they cannot be right (a block size of 0),
+            one line each naming the JSON pointer; the analyzer reports them as non-blocking gaps.
     """
 
     method: str
@@ -291,6 +304,7 @@ class QuantScheme:
     producer: str = ""
     scale_format: str = ""
     identified_by: str = "name"
+    defects: tuple[str, ...] = ()
 
     @property
     def has_exclusion_list(self) -> bool:
@@ -546,6 +560,12 @@ def parse_quantization_config(qc: Mapping[str, Any] | None, file: str = "config.
     base = f"{file}#/quantization_config"
     wbs = qc.get("weight_block_size")
     wbs_t = tuple(int(x) for x in wbs if _int(x) is not None) if isinstance(wbs, list) else None
+    defects: tuple[str, ...] = ()
+    if wbs_t is not None and any(x <= 0 for x in wbs_t):
+        # a block of 0 (or a truncated shape) describes no real FP8 layout: a defect of the config, not a crash
+        defects = (f"{base}/weight_block_size: {json_text(wbs)} has a block size of 0; "
+                   "ignored, byte estimates use the 128x128 default",)
+        wbs_t = None
     kv = qc.get("kv_cache_scheme")
     kv_s = ""
     if isinstance(kv, dict) and kv.get("num_bits") == 8 and kv.get("type") == "float":
@@ -626,6 +646,7 @@ def parse_quantization_config(qc: Mapping[str, Any] | None, file: str = "config.
         source=base,
         weight_block_size=wbs_t,
         excludes=_str_list(mtnc),
+        defects=defects,
         exclude_style="substring" if has else "none",
         exclude_pointer=f"{base}/modules_to_not_convert" if has else "",
     )

@@ -462,6 +462,9 @@ def _gaps(facts: CheckpointFacts) -> None:
     cfg = facts.config
     decl = cfg.declaration if cfg else None
     layout = cfg.layout if cfg else None
+    for scheme in facts.schemes:
+        for defect in scheme.defects:
+            facts.gaps.append(Gap(ANALYZER, defect, scheme.source.partition("#")[0], blocking=False))
     if cfg is None:
         facts.gaps.append(
             Gap(

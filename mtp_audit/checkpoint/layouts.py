@@ -26,7 +26,8 @@ import re
 from dataclasses import dataclass
 
 #: The research file every row below is transcribed from.
-RESEARCH = "../shared/research/checkpoint_formats.md"
+# Maintainers' research notes behind these sources (not shipped; user-facing sources cite the
+# public reports, code and files those notes name): ../shared/research/checkpoint_formats.md
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,7 @@ LAYOUTS: tuple[Layout, ...] = (
     Layout(
         "kimi-k2", "Kimi-K2 / K2.5", ("KimiK25ForConditionalGeneration",), ("kimi_k2", "kimi_k25"), "appended",
         per_layer="0 (num_nextn_predict_layers: 0; drafts are separate EAGLE3 models)",
-        source=f"{RESEARCH} §2 (Kimi config, saved)",
+        source="moonshotai/Kimi-K2.5 config.json (num_nextn_predict_layers: 0)",
     ),
     Layout(
         "glm-4.5", "GLM-4.5 / 4.6 / 4.7", ("Glm4MoeForCausalLM",), ("glm4_moe",), "appended",

@@ -15,7 +15,8 @@ from typing import Any
 from mtp_audit.report import Severity
 from mtp_audit.report.rules import Example, Rule
 
-RESEARCH = "../shared/research/checkpoint_formats.md"
+# Maintainers' research notes behind these sources (not shipped; user-facing sources cite the
+# public reports, code and files those notes name): ../shared/research/checkpoint_formats.md
 
 
 def _j(obj: Any) -> str:
@@ -224,7 +225,7 @@ MTP001 = Rule(
         "serve without --speculative-algorithm NEXTN."
     ),
     sources=(
-        f"{RESEARCH} §7.1 (vLLM PR #35548, NVIDIA/Model-Optimizer #750, llm-compressor PR #2482, GPTQModel PR #2109)",
+        "vLLM PR #35548 (lukealonso/GLM-5-NVFP4 has no MTP weights), NVIDIA/Model-Optimizer issue #750, vllm-project/llm-compressor PR #2482, GPTQModel PR #2109",
         "vllm/model_executor/model_loader/mtp_validation.py",
         "real data: bryce-hoehn/Qwen3.5-25B-REAP-A3B-Coding @ 2714ffd (declares 1 MTP layer, 22,213 tensors, none MTP)",
     ),
@@ -254,7 +255,6 @@ MTP002 = Rule(
     ),
     fix="Serve without MTP speculative decoding, or use a separately trained draft model (EAGLE-3).",
     sources=(
-        f"{RESEARCH} §2 (MiniMax row), §7.2",
         "MiniMax-AI/MiniMax-M2 issue #47, MiniMax-M2.5 #8, MiniMax-M2.7 #16",
         "SGLang python/sglang/srt/models/minimax_m2.py get_spec_layer_idx_from_weight_name",
     ),
@@ -290,7 +290,7 @@ MTP003 = Rule(
         "that strip mtp_num_hidden_layers while keeping mtp.* tensors cause exactly this."
     ),
     fix="Restore the declaration (e.g. text_config.mtp_num_hidden_layers: 1 for Qwen3.5) from the original config.json.",
-    sources=(f"{RESEARCH} §1.2, §7.10 (unsloth-zoo PR #847, llama.cpp PR #20533)",),
+    sources=("unslothai/unsloth-zoo PR #847", "ggml-org/llama.cpp PR #20533"),
     basis="bug report",
     examples=(
         Example(True, {
@@ -320,7 +320,7 @@ MTP004 = Rule(
         "from another variant."
     ),
     fix="Make config.json and the shipped MTP layers agree: re-export the missing layers or correct the declared depth.",
-    sources=(f"{RESEARCH} §1.3, §2 (Nemotron-H row), §7.8", "SGLang deepseek_weight_loader.py (asserts num_nextn_layers == 1)"),
+    sources=("SGLang deepseek_weight_loader.py (asserts num_nextn_layers == 1)", "SGLang deepseek_nextn.py hf_to_sglang_mapper (amd/DeepSeek-R1-0528-MXFP4 renames model.layers.61)", "https://github.com/vllm-project/vllm/issues/52111"),
     basis="code",
     examples=(
         Example(True, {"config.json": _j({**_DS, "num_nextn_predict_layers": 2}),
@@ -352,7 +352,7 @@ MTP005 = Rule(
         "other way round, are mixed."
     ),
     fix="Re-export the MTP layer with the same expert set as the config (or prune it the same way as the trunk).",
-    sources=(f"{RESEARCH} §1.4, §7.7",),
+    sources=("config keys mtp_num_experts (InternS2-Mobius) and mtp_n_routed_experts (nemotron_h_puzzle): the legitimate per-MTP expert counts", "inference-atlas PR #151 (Qwen3.6 NVFP4 MTP stores stacked experts: 19 tensors, not truncated)"),
     basis="code",
     examples=(
         Example(True, {"config.json": _j(_DS), "model.safetensors.index.json": _index(
@@ -382,7 +382,7 @@ MTP006 = Rule(
         "engine must build BF16 modules for the draft."
     ),
     fix="Budget the memory; it is usually deliberate. Quantize the MTP layer only if the engine supports it.",
-    sources=(f"{RESEARCH} §5, §7.3", "vLLM PR #25987 (nvidia/DeepSeek-R1-FP4 excludes model.layers.61*)"),
+    sources=("vLLM PR #25987 (nvidia/DeepSeek-R1-FP4 excludes model.layers.61*)"),
     basis="real checkpoint",
     examples=(
         Example(True, lambda: _qwen_shards(["mtp*"]), note="trunk NVFP4 (weight_scale_2 siblings), MTP BF16"),
@@ -420,7 +420,6 @@ MTP007 = Rule(
     ),
     fix="Make the exclusion list cover exactly the unquantized MTP modules (Model-Optimizer PR #1124 exports 'mtp*').",
     sources=(
-        f"{RESEARCH} §4, §5, §7.4",
         "vLLM PR #38832, #38650 and #41994; NVIDIA/Model-Optimizer PR #1124; SGLang #35797",
         "SGLang 0.5.23 python/sglang/srt/models/qwen3_5_mtp.py:65-69 _mtp_quant_config; "
         "vLLM 0.20.0 vllm/model_executor/models/qwen3_5_mtp.py:80-88",
@@ -449,7 +448,7 @@ MTP008 = Rule(
     ),
     why="The load fails at the first missing shard, or, with MTP in the missing shard, the draft has no weights.",
     fix="Download the missing shards (huggingface-cli download with the same revision) or fix weight_map.",
-    sources=(f"{RESEARCH} §7.5 (NVIDIA-NeMo/Megatron-Bridge #4188: 45 of 48 shards written)",),
+    sources=("NVIDIA-NeMo/Megatron-Bridge issue #4188 (45 of 48 shards written)",),
     basis="bug report",
     examples=(
         Example(True, lambda: _two_shards(1), note="weight_map names 2 shards, 1 present"),
@@ -469,7 +468,7 @@ MTP009 = Rule(
         "in a sidecar such as mtp.safetensors are never loaded and the draft runs uninitialised."
     ),
     fix="Add the sidecar's tensors to weight_map (and metadata.total_size), or merge it into an indexed shard.",
-    sources=(f"{RESEARCH} §1.6, §7.5 (Model-Optimizer PR #2427, #750; osaurus-ai/vmlx-swift PR #388)",),
+    sources=("NVIDIA/Model-Optimizer PR #2427 and issue #750", "https://github.com/osaurus-ai/vmlx-swift/pull/388"),
     basis="bug report",
     examples=(
         Example(True, lambda: _with_sidecar(False), note="mtp.safetensors holds mtp.* but the index lists only the trunk shard"),
@@ -492,7 +491,7 @@ MTP010 = Rule(
         "outside the download, and no legitimate checkpoint needs it."
     ),
     fix="Rewrite the entry to the shard's file name inside the checkpoint folder.",
-    sources=(f"{RESEARCH} §7.6 (no public report; safety check)",),
+    sources=("no public report: a safety check (a weight_map path must stay inside the checkpoint folder)",),
     basis="safety",
     examples=(
         Example(True, {"config.json": _j(_DS), "model.safetensors.index.json": _index(
@@ -519,7 +518,6 @@ MTP011 = Rule(
     ),
     fix="Regenerate the index from the shard headers.",
     sources=(
-        f"{RESEARCH} §7.5",
         "deepseek-ai/DeepSeek-V3 header dump (simpx/model-inspect README.md @ 5894630): 688,574,839,360 bytes",
     ),
     basis="real checkpoint",
@@ -542,7 +540,7 @@ MTP012 = Rule(
         "lack them."
     ),
     fix="Regenerate weight_map from the shard headers.",
-    sources=(f"{RESEARCH} §7.5 (redai-studio/Relax PR #148, osaurus-ai/vmlx-swift PR #388)",),
+    sources=("redai-studio/Relax PR #148", "https://github.com/osaurus-ai/vmlx-swift/pull/388"),
     basis="bug report",
     examples=(
         Example(True, lambda: _ghost(True), note="weight_map lists model.layers.2.enorm.weight; the shard lacks it"),
@@ -599,7 +597,6 @@ MTP014 = Rule(
     ),
     fix="Set num_hidden_layers to the trunk depth (the MTP layer index), or rename the tensors to model.layers.{num_hidden_layers}.*.",
     sources=(
-        f"{RESEARCH} §1.3, §2",
         "vLLM 0.33.0 vllm/model_executor/models/utils.py:589-595 and deepseek_mtp.py:344-345",
     ),
     basis="code",

@@ -272,16 +272,16 @@ def estimate_module_bytes(
     o, i = shape
     n = o * i
     if fmt == "NVFP4":
-        gs = group_size or 16
+        gs = group_size if group_size and group_size > 0 else 16
         scalars = sum(1 for p in ("weight_scale_2", "input_scale", "weight_global_scale", "input_global_scale") if p in params)
         return math.ceil(n / 2) + math.ceil(n / gs) + 4 * scalars
     if fmt == "FP8":
         if "weight_scale_inv" in params:
-            b0, b1 = (block or (128, 128))[:2] if block and len(block) >= 2 else (128, 128)
+            b0, b1 = block[:2] if block and len(block) >= 2 and min(block[:2]) > 0 else (128, 128)
             return n + 4 * math.ceil(o / b0) * math.ceil(i / b1)
         return n + 4 * sum(1 for p in ("weight_scale", "input_scale") if p in params)
     if fmt in ("INT4", "MXFP4", "FP4"):
-        gs = group_size or (32 if fmt == "MXFP4" else 128)
+        gs = group_size if group_size and group_size > 0 else (32 if fmt == "MXFP4" else 128)
         return math.ceil(n / 2) + math.ceil(n / gs) * (1 if fmt == "MXFP4" else 2)
     if fmt == "INT8":
         return n

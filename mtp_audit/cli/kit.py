@@ -3,10 +3,12 @@ the exit code. Analyzer command modules import this; it imports no analyzer."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -39,7 +41,7 @@ def output_options(func: F) -> F:
         "-o",
         type=click.Path(dir_okay=False, writable=False, path_type=Path),
         default=None,
-        help="Write the report to FILE (atomically, only once it is complete) instead of stdout.",
+        help="Write the report to FILE (atomically, only once it is complete; never over an input) instead of stdout ('-').",
     )(func)
     func = click.option(
         "--format",
@@ -59,86 +61,315 @@ def _umask() -> int:
     return mask
 
 
+#: Output value that means "standard output" (``-o -``), as the ecosystem's tools read it.
+STDOUT = "-"
+
+#: Most entries walked in one protected folder when looking for a hard link to an output file.
+MAX_PROTECTED_WALK = 200_000
+
+
+def _is_stdout(path: Path | str | None) -> bool:
+    return path is not None and os.fspath(path) == STDOUT
+
+
+def _std_stream_of(path: Path) -> Any:
+    """``sys.stdout`` / ``sys.stderr`` when ``path`` (``/dev/stdout``, ``/proc/self/fd/1``, ...) is the
+    file this process's fd 1 / 2 already has open, else ``None``. Writing to the stream rather than
+    reopening the path keeps ``>>`` appends and pipes working."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    for fd, stream in ((1, sys.stdout), (2, sys.stderr)):
+        try:
+            if os.path.samestat(st, os.fstat(fd)):
+                return stream
+        except OSError:
+            continue
+    return None
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` so that a failure never leaves a half-written or truncated
     report: a regular file (or a new one) is replaced through a temporary file in the same folder and
     ``os.replace``, with the permissions a plain ``open`` would give (0666 & ~umask); a symlink is
-    followed and its target replaced; a device or FIFO (``/dev/stdout``, ``/dev/null``) is written
-    through, never replaced. Characters that cannot be encoded (file names that are not UTF-8) are
-    written as ``\\udcxx`` escapes, which JSON and SARIF readers decode.
+    followed and its target replaced; a device, FIFO or pipe (``/dev/null``, ``/dev/stdout`` on a pipe)
+    is written through, never replaced; a path naming this process's own stdout or stderr
+    (``/dev/stdout`` redirected to a file, even with ``>>``) is written to that stream. Characters that
+    cannot be encoded (file names that are not UTF-8) are written as ``\\udcxx`` escapes, which JSON and
+    SARIF readers decode.
 
     Raises:
-        InputError: the folder does not exist or is not writable, ``path`` is a directory, or the
-            write fails (disk full).
+        InputError: the folder does not exist or is not writable, ``path`` is a directory, its name is
+            too long, or the write fails (disk full). Never any other exception.
+    """
+    commit_all([stage_write(path, text)])
+
+
+class _Staged:
+    """One prepared write: a temporary file beside its target (replaced into place by :meth:`commit`),
+    or a stream / device written at commit time."""
+
+    def __init__(self, path: Path, data: bytes, text: str, *, tmp: str | None = None, target: Path | None = None,
+                 stream: Any = None, device: bool = False) -> None:
+        self.path, self.data, self.text = path, data, text
+        self.tmp, self.target, self.stream, self.device = tmp, target, stream, device
+
+    def commit(self) -> None:
+        try:
+            if self.stream is not None:
+                _write_stream(self.stream, self.text, "stdout" if _is_stdout(self.path) else str(self.path))
+            elif self.device:
+                with open(self.path, "wb") as fh:
+                    fh.write(self.data)
+            else:
+                assert self.tmp is not None and self.target is not None
+                os.replace(self.tmp, self.target)
+                self.tmp = None
+        except BrokenPipeError:
+            raise
+        except (OSError, ValueError) as exc:
+            raise InputError(str(self.path), f"cannot write: {getattr(exc, 'strerror', None) or exc}") from None
+
+    def discard(self) -> None:
+        if self.tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.tmp)
+            self.tmp = None
+
+
+def stage_write(path: Path, text: str) -> _Staged:
+    """Prepare writing ``text`` to ``path`` (see :func:`write_atomic`): the bytes are already in a
+    temporary file beside the target when this returns, so only an ``os.replace`` is left.
+
+    Raises:
+        InputError: as :func:`write_atomic`; nothing is left behind.
     """
     data = text.encode("utf-8", errors="backslashreplace")
-    target = path.resolve() if path.is_symlink() else path
-    if target.is_dir():
-        raise InputError(str(path), "is a directory, cannot write the report there")
-    if target.exists() and not target.is_file():  # a device or FIFO: write through
-        try:
-            with open(target, "wb") as fh:
-                fh.write(data)
-        except OSError as exc:
-            raise InputError(str(path), f"cannot write: {exc.strerror or exc}") from None
-        return
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise InputError(str(path), f"folder {folder} does not exist")
     try:
+        stream = _std_stream_of(path)
+        if stream is not None:
+            return _Staged(path, data, text, stream=stream)
+        try:
+            st: os.stat_result | None = os.stat(path)  # follows symlinks
+        except FileNotFoundError:
+            st = None
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            raise InputError(str(path), "is a directory, cannot write the report there")
+        if st is not None and not stat.S_ISREG(st.st_mode):  # a device or FIFO: written through at commit
+            return _Staged(path, data, text, device=True)
+        target = Path(os.path.realpath(path)) if os.path.islink(path) else path
+        folder = target.parent if str(target.parent) else Path(".")
+        if not folder.is_dir():
+            raise InputError(str(path), f"folder {folder} does not exist")
         fd, tmp = tempfile.mkstemp(prefix=".mtp-audit-", dir=folder)
-    except OSError as exc:
-        raise InputError(str(path), f"cannot write: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, target)
-    except OSError as exc:
         try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise InputError(str(path), f"cannot write: {exc.strerror or exc}") from None
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.chmod(tmp, 0o666 & ~_umask())
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        return _Staged(path, data, text, tmp=tmp, target=target)
+    except InputError:
+        raise
+    except (OSError, ValueError) as exc:
+        raise InputError(str(path), f"cannot write: {getattr(exc, 'strerror', None) or exc}") from None
 
 
-def _input_paths(report: Any) -> list[str]:
-    """Every existing local path the command was given: audited targets, and each parameter value
-    of the running click command (``--env-dump``, ``--sglang``, ``--facts``, the tokens of a launch
-    command such as ``--model-path X``), except ``--output`` itself."""
-    names = [t.name for t in report.targets]
+def commit_all(staged: Sequence[_Staged]) -> None:
+    """Replace every staged file into place, then write streams and devices; on a failure the
+    writes not yet committed are discarded (their temporary files removed)."""
+    try:
+        for item in sorted(staged, key=lambda x: x.stream is not None or x.device):
+            item.commit()
+    finally:
+        for item in staged:
+            item.discard()
+
+
+def _write_stream(stream: Any, text: str, where: str = "stdout") -> None:
+    """Write ``text`` to a text stream (through its binary buffer when it has one, so that
+    undecodable file names come out as ``\\udcxx`` escapes, not as an encoding error).
+
+    Raises:
+        InputError: the stream is closed or the write fails (``/dev/full``). ``BrokenPipeError``
+            propagates (the CLI exits quietly on it).
+    """
+    try:
+        if stream is None:
+            raise ValueError("stream is closed")
+        buffer = getattr(stream, "buffer", None)
+        if buffer is not None:
+            stream.flush()
+            buffer.write(text.encode(getattr(stream, "encoding", None) or "utf-8", errors="backslashreplace"))
+        else:
+            stream.write(text)
+        stream.flush()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError, AttributeError) as exc:
+        raise InputError(where, f"cannot write the report: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def installed_package_folder(name: str) -> list[str]:
+    """``[folder]`` of the installed top-level package ``name`` (located with ``find_spec``, which does not
+    run its ``__init__``), or ``[]``: what an engine command with no TARGET audits, protected like any input."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return []
+    return [str(p) for p in (spec.submodule_search_locations or [])][:1] if spec is not None else []
+
+
+def input_paths(report: Any, *, extra: Iterable[str | os.PathLike[str]] = ()) -> list[str]:
+    """Every existing local path the running command reads: ``extra`` (what the command module knows
+    it reads), every target of ``report``, and each parameter value of the running click command
+    (``--env-dump``, ``--sglang``, ``--facts``, ``--baseline``, the tokens of a launch command and the
+    ``VALUE`` of its ``--option=VALUE`` tokens), except the output options themselves. A checkpoint
+    target that is a file (an index, a shard, a ``config.json``) stands for its folder: the audit reads
+    its siblings. Names are returned as given (relative names stay relative)."""
+    names: list[str] = [os.fspath(x) for x in extra]
     ctx = click.get_current_context(silent=True)
     if ctx is not None:
         for key, value in ctx.params.items():
-            if key == "output":
+            if key in OUTPUT_PARAMS:
                 continue
             values = value if isinstance(value, (list, tuple)) else (value,)
-            names += [os.fspath(v) for v in values if isinstance(v, (str, os.PathLike))]
-    out = []
+            for v in values:
+                if not isinstance(v, (str, os.PathLike)):
+                    continue
+                text = os.fspath(v)
+                names.append(text)
+                if text.startswith("-") and "=" in text:
+                    names.append(text.partition("=")[2])
+                if key in ("target", "base", "derived") and _is_file(text):
+                    names.append(os.path.dirname(text) or ".")
+    for t in report.targets:  # after the names the user typed, so messages name the input as typed
+        names.append(t.name)
+        if t.analyzer in ("checkpoint", "compare") and _is_file(t.name):
+            names.append(os.path.dirname(t.name) or ".")
+    out: list[str] = []
     for name in names:
         try:
-            if name and not name.startswith("-") and os.path.lexists(name):
+            if name and name != STDOUT and os.path.lexists(name) and name not in out:
                 out.append(name)
-        except (OSError, ValueError):
+        except (OSError, ValueError, TypeError):
             continue
     return out
 
 
-def _overwrites_input(report: Any, output: Path) -> str | None:
-    """The input that writing ``output`` would destroy: an input file itself, or an existing file
-    inside an input folder (a new file beside a checkpoint's files is allowed)."""
+def _is_file(name: str) -> bool:
     try:
-        out = output.resolve()
-    except (OSError, RuntimeError):
-        return None
-    for name in _input_paths(report):
+        return os.path.isfile(name)
+    except (OSError, ValueError, TypeError):
+        return False
+
+
+#: click parameter names of output options: never "inputs" themselves.
+OUTPUT_PARAMS = frozenset({"output", "save_facts"})
+
+
+def check_outputs(protected: Iterable[str | os.PathLike[str]], outputs: Mapping[str, Path | str | None]) -> None:
+    """Refuse, before anything is written, an output plan that would destroy an input or collide.
+
+    Args:
+        protected: files and folders the command read or audited. A file is protected itself; a
+            folder protects every file already inside it (a new file beside them is allowed).
+            Identity is checked by real path (symlinks resolved) and by ``(st_dev, st_ino)``, so a
+            symlink or a hard link to a protected file is refused too.
+        outputs: option name (``"--output"``, ``"--save-facts"``) -> the path it will write, ``"-"`` for
+            standard output, or ``None`` (not given). Devices and FIFOs (``/dev/null``, a pipe) are
+            written through and are never "protected" nor "colliding".
+
+    Raises:
+        InputError: ``<output>: is the audited input X ...`` / ``would overwrite a file of the audited
+            input X ...``; two outputs naming the same file (or both ``-``); an output whose name
+            cannot even be examined (too long, a loop of symlinks).
+    """
+    files: dict[tuple[int, int], str] = {}
+    real_files: dict[str, str] = {}
+    folders: list[tuple[str, str]] = []
+    for item in protected:
+        name = os.fspath(item)
         try:
-            real = Path(name).resolve()
-        except (OSError, RuntimeError):
+            st = os.stat(name)
+        except (OSError, ValueError):
             continue
-        if out == real or (real in out.parents and out.exists()):
-            return name
-    return None
+        real = os.path.realpath(name)
+        if stat.S_ISDIR(st.st_mode):
+            folders.append((real, name))
+        elif stat.S_ISREG(st.st_mode):
+            files[(st.st_dev, st.st_ino)] = name
+            real_files[real] = name
+    seen: dict[object, str] = {}
+    for option, out in outputs.items():
+        if out is None:
+            continue
+        what = "the facts" if option == "--save-facts" else "the report"
+        keys: set[object]
+        if _is_stdout(out):
+            keys = {"stdout"}
+        else:
+            path = os.fspath(out)
+            try:
+                st_out: os.stat_result | None = os.stat(path)
+            except FileNotFoundError:
+                st_out = None
+            except (OSError, ValueError) as exc:
+                raise InputError(path, f"cannot write: {getattr(exc, 'strerror', None) or exc}") from None
+            if st_out is not None and stat.S_ISDIR(st_out.st_mode):
+                raise InputError(path, f"is a directory, cannot write {what} there")
+            if st_out is not None and not stat.S_ISREG(st_out.st_mode):
+                if _std_stream_of(Path(path)) is not sys.stdout:
+                    continue  # a device or FIFO other than our stdout: written through, nothing to lose
+                keys = {"stdout"}
+            else:
+                real = os.path.realpath(path)
+                hit = real_files.get(real)
+                if hit is None and st_out is not None:
+                    hit = files.get((st_out.st_dev, st_out.st_ino))
+                if hit is not None:
+                    raise InputError(path, f"is the audited input {hit}; refusing to write {what} there")
+                if st_out is not None:
+                    for folder_real, folder_name in folders:
+                        if _under(real, folder_real) or (st_out.st_nlink > 1 and _linked_inside(folder_real, st_out)):
+                            raise InputError(path, f"would overwrite a file of the audited input {folder_name}; "
+                                                   f"refusing to write {what} there")
+                keys = {real} | ({(st_out.st_dev, st_out.st_ino)} if st_out is not None else set())
+        clash = next((seen[k] for k in keys if k in seen), None)
+        if clash is not None:
+            if keys == {"stdout"}:
+                raise InputError(option, f"{clash} and {option} both go to standard output; send one of them to a file")
+            raise InputError(os.fspath(out), f"{clash} and {option} name the same file; give them different files")
+        seen.update(dict.fromkeys(keys, option))
+
+
+def _under(path: str, folder: str) -> bool:
+    try:
+        return os.path.commonpath([path, folder]) == folder and path != folder
+    except ValueError:
+        return False
+
+
+def _linked_inside(folder: str, st_out: os.stat_result) -> bool:
+    """Whether a file inside ``folder`` is a hard link to ``st_out`` (bounded walk, symlinks not followed)."""
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        for f in filenames:
+            seen += 1
+            if seen > MAX_PROTECTED_WALK:
+                return True  # cannot tell within the bound: refuse rather than risk an input
+            try:
+                st = os.lstat(os.path.join(dirpath, f))
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) == (st_out.st_dev, st_out.st_ino):
+                return True
+    return False
 
 
 def use_color(stream: Any) -> bool:
@@ -154,13 +385,33 @@ def use_color(stream: Any) -> bool:
         return False
 
 
-def emit(report: Any, fmt: str, output: Path | None, fail_on: str | None) -> int:
+def emit(
+    report: Any,
+    fmt: str,
+    output: Path | None,
+    fail_on: str | None,
+    *,
+    protected: Iterable[str | os.PathLike[str]] = (),
+    also_write: Sequence[tuple[str, Path | None, str]] = (),
+) -> int:
     """Apply the settings (ignores, ``fail-on``: :func:`mtp_audit.cli.config.settings_for`), render
-    ``report``, write it to ``output`` or stdout, and return the exit code.
+    ``report``, check every planned output, write them, and return the exit code.
 
-    ``fail_on`` is the ``--fail-on`` value, None when not given. When the report goes to a file, its
-    first line (verdict and answer) and the counts go to stderr, so CI logs still show them. Expired
-    ignores are reported on stderr after the report is written. Exit codes: see :func:`mtp_audit.report.exit_code`.
+    Args:
+        report: the audit result.
+        fmt: ``text`` / ``json`` / ``markdown`` / ``sarif``.
+        output: ``--output`` (``None`` or ``"-"``: stdout).
+        fail_on: the ``--fail-on`` value, None when not given.
+        protected: paths the command read beyond what :func:`input_paths` finds on its own.
+        also_write: further outputs ``(option, path, text)`` (``--save-facts``), written with the report.
+
+    Nothing is written unless every output passes :func:`check_outputs` against :func:`input_paths`, and
+    every file is staged before any is put in place. When the report goes to a file, its first line
+    (verdict and answer) and the counts go to stderr, so CI logs still show them. Expired ignores are
+    reported on stderr after the report is written. Exit codes: see :func:`mtp_audit.report.exit_code`.
+
+    Raises:
+        InputError: an output would overwrite an input or collides with another output, or a write fails.
     """
     from mtp_audit.cli.config import settings_for, verbose, warn_expired
     from mtp_audit.formats import render
@@ -171,34 +422,36 @@ def emit(report: Any, fmt: str, output: Path | None, fail_on: str | None) -> int
     report = report.ignore(resolved.suppressions)
     fail_on = resolved.fail_on
     threshold = None if fail_on == "never" else Severity.parse(fail_on)
+    if _is_stdout(output):
+        output = None
     # colour and the verdict symbols (UTF-8) only on a terminal that can show them
     color = (output is None and fmt.lower() == "text" and use_color(sys.stdout)
              and (getattr(sys.stdout, "encoding", "") or "").lower().replace("-", "") == "utf8")
     text = render(report, fmt.lower(), verbose=verbose(), color=color, fail_on=threshold)
-    if output is not None:
-        audited = _overwrites_input(report, output)
-        if audited is not None:
-            what = "is" if Path(audited).resolve() == output.resolve() else "would overwrite a file of"
-            raise InputError(str(output), f"{what} the audited input {audited}; refusing to write the report there")
-        write_atomic(output, text)
+    plan: dict[str, Path | str | None] = {"--output": output if output is not None else STDOUT}
+    for option, path, _ in also_write:
+        plan[option] = path
+    check_outputs(input_paths(report, extra=protected), plan)
+    # every file is staged (written to a temporary file beside it) before any is put in place, so a
+    # failing output (missing folder, full disk) leaves nothing written
+    staged: list[_Staged] = []
+    to_file = output is not None and _std_stream_of(output) is not sys.stdout
+    try:
+        for option, path, body in also_write:
+            if path is not None:
+                staged.append(_Staged(Path(STDOUT), b"", body, stream=sys.stdout) if _is_stdout(path) else stage_write(Path(path), body))
+        if output is None or not to_file:
+            staged.append(_Staged(Path(STDOUT), b"", text, stream=sys.stdout))
+        else:
+            staged.append(stage_write(output, text))
+    except BaseException:
+        for item in staged:
+            item.discard()
+        raise
+    commit_all(staged)
+    if output is not None and to_file:
         head = text if fmt.lower() == "text" else render(report, "text", fail_on=threshold)
         click.echo(head.split("\n", 1)[0], err=True)
         click.echo(f"{verdict_line(report)} (report written to {output})", err=True)
-    else:
-        stream = sys.stdout
-        try:
-            if stream is None:
-                raise ValueError("stdout is closed")
-            buffer = getattr(stream, "buffer", None)
-            if buffer is not None:
-                stream.flush()
-                buffer.write(text.encode(stream.encoding or "utf-8", errors="backslashreplace"))
-            else:
-                stream.write(text)
-            stream.flush()
-        except BrokenPipeError:
-            raise
-        except (OSError, ValueError, AttributeError) as exc:
-            raise InputError("stdout", f"cannot write the report: {getattr(exc, 'strerror', None) or exc}") from None
     warn_expired(resolved)
     return exit_code(report, threshold)

@@ -64,4 +64,7 @@ def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_tar
     new = sglang_targets[1] if len(sglang_targets) == 2 else compare_sglang
     report = audit_launch(list(command), sglang=old, compare_sglang=new, env_dump=list(env_dumps) or None,
                           facts=facts_file, env=env, engine=engine, vllm=vllm_target)
-    return emit(report, fmt, output, fail_on)
+    from mtp_audit.cli.kit import installed_package_folder
+
+    # without --sglang the installed sglang is audited: its files are inputs too
+    return emit(report, fmt, output, fail_on, protected=installed_package_folder("sglang") if not sglang_targets else ())

@@ -59,6 +59,69 @@ def cli() -> None:
     """
 
 
+_CONTROL = {i: f"\\x{i:02x}" for i in (*range(0x20), 0x7F)} | {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
+
+
+def one_line(text: str) -> str:
+    """``text`` with control characters (a newline in a file name, a carriage return, an escape
+    sequence) written as ``\\n`` / ``\\xNN`` escapes, so every error message is exactly one line."""
+    return text.translate(_CONTROL)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split()).rstrip(".")
+
+
+def _hint_of(exc: click.ClickException) -> str | None:
+    """The option or argument a click error is about (``--fail-on``, ``-o``, ``PATH``), or ``None``."""
+    hint = getattr(exc, "param_hint", None)
+    if hint:
+        return " / ".join(hint) if isinstance(hint, (list, tuple)) else str(hint).strip("'\"")
+    param = getattr(exc, "param", None)
+    if param is not None:
+        if isinstance(param, click.Argument):
+            return param.human_readable_name
+        return " / ".join(param.opts) or param.name
+    name = getattr(exc, "option_name", None)
+    return str(name) if name else None
+
+
+def usage_error_parts(exc: click.ClickException) -> tuple[str, str]:
+    """``(where, problem)`` for a click error, so that it prints as every input error does:
+    ``mtp-audit: error: <file or option>: <problem>``, one line.
+
+    ``NoSuchCommand`` -> (the command name, "no such command"); ``NoSuchOption`` -> (the option,
+    "no such option[; did you mean ...]"); ``BadParameter`` / ``MissingParameter`` -> (the option or
+    argument, click's own explanation); ``FileError`` -> (the file, the reason); anything else ->
+    (the command path, the message).
+    """
+    if isinstance(exc, click.exceptions.NoSuchCommand) or (
+        isinstance(exc, click.UsageError) and exc.message.startswith("No such command")
+    ):
+        name = getattr(exc, "cmd_name", None) or exc.message.partition("'")[2].rpartition("'")[0] or "command"
+        return name, "no such command"
+    if isinstance(exc, click.exceptions.NoSuchOption):
+        extra = f"; did you mean {', '.join(exc.possibilities)}?" if exc.possibilities else ""
+        return exc.option_name, "no such option" + extra
+    if isinstance(exc, click.exceptions.FileError):
+        return str(exc.ui_filename), _one_line(exc.message)
+    where = _hint_of(exc)
+    if isinstance(exc, click.exceptions.MissingParameter):
+        kind = {"argument": "argument", "option": "option"}.get(exc.param_type or getattr(exc.param, "param_type_name", ""), "parameter")
+        extra = f": {_one_line(exc.message)}" if exc.message else ""
+        return where or "mtp-audit", f"missing {kind}{extra}"
+    if isinstance(exc, click.BadParameter):
+        return where or "mtp-audit", _one_line(exc.message)
+    if where:
+        message = _one_line(exc.message)
+        for prefix in (f"Option '{where}' ", f"Option {where} "):
+            if message.startswith(prefix):
+                message = message[len(prefix):]
+        return where, message
+    ctx = getattr(exc, "ctx", None)
+    return (ctx.command_path if ctx is not None else "mtp-audit"), _one_line(exc.format_message())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (never raises, never prints a traceback unless
     ``MTP_AUDIT_DEBUG=1``)."""
@@ -66,19 +129,16 @@ def main(argv: list[str] | None = None) -> int:
         rv: Any = cli.main(args=argv, prog_name="mtp-audit", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
-    except click.UsageError as exc:  # bad command, option or value: one line, like every input error
-        ctx = exc.ctx
-        where = ctx.command_path if ctx is not None else "mtp-audit"
-        click.echo(f"mtp-audit: error: {exc.format_message()} (see '{where} --help')", err=True)
-        return 2
-    except click.ClickException as exc:  # e.g. click.BadParameter raised by a callback
-        click.echo(f"mtp-audit: error: {exc.format_message()}", err=True)
+    except click.ClickException as exc:  # bad command, option or value: one line, like every input error
+        where, problem = usage_error_parts(exc)
+        hint = f" (see '{exc.ctx.command_path} --help')" if isinstance(exc, click.UsageError) and exc.ctx is not None else ""
+        click.echo(one_line(f"mtp-audit: error: {where}: {problem}{hint}"), err=True)
         return 2
     except click.exceptions.Abort:
         click.echo("mtp-audit: aborted", err=True)
         return 130
     except InputError as exc:
-        click.echo(f"mtp-audit: error: {exc}", err=True)
+        click.echo(f"mtp-audit: error: {one_line(str(exc))}", err=True)
         return 2
     except KeyboardInterrupt:
         click.echo("mtp-audit: interrupted", err=True)
@@ -93,8 +153,8 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("MTP_AUDIT_DEBUG") == "1":
             traceback.print_exc()
         click.echo(
-            f"mtp-audit: internal error: {type(exc).__name__}: {exc} "
-            "(set MTP_AUDIT_DEBUG=1 for the traceback and report it)",
+            one_line(f"mtp-audit: internal error: {type(exc).__name__}: {exc} "
+                     "(set MTP_AUDIT_DEBUG=1 for the traceback and report it)"),
             err=True,
         )
         return EXIT_INTERNAL

@@ -16,7 +16,7 @@ from mtp_audit.cli.kit import emit, output_options
 @click.option("--facts", "facts_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Replay facts stored with --save-facts instead of collecting them.")
 @click.option("--save-facts", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the collected machine facts (JSON) to FILE for later --facts replays.")
+              help="Write the collected machine facts (JSON) to FILE ('-': stdout) for later --facts replays.")
 @click.option("--probe", is_flag=True, help="Run one tiny FP4 GEMM on GPU 0 against a BF16 reference (needs torch and a GPU; time-boxed).")
 @click.option("--import-torch", is_flag=True, help="Import torch (in a child process) to read its arch list; off by default.")
 @click.option("--engine", type=click.Choice(["sglang", "vllm"]), default=None,
@@ -38,7 +38,6 @@ def preflight(env_dumps: tuple[Path, ...], facts_file: Path | None, save_facts: 
     """
     import json
 
-    from mtp_audit.cli.kit import write_atomic
     from mtp_audit.errors import InputError
     from mtp_audit.preflight import preflight as run
 
@@ -55,6 +54,6 @@ def preflight(env_dumps: tuple[Path, ...], facts_file: Path | None, save_facts: 
             click.echo(f"probe ran: {line}", err=True)
         for r in p["results"]:
             click.echo(f"probe result: {r['path']}: {r['status']}" + (f" ({r.get('error')})" if r.get("error") else f" rel_error={r.get('rel_error')}"), err=True)
-    if save_facts is not None:
-        write_atomic(save_facts, json.dumps(pf["machine"], indent=1, sort_keys=False) + "\n")
-    return emit(report, fmt, output, fail_on)
+    facts_text = json.dumps(pf["machine"], indent=1, sort_keys=False) + "\n"
+    # written by emit, after every output is checked against every input (nothing is written otherwise)
+    return emit(report, fmt, output, fail_on, also_write=[("--save-facts", save_facts, facts_text)])

@@ -44,4 +44,7 @@ def sglang(targets: tuple[str, ...], baseline: Path | None, fmt: str, output: Pa
             report = diff_sglang(old, new)
         else:
             report = new
-    return emit(report, fmt, output, fail_on)
+    from mtp_audit.cli.kit import installed_package_folder
+
+    # with no TARGET the installed package is audited: its files are inputs too
+    return emit(report, fmt, output, fail_on, protected=installed_package_folder("sglang") if not targets else ())

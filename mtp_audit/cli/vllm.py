@@ -43,4 +43,7 @@ def vllm(targets: tuple[str, ...], baseline: Path | None, fmt: str, output: Path
             report = diff_vllm(old, new)
         else:
             report = new
-    return emit(report, fmt, output, fail_on)
+    from mtp_audit.cli.kit import installed_package_folder
+
+    # with no TARGET the installed package is audited: its files are inputs too
+    return emit(report, fmt, output, fail_on, protected=installed_package_folder("vllm") if not targets else ())

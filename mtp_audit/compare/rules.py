@@ -19,7 +19,8 @@ from mtp_audit.report.rules import Example, Rule
 from mtp_audit.synth.shards import shard_bytes
 
 ANALYZER = "compare"
-RESEARCH = "../shared/research/checkpoint_formats.md"
+# Maintainers' research notes behind these sources (not shipped; user-facing sources cite the
+# public reports, code and files those notes name): ../shared/research/checkpoint_formats.md
 
 # MiMo-7B MTP module names: the layout table's verified list (real index jj8127/mimo_kor @ 1bdf82c).
 _MTP_NAMES = MIMO7B_MTP_NAMES
@@ -131,11 +132,10 @@ MTP050 = Rule(
         "or remove the MTP declaration from config.json and serve without --speculative-algorithm NEXTN."
     ),
     sources=(
-        f"{RESEARCH} §7.1 (repack silently dropped the MTP layer)",
         "https://github.com/vllm-project/vllm/pull/35548 (lukealonso/GLM-5-NVFP4 has no MTP weights)",
         "https://github.com/NVIDIA/Model-Optimizer/issues/750",
         "https://github.com/vllm-project/llm-compressor/pull/2482",
-        "../shared/realdata/bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding (config declares 1, index has 0 mtp.*)",
+        "https://huggingface.co/bryce-hoehn/Qwen3.5-25B-REAP-A3B-Coding (config declares 1 MTP layer, the index has no mtp.* tensor)",
     ),
     basis="bug report",
     examples=(
@@ -161,7 +161,7 @@ MTP051 = Rule(
         "lenient, run the draft with uninitialised projections."
     ),
     fix="Re-export the MTP layer completely; compare the derived index against the base's MTP tensor names.",
-    sources=(f"{RESEARCH} §7.5 and §7.7", "https://github.com/osaurus-ai/vmlx-swift/pull/388"),
+    sources=("https://github.com/osaurus-ai/vmlx-swift/pull/388",),
     basis="bug report",
     examples=(
         Example(
@@ -189,7 +189,7 @@ MTP052 = Rule(
         "spellings); renamed tensors are skipped or mistaken for trunk layers."
     ),
     fix="Keep the base's MTP tensor names and num_hidden_layers, or use an engine version that knows the new names.",
-    sources=(f"{RESEARCH} §7.8 (wrong MTP layer index / renamed prefixes)", "https://github.com/vllm-project/vllm/issues/52111"),
+    sources=("SGLang deepseek_nextn.py hf_to_sglang_mapper (amd/DeepSeek-R1-0528-MXFP4 renames model.layers.61)", "https://github.com/vllm-project/vllm/issues/52111"),
     basis="bug report",
     examples=(
         Example(True, _pair(mimo_checkpoint(), mimo_checkpoint(mtp="model.layers.2")), note="model.mtp_layers.0.* became model.layers.2.*"),
@@ -218,7 +218,7 @@ MTP053 = Rule(
         "Model-Optimizer PR #1124) so engines build it unquantized."
     ),
     sources=(
-        f"{RESEARCH} §5 (the 1553 MTP tensors incident) and §7.3-§7.4",
+        "nvidia/Qwen3.5-397B-A17B-NVFP4 hf_quant_config.json (excludes mtp.layers.0*; 1,553 MTP tensors stored BF16)",
         "https://github.com/vllm-project/vllm/pull/38832",
         "https://github.com/NVIDIA/Model-Optimizer/pull/1124",
     ),
@@ -245,7 +245,7 @@ MTP054 = Rule(
         "`model.layers.N+i`) and how many experts it has; a change that the tensors do not follow breaks loading."
     ),
     fix="Keep the base's values unless the tensors were changed to match (then say so in the model card).",
-    sources=(f"{RESEARCH} §1 and §7.10 (config drift around MTP)", "https://github.com/unslothai/unsloth-zoo/pull/847"),
+    sources=("https://github.com/unslothai/unsloth-zoo/pull/847",),
     basis="bug report",
     examples=(
         Example(True, _pair(mimo_checkpoint(), mimo_checkpoint(declared=0)), note="num_nextn_predict_layers 1 -> 0, tensors kept"),

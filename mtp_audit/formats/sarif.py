@@ -16,10 +16,21 @@ from mtp_audit.report import Finding, Location, Report, Suppression
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
+def _uri(path: str) -> str:
+    """Percent-encoded relative URI of ``path``. A name that is not UTF-8 on disk reaches us with
+    ``surrogateescape`` code points (``\\udcff``); it is encoded back to its original bytes, which
+    ``quote`` percent-encodes (``%FF``), so the URI names the real file and never raises."""
+    try:
+        raw = path.encode("utf-8", errors="surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate that no file name decodes to
+        raw = path.encode("utf-8", errors="surrogatepass")
+    return quote(raw)
+
+
 def _physical(loc: Location) -> dict[str, Any] | None:
     if not loc.path:
         return None
-    phys: dict[str, Any] = {"artifactLocation": {"uri": quote(loc.path), "uriBaseId": "%SRCROOT%"}}
+    phys: dict[str, Any] = {"artifactLocation": {"uri": _uri(loc.path), "uriBaseId": "%SRCROOT%"}}
     if loc.line is not None:
         region: dict[str, Any] = {"startLine": loc.line}
         if loc.column is not None:
@@ -116,7 +127,7 @@ def render(report: Report) -> str:
         {
             "level": "warning" if g.blocking else "note",
             "message": {"text": f"[{g.analyzer}] {g.message}"},
-            **({"locations": [{"physicalLocation": {"artifactLocation": {"uri": quote(g.path)}}}]} if g.path else {}),
+            **({"locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(g.path)}}}]} if g.path else {}),
         }
         for g in report.gaps
     ]

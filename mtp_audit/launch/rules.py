@@ -154,7 +154,8 @@ def _files(*, env: str = SM120_ENV, new: bool = False, draft: bool = False, **ck
 
 _LS = ("python", "-m", "sglang.launch_server", "--model-path", "ckpt")
 _NEXTN = _LS + ("--speculative-algorithm", "NEXTN")
-RES = "../shared/research"
+# Maintainers' research notes behind these sources (not shipped; user-facing sources cite the
+# public reports, code and files those notes name): ../shared/research
 
 
 def _ex(fires: bool, note: str, args: tuple[str, ...], **files: object) -> Example:
@@ -228,7 +229,7 @@ RULES: tuple[Rule, ...] = (
       "Qwen3.5-25B-A3B keeps mtp_num_hidden_layers=1 in config.json but ships 0 of its mtp.* tensors.",
       "Drop the --speculative-* options (the corrected command does), or use a checkpoint that ships its MTP weights.",
       ("sglang 0.5.9 sglang/srt/models/qwen3_5_mtp.py:213-218 (load_weights skips non-mtp names)",
-       "fixtures/checkpoint/bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding", f"{RES}/checkpoint_formats.md"),
+       "fixtures/checkpoint/bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding"),
       "real checkpoint",
       (_ex(True, "NEXTN on a checkpoint without mtp.* tensors", _NEXTN, mtp=False),
        _ex(False, "NEXTN on a checkpoint with its MTP layer", _NEXTN))),
@@ -262,7 +263,7 @@ RULES: tuple[Rule, ...] = (
       "4x its FP4 size. SGLang loads the draft after sizing the target's KV cache, so the draft comes out of the remaining "
       "memory; at low --tp-size it shrinks the KV cache or fails at start-up.",
       "Raise --tp-size, lower --mem-fraction-static, or use a checkpoint whose MTP layer is quantized.",
-      (f"{RES}/checkpoint_formats.md §5 (Qwen3.5 NVFP4 MTP in BF16)", "sglang/srt/server_args.py moe_tp_size = tp_size // ep_size"),
+      ("nvidia/Qwen3.5-397B-A17B-NVFP4 hf_quant_config.json (its MTP layer is stored BF16)", "sglang/srt/server_args.py moe_tp_size = tp_size // ep_size"),
       "real checkpoint",
       (_ex(True, "NEXTN loads the MTP layer", _NEXTN),
        _ex(False, "no speculative decoding: the MTP layer is not loaded", _LS))),
@@ -272,7 +273,7 @@ RULES: tuple[Rule, ...] = (
       "When the checkpoint declares no quantization SGLang keeps the CLI method and builds FP4 layers that the BF16/FP16 "
       "tensors do not fit; an NVFP4 method on MXFP4 weights (or the reverse) reads scales of the wrong shape.",
       "Drop --quantization and let SGLang read the checkpoint's quantization config (the corrected command does).",
-      ("sglang/srt/configs/model_config.py ModelConfig._verify_quantization (0.5.9 :837-930)", f"{RES}/checkpoint_formats.md"),
+      ("sglang/srt/configs/model_config.py ModelConfig._verify_quantization (0.5.9 :837-930)",),
       "code",
       (_ex(True, "modelopt_fp4 on an unquantized checkpoint", _LS + ("--quantization", "modelopt_fp4")),
        _ex(False, "modelopt_fp4 on a ModelOpt NVFP4 checkpoint", _LS + ("--quantization", "modelopt_fp4"), nvfp4=True))),
@@ -535,7 +536,7 @@ VLLM_RULES: tuple[Rule, ...] = (
       "recipe written for an older release silently runs another MoE kernel.",
       "Remove the variable; choose the FP4/MoE kernel with --moe-backend (0.24+).",
       ("vllm 0.11.0 vllm/envs.py VLLM_USE_FLASHINFER_MOE_FP4", "vllm 0.33.0 vllm/envs.py (no VLLM_USE_FLASHINFER_MOE_FP4), "
-       "vllm/engine/arg_utils.py:1845 --moe-backend", f"{RES}/vllm_speculative.md (0.24 env-var retirement)"),
+       "vllm/engine/arg_utils.py:1845 --moe-backend", "wheel:vllm-0.20.0:vllm/envs.py vs wheel:vllm-0.24.0:vllm/envs.py (0.24 env-var retirement)"),
       "code",
       (_vex(True, "VLLM_USE_FLASHINFER_MOE_FP4=1 on a vLLM whose envs.py does not define it",
             ("VLLM_USE_FLASHINFER_MOE_FP4=1",) + _VS + _spec(method="mtp", num_speculative_tokens=1)),

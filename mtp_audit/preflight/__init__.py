@@ -23,8 +23,8 @@ __all__ = ["preflight", "load_facts_file"]
 _RULE_REASON = re.compile(r"MTP\d{3}: ")
 
 
-def load_facts_file(path: Path):  # -> MachineFacts
-    """Read a stored facts JSON (``--save-facts`` output).
+def load_facts_file(path: str | Path):  # -> MachineFacts
+    """Read a stored facts JSON (``--save-facts`` output); ``path`` is a ``str`` or a ``Path``.
 
     Raises:
         InputError: unreadable, not JSON, or not a facts document.
@@ -33,6 +33,7 @@ def load_facts_file(path: Path):  # -> MachineFacts
     from mtp_audit.preflight.facts import MachineFacts
     from mtp_audit.sources.bounded import read_json_bounded
 
+    path = Path(path)
     data = read_json_bounded(path, limit=64 * 1024 * 1024, display=str(path))
     try:
         return MachineFacts.from_dict(data)
@@ -110,8 +111,8 @@ def _answer(vs: list[dict[str, Any]], verdict: str, findings: Sequence[Any], an:
 
 def preflight(
     *,
-    env_dumps: Sequence[Path] = (),
-    facts_file: Path | None = None,
+    env_dumps: Sequence[str | Path] | str | Path = (),
+    facts_file: str | Path | None = None,
     facts: Any = None,
     launch: Sequence[str] | None = None,
     probe: bool = False,
@@ -130,8 +131,9 @@ def preflight(
     (merged in order), or else the live machine.
 
     Args:
-        env_dumps: pasted environment dumps (sglang check_env, torch/vllm/flashinfer collect_env, nvidia-smi).
-        facts_file: a stored facts JSON to replay.
+        env_dumps: pasted environment dumps (sglang check_env, torch/vllm/flashinfer collect_env, nvidia-smi),
+            as ``str`` or ``Path``; a single path is accepted as one dump.
+        facts_file: a stored facts JSON to replay (``str`` or ``Path``).
         facts: an already-built :class:`~mtp_audit.preflight.facts.MachineFacts`.
         launch: tokens of the intended launch command (after ``--``), or ``None``.
         probe: run the tiny FP4 GEMM probe (live machine only; needs torch and a GPU).
@@ -167,6 +169,11 @@ def preflight(
     from mtp_audit.preflight.rules import RULES_BY_ID
     from mtp_audit.report import Gap, Location
 
+    if isinstance(env_dumps, (str, Path)):
+        env_dumps = [env_dumps]
+    env_dumps = [Path(p) for p in env_dumps]
+    facts_file = Path(facts_file) if facts_file is not None else None
+
     from mtp_audit.preflight import engine as eng
 
     if engine is not None and engine not in eng.ENGINES:
@@ -198,7 +205,13 @@ def preflight(
         for p in env_dumps:
             text = read_dump(p)
             dump_formats.append((p.name, detect_formats(text)))
-            m = parse_dump(text, display=str(p))
+            try:
+                m = parse_dump(text, display=str(p))
+            except ValueError as exc:  # int() of a number of more than 4300 digits, wherever the dump has one
+                if "digits" not in str(exc):
+                    raise
+                raise InputError(str(p), "holds a number of more than 4300 digits where a count or index belongs; "
+                                         "not an environment dump") from None
             # dumps of two machines merged silently would describe a machine that does not exist
             for q, earlier in seen:
                 why = earlier.conflict_with(m)

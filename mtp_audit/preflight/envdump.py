@@ -162,6 +162,9 @@ def _with_freeform(facts: MachineFacts, free: MachineFacts) -> MachineFacts:
 # --- helpers -----------------------------------------------------------------------------------
 
 
+_HUGE_NUMBER = re.compile(r"\d{33}")
+
+
 def _line_of(text: str, pos: int) -> int:
     """1-based line of offset ``pos``: bisect in a line-start index built once per text (linear parsing)."""
     return index_for(text).line_of(pos)
@@ -200,11 +203,14 @@ def _kv(text: str, key: str, fmt: str, *, value: str = r"(\S+)") -> Fact:
     v = m.group(1).strip()
     if v.lower() in ("could not collect", "n/a", "none", "not set"):
         return Fact.absent(f"{fmt} says '{key}: {v}'", source=f"{fmt} line {_line_of(text, m.start(1))}")
+    if _HUGE_NUMBER.search(v):  # no version has such a number (and int() refuses more than 4300 digits)
+        return Fact.absent(f"{fmt} '{key}' value is not a version (it holds a number of more than 32 digits)",
+                           source=f"{fmt} line {_line_of(text, m.start(1))}")
     return Fact.of(v, f"{fmt} line {_line_of(text, m.start(1))}")
 
 
 def _cuda_from_torch_tag(version: Fact) -> Fact:
-    m = re.search(r"\+cu(\d+)(\d)$", str(version.value or ""))
+    m = re.search(r"\+cu(\d{1,6})(\d)$", str(version.value or ""))
     if not version.present:
         return Fact.absent("torch version not shown")
     if not m:

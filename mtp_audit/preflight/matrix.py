@@ -25,9 +25,16 @@ def load() -> dict[str, Any]:
     return json.loads(text)
 
 
+#: Most digits one version component may have; longer runs are not versions (see :func:`parse_version`).
+MAX_VERSION_DIGITS = 32
+_HUGE_NUMBER = re.compile(r"\d{%d}" % (MAX_VERSION_DIGITS + 1))
+
+
 def parse_version(text: str | None) -> Version | None:
-    """PEP 440 version of ``text`` with any local tag (``+cu130``) kept; ``None`` if unparsable."""
-    if not text:
+    """PEP 440 version of ``text`` with any local tag (``+cu130``) kept; ``None`` if unparsable or if it
+    holds a number of more than :data:`MAX_VERSION_DIGITS` digits (no real version does; ``int`` refuses
+    more than 4300)."""
+    if not text or _HUGE_NUMBER.search(str(text)):
         return None
     try:
         return Version(str(text).strip())
@@ -102,5 +109,7 @@ def driver_floor(cuda: str) -> tuple[str, str] | None:
 
 
 def version_tuple(text: str) -> tuple[int, ...]:
-    """``"580.95.05"`` -> ``(580, 95, 5)`` for numeric comparison of driver versions."""
-    return tuple(int(x[:18]) for x in re.findall(r"\d+", text))
+    """``"580.95.05"`` -> ``(580, 95, 5)`` for numeric comparison of driver versions. A component of more
+    than :data:`MAX_VERSION_DIGITS` digits is read as its first :data:`MAX_VERSION_DIGITS` (never a
+    ``ValueError`` from ``int``'s 4300-digit limit)."""
+    return tuple(int(x[:MAX_VERSION_DIGITS]) for x in re.findall(r"\d+", text))

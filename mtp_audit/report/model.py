@@ -10,6 +10,7 @@ modelscan's split of findings from what could not be examined).
 from __future__ import annotations
 
 import enum
+import types
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -264,6 +265,22 @@ class Target:
         return {"analyzer": self.analyzer, "name": self.name}
 
 
+class _combiner:
+    """Descriptor for a function of ``*reports``: on the class it is that function
+    (``Report.merge(a, b)``), on an instance the instance comes first (``a.merge(b)``)."""
+
+    def __init__(self, func: Any) -> None:
+        self.func = func
+        self.__doc__ = func.__doc__
+        self.__name__ = func.__name__
+        self.__wrapped__ = func
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self.func
+        return types.MethodType(self.func, obj)
+
+
 @dataclass(frozen=True)
 class Report:
     """The result of one or more analyzers, the only thing formatters and the CLI see.
@@ -323,18 +340,32 @@ class Report:
             tool_version=__version__,
         )
 
-    def merge(self, *others: Report) -> Report:
-        """Combine reports from several analyzers (``mtp-audit launch``); each finding keeps its rule id.
+    @_combiner
+    def merge(*reports: Report) -> Report:
+        """Combine reports from several analyzers (``mtp-audit launch``) into one; each finding keeps
+        its rule id.
 
-        Facts are merged by analyzer key; a later report's key replaces an earlier one's.
+        A combiner, callable on the class or on a report: ``Report.merge(a, b, c)`` and
+        ``a.merge(b, c)`` give the same report. Targets keep their order; findings and gaps are
+        de-duplicated and sorted; facts are merged by analyzer key (a later report's key replaces an
+        earlier one's); ``tool_version`` is the first report's.
+
+        Raises:
+            ValueError: no report given.
+            TypeError: an argument is not a :class:`Report`.
         """
-        targets = list(self.targets)
-        findings = list(self.findings)
-        gaps = list(self.gaps)
-        facts = dict(self.facts)
-        ids = set(self.rule_ids)
-        ignored = list(self.ignored)
-        for o in others:
+        if not reports:
+            raise ValueError("Report.merge needs at least one report")
+        for r in reports:
+            if not isinstance(r, Report):
+                raise TypeError(f"Report.merge combines Report objects, not {type(r).__name__}")
+        targets: list[Target] = []
+        findings: list[Finding] = []
+        gaps: list[Gap] = []
+        facts: dict[str, Any] = {}
+        ids: set[str] = set()
+        ignored: list[IgnoredFinding] = []
+        for o in reports:
             targets += o.targets
             findings += o.findings
             gaps += o.gaps
@@ -347,7 +378,7 @@ class Report:
             gaps=tuple(sorted(set(gaps), key=lambda g: (g.analyzer, g.path or "", g.message))),
             facts=facts,
             rule_ids=tuple(sorted(ids)),
-            tool_version=self.tool_version,
+            tool_version=reports[0].tool_version,
             ignored=tuple(sorted(set(ignored), key=lambda i: i.finding.sort_key())),
         )
 

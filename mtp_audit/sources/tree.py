@@ -23,6 +23,7 @@ import os
 import re
 import stat
 import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,8 +38,27 @@ MAX_SOURCE_BYTES = 4 * 1024 * 1024
 #: Largest .whl accepted (bytes); sglang 0.5.23's wheel is 39 MB.
 MAX_WHEEL_BYTES = 512 * 1024 * 1024
 
-#: Largest total of uncompressed .py bytes read from a wheel (zip-bomb bound).
-MAX_WHEEL_PY_BYTES = 1024 * 1024 * 1024
+#: Largest total of .py bytes read from one tree (counted as actually inflated for wheels, whatever the
+#: members declare): the zip-bomb bound. sglang 0.5.23 holds 65 MB of .py files; past the bound the
+#: remaining files are not examined (one note says so).
+MAX_TREE_PY_BYTES = 256 * 1024 * 1024
+
+#: Old name of :data:`MAX_TREE_PY_BYTES`.
+MAX_WHEEL_PY_BYTES = MAX_TREE_PY_BYTES
+
+#: Bytes inflated per step while reading a wheel member (memory stays bounded by the per-file limit).
+_CHUNK = 1 << 20
+
+#: What reading a corrupt, truncated, encrypted or exotic zip member can raise (zlib.error for a corrupt
+#: deflate stream, NotImplementedError for an unknown compression method, RuntimeError when encrypted).
+ZIP_ERRORS: tuple[type[BaseException], ...] = (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, RuntimeError, EOFError,
+                                               zlib.error, NotImplementedError, ValueError, OverflowError)
+try:
+    import lzma
+
+    ZIP_ERRORS += (lzma.LZMAError,)
+except ImportError:  # pragma: no cover - Python built without lzma
+    pass
 
 #: Folder names skipped inside the package (tests, benchmarks, examples).
 SKIP_DIRS = frozenset({"test", "tests", "benchmark", "benchmarks", "examples", "__pycache__"})
@@ -95,6 +115,8 @@ class SourceTree:
     package: EnginePackage | None = None
     _zip: zipfile.ZipFile | None = None
     _root: Path | None = None
+    _read_total: int = 0
+    _over_budget: int = 0
 
     @property
     def marker_path(self) -> str:
@@ -103,8 +125,15 @@ class SourceTree:
         return f"{self.prefix}/{self.package.marker}"
 
     def read(self, rel: str) -> bytes | None:
-        """Bytes of ``rel`` (at most :data:`MAX_SOURCE_BYTES`), or ``None`` when unreadable (a note is added)."""
+        """Bytes of ``rel`` (at most :data:`MAX_SOURCE_BYTES`), or ``None`` when it is not examined (a note
+        says why: unreadable, corrupt, over the per-file limit, or the tree's :data:`MAX_TREE_PY_BYTES`
+        already spent). Wheel members are inflated lazily in chunks and the bytes actually inflated are
+        counted (a member's declared size can lie); reading stops at the bound. Never raises for a
+        defect of the tree."""
         handle = self.files[rel]
+        if self._read_total >= MAX_TREE_PY_BYTES:
+            self._budget_spent(rel)
+            return None
         try:
             if self._zip is not None:
                 info = handle
@@ -112,22 +141,55 @@ class SourceTree:
                 if info.file_size > MAX_SOURCE_BYTES:
                     self.notes.append((rel, f"{info.file_size} bytes, over the {MAX_SOURCE_BYTES}-byte limit; not examined"))
                     return None
-                with self._zip.open(info) as fh:
-                    return fh.read(MAX_SOURCE_BYTES + 1)[: MAX_SOURCE_BYTES + 1]
+                return self._inflate(rel, info)
             assert isinstance(handle, Path)
-            return read_bytes_bounded(handle, MAX_SOURCE_BYTES, display=rel)
+            data = read_bytes_bounded(handle, MAX_SOURCE_BYTES, display=rel)
+            self._read_total += len(data)
+            return data
         except InputError as exc:
             self.notes.append((rel, f"{exc.problem}; not examined"))
-        except (OSError, zipfile.BadZipFile, RuntimeError, EOFError) as exc:  # corrupt member, bad CRC
+        except ZIP_ERRORS as exc:  # corrupt member, bad CRC, corrupt deflate stream, unsupported method
             self.notes.append((rel, f"cannot read ({type(exc).__name__}: {exc}); not examined"))
         return None
+
+    def _inflate(self, rel: str, info: zipfile.ZipInfo) -> bytes | None:
+        assert self._zip is not None
+        chunks: list[bytes] = []
+        size = 0
+        with self._zip.open(info) as fh:
+            while True:
+                chunk = fh.read(_CHUNK)
+                if not chunk:
+                    break
+                size += len(chunk)
+                self._read_total += len(chunk)
+                if size > MAX_SOURCE_BYTES:
+                    self.notes.append((rel, f"inflates to more than the {MAX_SOURCE_BYTES}-byte limit "
+                                            f"(declares {info.file_size}); not examined"))
+                    return None
+                if self._read_total > MAX_TREE_PY_BYTES:
+                    self._budget_spent(rel)
+                    return None
+                chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _budget_spent(self, rel: str) -> None:
+        """Record that ``rel`` (and every later file) is not examined: the tree's byte bound is spent."""
+        self._over_budget += 1
+        note = (f"the tree's .py files exceed {MAX_TREE_PY_BYTES} bytes (zip-bomb bound); this file and "
+                f"{self._over_budget - 1} later one(s) not examined")
+        for i, (r, n) in enumerate(self.notes):
+            if n.startswith("the tree's .py files exceed"):
+                self.notes[i] = (r, note)
+                return
+        self.notes.append((rel, note))
 
     def fingerprint(self) -> str:
         """SHA-1 over every listed file's path, size and content stamp: the zip member's CRC-32 for
         wheels, ``mtime_ns`` for folders. Used as the whole-tree cache key (a changed file changes it)."""
         import hashlib
 
-        h = hashlib.sha1(f"{self.kind}\0{self.version}\0".encode())
+        h = hashlib.sha1(f"{self.kind}\0{self.version}\0".encode("utf-8", "surrogatepass"))
         for rel in sorted(self.files):
             handle = self.files[rel]
             if isinstance(handle, zipfile.ZipInfo):
@@ -138,9 +200,9 @@ class SourceTree:
                     stamp = f"{st.st_size}:{st.st_mtime_ns}"
                 except OSError:
                     stamp = "?"
-            h.update(f"{rel}\0{stamp}\n".encode())
+            h.update(f"{rel}\0{stamp}\n".encode("utf-8", "surrogatepass"))
         for rel, note in self.notes:
-            h.update(f"note {rel} {note}\n".encode())
+            h.update(f"note {rel} {note}\n".encode("utf-8", "surrogatepass"))
         return h.hexdigest()
 
     def close(self) -> None:
@@ -305,11 +367,10 @@ def _wheel(path: Path, shown: str, package: EnginePackage) -> SourceTree:
     try:
         zf = zipfile.ZipFile(path)
         infos = zf.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+    except ZIP_ERRORS as exc:
         raise InputError(shown, f"not a readable wheel (zip): {exc}") from None
     pkg_name = package.name
     tree = SourceTree(display=path.name, kind="wheel", prefix=pkg_name, package=package, _zip=zf)
-    total = 0
     for info in infos:
         name = info.filename
         if info.is_dir() or not name.endswith(".py"):
@@ -323,11 +384,7 @@ def _wheel(path: Path, shown: str, package: EnginePackage) -> SourceTree:
         if ".." in parts or name.startswith("/"):
             tree.notes.append((name, "entry path leaves the tree; not examined"))
             continue
-        total += info.file_size
-        if total > MAX_WHEEL_PY_BYTES:
-            zf.close()
-            raise InputError(shown, f"wheel's .py files exceed {MAX_WHEEL_PY_BYTES} bytes uncompressed")
-        tree.files[name] = info
+        tree.files[name] = info  # sizes are bounded when read (declared sizes can lie)
     if not tree.files:
         zf.close()
         raise InputError(shown, f"{_not_a(package)} wheel: no {pkg_name}/*.py files inside")
@@ -335,8 +392,8 @@ def _wheel(path: Path, shown: str, package: EnginePackage) -> SourceTree:
     for info in infos:
         if info.filename.endswith(".dist-info/METADATA") and info.file_size < (1 << 20):
             try:
-                m = _METADATA_VERSION_RE.search(zf.read(info))
-            except (zipfile.BadZipFile, OSError, RuntimeError, EOFError):
+                m = _METADATA_VERSION_RE.search(zf.read(info))  # stops at the declared size (< 1 MiB)
+            except ZIP_ERRORS:
                 m = None
             if m:
                 tree.version = m.group(1).decode("ascii", "replace")

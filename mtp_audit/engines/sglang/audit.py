@@ -43,6 +43,15 @@ def _scan_job(job: tuple[str, bytes, bool]) -> tuple[str, dict[str, Any]]:
     return rel, scan_file(rel, data, server)
 
 
+#: Largest file put through the ast + libcst pass (bytes); SGLang 0.5.23's largest such file is 121 KB,
+#: 0.5.9's 250 KB. A larger one is not parsed (a blocking gap says so): libcst runs at about 0.4 MB/s
+#: on a 2-core machine, so this and MAX_SERVER_PASS_BYTES bound the audit of any tree to about 25 s.
+MAX_SERVER_PASS_FILE = 1024 * 1024
+
+#: Most bytes put through the ast + libcst pass in one tree; SGLang 0.5.23 puts 1.1 MB (66 files) through it,
+#: 0.5.9 0.46 MB (5 files).
+MAX_SERVER_PASS_BYTES = 8 * 1024 * 1024
+
 #: Files to parse before a cold scan shows a progress bar (a warm, cached scan parses none).
 PROGRESS_MIN_FILES = 20
 
@@ -62,6 +71,7 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
     stats = {"files": len(tree.files), "parsed": 0, "cached": 0, "bytes": 0}
     from mtp_audit.engines.sglang.scan import ENTRY_HINT, scan_env
 
+    server_bytes = 0
     n = workers if workers is not None else _workers()
     pool: Any = None
     futures: dict[str, Any] = {}
@@ -73,6 +83,13 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
                 continue
             stats["bytes"] += len(data)
             server = wants_server_pass(rel, data)
+            if server and (len(data) > MAX_SERVER_PASS_FILE or server_bytes + len(data) > MAX_SERVER_PASS_BYTES):
+                over = (f"{len(data)} bytes, over the {MAX_SERVER_PASS_FILE}-byte limit" if len(data) > MAX_SERVER_PASS_FILE
+                        else f"the tree's server-argument files exceed {MAX_SERVER_PASS_BYTES} bytes")
+                results[rel] = {"env": scan_env(data), "entry": [], "gap": f"{over} for the ast + libcst pass; not parsed"}
+                continue
+            if server:
+                server_bytes += len(data)
             if not server and not ENTRY_HINT.search(data):
                 results[rel] = {"env": scan_env(data), "entry": [], "gap": None}
                 continue
@@ -147,7 +164,7 @@ class _Consts:
         r = self.results.get(rel)
         if r is None or "consts" not in r:
             data = self.tree.read(rel) if rel in self.tree.files else None
-            if data is None:
+            if data is None or len(data) > MAX_SERVER_PASS_FILE:
                 return None
             r = scan_file(rel, data, True)
             self.results[rel] = r

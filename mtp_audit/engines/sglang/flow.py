@@ -49,7 +49,7 @@ def _parse(tree: SourceTree, rel: str) -> ast.Module | None:
         return None
     try:
         return ast.parse(data.decode("utf-8", "replace"))
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, MemoryError, RecursionError):  # deep nesting overflows the parser's stack
         return None
 
 

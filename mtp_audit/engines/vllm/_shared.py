@@ -14,8 +14,9 @@ from mtp_audit.engines.code.cache import store as cache_store
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
 from mtp_audit.report.rules import Example, Rule
 from mtp_audit.sources.bounded import read_bytes_bounded, read_json_bounded
+from mtp_audit.sources.tree import ZIP_ERRORS
 
-__all__ = ["InputError", "read_bytes_bounded", "read_json_bounded", "Evidence", "Finding", "Gap", "Location",
+__all__ = ["InputError", "ZIP_ERRORS", "read_bytes_bounded", "read_json_bounded", "Evidence", "Finding", "Gap", "Location",
            "Report", "Severity", "Example", "Rule", "cache_folder", "cache_load", "cache_store"]
 
 

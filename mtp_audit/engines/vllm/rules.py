@@ -323,7 +323,9 @@ RULES: tuple[Rule, ...] = (
         why="This is how a target checkpoint becomes its own MTP draft: DeepSeek-V3 -> deepseek_mtp -> DeepSeekMTPModel. "
             "It is applied to every draft, including an explicit draft_model, and never logged.",
         fix="Check that your checkpoint's model_type / architectures appear in the chains; otherwise pass an explicit draft.",
-        sources=("vllm/config/speculative.py:148-200 (0.11.0), :711-1170 (0.33.0)", "../shared/research/vllm_speculative.md §6"),
+        sources=("vllm/config/speculative.py:148-200 (0.11.0), :711-1170 (0.33.0)",
+                 "https://github.com/vllm-project/vllm/pull/12755 (DeepSeek MTP spec decode)",
+                 "https://github.com/vllm-project/vllm/pull/25232 (MTP method names consolidated into mtp)"),
         basis="code",
         examples=(
             Example(True, {_SP: _OVERRIDE, _REG: _REG_OK}, note="deepseek_v3 -> deepseek_mtp -> DeepSeekMTPModel"),
@@ -470,7 +472,7 @@ RULES: tuple[Rule, ...] = (
         why="A removed variable is ignored: 0.24.0 retired ten FP4/MoE variables in favour of --moe-backend, and an old "
             "setting then only triggers the 'Unknown vLLM environment variable' warning.",
         fix="Use the replacement flag (e.g. --moe-backend) named in the new version's docs.",
-        sources=("vllm/envs.py (0.20.0 vs 0.33.0)", "../shared/research/vllm_speculative.md §10"),
+        sources=("vllm/envs.py (0.20.0 vs 0.33.0)",),
         basis="code",
         examples=(
             Example(True, _diff({_ENVS: _ENV_OLD, _SP: _NO_ALIAS}, {_ENVS: _ENV_NEW, _SP: _NO_ALIAS}), args=("--diff",), note="FP4 variable gone"),

@@ -25,7 +25,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mtp_audit.engines.vllm._shared import InputError, read_bytes_bounded
+from mtp_audit.engines.vllm._shared import ZIP_ERRORS, InputError, read_bytes_bounded
 
 #: Largest source file read (bytes). The largest file read, ``v1/worker/gpu_model_runner.py`` of
 #: 0.33.0, is ~330 KB.
@@ -118,7 +118,7 @@ class VllmTree:
         except InputError as exc:
             self.notes.append((rel, f"{exc.problem}; not examined"))
             return None
-        except (OSError, zipfile.BadZipFile, RuntimeError, EOFError) as exc:
+        except ZIP_ERRORS as exc:  # corrupt member, bad CRC, corrupt deflate stream (zlib.error), unknown method
             self.notes.append((rel, f"cannot read ({type(exc).__name__}: {exc}); not examined"))
             return None
         self.bytes_read += len(data)
@@ -268,7 +268,7 @@ def _wheel(path: Path, shown: str) -> VllmTree:
     try:
         zf = zipfile.ZipFile(path)
         infos = zf.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+    except ZIP_ERRORS as exc:
         raise InputError(shown, f"not a readable wheel (zip): {exc}") from None
     if len(infos) > MAX_MEMBERS:
         zf.close()
@@ -293,7 +293,7 @@ def _wheel(path: Path, shown: str) -> VllmTree:
         if info.filename.endswith(".dist-info/METADATA") and info.filename.startswith("vllm-") and info.file_size < (1 << 20):
             try:
                 m = _METADATA_VERSION_RE.search(zf.read(info))
-            except (zipfile.BadZipFile, OSError, RuntimeError, EOFError):
+            except ZIP_ERRORS:
                 m = None
             if m:
                 tree.version = m.group(1).decode("ascii", "replace")
