@@ -29,6 +29,7 @@ META_SETTINGS = "mtp_audit.settings"
 META_IGNORES = "mtp_audit.ignore"
 META_VERBOSE = "mtp_audit.verbose"
 META_CONFIG_DIR = "mtp_audit.config_dir"
+META_CONFIG_FILE = "mtp_audit.config_file"
 
 #: The table name in pyproject.toml.
 TABLE = "mtp-audit"
@@ -124,6 +125,7 @@ def _config_callback(ctx: click.Context, _param: click.Parameter, value: Path | 
     settings = load_settings(found, explicit=value is not None) if found is not None else Settings()
     ctx.meta[META_SETTINGS] = settings
     ctx.meta[META_CONFIG_DIR] = found.resolve().parent if found is not None else None
+    ctx.meta[META_CONFIG_FILE] = found
     return value
 
 
@@ -209,6 +211,14 @@ def warn_expired(resolved: Resolved) -> None:
     for ig in resolved.expired:
         click.echo(f"mtp-audit: warning: {ig.source}: the ignore of {ig.rule_id} expired on {ig.expires} and no longer "
                    f"applies (reason was: {ig.reason})", err=True)
+
+
+def config_files() -> list[Path]:
+    """The settings file the running command read (``--config`` or the discovered ``pyproject.toml``), as a
+    list for the outputs' protected set (``[]`` when none was read)."""
+    ctx = click.get_current_context(silent=True)
+    found = ctx.meta.get(META_CONFIG_FILE) if ctx is not None else None
+    return [found] if found is not None else []
 
 
 def verbose() -> bool:

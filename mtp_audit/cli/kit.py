@@ -413,7 +413,7 @@ def emit(
     Raises:
         InputError: an output would overwrite an input or collides with another output, or a write fails.
     """
-    from mtp_audit.cli.config import settings_for, verbose, warn_expired
+    from mtp_audit.cli.config import config_files, settings_for, verbose, warn_expired
     from mtp_audit.formats import render
     from mtp_audit.formats.summary import verdict_line
     from mtp_audit.report import Severity, exit_code
@@ -431,7 +431,7 @@ def emit(
     plan: dict[str, Path | str | None] = {"--output": output if output is not None else STDOUT}
     for option, path, _ in also_write:
         plan[option] = path
-    check_outputs(input_paths(report, extra=protected), plan)
+    check_outputs(input_paths(report, extra=[*protected, *config_files()]), plan)
     # every file is staged (written to a temporary file beside it) before any is put in place, so a
     # failing output (missing folder, full disk) leaves nothing written
     staged: list[_Staged] = []

@@ -7,6 +7,7 @@ from mtp_audit.formats.summary import (
     closing_sections,
     gap_text,
     headline_facts,
+    printable,
     verdict_line,
     verdict_word,
 )
@@ -14,7 +15,7 @@ from mtp_audit.report import Report, Severity, exit_code
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return printable(text.replace("|", "\\|").replace("\n", " "))
 
 
 def render(report: Report, *, fail_on: Severity | None = Severity.ERROR) -> str:

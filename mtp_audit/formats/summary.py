@@ -27,13 +27,23 @@ def verdict_line(report: Report) -> str:
     return "; ".join(parts) + f"; status: {word}"
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)]}
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters (C0, DEL, C1: newlines, terminal escape sequences) written as ``\\xNN``,
+    so a value read from an audited file (an ``architectures`` entry, a dump's GPU name) cannot start a new
+    report line, fake a verdict or recolour the terminal."""
+    return text.translate(_CONTROL)
+
+
 def _show(value: Any) -> str:
     """A fact value as a person reads it: ``yes``/``no`` for booleans, ``-`` for null."""
     if value is None:
         return "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    return str(value)
+    return printable(str(value))
 
 
 def _flatten(facts: Any, depth: int = 0) -> list[str]:
@@ -82,17 +92,17 @@ def closing_sections(report: Report) -> list[tuple[str, list[str]]]:
         closing = facts.get("closing") if isinstance(facts, dict) else None
         if not isinstance(closing, dict):
             continue
-        lines = [str(x) for x in closing.get("lines") or [] if isinstance(x, (str, int, float))]
+        lines = [printable(str(x)) for x in closing.get("lines") or [] if isinstance(x, (str, int, float))]
         if lines:
-            out.append((str(closing.get("title") or analyzer), lines))
+            out.append((printable(str(closing.get("title") or analyzer)), lines))
     return out
 
 
 def gap_text(gap: Gap) -> str:
     """A gap's message, prefixed with its file when the message does not already name it."""
     if gap.path and not gap.message.startswith(gap.path) and gap.path not in gap.message:
-        return f"{gap.path}: {gap.message}"
-    return gap.message
+        return printable(f"{gap.path}: {gap.message}")
+    return printable(gap.message)
 
 
 #: Exit code -> the word the text report opens with (exit 0 is ``PASS``, or ``WARN`` when findings remain).
@@ -100,10 +110,13 @@ VERDICT_WORDS = {1: "FAIL", 3: "INCONCLUSIVE"}
 
 
 def verdict_word(report: Report, code: int) -> str:
-    """``FAIL`` (exit 1), ``INCONCLUSIVE`` (exit 3), else ``WARN`` when a warning or error remains
-    below ``--fail-on``, else ``PASS``."""
+    """``FAIL`` (exit 1), ``INCONCLUSIVE`` (exit 3), else ``ERROR`` when an error remains below ``--fail-on``
+    (``--fail-on never``: the consequence is the same, only the exit code differs), ``WARN`` when a warning
+    remains, else ``PASS``."""
     if code in VERDICT_WORDS:
         return VERDICT_WORDS[code]
+    if report.at_least(Severity.ERROR):
+        return "ERROR"
     return "WARN" if report.status is Status.FINDINGS else "PASS"
 
 
@@ -115,7 +128,12 @@ def answer_lines(report: Report) -> list[str]:
     facts = report.facts.get(analyzer) if analyzer else None
     given = facts.get("answer") if isinstance(facts, dict) else None
     if isinstance(given, list) and given and all(isinstance(x, str) for x in given):
-        return [str(x) for x in given[:2]]
+        lines = [printable(str(x)) for x in given[:2]]
+        # the answer is built from the facts; an ignored finding it names is still true, so say it is ignored
+        ignored = sorted({i.finding.rule_id for i in report.ignored if i.finding.rule_id in lines[0]}) if report.ignored else []
+        if ignored:
+            lines[0] += f" [{', '.join(ignored)} ignored by configuration]"
+        return lines
     errors = sorted({f.rule_id for f in report.findings if f.severity.label == "error"})
     if errors:
         return [f"{len(report.at_least(Severity.ERROR))} error finding(s): {', '.join(errors)}"]

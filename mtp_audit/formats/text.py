@@ -37,7 +37,7 @@ from mtp_audit.report import Finding, Report, Severity, exit_code
 #: Longest message on a finding line without ``verbose`` (characters).
 MESSAGE_LIMIT = 200
 
-_WORD_STYLE = {"FAIL": ("red", "✗"), "INCONCLUSIVE": ("magenta", "?"), "WARN": ("yellow", "!"), "PASS": ("green", "✓")}
+_WORD_STYLE = {"FAIL": ("red", "✗"), "ERROR": ("red", "✗"), "INCONCLUSIVE": ("magenta", "?"), "WARN": ("yellow", "!"), "PASS": ("green", "✓")}
 _SEVERITY_STYLE = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "blue"}
 
 
