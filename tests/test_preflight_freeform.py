@@ -10,6 +10,7 @@ import pytest
 from mtp_audit.cli.main import main
 from mtp_audit.errors import InputError
 from mtp_audit.preflight.envdump import parse_dump, read_dump
+from mtp_audit.preflight.freeform import parse_freeform
 from mtp_audit.preflight.gpus import cc_from_name, lookup, table
 from mtp_audit.preflight.lineindex import LineIndex
 
@@ -197,3 +198,19 @@ def test_large_dump_is_linear():
     small, big = chunk * 200, chunk * 1600
     t0 = time.perf_counter(); parse_dump(small); t1 = time.perf_counter(); parse_dump(big); t2 = time.perf_counter()
     assert (t2 - t1) < 8 * max(t1 - t0, 0.05) + 1.0  # 8x the input: about 8x the time, not 64x
+
+
+def test_several_products_in_running_text_are_a_conflict_not_a_mixed_machine(tmp_path):
+    """Found by a fresh-user run: prose that names two products ("my friend has an RTX 5090 and a GB10")
+    was read as one machine with two GPUs and gave an MTP202 error. Two products outside any GPU line do not
+    say which the machine has: the GPU list is a conflict and the answer is 'could not tell' (exit 3)."""
+    from mtp_audit.cli.main import main
+
+    p = tmp_path / "env.txt"
+    p.write_text("Driver Version: 580.95.05\nWe tried it on an RTX 5090 and then on a GB10, same result.\n")
+    facts = parse_freeform(p.read_text())
+    assert facts.gpus == () and "2 different GPU products outside a GPU line" in str(facts.gpu_list.missing)
+    assert main(["preflight", "--env-dump", str(p), "-o", str(tmp_path / "r.txt")]) == 3
+    # one product in running text is still read (the prose reports in fixtures/preflight/envdumps/freeform/)
+    one = parse_freeform("Driver Version: 580.95.05\nWe run it on 2x RTX 5090 GPUs.\n")
+    assert [g.name.value for g in one.gpus] == ["RTX 5090", "RTX 5090"]

@@ -14,9 +14,9 @@ from typing import Any
 
 from mtp_audit.checkpoint import rules as R
 from mtp_audit.checkpoint.accounting import (
-    mtp_attention_bytes,
     expert_facts,
     linear_formats,
+    mtp_attention_bytes,
     mtp_bytes,
     summarize_formats,
     trunk_format_counts,

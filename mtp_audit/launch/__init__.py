@@ -73,9 +73,8 @@ def audit_launch(
     from mtp_audit.launch.outcome import diff_outcomes
 
     toks = split_command(list(argv))
-    from mtp_audit.launch.vllm_command import vllm_entry
-
     from mtp_audit.errors import InputError as _InputError
+    from mtp_audit.launch.vllm_command import vllm_entry
 
     if vllm_entry(toks) is not None:
         from mtp_audit.launch.vllm_launch import audit_vllm_launch

@@ -30,7 +30,6 @@ from mtp_audit.launch.context import (
     COMPLETE_CONDITION_SHAPES,
     DRAFT,
     DRAFT_ALGORITHMS,
-    EP,
     FP4_QUANT_FORMAT,
     MEM_FRACTION,
     MODEL,

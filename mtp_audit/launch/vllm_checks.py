@@ -34,7 +34,13 @@ from typing import Any
 
 from mtp_audit.errors import InputError
 from mtp_audit.launch.context import Machine, fmt_bytes, loc_of
-from mtp_audit.launch.vllm_command import SPEC_SHORTHAND, VllmCommand, parse_vllm_command, rebuild_vllm, spec_json
+from mtp_audit.launch.vllm_command import (
+    SPEC_SHORTHAND,
+    VllmCommand,
+    parse_vllm_command,
+    rebuild_vllm,
+    spec_json,
+)
 from mtp_audit.launch.vllm_eval import UNKNOWN, Evaluator
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
 

@@ -843,7 +843,7 @@ def check_vllm_fp4(ctx: Context) -> None:
             failed = True
             what = ("vLLM raises \"Found VLLM_USE_FLASHINFER_MOE_FP4=1, but no FlashInfer NVFP4 MoE backend supports the configuration\""
                     if req.backend == "flashinfer" else
-                    f"an explicit choice is not replaced by a fallback: model loading fails (\"NvFp4 MoE backend ... does not support the deployment configuration\")"
+                    "an explicit choice is not replaced by a fallback: model loading fails (\"NvFp4 MoE backend ... does not support the deployment configuration\")"
                     if req.kind == "moe" else "an explicit choice is not replaced by a fallback: model loading (or the first FP4 GEMM) fails")
             ctx.add("MTP231", f"{req.via}: vLLM's {req.backend_on(cc)} NVFP4 {'MoE' if req.kind == 'moe' else 'GEMM'} cannot run on {label} "
                     f"({g.name.value}, {sm_name(cc)}); {what}", gpu=at,

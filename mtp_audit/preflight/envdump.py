@@ -23,12 +23,18 @@ list, and the fact's ``source`` says so.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from dataclasses import replace
+from functools import lru_cache
 from pathlib import Path
 
 from mtp_audit.errors import InputError
-from mtp_audit.preflight.facts import PACKAGES, PARTIAL_GPU_LIST, Fact, GpuFacts, MachineFacts
+from mtp_audit.preflight.facts import (
+    PACKAGES,
+    PARTIAL_GPU_LIST,
+    Fact,
+    GpuFacts,
+    MachineFacts,
+)
 from mtp_audit.preflight.freeform import found_anything, parse_freeform
 from mtp_audit.preflight.lineindex import index_for
 from mtp_audit.preflight.matrix import cc_from_name

@@ -301,6 +301,16 @@ def parse_freeform(text: str) -> MachineFacts:
                 same.cc = Fact.absent(f"conflict: line {same.line} gives {_ccs(same.cc.value)}, line {g.line} gives {_ccs(g.cc.value)}", source=FMT)
             if not same.mem.present and g.mem.present:
                 same.mem = g.mem
+        # Several different products named only in running text ("my friend has an RTX 5090 and a GB10"),
+        # with no GPU line among them, do not say which of them this machine has: reading them as one mixed
+        # machine would invent facts (and an MTP202 error). They become a conflict: "could not tell".
+        prose_conflict = None
+        if len(merged) > 1 and any(not (g.key and _GPU_KEYS.match(g.key)) for g in merged) and not any(g.key and _GPU_PROPER.match(g.key) for g in merged):
+            listed = "; ".join(f"{g.name} (line {g.line})" for g in merged[:6])
+            prose_conflict = (f"conflict: the free-form text names {len(merged)} different GPU products outside a GPU line "
+                              f"({listed}); which of them this machine has is not said")
+            notes.append(prose_conflict + "; not used")
+            merged = []
         out: list[GpuFacts] = []
         how: list[str] = []
         for g in merged:
@@ -309,7 +319,8 @@ def parse_freeform(text: str) -> MachineFacts:
             for _ in range(n):
                 out.append(GpuFacts(index=len(out), name=Fact.of(g.name, f"{FMT} line {g.line}"), compute_capability=g.cc, memory_bytes=g.mem))
         gpus_out = tuple(out)
-        gpu_list = Fact.of(len(out), f"{FMT}: " + "; ".join(how)) if out else Fact.absent("the free-form text names no GPU")
+        gpu_list = (Fact.of(len(out), f"{FMT}: " + "; ".join(how)) if out else
+                    Fact.absent(prose_conflict, source=FMT) if prose_conflict else Fact.absent("the free-form text names no GPU"))
     if bare_cuda:
         notes.append("free-form CUDA version(s) without saying which CUDA (driver, toolkit or torch build); not used: " + ", ".join(bare_cuda[:5]))
     packages = {name: seen.fact(notes) for name, seen in sorted(pkgs.items())}

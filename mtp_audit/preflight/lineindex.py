@@ -12,8 +12,8 @@ at most one int per line of a 64 MiB text.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from array import array
+from bisect import bisect_right
 
 _NL = re.compile("\n")
 

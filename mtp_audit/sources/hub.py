@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import os
 import re
 import struct
 import tempfile

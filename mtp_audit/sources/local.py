@@ -15,8 +15,8 @@ import struct
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from functools import partial
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import chain, repeat
 from operator import itemgetter, mul, rshift, sub
 from pathlib import Path

@@ -224,7 +224,7 @@ def open_tree(target: str | Path | None, package: EnginePackage) -> SourceTree:
         return _installed(package)
     p = Path(target)
     shown = str(target)
-    name, inner, title = package.name, package.inner, package.title
+    name, inner = package.name, package.inner
     if not os.path.lexists(p):
         raise InputError(shown, "no such file or folder")
     if p.is_file():

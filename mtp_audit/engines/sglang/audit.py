@@ -103,7 +103,9 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
             if server and n > 1:
                 if pool is None:
                     import multiprocessing
-                    from concurrent.futures import ProcessPoolExecutor  # here: a warm audit never needs it
+                    from concurrent.futures import (
+                        ProcessPoolExecutor,  # here: a warm audit never needs it
+                    )
 
                     ctx = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
                     pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx)

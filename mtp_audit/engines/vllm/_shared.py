@@ -7,10 +7,10 @@ content-addressed scan cache in :mod:`mtp_audit.engines.code.cache`.
 
 from __future__ import annotations
 
-from mtp_audit.errors import InputError
 from mtp_audit.engines.code.cache import cache_dir as _sglang_cache_dir
 from mtp_audit.engines.code.cache import load as cache_load
 from mtp_audit.engines.code.cache import store as cache_store
+from mtp_audit.errors import InputError
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
 from mtp_audit.report.rules import Example, Rule
 from mtp_audit.sources.bounded import read_bytes_bounded, read_json_bounded

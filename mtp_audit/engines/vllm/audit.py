@@ -12,7 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.engines.vllm import scan
-from mtp_audit.engines.vllm._shared import Gap, Report, cache_folder, cache_load, cache_store
+from mtp_audit.engines.vllm._shared import (
+    Gap,
+    Report,
+    cache_folder,
+    cache_load,
+    cache_store,
+)
 from mtp_audit.engines.vllm.target import VllmTree, open_target
 
 ANALYZER = "vllm"
