@@ -311,3 +311,29 @@ def test_missing_shard_and_sidecar(tmp_path):
     assert m9.location.path == "mtp.safetensors" and m9.location.symbol == "model.layers.2.eh_proj.weight"
     assert rep.facts["checkpoint"]["shards"]["unindexed"] == ["mtp.safetensors"]
     assert rep.facts["checkpoint"]["summary"]["sglang_mtp_usable"] is False
+
+
+def test_first_line_agrees_with_the_findings(tmp_path):
+    """Found by a fresh-user run: a malformed shard gave 'FAIL: ... there is no index and no shard to check ...
+    could not tell', and an MTP-only shard with no config.json said 'no MTP layers declared and no MTP tensors'."""
+    from mtp_audit.cli.main import main
+    from mtp_audit.formats import render
+
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "config.json").write_text(json.dumps({"architectures": ["MiMoForCausalLM"], "model_type": "mimo",
+                                                 "num_hidden_layers": 2, "num_nextn_predict_layers": 1}))
+    head = json.dumps({"model.mtp_layers.0.x": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 99999]}}).encode()
+    (bad / "model.safetensors").write_bytes(struct.pack("<Q", len(head)) + head + b"\0" * 4)
+    rep = audit_checkpoint(bad)
+    assert [f.rule_id for f in rep.findings] == ["MTP013"]
+    first = render(rep, "text").splitlines()[0]
+    assert first.startswith("FAIL: config.json declares 1 MTP layer, but no shard header could be read (model.safetensors)")
+    assert "no shard to check" not in first and "(MTP013)" in first
+    assert main(["checkpoint", str(bad), "-o", str(tmp_path / "r.txt")]) == 1
+
+    solo = tmp_path / "solo"
+    solo.mkdir()
+    (solo / "mtp.safetensors").write_bytes(tiny({"mtp.fc.weight": ("BF16", [4, 8])}))
+    first = render(audit_checkpoint(solo / "mtp.safetensors"), "text").splitlines()[0]
+    assert first.startswith("PASS: 1 MTP tensor ships but there is no config.json to declare them")

@@ -227,10 +227,20 @@ def _answer(summary: dict[str, Any], decl: Any, usable: bool | None, blocking: l
     if usable is False and blocking:
         ships = "the checkpoint ships none" if not n else f"its {n:,} MTP tensors are not usable"
         return [f"{what} but {ships}; --speculative-algorithm NEXTN will not get working MTP heads ({', '.join(blocking)})"]
+    if usable is False and n:
+        why = "there is no config.json to declare them" if facts.config is None else "config.json declares no MTP layer"
+        return [f"{n:,} MTP tensor{'s ship' if n != 1 else ' ships'} but {why}; --speculative-algorithm NEXTN will not load "
+                "them as a draft"]
     if usable is False:
         return ["no MTP layers declared and no MTP tensors: speculative decoding would need a separate draft model"]
     if not facts.tensors_known:
-        return [f"{what or 'MTP'}, but there is no index and no shard to check that the MTP tensors ship: could not tell"]
+        if facts.index_file is None and not facts.shards_present:
+            return [f"{what or 'MTP'}, but there is no index and no shard to check that the MTP tensors ship: could not tell"]
+        if blocking:
+            return [f"{what or 'the checkpoint'}, but no shard header could be read ({', '.join(sorted(facts.problems)[:2]) or 'see not examined'}): "
+                    f"the load fails before the MTP heads matter ({', '.join(blocking)})"]
+        return [f"{what or 'MTP'}, but no readable index or shard header lists the tensors "
+                f"({', '.join(sorted(facts.problems)[:2]) or 'see not examined'}), so whether the MTP tensors ship could not be checked: could not tell"]
     gap = next((g.message for g in facts.gaps if g.blocking), "see 'not examined'")
     return [f"could not tell whether --speculative-algorithm NEXTN gets working MTP heads: {gap}"]
 
