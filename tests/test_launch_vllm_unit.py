@@ -150,3 +150,24 @@ def test_api_server_positional_model_is_ignored() -> None:
     assert rebuild_vllm(c, model_option=True) == ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "ck", "--spec-tokens", "1"]
     c = parse_vllm_command(["vllm", "serve", "ck"], True)
     assert c.ignored_positional is None and c.problems == []
+
+
+def test_tree_warnings_that_do_not_concern_the_checkpoint_are_info_for_the_launch():
+    """Found by a fresh-user run: MTP407 (speculators checkpoints) made a MiMo launch 'WARN' although its
+    config.json has no speculators_config, and MTP410 (DeepSeek-V3.2 enforce_eager) stayed a warning on Qwen3.5."""
+    from mtp_audit.engines.vllm.rules import RULES
+    from mtp_audit.launch.vllm_checks import tree_errors_relaxed
+    from mtp_audit.report import Location, Report, Severity
+
+    by_id = {r.id: r for r in RULES}
+    fs = [by_id["MTP407"].finding("speculators checkpoint replaces --model", Location(path="vllm/config/x.py", line=1)),
+          by_id["MTP410"].finding("enforce_eager forced for deepseek_v32", Location(path="vllm/config/x.py", line=2))]
+    rep = Report.build("vllm", "vllm-0.33.0.whl", findings=fs, rule_ids=["MTP407", "MTP410"])
+    mimo = {"config": {"model_type": "mimo", "text_model_type": None, "speculators_config": False}}
+    out = {f.rule_id: f.severity for f in tree_errors_relaxed(rep, mimo).findings}
+    assert out == {"MTP407": Severity.INFO, "MTP410": Severity.INFO}
+    v32 = {"config": {"model_type": "deepseek_v32", "speculators_config": True}}
+    assert {f.rule_id: f.severity for f in tree_errors_relaxed(rep, v32).findings} == {"MTP407": Severity.WARNING,
+                                                                                      "MTP410": Severity.WARNING}
+    # not audited: not decided, the warnings stay
+    assert {f.severity for f in tree_errors_relaxed(rep, None).findings} == {Severity.WARNING}

@@ -112,6 +112,7 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
             "architectures": list(cfg.architectures),
             "model_type": cfg.model_type,
             "text_model_type": cfg.text_model_type or None,
+            "speculators_config": cfg.speculators,
             "text_config": bool(cfg.text_pointer),
             "num_hidden_layers": cfg.num_hidden_layers,
             "num_experts": cfg.num_experts,

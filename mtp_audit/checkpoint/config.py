@@ -87,6 +87,9 @@ class ModelConfig:
     torch_dtype: str = ""
     blocks_per_layer: int = 1
     raw_quantization: Mapping[str, Any] | None = None
+    #: ``config.json`` has a ``speculators_config`` table: a speculators-format draft checkpoint (vLLM
+    #: ``transformers_utils/configs/speculators``; such a folder replaces ``--model``, rule MTP407).
+    speculators: bool = False
 
 
 #: Plausibility caps. The largest real values (checkpoint_formats.md §2): 3 MTP layers (Step-3.5),
@@ -243,6 +246,7 @@ def parse_config(obj: Any) -> ModelConfig:
         architectures=tuple(archs),
         model_type=model_type,
         text_model_type=text_mt,
+        speculators=isinstance(obj.get("speculators_config"), dict),
         text_pointer=tp,
         num_hidden_layers=n_layers,
         num_experts=n_experts,

@@ -665,17 +665,35 @@ class VEvaluation:
 DECIDED_BY_LAUNCH = ("MTP401", "MTP408")
 
 
-def tree_errors_relaxed(report: Report) -> Report:
+def _applies(rule_id: str, ck: dict[str, Any] | None) -> bool | None:
+    """Whether a vLLM tree warning concerns this launch's checkpoint: MTP407 (speculators checkpoints) only when
+    its config.json has a ``speculators_config``; MTP410 (enforce_eager forced for DeepSeek-V3.2) only for
+    ``model_type`` ``deepseek_v32``. ``None``: not decided here (or the checkpoint was not audited)."""
+    cfg = (ck or {}).get("config") if ck else None
+    if not isinstance(cfg, dict):
+        return None
+    if rule_id == "MTP407":
+        return bool(cfg.get("speculators_config"))
+    if rule_id == "MTP410":
+        return "deepseek_v32" in (cfg.get("model_type"), cfg.get("text_model_type"))
+    return None
+
+
+def tree_errors_relaxed(report: Report, ck: dict[str, Any] | None = None) -> Report:
     """The vLLM analyzer's report with its errors, and the warnings in :data:`DECIDED_BY_LAUNCH`, turned into info:
     they describe the vLLM tree (e.g. MTP402, an alias the validator rejects), and what of them applies to this
     command is reported by the launch checks (MTP320 names the rejected method, MTP321 the replaced one); a tree
-    defect the command does not touch cannot stop this launch. Other warnings (MTP407 speculators checkpoints,
-    MTP410 forced enforce_eager) stay: the launch does not decide them."""
+    defect the command does not touch cannot stop this launch. MTP407 (speculators checkpoints) and MTP410 (forced
+    enforce_eager) become info when the audited checkpoint ``ck`` shows they do not concern it (:func:`_applies`);
+    other warnings stay."""
     import dataclasses
 
     out = [dataclasses.replace(f, severity=Severity.INFO, message=f.message + " (info for this launch: a fact about the vLLM tree; "
                                "what of it applies to this command is reported by the MTP32x launch checks)")
-           if f.severity >= Severity.ERROR or (f.rule_id in DECIDED_BY_LAUNCH and f.severity >= Severity.WARNING) else f
+           if f.severity >= Severity.ERROR or (f.rule_id in DECIDED_BY_LAUNCH and f.severity >= Severity.WARNING) else
+           dataclasses.replace(f, severity=Severity.INFO, message=f.message + " (info for this launch: it does not apply to "
+                               "this checkpoint)")
+           if f.severity >= Severity.WARNING and _applies(f.rule_id, ck) is False else f
            for f in report.findings]
     return dataclasses.replace(report, findings=tuple(out))
 
@@ -768,7 +786,7 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, machi
     check_gpus(ctx)
     reports.append(pf)
     if view is not None:
-        reports.insert(0, tree_errors_relaxed(view.report))
+        reports.insert(0, tree_errors_relaxed(view.report, ctx.ck))
     corrected = None
     if (ctx.spec_changed or ctx.model_fix) and _depth == 0 and cmd.model is not None:
         toks = rebuild_vllm(cmd, ctx.spec_fix, model_option=ctx.model_fix) if ctx.spec_changed else rebuild_vllm(cmd, model_option=True)
