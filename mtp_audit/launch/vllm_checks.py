@@ -708,13 +708,13 @@ def _without_sglang_answer(report: Report) -> Report:
     return dataclasses.replace(report, facts=facts)
 
 
-def _preflight(machine: Machine, argv: list[str], cwd: Path) -> Report:
+def _preflight(machine: Machine, argv: list[str], cwd: Path, vllm_version: str | None = None) -> Report:
     """The preflight on the machine, given the vLLM command and the engine (``--engine``, default ``"vllm"``): it reads
     the command's FP4/MoE options with vLLM's semantics (:func:`mtp_audit.preflight.launch.parse_launch`)."""
     from mtp_audit.preflight import preflight
 
     return preflight(env_dumps=list(machine.env_dumps), facts_file=machine.facts_file, facts=machine.facts, cwd=cwd,
-                     engine=machine.engine or "vllm", launch=argv, use_sglang_analyzer=False)
+                     engine=machine.engine or "vllm", launch=argv, use_sglang_analyzer=False, vllm_version=vllm_version)
 
 
 def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, machine: Machine, env: Mapping[str, str] | None,
@@ -781,7 +781,7 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, machi
         from mtp_audit.launch.analyze import mtp_errors_as_warnings as relax
 
         reports = [relax(r) if r.targets and r.targets[0].analyzer == "checkpoint" else r for r in reports]
-    pf = _preflight(machine, list(argv), cwd)
+    pf = _preflight(machine, list(argv), cwd, (ctx.vf or {}).get("version"))
     ctx.pf = dict(pf.facts.get("preflight") or {})
     check_gpus(ctx)
     reports.append(pf)

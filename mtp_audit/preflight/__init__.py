@@ -124,6 +124,7 @@ def preflight(
     sglang_facts: Mapping[str, Any] | None = None,
     engine: str | None = None,
     use_nvml: bool | None = None,
+    vllm_version: str | None = None,
 ) -> Report:
     """Run the preflight and return its report.
 
@@ -146,6 +147,8 @@ def preflight(
             will run (a wheel, checkout or folder, not necessarily installed here). When given, it is used for the
             flag semantics and the SGLang version whatever the machine source (live, dump or facts file), and the
             installed sglang is not looked up. ``mtp-audit launch`` passes it (added for issue 6).
+        vllm_version: the version of the vLLM source a launch audit names (``--vllm TARGET``); it wins over the
+            machine's installed vllm for version-dependent vLLM checks.
         engine: ``"sglang"`` or ``"vllm"`` (``--engine``): whose semantics the verdict applies. It wins over the
             engine detected from the launch command or the machine facts (a disagreement is evidence on MTP228);
             ``None``: detected (:mod:`mtp_audit.preflight.engine`), SGLang when nothing names one.
@@ -238,7 +241,7 @@ def preflight(
     launch_src = f"launch command '{' '.join(parsed_launch.argv[:3])}'" if parsed_launch is not None else ""
     choice = eng.choose_engine(engine, parsed_launch.engine if parsed_launch is not None else None, launch_src,
                                eng.machine_hint(machine, dump_formats))
-    ctx = an.Context(facts=machine, engine=choice.engine)
+    ctx = an.Context(facts=machine, engine=choice.engine, vllm_version=vllm_version)
     gaps: list[Gap] = []
     # an assumed engine is said on the verdict line ("on SGLang (assumed)") and in MTP228's evidence, not as a gap
     if parsed_launch is not None:

@@ -48,10 +48,13 @@ class Context:
         sglang_facts: ``facts["sglang"]`` of the sglang analyzer, or ``None`` (matrix used instead).
         probe: the ``--probe`` result, or ``None``.
         engine: ``"sglang"`` or ``"vllm"``: whose semantics the checks apply (:mod:`mtp_audit.preflight.engine`).
+        vllm_version: the version of the vLLM source the launch audit names (``--vllm TARGET``), which wins over the
+            machine's installed vllm; ``None`` when none was named.
     """
 
     facts: MachineFacts
     engine: str = "sglang"
+    vllm_version: str | None = None
     launch: Launch | None = None
     quant: CheckpointQuant | None = None
     sglang_facts: dict[str, Any] | None = None
@@ -101,7 +104,12 @@ class Context:
 
     @property
     def vllm(self) -> Version | None:
-        """vLLM version from the facts (``vLLM Version`` of a collect-env dump, or the installed package)."""
+        """vLLM version: the audited vLLM source's (``--vllm TARGET``), else the facts' (``vLLM Version`` of a
+        collect-env dump, or the installed package)."""
+        if self.vllm_version:
+            v = mx.parse_version(self.vllm_version)
+            if v is not None:
+                return v
         return self.version("vllm")
 
     def launch_env(self, name: str) -> str | None:
@@ -816,7 +824,7 @@ def check_vllm_fp4(ctx: Context) -> None:
         if rest:
             ctx.gap(f"vLLM options not checked (no vLLM option table at hand): {', '.join(rest)}")
         vp = ctx.facts.package("vllm")
-        if not vp.present and "not installed" in str(vp.missing):
+        if not vp.present and "not installed" in str(vp.missing) and not ctx.vllm_version:
             ctx.gap("vllm is not installed in this environment: the launch runs a vLLM from elsewhere (or fails to start); "
                     "checks that depend on the vLLM version were skipped")
     requests = _vllm_requests(ctx)
