@@ -155,6 +155,21 @@ def split_command(argv: list[str] | tuple[str, ...]) -> list[str]:
     return toks
 
 
+def split_env_prefix(toks: list[str]) -> tuple[dict[str, str], int]:
+    """``(NAME=VALUE assignments before the program, index of the program token)`` of a shell command, after an
+    optional leading ``env``; the index is ``len(toks)`` when nothing follows the assignments. Shared by the SGLang
+    (:func:`find_entry`) and vLLM (:func:`mtp_audit.launch.vllm_command.vllm_entry`) parsers."""
+    env: dict[str, str] = {}
+    i = 0
+    if i < len(toks) and PurePath(toks[i]).name == "env":
+        i += 1
+    while i < len(toks) and _ENV_ASSIGN.match(toks[i]):
+        k, _, v = toks[i].partition("=")
+        env[k] = v
+        i += 1
+    return env, i
+
+
 def find_entry(toks: list[str]) -> tuple[dict[str, str], str, int]:
     """Locate the SGLang entry point: ``(env assignments, entry, index of the first server argument)``.
 
@@ -164,14 +179,7 @@ def find_entry(toks: list[str]) -> tuple[dict[str, str], str, int]:
     Raises:
         InputError: the command does not start SGLang's server.
     """
-    env: dict[str, str] = {}
-    i = 0
-    if i < len(toks) and PurePath(toks[i]).name == "env":
-        i += 1
-    while i < len(toks) and _ENV_ASSIGN.match(toks[i]):
-        k, _, v = toks[i].partition("=")
-        env[k] = v
-        i += 1
+    env, i = split_env_prefix(toks)
     if i >= len(toks):
         raise InputError("launch command", "only environment assignments, no program")
     prog = PurePath(toks[i]).name

@@ -43,6 +43,17 @@ def _backend(pf: dict[str, Any], key: str, fp4: str | None, audited: bool = True
     return "not resolved (GPU capability unknown or below 10.0; see the preflight facts)"
 
 
+def verdict_sentence(v: str, errors: Sequence[Finding], blocking: Sequence[Gap], findings: Sequence[Finding]) -> str:
+    """The "Verdict: ..." line of "What will happen" (both engines): the error rule ids for ``fix first``, the
+    first blocking gap for ``could not tell``, the warning rule ids for ``go``."""
+    if v == FIX_FIRST:
+        return f"Verdict: fix first ({len(errors)} error(s): " + "; ".join(sorted({f.rule_id for f in errors})) + ")."
+    if v == COULD_NOT_TELL:
+        return f"Verdict: could not tell ({len(blocking)} blocking gap(s): {blocking[0].message})."
+    warn = sorted({f.rule_id for f in findings if f.severity == Severity.WARNING})
+    return "Verdict: go" + (f" (warnings: {', '.join(warn)})." if warn else ".")
+
+
 def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) -> dict[str, Any]:
     """The outcome of one evaluation (:class:`mtp_audit.launch.analyze.Ctx`), given every analyzer's
     findings and gaps. Returns ``{"summary": {...}, "answer": [line, (corrected command)], "closing": {...},
@@ -173,13 +184,7 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
         f"GPUs: {gpu_line}; native FP4: {fp4_verdict or 'unknown'}.",
         f"FP4 checkpoint: {fp4_ckpt}; FP4 GEMM backend: {fp4_gemm}; MoE runner backend: {moe}.",
     ]
-    if v == FIX_FIRST:
-        lines.append(f"Verdict: fix first ({len(errors)} error(s): " + "; ".join(sorted({f.rule_id for f in errors})) + ").")
-    elif v == COULD_NOT_TELL:
-        lines.append(f"Verdict: could not tell ({len(blocking)} blocking gap(s): {blocking[0].message}).")
-    else:
-        warn = sorted({f.rule_id for f in findings if f.severity == Severity.WARNING})
-        lines.append("Verdict: go" + (f" (warnings: {', '.join(warn)})." if warn else "."))
+    lines.append(verdict_sentence(v, errors, blocking, findings))
     if fixed_cmd:
         rest = sorted({f.rule_id for f in errors if not _fixed_by(f, changed, ctx)})
         lines.append(f"Corrected command: {fixed_cmd}" + (f" (still to fix outside the command: {', '.join(rest)})" if rest else ""))

@@ -36,13 +36,13 @@ from pathlib import PurePath
 from typing import Any
 
 from mtp_audit.errors import InputError
+from mtp_audit.launch.command import split_env_prefix
 
 ENTRY_VLLM_SERVE = "vllm serve"
 ENTRY_VLLM_API_SERVER = "python -m vllm.entrypoints.openai.api_server"
 ENTRY_VLLM_CLI_MAIN = "python -m vllm.entrypoints.cli.main serve"
 VLLM_ENTRIES = (ENTRY_VLLM_SERVE, ENTRY_VLLM_API_SERVER, ENTRY_VLLM_CLI_MAIN)
 
-_ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
 #: the shorthand flags and the speculative-config key each fills (0.33.0 arg_utils.py:2108-2112)
 SPEC_SHORTHAND = {"--spec-method": "method", "--spec-model": "model", "--spec-tokens": "num_speculative_tokens"}
@@ -121,14 +121,7 @@ class VllmCommand:
 def vllm_entry(toks: list[str]) -> tuple[dict[str, str], str, int] | None:
     """``(env assignments, entry, index of the first server argument)`` when ``toks`` starts a vLLM
     server, else ``None`` (the command may be SGLang's, see :func:`mtp_audit.launch.command.find_entry`)."""
-    env: dict[str, str] = {}
-    i = 0
-    if i < len(toks) and PurePath(toks[i]).name == "env":
-        i += 1
-    while i < len(toks) and _ENV_ASSIGN.match(toks[i]):
-        k, _, v = toks[i].partition("=")
-        env[k] = v
-        i += 1
+    env, i = split_env_prefix(toks)
     if i >= len(toks):
         return None
     prog = PurePath(toks[i]).name

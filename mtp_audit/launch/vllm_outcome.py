@@ -10,7 +10,13 @@ from typing import Any
 
 from mtp_audit.launch.command import shell_join
 from mtp_audit.launch.context import fmt_bytes
-from mtp_audit.launch.outcome import COULD_NOT_TELL, FIX_FIRST, GO, verdict
+from mtp_audit.launch.outcome import (
+    COULD_NOT_TELL,
+    FIX_FIRST,
+    GO,
+    verdict,
+    verdict_sentence,
+)
 from mtp_audit.report import Finding, Gap, Severity
 
 
@@ -136,13 +142,7 @@ def build_vllm_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap
         f"MTP weights: {mtp_line}.",
         f"GPUs: {gpu_line}; native FP4: {fp4_verdict}.",
     ]
-    if v == FIX_FIRST:
-        lines.append(f"Verdict: fix first ({len(errors)} error(s): " + "; ".join(sorted({f.rule_id for f in errors})) + ").")
-    elif v == COULD_NOT_TELL:
-        lines.append(f"Verdict: could not tell ({len(blocking)} blocking gap(s): {blocking[0].message}).")
-    else:
-        warn = sorted({f.rule_id for f in findings if f.severity == Severity.WARNING})
-        lines.append("Verdict: go" + (f" (warnings: {', '.join(warn)})." if warn else "."))
+    lines.append(verdict_sentence(v, errors, blocking, findings))
     if fixed_cmd:
         tail = ""
         if corrected_check:
