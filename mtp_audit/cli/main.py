@@ -59,13 +59,13 @@ def cli() -> None:
     """
 
 
-_CONTROL = {i: f"\\x{i:02x}" for i in (*range(0x20), 0x7F)} | {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
-
-
 def one_line(text: str) -> str:
     """``text`` with control characters (a newline in a file name, a carriage return, an escape
-    sequence) written as ``\\n`` / ``\\xNN`` escapes, so every error message is exactly one line."""
-    return text.translate(_CONTROL)
+    sequence, C1 controls, line separators, bidi overrides) written as visible escapes
+    (:func:`mtp_audit.formats.escape.escape`), so every error message is exactly one line."""
+    from mtp_audit.formats.escape import escape
+
+    return escape(text)
 
 
 def _one_line(text: str) -> str:
