@@ -402,7 +402,9 @@ def emit(
         fmt: ``text`` / ``json`` / ``markdown`` / ``sarif``.
         output: ``--output`` (``None`` or ``"-"``: stdout).
         fail_on: the ``--fail-on`` value, None when not given.
-        protected: paths the command read beyond what :func:`input_paths` finds on its own.
+        protected: paths the command read beyond what :func:`input_paths` finds on its own (every file
+            opened through :mod:`mtp_audit.sources.bounded` in this run is added too: an installed
+            package's files, ``torch/version.py`` read by the live preflight).
         also_write: further outputs ``(option, path, text)`` (``--save-facts``), written with the report.
 
     Nothing is written unless every output passes :func:`check_outputs` against :func:`input_paths`, and
@@ -431,7 +433,9 @@ def emit(
     plan: dict[str, Path | str | None] = {"--output": output if output is not None else STDOUT}
     for option, path, _ in also_write:
         plan[option] = path
-    check_outputs(input_paths(report, extra=[*protected, *config_files()]), plan)
+    from mtp_audit.sources.bounded import files_read
+
+    check_outputs(input_paths(report, extra=[*protected, *config_files(), *files_read()]), plan)
     # every file is staged (written to a temporary file beside it) before any is put in place, so a
     # failing output (missing folder, full disk) leaves nothing written
     staged: list[_Staged] = []

@@ -269,8 +269,8 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
     """Turn per-file scan results into the public facts (see docs/sglang.md) and gaps."""
     gaps: list[Gap] = []
     consts = _Consts(tree, results)
-    for rel, note in tree.notes:
-        gaps.append(Gap(ANALYZER, f"{rel}: {note}", path=rel, blocking=False))
+    for rel, note in tree.notes:  # a file CPython would decode otherwise than we can: could not tell
+        gaps.append(Gap(ANALYZER, f"{rel}: {note}", path=rel, blocking="(PEP 263)" in note))
     for rel in sorted(results):
         r = results[rel]
         if r.get("gap"):
