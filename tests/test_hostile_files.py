@@ -1,0 +1,235 @@
+"""Hostile files: outputs over files read implicitly, check-then-open races, stale engine-tree caches,
+PEP 263 source encodings, cache entries that are FIFOs or of the wrong shape, signals during a write.
+
+Each test states the invariant it holds; each failed before the fix it names (run on the previous commit).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from hostilekit import cli
+
+from mtp_audit.synth.shards import shard_bytes, tiny
+
+REPO = Path(__file__).resolve().parents[1]
+SERVER_ARGS = (b"class ServerArgs:\n    speculative_algorithm: str = None\n"
+               b"    def __post_init__(self):\n        if self.speculative_algorithm == 'NEXTN':\n"
+               b"            self.speculative_algorithm = 'EAGLE'\n")
+
+
+def _sglang_tree(root: Path, server_args: bytes = SERVER_ARGS) -> Path:
+    srt = root / "sglang" / "srt"
+    srt.mkdir(parents=True)
+    (root / "sglang" / "__init__.py").write_text("")
+    (srt / "server_args.py").write_bytes(server_args)
+    return root
+
+
+# --- outputs over files read implicitly ----------------------------------------------------------------
+
+
+def test_output_never_replaces_a_file_the_live_preflight_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``preflight -o <site-packages>/torch/version.py``: the file the live preflight read is protected."""
+    site = tmp_path / "site"
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text("")
+    version = site / "torch" / "version.py"
+    version.write_text("__version__ = '2.9.0+cu130'\ncuda = '13.0'\n")
+    monkeypatch.syspath_prepend(str(site))
+    code, out, err = cli(["preflight", "-o", str(version)])
+    assert code == 2, err
+    assert "torch/version.py" in err and err.count("\n") == 1
+    assert version.read_text() == "__version__ = '2.9.0+cu130'\ncuda = '13.0'\n"
+
+
+def test_files_read_registry_is_per_run(tmp_path: Path) -> None:
+    """The registry lives in the run: a library call outside any run records nothing, a run records its reads."""
+    from mtp_audit.sources.bounded import files_read, read_bytes_bounded, run_budget
+
+    f = tmp_path / "a.txt"
+    f.write_text("x")
+    read_bytes_bounded(f, 10)
+    assert files_read() == []
+    with run_budget():
+        read_bytes_bounded(f, 10)
+        assert files_read() == [str(f)]
+    assert files_read() == []
+
+
+# --- check-then-open races -----------------------------------------------------------------------------
+
+
+def _strict_shard() -> bytes:
+    """A valid shard whose header the fast path does not certify (a backslash in the metadata), so the
+    strict reader, safetensors included, judges it."""
+    return shard_bytes([("mtp.fc.weight", "BF16", (2, 2))], {"note": "a\\b"})
+
+
+def test_shard_swapped_after_the_read_is_never_reopened(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shard is swapped for a FIFO right after its header was read: the audit neither blocks nor reads
+    the FIFO; safetensors judges the bytes already read (it used to reopen the path and block forever)."""
+    from mtp_audit.sources import local
+
+    (tmp_path / "model.safetensors").write_bytes(_strict_shard())
+    real = local.parse_header_json
+
+    def swap(file: str, raw: bytes):  # type: ignore[no-untyped-def]
+        os.unlink(tmp_path / "model.safetensors")
+        os.mkfifo(tmp_path / "model.safetensors")
+        return real(file, raw)
+
+    monkeypatch.setattr(local, "parse_header_json", swap)
+    result: list[object] = []
+    t = threading.Thread(target=lambda: result.append(local.LocalSource(tmp_path).read_header("model.safetensors")), daemon=True)
+    t.start()
+    t.join(20)
+    if t.is_alive():  # unblock the FIFO reader so the test process can end
+        fd = os.open(tmp_path / "model.safetensors", os.O_WRONLY | os.O_NONBLOCK)
+        os.close(fd)
+        pytest.fail("the audit blocked on a FIFO swapped in after the header was read")
+    assert isinstance(result[0], local.ShardHeader) and list(result[0].tensors) == ["mtp.fc.weight"]
+
+
+def test_shard_swapped_for_a_symlink_out_before_the_open_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between the containment check and the open, the shard becomes a symlink out of the folder: not followed."""
+    from mtp_audit.sources import local
+
+    ck = tmp_path / "ck"
+    ck.mkdir()
+    (ck / "model.safetensors").write_bytes(_strict_shard())
+    outside = tmp_path / "outside.safetensors"
+    outside.write_bytes(tiny({"secret.weight": ("BF16", [1])}))
+    real = local.LocalSource._path
+
+    def checked_then_swapped(self, rel):  # type: ignore[no-untyped-def]
+        path = real(self, rel)
+        os.unlink(path)
+        os.symlink(outside, path)
+        return path
+
+    monkeypatch.setattr(local.LocalSource, "_path", checked_then_swapped)
+    with pytest.raises(local.ReadProblem, match="symlink"):
+        local.LocalSource(ck).read_header("model.safetensors")
+
+
+# --- stale engine-tree cache ---------------------------------------------------------------------------
+
+
+def test_same_size_edit_with_the_mtime_kept_changes_the_tree_key(tmp_path: Path) -> None:
+    from mtp_audit.engines.sglang.target import open_target
+
+    root = _sglang_tree(tmp_path / "t")
+    f = root / "sglang" / "srt" / "server_args.py"
+    before = open_target(root).fingerprint()
+    st = f.stat()
+    f.write_bytes(SERVER_ARGS.replace(b"'EAGLE'", b"'NGRAM'"))  # same length
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert f.stat().st_size == st.st_size and f.stat().st_mtime_ns == st.st_mtime_ns
+    assert open_target(root).fingerprint() != before
+
+
+# --- PEP 263 source encodings --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cookie", [b"# coding: utf-7\n", b"#!/usr/bin/env python\n# -*- coding: utf-16 -*-\n",
+                                    b"# vim: set fileencoding=cp037 :\n"])
+def test_a_non_utf8_cookie_is_could_not_tell(tmp_path: Path, cookie: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file CPython would decode in another encoding is not examined, and the audit cannot pass."""
+    from mtp_audit.engines.sglang import audit_sglang
+
+    monkeypatch.setenv("MTP_AUDIT_CACHE_DIR", "")
+    # utf-7: '+AAoAIA...' hides a line from a UTF-8 reader that CPython runs
+    hidden = b"# coding: utf-7\n" + SERVER_ARGS.replace(b"'EAGLE'", b"'EAGLE' #+AAo-            self.speculative_algorithm = 'NGRAM'")
+    root = _sglang_tree(tmp_path / "t", hidden if cookie == b"# coding: utf-7\n" else cookie + SERVER_ARGS)
+    report = audit_sglang(root)
+    gaps = [g for g in report.gaps if g.path and g.path.endswith("server_args.py")]
+    assert gaps and all(g.blocking for g in gaps) and "PEP 263" in gaps[0].message
+    assert report.inconclusive
+
+
+def test_ascii_file_with_a_latin1_cookie_is_read(tmp_path: Path) -> None:
+    from mtp_audit.sources.tree import source_encoding_problem
+
+    assert source_encoding_problem(b"# -*- coding: latin-1 -*-\nx = 1\n") is None
+    assert source_encoding_problem(b"# -*- coding: latin-1 -*-\nx = '\xe9'\n") is not None
+    assert source_encoding_problem(b"# coding: utf-8\nx = 1\n") is None
+    assert "not one CPython accepts" in (source_encoding_problem(b"# coding: bogus\n") or "")
+
+
+# --- signals during a write ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_signal_during_a_write_leaves_no_temporary_file(tmp_path: Path, sig: int) -> None:
+    """The CLI is stopped while its report sits in the temporary file beside ``-o``: nothing is left."""
+    script = (
+        "import os, signal, sys\n"
+        "import mtp_audit.cli.kit as kit\n"
+        "real = os.chmod\n"
+        "def slow(path, mode, *a, **k):\n"
+        "    real(path, mode, *a, **k)\n"
+        f"    os.kill(os.getpid(), {int(sig)})\n"
+        "kit.os.chmod = slow\n"
+        "from mtp_audit.cli.main import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    out = tmp_path / "out" / "report.json"
+    out.parent.mkdir()
+    proc = subprocess.run([sys.executable, "-c", script, "checkpoint", str(REPO / "fixtures/checkpoint/jj8127--mimo_kor"),
+                           "-f", "json", "-o", str(out)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 128 + int(sig), proc.stderr
+    assert sorted(os.listdir(out.parent)) == []
+    assert proc.stderr.strip().endswith(f"terminated by {signal.Signals(sig).name}")
+    assert "Traceback" not in proc.stderr
+
+
+# --- the scan cache: wrong shapes, FIFOs, devices, symlinks ----------------------------------------------
+
+
+def _cache_entries(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*.json") if p.is_file())
+
+
+@pytest.mark.parametrize("entry", ["{}", "[]", '{"facts": 1, "gaps": 2}', '{"facts": {}, "gaps": [{"x": 1}]}',
+                                   '{"facts": {"scan": []}, "gaps": []}', "null", "fifo", "dev-zero", "symlink-out"])
+def test_scan_cache_entry_of_any_shape_is_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry: str) -> None:
+    """Every scan-cache entry replaced by a hostile one: the next run gives the same report as the first."""
+    from mtp_audit.engines.sglang import audit_sglang
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("MTP_AUDIT_CACHE_DIR", str(cache))
+    root = _sglang_tree(tmp_path / "t")
+    first = audit_sglang(root).to_dict()
+    entries = _cache_entries(cache)
+    assert entries
+    (tmp_path / "secret.json").write_text(json.dumps({"facts": {"x": 1}, "gaps": []}))
+    for p in entries:
+        p.unlink()
+        if entry == "fifo":
+            os.mkfifo(p)
+        elif entry == "dev-zero":
+            os.symlink("/dev/zero", p)
+        elif entry == "symlink-out":
+            os.symlink(tmp_path / "secret.json", p)
+        else:
+            p.write_text(entry)
+    done: list[dict] = []
+    t = threading.Thread(target=lambda: done.append(audit_sglang(root).to_dict()), daemon=True)
+    t.start()
+    t.join(60)
+    assert not t.is_alive(), "a cache entry blocked the audit"
+    again = done[0]
+    for d in (first, again):
+        d["facts"]["sglang"]["scan"].pop("tree_cache", None)
+        for k in ("cache_hits", "cache_misses", "seconds", "workers", "files_scanned", "cached"):
+            d["facts"]["sglang"]["scan"].pop(k, None)
+    assert again["findings"] == first["findings"] and again["gaps"] == first["gaps"]
