@@ -7,6 +7,10 @@ Public API (imported lazily so ``mtp-audit --help`` stays fast):
 - :func:`audit_launch` (``mtp_audit.launch``) -> :class:`Report` (the three analyzers plus launch cross-checks)
 - :class:`Report`, :class:`Finding`, :class:`Gap`, :class:`Severity`, :class:`Location`, :class:`Evidence`
 - :func:`all_rules`, :func:`get_rule`
+
+Every function here checks its arguments (wrong types and unknown keyword arguments raise ``TypeError``
+with one clear line) and runs as one bounded run: :mod:`mtp_audit.api`. ``mtp_audit.preflight(...)``
+works whether or not the ``mtp_audit.preflight`` subpackage has been imported (the subpackage is callable).
 """
 
 from __future__ import annotations
@@ -46,5 +50,10 @@ def __getattr__(name: str) -> Any:
     import importlib
 
     value = getattr(importlib.import_module(module), attr)
-    globals()[name] = value
+    if callable(value) and not isinstance(value, type):
+        from mtp_audit.api import public
+
+        value = public(name, value)
+    if name != "preflight":  # the subpackage of that name replaces the attribute when it is imported
+        globals()[name] = value
     return value

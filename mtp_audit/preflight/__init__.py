@@ -346,3 +346,17 @@ def preflight(
         },
         rule_ids=[r.id for r in RULES],
     )
+
+
+class _CallablePackage(type(__import__("sys"))):  # types.ModuleType
+    """``mtp_audit.preflight`` is both this subpackage and the top-level function: once the subpackage is
+    imported, Python binds ``mtp_audit.preflight`` to it, so calling the package runs the checked function
+    (:func:`mtp_audit.api.public`), as ``mtp_audit.preflight(...)`` promises."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Report:
+        from mtp_audit.api import public
+
+        return public("preflight", preflight)(*args, **kwargs)  # type: ignore[no-any-return]
+
+
+__import__("sys").modules[__name__].__class__ = _CallablePackage
