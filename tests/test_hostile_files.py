@@ -233,3 +233,19 @@ def test_scan_cache_entry_of_any_shape_is_a_miss(tmp_path: Path, monkeypatch: py
         for k in ("cache_hits", "cache_misses", "seconds", "workers", "files_scanned", "cached"):
             d["facts"]["sglang"]["scan"].pop(k, None)
     assert again["findings"] == first["findings"] and again["gaps"] == first["gaps"]
+
+
+# --- python -m mtp_audit inside a hostile checkout -----------------------------------------------------
+
+
+def test_python_m_never_imports_the_current_directory(tmp_path: Path) -> None:
+    """``python -m mtp_audit`` run inside a checkout holding json.py / zipfile.py / tokenize.py imports none."""
+    mark = tmp_path / "RAN"
+    for name in ("json", "zipfile", "tokenize", "typing_extensions", "click"):
+        (tmp_path / f"{name}.py").write_text(f"open({str(mark)!r}, 'w').write('x')\nraise SystemExit('hijacked')\n")
+    _sglang_tree(tmp_path / "co")
+    for argv in (["rules"], ["sglang", "co", "-f", "json"], ["checkpoint", str(REPO / "fixtures/checkpoint/jj8127--mimo_kor")]):
+        proc = subprocess.run([sys.executable, "-m", "mtp_audit", *argv], capture_output=True, text=True, timeout=120,
+                              cwd=tmp_path, env={**os.environ, "MTP_AUDIT_CACHE_DIR": ""})
+        assert not mark.exists(), (argv, proc.stderr)
+        assert proc.returncode in (0, 1, 3) and "hijacked" not in proc.stderr, (argv, proc.stderr)
