@@ -249,3 +249,30 @@ def test_python_m_never_imports_the_current_directory(tmp_path: Path) -> None:
                               cwd=tmp_path, env={**os.environ, "MTP_AUDIT_CACHE_DIR": ""})
         assert not mark.exists(), (argv, proc.stderr)
         assert proc.returncode in (0, 1, 3) and "hijacked" not in proc.stderr, (argv, proc.stderr)
+
+
+# --- quadratic regexes in the env-dump parsers -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", [
+    "Python: 3.11\nGPU 0: x" + " " * 200_000 + "\nGPU 0 Compute Capability: 9.0\n",
+    "NVIDIA-SMI 550.54\n|   0  " + " " * 200_000 + "x\n",
+    "NVIDIA-SMI 550.54 Driver Version: 550.54 CUDA Version: 12.4\n|   0  NVIDIA H200" + " \t" * 100_000 + " On |\n",
+], ids=["check-env-gpu-line", "smi-row", "smi-row-tabs"])
+def test_long_blank_runs_parse_in_linear_time(text: str) -> None:
+    """Before: minutes to hours (a lazy field followed by \\s+ rescans the run). Bound: 5 s with margin."""
+    from mtp_audit.errors import InputError
+    from mtp_audit.preflight.envdump import parse_dump
+
+    box: list[object] = []
+
+    def run() -> None:
+        try:
+            box.append(parse_dump(text))
+        except InputError as exc:
+            box.append(exc)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(5)
+    assert not t.is_alive(), "the env-dump parser is still running after 5 s"
