@@ -276,3 +276,38 @@ def test_long_blank_runs_parse_in_linear_time(text: str) -> None:
     t.start()
     t.join(5)
     assert not t.is_alive(), "the env-dump parser is still running after 5 s"
+
+
+# --- a small wheel must not cost minutes, gigabytes or a huge report ---------------------------------------
+
+
+def test_small_hostile_wheel_is_cheap(tmp_path: Path) -> None:
+    """A ~1 MB wheel: thousands of symlink members with long names and a highly compressible member. The
+    audit stays fast and its report small (notes are capped; a member inflating >100x is not examined)."""
+    import time
+    import zipfile
+
+    whl = tmp_path / "sglang-0.0.0-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("sglang/__init__.py", "")
+        zf.writestr("sglang/srt/server_args.py", SERVER_ARGS)
+        zf.writestr("sglang/srt/bomb.py", b"#" * (60 * 1024 * 1024))
+        for i in range(5000):
+            info = zipfile.ZipInfo(f"sglang/srt/{'d' * 200}/{i}.py")
+            info.external_attr = (0o120777 << 16)
+            zf.writestr(info, "../../../etc/passwd")
+    assert whl.stat().st_size < 4 * 1024 * 1024
+    t0 = time.monotonic()
+    code, out, err = cli(["sglang", str(whl), "-f", "json"])
+    seconds = time.monotonic() - t0
+    assert code in (0, 1, 3), err
+    assert len(out) < 1_000_000, len(out)
+    assert seconds < 30
+    doc = json.loads(out)
+    assert any("more file(s) not examined" in g["message"] for g in doc["gaps"])
+    with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as zf:  # the bomb alone: its own note
+        zf.writestr("sglang/__init__.py", "")
+        zf.writestr("sglang/srt/server_args.py", SERVER_ARGS)
+        zf.writestr("sglang/srt/bomb.py", b"#" * (60 * 1024 * 1024))
+    code, out, err = cli(["sglang", str(whl), "-f", "json"])
+    assert any("zip bomb" in g["message"] for g in json.loads(out)["gaps"]), out[:2000]

@@ -46,6 +46,16 @@ MAX_TREE_PY_BYTES = 256 * 1024 * 1024
 #: Old name of :data:`MAX_TREE_PY_BYTES`.
 MAX_WHEEL_PY_BYTES = MAX_TREE_PY_BYTES
 
+#: Largest ratio of inflated to compressed size of a wheel member (beyond :data:`_RATIO_FLOOR` bytes); real
+#: Python source deflates 3-6x. A member past it is a zip bomb and is not examined.
+MAX_INFLATE_RATIO = 100
+_RATIO_FLOOR = 1 << 20
+
+#: Most notes (files not examined) kept per tree; the rest are counted in one last note, so a wheel of
+#: 100,000 hostile members cannot make a report of hundreds of MB. Names in notes are cut to :data:`MAX_NOTE_NAME`.
+MAX_NOTES = 500
+MAX_NOTE_NAME = 300
+
 #: Bytes inflated per step while reading a wheel member (memory stays bounded by the per-file limit).
 _CHUNK = 1 << 20
 
@@ -90,6 +100,25 @@ class EnginePackage:
     article: str = "a"
 
 
+class BoundedNotes(list):  # type: ignore[type-arg]
+    """A list of ``(path, message)`` notes that keeps at most :data:`MAX_NOTES`; later ones are counted in a
+    last ``("...", "N more file(s) not examined ...")`` entry. Long names are cut to :data:`MAX_NOTE_NAME`."""
+
+    def append(self, item: tuple[str, str]) -> None:  # type: ignore[override]
+        rel, note = item
+        if len(rel) > MAX_NOTE_NAME:
+            rel = rel[:MAX_NOTE_NAME] + f"...({len(rel)} characters)"
+        if len(self) < MAX_NOTES:
+            super().append((rel, note[:2 * MAX_NOTE_NAME + 200]))
+            return
+        over = int(self[-1][1].split(" ", 1)[0]) + 1 if len(self) > MAX_NOTES else 1
+        entry = ("...", f"{over} more file(s) not examined (only the first {MAX_NOTES} notes are listed)")
+        if len(self) > MAX_NOTES:
+            self[-1] = entry
+        else:
+            super().append(entry)
+
+
 @dataclass
 class SourceTree:
     """A readable engine source tree.
@@ -110,7 +139,7 @@ class SourceTree:
     kind: str
     files: dict[str, object] = field(default_factory=dict)
     version: str | None = None
-    notes: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[tuple[str, str]] = field(default_factory=BoundedNotes)
     prefix: str = ""
     package: EnginePackage | None = None
     _zip: zipfile.ZipFile | None = None
@@ -168,6 +197,7 @@ class SourceTree:
         assert self._zip is not None
         chunks: list[bytes] = []
         size = 0
+        ratio_bound = max(_RATIO_FLOOR, MAX_INFLATE_RATIO * info.compress_size)
         with self._zip.open(info) as fh:
             while True:
                 chunk = fh.read(_CHUNK)
@@ -175,6 +205,10 @@ class SourceTree:
                     break
                 size += len(chunk)
                 self._read_total += len(chunk)
+                if size > ratio_bound:
+                    self.notes.append((rel, f"inflates more than {MAX_INFLATE_RATIO} times its compressed size "
+                                            f"({info.compress_size} bytes; a zip bomb?); not examined"))
+                    return None
                 if size > MAX_SOURCE_BYTES:
                     self.notes.append((rel, f"inflates to more than the {MAX_SOURCE_BYTES}-byte limit "
                                             f"(declares {info.file_size}); not examined"))
