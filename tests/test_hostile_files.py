@@ -311,3 +311,32 @@ def test_small_hostile_wheel_is_cheap(tmp_path: Path) -> None:
         zf.writestr("sglang/srt/bomb.py", b"#" * (3 * 1024 * 1024))  # under the 4 MiB per-file limit, ~1000x
     code, out, err = cli(["sglang", str(whl), "-f", "json"])
     assert any("zip bomb" in g["message"] for g in json.loads(out)["gaps"]), out[:2000]
+
+
+# --- totals across files -----------------------------------------------------------------------------------
+
+
+def test_parsed_json_memory_is_a_run_total(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each file is under its own limit, but together (or as ``[{},{},...]``, ~25x in memory) they pass the
+    run's parsed-JSON bound: the rest are 'could not tell' problems, one line each, never MemoryError."""
+    from mtp_audit.sources.bounded import run_budget
+    from mtp_audit.sources.local import LocalSource, ReadProblem
+
+    monkeypatch.setenv("MTP_AUDIT_MAX_JSON_BYTES", str(100 * 1024 * 1024))
+    (tmp_path / "config.json").write_bytes(b"[" + b"{}," * 2_000_000 + b"{}]")
+    src = LocalSource(tmp_path)
+    with run_budget():
+        with pytest.raises(ReadProblem, match="MTP_AUDIT_MAX_JSON_BYTES"):
+            src.read_json("config.json")
+    names = []
+    for i in range(6):  # six shards of ~3 MB headers: 18 MB of text, ~90 MB estimated
+        name = f"model-{i}.safetensors"
+        tensors = [(f"t{j}", "BF16", (1,)) for j in range(60_000)]
+        (tmp_path / name).write_bytes(shard_bytes(tensors, {}))
+        names.append(name)
+    monkeypatch.setenv("MTP_AUDIT_MAX_JSON_BYTES", str(40 * 1024 * 1024))
+    with run_budget():
+        out = src.read_headers(names)
+    bad = [v for v in out.values() if isinstance(v, ReadProblem)]
+    assert bad and all("MTP_AUDIT_MAX_JSON_BYTES" in b.problem for b in bad)
+    assert not isinstance(out[names[0]], ReadProblem)

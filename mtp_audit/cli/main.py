@@ -189,6 +189,10 @@ def _main(argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         click.echo("mtp-audit: interrupted", err=True)
         return 130
+    except MemoryError:  # past every budget: still one line, exit 2, never a traceback
+        click.echo("mtp-audit: error: out of memory while auditing; lower MTP_AUDIT_MAX_JSON_BYTES or audit fewer files at once",
+                   err=True)
+        return 2
     except BrokenPipeError:
         try:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the interpreter's flush at exit

@@ -43,9 +43,10 @@ MAX_TEXT_BYTES = 64 * 1024 * 1024
 #: Bytes read from files in one run: sglang 0.5.23 holds 65 MB of .py files, a 163-shard DeepSeek-V3 ~20 MB
 #: of metadata. ``MTP_AUDIT_MAX_READ_BYTES``.
 MAX_RUN_READ_BYTES = 2 * 1024 * 1024 * 1024
-#: Bytes of JSON parsed in one run (config files, indexes, shard headers): a million-tensor checkpoint has
-#: ~150 MB of headers; parsed JSON costs up to ~8x its text in memory. ``MTP_AUDIT_MAX_JSON_BYTES``.
-MAX_RUN_JSON_BYTES = 384 * 1024 * 1024
+#: Estimated memory (bytes) of the JSON parsed in one run (config files, indexes, shard headers), see
+#: :func:`json_memory_estimate`: a million-tensor checkpoint's headers (~150 MB of text) come to ~0.6 GB.
+#: ``MTP_AUDIT_MAX_JSON_BYTES``.
+MAX_RUN_JSON_BYTES = 1536 * 1024 * 1024
 #: Wall seconds one run may spend on the network, retries and ``Retry-After`` waits included.
 #: ``MTP_AUDIT_NETWORK_SECONDS``.
 MAX_RUN_NETWORK_SECONDS = 300.0
@@ -113,7 +114,7 @@ class RunBudget:
                                     "(set MTP_AUDIT_MAX_READ_BYTES to raise the bound)")
 
     def charge_json(self, n: int, name: str) -> None:
-        """Count ``n`` bytes of JSON about to be parsed from ``name``.
+        """Count ``n`` bytes of estimated parsed-JSON memory (:func:`json_memory_estimate`) for ``name``.
 
         Raises:
             BudgetSpent: the run's total is passed (``MTP_AUDIT_MAX_JSON_BYTES`` raises it).
@@ -122,8 +123,8 @@ class RunBudget:
             self.json_bytes += n
             over = self.json_bytes > self.max_json_bytes
         if over:
-            raise BudgetSpent(name, f"this run has parsed more than {self.max_json_bytes} bytes of JSON in all; not "
-                                    "parsed (set MTP_AUDIT_MAX_JSON_BYTES to raise the bound)")
+            raise BudgetSpent(name, f"parsing it would take this run's parsed JSON past {self.max_json_bytes} bytes of "
+                                    "memory; not parsed (set MTP_AUDIT_MAX_JSON_BYTES to raise the bound)")
 
     def network_deadline(self) -> float:
         """``time.monotonic()`` value past which no request starts and no body is read any more (the clock
@@ -182,15 +183,24 @@ def files_read() -> list[str]:
         return list(run.files)
 
 
-def charge_json(n: int, name: str) -> None:
-    """Count ``n`` bytes of JSON about to be parsed against the run's total (no-op outside a run).
+def json_memory_estimate(raw: bytes) -> int:
+    """An upper estimate of the memory (bytes) ``json.loads(raw)`` takes: the text, plus 64 bytes per object
+    or array (``{`` / ``[``: an empty dict is 64 bytes, a list 56) and 32 per element separator (``,``: a
+    pointer, a small int or a key). Counted with ``bytes.count`` (C speed), before parsing. ``[{},{},...]``
+    costs ~25x its text, a real shard header ~4x."""
+    return len(raw) + 64 * (raw.count(b"{") + raw.count(b"[")) + 32 * raw.count(b",")
+
+
+def charge_json(raw: bytes, name: str) -> None:
+    """Count the estimated memory of parsing ``raw`` (:func:`json_memory_estimate`) against the run's total
+    (no-op outside a run).
 
     Raises:
         BudgetSpent: see :meth:`RunBudget.charge_json`.
     """
     run = _RUN.get()
     if run is not None:
-        run.charge_json(n, name)
+        run.charge_json(json_memory_estimate(raw), name)
 
 
 def charge_read(n: int, name: str) -> None:
@@ -335,7 +345,7 @@ def parse_json_bytes(raw: bytes, name: str) -> Any:
     Raises:
         InputError: not UTF-8 or not valid JSON; :class:`BudgetSpent`.
     """
-    charge_json(len(raw), name)
+    charge_json(raw, name)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -254,7 +254,7 @@ def shard_header_from_prefix(rel: str, prefix: bytes, file_size: int) -> ShardHe
     """
     n = len(prefix) - 8
     try:
-        charge_json(n, rel)
+        charge_json(prefix[8:], rel)
     except BudgetSpent as exc:
         raise ReadProblem(rel, exc.problem, "unreadable") from None
     fast = fast_header(rel, prefix[8:], file_size)

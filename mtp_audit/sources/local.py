@@ -559,8 +559,8 @@ def _read_header_bytes(path: Path, rel: str) -> tuple[bytes, int]:
             if 8 + n > size:
                 raise ReadProblem(rel, f"header length {n} exceeds the file size {size}")
             charge_read(8 + n, rel)
-            charge_json(n, rel)
             raw = _pread_exact(fd, n, 8)
+            charge_json(raw, rel)
         finally:
             os.close(fd)
     except BudgetSpent as exc:
