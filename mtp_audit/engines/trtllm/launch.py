@@ -84,7 +84,7 @@ def check_requested(ctx: TCtx) -> None:
     """MTP700: MTP layers in the checkpoint, no speculative_config in the launch."""
     declared, tensors = mtp_layers(ctx)
     if ctx.spec is None and ((declared or 0) > 0 or tensors > 0):
-        where = f"no --config YAML" if ctx.yaml_name is None else f"{ctx.yaml_name} has no speculative_config"
+        where = "no --config YAML" if ctx.yaml_name is None else f"{ctx.yaml_name} has no speculative_config"
         ctx.add("MTP700", f"the checkpoint carries {declared or 'some'} MTP layer(s) ({tensors} tensors) but {where}: "
                 "TensorRT-LLM builds no drafter and the MTP heads are unused", evidence=[("MTP layers declared", str(declared)),
                                                                                     ("MTP tensors", str(tensors))])
