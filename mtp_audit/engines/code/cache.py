@@ -1,7 +1,7 @@
 """Content-addressed cache of per-file scan results in the user cache folder.
 
 Folder: ``$MTP_AUDIT_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/mtp-audit``, else
-``~/.cache/mtp-audit``; entries live under ``sglang-scan-v<SCAN_VERSION>/`` keyed by the SHA-1 of
+``~/.cache/mtp-audit``; entries live under ``<engine>-scan-v<version>/`` keyed by the SHA-1 of
 the file's bytes, so an edited file is re-scanned and an unchanged one across versions is not.
 Setting ``MTP_AUDIT_CACHE_DIR`` to an empty string disables the cache. Cache failures are ignored
 (the scan just runs again).
@@ -26,8 +26,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from mtp_audit.engines.sglang.scan import SCAN_VERSION
-
 #: Largest cache entry read back (bytes); a whole-tree entry of sglang 0.5.23 is ~1 MB.
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
 
@@ -35,8 +33,9 @@ MAX_ENTRY_BYTES = 64 * 1024 * 1024
 ENTRY_FORMAT = 2
 
 
-def cache_dir() -> Path | None:
-    """The cache folder for scan results, or ``None`` when disabled."""
+def cache_dir(namespace: str) -> Path | None:
+    """The cache folder for one engine's scan results (``namespace``: e.g. ``"sglang-scan-v7"``, the engine's
+    name and scan version), or ``None`` when disabled (``MTP_AUDIT_CACHE_DIR`` set to an empty string)."""
     env = os.environ.get("MTP_AUDIT_CACHE_DIR")
     if env is not None:
         if not env.strip():
@@ -45,7 +44,7 @@ def cache_dir() -> Path | None:
     else:
         xdg = os.environ.get("XDG_CACHE_HOME")
         base = Path(xdg) / "mtp-audit" if xdg else Path.home() / ".cache" / "mtp-audit"
-    return base / f"sglang-scan-v{SCAN_VERSION}"
+    return base / namespace
 
 
 def key_for(data: bytes, server: bool) -> str:
