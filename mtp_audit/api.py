@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -46,19 +47,22 @@ def _str_map(v: Any) -> bool:
     return v is None or (isinstance(v, Mapping) and all(isinstance(k, str) and isinstance(x, str) for k, x in v.items()))
 
 
+def _instance(v: Any, module: str, cls: str) -> bool:
+    """``isinstance(v, module.cls)`` without importing ``module``: if it was never imported, ``v`` cannot be
+    one of its instances (and this module stays free of the analyzers' import graph)."""
+    mod = sys.modules.get(module)
+    return mod is not None and isinstance(v, getattr(mod, cls))
+
+
 def _report_or(extra: Callable[[Any], bool]) -> Callable[[Any], bool]:
     def test(v: Any) -> bool:
-        from mtp_audit.report import Report
-
-        return isinstance(v, Report) or extra(v)
+        return _instance(v, "mtp_audit.report.model", "Report") or extra(v)
 
     return test
 
 
 def _source_or_path(v: Any) -> bool:
-    from mtp_audit.sources.local import CheckpointSource
-
-    return isinstance(v, (str, os.PathLike, CheckpointSource))
+    return isinstance(v, (str, os.PathLike)) or _instance(v, "mtp_audit.sources.local", "CheckpointSource")
 
 
 _WORDS = (_words, "a sequence of str (a launch command split into words)")
@@ -73,15 +77,11 @@ _REPORT_DOC = (_report_or(lambda v: isinstance(v, Mapping)), "a Report or its to
 
 
 def _report(v: Any) -> bool:
-    from mtp_audit.report import Report
-
-    return isinstance(v, Report)
+    return _instance(v, "mtp_audit.report.model", "Report")
 
 
 def _opt_severity(v: Any) -> bool:
-    from mtp_audit.report import Severity
-
-    return v is None or isinstance(v, Severity)
+    return v is None or _instance(v, "mtp_audit.report.model", "Severity")
 
 
 #: Function name -> parameter -> (test, expected).
