@@ -170,3 +170,37 @@ def test_cache_is_per_endpoint_and_entries_are_checked(monkeypatch: pytest.Monke
 def test_revision_dot_is_refused() -> None:
     code, out, err = cli(["checkpoint", "org/name@."])
     assert code == 2 and out == "" and "not a valid revision" in err
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "symlink-out", "directory", "plain-old-format"])
+def test_hub_cache_entries_that_are_not_entries_are_misses(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kind: str) -> None:
+    """Every hub-cache entry replaced by a FIFO, a symlink to /dev/zero or out, a folder, or raw bytes without a
+    seal (the old format): the audit neither blocks nor trusts them; it fetches again and gets the same headers."""
+    import os
+
+    files = build_mimo()
+    repo = FakeRepo(MIMO, files)
+    shards = sorted(f for f in files if f.endswith(".safetensors"))
+    with FakeHub([repo]) as hub:
+        paths = isolate_hf(monkeypatch, tmp_path)
+        first = open_hub_source(MIMO, repo.commit, endpoint=hub.endpoint, cache_dir=paths["cache"],
+                                hf_cache_dir=paths["hf_cache"]).read_headers(shards)
+        (tmp_path / "outside").write_bytes(b"\x00" * 64)
+        entries = [p for p in paths["cache"].rglob("*") if p.is_file()]
+        assert entries
+        for p in entries:
+            raw = p.read_bytes()
+            p.unlink()
+            if kind == "fifo":
+                os.mkfifo(p)
+            elif kind == "dev-zero":
+                os.symlink("/dev/zero", p)
+            elif kind == "symlink-out":
+                os.symlink(tmp_path / "outside", p)
+            elif kind == "directory":
+                p.mkdir()
+            else:
+                p.write_bytes(raw.split(b"\n", 2)[-1])  # the payload alone
+        result, seconds = _bounded(lambda: open_hub_source(MIMO, repo.commit, endpoint=hub.endpoint, cache_dir=paths["cache"],
+                                                           hf_cache_dir=paths["hf_cache"]).read_headers(shards), 30)
+    assert result == first
