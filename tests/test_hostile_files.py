@@ -340,3 +340,22 @@ def test_parsed_json_memory_is_a_run_total(tmp_path: Path, monkeypatch: pytest.M
     bad = [v for v in out.values() if isinstance(v, ReadProblem)]
     assert bad and all("MTP_AUDIT_MAX_JSON_BYTES" in b.problem for b in bad)
     assert not isinstance(out[names[0]], ReadProblem)
+
+
+def test_launch_output_never_replaces_a_file_of_the_installed_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``launch -o <installed vllm>/envs.py -- vllm serve ...`` (no --vllm): the installed vllm's files it read
+    are protected like the ones ``mtp-audit vllm`` reads."""
+    site = tmp_path / "site"
+    pkg = site / "vllm"
+    (pkg / "config").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    envs = pkg / "envs.py"
+    envs.write_text("environment_variables = {\n    'VLLM_USE_V2_MODEL_RUNNER': lambda: None,\n}\n")
+    (pkg / "config" / "speculative.py").write_text("class SpeculativeConfig:\n    method: str = None\n")
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("MTP_AUDIT_CACHE_DIR", "")
+    before = envs.read_bytes()
+    code, out, err = cli(["launch", "-o", str(envs), "--", "vllm", "serve", str(REPO / "fixtures/checkpoint/jj8127--mimo_kor")])
+    assert code == 2, err
+    assert "envs.py" in err and err.count("\n") == 1
+    assert envs.read_bytes() == before
