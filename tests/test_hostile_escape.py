@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from hostilekit import cli, raw_unsafe
 
 from mtp_audit.formats import render
-from mtp_audit.formats.escape import UNSAFE, escape, escape_json
-from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity, Target
+from mtp_audit.formats.escape import escape, escape_json
+from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
 
 FORMATS = ("text", "markdown", "json", "sarif")
 CLASSES = {

@@ -12,7 +12,6 @@ tests/hubfixture.py. Expected numbers are derived by hand from the fixtures:
 from __future__ import annotations
 
 import json
-import struct
 
 import pytest
 from hubfixture import (
