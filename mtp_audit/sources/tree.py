@@ -29,7 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mtp_audit.errors import InputError
-from mtp_audit.sources.bounded import NotRegularFile, note_read, open_regular, read_bytes_bounded, resolve_inside
+from mtp_audit.sources.bounded import (
+    NotRegularFile,
+    note_read,
+    open_regular,
+    read_bytes_bounded,
+    resolve_inside,
+)
 
 #: Largest source file read (bytes). The biggest .py file in sglang 0.5.23 is ~0.5 MB; a larger
 #: one is a generated file and is skipped with a note.
