@@ -255,7 +255,7 @@ def test_python_m_never_imports_the_current_directory(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("text", [
-    "Python: 3.11\nGPU 0: x" + " " * 200_000 + "\nGPU 0 Compute Capability: 9.0\n",
+    "sglang: 0.5.9\nGPU 0: x" + " " * 200_000 + "\n",
     "NVIDIA-SMI 550.54\n|   0  " + " " * 200_000 + "x\n",
     "NVIDIA-SMI 550.54 Driver Version: 550.54 CUDA Version: 12.4\n|   0  NVIDIA H200" + " \t" * 100_000 + " On |\n",
 ], ids=["check-env-gpu-line", "smi-row", "smi-row-tabs"])
