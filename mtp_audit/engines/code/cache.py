@@ -32,9 +32,11 @@ def cache_dir() -> Path | None:
     return base / f"sglang-scan-v{SCAN_VERSION}"
 
 
-def key_for(data: bytes, server: bool) -> str:
-    """Cache key: SHA-1 of the file bytes plus the pass selector."""
-    return hashlib.sha1(data + (b"\x00S" if server else b"\x00E")).hexdigest()
+def key_for(data: bytes, passes: tuple[str, ...] | bool) -> str:
+    """Cache key: SHA-1 of the file bytes plus the passes run on them (``True``/``False``: the server pass or none)."""
+    if isinstance(passes, bool):
+        passes = ("server",) if passes else ()
+    return hashlib.sha1(data + b"\x00" + ",".join(passes).encode()).hexdigest()
 
 
 def load(folder: Path | None, key: str) -> dict[str, Any] | None:

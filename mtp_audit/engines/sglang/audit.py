@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.engines.code import cache
-from mtp_audit.engines.sglang.scan import scan_file, wants_server_pass
+from mtp_audit.engines.sglang.scan import passes_for, scan_file
 from mtp_audit.engines.sglang.target import open_target
 from mtp_audit.progress import Progress
 from mtp_audit.report import Evidence, Gap, Location, Report
@@ -31,16 +31,19 @@ _CLI_PATHS = re.compile(r"(^|/)srt/(server_args\.py|arg_groups/)")
 
 
 def _workers() -> int:
+    """Worker processes for the parse: 1 (serial). Measured on 2 cores (docs/sglang.md): with one ``ast`` parse
+    and one index walk per file, a cold 0.5.23 tree parses 95 files in well under a second, and the pool's
+    start-up plus pickling of the results cost more than they save (serial 3.5-3.8 s vs pooled 4.3 s under
+    load average 6); ``MTP_AUDIT_SCAN_WORKERS`` sets another count."""
     try:
-        n = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - non-Linux
-        n = os.cpu_count() or 1
-    return max(1, min(2, n))
+        return max(1, min(8, int(os.environ.get("MTP_AUDIT_SCAN_WORKERS", "1"))))
+    except ValueError:
+        return 1
 
 
-def _scan_job(job: tuple[str, bytes, bool]) -> tuple[str, dict[str, Any]]:
-    rel, data, server = job
-    return rel, scan_file(rel, data, server)
+def _scan_job(job: tuple[str, bytes, tuple[str, ...]]) -> tuple[str, dict[str, Any]]:
+    rel, data, passes = job
+    return rel, scan_file(rel, data, passes)
 
 
 #: Largest file put through the ast + libcst pass (bytes); SGLang 0.5.23's largest such file is 121 KB,
@@ -69,7 +72,7 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
     results: dict[str, dict[str, Any]] = {}
     jobs: list[tuple[str, bytes, bool, str]] = []
     stats = {"files": len(tree.files), "parsed": 0, "cached": 0, "bytes": 0}
-    from mtp_audit.engines.sglang.scan import ENTRY_HINT, scan_env
+    from mtp_audit.engines.sglang.scan import has_entry, scan_env
 
     server_bytes = 0
     n = workers if workers is not None else _workers()
@@ -82,7 +85,8 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
             if data is None:
                 continue
             stats["bytes"] += len(data)
-            server = wants_server_pass(rel, data)
+            passes = passes_for(rel, data)
+            server = bool(passes)
             if server and (len(data) > MAX_SERVER_PASS_FILE or server_bytes + len(data) > MAX_SERVER_PASS_BYTES):
                 over = (f"{len(data)} bytes, over the {MAX_SERVER_PASS_FILE}-byte limit" if len(data) > MAX_SERVER_PASS_FILE
                         else f"the tree's server-argument files exceed {MAX_SERVER_PASS_BYTES} bytes")
@@ -90,16 +94,16 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
                 continue
             if server:
                 server_bytes += len(data)
-            if not server and not ENTRY_HINT.search(data):
+            if not server and not has_entry(data):
                 results[rel] = {"env": scan_env(data), "entry": [], "gap": None}
                 continue
-            key = cache.key_for(data, server)
+            key = cache.key_for(data, passes)
             hit = cache.load(folder, key)
             if hit is not None:
                 results[rel] = hit
                 stats["cached"] += 1
                 continue
-            jobs.append((rel, data, server, key))
+            jobs.append((rel, data, passes, key))
             if server and n > 1:
                 if pool is None:
                     import multiprocessing
@@ -109,12 +113,12 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
 
                     ctx = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
                     pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx)
-                futures[rel] = pool.submit(_scan_job, (rel, data, server))
+                futures[rel] = pool.submit(_scan_job, (rel, data, passes))
         # a cold scan of a large tree takes seconds: a bar on a terminal (never in CI or a pipe); a warm one has no jobs
         with Progress(len(jobs), f"parsing {tree.display}", min_total=PROGRESS_MIN_FILES) as progress:
-            for rel, data, server, _ in jobs:
+            for rel, data, passes, _ in jobs:
                 if rel not in futures:
-                    results[rel] = scan_file(rel, data, server)
+                    results[rel] = scan_file(rel, data, passes)
                     progress.step()
             done: dict[str, dict[str, Any]] = {}
             for rel, fut in futures.items():
@@ -274,7 +278,8 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
     for rel in sorted(results):
         r = results[rel]
         if r.get("gap"):
-            blocking = "consts" in r or "not parse" in r["gap"] or "UTF-8" in r["gap"]
+            server_file = "server" in r.get("passes", ("server",))  # a file only other passes read is a note
+            blocking = "consts" in r or server_file and ("not parse" in r["gap"] or "UTF-8" in r["gap"])
             gaps.append(Gap(ANALYZER, f"{rel}: {r['gap']}", path=rel, blocking=blocking))
         for msg in r.get("unit_errors", []):
             gaps.append(Gap(ANALYZER, f"{rel}: {msg}", path=rel, blocking=True))
@@ -448,6 +453,8 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
 
     key = lambda d: (d.get("location", ""), str(d))  # noqa: E731
     facts: dict[str, Any] = {
+        "model_overrides": sorted(_model_overrides(results), key=key),
+        "backend_asserts": sorted((a for rel in sorted(results) for a in results[rel].get("asserts", [])), key=key),
         "version": tree.version,
         "target_kind": tree.kind,
         "server_args": server_args,
@@ -484,8 +491,39 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
         "mtp_classes": len(mtp_classes),
         "env_vars": len(facts["env_vars"]),
         "cli_arguments": len(cli),
+        "model_overrides": len(facts["model_overrides"]),
+        "backend_asserts": len(facts["backend_asserts"]),
     }
     return facts, gaps
+
+
+#: Shapes of a value handed over by a per-model override function (0.5.20 on).
+_OVERRIDE_SHAPES = ("overrides-dict", "return-dict")
+
+
+def _model_overrides(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rewrites made by functions registered for architectures (``@_register_for("MiniMaxM2ForCausalLM")`` in
+    0.5.23 ``srt/arg_groups/model_overrides/minimax_m2.py``): ``[{"argument", "from", "to", "condition",
+    "architectures", "function", "logged", "location", "test_location"}]``; ``condition`` is the Python text of
+    the ``if`` branches around the store (evaluated per launch by :func:`mtp_audit.engines.sglang.replay.guard_value`)."""
+    out: list[dict[str, Any]] = []
+    for rel in sorted(results):
+        regs = {(g["function"], g["line"]): g["architectures"] for g in results[rel].get("registrations", [])}
+        if not regs:
+            continue
+        for fn in results[rel].get("funcs", []):
+            archs = regs.get((fn["name"], fn["line"]))
+            if archs is None:
+                continue
+            for site in fn["sites"]:
+                if site["shape"] not in _OVERRIDE_SHAPES or "to" not in site:
+                    continue
+                out.append({"argument": site["argument"], "from": _from_value(site, site["argument"]),
+                            "to": [("None" if t is None else str(t)) for t in site["to"]], "condition": site["condition"],
+                            "architectures": archs, "function": fn["name"], "logged": site["logged"],
+                            "location": _loc(rel, site["line"]),
+                            "test_location": _loc(rel, site["test_line"]) if site["test_line"] else None})
+    return out
 
 
 def answer(facts: dict[str, Any]) -> list[str]:
@@ -620,15 +658,13 @@ def audit_tree(tree: SourceTree) -> Report:
         facts = hit["facts"]
         gaps = [Gap(**g) for g in hit["gaps"]]
         facts["scan"] = dict(facts["scan"], tree_cache="hit")
-        if "value_flows" not in facts:  # cached by a release without the flow analysis
-            facts["value_flows"] = analyze_flows(tree)
     else:
         results, stats = scan_tree(tree)
         facts, gaps = link(tree, results)
         facts["scan"] = dict(stats, tree_cache="miss", unresolved_choices=len(facts["unresolved_choices"]),
                              unresolved_choices_noted=sum(1 for u in facts["unresolved_choices"] if any(
                                  g.message.startswith(f"{u['location']}: choices of {u['flag']} ") for g in gaps)))
-        facts["value_flows"] = analyze_flows(tree)
+        facts["value_flows"] = analyze_flows(results)
         cache.store(folder, tkey, {"facts": facts, "gaps": [g.__dict__ for g in gaps]})
     facts["answer"] = answer(facts)  # after the cache: the words may change without the facts changing
     findings = evaluate(facts) + flow_findings(facts)
