@@ -17,7 +17,11 @@ from conftest import sglang_wheel
 
 from mtp_audit.engines.code.replay import UNKNOWN, evaluate
 from mtp_audit.engines.sglang.audit import audit_sglang
-from mtp_audit.engines.sglang.replay import guard_value, predict_asserts, predict_overrides
+from mtp_audit.engines.sglang.replay import (
+    guard_value,
+    predict_asserts,
+    predict_overrides,
+)
 from mtp_audit.engines.sglang.scan import passes_for
 
 

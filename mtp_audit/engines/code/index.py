@@ -28,7 +28,7 @@ class Context:
     outermost ``if`` inside the unit to the innermost; ``in_body`` False for the ``else``/``elif`` side) and
     ``suite`` (the list of statements it belongs to; ``None`` for a one-line suite such as ``if x: y = 1``)."""
 
-    __slots__ = ("unit", "owner", "guards", "suite")
+    __slots__ = ("guards", "owner", "suite", "unit")
 
     def __init__(self, unit: Any, owner: str | None, guards: tuple[tuple[ast.If, bool], ...], suite: list[ast.stmt] | None) -> None:
         self.unit, self.owner, self.guards, self.suite = unit, owner, guards, suite
@@ -38,7 +38,7 @@ class Site:
     """One indexed node with its :class:`Context`; ``hidden`` when it sits inside a ``raise``, an ``assert``,
     a ``lambda`` or an f-string."""
 
-    __slots__ = ("node", "ctx", "hidden")
+    __slots__ = ("ctx", "hidden", "node")
 
     def __init__(self, node: ast.AST, ctx: Context, hidden: bool) -> None:
         self.node, self.ctx, self.hidden = node, ctx, hidden

@@ -40,7 +40,7 @@ class Outcome:
     """The result of :func:`evaluate`: ``value`` (a Python value or :data:`UNKNOWN`) or ``error`` (the name of
     the exception Python raises, e.g. ``"TypeError"``, with ``message``)."""
 
-    __slots__ = ("value", "error", "message")
+    __slots__ = ("error", "message", "value")
 
     def __init__(self, value: Any = UNKNOWN, error: str | None = None, message: str = "") -> None:
         self.value, self.error, self.message = value, error, message

@@ -26,7 +26,7 @@ ANALYZER = "sglang"
 SPEC_ARG = "speculative_algorithm"
 #: Flags whose choices the preflight reads (issue 3 item 7).
 PREFLIGHT_FLAGS = ("--fp4-gemm-backend", "--moe-runner-backend", "--quantization")
-_FP4 = re.compile(r"fp4", re.I)
+_FP4 = re.compile(r"fp4", re.IGNORECASE)
 _CLI_PATHS = re.compile(r"(^|/)srt/(server_args\.py|arg_groups/)")
 
 
@@ -451,7 +451,7 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str
             accepted.append({"via": "remap", "location": r["location"]})
             break
 
-    key = lambda d: (d.get("location", ""), str(d))  # noqa: E731
+    key = lambda d: (d.get("location", ""), str(d))
     facts: dict[str, Any] = {
         "model_overrides": sorted(_model_overrides(results), key=key),
         "backend_asserts": sorted((a for rel in sorted(results) for a in results[rel].get("asserts", [])), key=key),
@@ -688,4 +688,4 @@ def audit_sglang(target: str | Path | None) -> Report:
         tree.close()
 
 
-__all__ = ["audit_sglang", "audit_tree", "scan_tree", "link", "Evidence", "Location"]
+__all__ = ["Evidence", "Location", "audit_sglang", "audit_tree", "link", "scan_tree"]

@@ -23,7 +23,7 @@ from typing import Any
 
 from mtp_audit.engines.code.index import ModuleIndex
 from mtp_audit.engines.code.replay import UNKNOWN, evaluate, message_text
-from mtp_audit.engines.sglang.rewrites import comparisons, literal, is_literal
+from mtp_audit.engines.sglang.rewrites import comparisons, is_literal, literal
 from mtp_audit.engines.sglang.scan import ASSERTED_SOURCE
 
 _ASSERTED = re.compile(r"^(" + ASSERTED_SOURCE + r")$")
@@ -117,7 +117,7 @@ _FAMILY_DRAFT = re.compile(r"^is_([a-z][a-z0-9_]*?)_draft$")
 _PRESENT = "<present>"
 
 
-def launch_lookup(known: dict[str, Any]):  # noqa: ANN201 - a closure for evaluate()
+def launch_lookup(known: dict[str, Any]):
     """A ``lookup`` for :func:`evaluate` from what a launch knows.
 
     ``known``: ``{"fields": {server-args field: value}, "architecture": str | None, "quantization": str | None,
@@ -137,7 +137,7 @@ def launch_lookup(known: dict[str, Any]):  # noqa: ANN201 - a closure for evalua
         if name in names:
             return names[name]
         last = name.rsplit(".", 1)[-1]
-        bare = last[:-2] if last.endswith("()") else last
+        bare = last.removesuffix("()")
         if bare in _PLATFORM:
             return UNKNOWN if gpu is None else gpu in _PLATFORM[bare]
         if last in fields:

@@ -180,7 +180,7 @@ class _Unit:
 
     def _call(self, pos: tuple[int, int], base: dict[str, Any], argument: str, value: ast.Call, shape: str) -> None:
         fname = dotted(value.func)
-        if fname.endswith(".upper") or fname.endswith(".lower"):
+        if fname.endswith((".upper", ".lower")):
             subj = dotted(value.func.value) if isinstance(value.func, ast.Attribute) else ""
             if subj.split(".")[-1] == argument or subj.endswith(")"):
                 self.add("normalisations", pos, {"argument": argument, "kind": fname.rsplit(".", 1)[1], "line": pos[0], "shape": shape})

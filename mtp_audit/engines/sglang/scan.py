@@ -116,17 +116,17 @@ def wants_server_pass(rel: str, data: bytes) -> bool:
 
 
 _ENV_HINTS = (b"MTP", b"SPEC", b"FP4", b"NEXTN")
-ENTRY_HINT = re.compile(rb"^EntryClass\s*=", re.M)
+ENTRY_HINT = re.compile(rb"^EntryClass\s*=", re.MULTILINE)
 
 
 def has_entry(data: bytes) -> bool:
     """Whether ``data`` holds an ``EntryClass = ...`` statement (a substring test before the regex)."""
     return b"EntryClass" in data and ENTRY_HINT.search(data) is not None
-_MTP_NAME = re.compile(r"mtp|nextn", re.I)
+_MTP_NAME = re.compile(r"mtp|nextn", re.IGNORECASE)
 
 #: Env var names of interest: contain NEXTN, MTP, SPEC, FP4 or NVFP4.
 ENV_NAME = rb"[A-Z][A-Z0-9_]*(?:NEXTN|MTP|SPEC|FP4)[A-Z0-9_]*"
-_ENV_DEFINED = re.compile(rb"^[ \t]+(" + ENV_NAME + rb")[ \t]*(?::[^=\n]*)?=[ \t]*Env\w*\(", re.M)
+_ENV_DEFINED = re.compile(rb"^[ \t]+(" + ENV_NAME + rb")[ \t]*(?::[^=\n]*)?=[ \t]*Env\w*\(", re.MULTILINE)
 _ENV_READ = re.compile(
     rb"envs\.(" + ENV_NAME + rb")\b"
     rb"|get_\w*env\w*\(\s*[\"'](" + ENV_NAME + rb")[\"']"
