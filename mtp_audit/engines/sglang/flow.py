@@ -27,8 +27,8 @@ import re
 from typing import Any
 
 from mtp_audit.engines.code.index import ModuleIndex
-from mtp_audit.engines.sglang.scan import HOOK_PATHS as _HOOK_PATHS
-from mtp_audit.engines.sglang.scan import TRACKED_SOURCE
+from mtp_audit.engines.sglang.names import HOOK_PATHS as _HOOK_PATHS
+from mtp_audit.engines.sglang.names import TRACKED_SOURCE
 from mtp_audit.report import Evidence, Finding, Location
 
 #: ServerArgs fields whose value flow is followed (speculative decoding, quantization, FP4 / MoE backends).
@@ -184,19 +184,15 @@ def file_pieces(ix: ModuleIndex, *, hook: bool, consumer: bool) -> dict[str, lis
             "consumers": consumers(ix) if consumer else [], "refills": refills(ix) if consumer else []}
 
 
-def analyze_flows(results: Any) -> list[dict[str, Any]]:
+def analyze_flows(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Every explicit value that a hook turns into ``None`` and that a consuming config class re-fills, linked
     from the per-file pieces of :func:`file_pieces` (``results``: rel -> scan result, as
-    :func:`mtp_audit.engines.sglang.audit.scan_tree` returns; an opened source tree is scanned first).
+    :func:`mtp_audit.engines.sglang.audit.scan_tree` returns).
 
     Returns:
         ``[{"field", "from", "rewrite": {...}, "consumer": {...}, "refill": {...}}]`` (the dicts of
         :func:`sentinel_rewrites`, :func:`consumers`, :func:`refills`), sorted by field and location.
     """
-    if hasattr(results, "files"):  # a SourceTree
-        from mtp_audit.engines.sglang.audit import scan_tree
-
-        results = scan_tree(results)[0]
     pieces = {rel: r["flow"] for rel, r in sorted(results.items()) if r.get("flow")}
     rewrites = [x for rel, p in pieces.items() if _HOOK_PATHS.search(rel) for x in p["rewrites"] if x["to"] is None]
     if not rewrites:

@@ -24,7 +24,7 @@ from typing import Any
 from mtp_audit.engines.code.index import ModuleIndex
 from mtp_audit.engines.code.replay import UNKNOWN, evaluate, message_text
 from mtp_audit.engines.sglang.rewrites import comparisons, is_literal, literal
-from mtp_audit.engines.sglang.scan import ASSERTED_SOURCE
+from mtp_audit.engines.sglang.names import ASSERTED_SOURCE
 
 _ASSERTED = re.compile(r"^(" + ASSERTED_SOURCE + r")$")
 #: Architecture names as SGLang's registries spell them (``MiniMaxM2ForCausalLM``, ``Qwen3_5MoeForConditionalGeneration``).

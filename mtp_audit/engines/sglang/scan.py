@@ -33,6 +33,8 @@ import re
 from typing import Any, NamedTuple
 
 from mtp_audit.engines.code.index import ModuleIndex
+from mtp_audit.engines.sglang import flow, replay
+from mtp_audit.engines.sglang.names import ASSERTED_SOURCE, HOOK_PATHS, TRACKED_SOURCE
 from mtp_audit.engines.sglang.rewrites import LOG_FUNCS, analyse_units  # noqa: F401  (LOG_FUNCS: public name kept)
 
 #: Bump when the extraction changes, so cached results are recomputed.
@@ -55,14 +57,6 @@ _SERVER_PATHS = re.compile(
     r"(^|/)srt/(server_args\.py|arg_groups/|configs/model_config\.py|speculative/spec_(info|registry)\.py|"
     r"layers/quantization/__init__\.py|layers/moe/utils\.py)"
 )
-#: Server-args hook files (SGLang <= 0.5.18: ``srt/server_args.py``; 0.5.20 on: ``srt/arg_groups/``).
-HOOK_PATHS = re.compile(r"(^|/)srt/(server_args\.py|arg_groups/[^/]+\.py)$")
-#: ServerArgs fields whose value flow is followed (speculative decoding, quantization, FP4 / MoE backends).
-TRACKED_SOURCE = r"speculative_\w+|quantization|\w*fp4\w*|moe_runner_backend|moe_a2a_backend"
-#: Fields whose accepted values an ``assert`` at start-up may restrict (attention, MoE, FP4 backends).
-ASSERTED_SOURCE = r"attention_backend|moe_runner_backend|moe_a2a_backend|fp4_gemm_backend|speculative_algorithm"
-
-
 class Pass(NamedTuple):
     """One extraction pass: the files it reads (``paths``: a path pattern, ``None`` = every file), the names it
     looks up in their bytes (``tokens``; ``also``: a second pattern that must match too) and ``gate``: literal
@@ -510,13 +504,9 @@ def scan_file(rel: str, data: bytes, passes: tuple[str, ...] | bool) -> dict[str
     if "server" in passes:
         res.update(_server_pass(ix))
     if "flow-hook" in passes or "flow-consumer" in passes:
-        from mtp_audit.engines.sglang.flow import file_pieces
-
-        res["flow"] = file_pieces(ix, hook="flow-hook" in passes, consumer="flow-consumer" in passes)
+        res["flow"] = flow.file_pieces(ix, hook="flow-hook" in passes, consumer="flow-consumer" in passes)
     if "asserts" in passes or "server" in passes:
-        from mtp_audit.engines.sglang.replay import file_facts
-
-        res.update(file_facts(ix, asserts="asserts" in passes))
+        res.update(replay.file_facts(ix, asserts="asserts" in passes))
     return res
 
 
