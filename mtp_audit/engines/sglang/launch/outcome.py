@@ -29,6 +29,21 @@ def _backend(pf: dict[str, Any], key: str, fp4: str | None, audited: bool = True
     return "not resolved (GPU capability unknown or below 10.0; see the preflight facts)"
 
 
+def _model_override(ctx: Any, field: str, resolved: str) -> str:
+    """``resolved`` unless a per-model override certainly rewrites ``field`` for this launch (its architecture is
+    registered and its guard holds: 0.5.23 ``model_overrides/minimax_m2.py:28`` turns ``auto`` into
+    ``flashinfer_trtllm_routed`` for MiniMax-M2 with modelopt_fp4 on SM100); an override whose guard cannot be told
+    is appended as "unless"."""
+    hits = [r for r in ctx.model_overrides if r["argument"] == field]
+    sure = [r for r in hits if r["certain"]]
+    if sure:
+        r = sure[0]
+        return f"{', '.join(r['to'])} (model override at {r['location']}; {'logged' if r['logged'] else 'silent'})"
+    for r in hits[:1]:
+        resolved += f"; {', '.join(r['to'])} instead when {r['condition']} ({r['location']})"
+    return resolved
+
+
 def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) -> dict[str, Any]:
     """The outcome of one evaluation (:class:`mtp_audit.engines.sglang.launch.evaluate.Ctx`), given every analyzer's
     findings and gaps. Returns ``{"summary": {...}, "answer": [line, (corrected command)], "closing": {...},
@@ -105,6 +120,7 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
             gpu_line += f"; CUDA_VISIBLE_DEVICES={vis.value} ({vis.source})"
     fp4_gemm = _backend(pf, "fp4_gemm_backend", fp4, ctx.ck is not None)
     moe = _backend(pf, "moe_runner_backend", fp4, ctx.ck is not None)
+    moe = _model_override(ctx, "moe_runner_backend", moe)
     fp4_ckpt = fp4 or ("no" if ctx.ck is not None else "unknown (checkpoint not audited)")
     fp4_verdict = (pf.get("summary") or {}).get("verdict")
 
@@ -193,6 +209,8 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
         "speculative": {"requested": ctx.algo_requested, "runs_as": ctx.algo_runs_as,
                         "remap": ctx.algo_remap, "conditional": ctx.algo_conditional},
         "draft": dict(d),
+        "model_overrides": list(ctx.model_overrides),
+        "startup_asserts": list(ctx.startup_asserts),
         "parallel": None if plan is None else {**plan.to_dict(), "visible": None if vis is None else {
             "count": vis.count, "gpus": [g.index for g in vis.gpus], "mig": list(vis.mig), "cuda_visible_devices": vis.value,
             "source": vis.source or None, "exact": vis.exact, "notes": list(vis.notes)}},
