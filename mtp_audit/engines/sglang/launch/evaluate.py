@@ -159,7 +159,11 @@ def resolve_model_overrides(ctx: Ctx) -> None:
     known = replay_known(ctx)
     known["fields"] = {k: ("auto" if v is None and k.endswith("moe_runner_backend") else v) for k, v in known["fields"].items()}
     ctx.model_overrides = predict_overrides(ctx.sg, known)
-    ctx.startup_asserts = predict_asserts(ctx.sg, known)
+    # asserts run after every resolution: only a value the user gave explicitly is known to reach them, and only an
+    # assert whose guard certainly holds is a prediction (a guard on a local name of the hook is not told)
+    cli = ctx.sg.get("cli_arguments") or {}
+    given = {(cli.get(o.flag) or {}).get("dest"): o.value for o in ctx.cmd.options if o.value is not None}
+    ctx.startup_asserts = [a for a in predict_asserts(ctx.sg, dict(known, fields=given)) if a["certain"]]
 
 
 def resolve_draft(ctx: Ctx) -> None:

@@ -143,6 +143,10 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
         "verdict": v,
         "corrected_command": fixed_cmd or ("none needed" if v == GO else "no command-line fix known"),
     }
+    if ctx.startup_asserts:  # only when one applies: SGLang stops at start-up with AssertionError
+        summary["startup_assert"] = "; ".join(
+            f"AssertionError at {a['location']} ({a['field']} {a['value']!s} not accepted"
+            + ("" if a["certain"] else "; if its guard holds") + f"): {a['message'][:120]}" for a in ctx.startup_asserts[:2])
 
     # location-free values, compared between SGLang versions (line numbers move with every release)
     ov = d.get("override") or {}
