@@ -7,7 +7,9 @@ does the reading). Sources: ``../shared/research/checkpoint_formats.md`` §1 (de
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
+import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -338,6 +340,25 @@ class QuantScheme:
         object.__setattr__(self, "_cache", out)
         return out
 
+    def _any_fnmatch(self) -> Any:
+        """All fnmatch patterns as one compiled alternation, each alternative in its own named group ``_x<i>``
+        (``fnmatch.translate`` of each, in list order): one regex match tells whether any pattern matches and, as
+        an alternation tries its alternatives in order, which one comes first in the list."""
+        rx = self.__dict__.get("_any")
+        if rx is None:
+            rx = re.compile("|".join(f"(?P<_x{i}>{fnmatch.translate(p)})" for i, p in enumerate(self.excludes)) or r"(?!)")
+            object.__setattr__(self, "_any", rx)
+        return rx
+
+    def _fnmatch_groups(self) -> dict[int, str]:
+        """Group number of each alternative of :meth:`_any_fnmatch` -> its pattern."""
+        groups = self.__dict__.get("_groups")
+        if groups is None:
+            index = self._any_fnmatch().groupindex
+            groups = {index[f"_x{i}"]: p for i, p in enumerate(self.excludes)}
+            object.__setattr__(self, "_groups", groups)
+        return groups
+
     def excluded_by(self, module: str) -> str | None:
         """The exclusion pattern that covers ``module`` (``"mtp.layers.0*"``), or None.
 
@@ -347,11 +368,27 @@ class QuantScheme:
         ``dynamic`` (vLLM ``qwen3_5_mtp.py``). For MIXED_PRECISION, a module absent from
         ``quantized_layers`` counts as excluded (pattern ``"(not in quantized_layers)"``).
         """
+        if self.exclude_style == "fnmatch":
+            memo = self.__dict__.get("_memo")
+            if memo is None:
+                memo = {}
+                object.__setattr__(self, "_memo", memo)
+            if module in memo:
+                return memo[module]
+            memo[module] = found = self._excluded_fnmatch(module)
+            return found
+        return self._excluded_other(module)
+
+    def _excluded_fnmatch(self, module: str) -> str | None:
+        m = self._any_fnmatch().match(module)
+        if m is not None:
+            # the matched alternative's own group closes after any group inside it: it is the last index
+            return self._fnmatch_groups()[m.lastindex]
+        return self._mixed_fallback(module)
+
+    def _excluded_other(self, module: str) -> str | None:
         for pat, rx in self._compiled():
-            if self.exclude_style == "fnmatch":
-                if rx.match(module):
-                    return pat
-            elif self.exclude_style == "ct":
+            if self.exclude_style == "ct":
                 if (rx is not None and rx.fullmatch(module)) or (rx is None and pat == module):
                     return pat
             elif self.exclude_style == "substring":
@@ -360,6 +397,9 @@ class QuantScheme:
             elif self.exclude_style == "gptq-dynamic":
                 if rx is not None and rx.search(module):
                     return pat
+        return self._mixed_fallback(module)
+
+    def _mixed_fallback(self, module: str) -> str | None:
         if self.algo == "MIXED_PRECISION" and self.quantized_layers and module not in self.quantized_layers:
             return "(not in quantized_layers)"
         return None
@@ -376,11 +416,25 @@ class QuantScheme:
     def mtp_patterns(self, mtp_modules: Any) -> list[str]:
         """The exclusion patterns that cover at least one of ``mtp_modules`` (module names), in list order: so
         DeepSeek's ``model.layers.61*`` counts and a vision tower's ``model.visual.*`` does not."""
-        mods = list(mtp_modules)
+        mods = sorted(set(mtp_modules))
         out = []
         for pat in self.excludes:
-            probe = QuantScheme(self.method, self.algo, self.source, excludes=(pat,), exclude_style=self.exclude_style)
-            if any(probe.excluded_by(m) is not None for m in mods):
+            if self.exclude_style == "fnmatch":
+                # fnmatch matches from the start: only modules that begin with the pattern's literal prefix can match
+                prefix = re.split(r"[*?\[]", pat, maxsplit=1)[0]
+                rx = re.compile(fnmatch.translate(pat))
+                lo = bisect.bisect_left(mods, prefix)
+                hit = False
+                for m in itertools.islice(mods, lo, None):
+                    if not m.startswith(prefix):
+                        break
+                    if rx.match(m):
+                        hit = True
+                        break
+            else:
+                probe = QuantScheme(self.method, self.algo, self.source, excludes=(pat,), exclude_style=self.exclude_style)
+                hit = any(probe.excluded_by(m) is not None for m in mods)
+            if hit:
                 out.append(pat)
         return out
 
