@@ -102,3 +102,25 @@ def test_prefilter_is_derived_from_the_passes():
     assert "server" in passes_for("sglang/srt/arg_groups/model_overrides/new_arch.py", src)
     assert passes_for("sglang/srt/layers/foo.py", src) == ()
     assert "asserts" in passes_for("sglang/srt/layers/x.py", b"assert (\n    runner.server_args.attention_backend == 'triton'\n)")
+
+
+def test_launch_names_the_minimax_m2_moe_override(facts, tmp_path):
+    """A MiniMax-M2.5 NVFP4 launch (config + hf_quant_config of nvidia/MiniMax-M2.5-NVFP4) on 8x B200 (env dump of
+    sglang issue 24834) with SGLang 0.5.23: the MoE runner is the one minimax_m2.py:28 picks, not the generic one."""
+    from pathlib import Path
+
+    from conftest import FIXTURES
+
+    from mtp_audit.engines.sglang.audit import audit_sglang as audit
+    from mtp_audit.launch import audit_launch
+
+    sg = audit(sglang_wheel("0.5.23"))
+    ck = FIXTURES / "checkpoint" / "nvidia--MiniMax-M2.5-NVFP4"
+    r = audit_launch(["python", "-m", "sglang.launch_server", "--model-path", str(ck), "--quantization", "modelopt_fp4"],
+                     sglang=sg, env_dump=Path(FIXTURES / "preflight" / "envdumps" / "sglang-24834.txt"), environ={})
+    launch = r.facts["launch"]
+    assert launch["summary"]["moe_runner_backend"] == (
+        "flashinfer_trtllm_routed (model override at sglang/srt/arg_groups/model_overrides/minimax_m2.py:28; logged)")
+    assert [m["location"].rsplit("/", 1)[1] for m in launch["model_overrides"] if m["argument"] == "moe_runner_backend"] == [
+        "minimax_m2.py:28"]
+    assert launch["startup_asserts"] == []
