@@ -646,32 +646,72 @@ def _link_call(rel: str, site: dict[str, Any], funcs: dict[str, list[tuple[str, 
     return None
 
 
-def audit_tree(tree: SourceTree) -> Report:
-    """Audit an opened tree and build the :class:`~mtp_audit.report.Report` (findings from rules)."""
-    from mtp_audit.engines.sglang.checks import evaluate
-    from mtp_audit.engines.sglang.flow import analyze_flows, flow_findings
+def audit_tree(tree: SourceTree, *, file_key: str | None = None) -> Report:
+    """Audit an opened tree and build the :class:`~mtp_audit.report.Report` (findings from rules). ``file_key``:
+    the one-stat cache key of a ``.whl`` file (:func:`_wheel_key`), stored beside the tree's own entry."""
+    from mtp_audit.engines.sglang.flow import analyze_flows
 
     folder = cache.cache_dir(f"sglang-scan-v{SCAN_VERSION}")
     tkey = "tree-" + tree.fingerprint()
     hit = cache.load(folder, tkey)
-    if hit is not None and "facts" in hit:
-        facts = hit["facts"]
-        gaps = [Gap(**g) for g in hit["gaps"]]
-        facts["scan"] = dict(facts["scan"], tree_cache="hit")
-    else:
+    was_cached = hit is not None and "facts" in hit
+    if not was_cached:
         results, stats = scan_tree(tree)
         facts, gaps = link(tree, results)
         facts["scan"] = dict(stats, tree_cache="miss", unresolved_choices=len(facts["unresolved_choices"]),
                              unresolved_choices_noted=sum(1 for u in facts["unresolved_choices"] if any(
                                  g.message.startswith(f"{u['location']}: choices of {u['flag']} ") for g in gaps)))
         facts["value_flows"] = analyze_flows(results)
-        cache.store(folder, tkey, {"facts": facts, "gaps": [g.__dict__ for g in gaps]})
-    facts["answer"] = answer(facts)  # after the cache: the words may change without the facts changing
-    findings = evaluate(facts) + flow_findings(facts)
+        hit = {"facts": facts, "gaps": [g.__dict__ for g in gaps]}
+        cache.store(folder, tkey, hit)
+    entry = dict(hit, display=tree.display, version=tree.version)  # type: ignore[arg-type]
+    if file_key is not None:
+        cache.store(folder, file_key, entry)
+    return _report(entry, cached=was_cached)
+
+
+def _report(entry: dict[str, Any], *, cached: bool) -> Report:
+    """The Report of a cache entry ``{"facts", "gaps", "display", "version"}``."""
+    from mtp_audit.engines.sglang.checks import evaluate
+    from mtp_audit.engines.sglang.flow import flow_findings
     from mtp_audit.engines.sglang.rules import RULES
 
-    name = tree.display if tree.version is None else f"{tree.display} (sglang {tree.version})"
+    facts = json_copy(entry["facts"])
+    if cached:
+        facts["scan"]["tree_cache"] = "hit"
+    gaps = [Gap(**g) for g in entry["gaps"]]
+    facts["answer"] = answer(facts)  # after the cache: the words may change without the facts changing
+    findings = evaluate(facts) + flow_findings(facts)
+    display, version = entry["display"], entry["version"]
+    name = display if version is None else f"{display} (sglang {version})"
     return Report.build(ANALYZER, name, findings=findings, gaps=gaps, facts=facts, rule_ids=[r.id for r in RULES if r.id < "MTP110"])
+
+
+def json_copy(facts: dict[str, Any]) -> dict[str, Any]:
+    """A shallow copy of ``facts`` whose ``scan`` statistics can be marked without changing the cached entry."""
+    return dict(facts, scan=dict(facts.get("scan") or {}))
+
+
+def _wheel_key(target: str | Path | None) -> str | None:
+    """For a ``.whl`` file: a cache key from one ``stat`` of the file (absolute path, size, ``mtime_ns``) and the
+    tool's version, so a warm audit of a wheel opens neither the zip nor its 4,000-entry directory. A wheel is
+    an immutable artifact: rebuilt or replaced, its size or mtime changes. ``None`` for anything else (folders
+    are keyed by every file's size and mtime, :meth:`SourceTree.fingerprint`: one stat per file, which is what
+    tells an edited checkout from the audited one)."""
+    if target is None or not str(target).endswith(".whl"):
+        return None
+    from mtp_audit import __version__
+
+    try:
+        p = Path(target).resolve()
+        st = p.stat()
+    except OSError:
+        return None
+    if not p.is_file():
+        return None
+    import hashlib
+
+    return "whl-" + hashlib.sha1(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\0{__version__}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def audit_sglang(target: str | Path | None) -> Report:
@@ -681,9 +721,14 @@ def audit_sglang(target: str | Path | None) -> Report:
     Raises:
         InputError: the target cannot be opened or is not SGLang.
     """
+    wkey = _wheel_key(target)
+    if wkey is not None:
+        entry = cache.load(cache.cache_dir(f"sglang-scan-v{SCAN_VERSION}"), wkey)
+        if entry is not None and {"facts", "gaps", "display", "version"} <= set(entry):
+            return _report(entry, cached=True)
     tree = open_target(target)
     try:
-        return audit_tree(tree)
+        return audit_tree(tree, file_key=wkey)
     finally:
         tree.close()
 
