@@ -114,8 +114,20 @@ ENTRY_HINT = re.compile(rb"^EntryClass\s*=", re.MULTILINE)
 
 
 def has_entry(data: bytes) -> bool:
-    """Whether ``data`` holds an ``EntryClass = ...`` statement (a substring test before the regex)."""
-    return b"EntryClass" in data and ENTRY_HINT.search(data) is not None
+    """Whether ``data`` holds an ``EntryClass = ...`` statement (substring searches; the regex only on a
+    line that starts with ``EntryClass``)."""
+    return next(_entry_starts(data), None) is not None
+
+
+def _entry_starts(data: bytes):  # noqa: ANN202 - a generator of offsets
+    """Offsets of the lines that are ``EntryClass = ...`` statements, in order (what ``ENTRY_HINT.finditer`` finds)."""
+    pos = 0 if data.startswith(b"EntryClass") else data.find(b"\nEntryClass")
+    while pos != -1:
+        start = pos if pos == 0 and data.startswith(b"EntryClass") else pos + 1
+        m = ENTRY_HINT.match(data, start)
+        if m is not None:
+            yield m
+        pos = data.find(b"\nEntryClass", start)
 _MTP_NAME = re.compile(r"mtp|nextn", re.IGNORECASE)
 
 #: Env var names of interest: contain NEXTN, MTP, SPEC, FP4 or NVFP4.
@@ -186,7 +198,7 @@ def scan_entry_classes(data: bytes) -> tuple[list[dict[str, Any]], list[str]]:
     """
     entries: list[dict[str, Any]] = []
     problems: list[str] = []
-    for m in ENTRY_HINT.finditer(data):
+    for m in _entry_starts(data):
         start = m.end()
         text = data[start:start + 20000].decode("utf-8", "replace")
         expr_text = _balanced_prefix(text).strip()
