@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import fnmatch
+import functools
 import itertools
 import re
 from collections.abc import Mapping
@@ -268,6 +269,18 @@ def parse_config(obj: Any) -> ModelConfig:
 _FP4_ALGOS = {"NVFP4", "W4A16_NVFP4", "NVFP4_AWQ", "W4A8_NVFP4_FP8", "MXFP4"}
 
 
+@functools.lru_cache(maxsize=8192)
+def _fnmatch_rx(pat: str) -> re.Pattern[str]:
+    """``fnmatch.translate(pat)`` compiled once per process (a scheme's patterns are matched by several steps)."""
+    return re.compile(fnmatch.translate(pat))
+
+
+@functools.lru_cache(maxsize=64)
+def _fnmatch_any(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """The alternation of :meth:`QuantScheme._any_fnmatch` for ``patterns``, compiled once per process."""
+    return re.compile("|".join(f"(?P<_x{i}>{fnmatch.translate(p)})" for i, p in enumerate(patterns)) or r"(?!)")
+
+
 @dataclass(frozen=True)
 class QuantScheme:
     """How a checkpoint says it is quantized, and which modules it says it left alone.
@@ -324,7 +337,7 @@ class QuantScheme:
         out: list[tuple[str, Any]] = []
         for pat in self.excludes:
             if self.exclude_style == "fnmatch":
-                out.append((pat, re.compile(fnmatch.translate(pat))))
+                out.append((pat, _fnmatch_rx(pat)))
             elif self.exclude_style == "ct" and pat.startswith("re:"):
                 try:
                     out.append((pat, re.compile(pat[3:])))
@@ -344,11 +357,7 @@ class QuantScheme:
         """All fnmatch patterns as one compiled alternation, each alternative in its own named group ``_x<i>``
         (``fnmatch.translate`` of each, in list order): one regex match tells whether any pattern matches and, as
         an alternation tries its alternatives in order, which one comes first in the list."""
-        rx = self.__dict__.get("_any")
-        if rx is None:
-            rx = re.compile("|".join(f"(?P<_x{i}>{fnmatch.translate(p)})" for i, p in enumerate(self.excludes)) or r"(?!)")
-            object.__setattr__(self, "_any", rx)
-        return rx
+        return _fnmatch_any(tuple(self.excludes))
 
     def _fnmatch_groups(self) -> dict[int, str]:
         """Group number of each alternative of :meth:`_any_fnmatch` -> its pattern."""
@@ -422,7 +431,7 @@ class QuantScheme:
             if self.exclude_style == "fnmatch":
                 # fnmatch matches from the start: only modules that begin with the pattern's literal prefix can match
                 prefix = re.split(r"[*?\[]", pat, maxsplit=1)[0]
-                rx = re.compile(fnmatch.translate(pat))
+                rx = _fnmatch_rx(pat)
                 lo = bisect.bisect_left(mods, prefix)
                 hit = False
                 for m in itertools.islice(mods, lo, None):
