@@ -171,6 +171,7 @@ def preflight(
     parsed_launch = _checked_launch(engine, launch)
     machine, target, dump_formats = _machine_source(facts, facts_file, env_dumps, import_torch=import_torch,
                                                     timeout=timeout, use_nvml=use_nvml)
+    machine = _with_platform(machine, parsed_launch)
     launch_src = f"launch command '{' '.join(parsed_launch.argv[:3])}'" if parsed_launch is not None else ""
     choice = eng.choose_engine(engine, parsed_launch.engine if parsed_launch is not None else None, launch_src,
                                eng.machine_hint(machine, dump_formats))
@@ -203,6 +204,21 @@ def _checked_launch(engine: str | None, launch: Sequence[str] | None) -> Any:
         raise InputError("launch command", "not an SGLang or vLLM launch command: expected python -m sglang.launch_server …, sglang serve …, "
                                            f"vllm serve … or python -m vllm.entrypoints.openai.api_server … (got '{' '.join(parsed_launch.argv[:3])}')")
     return parsed_launch
+
+
+def _with_platform(machine: Any, parsed_launch: Any) -> Any:
+    """The machine with its platform decided (:func:`mtp_audit.preflight.platforms.with_platform`); where no machine
+    fact says it, a launch ``--device npu`` / ``--device hip`` does (its provenance names the launch)."""
+    from dataclasses import replace
+
+    from mtp_audit.preflight import platforms as pf
+    from mtp_audit.preflight.facts import Fact
+
+    machine = pf.with_platform(machine)
+    dev = (parsed_launch.get("--device") or "").lower() if parsed_launch is not None else ""
+    if not machine.accelerator.present and pf.DEVICE_FLAG.get(dev) in (pf.ROCM, pf.CANN):
+        machine = pf.with_platform(replace(machine, accelerator=Fact.of(pf.DEVICE_FLAG[dev], f"launch command --device {dev}")))
+    return machine
 
 
 def _machine_source(facts: Any, facts_file: Path | None, env_dumps: list[Path], *, import_torch: bool, timeout: float,
@@ -332,6 +348,8 @@ def _verdict_findings(ctx: Any, vs: list[dict[str, Any]], engine_line: str, engi
 
     for key, group in an.verdict_groups(vs):
         name, cc, native = key
+        arch = group[0].get("arch")
+        what = f"compute capability {cc or '?'}" if not group[0].get("platform") else f"{arch or 'architecture unknown'}"
         reasons = list(dict.fromkeys(r for v in group for r in v["reasons"][:1]))
         errors = sorted({r.split(":", 1)[0] for v in group for r in v["reasons"] if r[:3] == "MTP"})
         idx = an.index_ranges([v["gpu"] for v in group])
@@ -339,7 +357,7 @@ def _verdict_findings(ctx: Any, vs: list[dict[str, Any]], engine_line: str, engi
         # the error findings are reported on their own lines: the verdict names them, it does not repeat them
         why = [r for r in reasons if not _RULE_REASON.match(r)] + ([f"blocked by {', '.join(errors)} (see those findings)"] if errors else [])
         ctx.findings.append(RULES_BY_ID["MTP228"].finding(
-            f"{label} ({name or '?'}, compute capability {cc or '?'}): native FP4 {native} on {engine_line} — " + "; ".join(why),
+            f"{label} ({name or '?'}, {what}): native FP4 {native} on {engine_line} — " + "; ".join(why),
             Location(symbol=f"cuda:{idx}"), evidence=engine_evidence,
             remediation="" if native == an.CAPABLE else
             (f"resolve {', '.join(errors)} (error findings above)" if errors else "") + ("; " if errors and ctx.gaps + gaps else "")
@@ -351,6 +369,7 @@ def _summary(ctx: Any, choice: Any, vs: list[dict[str, Any]], verdict: str, flag
     machine = ctx.facts
     return {
         "verdict": verdict,
+        "platform": machine.accelerator.value,
         "engine": choice.engine,
         "engine_source": f"{choice.how}: {choice.source}",
         "gpus": len(machine.gpus),
@@ -380,14 +399,19 @@ def _report(ctx: Any, choice: Any, gaps: list[Any], target: str, flag_source: st
     engine_line = (f"{choice.name} {ver}" if ver else f"{choice.name} (version unknown)") + (" (assumed)" if choice.how == "assumed" else "")
     engine_evidence = tuple([Evidence("engine", f"{choice.name} ({choice.how}: {choice.source})")]
                             + [Evidence("engine conflict", c) for c in choice.conflicts])
+    from mtp_audit.preflight import vendors
+
     vs = an.verdicts(ctx)
     verdict = an.overall(vs)
+    if not vs and vendors.platform(ctx) in ("cann", "cpu"):
+        verdict = an.NOT_APPLICABLE  # no device the FP4 checks apply to: not an unknown
     _verdict_findings(ctx, vs, engine_line, engine_evidence, gaps)
     if verdict == an.UNKNOWN:
         why = "no GPU listed" if not vs else "; ".join(r for v in vs if v["native_fp4"] == an.UNKNOWN for r in v["reasons"][:1])
         gaps.append(Gap("preflight", f"native FP4 verdict unknown: {why}", None, True))
     ctx.gaps = [g for g in ctx.gaps if not (g.blocking and verdict != an.UNKNOWN and not g.message.startswith("no GPU"))] + gaps
-    answer = _answer(vs, verdict, ctx.findings, an, "" if choice.how == "assumed" else engine_line)
+    answer = (vendors.answer(ctx, vs, "" if choice.how == "assumed" else engine_line)
+              or _answer(vs, verdict, ctx.findings, an, "" if choice.how == "assumed" else engine_line))
     return Report.build(
         "preflight",
         target,

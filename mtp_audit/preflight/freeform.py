@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from mtp_audit.preflight import freeform_vendors as vendors
 from mtp_audit.preflight import gpus as gputable
 from mtp_audit.preflight.facts import Fact, GpuFacts, MachineFacts
 
@@ -47,6 +48,8 @@ _GPU_PROPER = re.compile(r"^(?:gpus?|gpu\s*\(s\)|gpu\s*(?:model|type|name|models
 _NOT_GPU_KEYS = re.compile(r"^(?:os|cpu|l\d\w*\s*cache|model|python|image|docker|command|cmd|kernel|libc|gcc|clang|cmake|ram|memory)\b", re.I)
 _GPUISH = re.compile(r"nvidia|geforce|rtx|tesla|quadro|jetson|dgx|hgx|gpu|grace|spark|thor|orin|"
                      r"(?<![a-z0-9])(?:[abhlvt]|gh|gb)\s?\d|sm[_ ]?\d", re.I)
+#: A product glued to a count or a host name (``8xH100``, ``root@b200-node``): what _GPUISH's word boundary misses.
+_GLUED = re.compile(r"\d\s*[x×*]\s*(?:[abhlvt]|gh|gb)\s?\d|@[\w.-]*?(?:[abhlvt]|gh|gb)\d", re.I)
 _INDEXED_GPU = re.compile(r"^GPU\s+(\d{1,3})\s*:\s*(.+?)\s*(?:\(UUID:.*)?$")
 _SM3 = re.compile(r"(?<![a-z0-9])sm[_ ]?(\d{2,3})[af]?(?![0-9.])", re.I)
 _SMDOT = re.compile(r"(?<![a-z0-9])sm[_ ]?(\d{1,2})\.(\d)(?!\d)", re.I)
@@ -113,6 +116,8 @@ class _Group:
     count: int | None
     line: int
     key: str
+    arch: Fact = field(default_factory=lambda: Fact.absent("not observed"))
+    how: str = ""
 
 
 def _cc_written(text: str) -> tuple[tuple[int, int], str] | None:
@@ -173,6 +178,13 @@ class _State:
     groups: list[_Group] = field(default_factory=list)
     indexed: dict[int, GpuFacts] = field(default_factory=dict)
     bare_cuda: list[str] = field(default_factory=list)
+    #: AMD / Ascend sightings (:mod:`mtp_audit.preflight.freeform_vendors`): ROCm and CANN versions, the platform.
+    vendor: dict[str, _Seen] = field(default_factory=lambda: {"rocm": _Seen("ROCm version"), "cann": _Seen("CANN version"),
+                                                              "platform": _Seen("platform")})
+
+    def pkg(self, name: str) -> _Seen:
+        """The sightings of package ``name``'s version."""
+        return self.pkgs.setdefault(name, _Seen(f"{name} version"))
 
 
 def parse_freeform(text: str) -> MachineFacts:
@@ -204,7 +216,9 @@ def parse_freeform(text: str) -> MachineFacts:
                 em = rx.search(line) if eng in low else None
                 if em and eng not in st.engines:
                     st.engines[eng] = (ln, em.group(0))
-        if not _GPUISH.search(line) or (key and _NOT_GPU_KEYS.match(key)):
+        not_gpu_key = bool(key) and bool(_NOT_GPU_KEYS.match(key))
+        vendors.read_line(st, ln, line, key, value, cut_last and ln == last, _count, _vendor_group, devices=not not_gpu_key)
+        if not_gpu_key or not (_GPUISH.search(line) or _GLUED.search(line)):
             continue
         _read_gpu_line(st, ln, line, low, key, value, cut_last and ln == last)
     gpus_out, gpu_list = _assemble_gpus(st)
@@ -279,7 +293,7 @@ def _read_gpu_line(st: _State, ln: int, line: str, low: str, key: str, value: st
         return
     gpu_key = bool(key) and bool(_GPU_KEYS.match(key))
     scope = value if gpu_key else line
-    hits = gputable.find_all(scope)
+    hits = gputable.find_all(unglue(scope))
     written = _cc_written(scope)
     if not hits:
         if gpu_key and value and (written or re.search(r"nvidia|geforce|tesla|quadro|rtx", value, re.I)):
@@ -289,7 +303,7 @@ def _read_gpu_line(st: _State, ln: int, line: str, low: str, key: str, value: st
             name = re.split(r"\s*[,(;]\s*", _strip_count(value), maxsplit=1)[0].strip()
             st.groups.append(_Group(name, _gpu_cc(name, None, written, ln, st.notes), _mem_fact(value, ln), _count(value, 0, 0), ln, key))
         return
-    prose_ok = gpu_key or written is not None or re.search(r"\bgpus?\b|\bon an?\b|hardware|device", low)
+    prose_ok = gpu_key or written is not None or re.search(r"\bgpus?\b|\bon an?\b|hardware|device", low) or "@" in scope
     for h in hits:
         c = _count(scope, h.start, h.end)
         if not (prose_ok or c is not None):
@@ -326,7 +340,8 @@ def _assemble_gpus(st: _State) -> tuple[tuple[GpuFacts, ...], Fact]:
         n = g.count if g.count is not None else 1
         how.append(f"{n}x {g.name} (line {g.line}{'' if g.count is not None else ', count not written: 1'})")
         for _ in range(n):
-            out.append(GpuFacts(index=len(out), name=Fact.of(g.name, f"{FMT} line {g.line}"), compute_capability=g.cc, memory_bytes=g.mem))
+            out.append(GpuFacts(index=len(out), name=Fact.of(g.name, f"{FMT} line {g.line}" + (f" ({g.how})" if g.how else "")),
+                                compute_capability=g.cc, memory_bytes=g.mem, arch=g.arch))
     gpu_list = (Fact.of(len(out), f"{FMT}: " + "; ".join(how)) if out else
                 Fact.absent(prose_conflict, source=FMT) if prose_conflict else Fact.absent("the free-form text names no GPU"))
     return tuple(out), gpu_list
@@ -395,13 +410,17 @@ def _machine(st: _State, text: str, gpus_out: tuple[GpuFacts, ...], gpu_list: Fa
         packages=packages,
         platform=_platform(text),
         engine=engine,
+        accelerator=vendors.platform_fact(st.vendor["platform"], notes, st),
+        rocm_version=st.vendor["rocm"].fact(notes),
+        cann_version=st.vendor["cann"].fact(notes),
         notes=tuple(dict.fromkeys(notes)),
     )
 
 
 def found_anything(f: MachineFacts) -> bool:
     """Whether the free-form reader found at least one fact (a GPU, a version, a driver, the engine)."""
-    scalars = (f.driver_version, f.cuda_driver_version, f.toolkit, f.torch_version, f.torch_cuda, f.engine)
+    scalars = (f.driver_version, f.cuda_driver_version, f.toolkit, f.torch_version, f.torch_cuda, f.engine, f.accelerator,
+               f.rocm_version, f.cann_version)
     return bool(f.gpus) or any(x.present for x in scalars) or any(p.present for p in f.packages.values())
 
 
@@ -410,6 +429,20 @@ def _platform(text: str) -> Fact:
     if not m:
         return Fact.absent("the free-form text does not say the platform")
     return Fact.of("wsl2" if "wsl" in m.group(0).lower() else "windows", f"{FMT} (mentions '{m.group(0)}')")
+
+
+_GLUED_COUNT = re.compile(r"(?<![a-z0-9.])(\d{1,3})[x×*](?=[a-z])", re.I)
+
+
+def unglue(text: str) -> str:
+    """``text`` with a count glued to a product (``8xH100``, ``2*910B``) split by a space in place of the ``x``, so
+    the word matcher sees ``8 H100``; same length, so match offsets hold for ``text``."""
+    return _GLUED_COUNT.sub(lambda m: m.group(1) + " ", text) if any(c in text for c in "xX×*") else text
+
+
+def _vendor_group(name: str, arch: Fact, count: int | None, ln: int, key: str, how: str) -> _Group:
+    """The group of an AMD / Ascend device read by :mod:`mtp_audit.preflight.freeform_vendors`."""
+    return _Group(name, Fact.absent("not an NVIDIA GPU"), Fact.absent("free-form text shows no device memory"), count, ln, key, arch, how)
 
 
 def _strip_count(v: str) -> str:
