@@ -182,6 +182,9 @@ class _State:
     vendor: dict[str, _Seen] = field(default_factory=lambda: {"rocm": _Seen("ROCm version"), "cann": _Seen("CANN version"),
                                                               "platform": _Seen("platform")})
 
+    #: ROCm / Ascend switches the text exports (``export VLLM_ROCM_USE_AITER=1``).
+    env: dict[str, str] = field(default_factory=dict)
+
     def pkg(self, name: str) -> _Seen:
         """The sightings of package ``name``'s version."""
         return self.pkgs.setdefault(name, _Seen(f"{name} version"))
@@ -413,6 +416,7 @@ def _machine(st: _State, text: str, gpus_out: tuple[GpuFacts, ...], gpu_list: Fa
         accelerator=vendors.platform_fact(st.vendor["platform"], notes, st),
         rocm_version=st.vendor["rocm"].fact(notes),
         cann_version=st.vendor["cann"].fact(notes),
+        env=dict(st.env),
         notes=tuple(dict.fromkeys(notes)),
     )
 

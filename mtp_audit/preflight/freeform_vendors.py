@@ -41,6 +41,8 @@ _HOST = re.compile(r"[\w.-]*@([\w.-]+)")
 _VENDOR_PREFIX = re.compile(r"(?:(?:amd\s+)?(?:instinct\s+)?|(?:huawei\s+)?(?:ascend\s*)?)$", re.I)
 _KEYS = re.compile(r"^(?:gpus?|npus?|gpu\s*(?:model|type|name)|npu\s*(?:model|type|name)|hardware|hw|devices?|accelerators?|card|"
                    r"machine|node|system|platform|instance|server|host(?:name)?)\b", re.I)
+#: ``export NAME=VALUE`` (or a bare assignment) of the ROCm / Ascend switches the platform checks read.
+_EXPORT = re.compile(r"(?:^|\s)(?:export\s+)?(VLLM_ROCM_[A-Z0-9_]{1,60}|SGLANG_USE_AITER|HIP_VISIBLE_DEVICES|ASCEND_RT_VISIBLE_DEVICES)=([^\s`'\"]{1,200})")
 _TAG_VERSION = re.compile(r"^v?(\d{1,4}\.\d{1,4}\.\d{1,4}(?:\.post\d{1,4}|rc\d{1,4}|\.dev\d{1,9})?)(?![\d])")
 
 
@@ -116,6 +118,7 @@ def read_line(st: Any, ln: int, line: str, key: str, value: str, truncated: bool
 
 
 def _read_versions(st: Any, ln: int, line: str, low: str) -> None:
+    """ROCm, CANN and the AMD / Ascend package versions of one line, and the platform switches it exports."""
     if "rocm" in low or "hip" in low:
         for rx in (_ROCM, _ROCM_TAG):
             for m in rx.finditer(line):
@@ -130,8 +133,10 @@ def _read_versions(st: Any, ln: int, line: str, low: str) -> None:
             if re.search(r"requir|need|>=|<|than|at least|upgrade to|from", before):
                 continue
             st.pkg(name).add(m.group(2), ln, f"'{m.group(0).strip()}'")
-        if "vllm-ascend" in low or "vllm_ascend" in low:
-            st.engines.setdefault("vllm", (ln, "vllm-ascend"))
+            if name == "vllm-ascend":
+                st.engines.setdefault("vllm", (ln, m.group(0).strip()))
+    for m in _EXPORT.finditer(line) if "=" in line else ():
+        st.env.setdefault(m.group(1), m.group(2))
 
 
 def _read_images(st: Any, ln: int, line: str, low: str) -> None:

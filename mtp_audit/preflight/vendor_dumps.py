@@ -135,7 +135,7 @@ def parse_ascend_env(text: str) -> MachineFacts:
 
 _NPU_HEAD = re.compile(r"npu-smi (\S+)\s+Version:\s*(\S+)")
 _NPU_ROW = re.compile(r"^\|\s*(\d{1,3})\s+([A-Za-z0-9][\w.-]{1,40}(?: [A-Za-z0-9][\w.-]{0,20})?)\s*\|\s*(OK|Warning|Alarm|Critical|"
-                      r"Normal|Abnormal|[A-Z][a-z]{1,12})\s*\|[^\n]*\n\|\s*(\d{1,3})\s+\|\s*([0-9A-Fa-f:.]{7,16})?\s*\|"
+                      r"Normal|Abnormal|[A-Z][a-z]{1,12})\s*\|[^\n]*\n\|\s*(\d{1,3})(?:\s+\d{1,3})?\s+\|\s*([0-9A-Fa-f:.]{7,16})?\s*\|"
                       r"([^|\n]*)\|?", re.M)
 _HBM = re.compile(r"(\d{1,9})\s*/\s*(\d{1,9})\s*$")
 
@@ -168,7 +168,9 @@ _AMDSMI_BLOCK = re.compile(r"^GPU: (\d{1,3})\s*$", re.M)
 _AMDSMI_KV = re.compile(r"^\s*(MARKET_NAME|TARGET_GRAPHICS_VERSION|PRODUCT_NAME)\s*:\s*([^\n]+?)\s*$", re.M)
 _AMDSMI_ROCM = re.compile(r"ROCm version:\s*(\d+\.\d+(?:\.\d+)?)")
 _AMDSMI_DRIVER = re.compile(r"amdgpu version:\s*(\S+)|^\s*DRIVER:\s*\n\s*NAME:\s*amdgpu\s*\n\s*VERSION:\s*(\S+)", re.M)
-_AMDSMI_ROW = re.compile(r"^\|\s*(\d{1,3})\s+((?:AMD |Instinct |Radeon )[^|]*?)\s{2,}", re.M)
+#: amd-smi's default monitor table (ROCm 6.4+): ``| 0000:63:00.0 AMD Radeon RX 7900 XTX | ...`` then ``|   0   0  N/A ...``
+#: (the GPU index starts the second row), as in gh:ROCm/TheRock#1737.
+_AMDSMI_ROW = re.compile(r"^\|\s*[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d\s+([^|\n]{2,60}?)\s*\|[^\n]*\n\|\s*(\d{1,3})\s", re.M)
 
 
 def _smi_gpus(fmt: str, entries: dict[int, dict[str, tuple[str, int]]]) -> list[GpuFacts]:
@@ -205,7 +207,7 @@ def parse_amd_smi(text: str, fmt: str = "amd-smi") -> MachineFacts:
             if kv.group(2).strip().upper() not in ("N/A", ""):
                 entries.setdefault(int(b.group(1)), {}).setdefault(key, (kv.group(2), _line(text, kv.start())))
     for m in _AMDSMI_ROW.finditer(text):
-        entries.setdefault(int(m.group(1)), {}).setdefault("name", (m.group(2).strip(), _line(text, m.start())))
+        entries.setdefault(int(m.group(2)), {}).setdefault("name", (m.group(1).strip(), _line(text, m.start())))
     if not entries:
         for m in _SMI_ROW.finditer(text):
             entries.setdefault(int(m.group(1)), {})
