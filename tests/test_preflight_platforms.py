@@ -111,7 +111,7 @@ def test_sglang_mxfp4_on_gfx942_is_not_runnable(tmp_path):
 
 @pytest.mark.parametrize("name,n,model,driver,cann", [
     ("vllm-ascend-1363.txt", 1, "Ascend 910B2", "23.0.3", None),
-    ("vllm-ascend-1047.txt", 2, "Ascend 910 (first generation: 910A, 910 Pro A/B, 910 Premium A)", "24.1.0", None),
+    ("vllm-ascend-1047.txt", 3, "Ascend 910 (first generation: 910A, 910 Pro A/B, 910 Premium A)", "24.1.0", None),
     ("vllm-ascend-834.txt", 1, "Ascend 910B3", "24.1.rc1", "8.1.RC1.alpha001"),
     ("vllm-ascend-4621.txt", 1, "Ascend 910B2", "25.0.rc1.1", "8.3.RC2"),
     ("vllm-ascend-3563.txt", 3, None, "24.1.rc3.7", None),
@@ -126,8 +126,8 @@ def test_ascend_dumps_platform_device_versions(name, n, model, driver, cann):
 def test_ascend_memory_and_cut_table():
     f = facts(ASC / "vllm-ascend-1363.txt")
     assert f.gpus[0].memory_bytes.value == 65536 * 1024 * 1024 and f.gpu_list.source == "npu-smi"
-    cut = facts(ASC / "vllm-ascend-1047.txt")  # the excerpt stops inside NPU 2's row: two NPUs, a partial list
-    assert "at least 2" in cut.gpu_list.source
+    cut = facts(ASC / "vllm-ascend-1047.txt")  # the excerpt stops inside NPU 2's first row: three NPUs, a partial list
+    assert "at least 3" in cut.gpu_list.source and not cut.gpus[2].memory_bytes.present and cut.gpus[1].memory_bytes.value == 32768 * 1024 * 1024
 
 
 def test_ascend_is_not_applicable_exit_0(capsys):

@@ -226,9 +226,10 @@ def _kv(text: str, key: str, fmt: str, *, value: str = r"(\S+)") -> Fact:
     if not m or not m.group(1).strip():
         return Fact.absent(f"the {fmt} dump has no '{key}' line", source=fmt)
     v = m.group(1).strip()
-    if text[m.start(1):m.start(1) + 17].lower() == "could not collect":
-        v = "Could not collect"  # the default value pattern stops at the first space
-    if v.lower() in ("could not collect", "n/a", "none", "not set"):
+    rest = text[m.start(1):m.start(1) + 17].lower()
+    if rest.startswith(("could not", "no cuda")):
+        v = "Could not collect" if rest.startswith("could") else "No CUDA"  # the default value pattern stops at the first space
+    if v.lower() in ("could not collect", "n/a", "none", "not set", "no cuda"):
         return Fact.absent(f"{fmt} says '{key}: {v}'", source=f"{fmt} line {_line_of(text, m.start(1))}")
     if _HUGE_NUMBER.search(v):  # no version has such a number (and int() refuses more than 4300 digits)
         return Fact.absent(f"{fmt} '{key}' value is not a version (it holds a number of more than 32 digits)",
@@ -370,12 +371,15 @@ def parse_torch_collect_env(text: str, fmt: str = "torch-collect-env") -> Machin
         p = str(platform.value).lower()
         plat = Fact.of("wsl2" if "microsoft" in p or "wsl" in p else "windows" if p.startswith("windows") else "linux", platform.source)
     truncated_note = () if m else (f"{fmt}: no 'GPU models and configuration' line (dump truncated?)",)
+    says = re.match(r"\s*(No CUDA|Could not collect)", m.group(1)) if m and not gpus else None
     if truncated_gpu:
         truncated_note += (truncated_gpu,)
     return MachineFacts(
         origin=f"env-dump:{fmt}",
         gpus=tuple(gpus),
-        gpu_list=Fact.of(len(gpus), fmt) if gpus else Fact.absent(f"the {fmt} dump lists no GPU (truncated before 'GPU models and configuration'?)"),
+        gpu_list=Fact.of(len(gpus), fmt) if gpus else Fact.absent(
+            f"{fmt} says 'GPU models and configuration: {says.group(1)}' (torch sees no GPU)" if says else
+            f"the {fmt} dump lists no GPU (truncated before 'GPU models and configuration'?)"),
         driver_version=driver,
         cuda_driver_version=Fact.absent(f"{fmt} does not print the CUDA version the driver supports"),
         toolkit=_toolkit_from_runtime(_kv(text, "CUDA runtime version", fmt, value=r"([^\n]+)")),

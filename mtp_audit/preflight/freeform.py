@@ -65,7 +65,7 @@ _CUDA_BARE = re.compile(r"(?<![a-z_-])cuda\s*[:=]?\s*v?(\d{1,2}\.\d{1,2})(?![\d]
 _VERSION = r"v?(\d{1,4}(?:\.\d{1,6}){1,3}(?:(?:\.?(?:post|dev|rc|a|b)\d{0,9})*(?:\+[a-z0-9.]{1,40})?)?\+?)"
 _PKG = re.compile(r"(?<![\w./-])(sglang[-_]kernel|sgl[-_]kernel|sglang|flashinfer[-_]jit[-_]cache|flashinfer[-_]cubin|flashinfer[-_]python|flashinfer|"
                   r"vllm|pytorch|torch|triton|nvidia[-_]cudnn[-_]cu1[23]|nvidia[-_]cudnn[-_]frontend|nvidia[-_]cutlass[-_]dsl)"
-                  r"(?![\w-]|\.[a-z])\s*(?:==|=|:|\s+version\s*[:=]?|\s)\s*" + _VERSION + r"(?![\w.])", re.I)
+                  r"(?![\w-]|\.[a-z])\s*(?:==|=|:|\s+version\s*[:=]?|\s)\s*" + _VERSION + r"(?![\w.])", re.I | re.A)
 _PKG_NAMES = {"sglang": "sglang", "sglang-kernel": "sglang-kernel", "sgl-kernel": "sgl-kernel", "flashinfer": "flashinfer-python",
               "flashinfer-python": "flashinfer-python", "flashinfer-cubin": "flashinfer-cubin", "flashinfer-jit-cache": "flashinfer-jit-cache",
               "vllm": "vllm", "torch": "torch", "pytorch": "torch", "triton": "triton", "nvidia-cudnn-cu12": "nvidia-cudnn-cu12",
@@ -182,6 +182,8 @@ class _State:
     vendor: dict[str, _Seen] = field(default_factory=lambda: {"rocm": _Seen("ROCm version"), "cann": _Seen("CANN version"),
                                                               "platform": _Seen("platform")})
 
+    #: Character spans of the current line an AMD / Ascend device name took (the NVIDIA reader skips them).
+    claimed: list[tuple[int, int]] = field(default_factory=list)
     #: ROCm / Ascend switches the text exports (``export VLLM_ROCM_USE_AITER=1``).
     env: dict[str, str] = field(default_factory=dict)
 
@@ -220,6 +222,7 @@ def parse_freeform(text: str) -> MachineFacts:
                 if em and eng not in st.engines:
                     st.engines[eng] = (ln, em.group(0))
         not_gpu_key = bool(key) and bool(_NOT_GPU_KEYS.match(key))
+        st.claimed.clear()
         vendors.read_line(st, ln, line, key, value, cut_last and ln == last, _count, _vendor_group, devices=not not_gpu_key)
         if not_gpu_key or not (_GPUISH.search(line) or _GLUED.search(line)):
             continue
@@ -247,7 +250,7 @@ def _read_packages(st: _State, ln: int, line: str, low: str) -> None:
     """Package versions of one line (a requirement or a change is not a version); torch's +cu tag."""
     for m in (_PKG.finditer(line) if any(k in low for k in _PKG_HINTS) else ()):
         name = _PKG_NAMES[m.group(1).lower().replace("_", "-")]
-        ver = m.group(2)
+        ver = m.group(2).rstrip(".")  # a version that ends a sentence
         before = low[max(0, m.start() - 14):m.start()]
         if ver.endswith("+") or re.search(r"requir|need|>=|<|than|at least|upgrade to|from", before):
             continue  # a requirement or a change, not the installed version
@@ -296,7 +299,8 @@ def _read_gpu_line(st: _State, ln: int, line: str, low: str, key: str, value: st
         return
     gpu_key = bool(key) and bool(_GPU_KEYS.match(key))
     scope = value if gpu_key else line
-    hits = gputable.find_all(unglue(scope))
+    off = line.rfind(scope) if gpu_key else 0
+    hits = [h for h in gputable.find_all(unglue(scope)) if not any(s < off + h.end and off + h.start < e for s, e in st.claimed)]
     written = _cc_written(scope)
     if not hits:
         if gpu_key and value and (written or re.search(r"nvidia|geforce|tesla|quadro|rtx", value, re.I)):

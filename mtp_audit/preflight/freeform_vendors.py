@@ -28,21 +28,24 @@ from mtp_audit.preflight.gpus import word_spans
 
 FMT = "free-form"
 
-_ROCM = re.compile(r"(?<![\w/-])(?:rocm|hip)[ _-]?(?:version|sdk)?\s*[:=v]?\s*(\d{1,2}\.\d{1,2}(?:\.\d{1,6})?)(?![\d])", re.I)
-_ROCM_TAG = re.compile(r"\+rocm(\d{1,2}\.\d{1,2}(?:\.\d{1,2})?)", re.I)
-_CANN = re.compile(r"(?<![\w/-])cann[ _-]?(?:version|toolkit)?\s*(?:==|[:=])?\s*v?(\d{1,2}\.\d{1,2}(?:\.(?:rc\d{1,2}|t\d{1,4}|\d{1,3}))?(?:\.?rc\d{1,2})?)(?![\w])", re.I)
+_ROCM = re.compile(r"(?<![\w/-])(?:rocm|hip)[ _-]?(?:version|sdk)?\s*[:=v]?\s*(\d{1,2}\.\d{1,2}(?:\.\d{1,6})?)(?![\d])", re.I | re.A)
+_ROCM_TAG = re.compile(r"\+rocm(\d{1,2}\.\d{1,2}(?:\.\d{1,2})?)", re.I | re.A)
+_CANN = re.compile(r"(?<![\w/-])cann[ _-]?(?:version|toolkit)?\s*(?:==|[:=])?\s*v?(\d{1,2}\.\d{1,2}(?:\.(?:rc\d{1,2}|t\d{1,4}|\d{1,3}))?(?:\.?rc\d{0,2})?)(?![A-Za-z0-9_])", re.I | re.A)
 _VPKG = re.compile(r"(?<![\w./-])(torch[-_]npu|vllm[-_]ascend|amd[-_]aiter|aiter|sgl[-_]kernel[-_]npu|triton[-_]ascend)"
-                   r"(?:\s*(?:==|=|:|\s+version\s*[:=]?)\s*|[-\s]v?)(\d{1,4}(?:\.\d{1,6}){1,3}(?:(?:\.?(?:post|dev|rc)\d{0,9}))*)(?![\w.])", re.I)
+                   r"(?:\s*(?:==|=|:|\s+version\s*[:=]?)\s*|[-\s]v?)(\d{1,4}(?:\.\d{1,6}){1,3}(?:(?:\.?(?:post|dev|rc)\d{0,9}))*)(?![A-Za-z0-9_.])", re.I | re.A)
 _VPKG_NAMES = {"torch-npu": "torch-npu", "vllm-ascend": "vllm-ascend", "amd-aiter": "aiter", "aiter": "aiter",
                "sgl-kernel-npu": "sgl-kernel-npu", "triton-ascend": "triton-ascend"}
 _DEVICE_FLAG = re.compile(r"--device[= ](npu|hip|rocm|cuda|cpu)\b", re.I)
-_CONTEXT = re.compile(r"\b(?:gpus?|npus?|on an?|hardware|device|accelerators?|cards?|nodes?|servers?|instinct|ascend|atlas)\b", re.I)
+_CONTEXT = re.compile(r"\b(?:gpus?|npus?|on an?|hardware|device|accelerators?|cards?|nodes?|servers?|instinct|ascend|atlas|"
+                      r"environment|setup|tested)\b", re.I)
 _HOST = re.compile(r"[\w.-]*@([\w.-]+)")
 _VENDOR_PREFIX = re.compile(r"(?:(?:amd\s+)?(?:instinct\s+)?|(?:huawei\s+)?(?:ascend\s*)?)$", re.I)
 _KEYS = re.compile(r"^(?:gpus?|npus?|gpu\s*(?:model|type|name)|npu\s*(?:model|type|name)|hardware|hw|devices?|accelerators?|card|"
                    r"machine|node|system|platform|instance|server|host(?:name)?)\b", re.I)
 #: ``export NAME=VALUE`` (or a bare assignment) of the ROCm / Ascend switches the platform checks read.
 _EXPORT = re.compile(r"(?:^|\s)(?:export\s+)?(VLLM_ROCM_[A-Z0-9_]{1,60}|SGLANG_USE_AITER|HIP_VISIBLE_DEVICES|ASCEND_RT_VISIBLE_DEVICES)=([^\s`'\"]{1,200})")
+#: A container image reference (``quay.io/ascend/sglang:v0.5.13.post1-cann9.0.0-910b``): its tag names builds, not devices.
+_IMAGE_REF = re.compile(r"[\w.-]{1,100}/[\w./-]{1,200}:[\w.-]{1,120}")
 _TAG_VERSION = re.compile(r"^v?(\d{1,4}\.\d{1,4}\.\d{1,4}(?:\.post\d{1,4}|rc\d{1,4}|\.dev\d{1,9})?)(?![\d])")
 
 
@@ -94,12 +97,21 @@ def read_line(st: Any, ln: int, line: str, key: str, value: str, truncated: bool
 
     gpu_key = bool(key) and bool(_KEYS.match(key))
     scope = value if gpu_key else line
-    hits = find_devices(unglue(scope))
+    hits = find_devices(_IMAGE_REF.sub(lambda m: " " * len(m.group(0)), unglue(scope)) if "/" in scope else unglue(scope))
     if not hits:
         return
+    off = line.rfind(scope) if gpu_key else 0
+    # the NVIDIA reader skips these spans ("Ascend A2" is not an NVIDIA A2)
+    st.claimed.extend((off + s, off + e) for _, _, s, e in hits)
     end = len(scope.rstrip())
     host = {m.start(1) for m in _HOST.finditer(scope)}
     ok = gpu_key or bool(_CONTEXT.search(scope)) or pf.gfx_in(scope) is not None
+    if len({h.product for _, h, _, _ in hits}) > 1 and all(count(scope, s, e) is None for _, _, s, e in hits):
+        # "MI300X / MI350X / MI355X": products listed without counts are alternatives tried, not one machine
+        st.notes.append(f"conflict: free-form line {ln} lists {len(hits)} AMD/Ascend products without counts "
+                        f"({', '.join(scope[s:e] for _, _, s, e in hits[:6])}); which one this machine has is not said; not used")
+        st.vendor["platform"].add(pf.ROCM if hits[0][0] == "amd" else pf.CANN, ln, f"'{scope[hits[0][2]:hits[0][3]]}' named")
+        return
     for vendor, h, s, e in hits:
         if truncated and e >= end:
             st.notes.append(f"free-form line {ln}: '{line[:60]}' may be cut off (last line, no newline); '{scope[s:e]}' not counted")
@@ -149,10 +161,11 @@ def _read_images(st: Any, ln: int, line: str, low: str) -> None:
             continue
         st.vendor["platform"].add(plat, ln, f"container image {repo}{':' + tag if tag else ''}")
         tv = _TAG_VERSION.match(tag)
-        if tv and repo.lower() in ("vllm/vllm-openai-rocm", "ascend/vllm-ascend", "ascendai/vllm-ascend"):
-            name = "vllm" if "rocm" in repo.lower() else "vllm-ascend"
+        names = {"vllm/vllm-openai-rocm": "vllm", "ascend/vllm-ascend": "vllm-ascend", "ascendai/vllm-ascend": "vllm-ascend", "ascend/sglang": "sglang"}
+        name = names.get(repo.lower())
+        if tv and name:
             st.pkg(name).add(tv.group(1), ln, f"container tag {repo}:{tag}")
-            st.engines.setdefault("vllm", (ln, repo))
+            st.engines.setdefault("sglang" if name == "sglang" else "vllm", (ln, repo))
 
 
 def platform_fact(seen: Any, notes: list[str], st: Any) -> Fact:

@@ -203,11 +203,13 @@ def with_platform(m: MachineFacts) -> MachineFacts:
     name where the source did not write it (gfx target from the AMD table, model from the Ascend table)."""
     plat = detect(m)
     gpus = m.gpus
+    # a source that read the architecture (or found a conflict) is kept; only a device nobody looked at is filled
+    unread = lambda g: not g.arch.present and g.arch.missing in (None, "not observed")  # noqa: E731
     if plat.value == ROCM:
-        gpus = tuple(g if g.arch.present else replace(g, arch=amd_arch(str(g.name.value or ""))) for g in gpus)
+        gpus = tuple(replace(g, arch=amd_arch(str(g.name.value or ""))) if unread(g) else g for g in gpus)
         gpus = tuple(_hip_cc_arch(g) for g in gpus)
     elif plat.value == CANN:
-        gpus = tuple(g if g.arch.present else replace(g, arch=ascend_arch(str(g.name.value or ""))) for g in gpus)
+        gpus = tuple(replace(g, arch=ascend_arch(str(g.name.value or ""))) if unread(g) else g for g in gpus)
     if plat.value in (ROCM, CANN):
         # the "compute capability" a ROCm/NPU tool prints is not an NVIDIA one: kept out of the NVIDIA checks
         gpus = tuple(replace(g, compute_capability=Fact.absent(f"not an NVIDIA GPU ({LABELS[plat.value]})",
@@ -217,7 +219,7 @@ def with_platform(m: MachineFacts) -> MachineFacts:
 
 def _hip_cc_arch(g: GpuFacts) -> GpuFacts:
     """A ROCm GPU whose gfx target is unknown but whose HIP (major, minor) was printed (sglang check_env)."""
-    if g.arch.present or not g.cc or g.cc not in HIP_CC_TO_GFX:
+    if g.arch.present or "conflict" in str(g.arch.missing) or not g.cc or g.cc not in HIP_CC_TO_GFX:
         return g
     gfx = HIP_CC_TO_GFX[g.cc]
     return replace(g, arch=Fact.of(gfx, f"HIP compute capability {g.cc[0]}.{g.cc[1]} ({g.compute_capability.source}) = {gfx} "
@@ -225,12 +227,12 @@ def _hip_cc_arch(g: GpuFacts) -> GpuFacts:
 
 
 #: Container images that name their platform: repository pattern -> platform. ROCm: rocm/vllm, rocm/sgl-dev,
-#: rocm/pytorch, vllm/vllm-openai-rocm, lmsysorg/sglang:*-rocm*; CANN: quay.io/ascend/vllm-ascend, ascendai/cann,
-#: lmsysorg/sglang:*-npu* / *-cann*.
+#: rocm/pytorch, vllm/vllm-openai-rocm, lmsysorg/sglang:*-rocm*; CANN: quay.io/ascend/vllm-ascend, quay.io/ascend/sglang,
+#: ascendai/cann, lmsysorg/sglang:*-npu* / *-cann*.
 IMAGE_PLATFORM = re.compile(
     r"(?<![\w/.-])(?:docker\.io/|quay\.io/|m\.daocloud\.io/quay\.io/)?("
     r"rocm/(?:vllm|vllm-dev|sgl-dev|pytorch|sglang)|vllm/vllm-openai-rocm|ascend/vllm-ascend|ascend/cann|ascendai/cann|"
-    r"ascendai/vllm-ascend|lmsysorg/sglang)(?::([A-Za-z0-9][\w.\-]{0,80}))?", re.I)
+    r"ascendai/vllm-ascend|ascend/sglang|lmsysorg/sglang)(?::([A-Za-z0-9][\w.\-]{0,80}))?", re.I)
 
 
 def image_platform(repo: str, tag: str) -> str | None:

@@ -38,7 +38,9 @@ SIGNATURES: dict[str, re.Pattern[str]] = {
                            r"ROCM Version\s*:\s*\d|HIPCC: HIP version", re.M),
     "ascend-env": re.compile(r"vLLM Ascend Version\s*:|^NPU [\d,]+: \S|^CANN: \S|package_name=Ascend-cann|"
                              r"^\[pip3?\] torch[-_]npu==|^torch_npu: \d|NPU available: True", re.M),
-    "npu-smi": re.compile(r"npu-smi \d"),
+    # the header, or (an excerpt that starts inside the table) a row with npu-smi's Health column
+    "npu-smi": re.compile(r"npu-smi \d|^\|\s*\d{1,3}\s+[\w.-]{2,40}\s*\|\s*(?:OK|Warning|Alarm|Critical)\s*\|", re.M),
+    "rocminfo": re.compile(r"^\s*Marketing Name:\s+\S|^\s*Name:\s+gfx\d", re.M),
     "rocm-smi": re.compile(r"ROCm System Management Interface|^GPU\[\d{1,3}\]\s*:", re.M),
     "amd-smi": re.compile(r"AMDSMI Tool|AMD-SMI \d|^\s*MARKET_NAME\s*:|TARGET_GRAPHICS_VERSION\s*:", re.M),
 }
@@ -77,7 +79,7 @@ def parse_rocm_env(text: str) -> MachineFacts:
     gpus: list[GpuFacts] = []
     gpu_list = Fact.absent("the ROCm lines name no GPU")
     m = _GPU_LINE.search(text)
-    if m and m.group(1).strip() and not re.match(r"\s*(GPU \d|could not collect|n/a)", m.group(1), re.I):
+    if m and m.group(1).strip() and not re.match(r"\s*(GPU \d|could not collect|n/a|no cuda)", m.group(1), re.I):
         name = re.sub(r"\s*\(gfx[^)]*\)\s*$", "", m.group(1).strip())
         where = f"{fmt} line {_line(text, m.start(1))}"
         gpus.append(GpuFacts(0, name=Fact.of(name, where), arch=pf.amd_arch(name, pf.gfx_in(m.group(1)), where),
@@ -135,8 +137,8 @@ def parse_ascend_env(text: str) -> MachineFacts:
 
 _NPU_HEAD = re.compile(r"npu-smi (\S+)\s+Version:\s*(\S+)")
 _NPU_ROW = re.compile(r"^\|\s*(\d{1,3})\s+([A-Za-z0-9][\w.-]{1,40}(?: [A-Za-z0-9][\w.-]{0,20})?)\s*\|\s*(OK|Warning|Alarm|Critical|"
-                      r"Normal|Abnormal|[A-Z][a-z]{1,12})\s*\|[^\n]*\n\|\s*(\d{1,3})(?:\s+\d{1,3})?\s+\|\s*([0-9A-Fa-f:.]{7,16})?\s*\|"
-                      r"([^|\n]*)\|?", re.M)
+                      r"Normal|Abnormal|[A-Z][a-z]{1,12})\s*\|[^\n]*(?:\n\|\s*(\d{1,3})(?:\s+\d{1,3})?\s+\|\s*([0-9A-Fa-f:.]{7,16})?\s*\|?"
+                      r"([^|\n]*)\|?)?", re.M)
 _HBM = re.compile(r"(\d{1,9})\s*/\s*(\d{1,9})\s*$")
 
 
@@ -148,17 +150,20 @@ def parse_npu_smi(text: str) -> MachineFacts:
     gpus: list[GpuFacts] = []
     for m in _NPU_ROW.finditer(text):
         name = m.group(2).strip()
-        hbm = _HBM.search(m.group(6).strip())
-        mem = (Fact.of(int(hbm.group(2)) * _MIB, f"{fmt} line {_line(text, m.start(4))} (HBM-Usage total, MB)") if hbm and int(hbm.group(2))
+        hbm = _HBM.search((m.group(6) or "").strip())
+        mem = (Fact.of(int(hbm.group(2)) * _MIB, f"{fmt} line {_line(text, m.start(4)) if m.group(4) else '?'} (HBM-Usage total, MB)") if hbm and int(hbm.group(2))
                else Fact.absent("npu-smi shows no HBM total for this NPU"))
-        gpus.append(GpuFacts(len(gpus), name=Fact.of(name, f"{fmt} line {_line(text, m.start())} (NPU {m.group(1)}, chip {m.group(4)})"),
+        chip = f"chip {m.group(4)}" if m.group(4) else "chip row cut"
+        gpus.append(GpuFacts(len(gpus), name=Fact.of(name, f"{fmt} line {_line(text, m.start())} (NPU {m.group(1)}, {chip})"),
                              arch=pf.ascend_arch(name), compute_capability=Fact.absent("Ascend NPU: no NVIDIA compute capability"),
                              memory_bytes=mem))
-    cut = bool(gpus) and "Process" not in text
+    cut = bool(gpus) and ("Process" not in text or not hm)
     return MachineFacts(origin=f"env-dump:{fmt}", gpus=tuple(gpus), driver_version=driver,
                         gpu_list=(Fact.of(len(gpus), f"{fmt} (table cut: {PARTIAL_GPU_LIST} {len(gpus)} NPU row(s))" if cut else fmt)
                                   if gpus else Fact.absent("the npu-smi table lists no NPU row")),
-                        accelerator=Fact.of(pf.CANN, f"{fmt} header line {_line(text, hm.start())}") if hm else Fact.absent("not stated"))
+                        accelerator=(Fact.of(pf.CANN, f"{fmt} header line {_line(text, hm.start())}") if hm else
+                                     Fact.of(pf.CANN, f"{fmt} table rows (line {_line(text, _NPU_ROW.search(text).start())})") if gpus
+                                     else Fact.absent("not stated")))
 
 
 _SMI_KV = re.compile(r"^GPU\[(\d{1,3})\]\s*:\s*(Card Series|Card series|Card Model|Card model|Device Name|Market Name|GFX Version|"
@@ -226,12 +231,32 @@ def parse_rocm_smi(text: str) -> MachineFacts:
     return parse_amd_smi(text, "rocm-smi")
 
 
+_ROCMINFO_AGENT = re.compile(r"^\s*Name:\s+(gfx[0-9a-f]{3,4})\b[^\n]*(?:\n[^\n]*){0,4}?\n\s*Marketing Name:[ \t]*([^\n]*)", re.M)
+
+
+def parse_rocminfo(text: str) -> MachineFacts:
+    """``rocminfo``: one GPU per agent whose ``Name`` is a gfx target, named by its ``Marketing Name`` (a cut or
+    empty marketing name keeps the gfx target as the device's identity)."""
+    fmt = "rocminfo"
+    gpus = []
+    for m in _ROCMINFO_AGENT.finditer(text):
+        where = f"{fmt} line {_line(text, m.start(1))}"
+        name = m.group(2).strip()
+        gpus.append(GpuFacts(len(gpus), name=Fact.of(name, where) if len(name) > 2 else Fact.absent(f"rocminfo's Marketing Name is '{name}'"),
+                             arch=Fact.of(m.group(1), where), compute_capability=Fact.absent("ROCm: no NVIDIA compute capability"),
+                             memory_bytes=Fact.absent("rocminfo memory not read")))
+    return MachineFacts(origin=f"env-dump:{fmt}", gpus=tuple(gpus),
+                        gpu_list=Fact.of(len(gpus), fmt) if gpus else Fact.absent("rocminfo lists no gfx agent"),
+                        accelerator=Fact.of(pf.ROCM, f"{fmt} output") if gpus else Fact.absent("not stated"))
+
+
 PARSERS = {
     "rocm-env": parse_rocm_env,
     "ascend-env": parse_ascend_env,
     "npu-smi": parse_npu_smi,
     "rocm-smi": parse_rocm_smi,
     "amd-smi": parse_amd_smi,
+    "rocminfo": parse_rocminfo,
 }
 
 
