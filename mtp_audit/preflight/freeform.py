@@ -34,6 +34,7 @@ import re
 from dataclasses import dataclass, field
 
 from mtp_audit.preflight import freeform_vendors as vendors
+from mtp_audit.preflight.freeform_vendors import unglue
 from mtp_audit.preflight import gpus as gputable
 from mtp_audit.preflight.facts import Fact, GpuFacts, MachineFacts
 
@@ -437,15 +438,6 @@ def _platform(text: str) -> Fact:
     if not m:
         return Fact.absent("the free-form text does not say the platform")
     return Fact.of("wsl2" if "wsl" in m.group(0).lower() else "windows", f"{FMT} (mentions '{m.group(0)}')")
-
-
-_GLUED_COUNT = re.compile(r"(?<![a-z0-9.])(\d{1,3})[x×*](?=[a-z])", re.I)
-
-
-def unglue(text: str) -> str:
-    """``text`` with a count glued to a product (``8xH100``, ``2*910B``) split by a space in place of the ``x``, so
-    the word matcher sees ``8 H100``; same length, so match offsets hold for ``text``."""
-    return _GLUED_COUNT.sub(lambda m: m.group(1) + " ", text) if any(c in text for c in "xX×*") else text
 
 
 def _vendor_group(name: str, arch: Fact, count: int | None, ln: int, key: str, how: str) -> _Group:

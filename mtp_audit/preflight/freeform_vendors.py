@@ -49,6 +49,15 @@ _IMAGE_REF = re.compile(r"[\w.-]{1,100}/[\w./-]{1,200}:[\w.-]{1,120}")
 _TAG_VERSION = re.compile(r"^v?(\d{1,4}\.\d{1,4}\.\d{1,4}(?:\.post\d{1,4}|rc\d{1,4}|\.dev\d{1,9})?)(?![\d])")
 
 
+_GLUED_COUNT = re.compile(r"(?<![a-z0-9.])(\d{1,3})[x×*](?=[a-z])", re.I)
+
+
+def unglue(text: str) -> str:
+    """``text`` with a count glued to a product (``8xH100``, ``2*910B``) split by a space in place of the ``x``, so
+    the word matcher sees ``8 H100``; same length, so match offsets hold for ``text``."""
+    return _GLUED_COUNT.sub(lambda m: m.group(1) + " ", text) if any(c in text for c in "xX×*") else text
+
+
 def find_devices(text: str) -> list[tuple[str, pf.DeviceMatch, int, int]]:
     """Every AMD (``"amd"``) and Ascend (``"ascend"``) product named in ``text``, left to right, each the longest
     alias at its position, with its character span: ``[(vendor, match, start, end)]``. Linear in ``len(text)``."""
@@ -93,8 +102,6 @@ def read_line(st: Any, ln: int, line: str, key: str, value: str, truncated: bool
             st.vendor["platform"].add(plat, ln, f"'{m.group(0)}'")
     if not devices:
         return
-    from mtp_audit.preflight.freeform import unglue
-
     gpu_key = bool(key) and bool(_KEYS.match(key))
     scope = value if gpu_key else line
     hits = find_devices(_IMAGE_REF.sub(lambda m: " " * len(m.group(0)), unglue(scope)) if "/" in scope else unglue(scope))
