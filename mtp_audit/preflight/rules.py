@@ -428,7 +428,7 @@ RULES = RULES + (
        _ex(False, "MI355X, SGLang 0.5.9, --quantization mxfp4 (native)", {"env.txt": rocm_env(MI355).replace("vLLM Version                 : 0.20.0", "vLLM Version                 : N/A") + "sglang: 0.5.9\n"},
            ("python", "-m", "sglang.launch_server", "--model-path", "m", "--quantization", "mxfp4")))),
     R("MTP244", "amd-gfx950-only-switch", E, "A gfx950-only vLLM switch on a GPU that is not gfx950",
-      "vLLM on ROCm: fires when VLLM_ROCM_USE_AITER_FP4BMM (on by default from vLLM 0.15 with VLLM_ROCM_USE_AITER=1) or VLLM_ROCM_USE_AITER_FP4_ASM_GEMM is on and a GPU is not gfx950. Before the gate (vLLM < 0.20.0 as audited; PR #35250) vLLM does not check the GPU and crashes (error); from 0.20.0 it is ignored off gfx950 (info).",
+      "vLLM on ROCm: fires when VLLM_ROCM_USE_AITER_FP4BMM (on by default from vLLM 0.15 with VLLM_ROCM_USE_AITER=1) or VLLM_ROCM_USE_AITER_FP4_ASM_GEMM is on and a GPU is not gfx950. Before the gate vLLM does not check the GPU and crashes: an error for 0.15-0.16 (the crash is reported on 0.16.0rc2), a warning for 0.17-0.19 and an unknown version (the gate, PR #35250, is first seen in the audited 0.20.0 wheel); from 0.20.0 it is ignored off gfx950 (info).",
       "MI300X crashes with 'MXFP4 quantization is not supported on gfx942' or an illegal instruction (gh:vllm-project/vllm#34641).",
       "Set the switch to 0, or upgrade vLLM.",
       ("gh:vllm-project/vllm#34641", "gh:vllm-project/vllm#35250", "wheel:vllm-0.20.0:vllm/_aiter_ops.py:1335-1346"), "bug report",

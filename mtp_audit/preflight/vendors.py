@@ -203,9 +203,11 @@ def _check_amd_switches(ctx: Any) -> None:
             ctx.add("MTP244", f"{how} on {', '.join(others)}: vLLM {ver} ignores it off gfx950 (gated on on_gfx950())", evidence=evs,
                     severity=Severity.INFO, remediation=f"unset {sw['env']}")
         else:
-            ctx.add("MTP244", f"{how} on {', '.join(others)}: vLLM {ver or '(version unknown)'} does not check the GPU and crashes "
-                    f"({sw['crash']})", evidence=evs,
-                    severity=Severity.ERROR if ver is not None else Severity.WARNING,
+            sure = ver is not None and ver < Version(sw["crash_confirmed_below"])
+            ctx.add("MTP244", f"{how} on {', '.join(others)}: vLLM {ver or '(version unknown)'} "
+                    + ("does not check the GPU and crashes" if sure else "may not check the GPU and then crashes")
+                    + f" ({sw['crash']})", evidence=evs + [Evidence("versions", sw["crash_confirmed_note"])],
+                    severity=Severity.ERROR if sure else Severity.WARNING,
                     remediation=f"set {sw['env']}=0, or upgrade vLLM to {sw['gated_from']} or later")
 
 
