@@ -254,3 +254,12 @@ def test_device_flag_against_machine(capsys):
     rc, out = rc_of(capsys, "preflight", "--env-dump", str(AMD / "vllm-7951.txt"), "--", "python", "-m", "sglang.launch_server",
                     "--model-path", "m", "--device", "npu")
     assert rc == 1 and "MTP249 error" in out
+
+
+def test_launch_device_names_the_platform_when_the_machine_does_not(tmp_path):
+    p = tmp_path / "env.txt"
+    p.write_text("sglang 0.5.16\ntorch 2.10.0\n")
+    rep = preflight(env_dumps=[p], launch=["python", "-m", "sglang.launch_server", "--model-path", "m", "--device", "npu"])
+    m = rep.facts["preflight"]["machine"]
+    assert m["accelerator"] == {"value": "cann", "source": "launch command --device npu"}
+    assert rep.facts["preflight"]["summary"]["verdict"] == "not applicable" and "MTP249" not in rules(rep)
