@@ -562,6 +562,110 @@ def parse_quantization_config(qc: Mapping[str, Any] | None, file: str = "config.
         return None
     method = qc["quant_method"].lower()
     base = f"{file}#/quantization_config"
+    if method == "modelopt":
+        return _modelopt_scheme(qc, base)
+    if method == "compressed-tensors":
+        return _compressed_tensors_scheme(qc, base)
+    if method in {"gptq", "awq", "gptqmodel", "auto-round"}:
+        return _gptq_awq_scheme(qc, method, base)
+    if method == "quark":
+        return _quark_scheme(qc, base)
+    return _other_scheme(qc, method, base)
+
+
+def _kv_cache(qc: Mapping[str, Any]) -> str:
+    """``"FP8"`` when ``kv_cache_scheme`` is 8-bit float, else ``""``."""
+    kv = qc.get("kv_cache_scheme")
+    if isinstance(kv, dict) and kv.get("num_bits") == 8 and kv.get("type") == "float":
+        return "FP8"
+    return ""
+
+
+def _producer(qc: Mapping[str, Any]) -> str:
+    """``"modelopt 0.37.0"`` from a ``producer`` object, ``""`` without one."""
+    prod = qc.get("producer") if isinstance(qc.get("producer"), dict) else {}
+    return " ".join(str(prod.get(k)) for k in ("name", "version") if prod.get(k))
+
+
+def _modelopt_scheme(qc: Mapping[str, Any], base: str) -> QuantScheme:
+    """ModelOpt in ``config.json``: ``quant_algo`` (or the weight parameters), ``ignore`` / ``exclude_modules``
+    wildcards, MIXED_PRECISION ``quantized_layers``."""
+    key = "ignore" if isinstance(qc.get("ignore"), list) else "exclude_modules"
+    has = isinstance(qc.get(key), list)
+    ql = qc.get("quantized_layers")
+    layers = {
+        str(k): v["quant_algo"]
+        for k, v in (ql.items() if isinstance(ql, dict) else ())
+        if isinstance(v, dict) and isinstance(v.get("quant_algo"), str)
+    }
+    ident = _identified(qc)
+    algo = ident[0] if ident else normalize_algo(str(qc.get("quant_algo") or ""))
+    return QuantScheme(
+        method="modelopt",
+        algo=algo,
+        source=base,
+        group_size=_group_size(qc),
+        excludes=_str_list(qc.get(key)),
+        exclude_style="fnmatch" if has else "none",
+        exclude_pointer=f"{base}/{key}" if has else "",
+        quantized_layers=layers,
+        kv_cache=_kv_cache(qc),
+        producer=_producer(qc),
+        scale_format=ident[1] if ident else FP4_SCALE_FORMAT.get(algo, ""),
+        identified_by="parameters" if ident else "name",
+    )
+
+
+def _compressed_tensors_scheme(qc: Mapping[str, Any], base: str) -> QuantScheme:
+    """compressed-tensors: the weight parameters (or the ``format`` string) and the ``ignore`` list."""
+    fmt = str(qc.get("format") or "")
+    ident = _identified(qc)
+    if ident:
+        algo = ident[0]
+    else:
+        algo = ("NVFP4" if "nvfp4" in fmt else "MXFP4" if "mxfp4" in fmt else "FP8" if "float-quantized" in fmt
+                else "INT4" if "pack" in fmt else fmt)
+    has = isinstance(qc.get("ignore"), list)
+    return QuantScheme(
+        method="compressed-tensors",
+        algo=algo or "unknown",
+        source=base,
+        group_size=_group_size(qc),
+        excludes=_str_list(qc.get("ignore")),
+        exclude_style="ct" if has else "none",
+        exclude_pointer=f"{base}/ignore" if has else "",
+        kv_cache=_kv_cache(qc),
+        scale_format=ident[1] if ident else FP4_SCALE_FORMAT.get(algo, ""),
+        identified_by="parameters" if ident else "name",
+    )
+
+
+def _gptq_awq_scheme(qc: Mapping[str, Any], method: str, base: str) -> QuantScheme:
+    """GPTQ / AWQ / AutoRound: ``dynamic`` ``-:`` skip keys, else ``modules_to_not_convert`` substrings."""
+    dyn = qc.get("dynamic")
+    skips = tuple(str(k) for k in dyn if str(k).startswith("-:")) if isinstance(dyn, dict) else ()
+    if skips:
+        return QuantScheme(method, "INT4", base, group_size=_int(qc.get("group_size")), excludes=skips,
+                           exclude_style="gptq-dynamic", exclude_pointer=f"{base}/dynamic")
+    mtnc = qc.get("modules_to_not_convert")
+    return QuantScheme(method, "INT4", base, group_size=_int(qc.get("group_size")), excludes=_str_list(mtnc),
+                       exclude_style="substring" if isinstance(mtnc, list) else "none",
+                       exclude_pointer=f"{base}/modules_to_not_convert" if isinstance(mtnc, list) else "")
+
+
+def _quark_scheme(qc: Mapping[str, Any], base: str) -> QuantScheme:
+    """Quark writes NVFP4, MXFP4, FP8 and INT schemes under one method name: the weight spec decides."""
+    has = isinstance(qc.get("exclude"), list)
+    ident = _identified(qc)
+    return QuantScheme("quark", ident[0] if ident else _quark_non_fp4(qc), base,
+                       group_size=ident[2] if ident else None, excludes=_str_list(qc.get("exclude")),
+                       exclude_style="fnmatch" if has else "none", exclude_pointer=f"{base}/exclude" if has else "",
+                       kv_cache=_kv_cache(qc), scale_format=ident[1] if ident else "",
+                       identified_by="parameters" if ident else "name")
+
+
+def _other_scheme(qc: Mapping[str, Any], method: str, base: str) -> QuantScheme:
+    """FP8 block (``weight_block_size``) and every other method: ``modules_to_not_convert`` substrings."""
     wbs = qc.get("weight_block_size")
     wbs_t = tuple(int(x) for x in wbs if _int(x) is not None) if isinstance(wbs, list) else None
     defects: tuple[str, ...] = ()
@@ -570,77 +674,6 @@ def parse_quantization_config(qc: Mapping[str, Any] | None, file: str = "config.
         defects = (f"{base}/weight_block_size: {json_text(wbs)} has a block size of 0; "
                    "ignored, byte estimates use the 128x128 default",)
         wbs_t = None
-    kv = qc.get("kv_cache_scheme")
-    kv_s = ""
-    if isinstance(kv, dict) and kv.get("num_bits") == 8 and kv.get("type") == "float":
-        kv_s = "FP8"
-    prod = qc.get("producer") if isinstance(qc.get("producer"), dict) else {}
-    producer = " ".join(str(prod.get(k)) for k in ("name", "version") if prod.get(k))
-    if method == "modelopt":
-        key = "ignore" if isinstance(qc.get("ignore"), list) else "exclude_modules"
-        has = isinstance(qc.get(key), list)
-        ql = qc.get("quantized_layers")
-        layers = {
-            str(k): v["quant_algo"]
-            for k, v in (ql.items() if isinstance(ql, dict) else ())
-            if isinstance(v, dict) and isinstance(v.get("quant_algo"), str)
-        }
-        ident = _identified(qc)
-        algo = ident[0] if ident else normalize_algo(str(qc.get("quant_algo") or ""))
-        return QuantScheme(
-            method="modelopt",
-            algo=algo,
-            source=base,
-            group_size=_group_size(qc),
-            excludes=_str_list(qc.get(key)),
-            exclude_style="fnmatch" if has else "none",
-            exclude_pointer=f"{base}/{key}" if has else "",
-            quantized_layers=layers,
-            kv_cache=kv_s,
-            producer=producer,
-            scale_format=ident[1] if ident else FP4_SCALE_FORMAT.get(algo, ""),
-            identified_by="parameters" if ident else "name",
-        )
-    if method == "compressed-tensors":
-        fmt = str(qc.get("format") or "")
-        ident = _identified(qc)
-        if ident:
-            algo = ident[0]
-        else:
-            algo = ("NVFP4" if "nvfp4" in fmt else "MXFP4" if "mxfp4" in fmt else "FP8" if "float-quantized" in fmt
-                    else "INT4" if "pack" in fmt else fmt)
-        has = isinstance(qc.get("ignore"), list)
-        return QuantScheme(
-            method=method,
-            algo=algo or "unknown",
-            source=base,
-            group_size=_group_size(qc),
-            excludes=_str_list(qc.get("ignore")),
-            exclude_style="ct" if has else "none",
-            exclude_pointer=f"{base}/ignore" if has else "",
-            kv_cache=kv_s,
-            scale_format=ident[1] if ident else FP4_SCALE_FORMAT.get(algo, ""),
-            identified_by="parameters" if ident else "name",
-        )
-    if method in {"gptq", "awq", "gptqmodel", "auto-round"}:
-        dyn = qc.get("dynamic")
-        skips = tuple(str(k) for k in dyn if str(k).startswith("-:")) if isinstance(dyn, dict) else ()
-        if skips:
-            return QuantScheme(method, "INT4", base, group_size=_int(qc.get("group_size")), excludes=skips,
-                               exclude_style="gptq-dynamic", exclude_pointer=f"{base}/dynamic")
-        mtnc = qc.get("modules_to_not_convert")
-        return QuantScheme(method, "INT4", base, group_size=_int(qc.get("group_size")), excludes=_str_list(mtnc),
-                           exclude_style="substring" if isinstance(mtnc, list) else "none",
-                           exclude_pointer=f"{base}/modules_to_not_convert" if isinstance(mtnc, list) else "")
-    if method == "quark":
-        # Quark writes NVFP4, MXFP4, FP8 and INT schemes under one method name: the weight spec decides.
-        has = isinstance(qc.get("exclude"), list)
-        ident = _identified(qc)
-        return QuantScheme(method, ident[0] if ident else _quark_non_fp4(qc), base,
-                           group_size=ident[2] if ident else None, excludes=_str_list(qc.get("exclude")),
-                           exclude_style="fnmatch" if has else "none", exclude_pointer=f"{base}/exclude" if has else "",
-                           kv_cache=kv_s, scale_format=ident[1] if ident else "",
-                           identified_by="parameters" if ident else "name")
     algo = "FP8" if "fp8" in method else normalize_algo(str(qc.get("quant_algo") or method))
     mtnc = qc.get("modules_to_not_convert")
     has = isinstance(mtnc, list)
