@@ -14,6 +14,8 @@ from typing import Callable
 
 from mtp_audit.checkpoint import rules as R
 from mtp_audit.checkpoint.accounting import (
+    as_rest_of_model,
+    declared_summary,
     expert_facts,
     human_bytes,
     linear_formats,
@@ -21,6 +23,7 @@ from mtp_audit.checkpoint.accounting import (
     trunk_format_counts,
 )
 from mtp_audit.checkpoint.config import QuantScheme
+from mtp_audit.checkpoint.declared import declared_bytes
 from mtp_audit.checkpoint.facts import CONFIG, CheckpointFacts, pointer
 from mtp_audit.checkpoint.overrides import overrides_for
 from mtp_audit.checkpoint.tensors import (
@@ -164,7 +167,9 @@ def check_experts(facts: CheckpointFacts) -> Iterator[Finding]:
 
 def check_excluded_cost(facts: CheckpointFacts) -> Iterator[Finding]:
     """MTP006: MTP linears stored unquantized while the trunk's linears are quantized; reports the
-    bytes kept and what the trunk's format would take (checkpoint_formats.md §5, §7.3)."""
+    bytes kept and what they would take in the format the quantization config gives the rest of the model
+    (per module: a MIXED_PRECISION checkpoint's MLP counterpart is NVFP4, its attention FP8), or, without a
+    declared format, in the trunk's most common one (checkpoint_formats.md §5, §7.3)."""
     cfg = facts.config
     if cfg is None or not facts.mtp:
         return
@@ -177,14 +182,43 @@ def check_excluded_cost(facts: CheckpointFacts) -> Iterator[Finding]:
     plain = {m: f for m, (f, _) in mtp_fmts.items() if not is_quantized(f)}
     if not plain:
         return
+    now, would, exact = _excluded_bytes(facts, plain, target)
+    rest = declared_summary(facts) or target
+    inferred = any(inf for _, inf in mtp_fmts.values())
+    first = sorted(plain)[0]
+    kinds = ", ".join(f"{c} {f}" for f, c in sorted(Counter(plain.values()).items()))
+    est = "" if exact else " (estimated from config.json)"
+    yield R.MTP006.finding(
+        f"{len(plain)} of {len(mtp_fmts)} MTP linear module(s) are stored unquantized ({kinds}) while the rest of "
+        f"the model is {rest}: {human_bytes(now)}{est} kept for MTP; quantized like the rest of the model they "
+        f"would take about {human_bytes(would)}, {human_bytes(max(now - would, 0))} more GPU memory per copy of "
+        "the weights",
+        Location(facts.mtp_modules[first].shard or facts.index_file or CONFIG, symbol=first),
+        evidence=[
+            Evidence("MTP linear formats", ", ".join(f"{f}: {c}" for f, c in summarize_formats(mtp_fmts)[1].items())),
+            Evidence("trunk linear formats", ", ".join(f"{f}: {c}" for f, c in trunk_counts.items())),
+            Evidence("declared scheme", rest),
+            Evidence("formats inferred from tensor names", "yes" if inferred else "no (read from shard headers)"),
+        ],
+        remediation=(
+            "Nothing to fix if this is deliberate (NVIDIA's ModelOpt exports keep MTP in BF16); budget the extra "
+            "memory, or re-export with the MTP layer quantized if your engine supports quantized MTP."
+        ),
+    )
+
+
+def _excluded_bytes(facts: CheckpointFacts, plain: dict[str, str], target: str) -> tuple[int, int, bool]:
+    """``(bytes now, bytes quantized like the rest of the model, exact)`` of the unquantized MTP linears
+    ``plain``: per module the format :func:`as_rest_of_model` gives its trunk counterpart, else ``target``."""
+    cfg = facts.config
+    assert cfg is not None
     scheme = facts.primary_scheme
     block = scheme.weight_block_size if scheme and target == "FP8" else None
     gs = scheme.group_size if scheme else None
     now = would = 0
     exact = True
     for m in plain:
-        mod = facts.mtp_modules[m]
-        info = mod.params.get("weight")
+        info = facts.mtp_modules[m].params.get("weight")
         if info is not None and len(info.shape) == 2:
             shape = (info.shape[0], info.shape[1])
             now += info.nbytes
@@ -194,26 +228,10 @@ def check_excluded_cost(facts: CheckpointFacts) -> Iterator[Finding]:
             if shape is None:
                 continue
             now += shape[0] * shape[1] * 2
-        would += bytes_if_quantized(shape, target, block=block, group_size=gs)
-    inferred = any(inf for _, inf in mtp_fmts.values())
-    first = sorted(plain)[0]
-    kinds = ", ".join(f"{c} {f}" for f, c in sorted(Counter(plain.values()).items()))
-    est = "" if exact else " (estimated from config.json)"
-    yield R.MTP006.finding(
-        f"{len(plain)} of {len(mtp_fmts)} MTP linear module(s) are stored unquantized ({kinds}) while the rest of "
-        f"the model is {target}: {human_bytes(now)}{est} kept for MTP; as {target} they would take about "
-        f"{human_bytes(would)}, {human_bytes(max(now - would, 0))} more GPU memory per copy of the weights",
-        Location(facts.mtp_modules[first].shard or facts.index_file or CONFIG, symbol=first),
-        evidence=[
-            Evidence("MTP linear formats", ", ".join(f"{f}: {c}" for f, c in summarize_formats(mtp_fmts)[1].items())),
-            Evidence("trunk linear formats", ", ".join(f"{f}: {c}" for f, c in trunk_counts.items())),
-            Evidence("formats inferred from tensor names", "yes" if inferred else "no (read from shard headers)"),
-        ],
-        remediation=(
-            "Nothing to fix if this is deliberate (NVIDIA's ModelOpt exports keep MTP in BF16); budget the extra "
-            "memory, or re-export with the MTP layer quantized if your engine supports quantized MTP."
-        ),
-    )
+        fmt = as_rest_of_model(facts, m)
+        would += declared_bytes(shape, fmt) if fmt is not None else bytes_if_quantized(shape, target, block=block,
+                                                                                        group_size=gs)
+    return now, would, exact
 
 
 def mtp_patterns(scheme: QuantScheme, modules: Iterable[str]) -> list[str]:
