@@ -325,6 +325,68 @@ def check_exclude_disagrees(facts: CheckpointFacts) -> Iterator[Finding]:
         )
 
 
+_UNQUANT = frozenset({"BF16", "F16", "F32", "unquantized"})
+
+
+def _agrees(declared: str, stored: str) -> bool:
+    """Whether a stored format is what the declared one looks like on disk (``FP4`` = 4-bit floats whose scales
+    were not seen)."""
+    if declared == stored:
+        return True
+    if declared == "BF16":
+        return stored in _UNQUANT
+    return declared in ("NVFP4", "MXFP4") and stored == "FP4"
+
+
+def _declared_disagreements(facts: CheckpointFacts) -> dict[tuple[str, str], list[tuple[str, bool]]]:
+    """``(declared label, stored format) -> [(module, inferred)]`` for every linear whose tensors are not stored
+    the way the primary quantization config declares. MTP modules stored BF16 against a quantized declaration
+    (or the reverse) are left to MTP007."""
+    scheme = facts.primary_scheme
+    out: dict[tuple[str, str], list[tuple[str, bool]]] = defaultdict(list)
+    if scheme is None:
+        return out
+    for table, is_mtp in ((facts.trunk_modules, False), (facts.mtp_modules, True)):
+        for m, (fmt, inferred) in sorted(linear_formats(facts, table).items()):
+            d = scheme.declared_format(m)
+            if d is None or _agrees(d.format, fmt):
+                continue
+            if is_mtp and d.quantized != is_quantized(fmt):
+                continue  # MTP007 reports it, with the engine overrides
+            out[(d.label(), fmt)].append((m, inferred))
+    return out
+
+
+def check_declared_disagrees(facts: CheckpointFacts) -> Iterator[Finding]:
+    """MTP015: a linear module's tensors are not stored the way the quantization config declares (declared
+    INT4 W4A16 but stored FP8, declared FP8 by a MIXED_PRECISION ``quantized_layers`` entry but stored NVFP4,
+    declared BF16 by the exclusion list but stored quantized...). Engines build each module from the
+    declaration (vLLM ``modelopt_mixed`` per ``quantized_layers`` entry, compressed-tensors per
+    ``config_groups`` target, Quark per layer config), so the stored tensors do not fit: the load fails on a
+    shape or dtype, or the module computes garbage."""
+    scheme = facts.primary_scheme
+    if scheme is None:
+        return
+    for (label, fmt), mods in sorted(_declared_disagreements(facts).items()):
+        m, inferred = mods[0]
+        d = scheme.declared_format(m)
+        where = d.pointer if d is not None and d.pointer else scheme.source
+        file, _, ptr = where.partition("#")
+        shown = ", ".join(x for x, _ in mods[:3]) + (f" and {len(mods) - 3:,} more" if len(mods) > 3 else "")
+        how = "inferred from tensor names" if inferred else "read from the shard header"
+        yield R.MTP015.finding(
+            f"{len(mods):,} linear module(s) are declared {label} by {file} but their tensors are stored {fmt} "
+            f"({how}): {shown}; an engine builds them as declared and the stored weights do not fit",
+            Location(file, symbol=ptr or None),
+            evidence=[
+                Evidence("declared", f"{m}: {label} ({where})"),
+                Evidence("stored", f"{m}: {fmt} ({how})", Location(facts.tensors.get(m + ".weight") or "", symbol=m)),
+                Evidence("quantization", f"{scheme.method} {scheme.algo} ({scheme.source})"),
+            ],
+            remediation=f"Re-export {m} as {label}, or correct the quantization config to say how it is stored.",
+        )
+
+
 #: Tensor leaves that exist only in an appended (DeepSeek-style) MTP layer: the embedding/hidden norms, the
 #: projection that joins them and the shared head (checkpoint_formats.md §2; vLLM 0.33.0 deepseek_mtp.py:85
 #: ``self.enorm``). Found inside a trunk layer (index < num_hidden_layers) they are where no MTP loader looks:
@@ -503,6 +565,7 @@ CHECKS: tuple[Check, ...] = (
     check_index_vs_headers,
     check_bad_headers,
     check_misplaced,
+    check_declared_disagrees,
 )
 
 

@@ -807,7 +807,7 @@ def _ct_rules(groups: Any, ptr: str) -> tuple[tuple[str, str, DeclaredFormat], .
     for name, g in groups.items():
         if not isinstance(g, Mapping) or not isinstance(g.get("targets"), list):
             continue
-        fmt = weight_spec_format(g.get("weights"), g.get("input_activations"), f"{ptr}/{name}")
+        fmt = weight_spec_format(g.get("weights"), g.get("input_activations", "?"), f"{ptr}/{name}")
         if fmt is None:
             continue
         out += [(str(t), "ct", fmt) for t in g["targets"]]
@@ -854,13 +854,13 @@ def _quark_scheme(qc: Mapping[str, Any], base: str) -> QuantScheme:
     has = isinstance(qc.get("exclude"), list)
     ident = _identified(qc)
     glob = qc.get("global_quant_config")
-    default = (weight_spec_format(glob.get("weight"), glob.get("input_tensors"), f"{base}/global_quant_config")
+    default = (weight_spec_format(glob.get("weight"), glob.get("input_tensors", "?"), f"{base}/global_quant_config")
                if isinstance(glob, Mapping) else None)
     lqc = qc.get("layer_quant_config")
     rules: list[tuple[str, str, DeclaredFormat]] = []
     if isinstance(lqc, Mapping):
         for pat, spec in lqc.items():
-            f = (weight_spec_format(spec.get("weight"), spec.get("input_tensors"), f"{base}/layer_quant_config")
+            f = (weight_spec_format(spec.get("weight"), spec.get("input_tensors", "?"), f"{base}/layer_quant_config")
                  if isinstance(spec, Mapping) else None)
             if f is not None:
                 rules.append((str(pat), "quark", f))

@@ -607,9 +607,78 @@ MTP014 = Rule(
 )
 
 
+#: Quark W4A16 as AMD's Qwen3.8-27B int4 release declares it (model card: INT4 weight-only, group 128, BF16
+#: activations; Quark ``Uint4PerGroupSpec``: dtype uint4, per_group, asymmetric): weight I32 (8 values per int32),
+#: BF16 group scales, I32 packed zero points (vLLM 0.33.0 quark/schemes/quark_w4a16_int4.py:130-168).
+_QUARK_W4A16 = {
+    "quant_method": "quark",
+    "export": {"pack_method": "reorder", "weight_format": "real_quantized"},
+    "global_quant_config": {"weight": {"dtype": "uint4", "qscheme": "per_group", "group_size": 128, "symmetric": False},
+                            "input_tensors": None, "output_tensors": None, "bias": None},
+    "layer_quant_config": {},
+    "layer_type_quant_config": {},
+    "exclude": ["lm_head", "re:mtp.*"],
+}
+
+
+def _quark_w4a16(stored: str) -> dict[str, str | bytes]:
+    """A Qwen3.5-dense-style checkpoint whose trunk q_proj is stored as declared (INT4) or as FP8."""
+    from mtp_audit.synth.shards import tiny
+
+    cfg = {"architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5",
+           "text_config": {"model_type": "qwen3_5_text", "num_hidden_layers": 1, "mtp_num_hidden_layers": 1},
+           "quantization_config": _QUARK_W4A16}
+    q = "model.language_model.layers.0.self_attn.q_proj"
+    if stored == "INT4":
+        trunk = {f"{q}.weight": ("I32", [256, 32]), f"{q}.weight_scale": ("BF16", [2, 256]),
+                 f"{q}.weight_zero_point": ("I32", [2, 32])}
+    else:
+        trunk = {f"{q}.weight": ("F8_E4M3", [256, 256]), f"{q}.weight_scale": ("F32", [])}
+    return {"config.json": _j(cfg), "model.safetensors": tiny({**trunk, **_QWEN_MTP_TINY})}
+
+
+MTP015 = Rule(
+    id="MTP015",
+    name="declared-format-disagrees-with-tensors",
+    analyzer="checkpoint",
+    severity=Severity.ERROR,
+    summary="A module's tensors are not stored the way the quantization config declares",
+    what=(
+        "Decides each linear module's format from the quantization config first (ModelOpt quant_algo and "
+        "MIXED_PRECISION quantized_layers, compressed-tensors config_groups targets and ignore, Quark exclude / "
+        "layer_quant_config / global_quant_config with dtype, group size and zero points, GPTQ dynamic, AWQ "
+        "modules_to_not_convert) and compares it with the format its tensors show (header dtype, or sibling "
+        "names that only one format has: weight_scale_2, weight_scale_inv, weight_zero_point, qweight). Tensor names "
+        "decide a module's format only where no config speaks. MTP modules stored BF16 against a quantized "
+        "declaration are MTP007's."
+    ),
+    why=(
+        "Engines build every module from the declaration, not from the tensors: vLLM resolves a ModelOpt "
+        "MIXED_PRECISION checkpoint to modelopt_mixed and builds each layer from its quantized_layers entry "
+        "(vllm 0.33.0 modelopt.py:1748-1800), Quark per layer config (quark.py:764-808). Tensors stored in another "
+        "format do not fit the parameters the engine created: the load fails on a shape or dtype, or the module "
+        "computes garbage."
+    ),
+    fix="Re-export the modules in the declared format, or correct the quantization config to what is stored.",
+    sources=(
+        "vLLM 0.33.0 vllm/model_executor/layers/quantization/modelopt.py:1748-1800, 1884; quark/quark.py:764-808",
+        "vLLM PR #48606 (native Quark W4A16 INT4/UINT4: routers and other FP16 layers must appear in "
+        "quantization_config.exclude, vLLM does not infer it from tensor dtypes)",
+    ),
+    basis="code",
+    examples=(
+        Example(True, lambda: _quark_w4a16("FP8"), note="Quark declares uint4 group 128; q_proj is stored F8_E4M3"),
+        Example(False, lambda: _quark_w4a16("INT4"),
+                note="q_proj stored as declared: I32 packed weight, BF16 group scales, I32 zero points"),
+    ),
+)
+
+
 RULES: tuple[Rule, ...] = (
     MTP001, MTP002, MTP003, MTP004, MTP005, MTP006, MTP007, MTP008, MTP009, MTP010, MTP011, MTP012, MTP013, MTP014,
+    MTP015,
 )
 
 #: Findings of these rules mean SGLang cannot use the MTP heads (``facts.engine.sglang.usable`` false).
-BLOCKS_MTP = frozenset({"MTP001", "MTP002", "MTP004", "MTP005", "MTP007", "MTP008", "MTP009", "MTP012", "MTP013", "MTP014"})
+BLOCKS_MTP = frozenset({"MTP001", "MTP002", "MTP004", "MTP005", "MTP007", "MTP008", "MTP009", "MTP012", "MTP013", "MTP014",
+                        "MTP015"})
