@@ -22,6 +22,8 @@ from mtp_audit.checkpoint.accounting import (
     summarize_formats,
     trunk_format_counts,
 )
+from mtp_audit.checkpoint import checks_families
+from mtp_audit.checkpoint.checks_families import is_dspark
 from mtp_audit.checkpoint.config import QuantScheme
 from mtp_audit.checkpoint.declared import declared_bytes
 from mtp_audit.checkpoint.facts import CONFIG, CheckpointFacts, pointer
@@ -68,7 +70,7 @@ def check_declared_missing(facts: CheckpointFacts) -> Iterator[Finding]:
     cfg = facts.config
     if cfg is None or not cfg.declaration.declared or facts.mtp or not facts.tensors_known:
         return
-    if any(g.blocking for g in facts.gaps):
+    if any(g.blocking for g in facts.gaps) or is_dspark(facts):
         return
     decl = cfg.declaration
     file, listed = _names_source(facts)
@@ -115,7 +117,7 @@ def check_layer_count(facts: CheckpointFacts) -> Iterator[Finding]:
     """MTP004: declared depth differs from the MTP layers found (implicit declarations excepted:
     MiMo-V2 ships several layers while engines use one)."""
     cfg = facts.config
-    if cfg is None or not facts.mtp or not cfg.declaration.declared or cfg.declaration.implicit:
+    if cfg is None or not facts.mtp or not cfg.declaration.declared or cfg.declaration.implicit or is_dspark(facts):
         return
     found = facts.found_layers()
     if found == cfg.declaration.layers:
@@ -131,7 +133,7 @@ def check_layer_count(facts: CheckpointFacts) -> Iterator[Finding]:
 def check_experts(facts: CheckpointFacts) -> Iterator[Finding]:
     """MTP005: an MTP MoE layer lacks experts or projections that config.json promises."""
     cfg = facts.config
-    if cfg is None:
+    if cfg is None or is_dspark(facts):
         return
     for label, e in expert_facts(facts).items():
         if e["layout"] != "per-expert":
@@ -566,6 +568,7 @@ CHECKS: tuple[Check, ...] = (
     check_bad_headers,
     check_misplaced,
     check_declared_disagrees,
+    *checks_families.CHECKS,
 )
 
 

@@ -99,6 +99,9 @@ class ModelConfig:
     #: ``config.json`` has a ``speculators_config`` table: a speculators-format draft checkpoint (vLLM
     #: ``transformers_utils/configs/speculators``; such a folder replaces ``--model``, rule MTP407).
     speculators: bool = False
+    #: ``dspark_*`` keys (top level or ``text_config``): the checkpoint declares a DSpark parallel-block drafter
+    #: (DeepSeek-V4-Flash-0731 ``dspark_block_size``, ``dspark_target_layer_ids``; vLLM PR #41834).
+    dspark: Mapping[str, Any] = field(default_factory=dict)
 
 
 #: Plausibility caps. The largest real values (checkpoint_formats.md §2): 3 MTP layers (Step-3.5),
@@ -188,6 +191,13 @@ _DIM_KEYS = (
 )
 
 
+def _dspark_keys(top: Mapping[str, Any], text: Mapping[str, Any]) -> dict[str, Any]:
+    """``dspark_*`` keys of the config, ``text_config`` winning."""
+    out = {k: v for k, v in top.items() if isinstance(k, str) and k.startswith("dspark_")}
+    out.update({k: v for k, v in text.items() if isinstance(k, str) and k.startswith("dspark_")})
+    return out
+
+
 def parse_config(obj: Any) -> ModelConfig:
     """Turn a parsed ``config.json`` into a :class:`ModelConfig`.
 
@@ -256,6 +266,7 @@ def parse_config(obj: Any) -> ModelConfig:
         model_type=model_type,
         text_model_type=text_mt,
         speculators=isinstance(obj.get("speculators_config"), dict),
+        dspark=_dspark_keys(obj, text),
         text_pointer=tp,
         num_hidden_layers=n_layers,
         num_experts=n_experts,
