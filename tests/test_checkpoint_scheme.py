@@ -81,6 +81,8 @@ def test_mixed_precision_audit_prices_mtp_like_its_trunk_counterparts(tmp_path):
     #   shared 3 x (524,288+65,536+4) = 1,769,484 -> 33,751,092
     assert "77,594,624 bytes (0.08 GB) kept for MTP" in msg
     assert "would take about 33,751,092 bytes (0.03 GB), 43,843,532 bytes (0.04 GB) more" in msg
+    assert ck["summary"]["quantization"] == ("MIXED_PRECISION (modelopt, hf_quant_config.json, 161 NVFP4 W4A16, group 16 "
+                                             "+ 130 FP8 W8A8 quantized_layers entries)")
     assert ck["quantization"][0]["vllm_method"] == {
         "method": "modelopt_mixed",
         "source": "vllm 0.33.0 vllm/model_executor/layers/quantization/modelopt.py:1658-1664",
@@ -140,6 +142,7 @@ def test_quark_w4a16_siblings_are_int4_not_fp8(tmp_path):
     assert "283,115,520 bytes (0.28 GB) (estimated from config.json) kept for MTP" in hit.message
     assert "would take about 73,543,680 bytes (0.07 GB)" in hit.message
     assert not [f for f in rep.findings if f.rule_id == "MTP015"]
+    assert ck["summary"]["quantization"] == "INT4 (quark, config.json, group size 128, INT4 W4A16, group 128, zero points)"
 
 
 def test_declared_bytes_by_format():

@@ -41,6 +41,12 @@ def _quant_headline(facts: CheckpointFacts) -> str | None:
         bits.append(f"group size {s.group_size}")
     if s.weight_block_size:
         bits.append("block " + "x".join(map(str, s.weight_block_size)))
+    if s.algo == "MIXED_PRECISION" and s.layer_formats:
+        per = Counter(f.label() for f in s.layer_formats.values())
+        bits.append(" + ".join(f"{n:,} {lab}" for lab, n in sorted(per.items(), key=lambda kv: (-kv[1], kv[0])))
+                    + " quantized_layers entries")
+    elif s.nominal is not None and s.nominal.format in ("INT4", "INT8"):
+        bits.append(s.nominal.label())  # weight-only or not, zero points or not: not in the algorithm's name
     if s.identified_by == "parameters":
         bits.append(f"{s.scale_format} scales, identified from the weight parameters" if s.scale_format
                     else "identified from the weight parameters")
