@@ -142,7 +142,8 @@ def test_quark_w4a16_siblings_are_int4_not_fp8(tmp_path):
     assert "283,115,520 bytes (0.28 GB) (estimated from config.json) kept for MTP" in hit.message
     assert "would take about 73,543,680 bytes (0.07 GB)" in hit.message
     assert not [f for f in rep.findings if f.rule_id == "MTP015"]
-    assert ck["summary"]["quantization"] == "INT4 (quark, config.json, group size 128, INT4 W4A16, group 128, zero points)"
+    assert ck["summary"]["quantization"] == ("INT4 (quark, config.json, group size 128, INT4 W4A16, group 128, zero points, "
+                                             "identified from the weight parameters)")
 
 
 def test_declared_bytes_by_format():
