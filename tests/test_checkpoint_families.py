@@ -87,6 +87,8 @@ def test_dspark_under_mtp_is_named_with_the_method_each_engine_needs(tmp_path):
         "--speculative-dspark-block-size 5 (sglang/srt/speculative/spec_info.py:41, "
         "arg_groups/speculative_hook.py:807-813).")
     assert rep.facts["checkpoint"]["summary"]["sglang_mtp_usable"] is False
+    assert rep.facts["checkpoint"]["mtp"]["dspark_drafter"] is True
+    assert rep.facts["checkpoint"]["config"]["dspark"] == {"dspark_block_size": 5, "dspark_target_layer_ids": [40, 41, 42]}
 
 
 def test_deepseek_v4_mtp_with_hallmarks_is_mtp(tmp_path):

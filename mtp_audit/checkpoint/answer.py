@@ -22,6 +22,7 @@ from mtp_audit.checkpoint.accounting import (
     trunk_format_counts,
 )
 from mtp_audit.checkpoint.checks import check
+from mtp_audit.checkpoint.checks_families import is_dspark
 from mtp_audit.checkpoint.facts import ANALYZER, SGLANG_SOURCE, CheckpointFacts
 from mtp_audit.checkpoint.predict import expected_mtp_modules, predict, prediction_line
 from mtp_audit.checkpoint.tensors import (
@@ -170,6 +171,7 @@ def _config_fact(facts: CheckpointFacts) -> dict[str, Any] | None:
         "experts_key": cfg.experts_key or None,
         "family": cfg.layout.family if cfg.layout else None,
         "family_source": cfg.layout.source if cfg.layout else None,
+        "dspark": dict(cfg.dspark) or None,
     }
 
 
@@ -192,6 +194,7 @@ def _mtp_fact(facts: CheckpointFacts, mtp_fmts: Mapping[str, tuple[str, bool]], 
         "bytes": dict(nbytes),
         "attention_bytes": mtp_attention_bytes(facts),
         "shards": sorted({s for n in facts.mtp if (s := facts.tensors.get(n))}),
+        "dspark_drafter": is_dspark(facts),
     }
 
 
