@@ -121,7 +121,7 @@ def test_qwen35_two_layers_vllm_runs_layer_zero_only(tmp_path):
     names = ["mtp.fc.weight", "mtp.layers.0.self_attn.q_proj.weight", "mtp.layers.1.self_attn.q_proj.weight"]
     rep = audit_checkpoint(_write(tmp_path, cfg, names))
     hit = next(f for f in rep.findings if f.rule_id == "MTP017")
-    assert hit.message == ("the checkpoint ships 2 MTP layers (mtp, mtp.layers.0, mtp.layers.1), but vLLM 0.33.0 "
+    assert hit.message == ("the checkpoint ships 2 MTP layers (mtp.layers.0, mtp.layers.1), but vLLM 0.33.0 "
                            "loads all 2 but runs layer 0 at every draft step")
 
 
