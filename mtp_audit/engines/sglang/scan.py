@@ -513,12 +513,17 @@ def scan_file(rel: str, data: bytes, passes: tuple[str, ...] | bool) -> dict[str
     ix = index_source(rel, data, res)
     if ix is None:
         return res
-    if "server" in passes:
-        res.update(_server_pass(ix))
-    if "flow-hook" in passes or "flow-consumer" in passes:
-        res["flow"] = flow.file_pieces(ix, hook="flow-hook" in passes, consumer="flow-consumer" in passes)
-    if "asserts" in passes or "server" in passes:
-        res.update(replay.file_facts(ix, asserts="asserts" in passes))
+    try:
+        if "server" in passes:
+            res.update(_server_pass(ix))
+        if "flow-hook" in passes or "flow-consumer" in passes:
+            res["flow"] = flow.file_pieces(ix, hook="flow-hook" in passes, consumer="flow-consumer" in passes)
+        if "asserts" in passes or "server" in passes:
+            res.update(replay.file_facts(ix, asserts="asserts" in passes))
+    except (RecursionError, MemoryError) as exc:  # an expression nested too deeply for the passes: like a parse failure
+        for key in ("consts", "cli", "funcs", "flow", "registrations", "asserts"):
+            res.pop(key, None)
+        res["gap"] = f"does not parse into a tree the passes can walk (nested too deeply: {type(exc).__name__}); not examined"
     return res
 
 
