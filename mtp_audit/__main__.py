@@ -29,6 +29,6 @@ def _drop_current_directory() -> None:
 
 _drop_current_directory()
 
-from mtp_audit.cli.main import main
+from mtp_audit.cli.fast import main  # noqa: E402 - after sys.path is cleaned
 
 sys.exit(main())

@@ -359,3 +359,30 @@ def test_launch_output_never_replaces_a_file_of_the_installed_engine(tmp_path: P
     assert code == 2, err
     assert "envs.py" in err and err.count("\n") == 1
     assert envs.read_bytes() == before
+
+
+def test_same_size_wheel_rewrite_with_the_mtime_kept_is_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wheel audited once (warm cache) is rewritten in place with the same size and its mtime put back: the
+    next audit sees the new content, not the cached verdict."""
+    import zipfile
+
+    from mtp_audit.engines.sglang import audit_sglang
+
+    monkeypatch.setenv("MTP_AUDIT_CACHE_DIR", str(tmp_path / "cache"))
+    whl = tmp_path / "sglang-0.0.0-py3-none-any.whl"
+
+    def write(server_args: bytes) -> None:
+        with zipfile.ZipFile(whl, "w", zipfile.ZIP_STORED) as zf:
+            info = zipfile.ZipInfo("sglang/srt/server_args.py", date_time=(2020, 1, 1, 0, 0, 0))
+            zf.writestr(info, server_args)
+            zf.writestr(zipfile.ZipInfo("sglang/__init__.py", date_time=(2020, 1, 1, 0, 0, 0)), "")
+
+    write(SERVER_ARGS)
+    first = audit_sglang(whl).to_dict()
+    st = whl.stat()
+    write(SERVER_ARGS.replace(b"'EAGLE'", b"'NGRAM'"))
+    os.utime(whl, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert whl.stat().st_size == st.st_size and whl.stat().st_mtime_ns == st.st_mtime_ns
+    second = audit_sglang(whl).to_dict()
+    assert second["facts"]["sglang"]["scan"]["tree_cache"] == "miss"
+    assert json.dumps(second["facts"]["sglang"], sort_keys=True) != json.dumps(first["facts"]["sglang"], sort_keys=True)

@@ -11,7 +11,7 @@ opened once without following a symlink and without blocking (a FIFO, a device s
 symlink out of the cache is refused), bounded (:data:`MAX_ENTRY_BYTES`), and must be the envelope
 :func:`store` writes: ``{"entry": ENTRY_FORMAT, "key": <its own key>, "sha256": <hash of the value's
 canonical JSON>, "value": {...}}``, so a truncated or bit-flipped entry, one copied under another key, or
-valid JSON of another shape (``{}``) is scanned again. Whole-tree entries (keys ``tree-...``) must also
+valid JSON of another shape (``{}``) is scanned again. Whole-tree entries (keys ``tree-...``, ``whl-...``) must also
 have the shape their readers use (``facts`` a mapping with a ``scan`` mapping, ``gaps`` a list of
 :class:`~mtp_audit.report.Gap` fields).
 """
@@ -47,9 +47,11 @@ def cache_dir(namespace: str) -> Path | None:
     return base / namespace
 
 
-def key_for(data: bytes, server: bool) -> str:
-    """Cache key: SHA-1 of the file bytes plus the pass selector."""
-    return hashlib.sha1(data + (b"\x00S" if server else b"\x00E")).hexdigest()
+def key_for(data: bytes, passes: tuple[str, ...] | bool) -> str:
+    """Cache key: SHA-1 of the file bytes plus the passes run on them (``True``/``False``: the server pass or none)."""
+    if isinstance(passes, bool):
+        passes = ("server",) if passes else ()
+    return hashlib.sha1(data + b"\x00" + ",".join(passes).encode()).hexdigest()
 
 
 def _digest(value: Any) -> str:
@@ -75,7 +77,9 @@ def load(folder: Path | None, key: str) -> dict[str, Any] | None:
     value = doc.get("value")
     if not isinstance(value, dict) or doc.get("sha256") != _digest(value):
         return None
-    if key.startswith("tree-") and not _tree_shape(value):
+    if key.startswith(("tree-", "whl-")) and not _tree_shape(value):
+        return None
+    if key.startswith("whl-") and not (isinstance(value.get("display"), str) and isinstance(value.get("version"), (str, type(None)))):
         return None
     return value
 
