@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "preflight": "mtp_audit.cli.preflight:preflight",
     "compare": "mtp_audit.cli.compare:compare",
     "launch": "mtp_audit.cli.launch:launch",
+    "log": "mtp_audit.cli.log:log",
     "rules": "mtp_audit.cli.rules:rules",
     "explain": "mtp_audit.cli.rules:explain",
 }
