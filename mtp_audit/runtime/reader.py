@@ -34,6 +34,7 @@ MARKERS = re.compile(
 #: Colour and cursor escapes as they arrive: real ESC, a caret-escaped ``^[[`` (``cat -v``, many
 #: terminals' copy) and ``\ufffd[`` (an ESC that a UTF-8 decoder or a web form replaced).
 ANSI = re.compile(r"(?:\x1b|\^\[|\ufffd)\[[0-9;?]*[A-Za-z]")
+_ODD = re.compile("[\x00-\x08\x0e-\x1a\x1c-\x1f\ufffd]")
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,8 @@ class ReadStats:
         lines: lines counted (the last one without a newline included).
         cut_lines: lines longer than :data:`MAX_LINE_BYTES`.
         nul_bytes: NUL bytes in the first chunk (a text log has none).
+        odd_chars: control characters (other than tab, newline, CR, ESC) and undecodable bytes in the
+            first chunk's first 64 KiB.
         first_chunk_bytes: size of the first chunk (for the NUL ratio).
     """
 
@@ -77,12 +80,25 @@ class ReadStats:
     lines: int = 0
     cut_lines: int = 0
     nul_bytes: int = 0
+    odd_chars: int = 0
+    sample_chars: int = 0
     first_chunk_bytes: int = 0
 
     @property
     def looks_binary(self) -> bool:
-        """More than 1 % NUL bytes in the first chunk: not a text log."""
-        return self.first_chunk_bytes > 0 and self.nul_bytes * 100 > self.first_chunk_bytes
+        """More than 1 % NUL bytes, or more than 10 % control characters and undecodable bytes, at the
+        start of the input: not a text log."""
+        if self.first_chunk_bytes and self.nul_bytes * 100 > self.first_chunk_bytes:
+            return True
+        return self.sample_chars >= 64 and self.odd_chars * 10 > self.sample_chars
+
+    def sample(self, chunk: bytes) -> None:
+        """Measure the first chunk (NUL bytes, control characters, invalid UTF-8)."""
+        self.first_chunk_bytes = len(chunk)
+        self.nul_bytes = chunk.count(b"\0")
+        text = chunk[:65536].decode("utf-8", "replace")
+        self.sample_chars = len(text)
+        self.odd_chars = len(_ODD.findall(text))
 
 
 def read_lines(stream: BinaryIO, wants_next: Callable[[], bool], stats: ReadStats) -> Iterator[LogLine]:
@@ -105,8 +121,7 @@ def read_lines(stream: BinaryIO, wants_next: Callable[[], bool], stats: ReadStat
         if not chunk:
             break
         if stats.first_chunk_bytes == 0:
-            stats.first_chunk_bytes = len(chunk)
-            stats.nul_bytes = chunk.count(b"\0")
+            stats.sample(chunk)
         stats.bytes_read += len(chunk)
         buf = carry + chunk
         if skipping_cut:

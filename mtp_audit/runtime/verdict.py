@@ -32,8 +32,8 @@ DECIDING_LINES = {
               "'server_args=' line",
     "llama.cpp": "the 'draft acceptance = ... accepted / ... generated' line llama-server prints at the end of each request",
     "tensorrt-llm": "TensorRT-LLM's per-iteration statistics (not parsed by this release) or the /metrics counters (--metrics)",
-    None: "no line of SGLang, vLLM, llama-server or TensorRT-LLM was recognised; paste the server's own log "
-          "(its start-up configuration and the lines printed while it serves)",
+    None: "any line of SGLang, vLLM, llama-server or TensorRT-LLM (none was recognised): the server's own "
+          "start-up configuration and the lines it prints while serving",
 }
 
 
