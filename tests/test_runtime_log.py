@@ -83,7 +83,7 @@ def test_vllm_sources_are_the_api_servers() -> None:
 def test_unused_mtp_block_facts() -> None:
     f = analyze_log([LOGS / "lemonade9_glm45_nextn_unused.log"]).facts["log"]["files"][0]
     # 13 "model has unused tensor blk.46..." lines from line 6; their sizes summed by hand
-    assert f["unused_tensors"] == {"blk.46": {"tensors": 13, "bytes": 1495753728, "first_line": 6, "nextn_named": False}}
+    assert f["unused_tensors"] == {"blk.46": {"tensors": 13, "bytes": 1495753216, "first_line": 6, "nextn_named": False}}
 
 
 def test_cli_exit_codes_and_json(capsys: pytest.CaptureFixture[str]) -> None:
