@@ -13,12 +13,13 @@ from mtp_audit.runtime.analyze import analyze_log
 
 LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
 
-# file -> (verdict, engine, version, algorithm, intervals, accepted, drafted, mean acceptance length (2 d.p.), rules)
+# file -> (verdict, engine, version, algorithm, intervals, accepted, drafted, mean acceptance length (2 d.p.,
+# weighted by drafted tokens: speculators 613 = (1.34*2160 + 1.22*3945 + 1.17*3960) / 10065), rules)
 EXPECTED = {
     "vllm_41789_gemma4_config_wrapped.log": ("could-not-tell", "vllm", "0.20.2rc1.dev49+g9b4e83934", "mtp", 0, 0, 0, None, []),
     "vllm_pr24127_ngram_old_format.log": ("ran-and-helped", "vllm", None, None, 1, 262, 295, 5.44, []),
     "vllm_ascend_12521_multi_engine.log": ("ran-and-helped", "vllm", None, None, 2, 581, 906, 2.92, []),
-    "speculators_613_dflash_near_zero.log": ("ran-but-accepted-nothing", "vllm", None, None, 3, 151, 10065, 1.24, ["MTP500"]),
+    "speculators_613_dflash_near_zero.log": ("ran-but-accepted-nothing", "vllm", None, None, 3, 151, 10065, 1.23, ["MTP500"]),
     "vllm_ascend_9803_glm5_mtp3.log": ("ran-and-helped", "vllm", None, None, 2, 892, 1185, 3.26, []),
     "llama_pr24536_eagle3_relative_ts.log": ("ran-and-helped", "llama.cpp", None, None, 1, 167, 259, 2.92, []),
     "llama_27151_mtp_1_of_633.log": ("ran-but-accepted-nothing", "llama.cpp", None, None, 1, 1, 633, 1.00, ["MTP500"]),
@@ -29,7 +30,7 @@ EXPECTED = {
     "sglang_4305_decode_batch_dot_no_spec.log": ("never-ran", "sglang", None, None, 0, 0, 0, None, ["MTP501"]),
     "sglang_8336_crash_k8s_prefix.log": ("ran-then-stopped", "sglang", None, None, 0, 0, 0, None, ["MTP502", "MTP507"]),
     "vllm_intel386_config_engine_core_prefix.log": ("could-not-tell", "vllm", "0.14.1.dev0+gb17039bcc.d20260311", "mtp", 0, 0, 0, None, []),
-    "vllm_7301_v0_speculative_metrics.log": ("ran-and-helped", "vllm", None, None, 1, 32594, 53716, None, []),
+    "vllm_7301_v0_speculative_metrics.log": ("ran-and-helped", "vllm", None, None, 1, 32594, 53716, 3.43, []),  # V0: 1 + 32594 / (53716 / 4)
     "lemonade9_glm45_nextn_unused.log": ("never-ran", "llama.cpp", None, None, 0, 0, 0, None, ["MTP501", "MTP506"]),
 }
 

@@ -146,6 +146,7 @@ class LogFacts:
         self._wrap: tuple[str, int, str] | None = None
         self._wrap_budget = 0
         self._last_iv_line = -1
+        self._v0_prev: dict[str | None, tuple[int, int]] = {}
 
     # -- reader protocol ---------------------------------------------------------------------------
     def wants_next(self) -> bool:
@@ -264,8 +265,25 @@ class LogFacts:
                 self.series.per_pos_last = per_pos
             return
         tag = P.VLLM_ENGINE_TAG.search(raw)
-        self._add(Interval(ln.number, mean_len, rate, acc, drafted, per_pos,
-                           f"{tag.group(1)} pid={tag.group(2)}" if tag else None))
+        source = f"{tag.group(1)} pid={tag.group(2)}" if tag else None
+        k = P.VLLM_V0_K.search(text)
+        if k and acc is not None and drafted is not None:
+            acc, drafted, mean_len, rate = self._v0_interval(source, int(k.group(1)), acc, drafted, rate)
+        self._add(Interval(ln.number, mean_len, rate, acc, drafted, per_pos, source))
+
+    def _v0_interval(self, source: str | None, k: int, acc: int, drafted: int,
+                     rate: float | None) -> tuple[int, int, float | None, float | None]:
+        """vLLM V0 ``Speculative metrics`` counts are running totals (``vllm/spec_decode/metrics.py`` @ v0.8.5
+        accumulates them): the interval is the difference from the previous line of the same source; its mean
+        acceptance length is ``1 + accepted / (drafted / k)`` (each draft proposes ``k`` tokens)."""
+        prev = self._v0_prev.get(source, (0, 0))
+        if acc >= prev[0] and drafted >= prev[1]:
+            self._v0_prev[source] = (acc, drafted)
+            acc, drafted = acc - prev[0], drafted - prev[1]
+        else:  # counters went back: a restart
+            self._v0_prev[source] = (acc, drafted)
+        mean_len = 1 + acc / (drafted / k) if drafted and k else None
+        return acc, drafted, mean_len, (acc / drafted if drafted else rate)
 
     # -- SGLang --------------------------------------------------------------------------------------
     def _sglang(self, ln: LogLine, raw: str, text: str) -> None:

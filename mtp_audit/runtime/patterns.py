@@ -59,6 +59,7 @@ VLLM_ACCEPTED = re.compile(r"\bAccepted:\s*([0-9]+) tokens|Number of accepted to
 VLLM_DRAFTED = re.compile(r"Drafted:\s*([0-9]+) tokens|Number of draft tokens:\s*([0-9]+)")
 VLLM_ACC_TPUT = re.compile(r"Accepted throughput:\s*([0-9.]+)")
 VLLM_DRAFT_TPUT = re.compile(r"Drafted throughput:\s*([0-9.]+)")
+VLLM_V0_K = re.compile(r"Number of speculative tokens:\s*(\d+)")
 VLLM_RATE = re.compile(r"Draft acceptance rate:\s*([0-9.]+)(%?)")
 VLLM_PER_POS = re.compile(r"Per-position acceptance rate:\s*([0-9.,\s]+)")
 VLLM_ARCH = re.compile(r"Resolved architecture:\s*(\w+)")

@@ -45,6 +45,23 @@ CLIENT = (
     "  code_python        pred= 192 draft= 144 acc= 118 rate=0.819 tok/s=13.3\n"
     "  code_cpp           pred= 192 draft= 142 acc= 120 rate=0.845 tok/s=13.7\n"
 )  # ggml-org/llama.cpp#23269 (mtp-bench.py client)
+VLLM_V0_CUMULATIVE = (
+    "INFO 02-06 03:05:53 metrics.py:475] Speculative metrics: Draft acceptance rate: 0.200, System efficiency: 0.167, "
+    "Number of speculative tokens: 5, Number of accepted tokens: 1, Number of draft tokens: 5, Number of emitted tokens: 1.\n"
+    "INFO 02-06 03:18:09 metrics.py:475] Speculative metrics: Draft acceptance rate: 0.067, System efficiency: 0.167, "
+    "Number of speculative tokens: 5, Number of accepted tokens: 1, Number of draft tokens: 15, Number of emitted tokens: 3.\n"
+)  # vllm-project/vllm#7301 (comment of 2025-02-06)
+SPEC613_LINE1 = (
+    "(APIServer pid=76938) INFO 06-30 18:16:28 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 1.34, "
+    "Accepted throughput: 0.69 tokens/s, Drafted throughput: 30.29 tokens/s, Accepted: 49 tokens, Drafted: 2160 tokens, "
+    "Per-position acceptance rate: 0.340, 0.000, 0.000, 0.000, 0.000, 0.000, 0.000, 0.000, 0.000, 0.000, 0.000, 0.000, "
+    "0.000, 0.000, 0.000, Avg Draft acceptance rate: 2.3%\n"
+)  # vllm-project/speculators#613
+ASCEND12521 = (
+    "(APIServer pid=95669) INFO 07-20 18:11:49 [metrics.py:101] SpecDecoding metrics: Mean acceptance length: 2.87, "
+    "Accepted throughput: 9.40 tokens/s, Drafted throughput: 15.10 tokens/s, Accepted: 282 tokens, Drafted: 453 tokens, "
+    "Per-position acceptance rate: 0.821, 0.609, 0.437, Avg Draft acceptance rate: 62.3%\n"
+)  # vllm-project/vllm-ascend#12521
 DFLASH_DECAY = "".join(
     f"(APIServer pid=76938) INFO 06-30 18:16:{s} [metrics.py:120] SpecDecoding metrics: Mean acceptance length: {m}, "
     f"Accepted: {a} tokens, Drafted: {d} tokens, Avg Draft acceptance rate: {r}%\n"
@@ -115,7 +132,8 @@ RULES: tuple[Rule, ...] = (
         fix="Limit speculation to shorter contexts or fewer draft tokens; compare with a run without MTP at the same context.",
         sources=("https://github.com/vllm-project/vllm/issues/47602", "https://github.com/sgl-project/sglang/issues/30763"),
         basis="bug report",
-        examples=(Example(True, _log(DFLASH_DECAY * 2), note="speculators#613 lines: 1.34 -> 1.17"),
+        examples=(Example(True, _log(VLLM_HEALTHY * 2 + ASCEND12521 * 2 + SPEC613_LINE1 * 2),
+                          note="real lines of vllm-ascend#9803 (3.28), #12521 (2.87), speculators#613 (1.34) in that order"),
                   Example(False, _log(VLLM_HEALTHY * 6), note="steady 3.28")),
     ),
     Rule(
@@ -127,8 +145,7 @@ RULES: tuple[Rule, ...] = (
         fix="Try fewer draft tokens (1 or 2) and measure throughput with and without MTP.",
         sources=("https://github.com/vllm-project/vllm/issues/47277",),
         basis="bug report",
-        examples=(Example(True, _log(DFLASH_DECAY.splitlines(keepends=True)[0].replace("Accepted: 49 tokens, Drafted: 2160", "Accepted: 490 tokens, Drafted: 2160")),
-                          note="1.34 mean length"),
+        examples=(Example(True, _log(VLLM_V0_CUMULATIVE), note="vllm#7301 (V0 running totals): 1 of 15 draft tokens, k=5: 1.33"),
                   Example(False, _log(VLLM_HEALTHY), note="3.28 mean length")),
     ),
     Rule(

@@ -80,7 +80,8 @@ class Series:
     Attributes:
         intervals: number of statistics lines.
         accepted / drafted: sums over intervals that printed both (tokens).
-        len_sum / len_count: for the plain mean of printed mean acceptance lengths.
+        len_sum / len_count: for the mean of printed mean acceptance lengths, each weighted by the
+            interval's drafted tokens (1 when the engine does not print them).
         rate_sum / rate_count: for the plain mean of printed rates (when counts are missing).
         zero: intervals that accepted nothing.
         first / last: the first and last intervals (for evidence).
@@ -115,8 +116,9 @@ class Series:
             self.drafted += iv.drafted
             self._source(iv)
         if iv.mean_len is not None:
-            self.len_sum += iv.mean_len
-            self.len_count += 1
+            weight = iv.drafted if iv.drafted else 1
+            self.len_sum += iv.mean_len * weight
+            self.len_count += weight
         if iv.rate is not None:
             self.rate_sum += iv.rate
             self.rate_count += 1
@@ -171,7 +173,7 @@ class Series:
 
     @property
     def mean_len(self) -> float | None:
-        """Plain mean of the printed mean acceptance lengths (None when none was printed)."""
+        """Mean of the printed mean acceptance lengths weighted by drafted tokens (None when none was printed)."""
         return self.len_sum / self.len_count if self.len_count else None
 
     def thirds(self) -> tuple[float, float] | None:
