@@ -19,6 +19,18 @@ from mtp_audit.runtime.series import Interval, Series
 
 ENGINES = ("sglang", "vllm", "llama.cpp", "tensorrt-llm")
 
+# Substrings that only one engine prints (see mtp_audit.runtime.patterns for the source lines); checked
+# with ``in`` before any regular expression runs.
+_VLLM_WORDS = ("SpecDecoding metrics", "Speculative metrics", "Mean acceptance length", "Per-position acceptance rate",
+               "LLM engine (v", "EngineCore encountered", "WorkerProc hit", "EngineDeadError", "vLLM API server version",
+               "site-packages/vllm/")
+_VLLM_PROC = re.compile(r"\((?:APIServer|EngineCore|Worker|VllmWorker)\w* pid=\d+\)")
+_SGL_WORDS = ("Decode batch", "Prefill batch", "server_args=", "Scheduler hit an exception", "sglang/srt/")
+_CRASH_WORDS = ("Traceback", 'File "', "exception", "fatal error", "EngineDead", "GGML_ASSERT", "Segmentation fault",
+                "core dumped", "CUDA error")
+_LCPP_WORDS = ("slot ", "srv ", "print_info:", "load_tensors:", "llama_model_loader:", "common_speculative",
+               "draft acceptance", "unused tensor", "build")
+
 #: Prefixes that container runtimes, process managers and the engines put before a message:
 #: CRI/k8s (``2025-07-25T07:53:08.2+08:00 stdout F``), docker-compose (``name-1  |``), vLLM
 #: (``(EngineCore_DP0 pid=6838) INFO 04-27 04:07:34 [core.py:97]``), SGLang (``[2026-07-21 15:00:13 TP0 EP0]``),
@@ -157,12 +169,14 @@ class LogFacts:
     def feed(self, ln: LogLine) -> None:
         """Take one line (in file order)."""
         raw = ln.text
+        if self._wrap is None and self._tb is None and self._fast(ln, raw):
+            return
         text = strip_prefixes(raw)
         if self._wrap is not None and self._continue_wrap(ln, raw, text):
             return
         if self._tb is not None and self._continue_traceback(ln, text):
             return
-        if P.CLIENT.search(text):
+        if ("=" in text or "Accept" in text) and P.CLIENT.search(text):
             self.client[0] += 1
             self.client[1] = self.client[1] or ln.number
             return
@@ -172,6 +186,23 @@ class LogFacts:
         self._sglang(ln, raw, text)
         self._llama(ln, raw, text)
         self._trt(ln, text)
+
+    def _fast(self, ln: LogLine, raw: str) -> bool:
+        """The statistics lines that make up most of a long log, parsed without the general path."""
+        if "Decode batch" in raw and "accept " in raw and "Traceback" not in raw:
+            self._count_vote("sglang", ln.number)
+            self._sglang(ln, raw, raw)
+            return True
+        if "SpecDecoding metrics: " in raw and "Traceback" not in raw:
+            self._count_vote("vllm", ln.number)
+            self._vllm_stats(ln, raw, raw)
+            return True
+        return False
+
+    def _count_vote(self, engine: str, number: int) -> None:
+        self.votes[engine] += 1
+        if engine not in self.first_seen:
+            self.first_seen[engine] = number
 
     def finish(self) -> None:
         """Close an open traceback or wrapped line at the end of the input."""
@@ -184,16 +215,14 @@ class LogFacts:
     # -- engine recognition ------------------------------------------------------------------------
     def _vote(self, number: int, raw: str, text: str) -> None:
         hits = []
-        if P.VLLM_SPEC_STATS.search(text) or P.VLLM_ENGINE_INIT.search(text) or P.VLLM_FATAL.search(text) \
-                or P.VLLM_SERVER_VERSION.search(text) or P.VLLM_VERSION_IN_PATH.search(text) \
-                or (P.VLLM_ENGINE_TAG.search(raw) and re.search(r"\((?:APIServer|EngineCore|Worker|VllmWorker)", raw)):
+        if ("pid=" in raw and _VLLM_PROC.search(raw)) or any(k in text for k in _VLLM_WORDS):
             hits.append("vllm")
-        if P.SGL_DECODE.search(text) or "Prefill batch" in text or P.SGL_SERVER_ARGS.search(text) \
-                or P.SGL_FATAL.search(text) or P.SGL_PATH.search(text) or P.SGL_TAG.match(raw):
+        if any(k in text for k in _SGL_WORDS) or (raw.startswith("[") and P.SGL_TAG.match(raw)):
             hits.append("sglang")
-        if P.LCPP_MARK.search(text) or P.LCPP_ACCEPT.search(text) or P.LCPP_UNUSED.search(text) or P.LCPP_BUILD.search(text):
+        if any(k in text for k in _LCPP_WORDS) and (P.LCPP_MARK.search(text) or P.LCPP_ACCEPT.search(text)
+                                                     or P.LCPP_UNUSED.search(text) or P.LCPP_BUILD.search(text)):
             hits.append("llama.cpp")
-        if P.TRT_MARK.search(raw):
+        if ("TRT-LLM" in raw or "TensorRT-LLM" in raw or "tensorrt_llm/" in raw) and P.TRT_MARK.search(raw):
             hits.append("tensorrt-llm")
         for e in hits:
             self.votes[e] += 1
@@ -221,6 +250,9 @@ class LogFacts:
 
     # -- vLLM ----------------------------------------------------------------------------------------
     def _vllm(self, ln: LogLine, raw: str, text: str) -> None:
+        if "LLM engine (v" not in text and "vLLM API" not in text and "Resolved architecture" not in text \
+                and "Sharing target" not in text and not ("acceptance" in text or "Speculative metrics" in text):
+            return
         m = P.VLLM_ENGINE_INIT.search(text)
         if m:
             self._run_start(ln.number)
@@ -244,31 +276,31 @@ class LogFacts:
             self._vllm_stats(ln, raw, text)
 
     def _vllm_stats(self, ln: LogLine, raw: str, text: str) -> None:
-        def num(rx: re.Pattern[str], cast: Any = float) -> Any:
-            m = rx.search(text)
-            if not m:
-                return None
-            g = next((x for x in m.groups() if x), None)
-            return cast(g) if g is not None else None
-
-        per_pos = ()
-        m = P.VLLM_PER_POS.search(text)
-        if m:
-            per_pos = tuple(float(x) for x in re.findall(r"[0-9]*\.?[0-9]+", m.group(1)))
+        """Fields of a ``SpecDecoding metrics:`` (or V0 ``Speculative metrics:``) line, by name, in any order;
+        a line cut short keeps the fields before the cut."""
+        cut = max(text.find("metrics: "), -1)
+        kv = fields(text[cut + 9:] if cut >= 0 else text)
+        per_pos = tuple(_numbers(kv.get("Per-position acceptance rate", "")))
         rate = None
-        m = P.VLLM_RATE.search(text)
-        if m:
-            rate = float(m.group(1)) / (100.0 if m.group(2) == "%" else 1.0)
-        mean_len, acc, drafted = num(P.VLLM_MEAN_LEN), num(P.VLLM_ACCEPTED, int), num(P.VLLM_DRAFTED, int)
+        for key in ("Avg Draft acceptance rate", "Draft acceptance rate"):
+            if key in kv:
+                val = _number(kv[key])
+                rate = None if val is None else val / 100.0 if "%" in kv[key] else val
+                break
+        mean_len = _number(kv.get("Mean acceptance length", ""))
+        acc = _int(kv.get("Accepted", kv.get("Number of accepted tokens", "")))
+        drafted = _int(kv.get("Drafted", kv.get("Number of draft tokens", "")))
         if mean_len is None and rate is None and acc is None:
             if per_pos and self._last_iv_line == ln.number - 1:
                 self.series.per_pos_last = per_pos
             return
-        tag = P.VLLM_ENGINE_TAG.search(raw)
-        source = f"{tag.group(1)} pid={tag.group(2)}" if tag else None
-        k = P.VLLM_V0_K.search(text)
+        source = None
+        if "pid=" in raw:
+            tag = P.VLLM_ENGINE_TAG.search(raw)
+            source = f"{tag.group(1)} pid={tag.group(2)}" if tag else None
+        k = _int(kv.get("Number of speculative tokens", ""))
         if k and acc is not None and drafted is not None:
-            acc, drafted, mean_len, rate = self._v0_interval(source, int(k.group(1)), acc, drafted, rate)
+            acc, drafted, mean_len, rate = self._v0_interval(source, k, acc, drafted, rate)
         self._add(Interval(ln.number, mean_len, rate, acc, drafted, per_pos, source))
 
     def _v0_interval(self, source: str | None, k: int, acc: int, drafted: int,
@@ -287,31 +319,37 @@ class LogFacts:
 
     # -- SGLang --------------------------------------------------------------------------------------
     def _sglang(self, ln: LogLine, raw: str, text: str) -> None:
-        if P.SGL_SERVER_ARGS.search(text):
+        if "server_args" not in text and "Load weight end" not in text and "Decode batch" not in text:
+            return
+        if "server_args" in text and P.SGL_SERVER_ARGS.search(text):
             self._run_start(ln.number)
             self._open_wrap("sglang", ln, text[P.SGL_SERVER_ARGS.search(text).end():])
             return
-        m = P.SGL_LOAD_END.search(text)
+        m = P.SGL_LOAD_END.search(text) if "Load weight end" in text else None
         if m:
             key = "draft_class" if "model_class" in self.config else "model_class"
             self.config.setdefault(key, Fact(m.group(1), ln.number))
             if key == "draft_class":
                 self.draft.setdefault("class", Fact(m.group(1), ln.number))
-        if not P.SGL_DECODE.search(text):
+        if "Decode batch" not in text or not P.SGL_DECODE.search(text):
             return
-        length, rate = P.SGL_ACCEPT_LEN.search(text), P.SGL_ACCEPT_RATE.search(text)
+        length = _after(text, "accept len: ")
+        if length is not None and text[text.find("accept len: ") - 6:].startswith("block "):
+            length = None
+        rate = _after(text, "accept rate: ")
         if length is None and rate is None:
-            if not ln.cut and P.SGL_GEN_TPUT.search(text):
+            if not ln.cut and "gen throughput" in text:
                 self.decode_without_spec[0] += 1
                 self.decode_without_spec[1] = self.decode_without_spec[1] or ln.number
                 self.run_has_data = True
             return
-        tag = P.SGL_TAG.match(raw)
-        self._add(Interval(ln.number, float(length.group(1)) if length else None,
-                           float(rate.group(1)) if rate else None, source=tag.group(1).strip() if tag else None))
+        tag = P.SGL_TAG.match(raw) if raw.startswith("[") else None
+        self._add(Interval(ln.number, length, rate, source=tag.group(1).strip() if tag else None))
 
     # -- llama.cpp -----------------------------------------------------------------------------------
     def _llama(self, ln: LogLine, raw: str, text: str) -> None:
+        if not any(k in text for k in ("build", "unused tensor", "n_layer", "common_speculative", "statistics", "draft acceptance")):
+            return
         m = P.LCPP_BUILD.search(text)
         if m:
             if "build:" in text or "build =" in text:
@@ -344,6 +382,8 @@ class LogFacts:
 
     # -- TensorRT-LLM --------------------------------------------------------------------------------
     def _trt(self, ln: LogLine, text: str) -> None:
+        if "TensorRT-LLM" not in text and "MTP" not in text and "acceptance_rate_threshold" not in text:
+            return
         m = P.TRT_VERSION.search(text)
         if m:
             self.version.setdefault("tensorrt-llm", Fact(m.group(1), ln.number))
@@ -387,6 +427,8 @@ class LogFacts:
 
     # -- crashes ---------------------------------------------------------------------------------------
     def _crash_start(self, ln: LogLine, raw: str, text: str) -> None:
+        if not any(k in text for k in _CRASH_WORDS):
+            return
         marker = P.SGL_FATAL.search(text) or P.VLLM_FATAL.search(text) or P.LCPP_FATAL.search(text)
         if P.TRACEBACK.search(text) or (marker and P.LCPP_FATAL.search(text)) or P.FRAME.search(text):
             crash = Crash(ln.number, marker.group(0) if marker else None)
@@ -441,6 +483,48 @@ class LogFacts:
         if entry[3] or (self.n_layer and idx == self.n_layer.value) or (len(self.unused) == 1 and entry[0] >= 3):
             return idx, entry
         return None
+
+
+_NUM = re.compile(r"[0-9]*\.?[0-9]+")
+
+
+def fields(text: str) -> dict[str, str]:
+    """``key: value`` pairs of a ``, ``-separated engine statistics line; a part without ``: `` continues the
+    previous value (a per-position list). ``"Accepted: 66 tokens, Drafted: 66 tokens"`` ->
+    ``{"Accepted": "66 tokens", "Drafted": "66 tokens"}``."""
+    out: dict[str, str] = {}
+    last = None
+    for part in text.split(","):
+        key, sep, val = part.partition(": ")
+        if sep:
+            last = key.strip()
+            out[last] = val.strip()
+        elif last is not None and part.strip():
+            out[last] += ", " + part.strip()
+    return out
+
+
+def _after(text: str, key: str) -> float | None:
+    """The number right after ``key`` in ``text`` (``"accept len: 3.05, "`` -> 3.05), or None."""
+    i = text.find(key)
+    if i < 0:
+        return None
+    m = _NUM.match(text, i + len(key))
+    return float(m.group(0)) if m else None
+
+
+def _number(text: str) -> float | None:
+    m = _NUM.match(text.strip())
+    return float(m.group(0)) if m else None
+
+
+def _int(text: str) -> int | None:
+    m = _NUM.match(text.strip())
+    return int(float(m.group(0))) if m else None
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(x) for x in _NUM.findall(text)]
 
 
 def _depth(text: str) -> int:

@@ -19,16 +19,34 @@ CHUNK_BYTES = 1 << 20
 #: Longest line kept; the rest of a longer line is dropped and the line is marked ``cut``.
 MAX_LINE_BYTES = 64 * 1024
 
-#: Substrings that make a line worth decoding. Each engine's own wording, cited where it is matched
-#: (:mod:`mtp_audit.runtime.patterns`); the crash markers are Python's and the C runtimes' own.
-MARKERS = re.compile(
-    rb"SpecDecoding metrics|Speculative metrics|Mean acceptance length|Per-position acceptance|Draft acceptance rate"
-    rb"|LLM engine \(v|speculative_config|non-default args|Resolved architecture|Detected MTP|Sharing target|vLLM API server version"
-    rb"|Decode batch|Prefill batch|accept len|accept rate|server_args|Load weight end|Scheduler hit an exception|sglang"
-    rb"|draft acceptance|unused tensor|common_speculative|build: |version: |general.architecture|n_layer  |statistics "
-    rb"|TRT-LLM|TensorRT-LLM|MTPDecodingConfig|acceptance_rate_threshold|decoding_type"
-    rb"|Traceback|  File \"|Error|Exception|exception|GGML_ASSERT|Segmentation fault|core dumped|fatal error"
-    rb"|pred=|Accept length|Acceptance length|Acceptance rate"
+#: Substrings that make a line worth decoding: each engine's own wording (cited where it is parsed, in
+#: :mod:`mtp_audit.runtime.patterns`), Python's and the C runtimes' crash words, benchmark-client words.
+#: Chosen to start with an upper-case letter or punctuation where the wording allows (``_args=`` for
+#: ``server_args=``, ``| draft acceptance`` for llama-server's slot lines, ``) -- ignoring`` for its unused
+#: tensors): positions that can start a match are then rare, and one regular-expression search skips the
+#: rest of the chunk in C.
+MARKER_LIST: tuple[bytes, ...] = (
+    b"SpecDecoding metrics", b"Speculative metrics", b"Mean acceptance length", b"Per-position acceptance",
+    b"Draft acceptance rate", b"LLM engine (v", b"Resolved architecture", b"Detected MTP", b"Sharing target",
+    b"API server version", b"Decode batch", b"Prefill batch", b"_args=", b"Load weight end", b"Scheduler hit",
+    b"| draft acceptance", b") -- ignoring", b"(build ", b"build: ", b"n_layer", b"_speculative", b"#calls(",
+    b"TRT-LLM", b"TensorRT-LLM", b"MTP", b"_rate_threshold", b"Traceback", b'File "', b"Error", b"Exception",
+    b"EngineCore encountered", b"WorkerProc hit", b"GGML_ASSERT", b"Segmentation fault", b"(core dumped)",
+    b"CUDA error", b"Accept length", b"Acceptance length", b"Acceptance rate", b"pred=",
+)
+#: Every marker: used on the first chunk (a whole paste) and on single lines.
+MARKERS = re.compile(b"|".join(re.escape(m) for m in MARKER_LIST))
+#: After the first chunk (where the whole marker set is searched: start-up lines, a paste), only these
+#: literals are searched, each by one C-level substring scan (a single literal is searched about 25 times
+#: faster than the alternation of all markers): statistics lines (``ccept``: vLLM ``acceptance``, SGLang
+#: ``accept len``, llama-server ``draft acceptance``; `` batch``: SGLang Decode/Prefill batch), crashes
+#: (``Traceback``, ``rror``, ``xception``, ``GGML_ASSERT``, ``Segmentation fault``), run starts
+#: (``LLM engine (v``, ``_args=``, ``(build ``, ``build: ``) and TensorRT-LLM's ``MTP``/``RT-LLM``.
+#: Left for the first chunk only: draft-loading lines (``Resolved architecture``, ``Sharing target``,
+#: ``Load weight end``), unused tensors, ``n_layer``, benchmark-client lines.
+BULK_LITERALS: tuple[bytes, ...] = (
+    b"ccept", b" batch", b"Traceback", b"rror", b"xception", b"GGML_ASSERT", b"Segmentation fault",
+    b"LLM engine (v", b"_args=", b"(build ", b"build: ", b"MTP", b"RT-LLM",
 )
 
 #: Colour and cursor escapes as they arrive: real ESC, a caret-escaped ``^[[`` (``cat -v``, many
@@ -57,7 +75,7 @@ def clean(raw: bytes) -> str:
     text = raw.decode("utf-8", "replace")
     if text.endswith("\r"):
         text = text[:-1]
-    if "[" in text:
+    if ("\x1b" in text or "^[" in text or "\ufffd" in text) and "[" in text:
         text = ANSI.sub("", text)
     return text
 
@@ -142,7 +160,7 @@ def read_lines(stream: BinaryIO, wants_next: Callable[[], bool], stats: ReadStat
             else:
                 carry = buf
             continue
-        yield from _scan(buf, last_nl + 1, number, wants_next, stats)
+        yield from _scan(buf, last_nl + 1, number, wants_next, stats, stats.bytes_read <= CHUNK_BYTES)
         number += buf.count(b"\n", 0, last_nl + 1)
         carry = buf[last_nl + 1:]
         if len(carry) > MAX_LINE_BYTES:
@@ -161,28 +179,61 @@ def _emit(raw: bytes, number: int, cut: bool, wants_next: Callable[[], bool], *,
         yield LogLine(number, clean(raw), cut)
 
 
-def _scan(buf: bytes, end: int, base: int, wants_next: Callable[[], bool], stats: ReadStats) -> Iterator[LogLine]:
-    """The marked lines of ``buf[:end]`` (complete lines), skipping unmarked stretches in C."""
+def _marked_starts(buf: bytes, end: int, first: bool) -> list[int]:
+    """Start offsets, in order, of the lines of ``buf[:end]`` that contain a marker (:data:`MARKERS` in the
+    first chunk, the :data:`BULK_LITERALS` after it)."""
+    rfind, find = buf.rfind, buf.find
+    if first:
+        starts: list[int] = []
+        pos = 0
+        while pos < end:
+            m = MARKERS.search(buf, pos, end)
+            if m is None:
+                break
+            starts.append(rfind(b"\n", 0, m.start()) + 1)
+            nl = find(b"\n", m.end(), end)
+            if nl < 0:
+                break
+            pos = nl + 1
+        return starts
+    found: set[int] = set()
+    for lit in BULK_LITERALS:
+        pos = find(lit, 0, end)
+        while pos >= 0:
+            found.add(rfind(b"\n", 0, pos) + 1)
+            nl = find(b"\n", pos, end)
+            if nl < 0:
+                break
+            pos = find(lit, nl + 1, end)
+    return sorted(found)
+
+
+def _scan(buf: bytes, end: int, base: int, wants_next: Callable[[], bool], stats: ReadStats, first: bool) -> Iterator[LogLine]:
+    """The marked lines of ``buf[:end]`` (complete lines), and every line while ``wants_next()``; unmarked
+    stretches are skipped by C-level substring searches."""
     stats.lines += buf.count(b"\n", 0, end)
     pos, number = 0, base
-    while pos < end:
-        if wants_next():
-            nl = buf.find(b"\n", pos, end)
-            raw = buf[pos:nl]
-            if len(raw) > MAX_LINE_BYTES:
-                stats.cut_lines += 1
-            yield LogLine(number, clean(raw[:MAX_LINE_BYTES]), len(raw) > MAX_LINE_BYTES)
-            pos, number = nl + 1, number + 1
+    for start in _marked_starts(buf, end, first):
+        if start < pos:
             continue
-        m = MARKERS.search(buf, pos, end)
-        if m is None:
-            return
-        before = buf.rfind(b"\n", pos, m.start())
-        start = pos if before < 0 else before + 1
+        while wants_next() and pos < start:
+            nl = buf.find(b"\n", pos, end)
+            yield _line(buf[pos:nl], number, stats)
+            pos, number = nl + 1, number + 1
+        if start < pos:
+            continue
         number += buf.count(b"\n", pos, start)
-        nl = buf.find(b"\n", m.end(), end)
-        raw = buf[start:nl]
-        if len(raw) > MAX_LINE_BYTES:
-            stats.cut_lines += 1
-        yield LogLine(number, clean(raw[:MAX_LINE_BYTES]), len(raw) > MAX_LINE_BYTES)
+        nl = buf.find(b"\n", start, end)
+        yield _line(buf[start:nl], number, stats)
         pos, number = nl + 1, number + 1
+    while wants_next() and pos < end:
+        nl = buf.find(b"\n", pos, end)
+        yield _line(buf[pos:nl], number, stats)
+        pos, number = nl + 1, number + 1
+
+
+def _line(raw: bytes, number: int, stats: ReadStats) -> LogLine:
+    cut = len(raw) > MAX_LINE_BYTES
+    if cut:
+        stats.cut_lines += 1
+    return LogLine(number, clean(raw[:MAX_LINE_BYTES]), cut)
