@@ -5,12 +5,11 @@ Inputs flow through the analyzers' public functions only: :func:`mtp_audit.engin
 :func:`mtp_audit.checkpoint.audit_checkpoint` (architecture, MTP tensors, their dtype and bytes,
 quantization) and :func:`mtp_audit.preflight.preflight` (GPUs, capability, memory, effective FP4
 backends after this SGLang version's ``auto`` resolution, its MTP2xx findings). The checks here
-(MTP300-MTP312, :mod:`mtp_audit.launch.rules`) are the ones no single analyzer can make.
+(MTP300-MTP312, :mod:`mtp_audit.engines.sglang.launch.rules`) are the ones no single analyzer can make.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -18,14 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.errors import InputError
-from mtp_audit.launch.command import (
+from mtp_audit.engines.sglang.launch.command import (
     ENTRY_LAUNCH_SERVER,
     LaunchCommand,
     parse_command,
     rebuild,
 )
-from mtp_audit.launch.conditions import Known, evaluate
-from mtp_audit.launch.context import (
+from mtp_audit.engines.sglang.launch.conditions import Known, evaluate
+from mtp_audit.engines.sglang.launch.context import (
     ANALYZER,
     COMPLETE_CONDITION_SHAPES,
     DRAFT,
@@ -39,12 +38,12 @@ from mtp_audit.launch.context import (
     SPEC,
     TP,
     Ctx,
-    Machine,
     ckpt_fp4,
-    fmt_bytes,
-    loc_of,
 )
-from mtp_audit.launch.correct import corrected_command
+from mtp_audit.engines.outcome import fmt_bytes, loc_of
+from mtp_audit.engines.sglang.launch.correct import corrected_command
+from mtp_audit.engines.base import Analyzers
+from mtp_audit.engines.outcome import mtp_errors_as_warnings
 from mtp_audit.report import Evidence, Gap, Report, Severity
 
 
@@ -67,33 +66,7 @@ def audit_sglang_target(target: str | Path | None) -> tuple[Report | None, Gap |
                                        "(a .whl, an unpacked wheel, a package folder or a checkout)", None, True)
     return audit_sglang(target), None
 
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+(@[\w./-]+)?$")
 _ENV_INTEREST = re.compile(r"NEXTN|MTP|SPEC|FP4")
-
-
-def _is_hub_id(text: str) -> bool:
-    return bool(_HUB_ID.match(text)) and not text.startswith((".", "/", "~"))
-
-
-def audit_model(path_text: str, cwd: Path, flag: str) -> tuple[Report | None, Gap | None]:
-    """Checkpoint audit of ``--model-path`` / ``--speculative-draft-model-path`` as SGLang would
-    resolve it: a local path (relative to ``cwd``), else a Hugging Face repo id.
-
-    A hub id is audited through ``mtp_audit.checkpoint.audit_checkpoint`` (metadata over HTTP range
-    reads, or the HF cache); an unreachable hub gives an inconclusive checkpoint report.
-
-    Raises:
-        InputError: a path that does not exist and is not a repo id, or that is not a checkpoint.
-    """
-    from mtp_audit.checkpoint import audit_checkpoint
-
-    p = Path(path_text).expanduser()
-    full = p if p.is_absolute() else cwd / p
-    if os.path.lexists(full):
-        return audit_checkpoint(full), None
-    if _is_hub_id(path_text):  # read from the hub (or its cache); unreachable -> an inconclusive report
-        return audit_checkpoint(path_text), None
-    raise InputError(f"{flag} {path_text}", "no such file or folder")
 
 
 _TRUTHY = ("1", "true", "yes", "on")
@@ -412,8 +385,8 @@ def _gpu_list(gpus: Sequence[Any]) -> str:
 
 def check_gpus(ctx: Ctx) -> None:
     """MTP311 (the command needs more GPUs than this node shows it) and MTP312 (parallel sizes SGLang
-    rejects at start-up). The layout is :func:`mtp_audit.launch.parallel.plan_sglang`."""
-    from mtp_audit.launch.parallel import SGLANG_SOURCES, plan_sglang
+    rejects at start-up). The layout is :func:`mtp_audit.engines.sglang.launch.parallel.plan_sglang`."""
+    from mtp_audit.engines.sglang.launch.parallel import SGLANG_SOURCES, plan_sglang
     from mtp_audit.preflight.visible import nvidia_visible_note
 
     plan = plan_sglang(ctx.cmd.get)
@@ -474,7 +447,7 @@ def check_memory(ctx: Ctx) -> None:
     the router and ``eh_proj``/``fc`` are replicated in SGLang but counted as split (< 1% of a MoE MTP
     layer); without the safetensors headers the attention share is unknown and counted as split over tp.
     """
-    from mtp_audit.launch.parallel import plan_sglang
+    from mtp_audit.engines.sglang.launch.parallel import plan_sglang
 
     d = ctx.draft
     if not (d.get("uses_draft") and ctx.algo_runs_as in MTP_ALGORITHMS):
@@ -681,53 +654,33 @@ class Evaluation:
     outcome: dict[str, Any]
 
 
-def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Gap | None, machine: Machine,
-                    env: Mapping[str, str] | None, environ: Mapping[str, str] | None, cwd: Path,
-                    checkpoints: dict[str, tuple[Report | None, Gap | None]], _depth: int = 0) -> Evaluation:
+def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Gap | None, analyzers: Analyzers,
+                    env: Mapping[str, str] | None, environ: Mapping[str, str] | None, cwd: Path, _depth: int = 0) -> Evaluation:
     """Parse, audit and cross-check ``argv`` against one SGLang (``sg_report``).
 
-    ``checkpoints`` caches checkpoint audits by path text across versions (diff mode). When the command
+    ``analyzers`` audits the checkpoints the command names and the machine. When the command
     has spelling fixes (misspelt flags, abbreviations, choice case), the spelling-corrected command is
     evaluated as well (at most two levels deep) and its value fixes make up the corrected command.
     """
-    from mtp_audit.launch.outcome import build_outcome
-    from mtp_audit.preflight import preflight
+    from mtp_audit.engines.sglang.launch.outcome import build_outcome
 
     sg = dict(sg_report.facts.get("sglang") or {}) if sg_report is not None else None
     cmd = parse_command(list(argv), sg)
     envs, src = collect_env(cmd, env, environ, sg)
 
-    def ck_for(text: str, flag: str) -> tuple[Report | None, Gap | None]:
-        if text not in checkpoints:
-            checkpoints[text] = audit_model(text, cwd, flag)
-        return checkpoints[text]
-
     mp = cmd.get(*MODEL)
     mp = mp if isinstance(mp, str) else None
     reports: list[Report] = []
     gaps: list[Gap] = [sg_gap] if sg_gap else []
-    ck = None
-    if mp is not None:
-        r, g = ck_for(mp, "--model-path")
-        if r is not None:
-            reports.append(r)
-            ck = dict(r.facts.get("checkpoint") or {}) or None  # an unreachable hub id: a report with no facts
-        if g is not None:
-            gaps.append(g)
+    ck, ck_report, ck_gap = _checkpoint_of(analyzers, mp, "--model-path")
+    reports += [ck_report] if ck_report is not None else []
+    gaps += [ck_gap] if ck_gap is not None else []
     dp = cmd.get(*DRAFT)
     dp = dp if isinstance(dp, str) else None
     same = dp is not None and mp is not None and (dp == mp or (cwd / dp).resolve() == (cwd / mp).resolve())
-    draft_ck = None
-    draft_gaps: list[Gap] = []
-    if dp is not None and not same:
-        r, g = ck_for(dp, "--speculative-draft-model-path")
-        if r is not None:
-            draft_ck = dict(r.facts.get("checkpoint") or {}) or None  # an unreachable hub id: a report with no facts
-            draft_gaps += list(r.gaps)
-        if g is not None:
-            draft_gaps.append(g)
-    pf_report = preflight(env_dumps=list(machine.env_dumps), facts_file=machine.facts_file, facts=machine.facts,
-                          launch=normalized_argv(cmd), cwd=cwd, sglang_facts=sg, use_sglang_analyzer=False, engine=machine.engine)
+    draft_ck, draft_report, draft_gap = _checkpoint_of(analyzers, dp if not same else None, "--speculative-draft-model-path")
+    draft_gaps = (list(draft_report.gaps) if draft_report is not None else []) + ([draft_gap] if draft_gap is not None else [])
+    pf_report = analyzers.preflight(normalized_argv(cmd), engine=None, sglang_facts=sg, use_sglang_analyzer=False)
     reports.append(pf_report)
     if sg_report is not None:
         reports.insert(0, _flows_of_this_command(sg_report, cmd))
@@ -741,17 +694,10 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
     resolve_gpus(ctx)
     resolve_algorithm(ctx)
     if ctx.algo_requested is None and ck is not None:
-        reports = [_mtp_errors_as_warnings(r) if r.targets and r.targets[0].analyzer == "checkpoint" else r for r in reports]
+        reports = [mtp_errors_as_warnings(r, "SGLang", "--speculative-algorithm") if r.targets and r.targets[0].analyzer == "checkpoint" else r for r in reports]
     resolve_draft(ctx)
     if dp is not None and not same:
-        # the draft's gaps decide the answer only when the algorithm loads a draft (docs/launch.md: a hub repo id
-        # with no local folder is "could not tell"); a draft path without a draft algorithm is never read
-        uses = bool(ctx.draft.get("uses_draft"))
-        ctx.gaps += [Gap(g.analyzer, g.message if g.message.startswith("--speculative-draft-model-path") else
-                         f"--speculative-draft-model-path {dp}: {g.message}", g.path, g.blocking and uses) for g in draft_gaps]
-        if uses and draft_ck is None and not any(g.blocking for g in draft_gaps):
-            ctx.gap(f"--speculative-draft-model-path {dp}: the draft checkpoint was not audited; its architecture and MTP "
-                    "weights are unknown", blocking=True)
+        _draft_gaps(ctx, dp, draft_ck, draft_gaps)
     for check in CHECKS:
         check(ctx)
     all_findings = [f for r in reports for f in r.findings] + ctx.findings
@@ -762,15 +708,34 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
         spelled = rebuild(cmd, {})
         if spelled != list(cmd.argv):
             try:
-                sub = evaluate_launch(spelled, sg_report=sg_report, sg_gap=sg_gap, machine=machine, env=env, environ=environ,
-                                      cwd=cwd, checkpoints=checkpoints, _depth=_depth + 1)
+                sub = evaluate_launch(spelled, sg_report=sg_report, sg_gap=sg_gap, analyzers=analyzers, env=env, environ=environ,
+                                      cwd=cwd, _depth=_depth + 1)
+                ctx.respelled = (spelled, sub.ctx, [f for r in sub.reports for f in r.findings] + sub.ctx.findings)
             except InputError:
-                sub = None
-            if sub is not None:
-                sub_findings = [f for r in sub.reports for f in r.findings] + sub.ctx.findings
-                ctx.respelled = (spelled, sub.ctx, sub_findings)
+                pass
     outcome = build_outcome(ctx, all_findings, all_gaps)
     return Evaluation(ctx, reports, outcome)
+
+
+def _checkpoint_of(analyzers: Analyzers, path: str | None, flag: str) -> tuple[dict[str, Any] | None, Report | None, Gap | None]:
+    """``(checkpoint facts, report, gap)`` of a model path the command gives (nothing for ``None``); an unreachable hub
+    id gives a report with no facts, so ``None`` facts."""
+    if path is None:
+        return None, None, None
+    report, gap = analyzers.checkpoint(path, flag)
+    facts = (dict(report.facts.get("checkpoint") or {}) or None) if report is not None else None
+    return facts, report, gap
+
+
+def _draft_gaps(ctx: Ctx, dp: str, draft_ck: dict[str, Any] | None, draft_gaps: list[Gap]) -> None:
+    """The draft checkpoint's gaps, blocking only when the algorithm loads a draft (docs/launch.md: a hub repo id with no
+    local folder is "could not tell"); a draft path without a draft algorithm is never read."""
+    uses = bool(ctx.draft.get("uses_draft"))
+    ctx.gaps += [Gap(g.analyzer, g.message if g.message.startswith("--speculative-draft-model-path") else
+                     f"--speculative-draft-model-path {dp}: {g.message}", g.path, g.blocking and uses) for g in draft_gaps]
+    if uses and draft_ck is None and not any(g.blocking for g in draft_gaps):
+        ctx.gap(f"--speculative-draft-model-path {dp}: the draft checkpoint was not audited; its architecture and MTP "
+                "weights are unknown", blocking=True)
 
 
 def _flows_of_this_command(report: Report, cmd: Any) -> Report:
@@ -791,29 +756,5 @@ def _flows_of_this_command(report: Report, cmd: Any) -> Report:
     return dataclasses.replace(report, findings=tuple(keep))
 
 
-def _mtp_errors_as_warnings(report: Report) -> Report:
-    """The checkpoint report with its errors that only stop MTP (``mtp_audit.checkpoint.rules.BLOCKS_MTP``: the
-    findings that make ``facts.engine.sglang.usable`` false) turned into warnings, for a launch that requests
-    no speculative decoding: SGLang then skips the MTP weights, so they cannot break this launch. The finding
-    is kept, its message says why it is a warning here."""
-    import dataclasses
-
-    from mtp_audit.checkpoint import rules as checkpoint_rules
-
-    blocks = checkpoint_rules.BLOCKS_MTP
-    out = []
-    for f in report.findings:
-        if f.rule_id in blocks and f.severity >= Severity.ERROR:
-            f = dataclasses.replace(f, severity=Severity.WARNING,
-                                    message=f.message + " (a warning for this launch, not an error: the command requests no "
-                                    "speculative decoding, so SGLang does not load the MTP weights; fix it before adding "
-                                    "--speculative-algorithm)")
-        out.append(f)
-    return dataclasses.replace(report, findings=tuple(out))
-
-
-#: public name for the vLLM form (:mod:`mtp_audit.launch.vllm_checks`)
-mtp_errors_as_warnings = _mtp_errors_as_warnings
-
-__all__ = ["mtp_errors_as_warnings", "ANALYZER", "Ctx", "Evaluation", "Machine", "evaluate_launch", "corrected_command", "normalized_argv",
-           "audit_sglang_target", "audit_model", "collect_env", "ENTRY_LAUNCH_SERVER"]
+__all__ = ["ANALYZER", "Ctx", "Evaluation", "evaluate_launch", "corrected_command", "normalized_argv",
+           "audit_sglang_target", "collect_env", "ENTRY_LAUNCH_SERVER"]
