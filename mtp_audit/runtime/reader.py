@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 #: Bytes read per ``read()`` call.
 CHUNK_BYTES = 1 << 20
@@ -55,8 +55,7 @@ ANSI = re.compile(r"(?:\x1b|\^\[|\ufffd)\[[0-9;?]*[A-Za-z]")
 _ODD = re.compile("[\x00-\x08\x0e-\x1a\x1c-\x1f\ufffd]")
 
 
-@dataclass(frozen=True)
-class LogLine:
+class LogLine(NamedTuple):
     """One line of the log as the extractor sees it.
 
     Attributes:

@@ -10,6 +10,7 @@ paste both give a curve of at most :data:`MAX_BUCKETS` points.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 #: Most buckets kept per series.
 MAX_BUCKETS = 256
@@ -17,8 +18,7 @@ MAX_BUCKETS = 256
 SPARK = "▁▂▃▄▅▆▇█"
 
 
-@dataclass(frozen=True)
-class Interval:
+class Interval(NamedTuple):
     """One statistics line.
 
     Attributes:
