@@ -97,3 +97,13 @@ def test_cli_exit_codes_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["log", str(LOGS / "vllm_intel386_config_engine_core_prefix.log"), "-f", "json"]) == 3
     doc = json.loads(capsys.readouterr().out)
     assert doc["facts"]["log"]["verdict"] == "could-not-tell" and doc["status"] == "inconclusive"
+
+
+def test_causes_are_ranked_from_the_facts(tmp_path: Path) -> None:
+    # the real config line of vllm#41789 followed by the real statistics of speculators#613
+    p = tmp_path / "x.log"
+    p.write_bytes((LOGS / "vllm_41789_gemma4_config_wrapped.log").read_bytes() + (LOGS / "speculators_613_dflash_near_zero.log").read_bytes())
+    f = analyze_log([p]).facts["log"]["files"][0]
+    assert f["verdict"] == "ran-but-accepted-nothing"
+    assert f["causes"][0].startswith("the model runs quantized (compressed-tensors, line 1)")
+    assert f["statistics"]["first_line"] == 3  # the wrapped config line is lines 1-2

@@ -160,16 +160,40 @@ def _nothing_causes(f: LogFacts) -> list[str]:
         causes.append(f"draft weights missing (line {f.draft['missing'].line})")
     q = f.config.get("draft_quantization") or f.config.get("quantization")
     if q is not None and q.value not in (None, "None"):
-        causes.append(f"the draft runs quantized ({q.value}, line {q.line}); MTP heads are often excluded from "
-                      "quantization in the checkpoint and degrade when quantized anyway")
+        causes.append(f"the model runs quantized ({q.value}, line {q.line}): an MTP head loaded with the target's "
+                      "quantization against its checkpoint's exclude list computes garbage drafts (check with mtp-audit checkpoint)")
     if any(k.startswith("slot ") and k != "slot 0" for k in f.series.sources):
         causes.append("a llama-server slot other than 0 drafting (llama.cpp#27572: drafts of slots > 0 were not armed)")
+    causes += _known_bugs(f)
     eng = f.engine
     if eng == "llama.cpp":
         causes.append("a backend/driver problem in the draft graph (llama.cpp#27151 was RADV_DEBUG=nocompute on Vulkan)")
     causes.append("draft head weights missing, randomly initialised or not matching the target (check with mtp-audit checkpoint)")
     causes.append("a known engine bug of this version (search the tracker for the version and the draft class)")
     return causes
+
+
+#: Public reports of zero acceptance, matched on what the log printed: (engine, config key, test on its value, cause).
+KNOWN_ZERO_ACCEPTANCE: tuple[tuple[str, str, Any, str], ...] = (
+    ("sglang", "draft_model", lambda v: "eagle3" in str(v).lower(),
+     "an EAGLE3 draft run under --speculative-algorithm EAGLE: accept length stays 1.0 (sgl-project/sglang#21272; use EAGLE3)"),
+    ("vllm", "model", lambda v: "nvfp4" in str(v).lower(),
+     "NVFP4 target with MTP: episodic exactly-0 % acceptance reported on SM120 (vllm-project/vllm#55357)"),
+    ("vllm", "quantization", lambda v: "fp4" in str(v).lower(),
+     "NVFP4 target with MTP: episodic exactly-0 % acceptance reported on SM120 (vllm-project/vllm#55357)"),
+    ("tensorrt-llm", "use_kv_cache_manager_v2", lambda v: str(v).lower() == "false",
+     "DSA model with use_kv_cache_manager_v2: false accepts no MTP draft (NVIDIA/TensorRT-LLM#18662)"),
+)
+
+
+def _known_bugs(f: LogFacts) -> list[str]:
+    """Causes from :data:`KNOWN_ZERO_ACCEPTANCE` whose engine and printed configuration match this log."""
+    out: list[str] = []
+    for engine, key, test, cause in KNOWN_ZERO_ACCEPTANCE:
+        fact = f.config.get(key)
+        if f.engine == engine and fact is not None and test(fact.value) and cause not in out:
+            out.append(f"{cause} (line {fact.line})")
+    return out
 
 
 def _crash_words(crash: Crash) -> str:
