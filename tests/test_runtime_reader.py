@@ -128,3 +128,15 @@ def test_cut_pastes_never_crash(names: list[str], cut: int) -> None:
     facts, _ = _facts(data)
     facts_dict = __import__("mtp_audit.runtime.verdict", fromlist=["facts_dict"]).facts_dict(facts)
     assert facts_dict["engine"] in (None, "sglang", "vllm", "llama.cpp", "tensorrt-llm")
+
+
+def test_compressed_log_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import gzip
+
+    from mtp_audit.cli.main import main
+
+    p = tmp_path / "server.log.gz"
+    p.write_bytes(gzip.compress((LOGS / "vllm_ascend_9803_glm5_mtp3.log").read_bytes()))
+    assert main(["log", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"mtp-audit: error: {p}: gzip-compressed data, not a text log (decompress it first, e.g. zcat FILE | mtp-audit log -)\n"

@@ -41,14 +41,20 @@ def read_log(stream: BinaryIO, name: str) -> tuple[LogFacts, ReadStats]:
     try:
         for ln in read_lines(stream, facts.wants_next, stats):
             if stats.looks_binary:
-                raise InputError(name, "binary data, not a text log")
+                raise InputError(name, _binary_problem(stats))
             facts.feed(ln)
     except OSError as exc:
         raise InputError(name, f"cannot read: {exc.strerror or exc}") from None
     if stats.looks_binary:
-        raise InputError(name, "binary data, not a text log")
+        raise InputError(name, _binary_problem(stats))
     facts.finish()
     return facts, stats
+
+
+def _binary_problem(stats: ReadStats) -> str:
+    if stats.compressed:
+        return f"{stats.compressed}-compressed data, not a text log (decompress it first, e.g. zcat FILE | mtp-audit log -)"
+    return "binary data, not a text log"
 
 
 def _open(path: str) -> BinaryIO:

@@ -52,6 +52,8 @@ BULK_LITERALS: tuple[bytes, ...] = (
 #: Colour and cursor escapes as they arrive: real ESC, a caret-escaped ``^[[`` (``cat -v``, many
 #: terminals' copy) and ``\ufffd[`` (an ESC that a UTF-8 decoder or a web form replaced).
 ANSI = re.compile(r"(?:\x1b|\^\[|\ufffd)\[[0-9;?]*[A-Za-z]")
+_MAGIC = ((b"\x1f\x8b", "gzip"), (b"\x28\xb5\x2f\xfd", "zstd"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"),
+          (b"PK\x03\x04", "zip"))
 _ODD = re.compile("[\x00-\x08\x0e-\x1a\x1c-\x1f\ufffd]")
 
 
@@ -109,8 +111,12 @@ class ReadStats:
             return True
         return self.sample_chars >= 64 and self.odd_chars * 10 > self.sample_chars
 
+    #: What the first bytes say the input is, when it is a known compressed format (``gzip``, ``zstd``, ...).
+    compressed: str | None = None
+
     def sample(self, chunk: bytes) -> None:
-        """Measure the first chunk (NUL bytes, control characters, invalid UTF-8)."""
+        """Measure the first chunk (NUL bytes, control characters, invalid UTF-8, compression magic)."""
+        self.compressed = next((name for magic, name in _MAGIC if chunk.startswith(magic)), None)
         self.first_chunk_bytes = len(chunk)
         self.nul_bytes = chunk.count(b"\0")
         text = chunk[:65536].decode("utf-8", "replace")
