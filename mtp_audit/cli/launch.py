@@ -68,7 +68,7 @@ def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_tar
     report = audit_launch(list(command), sglang=old, compare_sglang=new, env_dump=list(env_dumps) or None,
                           facts=facts_file, env=env, engine=engine, vllm=vllm_target)
     if log_file is not None:
-        from mtp_audit.runtime.compare import with_log
+        from mtp_audit.runtime.launchlog import with_log
 
         report = with_log(report, log_file)
     from mtp_audit.cli.kit import installed_package_folder

@@ -42,6 +42,7 @@ SGLANG = {"accept_length": "sglang:spec_accept_length", "accept_rate": "sglang:s
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> None:
+        """Refuse every redirect: only the URL the user named is read."""
         raise urllib.error.HTTPError(req.full_url, code, f"redirect to {newurl} not followed", headers, fp)
 
 
