@@ -75,7 +75,10 @@ def test_sarif_validates_against_official_schema() -> None:
     assert region == {"startLine": 2352, "startColumn": 9, "endLine": 2353, "endColumn": 50}
     assert res["MTP001"]["level"] == "error"
     assert res["MTP201"]["level"] == "note"
-    assert "physicalLocation" not in res["MTP201"]["locations"][0]
+    # a GPU finding has no file: it points at the preflight's stated artifact, the GPU stays logical
+    assert res["MTP201"]["locations"][0]["physicalLocation"]["artifactLocation"] == {"uri": "machine", "uriBaseId": "MTPAUDIT_PREFLIGHT"}
+    assert res["MTP201"]["locations"][0]["logicalLocations"] == [{"fullyQualifiedName": "cuda:0"}]
+    assert "MTPAUDIT_PREFLIGHT" in run["originalUriBaseIds"]
     assert res["MTP001"]["relatedLocations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "model.safetensors.index.json"
     assert run["invocations"][0]["executionSuccessful"] is True  # the only gap is non-blocking
 

@@ -27,6 +27,23 @@ def verdict_line(report: Report) -> str:
     return "; ".join(parts) + f"; status: {word}"
 
 
+def listed_findings(report: Report, shown: Any = None) -> list[Any]:
+    """The findings a display filter lists (all of them when ``shown`` is ``None``; none when it is quiet)."""
+    if shown is None:
+        return list(report.findings)
+    if getattr(shown, "quiet", False):
+        return []
+    return [f for f in report.findings if shown(f)]
+
+
+def not_listed_line(report: Report, listed: list[Any], shown: Any) -> str:
+    """``N findings not listed (--severity warning)``: says that a filter hid findings, and which."""
+    n = len(report.findings) - len(listed)
+    how = shown.describe() if shown is not None and hasattr(shown, "describe") else ""
+    how = how or ("-q" if getattr(shown, "quiet", False) else "a filter")
+    return f"{n} finding{'s' if n != 1 else ''} not listed ({how}); the verdict and the counts include them"
+
+
 _CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)]}
 
 

@@ -28,6 +28,8 @@ from mtp_audit.formats.summary import (
     closing_sections,
     gap_text,
     headline_facts,
+    listed_findings,
+    not_listed_line,
     shorten,
     verdict_line,
     verdict_word,
@@ -68,7 +70,8 @@ def _details(f: Finding) -> list[str]:
     return out
 
 
-def render(report: Report, *, verbose: bool = False, color: bool = False, fail_on: Severity | None = Severity.ERROR) -> str:
+def render(report: Report, *, verbose: bool = False, color: bool = False, fail_on: Severity | None = Severity.ERROR,
+           shown: Any = None) -> str:
     """Render ``report`` for a terminal or a CI log.
 
     Args:
@@ -76,6 +79,9 @@ def render(report: Report, *, verbose: bool = False, color: bool = False, fail_o
         verbose: add targets, evidence, detail, fixes, ignored findings, closing sections and facts.
         color: ANSI colours and verdict symbols (only for a terminal).
         fail_on: the ``--fail-on`` threshold (``None``: never), for the exit code the first line names.
+        shown: a display filter (``shown(finding) -> bool``, ``.quiet``, ``.describe()``; the CLI's
+            ``-q`` / ``--severity`` / ``--select``): which findings are listed. The first line and the
+            counts still describe every finding.
     """
     code = exit_code(report, fail_on)
     word = verdict_word(report, code)
@@ -88,12 +94,17 @@ def render(report: Report, *, verbose: bool = False, color: bool = False, fail_o
         lines += [f"  audited ({t.analyzer}): {t.name}" for t in report.targets]
         for analyzer, fl in headline_facts(report):
             lines += ["", f"facts ({analyzer}):"] + [f"  {line}" for line in fl]
-    if report.findings:
+    listed = listed_findings(report, shown)
+    if listed:
         lines.append("")
-    for f in report.findings:
+    for f in listed:
         lines.append(_finding_line(f, color, verbose))
         if verbose:
             lines += _details(f)
+    if len(listed) < len(report.findings):
+        lines += ["", not_listed_line(report, listed, shown)]
+    if shown is not None and getattr(shown, "quiet", False):
+        return "\n".join([*lines, "", verdict_line(report)]) + "\n"
     if verbose and report.ignored:
         lines += ["", f"ignored ({len(report.ignored)}):"]
         for i in report.ignored:
