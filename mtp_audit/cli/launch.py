@@ -62,8 +62,8 @@ def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_tar
         env[key] = value
     old = sglang_targets[0] if sglang_targets else None
     new = sglang_targets[1] if len(sglang_targets) == 2 else compare_sglang
-    report = audit_launch(list(command), sglang=old, compare_sglang=new, env_dump=list(env_dumps) or None,
-                          facts=facts_file, env=env, engine=engine, vllm=vllm_target)
+    report = audit_launch(list(command), sglang=old, compare_sglang=new, env_dumps=list(env_dumps) or None,
+                          facts_file=facts_file, env=env, engine=engine, vllm=vllm_target)
     from mtp_audit.cli.kit import installed_package_folder
 
     # without --sglang the installed sglang is audited: its files are inputs too

@@ -13,18 +13,20 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mtp_audit.deprecation import renamed_keywords
 from mtp_audit.report import Report
 
 __all__ = ["audit_launch"]
 
 
+@renamed_keywords({"env_dump": "env_dumps", "facts": "facts_file"})
 def audit_launch(
-    argv: Sequence[str],
+    argv: Sequence[str] | str,
     *,
     sglang: str | Path | Report | None = None,
     compare_sglang: str | Path | Report | None = None,
-    env_dump: Path | Sequence[Path] | None = None,
-    facts: Path | None = None,
+    env_dumps: str | Path | Sequence[str | Path] | None = None,
+    facts_file: str | Path | None = None,
     machine_facts: Any = None,
     env: Mapping[str, str] | None = None,
     environ: Mapping[str, str] | None = None,
@@ -43,9 +45,9 @@ def audit_launch(
             sglang (not installed: a blocking gap, the flags are then split heuristically).
         compare_sglang: a second SGLang (same kinds); the report is the one for this NEW version plus
             MTP310 findings and ``facts["launch"]["diff"]`` saying what changes in "what will happen".
-        env_dump: environment dump(s) of the serving machine (``--env-dump``); ``facts``: stored preflight
+        env_dumps: environment dump(s) of the serving machine (``--env-dump``); ``facts_file``: stored preflight
             facts (``--facts``); ``machine_facts``: a :class:`~mtp_audit.preflight.facts.MachineFacts`.
-            None of them: the live machine.
+            None of them: the live machine. The old names ``env_dump`` and ``facts`` still work (DeprecationWarning).
         env: extra environment variables of the launch (``--env KEY=VALUE``), applied last.
         environ: the current environment (default ``os.environ``); only variables SGLang reads are used.
         cwd: folder that relative ``--model-path`` / ``--speculative-draft-model-path`` are resolved
@@ -72,7 +74,8 @@ def audit_launch(
     from mtp_audit.launch.command import find_entry, shell_join, split_command
     from mtp_audit.launch.outcome import diff_outcomes
 
-    toks = split_command(list(argv))
+    env_dump, facts = env_dumps, facts_file
+    toks = split_command([argv] if isinstance(argv, str) else list(argv))
     from mtp_audit.errors import InputError as _InputError
     from mtp_audit.launch.vllm_command import vllm_entry
 

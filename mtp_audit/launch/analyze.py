@@ -726,7 +726,7 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
             draft_gaps += list(r.gaps)
         if g is not None:
             draft_gaps.append(g)
-    pf_report = preflight(env_dumps=list(machine.env_dumps), facts_file=machine.facts_file, facts=machine.facts,
+    pf_report = preflight(env_dumps=list(machine.env_dumps), facts_file=machine.facts_file, machine_facts=machine.facts,
                           launch=normalized_argv(cmd), cwd=cwd, sglang_facts=sg, use_sglang_analyzer=False, engine=machine.engine)
     reports.append(pf_report)
     if sg_report is not None:

@@ -713,7 +713,7 @@ def _preflight(machine: Machine, argv: list[str], cwd: Path, vllm_version: str |
     the command's FP4/MoE options with vLLM's semantics (:func:`mtp_audit.preflight.launch.parse_launch`)."""
     from mtp_audit.preflight import preflight
 
-    return preflight(env_dumps=list(machine.env_dumps), facts_file=machine.facts_file, facts=machine.facts, cwd=cwd,
+    return preflight(env_dumps=list(machine.env_dumps), facts_file=machine.facts_file, machine_facts=machine.facts, cwd=cwd,
                      engine=machine.engine or "vllm", launch=argv, use_sglang_analyzer=False, vllm_version=vllm_version)
 
 

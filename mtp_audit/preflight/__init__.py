@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mtp_audit.deprecation import renamed_keywords
 from mtp_audit.report import Report
 
 __all__ = ["preflight", "load_facts_file"]
@@ -109,11 +110,12 @@ def _answer(vs: list[dict[str, Any]], verdict: str, findings: Sequence[Any], an:
     return [f"could not tell whether {desc} can run native FP4{on}" + (f": {reason}" if reason else "") + tail]
 
 
+@renamed_keywords({"facts": "machine_facts", "env_dump": "env_dumps"})
 def preflight(
     *,
     env_dumps: Sequence[str | Path] | str | Path = (),
     facts_file: str | Path | None = None,
-    facts: Any = None,
+    machine_facts: Any = None,
     launch: Sequence[str] | None = None,
     probe: bool = False,
     import_torch: bool = False,
@@ -128,14 +130,15 @@ def preflight(
 ) -> Report:
     """Run the preflight and return its report.
 
-    Exactly one machine source is used: ``facts`` (a MachineFacts), ``facts_file``, ``env_dumps``
-    (merged in order), or else the live machine.
+    Exactly one machine source is used: ``machine_facts`` (a MachineFacts), ``facts_file``, ``env_dumps``
+    (merged in order), or else the live machine. The old name ``facts`` (for ``machine_facts``) still works,
+    with a DeprecationWarning.
 
     Args:
         env_dumps: pasted environment dumps (sglang check_env, torch/vllm/flashinfer collect_env, nvidia-smi),
             as ``str`` or ``Path``; a single path is accepted as one dump.
         facts_file: a stored facts JSON to replay (``str`` or ``Path``).
-        facts: an already-built :class:`~mtp_audit.preflight.facts.MachineFacts`.
+        machine_facts: an already-built :class:`~mtp_audit.preflight.facts.MachineFacts`.
         launch: tokens of the intended launch command (after ``--``), or ``None``.
         probe: run the tiny FP4 GEMM probe (live machine only; needs torch and a GPU).
         import_torch: import torch (in a child process) for its arch list.
@@ -172,6 +175,7 @@ def preflight(
     from mtp_audit.preflight.rules import RULES_BY_ID
     from mtp_audit.report import Gap, Location
 
+    facts = machine_facts
     if isinstance(env_dumps, (str, Path)):
         env_dumps = [env_dumps]
     env_dumps = [Path(p) for p in env_dumps]
