@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "launch": "mtp_audit.cli.launch:launch",
     "rules": "mtp_audit.cli.rules:rules",
     "explain": "mtp_audit.cli.rules:explain",
+    "hook": "mtp_audit.cli.hook:hook",
 }
 
 
