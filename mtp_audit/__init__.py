@@ -21,75 +21,17 @@ bulk JSON parsing; huggingface_hub's shared client is not modified. The only wri
 caches (``$MTP_AUDIT_CACHE_DIR``, empty to turn them off; hub functions take ``cache_dir`` / ``use_cache``).
 
 Names are imported lazily (PEP 562), so ``import mtp_audit`` and ``mtp-audit --help`` stay fast; type
-checkers see the real definitions (``py.typed``).
+checkers read ``__init__.pyi`` (re-exports of the real definitions) and ``py.typed``.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 __version__ = "0.1.0"
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
-
-if TYPE_CHECKING:  # what the lazy loader below returns, for mypy / pyright (``X as X``: an explicit re-export)
-    from mtp_audit.checkpoint import (
-        audit_checkpoint as audit_checkpoint,
-    )
-    from mtp_audit.compare.analyze import (
-        compare_checkpoints as compare_checkpoints,
-    )
-    from mtp_audit.engines.sglang.audit import (
-        audit_sglang as audit_sglang,
-    )
-    from mtp_audit.engines.sglang.diff import (
-        diff_sglang as diff_sglang,
-    )
-    from mtp_audit.engines.vllm.audit import (
-        audit_vllm as audit_vllm,
-    )
-    from mtp_audit.engines.vllm.diff import (
-        diff_vllm as diff_vllm,
-    )
-    from mtp_audit.errors import (
-        InputError as InputError,
-    )
-    from mtp_audit.formats import (
-        render as render,
-    )
-    from mtp_audit.launch import (
-        audit_launch as audit_launch,
-    )
-    from mtp_audit.preflight import (
-        preflight as preflight,
-    )
-    from mtp_audit.report import (
-        Evidence as Evidence,
-        Finding as Finding,
-        Gap as Gap,
-        Location as Location,
-        Report as Report,
-        Severity as Severity,
-        Status as Status,
-        exit_code as exit_code,
-    )
-    from mtp_audit.report.rules import (
-        Rule as Rule,
-        all_rules as all_rules,
-        get_rule as get_rule,
-    )
-    from mtp_audit.results import (
-        CheckpointFacts as CheckpointFacts,
-        Configured as Configured,
-        Fp4Readiness as Fp4Readiness,
-        LaunchResult as LaunchResult,
-        LaunchVerdict as LaunchVerdict,
-        apply_config as apply_config,
-        checkpoint_facts as checkpoint_facts,
-        fp4_readiness as fp4_readiness,
-        launch_result as launch_result,
-    )
 
 _LAZY = {
     "audit_checkpoint": "mtp_audit.checkpoint",

@@ -151,3 +151,12 @@ def test_cache_writes_can_be_turned_off_or_pointed_elsewhere(tmp_path: Path, mon
     on = mtp_audit.audit_sglang(whl)
     assert any((tmp_path / "elsewhere").rglob("*.json")) and not (tmp_path / "home").exists()
     assert [f.rule_id for f in on.findings] == [f.rule_id for f in off.findings]
+
+
+def test_the_stub_names_every_public_name() -> None:
+    """``__init__.pyi`` (what type checkers read) and the lazy loader (what runs) list the same names."""
+    import ast
+
+    tree = ast.parse((REPO / "mtp_audit/__init__.pyi").read_text())
+    stubbed = {a.asname for node in tree.body if isinstance(node, ast.ImportFrom) for a in node.names}
+    assert stubbed == set(mtp_audit.__all__) - {"__version__"}
