@@ -6,8 +6,8 @@ Audit functions (each returns a :class:`Report`; bad input raises :class:`InputE
 - :func:`compare_checkpoints` (base, derived): what an export dropped, renamed or left unquantized.
 - :func:`audit_sglang` / :func:`diff_sglang`: what SGLang runs for the MTP flags; what an upgrade changed.
 - :func:`audit_vllm` / :func:`diff_vllm`: what vLLM runs for ``--speculative-config``; what an upgrade changed.
-- :func:`preflight`: FP4 capability of this machine or of pasted environment dumps (``env_dumps``,
-  ``facts_file``, ``machine_facts``).
+- :func:`audit_machine` (also ``preflight``): FP4 capability of this machine or of pasted environment dumps
+  (``env_dumps``, ``facts_file``, ``machine_facts``).
 - :func:`audit_launch` (argv list or one command string): the above cross-checked into one verdict.
 
 Typed answers from a report (no text parsing): :func:`launch_result` (:class:`LaunchVerdict` enum, corrected
@@ -41,6 +41,7 @@ _LAZY = {
     "audit_vllm": "mtp_audit.engines.vllm",
     "diff_vllm": "mtp_audit.engines.vllm",
     "preflight": "mtp_audit.preflight",
+    "audit_machine": "mtp_audit.preflight",
     "audit_launch": "mtp_audit.launch",
     "launch_result": "mtp_audit.results",
     "checkpoint_facts": "mtp_audit.results",

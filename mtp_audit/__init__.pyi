@@ -28,6 +28,7 @@ from mtp_audit.launch import (
     audit_launch as audit_launch,
 )
 from mtp_audit.preflight import (
+    audit_machine as audit_machine,
     preflight as preflight,
 )
 from mtp_audit.report import (

@@ -18,7 +18,7 @@ from conftest import FIXTURES, REPO
 REAP = FIXTURES / "checkpoint/bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding"
 DUMP = FIXTURES / "preflight/envdumps/sglang-13198.txt"
 AUDIT_FUNCTIONS = ("audit_checkpoint", "compare_checkpoints", "audit_sglang", "diff_sglang", "audit_vllm", "diff_vllm",
-                   "preflight", "audit_launch")
+                   "audit_machine", "audit_launch")
 
 
 @pytest.mark.slow
@@ -53,8 +53,17 @@ def test_help_and_dir_list_every_audit_function() -> None:
     names = dir(mtp_audit)
     for name in AUDIT_FUNCTIONS:
         assert name in names and name in mtp_audit.__all__
-        assert f"{name}(" in text
+        assert f"{name}(" in text or f"{name} = " in text  # an alias shows as "audit_machine = preflight(...)"
         assert callable(getattr(mtp_audit, name))
+
+
+def test_preflight_is_callable_even_after_its_package_is_imported() -> None:
+    """``mtp_audit.preflight`` names both a function and a package; importing a module of the package makes the
+    attribute the package, which must still run the preflight when called."""
+    import mtp_audit.preflight.envdump  # noqa: F401
+
+    report = mtp_audit.preflight(env_dumps=[DUMP])
+    assert [f.rule_id for f in report.findings] == [f.rule_id for f in mtp_audit.audit_machine(env_dumps=[DUMP]).findings]
 
 
 def test_misspelt_keywords_raise_type_error() -> None:

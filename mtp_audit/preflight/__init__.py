@@ -11,6 +11,8 @@ Research: ``../shared/research/blackwell_fp4.md``.
 from __future__ import annotations
 
 import re
+import sys
+import types
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +20,7 @@ from typing import Any
 from mtp_audit.deprecation import renamed_keywords
 from mtp_audit.report import Report
 
-__all__ = ["preflight", "load_facts_file"]
+__all__ = ["audit_machine", "preflight", "load_facts_file"]
 
 #: A verdict reason that is an error finding's message (``"MTP209: sglang 0.5.9 pins ..."``).
 _RULE_REASON = re.compile(r"MTP\d{3}: ")
@@ -350,3 +352,19 @@ def preflight(
         },
         rule_ids=[r.id for r in RULES],
     )
+
+
+#: The same function under the name the other audits share (``audit_checkpoint``, ``audit_launch``, ...).
+audit_machine = preflight
+
+
+class _CallableModule(types.ModuleType):
+    """This package calls :func:`preflight` when called: once ``mtp_audit.preflight`` is imported as a package
+    (``import mtp_audit.preflight.envdump``), the attribute ``mtp_audit.preflight`` is the package, not the
+    function; calling it still runs the preflight, so ``mtp_audit.preflight(env_dumps=...)`` always works."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Report:
+        return preflight(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
