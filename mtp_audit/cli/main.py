@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from mtp_audit import __version__
-from mtp_audit.errors import InputError
+from mtp_audit.errors import InputError, Unavailable
 
 #: A bug in mtp-audit (never a verdict about the audited input). 0-3: see mtp_audit.report.
 EXIT_INTERNAL = 4
@@ -141,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         click.echo(f"mtp-audit: error: {one_line(str(exc))}", err=True)
         return 2
+    except Unavailable as exc:  # a source that cannot be reached and is not cached: could not tell
+        click.echo(one_line(f"INCONCLUSIVE: could not tell: {exc.problem} (exit 3)"), err=True)
+        return 3
     except KeyboardInterrupt:
         click.echo("mtp-audit: interrupted", err=True)
         return 130
