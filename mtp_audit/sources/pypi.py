@@ -3,8 +3,9 @@ the package index with HTTP range requests and cached by version.
 
 How (no wheel is downloaded whole):
 
-1. ``GET {index}/{package}/{version}/json`` (the PyPI JSON API, https://docs.pypi.org/api/json/): the release's
-   files; one wheel is chosen (``py3-none-any`` first, then ``manylinux``/``x86_64``, then any).
+1. ``GET {index}/{package}/{version}/json`` (the PyPI JSON API, https://docs.pypi.org/api/json/; on a 404,
+   ``{index}/{package}/json`` and its ``releases``, which some mirrors serve alone): the release's files; one
+   wheel is chosen (``py3-none-any`` first, then ``manylinux``/``x86_64``, then any).
 2. The zip's end of central directory and its central directory are read with a range request for the last
    bytes of the file (the central directory is at the end of a zip: APPNOTE.TXT 4.3.6), one more if the
    directory is larger than that tail.
@@ -30,6 +31,7 @@ import os
 import re
 import tempfile
 import urllib.error
+import urllib.parse
 import urllib.request
 import zipfile
 from dataclasses import dataclass
@@ -110,6 +112,8 @@ def _get(url: str, *, headers: dict[str, str] | None = None, limit: int) -> tupl
         if exc.code >= 500:
             raise IndexUnavailable(f"{url}: the package index answered {exc.code}") from None
         raise InputError(url, f"the package index answered {exc.code} {exc.reason}") from None
+    except ValueError as exc:
+        raise InputError(url, f"not a URL the index can serve: {exc}") from None
     except (urllib.error.URLError, TimeoutError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise IndexUnavailable(f"cannot reach the package index ({reason}) and the release is not cached: "
@@ -133,6 +137,38 @@ def _choose(files: list[dict[str, Any]]) -> WheelFile | None:
     return WheelFile(best["filename"], best["url"], int(best.get("size") or 0))
 
 
+def _json_of(url: str) -> Any:
+    """The JSON document at ``url``, ``None`` on 404.
+
+    Raises:
+        InputError: not JSON. IndexUnavailable: as :func:`_get`.
+    """
+    status, body = _get(url, limit=MAX_JSON_BYTES)
+    if status == 404:
+        return None
+    try:
+        return json.loads(body)
+    except ValueError:
+        raise InputError(url, "not JSON: the index does not serve the PyPI JSON API") from None
+
+
+def _release_files(base: str, package: str, version: str) -> list[dict[str, Any]] | None:
+    """The files of one release: ``/{package}/{version}/json`` ``urls``, else (a mirror that serves only the
+    project document) ``/{package}/json`` ``releases[version]``; ``None`` when neither knows the release."""
+    url = f"{base}/{package}/{version}/json"
+    doc = _json_of(url)
+    files = doc.get("urls") if isinstance(doc, dict) else None
+    if not isinstance(files, list):
+        url = f"{base}/{package}/json"
+        doc = _json_of(url)
+        releases = doc.get("releases") if isinstance(doc, dict) else None
+        files = releases.get(version) if isinstance(releases, dict) else None
+    if not isinstance(files, list) or not files:
+        return None
+    # a mirror may give file URLs relative to the document
+    return [dict(f, url=urllib.parse.urljoin(url, f["url"])) for f in files if isinstance(f, dict) and isinstance(f.get("url"), str)]
+
+
 def resolve_wheel(package: str, version: str, *, index_url: str | None = None) -> WheelFile:
     """The wheel of ``package==version`` the analyzers will read, from the index's JSON API.
 
@@ -145,14 +181,10 @@ def resolve_wheel(package: str, version: str, *, index_url: str | None = None) -
     base = (index_url or os.environ.get(INDEX_ENV) or DEFAULT_INDEX).rstrip("/")
     if not base.startswith(("https://", "http://")):
         raise InputError(INDEX_ENV, f"not an http(s) URL: {base}")
-    status, body = _get(f"{base}/{package}/{version}/json", limit=MAX_JSON_BYTES)
-    if status == 404:
+    files = _release_files(base, package, version)
+    if files is None:
         raise InputError(f"{package} {version}", f"no such release on the package index ({base}); give a .whl or a source folder instead")
-    try:
-        doc = json.loads(body)
-    except ValueError:
-        raise InputError(f"{base}/{package}/{version}/json", "not JSON: the index does not serve the PyPI JSON API") from None
-    wheel = _choose(doc.get("urls") or []) if isinstance(doc, dict) else None
+    wheel = _choose(files)
     if wheel is None:
         raise InputError(f"{package} {version}", "the release has no wheel; give a source folder instead")
     return wheel
