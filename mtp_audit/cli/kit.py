@@ -585,8 +585,21 @@ def _render_for(report: Any, fmt: str, path: Path | str, threshold: Any) -> str:
         if anchor is not None:
             extra["anchor"], extra["anchor_line"] = anchor
     shown = _shown()
+    width = _terminal_width() if on_stdout and fmt == "text" else None
     return render(report, fmt, verbose=verbose(), color=color, fail_on=threshold,
-                  shown=shown if shown.active else None, **extra)
+                  shown=shown if shown.active else None, width=width, **extra)
+
+
+def _terminal_width() -> int | None:
+    """The width of the terminal stdout is (``COLUMNS`` wins), or ``None`` for a file, a pipe or a CI log."""
+    import shutil
+
+    try:
+        if not sys.stdout.isatty():
+            return None
+    except (AttributeError, ValueError):
+        return None
+    return shutil.get_terminal_size((100, 24)).columns
 
 
 #: click parameter -> the analyzer whose finding paths are relative to it, per command.

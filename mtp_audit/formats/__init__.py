@@ -45,7 +45,7 @@ FORMATS: dict[str, Callable[[Report], str]] = {
 
 
 def render(report: Report, fmt: str, *, verbose: bool = False, color: bool = False,
-           fail_on: Severity | None = Severity.ERROR, shown: Any = None, **sarif: Any) -> str:
+           fail_on: Severity | None = Severity.ERROR, shown: Any = None, width: int | None = None, **sarif: Any) -> str:
     """Render ``report`` in format ``fmt`` (a key of :data:`FORMATS`).
 
     ``verbose`` and ``color`` shape the text report only (JSON, SARIF and Markdown always carry
@@ -53,7 +53,8 @@ def render(report: Report, fmt: str, *, verbose: bool = False, color: bool = Fal
     Markdown reports name in their first line. ``shown`` (``shown(finding) -> bool``, with ``quiet``
     and ``describe()``: the CLI's ``-q`` / ``--severity`` / ``--select``) filters the findings every
     format lists; the verdict, the status and the counts still describe every finding. ``sarif``:
-    keyword arguments of :func:`mtp_audit.formats.sarif.render` (``roots``, ``anchor``, ``anchor_line``).
+    keyword arguments of :func:`mtp_audit.formats.sarif.render` (``roots``, ``anchor``, ``anchor_line``). ``width``:
+    the terminal's width for the text report (``None``: no wrapping, no cut).
 
     Raises:
         KeyError: unknown format.
@@ -61,7 +62,7 @@ def render(report: Report, fmt: str, *, verbose: bool = False, color: bool = Fal
     if fmt == "text":
         from mtp_audit.formats.text import render as text
 
-        return text(report, verbose=verbose, color=color, fail_on=fail_on, shown=shown)
+        return text(report, verbose=verbose, color=color, fail_on=fail_on, shown=shown, width=width)
     if fmt == "markdown":
         from mtp_audit.formats.markdown import render as markdown
 
