@@ -114,3 +114,15 @@ def test_empty_report_renders(fmt: str) -> None:
         jsonschema.validate(json.loads(out), SARIF_SCHEMA)
     if fmt == "json":
         jsonschema.validate(json.loads(out), SCHEMA)
+
+
+def test_one_byte_unit_family_across_commands() -> None:
+    """checkpoint, compare and launch write bytes the same way: the count, then decimal GB."""
+    from mtp_audit.checkpoint.accounting import human_bytes as checkpoint_bytes
+    from mtp_audit.compare.analyze import human_bytes as compare_bytes
+    from mtp_audit.engines.outcome import fmt_bytes
+    from mtp_audit.units import human_bytes
+
+    n = 13_191_136_256
+    assert checkpoint_bytes(n) == compare_bytes(n) == fmt_bytes(n) == human_bytes(n) == "13,191,136,256 bytes (13.19 GB)"
+    assert human_bytes(18_840) == "18,840 bytes (18.8 kB)" and human_bytes(None) == "unknown bytes"

@@ -76,17 +76,10 @@ def _get(doc: Any, *keys: str, default: Any = None) -> Any:
 
 
 def human_bytes(n: int | None) -> str:
-    """``13,190,037,504 bytes (12.3 GiB)``; ``"unknown bytes"`` for None."""
-    if n is None:
-        return "unknown bytes"
-    if n < 1024:
-        return f"{n:,} bytes"
-    value = float(n)
-    for unit in ("KiB", "MiB", "GiB", "TiB"):
-        value /= 1024
-        if value < 1024:
-            break
-    return f"{n:,} bytes ({value:.1f} {unit})"
+    """``13,190,037,504 bytes (13.19 GB)``; ``"unknown bytes"`` for None (:func:`mtp_audit.units.human_bytes`)."""
+    from mtp_audit.units import human_bytes as _human
+
+    return _human(n)
 
 
 def _bytes(side: Mapping[str, Any]) -> tuple[int | None, bool]:
