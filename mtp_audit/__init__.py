@@ -16,7 +16,7 @@ configuration as the CLI does; :func:`render` gives text, JSON, SARIF or Markdow
 exit code.
 
 Side effects: none on the host process. No output is printed (diagnostics go to the ``logging`` logger
-``mtp_audit``; progress bars are drawn only by the CLI); the garbage collector's state is restored after
+``mtp_audit``; progress bars only inside ``mtp_audit.progress.requested()``, which the CLI enters); the garbage collector's state is restored after
 bulk JSON parsing; huggingface_hub's shared client is not modified. The only writes are the result
 caches (``$MTP_AUDIT_CACHE_DIR``, empty to turn them off; hub functions take ``cache_dir`` / ``use_cache``).
 

@@ -41,6 +41,14 @@ class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the subcommand with progress bars requested (drawn on a terminal only; the library draws none
+        unless its caller asks, :func:`mtp_audit.progress.requested`)."""
+        from mtp_audit.progress import requested
+
+        with requested():
+            return super().invoke(ctx)
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
         if target is None:
