@@ -28,6 +28,8 @@ SARIF_SCHEMA = json.loads((Path(__file__).parent / "data/sarif-schema-2.1.0.json
      [("sarif", "a.sarif"), ("json", "b.json"), ("markdown", "c.md"), ("text", "d.txt"), ("sarif", "e.sarif.json")]),
     (("json",), ("a.sarif", "b.md"), [("json", "a.sarif"), ("markdown", "b.md")]),  # an explicit -f wins over the suffix
     ((), ("-",), [("text", "-")]),
+    ((), ("report",), [("text", "report")]),  # one plain output: the default format, as before
+    ((), ("/dev/null",), [("text", "/dev/null")]),
 ])
 def test_output_plan_pairs_in_order(fmts, outs, plan) -> None:
     assert output_plan(fmts, outs) == plan
@@ -36,7 +38,7 @@ def test_output_plan_pairs_in_order(fmts, outs, plan) -> None:
 @pytest.mark.parametrize("fmts, outs, message", [
     (("sarif", "json"), (), "2 formats but no --output"),
     (("sarif", "json", "text"), ("a", "b"), "3 formats but 2 output(s)"),
-    ((), ("report",), "cannot tell the format from the suffix"),
+    ((), ("a.json", "report"), "cannot tell the format from the suffix"),
 ])
 def test_output_plan_never_drops_a_pair(fmts, outs, message) -> None:
     with pytest.raises(InputError, match=re.escape(message)):

@@ -128,8 +128,9 @@ def format_for(path: Path | str) -> str | None:
 def output_plan(fmts: Sequence[str] | str | None, outputs: Sequence[Path | str | None] | Path | str | None) -> list[tuple[str, Path | str]]:
     """Pair formats with outputs: ``[(format, path or "-")]``, in order.
 
-    The Nth ``-o`` gets the Nth ``-f``; an ``-o`` beyond the ``-f`` list takes its suffix's format; with no
-    ``-o`` the one format (default text) goes to stdout. Nothing is dropped: a format left without an
+    The Nth ``-o`` gets the Nth ``-f``; an ``-o`` beyond the ``-f`` list takes its suffix's format (a single
+    ``-o`` without ``-f`` and without a known suffix gets text, the default); with no ``-o`` the one format
+    (default text) goes to stdout. Nothing is dropped: a format left without an
     output, or an ``-o`` whose suffix names no format, is an error.
 
     Raises:
@@ -152,6 +153,8 @@ def output_plan(fmts: Sequence[str] | str | None, outputs: Sequence[Path | str |
     plan: list[tuple[str, Path | str]] = []
     for i, out in enumerate(ol):
         fmt = fl[i] if i < len(fl) else (format_for(out) if not _is_stdout(out) else ("text" if not fl else None))
+        if fmt is None and len(ol) == 1 and not fl:
+            fmt = "text"  # one output with no -f and no known suffix (a plain file, /dev/null): the default format
         if fmt is None:
             raise InputError(os.fspath(out), "cannot tell the format from the suffix (.sarif, .json, .md, .txt): "
                                              "give it a -f before this -o")
