@@ -35,7 +35,7 @@ from mtp_audit.cli.kit import emit, output_options
 def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_target: str | None, env_dumps: tuple[Path, ...],
            facts_file: Path | None, env_pairs: tuple[str, ...], engine: str | None, fmt: str, output: Path | None, fail_on: str,
            command: tuple[str, ...]) -> int:
-    """Will this SGLang launch command, on this machine, use the MTP heads and run the FP4 kernels?
+    """Will this engine launch command (SGLang, vLLM, TensorRT-LLM), on this machine, use the MTP heads and run the FP4 kernels?
 
     \b
     mtp-audit launch -- python -m sglang.launch_server --model-path ./ckpt --speculative-algorithm NEXTN --tp 8
@@ -44,9 +44,10 @@ def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_tar
     mtp-audit launch --vllm vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl -- vllm serve ./ckpt --speculative-config '{"method":"mtp","num_speculative_tokens":1}'
     mtp-audit launch --env-dump env.txt -- trtllm-serve ./ckpt --config mtp.yaml
 
-    Runs the sglang, checkpoint (--model-path) and preflight audits, cross-checks them (MTP300-MTP310) and ends with
-    "what will happen": the algorithm SGLang really runs, the draft model and its architecture, the FP4 backends, the
-    verdict (go / fix first / could not tell) and the corrected command when a flag fix is known.
+    The engine is picked from the command. Runs the engine's own audit (its source, or its knowledge table), the
+    checkpoint and preflight audits, cross-checks them and ends with "what will happen": the algorithm the engine
+    really runs, the draft model and its architecture, the FP4 backends, the verdict (go / fix first / could not tell)
+    and the corrected command when a flag fix is known.
     """
     from mtp_audit.errors import InputError
     from mtp_audit.launch import audit_launch

@@ -61,7 +61,7 @@ class LazyGroup(click.Group):
 @click.version_option(__version__, prog_name="mtp-audit")
 def cli() -> None:
     """Audit an MoE deployment before a 30-minute model load: does the checkpoint carry MTP/NextN
-    heads, what will SGLang do with your flags, and can this GPU stack run its FP4 kernels?
+    heads, what will the engine (SGLang, vLLM, TensorRT-LLM) do with your flags, and can this GPU stack run its FP4 kernels?
 
     Exit codes: 0 ok, 1 findings at or above --fail-on, 2 usage or input error, 3 inconclusive,
     4 internal error.
