@@ -28,6 +28,8 @@ REQUIRED: dict[str, dict[str, Any]] = {
     "audit_checkpoint": {"target": MIMO},
     "audit_sglang": {"target": None},
     "diff_sglang": {"old_report": {}, "new_report": {}},
+    "diff_vllm": {"old_report": {}, "new_report": {}},
+    "audit_vllm": {"target": None},
     "compare_checkpoints": {"base": MIMO, "derived": MIMO},
     "audit_launch": {"argv": ["vllm", "serve", MIMO]},
     "get_rule": {"rule_id": "MTP001"},
