@@ -6,26 +6,9 @@ anything else is imported that entry is removed: a checkout holding ``json.py``,
 had the current directory on ``sys.path``).
 """
 
-import os
 import sys
 
-
-def _drop_current_directory() -> None:
-    """Remove ``''`` and the current directory from ``sys.path`` (where ``python -m`` put them)."""
-    try:
-        cwd = os.path.realpath(os.getcwd())
-    except OSError:
-        cwd = None
-    keep = []
-    for entry in sys.path:
-        try:
-            same = entry in ("", ".") or (cwd is not None and os.path.realpath(entry) == cwd)
-        except (OSError, ValueError):
-            same = False
-        if not same:
-            keep.append(entry)
-    sys.path[:] = keep
-
+from mtp_audit import _drop_current_directory  # the package ran it already for python -m; idempotent
 
 _drop_current_directory()
 

@@ -14,6 +14,7 @@ Each public function is served through :func:`public`, which, before the analyze
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 import os
@@ -120,7 +121,10 @@ def check_call(name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs:
     """Raise ``TypeError`` (one line naming the function, the argument and what it expects) for an unknown
     keyword argument, a missing or extra positional argument, or an argument of the wrong type."""
     renames = DEPRECATED.get(name, {})
-    kwargs = {renames.get(k, k) if renames.get(k) not in kwargs else k: v for k, v in kwargs.items()}
+    for old, new in renames.items():
+        if old in kwargs and new in kwargs:
+            raise TypeError(f"{name}() got both {old!r} (deprecated) and {new!r}")
+    kwargs = {renames.get(k, k): v for k, v in kwargs.items()}
     try:
         bound = inspect.signature(fn).bind(*args, **kwargs)
     except TypeError as exc:
@@ -147,10 +151,16 @@ def public(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
-        from mtp_audit.sources.bounded import run_budget
-
         check_call(name, fn, args, kwargs)
-        with run_budget():
-            return fn(*args, **kwargs)
+        # in a copy of the caller's context: the run's context variables never replace the host's own
+        # context mapping (an object a host may have frozen with gc.freeze())
+        return contextvars.copy_context().run(_run, fn, args, kwargs)
 
     return call
+
+
+def _run(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    from mtp_audit.sources.bounded import run_budget
+
+    with run_budget():
+        return fn(*args, **kwargs)
