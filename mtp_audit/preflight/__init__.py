@@ -151,7 +151,7 @@ def preflight(
         sglang_facts: ``report.facts["sglang"]`` of :func:`mtp_audit.engines.sglang.audit_sglang` on the SGLang the launch
             will run (a wheel, checkout or folder, not necessarily installed here). When given, it is used for the
             flag semantics and the SGLang version whatever the machine source (live, dump or facts file), and the
-            installed sglang is not looked up. ``mtp-audit launch`` passes it (added for issue 6).
+            installed sglang is not looked up. ``mtp-audit launch`` passes it.
         vllm_version: the version of the vLLM source a launch audit names (``--vllm TARGET``); it wins over the
             machine's installed vllm for version-dependent vLLM checks.
         engine: ``"sglang"`` or ``"vllm"`` (``--engine``): whose semantics the verdict applies. It wins over the

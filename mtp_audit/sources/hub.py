@@ -1,7 +1,7 @@
 """Audit a checkpoint on the Hugging Face hub from its metadata alone: :class:`HubSource`.
 
 ``mtp-audit checkpoint org/name[@revision]`` reads ``config.json``, the quantization configs, the
-index and each shard's safetensors header, never tensor data (issue 5). The analyzer talks to this
+index and each shard's safetensors header, never tensor data. The analyzer talks to this
 module only through the :class:`~mtp_audit.sources.local.CheckpointSource` contract and
 :func:`audit_source_for`, so a hub audit gives the same report as a local one.
 
@@ -72,7 +72,7 @@ from mtp_audit.sources.local import (
     parse_header_json,
 )
 
-#: Default number of concurrent shard-header reads (issue 5: "--jobs, default 8").
+#: Default number of concurrent shard-header reads (``--jobs``).
 DEFAULT_JOBS = 8
 
 #: Upper bound for ``--jobs``: more threads only add load on the hub.
@@ -774,6 +774,22 @@ def open_hub_source(
         if listed is not None:
             return HubSource(repo, rev, listed, listing_complete=True, **common)
 
+    commit, files, meter = _resolve_online(repo, rev, display, endpoint=endpoint, token=token, timeout=timeout)
+    if cache is not None:
+        cache.put_listing(repo, commit, files)
+        if rev != commit:
+            cache.put_ref(repo, rev, commit)
+    return HubSource(repo, commit, files, listing_complete=True, meter=meter, **common)
+
+
+def _resolve_online(repo: str, rev: str, display: str, *, endpoint: str, token: str | None, timeout: float) -> tuple[str, tuple[str, ...], Any]:
+    """``(commit sha, file list, request meter)`` of ``repo@rev`` from the hub's model info (the tree API when a mirror
+    leaves the file list out).
+
+    Raises:
+        InputError: no commit sha in the answer, a gated repo without a token, more than :data:`MAX_FILES` files, or
+            the request failing (:func:`mtp_audit.sources.hubhttp.model_info`).
+    """
     from huggingface_hub.utils import build_hf_headers, get_token
 
     from mtp_audit import __version__
@@ -803,11 +819,7 @@ def open_hub_source(
             )
     if len(files) > MAX_FILES:
         raise InputError(display, f"more than {MAX_FILES} files; not a checkpoint repo?")
-    if cache is not None:
-        cache.put_listing(repo, commit, files)
-        if rev != commit:
-            cache.put_ref(repo, rev, commit)
-    return HubSource(repo, commit, files, listing_complete=True, meter=meter, **common)
+    return commit, files, meter
 
 
 def audit_source_for(spec: str, *, offline: bool = False, jobs: int | None = None, token: str | None = None,
@@ -842,7 +854,7 @@ def audit_source_for(spec: str, *, offline: bool = False, jobs: int | None = Non
 
 def source_facts(source: CheckpointSource) -> dict[str, Any]:
     """Where a checkpoint's metadata came from, for ``facts["checkpoint"]["source"]``: for the hub,
-    :meth:`HubSource.describe` plus ``requests`` and ``bytes_read`` (issue 5: "the report states how many
+    :meth:`HubSource.describe` plus ``requests`` and ``bytes_read`` ("the report states how many
     HTTP requests were made and how many bytes were read"); ``{"kind": "local"}`` otherwise."""
     if isinstance(source, HubSource):
         return {**source.describe(), **source.stats()}

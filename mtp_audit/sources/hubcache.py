@@ -3,7 +3,7 @@ refs, all keyed by the repo and the commit sha.
 
 A commit sha names immutable content (git objects are content-addressed), so an entry keyed by
 ``(repo, commit sha, file)`` never goes stale and needs no expiry; a second audit of the same commit
-makes no header request (issue 5: "Cache shard-header results keyed by (repo, commit sha, file) in
+makes no header request ("Cache shard-header results keyed by (repo, commit sha, file) in
 the user cache folder"; ``../shared/research/peers.md`` "key on commit sha so entries never go
 stale"). Branch and tag names are *not* trusted from this cache while online: they are stored only so
 that ``--offline`` can find the commit it audited last time.

@@ -12,7 +12,7 @@ from ``huggingface_hub.hf_hub_url`` (``HF_ENDPOINT``). Read in huggingface_hub 2
 Why not ``HfApi.parse_safetensors_file_metadata``: it always asks for ``Range: bytes=0-100000`` first
 (hf_api.py, "Fetch first 100kb"), so on a shard whose header is shorter than 100,000 bytes it reads up
 to 100 KB of tensor data, and on a tiny file it reads the whole file. mtp-audit promises header-only
-reads (issue 5: "never tensor data"), so :func:`read_range` asks for exactly the bytes it needs.
+reads (never tensor data), so :func:`read_range` asks for exactly the bytes it needs.
 It also decodes the header with ``errors="ignore"``, hiding bad UTF-8 and duplicate names that the
 strict parser in :mod:`mtp_audit.sources.local` reports.
 

@@ -264,6 +264,35 @@ def fast_header(file: str, raw: bytes, file_size: int | None) -> ShardHeader | N
     signed = b"-" in raw  # without a '-' no number is negative (nor "-0"): the sign checks are skipped
     if signed and b"-0" in raw:
         return None
+    decoded = _decode_entries(raw)
+    if decoded is None:
+        return None
+    obj, metadata, keys, colons = decoded
+    names = list(obj)
+    if not names:
+        if (file_size is not None and 8 + len(raw) != file_size) or raw.count(b":") - colons != keys:
+            return None
+        return ShardHeader(file=file, tensors={}, metadata=metadata, header_bytes=len(raw))
+    entries = list(obj.values())
+    if set(map(type, entries)) != {dict} or sum(map(len, entries)) != 3 * len(names):
+        return None
+    if raw.count(b":") - colons - "\n".join(names).count(":") != keys + 3 * len(names):
+        return None  # a duplicate key somewhere (or an unusual layout): the strict reader says which
+    columns = _tensor_columns(entries, raw, signed)
+    if columns is None:
+        return None
+    dtypes, shapes, nbytes, starts, ends = columns
+    data_end = _tiled_end(starts, ends)
+    if data_end is None or data_end >= _USIZE_END or (file_size is not None and 8 + len(raw) + data_end != file_size):
+        return None
+    infos = map(_new_info, zip(names, dtypes, map(tuple, shapes), nbytes))
+    return ShardHeader(file=file, tensors=dict(zip(names, infos)), metadata=metadata, header_bytes=len(raw))
+
+
+def _decode_entries(raw: bytes) -> tuple[dict[str, Any], dict[str, str], int, int] | None:
+    """``(tensor entries, metadata, keys decoded so far, ':' inside the metadata strings)`` of a header that decodes as
+    plain JSON (UTF-8, no float, NaN or Infinity) to an object with a string-to-string ``__metadata__`` or none;
+    ``None`` when it does not (the strict reader then judges)."""
     try:
         obj = json.loads(raw.decode("utf-8"), parse_float=_refuse, parse_constant=_refuse)
     except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
@@ -280,20 +309,14 @@ def fast_header(file: str, raw: bytes, file_size: int | None) -> ShardHeader | N
                 return None
             keys += len(meta)
             colons += sum(k.count(":") + v.count(":") for k, v in meta.items())
-    metadata = meta if type(meta) is dict else {}
-    names = list(obj)
-    n_t = len(names)
-    if not n_t:
-        if (file_size is not None and 8 + len(raw) != file_size) or raw.count(b":") - colons != keys:
-            return None
-        return ShardHeader(file=file, tensors={}, metadata=metadata, header_bytes=len(raw))
-    entries = list(obj.values())
-    if set(map(type, entries)) != {dict} or sum(map(len, entries)) != 3 * n_t:
-        return None
-    keys += 3 * n_t
-    colons += "\n".join(names).count(":")
-    if raw.count(b":") - colons != keys:
-        return None  # a duplicate key somewhere (or an unusual layout): the strict reader says which
+    return obj, (meta if type(meta) is dict else {}), keys, colons
+
+
+def _tensor_columns(entries: list[dict[str, Any]], raw: bytes, signed: bool
+                    ) -> tuple[list[str], list[list[int]], list[int], list[int], list[int]] | None:
+    """``(dtypes, shapes, byte sizes, start offsets, end offsets)`` of the entries, at C speed per tensor, or ``None``
+    when an entry is not certified (unknown dtype, a missing key, a non-int or negative number, an overflow past
+    2**64, a partial byte, a size that is not its span)."""
     try:
         dtypes = list(map(_DTYPE, entries))
         shapes = list(map(_SHAPE, entries))
@@ -331,17 +354,17 @@ def fast_header(file: str, raw: bytes, file_size: int | None) -> ShardHeader | N
         return None
     if nbytes != spans:
         return None  # also catches end < start: nbytes is never negative
+    return dtypes, shapes, nbytes, starts, ends
+
+
+def _tiled_end(starts: list[int], ends: list[int]) -> int | None:
+    """The end of the data when the spans tile ``[0, end)`` with no gap or overlap, else ``None``."""
     if starts[0] == 0 and starts[1:] == ends[:-1]:
-        data_end = ends[-1]  # laid out in file order, the common case: no sort
-    else:
-        s_sorted, e_sorted = zip(*sorted(zip(starts, ends)))
-        if s_sorted[0] != 0 or s_sorted[1:] != e_sorted[:-1]:
-            return None
-        data_end = e_sorted[-1]
-    if data_end >= _USIZE_END or (file_size is not None and 8 + len(raw) + data_end != file_size):
+        return ends[-1]  # laid out in file order, the common case: no sort
+    s_sorted, e_sorted = zip(*sorted(zip(starts, ends)))
+    if s_sorted[0] != 0 or s_sorted[1:] != e_sorted[:-1]:
         return None
-    infos = map(_new_info, zip(names, dtypes, map(tuple, shapes), nbytes))
-    return ShardHeader(file=file, tensors=dict(zip(names, infos)), metadata=metadata, header_bytes=len(raw))
+    return e_sorted[-1]
 
 
 def _refuse(token: str) -> Any:

@@ -1,7 +1,7 @@
 """Run the SGLang audit: read the tree, pre-filter, scan (cached, parallel), link, build the Report.
 
 Linking connects per-file facts: a helper's literal returns to the call sites that assign its
-result to a CLI argument (issue 3 item 2b/2c), alias sets to the enum lookup that uses them (2d),
+result to a CLI argument, alias sets to the enum lookup that uses them,
 ``choices=NAME`` to the module constant ``NAME`` (following ``from x import NAME`` inside the tree),
 and draft-architecture conditions to from -> to pairs (item 4).
 """
@@ -24,7 +24,7 @@ from mtp_audit.sources.tree import SourceTree
 
 ANALYZER = "sglang"
 SPEC_ARG = "speculative_algorithm"
-#: Flags whose choices the preflight reads (issue 3 item 7).
+#: Flags whose choices the preflight reads.
 PREFLIGHT_FLAGS = ("--fp4-gemm-backend", "--moe-runner-backend", "--quantization")
 _FP4 = re.compile(r"fp4", re.IGNORECASE)
 _CLI_PATHS = re.compile(r"(^|/)srt/(server_args\.py|arg_groups/)")
