@@ -415,7 +415,8 @@ def parse_gguf(
         raise cur.fail(f"{n_tensors:,} tensors claimed (limit {limits.max_tensors:,})")
     room = cur.limit - cur.pos
     if n_kv * (p.size_len + 5) > room or n_tensors * (p.size_len + 16) > room:
-        raise cur.fail(f"{n_tensors:,} tensors and {n_kv:,} key/value pairs claimed: more than the file can hold")
+        raise cur.fail(f"truncated GGUF header: {n_tensors:,} tensors and {n_kv:,} key/value pairs claimed, more than "
+                       f"the remaining {room:,} bytes can hold")
     _read_kv(p, header, n_kv)
     _read_tensors(p, header, n_tensors)
     _place_data(header, cur)
