@@ -123,7 +123,8 @@ def test_rule_modules_hold_declarations_only(module):
     """A rules module imports the report model, the rule registry and fixture builders, never an analyzer
     (the examples run through ``<package>.examples``)."""
     allowed = ("mtp_audit.report", "mtp_audit.report.model", "mtp_audit.report.rules", "mtp_audit.synth",
-               "mtp_audit.synth.shards", "mtp_audit.checkpoint.layouts", "mtp_audit.preflight.facts")
+               "mtp_audit.synth.shards", "mtp_audit.checkpoint.layouts", "mtp_audit.preflight.facts",
+               "mtp_audit.checkpoint.gguf_rules")
     assert [t for t, _ in GRAPH[module] if t not in allowed] == []
     pkg = module.rpartition(".")[0]
     assert f"{pkg}.examples" in MODULES

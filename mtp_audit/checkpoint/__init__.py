@@ -37,6 +37,8 @@ def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, **hub_op
             - a metadata-only folder (``config.json`` + ``model.safetensors.index.json``, no shards);
             - a config-only folder (``config.json`` and quantization configs);
             - a single ``.safetensors`` file (its header only);
+            - a ``.gguf`` file (with the other parts of its split set) or a folder of GGUF files
+              (see :mod:`mtp_audit.checkpoint.gguf_audit`);
             - an index file (``*.safetensors.index.json``; the ``config.json`` and ``hf_quant_config.json``
               beside it are read, shards are not);
             - a :class:`~mtp_audit.sources.local.CheckpointSource` (e.g. the hub source);
@@ -79,6 +81,10 @@ def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, **hub_op
         path.resolve(strict=True)
     except (OSError, RuntimeError):
         raise InputError(text, "symlink loop or unreadable path") from None
+    if _is_gguf(path):
+        from mtp_audit.checkpoint.gguf_audit import audit_gguf_path
+
+        return audit_gguf_path(path, text)
     if path.is_dir():
         for special in ("config.json", "model.safetensors.index.json", "hf_quant_config.json"):
             sp = path / special
@@ -100,4 +106,15 @@ def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, **hub_op
         side = (*_SIDE_FILES[1:], "model.safetensors.index.json")
         only = [name] + [f for f in side if (parent / f).is_file()]
         return analyze(LocalSource(parent, only=only, display=text))
-    raise InputError(text, "expected a checkpoint folder, a .safetensors file, an index file or config.json")
+    raise InputError(text, "expected a checkpoint folder, a .safetensors file, a .gguf file, an index file or config.json")
+
+
+def _is_gguf(path: Path) -> bool:
+    """A ``.gguf`` file, or a folder of GGUF files without a safetensors checkpoint."""
+    if path.is_file():
+        return path.name.endswith(".gguf")
+    if path.is_dir():
+        from mtp_audit.checkpoint.gguf_audit import is_gguf_folder
+
+        return is_gguf_folder(path)
+    return False
