@@ -235,3 +235,21 @@ def test_tensor_data_past_the_end_of_the_file(tmp_path: Path) -> None:
     path.write_bytes(header + b"\0" * 100)
     with pytest.raises(ReadProblem, match="past the end of the"):
         read_gguf_file(path)
+
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "gguf"
+
+
+def test_real_file_from_another_writer() -> None:
+    """ThreatFlux/gguf's test_model.gguf (a Rust writer): equal to GGUFReader when the layout is not checked;
+    refused with llama.cpp's own reason when it is (all three tensors claim data offset 0)."""
+    path = FIXTURES / "threatflux-test_model.gguf"
+    ours = read_gguf_file(path, keep_arrays=True, check_layout=False)
+    oracle = gguf.GGUFReader(path)
+    assert [t.name for t in ours.tensors] == [t.name for t in oracle.tensors] == [
+        "token_embd.weight", "output_norm.weight", "output.weight"]
+    assert [t.nbytes for t in ours.tensors] == [int(t.n_bytes) for t in oracle.tensors] == [512000, 512, 512000]
+    assert ours.data_offset == oracle.data_offset == 416
+    assert ours.kv["general.architecture"] == "test" and len(ours.kv) == 5
+    with pytest.raises(ReadProblem, match="tensor 'output_norm.weight' has offset 0, expected 512000"):
+        read_gguf_file(path)

@@ -373,6 +373,7 @@ def parse_gguf(
     *,
     limits: GGUFLimits = GGUFLimits(),
     keep_arrays: bool | Callable[[str, int], bool] | None = None,
+    check_layout: bool = True,
 ) -> GGUFHeader:
     """Read a GGUF header through ``fetch`` (see :data:`Fetch`).
 
@@ -384,6 +385,8 @@ def parse_gguf(
         keep_arrays: ``True`` builds every array (what ``gguf.GGUFReader`` does), ``False`` none, a
             callable ``(key, count) -> bool`` decides per array; default: arrays of at most
             ``limits.keep_array`` elements outside ``tokenizer.ggml.*``.
+        check_layout: check the data section as llama.cpp does (tensor offsets in order, each padded to the
+            alignment; the data inside the file); ``False`` reads what ``gguf.GGUFReader`` reads.
 
     Returns:
         The header. Tensor data is never read.
@@ -419,7 +422,7 @@ def parse_gguf(
                        f"the remaining {room:,} bytes can hold")
     _read_kv(p, header, n_kv)
     _read_tensors(p, header, n_tensors)
-    _place_data(header, cur)
+    _place_data(header, check_layout)
     return header
 
 
@@ -446,17 +449,19 @@ def _read_tensors(p: _Parser, header: GGUFHeader, n_tensors: int) -> None:
     header.header_bytes = p.cur.pos
 
 
-def _place_data(header: GGUFHeader, cur: _Cursor) -> None:
+def _place_data(header: GGUFHeader, check_layout: bool) -> None:
     align = header.kv.get("general.alignment", DEFAULT_ALIGNMENT)
     if "general.alignment" in header.kv and (header.kv_types["general.alignment"] != 4 or align <= 0 or align & (align - 1)):
         raise ReadProblem(header.file, f"general.alignment {align!r} is not a power of 2 stored as UINT32", "malformed")
     header.alignment = align
     header.data_offset = -(-header.header_bytes // align) * align
+    if not check_layout:
+        return
     expected = 0
     for t in header.tensors:
         if t.offset != expected:
             raise ReadProblem(
-                header.file, f"tensor {t.name!r} at data offset {t.offset:,}, expected {expected:,} (llama.cpp refuses the file)",
+                header.file, f"tensor {t.name!r} has offset {t.offset}, expected {expected} (llama.cpp's gguf reader refuses the file)",
                 "malformed")
         expected += -(-t.nbytes // align) * align
     if header.file_size is not None and header.tensors:
