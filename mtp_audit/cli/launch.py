@@ -26,13 +26,16 @@ from mtp_audit.cli.kit import emit, output_options
 @click.option("--env", "env_pairs", multiple=True, metavar="KEY=VALUE",
               help="Environment variable of the launch (repeatable); applied after the current environment and after "
                    "KEY=VALUE written before the program.")
+@click.option("--llamacpp-build", "llamacpp_build", metavar="N", default=None,
+              help="For a llama.cpp command (llama-server / llama-cli ...): the llama.cpp build (10444, b10444, ik:4100 for "
+                   "ik_llama.cpp); or paste 'llama-server --version' output with --env-dump.")
 @click.option("--engine", type=click.Choice(["sglang", "vllm"]), default=None,
               help="Serving engine the preflight verdict is for (default: the engine the command starts; a disagreement is shown as evidence).")
 @output_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_target: str | None, env_dumps: tuple[Path, ...],
-           facts_file: Path | None, env_pairs: tuple[str, ...], engine: str | None, fmt: str, output: Path | None, fail_on: str,
-           command: tuple[str, ...]) -> int:
+           facts_file: Path | None, env_pairs: tuple[str, ...], llamacpp_build: str | None, engine: str | None, fmt: str,
+           output: Path | None, fail_on: str, command: tuple[str, ...]) -> int:
     """Will this SGLang launch command, on this machine, use the MTP heads and run the FP4 kernels?
 
     \b
@@ -47,6 +50,15 @@ def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_tar
     """
     from mtp_audit.errors import InputError
     from mtp_audit.launch import audit_launch
+
+    from mtp_audit.engines.llamacpp.command import is_llamacpp, split_command
+
+    if command and is_llamacpp(split_command(list(command))):
+        from mtp_audit.engines.llamacpp.launch import audit_llamacpp_launch
+
+        return emit(audit_llamacpp_launch(list(command), build=llamacpp_build, env_dumps=list(env_dumps)), fmt, output, fail_on)
+    if llamacpp_build is not None:
+        raise InputError("--llamacpp-build", "the command does not start llama.cpp (llama-server / llama-cli)")
 
     if len(sglang_targets) > 2:
         raise InputError("--sglang", "give at most two (OLD NEW)")

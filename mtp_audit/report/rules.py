@@ -30,6 +30,7 @@ ANALYZER_RULE_MODULES: dict[str, str] = {
     "preflight": "mtp_audit.preflight.rules",
     "launch": "mtp_audit.launch.rules",
     "vllm": "mtp_audit.engines.vllm.rules",
+    "llamacpp": "mtp_audit.engines.llamacpp.rules",
 }
 
 ID_RANGES: dict[str, range] = {
@@ -39,6 +40,7 @@ ID_RANGES: dict[str, range] = {
     "preflight": range(200, 300),
     "launch": range(300, 400),
     "vllm": range(400, 500),
+    "llamacpp": range(600, 650),
 }
 
 #: Where a rule's fact comes from. "bug report" rules say so in their doc (issue 4 asks for it).
