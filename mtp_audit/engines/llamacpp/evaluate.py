@@ -249,7 +249,8 @@ def _corrected(cmd: LlamaCommand, ev: Evaluation, fork: T.Fork) -> list[str] | N
 
 
 def verdict(ev: Evaluation) -> str:
-    """``fix first`` (an error), ``could not tell`` (a blocking gap), else ``go``."""
+    """``fix first`` (an error), ``could not tell`` (a blocking gap), else ``go`` (the facts say ``go without MTP``
+    when an MTP head ships and the command does not use it)."""
     if any(f.severity.label == "error" for f in ev.findings):
         return "fix first"
     if any(g.blocking for g in ev.gaps):
@@ -261,6 +262,8 @@ def _facts(cmd: LlamaCommand, build: BuildInfo | None, model: GGUFView | None, d
            head: GGUFView | None, ev: Evaluation, fork: T.Fork) -> dict[str, Any]:
     runs = _what_runs(cmd, head, ev, fork)
     v = verdict(ev)
+    if v == "go" and head is not None and runs is False:
+        v = "go without MTP"
     summary = {
         "engine": fork.name,
         "build": build.build if build else None,

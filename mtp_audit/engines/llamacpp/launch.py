@@ -68,9 +68,22 @@ def audit_llamacpp_launch(
         gaps.append(Gap(ANALYZER, "llama.cpp build unknown (give --llamacpp-build N or paste llama-server --version "
                                   "with --env-dump): build-specific checks assume the newest known build", None, blocking=False))
     ev = evaluate(cmd, info, model, draft, gaps)
+    reports = [_without(r, _SAID_BY_LAUNCH) for r in reports]
     report = Report.build(ANALYZER, shell_join(cmd.toks), findings=ev.findings, gaps=ev.gaps, facts=ev.facts,
                           rule_ids=[r.id for r in R.RULES])
     return report.merge(*reports) if reports else report
+
+
+#: Checkpoint findings about how to pass a head (an mtp-*.gguf sidecar; a trunk without one beside it) that the launch
+#: answers itself from -m / -md.
+_SAID_BY_LAUNCH = frozenset({"MTP036", "MTP037"})
+
+
+def _without(report: Report, rule_ids: frozenset[str]) -> Report:
+    """``report`` without the findings of ``rule_ids``."""
+    import dataclasses
+
+    return dataclasses.replace(report, findings=tuple(f for f in report.findings if f.rule_id not in rule_ids))
 
 
 def _build_info(build: str | int | None, env_dumps: Sequence[Path]) -> BuildInfo | None:
