@@ -51,7 +51,7 @@ else:
     from mtp_audit.engines.sglang import audit_sglang
     facts = audit_sglang(w9).facts["sglang"]
     if mode == "parse":
-        from mtp_audit.launch.command import parse_command
+        from mtp_audit.engines.sglang.launch.command import parse_command
         for _ in range(1000):
             parse_command(cmd, facts)
     else:

@@ -2,7 +2,7 @@
 points, bad input, could-not-tell cases, the condition evaluator, memory per GPU on the Qwen3.5-NVFP4
 layout, the go verdict, and the closing "what will happen" section in every renderer.
 
-The SGLang tree is the hand-written one of the MTP3xx rule examples (``mtp_audit.launch.rules``), in the
+The SGLang tree is the hand-written one of the MTP3xx rule examples (``mtp_audit.engines.sglang.launch.rules``), in the
 shape of SGLang 0.5.9 (same option strings, ``argparse.ArgumentParser()`` with allow_abbrev on).
 """
 
@@ -23,9 +23,10 @@ from mtp_audit.cli.main import main
 from mtp_audit.engines.sglang import audit_sglang
 from mtp_audit.formats import render
 from mtp_audit.launch import audit_launch
-from mtp_audit.launch.command import parse_command
-from mtp_audit.launch.conditions import Known, evaluate
-from mtp_audit.launch.rules import _SG, SM120_ENV, checkpoint_files
+from mtp_audit.engines.sglang.launch.command import parse_command
+from mtp_audit.engines.sglang.launch.conditions import Known, evaluate
+from mtp_audit.engines.sglang.launch.rules import _SG
+from mtp_audit.synth.launch import SM120_ENV, checkpoint_files
 from mtp_audit.preflight.rules import SM120_KERNEL, facts_json
 from mtp_audit.report import Severity
 from mtp_audit.synth.shards import write_checkpoint
@@ -169,10 +170,10 @@ def test_heuristic_parse_without_facts():
 
 @pytest.mark.parametrize("cmd, where", [
     ([], "launch command: empty"),
-    (["vllm", "serve", "Qwen/Qwen3.5"], "--sglang: the command starts vLLM (vllm serve ...): use --vllm TARGET"),
+    (["vllm", "serve", "Qwen/Qwen3.5"], "--sglang: the command starts vLLM, not SGLang: use --vllm TARGET"),
     (["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "x"],
-     "--sglang: the command starts vLLM (python -m vllm.entrypoints.openai.api_server ...): use --vllm TARGET"),
-    (["python", "-m", "vllm.entrypoints.api_server", "--model", "x"], "python -m vllm.entrypoints.api_server is not an SGLang server launch"),
+     "--sglang: the command starts vLLM, not SGLang: use --vllm TARGET"),
+    (["python", "-m", "vllm.entrypoints.api_server", "--model", "x"], "'python -m vllm.entrypoints.api_server' is not a server launch of any engine mtp-audit knows"),
     (["A=1"], "only environment assignments"),
     (LS + ["--model-path", "./no-such-model"], "--model-path ./no-such-model: no such file or folder"),
 ])

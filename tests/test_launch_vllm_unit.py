@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from mtp_audit.errors import InputError
-from mtp_audit.launch.vllm_checks import n_predict_of
-from mtp_audit.launch.vllm_command import parse_vllm_command, rebuild_vllm, vllm_entry
-from mtp_audit.launch.vllm_eval import UNKNOWN, Evaluator
+from mtp_audit.engines.vllm.launch.evaluate import n_predict_of
+from mtp_audit.engines.vllm.launch.command import parse_vllm_command, rebuild_vllm, vllm_entry
+from mtp_audit.engines.vllm.launch.replay import UNKNOWN, Evaluator
 
 
 def test_entries() -> None:
@@ -93,7 +93,7 @@ def test_engine_and_source_must_agree(capsys) -> None:
     assert main(["launch", "--vllm", "v.whl", "--", "python", "-m", "sglang.launch_server", "--model-path", "m"]) == 2
     assert capsys.readouterr().err == "mtp-audit: error: --vllm: the command starts SGLang, not vLLM: use --sglang TARGET\n"
     assert main(["launch", "--sglang", "s.whl", "--", "vllm", "serve", "m"]) == 2
-    assert capsys.readouterr().err == "mtp-audit: error: --sglang: the command starts vLLM (vllm serve ...): use --vllm TARGET\n"
+    assert capsys.readouterr().err == "mtp-audit: error: --sglang: the command starts vLLM, not SGLang: use --vllm TARGET\n"
 
 
 def _tree(tmp_path, layers: int):
@@ -101,7 +101,7 @@ def _tree(tmp_path, layers: int):
     with ``mtp_num_hidden_layers`` set to ``layers``."""
     import json
 
-    from mtp_audit.launch.rules import RULES_BY_ID
+    from mtp_audit.engines.vllm.launch.rules import RULES_BY_ID
 
     RULES_BY_ID["MTP323"].examples[0].materialize(tmp_path)
     cfg = json.loads((tmp_path / "ckpt/config.json").read_text())
@@ -156,7 +156,7 @@ def test_tree_warnings_that_do_not_concern_the_checkpoint_are_info_for_the_launc
     """Found by a fresh-user run: MTP407 (speculators checkpoints) made a MiMo launch 'WARN' although its
     config.json has no speculators_config, and MTP410 (DeepSeek-V3.2 enforce_eager) stayed a warning on Qwen3.5."""
     from mtp_audit.engines.vllm.rules import RULES
-    from mtp_audit.launch.vllm_checks import tree_errors_relaxed
+    from mtp_audit.engines.vllm.launch.evaluate import tree_errors_relaxed
     from mtp_audit.report import Location, Report, Severity
 
     by_id = {r.id: r for r in RULES}

@@ -123,11 +123,13 @@ def test_rule_modules_hold_declarations_only(module):
     """A rules module imports the report model, the rule registry and fixture builders, never an analyzer
     (the examples run through ``<package>.examples``)."""
     allowed = ("mtp_audit.report", "mtp_audit.report.model", "mtp_audit.report.rules", "mtp_audit.synth",
-               "mtp_audit.synth.shards", "mtp_audit.checkpoint.layouts", "mtp_audit.preflight.facts",
-               "mtp_audit.checkpoint.gguf_rules")
+               "mtp_audit.synth.shards", "mtp_audit.synth.launch", "mtp_audit.checkpoint.layouts", "mtp_audit.preflight.facts",
+               "mtp_audit.checkpoint.gguf_rules", "mtp_audit.synth.gguf")
     assert [t for t, _ in GRAPH[module] if t not in allowed] == []
     pkg = module.rpartition(".")[0]
-    assert f"{pkg}.examples" in MODULES
+    # an engine's launch rules run their examples through the engine-neutral combiner (mtp_audit.launch.examples)
+    examples = "mtp_audit.launch.examples" if pkg.endswith(".launch") and pkg.startswith("mtp_audit.engines.") else f"{pkg}.examples"
+    assert examples in MODULES
 
 
 #: Leaf modules any layer may use: they import nothing else of mtp_audit.
@@ -159,6 +161,53 @@ def test_analyzers_reach_each_other_through_public_packages():
             continue
         for t, _ in edges:
             other = next((a for a in analyzers if t == a or t.startswith(a + ".")), None)
-            if other and other != own and t != other and not t.endswith((".rules", ".layouts")):
+            # besides rules and layouts, the machine's data model (preflight.facts) and the CUDA device visibility
+            # functions over it (preflight.visible) are shared: engines' launch checks read the GPUs through them
+            if other and other != own and t != other and not t.endswith((".rules", ".layouts")) \
+                    and t not in ("mtp_audit.preflight.facts", "mtp_audit.preflight.visible"):
                 bad.append((m, t))
+    assert bad == []
+
+
+ENGINE_PACKAGES = sorted({m.split(".")[2] for m in MODULES if m.startswith("mtp_audit.engines.") and m.count(".") >= 3
+                          and (PKG / "engines" / m.split(".")[2]).is_dir()} - {"code"})
+
+
+def _engine_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[:2] == ["mtp_audit", "engines"] and parts[2] in ENGINE_PACKAGES else (
+        parts[2] if len(parts) == 3 and parts[:2] == ["mtp_audit", "engines"] and parts[2] in ENGINE_PACKAGES else None)
+
+
+def test_engines_import_nothing_from_launch():
+    """An engine answers questions; the combiner (mtp_audit.launch) asks them: never the other way round."""
+    bad = [(m, t) for m, edges in GRAPH.items() if m.startswith("mtp_audit.engines") for t, _ in edges
+           if t == "mtp_audit.launch" or t.startswith("mtp_audit.launch.")]
+    assert bad == []
+
+
+def test_no_engine_imports_another():
+    """Shared engine code lives in mtp_audit/engines/ (base, registry, argv, outcome, parallel) or engines/code/."""
+    assert len(ENGINE_PACKAGES) >= 2
+    bad = []
+    for m, edges in GRAPH.items():
+        own = _engine_of(m)
+        if own is None:
+            continue
+        bad += [(m, t) for t, _ in edges if _engine_of(t) not in (None, own)]
+    assert bad == []
+
+
+def test_shared_engine_code_imports_no_engine():
+    """``engines/code`` and the shared engine modules know no engine (the registry is the one place that lists them)."""
+    shared = [m for m in MODULES if m.startswith("mtp_audit.engines") and _engine_of(m) is None
+              and m != "mtp_audit.engines.registry"]
+    bad = [(m, t) for m in shared for t, _ in GRAPH[m] if _engine_of(t) is not None]
+    assert bad == []
+
+
+def test_launch_names_no_engine():
+    """The combiner picks engines through the registry; no engine package is imported by mtp_audit.launch."""
+    bad = [(m, t) for m, edges in GRAPH.items() if m == "mtp_audit.launch" or m.startswith("mtp_audit.launch.")
+           for t, _ in edges if _engine_of(t) is not None]
     assert bad == []

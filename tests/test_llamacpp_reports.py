@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mtp_audit.engines.llamacpp.launch import audit_llamacpp_launch
+from mtp_audit.launch import audit_launch
 from mtp_audit.synth.gguf import model_kv, nextn_tensors, trunk_tensors, write_gguf
 
 
@@ -39,8 +39,8 @@ def test_27151_sidecar_with_spec_draft_model_runs(tmp_path: Path) -> None:
     version = "version: 0.1.0-dev (build 10444, commit 037f2f344)\nbuilt with Clang 22.1.8 for FreeBSD amd64\n"
     dump = tmp_path / "version.txt"
     dump.write_text(version)
-    r = audit_llamacpp_launch([cmd], env_dumps=[dump], cwd=tmp_path)
-    s = r.facts["llamacpp"]["summary"]
+    r = audit_launch([cmd], env_dump=[dump], cwd=tmp_path)
+    s = r.facts["launch"]["summary"]
     assert (s["build"], s["mtp_runs"], s["verdict"], s["mtp_head"]) == (10444, True, "go", "mtp-Qwen3.8-27B-Q4_0.gguf (--spec-draft-model)")
     assert _ids(r, "error") == [] and _ids(r, "warning") == []
 
@@ -51,12 +51,12 @@ def test_22673_spec_default_is_not_mtp(tmp_path: Path) -> None:
     _gguf(tmp_path / "Qwen3.6-35B-A3B-MTP-UD-Q4_K_XL.gguf", "qwen35moe", 40, 1)
     cmd = ("llama-server -m Qwen3.6-35B-A3B-MTP-UD-Q4_K_XL.gguf -c 65536 --mlock --no-mmap --flash-attn on --no-mmproj "
            "--fit-target 1280 --spec-default --cache-type-k q8_0 --cache-type-v q8_0 --cache-ram 4096 --parallel 1 --host 0.0.0.0")
-    r = audit_llamacpp_launch([cmd], build="9190", cwd=tmp_path)
+    r = audit_launch([cmd], llamacpp="9190", cwd=tmp_path)
     assert _ids(r) == ["MTP600"]
     f = r.findings[0]
     assert "--spec-default (n-gram preset)" in f.message and "1 MTP head(s)" in f.message
-    assert r.facts["llamacpp"]["summary"]["corrected_command"].endswith("--spec-type draft-mtp")
-    assert r.facts["llamacpp"]["verdict"] == "go without MTP"
+    assert r.facts["launch"]["summary"]["corrected_command"].endswith("--spec-type draft-mtp")
+    assert r.facts["launch"]["verdict"] == "go without MTP"
 
 
 def test_24443_model_draft_without_spec_type(tmp_path: Path) -> None:
@@ -67,7 +67,7 @@ def test_24443_model_draft_without_spec_type(tmp_path: Path) -> None:
     (tmp_path / "mmproj-F16.gguf").write_bytes(b"")  # named by the command, never read
     cmd = ("llama-server --model gemma-4-12B-it-qat-UD-Q4_K_XL.gguf --mmproj mmproj-F16.gguf --model-draft "
            "mtp-gemma-4-12B-it.gguf --temp 1.0 --top-p 0.95 --top-k 64 --alias unsloth/gemma-4-12b-it-qat-GGUF --port 8001")
-    r = audit_llamacpp_launch([cmd], build="10400", cwd=tmp_path)
+    r = audit_launch([cmd], llamacpp="10400", cwd=tmp_path)
     assert _ids(r) == ["MTP600"]
     assert "mtp-gemma-4-12B-it.gguf (--model-draft)" in r.findings[0].message
 
@@ -77,29 +77,29 @@ def test_28196_b10741_cannot_start_draft_mtp(tmp_path: Path) -> None:
     MTP head (the qwen3.8:27b blob has blk.64.nextn.*); fixed in b10749."""
     _gguf(tmp_path / "qwen3.8-27b.gguf", "qwen35", 64, 1)
     cmd = "llama-server -m qwen3.8-27b.gguf --spec-type draft-mtp --spec-draft-n-max 4 -ngl 99"
-    broken = audit_llamacpp_launch([cmd], build="b10741", cwd=tmp_path)
+    broken = audit_launch([cmd], llamacpp="b10741", cwd=tmp_path)
     assert _ids(broken, "error") == ["MTP608"]
-    assert broken.facts["llamacpp"]["summary"]["mtp_runs"] is False
-    fixed = audit_llamacpp_launch([cmd], build="b10749", cwd=tmp_path)
-    assert _ids(fixed, "error") == [] and fixed.facts["llamacpp"]["summary"]["mtp_runs"] is True
+    assert broken.facts["launch"]["summary"]["mtp_runs"] is False
+    fixed = audit_launch([cmd], llamacpp="b10749", cwd=tmp_path)
+    assert _ids(fixed, "error") == [] and fixed.facts["launch"]["summary"]["mtp_runs"] is True
 
 
 def test_club3090_102_old_spelling_mtp(tmp_path: Path) -> None:
     """noonghunna/club-3090 #102 (2026-05-10): '--spec-type mtp' from am17an's pre-merge branch; on a released
     llama.cpp the type is draft-mtp (renamed 2026-05-13), so the server refuses the argument."""
     _gguf(tmp_path / "Qwen3.6-27B-MTP-Q4_K_M.gguf", "qwen35", 64, 1)
-    r = audit_llamacpp_launch(["llama-server", "-m", "Qwen3.6-27B-MTP-Q4_K_M.gguf", "--spec-type", "mtp", "-ngl", "99"],
-                              build="9305", cwd=tmp_path)
+    r = audit_launch(["llama-server", "-m", "Qwen3.6-27B-MTP-Q4_K_M.gguf", "--spec-type", "mtp", "-ngl", "99"],
+                              llamacpp="9305", cwd=tmp_path)
     assert _ids(r, "error") == ["MTP602"]
     assert "spells it draft-mtp" in r.findings[0].message
-    assert r.facts["llamacpp"]["corrected_command"].endswith("--spec-type draft-mtp -ngl 99")
+    assert r.facts["launch"]["corrected_command"].endswith("--spec-type draft-mtp -ngl 99")
 
 
 def test_lemonade_2451_glm4moe_has_no_mtp_graph(tmp_path: Path) -> None:
     """lemonade-sdk/lemonade #2451: GLM-4-MoE GGUFs carry nextn tensors; draft-mtp on them crashes: no merged
     llama.cpp build has a glm4moe MTP graph (GLM-4.5-Air: 46 blocks + 1 nextn block)."""
     _gguf(tmp_path / "GLM-4.5-Air-Q4_K_M.gguf", "glm4moe", 46, 1)
-    r = audit_llamacpp_launch(["llama-server", "-m", "GLM-4.5-Air-Q4_K_M.gguf", "--spec-type", "draft-mtp"], build="10444",
+    r = audit_launch(["llama-server", "-m", "GLM-4.5-Air-Q4_K_M.gguf", "--spec-type", "draft-mtp"], llamacpp="10444",
                               cwd=tmp_path)
     assert _ids(r, "error") == ["MTP604"]
     assert any(f.rule_id == "MTP033" for f in r.findings)  # the checkpoint side says it too
@@ -112,10 +112,10 @@ def test_24340_step37_n_max_above_three_heads(tmp_path: Path) -> None:
     _gguf(tmp_path / "Step3.7-flash-mtp-Q8_0.gguf", "step35", 45, 3, sidecar=True)
     base = ["llama-server", "-m", "Step-3.7-IQ4_XS.gguf", "--spec-type", "draft-mtp", "--spec-draft-model",
             "Step3.7-flash-mtp-Q8_0.gguf", "-ngl", "all", "--spec-draft-ngl", "all", "-c", "35000", "-np", "1"]
-    r = audit_llamacpp_launch(base + ["--spec-draft-n-max", "5"], build="10444", cwd=tmp_path)
+    r = audit_launch(base + ["--spec-draft-n-max", "5"], llamacpp="10444", cwd=tmp_path)
     assert _ids(r) == ["MTP606"]
     assert "clamped to 3" in r.findings[0].message
-    assert _ids(audit_llamacpp_launch(base + ["--spec-draft-n-max", "3"], build="10444", cwd=tmp_path)) == []
+    assert _ids(audit_launch(base + ["--spec-draft-n-max", "3"], llamacpp="10444", cwd=tmp_path)) == []
 
 
 def test_22673_parallel_four_slots(tmp_path: Path) -> None:
@@ -125,7 +125,7 @@ def test_22673_parallel_four_slots(tmp_path: Path) -> None:
     cmd = ("llama-server -m Qwen3.6-35B-A3B-MTP-MXFP4_MOE.gguf --ctx-size 1048576 --parallel 4 --batch-size 2048 "
            "--ubatch-size 2048 --cache-type-k q8_0 --cache-type-v q8_0 --flash-attn on --kv-offload --spec-type draft-mtp "
            "--spec-draft-n-max 2 --spec-draft-p-min 0.75")
-    r = audit_llamacpp_launch([cmd], build="b9180", cwd=tmp_path)
+    r = audit_launch([cmd], llamacpp="b9180", cwd=tmp_path)
     assert _ids(r) == ["MTP605"]
     assert r.findings[0].severity.label == "warning"
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, sglang_wheel
 
-from mtp_audit.launch.parallel import SGLANG_SOURCES, plan_sglang, plan_vllm
+from mtp_audit.engines.sglang.launch.parallel import SGLANG_SOURCES, plan_sglang
+from mtp_audit.engines.vllm.launch.parallel import plan_vllm
 from mtp_audit.preflight import preflight
 from mtp_audit.preflight.collect import collect_gpus, collect_live
 from mtp_audit.preflight.envdump import parse_nvidia_smi

@@ -51,15 +51,6 @@ def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_tar
     from mtp_audit.errors import InputError
     from mtp_audit.launch import audit_launch
 
-    from mtp_audit.engines.llamacpp.command import is_llamacpp, split_command
-
-    if command and is_llamacpp(split_command(list(command))):
-        from mtp_audit.engines.llamacpp.launch import audit_llamacpp_launch
-
-        return emit(audit_llamacpp_launch(list(command), build=llamacpp_build, env_dumps=list(env_dumps)), fmt, output, fail_on)
-    if llamacpp_build is not None:
-        raise InputError("--llamacpp-build", "the command does not start llama.cpp (llama-server / llama-cli)")
-
     if len(sglang_targets) > 2:
         raise InputError("--sglang", "give at most two (OLD NEW)")
     if len(sglang_targets) == 2 and compare_sglang is not None:
@@ -75,7 +66,7 @@ def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_tar
     old = sglang_targets[0] if sglang_targets else None
     new = sglang_targets[1] if len(sglang_targets) == 2 else compare_sglang
     report = audit_launch(list(command), sglang=old, compare_sglang=new, env_dump=list(env_dumps) or None,
-                          facts=facts_file, env=env, engine=engine, vllm=vllm_target)
+                          facts=facts_file, env=env, engine=engine, vllm=vllm_target, llamacpp=llamacpp_build)
     from mtp_audit.cli.kit import installed_package_folder
 
     # without --sglang the installed sglang is audited: its files are inputs too

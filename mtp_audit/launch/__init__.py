@@ -1,9 +1,9 @@
-"""``mtp-audit launch``: paste the SGLang (issue 6) or vLLM (issue 11) launch command, get one cross-checked
-verdict before the model loads.
+"""``mtp-audit launch``: paste an engine's launch command, get one cross-checked verdict before the model loads.
 
-Public API: :func:`audit_launch` -> :class:`mtp_audit.report.Report` holding the engine (sglang or vllm),
-checkpoint and preflight reports (each finding keeps its analyzer's rule id) plus the launch cross-checks
-(MTP300-MTP312 for SGLang, MTP320-MTP328 for vLLM) and ``facts["launch"]`` (see docs/launch.md).
+Engine-neutral: the command picks its engine (:mod:`mtp_audit.engines.registry`); the engine's release is opened, the
+checkpoint and machine analyzers are lent to it (:mod:`mtp_audit.launch.analyzers`), the engine says what will run
+(:meth:`mtp_audit.engines.base.Engine.evaluate`), and the launch report is built from its outcome and merged with the
+sub-reports (each finding keeps its analyzer's rule id). See docs/launch.md.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ __all__ = ["audit_launch"]
 
 
 def audit_launch(
-    argv: Sequence[str],
+    argv: Sequence[str] | str,
     *,
     sglang: str | Path | Report | None = None,
     compare_sglang: str | Path | Report | None = None,
@@ -31,105 +31,100 @@ def audit_launch(
     cwd: Path | None = None,
     engine: str | None = None,
     vllm: str | Path | None = None,
+    llamacpp: str | None = None,
 ) -> Report:
-    """Audit one SGLang launch command on one machine with one (or, diffing, two) SGLang versions.
+    """Audit one engine launch command on one machine with one (or, comparing, two) releases of that engine.
 
     Args:
-        argv: the command's tokens (``["python", "-m", "sglang.launch_server", "--model-path", ...]``),
-            or one string that is split like a POSIX shell; ``KEY=VALUE`` tokens before the program are
-            environment variables of the launch. ``sglang serve ...`` is accepted where that SGLang has it.
-        sglang: the SGLang to check against: a ``.whl``, an unpacked wheel, a package folder, a checkout,
-            an already computed :func:`mtp_audit.engines.sglang.audit_sglang` report, or ``None`` for the installed
-            sglang (not installed: a blocking gap, the flags are then split heuristically).
-        compare_sglang: a second SGLang (same kinds); the report is the one for this NEW version plus
-            MTP310 findings and ``facts["launch"]["diff"]`` saying what changes in "what will happen".
-        env_dump: environment dump(s) of the serving machine (``--env-dump``); ``facts``: stored preflight
-            facts (``--facts``); ``machine_facts``: a :class:`~mtp_audit.preflight.facts.MachineFacts`.
-            None of them: the live machine.
+        argv: the command's tokens (``["python", "-m", "sglang.launch_server", "--model-path", ...]``,
+            ``["vllm", "serve", MODEL, ...]``), or one string that is split like a POSIX shell; ``KEY=VALUE`` tokens
+            before the program are environment variables of the launch.
+        sglang, vllm: the release of the command's engine to check against: a ``.whl``, an unpacked wheel, a package
+            folder, a checkout (for SGLang also an already computed :func:`mtp_audit.engines.sglang.audit_sglang`
+            report), or ``None`` for the installed package (not installed: a blocking gap). Only the option of the
+            engine the command starts may be given.
+        llamacpp: for a llama.cpp command (``llama-server`` / ``llama-cli``): the build (``--llamacpp-build``: ``10444``,
+            ``b10444``, ``ik:4100``, or ``--version`` text); ``None``: read from ``env_dump``, else unknown.
+        compare_sglang: a second SGLang (same kinds); the report is the one for this NEW version plus MTP310
+            findings and ``facts["launch"]["diff"]`` saying what changes in "what will happen".
+        env_dump: environment dump(s) of the serving machine (``--env-dump``); ``facts``: stored preflight facts
+            (``--facts``); ``machine_facts``: a :class:`~mtp_audit.preflight.facts.MachineFacts`. At most one; none:
+            the live machine.
         env: extra environment variables of the launch (``--env KEY=VALUE``), applied last.
-        environ: the current environment (default ``os.environ``); only variables SGLang reads are used.
-        cwd: folder that relative ``--model-path`` / ``--speculative-draft-model-path`` are resolved
-            against (default: the current directory).
-        engine: ``"sglang"`` / ``"vllm"`` (``--engine``), passed to the preflight, whose verdict it names (it wins over
-            the engine the command starts; a disagreement is shown as evidence on MTP228). A vLLM command itself is
-            parsed for the preflight by :func:`mtp_audit.preflight.launch.parse_launch`.
-        vllm: for a vLLM command (``vllm serve MODEL ...``, ``python -m vllm.entrypoints.openai.api_server``):
-            the vLLM to check against (same kinds as ``sglang``; ``None``: the installed vllm, absent: a
-            blocking gap). The engine is picked from the command's entry point; see
-            :func:`mtp_audit.launch.vllm_launch.audit_vllm_launch`.
+        environ: the current environment (default ``os.environ``); only variables the engine reads are used.
+        cwd: folder that relative model paths are resolved against (default: the current directory).
+        engine: ``--engine`` for the preflight's verdict (it wins over the engine the command starts; a disagreement
+            is shown as evidence on MTP228).
 
     Returns:
-        The merged report; ``facts["launch"]["summary"]`` has the headline of "what will happen"
-        (``verdict`` is ``go`` / ``fix first`` / ``could not tell``, ``corrected_command`` when a flag fix
-        is known), ``facts["launch"]["closing"]`` the same in sentences.
+        The merged report; ``facts["launch"]["summary"]`` has the headline of "what will happen" (``verdict`` is
+        ``go`` / ``fix first`` / ``could not tell``, ``corrected_command`` when a fix is known),
+        ``facts["launch"]["closing"]`` the same in sentences.
 
     Raises:
-        InputError: empty command, a command that is neither an SGLang nor a vLLM server launch, ``--sglang`` with a
-            vLLM command or ``--vllm`` with an SGLang one, a ``--model-path`` that
-            does not exist (and is not a hub repo id), an unreadable ``--sglang`` target or env dump.
+        InputError: an empty command, a command no registered engine starts, a release option of another engine
+            than the command's, two machine sources, a model path that does not exist (and is not a hub repo id),
+            an unreadable release target or env dump.
     """
-    from mtp_audit.launch.analyze import Machine, audit_sglang_target, evaluate_launch
-    from mtp_audit.launch.command import find_entry, shell_join, split_command
-    from mtp_audit.launch.outcome import diff_outcomes
+    from mtp_audit.engines.argv import split_command
+    from mtp_audit.engines.registry import engine_for
 
-    toks = split_command(list(argv))
-    from mtp_audit.errors import InputError as _InputError
-    from mtp_audit.launch.vllm_command import vllm_entry
+    toks = split_command([argv] if isinstance(argv, str) else list(argv))
+    chosen = engine_for(toks)
+    targets = _release_targets(chosen.name, {"sglang": sglang, "vllm": vllm, "llamacpp": llamacpp}, compare_sglang)
+    request = _request(toks, env_dump, facts, machine_facts, engine, env, environ, cwd)
+    if compare_sglang is not None:
+        old = chosen.evaluate(request, *chosen.release(targets["sglang"]))
+        new = chosen.evaluate(request, *chosen.release(compare_sglang))
+        outcome = chosen.compare(request, old, new)
+    else:
+        outcome = chosen.evaluate(request, *chosen.release(targets.get(chosen.name)))
+    return _report(chosen, outcome)
 
-    if vllm_entry(toks) is not None:
-        from mtp_audit.launch.vllm_launch import audit_vllm_launch
 
-        if sglang is not None or compare_sglang is not None:
-            raise _InputError("--sglang", f"the command starts vLLM ({vllm_entry(toks)[1]} ...): use --vllm TARGET")
+def _release_targets(name: str, given: dict[str, Any], compare_sglang: Any) -> dict[str, Any]:
+    """The release targets after checking that only the command's engine was given one.
 
-        return audit_vllm_launch(toks, vllm=vllm, env_dump=env_dump, facts=facts, machine_facts=machine_facts, env=env, engine=engine,
-                                 environ=environ, cwd=cwd)
-    find_entry(toks)  # not SGLang -> InputError before any heavy work
-    if vllm is not None:
-        raise _InputError("--vllm", "the command starts SGLang, not vLLM: use --sglang TARGET")
+    Raises:
+        InputError: ``--sglang``/``--compare-sglang`` for a vLLM command, ``--vllm`` for an SGLang one.
+    """
+    from mtp_audit.engines.registry import engine_named
+    from mtp_audit.errors import InputError
+
+    wrong = [other for other, target in given.items() if other != name and target is not None]
+    if compare_sglang is not None and name != "sglang":
+        wrong.append("sglang")
+    if wrong:
+        mine, other = engine_named(name), engine_named(wrong[0])
+        raise InputError(other.target_option, f"the command starts {mine.label}, not {other.label}: use {mine.target_option} TARGET")
+    return given
+
+
+def _request(toks: list[str], env_dump: Any, facts: Any, machine_facts: Any, engine: str | None, env: Any, environ: Any,
+             cwd: Path | None) -> Any:
+    """The :class:`~mtp_audit.engines.base.LaunchRequest` with its one machine source and lent analyzers.
+
+    Raises:
+        InputError: more than one machine source.
+    """
+    from mtp_audit.engines.base import LaunchRequest, Machine
+    from mtp_audit.errors import InputError
+    from mtp_audit.launch.analyzers import LaunchAnalyzers
+
     dumps = (env_dump,) if isinstance(env_dump, (str, Path)) else tuple(env_dump or ())
     if len([x for x in (dumps, facts, machine_facts) if x]) > 1:
-        from mtp_audit.errors import InputError
-
         raise InputError("--env-dump/--facts", "use one machine source: --env-dump, or --facts")
     machine = Machine(tuple(Path(p) for p in dumps), Path(facts) if facts else None, machine_facts, engine)
     here = Path(cwd) if cwd is not None else Path.cwd()
     envmap = dict(os.environ) if environ is None else dict(environ)
+    return LaunchRequest(toks=toks, machine=machine, env=env, environ=envmap, cwd=here, analyzers=LaunchAnalyzers(machine, here))
 
-    def sg_of(target: Any):
-        if isinstance(target, Report):
-            return target, None
-        return audit_sglang_target(target)
 
-    checkpoints: dict[str, Any] = {}
-    sg_new, gap_new = sg_of(compare_sglang if compare_sglang is not None else sglang)
-    ev = evaluate_launch(toks, sg_report=sg_new, sg_gap=gap_new, machine=machine, env=env, environ=envmap, cwd=here,
-                         checkpoints=checkpoints)
-    extra_findings = []
-    facts_out: dict[str, Any] = {k: ev.outcome[k] for k in ("summary", "answer", "closing", "compare", "verdict", "corrected_command", "changed_flags",
-                                                              "speculative", "draft", "parallel", "command", "env")}
-    name = shell_join(toks)
-    if compare_sglang is not None:
-        sg_old, gap_old = sg_of(sglang)
-        old = evaluate_launch(toks, sg_report=sg_old, sg_gap=gap_old, machine=machine, env=env, environ=envmap, cwd=here,
-                              checkpoints=checkpoints)
-        ov, nv = old.ctx.sglang_version, ev.ctx.sglang_version
-        extra_findings, diff = diff_outcomes(old.outcome, ev.outcome, ov, nv)
-        diff["old_summary"] = old.outcome["summary"]
-        facts_out["diff"] = diff
-        facts_out["summary"] = dict(facts_out["summary"], compared_with=f"SGLang {ov}: {len(diff['changes'])} change(s)")
-        lines = list(facts_out["closing"]["lines"])
-        if diff["changes"]:
-            lines += [f"Changed from SGLang {ov}: {k.replace('_', ' ')}: was {c['old']}; now {c['new']}." for k, c in diff["changes"].items()]
-        else:
-            lines.append(f"Compared with SGLang {ov}: nothing in what will happen changes.")
-        facts_out["closing"] = {"title": f"What will happen (SGLang {nv}, compared with {ov})", "lines": lines}
-        facts_out["answer"] = [f"{facts_out['answer'][0]}; compared with SGLang {ov}: {len(diff['changes'])} change(s)",
-                               *facts_out["answer"][1:]]
-        name = f"{name} (sglang {ov} -> {nv})"
-    from mtp_audit.launch.rules import RULES
+def _report(chosen: Any, outcome: Any) -> Report:
+    """The launch report (the engine's cross-checks, its gaps and ``facts["launch"]``) merged with the sub-reports."""
+    import importlib
 
-    launch = Report.build("launch", name, findings=ev.ctx.findings + extra_findings, gaps=ev.ctx.gaps, facts=facts_out,
-                          rule_ids=[r.id for r in RULES])
-    return launch.merge(*ev.reports)
-
+    rules = importlib.import_module(chosen.rules_module).RULES
+    launch = Report.build("launch", outcome.name, findings=outcome.findings, gaps=outcome.gaps, facts=outcome.facts,
+                          rule_ids=[r.id for r in rules])
+    return launch.merge(*outcome.reports)

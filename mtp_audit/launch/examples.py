@@ -1,4 +1,4 @@
-"""Runs the examples of :mod:`mtp_audit.launch.rules` through the launch analyzer (``mtp_audit.report.rules.run_rule_example``
+"""Runs the examples of :mod:`mtp_audit.engines.sglang.launch.rules` through the launch analyzer (``mtp_audit.report.rules.run_rule_example``
 and ``mtp-audit explain`` call :func:`run_example`). Kept apart from the rule declarations, so the rules
 module imports no analyzer."""
 

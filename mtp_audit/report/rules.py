@@ -20,15 +20,16 @@ from mtp_audit.report import Evidence, Finding, Location, Severity
 if TYPE_CHECKING:
     from mtp_audit.report import Report
 
-#: Analyzer name -> module holding its ``RULES`` tuple (declarations only); the ``examples`` module beside it
-#: holds ``run_example(root, example)``, which runs an example through the analyzer.
+#: Analyzer name -> module(s) holding its ``RULES`` tuple (declarations only; the launch cross-checks live in each
+#: engine's package); the ``examples`` module beside it (for ``launch``: :mod:`mtp_audit.launch.examples`, the
+#: engine-neutral combiner) holds ``run_example(root, example)``, which runs an example through the analyzer.
 #: Rule id ranges: MTP000-049 checkpoint, MTP050-059 compare, MTP1xx sglang, MTP2xx preflight, MTP3xx launch cross-checks.
-ANALYZER_RULE_MODULES: dict[str, str] = {
+ANALYZER_RULE_MODULES: dict[str, str | tuple[str, ...]] = {
     "checkpoint": "mtp_audit.checkpoint.rules",
     "compare": "mtp_audit.compare.rules",
     "sglang": "mtp_audit.engines.sglang.rules",
     "preflight": "mtp_audit.preflight.rules",
-    "launch": "mtp_audit.launch.rules",
+    "launch": ("mtp_audit.engines.sglang.launch.rules", "mtp_audit.engines.vllm.launch.rules"),
     "vllm": "mtp_audit.engines.vllm.rules",
     "llamacpp": "mtp_audit.engines.llamacpp.rules",
 }
@@ -181,6 +182,16 @@ class Rule:
         return "\n".join(lines).rstrip() + "\n"
 
 
+#: Analyzers whose examples run through another module than the one beside their rules.
+EXAMPLE_MODULES: dict[str, str] = {"launch": "mtp_audit.launch.examples"}
+
+
+def rule_modules(analyzer: str) -> tuple[str, ...]:
+    """The modules declaring ``analyzer``'s rules (``ANALYZER_RULE_MODULES``, one or several)."""
+    mods = ANALYZER_RULE_MODULES[analyzer]
+    return (mods,) if isinstance(mods, str) else tuple(mods)
+
+
 def _load(module: str) -> tuple[Rule, ...]:
     return tuple(importlib.import_module(module).RULES)
 
@@ -193,8 +204,9 @@ def all_rules() -> tuple[Rule, ...]:
             (a programming error caught by the test suite).
     """
     rules: list[Rule] = []
-    for module in ANALYZER_RULE_MODULES.values():
-        rules.extend(_load(module))
+    for analyzer in ANALYZER_RULE_MODULES:
+        for module in rule_modules(analyzer):
+            rules.extend(_load(module))
     seen: set[str] = set()
     for r in rules:
         if not _ID_RE.match(r.id) or not _NAME_RE.match(r.name):
@@ -228,5 +240,6 @@ def run_rule_example(rule: Rule, example: Example, root: Path) -> Report:
     Returns the analyzer's :class:`Report`; the caller checks whether ``rule.id`` fired.
     """
     example.materialize(root)
-    module = importlib.import_module(ANALYZER_RULE_MODULES[rule.analyzer].rpartition(".")[0] + ".examples")
+    name = EXAMPLE_MODULES.get(rule.analyzer) or rule_modules(rule.analyzer)[0].rpartition(".")[0] + ".examples"
+    module = importlib.import_module(name)
     return module.run_example(root, example)

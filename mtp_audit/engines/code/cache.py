@@ -16,11 +16,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from mtp_audit.engines.sglang.scan import SCAN_VERSION
-
-
-def cache_dir() -> Path | None:
-    """The cache folder for scan results, or ``None`` when disabled."""
+def cache_dir(namespace: str) -> Path | None:
+    """The cache folder for one engine's scan results (``namespace``: e.g. ``"sglang-scan-v7"``, the engine's
+    name and scan version), or ``None`` when disabled (``MTP_AUDIT_CACHE_DIR`` set to an empty string)."""
     env = os.environ.get("MTP_AUDIT_CACHE_DIR")
     if env is not None:
         if not env.strip():
@@ -29,7 +27,7 @@ def cache_dir() -> Path | None:
     else:
         xdg = os.environ.get("XDG_CACHE_HOME")
         base = Path(xdg) / "mtp-audit" if xdg else Path.home() / ".cache" / "mtp-audit"
-    return base / f"sglang-scan-v{SCAN_VERSION}"
+    return base / namespace
 
 
 def key_for(data: bytes, server: bool) -> str:

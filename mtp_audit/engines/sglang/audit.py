@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.engines.code import cache
-from mtp_audit.engines.sglang.scan import scan_file, wants_server_pass
+from mtp_audit.engines.sglang.scan import SCAN_VERSION, scan_file, wants_server_pass
 from mtp_audit.engines.sglang.target import open_target
 from mtp_audit.progress import Progress
 from mtp_audit.report import Evidence, Gap, Location, Report
@@ -65,7 +65,7 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
     regex-scans the rest of the tree (the serial work before the pool used to leave them idle).
     Results, their order and the tree's notes are those of a plain sorted pass.
     """
-    folder = cache.cache_dir()
+    folder = cache.cache_dir(f"sglang-scan-v{SCAN_VERSION}")
     results: dict[str, dict[str, Any]] = {}
     jobs: list[tuple[str, bytes, bool, str]] = []
     stats = {"files": len(tree.files), "parsed": 0, "cached": 0, "bytes": 0}
@@ -613,7 +613,7 @@ def audit_tree(tree: SourceTree) -> Report:
     from mtp_audit.engines.sglang.checks import evaluate
     from mtp_audit.engines.sglang.flow import analyze_flows, flow_findings
 
-    folder = cache.cache_dir()
+    folder = cache.cache_dir(f"sglang-scan-v{SCAN_VERSION}")
     tkey = "tree-" + tree.fingerprint()
     hit = cache.load(folder, tkey)
     if hit is not None and "facts" in hit:

@@ -7,7 +7,7 @@ content-addressed scan cache in :mod:`mtp_audit.engines.code.cache`.
 
 from __future__ import annotations
 
-from mtp_audit.engines.code.cache import cache_dir as _sglang_cache_dir
+from mtp_audit.engines.code.cache import cache_dir
 from mtp_audit.engines.code.cache import load as cache_load
 from mtp_audit.engines.code.cache import store as cache_store
 from mtp_audit.errors import InputError
@@ -21,7 +21,6 @@ __all__ = ["InputError", "ZIP_ERRORS", "read_bytes_bounded", "read_json_bounded"
 
 
 def cache_folder(version: int):  # type: ignore[no-untyped-def]
-    """``<mtp-audit cache>/vllm-scan-v<version>`` (same base folder and ``MTP_AUDIT_CACHE_DIR`` rules as
-    the sglang cache), or ``None`` when caching is disabled."""
-    base = _sglang_cache_dir()
-    return None if base is None else base.parent / f"vllm-scan-v{version}"
+    """``<mtp-audit cache>/vllm-scan-v<version>`` (:func:`mtp_audit.engines.code.cache.cache_dir`), or ``None`` when
+    caching is disabled."""
+    return cache_dir(f"vllm-scan-v{version}")

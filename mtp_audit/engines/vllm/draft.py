@@ -3,7 +3,7 @@
 ``draft_chains`` facts are), joined with the model registry; plus the facts the launch form needs
 that the per-tree report leaves out (module-level string constants, predicate conditions).
 
-Used by ``mtp-audit launch -- vllm serve ...`` (:mod:`mtp_audit.launch.vllm_checks`) through
+Used by ``mtp-audit launch -- vllm serve ...`` (:mod:`mtp_audit.engines.vllm.launch.evaluate`) through
 :func:`open_for_launch`; the audited code is parsed with ``ast``, never imported.
 """
 

@@ -36,7 +36,7 @@ from pathlib import PurePath
 from typing import Any
 
 from mtp_audit.errors import InputError
-from mtp_audit.launch.command import split_env_prefix
+from mtp_audit.engines.argv import split_env_prefix
 
 ENTRY_VLLM_SERVE = "vllm serve"
 ENTRY_VLLM_API_SERVER = "python -m vllm.entrypoints.openai.api_server"
@@ -120,7 +120,7 @@ class VllmCommand:
 
 def vllm_entry(toks: list[str]) -> tuple[dict[str, str], str, int] | None:
     """``(env assignments, entry, index of the first server argument)`` when ``toks`` starts a vLLM
-    server, else ``None`` (the command may be SGLang's, see :func:`mtp_audit.launch.command.find_entry`)."""
+    server, else ``None`` (the command may be SGLang's, see :func:`mtp_audit.engines.sglang.launch.command.find_entry`)."""
     env, i = split_env_prefix(toks)
     if i >= len(toks):
         return None

@@ -1,6 +1,6 @@
 """What one launch evaluation knows (:class:`Ctx`), where the machine comes from (:class:`Machine`), and the
-SGLang option strings the cross-checks read. Shared by :mod:`~mtp_audit.launch.analyze` (the checks),
-:mod:`~mtp_audit.launch.correct` (the corrected command) and :mod:`~mtp_audit.launch.outcome` (the answer).
+SGLang option strings the cross-checks read. Shared by :mod:`~mtp_audit.engines.sglang.launch.evaluate` (the checks),
+:mod:`~mtp_audit.engines.sglang.launch.correct` (the corrected command) and :mod:`~mtp_audit.engines.sglang.launch.outcome` (the answer).
 """
 
 from __future__ import annotations
@@ -8,11 +8,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from mtp_audit.launch.command import LaunchCommand
-from mtp_audit.launch.conditions import Known
+from mtp_audit.engines.sglang.launch.command import LaunchCommand
+from mtp_audit.engines.sglang.launch.conditions import Known
 from mtp_audit.report import Evidence, Finding, Gap, Location, Severity
 
 ANALYZER = "launch"
@@ -48,37 +47,6 @@ COMPLETE_CONDITION_SHAPES = ("assignment", "helper-return via assignment", "MODE
 
 
 
-def loc_of(text: str | None) -> Location | None:
-    """``"sglang/srt/x.py:12"`` -> Location(path, line)."""
-    if not text:
-        return None
-    path, _, line = text.rpartition(":")
-    if path and line.isdigit():
-        return Location(path=path, line=int(line))
-    return Location(path=text)
-
-
-def fmt_bytes(n: int | float) -> str:
-    return f"{int(n):,} bytes ({n / 1e9:.2f} GB)"
-
-
-@dataclass
-class Machine:
-    """Where the preflight reads the machine from: at most one of the fields (none: the live machine).
-
-    Attributes:
-        env_dumps: environment dumps (``--env-dump``).
-        facts_file: stored preflight facts (``--facts``).
-        facts: an already-built :class:`~mtp_audit.preflight.facts.MachineFacts`.
-        engine: ``--engine`` for the preflight's verdict (``None``: detected).
-    """
-
-    env_dumps: tuple[Path, ...] = ()
-    facts_file: Path | None = None
-    facts: Any = None
-    engine: str | None = None
-
-
 @dataclass
 class Ctx:
     """Everything one evaluation (one SGLang version) knows; filled by :func:`evaluate_launch`."""
@@ -106,16 +74,16 @@ class Ctx:
     #: the spelling-corrected command (misspelt flags, abbreviations, choice case fixed) and the ctx and
     #: findings of its own evaluation; ``None`` when the command has no spelling fix (see :func:`evaluate_launch`)
     respelled: tuple[list[str], "Ctx", list[Finding]] | None = None
-    #: the GPUs this launch's processes see (:func:`mtp_audit.launch.analyze.resolve_gpus`): a
+    #: the GPUs this launch's processes see (:func:`mtp_audit.engines.sglang.launch.evaluate.resolve_gpus`): a
     #: :class:`~mtp_audit.preflight.visible.Visibility`, ``None`` until resolved
     visible: Any = None
-    #: the command's parallel layout (:class:`mtp_audit.launch.parallel.ParallelPlan`), set by ``check_gpus``
+    #: the command's parallel layout (:class:`mtp_audit.engines.sglang.launch.parallel.ParallelPlan`), set by ``check_gpus``
     parallel: Any = None
 
     def add(self, rule_id: str, message: str, symbol: str, *, evidence: Sequence[Evidence] = (),
             remediation: str | None = None, severity: Severity | None = None) -> None:
         """Append a finding of launch rule ``rule_id``."""
-        from mtp_audit.launch.rules import RULES_BY_ID
+        from mtp_audit.engines.sglang.launch.rules import RULES_BY_ID
 
         self.findings.append(RULES_BY_ID[rule_id].finding(message, Location(symbol=symbol), evidence=tuple(evidence),
                                                           remediation=remediation, severity=severity))
@@ -162,7 +130,7 @@ class Ctx:
         return str(archs[0]) if archs else (ck.get("summary") or {}).get("architecture")
 
     def known(self) -> Known:
-        """What the condition evaluator may use (:class:`~mtp_audit.launch.conditions.Known`)."""
+        """What the condition evaluator may use (:class:`~mtp_audit.engines.sglang.launch.conditions.Known`)."""
         args: dict[str, Any] = {}
         cli = (self.sg or {}).get("cli_arguments") or {}
         for flag, rec in cli.items():

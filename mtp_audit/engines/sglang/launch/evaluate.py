@@ -5,12 +5,11 @@ Inputs flow through the analyzers' public functions only: :func:`mtp_audit.engin
 :func:`mtp_audit.checkpoint.audit_checkpoint` (architecture, MTP tensors, their dtype and bytes,
 quantization) and :func:`mtp_audit.preflight.preflight` (GPUs, capability, memory, effective FP4
 backends after this SGLang version's ``auto`` resolution, its MTP2xx findings). The checks here
-(MTP300-MTP312, :mod:`mtp_audit.launch.rules`) are the ones no single analyzer can make.
+(MTP300-MTP312, :mod:`mtp_audit.engines.sglang.launch.rules`) are the ones no single analyzer can make.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -18,14 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.errors import InputError
-from mtp_audit.launch.command import (
+from mtp_audit.engines.sglang.launch.command import (
     ENTRY_LAUNCH_SERVER,
     LaunchCommand,
     parse_command,
     rebuild,
 )
-from mtp_audit.launch.conditions import Known, evaluate
-from mtp_audit.launch.context import (
+from mtp_audit.engines.sglang.launch.conditions import Known, evaluate
+from mtp_audit.engines.sglang.launch.context import (
     ANALYZER,
     COMPLETE_CONDITION_SHAPES,
     DRAFT,
@@ -39,12 +38,12 @@ from mtp_audit.launch.context import (
     SPEC,
     TP,
     Ctx,
-    Machine,
     ckpt_fp4,
-    fmt_bytes,
-    loc_of,
 )
-from mtp_audit.launch.correct import corrected_command
+from mtp_audit.engines.outcome import fmt_bytes, loc_of
+from mtp_audit.engines.sglang.launch.correct import corrected_command
+from mtp_audit.engines.base import Analyzers
+from mtp_audit.engines.outcome import mtp_errors_as_warnings
 from mtp_audit.report import Evidence, Gap, Report, Severity
 
 
@@ -67,33 +66,7 @@ def audit_sglang_target(target: str | Path | None) -> tuple[Report | None, Gap |
                                        "(a .whl, an unpacked wheel, a package folder or a checkout)", None, True)
     return audit_sglang(target), None
 
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+(@[\w./-]+)?$")
 _ENV_INTEREST = re.compile(r"NEXTN|MTP|SPEC|FP4")
-
-
-def _is_hub_id(text: str) -> bool:
-    return bool(_HUB_ID.match(text)) and not text.startswith((".", "/", "~"))
-
-
-def audit_model(path_text: str, cwd: Path, flag: str) -> tuple[Report | None, Gap | None]:
-    """Checkpoint audit of ``--model-path`` / ``--speculative-draft-model-path`` as SGLang would
-    resolve it: a local path (relative to ``cwd``), else a Hugging Face repo id.
-
-    A hub id is audited through ``mtp_audit.checkpoint.audit_checkpoint`` (metadata over HTTP range
-    reads, or the HF cache); an unreachable hub gives an inconclusive checkpoint report.
-
-    Raises:
-        InputError: a path that does not exist and is not a repo id, or that is not a checkpoint.
-    """
-    from mtp_audit.checkpoint import audit_checkpoint
-
-    p = Path(path_text).expanduser()
-    full = p if p.is_absolute() else cwd / p
-    if os.path.lexists(full):
-        return audit_checkpoint(full), None
-    if _is_hub_id(path_text):  # read from the hub (or its cache); unreachable -> an inconclusive report
-        return audit_checkpoint(path_text), None
-    raise InputError(f"{flag} {path_text}", "no such file or folder")
 
 
 _TRUTHY = ("1", "true", "yes", "on")
@@ -412,8 +385,8 @@ def _gpu_list(gpus: Sequence[Any]) -> str:
 
 def check_gpus(ctx: Ctx) -> None:
     """MTP311 (the command needs more GPUs than this node shows it) and MTP312 (parallel sizes SGLang
-    rejects at start-up). The layout is :func:`mtp_audit.launch.parallel.plan_sglang`."""
-    from mtp_audit.launch.parallel import SGLANG_SOURCES, plan_sglang
+    rejects at start-up). The layout is :func:`mtp_audit.engines.sglang.launch.parallel.plan_sglang`."""
+    from mtp_audit.engines.sglang.launch.parallel import SGLANG_SOURCES, plan_sglang
     from mtp_audit.preflight.visible import nvidia_visible_note
 
     plan = plan_sglang(ctx.cmd.get)
@@ -474,7 +447,7 @@ def check_memory(ctx: Ctx) -> None:
     the router and ``eh_proj``/``fc`` are replicated in SGLang but counted as split (< 1% of a MoE MTP
     layer); without the safetensors headers the attention share is unknown and counted as split over tp.
     """
-    from mtp_audit.launch.parallel import plan_sglang
+    from mtp_audit.engines.sglang.launch.parallel import plan_sglang
 
     d = ctx.draft
     if not (d.get("uses_draft") and ctx.algo_runs_as in MTP_ALGORITHMS):
@@ -681,27 +654,21 @@ class Evaluation:
     outcome: dict[str, Any]
 
 
-def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Gap | None, machine: Machine,
-                    env: Mapping[str, str] | None, environ: Mapping[str, str] | None, cwd: Path,
-                    checkpoints: dict[str, tuple[Report | None, Gap | None]], _depth: int = 0) -> Evaluation:
+def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Gap | None, analyzers: Analyzers,
+                    env: Mapping[str, str] | None, environ: Mapping[str, str] | None, cwd: Path, _depth: int = 0) -> Evaluation:
     """Parse, audit and cross-check ``argv`` against one SGLang (``sg_report``).
 
-    ``checkpoints`` caches checkpoint audits by path text across versions (diff mode). When the command
+    ``analyzers`` audits the checkpoints the command names and the machine. When the command
     has spelling fixes (misspelt flags, abbreviations, choice case), the spelling-corrected command is
     evaluated as well (at most two levels deep) and its value fixes make up the corrected command.
     """
-    from mtp_audit.launch.outcome import build_outcome
-    from mtp_audit.preflight import preflight
+    from mtp_audit.engines.sglang.launch.outcome import build_outcome
 
     sg = dict(sg_report.facts.get("sglang") or {}) if sg_report is not None else None
     cmd = parse_command(list(argv), sg)
     envs, src = collect_env(cmd, env, environ, sg)
 
-    def ck_for(text: str, flag: str) -> tuple[Report | None, Gap | None]:
-        if text not in checkpoints:
-            checkpoints[text] = audit_model(text, cwd, flag)
-        return checkpoints[text]
-
+    ck_for = analyzers.checkpoint
     mp = cmd.get(*MODEL)
     mp = mp if isinstance(mp, str) else None
     reports: list[Report] = []
@@ -726,8 +693,7 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
             draft_gaps += list(r.gaps)
         if g is not None:
             draft_gaps.append(g)
-    pf_report = preflight(env_dumps=list(machine.env_dumps), facts_file=machine.facts_file, facts=machine.facts,
-                          launch=normalized_argv(cmd), cwd=cwd, sglang_facts=sg, use_sglang_analyzer=False, engine=machine.engine)
+    pf_report = analyzers.preflight(normalized_argv(cmd), engine=None, sglang_facts=sg, use_sglang_analyzer=False)
     reports.append(pf_report)
     if sg_report is not None:
         reports.insert(0, _flows_of_this_command(sg_report, cmd))
@@ -741,7 +707,7 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
     resolve_gpus(ctx)
     resolve_algorithm(ctx)
     if ctx.algo_requested is None and ck is not None:
-        reports = [_mtp_errors_as_warnings(r) if r.targets and r.targets[0].analyzer == "checkpoint" else r for r in reports]
+        reports = [mtp_errors_as_warnings(r, "SGLang", "--speculative-algorithm") if r.targets and r.targets[0].analyzer == "checkpoint" else r for r in reports]
     resolve_draft(ctx)
     if dp is not None and not same:
         # the draft's gaps decide the answer only when the algorithm loads a draft (docs/launch.md: a hub repo id
@@ -762,8 +728,8 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
         spelled = rebuild(cmd, {})
         if spelled != list(cmd.argv):
             try:
-                sub = evaluate_launch(spelled, sg_report=sg_report, sg_gap=sg_gap, machine=machine, env=env, environ=environ,
-                                      cwd=cwd, checkpoints=checkpoints, _depth=_depth + 1)
+                sub = evaluate_launch(spelled, sg_report=sg_report, sg_gap=sg_gap, analyzers=analyzers, env=env, environ=environ,
+                                      cwd=cwd, _depth=_depth + 1)
             except InputError:
                 sub = None
             if sub is not None:
@@ -791,29 +757,5 @@ def _flows_of_this_command(report: Report, cmd: Any) -> Report:
     return dataclasses.replace(report, findings=tuple(keep))
 
 
-def _mtp_errors_as_warnings(report: Report) -> Report:
-    """The checkpoint report with its errors that only stop MTP (``mtp_audit.checkpoint.rules.BLOCKS_MTP``: the
-    findings that make ``facts.engine.sglang.usable`` false) turned into warnings, for a launch that requests
-    no speculative decoding: SGLang then skips the MTP weights, so they cannot break this launch. The finding
-    is kept, its message says why it is a warning here."""
-    import dataclasses
-
-    from mtp_audit.checkpoint import rules as checkpoint_rules
-
-    blocks = checkpoint_rules.BLOCKS_MTP
-    out = []
-    for f in report.findings:
-        if f.rule_id in blocks and f.severity >= Severity.ERROR:
-            f = dataclasses.replace(f, severity=Severity.WARNING,
-                                    message=f.message + " (a warning for this launch, not an error: the command requests no "
-                                    "speculative decoding, so SGLang does not load the MTP weights; fix it before adding "
-                                    "--speculative-algorithm)")
-        out.append(f)
-    return dataclasses.replace(report, findings=tuple(out))
-
-
-#: public name for the vLLM form (:mod:`mtp_audit.launch.vllm_checks`)
-mtp_errors_as_warnings = _mtp_errors_as_warnings
-
-__all__ = ["mtp_errors_as_warnings", "ANALYZER", "Ctx", "Evaluation", "Machine", "evaluate_launch", "corrected_command", "normalized_argv",
-           "audit_sglang_target", "audit_model", "collect_env", "ENTRY_LAUNCH_SERVER"]
+__all__ = ["ANALYZER", "Ctx", "Evaluation", "evaluate_launch", "corrected_command", "normalized_argv",
+           "audit_sglang_target", "collect_env", "ENTRY_LAUNCH_SERVER"]

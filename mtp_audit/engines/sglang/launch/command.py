@@ -18,14 +18,13 @@ option" error; an unknown ``--x`` and any stray token end in "unrecognized argum
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
+from mtp_audit.engines.argv import split_command, split_env_prefix
 from mtp_audit.errors import InputError
 
-_ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 
@@ -136,38 +135,6 @@ class LaunchCommand:
             "problems": [{"kind": p.kind, "token": p.token, "message": p.message, "fix": list(p.fix) if p.fix is not None else None}
                          for p in self.problems],
         }
-
-
-def split_command(argv: list[str] | tuple[str, ...]) -> list[str]:
-    """The tokens of a command: ``argv`` as given, or a single string split like a POSIX shell.
-
-    Raises:
-        InputError: nothing given, or unbalanced quotes.
-    """
-    toks = [t for t in argv]
-    if len(toks) == 1 and (" " in toks[0] or "\n" in toks[0]):
-        try:
-            toks = shlex.split(toks[0].replace("\\\n", " "))
-        except ValueError as exc:
-            raise InputError("launch command", f"cannot split: {exc}") from None
-    if not toks or not any(t.strip() for t in toks):
-        raise InputError("launch command", "empty (expected e.g. python -m sglang.launch_server --model-path ...)")
-    return toks
-
-
-def split_env_prefix(toks: list[str]) -> tuple[dict[str, str], int]:
-    """``(NAME=VALUE assignments before the program, index of the program token)`` of a shell command, after an
-    optional leading ``env``; the index is ``len(toks)`` when nothing follows the assignments. Shared by the SGLang
-    (:func:`find_entry`) and vLLM (:func:`mtp_audit.launch.vllm_command.vllm_entry`) parsers."""
-    env: dict[str, str] = {}
-    i = 0
-    if i < len(toks) and PurePath(toks[i]).name == "env":
-        i += 1
-    while i < len(toks) and _ENV_ASSIGN.match(toks[i]):
-        k, _, v = toks[i].partition("=")
-        env[k] = v
-        i += 1
-    return env, i
 
 
 def find_entry(toks: list[str]) -> tuple[dict[str, str], str, int]:
@@ -543,8 +510,3 @@ def rebuild(cmd: LaunchCommand, replace: dict[str, str | None], add: dict[str, s
             continue
         out += [o] if v is None else [o, v]
     return out
-
-
-def shell_join(tokens: list[str]) -> str:
-    """Tokens as one shell-quoted line."""
-    return " ".join(shlex.quote(t) for t in tokens)

@@ -1,5 +1,5 @@
 """``mtp-audit launch -- vllm serve ...``: what vLLM will run for the command's speculative config,
-cross-checked with the checkpoint and the machine (rules MTP320-MTP328, :mod:`mtp_audit.launch.rules`).
+cross-checked with the checkpoint and the machine (rules MTP320-MTP328, :mod:`mtp_audit.engines.sglang.launch.rules`).
 
 Inputs flow through the analyzers' public functions only: :func:`mtp_audit.engines.vllm.open_for_launch`
 (the vLLM facts of docs/vllm.md, plus ``hf_config_override`` run on this checkpoint's config),
@@ -33,19 +33,20 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.errors import InputError
-from mtp_audit.launch.context import Machine, fmt_bytes, loc_of
-from mtp_audit.launch.vllm_command import (
+from mtp_audit.engines.base import Analyzers
+from mtp_audit.engines.outcome import fmt_bytes, loc_of, mtp_errors_as_warnings
+from mtp_audit.engines.vllm.launch.command import (
     SPEC_SHORTHAND,
     VllmCommand,
     parse_vllm_command,
     rebuild_vllm,
     spec_json,
 )
-from mtp_audit.launch.vllm_eval import UNKNOWN, Evaluator
+from mtp_audit.engines.vllm.launch.replay import UNKNOWN, Evaluator
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
 
 ANALYZER = "launch"
-#: parallel-size options read by :func:`check_gpus` (``mtp_audit.launch.parallel`` VLLM_* spellings)
+#: parallel-size options read by :func:`check_gpus` (``mtp_audit.engines.sglang.launch.parallel`` VLLM_* spellings)
 PARALLEL_OPTIONS = ("--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp", "--data-parallel-size", "-dp",
                     "--data-parallel-size-local", "-dpl", "--enable-expert-parallel", "-ep", "--nnodes", "-n")
 #: methods whose proposer loads no draft model (no ``model`` to build a draft ``ModelConfig`` from)
@@ -111,7 +112,7 @@ class VCtx:
     def add(self, rule_id: str, message: str, symbol: str, *, evidence: Sequence[Evidence] = (),
             remediation: str | None = None, severity: Severity | None = None) -> None:
         """Append a finding of launch rule ``rule_id``."""
-        from mtp_audit.launch.rules import RULES_BY_ID
+        from mtp_audit.engines.vllm.launch.rules import RULES_BY_ID
 
         self.findings.append(RULES_BY_ID[rule_id].finding(message, Location(symbol=symbol), evidence=tuple(evidence),
                                                           remediation=remediation, severity=severity))
@@ -566,10 +567,10 @@ def check_env(ctx: VCtx) -> None:
 
 def check_gpus(ctx: VCtx) -> None:
     """MTP328: the vLLM command needs more GPUs on this node than are visible. GPUs needed come from
-    :func:`mtp_audit.launch.parallel.plan_vllm` (``tp x pp / nnodes`` x local DP ranks: 0.20.0 ``vllm/config/parallel.py``
+    :func:`mtp_audit.engines.sglang.launch.parallel.plan_vllm` (``tp x pp / nnodes`` x local DP ranks: 0.20.0 ``vllm/config/parallel.py``
     ``world_size = pp x tp``); the visible ones are the preflight's GPUs after a ``CUDA_VISIBLE_DEVICES`` of the launch
     (:func:`mtp_audit.preflight.visible.cuda_visible`, CUDA's rules). Unknown GPUs with more than one needed: a blocking gap."""
-    from mtp_audit.launch.parallel import plan_vllm
+    from mtp_audit.engines.vllm.launch.parallel import plan_vllm
     from mtp_audit.preflight.facts import MachineFacts
     from mtp_audit.preflight.visible import Visibility, cuda_visible
 
@@ -708,24 +709,14 @@ def _without_sglang_answer(report: Report) -> Report:
     return dataclasses.replace(report, facts=facts)
 
 
-def _preflight(machine: Machine, argv: list[str], cwd: Path, vllm_version: str | None = None) -> Report:
-    """The preflight on the machine, given the vLLM command and the engine (``--engine``, default ``"vllm"``): it reads
-    the command's FP4/MoE options with vLLM's semantics (:func:`mtp_audit.preflight.launch.parse_launch`)."""
-    from mtp_audit.preflight import preflight
-
-    return preflight(env_dumps=list(machine.env_dumps), facts_file=machine.facts_file, facts=machine.facts, cwd=cwd,
-                     engine=machine.engine or "vllm", launch=argv, use_sglang_analyzer=False, vllm_version=vllm_version)
-
-
-def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, machine: Machine, env: Mapping[str, str] | None,
-                  environ: Mapping[str, str] | None, cwd: Path, checkpoints: dict[str, Any], _depth: int = 0) -> VEvaluation:
+def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, analyzers: Analyzers, env: Mapping[str, str] | None,
+                  environ: Mapping[str, str] | None, cwd: Path, _depth: int = 0) -> VEvaluation:
     """Parse, audit and cross-check one vLLM command against one vLLM (``view``, from :func:`open_vllm`).
 
-    ``checkpoints`` caches checkpoint audits by path text. A corrected command is evaluated once more
+    ``analyzers`` audits the checkpoints the command names and the machine. A corrected command is evaluated once more
     before it is shown (``outcome["corrected_check"]``).
     """
-    from mtp_audit.launch.analyze import audit_model
-    from mtp_audit.launch.vllm_outcome import build_vllm_outcome
+    from mtp_audit.engines.vllm.launch.outcome import build_vllm_outcome
 
     vf = dict(view.report.facts.get("vllm") or {}) if view is not None else None
     cmd = parse_vllm_command(list(argv), spec_shorthand=bool((vf or {}).get("spec_flags")) if vf is not None else True)
@@ -743,11 +734,7 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, machi
         ctx.env[k], ctx.env_source[k] = val, "--env"
     reports: list[Report] = []
 
-    def ck_for(text: str, flag: str) -> Any:
-        if text not in checkpoints:
-            checkpoints[text] = audit_model(text, cwd, flag)
-        return checkpoints[text]
-
+    ck_for = analyzers.checkpoint
     if cmd.model is not None:
         r, g = ck_for(cmd.model, "model")
         if r is not None:
@@ -778,10 +765,9 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, machi
     check_unused(ctx)
     check_env(ctx)
     if cmd.spec is None and ctx.ck is not None:
-        from mtp_audit.launch.analyze import mtp_errors_as_warnings as relax
-
-        reports = [relax(r) if r.targets and r.targets[0].analyzer == "checkpoint" else r for r in reports]
-    pf = _preflight(machine, list(argv), cwd, (ctx.vf or {}).get("version"))
+        reports = [mtp_errors_as_warnings(r, "vLLM", "--speculative-config") if r.targets and r.targets[0].analyzer == "checkpoint" else r for r in reports]
+    # the preflight reads the command's FP4/MoE options with vLLM's semantics (mtp_audit.preflight.launch.parse_launch)
+    pf = analyzers.preflight(list(argv), engine="vllm", use_sglang_analyzer=False, vllm_version=(ctx.vf or {}).get("version"))
     ctx.pf = dict(pf.facts.get("preflight") or {})
     check_gpus(ctx)
     reports.append(pf)
@@ -791,8 +777,8 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, machi
     if (ctx.spec_changed or ctx.model_fix) and _depth == 0 and cmd.model is not None:
         toks = rebuild_vllm(cmd, ctx.spec_fix, model_option=ctx.model_fix) if ctx.spec_changed else rebuild_vllm(cmd, model_option=True)
         try:
-            sub = evaluate_vllm(toks, view=view, view_gap=view_gap, machine=machine, env=env, environ=environ, cwd=cwd,
-                                checkpoints=checkpoints, _depth=1)
+            sub = evaluate_vllm(toks, view=view, view_gap=view_gap, analyzers=analyzers, env=env, environ=environ, cwd=cwd,
+                                _depth=1)
         except InputError:
             sub = None
         corrected = (toks, sub)

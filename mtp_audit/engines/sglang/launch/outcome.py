@@ -11,22 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from mtp_audit.engines.outcome import COULD_NOT_TELL, FIX_FIRST, GO, VERDICT_RANK, verdict, verdict_sentence
 from mtp_audit.report import Finding, Gap, Severity
-
-GO, FIX_FIRST, COULD_NOT_TELL = "go", "fix first", "could not tell"
-#: Order of verdicts from best to worst (used to tell whether an upgrade made things worse).
-VERDICT_RANK = {GO: 0, COULD_NOT_TELL: 1, FIX_FIRST: 2}
-
-
-def verdict(findings: Sequence[Finding], gaps: Sequence[Gap]) -> str:
-    """``fix first`` when any analyzer found an error; else ``could not tell`` when a gap blocks an
-    answer; else ``go`` (warnings do not stop a launch; they are listed)."""
-    if any(f.severity >= Severity.ERROR for f in findings):
-        return FIX_FIRST
-    if any(g.blocking for g in gaps):
-        return COULD_NOT_TELL
-    return GO
-
 
 def _backend(pf: dict[str, Any], key: str, fp4: str | None, audited: bool = True) -> str:
     r = (pf.get("resolved") or {}).get(key)
@@ -43,23 +29,13 @@ def _backend(pf: dict[str, Any], key: str, fp4: str | None, audited: bool = True
     return "not resolved (GPU capability unknown or below 10.0; see the preflight facts)"
 
 
-def verdict_sentence(v: str, errors: Sequence[Finding], blocking: Sequence[Gap], findings: Sequence[Finding]) -> str:
-    """The "Verdict: ..." line of "What will happen" (both engines): the error rule ids for ``fix first``, the
-    first blocking gap for ``could not tell``, the warning rule ids for ``go``."""
-    if v == FIX_FIRST:
-        return f"Verdict: fix first ({len(errors)} error(s): " + "; ".join(sorted({f.rule_id for f in errors})) + ")."
-    if v == COULD_NOT_TELL:
-        return f"Verdict: could not tell ({len(blocking)} blocking gap(s): {blocking[0].message})."
-    warn = sorted({f.rule_id for f in findings if f.severity == Severity.WARNING})
-    return "Verdict: go" + (f" (warnings: {', '.join(warn)})." if warn else ".")
-
-
 def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) -> dict[str, Any]:
-    """The outcome of one evaluation (:class:`mtp_audit.launch.analyze.Ctx`), given every analyzer's
+    """The outcome of one evaluation (:class:`mtp_audit.engines.sglang.launch.evaluate.Ctx`), given every analyzer's
     findings and gaps. Returns ``{"summary": {...}, "answer": [line, (corrected command)], "closing": {...},
     "verdict", "corrected_command", ...}``."""
-    from mtp_audit.launch.context import MTP_ALGORITHMS, TP, ckpt_fp4, fmt_bytes
-    from mtp_audit.launch.correct import corrected_command
+    from mtp_audit.engines.outcome import fmt_bytes
+    from mtp_audit.engines.sglang.launch.context import MTP_ALGORITHMS, TP, ckpt_fp4
+    from mtp_audit.engines.sglang.launch.correct import corrected_command
 
     v = verdict(findings, gaps)
     cmd = ctx.cmd
@@ -248,7 +224,7 @@ def diff_outcomes(old: dict[str, Any], new: dict[str, Any], old_version: str, ne
     """MTP310 findings and ``{"old_version", "new_version", "changes": {key: {"old", "new"}}}`` for
     every headline of "what will happen" that differs between two SGLang versions, compared on
     location-free values (``outcome["compare"]``: a moved line number is not a change)."""
-    from mtp_audit.launch.rules import RULES_BY_ID
+    from mtp_audit.engines.sglang.launch.rules import RULES_BY_ID
     from mtp_audit.report import Evidence, Location
 
     rule = RULES_BY_ID["MTP310"]
@@ -265,3 +241,24 @@ def diff_outcomes(old: dict[str, Any], new: dict[str, Any], old_version: str, ne
                                      evidence=[Evidence(f"SGLang {old_version}", str(ch["old"])), Evidence(f"SGLang {new_version}", str(ch["new"]))],
                                      severity=Severity.WARNING if worse else None, remediation=""))
     return findings, {"old_version": old_version, "new_version": new_version, "changes": changes}
+
+
+def compare_outcomes(old: Any, new: Any) -> Any:
+    """``new`` (an :class:`~mtp_audit.engines.base.EngineOutcome` at the newer SGLang) with the MTP310 findings of
+    :func:`diff_outcomes` added, ``facts["diff"]`` (with ``old_summary``), the summary's ``compared_with`` and the
+    closing and answer lines that say what changed since ``old``."""
+    import dataclasses
+
+    ov, nv = old.version, new.version
+    extra, diff = diff_outcomes(old.facts, new.facts, ov, nv)
+    diff["old_summary"] = old.facts["summary"]
+    facts = dict(new.facts, diff=diff)
+    facts["summary"] = dict(facts["summary"], compared_with=f"SGLang {ov}: {len(diff['changes'])} change(s)")
+    lines = list(facts["closing"]["lines"])
+    if diff["changes"]:
+        lines += [f"Changed from SGLang {ov}: {k.replace('_', ' ')}: was {c['old']}; now {c['new']}." for k, c in diff["changes"].items()]
+    else:
+        lines.append(f"Compared with SGLang {ov}: nothing in what will happen changes.")
+    facts["closing"] = {"title": f"What will happen (SGLang {nv}, compared with {ov})", "lines": lines}
+    facts["answer"] = [f"{facts['answer'][0]}; compared with SGLang {ov}: {len(diff['changes'])} change(s)", *facts["answer"][1:]]
+    return dataclasses.replace(new, name=f"{new.name} (sglang {ov} -> {nv})", findings=new.findings + extra, facts=facts)

@@ -24,20 +24,11 @@ SGLang (the layout its launcher builds; line numbers checked in the real wheels 
   ep_size M").
 * ``--base-gpu-id`` / ``--gpu-id-step`` shift and space the GPU ids; the highest id used must be a
   visible CUDA device.
-
-vLLM (0.20.0 ``vllm/engine/arg_utils.py`` spellings ``-tp/--tensor-parallel-size`` :925,
-``-pp/--pipeline-parallel-size`` :905, ``-dp/--data-parallel-size`` :950, ``-dpl/--data-parallel-size-local``
-:966, ``-ep/--enable-expert-parallel`` :1001, ``-n/--nnodes`` :911): ``world_size = pp x tp``
-(``vllm/config/parallel.py:725``), ``world_size_across_dp = world_size x dp`` (:486); expert parallelism
-reuses the TP x DP ranks (a flag, no size). GPUs on one node: ``tp x pp / nnodes`` x the local DP ranks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-
-Getter = Callable[..., "str | list[str] | None"]
+from mtp_audit.engines.parallel import Getter, ParallelPlan, read_flag, read_ints
 
 #: SGLang option strings (declared flag and aliases) of the sizes read here.
 SGLANG_TP = ("--tp-size", "--tensor-parallel-size")
@@ -49,14 +40,6 @@ SGLANG_ATTN_DP = ("--attn-dp-size",)
 SGLANG_NNODES = ("--nnodes",)
 SGLANG_BASE_GPU = ("--base-gpu-id",)
 SGLANG_GPU_STEP = ("--gpu-id-step",)
-#: vLLM option strings (``vllm/engine/arg_utils.py`` 0.20.0, lines in the module docstring).
-VLLM_TP = ("--tensor-parallel-size", "-tp")
-VLLM_PP = ("--pipeline-parallel-size", "-pp")
-VLLM_DP = ("--data-parallel-size", "-dp")
-VLLM_DP_LOCAL = ("--data-parallel-size-local", "-dpl")
-VLLM_EP = ("--enable-expert-parallel", "-ep")
-VLLM_NNODES = ("--nnodes", "-n")
-
 #: Where each SGLang constraint is enforced (file:line in 0.5.9 and 0.5.23 wheels).
 SGLANG_SOURCES = {
     "replicas": "sglang 0.5.9 srt/managers/data_parallel_controller.py:246, 0.5.23 :445 (base_gpu_id += tp_size * pp_size * gpu_id_step)",
@@ -69,85 +52,6 @@ SGLANG_SOURCES = {
 }
 
 
-@dataclass(frozen=True)
-class ParallelPlan:
-    """The parallel layout of one launch and the GPUs it needs on this node.
-
-    Attributes:
-        engine: ``"sglang"`` or ``"vllm"``.
-        tp, pp, ep: tensor-, pipeline- and expert-parallel sizes as the engine reads them (1 when absent;
-            vLLM's ``ep`` is 1, or tp x dp with ``--enable-expert-parallel``).
-        dp: the data-parallel size as given.
-        attn_dp: data-parallel attention groups inside the TP group (1 without DP attention).
-        replicas: full model copies on this node's launch (dp without DP attention, else 1; 0.5.23 ``--dp-size``
-            next to ``--attn-dp-size``).
-        nnodes: nodes the launch spans.
-        base_gpu_id, gpu_id_step: SGLang's GPU id offset and spacing (0 and 1 for vLLM).
-        gpus: GPUs this node's processes use (one process per GPU).
-        highest_gpu_id: the largest CUDA device id a process is given; the node needs ``highest_gpu_id + 1``
-            visible devices.
-        formula: how ``gpus`` was computed, in words with the numbers (``"tp 8 x pp 1 x dp 2 = 16"``).
-        given: option string as typed -> value, for the options read.
-        problems: ``(constraint key, message)`` for sizes the engine rejects at start-up (keys of
-            :data:`SGLANG_SOURCES`).
-        invalid: option strings whose value is not an integer (nothing computed from them).
-    """
-
-    engine: str
-    tp: int = 1
-    pp: int = 1
-    dp: int = 1
-    ep: int = 1
-    attn_dp: int = 1
-    replicas: int = 1
-    nnodes: int = 1
-    base_gpu_id: int = 0
-    gpu_id_step: int = 1
-    gpus: int = 1
-    highest_gpu_id: int = 0
-    formula: str = ""
-    given: dict[str, str] = field(default_factory=dict)
-    problems: tuple[tuple[str, str], ...] = ()
-    invalid: tuple[str, ...] = ()
-
-    @property
-    def needed(self) -> int:
-        """Visible CUDA devices this node needs: ``highest_gpu_id + 1``."""
-        return self.highest_gpu_id + 1
-
-    def to_dict(self) -> dict[str, object]:
-        """JSON form (the launch report's ``facts.launch.parallel``)."""
-        return {"engine": self.engine, "tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep, "attn_dp": self.attn_dp,
-                "replicas": self.replicas, "nnodes": self.nnodes, "base_gpu_id": self.base_gpu_id, "gpu_id_step": self.gpu_id_step,
-                "gpus": self.gpus, "needed_visible": self.needed, "formula": self.formula, "given": dict(self.given),
-                "problems": [{"constraint": k, "message": m} for k, m in self.problems], "invalid": list(self.invalid)}
-
-
-def _ints(get: Getter, table: dict[str, tuple[str, ...]]) -> tuple[dict[str, int | None], dict[str, str], list[str]]:
-    vals: dict[str, int | None] = {}
-    given: dict[str, str] = {}
-    invalid: list[str] = []
-    for key, names in table.items():
-        v = get(*names)
-        if isinstance(v, list):
-            v = v[-1] if v else None
-        if v is None:
-            vals[key] = None
-            continue
-        given[names[0]] = str(v)
-        try:
-            vals[key] = int(str(v))
-        except ValueError:
-            vals[key] = None
-            invalid.append(names[0])
-    return vals, given, invalid
-
-
-def _flag(get: Getter, names: tuple[str, ...]) -> bool:
-    v = get(*names)
-    return v is not None and str(v).lower() not in ("false", "0", "no")
-
-
 def plan_sglang(get: Getter) -> ParallelPlan:
     """The SGLang layout of a parsed command.
 
@@ -158,12 +62,12 @@ def plan_sglang(get: Getter) -> ParallelPlan:
     Returns:
         the :class:`ParallelPlan`; sizes the server rejects are in ``problems``. Never raises.
     """
-    vals, given, invalid = _ints(get, {"tp": SGLANG_TP, "pp": SGLANG_PP, "dp": SGLANG_DP, "ep": SGLANG_EP, "attn_dp": SGLANG_ATTN_DP,
+    vals, given, invalid = read_ints(get, {"tp": SGLANG_TP, "pp": SGLANG_PP, "dp": SGLANG_DP, "ep": SGLANG_EP, "attn_dp": SGLANG_ATTN_DP,
                                        "nnodes": SGLANG_NNODES, "base": SGLANG_BASE_GPU, "step": SGLANG_GPU_STEP})
     tp, pp, dp, ep = (max(1, vals[k] or 1) for k in ("tp", "pp", "dp", "ep"))
     nnodes = max(1, vals["nnodes"] or 1)
     base, step = max(0, vals["base"] or 0), max(1, vals["step"] or 1)
-    dpa_flag = _flag(get, SGLANG_DP_ATTENTION)
+    dpa_flag = read_flag(get, SGLANG_DP_ATTENTION)
     if dpa_flag:
         given[SGLANG_DP_ATTENTION[0]] = "true"
     problems: list[tuple[str, str]] = []
@@ -205,31 +109,4 @@ def plan_sglang(get: Getter) -> ParallelPlan:
     if base or step > 1:
         formula += f"; --base-gpu-id {base} --gpu-id-step {step}: highest GPU id {highest}"
     return ParallelPlan("sglang", tp, pp, dp, ep, attn_dp, replicas, nnodes, base, step, gpus, highest, formula, given,
-                        tuple(problems), tuple(invalid))
-
-
-def plan_vllm(get: Getter) -> ParallelPlan:
-    """The vLLM layout of a command's options (same ``get`` contract as :func:`plan_sglang`).
-
-    GPUs on this node = ``tp x pp / nnodes`` (vLLM's local world size, ``config/parallel.py:653``) x the DP
-    ranks on this node (``--data-parallel-size-local`` when given, else ``--data-parallel-size`` on one node).
-    """
-    vals, given, invalid = _ints(get, {"tp": VLLM_TP, "pp": VLLM_PP, "dp": VLLM_DP, "dpl": VLLM_DP_LOCAL, "nnodes": VLLM_NNODES})
-    tp, pp, dp = (max(1, vals[k] or 1) for k in ("tp", "pp", "dp"))
-    nnodes = max(1, vals["nnodes"] or 1)
-    ep_on = _flag(get, VLLM_EP)
-    if ep_on:
-        given[VLLM_EP[0]] = "true"
-    local_dp = max(1, vals["dpl"]) if vals["dpl"] is not None else (dp if nnodes == 1 else 1)
-    problems: list[tuple[str, str]] = []
-    if nnodes > 1 and (tp * pp) % nnodes and vals["dpl"] is None:
-        problems.append(("nnodes", f"tp {tp} x pp {pp} = {tp * pp} is not divisible by --nnodes {nnodes}"))
-    per_node_world = tp * pp // nnodes if nnodes > 1 and vals["dpl"] is None else tp * pp
-    gpus = max(1, per_node_world) * local_dp
-    formula = f"tp {tp} x pp {pp}" + (f" x dp {local_dp}" if local_dp > 1 else "") + f" = {tp * pp * local_dp}"
-    if nnodes > 1 and vals["dpl"] is None:
-        formula += f" over --nnodes {nnodes}: {gpus} on this node"
-    if ep_on:
-        formula += f"; --enable-expert-parallel puts the experts over tp x dp = {tp * dp} ranks, adds no GPU"
-    return ParallelPlan("vllm", tp, pp, dp, tp * dp if ep_on else 1, 1, local_dp, nnodes, 0, 1, gpus, gpus - 1, formula, given,
                         tuple(problems), tuple(invalid))

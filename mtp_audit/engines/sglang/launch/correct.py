@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from mtp_audit.launch.command import rebuild, shell_join
-from mtp_audit.launch.context import QUANT, Ctx
+from mtp_audit.engines.argv import shell_join
+from mtp_audit.engines.sglang.launch.command import rebuild
+from mtp_audit.engines.sglang.launch.context import QUANT, Ctx
 from mtp_audit.report import Finding, Severity
 
 _FLAG_FIX = re.compile(r"^(--[a-z0-9][a-z0-9-]*) ([A-Za-z0-9_.-]+)(?=$|[\s;,(])")

@@ -1,16 +1,16 @@
 """"What will happen" for a vLLM command: the method after aliasing and auto-detection, the proposer, the
 draft model and its architecture, ``num_speculative_tokens`` against the MTP layers, the verdict and the
 corrected command (evaluated once more before it is shown). Same shape as the SGLang form's outcome
-(:func:`mtp_audit.launch.outcome.build_outcome`): ``summary`` (headline values), ``closing`` (sentences)."""
+(:func:`mtp_audit.engines.sglang.launch.outcome.build_outcome`): ``summary`` (headline values), ``closing`` (sentences)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from mtp_audit.launch.command import shell_join
-from mtp_audit.launch.context import fmt_bytes
-from mtp_audit.launch.outcome import (
+from mtp_audit.engines.argv import shell_join
+from mtp_audit.engines.outcome import fmt_bytes
+from mtp_audit.engines.outcome import (
     COULD_NOT_TELL,
     FIX_FIRST,
     GO,
@@ -40,7 +40,7 @@ def _proposer_text(p: dict[str, Any]) -> str:
 
 def build_vllm_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap],
                        corrected: tuple[list[str], Any] | None) -> dict[str, Any]:
-    """The outcome of one vLLM evaluation (:class:`mtp_audit.launch.vllm_checks.VCtx`); ``corrected`` is the
+    """The outcome of one vLLM evaluation (:class:`mtp_audit.engines.vllm.launch.evaluate.VCtx`); ``corrected`` is the
     corrected command's tokens and its own evaluation (``None``: no fix known)."""
     v = verdict(findings, gaps)
     cmd = ctx.cmd
@@ -186,6 +186,6 @@ def build_vllm_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap
 
 def spec_text(spec: dict[str, Any]) -> str:
     """The speculative config as compact JSON."""
-    from mtp_audit.launch.vllm_command import spec_json
+    from mtp_audit.engines.vllm.launch.command import spec_json
 
     return spec_json(spec)

@@ -1,0 +1,145 @@
+"""What an engine is to mtp-audit: the :class:`Engine` interface every engine package implements, and the inputs a
+launch audit hands it (:class:`Machine`, :class:`LaunchRequest`, :class:`Analyzers`).
+
+An engine owns everything about itself (reading its source or its sourced knowledge tables, parsing its launch
+command, replaying its decisions, its rules); :mod:`mtp_audit.launch` only picks the engine from the command, lends
+it the checkpoint and machine analyzers, and assembles the report.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from mtp_audit.report import Finding, Gap, Report
+
+
+@dataclass
+class Machine:
+    """Where the preflight reads the machine from: at most one of the fields (none: the live machine).
+
+    Attributes:
+        env_dumps: environment dumps (``--env-dump``).
+        facts_file: stored preflight facts (``--facts``).
+        facts: an already-built :class:`~mtp_audit.preflight.facts.MachineFacts`.
+        engine: ``--engine`` for the preflight's verdict (``None``: detected).
+    """
+
+    env_dumps: tuple[Path, ...] = ()
+    facts_file: Path | None = None
+    facts: Any = None
+    engine: str | None = None
+
+
+class Analyzers(Protocol):
+    """The analyzers a launch audit lends an engine (implemented by :class:`mtp_audit.launch.analyzers.LaunchAnalyzers`):
+    an engine asks, the combiner decides how they run (caching, machine source)."""
+
+    def checkpoint(self, path_text: str, flag: str) -> tuple[Report | None, Gap | None]:
+        """The checkpoint report for a model path as the command gives it (``flag`` names where it came from).
+
+        Raises:
+            InputError: a path that does not exist and is not a hub repo id, or that is not a checkpoint.
+        """
+        ...
+
+    def preflight(self, launch: Sequence[str], *, engine: str | None, **engine_facts: Any) -> Report:
+        """The machine report for this command (``launch``: the tokens the preflight reads FP4/MoE options from;
+        ``engine``: the engine that runs it, unless the user named another with ``--engine``; ``None``: let the
+        preflight tell it from the command)."""
+        ...
+
+
+@dataclass
+class LaunchRequest:
+    """One launch to evaluate: the command and its surroundings.
+
+    Attributes:
+        toks: the command's tokens (``KEY=VALUE`` prefixes included).
+        machine: where the machine facts come from.
+        env: extra environment variables of the launch (``--env KEY=VALUE``), applied last.
+        environ: the current environment (only the variables the engine reads are used).
+        cwd: the folder relative model paths are resolved against.
+        analyzers: the checkpoint and machine analyzers to ask.
+    """
+
+    toks: list[str]
+    machine: Machine
+    env: Mapping[str, str] | None
+    environ: Mapping[str, str]
+    cwd: Path
+    analyzers: Analyzers
+
+
+@dataclass
+class EngineOutcome:
+    """What an engine says of one launch at one release.
+
+    Attributes:
+        name: the target name of the launch report (the command, as one line).
+        version: the engine release evaluated against (``None``: unknown).
+        findings, gaps: the engine's launch cross-checks (its rule range) and what it could not tell.
+        reports: the sub-reports to merge (the engine's own source report, checkpoints, preflight).
+        facts: ``facts["launch"]``: ``summary`` (headline values incl. ``verdict``), ``answer``, ``closing``,
+            ``verdict``, ``corrected_command``, what runs (``speculative``, ``draft``, ``parallel``), ``command``, ``env``.
+    """
+
+    name: str
+    version: str | None
+    findings: list[Finding]
+    gaps: list[Gap]
+    reports: list[Report]
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+class Engine(ABC):
+    """One serving engine, as ``mtp-audit launch`` sees it.
+
+    Class attributes:
+        name: the engine's id (``"sglang"``, ``"vllm"``, ...), also the ``--engine`` value.
+        label: how the engine is named to a person (``"SGLang"``).
+        target_option: the command-line option that picks the release to check against (``"--sglang"``).
+        rules_module: the module whose ``RULES`` declare this engine's launch cross-checks.
+    """
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+    target_option: ClassVar[str]
+    rules_module: ClassVar[str]
+    #: how the engine's server is started, for the "not an engine launch" message
+    entry_examples: ClassVar[tuple[str, ...]] = ()
+
+    @abstractmethod
+    def entry(self, toks: Sequence[str]) -> str | None:
+        """The entry point if this command starts this engine's server (``"vllm serve"``), else ``None``."""
+
+    @abstractmethod
+    def release(self, target: Any) -> tuple[Any, Gap | None]:
+        """This engine's facts at one release (``target``: a version folder, wheel, report, or ``None`` for the
+        installed one); an engine that cannot be found is a blocking gap, not an error.
+
+        Raises:
+            InputError: an explicit target that cannot be opened.
+        """
+
+    @abstractmethod
+    def evaluate(self, request: LaunchRequest, release: Any, gap: Gap | None) -> EngineOutcome:
+        """What will run for this command on this checkpoint and machine at this release: the algorithm, draft,
+        backends, refusals with file:line, the corrected command (re-checked), as an :class:`EngineOutcome`.
+
+        Raises:
+            InputError: a command this engine cannot start (a model path that does not exist, ...).
+        """
+
+    def compare(self, request: LaunchRequest, old: EngineOutcome, new: EngineOutcome) -> EngineOutcome:
+        """The outcome at ``new`` annotated with what changed since ``old`` (two releases of this engine).
+
+        Raises:
+            InputError: the engine cannot compare releases.
+        """
+        from mtp_audit.errors import InputError
+
+        raise InputError(self.target_option, f"comparing two {self.label} releases is not supported")

@@ -1,0 +1,53 @@
+"""vLLM as a launch engine: parse ``vllm serve MODEL ...`` (and the api_server / cli.main forms) with every
+``--speculative-config`` spelling, replay ``SpeculativeConfig``'s decisions from one vLLM release's source, and
+cross-check the command with the checkpoint and the machine (rules MTP320-MTP339,
+:mod:`mtp_audit.engines.vllm.launch.rules`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from mtp_audit.engines.base import Engine, EngineOutcome, LaunchRequest
+from mtp_audit.report import Gap
+
+#: the keys of an evaluation's outcome that make up ``facts["launch"]``
+FACT_KEYS = ("summary", "answer", "closing", "verdict", "corrected_command", "corrected_check", "engine", "speculative", "draft",
+             "parallel", "command", "env")
+
+
+class VllmEngine(Engine):
+    """:class:`~mtp_audit.engines.base.Engine` for vLLM (releases read from source by :mod:`mtp_audit.engines.vllm`)."""
+
+    name = "vllm"
+    label = "vLLM"
+    target_option = "--vllm"
+    rules_module = "mtp_audit.engines.vllm.launch.rules"
+    entry_examples = ("vllm serve MODEL ...", "python -m vllm.entrypoints.openai.api_server --model MODEL ...")
+
+    def entry(self, toks: Sequence[str]) -> str | None:
+        """``"vllm serve"`` (or the api_server / cli.main form) when the command starts vLLM's server, else ``None``."""
+        from mtp_audit.engines.vllm.launch.command import vllm_entry
+
+        found = vllm_entry(list(toks))
+        return found[1] if found is not None else None
+
+    def release(self, target: Any) -> tuple[Any, Gap | None]:
+        """The vLLM analyzer's launch view of ``target`` (``None``: the installed vllm; absent: a blocking gap)."""
+        from mtp_audit.engines.vllm.launch.evaluate import open_vllm
+
+        return open_vllm(target)
+
+    def evaluate(self, request: LaunchRequest, release: Any, gap: Gap | None) -> EngineOutcome:
+        """See :meth:`mtp_audit.engines.base.Engine.evaluate` (:func:`~mtp_audit.engines.vllm.launch.evaluate.evaluate_vllm`):
+        ``facts["launch"]["summary"]`` holds ``method`` (after aliasing and auto-detection), ``proposer``,
+        ``draft_model``, ``draft_architecture``, ``num_speculative_tokens``, ``verdict`` and ``corrected_command``
+        (evaluated again before it is shown: ``corrected_check``)."""
+        from mtp_audit.engines.argv import shell_join
+        from mtp_audit.engines.vllm.launch.evaluate import evaluate_vllm
+
+        ev = evaluate_vllm(request.toks, view=release, view_gap=gap, analyzers=request.analyzers, env=request.env,
+                           environ=request.environ, cwd=request.cwd)
+        version = (ev.ctx.vf or {}).get("version")
+        return EngineOutcome(name=shell_join(request.toks), version=version, findings=list(ev.ctx.findings), gaps=list(ev.ctx.gaps),
+                             reports=list(ev.reports), facts={k: ev.outcome[k] for k in FACT_KEYS})
