@@ -181,13 +181,16 @@ def _check_blocks(model: GGUFModel, blocks: dict[int, NextnBlock], build: int | 
         return []
     out = []
     if n is not None and model.kind == "model":
-        want = list(range(n - k, n))
-        stray = [b for b in blocks if b not in want]
-        absent = [b for b in want if b not in blocks]
-        if stray or absent:
+        lo = n - k
+        stray = [b for b in blocks if not lo <= b < n]
+        inside = len(blocks) - len(stray)
+        if stray or inside < k:
+            want = f"blk.{lo}..blk.{n - 1}" if k > 1 else f"blk.{lo}"
+            first = stray[0] if stray else next((b for b in range(max(lo, 0), n) if b not in blocks), lo)
             out.append(R.MTP032.finding(
-                f"{model.arch}.block_count = {n} and nextn_predict_layers = {k} put the MTP blocks at "
-                f"{_blocks_text(want)}, but blk.N.nextn.* is in {_blocks_text(list(blocks))}", _loc(model, f"blk.{(stray or absent)[0]}.nextn")))
+                f"{model.arch}.block_count = {n} and nextn_predict_layers = {k} put the MTP blocks at {want}, but "
+                f"blk.N.nextn.* is in {_blocks_text(list(blocks))} ({inside} of {k} in place)",
+                _loc(model, f"blk.{first}.nextn")))
     elif len(blocks) < k:
         out.append(R.MTP032.finding(f"{k} MTP layers declared, {len(blocks)} nextn block(s) present", _loc(model)))
     for b in blocks.values():
