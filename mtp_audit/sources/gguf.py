@@ -258,8 +258,11 @@ class _Parser:
     def string(self, what: str) -> str:
         at = self.cur.pos
         n = self.size()
+        if self.cur.pos + n > self.cur.limit:
+            raise self.cur.fail(f"{what} claims {n:,} bytes, past the end of the "
+                                f"{'file' if self.cur.limit == self.cur.file_size else 'header limit'}", at)
         if n > self.limits.max_string:
-            raise self.cur.fail(f"{what} of {n:,} bytes (limit {self.limits.max_string:,})", at)
+            raise self.cur.fail(f"{what} is {n:,} bytes long (limit {self.limits.max_string:,})", at)
         return self.cur.take(n).decode("utf-8", errors="replace")
 
     def value_type(self, what: str) -> int:
