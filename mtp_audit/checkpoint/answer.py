@@ -23,6 +23,7 @@ from mtp_audit.checkpoint.accounting import (
 )
 from mtp_audit.checkpoint.checks import check
 from mtp_audit.checkpoint.facts import ANALYZER, SGLANG_SOURCE, CheckpointFacts
+from mtp_audit.checkpoint.gguf import hf_hallmarks
 from mtp_audit.checkpoint.predict import expected_mtp_modules, predict, prediction_line
 from mtp_audit.checkpoint.tensors import (
     SCALE_SUFFIXES,
@@ -128,6 +129,7 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
             "tensors_per_layer": facts.mtp_layer_labels(),
             "dtypes": mtp_dtypes,
             "scale_tensors": len(scale_tensors),
+            "hallmarks": hf_hallmarks(facts.mtp),
             "format": mtp_state,
             "format_modules": mtp_counts,
             "format_inferred": inferred,
