@@ -32,6 +32,7 @@ ANALYZER_RULE_MODULES: dict[str, str | tuple[str, ...]] = {
     "launch": ("mtp_audit.engines.sglang.launch.rules", "mtp_audit.engines.vllm.launch.rules"),
     "vllm": "mtp_audit.engines.vllm.rules",
     "llamacpp": "mtp_audit.engines.llamacpp.rules",
+    "trtllm": "mtp_audit.engines.trtllm.rules",
 }
 
 ID_RANGES: dict[str, range] = {
@@ -42,6 +43,7 @@ ID_RANGES: dict[str, range] = {
     "launch": range(300, 400),
     "vllm": range(400, 500),
     "llamacpp": range(600, 650),
+    "trtllm": range(700, 750),
 }
 
 #: Where a rule's fact comes from. "bug report" rules say so in their doc (issue 4 asks for it).
@@ -183,7 +185,7 @@ class Rule:
 
 
 #: Analyzers whose examples run through another module than the one beside their rules.
-EXAMPLE_MODULES: dict[str, str] = {"launch": "mtp_audit.launch.examples"}
+EXAMPLE_MODULES: dict[str, str] = {"launch": "mtp_audit.launch.examples", "trtllm": "mtp_audit.launch.examples"}
 
 
 def rule_modules(analyzer: str) -> tuple[str, ...]:
