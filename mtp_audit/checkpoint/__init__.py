@@ -75,6 +75,10 @@ def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, **hub_op
                     from mtp_audit.report import Gap, Report
 
                     return Report.build("checkpoint", text, gaps=[Gap("checkpoint", exc.problem)])
+                from mtp_audit.checkpoint.gguf_audit import audit_gguf_source, is_gguf_listing
+
+                if is_gguf_listing(source.list_files()):
+                    return audit_gguf_source(source)
                 return analyze(source)
         raise InputError(text, "no such file or folder")
     try:

@@ -100,6 +100,31 @@ def _related_parts(path: Path) -> list[str]:
                   and SPLIT_RE.match(p.name))
 
 
+def is_gguf_listing(files: Iterable[str]) -> bool:
+    """Whether a hub repository's files are a GGUF checkpoint (``.gguf`` files, no safetensors checkpoint)."""
+    files = list(files)
+    return any(f.endswith(".gguf") for f in files) and not any(
+        f.endswith((".safetensors", ".safetensors.index.json")) or f == "config.json" for f in files)
+
+
+def audit_gguf_source(source: Any, *, build: int | None = None) -> Report:
+    """Audit the GGUF files of a hub repository (:class:`mtp_audit.sources.hub.HubSource`: ``list_files`` and
+    ``read_gguf_header``, range requests only); at most :data:`MAX_GGUF_FILES` files.
+
+    Raises:
+        InputError: more files than that, or a malformed header.
+    """
+    names = [f for f in source.list_files() if f.endswith(".gguf")]
+    if len(names) > MAX_GGUF_FILES:
+        raise InputError(source.display, f"more than {MAX_GGUF_FILES} .gguf files; download the quant you want and audit it")
+    report = audit_gguf(names, source.read_gguf_header, source.display, build=build)
+    import dataclasses
+
+    facts = dict(report.facts["checkpoint"])
+    facts["source"] = {**source.describe(), **source.stats()}
+    return dataclasses.replace(report, facts={**report.facts, "checkpoint": facts})
+
+
 def audit_gguf(names: Iterable[str], read: Reader, display: str, *, build: int | None = None) -> Report:
     """Audit the GGUF files ``names`` read through ``read``; see the module docstring for the facts.
 
