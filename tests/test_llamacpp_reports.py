@@ -54,7 +54,7 @@ def test_22673_spec_default_is_not_mtp(tmp_path: Path) -> None:
     r = audit_launch([cmd], llamacpp="9190", cwd=tmp_path)
     assert _ids(r) == ["MTP600"]
     f = r.findings[0]
-    assert "--spec-default (n-gram preset)" in f.message and "1 MTP head(s)" in f.message
+    assert "no --spec-type (--spec-default is an n-gram preset)" in f.message and "1 MTP head(s)" in f.message
     assert r.facts["launch"]["summary"]["corrected_command"].endswith("--spec-type draft-mtp")
     assert r.facts["launch"]["verdict"] == "go without MTP"
 

@@ -307,30 +307,35 @@ class _Parser:
         return SkippedArray(item, count, self.cur.pos - start)
 
     def skip_strings(self, count: int, key: str) -> None:
-        """Walk ``count`` strings without decoding them (the tokenizer vocabulary: ~500k strings)."""
-        cur, fmt, width, limit = self.cur, self.bo + self.size_fmt, self.size_len, self.limits.max_string
-        unpack = struct.Struct(fmt).unpack_from
+        """Walk ``count`` strings without decoding them (the tokenizer vocabulary: ~500k strings). Strings that fit
+        the read window are stepped over in a tight loop (a window is at most :data:`CHUNK` bytes, below the string
+        limit); one that runs past it is length-checked and skipped without being read."""
+        cur, width, limit = self.cur, self.size_len, self.limits.max_string
+        unpack = struct.Struct(self.bo + self.size_fmt).unpack_from
         left = count
         while left:
             i = cur.need(width)
             buf, base = cur.buf, cur.start
             end = len(buf)
+            safe_end = end - width
             p = i
-            while left and p + width <= end:
+            done = left
+            for k in range(left):
+                if p > safe_end:
+                    done = k
+                    break
+                q = p + width + unpack(buf, p)[0]
+                if q > end:
+                    done = k
+                    break
+                p = q
+            left -= done
+            cur.pos = base + p
+            if left and p <= safe_end:  # this string runs past the window: skip it unread
                 n = unpack(buf, p)[0]
                 if n > limit:
                     raise cur.fail(f"string of {n:,} bytes in {key!r} (limit {limit:,})", base + p)
-                q = p + width + n
-                if q > end:
-                    break
-                p = q
-                left -= 1
-            cur.pos = base + p
-            if left and p + width <= end:  # one string runs past the window: read it whole
-                n = unpack(buf, p)[0]
-                cur.skip(width)
-                cur.need(n)
-                cur.pos += n
+                cur.skip(width + n)
                 left -= 1
 
     def tensor(self, index: int) -> GGUFTensor:

@@ -117,10 +117,12 @@ def _head_unused(ev: Evaluation, cmd: LlamaCommand, build: BuildInfo | None, hea
                  model: GGUFView | None) -> None:
     if head is None or _mtp_asked(cmd, fork):
         return
-    given = ", ".join(cmd.spec_names) if cmd.spec_types else ("--spec-default (n-gram preset)" if cmd.spec_default else "none (default)")
+    given = (f"--spec-type is {', '.join(cmd.spec_names)}" if cmd.spec_types else
+             "there is no --spec-type (--spec-default is an n-gram preset)" if cmd.spec_default else
+             "there is no --spec-type (default: none)")
     where = f"{head.entry['name']} ({head.flag})"
     ev.findings.append(R.MTP600.finding(
-        f"{where} carries {head.heads} MTP head(s), but --spec-type is {given}: the head is loaded and never drafts",
+        f"{where} carries {head.heads} MTP head(s), but {given}: the head is loaded and never drafts",
         _loc(cmd, "spec_type" if cmd.spec_types else None),
         remediation=f"add --spec-type {fork.mtp_spec_type}"))
     ev.fixes.append(f"add:{fork.mtp_spec_type}")

@@ -108,8 +108,8 @@ TRAPS: tuple[Trap, ...] = (
          "ggml-org/llama.cpp #28196 comment (2026-09-03): regression from #28159, fixed by #28173, first fixed "
          "release b10749; b10741-b10743 reported broken"),
     Trap("parallel-slots", 9180, None, None,
-         "with -np/--parallel > 1, draft-mtp acceptance collapses on slots other than 0 (per-slot draft state "
-         "not armed; multi-ubatch t_h_nextn race on HIP)",
+         "on some builds draft-mtp acceptance collapses on slots other than 0 (per-slot draft state not armed; "
+         "multi-ubatch t_h_nextn race on HIP)",
          "spiritbuun/buun-llama-cpp PR #110 (2026-08-30: slot id > 0 at ~2.7% acceptance); ggml-org/llama.cpp "
          "#27572 (2026-08-22, HIP); unslothai/unsloth PR #8172 (on b10310 four CUDA slots measured 1.97x one slot: "
          "not every build and backend is affected, no fixing release is known)",
