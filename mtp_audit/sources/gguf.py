@@ -56,7 +56,8 @@ ARRAY = 9
 #: in ggml-org/llama.cpp ``ggml/include/ggml.h`` (MXFP4 = 39 at commit 004eaba8); NVFP4 = 40 and
 #: Q1_0 = 41 from gguf-py 0.19.0 ``GGMLQuantizationType`` (constants.py:4059-4093, built from ggml.h at
 #: llama.cpp master, 2026); block sizes from ``GGML_QUANT_SIZES`` (constants.py:4232-4268), which
-#: mirror ``type_traits`` in ggml/src/ggml.c. 31-33 and 36-38 were removed from GGUF files.
+#: mirror ``type_traits`` in ggml/src/ggml.c. 31-33 and 36-38 were removed from GGUF files. Q2_0 = 42 (64, 18): ggml.h
+#: ``GGML_TYPE_Q2_0 = 42`` and gguf-py ``GGML_QUANT_SIZES`` after 0.19.0 (llama.cpp master, late 2026).
 GGML_TYPES: dict[int, tuple[str, int, int]] = {
     0: ("F32", 1, 4), 1: ("F16", 1, 2), 2: ("Q4_0", 32, 18), 3: ("Q4_1", 32, 20),
     6: ("Q5_0", 32, 22), 7: ("Q5_1", 32, 24), 8: ("Q8_0", 32, 34), 9: ("Q8_1", 32, 40),
@@ -66,7 +67,7 @@ GGML_TYPES: dict[int, tuple[str, int, int]] = {
     22: ("IQ2_S", 256, 82), 23: ("IQ4_XS", 256, 136), 24: ("I8", 1, 1), 25: ("I16", 1, 2),
     26: ("I32", 1, 4), 27: ("I64", 1, 8), 28: ("F64", 1, 8), 29: ("IQ1_M", 256, 56), 30: ("BF16", 1, 2),
     34: ("TQ1_0", 256, 54), 35: ("TQ2_0", 256, 66), 39: ("MXFP4", 32, 17), 40: ("NVFP4", 64, 36),
-    41: ("Q1_0", 128, 18),
+    41: ("Q1_0", 128, 18), 42: ("Q2_0", 64, 18),
 }
 
 #: ``GGML_MAX_DIMS`` (ggml/include/ggml.h): a tensor info has at most 4 dimensions.
