@@ -67,19 +67,7 @@ def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, **hub_op
             import importlib.util
 
             if importlib.util.find_spec("mtp_audit.sources.hub") is not None:
-                from mtp_audit.sources import hub  # type: ignore[attr-defined]
-
-                try:
-                    source = hub.audit_source_for(text, **hub_options)
-                except hub.HubUnavailable as exc:  # unreachable, 5xx, or offline with nothing cached: exit 3
-                    from mtp_audit.report import Gap, Report
-
-                    return Report.build("checkpoint", text, gaps=[Gap("checkpoint", exc.problem)])
-                from mtp_audit.checkpoint.gguf_audit import audit_gguf_source, is_gguf_listing
-
-                if is_gguf_listing(source.list_files()):
-                    return audit_gguf_source(source)
-                return analyze(source)
+                return _audit_hub(text, hub_options)
         raise InputError(text, "no such file or folder")
     try:
         path.resolve(strict=True)
@@ -111,6 +99,27 @@ def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, **hub_op
         only = [name] + [f for f in side if (parent / f).is_file()]
         return analyze(LocalSource(parent, only=only, display=text))
     raise InputError(text, "expected a checkpoint folder, a .safetensors file, a .gguf file, an index file or config.json")
+
+
+def _audit_hub(text: str, hub_options: dict[str, Any]) -> Report:
+    """A hub repo id: its safetensors checkpoint, or its GGUF files when the repo holds GGUF only.
+
+    Raises:
+        InputError: see :func:`mtp_audit.sources.hub.audit_source_for`; a malformed GGUF header.
+    """
+    from mtp_audit.checkpoint.analyze import analyze
+    from mtp_audit.checkpoint.gguf_audit import audit_gguf_source, is_gguf_listing
+    from mtp_audit.sources import hub  # type: ignore[attr-defined]
+
+    try:
+        source = hub.audit_source_for(text, **hub_options)
+    except hub.HubUnavailable as exc:  # unreachable, 5xx, or offline with nothing cached: exit 3
+        from mtp_audit.report import Gap, Report
+
+        return Report.build("checkpoint", text, gaps=[Gap("checkpoint", exc.problem)])
+    if is_gguf_listing(source.list_files()):
+        return audit_gguf_source(source)
+    return analyze(source)
 
 
 def _is_gguf(path: Path) -> bool:

@@ -31,6 +31,7 @@ class GGUFView:
 
     @property
     def arch(self) -> str | None:
+        """``general.architecture`` of the model."""
         return self.entry.get("architecture") if self.entry else None
 
     @property
@@ -40,6 +41,7 @@ class GGUFView:
 
     @property
     def declared(self) -> int | None:
+        """``{arch}.nextn_predict_layers`` (None when absent)."""
         return self.entry.get("nextn_predict_layers") if self.entry else None
 
     def nvfp4_scales(self) -> list[str]:
