@@ -55,7 +55,23 @@ class LlamaCppEngine(Engine):
         ``build``, ``spec_types``, ``mtp_head``, ``mtp_runs``, ``n_max``, ``parallel``, ``verdict`` and
         ``corrected_command``."""
         info = release if release is not None else build_from_dumps(request.machine.env_dumps)
-        return evaluate_launch(request.toks, info, request.analyzers.checkpoint)
+        return evaluate_launch(request.toks, info, local_files_only(request.analyzers.checkpoint, request.cwd))
+
+
+def local_files_only(checkpoint: Any, cwd: Path) -> Any:
+    """``checkpoint`` for ``-m`` / ``-md`` values, which llama.cpp opens as local files: a missing ``.gguf`` is an
+    error here, never a hub repo id to fetch (``-hf`` is the flag that downloads).
+
+    Raises:
+        InputError: (when called) the file does not exist.
+    """
+    def audit(text: str, flag: str) -> Any:
+        path = Path(text).expanduser()
+        if not (path if path.is_absolute() else cwd / path).exists():
+            raise InputError(f"{flag} {text}", "no such file")
+        return checkpoint(text, flag)
+
+    return audit
 
 
 def build_from_dumps(dumps: Sequence[Path]) -> BuildInfo | None:
