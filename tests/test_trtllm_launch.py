@@ -109,3 +109,16 @@ def test_hostile_yaml_is_one_line_exit_2(tmp_path, capsys, body, problem):
     rc = main(["launch", "--env-dump", str(H200), "--", "trtllm-serve", str(CK / "zai-org--GLM-5-FP8"), "--config", str(y)])
     err = capsys.readouterr().err
     assert rc == 2 and problem in err and err.count("\n") == 1
+
+
+def test_reap_checkpoint_without_mtp_tensors():
+    """The REAP-pruned Qwen3.5 declares one MTP layer, its 22,213-tensor index has none: with decoding_type MTP the
+    checkpoint's MTP001 stays an error (exit 1); without speculative_config it is a warning and MTP700 does not claim
+    unused heads that are not there."""
+    reap = "bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding"
+    r = _run(reap, "r1-relaxed.yaml")
+    assert [f.rule_id for f in r.findings if f.severity == Severity.ERROR] == ["MTP001"]
+    assert r.facts["launch"]["verdict"] == "fix first"
+    nospec = audit_launch(["trtllm-serve", str(CK / reap)], env_dump=[H200], environ={})
+    assert [(f.rule_id, f.severity) for f in nospec.findings if f.rule_id in ("MTP001", "MTP700")] == [("MTP001", Severity.WARNING)]
+    assert nospec.facts["launch"]["verdict"] == "go"

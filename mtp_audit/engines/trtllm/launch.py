@@ -11,7 +11,7 @@ from typing import Any
 
 from mtp_audit.engines.argv import shell_join
 from mtp_audit.engines.base import Engine, EngineOutcome, LaunchRequest
-from mtp_audit.engines.outcome import verdict, verdict_sentence
+from mtp_audit.engines.outcome import mtp_errors_as_warnings, verdict, verdict_sentence
 from mtp_audit.engines.trtllm import knowledge as K
 from mtp_audit.engines.trtllm.command import TrtllmCommand, parse_trtllm_command, trtllm_entry
 from mtp_audit.engines.trtllm.rules import RULES_BY_ID
@@ -81,13 +81,16 @@ def check_options(ctx: TCtx) -> None:
 
 
 def check_requested(ctx: TCtx) -> None:
-    """MTP700: MTP layers in the checkpoint, no speculative_config in the launch."""
+    """MTP700: MTP layers in the checkpoint (tensors found, or declared where no tensor list was read), no
+    speculative_config in the launch."""
     declared, tensors = mtp_layers(ctx)
-    if ctx.spec is None and ((declared or 0) > 0 or tensors > 0):
-        where = "no --config YAML" if ctx.yaml_name is None else f"{ctx.yaml_name} has no speculative_config"
-        ctx.add("MTP700", f"the checkpoint carries {declared or 'some'} MTP layer(s) ({tensors} tensors) but {where}: "
-                "TensorRT-LLM builds no drafter and the MTP heads are unused", evidence=[("MTP layers declared", str(declared)),
-                                                                                    ("MTP tensors", str(tensors))])
+    config_only = (ctx.ck or {}).get("mode") == "config-only"
+    if ctx.spec is not None or not (tensors > 0 or (config_only and (declared or 0) > 0)):
+        return
+    where = "no --config YAML" if ctx.yaml_name is None else f"{ctx.yaml_name} has no speculative_config"
+    have = f"{tensors:,} MTP tensors" if tensors else f"{declared} declared MTP layer(s) (tensors not listed)"
+    ctx.add("MTP700", f"the checkpoint carries {have} but {where}: TensorRT-LLM builds no drafter and the MTP heads are "
+            "unused", evidence=[("MTP layers declared", str(declared)), ("MTP tensors", str(tensors))])
 
 
 def check_draft_len(ctx: TCtx) -> None:
@@ -349,6 +352,8 @@ class TrtllmEngine(Engine):
         ctx = TCtx(cmd=parse_trtllm_command(request.toks))
         read_yaml(ctx, request.cwd)
         reports = read_checkpoint(ctx, request)
+        if not ctx.is_mtp:  # the MTP layers are never loaded: their defects cannot break this launch
+            reports = [mtp_errors_as_warnings(r, "TensorRT-LLM", "speculative_config") for r in reports]
         reports.append(machine_only(ctx, request.analyzers.preflight(None, engine=None)))
         for check in CHECKS + (MTP_CHECKS if ctx.is_mtp else ()):
             check(ctx)
