@@ -44,3 +44,18 @@ def test_tables_rows_by_build() -> None:
     assert T.arch_has_mtp_graph("llama", 10444) == (None, None)
     assert T.n_max_default(9000)[0] == 16 and T.n_max_default(10444)[0] == 3 and T.n_max_default(9215)[0] is None
     assert all(row.source for row in T.ARCH_SUPPORT) and all(t.source for t in T.TRAPS)
+
+
+def test_fork_from_spelling_without_build(tmp_path) -> None:
+    """No build given: ``mtp:n_max=3`` can only be ik_llama.cpp (mainline has no options syntax); plain ``mtp`` is
+    taken as mainline's old spelling, and the message says how to name the ik fork."""
+    from mtp_audit.launch import audit_launch
+    from mtp_audit.synth.gguf import model_kv, nextn_tensors, trunk_tensors, write_gguf
+
+    write_gguf(tmp_path / "m.gguf", model_kv("qwen35", blocks=3, nextn=1), trunk_tensors(range(2)) + nextn_tensors(2))
+    ik = audit_launch(["llama-server", "-m", "m.gguf", "--spec-type", "mtp:n_max=3"], cwd=tmp_path)
+    assert ik.facts["launch"]["summary"]["engine"] == "ik_llama.cpp"
+    assert [f.rule_id for f in ik.findings if f.severity.label == "error"] == []
+    plain = audit_launch(["llama-server", "-m", "m.gguf", "--spec-type", "mtp"], cwd=tmp_path)
+    msg = next(f.message for f in plain.findings if f.rule_id == "MTP602")
+    assert "give --llamacpp-build ik:N" in msg

@@ -78,7 +78,7 @@ def evaluate(cmd: LlamaCommand, build: BuildInfo | None, model: GGUFView | None,
     """Run the MTP600-MTP610 checks and build the facts (see the module docstring)."""
     ev = Evaluation(gaps=list(gaps))
     head = _head(model, draft)
-    fork = T.FORKS[build.fork if build else "llama.cpp"]
+    fork = T.FORKS[_fork_name(cmd, build)]
     steps: list[Callable[..., None]] = [_spelling, _head_unused, _no_head, _build_gate, _arch_graph, _parallel,
                                         _n_max, _broken_build, _nvfp4, _split_mode]
     for step in steps:
@@ -86,6 +86,14 @@ def evaluate(cmd: LlamaCommand, build: BuildInfo | None, model: GGUFView | None,
     ev.corrected = _corrected(cmd, ev, fork)
     ev.facts = _facts(cmd, build, model, draft, head, ev, fork)
     return ev
+
+
+def _fork_name(cmd: LlamaCommand, build: BuildInfo | None) -> str:
+    """The fork the build names; without a build, ik_llama.cpp when the command uses its ``mtp:key=value`` spelling
+    (mainline has no options syntax), else mainline llama.cpp."""
+    if build is not None:
+        return build.fork
+    return "ik_llama.cpp" if any(s.options for s in cmd.spec_types) else "llama.cpp"
 
 
 def _head(model: GGUFView | None, draft: GGUFView | None) -> GGUFView | None:
@@ -104,6 +112,8 @@ def _spelling(ev: Evaluation, cmd: LlamaCommand, build: BuildInfo | None, head: 
             continue
         better = fork.mtp_spec_type if name in ("mtp", "draft-mtp") else T.RENAMED_SPEC_TYPES.get(name)
         hint = f"; this fork spells it {better}" if better else ""
+        if build is None and name == "mtp":
+            hint += " (for ik_llama.cpp, where mtp is right, give --llamacpp-build ik:N)"
         ev.findings.append(R.MTP602.finding(
             f"--spec-type {name} is not a speculative type of {fork.name}{hint}: the server stops at argument parsing",
             _loc(cmd, "spec_type"), evidence=[Evidence("fork", fork.name), Evidence("source", fork.source)]))
