@@ -59,17 +59,41 @@ def test_22673_spec_default_is_not_mtp(tmp_path: Path) -> None:
     assert r.facts["launch"]["verdict"] == "go without MTP"
 
 
+def _gemma_drafter(path: Path, arch: str = "gemma4_assistant") -> None:
+    """A Gemma-4 assistant drafter as the public GGUFs lay it out: its own 4 blocks (blk.0-3, MTP layers from block 0,
+    ggml-org/llama.cpp PR #28183) and the pre/post projections (``mtp_pre_proj`` / ``mtp_post_proj``, ik_llama.cpp
+    PR #1925); no blk.N.nextn.* tensors."""
+    tensors = trunk_tensors(range(4)) + [("mtp_pre_proj.weight", (128, 64), 1), ("mtp_post_proj.weight", (64, 128), 1)]
+    write_gguf(path, model_kv(arch, blocks=4, nextn=None), tensors)
+
+
 def test_24443_model_draft_without_spec_type(tmp_path: Path) -> None:
     """ggml-org/llama.cpp #24443 comment (2026-07-28): Gemma-4 12B with --model-draft mtp-gemma-4-12B-it.gguf and
     no --spec-type: the assistant drafter is loaded and the default spec type (none) leaves it unused."""
     _gguf(tmp_path / "gemma-4-12B-it-qat-UD-Q4_K_XL.gguf", "gemma4", 48, 0)
-    _gguf(tmp_path / "mtp-gemma-4-12B-it.gguf", "gemma4", 48, 1, sidecar=True)
+    _gemma_drafter(tmp_path / "mtp-gemma-4-12B-it.gguf")
     (tmp_path / "mmproj-F16.gguf").write_bytes(b"")  # named by the command, never read
     cmd = ("llama-server --model gemma-4-12B-it-qat-UD-Q4_K_XL.gguf --mmproj mmproj-F16.gguf --model-draft "
            "mtp-gemma-4-12B-it.gguf --temp 1.0 --top-p 0.95 --top-k 64 --alias unsloth/gemma-4-12b-it-qat-GGUF --port 8001")
     r = audit_launch([cmd], llamacpp="10400", cwd=tmp_path)
     assert _ids(r) == ["MTP600"]
     assert "mtp-gemma-4-12B-it.gguf (--model-draft)" in r.findings[0].message
+    assert r.facts["launch"]["corrected_command"].endswith("--spec-type draft-mtp")
+
+
+def test_23161_gemma4_assistant_before_its_support(tmp_path: Path) -> None:
+    """ggml-org/llama.cpp #23161 comment (2026-05-17), b9190: --spec-draft-model gemma-4-E4B-it-assistant.Q4_K_M.gguf
+    --spec-type draft-mtp fails with "unknown model architecture: 'gemma4_assistant'" (support came with PR #23398,
+    2026-05-20). The drafter is recognised without an mtp- file name; after the support the same launch runs."""
+    _gguf(tmp_path / "google_gemma-4-E4B-it-IQ4_NL.gguf", "gemma4", 42, 0)
+    _gemma_drafter(tmp_path / "gemma-4-E4B-it-assistant.Q4_K_M.gguf")
+    cmd = ("llama-server -m google_gemma-4-E4B-it-IQ4_NL.gguf --spec-draft-model gemma-4-E4B-it-assistant.Q4_K_M.gguf "
+           "--spec-type draft-mtp --spec-draft-n-max 3 -ngl all -np 1 --kv-unified")
+    early = audit_launch([cmd], llamacpp="b9190", cwd=tmp_path)
+    assert _ids(early, "error") == ["MTP604"]
+    assert "gemma4_assistant" in next(f.message for f in early.findings if f.rule_id == "MTP604")
+    later = audit_launch([cmd], llamacpp="b9400", cwd=tmp_path)
+    assert _ids(later) == [] and later.facts["launch"]["summary"]["mtp_runs"] is True
 
 
 def test_28196_b10741_cannot_start_draft_mtp(tmp_path: Path) -> None:

@@ -36,6 +36,16 @@ BLOCK_RE = re.compile(r"^blk\.(\d+)\.")
 REQUIRED_NEXTN = ("eh_proj", "enorm", "hnorm", "shared_head_norm")
 OPTIONAL_NEXTN = ("embed_tokens", "shared_head_head", "pre_projection", "post_projection")
 
+#: Architectures of MTP drafter GGUFs whose head is a small model of its own rather than ``blk.N.nextn.*`` tensors:
+#: Gemma-4 assistants (``gemma4_assistant``: the public GGUF schema, ggml-org/llama.cpp #23161 and ik_llama.cpp PR #1783;
+#: ``gemma4-assistant``: ggml-org/llama.cpp PR #28183, elizaOS/llama.cpp PR #32; ``gemma4_mtp``: ik_llama.cpp PR #1744).
+DRAFTER_ARCHS = frozenset({"gemma4_assistant", "gemma4-assistant", "gemma4_mtp"})
+
+#: Tensor names that mark a Gemma-4 assistant drafter (``pre_projection`` / ``post_projection`` as the converters write
+#: them: ``mtp_pre_proj.weight`` in ik_llama.cpp PR #1925, ``assistant.pre_projection`` in turbo-tan/llama.cpp-tq3
+#: PR #27, ``nextn.pre_projection`` in lemonade-sdk/lemonade #2166).
+DRAFTER_TENSOR_RE = re.compile(r"(^|\.)(mtp_pre_proj|mtp_post_proj|pre_projection|post_projection)\.weight$")
+
 #: Parameter suffixes that are scales of a quantized weight, not weights.
 SCALE_PARAMS = ("scale", "input_scale")
 
@@ -142,6 +152,14 @@ def group_models(names: list[str]) -> tuple[list[GGUFModel], list[str]]:
 
 def _kind(base: str) -> str:
     return "sidecar" if base.lower().startswith("mtp-") else "model"
+
+
+def drafter_kind(model: GGUFModel) -> str | None:
+    """``"gemma4-assistant"`` when the model is a Gemma-4 MTP drafter (its architecture, an ``{arch}.assistant.type``
+    of ``mtp`` (turbo-tan/llama.cpp-tq3 PR #27), or its pre/post projection tensors), else None."""
+    arch = model.arch or ""
+    marked = model.kv(f"{arch}.assistant.type") == "mtp" or any(DRAFTER_TENSOR_RE.search(t.name) for _, t in model.tensors())
+    return "gemma4-assistant" if arch in DRAFTER_ARCHS or marked else None
 
 
 def nextn_blocks(model: GGUFModel) -> dict[int, NextnBlock]:

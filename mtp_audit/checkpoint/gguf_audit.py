@@ -21,6 +21,7 @@ from mtp_audit.checkpoint import gguf_rules as R
 from mtp_audit.checkpoint.gguf import (
     GGUFModel,
     NextnBlock,
+    drafter_kind,
     group_models,
     low_bit_parts,
     nextn_blocks,
@@ -139,6 +140,8 @@ def audit_gguf(names: Iterable[str], read: Reader, display: str, *, build: int |
             except ReadProblem as exc:
                 where = exc.file if exc.file.endswith(rel) else rel
                 raise InputError(where, exc.problem) from None
+        if drafter_kind(model):
+            model.kind = "sidecar"
     findings: list[Finding] = []
     gaps: list[Gap] = []
     entries = []
@@ -265,15 +268,19 @@ def _check_sidecar_and_absent(model: GGUFModel, blocks: dict[int, NextnBlock], m
     sidecars = [m for m in models if m.kind == "sidecar"]
     if model.kind == "sidecar":
         what = f"{len(blocks)} nextn block(s), {sum(b.block_tensors for b in blocks.values())} tensors" if blocks else "no nextn tensor"
+        if drafter_kind(model):
+            what = f"a Gemma-4 assistant drafter, {model.arch_int('block_count') or '?'} layers, {len(model.tensors())} tensors"
         trunks = [m.name for m in models if m.kind == "model"]
         return [R.MTP036.finding(
             f"{model.name} is an MTP-only GGUF ({model.arch}, {what}); llama-server uses it only with "
             f"-md {model.name} --spec-type draft-mtp" + (f" next to -m {trunks[0]}" if trunks else ""), _loc(model))]
-    has, _ = arch_has_mtp_graph(model.arch, build)
+    has, row = arch_has_mtp_graph(model.arch, build)
     if not blocks and not (_declared(model) or 0) and has and not sidecars:
-        return [R.MTP037.finding(
-            f"{model.arch} has a llama.cpp draft-mtp graph, but {model.name} carries no MTP head and no mtp-*.gguf "
-            "sidecar is beside it", _loc(model))]
+        need = ("its MTP head is always a separate assistant GGUF, passed with -md" if row and row.sidecar else
+                "--spec-type draft-mtp needs a release that keeps the head, or an MTP-only GGUF passed with -md")
+        where = "" if len(models) > 1 else " (only this file was read)"
+        return [R.MTP037.finding(f"{model.arch} has a llama.cpp draft-mtp graph, but {model.name} carries no MTP head and "
+                                 f"none was found beside it{where}: {need}", _loc(model))]
     return []
 
 
@@ -309,6 +316,7 @@ def model_facts(model: GGUFModel, blocks: dict[int, NextnBlock]) -> dict[str, An
         "nextn_blocks": {str(b.block): {"parts": b.parts, "scales": b.scales, "nextn_bytes": b.nbytes,
                                         "block_tensors": b.block_tensors, "block_bytes": b.block_bytes}
                          for b in blocks.values()},
+        "drafter": drafter_kind(model),
         "nextn_types": type_counts(blocks),
         "nextn_projection_types": sorted({t for b in blocks.values() for p, t in b.parts.items() if not p.endswith("norm")}),
         "mtp_tensor_names": sorted(t.name for _, t in model.tensors() if ".nextn." in t.name),
@@ -340,7 +348,7 @@ def _usable(main: dict[str, Any] | None, sidecar: dict[str, Any] | None, finding
     if main is None:
         return None
     errors = [f for f in findings if f.severity.label == "error"]
-    head = main if main["nextn_blocks"] else sidecar if sidecar and sidecar["nextn_blocks"] else None
+    head = main if main["nextn_blocks"] else sidecar if sidecar and (sidecar["nextn_blocks"] or sidecar["drafter"]) else None
     if head is None or errors or any(f.rule_id in ("MTP031", "MTP033") for f in findings):
         return False
     return arch_has_mtp_graph(head["architecture"], build)[0]
@@ -354,7 +362,7 @@ def _answer(main: dict[str, Any] | None, sidecar: dict[str, Any] | None, usable:
     decl = f"{arch}.nextn_predict_layers = {k}" if k is not None else f"no {arch}.nextn_predict_layers"
     ships = (f"{n} nextn block(s) ship ({len(main['mtp_tensor_names'])} nextn tensors, "
              f"{', '.join(main['nextn_projection_types']) or 'no projection weights'})" if n else "no nextn tensor ships")
-    if sidecar is not None and not n:
+    if sidecar is not None and not n and (sidecar["nextn_blocks"] or sidecar["drafter"]):
         ships += f"; the head is in {sidecar['name']} (-md)"
     ids = sorted({f.rule_id for f in findings if f.severity.label in ("error", "warning")})
     if usable is True:

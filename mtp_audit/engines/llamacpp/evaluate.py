@@ -36,8 +36,10 @@ class GGUFView:
 
     @property
     def heads(self) -> int:
-        """Number of nextn blocks present."""
-        return len(self.entry.get("nextn_blocks") or {}) if self.entry else 0
+        """Number of nextn blocks present (a Gemma-4 assistant drafter counts as one head)."""
+        if not self.entry:
+            return 0
+        return len(self.entry.get("nextn_blocks") or {}) or (1 if self.entry.get("drafter") else 0)
 
     @property
     def declared(self) -> int | None:

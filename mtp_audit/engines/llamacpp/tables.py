@@ -6,15 +6,16 @@ Builds are llama.cpp release numbers (``b9180``; ``llama-server --version`` prin
 or ``build 10444``). Where a source names the release, the row says so (``build_source="release"``); where
 only the pull request's merge date is known, the build is *estimated* from dated releases (about 14 builds a
 day between b9180 on 2026-05-16, b9305 by 2026-05-25, b10444 on 2026-08-15 and b10741 by 2026-09-03) and a
-build within :data:`ESTIMATE_MARGIN` of it is "could not tell", never a pass.
+build within :data:`ESTIMATE_MARGIN` (about three days) of it is "could not tell", never a pass.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: Builds either side of an estimated boundary that cannot be decided (about a week of releases).
-ESTIMATE_MARGIN = 100
+#: Builds either side of an estimated boundary that cannot be decided (about three days of releases: the date-to-build
+#: rate varies by about 10 % between the anchors, and a merge reaches the next release within a day).
+ESTIMATE_MARGIN = 45
 
 
 @dataclass(frozen=True)
@@ -47,9 +48,17 @@ ARCH_SUPPORT: tuple[ArchSupport, ...] = (
                 "ggml-org/llama.cpp PR #22673 'llama + spec: MTP Support' (merged 2026-05-16, release b9180: "
                 "lmstudio-ai/lmstudio-bug-tracker #1924)"),
     ArchSupport("qwen35moe", "Qwen3.5 / 3.6 MoE", 9180, "release", "ggml-org/llama.cpp PR #22673 (release b9180)"),
-    ArchSupport("gemma4", "Gemma-4 (assistant drafter)", 9240, "estimated",
+    ArchSupport("gemma4", "Gemma-4 (target of an assistant drafter)", 9236, "estimated",
                 "ggml-org/llama.cpp PR #23398 (2026-05-20: -md mtp-gemma-4-31B-it.gguf --spec-type draft-mtp)",
-                note="the MTP head is a separate assistant GGUF (mtp-<name>.gguf) passed with -md", sidecar=True),
+                note="the MTP head is a separate assistant GGUF passed with -md", sidecar=True),
+    ArchSupport("gemma4_assistant", "Gemma-4 assistant drafter", 9236, "estimated",
+                "ggml-org/llama.cpp PR #23398 (merged 2026-05-20); #23161 (b9190: unknown model architecture "
+                "'gemma4_assistant')", sidecar=True),
+    ArchSupport("gemma4-assistant", "Gemma-4 assistant drafter", 9236, "estimated",
+                "ggml-org/llama.cpp PR #23398; PR #28183 'model : fix gemma4-assistant' (2026-09-01)", sidecar=True),
+    ArchSupport("gemma4_mtp", "Gemma-4 assistant drafter (ik_llama.cpp schema)", None, "release",
+                "ikawrakow/ik_llama.cpp PR #1744 (2026-05-06), PR #1783",
+                note="an ik_llama.cpp architecture name; mainline llama.cpp loads gemma4_assistant drafters", sidecar=True),
     ArchSupport("step35", "Step-3.5 / 3.7 Flash", 9580, "estimated",
                 "ggml-org/llama.cpp PR #24340 'Support Step3.5/3.7 flash mtp3' (2026-06-14)",
                 note="3 heads, chained: the loader requires all nextn blocks; n_max is clamped to the head count",
