@@ -57,6 +57,7 @@ def test_22673_spec_default_is_not_mtp(tmp_path: Path) -> None:
     assert "no --spec-type (--spec-default is an n-gram preset)" in f.message and "1 MTP head(s)" in f.message
     assert r.facts["launch"]["summary"]["corrected_command"].endswith("--spec-type draft-mtp")
     assert r.facts["launch"]["verdict"] == "go without MTP"
+    assert r.facts["launch"]["corrected_check"] == {"verdict": "go", "mtp_runs": True, "findings": ["MTP607"]}
 
 
 def _gemma_drafter(path: Path, arch: str = "gemma4_assistant") -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from mtp_audit.engines.llamacpp import rules as R
 from mtp_audit.engines.llamacpp import tables as T
-from mtp_audit.engines.llamacpp.command import BuildInfo, LlamaCommand, shell_join
+from mtp_audit.engines.llamacpp.command import BuildInfo, LlamaCommand, parse_command, shell_join
 from mtp_audit.report import Evidence, Finding, Gap, Location
 
 ANALYZER = "launch"  # gaps sit in the launch report (the rules are registered under R.ANALYZER)
@@ -76,8 +76,9 @@ def _loc(cmd: LlamaCommand, name: str | None) -> Location:
 
 
 def evaluate(cmd: LlamaCommand, build: BuildInfo | None, model: GGUFView | None, draft: GGUFView | None,
-             gaps: list[Gap]) -> Evaluation:
-    """Run the MTP600-MTP610 checks and build the facts (see the module docstring)."""
+             gaps: list[Gap], *, recheck: bool = True) -> Evaluation:
+    """Run the MTP600-MTP610 checks and build the facts (see the module docstring); a corrected command is
+    evaluated once more (``facts["corrected_check"]``: its verdict, whether MTP runs, its findings)."""
     ev = Evaluation(gaps=list(gaps))
     head = _head(model, draft)
     fork = T.FORKS[_fork_name(cmd, build)]
@@ -87,6 +88,14 @@ def evaluate(cmd: LlamaCommand, build: BuildInfo | None, model: GGUFView | None,
         step(ev, cmd, build, head, fork, model)
     ev.corrected = _corrected(cmd, ev, fork)
     ev.facts = _facts(cmd, build, model, draft, head, ev, fork)
+    if ev.corrected and recheck:
+        again = evaluate(parse_command(ev.corrected), build, model, draft, gaps, recheck=False)
+        ev.facts["corrected_check"] = {"verdict": again.facts["verdict"], "mtp_runs": again.facts["summary"]["mtp_runs"],
+                                       "findings": sorted({f.rule_id for f in again.findings})}
+        check = ev.facts["corrected_check"]
+        ev.facts["closing"]["lines"].append(
+            f"Checked again, the corrected command: {'MTP drafts' if check['mtp_runs'] else 'MTP still does not draft'}, "
+            f"verdict {check['verdict']}" + (f" ({', '.join(check['findings'])})" if check["findings"] else "") + ".")
     return ev
 
 
