@@ -184,6 +184,11 @@ class CheckpointFacts:
         return self.index_file is not None or bool(self.headers)
 
     @property
+    def dspark(self) -> dict[str, Any]:
+        """The config's ``dspark_*`` keys (a DSpark drafter is declared), ``{}`` without."""
+        return dict(self.config.dspark) if self.config else {}
+
+    @property
     def declared_layers(self) -> int:
         """Declared (or implicit) MTP depth; 0 without a config."""
         return self.config.declaration.layers if self.config else 0

@@ -25,6 +25,8 @@ FP4_QUANTIZATIONS = ("modelopt_fp4", "nvfp4_online", "mxfp4", "modelopt_mixed", 
 #: vLLM ``--quantization`` values that load FP4 weights (QuantizationMethods, wheel:vllm-0.20.0:vllm/model_executor/layers/quantization/__init__.py:17-34).
 VLLM_FP4_QUANTIZATIONS = ("modelopt_fp4", "modelopt_mixed", "mxfp4", "gpt_oss_mxfp4")
 CAPABLE, NOT_CAPABLE, UNKNOWN = "capable", "not capable", "unknown"
+#: The verdict of a device the FP4 checks do not apply to (an Ascend NPU; a CPU-only machine overall).
+NOT_APPLICABLE = "not applicable"
 
 
 def sm_name(cc: tuple[int, int]) -> str:
@@ -1036,6 +1038,10 @@ def verdicts(ctx: Context) -> list[dict[str, Any]]:
     The verdict describes the GPU and its software stack; findings of :data:`COMMAND_LINE_RULES` (a flag the
     installed SGLang does not know, a value outside its choices) are reported on their own and ignored here.
     """
+    from mtp_audit.preflight import vendors
+
+    if vendors.applies(ctx):
+        return vendors.verdicts(ctx, CAPABLE, NOT_CAPABLE, UNKNOWN)
     out = []
     for g in ctx.gpus:
         cc = g.cc
@@ -1092,13 +1098,20 @@ def overall(vs: list[dict[str, Any]]) -> str:
     """Worst of the per-GPU verdicts; ``unknown`` without GPUs."""
     if not vs:
         return UNKNOWN
-    kinds = {v["native_fp4"] for v in vs}
+    kinds = {v["native_fp4"] for v in vs} - {NOT_APPLICABLE}
+    if not kinds:
+        return NOT_APPLICABLE
     return NOT_CAPABLE if NOT_CAPABLE in kinds else UNKNOWN if UNKNOWN in kinds else CAPABLE
 
 
 def analyze(ctx: Context) -> Context:
-    """Run every check on ``ctx`` (mutates and returns it)."""
-    for check in CHECKS:
+    """Run every check on ``ctx`` (mutates and returns it): the NVIDIA checks on CUDA (and where the platform is not
+    known), the platform's own checks on ROCm, CANN and CPU-only machines (:mod:`mtp_audit.preflight.vendors`)."""
+    from mtp_audit.preflight import vendors
+
+    checks = ((vendors.check_platform, vendors.check_device_flag, vendors.check_amd, vendors.check_ascend)
+              if vendors.applies(ctx) else CHECKS)
+    for check in checks:
         check(ctx)
     return ctx
 
