@@ -39,7 +39,7 @@ def test_27151_sidecar_with_spec_draft_model_runs(tmp_path: Path) -> None:
     version = "version: 0.1.0-dev (build 10444, commit 037f2f344)\nbuilt with Clang 22.1.8 for FreeBSD amd64\n"
     dump = tmp_path / "version.txt"
     dump.write_text(version)
-    r = audit_launch([cmd], env_dump=[dump], cwd=tmp_path)
+    r = audit_launch([cmd], env_dumps=[dump], cwd=tmp_path)
     s = r.facts["launch"]["summary"]
     assert (s["build"], s["mtp_runs"], s["verdict"], s["mtp_head"]) == (10444, True, "go", "mtp-Qwen3.8-27B-Q4_0.gguf (--spec-draft-model)")
     assert _ids(r, "error") == [] and _ids(r, "warning") == []

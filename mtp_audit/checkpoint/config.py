@@ -7,8 +7,10 @@ does the reading). Sources: ``../shared/research/checkpoint_formats.md`` §1 (de
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import functools
+import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -286,6 +288,31 @@ def parse_config(obj: Any) -> ModelConfig:
 _FP4_ALGOS = {"NVFP4", "W4A16_NVFP4", "NVFP4_AWQ", "W4A8_NVFP4_FP8", "MXFP4"}
 
 
+@functools.lru_cache(maxsize=8192)
+def _fnmatch_rx(pat: str) -> re.Pattern[str]:
+    """``fnmatch.translate(pat)`` compiled once per process (a scheme's patterns are matched by several steps)."""
+    return re.compile(fnmatch.translate(pat))
+
+
+@functools.lru_cache(maxsize=64)
+def _fnmatch_any(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """The alternation of :meth:`QuantScheme._any_fnmatch` for ``patterns``, compiled once per process."""
+    return re.compile("|".join(f"(?P<_x{i}>{fnmatch.translate(p)})" for i, p in enumerate(patterns)) or r"(?!)")
+
+
+def _prefix_match(pat: str, sorted_mods: list[str]) -> bool:
+    """Whether fnmatch pattern ``pat`` matches one of ``sorted_mods``: fnmatch matches from the start, so only the
+    modules that begin with the pattern's literal prefix (up to its first wildcard) are tried."""
+    prefix = re.split(r"[*?\[]", pat, maxsplit=1)[0]
+    rx = _fnmatch_rx(pat)
+    for m in itertools.islice(sorted_mods, bisect.bisect_left(sorted_mods, prefix), None):
+        if not m.startswith(prefix):
+            return False
+        if rx.match(m):
+            return True
+    return False
+
+
 @dataclass(frozen=True)
 class QuantScheme:
     """How a checkpoint says it is quantized, and which modules it says it left alone.
@@ -358,14 +385,14 @@ class QuantScheme:
         out: list[tuple[str, Any]] = []
         for pat in self.excludes:
             if self.exclude_style == "fnmatch":
-                out.append((pat, re.compile(fnmatch.translate(pat))))
+                out.append((pat, _fnmatch_rx(pat)))
             elif self.exclude_style in ("ct", "quark") and pat.startswith("re:"):
                 try:
                     out.append((pat, re.compile(pat[3:])))
                 except re.error:
                     continue
             elif self.exclude_style == "quark" and "*" in pat:
-                out.append((pat, re.compile(fnmatch.translate(pat))))
+                out.append((pat, _fnmatch_rx(pat)))
             elif self.exclude_style == "gptq-dynamic":
                 try:
                     out.append((pat, re.compile(pat[2:])))
@@ -394,8 +421,36 @@ class QuantScheme:
             return "(not in quantized_layers)"
         return None
 
+    def _any_fnmatch(self) -> Any:
+        """All fnmatch patterns as one compiled alternation, each alternative in its own named group ``_x<i>``
+        (``fnmatch.translate`` of each, in list order): one regex match tells whether any pattern matches and, as
+        an alternation tries its alternatives in order, which one comes first in the list."""
+        return _fnmatch_any(tuple(self.excludes))
+
+    def _fnmatch_groups(self) -> dict[int, str]:
+        """Group number of each alternative of :meth:`_any_fnmatch` -> its pattern."""
+        groups = self.__dict__.get("_groups")
+        if groups is None:
+            index = self._any_fnmatch().groupindex
+            groups = {index[f"_x{i}"]: p for i, p in enumerate(self.excludes)}
+            object.__setattr__(self, "_groups", groups)
+        return groups
+
     def _listed_exclusion(self, module: str) -> str | None:
-        """The pattern of the exclusion list itself that covers ``module`` (no MIXED_PRECISION fallback)."""
+        """The pattern of the exclusion list itself that covers ``module`` (no MIXED_PRECISION fallback).
+
+        fnmatch lists (ModelOpt, hundreds of patterns) are matched with one compiled alternation
+        (:meth:`_any_fnmatch`) and memoised per module: the first pattern in list order, as the loop finds it."""
+        if self.exclude_style == "fnmatch":
+            memo = self.__dict__.get("_memo")
+            if memo is None:
+                memo = {}
+                object.__setattr__(self, "_memo", memo)
+            if module not in memo:
+                m = self._any_fnmatch().match(module)
+                # the matched alternative's own group closes after any group inside it: it is the last index
+                memo[module] = None if m is None else self._fnmatch_groups()[m.lastindex]
+            return memo[module]
         for pat, rx in self._compiled():
             if self.exclude_style == "fnmatch":
                 if rx.match(module):
@@ -462,11 +517,15 @@ class QuantScheme:
     def mtp_patterns(self, mtp_modules: Any) -> list[str]:
         """The exclusion patterns that cover at least one of ``mtp_modules`` (module names), in list order: so
         DeepSeek's ``model.layers.61*`` counts and a vision tower's ``model.visual.*`` does not."""
-        mods = list(mtp_modules)
+        mods = sorted(set(mtp_modules))
         out = []
         for pat in self.excludes:
-            probe = QuantScheme(self.method, self.algo, self.source, excludes=(pat,), exclude_style=self.exclude_style)
-            if any(probe.excluded_by(m) is not None for m in mods):
+            if self.exclude_style == "fnmatch":
+                hit = _prefix_match(pat, mods)
+            else:
+                probe = QuantScheme(self.method, self.algo, self.source, excludes=(pat,), exclude_style=self.exclude_style)
+                hit = any(probe.excluded_by(m) is not None for m in mods)
+            if hit:
                 out.append(pat)
         return out
 

@@ -12,13 +12,15 @@ from mtp_audit.cli.kit import emit, output_options
 
 @click.command("launch", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--sglang", "sglang_targets", multiple=True, metavar="TARGET",
-              help="SGLang to check against: a .whl, an unpacked wheel, a package folder or a checkout (default: the installed "
-                   "sglang). Give it twice (OLD, then NEW) to see what changes between the two.")
+              help="SGLang to check against: a .whl, an unpacked wheel, a package folder, a checkout or a release version "
+                   "(0.5.23: fetched from the package index, only the members read) (default: the installed sglang). Give it "
+                   "twice (OLD, then NEW) to see what changes between the two.")
 @click.option("--compare-sglang", metavar="NEW", default=None,
               help="A second SGLang: report for NEW and what changes from --sglang (or the installed one).")
 @click.option("--vllm", "vllm_target", metavar="TARGET", default=None,
               help="For a vLLM command (vllm serve MODEL ..., python -m vllm.entrypoints.openai.api_server ...): the vLLM to "
-                   "check against, a .whl, an unpacked wheel, a package folder or a checkout (default: the installed vllm).")
+                   "check against, a .whl, an unpacked wheel, a package folder, a checkout or a release version (0.33.0) "
+                   "(default: the installed vllm).")
 @click.option("--env-dump", "env_dumps", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Environment dump of the serving machine (sglang check_env, torch/vllm collect_env, nvidia-smi); repeatable.")
 @click.option("--facts", "facts_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -36,7 +38,7 @@ from mtp_audit.cli.kit import emit, output_options
 def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_target: str | None, env_dumps: tuple[Path, ...],
            facts_file: Path | None, env_pairs: tuple[str, ...], llamacpp_build: str | None, engine: str | None, fmt: str,
            output: Path | None, fail_on: str, command: tuple[str, ...]) -> int:
-    """Will this SGLang launch command, on this machine, use the MTP heads and run the FP4 kernels?
+    """Will this engine launch command (SGLang, vLLM, TensorRT-LLM, llama.cpp), on this machine, use the MTP heads and run the FP4 kernels?
 
     \b
     mtp-audit launch -- python -m sglang.launch_server --model-path ./ckpt --speculative-algorithm NEXTN --tp 8
@@ -46,9 +48,10 @@ def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_tar
     mtp-audit launch --llamacpp-build 10444 -- llama-server -m Qwen3.6-27B-MTP-Q8_0.gguf --spec-type draft-mtp
     mtp-audit launch --env-dump env.txt -- trtllm-serve ./ckpt --config mtp.yaml
 
-    Runs the sglang, checkpoint (--model-path) and preflight audits, cross-checks them (MTP300-MTP310) and ends with
-    "what will happen": the algorithm SGLang really runs, the draft model and its architecture, the FP4 backends, the
-    verdict (go / fix first / could not tell) and the corrected command when a flag fix is known.
+    The engine is picked from the command. Runs the engine's own audit (its source, or its knowledge table), the
+    checkpoint and preflight audits, cross-checks them and ends with "what will happen": the algorithm the engine
+    really runs, the draft model and its architecture, the FP4 backends, the verdict (go / fix first / could not tell)
+    and the corrected command when a flag fix is known.
     """
     from mtp_audit.errors import InputError
     from mtp_audit.launch import audit_launch
@@ -65,10 +68,15 @@ def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_tar
         if not eq or not key or not key.replace("_", "").isalnum():
             raise InputError(f"--env {pair}", "expected KEY=VALUE")
         env[key] = value
+    from mtp_audit.sources.pypi import by_version
+
+    sglang_targets = tuple(str(by_version("sglang", t)) for t in sglang_targets)
+    compare_sglang, vllm_target = by_version("sglang", compare_sglang), by_version("vllm", vllm_target)
     old = sglang_targets[0] if sglang_targets else None
     new = sglang_targets[1] if len(sglang_targets) == 2 else compare_sglang
-    report = audit_launch(list(command), sglang=old, compare_sglang=new, env_dump=list(env_dumps) or None,
-                          facts=facts_file, env=env, engine=engine, vllm=vllm_target, llamacpp=llamacpp_build)
+    report = audit_launch(list(command), sglang=old, compare_sglang=new, env_dumps=list(env_dumps) or None,
+                          facts_file=facts_file, env=env, engine=engine, vllm=vllm_target,
+                          llamacpp=llamacpp_build)
     from mtp_audit.cli.kit import installed_package_folder
 
     # without --sglang the installed sglang is audited: its files are inputs too

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.errors import InputError
+from mtp_audit.engines.sglang.replay import guard_value, predict_asserts, predict_overrides
 from mtp_audit.engines.sglang.launch.command import (
     ENTRY_LAUNCH_SERVER,
     LaunchCommand,
@@ -133,8 +134,36 @@ def resolve_algorithm(ctx: Ctx) -> None:
         if v is True or r.get("shape") == "enum-alias-lookup":
             if ctx.algo_remap is None:
                 ctx.algo_runs_as, ctx.algo_remap = r["to"][0], r
-        elif v is None:
+        elif v is None and guard_value(r.get("condition"), replay_known(ctx, {"speculative_algorithm": value})) is not False:
+            # a guard the checkpoint rules out (0.5.23 ``... and is_gemma4_draft`` for a Qwen3.5 checkpoint) is dropped
             ctx.algo_conditional.append(r)
+
+
+def replay_known(ctx: Ctx, fields: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What the launch knows, in the form :mod:`mtp_audit.engines.sglang.replay` evaluates guards with:
+    the checkpoint's architecture and quantization, the GPU family from compute capability 0 (``sm90``,
+    ``sm100`` for 10.x, ``sm120`` for 12.x) and the server arguments (``fields``, else the command's)."""
+    known = ctx.known()
+    cc = ctx.cc
+    gpu = None if cc is None else {9: "sm90", 10: "sm100", 12: "sm120"}.get(cc[0], f"sm{cc[0]}{cc[1]}")
+    args = dict(known.args) if fields is None else fields
+    return {"architecture": known.arch, "quantization": known.args.get("quantization"), "gpu": gpu, "fields": args}
+
+
+def resolve_model_overrides(ctx: Ctx) -> None:
+    """The per-model override rewrites (``facts["model_overrides"]``) and start-up asserts
+    (``facts["backend_asserts"]``) that apply to this launch, with their guards evaluated against the checkpoint,
+    the command and the GPU (:func:`mtp_audit.engines.sglang.replay.predict_overrides` / ``predict_asserts``)."""
+    if not ctx.sg:
+        return
+    known = replay_known(ctx)
+    known["fields"] = {k: ("auto" if v is None and k.endswith("moe_runner_backend") else v) for k, v in known["fields"].items()}
+    ctx.model_overrides = predict_overrides(ctx.sg, known)
+    # asserts run after every resolution: only a value the user gave explicitly is known to reach them, and only an
+    # assert whose guard certainly holds is a prediction (a guard on a local name of the hook is not told)
+    cli = ctx.sg.get("cli_arguments") or {}
+    given = {(cli.get(o.flag) or {}).get("dest"): o.value for o in ctx.cmd.options if o.value is not None}
+    ctx.startup_asserts = [a for a in predict_asserts(ctx.sg, dict(known, fields=given)) if a["certain"]]
 
 
 def resolve_draft(ctx: Ctx) -> None:
@@ -693,6 +722,7 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
         ctx.gap("--config FILE: the options inside the config file were not read")
     resolve_gpus(ctx)
     resolve_algorithm(ctx)
+    resolve_model_overrides(ctx)
     if ctx.algo_requested is None and ck is not None:
         reports = [mtp_errors_as_warnings(r, "SGLang", "--speculative-algorithm") if r.targets and r.targets[0].analyzer == "checkpoint" else r for r in reports]
     resolve_draft(ctx)

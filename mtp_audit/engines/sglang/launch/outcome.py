@@ -29,6 +29,21 @@ def _backend(pf: dict[str, Any], key: str, fp4: str | None, audited: bool = True
     return "not resolved (GPU capability unknown or below 10.0; see the preflight facts)"
 
 
+def _model_override(ctx: Any, field: str, resolved: str) -> str:
+    """``resolved`` unless a per-model override certainly rewrites ``field`` for this launch (its architecture is
+    registered and its guard holds: 0.5.23 ``model_overrides/minimax_m2.py:28`` turns ``auto`` into
+    ``flashinfer_trtllm_routed`` for MiniMax-M2 with modelopt_fp4 on SM100); an override whose guard cannot be told
+    is appended as "instead when"."""
+    hits = [r for r in ctx.model_overrides if r["argument"] == field]
+    sure = [r for r in hits if r["certain"]]
+    if sure:
+        r = sure[0]
+        return f"{', '.join(r['to'])} (model override at {r['location']}; {'logged' if r['logged'] else 'silent'})"
+    for r in hits[:1]:
+        resolved += f"; {', '.join(r['to'])} instead when {r['condition']} ({r['location']})"
+    return resolved
+
+
 def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) -> dict[str, Any]:
     """The outcome of one evaluation (:class:`mtp_audit.engines.sglang.launch.evaluate.Ctx`), given every analyzer's
     findings and gaps. Returns ``{"summary": {...}, "answer": [line, (corrected command)], "closing": {...},
@@ -41,7 +56,7 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
     fp4 = ckpt_fp4(ctx.ck)
     texts = {"spec": _speculative_text(ctx), **_draft_texts(ctx), "mtp": _mtp_weights_text(ctx), "gpus": _gpu_text(ctx),
              "fp4_gemm": _backend(pf, "fp4_gemm_backend", fp4, ctx.ck is not None),
-             "moe": _backend(pf, "moe_runner_backend", fp4, ctx.ck is not None),
+             "moe": _model_override(ctx, "moe_runner_backend", _backend(pf, "moe_runner_backend", fp4, ctx.ck is not None)),
              "fp4_ckpt": fp4 or ("no" if ctx.ck is not None else "unknown (checkpoint not audited)"),
              "fp4_verdict": (pf.get("summary") or {}).get("verdict")}
     errors = [f for f in findings if f.severity >= Severity.ERROR]
@@ -60,6 +75,8 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
         "speculative": {"requested": ctx.algo_requested, "runs_as": ctx.algo_runs_as,
                         "remap": ctx.algo_remap, "conditional": ctx.algo_conditional},
         "draft": dict(ctx.draft),
+        "model_overrides": list(ctx.model_overrides),
+        "startup_asserts": list(ctx.startup_asserts),
         "parallel": _parallel_facts(ctx.parallel, ctx.visible),
         "command": ctx.cmd.to_dict(),
         "env": {k: {"value": ctx.env[k], "source": ctx.env_source.get(k)} for k in sorted(ctx.env)},
@@ -150,7 +167,7 @@ def _gpu_text(ctx: Any) -> str:
 def _summary(ctx: Any, texts: dict[str, Any], v: str, fixed_cmd: str | None) -> dict[str, Any]:
     """The headline values of "what will happen" (``facts.launch.summary``)."""
     rejected, abbrev = _problems(ctx.cmd)
-    return {
+    summary = {
         "sglang": ctx.sglang_version,
         "command": f"{ctx.cmd.entry}: {len(ctx.cmd.options)} options, {len(rejected)} rejected, {len(abbrev)} abbreviated",
         "speculative_algorithm": texts["spec"],
@@ -165,6 +182,11 @@ def _summary(ctx: Any, texts: dict[str, Any], v: str, fixed_cmd: str | None) -> 
         "verdict": v,
         "corrected_command": fixed_cmd or ("none needed" if v == GO else "no command-line fix known"),
     }
+    if ctx.startup_asserts:  # only when one applies: SGLang stops at start-up with AssertionError
+        summary["startup_assert"] = "; ".join(
+            f"AssertionError at {a['location']} ({a['field']} {a['value']!s} not accepted): {a['message'][:120]}"
+            for a in ctx.startup_asserts[:2])
+    return summary
 
 
 def _compare_values(ctx: Any, texts: dict[str, Any], errors: list[Finding], v: str, fixed_cmd: str | None) -> dict[str, Any]:
