@@ -33,11 +33,13 @@ from mtp_audit.cli.kit import emit, output_options
                    "ik_llama.cpp); or paste 'llama-server --version' output with --env-dump.")
 @click.option("--engine", type=click.Choice(["sglang", "vllm"]), default=None,
               help="Serving engine the preflight verdict is for (default: the engine the command starts; a disagreement is shown as evidence).")
+@click.option("--log", "log_file", metavar="FILE", default=None,
+              help="The engine's log of this launch: hold the prediction against it (MTP530 agrees, MTP531 per disagreement).")
 @output_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_target: str | None, env_dumps: tuple[Path, ...],
-           facts_file: Path | None, env_pairs: tuple[str, ...], llamacpp_build: str | None, engine: str | None, fmt: str,
-           output: Path | None, fail_on: str, command: tuple[str, ...]) -> int:
+           facts_file: Path | None, env_pairs: tuple[str, ...], llamacpp_build: str | None, engine: str | None,
+           log_file: str | None, fmt: str, output: Path | None, fail_on: str, command: tuple[str, ...]) -> int:
     """Will this engine launch command (SGLang, vLLM, TensorRT-LLM, llama.cpp), on this machine, use the MTP heads and run the FP4 kernels?
 
     \b
@@ -77,7 +79,12 @@ def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_tar
     report = audit_launch(list(command), sglang=old, compare_sglang=new, env_dumps=list(env_dumps) or None,
                           facts_file=facts_file, env=env, engine=engine, vllm=vllm_target,
                           llamacpp=llamacpp_build)
+    if log_file is not None:
+        from mtp_audit.runtime.launchlog import with_log
+
+        report = with_log(report, log_file)
     from mtp_audit.cli.kit import installed_package_folder
 
     # without --sglang the installed sglang is audited: its files are inputs too
-    return emit(report, fmt, output, fail_on, protected=installed_package_folder("sglang") if not sglang_targets else ())
+    protected = list(installed_package_folder("sglang")) if not sglang_targets else []
+    return emit(report, fmt, output, fail_on, protected=protected + ([log_file] if log_file and log_file != "-" else []))

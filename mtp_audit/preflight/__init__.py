@@ -446,10 +446,14 @@ audit_machine = preflight
 class _CallableModule(types.ModuleType):
     """This package calls :func:`preflight` when called: once ``mtp_audit.preflight`` is imported as a package
     (``import mtp_audit.preflight.envdump``), the attribute ``mtp_audit.preflight`` is the package, not the
-    function; calling it still runs the preflight, so ``mtp_audit.preflight(env_dumps=...)`` always works."""
+    function; calling it still runs the preflight, so ``mtp_audit.preflight(env_dumps=...)`` always works, with
+    the arguments checked and the call run as one bounded run like every top-level function
+    (:func:`mtp_audit.api.public`)."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Report:
-        return preflight(*args, **kwargs)
+        from mtp_audit.api import public
+
+        return public("preflight", preflight)(*args, **kwargs)  # type: ignore[no-any-return]
 
 
 sys.modules[__name__].__class__ = _CallableModule

@@ -33,6 +33,7 @@ ANALYZER_RULE_MODULES: dict[str, str | tuple[str, ...]] = {
     "vllm": "mtp_audit.engines.vllm.rules",
     "llamacpp": "mtp_audit.engines.llamacpp.rules",
     "trtllm": "mtp_audit.engines.trtllm.rules",
+    "log": "mtp_audit.runtime.rules",
 }
 
 ID_RANGES: dict[str, range] = {
@@ -44,6 +45,7 @@ ID_RANGES: dict[str, range] = {
     "vllm": range(400, 500),
     "llamacpp": range(600, 650),
     "trtllm": range(700, 750),
+    "log": range(500, 550),
 }
 
 #: Where a rule's fact comes from. "bug report" rules say so in their doc (issue 4 asks for it).

@@ -25,7 +25,10 @@ from typing import Any, NamedTuple
 from mtp_audit.errors import InputError
 from mtp_audit.sources.bounded import (
     MAX_JSON_BYTES,
+    BudgetSpent,
     NotRegularFile,
+    charge_json,
+    charge_read,
     contained_relpath,
     open_regular,
     read_json_bounded,
@@ -506,7 +509,9 @@ class LocalSource(CheckpointSource):
         """See :meth:`CheckpointSource.read_json` (limit :data:`mtp_audit.sources.bounded.MAX_JSON_BYTES`)."""
         path = self._path(rel)
         try:
-            return read_json_bounded(path, limit=MAX_JSON_BYTES, display=rel)
+            return read_json_bounded(path, limit=MAX_JSON_BYTES, display=rel, follow=False)
+        except BudgetSpent as exc:
+            raise ReadProblem(rel, exc.problem, "unreadable") from None
         except InputError as exc:
             kind = "missing" if exc.problem == "no such file" else "malformed"
             raise ReadProblem(rel, exc.problem, kind) from None
@@ -523,28 +528,7 @@ class LocalSource(CheckpointSource):
             ReadProblem: see :meth:`CheckpointSource.read_header`.
         """
         path = self._path(rel)
-        try:
-            with os.fdopen(open_regular(path), "rb") as fh:
-                size = os.fstat(fh.fileno()).st_size
-                prefix = fh.read(8)
-                if len(prefix) < 8:
-                    raise ReadProblem(rel, f"file is {size} bytes, too short for a safetensors header")
-                (n,) = struct.unpack("<Q", prefix)
-                if n > MAX_HEADER_BYTES:
-                    raise ReadProblem(rel, f"header length {n} exceeds the {MAX_HEADER_BYTES}-byte limit")
-                if 8 + n > size:
-                    raise ReadProblem(rel, f"header length {n} exceeds the file size {size}")
-                raw = fh.read(n)
-        except NotRegularFile as exc:
-            raise ReadProblem(rel, str(exc), "unreadable") from None
-        except FileNotFoundError:
-            raise ReadProblem(rel, "no such file", "missing") from None
-        except IsADirectoryError:
-            raise ReadProblem(rel, "is a directory", "unreadable") from None
-        except PermissionError:
-            raise ReadProblem(rel, "permission denied", "unreadable") from None
-        except OSError as exc:
-            raise ReadProblem(rel, f"cannot read: {exc.strerror or exc}", "unreadable") from None
+        raw, size = _read_header_bytes(path, rel)
         fast = fast_header(rel, raw, size)
         if fast is not None:
             return fast
@@ -552,22 +536,89 @@ class LocalSource(CheckpointSource):
         if dups:
             shown = ", ".join(dups[:3])
             raise ReadProblem(rel, f"header names {len(dups)} tensor(s) more than once: {shown}")
-        _validate_with_safetensors(path, rel)
-        return header_from_dict(rel, obj, n)
+        _validate_with_safetensors(raw, size, rel)
+        return header_from_dict(rel, obj, len(raw))
 
 
-def _validate_with_safetensors(path: Path, rel: str) -> None:
-    """Open ``path`` with ``safetensors.safe_open`` (header parse, offset and length checks) and
-    close it; tensor data is never read.
+def _read_header_bytes(path: Path, rel: str) -> tuple[bytes, int]:
+    """``(header JSON bytes, file size)`` of a shard, read through one descriptor opened with
+    ``O_NOFOLLOW`` (``path`` is already resolved and checked to stay inside the checkpoint), counted
+    against the run's totals.
 
     Raises:
-        ReadProblem: safetensors rejects the file.
+        ReadProblem: missing, not a regular file (a FIFO or symlink swapped in), too short, a length
+            prefix over the limits, or a run total spent.
     """
+    try:
+        fd = open_regular(path, follow=False)
+        try:
+            size = os.fstat(fd).st_size
+            prefix = os.pread(fd, 8, 0)
+            if len(prefix) < 8:
+                raise ReadProblem(rel, f"file is {size} bytes, too short for a safetensors header")
+            (n,) = struct.unpack("<Q", prefix)
+            if n > MAX_HEADER_BYTES:
+                raise ReadProblem(rel, f"header length {n} exceeds the {MAX_HEADER_BYTES}-byte limit")
+            if 8 + n > size:
+                raise ReadProblem(rel, f"header length {n} exceeds the file size {size}")
+            charge_read(8 + n, rel)
+            raw = _pread_exact(fd, n, 8)
+            charge_json(raw, rel)
+        finally:
+            os.close(fd)
+    except BudgetSpent as exc:
+        raise ReadProblem(rel, exc.problem, "unreadable") from None
+    except NotRegularFile as exc:
+        raise ReadProblem(rel, str(exc), "unreadable") from None
+    except FileNotFoundError:
+        raise ReadProblem(rel, "no such file", "missing") from None
+    except IsADirectoryError:
+        raise ReadProblem(rel, "is a directory", "unreadable") from None
+    except PermissionError:
+        raise ReadProblem(rel, "permission denied", "unreadable") from None
+    except OSError as exc:
+        raise ReadProblem(rel, f"cannot read: {exc.strerror or exc}", "unreadable") from None
+    return raw, size
+
+
+def _pread_exact(fd: int, n: int, offset: int) -> bytes:
+    """``n`` bytes of ``fd`` from ``offset`` (fewer when the file ends first)."""
+    chunks: list[bytes] = []
+    got = 0
+    while got < n:
+        chunk = os.pread(fd, n - got, offset + got)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def _validate_with_safetensors(raw: bytes, size: int, rel: str) -> None:
+    """Let ``safetensors.safe_open`` judge the header bytes already read (``raw``, from a file of ``size``
+    bytes): they are written to a private sparse temporary file of the same length (length prefix and
+    header, the data region a hole), which safetensors opens, so the audited path is never opened a
+    second time (a file swapped for a FIFO or a symlink after the first read is never followed).
+    Tensor data is never read.
+
+    Raises:
+        ReadProblem: safetensors rejects the header, or no temporary file could be written.
+    """
+    import tempfile
+
     from safetensors import SafetensorError, safe_open
 
     try:
-        with safe_open(str(path), framework="numpy"):
-            pass
-    except (SafetensorError, OSError, ValueError) as exc:
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ReadProblem(rel, f"safetensors rejects the file: {msg}") from None
+        with tempfile.TemporaryDirectory(prefix="mtp-audit-") as tmp:
+            copy = os.path.join(tmp, "shard.safetensors")
+            with open(copy, "wb") as fh:
+                fh.write(struct.pack("<Q", len(raw)) + raw)
+                fh.truncate(size)
+            try:
+                with safe_open(copy, framework="numpy"):
+                    pass
+            except (SafetensorError, OSError, ValueError) as exc:
+                msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise ReadProblem(rel, f"safetensors rejects the file: {msg}") from None
+    except OSError as exc:
+        raise ReadProblem(rel, f"cannot check the header with safetensors: {exc.strerror or exc}", "unreadable") from None
