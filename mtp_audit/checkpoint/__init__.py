@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mtp_audit.errors import InputError
 
@@ -39,6 +39,8 @@ def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, *, offli
             - a metadata-only folder (``config.json`` + ``model.safetensors.index.json``, no shards);
             - a config-only folder (``config.json`` and quantization configs);
             - a single ``.safetensors`` file (its header only);
+            - a ``.gguf`` file (with the other parts of its split set) or a folder of GGUF files
+              (see :mod:`mtp_audit.checkpoint.gguf_audit`);
             - an index file (``*.safetensors.index.json``; the ``config.json`` and ``hf_quant_config.json``
               beside it are read, shards are not);
             - a :class:`~mtp_audit.sources.local.CheckpointSource` (e.g. the hub source);
@@ -74,27 +76,19 @@ def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, *, offli
             import importlib.util
 
             if importlib.util.find_spec("mtp_audit.sources.hub") is not None:
-                from mtp_audit.sources import hub  # type: ignore[attr-defined]
-
-                try:
-                    source = hub.audit_source_for(text, offline=offline, jobs=jobs, token=token, revision=revision,
-                                                  hf_cache_dir=hf_cache_dir, cache_dir=cache_dir, use_cache=use_cache)
-                except hub.HubUnavailable as exc:  # unreachable, 5xx, or offline with nothing cached: exit 3
-                    from mtp_audit.report import Gap, Report
-
-                    return Report.build("checkpoint", text, gaps=[Gap("checkpoint", exc.problem)])
-                return analyze(source)
+                return _audit_hub(text, {"offline": offline, "jobs": jobs, "token": token, "revision": revision,
+                                         "hf_cache_dir": hf_cache_dir, "cache_dir": cache_dir, "use_cache": use_cache})
         raise InputError(text, "no such file or folder")
     try:
         path.resolve(strict=True)
     except (OSError, RuntimeError):
         raise InputError(text, "symlink loop or unreadable path") from None
+    if _is_gguf(path):
+        from mtp_audit.checkpoint.gguf_audit import audit_gguf_path
+
+        return audit_gguf_path(path, text)
     if path.is_dir():
-        for special in ("config.json", "model.safetensors.index.json", "hf_quant_config.json"):
-            sp = path / special
-            if os.path.lexists(sp) and sp.exists() and not sp.is_file():
-                kind = "a directory" if sp.is_dir() else "not a regular file"
-                raise InputError(os.path.join(text, special), f"is {kind}, expected a JSON file")
+        _check_special_files(path, text)
         return analyze(LocalSource(path, display=text))
     if not path.is_file():
         raise InputError(text, "not a regular file or folder")
@@ -110,4 +104,50 @@ def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, *, offli
         side = (*_SIDE_FILES[1:], "model.safetensors.index.json")
         only = [name] + [f for f in side if (parent / f).is_file()]
         return analyze(LocalSource(parent, only=only, display=text))
-    raise InputError(text, "expected a checkpoint folder, a .safetensors file, an index file or config.json")
+    raise InputError(text, "expected a checkpoint folder, a .safetensors file, a .gguf file, an index file or config.json")
+
+
+def _audit_hub(text: str, hub_kwargs: dict[str, Any]) -> Report:
+    """A hub repo id: its safetensors checkpoint, or its GGUF files when the repo holds GGUF only
+    (:func:`mtp_audit.checkpoint.gguf_audit.audit_gguf_source`).
+
+    Raises:
+        InputError: see :func:`mtp_audit.sources.hub.audit_source_for`; a malformed GGUF header.
+    """
+    from mtp_audit.checkpoint.analyze import analyze
+    from mtp_audit.checkpoint.gguf_audit import audit_gguf_source, is_gguf_listing
+    from mtp_audit.sources import hub  # type: ignore[attr-defined]
+
+    try:
+        source = hub.audit_source_for(text, **hub_kwargs)
+    except hub.HubUnavailable as exc:  # unreachable, 5xx, or offline with nothing cached: exit 3
+        from mtp_audit.report import Gap, Report
+
+        return Report.build("checkpoint", text, gaps=[Gap("checkpoint", exc.problem)])
+    if is_gguf_listing(source.list_files()):
+        return audit_gguf_source(source)
+    return analyze(source)
+
+
+def _check_special_files(path: Path, text: str) -> None:
+    """``config.json``, the index and ``hf_quant_config.json`` must be regular files when present.
+
+    Raises:
+        InputError: one of them is a folder, FIFO or device.
+    """
+    for special in ("config.json", "model.safetensors.index.json", "hf_quant_config.json"):
+        sp = path / special
+        if os.path.lexists(sp) and sp.exists() and not sp.is_file():
+            kind = "a directory" if sp.is_dir() else "not a regular file"
+            raise InputError(os.path.join(text, special), f"is {kind}, expected a JSON file")
+
+
+def _is_gguf(path: Path) -> bool:
+    """A ``.gguf`` file, or a folder of GGUF files without a safetensors checkpoint."""
+    if path.is_file():
+        return path.name.endswith(".gguf")
+    if path.is_dir():
+        from mtp_audit.checkpoint.gguf_audit import is_gguf_folder
+
+        return is_gguf_folder(path)
+    return False

@@ -24,6 +24,7 @@ from mtp_audit.checkpoint.accounting import (
 from mtp_audit.checkpoint.checks import check
 from mtp_audit.checkpoint.checks_families import is_dspark
 from mtp_audit.checkpoint.facts import ANALYZER, SGLANG_SOURCE, CheckpointFacts
+from mtp_audit.checkpoint.gguf import hf_hallmarks
 from mtp_audit.checkpoint.predict import expected_mtp_modules, predict, prediction_line
 from mtp_audit.checkpoint.tensors import (
     SCALE_SUFFIXES,
@@ -187,6 +188,7 @@ def _mtp_fact(facts: CheckpointFacts, mtp_fmts: Mapping[str, tuple[str, bool]], 
         "tensors_per_layer": facts.mtp_layer_labels(),
         "dtypes": dict(sorted(Counter(facts.infos[n].dtype for n in facts.mtp if n in facts.infos).items())),
         "scale_tensors": sum(1 for n in facts.mtp if split_param(n)[1] in SCALE_SUFFIXES),
+        "hallmarks": hf_hallmarks(facts.mtp),
         "format": mtp_state,
         "format_modules": dict(mtp_counts),
         "format_inferred": any(inf for _, inf in mtp_fmts.values()),

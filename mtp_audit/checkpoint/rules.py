@@ -12,6 +12,7 @@ import json
 import struct
 from typing import Any
 
+from mtp_audit.checkpoint.gguf_rules import GGUF_RULES
 from mtp_audit.report import Severity
 from mtp_audit.report.rules import Example, Rule
 
@@ -844,7 +845,7 @@ MTP019 = Rule(
 RULES: tuple[Rule, ...] = (
     MTP001, MTP002, MTP003, MTP004, MTP005, MTP006, MTP007, MTP008, MTP009, MTP010, MTP011, MTP012, MTP013, MTP014,
     MTP015, MTP016, MTP017, MTP018, MTP019,
-)
+) + GGUF_RULES
 
 #: Findings of these rules mean SGLang cannot use the MTP heads (``facts.engine.sglang.usable`` false).
 BLOCKS_MTP = frozenset({"MTP001", "MTP002", "MTP004", "MTP005", "MTP007", "MTP008", "MTP009", "MTP012", "MTP013", "MTP014",

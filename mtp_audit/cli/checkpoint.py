@@ -19,7 +19,8 @@ def checkpoint(target: str, offline: bool, jobs: int, fmt: str, output: Path | N
     """Audit a checkpoint's MTP/NextN heads from its metadata (tensor data is never read).
 
     PATH is a checkpoint folder, a metadata-only folder (config.json + model.safetensors.index.json),
-    a config-only folder, a single .safetensors file or an index file. ORG/NAME[@REV] is a Hugging
+    a config-only folder, a single .safetensors file, an index file, a .gguf file (with the other parts of its split
+    set) or a folder of GGUF files (headers only; mtp-*.gguf sidecars included). ORG/NAME[@REV] is a Hugging
     Face hub id: only config files, the index and each shard's header are fetched (HTTP range
     requests), files already in the HF cache are reused, and HF_TOKEN / HF_ENDPOINT /
     HF_HUB_OFFLINE / HF_HUB_CACHE are honoured.

@@ -28,6 +28,9 @@ from mtp_audit.cli.kit import emit, output_options
 @click.option("--env", "env_pairs", multiple=True, metavar="KEY=VALUE",
               help="Environment variable of the launch (repeatable); applied after the current environment and after "
                    "KEY=VALUE written before the program.")
+@click.option("--llamacpp-build", "llamacpp_build", metavar="N", default=None,
+              help="For a llama.cpp command (llama-server / llama-cli ...): the llama.cpp build (10444, b10444, ik:4100 for "
+                   "ik_llama.cpp); or paste 'llama-server --version' output with --env-dump.")
 @click.option("--engine", type=click.Choice(["sglang", "vllm"]), default=None,
               help="Serving engine the preflight verdict is for (default: the engine the command starts; a disagreement is shown as evidence).")
 @click.option("--log", "log_file", metavar="FILE", default=None,
@@ -35,15 +38,16 @@ from mtp_audit.cli.kit import emit, output_options
 @output_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_target: str | None, env_dumps: tuple[Path, ...],
-           facts_file: Path | None, env_pairs: tuple[str, ...], engine: str | None, log_file: str | None, fmt: str,
-           output: Path | None, fail_on: str, command: tuple[str, ...]) -> int:
-    """Will this engine launch command (SGLang, vLLM, TensorRT-LLM), on this machine, use the MTP heads and run the FP4 kernels?
+           facts_file: Path | None, env_pairs: tuple[str, ...], llamacpp_build: str | None, engine: str | None,
+           log_file: str | None, fmt: str, output: Path | None, fail_on: str, command: tuple[str, ...]) -> int:
+    """Will this engine launch command (SGLang, vLLM, TensorRT-LLM, llama.cpp), on this machine, use the MTP heads and run the FP4 kernels?
 
     \b
     mtp-audit launch -- python -m sglang.launch_server --model-path ./ckpt --speculative-algorithm NEXTN --tp 8
     mtp-audit launch --sglang sglang-0.5.9-py3-none-any.whl --env-dump check_env.txt -- sglang serve --model-path ./ckpt
     mtp-audit launch --sglang OLD.whl --compare-sglang NEW.whl -f markdown -- python -m sglang.launch_server ...
     mtp-audit launch --vllm vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl -- vllm serve ./ckpt --speculative-config '{"method":"mtp","num_speculative_tokens":1}'
+    mtp-audit launch --llamacpp-build 10444 -- llama-server -m Qwen3.6-27B-MTP-Q8_0.gguf --spec-type draft-mtp
     mtp-audit launch --env-dump env.txt -- trtllm-serve ./ckpt --config mtp.yaml
 
     The engine is picked from the command. Runs the engine's own audit (its source, or its knowledge table), the
@@ -73,7 +77,8 @@ def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_tar
     old = sglang_targets[0] if sglang_targets else None
     new = sglang_targets[1] if len(sglang_targets) == 2 else compare_sglang
     report = audit_launch(list(command), sglang=old, compare_sglang=new, env_dumps=list(env_dumps) or None,
-                          facts_file=facts_file, env=env, engine=engine, vllm=vllm_target)
+                          facts_file=facts_file, env=env, engine=engine, vllm=vllm_target,
+                          llamacpp=llamacpp_build)
     if log_file is not None:
         from mtp_audit.runtime.launchlog import with_log
 

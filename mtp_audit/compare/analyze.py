@@ -363,6 +363,15 @@ def compare_reports(base: Report, derived: Report) -> Report:
 
     base_name = base.targets[0].name if base.targets else "base"
     derived_name = derived.targets[0].name if derived.targets else "derived"
+    from mtp_audit.compare.gguf import compare_gguf, is_gguf_side
+
+    if is_gguf_side(derived.facts.get("checkpoint")) and not is_gguf_side(base.facts.get("checkpoint")):
+        findings, doc = compare_gguf(base.facts["checkpoint"], derived.facts["checkpoint"], base_name=base_name,
+                                     derived_name=derived_name)
+        gaps = [Gap(ANALYZER, f"{label} ({r.targets[0].name if r.targets else label}): {g.message}", g.path, g.blocking)
+                for label, r in (("base", base), ("derived", derived)) for g in r.gaps]
+        return Report.build(ANALYZER, f"{base_name} -> {derived_name}", findings=findings, gaps=gaps, facts=doc,
+                            rule_ids=[r.id for r in R.GGUF_RULES])
     gaps: list[Gap] = []
     sides = {"base": base.facts.get("checkpoint"), "derived": derived.facts.get("checkpoint")}
     for label, report, name in (("base", base, base_name), ("derived", derived, derived_name)):
@@ -396,7 +405,7 @@ def compare_reports(base: Report, derived: Report) -> Report:
         findings=findings,
         gaps=gaps,
         facts=doc,
-        rule_ids=[r.id for r in R.RULES],
+        rule_ids=[r.id for r in R.RULES if r not in R.GGUF_RULES],
     )
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from mtp_audit.checkpoint.layouts import MIMO7B_MTP_NAMES
 from mtp_audit.report import Severity
+from mtp_audit.compare.gguf_rules import GGUF_RULES
 from mtp_audit.report.rules import Example, Rule
 from mtp_audit.synth.shards import shard_bytes
 
@@ -253,4 +254,4 @@ MTP054 = Rule(
     ),
 )
 
-RULES: tuple[Rule, ...] = (MTP050, MTP051, MTP052, MTP053, MTP054)
+RULES: tuple[Rule, ...] = (MTP050, MTP051, MTP052, MTP053, MTP054) + GGUF_RULES

@@ -7,6 +7,7 @@ from pathlib import PurePath
 
 from mtp_audit.engines.argv import split_env_prefix
 from mtp_audit.engines.base import Engine
+from mtp_audit.engines.llamacpp.launch import LlamaCppEngine
 from mtp_audit.engines.sglang.launch import SGLangEngine
 from mtp_audit.engines.trtllm.launch import TrtllmEngine
 from mtp_audit.engines.vllm.launch import VllmEngine
@@ -15,6 +16,7 @@ from mtp_audit.errors import InputError
 ENGINES: tuple[Engine, ...] = (
     SGLangEngine(),
     VllmEngine(),
+    LlamaCppEngine(),
     TrtllmEngine(),
 )
 

@@ -33,6 +33,7 @@ def audit_launch(
     cwd: Path | None = None,
     engine: str | None = None,
     vllm: str | Path | None = None,
+    llamacpp: str | None = None,
 ) -> Report:
     """Audit one engine launch command on one machine with one (or, comparing, two) releases of that engine.
 
@@ -44,6 +45,8 @@ def audit_launch(
             folder, a checkout (for SGLang also an already computed :func:`mtp_audit.engines.sglang.audit_sglang`
             report), or ``None`` for the installed package (not installed: a blocking gap). Only the option of the
             engine the command starts may be given.
+        llamacpp: for a llama.cpp command (``llama-server`` / ``llama-cli``): the build (``--llamacpp-build``: ``10444``,
+            ``b10444``, ``ik:4100``, or ``--version`` text); ``None``: read from ``env_dump``, else unknown.
         compare_sglang: a second SGLang (same kinds); the report is the one for this NEW version plus MTP310
             findings and ``facts["launch"]["diff"]`` saying what changes in "what will happen".
         env_dumps: environment dump(s) of the serving machine (``--env-dump``); ``facts_file``: stored preflight
@@ -70,7 +73,7 @@ def audit_launch(
 
     toks = split_command([argv] if isinstance(argv, str) else list(argv))
     chosen = engine_for(toks)
-    targets = _release_targets(chosen.name, {"sglang": sglang, "vllm": vllm}, compare_sglang)
+    targets = _release_targets(chosen.name, {"sglang": sglang, "vllm": vllm, "llamacpp": llamacpp}, compare_sglang)
     request = _request(toks, env_dumps, facts_file, machine_facts, engine, env, environ, cwd)
     if compare_sglang is not None:
         old = chosen.evaluate(request, *chosen.release(targets["sglang"]))

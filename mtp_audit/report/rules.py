@@ -31,6 +31,7 @@ ANALYZER_RULE_MODULES: dict[str, str | tuple[str, ...]] = {
     "preflight": "mtp_audit.preflight.rules",
     "launch": ("mtp_audit.engines.sglang.launch.rules", "mtp_audit.engines.vllm.launch.rules"),
     "vllm": "mtp_audit.engines.vllm.rules",
+    "llamacpp": "mtp_audit.engines.llamacpp.rules",
     "trtllm": "mtp_audit.engines.trtllm.rules",
     "log": "mtp_audit.runtime.rules",
 }
@@ -42,6 +43,7 @@ ID_RANGES: dict[str, range] = {
     "preflight": range(200, 300),
     "launch": range(300, 400),
     "vllm": range(400, 500),
+    "llamacpp": range(600, 650),
     "trtllm": range(700, 750),
     "log": range(500, 550),
 }

@@ -574,6 +574,45 @@ class HubSource(CheckpointSource):
             raise ReadProblem(rel, OFFLINE_PROBLEM, "network")
         return None
 
+    def read_gguf_header(self, rel: str) -> Any:
+        """The GGUF header of ``rel`` (:func:`mtp_audit.sources.gguf.parse_gguf`): from the Hugging Face cache when the
+        file is there, else with HTTP Range requests of about 1 MiB each (:data:`mtp_audit.sources.gguf.CHUNK`), the
+        first of which also gives the file size; tensor data is never requested.
+
+        Raises:
+            ReadProblem: not a listed file, offline and not cached, network failure, malformed header.
+            InputError: the repo turned out gated or private.
+        """
+        from mtp_audit.sources import gguf, hubhttp
+
+        self._check_rel(rel)
+        if self._hf_cached(rel):
+            snap = self._hf_snapshot()
+            assert snap is not None
+            self.served_from[rel] = "hf-cache"
+            return gguf.read_gguf_file(snap.root / rel, display=rel)
+        if self.offline:
+            raise ReadProblem(rel, OFFLINE_PROBLEM, "network")
+        url, headers = self._url(rel), self._http_headers()
+
+        def fetch(offset: int, n: int) -> bytes:
+            with self._metered():
+                body, _size = hubhttp.read_range(url, headers, offset, offset + n - 1, file=rel, display=self.display,
+                                                 timeout=self.timeout)
+            return body
+
+        with self._metered():
+            first, size = hubhttp.read_range(url, headers, 0, gguf.CHUNK - 1, file=rel, display=self.display,
+                                             timeout=self.timeout)
+        self.served_from[rel] = "hub"
+
+        def fetch_cached(offset: int, n: int) -> bytes:
+            if offset + n <= len(first):
+                return first[offset:offset + n]
+            return fetch(offset, n)
+
+        return gguf.parse_gguf(fetch_cached, rel, size)
+
     def _header_over_http(self, rel: str, progress: Progress) -> ShardHeader:
         """Read one header with HTTP Range requests (see :attr:`prefetch_bytes`), cache the raw
         ``8 + n`` bytes, parse them.

@@ -1,0 +1,97 @@
+"""``mtp-audit compare BASE DERIVED`` when DERIVED is a GGUF export of a safetensors BASE: did llama.cpp's converter (or
+a quantizer) keep the MTP heads?
+
+Reads only the public facts of the two checkpoint reports: BASE's ``mtp.hallmarks`` (each Hugging Face MTP tensor that
+maps to a GGUF nextn part, :data:`mtp_audit.checkpoint.gguf.HF_TO_GGUF`: ``mtp.fc -> nextn.eh_proj``, ...) and
+``mtp.declared_layers``; DERIVED's ``gguf.models`` (the model and any ``mtp-*.gguf`` sidecar: ``nextn_predict_layers``,
+``block_count``, the nextn parts per block). MTP layer i of BASE is block ``block_count - k + i`` of the GGUF
+(k = ``nextn_predict_layers``; in a sidecar, the i-th nextn block).
+
+Rules (:mod:`mtp_audit.compare.gguf_rules`): MTP055 every MTP tensor dropped, MTP056 some mapped parts lost, MTP057
+MTP depth changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mtp_audit.compare import gguf_rules as R
+from mtp_audit.report import Evidence, Finding, Location, Severity
+
+#: The nextn parts the draft-mtp graph cannot do without (the others fall back to the trunk's embedding and output);
+#: the same four the checkpoint analyzer requires per MTP block (ik_llama.cpp PR #1745, ollama #16282 dumps).
+REQUIRED_NEXTN = ("eh_proj", "enorm", "hnorm", "shared_head_norm")
+
+
+def is_gguf_side(facts: Mapping[str, Any] | None) -> bool:
+    """Whether a side's checkpoint facts come from GGUF files."""
+    return isinstance(facts, Mapping) and facts.get("mode") == "gguf"
+
+
+def _head_model(derived: Mapping[str, Any]) -> dict[str, Any] | None:
+    models = (derived.get("gguf") or {}).get("models") or []
+    with_head = [m for m in models if m.get("nextn_blocks")]
+    main = next((m for m in models if m.get("kind") == "model"), None)
+    return (main if main in with_head else None) or (with_head[0] if with_head else main)
+
+
+def _blocks_in_order(model: Mapping[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    return sorted(((int(b), v) for b, v in (model.get("nextn_blocks") or {}).items()), key=lambda x: x[0])
+
+
+def compare_gguf(base: Mapping[str, Any], derived: Mapping[str, Any], *, base_name: str,
+                 derived_name: str) -> tuple[list[Finding], dict[str, Any]]:
+    """Findings and the ``facts["compare"]`` document for a safetensors BASE and a GGUF DERIVED."""
+    hallmarks = (base.get("mtp") or {}).get("hallmarks") or []
+    k_base = (base.get("mtp") or {}).get("declared_layers") or 0
+    model = _head_model(derived)
+    blocks = _blocks_in_order(model) if model else []
+    k_gguf = model.get("nextn_predict_layers") if model else None
+    findings: list[Finding] = []
+    loc = Location(path=model["name"] if model else None)
+    if hallmarks and not blocks:
+        findings.append(R.MTP055.finding(
+            f"{base_name} has {len(hallmarks)} MTP tensors that map to GGUF nextn parts "
+            f"({', '.join(sorted({h[2] for h in hallmarks}))}); {derived_name} has no blk.N.nextn.* tensor in any file",
+            loc, evidence=[Evidence("base hallmarks", ", ".join(h[0] for h in hallmarks[:6]))]))
+    lost = _lost_parts(hallmarks, blocks)
+    if lost and blocks:
+        required = [x for x in lost if x[2] in REQUIRED_NEXTN]
+        findings.append(R.MTP056.finding(
+            f"{len(lost)} MTP tensor(s) of {base_name} have no GGUF counterpart in {derived_name}: "
+            + "; ".join(f"{name} -> {where}" for name, where, _ in lost[:4])
+            + ("" if required else " (optional parts: llama.cpp falls back to the trunk's embedding and output)"),
+            loc, severity=None if required else Severity.WARNING))
+    found = len(blocks)
+    if hallmarks and blocks and (k_base and (k_gguf or found) != k_base):
+        findings.append(R.MTP057.finding(
+            f"{base_name} declares {k_base} MTP layer(s); {derived_name} declares {k_gguf} and carries {found} nextn "
+            "block(s)", loc))
+    doc = {"summary": {"base": base_name, "derived": derived_name, "compared": True, "derived_format": "gguf",
+                       "mapped": len(hallmarks) - len(lost) if blocks else 0, "hallmarks": len(hallmarks),
+                       "base_mtp_layers": k_base, "gguf_nextn_predict_layers": k_gguf, "gguf_nextn_blocks": found},
+           "mapping": [{"base": h[0], "gguf": _where(h, blocks), "present": _present(h, blocks)} for h in hallmarks]}
+    s = doc["summary"]
+    doc["answer"] = [f"{s['mapped']} of {s['hallmarks']} MTP tensors of the base map to GGUF nextn tensors "
+                     f"(base {k_base} MTP layer(s), GGUF {found} nextn block(s))"]
+    return findings, doc
+
+
+def _where(h: list[Any], blocks: list[tuple[int, dict[str, Any]]]) -> str | None:
+    i = h[1] or 0
+    return f"blk.{blocks[i][0]}.nextn.{h[2]}.weight" if i < len(blocks) else None
+
+
+def _present(h: list[Any], blocks: list[tuple[int, dict[str, Any]]]) -> bool:
+    i = h[1] or 0
+    return i < len(blocks) and h[2] in blocks[i][1].get("parts", {})
+
+
+def _lost_parts(hallmarks: list[list[Any]], blocks: list[tuple[int, dict[str, Any]]]) -> list[tuple[str, str, str]]:
+    out = []
+    for h in hallmarks:
+        if not _present(h, blocks):
+            where = _where(h, blocks) or f"MTP layer {h[1] or 0} has no nextn block"
+            out.append((h[0], where, h[2]))
+    return out

@@ -1,0 +1,143 @@
+"""llama.cpp as a launch engine (:class:`LlamaCppEngine`): ``mtp-audit launch [--llamacpp-build N] -- llama-server ...``.
+
+It parses the command (:mod:`.command`), audits the GGUF files of ``-m`` and ``-md`` with the checkpoint analyzer it
+is lent (headers only), places the build (``--llamacpp-build`` or ``llama-server --version`` text in an
+``--env-dump``) and evaluates (:mod:`.evaluate`): rules MTP600-MTP610, the answer, the verdict, the corrected
+command. The machine is not checked for llama.cpp (its GPU back-ends are not in the preflight matrix): a
+non-blocking gap says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from mtp_audit.engines.base import Engine, EngineOutcome, LaunchRequest
+from mtp_audit.engines.llamacpp.command import BuildInfo, is_llamacpp, parse_build, parse_command, shell_join
+from mtp_audit.engines.llamacpp.evaluate import ANALYZER, GGUFView, evaluate
+from mtp_audit.errors import InputError
+from mtp_audit.report import Gap, Report
+
+#: Largest ``--env-dump`` file read for a version line (bytes).
+MAX_DUMP_BYTES = 16 * 1024 * 1024
+
+#: Checkpoint findings about how to pass a head (an mtp-*.gguf sidecar; a trunk without one beside it) that the
+#: launch answers itself from -m / -md.
+SAID_BY_LAUNCH = frozenset({"MTP036", "MTP037"})
+
+
+class LlamaCppEngine(Engine):
+    """:class:`~mtp_audit.engines.base.Engine` for llama.cpp and ik_llama.cpp (knowledge: :mod:`.tables`)."""
+
+    name = "llamacpp"
+    label = "llama.cpp"
+    target_option = "--llamacpp-build"
+    rules_module = "mtp_audit.engines.llamacpp.rules"
+    entry_examples = ("llama-server -m MODEL.gguf ...", "llama-cli -m MODEL.gguf ...")
+
+    def entry(self, toks: Sequence[str]) -> str | None:
+        """``llama-server`` / ``llama-cli`` ... when the command starts one, else ``None``."""
+        return is_llamacpp(toks)
+
+    def release(self, target: Any) -> tuple[Any, Gap | None]:
+        """The build named by ``--llamacpp-build`` (``10444``, ``b10444``, ``ik:4100``, ``--version`` text); ``None``:
+        read from the launch's ``--env-dump`` files in :meth:`evaluate`, else unknown (a non-blocking gap).
+
+        Raises:
+            InputError: a target with no build number.
+        """
+        return (parse_build(str(target)) if target is not None else None), None
+
+    def evaluate(self, request: LaunchRequest, release: Any, gap: Gap | None) -> EngineOutcome:
+        """See :meth:`mtp_audit.engines.base.Engine.evaluate`; ``facts["launch"]["summary"]`` holds ``engine`` (fork),
+        ``build``, ``spec_types``, ``mtp_head``, ``mtp_runs``, ``n_max``, ``parallel``, ``verdict`` and
+        ``corrected_command``."""
+        info = release if release is not None else build_from_dumps(request.machine.env_dumps)
+        return evaluate_launch(request.toks, info, local_files_only(request.analyzers.checkpoint, request.cwd))
+
+
+def local_files_only(checkpoint: Any, cwd: Path) -> Any:
+    """``checkpoint`` for ``-m`` / ``-md`` values, which llama.cpp opens as local files: a missing ``.gguf`` is an
+    error here, never a hub repo id to fetch (``-hf`` is the flag that downloads).
+
+    Raises:
+        InputError: (when called) the file does not exist.
+    """
+    def audit(text: str, flag: str) -> Any:
+        path = Path(text).expanduser()
+        if not (path if path.is_absolute() else cwd / path).exists():
+            raise InputError(f"{flag} {text}", "no such file")
+        return checkpoint(text, flag)
+
+    return audit
+
+
+def build_from_dumps(dumps: Sequence[Path]) -> BuildInfo | None:
+    """The first build named in the dumps' text (``llama-server --version`` output pasted into a file).
+
+    Raises:
+        InputError: an unreadable dump.
+    """
+    from mtp_audit.sources.bounded import read_bytes_bounded
+
+    for dump in dumps:
+        text = read_bytes_bounded(Path(dump), MAX_DUMP_BYTES, display=str(dump)).decode("utf-8", errors="replace")
+        try:
+            return parse_build(text)
+        except InputError:
+            continue
+    return None
+
+
+def evaluate_launch(toks: Sequence[str], info: BuildInfo | None, checkpoint: Any) -> EngineOutcome:
+    """Evaluate one llama.cpp command: ``checkpoint(path_text, flag) -> (report, gap)`` audits ``-m`` / ``-md``.
+
+    Raises:
+        InputError: not a llama.cpp command, a flag without its value, a model path that does not exist, a
+            malformed GGUF.
+    """
+    cmd = parse_command(toks)
+    gaps: list[Gap] = []
+    reports: list[Report] = []
+    model = _view(cmd.model, cmd.flags.get("model", "-m"), checkpoint, reports, gaps)
+    draft = _view(cmd.draft_model, cmd.flags.get("draft_model", "-md"), checkpoint, reports, gaps)
+    if cmd.model is None:
+        what = f"-hf {cmd.hf_repo}" if cmd.hf_repo else "no -m"
+        gaps.append(Gap(ANALYZER, f"{what}: the model GGUF is not audited (llama.cpp downloads it); whether it carries "
+                                  "an MTP head could not be told", None, blocking=cmd.wants_mtp()))
+    if info is None:
+        gaps.append(Gap(ANALYZER, "llama.cpp build unknown (give --llamacpp-build N or paste llama-server --version "
+                                  "with --env-dump): build-specific checks assume the newest known build", None, blocking=False))
+    gaps.append(Gap(ANALYZER, "the machine is not checked for llama.cpp (its GPU back-ends are not in the preflight "
+                              "matrix)", None, blocking=False))
+    ev = evaluate(cmd, info, model, draft, gaps)
+    return EngineOutcome(name=shell_join(cmd.toks), version=f"b{info.build}" if info and info.build else None,
+                         findings=ev.findings, gaps=ev.gaps, reports=[_without(r, SAID_BY_LAUNCH) for r in reports],
+                         facts=ev.facts)
+
+
+def _without(report: Report, rule_ids: frozenset[str]) -> Report:
+    """``report`` without the findings of ``rule_ids``."""
+    return dataclasses.replace(report, findings=tuple(f for f in report.findings if f.rule_id not in rule_ids))
+
+
+def _view(text: str | None, flag: str, checkpoint: Any, reports: list[Report], gaps: list[Gap]) -> GGUFView | None:
+    if text is None:
+        return None
+    report, gap = checkpoint(text, flag)
+    if gap is not None:
+        gaps.append(gap)
+    if report is None:
+        return GGUFView(flag, None)
+    reports.append(report)
+    entry = _entry(report)
+    if entry is None:
+        gaps.append(Gap(ANALYZER, f"{flag} {text} is not a GGUF model (llama.cpp loads GGUF only)", text, blocking=True))
+    return GGUFView(flag, entry)
+
+
+def _entry(report: Report) -> dict[str, Any] | None:
+    models = (((report.facts.get("checkpoint") or {}).get("gguf") or {}).get("models")) or []
+    return models[0] if models else None

@@ -1,0 +1,208 @@
+"""llama.cpp launch rules (MTP600-MTP610): docs, sources and runnable examples.
+
+Declarations only; the checks live in :mod:`mtp_audit.engines.llamacpp.evaluate`. Examples are a command
+(``args``, after ``--llamacpp-build N --``) and the GGUF files it names, built on demand by
+:mod:`mtp_audit.synth.gguf`.
+"""
+
+from __future__ import annotations
+
+from mtp_audit.report import Severity
+from mtp_audit.report.rules import Example, Rule
+
+# Maintainers' research notes behind these sources (not shipped): ../shared/research/field_2026_12.md §1.
+
+ANALYZER = "llamacpp"
+
+
+def _files(arch: str = "qwen35moe", *, head: bool = True, gtype: int = 8, k: int = 1, scales: bool = False,
+           sidecar: bool = False) -> dict[str, bytes]:
+    from mtp_audit.synth.gguf import gguf_bytes, model_kv, nextn_tensors, trunk_tensors
+
+    blocks = 3 + (k if head and not sidecar else 0)
+    tensors = trunk_tensors(range(3))
+    if head and not sidecar:
+        for b in range(3, 3 + k):
+            tensors += nextn_tensors(b, ggml_type=gtype)
+    if scales:
+        tensors += [("blk.3.nextn.eh_proj.scale", (8, 128), 0), ("blk.3.nextn.eh_proj.input_scale", (1,), 0)]
+    files = {"model.gguf": gguf_bytes(model_kv(arch, blocks=blocks, nextn=k if head and not sidecar else None), tensors)}
+    if sidecar:
+        files["mtp-model.gguf"] = gguf_bytes(model_kv(arch, blocks=4, nextn=1), nextn_tensors(3, ggml_type=gtype))
+    return files
+
+
+def _args(build: str, *cmd: str) -> tuple[str, ...]:
+    return ("--llamacpp-build", build, "--", "llama-server", "-m", "model.gguf", *cmd)
+
+
+_SPEC = ("ggml-org/llama.cpp PR #22673 'llama + spec: MTP Support' (merged 2026-05-16, release b9180)",)
+
+MTP600 = Rule(
+    id="MTP600", name="llamacpp-mtp-head-unused", analyzer=ANALYZER, severity=Severity.WARNING,
+    summary="the model carries an MTP head but --spec-type does not ask for it (the default is none)",
+    what="Reads the -m GGUF (and a -md mtp-*.gguf) for nextn tensors and the command for --spec-type.",
+    why="llama-server loads the head but drafts nothing unless --spec-type names draft-mtp: users see draft=0 and "
+        "no speed-up. --spec-default is an n-gram preset, not MTP.",
+    fix="Add --spec-type draft-mtp (ik_llama.cpp: --spec-type mtp).",
+    sources=(*_SPEC, "ggml-org/llama.cpp PR #22673 comments (2026-05-17: unsloth Qwen3.6-27B-MTP with no spec type: draft=0)",
+             "tmac1973/llama-toolchest PR #41 (draft GGUF loading but speculation never engaged)",
+             "ggml-org/llama.cpp #24443 (--model-draft mtp-gemma-4-12B-it.gguf without --spec-type)"),
+    basis="bug report",
+    examples=(
+        Example(True, _files, args=_args("10444"), note="MTP GGUF, no --spec-type"),
+        Example(False, _files, args=_args("10444", "--spec-type", "draft-mtp"), note="--spec-type draft-mtp"),
+    ),
+)
+
+MTP601 = Rule(
+    id="MTP601", name="llamacpp-draft-mtp-without-head", analyzer=ANALYZER, severity=Severity.ERROR,
+    summary="--spec-type draft-mtp on a GGUF with no MTP head and no MTP draft (-md)",
+    what="Looks for blk.N.nextn.* in the -m GGUF (every split part) and in the -md GGUF.",
+    why="The MTP context cannot be built: llama.cpp asserts (GGML_ASSERT(hparams.nextn_predict_layers > 0 ...)) "
+        "or fails to create the draft context.",
+    fix="Use the -MTP- release of the GGUF, or pass the head with -md mtp-NAME.gguf.",
+    sources=(*_SPEC, "unsloth/Qwen3.6-27B-GGUF-MTP discussions #1/#2 via am17an/llama.cpp PR #8",
+             "ggml-org/llama.cpp #28196 comment (unsloth Qwen3.5-27B-GGUF has no nextn tensors)"),
+    basis="bug report",
+    examples=(
+        Example(True, lambda: _files(head=False), args=_args("10444", "--spec-type", "draft-mtp"), note="no nextn tensors"),
+        Example(False, _files, args=_args("10444", "--spec-type", "draft-mtp"), note="blk.3.nextn.* present"),
+    ),
+)
+
+MTP602 = Rule(
+    id="MTP602", name="llamacpp-spec-type-spelling", analyzer=ANALYZER, severity=Severity.ERROR,
+    summary="a --spec-type value this llama.cpp fork does not know (draft-mtp vs mtp)",
+    what="Checks every --spec-type element against the fork's spellings: mainline llama.cpp says draft-mtp "
+         "(renamed from mtp before the merge) and draft-simple (was draft); ik_llama.cpp says mtp[:n_max=..].",
+    why="An unknown type stops the server at argument parsing, or (chained with others) leaves MTP out.",
+    fix="Mainline: --spec-type draft-mtp. ik_llama.cpp: --spec-type mtp.",
+    sources=("ggml-org/llama.cpp PR #22673 review (2026-05-13: 'mtp' -> 'draft-mtp')", "ikawrakow/ik_llama.cpp PR #2369",
+             "Thireus/GGUF-Tool-Suite #87", "luongnv89/ccl #102 (previously --spec-type mtp, renamed 2026-05-13)"),
+    basis="documentation",
+    examples=(
+        Example(True, _files, args=_args("10444", "--spec-type", "mtp"), note="mainline build with the old spelling"),
+        Example(False, _files, args=_args("ik:4100", "--spec-type", "mtp:n_max=3"), note="ik_llama.cpp spelling on ik_llama.cpp"),
+    ),
+)
+
+MTP603 = Rule(
+    id="MTP603", name="llamacpp-build-before-mtp", analyzer=ANALYZER, severity=Severity.ERROR,
+    summary="the llama.cpp build predates MTP support (b9180)",
+    what="Compares --llamacpp-build (or the pasted --version) with the first release that has --spec-type draft-mtp.",
+    why="Older builds reject the spec type at startup.",
+    fix="Upgrade llama.cpp to b9180 or newer (a newer one for other architectures: see MTP604).",
+    sources=_SPEC + ("lmstudio-ai/lmstudio-bug-tracker #1924 ('release version b9180')",),
+    basis="documentation",
+    examples=(
+        Example(True, _files, args=_args("9000", "--spec-type", "draft-mtp"), note="b9000"),
+        Example(False, _files, args=_args("9305", "--spec-type", "draft-mtp"), note="b9305"),
+    ),
+)
+
+MTP604 = Rule(
+    id="MTP604", name="llamacpp-arch-no-mtp-graph", analyzer=ANALYZER, severity=Severity.ERROR,
+    summary="--spec-type draft-mtp for an architecture this build has no MTP graph for",
+    what="Looks the GGUF architecture up in the MTP support table at the given build.",
+    why="glm4moe, mimo2 and qwen4exp (merged builds) keep nextn tensors without a graph; draft-mtp then fails or "
+        "crashes (lemonade-sdk/lemonade #2451), and architectures added later need a build after their pull request.",
+    fix="Use a build with the architecture's MTP graph (see the table's pull request), or drop draft-mtp.",
+    sources=("ggml-org/llama.cpp PRs #22673, #23398, #24340, #24260, #25589, #25980, #26457",
+             "lemonade-sdk/lemonade #2451", "ggml-org/llama.cpp #27742"),
+    basis="code",
+    examples=(
+        Example(True, lambda: _files("glm4moe"), args=_args("10444", "--spec-type", "draft-mtp"), note="glm4moe"),
+        Example(False, lambda: _files("qwen35moe"), args=_args("10444", "--spec-type", "draft-mtp"), note="qwen35moe"),
+    ),
+)
+
+MTP605 = Rule(
+    id="MTP605", name="llamacpp-parallel-acceptance", analyzer=ANALYZER, severity=Severity.WARNING,
+    summary="draft-mtp with -np/--parallel > 1: acceptance collapses on slots other than 0 on some builds",
+    what="Reads -np with draft-mtp.",
+    why="Reports show slot 1+ near 2.7% acceptance (per-slot draft state not armed) and exactly 0 under multi-ubatch "
+        "batches on HIP; other builds measured parallel MTP fine, so this is a warning, not an error.",
+    fix="Check the per-slot acceptance in the server log, or run -np 1.",
+    sources=("spiritbuun/buun-llama-cpp PR #110 (2026-08-30)", "ggml-org/llama.cpp #27572 (2026-08-22)",
+             "unslothai/unsloth PR #8172 (b10310: four slots 1.97x)", "luongnv89/ccl #102 (-np > 1 not yet supported)"),
+    basis="bug report",
+    examples=(
+        Example(True, _files, args=_args("10444", "--spec-type", "draft-mtp", "-np", "4"), note="4 slots"),
+        Example(False, _files, args=_args("10444", "--spec-type", "draft-mtp", "-np", "1"), note="1 slot"),
+    ),
+)
+
+MTP606 = Rule(
+    id="MTP606", name="llamacpp-n-max-above-heads", analyzer=ANALYZER, severity=Severity.INFO,
+    summary="--spec-draft-n-max is above the number of chained MTP heads and is clamped",
+    what="For chained-head architectures (step35: 3 heads), compares --spec-draft-n-max with nextn_predict_layers.",
+    why="Each head is used once; llama.cpp clamps n_max to the head count, so a larger value drafts no more tokens.",
+    fix="Set --spec-draft-n-max to the head count.",
+    sources=("ggml-org/llama.cpp PR #24340 (n_max clamped to the head count when chaining)",),
+    basis="code",
+    examples=(
+        Example(True, lambda: _files("step35", k=3), args=_args("10444", "--spec-type", "draft-mtp", "--spec-draft-n-max", "6"), note="6 > 3 heads"),
+        Example(False, lambda: _files("step35", k=3), args=_args("10444", "--spec-type", "draft-mtp", "--spec-draft-n-max", "3"), note="3 heads"),
+    ),
+)
+
+MTP607 = Rule(
+    id="MTP607", name="llamacpp-n-max-default", analyzer=ANALYZER, severity=Severity.INFO,
+    summary="--spec-draft-n-max is not given: the build's default applies (3 since the MTP clean-up, 16 before)",
+    what="Says which draft length the build will use when the command does not set one.",
+    why="The default changed from 16 to 3 in May 2026; guides written for the old default overstate the draft length.",
+    fix="Set --spec-draft-n-max explicitly (2-4 is common for one MTP head).",
+    sources=("ggml-org/llama.cpp PR #23269 'llama : MTP clean-up' (2026-05-18)",),
+    basis="code",
+    examples=(
+        Example(True, _files, args=_args("10444", "--spec-type", "draft-mtp"), note="no --spec-draft-n-max"),
+        Example(False, _files, args=_args("10444", "--spec-type", "draft-mtp", "--spec-draft-n-max", "3"), note="set"),
+    ),
+)
+
+MTP608 = Rule(
+    id="MTP608", name="llamacpp-known-broken-build", analyzer=ANALYZER, severity=Severity.ERROR,
+    summary="this llama.cpp build cannot start draft-mtp on a GGUF with an MTP head (known regression)",
+    what="Checks the build against known regressions of the MTP loader.",
+    why="b10741-b10748: the nextn layer gets n_head_kv = 0 and the graph reservation asserts "
+        "(GGML_ASSERT(a->ne[0] == b->ne[0])); fixed in b10749.",
+    fix="Use b10749 or newer (or b10740 or older).",
+    sources=("ggml-org/llama.cpp #28196 comment (2026-09-03): regression #28159, fix #28173, first fixed release b10749",),
+    basis="bug report",
+    examples=(
+        Example(True, _files, args=_args("10742", "--spec-type", "draft-mtp"), note="b10742"),
+        Example(False, _files, args=_args("10749", "--spec-type", "draft-mtp"), note="b10749"),
+    ),
+)
+
+MTP609 = Rule(
+    id="MTP609", name="llamacpp-nvfp4-mtp-scales-build", analyzer=ANALYZER, severity=Severity.ERROR,
+    summary="NVFP4 MTP scale tensors that this build miscounts: the load fails",
+    what="For NVFP4 GGUFs whose nextn weights carry .scale/.input_scale, checks the build against PR #23563 (the "
+         "scales known at all) and PR #27736 (the scales skipped with the weight when MTP is off).",
+    why="'wrong number of tensors; expected 1194, got 1178': the model does not load.",
+    fix="Use a build with PR #27736 (about b10610 or newer), or launch with --spec-type draft-mtp.",
+    sources=("ggml-org/llama.cpp PR #23563 (2026-05-23)", "ggml-org/llama.cpp PR #27736 (2026-08-26)"),
+    basis="bug report",
+    examples=(
+        Example(True, lambda: _files(gtype=40, scales=True), args=_args("10444"), note="b10444 without draft-mtp"),
+        Example(False, lambda: _files(gtype=40, scales=True), args=_args("10444", "--spec-type", "draft-mtp"), note="MTP enabled"),
+    ),
+)
+
+MTP610 = Rule(
+    id="MTP610", name="llamacpp-split-mode-tensor", analyzer=ANALYZER, severity=Severity.WARNING,
+    summary="--split-mode tensor with a GGUF that carries nextn tensors",
+    what="Reads -sm/--split-mode and the GGUF's nextn tensors.",
+    why="Reported to crash with MTP-bearing GGUFs.",
+    fix="Use --split-mode layer (the default) with MTP GGUFs.",
+    sources=("ggml-org/llama.cpp #24309 (cited by zephel01/CodeRouter PR #59, 2026-07-09)",),
+    basis="bug report",
+    examples=(
+        Example(True, _files, args=_args("10444", "--spec-type", "draft-mtp", "-sm", "tensor"), note="-sm tensor"),
+        Example(False, _files, args=_args("10444", "--spec-type", "draft-mtp", "-sm", "layer"), note="-sm layer"),
+    ),
+)
+
+RULES: tuple[Rule, ...] = (MTP600, MTP601, MTP602, MTP603, MTP604, MTP605, MTP606, MTP607, MTP608, MTP609, MTP610)
