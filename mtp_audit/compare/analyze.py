@@ -156,6 +156,29 @@ def _config_value(side: Mapping[str, Any], path: tuple[str, ...]) -> Any:
     return _get(side, *path)
 
 
+class _Pair:
+    """Both sides' ``facts["checkpoint"]`` and the MTP numbers every comparison step reads."""
+
+    def __init__(self, base: Mapping[str, Any], derived: Mapping[str, Any], base_name: str, derived_name: str) -> None:
+        self.base, self.derived, self.base_name, self.derived_name = base, derived, base_name, derived_name
+        self.b_n = _get(base, "mtp", "tensors", default=0) or 0
+        self.d_n = _get(derived, "mtp", "tensors", default=0) or 0
+        self.b_labels = dict(_get(base, "mtp", "tensors_per_layer", default={}) or {})
+        self.d_labels = dict(_get(derived, "mtp", "tensors_per_layer", default={}) or {})
+        self.b_layers = _get(base, "config", "num_hidden_layers")
+        self.d_layers = _get(derived, "config", "num_hidden_layers")
+        self.b_found = _get(base, "mtp", "found_layers", default=0) or 0
+        self.b_bytes, _ = _bytes(base)
+        self.d_bytes, _ = _bytes(derived)
+        self.label_text = ", ".join(f"{k} ({v})" for k, v in sorted(self.b_labels.items())) or "none"
+
+    @property
+    def absorbed(self) -> bool:
+        """The derived config raised ``num_hidden_layers`` by the base's MTP layers and kept no MTP tensor."""
+        return (self.b_n > 0 and self.d_n == 0 and isinstance(self.b_layers, int) and isinstance(self.d_layers, int)
+                and self.b_found > 0 and self.d_layers == self.b_layers + self.b_found)
+
+
 def compare_facts(base: Mapping[str, Any], derived: Mapping[str, Any], *, base_name: str, derived_name: str) -> tuple[list[Finding], dict[str, Any]]:
     """Compare two ``facts["checkpoint"]`` documents.
 
@@ -163,177 +186,153 @@ def compare_facts(base: Mapping[str, Any], derived: Mapping[str, Any], *, base_n
         ``(findings, facts)``: findings of rules MTP050-MTP054 and the ``facts["compare"]`` document.
         The caller has already checked :data:`REQUIRED_FACTS` and that both sides list tensors.
     """
-    from mtp_audit.compare import rules as R
+    pair = _Pair(base, derived, base_name, derived_name)
+    changes = _config_changes(pair)  # first: MTP050/MTP052 quote them
+    findings = _lost_findings(pair)
+    if pair.b_n > 0 and pair.d_n > 0:
+        findings += _kept_findings(pair)
+    findings += _change_findings(pair, changes)
+    return findings, _compare_doc(pair, changes)
 
-    findings: list[Finding] = []
-    b_n = _get(base, "mtp", "tensors", default=0) or 0
-    d_n = _get(derived, "mtp", "tensors", default=0) or 0
-    b_labels = dict(_get(base, "mtp", "tensors_per_layer", default={}) or {})
-    d_labels = dict(_get(derived, "mtp", "tensors_per_layer", default={}) or {})
-    b_layers = _get(base, "config", "num_hidden_layers")
-    d_layers = _get(derived, "config", "num_hidden_layers")
-    b_found = _get(base, "mtp", "found_layers", default=0) or 0
-    d_decl = _get(derived, "mtp", "declared_layers") or 0
-    d_key = _get(derived, "mtp", "declared_by")
-    b_bytes, _ = _bytes(base)
-    d_bytes, _ = _bytes(derived)
-    label_text = ", ".join(f"{k} ({v})" for k, v in sorted(b_labels.items())) or "none"
 
-    # Config changes first: MTP050/MTP052 quote them.
+def _config_changes(pair: _Pair) -> list[dict[str, Any]]:
+    """Config values that differ (``{"key", "base", "derived", "mtp_relevant"}``); a side without config.json has
+    unknown values, not changed ones."""
     changes: list[dict[str, Any]] = []
-    no_config = [name for name, side in ((base_name, base), (derived_name, derived)) if _get(side, "config") is None]
+    no_config = [side for side in (pair.base, pair.derived) if _get(side, "config") is None]
     for label, path, matters in _CONFIG_KEYS:
         if no_config and path[0] in ("config", "mtp"):
-            continue  # a side without config.json: its values are unknown, not changed
-        bv, dv = _config_value(base, path), _config_value(derived, path)
+            continue
+        bv, dv = _config_value(pair.base, path), _config_value(pair.derived, path)
         if bv != dv:
             # Different architectures: probably not a base and its export; say so as an MTP-relevant change.
             relevant = matters or (label == "architectures" and bool(bv) and bool(dv))
             changes.append({"key": label, "base": bv, "derived": dv, "mtp_relevant": relevant})
+    return changes
 
-    absorbed = (
-        b_n > 0
-        and d_n == 0
-        and isinstance(b_layers, int)
-        and isinstance(d_layers, int)
-        and b_found > 0
-        and d_layers == b_layers + b_found
-    )
-    if absorbed:
-        findings.append(
-            R.MTP052.finding(
-                f"{derived_name} raised num_hidden_layers from {b_layers} to {d_layers}: the {b_found} MTP layer(s) of "
-                f"{base_name} ({label_text}) are now read as ordinary decoder layers, so no engine loads them as MTP",
-                Location(path="config.json", symbol="/num_hidden_layers"),
-                evidence=(
-                    Evidence("base.num_hidden_layers", str(b_layers)),
-                    Evidence("derived.num_hidden_layers", str(d_layers)),
-                    Evidence("base.mtp_tensors", str(b_n)),
-                ),
-                remediation="Restore num_hidden_layers to the trunk depth and declare the MTP layer with the family's key "
-                "(e.g. num_nextn_predict_layers), as in the base config.json.",
-            )
-        )
-    elif b_n > 0 and d_n == 0:
-        if d_decl:
-            tail = (
-                f"its config.json still declares {d_decl} MTP layer(s) at {d_key}, so engines will look for weights that "
-                "are not there (load error, or a silently useless draft: acceptance length 1.0)"
-            )
-            severity = Severity.ERROR
-        else:
-            tail = "its config.json no longer declares MTP, so the export silently lost speculative decoding"
-            severity = Severity.WARNING
-        findings.append(
-            R.MTP050.finding(
-                f"{derived_name} dropped all {b_n} MTP tensors of {base_name} ({label_text}; {_bytes_text(base)}); {tail}",
-                _config_location(derived),
-                evidence=(
-                    Evidence("base.mtp_tensors", str(b_n)),
-                    Evidence("base.mtp_bytes", str(b_bytes)),
-                    Evidence("derived.mtp_tensors", "0"),
-                    Evidence("derived.mtp_declared_layers", str(d_decl)),
-                ),
-                severity=severity,
-            )
-        )
 
-    if b_n > 0 and d_n > 0:
-        b_lin, d_lin = _linear_modules(base), _linear_modules(derived)
-        explained, expert_notes = 0, []
-        b_exp = _get(base, "mtp", "experts", default={}) or {}
-        d_exp = _get(derived, "mtp", "experts", default={}) or {}
-        for label in sorted(set(b_exp) & set(d_exp)):
-            bf, df = b_exp[label].get("found"), d_exp[label].get("found")
-            if isinstance(bf, int) and isinstance(df, int) and df < bf:
-                projections = len(d_exp[label].get("projections") or b_exp[label].get("projections") or [])
-                consistent = df == d_exp[label].get("expected")
-                if consistent:
-                    explained += (bf - df) * projections
-                expert_notes.append(
-                    f"{label}: {bf} -> {df} experts"
-                    + (" (matches the derived config)" if consistent else f" (derived config expects {d_exp[label].get('expected')})")
-                )
-        if d_lin < b_lin - explained or _get(derived, "mtp", "found_layers", default=0) < b_found:
-            lost = b_lin - d_lin
-            notes = f"; {'; '.join(expert_notes)}" if expert_notes else ""
-            findings.append(
-                R.MTP051.finding(
-                    f"{derived_name} keeps {d_lin} of the {b_lin} MTP linear modules of {base_name} ({lost} dropped"
-                    f"{', ' + str(explained) + ' of them by the expert pruning' if explained else ''}){notes}; MTP bytes "
-                    f"{human_bytes(b_bytes)} -> {human_bytes(d_bytes)}",
-                    Location(path="config.json"),
-                    evidence=(
-                        Evidence("base.mtp_linear_modules", str(b_lin)),
-                        Evidence("derived.mtp_linear_modules", str(d_lin)),
-                        Evidence("base.mtp_found_layers", str(b_found)),
-                        Evidence("derived.mtp_found_layers", str(_get(derived, "mtp", "found_layers"))),
-                    ),
-                )
-            )
-        if set(b_labels) != set(d_labels):
-            findings.append(
-                R.MTP052.finding(
-                    f"{derived_name} stores its MTP tensors as {', '.join(sorted(d_labels))} where {base_name} has "
-                    f"{', '.join(sorted(b_labels))}: engine loaders match the base layout's names",
-                    Location(path="config.json"),
-                    evidence=(
-                        Evidence("base.mtp_layers", ", ".join(f"{k}={v}" for k, v in sorted(b_labels.items()))),
-                        Evidence("derived.mtp_layers", ", ".join(f"{k}={v}" for k, v in sorted(d_labels.items()))),
-                    ),
-                )
-            )
-        b_trunk_q = _quantized(_get(base, "trunk", "format_modules", default={}))
-        d_trunk_q = _quantized(_get(derived, "trunk", "format_modules", default={}))
-        d_mtp_q = _quantized(_get(derived, "mtp", "format_modules", default={}))
-        new_q = d_trunk_q - b_trunk_q
-        if new_q and not d_mtp_q:
-            excludes = _primary_quant(derived).get("mtp_exclude_patterns") or []
-            why = (
-                f"on purpose: the quantization config excludes {', '.join(excludes)}"
-                if excludes
-                else "and the quantization config does not exclude them"
-            )
-            findings.append(
-                R.MTP053.finding(
-                    f"{derived_name} quantized the trunk to {'/'.join(sorted(new_q))} but left its {_linear_modules(derived)} MTP "
-                    f"linear modules {_get(derived, 'mtp', 'format')} ({_bytes_text(derived)}), {why}",
-                    Location(path="config.json"),
-                    evidence=(
-                        Evidence("derived.trunk_format", str(_get(derived, "trunk", "format"))),
-                        Evidence("derived.mtp_format", str(_get(derived, "mtp", "format"))),
-                        Evidence("derived.mtp_bytes", str(d_bytes)),
-                        Evidence("base.mtp_format", str(_get(base, "mtp", "format"))),
-                    ),
-                    severity=Severity.INFO if excludes else None,
-                )
-            )
+def _lost_findings(pair: _Pair) -> list[Finding]:
+    """MTP052 (the MTP layers absorbed into the trunk's layer count) or MTP050 (every MTP tensor dropped)."""
+    from mtp_audit.compare import rules as R
 
-    for ch in changes:
-        if not ch["mtp_relevant"] or (absorbed and ch["key"] == "num_hidden_layers"):
-            continue
-        findings.append(
-            R.MTP054.finding(
-                f"{ch['key']} changed from {ch['base']!r} in {base_name} to {ch['derived']!r} in {derived_name}",
-                Location(path="config.json"),
-                evidence=(Evidence(f"base.{ch['key']}", repr(ch["base"])), Evidence(f"derived.{ch['key']}", repr(ch["derived"]))),
-            )
-        )
+    if pair.absorbed:
+        return [R.MTP052.finding(
+            f"{pair.derived_name} raised num_hidden_layers from {pair.b_layers} to {pair.d_layers}: the {pair.b_found} MTP layer(s) of "
+            f"{pair.base_name} ({pair.label_text}) are now read as ordinary decoder layers, so no engine loads them as MTP",
+            Location(path="config.json", symbol="/num_hidden_layers"),
+            evidence=(Evidence("base.num_hidden_layers", str(pair.b_layers)), Evidence("derived.num_hidden_layers", str(pair.d_layers)),
+                      Evidence("base.mtp_tensors", str(pair.b_n))),
+            remediation="Restore num_hidden_layers to the trunk depth and declare the MTP layer with the family's key "
+            "(e.g. num_nextn_predict_layers), as in the base config.json.")]
+    if not (pair.b_n > 0 and pair.d_n == 0):
+        return []
+    d_decl = _get(pair.derived, "mtp", "declared_layers") or 0
+    if d_decl:
+        tail = (f"its config.json still declares {d_decl} MTP layer(s) at {_get(pair.derived, 'mtp', 'declared_by')}, so engines "
+                "will look for weights that are not there (load error, or a silently useless draft: acceptance length 1.0)")
+    else:
+        tail = "its config.json no longer declares MTP, so the export silently lost speculative decoding"
+    return [R.MTP050.finding(
+        f"{pair.derived_name} dropped all {pair.b_n} MTP tensors of {pair.base_name} ({pair.label_text}; {_bytes_text(pair.base)}); {tail}",
+        _config_location(pair.derived),
+        evidence=(Evidence("base.mtp_tensors", str(pair.b_n)), Evidence("base.mtp_bytes", str(pair.b_bytes)),
+                  Evidence("derived.mtp_tensors", "0"), Evidence("derived.mtp_declared_layers", str(d_decl))),
+        severity=Severity.ERROR if d_decl else Severity.WARNING)]
 
-    experts = {}
-    for label in sorted(set(_get(base, "mtp", "experts", default={}) or {}) | set(_get(derived, "mtp", "experts", default={}) or {})):
-        b = (_get(base, "mtp", "experts", default={}) or {}).get(label, {})
-        d = (_get(derived, "mtp", "experts", default={}) or {}).get(label, {})
-        experts[label] = {
-            "base": {"found": b.get("found"), "expected": b.get("expected")},
-            "derived": {"found": d.get("found"), "expected": d.get("expected")},
-        }
-    b_view, d_view = _side_view(base), _side_view(derived)
-    doc = {
+
+def _pruned_experts(pair: _Pair) -> tuple[int, list[str]]:
+    """``(linear modules explained by expert pruning the derived config agrees with, one note per pruned layer)``."""
+    explained, notes = 0, []
+    b_exp = _get(pair.base, "mtp", "experts", default={}) or {}
+    d_exp = _get(pair.derived, "mtp", "experts", default={}) or {}
+    for label in sorted(set(b_exp) & set(d_exp)):
+        bf, df = b_exp[label].get("found"), d_exp[label].get("found")
+        if isinstance(bf, int) and isinstance(df, int) and df < bf:
+            projections = len(d_exp[label].get("projections") or b_exp[label].get("projections") or [])
+            consistent = df == d_exp[label].get("expected")
+            if consistent:
+                explained += (bf - df) * projections
+            notes.append(f"{label}: {bf} -> {df} experts"
+                         + (" (matches the derived config)" if consistent else f" (derived config expects {d_exp[label].get('expected')})"))
+    return explained, notes
+
+
+def _kept_findings(pair: _Pair) -> list[Finding]:
+    """Both sides carry MTP tensors: MTP051 (linear modules dropped), MTP052 (renamed layout), MTP053 (trunk
+    quantized, MTP left in high precision)."""
+    from mtp_audit.compare import rules as R
+
+    out: list[Finding] = []
+    b_lin, d_lin = _linear_modules(pair.base), _linear_modules(pair.derived)
+    explained, expert_notes = _pruned_experts(pair)
+    if d_lin < b_lin - explained or _get(pair.derived, "mtp", "found_layers", default=0) < pair.b_found:
+        notes = f"; {'; '.join(expert_notes)}" if expert_notes else ""
+        out.append(R.MTP051.finding(
+            f"{pair.derived_name} keeps {d_lin} of the {b_lin} MTP linear modules of {pair.base_name} ({b_lin - d_lin} dropped"
+            f"{', ' + str(explained) + ' of them by the expert pruning' if explained else ''}){notes}; MTP bytes "
+            f"{human_bytes(pair.b_bytes)} -> {human_bytes(pair.d_bytes)}",
+            Location(path="config.json"),
+            evidence=(Evidence("base.mtp_linear_modules", str(b_lin)), Evidence("derived.mtp_linear_modules", str(d_lin)),
+                      Evidence("base.mtp_found_layers", str(pair.b_found)),
+                      Evidence("derived.mtp_found_layers", str(_get(pair.derived, "mtp", "found_layers"))))))
+    if set(pair.b_labels) != set(pair.d_labels):
+        out.append(R.MTP052.finding(
+            f"{pair.derived_name} stores its MTP tensors as {', '.join(sorted(pair.d_labels))} where {pair.base_name} has "
+            f"{', '.join(sorted(pair.b_labels))}: engine loaders match the base layout's names",
+            Location(path="config.json"),
+            evidence=(Evidence("base.mtp_layers", ", ".join(f"{k}={v}" for k, v in sorted(pair.b_labels.items()))),
+                      Evidence("derived.mtp_layers", ", ".join(f"{k}={v}" for k, v in sorted(pair.d_labels.items()))))))
+    out += _left_unquantized(pair)
+    return out
+
+
+def _left_unquantized(pair: _Pair) -> list[Finding]:
+    """MTP053: the derived trunk gained quantized formats while its MTP modules stayed in high precision (info when
+    the quantization config excludes them on purpose)."""
+    from mtp_audit.compare import rules as R
+
+    base, derived = pair.base, pair.derived
+    new_q = _quantized(_get(derived, "trunk", "format_modules", default={})) - _quantized(_get(base, "trunk", "format_modules", default={}))
+    if not new_q or _quantized(_get(derived, "mtp", "format_modules", default={})):
+        return []
+    excludes = _primary_quant(derived).get("mtp_exclude_patterns") or []
+    why = (f"on purpose: the quantization config excludes {', '.join(excludes)}" if excludes
+           else "and the quantization config does not exclude them")
+    return [R.MTP053.finding(
+        f"{pair.derived_name} quantized the trunk to {'/'.join(sorted(new_q))} but left its {_linear_modules(derived)} MTP "
+        f"linear modules {_get(derived, 'mtp', 'format')} ({_bytes_text(derived)}), {why}",
+        Location(path="config.json"),
+        evidence=(Evidence("derived.trunk_format", str(_get(derived, "trunk", "format"))),
+                  Evidence("derived.mtp_format", str(_get(derived, "mtp", "format"))),
+                  Evidence("derived.mtp_bytes", str(pair.d_bytes)), Evidence("base.mtp_format", str(_get(base, "mtp", "format")))),
+        severity=Severity.INFO if excludes else None)]
+
+
+def _change_findings(pair: _Pair, changes: list[dict[str, Any]]) -> list[Finding]:
+    """MTP054 for each MTP-relevant config change (the layer count MTP052 already explained is left out)."""
+    from mtp_audit.compare import rules as R
+
+    return [R.MTP054.finding(
+        f"{ch['key']} changed from {ch['base']!r} in {pair.base_name} to {ch['derived']!r} in {pair.derived_name}",
+        Location(path="config.json"),
+        evidence=(Evidence(f"base.{ch['key']}", repr(ch["base"])), Evidence(f"derived.{ch['key']}", repr(ch["derived"]))))
+        for ch in changes if ch["mtp_relevant"] and not (pair.absorbed and ch["key"] == "num_hidden_layers")]
+
+
+def _compare_doc(pair: _Pair, changes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``facts["compare"]`` document: summary, both sides, MTP tensors, bytes, layers, dtypes, experts, changes."""
+    b_exp = _get(pair.base, "mtp", "experts", default={}) or {}
+    d_exp = _get(pair.derived, "mtp", "experts", default={}) or {}
+    experts = {label: {"base": {"found": b_exp.get(label, {}).get("found"), "expected": b_exp.get(label, {}).get("expected")},
+                       "derived": {"found": d_exp.get(label, {}).get("found"), "expected": d_exp.get(label, {}).get("expected")}}
+               for label in sorted(set(b_exp) | set(d_exp))}
+    b_view, d_view = _side_view(pair.base), _side_view(pair.derived)
+    b_bytes, d_bytes = pair.b_bytes, pair.d_bytes
+    return {
         "summary": {
-            "base": base_name,
-            "derived": derived_name,
-            "mtp_tensors": f"{b_n} -> {d_n}",
+            "base": pair.base_name,
+            "derived": pair.derived_name,
+            "mtp_tensors": f"{pair.b_n} -> {pair.d_n}",
             "mtp_bytes": f"{human_bytes(b_bytes)} -> {human_bytes(d_bytes)}",
             "mtp_format": f"{b_view['mtp_format']} -> {d_view['mtp_format']}",
             "trunk_format": f"{b_view['trunk_format']} -> {d_view['trunk_format']}",
@@ -342,15 +341,14 @@ def compare_facts(base: Mapping[str, Any], derived: Mapping[str, Any], *, base_n
         "base": b_view,
         "derived": d_view,
         "mtp": {
-            "tensors": {"base": b_n, "derived": d_n},
+            "tensors": {"base": pair.b_n, "derived": pair.d_n},
             "bytes": {"base": b_bytes, "derived": d_bytes, "delta": (d_bytes - b_bytes) if None not in (b_bytes, d_bytes) else None},
-            "layers": {"base": b_labels, "derived": d_labels},
+            "layers": {"base": pair.b_labels, "derived": pair.d_labels},
             "dtypes": {"base": b_view["mtp_dtypes"], "derived": d_view["mtp_dtypes"]},
             "experts": experts,
         },
         "config_changes": changes,
     }
-    return findings, doc
 
 
 def compare_reports(base: Report, derived: Report) -> Report:
