@@ -50,6 +50,21 @@ FORMATS: dict[str, Callable[[Report], str]] = {
 }
 
 
+#: The facts the text report reads of an analyzer that has a ``summary`` (mtp_audit.formats.summary: answer_lines,
+#: headline_facts, closing_sections, secondary_findings); an analyzer without one shows its scalar facts.
+_TEXT_FACTS = ("summary", "answer", "closing", "secondary")
+
+
+def _text_view(report: Report) -> Report:
+    """``report`` with only the facts the text report shows, so that escaping them does not walk every fact of a
+    large report (an SGLang tree's thousands of rewrite records)."""
+    import dataclasses
+
+    facts = {a: ({k: f[k] for k in _TEXT_FACTS if k in f} if isinstance(f, dict) and "summary" in f else f)
+             for a, f in report.facts.items()}
+    return dataclasses.replace(report, facts=facts)
+
+
 def render(report: Report, fmt: str, *, verbose: bool = False, color: bool = False,
            fail_on: Severity | None = Severity.ERROR, shown: Any = None, width: int | None = None, **sarif: Any) -> str:
     """Render ``report`` in format ``fmt`` (a key of :data:`FORMATS`).
@@ -68,7 +83,7 @@ def render(report: Report, fmt: str, *, verbose: bool = False, color: bool = Fal
     if fmt == "text":
         from mtp_audit.formats.text import render as text
 
-        return text(escape_deep(report), verbose=verbose, color=color, fail_on=fail_on, shown=shown, width=width)
+        return text(escape_deep(_text_view(report)), verbose=verbose, color=color, fail_on=fail_on, shown=shown, width=width)
     if fmt == "markdown":
         from mtp_audit.formats.markdown import render as markdown
 
