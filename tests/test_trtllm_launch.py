@@ -122,3 +122,15 @@ def test_reap_checkpoint_without_mtp_tensors():
     nospec = audit_launch(["trtllm-serve", str(CK / reap)], env_dump=[H200], environ={})
     assert [(f.rule_id, f.severity) for f in nospec.findings if f.rule_id in ("MTP001", "MTP700")] == [("MTP001", Severity.WARNING)]
     assert nospec.facts["launch"]["verdict"] == "go"
+
+
+def test_amd_machine_and_too_few_gpus_and_the_corrected_command():
+    """A ROCm report's environment (vllm#34641, MI300X gfx942) is not a TensorRT-LLM machine (MTP713); on the H200 a
+    --tp_size 4 needs 4 GPUs (MTP714); --max-batch-size is spelt --max_batch_size and --backend trt is dropped."""
+    amd = ROOT / "fixtures" / "preflight" / "envdumps" / "amd" / "vllm-34641.txt"
+    r = _run("zai-org--GLM-5-FP8", "threshold.yaml", dump=amd)
+    assert "MTP713" in _ids(r, Severity.ERROR)
+    r = _run("zai-org--GLM-5-FP8", "threshold.yaml", "--max-batch-size", "8", "--tp_size", "4", "--backend", "trt")
+    assert _ids(r, Severity.ERROR) == ["MTP710", "MTP711", "MTP714"]
+    assert r.facts["launch"]["corrected_argv"][-4:] == ["--max_batch_size", "8", "--tp_size", "4"]
+    assert "--backend" not in r.facts["launch"]["corrected_argv"]

@@ -11,7 +11,7 @@ from typing import Any
 
 from mtp_audit.engines.argv import shell_join
 from mtp_audit.engines.base import Engine, EngineOutcome, LaunchRequest
-from mtp_audit.engines.outcome import mtp_errors_as_warnings, verdict, verdict_sentence
+from mtp_audit.engines.outcome import COULD_NOT_TELL, mtp_errors_as_warnings, verdict, verdict_sentence
 from mtp_audit.engines.trtllm import knowledge as K
 from mtp_audit.engines.trtllm.command import TrtllmCommand, parse_trtllm_command, trtllm_entry
 from mtp_audit.engines.trtllm.rules import RULES_BY_ID
@@ -214,8 +214,29 @@ def machine_ccs(pf: dict[str, Any]) -> list[tuple[int, int]]:
     return out
 
 
+def non_nvidia_devices(pf: dict[str, Any]) -> list[str]:
+    """Names of the machine's devices that are not NVIDIA GPUs (an AMD gfx target, an Ascend NPU), and the platform
+    when the preflight names a non-CUDA one."""
+    machine = pf.get("machine") or {}
+    out = []
+    platform = (machine.get("platform") or {}).get("value")
+    if isinstance(platform, str) and platform.lower() not in ("cuda", "nvidia", "nvidia-cuda", "nvidia cuda"):
+        out.append(f"platform {platform}")
+    for gpu in machine.get("gpus") or []:
+        name = str((gpu.get("name") or {}).get("value") or "")
+        arch = (gpu.get("arch") or {}).get("value")
+        if arch or name.lower().startswith(("amd", "ascend", "huawei")):
+            out.append(name or str(arch))
+    return out
+
+
 def check_hardware(ctx: TCtx) -> None:
-    """MTP708: an MTP launch on GPUs below SM90; a gap when no GPU is known."""
+    """MTP713: not an NVIDIA machine; MTP708: an MTP launch on GPUs below SM90; a gap when no GPU is known."""
+    others = non_nvidia_devices(ctx.pf)
+    if others:
+        ctx.add("MTP713", f"the machine's devices are not NVIDIA GPUs ({', '.join(others[:3])}): TensorRT-LLM runs on "
+                "NVIDIA GPUs only", where="machine", evidence=[("devices", ", ".join(others))])
+        return
     ccs = machine_ccs(ctx.pf)
     if not ccs:
         ctx.gap("the GPUs' compute capability is unknown: whether TensorRT-LLM's MTP kernels (SM90+) run could not be "
@@ -227,7 +248,25 @@ def check_hardware(ctx: TCtx) -> None:
                 "Hopper or newer", where="machine", evidence=[("compute capability", ", ".join(f"{a}.{b}" for a, b in ccs))])
 
 
-CHECKS = (check_options, check_requested)
+def check_gpu_count(ctx: TCtx) -> None:
+    """MTP714: the command's tensor x pipeline x context parallel sizes need more GPUs than the machine shows (one node;
+    ``--gpus_per_node`` names how many each node has)."""
+    sizes = {}
+    for name in ("tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size", "gpus_per_node"):
+        raw = ctx.cmd.values.get(name) or str(ctx.yaml_doc.get(name) or "")
+        sizes[name] = int(raw) if raw.isdigit() else None
+    world = 1
+    for name in ("tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size"):
+        world *= sizes[name] or 1
+    seen = len((ctx.pf.get("machine") or {}).get("gpus") or [])
+    per_node = sizes["gpus_per_node"] or seen
+    if seen and world > per_node and not non_nvidia_devices(ctx.pf) and world > seen and sizes["gpus_per_node"] is None:
+        ctx.add("MTP714", f"the command needs {world} GPUs (tp x pp x cp) but the machine shows {seen}: TensorRT-LLM starts one "
+                "rank per GPU and fails to place the rest", where="machine",
+                evidence=[("tp x pp x cp", str(world)), ("GPUs seen", str(seen))])
+
+
+CHECKS = (check_options, check_requested, check_gpu_count)
 MTP_CHECKS = (check_draft_len, check_layers_present, check_architecture, check_think_tokens, check_traps, check_hardware)
 
 
@@ -292,19 +331,54 @@ def what_runs(ctx: TCtx) -> dict[str, Any]:
     return out
 
 
+def corrected_command(ctx: TCtx) -> list[str] | None:
+    """The command with the fixes a flag can make: an undeclared option spelt as ``trtllm-serve`` declares it (the
+    underscore spelling, or the closest declared one), ``--backend tensorrt`` dropped for MTP; ``None`` when nothing
+    changes."""
+    import difflib
+
+    declared = list(K.VALUE_OPTIONS) + list(K.FLAG_OPTIONS)
+    out: list[str] = []
+    skip = False
+    for i, tok in enumerate(ctx.cmd.argv):
+        if skip:
+            skip = False
+            continue
+        opt, eq, val = tok.partition("=")
+        if opt in ctx.cmd.unknown:
+            close = difflib.get_close_matches(opt.replace("-", "_").replace("__", "--", 1), declared, n=1, cutoff=0.8)
+            out.append((close[0] + eq + val) if close else tok)
+            continue
+        if opt == "--backend" and ctx.is_mtp and any(f.rule_id == "MTP710" for f in ctx.findings):
+            skip = not eq
+            continue
+        out.append(tok)
+    return out if out != list(ctx.cmd.argv) else None
+
+
 def build_facts(ctx: TCtx, findings: Sequence[Finding], gaps: Sequence[Gap]) -> dict[str, Any]:
-    """``facts["launch"]``: summary, answer and closing lines, verdict, what runs, the command."""
+    """``facts["launch"]``: summary, answer and closing lines, verdict, what runs, the corrected command, the command."""
+    from mtp_audit.engines.argv import shell_join
+
     v = verdict(findings, gaps)
     errors = [f for f in findings if f.severity >= Severity.ERROR]
     blocking = [g for g in gaps if g.blocking]
     runs = what_runs(ctx)
-    head = f"TensorRT-LLM runs {runs['method']}" + (f" ({runs['mode']}, max_draft_len {runs['max_draft_len']})"
-                                                    if runs.get("mode") else f": {runs['detail']}")
+    verb = "would run" if v == COULD_NOT_TELL else "runs"
+    if runs["method"] == "none":
+        head = "TensorRT-LLM runs no speculative decoding (no speculative_config: no drafter is built)"
+    else:
+        head = f"TensorRT-LLM {verb} {runs['method']}" + (f" ({runs['mode']}, max_draft_len {runs['max_draft_len']})"
+                                                        if runs.get("mode") else f": {runs['detail']}")
     sentence = verdict_sentence(v, errors, blocking, findings)
+    fixed = corrected_command(ctx)
+    fixed_text = shell_join(fixed) if fixed else None
     summary = {"verdict": v, "engine": "tensorrt-llm", "speculative": runs["method"], "draft_mode": runs.get("mode"),
-               "max_draft_len": runs.get("max_draft_len"), "config": ctx.yaml_name, "corrected_command": None}
-    return {"summary": summary, "answer": [f"{head}; {sentence}"], "closing": {"title": "What will happen (TensorRT-LLM)",
-            "lines": [head + ".", sentence]}, "verdict": v, "corrected_command": None, "engine": "tensorrt-llm",
+               "max_draft_len": runs.get("max_draft_len"), "config": ctx.yaml_name, "corrected_command": fixed_text}
+    answer = [f"{head}; {sentence}"] + ([f"corrected command: {fixed_text}"] if fixed_text else [])
+    lines = [head + ".", sentence] + ([f"Corrected command: {fixed_text}"] if fixed_text else [])
+    return {"summary": summary, "answer": answer, "closing": {"title": "What will happen (TensorRT-LLM)", "lines": lines},
+            "verdict": v, "corrected_command": fixed_text, "corrected_argv": fixed, "engine": "tensorrt-llm",
             "speculative": runs, "command": ctx.cmd.to_dict(), "config": ctx.yaml_doc.get("speculative_config")}
 
 

@@ -181,4 +181,24 @@ RULES: tuple[Rule, ...] = (
        _ex(False, "GLM-5 DSA, default manager", _CFG, spec=_MTP, arch="GlmMoeDsaForCausalLM"))),
 )
 
+RULES = RULES + (
+    R("MTP713", "trtllm-not-nvidia", E, "TensorRT-LLM runs on NVIDIA GPUs only",
+      "The machine's devices (from the preflight): an AMD Instinct GPU (gfx target), an Ascend NPU, or a platform other "
+      "than CUDA.",
+      "TensorRT-LLM's kernels are CUDA kernels; on ROCm or CANN the server does not start.",
+      "Serve on NVIDIA GPUs, or use an engine that runs on this platform (vLLM or SGLang on ROCm; vllm-ascend or SGLang's NPU "
+      "backend on Ascend).",
+      ("NVIDIA/TensorRT-LLM README (NVIDIA GPUs; CUDA)",), "documentation",
+      (_ex(True, "an MI300X machine", _CFG, spec=_MTP, env="GPU: AMD Instinct MI300X (gfx942)\nROCm version: 6.4.1\n"),
+       _ex(False, "an NVIDIA machine", _CFG, spec=_MTP))),
+    R("MTP714", "trtllm-too-few-gpus", E, "The command needs more GPUs than the machine shows",
+      "--tp_size x --pp_size x --cp_size (or the same keys in the YAML) against the GPUs the preflight saw, unless "
+      "--gpus_per_node says the launch spans nodes.",
+      "TensorRT-LLM starts one rank per GPU; with fewer GPUs the launch fails while the ranks are placed.",
+      "Lower --tp_size to the GPUs you have, or run on a larger node.",
+      (_SERVE + " (serve: tensor_parallel_size, pipeline_parallel_size, context_parallel_size, gpus_per_node)",), "code",
+      (_ex(True, "--tp_size 8 on a one-GPU machine", _CFG + ("--tp_size", "8"), spec=_MTP),
+       _ex(False, "--tp_size 1", _CFG + ("--tp_size", "1"), spec=_MTP))),
+)
+
 RULES_BY_ID = {r.id: r for r in RULES}
