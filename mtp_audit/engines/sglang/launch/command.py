@@ -374,10 +374,29 @@ def _unknown_option(cmd: LaunchCommand, toks: list[str], pattern: list[str], i: 
     j = i + 1
     while j < len(toks) and pattern[j] == "A":
         j += 1
-    close = difflib.get_close_matches(tok.split("=", 1)[0], [o for o in names if o.startswith("--")], n=1, cutoff=0.8)
+    name = tok.split("=", 1)[0]
+    other = OTHER_ENGINE_OPTIONS.get(name)
+    if other is not None:  # another engine's option: a near spelling of an SGLang flag would be a wrong fix
+        cmd.problems.append(Problem("unknown", i, tok, f"unrecognized arguments: {' '.join(toks[i:j])} ({other})", None))
+        return j
+    close = difflib.get_close_matches(name, [o for o in names if o.startswith("--")], n=1, cutoff=0.8)
     fix = (close[0] + ("=" + tok.split("=", 1)[1] if "=" in tok else ""),) if close else None
     cmd.problems.append(Problem("unknown", i, tok, f"unrecognized arguments: {' '.join(toks[i:j])}", fix))
     return j
+
+
+#: Options of other engines that people paste into SGLang commands, with what SGLang reads instead (no spelling fix is
+#: offered for them: ``--speculative-config`` is one edit from 0.5.23's unrelated ``--speculative-adaptive-config``).
+_SGLANG_SPEC = ("SGLang reads --speculative-algorithm NEXTN (or EAGLE) with --speculative-num-steps, "
+                "--speculative-eagle-topk and --speculative-num-draft-tokens")
+OTHER_ENGINE_OPTIONS: dict[str, str] = {
+    "--speculative-config": f"vLLM's option; {_SGLANG_SPEC}",
+    "--speculative_config": f"vLLM's option; {_SGLANG_SPEC}",
+    "-sc": f"vLLM's option; {_SGLANG_SPEC}",
+    "--num-speculative-tokens": f"vLLM's option; {_SGLANG_SPEC}",
+    "--spec-type": f"llama.cpp's option; {_SGLANG_SPEC}",
+    "--extra_llm_api_options": "TensorRT-LLM's option; SGLang reads its own flags (or --config FILE)",
+}
 
 
 def _option_values(cmd: LaunchCommand, toks: list[str], pattern: list[str], i: int, ostr: str, arity: str,
