@@ -29,9 +29,14 @@ class LaunchView:
             is not one ``return`` expression, e.g. 0.33.0 ``use_multi_module_mtp``).
     """
 
-    def __init__(self, report: Any, spec_rel: str | None, spec_text: str | None, registry: dict[str, Any]) -> None:
+    def __init__(self, report: Any, spec_rel: str | None, spec_text: str | None, registry: dict[str, Any],
+                 sources: dict[str, bytes | None] | None = None) -> None:
         self.report = report
         self.spec_rel = spec_rel
+        self.spec_text = spec_text
+        self.spec_bytes: bytes | None = spec_text.encode() if spec_text is not None else None
+        #: other files the statement-order replay reads (tree path -> bytes; ``None``: absent from this tree)
+        self.sources: dict[str, bytes | None] = dict(sources or {})
         self._fn: ast.FunctionDef | None = None
         self._consts: dict[str, dict[str, Any]] = {}
         self.strings: dict[str, str] = {}
@@ -133,7 +138,15 @@ def open_for_launch(target: str | Path | None) -> LaunchView:
         spec_rel = tree.roles.get("spec")
         data = tree.read(spec_rel) if spec_rel else None
         registry = scan_role(tree, "registry") or {}
+        sources = {rel: tree.read(rel) for rel in REPLAY_SOURCES}
     finally:
         tree.close()
     text = data.decode("utf-8", "replace") if data is not None else None
-    return LaunchView(report, spec_rel, text, registry)
+    view = LaunchView(report, spec_rel, text, registry, sources)
+    view.spec_bytes = data
+    return view
+
+
+#: files besides the SpeculativeConfig module that :mod:`mtp_audit.engines.vllm.launch.replay` follows into
+#: (``EAGLEConfig.__init__``, which wraps the draft architecture for ``eagle``/``eagle3``)
+REPLAY_SOURCES = ("vllm/transformers_utils/configs/eagle.py",)

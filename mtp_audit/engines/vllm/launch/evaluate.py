@@ -103,6 +103,8 @@ class VCtx:
     spec_changed: bool = False
     model_fix: bool = False
     parallel: dict[str, Any] | None = None
+    #: the statement-order replay's result (:class:`mtp_audit.engines.vllm.launch.replay.SpecReplay`), when it ran
+    replay: Any = None
 
     @property
     def version(self) -> str:
@@ -757,10 +759,16 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, analy
                 ctx.gaps.append(g)
         elif isinstance(dm, str):
             ctx.draft_is_target = True
+    n_findings, n_gaps = len(ctx.findings), len(ctx.gaps)
+    if cmd.spec is not None and vf is not None and (not ctx.fails or ctx.cmd.spec is not None):
         if not ctx.fails:
             resolve(ctx, cmd.model)
     check_numbers(ctx)
     check_draft(ctx)
+    if vf is not None:
+        from mtp_audit.engines.vllm.launch.decide import apply_replay
+
+        apply_replay(ctx, cmd.model, n_findings, n_gaps)
     pick_proposer(ctx)
     check_unused(ctx)
     check_env(ctx)
