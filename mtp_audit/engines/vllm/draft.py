@@ -148,5 +148,6 @@ def open_for_launch(target: str | Path | None) -> LaunchView:
 
 
 #: files besides the SpeculativeConfig module that :mod:`mtp_audit.engines.vllm.launch.replay` follows into
-#: (``EAGLEConfig.__init__``, which wraps the draft architecture for ``eagle``/``eagle3``)
-REPLAY_SOURCES = ("vllm/transformers_utils/configs/eagle.py",)
+#: (``EAGLEConfig.__init__``, which wraps the draft architecture for ``eagle``/``eagle3``; the model registry's
+#: refusal of an architecture it does not register)
+REPLAY_SOURCES = ("vllm/transformers_utils/configs/eagle.py", "vllm/model_executor/models/registry.py")

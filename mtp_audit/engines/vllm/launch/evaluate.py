@@ -34,7 +34,7 @@ from typing import Any
 
 from mtp_audit.errors import InputError
 from mtp_audit.engines.base import Analyzers
-from mtp_audit.engines.outcome import fmt_bytes, loc_of, mtp_errors_as_warnings
+from mtp_audit.engines.outcome import fmt_bytes, fp4_needed, loc_of, mtp_errors_as_warnings, scope_gaps
 from mtp_audit.engines.vllm.launch.command import (
     SPEC_SHORTHAND,
     VllmCommand,
@@ -103,6 +103,8 @@ class VCtx:
     spec_changed: bool = False
     model_fix: bool = False
     parallel: dict[str, Any] | None = None
+    #: whether the launch runs FP4 kernels (:func:`mtp_audit.engines.outcome.fp4_needed`; ``None``: unknown)
+    fp4_needed: bool | None = None
     #: the statement-order replay's result (:class:`mtp_audit.engines.vllm.launch.replay.SpecReplay`), when it ran
     replay: Any = None
 
@@ -781,6 +783,10 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, analy
     reports.append(pf)
     if view is not None:
         reports.insert(0, tree_errors_relaxed(view.report, ctx.ck))
+    # a gap blocks only the question that depends on it: no FP4 kernels -> the FP4 verdict is a note; no speculative
+    # config -> the checkpoint's MTP checks are notes
+    ctx.fp4_needed = fp4_needed(ctx.ck, cmd.get("--quantization") or cmd.get("-q"))
+    reports = scope_gaps(reports, fp4=ctx.fp4_needed, speculative=cmd.spec is not None, spec_flag="--speculative-config")
     corrected = None
     if (ctx.spec_changed or ctx.model_fix) and _depth == 0 and cmd.model is not None:
         toks = rebuild_vllm(cmd, ctx.spec_fix, model_option=ctx.model_fix) if ctx.spec_changed else rebuild_vllm(cmd, model_option=True)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mtp_audit.engines.argv import shell_join
-from mtp_audit.engines.outcome import fmt_bytes
+from mtp_audit.engines.outcome import fmt_bytes, fp4_text
 from mtp_audit.engines.outcome import (
     COULD_NOT_TELL,
     FIX_FIRST,
@@ -101,7 +101,7 @@ def build_vllm_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap
         gpu_line = f"{len(gpus)} x " + ", ".join(names)
     else:
         gpu_line = "none seen"
-    fp4_verdict = (pf.get("summary") or {}).get("verdict") or "unknown"
+    fp4_verdict = fp4_text(pf, ctx.fp4_needed, ctx.ck)
     errors = [f for f in findings if f.severity >= Severity.ERROR]
     blocking = [g for g in gaps if g.blocking]
     fixed_cmd = None
@@ -170,7 +170,8 @@ def build_vllm_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap
     if v == FIX_FIRST:
         head = f"fix first: {len(errors)} error(s) ({', '.join(sorted({f.rule_id for f in errors}))}); vLLM {ctx.version}: {runs}"
     elif v == COULD_NOT_TELL:
-        head = f"could not tell: {blocking[0].message}"
+        # what runs is said even when the verdict is open (the blocking gap is about another question)
+        head = f"could not tell: {blocking[0].message}; vLLM {ctx.version}: {runs}"
     else:
         warn = sorted({f.rule_id for f in findings if f.severity == Severity.WARNING})
         head = f"go: vLLM {ctx.version}: {runs}" + (f"; warnings: {', '.join(warn)}" if warn else "")

@@ -160,6 +160,7 @@ from dataclasses import dataclass, field  # noqa: E402
 from mtp_audit.engines.code.replay import UNKNOWN as R_UNKNOWN  # noqa: E402
 from mtp_audit.engines.code.replay import HookRaise, Obj, Path, Raised, Replay  # noqa: E402
 
+REGISTRY_REL = "vllm/model_executor/models/registry.py"
 #: ``__post_init__`` and the pydantic ``model_validator(mode="after")`` vLLM runs right after it
 REPLAYED = ("__post_init__", "_verify_args")
 
@@ -273,9 +274,10 @@ class _Hooks:
     """The calls the replay cannot follow in ``speculative.py`` itself, answered from the launch's facts with the
     vLLM behaviour they stand for (each names its source)."""
 
-    def __init__(self, known: LaunchKnowns, eagle_rel: str | None, eagle_src: bytes | None) -> None:
+    def __init__(self, known: LaunchKnowns, eagle_rel: str | None, sources: dict[str, bytes | None]) -> None:
         self.k = known
-        self.eagle_rel, self.eagle_src = eagle_rel, eagle_src
+        self.sources = sources
+        self.eagle_rel, self.eagle_src = eagle_rel, sources.get(eagle_rel or "")
 
     def table(self) -> dict[str, Any]:
         return {"ModelConfig": self.model_config, "EAGLEConfig": self.eagle_config, "self.update_arch_": self.update_arch,
@@ -314,6 +316,22 @@ class _Hooks:
         attrs.update({"model_type": "eagle", "architectures": new, "model": model})
         return Obj("EAGLEConfig", attrs)
 
+    def registry_raise(self) -> str:
+        """``file:line`` of the registry's ``raise ValueError(f"Model architectures ... are not supported for now")``."""
+        import ast as _ast
+
+        rel = REGISTRY_REL
+        data = self.sources.get(rel)
+        try:
+            tree = _ast.parse(data.decode("utf-8")) if data else None
+        except (SyntaxError, UnicodeDecodeError, ValueError, MemoryError, RecursionError):
+            tree = None
+        for node in _ast.walk(tree) if tree is not None else ():
+            if isinstance(node, _ast.Raise) and "are not supported for now" in "".join(
+                    c.value for c in _ast.walk(node) if isinstance(c, _ast.Constant) and isinstance(c.value, str)):
+                return f"{rel}:{node.lineno}"
+        return rel
+
     def _eagle_line(self, needle: str) -> str | None:
         if not self.eagle_src or not self.eagle_rel:
             return None
@@ -338,8 +356,7 @@ class _Hooks:
             if any(x is R_UNKNOWN for x in regs):
                 return R_UNKNOWN
             if all(x is None for x in regs):
-                raise HookRaise("ValueError", f"Model architectures {archs} are not supported for now.",
-                                "vllm/model_executor/models/registry.py")
+                raise HookRaise("ValueError", f"Model architectures {archs} are not supported for now.", self.registry_raise())
         return None
 
 
@@ -357,7 +374,7 @@ def replay_spec_config(view: Any, known: LaunchKnowns) -> SpecReplay:
     if module is None:
         return SpecReplay(gap=f"{rel}: {problem}", rel=rel)
     eagle_rel = "vllm/transformers_utils/configs/eagle.py"
-    hooks = _Hooks(known, eagle_rel, (getattr(view, "sources", {}) or {}).get(eagle_rel))
+    hooks = _Hooks(known, eagle_rel, dict(getattr(view, "sources", {}) or {}))
     r = Replay(module, rel, cls="SpeculativeConfig", hooks=hooks.table())
     if "__post_init__" not in r.methods:
         return SpecReplay(gap=f"{rel}: SpeculativeConfig has no __post_init__ to replay", rel=rel)

@@ -87,6 +87,13 @@ class SpeculativeConfig:
 
     def use_eagle(self) -> bool:
         return self.method in ("eagle", "eagle3", "mtp")
+
+    @model_validator(mode="after")
+    def _verify_args(self):
+        if self.num_speculative_tokens is None:
+            raise ValueError("num_speculative_tokens must be provided with speculative model unless the draft model config "
+                             "contains an n_predict parameter.")
+        return self
 """
 _VL_REGISTRY = """_TEXT_GENERATION_MODELS = {
     "DeepseekV3ForCausalLM": ("deepseek_v2", "DeepseekV3ForCausalLM"),
@@ -173,14 +180,16 @@ RULES: tuple[Rule, ...] = (
        _vex(False, "Qwen3_5MoeMTP is registered", _VS + _spec(method="mtp", num_speculative_tokens=1)))),
     R("MTP323", "vllm-num-speculative-tokens", I, "num_speculative_tokens against the checkpoint's MTP layers",
       "Reads the draft's n_predict the way hf_config_override does (num_nextn_predict_layers, text_config."
-      "mtp_num_hidden_layers, ... as declared in config.json) and applies vLLM's rules: not given -> silently the layer count; "
-      "more than one token -> the same MTP layer runs several times (vLLM logs a warning). The divisibility error is MTP320.",
+      "mtp_num_hidden_layers, ... as declared in config.json) and applies vLLM's rules: not given -> silently the layer count "
+      "(only where no earlier statement raises: with a model given, the MTP auto-detection compares num_speculative_tokens > 1 "
+      "first and None raises TypeError, MTP320); more than one token -> the same MTP layer runs several times (vLLM logs a "
+      "warning). The divisibility error is MTP320.",
       "A silent default hides how many tokens are drafted; running one MTP layer k times lowers the acceptance rate of the "
       "later tokens. Neither stops the server (hence info).",
       "Give num_speculative_tokens explicitly; with one MTP layer, measure the acceptance rate before going above 1-3.",
       (f"{_VSRC}:1483-1491 (reuse warning), :1601-1603 (default)", "vllm 0.11.0 vllm/config/speculative.py:333, :388"),
       "code",
-      (_vex(True, "model given, num_speculative_tokens not: default = 1 MTP layer", _VS + _spec(method="mtp", model="ckpt")),
+      (_vex(True, "two tokens on the checkpoint's one MTP layer: the layer runs twice", _VS + _spec(method="mtp", num_speculative_tokens=2)),
        _vex(False, "one token for one layer", _VS + _spec(method="mtp", num_speculative_tokens=1)))),
     R("MTP324", "vllm-mtp-without-weights", E, "vLLM runs the mtp method but the draft checkpoint has no MTP tensors",
       "Fires when the method after aliasing and auto-detection is mtp and the checkpoint the draft loads from (the target "
