@@ -83,8 +83,9 @@ def fp4_needed(ck: dict[str, Any] | None, quantization: str | None) -> bool | No
     checkpoint was not audited (then the FP4 verdict may matter)."""
     if quantization and any(w in quantization.lower() for w in _FP4_WORDS):
         return True
-    if ck is None:
-        return None
+    if ck is None or (quantization and "mixed" in quantization.lower()):
+        # a mixed-precision method decides per layer; the checkpoint's declared layers say whether any is FP4
+        return True if ck is not None and "FP4" in str((ck.get("summary") or {}).get("quantization") or "").upper() else None
     s = ck.get("summary") or {}
     text = " ".join(str(x) for x in (s.get("quantization"), (ck.get("mtp") or {}).get("format")) if x)
     return "FP4" in text.upper()

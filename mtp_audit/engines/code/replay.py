@@ -101,11 +101,13 @@ class Path:
     lost: str | None = None
     #: the object bound to ``self`` by :meth:`Replay.call` (each forked path has its own copy)
     bound: Any = None
+    #: ``"break"`` / ``"continue"`` while leaving a loop body
+    jump: str | None = None
 
     @property
     def done(self) -> bool:
-        """Whether the current frame stops executing (raise, return or lost)."""
-        return self.raised is not None or self.returned or self.lost is not None
+        """Whether the current block stops executing (raise, return, lost, or a break/continue)."""
+        return self.raised is not None or self.returned or self.lost is not None or self.jump is not None
 
     def fork(self) -> Path:
         """A deep copy (objects included)."""
@@ -163,12 +165,13 @@ class Replay:
         self.cls = cls
         self.globals: dict[str, Any] = {}
         self.class_node: ast.ClassDef | None = None
+        classes = {n.name: n for n in module.body if isinstance(n, ast.ClassDef)}
         for node in module.body:
             if isinstance(node, ast.FunctionDef):
                 self.functions[node.name] = node
             elif isinstance(node, ast.ClassDef) and node.name == cls:
                 self.class_node = node
-                self.methods = {n.name: n for n in node.body if isinstance(n, ast.FunctionDef)}
+                self.methods = _methods_with_bases(node, classes)
             elif isinstance(node, (ast.Assign, ast.AnnAssign)):
                 self._global(node)
         self.globals.update(names or {})
@@ -306,6 +309,9 @@ class Replay:
                 return [p]
             if isinstance(st, (ast.Pass, ast.Import, ast.Global, ast.Nonlocal)):
                 return [p]
+            if isinstance(st, (ast.Break, ast.Continue)):
+                p.jump = "break" if isinstance(st, ast.Break) else "continue"
+                return [p]
             if isinstance(st, ast.ImportFrom):
                 for a in st.names:
                     p.frames[-1][a.asname or a.name] = ("__ref__", a.name)
@@ -388,14 +394,25 @@ class Replay:
 
     def _for(self, st: ast.For, p: Path) -> list[Path]:
         it = self.ev(st.iter, p)
-        if isinstance(it, (list, tuple)) and len(it) <= 64:
-            paths = [p]
+        if isinstance(it, (list, tuple)) and len(it) <= 256:
+            live, out = [p], []
             for x in it:
-                for q in paths:
-                    if not q.done:
-                        self._store(st.target, x, q)
-                paths = self.block(st.body, paths)
-            return self.block(st.orelse, paths)
+                for q in live:
+                    self._store(st.target, x, q)
+                nxt = []
+                for q in self.block(st.body, live):
+                    if q.jump == "break":
+                        q.jump = None
+                        out.append(q)
+                    elif q.jump == "continue" or not q.done:
+                        q.jump = None
+                        nxt.append(q)
+                    else:
+                        out.append(q)
+                live = nxt
+                if not live:
+                    break
+            return out + self.block(st.orelse, live)
         if any(isinstance(n, (ast.Raise, ast.Return, ast.Assign, ast.AugAssign, ast.Assert)) for n in ast.walk(st)):
             p.lost = f"loop over an unknown iterable at {self.loc(st)}"
         return [p]
@@ -496,6 +513,10 @@ class Replay:
             return UNKNOWN
         if isinstance(n, (ast.ListComp, ast.GeneratorExp)):
             return self._comp(n, p)
+        if isinstance(n, ast.NamedExpr):
+            v = self.ev(n.value, p)
+            self._store(n.target, v, p)
+            return v
         return UNKNOWN
 
     def _name(self, name: str, p: Path) -> Any:
@@ -515,6 +536,8 @@ class Replay:
         if isinstance(base, tuple) and len(base) == 2 and base[0] == "__ref__":
             return ("__ref__", f"{base[1]}.{attr}")
         if isinstance(base, str) and attr in _STR_METHODS:
+            return ("__strm__", base, attr)
+        if isinstance(base, dict) and attr in ("get", "keys", "values", "items", "copy"):
             return ("__strm__", base, attr)
         return UNKNOWN
 
@@ -643,8 +666,11 @@ class Replay:
             p.logs.append((msg, self.loc(n)))
             return None
         if isinstance(f, tuple) and len(f) == 3 and f[0] == "__strm__":
+            if isinstance(f[1], dict) and f[2] == "get" and args and _data(args[0]) and args[0] is not UNKNOWN:
+                return f[1].get(args[0], args[1] if len(args) > 1 else None)
             if all(_data(a) and a is not UNKNOWN for a in args):
-                return getattr(f[1], f[2])(*args)
+                out = getattr(f[1], f[2])(*args)
+                return list(out) if isinstance(f[1], dict) and f[2] in ("keys", "values", "items") else out
             return UNKNOWN
         if isinstance(n.func, ast.Name) and n.func.id in ("getattr", "hasattr") and len(args) >= 2:
             base, key = args[0], args[1]
@@ -711,6 +737,18 @@ class HookRaise(Exception):
     def __init__(self, type_: str, message: str, location: str | None = None) -> None:
         super().__init__(message)
         self.type, self.message, self.location = type_, message, location
+
+
+def _methods_with_bases(node: ast.ClassDef, classes: Mapping[str, ast.ClassDef], depth: int = 0) -> dict[str, ast.FunctionDef]:
+    """The methods of class ``node``, with those it inherits from base classes defined in the same module (the class's
+    own win; bases from other modules are not followed)."""
+    out: dict[str, ast.FunctionDef] = {}
+    if depth < 8:
+        for b in reversed(node.bases):
+            if isinstance(b, ast.Name) and b.id in classes and b.id != node.name:
+                out.update(_methods_with_bases(classes[b.id], classes, depth + 1))
+    out.update({n.name: n for n in node.body if isinstance(n, ast.FunctionDef)})
+    return out
 
 
 def _isinstance(v: Any, kinds: Any) -> Any:

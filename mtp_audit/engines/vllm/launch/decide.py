@@ -143,3 +143,81 @@ def _refuse(ctx: Any, raised: Any, rp: SpecReplay) -> None:
                evidence=[Evidence("raised", f"{raised.type}: {raised.message}", loc_of(raised.location))]
                + [Evidence("replayed from", str(rp.rel))],
                remediation=fix or "change the speculative config so that this statement does not raise")
+
+
+def quant_config_of(model: str | None, cwd: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """The checkpoint's quantization config as vLLM reads it (``config.json`` ``quantization_config``, else
+    ``hf_quant_config.json``; 0.33.0 vllm/transformers_utils/config.py:951-961) for a local model folder, and the file it
+    came from. ``(None, None)`` for none; a hub id or an unreadable file is ``(None, "...problem...")``."""
+    from pathlib import Path
+
+    from mtp_audit.errors import InputError
+    from mtp_audit.sources.bounded import read_json_bounded
+
+    if model is None:
+        return None, None
+    folder = Path(model).expanduser()
+    folder = folder if folder.is_absolute() else Path(cwd) / folder
+    if not folder.is_dir():
+        return None, f"{model} is not a local folder: its quantization config was not read"
+    try:
+        cfg = read_json_bounded(folder / "config.json") if (folder / "config.json").is_file() else {}
+        q = cfg.get("quantization_config") if isinstance(cfg, dict) else None
+        if isinstance(q, dict):
+            return q, "config.json"
+        if (folder / "hf_quant_config.json").is_file():
+            h = read_json_bounded(folder / "hf_quant_config.json")
+            return (h, "hf_quant_config.json") if isinstance(h, dict) else (None, "hf_quant_config.json is not a JSON object")
+    except InputError as exc:
+        return None, f"{exc.problem}"
+    return None, None
+
+
+def check_quantization(ctx: Any, cwd: Any) -> None:
+    """MTP329 (the quantization chain raises) and MTP330 (``--quantization`` silently replaced), from
+    :func:`mtp_audit.engines.vllm.launch.quant.resolve_quantization`; ``ctx.quant`` holds what runs and which file:line
+    decided it."""
+    from mtp_audit.engines.vllm.launch.quant import resolve_quantization
+
+    if ctx.view is None or not hasattr(ctx.view, "sources"):
+        return
+    user = ctx.cmd.get("--quantization") or ctx.cmd.get("-q")
+    cfg, where = quant_config_of(ctx.cmd.model, cwd)
+    if cfg is None and where is not None:
+        ctx.quant = {"method": None, "decided": False, "why": where}
+        if user:
+            ctx.gap(f"--quantization {user}: {where}; whether vLLM keeps it was not replayed")
+        return
+    tcfg = ((ctx.ck or {}).get("config") or {})
+    hf = {k: tcfg[k] for k in ("model_type", "architectures") if tcfg.get(k) is not None}
+    res = resolve_quantization(ctx.view.sources, cfg, user, hf)
+    decided = res.method is not R_UNKNOWN and res.raised is None
+    ctx.quant = {"method": res.method if decided else None, "decided": decided or res.raised is not None, "decided_at": res.decided_at,
+                 "from": where, "trace": res.trace, "given": user}
+    if res.gap:
+        ctx.gap(f"the quantization method was not replayed: {res.gap}")
+    elif res.raised is not None:
+        ctx.fails = True
+        ctx.add("MTP329", f"vLLM {ctx.version} refuses the quantization ({where or 'no quantization config'}"
+                + (f", --quantization {user}" if user else "") + f"): {res.raised.type}: {res.raised.message} ({res.raised.location}); "
+                "the server exits while building ModelConfig", "--quantization" if user else "model",
+                evidence=[Evidence("raised", f"{res.raised.type}: {res.raised.message}", loc_of(res.raised.location))]
+                + [Evidence("quantization config", json_short(cfg))],
+                remediation="drop --quantization (vLLM reads the method from the checkpoint)" if user and "does not match" in res.raised.message
+                else "use a vLLM release that knows this checkpoint's quantization scheme")
+    elif not decided:
+        ctx.gap("the quantization method vLLM keeps was not decided by the replay: " + "; ".join(res.trace[:3]))
+    elif res.overridden:
+        ctx.add("MTP330", f"--quantization {user} runs as {res.method!r} in vLLM {ctx.version}, silently: "
+                f"{res.decided_at} answers first in the override chain (vllm/config/model.py _verify_quantization)",
+                "--quantization", evidence=[Evidence("override", str(res.method), loc_of(res.decided_at))]
+                + [Evidence("quantization config", json_short(cfg))],
+                remediation=f"write --quantization {res.method} (or drop it)", severity=Severity.WARNING)
+
+
+def json_short(cfg: Any) -> str:
+    """A quantization config as compact JSON, cut at 200 characters."""
+    import json
+
+    text = json.dumps(cfg, sort_keys=True, separators=(",", ":"), default=str)
+    return text if len(text) <= 200 else text[:197] + "..."

@@ -105,6 +105,8 @@ class VCtx:
     parallel: dict[str, Any] | None = None
     #: whether the launch runs FP4 kernels (:func:`mtp_audit.engines.outcome.fp4_needed`; ``None``: unknown)
     fp4_needed: bool | None = None
+    #: the quantization method vLLM keeps (:func:`mtp_audit.engines.vllm.launch.decide.check_quantization`)
+    quant: dict[str, Any] | None = None
     #: the statement-order replay's result (:class:`mtp_audit.engines.vllm.launch.replay.SpecReplay`), when it ran
     replay: Any = None
 
@@ -771,6 +773,10 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, analy
         from mtp_audit.engines.vllm.launch.decide import apply_replay
 
         apply_replay(ctx, cmd.model, n_findings, n_gaps)
+    if vf is not None:
+        from mtp_audit.engines.vllm.launch.decide import check_quantization
+
+        check_quantization(ctx, cwd)
     pick_proposer(ctx)
     check_unused(ctx)
     check_env(ctx)
@@ -785,7 +791,7 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, analy
         reports.insert(0, tree_errors_relaxed(view.report, ctx.ck))
     # a gap blocks only the question that depends on it: no FP4 kernels -> the FP4 verdict is a note; no speculative
     # config -> the checkpoint's MTP checks are notes
-    ctx.fp4_needed = fp4_needed(ctx.ck, cmd.get("--quantization") or cmd.get("-q"))
+    ctx.fp4_needed = fp4_needed(ctx.ck, (ctx.quant or {}).get("method") or cmd.get("--quantization") or cmd.get("-q"))
     reports = scope_gaps(reports, fp4=ctx.fp4_needed, speculative=cmd.spec is not None, spec_flag="--speculative-config")
     corrected = None
     if (ctx.spec_changed or ctx.model_fix) and _depth == 0 and cmd.model is not None:

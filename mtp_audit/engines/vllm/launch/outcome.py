@@ -129,6 +129,7 @@ def build_vllm_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap
         "mtp_weights": mtp_line,
         "gpus": gpu_line,
         "native_fp4": fp4_verdict,
+        "quantization": quant_line(ctx),
         "verdict": v,
         "corrected_command": fixed_cmd or ("none needed" if v == GO else "no command-line fix known"),
     }
@@ -140,6 +141,7 @@ def build_vllm_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap
         f"Draft architecture: {draft_arch}.",
         f"num_speculative_tokens: {k_line}.",
         f"MTP weights: {mtp_line}.",
+        f"Quantization: {quant_line(ctx)}.",
         f"GPUs: {gpu_line}; native FP4: {fp4_verdict}.",
     ]
     lines.append(verdict_sentence(v, errors, blocking, findings))
@@ -183,6 +185,22 @@ def build_vllm_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap
             "speculative": {"requested": ctx.method_requested, "runs_as": ctx.method, "trace": list(ctx.trace),
                             "num_speculative_tokens": ctx.k, "mtp_layers": ctx.n_layers, "proposer": ctx.proposer},
             "draft": dict(d), "parallel": ctx.parallel, "command": cmd.to_dict(), "env": {k: {"value": ctx.env[k]} for k in sorted(ctx.env)}}
+
+
+def quant_line(ctx: Any) -> str:
+    """The quantization method vLLM keeps and the file:line that decided it (replayed), or why it is unknown."""
+    q = ctx.quant or {}
+    if not q:
+        return "not replayed"
+    if not q.get("decided"):
+        return f"not decided ({q.get('why') or 'see the gaps'})"
+    if any(f.rule_id == "MTP329" for f in ctx.findings):
+        return "refused (MTP329)"
+    m = q.get("method")
+    if m is None:
+        return "none (no quantization config, no --quantization)"
+    src = f"from {q['from']}" if q.get("from") else "from --quantization"
+    return f"{m} ({src}" + (f"; decided at {q['decided_at']}" if q.get("decided_at") else "") + ")"
 
 
 def spec_text(spec: dict[str, Any]) -> str:
