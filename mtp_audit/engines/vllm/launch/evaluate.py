@@ -194,21 +194,45 @@ def n_predict_of(expr: str | None, ck: dict[str, Any] | None) -> tuple[int | Non
 def resolve(ctx: VCtx, model_path: str | None) -> None:
     """Replay ``SpeculativeConfig.__post_init__`` for ``ctx.cmd.spec`` (module docstring, steps 1-5)."""
     spec = ctx.cmd.spec
-    vf = ctx.vf or {}
     if spec is None:
         return
     fix = dict(spec)
-    m = spec.get("method")
-    model = spec.get("model")
-    k = spec.get("num_speculative_tokens")
+    m, model, k = spec.get("method"), spec.get("model"), spec.get("num_speculative_tokens")
     ctx.method_requested = m if isinstance(m, str) else None
     ctx.k_requested = k if isinstance(k, int) else None
+    if not _validated(ctx, m, k, fix):
+        return
+    alias = (ctx.vf or {}).get("mtp_alias") or {}
+    if isinstance(m, str) and m in (alias.get("members") or []):
+        ctx.trace.append(f"method {m} -> mtp (alias, {'logged' if alias.get('logged') else 'silent'}, {alias.get('location')})")
+        m = "mtp"
+    env = {"self.method": m, "self.model": model, "self.num_speculative_tokens": k, "self.target_model_config": "<target>",
+           "self.target_model_config.hf_text_config.model_type": ((ctx.ck or {}).get("config") or {}).get("text_model_type") or _model_type(ctx.ck),
+           "self.target_model_config.hf_config.model_type": _model_type(ctx.ck)}
+    ev = Evaluator(env, getattr(ctx.view, "predicate_conditions", {}))
+    if m is None:
+        m = _default_method(ctx, ev)
+    if model is None:
+        model = _without_model(ctx, ev, m, k, fix, model_path)
+        if model is None:
+            return
+    if m in NO_DRAFT:
+        ctx.method = m
+        return
+    ctx.draft_path = str(model) if model is not None else None
+    detect(ctx, ev, m, model)
+
+
+def _validated(ctx: VCtx, m: Any, k: Any, fix: dict[str, Any]) -> bool:
+    """Step 1: ``num_speculative_tokens`` is an integer and ``method`` is in the validated Literal (pydantic checks both
+    before ``__post_init__``); ``False`` after an MTP320."""
+    vf = ctx.vf or {}
     lit = (vf.get("spec_config") or {}).get("method_literal") or {}
     validated = (vf.get("spec_config") or {}).get("validated")
     alias = vf.get("mtp_alias") or {}
     if k is not None and not isinstance(k, int):
         ctx.reject(f"num_speculative_tokens={k!r} is not an integer", remediation="give num_speculative_tokens as a JSON number")
-        return
+        return False
     if isinstance(m, str) and validated and lit.get("values") and m not in lit["values"]:
         better = "mtp" if "mtp" in lit["values"] and (m in (alias.get("members") or []) or m.endswith("_mtp")) else None
         ctx.reject(f"method {m!r} is not one of the {len(lit['values'])} values of the validated {lit.get('name')} Literal "
@@ -220,66 +244,56 @@ def resolve(ctx: VCtx, model_path: str | None) -> None:
         if better:
             fix["method"] = better
             ctx.spec_fix, ctx.spec_changed = fix, True
-        return
-    if isinstance(m, str) and m in (alias.get("members") or []):
-        ctx.trace.append(f"method {m} -> mtp (alias, {'logged' if alias.get('logged') else 'silent'}, {alias.get('location')})")
-        m = "mtp"
-    env = {"self.method": m, "self.model": model, "self.num_speculative_tokens": k, "self.target_model_config": "<target>",
-           "self.target_model_config.hf_text_config.model_type": ((ctx.ck or {}).get("config") or {}).get("text_model_type") or _model_type(ctx.ck),
-           "self.target_model_config.hf_config.model_type": _model_type(ctx.ck)}
-    ev = Evaluator(env, getattr(ctx.view, "predicate_conditions", {}))
-    if m is None:
-        for r in _rewrites(vf, "method", ("default-fill",)):
-            t = ev.truth(r["condition"])
-            if t is True:
-                m = _literal(r["value"])
-                ctx.trace.append(f"no method given -> {m} ({r['location']}, silent)")
-                break
-            if t is UNKNOWN:
-                ctx.gap(f"the method default at {r['location']} ({r['condition']}) was not decided statically; taken as not applying")
-        ev.env["self.method"] = m
-    if model is None:
-        if k is None:
-            if m in NO_DRAFT:
-                ctx.method = m
-                return
-            n = ((ctx.ck or {}).get("mtp") or {}).get("declared_layers") or 1
-            fix["num_speculative_tokens"] = int(n)
-            ctx.spec_fix, ctx.spec_changed = fix, True
-            ctx.method = m
-            ctx.reject(f"method {ctx.method_requested or m!r} without \"num_speculative_tokens\" and without \"model\": no draft config is "
-                       "built (the draft = target rewrite needs num_speculative_tokens), so _verify_args raises 'num_speculative_tokens must "
-                       "be provided with speculative model unless the draft model config contains an n_predict parameter'",
-                       evidence=[Evidence("draft = target needs", "self.model is None and self.num_speculative_tokens is not None",
-                                          loc_of(next((r["location"] for r in _rewrites(vf, "model", ("draft-target",))), None)))],
-                       remediation=f'add "num_speculative_tokens": {int(n)} (the checkpoint\'s MTP layer count)')
-            return
-        hit = None
-        for r in _rewrites(vf, "model", ("draft-target", "default-fill")):
-            t = ev.truth(r["condition"])
-            if t is True:
-                hit = r
-                break
+        return False
+    return True
+
+
+def _default_method(ctx: VCtx, ev: Evaluator) -> Any:
+    """Step 2b: the method vLLM fills in when none is given (the first ``default-fill`` rewrite whose test holds)."""
+    m = None
+    for r in _rewrites(ctx.vf or {}, "method", ("default-fill",)):
+        t = ev.truth(r["condition"])
+        if t is True:
+            m = _literal(r["value"])
+            ctx.trace.append(f"no method given -> {m} ({r['location']}, silent)")
+            break
+        if t is UNKNOWN:
+            ctx.gap(f"the method default at {r['location']} ({r['condition']}) was not decided statically; taken as not applying")
+    ev.env["self.method"] = m
+    return m
+
+
+def _without_model(ctx: VCtx, ev: Evaluator, m: Any, k: Any, fix: dict[str, Any], model_path: str | None) -> Any:
+    """Step 3: no ``model`` given: the ``model``-field rewrites (the target as its own draft for ``mtp``), or the
+    refusals; the draft path, or ``None`` when the replay of this launch ends here."""
+    vf = ctx.vf or {}
+    if k is None:
+        ctx.method = m
+        if m in NO_DRAFT:
+            return None
+        n = ((ctx.ck or {}).get("mtp") or {}).get("declared_layers") or 1
+        fix["num_speculative_tokens"] = int(n)
+        ctx.spec_fix, ctx.spec_changed = fix, True
+        ctx.reject(f"method {ctx.method_requested or m!r} without \"num_speculative_tokens\" and without \"model\": no draft config is "
+                   "built (the draft = target rewrite needs num_speculative_tokens), so _verify_args raises 'num_speculative_tokens must "
+                   "be provided with speculative model unless the draft model config contains an n_predict parameter'",
+                   evidence=[Evidence("draft = target needs", "self.model is None and self.num_speculative_tokens is not None",
+                                      loc_of(next((r["location"] for r in _rewrites(vf, "model", ("draft-target",))), None)))],
+                   remediation=f'add "num_speculative_tokens": {int(n)} (the checkpoint\'s MTP layer count)')
+        return None
+    hit = next((r for r in _rewrites(vf, "model", ("draft-target", "default-fill")) if ev.truth(r["condition"]) is True), None)
+    if hit is None or hit["kind"] != "draft-target":
+        ctx.method = m
         if hit is None:
-            ctx.method = m
             ctx.reject(f"method {m!r} with num_speculative_tokens but no model: vLLM raises 'num_speculative_tokens was provided but "
                        "without speculative model.'", remediation='add "model", or use "method": "mtp" on a checkpoint with MTP layers')
-            return
-        if hit["kind"] == "draft-target":
-            model = model_path
-            ctx.draft_is_target = True
-            ctx.trace.append(f"no model given -> the target checkpoint is the draft ({hit['location']}, silent)")
-            q = next((r for r in _rewrites(vf, "quantization", ("inherited-quantization",)) if ev.truth(r["condition"]) is not False), None)
-            if q:
-                ctx.trace.append(f"quantization inherited from the target ({q['location']})")
-        else:
-            ctx.method = m
-            return
-    if m in NO_DRAFT:
-        ctx.method = m
-        return
-    ctx.draft_path = str(model) if model is not None else None
-    detect(ctx, ev, m, model)
+        return None
+    ctx.draft_is_target = True
+    ctx.trace.append(f"no model given -> the target checkpoint is the draft ({hit['location']}, silent)")
+    q = next((r for r in _rewrites(vf, "quantization", ("inherited-quantization",)) if ev.truth(r["condition"]) is not False), None)
+    if q:
+        ctx.trace.append(f"quantization inherited from the target ({q['location']})")
+    return model_path
 
 
 def detect(ctx: VCtx, ev: Evaluator, m: str | None, model: Any) -> None:
@@ -726,83 +740,115 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, analy
 
     vf = dict(view.report.facts.get("vllm") or {}) if view is not None else None
     cmd = parse_vllm_command(list(argv), spec_shorthand=bool((vf or {}).get("spec_flags")) if vf is not None else True)
-    name = view.report.targets[0].name if view is not None else "no vLLM"
-    ctx = VCtx(cmd=cmd, vf=vf, view=view, name=name)
+    ctx = VCtx(cmd=cmd, vf=vf, view=view, name=view.report.targets[0].name if view is not None else "no vLLM")
     if view_gap is not None:
         ctx.gaps.append(view_gap)
-    read = {e["name"] for e in (vf or {}).get("env_vars", [])}
+    _launch_env(ctx, environ, env)
+    reports = _audit_target(ctx, analyzers)
+    check_command(ctx)
+    _resolve_speculative(ctx, analyzers, cwd)
+    pick_proposer(ctx)
+    check_unused(ctx)
+    check_env(ctx)
+    reports = _machine_and_scope(ctx, argv, analyzers, reports)
+    corrected = _corrected(ctx, view, view_gap, analyzers, env, environ, cwd) if _depth == 0 else None
+    all_findings = [f for r in reports for f in r.findings] + ctx.findings
+    all_gaps = [g for r in reports for g in r.gaps] + ctx.gaps
+    outcome = build_vllm_outcome(ctx, all_findings, all_gaps, corrected)
+    return VEvaluation(ctx, reports, outcome)
+
+
+def _launch_env(ctx: VCtx, environ: Mapping[str, str] | None, env: Mapping[str, str] | None) -> None:
+    """The launch's environment: the variables this vLLM reads from the current environment, then the command's
+    ``KEY=VALUE`` prefixes, then ``--env`` (each records where it came from)."""
+    read = {e["name"] for e in (ctx.vf or {}).get("env_vars", [])}
     for k, val in sorted((environ or {}).items()):
         if k in read or k in ("VLLM_USE_V2_MODEL_RUNNER", "VLLM_USE_V1"):
             ctx.env[k], ctx.env_source[k] = val, "environment"
-    for k, val in cmd.env.items():
+    for k, val in ctx.cmd.env.items():
         ctx.env[k], ctx.env_source[k] = val, "command"
     for k, val in (env or {}).items():
         ctx.env[k], ctx.env_source[k] = val, "--env"
-    reports: list[Report] = []
 
-    ck_for = analyzers.checkpoint
-    if cmd.model is not None:
-        r, g = ck_for(cmd.model, "model")
+
+def _audit_target(ctx: VCtx, analyzers: Analyzers) -> list[Report]:
+    """The served checkpoint's report (its SGLang closing removed), recorded in ``ctx.ck``."""
+    reports: list[Report] = []
+    if ctx.cmd.model is not None:
+        r, g = analyzers.checkpoint(ctx.cmd.model, "model")
         if r is not None:
             reports.append(_without_sglang_answer(r))
             ctx.ck = dict(r.facts.get("checkpoint") or {}) or None
         if g is not None:
             ctx.gaps.append(g)
-    check_command(ctx)
+    return reports
+
+
+def _audit_draft(ctx: VCtx, analyzers: Analyzers, cwd: Path) -> None:
+    """The draft checkpoint of ``speculative_config.model`` when it is another folder than the target (else the target
+    is its own draft)."""
+    cmd = ctx.cmd
+    dm = (cmd.spec or {}).get("model")
+    if isinstance(dm, str) and cmd.model is not None and dm != cmd.model and (cwd / dm).resolve() != (cwd / cmd.model).resolve():
+        r, g = analyzers.checkpoint(dm, "speculative_config.model")
+        if r is not None:
+            ctx.draft_ck = dict(r.facts.get("checkpoint") or {}) or None
+            ctx.gaps += [Gap(x.analyzer, f"draft {dm}: {x.message}", x.path, x.blocking) for x in r.gaps]
+        if g is not None:
+            ctx.gaps.append(g)
+    elif isinstance(dm, str):
+        ctx.draft_is_target = True
+
+
+def _resolve_speculative(ctx: VCtx, analyzers: Analyzers, cwd: Path) -> None:
+    """What vLLM makes of the speculative config and the quantization: the rewrite facts (trace, MTP321/MTP323), then
+    the statement-order replay that decides (:mod:`mtp_audit.engines.vllm.launch.decide`)."""
+    from mtp_audit.engines.vllm.launch.decide import apply_replay, check_quantization
+
+    cmd, vf = ctx.cmd, ctx.vf
     if vf is None and cmd.spec is not None:
         ctx.method_decided = False
-    elif not ctx.fails or ctx.cmd.spec is not None:
-        spec = cmd.spec or {}
-        dm = spec.get("model")
-        if isinstance(dm, str) and cmd.model is not None and dm != cmd.model and (cwd / dm).resolve() != (cwd / cmd.model).resolve():
-            r, g = ck_for(dm, "speculative_config.model")
-            if r is not None:
-                ctx.draft_ck = dict(r.facts.get("checkpoint") or {}) or None
-                ctx.gaps += [Gap(x.analyzer, f"draft {dm}: {x.message}", x.path, x.blocking) for x in r.gaps]
-            if g is not None:
-                ctx.gaps.append(g)
-        elif isinstance(dm, str):
-            ctx.draft_is_target = True
+    elif cmd.spec is not None:
+        _audit_draft(ctx, analyzers, cwd)
     n_findings, n_gaps = len(ctx.findings), len(ctx.gaps)
-    if cmd.spec is not None and vf is not None and (not ctx.fails or ctx.cmd.spec is not None):
-        if not ctx.fails:
-            resolve(ctx, cmd.model)
+    if cmd.spec is not None and vf is not None and not ctx.fails:
+        resolve(ctx, cmd.model)
     check_numbers(ctx)
     check_draft(ctx)
     if vf is not None:
-        from mtp_audit.engines.vllm.launch.decide import apply_replay
-
         apply_replay(ctx, cmd.model, n_findings, n_gaps)
-    if vf is not None:
-        from mtp_audit.engines.vllm.launch.decide import check_quantization
-
         check_quantization(ctx, cwd)
-    pick_proposer(ctx)
-    check_unused(ctx)
-    check_env(ctx)
+
+
+def _machine_and_scope(ctx: VCtx, argv: Sequence[str], analyzers: Analyzers, reports: list[Report]) -> list[Report]:
+    """The preflight (its vLLM checks at this release), the GPU count, the vLLM tree report, and the gaps scoped to
+    what this launch's verdict depends on (:func:`mtp_audit.engines.outcome.scope_gaps`)."""
+    cmd = ctx.cmd
     if cmd.spec is None and ctx.ck is not None:
-        reports = [mtp_errors_as_warnings(r, "vLLM", "--speculative-config") if r.targets and r.targets[0].analyzer == "checkpoint" else r for r in reports]
+        reports = [mtp_errors_as_warnings(r, "vLLM", "--speculative-config") if r.targets and r.targets[0].analyzer == "checkpoint" else r
+                   for r in reports]
     # the preflight reads the command's FP4/MoE options with vLLM's semantics (mtp_audit.preflight.launch.parse_launch)
     pf = analyzers.preflight(list(argv), engine="vllm", use_sglang_analyzer=False, vllm_version=(ctx.vf or {}).get("version"))
     ctx.pf = dict(pf.facts.get("preflight") or {})
     check_gpus(ctx)
     reports.append(pf)
-    if view is not None:
-        reports.insert(0, tree_errors_relaxed(view.report, ctx.ck))
+    if ctx.view is not None:
+        reports.insert(0, tree_errors_relaxed(ctx.view.report, ctx.ck))
     # a gap blocks only the question that depends on it: no FP4 kernels -> the FP4 verdict is a note; no speculative
     # config -> the checkpoint's MTP checks are notes
     ctx.fp4_needed = fp4_needed(ctx.ck, (ctx.quant or {}).get("method") or cmd.get("--quantization") or cmd.get("-q"))
-    reports = scope_gaps(reports, fp4=ctx.fp4_needed, speculative=cmd.spec is not None, spec_flag="--speculative-config")
-    corrected = None
-    if (ctx.spec_changed or ctx.model_fix) and _depth == 0 and cmd.model is not None:
-        toks = rebuild_vllm(cmd, ctx.spec_fix, model_option=ctx.model_fix) if ctx.spec_changed else rebuild_vllm(cmd, model_option=True)
-        try:
-            sub = evaluate_vllm(toks, view=view, view_gap=view_gap, analyzers=analyzers, env=env, environ=environ, cwd=cwd,
-                                _depth=1)
-        except InputError:
-            sub = None
-        corrected = (toks, sub)
-    all_findings = [f for r in reports for f in r.findings] + ctx.findings
-    all_gaps = [g for r in reports for g in r.gaps] + ctx.gaps
-    outcome = build_vllm_outcome(ctx, all_findings, all_gaps, corrected)
-    return VEvaluation(ctx, reports, outcome)
+    return scope_gaps(reports, fp4=ctx.fp4_needed, speculative=cmd.spec is not None, spec_flag="--speculative-config")
+
+
+def _corrected(ctx: VCtx, view: Any, view_gap: Gap | None, analyzers: Analyzers, env: Mapping[str, str] | None,
+               environ: Mapping[str, str] | None, cwd: Path) -> tuple[list[str], VEvaluation | None] | None:
+    """The corrected command and its own evaluation (``None``: nothing to correct)."""
+    cmd = ctx.cmd
+    if not (ctx.spec_changed or ctx.model_fix) or cmd.model is None:
+        return None
+    toks = rebuild_vllm(cmd, ctx.spec_fix, model_option=ctx.model_fix) if ctx.spec_changed else rebuild_vllm(cmd, model_option=True)
+    try:
+        sub = evaluate_vllm(toks, view=view, view_gap=view_gap, analyzers=analyzers, env=env, environ=environ, cwd=cwd, _depth=1)
+    except InputError:
+        sub = None
+    return toks, sub
