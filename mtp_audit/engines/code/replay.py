@@ -653,7 +653,6 @@ class Replay:
         args = [self.ev(a, p) for a in n.args if not isinstance(a, ast.Starred)]
         kwargs = {k.arg: self.ev(k.value, p) for k in n.keywords if k.arg}
         f = self.ev(n.func, p) if not isinstance(n.func, ast.Name) or n.func.id not in self.hooks else None
-        short = callee.split(".")[-1]
         hook = self.hooks.get(callee) or (self.hooks.get(f[1]) if isinstance(f, tuple) and len(f) == 2 and f[0] == "__ref__" else None)
         if hook is not None:
             try:

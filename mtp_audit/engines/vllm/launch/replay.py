@@ -158,7 +158,7 @@ class Evaluator:
 from dataclasses import dataclass, field  # noqa: E402
 
 from mtp_audit.engines.code.replay import UNKNOWN as R_UNKNOWN  # noqa: E402
-from mtp_audit.engines.code.replay import HookRaise, Obj, Path, Raised, Replay  # noqa: E402
+from mtp_audit.engines.code.replay import HookRaise, Obj, Path, Replay  # noqa: E402
 
 REGISTRY_REL = "vllm/model_executor/models/registry.py"
 #: ``__post_init__`` and the pydantic ``model_validator(mode="after")`` vLLM runs right after it
