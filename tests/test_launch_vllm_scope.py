@@ -65,3 +65,15 @@ def test_fp4_text_says_a_software_block_on_fp4_hardware() -> None:
                                         "have FP4 tensor cores")
     pf["verdicts"][0]["compute_capability"] = "9.0"
     assert fp4_text(pf, True, None) == "not capable"
+
+
+def test_vllm_tree_facts_appear_only_with_verbose(capsys) -> None:
+    cmd = ["launch", "--vllm", str(vllm_wheel("0.33.0")), "--env-dump", str(DUMP), "--", "vllm", "serve",
+           str(CONFIGS / "deepseek-ai--DeepSeek-V3"), "-tp", "1", "--speculative-config", '{"method":"mtp","num_speculative_tokens":1}']
+    main(cmd)
+    quiet = capsys.readouterr().out
+    main(cmd[:1] + ["-v"] + cmd[1:])
+    loud = capsys.readouterr().out
+    # MTP404 (hf_config_override's 63 rewrites) and MTP400 (the 27-member alias set) describe the tree, not this launch
+    assert "MTP404" not in quiet and "MTP400" not in quiet and "--speculative-algorithm" not in quiet
+    assert "vLLM tree facts (not specific to this launch):" in loud and "MTP404 vllm/config/speculative.py:711:" in loud

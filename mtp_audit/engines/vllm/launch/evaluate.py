@@ -719,6 +719,25 @@ def tree_errors_relaxed(report: Report, ck: dict[str, Any] | None = None) -> Rep
     return dataclasses.replace(report, findings=tuple(out))
 
 
+def tree_facts_verbose(report: Report) -> Report:
+    """The vLLM tree report for a launch: its info findings (facts about the tree, e.g. MTP400-MTP411, that the launch
+    checks already turned into what concerns this command) leave the findings list and become the closing section
+    "vLLM tree facts" (``facts["vllm"]["closing"]``), which the text report prints only with ``-v``; JSON keeps them there.
+    Warnings and errors stay findings."""
+    import dataclasses
+
+    info = [f for f in report.findings if f.severity < Severity.WARNING]
+    if not info:
+        return report
+    facts = dict(report.facts)
+    vf = dict(facts.get("vllm") or {})
+    vf["closing"] = {"title": "vLLM tree facts (not specific to this launch)",
+                     "lines": [f"{f.rule_id} {f.location.path or ''}{':' + str(f.location.line) if f.location and f.location.line else ''}: "
+                               f"{f.message}" for f in info]}
+    facts["vllm"] = vf
+    return dataclasses.replace(report, findings=tuple(f for f in report.findings if f.severity >= Severity.WARNING), facts=facts)
+
+
 def _without_sglang_answer(report: Report) -> Report:
     """A checkpoint report without its "Will SGLang use the MTP heads?" closing (the vLLM launch answers for vLLM)."""
     import dataclasses
@@ -833,7 +852,7 @@ def _machine_and_scope(ctx: VCtx, argv: Sequence[str], analyzers: Analyzers, rep
     check_gpus(ctx)
     reports.append(pf)
     if ctx.view is not None:
-        reports.insert(0, tree_errors_relaxed(ctx.view.report, ctx.ck))
+        reports.insert(0, tree_facts_verbose(tree_errors_relaxed(ctx.view.report, ctx.ck)))
     # a gap blocks only the question that depends on it: no FP4 kernels -> the FP4 verdict is a note; no speculative
     # config -> the checkpoint's MTP checks are notes
     ctx.fp4_needed = fp4_needed(ctx.ck, (ctx.quant or {}).get("method") or cmd.get("--quantization") or cmd.get("-q"))
