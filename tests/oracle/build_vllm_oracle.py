@@ -58,6 +58,8 @@ def _one(SpeculativeConfig, ParallelConfig, target, folder, spec):
 
 def main(dirs: list[str]) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    # vLLM's logger writes to stdout: keep stdout for the JSON alone
+    real_stdout, sys.stdout = sys.stdout, sys.stderr
     import vllm
     from vllm.config import ModelConfig, ParallelConfig, SpeculativeConfig
 
@@ -79,7 +81,7 @@ def main(dirs: list[str]) -> None:
             res = _one(SpeculativeConfig, ParallelConfig, target, folder, spec)
             out["cases"].append({"config": name, "form": form_id, "spec": spec, "result": res})
             print(name, form_id, res, file=sys.stderr, flush=True)
-    json.dump(out, sys.stdout, indent=1, sort_keys=True)
+    json.dump(out, real_stdout, indent=1, sort_keys=True)
 
 
 if __name__ == "__main__":

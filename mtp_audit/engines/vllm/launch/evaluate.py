@@ -536,11 +536,19 @@ def pick_proposer(ctx: VCtx) -> None:
                 maybe.append(p)
         out[r] = {"class": picked["class"] if picked else None, "location": picked["location"] if picked else None,
                   "unless": [f"{p['class']} {p['when']} ({p['location']})" for p in maybe]}
-        if picked is None and not maybe:
+        if picked is None and not maybe and not (which == "auto" and _other_runner_has(vf, r, ctx.method)):
+            # with the runner chosen automatically, a method the V2 runner lacks runs on V1 (0.24.0 vllm/config/vllm.py:522-548
+            # use_v2_model_runner falls back, logged); only a method neither runner dispatches is refused
             ctx.reject(f"the {r.upper()} runner has no proposer for method {ctx.method!r}",
                        evidence=[Evidence(f"{r} dispatch", ", ".join(sorted(((vf.get('proposers') or {}).get(r) or {}))) or "none")],
                        remediation="use a method this vLLM's runner dispatches (mtp-audit vllm lists proposers)")
     ctx.proposer = out
+
+
+def _other_runner_has(vf: dict[str, Any], runner: str, method: Any) -> bool:
+    """Whether the other model runner (V1 for V2 and back) dispatches a proposer for ``method``."""
+    other = "v1" if runner == "v2" else "v2"
+    return bool(((vf.get("proposers") or {}).get(other) or {}).get(method))
 
 
 def check_unused(ctx: VCtx) -> None:
