@@ -211,7 +211,12 @@ def test_readme_vllm_launch_block_is_real_output(tmp_path: Path, capsys, monkeyp
 def test_model_without_tokens_hits_none_comparison_before_the_default(qw: Path, ds: Path) -> None:
     # statement order: the MTP auto-detection branch compares ``self.num_speculative_tokens > 1`` (0.33.0
     # vllm/config/speculative.py:1487, 0.11.0 :332) before the n_predict default (0.33.0 :1603, 0.11.0 :388) is reached,
-    # so a "model" without num_speculative_tokens raises TypeError and the server never starts
+    # so a "model" without num_speculative_tokens raises TypeError and the server never starts. Real report:
+    # https://github.com/vllm-project/vllm/issues/55323 (2026-09, Qwen3.6-35B-A3B, model_type qwen3_5_moe like qw)
+    r, f = _run("0.33.0", "vllm", "serve", str(qw), "--speculative-config", json.dumps({"method": "mtp", "model": str(qw)}))
+    errs = [x for x in r.findings if x.rule_id == "MTP320"]
+    assert len(errs) == 1 and "TypeError: '>' not supported between instances of 'NoneType' and 'int' (vllm/config/speculative.py:1487)" \
+        in errs[0].message and exit_code(r, Severity.ERROR) == 1
     r, f = _run("0.33.0", "vllm", "serve", str(qw), "--speculative-config", json.dumps({"method": "draft_model", "model": str(qw)}))
     assert (f["speculative"]["requested"], f["speculative"]["runs_as"]) == ("draft_model", "mtp")
     errs = [x for x in r.findings if x.rule_id == "MTP320"]
