@@ -91,8 +91,15 @@ def compare(version: str) -> tuple[int, int, list[str]]:
         if "result" not in case:
             lines.append(f"{case['config']}: not compared, real vLLM cannot build the target ModelConfig ({case['target_error'][:160]})")
             continue
+        res = case["result"]
+        if not res["ok"] and "failed to be inspected" in (res.get("exc_msg") or ""):
+            # the oracle's own environment could not import the model class (a CPU-only venv lacks its imports): vLLM's
+            # registry then refuses every architecture of that module; this says nothing about the config decision
+            lines.append(f"{case['config']} {case['form']}: not compared, the oracle venv could not import the model class "
+                         f"({res['exc_msg'][:80]})")
+            continue
         n += 1
-        good, why = agrees(case["result"], ours[(case["config"], case["form"])])
+        good, why = agrees(res, ours[(case["config"], case["form"])])
         ok += good
         if not good:
             lines.append(f"{case['config']} {case['form']}: {why}")
