@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from mtp_audit.engines.outcome import loc_of
-from mtp_audit.engines.vllm.launch.replay import R_UNKNOWN, DraftFacts, LaunchKnowns, SpecReplay, replay_spec_config
+from mtp_audit.engines.vllm.launch.replay import R_UNKNOWN, DraftFacts, LaunchKnowns, SpecReplay, n_predict_of, replay_spec_config
 from mtp_audit.report import Evidence, Severity
 
 
@@ -25,8 +25,6 @@ def _arch(ck: dict[str, Any] | None) -> Any:
 
 def draft_facts(ctx: Any, ck: dict[str, Any] | None) -> DraftFacts | None:
     """:class:`DraftFacts` of an audited checkpoint after this vLLM's ``hf_config_override`` (``None``: not audited)."""
-    from mtp_audit.engines.vllm.launch.evaluate import n_predict_of
-
     cfg = (ck or {}).get("config") if ck else None
     if not isinstance(cfg, dict):
         return None

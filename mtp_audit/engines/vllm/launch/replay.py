@@ -11,8 +11,39 @@ are understood. Anything else is unknown.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 from typing import Any
+
+
+def n_predict_of(expr: str | None, ck: dict[str, Any] | None) -> tuple[int | None, str]:
+    """The draft's ``n_predict`` as ``hf_config_override`` reads it (``expr``, e.g.
+    ``getattr(text_config, 'mtp_num_hidden_layers', None)``), from the checkpoint facts: the declared MTP
+    layer count when the expression reads the key the checkpoint declares them under
+    (``mtp.declared_by``), a literal count, or the ``getattr`` default when the checkpoint declares
+    them under another key. Returns ``(value or None, how)``."""
+    if expr is None:
+        return None, "no n_predict written for this draft"
+    m = re.fullmatch(r"\s*(\d+)\s*", expr)
+    if m:
+        return int(m.group(1)), f"constant {expr}"
+    mtp = (ck or {}).get("mtp") or {}
+    declared_by = str(mtp.get("declared_by") or "")
+    key = declared_by.rsplit("/", 1)[-1] if declared_by else None
+    g = re.search(r"""getattr\(\s*(\w+)\s*,\s*['"](\w+)['"]\s*(?:,\s*([^)]*))?\)|(\w+)\.get\(\s*['"](\w+)['"]\s*(?:,\s*([^)]*))?\)|(\w+)\.(\w+)\s*$""", expr)
+    if not g:
+        return None, f"{expr} (not read statically)"
+    name = g.group(2) or g.group(5) or g.group(8)
+    default = g.group(3) if g.group(2) else g.group(6) if g.group(5) else None
+    if key and name == key:
+        return mtp.get("declared_layers"), f"{expr} = {mtp.get('declared_layers')} ({declared_by} in config.json)"
+    if ck is None:
+        return None, f"{expr} (checkpoint not audited)"
+    d = (default or "").strip()
+    # config.json does not hold the key; the transformers config class may still define it (a class default is not in
+    # config.json), so the getattr default is only what applies when the class has no such attribute
+    return None, (f"{expr}: config.json has no {name} (its MTP layers: {declared_by or 'none declared'}); n_predict is the "
+                  f"transformers config class's default, or {d or 'None'} when the class has none: not decided")
 
 
 class _Unknown:
