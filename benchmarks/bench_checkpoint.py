@@ -11,9 +11,13 @@ real names, dtypes and shapes; an 8.9 MB index; 163 sparse shards, see mtp_audit
 3. ``--scale``: synthetic checkpoints of 10k, 100k and 1M tensors in 163 shards (DeepSeek-V3 names
    repeated over more layers), audit against the header floor of the same files; per-tensor time
    and memory should stay flat from 10k to 1M.
-4. start-up: ``python -c pass`` and ``mtp-audit --help`` (target <= 150 ms).
+4. start-up: ``python -c pass`` and ``mtp-audit --help`` (target <= 2x ``python -c pass``).
+5. config-only with an exclude list: ``fixtures/checkpoint/nvidia--Qwen3.5-397B-A17B-NVFP4`` (config.json and
+   hf_quant_config.json with 184 ``exclude_modules`` patterns, no index) against ``python -c pass``; with
+   ``--baseline-ref REF`` also the tool as it was at git ``REF`` (``git archive``), same input, alternated.
+   Target: <= 0.3 s.
 
-Usage: ``python benchmarks/bench_checkpoint.py [--runs 11] [--scale]``
+Usage: ``python benchmarks/bench_checkpoint.py [--runs 11] [--scale] [--baseline-ref REF]``
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -65,6 +70,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=11)
     ap.add_argument("--scale", action="store_true", help="also the 10k/100k/1M-tensor scaling rows")
+    ap.add_argument("--baseline-ref", default=None, help="git ref of the tool to compare with in case 5")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     from mtp_audit.synth.shards import write_checkpoint
@@ -109,7 +115,24 @@ def main() -> int:
                 shutil.rmtree(d)
         print("\n4. start-up\n")
         r = measure([Case("python -c pass", [py, "-c", "pass"], env), Case("mtp-audit --help", [py, "-m", "mtp_audit", "--help"], env)], args.runs)
-        print(table(r, baseline="python -c pass", abs_targets={"mtp-audit --help": 0.150}))
+        print(table(r, baseline="python -c pass", targets={"mtp-audit --help": 2.0}))
+        print("\n5. config-only with a 184-pattern exclude list (Qwen3.5-397B-A17B NVFP4)\n")
+        qw = ROOT / "fixtures" / "checkpoint" / "nvidia--Qwen3.5-397B-A17B-NVFP4"
+        cfg_only = work / "qwen-config-only"
+        cfg_only.mkdir()
+        for name in ("config.json", "hf_quant_config.json"):
+            shutil.copy(qw / name, cfg_only / name)
+        cases = [Case("python -c pass", [py, "-c", "pass"], env),
+                 Case("mtp-audit checkpoint (config only)", audit + [str(cfg_only)], env, ok=(0, 1, 3))]
+        if args.baseline_ref:
+            base = work / "baseline"
+            base.mkdir()
+            tar = subprocess.run(["git", "archive", args.baseline_ref, "mtp_audit"], cwd=str(ROOT), capture_output=True, check=True).stdout
+            subprocess.run(["tar", "-x", "-C", str(base)], input=tar, check=True)
+            benv = python_env(work / "base-pyc", {"PYTHONPATH": str(base)})
+            cases.append(Case(f"{args.baseline_ref}: checkpoint (config only)", audit + [str(cfg_only)], benv, ok=(0, 1, 3), cwd=str(work)))
+        r = measure(cases, args.runs)
+        print(table(r, baseline="python -c pass", abs_targets={"mtp-audit checkpoint (config only)": 0.3}))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

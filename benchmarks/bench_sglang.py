@@ -8,9 +8,15 @@ three-pattern rule for the NEXTN remap (``--jobs 2``, no size limit, no time-out
 checks that it scanned every file). mtp-audit runs cold (empty cache) on the same folder and on the
 wheel, and warm (second run, cache kept). ``grep -rlE`` on the folder is the I/O floor.
 
-Targets (issue 12): cold <= 1.5 s, >= 20x faster than semgrep; warm <= 0.15 s; peak RSS <= 60 MiB.
+``--baseline-ref REF`` also times the tool as it was at git ``REF`` (exported with ``git archive`` into a
+temporary folder, run with the same Python), cold and warm on the same wheel, alternated with the rest, and
+compares its result with this checkout's: findings by rule id and the summary counts, so a change of result
+between the two is printed, never unnoticed.
 
-Usage: ``python benchmarks/bench_sglang.py [WHEEL_OR_FOLDER_OF_WHEELS] [--semgrep PATH] [--runs 3]``.
+Targets: cold <= 1.5 s, >= 20x faster than semgrep; warm <= 0.15 s; peak RSS <= 60 MiB.
+
+Usage: ``python benchmarks/bench_sglang.py [WHEEL_OR_FOLDER_OF_WHEELS] [--semgrep PATH] [--runs 5]
+[--baseline-ref REF]``.
 semgrep: ``python -m venv /tmp/semgrep-venv && /tmp/semgrep-venv/bin/pip install semgrep`` (its own venv:
 its pins clash with ours); the row says so when it is missing.
 """
@@ -52,6 +58,7 @@ def main() -> None:
     ap.add_argument("wheel", nargs="?", default=str(default))
     ap.add_argument("--semgrep", default=shutil.which("semgrep") or "/tmp/semgrep-venv/bin/semgrep")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--baseline-ref", default=None, help="git ref of the tool to compare with (e.g. the previous release)")
     a = ap.parse_args()
     wheel = Path(a.wheel)
     if wheel.is_dir():
@@ -105,9 +112,20 @@ def main() -> None:
             Case("mtp-audit sglang, warm (cache kept)", audit + [str(wheel)] + out, warm_env),
             Case("grep -rlE NEXTN|MTP (I/O floor)", ["grep", "-rlE", "NEXTN|MTP", str(src)], env, ok=(0, 1)),
         ]
+        if a.baseline_ref:
+            cases += _baseline_cases(a.baseline_ref, root, wheel, audit)
         results = measure(cases, a.runs)
+        if a.baseline_ref:
+            # the results: this checkout's and the baseline's report on the same wheel, compared
+            subprocess.run(audit + [str(wheel), "-f", "json", "-o", str(root / "now.json")], env=env, cwd=str(ROOT),
+                           capture_output=True, check=False)
+            base_env = _baseline_env(root)
+            subprocess.run(audit + [str(wheel), "-f", "json", "-o", str(root / "base.json")], env=base_env,
+                           cwd=str(root), capture_output=True, check=False)
+            result_note = _compare_results(root / "base.json", root / "now.json", a.baseline_ref)
     print(header(f"target: {wheel.name} ({n_files} .py files, {lines:,} lines); {note}", a.runs))
     print()
+    grep_row = "grep -rlE NEXTN|MTP (I/O floor)"
     base = "semgrep, 3-pattern NEXTN rule, same files" if sg.exists() else None
     cold_rows = ("mtp-audit sglang, cold, same files (folder)", "mtp-audit sglang, cold, the wheel")
     print(table(results, baseline=base, targets={r: 0.05 for r in cold_rows} if base else None,
@@ -117,6 +135,51 @@ def main() -> None:
         print()
         for r in cold_rows:
             print(f"{r}: {results[base].median / results[r].median:.1f}x faster than semgrep (target >= 20x)")
+    print()
+    for r in cold_rows:
+        print(f"{r}: {results[r].median / results[grep_row].median:.1f}x grep -r")
+    if a.baseline_ref:
+        for now, was in (("mtp-audit sglang, cold, the wheel", f"{a.baseline_ref}: cold, the wheel"),
+                         ("mtp-audit sglang, warm (cache kept)", f"{a.baseline_ref}: warm (cache kept)")):
+            print(f"{now}: {results[was].median / results[now].median:.2f}x faster than {a.baseline_ref}")
+        print(result_note)
+
+
+def _baseline_env(root: Path) -> dict[str, str]:
+    return python_env(root / "base-pyc", {"PYTHONPATH": str(root / "baseline"), "MTP_AUDIT_CACHE_DIR": str(root / "base-cold")})
+
+
+def _baseline_cases(ref: str, root: Path, wheel: Path, audit: list[str]) -> list[Case]:
+    """The tool at git ``ref`` (``git archive`` of ``mtp_audit/``), cold and warm on ``wheel``."""
+    dest = root / "baseline"
+    dest.mkdir()
+    tar = subprocess.run(["git", "archive", ref, "mtp_audit"], cwd=str(ROOT), capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=tar, check=True)
+    env = _baseline_env(root)
+    env["PYTHONPATH"] = str(dest)  # only the baseline: not this checkout
+    warm = dict(env, MTP_AUDIT_CACHE_DIR=str(root / "base-warm"))
+    out = ["-f", "json", "-o", str(root / "rb.json")]
+
+    def cold() -> None:
+        shutil.rmtree(root / "base-cold", ignore_errors=True)
+
+    return [Case(f"{ref}: cold, the wheel", audit + [str(wheel)] + out, env, before=cold, cwd=str(root)),
+            Case(f"{ref}: warm (cache kept)", audit + [str(wheel)] + out, warm, cwd=str(root))]
+
+
+def _compare_results(base: Path, now: Path, ref: str) -> str:
+    """One paragraph: the findings per rule id and the summary counts of both reports, and what differs."""
+    try:
+        b, n = json.loads(base.read_text()), json.loads(now.read_text())
+    except (OSError, ValueError) as exc:
+        return f"results not compared: {exc}"
+    from collections import Counter
+
+    fb, fn = Counter(f["rule_id"] for f in b["findings"]), Counter(f["rule_id"] for f in n["findings"])
+    sb, sn = b["facts"]["sglang"]["summary"], n["facts"]["sglang"]["summary"]
+    diffs = [f"{k}: {sb.get(k)} -> {sn.get(k)}" for k in sorted(set(sb) | set(sn)) if sb.get(k) != sn.get(k)]
+    same = "same findings" if fb == fn else f"findings {dict(sorted(fb.items()))} -> {dict(sorted(fn.items()))}"
+    return f"result against {ref}: {same}; summary changes: {', '.join(diffs) or 'none'}"
 
 
 if __name__ == "__main__":

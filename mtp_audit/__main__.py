@@ -2,6 +2,6 @@
 
 import sys
 
-from mtp_audit.cli.main import main
+from mtp_audit.cli.fast import main
 
 sys.exit(main())

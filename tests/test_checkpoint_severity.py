@@ -57,7 +57,13 @@ def test_compressed_tensors_ignore_missing_bf16_mtp_experts_is_an_error(tmp_path
     ev = {e.label: e.value for e in hits[0].evidence}
     assert ev["quantization"] == "compressed-tensors NVFP4"
     closing = rep.facts["checkpoint"]["closing"]["lines"]
-    assert closing[-1] == "SGLang: no, --speculative-algorithm NEXTN would not get working MTP heads (MTP007)."
+    # the same ignore list misses the trunk sample's BF16 attention (4) and shared expert (3): declared NVFP4 by
+    # config_groups target "Linear", stored BF16 in the header
+    declared = [f for f in rep.findings if f.rule_id == "MTP015"]
+    assert len(declared) == 1 and declared[0].message.startswith(
+        "7 linear module(s) are declared NVFP4, group 16 by config.json but their tensors are stored BF16 "
+        "(read from the shard header): model.language_model.layers.3.mlp.shared_expert.down_proj")
+    assert closing[-1] == "SGLang: no, --speculative-algorithm NEXTN would not get working MTP heads (MTP007, MTP015)."
     assert rep.facts["checkpoint"]["summary"]["sglang_mtp_usable"] is False
     assert main(["checkpoint", str(folder)]) == 1
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -60,3 +61,21 @@ def test_write_atomic_missing_folder_is_input_error(tmp_path: Path) -> None:
 def test_write_atomic_refuses_directory(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="is a directory"):
         write_atomic(tmp_path, "x")
+
+
+def test_fast_help_is_what_click_renders(monkeypatch, capsys) -> None:
+    """``mtp-audit --help`` is served from mtp_audit/cli/help_text.py without importing click; it must be exactly
+    what click renders at 80 columns (regenerate help_text.py when a command's help changes)."""
+    from mtp_audit.cli.fast import main as fast
+    from mtp_audit.cli.help_text import TEXT
+    from mtp_audit.cli.main import main as full
+
+    monkeypatch.setenv("COLUMNS", "80")
+    assert full(["--help"]) == 0
+    assert capsys.readouterr().out == TEXT
+    assert fast(["--help"]) == 0 and capsys.readouterr().out == TEXT
+    monkeypatch.setenv("COLUMNS", "60")  # narrower: click renders it
+    assert fast(["-h"]) == 0 and capsys.readouterr().out != TEXT
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "mtp_audit", "--help"], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "100"})
+    assert proc.returncode == 0 and proc.stdout == TEXT and "click" not in proc.stderr

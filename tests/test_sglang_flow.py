@@ -18,6 +18,7 @@ import pytest
 
 from mtp_audit.cli.main import main
 from mtp_audit.engines.sglang import audit_sglang
+from mtp_audit.engines.sglang.audit import scan_tree
 from mtp_audit.engines.sglang.flow import analyze_flows, flow_findings
 from mtp_audit.engines.sglang.target import open_target
 
@@ -42,7 +43,7 @@ def _mtp106(version: str):
 
     tree = open_target(sglang_wheel(version))
     try:
-        return flow_findings({"cli_arguments": {}, "value_flows": analyze_flows(tree)})
+        return flow_findings({"cli_arguments": {}, "value_flows": analyze_flows(scan_tree(tree)[0])})
     finally:
         tree.close()
 

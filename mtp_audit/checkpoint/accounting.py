@@ -12,6 +12,7 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping
 from typing import Any
 
+from mtp_audit.checkpoint.declared import DeclaredFormat, declared_bytes
 from mtp_audit.checkpoint.facts import CheckpointFacts, Module
 from mtp_audit.checkpoint.layouts import (
     EXPERT_RE,
@@ -31,37 +32,67 @@ from mtp_audit.checkpoint.tensors import (
 
 
 def _hint(facts: CheckpointFacts) -> str:
+    """The primary scheme's format for modules it does not decide one by one (``""`` without a scheme)."""
     s = facts.primary_scheme
-    return s.algo if s else ""
+    if s is None:
+        return ""
+    return s.nominal.format if s.nominal is not None else s.algo
 
 
 def _dtype(facts: CheckpointFacts) -> str:
     return facts.config.torch_dtype if facts.config else ""
 
 
+#: Declared formats that change what ambiguous tensor names mean (see :func:`module_format`).
+_PROBE_HINTS = ("FP8", "INT8", "MXFP4")
+
+
+def module_hint(facts: CheckpointFacts, module: str) -> str:
+    """The format the primary quantization config declares for ``module`` (``"INT4"``, ``"BF16"``...), or the
+    scheme's headline format when it does not decide per module."""
+    s = facts.primary_scheme
+    if s is None:
+        return ""
+    d = s.declared_format(module)
+    return d.format if d is not None else _hint(facts)
+
+
 def linear_formats(facts: CheckpointFacts, modules: Mapping[str, Any]) -> dict[str, tuple[str, bool]]:
     """Linear module -> ``(format, inferred)`` (see :func:`mtp_audit.checkpoint.tensors.module_format`);
-    cached per module table on ``facts``."""
+    cached per module table on ``facts``. Where the tensor names alone cannot tell (a ``weight_scale`` sibling
+    without a header), the format the quantization config declares for that module decides."""
     key = id(modules)
     cached = facts.cache.get(key)
     if cached is not None:
         return cached
-    hint, dt = _hint(facts), _dtype(facts)
+    dt = _dtype(facts)
     out: dict[str, tuple[str, bool]] = {}
     # Modules of one kind share a signature (leaf name, parameter suffixes, weight dtype and rank), so
-    # the decision is made once per signature: 46k trunk modules in DeepSeek-V3 have a few dozen.
-    memo: dict[tuple[Any, ...], tuple[str, bool] | None] = {}
+    # the decision is made once per signature: 46k trunk modules in DeepSeek-V3 have a few dozen. A signature
+    # whose answer depends on the declared format is decided per module (None in the memo).
+    memo: dict[tuple[Any, ...], tuple[str, bool] | None | bool] = {}
     for name, mod in modules.items():
         params = mod.params if type(mod) is Module else mod
         w = params.get("weight")
         sig = (name[name.rfind(".") + 1 :], *params, None if w is None else (w[1], len(w[2])))  # dtype, rank
         res = memo.get(sig, memo)
         if res is memo:
-            res = memo[sig] = module_format(params, dt, hint) if is_linear(name, params) else None
-        if res is not None:
-            out[name] = res
+            res = memo[sig] = _signature_format(name, params, dt)
+        if res is None:
+            res = module_format(params, dt, module_hint(facts, name))
+        if res is not False:
+            out[name] = res  # type: ignore[assignment]
     facts.cache[key] = out
     return out
+
+
+def _signature_format(name: str, params: Mapping[str, Any], dt: str) -> tuple[str, bool] | None | bool:
+    """False for a module that is not a linear layer; None when its format depends on the declared one;
+    else its format."""
+    if not is_linear(name, params):
+        return False
+    answers = {module_format(params, dt, h) for h in _PROBE_HINTS}
+    return answers.pop() if len(answers) == 1 else None
 
 
 def trunk_format_counts(facts: CheckpointFacts) -> dict[str, int]:
@@ -82,20 +113,20 @@ def trunk_format_counts(facts: CheckpointFacts) -> dict[str, int]:
         c = facts.trunk_suffixes
         nv_mo = c.get("weight_scale_2", 0)
         nv_ct = c.get("weight_global_scale", 0)
-        int4 = max(c.get("weight_packed", 0) - nv_ct, 0) + c.get("qweight", 0)
+        packed_int = max(c.get("weight_packed", 0) - nv_ct, 0)
+        int4 = packed_int + c.get("qweight", 0)
+        zp = max(c.get("weight_zero_point", 0) - packed_int, 0)  # Quark asymmetric int: weight + scale + zero point
         fp8b = c.get("weight_scale_inv", 0)
         mlx = min(c.get("scales", 0), c.get("biases", 0))
-        ws = max(c.get("weight_scale", 0) - nv_mo - nv_ct - max(c.get("weight_packed", 0) - nv_ct, 0), 0)
+        ws = max(c.get("weight_scale", 0) - nv_mo - nv_ct - packed_int - zp, 0)
         linear_w = sum(n for leaf, n in facts.trunk_weight_leaves.items() if is_linear_leaf(leaf))
-        plain = max(linear_w - (nv_mo + fp8b + ws + mlx), 0)
+        plain = max(linear_w - (nv_mo + fp8b + ws + mlx + zp), 0)
         fmt_plain = module_format({"weight": None}, _dtype(facts), _hint(facts))[0]
-        raw = {
-            "NVFP4": nv_mo + nv_ct,
-            "INT4": int4,
-            "FP8" if _hint(facts) != "MXFP4" else "MXFP4": fp8b + ws,
-            "MLX-affine": mlx,
-            fmt_plain: plain,
-        }
+        fmt_ws = module_format({"weight": None, "weight_scale": None}, _dtype(facts), _hint(facts))[0]
+        raw: Counter[str] = Counter()
+        for fmt, n in (("NVFP4", nv_mo + nv_ct), ("INT4", int4), ("FP8", fp8b), (fmt_ws, ws), ("MLX-affine", mlx),
+                       ("INT8" if _hint(facts) == "INT8" else "INT4", zp), (fmt_plain, plain)):
+            raw[fmt] += n
         out = {k: v for k, v in sorted(raw.items()) if v}
     facts.cache["trunk"] = out
     return out
@@ -166,7 +197,6 @@ def mtp_bytes(facts: CheckpointFacts) -> dict[str, Any]:
     if cfg is None:
         return {"value": None, "estimated": True, "reason": "no config.json"}
     modules: Mapping[str, Module]
-    scheme = facts.primary_scheme
     promised = False
     if facts.mtp:
         modules = facts.mtp_modules
@@ -186,37 +216,54 @@ def mtp_bytes(facts: CheckpointFacts) -> dict[str, Any]:
             tmp.setdefault(mod, Module(mod)).params[p] = None
         modules = tmp
     total, unest = 0, 0
-    block = scheme.weight_block_size if scheme else None
-    gs = scheme.group_size if scheme else None
-    hint, dt = _hint(facts), _dtype(facts)
     for name, mod in modules.items():
-        if all(v is not None for v in mod.params.values()):
-            total += sum(v.nbytes for v in mod.params.values() if v is not None)
-            continue
-        shape = linear_shape(name, cfg.dims, cfg.num_experts)
-        if is_linear(name, mod.params) and shape is not None:
-            if promised and scheme is not None:
-                fmt = scheme.expected_format(name)
-                total += bytes_if_quantized(shape, fmt, block=block, group_size=gs) if fmt != "BF16" else shape[0] * shape[1] * 2
-            else:
-                fmt, _ = module_format(mod.params, dt, hint)
-                total += estimate_module_bytes(shape, fmt, set(mod.params), block=block, group_size=gs)
-            if "bias" in mod.params:
-                total += 2 * shape[0]
-            continue
-        if shape is not None and set(mod.params) <= {"weight"}:  # router, embedding, LM head copies
-            total += 2 * shape[0] * shape[1]
-            continue
-        for p in mod.params:
-            n = vector_len(name, p, cfg.dims, cfg.num_experts)
-            if n is None:
-                unest += 1
-            else:
-                total += n * (4 if name.endswith("e_score_correction_bias") else 2)
+        got = _estimate_module(facts, name, mod, promised)
+        if got is None:
+            unest += 1
+        else:
+            total += got[0]
+            unest += got[1]
     out: dict[str, Any] = {"value": total, "estimated": True, "unestimated_tensors": unest}
     if promised:
         out["basis"] = "expected layout from config (no tensors inspected)"
     return out
+
+
+def _estimate_module(facts: CheckpointFacts, name: str, mod: Module, promised: bool) -> tuple[int, int] | None:
+    """``(bytes, tensors not estimated)`` of one MTP module: header bytes when every tensor's header is known;
+    else a linear's bytes in the format its quantization config declares (or, where the config does not speak,
+    the format its tensor names show), with that format's group size and zero points; norms and routers from
+    config dimensions. ``promised``: the module is expected from the config, not listed."""
+    cfg = facts.config
+    assert cfg is not None
+    if all(v is not None for v in mod.params.values()):
+        return sum(v.nbytes for v in mod.params.values() if v is not None), 0
+    shape = linear_shape(name, cfg.dims, cfg.num_experts)
+    if is_linear(name, mod.params) and shape is not None:
+        scheme = facts.primary_scheme
+        declared = scheme.declared_format(name) if scheme is not None else None
+        fmt, _ = module_format(mod.params, _dtype(facts), declared.format if declared else _hint(facts))
+        if promised:
+            nbytes = declared_bytes(shape, declared) if declared is not None else (
+                bytes_if_quantized(shape, scheme.expected_format(name), block=scheme.weight_block_size,
+                                   group_size=scheme.group_size) if scheme is not None and scheme.algo != "BF16"
+                else shape[0] * shape[1] * 2)
+        elif declared is not None and declared.format == fmt:
+            nbytes = declared_bytes(shape, declared)
+        else:
+            nbytes = estimate_module_bytes(shape, fmt, set(mod.params), block=scheme.weight_block_size if scheme else None,
+                                           group_size=scheme.group_size if scheme else None)
+        return nbytes + (2 * shape[0] if "bias" in mod.params else 0), 0
+    if shape is not None and set(mod.params) <= {"weight"}:  # router, embedding, LM head copies
+        return 2 * shape[0] * shape[1], 0
+    total, unest = 0, 0
+    for p in mod.params:
+        n = vector_len(name, p, cfg.dims, cfg.num_experts)
+        if n is None:
+            unest += 1
+        else:
+            total += n * (4 if name.endswith("e_score_correction_bias") else 2)
+    return total, unest
 
 
 #: MTP tensor names that belong to the attention block (SGLang shards these over the attention-TP group,
@@ -235,3 +282,63 @@ def mtp_attention_bytes(facts: CheckpointFacts) -> int | None:
 
 def human_bytes(n: int) -> str:
     return f"{n:,} bytes ({n / 1e9:.2f} GB)"
+
+
+# --- the declared scheme, as the rest of the model uses it ------------------------------------------------
+
+_LAYER_PREFIX = re.compile(r"^(?:.*?\.)?(?:layers|mtp_layers)\.\d+\.")
+_EXPERT_ID = re.compile(r"\.experts\.\d+(?=\.|$)")
+
+
+def module_role(module: str) -> str:
+    """A module's place inside its decoder layer, the same in every layer and in the MTP layer:
+    ``"model.language_model.layers.3.mlp.experts.7.up_proj"`` and ``"mtp.layers.0.mlp.experts.1.up_proj"`` ->
+    ``"mlp.experts.up_proj"``; a module outside numbered layers (``"mtp.fc"``) is its own role."""
+    return _EXPERT_ID.sub(".experts", _LAYER_PREFIX.sub("", module, count=1))
+
+
+def _role_formats(facts: CheckpointFacts) -> dict[str, DeclaredFormat]:
+    """MIXED_PRECISION: role -> declared format of the ``quantized_layers`` entries with that role (cached)."""
+    got = facts.cache.get("role_formats")
+    if got is None:
+        s = facts.primary_scheme
+        got = {}
+        for key, fmt in (s.layer_formats.items() if s is not None else ()):
+            got.setdefault(module_role(key), fmt)
+        facts.cache["role_formats"] = got
+    return got
+
+
+def as_rest_of_model(facts: CheckpointFacts, module: str) -> DeclaredFormat | None:
+    """The format the quantization config gives the trunk's counterpart of MTP ``module``: for
+    MIXED_PRECISION the ``quantized_layers`` entry with the same role (``mlp.experts`` -> NVFP4 W4A16,
+    ``self_attn.q_proj`` -> FP8: nvidia Qwen3.6 NVFP4), else the scheme's headline format; None without one."""
+    s = facts.primary_scheme
+    if s is None:
+        return None
+    if s.algo == "MIXED_PRECISION" and s.layer_formats:
+        roles = _role_formats(facts)
+        r = module_role(module)
+        while r:
+            if r in roles:
+                return roles[r]
+            r = r.rpartition(".")[0]
+        return None
+    d = s.declared_format(module)
+    if d is not None and d.quantized:
+        return d
+    return s.nominal if s.nominal is not None and s.nominal.quantized else None
+
+
+def declared_summary(facts: CheckpointFacts) -> str | None:
+    """The primary scheme in words for messages: ``"MIXED_PRECISION (208 FP8, 193 NVFP4 W4A16, group 16
+    quantized_layers entries)"``, ``"INT4 W4A16, group 128, zero points"``; None without a scheme format."""
+    s = facts.primary_scheme
+    if s is None:
+        return None
+    if s.algo == "MIXED_PRECISION" and s.layer_formats:
+        c = Counter(f.label() for f in s.layer_formats.values())
+        parts = ", ".join(f"{n:,} {lab}" for lab, n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
+        return f"MIXED_PRECISION ({parts} quantized_layers entries)"
+    fmt = s.nominal if s.nominal is not None else None
+    return fmt.label() if fmt is not None and fmt.quantized else None

@@ -22,6 +22,7 @@ from mtp_audit.checkpoint.accounting import (
     trunk_format_counts,
 )
 from mtp_audit.checkpoint.checks import check
+from mtp_audit.checkpoint.checks_families import is_dspark
 from mtp_audit.checkpoint.facts import ANALYZER, SGLANG_SOURCE, CheckpointFacts
 from mtp_audit.checkpoint.predict import expected_mtp_modules, predict, prediction_line
 from mtp_audit.checkpoint.tensors import (
@@ -41,6 +42,12 @@ def _quant_headline(facts: CheckpointFacts) -> str | None:
         bits.append(f"group size {s.group_size}")
     if s.weight_block_size:
         bits.append("block " + "x".join(map(str, s.weight_block_size)))
+    if s.algo == "MIXED_PRECISION" and s.layer_formats:
+        per = Counter(f.label() for f in s.layer_formats.values())
+        bits.append(" + ".join(f"{n:,} {lab}" for lab, n in sorted(per.items(), key=lambda kv: (-kv[1], kv[0])))
+                    + " quantized_layers entries")
+    elif s.nominal is not None and s.nominal.format in ("INT4", "INT8"):
+        bits.append(s.nominal.label())  # weight-only or not, zero points or not: not in the algorithm's name
     if s.identified_by == "parameters":
         bits.append(f"{s.scale_format} scales, identified from the weight parameters" if s.scale_format
                     else "identified from the weight parameters")
@@ -55,13 +62,55 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
     mtp_state, mtp_counts = summarize_formats(mtp_fmts)
     trunk_counts = trunk_format_counts(facts)
     trunk_state = "none" if not trunk_counts else next(iter(trunk_counts)) if len(trunk_counts) == 1 else "mixed"
-    mtp_dtypes = dict(sorted(Counter(facts.infos[n].dtype for n in facts.mtp if n in facts.infos).items()))
-    scale_tensors = sorted(n for n in facts.mtp if split_param(n)[1] in SCALE_SUFFIXES)
-    experts = expert_facts(facts)
     nbytes = mtp_bytes(facts)
-    attn_bytes = mtp_attention_bytes(facts)
-    total_bytes = sum(h.data_bytes for h in facts.headers.values()) if facts.headers else None
     findings = list(findings)
+    usable, blocking, overridden = _usability(facts, findings)
+    prediction = predict(facts)
+    mtp_mods = list(facts.mtp_modules) if facts.mtp else expected_mtp_modules(facts)
+    summary = _summary(facts, mtp_state, trunk_state, nbytes, usable, mtp_mods)
+    return {
+        "summary": summary,
+        "closing": _closing(summary, decl, usable, blocking, facts, mtp_counts, overridden, prediction),
+        "answer": _answer(summary, decl, usable, blocking, facts),
+        "prediction": prediction,
+        "mode": facts.mode,
+        "source": facts.source,
+        "config": _config_fact(facts),
+        "mtp": _mtp_fact(facts, mtp_fmts, mtp_state, mtp_counts, nbytes),
+        "trunk": {"format": trunk_state, "format_modules": trunk_counts, "tensors": len(facts.tensors) - len(facts.mtp)},
+        "quantization": [s.to_fact(mtp_mods) for s in facts.schemes],
+        "index": None
+        if facts.index_file is None
+        else {
+            "file": facts.index_file,
+            "tensors": len(facts.index_names),
+            "shards": len(facts.indexed_shards),
+            "total_size": facts.total_size,
+        },
+        "shards": {
+            "present": len(facts.shards_present),
+            "read": len(facts.headers),
+            "missing": facts.missing_shards,
+            "unindexed": facts.unindexed_shards,
+            "bytes": sum(h.data_bytes for h in facts.headers.values()) if facts.headers else None,
+        },
+        "engine": {
+            "sglang": {
+                "flags": "--speculative-algorithm NEXTN",
+                "runs_as": "EAGLE",
+                "draft_model": "the target checkpoint itself (no separate draft model)",
+                "usable": usable,
+                "blocked_by": blocking,
+                "source": SGLANG_SOURCE,
+            }
+        },
+    }
+
+
+def _usability(facts: CheckpointFacts, findings: list[Finding]) -> tuple[bool | None, list[str], list[Finding]]:
+    """``(usable, blocking rule ids (sorted, distinct), MTP007 warnings SGLang overrides)``: whether SGLang gets
+    working MTP heads, None when a blocking gap leaves it open."""
+    decl = facts.config.declaration if facts.config else None
     errors = [f for f in findings if f.severity.label == "error"]
     # Any error means the load fails, computes garbage or cannot run (README "How severity is decided"), so
     # the closing answer never says "yes" after one; R.BLOCKS_MTP lists the rules that stop MTP only.
@@ -80,10 +129,15 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
         usable = None
     else:
         usable = bool(facts.mtp) and bool(decl and decl.declared) and not blocking
-    inferred = any(inf for _, inf in mtp_fmts.values())
-    prediction = predict(facts)
-    mtp_mods = list(facts.mtp_modules) if facts.mtp else expected_mtp_modules(facts)
-    summary = {
+    return usable, sorted(set(blocking)), overridden
+
+
+def _summary(facts: CheckpointFacts, mtp_state: str, trunk_state: str, nbytes: Mapping[str, Any],
+             usable: bool | None, mtp_mods: list[str]) -> dict[str, Any]:
+    """``facts["checkpoint"]["summary"]``: the one-screen numbers."""
+    cfg = facts.config
+    decl = cfg.declaration if cfg else None
+    return {
         "architecture": cfg.architectures[0] if cfg else None,
         "family": cfg.layout.family if cfg and cfg.layout else None,
         "mode": facts.mode,
@@ -99,70 +153,48 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
         "mtp_exclude_patterns": ", ".join(p for s in facts.schemes[:1] for p in s.mtp_patterns(mtp_mods)) or None,
         "sglang_mtp_usable": usable,
     }
+
+
+def _config_fact(facts: CheckpointFacts) -> dict[str, Any] | None:
+    """``facts["checkpoint"]["config"]``: what config.json says, or None without one."""
+    cfg = facts.config
+    if cfg is None:
+        return None
     return {
-        "summary": summary,
-        "closing": _closing(summary, decl, usable, sorted(set(blocking)), facts, mtp_counts, overridden, prediction),
-        "answer": _answer(summary, decl, usable, sorted(set(blocking)), facts),
-        "prediction": prediction,
-        "mode": facts.mode,
-        "source": facts.source,
-        "config": None
-        if cfg is None
-        else {
-            "architectures": list(cfg.architectures),
-            "model_type": cfg.model_type,
-            "text_model_type": cfg.text_model_type or None,
-            "speculators_config": cfg.speculators,
-            "text_config": bool(cfg.text_pointer),
-            "num_hidden_layers": cfg.num_hidden_layers,
-            "num_experts": cfg.num_experts,
-            "experts_key": cfg.experts_key or None,
-            "family": cfg.layout.family if cfg.layout else None,
-            "family_source": cfg.layout.source if cfg.layout else None,
-        },
-        "mtp": {
-            "declared_layers": decl.layers if decl else None,
-            "declared_by": (decl.key or ("implicit" if decl.implicit else None)) if decl else None,
-            "found_layers": facts.found_layers(),
-            "tensors": len(facts.mtp),
-            "tensors_per_layer": facts.mtp_layer_labels(),
-            "dtypes": mtp_dtypes,
-            "scale_tensors": len(scale_tensors),
-            "format": mtp_state,
-            "format_modules": mtp_counts,
-            "format_inferred": inferred,
-            "experts": experts,
-            "bytes": nbytes,
-            "attention_bytes": attn_bytes,
-            "shards": sorted({s for n in facts.mtp if (s := facts.tensors.get(n))}),
-        },
-        "trunk": {"format": trunk_state, "format_modules": trunk_counts, "tensors": len(facts.tensors) - len(facts.mtp)},
-        "quantization": [s.to_fact(mtp_mods) for s in facts.schemes],
-        "index": None
-        if facts.index_file is None
-        else {
-            "file": facts.index_file,
-            "tensors": len(facts.index_names),
-            "shards": len(facts.indexed_shards),
-            "total_size": facts.total_size,
-        },
-        "shards": {
-            "present": len(facts.shards_present),
-            "read": len(facts.headers),
-            "missing": facts.missing_shards,
-            "unindexed": facts.unindexed_shards,
-            "bytes": total_bytes,
-        },
-        "engine": {
-            "sglang": {
-                "flags": "--speculative-algorithm NEXTN",
-                "runs_as": "EAGLE",
-                "draft_model": "the target checkpoint itself (no separate draft model)",
-                "usable": usable,
-                "blocked_by": sorted(set(blocking)),
-                "source": SGLANG_SOURCE,
-            }
-        },
+        "architectures": list(cfg.architectures),
+        "model_type": cfg.model_type,
+        "text_model_type": cfg.text_model_type or None,
+        "speculators_config": cfg.speculators,
+        "text_config": bool(cfg.text_pointer),
+        "num_hidden_layers": cfg.num_hidden_layers,
+        "num_experts": cfg.num_experts,
+        "experts_key": cfg.experts_key or None,
+        "family": cfg.layout.family if cfg.layout else None,
+        "family_source": cfg.layout.source if cfg.layout else None,
+        "dspark": dict(cfg.dspark) or None,
+    }
+
+
+def _mtp_fact(facts: CheckpointFacts, mtp_fmts: Mapping[str, tuple[str, bool]], mtp_state: str,
+              mtp_counts: Mapping[str, int], nbytes: Mapping[str, Any]) -> dict[str, Any]:
+    """``facts["checkpoint"]["mtp"]``: MTP layers, tensors, dtypes, formats, experts and bytes."""
+    decl = facts.config.declaration if facts.config else None
+    return {
+        "declared_layers": decl.layers if decl else None,
+        "declared_by": (decl.key or ("implicit" if decl.implicit else None)) if decl else None,
+        "found_layers": facts.found_layers(),
+        "tensors": len(facts.mtp),
+        "tensors_per_layer": facts.mtp_layer_labels(),
+        "dtypes": dict(sorted(Counter(facts.infos[n].dtype for n in facts.mtp if n in facts.infos).items())),
+        "scale_tensors": sum(1 for n in facts.mtp if split_param(n)[1] in SCALE_SUFFIXES),
+        "format": mtp_state,
+        "format_modules": dict(mtp_counts),
+        "format_inferred": any(inf for _, inf in mtp_fmts.values()),
+        "experts": expert_facts(facts),
+        "bytes": dict(nbytes),
+        "attention_bytes": mtp_attention_bytes(facts),
+        "shards": sorted({s for n in facts.mtp if (s := facts.tensors.get(n))}),
+        "dspark_drafter": is_dspark(facts),
     }
 
 

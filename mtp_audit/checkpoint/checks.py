@@ -14,13 +14,18 @@ from typing import Callable
 
 from mtp_audit.checkpoint import rules as R
 from mtp_audit.checkpoint.accounting import (
+    as_rest_of_model,
+    declared_summary,
     expert_facts,
     human_bytes,
     linear_formats,
     summarize_formats,
     trunk_format_counts,
 )
+from mtp_audit.checkpoint import checks_families
+from mtp_audit.checkpoint.checks_families import is_dspark
 from mtp_audit.checkpoint.config import QuantScheme
+from mtp_audit.checkpoint.declared import declared_bytes
 from mtp_audit.checkpoint.facts import CONFIG, CheckpointFacts, pointer
 from mtp_audit.checkpoint.overrides import overrides_for
 from mtp_audit.checkpoint.tensors import (
@@ -65,7 +70,7 @@ def check_declared_missing(facts: CheckpointFacts) -> Iterator[Finding]:
     cfg = facts.config
     if cfg is None or not cfg.declaration.declared or facts.mtp or not facts.tensors_known:
         return
-    if any(g.blocking for g in facts.gaps):
+    if any(g.blocking for g in facts.gaps) or is_dspark(facts):
         return
     decl = cfg.declaration
     file, listed = _names_source(facts)
@@ -112,7 +117,7 @@ def check_layer_count(facts: CheckpointFacts) -> Iterator[Finding]:
     """MTP004: declared depth differs from the MTP layers found (implicit declarations excepted:
     MiMo-V2 ships several layers while engines use one)."""
     cfg = facts.config
-    if cfg is None or not facts.mtp or not cfg.declaration.declared or cfg.declaration.implicit:
+    if cfg is None or not facts.mtp or not cfg.declaration.declared or cfg.declaration.implicit or is_dspark(facts):
         return
     found = facts.found_layers()
     if found == cfg.declaration.layers:
@@ -128,7 +133,7 @@ def check_layer_count(facts: CheckpointFacts) -> Iterator[Finding]:
 def check_experts(facts: CheckpointFacts) -> Iterator[Finding]:
     """MTP005: an MTP MoE layer lacks experts or projections that config.json promises."""
     cfg = facts.config
-    if cfg is None:
+    if cfg is None or is_dspark(facts):
         return
     for label, e in expert_facts(facts).items():
         if e["layout"] != "per-expert":
@@ -164,7 +169,9 @@ def check_experts(facts: CheckpointFacts) -> Iterator[Finding]:
 
 def check_excluded_cost(facts: CheckpointFacts) -> Iterator[Finding]:
     """MTP006: MTP linears stored unquantized while the trunk's linears are quantized; reports the
-    bytes kept and what the trunk's format would take (checkpoint_formats.md §5, §7.3)."""
+    bytes kept and what they would take in the format the quantization config gives the rest of the model
+    (per module: a MIXED_PRECISION checkpoint's MLP counterpart is NVFP4, its attention FP8), or, without a
+    declared format, in the trunk's most common one (checkpoint_formats.md §5, §7.3)."""
     cfg = facts.config
     if cfg is None or not facts.mtp:
         return
@@ -177,14 +184,43 @@ def check_excluded_cost(facts: CheckpointFacts) -> Iterator[Finding]:
     plain = {m: f for m, (f, _) in mtp_fmts.items() if not is_quantized(f)}
     if not plain:
         return
+    now, would, exact = _excluded_bytes(facts, plain, target)
+    rest = declared_summary(facts) or target
+    inferred = any(inf for _, inf in mtp_fmts.values())
+    first = sorted(plain)[0]
+    kinds = ", ".join(f"{c} {f}" for f, c in sorted(Counter(plain.values()).items()))
+    est = "" if exact else " (estimated from config.json)"
+    yield R.MTP006.finding(
+        f"{len(plain)} of {len(mtp_fmts)} MTP linear module(s) are stored unquantized ({kinds}) while the rest of "
+        f"the model is {rest}: {human_bytes(now)}{est} kept for MTP; quantized like the rest of the model they "
+        f"would take about {human_bytes(would)}, {human_bytes(max(now - would, 0))} more GPU memory per copy of "
+        "the weights",
+        Location(facts.mtp_modules[first].shard or facts.index_file or CONFIG, symbol=first),
+        evidence=[
+            Evidence("MTP linear formats", ", ".join(f"{f}: {c}" for f, c in summarize_formats(mtp_fmts)[1].items())),
+            Evidence("trunk linear formats", ", ".join(f"{f}: {c}" for f, c in trunk_counts.items())),
+            Evidence("declared scheme", rest),
+            Evidence("formats inferred from tensor names", "yes" if inferred else "no (read from shard headers)"),
+        ],
+        remediation=(
+            "Nothing to fix if this is deliberate (NVIDIA's ModelOpt exports keep MTP in BF16); budget the extra "
+            "memory, or re-export with the MTP layer quantized if your engine supports quantized MTP."
+        ),
+    )
+
+
+def _excluded_bytes(facts: CheckpointFacts, plain: dict[str, str], target: str) -> tuple[int, int, bool]:
+    """``(bytes now, bytes quantized like the rest of the model, exact)`` of the unquantized MTP linears
+    ``plain``: per module the format :func:`as_rest_of_model` gives its trunk counterpart, else ``target``."""
+    cfg = facts.config
+    assert cfg is not None
     scheme = facts.primary_scheme
     block = scheme.weight_block_size if scheme and target == "FP8" else None
     gs = scheme.group_size if scheme else None
     now = would = 0
     exact = True
     for m in plain:
-        mod = facts.mtp_modules[m]
-        info = mod.params.get("weight")
+        info = facts.mtp_modules[m].params.get("weight")
         if info is not None and len(info.shape) == 2:
             shape = (info.shape[0], info.shape[1])
             now += info.nbytes
@@ -194,26 +230,10 @@ def check_excluded_cost(facts: CheckpointFacts) -> Iterator[Finding]:
             if shape is None:
                 continue
             now += shape[0] * shape[1] * 2
-        would += bytes_if_quantized(shape, target, block=block, group_size=gs)
-    inferred = any(inf for _, inf in mtp_fmts.values())
-    first = sorted(plain)[0]
-    kinds = ", ".join(f"{c} {f}" for f, c in sorted(Counter(plain.values()).items()))
-    est = "" if exact else " (estimated from config.json)"
-    yield R.MTP006.finding(
-        f"{len(plain)} of {len(mtp_fmts)} MTP linear module(s) are stored unquantized ({kinds}) while the rest of "
-        f"the model is {target}: {human_bytes(now)}{est} kept for MTP; as {target} they would take about "
-        f"{human_bytes(would)}, {human_bytes(max(now - would, 0))} more GPU memory per copy of the weights",
-        Location(facts.mtp_modules[first].shard or facts.index_file or CONFIG, symbol=first),
-        evidence=[
-            Evidence("MTP linear formats", ", ".join(f"{f}: {c}" for f, c in summarize_formats(mtp_fmts)[1].items())),
-            Evidence("trunk linear formats", ", ".join(f"{f}: {c}" for f, c in trunk_counts.items())),
-            Evidence("formats inferred from tensor names", "yes" if inferred else "no (read from shard headers)"),
-        ],
-        remediation=(
-            "Nothing to fix if this is deliberate (NVIDIA's ModelOpt exports keep MTP in BF16); budget the extra "
-            "memory, or re-export with the MTP layer quantized if your engine supports quantized MTP."
-        ),
-    )
+        fmt = as_rest_of_model(facts, m)
+        would += declared_bytes(shape, fmt) if fmt is not None else bytes_if_quantized(shape, target, block=block,
+                                                                                        group_size=gs)
+    return now, would, exact
 
 
 def mtp_patterns(scheme: QuantScheme, modules: Iterable[str]) -> list[str]:
@@ -304,6 +324,68 @@ def check_exclude_disagrees(facts: CheckpointFacts) -> Iterator[Finding]:
             evidence=[Evidence("stored format", f"{m}: {fmt}", Location(facts.mtp_modules[m].shard or "", symbol=m + ".weight")),
                       *_list_evidence(scheme, mtp_pats)],
             remediation=f"Remove \"{pat}\" from the exclusion list, or re-export {m} unquantized.",
+        )
+
+
+_UNQUANT = frozenset({"BF16", "F16", "F32", "unquantized"})
+
+
+def _agrees(declared: str, stored: str) -> bool:
+    """Whether a stored format is what the declared one looks like on disk (``FP4`` = 4-bit floats whose scales
+    were not seen)."""
+    if declared == stored:
+        return True
+    if declared == "BF16":
+        return stored in _UNQUANT
+    return declared in ("NVFP4", "MXFP4") and stored == "FP4"
+
+
+def _declared_disagreements(facts: CheckpointFacts) -> dict[tuple[str, str], list[tuple[str, bool]]]:
+    """``(declared label, stored format) -> [(module, inferred)]`` for every linear whose tensors are not stored
+    the way the primary quantization config declares. MTP modules stored BF16 against a quantized declaration
+    (or the reverse) are left to MTP007."""
+    scheme = facts.primary_scheme
+    out: dict[tuple[str, str], list[tuple[str, bool]]] = defaultdict(list)
+    if scheme is None:
+        return out
+    for table, is_mtp in ((facts.trunk_modules, False), (facts.mtp_modules, True)):
+        for m, (fmt, inferred) in sorted(linear_formats(facts, table).items()):
+            d = scheme.declared_format(m)
+            if d is None or _agrees(d.format, fmt):
+                continue
+            if is_mtp and d.quantized != is_quantized(fmt):
+                continue  # MTP007 reports it, with the engine overrides
+            out[(d.label(), fmt)].append((m, inferred))
+    return out
+
+
+def check_declared_disagrees(facts: CheckpointFacts) -> Iterator[Finding]:
+    """MTP015: a linear module's tensors are not stored the way the quantization config declares (declared
+    INT4 W4A16 but stored FP8, declared FP8 by a MIXED_PRECISION ``quantized_layers`` entry but stored NVFP4,
+    declared BF16 by the exclusion list but stored quantized...). Engines build each module from the
+    declaration (vLLM ``modelopt_mixed`` per ``quantized_layers`` entry, compressed-tensors per
+    ``config_groups`` target, Quark per layer config), so the stored tensors do not fit: the load fails on a
+    shape or dtype, or the module computes garbage."""
+    scheme = facts.primary_scheme
+    if scheme is None:
+        return
+    for (label, fmt), mods in sorted(_declared_disagreements(facts).items()):
+        m, inferred = mods[0]
+        d = scheme.declared_format(m)
+        where = d.pointer if d is not None and d.pointer else scheme.source
+        file, _, ptr = where.partition("#")
+        shown = ", ".join(x for x, _ in mods[:3]) + (f" and {len(mods) - 3:,} more" if len(mods) > 3 else "")
+        how = "inferred from tensor names" if inferred else "read from the shard header"
+        yield R.MTP015.finding(
+            f"{len(mods):,} linear module(s) are declared {label} by {file} but their tensors are stored {fmt} "
+            f"({how}): {shown}; an engine builds them as declared and the stored weights do not fit",
+            Location(file, symbol=ptr or None),
+            evidence=[
+                Evidence("declared", f"{m}: {label} ({where})"),
+                Evidence("stored", f"{m}: {fmt} ({how})", Location(facts.tensors.get(m + ".weight") or "", symbol=m)),
+                Evidence("quantization", f"{scheme.method} {scheme.algo} ({scheme.source})"),
+            ],
+            remediation=f"Re-export {m} as {label}, or correct the quantization config to say how it is stored.",
         )
 
 
@@ -485,6 +567,8 @@ CHECKS: tuple[Check, ...] = (
     check_index_vs_headers,
     check_bad_headers,
     check_misplaced,
+    check_declared_disagrees,
+    *checks_families.CHECKS,
 )
 
 

@@ -7,12 +7,23 @@ does the reading). Sources: ``../shared/research/checkpoint_formats.md`` §1 (de
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
+import functools
+import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mtp_audit.checkpoint.declared import (
+    BF16,
+    VLLM_OVERRIDE_LOOP,
+    DeclaredFormat,
+    algo_format,
+    vllm_modelopt_method,
+    weight_spec_format,
+)
 from mtp_audit.checkpoint.layouts import (
     DECLARATION_KEYS,
     EXPERT_KEYS,
@@ -90,6 +101,9 @@ class ModelConfig:
     #: ``config.json`` has a ``speculators_config`` table: a speculators-format draft checkpoint (vLLM
     #: ``transformers_utils/configs/speculators``; such a folder replaces ``--model``, rule MTP407).
     speculators: bool = False
+    #: ``dspark_*`` keys (top level or ``text_config``): the checkpoint declares a DSpark parallel-block drafter
+    #: (DeepSeek-V4-Flash-0731 ``dspark_block_size``, ``dspark_target_layer_ids``; vLLM PR #41834).
+    dspark: Mapping[str, Any] = field(default_factory=dict)
 
 
 #: Plausibility caps. The largest real values (checkpoint_formats.md §2): 3 MTP layers (Step-3.5),
@@ -179,6 +193,13 @@ _DIM_KEYS = (
 )
 
 
+def _dspark_keys(top: Mapping[str, Any], text: Mapping[str, Any]) -> dict[str, Any]:
+    """``dspark_*`` keys of the config, ``text_config`` winning."""
+    out = {k: v for k, v in top.items() if isinstance(k, str) and k.startswith("dspark_")}
+    out.update({k: v for k, v in text.items() if isinstance(k, str) and k.startswith("dspark_")})
+    return out
+
+
 def parse_config(obj: Any) -> ModelConfig:
     """Turn a parsed ``config.json`` into a :class:`ModelConfig`.
 
@@ -247,6 +268,7 @@ def parse_config(obj: Any) -> ModelConfig:
         model_type=model_type,
         text_model_type=text_mt,
         speculators=isinstance(obj.get("speculators_config"), dict),
+        dspark=_dspark_keys(obj, text),
         text_pointer=tp,
         num_hidden_layers=n_layers,
         num_experts=n_experts,
@@ -264,6 +286,31 @@ def parse_config(obj: Any) -> ModelConfig:
 
 #: ``quant_algo`` values meaning "weights stored as FP4 with FP8 group scales" (ModelOpt).
 _FP4_ALGOS = {"NVFP4", "W4A16_NVFP4", "NVFP4_AWQ", "W4A8_NVFP4_FP8", "MXFP4"}
+
+
+@functools.lru_cache(maxsize=8192)
+def _fnmatch_rx(pat: str) -> re.Pattern[str]:
+    """``fnmatch.translate(pat)`` compiled once per process (a scheme's patterns are matched by several steps)."""
+    return re.compile(fnmatch.translate(pat))
+
+
+@functools.lru_cache(maxsize=64)
+def _fnmatch_any(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    """The alternation of :meth:`QuantScheme._any_fnmatch` for ``patterns``, compiled once per process."""
+    return re.compile("|".join(f"(?P<_x{i}>{fnmatch.translate(p)})" for i, p in enumerate(patterns)) or r"(?!)")
+
+
+def _prefix_match(pat: str, sorted_mods: list[str]) -> bool:
+    """Whether fnmatch pattern ``pat`` matches one of ``sorted_mods``: fnmatch matches from the start, so only the
+    modules that begin with the pattern's literal prefix (up to its first wildcard) are tried."""
+    prefix = re.split(r"[*?\[]", pat, maxsplit=1)[0]
+    rx = _fnmatch_rx(pat)
+    for m in itertools.islice(sorted_mods, bisect.bisect_left(sorted_mods, prefix), None):
+        if not m.startswith(prefix):
+            return False
+        if rx.match(m):
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -293,6 +340,17 @@ class QuantScheme:
             ``quant_algo`` / ``format`` string only).
         defects: config values that were ignored because they cannot be right (a block size of 0),
             one line each naming the JSON pointer; the analyzer reports them as non-blocking gaps.
+        layer_formats: MIXED_PRECISION ``quantized_layers`` entry -> its declared format (group size included).
+        rules: ``(pattern, style, format)`` per-module declarations in the consumer's priority order
+            (compressed-tensors ``config_groups`` targets, Quark ``layer_quant_config``, GPTQ ``dynamic``
+            overrides); style ``"ct"`` (exact / ``re:`` / module class ``Linear``), ``"quark"`` (fnmatch with
+            ``*``, else the name contained in the pattern), ``"regex"`` (``re.search``).
+        default: the format of a module no exclusion, ``quantized_layers`` entry or rule names (Quark
+            ``global_quant_config``, ModelOpt ``quant_algo``, GPTQ/AWQ ``bits``; BF16 for compressed-tensors,
+            whose untargeted modules stay unquantized); None when the config does not decide per module (FP8
+            block without an exclusion list: the model code builds its unquantized modules).
+        nominal: the scheme's headline weight format (for "as the rest of the model" estimates), or None.
+        quant_algo: ModelOpt's ``quant_algo`` as written (``"MIXED_PRECISION"``, ``"W4A16_NVFP4"``), ``""`` otherwise.
     """
 
     method: str
@@ -309,6 +367,11 @@ class QuantScheme:
     scale_format: str = ""
     identified_by: str = "name"
     defects: tuple[str, ...] = ()
+    layer_formats: Mapping[str, DeclaredFormat] = field(default_factory=dict)
+    rules: tuple[tuple[str, str, DeclaredFormat], ...] = ()
+    default: DeclaredFormat | None = None
+    nominal: DeclaredFormat | None = None
+    quant_algo: str = ""
 
     @property
     def has_exclusion_list(self) -> bool:
@@ -322,12 +385,14 @@ class QuantScheme:
         out: list[tuple[str, Any]] = []
         for pat in self.excludes:
             if self.exclude_style == "fnmatch":
-                out.append((pat, re.compile(fnmatch.translate(pat))))
-            elif self.exclude_style == "ct" and pat.startswith("re:"):
+                out.append((pat, _fnmatch_rx(pat)))
+            elif self.exclude_style in ("ct", "quark") and pat.startswith("re:"):
                 try:
                     out.append((pat, re.compile(pat[3:])))
                 except re.error:
                     continue
+            elif self.exclude_style == "quark" and "*" in pat:
+                out.append((pat, _fnmatch_rx(pat)))
             elif self.exclude_style == "gptq-dynamic":
                 try:
                     out.append((pat, re.compile(pat[2:])))
@@ -344,14 +409,53 @@ class QuantScheme:
         Matching follows each format's consumer: fnmatch for ModelOpt (``exclude_modules``/``ignore``
         wildcards, checkpoint_formats.md §4); exact name or ``re:`` full match for compressed-tensors;
         substring for ``modules_to_not_convert``; ``re.search`` of the key minus ``-:`` for GPTQ
-        ``dynamic`` (vLLM ``qwen3_5_mtp.py``). For MIXED_PRECISION, a module absent from
-        ``quantized_layers`` counts as excluded (pattern ``"(not in quantized_layers)"``).
+        ``dynamic`` (vLLM ``qwen3_5_mtp.py``); Quark ``exclude``: ``re:`` regexes, exact names and
+        wildcards. For MIXED_PRECISION, a module that no ``quantized_layers`` entry names (itself or a
+        parent, as vLLM 0.33.0 ``modelopt.py:1748-1800`` ``_resolve_quant_algo`` looks it up) counts as
+        excluded (pattern ``"(not in quantized_layers)"``).
         """
+        pat = self._listed_exclusion(module)
+        if pat is not None:
+            return pat
+        if self.algo == "MIXED_PRECISION" and self.quantized_layers and self.mixed_entry(module) is None:
+            return "(not in quantized_layers)"
+        return None
+
+    def _any_fnmatch(self) -> Any:
+        """All fnmatch patterns as one compiled alternation, each alternative in its own named group ``_x<i>``
+        (``fnmatch.translate`` of each, in list order): one regex match tells whether any pattern matches and, as
+        an alternation tries its alternatives in order, which one comes first in the list."""
+        return _fnmatch_any(tuple(self.excludes))
+
+    def _fnmatch_groups(self) -> dict[int, str]:
+        """Group number of each alternative of :meth:`_any_fnmatch` -> its pattern."""
+        groups = self.__dict__.get("_groups")
+        if groups is None:
+            index = self._any_fnmatch().groupindex
+            groups = {index[f"_x{i}"]: p for i, p in enumerate(self.excludes)}
+            object.__setattr__(self, "_groups", groups)
+        return groups
+
+    def _listed_exclusion(self, module: str) -> str | None:
+        """The pattern of the exclusion list itself that covers ``module`` (no MIXED_PRECISION fallback).
+
+        fnmatch lists (ModelOpt, hundreds of patterns) are matched with one compiled alternation
+        (:meth:`_any_fnmatch`) and memoised per module: the first pattern in list order, as the loop finds it."""
+        if self.exclude_style == "fnmatch":
+            memo = self.__dict__.get("_memo")
+            if memo is None:
+                memo = {}
+                object.__setattr__(self, "_memo", memo)
+            if module not in memo:
+                m = self._any_fnmatch().match(module)
+                # the matched alternative's own group closes after any group inside it: it is the last index
+                memo[module] = None if m is None else self._fnmatch_groups()[m.lastindex]
+            return memo[module]
         for pat, rx in self._compiled():
             if self.exclude_style == "fnmatch":
                 if rx.match(module):
                     return pat
-            elif self.exclude_style == "ct":
+            elif self.exclude_style in ("ct", "quark"):
                 if (rx is not None and rx.fullmatch(module)) or (rx is None and pat == module):
                     return pat
             elif self.exclude_style == "substring":
@@ -360,27 +464,68 @@ class QuantScheme:
             elif self.exclude_style == "gptq-dynamic":
                 if rx is not None and rx.search(module):
                     return pat
-        if self.algo == "MIXED_PRECISION" and self.quantized_layers and module not in self.quantized_layers:
-            return "(not in quantized_layers)"
         return None
+
+    def mixed_entry(self, module: str) -> str | None:
+        """The ``quantized_layers`` key that decides ``module``: the module itself or its closest parent
+        (``model.language_model.layers.0.mlp.experts`` decides ``...experts.7.up_proj``, as in nvidia
+        Qwen3.6-35B-A3B-NVFP4), also under the ``model.language_model.`` / ``language_model.model.`` spellings
+        vLLM 0.33.0 ``modelopt.py:1826-1842`` tries; None when no entry names it."""
+        layers = self.quantized_layers
+        if not layers:
+            return None
+        names = [module]
+        for a, b in (("model.language_model.", "language_model.model."), ("language_model.model.", "model.language_model.")):
+            if module.startswith(a):
+                names.append(b + module[len(a):])
+        for name in names:
+            probe = name
+            while probe:
+                if probe in layers:
+                    return probe
+                probe = probe.rpartition(".")[0]
+        return None
+
+    def declared_format(self, module: str) -> DeclaredFormat | None:
+        """The format this config declares for linear ``module``, in the consumer's order: an exclusion
+        (BF16), the MIXED_PRECISION ``quantized_layers`` entry (absent = BF16), the first matching rule, else
+        :attr:`default`; None when the config does not speak for this module (then tensor names decide)."""
+        pat = self._listed_exclusion(module)
+        if pat is not None:
+            return DeclaredFormat("BF16", algo="excluded", pointer=f"{self.exclude_pointer} {pat!r}")
+        if self.algo == "MIXED_PRECISION" and self.layer_formats:
+            key = self.mixed_entry(module)
+            if key is None:
+                return DeclaredFormat("BF16", algo="not in quantized_layers", pointer=self.source)
+            return self.layer_formats[key]
+        for pat, style, fmt in self.rules:
+            if _rule_matches(pat, style, module):
+                return fmt
+        return self.default
 
     def expected_format(self, module: str) -> str:
         """Format the scheme promises for linear ``module``: ``"BF16"`` when excluded (or unquantized),
-        else the algorithm (``"NVFP4"``, ``"FP8"``...; MIXED_PRECISION uses the module's own entry)."""
+        else the declared format (``"NVFP4"``, ``"FP8"``...; MIXED_PRECISION uses the module's own entry),
+        else the algorithm."""
+        d = self.declared_format(module)
+        if d is not None:
+            return d.format
         if self.excluded_by(module) is not None:
             return "BF16"
-        if self.algo == "MIXED_PRECISION":
-            return normalize_algo(self.quantized_layers.get(module, "BF16"))
         return self.algo
 
     def mtp_patterns(self, mtp_modules: Any) -> list[str]:
         """The exclusion patterns that cover at least one of ``mtp_modules`` (module names), in list order: so
         DeepSeek's ``model.layers.61*`` counts and a vision tower's ``model.visual.*`` does not."""
-        mods = list(mtp_modules)
+        mods = sorted(set(mtp_modules))
         out = []
         for pat in self.excludes:
-            probe = QuantScheme(self.method, self.algo, self.source, excludes=(pat,), exclude_style=self.exclude_style)
-            if any(probe.excluded_by(m) is not None for m in mods):
+            if self.exclude_style == "fnmatch":
+                hit = _prefix_match(pat, mods)
+            else:
+                probe = QuantScheme(self.method, self.algo, self.source, excludes=(pat,), exclude_style=self.exclude_style)
+                hit = any(probe.excluded_by(m) is not None for m in mods)
+            if hit:
                 out.append(pat)
         return out
 
@@ -404,7 +549,61 @@ class QuantScheme:
             "exclude_patterns": len(self.excludes),
             "mtp_exclude_patterns": sorted(mtp_pats),
             "quantized_layers": len(self.quantized_layers),
+            "declared": self._declared_fact(),
+            "vllm_method": self._vllm_fact(),
         }
+
+    def _declared_fact(self) -> dict[str, Any]:
+        """What the config declares per module: the default format, the per-module rules and, for
+        MIXED_PRECISION, the ``quantized_layers`` entries per format."""
+        per: dict[str, int] = {}
+        for f in self.layer_formats.values():
+            per[f.label()] = per.get(f.label(), 0) + 1
+        return {
+            "default": self.default.label() if self.default is not None else None,
+            "nominal": self.nominal.label() if self.nominal is not None else None,
+            "rules": len(self.rules),
+            "quantized_layers_formats": dict(sorted(per.items())),
+        }
+
+    def _vllm_fact(self) -> dict[str, str] | None:
+        """ModelOpt: the vLLM quantization method this checkpoint resolves to, whatever ``--quantization`` says."""
+        if self.method != "modelopt" or not self.quant_algo:
+            return None
+        got = vllm_modelopt_method(self.quant_algo)
+        if got is None:
+            return None
+        return {"method": got[0], "source": got[1], "replaces_flag": VLLM_OVERRIDE_LOOP}
+
+
+#: Module class names a compressed-tensors target may name instead of a module path (vLLM 0.33.0
+#: ``compressed_tensors/utils.py`` ``find_matched_target``: the module's class name, as a substring).
+_CLASS_TARGETS = ("Linear", "LinearBase", "nn.Linear", "torch.nn.Linear")
+
+
+@functools.lru_cache(maxsize=1024)
+def _rx(pattern: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(pattern)
+    except re.error:
+        return None
+
+
+def _rule_matches(pat: str, style: str, module: str) -> bool:
+    """Whether a per-module declaration ``pat`` names linear ``module`` (see :attr:`QuantScheme.rules`)."""
+    if style == "ct":
+        if pat in _CLASS_TARGETS:
+            return True
+        if pat.startswith("re:"):
+            rx = _rx(pat[3:])
+            return rx is not None and rx.fullmatch(module) is not None
+        return pat == module
+    if style == "quark":
+        return fnmatch.fnmatchcase(module, pat) if "*" in pat else module in pat
+    if style == "regex":
+        rx = _rx(pat)
+        return rx is not None and rx.search(module) is not None
+    return False
 
 
 # --- identifying FP4 schemes by their parameters ------------------------------------------------
@@ -525,25 +724,47 @@ def parse_hf_quant_config(obj: Any, file: str = "hf_quant_config.json") -> Quant
     if not isinstance(q, dict) or not isinstance(q.get("quant_algo"), str):
         return None
     prod = obj.get("producer") if isinstance(obj.get("producer"), dict) else {}
-    ql = q.get("quantized_layers")
-    layers = {}
-    if isinstance(ql, dict):
-        for k, v in ql.items():
-            if isinstance(v, dict) and isinstance(v.get("quant_algo"), str):
-                layers[str(k)] = v["quant_algo"]
+    base = f"{file}#/quantization"
+    layers, formats = _modelopt_layers(q.get("quantized_layers"), f"{base}/quantized_layers")
+    default = algo_format(q["quant_algo"], q.get("group_size"), f"{base}/quant_algo")
     return QuantScheme(
         method="modelopt",
         algo=normalize_algo(q["quant_algo"]),
-        source=f"{file}#/quantization",
+        source=base,
         group_size=_int(q.get("group_size")),
         excludes=_str_list(q.get("exclude_modules")),
         exclude_style="fnmatch" if isinstance(q.get("exclude_modules"), list) else "none",
-        exclude_pointer=f"{file}#/quantization/exclude_modules" if isinstance(q.get("exclude_modules"), list) else "",
+        exclude_pointer=f"{base}/exclude_modules" if isinstance(q.get("exclude_modules"), list) else "",
         quantized_layers=layers,
         kv_cache=str(q.get("kv_cache_quant_algo") or ""),
         producer=" ".join(str(prod.get(k)) for k in ("name", "version") if prod.get(k)),
         scale_format=FP4_SCALE_FORMAT.get(normalize_algo(q["quant_algo"]), ""),
+        quant_algo=q["quant_algo"],
+        layer_formats=formats,
+        default=default,
+        nominal=default,
     )
+
+
+def _modelopt_layers(ql: Any, ptr: str) -> tuple[dict[str, str], dict[str, DeclaredFormat]]:
+    """MIXED_PRECISION ``quantized_layers``: ``({module: quant_algo}, {module: declared format})``; entries
+    whose algorithm this module does not know keep their name but get no format (the module then has no
+    declared format and tensor names decide)."""
+    layers: dict[str, str] = {}
+    formats: dict[str, DeclaredFormat] = {}
+    if not isinstance(ql, dict):
+        return layers, formats
+    memo: dict[tuple[str, Any], DeclaredFormat | None] = {}
+    for k, v in ql.items():
+        if isinstance(v, dict) and isinstance(v.get("quant_algo"), str):
+            layers[str(k)] = v["quant_algo"]
+            key = (v["quant_algo"], v.get("group_size"))
+            if key not in memo:  # 22k entries in MiniMax-M3 share two recipes
+                memo[key] = algo_format(v["quant_algo"], v.get("group_size"), ptr)
+            fmt = memo[key]
+            if fmt is not None:
+                formats[str(k)] = fmt
+    return layers, formats
 
 
 def parse_quantization_config(qc: Mapping[str, Any] | None, file: str = "config.json") -> QuantScheme | None:
@@ -562,6 +783,169 @@ def parse_quantization_config(qc: Mapping[str, Any] | None, file: str = "config.
         return None
     method = qc["quant_method"].lower()
     base = f"{file}#/quantization_config"
+    if method == "modelopt":
+        return _modelopt_scheme(qc, base)
+    if method == "compressed-tensors":
+        return _compressed_tensors_scheme(qc, base)
+    if method in {"gptq", "awq", "gptqmodel", "auto-round"}:
+        return _gptq_awq_scheme(qc, method, base)
+    if method == "quark":
+        return _quark_scheme(qc, base)
+    return _other_scheme(qc, method, base)
+
+
+def _kv_cache(qc: Mapping[str, Any]) -> str:
+    """``"FP8"`` when ``kv_cache_scheme`` is 8-bit float, else ``""``."""
+    kv = qc.get("kv_cache_scheme")
+    if isinstance(kv, dict) and kv.get("num_bits") == 8 and kv.get("type") == "float":
+        return "FP8"
+    return ""
+
+
+def _producer(qc: Mapping[str, Any]) -> str:
+    """``"modelopt 0.37.0"`` from a ``producer`` object, ``""`` without one."""
+    prod = qc.get("producer") if isinstance(qc.get("producer"), dict) else {}
+    return " ".join(str(prod.get(k)) for k in ("name", "version") if prod.get(k))
+
+
+def _modelopt_scheme(qc: Mapping[str, Any], base: str) -> QuantScheme:
+    """ModelOpt in ``config.json``: ``quant_algo`` (or the weight parameters), ``ignore`` / ``exclude_modules``
+    wildcards, MIXED_PRECISION ``quantized_layers``."""
+    key = "ignore" if isinstance(qc.get("ignore"), list) else "exclude_modules"
+    has = isinstance(qc.get(key), list)
+    layers, formats = _modelopt_layers(qc.get("quantized_layers"), f"{base}/quantized_layers")
+    ident = _identified(qc)
+    named = normalize_algo(str(qc.get("quant_algo") or ""))
+    # MIXED_PRECISION names no single format; its config_groups list one format per group
+    algo = named if named == "MIXED_PRECISION" or not ident else ident[0]
+    default = algo_format(str(qc.get("quant_algo") or ""), _group_size(qc), f"{base}/quant_algo")
+    return QuantScheme(
+        method="modelopt",
+        algo=algo,
+        source=base,
+        group_size=_group_size(qc),
+        excludes=_str_list(qc.get(key)),
+        exclude_style="fnmatch" if has else "none",
+        exclude_pointer=f"{base}/{key}" if has else "",
+        quantized_layers=layers,
+        kv_cache=_kv_cache(qc),
+        producer=_producer(qc),
+        scale_format=ident[1] if ident and algo != "MIXED_PRECISION" else FP4_SCALE_FORMAT.get(algo, ""),
+        identified_by="parameters" if ident and algo != "MIXED_PRECISION" else "name",
+        quant_algo=str(qc.get("quant_algo") or ""),
+        layer_formats=formats,
+        default=default,
+        nominal=default,
+    )
+
+
+def _compressed_tensors_scheme(qc: Mapping[str, Any], base: str) -> QuantScheme:
+    """compressed-tensors: the weight parameters (or the ``format`` string), the ``ignore`` list and one rule per
+    ``config_groups`` target (a module no group targets stays unquantized)."""
+    fmt = str(qc.get("format") or "")
+    ident = _identified(qc)
+    if ident:
+        algo = ident[0]
+    else:
+        algo = ("NVFP4" if "nvfp4" in fmt else "MXFP4" if "mxfp4" in fmt else "FP8" if "float-quantized" in fmt
+                else "INT4" if "pack" in fmt else fmt)
+    has = isinstance(qc.get("ignore"), list)
+    rules = _ct_rules(qc.get("config_groups"), f"{base}/config_groups")
+    return QuantScheme(
+        method="compressed-tensors",
+        algo=algo or "unknown",
+        source=base,
+        group_size=_group_size(qc),
+        excludes=_str_list(qc.get("ignore")),
+        exclude_style="ct" if has else "none",
+        exclude_pointer=f"{base}/ignore" if has else "",
+        kv_cache=_kv_cache(qc),
+        scale_format=ident[1] if ident else FP4_SCALE_FORMAT.get(algo, ""),
+        identified_by="parameters" if ident else "name",
+        rules=rules,
+        default=BF16 if rules else None,
+        nominal=rules[0][2] if rules else None,
+    )
+
+
+def _ct_rules(groups: Any, ptr: str) -> tuple[tuple[str, str, DeclaredFormat], ...]:
+    """One ``(target, "ct", format)`` per target of each ``config_groups`` entry whose ``weights`` name a
+    format, in group order (vLLM matches a layer against each group's targets in turn)."""
+    out: list[tuple[str, str, DeclaredFormat]] = []
+    if not isinstance(groups, Mapping):
+        return ()
+    for name, g in groups.items():
+        if not isinstance(g, Mapping) or not isinstance(g.get("targets"), list):
+            continue
+        fmt = weight_spec_format(g.get("weights"), g.get("input_activations", "?"), f"{ptr}/{name}")
+        if fmt is None:
+            continue
+        out += [(str(t), "ct", fmt) for t in g["targets"]]
+    return tuple(out)
+
+
+def _gptq_awq_scheme(qc: Mapping[str, Any], method: str, base: str) -> QuantScheme:
+    """GPTQ / AWQ / AutoRound: ``bits`` / ``w_bit``, ``group_size`` / ``q_group_size``, zero points (GPTQ always
+    stores ``qzeros``; AWQ when ``zero_point``), ``dynamic`` ``-:`` skip keys and ``+:`` overrides, else
+    ``modules_to_not_convert`` substrings."""
+    bits = _int(qc.get("bits")) or _int(qc.get("w_bit")) or 4
+    gs = _int(qc.get("group_size")) or _int(qc.get("q_group_size"))
+    zp = method != "awq" or qc.get("zero_point") is not False
+    fmt = "INT4" if bits == 4 else "INT8" if bits == 8 else f"INT{bits}"
+    default = DeclaredFormat(fmt, gs if gs and gs > 0 else None, zp, "A16", None, f"{method} {bits}-bit", base)
+    dyn = qc.get("dynamic")
+    rules: list[tuple[str, str, DeclaredFormat]] = []
+    skips: tuple[str, ...] = ()
+    if isinstance(dyn, dict):
+        skips = tuple(str(k) for k in dyn if str(k).startswith("-:"))
+        for k, v in dyn.items():
+            if str(k).startswith("-:") or not isinstance(v, dict):
+                continue
+            b = _int(v.get("bits")) or bits
+            g = _int(v.get("group_size")) or gs
+            f = "INT4" if b == 4 else "INT8" if b == 8 else f"INT{b}"
+            pat = str(k)[2:] if str(k).startswith("+:") else str(k)
+            rules.append((pat, "regex", DeclaredFormat(f, g, zp, "A16", None, f"{method} {b}-bit", f"{base}/dynamic")))
+    common = {"group_size": gs, "rules": tuple(rules), "default": default, "nominal": default}
+    if skips:
+        return QuantScheme(method, "INT4", base, excludes=skips, exclude_style="gptq-dynamic",
+                           exclude_pointer=f"{base}/dynamic", **common)  # type: ignore[arg-type]
+    mtnc = qc.get("modules_to_not_convert")
+    return QuantScheme(method, "INT4", base, excludes=_str_list(mtnc),
+                       exclude_style="substring" if isinstance(mtnc, list) else "none",
+                       exclude_pointer=f"{base}/modules_to_not_convert" if isinstance(mtnc, list) else "",
+                       **common)  # type: ignore[arg-type]
+
+
+def _quark_scheme(qc: Mapping[str, Any], base: str) -> QuantScheme:
+    """Quark writes NVFP4, MXFP4, FP8 and INT schemes under one method name: the weight spec decides. Per module:
+    ``exclude``, then ``layer_quant_config`` (fnmatch when the key has ``*``, else the module name contained in
+    the key), then ``global_quant_config`` (vLLM 0.33.0 ``quark/quark.py:724-808``)."""
+    has = isinstance(qc.get("exclude"), list)
+    ident = _identified(qc)
+    glob = qc.get("global_quant_config")
+    default = (weight_spec_format(glob.get("weight"), glob.get("input_tensors", "?"), f"{base}/global_quant_config")
+               if isinstance(glob, Mapping) else None)
+    lqc = qc.get("layer_quant_config")
+    rules: list[tuple[str, str, DeclaredFormat]] = []
+    if isinstance(lqc, Mapping):
+        for pat, spec in lqc.items():
+            f = (weight_spec_format(spec.get("weight"), spec.get("input_tensors", "?"), f"{base}/layer_quant_config")
+                 if isinstance(spec, Mapping) else None)
+            if f is not None:
+                rules.append((str(pat), "quark", f))
+    algo = ident[0] if ident else (default.format if default is not None else _quark_non_fp4(qc))
+    return QuantScheme("quark", algo, base,
+                       group_size=ident[2] if ident else (default.group_size if default else None),
+                       excludes=_str_list(qc.get("exclude")),
+                       exclude_style="quark" if has else "none", exclude_pointer=f"{base}/exclude" if has else "",
+                       kv_cache=_kv_cache(qc), scale_format=ident[1] if ident else "",
+                       identified_by="parameters" if ident or default is not None else "name",
+                       rules=tuple(rules), default=default, nominal=default)
+
+
+def _other_scheme(qc: Mapping[str, Any], method: str, base: str) -> QuantScheme:
+    """FP8 block (``weight_block_size``) and every other method: ``modules_to_not_convert`` substrings."""
     wbs = qc.get("weight_block_size")
     wbs_t = tuple(int(x) for x in wbs if _int(x) is not None) if isinstance(wbs, list) else None
     defects: tuple[str, ...] = ()
@@ -570,81 +954,14 @@ def parse_quantization_config(qc: Mapping[str, Any] | None, file: str = "config.
         defects = (f"{base}/weight_block_size: {json_text(wbs)} has a block size of 0; "
                    "ignored, byte estimates use the 128x128 default",)
         wbs_t = None
-    kv = qc.get("kv_cache_scheme")
-    kv_s = ""
-    if isinstance(kv, dict) and kv.get("num_bits") == 8 and kv.get("type") == "float":
-        kv_s = "FP8"
-    prod = qc.get("producer") if isinstance(qc.get("producer"), dict) else {}
-    producer = " ".join(str(prod.get(k)) for k in ("name", "version") if prod.get(k))
-    if method == "modelopt":
-        key = "ignore" if isinstance(qc.get("ignore"), list) else "exclude_modules"
-        has = isinstance(qc.get(key), list)
-        ql = qc.get("quantized_layers")
-        layers = {
-            str(k): v["quant_algo"]
-            for k, v in (ql.items() if isinstance(ql, dict) else ())
-            if isinstance(v, dict) and isinstance(v.get("quant_algo"), str)
-        }
-        ident = _identified(qc)
-        algo = ident[0] if ident else normalize_algo(str(qc.get("quant_algo") or ""))
-        return QuantScheme(
-            method="modelopt",
-            algo=algo,
-            source=base,
-            group_size=_group_size(qc),
-            excludes=_str_list(qc.get(key)),
-            exclude_style="fnmatch" if has else "none",
-            exclude_pointer=f"{base}/{key}" if has else "",
-            quantized_layers=layers,
-            kv_cache=kv_s,
-            producer=producer,
-            scale_format=ident[1] if ident else FP4_SCALE_FORMAT.get(algo, ""),
-            identified_by="parameters" if ident else "name",
-        )
-    if method == "compressed-tensors":
-        fmt = str(qc.get("format") or "")
-        ident = _identified(qc)
-        if ident:
-            algo = ident[0]
-        else:
-            algo = ("NVFP4" if "nvfp4" in fmt else "MXFP4" if "mxfp4" in fmt else "FP8" if "float-quantized" in fmt
-                    else "INT4" if "pack" in fmt else fmt)
-        has = isinstance(qc.get("ignore"), list)
-        return QuantScheme(
-            method=method,
-            algo=algo or "unknown",
-            source=base,
-            group_size=_group_size(qc),
-            excludes=_str_list(qc.get("ignore")),
-            exclude_style="ct" if has else "none",
-            exclude_pointer=f"{base}/ignore" if has else "",
-            kv_cache=kv_s,
-            scale_format=ident[1] if ident else FP4_SCALE_FORMAT.get(algo, ""),
-            identified_by="parameters" if ident else "name",
-        )
-    if method in {"gptq", "awq", "gptqmodel", "auto-round"}:
-        dyn = qc.get("dynamic")
-        skips = tuple(str(k) for k in dyn if str(k).startswith("-:")) if isinstance(dyn, dict) else ()
-        if skips:
-            return QuantScheme(method, "INT4", base, group_size=_int(qc.get("group_size")), excludes=skips,
-                               exclude_style="gptq-dynamic", exclude_pointer=f"{base}/dynamic")
-        mtnc = qc.get("modules_to_not_convert")
-        return QuantScheme(method, "INT4", base, group_size=_int(qc.get("group_size")), excludes=_str_list(mtnc),
-                           exclude_style="substring" if isinstance(mtnc, list) else "none",
-                           exclude_pointer=f"{base}/modules_to_not_convert" if isinstance(mtnc, list) else "")
-    if method == "quark":
-        # Quark writes NVFP4, MXFP4, FP8 and INT schemes under one method name: the weight spec decides.
-        has = isinstance(qc.get("exclude"), list)
-        ident = _identified(qc)
-        return QuantScheme(method, ident[0] if ident else _quark_non_fp4(qc), base,
-                           group_size=ident[2] if ident else None, excludes=_str_list(qc.get("exclude")),
-                           exclude_style="fnmatch" if has else "none", exclude_pointer=f"{base}/exclude" if has else "",
-                           kv_cache=kv_s, scale_format=ident[1] if ident else "",
-                           identified_by="parameters" if ident else "name")
     algo = "FP8" if "fp8" in method else normalize_algo(str(qc.get("quant_algo") or method))
     mtnc = qc.get("modules_to_not_convert")
     has = isinstance(mtnc, list)
+    nominal = (DeclaredFormat("FP8", None, False, "A8", (wbs_t[0], wbs_t[1]) if wbs_t and len(wbs_t) >= 2 else None,
+                              method, f"{base}/quant_method") if algo == "FP8" else None)
     return QuantScheme(
+        nominal=nominal,
+        default=nominal if has else None,
         method=method,
         algo=algo,
         source=base,

@@ -184,6 +184,11 @@ class CheckpointFacts:
         return self.index_file is not None or bool(self.headers)
 
     @property
+    def dspark(self) -> dict[str, Any]:
+        """The config's ``dspark_*`` keys (a DSpark drafter is declared), ``{}`` without."""
+        return dict(self.config.dspark) if self.config else {}
+
+    @property
     def declared_layers(self) -> int:
         """Declared (or implicit) MTP depth; 0 without a config."""
         return self.config.declaration.layers if self.config else 0
@@ -244,7 +249,25 @@ def gather(source: CheckpointSource, *, mode_hint: str | None = None) -> Checkpo
         raise InputError(source.display, "no config.json, no *.safetensors.index.json and no *.safetensors: not a checkpoint")
 
     facts = CheckpointFacts(display=source.display, mode="", files=files, shards_present=root_shards)
+    _read_config_and_schemes(source, fset, facts)
+    if index_file is not None:
+        _read_index(source, index_file, facts)
+    facts.mode = _mode(mode_hint, root_shards, index_file)
+    if facts.mode in ("shards", "single-file"):
+        _read_shard_headers(source, root_shards, mode_hint, facts)
+    facts.tensors = _tensor_shards(facts)
+    _classify_and_group(facts, facts.config.num_hidden_layers if facts.config else None)
+    _gaps(facts)
+    return facts
 
+
+def _read_config_and_schemes(source: CheckpointSource, fset: set[str], facts: CheckpointFacts) -> None:
+    """``config.json`` into ``facts.config``; every quantization scheme found (``hf_quant_config.json``, the config's
+    ``quantization_config``, an MLX ``quantization`` block) into ``facts.schemes``, in that order.
+
+    Raises:
+        InputError: ``config.json`` is not valid JSON or not a valid config.
+    """
     raw = _read_json(source, CONFIG, facts) if CONFIG in fset else None
     if raw is not None:
         try:
@@ -265,29 +288,36 @@ def gather(source: CheckpointSource, *, mode_hint: str | None = None) -> Checkpo
     if extra is not None:
         facts.schemes.append(extra)
 
-    if index_file is not None:
-        _read_index(source, index_file, facts)
 
+def _mode(mode_hint: str | None, root_shards: tuple[str, ...], index_file: str | None) -> str:
+    """How the checkpoint is audited: ``index-file`` / ``single-file`` (the user named one file), ``shards`` (headers
+    read), ``metadata-only`` (index without shards), ``config-only``."""
     if mode_hint == "index-file":
-        facts.mode = "index-file"
-    elif root_shards:
-        facts.mode = "single-file" if mode_hint == "single-file" else "shards"
-    elif index_file is not None:
-        facts.mode = "metadata-only"
-    else:
-        facts.mode = "config-only"
+        return "index-file"
+    if root_shards:
+        return "single-file" if mode_hint == "single-file" else "shards"
+    return "metadata-only" if index_file is not None else "config-only"
 
-    if facts.mode in ("shards", "single-file"):
-        for rel, res in sorted(source.read_headers(root_shards).items()):
-            if isinstance(res, ShardHeader):
-                facts.headers[rel] = res
-            else:
-                facts.problems[rel] = res
-        if mode_hint == "single-file" and facts.problems:
-            rel, prob = next(iter(facts.problems.items()))
-            raise InputError(_where(source, rel), prob.problem)
 
-    n_layers = facts.config.num_hidden_layers if facts.config else None
+def _read_shard_headers(source: CheckpointSource, root_shards: tuple[str, ...], mode_hint: str | None, facts: CheckpointFacts) -> None:
+    """Every root shard's header into ``facts.headers`` (problems into ``facts.problems``).
+
+    Raises:
+        InputError: the one file the user named is not a readable shard.
+    """
+    for rel, res in sorted(source.read_headers(root_shards).items()):
+        if isinstance(res, ShardHeader):
+            facts.headers[rel] = res
+        else:
+            facts.problems[rel] = res
+    if mode_hint == "single-file" and facts.problems:
+        rel, prob = next(iter(facts.problems.items()))
+        raise InputError(_where(source, rel), prob.problem)
+
+
+def _tensor_shards(facts: CheckpointFacts) -> dict[str, str | None]:
+    """Tensor name -> the shard holding it (``None``: named by the index, shard unknown), from the index and the headers;
+    fills ``facts.infos`` from the headers (the first shard naming a tensor wins)."""
     if len(facts.weight_map) == len(facts.index_names) and not facts.headers:
         tensors: dict[str, str | None] = facts.weight_map  # type: ignore[assignment]  # read-only from here on
     elif len(facts.weight_map) == len(facts.index_names):
@@ -308,10 +338,7 @@ def gather(source: CheckpointSource, *, mode_hint: str | None = None) -> Checkpo
             for name in got:
                 if tensors.get(name) is None:
                     tensors[name] = rel
-    facts.tensors = tensors
-    _classify_and_group(facts, n_layers)
-    _gaps(facts)
-    return facts
+    return tensors
 
 
 def _read_index(source: CheckpointSource, index_file: str, facts: CheckpointFacts) -> None:

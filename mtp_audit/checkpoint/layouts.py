@@ -202,7 +202,8 @@ LAYOUTS: tuple[Layout, ...] = (
         ("qwen3_5", "qwen3_5_text"), "prefix", prefix="mtp.",
         mtp_keys=("mtp_num_hidden_layers", "num_nextn_predict_layers"), moe=False,
         template=_QWEN_DENSE_MTP_LAYER, shared_template=_QWEN_SHARED, per_layer="15",
-        source="SGLang qwen3_5_mtp.py, vLLM qwen3_5_mtp.py (code-derived); Qwen3.5-27B config (saved)",
+        source="SGLang qwen3_5_mtp.py, vLLM qwen3_5_mtp.py (code-derived); Qwen3.5-27B config (saved); Qwen3.8-27B "
+        "uses the same architecture (mudler/vllm.cpp #1060: Qwen3_5ForConditionalGeneration, one BF16 MTP head)",
     ),
     Layout(
         "exaone-moe", "EXAONE-MoE", ("ExaoneMoEForCausalLM",), ("exaone_moe",), "prefix", prefix="mtp.",
@@ -216,8 +217,9 @@ LAYOUTS: tuple[Layout, ...] = (
     Layout(
         "mimo-v2", "MiMo-V2-Flash / V2-Pro", ("MiMoV2FlashForCausalLM", "MiMoV2ForCausalLM"),
         ("mimo_v2_flash", "mimo_v2"), "prefix", prefix="model.mtp.", implicit_layers=1, moe=False,
-        per_layer="about 13-14 (dense)",
-        source="vLLM mimo_v2_mtp.py (_MIMO_V2_FLASH_NUM_MTP_LAYERS = 1), SGLang mimo_v2_nextn.py",
+        per_layer="about 13-14 (dense); V2-Flash / V2.5 ship 3 layers model.mtp.layers.0..2",
+        source="vLLM mimo_v2_mtp.py (_MIMO_V2_FLASH_NUM_MTP_LAYERS = 1), SGLang mimo_v2_nextn.py; MiMo-V2.5: vLLM PR "
+        "#41905, sglang-jax PR #1089 (3 MTP layers)",
     ),
     Layout(
         "ernie-4.5", "ERNIE-4.5 MoE", ("Ernie4_5_MoeForCausalLM",), ("ernie4_5_moe",), "prefix",
@@ -235,15 +237,52 @@ LAYOUTS: tuple[Layout, ...] = (
         per_layer="3E+15", source="SGLang bailing_moe.py nextn_spec_weight_names, vLLM bailing_moe_mtp.py",
     ),
     Layout(
-        "step-3.5", "Step-3.5 / 3.7 Flash", ("Step3p5ForCausalLM", "Step3p7FlashForCausalLM"),
+        "step-3.5", "Step-3.5 / 3.7 Flash", ("Step3p5ForCausalLM", "Step3p7FlashForCausalLM", "Step3p7ForConditionalGeneration"),
         ("step3p5", "step3p7"), "appended", moe=False, per_layer="about 16-17 per layer x 3 (dense)",
-        source="SGLang step3p5_mtp.py + configs/step3p5.py, vLLM step3p5_mtp.py (code-derived)",
+        source="SGLang step3p5_mtp.py + configs/step3p5.py, vLLM step3p5_mtp.py (code-derived); Step-3.7-Flash config "
+        "(aiconfigurator @ 095f58a: num_nextn_predict_layers 3, 45 layers, 288 experts); Step-3.7-Flash-NVFP4 keeps MTP "
+        "in a separate BF16 shard model-mtp-bf16.safetensors, exclude model.layers.45.* (SGLang PR #32325); SGLang "
+        "0.5.23 arg_groups/overrides.py:331-349 registers Step3p7ForConditionalGeneration",
     ),
     Layout(
         "minimax-m2", "MiniMax-M2 / M2.1 / M2.5 / M2.7", ("MiniMaxM2ForCausalLM",), ("minimax_m2",), "appended",
         mtp_keys=("num_mtp_modules",), upstream_unpublished=True, per_layer="0 in releases",
         source="MiniMax-M2.5 config.json (saved): use_mtp true, num_mtp_modules 3; weights never published "
         "(MiniMax-AI/MiniMax-M2 #47, MiniMax-M2.5 #8, MiniMax-M2.7 #16); SGLang minimax_m2.py",
+    ),
+    Layout(
+        "deepseek-v4", "DeepSeek-V4 Flash / Pro", ("DeepseekV4ForCausalLM",), ("deepseek_v4",), "prefix", prefix="mtp.",
+        per_layer="not derived (mtp.{i}.*)",
+        source="deepseek-ai/DeepSeek-V4-Flash config (aiconfigurator @ 095f58a: num_nextn_predict_layers 1, 43 layers, "
+        "256 experts); nvidia DeepSeek-V4-Flash-NVFP4 hf_quant_config exclude_modules 'mtp.*'; V4-Flash-0731 ships a "
+        "DSpark drafter under mtp.0/1/2 (dspark_* keys; vLLM PR #41834)",
+    ),
+    Layout(
+        "qwen3.8-flash-next", "Qwen3.8-Flash-Next (qwen4_exp)",
+        ("Qwen4ExpForConditionalGeneration", "Qwen4ExpForCausalLM"), ("qwen4_exp", "qwen4_exp_text"), "prefix",
+        prefix="mtp.", mtp_keys=("mtp_num_hidden_layers", "num_nextn_predict_layers"),
+        per_layer="31 mtp.* tensors incl. mtp.hyper_connection_mixer.* (HF rev f5d0827)",
+        source="anthony-chaudhary/fak #9122 (31 mtp.* tensors, HF rev f5d0827); llama.cpp #27742, #27836; vLLM #55357; "
+        "SGLang 0.5.23 arg_groups/model_overrides/qwen4_exp.py",
+    ),
+    Layout(
+        "glm-5.3", "GLM-5.3 / GLM-5.3-Flash (glm5next)", ("Glm5NextForCausalLM",), ("glm5next",), "appended",
+        per_layer="DeepSeek-V3.2 formula (own DSA attention + indexer) with a shared_head.head placeholder",
+        source="llama.cpp conversion/glm5next.py; vLLM #57532 (Glm5NextMTP shared_head.head placeholder built with the "
+        "NVFP4 config; fix PR #55442); Model-Optimizer PR #2312 (GLM-5.3-Flash MTP layer 45)",
+    ),
+    Layout(
+        "kimi-k3", "Kimi-K3", ("KimiK3ForConditionalGeneration",), ("kimi_k3",), "appended",
+        per_layer="0 in the release (text_config.num_nextn_predict_layers: 0); vLLM KimiK3MTP appended layers with "
+        "shared_head.head",
+        source="moonshotai/Kimi-K3 config (aiconfigurator @ 095f58a: text_config.num_nextn_predict_layers 0, 93 layers, "
+        "896 experts); NVIDIA-NeMo/Megatron-Bridge PR #5130; SGLang 0.5.23 arg_groups/model_overrides/kimi_k3.py",
+    ),
+    Layout(
+        "cohere2-moe", "Cohere2-MoE", ("Cohere2MoeForCausalLM",), ("cohere2_moe",), "appended",
+        per_layer="not derived (only community MTP packs)",
+        source="llama.cpp PR #24260 (num_nextn_predict_layers code path); SGLang 0.5.23 "
+        "arg_groups/model_overrides/cohere2_moe.py",
     ),
     Layout(
         "nemotron-h", "Nemotron-H (Nemotron-3 Super/Ultra, 3.5 Nano)", ("NemotronHForCausalLM",), ("nemotron_h",),
@@ -309,7 +348,7 @@ EXPERT_KEYS: tuple[str, ...] = (
 #: Prefix-placement MTP names, with the MTP layer index when the name has one. One alternation so a
 #: 92k-name index is classified with one regex call per name.
 _PREFIX_RE = re.compile(
-    r"^(?P<p>(?:model\.)?(?:language_model\.)?mtp\.)(?:layers\.(?P<a>\d+)\.)?"
+    r"^(?P<p>(?:model\.)?(?:language_model\.)?mtp\.)(?:(?P<l>layers\.)?(?P<a>\d+)\.)?"
     r"|^(?P<q>model\.mtp_layers\.)(?P<b>\d+)\."
     r"|^(?P<r>model\.mtp_(?:emb_norm|hidden_norm|linear_proj|block))\.(?P<c>\d+)\."
 )
@@ -333,7 +372,8 @@ def classify(name: str, num_hidden_layers: int | None) -> tuple[str, int | None]
 
     Returns:
         ``(layer_label, layer_index)`` for an MTP tensor, where ``layer_label`` is the prefix that
-        identifies its MTP layer (``"model.layers.61"``, ``"mtp.layers.0"``, ``"model.mtp_layers.0"``,
+        identifies its MTP layer (``"model.layers.61"``, ``"mtp.layers.0"``, ``"mtp.0"`` (DeepSeek-V4),
+        ``"model.mtp_layers.0"``,
         or ``"mtp"`` for shared parts such as ``mtp.fc``) and ``layer_index`` is the 0-based MTP layer
         (``None`` for shared parts); ``None`` for a trunk tensor.
     """
@@ -344,7 +384,7 @@ def classify(name: str, num_hidden_layers: int | None) -> tuple[str, int | None]
                 a = m.group("a")
                 if a is None:
                     return m.group("p").rstrip("."), None
-                return f"{m.group('p')}layers.{a}", int(a)
+                return f"{m.group('p')}{m.group('l') or ''}{a}", int(a)
             if m.group("q") is not None:
                 return f"model.mtp_layers.{m.group('b')}", int(m.group("b"))
             return f"model.mtp_*.{m.group('c')}", int(m.group("c"))

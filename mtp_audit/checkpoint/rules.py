@@ -607,9 +607,245 @@ MTP014 = Rule(
 )
 
 
+#: Quark W4A16 as AMD's Qwen3.8-27B int4 release declares it (model card: INT4 weight-only, group 128, BF16
+#: activations; Quark ``Uint4PerGroupSpec``: dtype uint4, per_group, asymmetric): weight I32 (8 values per int32),
+#: BF16 group scales, I32 packed zero points (vLLM 0.33.0 quark/schemes/quark_w4a16_int4.py:130-168).
+_QUARK_W4A16 = {
+    "quant_method": "quark",
+    "export": {"pack_method": "reorder", "weight_format": "real_quantized"},
+    "global_quant_config": {"weight": {"dtype": "uint4", "qscheme": "per_group", "group_size": 128, "symmetric": False},
+                            "input_tensors": None, "output_tensors": None, "bias": None},
+    "layer_quant_config": {},
+    "layer_type_quant_config": {},
+    "exclude": ["lm_head", "re:mtp.*"],
+}
+
+
+def _quark_w4a16(stored: str) -> dict[str, str | bytes]:
+    """A Qwen3.5-dense-style checkpoint whose trunk q_proj is stored as declared (INT4) or as FP8."""
+    from mtp_audit.synth.shards import tiny
+
+    cfg = {"architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5",
+           "text_config": {"model_type": "qwen3_5_text", "num_hidden_layers": 1, "mtp_num_hidden_layers": 1},
+           "quantization_config": _QUARK_W4A16}
+    q = "model.language_model.layers.0.self_attn.q_proj"
+    if stored == "INT4":
+        trunk = {f"{q}.weight": ("I32", [256, 32]), f"{q}.weight_scale": ("BF16", [2, 256]),
+                 f"{q}.weight_zero_point": ("I32", [2, 32])}
+    else:
+        trunk = {f"{q}.weight": ("F8_E4M3", [256, 256]), f"{q}.weight_scale": ("F32", [])}
+    return {"config.json": _j(cfg), "model.safetensors": tiny({**trunk, **_QWEN_MTP_TINY})}
+
+
+MTP015 = Rule(
+    id="MTP015",
+    name="declared-format-disagrees-with-tensors",
+    analyzer="checkpoint",
+    severity=Severity.ERROR,
+    summary="A module's tensors are not stored the way the quantization config declares",
+    what=(
+        "Decides each linear module's format from the quantization config first (ModelOpt quant_algo and "
+        "MIXED_PRECISION quantized_layers, compressed-tensors config_groups targets and ignore, Quark exclude / "
+        "layer_quant_config / global_quant_config with dtype, group size and zero points, GPTQ dynamic, AWQ "
+        "modules_to_not_convert) and compares it with the format its tensors show (header dtype, or sibling "
+        "names that only one format has: weight_scale_2, weight_scale_inv, weight_zero_point, qweight). Tensor names "
+        "decide a module's format only where no config speaks. MTP modules stored BF16 against a quantized "
+        "declaration are MTP007's."
+    ),
+    why=(
+        "Engines build every module from the declaration, not from the tensors: vLLM resolves a ModelOpt "
+        "MIXED_PRECISION checkpoint to modelopt_mixed and builds each layer from its quantized_layers entry "
+        "(vllm 0.33.0 modelopt.py:1748-1800), Quark per layer config (quark.py:764-808). Tensors stored in another "
+        "format do not fit the parameters the engine created: the load fails on a shape or dtype, or the module "
+        "computes garbage."
+    ),
+    fix="Re-export the modules in the declared format, or correct the quantization config to what is stored.",
+    sources=(
+        "vLLM 0.33.0 vllm/model_executor/layers/quantization/modelopt.py:1748-1800, 1884; quark/quark.py:764-808",
+        "vLLM PR #48606 (native Quark W4A16 INT4/UINT4: routers and other FP16 layers must appear in "
+        "quantization_config.exclude, vLLM does not infer it from tensor dtypes)",
+    ),
+    basis="code",
+    examples=(
+        Example(True, lambda: _quark_w4a16("FP8"), note="Quark declares uint4 group 128; q_proj is stored F8_E4M3"),
+        Example(False, lambda: _quark_w4a16("INT4"),
+                note="q_proj stored as declared: I32 packed weight, BF16 group scales, I32 zero points"),
+    ),
+)
+
+
+_SHARD = "model-00001-of-00001.safetensors"
+#: DeepSeek-V4-Flash-0731's declaration (vLLM PR #41834; the config as quoted in public tests: num_nextn_predict_layers
+#: 1, dspark_block_size 5, dspark_target_layer_ids [40, 41, 42]), toy depth.
+_DSV4 = {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "num_hidden_layers": 2,
+         "num_nextn_predict_layers": 1, "n_routed_experts": 2, "hidden_size": 8}
+
+
+def _dsv4(dspark: bool) -> dict[str, str | bytes]:
+    cfg = {**_DSV4, "dspark_block_size": 5, "dspark_target_layer_ids": [0, 1]} if dspark else _DSV4
+    names = (["mtp.0.attn.wq_a.weight", "mtp.1.ffn.experts.0.w1.weight", "mtp.2.markov_head.weight"] if dspark
+             else ["mtp.0.e_proj.weight", "mtp.0.h_proj.weight", "mtp.0.enorm.weight", "mtp.0.hnorm.weight"])
+    return {"config.json": _j(cfg), "model.safetensors.index.json": _index(
+        {**{n: _SHARD for n in names}, "layers.0.attn.wq_a.weight": _SHARD})}
+
+
+MTP016 = Rule(
+    id="MTP016",
+    name="mtp-prefix-holds-dspark",
+    analyzer="checkpoint",
+    severity=Severity.ERROR,
+    summary="The tensors under mtp.* are a DSpark drafter, not MTP heads",
+    what=(
+        "An mtp. prefix is not proof of MTP: when config.json declares a DSpark drafter (dspark_block_size, "
+        "dspark_target_layer_ids, dspark_markov_rank) and no tensor under mtp.* has an MTP hallmark (eh_proj, enorm, "
+        "hnorm, e_proj/h_proj, fc + pre_fc_norm_*), says it is DSpark and which method each engine needs."
+    ),
+    why=(
+        "DeepSeek-V4-Flash-0731 ships a DSpark block drafter as mtp.0/1/2 (4,705 tensors, a markov head, no "
+        "enorm/hnorm/eh_proj). --speculative-config method mtp 'is liable to half-load DSpark blocks rather than fail "
+        "cleanly' (vLLM PR #41834): the draft computes garbage and acceptance collapses."
+    ),
+    fix=(
+        "vLLM: --speculative-config '{\"method\": \"dspark\", \"num_speculative_tokens\": <dspark_block_size>}'; "
+        "SGLang 0.5.23: --speculative-algorithm DSPARK --speculative-dspark-block-size <dspark_block_size>."
+    ),
+    sources=(
+        "vLLM PR #41834 (comment, 2026-08-05)",
+        "vLLM 0.33.0 vllm/config/speculative.py:70 and :1269-1275 (method dspark, weights inside the target checkpoint)",
+        "SGLang 0.5.23 sglang/srt/speculative/spec_info.py:41 (DSPARK), arg_groups/speculative_hook.py:807-813",
+    ),
+    basis="bug report",
+    examples=(
+        Example(True, lambda: _dsv4(True), note="dspark_block_size 5; mtp.0/1/2 without eh_proj/enorm/hnorm"),
+        Example(False, lambda: _dsv4(False), note="DeepSeek-V4 MTP: mtp.0 with e_proj/h_proj/enorm/hnorm, no dspark keys"),
+    ),
+)
+
+
+def _mimo_v2(layers: int) -> dict[str, str | bytes]:
+    cfg = {"architectures": ["MiMoV2FlashForCausalLM"], "model_type": "mimo_v2_flash", "num_hidden_layers": 2,
+           "n_routed_experts": 2, "hidden_size": 8}
+    names = [f"model.mtp.layers.{i}.{t}.weight" for i in range(layers) for t in ("enorm", "hnorm", "eh_proj")]
+    return {"config.json": _j(cfg), "model.safetensors.index.json": _index({n: _SHARD for n in names})}
+
+
+MTP017 = Rule(
+    id="MTP017",
+    name="mtp-layers-beyond-the-first-unused",
+    analyzer="checkpoint",
+    severity=Severity.INFO,
+    summary="Several MTP layers ship, but an engine runs (or builds) only the first",
+    what=(
+        "Counts the numbered MTP layers (Step-3.5/3.7 and MiMo-V2/V2.5 ship 3) and says, per engine release, "
+        "whether every draft step runs its own layer, only layer 0 is built, or layer 0 runs at every step while "
+        "the others sit in memory."
+    ),
+    why=(
+        "Draft step k is trained on layer k. vLLM 0.33.0 builds one MiMo-V2 MTP layer (mimo_v2_mtp.py:51-54) and its "
+        "generic proposer never passes spec_step_idx (llm_base_proposer.py:688; vLLM #52688), so steps past the "
+        "first reuse layer 0 and acceptance drops; only Step-3.x has its own proposer there. SGLang 0.5.23 turns on "
+        "multi-layer EAGLE for MiMo-V2 and Step-3.x."
+    ),
+    fix="Keep num_speculative_tokens small on the engines that run layer 0 only, or serve with one that runs all layers.",
+    sources=(
+        "vLLM issue #52688, PR #42146, RFC #31204 (MiMo-V2-Flash has 3 MTP layers)",
+        "vLLM 0.33.0 vllm/model_executor/models/mimo_v2_mtp.py:51-54, vllm/v1/spec_decode/step3p5.py:387-388",
+        "SGLang 0.5.23 sglang/srt/arg_groups/model_overrides/mimo_v2.py:20-25, arg_groups/overrides.py:331-349",
+    ),
+    basis="code",
+    examples=(
+        Example(True, lambda: _mimo_v2(3), note="MiMo-V2-Flash with model.mtp.layers.0..2: vLLM builds layer 0 only"),
+        Example(False, lambda: _mimo_v2(1), note="one MTP layer"),
+    ),
+)
+
+
+def _step37_nvfp4(exclude: list[str]) -> dict[str, str | bytes]:
+    from mtp_audit.synth.shards import tiny
+
+    cfg = {"architectures": ["Step3p7ForConditionalGeneration"], "model_type": "step3p7", "num_hidden_layers": 2,
+           "num_nextn_predict_layers": 1, "hidden_size": 8, "num_experts": 2}
+    hq = {"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "NVFP4", "group_size": 16,
+                                                            "exclude_modules": exclude}}
+    trunk = {"model.layers.0.mlp.down_proj.weight": ("U8", [8, 8]), "model.layers.0.mlp.down_proj.weight_scale": ("F8_E4M3", [8, 1]),
+             "model.layers.0.mlp.down_proj.weight_scale_2": ("F32", [])}
+    mtp = {"model.layers.2.eh_proj.weight": ("BF16", [8, 16]), "model.layers.2.enorm.weight": ("BF16", [8]),
+           "model.layers.2.shared_head.output.weight": ("BF16", [32, 8])}
+    return {"config.json": _j(cfg), "hf_quant_config.json": _j(hq), "model-00001-of-00002.safetensors": tiny(trunk),
+            "model-mtp-bf16.safetensors": tiny(mtp),
+            "model.safetensors.index.json": _index({**{k: "model-00001-of-00002.safetensors" for k in trunk},
+                                                    **{k: "model-mtp-bf16.safetensors" for k in mtp}})}
+
+
+MTP018 = Rule(
+    id="MTP018",
+    name="mtp-head-renamed-past-exclude-list",
+    analyzer="checkpoint",
+    severity=Severity.ERROR,
+    summary="The engine builds the MTP shared_head under a name the FP4 exclusion list does not cover",
+    what=(
+        "For families whose engine builds the MTP layer's shared_head under another module name than the "
+        "checkpoint's (Step-3.x in SGLang: model.shared_head; GLM-5.3 in vLLM: a parallel_lm_head placeholder), checks "
+        "whether the NVFP4 exclusion list covers that name when the head is stored BF16 (or not stored)."
+    ),
+    why=(
+        "The exclusion list is matched against the engine's module name. Step-3.7-Flash-NVFP4 excludes "
+        "model.layers.45.*, SGLang builds the head as model.shared_head.* in NVFP4 and the BF16 weight does not fit "
+        "(width 2048 vs 4096, SGLang PR #32325); GLM-5.3-Flash NVFP4 fails in vLLM with \"NVFP4 weight_scale for layer "
+        "'parallel_lm_head' was never loaded (still NaN)\" (vLLM #57532)."
+    ),
+    fix="Add the engine's name (\"model.shared_head*\", \"*shared_head*\") to the exclusion list, or use a release with the fix.",
+    sources=("SGLang PR #32325 (open 2026-07-24)", "vLLM issue #57532; fix PR #55442; regression from PR #52501"),
+    basis="bug report",
+    examples=(
+        Example(True, lambda: _step37_nvfp4(["lm_head", "model.layers.2.*"]),
+                note="exclude model.layers.2.* only: SGLang builds model.shared_head NVFP4"),
+        Example(False, lambda: _step37_nvfp4(["lm_head", "model.layers.2.*", "model.shared_head*"]),
+                note="the list covers the engine's name too"),
+    ),
+)
+
+
+def _nvfp4_experts(with_scales: int) -> dict[str, str | bytes]:
+    cfg = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "num_hidden_layers": 1, "num_experts": 2}
+    wm = {}
+    for e in range(2):
+        for p in ("weight", "weight_scale", "weight_scale_2"):
+            wm[f"model.layers.0.mlp.experts.{e}.down_proj.{p}"] = _SHARD
+        if e < with_scales:
+            wm[f"model.layers.0.mlp.experts.{e}.down_proj.input_scale"] = _SHARD
+    return {"config.json": _j(cfg), "model.safetensors.index.json": _index(wm)}
+
+
+MTP019 = Rule(
+    id="MTP019",
+    name="nvfp4-expert-input-scale-missing",
+    analyzer="checkpoint",
+    severity=Severity.ERROR,
+    summary="Some NVFP4 experts of a layer lack the per-expert input_scale their siblings carry",
+    what=(
+        "For every MoE layer (trunk and MTP), compares the NVFP4 expert projections (weight_scale_2 present) that "
+        "carry input_scale with those that do not, from the index or the headers."
+    ),
+    why=(
+        "A W4A4 MoE path loads a missing input_scale as zero and divides by it: NaN that depends on the prompt "
+        "(vLLM #45212). A layer where only some experts carry it was exported or merged inconsistently."
+    ),
+    fix="Re-export the layer so every expert carries its input_scale (or none does and the config says W4A16).",
+    sources=("vLLM issue #45212 (2026-06-11)",),
+    basis="bug report",
+    examples=(
+        Example(True, lambda: _nvfp4_experts(1), note="expert 0 has input_scale, expert 1 does not"),
+        Example(False, lambda: _nvfp4_experts(2), note="both experts carry input_scale"),
+    ),
+)
+
+
 RULES: tuple[Rule, ...] = (
     MTP001, MTP002, MTP003, MTP004, MTP005, MTP006, MTP007, MTP008, MTP009, MTP010, MTP011, MTP012, MTP013, MTP014,
+    MTP015, MTP016, MTP017, MTP018, MTP019,
 )
 
 #: Findings of these rules mean SGLang cannot use the MTP heads (``facts.engine.sglang.usable`` false).
-BLOCKS_MTP = frozenset({"MTP001", "MTP002", "MTP004", "MTP005", "MTP007", "MTP008", "MTP009", "MTP012", "MTP013", "MTP014"})
+BLOCKS_MTP = frozenset({"MTP001", "MTP002", "MTP004", "MTP005", "MTP007", "MTP008", "MTP009", "MTP012", "MTP013", "MTP014",
+                        "MTP015", "MTP016", "MTP018", "MTP019"})

@@ -113,13 +113,14 @@ def is_linear(module: str, params: Mapping[str, TensorInfo | None]) -> bool:
 
 
 def module_format(params: Mapping[str, TensorInfo | None], torch_dtype: str = "", hint: str = "") -> tuple[str, bool]:
-    """How a linear module is stored.
+    """How a linear module is stored, read from its tensors.
 
     Args:
         params: parameter suffix -> header info (``None`` when only the index names the tensor).
         torch_dtype: config ``torch_dtype`` (used for unquantized weights without a header).
-        hint: the checkpoint's declared algorithm (``"FP8"``, ``"MXFP4"``), to tell ``weight_scale``
-            siblings apart without a header.
+        hint: the format the quantization config declares for this module (``"FP8"``, ``"MXFP4"``,
+            ``"INT4"``), used only where the tensor names alone cannot tell (a ``weight_scale`` sibling without
+            a header is FP8 per tensor, MXFP4 or symmetric INT4 alike; ``weight_zero_point`` is INT4 or INT8).
 
     Returns:
         ``(format, inferred)``: format is one of ``NVFP4``, ``FP8``, ``INT4``, ``MXFP4``, ``FP4``,
@@ -131,22 +132,20 @@ def module_format(params: Mapping[str, TensorInfo | None], torch_dtype: str = ""
     dtype = w.dtype if w is not None else None
     inferred = dtype is None
     if "weight_packed" in s:
-        return ("NVFP4" if "weight_global_scale" in s else "INT4"), inferred
+        return ("NVFP4" if "weight_global_scale" in s else "INT8" if hint == "INT8" else "INT4"), inferred
     if "qweight" in s:
-        return "INT4", inferred
+        return ("INT8" if hint == "INT8" else "INT4"), inferred
     if "weight_scale_2" in s:
         return "NVFP4", inferred
     if "weight_scale_inv" in s:
         return "FP8", inferred
     if "scales" in s and "biases" in s:
         return "MLX-affine", inferred
+    if "weight_zero_point" in s and dtype in (None, "I32", "U8", "I8"):
+        # asymmetric integer weights (Quark uint4 packs 8 per I32: vLLM 0.33.0 quark_w4a16_int4.py:130-152)
+        return ("INT8" if hint == "INT8" or dtype in ("U8", "I8") else "INT4"), inferred
     if "weight_scale" in s:
-        if dtype == "F8_E4M3" or dtype == "F8_E5M2":
-            return "FP8", False
-        if dtype in ("U8", "F4"):
-            return "MXFP4", False
-        if dtype is None:
-            return ("MXFP4" if hint == "MXFP4" else "FP8"), True
+        return _scaled_format(dtype, hint)
     if dtype is not None:
         if dtype.startswith("F8_"):
             return "FP8", False
@@ -156,6 +155,22 @@ def module_format(params: Mapping[str, TensorInfo | None], torch_dtype: str = ""
             return "INT8", False
         return _UNQUANT_DTYPES.get(dtype, dtype), False
     return _TORCH_DTYPES.get(torch_dtype.lower(), "unquantized"), True
+
+
+def _scaled_format(dtype: str | None, hint: str) -> tuple[str, bool]:
+    """Format of a weight with a ``weight_scale`` sibling (and no more specific sibling), from its header dtype,
+    or from the declared format ``hint`` without a header (FP8 when nothing declares one)."""
+    if dtype in ("F8_E4M3", "F8_E5M2"):
+        return "FP8", False
+    if dtype in ("U8", "F4"):
+        return "MXFP4", False
+    if dtype == "I32":
+        return ("INT8" if hint == "INT8" else "INT4"), False  # packed integers (Quark int4: 8 per I32)
+    if dtype == "I8":
+        return "INT8", False
+    if dtype is None:
+        return (hint if hint in ("MXFP4", "INT4", "INT8", "NVFP4", "MXFP8") else "FP8"), True
+    return _UNQUANT_DTYPES.get(dtype, dtype), False
 
 
 def is_quantized(fmt: str) -> bool:

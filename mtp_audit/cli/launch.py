@@ -1,4 +1,4 @@
-"""``mtp-audit launch [OPTIONS] -- <sglang launch command>``: one cross-checked verdict before the model
+"""``mtp-audit launch [OPTIONS] -- <engine launch command>`` (SGLang, vLLM, TensorRT-LLM): one cross-checked verdict before the model
 loads. Kept light: the analyzers are imported only when the command runs."""
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_tar
     mtp-audit launch --sglang sglang-0.5.9-py3-none-any.whl --env-dump check_env.txt -- sglang serve --model-path ./ckpt
     mtp-audit launch --sglang OLD.whl --compare-sglang NEW.whl -f markdown -- python -m sglang.launch_server ...
     mtp-audit launch --vllm vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl -- vllm serve ./ckpt --speculative-config '{"method":"mtp","num_speculative_tokens":1}'
+    mtp-audit launch --env-dump env.txt -- trtllm-serve ./ckpt --config mtp.yaml
 
     Runs the sglang, checkpoint (--model-path) and preflight audits, cross-checks them (MTP300-MTP310) and ends with
     "what will happen": the algorithm SGLang really runs, the draft model and its architecture, the FP4 backends, the

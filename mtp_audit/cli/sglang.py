@@ -1,6 +1,6 @@
 """``mtp-audit sglang [OLD] [NEW]``: what SGLang will do with your flags, or what an upgrade changes.
 
-Kept light: the analyzer (libcst) is imported only when the command runs.
+Kept light: the analyzer is imported only when the command runs.
 """
 
 from __future__ import annotations

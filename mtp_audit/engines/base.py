@@ -46,8 +46,9 @@ class Analyzers(Protocol):
         """
         ...
 
-    def preflight(self, launch: Sequence[str], *, engine: str | None, **engine_facts: Any) -> Report:
-        """The machine report for this command (``launch``: the tokens the preflight reads FP4/MoE options from;
+    def preflight(self, launch: Sequence[str] | None, *, engine: str | None, **engine_facts: Any) -> Report:
+        """The machine report for this command (``launch``: the tokens the preflight reads FP4/MoE options from, or
+        ``None`` for the machine alone;
         ``engine``: the engine that runs it, unless the user named another with ``--engine``; ``None``: let the
         preflight tell it from the command)."""
         ...

@@ -8,12 +8,14 @@ from pathlib import PurePath
 from mtp_audit.engines.argv import split_env_prefix
 from mtp_audit.engines.base import Engine
 from mtp_audit.engines.sglang.launch import SGLangEngine
+from mtp_audit.engines.trtllm.launch import TrtllmEngine
 from mtp_audit.engines.vllm.launch import VllmEngine
 from mtp_audit.errors import InputError
 
 ENGINES: tuple[Engine, ...] = (
     SGLangEngine(),
     VllmEngine(),
+    TrtllmEngine(),
 )
 
 

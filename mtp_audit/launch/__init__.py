@@ -93,7 +93,8 @@ def _release_targets(name: str, given: dict[str, Any], compare_sglang: Any) -> d
         wrong.append("sglang")
     if wrong:
         mine, other = engine_named(name), engine_named(wrong[0])
-        raise InputError(other.target_option, f"the command starts {mine.label}, not {other.label}: use {mine.target_option} TARGET")
+        fix = f"use {mine.target_option} TARGET" if mine.target_option else f"drop {other.target_option}"
+        raise InputError(other.target_option, f"the command starts {mine.label}, not {other.label}: {fix}")
     return given
 
 

@@ -58,10 +58,10 @@ class LaunchAnalyzers:
             self._checkpoints[path_text] = audit_model(path_text, self.cwd, flag)
         return self._checkpoints[path_text]
 
-    def preflight(self, launch: Sequence[str], *, engine: str | None, **engine_facts: Any) -> Report:
+    def preflight(self, launch: Sequence[str] | None, *, engine: str | None, **engine_facts: Any) -> Report:
         """See :meth:`mtp_audit.engines.base.Analyzers.preflight`; ``--engine`` (``machine.engine``) wins over ``engine``."""
         from mtp_audit.preflight import preflight
 
         m = self.machine
         return preflight(env_dumps=list(m.env_dumps), facts_file=m.facts_file, facts=m.facts, cwd=self.cwd,
-                         launch=list(launch), engine=m.engine or engine, **engine_facts)
+                         launch=list(launch) if launch is not None else None, engine=m.engine or engine, **engine_facts)

@@ -13,12 +13,14 @@ from mtp_audit.report.rules import Example
 def run_example(root: Path, example: Example) -> Report:
     """Run ``mtp-audit launch`` on an example folder: ``example.args`` is the command (run from ``root``),
     ``sg/`` the SGLang tree (``sg-new/``: a second one to compare with), ``vl/`` a vLLM tree (a vLLM
-    command), ``env.txt`` the machine."""
+    command), ``env.txt`` the machine. An engine read from knowledge tables (TensorRT-LLM) needs no tree."""
     from mtp_audit.launch import audit_launch
 
-    kwargs: dict[str, object] = {"sglang": root / "sg", "cwd": root, "environ": {}}
+    kwargs: dict[str, object] = {"cwd": root, "environ": {}}
+    if (root / "sg").is_dir():
+        kwargs["sglang"] = root / "sg"
     if (root / "vl").is_dir():
-        kwargs = {"vllm": root / "vl", "cwd": root, "environ": {}}
+        kwargs["vllm"] = root / "vl"
     if (root / "sg-new").is_dir():
         kwargs["compare_sglang"] = root / "sg-new"
     if (root / "env.txt").is_file():

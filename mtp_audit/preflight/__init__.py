@@ -162,135 +162,194 @@ def preflight(
             python -m vllm.entrypoints.openai.api_server …), or an ``engine`` other than sglang / vllm.
     """
     from mtp_audit.preflight import analyze as an
-    from mtp_audit.preflight import matrix as mx
-    from mtp_audit.preflight.launch import (
-        installed_sglang_root,
-        parse_launch,
-        read_checkpoint_quant,
-        sglang_facts_from_analyzer,
-    )
-    from mtp_audit.preflight.rules import RULES_BY_ID
-    from mtp_audit.report import Gap, Location
+    from mtp_audit.preflight import engine as eng
 
     if isinstance(env_dumps, (str, Path)):
         env_dumps = [env_dumps]
     env_dumps = [Path(p) for p in env_dumps]
     facts_file = Path(facts_file) if facts_file is not None else None
-
-    from mtp_audit.preflight import engine as eng
-
-    if engine is not None and engine not in eng.ENGINES:
-        from mtp_audit.errors import InputError
-
-        raise InputError("--engine", f"expected one of {', '.join(eng.ENGINES)}, got {engine!r}")
-    parsed_launch = None
-    if launch is not None:
-        # checked before any machine fact is collected: a command that starts no known engine is the user's mistake
-        parsed_launch = parse_launch(list(launch))
-        if parsed_launch.engine not in eng.ENGINES:
-            from mtp_audit.errors import InputError
-
-            raise InputError("launch command", "not an SGLang or vLLM launch command: expected python -m sglang.launch_server …, sglang serve …, "
-                                               f"vllm serve … or python -m vllm.entrypoints.openai.api_server … (got '{' '.join(parsed_launch.argv[:3])}')")
-    dump_formats: list[tuple[str, tuple[str, ...]]] = []
-    if facts is not None:
-        machine, target = facts, f"facts ({facts.origin})"
-    elif facts_file is not None:
-        machine, target = load_facts_file(facts_file), f"facts file {facts_file.name}"
-    elif env_dumps:
-        from mtp_audit.errors import InputError
-        from mtp_audit.preflight.envdump import parse_dump, read_dump
-
-        machine = None
-        seen: list[tuple[Path, Any]] = []
-        from mtp_audit.preflight.envdump import detect_formats
-
-        for p in env_dumps:
-            text = read_dump(p)
-            dump_formats.append((p.name, detect_formats(text)))
-            try:
-                m = parse_dump(text, display=str(p))
-            except ValueError as exc:  # int() of a number of more than 4300 digits, wherever the dump has one
-                if "digits" not in str(exc):
-                    raise
-                raise InputError(str(p), "holds a number of more than 4300 digits where a count or index belongs; "
-                                         "not an environment dump") from None
-            # dumps of two machines merged silently would describe a machine that does not exist
-            for q, earlier in seen:
-                why = earlier.conflict_with(m)
-                if why:
-                    raise InputError(f"--env-dump {q} + {p}",
-                                     f"the dumps come from different machines ({why}); pass dumps of one machine only")
-            seen.append((p, m))
-            machine = m if machine is None else machine.merged_with(m)
-        target = "env dump " + ", ".join(p.name for p in env_dumps)
-        if not machine.engine.present:
-            # the engine the dump formats name (one only), kept in the facts so that --save-facts replays it
-            hint = eng.machine_hint(None, dump_formats)
-            if hint is not None:
-                from dataclasses import replace
-
-                from mtp_audit.preflight.facts import Fact
-
-                machine = replace(machine, engine=Fact.of(hint[0], hint[1]))
-    else:
-        from mtp_audit.preflight.collect import collect_live
-
-        machine, target = collect_live(import_torch=import_torch, timeout=timeout, use_nvml=use_nvml), "local machine"
-
+    parsed_launch = _checked_launch(engine, launch)
+    machine, target, dump_formats = _machine_source(facts, facts_file, env_dumps, import_torch=import_torch,
+                                                    timeout=timeout, use_nvml=use_nvml)
+    machine = _with_platform(machine, parsed_launch)
     launch_src = f"launch command '{' '.join(parsed_launch.argv[:3])}'" if parsed_launch is not None else ""
     choice = eng.choose_engine(engine, parsed_launch.engine if parsed_launch is not None else None, launch_src,
                                eng.machine_hint(machine, dump_formats))
     ctx = an.Context(facts=machine, engine=choice.engine, vllm_version=vllm_version)
-    gaps: list[Gap] = []
     # an assumed engine is said on the verdict line ("on SGLang (assumed)") and in MTP228's evidence, not as a gap
-    if parsed_launch is not None:
-        ctx.launch = parsed_launch
-        mp = ctx.launch.get("--model-path")
-        mlabel = "model" if ctx.launch.is_vllm else "--model-path"
-        if mp:
-            folder = (cwd or Path.cwd()) / mp
-            if folder.is_dir():
-                ctx.quant = read_checkpoint_quant(folder)
-                if ctx.quant.problem and not ctx.quant.algo:
-                    gaps.append(Gap("preflight", f"{mlabel} {mp}: {ctx.quant.problem}", mp, False))
-            else:
-                gaps.append(Gap("preflight", f"{mlabel} {mp} is not a local folder; checkpoint quantization taken from --quantization only", None, False))
+    gaps = _attach_launch(ctx, parsed_launch, cwd)
+    flag_source = _flag_semantics(ctx, sglang_facts, launch is not None and use_sglang_analyzer)
+    _attach_probe(ctx, gaps, probe, probe_result)
+    an.analyze(ctx)
+    return _report(ctx, choice, gaps, target, flag_source)
+
+
+def _checked_launch(engine: str | None, launch: Sequence[str] | None) -> Any:
+    """The parsed launch command (``None`` without one), checked with ``engine`` before any machine fact is
+    collected: a command that starts no known engine, or an unknown ``--engine``, is the user's mistake.
+
+    Raises:
+        InputError: an ``engine`` other than the known ones, or a command that is neither SGLang nor vLLM.
+    """
+    from mtp_audit.errors import InputError
+    from mtp_audit.preflight import engine as eng
+    from mtp_audit.preflight.launch import parse_launch
+
+    if engine is not None and engine not in eng.ENGINES:
+        raise InputError("--engine", f"expected one of {', '.join(eng.ENGINES)}, got {engine!r}")
+    if launch is None:
+        return None
+    parsed_launch = parse_launch(list(launch))
+    if parsed_launch.engine not in eng.ENGINES:
+        raise InputError("launch command", "not an SGLang or vLLM launch command: expected python -m sglang.launch_server …, sglang serve …, "
+                                           f"vllm serve … or python -m vllm.entrypoints.openai.api_server … (got '{' '.join(parsed_launch.argv[:3])}')")
+    return parsed_launch
+
+
+def _with_platform(machine: Any, parsed_launch: Any) -> Any:
+    """The machine with its platform decided (:func:`mtp_audit.preflight.platforms.with_platform`); where no machine
+    fact says it, a launch ``--device npu`` / ``--device hip`` does (its provenance names the launch)."""
+    from dataclasses import replace
+
+    from mtp_audit.preflight import platforms as pf
+    from mtp_audit.preflight.facts import Fact
+
+    machine = pf.with_platform(machine)
+    dev = (parsed_launch.get("--device") or "").lower() if parsed_launch is not None else ""
+    if not machine.accelerator.present and pf.DEVICE_FLAG.get(dev) in (pf.ROCM, pf.CANN):
+        machine = pf.with_platform(replace(machine, accelerator=Fact.of(pf.DEVICE_FLAG[dev], f"launch command --device {dev}")))
+    return machine
+
+
+def _machine_source(facts: Any, facts_file: Path | None, env_dumps: list[Path], *, import_torch: bool, timeout: float,
+                    use_nvml: bool | None) -> tuple[Any, str, list[tuple[str, tuple[str, ...]]]]:
+    """``(MachineFacts, target label, [(dump file name, formats found)])`` of the one machine source used:
+    ``facts``, ``facts_file``, ``env_dumps`` or else the live machine."""
+    if facts is not None:
+        return facts, f"facts ({facts.origin})", []
+    if facts_file is not None:
+        return load_facts_file(facts_file), f"facts file {facts_file.name}", []
+    if env_dumps:
+        return _machine_from_dumps(env_dumps)
+    from mtp_audit.preflight.collect import collect_live
+
+    return collect_live(import_torch=import_torch, timeout=timeout, use_nvml=use_nvml), "local machine", []
+
+
+def _machine_from_dumps(env_dumps: list[Path]) -> tuple[Any, str, list[tuple[str, tuple[str, ...]]]]:
+    """The dumps read, parsed and merged in order (dumps of two machines are refused); the engine their
+    formats name is kept in the facts so that ``--save-facts`` replays it.
+
+    Raises:
+        InputError: an unreadable or unrecognised dump, or dumps of different machines.
+    """
+    from mtp_audit.errors import InputError
+    from mtp_audit.preflight import engine as eng
+    from mtp_audit.preflight.envdump import detect_formats, parse_dump, read_dump
+
+    dump_formats: list[tuple[str, tuple[str, ...]]] = []
+    machine = None
+    seen: list[tuple[Path, Any]] = []
+    for p in env_dumps:
+        text = read_dump(p)
+        dump_formats.append((p.name, detect_formats(text)))
+        try:
+            m = parse_dump(text, display=str(p))
+        except ValueError as exc:  # int() of a number of more than 4300 digits, wherever the dump has one
+            if "digits" not in str(exc):
+                raise
+            raise InputError(str(p), "holds a number of more than 4300 digits where a count or index belongs; "
+                                     "not an environment dump") from None
+        # dumps of two machines merged silently would describe a machine that does not exist
+        for q, earlier in seen:
+            why = earlier.conflict_with(m)
+            if why:
+                raise InputError(f"--env-dump {q} + {p}",
+                                 f"the dumps come from different machines ({why}); pass dumps of one machine only")
+        seen.append((p, m))
+        machine = m if machine is None else machine.merged_with(m)
+    target = "env dump " + ", ".join(p.name for p in env_dumps)
+    if not machine.engine.present:
+        hint = eng.machine_hint(None, dump_formats)
+        if hint is not None:
+            from dataclasses import replace
+
+            from mtp_audit.preflight.facts import Fact
+
+            machine = replace(machine, engine=Fact.of(hint[0], hint[1]))
+    return machine, target, dump_formats
+
+
+def _attach_launch(ctx: Any, parsed_launch: Any, cwd: Path | None) -> list[Any]:
+    """Put the launch and its checkpoint's quantization (a local ``--model-path`` / model folder) on ``ctx``;
+    returns the gaps (a folder that is not local, a quantization that could not be read)."""
+    from mtp_audit.preflight.launch import read_checkpoint_quant
+    from mtp_audit.report import Gap
+
+    gaps: list[Gap] = []
+    if parsed_launch is None:
+        return gaps
+    ctx.launch = parsed_launch
+    mp = ctx.launch.get("--model-path")
+    mlabel = "model" if ctx.launch.is_vllm else "--model-path"
+    if mp:
+        folder = (cwd or Path.cwd()) / mp
+        if folder.is_dir():
+            ctx.quant = read_checkpoint_quant(folder)
+            if ctx.quant.problem and not ctx.quant.algo:
+                gaps.append(Gap("preflight", f"{mlabel} {mp}: {ctx.quant.problem}", mp, False))
+        else:
+            gaps.append(Gap("preflight", f"{mlabel} {mp} is not a local folder; checkpoint quantization taken from --quantization only", None, False))
+    return gaps
+
+
+def _flag_semantics(ctx: Any, sglang_facts: Mapping[str, Any] | None, ask_installed: bool) -> str:
+    """Where the flag semantics come from (the summary's ``flag_semantics``): the matrix, the given sglang
+    analyzer facts, or the installed sglang analysed (live machine, a launch, ``ask_installed``)."""
+    from mtp_audit.preflight import matrix as mx
+    from mtp_audit.preflight.launch import installed_sglang_root, sglang_facts_from_analyzer
+
     flag_source = f"capability matrix v{mx.load()['matrix_version']}" + (" (vllm rows)" if ctx.is_vllm else "")
     if ctx.is_vllm:
-        pass  # the sglang analyzer says nothing about vLLM
-    elif sglang_facts is not None:
+        return flag_source  # the sglang analyzer says nothing about vLLM
+    if sglang_facts is not None:
         ctx.sglang_facts = dict(sglang_facts)
-        flag_source = f"sglang analyzer (sglang {sglang_facts.get('version') or 'version unknown'})"
-    elif launch is not None and use_sglang_analyzer and machine.origin == "live":
+        return f"sglang analyzer (sglang {sglang_facts.get('version') or 'version unknown'})"
+    if ask_installed and ctx.facts.origin == "live":
         root = installed_sglang_root()
         if root is not None:
             ctx.sglang_facts = sglang_facts_from_analyzer(root)
             if ctx.sglang_facts:
-                flag_source = "sglang analyzer (installed sglang)"
+                return "sglang analyzer (installed sglang)"
+    return flag_source
+
+
+def _attach_probe(ctx: Any, gaps: list[Any], probe: bool, probe_result: Any) -> None:
+    """Run the FP4 GEMM probe (live machine only; a gap otherwise) or take the recorded ``probe_result``."""
+    from mtp_audit.report import Gap
+
     if probe:
         from mtp_audit.preflight.probe import run_probe
 
-        if machine.origin != "live":
+        if ctx.facts.origin != "live":
             gaps.append(Gap("preflight", "--probe needs the live machine; ignored with --env-dump / --facts", None, False))
         else:
             gemm = ctx.launch.get("--fp4-gemm-backend") if ctx.launch and not ctx.is_vllm else None
             ctx.probe = run_probe(gemm if gemm and gemm != "auto" else None)
-
     if probe_result is not None:
         ctx.probe = probe_result
-    an.analyze(ctx)
-    from mtp_audit.report import Evidence
 
-    ver = ctx.vllm if ctx.is_vllm else ctx.sglang
-    # the verdict line names the engine (and its version); where the engine came from is the MTP228 evidence
-    engine_line = (f"{choice.name} {ver}" if ver else f"{choice.name} (version unknown)") + (" (assumed)" if choice.how == "assumed" else "")
-    engine_evidence = tuple([Evidence("engine", f"{choice.name} ({choice.how}: {choice.source})")]
-                            + [Evidence("engine conflict", c) for c in choice.conflicts])
-    vs = an.verdicts(ctx)
-    verdict = an.overall(vs)
+
+def _verdict_findings(ctx: Any, vs: list[dict[str, Any]], engine_line: str, engine_evidence: tuple[Any, ...], gaps: list[Any]) -> None:
+    """One MTP228 finding per group of GPUs with the same name, compute capability and verdict."""
+    from mtp_audit.preflight import analyze as an
+    from mtp_audit.preflight.rules import RULES_BY_ID
+    from mtp_audit.report import Location
+
     for key, group in an.verdict_groups(vs):
         name, cc, native = key
+        arch = group[0].get("arch")
+        what = f"compute capability {cc or '?'}" if not group[0].get("platform") else f"{arch or 'architecture unknown'}"
         reasons = list(dict.fromkeys(r for v in group for r in v["reasons"][:1]))
         errors = sorted({r.split(":", 1)[0] for v in group for r in v["reasons"] if r[:3] == "MTP"})
         idx = an.index_ranges([v["gpu"] for v in group])
@@ -298,17 +357,19 @@ def preflight(
         # the error findings are reported on their own lines: the verdict names them, it does not repeat them
         why = [r for r in reasons if not _RULE_REASON.match(r)] + ([f"blocked by {', '.join(errors)} (see those findings)"] if errors else [])
         ctx.findings.append(RULES_BY_ID["MTP228"].finding(
-            f"{label} ({name or '?'}, compute capability {cc or '?'}): native FP4 {native} on {engine_line} — " + "; ".join(why),
+            f"{label} ({name or '?'}, {what}): native FP4 {native} on {engine_line} — " + "; ".join(why),
             Location(symbol=f"cuda:{idx}"), evidence=engine_evidence,
             remediation="" if native == an.CAPABLE else
             (f"resolve {', '.join(errors)} (error findings above)" if errors else "") + ("; " if errors and ctx.gaps + gaps else "")
             + ("see the gaps below" if ctx.gaps + gaps else "")))
-    if verdict == an.UNKNOWN:
-        why = "no GPU listed" if not vs else "; ".join(r for v in vs if v["native_fp4"] == an.UNKNOWN for r in v["reasons"][:1])
-        gaps.append(Gap("preflight", f"native FP4 verdict unknown: {why}", None, True))
-    ctx.gaps = [g for g in ctx.gaps if not (g.blocking and verdict != an.UNKNOWN and not g.message.startswith("no GPU"))] + gaps
-    summary = {
+
+
+def _summary(ctx: Any, choice: Any, vs: list[dict[str, Any]], verdict: str, flag_source: str) -> dict[str, Any]:
+    """``facts["preflight"]["summary"]``: the headline scalars."""
+    machine = ctx.facts
+    return {
         "verdict": verdict,
+        "platform": machine.accelerator.value,
         "engine": choice.engine,
         "engine_source": f"{choice.how}: {choice.source}",
         "gpus": len(machine.gpus),
@@ -324,19 +385,43 @@ def preflight(
         "flag_semantics": flag_source,
         "origin": machine.origin,
     }
-    from mtp_audit.preflight.rules import RULES
 
-    answer = _answer(vs, verdict, ctx.findings, an, "" if choice.how == "assumed" else engine_line)
+
+def _report(ctx: Any, choice: Any, gaps: list[Any], target: str, flag_source: str) -> Report:
+    """The verdicts, their MTP228 findings, the gaps and the facts of an analysed ``ctx`` as a :class:`Report`."""
+    from mtp_audit.preflight import analyze as an
+    from mtp_audit.preflight import matrix as mx
+    from mtp_audit.preflight.rules import RULES
+    from mtp_audit.report import Evidence, Gap
+
+    ver = ctx.vllm if ctx.is_vllm else ctx.sglang
+    # the verdict line names the engine (and its version); where the engine came from is the MTP228 evidence
+    engine_line = (f"{choice.name} {ver}" if ver else f"{choice.name} (version unknown)") + (" (assumed)" if choice.how == "assumed" else "")
+    engine_evidence = tuple([Evidence("engine", f"{choice.name} ({choice.how}: {choice.source})")]
+                            + [Evidence("engine conflict", c) for c in choice.conflicts])
+    from mtp_audit.preflight import vendors
+
+    vs = an.verdicts(ctx)
+    verdict = an.overall(vs)
+    if not vs and vendors.platform(ctx) in ("cann", "cpu"):
+        verdict = an.NOT_APPLICABLE  # no device the FP4 checks apply to: not an unknown
+    _verdict_findings(ctx, vs, engine_line, engine_evidence, gaps)
+    if verdict == an.UNKNOWN:
+        why = "no GPU listed" if not vs else "; ".join(r for v in vs if v["native_fp4"] == an.UNKNOWN for r in v["reasons"][:1])
+        gaps.append(Gap("preflight", f"native FP4 verdict unknown: {why}", None, True))
+    ctx.gaps = [g for g in ctx.gaps if not (g.blocking and verdict != an.UNKNOWN and not g.message.startswith("no GPU"))] + gaps
+    answer = (vendors.answer(ctx, vs, "" if choice.how == "assumed" else engine_line)
+              or _answer(vs, verdict, ctx.findings, an, "" if choice.how == "assumed" else engine_line))
     return Report.build(
         "preflight",
         target,
         findings=ctx.findings,
         gaps=ctx.gaps,
         facts={
-            "summary": summary,
+            "summary": _summary(ctx, choice, vs, verdict, flag_source),
             "answer": answer,
             "verdicts": vs,
-            "machine": machine.to_dict(),
+            "machine": ctx.facts.to_dict(),
             "launch": ctx.launch.to_dict() if ctx.launch else None,
             "checkpoint": ctx.quant.to_dict() if ctx.quant else None,
             "resolved": ctx.resolved,

@@ -25,6 +25,8 @@ FP4_QUANTIZATIONS = ("modelopt_fp4", "nvfp4_online", "mxfp4", "modelopt_mixed", 
 #: vLLM ``--quantization`` values that load FP4 weights (QuantizationMethods, wheel:vllm-0.20.0:vllm/model_executor/layers/quantization/__init__.py:17-34).
 VLLM_FP4_QUANTIZATIONS = ("modelopt_fp4", "modelopt_mixed", "mxfp4", "gpt_oss_mxfp4")
 CAPABLE, NOT_CAPABLE, UNKNOWN = "capable", "not capable", "unknown"
+#: The verdict of a device the FP4 checks do not apply to (an Ascend NPU; a CPU-only machine overall).
+NOT_APPLICABLE = "not applicable"
 
 
 def sm_name(cc: tuple[int, int]) -> str:
@@ -816,93 +818,122 @@ def check_vllm_fp4(ctx: Context) -> None:
     """
     if not ctx.is_vllm:
         return
-    if ctx.launch is not None:
-        from mtp_audit.preflight.launch import VLLM_FLAGS
-
-        known = {a for names in VLLM_FLAGS.values() for a in names}
-        rest = [o for o in dict.fromkeys(ctx.launch.options) if o not in known]
-        if rest:
-            ctx.gap(f"vLLM options not checked (no vLLM option table at hand): {', '.join(rest)}")
-        vp = ctx.facts.package("vllm")
-        if not vp.present and "not installed" in str(vp.missing) and not ctx.vllm_version:
-            ctx.gap("vllm is not installed in this environment: the launch runs a vLLM from elsewhere (or fails to start); "
-                    "checks that depend on the vLLM version were skipped")
+    _vllm_unchecked_options(ctx)
     requests = _vllm_requests(ctx)
     if not ctx.fp4_intent:
         return
-    v = ctx.vllm
-    marlin = mx.load()["marlin_w4a16"]
-    rows = _vllm()["nvfp4_fallback"]
-    fb = next((r for r in rows if mx.in_range(v, r["vllm"])), None) if v is not None else None
-    checked_backends = not ctx.mxfp4
     if requests and ctx.mxfp4:
         ctx.gap("vLLM MXFP4 backend requirements are not in the capability matrix (NVFP4 only): " + ", ".join(r.via for r in requests) + " not checked")
     one_kind = len({x.cc for x in ctx.gpus}) == 1  # every GPU has the same SM: findings are the machine's
     for cc in sorted({g.cc for g in ctx.gpus if g.cc}):
         group = [g for g in ctx.gpus if g.cc == cc]
-        g = group[0]
-        label = f"GPU {g.index}" if len(group) == 1 else f"GPUs {index_ranges(x.index for x in group)}"
-        at = None if one_kind else g
-        failed = False
-        for req in requests if checked_backends else ():
-            ok, src = vllm_backend_runs(req.kind, req.backend_on(cc), cc)
-            if ok is None or ok:
-                continue
-            failed = True
-            what = ("vLLM raises \"Found VLLM_USE_FLASHINFER_MOE_FP4=1, but no FlashInfer NVFP4 MoE backend supports the configuration\""
-                    if req.backend == "flashinfer" else
-                    "an explicit choice is not replaced by a fallback: model loading fails (\"NvFp4 MoE backend ... does not support the deployment configuration\")"
-                    if req.kind == "moe" else "an explicit choice is not replaced by a fallback: model loading (or the first FP4 GEMM) fails")
-            ctx.add("MTP231", f"{req.via}: vLLM's {req.backend_on(cc)} NVFP4 {'MoE' if req.kind == 'moe' else 'GEMM'} cannot run on {label} "
-                    f"({g.name.value}, {sm_name(cc)}); {what}", gpu=at,
-                    evidence=[Evidence("requested", req.via), ev("compute capability", g.compute_capability),
-                              ev("vllm", ctx.facts.package("vllm")), Evidence("requirement", src), Evidence("read by", req.source)],
-                    remediation=_vllm_fix(ctx, req, cc))
-        if cc[0] >= 10:
+        label = f"GPU {group[0].index}" if len(group) == 1 else f"GPUs {index_ranges(x.index for x in group)}"
+        at = None if one_kind else group[0]
+        failed = _vllm_backends_fail(ctx, requests if not ctx.mxfp4 else [], cc, group[0], label, at)
+        if cc[0] < 10:
+            _vllm_below_sm100(ctx, cc, group[0], label, at, failed)
+
+
+def _vllm_unchecked_options(ctx: Context) -> None:
+    """Gaps for the launch's vLLM options the preflight has no table for, and for a vLLM that is not installed."""
+    if ctx.launch is None:
+        return
+    from mtp_audit.preflight.launch import VLLM_FLAGS
+
+    known = {a for names in VLLM_FLAGS.values() for a in names}
+    rest = [o for o in dict.fromkeys(ctx.launch.options) if o not in known]
+    if rest:
+        ctx.gap(f"vLLM options not checked (no vLLM option table at hand): {', '.join(rest)}")
+    vp = ctx.facts.package("vllm")
+    if not vp.present and "not installed" in str(vp.missing) and not ctx.vllm_version:
+        ctx.gap("vllm is not installed in this environment: the launch runs a vLLM from elsewhere (or fails to start); "
+                "checks that depend on the vLLM version were skipped")
+
+
+def _vllm_backends_fail(ctx: Context, requests: list[Any], cc: tuple[int, int], g: Any, label: str, at: Any) -> bool:
+    """MTP231 for each explicitly requested NVFP4 backend that cannot run on compute capability ``cc``; whether any."""
+    failed = False
+    for req in requests:
+        ok, src = vllm_backend_runs(req.kind, req.backend_on(cc), cc)
+        if ok is None or ok:
             continue
-        evs = [ev("GPU", g.name), ev("compute capability", g.compute_capability), ev("vllm", ctx.facts.package("vllm")),
-               Evidence("FP4 instruction", "none (FP8 is the narrowest tensor-core type on SM90)")]
-        if ctx.mxfp4:
-            mrow = _vllm()["mxfp4_fallback"]
-            if v is None or not mx.in_range(v, mrow["vllm"]):
-                ctx.gap(f"{'vLLM version unknown' if v is None else f'vLLM {v}'}: its MXFP4 path below SM100 is in the capability matrix "
-                        f"for vLLM {mrow['vllm']} only (weight-only MXFP4 kernels there)")
-                continue
-            ctx.add("MTP201", f"{label} ({g.name.value}, {sm_name(cc)}): no FP4 tensor cores; vLLM {v} runs this MXFP4 checkpoint with "
-                    f"{mrow['what']}. Cost: {marlin['cost']}.", gpu=at, evidence=evs + [Evidence("source", mrow["source"])],
-                    remediation="Accept the weight-only cost, or move the deployment to Blackwell for native MXFP4 (no vLLM flag is needed)")
-            continue
-        if cc < tuple(_vllm()["marlin_min_cc"]):
-            ctx.add("MTP200", f"{label} ({g.name.value}, compute capability {cc_str(cc)}): no FP4 tensor cores, and below vLLM's Marlin FP4 "
-                    f"floor (compute capability 7.5): vLLM has no NVFP4 kernel for it", gpu=at, evidence=evs + [Evidence("source", _vllm()["marlin_min_cc_source"])],
-                    remediation="Run on a GPU of compute capability >= 7.5 (Marlin W4A16) or Blackwell (native NVFP4)")
-            continue
-        if fb is not None and fb["fallback"] == "none":
-            ctx.add("MTP200", f"{label} ({g.name.value}, compute capability {cc_str(cc)}): no FP4 tensor cores, and vLLM {v} has no Marlin NVFP4 "
-                    "fallback: it raises 'Current platform does not support NVFP4 quantization. Please use Blackwell and above.'",
-                    gpu=at, evidence=evs + [Evidence("source", fb["source"])],
-                    remediation="Upgrade vLLM (>= 0.9.2 falls back to Marlin W4A16 on its own below SM100), or run NVFP4 on Blackwell")
-            continue
-        if failed:
-            continue  # the explicit backend stops the load first; its finding says how to get the Marlin fallback
-        if fb is None:
-            known = "vLLM version unknown" if v is None else f"vLLM {v} is between the releases the capability matrix was read from"
-            ctx.gap(f"{known}: the Marlin NVFP4 fallback below SM100 is in vLLM 0.9.2 and >= 0.11 (checked wheels), not in 0.8.5")
-        head = f"vLLM {v}" if fb is not None else "vLLM (0.9.2 and >= 0.11 in the checked wheels)"
-        extra = ""
-        if fb is not None and fb["fallback"] == "marlin-moe-only":
-            modelopt = (ctx.launch is not None and (ctx.launch.get("--quantization") or "") == "modelopt_fp4") or bool(
-                ctx.quant and "hf_quant_config" in ctx.quant.source)
-            fi = ctx.facts.package("flashinfer-python")
-            if modelopt and not (not fi.present and "not installed" in str(fi.missing)):
-                extra = " The MoE layers fall back to Marlin; the dense layers may not (see the gaps)."
-                ctx.gap(f"vLLM {v}: {fb['dense_note']} ({fb['source']}); with FlashInfer "
-                        f"{'installed' if fi.present else 'possibly installed'} the dense layers of this ModelOpt checkpoint may not use Marlin "
-                        "(whether FlashInfer's FP4 GEMM then runs below SM100 was not established)")
-        ctx.add("MTP201", f"{label} ({g.name.value}, {sm_name(cc)}): no FP4 tensor cores; {head} falls back on its own to Marlin W4A16 for "
-                f"this FP4 checkpoint: {marlin['what']}. Cost: {marlin['cost']}.{extra}", gpu=at,
-                evidence=evs + [Evidence("source", fb["source"] if fb else rows[-1]["source"])],
-                remediation="Accept the W4A16 cost, or move the deployment to Blackwell for native NVFP4 (no vLLM flag is needed for the fallback)")
+        failed = True
+        what = ("vLLM raises \"Found VLLM_USE_FLASHINFER_MOE_FP4=1, but no FlashInfer NVFP4 MoE backend supports the configuration\""
+                if req.backend == "flashinfer" else
+                "an explicit choice is not replaced by a fallback: model loading fails (\"NvFp4 MoE backend ... does not support the deployment configuration\")"
+                if req.kind == "moe" else "an explicit choice is not replaced by a fallback: model loading (or the first FP4 GEMM) fails")
+        ctx.add("MTP231", f"{req.via}: vLLM's {req.backend_on(cc)} NVFP4 {'MoE' if req.kind == 'moe' else 'GEMM'} cannot run on {label} "
+                f"({g.name.value}, {sm_name(cc)}); {what}", gpu=at,
+                evidence=[Evidence("requested", req.via), ev("compute capability", g.compute_capability),
+                          ev("vllm", ctx.facts.package("vllm")), Evidence("requirement", src), Evidence("read by", req.source)],
+                remediation=_vllm_fix(ctx, req, cc))
+    return failed
+
+
+def _vllm_below_sm100(ctx: Context, cc: tuple[int, int], g: Any, label: str, at: Any, failed: bool) -> None:
+    """MTP200 / MTP201 (and gaps) for GPUs without FP4 tensor cores: which fallback this vLLM takes, at what cost."""
+    v = ctx.vllm
+    evs = [ev("GPU", g.name), ev("compute capability", g.compute_capability), ev("vllm", ctx.facts.package("vllm")),
+           Evidence("FP4 instruction", "none (FP8 is the narrowest tensor-core type on SM90)")]
+    if ctx.mxfp4:
+        _vllm_mxfp4_below_sm100(ctx, cc, g, label, at, evs)
+        return
+    rows = _vllm()["nvfp4_fallback"]
+    fb = next((r for r in rows if mx.in_range(v, r["vllm"])), None) if v is not None else None
+    if cc < tuple(_vllm()["marlin_min_cc"]):
+        ctx.add("MTP200", f"{label} ({g.name.value}, compute capability {cc_str(cc)}): no FP4 tensor cores, and below vLLM's Marlin FP4 "
+                f"floor (compute capability 7.5): vLLM has no NVFP4 kernel for it", gpu=at, evidence=evs + [Evidence("source", _vllm()["marlin_min_cc_source"])],
+                remediation="Run on a GPU of compute capability >= 7.5 (Marlin W4A16) or Blackwell (native NVFP4)")
+        return
+    if fb is not None and fb["fallback"] == "none":
+        ctx.add("MTP200", f"{label} ({g.name.value}, compute capability {cc_str(cc)}): no FP4 tensor cores, and vLLM {v} has no Marlin NVFP4 "
+                "fallback: it raises 'Current platform does not support NVFP4 quantization. Please use Blackwell and above.'",
+                gpu=at, evidence=evs + [Evidence("source", fb["source"])],
+                remediation="Upgrade vLLM (>= 0.9.2 falls back to Marlin W4A16 on its own below SM100), or run NVFP4 on Blackwell")
+        return
+    if failed:
+        return  # the explicit backend stops the load first; its finding says how to get the Marlin fallback
+    if fb is None:
+        known = "vLLM version unknown" if v is None else f"vLLM {v} is between the releases the capability matrix was read from"
+        ctx.gap(f"{known}: the Marlin NVFP4 fallback below SM100 is in vLLM 0.9.2 and >= 0.11 (checked wheels), not in 0.8.5")
+    marlin = mx.load()["marlin_w4a16"]
+    head = f"vLLM {v}" if fb is not None else "vLLM (0.9.2 and >= 0.11 in the checked wheels)"
+    extra = _vllm_dense_marlin_note(ctx, fb)
+    ctx.add("MTP201", f"{label} ({g.name.value}, {sm_name(cc)}): no FP4 tensor cores; {head} falls back on its own to Marlin W4A16 for "
+            f"this FP4 checkpoint: {marlin['what']}. Cost: {marlin['cost']}.{extra}", gpu=at,
+            evidence=evs + [Evidence("source", fb["source"] if fb else rows[-1]["source"])],
+            remediation="Accept the W4A16 cost, or move the deployment to Blackwell for native NVFP4 (no vLLM flag is needed for the fallback)")
+
+
+def _vllm_mxfp4_below_sm100(ctx: Context, cc: tuple[int, int], g: Any, label: str, at: Any, evs: list[Evidence]) -> None:
+    """MTP201 (weight-only MXFP4 kernels and their cost) where the matrix covers this vLLM, a gap where it does not."""
+    v = ctx.vllm
+    mrow = _vllm()["mxfp4_fallback"]
+    if v is None or not mx.in_range(v, mrow["vllm"]):
+        ctx.gap(f"{'vLLM version unknown' if v is None else f'vLLM {v}'}: its MXFP4 path below SM100 is in the capability matrix "
+                f"for vLLM {mrow['vllm']} only (weight-only MXFP4 kernels there)")
+        return
+    marlin = mx.load()["marlin_w4a16"]
+    ctx.add("MTP201", f"{label} ({g.name.value}, {sm_name(cc)}): no FP4 tensor cores; vLLM {v} runs this MXFP4 checkpoint with "
+            f"{mrow['what']}. Cost: {marlin['cost']}.", gpu=at, evidence=evs + [Evidence("source", mrow["source"])],
+            remediation="Accept the weight-only cost, or move the deployment to Blackwell for native MXFP4 (no vLLM flag is needed)")
+
+
+def _vllm_dense_marlin_note(ctx: Context, fb: dict[str, Any] | None) -> str:
+    """For vLLM releases whose Marlin fallback covers MoE layers only: the note (and gap) that the dense layers of a
+    ModelOpt checkpoint may not fall back when FlashInfer is installed."""
+    v = ctx.vllm
+    if fb is None or fb["fallback"] != "marlin-moe-only":
+        return ""
+    modelopt = (ctx.launch is not None and (ctx.launch.get("--quantization") or "") == "modelopt_fp4") or bool(
+        ctx.quant and "hf_quant_config" in ctx.quant.source)
+    fi = ctx.facts.package("flashinfer-python")
+    if not modelopt or (not fi.present and "not installed" in str(fi.missing)):
+        return ""
+    ctx.gap(f"vLLM {v}: {fb['dense_note']} ({fb['source']}); with FlashInfer "
+            f"{'installed' if fi.present else 'possibly installed'} the dense layers of this ModelOpt checkpoint may not use Marlin "
+            "(whether FlashInfer's FP4 GEMM then runs below SM100 was not established)")
+    return " The MoE layers fall back to Marlin; the dense layers may not (see the gaps)."
 
 
 LAUNCH_CHECK = "the full argparse check of the command (prefixes, types, every value) is `mtp-audit launch --sglang <wheel|checkout>`"
@@ -1036,6 +1067,10 @@ def verdicts(ctx: Context) -> list[dict[str, Any]]:
     The verdict describes the GPU and its software stack; findings of :data:`COMMAND_LINE_RULES` (a flag the
     installed SGLang does not know, a value outside its choices) are reported on their own and ignored here.
     """
+    from mtp_audit.preflight import vendors
+
+    if vendors.applies(ctx):
+        return vendors.verdicts(ctx, CAPABLE, NOT_CAPABLE, UNKNOWN)
     out = []
     for g in ctx.gpus:
         cc = g.cc
@@ -1092,13 +1127,20 @@ def overall(vs: list[dict[str, Any]]) -> str:
     """Worst of the per-GPU verdicts; ``unknown`` without GPUs."""
     if not vs:
         return UNKNOWN
-    kinds = {v["native_fp4"] for v in vs}
+    kinds = {v["native_fp4"] for v in vs} - {NOT_APPLICABLE}
+    if not kinds:
+        return NOT_APPLICABLE
     return NOT_CAPABLE if NOT_CAPABLE in kinds else UNKNOWN if UNKNOWN in kinds else CAPABLE
 
 
 def analyze(ctx: Context) -> Context:
-    """Run every check on ``ctx`` (mutates and returns it)."""
-    for check in CHECKS:
+    """Run every check on ``ctx`` (mutates and returns it): the NVIDIA checks on CUDA (and where the platform is not
+    known), the platform's own checks on ROCm, CANN and CPU-only machines (:mod:`mtp_audit.preflight.vendors`)."""
+    from mtp_audit.preflight import vendors
+
+    checks = ((vendors.check_platform, vendors.check_device_flag, vendors.check_amd, vendors.check_ascend)
+              if vendors.applies(ctx) else CHECKS)
+    for check in checks:
         check(ctx)
     return ctx
 

@@ -55,7 +55,10 @@ ENV_VARS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES
             "VLLM_USE_FLASHINFER_MOE_FP4", "VLLM_FLASHINFER_MOE_BACKEND", "VLLM_NVFP4_GEMM_BACKEND", "VLLM_USE_TRTLLM_FP4_GEMM",
             "VLLM_MXFP4_USE_MARLIN", "VLLM_USE_FBGEMM", "VLLM_USE_NVFP4_CT_EMULATIONS", "VLLM_USE_FLASHINFER_MOE_FP8",
             "VLLM_USE_FLASHINFER_MOE_FP16", "VLLM_USE_FLASHINFER_MOE_MXFP4_BF16", "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8",
-            "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8_CUTLASS")
+            "VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8_CUTLASS",
+            # ROCm / Ascend switches and device filters (mtp_audit.preflight.vendors)
+            "VLLM_ROCM_USE_AITER", "VLLM_ROCM_USE_AITER_FP4BMM", "VLLM_ROCM_USE_AITER_FP4_ASM_GEMM", "SGLANG_USE_AITER",
+            "HIP_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES", "ASCEND_TOOLKIT_HOME")
 
 #: Packages whose shared objects are scanned, with the import folders that hold their ``.so`` files.
 KERNEL_PACKAGES = {
@@ -388,6 +391,12 @@ def collect_live(*, import_torch: bool = False, timeout: float = DEFAULT_TIMEOUT
     nv = nvidia_visible_note(env.get("NVIDIA_VISIBLE_DEVICES"), "environment")
     if nv:
         notes.append(nv)
+    vendor = None
+    if not all_gpus:
+        vendor, vnotes = _collect_vendor(timeout, run, env)
+        notes += vnotes
+        if vendor is not None:
+            gpus, gpu_list, driver = vendor.gpus, vendor.gpu_list, vendor.driver_version
     toolkit, cuda_home = collect_toolkit(timeout=timeout, run=run)
     torch_version, torch_cuda = collect_torch()
     packages, requires = collect_packages()
@@ -414,4 +423,39 @@ def collect_live(*, import_torch: bool = False, timeout: float = DEFAULT_TIMEOUT
         platform=_platform(),
         notes=tuple(notes),
         enumerated=enumerated,
+        accelerator=vendor.accelerator if vendor is not None else Fact.absent("not observed"),
+        rocm_version=vendor.rocm_version.or_(_torch_hip()) if vendor is not None else _torch_hip(),
+        cann_version=vendor.cann_version if vendor is not None else Fact.absent("not observed"),
     )
+
+
+def _collect_vendor(timeout: float, run: Runner, env: dict[str, str]) -> tuple[MachineFacts | None, list[str]]:
+    """AMD / Ascend devices when NVML and nvidia-smi list none (:mod:`mtp_audit.preflight.collect_vendors`)."""
+    from mtp_audit.preflight.collect_vendors import collect_vendor
+
+    return collect_vendor(timeout=timeout, run=run, run_tool=run_tool, env=env, read=_read_small)
+
+
+def _read_small(path: Path) -> str | None:
+    """A small text file (1 MiB bound), or ``None`` when it is missing or unreadable."""
+    from mtp_audit.errors import InputError
+    from mtp_audit.sources.bounded import read_bytes_bounded
+
+    try:
+        return read_bytes_bounded(path, 1024 * 1024).decode("utf-8", "replace")
+    except (InputError, OSError):
+        return None
+
+
+def _torch_hip() -> Fact:
+    """torch's ROCm build (``hip = ...`` of ``torch/version.py``), missing when not a ROCm build or not installed."""
+    from mtp_audit.preflight.collect_vendors import read_torch_hip
+
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        return Fact.absent("torch not locatable")
+    if spec is None or not spec.submodule_search_locations:
+        return Fact.absent("torch not installed")
+    text = _read_small(Path(list(spec.submodule_search_locations)[0]) / "version.py")
+    return read_torch_hip(text) if text is not None else Fact.absent("torch/version.py not readable")

@@ -37,6 +37,7 @@ from mtp_audit.preflight.facts import (
 )
 from mtp_audit.preflight.freeform import found_anything, parse_freeform
 from mtp_audit.preflight.lineindex import index_for
+from mtp_audit.preflight import vendor_dumps
 from mtp_audit.preflight.matrix import cc_from_name
 from mtp_audit.sources.bounded import MAX_TEXT_BYTES, read_bytes_bounded
 
@@ -62,11 +63,22 @@ _PKG_ALIASES = {
     "nvidia-cudnn-frontend": "nvidia-cudnn-frontend",
     "nvidia-cutlass-dsl": "nvidia-cutlass-dsl",
     "nvidia-ml-py": "nvidia-ml-py",
+    "aiter": "aiter",
+    "amd-aiter": "aiter",
+    "petit-kernel": "petit-kernel",
+    "torch-npu": "torch-npu",
+    "torch_npu": "torch-npu",
+    "vllm-ascend": "vllm-ascend",
+    "vllm_ascend": "vllm-ascend",
+    "sgl-kernel-npu": "sgl-kernel-npu",
+    "sgl_kernel_npu": "sgl-kernel-npu",
+    "triton-ascend": "triton-ascend",
 }
 
 FREEFORM = "free-form"
 
-FORMATS = ("sglang-check-env", "torch-collect-env", "vllm-collect-env", "flashinfer-collect-env", "nvidia-smi", "nvidia-smi-q", "nvidia-smi-csv")
+FORMATS = ("sglang-check-env", "torch-collect-env", "vllm-collect-env", "flashinfer-collect-env", "nvidia-smi", "nvidia-smi-q", "nvidia-smi-csv",
+           *vendor_dumps.FORMATS)
 
 _SIGNATURES: dict[str, re.Pattern[str]] = {
     "sglang-check-env": re.compile(r"(^|\s)(sglang|sgl_kernel|sglang-kernel): \S|GPU [\d,]+ Compute Capability:", re.M),
@@ -76,6 +88,7 @@ _SIGNATURES: dict[str, re.Pattern[str]] = {
     "nvidia-smi": re.compile(r"NVIDIA-SMI \d"),
     "nvidia-smi-q": re.compile(r"^\s*Product Name\s+: ", re.M),
     "nvidia-smi-csv": re.compile(r"^index, name, compute_cap", re.M),
+    **vendor_dumps.SIGNATURES,
 }
 
 
@@ -123,8 +136,9 @@ def parse_dump(text: str, *, display: str = "dump") -> MachineFacts:
         raise InputError(
             display,
             "nothing recognisable as an environment: no tool dump ('python3 -m sglang.check_env', "
-            "'python -m torch.utils.collect_env', 'vllm collect-env', 'python -m flashinfer.collect_env', 'nvidia-smi') "
-            "and no GPU, driver, CUDA or package version written out (not a recognised environment dump)",
+            "'python -m torch.utils.collect_env', 'vllm collect-env', 'python -m flashinfer.collect_env', 'nvidia-smi', "
+            "'amd-smi', 'rocm-smi', 'npu-smi info') and no GPU, NPU, driver, CUDA, ROCm, CANN or package version written out "
+            "(not a recognised environment dump)",
         )
     facts: MachineFacts | None = None
     for fmt in formats:
@@ -133,7 +147,12 @@ def parse_dump(text: str, *, display: str = "dump") -> MachineFacts:
     if facts is None:
         return free
     facts = replace(facts, engine=_engine_of_tools(text, formats))
-    return _with_freeform(facts, free)
+    facts = _with_freeform(facts, free)
+    if not facts.accelerator.present:
+        cpu = vendor_dumps.cpu_only(text, facts)
+        if cpu.present:
+            facts = replace(facts, accelerator=cpu)
+    return facts
 
 
 def _engine_of_tools(text: str, formats: tuple[str, ...]) -> Fact:
@@ -207,7 +226,10 @@ def _kv(text: str, key: str, fmt: str, *, value: str = r"(\S+)") -> Fact:
     if not m or not m.group(1).strip():
         return Fact.absent(f"the {fmt} dump has no '{key}' line", source=fmt)
     v = m.group(1).strip()
-    if v.lower() in ("could not collect", "n/a", "none", "not set"):
+    rest = text[m.start(1):m.start(1) + 17].lower()
+    if rest.startswith(("could not", "no cuda")):
+        v = "Could not collect" if rest.startswith("could") else "No CUDA"  # the default value pattern stops at the first space
+    if v.lower() in ("could not collect", "n/a", "none", "not set", "no cuda"):
         return Fact.absent(f"{fmt} says '{key}: {v}'", source=f"{fmt} line {_line_of(text, m.start(1))}")
     if _HUGE_NUMBER.search(v):  # no version has such a number (and int() refuses more than 4300 digits)
         return Fact.absent(f"{fmt} '{key}' value is not a version (it holds a number of more than 32 digits)",
@@ -349,12 +371,15 @@ def parse_torch_collect_env(text: str, fmt: str = "torch-collect-env") -> Machin
         p = str(platform.value).lower()
         plat = Fact.of("wsl2" if "microsoft" in p or "wsl" in p else "windows" if p.startswith("windows") else "linux", platform.source)
     truncated_note = () if m else (f"{fmt}: no 'GPU models and configuration' line (dump truncated?)",)
+    says = re.match(r"\s*(No CUDA|Could not collect)", m.group(1)) if m and not gpus else None
     if truncated_gpu:
         truncated_note += (truncated_gpu,)
     return MachineFacts(
         origin=f"env-dump:{fmt}",
         gpus=tuple(gpus),
-        gpu_list=Fact.of(len(gpus), fmt) if gpus else Fact.absent(f"the {fmt} dump lists no GPU (truncated before 'GPU models and configuration'?)"),
+        gpu_list=Fact.of(len(gpus), fmt) if gpus else Fact.absent(
+            f"{fmt} says 'GPU models and configuration: {says.group(1)}' (torch sees no GPU)" if says else
+            f"the {fmt} dump lists no GPU (truncated before 'GPU models and configuration'?)"),
         driver_version=driver,
         cuda_driver_version=Fact.absent(f"{fmt} does not print the CUDA version the driver supports"),
         toolkit=_toolkit_from_runtime(_kv(text, "CUDA runtime version", fmt, value=r"([^\n]+)")),
@@ -520,6 +545,7 @@ _PARSERS = {
     "nvidia-smi": parse_nvidia_smi,
     "nvidia-smi-q": parse_nvidia_smi_q,
     "nvidia-smi-csv": parse_nvidia_smi_csv,
+    **vendor_dumps.PARSERS,
 }
 
 assert set(_PARSERS) == set(FORMATS)

@@ -36,6 +36,13 @@ PACKAGES: tuple[str, ...] = (
     "nvidia-cudnn-frontend",
     "nvidia-cutlass-dsl",
     "nvidia-ml-py",
+    # AMD ROCm and Ascend stacks (the platform-specific checks of mtp_audit.preflight.vendors read them)
+    "aiter",
+    "petit-kernel",
+    "torch-npu",
+    "vllm-ascend",
+    "sgl-kernel-npu",
+    "triton-ascend",
 )
 
 
@@ -142,6 +149,8 @@ class GpuFacts:
             a missing fact with that reason (gh:NVIDIA/k8s-device-plugin#1482).
         uuid: ``"GPU-dc089148-adda-1e6a-8c18-d58d61d51415"`` (NVML ``nvmlDeviceGetUUID``, nvidia-smi
             ``--query-gpu=uuid`` / ``-q`` "GPU UUID"); what ``CUDA_VISIBLE_DEVICES=GPU-...`` is matched against.
+        arch: the device architecture off NVIDIA: an AMD gfx target (``"gfx942"``) or an Ascend model
+            (``"Ascend 910B3"``); left out of the JSON when not observed (NVIDIA facts files round-trip unchanged).
     """
 
     index: int
@@ -149,6 +158,7 @@ class GpuFacts:
     compute_capability: Fact = field(default_factory=lambda: Fact.absent("not observed"))
     memory_bytes: Fact = field(default_factory=lambda: Fact.absent("not observed"))
     uuid: Fact = field(default_factory=lambda: Fact.absent("not observed"))
+    arch: Fact = field(default_factory=lambda: Fact.absent("not observed"))
 
     @property
     def cc(self) -> tuple[int, int] | None:
@@ -167,6 +177,8 @@ class GpuFacts:
         }
         if self.uuid.present or self.uuid.missing != _NOT_RECORDED:
             d["uuid"] = self.uuid.to_dict()
+        if self.arch.present:
+            d["arch"] = self.arch.to_dict()
         return d
 
     @classmethod
@@ -178,6 +190,7 @@ class GpuFacts:
             compute_capability=Fact.from_dict(d.get("compute_capability", {})),
             memory_bytes=Fact.from_dict(d.get("memory_bytes", {})),
             uuid=Fact.from_dict(d.get("uuid", {"missing": _NOT_RECORDED})),
+            arch=Fact.from_dict(d.get("arch", {"missing": "not observed"})),
         )
 
 
@@ -244,6 +257,10 @@ class MachineFacts:
         engine: the serving engine the dump is for, ``"sglang"`` or ``"vllm"`` (``sglang.check_env`` /
             ``vllm collect-env`` / what a free-form text mentions), with provenance. The preflight's engine choice
             reads it (:func:`mtp_audit.preflight.engine.machine_hint`; an explicit ``--engine`` or the launch command wins).
+        accelerator: the platform, ``"cuda"``, ``"rocm"``, ``"cann"`` or ``"cpu"``, with the fact that decided it
+            (:func:`mtp_audit.preflight.platforms.detect`).
+        rocm_version: the ROCm torch was built with / the HIP runtime (``"6.3.42131-fa1d09cbd"``), ROCm machines only.
+        cann_version: the Ascend CANN toolkit version (``"8.1.RC1"``), Ascend machines only.
     """
 
     origin: str
@@ -264,6 +281,9 @@ class MachineFacts:
     notes: tuple[str, ...] = ()
     enumerated: tuple[GpuFacts, ...] = ()
     engine: Fact = field(default_factory=_absent)
+    accelerator: Fact = field(default_factory=_absent)
+    rocm_version: Fact = field(default_factory=_absent)
+    cann_version: Fact = field(default_factory=_absent)
 
     _SCALARS = (
         "gpu_list",
@@ -276,7 +296,12 @@ class MachineFacts:
         "torch_arch_list",
         "platform",
         "engine",
+        "accelerator",
+        "rocm_version",
+        "cann_version",
     )
+    #: Scalars added after facts files were first stored: left out of the JSON while not observed.
+    _LATER = ("engine", "accelerator", "rocm_version", "cann_version")
 
     @property
     def all_gpus(self) -> tuple[GpuFacts, ...]:
@@ -293,7 +318,7 @@ class MachineFacts:
         d["gpus"] = [g.to_dict() for g in self.gpus]
         for name in self._SCALARS:
             f = getattr(self, name)
-            if name == "engine" and not f.present and f.missing in ("not observed", "not recorded"):
+            if name in self._LATER and not f.present and f.missing in ("not observed", "not recorded"):
                 continue  # added after facts files were first stored: absent from those, and they stay as stored
             d[name] = f.to_dict()
         d["packages"] = {k: self.packages[k].to_dict() for k in sorted(self.packages)}
@@ -384,6 +409,7 @@ class MachineFacts:
                     compute_capability=a.compute_capability.or_(b.compute_capability),
                     memory_bytes=a.memory_bytes.or_(b.memory_bytes),
                     uuid=a.uuid.or_(b.uuid),
+                    arch=a.arch.or_(b.arch),
                 )
                 for a, b in zip(mine, theirs)
             ) + tuple(gpus[min(len(mine), len(theirs)):])

@@ -33,6 +33,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from mtp_audit.preflight import freeform_vendors as vendors
+from mtp_audit.preflight.freeform_vendors import unglue
 from mtp_audit.preflight import gpus as gputable
 from mtp_audit.preflight.facts import Fact, GpuFacts, MachineFacts
 
@@ -47,6 +49,8 @@ _GPU_PROPER = re.compile(r"^(?:gpus?|gpu\s*\(s\)|gpu\s*(?:model|type|name|models
 _NOT_GPU_KEYS = re.compile(r"^(?:os|cpu|l\d\w*\s*cache|model|python|image|docker|command|cmd|kernel|libc|gcc|clang|cmake|ram|memory)\b", re.I)
 _GPUISH = re.compile(r"nvidia|geforce|rtx|tesla|quadro|jetson|dgx|hgx|gpu|grace|spark|thor|orin|"
                      r"(?<![a-z0-9])(?:[abhlvt]|gh|gb)\s?\d|sm[_ ]?\d", re.I)
+#: A product glued to a count or a host name (``8xH100``, ``root@b200-node``): what _GPUISH's word boundary misses.
+_GLUED = re.compile(r"\d\s*[x×*]\s*(?:[abhlvt]|gh|gb)\s?\d|@[\w.-]*?(?:[abhlvt]|gh|gb)\d", re.I)
 _INDEXED_GPU = re.compile(r"^GPU\s+(\d{1,3})\s*:\s*(.+?)\s*(?:\(UUID:.*)?$")
 _SM3 = re.compile(r"(?<![a-z0-9])sm[_ ]?(\d{2,3})[af]?(?![0-9.])", re.I)
 _SMDOT = re.compile(r"(?<![a-z0-9])sm[_ ]?(\d{1,2})\.(\d)(?!\d)", re.I)
@@ -62,7 +66,7 @@ _CUDA_BARE = re.compile(r"(?<![a-z_-])cuda\s*[:=]?\s*v?(\d{1,2}\.\d{1,2})(?![\d]
 _VERSION = r"v?(\d{1,4}(?:\.\d{1,6}){1,3}(?:(?:\.?(?:post|dev|rc|a|b)\d{0,9})*(?:\+[a-z0-9.]{1,40})?)?\+?)"
 _PKG = re.compile(r"(?<![\w./-])(sglang[-_]kernel|sgl[-_]kernel|sglang|flashinfer[-_]jit[-_]cache|flashinfer[-_]cubin|flashinfer[-_]python|flashinfer|"
                   r"vllm|pytorch|torch|triton|nvidia[-_]cudnn[-_]cu1[23]|nvidia[-_]cudnn[-_]frontend|nvidia[-_]cutlass[-_]dsl)"
-                  r"(?![\w-]|\.[a-z])\s*(?:==|=|:|\s+version\s*[:=]?|\s)\s*" + _VERSION + r"(?![\w.])", re.I)
+                  r"(?![\w-]|\.[a-z])\s*(?:==|=|:|\s+version\s*[:=]?|\s)\s*" + _VERSION + r"(?![\w.])", re.I | re.A)
 _PKG_NAMES = {"sglang": "sglang", "sglang-kernel": "sglang-kernel", "sgl-kernel": "sgl-kernel", "flashinfer": "flashinfer-python",
               "flashinfer-python": "flashinfer-python", "flashinfer-cubin": "flashinfer-cubin", "flashinfer-jit-cache": "flashinfer-jit-cache",
               "vllm": "vllm", "torch": "torch", "pytorch": "torch", "triton": "triton", "nvidia-cudnn-cu12": "nvidia-cudnn-cu12",
@@ -113,6 +117,8 @@ class _Group:
     count: int | None
     line: int
     key: str
+    arch: Fact = field(default_factory=lambda: Fact.absent("not observed"))
+    how: str = ""
 
 
 def _cc_written(text: str) -> tuple[tuple[int, int], str] | None:
@@ -159,6 +165,34 @@ def _clean(raw: str) -> tuple[str, str, str]:
     return s, "", ""
 
 
+@dataclass
+class _State:
+    """What :func:`parse_freeform` has read so far (one per text)."""
+
+    notes: list[str] = field(default_factory=list)
+    driver: _Seen = field(default_factory=lambda: _Seen("driver version"))
+    cuda_drv: _Seen = field(default_factory=lambda: _Seen("driver CUDA version"))
+    toolkit: _Seen = field(default_factory=lambda: _Seen("CUDA toolkit version"))
+    torch_cuda: _Seen = field(default_factory=lambda: _Seen("torch/image CUDA build"))
+    pkgs: dict[str, _Seen] = field(default_factory=dict)
+    engines: dict[str, tuple[int, str]] = field(default_factory=dict)
+    groups: list[_Group] = field(default_factory=list)
+    indexed: dict[int, GpuFacts] = field(default_factory=dict)
+    bare_cuda: list[str] = field(default_factory=list)
+    #: AMD / Ascend sightings (:mod:`mtp_audit.preflight.freeform_vendors`): ROCm and CANN versions, the platform.
+    vendor: dict[str, _Seen] = field(default_factory=lambda: {"rocm": _Seen("ROCm version"), "cann": _Seen("CANN version"),
+                                                              "platform": _Seen("platform")})
+
+    #: Character spans of the current line an AMD / Ascend device name took (the NVIDIA reader skips them).
+    claimed: list[tuple[int, int]] = field(default_factory=list)
+    #: ROCm / Ascend switches the text exports (``export VLLM_ROCM_USE_AITER=1``).
+    env: dict[str, str] = field(default_factory=dict)
+
+    def pkg(self, name: str) -> _Seen:
+        """The sightings of package ``name``'s version."""
+        return self.pkgs.setdefault(name, _Seen(f"{name} version"))
+
+
 def parse_freeform(text: str) -> MachineFacts:
     """Read every fact the free-form text states (see the module docstring).
 
@@ -168,17 +202,10 @@ def parse_freeform(text: str) -> MachineFacts:
     """
     lines = text.split("\n")
     cut_last = not text.endswith("\n")
-    notes: list[str] = []
-    driver, cuda_drv, toolkit = _Seen("driver version"), _Seen("driver CUDA version"), _Seen("CUDA toolkit version")
-    torch_cuda = _Seen("torch/image CUDA build")
-    pkgs: dict[str, _Seen] = {}
-    engines: dict[str, tuple[int, str]] = {}
-    groups: list[_Group] = []
-    indexed: dict[int, GpuFacts] = {}
-    bare_cuda: list[str] = []
+    st = _State()
     last = len(lines)
     if len(lines) > MAX_LINES:
-        notes.append(f"free-form reading stopped after line {MAX_LINES} of {len(lines)} (bound); tool-dump formats were read whole")
+        st.notes.append(f"free-form reading stopped after line {MAX_LINES} of {len(lines)} (bound); tool-dump formats were read whole")
         lines = lines[:MAX_LINES]
     for ln, raw in enumerate(lines, 1):
         if not raw.strip() or len(raw) > 8192:
@@ -187,172 +214,222 @@ def parse_freeform(text: str) -> MachineFacts:
         if not line:
             continue
         low = line.lower()
-        truncated_line = cut_last and ln == last
-        # --- versions ------------------------------------------------------------------------
-        has_cuda = "cuda" in low
-        for m in (_DRIVER.finditer(line) if ("driver" in low or "kmd" in low) else ()):
-            driver.add(m.group(1), ln, f"'{m.group(0).strip()}'")
-        for m in (_CUDA_DRIVER.finditer(line) if has_cuda else ()):
-            cuda_drv.add(m.group(1), ln, f"'{m.group(0).strip()}'")
-        for m in (_TOOLKIT.finditer(line) if (has_cuda or "nvcc" in low) else ()):
-            toolkit.add(m.group(1), ln, f"'{m.group(0).strip()}'")
-        if has_cuda and not _CUDA_DRIVER.search(line) and not _TOOLKIT.search(line):
-            for m in _CUDA_BARE.finditer(line):
-                if "cu1" not in line[m.start():m.end()].lower():
-                    bare_cuda.append(f"line {ln}: '{m.group(0).strip()}'")
-        for m in (_PKG.finditer(line) if any(k in low for k in _PKG_HINTS) else ()):
-            name = _PKG_NAMES[m.group(1).lower().replace("_", "-")]
-            ver = m.group(2)
-            before = low[max(0, m.start() - 14):m.start()]
-            if ver.endswith("+") or re.search(r"requir|need|>=|<|than|at least|upgrade to|from", before):
-                continue  # a requirement or a change, not the installed version
-            pkgs.setdefault(name, _Seen(f"{name} version")).add(ver, ln, f"'{m.group(0).strip()}'")
-            if name == "torch":
-                t = re.search(r"\+cu(\d{1,2})(\d)(?![\d])", ver)
-                if t:
-                    torch_cuda.add(f"{int(t.group(1))}.{t.group(2)}", ln, f"torch {ver} (+cu tag)")
-        for m in (_IMAGE.finditer(line) if ("lmsysorg/" in low or "vllm-openai" in low) else ()):
-            repo, tag = m.group(1), m.group(2)
-            eng = "sglang" if "sglang" in repo else "vllm"
-            tv = _TAG_VERSION.match(tag)
-            if tv:
-                pkgs.setdefault(eng, _Seen(f"{eng} version")).add(tv.group(1), ln, f"container tag {repo}:{tag}")
-            else:
-                notes.append(f"free-form line {ln}: container tag {repo}:{tag} names no {eng} version")
-            tc = _TAG_CUDA.search(tag)
-            if tc and tc.group(2) is not None and eng == "sglang":
-                torch_cuda.add(f"{int(tc.group(1))}.{tc.group(2)}", ln, f"container tag {repo}:{tag} (image built for CUDA {int(tc.group(1))}.{tc.group(2)})")
-            elif tc:
-                notes.append(f"free-form line {ln}: container tag {repo}:{tag} says CUDA {int(tc.group(1))} (major only)")
+        _read_cuda_versions(st, ln, line, low)
+        _read_packages(st, ln, line, low)
+        _read_images(st, ln, line, low)
         if not _NOT_INSTALLED.search(value or ""):
             for eng, rx in _ENGINE.items():
                 em = rx.search(line) if eng in low else None
-                if em and eng not in engines:
-                    engines[eng] = (ln, em.group(0))
-        # --- GPUs -----------------------------------------------------------------------------
-        if not _GPUISH.search(line) or (key and _NOT_GPU_KEYS.match(key)):
+                if em and eng not in st.engines:
+                    st.engines[eng] = (ln, em.group(0))
+        not_gpu_key = bool(key) and bool(_NOT_GPU_KEYS.match(key))
+        st.claimed.clear()
+        vendors.read_line(st, ln, line, key, value, cut_last and ln == last, _count, _vendor_group, devices=not not_gpu_key)
+        if not_gpu_key or not (_GPUISH.search(line) or _GLUED.search(line)):
             continue
-        im = _INDEXED_GPU.match(line)
-        if im:
-            name = im.group(2).strip()
-            hit = gputable.lookup(name)
-            w = _cc_written(name)
-            if truncated_line and hit is None and w is None:
-                notes.append(f"free-form line {ln}: '{line[:60]}' may be cut off (last line, no newline) and names no known GPU; not counted")
-                continue
-            idx = int(im.group(1))
-            indexed.setdefault(idx, GpuFacts(index=idx, name=Fact.of(name, f"{FMT} line {ln}"),
-                                             compute_capability=_gpu_cc(name, hit, w, ln, notes),
-                                             memory_bytes=_mem_fact(name, ln)))
+        _read_gpu_line(st, ln, line, low, key, value, cut_last and ln == last)
+    gpus_out, gpu_list = _assemble_gpus(st)
+    return _machine(st, text, gpus_out, gpu_list)
+
+
+def _read_cuda_versions(st: _State, ln: int, line: str, low: str) -> None:
+    """Driver, driver CUDA, toolkit and bare CUDA versions of one line."""
+    has_cuda = "cuda" in low
+    for m in (_DRIVER.finditer(line) if ("driver" in low or "kmd" in low) else ()):
+        st.driver.add(m.group(1), ln, f"'{m.group(0).strip()}'")
+    for m in (_CUDA_DRIVER.finditer(line) if has_cuda else ()):
+        st.cuda_drv.add(m.group(1), ln, f"'{m.group(0).strip()}'")
+    for m in (_TOOLKIT.finditer(line) if (has_cuda or "nvcc" in low) else ()):
+        st.toolkit.add(m.group(1), ln, f"'{m.group(0).strip()}'")
+    if has_cuda and not _CUDA_DRIVER.search(line) and not _TOOLKIT.search(line):
+        for m in _CUDA_BARE.finditer(line):
+            if "cu1" not in line[m.start():m.end()].lower():
+                st.bare_cuda.append(f"line {ln}: '{m.group(0).strip()}'")
+
+
+def _read_packages(st: _State, ln: int, line: str, low: str) -> None:
+    """Package versions of one line (a requirement or a change is not a version); torch's +cu tag."""
+    for m in (_PKG.finditer(line) if any(k in low for k in _PKG_HINTS) else ()):
+        name = _PKG_NAMES[m.group(1).lower().replace("_", "-")]
+        ver = m.group(2).rstrip(".")  # a version that ends a sentence
+        before = low[max(0, m.start() - 14):m.start()]
+        if ver.endswith("+") or re.search(r"requir|need|>=|<|than|at least|upgrade to|from", before):
+            continue  # a requirement or a change, not the installed version
+        st.pkgs.setdefault(name, _Seen(f"{name} version")).add(ver, ln, f"'{m.group(0).strip()}'")
+        if name == "torch":
+            t = re.search(r"\+cu(\d{1,2})(\d)(?![\d])", ver)
+            if t:
+                st.torch_cuda.add(f"{int(t.group(1))}.{t.group(2)}", ln, f"torch {ver} (+cu tag)")
+
+
+def _read_images(st: _State, ln: int, line: str, low: str) -> None:
+    """Engine container tags of one line: the engine version and the image's CUDA build."""
+    for m in (_IMAGE.finditer(line) if ("lmsysorg/" in low or "vllm-openai" in low) else ()):
+        repo, tag = m.group(1), m.group(2)
+        eng = "sglang" if "sglang" in repo else "vllm"
+        tv = _TAG_VERSION.match(tag)
+        if tv:
+            st.pkgs.setdefault(eng, _Seen(f"{eng} version")).add(tv.group(1), ln, f"container tag {repo}:{tag}")
+        else:
+            st.notes.append(f"free-form line {ln}: container tag {repo}:{tag} names no {eng} version")
+        tc = _TAG_CUDA.search(tag)
+        if tc and tc.group(2) is not None and eng == "sglang":
+            st.torch_cuda.add(f"{int(tc.group(1))}.{tc.group(2)}", ln, f"container tag {repo}:{tag} (image built for CUDA {int(tc.group(1))}.{tc.group(2)})")
+        elif tc:
+            st.notes.append(f"free-form line {ln}: container tag {repo}:{tag} says CUDA {int(tc.group(1))} (major only)")
+
+
+def _cut_note(st: _State, ln: int, line: str) -> None:
+    st.notes.append(f"free-form line {ln}: '{line[:60]}' may be cut off (last line, no newline) and names no known GPU; not counted")
+
+
+def _read_gpu_line(st: _State, ln: int, line: str, low: str, key: str, value: str, truncated_line: bool) -> None:
+    """The GPUs one line names: a ``GPU N:`` line, a GPU key's value, or products in prose."""
+    im = _INDEXED_GPU.match(line)
+    if im:
+        name = im.group(2).strip()
+        hit = gputable.lookup(name)
+        w = _cc_written(name)
+        if truncated_line and hit is None and w is None:
+            _cut_note(st, ln, line)
+            return
+        idx = int(im.group(1))
+        st.indexed.setdefault(idx, GpuFacts(index=idx, name=Fact.of(name, f"{FMT} line {ln}"),
+                                            compute_capability=_gpu_cc(name, hit, w, ln, st.notes),
+                                            memory_bytes=_mem_fact(name, ln)))
+        return
+    gpu_key = bool(key) and bool(_GPU_KEYS.match(key))
+    scope = value if gpu_key else line
+    off = line.rfind(scope) if gpu_key else 0
+    hits = [h for h in gputable.find_all(unglue(scope)) if not any(s < off + h.end and off + h.start < e for s, e in st.claimed)]
+    written = _cc_written(scope)
+    if not hits:
+        if gpu_key and value and (written or re.search(r"nvidia|geforce|tesla|quadro|rtx", value, re.I)):
+            if truncated_line and written is None:
+                _cut_note(st, ln, line)
+                return
+            name = re.split(r"\s*[,(;]\s*", _strip_count(value), maxsplit=1)[0].strip()
+            st.groups.append(_Group(name, _gpu_cc(name, None, written, ln, st.notes), _mem_fact(value, ln), _count(value, 0, 0), ln, key))
+        return
+    prose_ok = gpu_key or written is not None or re.search(r"\bgpus?\b|\bon an?\b|hardware|device", low) or "@" in scope
+    for h in hits:
+        c = _count(scope, h.start, h.end)
+        if not (prose_ok or c is not None):
             continue
-        gpu_key = bool(key) and bool(_GPU_KEYS.match(key))
-        scope = value if gpu_key else line
-        hits = gputable.find_all(scope)
-        written = _cc_written(scope)
-        if not hits:
-            if gpu_key and value and (written or re.search(r"nvidia|geforce|tesla|quadro|rtx", value, re.I)):
-                if truncated_line and written is None:
-                    notes.append(f"free-form line {ln}: '{line[:60]}' may be cut off (last line, no newline) and names no known GPU; not counted")
-                    continue
-                name = re.split(r"\s*[,(;]\s*", _strip_count(value), maxsplit=1)[0].strip()
-                groups.append(_Group(name, _gpu_cc(name, None, written, ln, notes), _mem_fact(value, ln), _count(value, 0, 0), ln, key))
+        if gpu_key and len(hits) == 1:
+            name = re.split(r"\s*[,(;]\s*|\s+-\s+", _strip_count(value), maxsplit=1)[0].strip()
+            name = re.sub(r"\s+gpus?$", "", name, flags=re.I) or scope[h.start:h.end]
+        else:
+            pre = re.search(r"(?:nvidia\s+(?:geforce\s+)?)$", scope[:h.start], re.I)
+            name = scope[pre.start() if pre else h.start:h.end]
+        cc = _gpu_cc(name, h, written if len(hits) == 1 else None, ln, st.notes)
+        st.groups.append(_Group(name, cc, _mem_fact(scope, ln) if len(hits) == 1 else Fact.absent("not attributable"), c, ln, key))
+
+
+def _assemble_gpus(st: _State) -> tuple[tuple[GpuFacts, ...], Fact]:
+    """The GPU list: ``GPU N:`` lines when there are any, else the named groups (merged, counted)."""
+    if st.indexed:
+        gpus_out = tuple(st.indexed[i] for i in sorted(st.indexed))
+        return gpus_out, Fact.of(len(gpus_out), f"{FMT}: 'GPU N:' lines")
+    merged = _merge_groups(_prefer_gpu_lines(st.groups, st.notes), st.notes)
+    # Several different products named only in running text ("my friend has an RTX 5090 and a GB10"),
+    # with no GPU line among them, do not say which of them this machine has: reading them as one mixed
+    # machine would invent facts (and an MTP202 error). They become a conflict: "could not tell".
+    prose_conflict = None
+    if len(merged) > 1 and any(not (g.key and _GPU_KEYS.match(g.key)) for g in merged) and not any(g.key and _GPU_PROPER.match(g.key) for g in merged):
+        listed = "; ".join(f"{g.name} (line {g.line})" for g in merged[:6])
+        prose_conflict = (f"conflict: the free-form text names {len(merged)} different GPU products outside a GPU line "
+                          f"({listed}); which of them this machine has is not said")
+        st.notes.append(prose_conflict + "; not used")
+        merged = []
+    out: list[GpuFacts] = []
+    how: list[str] = []
+    for g in merged:
+        n = g.count if g.count is not None else 1
+        how.append(f"{n}x {g.name} (line {g.line}{'' if g.count is not None else ', count not written: 1'})")
+        for _ in range(n):
+            out.append(GpuFacts(index=len(out), name=Fact.of(g.name, f"{FMT} line {g.line}" + (f" ({g.how})" if g.how else "")),
+                                compute_capability=g.cc, memory_bytes=g.mem, arch=g.arch))
+    gpu_list = (Fact.of(len(out), f"{FMT}: " + "; ".join(how)) if out else
+                Fact.absent(prose_conflict, source=FMT) if prose_conflict else Fact.absent("the free-form text names no GPU"))
+    return tuple(out), gpu_list
+
+
+def _prefer_gpu_lines(groups: list[_Group], notes: list[str]) -> list[_Group]:
+    """With a proper GPU line, a system named elsewhere ("Device: DGX Spark") is the GPU of the GPU line when
+    they agree or one is unknown: those other groups are dropped (with a note)."""
+    proper = [g for g in groups if g.key and _GPU_PROPER.match(g.key)]
+    if not proper:
+        return groups
+    pid = {id(g) for g in proper}
+    dropped = [g for g in groups if id(g) not in pid and any(not g.cc.present or not p.cc.present or g.cc.value == p.cc.value for p in proper)]
+    for g in dropped:
+        notes.append(f"free-form line {g.line} names {g.name}; the GPU line(s) {', '.join(str(p.line) for p in proper)} are used for the GPU list")
+    did = {id(g) for g in dropped}
+    return [g for g in groups if id(g) not in did]
+
+
+def _merge_groups(groups: list[_Group], notes: list[str]) -> list[_Group]:
+    """Groups naming one product merged: the first count and compute capability kept, disagreements noted."""
+    merged: list[_Group] = []
+    for g in groups:
+        same = next((m for m in merged if _same_product(m, g)), None)
+        if same is None:
+            merged.append(g)
             continue
-        prose_ok = gpu_key or written is not None or re.search(r"\bgpus?\b|\bon an?\b|hardware|device", low)
-        for h in hits:
-            c = _count(scope, h.start, h.end)
-            if not (prose_ok or c is not None):
-                continue
-            if gpu_key and len(hits) == 1:
-                name = re.split(r"\s*[,(;]\s*|\s+-\s+", _strip_count(value), maxsplit=1)[0].strip()
-                name = re.sub(r"\s+gpus?$", "", name, flags=re.I) or scope[h.start:h.end]
-            else:
-                pre = re.search(r"(?:nvidia\s+(?:geforce\s+)?)$", scope[:h.start], re.I)
-                name = scope[pre.start() if pre else h.start:h.end]
-            cc = _gpu_cc(name, h, written if len(hits) == 1 else None, ln, notes)
-            groups.append(_Group(name, cc, _mem_fact(scope, ln) if len(hits) == 1 else Fact.absent("not attributable"), c, ln, key))
-    # --- assemble GPUs -------------------------------------------------------------------------
-    gpu_list: Fact
-    if indexed:
-        gpus_out = tuple(indexed[i] for i in sorted(indexed))
-        gpu_list = Fact.of(len(gpus_out), f"{FMT}: 'GPU N:' lines")
-    else:
-        proper = [g for g in groups if g.key and _GPU_PROPER.match(g.key)]
-        if proper:
-            # a system named elsewhere ("Device: DGX Spark") is the GPU of the GPU line when they agree or one is unknown
-            pid = {id(g) for g in proper}
-            dropped = [g for g in groups if id(g) not in pid and any(not g.cc.present or not p.cc.present or g.cc.value == p.cc.value for p in proper)]
-            for g in dropped:
-                    notes.append(f"free-form line {g.line} names {g.name}; the GPU line(s) {', '.join(str(p.line) for p in proper)} are used for the GPU list")
-            did = {id(g) for g in dropped}
-            groups = [g for g in groups if id(g) not in did]
-        merged: list[_Group] = []
-        for g in groups:
-            same = next((m for m in merged if _same_product(m, g)), None)
-            if same is None:
-                merged.append(g)
-                continue
-            if g.count is not None and same.count is not None and g.count != same.count:
-                notes.append(f"conflict: free-form line {same.line} says {same.count}x {same.name}, line {g.line} says {g.count}x; line {same.line} used")
-            if same.count is None:
-                same.count = g.count
-            if not same.cc.present and g.cc.present and "conflict" not in str(same.cc.missing):
-                same.cc = g.cc
-            elif same.cc.present and g.cc.present and same.cc.value != g.cc.value:
-                same.cc = Fact.absent(f"conflict: line {same.line} gives {_ccs(same.cc.value)}, line {g.line} gives {_ccs(g.cc.value)}", source=FMT)
-            if not same.mem.present and g.mem.present:
-                same.mem = g.mem
-        # Several different products named only in running text ("my friend has an RTX 5090 and a GB10"),
-        # with no GPU line among them, do not say which of them this machine has: reading them as one mixed
-        # machine would invent facts (and an MTP202 error). They become a conflict: "could not tell".
-        prose_conflict = None
-        if len(merged) > 1 and any(not (g.key and _GPU_KEYS.match(g.key)) for g in merged) and not any(g.key and _GPU_PROPER.match(g.key) for g in merged):
-            listed = "; ".join(f"{g.name} (line {g.line})" for g in merged[:6])
-            prose_conflict = (f"conflict: the free-form text names {len(merged)} different GPU products outside a GPU line "
-                              f"({listed}); which of them this machine has is not said")
-            notes.append(prose_conflict + "; not used")
-            merged = []
-        out: list[GpuFacts] = []
-        how: list[str] = []
-        for g in merged:
-            n = g.count if g.count is not None else 1
-            how.append(f"{n}x {g.name} (line {g.line}{'' if g.count is not None else ', count not written: 1'})")
-            for _ in range(n):
-                out.append(GpuFacts(index=len(out), name=Fact.of(g.name, f"{FMT} line {g.line}"), compute_capability=g.cc, memory_bytes=g.mem))
-        gpus_out = tuple(out)
-        gpu_list = (Fact.of(len(out), f"{FMT}: " + "; ".join(how)) if out else
-                    Fact.absent(prose_conflict, source=FMT) if prose_conflict else Fact.absent("the free-form text names no GPU"))
-    if bare_cuda:
-        notes.append("free-form CUDA version(s) without saying which CUDA (driver, toolkit or torch build); not used: " + ", ".join(bare_cuda[:5]))
-    packages = {name: seen.fact(notes) for name, seen in sorted(pkgs.items())}
+        if g.count is not None and same.count is not None and g.count != same.count:
+            notes.append(f"conflict: free-form line {same.line} says {same.count}x {same.name}, line {g.line} says {g.count}x; line {same.line} used")
+        if same.count is None:
+            same.count = g.count
+        if not same.cc.present and g.cc.present and "conflict" not in str(same.cc.missing):
+            same.cc = g.cc
+        elif same.cc.present and g.cc.present and same.cc.value != g.cc.value:
+            same.cc = Fact.absent(f"conflict: line {same.line} gives {_ccs(same.cc.value)}, line {g.line} gives {_ccs(g.cc.value)}", source=FMT)
+        if not same.mem.present and g.mem.present:
+            same.mem = g.mem
+    return merged
+
+
+def _machine(st: _State, text: str, gpus_out: tuple[GpuFacts, ...], gpu_list: Fact) -> MachineFacts:
+    """The :class:`MachineFacts` of everything read (conflicting values become missing facts with a note)."""
+    notes = st.notes
+    if st.bare_cuda:
+        notes.append("free-form CUDA version(s) without saying which CUDA (driver, toolkit or torch build); not used: " + ", ".join(st.bare_cuda[:5]))
+    packages = {name: seen.fact(notes) for name, seen in sorted(st.pkgs.items())}
     torch_version = packages.get("torch") or Fact.absent("the free-form text shows no torch version")
-    if len(engines) == 1:
-        (eng, (ln, what)), = engines.items()
+    if len(st.engines) == 1:
+        (eng, (ln, what)), = st.engines.items()
         engine = Fact.of(eng, f"{FMT} line {ln} (mentions '{what}')")
-    elif engines:
-        engine = Fact.absent("the free-form text mentions both " + " and ".join(f"{e} (line {ln})" for e, (ln, _) in sorted(engines.items())), source=FMT)
+    elif st.engines:
+        engine = Fact.absent("the free-form text mentions both " + " and ".join(f"{e} (line {ln})" for e, (ln, _) in sorted(st.engines.items())), source=FMT)
     else:
         engine = Fact.absent("the free-form text mentions no serving engine")
     return MachineFacts(
         origin=f"env-dump:{FMT}",
         gpus=gpus_out,
         gpu_list=gpu_list,
-        driver_version=driver.fact(notes),
-        cuda_driver_version=cuda_drv.fact(notes),
-        toolkit=toolkit.fact(notes),
+        driver_version=st.driver.fact(notes),
+        cuda_driver_version=st.cuda_drv.fact(notes),
+        toolkit=st.toolkit.fact(notes),
         cuda_home=Fact.absent("the free-form text shows no CUDA_HOME"),
         torch_version=torch_version,
-        torch_cuda=torch_cuda.fact(notes),
+        torch_cuda=st.torch_cuda.fact(notes),
         torch_arch_list=Fact.absent("the free-form text shows no torch arch list"),
         packages=packages,
         platform=_platform(text),
         engine=engine,
+        accelerator=vendors.platform_fact(st.vendor["platform"], notes, st),
+        rocm_version=st.vendor["rocm"].fact(notes),
+        cann_version=st.vendor["cann"].fact(notes),
+        env=dict(st.env),
         notes=tuple(dict.fromkeys(notes)),
     )
 
 
 def found_anything(f: MachineFacts) -> bool:
     """Whether the free-form reader found at least one fact (a GPU, a version, a driver, the engine)."""
-    scalars = (f.driver_version, f.cuda_driver_version, f.toolkit, f.torch_version, f.torch_cuda, f.engine)
+    scalars = (f.driver_version, f.cuda_driver_version, f.toolkit, f.torch_version, f.torch_cuda, f.engine, f.accelerator,
+               f.rocm_version, f.cann_version)
     return bool(f.gpus) or any(x.present for x in scalars) or any(p.present for p in f.packages.values())
 
 
@@ -361,6 +438,11 @@ def _platform(text: str) -> Fact:
     if not m:
         return Fact.absent("the free-form text does not say the platform")
     return Fact.of("wsl2" if "wsl" in m.group(0).lower() else "windows", f"{FMT} (mentions '{m.group(0)}')")
+
+
+def _vendor_group(name: str, arch: Fact, count: int | None, ln: int, key: str, how: str) -> _Group:
+    """The group of an AMD / Ascend device read by :mod:`mtp_audit.preflight.freeform_vendors`."""
+    return _Group(name, Fact.absent("not an NVIDIA GPU"), Fact.absent("free-form text shows no device memory"), count, ln, key, arch, how)
 
 
 def _strip_count(v: str) -> str:

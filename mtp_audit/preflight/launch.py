@@ -38,6 +38,7 @@ FLAGS: dict[str, tuple[str, ...]] = {
     "--ep": ("--ep", "--ep-size", "--expert-parallel-size"),
     "--attention-backend": ("--attention-backend",),
     "--kv-cache-dtype": ("--kv-cache-dtype",),
+    "--device": ("--device",),  # wheel:sglang-0.5.9:sglang/srt/server_args.py:3296 (cuda, xpu, hpu, npu, cpu)
 }
 BOOL_FLAGS = ("--enable-pdmux",)
 
@@ -52,6 +53,7 @@ VLLM_FLAGS: dict[str, tuple[str, ...]] = {
     "--moe-backend": ("--moe-backend",),
     "--linear-backend": ("--linear-backend",),
     "--speculative-config": ("--speculative-config",),
+    "--device": ("--device",),  # DeviceConfig.device through get_kwargs: wheel:vllm-0.9.2:vllm/engine/arg_utils.py:397,813
 }
 #: vLLM lower-cases these values and turns '-' into '_' (arg_utils.py:1367 in 0.20.0; KernelConfig validators).
 VLLM_NORMALIZED_VALUES = ("--moe-backend", "--linear-backend")

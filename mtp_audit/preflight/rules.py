@@ -1,4 +1,4 @@
-"""Preflight rules MTP200-MTP232: documentation, sources and runnable examples.
+"""Preflight rules MTP200-MTP232 (NVIDIA) and MTP240-MTP249 (AMD ROCm, Ascend, CPU-only machines): documentation, sources and runnable examples.
 
 The checks live in :mod:`mtp_audit.preflight.analyze`; each rule here names the candidate rule of
 ``../shared/research/blackwell_fp4.md`` §10 (R01-R35) it implements. Examples are environment dumps
@@ -57,6 +57,42 @@ def vllm_env(gpu: tuple[str, str] = H200, *, n: int = 8, vllm: str = "0.20.0", t
 
 
 VL = ("vllm", "serve", "m", "--quantization", "modelopt_fp4")
+
+
+def rocm_env(gpu: str = "AMD Instinct MI300X (gfx942:sramecc+:xnack-)", *, n: int = 8, vllm: str = "0.20.0", torch: str = "2.9.0+rocm7.0",
+             rocm: str = "7.0.51831-a3e329ad8", env_vars: dict[str, str] | None = None) -> str:
+    """A ``vllm collect-env`` dump of a ROCm machine in the real format (ROCm lines as in gh:vllm-project/vllm#51964 and
+    gh:vllm-project/vllm#7951; one ``GPUn`` column per GPU in the GPU Topology, as ``rocm-smi --showtopo`` prints)."""
+    topo = "       " + " ".join(f"GPU{i}" for i in range(n))
+    envs = "\n".join(f"{k}={v}" for k, v in (env_vars or {}).items())
+    return (f"==============================\n       PyTorch Info\n==============================\nPyTorch version              : {torch}\n"
+            f"Is debug build               : False\nCUDA used to build PyTorch   : N/A\nROCM used to build PyTorch   : {rocm}\n\n"
+            "==============================\n       CUDA / GPU Info\n==============================\nIs CUDA available            : True\n"
+            f"CUDA runtime version         : Could not collect\nGPU models and configuration : {gpu}\nNvidia driver version        : Could not collect\n"
+            f"HIP runtime version          : {rocm}\n\n==============================\n         vLLM Info\n==============================\n"
+            f"ROCM Version                 : {rocm}\nvLLM Version                 : {vllm}\nGPU Topology:\n{topo}\n\n"
+            f"==============================\n     Environment Variables\n==============================\n{envs}\n")
+
+
+def npu_env(npu: str = "910B3", *, n: int = 8, vllm: str = "0.9.1", vllm_ascend: str = "0.9.1", cann: str = "8.1.RC1") -> str:
+    """vllm-ascend's collect_env output in the real format (vllm-project/vllm-ascend collect_env.py env_info_fmt; the
+    npu-smi table as in gh:vllm-project/vllm-ascend#750)."""
+    rows = "".join(f"| {i}     {npu:<20}| OK            | 94.2        41                0    / 0             |\n"
+                   f"| 0                         | 0000:C{i}:00.0  | 0           0    / 0          3335 / 65536         |\n"
+                   "+===========================+===============+====================================================+\n" for i in range(n))
+    return ("PyTorch version: 2.5.1\nIs debug build: False\n\nVersions of relevant libraries:\n[pip3] torch==2.5.1\n[pip3] torch-npu==2.5.1\n"
+            f"vLLM Version: {vllm}\nvLLM Ascend Version: {vllm_ascend}\n\nENV Variables:\nASCEND_TOOLKIT_HOME=/usr/local/Ascend/ascend-toolkit/latest\n\nNPU:\n"
+            "+------------------------------------------------------------------------------------------------+\n"
+            "| npu-smi 24.1.0                   Version: 24.1.0                                               |\n"
+            "+---------------------------+---------------+----------------------------------------------------+\n"
+            "| NPU   Name                | Health        | Power(W)    Temp(C)           Hugepages-Usage(page)|\n"
+            "| Chip                      | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |\n"
+            "+===========================+===============+====================================================+\n"
+            + rows + "\nCANN:\npackage_name=Ascend-cann-toolkit\nversion=" + cann + "\ninnerversion=V100R001C21\n")
+
+
+MI355 = "AMD Instinct MI355X (gfx950:sramecc+:xnack-)"
+VMX = ("vllm", "serve", "m", "--quantization", "mxfp4")
 
 
 def facts_json(gpu: tuple[str, str] = PRO6000, *, n: int = 8, torch: str = "2.12.0+cu130", torch_cuda: str = "13.0", sglang: str = "0.5.9",
@@ -356,6 +392,82 @@ RULES = RULES + (
       ("wheel:vllm-0.20.0:vllm/envs.py vs wheel:vllm-0.24.0:vllm/envs.py (environment_variables keys)", "wheel:vllm-0.24.0:vllm/envs.py:1998-2004"), "code",
       (_ex(True, "VLLM_USE_FLASHINFER_MOE_FP4=1 before vllm serve on vLLM 0.24.0", {"env.txt": vllm_env(B200, vllm="0.24.0")}, ("VLLM_USE_FLASHINFER_MOE_FP4=1",) + VL),
        _ex(False, "the same on vLLM 0.20.0, which still reads it", {"env.txt": vllm_env(B200)}, ("VLLM_USE_FLASHINFER_MOE_FP4=1",) + VL))),
+)
+
+RULES = RULES + (
+    R("MTP240", "platform", I, "The machine's platform (NVIDIA CUDA, AMD ROCm, Ascend CANN or CPU only) and where it came from",
+      "Off NVIDIA: always reports the platform, the devices (gfx target or Ascend model) and the stack (ROCm, CANN, torch, driver, AITER, torch_npu, vllm-ascend), each with the dump line or table row it came from. The platform is decided before any capability check: a tool of one vendor (npu-smi, amd-smi / rocm-smi), the devices named, torch's ROCm build or +rocm tag, torch_npu / vllm-ascend / CANN, a container image (rocm/vllm, quay.io/ascend/vllm-ascend) or the launch's --device npu / hip.",
+      "The NVIDIA checks are meaningless off CUDA; saying what the machine is comes first.",
+      "Nothing to fix; check that the platform and devices are the ones you meant.",
+      ("mtp_audit/data/amd.json", "mtp_audit/data/ascend.json", "https://rocm.docs.amd.com/en/latest/reference/gpu-arch-specs.html"), "documentation",
+      (_ex(True, "a vLLM collect-env of an MI300X machine", {"env.txt": rocm_env()}), _ex(True, "vllm-ascend collect_env of a 910B3 machine", {"env.txt": npu_env()}),
+       _ex(False, "an NVIDIA machine: the platform is in the summary, not a finding", {"env.txt": vllm_env()}, VL))),
+    R("MTP241", "nvidia-checks-not-applicable", I, "The NVIDIA FP4 checks do not apply to this platform",
+      "Off NVIDIA (ROCm, CANN, CPU only): says that the NVIDIA checks (MTP200-MTP227, MTP229-MTP232: FP4 tensor cores by compute capability, CUDA driver and toolkit floors, torch's CUDA build, FlashInfer / sgl-kernel cubins) were not run, and which checks ran instead.",
+      "Not applicable is an answer: it is neither 'not capable' nor a refused input, and it does not change the exit code.",
+      "Nothing to fix.", ("mtp_audit/preflight/vendors.py",), "code",
+      (_ex(True, "Ascend machine", {"env.txt": npu_env()}), _ex(False, "H200 machine", {"env.txt": vllm_env()}, VL))),
+    R("MTP242", "amd-fp4-path", W, "The FP4 path of the engine on this AMD GPU: native, or emulated with its cost",
+      "ROCm only, when FP4 is intended (bare preflight, an FP4 --quantization or checkpoint): per gfx target, MXFP4 runs natively only on gfx950 (CDNA4: MI350X / MI355X; info); elsewhere (gfx942 = CDNA3: MI300X / MI300A / MI325X / MI308X, gfx90a, RDNA) vLLM emulates it (Quark: weights dequantised, activations quantise-dequantised, BF16 math; gpt-oss MXFP4: Triton with MXFP4 weights upcast) and NVFP4 everywhere (vLLM >= 0.20: EmulationNvFp4LinearKernel is the only ROCm NVFP4 kernel; vLLM 0.11: Petit, with the petit-kernel package) (warning, with the cost). The path is read per engine version from data/amd.json.",
+      "Emulation keeps the 4-bit weights in memory but computes at BF16 rate with extra dequantisation: slower than FP8 on the same GPU.",
+      "Run MXFP4 on gfx950; on gfx942 prefer an FP8 checkpoint (FP8 e4m3fnuz matrix cores).",
+      ("https://rocm.docs.amd.com/en/latest/reference/precision-support.html", "wheel:vllm-0.20.0:vllm/platforms/rocm.py:798-816",
+       "wheel:vllm-0.20.0:vllm/model_executor/layers/quantization/quark/schemes/quark_ocp_mx.py:215-237", "wheel:vllm-0.20.0:vllm/model_executor/kernels/linear/__init__.py:260-273",
+       "wheel:vllm-0.11.0:vllm/model_executor/layers/quantization/petit.py:128-137"), "code",
+      (_ex(True, "MI300X (gfx942), vLLM 0.20.0, --quantization mxfp4: emulated", {"env.txt": rocm_env()}, VMX),
+       _ex(True, "MI355X (gfx950), vLLM 0.20.0, NVFP4: emulated", {"env.txt": rocm_env(MI355)}, VL),
+       _ex(False, "MI300X, vLLM 0.20.0, an FP8 launch", {"env.txt": rocm_env()}, ("vllm", "serve", "m", "--quantization", "fp8")))),
+    R("MTP243", "amd-fp4-not-runnable", E, "An FP4 checkpoint the engine cannot run on this AMD GPU",
+      "ROCm only: fires when the engine has no path at all for the launch's FP4 format on the GPU: SGLang --quantization mxfp4 off gfx95 ('mxfp4' is registered on HIP only when mxfp_supported(), else 'Invalid quantization method' / 'Current platform gfx942 not support mxfp4 computation'), SGLang NVFP4 on ROCm (its NVFP4 kernels are CUDA-only). An error when the launch names the format, a warning for a bare preflight.",
+      "The server stops while loading the model.",
+      "Use an MXFP4 checkpoint on gfx950, an FP8 / BF16 checkpoint elsewhere, or vLLM's emulated path.",
+      ("wheel:sglang-0.5.9:sglang/srt/layers/quantization/__init__.py:81-86", "wheel:sglang-0.5.9:sglang/srt/layers/quantization/mxfp4.py:227-237",
+       "wheel:sglang-0.5.9:sglang/srt/layers/quantization/modelopt_quant.py:84-90"), "code",
+      (_ex(True, "MI300X, SGLang 0.5.9, --quantization mxfp4", {"env.txt": rocm_env().replace("vLLM Version                 : 0.20.0", "vLLM Version                 : N/A") + "sglang: 0.5.9\n"},
+           ("python", "-m", "sglang.launch_server", "--model-path", "m", "--quantization", "mxfp4")),
+       _ex(False, "MI355X, SGLang 0.5.9, --quantization mxfp4 (native)", {"env.txt": rocm_env(MI355).replace("vLLM Version                 : 0.20.0", "vLLM Version                 : N/A") + "sglang: 0.5.9\n"},
+           ("python", "-m", "sglang.launch_server", "--model-path", "m", "--quantization", "mxfp4")))),
+    R("MTP244", "amd-gfx950-only-switch", E, "A gfx950-only vLLM switch on a GPU that is not gfx950",
+      "vLLM on ROCm: fires when VLLM_ROCM_USE_AITER_FP4BMM (on by default from vLLM 0.15 with VLLM_ROCM_USE_AITER=1) or VLLM_ROCM_USE_AITER_FP4_ASM_GEMM is on and a GPU is not gfx950. Before the gate vLLM does not check the GPU and crashes: an error for 0.15-0.16 (the crash is reported on 0.16.0rc2), a warning for 0.17-0.19 and an unknown version (the gate, PR #35250, is first seen in the audited 0.20.0 wheel); from 0.20.0 it is ignored off gfx950 (info).",
+      "MI300X crashes with 'MXFP4 quantization is not supported on gfx942' or an illegal instruction (gh:vllm-project/vllm#34641).",
+      "Set the switch to 0, or upgrade vLLM.",
+      ("gh:vllm-project/vllm#34641", "gh:vllm-project/vllm#35250", "wheel:vllm-0.20.0:vllm/_aiter_ops.py:1335-1346"), "bug report",
+      (_ex(True, "MI300X, vLLM 0.16.0, VLLM_ROCM_USE_AITER=1 (FP4 BMM on by default)", {"env.txt": rocm_env(vllm="0.16.0")}, ("VLLM_ROCM_USE_AITER=1", "vllm", "serve", "m")),
+       _ex(False, "MI355X, vLLM 0.16.0, VLLM_ROCM_USE_AITER=1", {"env.txt": rocm_env(MI355, vllm="0.16.0")}, ("VLLM_ROCM_USE_AITER=1", "vllm", "serve", "m")))),
+    R("MTP245", "ascend-fp4-not-applicable", I, "The FP4 checks do not apply to Ascend NPUs",
+      "Ascend only: always says that NVFP4 and the GPU MXFP4 kernels do not exist on Ascend NPUs (quantisation there is W8A8 / W4A8), as a note: never 'not capable', never a refused input, no exit-code change.",
+      "An NPU machine asked 'can it run FP4' deserves an answer, not a silence or an error.",
+      "Nothing to fix; quantise for Ascend with msmodelslim (W8A8 / W4A8).",
+      ("https://docs.vllm.ai/projects/ascend/en/v0.9.1/user_guide/support_matrix/supported_features.html",), "documentation",
+      (_ex(True, "910B3 machine", {"env.txt": npu_env()}), _ex(False, "MI300X machine", {"env.txt": rocm_env()}))),
+    R("MTP246", "ascend-910-not-vllm-ascend", W, "A first-generation Ascend 910 with vllm-ascend",
+      "vLLM on Ascend: fires for an Ascend 910 / 910 Pro B / 910 Premium A (Ascend-cann-kernels-910), which vllm-ascend does not support (its FAQ lists Atlas A2, A3 and 300I only).",
+      "vllm-ascend's kernels are built for 910B / 910C / 310P; the first-generation 910 fails at startup or in custom ops.",
+      "Run on Atlas A2 (910B), A3 (910C) or 300I (310P).",
+      ("https://docs.vllm.ai/projects/ascend/en/v0.11.0/faqs.html", "gh:vllm-project/vllm-ascend#1047"), "documentation",
+      (_ex(True, "910ProB machine", {"env.txt": npu_env("910ProB")}), _ex(False, "910B3 machine", {"env.txt": npu_env()}))),
+    R("MTP247", "vllm-ascend-mtp-status", I, "The speculative-decoding (MTP) status vllm-ascend documents for its version",
+      "vLLM on Ascend with a known vllm-ascend version: says what vllm-ascend's feature matrix documents for speculative decoding at that version (0.7.3: functional with usage limits; 0.9.0 on: functional, basic support, DeepSeek MTP through --speculative-config method deepseek_mtp).",
+      "Whether the MTP heads can draft at all depends on the plugin, not on vLLM alone.",
+      "Read the linked feature matrix for the limits of your version.",
+      ("https://docs.vllm.ai/projects/ascend/en/v0.7.3/user_guide/suppoted_features.html", "https://docs.vllm.ai/projects/ascend/en/v0.11.0/user_guide/support_matrix/supported_features.html"), "documentation",
+      (_ex(True, "vllm-ascend 0.9.1", {"env.txt": npu_env()}), _ex(False, "vllm-ascend version not shown", {"env.txt": npu_env().replace("vLLM Ascend Version: 0.9.1\n", "")}))),
+    R("MTP248", "sglang-npu-mxfp4-needs-950", W, "SGLang NPU --quantization mxfp4 on an NPU that is not Ascend 950",
+      "SGLang on Ascend (0.5.23 on): fires when the launch asks --quantization mxfp4, which SGLang's NPU backend maps to an online dual-level MXFP4 W4A4 scheme that requires Ascend 950 (A5), and an NPU is another model.",
+      "The scheme's matmul kernel exists only on Ascend 950.",
+      "Use an msmodelslim W8A8 / W4A8 checkpoint on this NPU.",
+      ("wheel:sglang-0.5.23:sglang/srt/layers/quantization/npu_mxfp4_w4a4.py:1-16", "wheel:sglang-0.5.23:sglang/srt/layers/quantization/__init__.py:107-116"), "code",
+      (_ex(True, "910B3, SGLang 0.5.23, --quantization mxfp4", {"env.txt": npu_env().replace("vLLM Version: 0.9.1\nvLLM Ascend Version: 0.9.1\n", "") + "sglang: 0.5.23\n"},
+           ("python", "-m", "sglang.launch_server", "--model-path", "m", "--device", "npu", "--quantization", "mxfp4")),
+       _ex(False, "910B3, SGLang 0.5.23, no quantization", {"env.txt": npu_env().replace("vLLM Version: 0.9.1\nvLLM Ascend Version: 0.9.1\n", "") + "sglang: 0.5.23\n"},
+           ("python", "-m", "sglang.launch_server", "--model-path", "m", "--device", "npu")))),
+    R("MTP249", "launch-device-platform-mismatch", E, "The launch's --device names another platform than the machine's",
+      "Fires when the launch's --device (npu, hip/rocm, cuda, cpu) names a platform the machine facts contradict (an npu launch on a ROCm machine).",
+      "The engine cannot open a device of that kind: it stops at startup.",
+      "Drop --device or set it to the machine's platform.",
+      ("sglang/srt/server_args.py --device (cuda, xpu, hpu, npu, cpu)",), "code",
+      (_ex(True, "--device npu on an MI300X machine", {"env.txt": rocm_env()}, ("python", "-m", "sglang.launch_server", "--model-path", "m", "--device", "npu")),
+       _ex(False, "--device npu on a 910B3 machine", {"env.txt": npu_env()}, ("python", "-m", "sglang.launch_server", "--model-path", "m", "--device", "npu")))),
 )
 
 RULES_BY_ID = {r.id: r for r in RULES}

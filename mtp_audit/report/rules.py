@@ -31,6 +31,7 @@ ANALYZER_RULE_MODULES: dict[str, str | tuple[str, ...]] = {
     "preflight": "mtp_audit.preflight.rules",
     "launch": ("mtp_audit.engines.sglang.launch.rules", "mtp_audit.engines.vllm.launch.rules"),
     "vllm": "mtp_audit.engines.vllm.rules",
+    "trtllm": "mtp_audit.engines.trtllm.rules",
 }
 
 ID_RANGES: dict[str, range] = {
@@ -40,6 +41,7 @@ ID_RANGES: dict[str, range] = {
     "preflight": range(200, 300),
     "launch": range(300, 400),
     "vllm": range(400, 500),
+    "trtllm": range(700, 750),
 }
 
 #: Where a rule's fact comes from. "bug report" rules say so in their doc (issue 4 asks for it).
@@ -181,7 +183,7 @@ class Rule:
 
 
 #: Analyzers whose examples run through another module than the one beside their rules.
-EXAMPLE_MODULES: dict[str, str] = {"launch": "mtp_audit.launch.examples"}
+EXAMPLE_MODULES: dict[str, str] = {"launch": "mtp_audit.launch.examples", "trtllm": "mtp_audit.launch.examples"}
 
 
 def rule_modules(analyzer: str) -> tuple[str, ...]:

@@ -14,6 +14,12 @@ _ENV = ("Python: 3.12.3 (main, Jan 22 2026, 20:57:42) [GCC 13.3.0]\nCUDA availab
 SM120_ENV = _ENV.format(gpu="NVIDIA RTX PRO 6000 Blackwell Server Edition", cc="12.0")
 
 
+def env_dump(gpu: str, cc: str) -> str:
+    """An environment dump (``python3 -m sglang.check_env`` format) of a one-GPU machine: ``gpu`` its name, ``cc`` its
+    compute capability as ``"9.0"``."""
+    return _ENV.format(gpu=gpu, cc=cc)
+
+
 def checkpoint_files(folder: str = "ckpt", *, arch: str = "Qwen3_5MoeForConditionalGeneration", mtp: bool = True,
                      nvfp4: bool = False, experts: int = 2) -> dict[str, str]:
     """A metadata-only Qwen3.5-MoE-shaped checkpoint: ``config.json`` + index naming the tensors

@@ -30,9 +30,11 @@ def cache_dir(namespace: str) -> Path | None:
     return base / namespace
 
 
-def key_for(data: bytes, server: bool) -> str:
-    """Cache key: SHA-1 of the file bytes plus the pass selector."""
-    return hashlib.sha1(data + (b"\x00S" if server else b"\x00E")).hexdigest()
+def key_for(data: bytes, passes: tuple[str, ...] | bool) -> str:
+    """Cache key: SHA-1 of the file bytes plus the passes run on them (``True``/``False``: the server pass or none)."""
+    if isinstance(passes, bool):
+        passes = ("server",) if passes else ()
+    return hashlib.sha1(data + b"\x00" + ",".join(passes).encode()).hexdigest()
 
 
 def load(folder: Path | None, key: str) -> dict[str, Any] | None:

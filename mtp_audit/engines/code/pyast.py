@@ -3,8 +3,7 @@ bytes without raising, dotted names, log calls (the "logged vs silent" test of a
 a message, and module-level string sets / ``Literal`` resolution. Used by the vLLM analyzer
 (:mod:`mtp_audit.engines.vllm.scan`); engine knowledge (file and class names) stays in each engine's package.
 
-The sglang analyzer builds its rewrite model on libcst nodes (:mod:`mtp_audit.engines.sglang.scan`), so it does
-not use these yet (docs/vllm.md "Not done").
+The sglang analyzer has its own module index (:mod:`mtp_audit.engines.code.index`).
 """
 
 from __future__ import annotations

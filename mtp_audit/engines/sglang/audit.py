@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.engines.code import cache
-from mtp_audit.engines.sglang.scan import SCAN_VERSION, scan_file, wants_server_pass
+from mtp_audit.engines.sglang.scan import SCAN_VERSION, passes_for, scan_file
 from mtp_audit.engines.sglang.target import open_target
 from mtp_audit.progress import Progress
 from mtp_audit.report import Evidence, Gap, Location, Report
@@ -26,29 +26,32 @@ ANALYZER = "sglang"
 SPEC_ARG = "speculative_algorithm"
 #: Flags whose choices the preflight reads (issue 3 item 7).
 PREFLIGHT_FLAGS = ("--fp4-gemm-backend", "--moe-runner-backend", "--quantization")
-_FP4 = re.compile(r"fp4", re.I)
+_FP4 = re.compile(r"fp4", re.IGNORECASE)
 _CLI_PATHS = re.compile(r"(^|/)srt/(server_args\.py|arg_groups/)")
 
 
 def _workers() -> int:
+    """Worker processes for the parse: 1 (serial). Measured on 2 cores (docs/sglang.md): with one ``ast`` parse
+    and one index walk per file, a cold 0.5.23 tree parses 95 files in well under a second, and the pool's
+    start-up plus pickling of the results cost more than they save (serial 3.5-3.8 s vs pooled 4.3 s under
+    load average 6); ``MTP_AUDIT_SCAN_WORKERS`` sets another count."""
     try:
-        n = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - non-Linux
-        n = os.cpu_count() or 1
-    return max(1, min(2, n))
+        return max(1, min(8, int(os.environ.get("MTP_AUDIT_SCAN_WORKERS", "1"))))
+    except ValueError:
+        return 1
 
 
-def _scan_job(job: tuple[str, bytes, bool]) -> tuple[str, dict[str, Any]]:
-    rel, data, server = job
-    return rel, scan_file(rel, data, server)
+def _scan_job(job: tuple[str, bytes, tuple[str, ...]]) -> tuple[str, dict[str, Any]]:
+    rel, data, passes = job
+    return rel, scan_file(rel, data, passes)
 
 
-#: Largest file put through the ast + libcst pass (bytes); SGLang 0.5.23's largest such file is 121 KB,
-#: 0.5.9's 250 KB. A larger one is not parsed (a blocking gap says so): libcst runs at about 0.4 MB/s
+#: Largest file put through the ast pass (bytes); SGLang 0.5.23's largest such file is 121 KB,
+#: 0.5.9's 250 KB. A larger one is not parsed (a blocking gap says so): parse and index run at about 2 MB/s
 #: on a 2-core machine, so this and MAX_SERVER_PASS_BYTES bound the audit of any tree to about 25 s.
 MAX_SERVER_PASS_FILE = 1024 * 1024
 
-#: Most bytes put through the ast + libcst pass in one tree; SGLang 0.5.23 puts 1.1 MB (66 files) through it,
+#: Most bytes put through the ast pass in one tree; SGLang 0.5.23 puts 1.5 MB (105 files) through it,
 #: 0.5.9 0.46 MB (5 files).
 MAX_SERVER_PASS_BYTES = 8 * 1024 * 1024
 
@@ -60,7 +63,7 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
     """Scan every file of ``tree``; returns (rel -> scan result, statistics).
 
     Files whose bytes hold none of the searched tokens get only the regex env-var pass; server
-    files go through ast + libcst, in ``workers`` processes (default: up to 2). A server file is
+    files are parsed and indexed once, serially by default (``workers``; see :func:`_workers`). A server file is
     handed to the pool as soon as it is read, so the workers parse while this process reads and
     regex-scans the rest of the tree (the serial work before the pool used to leave them idle).
     Results, their order and the tree's notes are those of a plain sorted pass.
@@ -69,7 +72,7 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
     results: dict[str, dict[str, Any]] = {}
     jobs: list[tuple[str, bytes, bool, str]] = []
     stats = {"files": len(tree.files), "parsed": 0, "cached": 0, "bytes": 0}
-    from mtp_audit.engines.sglang.scan import ENTRY_HINT, scan_env
+    from mtp_audit.engines.sglang.scan import has_entry, scan_env
 
     server_bytes = 0
     n = workers if workers is not None else _workers()
@@ -82,24 +85,25 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
             if data is None:
                 continue
             stats["bytes"] += len(data)
-            server = wants_server_pass(rel, data)
+            passes = passes_for(rel, data)
+            server = bool(passes)
             if server and (len(data) > MAX_SERVER_PASS_FILE or server_bytes + len(data) > MAX_SERVER_PASS_BYTES):
                 over = (f"{len(data)} bytes, over the {MAX_SERVER_PASS_FILE}-byte limit" if len(data) > MAX_SERVER_PASS_FILE
                         else f"the tree's server-argument files exceed {MAX_SERVER_PASS_BYTES} bytes")
-                results[rel] = {"env": scan_env(data), "entry": [], "gap": f"{over} for the ast + libcst pass; not parsed"}
+                results[rel] = {"env": scan_env(data), "entry": [], "gap": f"{over} for the ast pass; not parsed"}
                 continue
             if server:
                 server_bytes += len(data)
-            if not server and not ENTRY_HINT.search(data):
+            if not server and not has_entry(data):
                 results[rel] = {"env": scan_env(data), "entry": [], "gap": None}
                 continue
-            key = cache.key_for(data, server)
+            key = cache.key_for(data, passes)
             hit = cache.load(folder, key)
             if hit is not None:
                 results[rel] = hit
                 stats["cached"] += 1
                 continue
-            jobs.append((rel, data, server, key))
+            jobs.append((rel, data, passes, key))
             if server and n > 1:
                 if pool is None:
                     import multiprocessing
@@ -109,12 +113,12 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
 
                     ctx = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
                     pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx)
-                futures[rel] = pool.submit(_scan_job, (rel, data, server))
+                futures[rel] = pool.submit(_scan_job, (rel, data, passes))
         # a cold scan of a large tree takes seconds: a bar on a terminal (never in CI or a pipe); a warm one has no jobs
         with Progress(len(jobs), f"parsing {tree.display}", min_total=PROGRESS_MIN_FILES) as progress:
-            for rel, data, server, _ in jobs:
+            for rel, data, passes, _ in jobs:
                 if rel not in futures:
-                    results[rel] = scan_file(rel, data, server)
+                    results[rel] = scan_file(rel, data, passes)
                     progress.step()
             done: dict[str, dict[str, Any]] = {}
             for rel, fut in futures.items():
@@ -124,22 +128,26 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
     stats["parsed"] = sum(1 for j in jobs if j[2])
-    # the insertion order of the former two-phase pass: loop results, then the pooled files largest
-    # first (when more than 3), then the other jobs in path order
-    big = [j for j in jobs if j[2]]
-    if n > 1 and len(big) > 3:
-        big.sort(key=lambda j: -len(j[1]))
-        first = {rel: res for rel, res in results.items() if rel not in {j[0] for j in jobs}}
-        ordered = {**first, **{j[0]: done[j[0]] for j in big}, **{j[0]: results[j[0]] for j in jobs if not j[2]}}
-    else:
-        merged = {**results, **done}
-        first = {rel: res for rel, res in merged.items() if rel not in {j[0] for j in jobs}}
-        ordered = {**first, **{j[0]: merged[j[0]] for j in jobs}}
-    results = ordered
+    results = _ordered(results, done, jobs, n)
     tree.notes[notes_before:] = sorted(tree.notes[notes_before:], key=lambda note: note[0])
     for rel, _, _, key in jobs:
         cache.store(folder, key, results[rel])
     return results, stats
+
+
+def _ordered(results: dict[str, dict[str, Any]], done: dict[str, dict[str, Any]], jobs: list[tuple[str, bytes, Any, str]],
+             n: int) -> dict[str, dict[str, Any]]:
+    """The insertion order of the former two-phase pass: loop results, then the pooled files largest first (when
+    more than 3), then the other jobs in path order."""
+    big = [j for j in jobs if j[2]]
+    in_jobs = {j[0] for j in jobs}
+    if n > 1 and len(big) > 3:
+        big.sort(key=lambda j: -len(j[1]))
+        first = {rel: res for rel, res in results.items() if rel not in in_jobs}
+        return {**first, **{j[0]: done[j[0]] for j in big}, **{j[0]: results[j[0]] for j in jobs if not j[2]}}
+    merged = {**results, **done}
+    first = {rel: res for rel, res in merged.items() if rel not in in_jobs}
+    return {**first, **{j[0]: merged[j[0]] for j in jobs}}
 
 
 # --- linking ---------------------------------------------------------------------------------
@@ -267,225 +275,321 @@ def _froms_for(froms: list[list[Any]], names: tuple[str, ...]) -> list[str]:
 
 def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], list[Gap]]:
     """Turn per-file scan results into the public facts (see docs/sglang.md) and gaps."""
-    gaps: list[Gap] = []
-    consts = _Consts(tree, results)
-    for rel, note in tree.notes:
-        gaps.append(Gap(ANALYZER, f"{rel}: {note}", path=rel, blocking=False))
-    for rel in sorted(results):
-        r = results[rel]
-        if r.get("gap"):
-            blocking = "consts" in r or "not parse" in r["gap"] or "UTF-8" in r["gap"]
-            gaps.append(Gap(ANALYZER, f"{rel}: {r['gap']}", path=rel, blocking=blocking))
-        for msg in r.get("unit_errors", []):
-            gaps.append(Gap(ANALYZER, f"{rel}: {msg}", path=rel, blocking=True))
-
-    server_args = _server_args_status(tree, results)
-    if server_args["status"] != "ok" and not any(g.blocking and g.path == server_args["path"] for g in gaps):
-        gaps.append(Gap(ANALYZER, f"{server_args['path']}: {server_args['reason']}; cannot tell which flags this SGLang "
-                                  "declares (no conclusion about speculative decoding is drawn)", path=server_args["path"], blocking=True))
-
-    # CLI arguments
-    from mtp_audit.engines.sglang.diff import is_relevant
-
-    unresolved: list[dict[str, Any]] = []
-    cli: dict[str, dict[str, Any]] = {}
-    dest_of: dict[str, str] = {}
-    for rel in sorted(results):
-        if not _CLI_PATHS.search(rel):
-            continue
-        for rec in results[rel].get("cli", []):
-            flag = rec["flag"]
-            if flag in cli:
-                continue
-            choices = rec["choices"]
-            if choices is None and rec["choices_expr"]:
-                choices = consts.resolve_expr(rel, rec["choices_expr"])
-                if choices is None:
-                    unresolved.append({"flag": flag, "location": _loc(rel, rec["line"]), "expr": rec["choices_expr"]})
-                    if is_relevant(rec["dest"]):  # only MTP/FP4 flags get a note; the others are counted in facts
-                        gaps.append(Gap(ANALYZER, f"{rel}:{rec['line']}: choices of {flag} ({rec['choices_expr']}) not statically resolvable",
-                                        path=rel, blocking=False))
-            cli[flag] = {
-                "choices": choices,
-                "default": rec["default"],
-                # where the default is written: the dataclass field line for default=ServerArgs.x
-                "default_location": _loc(rel, rec["default_line"]) if rec.get("default_line") else None,
-                "default_expr": rec.get("default_expr"),
-                "location": _loc(rel, rec["line"]),
-                "choices_location": _loc(rel, rec.get("choices_line")) if rec.get("choices_line") else None,
-                "choices_expr": rec["choices_expr"],
-                "dest": rec["dest"],
-                "help": rec["help"],
-                "aliases": rec.get("aliases", []),
-                "action": rec.get("action"),
-                "nargs": rec.get("nargs"),
-                "type": rec.get("type"),
-                "required": rec.get("required", False),
-            }
-            dest_of[rec["dest"]] = flag
-    dests = set(dest_of)
-
+    ln = _Linker(tree, results)
+    ln.file_gaps()
+    server_args = ln.server_args_gap()
+    ln.cli_table()
     funcs: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
     for rel in sorted(results):
         for fn in results[rel].get("funcs", []):
             funcs[fn["name"]].append((rel, fn))
-
-    remaps: list[dict[str, Any]] = []
-    autos: list[dict[str, Any]] = []
-    normalisations: list[dict[str, Any]] = []
-    draft_overrides: list[dict[str, Any]] = []
-    draft_fills: list[dict[str, Any]] = []
-    aliases: list[dict[str, Any]] = []
-
-    def add(entry: dict[str, Any]) -> None:
-        (remaps if entry["argument"] == SPEC_ARG else autos).append(entry)
-
     for rel in sorted(results):
-        in_server = bool(_CLI_PATHS.search(rel))
         for fn in results[rel].get("funcs", []):
-            for n in fn["normalisations"]:
-                normalisations.append({"argument": n["argument"], "kind": n["kind"], "location": _loc(rel, n["line"]), "shape": n["shape"]})
-            for d in fn["draft_path_fills"]:
-                draft_fills.append({"kind": d["kind"], "location": _loc(rel, d["line"]), "condition": d["condition"], "value": d["value"],
-                                    "test_location": _loc(rel, d["test_line"]) if d["test_line"] else None})
-            for d in fn["draft_overrides"]:
-                froms: list[str] = []
-                for subj, op, lits in d["froms"]:
-                    if op in ("==", "in"):
-                        froms += lits
-                    elif op == "in-name":
-                        froms += consts.resolve_name(rel, lits[0].split(".")[-1]) or [f"<{lits[0]}>"]
-                for f in froms or ["*"]:
-                    draft_overrides.append({"from": f, "to": d["to"], "location": _loc(rel, d["line"]), "condition": d["condition"], "logged": d["logged"]})
-            for a in fn["alias_lookups"]:
-                members = consts.resolve_name(rel, a["set_name"].split(".")[-1])
-                owner = fn.get("owner") or ""
-                argument = re.sub(r"(?<!^)(?=[A-Z])", "_", owner).lower() if owner else a["subject"]
-                if members is None:
-                    gaps.append(Gap(ANALYZER, f"{rel}:{a['line']}: alias set {a['set_name']} not statically resolvable", path=rel, blocking=argument == SPEC_ARG))
+            ln.function_records(rel, fn, funcs)
+        ln.model_override_tables(rel)
+    registry = ln.registries()
+    facts = ln.facts(server_args, registry)
+    return facts, ln.gaps
+
+
+class _Linker:
+    """The steps of :func:`link`, sharing the tree, the per-file results, the constant resolver and the growing
+    fact lists (``cli``, ``remaps``, ``autos``, ...) and gaps."""
+
+    def __init__(self, tree: SourceTree, results: dict[str, dict[str, Any]]) -> None:
+        self.tree, self.results = tree, results
+        self.gaps: list[Gap] = []
+        self.consts = _Consts(tree, results)
+        self.cli: dict[str, dict[str, Any]] = {}
+        self.dests: set[str] = set()
+        self.unresolved: list[dict[str, Any]] = []
+        self.remaps: list[dict[str, Any]] = []
+        self.autos: list[dict[str, Any]] = []
+        self.normalisations: list[dict[str, Any]] = []
+        self.draft_overrides: list[dict[str, Any]] = []
+        self.draft_fills: list[dict[str, Any]] = []
+        self.aliases: list[dict[str, Any]] = []
+
+    def add(self, entry: dict[str, Any]) -> None:
+        (self.remaps if entry["argument"] == SPEC_ARG else self.autos).append(entry)
+
+    def file_gaps(self) -> None:
+        """The tree's notes, files that could not be read or parsed, functions that could not be analysed."""
+        for rel, note in self.tree.notes:
+            self.gaps.append(Gap(ANALYZER, f"{rel}: {note}", path=rel, blocking=False))
+        for rel in sorted(self.results):
+            r = self.results[rel]
+            if r.get("gap"):
+                server_file = "server" in r.get("passes", ("server",))  # a file only other passes read is a note
+                blocking = "consts" in r or server_file and ("not parse" in r["gap"] or "UTF-8" in r["gap"])
+                self.gaps.append(Gap(ANALYZER, f"{rel}: {r['gap']}", path=rel, blocking=blocking))
+            for msg in r.get("unit_errors", []):
+                self.gaps.append(Gap(ANALYZER, f"{rel}: {msg}", path=rel, blocking=True))
+
+    def server_args_gap(self) -> dict[str, Any]:
+        """:func:`_server_args_status`, with a blocking gap when ``server_args.py`` was not read."""
+        server_args = _server_args_status(self.tree, self.results)
+        if server_args["status"] != "ok" and not any(g.blocking and g.path == server_args["path"] for g in self.gaps):
+            self.gaps.append(Gap(ANALYZER, f"{server_args['path']}: {server_args['reason']}; cannot tell which flags this SGLang "
+                                           "declares (no conclusion about speculative decoding is drawn)",
+                                 path=server_args["path"], blocking=True))
+        return server_args
+
+    def cli_table(self) -> None:
+        """Every declared flag (first declaration wins), its choices resolved across modules."""
+        from mtp_audit.engines.sglang.diff import is_relevant
+
+        dest_of: dict[str, str] = {}
+        for rel in sorted(self.results):
+            if not _CLI_PATHS.search(rel):
+                continue
+            for rec in self.results[rel].get("cli", []):
+                flag = rec["flag"]
+                if flag in self.cli:
                     continue
-                aliases.append({"set": a["set_name"], "members": members, "to": a["to"], "location": _loc(rel, a["line"]),
-                                "defined": consts.locate_name(rel, a["set_name"].split(".")[-1]),
-                                "function": f"{owner}.{fn['name']}" if owner else fn["name"]})
-                for m in members:
-                    add({"argument": argument, "from": m, "to": [a["to"]], "condition": a["condition"], "logged": False,
-                         "location": _loc(rel, a["line"]), "test_location": _loc(rel, a["test_line"]) if a["test_line"] else None,
-                         "shape": "enum-alias-lookup", "via": f"{owner}.{fn['name']}" if owner else fn["name"]})
-            for s in fn["sites"]:
-                arg = s["argument"]
-                if not in_server and s["shape"] == "assignment":
-                    continue  # self.x = ... outside ServerArgs (workers, ModelConfig copies) is not a CLI rewrite
-                if arg != SPEC_ARG and (arg not in dests or not in_server) and s["shape"] != "return-dict":
-                    continue
-                if arg != SPEC_ARG and s["shape"] == "return-dict" and arg not in dests:
-                    continue
-                if "call" in s:
-                    linked = _link_call(rel, s, funcs)
-                    if linked is None:
-                        if arg == SPEC_ARG:
-                            gaps.append(Gap(ANALYZER, f"{rel}:{s['line']}: {arg} is set from {s['call']['func']}(...), whose result is not a literal; remap not understood",
-                                            path=rel, blocking=True))
-                        else:
-                            autos.append({"argument": arg, "from": _from_value(s, arg), "to": [f"<{s['call']['func']}(...)>"], "condition": s["condition"],
-                                          "logged": s["logged"], "location": _loc(rel, s["line"]), "shape": s["shape"]})
-                        continue
-                    for e in linked:
-                        add(e)
-                    continue
-                if s.get("dynamic") and arg == SPEC_ARG:
-                    gaps.append(Gap(ANALYZER, f"{rel}:{s['line']}: {arg} is set to {s['to'][0]}; remap shape not understood", path=rel, blocking=False))
-                    continue
-                froms = _froms_for(s["froms"], (arg,))
-                for f in froms or ["*"]:
-                    to = [("None" if t is None else str(t)) for t in s["to"]]
-                    if f == "*" and arg == SPEC_ARG and to in (["None"],):
-                        continue
-                    add({"argument": arg, "from": f, "to": to, "condition": s["condition"], "logged": s["logged"],
-                         "location": _loc(rel, s["line"]), "test_location": _loc(rel, s["test_line"]) if s["test_line"] else None,
-                         "shape": s["shape"]})
-        # MODEL_OVERRIDES tables (0.5.20 on): {"Arch": {"field": value}}
-        for name, c in results[rel].get("consts", {}).items():
+                choices = rec["choices"]
+                if choices is None and rec["choices_expr"]:
+                    choices = self.consts.resolve_expr(rel, rec["choices_expr"])
+                    if choices is None:
+                        self.unresolved.append({"flag": flag, "location": _loc(rel, rec["line"]), "expr": rec["choices_expr"]})
+                        if is_relevant(rec["dest"]):  # only MTP/FP4 flags get a note; the others are counted in facts
+                            self.gaps.append(Gap(ANALYZER, f"{rel}:{rec['line']}: choices of {flag} ({rec['choices_expr']}) not "
+                                                           "statically resolvable", path=rel, blocking=False))
+                self.cli[flag] = _cli_fact(rel, rec, choices)
+                dest_of[rec["dest"]] = flag
+        self.dests = set(dest_of)
+
+    def function_records(self, rel: str, fn: dict[str, Any], funcs: dict[str, list[tuple[str, dict[str, Any]]]]) -> None:
+        """One function's normalisations, draft-path fills, draft overrides, alias lookups and rewrite sites."""
+        for n in fn["normalisations"]:
+            self.normalisations.append({"argument": n["argument"], "kind": n["kind"], "location": _loc(rel, n["line"]), "shape": n["shape"]})
+        for d in fn["draft_path_fills"]:
+            self.draft_fills.append({"kind": d["kind"], "location": _loc(rel, d["line"]), "condition": d["condition"], "value": d["value"],
+                                     "test_location": _loc(rel, d["test_line"]) if d["test_line"] else None})
+        for d in fn["draft_overrides"]:
+            froms: list[str] = []
+            for _subj, op, lits in d["froms"]:
+                if op in ("==", "in"):
+                    froms += lits
+                elif op == "in-name":
+                    froms += self.consts.resolve_name(rel, lits[0].split(".")[-1]) or [f"<{lits[0]}>"]
+            for f in froms or ["*"]:
+                self.draft_overrides.append({"from": f, "to": d["to"], "location": _loc(rel, d["line"]), "condition": d["condition"],
+                                             "logged": d["logged"]})
+        for a in fn["alias_lookups"]:
+            self.alias_lookup(rel, fn, a)
+        in_server = bool(_CLI_PATHS.search(rel))
+        for site in fn["sites"]:
+            self.site(rel, site, in_server, funcs)
+
+    def alias_lookup(self, rel: str, fn: dict[str, Any], a: dict[str, Any]) -> None:
+        """An alias set looked up by an enum's ``from_string``: each member becomes a rewrite to ``a["to"]``."""
+        members = self.consts.resolve_name(rel, a["set_name"].split(".")[-1])
+        owner = fn.get("owner") or ""
+        argument = re.sub(r"(?<!^)(?=[A-Z])", "_", owner).lower() if owner else a["subject"]
+        if members is None:
+            self.gaps.append(Gap(ANALYZER, f"{rel}:{a['line']}: alias set {a['set_name']} not statically resolvable", path=rel,
+                                 blocking=argument == SPEC_ARG))
+            return
+        via = f"{owner}.{fn['name']}" if owner else fn["name"]
+        self.aliases.append({"set": a["set_name"], "members": members, "to": a["to"], "location": _loc(rel, a["line"]),
+                             "defined": self.consts.locate_name(rel, a["set_name"].split(".")[-1]), "function": via})
+        for m in members:
+            self.add({"argument": argument, "from": m, "to": [a["to"]], "condition": a["condition"], "logged": False,
+                      "location": _loc(rel, a["line"]), "test_location": _loc(rel, a["test_line"]) if a["test_line"] else None,
+                      "shape": "enum-alias-lookup", "via": via})
+
+    def site(self, rel: str, s: dict[str, Any], in_server: bool, funcs: dict[str, list[tuple[str, dict[str, Any]]]]) -> None:
+        """One rewrite site: a remap (``speculative_algorithm``) or an auto-resolution of a declared flag."""
+        arg = s["argument"]
+        if not in_server and s["shape"] == "assignment":
+            return  # self.x = ... outside ServerArgs (workers, ModelConfig copies) is not a CLI rewrite
+        if arg != SPEC_ARG and (arg not in self.dests or not in_server) and s["shape"] != "return-dict":
+            return
+        if arg != SPEC_ARG and s["shape"] == "return-dict" and arg not in self.dests:
+            return
+        if "call" in s:
+            linked = _link_call(rel, s, funcs)
+            if linked is None:
+                if arg == SPEC_ARG:
+                    self.gaps.append(Gap(ANALYZER, f"{rel}:{s['line']}: {arg} is set from {s['call']['func']}(...), whose result is "
+                                                   "not a literal; remap not understood", path=rel, blocking=True))
+                else:
+                    self.autos.append({"argument": arg, "from": _from_value(s, arg), "to": [f"<{s['call']['func']}(...)>"],
+                                       "condition": s["condition"], "logged": s["logged"], "location": _loc(rel, s["line"]),
+                                       "shape": s["shape"]})
+                return
+            for e in linked:
+                self.add(e)
+            return
+        if s.get("dynamic") and arg == SPEC_ARG:
+            self.gaps.append(Gap(ANALYZER, f"{rel}:{s['line']}: {arg} is set to {s['to'][0]}; remap shape not understood", path=rel,
+                                 blocking=False))
+            return
+        for f in _froms_for(s["froms"], (arg,)) or ["*"]:
+            to = [("None" if t is None else str(t)) for t in s["to"]]
+            if f == "*" and arg == SPEC_ARG and to in (["None"],):
+                continue
+            self.add({"argument": arg, "from": f, "to": to, "condition": s["condition"], "logged": s["logged"],
+                      "location": _loc(rel, s["line"]), "test_location": _loc(rel, s["test_line"]) if s["test_line"] else None,
+                      "shape": s["shape"]})
+
+    def model_override_tables(self, rel: str) -> None:
+        """``MODEL_OVERRIDES`` tables (0.5.20 on): ``{"Arch": {"field": value}}``."""
+        for name, c in self.results[rel].get("consts", {}).items():
             if name.endswith("MODEL_OVERRIDES") and "dict" in c:
                 for arch, fields in sorted(c["dict"].items()):
                     if isinstance(fields, dict):
                         for field, val in sorted(fields.items()):
-                            add({"argument": field, "from": "*", "to": [str(val)], "condition": f'architecture == "{arch}"', "logged": False,
-                                 "location": _loc(rel, c["line"]), "test_location": None, "shape": "MODEL_OVERRIDES"})
+                            self.add({"argument": field, "from": "*", "to": [str(val)], "condition": f'architecture == "{arch}"',
+                                      "logged": False, "location": _loc(rel, c["line"]), "test_location": None, "shape": "MODEL_OVERRIDES"})
 
-    mtp_classes: list[dict[str, Any]] = []
-    entry_classes: list[dict[str, Any]] = []
-    parsers: list[dict[str, Any]] = []
-    env: dict[str, dict[str, list[str]]] = defaultdict(lambda: {"defined": [], "read": []})
+    def registries(self) -> dict[str, Any]:
+        """EntryClass registrations (MTP ones apart), argument parsers and environment variables."""
+        mtp_classes: list[dict[str, Any]] = []
+        entry_classes: list[dict[str, Any]] = []
+        parsers: list[dict[str, Any]] = []
+        env: dict[str, dict[str, list[str]]] = defaultdict(lambda: {"defined": [], "read": []})
+        for rel in sorted(self.results):
+            r = self.results[rel]
+            for e in r.get("entry", []):
+                rec = {"class": e["class"], "file": rel, "line": e["line"], "entry_location": _loc(rel, e["entry_line"])}
+                entry_classes.append(rec)
+                if e.get("mtp", True):
+                    mtp_classes.append(dict(rec))
+            if _CLI_PATHS.search(rel):
+                for pr in r.get("parsers", []):
+                    parsers.append({"allow_abbrev": pr["allow_abbrev"], "prog": pr["prog"], "function": pr["function"],
+                                    "location": _loc(rel, pr["line"])})
+            for name, line in r["env"]["defined"]:
+                env[name]["defined"].append(_loc(rel, line))
+            for name, line in r["env"]["read"]:
+                env[name]["read"].append(_loc(rel, line))
+        return {"mtp_classes": mtp_classes, "entry_classes": entry_classes, "parsers": parsers, "env": env}
+
+    def nextn_accepted(self) -> list[dict[str, str]]:
+        """How ``--speculative-algorithm NEXTN`` is accepted: choices, help text, an alias set, a remap."""
+        spec = self.cli.get("--speculative-algorithm")
+        accepted: list[dict[str, str]] = []
+        if spec is not None:
+            if spec["choices"] and "NEXTN" in spec["choices"]:
+                accepted.append({"via": "choices", "location": spec.get("choices_location") or spec["location"]})
+            elif spec["help"] and "NEXTN" in spec["help"]:
+                accepted.append({"via": "help text (free-form flag)", "location": spec["location"]})
+        for a in self.aliases:
+            if "NEXTN" in a["members"]:
+                accepted.append({"via": f"alias set {a['set']}", "location": a["location"]})
+        for r in self.remaps:
+            if r["from"] == "NEXTN" and r["shape"] != "enum-alias-lookup":
+                accepted.append({"via": "remap", "location": r["location"]})
+                break
+        return accepted
+
+    def facts(self, server_args: dict[str, Any], registry: dict[str, Any]) -> dict[str, Any]:
+        """The public facts (docs/sglang.md "Facts contract") and their summary."""
+        tree, results, cli = self.tree, self.results, self.cli
+        accepted = self.nextn_accepted()
+        parsers, env = registry["parsers"], registry["env"]
+        key = lambda d: (d.get("location", ""), str(d))  # noqa: E731
+        by_class = lambda d: (d["file"], d["line"], d["class"])  # noqa: E731
+        facts: dict[str, Any] = {
+            "model_overrides": sorted(_model_overrides(results), key=key),
+            "backend_asserts": sorted((a for rel in sorted(results) for a in results[rel].get("asserts", [])), key=key),
+            "version": tree.version,
+            "target_kind": tree.kind,
+            "server_args": server_args,
+            "cli_arguments": dict(sorted(cli.items())),
+            "remaps": sorted(self.remaps, key=key),
+            "auto_resolutions": sorted(self.autos, key=key),
+            "normalisations": sorted(self.normalisations, key=key),
+            "aliases": sorted(self.aliases, key=key),
+            "nextn_accepted": accepted,
+            "draft_model_path_fills": sorted(self.draft_fills, key=key),
+            "draft_arch_overrides": sorted(self.draft_overrides, key=key),
+            "mtp_classes": sorted(registry["mtp_classes"], key=by_class),
+            "entry_classes": sorted(registry["entry_classes"], key=by_class),
+            "parser": (sorted(parsers, key=lambda d: d["location"])[0] if parsers else None),
+            "entry_points": _entry_points(tree),
+            "env_vars": [{"name": n, "defined": sorted(set(v["defined"])), "read": sorted(set(v["read"]))} for n, v in sorted(env.items())],
+            "unresolved_choices": sorted(self.unresolved, key=lambda d: d["flag"]),
+            "preflight_choices": {
+                "--fp4-gemm-backend": (cli.get("--fp4-gemm-backend") or {}).get("choices"),
+                "--moe-runner-backend": (cli.get("--moe-runner-backend") or {}).get("choices"),
+                "--quantization(fp4)": [c for c in ((cli.get("--quantization") or {}).get("choices") or []) if _FP4.search(c)],
+            },
+        }
+        facts["summary"] = self.summary(facts, server_args, accepted)
+        return facts
+
+    def summary(self, facts: dict[str, Any], server_args: dict[str, Any], accepted: list[dict[str, str]]) -> dict[str, Any]:
+        """``facts["summary"]``: the counts and the NEXTN answer."""
+        nextn = [r for r in self.remaps if r["from"] == "NEXTN"]
+        spec = self.cli.get("--speculative-algorithm")
+        return {
+            "version": self.tree.version,
+            "speculative_decoding": True if spec is not None else (False if server_args["status"] == "ok" else None),
+            "nextn_accepted": bool(accepted),
+            "nextn_to": sorted({t for r in nextn for t in r["to"]}),
+            "nextn_remap_logged": any(r["logged"] for r in nextn if r["to"] == ["EAGLE"]) if nextn else None,
+            "remaps": len(self.remaps),
+            "auto_resolutions": len(self.autos),
+            "draft_arch_overrides": len(self.draft_overrides),
+            "mtp_classes": len(facts["mtp_classes"]),
+            "env_vars": len(facts["env_vars"]),
+            "cli_arguments": len(self.cli),
+            "model_overrides": len(facts["model_overrides"]),
+            "backend_asserts": len(facts["backend_asserts"]),
+        }
+
+
+def _cli_fact(rel: str, rec: dict[str, Any], choices: list[str] | None) -> dict[str, Any]:
+    """``facts["cli_arguments"][flag]`` from one scanned declaration."""
+    return {
+        "choices": choices,
+        "default": rec["default"],
+        # where the default is written: the dataclass field line for default=ServerArgs.x
+        "default_location": _loc(rel, rec["default_line"]) if rec.get("default_line") else None,
+        "default_expr": rec.get("default_expr"),
+        "location": _loc(rel, rec["line"]),
+        "choices_location": _loc(rel, rec.get("choices_line")) if rec.get("choices_line") else None,
+        "choices_expr": rec["choices_expr"],
+        "dest": rec["dest"],
+        "help": rec["help"],
+        "aliases": rec.get("aliases", []),
+        "action": rec.get("action"),
+        "nargs": rec.get("nargs"),
+        "type": rec.get("type"),
+        "required": rec.get("required", False),
+    }
+
+
+#: Shapes of a value handed over by a per-model override function (0.5.20 on).
+_OVERRIDE_SHAPES = ("overrides-dict", "return-dict")
+
+
+def _model_overrides(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rewrites made by functions registered for architectures (``@_register_for("MiniMaxM2ForCausalLM")`` in
+    0.5.23 ``srt/arg_groups/model_overrides/minimax_m2.py``): ``[{"argument", "from", "to", "condition",
+    "architectures", "function", "logged", "location", "test_location"}]``; ``condition`` is the Python text of
+    the ``if`` branches around the store (evaluated per launch by :func:`mtp_audit.engines.sglang.replay.guard_value`)."""
+    out: list[dict[str, Any]] = []
     for rel in sorted(results):
-        r = results[rel]
-        for e in r.get("entry", []):
-            entry_classes.append({"class": e["class"], "file": rel, "line": e["line"], "entry_location": _loc(rel, e["entry_line"])})
-            if e.get("mtp", True):
-                mtp_classes.append({"class": e["class"], "file": rel, "line": e["line"], "entry_location": _loc(rel, e["entry_line"])})
-        if _CLI_PATHS.search(rel):
-            for pr in r.get("parsers", []):
-                parsers.append({"allow_abbrev": pr["allow_abbrev"], "prog": pr["prog"], "function": pr["function"],
-                                "location": _loc(rel, pr["line"])})
-        for name, line in r["env"]["defined"]:
-            env[name]["defined"].append(_loc(rel, line))
-        for name, line in r["env"]["read"]:
-            env[name]["read"].append(_loc(rel, line))
-
-    spec = cli.get("--speculative-algorithm")
-    accepted: list[dict[str, str]] = []
-    if spec is not None:
-        if spec["choices"] and "NEXTN" in spec["choices"]:
-            accepted.append({"via": "choices", "location": spec.get("choices_location") or spec["location"]})
-        elif spec["help"] and "NEXTN" in spec["help"]:
-            accepted.append({"via": "help text (free-form flag)", "location": spec["location"]})
-    for a in aliases:
-        if "NEXTN" in a["members"]:
-            accepted.append({"via": f"alias set {a['set']}", "location": a["location"]})
-    for r in remaps:
-        if r["from"] == "NEXTN" and r["shape"] != "enum-alias-lookup":
-            accepted.append({"via": "remap", "location": r["location"]})
-            break
-
-    key = lambda d: (d.get("location", ""), str(d))  # noqa: E731
-    facts: dict[str, Any] = {
-        "version": tree.version,
-        "target_kind": tree.kind,
-        "server_args": server_args,
-        "cli_arguments": dict(sorted(cli.items())),
-        "remaps": sorted(remaps, key=key),
-        "auto_resolutions": sorted(autos, key=key),
-        "normalisations": sorted(normalisations, key=key),
-        "aliases": sorted(aliases, key=key),
-        "nextn_accepted": accepted,
-        "draft_model_path_fills": sorted(draft_fills, key=key),
-        "draft_arch_overrides": sorted(draft_overrides, key=key),
-        "mtp_classes": sorted(mtp_classes, key=lambda d: (d["file"], d["line"], d["class"])),
-        "entry_classes": sorted(entry_classes, key=lambda d: (d["file"], d["line"], d["class"])),
-        "parser": (sorted(parsers, key=lambda d: d["location"])[0] if parsers else None),
-        "entry_points": _entry_points(tree),
-        "env_vars": [{"name": n, "defined": sorted(set(v["defined"])), "read": sorted(set(v["read"]))} for n, v in sorted(env.items())],
-        "unresolved_choices": sorted(unresolved, key=lambda d: d["flag"]),
-        "preflight_choices": {
-            "--fp4-gemm-backend": (cli.get("--fp4-gemm-backend") or {}).get("choices"),
-            "--moe-runner-backend": (cli.get("--moe-runner-backend") or {}).get("choices"),
-            "--quantization(fp4)": [c for c in ((cli.get("--quantization") or {}).get("choices") or []) if _FP4.search(c)],
-        },
-    }
-    nextn = [r for r in remaps if r["from"] == "NEXTN"]
-    facts["summary"] = {
-        "version": tree.version,
-        "speculative_decoding": True if spec is not None else (False if server_args["status"] == "ok" else None),
-        "nextn_accepted": bool(accepted),
-        "nextn_to": sorted({t for r in nextn for t in r["to"]}),
-        "nextn_remap_logged": any(r["logged"] for r in nextn if r["to"] == ["EAGLE"]) if nextn else None,
-        "remaps": len(remaps),
-        "auto_resolutions": len(autos),
-        "draft_arch_overrides": len(draft_overrides),
-        "mtp_classes": len(mtp_classes),
-        "env_vars": len(facts["env_vars"]),
-        "cli_arguments": len(cli),
-    }
-    return facts, gaps
+        regs = {(g["function"], g["line"]): g["architectures"] for g in results[rel].get("registrations", [])}
+        if not regs:
+            continue
+        for fn in results[rel].get("funcs", []):
+            archs = regs.get((fn["name"], fn["line"]))
+            if archs is None:
+                continue
+            for site in fn["sites"]:
+                if site["shape"] not in _OVERRIDE_SHAPES or "to" not in site:
+                    continue
+                out.append({"argument": site["argument"], "from": _from_value(site, site["argument"]),
+                            "to": [("None" if t is None else str(t)) for t in site["to"]], "condition": site["condition"],
+                            "architectures": archs, "function": fn["name"], "logged": site["logged"],
+                            "location": _loc(rel, site["line"]),
+                            "test_location": _loc(rel, site["test_line"]) if site["test_line"] else None})
+    return out
 
 
 def answer(facts: dict[str, Any]) -> list[str]:
@@ -538,7 +642,7 @@ def _server_args_status(tree: SourceTree, results: dict[str, dict[str, Any]]) ->
     if r is None:
         return dict(out, status="unreadable", reason="SGLang's server-arguments source could not be read")
     if "consts" in r and not r.get("gap"):
-        return out  # the ast + libcst pass parsed it
+        return out  # the ast pass parsed it
     if r.get("gap") and ("not parse" in r["gap"] or "UTF-8" in r["gap"]):
         return dict(out, status="unparseable", reason="SGLang's server-arguments source could not be parsed")
     data = tree.read(rel)
@@ -608,34 +712,72 @@ def _link_call(rel: str, site: dict[str, Any], funcs: dict[str, list[tuple[str, 
     return None
 
 
-def audit_tree(tree: SourceTree) -> Report:
-    """Audit an opened tree and build the :class:`~mtp_audit.report.Report` (findings from rules)."""
-    from mtp_audit.engines.sglang.checks import evaluate
-    from mtp_audit.engines.sglang.flow import analyze_flows, flow_findings
+def audit_tree(tree: SourceTree, *, file_key: str | None = None) -> Report:
+    """Audit an opened tree and build the :class:`~mtp_audit.report.Report` (findings from rules). ``file_key``:
+    the one-stat cache key of a ``.whl`` file (:func:`_wheel_key`), stored beside the tree's own entry."""
+    from mtp_audit.engines.sglang.flow import analyze_flows
 
     folder = cache.cache_dir(f"sglang-scan-v{SCAN_VERSION}")
     tkey = "tree-" + tree.fingerprint()
     hit = cache.load(folder, tkey)
-    if hit is not None and "facts" in hit:
-        facts = hit["facts"]
-        gaps = [Gap(**g) for g in hit["gaps"]]
-        facts["scan"] = dict(facts["scan"], tree_cache="hit")
-        if "value_flows" not in facts:  # cached by a release without the flow analysis
-            facts["value_flows"] = analyze_flows(tree)
-    else:
+    was_cached = hit is not None and "facts" in hit
+    if not was_cached:
         results, stats = scan_tree(tree)
         facts, gaps = link(tree, results)
         facts["scan"] = dict(stats, tree_cache="miss", unresolved_choices=len(facts["unresolved_choices"]),
                              unresolved_choices_noted=sum(1 for u in facts["unresolved_choices"] if any(
                                  g.message.startswith(f"{u['location']}: choices of {u['flag']} ") for g in gaps)))
-        facts["value_flows"] = analyze_flows(tree)
-        cache.store(folder, tkey, {"facts": facts, "gaps": [g.__dict__ for g in gaps]})
-    facts["answer"] = answer(facts)  # after the cache: the words may change without the facts changing
-    findings = evaluate(facts) + flow_findings(facts)
+        facts["value_flows"] = analyze_flows(results)
+        hit = {"facts": facts, "gaps": [g.__dict__ for g in gaps]}
+        cache.store(folder, tkey, hit)
+    entry = dict(hit, display=tree.display, version=tree.version)  # type: ignore[arg-type]
+    if file_key is not None:
+        cache.store(folder, file_key, entry)
+    return _report(entry, cached=was_cached)
+
+
+def _report(entry: dict[str, Any], *, cached: bool) -> Report:
+    """The Report of a cache entry ``{"facts", "gaps", "display", "version"}``."""
+    from mtp_audit.engines.sglang.checks import evaluate
+    from mtp_audit.engines.sglang.flow import flow_findings
     from mtp_audit.engines.sglang.rules import RULES
 
-    name = tree.display if tree.version is None else f"{tree.display} (sglang {tree.version})"
+    facts = json_copy(entry["facts"])
+    if cached:
+        facts["scan"]["tree_cache"] = "hit"
+    gaps = [Gap(**g) for g in entry["gaps"]]
+    facts["answer"] = answer(facts)  # after the cache: the words may change without the facts changing
+    findings = evaluate(facts) + flow_findings(facts)
+    display, version = entry["display"], entry["version"]
+    name = display if version is None else f"{display} (sglang {version})"
     return Report.build(ANALYZER, name, findings=findings, gaps=gaps, facts=facts, rule_ids=[r.id for r in RULES if r.id < "MTP110"])
+
+
+def json_copy(facts: dict[str, Any]) -> dict[str, Any]:
+    """A shallow copy of ``facts`` whose ``scan`` statistics can be marked without changing the cached entry."""
+    return dict(facts, scan=dict(facts.get("scan") or {}))
+
+
+def _wheel_key(target: str | Path | None) -> str | None:
+    """For a ``.whl`` file: a cache key from one ``stat`` of the file (absolute path, size, ``mtime_ns``) and the
+    tool's version, so a warm audit of a wheel opens neither the zip nor its 4,000-entry directory. A wheel is
+    an immutable artifact: rebuilt or replaced, its size or mtime changes. ``None`` for anything else (folders
+    are keyed by every file's size and mtime, :meth:`SourceTree.fingerprint`: one stat per file, which is what
+    tells an edited checkout from the audited one)."""
+    if target is None or not str(target).endswith(".whl"):
+        return None
+    from mtp_audit import __version__
+
+    try:
+        p = Path(target).resolve()
+        st = p.stat()
+    except OSError:
+        return None
+    if not p.is_file():
+        return None
+    import hashlib
+
+    return "whl-" + hashlib.sha1(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\0{__version__}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def audit_sglang(target: str | Path | None) -> Report:
@@ -645,11 +787,16 @@ def audit_sglang(target: str | Path | None) -> Report:
     Raises:
         InputError: the target cannot be opened or is not SGLang.
     """
+    wkey = _wheel_key(target)
+    if wkey is not None:
+        entry = cache.load(cache.cache_dir(f"sglang-scan-v{SCAN_VERSION}"), wkey)
+        if entry is not None and {"facts", "gaps", "display", "version"} <= set(entry):
+            return _report(entry, cached=True)
     tree = open_target(target)
     try:
-        return audit_tree(tree)
+        return audit_tree(tree, file_key=wkey)
     finally:
         tree.close()
 
 
-__all__ = ["audit_sglang", "audit_tree", "scan_tree", "link", "Evidence", "Location"]
+__all__ = ["Evidence", "Location", "audit_sglang", "audit_tree", "link", "scan_tree"]

@@ -30,7 +30,7 @@ def _facts(report: Report | dict[str, Any]) -> dict[str, Any]:
 #: draft, MTP/NextN or FP4, and the MoE runner / FP4 GEMM / quantization / KV-cache / attention backends.
 RELEVANT_ARGS = frozenset({"moe_runner_backend", "fp4_gemm_backend", "quantization", "kv_cache_dtype", "attention_backend",
                            "prefill_attention_backend", "decode_attention_backend"})
-_RELEVANT_RE = re.compile(r"^speculative_|draft|mtp|nextn|fp4", re.I)
+_RELEVANT_RE = re.compile(r"^speculative_|draft|mtp|nextn|fp4", re.IGNORECASE)
 #: ``from`` values that are not a user's explicit choice: ``None`` (flag not given) and ``auto``.
 _DEFAULT_FROMS = frozenset({"None", "auto"})
 #: Receivers stripped from dynamic targets before comparing (``<self.revision>`` in 0.5.9 is

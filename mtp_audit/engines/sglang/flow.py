@@ -26,31 +26,19 @@ import ast
 import re
 from typing import Any
 
+from mtp_audit.engines.code.index import ModuleIndex
+from mtp_audit.engines.sglang.names import HOOK_PATHS as _HOOK_PATHS
+from mtp_audit.engines.sglang.names import TRACKED_SOURCE
 from mtp_audit.report import Evidence, Finding, Location
-from mtp_audit.sources.tree import SourceTree
 
 #: ServerArgs fields whose value flow is followed (speculative decoding, quantization, FP4 / MoE backends).
-TRACKED = re.compile(r"^(speculative_\w+|quantization|\w*fp4\w*|moe_runner_backend|moe_a2a_backend)$")
-#: Files where server-args hooks live (SGLang <= 0.5.18: ``srt/server_args.py``; 0.5.20 on: ``srt/arg_groups/``).
-_HOOK_PATHS = re.compile(r"(^|/)srt/(server_args\.py|arg_groups/[^/]+\.py)$")
-#: Files that may consume a field into a config class (pre-filter on bytes, then parsed).
-_CONSUMER_HINT = re.compile(rb"from_server_args|is_draft_model")
-#: Most files parsed for consumers (a full SGLang wheel has a handful that match the hint in srt/configs).
+TRACKED = re.compile(r"^(" + TRACKED_SOURCE + r")$")
+#: Most files whose consumers are linked (a full SGLang wheel has a handful in srt/configs).
 _MAX_CONSUMER_FILES = 64
 
 
 def _loc(rel: str, line: int) -> str:
     return f"{rel}:{line}"
-
-
-def _parse(tree: SourceTree, rel: str) -> ast.Module | None:
-    data = tree.read(rel)
-    if data is None:
-        return None
-    try:
-        return ast.parse(data.decode("utf-8", "replace"))
-    except (SyntaxError, ValueError, MemoryError, RecursionError):  # deep nesting overflows the parser's stack
-        return None
 
 
 def _const(node: ast.AST) -> tuple[bool, Any]:
@@ -74,7 +62,7 @@ def _field_eq_literal(test: ast.AST) -> tuple[str, str] | None:
     return None
 
 
-def sentinel_rewrites(rel: str, mod: ast.Module) -> list[dict[str, Any]]:
+def sentinel_rewrites(ix: ModuleIndex) -> list[dict[str, Any]]:
     """Rewrites of an explicit CLI value to a constant in one hook file: ``if x.F == "lit": x.F = C`` or
     ``declare_resolution(..., F=C)`` in that branch.
 
@@ -82,9 +70,8 @@ def sentinel_rewrites(rel: str, mod: ast.Module) -> list[dict[str, Any]]:
         ``[{"field", "from", "to", "location", "test_location"}]`` with ``path:line`` locations.
     """
     out: list[dict[str, Any]] = []
-    for node in ast.walk(mod):
-        if not isinstance(node, ast.If):
-            continue
+    for site in ix.ifs:
+        node: ast.If = site.node  # type: ignore[assignment]
         hit = _field_eq_literal(node.test)
         if hit is None:
             continue
@@ -99,147 +86,135 @@ def sentinel_rewrites(rel: str, mod: ast.Module) -> list[dict[str, Any]]:
                 continue
             ok, to = _const(value)
             if ok and to != lit:
-                out.append({"field": field, "from": lit, "to": to, "location": _loc(rel, stmt.lineno),
-                            "test_location": _loc(rel, node.lineno)})
+                out.append({"field": field, "from": lit, "to": to, "location": _loc(ix.rel, stmt.lineno),
+                            "test_location": _loc(ix.rel, node.lineno)})
     return out
 
 
-def _callee(call: ast.Call) -> str:
-    f = call.func
-    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-
-
-def consumers(rel: str, mod: ast.Module, fields: set[str]) -> list[dict[str, Any]]:
-    """Where a field is read into a keyword argument of a class constructor (``ModelConfig(quantization=...)``),
-    directly or through one local name in the same function.
+def consumers(ix: ModuleIndex) -> list[dict[str, Any]]:
+    """Where a tracked field is read into a keyword argument of a class constructor (``ModelConfig(quantization=
+    ...)``), directly or through one local name assigned in the same function.
 
     Returns:
         ``[{"field", "read_location", "callee", "keyword", "call_location", "function"}]``.
     """
-    out: list[dict[str, Any]] = []
-    for fn in ast.walk(mod):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    local: dict[tuple[int, str], list[tuple[str, int]]] = {}
+    for site in ix.assigns:
+        node: ast.Assign = site.node  # type: ignore[assignment]
+        if site.ctx.unit is None or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
             continue
-        local: dict[str, list[tuple[str, int]]] = {}
-        for node in ast.walk(fn):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                reads = [(a.attr, a.lineno) for a in ast.walk(node.value) if isinstance(a, ast.Attribute) and a.attr in fields]
-                if reads:
-                    local[node.targets[0].id] = reads
-        for node in ast.walk(fn):
-            if not isinstance(node, ast.Call):
+        reads = [(a.attr, a.lineno) for a in ast.walk(node.value) if isinstance(a, ast.Attribute) and TRACKED.match(a.attr)]
+        if reads:
+            local[(id(site.ctx.unit), node.targets[0].id)] = reads
+    out: list[dict[str, Any]] = []
+    for name, sites in ix.calls.items():
+        if not name[:1].isupper():
+            continue
+        for site in sites:
+            if site.ctx.unit is None:
                 continue
-            name = _callee(node)
-            if not name[:1].isupper():
-                continue
-            for kw in node.keywords:
+            for kw in site.node.keywords:  # type: ignore[attr-defined]
+                reads: list[tuple[str, int]] = []
                 if kw.arg is None:
                     continue
-                reads: list[tuple[str, int]] = []
-                if isinstance(kw.value, ast.Name) and kw.value.id in local:
-                    reads = local[kw.value.id]
-                elif isinstance(kw.value, ast.Attribute) and kw.value.attr in fields:
+                if isinstance(kw.value, ast.Name):
+                    reads = local.get((id(site.ctx.unit), kw.value.id), [])
+                elif isinstance(kw.value, ast.Attribute) and TRACKED.match(kw.value.attr):
                     reads = [(kw.value.attr, kw.value.lineno)]
                 for field, line in reads:
-                    out.append({"field": field, "read_location": _loc(rel, line), "callee": name, "keyword": kw.arg,
-                                "call_location": _loc(rel, node.lineno), "function": fn.name})
+                    out.append({"field": field, "read_location": _loc(ix.rel, line), "callee": name, "keyword": kw.arg,
+                                "call_location": _loc(ix.rel, site.node.lineno), "function": site.ctx.unit.name})
     return out
 
 
-def _is_self_attr_none(test: ast.AST, attr: str) -> bool:
-    return (
+def _is_self_attr_none(test: ast.AST) -> str | None:
+    """``attr`` of a test ``self.<attr> is None``."""
+    if (
         isinstance(test, ast.Compare)
         and len(test.ops) == 1
         and isinstance(test.ops[0], ast.Is)
         and isinstance(test.left, ast.Attribute)
         and isinstance(test.left.value, ast.Name)
         and test.left.value.id == "self"
-        and test.left.attr == attr
         and isinstance(test.comparators[0], ast.Constant)
         and test.comparators[0].value is None
-    )
+    ):
+        return test.left.attr
+    return None
 
 
-def refills(rel: str, mod: ast.Module, cls_name: str, keyword: str) -> list[dict[str, Any]]:
-    """In class ``cls_name``: the attribute ``__init__`` stores parameter ``keyword`` in, and every
+def refills(ix: ModuleIndex) -> list[dict[str, Any]]:
+    """In every module-level class: the attribute ``__init__`` stores each parameter in, and every
     ``if self.<attr> is None: self.<attr> = <expr>`` in its methods (``expr`` not ``None``).
 
     Returns:
-        ``[{"class", "attribute", "stored_location", "location", "test_location", "method", "value"}]``.
+        ``[{"class", "keyword", "attribute", "stored_location", "location", "test_location", "method", "value"}]``.
     """
+    stored: dict[tuple[str, str], list[tuple[str, int]]] = {}  # (class, attr) -> [(parameter, line)]
+    for site in ix.assigns:
+        unit, node = site.ctx.unit, site.node
+        if unit is None or unit.name != "__init__" or site.ctx.owner is None or not isinstance(node.value, ast.Name):  # type: ignore[attr-defined]
+            continue
+        params = {a.arg for a in unit.args.args + unit.args.kwonlyargs}
+        if node.value.id not in params:  # type: ignore[attr-defined]
+            continue
+        for t in node.targets:  # type: ignore[attr-defined]
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                stored.setdefault((site.ctx.owner, t.attr), []).append((node.value.id, node.lineno))  # type: ignore[attr-defined]
     out: list[dict[str, Any]] = []
-    for cls in ast.walk(mod):
-        if not (isinstance(cls, ast.ClassDef) and cls.name == cls_name):
+    for site in ix.ifs:
+        attr = _is_self_attr_none(site.node.test)  # type: ignore[attr-defined]
+        if attr is None or site.ctx.owner is None or (site.ctx.owner, attr) not in stored:
             continue
-        init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
-        if init is None or keyword not in {a.arg for a in init.args.args + init.args.kwonlyargs}:
-            continue
-        stored = [
-            (t.attr, n.lineno)
-            for n in ast.walk(init)
-            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id == keyword
-            for t in n.targets
-            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
-        ]
-        for attr, sline in stored:
-            for meth in cls.body:
-                if not isinstance(meth, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    continue
-                for node in ast.walk(meth):
-                    if not (isinstance(node, ast.If) and _is_self_attr_none(node.test, attr)):
-                        continue
-                    for stmt in node.body:
-                        if (
-                            isinstance(stmt, ast.Assign)
-                            and any(isinstance(t, ast.Attribute) and t.attr == attr for t in stmt.targets)
-                            and not _const(stmt.value) == (True, None)
-                        ):
-                            out.append({"class": cls_name, "attribute": attr, "stored_location": _loc(rel, sline),
-                                        "location": _loc(rel, stmt.lineno), "test_location": _loc(rel, node.lineno),
-                                        "method": meth.name, "value": ast.unparse(stmt.value)})
+        for stmt in site.node.body:  # type: ignore[attr-defined]
+            if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == attr for t in stmt.targets) \
+                    and _const(stmt.value) != (True, None):
+                for param, sline in stored[(site.ctx.owner, attr)]:
+                    out.append({"class": site.ctx.owner, "keyword": param, "attribute": attr,
+                                "stored_location": _loc(ix.rel, sline), "location": _loc(ix.rel, stmt.lineno),
+                                "test_location": _loc(ix.rel, site.node.lineno), "method": site.ctx.unit.name,
+                                "value": ast.unparse(stmt.value)})
     return out
 
 
-def analyze_flows(tree: SourceTree) -> list[dict[str, Any]]:
-    """Every explicit value that a hook turns into ``None`` and that a consuming config class re-fills.
+def file_pieces(ix: ModuleIndex, *, hook: bool, consumer: bool) -> dict[str, list[dict[str, Any]]]:
+    """The value-flow pieces of one indexed file (cached with the file's scan result): ``rewrites`` (hook files),
+    ``consumers`` and ``refills`` (files that build a config from the server arguments)."""
+    return {"rewrites": sentinel_rewrites(ix) if hook else [],
+            "consumers": consumers(ix) if consumer else [], "refills": refills(ix) if consumer else []}
+
+
+def analyze_flows(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every explicit value that a hook turns into ``None`` and that a consuming config class re-fills, linked
+    from the per-file pieces of :func:`file_pieces` (``results``: rel -> scan result, as
+    :func:`mtp_audit.engines.sglang.audit.scan_tree` returns).
 
     Returns:
         ``[{"field", "from", "rewrite": {...}, "consumer": {...}, "refill": {...}}]`` (the dicts of
         :func:`sentinel_rewrites`, :func:`consumers`, :func:`refills`), sorted by field and location.
     """
-    rewrites: list[dict[str, Any]] = []
-    for rel in sorted(tree.files):
-        if _HOOK_PATHS.search(rel):
-            mod = _parse(tree, rel)
-            if mod is not None:
-                rewrites += [r for r in sentinel_rewrites(rel, mod) if r["to"] is None]
+    pieces = {rel: r["flow"] for rel, r in sorted(results.items()) if r.get("flow")}
+    rewrites = [x for rel, p in pieces.items() if _HOOK_PATHS.search(rel) for x in p["rewrites"] if x["to"] is None]
     if not rewrites:
         return []
     fields = {r["field"] for r in rewrites}
-    parsed: dict[str, ast.Module] = {}
-    cons: list[dict[str, Any]] = []
-    for rel in sorted(tree.files):
-        if not rel.endswith(".py") or _HOOK_PATHS.search(rel) or len(parsed) >= _MAX_CONSUMER_FILES:
-            continue
-        data = tree.read(rel)
-        if data is None or not _CONSUMER_HINT.search(data) or not any(f.encode() in data for f in fields):
-            continue
-        mod = _parse(tree, rel)
-        if mod is None:
-            continue
-        parsed[rel] = mod
-        cons += consumers(rel, mod, fields)
+    parsed = [rel for rel, p in pieces.items() if not _HOOK_PATHS.search(rel) and (p["consumers"] or p["refills"])]
+    parsed = parsed[:_MAX_CONSUMER_FILES]
+    cons = [c for rel in parsed for c in pieces[rel]["consumers"] if c["field"] in fields]
     out: list[dict[str, Any]] = []
     seen: set[tuple[str, str, str]] = set()
     for c in cons:
-        for rel, mod in parsed.items():
-            for rf in refills(rel, mod, c["callee"], c["keyword"]):
+        for rel in parsed:
+            for rf in pieces[rel]["refills"]:
+                if rf["class"] != c["callee"] or rf["keyword"] != c["keyword"]:
+                    continue
                 for r in rewrites:
                     key = (r["location"], c["read_location"], rf["location"])
                     if r["field"] != c["field"] or key in seen:
                         continue
                     seen.add(key)
-                    out.append({"field": r["field"], "from": r["from"], "rewrite": r, "consumer": c, "refill": rf})
+                    rf_out = {k: v for k, v in rf.items() if k != "keyword"}
+                    out.append({"field": r["field"], "from": r["from"], "rewrite": r, "consumer": c, "refill": rf_out})
     return sorted(out, key=lambda x: (x["field"], x["rewrite"]["location"], x["consumer"]["read_location"]))
 
 

@@ -1,23 +1,27 @@
 """Per-file extraction from SGLang source: CLI declarations, value rewrites, draft overrides,
-MTP registrations and environment variables. Source is data: parsed, never imported or run.
+MTP registrations, environment variables, value-flow pieces and start-up assertions. Source is data:
+parsed, never imported or run.
 
-Two-level parse, measured in ``benchmarks/bench_sglang.py``:
+One parse and one walk per file, measured in ``benchmarks/bench_sglang.py``:
 
-1. A textual pre-filter on raw bytes picks the few files that can hold what we look for.
-2. Those files are parsed with the stdlib ``ast`` (C parser, line numbers for free) to find module
-   constants, imports, ``add_argument`` calls and annotated config fields, and the *functions* that
-   contain candidate rewrite sites.
-3. Each such function is parsed on its own with **libcst** (with ``PositionProvider`` on that small
-   module only; on the whole 5,775-line ``server_args.py`` of 0.5.9 positions alone take ~1.7 s),
-   and a visitor tracks the ``if`` branches around every assignment, ``return``,
-   ``declare_resolution(...)`` call and ``overrides["field"] = ...`` store, giving the condition's
-   source text, whether a log call sits in the same branch, and the from/to literals.
+1. A byte pre-filter picks the files to parse. It is **derived from the passes**: each :class:`Pass`
+   declares the path scope it reads and the names it looks up (:data:`PASSES`); a file is parsed when
+   any pass wants it, and each pass runs on exactly the files it wants, so adding a pass cannot
+   silently widen or narrow another pass's file set.
+2. A wanted file is parsed once with the stdlib ``ast`` and indexed once
+   (:class:`~mtp_audit.engines.code.index.ModuleIndex`); every pass queries that index: CLI
+   declarations and module constants, the rewrite sites of each function
+   (:mod:`mtp_audit.engines.sglang.rewrites`: the ``if`` branches around every assignment, ``return``,
+   ``declare_resolution(...)`` call and ``overrides["field"] = ...`` store, with the condition's source
+   text, whether a log call sits in the same branch, and the from/to literals), the value-flow pieces
+   (:mod:`mtp_audit.engines.sglang.flow`) and the override/assert replay facts
+   (:mod:`mtp_audit.engines.sglang.replay`).
 
-Shapes recognised (issue 3, "What it finds" 2a-2e): direct ``self.x = "LIT"`` under ``if self.x ==
-"LIT"``; helpers returning a literal for an input literal (``self.x = f(self.x)``,
-``server_args.x = f(...)``, ``declare_resolution(sa, "src", x=f(...))``); ``overrides["x"] = v``;
-``return {"x": v}``; ``MODEL_OVERRIDES`` tables; alias sets (``_RESERVED_ALIASES =
-frozenset({"NEXTN"})``) looked up by ``SpeculativeAlgorithm.from_string``; dict maps; ``.upper()``.
+Shapes recognised: direct ``self.x = "LIT"`` under ``if self.x == "LIT"``; helpers returning a literal
+for an input literal (``self.x = f(self.x)``, ``server_args.x = f(...)``, ``declare_resolution(sa,
+"src", x=f(...))``); ``overrides["x"] = v``; ``return {"x": v}``; ``MODEL_OVERRIDES`` tables; alias
+sets (``_RESERVED_ALIASES = frozenset({"NEXTN"})``) looked up by ``SpeculativeAlgorithm.from_string``;
+dict maps; ``.upper()``.
 
 The result of :func:`scan_file` is a JSON-serialisable dict so it can be cached by content hash.
 """
@@ -26,52 +30,115 @@ from __future__ import annotations
 
 import ast
 import re
-import textwrap
-from typing import Any
+from typing import Any, NamedTuple
+
+from mtp_audit.engines.code.index import ModuleIndex
+from mtp_audit.engines.sglang import flow, replay
+from mtp_audit.engines.sglang.names import ASSERTED_SOURCE, HOOK_PATHS, TRACKED_SOURCE
+from mtp_audit.engines.sglang.rewrites import LOG_FUNCS, analyse_units  # noqa: F401  (LOG_FUNCS: public name kept)
 
 #: Bump when the extraction changes, so cached results are recomputed.
-SCAN_VERSION = 9
+SCAN_VERSION = 10
 
-# --- pre-filter --------------------------------------------------------------------------------
+# --- pre-filter, derived from what the passes look up --------------------------------------------
 
-#: Bytes that make a file a candidate for the server-arguments pass (parsed with ast + libcst).
-_SERVER_TRIGGER = re.compile(
-    rb"add_argument\(|cli_name=|declare_resolution\(|speculative_algorithm|architectures\[0\]|"
-    rb"_ALIASES|MODEL_OVERRIDES|def from_string|_CHOICES\s*=|: A\[|Arg\("
+#: Lines of a function that may hold a rewrite site; the rewrite pass analyses only functions holding one,
+#: and the same words make a server-argument file wanted (below).
+CANDIDATE_SOURCE = (
+    r"(self|server_args|args)\.\w+\s*=[^=]|declare_resolution\(|overrides\[[^\]]+\]\s*=[^=]|"
+    r"architectures|model_path\s+or\b|_ALIASES|return\s*\{|return\s+[\"']|\.upper\(\)"
 )
+_CANDIDATE_LINE = re.compile(CANDIDATE_SOURCE)
+#: What the CLI/constants part of the server pass looks up: ``add_argument`` calls, annotated and msgspec
+#: fields, alias sets, ``MODEL_OVERRIDES`` tables, ``*_CHOICES`` lists, ``from_string``.
+CLI_SOURCE = r"add_argument\(|cli_name=|: A\[|Arg\(|_ALIASES|MODEL_OVERRIDES|def from_string|_CHOICES\s*=|speculative_algorithm"
 #: Path parts where server-argument processing lives (across 0.4.0 .. 0.5.23).
 _SERVER_PATHS = re.compile(
     r"(^|/)srt/(server_args\.py|arg_groups/|configs/model_config\.py|speculative/spec_(info|registry)\.py|"
     r"layers/quantization/__init__\.py|layers/moe/utils\.py)"
 )
-_ENV_HINT = re.compile(rb"NEXTN|MTP|SPEC|FP4")
-ENTRY_HINT = re.compile(rb"^EntryClass\s*=", re.M)
-_MTP_NAME = re.compile(r"mtp|nextn", re.I)
+class Pass(NamedTuple):
+    """One extraction pass: the files it reads (``paths``: a path pattern, ``None`` = every file), the names it
+    looks up in their bytes (``tokens``; ``also``: a second pattern that must match too) and ``gate``: literal
+    bytes of which the tokens need at least one (a C substring search that rules out most files before any
+    regex runs; ``()`` = no gate)."""
 
-#: Env var names of interest (issue 3 item 6): contain NEXTN, MTP, SPEC, FP4 or NVFP4.
+    name: str
+    paths: re.Pattern[str] | None
+    tokens: re.Pattern[bytes]
+    also: re.Pattern[bytes] | None = None
+    gate: tuple[bytes, ...] = ()
+
+    def wants(self, rel: str, data: bytes) -> bool:
+        """Whether this pass can find something in file ``rel`` with bytes ``data``."""
+        if self.paths is not None and not self.paths.search(rel):
+            return False
+        if self.gate and not any(g in data for g in self.gate):
+            return False
+        return self.tokens.search(data) is not None and (self.also is None or self.also.search(data) is not None)
+
+
+def _b(source: str) -> re.Pattern[bytes]:
+    return re.compile(source.encode())
+
+
+#: Every pass and what it looks up. ``server``: CLI declarations, constants and rewrite sites of the
+#: server-argument files (plus any file that rewrites ``"NEXTN"`` or a draft architecture);
+#: ``flow-hook``: ``if x.F == "lit": x.F = C`` on tracked fields in hook files; ``flow-consumer``: config
+#: classes built from the server arguments; ``asserts``: ``assert`` statements on backend fields.
+PASSES: tuple[Pass, ...] = (
+    Pass("server", _SERVER_PATHS, _b(CANDIDATE_SOURCE + "|" + CLI_SOURCE)),
+    Pass("server", None, _b(r'"NEXTN"'), _b(r"speculative_algorithm"), gate=(b'"NEXTN"',)),
+    Pass("server", None, _b(r"architectures\[0\] ="), _b(r"is_draft"), gate=(b"architectures[0] =",)),
+    Pass("flow-hook", HOOK_PATHS, _b(r"\.(" + TRACKED_SOURCE + r")\s*==\s*[\"']")),
+    Pass("flow-consumer", None, _b(r"from_server_args|is_draft_model"), _b(r"\.(" + TRACKED_SOURCE + r")\b"),
+         gate=(b"from_server_args", b"is_draft_model")),
+    Pass("asserts", None, _b(r"assert[\s(]+[\w.]*\.(" + ASSERTED_SOURCE + r")\b"), gate=(b"_backend", b"speculative_algorithm")),
+)
+
+
+def passes_for(rel: str, data: bytes) -> tuple[str, ...]:
+    """The names of the passes that want file ``rel`` (sorted, unique); empty: the file is not parsed."""
+    if not rel.endswith(".py"):
+        return ()
+    return tuple(sorted({p.name for p in PASSES if p.wants(rel, data)}))
+
+
+def wants_server_pass(rel: str, data: bytes) -> bool:
+    """Whether ``rel`` goes through the server-arguments pass (see :data:`PASSES`)."""
+    return "server" in passes_for(rel, data)
+
+
+_ENV_HINTS = (b"MTP", b"SPEC", b"FP4", b"NEXTN")
+ENTRY_HINT = re.compile(rb"^EntryClass\s*=", re.MULTILINE)
+
+
+def has_entry(data: bytes) -> bool:
+    """Whether ``data`` holds an ``EntryClass = ...`` statement (substring searches; the regex only on a
+    line that starts with ``EntryClass``)."""
+    return next(_entry_starts(data), None) is not None
+
+
+def _entry_starts(data: bytes):  # noqa: ANN202 - a generator of offsets
+    """Offsets of the lines that are ``EntryClass = ...`` statements, in order (what ``ENTRY_HINT.finditer`` finds)."""
+    pos = 0 if data.startswith(b"EntryClass") else data.find(b"\nEntryClass")
+    while pos != -1:
+        start = pos if pos == 0 and data.startswith(b"EntryClass") else pos + 1
+        m = ENTRY_HINT.match(data, start)
+        if m is not None:
+            yield m
+        pos = data.find(b"\nEntryClass", start)
+_MTP_NAME = re.compile(r"mtp|nextn", re.IGNORECASE)
+
+#: Env var names of interest: contain NEXTN, MTP, SPEC, FP4 or NVFP4.
 ENV_NAME = rb"[A-Z][A-Z0-9_]*(?:NEXTN|MTP|SPEC|FP4)[A-Z0-9_]*"
-_ENV_DEFINED = re.compile(rb"^[ \t]+(" + ENV_NAME + rb")[ \t]*(?::[^=\n]*)?=[ \t]*Env\w*\(", re.M)
+_ENV_DEFINED = re.compile(rb"^[ \t]+(" + ENV_NAME + rb")[ \t]*(?::[^=\n]*)?=[ \t]*Env\w*\(", re.MULTILINE)
 _ENV_READ = re.compile(
     rb"envs\.(" + ENV_NAME + rb")\b"
     rb"|get_\w*env\w*\(\s*[\"'](" + ENV_NAME + rb")[\"']"
     rb"|environ(?:\.get|\.setdefault|\.pop)?\s*[\[(]\s*[\"'](" + ENV_NAME + rb")[\"']"
     rb"|getenv\(\s*[\"'](" + ENV_NAME + rb")[\"']"
 )
-
-LOG_FUNCS = re.compile(r"^(logger|logging|log|_logger|LOGGER)\.(info|warning|warn|error|debug|critical|exception)"
-                       r"|^warnings\.warn$|^print$|^print_\w*once$|^log_info_on_rank0$|^\w*warn\w*once$")
-
-_CANDIDATE_LINE = re.compile(
-    r"(self|server_args|args)\.\w+\s*=[^=]|declare_resolution\(|overrides\[[^\]]+\]\s*=[^=]|"
-    r"architectures|model_path\s+or\b|_ALIASES|return\s*\{|return\s+[\"']|\.upper\(\)"
-)
-
-
-def wants_server_pass(rel: str, data: bytes) -> bool:
-    """Whether ``rel`` goes through the ast + libcst pass (server-argument processing files)."""
-    return bool(_SERVER_PATHS.search(rel)) and bool(_SERVER_TRIGGER.search(data)) or (
-        b'"NEXTN"' in data and b"speculative_algorithm" in data
-    ) or (b"architectures[0] =" in data and b"is_draft" in data)
 
 
 def _line_of(data: bytes, offset: int) -> int:
@@ -92,16 +159,18 @@ def scan_env(data: bytes) -> dict[str, list[list[Any]]]:
     Returns ``{"defined": [[name, line]], "read": [[name, line]]}``.
     """
     out: dict[str, list[list[Any]]] = {"defined": [], "read": []}
-    if not _ENV_HINT.search(data):
+    if not any(h in data for h in _ENV_HINTS):  # substring searches: far cheaper than a regex over every file
         return out
     lc = _LineCounter(data)
-    for m in _ENV_DEFINED.finditer(data):
-        out["defined"].append([m.group(1).decode(), lc.line(m.start(1))])
-    for m in _ENV_READ.finditer(data):
-        if _in_comment(data, m.start()):
-            continue
-        name = next(g for g in m.groups() if g)
-        out["read"].append([name.decode(), lc.line(m.start())])
+    if b"Env" in data:
+        for m in _ENV_DEFINED.finditer(data):
+            out["defined"].append([m.group(1).decode(), lc.line(m.start(1))])
+    if b"env" in data or b"ENV" in data:
+        for m in _ENV_READ.finditer(data):
+            if _in_comment(data, m.start()):
+                continue
+            name = next(g for g in m.groups() if g)
+            out["read"].append([name.decode(), lc.line(m.start())])
     return out
 
 
@@ -123,37 +192,46 @@ def scan_entry_classes(data: bytes) -> tuple[list[dict[str, Any]], list[str]]:
     """Classes registered through a model file's ``EntryClass`` (sglang/srt/models/*.py); ``mtp`` marks
     MTP/NextN classes (name contains ``mtp`` / ``nextn``, any case).
 
-    The ``EntryClass = ...`` statement alone is parsed with ``libcst.parse_expression``; a class's
+    The ``EntryClass = ...`` statement alone is parsed with ``ast`` (mode ``eval``); a class's
     line is its ``class NAME`` line in the same file, else the EntryClass line.
     Returns (entries ``{"class", "line", "entry_line", "mtp"}``, problems).
     """
-    import libcst as cst
-
     entries: list[dict[str, Any]] = []
     problems: list[str] = []
-    for m in ENTRY_HINT.finditer(data):
+    for m in _entry_starts(data):
         start = m.end()
         text = data[start:start + 20000].decode("utf-8", "replace")
         expr_text = _balanced_prefix(text).strip()
         entry_line = _line_of(data, m.start())
         try:
-            expr = cst.parse_expression(expr_text)
-        except Exception:  # libcst.ParserSyntaxError and friends
+            expr = ast.parse(expr_text, mode="eval").body
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
             problems.append(f"EntryClass at line {entry_line} not understood")
             continue
         names: list[str] = []
-        elems = expr.elements if isinstance(expr, (cst.List, cst.Tuple)) else [expr]
-        for el in elems:
-            v = el.value if isinstance(el, cst.Element) else el
-            if isinstance(v, cst.Name):
-                names.append(v.value)
-            elif isinstance(v, cst.Attribute):
-                names.append(v.attr.value)
+        for v in expr.elts if isinstance(expr, (ast.List, ast.Tuple)) else [expr]:
+            if isinstance(v, ast.Name):
+                names.append(v.id)
+            elif isinstance(v, ast.Attribute):
+                names.append(v.attr)
         for n in names:
-            cm = re.search(rb"^class\s+" + re.escape(n.encode()) + rb"\b", data, re.M)
-            entries.append({"class": n, "line": _line_of(data, cm.start()) if cm else entry_line, "entry_line": entry_line,
+            at = _class_line_offset(data, n.encode())
+            entries.append({"class": n, "line": _line_of(data, at) if at is not None else entry_line, "entry_line": entry_line,
                             "mtp": bool(_MTP_NAME.search(n))})
     return entries, problems
+
+
+def _class_line_offset(data: bytes, name: bytes) -> int | None:
+    """Offset of the first ``class NAME`` statement at the start of a line (``class`` then whitespace, then
+    ``NAME`` not followed by a name character); substring searches, then a regex on the candidate line only."""
+    pat = re.compile(rb"class\s+" + re.escape(name) + rb"\b")
+    pos = data.find(name)
+    while pos != -1:
+        start = data.rfind(b"\n", 0, pos) + 1
+        if data.startswith(b"class", start) and pat.match(data, start):
+            return start
+        pos = data.find(name, pos + 1)
+    return None
 
 
 def _balanced_prefix(text: str) -> str:
@@ -409,345 +487,78 @@ def _module_of_import(node: ast.ImportFrom, rel: str) -> str | None:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-# --- libcst unit analysis -----------------------------------------------------------------------
-
-
-def _analyse_unit(src: str, line_offset: int, col_strip: int, func_params: list[str]) -> dict[str, list[dict[str, Any]]]:
-    """Analyse one function's source with libcst; line numbers are shifted by ``line_offset``."""
-    import libcst as cst
-    from libcst.metadata import MetadataWrapper, PositionProvider
-
-    module = cst.parse_module(src)
-    out: dict[str, list[dict[str, Any]]] = {k: [] for k in (
-        "sites", "returns", "alias_lookups", "normalisations", "draft_overrides", "draft_path_fills", "unknown")}
-    code = module.code_for_node
-
-    def logged_in(suite_body: Any) -> bool:
-        for st in suite_body:
-            if isinstance(st, cst.SimpleStatementLine):
-                for small in st.body:
-                    call = small.value if isinstance(small, cst.Expr) else None
-                    if isinstance(call, cst.Call) and LOG_FUNCS.search(_cst_dotted(call.func)):
-                        return True
-        return False
-
-    class V(cst.CSTVisitor):
-        def __init__(self) -> None:
-            self.conds: list[tuple[Any, bool]] = []  # (If node, in_body)
-            self.suites: list[Any] = []
-
-        def line(self, node: Any) -> Any:
-            # Positions cost a code generation of the whole unit (most of libcst's time here), so
-            # they are resolved after the visit, and only for a unit that recorded something.
-            return _PendingLine(node)
-
-        def cond_text(self) -> str:
-            parts = []
-            for node, in_body in self.conds:
-                t = " ".join(code(node.test).split())
-                if in_body and " or " in t and len(self.conds) > 1:
-                    t = f"({t})"
-                parts.append(t if in_body else f"not ({t})")
-            return " and ".join(parts)
-
-        def test_line(self) -> int | None:
-            return self.line(self.conds[-1][0]) if self.conds else None
-
-        def visit_If(self, node: Any) -> bool:
-            node.test.visit(self)
-            self.conds.append((node, True))
-            self.suites.append(node.body.body)
-            node.body.visit(self)
-            self.suites.pop()
-            self.conds.pop()
-            if node.orelse is not None:
-                self.conds.append((node, False))
-                if isinstance(node.orelse, cst.If):
-                    self.suites.append([node.orelse])
-                    node.orelse.visit(self)
-                else:
-                    self.suites.append(node.orelse.body.body)
-                    node.orelse.body.visit(self)
-                self.suites.pop()
-                self.conds.pop()
-            return False
-
-        def visit_IndentedBlock(self, node: Any) -> bool:
-            self.suites.append(node.body)
-            return True
-
-        def leave_IndentedBlock(self, node: Any) -> None:
-            self.suites.pop()
-
-        def visit_FunctionDef(self, node: Any) -> bool:
-            return True
-
-        # Subtrees that never hold a rewrite: skip them (saves ~30% of the visit).
-        def visit_Raise(self, node: Any) -> bool:
-            return False
-
-        def visit_Assert(self, node: Any) -> bool:
-            return False
-
-        def visit_FormattedString(self, node: Any) -> bool:
-            return False
-
-        def visit_Lambda(self, node: Any) -> bool:
-            return False
-
-        def comparisons(self) -> list[tuple[str, str, list[str]]]:
-            """(subject, op, literals) from enclosing conditions, innermost first, in-body only."""
-            res = []
-            for node, in_body in reversed(self.conds):
-                if in_body:
-                    res += _comparisons(node.test)
-            return res
-
-        def record(self, kind: str, argument: str, value: Any, anchor: Any, shape: str) -> None:
-            logged = logged_in(self.suites[-1]) if self.suites else False
-            base = {"argument": argument, "line": self.line(anchor), "condition": self.cond_text(),
-                    "test_line": self.test_line(), "logged": logged, "shape": shape,
-                    "froms": self.comparisons()}
-            lit = _cst_literal(value)
-            if lit is not _NOT_LITERAL:
-                base["to"] = [lit] if not isinstance(lit, list) else lit
-                out["sites"].append(base)
-                return
-            if isinstance(value, cst.IfExp):
-                a, b = _cst_literal(value.body), _cst_literal(value.orelse)
-                if a is not _NOT_LITERAL and b is not _NOT_LITERAL:
-                    base["to"] = [a, b]
-                    out["sites"].append(base)
-                    return
-            if isinstance(value, cst.Call):
-                fname = _cst_dotted(value.func)
-                if fname.endswith(".upper") or fname.endswith(".lower"):
-                    subj = _cst_dotted(value.func.value) if isinstance(value.func, cst.Attribute) else ""
-                    if subj.split(".")[-1] == argument or subj.endswith(")"):
-                        out["normalisations"].append({"argument": argument, "kind": fname.rsplit(".", 1)[1], "line": base["line"], "shape": shape})
-                        return
-                args = []
-                for a in value.args:
-                    args.append({"keyword": a.keyword.value if a.keyword else None, "refers": _cst_dotted(a.value).split(".")[-1]})
-                base["call"] = {"func": fname.split(".")[-1], "args": args}
-                out["sites"].append(base)
-                return
-            text = " ".join(code(value).split())
-            if argument == "speculative_draft_model_path" and text.split(".")[-1] == "model_path":
-                out["draft_path_fills"].append({"kind": "explicit", "line": base["line"], "condition": base["condition"], "test_line": base["test_line"], "value": text, "logged": logged})
-                return
-            base["to"] = ["<" + text[:80] + ">"]
-            base["dynamic"] = True
-            out["sites"].append(base)
-
-        def visit_Assign(self, node: Any) -> bool:
-            if len(node.targets) != 1:
-                return True
-            tgt = node.targets[0].target
-            if isinstance(tgt, cst.Attribute) and isinstance(tgt.value, cst.Name) and tgt.value.value in ("self", "server_args", "args"):
-                self.record("assign", tgt.attr.value, node.value, node, "assignment")
-            elif isinstance(tgt, cst.Subscript) and _cst_dotted(tgt.value).split(".")[-1].endswith("overrides"):
-                key = _subscript_key(tgt)
-                if key is not None:
-                    self.record("assign", key, node.value, node, "overrides-dict")
-            self._architectures(tgt, node)
-            return True
-
-        def _architectures(self, tgt: Any, node: Any) -> None:
-            is_arch = (isinstance(tgt, cst.Subscript) and _cst_dotted(tgt.value).endswith("architectures")) or (
-                isinstance(tgt, cst.Attribute) and tgt.attr.value == "architectures")
-            if not is_arch:
-                return
-            cond = self.cond_text()
-            if "draft" not in cond:
-                return
-            lit = _cst_literal(node.value)
-            if isinstance(lit, list) and lit:
-                lit = lit[0]
-            to = lit if isinstance(lit, str) else "<" + " ".join(code(node.value).split())[:80] + ">"
-            froms = [c for c in self.comparisons() if c[0].endswith("architectures[0]") or c[0].endswith("architectures")]
-            out["draft_overrides"].append({"to": to, "line": self.line(node), "condition": cond,
-                                           "froms": froms, "logged": logged_in(self.suites[-1]) if self.suites else False})
-
-        def visit_Call(self, node: Any) -> bool:
-            fname = _cst_dotted(node.func)
-            if fname.split(".")[-1] == "declare_resolution":
-                for a in node.args:
-                    if a.keyword is not None:
-                        self.record("declare", a.keyword.value, a.value, a, "declare_resolution")
-            return True
-
-        def visit_Return(self, node: Any) -> bool:
-            v = node.value
-            if v is None:
-                return True
-            if isinstance(v, cst.Dict):
-                for el in v.elements:
-                    if isinstance(el, cst.DictElement):
-                        k = _cst_literal(el.key)
-                        if isinstance(k, str):
-                            self.record("return", k, el.value, el, "return-dict")
-                return True
-            lit = _cst_literal(v)
-            if isinstance(lit, str):
-                out["returns"].append({"to": lit, "line": self.line(node), "condition": self.cond_text(),
-                                       "test_line": self.test_line(), "froms": self.comparisons(),
-                                       "logged": logged_in(self.suites[-1]) if self.suites else False})
-            elif isinstance(v, cst.Attribute) and self.conds:
-                for subj, op, lits in self.comparisons():
-                    if op == "in-name":
-                        out["alias_lookups"].append({"set_name": lits[0], "to": v.attr.value, "subject": subj,
-                                                     "line": self.line(node), "condition": self.cond_text(),
-                                                     "test_line": self.test_line()})
-            return True
-
-        def visit_BooleanOperation(self, node: Any) -> bool:
-            # implicit draft path: ``model_path or server_args.model_path`` (ModelConfig.from_server_args)
-            if isinstance(node.operator, cst.Or) and _cst_dotted(node.left).split(".")[-1] == "model_path" and _cst_dotted(node.right).split(".")[-1] == "model_path":
-                out["draft_path_fills"].append({"kind": "implicit", "line": self.line(node), "condition": self.cond_text(),
-                                               "test_line": self.test_line(), "value": " ".join(code(node).split()), "logged": False})
-            return True
-
-    module.visit(V())
-    if not any(out.values()):
-        return out
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-
-    def fill(value: Any) -> Any:
-        if type(value) is _PendingLine:
-            return positions[value.node].start.line + line_offset
-        if type(value) is dict:
-            return {k: fill(v) for k, v in value.items()}
-        if type(value) is list:
-            return [fill(v) for v in value]
-        return value
-
-    return {k: fill(v) for k, v in out.items()}
-
-
-class _PendingLine:
-    """A node whose line :func:`_analyse_unit` fills in once positions are resolved."""
-
-    __slots__ = ("node",)
-
-    def __init__(self, node: Any) -> None:
-        self.node = node
-
-
-def _cst_dotted(node: Any) -> str:
-    import libcst as cst
-
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        return _cst_dotted(node.value) + "." + node.attr.value
-    if isinstance(node, cst.Subscript):
-        key = _subscript_key(node)
-        return _cst_dotted(node.value) + (f"[{key!r}]" if isinstance(key, str) else "[0]" if key == 0 else "[]")
-    if isinstance(node, cst.Call):
-        return _cst_dotted(node.func) + "()"
-    return ""
-
-
-def _subscript_key(node: Any) -> Any:
-    import libcst as cst
-
-    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
-        return None
-    v = _cst_literal(node.slice[0].slice.value)
-    return v if v is not _NOT_LITERAL else None
-
-
-def _cst_literal(node: Any) -> Any:
-    """A libcst literal as JSON: str/int/float/bool/None or a list of those; else the sentinel."""
-    import libcst as cst
-
-    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
-        v = node.evaluated_value
-        return v if isinstance(v, str) else _NOT_LITERAL
-    if isinstance(node, cst.Integer):
-        return int(node.value, 0) if not node.value.startswith("0") or node.value == "0" else _NOT_LITERAL
-    if isinstance(node, cst.Float):
-        return float(node.value)
-    if isinstance(node, cst.Name) and node.value in ("None", "True", "False"):
-        return {"None": None, "True": True, "False": False}[node.value]
-    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
-        vals = []
-        for el in node.elements:
-            if not isinstance(el, cst.Element):
-                return _NOT_LITERAL
-            v = _cst_literal(el.value)
-            if v is _NOT_LITERAL or isinstance(v, list):
-                return _NOT_LITERAL
-            vals.append(v)
-        return vals
-    return _NOT_LITERAL
-
-
-def _comparisons(test: Any) -> list[tuple[str, str, list[str]]]:
-    """Flatten ``a == "X" or a == "Y"``, ``a in ("X", "Y")``, ``a in NAME``, ``a is None`` into
-    ``(subject, op, literals)`` triples; ``op`` is ``"=="``, ``"in"``, ``"in-name"`` or ``"is"``."""
-    import libcst as cst
-
-    res: list[tuple[str, str, list[str]]] = []
-    if isinstance(test, cst.BooleanOperation):
-        return _comparisons(test.left) + _comparisons(test.right)
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        target = test.comparisons[0]
-        subj = _cst_dotted(test.left)
-        op = target.operator
-        right = target.comparator
-        lit = _cst_literal(right)
-        if isinstance(op, cst.Equal) and lit is not _NOT_LITERAL and not isinstance(lit, list):
-            res.append((subj, "==", ["None" if lit is None else str(lit)]))
-        elif isinstance(op, cst.In):
-            if isinstance(lit, list):
-                res.append((subj, "in", [str(x) for x in lit]))
-            elif isinstance(right, (cst.Name, cst.Attribute)):
-                res.append((subj, "in-name", [_cst_dotted(right)]))
-        elif isinstance(op, cst.Is) and lit is None:
-            res.append((subj, "is", ["None"]))
-    return res
-
-
 # --- the per-file entry point --------------------------------------------------------------------
 
 
-def scan_file(rel: str, data: bytes, server: bool) -> dict[str, Any]:
-    """Extract everything from one file. ``server``: run the ast + libcst pass (see module doc).
+def scan_file(rel: str, data: bytes, passes: tuple[str, ...] | bool) -> dict[str, Any]:
+    """Extract everything from one file. ``passes``: the names of :data:`PASSES` to run (``True`` = the
+    server pass only, ``False`` = none); the file is parsed and indexed once for all of them.
 
-    Returns a JSON-serialisable dict with keys ``env``, ``entry``, ``gap`` (a message when the file
-    could not be read or parsed, else ``None``) and, for server files, ``consts``, ``imports``,
-    ``cli``, ``funcs`` (per function: its parameters and libcst analysis) and ``unit_errors``.
-    Never raises for bad input.
+    Returns a JSON-serialisable dict with keys ``env``, ``entry``, ``gap`` (a message when the file could
+    not be read or parsed, else ``None``), for the server pass ``consts``, ``imports``, ``cli``, ``funcs``
+    (per function: its parameters and rewrite records), ``unit_errors``, ``mutations``, ``parsers``, and
+    ``flow`` / ``asserts`` / ``overrides`` for the passes of those names. Never raises for bad input.
     """
+    if isinstance(passes, bool):
+        passes = ("server",) if passes else ()
     res: dict[str, Any] = {"env": scan_env(data), "entry": [], "gap": None}
-    if ENTRY_HINT.search(data):
+    if has_entry(data):
         entries, problems = scan_entry_classes(data)
         res["entry"] = entries
         if problems:
             res["gap"] = "; ".join(problems)
-    if not server:
+    if not passes:
         return res
+    res["passes"] = list(passes)
+    ix = index_source(rel, data, res)
+    if ix is None:
+        return res
+    try:
+        if "server" in passes:
+            res.update(_server_pass(ix))
+        if "flow-hook" in passes or "flow-consumer" in passes:
+            res["flow"] = flow.file_pieces(ix, hook="flow-hook" in passes, consumer="flow-consumer" in passes)
+        if "asserts" in passes or "server" in passes:
+            res.update(replay.file_facts(ix, asserts="asserts" in passes))
+    except (RecursionError, MemoryError) as exc:  # an expression nested too deeply for the passes: like a parse failure
+        for key in ("consts", "cli", "funcs", "flow", "registrations", "asserts"):
+            res.pop(key, None)
+        res["gap"] = f"does not parse into a tree the passes can walk (nested too deeply: {type(exc).__name__}); not examined"
+    return res
+
+
+def index_source(rel: str, data: bytes, res: dict[str, Any] | None = None) -> ModuleIndex | None:
+    """Parse and index one file; ``None`` (with ``res["gap"]`` set when ``res`` is given) when it is not UTF-8
+    or not Python 3 (also a file nested too deeply for the parser)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        res["gap"] = f"not UTF-8 (byte {exc.start}); not parsed"
-        return res
+        if res is not None:
+            res["gap"] = f"not UTF-8 (byte {exc.start}); not parsed"
+        return None
     try:
         tree = ast.parse(text, filename=rel)
+        return ModuleIndex(rel, text, tree)
     except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
         where = f" at line {exc.lineno}" if isinstance(exc, SyntaxError) and exc.lineno else ""
-        res["gap"] = f"does not parse as Python 3{where} ({type(exc).__name__}: {getattr(exc, 'msg', exc)}); not examined"
-        return res
-    lines = text.splitlines(keepends=True)
+        if res is not None:
+            res["gap"] = f"does not parse as Python 3{where} ({type(exc).__name__}: {getattr(exc, 'msg', exc)}); not examined"
+        return None
+
+
+def _server_pass(ix: ModuleIndex) -> dict[str, Any]:
+    """CLI declarations, module constants and imports, parsers and rewrite records of one indexed file."""
+    consts, imports, mutations = _module_level(ix.tree, ix.rel)
+    return {"consts": consts, "imports": imports, "cli": _cli_declarations(ix), "funcs": _rewrite_units(ix),
+            "unit_errors": [], "mutations": mutations, "parsers": _parsers(ix)}
+
+
+def _module_level(tree: ast.Module, rel: str) -> tuple[dict[str, Any], dict[str, str], list[list[Any]]]:
+    """Module constants (``{name: {"values"|"dict"|"scalar"|"expr", "line"}}``), ``from x import y`` names
+    and ``NAME.extend/append(...)`` / ``NAME += [...]`` mutations of module lists."""
     consts: dict[str, Any] = {}
     imports: dict[str, str] = {}
-    cli: list[dict[str, Any]] = []
-    funcs: list[dict[str, Any]] = []
-    unit_errors: list[str] = []
     mutations: list[list[Any]] = []
-
     for node in tree.body:
         if isinstance(node, ast.ImportFrom):
             mod = _module_of_import(node, rel)
@@ -755,11 +566,13 @@ def scan_file(rel: str, data: bytes, server: bool) -> dict[str, Any]:
                 if mod:
                     imports[a.asname or a.name] = mod + "." + a.name
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            consts[node.targets[0].id] = _const_expr(node.value) | {"line": node.lineno} if isinstance(_const_expr(node.value), dict) else {"values": _const_expr(node.value), "line": node.lineno}
+            ce = _const_expr(node.value)
+            consts[node.targets[0].id] = (ce | {"line": node.lineno}) if isinstance(ce, dict) else {"values": ce, "line": node.lineno}
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
             ce = _const_expr(node.value)
             consts[node.target.id] = (ce | {"line": node.lineno}) if isinstance(ce, dict) else {"values": ce, "line": node.lineno}
-        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute) and isinstance(node.value.func.value, ast.Name) and node.value.func.attr in ("extend", "append"):
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Attribute) \
+                and isinstance(node.value.func.value, ast.Name) and node.value.func.attr in ("extend", "append"):
             arg = node.value.args[0] if node.value.args else None
             if arg is not None:
                 v = _literal(arg)
@@ -770,70 +583,58 @@ def scan_file(rel: str, data: bytes, server: bool) -> dict[str, Any]:
             v = _literal(node.value)
             if isinstance(v, (list, tuple)):
                 mutations.append([node.target.id, [str(x) for x in v], node.lineno])
+    return consts, imports, mutations
 
+
+def _cli_declarations(ix: ModuleIndex) -> list[dict[str, Any]]:
+    """``add_argument(...)`` calls (in ``ast.walk`` order, as before the index) and annotated dataclass fields."""
+    tree, text = ix.tree, ix.text
     fields = {node.name: class_field_defaults(node) for node in tree.body if isinstance(node, ast.ClassDef)}
-    for node, owner in _walk_with_class(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
-            rec = _cli_from_call(node, text, owner, fields)
+    cli: list[dict[str, Any]] = []
+    for site in ix.calls.get("add_argument", ()):
+        if isinstance(site.node.func, ast.Attribute):  # type: ignore[attr-defined]
+            rec = _cli_from_call(site.node, text, site.ctx.owner if site.ctx.unit is not None else None, fields)  # type: ignore[arg-type]
             if rec:
                 cli.append(rec)
-        elif isinstance(node, ast.ClassDef):
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
             for st in node.body:
                 if isinstance(st, ast.AnnAssign):
                     rec = _annotated_field(st, text)
                     if rec:
                         rec["class"] = node.name
                         cli.append(rec)
+    return cli
 
-    parsers: list[dict[str, Any]] = []
-    for node, owner in _functions(tree):
-        if node.name == "prepare_server_args":
-            for sub in ast.walk(node):
-                if isinstance(sub, ast.Call) and _dotted(sub.func).split(".")[-1] == "ArgumentParser":
-                    kws = {k.arg: k.value for k in sub.keywords if k.arg}
-                    ab = _literal(kws["allow_abbrev"]) if "allow_abbrev" in kws else True
-                    prog = _literal(kws["prog"]) if "prog" in kws else None
-                    parsers.append({"function": node.name, "line": sub.lineno,
-                                    "allow_abbrev": ab if isinstance(ab, bool) else None,
-                                    "prog": prog if isinstance(prog, str) else None})
 
-    for node, owner in _functions(tree):
-        start = node.lineno
-        if node.decorator_list:
-            start = min(d.lineno for d in node.decorator_list)
-        end = node.end_lineno or node.lineno
-        seg_lines = lines[start - 1:end]
-        seg = "".join(seg_lines)
-        if not _CANDIDATE_LINE.search(seg):
+def _parsers(ix: ModuleIndex) -> list[dict[str, Any]]:
+    """The ``ArgumentParser(...)`` calls inside ``prepare_server_args``."""
+    out: list[dict[str, Any]] = []
+    for s in ix.calls.get("ArgumentParser", ()):
+        unit = s.ctx.unit
+        if unit is None or unit.name != "prepare_server_args":
             continue
-        seg = textwrap.dedent(seg)
-        params = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs if a.arg not in ("self", "cls")]
-        try:
-            analysis = _analyse_unit(seg, start - 1, 0, params)
-        except Exception as exc:  # libcst parse error on a segment that ast accepted: report, never drop
-            unit_errors.append(f"{node.name} (line {node.lineno}): libcst could not analyse it ({type(exc).__name__})")
-            continue
-        if any(analysis.values()):
-            funcs.append({"name": node.name, "owner": owner, "line": node.lineno, "params": params, **analysis})
-
-    res.update(consts=consts, imports=imports, cli=cli, funcs=funcs, unit_errors=unit_errors, mutations=mutations, parsers=parsers)
-    return res
-
-
-def _walk_with_class(tree: ast.Module) -> list[tuple[ast.AST, str | None]]:
-    """Every node of ``tree`` in ``ast.walk`` order, with the name of the module-level class it sits in."""
-    owner_of = {id(n): top.name for top in tree.body if isinstance(top, ast.ClassDef) for n in ast.walk(top)}
-    return [(n, owner_of.get(id(n))) for n in ast.walk(tree)]
-
-
-def _functions(tree: ast.Module) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str | None]]:
-    """Module-level functions and methods of module-level classes (nested defs stay inside their unit)."""
-    out: list[tuple[Any, str | None]] = []
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            out.append((node, None))
-        elif isinstance(node, ast.ClassDef):
-            for st in node.body:
-                if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    out.append((st, node.name))
+        kws = {k.arg: k.value for k in s.node.keywords if k.arg}  # type: ignore[attr-defined]
+        ab = _literal(kws["allow_abbrev"]) if "allow_abbrev" in kws else True
+        prog = _literal(kws["prog"]) if "prog" in kws else None
+        out.append({"function": unit.name, "line": s.node.lineno, "allow_abbrev": ab if isinstance(ab, bool) else None,
+                    "prog": prog if isinstance(prog, str) else None})
     return out
+
+
+def _rewrite_units(ix: ModuleIndex) -> list[dict[str, Any]]:
+    """Per unit holding a candidate line (:data:`_CANDIDATE_LINE`): its rewrite records (:mod:`.rewrites`)."""
+    lines = ix.text.splitlines(keepends=True)
+    picked = []
+    for node, owner in ix.units:
+        start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        if _CANDIDATE_LINE.search("".join(lines[start - 1:node.end_lineno or node.lineno])):
+            picked.append((node, owner))
+    records = analyse_units(ix, {id(n) for n, _ in picked})
+    funcs: list[dict[str, Any]] = []
+    for node, owner in picked:
+        analysis = records[id(node)]
+        if any(analysis.values()):
+            params = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs if a.arg not in ("self", "cls")]
+            funcs.append({"name": node.name, "owner": owner, "line": node.lineno, "params": params, **analysis})
+    return funcs

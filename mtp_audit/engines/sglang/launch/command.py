@@ -271,127 +271,145 @@ def _prefix_matches(tok: str, names: dict[str, str]) -> list[str]:
 
 def _parse_argparse(cmd: LaunchCommand, toks: list[str], start: int, names: dict[str, str], spec: dict[str, Any], allow_abbrev: bool,
                     first: int | None = None) -> None:
+    """Walk the tokens as argparse does (its pattern of option and argument tokens first), recording each option and
+    each problem argparse would report; then the required options that are missing."""
     i = start if first is None else first
+    pattern = _token_pattern(toks, start, names, allow_abbrev)
+    seen: set[str] = {o.flag for o in cmd.options}
+    while i < len(toks):
+        if pattern[i] == "-":
+            i += 1
+        elif pattern[i] == "A":
+            _positional(cmd, toks, i, start, names)
+            i += 1
+        else:
+            i = _one_option(cmd, toks, pattern, i, names, spec, allow_abbrev, seen)
+    for flag, rec in spec.items():
+        if rec.get("required") and flag not in seen:
+            cmd.problems.append(Problem("required", None, flag, f"the following arguments are required: {'/'.join([flag, *(rec.get('aliases') or [])])}"))
+
+
+def _token_pattern(toks: list[str], start: int, names: dict[str, str], allow_abbrev: bool) -> list[str]:
+    """argparse's pattern: ``"-"`` for tokens before ``start`` and the first ``--``, ``"O"`` options, ``"A"`` arguments."""
     dashdash = False
     pattern = []
     for k, t in enumerate(toks):
         if k < start:
             pattern.append("-")
-            continue
-        if t == "--" and not dashdash:
+        elif t == "--" and not dashdash:
             pattern.append("-")
             dashdash = True
-            continue
-        pattern.append(_classify(t, names, allow_abbrev, dashdash))
-    seen: set[str] = {o.flag for o in cmd.options}
-    while i < len(toks):
-        tok = toks[i]
-        kind = pattern[i]
-        if kind == "-":
-            i += 1
-            continue
-        if kind == "A":
-            fix: tuple[str, ...] = ()
-            if cmd.entry == ENTRY_SERVE and i == start and "--model-path" in names \
-                    and not any(t in ("--model-path", "--model") or t.startswith(("--model-path=", "--model=")) for t in toks[i:]):
-                # ``sglang serve MODEL`` on a version without serve.py's _normalize_positional_model_path
-                fix = ("--model-path", tok)
-            cmd.problems.append(Problem("positional", i, tok, f"unrecognized arguments: {tok}", fix))
-            i += 1
-            continue
-        explicit: str | None = None
-        if tok in names:
-            ostr = tok
-        elif "=" in tok and tok.split("=", 1)[0] in names:
-            ostr, explicit = tok.split("=", 1)
         else:
-            matches = _prefix_matches(tok, names) if allow_abbrev and tok.startswith("--") else []
-            if len(matches) > 1:
-                cmd.problems.append(Problem("ambiguous", i, tok, f"ambiguous option: {tok.split('=', 1)[0]} could match {', '.join(matches)}"))
-                i += 1
-                while i < len(toks) and pattern[i] == "A":
-                    i += 1
-                continue
-            if len(matches) == 1:
-                ostr = matches[0]
-                if "=" in tok:
-                    explicit = tok.split("=", 1)[1]
-                cmd.problems.append(Problem("abbreviation", i, tok,
-                                            f"{tok.split('=', 1)[0]} is accepted only as an abbreviation of {ostr} (argparse allow_abbrev)",
-                                            (ostr + ("=" + explicit if explicit is not None else ""),)))
-            else:
-                vals = []
-                j = i + 1
-                while j < len(toks) and pattern[j] == "A":
-                    vals.append(toks[j])
-                    j += 1
-                import difflib
+            pattern.append(_classify(t, names, allow_abbrev, dashdash))
+    return pattern
 
-                close = difflib.get_close_matches(tok.split("=", 1)[0], [o for o in names if o.startswith("--")], n=1, cutoff=0.8)
-                fix = (close[0] + ("=" + tok.split("=", 1)[1] if "=" in tok else ""),) if close else None
-                shown = " ".join([tok, *vals])
-                cmd.problems.append(Problem("unknown", i, tok, f"unrecognized arguments: {shown}", fix))
-                # argparse leaves the values after an unknown option among the extras too: one problem for all
-                i = j
-                continue
-        flag = names[ostr]
-        rec = spec.get(flag, {})
-        arity = _nargs_count(rec.get("action"), rec.get("nargs"))
-        if flag == "--help":
-            cmd.problems.append(Problem("help", i, tok, "prints the help text and exits; the server does not start", ()))
+
+def _positional(cmd: LaunchCommand, toks: list[str], i: int, start: int, names: dict[str, str]) -> None:
+    """A stray argument: "unrecognized arguments", with ``--model-path MODEL`` as the fix for ``sglang serve MODEL`` on a
+    version without serve.py's ``_normalize_positional_model_path``."""
+    tok = toks[i]
+    fix: tuple[str, ...] = ()
+    if cmd.entry == ENTRY_SERVE and i == start and "--model-path" in names \
+            and not any(t in ("--model-path", "--model") or t.startswith(("--model-path=", "--model=")) for t in toks[i:]):
+        fix = ("--model-path", tok)
+    cmd.problems.append(Problem("positional", i, tok, f"unrecognized arguments: {tok}", fix))
+
+
+def _one_option(cmd: LaunchCommand, toks: list[str], pattern: list[str], i: int, names: dict[str, str], spec: dict[str, Any],
+                allow_abbrev: bool, seen: set[str]) -> int:
+    """Read the option at ``i`` (name, abbreviation, explicit ``=value``, its values); the index after it."""
+    tok = toks[i]
+    resolved = _option_string(cmd, toks, pattern, i, names, allow_abbrev)
+    if isinstance(resolved, int):
+        return resolved
+    ostr, explicit = resolved
+    flag = names[ostr]
+    rec = spec.get(flag, {})
+    if flag == "--help":
+        cmd.problems.append(Problem("help", i, tok, "prints the help text and exits; the server does not start", ()))
+        return i + 1
+    read = _option_values(cmd, toks, pattern, i, ostr, _nargs_count(rec.get("action"), rec.get("nargs")), explicit)
+    if read is None:
+        return i + 1
+    value, values, consumed = read
+    for v in values:
+        _check_value(cmd, i, ostr, rec, v)
+    cmd.options.append(Option(i, tok, flag, ostr, value, consumed))
+    seen.add(flag)
+    return i + 1 + consumed
+
+
+def _option_string(cmd: LaunchCommand, toks: list[str], pattern: list[str], i: int, names: dict[str, str],
+                   allow_abbrev: bool) -> tuple[str, str | None] | int:
+    """``(declared option string, explicit value)`` of the token at ``i``, or the next index when argparse rejects it
+    (ambiguous or unknown; the problem is recorded)."""
+    tok = toks[i]
+    if tok in names:
+        return tok, None
+    if "=" in tok and tok.split("=", 1)[0] in names:
+        ostr, explicit = tok.split("=", 1)
+        return ostr, explicit
+    matches = _prefix_matches(tok, names) if allow_abbrev and tok.startswith("--") else []
+    if len(matches) > 1:
+        cmd.problems.append(Problem("ambiguous", i, tok, f"ambiguous option: {tok.split('=', 1)[0]} could match {', '.join(matches)}"))
+        i += 1
+        while i < len(toks) and pattern[i] == "A":
             i += 1
-            continue
-        values: list[str] = []
-        consumed = 0
-        if arity == "0":
-            if explicit is not None:
-                cmd.problems.append(Problem("explicit-arg-ignored", i, tok, f"argument {ostr}: ignored explicit argument '{explicit}'", (ostr,)))
-            value: str | list[str] | None = None
-        elif explicit is not None:
-            values = [explicit]
-            value = explicit
-            if arity not in ("1", "?"):
-                value = [explicit]
-        else:
-            j = i + 1
-            while j < len(toks) and pattern[j] == "A":
-                values.append(toks[j])
-                j += 1
-            if arity == "1":
-                if not values:
-                    cmd.problems.append(Problem("missing-value", i, tok, f"argument {ostr}: expected one argument"))
-                    i += 1
-                    continue
-                values = values[:1]
-                value = values[0]
-            elif arity == "?":
-                values = values[:1]
-                value = values[0] if values else None
-            elif arity == "+":
-                if not values:
-                    cmd.problems.append(Problem("missing-value", i, tok, f"argument {ostr}: expected at least one argument"))
-                    i += 1
-                    continue
-                value = values
-            elif arity == "*":
-                value = values
-            else:
-                n = int(arity) if arity.isdigit() else 1
-                if len(values) < n:
-                    cmd.problems.append(Problem("missing-value", i, tok, f"argument {ostr}: expected {n} arguments"))
-                    i += 1
-                    continue
-                values = values[:n]
-                value = values
-            consumed = len(values)
-        for v in values:
-            _check_value(cmd, i, ostr, rec, v)
-        cmd.options.append(Option(i, tok, flag, ostr, value, consumed))
-        seen.add(flag)
-        i += 1 + consumed
-    for flag, rec in spec.items():
-        if rec.get("required") and flag not in seen:
-            cmd.problems.append(Problem("required", None, flag, f"the following arguments are required: {'/'.join([flag, *(rec.get('aliases') or [])])}"))
+        return i
+    if len(matches) == 1:
+        explicit = tok.split("=", 1)[1] if "=" in tok else None
+        cmd.problems.append(Problem("abbreviation", i, tok,
+                                    f"{tok.split('=', 1)[0]} is accepted only as an abbreviation of {matches[0]} (argparse allow_abbrev)",
+                                    (matches[0] + ("=" + explicit if explicit is not None else ""),)))
+        return matches[0], explicit
+    return _unknown_option(cmd, toks, pattern, i, names)
+
+
+def _unknown_option(cmd: LaunchCommand, toks: list[str], pattern: list[str], i: int, names: dict[str, str]) -> int:
+    """An option argparse does not know: one problem for it and the values after it (argparse leaves those among the
+    extras too), with the closest declared spelling as the fix; the index after the values."""
+    import difflib
+
+    tok = toks[i]
+    j = i + 1
+    while j < len(toks) and pattern[j] == "A":
+        j += 1
+    close = difflib.get_close_matches(tok.split("=", 1)[0], [o for o in names if o.startswith("--")], n=1, cutoff=0.8)
+    fix = (close[0] + ("=" + tok.split("=", 1)[1] if "=" in tok else ""),) if close else None
+    cmd.problems.append(Problem("unknown", i, tok, f"unrecognized arguments: {' '.join(toks[i:j])}", fix))
+    return j
+
+
+def _option_values(cmd: LaunchCommand, toks: list[str], pattern: list[str], i: int, ostr: str, arity: str,
+                   explicit: str | None) -> tuple[str | list[str] | None, list[str], int] | None:
+    """``(value, values, tokens consumed)`` of the option at ``i`` by its arity, or ``None`` when argparse rejects a
+    missing value (the problem is recorded)."""
+    tok = toks[i]
+    if arity == "0":
+        if explicit is not None:
+            cmd.problems.append(Problem("explicit-arg-ignored", i, tok, f"argument {ostr}: ignored explicit argument '{explicit}'", (ostr,)))
+        return None, [], 0
+    if explicit is not None:
+        return (explicit if arity in ("1", "?") else [explicit]), [explicit], 0
+    values: list[str] = []
+    j = i + 1
+    while j < len(toks) and pattern[j] == "A":
+        values.append(toks[j])
+        j += 1
+    if arity in ("1", "+") and not values:
+        want = "one argument" if arity == "1" else "at least one argument"
+        cmd.problems.append(Problem("missing-value", i, tok, f"argument {ostr}: expected {want}"))
+        return None
+    if arity in ("1", "?"):
+        values = values[:1]
+        return (values[0] if values else None), values, len(values)
+    if arity in ("+", "*"):
+        return values, values, len(values)
+    n = int(arity) if arity.isdigit() else 1
+    if len(values) < n:
+        cmd.problems.append(Problem("missing-value", i, tok, f"argument {ostr}: expected {n} arguments"))
+        return None
+    return values[:n], values[:n], n
 
 
 def _check_value(cmd: LaunchCommand, i: int, ostr: str, rec: dict[str, Any], v: str) -> None:

@@ -70,6 +70,9 @@ class Ctx:
     algo_runs_as: str | None = None
     algo_remap: dict[str, Any] | None = None
     algo_conditional: list[dict[str, Any]] = field(default_factory=list)
+    #: per-model override rewrites and start-up asserts that apply (engines/sglang/replay.py), set by resolve_model_overrides
+    model_overrides: list[dict[str, Any]] = field(default_factory=list)
+    startup_asserts: list[dict[str, Any]] = field(default_factory=list)
     draft: dict[str, Any] = field(default_factory=dict)
     #: the spelling-corrected command (misspelt flags, abbreviations, choice case fixed) and the ctx and
     #: findings of its own evaluation; ``None`` when the command has no spelling fix (see :func:`evaluate_launch`)

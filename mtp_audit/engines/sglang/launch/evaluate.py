@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.errors import InputError
+from mtp_audit.engines.sglang.replay import guard_value, predict_asserts, predict_overrides
 from mtp_audit.engines.sglang.launch.command import (
     ENTRY_LAUNCH_SERVER,
     LaunchCommand,
@@ -133,8 +134,36 @@ def resolve_algorithm(ctx: Ctx) -> None:
         if v is True or r.get("shape") == "enum-alias-lookup":
             if ctx.algo_remap is None:
                 ctx.algo_runs_as, ctx.algo_remap = r["to"][0], r
-        elif v is None:
+        elif v is None and guard_value(r.get("condition"), replay_known(ctx, {"speculative_algorithm": value})) is not False:
+            # a guard the checkpoint rules out (0.5.23 ``... and is_gemma4_draft`` for a Qwen3.5 checkpoint) is dropped
             ctx.algo_conditional.append(r)
+
+
+def replay_known(ctx: Ctx, fields: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What the launch knows, in the form :mod:`mtp_audit.engines.sglang.replay` evaluates guards with:
+    the checkpoint's architecture and quantization, the GPU family from compute capability 0 (``sm90``,
+    ``sm100`` for 10.x, ``sm120`` for 12.x) and the server arguments (``fields``, else the command's)."""
+    known = ctx.known()
+    cc = ctx.cc
+    gpu = None if cc is None else {9: "sm90", 10: "sm100", 12: "sm120"}.get(cc[0], f"sm{cc[0]}{cc[1]}")
+    args = dict(known.args) if fields is None else fields
+    return {"architecture": known.arch, "quantization": known.args.get("quantization"), "gpu": gpu, "fields": args}
+
+
+def resolve_model_overrides(ctx: Ctx) -> None:
+    """The per-model override rewrites (``facts["model_overrides"]``) and start-up asserts
+    (``facts["backend_asserts"]``) that apply to this launch, with their guards evaluated against the checkpoint,
+    the command and the GPU (:func:`mtp_audit.engines.sglang.replay.predict_overrides` / ``predict_asserts``)."""
+    if not ctx.sg:
+        return
+    known = replay_known(ctx)
+    known["fields"] = {k: ("auto" if v is None and k.endswith("moe_runner_backend") else v) for k, v in known["fields"].items()}
+    ctx.model_overrides = predict_overrides(ctx.sg, known)
+    # asserts run after every resolution: only a value the user gave explicitly is known to reach them, and only an
+    # assert whose guard certainly holds is a prediction (a guard on a local name of the hook is not told)
+    cli = ctx.sg.get("cli_arguments") or {}
+    given = {(cli.get(o.flag) or {}).get("dest"): o.value for o in ctx.cmd.options if o.value is not None}
+    ctx.startup_asserts = [a for a in predict_asserts(ctx.sg, dict(known, fields=given)) if a["certain"]]
 
 
 def resolve_draft(ctx: Ctx) -> None:
@@ -668,31 +697,18 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
     cmd = parse_command(list(argv), sg)
     envs, src = collect_env(cmd, env, environ, sg)
 
-    ck_for = analyzers.checkpoint
     mp = cmd.get(*MODEL)
     mp = mp if isinstance(mp, str) else None
     reports: list[Report] = []
     gaps: list[Gap] = [sg_gap] if sg_gap else []
-    ck = None
-    if mp is not None:
-        r, g = ck_for(mp, "--model-path")
-        if r is not None:
-            reports.append(r)
-            ck = dict(r.facts.get("checkpoint") or {}) or None  # an unreachable hub id: a report with no facts
-        if g is not None:
-            gaps.append(g)
+    ck, ck_report, ck_gap = _checkpoint_of(analyzers, mp, "--model-path")
+    reports += [ck_report] if ck_report is not None else []
+    gaps += [ck_gap] if ck_gap is not None else []
     dp = cmd.get(*DRAFT)
     dp = dp if isinstance(dp, str) else None
     same = dp is not None and mp is not None and (dp == mp or (cwd / dp).resolve() == (cwd / mp).resolve())
-    draft_ck = None
-    draft_gaps: list[Gap] = []
-    if dp is not None and not same:
-        r, g = ck_for(dp, "--speculative-draft-model-path")
-        if r is not None:
-            draft_ck = dict(r.facts.get("checkpoint") or {}) or None  # an unreachable hub id: a report with no facts
-            draft_gaps += list(r.gaps)
-        if g is not None:
-            draft_gaps.append(g)
+    draft_ck, draft_report, draft_gap = _checkpoint_of(analyzers, dp if not same else None, "--speculative-draft-model-path")
+    draft_gaps = (list(draft_report.gaps) if draft_report is not None else []) + ([draft_gap] if draft_gap is not None else [])
     pf_report = analyzers.preflight(normalized_argv(cmd), engine=None, sglang_facts=sg, use_sglang_analyzer=False)
     reports.append(pf_report)
     if sg_report is not None:
@@ -706,18 +722,12 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
         ctx.gap("--config FILE: the options inside the config file were not read")
     resolve_gpus(ctx)
     resolve_algorithm(ctx)
+    resolve_model_overrides(ctx)
     if ctx.algo_requested is None and ck is not None:
         reports = [mtp_errors_as_warnings(r, "SGLang", "--speculative-algorithm") if r.targets and r.targets[0].analyzer == "checkpoint" else r for r in reports]
     resolve_draft(ctx)
     if dp is not None and not same:
-        # the draft's gaps decide the answer only when the algorithm loads a draft (docs/launch.md: a hub repo id
-        # with no local folder is "could not tell"); a draft path without a draft algorithm is never read
-        uses = bool(ctx.draft.get("uses_draft"))
-        ctx.gaps += [Gap(g.analyzer, g.message if g.message.startswith("--speculative-draft-model-path") else
-                         f"--speculative-draft-model-path {dp}: {g.message}", g.path, g.blocking and uses) for g in draft_gaps]
-        if uses and draft_ck is None and not any(g.blocking for g in draft_gaps):
-            ctx.gap(f"--speculative-draft-model-path {dp}: the draft checkpoint was not audited; its architecture and MTP "
-                    "weights are unknown", blocking=True)
+        _draft_gaps(ctx, dp, draft_ck, draft_gaps)
     for check in CHECKS:
         check(ctx)
     all_findings = [f for r in reports for f in r.findings] + ctx.findings
@@ -730,13 +740,32 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
             try:
                 sub = evaluate_launch(spelled, sg_report=sg_report, sg_gap=sg_gap, analyzers=analyzers, env=env, environ=environ,
                                       cwd=cwd, _depth=_depth + 1)
+                ctx.respelled = (spelled, sub.ctx, [f for r in sub.reports for f in r.findings] + sub.ctx.findings)
             except InputError:
-                sub = None
-            if sub is not None:
-                sub_findings = [f for r in sub.reports for f in r.findings] + sub.ctx.findings
-                ctx.respelled = (spelled, sub.ctx, sub_findings)
+                pass
     outcome = build_outcome(ctx, all_findings, all_gaps)
     return Evaluation(ctx, reports, outcome)
+
+
+def _checkpoint_of(analyzers: Analyzers, path: str | None, flag: str) -> tuple[dict[str, Any] | None, Report | None, Gap | None]:
+    """``(checkpoint facts, report, gap)`` of a model path the command gives (nothing for ``None``); an unreachable hub
+    id gives a report with no facts, so ``None`` facts."""
+    if path is None:
+        return None, None, None
+    report, gap = analyzers.checkpoint(path, flag)
+    facts = (dict(report.facts.get("checkpoint") or {}) or None) if report is not None else None
+    return facts, report, gap
+
+
+def _draft_gaps(ctx: Ctx, dp: str, draft_ck: dict[str, Any] | None, draft_gaps: list[Gap]) -> None:
+    """The draft checkpoint's gaps, blocking only when the algorithm loads a draft (docs/launch.md: a hub repo id with no
+    local folder is "could not tell"); a draft path without a draft algorithm is never read."""
+    uses = bool(ctx.draft.get("uses_draft"))
+    ctx.gaps += [Gap(g.analyzer, g.message if g.message.startswith("--speculative-draft-model-path") else
+                     f"--speculative-draft-model-path {dp}: {g.message}", g.path, g.blocking and uses) for g in draft_gaps]
+    if uses and draft_ck is None and not any(g.blocking for g in draft_gaps):
+        ctx.gap(f"--speculative-draft-model-path {dp}: the draft checkpoint was not audited; its architecture and MTP "
+                "weights are unknown", blocking=True)
 
 
 def _flows_of_this_command(report: Report, cmd: Any) -> Report:

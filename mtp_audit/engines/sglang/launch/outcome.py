@@ -29,23 +29,67 @@ def _backend(pf: dict[str, Any], key: str, fp4: str | None, audited: bool = True
     return "not resolved (GPU capability unknown or below 10.0; see the preflight facts)"
 
 
+def _model_override(ctx: Any, field: str, resolved: str) -> str:
+    """``resolved`` unless a per-model override certainly rewrites ``field`` for this launch (its architecture is
+    registered and its guard holds: 0.5.23 ``model_overrides/minimax_m2.py:28`` turns ``auto`` into
+    ``flashinfer_trtllm_routed`` for MiniMax-M2 with modelopt_fp4 on SM100); an override whose guard cannot be told
+    is appended as "instead when"."""
+    hits = [r for r in ctx.model_overrides if r["argument"] == field]
+    sure = [r for r in hits if r["certain"]]
+    if sure:
+        r = sure[0]
+        return f"{', '.join(r['to'])} (model override at {r['location']}; {'logged' if r['logged'] else 'silent'})"
+    for r in hits[:1]:
+        resolved += f"; {', '.join(r['to'])} instead when {r['condition']} ({r['location']})"
+    return resolved
+
+
 def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) -> dict[str, Any]:
     """The outcome of one evaluation (:class:`mtp_audit.engines.sglang.launch.evaluate.Ctx`), given every analyzer's
     findings and gaps. Returns ``{"summary": {...}, "answer": [line, (corrected command)], "closing": {...},
     "verdict", "corrected_command", ...}``."""
-    from mtp_audit.engines.outcome import fmt_bytes
-    from mtp_audit.engines.sglang.launch.context import MTP_ALGORITHMS, TP, ckpt_fp4
+    from mtp_audit.engines.sglang.launch.context import ckpt_fp4
     from mtp_audit.engines.sglang.launch.correct import corrected_command
 
     v = verdict(findings, gaps)
-    cmd = ctx.cmd
-    d = ctx.draft
     pf = ctx.pf or {}
     fp4 = ckpt_fp4(ctx.ck)
-    rejected = [p for p in cmd.problems if p.kind != "abbreviation"]
-    abbrev = [p for p in cmd.problems if p.kind == "abbreviation"]
+    texts = {"spec": _speculative_text(ctx), **_draft_texts(ctx), "mtp": _mtp_weights_text(ctx), "gpus": _gpu_text(ctx),
+             "fp4_gemm": _backend(pf, "fp4_gemm_backend", fp4, ctx.ck is not None),
+             "moe": _model_override(ctx, "moe_runner_backend", _backend(pf, "moe_runner_backend", fp4, ctx.ck is not None)),
+             "fp4_ckpt": fp4 or ("no" if ctx.ck is not None else "unknown (checkpoint not audited)"),
+             "fp4_verdict": (pf.get("summary") or {}).get("verdict")}
+    errors = [f for f in findings if f.severity >= Severity.ERROR]
+    fixed_cmd, changed = corrected_command(ctx, list(findings))
+    blocking = [g for g in gaps if g.blocking]
+    compare = _compare_values(ctx, texts, errors, v, fixed_cmd)
+    still = sorted({f.rule_id for f in errors if not _fixed_by(f, changed, ctx)})
+    return {
+        "summary": _summary(ctx, texts, v, fixed_cmd),
+        "answer": _answer(ctx, compare, findings, errors, blocking, v, fixed_cmd, still),
+        "compare": compare,
+        "closing": {"title": "What will happen", "lines": _closing_lines(ctx, texts, findings, errors, blocking, v, fixed_cmd, still)},
+        "verdict": v,
+        "corrected_command": fixed_cmd,
+        "changed_flags": changed,
+        "speculative": {"requested": ctx.algo_requested, "runs_as": ctx.algo_runs_as,
+                        "remap": ctx.algo_remap, "conditional": ctx.algo_conditional},
+        "draft": dict(ctx.draft),
+        "model_overrides": list(ctx.model_overrides),
+        "startup_asserts": list(ctx.startup_asserts),
+        "parallel": _parallel_facts(ctx.parallel, ctx.visible),
+        "command": ctx.cmd.to_dict(),
+        "env": {k: {"value": ctx.env[k], "source": ctx.env_source.get(k)} for k in sorted(ctx.env)},
+    }
 
-    # speculative algorithm
+
+def _problems(cmd: Any) -> tuple[list[Any], list[Any]]:
+    """``(rejected, abbreviated)`` option problems of the command."""
+    return ([p for p in cmd.problems if p.kind != "abbreviation"], [p for p in cmd.problems if p.kind == "abbreviation"])
+
+
+def _speculative_text(ctx: Any) -> str:
+    """What runs as the speculative algorithm: requested, rewritten (where, logged or silent), conditional rewrites."""
     if ctx.algo_requested is None:
         spec = "none requested (one token per step)"
     elif ctx.algo_remap is not None:
@@ -55,82 +99,103 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
         spec = f"{ctx.algo_runs_as} (no rewrite)"
     for r in ctx.algo_conditional:
         spec += f"; {r['to'][0]} instead when {r['condition']} ({r['location']})"
+    return spec
 
-    # draft model
+
+def _draft_texts(ctx: Any) -> dict[str, str]:
+    """``{"draft_model", "draft_arch"}``: which checkpoint drafts, and the architecture chain to the class built."""
+    d = ctx.draft
     if not d.get("uses_draft"):
-        draft_model = "none" if ctx.algo_requested is None else f"none ({ctx.algo_runs_as} uses no draft model)"
-        draft_arch = "n/a"
+        return {"draft_model": "none" if ctx.algo_requested is None else f"none ({ctx.algo_runs_as} uses no draft model)",
+                "draft_arch": "n/a"}
+    same = ctx.draft_path is None or ctx.draft_is_target
+    draft_model = (f"the target checkpoint itself ({d.get('path')}; {d.get('path_source')})" if same
+                   else f"{d.get('path')} ({d.get('path_source')})")
+    arch = d.get("architecture")
+    if arch is None:
+        draft_arch = "unknown (draft checkpoint not audited)"
+    elif ctx.sg is None:
+        draft_arch = f"{arch} -> unknown (no SGLang facts)"
+    elif d.get("override"):
+        ov = d["override"]
+        reg = d.get("draft_class_location")
+        draft_arch = (f"{arch} -> {d['draft_class']} (override at {ov['location']}; "
+                      + (f"EntryClass at {reg})" if reg else "NOT registered in EntryClass)"))
+    elif d.get("draft_class_is_mtp"):
+        draft_arch = f"{arch} (already an MTP class; EntryClass at {d.get('draft_class_location')})"
     else:
-        same = ctx.draft_path is None or ctx.draft_is_target
-        draft_model = (f"the target checkpoint itself ({d.get('path')}; {d.get('path_source')})" if same
-                       else f"{d.get('path')} ({d.get('path_source')})")
-        arch = d.get("architecture")
-        if arch is None:
-            draft_arch = "unknown (draft checkpoint not audited)"
-        elif ctx.sg is None:
-            draft_arch = f"{arch} -> unknown (no SGLang facts)"
-        elif d.get("override"):
-            ov = d["override"]
-            reg = d.get("draft_class_location")
-            draft_arch = (f"{arch} -> {d['draft_class']} (override at {ov['location']}; "
-                          + (f"EntryClass at {reg})" if reg else "NOT registered in EntryClass)"))
-        elif d.get("draft_class_is_mtp"):
-            draft_arch = f"{arch} (already an MTP class; EntryClass at {d.get('draft_class_location')})"
-        else:
-            draft_arch = f"{arch} -> no override: the full target class {arch} is built as the draft"
-    mtp_line = "n/a"
+        draft_arch = f"{arch} -> no override: the full target class {arch} is built as the draft"
+    return {"draft_model": draft_model, "draft_arch": draft_arch}
+
+
+def _mtp_weights_text(ctx: Any) -> str:
+    """The MTP weights the draft loads (tensors, dtypes, bytes, per GPU under the command's TP), or why none."""
+    from mtp_audit.engines.outcome import fmt_bytes
+    from mtp_audit.engines.sglang.launch.context import MTP_ALGORITHMS, TP
+
+    d = ctx.draft
     if d.get("uses_draft") and ctx.algo_runs_as in MTP_ALGORITHMS and d.get("mtp_tensors") is not None:
         n = d.get("mtp_tensors") or 0
         dt = ", ".join(f"{k} {c:,}" for k, c in sorted((d.get("mtp_dtypes") or {}).items()))
         b = d.get("mtp_bytes") or 0
-        tp = cmd.get(*TP) or "1"
+        tp = ctx.cmd.get(*TP) or "1"
         pg = d.get("mtp_bytes_per_gpu")
         per = f", about {fmt_bytes(pg)} per GPU under --tp-size {tp}" if b and pg else ""
-        mtp_line = f"{n:,} tensors" + (f" ({dt})" if dt else "") + (f", {fmt_bytes(b)}" if b else "") + per
-    elif ctx.ck is not None and ctx.algo_requested is None:
+        return f"{n:,} tensors" + (f" ({dt})" if dt else "") + (f", {fmt_bytes(b)}" if b else "") + per
+    if ctx.ck is not None and ctx.algo_requested is None:
         n = (ctx.ck.get("summary") or {}).get("mtp_tensors") or 0
-        mtp_line = f"{n:,} MTP tensors in the checkpoint, not loaded (no speculative decoding)" if n else "the checkpoint has no MTP tensors"
+        return f"{n:,} MTP tensors in the checkpoint, not loaded (no speculative decoding)" if n else "the checkpoint has no MTP tensors"
+    return "n/a"
 
+
+def _gpu_text(ctx: Any) -> str:
+    """The GPUs seen, the GPUs the command needs, and the CUDA_VISIBLE_DEVICES that applies."""
     gpus = ctx.gpus()
     if gpus:
         names = sorted({f"{g['name'] or '?'} (compute capability {'.'.join(map(str, g['cc'])) if g['cc'] else '?'})" for g in gpus})
         gpu_line = f"{len(gpus)} x " + ", ".join(names)
     else:
         gpu_line = "none seen"
-    plan = ctx.parallel
-    vis = ctx.visible
+    plan, vis = ctx.parallel, ctx.visible
     if plan is not None and not plan.invalid:
         gpu_line += f"; the command needs {plan.needed} ({plan.formula})"
         if vis is not None and vis.value is not None:
             gpu_line += f"; CUDA_VISIBLE_DEVICES={vis.value} ({vis.source})"
-    fp4_gemm = _backend(pf, "fp4_gemm_backend", fp4, ctx.ck is not None)
-    moe = _backend(pf, "moe_runner_backend", fp4, ctx.ck is not None)
-    fp4_ckpt = fp4 or ("no" if ctx.ck is not None else "unknown (checkpoint not audited)")
-    fp4_verdict = (pf.get("summary") or {}).get("verdict")
+    return gpu_line
 
-    errors = [f for f in findings if f.severity >= Severity.ERROR]
-    fixed_cmd, changed = corrected_command(ctx, list(findings))
-    blocking = [g for g in gaps if g.blocking]
 
-    summary: dict[str, Any] = {
+def _summary(ctx: Any, texts: dict[str, Any], v: str, fixed_cmd: str | None) -> dict[str, Any]:
+    """The headline values of "what will happen" (``facts.launch.summary``)."""
+    rejected, abbrev = _problems(ctx.cmd)
+    summary = {
         "sglang": ctx.sglang_version,
-        "command": f"{cmd.entry}: {len(cmd.options)} options, {len(rejected)} rejected, {len(abbrev)} abbreviated",
-        "speculative_algorithm": spec,
-        "draft_model": draft_model,
-        "draft_architecture": draft_arch,
-        "mtp_weights": mtp_line,
-        "checkpoint_fp4": fp4_ckpt,
-        "gpus": gpu_line,
-        "fp4_gemm_backend": fp4_gemm,
-        "moe_runner_backend": moe,
-        "native_fp4": fp4_verdict or "unknown",
+        "command": f"{ctx.cmd.entry}: {len(ctx.cmd.options)} options, {len(rejected)} rejected, {len(abbrev)} abbreviated",
+        "speculative_algorithm": texts["spec"],
+        "draft_model": texts["draft_model"],
+        "draft_architecture": texts["draft_arch"],
+        "mtp_weights": texts["mtp"],
+        "checkpoint_fp4": texts["fp4_ckpt"],
+        "gpus": texts["gpus"],
+        "fp4_gemm_backend": texts["fp4_gemm"],
+        "moe_runner_backend": texts["moe"],
+        "native_fp4": texts["fp4_verdict"] or "unknown",
         "verdict": v,
         "corrected_command": fixed_cmd or ("none needed" if v == GO else "no command-line fix known"),
     }
+    if ctx.startup_asserts:  # only when one applies: SGLang stops at start-up with AssertionError
+        summary["startup_assert"] = "; ".join(
+            f"AssertionError at {a['location']} ({a['field']} {a['value']!s} not accepted): {a['message'][:120]}"
+            for a in ctx.startup_asserts[:2])
+    return summary
 
-    # location-free values, compared between SGLang versions (line numbers move with every release)
+
+def _compare_values(ctx: Any, texts: dict[str, Any], errors: list[Finding], v: str, fixed_cmd: str | None) -> dict[str, Any]:
+    """Location-free values, compared between SGLang versions (line numbers move with every release)."""
+    d = ctx.draft
+    pf = ctx.pf or {}
     ov = d.get("override") or {}
-    compare = {
+    rejected, abbrev = _problems(ctx.cmd)
+    return {
         "command": (f"{len(rejected)} rejected" + (f" ({', '.join(sorted(p.token for p in rejected))})" if rejected else "")
                     + f", {len(abbrev)} abbreviated" + (f" ({', '.join(sorted(p.token for p in abbrev))})" if abbrev else "")),
         "speculative_algorithm": ("none" if ctx.algo_requested is None else f"{ctx.algo_requested} runs as {ctx.algo_runs_as}"
@@ -140,33 +205,43 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
         "draft_architecture": ("n/a" if not d.get("uses_draft") else
                                f"{d.get('architecture')} -> {d.get('draft_class')}" + ("" if d.get("draft_class_registered") else " (not registered)")
                                if ov or d.get("draft_class_is_mtp") else f"{d.get('architecture')} -> no override"),
-        "mtp_weights": mtp_line,
+        "mtp_weights": texts["mtp"],
         "fp4_gemm_backend": _backend_value(pf, "fp4_gemm_backend"),
         "moe_runner_backend": _backend_value(pf, "moe_runner_backend"),
-        "native_fp4": fp4_verdict or "unknown",
+        "native_fp4": texts["fp4_verdict"] or "unknown",
         "errors": ", ".join(sorted({f.rule_id for f in errors})) or "none",
         "verdict": v,
         "corrected_command": fixed_cmd or "none",
     }
 
+
+def _closing_lines(ctx: Any, texts: dict[str, Any], findings: Sequence[Finding], errors: list[Finding], blocking: list[Gap],
+                   v: str, fixed_cmd: str | None, still: list[str]) -> list[str]:
+    """"What will happen" as sentences, ending with the verdict and the corrected command."""
+    rejected, abbrev = _problems(ctx.cmd)
     lines = [
-        f"{ctx.sg_name} reads the command through {cmd.entry}"
+        f"{ctx.sg_name} reads the command through {ctx.cmd.entry}"
         + (f": {len(rejected)} option(s) rejected" if rejected else ": every option accepted")
         + (f", {len(abbrev)} only as abbreviation(s)" if abbrev else "") + ".",
-        f"Speculative decoding: {spec}.",
-        f"Draft model: {draft_model}.",
-        f"Draft architecture: {draft_arch}.",
-        f"MTP weights: {mtp_line}.",
-        f"GPUs: {gpu_line}; native FP4: {fp4_verdict or 'unknown'}.",
-        f"FP4 checkpoint: {fp4_ckpt}; FP4 GEMM backend: {fp4_gemm}; MoE runner backend: {moe}.",
+        f"Speculative decoding: {texts['spec']}.",
+        f"Draft model: {texts['draft_model']}.",
+        f"Draft architecture: {texts['draft_arch']}.",
+        f"MTP weights: {texts['mtp']}.",
+        f"GPUs: {texts['gpus']}; native FP4: {texts['fp4_verdict'] or 'unknown'}.",
+        f"FP4 checkpoint: {texts['fp4_ckpt']}; FP4 GEMM backend: {texts['fp4_gemm']}; MoE runner backend: {texts['moe']}.",
+        verdict_sentence(v, errors, blocking, findings),
     ]
-    lines.append(verdict_sentence(v, errors, blocking, findings))
     if fixed_cmd:
-        rest = sorted({f.rule_id for f in errors if not _fixed_by(f, changed, ctx)})
-        lines.append(f"Corrected command: {fixed_cmd}" + (f" (still to fix outside the command: {', '.join(rest)})" if rest else ""))
+        lines.append(f"Corrected command: {fixed_cmd}" + (f" (still to fix outside the command: {', '.join(still)})" if still else ""))
     elif v == FIX_FIRST:
         lines.append("Corrected command: none known; the errors are not fixed by a flag (see each finding's fix).")
-    # the answer the text report opens with: the verdict, what runs, and the corrected command
+    return lines
+
+
+def _answer(ctx: Any, compare: dict[str, Any], findings: Sequence[Finding], errors: list[Finding], blocking: list[Gap], v: str,
+            fixed_cmd: str | None, still: list[str]) -> list[str]:
+    """The answer the text report opens with: the verdict, what runs, and the corrected command."""
+    d = ctx.draft
     runs = compare["speculative_algorithm"]
     if d.get("uses_draft"):
         runs += f", draft {compare['draft_model']}" + (f" ({d['draft_class']})" if d.get("draft_class") else "")
@@ -180,25 +255,17 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
             f"; warnings: {', '.join(warn)}" if warn else "")
     answer = [head]
     if fixed_cmd:
-        rest = sorted({f.rule_id for f in errors if not _fixed_by(f, changed, ctx)})
-        answer.append(f"corrected command: {fixed_cmd}" + (f" (still to fix outside the command: {', '.join(rest)})" if rest else ""))
-    return {
-        "summary": summary,
-        "answer": answer,
-        "compare": compare,
-        "closing": {"title": "What will happen", "lines": lines},
-        "verdict": v,
-        "corrected_command": fixed_cmd,
-        "changed_flags": changed,
-        "speculative": {"requested": ctx.algo_requested, "runs_as": ctx.algo_runs_as,
-                        "remap": ctx.algo_remap, "conditional": ctx.algo_conditional},
-        "draft": dict(d),
-        "parallel": None if plan is None else {**plan.to_dict(), "visible": None if vis is None else {
-            "count": vis.count, "gpus": [g.index for g in vis.gpus], "mig": list(vis.mig), "cuda_visible_devices": vis.value,
-            "source": vis.source or None, "exact": vis.exact, "notes": list(vis.notes)}},
-        "command": cmd.to_dict(),
-        "env": {k: {"value": ctx.env[k], "source": ctx.env_source.get(k)} for k in sorted(ctx.env)},
-    }
+        answer.append(f"corrected command: {fixed_cmd}" + (f" (still to fix outside the command: {', '.join(still)})" if still else ""))
+    return answer
+
+
+def _parallel_facts(plan: Any, vis: Any) -> dict[str, Any] | None:
+    """``facts.launch.parallel``: the plan and the visible devices it was held against."""
+    if plan is None:
+        return None
+    return {**plan.to_dict(), "visible": None if vis is None else {
+        "count": vis.count, "gpus": [g.index for g in vis.gpus], "mig": list(vis.mig), "cuda_visible_devices": vis.value,
+        "source": vis.source or None, "exact": vis.exact, "notes": list(vis.notes)}}
 
 
 def _backend_value(pf: dict[str, Any], key: str) -> str:

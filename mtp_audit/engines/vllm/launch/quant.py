@@ -1,5 +1,5 @@
 """The quantization method vLLM really runs for a checkpoint and ``--quantization``, replayed statement by statement
-from the release's own source (:mod:`mtp_audit.engines.code.replay`; parsed, never imported):
+from the release's own source (:mod:`mtp_audit.engines.code.statements`; parsed, never imported):
 
 1. ``ModelArchConfigConvertorBase._normalize_quantization_config`` (0.33.0
    ``vllm/transformers_utils/model_arch_config_convertor.py:241``): a ModelOpt ``quant_algo`` becomes the
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mtp_audit.engines.code.pyast import parse_source
-from mtp_audit.engines.code.replay import UNKNOWN, HookRaise, Obj, Raised, Replay
+from mtp_audit.engines.code.statements import UNKNOWN, HookRaise, Obj, Raised, Replay
 
 MODEL_REL = "vllm/config/model.py"
 CONVERTOR_REL = "vllm/transformers_utils/model_arch_config_convertor.py"

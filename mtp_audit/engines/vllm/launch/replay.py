@@ -183,13 +183,13 @@ class Evaluator:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Statement-order replay of SpeculativeConfig (engine-neutral core: mtp_audit.engines.code.replay)
+# Statement-order replay of SpeculativeConfig (engine-neutral core: mtp_audit.engines.code.statements)
 # ---------------------------------------------------------------------------------------------------------------
 
 from dataclasses import dataclass, field  # noqa: E402
 
-from mtp_audit.engines.code.replay import UNKNOWN as R_UNKNOWN  # noqa: E402
-from mtp_audit.engines.code.replay import HookRaise, Obj, Path, Replay  # noqa: E402
+from mtp_audit.engines.code.statements import UNKNOWN as R_UNKNOWN  # noqa: E402
+from mtp_audit.engines.code.statements import HookRaise, Obj, Path, Replay  # noqa: E402
 
 REGISTRY_REL = "vllm/model_executor/models/registry.py"
 #: ``__post_init__`` and the pydantic ``model_validator(mode="after")`` vLLM runs right after it
@@ -393,7 +393,7 @@ class _Hooks:
 
 def replay_spec_config(view: Any, known: LaunchKnowns) -> SpecReplay:
     """Replay ``SpeculativeConfig.__post_init__`` then ``_verify_args`` of ``view``'s vLLM on ``known``, statement by
-    statement (:class:`mtp_audit.engines.code.replay.Replay`). Unparsable or missing source is a :attr:`SpecReplay.gap`
+    statement (:class:`mtp_audit.engines.code.statements.Replay`). Unparsable or missing source is a :attr:`SpecReplay.gap`
     (that question could not be told), never an exception."""
     from mtp_audit.engines.code.pyast import parse_source
 

@@ -1,4 +1,4 @@
-"""The engine-neutral statement-order replay (mtp_audit.engines.code.replay) on small sources written for each Python
+"""The engine-neutral statement-order replay (mtp_audit.engines.code.statements) on small sources written for each Python
 rule it follows; the vLLM functions themselves are replayed in tests/test_replay_vllm.py."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from mtp_audit.engines.code.replay import UNKNOWN, HookRaise, Obj, Replay
+from mtp_audit.engines.code.statements import UNKNOWN, HookRaise, Obj, Replay
 
 SRC = textwrap.dedent('''
     MODES = Literal["a", "b"]

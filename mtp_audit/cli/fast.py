@@ -1,0 +1,44 @@
+"""Entry point of the ``mtp-audit`` console script and of ``python -m mtp_audit``.
+
+A bare ``mtp-audit --help`` / ``-h`` is answered from :data:`mtp_audit.cli.help_text.TEXT`, the group's help as
+click renders it at 78 columns, without importing click or any command module (click alone costs more than the
+interpreter's own start-up; ``benchmarks/bench_checkpoint.py`` measures it). ``tests/test_cli.py`` renders the
+help with click and asserts it equals that text, so the two cannot drift. On a terminal narrower than 80
+columns, or for anything else, the click group runs (:func:`mtp_audit.cli.main.main`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def _columns() -> int:
+    """Terminal width as ``shutil.get_terminal_size`` (which click's help formatter uses) computes it."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI and return its exit code (see :func:`mtp_audit.cli.main.main`)."""
+    args = sys.argv[1:] if argv is None else argv
+    if args in (["--help"], ["-h"]) and _columns() >= 80:
+        from mtp_audit.cli.help_text import TEXT
+
+        try:
+            sys.stdout.write(TEXT)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            pass
+        return 0
+    from mtp_audit.cli.main import main as full
+
+    return full(argv)

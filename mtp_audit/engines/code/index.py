@@ -1,0 +1,275 @@
+"""One walk over a parsed module, queried by every pass: the index of assignments, attribute reads and writes,
+calls, ``return``/``assert``/``if`` statements and boolean ``or`` expressions, each with the context a rewrite
+analysis needs (enclosing unit and class, the chain of ``if`` branches around it, the statement list it sits in).
+
+Engine-neutral: no engine file or class name appears here. The SGLang analyzer builds its rewrite model on it
+(:mod:`mtp_audit.engines.sglang.scan`); the statement-order replay (:mod:`mtp_audit.engines.code.replay`) walks
+the same ``ast`` nodes. Audited source is parsed, never imported or run.
+
+Cost (measured in ``benchmarks/bench_sglang.py``): one Python-level pass over the statements plus one
+``ast.iter_child_nodes`` pass over each expression, about 1 s per million nodes on a 2-core machine; SGLang
+0.5.23's server-argument files (1.3 MB) hold about 200k nodes.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+#: Expressions whose insides never hold a value rewrite: sites inside them are marked ``hidden``.
+_HIDING = (ast.Lambda, ast.JoinedStr)
+#: Statements whose expressions are marked ``hidden`` (a raise or an assert never assigns a flag).
+_HIDING_STMT = (ast.Raise, ast.Assert)
+
+
+class Context:
+    """Where a statement sits: ``unit`` (the module-level function or method holding it, ``None`` at module or
+    class level), ``owner`` (that unit's class name), ``guards`` (``((If node, in_body), ...)`` from the
+    outermost ``if`` inside the unit to the innermost; ``in_body`` False for the ``else``/``elif`` side) and
+    ``suite`` (the list of statements it belongs to; ``None`` for a one-line suite such as ``if x: y = 1``)."""
+
+    __slots__ = ("guards", "owner", "suite", "unit")
+
+    def __init__(self, unit: Any, owner: str | None, guards: tuple[tuple[ast.If, bool], ...], suite: list[ast.stmt] | None) -> None:
+        self.unit, self.owner, self.guards, self.suite = unit, owner, guards, suite
+
+
+class Site:
+    """One indexed node with its :class:`Context`; ``hidden`` when it sits inside a ``raise``, an ``assert``,
+    a ``lambda`` or an f-string."""
+
+    __slots__ = ("ctx", "hidden", "node")
+
+    def __init__(self, node: ast.AST, ctx: Context, hidden: bool) -> None:
+        self.node, self.ctx, self.hidden = node, ctx, hidden
+
+    @property
+    def pos(self) -> tuple[int, int]:
+        """``(line, column)`` of the node: source order for sorting."""
+        return self.node.lineno, self.node.col_offset  # type: ignore[attr-defined]
+
+
+def callee_name(call: ast.Call) -> str:
+    """The last name of a call's function: ``f`` for ``f()``, ``b`` for ``a.b()``, ``""`` otherwise."""
+    f = call.func
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+
+
+class ModuleIndex:
+    """The index of one module, built in one walk (see the module doc).
+
+    Attributes (lists are in source order):
+        units: ``[(FunctionDef, class name | None)]`` module-level functions and methods of module-level classes.
+        classes: ``{name: ClassDef}`` for every class at any depth (first definition wins).
+        assigns: every ``ast.Assign`` statement.
+        attr_stores: ``{attr: [Site of the Assign]}`` for ``<expr>.attr = ...`` targets.
+        attr_reads: ``{attr: [Site of the Attribute]}`` for attributes read (``Load`` context).
+        calls: ``{callee name: [Site of the Call]}`` (:func:`callee_name`).
+        returns, asserts, ifs, raises: those statements.
+        or_ops: ``ast.BoolOp`` nodes with ``or``.
+    """
+
+    def __init__(self, rel: str, text: str, tree: ast.Module) -> None:
+        self.rel, self.text, self.tree = rel, text, tree
+        self._lines: list[str] | None = None
+        self.units: list[tuple[Any, str | None]] = []
+        self.classes: dict[str, ast.ClassDef] = {}
+        self.assigns: list[Site] = []
+        self.attr_stores: dict[str, list[Site]] = {}
+        self.attr_reads: dict[str, list[Site]] = {}
+        self.calls: dict[str, list[Site]] = {}
+        self.returns: list[Site] = []
+        self.asserts: list[Site] = []
+        self.ifs: list[Site] = []
+        self.raises: list[Site] = []
+        self.or_ops: list[Site] = []
+        top = Context(None, None, (), tree.body)
+        for st in tree.body:
+            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.units.append((st, None))
+            elif isinstance(st, ast.ClassDef):
+                self.units += [(s, st.name) for s in st.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        self._block(tree.body, top, unit_level=0)
+
+    # --- the walk --------------------------------------------------------------------------------
+
+    def _block(self, body: list[ast.stmt], ctx: Context, unit_level: int, owner_class: str | None = None) -> None:
+        for st in body:
+            self._stmt(st, ctx, unit_level, owner_class)
+
+    def _stmt(self, st: ast.stmt, ctx: Context, unit_level: int, owner_class: str | None) -> None:
+        t = type(st)
+        if t is ast.If:
+            self._if(st, ctx, unit_level, owner_class)  # type: ignore[arg-type]
+            return
+        if t is ast.FunctionDef or t is ast.AsyncFunctionDef:
+            self._def(st, ctx, unit_level, owner_class)
+            return
+        if t is ast.ClassDef:
+            self.classes.setdefault(st.name, st)  # type: ignore[attr-defined]
+            for e in [*st.decorator_list, *st.bases, *(k.value for k in st.keywords)]:  # type: ignore[attr-defined]
+                self._expr(e, ctx, False)
+            inner = Context(ctx.unit, ctx.owner, ctx.guards, st.body)  # type: ignore[attr-defined]
+            self._block(st.body, inner, unit_level, st.name if unit_level == 0 else owner_class)  # type: ignore[attr-defined]
+            return
+        site = Site(st, ctx, False)
+        if t is ast.Assign:
+            self.assigns.append(site)
+            for tgt in st.targets:  # type: ignore[attr-defined]
+                if type(tgt) is ast.Attribute:
+                    self.attr_stores.setdefault(tgt.attr, []).append(site)
+        elif t is ast.Return:
+            self.returns.append(site)
+        elif t is ast.Assert:
+            self.asserts.append(site)
+        elif t is ast.Raise:
+            self.raises.append(site)
+        hidden = t in _HIDING_STMT
+        for field in st._fields:
+            v = getattr(st, field, None)
+            if isinstance(v, list):
+                if v and isinstance(v[0], ast.stmt):
+                    self._block(v, self._suite_ctx(ctx, v), unit_level, owner_class)
+                else:
+                    for x in v:
+                        if isinstance(x, ast.expr):
+                            self._expr(x, ctx, hidden)
+                        elif isinstance(x, ast.AST):
+                            self._other(x, ctx, unit_level, owner_class)
+            elif isinstance(v, ast.expr):
+                self._expr(v, ctx, hidden)
+            elif isinstance(v, ast.AST):
+                self._other(v, ctx, unit_level, owner_class)
+
+    def _other(self, node: ast.AST, ctx: Context, unit_level: int, owner_class: str | None) -> None:
+        """Handlers, ``with`` items, ``match`` cases, comprehensions: their statement lists and expressions."""
+        for field in node._fields:
+            v = getattr(node, field, None)
+            if isinstance(v, list):
+                if v and isinstance(v[0], ast.stmt):
+                    self._block(v, self._suite_ctx(ctx, v), unit_level, owner_class)
+                else:
+                    for x in v:
+                        if isinstance(x, ast.expr):
+                            self._expr(x, ctx, False)
+                        elif isinstance(x, ast.AST):
+                            self._other(x, ctx, unit_level, owner_class)
+            elif isinstance(v, ast.expr):
+                self._expr(v, ctx, False)
+            elif isinstance(v, ast.AST):
+                self._other(v, ctx, unit_level, owner_class)
+
+    @staticmethod
+    def _suite_ctx(ctx: Context, body: list[ast.stmt]) -> Context:
+        return Context(ctx.unit, ctx.owner, ctx.guards, body)
+
+    def _if(self, st: ast.If, ctx: Context, unit_level: int, owner_class: str | None) -> None:
+        self.ifs.append(Site(st, ctx, False))
+        self._expr(st.test, ctx, False)
+        one_line = bool(st.body) and st.body[0].lineno == st.test.end_lineno
+        self._block(st.body, Context(ctx.unit, ctx.owner, ctx.guards + ((st, True),), None if one_line else st.body),
+                    unit_level, owner_class)
+        if not st.orelse:
+            return
+        other = ctx.guards + ((st, False),)
+        first = st.orelse[0]
+        if len(st.orelse) == 1 and type(first) is ast.If and first.col_offset == st.col_offset:  # elif
+            self._if(first, Context(ctx.unit, ctx.owner, other, [first]), unit_level, owner_class)
+        else:
+            self._block(st.orelse, Context(ctx.unit, ctx.owner, other, st.orelse), unit_level, owner_class)
+
+    def _def(self, st: Any, ctx: Context, unit_level: int, owner_class: str | None) -> None:
+        for e in [*st.decorator_list, *st.args.defaults, *(d for d in st.args.kw_defaults if d is not None)]:
+            self._expr(e, ctx, False)
+        if unit_level == 0:  # a new unit: guards restart inside it
+            inner = Context(st, owner_class, (), st.body)
+        else:
+            inner = Context(ctx.unit, ctx.owner, ctx.guards, st.body)
+        self._block(st.body, inner, unit_level + 1, owner_class)
+
+    def _expr(self, node: ast.expr, ctx: Context, hidden: bool) -> None:
+        stack: list[tuple[ast.AST, bool]] = [(node, hidden)]
+        calls, reads = self.calls, self.attr_reads
+        while stack:
+            n, h = stack.pop()
+            t = type(n)
+            if t is ast.Call:
+                calls.setdefault(callee_name(n), []).append(Site(n, ctx, h))  # type: ignore[arg-type]
+            elif t is ast.Attribute:
+                if type(n.ctx) is ast.Load:  # type: ignore[attr-defined]
+                    reads.setdefault(n.attr, []).append(Site(n, ctx, h))  # type: ignore[attr-defined]
+            elif t is ast.BoolOp:
+                if type(n.op) is ast.Or:  # type: ignore[attr-defined]
+                    self.or_ops.append(Site(n, ctx, h))
+            elif t is ast.Constant or t is ast.Name:
+                continue
+            elif t in _HIDING:
+                h = True
+            for c in ast.iter_child_nodes(n):
+                stack.append((c, h))
+
+    # --- source text -----------------------------------------------------------------------------
+
+    def segment(self, node: ast.AST, *, parens: bool = False) -> str:
+        """The exact source text of ``node`` (``ast.get_source_segment`` without re-splitting the file on every
+        call). ``parens``: include the parentheses wrapped round it when the caller knows they belong to it (an
+        ``if`` test, the value of an assignment)."""
+        if self._lines is None:
+            self._lines = self.text.split("\n")
+        lines = self._lines
+        l0, l1 = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
+        c0 = len(lines[l0].encode("utf-8")[: node.col_offset].decode("utf-8", "replace"))  # type: ignore[attr-defined]
+        c1 = len(lines[l1].encode("utf-8")[: node.end_col_offset].decode("utf-8", "replace"))  # type: ignore[attr-defined]
+        if parens:
+            l0, c0, l1, c1 = self._widen(l0, c0, l1, c1)
+        if l0 == l1:
+            return lines[l0][c0:c1]
+        return "\n".join([lines[l0][c0:], *lines[l0 + 1:l1], lines[l1][:c1]])
+
+    def _widen(self, l0: int, c0: int, l1: int, c1: int) -> tuple[int, int, int, int]:
+        """Extend ``[l0:c0, l1:c1)`` over matching ``(``/``)`` pairs separated from it by whitespace only."""
+        lines = self._lines or []
+        while True:
+            bl, bc = l0, c0 - 1
+            while bl >= 0 and (bc < 0 or lines[bl][bc] in " \t\r"):
+                if bc < 0:
+                    bl -= 1
+                    bc = len(lines[bl]) - 1 if bl >= 0 else -1
+                else:
+                    bc -= 1
+            fl, fc = l1, c1
+            while fl < len(lines) and (fc >= len(lines[fl]) or lines[fl][fc] in " \t\r"):
+                if fc >= len(lines[fl]):
+                    fl, fc = fl + 1, 0
+                else:
+                    fc += 1
+            if bl < 0 or fl >= len(lines) or lines[bl][bc] != "(" or lines[fl][fc] != ")":
+                return l0, c0, l1, c1
+            l0, c0, l1, c1 = bl, bc, fl, fc + 1
+
+    def normalized(self, node: ast.AST, *, parens: bool = False) -> str:
+        """:meth:`segment` with comments dropped and whitespace runs collapsed to one space (a condition stays a
+        Python expression that :func:`mtp_audit.engines.code.replay.evaluate` can read)."""
+        seg = self.segment(node, parens=parens)
+        if "#" in seg:
+            seg = _drop_comments(seg)
+        return " ".join(seg.split())
+
+
+def _drop_comments(seg: str) -> str:
+    """``seg`` without ``#`` comments (tokenized, so a ``#`` inside a string stays); unchanged if it does not
+    tokenize."""
+    import io
+    import tokenize
+
+    try:
+        toks = list(tokenize.generate_tokens(io.StringIO("(" + seg + "\n)").readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return seg
+    lines = seg.split("\n")
+    for tok in reversed(toks):
+        if tok.type == tokenize.COMMENT:
+            row, col = tok.start[0] - 1, tok.start[1] - (1 if tok.start[0] == 1 else 0)
+            if 0 <= row < len(lines):
+                lines[row] = lines[row][:col] + lines[row][tok.end[1] - (1 if tok.start[0] == 1 else 0):]
+    return "\n".join(lines)

@@ -1,0 +1,204 @@
+"""SGLang start-up decisions as facts a launch can replay: per-model override functions (0.5.20 on:
+``srt/arg_groups/model_overrides/*.py``, each registered for architectures with a decorator such as
+``@_register_for("MiniMaxM2ForCausalLM")``) and the ``assert`` statements that restrict a backend field
+(the attention registry: 0.5.12 ``srt/layers/attention/attention_registry.py:253`` accepts only
+triton / trtllm_mha / fa4 / flashinfer for hybrid GDN models on Blackwell).
+
+Which files are read is derived (:data:`mtp_audit.engines.sglang.scan.PASSES`): every server-argument file
+holding a rewrite candidate (so every ``model_overrides`` file that stores ``overrides[...]`` or returns a
+dict), and every file with an ``assert`` on a backend field. Nothing is listed by file name.
+
+:func:`guard_value` evaluates a recorded condition against what a launch knows (checkpoint architecture and
+quantization, the command's flags, the GPU family) with :func:`mtp_audit.engines.code.replay.evaluate`:
+``True`` / ``False``, or ``None`` when a name it depends on is unknown. A rewrite or an assert reaches a
+headline only when its guard is not ``False`` (0.5.23's ``FROZEN_KV_MTP ... and is_gemma4_draft`` never
+headlines a Qwen3.5 launch).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from mtp_audit.engines.code.index import ModuleIndex
+from mtp_audit.engines.code.replay import UNKNOWN, evaluate, message_text
+from mtp_audit.engines.sglang.rewrites import comparisons, is_literal, literal
+from mtp_audit.engines.sglang.names import ASSERTED_SOURCE
+
+_ASSERTED = re.compile(r"^(" + ASSERTED_SOURCE + r")$")
+#: Architecture names as SGLang's registries spell them (``MiniMaxM2ForCausalLM``, ``Qwen3_5MoeForConditionalGeneration``).
+_ARCH = re.compile(r"^[A-Z]\w*(For\w+|Model|MTP|NextN)$")
+
+
+def _cond_text(ix: ModuleIndex, guards: tuple[tuple[ast.If, bool], ...]) -> str:
+    parts = []
+    for node, in_body in guards:
+        t = ix.normalized(node.test, parens=True)
+        parts.append(f"({t})" if in_body else f"not ({t})")
+    return " and ".join(parts)
+
+
+def registrations(ix: ModuleIndex) -> list[dict[str, Any]]:
+    """Functions registered for architectures by a decorator call with architecture-name string arguments.
+
+    Returns ``[{"function", "line", "architectures": [str], "decorator": str}]`` (line of the ``def``).
+    """
+    out = []
+    for node, owner in ix.units:
+        for d in node.decorator_list:
+            if not isinstance(d, ast.Call):
+                continue
+            archs = [a.value for a in d.args if isinstance(a, ast.Constant) and isinstance(a.value, str) and _ARCH.match(a.value)]
+            for a in d.args:  # @_register_for(("A", "B")) / [..]
+                v = literal(a)
+                if isinstance(v, list):
+                    archs += [x for x in v if isinstance(x, str) and _ARCH.match(x)]
+            if archs:
+                out.append({"function": node.name, "line": node.lineno, "architectures": archs,
+                            "decorator": ix.normalized(d.func)})
+    return out
+
+
+def backend_asserts(ix: ModuleIndex) -> list[dict[str, Any]]:
+    """``assert`` statements whose test restricts a backend field (:data:`ASSERTED_SOURCE`) to literals.
+
+    Returns ``[{"field", "accepts": [str] | None, "rejects": [str] | None, "test", "condition", "message",
+    "location": "path:line", "function"}]``: ``accepts`` from ``x.F == "a" or x.F == "b"`` / ``x.F in {...}``,
+    ``rejects`` from ``x.F != "a"``; ``condition`` the ``if`` branches around it inside its function.
+    """
+    out = []
+    for site in ix.asserts:
+        node: ast.Assert = site.node  # type: ignore[assignment]
+        accepts: dict[str, list[str]] = {}
+        for subj, op, lits in comparisons(node.test):
+            field = subj.split(".")[-1]
+            if _ASSERTED.match(field) and op in ("==", "in"):
+                accepts.setdefault(field, []).extend(lits)
+        rejects: dict[str, list[str]] = {}
+        for cmp in ast.walk(node.test):
+            if isinstance(cmp, ast.Compare) and len(cmp.ops) == 1 and isinstance(cmp.ops[0], (ast.NotEq, ast.NotIn)) \
+                    and isinstance(cmp.left, ast.Attribute) and _ASSERTED.match(cmp.left.attr):
+                v = literal(cmp.comparators[0])
+                if is_literal(v):
+                    rejects.setdefault(cmp.left.attr, []).extend(str(x) for x in (v if isinstance(v, list) else [v]))
+        for field in sorted(set(accepts) | set(rejects)):
+            out.append({"field": field, "accepts": accepts.get(field), "rejects": rejects.get(field),
+                        "test": ix.normalized(node.test), "condition": _cond_text(ix, site.ctx.guards),
+                        "message": message_text(node.msg), "location": f"{ix.rel}:{node.lineno}",
+                        "function": site.ctx.unit.name if site.ctx.unit is not None else None})
+    return out
+
+
+def file_facts(ix: ModuleIndex, *, asserts: bool) -> dict[str, Any]:
+    """The replay facts of one indexed file (cached with its scan result): ``registrations`` always (the
+    server pass), ``asserts`` when the asserts pass wants the file."""
+    out: dict[str, Any] = {"registrations": registrations(ix)}
+    if asserts:
+        out["asserts"] = backend_asserts(ix)
+    return out
+
+
+# --- evaluation against a launch ------------------------------------------------------------------
+
+#: Platform predicates SGLang guards are written with, by GPU family (``sm100`` covers SM100/SM103).
+_PLATFORM = {
+    "is_blackwell": ("sm100", "sm103", "sm120", "sm121"), "is_sm100": ("sm100", "sm103"),
+    "is_sm100_supported": ("sm100", "sm103"), "is_sm90_supported": ("sm90", "sm100", "sm103"),
+    "is_sm120_supported": ("sm120", "sm121"), "is_hopper": ("sm90",),
+    "is_hip": ("rocm",), "is_npu": ("npu",), "is_cuda": ("sm80", "sm89", "sm90", "sm100", "sm103", "sm120", "sm121"),
+}
+
+
+#: Runner attributes that hold a hybrid linear-attention config (0.5.12 ``attention_registry.py:221,251``).
+_HYBRID_CONFIGS = frozenset(("hybrid_gdn_config", "mambaish_config", "linear_attn_config"))
+_FAMILY_DRAFT = re.compile(r"^is_([a-z][a-z0-9_]*?)_draft$")
+#: A stand-in for a config object that is present (truthy, not ``None``).
+_PRESENT = "<present>"
+
+
+def launch_lookup(known: dict[str, Any]):
+    """A ``lookup`` for :func:`evaluate` from what a launch knows.
+
+    ``known``: ``{"fields": {server-args field: value}, "architecture": str | None, "quantization": str | None,
+    "gpu": "sm100" | "sm90" | ... | None, "hybrid_linear_attention": bool | None, "names": {name: value}}``.
+    A dotted name resolves by its last part: a server-args field in ``fields`` (``cfg.moe_runner_backend``,
+    ``runner.server_args.x``), ``.quantization`` of a model config, ``model_arch``, a platform predicate
+    (``is_blackwell()``, ``get_platform().is_sm100``) when the GPU family is known, the hybrid linear-attention
+    configs (``runner.hybrid_gdn_config``, ``runner.mambaish_config``: present or ``None``), and a draft-family
+    flag ``is_<family>_draft`` (0.5.23 ``is_gemma4_draft``): true exactly when the checkpoint's architecture
+    starts with that family (the NEXTN draft is the target itself). Anything else is unknown.
+    """
+    fields = known.get("fields") or {}
+    names = known.get("names") or {}
+    gpu = known.get("gpu")
+
+    def lookup(name: str) -> Any:
+        if name in names:
+            return names[name]
+        last = name.rsplit(".", 1)[-1]
+        bare = last.removesuffix("()")
+        if bare in _PLATFORM:
+            return UNKNOWN if gpu is None else gpu in _PLATFORM[bare]
+        if last in fields:
+            return fields[last]
+        if last == "quantization" and "model_config" in name and known.get("quantization") is not None:
+            return known["quantization"]
+        if last in ("model_arch",) and known.get("architecture"):
+            return known["architecture"]
+        hybrid = known.get("hybrid_linear_attention")
+        if last in _HYBRID_CONFIGS and hybrid is not None:
+            return _PRESENT if hybrid else None
+        m = _FAMILY_DRAFT.match(name)
+        if m and known.get("architecture"):
+            return known["architecture"].lower().replace("_", "").startswith(m.group(1).replace("_", ""))
+        return UNKNOWN
+
+    return lookup
+
+
+def guard_value(condition: str | None, known: dict[str, Any]) -> bool | None:
+    """Whether a recorded ``condition`` holds for a launch (``None``: cannot tell; an empty condition holds)."""
+    if not condition:
+        return True
+    out = evaluate(condition, launch_lookup(known))
+    return out.truth()
+
+
+def predict_asserts(facts: dict[str, Any], known: dict[str, Any]) -> list[dict[str, Any]]:
+    """Backend asserts a launch fails: those whose guard holds (or whose guard cannot be told, marked
+    ``"certain": False``) and whose field value (known) is outside ``accepts`` or inside ``rejects``.
+
+    Returns the assert facts with ``"value"`` and ``"certain"`` added.
+    """
+    fields = known.get("fields") or {}
+    out = []
+    for a in facts.get("backend_asserts") or []:
+        value = fields.get(a["field"], UNKNOWN)
+        if value is UNKNOWN or value is None:
+            continue
+        fails = (a["accepts"] is not None and str(value) not in a["accepts"]) or (
+            a["rejects"] is not None and str(value) in a["rejects"])
+        if not fails:
+            continue
+        g = guard_value(a["condition"], known)
+        if g is False:
+            continue
+        out.append(dict(a, value=value, certain=g is True))
+    return out
+
+
+def predict_overrides(facts: dict[str, Any], known: dict[str, Any]) -> list[dict[str, Any]]:
+    """Model-override rewrites that apply to a launch: the checkpoint's architecture is registered for the
+    function and the rewrite's guard is not false. Returns the records of ``facts["model_overrides"]`` with
+    ``"certain"`` added."""
+    arch = known.get("architecture")
+    out = []
+    for r in facts.get("model_overrides") or []:
+        if arch is None or arch not in r["architectures"]:
+            continue
+        g = guard_value(r["condition"], known)
+        if g is False:
+            continue
+        out.append(dict(r, certain=g is True))
+    return out

@@ -1,0 +1,95 @@
+"""What TensorRT-LLM does with an MTP ``speculative_config``, as sourced data (no TensorRT-LLM code is copied or run).
+
+Every fact names the file and symbol at a commit of NVIDIA/TensorRT-LLM on GitHub (``tensorrt_llm/llmapi/llm_args.py``
+at 0004396720054fd8e205cbf616f21f0b57c6b412, ``tensorrt_llm/commands/serve.py`` at
+00209af149e7774406881a37283dce303571eb11), a pull request, or the LLM API reference.
+"""
+
+from __future__ import annotations
+
+LLM_ARGS = "tensorrt_llm/llmapi/llm_args.py@0004396"
+SERVE = "tensorrt_llm/commands/serve.py@00209af"
+
+#: ``trtllm-serve`` options (``serve`` click command) that take a value, every spelling -> the parameter name.
+#: Source: SERVE, the ``@click.option`` decorators of ``serve``.
+VALUE_OPTIONS: dict[str, str] = {
+    "--tokenizer": "tokenizer", "--custom_tokenizer": "custom_tokenizer", "--host": "host", "--port": "port",
+    "--backend": "backend", "--custom_module_dirs": "custom_module_dirs", "--log_level": "log_level",
+    "--max_beam_width": "max_beam_width", "--max_batch_size": "max_batch_size", "--max_num_tokens": "max_num_tokens",
+    "--max_seq_len": "max_seq_len", "--tensor_parallel_size": "tensor_parallel_size", "--tp_size": "tensor_parallel_size",
+    "--pipeline_parallel_size": "pipeline_parallel_size", "--pp_size": "pipeline_parallel_size",
+    "--context_parallel_size": "context_parallel_size", "--cp_size": "context_parallel_size",
+    "--moe_expert_parallel_size": "moe_expert_parallel_size", "--ep_size": "moe_expert_parallel_size",
+    "--moe_cluster_parallel_size": "moe_cluster_parallel_size", "--cluster_size": "moe_cluster_parallel_size",
+    "--gpus_per_node": "gpus_per_node", "--free_gpu_memory_fraction": "free_gpu_memory_fraction",
+    "--kv_cache_free_gpu_memory_fraction": "free_gpu_memory_fraction", "--num_postprocess_workers": "num_postprocess_workers",
+    "--revision": "revision", "--config": "extra_llm_api_options", "--extra_llm_api_options": "extra_llm_api_options",
+    "--reasoning_parser": "reasoning_parser", "--tool_parser": "tool_parser",
+    "--metadata_server_config_file": "metadata_server_config_file", "--server_role": "server_role",
+    "--otlp_traces_endpoint": "otlp_traces_endpoint", "--disagg_cluster_uri": "disagg_cluster_uri",
+    "--media_io_kwargs": "media_io_kwargs", "--chat_template": "chat_template",
+}
+#: ``trtllm-serve`` on/off flags (``is_flag=True``). Source: SERVE.
+FLAG_OPTIONS: dict[str, str] = {
+    "--trust_remote_code": "trust_remote_code", "--fail_fast_on_attention_window_too_large": "fail_fast_on_attention_window_too_large",
+    "--enable_chunked_prefill": "enable_chunked_prefill",
+}
+#: ``--backend`` choices, with the ``trt`` alias (SERVE ``ChoiceWithAlias``); MTP is a PyTorch-backend feature
+#: (``MTPDecodingConfig.supports_backend``: ``pytorch`` and ``_autodeploy``, LLM_ARGS).
+BACKENDS = ("pytorch", "tensorrt", "_autodeploy")
+BACKEND_ALIASES = {"trt": "tensorrt"}
+MTP_BACKENDS = ("pytorch", "_autodeploy")
+
+#: ``speculative_config.decoding_type`` values (the ``decoding_type: Literal[...]`` of each ``*DecodingConfig`` in
+#: LLM_ARGS) and whether the method drafts with the target checkpoint's MTP layers.
+DECODING_TYPES: dict[str, str] = {
+    "MTP": "the checkpoint's MTP layers draft (MTPDecodingConfig)",
+    "Eagle": "an EAGLE/EAGLE3 draft model given as speculative_model (EagleDecodingConfig)",
+    "NGram": "n-gram matching, no draft model (NGramDecodingConfig)",
+    "SA": "suffix-automaton matching, no draft model (SADecodingConfig)",
+    "Draft_Target": "a separate draft model (DraftTargetDecodingConfig)",
+    "PARD": "a parallel-draft model (PARDDecodingConfig)",
+    "DFlash": "a DFlash draft model (DFlashDecodingConfig)",
+    "DSpark": "a DSpark drafter: DeepSeek-V4's mtp.* namespace or a standalone checkpoint (DSparkDecodingConfig)",
+    "User_Provided": "a drafter object from Python code (UserProvidedDecodingConfig)",
+    "AUTO": "a draft-model-free method chosen by heuristic (AutoDecodingConfig)",
+}
+
+#: MTPDecodingConfig defaults (LLM_ARGS): relaxed acceptance applies between these token ids, DeepSeek-R1's
+#: ``<think>`` / ``</think>`` (first hard-coded "for DeepSeek R1", NVIDIA/TensorRT-LLM PR #3865).
+BEGIN_THINKING_DEFAULT = 128798
+END_THINKING_DEFAULT = 128799
+
+#: Architectures whose TensorRT-LLM PyTorch model builds the checkpoint's MTP layers: architecture -> evidence.
+MTP_ARCHITECTURES: dict[str, str] = {
+    "DeepseekV3ForCausalLM": "docs/source/models/supported-models.md (MTP: Yes); tensorrt_llm/_torch/models/modeling_deepseekv3.py",
+    "DeepseekV32ForCausalLM": "modeling_deepseekv3.py (DeepSeek-V3.2 DSA shares the DeepSeek-V3 MTP path)",
+    "Glm4MoeForCausalLM": "NVIDIA/TensorRT-LLM PR #14457 (GLM MTP load fix); modeling_glm.py",
+    "GlmMoeDsaForCausalLM": "NVIDIA/TensorRT-LLM #18662 (GLM-5 DSA served with MTP)",
+    "Qwen3NextForCausalLM": "NVIDIA/TensorRT-LLM PR #12646 (Qwen3-Next / Qwen3.5 MTP, merged 2026-04-01)",
+    "Qwen3_5MoeForConditionalGeneration": "NVIDIA/TensorRT-LLM PR #12646",
+    "Qwen3_5MoeForCausalLM": "NVIDIA/TensorRT-LLM PR #12646",
+    "Qwen3_5ForConditionalGeneration": "NVIDIA/TensorRT-LLM PR #12646",
+    "NemotronHForCausalLM": "NVIDIA/TensorRT-LLM PR #17378 (Nemotron-H MTP, incl. a standalone MTP checkpoint), PR #17408",
+}
+#: Architectures whose maintainers say TensorRT-LLM runs no MTP for them: architecture -> evidence.
+NO_MTP_ARCHITECTURES: dict[str, str] = {
+    "MiniMaxM3ForCausalLM": "MiniMax-AI/MiniMax-M3 #13 (2026-06-22): \"Don't support MTP now\"",
+}
+
+#: Smallest compute capability the MTP path runs on: the MLA generation FMHA kernel is Hopper+
+#: (examples/llm_speculative_decoding README, TensorRT-LLM 1.3.0rc24 docs).
+MTP_MIN_CC = (9, 0)
+
+#: Known silent failures: key -> (what happens, source).
+KNOWN_TRAPS: dict[str, tuple[str, str]] = {
+    "acceptance_rate_threshold": (
+        "speculation is disabled permanently once the rolling average acceptance over acceptance_rate_window_size "
+        "drops below the threshold; no error is raised and the server keeps serving without drafting",
+        "MTPDecodingConfig / DecodingBaseConfig acceptance_rate_threshold (LLM API reference 1.4.0rc4, "
+        "nvidia.github.io/TensorRT-LLM/1.4.0rc4/llm-api/reference/MTPDecodingConfig.html)"),
+    "dsa_kv_cache_manager_v1": (
+        "GLM-5.x on the DSA attention path with kv_cache_config.use_kv_cache_manager_v2: false accepts no draft token "
+        "(acceptance length 1.0) while the server otherwise looks healthy",
+        "NVIDIA/TensorRT-LLM #18662 (2026-09-03)"),
+}

@@ -1,0 +1,363 @@
+"""What TensorRT-LLM will do with one ``trtllm-serve`` command: the YAML's ``speculative_config`` replayed against
+:mod:`mtp_audit.engines.trtllm.knowledge`, the checkpoint's MTP layers and tokenizer, and the machine's GPUs
+(rules MTP700-MTP712)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mtp_audit.engines.argv import shell_join
+from mtp_audit.engines.base import Engine, EngineOutcome, LaunchRequest
+from mtp_audit.engines.outcome import mtp_errors_as_warnings, verdict, verdict_sentence
+from mtp_audit.engines.trtllm import knowledge as K
+from mtp_audit.engines.trtllm.command import TrtllmCommand, parse_trtllm_command, trtllm_entry
+from mtp_audit.engines.trtllm.rules import RULES_BY_ID
+from mtp_audit.errors import InputError
+from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
+
+ANALYZER = "launch"
+
+
+@dataclass
+class TCtx:
+    """What one evaluation knows: the command, its YAML, the checkpoint (facts, raw config, tokenizer ids) and the
+    machine (preflight facts), with the findings and gaps so far."""
+
+    cmd: TrtllmCommand
+    yaml_doc: dict[str, Any] = field(default_factory=dict)
+    yaml_name: str | None = None
+    ck: dict[str, Any] | None = None
+    raw_config: dict[str, Any] | None = None
+    folder: Path | None = None
+    pf: dict[str, Any] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)
+
+    @property
+    def spec(self) -> dict[str, Any] | None:
+        s = self.yaml_doc.get("speculative_config")
+        return s if isinstance(s, dict) else None
+
+    @property
+    def is_mtp(self) -> bool:
+        return self.spec is not None and str(self.spec.get("decoding_type", "")) == "MTP"
+
+    def add(self, rule_id: str, message: str, where: str | None = None, evidence: Sequence[tuple[str, str]] = ()) -> None:
+        """Add a finding of ``rule_id`` located at the YAML (or ``where``)."""
+        loc = Location(path=where or self.yaml_name) if (where or self.yaml_name) else Location(symbol="trtllm-serve")
+        self.findings.append(RULES_BY_ID[rule_id].finding(message, loc, evidence=[Evidence(k, v) for k, v in evidence]))
+
+    def gap(self, message: str, *, blocking: bool) -> None:
+        self.gaps.append(Gap(ANALYZER, message, self.yaml_name, blocking))
+
+
+def mtp_layers(ctx: TCtx) -> tuple[int | None, int]:
+    """``(declared MTP layers, MTP tensors found)`` of the checkpoint (``None`` declared: not said)."""
+    mtp = (ctx.ck or {}).get("mtp") or {}
+    declared = mtp.get("declared_layers")
+    return (declared if isinstance(declared, int) else None), int(mtp.get("tensors") or 0)
+
+
+def architecture(ctx: TCtx) -> str | None:
+    archs = ((ctx.ck or {}).get("config") or {}).get("architectures") or []
+    return archs[0] if archs and isinstance(archs[0], str) else None
+
+
+def check_options(ctx: TCtx) -> None:
+    """MTP711: options click refuses; MTP710: MTP on the TensorRT engine backend."""
+    for opt in ctx.cmd.unknown:
+        ctx.add("MTP711", f"trtllm-serve has no option {opt}: click exits with 'No such option: {opt}'", where="trtllm-serve",
+                evidence=[("option", opt)])
+    for opt in ctx.cmd.missing_value:
+        ctx.add("MTP711", f"{opt} needs a value: click exits with 'Option {opt} requires an argument'", where="trtllm-serve",
+                evidence=[("option", opt)])
+    backend = K.BACKEND_ALIASES.get(ctx.cmd.values.get("backend", "pytorch"), ctx.cmd.values.get("backend", "pytorch"))
+    if ctx.is_mtp and backend not in K.MTP_BACKENDS:
+        ctx.add("MTP710", f"--backend {ctx.cmd.values['backend']} with decoding_type MTP: MTP runs only on "
+                f"{' and '.join(K.MTP_BACKENDS)}", where="trtllm-serve", evidence=[("backend", backend)])
+
+
+def check_requested(ctx: TCtx) -> None:
+    """MTP700: MTP layers in the checkpoint (tensors found, or declared where no tensor list was read), no
+    speculative_config in the launch."""
+    declared, tensors = mtp_layers(ctx)
+    config_only = (ctx.ck or {}).get("mode") == "config-only"
+    if ctx.spec is not None or not (tensors > 0 or (config_only and (declared or 0) > 0)):
+        return
+    where = "no --config YAML" if ctx.yaml_name is None else f"{ctx.yaml_name} has no speculative_config"
+    have = f"{tensors:,} MTP tensors" if tensors else f"{declared} declared MTP layer(s) (tensors not listed)"
+    ctx.add("MTP700", f"the checkpoint carries {have} but {where}: TensorRT-LLM builds no drafter and the MTP heads are "
+            "unused", evidence=[("MTP layers declared", str(declared)), ("MTP tensors", str(tensors))])
+
+
+def check_draft_len(ctx: TCtx) -> None:
+    """MTP701 (not positive), MTP702 (deprecated key), MTP704 (longer than the checkpoint's layers)."""
+    spec = ctx.spec or {}
+    if "num_nextn_predict_layers" in spec:
+        dropped = "max_draft_len" in spec
+        ctx.add("MTP702", "speculative_config.num_nextn_predict_layers is deprecated: " + (
+            f"dropped because max_draft_len {spec['max_draft_len']} is given" if dropped else
+            f"renamed to max_draft_len {spec['num_nextn_predict_layers']} with a warning"),
+            evidence=[("num_nextn_predict_layers", str(spec["num_nextn_predict_layers"]))])
+    n = spec.get("max_draft_len", spec.get("num_nextn_predict_layers"))
+    if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n <= 0):
+        ctx.add("MTP701", f"max_draft_len {n!r}: TensorRT-LLM raises ValueError('max_draft_len must be > 0 for MTP')",
+                evidence=[("max_draft_len", repr(n))])
+        return
+    declared, _ = mtp_layers(ctx)
+    if isinstance(n, int) and declared and n > declared:
+        mode = "MTP-Eagle: the one MTP layer drafts every position" if declared == 1 else "vanilla MTP: layers reused by modulo"
+        ctx.add("MTP704", f"max_draft_len {n} with {declared} MTP layer(s) in the checkpoint: {mode}",
+                evidence=[("max_draft_len", str(n)), ("MTP layers", str(declared))])
+
+
+def check_layers_present(ctx: TCtx) -> None:
+    """MTP703: MTP requested, nothing to draft with; MTP709: the mtp.* layers are a DSpark drafter."""
+    if ctx.raw_config and any(str(k).startswith("dspark_") for k in ctx.raw_config):
+        keys = sorted(k for k in ctx.raw_config if str(k).startswith("dspark_"))
+        ctx.add("MTP709", "the checkpoint's config has DSpark keys (" + ", ".join(keys[:4]) + "): its draft layers are a "
+                "DSpark drafter; use decoding_type: DSpark", evidence=[("config keys", ", ".join(keys))])
+        return
+    declared, tensors = mtp_layers(ctx)
+    if ctx.ck is None or (ctx.spec or {}).get("speculative_model"):
+        return
+    if not declared and not tensors:
+        ctx.add("MTP703", "decoding_type MTP, but the checkpoint declares no MTP layer and has no MTP tensors, and no "
+                "speculative_model is given", evidence=[("MTP layers declared", str(declared)), ("MTP tensors", str(tensors))])
+
+
+def check_architecture(ctx: TCtx) -> None:
+    """MTP707 for an architecture with no MTP in TensorRT-LLM; a gap for one the table does not know."""
+    arch = architecture(ctx)
+    if arch is None:
+        return
+    if arch in K.NO_MTP_ARCHITECTURES:
+        ctx.add("MTP707", f"{arch}: TensorRT-LLM runs no MTP for it ({K.NO_MTP_ARCHITECTURES[arch]})",
+                evidence=[("architecture", arch)])
+    elif arch not in K.MTP_ARCHITECTURES:
+        ctx.gap(f"{arch}: not in the table of architectures whose TensorRT-LLM model builds MTP layers; whether MTP runs "
+                "could not be told", blocking=True)
+
+
+def tokenizer_think_ids(folder: Path | None) -> dict[str, int] | None:
+    """``{"<think>": id, "</think>": id}`` (those found) from the checkpoint's ``tokenizer_config.json``
+    (``added_tokens_decoder``) or ``tokenizer.json`` (``added_tokens``); ``None`` when neither file is readable."""
+    from mtp_audit.sources.bounded import read_json_bounded
+
+    if folder is None:
+        return None
+    for name in ("tokenizer_config.json", "tokenizer.json"):
+        path = folder / name
+        if not path.is_file():
+            continue
+        try:
+            doc = read_json_bounded(path, limit=64 << 20)
+        except InputError:
+            continue
+        return _think_ids(doc)
+    return None
+
+
+def _think_ids(doc: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    if not isinstance(doc, dict):
+        return out
+    for key, tok in (doc.get("added_tokens_decoder") or {}).items():
+        if isinstance(tok, dict) and tok.get("content") in ("<think>", "</think>") and str(key).isdigit():
+            out[tok["content"]] = int(key)
+    for tok in doc.get("added_tokens") or []:
+        if isinstance(tok, dict) and tok.get("content") in ("<think>", "</think>") and isinstance(tok.get("id"), int):
+            out[tok["content"]] = tok["id"]
+    return out
+
+
+def check_think_tokens(ctx: TCtx) -> None:
+    """MTP706: relaxed acceptance keyed on think-token ids the tokenizer does not have."""
+    spec = ctx.spec or {}
+    if not spec.get("use_relaxed_acceptance_for_thinking"):
+        return
+    begin = spec.get("begin_thinking_phase_token", K.BEGIN_THINKING_DEFAULT)
+    end = spec.get("end_thinking_phase_token", K.END_THINKING_DEFAULT)
+    ids = tokenizer_think_ids(ctx.folder)
+    if ids is None:
+        ctx.gap("use_relaxed_acceptance_for_thinking: the checkpoint's tokenizer was not read, so the think-token ids "
+                f"{begin}/{end} were not checked", blocking=False)
+        return
+    want = (ids.get("<think>"), ids.get("</think>"))
+    if want != (begin, end):
+        ctx.add("MTP706", f"relaxed acceptance between token ids {begin} and {end}, but the tokenizer's <think>/</think> "
+                f"are {want[0]}/{want[1]}", evidence=[("configured", f"{begin}/{end}"), ("tokenizer", f"{want[0]}/{want[1]}")])
+
+
+def check_traps(ctx: TCtx) -> None:
+    """MTP705 (acceptance_rate_threshold) and MTP712 (GLM-5 DSA with the v1 KV-cache manager)."""
+    spec = ctx.spec or {}
+    if spec.get("acceptance_rate_threshold") is not None:
+        ctx.add("MTP705", f"acceptance_rate_threshold {spec['acceptance_rate_threshold']}: "
+                + K.KNOWN_TRAPS["acceptance_rate_threshold"][0], evidence=[("acceptance_rate_threshold", str(spec["acceptance_rate_threshold"]))])
+    kv = ctx.yaml_doc.get("kv_cache_config")
+    if architecture(ctx) == "GlmMoeDsaForCausalLM" and isinstance(kv, dict) and kv.get("use_kv_cache_manager_v2") is False:
+        ctx.add("MTP712", "GLM MoE DSA with kv_cache_config.use_kv_cache_manager_v2: false: "
+                + K.KNOWN_TRAPS["dsa_kv_cache_manager_v1"][0], evidence=[("use_kv_cache_manager_v2", "false")])
+
+
+def machine_ccs(pf: dict[str, Any]) -> list[tuple[int, int]]:
+    """Compute capabilities of the machine's GPUs in the preflight facts (those known)."""
+    out = []
+    for gpu in ((pf.get("machine") or {}).get("gpus") or []):
+        cc = (gpu.get("compute_capability") or {}).get("value")
+        if isinstance(cc, (list, tuple)) and len(cc) == 2:
+            out.append((int(cc[0]), int(cc[1])))
+    return out
+
+
+def check_hardware(ctx: TCtx) -> None:
+    """MTP708: an MTP launch on GPUs below SM90; a gap when no GPU is known."""
+    ccs = machine_ccs(ctx.pf)
+    if not ccs:
+        ctx.gap("the GPUs' compute capability is unknown: whether TensorRT-LLM's MTP kernels (SM90+) run could not be "
+                "told", blocking=True)
+        return
+    low = sorted({cc for cc in ccs if cc < K.MTP_MIN_CC})
+    if low:
+        ctx.add("MTP708", f"GPU compute capability {', '.join(f'{a}.{b}' for a, b in low)} is below 9.0: the MTP path needs "
+                "Hopper or newer", where="machine", evidence=[("compute capability", ", ".join(f"{a}.{b}" for a, b in ccs))])
+
+
+CHECKS = (check_options, check_requested)
+MTP_CHECKS = (check_draft_len, check_layers_present, check_architecture, check_think_tokens, check_traps, check_hardware)
+
+
+def read_yaml(ctx: TCtx, cwd: Path) -> None:
+    """Load the ``--config`` YAML (bounded, ``safe_load`` only) into ``ctx.yaml_doc``.
+
+    Raises:
+        InputError: a missing, unreadable or malformed YAML, or one whose top level is not a mapping.
+    """
+    from mtp_audit.sources.yamlfile import read_yaml_bounded
+
+    path_text = ctx.cmd.yaml_path
+    if path_text is None:
+        return
+    path = Path(path_text).expanduser()
+    full = path if path.is_absolute() else cwd / path
+    doc = read_yaml_bounded(full, display=f"{ctx.cmd.given.get('extra_llm_api_options', '--config')} {path_text}")
+    if doc is not None and not isinstance(doc, dict):
+        raise InputError(f"--config {path_text}", f"the YAML is a {type(doc).__name__}, expected a mapping of LLM args")
+    ctx.yaml_doc, ctx.yaml_name = dict(doc or {}), path_text
+
+
+def read_checkpoint(ctx: TCtx, request: LaunchRequest) -> list[Report]:
+    """Audit MODEL through the lent checkpoint analyzer; keep the local folder's raw ``config.json`` for the keys the
+    facts do not carry (DSpark). Returns the sub-reports."""
+    from mtp_audit.sources.bounded import read_json_bounded
+
+    if ctx.cmd.model is None:
+        ctx.gap("trtllm-serve has no MODEL argument: click exits with 'Missing argument MODEL'", blocking=True)
+        return []
+    report, gap = request.analyzers.checkpoint(ctx.cmd.model, "MODEL")
+    if gap is not None:
+        ctx.gaps.append(gap)
+    if report is None:
+        return []
+    ctx.ck = dict(report.facts.get("checkpoint") or {}) or None
+    local = Path(ctx.cmd.model).expanduser()
+    local = local if local.is_absolute() else request.cwd / local
+    if local.is_dir():
+        ctx.folder = local
+        try:
+            raw = read_json_bounded(local / "config.json") if (local / "config.json").is_file() else None
+        except InputError:
+            raw = None
+        ctx.raw_config = raw if isinstance(raw, dict) else None
+    return [report]
+
+
+def what_runs(ctx: TCtx) -> dict[str, Any]:
+    """The speculative headline: method, draft length and mode, from the YAML after TensorRT-LLM's own remapping."""
+    spec = ctx.spec
+    if spec is None:
+        return {"method": "none", "detail": "no speculative_config: no drafter is built"}
+    dtype = str(spec.get("decoding_type", "?"))
+    out: dict[str, Any] = {"method": dtype, "detail": K.DECODING_TYPES.get(dtype, "unknown decoding_type")}
+    if dtype == "MTP":
+        declared, _ = mtp_layers(ctx)
+        n = spec.get("max_draft_len", spec.get("num_nextn_predict_layers", declared))
+        out["max_draft_len"] = n
+        out["mode"] = ("MTP_EAGLE_ONE_MODEL" if (declared or 1) == 1 and not spec.get("use_mtp_vanilla") else "MTP (vanilla)")
+        out["mode_source"] = K.LLM_ARGS + " MTPDecodingConfig.spec_dec_mode"
+    return out
+
+
+def build_facts(ctx: TCtx, findings: Sequence[Finding], gaps: Sequence[Gap]) -> dict[str, Any]:
+    """``facts["launch"]``: summary, answer and closing lines, verdict, what runs, the command."""
+    v = verdict(findings, gaps)
+    errors = [f for f in findings if f.severity >= Severity.ERROR]
+    blocking = [g for g in gaps if g.blocking]
+    runs = what_runs(ctx)
+    head = f"TensorRT-LLM runs {runs['method']}" + (f" ({runs['mode']}, max_draft_len {runs['max_draft_len']})"
+                                                    if runs.get("mode") else f": {runs['detail']}")
+    sentence = verdict_sentence(v, errors, blocking, findings)
+    summary = {"verdict": v, "engine": "tensorrt-llm", "speculative": runs["method"], "draft_mode": runs.get("mode"),
+               "max_draft_len": runs.get("max_draft_len"), "config": ctx.yaml_name, "corrected_command": None}
+    return {"summary": summary, "answer": [f"{head}; {sentence}"], "closing": {"title": "What will happen (TensorRT-LLM)",
+            "lines": [head + ".", sentence]}, "verdict": v, "corrected_command": None, "engine": "tensorrt-llm",
+            "speculative": runs, "command": ctx.cmd.to_dict(), "config": ctx.yaml_doc.get("speculative_config")}
+
+
+def machine_only(ctx: TCtx, pf: Report) -> Report:
+    """The preflight report reduced to its machine facts: its FP4 verdicts are SGLang's or vLLM's (the capability
+    matrix has no TensorRT-LLM rows), so they would answer another engine's question; a note says so."""
+    import dataclasses
+
+    ctx.pf = dict(pf.facts.get("preflight") or {})
+    ctx.gap("FP4 kernel verdicts: the capability matrix has SGLang and vLLM rows only, so the preflight's FP4 findings "
+            "are not shown for a TensorRT-LLM launch (its GPUs and compute capability are used)", blocking=False)
+    return dataclasses.replace(pf, findings=(), gaps=())
+
+
+class TrtllmEngine(Engine):
+    """:class:`~mtp_audit.engines.base.Engine` for TensorRT-LLM (``trtllm-serve``), from sourced knowledge tables."""
+
+    name = "tensorrt-llm"
+    label = "TensorRT-LLM"
+    target_option = ""
+    rules_module = "mtp_audit.engines.trtllm.rules"
+    entry_examples = ("trtllm-serve MODEL --config mtp.yaml ...",)
+
+    def entry(self, toks: Sequence[str]) -> str | None:
+        """``"trtllm-serve"`` (or ``"trtllm-serve serve"``) when the command starts TensorRT-LLM's server."""
+        found = trtllm_entry(toks)
+        return found[1] if found is not None else None
+
+    def release(self, target: Any) -> tuple[Any, Gap | None]:
+        """The knowledge table's sources (TensorRT-LLM is not read from a release).
+
+        Raises:
+            InputError: a release target was given.
+        """
+        if target is not None:
+            raise InputError("release", "TensorRT-LLM is checked against a sourced knowledge table, not a release tree")
+        return {"llm_args": K.LLM_ARGS, "serve": K.SERVE}, None
+
+    def evaluate(self, request: LaunchRequest, release: Any, gap: Gap | None) -> EngineOutcome:
+        """See :meth:`mtp_audit.engines.base.Engine.evaluate`: the YAML, the checkpoint and the machine, then MTP700-MTP712.
+
+        Raises:
+            InputError: the ``--config`` YAML is missing or malformed, or MODEL does not exist (and is not a hub id).
+        """
+        ctx = TCtx(cmd=parse_trtllm_command(request.toks))
+        read_yaml(ctx, request.cwd)
+        reports = read_checkpoint(ctx, request)
+        if not ctx.is_mtp:  # the MTP layers are never loaded: their defects cannot break this launch
+            reports = [mtp_errors_as_warnings(r, "TensorRT-LLM", "speculative_config") for r in reports]
+        reports.append(machine_only(ctx, request.analyzers.preflight(None, engine=None)))
+        for check in CHECKS + (MTP_CHECKS if ctx.is_mtp else ()):
+            check(ctx)
+        findings = [f for r in reports for f in r.findings] + ctx.findings
+        gaps = [g for r in reports for g in r.gaps] + ctx.gaps
+        return EngineOutcome(name=shell_join(request.toks), version=None, findings=ctx.findings, gaps=ctx.gaps,
+                             reports=reports, facts=build_facts(ctx, findings, gaps))

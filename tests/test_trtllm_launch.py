@@ -1,0 +1,124 @@
+"""TensorRT-LLM launches: ``trtllm-serve MODEL --config YAML`` on real checkpoint configs (fixtures/checkpoint) with the
+YAMLs of public reports and NVIDIA's documentation (fixtures/trtllm/SOURCE.txt) and real environment dumps
+(fixtures/preflight/envdumps). Expected rule ids, severities and exit codes checked by hand against the YAML, the
+config's ``num_nextn_predict_layers`` and the dump's GPUs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mtp_audit.cli.main import main
+from mtp_audit.engines.registry import engine_for
+from mtp_audit.engines.trtllm.command import parse_trtllm_command
+from mtp_audit.launch import audit_launch
+from mtp_audit.report import Severity
+
+ROOT = Path(__file__).resolve().parents[1]
+CK = ROOT / "fixtures" / "checkpoint"
+YAML = ROOT / "fixtures" / "trtllm"
+H200 = ROOT / "fixtures" / "preflight" / "envdumps" / "h200-nvidia-smi.txt"
+B200 = ROOT / "fixtures" / "preflight" / "envdumps" / "sglang-24834.txt"
+
+
+def _ids(report, severity=None):
+    return sorted({f.rule_id for f in report.findings if f.rule_id.startswith("MTP7")
+                   and (severity is None or f.severity == severity)})
+
+
+def _run(model: str, yaml: str, *extra: str, dump: Path = H200):
+    return audit_launch(["trtllm-serve", str(CK / model), "--config", str(YAML / yaml), *extra], env_dump=[dump], environ={})
+
+
+def test_registry_picks_tensorrt_llm():
+    assert engine_for(["trtllm-serve", "m"]).name == "tensorrt-llm"
+    assert engine_for(["A=1", "/opt/bin/trtllm-serve", "serve", "m"]).name == "tensorrt-llm"
+
+
+def test_parse_every_spelling():
+    cmd = parse_trtllm_command(["trtllm-serve", "serve", "nvidia/DeepSeek-R1-FP4", "--tp_size=8", "--ep_size", "8",
+                                "--extra_llm_api_options", "x.yml", "--trust_remote_code", "--tp-size", "2"])
+    assert cmd.entry == "trtllm-serve serve" and cmd.model == "nvidia/DeepSeek-R1-FP4"
+    assert cmd.values["tensor_parallel_size"] == "8" and cmd.values["moe_expert_parallel_size"] == "8"
+    assert cmd.yaml_path == "x.yml" and cmd.values["trust_remote_code"] == "true"
+    assert cmd.unknown == ["--tp-size"]
+
+
+def test_glm5_dsa_with_kv_cache_manager_v1_accepts_nothing():
+    """#18662: GLM-5 (GlmMoeDsaForCausalLM, num_nextn_predict_layers 1) + use_kv_cache_manager_v2: false."""
+    r = _run("zai-org--GLM-5-FP8", "glm5-dsa-kvv1.yaml")
+    assert _ids(r) == ["MTP712"]
+    assert r.facts["launch"]["summary"]["speculative"] == "MTP"
+    assert r.facts["launch"]["summary"]["draft_mode"] == "MTP_EAGLE_ONE_MODEL"
+
+
+def test_deepseek_r1_yaml_with_deprecated_nextn_key():
+    """The old R1 YAML: num_nextn_predict_layers 3 becomes max_draft_len 3 over DeepSeek-V3's one MTP layer."""
+    r = _run("deepseek-ai--DeepSeek-V3", "r1-nextn-3.yaml")
+    assert _ids(r) == ["MTP702", "MTP704"]
+    assert _ids(r, Severity.WARNING) == ["MTP702"]
+    assert r.facts["launch"]["summary"]["max_draft_len"] == 3
+    # a config-only fixture: whether the MTP tensors ship cannot be checked, so the honest verdict is "could not tell"
+    assert r.facts["launch"]["verdict"] == "could not tell"
+    assert [g.analyzer for g in r.gaps if g.blocking] == ["checkpoint"]
+
+
+def test_relaxed_acceptance_without_tokenizer_is_a_note():
+    """The blog's relaxed-acceptance YAML on a checkpoint folder without tokenizer files: the ids are not checked
+    (a non-blocking gap), nothing is guessed."""
+    r = _run("deepseek-ai--DeepSeek-V3", "r1-relaxed.yaml")
+    assert "MTP706" not in _ids(r)
+    assert any("think-token ids 128798/128799 were not checked" in g.message and not g.blocking for g in r.gaps)
+
+
+def test_acceptance_threshold_is_a_warning():
+    r = _run("nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4", "threshold.yaml")
+    assert _ids(r) == ["MTP705"]
+
+
+def test_mtp_on_a_checkpoint_without_mtp_layers_fails(tmp_path):
+    """Qwen3-Next's config declares no num_nextn_predict_layers and the metadata-only fixture has no MTP tensors."""
+    r = _run("MiniMaxAI--MiniMax-M2.5", "r1-relaxed.yaml", dump=B200)
+    ids = _ids(r, Severity.ERROR)
+    # MiniMax-M2.5 declares 3 MTP modules (num_mtp_modules) but ships none; its architecture is not in the MTP table
+    assert ids == [] and any(g.blocking and "MiniMaxM2ForCausalLM" in g.message for g in r.gaps)
+
+
+def test_cli_exit_codes(tmp_path, capsys):
+    args = ["launch", "--env-dump", str(H200), "--", "trtllm-serve", str(CK / "zai-org--GLM-5-FP8"), "--config"]
+    assert main(args + [str(YAML / "glm5-dsa-kvv1.yaml")]) == 3  # config-only checkpoint: could not tell
+    assert main(args + [str(YAML / "glm5-dsa-kvv1.yaml"), "--tp-size", "8"]) == 1  # MTP711 error
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("speculative_config: [\n")
+    capsys.readouterr()
+    assert main(args + [str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "invalid YAML at line 2" in err
+
+
+@pytest.mark.parametrize("body, problem", [
+    ("- a\n- b\n", "expected a mapping"),
+    ("a: &x [1]\n" + "".join(f"b{i}: *x\n" for i in range(101)), "over the bounds"),
+    ("!!python/object/apply:os.system ['true']\n", "invalid YAML"),
+    ("a: 1\n---\nb: 2\n", "2 YAML documents"),
+])
+def test_hostile_yaml_is_one_line_exit_2(tmp_path, capsys, body, problem):
+    y = tmp_path / "x.yaml"
+    y.write_text(body)
+    rc = main(["launch", "--env-dump", str(H200), "--", "trtllm-serve", str(CK / "zai-org--GLM-5-FP8"), "--config", str(y)])
+    err = capsys.readouterr().err
+    assert rc == 2 and problem in err and err.count("\n") == 1
+
+
+def test_reap_checkpoint_without_mtp_tensors():
+    """The REAP-pruned Qwen3.5 declares one MTP layer, its 22,213-tensor index has none: with decoding_type MTP the
+    checkpoint's MTP001 stays an error (exit 1); without speculative_config it is a warning and MTP700 does not claim
+    unused heads that are not there."""
+    reap = "bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding"
+    r = _run(reap, "r1-relaxed.yaml")
+    assert [f.rule_id for f in r.findings if f.severity == Severity.ERROR] == ["MTP001"]
+    assert r.facts["launch"]["verdict"] == "fix first"
+    nospec = audit_launch(["trtllm-serve", str(CK / reap)], env_dump=[H200], environ={})
+    assert [(f.rule_id, f.severity) for f in nospec.findings if f.rule_id in ("MTP001", "MTP700")] == [("MTP001", Severity.WARNING)]
+    assert nospec.facts["launch"]["verdict"] == "go"
