@@ -60,6 +60,7 @@ def build_vllm_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap
         "gpus": _gpu_line(ctx.pf or {}),
         "native_fp4": fp4_text(ctx.pf or {}, ctx.fp4_needed, ctx.ck),
         "quantization": quant_line(ctx),
+        "backends": backends_line(ctx),
         "verdict": v,
         "corrected_command": fixed_cmd or ("none needed" if v == GO else "no command-line fix known"),
     }
@@ -173,6 +174,7 @@ def _closing_lines(ctx: Any, summary: dict[str, Any], v: str, errors: list[Findi
         f"num_speculative_tokens: {summary['num_speculative_tokens']}.",
         f"MTP weights: {summary['mtp_weights']}.",
         f"Quantization: {summary['quantization']}.",
+        f"Backends: {summary['backends']}.",
         f"GPUs: {summary['gpus']}; native FP4: {summary['native_fp4']}.",
         verdict_sentence(v, errors, blocking, findings),
     ]
@@ -218,6 +220,16 @@ def _head(ctx: Any, v: str, errors: list[Finding], blocking: list[Gap], findings
         return f"could not tell: {blocking[0].message}; vLLM {ctx.version}: {runs}"
     warn = sorted({f.rule_id for f in findings if f.severity == Severity.WARNING})
     return f"go: vLLM {ctx.version}: {runs}" + (f"; warnings: {', '.join(warn)}" if warn else "")
+
+
+def backends_line(ctx: Any) -> str:
+    """The MoE and FP4 linear backends as the preflight resolves the command's flags and variables for this vLLM
+    (``facts.preflight.summary``), and the attention backend as the command gives it (vLLM's attention selector is not
+    replayed: ``auto`` stays ``auto``)."""
+    s = (ctx.pf or {}).get("summary") or {}
+    att = ctx.cmd.get("--attention-backend") or ctx.env.get("VLLM_ATTENTION_BACKEND")
+    return (f"MoE {s.get('moe_backend') or 'n/a'}, FP4 linear {s.get('linear_backend') or 'n/a'} (preflight, vLLM FP4/MoE matrix); "
+            f"attention {att + ' (given)' if att else 'auto (the selector is not replayed)'}")
 
 
 def quant_line(ctx: Any) -> str:
