@@ -84,8 +84,13 @@ def apply_replay(ctx: Any, model_path: str | None, findings_before: int, gaps_be
     rp = replay_spec_config(ctx.view, knowns(ctx, model_path))
     ctx.replay = rp
     if rp.gap is not None:
-        ctx.gap(f"the statement-order replay of SpeculativeConfig could not run ({rp.gap}); what vLLM decides for the "
-                "speculative config comes from the rewrite facts only", blocking=False)
+        # the source that decides cannot be read: what vLLM does with this speculative config is "could not tell", not
+        # what the rewrite facts of the same unreadable file would guess
+        _drop_fact_answers(ctx, findings_before, gaps_before)
+        ctx.fails = any(f.rule_id in ("MTP320", "MTP322", "MTP324") and f.severity >= Severity.ERROR for f in ctx.findings)
+        ctx.method, ctx.method_decided, ctx.k = None, False, ctx.k_requested
+        ctx.gap(f"the statement-order replay of SpeculativeConfig could not run ({rp.gap}): what vLLM does with this "
+                "speculative config is not decided", blocking=True)
         return rp
     raised = rp.raised
     if raised is R_UNKNOWN:
