@@ -1,6 +1,6 @@
 """Locate and read the few vLLM source files the rules need, without importing or executing any of it.
 
-Accepted targets (issue 11, "The command"; same rules as ``mtp-audit sglang``):
+Accepted targets (same rules as ``mtp-audit sglang``):
 
 - a git checkout (a folder holding ``vllm/`` next to ``setup.py`` / ``pyproject.toml``);
 - a package folder (``.../site-packages/vllm``) or an unpacked wheel (a folder holding ``vllm/``);

@@ -1,5 +1,5 @@
 """Read a vLLM server command the way vLLM reads it: the entry point, the model, and the speculative
-config after every form vLLM accepts is merged (issue 11, "launch for vLLM").
+config after every form vLLM accepts is merged.
 
 Entry points (checked in the 0.11.0 and 0.33.0 wheels):
 
