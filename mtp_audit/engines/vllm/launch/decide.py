@@ -193,7 +193,13 @@ def check_quantization(ctx: Any, cwd: Any) -> None:
         return
     tcfg = ((ctx.ck or {}).get("config") or {})
     hf = {k: tcfg[k] for k in ("model_type", "architectures") if tcfg.get(k) is not None}
-    res = resolve_quantization(ctx.view.sources, cfg, user, hf)
+    import json
+
+    key = json.dumps(cfg, sort_keys=True, default=str) + f"\0{user}\0{sorted(hf.items())}"
+    memo = ctx.view.__dict__.setdefault("_quant_memo", {})  # the corrected command asks again for the same checkpoint
+    if key not in memo:
+        memo[key] = resolve_quantization(ctx.view.sources, cfg, user, hf)
+    res = memo[key]
     decided = res.method is not R_UNKNOWN and res.raised is None
     ctx.quant = {"method": res.method if decided else None, "decided": decided or res.raised is not None, "decided_at": res.decided_at,
                  "from": where, "trace": res.trace, "given": user}
