@@ -275,7 +275,10 @@ class SpecReplay:
         vals = []
         for p in ok:
             d = p.bound.get("draft_model_config") if isinstance(p.bound, Obj) else R_UNKNOWN
-            vals.append(d.get("architectures") if isinstance(d, Obj) else (None if d is None else R_UNKNOWN))
+            # ModelConfig.architectures reads hf_config.architectures (0.11.0 a property; 0.24+ update_arch_ syncs it)
+            hf = d.get("hf_config") if isinstance(d, Obj) else None
+            vals.append(hf.get("architectures") if isinstance(hf, Obj) else d.get("architectures") if isinstance(d, Obj)
+                        else (None if d is None else R_UNKNOWN))
         if not vals or any(p.lost for p in self.paths):
             return R_UNKNOWN
         return vals[0] if all(repr(v) == repr(vals[0]) for v in vals) else R_UNKNOWN
