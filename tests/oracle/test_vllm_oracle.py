@@ -28,7 +28,7 @@ from replay_grid import RECORDED, compare  # noqa: E402
 
 pytestmark = [pytest.mark.oracle, pytest.mark.network, pytest.mark.slow]
 
-RELEASES = ("0.24.0", "0.33.0")
+RELEASES = ("0.11.0", "0.24.0", "0.33.0")
 #: "(config) (form)" -> why the replay and real vLLM differ there (kept short; docs/vllm.md has the detail)
 EXPLAINED: dict[str, str] = {}
 
