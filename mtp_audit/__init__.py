@@ -1,50 +1,88 @@
 """mtp-audit: will this MoE deployment use its MTP / NextN heads, and can this GPU stack run its FP4 kernels?
 
-Public API (imported lazily so ``mtp-audit --help`` stays fast):
+Audit functions (each returns a :class:`Report`; bad input raises :class:`InputError`):
 
-- :func:`audit_checkpoint` (``mtp_audit.checkpoint``) -> :class:`Report`
-- :func:`compare_checkpoints` (``mtp_audit.compare.analyze``) -> :class:`Report`
-- :func:`audit_launch` (``mtp_audit.launch``) -> :class:`Report` (the three analyzers plus launch cross-checks)
-- :class:`Report`, :class:`Finding`, :class:`Gap`, :class:`Severity`, :class:`Location`, :class:`Evidence`
-- :func:`all_rules`, :func:`get_rule`
+- :func:`audit_checkpoint` (path or hub id ``org/name[@rev]``): MTP layers, tensors, bytes, formats.
+- :func:`compare_checkpoints` (base, derived): what an export dropped, renamed or left unquantized.
+- :func:`audit_sglang` / :func:`diff_sglang`: what SGLang runs for the MTP flags; what an upgrade changed.
+- :func:`audit_vllm` / :func:`diff_vllm`: what vLLM runs for ``--speculative-config``; what an upgrade changed.
+- :func:`audit_machine` (also ``preflight``): FP4 capability of this machine or of pasted environment dumps
+  (``env_dumps``, ``facts_file``, ``machine_facts``).
+- :func:`audit_launch` (argv list or one command string): the above cross-checked into one verdict.
+
+Typed answers from a report (no text parsing): :func:`launch_result` (:class:`LaunchVerdict` enum, corrected
+argv), :func:`checkpoint_facts`, :func:`fp4_readiness`. :func:`apply_config` applies a ``[tool.mtp-audit]``
+configuration as the CLI does; :func:`render` gives text, JSON, SARIF or Markdown; :func:`exit_code` the CLI's
+exit code.
+
+Side effects: none on the host process. No output is printed (diagnostics go to the ``logging`` logger
+``mtp_audit``; progress bars only inside ``mtp_audit.progress.requested()``, which the CLI enters); the garbage collector's state is restored after
+bulk JSON parsing; huggingface_hub's shared client is not modified. The only writes are the result
+caches (``$MTP_AUDIT_CACHE_DIR``, empty to turn them off; hub functions take ``cache_dir`` / ``use_cache``).
+
+Names are imported lazily (PEP 562), so ``import mtp_audit`` and ``mtp-audit --help`` stay fast; type
+checkers read ``__init__.pyi`` (re-exports of the real definitions) and ``py.typed``.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 __version__ = "0.1.0"
 
+logging.getLogger(__name__).addHandler(logging.NullHandler())
+
 _LAZY = {
-    "audit_checkpoint": ("mtp_audit.checkpoint", "audit_checkpoint"),
-    "audit_sglang": ("mtp_audit.engines.sglang", "audit_sglang"),
-    "diff_sglang": ("mtp_audit.engines.sglang", "diff_sglang"),
-    "preflight": ("mtp_audit.preflight", "preflight"),
-    "compare_checkpoints": ("mtp_audit.compare.analyze", "compare_checkpoints"),
-    "audit_launch": ("mtp_audit.launch", "audit_launch"),
-    "Report": ("mtp_audit.report", "Report"),
-    "Finding": ("mtp_audit.report", "Finding"),
-    "Gap": ("mtp_audit.report", "Gap"),
-    "Severity": ("mtp_audit.report", "Severity"),
-    "Location": ("mtp_audit.report", "Location"),
-    "Evidence": ("mtp_audit.report", "Evidence"),
-    "Status": ("mtp_audit.report", "Status"),
-    "exit_code": ("mtp_audit.report", "exit_code"),
-    "all_rules": ("mtp_audit.report.rules", "all_rules"),
-    "get_rule": ("mtp_audit.report.rules", "get_rule"),
-    "InputError": ("mtp_audit.errors", "InputError"),
+    "audit_checkpoint": "mtp_audit.checkpoint",
+    "compare_checkpoints": "mtp_audit.compare.analyze",
+    "audit_sglang": "mtp_audit.engines.sglang",
+    "diff_sglang": "mtp_audit.engines.sglang",
+    "audit_vllm": "mtp_audit.engines.vllm",
+    "diff_vllm": "mtp_audit.engines.vllm",
+    "preflight": "mtp_audit.preflight",
+    "audit_machine": "mtp_audit.preflight",
+    "audit_launch": "mtp_audit.launch",
+    "launch_result": "mtp_audit.results",
+    "checkpoint_facts": "mtp_audit.results",
+    "fp4_readiness": "mtp_audit.results",
+    "apply_config": "mtp_audit.results",
+    "LaunchVerdict": "mtp_audit.results",
+    "LaunchResult": "mtp_audit.results",
+    "CheckpointFacts": "mtp_audit.results",
+    "Fp4Readiness": "mtp_audit.results",
+    "Configured": "mtp_audit.results",
+    "render": "mtp_audit.formats",
+    "Report": "mtp_audit.report",
+    "Finding": "mtp_audit.report",
+    "Gap": "mtp_audit.report",
+    "Severity": "mtp_audit.report",
+    "Location": "mtp_audit.report",
+    "Evidence": "mtp_audit.report",
+    "Status": "mtp_audit.report",
+    "exit_code": "mtp_audit.report",
+    "Rule": "mtp_audit.report.rules",
+    "all_rules": "mtp_audit.report.rules",
+    "get_rule": "mtp_audit.report.rules",
+    "InputError": "mtp_audit.errors",
 }
 
 __all__ = ["__version__", *sorted(_LAZY)]
 
 
 def __getattr__(name: str) -> Any:
+    """Import a public name on first access."""
     try:
-        module, attr = _LAZY[name]
+        module = _LAZY[name]
     except KeyError:
         raise AttributeError(f"module 'mtp_audit' has no attribute {name!r}") from None
     import importlib
 
-    value = getattr(importlib.import_module(module), attr)
+    value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    """Every public name (``dir(mtp_audit)`` lists the audit functions before they are imported)."""
+    return sorted(set(globals()) | set(__all__))

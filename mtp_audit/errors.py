@@ -19,3 +19,18 @@ class InputError(Exception):
         super().__init__(f"{where}: {problem}")
         self.where = where
         self.problem = problem
+
+
+class Unavailable(Exception):
+    """A source the audit needs could not be reached and nothing is cached (the package index for an engine
+    release named by version): "could not tell", not the user's mistake.
+
+    The CLI prints ``INCONCLUSIVE: could not tell: <problem> (exit 3)`` on stderr and exits with 3.
+
+    Attributes:
+        problem: what could not be reached and what to do instead, one line.
+    """
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem

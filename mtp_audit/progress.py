@@ -5,21 +5,38 @@ file is not a terminal, and needs no code of ours for the drawing, so no second 
 (tqdm) is added to the runtime dependencies. It is imported only when a bar is shown, which keeps
 ``import mtp_audit`` and ``mtp-audit --help`` free of it.
 
-Shown only when stderr is a terminal, ``CI`` is unset and ``MTP_AUDIT_NO_PROGRESS`` is unset: CI logs,
-pipes, files and tests never see control characters, and stdout (the report) is never touched.
+Shown only when asked for (the CLI asks; a program using the library asks with ``with requested():``), stderr is a
+terminal, ``CI`` is unset and ``MTP_AUDIT_NO_PROGRESS`` is unset: a host program's terminal, CI logs, pipes, files and
+tests never see control characters, and stdout (the report) is never touched.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import sys
 import threading
+from collections.abc import Iterator
 from typing import Any
+
+_REQUESTED: contextvars.ContextVar[bool] = contextvars.ContextVar("mtp_audit_progress", default=False)
+
+
+@contextlib.contextmanager
+def requested(on: bool = True) -> Iterator[None]:
+    """Draw progress bars inside the block (on a terminal only; see the module docstring). The library draws none
+    unless asked; ``mtp-audit`` asks for its whole run."""
+    token = _REQUESTED.set(on)
+    try:
+        yield
+    finally:
+        _REQUESTED.reset(token)
 
 
 def enabled() -> bool:
     """Whether a progress bar may be drawn now (see the module docstring)."""
-    if os.environ.get("CI") or os.environ.get("MTP_AUDIT_NO_PROGRESS"):
+    if not _REQUESTED.get() or os.environ.get("CI") or os.environ.get("MTP_AUDIT_NO_PROGRESS"):
         return False
     try:
         return bool(sys.stderr is not None and sys.stderr.isatty())

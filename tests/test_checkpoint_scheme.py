@@ -79,8 +79,8 @@ def test_mixed_precision_audit_prices_mtp_like_its_trunk_counterparts(tmp_path):
     #   = 2*(8,388,608 + 16,777,216 + 1,048,576*2 + 8,388,608 + 1,048,576*3)
     # would: fc 4,194,304+524,288+8 = 4,718,600; q 16,777,224; k, v 1,048,584 each; o 8,388,616;
     #   shared 3 x (524,288+65,536+4) = 1,769,484 -> 33,751,092
-    assert "77,594,624 bytes (0.08 GB) kept for MTP" in msg
-    assert "would take about 33,751,092 bytes (0.03 GB), 43,843,532 bytes (0.04 GB) more" in msg
+    assert "77,594,624 bytes (77.6 MB) kept for MTP" in msg
+    assert "would take about 33,751,092 bytes (33.8 MB), 43,843,532 bytes (43.8 MB) more" in msg
     assert ck["summary"]["quantization"] == ("MIXED_PRECISION (modelopt, hf_quant_config.json, 161 NVFP4 W4A16, group 16 "
                                              "+ 130 FP8 W8A8 quantized_layers entries)")
     assert ck["quantization"][0]["vllm_method"] == {
@@ -139,8 +139,8 @@ def test_quark_w4a16_siblings_are_int4_not_fp8(tmp_path):
     hit = next(f for f in rep.findings if f.rule_id == "MTP006")
     assert "while the rest of the model is INT4 W4A16, group 128, zero points:" in hit.message
     # BF16 now: 2 * (52,428,800 + 89,128,960) = 283,115,520; INT4: 27,238,400 + 46,305,280 = 73,543,680
-    assert "283,115,520 bytes (0.28 GB) (estimated from config.json) kept for MTP" in hit.message
-    assert "would take about 73,543,680 bytes (0.07 GB)" in hit.message
+    assert "283,115,520 bytes (283.1 MB) (estimated from config.json) kept for MTP" in hit.message
+    assert "would take about 73,543,680 bytes (73.5 MB)" in hit.message
     assert not [f for f in rep.findings if f.rule_id == "MTP015"]
     assert ck["summary"]["quantization"] == ("INT4 (quark, config.json, group size 128, INT4 W4A16, group 128, zero points, "
                                              "identified from the weight parameters)")

@@ -179,7 +179,7 @@ def test_trunk_quantized_mtp_left_bf16():
     assert _ids(r) == [("MTP053", "info")]
     f = [x for x in r.findings if x.rule_id == "MTP053"][0]
     assert "quantized the trunk to NVFP4 but left its 1541 MTP linear modules BF16" in f.message
-    assert "13,190,037,504 bytes (12.3 GiB)" in f.message
+    assert "13,190,037,504 bytes (13.19 GB)" in f.message
     assert "on purpose: the quantization config excludes mtp.layers.0*" in f.message
     derived["quantization"][0]["mtp_exclude_patterns"] = []
     r = _cmp(base, derived)
@@ -211,7 +211,7 @@ def test_gaps_of_each_side_are_carried_over():
 
 def test_human_bytes():
     assert human_bytes(320) == "320 bytes"
-    assert human_bytes(13_190_037_504) == "13,190,037,504 bytes (12.3 GiB)"
+    assert human_bytes(13_190_037_504) == "13,190,037,504 bytes (13.19 GB)"
     assert human_bytes(None) == "unknown bytes"
 
 

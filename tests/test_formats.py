@@ -75,7 +75,10 @@ def test_sarif_validates_against_official_schema() -> None:
     assert region == {"startLine": 2352, "startColumn": 9, "endLine": 2353, "endColumn": 50}
     assert res["MTP001"]["level"] == "error"
     assert res["MTP201"]["level"] == "note"
-    assert "physicalLocation" not in res["MTP201"]["locations"][0]
+    # a GPU finding has no file: it points at the preflight's stated artifact, the GPU stays logical
+    assert res["MTP201"]["locations"][0]["physicalLocation"]["artifactLocation"] == {"uri": "machine", "uriBaseId": "MTPAUDIT_PREFLIGHT"}
+    assert res["MTP201"]["locations"][0]["logicalLocations"] == [{"fullyQualifiedName": "cuda:0"}]
+    assert "MTPAUDIT_PREFLIGHT" in run["originalUriBaseIds"]
     assert res["MTP001"]["relatedLocations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "model.safetensors.index.json"
     assert run["invocations"][0]["executionSuccessful"] is True  # the only gap is non-blocking
 
@@ -111,3 +114,15 @@ def test_empty_report_renders(fmt: str) -> None:
         jsonschema.validate(json.loads(out), SARIF_SCHEMA)
     if fmt == "json":
         jsonschema.validate(json.loads(out), SCHEMA)
+
+
+def test_one_byte_unit_family_across_commands() -> None:
+    """checkpoint, compare and launch write bytes the same way: the count, then decimal GB."""
+    from mtp_audit.checkpoint.accounting import human_bytes as checkpoint_bytes
+    from mtp_audit.compare.analyze import human_bytes as compare_bytes
+    from mtp_audit.engines.outcome import fmt_bytes
+    from mtp_audit.units import human_bytes
+
+    n = 13_191_136_256
+    assert checkpoint_bytes(n) == compare_bytes(n) == fmt_bytes(n) == human_bytes(n) == "13,191,136,256 bytes (13.19 GB)"
+    assert human_bytes(18_840) == "18,840 bytes (18.8 kB)" and human_bytes(None) == "unknown bytes"

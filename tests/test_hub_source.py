@@ -261,7 +261,10 @@ def test_progress_only_on_a_terminal_without_ci(monkeypatch, tmp_path, ci):
             monkeypatch.setenv("CI", ci)
         fake = Tty()
         monkeypatch.setattr(sys, "stderr", fake)
-        _audit_like_analyzer(_open(hub, paths, MIMO))
+        from mtp_audit.progress import requested
+
+        with requested():  # as the CLI runs it (the library draws no bar unless asked)
+            _audit_like_analyzer(_open(hub, paths, MIMO))
     out = fake.getvalue()
     if ci:
         assert out == ""

@@ -27,8 +27,25 @@ def tty(monkeypatch: pytest.MonkeyPatch) -> Tty:
     return Tty()
 
 
-def use(monkeypatch: pytest.MonkeyPatch, fake: Tty) -> None:
+def use(monkeypatch: pytest.MonkeyPatch, fake: Tty, *, asked: bool = True) -> None:
+    """stderr a terminal, and progress requested as the CLI requests it (the library draws none unless asked)."""
+    import contextvars
+
+    import mtp_audit.progress as progress
+
     monkeypatch.setattr(sys, "stderr", fake)
+    monkeypatch.setattr(progress, "_REQUESTED", contextvars.ContextVar("requested", default=asked))
+
+
+def test_the_library_draws_no_bar_unless_asked(tty: Tty, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mtp_audit.progress import requested
+
+    use(monkeypatch, tty, asked=False)
+    with Progress(3, "things") as p:
+        assert not p.shown
+    with requested(), Progress(3, "things") as p:
+        assert p.shown
+    assert "mtp-audit: things" in tty.getvalue()
 
 
 def test_bar_on_a_terminal(tty: Tty, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -63,16 +63,20 @@ def test_json_keeps_the_detail(capsys) -> None:
     assert m200["detail"].startswith("On SGLang >= 0.5.13 the fallback is Marlin W4A16") and "Cost:" in m200["detail"]
 
 
-def test_long_messages_are_cut_only_without_verbose() -> None:
+def test_long_messages_are_never_cut_and_wrap_to_a_terminal() -> None:
+    """The end of a message (often why a finding is only a warning) is never cut: one line for a file or a pipe,
+    wrapped to the terminal's width with indented continuation lines on a terminal."""
     from mtp_audit.formats import render
     from mtp_audit.report import Finding, Location, Report, Severity
 
     msg = "word " * 60 + "END"
     r = Report.build("checkpoint", "x", findings=[Finding("MTP001", Severity.ERROR, msg.strip(), Location(path="config.json"))])
-    short = render(r, "text").splitlines()[2]
-    assert short.startswith("config.json: MTP001 error: word word") and short.endswith(" ...") and "END" not in short
-    assert len(short) - len("config.json: MTP001 error: ") <= 200
-    assert [ln for ln in render(r, "text", verbose=True).splitlines() if ln.startswith("config.json: ")][0].endswith("END")
+    line = render(r, "text").splitlines()[2]
+    assert line == "config.json: MTP001 error: " + msg.strip()
+    wrapped = render(r, "text", width=80).split("\n\n")[1].splitlines()
+    assert len(wrapped) == 5 and all(len(x) <= 80 for x in wrapped) and all(x.startswith("    word") for x in wrapped[1:])
+    assert wrapped[0].startswith("config.json: MTP001 error: word") and wrapped[-1].endswith("END")
+    assert " ".join(x.strip() for x in wrapped) == line
 
 
 @pytest.mark.parametrize("env, coloured", [({}, False), ({"FORCE_COLOR": "1"}, True), ({"FORCE_COLOR": "1", "NO_COLOR": "1"}, False)])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mtp_audit.errors import InputError
 
@@ -28,7 +28,9 @@ _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+(?:@[\w./-]+)?$")
 _SIDE_FILES = ("config.json", "hf_quant_config.json")
 
 
-def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, **hub_options: Any) -> Report:
+def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, *, offline: bool = False, jobs: int | None = None,
+                     token: str | None = None, revision: str | None = None, hf_cache_dir: str | os.PathLike[str] | None = None,
+                     cache_dir: str | os.PathLike[str] | None = None, use_cache: bool = True) -> Report:
     """Audit a checkpoint's MTP heads and return the :class:`~mtp_audit.report.Report` the CLI renders.
 
     Args:
@@ -42,7 +44,14 @@ def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, **hub_op
             - a :class:`~mtp_audit.sources.local.CheckpointSource` (e.g. the hub source);
             - a string ``org/name[@revision]`` that is not an existing path: handed to
               ``mtp_audit.sources.hub.audit_source_for`` when that module is installed.
-        **hub_options: passed to ``audit_source_for`` for hub ids (e.g. a token or cache folder).
+        offline: hub ids: never touch the network (the Hugging Face cache and the mtp-audit cache only).
+        jobs: hub ids: shard headers read concurrently (1-64; default 8).
+        token: hub ids: the hub token (default: ``HF_TOKEN`` or the stored token, as huggingface_hub does).
+        revision: hub ids: branch, tag or commit (the same as ``org/name@revision``).
+        hf_cache_dir: hub ids: the Hugging Face cache folder (default ``HF_HUB_CACHE``).
+        cache_dir: hub ids: the mtp-audit cache root (default ``$MTP_AUDIT_CACHE_DIR`` or ``~/.cache/mtp-audit``).
+        use_cache: hub ids: ``False`` neither reads nor writes the mtp-audit cache.
+        The hub options are ignored for a local path; any other keyword is a ``TypeError``.
 
     Returns:
         The report; status ``inconclusive`` (exit 3) when MTP is declared but tensors could not be
@@ -68,7 +77,8 @@ def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, **hub_op
                 from mtp_audit.sources import hub  # type: ignore[attr-defined]
 
                 try:
-                    source = hub.audit_source_for(text, **hub_options)
+                    source = hub.audit_source_for(text, offline=offline, jobs=jobs, token=token, revision=revision,
+                                                  hf_cache_dir=hf_cache_dir, cache_dir=cache_dir, use_cache=use_cache)
                 except hub.HubUnavailable as exc:  # unreachable, 5xx, or offline with nothing cached: exit 3
                     from mtp_audit.report import Gap, Report
 

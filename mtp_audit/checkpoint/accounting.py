@@ -281,7 +281,10 @@ def mtp_attention_bytes(facts: CheckpointFacts) -> int | None:
 
 
 def human_bytes(n: int) -> str:
-    return f"{n:,} bytes ({n / 1e9:.2f} GB)"
+    """``13,191,136,256 bytes (13.19 GB)`` (:func:`mtp_audit.units.human_bytes`)."""
+    from mtp_audit.units import human_bytes as _human
+
+    return _human(n)
 
 
 # --- the declared scheme, as the rest of the model uses it ------------------------------------------------

@@ -129,18 +129,24 @@ def _config_callback(ctx: click.Context, _param: click.Parameter, value: Path | 
     return value
 
 
-def _ignore_callback(ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+def parse_ignore(raw: str, known: set[str] | None = None) -> Any:
+    """An ``--ignore`` value ``RULE`` or ``RULE=reason`` as an :class:`~mtp_audit.report.settings.Ignore`.
+
+    Raises:
+        InputError: not a known rule id.
+    """
     from mtp_audit.report.settings import Ignore
 
-    ignores = []
+    rule, _, reason = raw.partition("=")
+    rule = rule.strip().upper()
+    if rule not in (known if known is not None else _known_rules()):
+        raise InputError(f"--ignore {raw}", f"unknown rule {rule or '(empty)'} (see 'mtp-audit rules')")
+    return Ignore(rule, reason.strip(), "--ignore")
+
+
+def _ignore_callback(ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
     known = _known_rules() if value else set()
-    for raw in value:
-        rule, _, reason = raw.partition("=")
-        rule = rule.strip().upper()
-        if rule not in known:
-            raise InputError(f"--ignore {raw}", f"unknown rule {rule or '(empty)'} (see 'mtp-audit rules')")
-        ignores.append(Ignore(rule, reason.strip(), "--ignore"))
-    ctx.meta[META_IGNORES] = tuple(ignores)
+    ctx.meta[META_IGNORES] = tuple(parse_ignore(raw, known) for raw in value)
     return value
 
 

@@ -22,37 +22,144 @@ FORMAT_CHOICES = ("text", "json", "markdown", "sarif")
 FAIL_ON_CHOICES = ("info", "warning", "error", "never")
 
 
+#: ``-o`` suffix -> format, when ``-f`` does not name one for that output (longest suffix first).
+SUFFIX_FORMATS = ((".sarif.json", "sarif"), (".sarif", "sarif"), (".json", "json"), (".md", "markdown"),
+                  (".markdown", "markdown"), (".txt", "text"), (".log", "text"))
+
+#: ``ctx.meta`` key of the display filter (``-q``, ``--severity``, ``--select``).
+META_SHOWN = "mtp_audit.shown"
+
+
 def output_options(func: F) -> F:
-    """Add ``--format``, ``--output``, ``--fail-on`` and the settings options (``--config``,
-    ``--ignore``, ``-v/--verbose``: :func:`mtp_audit.cli.config.config_options`) to a click command.
-    ``--fail-on`` is None when not given, so the settings file's ``fail-on`` can apply."""
+    """Add the output options to a click command: ``-f/--format`` and ``-o/--output`` (both repeatable,
+    paired in order: ``-f sarif -o a.sarif -f json -o b.json``; an ``-o`` without its ``-f`` takes the
+    format from its suffix), ``--fail-on``, the display filters ``-q/--quiet``, ``--severity`` and
+    ``--select`` (what is listed, never what is computed nor the exit code), and the settings options
+    (``--config``, ``--ignore``, ``-v/--verbose``: :func:`mtp_audit.cli.config.config_options`).
+
+    The command receives ``fmt`` and ``output`` as tuples (pass them to :func:`emit` as they are) and
+    ``fail_on`` (None when not given, so the settings file's ``fail-on`` can apply); the filters reach
+    :func:`emit` through the click context."""
+    import functools
+
     from mtp_audit.cli.config import config_options
 
-    func = config_options(func)
-    func = click.option(
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        ctx = click.get_current_context()
+        ctx.meta[META_SHOWN] = Shown.of(kwargs.pop("quiet", False), kwargs.pop("min_severity", None), kwargs.pop("select", ()))
+        return func(*args, **kwargs)
+
+    out: Any = config_options(wrapper)
+    out = click.option("--select", "select", multiple=True, metavar="RULE[,RULE...]",
+                       help="List only these rules (an id such as MTP209, or a prefix such as MTP2); repeatable. "
+                            "The verdict and the exit code still count every finding.")(out)
+    out = click.option("--severity", "min_severity", type=click.Choice(("info", "warning", "error"), case_sensitive=False),
+                       default=None, help="List only findings at or above this severity (the verdict and the exit code "
+                                           "still count every finding).")(out)
+    out = click.option("--quiet", "-q", "quiet", is_flag=True, default=False,
+                       help="Text and Markdown: only the verdict, the answer and the counts (no finding lines).")(out)
+    out = click.option(
         "--fail-on",
         type=click.Choice(FAIL_ON_CHOICES, case_sensitive=False),
         default=None,
         help="Lowest severity that makes the exit code 1 ('never': only 2 and 3 remain possible) "
              "[default: fail-on of [tool.mtp-audit], else error].",
-    )(func)
-    func = click.option(
+    )(out)
+    out = click.option(
         "--output",
         "-o",
+        multiple=True,
         type=click.Path(dir_okay=False, writable=False, path_type=Path),
-        default=None,
-        help="Write the report to FILE (atomically, only once it is complete; never over an input) instead of stdout ('-').",
-    )(func)
-    func = click.option(
+        help="Write the report to FILE (atomically, only once it is complete; never over an input); '-' is stdout. "
+             "Repeatable: the Nth -o gets the Nth -f, else the format of its suffix (.sarif, .json, .md, .txt).",
+    )(out)
+    out = click.option(
         "--format",
         "-f",
         "fmt",
+        multiple=True,
         type=click.Choice(FORMAT_CHOICES, case_sensitive=False),
-        default="text",
-        show_default=True,
-        help="Report format.",
-    )(func)
-    return func
+        help="Report format: text, json, markdown or sarif [default: text, or the -o suffix]. Repeatable, paired with -o.",
+    )(out)
+    return out  # type: ignore[no-any-return]
+
+
+class Shown:
+    """What the outputs list: all findings, or those at or above ``severity`` and among ``select``
+    (rule ids or id prefixes); ``quiet`` drops the finding lines of the text and Markdown reports.
+    Never changes the verdict, the status or the exit code."""
+
+    def __init__(self, quiet: bool = False, severity: str | None = None, select: Sequence[str] = ()) -> None:
+        from mtp_audit.report import Severity
+
+        self.quiet = quiet
+        self.severity = Severity.parse(severity) if severity else None
+        self.select = tuple(s.strip().upper() for item in select for s in item.split(",") if s.strip())
+
+    @classmethod
+    def of(cls, quiet: bool, severity: str | None, select: Sequence[str]) -> Shown:
+        """The filter of the given option values (see the class)."""
+        return cls(bool(quiet), severity, select)
+
+    @property
+    def active(self) -> bool:
+        """Whether anything is filtered."""
+        return bool(self.quiet or self.severity or self.select)
+
+    def __call__(self, finding: Any) -> bool:
+        if self.severity is not None and finding.severity < self.severity:
+            return False
+        return not self.select or any(finding.rule_id.startswith(s) for s in self.select)
+
+    def describe(self) -> str:
+        """The options that filter, as typed (``--severity warning --select MTP2``)."""
+        parts = [f"--severity {self.severity.label}"] if self.severity else []
+        parts += [f"--select {s}" for s in self.select]
+        return " ".join(parts)
+
+
+def format_for(path: Path | str) -> str | None:
+    """The format an output's suffix names (``a.sarif`` -> ``sarif``), or ``None``."""
+    name = os.fspath(path).lower()
+    return next((fmt for suffix, fmt in SUFFIX_FORMATS if name.endswith(suffix)), None)
+
+
+def output_plan(fmts: Sequence[str] | str | None, outputs: Sequence[Path | str | None] | Path | str | None) -> list[tuple[str, Path | str]]:
+    """Pair formats with outputs: ``[(format, path or "-")]``, in order.
+
+    The Nth ``-o`` gets the Nth ``-f``; an ``-o`` beyond the ``-f`` list takes its suffix's format (a single
+    ``-o`` without ``-f`` and without a known suffix gets text, the default); with no ``-o`` the one format
+    (default text) goes to stdout. Nothing is dropped: a format left without an
+    output, or an ``-o`` whose suffix names no format, is an error.
+
+    Raises:
+        InputError: more formats than outputs (with at least two formats), or an output whose format
+            cannot be told.
+    """
+    fl = [fmts] if isinstance(fmts, str) else [f for f in (fmts or ()) if f]
+    if outputs is None or isinstance(outputs, (str, os.PathLike)):
+        ol: list[Path | str] = [outputs] if outputs is not None else []
+    else:
+        ol = [o for o in outputs if o is not None]
+    fl = [f.lower() for f in fl]
+    if not ol:
+        if len(fl) > 1:
+            raise InputError("--format", f"{len(fl)} formats but no --output: give each format its own -o FILE "
+                                         "(one of them may be '-', standard output)")
+        return [(fl[0] if fl else "text", STDOUT)]
+    if len(fl) > len(ol):
+        raise InputError("--format", f"{len(fl)} formats but {len(ol)} output(s): give each -f its own -o FILE")
+    plan: list[tuple[str, Path | str]] = []
+    for i, out in enumerate(ol):
+        fmt = fl[i] if i < len(fl) else (format_for(out) if not _is_stdout(out) else ("text" if not fl else None))
+        if fmt is None and len(ol) == 1 and not fl:
+            fmt = "text"  # one output with no -f and no known suffix (a plain file, /dev/null): the default format
+        if fmt is None:
+            raise InputError(os.fspath(out), "cannot tell the format from the suffix (.sarif, .json, .md, .txt): "
+                                             "give it a -f before this -o")
+        plan.append((fmt, out))
+    return plan
 
 
 def _umask() -> int:
@@ -387,71 +494,173 @@ def use_color(stream: Any) -> bool:
 
 def emit(
     report: Any,
-    fmt: str,
-    output: Path | None,
+    fmt: Sequence[str] | str | None,
+    output: Sequence[Path | str | None] | Path | str | None,
     fail_on: str | None,
     *,
     protected: Iterable[str | os.PathLike[str]] = (),
     also_write: Sequence[tuple[str, Path | None, str]] = (),
 ) -> int:
     """Apply the settings (ignores, ``fail-on``: :func:`mtp_audit.cli.config.settings_for`), render
-    ``report``, check every planned output, write them, and return the exit code.
+    ``report`` once per output, check every planned output, write them, and return the exit code.
 
     Args:
         report: the audit result.
-        fmt: ``text`` / ``json`` / ``markdown`` / ``sarif``.
-        output: ``--output`` (``None`` or ``"-"``: stdout).
+        fmt: ``-f`` values (``text`` / ``json`` / ``markdown`` / ``sarif``), one or several.
+        output: ``-o`` values (``None`` or ``"-"``: stdout), paired with ``fmt`` by :func:`output_plan`.
         fail_on: the ``--fail-on`` value, None when not given.
         protected: paths the command read beyond what :func:`input_paths` finds on its own.
         also_write: further outputs ``(option, path, text)`` (``--save-facts``), written with the report.
 
     Nothing is written unless every output passes :func:`check_outputs` against :func:`input_paths`, and
-    every file is staged before any is put in place. When the report goes to a file, its first line
-    (verdict and answer) and the counts go to stderr, so CI logs still show them. Expired ignores are
-    reported on stderr after the report is written. Exit codes: see :func:`mtp_audit.report.exit_code`.
+    every file is staged before any is put in place. When no report goes to stdout, its first line
+    (verdict and answer) and the counts go to stderr, so CI logs still show them (not with ``-q``).
+    Expired ignores are reported on stderr after the report is written. The display filters
+    (:class:`Shown`) change what is listed, never the exit code: see :func:`mtp_audit.report.exit_code`.
 
     Raises:
-        InputError: an output would overwrite an input or collides with another output, or a write fails.
+        InputError: an output would overwrite an input or collides with another output, formats and
+            outputs do not pair up, or a write fails.
     """
-    from mtp_audit.cli.config import config_files, settings_for, verbose, warn_expired
-    from mtp_audit.formats import render
+    from mtp_audit.cli.config import config_files, settings_for, warn_expired
     from mtp_audit.formats.summary import verdict_line
     from mtp_audit.report import Severity, exit_code
 
+    pairs = output_plan(fmt, output)
     resolved = settings_for(report, fail_on.lower() if fail_on else None)
     report = report.ignore(resolved.suppressions)
-    fail_on = resolved.fail_on
-    threshold = None if fail_on == "never" else Severity.parse(fail_on)
-    if _is_stdout(output):
-        output = None
-    # colour and the verdict symbols (UTF-8) only on a terminal that can show them
-    color = (output is None and fmt.lower() == "text" and use_color(sys.stdout)
-             and (getattr(sys.stdout, "encoding", "") or "").lower().replace("-", "") == "utf8")
-    text = render(report, fmt.lower(), verbose=verbose(), color=color, fail_on=threshold)
-    plan: dict[str, Path | str | None] = {"--output": output if output is not None else STDOUT}
+    threshold = None if resolved.fail_on == "never" else Severity.parse(resolved.fail_on)
+    plan: dict[str, Path | str | None] = {}
+    for i, (_, path) in enumerate(pairs):
+        plan["--output" if i == 0 else f"--output #{i + 1}"] = path
     for option, path, _ in also_write:
         plan[option] = path
     check_outputs(input_paths(report, extra=[*protected, *config_files()]), plan)
-    # every file is staged (written to a temporary file beside it) before any is put in place, so a
-    # failing output (missing folder, full disk) leaves nothing written
+    texts = [(fmt_i, path, _render_for(report, fmt_i, path, threshold)) for fmt_i, path in pairs]
     staged: list[_Staged] = []
-    to_file = output is not None and _std_stream_of(output) is not sys.stdout
-    try:
+    to_stdout = False
+    try:  # every file is staged before any is put in place: a failing output leaves nothing written
         for option, path, body in also_write:
             if path is not None:
                 staged.append(_Staged(Path(STDOUT), b"", body, stream=sys.stdout) if _is_stdout(path) else stage_write(Path(path), body))
-        if output is None or not to_file:
-            staged.append(_Staged(Path(STDOUT), b"", text, stream=sys.stdout))
-        else:
-            staged.append(stage_write(output, text))
+        for _, path, text in texts:
+            if _is_stdout(path) or _std_stream_of(Path(path)) is sys.stdout:
+                to_stdout = True
+                staged.append(_Staged(Path(STDOUT), b"", text, stream=sys.stdout))
+            else:
+                staged.append(stage_write(Path(path), text))
     except BaseException:
         for item in staged:
             item.discard()
         raise
     commit_all(staged)
-    if output is not None and to_file:
-        head = text if fmt.lower() == "text" else render(report, "text", fail_on=threshold)
+    shown = _shown()
+    if not to_stdout and not shown.quiet:
+        from mtp_audit.formats import render
+
+        head = render(report, "text", fail_on=threshold)
+        written = ", ".join(os.fspath(p) for _, p in pairs)
         click.echo(head.split("\n", 1)[0], err=True)
-        click.echo(f"{verdict_line(report)} (report written to {output})", err=True)
+        click.echo(f"{verdict_line(report)} (report written to {written})", err=True)
     warn_expired(resolved)
     return exit_code(report, threshold)
+
+
+def _shown() -> Shown:
+    ctx = click.get_current_context(silent=True)
+    found = ctx.meta.get(META_SHOWN) if ctx is not None else None
+    return found if isinstance(found, Shown) else Shown()
+
+
+def _render_for(report: Any, fmt: str, path: Path | str, threshold: Any) -> str:
+    """``report`` in ``fmt`` for ``path``: colour only for a UTF-8 terminal on stdout; SARIF locations
+    relative to the inputs the command read (:func:`sarif_roots`)."""
+    from mtp_audit.cli.config import verbose
+    from mtp_audit.formats import render
+
+    on_stdout = _is_stdout(path) or _std_stream_of(Path(path)) is sys.stdout
+    color = (on_stdout and fmt == "text" and use_color(sys.stdout)
+             and (getattr(sys.stdout, "encoding", "") or "").lower().replace("-", "") == "utf8")
+    extra: dict[str, Any] = {}
+    if fmt == "sarif":
+        extra["roots"] = sarif_roots(report)
+        anchor = _config_anchor()
+        if anchor is not None:
+            extra["anchor"], extra["anchor_line"] = anchor
+    shown = _shown()
+    width = _terminal_width() if on_stdout and fmt == "text" else None
+    return render(report, fmt, verbose=verbose(), color=color, fail_on=threshold,
+                  shown=shown if shown.active else None, width=width, **extra)
+
+
+def _terminal_width() -> int | None:
+    """The width of the terminal stdout is (``COLUMNS`` wins), or ``None`` for a file, a pipe or a CI log."""
+    import shutil
+
+    try:
+        if not sys.stdout.isatty():
+            return None
+    except (AttributeError, ValueError):
+        return None
+    return shutil.get_terminal_size((100, 24)).columns
+
+
+#: click parameter -> the analyzer whose finding paths are relative to it, per command.
+_ROOT_PARAMS = {
+    "checkpoint": {"target": "checkpoint"},
+    "compare": {"derived": "compare"},
+    "sglang": {"targets": "sglang"},
+    "vllm": {"targets": "vllm"},
+    "preflight": {"env_dumps": "preflight", "facts_file": "preflight"},
+    "launch": {"sglang_targets": "sglang", "compare_sglang": "sglang", "vllm_target": "vllm", "env_dumps": "preflight",
+               "facts_file": "preflight", "launch_file": "launch"},
+}
+
+
+def sarif_roots(report: Any) -> dict[str, str]:
+    """Analyzer -> the local file or folder its finding paths are relative to, from the running
+    command's parameters (the last of several: NEW of OLD NEW) and the report's targets; only paths
+    that exist (a hub id or the live machine has none)."""
+    roots: dict[str, str] = {}
+    for t in report.targets:
+        if _exists(t.name):
+            roots[t.analyzer] = t.name
+    ctx = click.get_current_context(silent=True)
+    if ctx is None or ctx.command is None:
+        return roots
+    for key, analyzer in _ROOT_PARAMS.get(ctx.command.name or "", {}).items():
+        value = ctx.params.get(key)
+        values = list(value) if isinstance(value, (list, tuple)) else [value]
+        local = [os.fspath(v) for v in values if isinstance(v, (str, os.PathLike)) and _exists(os.fspath(v))]
+        if local:
+            roots[analyzer] = local[-1]
+    return roots
+
+
+def _config_anchor() -> tuple[str, int | None] | None:
+    """The settings file the command read and the line of its ``[tool.mtp-audit]`` table, where findings
+    with no file of their own are shown in code scanning when no input file fits."""
+    from mtp_audit.cli.config import config_files
+
+    files = config_files()
+    if not files:
+        return None
+    line = None
+    try:
+        with open(files[0], encoding="utf-8", errors="replace") as fh:
+            for n, text in enumerate(fh, 1):
+                if text.strip().startswith("[tool.mtp-audit"):
+                    line = n
+                    break
+                if n > 100_000:
+                    break
+    except OSError:
+        pass
+    return os.fspath(files[0]), line
+
+
+def _exists(name: str) -> bool:
+    try:
+        return bool(name) and name != STDOUT and os.path.exists(name)
+    except (OSError, ValueError, TypeError):
+        return False

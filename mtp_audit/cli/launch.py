@@ -12,13 +12,15 @@ from mtp_audit.cli.kit import emit, output_options
 
 @click.command("launch", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--sglang", "sglang_targets", multiple=True, metavar="TARGET",
-              help="SGLang to check against: a .whl, an unpacked wheel, a package folder or a checkout (default: the installed "
-                   "sglang). Give it twice (OLD, then NEW) to see what changes between the two.")
+              help="SGLang to check against: a .whl, an unpacked wheel, a package folder, a checkout or a release version "
+                   "(0.5.23: fetched from the package index, only the members read) (default: the installed sglang). Give it "
+                   "twice (OLD, then NEW) to see what changes between the two.")
 @click.option("--compare-sglang", metavar="NEW", default=None,
               help="A second SGLang: report for NEW and what changes from --sglang (or the installed one).")
 @click.option("--vllm", "vllm_target", metavar="TARGET", default=None,
               help="For a vLLM command (vllm serve MODEL ..., python -m vllm.entrypoints.openai.api_server ...): the vLLM to "
-                   "check against, a .whl, an unpacked wheel, a package folder or a checkout (default: the installed vllm).")
+                   "check against, a .whl, an unpacked wheel, a package folder, a checkout or a release version (0.33.0) "
+                   "(default: the installed vllm).")
 @click.option("--env-dump", "env_dumps", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Environment dump of the serving machine (sglang check_env, torch/vllm collect_env, nvidia-smi); repeatable.")
 @click.option("--facts", "facts_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -28,12 +30,14 @@ from mtp_audit.cli.kit import emit, output_options
                    "KEY=VALUE written before the program.")
 @click.option("--engine", type=click.Choice(["sglang", "vllm"]), default=None,
               help="Serving engine the preflight verdict is for (default: the engine the command starts; a disagreement is shown as evidence).")
+@click.option("--log", "log_file", metavar="FILE", default=None,
+              help="The engine's log of this launch: hold the prediction against it (MTP530 agrees, MTP531 per disagreement).")
 @output_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_target: str | None, env_dumps: tuple[Path, ...],
-           facts_file: Path | None, env_pairs: tuple[str, ...], engine: str | None, fmt: str, output: Path | None, fail_on: str,
-           command: tuple[str, ...]) -> int:
-    """Will this SGLang launch command, on this machine, use the MTP heads and run the FP4 kernels?
+           facts_file: Path | None, env_pairs: tuple[str, ...], engine: str | None, log_file: str | None, fmt: str,
+           output: Path | None, fail_on: str, command: tuple[str, ...]) -> int:
+    """Will this engine launch command (SGLang, vLLM, TensorRT-LLM), on this machine, use the MTP heads and run the FP4 kernels?
 
     \b
     mtp-audit launch -- python -m sglang.launch_server --model-path ./ckpt --speculative-algorithm NEXTN --tp 8
@@ -42,9 +46,10 @@ def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_tar
     mtp-audit launch --vllm vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl -- vllm serve ./ckpt --speculative-config '{"method":"mtp","num_speculative_tokens":1}'
     mtp-audit launch --env-dump env.txt -- trtllm-serve ./ckpt --config mtp.yaml
 
-    Runs the sglang, checkpoint (--model-path) and preflight audits, cross-checks them (MTP300-MTP310) and ends with
-    "what will happen": the algorithm SGLang really runs, the draft model and its architecture, the FP4 backends, the
-    verdict (go / fix first / could not tell) and the corrected command when a flag fix is known.
+    The engine is picked from the command. Runs the engine's own audit (its source, or its knowledge table), the
+    checkpoint and preflight audits, cross-checks them and ends with "what will happen": the algorithm the engine
+    really runs, the draft model and its architecture, the FP4 backends, the verdict (go / fix first / could not tell)
+    and the corrected command when a flag fix is known.
     """
     from mtp_audit.errors import InputError
     from mtp_audit.launch import audit_launch
@@ -61,11 +66,20 @@ def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_tar
         if not eq or not key or not key.replace("_", "").isalnum():
             raise InputError(f"--env {pair}", "expected KEY=VALUE")
         env[key] = value
+    from mtp_audit.sources.pypi import by_version
+
+    sglang_targets = tuple(str(by_version("sglang", t)) for t in sglang_targets)
+    compare_sglang, vllm_target = by_version("sglang", compare_sglang), by_version("vllm", vllm_target)
     old = sglang_targets[0] if sglang_targets else None
     new = sglang_targets[1] if len(sglang_targets) == 2 else compare_sglang
-    report = audit_launch(list(command), sglang=old, compare_sglang=new, env_dump=list(env_dumps) or None,
-                          facts=facts_file, env=env, engine=engine, vllm=vllm_target)
+    report = audit_launch(list(command), sglang=old, compare_sglang=new, env_dumps=list(env_dumps) or None,
+                          facts_file=facts_file, env=env, engine=engine, vllm=vllm_target)
+    if log_file is not None:
+        from mtp_audit.runtime.launchlog import with_log
+
+        report = with_log(report, log_file)
     from mtp_audit.cli.kit import installed_package_folder
 
     # without --sglang the installed sglang is audited: its files are inputs too
-    return emit(report, fmt, output, fail_on, protected=installed_package_folder("sglang") if not sglang_targets else ())
+    protected = list(installed_package_folder("sglang")) if not sglang_targets else []
+    return emit(report, fmt, output, fail_on, protected=protected + ([log_file] if log_file and log_file != "-" else []))

@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from mtp_audit import __version__
-from mtp_audit.errors import InputError
+from mtp_audit.errors import InputError, Unavailable
 
 #: A bug in mtp-audit (never a verdict about the audited input). 0-3: see mtp_audit.report.
 EXIT_INTERNAL = 4
@@ -29,8 +29,10 @@ COMMANDS: dict[str, str] = {
     "preflight": "mtp_audit.cli.preflight:preflight",
     "compare": "mtp_audit.cli.compare:compare",
     "launch": "mtp_audit.cli.launch:launch",
+    "log": "mtp_audit.cli.log:log",
     "rules": "mtp_audit.cli.rules:rules",
     "explain": "mtp_audit.cli.rules:explain",
+    "hook": "mtp_audit.cli.hook:hook",
 }
 
 
@@ -39,6 +41,14 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the subcommand with progress bars requested (drawn on a terminal only; the library draws none
+        unless its caller asks, :func:`mtp_audit.progress.requested`)."""
+        from mtp_audit.progress import requested
+
+        with requested():
+            return super().invoke(ctx)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
@@ -52,7 +62,7 @@ class LazyGroup(click.Group):
 @click.version_option(__version__, prog_name="mtp-audit")
 def cli() -> None:
     """Audit an MoE deployment before a 30-minute model load: does the checkpoint carry MTP/NextN
-    heads, what will SGLang do with your flags, and can this GPU stack run its FP4 kernels?
+    heads, what will the engine (SGLang, vLLM, TensorRT-LLM) do with your flags, and can this GPU stack run its FP4 kernels?
 
     Exit codes: 0 ok, 1 findings at or above --fail-on, 2 usage or input error, 3 inconclusive,
     4 internal error.
@@ -140,6 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         click.echo(f"mtp-audit: error: {one_line(str(exc))}", err=True)
         return 2
+    except Unavailable as exc:  # a source that cannot be reached and is not cached: could not tell
+        click.echo(one_line(f"INCONCLUSIVE: could not tell: {exc.problem} (exit 3)"), err=True)
+        return 3
     except KeyboardInterrupt:
         click.echo("mtp-audit: interrupted", err=True)
         return 130

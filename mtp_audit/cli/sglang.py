@@ -21,11 +21,15 @@ def sglang(targets: tuple[str, ...], baseline: Path | None, fmt: str, output: Pa
     """Trace CLI value rewrites (NEXTN -> EAGLE -> draft = target -> MTP class), draft-architecture
     overrides, MTP registrations, env vars and FP4 choices in SGLang source.
 
-    TARGET: a checkout, package folder, unpacked wheel or .whl file; none: the installed sglang.
-    With two targets (OLD NEW) or --baseline, reports what changed.
+    TARGET: a checkout, package folder, unpacked wheel or .whl file; a release version (0.5.23: only the
+    wheel's .py members are fetched from the package index with range requests, then cached); none: the
+    installed sglang. With two targets (OLD NEW) or --baseline, reports what changed.
     """
     from mtp_audit.engines.sglang import audit_sglang, diff_sglang
     from mtp_audit.errors import InputError
+    from mtp_audit.sources.pypi import by_version
+
+    targets = tuple(str(by_version("sglang", t)) for t in targets)
 
     if len(targets) > 2:
         raise InputError("sglang", "expected at most two targets (OLD NEW)")

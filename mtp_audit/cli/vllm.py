@@ -22,11 +22,15 @@ def vllm(targets: tuple[str, ...], baseline: Path | None, fmt: str, output: Path
     target, draft-architecture chains to MTP classes, proposer per runner, num_speculative_tokens
     rules, speculators checkpoints and spec-decode / FP4 / MoE env vars.
 
-    TARGET: a checkout, package folder, unpacked wheel or .whl file; none: the installed vllm.
-    With two targets (OLD NEW) or --baseline, reports what changed.
+    TARGET: a checkout, package folder, unpacked wheel or .whl file; a release version (0.33.0: only the
+    wheel's .py members are fetched from the package index with range requests, then cached); none: the
+    installed vllm. With two targets (OLD NEW) or --baseline, reports what changed.
     """
     from mtp_audit.engines.vllm import audit_vllm, diff_vllm
     from mtp_audit.engines.vllm._shared import InputError, read_json_bounded
+    from mtp_audit.sources.pypi import by_version
+
+    targets = tuple(str(by_version("vllm", t)) for t in targets)
 
     if len(targets) > 2:
         raise InputError("vllm", "expected at most two targets (OLD NEW)")

@@ -76,17 +76,10 @@ def _get(doc: Any, *keys: str, default: Any = None) -> Any:
 
 
 def human_bytes(n: int | None) -> str:
-    """``13,190,037,504 bytes (12.3 GiB)``; ``"unknown bytes"`` for None."""
-    if n is None:
-        return "unknown bytes"
-    if n < 1024:
-        return f"{n:,} bytes"
-    value = float(n)
-    for unit in ("KiB", "MiB", "GiB", "TiB"):
-        value /= 1024
-        if value < 1024:
-            break
-    return f"{n:,} bytes ({value:.1f} {unit})"
+    """``13,190,037,504 bytes (13.19 GB)``; ``"unknown bytes"`` for None (:func:`mtp_audit.units.human_bytes`)."""
+    from mtp_audit.units import human_bytes as _human
+
+    return _human(n)
 
 
 def _bytes(side: Mapping[str, Any]) -> tuple[int | None, bool]:
@@ -413,10 +406,14 @@ def compare_checkpoints(
     *,
     offline: bool = False,
     jobs: int | None = None,
+    token: str | None = None,
+    hf_cache_dir: str | os.PathLike[str] | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    use_cache: bool = True,
 ) -> Report:
     """Audit ``base`` and ``derived`` (each a local path, a hub id ``org/name[@rev]`` or a
     :class:`~mtp_audit.sources.local.CheckpointSource`) with :func:`mtp_audit.checkpoint.audit_checkpoint`
-    and compare their facts.
+    and compare their facts. The hub options are those of ``audit_checkpoint``, for both sides.
 
     Raises:
         InputError: either side cannot be audited at all (see ``audit_checkpoint`` and
@@ -425,7 +422,7 @@ def compare_checkpoints(
     from mtp_audit.checkpoint import audit_checkpoint  # type: ignore[attr-defined]
     from mtp_audit.sources.hub import hub_settings
 
-    with hub_settings(offline=offline, jobs=jobs):
+    with hub_settings(offline=offline, jobs=jobs, token=token, hf_cache_dir=hf_cache_dir, cache_dir=cache_dir, use_cache=use_cache):
         base_report = audit_checkpoint(base)
         derived_report = audit_checkpoint(derived)
     return compare_reports(base_report, derived_report)

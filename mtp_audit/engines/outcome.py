@@ -47,7 +47,10 @@ def loc_of(text: str | None) -> Location | None:
 
 
 def fmt_bytes(n: int | float) -> str:
-    return f"{int(n):,} bytes ({n / 1e9:.2f} GB)"
+    """``13,191,136,256 bytes (13.19 GB)`` (:func:`mtp_audit.units.human_bytes`)."""
+    from mtp_audit.units import human_bytes
+
+    return human_bytes(n)
 
 
 def mtp_errors_as_warnings(report: Report, engine_label: str, spec_flag: str) -> Report:

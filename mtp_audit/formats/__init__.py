@@ -7,6 +7,7 @@ not verbose, no colour, ``--fail-on error``); :func:`render` passes the text opt
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from mtp_audit.report import Report, Severity
 
@@ -44,12 +45,16 @@ FORMATS: dict[str, Callable[[Report], str]] = {
 
 
 def render(report: Report, fmt: str, *, verbose: bool = False, color: bool = False,
-           fail_on: Severity | None = Severity.ERROR) -> str:
+           fail_on: Severity | None = Severity.ERROR, shown: Any = None, width: int | None = None, **sarif: Any) -> str:
     """Render ``report`` in format ``fmt`` (a key of :data:`FORMATS`).
 
     ``verbose`` and ``color`` shape the text report only (JSON, SARIF and Markdown always carry
     everything, uncoloured); ``fail_on`` (``None``: never) is the threshold whose exit code the text and
-    Markdown reports name in their first line.
+    Markdown reports name in their first line. ``shown`` (``shown(finding) -> bool``, with ``quiet``
+    and ``describe()``: the CLI's ``-q`` / ``--severity`` / ``--select``) filters the findings every
+    format lists; the verdict, the status and the counts still describe every finding. ``sarif``:
+    keyword arguments of :func:`mtp_audit.formats.sarif.render` (``roots``, ``anchor``, ``anchor_line``). ``width``:
+    the terminal's width for the text report (``None``: no wrapping, no cut).
 
     Raises:
         KeyError: unknown format.
@@ -57,9 +62,17 @@ def render(report: Report, fmt: str, *, verbose: bool = False, color: bool = Fal
     if fmt == "text":
         from mtp_audit.formats.text import render as text
 
-        return text(report, verbose=verbose, color=color, fail_on=fail_on)
+        return text(report, verbose=verbose, color=color, fail_on=fail_on, shown=shown, width=width)
     if fmt == "markdown":
         from mtp_audit.formats.markdown import render as markdown
 
-        return markdown(report, fail_on=fail_on)
+        return markdown(report, fail_on=fail_on, shown=shown)
+    if fmt == "sarif":
+        from mtp_audit.formats.sarif import render as sarif_render
+
+        return sarif_render(report, shown=shown, **sarif)
+    if fmt == "json" and shown is not None:
+        from mtp_audit.formats.jsonfmt import render as json_render
+
+        return json_render(report, shown=shown)
     return FORMATS[fmt](report)

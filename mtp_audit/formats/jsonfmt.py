@@ -7,9 +7,17 @@ from __future__ import annotations
 
 import json
 
+from typing import Any
+
 from mtp_audit.report import Report
 
 
-def render(report: Report) -> str:
-    """Render ``report`` as deterministic JSON text."""
-    return json.dumps(report.to_dict(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+def render(report: Report, *, shown: Any = None) -> str:
+    """Render ``report`` as deterministic JSON text. ``shown`` (a display filter, see
+    :func:`mtp_audit.formats.render`) keeps only the findings it lists in ``findings`` and
+    ``ignored``; ``summary`` and ``status`` still count every finding."""
+    doc = report.to_dict()
+    if shown is not None:
+        doc["findings"] = [f.to_dict() for f in report.findings if shown(f)]
+        doc["ignored"] = [i.to_dict() for i in report.ignored if shown(i.finding)]
+    return json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

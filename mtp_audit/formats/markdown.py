@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from mtp_audit.formats.summary import (
     answer_lines,
     closing_sections,
     gap_text,
     headline_facts,
+    listed_findings,
+    not_listed_line,
     printable,
     verdict_line,
     verdict_word,
@@ -18,10 +22,11 @@ def _cell(text: str) -> str:
     return printable(text.replace("|", "\\|").replace("\n", " "))
 
 
-def render(report: Report, *, fail_on: Severity | None = Severity.ERROR) -> str:
+def render(report: Report, *, fail_on: Severity | None = Severity.ERROR, shown: Any = None) -> str:
     """Render ``report`` as a Markdown document: the verdict and answer first, then facts, findings
     (with detail and evidence folded), ignored findings, gaps and closing sections. ``fail_on``
-    (``None``: never) gives the exit code the first line names."""
+    (``None``: never) gives the exit code the first line names; ``shown`` (see
+    :func:`mtp_audit.formats.text.render`) filters the findings listed."""
     code = exit_code(report, fail_on)
     answer = answer_lines(report)
     out: list[str] = ["# mtp-audit report", "", f"**{verdict_word(report, code)}**: {_cell(answer[0])} (exit {code}"
@@ -33,15 +38,18 @@ def render(report: Report, *, fail_on: Severity | None = Severity.ERROR) -> str:
     out += ["", f"**{verdict_line(report)}**", ""]
     for analyzer, lines in headline_facts(report):
         out += [f"## Facts: {analyzer}", "", "```", *lines, "```", ""]
-    if report.findings:
+    listed = listed_findings(report, shown)
+    if len(listed) < len(report.findings):
+        out += [f"_{not_listed_line(report, listed, shown)}_", ""]
+    if listed:
         out += ["## Findings", "", "| rule | severity | location | message | fix |", "|---|---|---|---|---|"]
-        for f in report.findings:
+        for f in listed:
             out.append(
                 f"| {f.rule_id} | {f.severity.label} | `{_cell(str(f.location))}` | {_cell(f.message)} "
                 f"| {_cell(f.remediation)} |"
             )
         out.append("")
-        detailed = [f for f in report.findings if f.evidence or f.detail]
+        detailed = [f for f in listed if f.evidence or f.detail]
         if detailed:
             out += ["<details><summary>Evidence</summary>", ""]
             for f in detailed:

@@ -27,6 +27,44 @@ def verdict_line(report: Report) -> str:
     return "; ".join(parts) + f"; status: {word}"
 
 
+def listed_findings(report: Report, shown: Any = None) -> list[Any]:
+    """The findings a display filter lists (all of them when ``shown`` is ``None``; none when it is quiet)."""
+    if shown is None:
+        return list(report.findings)
+    if getattr(shown, "quiet", False):
+        return []
+    return [f for f in report.findings if shown(f)]
+
+
+def secondary_findings(report: Report, listed: list[Any]) -> dict[tuple[str, str], str]:
+    """``{(rule id, message): why}`` of the listed findings an analyzer marked secondary
+    (``facts[analyzer]["secondary"] = {"findings": [[rule id, message], ...], "why": ...}``, e.g. the rewrites of an
+    SGLang upgrade that do not concern MTP): the text report counts them instead of listing them, ``-v`` lists them."""
+    out: dict[tuple[str, str], str] = {}
+    for facts in report.facts.values():
+        sec = facts.get("secondary") if isinstance(facts, dict) else None
+        if isinstance(sec, dict):
+            keys = {(str(r), str(m)) for r, m in sec.get("findings") or ()}
+            out.update({(f.rule_id, f.message): str(sec.get("why") or "") for f in listed if (f.rule_id, f.message) in keys})
+    return out
+
+
+def grouped_lines(grouped: dict[tuple[str, str], str]) -> list[str]:
+    """One line per rule for the secondary findings: ``MTP110: 231 more (info): why; -v lists them``."""
+    per: dict[tuple[str, str], int] = {}
+    for (rule, _), why in grouped.items():
+        per[(rule, why)] = per.get((rule, why), 0) + 1
+    return [f"{rule}: {n} more (info): {why}; -v lists them" for (rule, why), n in sorted(per.items())]
+
+
+def not_listed_line(report: Report, listed: list[Any], shown: Any) -> str:
+    """``N findings not listed (--severity warning)``: says that a filter hid findings, and which."""
+    n = len(report.findings) - len(listed)
+    how = shown.describe() if shown is not None and hasattr(shown, "describe") else ""
+    how = how or ("-q" if getattr(shown, "quiet", False) else "a filter")
+    return f"{n} finding{'s' if n != 1 else ''} not listed ({how}); the verdict and the counts include them"
+
+
 _CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)]}
 
 
@@ -121,14 +159,14 @@ def verdict_word(report: Report, code: int) -> str:
 
 
 def answer_lines(report: Report) -> list[str]:
-    """The answer in one or two lines: ``facts[analyzer]["answer"]`` of the first target's analyzer (the
+    """The answer in a few lines (at most 12): ``facts[analyzer]["answer"]`` of the first target's analyzer (the
     one the user ran; ``launch`` puts itself first), else a sentence from the counts and the first
     blocking gap."""
     analyzer = report.targets[0].analyzer if report.targets else None
     facts = report.facts.get(analyzer) if analyzer else None
     given = facts.get("answer") if isinstance(facts, dict) else None
     if isinstance(given, list) and given and all(isinstance(x, str) for x in given):
-        lines = [printable(str(x)) for x in given[:2]]
+        lines = [printable(str(x)) for x in given[:12]]
         # the answer is built from the facts; an ignored finding it names is still true, so say it is ignored
         ignored = sorted({i.finding.rule_id for i in report.ignored if i.finding.rule_id in lines[0]}) if report.ignored else []
         if ignored:

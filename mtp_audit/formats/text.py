@@ -12,7 +12,7 @@ Without ``verbose`` (what a person reads in ten seconds, and what a CI log shows
     1 finding (1 error, 0 warning, 0 info); 1 not examined (0 blocking); status: findings
 
 the verdict and the answer (:func:`~mtp_audit.formats.summary.answer_lines`), one line per finding
-(``location: RULE severity: message``, the message cut at about 200 characters), one line per gap and
+(``location: RULE severity: message``, the whole message; wrapped to the terminal's width on a terminal), one line per gap and
 the counts. ``verbose`` adds what was audited and the facts blocks, each finding's detail, evidence
 and fix, the ignored findings with their reasons, and the closing sections (``facts[analyzer]["closing"]``).
 Colour and symbols only when ``color`` is true (the CLI sets it for a terminal, never for a file or a
@@ -27,15 +27,18 @@ from mtp_audit.formats.summary import (
     answer_lines,
     closing_sections,
     gap_text,
+    grouped_lines,
     headline_facts,
-    shorten,
+    listed_findings,
+    secondary_findings,
+    not_listed_line,
     verdict_line,
     verdict_word,
 )
 from mtp_audit.report import Finding, Report, Severity, exit_code
 
-#: Longest message on a finding line without ``verbose`` (characters).
-MESSAGE_LIMIT = 200
+#: Indent of the continuation lines when a finding line is wrapped to the terminal's width.
+WRAP_INDENT = "    "
 
 _WORD_STYLE = {"FAIL": ("red", "✗"), "ERROR": ("red", "✗"), "INCONCLUSIVE": ("magenta", "?"), "WARN": ("yellow", "!"), "PASS": ("green", "✓")}
 _SEVERITY_STYLE = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "blue"}
@@ -49,11 +52,20 @@ def _style(color: bool, text: str, **kw: Any) -> str:
     return click.style(text, **kw)
 
 
-def _finding_line(f: Finding, color: bool, verbose: bool, suffix: str = "") -> str:
-    message = f.message if verbose else shorten(f.message, MESSAGE_LIMIT)
-    sev = _style(color, f.severity.label, fg=_SEVERITY_STYLE[f.severity], bold=f.severity is Severity.ERROR)
-    rule = _style(color, f.rule_id, bold=True)
-    return f"{f.location}: {rule} {sev}: {message}{suffix}"
+def _finding_line(f: Finding, color: bool, verbose: bool, suffix: str = "", width: int | None = None) -> str:
+    """``location: RULE severity: message`` with the whole message: one line for a file or a pipe, wrapped to
+    ``width`` columns (continuation lines indented) on a terminal. Colour codes are added after wrapping."""
+    head = f"{f.location}: {f.rule_id} {f.severity.label}: "
+    text = f"{head}{f.message}{suffix}"
+    if width is not None and len(text) > width:
+        import textwrap
+
+        text = "\n".join(textwrap.wrap(text, width=max(width, 40), subsequent_indent=WRAP_INDENT,
+                                        break_long_words=False, break_on_hyphens=False))
+    if color:
+        sev = _style(color, f.severity.label, fg=_SEVERITY_STYLE[f.severity], bold=f.severity is Severity.ERROR)
+        text = text.replace(f"{f.rule_id} {f.severity.label}: ", f"{_style(color, f.rule_id, bold=True)} {sev}: ", 1)
+    return text
 
 
 def _details(f: Finding) -> list[str]:
@@ -68,7 +80,8 @@ def _details(f: Finding) -> list[str]:
     return out
 
 
-def render(report: Report, *, verbose: bool = False, color: bool = False, fail_on: Severity | None = Severity.ERROR) -> str:
+def render(report: Report, *, verbose: bool = False, color: bool = False, fail_on: Severity | None = Severity.ERROR,
+           shown: Any = None, width: int | None = None) -> str:
     """Render ``report`` for a terminal or a CI log.
 
     Args:
@@ -76,6 +89,11 @@ def render(report: Report, *, verbose: bool = False, color: bool = False, fail_o
         verbose: add targets, evidence, detail, fixes, ignored findings, closing sections and facts.
         color: ANSI colours and verdict symbols (only for a terminal).
         fail_on: the ``--fail-on`` threshold (``None``: never), for the exit code the first line names.
+        shown: a display filter (``shown(finding) -> bool``, ``.quiet``, ``.describe()``; the CLI's
+            ``-q`` / ``--severity`` / ``--select``): which findings are listed. The first line and the
+            counts still describe every finding.
+        width: the terminal's width: finding lines are wrapped to it; ``None`` (a file, a pipe, a CI log): one
+            line per finding, never cut.
     """
     code = exit_code(report, fail_on)
     word = verdict_word(report, code)
@@ -88,19 +106,28 @@ def render(report: Report, *, verbose: bool = False, color: bool = False, fail_o
         lines += [f"  audited ({t.analyzer}): {t.name}" for t in report.targets]
         for analyzer, fl in headline_facts(report):
             lines += ["", f"facts ({analyzer}):"] + [f"  {line}" for line in fl]
-    if report.findings:
+    listed = listed_findings(report, shown)
+    grouped = {} if verbose else secondary_findings(report, listed)
+    if listed:
         lines.append("")
-    for f in report.findings:
-        lines.append(_finding_line(f, color, verbose))
+    for f in listed:
+        if (f.rule_id, f.message) in grouped:
+            continue
+        lines.append(_finding_line(f, color, verbose, width=width))
         if verbose:
             lines += _details(f)
+    lines += grouped_lines(grouped)
+    if len(listed) < len(report.findings):
+        lines += ["", not_listed_line(report, listed, shown)]
+    if shown is not None and getattr(shown, "quiet", False):
+        return "\n".join([*lines, "", verdict_line(report)]) + "\n"
     if verbose and report.ignored:
         lines += ["", f"ignored ({len(report.ignored)}):"]
         for i in report.ignored:
             s = i.suppression
             why = f"{s.reason}; " if s.reason else ""
             until = f", until {s.expires}" if s.expires else ""
-            lines.append("  " + _finding_line(i.finding, color, verbose, f" [ignored: {why}{s.source}{until}]"))
+            lines.append("  " + _finding_line(i.finding, color, verbose, f" [ignored: {why}{s.source}{until}]", width=width))
     if report.gaps:
         lines += ["", "not examined:"]
         for g in report.gaps:

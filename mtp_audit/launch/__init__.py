@@ -13,18 +13,20 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mtp_audit.deprecation import renamed_keywords
 from mtp_audit.report import Report
 
 __all__ = ["audit_launch"]
 
 
+@renamed_keywords({"env_dump": "env_dumps", "facts": "facts_file"})
 def audit_launch(
     argv: Sequence[str] | str,
     *,
     sglang: str | Path | Report | None = None,
     compare_sglang: str | Path | Report | None = None,
-    env_dump: Path | Sequence[Path] | None = None,
-    facts: Path | None = None,
+    env_dumps: str | Path | Sequence[str | Path] | None = None,
+    facts_file: str | Path | None = None,
     machine_facts: Any = None,
     env: Mapping[str, str] | None = None,
     environ: Mapping[str, str] | None = None,
@@ -44,9 +46,9 @@ def audit_launch(
             engine the command starts may be given.
         compare_sglang: a second SGLang (same kinds); the report is the one for this NEW version plus MTP310
             findings and ``facts["launch"]["diff"]`` saying what changes in "what will happen".
-        env_dump: environment dump(s) of the serving machine (``--env-dump``); ``facts``: stored preflight facts
-            (``--facts``); ``machine_facts``: a :class:`~mtp_audit.preflight.facts.MachineFacts`. At most one; none:
-            the live machine.
+        env_dumps: environment dump(s) of the serving machine (``--env-dump``); ``facts_file``: stored preflight
+            facts (``--facts``); ``machine_facts``: a :class:`~mtp_audit.preflight.facts.MachineFacts`. At most one;
+            none: the live machine. The old names ``env_dump`` and ``facts`` still work (DeprecationWarning).
         env: extra environment variables of the launch (``--env KEY=VALUE``), applied last.
         environ: the current environment (default ``os.environ``); only variables the engine reads are used.
         cwd: folder that relative model paths are resolved against (default: the current directory).
@@ -69,7 +71,7 @@ def audit_launch(
     toks = split_command([argv] if isinstance(argv, str) else list(argv))
     chosen = engine_for(toks)
     targets = _release_targets(chosen.name, {"sglang": sglang, "vllm": vllm}, compare_sglang)
-    request = _request(toks, env_dump, facts, machine_facts, engine, env, environ, cwd)
+    request = _request(toks, env_dumps, facts_file, machine_facts, engine, env, environ, cwd)
     if compare_sglang is not None:
         old = chosen.evaluate(request, *chosen.release(targets["sglang"]))
         new = chosen.evaluate(request, *chosen.release(compare_sglang))

@@ -63,5 +63,5 @@ class LaunchAnalyzers:
         from mtp_audit.preflight import preflight
 
         m = self.machine
-        return preflight(env_dumps=list(m.env_dumps), facts_file=m.facts_file, facts=m.facts, cwd=self.cwd,
+        return preflight(env_dumps=list(m.env_dumps), facts_file=m.facts_file, machine_facts=m.facts, cwd=self.cwd,
                          launch=list(launch) if launch is not None else None, engine=m.engine or engine, **engine_facts)

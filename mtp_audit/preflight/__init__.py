@@ -11,13 +11,16 @@ Research: ``../shared/research/blackwell_fp4.md``.
 from __future__ import annotations
 
 import re
+import sys
+import types
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mtp_audit.deprecation import renamed_keywords
 from mtp_audit.report import Report
 
-__all__ = ["preflight", "load_facts_file"]
+__all__ = ["audit_machine", "preflight", "load_facts_file"]
 
 #: A verdict reason that is an error finding's message (``"MTP209: sglang 0.5.9 pins ..."``).
 _RULE_REASON = re.compile(r"MTP\d{3}: ")
@@ -109,11 +112,12 @@ def _answer(vs: list[dict[str, Any]], verdict: str, findings: Sequence[Any], an:
     return [f"could not tell whether {desc} can run native FP4{on}" + (f": {reason}" if reason else "") + tail]
 
 
+@renamed_keywords({"facts": "machine_facts", "env_dump": "env_dumps"})
 def preflight(
     *,
     env_dumps: Sequence[str | Path] | str | Path = (),
     facts_file: str | Path | None = None,
-    facts: Any = None,
+    machine_facts: Any = None,
     launch: Sequence[str] | None = None,
     probe: bool = False,
     import_torch: bool = False,
@@ -128,14 +132,15 @@ def preflight(
 ) -> Report:
     """Run the preflight and return its report.
 
-    Exactly one machine source is used: ``facts`` (a MachineFacts), ``facts_file``, ``env_dumps``
-    (merged in order), or else the live machine.
+    Exactly one machine source is used: ``machine_facts`` (a MachineFacts), ``facts_file``, ``env_dumps``
+    (merged in order), or else the live machine. The old name ``facts`` (for ``machine_facts``) still works,
+    with a DeprecationWarning.
 
     Args:
         env_dumps: pasted environment dumps (sglang check_env, torch/vllm/flashinfer collect_env, nvidia-smi),
             as ``str`` or ``Path``; a single path is accepted as one dump.
         facts_file: a stored facts JSON to replay (``str`` or ``Path``).
-        facts: an already-built :class:`~mtp_audit.preflight.facts.MachineFacts`.
+        machine_facts: an already-built :class:`~mtp_audit.preflight.facts.MachineFacts`.
         launch: tokens of the intended launch command (after ``--``), or ``None``.
         probe: run the tiny FP4 GEMM probe (live machine only; needs torch and a GPU).
         import_torch: import torch (in a child process) for its arch list.
@@ -164,6 +169,7 @@ def preflight(
     from mtp_audit.preflight import analyze as an
     from mtp_audit.preflight import engine as eng
 
+    facts = machine_facts
     if isinstance(env_dumps, (str, Path)):
         env_dumps = [env_dumps]
     env_dumps = [Path(p) for p in env_dumps]
@@ -431,3 +437,19 @@ def _report(ctx: Any, choice: Any, gaps: list[Any], target: str, flag_source: st
         },
         rule_ids=[r.id for r in RULES],
     )
+
+
+#: The same function under the name the other audits share (``audit_checkpoint``, ``audit_launch``, ...).
+audit_machine = preflight
+
+
+class _CallableModule(types.ModuleType):
+    """This package calls :func:`preflight` when called: once ``mtp_audit.preflight`` is imported as a package
+    (``import mtp_audit.preflight.envdump``), the attribute ``mtp_audit.preflight`` is the package, not the
+    function; calling it still runs the preflight, so ``mtp_audit.preflight(env_dumps=...)`` always works."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Report:
+        return preflight(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -98,13 +98,17 @@ def detect_formats(text: str) -> tuple[str, ...]:
 
 
 def read_dump(path: Path) -> str:
-    """Read a dump file as text.
+    """Read a dump file as text; ``-`` reads standard input (``nvidia-smi | mtp-audit preflight --env-dump -``).
 
     Raises:
         InputError: missing, unreadable, larger than 64 MiB, empty, or binary (a NUL byte or not
             decodable as UTF-8/Latin-1 text) — the user's own input mistake, exit 2.
     """
-    raw = read_bytes_bounded(path, MAX_TEXT_BYTES, display=str(path))
+    if str(path) == "-":
+        raw = _read_stdin_bounded(MAX_TEXT_BYTES)
+        path = Path("standard input")
+    else:
+        raw = read_bytes_bounded(path, MAX_TEXT_BYTES, display=str(path))
     if not raw.strip():
         raise InputError(str(path), "is empty, expected the text of an environment dump")
     if b"\x00" in raw[:65536]:
@@ -113,6 +117,26 @@ def read_dump(path: Path) -> str:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         return raw.decode("latin-1")
+
+
+def _read_stdin_bounded(limit: int) -> bytes:
+    """At most ``limit`` bytes of standard input.
+
+    Raises:
+        InputError: standard input is a terminal (nothing piped), unreadable, or larger than ``limit``.
+    """
+    import sys
+
+    stream = getattr(sys.stdin, "buffer", None)
+    try:
+        if sys.stdin is None or stream is None or sys.stdin.isatty():
+            raise InputError("--env-dump -", "standard input is a terminal: pipe a dump in (nvidia-smi | mtp-audit preflight --env-dump -)")
+        raw = stream.read(limit + 1)
+    except (OSError, ValueError) as exc:
+        raise InputError("--env-dump -", f"cannot read standard input: {exc}") from None
+    if len(raw) > limit:
+        raise InputError("--env-dump -", f"standard input is larger than {limit} bytes; not an environment dump")
+    return bytes(raw)
 
 
 #: The first line of mtp-audit's own text report (:mod:`mtp_audit.formats.text`): ``FAIL: ... (exit 1)``.

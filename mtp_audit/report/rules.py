@@ -32,6 +32,7 @@ ANALYZER_RULE_MODULES: dict[str, str | tuple[str, ...]] = {
     "launch": ("mtp_audit.engines.sglang.launch.rules", "mtp_audit.engines.vllm.launch.rules"),
     "vllm": "mtp_audit.engines.vllm.rules",
     "trtllm": "mtp_audit.engines.trtllm.rules",
+    "log": "mtp_audit.runtime.rules",
 }
 
 ID_RANGES: dict[str, range] = {
@@ -42,6 +43,7 @@ ID_RANGES: dict[str, range] = {
     "launch": range(300, 400),
     "vllm": range(400, 500),
     "trtllm": range(700, 750),
+    "log": range(500, 550),
 }
 
 #: Where a rule's fact comes from. "bug report" rules say so in their doc (issue 4 asks for it).

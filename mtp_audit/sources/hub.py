@@ -138,25 +138,34 @@ class HubSettings:
         offline: never touch the network.
         jobs: concurrent shard-header reads (None: the caller's value).
         token: hub token (None: ``HF_TOKEN`` or the stored token, as huggingface_hub does).
+        hf_cache_dir: the Hugging Face cache folder (None: ``HF_HUB_CACHE``).
+        cache_dir: the mtp-audit cache root (None: :func:`default_cache_dir`).
+        use_cache: False: the mtp-audit cache is neither read nor written.
     """
 
     offline: bool = False
     jobs: int | None = None
     token: str | None = None
+    hf_cache_dir: str | Path | None = None
+    cache_dir: str | Path | None = None
+    use_cache: bool = True
 
 
 _SETTINGS: contextvars.ContextVar[HubSettings | None] = contextvars.ContextVar("mtp_audit_hub_settings", default=None)
 
 
 @contextlib.contextmanager
-def hub_settings(*, offline: bool = False, jobs: int | None = None, token: str | None = None) -> Iterator[HubSettings]:
-    """Apply ``--offline``/``--jobs`` to every :func:`audit_source_for` call in the block, so a command
-    can pass them without the analyzer's signature knowing about them::
+def hub_settings(*, offline: bool = False, jobs: int | None = None, token: str | None = None,
+                 hf_cache_dir: str | Path | None = None, cache_dir: str | Path | None = None,
+                 use_cache: bool = True) -> Iterator[HubSettings]:
+    """Apply ``--offline``/``--jobs``/``--token``/``--cache-dir`` to every :func:`audit_source_for` call in the
+    block, so a command can pass them without the analyzer's signature knowing about them::
 
         with hub_settings(offline=offline, jobs=jobs):
             report = audit_checkpoint(target)
     """
-    settings = HubSettings(offline=offline, jobs=jobs, token=token)
+    settings = HubSettings(offline=offline, jobs=jobs, token=token, hf_cache_dir=hf_cache_dir, cache_dir=cache_dir,
+                           use_cache=use_cache)
     handle = _SETTINGS.set(settings)
     try:
         yield settings
@@ -639,7 +648,9 @@ def _offline_commit(repo: str, revision: str, hf_cache_dir: Path, cache: HubCach
     raise NotCached(
         display,
         f"offline, and revision {revision!r} was never resolved on this machine (not in the Hugging Face "
-        f"cache at {hf_cache_dir} nor the mtp-audit cache); run once online or give a full commit sha",
+        f"cache at {hf_cache_dir} nor the mtp-audit cache); run once online, give the full commit sha of a cached "
+        f"revision ({repo}@SHA), or audit a local copy (hf download {repo} --include '*.json' --local-dir DIR; "
+        f"mtp-audit checkpoint DIR)",
     )
 
 
@@ -674,7 +685,8 @@ def _offline_listing(repo: str, commit: str, hf_cache_dir: Path, cache: HubCache
     raise NotCached(
         display,
         f"offline, and nothing of commit {commit} is cached (no file list in the mtp-audit cache, no "
-        f"snapshot in the Hugging Face cache at {hf_cache_dir}); run once online",
+        f"snapshot in the Hugging Face cache at {hf_cache_dir}); run once online, or audit a local copy "
+        f"(hf download {repo} --include '*.json' --local-dir DIR; mtp-audit checkpoint DIR)",
     )
 
 
@@ -782,24 +794,34 @@ def open_hub_source(
     return HubSource(repo, commit, files, listing_complete=True, meter=meter, **common)
 
 
-def audit_source_for(spec: str, *, offline: bool = False, jobs: int = DEFAULT_JOBS, token: str | None = None) -> CheckpointSource:
+def audit_source_for(spec: str, *, offline: bool = False, jobs: int | None = None, token: str | None = None,
+                     revision: str | None = None, hf_cache_dir: str | Path | None = None,
+                     cache_dir: str | Path | None = None, use_cache: bool = True) -> CheckpointSource:
     """The :class:`CheckpointSource` for a hub id ``org/name[@revision]`` (the analyzer calls this
     for a target that is not an existing path).
 
-    Options set by an enclosing :func:`hub_settings` block (the CLI's ``--offline``/``--jobs``) apply
-    on top of the arguments: ``offline`` if either says so, ``jobs``/``token`` from the block when set.
+    Options set by an enclosing :func:`hub_settings` block (the CLI's ``--offline``/``--jobs``/``--token``/
+    ``--cache-dir``) apply on top of the arguments: ``offline`` if either says so, ``use_cache`` off if either
+    says so, the others from the block when set. ``revision`` (``--revision``) is the spec's ``@revision``;
+    giving both is an error.
 
     Raises:
         InputError: malformed spec, repo or revision not found (404), gated or private without a token
             (401/403), hub unreachable during resolution, or offline with nothing cached. One line.
     """
-    repo, revision = parse_spec(spec)
-    settings = _SETTINGS.get()
-    if settings is not None:
-        offline = offline or settings.offline
-        jobs = settings.jobs if settings.jobs is not None else jobs
-        token = token if token is not None else settings.token
-    return open_hub_source(repo, revision, offline=offline, jobs=jobs, token=token)
+    repo, at = parse_spec(spec)
+    if revision is not None and at is not None and revision != at:
+        raise InputError(spec, f"names revision {at!r} and --revision names {revision!r}: give one")
+    if revision is not None:
+        parse_spec(f"{repo}@{revision}")  # the same checks as a revision after '@'
+    settings = _SETTINGS.get() or HubSettings()
+    return open_hub_source(
+        repo, at or revision, offline=offline or settings.offline,
+        jobs=settings.jobs if settings.jobs is not None else (jobs if jobs is not None else DEFAULT_JOBS),
+        token=token if token is not None else settings.token,
+        hf_cache_dir=hf_cache_dir if hf_cache_dir is not None else settings.hf_cache_dir,
+        cache_dir=cache_dir if cache_dir is not None else settings.cache_dir,
+        use_cache=use_cache and settings.use_cache)
 
 
 def source_facts(source: CheckpointSource) -> dict[str, Any]:

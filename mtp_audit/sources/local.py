@@ -354,15 +354,18 @@ def paused_gc() -> Iterator[None]:
     still frees everything. On exit the collector is re-enabled (if it was) with every object that is
     still alive moved to the oldest generation (``gc.freeze()`` then ``gc.unfreeze()``, which moves
     them without walking them), so re-enabling does not start one huge young-generation collection
-    over the whole parse; cycles among them are still found by the next full collection."""
+    over the whole parse; cycles among them are still found by the next full collection. A host process
+    that froze objects itself (``gc.freeze()`` before forking workers) keeps them frozen: the
+    freeze/unfreeze step is skipped then, and the collector is left as the caller had it."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was:
-            gc.freeze()
-            gc.unfreeze()
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 

@@ -193,6 +193,75 @@ def diff_facts(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[Finding],
     return findings, changes
 
 
+_MTP_ENV = re.compile(r"NEXTN|MTP|SPEC|FP4|EAGLE", re.I)
+
+
+def _nextn_sites(facts: dict[str, Any]) -> dict[str, list[str]]:
+    """``{target algorithm: ["path:line (logged|silent)", ...]}`` of the rewrites of ``--speculative-algorithm NEXTN``."""
+    out: dict[str, list[str]] = {}
+    for r in facts.get("remaps", []):
+        if r.get("argument") == "speculative_algorithm" and r.get("from") == "NEXTN":
+            for t in r.get("to") or ():
+                out.setdefault(t, []).append(f"{r['location']} ({'logged' if r.get('logged') else 'silent'})")
+    return out
+
+
+def _listed(names: list[str], limit: int = 6) -> str:
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def mtp_changes(old: dict[str, Any], new: dict[str, Any], changes: dict[str, Any]) -> list[str]:
+    """What an upgrade changed for MTP, in a few lines: where the NEXTN rewrite went, the algorithms accepted,
+    MTP classes and draft-architecture overrides added and removed, MTP/FP4 rewrites and env vars."""
+    lines = []
+    o, n = _nextn_sites(old), _nextn_sites(new)
+    for target in sorted(set(o) | set(n)):
+        if target not in n:
+            lines.append(f"NEXTN -> {target}: gone (was at {', '.join(o[target])})")
+        elif target not in o:
+            lines.append(f"NEXTN -> {target}: new, at {', '.join(n[target])}")
+        elif o[target] != n[target]:
+            lines.append(f"NEXTN -> {target}: moved from {', '.join(o[target])} to {', '.join(n[target])}")
+    oc = ((old.get("cli_arguments") or {}).get("--speculative-algorithm") or {}).get("choices")
+    nc = ((new.get("cli_arguments") or {}).get("--speculative-algorithm") or {}).get("choices")
+    if oc is not None and nc is not None and set(oc) != set(nc):
+        lines.append(f"--speculative-algorithm choices: added {_listed(sorted(set(nc) - set(oc))) or 'none'}; "
+                     f"removed {_listed(sorted(set(oc) - set(nc))) or 'none'}")
+    elif oc is not None and nc is None:
+        lines.append("--speculative-algorithm choices: not resolved in the new version (see 'not examined')")
+    mc = changes.get("mtp_classes") or {}
+    if mc.get("added") or mc.get("removed"):
+        lines.append(f"MTP classes: +{len(mc.get('added', []))} ({_listed(mc.get('added', [])) or '-'}), "
+                     f"-{len(mc.get('removed', []))} ({_listed(mc.get('removed', [])) or '-'})")
+    dc = changes.get("draft_arch_overrides") or {}
+    if dc.get("added") or dc.get("removed"):
+        lines.append(f"draft-architecture overrides: +{len(dc.get('added', []))}, -{len(dc.get('removed', []))}")
+    relevant = sorted({r["argument"] for cat in ("remaps", "auto_resolutions") for kind in ("added", "removed", "now_silent")
+                       for r in (changes.get(cat) or {}).get(kind, []) if is_relevant(r["argument"])} - {"speculative_algorithm"})
+    if relevant:
+        lines.append(f"MTP/FP4 arguments whose rewrites changed: {_listed(relevant)}")
+    env = changes.get("env_vars") or {}
+    added = [e for e in env.get("added", []) if _MTP_ENV.search(e)]
+    removed = [e for e in env.get("removed", []) if _MTP_ENV.search(e)]
+    if added or removed:
+        lines.append(f"MTP/FP4 environment variables: added {_listed(added) or 'none'}; removed {_listed(removed) or 'none'}")
+    return lines or ["nothing that concerns MTP changed"]
+
+
+def _secondary(findings: list[Finding]) -> list[list[str]]:
+    """``[rule id, message]`` of the info findings about arguments and env vars that do not concern MTP/FP4: the
+    text report counts them per rule instead of listing them (``-v`` lists them)."""
+    out = []
+    for f in findings:
+        if f.severity is not Severity.INFO:
+            continue
+        if f.rule_id == "MTP110" and "not an MTP/FP4 argument" in f.message:
+            out.append([f.rule_id, f.message])
+        elif f.rule_id == "MTP112" and not _MTP_ENV.search(f.message):
+            out.append([f.rule_id, f.message])
+    return out
+
+
 def diff_sglang(old_report: Report | dict[str, Any], new_report: Report | dict[str, Any]) -> Report:
     """A report of what changed from ``old_report`` to ``new_report`` (Reports or their JSON dicts).
 
@@ -213,8 +282,13 @@ def diff_sglang(old_report: Report | dict[str, Any], new_report: Report | dict[s
     facts["summary"] = summary
     name = f"{old.get('version') or 'old'} -> {new.get('version') or 'new'}"
     kinds = sorted({f.rule_id for f in findings})
+    mtp = mtp_changes(old, new, changes)
+    facts["diff"]["mtp"] = mtp
+    facts["secondary"] = {"findings": _secondary(findings),
+                          "why": "rewrites and environment variables that do not concern MTP/FP4"}
     facts["answer"] = [f"{len(findings)} change(s) from SGLang {old.get('version') or 'old'} to {new.get('version') or 'new'}"
-                       + (f" ({', '.join(kinds)})" if kinds else ""), *(new.get("answer") or [])[:1]]
+                       + (f" ({', '.join(kinds)})" if kinds else ""), *(new.get("answer") or [])[:1],
+                       "for MTP:", *(f"  {line}" for line in mtp)]
     from mtp_audit.engines.sglang.rules import RULES
 
     return Report.build("sglang", name, findings=base_findings + findings, gaps=gaps, facts=facts, rule_ids=[r.id for r in RULES])

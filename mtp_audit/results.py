@@ -1,0 +1,232 @@
+"""Typed answers a program can act on without parsing text, read from a :class:`~mtp_audit.report.Report`.
+
+- :func:`launch_result` -> :class:`LaunchResult`: the launch verdict as a :class:`LaunchVerdict` enum, the
+  corrected command as an argv list and a string, what speculative algorithm really runs, the draft class.
+- :func:`checkpoint_facts` -> :class:`CheckpointFacts`: MTP present, layers declared and found, tensors,
+  bytes, storage formats.
+- :func:`fp4_readiness` -> :class:`Fp4Readiness`: native FP4 on the machine, the compute capabilities,
+  the GEMM and MoE backends.
+- :func:`apply_config` -> :class:`Configured`: a ``[tool.mtp-audit]`` configuration (a pyproject.toml or a
+  settings file) applied to a report as the CLI applies it: ignores, ``fail-on`` and the exit code.
+
+Each reads ``report.facts`` (documented per analyzer in docs/); a report without that analyzer gives ``None``.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import shlex
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mtp_audit.report import Report, Severity, exit_code
+
+__all__ = ["CheckpointFacts", "Configured", "Fp4Readiness", "LaunchResult", "LaunchVerdict", "apply_config",
+           "checkpoint_facts", "fp4_readiness", "launch_result"]
+
+
+class LaunchVerdict(str, enum.Enum):
+    """The launch verdict (``facts["launch"]["verdict"]``): ``GO``, ``FIX_FIRST`` (an error stops this launch
+    or makes it compute garbage) or ``COULD_NOT_TELL`` (a blocking gap: never folded into ``GO``)."""
+
+    GO = "go"
+    FIX_FIRST = "fix first"
+    COULD_NOT_TELL = "could not tell"
+
+
+@dataclass(frozen=True)
+class LaunchResult:
+    """What ``mtp-audit launch`` decided.
+
+    Attributes:
+        verdict: go / fix first / could not tell.
+        engine: ``"sglang"`` or ``"vllm"``.
+        corrected_argv: the corrected command as tokens, ``None`` when no command-line fix is known or needed.
+        corrected_command: the same as one shell-quoted line, or ``None``.
+        changed_flags: the flags the correction changes.
+        speculative_requested: the algorithm or method the command asks for (``"NEXTN"``, ``"deepseek_mtp"``), or ``None``.
+        speculative_runs_as: what the engine really runs (``"EAGLE"``, ``"mtp"``), or ``None``.
+        draft_class: the draft model class (``"Qwen3_5ForCausalLMMTP"``), or ``None`` when unknown.
+        summary: ``facts["launch"]["summary"]`` as it is (headline values in words).
+    """
+
+    verdict: LaunchVerdict
+    engine: str
+    corrected_argv: tuple[str, ...] | None
+    corrected_command: str | None
+    changed_flags: tuple[str, ...]
+    speculative_requested: str | None
+    speculative_runs_as: str | None
+    draft_class: str | None
+    summary: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class CheckpointFacts:
+    """The checkpoint's headline facts (``facts["checkpoint"]["summary"]``).
+
+    Attributes:
+        mtp_present: whether MTP tensors ship (``None``: could not tell, e.g. a config-only folder).
+        mtp_layers_declared: MTP layers ``config.json`` declares (``None``: none declared).
+        mtp_layers_found: MTP layers found among the tensors (``None``: tensors not examined).
+        mtp_tensors: number of MTP tensors (``None``: not examined).
+        mtp_bytes: bytes of the MTP tensors (estimated when ``mtp_bytes_estimated``), or ``None``.
+        mtp_bytes_estimated: whether ``mtp_bytes`` comes from config.json rather than headers.
+        mtp_format: storage format of the MTP tensors (``"BF16"``, ``"NVFP4"``), or ``None``.
+        trunk_format: storage format of the rest of the model, or ``None``.
+        quantization: the quantization config in words, or ``None``.
+        architecture: ``architectures[0]`` of config.json, or ``None``.
+    """
+
+    mtp_present: bool | None
+    mtp_layers_declared: int | None
+    mtp_layers_found: int | None
+    mtp_tensors: int | None
+    mtp_bytes: int | None
+    mtp_bytes_estimated: bool
+    mtp_format: str | None
+    trunk_format: str | None
+    quantization: str | None
+    architecture: str | None
+
+
+@dataclass(frozen=True)
+class Fp4Readiness:
+    """The preflight's headline (``facts["preflight"]["summary"]``).
+
+    Attributes:
+        native_fp4: ``"capable"``, ``"not capable"`` or ``"could not tell"`` (as the preflight words it).
+        compute_capabilities: of the GPUs seen (``("12.0",)``).
+        gpus: number of GPUs, or ``None``.
+        fp4_gemm_backend / moe_runner_backend: the backends the launch selects, or ``None``.
+        engine: the engine the verdict is for.
+    """
+
+    native_fp4: str
+    compute_capabilities: tuple[str, ...]
+    gpus: int | None
+    fp4_gemm_backend: str | None
+    moe_runner_backend: str | None
+    engine: str | None
+
+
+@dataclass(frozen=True)
+class Configured:
+    """A report with a configuration applied.
+
+    Attributes:
+        report: the report with the configuration's ignores moved to ``report.ignored``.
+        fail_on: the threshold (``None``: ``never``).
+        exit_code: what the CLI would exit with (0, 1 or 3).
+        expired: ``"RULE (source, expired YYYY-MM-DD)"`` for each ignore that no longer applies.
+    """
+
+    report: Report
+    fail_on: Severity | None
+    exit_code: int
+    expired: tuple[str, ...]
+
+
+def _opt_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _opt_str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def launch_result(report: Report) -> LaunchResult | None:
+    """The launch verdict of an :func:`mtp_audit.audit_launch` report, or ``None`` when ``report`` is not one."""
+    facts = report.facts.get("launch")
+    if not isinstance(facts, Mapping) or "verdict" not in facts:
+        return None
+    fixed = _opt_str(facts.get("corrected_command"))
+    spec = facts.get("speculative") if isinstance(facts.get("speculative"), Mapping) else {}
+    draft = facts.get("draft") if isinstance(facts.get("draft"), Mapping) else {}
+    engine = "vllm" if "vllm" in report.facts or any(t.analyzer == "vllm" for t in report.targets) else "sglang"
+    return LaunchResult(
+        verdict=LaunchVerdict(facts["verdict"]),
+        engine=engine,
+        corrected_argv=tuple(shlex.split(fixed)) if fixed else None,
+        corrected_command=fixed,
+        changed_flags=tuple(str(f) for f in facts.get("changed_flags") or ()),
+        speculative_requested=_opt_str(spec.get("requested") or spec.get("method_requested")),
+        speculative_runs_as=_opt_str(spec.get("runs_as") or spec.get("method")),
+        draft_class=_opt_str(draft.get("draft_class")),
+        summary=dict(facts.get("summary") or {}),
+    )
+
+
+def checkpoint_facts(report: Report) -> CheckpointFacts | None:
+    """The checkpoint headline of an :func:`mtp_audit.audit_checkpoint` (or launch) report, or ``None``."""
+    facts = report.facts.get("checkpoint")
+    s = facts.get("summary") if isinstance(facts, Mapping) else None
+    if not isinstance(s, Mapping):
+        return None
+    found, tensors = _opt_int(s.get("mtp_layers_found")), _opt_int(s.get("mtp_tensors"))
+    present = None if tensors is None and found is None else bool(tensors or found)
+    return CheckpointFacts(
+        mtp_present=present,
+        mtp_layers_declared=_opt_int(s.get("mtp_layers_declared")),
+        mtp_layers_found=found,
+        mtp_tensors=tensors,
+        mtp_bytes=_opt_int(s.get("mtp_bytes")),
+        mtp_bytes_estimated=bool(s.get("mtp_bytes_estimated")),
+        mtp_format=_opt_str(s.get("mtp_format")),
+        trunk_format=_opt_str(s.get("trunk_format")),
+        quantization=_opt_str(s.get("quantization")),
+        architecture=_opt_str(s.get("architecture")),
+    )
+
+
+def fp4_readiness(report: Report) -> Fp4Readiness | None:
+    """The FP4 headline of an :func:`mtp_audit.preflight` (or launch) report, or ``None``."""
+    facts = report.facts.get("preflight")
+    s = facts.get("summary") if isinstance(facts, Mapping) else None
+    if not isinstance(s, Mapping):
+        return None
+    return Fp4Readiness(
+        native_fp4=str(s.get("verdict") or "could not tell"),
+        compute_capabilities=tuple(str(c) for c in s.get("compute_capabilities") or ()),
+        gpus=_opt_int(s.get("gpus")),
+        fp4_gemm_backend=_opt_str(s.get("fp4_gemm_backend")),
+        moe_runner_backend=_opt_str(s.get("moe_runner_backend")),
+        engine=_opt_str(s.get("engine")),
+    )
+
+
+def apply_config(report: Report, config: str | os.PathLike[str] | None = None, *, ignore: Iterable[str] = (),
+                 fail_on: str | None = None, today: Any = None) -> Configured:
+    """Apply a ``[tool.mtp-audit]`` configuration to ``report`` the way the CLI does.
+
+    Args:
+        report: an audit result.
+        config: a pyproject.toml with ``[tool.mtp-audit]``, or a settings file holding the keys at its top level;
+            ``None``: the nearest pyproject.toml with the table, searched upwards from the current directory (none: defaults).
+        ignore: further ignores, ``RULE`` or ``RULE=reason`` (the CLI's ``--ignore``).
+        fail_on: ``info`` / ``warning`` / ``error`` / ``never``, over the configuration's.
+        today: a ``datetime.date`` for expiries (default: today).
+
+    Raises:
+        InputError: the configuration cannot be read or is invalid (one line naming the file and the key).
+        ValueError: ``fail_on`` is not one of the four values.
+    """
+    import datetime
+
+    from mtp_audit.cli.config import find_pyproject, load_settings, parse_ignore
+    from mtp_audit.report.settings import Settings, resolve
+
+    path = Path(config) if config is not None else find_pyproject(Path.cwd())
+    settings = load_settings(path, explicit=config is not None) if path is not None else Settings()
+    if fail_on is not None and fail_on.lower() not in ("info", "warning", "error", "never"):
+        raise ValueError(f"fail_on must be info, warning, error or never, got {fail_on!r}")
+    names = [t.name for t in report.targets] + [t.name.split(" (")[0] for t in report.targets]
+    resolved = resolve(settings, names, today=today or datetime.date.today(), cli_fail_on=fail_on,
+                       cli_ignores=[parse_ignore(i) for i in ignore])
+    applied = report.ignore(resolved.suppressions)
+    threshold = None if resolved.fail_on == "never" else Severity.parse(resolved.fail_on)
+    expired = tuple(f"{i.rule_id} ({i.source}, expired {i.expires})" for i in resolved.expired)
+    return Configured(applied, threshold, exit_code(applied, threshold), expired)

@@ -1,0 +1,206 @@
+"""``analyze_log``: engine logs (files or standard input) -> one :class:`~mtp_audit.report.Report`.
+
+Each file is read once (:func:`mtp_audit.runtime.reader.read_lines`), its facts collected
+(:class:`mtp_audit.runtime.extract.LogFacts`) and judged (:func:`mtp_audit.runtime.verdict.decide`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from mtp_audit.errors import InputError
+from mtp_audit.report import Finding, Gap, Location, Report
+from mtp_audit.report.rules import get_rule
+from mtp_audit.runtime.extract import LogFacts
+from mtp_audit.runtime.reader import ReadStats, read_lines
+from mtp_audit.runtime.rules import RULES
+from mtp_audit.runtime.verdict import VERDICTS, Outcome, decide, facts_dict
+
+ANALYZER = "log"
+STDIN = "-"
+
+#: Which verdict speaks for several files: the first of this order that any file has.
+PRIORITY = ("ran-then-stopped", "ran-but-accepted-nothing", "never-ran", "ran-and-helped", "could-not-tell")
+
+
+def read_log(stream: BinaryIO, name: str) -> tuple[LogFacts, ReadStats]:
+    """Collect the facts of one log stream.
+
+    Args:
+        stream: binary stream, read once in bounded chunks.
+        name: how the user named it (for errors).
+
+    Raises:
+        InputError: the stream is binary data (more than 1 % NUL bytes in its first MiB) or cannot be read.
+    """
+    facts, stats = LogFacts(), ReadStats()
+    try:
+        for ln in read_lines(stream, facts.wants_next, stats):
+            if stats.looks_binary:
+                raise InputError(name, _binary_problem(stats))
+            facts.feed(ln)
+    except OSError as exc:
+        raise InputError(name, f"cannot read: {exc.strerror or exc}") from None
+    if stats.looks_binary:
+        raise InputError(name, _binary_problem(stats))
+    facts.finish()
+    return facts, stats
+
+
+def _binary_problem(stats: ReadStats) -> str:
+    if stats.compressed:
+        return f"{stats.compressed}-compressed data, not a text log (decompress it first, e.g. zcat FILE | mtp-audit log -)"
+    return "binary data, not a text log"
+
+
+def _open(path: str) -> BinaryIO:
+    if path == STDIN:
+        return sys.stdin.buffer
+    p = Path(path)
+    if not p.exists():
+        raise InputError(path, "no such file")
+    if p.is_dir():
+        raise InputError(path, "is a folder, not a log file")
+    try:
+        return open(p, "rb")  # noqa: SIM115 - closed by the caller
+    except OSError as exc:
+        raise InputError(path, f"cannot open: {exc.strerror or exc}") from None
+
+
+def _curve_line(f: LogFacts) -> str | None:
+    s = f.series
+    if s.intervals < 2:
+        return None
+    vals = [b.value for b in s.buckets if b.value is not None]
+    what = "mean acceptance length" if s.len_count else "1 + acceptance rate"
+    ends = f" {vals[0]:.2f} -> {vals[-1]:.2f}" if vals else ""
+    return f"{what} over {s.intervals} lines ({s.first.line}-{s.last.line}): {s.sparkline()}{ends}"  # type: ignore[union-attr]
+
+
+def _file_result(path: str) -> tuple[dict[str, Any], Outcome, LogFacts]:
+    stream = _open(path)
+    try:
+        facts, stats = read_log(stream, path)
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+    shown = "<stdin>" if path == STDIN else path
+    outcome = decide(facts, shown)
+    d = facts_dict(facts)
+    d.update(file=shown, verdict=outcome.verdict, sentence=outcome.sentence, causes=outcome.causes,
+             deciding_lines=outcome.deciding, bytes=stats.bytes_read, lines=stats.lines, cut_lines=stats.cut_lines)
+    return d, outcome, facts
+
+
+def _side_findings(f: LogFacts, path: str) -> list[Finding]:
+    """Findings that do not depend on the verdict: unused MTP block, client lines, several runs."""
+    out = []
+    blk = f.mtp_block()
+    if blk is not None:
+        idx, (count, size, line, nextn) = blk
+        out.append(get_rule("MTP506").finding(
+            f"llama.cpp loaded block blk.{idx} ({count} tensors, {size / 2**20:.0f} MiB"
+            + (", named nextn" if nextn else "") + ") as unused tensors: the MTP/NextN head is not drafting",
+            Location(path=path, line=line)))
+    if f.client[0]:
+        out.append(get_rule("MTP508").finding(
+            f"{f.client[0]} benchmark-client line(s) from line {f.client[1]} left out: they are the client's numbers, not the engine's",
+            Location(path=path, line=f.client[1])))
+    if f.earlier_runs:
+        out.append(get_rule("MTP509").finding(
+            f"{len(f.earlier_runs) + 1} engine runs in this log; the verdict is for the last, from line {f.runs[-1]}",
+            Location(path=path, line=f.runs[-1])))
+    return out
+
+
+def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str, Any] | None = None,
+                metrics: dict[str, Any] | None = None) -> Report:
+    """Audit engine logs: did MTP run, what was accepted, and (with ``prediction``) does it match?
+
+    Args:
+        paths: log files; ``"-"`` reads standard input. Each file is judged on its own.
+        prediction: what ``mtp-audit launch`` predicted: ``{"engine": ..., "algorithm": ..., "num_speculative_tokens": ...}``
+            (see :func:`mtp_audit.runtime.compare.hold_against`), or None.
+        metrics: the result of :func:`mtp_audit.runtime.metrics.read_window` to add, or None.
+
+    Returns:
+        A report whose ``facts["log"]`` holds ``verdict`` (one of :data:`~mtp_audit.runtime.verdict.VERDICTS`),
+        ``engine`` (``sglang``/``vllm``/``llama.cpp``/``tensorrt-llm`` or None), ``answer`` and ``files``.
+
+    Raises:
+        InputError: a path does not exist, is a folder, cannot be read, or holds binary data.
+    """
+    if not paths:
+        raise InputError("FILE", "no log given (name a file, or '-' for standard input)")
+    results, findings, gaps = [], [], []
+    for raw in paths:
+        path = os.fspath(raw)
+        d, outcome, facts = _file_result(path)
+        results.append((d, outcome, facts))
+        findings += outcome.findings + _side_findings(facts, d["file"])
+        if outcome.verdict == "could-not-tell":
+            gaps.append(Gap(ANALYZER, f"{d['file']}: could not tell whether MTP ran: the log lacks {outcome.deciding}", d["file"]))
+    main = min(results, key=lambda r: PRIORITY.index(r[1].verdict))
+    top = _top_facts(main, results)
+    if prediction is not None:
+        from mtp_audit.runtime.compare import hold_against
+
+        findings += hold_against(prediction, main[2], main[1].verdict, main[0]["file"])
+    if metrics is not None:
+        from mtp_audit.runtime.metrics import metrics_findings
+
+        top["metrics"] = metrics
+        findings += metrics_findings(metrics)
+    name = ", ".join(r[0]["file"] for r in results)
+    return Report.build(ANALYZER, name, findings=findings, gaps=gaps, facts=top, rule_ids=[r.id for r in RULES])
+
+
+def _top_facts(main: tuple[dict[str, Any], Outcome, LogFacts], results: list[Any]) -> dict[str, Any]:
+    d, outcome, facts = main
+    assert outcome.verdict in VERDICTS
+    answer = [f"{outcome.verdict}: {outcome.sentence}" + (f" [{d['file']}]" if len(results) > 1 else "")]
+    curve = _curve_line(facts)
+    if curve:
+        answer.append(curve)
+    elif outcome.deciding:
+        answer.append(f"lines that would decide: {outcome.deciding}")
+    return {"verdict": outcome.verdict, "engine": d["engine"], "answer": answer,
+            "summary": {"verdict": outcome.verdict, "engine": d["engine"],
+                        "version": (d["version"].get(d["engine"] or "") or {}).get("value"),
+                        "algorithm": (d["config"].get("algorithm") or {}).get("value"),
+                        "mean_acceptance_length": d["statistics"]["mean_acceptance_length"],
+                        "acceptance_rate": d["statistics"]["acceptance_rate"],
+                        "intervals": d["statistics"]["intervals"]},
+            "files": [r[0] for r in results]}
+
+
+def analyze_metrics_only(metrics: dict[str, Any]) -> Report:
+    """A report from a ``--metrics`` window alone (no log file).
+
+    The verdict: ``ran-but-accepted-nothing`` when tokens were drafted and under 3 % accepted,
+    ``ran-and-helped`` when accepted, ``could-not-tell`` when nothing was drafted in the window or no
+    speculative metric was exported.
+    """
+    from mtp_audit.runtime.metrics import metrics_findings
+
+    rate = metrics.get("acceptance_rate")
+    if metrics.get("engine") == "vllm" and metrics.get("drafted"):
+        verdict = "ran-but-accepted-nothing" if rate is not None and rate < 0.03 else "ran-and-helped"
+    elif metrics.get("engine") == "sglang" and metrics.get("accept_length"):
+        verdict = "ran-but-accepted-nothing" if metrics["accept_length"] < 1.05 else "ran-and-helped"
+    else:
+        verdict = "could-not-tell"
+    findings = metrics_findings(metrics)
+    gaps = [] if verdict != "could-not-tell" else [
+        Gap(ANALYZER, f"{metrics['url']}: no speculative token was drafted in the {metrics['seconds']:g} s window "
+                      "(no traffic, or speculation off); send requests during the window or read the log")]
+    answer = [f"{verdict}: " + (findings[0].message if findings else "no speculative-decoding metric")]
+    facts = {"verdict": verdict, "engine": metrics.get("engine"), "answer": answer, "metrics": metrics,
+             "summary": {"verdict": verdict, "engine": metrics.get("engine"),
+                         "acceptance_rate": rate, "mean_acceptance_length": metrics.get("mean_acceptance_length")},
+             "files": []}
+    return Report.build(ANALYZER, metrics["url"], findings=findings, gaps=gaps, facts=facts, rule_ids=[r.id for r in RULES])

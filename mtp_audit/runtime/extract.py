@@ -1,0 +1,563 @@
+"""Facts from an engine log, each with its line number: engine and version, resolved configuration,
+draft loading, speculative statistics over time, crashes, benchmark-client lines.
+
+:class:`LogFacts` consumes :class:`~mtp_audit.runtime.reader.LogLine` objects in order (one pass) and
+keeps bounded state; the regular expressions and the engine source behind each are in
+:mod:`mtp_audit.runtime.patterns`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from mtp_audit.runtime import patterns as P
+from mtp_audit.runtime.reader import LogLine
+from mtp_audit.runtime.series import Interval, Series
+
+ENGINES = ("sglang", "vllm", "llama.cpp", "tensorrt-llm")
+
+# Substrings that only one engine prints (see mtp_audit.runtime.patterns for the source lines); checked
+# with ``in`` before any regular expression runs.
+_VLLM_WORDS = ("SpecDecoding metrics", "Speculative metrics", "Mean acceptance length", "Per-position acceptance rate",
+               "LLM engine (v", "EngineCore encountered", "WorkerProc hit", "EngineDeadError", "vLLM API server version",
+               "site-packages/vllm/")
+_VLLM_PROC = re.compile(r"\((?:APIServer|EngineCore|Worker|VllmWorker)\w* pid=\d+\)")
+_SGL_WORDS = ("Decode batch", "Prefill batch", "server_args=", "Scheduler hit an exception", "sglang/srt/")
+_CRASH_WORDS = ("Traceback", 'File "', "exception", "fatal error", "EngineDead", "GGML_ASSERT", "Segmentation fault",
+                "core dumped", "CUDA error")
+_LCPP_WORDS = ("slot ", "srv ", "print_info:", "load_tensors:", "llama_model_loader:", "common_speculative",
+               "draft acceptance", "unused tensor", "build")
+
+#: Prefixes that container runtimes, process managers and the engines put before a message:
+#: CRI/k8s (``2025-07-25T07:53:08.2+08:00 stdout F``), docker-compose (``name-1  |``), vLLM
+#: (``(EngineCore_DP0 pid=6838) INFO 04-27 04:07:34 [core.py:97]``), SGLang (``[2026-07-21 15:00:13 TP0 EP0]``),
+#: llama.cpp relative time (``0.06.895.980 I``), a llama-server launcher's ``[53409]``, plain ``LEVEL:``.
+PREFIX = re.compile(
+    r"^(?:\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)?\s+(?:stdout|stderr)\s+[FP]\s"
+    r"|[\w.-]+-\d+\s+\|\s"
+    r"|\(\w+(?:_\w+)* pid=\d+\)\s*(?:[A-Z]+\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]*\]\s?)?"
+    r"|(?:[A-Z]+\s+)?\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[\w.]+:\d+\]\s?"
+    r"|\[\d{4}-\d\d-\d\d[ T][\d:.,]+(?: [A-Z_]+\d+)*\]\s?"
+    r"|\d{4}-\d\d-\d\d[ T][\d:.,]+\s+(?:[A-Z]+:?\s+)?"
+    r"|\d+\.\d\d\.\d\d\d\.\d\d\d [IWED] "
+    r"|\[\d+\]\s"
+    r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):?\s+)"
+)
+
+#: Speculative code paths in a frame's file or function name (a crash there concerns the draft).
+SPEC_FRAME = re.compile(r"spec_decode|speculative|eagle|mtp|nextn|proposer|draft", re.I)
+INIT_FRAME = re.compile(r"__init__|init_|load_model|load_weights|_build|initialize|from_config|ModelConfig")
+
+
+def strip_prefixes(text: str) -> str:
+    """``text`` without the container, process and timestamp prefixes of :data:`PREFIX` (up to 4 nested)."""
+    for _ in range(4):
+        m = PREFIX.match(text)
+        if not m or not m.end():
+            break
+        text = text[m.end():]
+    return text
+
+
+@dataclass
+class Crash:
+    """A traceback or fatal runtime message.
+
+    Attributes:
+        line: where it starts.
+        marker: the engine's fatal line when one was seen (``Scheduler hit an exception``), else None.
+        frames: the last frames as ``(file, line, function)``, at most 8 kept.
+        exception: the exception type (``RuntimeError``), None when the paste stopped before it.
+        message: the exception message (first 300 characters).
+        exception_line: line number of the exception line.
+        cut: the traceback ended before its exception line (a cut paste).
+    """
+
+    line: int
+    marker: str | None = None
+    frames: list[tuple[str, int, str]] = field(default_factory=list)
+    exception: str | None = None
+    message: str = ""
+    exception_line: int | None = None
+    cut: bool = False
+
+    @property
+    def speculative(self) -> bool:
+        """True when a frame runs speculative-decoding code."""
+        return any(SPEC_FRAME.search(f[0].rsplit("/", 1)[-1]) or SPEC_FRAME.search(f[2]) for f in self.frames)
+
+    @property
+    def during_init(self) -> bool:
+        """True when the innermost speculative frame is a constructor or loader (the draft was being built)."""
+        spec = [f for f in self.frames if SPEC_FRAME.search(f[0].rsplit("/", 1)[-1]) or SPEC_FRAME.search(f[2])]
+        return bool(spec) and bool(INIT_FRAME.search(spec[-1][2]) or any(INIT_FRAME.search(f[2]) for f in self.frames[-2:]))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        top = self.frames[-1] if self.frames else None
+        return {"line": self.line, "marker": self.marker, "exception": self.exception, "message": self.message,
+                "exception_line": self.exception_line, "cut": self.cut, "speculative_frames": self.speculative,
+                "last_frame": None if top is None else {"file": top[0], "line": top[1], "function": top[2]},
+                "frames": len(self.frames)}
+
+
+@dataclass
+class Fact:
+    """A value read from the log with the line it came from."""
+
+    value: Any
+    line: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"value": self.value, "line": self.line}
+
+
+class LogFacts:
+    """Collects the facts of one log, one :class:`LogLine` at a time (see :meth:`feed`).
+
+    Attributes (all bounded):
+        votes: engine -> number of lines only that engine prints.
+        first_seen: engine -> first such line.
+        version: engine -> :class:`Fact` of its version.
+        config: resolved configuration fields -> :class:`Fact` (``algorithm``, ``num_speculative_tokens``,
+            ``draft_model``, ``model``, ``quantization``, ...), values as the engine printed them after its rewrites.
+        draft: draft loading facts (``class``, ``shared_embedding``, ``shared_lm_head``) -> :class:`Fact`.
+        series: the speculative statistics of the current run.
+        runs: start lines of the runs seen (a paste may hold several).
+        decode_without_spec: SGLang Decode batch lines without accept fields: (count, first line).
+        unused: llama.cpp unused tensors per block index: block -> [count, bytes, first line, nextn named].
+        crashes: at most 5 crashes, in order.
+        client: benchmark-client lines (not engine output): (count, first line).
+        threshold_off: line where TensorRT-LLM said speculation was turned off by its acceptance threshold.
+    """
+
+    def __init__(self) -> None:
+        self.votes: Counter[str] = Counter()
+        self.first_seen: dict[str, int] = {}
+        self.version: dict[str, Fact] = {}
+        self.config: dict[str, Fact] = {}
+        self.draft: dict[str, Fact] = {}
+        self.series = Series()
+        self.runs: list[int] = []
+        self.run_has_data = False
+        self.earlier_runs: list[dict[str, Any]] = []
+        self.decode_without_spec = [0, 0]
+        self.unused: dict[int, list[Any]] = {}
+        self.n_layer: Fact | None = None
+        self.crashes: list[Crash] = []
+        self.client = [0, 0]
+        self.threshold_off: int | None = None
+        self.spec_init: Fact | None = None
+        self.draft_types: dict[str, int] = {}
+        self._tb: Crash | None = None
+        self._tb_budget = 0
+        self._wrap: tuple[str, int, str] | None = None
+        self._wrap_budget = 0
+        self._last_iv_line = -1
+        self._v0_prev: dict[str | None, tuple[int, int]] = {}
+
+    # -- reader protocol ---------------------------------------------------------------------------
+    def wants_next(self) -> bool:
+        """True while inside a traceback or a hard-wrapped configuration line (the reader then hands
+        over the next line even without a marker)."""
+        return self._tb is not None or self._wrap is not None
+
+    def feed(self, ln: LogLine) -> None:
+        """Take one line (in file order)."""
+        raw = ln.text
+        if self._wrap is None and self._tb is None and self._fast(ln, raw):
+            return
+        text = strip_prefixes(raw)
+        if self._wrap is not None and self._continue_wrap(ln, raw, text):
+            return
+        if self._tb is not None and self._continue_traceback(ln, text):
+            return
+        if ("=" in text or "Accept" in text) and P.CLIENT.search(text):
+            self.client[0] += 1
+            self.client[1] = self.client[1] or ln.number
+            return
+        self._vote(ln.number, raw, text)
+        self._crash_start(ln, raw, text)
+        self._vllm(ln, raw, text)
+        self._sglang(ln, raw, text)
+        self._llama(ln, raw, text)
+        self._trt(ln, text)
+
+    def _fast(self, ln: LogLine, raw: str) -> bool:
+        """The statistics lines that make up most of a long log, parsed without the general path."""
+        if "Decode batch" in raw and "accept " in raw and "Traceback" not in raw:
+            self._count_vote("sglang", ln.number)
+            self._sglang(ln, raw, raw)
+            return True
+        if "SpecDecoding metrics: " in raw and "Traceback" not in raw:
+            self._count_vote("vllm", ln.number)
+            self._vllm_stats(ln, raw, raw)
+            return True
+        return False
+
+    def _count_vote(self, engine: str, number: int) -> None:
+        self.votes[engine] += 1
+        if engine not in self.first_seen:
+            self.first_seen[engine] = number
+
+    def finish(self) -> None:
+        """Close an open traceback or wrapped line at the end of the input."""
+        if self._wrap is not None:
+            self._close_wrap()
+        if self._tb is not None:
+            self._tb.cut = self._tb.exception is None
+            self._tb = None
+
+    # -- engine recognition ------------------------------------------------------------------------
+    def _vote(self, number: int, raw: str, text: str) -> None:
+        hits = []
+        if ("pid=" in raw and _VLLM_PROC.search(raw)) or any(k in text for k in _VLLM_WORDS):
+            hits.append("vllm")
+        if any(k in text for k in _SGL_WORDS) or (raw.startswith("[") and P.SGL_TAG.match(raw)):
+            hits.append("sglang")
+        if any(k in text for k in _LCPP_WORDS) and (P.LCPP_MARK.search(text) or P.LCPP_ACCEPT.search(text)
+                                                     or P.LCPP_UNUSED.search(text) or P.LCPP_BUILD.search(text)):
+            hits.append("llama.cpp")
+        if ("TRT-LLM" in raw or "TensorRT-LLM" in raw or "tensorrt_llm/" in raw) and P.TRT_MARK.search(raw):
+            hits.append("tensorrt-llm")
+        for e in hits:
+            self.votes[e] += 1
+            self.first_seen.setdefault(e, number)
+
+    @property
+    def engine(self) -> str | None:
+        """The engine with the most votes, or None when no engine line was seen."""
+        if not self.votes:
+            return None
+        return self.votes.most_common(1)[0][0]
+
+    # -- runs ----------------------------------------------------------------------------------------
+    def _run_start(self, number: int) -> None:
+        if self.run_has_data:
+            self.earlier_runs.append({"start": self.runs[-1] if self.runs else 1, "end": number - 1,
+                                      "intervals": self.series.intervals, "rate": self.series.rate,
+                                      "mean_len": self.series.mean_len})
+            self.series = Series()
+            self.crashes = []
+            self.decode_without_spec = [0, 0]
+            self.run_has_data = False
+        if not self.runs or self.runs[-1] != number:
+            self.runs.append(number)
+
+    # -- vLLM ----------------------------------------------------------------------------------------
+    def _vllm(self, ln: LogLine, raw: str, text: str) -> None:
+        if "LLM engine (v" not in text and "vLLM API" not in text and "Resolved architecture" not in text \
+                and "Sharing target" not in text and not ("acceptance" in text or "Speculative metrics" in text):
+            return
+        m = P.VLLM_ENGINE_INIT.search(text)
+        if m:
+            self._run_start(ln.number)
+            self.version.setdefault("vllm", Fact(m.group(1), ln.number))
+            self._open_wrap("vllm", ln, m.group(2))
+            return
+        m = P.VLLM_SERVER_VERSION.search(text)
+        if m:
+            self._run_start(ln.number)
+            self.version["vllm"] = Fact(m.group(1), ln.number)
+        m = P.VLLM_ARCH.search(text)
+        if m:
+            key = "draft_class" if "model_class" in self.config or re.search(r"MTP|NextN|Eagle|Draft", m.group(1)) else "model_class"
+            self.config.setdefault(key, Fact(m.group(1), ln.number))
+            if key == "draft_class":
+                self.draft.setdefault("class", Fact(m.group(1), ln.number))
+        m = P.VLLM_DRAFT_SHARE.search(text)
+        if m:
+            self.draft["shared_" + ("embedding" if m.group(1) == "embedding" else "lm_head")] = Fact(True, ln.number)
+        if P.VLLM_SPEC_STATS.search(text):
+            self._vllm_stats(ln, raw, text)
+
+    def _vllm_stats(self, ln: LogLine, raw: str, text: str) -> None:
+        """Fields of a ``SpecDecoding metrics:`` (or V0 ``Speculative metrics:``) line, by name, in any order;
+        a line cut short keeps the fields before the cut."""
+        cut = max(text.find("metrics: "), -1)
+        kv = fields(text[cut + 9:] if cut >= 0 else text)
+        per_pos = tuple(_numbers(kv.get("Per-position acceptance rate", "")))
+        rate = None
+        for key in ("Avg Draft acceptance rate", "Draft acceptance rate"):
+            if key in kv:
+                val = _number(kv[key])
+                rate = None if val is None else val / 100.0 if "%" in kv[key] else val
+                break
+        mean_len = _number(kv.get("Mean acceptance length", ""))
+        acc = _int(kv.get("Accepted", kv.get("Number of accepted tokens", "")))
+        drafted = _int(kv.get("Drafted", kv.get("Number of draft tokens", "")))
+        if mean_len is None and rate is None and acc is None:
+            if per_pos and self._last_iv_line == ln.number - 1:
+                self.series.per_pos_last = per_pos
+            return
+        source = None
+        if "pid=" in raw:
+            tag = P.VLLM_ENGINE_TAG.search(raw)
+            source = f"{tag.group(1)} pid={tag.group(2)}" if tag else None
+        k = _int(kv.get("Number of speculative tokens", ""))
+        if k and acc is not None and drafted is not None:
+            acc, drafted, mean_len, rate = self._v0_interval(source, k, acc, drafted, rate)
+        self._add(Interval(ln.number, mean_len, rate, acc, drafted, per_pos, source))
+
+    def _v0_interval(self, source: str | None, k: int, acc: int, drafted: int,
+                     rate: float | None) -> tuple[int, int, float | None, float | None]:
+        """vLLM V0 ``Speculative metrics`` counts are running totals (``vllm/spec_decode/metrics.py`` @ v0.8.5
+        accumulates them): the interval is the difference from the previous line of the same source; its mean
+        acceptance length is ``1 + accepted / (drafted / k)`` (each draft proposes ``k`` tokens)."""
+        prev = self._v0_prev.get(source, (0, 0))
+        if acc >= prev[0] and drafted >= prev[1]:
+            self._v0_prev[source] = (acc, drafted)
+            acc, drafted = acc - prev[0], drafted - prev[1]
+        else:  # counters went back: a restart
+            self._v0_prev[source] = (acc, drafted)
+        mean_len = 1 + acc / (drafted / k) if drafted and k else None
+        return acc, drafted, mean_len, (acc / drafted if drafted else rate)
+
+    # -- SGLang --------------------------------------------------------------------------------------
+    def _sglang(self, ln: LogLine, raw: str, text: str) -> None:
+        if "server_args" not in text and "Load weight end" not in text and "Decode batch" not in text:
+            return
+        if "server_args" in text and P.SGL_SERVER_ARGS.search(text):
+            self._run_start(ln.number)
+            self._open_wrap("sglang", ln, text[P.SGL_SERVER_ARGS.search(text).end():])
+            return
+        m = P.SGL_LOAD_END.search(text) if "Load weight end" in text else None
+        if m:
+            key = "draft_class" if "model_class" in self.config else "model_class"
+            self.config.setdefault(key, Fact(m.group(1), ln.number))
+            if key == "draft_class":
+                self.draft.setdefault("class", Fact(m.group(1), ln.number))
+        if "Decode batch" not in text or not P.SGL_DECODE.search(text):
+            return
+        length = _after(text, "accept len: ")
+        if length is not None and text[text.find("accept len: ") - 6:].startswith("block "):
+            length = None
+        rate = _after(text, "accept rate: ")
+        if length is None and rate is None:
+            if not ln.cut and "gen throughput" in text:
+                self.decode_without_spec[0] += 1
+                self.decode_without_spec[1] = self.decode_without_spec[1] or ln.number
+                self.run_has_data = True
+            return
+        tag = P.SGL_TAG.match(raw) if raw.startswith("[") else None
+        self._add(Interval(ln.number, length, rate, source=tag.group(1).strip() if tag else None))
+
+    # -- llama.cpp -----------------------------------------------------------------------------------
+    def _llama(self, ln: LogLine, raw: str, text: str) -> None:
+        if not any(k in text for k in ("build", "unused tensor", "n_layer", "common_speculative", "statistics", "draft acceptance")):
+            return
+        m = P.LCPP_BUILD.search(text)
+        if m:
+            if "build:" in text or "build =" in text:
+                self._run_start(ln.number)
+            build, commit = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+            self.version["llama.cpp"] = Fact(f"b{build} ({commit})", ln.number)
+        m = P.LCPP_UNUSED.search(text)
+        if m:
+            blk = self.unused.setdefault(int(m.group(2)), [0, 0, ln.number, False])
+            blk[0] += 1
+            blk[1] += int(m.group(4))
+            blk[3] = blk[3] or "nextn" in m.group(3)
+            return
+        m = P.LCPP_NLAYER.search(text)
+        if m:
+            self.n_layer = Fact(int(m.group(1)), ln.number)
+        m = P.LCPP_SPEC_INIT.search(text)
+        if m and self.spec_init is None:
+            self.spec_init = Fact(m.group(1)[:200], ln.number)
+        m = P.LCPP_STATS.search(text)
+        if m:
+            self.draft_types.setdefault(m.group(1), ln.number)
+            return
+        m = P.LCPP_ACCEPT.search(text)
+        if m:
+            slot = P.LCPP_SLOT.search(text)
+            per_pos = tuple(float(x) for x in re.findall(r"[0-9]*\.?[0-9]+", m.group(5) or ""))
+            self._add(Interval(ln.number, float(m.group(4)) if m.group(4) else None, float(m.group(1)),
+                               int(m.group(2)), int(m.group(3)), per_pos, f"slot {slot.group(1)}" if slot else None))
+
+    # -- TensorRT-LLM --------------------------------------------------------------------------------
+    def _trt(self, ln: LogLine, text: str) -> None:
+        if "TensorRT-LLM" not in text and "MTP" not in text and "acceptance_rate_threshold" not in text:
+            return
+        m = P.TRT_VERSION.search(text)
+        if m:
+            self.version.setdefault("tensorrt-llm", Fact(m.group(1), ln.number))
+        if P.TRT_MTP.search(text):
+            self.config.setdefault("algorithm", Fact("MTP", ln.number))
+            d = P.TRT_MAX_DRAFT.search(text)
+            if d:
+                self.config.setdefault("num_speculative_tokens", Fact(int(d.group(1)), ln.number))
+        if P.TRT_THRESHOLD_OFF.search(text):
+            self.threshold_off = self.threshold_off or ln.number
+
+    def _add(self, iv: Interval) -> None:
+        self.series.add(iv)
+        self.run_has_data = True
+        self._last_iv_line = iv.line
+
+    # -- wrapped configuration lines ---------------------------------------------------------------
+    def _open_wrap(self, engine: str, ln: LogLine, body: str) -> None:
+        self._wrap = (engine, ln.number, body)
+        self._wrap_budget = 40
+        if _depth(body) <= 0 or ln.cut:
+            self._close_wrap()
+
+    def _continue_wrap(self, ln: LogLine, raw: str, text: str) -> bool:
+        assert self._wrap is not None
+        engine, start, body = self._wrap
+        if text != raw or self._wrap_budget <= 0 or not raw.strip():
+            self._close_wrap()
+            return False
+        self._wrap = (engine, start, body + raw)
+        self._wrap_budget -= 1
+        if _depth(body + raw) <= 0:
+            self._close_wrap()
+        return True
+
+    def _close_wrap(self) -> None:
+        assert self._wrap is not None
+        engine, line, body = self._wrap
+        self._wrap = None
+        (_vllm_config if engine == "vllm" else _sglang_config)(self, body, line)
+
+    # -- crashes ---------------------------------------------------------------------------------------
+    def _crash_start(self, ln: LogLine, raw: str, text: str) -> None:
+        if not any(k in text for k in _CRASH_WORDS):
+            return
+        marker = P.SGL_FATAL.search(text) or P.VLLM_FATAL.search(text) or P.LCPP_FATAL.search(text)
+        if P.TRACEBACK.search(text) or (marker and P.LCPP_FATAL.search(text)) or P.FRAME.search(text):
+            crash = Crash(ln.number, marker.group(0) if marker else None)
+            if P.FRAME.search(text):
+                self._frame(crash, text)
+            if len(self.crashes) < 5:
+                self.crashes.append(crash)
+            self._tb, self._tb_budget = crash, 400
+            self.run_has_data = True
+            if P.LCPP_FATAL.search(text):
+                crash.exception, crash.message, crash.exception_line = P.LCPP_FATAL.search(text).group(0), text[:300], ln.number
+                self._tb = None
+        elif marker and self.crashes and ln.number - self.crashes[-1].line < 5:
+            self.crashes[-1].marker = marker.group(0)
+        m = P.CUDA_ERROR.search(text)
+        if m and self.crashes and not self.crashes[-1].message:
+            self.crashes[-1].message = "CUDA error: " + m.group(1)
+
+    def _frame(self, crash: Crash, text: str) -> None:
+        m = P.FRAME.search(text)
+        assert m is not None
+        crash.frames.append((m.group(1), int(m.group(2)), m.group(3)))
+        del crash.frames[:-8]
+
+    def _continue_traceback(self, ln: LogLine, text: str) -> bool:
+        crash = self._tb
+        assert crash is not None
+        self._tb_budget -= 1
+        body = text.strip()
+        if P.FRAME.search(body):
+            self._frame(crash, body)
+            return True
+        m = P.EXCEPTION.match(body)
+        if m and crash.frames:
+            crash.exception, crash.message, crash.exception_line = m.group(1), (m.group(2) or "")[:300], ln.number
+            self._tb = None
+            return True
+        new_record = text != ln.text and not text.startswith(" ")
+        if self._tb_budget <= 0 or (new_record and not body.startswith(("File", "^", "~"))) and crash.frames:
+            crash.cut = True
+            self._tb = None
+            return False
+        return True
+
+    # -- output --------------------------------------------------------------------------------------
+    def mtp_block(self) -> tuple[int, list[Any]] | None:
+        """The llama.cpp block whose tensors were all unused (the MTP/NextN block), as (index, entry), or None."""
+        if not self.unused:
+            return None
+        idx = max(self.unused)
+        entry = self.unused[idx]
+        if entry[3] or (self.n_layer and idx == self.n_layer.value) or (len(self.unused) == 1 and entry[0] >= 3):
+            return idx, entry
+        return None
+
+
+_NUM = re.compile(r"[0-9]*\.?[0-9]+")
+
+
+def fields(text: str) -> dict[str, str]:
+    """``key: value`` pairs of a ``, ``-separated engine statistics line; a part without ``: `` continues the
+    previous value (a per-position list). ``"Accepted: 66 tokens, Drafted: 66 tokens"`` ->
+    ``{"Accepted": "66 tokens", "Drafted": "66 tokens"}``."""
+    out: dict[str, str] = {}
+    last = None
+    for part in text.split(","):
+        key, sep, val = part.partition(": ")
+        if sep:
+            last = key.strip()
+            out[last] = val.strip()
+        elif last is not None and part.strip():
+            out[last] += ", " + part.strip()
+    return out
+
+
+def _after(text: str, key: str) -> float | None:
+    """The number right after ``key`` in ``text`` (``"accept len: 3.05, "`` -> 3.05), or None."""
+    i = text.find(key)
+    if i < 0:
+        return None
+    m = _NUM.match(text, i + len(key))
+    return float(m.group(0)) if m else None
+
+
+def _number(text: str) -> float | None:
+    m = _NUM.match(text.strip())
+    return float(m.group(0)) if m else None
+
+
+def _int(text: str) -> int | None:
+    m = _NUM.match(text.strip())
+    return int(float(m.group(0))) if m else None
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(x) for x in _NUM.findall(text)]
+
+
+def _depth(text: str) -> int:
+    return text.count("(") + text.count("{") - text.count(")") - text.count("}")
+
+
+def _vllm_config(facts: LogFacts, body: str, line: int) -> None:
+    m = P.VLLM_SPEC_CONFIG.search(body)
+    if m:
+        if m.group(1) == "None":
+            facts.config["algorithm"] = Fact(None, line)
+        else:
+            inner = m.group(2)
+            for key, out in (("method", "algorithm"), ("model", "draft_model"), ("num_spec_tokens", "num_speculative_tokens")):
+                f = re.search(rf"\b{key}=('([^']*)'|[^,)]+)", inner)
+                if f:
+                    v = f.group(2) if f.group(2) is not None else f.group(1)
+                    facts.config[out] = Fact(int(v) if v.isdigit() else v, line)
+    for key, out in (("model", "model"), ("quantization", "quantization"), ("tensor_parallel_size", "tensor_parallel_size")):
+        f = re.search(rf"(?:^|, ){key}=('([^']*)'|[^,]+)", body)
+        if f:
+            facts.config.setdefault(out, Fact(f.group(2) if f.group(2) is not None else f.group(1), line))
+
+
+def _sglang_config(facts: LogFacts, body: str, line: int) -> None:
+    rename = {"speculative_algorithm": "algorithm", "speculative_draft_model_path": "draft_model",
+              "speculative_num_draft_tokens": "num_draft_tokens", "speculative_num_steps": "num_steps",
+              "speculative_eagle_topk": "eagle_topk", "model_path": "model",
+              "speculative_draft_model_quantization": "draft_quantization"}
+    for m in P.SGL_FIELD.finditer(body):
+        key = m.group(1)
+        if key not in P.SGL_KEYS:
+            continue
+        v: Any = m.group(2).strip().strip("'\"")
+        v = None if v == "None" else int(v) if v.isdigit() else v
+        facts.config.setdefault(rename.get(key, key), Fact(v, line))

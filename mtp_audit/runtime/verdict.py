@@ -1,0 +1,297 @@
+"""The verdict of a log: one stable word, its likely causes ranked from the facts, and the findings.
+
+Verdict words (``facts["log"]["verdict"]``): ``ran-and-helped``, ``ran-but-accepted-nothing``,
+``ran-then-stopped``, ``never-ran``, ``could-not-tell``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mtp_audit.report import Evidence, Finding, Location
+from mtp_audit.report.rules import get_rule
+from mtp_audit.runtime.extract import Crash, LogFacts
+
+VERDICTS = ("ran-and-helped", "ran-but-accepted-nothing", "ran-then-stopped", "never-ran", "could-not-tell")
+
+#: Below this overall acceptance rate (fraction of drafted tokens) MTP "accepted nothing".
+NOTHING_RATE = 0.03
+#: Below this mean acceptance length (tokens per step, bonus token included) MTP "accepted nothing".
+NOTHING_LEN = 1.05
+#: Below this mean acceptance length MTP helps little (MTP504).
+LOW_LEN = 1.5
+#: A fall of the last third below this share of the first third is a decay (MTP503).
+DECAY = 0.75
+
+#: Per engine, the lines that would decide when the log lacks them.
+DECIDING_LINES = {
+    "vllm": "a 'SpecDecoding metrics:' line (vLLM logs one per stats interval while requests run, unless "
+            "--disable-log-stats) and the engine config line 'Initializing a V1 LLM engine ... speculative_config=...'",
+    "sglang": "'Decode batch' lines ('accept len:' appears in them when a speculative algorithm runs) and the "
+              "'server_args=' line",
+    "llama.cpp": "the 'draft acceptance = ... accepted / ... generated' line llama-server prints at the end of each request",
+    "tensorrt-llm": "TensorRT-LLM's per-iteration statistics (not parsed by this release) or the /metrics counters (--metrics)",
+    None: "any line of SGLang, vLLM, llama-server or TensorRT-LLM (none was recognised): the server's own "
+          "start-up configuration and the lines it prints while serving",
+}
+
+
+@dataclass
+class Outcome:
+    """The verdict and what backs it.
+
+    Attributes:
+        verdict: one of :data:`VERDICTS`.
+        sentence: the answer in words.
+        causes: likely causes, most likely first.
+        findings: findings of this module's rules.
+        deciding: for ``could-not-tell``, the lines that would decide.
+    """
+
+    verdict: str
+    sentence: str
+    causes: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    deciding: str | None = None
+
+
+def _loc(path: str, line: int | None) -> Location:
+    return Location(path=path, line=line)
+
+
+def _fmt(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def decide(f: LogFacts, path: str) -> Outcome:
+    """Decide the verdict for the last run of ``f`` (facts of the file shown as ``path``)."""
+    s = f.series
+    crash = _last_crash(f)
+    if s.intervals:
+        if crash is not None and crash.line > (s.last.line if s.last else 0):
+            return _stopped_after(f, crash, path)
+        if f.threshold_off:
+            return Outcome("ran-then-stopped", f"MTP ran, then TensorRT-LLM turned speculation off (line {f.threshold_off})",
+                           findings=[get_rule("MTP502").finding("speculation was turned off by acceptance_rate_threshold",
+                                                                 _loc(path, f.threshold_off), severity=None)])
+        if _accepted_nothing(f):
+            return _nothing(f, path)
+        return _helped(f, path)
+    if crash is not None and crash.speculative:
+        if crash.during_init:
+            return Outcome("never-ran", f"MTP never ran: the engine crashed while building the draft ({_crash_words(crash)})",
+                           causes=["the draft worker failed to start"], findings=[_crash_finding(crash, path)])
+        return _stopped_after(f, crash, path)
+    return _no_stats(f, crash, path)
+
+
+def _last_crash(f: LogFacts) -> Crash | None:
+    return f.crashes[-1] if f.crashes else None
+
+
+def _accepted_nothing(f: LogFacts) -> bool:
+    s = f.series
+    rate, mean_len = s.rate, s.mean_len
+    if rate is not None and rate < NOTHING_RATE:
+        return True
+    return mean_len is not None and mean_len < NOTHING_LEN and (rate is None or rate < 0.1)
+
+
+def _figures(f: LogFacts) -> str:
+    s = f.series
+    parts = []
+    if s.mean_len is not None:
+        parts.append(f"mean acceptance length {_fmt(s.mean_len)}")
+    if s.rate is not None:
+        parts.append(f"acceptance {s.rate * 100:.1f} %" + (f" ({s.accepted} of {s.drafted} drafted tokens)" if s.drafted else ""))
+    parts.append(f"{s.intervals} statistics line{'s' if s.intervals != 1 else ''}")
+    return ", ".join(parts)
+
+
+def _helped(f: LogFacts, path: str) -> Outcome:
+    s = f.series
+    out = Outcome("ran-and-helped", f"MTP ran and helped: {_figures(f)}")
+    trend = s.thirds()
+    if trend is not None:
+        first, last = trend
+        out.sentence += f"; trend {first:.2f} -> {last:.2f}"
+        if last < first * DECAY or (first > 1.0 and (last - 1.0) < (first - 1.0) * DECAY):
+            out.findings.append(get_rule("MTP503").finding(
+                f"acceptance falls from {first:.2f} in the first third of the log to {last:.2f} in the last third",
+                _loc(path, s.last.line if s.last else None)))
+    if s.mean_len is not None and s.mean_len < LOW_LEN:
+        out.findings.append(get_rule("MTP504").finding(
+            f"mean acceptance length {s.mean_len:.2f} over {s.intervals} statistics lines: MTP gains little",
+            _loc(path, s.first.line if s.first else None)))
+    if 0 < s.zero < s.intervals:
+        out.findings.append(get_rule("MTP505").finding(
+            f"{s.zero} of {s.intervals} statistics lines accepted nothing while the others accepted drafts",
+            _loc(path, s.first.line if s.first else None)))
+    out.findings += _source_zero(f, path)
+    return out
+
+
+def _source_zero(f: LogFacts, path: str) -> list[Finding]:
+    """Sources (slots, processes) that accepted nothing while another accepted (llama.cpp#27572, buun #110)."""
+    dead = [k for k, (a, d, _) in f.series.sources.items() if d >= 8 and a == 0]
+    alive = [k for k, (a, d, _) in f.series.sources.items() if a > 0]
+    if dead and alive:
+        return [get_rule("MTP505").finding(f"{', '.join(sorted(dead)[:4])} accepted 0 drafted tokens while "
+                                           f"{', '.join(sorted(alive)[:4])} accepted drafts", _loc(path, f.series.first.line if f.series.first else None))]
+    return []
+
+
+def _nothing(f: LogFacts, path: str) -> Outcome:
+    s = f.series
+    causes = _nothing_causes(f)
+    out = Outcome("ran-but-accepted-nothing", f"MTP ran but accepted almost nothing: {_figures(f)}", causes=causes)
+    ev = [Evidence("first statistics line", str(s.first.line if s.first else "-"), _loc(path, s.first.line if s.first else None))]
+    out.findings.append(get_rule("MTP500").finding(
+        f"{_figures(f)}: the draft tokens are rejected" + (f"; likely: {causes[0]}" if causes else ""),
+        _loc(path, s.first.line if s.first else None), evidence=ev, detail="; ".join(causes)))
+    return out
+
+
+def _nothing_causes(f: LogFacts) -> list[str]:
+    """Likely causes of zero acceptance, ranked from what the log shows."""
+    causes: list[str] = []
+    if f.draft.get("missing"):
+        causes.append(f"draft weights missing (line {f.draft['missing'].line})")
+    q = f.config.get("draft_quantization") or f.config.get("quantization")
+    if q is not None and q.value not in (None, "None"):
+        causes.append(f"the model runs quantized ({q.value}, line {q.line}): an MTP head loaded with the target's "
+                      "quantization against its checkpoint's exclude list computes garbage drafts (check with mtp-audit checkpoint)")
+    if any(k.startswith("slot ") and k != "slot 0" for k in f.series.sources):
+        causes.append("a llama-server slot other than 0 drafting (llama.cpp#27572: drafts of slots > 0 were not armed)")
+    causes += _known_bugs(f)
+    eng = f.engine
+    if eng == "llama.cpp":
+        causes.append("a backend/driver problem in the draft graph (llama.cpp#27151 was RADV_DEBUG=nocompute on Vulkan)")
+    causes.append("draft head weights missing, randomly initialised or not matching the target (check with mtp-audit checkpoint)")
+    causes.append("a known engine bug of this version (search the tracker for the version and the draft class)")
+    return causes
+
+
+#: Public reports of zero acceptance, matched on what the log printed: (engine, config key, test on its value, cause).
+KNOWN_ZERO_ACCEPTANCE: tuple[tuple[str, str, Any, str], ...] = (
+    ("sglang", "draft_model", lambda v: "eagle3" in str(v).lower(),
+     "an EAGLE3 draft run under --speculative-algorithm EAGLE: accept length stays 1.0 (sgl-project/sglang#21272; use EAGLE3)"),
+    ("vllm", "model", lambda v: "nvfp4" in str(v).lower(),
+     "NVFP4 target with MTP: episodic exactly-0 % acceptance reported on SM120 (vllm-project/vllm#55357)"),
+    ("vllm", "quantization", lambda v: "fp4" in str(v).lower(),
+     "NVFP4 target with MTP: episodic exactly-0 % acceptance reported on SM120 (vllm-project/vllm#55357)"),
+    ("tensorrt-llm", "use_kv_cache_manager_v2", lambda v: str(v).lower() == "false",
+     "DSA model with use_kv_cache_manager_v2: false accepts no MTP draft (NVIDIA/TensorRT-LLM#18662)"),
+)
+
+
+def _known_bugs(f: LogFacts) -> list[str]:
+    """Causes from :data:`KNOWN_ZERO_ACCEPTANCE` whose engine and printed configuration match this log."""
+    out: list[str] = []
+    for engine, key, test, cause in KNOWN_ZERO_ACCEPTANCE:
+        fact = f.config.get(key)
+        if f.engine == engine and fact is not None and test(fact.value) and cause not in out:
+            out.append(f"{cause} (line {fact.line})")
+    return out
+
+
+def _crash_words(crash: Crash) -> str:
+    frame = crash.frames[-1] if crash.frames else None
+    exc = crash.exception or ("traceback cut before its exception line" if crash.cut else "no exception line")
+    where = f" in {frame[2]} ({frame[0].rsplit('/', 1)[-1]}:{frame[1]})" if frame else ""
+    msg = f": {crash.message}" if crash.message else ""
+    return f"{exc}{msg}{where}, line {crash.line}"
+
+
+def _crash_finding(crash: Crash, path: str) -> Finding:
+    ev = tuple(Evidence("frame", f"{fr[0]}:{fr[1]} in {fr[2]}") for fr in crash.frames[-3:])
+    return get_rule("MTP507").finding(f"engine crash: {_crash_words(crash)}", _loc(path, crash.line), evidence=ev,
+                                      detail="the traceback was cut before its exception line; paste the lines after it"
+                                      if crash.cut else "")
+
+
+def _stopped_after(f: LogFacts, crash: Crash, path: str) -> Outcome:
+    out = Outcome("ran-then-stopped", f"MTP ran, then the engine crashed: {_crash_words(crash)}",
+                  causes=["a crash in the speculative path" if crash.speculative else "a crash after speculative decoding ran"])
+    if f.series.intervals:
+        out.sentence += f" (before it: {_figures(f)})"
+    out.findings += [get_rule("MTP502").finding(f"speculative decoding stopped: {_crash_words(crash)}", _loc(path, crash.line)),
+                     _crash_finding(crash, path)]
+    return out
+
+
+def _no_stats(f: LogFacts, crash: Crash | None, path: str) -> Outcome:
+    """No speculative statistics: never ran (with the line that says so) or could not tell."""
+    extra = [_crash_finding(crash, path)] if crash is not None else []
+    off = _off_reason(f)
+    if off is not None:
+        reason, line = off
+        return Outcome("never-ran", f"MTP never ran: {reason}", causes=[reason],
+                       findings=[get_rule("MTP501").finding(f"speculative decoding did not run: {reason}", _loc(path, line))] + extra)
+    engine = f.engine
+    said = _config_words(f)
+    sentence = "could not tell whether MTP ran" + (f" ({said})" if said else "")
+    return Outcome("could-not-tell", sentence, findings=extra, deciding=DECIDING_LINES.get(engine, DECIDING_LINES[None]))
+
+
+def _off_reason(f: LogFacts) -> tuple[str, int] | None:
+    alg = f.config.get("algorithm")
+    if alg is not None and alg.value in (None, "None", "NONE"):
+        key = "speculative_config=None" if f.engine == "vllm" else "speculative_algorithm=None"
+        return f"the engine printed {key} (line {alg.line})", alg.line
+    n, first = f.decode_without_spec
+    if n and not f.series.intervals:
+        return (f"{n} SGLang 'Decode batch' line{'s' if n != 1 else ''} without 'accept len' from line {first} "
+                "(SGLang writes it whenever a speculative algorithm is set)", first)
+    blk = f.mtp_block()
+    if blk is not None:
+        idx, (count, size, line, _) = blk
+        return (f"llama.cpp left block blk.{idx} ({count} tensors, {size / 2**20:.0f} MiB) unused from line {line}: the "
+                "MTP/NextN head was loaded but no draft ran (--spec-type draft-mtp not given, or no draft-mtp graph "
+                "for this architecture)", line)
+    return None
+
+
+def _config_words(f: LogFacts) -> str:
+    c = f.config
+    parts = []
+    if "algorithm" in c:
+        parts.append(f"configured: {c['algorithm'].value}")
+    for key in ("num_speculative_tokens", "num_draft_tokens"):
+        if key in c:
+            parts.append(f"{key} {c[key].value}")
+    if "draft_model" in c:
+        parts.append(f"draft {c['draft_model'].value}")
+    if parts:
+        return ", ".join(parts) + f" (line {next(iter(c.values())).line}), but no speculative statistics line"
+    return ""
+
+
+def facts_dict(f: LogFacts) -> dict[str, Any]:
+    """The JSON facts of a log (``facts["log"]`` minus verdict and answer)."""
+    s = f.series
+    return {
+        "engine": f.engine,
+        "engine_votes": dict(f.votes),
+        "version": {k: v.to_dict() for k, v in f.version.items()},
+        "config": {k: v.to_dict() for k, v in f.config.items()},
+        "draft": {k: v.to_dict() for k, v in f.draft.items()},
+        "statistics": {
+            "intervals": s.intervals, "accepted_tokens": s.accepted, "drafted_tokens": s.drafted,
+            "acceptance_rate": None if s.rate is None else round(s.rate, 5),
+            "mean_acceptance_length": None if s.mean_len is None else round(s.mean_len, 4),
+            "zero_intervals": s.zero, "first_line": s.first.line if s.first else None,
+            "last_line": s.last.line if s.last else None, "per_position_last": list(s.per_pos_last),
+            "curve": [{"first_line": b.first_line, "last_line": b.last_line, "intervals": b.count,
+                       "value": None if b.value is None else round(b.value, 4), "zero": b.zero} for b in s.buckets],
+            "sources": {k: {"accepted": v[0], "drafted": v[1], "intervals": v[2]} for k, v in s.sources.items()},
+        },
+        "runs": {"starts": f.runs[:16], "earlier": f.earlier_runs[:16]},
+        "decode_without_speculation": {"lines": f.decode_without_spec[0], "first_line": f.decode_without_spec[1] or None},
+        "unused_tensors": {f"blk.{k}": {"tensors": v[0], "bytes": v[1], "first_line": v[2], "nextn_named": v[3]}
+                           for k, v in sorted(f.unused.items())[:16]},
+        "crashes": [c.to_dict() for c in f.crashes],
+        "benchmark_client_lines": {"lines": f.client[0], "first_line": f.client[1] or None},
+        "draft_types": f.draft_types,
+    }

@@ -1,0 +1,112 @@
+"""Several outputs in one run, the format from the -o suffix, display filters, --env-dump - (standard input)."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from conftest import FIXTURES
+from mtp_audit.cli.kit import output_plan
+from mtp_audit.cli.main import main
+from mtp_audit.errors import InputError
+
+REAP = str(FIXTURES / "checkpoint/bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding")
+DUMP = FIXTURES / "preflight/envdumps/sglang-13198.txt"  # MTP209 error, MTP212 error, MTP228 info
+SARIF_SCHEMA = json.loads((Path(__file__).parent / "data/sarif-schema-2.1.0.json").read_text())
+
+
+@pytest.mark.parametrize("fmts, outs, plan", [
+    ((), (), [("text", "-")]),
+    (("json",), (), [("json", "-")]),
+    (("sarif", "json"), ("a.sarif", "b.json"), [("sarif", "a.sarif"), ("json", "b.json")]),
+    ((), ("a.sarif", "b.json", "c.md", "d.txt", "e.sarif.json"),
+     [("sarif", "a.sarif"), ("json", "b.json"), ("markdown", "c.md"), ("text", "d.txt"), ("sarif", "e.sarif.json")]),
+    (("json",), ("a.sarif", "b.md"), [("json", "a.sarif"), ("markdown", "b.md")]),  # an explicit -f wins over the suffix
+    ((), ("-",), [("text", "-")]),
+    ((), ("report",), [("text", "report")]),  # one plain output: the default format, as before
+    ((), ("/dev/null",), [("text", "/dev/null")]),
+])
+def test_output_plan_pairs_in_order(fmts, outs, plan) -> None:
+    assert output_plan(fmts, outs) == plan
+
+
+@pytest.mark.parametrize("fmts, outs, message", [
+    (("sarif", "json"), (), "2 formats but no --output"),
+    (("sarif", "json", "text"), ("a", "b"), "3 formats but 2 output(s)"),
+    ((), ("a.json", "report"), "cannot tell the format from the suffix"),
+])
+def test_output_plan_never_drops_a_pair(fmts, outs, message) -> None:
+    with pytest.raises(InputError, match=re.escape(message)):
+        output_plan(fmts, outs)
+
+
+def test_two_outputs_in_one_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b, c = tmp_path / "a.sarif", tmp_path / "b.json", tmp_path / "c.md"
+    assert main(["checkpoint", REAP, "-f", "sarif", "-o", str(a), "-f", "json", "-o", str(b), "-o", str(c)]) == 1
+    jsonschema.validate(json.loads(a.read_text()), SARIF_SCHEMA)
+    assert [f["rule_id"] for f in json.loads(b.read_text())["findings"]] == ["MTP001"]
+    assert c.read_text().startswith("# mtp-audit report")
+    err = capsys.readouterr().err
+    assert err.startswith("FAIL: config.json declares 1 MTP layer") and f"{a}, {b}, {c}" in err
+
+
+def test_a_failing_pair_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = tmp_path / "a.json"
+    assert main(["checkpoint", REAP, "-o", str(a), "-o", str(tmp_path / "report")]) == 2
+    assert not a.exists()
+    assert "cannot tell the format from the suffix" in capsys.readouterr().err
+    assert main(["checkpoint", REAP, "-o", str(a), "-o", str(a)]) == 2  # the same file twice
+    assert "name the same file" in capsys.readouterr().err and not a.exists()
+
+
+def test_filters_change_what_is_listed_not_the_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["preflight", "--env-dump", str(DUMP)]
+    rc_all = main(args)
+    full = capsys.readouterr().out
+    assert main([*args, "--severity", "error"]) == rc_all == 1
+    errors_only = capsys.readouterr().out
+    assert errors_only.splitlines()[0] == full.splitlines()[0]  # the verdict is the same
+    assert errors_only.splitlines()[-1] == full.splitlines()[-1]  # so are the counts
+    assert " info: " in full and " info: " not in errors_only
+    assert "not listed (--severity error); the verdict and the counts include them" in errors_only
+    assert main([*args, "--select", "MTP228"]) == 1
+    selected = capsys.readouterr().out
+    listed = [line.split(": ")[1].split()[0] for line in selected.splitlines()[1:] if ": MTP" in line]
+    assert listed == ["MTP228"] and "2 findings not listed (--select MTP228)" in selected
+    assert main([*args, "-q"]) == 1
+    quiet = capsys.readouterr().out
+    assert quiet.splitlines()[0] == full.splitlines()[0] and quiet.splitlines()[-1] == full.splitlines()[-1]
+    assert not [line for line in quiet.splitlines() if ": MTP2" in line and " error: " in line]
+    assert "not listed (-q)" in quiet
+
+
+def test_severity_filter_in_json_and_sarif(tmp_path: Path) -> None:
+    j, s = tmp_path / "r.json", tmp_path / "r.sarif"
+    assert main(["preflight", "--env-dump", str(DUMP), "--severity", "error", "-o", str(j), "-o", str(s)]) == 1
+    doc = json.loads(j.read_text())
+    assert {f["severity"] for f in doc["findings"]} == {"error"}
+    assert doc["summary"]["findings"] == {"error": 2, "warning": 0, "info": 1}  # the counts still include the info findings
+    sarif = json.loads(s.read_text())
+    assert {r["level"] for r in sarif["runs"][0]["results"]} == {"error"}
+
+
+def test_env_dump_from_standard_input(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    class In(io.TextIOWrapper):
+        def isatty(self) -> bool:
+            return False
+
+    monkeypatch.setattr("sys.stdin", In(io.BytesIO(DUMP.read_bytes())))
+    assert main(["preflight", "--env-dump", "-", "-f", "json"]) == 1
+    from_stdin = json.loads(capsys.readouterr().out)
+    assert main(["preflight", "--env-dump", str(DUMP), "-f", "json"]) == 1
+    from_file = json.loads(capsys.readouterr().out)
+    assert from_stdin["findings"] == from_file["findings"]
+    assert from_stdin["targets"] == [{"analyzer": "preflight", "name": "env dump -"}]
+    monkeypatch.setattr("sys.stdin", In(io.BytesIO(b"")))
+    assert main(["preflight", "--env-dump", "-"]) == 2
+    assert "is empty" in capsys.readouterr().err

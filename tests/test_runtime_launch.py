@@ -1,0 +1,48 @@
+"""``mtp-audit launch ... --log FILE``: the launch prediction held against a real log (SGLang 0.5.9 wheel;
+NEXTN runs as EAGLE; logs from fixtures/logs/)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import sglang_wheel
+from mtp_audit.cli.main import main
+
+ROOT = Path(__file__).resolve().parent.parent
+LOGS = ROOT / "fixtures" / "logs"
+CKPT = ROOT / "fixtures" / "checkpoint" / "deepseek-ai--DeepSeek-V3"
+
+
+def _launch(log: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict:  # type: ignore[type-arg]
+    out = tmp_path / "r.json"
+    main(["launch", "--sglang", str(sglang_wheel("0.5.9")), "--log", str(LOGS / log), "-f", "json", "-o", str(out), "--",
+          "python", "-m", "sglang.launch_server", "--model-path", str(CKPT), "--speculative-algorithm", "NEXTN", "--tp", "8"])
+    capsys.readouterr()
+    return json.loads(out.read_text())
+
+
+@pytest.mark.network
+def test_agreement_is_info(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _launch("sglang_pr608_decode_batch_tp_ep.log", tmp_path, capsys)
+    assert doc["facts"]["launch"]["speculative"]["runs_as"] == "EAGLE"
+    mine = [(f["rule_id"], f["severity"]) for f in doc["findings"] if f["rule_id"] in ("MTP530", "MTP531")]
+    assert mine == [("MTP530", "info")]
+    assert doc["targets"][0]["analyzer"] == "launch" and doc["targets"][-1]["analyzer"] == "log"
+
+
+@pytest.mark.network
+def test_each_disagreement_is_a_finding(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _launch("sglang_4305_decode_batch_dot_no_spec.log", tmp_path, capsys)
+    mine = [(f["rule_id"], f["message"]) for f in doc["findings"] if f["rule_id"] == "MTP531"]
+    assert mine == [("MTP531", "predicted EAGLE, but the log shows decoding without speculation")]
+    assert doc["facts"]["log"]["verdict"] == "never-ran"
+
+
+@pytest.mark.network
+def test_a_log_that_cannot_tell_does_not_block(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _launch("llama_23269_bench_client_and_preset.log", tmp_path, capsys)
+    log_gaps = [g for g in doc["gaps"] if g["analyzer"] == "log"]
+    assert log_gaps and not any(g["blocking"] for g in log_gaps)

@@ -1,0 +1,109 @@
+"""mtp-audit log on real log excerpts (fixtures/logs/, sources in SOURCE.txt): engine, version, resolved
+algorithm, draft, acceptance figures, line numbers and verdict, each checked by hand against the excerpt."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mtp_audit.cli.main import main
+from mtp_audit.runtime.analyze import analyze_log
+
+LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
+
+# file -> (verdict, engine, version, algorithm, intervals, accepted, drafted, mean acceptance length (2 d.p.,
+# weighted by drafted tokens: speculators 613 = (1.34*2160 + 1.22*3945 + 1.17*3960) / 10065), rules)
+EXPECTED = {
+    "vllm_41789_gemma4_config_wrapped.log": ("could-not-tell", "vllm", "0.20.2rc1.dev49+g9b4e83934", "mtp", 0, 0, 0, None, []),
+    "vllm_pr24127_ngram_old_format.log": ("ran-and-helped", "vllm", None, None, 1, 262, 295, 5.44, []),
+    "vllm_ascend_12521_multi_engine.log": ("ran-and-helped", "vllm", None, None, 2, 581, 906, 2.92, []),
+    "speculators_613_dflash_near_zero.log": ("ran-but-accepted-nothing", "vllm", None, None, 3, 151, 10065, 1.23, ["MTP500"]),
+    "vllm_ascend_9803_glm5_mtp3.log": ("ran-and-helped", "vllm", None, None, 2, 892, 1185, 3.26, []),
+    "llama_pr24536_eagle3_relative_ts.log": ("ran-and-helped", "llama.cpp", None, None, 1, 167, 259, 2.92, []),
+    "llama_27151_mtp_1_of_633.log": ("ran-but-accepted-nothing", "llama.cpp", None, None, 1, 1, 633, 1.00, ["MTP500"]),
+    "llama_27342_dflash2_mean_len.log": ("ran-and-helped", "llama.cpp", None, None, 1, 886, 900, 4.94, []),
+    "llama_26296_mtp_block_unused.log": ("never-ran", "llama.cpp", None, None, 0, 0, 0, None, ["MTP501", "MTP506"]),
+    "llama_23269_bench_client_and_preset.log": ("could-not-tell", None, None, None, 0, 0, 0, None, ["MTP508"]),
+    "sglang_pr608_decode_batch_tp_ep.log": ("ran-and-helped", "sglang", None, None, 3, 0, 0, 2.84, []),
+    "sglang_4305_decode_batch_dot_no_spec.log": ("never-ran", "sglang", None, None, 0, 0, 0, None, ["MTP501"]),
+    "sglang_8336_crash_k8s_prefix.log": ("ran-then-stopped", "sglang", None, None, 0, 0, 0, None, ["MTP502", "MTP507"]),
+    "vllm_intel386_config_engine_core_prefix.log": ("could-not-tell", "vllm", "0.14.1.dev0+gb17039bcc.d20260311", "mtp", 0, 0, 0, None, []),
+    "vllm_7301_v0_speculative_metrics.log": ("ran-and-helped", "vllm", None, None, 1, 32594, 53716, 3.43, []),  # V0: 1 + 32594 / (53716 / 4)
+    "lemonade9_glm45_nextn_unused.log": ("never-ran", "llama.cpp", None, None, 0, 0, 0, None, ["MTP501", "MTP506"]),
+}
+
+
+def test_every_fixture_has_an_expectation() -> None:
+    assert sorted(p.name for p in LOGS.glob("*.log")) == sorted(EXPECTED)
+    assert len(EXPECTED) + len(list((LOGS / "holdout").glob("*.log"))) >= 20
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_real_log(name: str) -> None:
+    verdict, engine, version, algorithm, n, acc, drafted, mean_len, rules = EXPECTED[name]
+    report = analyze_log([LOGS / name])
+    log = report.facts["log"]
+    f = log["files"][0]
+    assert (log["verdict"], log["engine"]) == (verdict, engine)
+    assert (f["version"].get(engine or "", {}) or {}).get("value") == version
+    assert (f["config"].get("algorithm") or {}).get("value") == algorithm
+    st = f["statistics"]
+    assert (st["intervals"], st["accepted_tokens"], st["drafted_tokens"]) == (n, acc, drafted)
+    assert (None if st["mean_acceptance_length"] is None else round(st["mean_acceptance_length"], 2)) == mean_len
+    assert sorted({x.rule_id for x in report.findings}) == rules
+
+
+def test_line_numbers_point_at_the_lines() -> None:
+    report = analyze_log([LOGS / "sglang_pr608_decode_batch_tp_ep.log"])
+    st = report.facts["log"]["files"][0]["statistics"]
+    assert (st["first_line"], st["last_line"]) == (2, 6)
+    assert [b["first_line"] for b in st["curve"]] == [2, 4, 6]
+    assert [b["value"] for b in st["curve"]] == [3.05, 2.63, 2.83]
+    crash = analyze_log([LOGS / "sglang_8336_crash_k8s_prefix.log"]).facts["log"]["files"][0]["crashes"][0]
+    assert crash["line"] == 1 and crash["cut"] is True and crash["speculative_frames"] is True
+    assert crash["last_frame"] == {"file": "/sgl-workspace/sglang/python/sglang/srt/speculative/eagle_worker.py",
+                                   "line": 325, "function": "forward_batch_speculative_generation"}
+    assert crash["marker"] == "Scheduler hit an exception"
+
+
+def test_wrapped_config_line_is_joined() -> None:
+    cfg = analyze_log([LOGS / "vllm_41789_gemma4_config_wrapped.log"]).facts["log"]["files"][0]["config"]
+    assert cfg["draft_model"] == {"value": "google/gemma-4-31B-it-assistant", "line": 1}
+    assert cfg["num_speculative_tokens"] == {"value": 4, "line": 1}
+    assert cfg["quantization"]["value"] == "compressed-tensors"
+
+
+def test_vllm_sources_are_the_api_servers() -> None:
+    src = analyze_log([LOGS / "vllm_ascend_12521_multi_engine.log"]).facts["log"]["files"][0]["statistics"]["sources"]
+    assert src == {"APIServer pid=95669": {"accepted": 282, "drafted": 453, "intervals": 1},
+                   "APIServer pid=95673": {"accepted": 299, "drafted": 453, "intervals": 1}}
+
+
+def test_unused_mtp_block_facts() -> None:
+    f = analyze_log([LOGS / "lemonade9_glm45_nextn_unused.log"]).facts["log"]["files"][0]
+    # 13 "model has unused tensor blk.46..." lines from line 6; their sizes summed by hand
+    assert f["unused_tensors"] == {"blk.46": {"tensors": 13, "bytes": 1495753216, "first_line": 6, "nextn_named": False}}
+
+
+def test_cli_exit_codes_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["log", str(LOGS / "llama_27151_mtp_1_of_633.log")]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("FAIL: ran-but-accepted-nothing: ")
+    assert main(["log", str(LOGS / "sglang_pr608_decode_batch_tp_ep.log")]) == 0
+    out = capsys.readouterr().out
+    assert "mean acceptance length over 3 lines (2-6): █▇▇ 3.05 -> 2.83" in out
+    assert main(["log", str(LOGS / "vllm_intel386_config_engine_core_prefix.log"), "-f", "json"]) == 3
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["facts"]["log"]["verdict"] == "could-not-tell" and doc["status"] == "inconclusive"
+
+
+def test_causes_are_ranked_from_the_facts(tmp_path: Path) -> None:
+    # the real config line of vllm#41789 followed by the real statistics of speculators#613
+    p = tmp_path / "x.log"
+    p.write_bytes((LOGS / "vllm_41789_gemma4_config_wrapped.log").read_bytes() + (LOGS / "speculators_613_dflash_near_zero.log").read_bytes())
+    f = analyze_log([p]).facts["log"]["files"][0]
+    assert f["verdict"] == "ran-but-accepted-nothing"
+    assert f["causes"][0].startswith("the model runs quantized (compressed-tensors, line 1)")
+    assert f["statistics"]["first_line"] == 3  # the wrapped config line is lines 1-2
