@@ -47,16 +47,14 @@ class QuantResolution:
 
 
 def _parsed(sources: Any, rel: str) -> ast.Module | None:
-    """The parsed module at ``rel`` (``None``: absent or not Python); parsed once per sources mapping."""
-    cache = _PARSED.setdefault(id(sources), {})
+    """The parsed module at ``rel`` (``None``: absent or not Python); parsed once per sources mapping (the cache lives on
+    the mapping, :class:`mtp_audit.engines.vllm.draft.TreeSources`, so it goes with its tree)."""
+    cache = sources.__dict__.setdefault("_parsed", {}) if hasattr(sources, "__dict__") else {}
     if rel not in cache:
         data = sources.get(rel)
         cache[rel] = parse_source(rel, data)[0] if data is not None else None
     return cache[rel]
 
-
-#: parsed modules per sources mapping (id -> rel -> module); a mapping lives as long as its LaunchView
-_PARSED: dict[int, dict[str, ast.Module | None]] = {}
 
 
 def _module_rel(sources: Any, base: str, node: ast.ImportFrom) -> str | None:
