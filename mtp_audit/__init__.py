@@ -22,12 +22,43 @@ caches (``$MTP_AUDIT_CACHE_DIR``, empty to turn them off; hub functions take ``c
 
 Names are imported lazily (PEP 562), so ``import mtp_audit`` and ``mtp-audit --help`` stay fast; type
 checkers read ``__init__.pyi`` (re-exports of the real definitions) and ``py.typed``.
+
+Every function checks its arguments (a wrong type or an unknown keyword argument raises ``TypeError`` naming the
+function and the argument) and runs as one bounded run (totals of bytes read, parsed JSON and network time):
+:mod:`mtp_audit.api`.
 """
 
 from __future__ import annotations
 
-import logging
-from typing import Any
+import sys
+
+
+def _drop_current_directory() -> None:
+    """Remove ``''`` and the current directory from ``sys.path``: ``python -m mtp_audit`` puts it first, and an
+    audited checkout (often the current directory) may hold ``tokenize.py``, ``json.py`` or ``zipfile.py``; it is
+    data, never code. Uses only ``sys`` and ``os``, which the interpreter has loaded before any of this."""
+    import os
+
+    try:
+        cwd = os.path.realpath(os.getcwd())
+    except OSError:
+        cwd = None
+    keep = []
+    for entry in sys.path:
+        try:
+            same = entry in ("", ".") or (cwd is not None and os.path.realpath(entry) == cwd)
+        except (OSError, ValueError):
+            same = False
+        if not same:
+            keep.append(entry)
+    sys.path[:] = keep
+
+
+if sys.argv[:1] == ["-m"]:  # runpy imports this package for ``python -m mtp_audit`` before __main__ runs
+    _drop_current_directory()
+
+import logging  # noqa: E402 - after the current directory is gone (logging imports traceback -> tokenize)
+from typing import Any  # noqa: E402
 
 __version__ = "0.1.0"
 
@@ -79,7 +110,12 @@ def __getattr__(name: str) -> Any:
     import importlib
 
     value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
+    if callable(value) and not isinstance(value, type):
+        from mtp_audit.api import public
+
+        value = public(name, value)
+    if name != "preflight":  # the subpackage of that name replaces the attribute when it is imported
+        globals()[name] = value
     return value
 
 

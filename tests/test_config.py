@@ -74,6 +74,9 @@ def test_config_is_found_walking_up_and_files_without_the_table_are_skipped(proj
     (proj / "a" / "pyproject.toml").write_text('[project]\nname = "mtp-audit-user"\n')  # names us, has no table
     monkeypatch.chdir(sub)
     rc, _, err = run(capsys, ["checkpoint", str(REAP)])
+    # found, but a discovered file may not lower the gate (the audited checkout must not choose its own verdict)
+    assert rc == 1 and err.startswith(f"mtp-audit: warning: {proj / 'pyproject.toml'}: fail-on = \"never\" in a discovered")
+    rc, _, err = run(capsys, ["checkpoint", str(REAP), "--config", str(proj / "pyproject.toml")])
     assert rc == 0 and err == ""
 
 

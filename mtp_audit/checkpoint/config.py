@@ -108,7 +108,7 @@ class ModelConfig:
 
 #: Plausibility caps. The largest real values (checkpoint_formats.md §2): 3 MTP layers (Step-3.5),
 #: 512 routed experts (Qwen3.5-397B, LongCat), 92 decoder layers (GLM-4.5). A config far beyond these
-#: is refused rather than expanded into millions of expected tensor names (bounded work, issue 2).
+#: is refused rather than expanded into millions of expected tensor names (bounded work).
 MAX_MTP_LAYERS = 64
 MAX_EXPERTS = 1 << 16
 MAX_HIDDEN_LAYERS = 1 << 16

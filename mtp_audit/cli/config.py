@@ -2,6 +2,11 @@
 ``[tool.mtp-audit]`` table found by walking up from the current directory (as ruff and black do),
 else the defaults. The settings model and its rules are in :mod:`mtp_audit.report.settings`.
 
+A discovered file may not lower the gate: its ``fail-on = "never"`` (the only value laxer than the
+default ``error``) is not applied, with a warning on stderr, because the current directory is often the
+audited checkout itself, and an audited tree must not choose its own verdict. Passing the same file with
+``--config`` (or ``--fail-on never``) applies it.
+
 Also the options every audit command shares for them: ``--config``, ``--ignore RULE`` and
 ``-v/--verbose`` (their values go to ``click.Context.meta``, so command signatures stay unchanged).
 """
@@ -30,6 +35,11 @@ META_IGNORES = "mtp_audit.ignore"
 META_VERBOSE = "mtp_audit.verbose"
 META_CONFIG_DIR = "mtp_audit.config_dir"
 META_CONFIG_FILE = "mtp_audit.config_file"
+META_CONFIG_EXPLICIT = "mtp_audit.config_explicit"
+META_NOTES = "mtp_audit.settings_notes"
+
+#: ``fail-on`` values laxer than the default, which only ``--config`` or ``--fail-on`` may set.
+LAXER_THAN_DEFAULT = frozenset({"never"})
 
 #: The table name in pyproject.toml.
 TABLE = "mtp-audit"
@@ -126,6 +136,7 @@ def _config_callback(ctx: click.Context, _param: click.Parameter, value: Path | 
     ctx.meta[META_SETTINGS] = settings
     ctx.meta[META_CONFIG_DIR] = found.resolve().parent if found is not None else None
     ctx.meta[META_CONFIG_FILE] = found
+    ctx.meta[META_CONFIG_EXPLICIT] = value is not None
     return value
 
 
@@ -208,12 +219,25 @@ def settings_for(report: Any, cli_fail_on: str | None) -> Resolved:
     settings: Settings = meta.get(META_SETTINGS) or Settings()
     resolved = resolve(settings, _target_names(report, meta.get(META_CONFIG_DIR)), today=datetime.date.today(),
                        cli_fail_on=cli_fail_on, cli_ignores=meta.get(META_IGNORES, ()))
+    if cli_fail_on is None and not meta.get(META_CONFIG_EXPLICIT) and resolved.fail_on in LAXER_THAN_DEFAULT:
+        import dataclasses
+
+        found = meta.get(META_CONFIG_FILE)
+        if ctx is not None:
+            ctx.meta.setdefault(META_NOTES, []).append(
+                f"mtp-audit: warning: {found}: fail-on = \"{resolved.fail_on}\" in a discovered settings file is not applied "
+                "(an audited checkout must not lower its own gate); pass the file with --config, or --fail-on, to apply it")
+        resolved = dataclasses.replace(resolved, fail_on="error")
     return resolved
 
 
 def warn_expired(resolved: Resolved) -> None:
     """One stderr line per expired ignore (``mtp-audit: warning: <file>: ...``); called once the report is
-    written, so a usage error still leaves a single stderr line."""
+    written, so a usage error still leaves a single stderr line. Also the notes of :func:`settings_for`
+    (a discovered ``fail-on`` that was not applied)."""
+    ctx = click.get_current_context(silent=True)
+    for note in (ctx.meta.get(META_NOTES, []) if ctx is not None else []):
+        click.echo(note, err=True)
     for ig in resolved.expired:
         click.echo(f"mtp-audit: warning: {ig.source}: the ignore of {ig.rule_id} expired on {ig.expires} and no longer "
                    f"applies (reason was: {ig.reason})", err=True)

@@ -380,7 +380,8 @@ def _is_file(name: str) -> bool:
 OUTPUT_PARAMS = frozenset({"output", "save_facts"})
 
 
-def check_outputs(protected: Iterable[str | os.PathLike[str]], outputs: Mapping[str, Path | str | None]) -> None:
+def check_outputs(protected: Iterable[str | os.PathLike[str]], outputs: Mapping[str, Path | str | None], *,
+                  read: Iterable[str | os.PathLike[str]] = ()) -> None:
     """Refuse, before anything is written, an output plan that would destroy an input or collide.
 
     Args:
@@ -391,27 +392,17 @@ def check_outputs(protected: Iterable[str | os.PathLike[str]], outputs: Mapping[
         outputs: option name (``"--output"``, ``"--save-facts"``) -> the path it will write, ``"-"`` for
             standard output, or ``None`` (not given). Devices and FIFOs (``/dev/null``, a pipe) are
             written through and are never "protected" nor "colliding".
+        read: every file and folder the run read on its own (:func:`mtp_audit.sources.bounded.files_read`:
+            an installed package's files, ``torch/version.py``), protected like ``protected``; checked after
+            it, so a refusal names the input as the user typed it when it can.
 
     Raises:
         InputError: ``<output>: is the audited input X ...`` / ``would overwrite a file of the audited
             input X ...``; two outputs naming the same file (or both ``-``); an output whose name
             cannot even be examined (too long, a loop of symlinks).
     """
-    files: dict[tuple[int, int], str] = {}
-    real_files: dict[str, str] = {}
-    folders: list[tuple[str, str]] = []
-    for item in protected:
-        name = os.fspath(item)
-        try:
-            st = os.stat(name)
-        except (OSError, ValueError):
-            continue
-        real = os.path.realpath(name)
-        if stat.S_ISDIR(st.st_mode):
-            folders.append((real, name))
-        elif stat.S_ISREG(st.st_mode):
-            files[(st.st_dev, st.st_ino)] = name
-            real_files[real] = name
+    files, real_files, folders = _protected_index(protected)
+    read_index = _protected_index(read)
     seen: dict[object, str] = {}
     for option, out in outputs.items():
         if out is None:
@@ -442,10 +433,8 @@ def check_outputs(protected: Iterable[str | os.PathLike[str]], outputs: Mapping[
                 if hit is not None:
                     raise InputError(path, f"is the audited input {hit}; refusing to write {what} there")
                 if st_out is not None:
-                    for folder_real, folder_name in folders:
-                        if _under(real, folder_real) or (st_out.st_nlink > 1 and _linked_inside(folder_real, st_out)):
-                            raise InputError(path, f"would overwrite a file of the audited input {folder_name}; "
-                                                   f"refusing to write {what} there")
+                    _refuse_inside(path, real, st_out, folders, what)
+                    _refuse_read(path, real, st_out, read_index, what)
                 keys = {real} | ({(st_out.st_dev, st_out.st_ino)} if st_out is not None else set())
         clash = next((seen[k] for k in keys if k in seen), None)
         if clash is not None:
@@ -453,6 +442,46 @@ def check_outputs(protected: Iterable[str | os.PathLike[str]], outputs: Mapping[
                 raise InputError(option, f"{clash} and {option} both go to standard output; send one of them to a file")
             raise InputError(os.fspath(out), f"{clash} and {option} name the same file; give them different files")
         seen.update(dict.fromkeys(keys, option))
+
+
+def _protected_index(items: Iterable[str | os.PathLike[str]]) -> tuple[dict[tuple[int, int], str], dict[str, str], list[tuple[str, str]]]:
+    """``(files by (st_dev, st_ino), files by real path, [(folder real path, name)])`` of the existing
+    ``items``; the first name given for a file is kept."""
+    files: dict[tuple[int, int], str] = {}
+    real_files: dict[str, str] = {}
+    folders: list[tuple[str, str]] = []
+    for item in items:
+        name = os.fspath(item)
+        try:
+            st = os.stat(name)
+        except (OSError, ValueError):
+            continue
+        real = os.path.realpath(name)
+        if stat.S_ISDIR(st.st_mode):
+            folders.append((real, name))
+        elif stat.S_ISREG(st.st_mode):
+            files.setdefault((st.st_dev, st.st_ino), name)
+            real_files.setdefault(real, name)
+    return files, real_files, folders
+
+
+def _refuse_inside(path: str, real: str, st_out: os.stat_result, folders: list[tuple[str, str]], what: str) -> None:
+    for folder_real, folder_name in folders:
+        if _under(real, folder_real) or (st_out.st_nlink > 1 and _linked_inside(folder_real, st_out)):
+            raise InputError(path, f"would overwrite a file of the audited input {folder_name}; "
+                                   f"refusing to write {what} there")
+
+
+def _refuse_read(path: str, real: str, st_out: os.stat_result, index: tuple[dict[tuple[int, int], str], dict[str, str],
+                 list[tuple[str, str]]], what: str) -> None:
+    """Refuse an output over a file (or into a folder) the run read without being told to."""
+    files, real_files, folders = index
+    hit = real_files.get(real) or files.get((st_out.st_dev, st_out.st_ino))
+    if hit is not None:
+        raise InputError(path, f"is {hit}, a file this audit read; refusing to write {what} there")
+    for folder_real, folder_name in folders:
+        if _under(real, folder_real):
+            raise InputError(path, f"would overwrite a file of {folder_name}, which this audit read; refusing to write {what} there")
 
 
 def _under(path: str, folder: str) -> bool:
@@ -509,7 +538,9 @@ def emit(
         fmt: ``-f`` values (``text`` / ``json`` / ``markdown`` / ``sarif``), one or several.
         output: ``-o`` values (``None`` or ``"-"``: stdout), paired with ``fmt`` by :func:`output_plan`.
         fail_on: the ``--fail-on`` value, None when not given.
-        protected: paths the command read beyond what :func:`input_paths` finds on its own.
+        protected: paths the command read beyond what :func:`input_paths` finds on its own (every file
+            opened through :mod:`mtp_audit.sources.bounded` in this run is added too: an installed
+            package's files, ``torch/version.py`` read by the live preflight).
         also_write: further outputs ``(option, path, text)`` (``--save-facts``), written with the report.
 
     Nothing is written unless every output passes :func:`check_outputs` against :func:`input_paths`, and
@@ -535,7 +566,9 @@ def emit(
         plan["--output" if i == 0 else f"--output #{i + 1}"] = path
     for option, path, _ in also_write:
         plan[option] = path
-    check_outputs(input_paths(report, extra=[*protected, *config_files()]), plan)
+    from mtp_audit.sources.bounded import files_read
+
+    check_outputs(input_paths(report, extra=[*protected, *config_files()]), plan, read=files_read())
     texts = [(fmt_i, path, _render_for(report, fmt_i, path, threshold)) for fmt_i, path in pairs]
     staged: list[_Staged] = []
     to_stdout = False

@@ -69,13 +69,13 @@ def cli() -> None:
     """
 
 
-_CONTROL = {i: f"\\x{i:02x}" for i in (*range(0x20), 0x7F)} | {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}
-
-
 def one_line(text: str) -> str:
     """``text`` with control characters (a newline in a file name, a carriage return, an escape
-    sequence) written as ``\\n`` / ``\\xNN`` escapes, so every error message is exactly one line."""
-    return text.translate(_CONTROL)
+    sequence, C1 controls, line separators, bidi overrides) written as visible escapes
+    (:func:`mtp_audit.formats.escape.escape`), so every error message is exactly one line."""
+    from mtp_audit.formats.escape import escape
+
+    return escape(text)
 
 
 def _one_line(text: str) -> str:
@@ -132,9 +132,55 @@ def usage_error_parts(exc: click.ClickException) -> tuple[str, str]:
     return (ctx.command_path if ctx is not None else "mtp-audit"), _one_line(exc.format_message())
 
 
+class Signalled(BaseException):
+    """SIGTERM or SIGHUP arrived: unwinds like Ctrl-C, so every staged output's temporary file is removed."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_signalled(signum: int, _frame: Any) -> None:
+    raise Signalled(signum)
+
+
+def _signal_handlers() -> dict[int, Any]:
+    """Turn SIGTERM and SIGHUP into :class:`Signalled` (main thread only); returns the previous handlers."""
+    import signal
+    import threading
+
+    old: dict[int, Any] = {}
+    if threading.current_thread() is not threading.main_thread():
+        return old
+    for name in ("SIGTERM", "SIGHUP"):
+        num = getattr(signal, name, None)
+        if num is not None:
+            old[num] = signal.signal(num, _raise_signalled)
+    return old
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (never raises, never prints a traceback unless
-    ``MTP_AUDIT_DEBUG=1``)."""
+    ``MTP_AUDIT_DEBUG=1``). The command runs as one run (:func:`mtp_audit.sources.bounded.run_budget`:
+    totals of bytes read, JSON parsed and network time; the files read are protected from the outputs).
+    SIGTERM and SIGHUP end it like Ctrl-C (exit 128 + the signal number), with no temporary file left."""
+    import signal
+
+    from mtp_audit.sources.bounded import run_budget
+
+    old = _signal_handlers()
+    try:
+        with run_budget():
+            return _main(argv)
+    except Signalled as exc:
+        click.echo(f"mtp-audit: terminated by {signal.Signals(exc.signum).name}", err=True)
+        return 128 + exc.signum
+    finally:
+        for num, handler in old.items():
+            signal.signal(num, handler)
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         rv: Any = cli.main(args=argv, prog_name="mtp-audit", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -156,6 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         click.echo("mtp-audit: interrupted", err=True)
         return 130
+    except MemoryError:  # past every budget: still one line, exit 2, never a traceback
+        click.echo("mtp-audit: error: out of memory while auditing; lower MTP_AUDIT_MAX_JSON_BYTES or audit fewer files at once",
+                   err=True)
+        return 2
     except BrokenPipeError:
         try:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the interpreter's flush at exit

@@ -1,5 +1,10 @@
 """Renderers: a :class:`~mtp_audit.report.Report` in, a string out. No printing, no files.
 
+Every renderer's output passes through :mod:`mtp_audit.formats.escape`: text and Markdown render a copy of
+the report whose strings are escaped (:func:`~mtp_audit.formats.escape.escape_deep`), JSON and SARIF
+documents have the unsafe characters ``json.dumps`` leaves raw written as ``\\uNNNN``
+(:func:`~mtp_audit.formats.escape.escape_json`, lossless).
+
 ``FORMATS`` maps each ``--format`` name to its ``render(report) -> str`` function (defaults:
 not verbose, no colour, ``--fail-on error``); :func:`render` passes the text options on.
 """
@@ -9,31 +14,32 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from mtp_audit.formats.escape import escape_deep, escape_json
 from mtp_audit.report import Report, Severity
 
 
 def _text(report: Report) -> str:
     from mtp_audit.formats.text import render
 
-    return render(report)
+    return render(escape_deep(report))
 
 
 def _json(report: Report) -> str:
     from mtp_audit.formats.jsonfmt import render
 
-    return render(report)
+    return escape_json(render(report))
 
 
 def _markdown(report: Report) -> str:
     from mtp_audit.formats.markdown import render
 
-    return render(report)
+    return render(escape_deep(report))
 
 
 def _sarif(report: Report) -> str:
     from mtp_audit.formats.sarif import render
 
-    return render(report)
+    return escape_json(render(report))
 
 
 FORMATS: dict[str, Callable[[Report], str]] = {
@@ -62,17 +68,17 @@ def render(report: Report, fmt: str, *, verbose: bool = False, color: bool = Fal
     if fmt == "text":
         from mtp_audit.formats.text import render as text
 
-        return text(report, verbose=verbose, color=color, fail_on=fail_on, shown=shown, width=width)
+        return text(escape_deep(report), verbose=verbose, color=color, fail_on=fail_on, shown=shown, width=width)
     if fmt == "markdown":
         from mtp_audit.formats.markdown import render as markdown
 
-        return markdown(report, fail_on=fail_on, shown=shown)
+        return markdown(escape_deep(report), fail_on=fail_on, shown=shown)
     if fmt == "sarif":
         from mtp_audit.formats.sarif import render as sarif_render
 
-        return sarif_render(report, shown=shown, **sarif)
+        return escape_json(sarif_render(report, shown=shown, **sarif))
     if fmt == "json" and shown is not None:
         from mtp_audit.formats.jsonfmt import render as json_render
 
-        return json_render(report, shown=shown)
+        return escape_json(json_render(report, shown=shown))
     return FORMATS[fmt](report)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mtp_audit.formats.escape import escape
 from mtp_audit.report import Gap, Report, Severity, Status
 
 
@@ -65,14 +66,12 @@ def not_listed_line(report: Report, listed: list[Any], shown: Any) -> str:
     return f"{n} finding{'s' if n != 1 else ''} not listed ({how}); the verdict and the counts include them"
 
 
-_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)]}
-
-
 def printable(text: str) -> str:
-    """``text`` with control characters (C0, DEL, C1: newlines, terminal escape sequences) written as ``\\xNN``,
-    so a value read from an audited file (an ``architectures`` entry, a dump's GPU name) cannot start a new
-    report line, fake a verdict or recolour the terminal."""
-    return text.translate(_CONTROL)
+    """``text`` as a person may read it: :func:`mtp_audit.formats.escape.escape` (C0, DEL, C1, line
+    separators and bidi controls as visible escapes), so a value read from an audited file (an
+    ``architectures`` entry, a dump's GPU name) cannot start a new report line, fake a verdict, recolour
+    the terminal or read in another order than it is stored."""
+    return escape(text)
 
 
 def _show(value: Any) -> str:

@@ -151,7 +151,7 @@ def preflight(
         sglang_facts: ``report.facts["sglang"]`` of :func:`mtp_audit.engines.sglang.audit_sglang` on the SGLang the launch
             will run (a wheel, checkout or folder, not necessarily installed here). When given, it is used for the
             flag semantics and the SGLang version whatever the machine source (live, dump or facts file), and the
-            installed sglang is not looked up. ``mtp-audit launch`` passes it (added for issue 6).
+            installed sglang is not looked up. ``mtp-audit launch`` passes it.
         vllm_version: the version of the vLLM source a launch audit names (``--vllm TARGET``); it wins over the
             machine's installed vllm for version-dependent vLLM checks.
         engine: ``"sglang"`` or ``"vllm"`` (``--engine``): whose semantics the verdict applies. It wins over the
@@ -446,10 +446,14 @@ audit_machine = preflight
 class _CallableModule(types.ModuleType):
     """This package calls :func:`preflight` when called: once ``mtp_audit.preflight`` is imported as a package
     (``import mtp_audit.preflight.envdump``), the attribute ``mtp_audit.preflight`` is the package, not the
-    function; calling it still runs the preflight, so ``mtp_audit.preflight(env_dumps=...)`` always works."""
+    function; calling it still runs the preflight, so ``mtp_audit.preflight(env_dumps=...)`` always works, with
+    the arguments checked and the call run as one bounded run like every top-level function
+    (:func:`mtp_audit.api.public`)."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Report:
-        return preflight(*args, **kwargs)
+        from mtp_audit.api import public
+
+        return public("preflight", preflight)(*args, **kwargs)  # type: ignore[no-any-return]
 
 
 sys.modules[__name__].__class__ = _CallableModule

@@ -18,6 +18,7 @@ Every read is bounded: only the ELF header, the section-header table, the sectio
 
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,10 +104,13 @@ def fatbin_entries(path: Path) -> tuple[FatbinEntry, ...]:
 
     Raises:
         ElfError: not a readable 64-bit ELF or a corrupt section table.
-        OSError: the file cannot be opened.
+        OSError: the file cannot be opened, or is not a regular file
+            (:class:`mtp_audit.sources.bounded.NotRegularFile`).
     """
+    from mtp_audit.sources.bounded import open_regular
+
     entries: list[FatbinEntry] = []
-    with open(path, "rb") as fh:
+    with os.fdopen(open_regular(path), "rb") as fh:  # a FIFO never blocks; recorded as read (never an output)
         size = fh.seek(0, 2)
         fh.seek(0)
         for section, (off, sz) in sorted(_sections(fh, size).items(), key=lambda kv: kv[0] != ".nv_fatbin"):

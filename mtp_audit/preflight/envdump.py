@@ -143,13 +143,31 @@ def _read_stdin_bounded(limit: int) -> bytes:
 _OWN_TEXT_REPORT = re.compile(r"(?:FAIL|INCONCLUSIVE|WARN|PASS): [^\n]*\(exit \d(?:; \d+ ignored)?\)\n")
 
 
+#: Longest run of blanks (whitespace other than a newline) the parsers see; a longer run is cut to this.
+#: Real dumps pad columns with at most ~40 spaces (nvidia-smi's box table).
+MAX_BLANK_RUN = 64
+
+_BLANK_RUN = re.compile(r"[^\S\n]{%d,}" % (MAX_BLANK_RUN + 1))
+
+
+def clip_blank_runs(text: str) -> str:
+    """``text`` with every run of more than :data:`MAX_BLANK_RUN` blanks (spaces, tabs, other non-newline
+    whitespace) cut to its first :data:`MAX_BLANK_RUN` characters; newlines (so line numbers) are kept.
+
+    Why: the format parsers match a lazily extended field followed by ``\\s+`` (``GPU 0: <name>`` up to the
+    next ``GPU n Compute Capability``; an nvidia-smi row up to ``On``/``Off``). On a line of k blanks each
+    extension re-scans the run, so a pasted ``GPU 0: x`` followed by 200,000 spaces took minutes (an
+    nvidia-smi row, longer). With runs bounded, every parser is linear in the dump's length."""
+    return _BLANK_RUN.sub(lambda m: m.group()[:MAX_BLANK_RUN], text)
+
+
 def parse_dump(text: str, *, display: str = "dump") -> MachineFacts:
     """Parse one pasted dump (possibly several formats concatenated) into :class:`MachineFacts`.
 
     Raises:
         InputError: no known format found (the message lists what is accepted).
     """
-    text = text.replace("\r\n", "\n")
+    text = clip_blank_runs(text.replace("\r\n", "\n"))
     head = text.lstrip()[:200]
     if (head.startswith(("mtp-audit ", "# mtp-audit report")) or _OWN_TEXT_REPORT.match(head)
             or ('"schema_version"' in text[:4096] and '"mtp-audit"' in text)):

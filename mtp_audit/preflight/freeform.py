@@ -1,5 +1,5 @@
 """The environment people write by hand in bug reports: Markdown bullets and tables, prose, container
-tags and package lines (issue 10 §1). Samples: ``fixtures/preflight/envdumps/freeform/`` (SOURCE.txt
+tags and package lines. Samples: ``fixtures/preflight/envdumps/freeform/`` (SOURCE.txt
 names the public report of each).
 
 Read line by line (linear in the text), each fact with its provenance ``"free-form line N (...)"``:

@@ -1,7 +1,7 @@
 """Line numbers for offsets into a dump, in O(log n) per lookup.
 
 The env-dump parsers report where each fact was read (``"sglang-check-env line 7"``). Counting
-newlines from the start of the text for every match made parsing quadratic (issue 13: a 2.6 MB dump
+newlines from the start of the text for every match made parsing quadratic (a 2.6 MB dump
 took 29 s). :class:`LineIndex` records the offset of every line start once (one linear pass) and
 answers with :func:`bisect.bisect_right`.
 

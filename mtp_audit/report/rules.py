@@ -46,7 +46,7 @@ ID_RANGES: dict[str, range] = {
     "log": range(500, 550),
 }
 
-#: Where a rule's fact comes from. "bug report" rules say so in their doc (issue 4 asks for it).
+#: Where a rule's fact comes from. "bug report" rules say so in their doc (a reader weighs a bug report below code).
 BASES = ("code", "documentation", "bug report", "real checkpoint", "format spec", "safety")
 
 FileContent = Union[str, bytes]

@@ -3,12 +3,29 @@
 Audited artifacts are data, never code: nothing here imports, executes or unpickles. Every read
 has a byte limit, and every relative path taken from an artifact (a ``weight_map`` value, a file
 in a wheel) is checked to stay inside the audited root before it is opened.
+
+Every file is opened once (:func:`open_regular`: ``O_NONBLOCK`` so a FIFO cannot block, ``O_NOFOLLOW``
+where the caller has already resolved the path, ``fstat`` of the descriptor) and read from that
+descriptor only, so a file swapped for a FIFO, a device or a symlink between a check and a read is
+never read.
+
+A *run* (one CLI command, one call of a public API function: :func:`run_budget`) has totals on top of the
+per-file limits, :class:`RunBudget`: bytes read from files, bytes of JSON parsed (the memory of parsed JSON
+is a small multiple of its text), and wall time on the network. The run also records every file opened
+through this module (:func:`files_read`), so the CLI protects each of them from every output, including
+files an analyzer read without being told to (an installed package's ``envs.py``, ``torch/version.py``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -22,22 +39,207 @@ MAX_JSON_BYTES = 256 * 1024 * 1024
 MAX_TEXT_BYTES = 64 * 1024 * 1024
 
 
+#: Default totals of one run (see :class:`RunBudget`); each can be changed with its environment variable.
+#: Bytes read from files in one run: sglang 0.5.23 holds 65 MB of .py files, a 163-shard DeepSeek-V3 ~20 MB
+#: of metadata. ``MTP_AUDIT_MAX_READ_BYTES``.
+MAX_RUN_READ_BYTES = 2 * 1024 * 1024 * 1024
+#: Estimated memory (bytes) of the JSON parsed in one run (config files, indexes, shard headers), see
+#: :func:`json_memory_estimate`: a million-tensor checkpoint's headers (~150 MB of text) come to ~0.6 GB.
+#: ``MTP_AUDIT_MAX_JSON_BYTES``.
+MAX_RUN_JSON_BYTES = 1536 * 1024 * 1024
+#: Wall seconds one run may spend on the network, retries and ``Retry-After`` waits included.
+#: ``MTP_AUDIT_NETWORK_SECONDS``.
+MAX_RUN_NETWORK_SECONDS = 300.0
+#: Most distinct files recorded as read in one run (beyond it the oldest are dropped).
+MAX_RECORDED_READS = 1_000_000
+
+
 class NotRegularFile(OSError):
-    """The path is a FIFO, socket, device or directory: never read (a FIFO would block forever)."""
+    """The path is a FIFO, socket, device, symlink or directory: never read (a FIFO would block forever)."""
 
 
-def open_regular(path: Path | str) -> int:
-    """Open ``path`` read-only without blocking and return the file descriptor, only if it is a
-    regular file. ``O_NONBLOCK`` makes opening a FIFO return at once instead of waiting for a writer;
-    the descriptor is switched back to blocking mode for normal reads.
+class BudgetSpent(InputError):
+    """A total of the run (:class:`RunBudget`) is spent: the read is refused with one line."""
+
+
+def _env_number(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name, "") or default)
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+@dataclass
+class RunBudget:
+    """The totals of one run, shared by every thread of it (hub reads) through a context variable.
+
+    Attributes:
+        max_read_bytes: bytes read from files (:data:`MAX_RUN_READ_BYTES`).
+        max_json_bytes: bytes of JSON parsed (:data:`MAX_RUN_JSON_BYTES`).
+        network_seconds: wall seconds on the network (:data:`MAX_RUN_NETWORK_SECONDS`), counted from the
+            first request of the run.
+        read_bytes, json_bytes: spent so far.
+        files: every file opened through :func:`open_regular` (absolute paths, in order), plus the roots
+            registered with :func:`note_read`.
+    """
+
+    max_read_bytes: int = MAX_RUN_READ_BYTES
+    max_json_bytes: int = MAX_RUN_JSON_BYTES
+    network_seconds: float = MAX_RUN_NETWORK_SECONDS
+    read_bytes: int = 0
+    json_bytes: int = 0
+    files: dict[str, None] = field(default_factory=dict)
+    _network_start: float | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def from_env(cls) -> RunBudget:
+        """The defaults, each overridden by its environment variable when that is a positive number."""
+        return cls(max_read_bytes=int(_env_number("MTP_AUDIT_MAX_READ_BYTES", MAX_RUN_READ_BYTES)),
+                   max_json_bytes=int(_env_number("MTP_AUDIT_MAX_JSON_BYTES", MAX_RUN_JSON_BYTES)),
+                   network_seconds=_env_number("MTP_AUDIT_NETWORK_SECONDS", MAX_RUN_NETWORK_SECONDS))
+
+    def charge_read(self, n: int, name: str) -> None:
+        """Count ``n`` bytes read from ``name``.
+
+        Raises:
+            BudgetSpent: the run's total is passed (``MTP_AUDIT_MAX_READ_BYTES`` raises it).
+        """
+        with self._lock:
+            self.read_bytes += n
+            over = self.read_bytes > self.max_read_bytes
+        if over:
+            raise BudgetSpent(name, f"this run has read more than {self.max_read_bytes} bytes in all; not read "
+                                    "(set MTP_AUDIT_MAX_READ_BYTES to raise the bound)")
+
+    def charge_json(self, n: int, name: str) -> None:
+        """Count ``n`` bytes of estimated parsed-JSON memory (:func:`json_memory_estimate`) for ``name``.
+
+        Raises:
+            BudgetSpent: the run's total is passed (``MTP_AUDIT_MAX_JSON_BYTES`` raises it).
+        """
+        with self._lock:
+            self.json_bytes += n
+            over = self.json_bytes > self.max_json_bytes
+        if over:
+            raise BudgetSpent(name, f"parsing it would take this run's parsed JSON past {self.max_json_bytes} bytes of "
+                                    "memory; not parsed (set MTP_AUDIT_MAX_JSON_BYTES to raise the bound)")
+
+    def network_deadline(self) -> float:
+        """``time.monotonic()`` value past which no request starts and no body is read any more (the clock
+        starts at the run's first call of this method)."""
+        with self._lock:
+            if self._network_start is None:
+                self._network_start = time.monotonic()
+            return self._network_start + self.network_seconds
+
+    def record(self, path: str) -> None:
+        """Remember that ``path`` was read (see :attr:`files`)."""
+        with self._lock:
+            self.files[path] = None
+            if len(self.files) > MAX_RECORDED_READS:
+                del self.files[next(iter(self.files))]
+
+
+_RUN: contextvars.ContextVar[RunBudget | None] = contextvars.ContextVar("mtp_audit_run_budget", default=None)
+
+
+@contextlib.contextmanager
+def run_budget(budget: RunBudget | None = None) -> Iterator[RunBudget]:
+    """Run the block as one run with ``budget`` (default :meth:`RunBudget.from_env`). Nested blocks share the
+    outer run's budget, so a public function called by another counts once."""
+    outer = _RUN.get()
+    if outer is not None:
+        yield outer
+        return
+    token = _RUN.set(budget or RunBudget.from_env())
+    try:
+        yield _RUN.get()  # type: ignore[misc]
+    finally:
+        _RUN.reset(token)
+
+
+def current_run() -> RunBudget | None:
+    """The budget of the run in progress, or None outside :func:`run_budget` (then only per-file limits hold)."""
+    return _RUN.get()
+
+
+def note_read(path: Path | str) -> None:
+    """Record ``path`` (a file or a whole folder, such as an engine tree scanned by worker processes) as read
+    by the run in progress, so that no output may replace it."""
+    run = _RUN.get()
+    if run is not None:
+        with contextlib.suppress(OSError, ValueError, TypeError):
+            run.record(os.path.abspath(os.fspath(path)))
+
+
+def files_read() -> list[str]:
+    """Every file and folder the run in progress read (see :func:`note_read`); ``[]`` outside a run."""
+    run = _RUN.get()
+    if run is None:
+        return []
+    with run._lock:
+        return list(run.files)
+
+
+def json_memory_estimate(raw: bytes) -> int:
+    """An upper estimate of the memory (bytes) ``json.loads(raw)`` takes: the text, plus 64 bytes per object
+    or array (``{`` / ``[``: an empty dict is 64 bytes, a list 56) and 32 per element separator (``,``: a
+    pointer, a small int or a key). Counted with ``bytes.count`` (C speed), before parsing. ``[{},{},...]``
+    costs ~25x its text, a real shard header ~4x."""
+    return len(raw) + 64 * (raw.count(b"{") + raw.count(b"[")) + 32 * raw.count(b",")
+
+
+def charge_json(raw: bytes, name: str) -> None:
+    """Count the estimated memory of parsing ``raw`` (:func:`json_memory_estimate`) against the run's total
+    (no-op outside a run).
 
     Raises:
-        NotRegularFile: a directory, FIFO, socket or device (the descriptor is closed).
+        BudgetSpent: see :meth:`RunBudget.charge_json`.
+    """
+    run = _RUN.get()
+    if run is not None:
+        run.charge_json(json_memory_estimate(raw), name)
+
+
+def charge_read(n: int, name: str) -> None:
+    """Count ``n`` bytes read against the run's total (no-op outside a run).
+
+    Raises:
+        BudgetSpent: see :meth:`RunBudget.charge_read`.
+    """
+    run = _RUN.get()
+    if run is not None:
+        run.charge_read(n, name)
+
+
+def open_regular(path: Path | str, *, follow: bool = True) -> int:
+    """Open ``path`` read-only without blocking and return the file descriptor, only if it is a
+    regular file. ``O_NONBLOCK`` makes opening a FIFO return at once instead of waiting for a writer;
+    the descriptor is switched back to blocking mode for normal reads. With ``follow=False``
+    (``O_NOFOLLOW``) a path whose last component is a symlink is refused: callers that resolved and
+    checked the path first pass it, so a symlink swapped in after the check is never followed. Read
+    only from the returned descriptor (never reopen the path). The file is recorded as read by the
+    run in progress (:func:`note_read`).
+
+    Raises:
+        NotRegularFile: a directory, FIFO, socket, device, or (``follow=False``) a symlink (the
+            descriptor is closed).
         OSError: the usual open errors (FileNotFoundError, PermissionError, ...).
     """
+    import errno
     import stat
 
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if not follow and exc.errno in (errno.ELOOP, errno.EMLINK):
+            raise NotRegularFile("is a symlink (swapped in after it was checked?); not followed") from None
+        raise
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
@@ -48,32 +250,68 @@ def open_regular(path: Path | str) -> int:
     except BaseException:
         os.close(fd)
         raise
+    note_read(path)
     return fd
 
 
-def read_bytes_bounded(path: Path, limit: int, *, display: str | None = None) -> bytes:
-    """Read at most ``limit`` bytes of ``path``.
+def read_fd_bounded(fd: int, limit: int, name: str) -> bytes:
+    """Read the whole regular file open on ``fd`` (from its start), at most ``limit`` bytes, and count them
+    against the run's total. The descriptor stays open.
+
+    Raises:
+        InputError: the file is larger than ``limit`` or grew past it while read; :class:`BudgetSpent`.
+        OSError: a read error.
+    """
+    size = os.fstat(fd).st_size
+    if size > limit:
+        raise InputError(name, f"file is {size} bytes, over the {limit}-byte limit")
+    charge_read(size, name)
+    # Ask for the file's own size (+1 to notice growth), not the limit: read(n) allocates n bytes up front,
+    # which for a 64 MiB limit on a 2 KB source file dominated a tree scan.
+    chunks = _pread_upto(fd, 0, size + 1)
+    got = sum(map(len, chunks))
+    if got > size:  # it grew since fstat: read on, still bounded
+        chunks += _pread_upto(fd, got, limit + 1)
+        got = sum(map(len, chunks))
+        if got > limit:
+            raise InputError(name, f"file grew past the {limit}-byte limit while being read")
+        charge_read(got - size, name)
+    return b"".join(chunks)
+
+
+def _pread_upto(fd: int, start: int, end: int) -> list[bytes]:
+    """Bytes ``start..end-1`` of ``fd`` (fewer at the end of the file), as chunks."""
+    chunks: list[bytes] = []
+    pos = start
+    while pos < end:
+        chunk = os.pread(fd, end - pos, pos)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        pos += len(chunk)
+    return chunks
+
+
+def read_bytes_bounded(path: Path, limit: int, *, display: str | None = None, follow: bool = True) -> bytes:
+    """Read at most ``limit`` bytes of ``path`` through one descriptor (:func:`open_regular`).
 
     Args:
         path: file to read.
         limit: maximum size in bytes; a larger file is refused, not truncated.
         display: name used in error messages (defaults to ``str(path)``).
+        follow: False refuses a path whose last component is a symlink (``O_NOFOLLOW``).
 
     Raises:
-        InputError: the file is missing, unreadable, not a regular file, or larger than ``limit``.
+        InputError: the file is missing, unreadable, not a regular file, or larger than ``limit``;
+            :class:`BudgetSpent` when the run's total is spent.
     """
     name = display or str(path)
     try:
-        fd = open_regular(path)
-        with os.fdopen(fd, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size > limit:
-                raise InputError(name, f"file is {size} bytes, over the {limit}-byte limit")
-            # Ask for the file's own size (+1 to notice growth), not the limit: read(n) allocates n
-            # bytes up front, which for a 64 MiB limit on a 2 KB source file dominated a tree scan.
-            data = fh.read(size + 1)
-            if len(data) > size:  # it grew since fstat: read on, still bounded
-                data += fh.read(limit + 1 - len(data))
+        fd = open_regular(path, follow=follow)
+        try:
+            data = read_fd_bounded(fd, limit, name)
+        finally:
+            os.close(fd)
     except InputError:
         raise
     except NotRegularFile as exc:
@@ -86,19 +324,28 @@ def read_bytes_bounded(path: Path, limit: int, *, display: str | None = None) ->
         raise InputError(name, "permission denied") from None
     except OSError as exc:
         raise InputError(name, f"cannot read: {exc.strerror or exc}") from None
-    if len(data) > limit:
-        raise InputError(name, f"file grew past the {limit}-byte limit while being read")
     return data
 
 
-def read_json_bounded(path: Path, *, limit: int = MAX_JSON_BYTES, display: str | None = None) -> Any:
+def read_json_bounded(path: Path, *, limit: int = MAX_JSON_BYTES, display: str | None = None, follow: bool = True) -> Any:
     """Parse a JSON file (UTF-8; NaN/Infinity accepted as transformers writes them) with a size bound.
 
     Raises:
-        InputError: unreadable, too large, not UTF-8, or not valid JSON (message gives line and column).
+        InputError: unreadable, too large, not UTF-8, or not valid JSON (message gives line and column);
+            :class:`BudgetSpent` when the run's totals are spent.
     """
     name = display or str(path)
-    raw = read_bytes_bounded(path, limit, display=name)
+    raw = read_bytes_bounded(path, limit, display=name, follow=follow)
+    return parse_json_bytes(raw, name)
+
+
+def parse_json_bytes(raw: bytes, name: str) -> Any:
+    """Parse JSON bytes read from ``name`` (see :func:`read_json_bounded`), counted against the run's JSON total.
+
+    Raises:
+        InputError: not UTF-8 or not valid JSON; :class:`BudgetSpent`.
+    """
+    charge_json(raw, name)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -1,7 +1,7 @@
 """Audit a checkpoint on the Hugging Face hub from its metadata alone: :class:`HubSource`.
 
 ``mtp-audit checkpoint org/name[@revision]`` reads ``config.json``, the quantization configs, the
-index and each shard's safetensors header, never tensor data (issue 5). The analyzer talks to this
+index and each shard's safetensors header, never tensor data. The analyzer talks to this
 module only through the :class:`~mtp_audit.sources.local.CheckpointSource` contract and
 :func:`audit_source_for`, so a hub audit gives the same report as a local one.
 
@@ -41,7 +41,6 @@ import contextlib
 import contextvars
 import re
 import struct
-import tempfile
 import threading
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -53,8 +52,10 @@ from mtp_audit.errors import InputError
 from mtp_audit.progress import Progress
 from mtp_audit.sources.bounded import (
     MAX_JSON_BYTES,
+    BudgetSpent,
+    charge_json,
     contained_relpath,
-    read_json_bounded,
+    parse_json_bytes,
 )
 from mtp_audit.sources.hubcache import HubCache, default_cache_dir
 from mtp_audit.sources.huberrors import HubUnavailable, NotCached  # noqa: F401  (re-exported: callers catch them from here)
@@ -71,7 +72,7 @@ from mtp_audit.sources.local import (
     parse_header_json,
 )
 
-#: Default number of concurrent shard-header reads (issue 5: "--jobs, default 8").
+#: Default number of concurrent shard-header reads (``--jobs``).
 DEFAULT_JOBS = 8
 
 #: Upper bound for ``--jobs``: more threads only add load on the hub.
@@ -84,6 +85,8 @@ MAX_JOBS = 64
 #: a header are read per shard (none when the header is longer). 0 = exact reads: ``bytes=0-7`` then
 #: the header, nothing past it, two requests per shard. See docs/hub.md "Header reads".
 DEFAULT_PREFETCH_BYTES = 100_001
+
+_MISS: Any = object()  # not in the cache (or an entry that did not parse)
 
 #: The hub's commit ids are 40 hex digits (git SHA-1).
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -114,10 +117,20 @@ def parse_spec(spec: str) -> tuple[str, str | None]:
     if sep:
         if not revision:
             raise InputError(spec, "empty revision after '@'")
-        if len(revision) > 255 or not _REV_RE.match(revision) or ".." in revision:
+        if len(revision) > 255 or not _REV_RE.match(revision) or not _git_ref_shaped(revision):
             raise InputError(spec, f"not a valid revision: {revision!r}")
         return repo, revision
     return repo, None
+
+
+def _git_ref_shaped(revision: str) -> bool:
+    """Whether ``revision`` keeps git's ref-name rules that matter in a URL path (``git check-ref-format``):
+    no component is empty, ``.`` or ``..``, starts with ``.`` or ends with ``.lock`` / ``.``. ``@.`` or
+    ``a/./b`` would otherwise be normalised by the URL layer into another revision."""
+    for part in revision.split("/"):
+        if not part or part.startswith(".") or part.endswith(".") or part.endswith(".lock"):
+            return False
+    return ".." not in revision
 
 
 def is_hub_spec(text: str) -> bool:
@@ -246,9 +259,13 @@ def shard_header_from_prefix(rel: str, prefix: bytes, file_size: int) -> ShardHe
     rules against ``file_size``).
 
     Raises:
-        ReadProblem: malformed header.
+        ReadProblem: malformed header, or the run's JSON total is spent.
     """
     n = len(prefix) - 8
+    try:
+        charge_json(prefix[8:], rel)
+    except BudgetSpent as exc:
+        raise ReadProblem(rel, exc.problem, "unreadable") from None
     fast = fast_header(rel, prefix[8:], file_size)
     if fast is not None:
         return fast
@@ -420,8 +437,7 @@ class HubSource(CheckpointSource):
             assert snap is not None
             value = snap.read_json(rel)
             origin = "hf-cache"
-        elif self.cache is not None and self.cache.has_file(self.repo, self.commit, rel):
-            value = self._parse_json_file(rel, self.cache.file_path(self.repo, self.commit, rel))
+        elif (value := self._cached_json(rel)) is not _MISS:
             origin = "mtp-audit-cache"
         elif self.offline:
             raise ReadProblem(rel, OFFLINE_PROBLEM, "network")
@@ -434,26 +450,37 @@ class HubSource(CheckpointSource):
                     display=self.display, timeout=self.timeout,
                 )
             value = self._parse_json_bytes(rel, data)
+            if self.cache is not None:  # only once it parsed: a proxy's HTML "200" is never cached
+                self.cache.put_file(self.repo, self.commit, rel, data)
             origin = "hub"
         with self._lock:
             self._json_memo[rel] = value
             self.served_from[rel] = origin
         return value
 
-    def _parse_json_file(self, rel: str, path: Path) -> Any:
+    def _cached_json(self, rel: str) -> Any:
+        """The parsed value of ``rel`` from the mtp-audit cache, or :data:`_MISS` when there is no valid
+        entry or the entry does not parse (it is then fetched again)."""
+        if self.cache is None:
+            return _MISS
+        data = self.cache.get_file(self.repo, self.commit, rel)
+        if data is None:
+            return _MISS
         try:
-            return read_json_bounded(path, limit=MAX_JSON_BYTES, display=rel)
-        except InputError as exc:
-            raise ReadProblem(rel, exc.problem, "malformed") from None
+            return self._parse_json_bytes(rel, data)
+        except ReadProblem:
+            return _MISS
 
     def _parse_json_bytes(self, rel: str, data: bytes) -> Any:
-        """Cache ``data`` and parse it through the same file reader as local audits."""
-        if self.cache is not None and self.cache.put_file(self.repo, self.commit, rel, data):
-            return self._parse_json_file(rel, self.cache.file_path(self.repo, self.commit, rel))
-        with tempfile.TemporaryDirectory(prefix="mtp-audit-") as tmp:
-            path = Path(tmp) / "file.json"
-            path.write_bytes(data)
-            return self._parse_json_file(rel, path)
+        """Parse ``data`` exactly as a local file is parsed (:func:`mtp_audit.sources.bounded.parse_json_bytes`).
+
+        Raises:
+            ReadProblem: not UTF-8, not JSON, or the run's JSON total is spent.
+        """
+        try:
+            return parse_json_bytes(data, rel)
+        except InputError as exc:
+            raise ReadProblem(rel, exc.problem, "malformed") from None
 
     def read_header(self, rel: str) -> ShardHeader:
         """See :meth:`CheckpointSource.read_header` and the module docstring for the read order.
@@ -731,7 +758,7 @@ def open_hub_source(
     endpoint = (endpoint or constants.ENDPOINT).rstrip("/")
     hf_cache = Path(hf_cache_dir if hf_cache_dir is not None else constants.HF_HUB_CACHE)
     timeout = float(timeout if timeout is not None else constants.HF_HUB_DOWNLOAD_TIMEOUT)
-    cache = HubCache(Path(cache_dir) if cache_dir is not None else default_cache_dir()) if use_cache else None
+    cache = HubCache(Path(cache_dir) if cache_dir is not None else default_cache_dir(), endpoint) if use_cache else None
     rev = revision or "main"
     common: dict[str, Any] = dict(
         revision=rev, endpoint=endpoint, token=token, offline=offline, jobs=jobs, timeout=timeout,
@@ -747,51 +774,52 @@ def open_hub_source(
         if listed is not None:
             return HubSource(repo, rev, listed, listing_complete=True, **common)
 
-    from huggingface_hub import HfApi
-    from huggingface_hub.utils import get_token
-
-    from mtp_audit import __version__
-    from mtp_audit.sources import hubhttp
-
-    meter = hubhttp.Meter()
-    api = HfApi(endpoint=endpoint, token=token, library_name="mtp-audit", library_version=__version__)
-    have_token = bool(token or get_token())
-    with hubhttp.metering(meter):
-        for attempt in (1, 2):
-            try:
-                hubhttp.ensure_hooks()
-                info = api.model_info(repo, revision=rev, timeout=timeout, expand=["sha", "siblings", "gated"])
-                break
-            except Exception as exc:  # mapped to one line below; never a traceback
-                if attempt == 1 and hubhttp.is_retryable_info_error(exc):
-                    continue
-                raise hubhttp.model_info_error(
-                    exc, display=display, endpoint=endpoint, repo=repo, revision=rev, timeout=timeout,
-                    have_token=have_token,
-                ) from None
-    commit = getattr(info, "sha", None)
-    if not isinstance(commit, str) or not SHA_RE.match(commit):
-        raise InputError(display, f"the hub at {endpoint} returned no commit sha for revision {rev!r}")
-    if info.gated and not have_token:
-        raise InputError(
-            display,
-            f"gated repo ({info.gated} approval): accept the model's conditions on {endpoint}/{repo} and set HF_TOKEN",
-        )
-    if info.siblings is not None:
-        files = tuple(s.rfilename for s in info.siblings if isinstance(getattr(s, "rfilename", None), str))
-    else:  # a mirror that leaves the file list out of the model info: ask the tree API
-        from huggingface_hub.utils import build_hf_headers
-
-        headers = build_hf_headers(token=token, library_name="mtp-audit", library_version=__version__)
-        with hubhttp.metering(meter):
-            files = hubhttp.list_tree(
-                endpoint, repo, commit, headers, timeout=timeout, display=display, max_files=MAX_FILES
-            )
+    commit, files, meter = _resolve_online(repo, rev, display, endpoint=endpoint, token=token, timeout=timeout)
     if cache is not None:
         cache.put_listing(repo, commit, files)
         if rev != commit:
             cache.put_ref(repo, rev, commit)
     return HubSource(repo, commit, files, listing_complete=True, meter=meter, **common)
+
+
+def _resolve_online(repo: str, rev: str, display: str, *, endpoint: str, token: str | None, timeout: float) -> tuple[str, tuple[str, ...], Any]:
+    """``(commit sha, file list, request meter)`` of ``repo@rev`` from the hub's model info (the tree API when a mirror
+    leaves the file list out).
+
+    Raises:
+        InputError: no commit sha in the answer, a gated repo without a token, more than :data:`MAX_FILES` files, or
+            the request failing (:func:`mtp_audit.sources.hubhttp.model_info`).
+    """
+    from huggingface_hub.utils import build_hf_headers, get_token
+
+    from mtp_audit import __version__
+    from mtp_audit.sources import hubhttp
+
+    meter = hubhttp.Meter()
+    have_token = bool(token or get_token())
+    headers = build_hf_headers(token=token, library_name="mtp-audit", library_version=__version__)
+    with hubhttp.metering(meter):
+        info = hubhttp.model_info(endpoint, repo, rev, headers, timeout=timeout, display=display, have_token=have_token)
+    commit = info.get("sha")
+    if not isinstance(commit, str) or not SHA_RE.match(commit):
+        raise InputError(display, f"the hub at {endpoint} returned no commit sha for revision {rev!r}")
+    gated = info.get("gated")
+    if gated and not have_token:
+        raise InputError(
+            display,
+            f"gated repo ({gated} approval): accept the model's conditions on {endpoint}/{repo} and set HF_TOKEN",
+        )
+    siblings = info.get("siblings")
+    if isinstance(siblings, list):
+        files = tuple(s["rfilename"] for s in siblings if isinstance(s, dict) and isinstance(s.get("rfilename"), str))
+    else:  # a mirror that leaves the file list out of the model info: ask the tree API
+        with hubhttp.metering(meter):
+            files = hubhttp.list_tree(
+                endpoint, repo, commit, headers, timeout=timeout, display=display, max_files=MAX_FILES
+            )
+    if len(files) > MAX_FILES:
+        raise InputError(display, f"more than {MAX_FILES} files; not a checkpoint repo?")
+    return commit, files, meter
 
 
 def audit_source_for(spec: str, *, offline: bool = False, jobs: int | None = None, token: str | None = None,
@@ -826,7 +854,7 @@ def audit_source_for(spec: str, *, offline: bool = False, jobs: int | None = Non
 
 def source_facts(source: CheckpointSource) -> dict[str, Any]:
     """Where a checkpoint's metadata came from, for ``facts["checkpoint"]["source"]``: for the hub,
-    :meth:`HubSource.describe` plus ``requests`` and ``bytes_read`` (issue 5: "the report states how many
+    :meth:`HubSource.describe` plus ``requests`` and ``bytes_read`` ("the report states how many
     HTTP requests were made and how many bytes were read"); ``{"kind": "local"}`` otherwise."""
     if isinstance(source, HubSource):
         return {**source.describe(), **source.stats()}

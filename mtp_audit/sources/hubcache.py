@@ -3,22 +3,30 @@ refs, all keyed by the repo and the commit sha.
 
 A commit sha names immutable content (git objects are content-addressed), so an entry keyed by
 ``(repo, commit sha, file)`` never goes stale and needs no expiry; a second audit of the same commit
-makes no header request (issue 5: "Cache shard-header results keyed by (repo, commit sha, file) in
+makes no header request ("Cache shard-header results keyed by (repo, commit sha, file) in
 the user cache folder"; ``../shared/research/peers.md`` "key on commit sha so entries never go
 stale"). Branch and tag names are *not* trusted from this cache while online: they are stored only so
 that ``--offline`` can find the commit it audited last time.
 
 Layout under :func:`default_cache_dir` (``$MTP_AUDIT_CACHE_DIR``, else
-``$XDG_CACHE_HOME/mtp-audit``, else ``~/.cache/mtp-audit``)::
+``$XDG_CACHE_HOME/mtp-audit``, else ``~/.cache/mtp-audit``), one folder per hub endpoint (a mirror's
+answers are never served for another hub)::
 
-    headers/<org>--<name>/<sha>/<sha256(file)>.hdr   8-byte LE file size + the shard's first 8+n bytes
-    hub/<org>--<name>/<sha>/listing.json             {"repo", "commit", "files": [...]}
-    hub/<org>--<name>/<sha>/files/<sha256(file)>     the file's bytes (config.json, the index ...)
-    hub/<org>--<name>/refs/<sha256(revision)>        the commit the revision pointed at, last seen online
+    hub-v2/<sha256(endpoint)[:16]>/headers/<org>--<name>/<sha>/<sha256(file)>.hdr   8-byte LE file size + the shard's first 8+n bytes
+    hub-v2/<sha256(endpoint)[:16]>/hub/<org>--<name>/<sha>/listing.json             {"repo", "commit", "files": [...]}
+    hub-v2/<sha256(endpoint)[:16]>/hub/<org>--<name>/<sha>/files/<sha256(file)>     the file's bytes (config.json, the index ...)
+    hub-v2/<sha256(endpoint)[:16]>/hub/<org>--<name>/refs/<sha256(revision)>        the commit the revision pointed at, last seen online
 
-Writes are atomic (temporary file + ``os.replace``) so a crash never leaves a half-written entry, and
-every read is bounded and validated; a damaged entry is ignored (and overwritten by the next fetch),
-never trusted. Failing to write (read-only home) is not an error: the cache is an optimisation.
+Every entry is sealed (:func:`seal`): a magic line, then one JSON line naming what it holds (endpoint,
+repo, commit, file or revision) with the SHA-256 and length of the payload, then the payload. On read
+(:func:`unseal`) every field must match what is asked for and the hash must match the payload: a truncated
+or bit-flipped entry, one copied from another repo, file or endpoint, or a file that is not an entry is a
+miss, and the caller fetches again. Entries are opened once without following a symlink and without
+blocking (a FIFO, ``/dev/zero`` or a symlink out of the cache is a miss) and read bounded. Small files are
+cached only after they parsed (a proxy's HTML "200" is never cached).
+
+Writes are atomic (temporary file + ``os.replace``) so a crash or a signal never leaves a half-written
+entry. Failing to write (read-only home) is not an error: the cache is an optimisation.
 """
 
 from __future__ import annotations
@@ -31,7 +39,14 @@ import struct
 import tempfile
 from pathlib import Path
 
-from mtp_audit.sources.bounded import MAX_JSON_BYTES
+from mtp_audit.errors import InputError
+from mtp_audit.sources.bounded import MAX_JSON_BYTES, open_regular, read_fd_bounded
+
+#: First line of every sealed entry.
+MAGIC = b"mtp-audit cache entry 2\n"
+
+#: Public hub endpoint, the default of :class:`HubCache`.
+DEFAULT_ENDPOINT = "https://huggingface.co"
 
 #: Environment variable that overrides the cache root (tests point it at a temporary folder).
 CACHE_ENV = "MTP_AUDIT_CACHE_DIR"
@@ -63,8 +78,32 @@ def _repo_folder(repo: str) -> str:
     return repo.replace("/", "--")
 
 
+def seal(fields: dict[str, str], payload: bytes) -> bytes:
+    """An entry: :data:`MAGIC`, one JSON line of ``fields`` plus the payload's ``sha256`` and ``length``, the payload."""
+    meta = dict(fields, sha256=hashlib.sha256(payload).hexdigest(), length=len(payload))
+    return MAGIC + json.dumps(meta, sort_keys=True).encode("utf-8") + b"\n" + payload
+
+
+def unseal(data: bytes | None, fields: dict[str, str]) -> bytes | None:
+    """The payload of a :func:`seal` ed entry whose fields equal ``fields`` and whose hash and length match,
+    else None."""
+    if data is None or not data.startswith(MAGIC):
+        return None
+    line, sep, payload = data[len(MAGIC):].partition(b"\n")
+    try:
+        meta = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not sep or not isinstance(meta, dict) or any(meta.get(k) != v for k, v in fields.items()):
+        return None
+    if meta.get("length") != len(payload) or meta.get("sha256") != hashlib.sha256(payload).hexdigest():
+        return None
+    return payload
+
+
 def _write_atomic(path: Path, data: bytes) -> bool:
-    """Write ``data`` to ``path`` through a temporary file in the same folder; False on any OS error."""
+    """Write ``data`` to ``path`` through a temporary file in the same folder; False on any OS error. The
+    temporary file is removed on any failure, a signal included."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
@@ -75,24 +114,29 @@ def _write_atomic(path: Path, data: bytes) -> bool:
             fh.write(data)
         os.replace(tmp, path)
         return True
-    except OSError:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
-        return False
+        if isinstance(exc, OSError):
+            return False
+        raise
 
 
 def _read_bounded(path: Path, limit: int) -> bytes | None:
-    """The bytes of ``path`` if it is a regular file of at most ``limit`` bytes, else None."""
+    """The bytes of ``path`` if it is a regular file (not a symlink, FIFO or device) of at most ``limit``
+    bytes, read through one descriptor, else None."""
     try:
-        with open(path, "rb") as fh:
-            if os.fstat(fh.fileno()).st_size > limit:
-                return None
-            data = fh.read(limit + 1)
+        fd = open_regular(path, follow=False)
     except OSError:
         return None
-    return data if len(data) <= limit else None
+    try:
+        return read_fd_bounded(fd, limit, str(path))
+    except (InputError, OSError):
+        return None
+    finally:
+        os.close(fd)
 
 
 class HubCache:
@@ -100,26 +144,34 @@ class HubCache:
 
     Args:
         root: cache root (see :func:`default_cache_dir`); created on first write.
+        endpoint: the hub the entries come from (``HF_ENDPOINT``); each endpoint has its own folder and
+            every entry names it.
 
-    Every ``get_*`` returns None when the entry is absent or damaged; every ``put_*`` returns whether
-    the entry was written. ``commit`` arguments must be 40-hex commit shas (anything else is refused,
-    so a branch name can never be mistaken for an immutable key).
+    Every ``get_*`` returns None when the entry is absent, damaged or not the one asked for; every
+    ``put_*`` returns whether the entry was written. ``commit`` arguments must be 40-hex commit shas
+    (anything else is refused, so a branch name can never be mistaken for an immutable key).
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, endpoint: str = DEFAULT_ENDPOINT) -> None:
         self.root = root
+        self.endpoint = endpoint.rstrip("/")
+        self.base = root / "hub-v2" / _digest(self.endpoint)[:16]
+
+    def _fields(self, repo: str, commit: str, **more: str) -> dict[str, str]:
+        return {"endpoint": self.endpoint, "repo": repo, "commit": commit, **more}
 
     # -- shard headers -------------------------------------------------------------------------
 
     def _header_path(self, repo: str, commit: str, file: str) -> Path:
-        return self.root / "headers" / _repo_folder(repo) / commit / f"{_digest(file)}.hdr"
+        return self.base / "headers" / _repo_folder(repo) / commit / f"{_digest(file)}.hdr"
 
     def get_header(self, repo: str, commit: str, file: str) -> tuple[bytes, int] | None:
         """The cached ``(prefix, file_size)`` of a shard: ``prefix`` is the file's first ``8 + n`` bytes
         (length prefix + JSON header) and ``file_size`` its total size in bytes."""
         if not _SHA_RE.match(commit):
             return None
-        data = _read_bounded(self._header_path(repo, commit, file), _MAX_HEADER_ENTRY)
+        data = unseal(_read_bounded(self._header_path(repo, commit, file), _MAX_HEADER_ENTRY + 4096),
+                      self._fields(repo, commit, kind="header", file=file))
         if data is None or len(data) < 16:
             return None
         (size,) = struct.unpack("<Q", data[:8])
@@ -133,18 +185,20 @@ class HubCache:
         """Store a shard's ``8 + n`` byte prefix and its file size."""
         if not _SHA_RE.match(commit):
             return False
-        return _write_atomic(self._header_path(repo, commit, file), struct.pack("<Q", file_size) + prefix)
+        payload = struct.pack("<Q", file_size) + prefix
+        return _write_atomic(self._header_path(repo, commit, file), seal(self._fields(repo, commit, kind="header", file=file), payload))
 
     # -- listings --------------------------------------------------------------------------------
 
     def _commit_dir(self, repo: str, commit: str) -> Path:
-        return self.root / "hub" / _repo_folder(repo) / commit
+        return self.base / "hub" / _repo_folder(repo) / commit
 
     def get_listing(self, repo: str, commit: str) -> tuple[str, ...] | None:
         """The repo's file list at ``commit`` as last listed from the hub."""
         if not _SHA_RE.match(commit):
             return None
-        raw = _read_bounded(self._commit_dir(repo, commit) / "listing.json", MAX_JSON_BYTES)
+        raw = unseal(_read_bounded(self._commit_dir(repo, commit) / "listing.json", MAX_JSON_BYTES + 4096),
+                     self._fields(repo, commit, kind="listing"))
         if raw is None:
             return None
         try:
@@ -163,32 +217,37 @@ class HubCache:
         if not _SHA_RE.match(commit):
             return False
         doc = {"repo": repo, "commit": commit, "files": sorted(files)}
-        return _write_atomic(self._commit_dir(repo, commit) / "listing.json", json.dumps(doc).encode("utf-8"))
+        data = seal(self._fields(repo, commit, kind="listing"), json.dumps(doc).encode("utf-8"))
+        return _write_atomic(self._commit_dir(repo, commit) / "listing.json", data)
 
     # -- small files -----------------------------------------------------------------------------
 
     def file_path(self, repo: str, commit: str, file: str) -> Path:
-        """Where the bytes of a small file of ``repo`` at ``commit`` are (or would be) cached."""
+        """Where the entry of a small file of ``repo`` at ``commit`` is (or would be) cached."""
         return self._commit_dir(repo, commit) / "files" / _digest(file)
 
-    def has_file(self, repo: str, commit: str, file: str) -> bool:
-        """Whether a small file is cached."""
-        return _SHA_RE.match(commit) is not None and self.file_path(repo, commit, file).is_file()
+    def get_file(self, repo: str, commit: str, file: str) -> bytes | None:
+        """The cached bytes of a small file (at most :data:`MAX_JSON_BYTES`), or None."""
+        if not _SHA_RE.match(commit):
+            return None
+        return unseal(_read_bounded(self.file_path(repo, commit, file), MAX_JSON_BYTES + 4096),
+                      self._fields(repo, commit, kind="file", file=file))
 
     def put_file(self, repo: str, commit: str, file: str, data: bytes) -> bool:
-        """Store the bytes of a small file."""
+        """Store the bytes of a small file (call it only once they parsed)."""
         if not _SHA_RE.match(commit):
             return False
-        return _write_atomic(self.file_path(repo, commit, file), data)
+        return _write_atomic(self.file_path(repo, commit, file), seal(self._fields(repo, commit, kind="file", file=file), data))
 
     # -- refs --------------------------------------------------------------------------------------
 
     def _ref_path(self, repo: str, revision: str) -> Path:
-        return self.root / "hub" / _repo_folder(repo) / "refs" / _digest(revision)
+        return self.base / "hub" / _repo_folder(repo) / "refs" / _digest(revision)
 
     def get_ref(self, repo: str, revision: str) -> str | None:
         """The commit ``revision`` (a branch or tag) pointed at when last resolved online."""
-        raw = _read_bounded(self._ref_path(repo, revision), 64)
+        raw = unseal(_read_bounded(self._ref_path(repo, revision), 4096),
+                     {"endpoint": self.endpoint, "repo": repo, "kind": "ref", "revision": revision})
         if raw is None:
             return None
         sha = raw.decode("ascii", "replace").strip()
@@ -198,4 +257,5 @@ class HubCache:
         """Remember that ``revision`` resolved to ``commit`` (used only by offline audits)."""
         if not _SHA_RE.match(commit):
             return False
-        return _write_atomic(self._ref_path(repo, revision), commit.encode("ascii"))
+        fields = {"endpoint": self.endpoint, "repo": repo, "kind": "ref", "revision": revision}
+        return _write_atomic(self._ref_path(repo, revision), seal(fields, commit.encode("ascii")))

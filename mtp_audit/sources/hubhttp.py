@@ -12,7 +12,7 @@ from ``huggingface_hub.hf_hub_url`` (``HF_ENDPOINT``). Read in huggingface_hub 2
 Why not ``HfApi.parse_safetensors_file_metadata``: it always asks for ``Range: bytes=0-100000`` first
 (hf_api.py, "Fetch first 100kb"), so on a shard whose header is shorter than 100,000 bytes it reads up
 to 100 KB of tensor data, and on a tiny file it reads the whole file. mtp-audit promises header-only
-reads (issue 5: "never tensor data"), so :func:`read_range` asks for exactly the bytes it needs.
+reads (never tensor data), so :func:`read_range` asks for exactly the bytes it needs.
 It also decodes the header with ``errors="ignore"``, hiding bad UTF-8 and duplicate names that the
 strict parser in :mod:`mtp_audit.sources.local` reports.
 
@@ -32,6 +32,7 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator
+from typing import Any
 
 import httpx2
 from huggingface_hub.utils import get_session
@@ -50,6 +51,57 @@ RETRY_EXCEPTIONS = (httpx2.ConnectError, httpx2.RemoteProtocolError, httpx2.Read
 #: Seconds to wait before the retry (``Retry-After`` is honoured up to :data:`MAX_RETRY_AFTER`).
 RETRY_DELAY = 0.25
 MAX_RETRY_AFTER = 5.0
+
+#: Largest model-info answer read (bytes): the hub's answer for a 200,000-file repo is ~20 MB.
+MAX_INFO_BYTES = 64 * 1024 * 1024
+
+
+class RunDeadline(httpx2.TimeoutException):
+    """The run's network time (:class:`mtp_audit.sources.bounded.RunBudget`) is spent: no request starts and
+    no body is read any more."""
+
+
+def _run_deadline() -> float:
+    """``time.monotonic()`` past which the run may not use the network (infinity outside a run)."""
+    from mtp_audit.sources.bounded import current_run
+
+    run = current_run()
+    return run.network_deadline() if run is not None else float("inf")
+
+
+def _check_run_deadline() -> float:
+    """Seconds of network time left to the run.
+
+    Raises:
+        RunDeadline: none left.
+    """
+    left = _run_deadline() - time.monotonic()
+    if left <= 0:
+        from mtp_audit.sources.bounded import current_run
+
+        run = current_run()
+        spent = run.network_seconds if run is not None else 0
+        raise RunDeadline(f"this run's {spent:g} s of network time are spent (set MTP_AUDIT_NETWORK_SECONDS to raise the bound)")
+    return left
+
+
+def same_origin(url: str, endpoint: str) -> bool:
+    """Whether ``url`` has the scheme, host and port of ``endpoint`` (the only origin a token goes to)."""
+    from urllib.parse import urlsplit
+
+    a, b = urlsplit(url), urlsplit(endpoint)
+    return (a.scheme.lower(), a.hostname, a.port or _default_port(a.scheme)) == (
+        b.scheme.lower(), b.hostname, b.port or _default_port(b.scheme))
+
+
+def _default_port(scheme: str) -> int | None:
+    return {"http": 80, "https": 443}.get(scheme.lower())
+
+
+def without_credentials(headers: dict[str, str]) -> dict[str, str]:
+    """``headers`` less ``Authorization`` and cookies (for a request to another origin than the endpoint)."""
+    return {k: v for k, v in headers.items() if k.lower() not in ("authorization", "cookie")}
+
 
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 _CONTENT_RANGE_UNSAT = re.compile(r"^bytes \*/(\d+)$")
@@ -161,19 +213,22 @@ def _retry_after(response: httpx2.Response) -> float:
 @contextlib.contextmanager
 def open_get(url: str, headers: dict[str, str], timeout: float) -> Iterator[httpx2.Response]:
     """A streamed ``GET url`` through huggingface_hub's client, retried once on
-    :data:`RETRY_STATUS` and :data:`RETRY_EXCEPTIONS`. The body is not read here.
+    :data:`RETRY_STATUS` and :data:`RETRY_EXCEPTIONS`. The body is not read here. No attempt starts once
+    the run's network time is spent, and waits (``Retry-After``) end with it.
 
     Raises:
-        httpx2.HTTPError: transport failure (time-out, connection, too many redirects) after the retry.
+        httpx2.HTTPError: transport failure (time-out, connection, too many redirects) after the retry;
+            :class:`RunDeadline` when the run's network time is spent.
     """
     attempt = 0
     while True:
         attempt += 1
         delay = RETRY_DELAY
         yielded = False
+        left = _check_run_deadline()
         try:
             client = ensure_hooks()
-            with client.stream("GET", url, headers=headers, timeout=timeout) as response:
+            with client.stream("GET", url, headers=headers, timeout=min(timeout, left)) as response:
                 if response.status_code in RETRY_STATUS and attempt == 1:
                     delay = _retry_after(response)
                 else:
@@ -183,7 +238,7 @@ def open_get(url: str, headers: dict[str, str], timeout: float) -> Iterator[http
         except RETRY_EXCEPTIONS:
             if yielded or attempt > 1:
                 raise
-        time.sleep(delay)
+        time.sleep(min(delay, max(0.0, _run_deadline() - time.monotonic())))
 
 
 def read_body(response: httpx2.Response, limit: int, deadline: float, file: str, *, over_kind: str = "network") -> bytes:
@@ -197,13 +252,17 @@ def read_body(response: httpx2.Response, limit: int, deadline: float, file: str,
     """
     chunks: list[bytes] = []
     got = 0
-    for chunk in response.iter_raw():
+    run_deadline = _run_deadline()
+    for chunk in response.iter_raw():  # raw: never decompressed, so a gzip bomb stays its own size
         got += len(chunk)
         if got > limit:
             raise ReadProblem(file, f"the body is longer than {limit} bytes; stopped reading", over_kind)
         chunks.append(chunk)
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if now > deadline:
             raise ReadProblem(file, "timed out while reading the response", "network")
+        if now > run_deadline:
+            raise ReadProblem(file, "the run's network time is spent (MTP_AUDIT_NETWORK_SECONDS); stopped reading", "network")
     return b"".join(chunks)
 
 
@@ -238,6 +297,8 @@ def check_status(response: httpx2.Response, file: str, display: str) -> None:
 
 def transport_problem(file: str, exc: Exception, timeout: float) -> ReadProblem:
     """A :class:`ReadProblem` of kind ``network`` for a transport exception (one line)."""
+    if isinstance(exc, RunDeadline):
+        return ReadProblem(file, str(exc), "network")
     if isinstance(exc, httpx2.TimeoutException):
         return ReadProblem(file, f"timed out after {timeout:g} s", "network")
     if isinstance(exc, httpx2.TooManyRedirects):
@@ -339,6 +400,8 @@ def model_info_error(exc: Exception, *, display: str, endpoint: str, repo: str, 
         if code in (401, 403):
             return InputError(display, f"access denied (HTTP {code}); set HF_TOKEN to a token with access")
         return HubUnavailable(display, f"the hub at {endpoint} answered HTTP {code}; try again later or use --offline")
+    if isinstance(exc, RunDeadline):
+        return HubUnavailable(display, str(exc))
     if isinstance(exc, httpx2.TimeoutException):
         return HubUnavailable(display, f"no answer from {endpoint} within {timeout:g} s; try again or use --offline")
     if isinstance(exc, httpx2.TooManyRedirects):
@@ -384,8 +447,10 @@ def list_tree(endpoint: str, repo: str, commit: str, headers: dict[str, str], *,
         if pages > max_files // 50 + 2:
             raise InputError(display, "the hub's file listing does not end")
         deadline = time.monotonic() + timeout * 6
+        # the next page's URL comes from the answer: the token goes only to the endpoint's own origin
+        hdrs = headers if same_origin(url, endpoint) else without_credentials(headers)
         try:
-            with open_get(url, {**headers, "Accept-Encoding": "identity"}, timeout) as response:
+            with open_get(url, {**hdrs, "Accept-Encoding": "identity"}, timeout) as response:
                 try:
                     check_status(response, "file listing", display)
                 except ReadProblem as exc:
@@ -394,6 +459,8 @@ def list_tree(endpoint: str, repo: str, commit: str, headers: dict[str, str], *,
                 body = read_body(response, MAX_TREE_PAGE_BYTES, deadline, "file listing")
         except httpx2.HTTPError as exc:
             raise InputError(display, f"cannot list the repo's files: {transport_problem('', exc, timeout).problem}") from None
+        except (httpx2.InvalidURL, httpx2.UnsupportedProtocol, ValueError) as exc:
+            raise InputError(display, f"cannot list the repo's files: bad next-page link ({type(exc).__name__})") from None
         except ReadProblem as exc:
             raise InputError(display, f"cannot list the repo's files: {exc.problem}") from None
         try:
@@ -407,3 +474,64 @@ def list_tree(endpoint: str, repo: str, commit: str, headers: dict[str, str], *,
             raise InputError(display, f"more than {max_files} files; not a checkpoint repo?")
         url = next_url
     return tuple(files)
+
+
+def model_info(endpoint: str, repo: str, revision: str, headers: dict[str, str], *, timeout: float, display: str,
+               have_token: bool) -> dict[str, Any]:
+    """The hub's model info for ``repo`` at ``revision`` (``GET /api/models/{repo}/revision/{rev}?expand=sha&
+    expand=siblings&expand=gated``, the request ``HfApi.model_info`` makes in huggingface_hub 2.4
+    ``hf_api.py``), read here under the same bounds as every other request rather than by ``HfApi``: at
+    most :data:`MAX_INFO_BYTES` read raw (``Accept-Encoding: identity``, never decompressed, so a gzip bomb
+    stays its own size), an overall deadline of six time-outs (a server trickling one byte a second ends),
+    the run's network time, one retry on 429/5xx.
+
+    Returns:
+        The decoded JSON object (``sha``, ``siblings``, ``gated``, ...).
+
+    Raises:
+        InputError: repo or revision not found, gated or private, or the answer is not a JSON object;
+            :class:`HubUnavailable` for 5xx, 429, time-outs and connection failures.
+    """
+    import json
+    from urllib.parse import quote
+
+    url = f"{endpoint}/api/models/{repo}/revision/{quote(revision, safe='')}?expand=sha&expand=siblings&expand=gated"
+    deadline = time.monotonic() + max(timeout, 1.0) * 6
+    try:
+        with open_get(url, {**headers, "Accept-Encoding": "identity"}, timeout) as response:
+            _info_status(response, endpoint=endpoint, repo=repo, revision=revision, display=display, have_token=have_token)
+            body = read_body(response, MAX_INFO_BYTES, deadline, "model info", over_kind="malformed")
+            encoding = response.headers.get("Content-Encoding", "identity").lower()
+    except ReadProblem as exc:
+        raise HubUnavailable(display, f"the hub at {endpoint}: model info: {exc.problem}") from None
+    except httpx2.HTTPError as exc:
+        raise model_info_error(exc, display=display, endpoint=endpoint, repo=repo, revision=revision, timeout=timeout,
+                               have_token=have_token) from None
+    if encoding not in ("identity", ""):
+        raise InputError(display, f"the hub at {endpoint} sent the model info {encoding}-encoded although asked not to")
+    try:
+        doc = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise InputError(display, f"the hub at {endpoint} answered the model info with something that is not JSON") from None
+    if not isinstance(doc, dict):
+        raise InputError(display, f"the hub at {endpoint} answered the model info with JSON that is not an object")
+    return doc
+
+
+def _info_status(response: httpx2.Response, *, endpoint: str, repo: str, revision: str, display: str, have_token: bool) -> None:
+    """Map a model-info status to the one-line errors of :func:`model_info_error` (the hub's ``X-Error-Code``:
+    ``GatedRepo``, ``RepoNotFound``, ``RevisionNotFound``, as huggingface_hub's ``hf_raise_for_status`` reads it)."""
+    code = response.status_code
+    if code < 400:
+        return
+    error_code = response.headers.get("X-Error-Code", "")
+    if error_code == "GatedRepo":
+        raise InputError(display, "gated repo: accept the model's conditions on its hub page and set HF_TOKEN")
+    if error_code == "RevisionNotFound":
+        raise InputError(display, f"no revision {revision!r} in {repo} on {endpoint}")
+    if error_code == "RepoNotFound" or (code in (401, 404) and not error_code):
+        hint = "or your token cannot see it" if have_token else "or it is private or gated: set HF_TOKEN"
+        raise InputError(display, f"no model repo {repo} on {endpoint} ({hint})")
+    if code in (401, 403):
+        raise InputError(display, f"access denied (HTTP {code}); set HF_TOKEN to a token with access")
+    raise HubUnavailable(display, f"the hub at {endpoint} answered HTTP {code}; try again later or use --offline")

@@ -25,7 +25,10 @@ from typing import Any, NamedTuple
 from mtp_audit.errors import InputError
 from mtp_audit.sources.bounded import (
     MAX_JSON_BYTES,
+    BudgetSpent,
     NotRegularFile,
+    charge_json,
+    charge_read,
     contained_relpath,
     open_regular,
     read_json_bounded,
@@ -261,6 +264,35 @@ def fast_header(file: str, raw: bytes, file_size: int | None) -> ShardHeader | N
     signed = b"-" in raw  # without a '-' no number is negative (nor "-0"): the sign checks are skipped
     if signed and b"-0" in raw:
         return None
+    decoded = _decode_entries(raw)
+    if decoded is None:
+        return None
+    obj, metadata, keys, colons = decoded
+    names = list(obj)
+    if not names:
+        if (file_size is not None and 8 + len(raw) != file_size) or raw.count(b":") - colons != keys:
+            return None
+        return ShardHeader(file=file, tensors={}, metadata=metadata, header_bytes=len(raw))
+    entries = list(obj.values())
+    if set(map(type, entries)) != {dict} or sum(map(len, entries)) != 3 * len(names):
+        return None
+    if raw.count(b":") - colons - "\n".join(names).count(":") != keys + 3 * len(names):
+        return None  # a duplicate key somewhere (or an unusual layout): the strict reader says which
+    columns = _tensor_columns(entries, raw, signed)
+    if columns is None:
+        return None
+    dtypes, shapes, nbytes, starts, ends = columns
+    data_end = _tiled_end(starts, ends)
+    if data_end is None or data_end >= _USIZE_END or (file_size is not None and 8 + len(raw) + data_end != file_size):
+        return None
+    infos = map(_new_info, zip(names, dtypes, map(tuple, shapes), nbytes))
+    return ShardHeader(file=file, tensors=dict(zip(names, infos)), metadata=metadata, header_bytes=len(raw))
+
+
+def _decode_entries(raw: bytes) -> tuple[dict[str, Any], dict[str, str], int, int] | None:
+    """``(tensor entries, metadata, keys decoded so far, ':' inside the metadata strings)`` of a header that decodes as
+    plain JSON (UTF-8, no float, NaN or Infinity) to an object with a string-to-string ``__metadata__`` or none;
+    ``None`` when it does not (the strict reader then judges)."""
     try:
         obj = json.loads(raw.decode("utf-8"), parse_float=_refuse, parse_constant=_refuse)
     except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
@@ -277,20 +309,14 @@ def fast_header(file: str, raw: bytes, file_size: int | None) -> ShardHeader | N
                 return None
             keys += len(meta)
             colons += sum(k.count(":") + v.count(":") for k, v in meta.items())
-    metadata = meta if type(meta) is dict else {}
-    names = list(obj)
-    n_t = len(names)
-    if not n_t:
-        if (file_size is not None and 8 + len(raw) != file_size) or raw.count(b":") - colons != keys:
-            return None
-        return ShardHeader(file=file, tensors={}, metadata=metadata, header_bytes=len(raw))
-    entries = list(obj.values())
-    if set(map(type, entries)) != {dict} or sum(map(len, entries)) != 3 * n_t:
-        return None
-    keys += 3 * n_t
-    colons += "\n".join(names).count(":")
-    if raw.count(b":") - colons != keys:
-        return None  # a duplicate key somewhere (or an unusual layout): the strict reader says which
+    return obj, (meta if type(meta) is dict else {}), keys, colons
+
+
+def _tensor_columns(entries: list[dict[str, Any]], raw: bytes, signed: bool
+                    ) -> tuple[list[str], list[list[int]], list[int], list[int], list[int]] | None:
+    """``(dtypes, shapes, byte sizes, start offsets, end offsets)`` of the entries, at C speed per tensor, or ``None``
+    when an entry is not certified (unknown dtype, a missing key, a non-int or negative number, an overflow past
+    2**64, a partial byte, a size that is not its span)."""
     try:
         dtypes = list(map(_DTYPE, entries))
         shapes = list(map(_SHAPE, entries))
@@ -328,17 +354,17 @@ def fast_header(file: str, raw: bytes, file_size: int | None) -> ShardHeader | N
         return None
     if nbytes != spans:
         return None  # also catches end < start: nbytes is never negative
+    return dtypes, shapes, nbytes, starts, ends
+
+
+def _tiled_end(starts: list[int], ends: list[int]) -> int | None:
+    """The end of the data when the spans tile ``[0, end)`` with no gap or overlap, else ``None``."""
     if starts[0] == 0 and starts[1:] == ends[:-1]:
-        data_end = ends[-1]  # laid out in file order, the common case: no sort
-    else:
-        s_sorted, e_sorted = zip(*sorted(zip(starts, ends)))
-        if s_sorted[0] != 0 or s_sorted[1:] != e_sorted[:-1]:
-            return None
-        data_end = e_sorted[-1]
-    if data_end >= _USIZE_END or (file_size is not None and 8 + len(raw) + data_end != file_size):
+        return ends[-1]  # laid out in file order, the common case: no sort
+    s_sorted, e_sorted = zip(*sorted(zip(starts, ends)))
+    if s_sorted[0] != 0 or s_sorted[1:] != e_sorted[:-1]:
         return None
-    infos = map(_new_info, zip(names, dtypes, map(tuple, shapes), nbytes))
-    return ShardHeader(file=file, tensors=dict(zip(names, infos)), metadata=metadata, header_bytes=len(raw))
+    return e_sorted[-1]
 
 
 def _refuse(token: str) -> Any:
@@ -506,7 +532,9 @@ class LocalSource(CheckpointSource):
         """See :meth:`CheckpointSource.read_json` (limit :data:`mtp_audit.sources.bounded.MAX_JSON_BYTES`)."""
         path = self._path(rel)
         try:
-            return read_json_bounded(path, limit=MAX_JSON_BYTES, display=rel)
+            return read_json_bounded(path, limit=MAX_JSON_BYTES, display=rel, follow=False)
+        except BudgetSpent as exc:
+            raise ReadProblem(rel, exc.problem, "unreadable") from None
         except InputError as exc:
             kind = "missing" if exc.problem == "no such file" else "malformed"
             raise ReadProblem(rel, exc.problem, kind) from None
@@ -523,28 +551,7 @@ class LocalSource(CheckpointSource):
             ReadProblem: see :meth:`CheckpointSource.read_header`.
         """
         path = self._path(rel)
-        try:
-            with os.fdopen(open_regular(path), "rb") as fh:
-                size = os.fstat(fh.fileno()).st_size
-                prefix = fh.read(8)
-                if len(prefix) < 8:
-                    raise ReadProblem(rel, f"file is {size} bytes, too short for a safetensors header")
-                (n,) = struct.unpack("<Q", prefix)
-                if n > MAX_HEADER_BYTES:
-                    raise ReadProblem(rel, f"header length {n} exceeds the {MAX_HEADER_BYTES}-byte limit")
-                if 8 + n > size:
-                    raise ReadProblem(rel, f"header length {n} exceeds the file size {size}")
-                raw = fh.read(n)
-        except NotRegularFile as exc:
-            raise ReadProblem(rel, str(exc), "unreadable") from None
-        except FileNotFoundError:
-            raise ReadProblem(rel, "no such file", "missing") from None
-        except IsADirectoryError:
-            raise ReadProblem(rel, "is a directory", "unreadable") from None
-        except PermissionError:
-            raise ReadProblem(rel, "permission denied", "unreadable") from None
-        except OSError as exc:
-            raise ReadProblem(rel, f"cannot read: {exc.strerror or exc}", "unreadable") from None
+        raw, size = _read_header_bytes(path, rel)
         fast = fast_header(rel, raw, size)
         if fast is not None:
             return fast
@@ -552,22 +559,89 @@ class LocalSource(CheckpointSource):
         if dups:
             shown = ", ".join(dups[:3])
             raise ReadProblem(rel, f"header names {len(dups)} tensor(s) more than once: {shown}")
-        _validate_with_safetensors(path, rel)
-        return header_from_dict(rel, obj, n)
+        _validate_with_safetensors(raw, size, rel)
+        return header_from_dict(rel, obj, len(raw))
 
 
-def _validate_with_safetensors(path: Path, rel: str) -> None:
-    """Open ``path`` with ``safetensors.safe_open`` (header parse, offset and length checks) and
-    close it; tensor data is never read.
+def _read_header_bytes(path: Path, rel: str) -> tuple[bytes, int]:
+    """``(header JSON bytes, file size)`` of a shard, read through one descriptor opened with
+    ``O_NOFOLLOW`` (``path`` is already resolved and checked to stay inside the checkpoint), counted
+    against the run's totals.
 
     Raises:
-        ReadProblem: safetensors rejects the file.
+        ReadProblem: missing, not a regular file (a FIFO or symlink swapped in), too short, a length
+            prefix over the limits, or a run total spent.
     """
+    try:
+        fd = open_regular(path, follow=False)
+        try:
+            size = os.fstat(fd).st_size
+            prefix = os.pread(fd, 8, 0)
+            if len(prefix) < 8:
+                raise ReadProblem(rel, f"file is {size} bytes, too short for a safetensors header")
+            (n,) = struct.unpack("<Q", prefix)
+            if n > MAX_HEADER_BYTES:
+                raise ReadProblem(rel, f"header length {n} exceeds the {MAX_HEADER_BYTES}-byte limit")
+            if 8 + n > size:
+                raise ReadProblem(rel, f"header length {n} exceeds the file size {size}")
+            charge_read(8 + n, rel)
+            raw = _pread_exact(fd, n, 8)
+            charge_json(raw, rel)
+        finally:
+            os.close(fd)
+    except BudgetSpent as exc:
+        raise ReadProblem(rel, exc.problem, "unreadable") from None
+    except NotRegularFile as exc:
+        raise ReadProblem(rel, str(exc), "unreadable") from None
+    except FileNotFoundError:
+        raise ReadProblem(rel, "no such file", "missing") from None
+    except IsADirectoryError:
+        raise ReadProblem(rel, "is a directory", "unreadable") from None
+    except PermissionError:
+        raise ReadProblem(rel, "permission denied", "unreadable") from None
+    except OSError as exc:
+        raise ReadProblem(rel, f"cannot read: {exc.strerror or exc}", "unreadable") from None
+    return raw, size
+
+
+def _pread_exact(fd: int, n: int, offset: int) -> bytes:
+    """``n`` bytes of ``fd`` from ``offset`` (fewer when the file ends first)."""
+    chunks: list[bytes] = []
+    got = 0
+    while got < n:
+        chunk = os.pread(fd, n - got, offset + got)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def _validate_with_safetensors(raw: bytes, size: int, rel: str) -> None:
+    """Let ``safetensors.safe_open`` judge the header bytes already read (``raw``, from a file of ``size``
+    bytes): they are written to a private sparse temporary file of the same length (length prefix and
+    header, the data region a hole), which safetensors opens, so the audited path is never opened a
+    second time (a file swapped for a FIFO or a symlink after the first read is never followed).
+    Tensor data is never read.
+
+    Raises:
+        ReadProblem: safetensors rejects the header, or no temporary file could be written.
+    """
+    import tempfile
+
     from safetensors import SafetensorError, safe_open
 
     try:
-        with safe_open(str(path), framework="numpy"):
-            pass
-    except (SafetensorError, OSError, ValueError) as exc:
-        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ReadProblem(rel, f"safetensors rejects the file: {msg}") from None
+        with tempfile.TemporaryDirectory(prefix="mtp-audit-") as tmp:
+            copy = os.path.join(tmp, "shard.safetensors")
+            with open(copy, "wb") as fh:
+                fh.write(struct.pack("<Q", len(raw)) + raw)
+                fh.truncate(size)
+            try:
+                with safe_open(copy, framework="numpy"):
+                    pass
+            except (SafetensorError, OSError, ValueError) as exc:
+                msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise ReadProblem(rel, f"safetensors rejects the file: {msg}") from None
+    except OSError as exc:
+        raise ReadProblem(rel, f"cannot check the header with safetensors: {exc.strerror or exc}", "unreadable") from None

@@ -29,7 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mtp_audit.errors import InputError
-from mtp_audit.sources.bounded import read_bytes_bounded, resolve_inside
+from mtp_audit.sources.bounded import (
+    NotRegularFile,
+    note_read,
+    open_regular,
+    read_bytes_bounded,
+    resolve_inside,
+)
 
 #: Largest source file read (bytes). The biggest .py file in sglang 0.5.23 is ~0.5 MB; a larger
 #: one is a generated file and is skipped with a note.
@@ -45,6 +51,16 @@ MAX_TREE_PY_BYTES = 256 * 1024 * 1024
 
 #: Old name of :data:`MAX_TREE_PY_BYTES`.
 MAX_WHEEL_PY_BYTES = MAX_TREE_PY_BYTES
+
+#: Largest ratio of inflated to compressed size of a wheel member (beyond :data:`_RATIO_FLOOR` bytes); real
+#: Python source deflates 3-6x. A member past it is a zip bomb and is not examined.
+MAX_INFLATE_RATIO = 100
+_RATIO_FLOOR = 1 << 20
+
+#: Most notes (files not examined) kept per tree; the rest are counted in one last note, so a wheel of
+#: 100,000 hostile members cannot make a report of hundreds of MB. Names in notes are cut to :data:`MAX_NOTE_NAME`.
+MAX_NOTES = 500
+MAX_NOTE_NAME = 300
 
 #: Bytes inflated per step while reading a wheel member (memory stays bounded by the per-file limit).
 _CHUNK = 1 << 20
@@ -90,6 +106,25 @@ class EnginePackage:
     article: str = "a"
 
 
+class BoundedNotes(list):  # type: ignore[type-arg]
+    """A list of ``(path, message)`` notes that keeps at most :data:`MAX_NOTES`; later ones are counted in a
+    last ``("...", "N more file(s) not examined ...")`` entry. Long names are cut to :data:`MAX_NOTE_NAME`."""
+
+    def append(self, item: tuple[str, str]) -> None:  # type: ignore[override]
+        rel, note = item
+        if len(rel) > MAX_NOTE_NAME:
+            rel = rel[:MAX_NOTE_NAME] + f"...({len(rel)} characters)"
+        if len(self) < MAX_NOTES:
+            super().append((rel, note[:2 * MAX_NOTE_NAME + 200]))
+            return
+        over = int(self[-1][1].split(" ", 1)[0]) + 1 if len(self) > MAX_NOTES else 1
+        entry = ("...", f"{over} more file(s) not examined (only the first {MAX_NOTES} notes are listed)")
+        if len(self) > MAX_NOTES:
+            self[-1] = entry
+        else:
+            super().append(entry)
+
+
 @dataclass
 class SourceTree:
     """A readable engine source tree.
@@ -110,13 +145,15 @@ class SourceTree:
     kind: str
     files: dict[str, object] = field(default_factory=dict)
     version: str | None = None
-    notes: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[tuple[str, str]] = field(default_factory=BoundedNotes)
     prefix: str = ""
     package: EnginePackage | None = None
     _zip: zipfile.ZipFile | None = None
     _root: Path | None = None
     _read_total: int = 0
     _over_budget: int = 0
+    _digest: str | None = None
+    _fh: object = None
 
     @property
     def marker_path(self) -> str:
@@ -141,21 +178,32 @@ class SourceTree:
                 if info.file_size > MAX_SOURCE_BYTES:
                     self.notes.append((rel, f"{info.file_size} bytes, over the {MAX_SOURCE_BYTES}-byte limit; not examined"))
                     return None
-                return self._inflate(rel, info)
+                inflated = self._inflate(rel, info)
+                return None if inflated is None else self._decodable(rel, inflated)
             assert isinstance(handle, Path)
             data = read_bytes_bounded(handle, MAX_SOURCE_BYTES, display=rel)
             self._read_total += len(data)
-            return data
+            return self._decodable(rel, data)
         except InputError as exc:
             self.notes.append((rel, f"{exc.problem}; not examined"))
         except ZIP_ERRORS as exc:  # corrupt member, bad CRC, corrupt deflate stream, unsupported method
             self.notes.append((rel, f"cannot read ({type(exc).__name__}: {exc}); not examined"))
         return None
 
+    def _decodable(self, rel: str, data: bytes) -> bytes | None:
+        """``data``, or None with a note when CPython would decode it otherwise than UTF-8
+        (:func:`source_encoding_problem`)."""
+        problem = source_encoding_problem(data)
+        if problem is None:
+            return data
+        self.notes.append((rel, problem))
+        return None
+
     def _inflate(self, rel: str, info: zipfile.ZipInfo) -> bytes | None:
         assert self._zip is not None
         chunks: list[bytes] = []
         size = 0
+        ratio_bound = max(_RATIO_FLOOR, MAX_INFLATE_RATIO * info.compress_size)
         with self._zip.open(info) as fh:
             while True:
                 chunk = fh.read(_CHUNK)
@@ -163,6 +211,10 @@ class SourceTree:
                     break
                 size += len(chunk)
                 self._read_total += len(chunk)
+                if size > ratio_bound:
+                    self.notes.append((rel, f"inflates more than {MAX_INFLATE_RATIO} times its compressed size "
+                                            f"({info.compress_size} bytes; a zip bomb?); not examined"))
+                    return None
                 if size > MAX_SOURCE_BYTES:
                     self.notes.append((rel, f"inflates to more than the {MAX_SOURCE_BYTES}-byte limit "
                                             f"(declares {info.file_size}); not examined"))
@@ -185,21 +237,16 @@ class SourceTree:
         self.notes.append((rel, note))
 
     def fingerprint(self) -> str:
-        """SHA-1 over every listed file's path, size and content stamp: the zip member's CRC-32 for
-        wheels, ``mtime_ns`` for folders. Used as the whole-tree cache key (a changed file changes it)."""
+        """SHA-1 over every listed file's path and a hash of its content (:func:`content_stamp`; for a wheel,
+        the SHA-256 of the whole ``.whl`` read when it was opened), plus the notes. Used as the whole-tree
+        cache key: any edit changes it, whatever the file's size and mtime (a same-size edit with the mtime
+        put back, a CRC-32 collision in a wheel)."""
         import hashlib
 
-        h = hashlib.sha1(f"{self.kind}\0{self.version}\0".encode("utf-8", "surrogatepass"))
+        h = hashlib.sha1(f"{self.kind}\0{self.version}\0{self._digest or ''}\0".encode("utf-8", "surrogatepass"))
         for rel in sorted(self.files):
             handle = self.files[rel]
-            if isinstance(handle, zipfile.ZipInfo):
-                stamp = f"{handle.file_size}:{handle.CRC}"
-            else:
-                try:
-                    st = os.stat(handle)  # type: ignore[arg-type]
-                    stamp = f"{st.st_size}:{st.st_mtime_ns}"
-                except OSError:
-                    stamp = "?"
+            stamp = f"{handle.file_size}:{handle.CRC}" if isinstance(handle, zipfile.ZipInfo) else content_stamp(handle)  # type: ignore[arg-type]
             h.update(f"{rel}\0{stamp}\n".encode("utf-8", "surrogatepass"))
         for rel, note in self.notes:
             h.update(f"note {rel} {note}\n".encode("utf-8", "surrogatepass"))
@@ -210,6 +257,52 @@ class SourceTree:
         if self._zip is not None:
             self._zip.close()
             self._zip = None
+        if self._fh is not None:
+            self._fh.close()  # type: ignore[attr-defined]
+            self._fh = None
+
+
+#: Source encodings (PEP 263 cookies) whose decoding of pure-ASCII bytes is the ASCII text itself, so a
+#: file that declares one and holds only ASCII reads the same as UTF-8 (``codecs.lookup`` names).
+_ASCII_SAFE = frozenset({"ascii", "latin-1", "iso8859-1", "iso8859-15", "cp1252"})
+
+
+def source_encoding_problem(data: bytes) -> str | None:
+    """Why ``data`` cannot be read as CPython would read it, or None when UTF-8 decoding gives the text
+    CPython runs. CPython decodes a source file in the encoding its PEP 263 cookie names
+    (``tokenize.detect_encoding``: a ``# coding: ...`` comment on line 1 or 2); a ``utf-7`` (or any
+    non-ASCII-compatible) cookie can hide a line from a UTF-8 reader that CPython runs. Such a file is not
+    examined (the caller records "could not tell"): accepted are no cookie, a UTF-8 cookie, and an
+    ASCII-compatible one (latin-1, cp1252, ...) on a file that is pure ASCII."""
+    import io
+    import tokenize
+
+    if b"coding" not in data[:1024]:
+        return None  # the cookie must sit on line 1 or 2 (short lines by PEP 263); no cookie: UTF-8
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        return f"its source encoding cookie is not one CPython accepts ({exc.msg}); not examined"
+    import codecs
+
+    name = codecs.lookup(encoding).name
+    if name in ("utf-8", "utf-8-sig") or (name in _ASCII_SAFE and data.isascii()):
+        return None
+    return (f"declares the source encoding {encoding!r} (PEP 263), in which CPython may read other code than a "
+            "UTF-8 reader sees; not examined")
+
+
+def content_stamp(path: Path | str) -> str:
+    """A stamp of a source file's content for cache keys: ``size:sha1`` of its bytes (read bounded by
+    :data:`MAX_SOURCE_BYTES`, through one descriptor), or ``"?"`` when it cannot be read. Size and mtime
+    are not used: both can be kept across an edit."""
+    import hashlib
+
+    try:
+        data = read_bytes_bounded(Path(path), MAX_SOURCE_BYTES)
+    except InputError as exc:
+        return "?" + exc.problem
+    return f"{len(data)}:{hashlib.sha1(data).hexdigest()}"
 
 
 def open_tree(target: str | Path | None, package: EnginePackage) -> SourceTree:
@@ -300,6 +393,7 @@ def _join(prefix: str, rel_dir: str, name: str) -> str:
 
 
 def _folder(root: Path, pkg: Path, prefix: str, shown: str, kind: str, package: EnginePackage) -> SourceTree:
+    note_read(pkg)  # scanned partly in worker processes: the whole package folder counts as read
     tree = SourceTree(display=shown, kind=kind, prefix=prefix, package=package, _root=root)
     for rel, full in _walk(pkg, prefix, tree):
         tree.files[rel] = full
@@ -321,8 +415,7 @@ def _require_marker(tree: SourceTree, shown: str) -> None:
     assert tree.package is not None
     if tree.marker_path in tree.files:
         return
-    if tree._zip is not None:
-        tree.close()
+    tree.close()
     bad = _not_a(tree.package)
     if any(rel == tree.marker_path for rel, _ in tree.notes):
         raise InputError(shown, f"{bad} tree: {tree.marker_path} is a symlink leaving the tree; not followed")
@@ -358,19 +451,10 @@ def _folder_version(root: Path, pkg: Path, name: str) -> str | None:
 
 
 def _wheel(path: Path, shown: str, package: EnginePackage) -> SourceTree:
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise InputError(shown, f"cannot read: {exc.strerror}") from None
-    if size > MAX_WHEEL_BYTES:
-        raise InputError(shown, f"wheel is {size} bytes, over the {MAX_WHEEL_BYTES}-byte limit")
-    try:
-        zf = zipfile.ZipFile(path)
-        infos = zf.infolist()
-    except ZIP_ERRORS as exc:
-        raise InputError(shown, f"not a readable wheel (zip): {exc}") from None
+    zf, digest = open_wheel(path, shown)
     pkg_name = package.name
-    tree = SourceTree(display=path.name, kind="wheel", prefix=pkg_name, package=package, _zip=zf)
+    tree = SourceTree(display=path.name, kind="wheel", prefix=pkg_name, package=package, _zip=zf, _digest=digest, _fh=zf.fp)
+    infos = zf.infolist()
     for info in infos:
         name = info.filename
         if info.is_dir() or not name.endswith(".py"):
@@ -386,7 +470,7 @@ def _wheel(path: Path, shown: str, package: EnginePackage) -> SourceTree:
             continue
         tree.files[name] = info  # sizes are bounded when read (declared sizes can lie)
     if not tree.files:
-        zf.close()
+        tree.close()
         raise InputError(shown, f"{_not_a(package)} wheel: no {pkg_name}/*.py files inside")
     _require_marker(tree, shown)
     for info in infos:
@@ -399,3 +483,39 @@ def _wheel(path: Path, shown: str, package: EnginePackage) -> SourceTree:
                 tree.version = m.group(1).decode("ascii", "replace")
                 break
     return tree
+
+
+def open_wheel(path: Path, shown: str, limit: int = MAX_WHEEL_BYTES) -> tuple[zipfile.ZipFile, str]:
+    """Open a wheel once (:func:`open_regular`: a FIFO or device swapped in is refused, never blocks) and
+    return the zip read from that descriptor with the SHA-256 of its bytes (the tree's cache key). The zip
+    does not own the file object: close ``zf.fp`` after ``zf.close()``.
+
+    Raises:
+        InputError: not a regular file, over ``limit`` bytes (:data:`MAX_WHEEL_BYTES`), unreadable or not a zip.
+    """
+    import hashlib
+
+    try:
+        fd = open_regular(path)
+    except NotRegularFile as exc:
+        raise InputError(shown, str(exc)) from None
+    except OSError as exc:
+        raise InputError(shown, f"cannot read: {exc.strerror or exc}") from None
+    fh = os.fdopen(fd, "rb")
+    try:
+        size = os.fstat(fd).st_size
+        if size > limit:
+            raise InputError(shown, f"wheel is {size} bytes, over the {limit}-byte limit")
+        h = hashlib.sha256()
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+        fh.seek(0)
+        zf = zipfile.ZipFile(fh)
+        zf.infolist()
+    except InputError:
+        fh.close()
+        raise
+    except ZIP_ERRORS as exc:
+        fh.close()
+        raise InputError(shown, f"not a readable wheel (zip): {exc}") from None
+    return zf, h.hexdigest()

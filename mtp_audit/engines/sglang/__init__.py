@@ -1,4 +1,4 @@
-"""SGLang analyzer: what SGLang will do with your flags (issue 3).
+"""SGLang analyzer: what SGLang will do with your flags.
 
 Public API:
 

@@ -1,7 +1,7 @@
 """Run the SGLang audit: read the tree, pre-filter, scan (cached, parallel), link, build the Report.
 
 Linking connects per-file facts: a helper's literal returns to the call sites that assign its
-result to a CLI argument (issue 3 item 2b/2c), alias sets to the enum lookup that uses them (2d),
+result to a CLI argument, alias sets to the enum lookup that uses them,
 ``choices=NAME`` to the module constant ``NAME`` (following ``from x import NAME`` inside the tree),
 and draft-architecture conditions to from -> to pairs (item 4).
 """
@@ -24,7 +24,7 @@ from mtp_audit.sources.tree import SourceTree
 
 ANALYZER = "sglang"
 SPEC_ARG = "speculative_algorithm"
-#: Flags whose choices the preflight reads (issue 3 item 7).
+#: Flags whose choices the preflight reads.
 PREFLIGHT_FLAGS = ("--fp4-gemm-backend", "--moe-runner-backend", "--quantization")
 _FP4 = re.compile(r"fp4", re.IGNORECASE)
 _CLI_PATHS = re.compile(r"(^|/)srt/(server_args\.py|arg_groups/)")
@@ -315,8 +315,8 @@ class _Linker:
 
     def file_gaps(self) -> None:
         """The tree's notes, files that could not be read or parsed, functions that could not be analysed."""
-        for rel, note in self.tree.notes:
-            self.gaps.append(Gap(ANALYZER, f"{rel}: {note}", path=rel, blocking=False))
+        for rel, note in self.tree.notes:  # a file CPython would decode otherwise than we can: could not tell
+            self.gaps.append(Gap(ANALYZER, f"{rel}: {note}", path=rel, blocking="(PEP 263)" in note))
         for rel in sorted(self.results):
             r = self.results[rel]
             if r.get("gap"):
@@ -759,11 +759,12 @@ def json_copy(facts: dict[str, Any]) -> dict[str, Any]:
 
 
 def _wheel_key(target: str | Path | None) -> str | None:
-    """For a ``.whl`` file: a cache key from one ``stat`` of the file (absolute path, size, ``mtime_ns``) and the
-    tool's version, so a warm audit of a wheel opens neither the zip nor its 4,000-entry directory. A wheel is
-    an immutable artifact: rebuilt or replaced, its size or mtime changes. ``None`` for anything else (folders
-    are keyed by every file's size and mtime, :meth:`SourceTree.fingerprint`: one stat per file, which is what
-    tells an edited checkout from the audited one)."""
+    """For a ``.whl`` file: a cache key from one ``stat`` of the file (absolute path, device, inode, size,
+    ``mtime_ns`` and ``ctime_ns``) and the tool's version, so a warm audit of a wheel opens neither the zip nor
+    its 4,000-entry directory. Size and mtime alone can be kept across an edit (``os.utime``); the inode
+    change time cannot be set back by anyone but root, and every write, rename or replacement changes it or
+    the inode. ``None`` for anything else (folders are keyed by the contents of their files,
+    :meth:`SourceTree.fingerprint`; the cold path of a wheel by the SHA-256 of the whole file)."""
     if target is None or not str(target).endswith(".whl"):
         return None
     from mtp_audit import __version__
@@ -777,7 +778,8 @@ def _wheel_key(target: str | Path | None) -> str | None:
         return None
     import hashlib
 
-    return "whl-" + hashlib.sha1(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\0{__version__}".encode("utf-8", "surrogatepass")).hexdigest()
+    stamp = f"{p}\0{st.st_dev}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{__version__}"
+    return "whl-" + hashlib.sha1(stamp.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def audit_sglang(target: str | Path | None) -> Report:

@@ -25,7 +25,7 @@ def _facts(report: Report | dict[str, Any]) -> dict[str, Any]:
     return dict(facts.get("sglang") or {})
 
 
-#: Arguments whose rewrites decide whether MTP/NextN heads and FP4 kernels are used (issue 3 item 7;
+#: Arguments whose rewrites decide whether MTP/NextN heads and FP4 kernels are used (the flags the preflight reads;
 #: research/blackwell_fp4.md for the FP4 backends): every ``speculative_*`` argument, anything naming a
 #: draft, MTP/NextN or FP4, and the MoE runner / FP4 GEMM / quantization / KV-cache / attention backends.
 RELEVANT_ARGS = frozenset({"moe_runner_backend", "fp4_gemm_backend", "quantization", "kv_cache_dtype", "attention_backend",

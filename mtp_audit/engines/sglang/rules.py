@@ -156,7 +156,7 @@ RULES: tuple[Rule, ...] = (
         why="Either SGLang handles NEXTN in a shape this analyzer does not know (so the audit cannot tell "
             "whether MTP heads are used), or NEXTN reaches the worker unmapped and fails at start-up.",
         fix="Read the places listed in nextn_accepted; if the rewrite moved, report the new shape to mtp-audit.",
-        sources=("docs/sglang.md 'Shapes'", "issue 3 ('No NEXTN remap found ... is a finding')"),
+        sources=("docs/sglang.md 'Shapes'", "an SGLang without the NEXTN -> EAGLE remap runs NEXTN as its own algorithm (docs/sglang.md 'Shapes')"),
         basis="code",
         examples=(
             Example(True, {_SP: _SA_ACCEPTS_NO_REMAP}, note="NEXTN is a choice but nothing rewrites it"),
@@ -252,7 +252,7 @@ RULES: tuple[Rule, ...] = (
             "a removed speculative_algorithm rewrite = warning; every other change (logged rewrites, removed "
             "rewrites, other arguments) = info.",
         fix="Read the new rewrite's condition and location; adjust your launch flags before upgrading.",
-        sources=("issue 3 'Upgrades'", "mtp_audit/engines/sglang/diff.py rewrite_severity"),
+        sources=("docs/sglang.md (diff of two SGLang trees)", "mtp_audit/engines/sglang/diff.py rewrite_severity"),
         basis="code",
         examples=(
             Example(True, {"old/" + _SP: _SA_OLD_REMAP, "new/" + _SP: _SA_NEW_REMAP}, args=("--diff",), note="NEXTN now maps to EAGLE3"),
@@ -267,7 +267,7 @@ RULES: tuple[Rule, ...] = (
         what="Compares the declared flags and their statically resolved choices of two versions.",
         why="A launch command that worked before is rejected by argparse after the upgrade.",
         fix="Replace the removed value in your launch command.",
-        sources=("issue 3 'Upgrades'",),
+        sources=("docs/sglang.md (diff of two SGLang trees)",),
         basis="code",
         examples=(
             Example(True, {"old/" + _SP: _SA_QUANT_OLD, "new/" + _SP: _SA_QUANT_NEW}, args=("--diff",), note="modelopt_fp4 dropped"),

@@ -187,7 +187,7 @@ def link(tree: VllmTree, results: dict[str, dict[str, Any] | None]) -> tuple[dic
     gaps: list[Gap] = []
     roles = tree.roles
     for rel, note in tree.notes:
-        gaps.append(Gap(ANALYZER, f"{rel}: {note}", path=rel, blocking=rel == roles.get("spec")))
+        gaps.append(Gap(ANALYZER, f"{rel}: {note}", path=rel, blocking=rel == roles.get("spec") or "(PEP 263)" in note))
     for role, res in results.items():
         rel = roles[role]
         if res is None:

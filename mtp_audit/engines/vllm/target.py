@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mtp_audit.engines.vllm._shared import ZIP_ERRORS, InputError, read_bytes_bounded
+from mtp_audit.sources.tree import content_stamp, open_wheel, source_encoding_problem
 
 #: Largest source file read (bytes). The largest file read, ``v1/worker/gpu_model_runner.py`` of
 #: 0.33.0, is ~330 KB.
@@ -88,7 +89,9 @@ class VllmTree:
     version: str | None = None
     notes: list[tuple[str, str]] = field(default_factory=list)
     bytes_read: int = 0
+    digest: str = ""
     _zip: zipfile.ZipFile | None = None
+    _fh: object = None
     _started: float = field(default_factory=time.monotonic)
 
     def read(self, rel: str) -> bytes | None:
@@ -128,19 +131,19 @@ class VllmTree:
             self.notes.append((rel, f"cannot read ({type(exc).__name__}: {exc}); not examined"))
             return None
         self.bytes_read += len(data)
+        problem = source_encoding_problem(data)
+        if problem is not None:
+            self.notes.append((rel, problem))
+            return None
         return data
 
     def stamp(self, rel: str) -> str:
-        """Content stamp of one file without reading it: ``size:CRC`` for wheel members,
-        ``size:mtime_ns`` for files."""
+        """Content stamp of one file: ``size:CRC`` for wheel members (the wheel's own SHA-256 is not part of
+        it), ``size:sha1`` of the bytes for files (:func:`mtp_audit.sources.tree.content_stamp`)."""
         handle = self.files[rel]
         if isinstance(handle, zipfile.ZipInfo):
             return f"{handle.file_size}:{handle.CRC}"
-        try:
-            st = os.stat(handle)  # type: ignore[arg-type]
-            return f"{st.st_size}:{st.st_mtime_ns}"
-        except OSError:
-            return "?"
+        return content_stamp(handle)  # type: ignore[arg-type]
 
     def add_file(self, rel: str) -> bool:
         """Make ``rel`` (a ``vllm/...`` path of a ``.py`` file) readable, for the launch replay that follows imports;
@@ -171,7 +174,7 @@ class VllmTree:
 
     def fingerprint(self) -> str:
         """SHA-1 over the found files' paths and stamps: the whole-audit cache key."""
-        h = hashlib.sha1(f"{self.kind}\0{self.version}\0".encode())
+        h = hashlib.sha1(f"{self.kind}\0{self.version}\0{self.digest}\0".encode())
         for role in sorted(self.roles):
             rel = self.roles[role]
             h.update(f"{role}\0{rel}\0{self.stamp(rel)}\n".encode())
@@ -184,6 +187,9 @@ class VllmTree:
         if self._zip is not None:
             self._zip.close()
             self._zip = None
+        if self._fh is not None:
+            self._fh.close()  # type: ignore[attr-defined]
+            self._fh = None
 
 
 def open_target(target: str | Path | None) -> VllmTree:
@@ -297,21 +303,12 @@ def _folder_version(pkg: Path) -> str | None:
 
 
 def _wheel(path: Path, shown: str) -> VllmTree:
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise InputError(shown, f"cannot read: {exc.strerror}") from None
-    if size > MAX_WHEEL_BYTES:
-        raise InputError(shown, f"wheel is {size} bytes, over the {MAX_WHEEL_BYTES}-byte limit")
-    try:
-        zf = zipfile.ZipFile(path)
-        infos = zf.infolist()
-    except ZIP_ERRORS as exc:
-        raise InputError(shown, f"not a readable wheel (zip): {exc}") from None
+    zf, digest = open_wheel(path, shown, MAX_WHEEL_BYTES)  # one descriptor; its SHA-256 keys the cache
+    infos = zf.infolist()
+    tree = VllmTree(display=path.name, kind="wheel", _zip=zf, digest=digest, _fh=zf.fp)
     if len(infos) > MAX_MEMBERS:
-        zf.close()
+        tree.close()
         raise InputError(shown, f"wheel has {len(infos)} members, over the {MAX_MEMBERS}-member limit")
-    tree = VllmTree(display=path.name, kind="wheel", _zip=zf)
     tree._members = {i.filename: i for i in infos if i.filename.endswith(".py") and not i.is_dir()
                      and (i.external_attr >> 16) & 0o170000 != 0o120000}
     by_name = {i.filename: i for i in infos}

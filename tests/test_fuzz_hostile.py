@@ -1,0 +1,339 @@
+"""Fuzz kinds for hostile input beyond files: a hostile loopback hub, cache entries of every shape, concurrent
+runs on one cache, signals during writes, hostile source encodings (library misuse: tests/test_hostile_api.py).
+
+Each kind states its invariant. Default: a few examples per kind; the long run before a release:
+``MTP_AUDIT_FUZZ_EXAMPLES=2000 python -m pytest -q tests/test_fuzz_hostile.py`` (docs/fuzzing.md).
+Everything is loopback or local; every server loop is bounded.
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import tokenize
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fuzzkit import JSON_VALUES, Workspace, fuzz_settings, run_cli
+from hostilekit import HostileServer, send, trickle
+from hubfixture import TOKEN, isolate_hf
+from hypothesis import given
+from hypothesis import strategies as st
+
+REPO = Path(__file__).resolve().parents[1]
+MIMO_DIR = REPO / "fixtures" / "checkpoint" / "jj8127--mimo_kor"
+SHA = "c" * 40
+SERVER_ARGS = (b"class ServerArgs:\n    speculative_algorithm: str = None\n"
+               b"    def __post_init__(self):\n        if self.speculative_algorithm == 'NEXTN':\n"
+               b"            self.speculative_algorithm = 'EAGLE'\n")
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("fuzz-hostile")
+
+
+# --- a hostile loopback hub ---------------------------------------------------------------------------------
+
+INFO_BODIES = ["valid", "valid", "no-siblings", "html", "empty", "truncated", "list", "gzip", "binary", "no-sha", "huge"]
+INFO_STATUS = [200, 200, 200, 200, 404, 401, 403, 429, 500, 302]
+LINKS = ["none", "same", "foreign", "malformed", "self", "javascript"]
+FILE_KINDS = ["ok", "ok", "ok", "html", "truncated", "429", "500", "trickle", "redirect-foreign", "ignore-range", "gzip"]
+
+
+def _files() -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in MIMO_DIR.iterdir() if p.is_file() and p.suffix == ".json"}
+
+
+@st.composite
+def hub_plan(draw: Any) -> dict[str, Any]:
+    files = _files()
+    return {
+        "info_status": draw(st.sampled_from(INFO_STATUS)),
+        "info_body": draw(st.sampled_from(INFO_BODIES)),
+        "link": draw(st.sampled_from(LINKS)),
+        "tree_body": draw(st.sampled_from(["valid", "valid", "html", "dict", "huge-names"])),
+        "file": {name: draw(st.sampled_from(FILE_KINDS)) for name in sorted(files)},
+        "retry_after": draw(st.sampled_from(["", "0", "1", "99999", "-5", "abc"])),
+    }
+
+
+def _info_doc(plan: dict[str, Any], files: dict[str, bytes]) -> bytes:
+    kind = plan["info_body"]
+    doc: dict[str, Any] = {"id": "org/model", "sha": SHA, "gated": False, "siblings": [{"rfilename": f} for f in sorted(files)]}
+    if kind == "no-siblings":
+        doc.pop("siblings")
+    if kind == "no-sha":
+        doc.pop("sha")
+    raw = json.dumps(doc).encode()
+    return {"html": b"<html><body>proxy login</body></html>", "empty": b"", "truncated": raw[: len(raw) // 2],
+            "list": b"[1, 2]", "binary": bytes(range(256)), "huge": b"[" + b"0," * 40_000 + b"0]"}.get(kind, raw)
+
+
+def _hub_respond(plan: dict[str, Any], files: dict[str, bytes], evil: HostileServer, srv: list[HostileServer]):  # type: ignore[no-untyped-def]
+    def respond(h):  # type: ignore[no-untyped-def]
+        me = srv[0]
+        path = h.path.split("?")[0]
+        extra = {"Retry-After": plan["retry_after"]} if plan["retry_after"] else {}
+        if path.startswith("/api/models/") and "/tree/" in path:
+            _tree(h, plan, files, evil, me)
+        elif path.startswith("/api/models/"):
+            status = plan["info_status"]
+            if status == 302:
+                send(h, 302, b"", {"Location": h.path})
+            elif status != 200:
+                send(h, status, b"", {"X-Error-Code": "RepoNotFound" if status == 404 else "", **extra})
+            else:
+                body = _info_doc(plan, files)
+                headers = {"Content-Type": "application/json"}
+                if plan["info_body"] == "gzip":
+                    body, headers["Content-Encoding"] = gzip.compress(body), "gzip"
+                send(h, 200, body, headers)
+        elif "/resolve/" in path:
+            _file(h, plan, files, evil, me, path.rsplit("/", 1)[-1], extra)
+        else:
+            send(h, 404)
+    return respond
+
+
+def _tree(h, plan, files, evil, me) -> None:  # type: ignore[no-untyped-def]
+    page = [{"type": "file", "path": f} for f in sorted(files)]
+    if plan["tree_body"] == "huge-names":
+        page += [{"type": "file", "path": "x" * 5000 + str(i)} for i in range(50)]
+    body = {"html": b"<html/>", "dict": b'{"a": 1}'}.get(plan["tree_body"], json.dumps(page).encode())
+    headers = {"Content-Type": "application/json"}
+    link = plan["link"]
+    if "cursor=" not in h.path and link != "none":
+        target = {"same": f"{me.endpoint}{h.path.split('?')[0]}?cursor=1", "foreign": f"{evil.endpoint}/steal?cursor=1",
+                  "malformed": "http://[::1", "self": f"{me.endpoint}{h.path}", "javascript": "javascript:alert(1)"}[link]
+        headers["Link"] = f'<{target}>; rel="next"'
+    elif link == "self":
+        headers["Link"] = f'<{me.endpoint}{h.path}>; rel="next"'
+    send(h, 200, body, headers)
+
+
+def _file(h, plan, files, evil, me, name, extra) -> None:  # type: ignore[no-untyped-def]
+    kind = plan["file"].get(name, "ok")
+    blob = files.get(name)
+    if blob is None:
+        send(h, 404, b"", {"X-Error-Code": "EntryNotFound"})
+    elif kind == "html":
+        send(h, 200, b"<html>captive portal</html>", {"Content-Type": "text/html"})
+    elif kind == "truncated":
+        send(h, 200, blob[: len(blob) // 2])
+    elif kind in ("429", "500"):
+        send(h, int(kind), b"", extra)
+    elif kind == "trickle":
+        trickle(h, me.stopping, chunk=b" ", pause=0.05, limit_s=8)
+    elif kind == "redirect-foreign":
+        send(h, 302, b"", {"Location": f"{evil.endpoint}/cdn/{name}"})
+    elif kind == "gzip":
+        send(h, 200, gzip.compress(blob), {"Content-Encoding": "gzip"})
+    else:
+        send(h, 200, blob, {"ETag": '"x"'})
+
+
+@fuzz_settings(25)
+@given(plan=hub_plan(), fmt=st.sampled_from(["json", "text", "sarif"]))
+def test_fuzz_hostile_hub(base: Path, plan: dict[str, Any], fmt: str) -> None:
+    """Invariant: any hub answer ends in exit 0/1/2/3 within the harness bounds (run_cli), exit 2 is one line,
+    and no request to another origin than the endpoint carries the token."""
+    from huggingface_hub import constants
+
+    files = _files()
+    ws = Workspace(base / "hub")
+    evil = HostileServer(lambda h: send(h, 200, b"[]", {"Content-Type": "application/json"}))
+    holder: list[HostileServer] = []
+    srv = HostileServer(_hub_respond(plan, files, evil, holder))
+    holder.append(srv)
+    with evil, srv, pytest.MonkeyPatch.context() as mp:
+        isolate_hf(mp, ws.root, srv.endpoint)
+        mp.setenv("HF_TOKEN", TOKEN)
+        cache = base / "hub-cache"  # outside the workspace: the harness checks that nothing in it changes
+        if cache.exists():
+            shutil.rmtree(cache)
+        mp.setenv("MTP_AUDIT_CACHE_DIR", str(cache))
+        mp.setenv("MTP_AUDIT_NETWORK_SECONDS", "6")
+        mp.setattr(constants, "HF_HUB_DOWNLOAD_TIMEOUT", 0.5)
+        mp.setattr("mtp_audit.sources.hubhttp.MAX_INFO_BYTES", 64 * 1024)
+        mp.setattr("mtp_audit.sources.hubhttp.MAX_RETRY_AFTER", 0.2)
+        run_cli(["checkpoint", "org/model", "-f", fmt], ws, json_stdout=fmt == "json")
+    assert all("authorization" not in headers for _, headers in evil.seen), evil.seen
+
+
+# --- cache entries of every shape -------------------------------------------------------------------------
+
+MUTATIONS = ["truncate", "flip", "json", "empty", "fifo", "dev-zero", "symlink-out", "directory", "keep"]
+
+
+def _strip(doc: dict[str, Any]) -> dict[str, Any]:
+    doc = json.loads(json.dumps(doc))
+    for facts in doc.get("facts", {}).values():
+        if isinstance(facts, dict):
+            facts.pop("scan", None)
+    return {k: doc.get(k) for k in ("findings", "gaps", "status", "facts")}
+
+
+@fuzz_settings(25)
+@given(data=st.data())
+def test_fuzz_cache_entries(base: Path, data: st.DataObject) -> None:
+    """Invariant: whatever the scan cache holds (truncated, bit-flipped, any JSON, FIFO, /dev/zero, a symlink
+    out, a folder), and after a same-size edit of a source with its mtime put back, a run reports what a run
+    without any cache reports."""
+    ws = Workspace(base / "cache")
+    tree = ws.inputs / "t"
+    (tree / "sglang" / "srt").mkdir(parents=True)
+    (tree / "sglang" / "__init__.py").write_text("")
+    (tree / "sglang" / "srt" / "server_args.py").write_bytes(SERVER_ARGS)
+    cache = base / "scan-cache"  # outside the workspace: the harness checks that nothing in it changes
+    if cache.exists():
+        shutil.rmtree(cache, ignore_errors=True)
+        for p in sorted(cache.rglob("*"), reverse=True) if cache.exists() else []:
+            p.unlink() if not p.is_dir() or p.is_symlink() else p.rmdir()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MTP_AUDIT_CACHE_DIR", str(cache))
+        run_cli(["sglang", "in/t", "-f", "json"], ws, json_stdout=True)
+        if data.draw(st.booleans(), label="same-size edit"):
+            f = tree / "sglang" / "srt" / "server_args.py"
+            st_ = f.stat()
+            f.write_bytes(SERVER_ARGS.replace(b"'EAGLE'", b"'NGRAM'"))
+            os.utime(f, ns=(st_.st_atime_ns, st_.st_mtime_ns))
+        (base / "secret.json").write_text(json.dumps({"entry": 2, "value": {"facts": {}, "gaps": []}}))
+        for p in sorted(q for q in cache.rglob("*.json") if q.is_file()):
+            _mutate(p, data.draw(st.sampled_from(MUTATIONS), label=p.name[:8]), data, ws)
+        cached = run_cli(["sglang", "in/t", "-f", "json"], ws, json_stdout=True)
+        mp.setenv("MTP_AUDIT_CACHE_DIR", "")
+        fresh = run_cli(["sglang", "in/t", "-f", "json"], ws, json_stdout=True)
+    assert cached.code == fresh.code
+    assert _strip(json.loads(cached.out)) == _strip(json.loads(fresh.out))
+
+
+def _mutate(p: Path, how: str, data: st.DataObject, ws: Workspace) -> None:
+    raw = p.read_bytes()
+    if how == "keep":
+        return
+    p.unlink()
+    if how == "truncate":
+        p.write_bytes(raw[: data.draw(st.integers(0, max(0, len(raw) - 1)))])
+    elif how == "flip":
+        i = data.draw(st.integers(0, len(raw) - 1))
+        p.write_bytes(raw[:i] + bytes([raw[i] ^ (1 << data.draw(st.integers(0, 7)))]) + raw[i + 1:])
+    elif how == "json":
+        p.write_text(json.dumps(data.draw(JSON_VALUES)))
+    elif how == "empty":
+        p.write_bytes(b"")
+    elif how == "fifo":
+        os.mkfifo(p)
+    elif how == "dev-zero":
+        os.symlink("/dev/zero", p)
+    elif how == "symlink-out":
+        os.symlink(p.parents[3] / "secret.json", p)
+    elif how == "directory":
+        p.mkdir()
+
+
+# --- concurrent runs on one cache -------------------------------------------------------------------------
+
+
+@fuzz_settings(4)
+@given(n=st.integers(2, 4), edit=st.booleans())
+def test_fuzz_concurrent_runs_share_a_cache(base: Path, n: int, edit: bool) -> None:
+    """Invariant: n processes auditing the same tree (and the same checkpoint) at once with one cache folder
+    print the same report as one run without a cache; the cache holds no temporary file afterwards."""
+    root = base / "concurrent"
+    if root.exists():
+        shutil.rmtree(root)
+    tree = root / "t"
+    (tree / "sglang" / "srt").mkdir(parents=True)
+    (tree / "sglang" / "__init__.py").write_text("")
+    (tree / "sglang" / "srt" / "server_args.py").write_bytes(SERVER_ARGS.replace(b"'EAGLE'", b"'NGRAM'") if edit else SERVER_ARGS)
+    env = {**os.environ, "MTP_AUDIT_CACHE_DIR": str(root / "cache")}
+    for argv in (["sglang", str(tree)], ["checkpoint", str(MIMO_DIR)]):
+        cmd = [sys.executable, "-m", "mtp_audit", *argv, "-f", "json"]
+        procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=root) for _ in range(n)]
+        outs = [p.communicate(timeout=120) for p in procs]
+        solo = subprocess.run(cmd, capture_output=True, env={**env, "MTP_AUDIT_CACHE_DIR": ""}, cwd=root, timeout=120)
+        want = _strip(json.loads(solo.stdout))
+        for (out, err), p in zip(outs, procs):
+            assert p.returncode == solo.returncode, err
+            assert _strip(json.loads(out)) == want
+    leftovers = [q for q in (root / "cache").rglob(".tmp-*")] if (root / "cache").exists() else []
+    assert leftovers == []
+
+
+# --- signals during writes --------------------------------------------------------------------------------
+
+
+@fuzz_settings(8)
+@given(sig=st.sampled_from([signal.SIGTERM, signal.SIGHUP, signal.SIGINT]), delay=st.floats(0.0, 1.2),
+       fmt=st.sampled_from(["json", "sarif"]))
+def test_fuzz_signals_during_writes(base: Path, sig: int, delay: float, fmt: str) -> None:
+    """Invariant: stopped at any moment, the CLI leaves either no report or a complete one (it parses), never
+    a temporary file beside ``-o``; its exit code is a result (0-3) or 128 + the signal."""
+    out_dir = base / "signals"
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.mkdir()
+    out = out_dir / "report.out"
+    p = subprocess.Popen([sys.executable, "-m", "mtp_audit", "checkpoint", str(MIMO_DIR), "-f", fmt, "-o", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=out_dir,
+                         env={**os.environ, "MTP_AUDIT_CACHE_DIR": ""})
+    time.sleep(delay)
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode in (0, 1, 2, 3, 128 + int(sig), -int(sig)), err
+    names = os.listdir(out_dir)
+    assert names in ([], ["report.out"]), names
+    if names:
+        json.loads(out.read_text())
+    assert b"Traceback" not in err or p.returncode == -int(sig)
+
+
+# --- hostile source encodings -----------------------------------------------------------------------------
+
+ENCODINGS = ["utf-8", "utf8", "utf-8-sig", "latin-1", "iso-8859-15", "cp1252", "ascii", "utf-7", "utf-16", "utf-16-le",
+             "cp037", "shift_jis", "euc-jp", "koi8-r", "mac-roman", "bogus", "rot13", "hex", "idna", "punycode"]
+COOKIES = ["# coding: {}\n", "# -*- coding: {} -*-\n", "# vim: set fileencoding={} :\n", "#!/usr/bin/python\n# coding={}\n",
+           "\n\n# coding: {}\n", "\ufeff# coding: {}\n"]
+
+
+@fuzz_settings(300)
+@given(enc=st.sampled_from(ENCODINGS), cookie=st.sampled_from(COOKIES),
+       body=st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40), hidden=st.booleans())
+def test_fuzz_source_encodings(base: Path, enc: str, cookie: str, body: str, hidden: bool) -> None:
+    """Invariant: a source file is examined only if CPython would decode it to exactly the text a UTF-8 reader
+    sees; otherwise it is not examined with a note naming PEP 263 (or a bad cookie). Never an exception."""
+    from mtp_audit.engines.sglang.target import open_target
+
+    root = base / "enc"
+    if root.exists():
+        shutil.rmtree(root)
+    (root / "sglang" / "srt").mkdir(parents=True)
+    (root / "sglang" / "__init__.py").write_text("")
+    text = cookie.format(enc) + "x = 1\n" + ("# +AAo-speculative_algorithm = 'NGRAM'\n" if hidden else "") + f"y = {body!r}\n"
+    data = text.encode("utf-8")
+    (root / "sglang" / "srt" / "server_args.py").write_bytes(data)
+    tree = open_target(root)
+    try:
+        got = tree.read("sglang/srt/server_args.py")
+    finally:
+        tree.close()
+    try:
+        cpython_enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        cpython_text: str | None = data.decode(codecs.lookup(cpython_enc).name)
+    except (SyntaxError, UnicodeError, LookupError):
+        cpython_text = None
+    if got is not None:
+        utf8 = data.decode("utf-8-sig") if data.startswith(codecs.BOM_UTF8) else data.decode("utf-8")
+        assert cpython_text is not None and cpython_text.lstrip("\ufeff") == utf8.lstrip("\ufeff")
+    else:
+        assert any(("PEP 263" in n or "encoding cookie" in n) for _, n in tree.notes), tree.notes
