@@ -18,7 +18,7 @@ from mtp_audit.sources.local import ReadProblem
 from mtp_audit.synth.gguf import gguf_header, write_gguf
 
 gguf = pytest.importorskip("gguf")
-pytestmark = pytest.mark.oracle
+# the gguf package is the reference reader here (a test dependency), so this runs in the default suite
 
 #: GGML types the oracle (gguf 0.19.0) knows; ours also knows newer ones (Q2_0 = 42).
 ORACLE_TYPES = sorted(t for t in GGML_TYPES if t in {int(q) for q in gguf.GGMLQuantizationType})

@@ -82,7 +82,9 @@ def test_deepseek_alias_0_11_runs_mtp_with_v1_eagle_proposer(ds: Path) -> None:
 def test_deepseek_alias_without_tokens_fails_and_is_corrected(ds: Path) -> None:
     r, f = _run("0.33.0", "vllm", "serve", str(ds), "--speculative-config", '{"method":"deepseek_mtp"}')
     errs = [x for x in r.findings if x.rule_id == "MTP320"]
-    assert len(errs) == 1 and "_verify_args raises 'num_speculative_tokens must be provided" in errs[0].message
+    # replayed statement by statement: _verify_args raises at 0.33.0 vllm/config/speculative.py:1947
+    assert len(errs) == 1 and "ValueError: num_speculative_tokens must be provided" in errs[0].message
+    assert "(vllm/config/speculative.py:1947)" in errs[0].message
     assert f["verdict"] == "fix first"
     assert f["corrected_command"] == f"vllm serve {ds} --speculative-config " + """'{"method":"deepseek_mtp","num_speculative_tokens":1}'"""
     chk = f["corrected_check"]
@@ -206,16 +208,26 @@ def test_readme_vllm_launch_block_is_real_output(tmp_path: Path, capsys, monkeyp
     assert missing == []
 
 
-def test_draft_model_on_qwen35_and_silent_default_on_deepseek(qw: Path, ds: Path) -> None:
+def test_model_without_tokens_hits_none_comparison_before_the_default(qw: Path, ds: Path) -> None:
+    # statement order: the MTP auto-detection branch compares ``self.num_speculative_tokens > 1`` (0.33.0
+    # vllm/config/speculative.py:1487, 0.11.0 :332) before the n_predict default (0.33.0 :1603, 0.11.0 :388) is reached,
+    # so a "model" without num_speculative_tokens raises TypeError and the server never starts. Real report:
+    # https://github.com/vllm-project/vllm/issues/55323 (2026-09, Qwen3.6-35B-A3B, model_type qwen3_5_moe like qw)
+    r, f = _run("0.33.0", "vllm", "serve", str(qw), "--speculative-config", json.dumps({"method": "mtp", "model": str(qw)}))
+    errs = [x for x in r.findings if x.rule_id == "MTP320"]
+    assert len(errs) == 1 and "TypeError: '>' not supported between instances of 'NoneType' and 'int' (vllm/config/speculative.py:1487)" \
+        in errs[0].message and exit_code(r, Severity.ERROR) == 1
     r, f = _run("0.33.0", "vllm", "serve", str(qw), "--speculative-config", json.dumps({"method": "draft_model", "model": str(qw)}))
     assert (f["speculative"]["requested"], f["speculative"]["runs_as"]) == ("draft_model", "mtp")
-    assert f["draft"]["architectures"] == ["Qwen3_5MoeMTP"]
-    # not given: the draft's n_predict = text_config.mtp_num_hidden_layers = 1 (vllm/config/speculative.py:1603)
-    assert f["speculative"]["num_speculative_tokens"] == 1
-    assert any(x.rule_id == "MTP323" and "(vllm/config/speculative.py:1603)" in x.message for x in r.findings)
+    errs = [x for x in r.findings if x.rule_id == "MTP320"]
+    assert len(errs) == 1 and "TypeError: '>' not supported between instances of 'NoneType' and 'int' (vllm/config/speculative.py:1487)" \
+        in errs[0].message
+    assert not any(x.rule_id == "MTP323" for x in r.findings) and f["verdict"] == "fix first"
+    assert '"num_speculative_tokens":1}' in f["corrected_command"] and f["corrected_check"]["verdict"] == "go"
+    assert exit_code(r, Severity.ERROR) == 1
     r, f = _run("0.11.0", "vllm", "serve", str(ds), "--speculative-config", json.dumps({"method": "mtp", "model": str(ds)}))
-    assert f["speculative"]["num_speculative_tokens"] == 1 and f["verdict"] == "go"
-    assert any(x.rule_id == "MTP323" and "(vllm/config/speculative.py:388)" in x.message for x in r.findings)
+    errs = [x for x in r.findings if x.rule_id == "MTP320"]
+    assert len(errs) == 1 and "(vllm/config/speculative.py:332)" in errs[0].message and f["verdict"] == "fix first"
 
 
 def test_json_and_sarif_validate(ds: Path, tmp_path: Path) -> None:

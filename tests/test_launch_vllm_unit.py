@@ -133,15 +133,20 @@ def test_divisibility_rule(tmp_path, k: int, error: bool) -> None:
         assert msgs == [] and f["verdict"] == "go"
 
 
-def test_silent_default_is_the_layer_count(tmp_path) -> None:
+def test_model_without_tokens_raises_before_the_silent_default(tmp_path) -> None:
     from mtp_audit.launch import audit_launch
 
     root = _tree(tmp_path, 2)
     r = audit_launch(["vllm", "serve", "ckpt", "--speculative-config", '{"method":"mtp","model":"ckpt"}'],
                      vllm=root / "vl", env_dump=[root / "env.txt"], environ={}, cwd=root)
     f = r.facts["launch"]
-    assert f["speculative"]["num_speculative_tokens"] == 2 and f["summary"]["num_speculative_tokens"] == "2 (not given: the draft's n_predict) for 2 MTP layer(s)"
-    assert [x.severity.name for x in r.findings if x.rule_id == "MTP323"] == ["INFO"]
+    # the example tree's auto-detection compares `self.num_speculative_tokens > 1` (vl/vllm/config/speculative.py:52)
+    # before the n_predict default below it: None > 1 raises
+    errs = [x.message for x in r.findings if x.rule_id == "MTP320"]
+    assert len(errs) == 1 and "TypeError: '>' not supported between instances of 'NoneType' and 'int' (vllm/config/speculative.py:52)" in errs[0]
+    assert not [x for x in r.findings if x.rule_id == "MTP323"] and f["verdict"] == "fix first"
+    assert f["corrected_command"] == """vllm serve ckpt --speculative-config '{"method":"mtp","model":"ckpt","num_speculative_tokens":2}'"""
+    assert f["corrected_check"]["verdict"] == "go" and f["corrected_check"]["num_speculative_tokens"] == "2 (given) for 2 MTP layer(s)"
 
 
 def test_api_server_positional_model_is_ignored() -> None:

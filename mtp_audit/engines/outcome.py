@@ -6,6 +6,7 @@ uses (bytes, ``file:line`` locations).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from mtp_audit.report import Finding, Gap, Location, Report, Severity
 
@@ -71,3 +72,78 @@ def mtp_errors_as_warnings(report: Report, engine_label: str, spec_flag: str) ->
                                     f"{spec_flag})")
         out.append(f)
     return dataclasses.replace(report, findings=tuple(out))
+
+
+#: compute capabilities (major) whose GPUs have FP4 tensor cores: SM100/SM103 (B200/B300/GB200/GB300), SM110 (Thor),
+#: SM120/SM121 (RTX PRO 6000 Blackwell, RTX 50xx, DGX Spark) -- the CUDA C Programming Guide's compute capability table
+FP4_HARDWARE_MAJORS = (10, 11, 12)
+_FP4_WORDS = ("fp4", "nvfp4", "mxfp4", "modelopt_fp4", "w4a4")
+
+
+def fp4_needed(ck: dict[str, Any] | None, quantization: str | None) -> bool | None:
+    """Whether this launch runs FP4 kernels: an FP4 ``--quantization`` method, or a checkpoint whose declared scheme is
+    FP4 (NVFP4, MXFP4). ``False`` for a checkpoint audited as not FP4 with no FP4 method asked; ``None`` when the
+    checkpoint was not audited (then the FP4 verdict may matter)."""
+    if quantization and any(w in quantization.lower() for w in _FP4_WORDS):
+        return True
+    if ck is None or (quantization and "mixed" in quantization.lower()):
+        # a mixed-precision method decides per layer; the checkpoint's declared layers say whether any is FP4
+        return True if ck is not None and "FP4" in str((ck.get("summary") or {}).get("quantization") or "").upper() else None
+    s = ck.get("summary") or {}
+    text = " ".join(str(x) for x in (s.get("quantization"), (ck.get("mtp") or {}).get("format")) if x)
+    return "FP4" in text.upper()
+
+
+def _is_fp4_gap(g: Gap) -> bool:
+    return g.analyzer == "preflight" and "FP4" in g.message
+
+
+def _is_mtp_gap(g: Gap) -> bool:
+    return g.analyzer == "checkpoint" and "MTP" in g.message
+
+
+def scope_gaps(reports: Sequence[Report], *, fp4: bool | None, speculative: bool, spec_flag: str) -> list[Report]:
+    """The sub-reports with the blocking gaps this launch's verdict does not depend on turned into notes: the native FP4
+    verdict when the launch runs no FP4 kernels (``fp4`` is ``False``: :func:`fp4_needed`), the checkpoint's MTP
+    checks when the command requests no speculative decoding (``speculative`` false; ``spec_flag`` names the flag that
+    would). Each note says why it does not block; nothing is dropped."""
+    import dataclasses
+
+    out = []
+    for r in reports:
+        gaps = []
+        for g in r.gaps:
+            if g.blocking and fp4 is False and _is_fp4_gap(g):
+                g = dataclasses.replace(g, blocking=False, message=g.message + " (a note for this launch: it runs no FP4 kernels)")
+            elif g.blocking and not speculative and _is_mtp_gap(g):
+                g = dataclasses.replace(g, blocking=False, message=g.message + f" (a note for this launch: no {spec_flag}, so the "
+                                        "MTP weights are not loaded)")
+            gaps.append(g)
+        out.append(dataclasses.replace(r, gaps=tuple(gaps)) if gaps != list(r.gaps) else r)
+    return out
+
+
+def fp4_text(pf: dict[str, Any], needed: bool | None, ck: dict[str, Any] | None) -> str:
+    """The "native FP4" words of "What will happen": the machine's verdict, said for this launch. A launch that runs no
+    FP4 kernels reads "not needed" (with the machine's verdict after it); "not capable" on GPUs with FP4 tensor cores
+    (:data:`FP4_HARDWARE_MAJORS`) says the software stack blocks it (the error rules), not the hardware."""
+    verdict = (pf.get("summary") or {}).get("verdict") or "unknown"
+    vs = pf.get("verdicts") or []
+    hw = sorted({str(v.get("compute_capability")) for v in vs if _fp4_hardware(v.get("compute_capability"))})
+    if verdict == "not capable" and hw and all(_fp4_hardware(v.get("compute_capability")) for v in vs):
+        rules = sorted({str(r).split(":", 1)[0] for v in vs for r in v.get("reasons") or [] if str(r)[:3] == "MTP"})
+        verdict = (f"not capable with this software stack ({', '.join(rules) or 'see the preflight findings'}); the GPUs "
+                   f"(compute capability {', '.join(hw)}) have FP4 tensor cores")
+    if needed is False:
+        q = ((ck or {}).get("summary") or {}).get("quantization")
+        what = (q.split(" (")[0] + " checkpoint") if q else "unquantized checkpoint"
+        return f"not needed by this launch ({what}, no FP4 quantization method); the machine: {verdict}"
+    return verdict
+
+
+def _fp4_hardware(cc: Any) -> bool:
+    try:
+        major = int(str(cc).split(".")[0]) if not isinstance(cc, (list, tuple)) else int(cc[0])
+    except (ValueError, IndexError, TypeError):
+        return False
+    return major in FP4_HARDWARE_MAJORS

@@ -1,4 +1,4 @@
-"""vLLM analyzer: what vLLM runs for ``--speculative-config`` (issue 11).
+"""vLLM analyzer: what vLLM runs for ``--speculative-config``.
 
 Public API:
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -164,6 +165,23 @@ def registered_location(arch: str, archs: dict[str, Any], reg_rel: str | None) -
     return _loc(reg_rel, archs[arch]["line"]) if arch in archs else None
 
 
+@dataclass
+class _Link:
+    """What the steps of :func:`link` share."""
+
+    tree: VllmTree
+    results: dict[str, dict[str, Any] | None]
+    facts: dict[str, Any]
+    gaps: list[Gap]
+    spec: dict[str, Any]
+    spec_rel: str | None
+    ok: bool
+    consts: dict[str, Any]
+    literal: Any = None
+    archs: dict[str, Any] = field(default_factory=dict)
+    envs: dict[str, Any] = field(default_factory=dict)
+
+
 def link(tree: VllmTree, results: dict[str, dict[str, Any] | None]) -> tuple[dict[str, Any], list[Gap]]:
     """Turn per-file scan results into the public facts (docs/vllm.md) and gaps."""
     gaps: list[Gap] = []
@@ -186,7 +204,16 @@ def link(tree: VllmTree, results: dict[str, dict[str, Any] | None]) -> tuple[dic
     facts: dict[str, Any] = {"version": tree.version, "target_kind": tree.kind, "files": dict(sorted(roles.items()))}
     consts = spec.get("consts", {}) if ok else {}
 
-    # validated Literal and the alias set
+    x = _Link(tree, results, facts, gaps, spec, spec_rel, ok, consts)
+    for step in (_link_spec_config, _link_rewrites, _link_drafts, _link_runners, _link_engine_args, _link_env, _link_summary):
+        step(x)
+    return facts, gaps
+
+
+def _link_spec_config(x: _Link) -> None:
+    """The validated ``method`` Literal: ``facts['spec_config']``."""
+    tree, results, facts, gaps, spec, spec_rel, ok, consts = x.tree, x.results, x.facts, x.gaps, x.spec, x.spec_rel, x.ok, x.consts
+    roles = tree.roles
     mf = spec.get("method_field") if ok else None
     literal_name = (mf or {}).get("literal")
     literal = consts.get(literal_name) if literal_name else None
@@ -209,6 +236,12 @@ def link(tree: VllmTree, results: dict[str, dict[str, Any] | None]) -> tuple[dic
         gaps.append(Gap(ANALYZER, f"{spec_rel}:{mf['line']}: the method annotation {mf['annotation']} is not a statically resolvable Literal; "
                                   "cannot tell which methods the validator accepts", path=spec_rel, blocking=False))
 
+    x.literal = literal
+
+
+def _link_rewrites(x: _Link) -> None:
+    """The rewrites in source order and the MTP alias: ``facts['rewrites']``, ``facts['mtp_alias']``."""
+    facts, spec, spec_rel, ok, consts = x.facts, x.spec, x.spec_rel, x.ok, x.consts
     rewrites = []
     for w in spec.get("rewrites", []) if ok else []:
         guards = w["guards"]
@@ -231,7 +264,12 @@ def link(tree: VllmTree, results: dict[str, dict[str, Any] | None]) -> tuple[dic
         facts["mtp_alias"] = {"members": a["from"], "set": set_name or None, "set_location": _loc(spec_rel, c["line"]) if c else None,
                               "set_kind": c["kind"] if c else None, "location": a["location"], "logged": a["logged"]}
 
-    # registry and draft chains
+
+
+def _link_drafts(x: _Link) -> None:
+    """The MTP classes of the registry, ``hf_config_override``'s draft chains and ``__post_init__``'s architecture writes."""
+    tree, results, facts, gaps, spec, spec_rel, ok = x.tree, x.results, x.facts, x.gaps, x.spec, x.spec_rel, x.ok
+    roles = tree.roles
     reg = results.get("registry") or {}
     reg_rel = roles.get("registry")
     archs = reg.get("archs", {}) if not reg.get("gap") else {}
@@ -265,7 +303,14 @@ def link(tree: VllmTree, results: dict[str, dict[str, Any] | None]) -> tuple[dic
         gaps.append(Gap(ANALYZER, f"{spec_rel}: SpeculativeConfig has no hf_config_override: no draft-architecture rewrite found",
                         path=spec_rel, blocking=False))
 
-    # proposers
+    x.archs = archs
+
+
+def _link_runners(x: _Link) -> None:
+    """The proposer each runner dispatches per method, and how the runner is chosen."""
+    tree, results, facts, gaps, spec, spec_rel, ok = x.tree, x.results, x.facts, x.gaps, x.spec, x.spec_rel, x.ok
+    roles = tree.roles
+    literal = x.literal
     preds = spec.get("predicates", {}) if ok else {}
     methods = sorted(set((literal or {}).get("values", [])) | {"mtp"} if literal else {"mtp", "eagle", "eagle3", "draft_model", "ngram"})
     if facts["mtp_alias"]:
@@ -292,6 +337,13 @@ def link(tree: VllmTree, results: dict[str, dict[str, Any] | None]) -> tuple[dic
     if ok and "runner_v1" not in roles:
         gaps.append(Gap(ANALYZER, "vllm/v1/worker/gpu_model_runner.py not found: cannot tell which V1 proposer runs", blocking=False))
 
+    x.envs = envs
+
+
+def _link_engine_args(x: _Link) -> None:
+    """The V1 oracle, the V0 MTP worker, the ``--spec-*`` flags, speculators checkpoints, the ``n_predict`` rules."""
+    tree, results, facts, spec, spec_rel, ok = x.tree, x.results, x.facts, x.spec, x.spec_rel, x.ok
+    roles = tree.roles
     au = results.get("arg_utils") or {}
     oracle = au.get("v1_oracle")
     facts["v1_oracle"] = {"accepted": oracle["accepted"], "location": _loc(roles.get("arg_utils"), oracle["lines"][0])} if oracle else None
@@ -309,6 +361,13 @@ def link(tree: VllmTree, results: dict[str, dict[str, Any] | None]) -> tuple[dic
                                 "reuse_warning_condition": npr.get("reuse_warning_condition"),
                                 "reuse_warning_skips": npr.get("reuse_warning_skips", [])}
 
+
+
+def _link_env(x: _Link) -> None:
+    """The spec-decode / FP4 / MoE environment variables of ``vllm/envs.py``."""
+    tree, results, facts, gaps = x.tree, x.results, x.facts, x.gaps
+    roles = tree.roles
+    envs = x.envs
     env_rel = roles.get("envs")
     defined = envs.get("defined") or {}
     facts["env_vars"] = [{"name": n, "location": _loc(env_rel, line), "default": (envs.get("defaults") or {}).get(n)}
@@ -320,6 +379,14 @@ def link(tree: VllmTree, results: dict[str, dict[str, Any] | None]) -> tuple[dic
     if "envs" not in roles:
         gaps.append(Gap(ANALYZER, "vllm/envs.py not found: environment variables not examined", blocking=False))
 
+
+
+def _link_summary(x: _Link) -> None:
+    """The lints and ``facts['summary']``."""
+    tree, facts, spec, spec_rel, ok = x.tree, x.facts, x.spec, x.spec_rel, x.ok
+    literal = x.literal
+    rewrites = facts["rewrites"]
+    chains = facts["draft_chains"]
     lits = set((literal or {}).get("values", []))
     facts["lints"] = {
         "paren_string_in": [{"location": _loc(spec_rel, p["line"]), "test": p["test"], "string": p["string"]} for p in spec.get("paren_in", [])] if ok else [],
@@ -338,8 +405,6 @@ def link(tree: VllmTree, results: dict[str, dict[str, Any] | None]) -> tuple[dic
         "v2_mtp_speculator": [p["class"] for p in facts["proposers"]["v2"].get("mtp", [])],
         "env_vars": len(facts["env_vars"]),
     }
-    return facts, gaps
-
 
 def audit_tree(tree: VllmTree) -> Report:
     """Audit an opened tree (whole-audit cache keyed by :meth:`VllmTree.fingerprint`)."""

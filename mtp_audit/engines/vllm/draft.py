@@ -29,9 +29,14 @@ class LaunchView:
             is not one ``return`` expression, e.g. 0.33.0 ``use_multi_module_mtp``).
     """
 
-    def __init__(self, report: Any, spec_rel: str | None, spec_text: str | None, registry: dict[str, Any]) -> None:
+    def __init__(self, report: Any, spec_rel: str | None, spec_text: str | None, registry: dict[str, Any],
+                 sources: dict[str, bytes | None] | None = None) -> None:
         self.report = report
         self.spec_rel = spec_rel
+        self.spec_text = spec_text
+        self.spec_bytes: bytes | None = spec_text.encode() if spec_text is not None else None
+        #: other files the statement-order replay reads (tree path -> bytes; ``None``: absent from this tree)
+        self.sources: dict[str, bytes | None] = sources if sources is not None else {}
         self._fn: ast.FunctionDef | None = None
         self._consts: dict[str, dict[str, Any]] = {}
         self.strings: dict[str, str] = {}
@@ -133,7 +138,48 @@ def open_for_launch(target: str | Path | None) -> LaunchView:
         spec_rel = tree.roles.get("spec")
         data = tree.read(spec_rel) if spec_rel else None
         registry = scan_role(tree, "registry") or {}
+        sources = TreeSources(target, {rel: tree.read(rel) for rel in REPLAY_SOURCES})
     finally:
         tree.close()
     text = data.decode("utf-8", "replace") if data is not None else None
-    return LaunchView(report, spec_rel, text, registry)
+    view = LaunchView(report, spec_rel, text, registry, sources)
+    view.spec_bytes = data
+    return view
+
+
+#: files besides the SpeculativeConfig module that :mod:`mtp_audit.engines.vllm.launch.replay` follows into
+#: (``EAGLEConfig.__init__``, which wraps the draft architecture for ``eagle``/``eagle3``; the model registry's
+#: refusal of an architecture it does not register)
+REPLAY_SOURCES = ("vllm/transformers_utils/configs/eagle.py", "vllm/model_executor/models/registry.py", "vllm/config/model.py",
+                  "vllm/transformers_utils/model_arch_config_convertor.py", "vllm/model_executor/layers/quantization/__init__.py")
+
+
+class TreeSources(dict):
+    """Source bytes by tree path for the launch replay: the files read when the tree was opened, and any other
+    ``vllm/...py`` module the replay follows an import into, read on first use from the same target (bounded like every
+    read of :class:`~mtp_audit.engines.vllm.target.VllmTree`; ``None``: not in this tree). At most
+    :data:`MAX_EXTRA` extra files."""
+
+    MAX_EXTRA = 64
+
+    def __init__(self, target: Any, initial: dict[str, bytes | None]) -> None:
+        super().__init__(initial)
+        self._target = target
+        self._tree: Any = None
+        self._extra = 0
+
+    def get(self, rel: str, default: Any = None) -> Any:  # type: ignore[override]
+        if rel in self:
+            return self[rel]
+        data = None
+        if self._extra < self.MAX_EXTRA:
+            self._extra += 1
+            try:
+                if self._tree is None:
+                    self._tree = open_target(self._target)
+                if self._tree.add_file(rel):
+                    data = self._tree.read(rel)
+            except Exception:  # noqa: BLE001 - an unreadable module is "not in this tree" for the replay
+                data = None
+        self[rel] = data
+        return data if data is not None else default

@@ -26,10 +26,16 @@ def _strip(v: str) -> str:
 
 def evaluate(facts: dict[str, Any]) -> list[Finding]:
     """All single-tree findings; never raises on partial facts (missing parts give no finding)."""
+    out: list[Finding] = []
+    for step in (_alias_findings, _rewrite_findings, _draft_findings, _tree_findings, _proposer_findings):
+        step(facts, out)
+    return out
+
+
+def _alias_findings(facts: dict[str, Any], out: list[Finding]) -> None:
+    """MTP400 (the MTP alias) and MTP402 (an alias the validated Literal rejects)."""
     from mtp_audit.engines.vllm.rules import BY_ID
 
-    out: list[Finding] = []
-    rewrites = facts.get("rewrites", [])
     alias = facts.get("mtp_alias")
     lit = (facts.get("spec_config") or {}).get("method_literal")
     validated = (facts.get("spec_config") or {}).get("validated")
@@ -49,6 +55,13 @@ def evaluate(facts: dict[str, Any]) -> list[Finding]:
                           Evidence("validated by", (facts.get("spec_config") or {}).get("validated_by") or "pydantic")]))
     elif lit and validated is False and facts.get("lints", {}).get("aliases_not_in_literal"):
         pass
+
+
+def _rewrite_findings(facts: dict[str, Any], out: list[Finding]) -> None:
+    """MTP401 (silent auto-detection), MTP403 (draft = target, inherited quantization), MTP410 (forced enforce_eager)."""
+    from mtp_audit.engines.vllm.rules import BY_ID
+
+    rewrites = facts.get("rewrites", [])
     for r in rewrites:
         if r["field"] == "method" and r["kind"] == "auto-detect" and not r["logged"]:
             to = _strip(r["value"])
@@ -68,6 +81,12 @@ def evaluate(facts: dict[str, Any]) -> list[Finding]:
             out.append(BY_ID["MTP410"].finding(
                 f"enforce_eager is forced to True when {r['condition']}: a user's enforce_eager=false (CUDA graphs) is ignored, silently",
                 loc(r["location"]), evidence=[Evidence("condition", r["condition"], loc(r["test_location"]))]))
+
+
+def _draft_findings(facts: dict[str, Any], out: list[Finding]) -> None:
+    """MTP404 (hf_config_override's rewrites) and MTP405 (a draft architecture the registry lacks)."""
+    from mtp_audit.engines.vllm.rules import BY_ID
+
     chains = facts.get("draft_chains", [])
     if chains:
         shown = [c for c in chains if not c["value"].endswith("_mtp")][:6]
@@ -91,6 +110,12 @@ def evaluate(facts: dict[str, Any]) -> list[Finding]:
             if where is None and not w["dynamic"]:
                 out.append(BY_ID["MTP405"].finding(
                     f"__post_init__ writes draft architecture {a}, which the model registry does not list", loc(w["location"])))
+
+
+def _tree_findings(facts: dict[str, Any], out: list[Finding]) -> None:
+    """MTP406 (n_predict rules), MTP407 (speculators checkpoints), MTP408 (paren-string lint), MTP409 (V1 oracle)."""
+    from mtp_audit.engines.vllm.rules import BY_ID
+
     npr = facts.get("n_predict_rules") or {}
     if npr.get("default"):
         ev = [Evidence("silent default", "num_speculative_tokens = n_predict (the checkpoint's MTP layer count)", loc(npr["default"]))]
@@ -120,6 +145,12 @@ def evaluate(facts: dict[str, Any]) -> list[Finding]:
             f"the V1 engine only accepts speculative methods {', '.join(oracle['accepted'])}: an MTP draft falls back to the V0 engine "
             "(or fails with VLLM_USE_V1=1)", loc(oracle["location"]),
             evidence=[Evidence("V0 MTP path", "spec_decode_worker recognises deepseek_mtp", loc(facts.get("v0_spec_decode")))] if facts.get("v0_spec_decode") else []))
+
+
+def _proposer_findings(facts: dict[str, Any], out: list[Finding]) -> None:
+    """MTP411: the proposer classes the runners dispatch for the MTP method."""
+    from mtp_audit.engines.vllm.rules import BY_ID
+
     props = facts.get("proposers") or {}
     runner = facts.get("runner") or {}
     for key in ("mtp", "deepseek_mtp"):
@@ -137,4 +168,3 @@ def evaluate(facts: dict[str, Any]) -> list[Finding]:
             loc((v1 or v2)[-1]["location"]),
             evidence=[Evidence(p["class"], p["when"], loc(p["location"])) for p in (v1 or []) + (v2 or [])][:8]))
         break
-    return out

@@ -444,7 +444,7 @@ RULES: tuple[Rule, ...] = (
              "is not a change) and reports added, removed and now-silent ones.",
         why="A new silent override changes what your --speculative-config means after the upgrade.",
         fix="Read the new rewrite's condition and location; adjust --speculative-config before upgrading.",
-        sources=("issue 11 'Upgrade diff'",),
+        sources=("mtp-audit vllm --compare (docs/vllm.md)",),
         basis="code",
         examples=(
             Example(True, _diff({_SP: _ALIAS_TUPLE}, {_SP: _SP_NEW_ALIAS}), args=("--diff",), note="a new auto-detect override"),

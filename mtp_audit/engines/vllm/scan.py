@@ -28,7 +28,7 @@ from mtp_audit.engines.vllm.chain import simulate_all
 #: Bump when any extraction changes, so cached results are recomputed.
 SCAN_VERSION = 3
 
-#: ``SpeculativeConfig`` fields whose rewrites are reported (issue 11, "What it reports").
+#: ``SpeculativeConfig`` fields whose rewrites are reported.
 FIELDS = ("method", "model", "quantization", "num_speculative_tokens", "enforce_eager", "tokenizer")
 
 # --- module constants -------------------------------------------------------------------------
@@ -466,7 +466,7 @@ def scan_dispatch(rel: str, data: bytes) -> dict[str, Any]:
 
 _ENV_KEY = re.compile(rb'^\s+"(VLLM_[A-Z0-9_]+)"\s*:', re.M)
 _ENV_GETENV = re.compile(rb'getenv\(\s*"(VLLM_[A-Z0-9_]+)"\s*,\s*([^)\n]*)\)')
-#: Env var names reported (issue 11): spec decode, MTP, the V1/V2 runner switches, FP4 and MoE backends.
+#: Env var names reported: spec decode, MTP, the V1/V2 runner switches, FP4 and MoE backends.
 ENV_RELEVANT = re.compile(r"SPEC|MTP|EAGLE|DRAFT|NGRAM|FP4|MOE|MARLIN|USE_V1$|V2_MODEL_RUNNER|NVFP4|MXFP4|TRTLLM|CUTLASS_MOE|DEEPEP")
 
 

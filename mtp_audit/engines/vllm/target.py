@@ -1,6 +1,6 @@
 """Locate and read the few vLLM source files the rules need, without importing or executing any of it.
 
-Accepted targets (issue 11, "The command"; same rules as ``mtp-audit sglang``):
+Accepted targets (same rules as ``mtp-audit sglang``):
 
 - a git checkout (a folder holding ``vllm/`` next to ``setup.py`` / ``pyproject.toml``);
 - a package folder (``.../site-packages/vllm``) or an unpacked wheel (a folder holding ``vllm/``);
@@ -56,6 +56,12 @@ WANTED: dict[str, tuple[str, ...]] = {
     "v0_worker": ("vllm/spec_decode/spec_decode_worker.py",),
     "platform": ("vllm/platforms/interface.py",),
 }
+#: files (not scanned by the analyzer) that the launch's statement-order replay starts from
+#: (mtp_audit.engines.vllm.launch.replay / .quant); the modules they import are read on demand
+#: (:meth:`VllmTree.add_file`)
+REPLAY_FILES = ("vllm/transformers_utils/configs/eagle.py", "vllm/config/model.py",
+                "vllm/transformers_utils/model_arch_config_convertor.py",
+                "vllm/model_executor/layers/quantization/__init__.py")
 
 _METADATA_VERSION_RE = re.compile(rb"^Version:\s*(\S+)\s*$", re.M)
 _VERSION_RE = re.compile(rb"""^\s*(?:__version__|version)\s*(?::\s*str\s*)?=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]""", re.M)
@@ -139,6 +145,33 @@ class VllmTree:
             return f"{handle.file_size}:{handle.CRC}"
         return content_stamp(handle)  # type: ignore[arg-type]
 
+    def add_file(self, rel: str) -> bool:
+        """Make ``rel`` (a ``vllm/...`` path of a ``.py`` file) readable, for the launch replay that follows imports;
+        ``False`` when the tree has no such regular file (symlinks and paths leaving the tree are refused)."""
+        if rel in self.files:
+            return True
+        if not rel.startswith("vllm/") or not rel.endswith(".py") or ".." in rel.split("/"):
+            return False
+        members = getattr(self, "_members", None)
+        if members is not None:
+            if rel in members:
+                self.files[rel] = members[rel]
+                return True
+            return False
+        pkg = getattr(self, "_pkg", None)
+        if pkg is None:
+            return False
+        full = pkg / rel[len("vllm/"):]
+        try:
+            st = full.lstat()
+            inside = pkg.resolve() in full.resolve(strict=True).parents
+        except (OSError, RuntimeError):
+            return False
+        if not stat.S_ISREG(st.st_mode) or not inside:
+            return False
+        self.files[rel] = full
+        return True
+
     def fingerprint(self) -> str:
         """SHA-1 over the found files' paths and stamps: the whole-audit cache key."""
         h = hashlib.sha1(f"{self.kind}\0{self.version}\0{self.digest}\0".encode())
@@ -200,6 +233,7 @@ def _looks_like_pkg(pkg: Path) -> bool:
 
 def _folder(pkg: Path, shown: str, kind: str) -> VllmTree:
     tree = VllmTree(display=shown, kind=kind)
+    tree._pkg = pkg
     real_pkg = pkg.resolve()
     for role, cands in WANTED.items():
         for rel in cands:
@@ -225,6 +259,10 @@ def _folder(pkg: Path, shown: str, kind: str) -> VllmTree:
                 continue
             tree.roles[role] = rel
             break
+    for rel in REPLAY_FILES:
+        f = pkg / rel[len("vllm/"):]
+        if f.is_file() and not f.is_symlink():
+            tree.files[rel] = f
     tree.version = _folder_version(pkg)
     _require(tree, shown)
     return tree
@@ -271,6 +309,8 @@ def _wheel(path: Path, shown: str) -> VllmTree:
     if len(infos) > MAX_MEMBERS:
         tree.close()
         raise InputError(shown, f"wheel has {len(infos)} members, over the {MAX_MEMBERS}-member limit")
+    tree._members = {i.filename: i for i in infos if i.filename.endswith(".py") and not i.is_dir()
+                     and (i.external_attr >> 16) & 0o170000 != 0o120000}
     by_name = {i.filename: i for i in infos}
     for role, cands in WANTED.items():
         for rel in cands:
@@ -286,6 +326,9 @@ def _wheel(path: Path, shown: str) -> VllmTree:
                 continue
             tree.roles[role] = rel
             break
+    for info in infos:
+        if info.filename in REPLAY_FILES and info.filename.endswith(".py") and not info.is_dir() and (info.external_attr >> 16) & 0o170000 != 0o120000:
+            tree.files[info.filename] = info
     for info in infos:
         if info.filename.endswith(".dist-info/METADATA") and info.filename.startswith("vllm-") and info.file_size < (1 << 20):
             try:

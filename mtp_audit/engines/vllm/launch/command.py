@@ -1,5 +1,5 @@
 """Read a vLLM server command the way vLLM reads it: the entry point, the model, and the speculative
-config after every form vLLM accepts is merged (issue 11, "launch for vLLM").
+config after every form vLLM accepts is merged.
 
 Entry points (checked in the 0.11.0 and 0.33.0 wheels):
 
@@ -175,77 +175,108 @@ def parse_vllm_command(toks: list[str], spec_shorthand: bool) -> VllmCommand:
                                            "(expected vllm serve MODEL ... or python -m vllm.entrypoints.openai.api_server --model ...)")
     env, entry, start = found
     cmd = VllmCommand(argv=tuple(toks), env=env, entry=entry, start=start)
-    spec: dict[str, Any] | None = None
-    dotted: dict[str, Any] = {}
-    shorthand: dict[str, tuple[str, Any]] = {}
-    i = start
+    st = _SpecParts()
     positional: list[tuple[int, str]] = []
+    i = start
     while i < len(toks):
         t = toks[i]
         if not t.startswith("-") or t == "-":
             positional.append((i, t))
             i += 1
             continue
-        name, eq, val = t.partition("=")
-        opt = _norm(name)
-        consumed = 0
-        if not eq:
-            if opt in _NO_VALUE or i + 1 >= len(toks) or (toks[i + 1].startswith("-") and not re.fullmatch(r"-\d+(\.\d+)?", toks[i + 1])):
-                val = None
-            else:
-                val, consumed = toks[i + 1], 1
-        if opt.startswith("--speculative-config."):
-            key = opt.split(".", 1)[1]
-            v = _dotted_value(val) if val is not None else None
-            dotted[key] = v
-            cmd.spec_sources.append(SpecSource(i, consumed, "dotted", opt, {key.replace("-", "_"): v}))
-        elif opt == "--speculative-config":
-            cmd.options[opt] = val
-            if val in (None, "", "None"):
-                spec = None
-                cmd.spec_sources.append(SpecSource(i, consumed, "json", opt, {}))
-            else:
-                try:
-                    parsed = json.loads(val)
-                except ValueError as exc:
-                    cmd.problems.append(("bad-json", val, f"argument --speculative-config: Value {val} cannot be converted to "
-                                                          f"<function loads>. ({exc})"))
-                    parsed = None
-                if parsed is not None and not isinstance(parsed, dict):
-                    cmd.problems.append(("not-a-dict", val, f"--speculative-config {val}: a JSON {type(parsed).__name__}, not an object"))
-                    parsed = None
-                spec = parsed
-                cmd.spec_sources.append(SpecSource(i, consumed, "json", opt, dict(parsed or {})))
-        elif opt in SPEC_SHORTHAND and spec_shorthand:
-            key = SPEC_SHORTHAND[opt]
-            v: Any = val
-            if key == "num_speculative_tokens" and isinstance(val, str):
-                try:
-                    v = int(val)
-                except ValueError:
-                    cmd.problems.append(("bad-int", val, f"argument {opt}: invalid int value: '{val}'"))
-            shorthand[key] = (opt, v)
-            cmd.spec_sources.append(SpecSource(i, consumed, "shorthand", opt, {key: v}))
-            cmd.options[opt] = val
-        else:
-            cmd.options[opt] = val
+        opt, val, consumed = _option_at(toks, i)
+        _take_option(cmd, st, opt, val, i, consumed, spec_shorthand)
         i += 1 + consumed
-    # dotted keys are appended as one more --speculative-config JSON: argparse keeps that last value
-    if dotted:
-        # a plain --speculative-config JSON given as well is replaced, not merged (argparse keeps the last value)
+    cmd.spec = _merge_spec(cmd, st)
+    _model_of(cmd, entry, positional)
+    return cmd
+
+
+@dataclass
+class _SpecParts:
+    """The speculative config as the options give it, before vLLM's argparse merges them."""
+
+    json: dict[str, Any] | None = None
+    dotted: dict[str, Any] = field(default_factory=dict)
+    shorthand: dict[str, tuple[str, Any]] = field(default_factory=dict)
+
+
+def _option_at(toks: list[str], i: int) -> tuple[str, str | None, int]:
+    """``(normalised option, value, tokens consumed after it)`` for the option at ``toks[i]``."""
+    name, eq, val = toks[i].partition("=")
+    opt = _norm(name)
+    if eq:
+        return opt, val, 0
+    if opt in _NO_VALUE or i + 1 >= len(toks) or (toks[i + 1].startswith("-") and not re.fullmatch(r"-\d+(\.\d+)?", toks[i + 1])):
+        return opt, None, 0
+    return opt, toks[i + 1], 1
+
+
+def _take_option(cmd: VllmCommand, st: _SpecParts, opt: str, val: str | None, i: int, consumed: int, spec_shorthand: bool) -> None:
+    """Record one option: the three speculative-config spellings (dotted, JSON, ``--spec-*``) or a plain option."""
+    if opt.startswith("--speculative-config."):
+        key = opt.split(".", 1)[1]
+        v = _dotted_value(val) if val is not None else None
+        st.dotted[key] = v
+        cmd.spec_sources.append(SpecSource(i, consumed, "dotted", opt, {key.replace("-", "_"): v}))
+    elif opt == "--speculative-config":
+        cmd.options[opt] = val
+        st.json = _spec_json_value(cmd, val)
+        cmd.spec_sources.append(SpecSource(i, consumed, "json", opt, dict(st.json or {})))
+    elif opt in SPEC_SHORTHAND and spec_shorthand:
+        key = SPEC_SHORTHAND[opt]
+        v: Any = val
+        if key == "num_speculative_tokens" and isinstance(val, str):
+            try:
+                v = int(val)
+            except ValueError:
+                cmd.problems.append(("bad-int", val, f"argument {opt}: invalid int value: '{val}'"))
+        st.shorthand[key] = (opt, v)
+        cmd.spec_sources.append(SpecSource(i, consumed, "shorthand", opt, {key: v}))
+        cmd.options[opt] = val
+    else:
+        cmd.options[opt] = val
+
+
+def _spec_json_value(cmd: VllmCommand, val: str | None) -> dict[str, Any] | None:
+    """``--speculative-config JSON`` as vLLM's argparse reads it (``json.loads``; ``None``/empty: no config)."""
+    if val in (None, "", "None"):
+        return None
+    try:
+        parsed = json.loads(val)
+    except ValueError as exc:
+        cmd.problems.append(("bad-json", val, f"argument --speculative-config: Value {val} cannot be converted to <function loads>. ({exc})"))
+        return None
+    if not isinstance(parsed, dict):
+        cmd.problems.append(("not-a-dict", val, f"--speculative-config {val}: a JSON {type(parsed).__name__}, not an object"))
+        return None
+    return parsed
+
+
+def _merge_spec(cmd: VllmCommand, st: _SpecParts) -> dict[str, Any] | None:
+    """The speculative config vLLM builds: dotted keys are appended as one more ``--speculative-config`` JSON (argparse
+    keeps that last value, replacing a plain JSON given as well); a ``--spec-*`` key also in the JSON is 'mutually
+    exclusive'."""
+    spec = st.json
+    if st.dotted:
         if spec:
             cmd.problems.append(("dotted-replaces-json", "--speculative-config",
                                  "--speculative-config.KEY options replace the --speculative-config JSON given as well "
                                  f"(vLLM appends them as one more --speculative-config; argparse keeps the last): {sorted(spec)} dropped"))
-        spec = dict(dotted)
-    for key, (opt, v) in shorthand.items():
+        spec = dict(st.dotted)
+    for key, (opt, v) in st.shorthand.items():
         if spec is None:
             spec = {}
         if key in spec:
             cmd.problems.append(("mutually-exclusive", opt, f"{opt} and --speculative-config['{key}'] are mutually exclusive"))
             continue
         spec[key] = v
-    cmd.spec = {str(k).replace("-", "_"): v for k, v in spec.items()} if spec is not None else None
+    return {str(k).replace("-", "_"): v for k, v in spec.items()} if spec is not None else None
+
+
+def _model_of(cmd: VllmCommand, entry: str, positional: list[tuple[int, str]]) -> None:
+    """The served model: ``vllm serve``'s positional, else ``--model``; the api_server entry point's positional is
+    ignored by vLLM (recorded as a problem)."""
     if entry in (ENTRY_VLLM_SERVE, ENTRY_VLLM_CLI_MAIN) and positional:
         cmd.model, cmd.model_source = positional[0][1], "positional"
     model_opt = cmd.options.get("--model")
@@ -261,7 +292,6 @@ def parse_vllm_command(toks: list[str], spec_shorthand: bool) -> VllmCommand:
                                                                      f"model {positional[0][1]}: only vllm serve copies model_tag to --model"))
     if cmd.model is None:
         cmd.problems.append(("no-model", "", "no model given (vllm serve MODEL, or --model MODEL)"))
-    return cmd
 
 
 def spec_json(spec: dict[str, Any]) -> str:

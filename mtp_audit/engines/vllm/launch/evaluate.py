@@ -34,7 +34,7 @@ from typing import Any
 
 from mtp_audit.errors import InputError
 from mtp_audit.engines.base import Analyzers
-from mtp_audit.engines.outcome import fmt_bytes, loc_of, mtp_errors_as_warnings
+from mtp_audit.engines.outcome import fmt_bytes, fp4_needed, loc_of, mtp_errors_as_warnings, scope_gaps
 from mtp_audit.engines.vllm.launch.command import (
     SPEC_SHORTHAND,
     VllmCommand,
@@ -42,7 +42,7 @@ from mtp_audit.engines.vllm.launch.command import (
     rebuild_vllm,
     spec_json,
 )
-from mtp_audit.engines.vllm.launch.replay import UNKNOWN, Evaluator
+from mtp_audit.engines.vllm.launch.replay import UNKNOWN, Evaluator, n_predict_of
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
 
 ANALYZER = "launch"
@@ -103,6 +103,12 @@ class VCtx:
     spec_changed: bool = False
     model_fix: bool = False
     parallel: dict[str, Any] | None = None
+    #: whether the launch runs FP4 kernels (:func:`mtp_audit.engines.outcome.fp4_needed`; ``None``: unknown)
+    fp4_needed: bool | None = None
+    #: the quantization method vLLM keeps (:func:`mtp_audit.engines.vllm.launch.decide.check_quantization`)
+    quant: dict[str, Any] | None = None
+    #: the statement-order replay's result (:class:`mtp_audit.engines.vllm.launch.replay.SpecReplay`), when it ran
+    replay: Any = None
 
     @property
     def version(self) -> str:
@@ -155,54 +161,48 @@ def _literal(value: str) -> Any:
         return None
 
 
-def n_predict_of(expr: str | None, ck: dict[str, Any] | None) -> tuple[int | None, str]:
-    """The draft's ``n_predict`` as ``hf_config_override`` reads it (``expr``, e.g.
-    ``getattr(text_config, 'mtp_num_hidden_layers', None)``), from the checkpoint facts: the declared MTP
-    layer count when the expression reads the key the checkpoint declares them under
-    (``mtp.declared_by``), a literal count, or the ``getattr`` default when the checkpoint declares
-    them under another key. Returns ``(value or None, how)``."""
-    if expr is None:
-        return None, "no n_predict written for this draft"
-    m = re.fullmatch(r"\s*(\d+)\s*", expr)
-    if m:
-        return int(m.group(1)), f"constant {expr}"
-    mtp = (ck or {}).get("mtp") or {}
-    declared_by = str(mtp.get("declared_by") or "")
-    key = declared_by.rsplit("/", 1)[-1] if declared_by else None
-    g = re.search(r"""getattr\(\s*(\w+)\s*,\s*['"](\w+)['"]\s*(?:,\s*([^)]*))?\)|(\w+)\.get\(\s*['"](\w+)['"]\s*(?:,\s*([^)]*))?\)|(\w+)\.(\w+)\s*$""", expr)
-    if not g:
-        return None, f"{expr} (not read statically)"
-    name = g.group(2) or g.group(5) or g.group(8)
-    default = g.group(3) if g.group(2) else g.group(6) if g.group(5) else None
-    if key and name == key:
-        return mtp.get("declared_layers"), f"{expr} = {mtp.get('declared_layers')} ({declared_by} in config.json)"
-    if ck is None:
-        return None, f"{expr} (checkpoint not audited)"
-    d = (default or "").strip()
-    # config.json does not hold the key; the transformers config class may still define it (a class default is not in
-    # config.json), so the getattr default is only what applies when the class has no such attribute
-    return None, (f"{expr}: config.json has no {name} (its MTP layers: {declared_by or 'none declared'}); n_predict is the "
-                  f"transformers config class's default, or {d or 'None'} when the class has none: not decided")
-
-
 def resolve(ctx: VCtx, model_path: str | None) -> None:
     """Replay ``SpeculativeConfig.__post_init__`` for ``ctx.cmd.spec`` (module docstring, steps 1-5)."""
     spec = ctx.cmd.spec
-    vf = ctx.vf or {}
     if spec is None:
         return
     fix = dict(spec)
-    m = spec.get("method")
-    model = spec.get("model")
-    k = spec.get("num_speculative_tokens")
+    m, model, k = spec.get("method"), spec.get("model"), spec.get("num_speculative_tokens")
     ctx.method_requested = m if isinstance(m, str) else None
     ctx.k_requested = k if isinstance(k, int) else None
+    if not _validated(ctx, m, k, fix):
+        return
+    alias = (ctx.vf or {}).get("mtp_alias") or {}
+    if isinstance(m, str) and m in (alias.get("members") or []):
+        ctx.trace.append(f"method {m} -> mtp (alias, {'logged' if alias.get('logged') else 'silent'}, {alias.get('location')})")
+        m = "mtp"
+    env = {"self.method": m, "self.model": model, "self.num_speculative_tokens": k, "self.target_model_config": "<target>",
+           "self.target_model_config.hf_text_config.model_type": ((ctx.ck or {}).get("config") or {}).get("text_model_type") or _model_type(ctx.ck),
+           "self.target_model_config.hf_config.model_type": _model_type(ctx.ck)}
+    ev = Evaluator(env, getattr(ctx.view, "predicate_conditions", {}))
+    if m is None:
+        m = _default_method(ctx, ev)
+    if model is None:
+        model = _without_model(ctx, ev, m, k, fix, model_path)
+        if model is None:
+            return
+    if m in NO_DRAFT:
+        ctx.method = m
+        return
+    ctx.draft_path = str(model) if model is not None else None
+    detect(ctx, ev, m, model)
+
+
+def _validated(ctx: VCtx, m: Any, k: Any, fix: dict[str, Any]) -> bool:
+    """Step 1: ``num_speculative_tokens`` is an integer and ``method`` is in the validated Literal (pydantic checks both
+    before ``__post_init__``); ``False`` after an MTP320."""
+    vf = ctx.vf or {}
     lit = (vf.get("spec_config") or {}).get("method_literal") or {}
     validated = (vf.get("spec_config") or {}).get("validated")
     alias = vf.get("mtp_alias") or {}
     if k is not None and not isinstance(k, int):
         ctx.reject(f"num_speculative_tokens={k!r} is not an integer", remediation="give num_speculative_tokens as a JSON number")
-        return
+        return False
     if isinstance(m, str) and validated and lit.get("values") and m not in lit["values"]:
         better = "mtp" if "mtp" in lit["values"] and (m in (alias.get("members") or []) or m.endswith("_mtp")) else None
         ctx.reject(f"method {m!r} is not one of the {len(lit['values'])} values of the validated {lit.get('name')} Literal "
@@ -214,66 +214,56 @@ def resolve(ctx: VCtx, model_path: str | None) -> None:
         if better:
             fix["method"] = better
             ctx.spec_fix, ctx.spec_changed = fix, True
-        return
-    if isinstance(m, str) and m in (alias.get("members") or []):
-        ctx.trace.append(f"method {m} -> mtp (alias, {'logged' if alias.get('logged') else 'silent'}, {alias.get('location')})")
-        m = "mtp"
-    env = {"self.method": m, "self.model": model, "self.num_speculative_tokens": k, "self.target_model_config": "<target>",
-           "self.target_model_config.hf_text_config.model_type": ((ctx.ck or {}).get("config") or {}).get("text_model_type") or _model_type(ctx.ck),
-           "self.target_model_config.hf_config.model_type": _model_type(ctx.ck)}
-    ev = Evaluator(env, getattr(ctx.view, "predicate_conditions", {}))
-    if m is None:
-        for r in _rewrites(vf, "method", ("default-fill",)):
-            t = ev.truth(r["condition"])
-            if t is True:
-                m = _literal(r["value"])
-                ctx.trace.append(f"no method given -> {m} ({r['location']}, silent)")
-                break
-            if t is UNKNOWN:
-                ctx.gap(f"the method default at {r['location']} ({r['condition']}) was not decided statically; taken as not applying")
-        ev.env["self.method"] = m
-    if model is None:
-        if k is None:
-            if m in NO_DRAFT:
-                ctx.method = m
-                return
-            n = ((ctx.ck or {}).get("mtp") or {}).get("declared_layers") or 1
-            fix["num_speculative_tokens"] = int(n)
-            ctx.spec_fix, ctx.spec_changed = fix, True
-            ctx.method = m
-            ctx.reject(f"method {ctx.method_requested or m!r} without \"num_speculative_tokens\" and without \"model\": no draft config is "
-                       "built (the draft = target rewrite needs num_speculative_tokens), so _verify_args raises 'num_speculative_tokens must "
-                       "be provided with speculative model unless the draft model config contains an n_predict parameter'",
-                       evidence=[Evidence("draft = target needs", "self.model is None and self.num_speculative_tokens is not None",
-                                          loc_of(next((r["location"] for r in _rewrites(vf, "model", ("draft-target",))), None)))],
-                       remediation=f'add "num_speculative_tokens": {int(n)} (the checkpoint\'s MTP layer count)')
-            return
-        hit = None
-        for r in _rewrites(vf, "model", ("draft-target", "default-fill")):
-            t = ev.truth(r["condition"])
-            if t is True:
-                hit = r
-                break
+        return False
+    return True
+
+
+def _default_method(ctx: VCtx, ev: Evaluator) -> Any:
+    """Step 2b: the method vLLM fills in when none is given (the first ``default-fill`` rewrite whose test holds)."""
+    m = None
+    for r in _rewrites(ctx.vf or {}, "method", ("default-fill",)):
+        t = ev.truth(r["condition"])
+        if t is True:
+            m = _literal(r["value"])
+            ctx.trace.append(f"no method given -> {m} ({r['location']}, silent)")
+            break
+        if t is UNKNOWN:
+            ctx.gap(f"the method default at {r['location']} ({r['condition']}) was not decided statically; taken as not applying")
+    ev.env["self.method"] = m
+    return m
+
+
+def _without_model(ctx: VCtx, ev: Evaluator, m: Any, k: Any, fix: dict[str, Any], model_path: str | None) -> Any:
+    """Step 3: no ``model`` given: the ``model``-field rewrites (the target as its own draft for ``mtp``), or the
+    refusals; the draft path, or ``None`` when the replay of this launch ends here."""
+    vf = ctx.vf or {}
+    if k is None:
+        ctx.method = m
+        if m in NO_DRAFT:
+            return None
+        n = ((ctx.ck or {}).get("mtp") or {}).get("declared_layers") or 1
+        fix["num_speculative_tokens"] = int(n)
+        ctx.spec_fix, ctx.spec_changed = fix, True
+        ctx.reject(f"method {ctx.method_requested or m!r} without \"num_speculative_tokens\" and without \"model\": no draft config is "
+                   "built (the draft = target rewrite needs num_speculative_tokens), so _verify_args raises 'num_speculative_tokens must "
+                   "be provided with speculative model unless the draft model config contains an n_predict parameter'",
+                   evidence=[Evidence("draft = target needs", "self.model is None and self.num_speculative_tokens is not None",
+                                      loc_of(next((r["location"] for r in _rewrites(vf, "model", ("draft-target",))), None)))],
+                   remediation=f'add "num_speculative_tokens": {int(n)} (the checkpoint\'s MTP layer count)')
+        return None
+    hit = next((r for r in _rewrites(vf, "model", ("draft-target", "default-fill")) if ev.truth(r["condition"]) is True), None)
+    if hit is None or hit["kind"] != "draft-target":
+        ctx.method = m
         if hit is None:
-            ctx.method = m
             ctx.reject(f"method {m!r} with num_speculative_tokens but no model: vLLM raises 'num_speculative_tokens was provided but "
                        "without speculative model.'", remediation='add "model", or use "method": "mtp" on a checkpoint with MTP layers')
-            return
-        if hit["kind"] == "draft-target":
-            model = model_path
-            ctx.draft_is_target = True
-            ctx.trace.append(f"no model given -> the target checkpoint is the draft ({hit['location']}, silent)")
-            q = next((r for r in _rewrites(vf, "quantization", ("inherited-quantization",)) if ev.truth(r["condition"]) is not False), None)
-            if q:
-                ctx.trace.append(f"quantization inherited from the target ({q['location']})")
-        else:
-            ctx.method = m
-            return
-    if m in NO_DRAFT:
-        ctx.method = m
-        return
-    ctx.draft_path = str(model) if model is not None else None
-    detect(ctx, ev, m, model)
+        return None
+    ctx.draft_is_target = True
+    ctx.trace.append(f"no model given -> the target checkpoint is the draft ({hit['location']}, silent)")
+    q = next((r for r in _rewrites(vf, "quantization", ("inherited-quantization",)) if ev.truth(r["condition"]) is not False), None)
+    if q:
+        ctx.trace.append(f"quantization inherited from the target ({q['location']})")
+    return model_path
 
 
 def detect(ctx: VCtx, ev: Evaluator, m: str | None, model: Any) -> None:
@@ -516,11 +506,19 @@ def pick_proposer(ctx: VCtx) -> None:
                 maybe.append(p)
         out[r] = {"class": picked["class"] if picked else None, "location": picked["location"] if picked else None,
                   "unless": [f"{p['class']} {p['when']} ({p['location']})" for p in maybe]}
-        if picked is None and not maybe:
+        if picked is None and not maybe and not (which == "auto" and _other_runner_has(vf, r, ctx.method)):
+            # with the runner chosen automatically, a method the V2 runner lacks runs on V1 (0.24.0 vllm/config/vllm.py:522-548
+            # use_v2_model_runner falls back, logged); only a method neither runner dispatches is refused
             ctx.reject(f"the {r.upper()} runner has no proposer for method {ctx.method!r}",
                        evidence=[Evidence(f"{r} dispatch", ", ".join(sorted(((vf.get('proposers') or {}).get(r) or {}))) or "none")],
                        remediation="use a method this vLLM's runner dispatches (mtp-audit vllm lists proposers)")
     ctx.proposer = out
+
+
+def _other_runner_has(vf: dict[str, Any], runner: str, method: Any) -> bool:
+    """Whether the other model runner (V1 for V2 and back) dispatches a proposer for ``method``."""
+    other = "v1" if runner == "v2" else "v2"
+    return bool(((vf.get("proposers") or {}).get(other) or {}).get(method))
 
 
 def check_unused(ctx: VCtx) -> None:
@@ -699,6 +697,25 @@ def tree_errors_relaxed(report: Report, ck: dict[str, Any] | None = None) -> Rep
     return dataclasses.replace(report, findings=tuple(out))
 
 
+def tree_facts_verbose(report: Report) -> Report:
+    """The vLLM tree report for a launch: its info findings (facts about the tree, e.g. MTP400-MTP411, that the launch
+    checks already turned into what concerns this command) leave the findings list and become the closing section
+    "vLLM tree facts" (``facts["vllm"]["closing"]``), which the text report prints only with ``-v``; JSON keeps them there.
+    Warnings and errors stay findings."""
+    import dataclasses
+
+    info = [f for f in report.findings if f.severity < Severity.WARNING]
+    if not info:
+        return report
+    facts = dict(report.facts)
+    vf = dict(facts.get("vllm") or {})
+    vf["closing"] = {"title": "vLLM tree facts (not specific to this launch)",
+                     "lines": [f"{f.rule_id} {f.location.path or ''}{':' + str(f.location.line) if f.location and f.location.line else ''}: "
+                               f"{f.message}" for f in info]}
+    facts["vllm"] = vf
+    return dataclasses.replace(report, findings=tuple(f for f in report.findings if f.severity >= Severity.WARNING), facts=facts)
+
+
 def _without_sglang_answer(report: Report) -> Report:
     """A checkpoint report without its "Will SGLang use the MTP heads?" closing (the vLLM launch answers for vLLM)."""
     import dataclasses
@@ -720,69 +737,115 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, analy
 
     vf = dict(view.report.facts.get("vllm") or {}) if view is not None else None
     cmd = parse_vllm_command(list(argv), spec_shorthand=bool((vf or {}).get("spec_flags")) if vf is not None else True)
-    name = view.report.targets[0].name if view is not None else "no vLLM"
-    ctx = VCtx(cmd=cmd, vf=vf, view=view, name=name)
+    ctx = VCtx(cmd=cmd, vf=vf, view=view, name=view.report.targets[0].name if view is not None else "no vLLM")
     if view_gap is not None:
         ctx.gaps.append(view_gap)
-    read = {e["name"] for e in (vf or {}).get("env_vars", [])}
+    _launch_env(ctx, environ, env)
+    reports = _audit_target(ctx, analyzers)
+    check_command(ctx)
+    _resolve_speculative(ctx, analyzers, cwd)
+    pick_proposer(ctx)
+    check_unused(ctx)
+    check_env(ctx)
+    reports = _machine_and_scope(ctx, argv, analyzers, reports)
+    corrected = _corrected(ctx, view, view_gap, analyzers, env, environ, cwd) if _depth == 0 else None
+    all_findings = [f for r in reports for f in r.findings] + ctx.findings
+    all_gaps = [g for r in reports for g in r.gaps] + ctx.gaps
+    outcome = build_vllm_outcome(ctx, all_findings, all_gaps, corrected)
+    return VEvaluation(ctx, reports, outcome)
+
+
+def _launch_env(ctx: VCtx, environ: Mapping[str, str] | None, env: Mapping[str, str] | None) -> None:
+    """The launch's environment: the variables this vLLM reads from the current environment, then the command's
+    ``KEY=VALUE`` prefixes, then ``--env`` (each records where it came from)."""
+    read = {e["name"] for e in (ctx.vf or {}).get("env_vars", [])}
     for k, val in sorted((environ or {}).items()):
         if k in read or k in ("VLLM_USE_V2_MODEL_RUNNER", "VLLM_USE_V1"):
             ctx.env[k], ctx.env_source[k] = val, "environment"
-    for k, val in cmd.env.items():
+    for k, val in ctx.cmd.env.items():
         ctx.env[k], ctx.env_source[k] = val, "command"
     for k, val in (env or {}).items():
         ctx.env[k], ctx.env_source[k] = val, "--env"
-    reports: list[Report] = []
 
-    ck_for = analyzers.checkpoint
-    if cmd.model is not None:
-        r, g = ck_for(cmd.model, "model")
+
+def _audit_target(ctx: VCtx, analyzers: Analyzers) -> list[Report]:
+    """The served checkpoint's report (its SGLang closing removed), recorded in ``ctx.ck``."""
+    reports: list[Report] = []
+    if ctx.cmd.model is not None:
+        r, g = analyzers.checkpoint(ctx.cmd.model, "model")
         if r is not None:
             reports.append(_without_sglang_answer(r))
             ctx.ck = dict(r.facts.get("checkpoint") or {}) or None
         if g is not None:
             ctx.gaps.append(g)
-    check_command(ctx)
+    return reports
+
+
+def _audit_draft(ctx: VCtx, analyzers: Analyzers, cwd: Path) -> None:
+    """The draft checkpoint of ``speculative_config.model`` when it is another folder than the target (else the target
+    is its own draft)."""
+    cmd = ctx.cmd
+    dm = (cmd.spec or {}).get("model")
+    if isinstance(dm, str) and cmd.model is not None and dm != cmd.model and (cwd / dm).resolve() != (cwd / cmd.model).resolve():
+        r, g = analyzers.checkpoint(dm, "speculative_config.model")
+        if r is not None:
+            ctx.draft_ck = dict(r.facts.get("checkpoint") or {}) or None
+            ctx.gaps += [Gap(x.analyzer, f"draft {dm}: {x.message}", x.path, x.blocking) for x in r.gaps]
+        if g is not None:
+            ctx.gaps.append(g)
+    elif isinstance(dm, str):
+        ctx.draft_is_target = True
+
+
+def _resolve_speculative(ctx: VCtx, analyzers: Analyzers, cwd: Path) -> None:
+    """What vLLM makes of the speculative config and the quantization: the rewrite facts (trace, MTP321/MTP323), then
+    the statement-order replay that decides (:mod:`mtp_audit.engines.vllm.launch.decide`)."""
+    from mtp_audit.engines.vllm.launch.decide import apply_replay, check_quantization
+
+    cmd, vf = ctx.cmd, ctx.vf
     if vf is None and cmd.spec is not None:
         ctx.method_decided = False
-    elif not ctx.fails or ctx.cmd.spec is not None:
-        spec = cmd.spec or {}
-        dm = spec.get("model")
-        if isinstance(dm, str) and cmd.model is not None and dm != cmd.model and (cwd / dm).resolve() != (cwd / cmd.model).resolve():
-            r, g = ck_for(dm, "speculative_config.model")
-            if r is not None:
-                ctx.draft_ck = dict(r.facts.get("checkpoint") or {}) or None
-                ctx.gaps += [Gap(x.analyzer, f"draft {dm}: {x.message}", x.path, x.blocking) for x in r.gaps]
-            if g is not None:
-                ctx.gaps.append(g)
-        elif isinstance(dm, str):
-            ctx.draft_is_target = True
-        if not ctx.fails:
-            resolve(ctx, cmd.model)
+    elif cmd.spec is not None:
+        _audit_draft(ctx, analyzers, cwd)
+    n_findings, n_gaps = len(ctx.findings), len(ctx.gaps)
+    if cmd.spec is not None and vf is not None and not ctx.fails:
+        resolve(ctx, cmd.model)
     check_numbers(ctx)
     check_draft(ctx)
-    pick_proposer(ctx)
-    check_unused(ctx)
-    check_env(ctx)
+    if vf is not None:
+        apply_replay(ctx, cmd.model, n_findings, n_gaps)
+        check_quantization(ctx, cwd)
+
+
+def _machine_and_scope(ctx: VCtx, argv: Sequence[str], analyzers: Analyzers, reports: list[Report]) -> list[Report]:
+    """The preflight (its vLLM checks at this release), the GPU count, the vLLM tree report, and the gaps scoped to
+    what this launch's verdict depends on (:func:`mtp_audit.engines.outcome.scope_gaps`)."""
+    cmd = ctx.cmd
     if cmd.spec is None and ctx.ck is not None:
-        reports = [mtp_errors_as_warnings(r, "vLLM", "--speculative-config") if r.targets and r.targets[0].analyzer == "checkpoint" else r for r in reports]
+        reports = [mtp_errors_as_warnings(r, "vLLM", "--speculative-config") if r.targets and r.targets[0].analyzer == "checkpoint" else r
+                   for r in reports]
     # the preflight reads the command's FP4/MoE options with vLLM's semantics (mtp_audit.preflight.launch.parse_launch)
     pf = analyzers.preflight(list(argv), engine="vllm", use_sglang_analyzer=False, vllm_version=(ctx.vf or {}).get("version"))
     ctx.pf = dict(pf.facts.get("preflight") or {})
     check_gpus(ctx)
     reports.append(pf)
-    if view is not None:
-        reports.insert(0, tree_errors_relaxed(view.report, ctx.ck))
-    corrected = None
-    if (ctx.spec_changed or ctx.model_fix) and _depth == 0 and cmd.model is not None:
-        toks = rebuild_vllm(cmd, ctx.spec_fix, model_option=ctx.model_fix) if ctx.spec_changed else rebuild_vllm(cmd, model_option=True)
-        try:
-            sub = evaluate_vllm(toks, view=view, view_gap=view_gap, analyzers=analyzers, env=env, environ=environ, cwd=cwd,
-                                _depth=1)
-        except InputError:
-            sub = None
-        corrected = (toks, sub)
-    all_findings = [f for r in reports for f in r.findings] + ctx.findings
-    all_gaps = [g for r in reports for g in r.gaps] + ctx.gaps
-    outcome = build_vllm_outcome(ctx, all_findings, all_gaps, corrected)
-    return VEvaluation(ctx, reports, outcome)
+    if ctx.view is not None:
+        reports.insert(0, tree_facts_verbose(tree_errors_relaxed(ctx.view.report, ctx.ck)))
+    # a gap blocks only the question that depends on it: no FP4 kernels -> the FP4 verdict is a note; no speculative
+    # config -> the checkpoint's MTP checks are notes
+    ctx.fp4_needed = fp4_needed(ctx.ck, (ctx.quant or {}).get("method") or cmd.get("--quantization") or cmd.get("-q"))
+    return scope_gaps(reports, fp4=ctx.fp4_needed, speculative=cmd.spec is not None, spec_flag="--speculative-config")
+
+
+def _corrected(ctx: VCtx, view: Any, view_gap: Gap | None, analyzers: Analyzers, env: Mapping[str, str] | None,
+               environ: Mapping[str, str] | None, cwd: Path) -> tuple[list[str], VEvaluation | None] | None:
+    """The corrected command and its own evaluation (``None``: nothing to correct)."""
+    cmd = ctx.cmd
+    if not (ctx.spec_changed or ctx.model_fix) or cmd.model is None:
+        return None
+    toks = rebuild_vllm(cmd, ctx.spec_fix, model_option=ctx.model_fix) if ctx.spec_changed else rebuild_vllm(cmd, model_option=True)
+    try:
+        sub = evaluate_vllm(toks, view=view, view_gap=view_gap, analyzers=analyzers, env=env, environ=environ, cwd=cwd, _depth=1)
+    except InputError:
+        sub = None
+    return toks, sub

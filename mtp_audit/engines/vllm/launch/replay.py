@@ -11,8 +11,39 @@ are understood. Anything else is unknown.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 from typing import Any
+
+
+def n_predict_of(expr: str | None, ck: dict[str, Any] | None) -> tuple[int | None, str]:
+    """The draft's ``n_predict`` as ``hf_config_override`` reads it (``expr``, e.g.
+    ``getattr(text_config, 'mtp_num_hidden_layers', None)``), from the checkpoint facts: the declared MTP
+    layer count when the expression reads the key the checkpoint declares them under
+    (``mtp.declared_by``), a literal count, or the ``getattr`` default when the checkpoint declares
+    them under another key. Returns ``(value or None, how)``."""
+    if expr is None:
+        return None, "no n_predict written for this draft"
+    m = re.fullmatch(r"\s*(\d+)\s*", expr)
+    if m:
+        return int(m.group(1)), f"constant {expr}"
+    mtp = (ck or {}).get("mtp") or {}
+    declared_by = str(mtp.get("declared_by") or "")
+    key = declared_by.rsplit("/", 1)[-1] if declared_by else None
+    g = re.search(r"""getattr\(\s*(\w+)\s*,\s*['"](\w+)['"]\s*(?:,\s*([^)]*))?\)|(\w+)\.get\(\s*['"](\w+)['"]\s*(?:,\s*([^)]*))?\)|(\w+)\.(\w+)\s*$""", expr)
+    if not g:
+        return None, f"{expr} (not read statically)"
+    name = g.group(2) or g.group(5) or g.group(8)
+    default = g.group(3) if g.group(2) else g.group(6) if g.group(5) else None
+    if key and name == key:
+        return mtp.get("declared_layers"), f"{expr} = {mtp.get('declared_layers')} ({declared_by} in config.json)"
+    if ck is None:
+        return None, f"{expr} (checkpoint not audited)"
+    d = (default or "").strip()
+    # config.json does not hold the key; the transformers config class may still define it (a class default is not in
+    # config.json), so the getattr default is only what applies when the class has no such attribute
+    return None, (f"{expr}: config.json has no {name} (its MTP layers: {declared_by or 'none declared'}); n_predict is the "
+                  f"transformers config class's default, or {d or 'None'} when the class has none: not decided")
 
 
 class _Unknown:
@@ -149,3 +180,257 @@ class Evaluator:
             finally:
                 self._depth -= 1
         return UNKNOWN
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Statement-order replay of SpeculativeConfig (engine-neutral core: mtp_audit.engines.code.statements)
+# ---------------------------------------------------------------------------------------------------------------
+
+from dataclasses import dataclass, field  # noqa: E402
+
+from mtp_audit.engines.code.statements import UNKNOWN as R_UNKNOWN  # noqa: E402
+from mtp_audit.engines.code.statements import HookRaise, Obj, Path, Replay  # noqa: E402
+
+REGISTRY_REL = "vllm/model_executor/models/registry.py"
+#: ``__post_init__`` and the pydantic ``model_validator(mode="after")`` vLLM runs right after it
+REPLAYED = ("__post_init__", "_verify_args")
+
+
+@dataclass
+class DraftFacts:
+    """What the replay knows of one draft checkpoint after ``hf_config_override`` (mtp_audit's checkpoint audit and
+    :meth:`mtp_audit.engines.vllm.draft.LaunchView.draft`): ``model_type``, ``architectures``, ``n_predict`` (``None``:
+    the override writes none; :data:`R_UNKNOWN`: not decided), ``composite`` (the config nests a ``text_config``),
+    ``config_class`` (the transformers class name in messages)."""
+
+    model_type: Any
+    architectures: Any
+    n_predict: Any = R_UNKNOWN
+    composite: Any = R_UNKNOWN
+    config_class: str = "PretrainedConfig"
+
+
+@dataclass
+class LaunchKnowns:
+    """The values a launch fixes before ``SpeculativeConfig`` is built.
+
+    Attributes:
+        spec: the ``--speculative-config`` keys as given (JSON values).
+        target_model: the model path/id of ``vllm serve``.
+        target: the target's :class:`DraftFacts` (before any override; ``n_predict`` unused).
+        target_text_model_type: ``text_config.model_type`` (``None`` when not composite).
+        quantization: ``--quantization`` (``None`` when not given; what ModelConfig resolves is unknown).
+        using_transformers: whether the target runs on the Transformers backend (``--model-impl``), or unknown.
+        draft_of: model path -> its :class:`DraftFacts` (``None``: not audited).
+        registered: architecture -> registry location, ``None`` when not registered, :data:`R_UNKNOWN` when unknown.
+    """
+
+    spec: dict[str, Any]
+    target_model: str | None
+    target: DraftFacts
+    target_text_model_type: str | None
+    quantization: str | None
+    using_transformers: Any
+    draft_of: Any
+    registered: Any
+
+
+@dataclass
+class SpecReplay:
+    """What the statement-order replay of ``SpeculativeConfig`` says for one launch.
+
+    Attributes:
+        paths: the paths it ended on (one, unless a test it could not decide changed the outcome).
+        gap: why it could not replay at all (unparsable or missing source), else ``None``.
+    """
+
+    paths: list[Path] = field(default_factory=list)
+    gap: str | None = None
+    rel: str | None = None
+
+    def _same(self, get: Any) -> Any:
+        vals = [get(p) for p in self.paths]
+        if not vals or any(p.lost for p in self.paths):
+            return R_UNKNOWN
+        first = vals[0]
+        return first if all(repr(v) == repr(first) for v in vals) else R_UNKNOWN
+
+    @property
+    def raised(self) -> Any:
+        """The :class:`Raised` every path ends with, ``None`` when no path raises, :data:`R_UNKNOWN` otherwise."""
+        return self._same(lambda p: p.raised)
+
+    def final(self, attr: str) -> Any:
+        """``self.<attr>`` after the replay (the same on every path that does not raise), else :data:`R_UNKNOWN`."""
+        ok = [p for p in self.paths if p.raised is None]
+        if not ok or any(p.lost for p in self.paths):
+            return R_UNKNOWN
+        vals = [p.bound.get(attr) if isinstance(p.bound, Obj) else R_UNKNOWN for p in ok]
+        first = vals[0]
+        return first if all(repr(v) == repr(first) for v in vals) else R_UNKNOWN
+
+    def draft_architectures(self) -> Any:
+        """The draft ``ModelConfig``'s architectures after every rewrite (``None``: no draft model config)."""
+        ok = [p for p in self.paths if p.raised is None]
+        vals = []
+        for p in ok:
+            d = p.bound.get("draft_model_config") if isinstance(p.bound, Obj) else R_UNKNOWN
+            # ModelConfig.architectures reads hf_config.architectures (0.11.0 a property; 0.24+ update_arch_ syncs it)
+            hf = d.get("hf_config") if isinstance(d, Obj) else None
+            vals.append(hf.get("architectures") if isinstance(hf, Obj) else d.get("architectures") if isinstance(d, Obj)
+                        else (None if d is None else R_UNKNOWN))
+        if not vals or any(p.lost for p in self.paths):
+            return R_UNKNOWN
+        return vals[0] if all(repr(v) == repr(vals[0]) for v in vals) else R_UNKNOWN
+
+    def why(self) -> list[str]:
+        """The tests it could not decide that changed the outcome (``text (file:line)``) and lost paths."""
+        out = []
+        for p in self.paths:
+            out += [f"{t} ({loc})" for t, _b, loc in p.assumed if f"{t} ({loc})" not in out]
+            if p.lost and p.lost not in out:
+                out.append(p.lost)
+        return out
+
+
+def _config_obj(f: DraftFacts, model: Any, quantization: Any) -> Obj:
+    """A ``ModelConfig``-like object for ``f`` (hf_config and hf_text_config share the known attributes)."""
+    hf_attrs: dict[str, Any] = {"model_type": f.model_type, "architectures": list(f.architectures) if isinstance(f.architectures, list) else f.architectures}
+    if f.n_predict is not R_UNKNOWN:
+        hf_attrs["n_predict"] = f.n_predict
+    hf_attrs["__composite__"] = f.composite
+    hf = Obj(f"{f.config_class}", hf_attrs)
+    return Obj("ModelConfig", {"model": model, "hf_config": hf, "hf_text_config": hf, "architectures": hf_attrs["architectures"],
+                               "quantization": quantization, "runner": "draft", "registry": Obj("registry")})
+
+
+class _Hooks:
+    """The calls the replay cannot follow in ``speculative.py`` itself, answered from the launch's facts with the
+    vLLM behaviour they stand for (each names its source)."""
+
+    def __init__(self, known: LaunchKnowns, eagle_rel: str | None, sources: dict[str, bytes | None]) -> None:
+        self.k = known
+        self.sources = sources
+        self.eagle_rel, self.eagle_src = eagle_rel, sources.get(eagle_rel or "")
+
+    def table(self) -> dict[str, Any]:
+        return {"ModelConfig": self.model_config, "EAGLEConfig": self.eagle_config, "self.update_arch_": self.update_arch,
+                "target.using_transformers_backend": lambda *a: self.k.using_transformers,
+                "self.target_model_config.using_transformers_backend": lambda *a: self.k.using_transformers,
+"has_arctic_inference": lambda *a: R_UNKNOWN,
+                "SpeculativeConfig.compose_draft_hf_overrides": lambda *a: None}
+
+    def model_config(self, r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
+        """``ModelConfig(model=..., runner="draft", hf_overrides=...)``: the draft checkpoint's config after
+        ``hf_config_override`` (:meth:`LaunchView.draft`)."""
+        model = kwargs.get("model", args[0] if args else R_UNKNOWN)
+        f = self.k.draft_of(model) if isinstance(model, str) else None
+        if f is None:
+            f = DraftFacts(R_UNKNOWN, R_UNKNOWN)
+        return _config_obj(f, model, kwargs.get("quantization", R_UNKNOWN))
+
+    def eagle_config(self, r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
+        """``EAGLEConfig(hf_config, method=...)``: replayed from ``transformers_utils/configs/eagle.py`` when the tree
+        has it (the ``Eagle<Arch>`` / ``Eagle3<Arch>`` wrapping and its asserts); a composite config has no top-level
+        ``vocab_size`` (``AttributeError``)."""
+        model = args[0] if args else kwargs.get("model")
+        method = kwargs.get("method", "eagle")
+        if isinstance(model, Obj) and model.get("__composite__") is True:
+            raise HookRaise("AttributeError", f"'{model.name}' object has no attribute 'vocab_size'", self._eagle_line("vocab_size"))
+        archs = model.get("architectures") if isinstance(model, Obj) else R_UNKNOWN
+        if not isinstance(archs, list) or not isinstance(method, str):
+            return Obj("EAGLEConfig", {"model_type": "eagle", "architectures": R_UNKNOWN, "model": model})
+        if method == "eagle":
+            new = [a if a.startswith("Eagle") else f"Eagle{a}" for a in archs]
+        elif method == "eagle3":
+            new = [a if a.startswith("Eagle3") or a.endswith("Eagle3") else f"Eagle3{a}" for a in archs]
+        else:
+            new = R_UNKNOWN
+        attrs = dict(model.attrs) if isinstance(model, Obj) else {}
+        attrs.update({"model_type": "eagle", "architectures": new, "model": model})
+        return Obj("EAGLEConfig", attrs)
+
+    def registry_raise(self) -> str:
+        """``file:line`` of the registry's ``raise ValueError(f"Model architectures ... are not supported for now")``."""
+        import ast as _ast
+
+        rel = REGISTRY_REL
+        data = self.sources.get(rel)
+        try:
+            tree = _ast.parse(data.decode("utf-8")) if data else None
+        except (SyntaxError, UnicodeDecodeError, ValueError, MemoryError, RecursionError):
+            tree = None
+        for node in _ast.walk(tree) if tree is not None else ():
+            if isinstance(node, _ast.Raise) and "are not supported for now" in "".join(
+                    c.value for c in _ast.walk(node) if isinstance(c, _ast.Constant) and isinstance(c.value, str)):
+                return f"{rel}:{node.lineno}"
+        return rel
+
+    def _eagle_line(self, needle: str) -> str | None:
+        if not self.eagle_src or not self.eagle_rel:
+            return None
+        for i, line in enumerate(self.eagle_src.decode("utf-8", "replace").splitlines(), 1):
+            if f"self.model.{needle}" in line:
+                return f"{self.eagle_rel}:{i}"
+        return None
+
+    def update_arch(self, r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
+        """``update_arch_()``: the draft ModelConfig takes the (wrapped) architectures and looks them up in the model
+        registry, which raises ``ValueError`` for one it does not register (``registry.inspect_model_cls``)."""
+        self_obj = p.frames[-1].get("self") if p.frames else None
+        d = self_obj.get("draft_model_config") if isinstance(self_obj, Obj) else None
+        if not isinstance(d, Obj):
+            return None
+        hf = d.get("hf_config")
+        archs = hf.get("architectures") if isinstance(hf, Obj) else R_UNKNOWN
+        d.attrs["architectures"] = archs
+        d.attrs["hf_text_config"] = hf
+        if isinstance(archs, list):
+            regs = [self.k.registered(a) for a in archs]
+            if any(x is R_UNKNOWN for x in regs):
+                return R_UNKNOWN
+            if all(x is None for x in regs):
+                raise HookRaise("ValueError", f"Model architectures {archs} are not supported for now.", self.registry_raise())
+        return None
+
+
+def replay_spec_config(view: Any, known: LaunchKnowns) -> SpecReplay:
+    """Replay ``SpeculativeConfig.__post_init__`` then ``_verify_args`` of ``view``'s vLLM on ``known``, statement by
+    statement (:class:`mtp_audit.engines.code.statements.Replay`). Unparsable or missing source is a :attr:`SpecReplay.gap`
+    (that question could not be told), never an exception."""
+    from mtp_audit.engines.code.pyast import parse_source
+
+    rel = getattr(view, "spec_rel", None)
+    data = getattr(view, "spec_bytes", None)
+    if rel is None or data is None:
+        return SpecReplay(gap="vLLM's SpeculativeConfig module was not found in this tree")
+    module, _text, problem = parse_source(rel, data)
+    if module is None:
+        return SpecReplay(gap=f"{rel}: {problem}", rel=rel)
+    eagle_rel = "vllm/transformers_utils/configs/eagle.py"
+    hooks = _Hooks(known, eagle_rel, dict(getattr(view, "sources", {}) or {}))
+    r = Replay(module, rel, cls="SpeculativeConfig", hooks=hooks.table())
+    if "__post_init__" not in r.methods:
+        return SpecReplay(gap=f"{rel}: SpeculativeConfig has no __post_init__ to replay", rel=rel)
+    self_obj = Obj("SpeculativeConfig", r.field_defaults())
+    for key, value in known.spec.items():
+        self_obj.attrs[key] = value
+    self_obj.attrs["target_model_config"] = _target_obj(known)
+    self_obj.attrs["target_parallel_config"] = Obj("ParallelConfig")
+    self_obj.attrs.setdefault("draft_model_config", None)
+    try:
+        paths = r.call("__post_init__", self_obj)
+        out = [p for p in paths if p.raised is not None or p.lost is not None]
+        live = [p for p in paths if p.raised is None and p.lost is None]
+        out += r.run_on("_verify_args", live) if live and "_verify_args" in r.methods else live
+    except RecursionError:
+        return SpecReplay(gap=f"{rel}: SpeculativeConfig.__post_init__ nests too deeply to replay", rel=rel)
+    return SpecReplay(paths=out, rel=rel)
+
+
+def _target_obj(k: LaunchKnowns) -> Obj:
+    hf = Obj("PretrainedConfig", {"model_type": k.target.model_type, "architectures": k.target.architectures})
+    text = Obj("PretrainedConfig", {"model_type": k.target_text_model_type}) if k.target_text_model_type else hf
+    return Obj("ModelConfig", {"model": k.target_model, "model_weights": "", "quantization": k.quantization, "hf_config": hf,
+                               "hf_text_config": text, "hf_overrides": None, "max_model_len": R_UNKNOWN,
+                               "architectures": k.target.architectures})

@@ -87,6 +87,13 @@ class SpeculativeConfig:
 
     def use_eagle(self) -> bool:
         return self.method in ("eagle", "eagle3", "mtp")
+
+    @model_validator(mode="after")
+    def _verify_args(self):
+        if self.num_speculative_tokens is None:
+            raise ValueError("num_speculative_tokens must be provided with speculative model unless the draft model config "
+                             "contains an n_predict parameter.")
+        return self
 """
 _VL_REGISTRY = """_TEXT_GENERATION_MODELS = {
     "DeepseekV3ForCausalLM": ("deepseek_v2", "DeepseekV3ForCausalLM"),
@@ -107,9 +114,101 @@ _VL_RUNNER = """class GPUModelRunner:
             elif self.speculative_config.use_eagle():
                 self.drafter = EagleProposer(self.vllm_config, self.device, self)
 """
+_VL_MODEL = """class ModelConfig:
+    quantization: str | None = None
+
+    def _verify_quantization(self) -> None:
+        supported_quantization = me_quant.QUANTIZATION_METHODS
+        quant_cfg = self.model_arch_config.quantization_config
+        if quant_cfg is not None:
+            quant_method = quant_cfg["quant_method"]
+            overrides = ["modelopt", "modelopt_fp4", "modelopt_mixed"]
+            quantization_methods = [q for q in supported_quantization if q not in overrides] + overrides
+            for name in quantization_methods:
+                method = me_quant.get_quantization_config(name)
+                quantization_override = method.override_quantization_method(quant_cfg, self.quantization, hf_config=self.hf_config)
+                if quantization_override is not None:
+                    quant_method = quantization_override
+                    self.quantization = quantization_override
+                    break
+            if self.quantization is None:
+                self.quantization = quant_method
+            elif self.quantization != quant_method:
+                raise ValueError(f"Quantization method specified in the model config ({quant_method}) does not match the "
+                                 f"quantization method specified in the `quantization` argument ({self.quantization}).")
+"""
+_VL_CONVERTOR = """class ModelArchConfigConvertorBase:
+    def _normalize_quantization_config(self, config):
+        quant_cfg = getattr(config, "quantization_config", None)
+        if quant_cfg is not None:
+            producer_name = quant_cfg.get("producer", {}).get("name")
+            algo = quant_cfg.get("quantization", {}).get("quant_algo")
+            if producer_name == "modelopt" and algo is not None:
+                if str(algo).upper() == "FP8":
+                    quant_cfg["quant_method"] = "modelopt"
+                elif str(algo).upper() == "NVFP4":
+                    quant_cfg["quant_method"] = "modelopt_fp4"
+                elif str(algo).upper() == "MIXED_PRECISION":
+                    quant_cfg["quant_method"] = "modelopt_mixed"
+                else:
+                    raise ValueError(f"Unknown ModelOpt quant algo: {algo}")
+        return quant_cfg
+"""
+_VL_QUANT_INIT = """from typing import Literal, get_args
+
+QuantizationMethods = Literal["fp8", "modelopt", "modelopt_fp4", "modelopt_mixed"]
+QUANTIZATION_METHODS: list[str] = list(get_args(QuantizationMethods))
+
+
+def get_quantization_config(quantization: str):
+    from .modelopt import ModelOptFp8Config, ModelOptMixedPrecisionConfig, ModelOptNvFp4Config
+
+    method_to_config = {"modelopt": ModelOptFp8Config, "modelopt_fp4": ModelOptNvFp4Config,
+                        "modelopt_mixed": ModelOptMixedPrecisionConfig}
+    return method_to_config[quantization]
+"""
+_VL_MODELOPT = """class ModelOptQuantConfigBase:
+    @staticmethod
+    def _algo(hf_quant_cfg):
+        if not hf_quant_cfg.get("quant_method", "").startswith("modelopt"):
+            return None
+        return str(hf_quant_cfg.get("quantization", {}).get("quant_algo", "")).upper()
+
+
+class ModelOptFp8Config(ModelOptQuantConfigBase):
+    @classmethod
+    def override_quantization_method(cls, hf_quant_cfg, user_quant, hf_config=None):
+        return "modelopt" if cls._algo(hf_quant_cfg) == "FP8" else None
+
+
+class ModelOptNvFp4Config(ModelOptQuantConfigBase):
+    @classmethod
+    def override_quantization_method(cls, hf_quant_cfg, user_quant, hf_config=None):
+        algo = cls._algo(hf_quant_cfg)
+        if algo is not None and "FP4" in algo:
+            return "modelopt_fp4"
+        return None
+
+
+class ModelOptMixedPrecisionConfig(ModelOptQuantConfigBase):
+    @classmethod
+    def override_quantization_method(cls, hf_quant_cfg, user_quant, hf_config=None):
+        if cls._algo(hf_quant_cfg) == "MIXED_PRECISION":
+            return "modelopt_mixed"
+        return None
+"""
 _VL = {"vl/vllm/__init__.py": "", "vl/vllm/_version.py": '__version__ = version = "0.33.0"\n', "vl/vllm/envs.py": "",
        "vl/vllm/config/__init__.py": "", "vl/vllm/config/speculative.py": _VL_SPEC,
-       "vl/vllm/model_executor/models/registry.py": _VL_REGISTRY, "vl/vllm/v1/worker/gpu_model_runner.py": _VL_RUNNER}
+       "vl/vllm/model_executor/models/registry.py": _VL_REGISTRY, "vl/vllm/v1/worker/gpu_model_runner.py": _VL_RUNNER,
+       "vl/vllm/config/model.py": _VL_MODEL, "vl/vllm/transformers_utils/model_arch_config_convertor.py": _VL_CONVERTOR,
+       "vl/vllm/model_executor/layers/quantization/__init__.py": _VL_QUANT_INIT,
+       "vl/vllm/model_executor/layers/quantization/modelopt.py": _VL_MODELOPT}
+#: a ModelOpt MIXED_PRECISION checkpoint's hf_quant_config.json (the shape of vLLM PR 36312's test config: NVFP4 MLPs,
+#: FP8 attention, per-layer quantized_layers)
+_MIXED = json.dumps({"producer": {"name": "modelopt", "version": "0.41.0"}, "quantization": {
+    "quant_algo": "MIXED_PRECISION", "kv_cache_quant_algo": "FP8", "quantized_layers": {
+        "model.layers.0.mlp.experts.0.gate_proj": {"quant_algo": "NVFP4", "group_size": 16},
+        "model.layers.0.self_attn.q_proj": {"quant_algo": "FP8"}}}}, indent=1)
 _VS = ("vllm", "serve", "ckpt")
 
 
@@ -173,14 +272,16 @@ RULES: tuple[Rule, ...] = (
        _vex(False, "Qwen3_5MoeMTP is registered", _VS + _spec(method="mtp", num_speculative_tokens=1)))),
     R("MTP323", "vllm-num-speculative-tokens", I, "num_speculative_tokens against the checkpoint's MTP layers",
       "Reads the draft's n_predict the way hf_config_override does (num_nextn_predict_layers, text_config."
-      "mtp_num_hidden_layers, ... as declared in config.json) and applies vLLM's rules: not given -> silently the layer count; "
-      "more than one token -> the same MTP layer runs several times (vLLM logs a warning). The divisibility error is MTP320.",
+      "mtp_num_hidden_layers, ... as declared in config.json) and applies vLLM's rules: not given -> silently the layer count "
+      "(only where no earlier statement raises: with a model given, the MTP auto-detection compares num_speculative_tokens > 1 "
+      "first and None raises TypeError, MTP320); more than one token -> the same MTP layer runs several times (vLLM logs a "
+      "warning). The divisibility error is MTP320.",
       "A silent default hides how many tokens are drafted; running one MTP layer k times lowers the acceptance rate of the "
       "later tokens. Neither stops the server (hence info).",
       "Give num_speculative_tokens explicitly; with one MTP layer, measure the acceptance rate before going above 1-3.",
       (f"{_VSRC}:1483-1491 (reuse warning), :1601-1603 (default)", "vllm 0.11.0 vllm/config/speculative.py:333, :388"),
       "code",
-      (_vex(True, "model given, num_speculative_tokens not: default = 1 MTP layer", _VS + _spec(method="mtp", model="ckpt")),
+      (_vex(True, "two tokens on the checkpoint's one MTP layer: the layer runs twice", _VS + _spec(method="mtp", num_speculative_tokens=2)),
        _vex(False, "one token for one layer", _VS + _spec(method="mtp", num_speculative_tokens=1)))),
     R("MTP324", "vllm-mtp-without-weights", E, "vLLM runs the mtp method but the draft checkpoint has no MTP tensors",
       "Fires when the method after aliasing and auto-detection is mtp and the checkpoint the draft loads from (the target "
@@ -238,6 +339,37 @@ RULES: tuple[Rule, ...] = (
       "code",
       (_vex(True, "-tp 2 on a one-GPU machine", _VS + ("-tp", "2")),
        _vex(False, "-tp 1 on a one-GPU machine", _VS + ("-tp", "1")))),
+    R("MTP329", "vllm-quantization-rejected", E, "vLLM refuses the checkpoint's quantization config or the --quantization given",
+      "Replays, statement by statement from this vLLM's source, how the quantization method is resolved: the quant_method "
+      "normalisation of ModelOpt configs (vllm/transformers_utils/model_arch_config_convertor.py), then "
+      "ModelConfig._verify_quantization (vllm/config/model.py): every listed method's override_quantization_method in the "
+      "source's order of preference, then the 'does not match' and 'Unknown quantization method' refusals. Fires when a "
+      "statement of that chain raises.",
+      "The engine exits while building ModelConfig, before any weight is read; e.g. a ModelOpt MIXED_PRECISION checkpoint "
+      "(Nemotron-3-Super-120B-A12B-NVFP4) on a release whose normaliser knows only FP8/NVFP4, or an FP8 checkpoint launched "
+      "with --quantization modelopt_fp4.",
+      "Drop --quantization (vLLM reads the method from the checkpoint), or use a release that knows the checkpoint's scheme "
+      "(the finding names the raising file:line).",
+      ("vllm 0.33.0 vllm/transformers_utils/model_arch_config_convertor.py:241-283, vllm/config/model.py:1383-1470",
+       "vllm 0.24.0 vllm/transformers_utils/model_arch_config_convertor.py:228 ('Unknown ModelOpt quant algo')",
+       "https://github.com/vllm-project/vllm/issues/37854"),
+      "code",
+      (Example(True, lambda: dict(_vfiles(), **{"ckpt/hf_quant_config.json": _MIXED, "vl/vllm/transformers_utils/model_arch_config_convertor.py":
+                                                _VL_CONVERTOR.replace('"MIXED_PRECISION"', '"NOT_KNOWN_HERE"')}),
+               _VS, "MIXED_PRECISION on a release whose normaliser does not know it"),
+       _vex(False, "NVFP4 checkpoint, no --quantization", _VS, nvfp4=True))),
+    R("MTP330", "vllm-quantization-replaced", W, "vLLM silently replaces the --quantization method the command gives",
+      "The same replay as MTP329: fires when the method vLLM keeps differs from --quantization because an "
+      "override_quantization_method answered first (ModelOpt MIXED_PRECISION: --quantization modelopt_fp4 runs as "
+      "modelopt_mixed, 0.33.0 vllm/model_executor/layers/quantization/modelopt.py:1663).",
+      "The command names one quantization method and another runs, with no log line: its kernels, its FP4/FP8 split per "
+      "layer and its memory are those of the other method.",
+      "Write the method vLLM runs (the finding names it), or drop --quantization.",
+      ("vllm 0.33.0 vllm/config/model.py:1429-1450", "vllm 0.33.0 vllm/model_executor/layers/quantization/modelopt.py:1658-1664"),
+      "code",
+      (Example(True, lambda: dict(_vfiles(), **{"ckpt/hf_quant_config.json": _MIXED}), _VS + ("--quantization", "modelopt_fp4"),
+               "--quantization modelopt_fp4 on a MIXED_PRECISION checkpoint"),
+       _vex(False, "--quantization modelopt_fp4 on an NVFP4 checkpoint", _VS + ("--quantization", "modelopt_fp4"), nvfp4=True))),
 )
 
 RULES_BY_ID = {r.id: r for r in RULES}

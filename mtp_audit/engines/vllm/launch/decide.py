@@ -1,0 +1,232 @@
+"""The statement-order replay of ``SpeculativeConfig`` (:func:`mtp_audit.engines.vllm.launch.replay.replay_spec_config`)
+applied to one launch: it decides whether vLLM refuses the speculative config (the exception, its message and the
+``file:line`` that raises it), the method that runs, ``num_speculative_tokens`` and the draft architecture.
+
+The fact-based steps of :mod:`mtp_audit.engines.vllm.launch.evaluate` (the alias, the rewrites, the ``n_predict``
+rules) still write the trace and the explanatory findings (MTP321, MTP323); where the replay decides, its answer
+replaces theirs (their MTP320 refusals and their "not decided" gaps are dropped, the replay's refusal is added).
+Where the replay cannot decide (a test on a value the launch does not know changes the outcome), their answer
+stands and the undecided tests are listed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mtp_audit.engines.outcome import loc_of
+from mtp_audit.engines.vllm.launch.replay import R_UNKNOWN, DraftFacts, LaunchKnowns, SpecReplay, n_predict_of, replay_spec_config
+from mtp_audit.report import Evidence, Severity
+
+
+def _arch(ck: dict[str, Any] | None) -> Any:
+    archs = ((ck or {}).get("config") or {}).get("architectures")
+    return list(archs) if archs else R_UNKNOWN
+
+
+def draft_facts(ctx: Any, ck: dict[str, Any] | None) -> DraftFacts | None:
+    """:class:`DraftFacts` of an audited checkpoint after this vLLM's ``hf_config_override`` (``None``: not audited)."""
+    cfg = (ck or {}).get("config") if ck else None
+    if not isinstance(cfg, dict):
+        return None
+    mt, archs = cfg.get("model_type"), _arch(ck)
+    arch0 = archs[0] if isinstance(archs, list) and archs else None
+    view = ctx.view.draft(mt, arch0) if ctx.view is not None else None
+    n: Any = None
+    if view and view.get("rewritten"):
+        value, how = n_predict_of(view.get("n_predict_from"), ck)
+        n = value if value is not None else (R_UNKNOWN if "not decided" in how or "not read" in how else None)
+        mt = view.get("model_type") or mt
+        archs = view.get("architectures") or archs
+    elif view is None:
+        n = R_UNKNOWN
+    return DraftFacts(mt, archs, n, bool(cfg.get("text_config")), _config_class(cfg))
+
+
+def _config_class(cfg: dict[str, Any]) -> str:
+    arch = (cfg.get("architectures") or ["PretrainedConfig"])[0]
+    for suffix in ("ForConditionalGeneration", "ForCausalLM", "Model"):
+        if arch.endswith(suffix):
+            return arch[: -len(suffix)] + "Config"
+    return "PretrainedConfig"
+
+
+def knowns(ctx: Any, model_path: str | None) -> LaunchKnowns:
+    """What the launch fixes for the replay: the spec as given, the target (its audited config), ``--quantization``,
+    ``--model-impl`` and the draft checkpoints the launch audited."""
+    spec = dict(ctx.cmd.spec or {})
+    tck = ctx.ck
+    tcfg = ((tck or {}).get("config") or {}) if tck else {}
+    target = DraftFacts(tcfg.get("model_type", R_UNKNOWN) if tck else R_UNKNOWN, _arch(tck))
+    impl = ctx.cmd.get("--model-impl")
+    native = ctx.view.registered(target.architectures[0]) if ctx.view is not None and isinstance(target.architectures, list) else None
+    using_tf = False if (native is not None and impl in (None, "auto", "vllm")) else (True if impl == "transformers" else R_UNKNOWN)
+
+    def draft_of(model: str) -> DraftFacts | None:
+        if model == model_path or ctx.draft_is_target and model == spec.get("model"):
+            return draft_facts(ctx, tck)
+        return draft_facts(ctx, ctx.draft_ck)
+
+    def registered(arch: str) -> Any:
+        if ctx.view is None or not getattr(ctx.view, "_archs", None):
+            return R_UNKNOWN
+        return ctx.view.registered(arch)
+
+    return LaunchKnowns(spec=spec, target_model=model_path, target=target, target_text_model_type=tcfg.get("text_model_type"),
+                        quantization=ctx.cmd.get("--quantization") or ctx.cmd.get("-q"), using_transformers=using_tf,
+                        draft_of=draft_of, registered=registered)
+
+
+def apply_replay(ctx: Any, model_path: str | None, findings_before: int, gaps_before: int) -> SpecReplay | None:
+    """Run the replay for ``ctx``'s speculative config and let it decide (module docstring). ``findings_before`` /
+    ``gaps_before``: how many findings and gaps ``ctx`` held before the fact-based steps ran (theirs come after)."""
+    if ctx.cmd.spec is None or ctx.view is None or _rejected_before(ctx):
+        return None
+    rp = replay_spec_config(ctx.view, knowns(ctx, model_path))
+    ctx.replay = rp
+    if rp.gap is not None:
+        # the source that decides cannot be read: what vLLM does with this speculative config is "could not tell", not
+        # what the rewrite facts of the same unreadable file would guess
+        _drop_fact_answers(ctx, findings_before, gaps_before)
+        ctx.fails = any(f.rule_id in ("MTP320", "MTP322", "MTP324") and f.severity >= Severity.ERROR for f in ctx.findings)
+        ctx.method, ctx.method_decided, ctx.k = None, False, ctx.k_requested
+        ctx.gap(f"the statement-order replay of SpeculativeConfig could not run ({rp.gap}): what vLLM does with this "
+                "speculative config is not decided", blocking=True)
+        return rp
+    raised = rp.raised
+    if raised is R_UNKNOWN:
+        undecided = rp.why()
+        ctx.gap("the statement-order replay of SpeculativeConfig does not decide whether vLLM accepts this speculative config: "
+                + "; ".join(undecided[:4]) + ("" if undecided else "paths disagree"), blocking=False)
+        return rp
+    _drop_fact_answers(ctx, findings_before, gaps_before)
+    if raised is None:
+        ctx.fails = any(f.rule_id in ("MTP320", "MTP322", "MTP324") and f.severity >= Severity.ERROR for f in ctx.findings)
+        ctx.method_decided = True
+        for attr, value in (("method", rp.final("method")), ("k", rp.final("num_speculative_tokens"))):
+            if value is not R_UNKNOWN:
+                setattr(ctx, attr, value)
+        archs = rp.draft_architectures()
+        if archs is not R_UNKNOWN:
+            ctx.draft["architectures_replayed"] = archs
+        return rp
+    # nothing after the raising statement runs: the n_predict default and the reuse notice (MTP323) never happen
+    ctx.findings[findings_before:] = [f for f in ctx.findings[findings_before:] if f.rule_id != "MTP323"]
+    ctx.k = ctx.k_requested
+    _refuse(ctx, raised, rp)
+    return rp
+
+
+def _rejected_before(ctx: Any) -> bool:
+    """The command or the validated ``method`` Literal already refused the config (vLLM stops before ``__post_init__``)."""
+    return any(f.rule_id == "MTP320" and ("Literal" in f.message or "not an integer" in f.message or f.location.symbol != "--speculative-config")
+               for f in ctx.findings)
+
+
+def _drop_fact_answers(ctx: Any, findings_before: int, gaps_before: int) -> None:
+    ctx.findings[findings_before:] = [f for f in ctx.findings[findings_before:] if f.rule_id != "MTP320"]
+    ctx.gaps[gaps_before:] = [g for g in ctx.gaps[gaps_before:]
+                              if not any(w in g.message for w in ("auto-detection test", "n_predict is not decided", "method default at",
+                                                                  "the method vLLM runs is unknown"))]
+
+
+def _refuse(ctx: Any, raised: Any, rp: SpecReplay) -> None:
+    """MTP320 with the replayed exception; the fix for the ``None`` comparison: give ``num_speculative_tokens``."""
+    n = ((ctx.ck or {}).get("mtp") or {}).get("declared_layers") or 1
+    fix = None
+    if "num_speculative_tokens" not in (ctx.cmd.spec or {}) and (raised.type == "TypeError" and "NoneType" in raised.message
+                                                                or "num_speculative_tokens" in raised.message):
+        fix = f'add "num_speculative_tokens": {int(n)} (the checkpoint\'s MTP layer count)'
+        ctx.spec_fix = dict(ctx.spec_fix or ctx.cmd.spec or {}, num_speculative_tokens=int(n))
+        ctx.spec_changed = True
+    path = rp.paths[0]
+    ctx.method = path.bound.get("method") if path.bound is not None else ctx.method
+    if ctx.method is R_UNKNOWN:
+        ctx.method = None
+    ctx.reject(f"{raised.type}: {raised.message} ({raised.location}) while SpeculativeConfig is built",
+               evidence=[Evidence("raised", f"{raised.type}: {raised.message}", loc_of(raised.location))]
+               + [Evidence("replayed from", str(rp.rel))],
+               remediation=fix or "change the speculative config so that this statement does not raise")
+
+
+def quant_config_of(model: str | None, cwd: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """The checkpoint's quantization config as vLLM reads it (``config.json`` ``quantization_config``, else
+    ``hf_quant_config.json``; 0.33.0 vllm/transformers_utils/config.py:951-961) for a local model folder, and the file it
+    came from. ``(None, None)`` for none; a hub id or an unreadable file is ``(None, "...problem...")``."""
+    from pathlib import Path
+
+    from mtp_audit.errors import InputError
+    from mtp_audit.sources.bounded import read_json_bounded
+
+    if model is None:
+        return None, None
+    folder = Path(model).expanduser()
+    folder = folder if folder.is_absolute() else Path(cwd) / folder
+    if not folder.is_dir():
+        return None, f"{model} is not a local folder: its quantization config was not read"
+    try:
+        cfg = read_json_bounded(folder / "config.json") if (folder / "config.json").is_file() else {}
+        q = cfg.get("quantization_config") if isinstance(cfg, dict) else None
+        if isinstance(q, dict):
+            return q, "config.json"
+        if (folder / "hf_quant_config.json").is_file():
+            h = read_json_bounded(folder / "hf_quant_config.json")
+            return (h, "hf_quant_config.json") if isinstance(h, dict) else (None, "hf_quant_config.json is not a JSON object")
+    except InputError as exc:
+        return None, f"{exc.problem}"
+    return None, None
+
+
+def check_quantization(ctx: Any, cwd: Any) -> None:
+    """MTP329 (the quantization chain raises) and MTP330 (``--quantization`` silently replaced), from
+    :func:`mtp_audit.engines.vllm.launch.quant.resolve_quantization`; ``ctx.quant`` holds what runs and which file:line
+    decided it."""
+    from mtp_audit.engines.vllm.launch.quant import resolve_quantization
+
+    if ctx.view is None or not hasattr(ctx.view, "sources"):
+        return
+    user = ctx.cmd.get("--quantization") or ctx.cmd.get("-q")
+    cfg, where = quant_config_of(ctx.cmd.model, cwd)
+    if cfg is None and where is not None:
+        ctx.quant = {"method": None, "decided": False, "why": where}
+        if user:
+            ctx.gap(f"--quantization {user}: {where}; whether vLLM keeps it was not replayed")
+        return
+    tcfg = ((ctx.ck or {}).get("config") or {})
+    hf = {k: tcfg[k] for k in ("model_type", "architectures") if tcfg.get(k) is not None}
+    import json
+
+    key = json.dumps(cfg, sort_keys=True, default=str) + f"\0{user}\0{sorted(hf.items())}"
+    memo = ctx.view.__dict__.setdefault("_quant_memo", {})  # the corrected command asks again for the same checkpoint
+    if key not in memo:
+        memo[key] = resolve_quantization(ctx.view.sources, cfg, user, hf)
+    res = memo[key]
+    decided = res.method is not R_UNKNOWN and res.raised is None
+    ctx.quant = {"method": res.method if decided else None, "decided": decided or res.raised is not None, "decided_at": res.decided_at,
+                 "from": where, "trace": res.trace, "given": user}
+    if res.gap:
+        ctx.gap(f"the quantization method was not replayed: {res.gap}")
+    elif res.raised is not None:
+        ctx.fails = True
+        ctx.add("MTP329", f"vLLM {ctx.version} refuses the quantization ({where or 'no quantization config'}"
+                + (f", --quantization {user}" if user else "") + f"): {res.raised.type}: {res.raised.message} ({res.raised.location}); "
+                "the server exits while building ModelConfig", "--quantization" if user else "model",
+                evidence=[Evidence("raised", f"{res.raised.type}: {res.raised.message}", loc_of(res.raised.location))]
+                + [Evidence("quantization config", json_short(cfg))],
+                remediation="drop --quantization (vLLM reads the method from the checkpoint)" if user and "does not match" in res.raised.message
+                else "use a vLLM release that knows this checkpoint's quantization scheme")
+    elif not decided:
+        ctx.gap("the quantization method vLLM keeps was not decided by the replay: " + "; ".join(res.trace[:3]))
+    elif res.overridden:
+        ctx.add("MTP330", f"--quantization {user} runs as {res.method!r} in vLLM {ctx.version}, silently: "
+                f"{res.decided_at} answers first in the override chain (vllm/config/model.py _verify_quantization)",
+                "--quantization", evidence=[Evidence("override", str(res.method), loc_of(res.decided_at))]
+                + [Evidence("quantization config", json_short(cfg))],
+                remediation=f"write --quantization {res.method} (or drop it)", severity=Severity.WARNING)
+
+
+def json_short(cfg: Any) -> str:
+    """A quantization config as compact JSON, cut at 200 characters."""
+    import json
+
+    text = json.dumps(cfg, sort_keys=True, separators=(",", ":"), default=str)
+    return text if len(text) <= 200 else text[:197] + "..."

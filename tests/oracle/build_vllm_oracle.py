@@ -1,0 +1,88 @@
+"""Build real ``vllm.config.SpeculativeConfig`` objects for a grid of checkpoint configs x ``--speculative-config``
+forms, in ONE process, and write what vLLM decided as JSON (the oracle for the statement-order replay).
+
+Run with the interpreter of a virtual environment that has the real ``vllm==X`` installed (never mtp-audit's own):
+
+    /work/oracle-venvs/vllm-0.33.0/bin/python tests/oracle/build_vllm_oracle.py CONFIG_DIR... > tests/data/oracle/vllm-0.33.0.json
+
+Each CONFIG_DIR holds a ``config.json`` (copied into a scratch folder, never anything else). It imports vllm; it is
+not part of the test suite and is not imported by it (tests/oracle/test_vllm_oracle.py runs it in a subprocess).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import traceback
+
+from grid import FORMS  # noqa: E402  (tests/oracle/grid.py: the same forms the replay test uses)
+
+
+def _where(tb: traceback.StackSummary) -> str | None:
+    frames = [f for f in tb if "/vllm/" in f.filename]
+    if not frames:
+        return None
+    f = frames[-1]
+    return f"vllm/{f.filename.split('/vllm/', 1)[1]}:{f.lineno}"
+
+
+def _one(SpeculativeConfig, ParallelConfig, target, folder, spec):
+    args = {k: (folder if v == "<target>" else v) for k, v in spec.items()}
+    try:
+        sc = SpeculativeConfig(target_model_config=target, target_parallel_config=ParallelConfig(), **args)
+    except Exception as exc:  # noqa: BLE001 - the oracle records every refusal
+        tb = traceback.extract_tb(exc.__traceback__)
+        cause = exc
+        # pydantic wraps errors raised inside __post_init__ / validators
+        inner = getattr(exc, "errors", None)
+        msg = str(exc)
+        if inner is not None:
+            try:
+                errs = exc.errors()
+                if errs and errs[0].get("ctx", {}).get("error") is not None:
+                    cause = errs[0]["ctx"]["error"]
+                    tb = traceback.extract_tb(cause.__traceback__)
+                    msg = str(cause)
+            except Exception:  # noqa: BLE001
+                pass
+        return {"ok": False, "exc_type": type(cause).__name__, "exc_msg": msg[:400], "where": _where(tb)}
+    d = sc.draft_model_config
+    archs = None
+    if d is not None and getattr(d, "hf_config", None) is not None:
+        archs = list(getattr(d.hf_config, "architectures", None) or [])
+    return {"ok": True, "method": sc.method, "num_speculative_tokens": sc.num_speculative_tokens, "draft_architectures": archs}
+
+
+def main(dirs: list[str]) -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    # vLLM's logger writes to stdout: keep stdout for the JSON alone
+    real_stdout, sys.stdout = sys.stdout, sys.stderr
+    import vllm
+    from vllm.config import ModelConfig, ParallelConfig, SpeculativeConfig
+
+    out = {"vllm": vllm.__version__, "cases": []}
+    scratch = tempfile.mkdtemp(prefix="vllm-oracle-")
+    for src in dirs:
+        name = os.path.basename(src.rstrip("/"))
+        folder = os.path.join(scratch, name)
+        os.makedirs(folder, exist_ok=True)
+        for f in ("config.json", "hf_quant_config.json"):
+            if os.path.exists(os.path.join(src, f)):
+                shutil.copy(os.path.join(src, f), folder)
+        try:
+            target = ModelConfig(model=folder, tokenizer=folder, skip_tokenizer_init=True)
+        except Exception as exc:  # noqa: BLE001
+            out["cases"].append({"config": name, "target_error": f"{type(exc).__name__}: {str(exc)[:300]}"})
+            continue
+        for form_id, spec in FORMS.items():
+            res = _one(SpeculativeConfig, ParallelConfig, target, folder, spec)
+            out["cases"].append({"config": name, "form": form_id, "spec": spec, "result": res})
+            print(name, form_id, res, file=sys.stderr, flush=True)
+    json.dump(out, real_stdout, indent=1, sort_keys=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

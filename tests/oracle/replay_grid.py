@@ -1,0 +1,112 @@
+"""mtp-audit's side of the vLLM oracle: the launch analyzer's answer for every (config, form) of tests/oracle/grid.py,
+and the comparison with what real vLLM recorded (tests/data/oracle/vllm-X.json, built by build_vllm_oracle.py).
+
+``python tests/oracle/replay_grid.py 0.33.0`` prints the agreement and every disagreement.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+CONFIGS = ROOT / "fixtures" / "oracle-configs"
+RECORDED = ROOT / "tests" / "data" / "oracle"
+H200 = ROOT / "fixtures" / "preflight" / "h200-live-facts.json"
+
+
+def replay_case(engine: Any, release: Any, analyzers: Any, folder: Path, spec: dict[str, Any]) -> dict[str, Any]:
+    """What mtp-audit says vLLM does for ``vllm serve FOLDER --speculative-config SPEC``: ``ok`` with ``method``,
+    ``num_speculative_tokens``, ``draft_architectures``; or the refusal (``exc_type``, ``where``); or ``undecided``."""
+    from mtp_audit.engines.base import LaunchRequest, Machine
+
+    args = {k: (str(folder) if v == "<target>" else v) for k, v in spec.items()}
+    toks = ["vllm", "serve", str(folder), "--speculative-config", json.dumps(args)]
+    req = LaunchRequest(toks=toks, machine=Machine(facts_file=H200), env=None, environ={}, cwd=folder, analyzers=analyzers)
+    out = engine.evaluate(req, release, None)
+    f = out.facts
+    refusals = [x for x in out.findings if x.rule_id == "MTP320"]
+    if refusals:
+        msg = refusals[0].message
+        exc = msg.split("(the server will not start): ", 1)[-1]
+        where = None
+        if " (vllm/" in exc:
+            where = "vllm/" + exc.rsplit(" (vllm/", 1)[1].split(")", 1)[0]
+        return {"ok": False, "exc_type": exc.split(":", 1)[0] if where else None, "where": where, "message": msg}
+    sp, d = f["speculative"], f["draft"]
+    if sp.get("runs_as") is None:
+        return {"undecided": True, "gaps": [g.message for g in out.gaps if "speculative" in g.message.lower() or "replay" in g.message]}
+    archs = d.get("architectures_replayed", d.get("architectures"))
+    return {"ok": True, "method": sp["runs_as"], "num_speculative_tokens": sp["num_speculative_tokens"], "draft_architectures": archs}
+
+
+def replay_all(version: str) -> dict[tuple[str, str], dict[str, Any]]:
+    """The replay's answer for the whole grid at one vLLM release (the cached wheel)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path.insert(0, str(HERE))
+    from conftest import vllm_wheel
+    from grid import CONFIGS as NAMES
+    from grid import FORMS
+
+    from mtp_audit.engines.base import Machine
+    from mtp_audit.engines.vllm.launch import VllmEngine
+    from mtp_audit.launch.analyzers import LaunchAnalyzers
+
+    engine = VllmEngine()
+    release, _gap = engine.release(vllm_wheel(version))
+    out = {}
+    for name in NAMES:
+        folder = CONFIGS / name
+        analyzers = LaunchAnalyzers(Machine(facts_file=H200), folder)
+        for form, spec in FORMS.items():
+            out[(name, form)] = replay_case(engine, release, analyzers, folder, spec)
+    return out
+
+
+def agrees(real: dict[str, Any], ours: dict[str, Any]) -> tuple[bool, str]:
+    """Whether the replay says what real vLLM did: the same exception class raised at the same ``file:line``, or the
+    same method, ``num_speculative_tokens`` and draft architectures."""
+    if ours.get("undecided"):
+        return False, "replay undecided: " + "; ".join(ours.get("gaps") or [])[:300]
+    if real["ok"] != ours["ok"]:
+        return False, f"real {'runs' if real['ok'] else real['exc_type'] + ' at ' + str(real['where'])}, replay " + (
+            "runs" if ours["ok"] else str(ours.get("message"))[:300])
+    if not real["ok"]:
+        same = real["exc_type"] == ours["exc_type"] and real["where"] == ours["where"]
+        return same, "" if same else f"real {real['exc_type']} at {real['where']}: {real['exc_msg'][:150]} | replay {ours['message'][:250]}"
+    diffs = [k for k in ("method", "num_speculative_tokens", "draft_architectures") if real.get(k) != ours.get(k)]
+    return not diffs, "; ".join(f"{k}: real {real.get(k)!r}, replay {ours.get(k)!r}" for k in diffs)
+
+
+def compare(version: str) -> tuple[int, int, list[str]]:
+    """``(agreeing, compared, disagreement lines)`` for the recorded oracle of ``version``."""
+    data = json.loads((RECORDED / f"vllm-{version}.json").read_text())
+    ours = replay_all(version)
+    n = ok = 0
+    lines = []
+    for case in data["cases"]:
+        if "result" not in case:
+            lines.append(f"{case['config']}: not compared, real vLLM cannot build the target ModelConfig ({case['target_error'][:160]})")
+            continue
+        res = case["result"]
+        if not res["ok"] and "failed to be inspected" in (res.get("exc_msg") or ""):
+            # the oracle's own environment could not import the model class (a CPU-only venv lacks its imports): vLLM's
+            # registry then refuses every architecture of that module; this says nothing about the config decision
+            lines.append(f"{case['config']} {case['form']}: not compared, the oracle venv could not import the model class "
+                         f"({res['exc_msg'][:80]})")
+            continue
+        n += 1
+        good, why = agrees(res, ours[(case["config"], case["form"])])
+        ok += good
+        if not good:
+            lines.append(f"{case['config']} {case['form']}: {why}")
+    return ok, n, lines
+
+
+if __name__ == "__main__":
+    ok, n, lines = compare(sys.argv[1])
+    print(f"vLLM {sys.argv[1]}: {ok}/{n} agree ({100 * ok / max(n, 1):.1f} %)")
+    print("\n".join(lines))

@@ -1,0 +1,55 @@
+"""Bad engine source is "could not tell" for the question it decides, never a crash nor a guess: the example vLLM tree
+of the launch rules (mtp_audit/engines/vllm/launch/rules.py, 0.33.0's shapes) with one file damaged."""
+
+from __future__ import annotations
+
+from mtp_audit.engines.vllm.launch.rules import RULES_BY_ID
+from mtp_audit.launch import audit_launch
+from mtp_audit.report import Severity, exit_code
+
+SPEC = "vl/vllm/config/speculative.py"
+MODEL = "vl/vllm/config/model.py"
+CMD = ["vllm", "serve", "ckpt", "--speculative-config", '{"method":"mtp","num_speculative_tokens":1}']
+
+
+def _tree(tmp_path):
+    RULES_BY_ID["MTP323"].examples[1].materialize(tmp_path)
+    return tmp_path
+
+
+def _launch(root, *extra: str):
+    return audit_launch(CMD + list(extra), vllm=root / "vl", env_dump=[root / "env.txt"], environ={}, cwd=root)
+
+
+def test_the_example_tree_is_decided(tmp_path) -> None:
+    r = _launch(_tree(tmp_path))
+    assert r.facts["launch"]["verdict"] == "go" and r.facts["launch"]["speculative"]["runs_as"] == "mtp"
+
+
+def test_a_loop_the_replay_cannot_follow_is_not_a_guess(tmp_path) -> None:
+    root = _tree(tmp_path)
+    p = root / SPEC
+    text = p.read_text().replace("        if self.model is not None:\n",
+                                 "        while self.retry:\n            self.model = None\n        if self.model is not None:\n", 1)
+    p.write_text(text)
+    r = _launch(root)
+    gaps = [g.message for g in r.gaps if "statement-order replay" in g.message]
+    assert gaps and "While statement at vllm/config/speculative.py:" in gaps[0]
+    assert not any(f.rule_id == "MTP320" for f in r.findings)
+
+
+def test_non_utf8_model_config_is_a_note_for_the_quantization_only(tmp_path) -> None:
+    root = _tree(tmp_path)
+    (root / MODEL).write_bytes(b"class ModelConfig:\n    x = '\xff\xfe'\n")
+    r = _launch(root, "--quantization", "fp8")
+    assert any("quantization" in g.message and "does not parse" in g.message for g in r.gaps)
+    assert r.facts["launch"]["speculative"]["runs_as"] == "mtp" and not any(f.rule_id in ("MTP329", "MTP330") for f in r.findings)
+
+
+def test_truncated_speculative_config_gives_could_not_tell_not_a_traceback(tmp_path) -> None:
+    root = _tree(tmp_path)
+    p = root / SPEC
+    p.write_text(p.read_text()[:1500])
+    r = _launch(root)
+    assert exit_code(r, Severity.ERROR) == 3 and r.facts["launch"]["verdict"] == "could not tell"
+    assert any("speculative.py" in g.message and g.blocking for g in r.gaps)
