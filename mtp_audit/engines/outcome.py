@@ -53,11 +53,12 @@ def fmt_bytes(n: int | float) -> str:
     return human_bytes(n)
 
 
-def mtp_errors_as_warnings(report: Report, engine_label: str, spec_flag: str) -> Report:
+def mtp_errors_as_warnings(report: Report, engine_label: str, spec_flag: str, *, reason: str | None = None) -> Report:
     """The checkpoint report with its errors that only stop MTP (``mtp_audit.checkpoint.rules.BLOCKS_MTP``: the
     findings that make MTP unusable) turned into warnings, for a launch that requests no speculative decoding: the
     engine then skips the MTP weights, so they cannot break this launch. The finding is kept; its message says why it
-    is a warning here, in the engine's words (``engine_label``, and ``spec_flag``, the flag that would turn MTP on)."""
+    is a warning here, in the engine's words (``engine_label``, and ``spec_flag``, the flag that would turn MTP on), or
+    ``reason`` when another cause keeps the weights unloaded (a draft from another checkpoint)."""
     import dataclasses
 
     from mtp_audit.checkpoint import rules as checkpoint_rules
@@ -66,10 +67,10 @@ def mtp_errors_as_warnings(report: Report, engine_label: str, spec_flag: str) ->
     out = []
     for f in report.findings:
         if f.rule_id in blocks and f.severity >= Severity.ERROR:
+            why = reason or (f"the command requests no speculative decoding, so {engine_label} does not load the MTP "
+                             f"weights; fix it before adding {spec_flag}")
             f = dataclasses.replace(f, severity=Severity.WARNING,
-                                    message=f.message + " (a warning for this launch, not an error: the command requests no "
-                                    f"speculative decoding, so {engine_label} does not load the MTP weights; fix it before adding "
-                                    f"{spec_flag})")
+                                    message=f.message + f" (a warning for this launch, not an error: {why})")
         out.append(f)
     return dataclasses.replace(report, findings=tuple(out))
 

@@ -728,6 +728,11 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
     resolve_draft(ctx)
     if dp is not None and not same:
         _draft_gaps(ctx, dp, draft_ck, draft_gaps)
+        if ctx.draft.get("uses_draft") and ck is not None:  # the draft's own weights draft: the target's MTP layers stay unloaded
+            why = (f"the draft comes from --speculative-draft-model-path {dp}, so SGLang does not load this checkpoint's MTP "
+                   "weights")
+            reports = [mtp_errors_as_warnings(r, "SGLang", "--speculative-algorithm", reason=why)
+                       if r.targets and r.targets[0].analyzer == "checkpoint" else r for r in reports]
     for check in CHECKS:
         check(ctx)
     all_findings = [f for r in reports for f in r.findings] + ctx.findings
