@@ -72,7 +72,7 @@ def decide(f: LogFacts, path: str) -> Outcome:
         if crash is not None and crash.line > (s.last.line if s.last else 0):
             return _stopped_after(f, crash, path)
         if f.threshold_off:
-            return Outcome("ran-then-stopped", f"MTP ran, then TensorRT-LLM turned speculation off (line {f.threshold_off})",
+            return Outcome("ran-then-stopped", f"{subject(f)} ran, then TensorRT-LLM turned speculation off (line {f.threshold_off})",
                            findings=[get_rule("MTP502").finding("speculation was turned off by acceptance_rate_threshold",
                                                                  _loc(path, f.threshold_off), severity=None)])
         if _accepted_nothing(f):
@@ -80,10 +80,28 @@ def decide(f: LogFacts, path: str) -> Outcome:
         return _helped(f, path)
     if crash is not None and crash.speculative:
         if crash.during_init:
-            return Outcome("never-ran", f"MTP never ran: the engine crashed while building the draft ({_crash_words(crash)})",
+            return Outcome("never-ran", f"{subject(f)} never ran: the engine crashed while building the draft ({_crash_words(crash)})",
                            causes=["the draft worker failed to start"], findings=[_crash_finding(crash, path)])
         return _stopped_after(f, crash, path)
     return _no_stats(f, crash, path)
+
+
+#: Speculative methods (as the engines print them) that draft with the checkpoint's own MTP / NextN heads.
+_MTP_METHODS = ("mtp", "nextn", "deepseek_mtp", "mimo_mtp", "qwen3_5_mtp", "qwen3_next_mtp", "glm4_moe_mtp", "ernie_mtp",
+                "longcat_flash_mtp", "pangu_ultra_moe_mtp", "draft-mtp", "frozen_kv_mtp", "step3p5_mtp")
+
+
+def subject(f: LogFacts) -> str:
+    """What the verdict is about, in the log's own terms: ``MTP`` when the configured method drafts with MTP heads (or
+    SGLang's EAGLE, which its NEXTN alias becomes), ``speculative decoding (ngram)`` for another method, and
+    ``speculative decoding (method not in the log)`` when the log does not say."""
+    alg = f.config.get("algorithm")
+    value = str(alg.value).strip().lower() if alg is not None and alg.value not in (None, "None", "NONE") else ""
+    if not value:
+        return "speculative decoding (method not in the log)"
+    if value in _MTP_METHODS or value.endswith("_mtp") or "mtp" in value or (value == "eagle" and f.engine == "sglang"):
+        return "MTP"
+    return f"speculative decoding ({alg.value})"
 
 
 def _last_crash(f: LogFacts) -> Crash | None:
@@ -111,7 +129,7 @@ def _figures(f: LogFacts) -> str:
 
 def _helped(f: LogFacts, path: str) -> Outcome:
     s = f.series
-    out = Outcome("ran-and-helped", f"MTP ran and helped: {_figures(f)}")
+    out = Outcome("ran-and-helped", f"{subject(f)} ran and helped: {_figures(f)}")
     trend = s.thirds()
     if trend is not None:
         first, last = trend
@@ -145,7 +163,7 @@ def _source_zero(f: LogFacts, path: str) -> list[Finding]:
 def _nothing(f: LogFacts, path: str) -> Outcome:
     s = f.series
     causes = _nothing_causes(f)
-    out = Outcome("ran-but-accepted-nothing", f"MTP ran but accepted almost nothing: {_figures(f)}", causes=causes)
+    out = Outcome("ran-but-accepted-nothing", f"{subject(f)} ran but accepted almost nothing: {_figures(f)}", causes=causes)
     ev = [Evidence("first statistics line", str(s.first.line if s.first else "-"), _loc(path, s.first.line if s.first else None))]
     out.findings.append(get_rule("MTP500").finding(
         f"{_figures(f)}: the draft tokens are rejected" + (f"; likely: {causes[0]}" if causes else ""),
@@ -212,7 +230,7 @@ def _crash_finding(crash: Crash, path: str) -> Finding:
 
 
 def _stopped_after(f: LogFacts, crash: Crash, path: str) -> Outcome:
-    out = Outcome("ran-then-stopped", f"MTP ran, then the engine crashed: {_crash_words(crash)}",
+    out = Outcome("ran-then-stopped", f"{subject(f)} ran, then the engine crashed: {_crash_words(crash)}",
                   causes=["a crash in the speculative path" if crash.speculative else "a crash after speculative decoding ran"])
     if f.series.intervals:
         out.sentence += f" (before it: {_figures(f)})"
@@ -227,11 +245,11 @@ def _no_stats(f: LogFacts, crash: Crash | None, path: str) -> Outcome:
     off = _off_reason(f)
     if off is not None:
         reason, line = off
-        return Outcome("never-ran", f"MTP never ran: {reason}", causes=[reason],
+        return Outcome("never-ran", f"{subject(f)} never ran: {reason}", causes=[reason],
                        findings=[get_rule("MTP501").finding(f"speculative decoding did not run: {reason}", _loc(path, line))] + extra)
     engine = f.engine
     said = _config_words(f)
-    sentence = "could not tell whether MTP ran" + (f" ({said})" if said else "")
+    sentence = f"could not tell whether {subject(f)} ran" + (f" ({said})" if said else "")
     return Outcome("could-not-tell", sentence, findings=extra, deciding=DECIDING_LINES.get(engine, DECIDING_LINES[None]))
 
 
