@@ -283,6 +283,12 @@ def _cut_note(st: _State, ln: int, line: str) -> None:
     st.notes.append(f"free-form line {ln}: '{line[:60]}' may be cut off (last line, no newline) and names no known GPU; not counted")
 
 
+#: A line that is an environment list, not running text: it opens with the GPU's vendor or system name
+#: ("NVIDIA GeForce RTX 5090, CUDA 12.8, vllm 0.11.0", "DGX Spark (GB10), CUDA 13.0"), so a product in it is the machine's.
+_ENV_LIST_LINE = re.compile(r"\s*(?:[-*\u2022]\s*)?(?:\d+\s*[x\u00d7*]\s*)?(?:nvidia|geforce|dgx|jetson)\b[^.;]*,\s*"
+                            r"(?:cuda|driver|torch|pytorch|vllm|sglang|nvcc)\b")
+
+
 def _read_gpu_line(st: _State, ln: int, line: str, low: str, key: str, value: str, truncated_line: bool) -> None:
     """The GPUs one line names: a ``GPU N:`` line, a GPU key's value, or products in prose."""
     im = _INDEXED_GPU.match(line)
@@ -311,7 +317,8 @@ def _read_gpu_line(st: _State, ln: int, line: str, low: str, key: str, value: st
             name = re.split(r"\s*[,(;]\s*", _strip_count(value), maxsplit=1)[0].strip()
             st.groups.append(_Group(name, _gpu_cc(name, None, written, ln, st.notes), _mem_fact(value, ln), _count(value, 0, 0), ln, key))
         return
-    prose_ok = gpu_key or written is not None or re.search(r"\bgpus?\b|\bon an?\b|hardware|device", low) or "@" in scope
+    prose_ok = (gpu_key or written is not None or re.search(r"\bgpus?\b|\bon an?\b|hardware|device", low) or "@" in scope
+                or _ENV_LIST_LINE.match(low) is not None)
     for h in hits:
         c = _count(scope, h.start, h.end)
         if not (prose_ok or c is not None):
