@@ -214,3 +214,30 @@ def test_several_products_in_running_text_are_a_conflict_not_a_mixed_machine(tmp
     # one product in running text is still read (the prose reports in fixtures/preflight/envdumps/freeform/)
     one = parse_freeform("Driver Version: 580.95.05\nWe run it on 2x RTX 5090 GPUs.\n")
     assert [g.name.value for g in one.gpus] == ["RTX 5090", "RTX 5090"]
+
+
+@pytest.mark.parametrize("text, name, cc", [
+    ("NVIDIA GeForce RTX 5090, CUDA 12.8, vllm 0.11.0\n", "NVIDIA GeForce RTX 5090", [12, 0]),
+    ("DGX Spark (GB10), CUDA 13.0, torch 2.9.0+cu130\n", "DGX Spark", [12, 1]),
+    ("RTX PRO 6000 Blackwell, driver 580.65, torch 2.9.1+cu130, sglang 0.5.9\n", "RTX PRO 6000 Blackwell", [12, 0]),
+])
+def test_a_one_line_environment_list_names_its_gpu(tmp_path, text, name, cc):
+    """A one-line environment list that opens with the GPU is the machine's GPU (found by a fresh user's run: these
+    gave 'no GPU listed')."""
+    from mtp_audit import preflight
+
+    f = tmp_path / "env.txt"
+    f.write_text(text)
+    gpus = preflight(env_dumps=[f]).facts["preflight"]["machine"]["gpus"]
+    assert [(g["name"]["value"], g["compute_capability"]["value"]) for g in gpus] == [(name, cc)]
+
+
+def test_a_driver_written_short_is_could_not_tell(tmp_path):
+    """'driver 580.65' may be any 580.65.x: against the 580.65.06 floor of CUDA 13 it is 'could not tell', not MTP205."""
+    from mtp_audit import preflight
+
+    f = tmp_path / "env.txt"
+    f.write_text("RTX PRO 6000 Blackwell, driver 580.65, torch 2.9.1+cu130, sglang 0.5.9\n")
+    r = preflight(env_dumps=[f])
+    assert "MTP205" not in {x.rule_id for x in r.findings}
+    assert any(g.blocking and "driver 580.65 is written without all its parts" in g.message for g in r.gaps)

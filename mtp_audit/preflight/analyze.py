@@ -64,6 +64,8 @@ class Context:
     findings: list[Finding] = field(default_factory=list)
     gaps: list[Gap] = field(default_factory=list)
     resolved: dict[str, Any] = field(default_factory=dict)
+    #: facts the native-FP4 verdict needs that were read but could not be decided (a driver written as 580.65)
+    undecided: list[str] = field(default_factory=list)
 
     # --- derived facts ---------------------------------------------------------------------
     @property
@@ -314,6 +316,15 @@ def _cu13_components(ctx: Context) -> list[str]:
     return out
 
 
+def _older_than(version: tuple[int, ...], floor: str) -> bool | None:
+    """Whether a driver version is below ``floor``; ``None`` when it is written with fewer parts than the floor and
+    equals the floor's first parts (``580.65`` against ``580.65.06``: any ``580.65.x`` may be meant)."""
+    want = mx.version_tuple(floor)
+    if len(version) < len(want) and tuple(want[: len(version)]) == tuple(version):
+        return None
+    return version < want
+
+
 def check_driver(ctx: Context) -> None:
     """MTP205 (driver older than what the CUDA user space needs) and MTP206 (too old for Blackwell)."""
     drv = ctx.facts.driver_version
@@ -333,6 +344,11 @@ def check_driver(ctx: Context) -> None:
         # minor-version compatibility: only the major's x.0 floor is required (docs: cuda-compatibility)
         cuda = f"{cuda.split('.')[0]}.0"
         floor = mx.driver_floor(cuda)
+        if floor and _older_than(dv, floor[0]) is None:
+            ctx.gap(f"driver {drv.value} is written without all its parts: whether it reaches {floor[0]} (CUDA {cuda}, needed by "
+                    f"{why}) could not be told", blocking=True)
+            ctx.undecided.append(f"driver {drv.value} may be below {floor[0]} (written without all its parts)")
+            break
         if floor and dv < mx.version_tuple(floor[0]):
             ctx.add("MTP205", f"driver {drv.value} is older than {floor[0]}, the minimum for CUDA {cuda} needed by {why}",
                     evidence=[ev("driver", drv), ev("driver CUDA", ctx.facts.cuda_driver_version), ev("needs", why)],
@@ -347,7 +363,7 @@ def check_driver(ctx: Context) -> None:
             break
     floor = mx.load()["blackwell_min_driver"]["min_driver"]
     for g in ctx.gpus:
-        if g.cc and g.cc[0] >= 10 and dv < mx.version_tuple(floor):
+        if g.cc and g.cc[0] >= 10 and _older_than(dv, floor):
             ctx.add("MTP206", f"driver {drv.value} is older than {floor}, the first driver (CUDA 12.8) that runs Blackwell GPU {g.index} ({g.name.value})",
                     gpu=g, evidence=[ev("driver", drv), ev("compute capability", g.compute_capability)],
                     remediation=f"Install NVIDIA driver >= {floor} (R570+; >= 580.65.06 for CUDA 13 stacks)")
@@ -1090,6 +1106,7 @@ def verdicts(ctx: Context) -> list[dict[str, Any]]:
                 key_missing.append(f"torch CUDA build unknown ({ctx.facts.torch_cuda.missing})")
             if not ctx.facts.driver_version.present:
                 key_missing.append(f"driver version unknown ({ctx.facts.driver_version.missing})")
+            key_missing += ctx.undecided
             if key_missing:
                 v, reasons = UNKNOWN, [f"{sm_name(cc)} has FP4 tensor cores, but " + "; ".join(key_missing)] + blocking
             else:

@@ -283,10 +283,16 @@ def _cut_note(st: _State, ln: int, line: str) -> None:
     st.notes.append(f"free-form line {ln}: '{line[:60]}' may be cut off (last line, no newline) and names no known GPU; not counted")
 
 
-#: A line that is an environment list, not running text: it opens with the GPU's vendor or system name
-#: ("NVIDIA GeForce RTX 5090, CUDA 12.8, vllm 0.11.0", "DGX Spark (GB10), CUDA 13.0"), so a product in it is the machine's.
-_ENV_LIST_LINE = re.compile(r"\s*(?:[-*\u2022]\s*)?(?:\d+\s*[x\u00d7*]\s*)?(?:nvidia|geforce|dgx|jetson)\b[^.;]*,\s*"
-                            r"(?:cuda|driver|torch|pytorch|vllm|sglang|nvcc)\b")
+#: An environment list, not running text: the line opens with the GPU (after a bullet, a count, the vendor or a system
+#: name) and goes on with comma-separated stack items ("NVIDIA GeForce RTX 5090, CUDA 12.8, vllm 0.11.0",
+#: "DGX Spark (GB10), CUDA 13.0", "RTX PRO 6000 Blackwell, driver 580.65, torch 2.9.1"), so the product is the machine's.
+_ENV_ITEMS = re.compile(r",\s*(?:cuda|driver|torch|pytorch|vllm|sglang|nvcc|rocm)\b", re.I)
+_LINE_OPENING = re.compile(r"\s*(?:[-*\u2022]\s*)?(?:\d+\s*[x\u00d7*]\s*)?(?:nvidia\s+)?(?:geforce\s+)?(?:dgx\s+spark\s*\(\s*)?", re.I)
+
+
+def _env_list_line(scope: str, first_hit: int) -> bool:
+    """Whether ``scope`` is an environment list whose first product (at ``first_hit``) opens the line."""
+    return _ENV_ITEMS.search(scope) is not None and _LINE_OPENING.fullmatch(scope[:first_hit]) is not None
 
 
 def _read_gpu_line(st: _State, ln: int, line: str, low: str, key: str, value: str, truncated_line: bool) -> None:
@@ -318,7 +324,7 @@ def _read_gpu_line(st: _State, ln: int, line: str, low: str, key: str, value: st
             st.groups.append(_Group(name, _gpu_cc(name, None, written, ln, st.notes), _mem_fact(value, ln), _count(value, 0, 0), ln, key))
         return
     prose_ok = (gpu_key or written is not None or re.search(r"\bgpus?\b|\bon an?\b|hardware|device", low) or "@" in scope
-                or _ENV_LIST_LINE.match(low) is not None)
+                or _env_list_line(scope, hits[0].start))
     for h in hits:
         c = _count(scope, h.start, h.end)
         if not (prose_ok or c is not None):
