@@ -386,3 +386,14 @@ def test_same_size_wheel_rewrite_with_the_mtime_kept_is_a_miss(tmp_path: Path, m
     second = audit_sglang(whl).to_dict()
     assert second["facts"]["sglang"]["scan"]["tree_cache"] == "miss"
     assert json.dumps(second["facts"]["sglang"], sort_keys=True) != json.dumps(first["facts"]["sglang"], sort_keys=True)
+
+
+@pytest.mark.parametrize("value", ["inf", "1e400", "nan", "abc", "0", "-1"])
+def test_a_budget_variable_that_is_not_a_positive_number_is_exit_2(monkeypatch, capsys, value):
+    """MTP_AUDIT_MAX_READ_BYTES=inf gave a traceback (OverflowError) on every command; garbage was silently ignored."""
+    from mtp_audit.cli.main import main
+
+    monkeypatch.setenv("MTP_AUDIT_MAX_READ_BYTES", value)
+    assert main(["rules"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "MTP_AUDIT_MAX_READ_BYTES: expected a positive number" in err

@@ -172,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with run_budget():
             return _main(argv)
+    except InputError as exc:  # a budget variable that is not a positive number
+        click.echo(f"mtp-audit: error: {one_line(str(exc))}", err=True)
+        return 2
     except Signalled as exc:
         click.echo(f"mtp-audit: terminated by {signal.Signals(exc.signum).name}", err=True)
         return 128 + exc.signum

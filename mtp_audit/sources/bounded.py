@@ -63,11 +63,23 @@ class BudgetSpent(InputError):
 
 
 def _env_number(name: str, default: float) -> float:
-    try:
-        value = float(os.environ.get(name, "") or default)
-    except ValueError:
+    """The positive, finite number ``$name`` sets, or ``default`` when it is unset or empty.
+
+    Raises:
+        InputError: the variable is set to something else (a word, 0, a negative number, ``inf``, ``nan``).
+    """
+    import math
+
+    raw = os.environ.get(name, "").strip()
+    if not raw:
         return default
-    return value if value > 0 else default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(name, f"expected a positive number (bytes or seconds), got {raw[:40]!r}")
+    return value
 
 
 @dataclass
