@@ -204,3 +204,19 @@ def test_hub_cache_entries_that_are_not_entries_are_misses(monkeypatch: pytest.M
         result, seconds = _bounded(lambda: open_hub_source(MIMO, repo.commit, endpoint=hub.endpoint, cache_dir=paths["cache"],
                                                            hf_cache_dir=paths["hf_cache"]).read_headers(shards), 30)
     assert result == first
+
+
+@pytest.mark.parametrize("argv, env", [
+    (["log", "--metrics", "http://[::1"], {}),
+    (["log", "--metrics", "http://127.0.0.1:xx/"], {}),
+    (["sglang", "0.5.4"], {"MTP_AUDIT_INDEX_URL": "http://[::1"}),
+])
+def test_a_url_that_does_not_parse_is_exit_2(monkeypatch, capsys, argv, env):
+    """urllib's ValueError ('Invalid IPv6 URL') was an internal error (exit 4)."""
+    from mtp_audit.cli.main import main
+
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a valid URL" in err

@@ -52,7 +52,11 @@ def check_url(url: str, allow_host: str | None = None) -> str:
     Raises:
         InputError: another scheme, no host, or a host that is neither loopback nor ``allow_host``.
     """
-    parts = urllib.parse.urlsplit(url)
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError as exc:
+        raise InputError("--metrics", f"{url}: not a valid URL ({exc})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InputError("--metrics", f"{url}: not an http(s) URL with a host")
     host = parts.hostname

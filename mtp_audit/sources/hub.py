@@ -756,6 +756,19 @@ def _offline_listing(repo: str, commit: str, hf_cache_dir: Path, cache: HubCache
     )
 
 
+def hub_constants() -> Any:
+    """``huggingface_hub.constants``, which parses ``HF_ENDPOINT`` when it is first imported.
+
+    Raises:
+        InputError: ``HF_ENDPOINT`` is not a URL that parses.
+    """
+    try:
+        from huggingface_hub import constants
+    except ValueError as exc:  # HF_ENDPOINT='http://[::1'
+        raise InputError("HF_ENDPOINT", f"not a valid URL ({exc})") from None
+    return constants
+
+
 def open_hub_source(
     repo: str,
     revision: str | None = None,
@@ -789,9 +802,8 @@ def open_hub_source(
         InputError: repo or revision not found, gated or private without a token, the hub unreachable
             or answering errors during resolution, or (offline) nothing cached for it. One line each.
     """
-    from huggingface_hub import constants
-
     display = f"{repo}@{revision}" if revision else repo
+    constants = hub_constants()
     jobs = check_jobs(jobs)
     offline = offline or constants.is_offline_mode()
     endpoint = (endpoint or constants.ENDPOINT).rstrip("/")

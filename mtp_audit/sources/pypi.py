@@ -98,7 +98,10 @@ def _get(url: str, *, headers: dict[str, str] | None = None, limit: int) -> tupl
         IndexUnavailable: no connection, a time-out or a 5xx answer.
         InputError: a 4xx answer other than 404 and 416 (returned as statuses), or a body over ``limit``.
     """
-    req = urllib.request.Request(url, headers={"User-Agent": "mtp-audit", **(headers or {})})
+    try:
+        req = urllib.request.Request(url, headers={"User-Agent": "mtp-audit", **(headers or {})})
+    except ValueError as exc:  # an index URL that does not parse ('http://[::1')
+        raise InputError(url, f"not a valid URL ({exc}); check MTP_AUDIT_INDEX_URL") from None
     try:
         with urllib.request.urlopen(req, timeout=TIMEOUT) as resp:  # noqa: S310 - http(s) URLs only, checked by the caller
             status = resp.status
