@@ -110,3 +110,18 @@ def test_env_dump_from_standard_input(monkeypatch: pytest.MonkeyPatch, capsys: p
     monkeypatch.setattr("sys.stdin", In(io.BytesIO(b"")))
     assert main(["preflight", "--env-dump", "-"]) == 2
     assert "is empty" in capsys.readouterr().err
+
+
+def test_o_dev_stdin_never_replaces_the_file_read_on_standard_input(tmp_path):
+    """`mtp-audit log - -o /dev/stdin < my.log` replaced my.log with the report."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "my.log"
+    log.write_text("INFO 01-01 00:00:00 [metrics.py:1] SpecDecoding metrics: Mean acceptance length: 2.50, Accepted: 3 tokens, Drafted: 4 tokens\n")
+    before = log.read_bytes()
+    with log.open("rb") as stdin:
+        proc = subprocess.run([sys.executable, "-m", "mtp_audit", "log", "-", "-o", "/dev/stdin"], stdin=stdin,
+                              capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "standard input" in proc.stderr
+    assert log.read_bytes() == before

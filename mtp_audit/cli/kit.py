@@ -402,6 +402,7 @@ def check_outputs(protected: Iterable[str | os.PathLike[str]], outputs: Mapping[
             cannot even be examined (too long, a loop of symlinks).
     """
     files, real_files, folders = _protected_index(protected)
+    _protect_stdin(files)
     read_index = _protected_index(read)
     seen: dict[object, str] = {}
     for option, out in outputs.items():
@@ -442,6 +443,17 @@ def check_outputs(protected: Iterable[str | os.PathLike[str]], outputs: Mapping[
                 raise InputError(option, f"{clash} and {option} both go to standard output; send one of them to a file")
             raise InputError(os.fspath(out), f"{clash} and {option} name the same file; give them different files")
         seen.update(dict.fromkeys(keys, option))
+
+
+def _protect_stdin(files: dict[tuple[int, int], str]) -> None:
+    """The regular file behind this process's standard input (``< my.log``) is an input too: ``-o /dev/stdin`` (or any
+    other name of it) must not replace it."""
+    try:
+        st = os.fstat(0)
+    except (OSError, ValueError):
+        return
+    if stat.S_ISREG(st.st_mode):
+        files.setdefault((st.st_dev, st.st_ino), "standard input")
 
 
 def _protected_index(items: Iterable[str | os.PathLike[str]]) -> tuple[dict[tuple[int, int], str], dict[str, str], list[tuple[str, str]]]:
