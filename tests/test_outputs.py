@@ -14,6 +14,7 @@ from conftest import FIXTURES
 from mtp_audit.cli.kit import output_plan
 from mtp_audit.cli.main import main
 from mtp_audit.errors import InputError
+from mtp_audit.errors import InputError
 
 REAP = str(FIXTURES / "checkpoint/bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding")
 DUMP = FIXTURES / "preflight/envdumps/sglang-13198.txt"  # MTP209 error, MTP212 error, MTP228 info
@@ -26,7 +27,9 @@ SARIF_SCHEMA = json.loads((Path(__file__).parent / "data/sarif-schema-2.1.0.json
     (("sarif", "json"), ("a.sarif", "b.json"), [("sarif", "a.sarif"), ("json", "b.json")]),
     ((), ("a.sarif", "b.json", "c.md", "d.txt", "e.sarif.json"),
      [("sarif", "a.sarif"), ("json", "b.json"), ("markdown", "c.md"), ("text", "d.txt"), ("sarif", "e.sarif.json")]),
-    (("json",), ("a.sarif", "b.md"), [("json", "a.sarif"), ("markdown", "b.md")]),  # an explicit -f wins over the suffix
+    # the README's example: suffixes first, the -f to the output whose name tells nothing
+    (("text",), ("report.sarif", "report.json", "-"), [("sarif", "report.sarif"), ("json", "report.json"), ("text", "-")]),
+    (("text",), ("a.json", "b.txt"), [("json", "a.json"), ("text", "b.txt")]),
     ((), ("-",), [("text", "-")]),
     ((), ("report",), [("text", "report")]),  # one plain output: the default format, as before
     ((), ("/dev/null",), [("text", "/dev/null")]),
@@ -125,3 +128,15 @@ def test_o_dev_stdin_never_replaces_the_file_read_on_standard_input(tmp_path):
                               capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "standard input" in proc.stderr
     assert log.read_bytes() == before
+
+
+@pytest.mark.parametrize("fmts, outs, problem", [
+    (("text",), ("x.sarif",), "-f text contradicts the suffix"),  # text written into a .sarif file, exit 0, before
+    (("json",), ("a.sarif", "b.md"), "-f json has no output"),  # json written into a.sarif, before
+    (("text", "json"), ("a.json", "b.txt"), "-f text contradicts the suffix"),
+])
+def test_output_plan_never_writes_a_format_its_name_contradicts(fmts, outs, problem) -> None:
+    from mtp_audit.cli.kit import output_plan
+
+    with pytest.raises(InputError, match=problem):
+        output_plan(fmts, outs)

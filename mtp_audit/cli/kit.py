@@ -126,23 +126,24 @@ def format_for(path: Path | str) -> str | None:
 
 
 def output_plan(fmts: Sequence[str] | str | None, outputs: Sequence[Path | str | None] | Path | str | None) -> list[tuple[str, Path | str]]:
-    """Pair formats with outputs: ``[(format, path or "-")]``, in order.
+    """Pair formats with outputs: ``[(format, path or "-")]``, in the order of the outputs.
 
-    The Nth ``-o`` gets the Nth ``-f``; an ``-o`` beyond the ``-f`` list takes its suffix's format (a single
-    ``-o`` without ``-f`` and without a known suffix gets text, the default); with no ``-o`` the one format
-    (default text) goes to stdout. Nothing is dropped: a format left without an
-    output, or an ``-o`` whose suffix names no format, is an error.
+    With as many ``-f`` as ``-o`` they pair in order, and a ``-f`` that contradicts its output's suffix
+    (``-f text -o x.sarif``) is refused. Otherwise an ``-o`` with a known suffix (``.sarif``, ``.json``, ``.md``,
+    ``.txt``) takes that format, the ``-f`` values go in order to the outputs whose suffix tells nothing (``-``, a plain
+    name), and a ``-f`` left over must name the format of one of the suffixed outputs. A single ``-o`` with neither
+    ``-f`` nor a known suffix gets text, the default; with no ``-o`` the one format (default text) goes to stdout.
+    Nothing is dropped and nothing is written in a format its name contradicts.
 
     Raises:
-        InputError: more formats than outputs (with at least two formats), or an output whose format
-            cannot be told.
+        InputError: more formats than outputs, a format left without an output, a format that contradicts its
+            output's suffix, or an output whose format cannot be told.
     """
-    fl = [fmts] if isinstance(fmts, str) else [f for f in (fmts or ()) if f]
+    fl = [f.lower() for f in ([fmts] if isinstance(fmts, str) else [f for f in (fmts or ()) if f])]
     if outputs is None or isinstance(outputs, (str, os.PathLike)):
         ol: list[Path | str] = [outputs] if outputs is not None else []
     else:
         ol = [o for o in outputs if o is not None]
-    fl = [f.lower() for f in fl]
     if not ol:
         if len(fl) > 1:
             raise InputError("--format", f"{len(fl)} formats but no --output: give each format its own -o FILE "
@@ -150,15 +151,40 @@ def output_plan(fmts: Sequence[str] | str | None, outputs: Sequence[Path | str |
         return [(fl[0] if fl else "text", STDOUT)]
     if len(fl) > len(ol):
         raise InputError("--format", f"{len(fl)} formats but {len(ol)} output(s): give each -f its own -o FILE")
+    suffixed = [None if _is_stdout(out) else format_for(out) for out in ol]
+    if len(fl) == len(ol):
+        return [_paired(fmt, out, told) for fmt, out, told in zip(fl, ol, suffixed)]
+    return _by_suffix(fl, ol, suffixed)
+
+
+def _paired(fmt: str, out: Path | str, told: str | None) -> tuple[str, Path | str]:
+    """One ``-f`` with its ``-o``, refused when a structured suffix says another format.
+
+    Raises:
+        InputError: ``-f text -o report.sarif`` and the like.
+    """
+    if told is not None and told != fmt and told != "text":
+        raise InputError(os.fspath(out), f"-f {fmt} contradicts the suffix (a {told} name): change the -f or the file name")
+    return fmt, out
+
+
+def _by_suffix(fl: list[str], ol: list[Path | str], suffixed: list[str | None]) -> list[tuple[str, Path | str]]:
+    """Fewer formats than outputs: suffixes first, the formats to the outputs whose suffix tells nothing.
+
+    Raises:
+        InputError: an output whose format cannot be told, or a format left over that no output takes.
+    """
+    left = list(fl)
     plan: list[tuple[str, Path | str]] = []
-    for i, out in enumerate(ol):
-        fmt = fl[i] if i < len(fl) else (format_for(out) if not _is_stdout(out) else ("text" if not fl else None))
-        if fmt is None and len(ol) == 1 and not fl:
-            fmt = "text"  # one output with no -f and no known suffix (a plain file, /dev/null): the default format
+    for out, told in zip(ol, suffixed):
+        fmt = told if told is not None else (left.pop(0) if left else ("text" if len(ol) == 1 else None))
         if fmt is None:
             raise InputError(os.fspath(out), "cannot tell the format from the suffix (.sarif, .json, .md, .txt): "
-                                             "give it a -f before this -o")
+                                             "give it a -f, or a name with one of these suffixes")
         plan.append((fmt, out))
+    extra = [f for f in left if f not in {fmt for fmt, _ in plan}]
+    if extra:
+        raise InputError("--format", f"-f {extra[0]} has no output: give it its own -o FILE")
     return plan
 
 
