@@ -107,3 +107,15 @@ def test_causes_are_ranked_from_the_facts(tmp_path: Path) -> None:
     assert f["verdict"] == "ran-but-accepted-nothing"
     assert f["causes"][0].startswith("the model runs quantized (compressed-tensors, line 1)")
     assert f["statistics"]["first_line"] == 3  # the wrapped config line is lines 1-2
+
+
+def test_a_fifo_is_refused_at_once(tmp_path, capsys):
+    """`mtp-audit log FIFO` waited for a writer forever; every other command refuses a FIFO at once."""
+    import os
+
+    from mtp_audit.cli.main import main
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    assert main(["log", str(fifo)]) == 2
+    assert "is a FIFO" in capsys.readouterr().err

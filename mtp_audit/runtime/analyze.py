@@ -65,8 +65,12 @@ def _open(path: str) -> BinaryIO:
         raise InputError(path, "no such file")
     if p.is_dir():
         raise InputError(path, "is a folder, not a log file")
-    try:
-        return open(p, "rb")  # noqa: SIM115 - closed by the caller
+    from mtp_audit.sources.bounded import NotRegularFile, open_regular
+
+    try:  # one non-blocking open, checked on the descriptor: a FIFO is refused at once, never waited on
+        return os.fdopen(open_regular(p), "rb")
+    except NotRegularFile as exc:
+        raise InputError(path, f"{exc} (pipe a stream in with '-')") from None
     except OSError as exc:
         raise InputError(path, f"cannot open: {exc.strerror or exc}") from None
 
