@@ -140,3 +140,9 @@ def test_output_plan_never_writes_a_format_its_name_contradicts(fmts, outs, prob
 
     with pytest.raises(InputError, match=problem):
         output_plan(fmts, outs)
+
+
+def test_select_of_no_rule_is_refused(capsys):
+    """--select FOO hid every finding and exited 0; like --ignore, a value that names no rule is exit 2."""
+    assert main(["checkpoint", REAP, "--select", "FOO"]) == 2
+    assert "--select: FOO: no rule id starts with it" in capsys.readouterr().err

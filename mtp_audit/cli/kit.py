@@ -96,6 +96,7 @@ class Shown:
         self.quiet = quiet
         self.severity = Severity.parse(severity) if severity else None
         self.select = tuple(s.strip().upper() for item in select for s in item.split(",") if s.strip())
+        _check_selected(self.select)
 
     @classmethod
     def of(cls, quiet: bool, severity: str | None, select: Sequence[str]) -> Shown:
@@ -117,6 +118,22 @@ class Shown:
         parts = [f"--severity {self.severity.label}"] if self.severity else []
         parts += [f"--select {s}" for s in self.select]
         return " ".join(parts)
+
+
+def _check_selected(select: Sequence[str]) -> None:
+    """Every ``--select`` value is a rule id or the prefix of one (``MTP2``), as ``--ignore`` requires a known rule.
+
+    Raises:
+        InputError: a value no rule id starts with (it would hide every finding without a word).
+    """
+    if not select:
+        return
+    from mtp_audit.report.rules import all_rules
+
+    ids = [r.id for r in all_rules()]
+    for s in select:
+        if not any(i.startswith(s) for i in ids):
+            raise InputError("--select", f"{s}: no rule id starts with it (see 'mtp-audit rules')")
 
 
 def format_for(path: Path | str) -> str | None:
