@@ -189,6 +189,9 @@ def _main(argv: list[str] | None) -> int:
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.ClickException as exc:  # bad command, option or value: one line, like every input error
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare 'mtp-audit' (click >= 8.2): the help, as click lays it out
+            click.echo(exc.format_message(), err=True)
+            return 2
         where, problem = usage_error_parts(exc)
         hint = f" (see '{exc.ctx.command_path} --help')" if isinstance(exc, click.UsageError) and exc.ctx is not None else ""
         click.echo(one_line(f"mtp-audit: error: {where}: {problem}{hint}"), err=True)
