@@ -642,12 +642,30 @@ def check_command(ctx: VCtx) -> None:
     read = ("--model", "--speculative-config", "--model-impl", "--fail-on-environ-validation", "--no-fail-on-environ-validation",
             *SPEC_SHORTHAND, *PARALLEL_OPTIONS)
     others = sorted(o for o in ctx.cmd.options if o not in read)
+    foreign = [o for o in others if o in FOREIGN_OPTIONS]
+    for opt in foreign:
+        ctx.fails = True
+        ctx.add("MTP331", f"{opt} is {FOREIGN_OPTIONS[opt]}: vLLM {ctx.version} exits with 'unrecognized arguments: {opt}'", opt,
+                evidence=[Evidence("option", opt)])
+    others = [o for o in others if o not in foreign]
     if others:
         ctx.gap(f"vLLM's option table is not read: {', '.join(others[:8])}{' ...' if len(others) > 8 else ''} not checked "
                 "(a misspelt or removed option is not reported)")
     spec = ctx.cmd.spec or {}
     if "tensor_parallel_size" in spec:
         ctx.gap("speculative config key tensor_parallel_size: newer vLLM rejects it ('Please pass draft_tensor_parallel_size'); not checked for this version")
+
+
+_SGLANG = "SGLang's option (vLLM reads --speculative-config JSON for speculative decoding)"
+#: Other engines' options people paste into vLLM commands; none is a vLLM option in the releases checked (0.8.5-0.33.0).
+FOREIGN_OPTIONS: dict[str, str] = {
+    "--speculative-algorithm": _SGLANG, "--speculative-num-steps": _SGLANG, "--speculative-eagle-topk": _SGLANG,
+    "--speculative-num-draft-tokens": _SGLANG, "--speculative-draft-model-path": _SGLANG, "--speculative-draft-model": _SGLANG,
+    "--model-path": "SGLang's option (vLLM takes the model as the first argument or --model)",
+    "--tp-size": "SGLang's option (vLLM spells it --tensor-parallel-size or -tp)",
+    "--spec-type": "llama.cpp's option (vLLM reads --speculative-config JSON)",
+    "--extra_llm_api_options": "TensorRT-LLM's option",
+}
 
 
 @dataclass

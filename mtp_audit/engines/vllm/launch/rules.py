@@ -370,6 +370,17 @@ RULES: tuple[Rule, ...] = (
       (Example(True, lambda: dict(_vfiles(), **{"ckpt/hf_quant_config.json": _MIXED}), _VS + ("--quantization", "modelopt_fp4"),
                "--quantization modelopt_fp4 on a MIXED_PRECISION checkpoint"),
        _vex(False, "--quantization modelopt_fp4 on an NVFP4 checkpoint", _VS + ("--quantization", "modelopt_fp4"), nvfp4=True))),
+    R("MTP331", "vllm-foreign-option", E, "The command passes another engine's option, which vLLM refuses",
+      "Options that belong to SGLang (--speculative-algorithm, --speculative-num-steps, --model-path, --tp-size, ...), "
+      "llama.cpp (--spec-type) or TensorRT-LLM (--extra_llm_api_options) in a vLLM command. vLLM's option table is not "
+      "read as a whole, but these names are not vLLM's in any release checked.",
+      "vLLM's argparse exits with 'unrecognized arguments' before anything loads; the speculative setting meant by the "
+      "option never reaches vLLM.",
+      "Use vLLM's spelling: --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":1}' for MTP, "
+      "--tensor-parallel-size for --tp-size, the model as the first argument for --model-path.",
+      ("vllm 0.33.0 vllm/entrypoints/cli/main.py:110 (parser.parse_args: unknown options are an error)",), "code",
+      (_vex(True, "SGLang's --speculative-algorithm", _VS + ("--speculative-algorithm", "NEXTN")),
+       _vex(False, "vLLM's --speculative-config", _VS + _spec(method="mtp", num_speculative_tokens=1)))),
 )
 
 RULES_BY_ID = {r.id: r for r in RULES}
