@@ -455,3 +455,11 @@ def test_final_code_run_on_the_h200():
     for name in ("final-facts-nvml.json", "final-facts-smi.json"):
         (g,) = MachineFacts.from_dict(_json(name)).gpus
         assert (g.name.value, g.cc, g.memory_bytes.value, g.uuid.value) == ("NVIDIA H200", (9, 0), H200_BYTES, "GPU-48dcc871-de84-3b71-d952-a789e10e7786")
+
+
+@pytest.mark.parametrize("value", ["0", "-3"])
+def test_a_size_below_one_is_a_problem_not_silently_one(value):
+    """--tp-size -3 was reported as 'per GPU under --tp-size 1' with no finding."""
+    plan = plan_sglang(lambda *names: value if "--tp-size" in names else None)
+    assert [k for k, _ in plan.problems] == ["sizes"]
+    assert f"--tp-size {value} is not a positive size" in plan.problems[0][1]

@@ -41,7 +41,12 @@ SGLANG_NNODES = ("--nnodes",)
 SGLANG_BASE_GPU = ("--base-gpu-id",)
 SGLANG_GPU_STEP = ("--gpu-id-step",)
 #: Where each SGLang constraint is enforced (file:line in 0.5.9 and 0.5.23 wheels).
+#: the option string a size is named by in messages
+SGLANG_NAMES = {"tp": "--tp-size", "pp": "--pp-size", "dp": "--dp-size", "ep": "--ep-size", "nnodes": "--nnodes"}
+
 SGLANG_SOURCES = {
+    "sizes": "sglang 0.5.9 and 0.5.23 server_args: --tp-size, --pp-size, --dp-size, --ep-size and --nnodes are process counts "
+             "(argparse type=int, no lower bound)",
     "replicas": "sglang 0.5.9 srt/managers/data_parallel_controller.py:246, 0.5.23 :445 (base_gpu_id += tp_size * pp_size * gpu_id_step)",
     "gpu_id": "sglang 0.5.9 srt/entrypoints/engine.py:942, 0.5.23 :938 (gpu_id = base_gpu_id + ... * gpu_id_step)",
     "nnodes": "sglang 0.5.9 srt/server_args.py:5132, 0.5.23 srt/arg_groups/validation_hook.py:179 (tp_size must be divisible by number of nodes)",
@@ -70,7 +75,10 @@ def plan_sglang(get: Getter) -> ParallelPlan:
     dpa_flag = read_flag(get, SGLANG_DP_ATTENTION)
     if dpa_flag:
         given[SGLANG_DP_ATTENTION[0]] = "true"
-    problems: list[tuple[str, str]] = []
+    problems: list[tuple[str, str]] = [
+        ("sizes", f"{SGLANG_NAMES[k]} {vals[k]} is not a positive size: it counts processes (one per GPU), so the server "
+                  "cannot place them; it is read as 1 below only to go on") for k in ("tp", "pp", "dp", "ep", "nnodes")
+        if vals[k] is not None and vals[k] < 1]
     if (vals["attn_dp"] or 1) > 1:  # 0.5.23: attention DP width; --dp-size counts replicas
         attn_dp, replicas = vals["attn_dp"] or 1, dp
         how = f"--attn-dp-size {attn_dp} splits attention inside tp, adds no GPU"
