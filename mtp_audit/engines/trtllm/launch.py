@@ -55,10 +55,21 @@ class TCtx:
 
 
 def mtp_layers(ctx: TCtx) -> tuple[int | None, int]:
-    """``(declared MTP layers, MTP tensors found)`` of the checkpoint (``None`` declared: not said)."""
+    """``(MTP layers, MTP tensors found)`` of the checkpoint: the layers found when its tensor list was read, else the
+    layers its config declares (``None``: not said)."""
     mtp = (ctx.ck or {}).get("mtp") or {}
+    tensors = int(mtp.get("tensors") or 0)
+    if (ctx.ck or {}).get("mode") not in (None, "config-only"):
+        return int(mtp.get("found_layers") or 0), tensors
     declared = mtp.get("declared_layers")
-    return (declared if isinstance(declared, int) else None), int(mtp.get("tensors") or 0)
+    return (declared if isinstance(declared, int) else None), tensors
+
+
+def _as_int(value: Any) -> Any:
+    """A YAML value as pydantic's lax mode reads an int field: ``"3"`` is 3; anything else is returned as it is."""
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        return int(value.strip())
+    return value
 
 
 def architecture(ctx: TCtx) -> str | None:
@@ -102,7 +113,7 @@ def check_draft_len(ctx: TCtx) -> None:
             f"dropped because max_draft_len {spec['max_draft_len']} is given" if dropped else
             f"renamed to max_draft_len {spec['num_nextn_predict_layers']} with a warning"),
             evidence=[("num_nextn_predict_layers", str(spec["num_nextn_predict_layers"]))])
-    n = spec.get("max_draft_len", spec.get("num_nextn_predict_layers"))
+    n = _as_int(spec.get("max_draft_len", spec.get("num_nextn_predict_layers")))
     if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n <= 0):
         ctx.add("MTP701", f"max_draft_len {n!r}: TensorRT-LLM raises ValueError('max_draft_len must be > 0 for MTP')",
                 evidence=[("max_draft_len", repr(n))])
@@ -121,12 +132,14 @@ def check_layers_present(ctx: TCtx) -> None:
         ctx.add("MTP709", "the checkpoint's config has DSpark keys (" + ", ".join(keys[:4]) + "): its draft layers are a "
                 "DSpark drafter; use decoding_type: DSpark", evidence=[("config keys", ", ".join(keys))])
         return
-    declared, tensors = mtp_layers(ctx)
+    layers, tensors = mtp_layers(ctx)
     if ctx.ck is None or (ctx.spec or {}).get("speculative_model"):
         return
-    if not declared and not tensors:
-        ctx.add("MTP703", "decoding_type MTP, but the checkpoint declares no MTP layer and has no MTP tensors, and no "
-                "speculative_model is given", evidence=[("MTP layers declared", str(declared)), ("MTP tensors", str(tensors))])
+    if not layers and not tensors:
+        declared = ((ctx.ck or {}).get("mtp") or {}).get("declared_layers")
+        ctx.add("MTP703", "decoding_type MTP, but the checkpoint " + (f"declares {declared} MTP layer(s) and ships none of their "
+                "tensors" if declared else "declares no MTP layer and has no MTP tensors") + ", and no speculative_model is given",
+                evidence=[("MTP layers declared", str(declared)), ("MTP tensors", str(tensors))])
 
 
 def check_architecture(ctx: TCtx) -> None:
