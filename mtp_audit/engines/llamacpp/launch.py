@@ -107,9 +107,11 @@ def evaluate_launch(toks: Sequence[str], info: BuildInfo | None, checkpoint: Any
         what = f"-hf {cmd.hf_repo}" if cmd.hf_repo else "no -m"
         gaps.append(Gap(ANALYZER, f"{what}: the model GGUF is not audited (llama.cpp downloads it); whether it carries "
                                   "an MTP head could not be told", None, blocking=cmd.wants_mtp()))
-    if info is None:
+    if info is None:  # which builds have a draft-mtp graph (and which crash) decides an MTP launch: never assume one
         gaps.append(Gap(ANALYZER, "llama.cpp build unknown (give --llamacpp-build N or paste llama-server --version "
-                                  "with --env-dump): build-specific checks assume the newest known build", None, blocking=False))
+                                  "with --env-dump): whether this build has the MTP graph and the fixes the checks name could "
+                                  "not be told; build-specific checks are shown for the newest known build", None,
+                        blocking=cmd.wants_mtp()))
     gaps.append(Gap(ANALYZER, "the machine is not checked for llama.cpp (its GPU back-ends are not in the preflight "
                               "matrix)", None, blocking=False))
     ev = evaluate(cmd, info, model, draft, gaps)
