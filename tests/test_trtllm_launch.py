@@ -134,3 +134,16 @@ def test_amd_machine_and_too_few_gpus_and_the_corrected_command():
     assert _ids(r, Severity.ERROR) == ["MTP710", "MTP711", "MTP714"]
     assert r.facts["launch"]["corrected_argv"][-4:] == ["--max_batch_size", "8", "--tp_size", "4"]
     assert "--backend" not in r.facts["launch"]["corrected_argv"]
+
+
+def test_minimax_m3_runs_no_mtp_in_tensorrt_llm(tmp_path):
+    """MiniMax-AI/MiniMax-M3 #13 (2026-06-22): the maintainers answer "Don't support MTP now" for TensorRT-LLM. A
+    MiniMax-M3-shaped metadata checkpoint with the R1 relaxed-acceptance YAML is MTP707, an error (exit 1)."""
+    from mtp_audit.synth.launch import checkpoint_files
+
+    for rel, text in checkpoint_files("ck", arch="MiniMaxM3ForCausalLM").items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    r = audit_launch(["trtllm-serve", str(tmp_path / "ck"), "--config", str(YAML / "r1-relaxed.yaml")], env_dump=[H200], environ={})
+    assert "MTP707" in _ids(r, Severity.ERROR)
+    assert r.facts["launch"]["verdict"] == "fix first"
