@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from mtp_audit.checkpoint import rules as R
 from mtp_audit.checkpoint.facts import CONFIG, CheckpointFacts

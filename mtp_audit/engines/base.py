@@ -9,7 +9,7 @@ it the checkpoint and machine analyzers, and assembles the report.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -32,6 +32,25 @@ class Machine:
     facts_file: Path | None = None
     facts: Any = None
     engine: str | None = None
+
+
+def open_release(open_target: Callable[[Any], Any], target: Any, label: str, option: str) -> tuple[Any, Gap | None]:
+    """An engine release as its analyzer opens it: ``open_target(target)``, where ``None`` is the installed package.
+    An installed package that cannot be found is a blocking gap, not an input error (an audit machine need not have
+    the engine installed).
+
+    Raises:
+        InputError: an explicit target that cannot be opened (not this engine, a corrupt wheel).
+    """
+    from mtp_audit.errors import InputError
+
+    if target is not None:
+        return open_target(target), None
+    try:
+        return open_target(None), None
+    except InputError as exc:
+        return None, Gap("launch", f"no {label} to check the command against ({exc.problem}); pass {option} TARGET "
+                                   "(a .whl, an unpacked wheel, a package folder or a checkout)", None, True)
 
 
 class Analyzers(Protocol):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mtp_audit.engines.base import Engine, EngineOutcome, LaunchRequest
+from mtp_audit.engines.base import Engine, EngineOutcome, LaunchRequest, open_release
 from mtp_audit.report import Gap, Report
 
 #: the keys of an evaluation's outcome that make up ``facts["launch"]``
@@ -37,11 +37,11 @@ class SGLangEngine(Engine):
 
     def release(self, target: Any) -> tuple[Report | None, Gap | None]:
         """The sglang analyzer's report on ``target`` (a report passes through; ``None``: the installed sglang)."""
-        from mtp_audit.engines.sglang.launch.evaluate import audit_sglang_target
+        from mtp_audit.engines.sglang import audit_sglang
 
         if isinstance(target, Report):
             return target, None
-        return audit_sglang_target(target)
+        return open_release(audit_sglang, target, self.label, self.target_option)
 
     def evaluate(self, request: LaunchRequest, release: Any, gap: Gap | None) -> EngineOutcome:
         """See :meth:`mtp_audit.engines.base.Engine.evaluate` (:func:`~mtp_audit.engines.sglang.launch.evaluate.evaluate_launch`)."""

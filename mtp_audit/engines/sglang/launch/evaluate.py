@@ -48,28 +48,7 @@ from mtp_audit.engines.outcome import mtp_errors_as_warnings
 from mtp_audit.report import Evidence, Gap, Report, Severity
 
 
-def audit_sglang_target(target: str | Path | None) -> tuple[Report | None, Gap | None]:
-    """The sglang analyzer's report on ``target`` (``None``: the installed sglang).
-
-    An installed sglang that cannot be found is a blocking gap, not an input error (an audit
-    machine need not have SGLang installed).
-
-    Raises:
-        InputError: an explicit target that cannot be opened (not SGLang, corrupt wheel).
-    """
-    from mtp_audit.engines.sglang import audit_sglang
-
-    if target is None:
-        try:
-            return audit_sglang(None), None
-        except InputError as exc:
-            return None, Gap(ANALYZER, f"no SGLang to check the command against ({exc.problem}); pass --sglang TARGET "
-                                       "(a .whl, an unpacked wheel, a package folder or a checkout)", None, True)
-    return audit_sglang(target), None
-
 _ENV_INTEREST = re.compile(r"NEXTN|MTP|SPEC|FP4")
-
-
 _TRUTHY = ("1", "true", "yes", "on")
 
 
@@ -792,4 +771,4 @@ def _flows_of_this_command(report: Report, cmd: Any) -> Report:
 
 
 __all__ = ["ANALYZER", "Ctx", "Evaluation", "evaluate_launch", "corrected_command", "normalized_argv",
-           "audit_sglang_target", "collect_env", "ENTRY_LAUNCH_SERVER"]
+           "collect_env", "ENTRY_LAUNCH_SERVER"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mtp_audit.engines.base import Engine, EngineOutcome, LaunchRequest
+from mtp_audit.engines.base import Engine, EngineOutcome, LaunchRequest, open_release
 from mtp_audit.report import Gap
 
 #: the keys of an evaluation's outcome that make up ``facts["launch"]``
@@ -34,9 +34,9 @@ class VllmEngine(Engine):
 
     def release(self, target: Any) -> tuple[Any, Gap | None]:
         """The vLLM analyzer's launch view of ``target`` (``None``: the installed vllm; absent: a blocking gap)."""
-        from mtp_audit.engines.vllm.launch.evaluate import open_vllm
+        from mtp_audit.engines.vllm import open_for_launch
 
-        return open_vllm(target)
+        return open_release(open_for_launch, target, self.label, self.target_option)
 
     def evaluate(self, request: LaunchRequest, release: Any, gap: Gap | None) -> EngineOutcome:
         """See :meth:`mtp_audit.engines.base.Engine.evaluate` (:func:`~mtp_audit.engines.vllm.launch.evaluate.evaluate_vllm`):

@@ -53,25 +53,6 @@ PARALLEL_OPTIONS = ("--tensor-parallel-size", "-tp", "--pipeline-parallel-size",
 NO_DRAFT = ("ngram", "[ngram]", "ngram_gpu", "suffix", "extract_hidden_states", "custom_class")
 
 
-def open_vllm(target: str | Path | None) -> tuple[Any, Gap | None]:
-    """The vLLM analyzer's launch view of ``target`` (``None``: the installed vllm).
-
-    An installed vllm that cannot be found is a blocking gap, not an input error.
-
-    Raises:
-        InputError: an explicit target that cannot be opened (not vLLM, corrupt wheel).
-    """
-    from mtp_audit.engines.vllm import open_for_launch
-
-    if target is None:
-        try:
-            return open_for_launch(None), None
-        except InputError as exc:
-            return None, Gap(ANALYZER, f"no vLLM to check the command against ({exc.problem}); pass --vllm TARGET "
-                                       "(a .whl, an unpacked wheel, a package folder or a checkout)", None, True)
-    return open_for_launch(target), None
-
-
 @dataclass
 class VCtx:
     """What one vLLM launch evaluation knows; filled by :func:`evaluate_vllm`."""
@@ -746,7 +727,7 @@ def _without_sglang_answer(report: Report) -> Report:
 
 def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, analyzers: Analyzers, env: Mapping[str, str] | None,
                   environ: Mapping[str, str] | None, cwd: Path, _depth: int = 0) -> VEvaluation:
-    """Parse, audit and cross-check one vLLM command against one vLLM (``view``, from :func:`open_vllm`).
+    """Parse, audit and cross-check one vLLM command against one vLLM (``view``, from :meth:`mtp_audit.engines.vllm.launch.VllmEngine.release`).
 
     ``analyzers`` audits the checkpoints the command names and the machine. A corrected command is evaluated once more
     before it is shown (``outcome["corrected_check"]``).
