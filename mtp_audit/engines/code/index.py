@@ -124,25 +124,11 @@ class ModuleIndex:
             self.asserts.append(site)
         elif t is ast.Raise:
             self.raises.append(site)
-        hidden = t in _HIDING_STMT
-        for field in st._fields:
-            v = getattr(st, field, None)
-            if isinstance(v, list):
-                if v and isinstance(v[0], ast.stmt):
-                    self._block(v, self._suite_ctx(ctx, v), unit_level, owner_class)
-                else:
-                    for x in v:
-                        if isinstance(x, ast.expr):
-                            self._expr(x, ctx, hidden)
-                        elif isinstance(x, ast.AST):
-                            self._other(x, ctx, unit_level, owner_class)
-            elif isinstance(v, ast.expr):
-                self._expr(v, ctx, hidden)
-            elif isinstance(v, ast.AST):
-                self._other(v, ctx, unit_level, owner_class)
+        self._children(st, ctx, unit_level, owner_class, t in _HIDING_STMT)
 
-    def _other(self, node: ast.AST, ctx: Context, unit_level: int, owner_class: str | None) -> None:
-        """Handlers, ``with`` items, ``match`` cases, comprehensions: their statement lists and expressions."""
+    def _children(self, node: ast.AST, ctx: Context, unit_level: int, owner_class: str | None, hidden: bool = False) -> None:
+        """The fields of a statement, or of a handler, ``with`` item, ``match`` case or comprehension: statement lists
+        become blocks, expressions are indexed (``hidden``: under a statement that hides them), other nodes recurse."""
         for field in node._fields:
             v = getattr(node, field, None)
             if isinstance(v, list):
@@ -151,13 +137,13 @@ class ModuleIndex:
                 else:
                     for x in v:
                         if isinstance(x, ast.expr):
-                            self._expr(x, ctx, False)
+                            self._expr(x, ctx, hidden)
                         elif isinstance(x, ast.AST):
-                            self._other(x, ctx, unit_level, owner_class)
+                            self._children(x, ctx, unit_level, owner_class)
             elif isinstance(v, ast.expr):
-                self._expr(v, ctx, False)
+                self._expr(v, ctx, hidden)
             elif isinstance(v, ast.AST):
-                self._other(v, ctx, unit_level, owner_class)
+                self._children(v, ctx, unit_level, owner_class)
 
     @staticmethod
     def _suite_ctx(ctx: Context, body: list[ast.stmt]) -> Context:
