@@ -147,6 +147,11 @@ def _is_gguf(path: Path) -> bool:
     if path.is_file():
         return path.name.endswith(".gguf")
     if path.is_dir():
+        try:  # a cheap look first: the GGUF reader and llama.cpp's tables are imported only for a folder that has .gguf files
+            if not any(n.endswith(".gguf") for n in os.listdir(path)):
+                return False
+        except OSError:
+            return False
         from mtp_audit.checkpoint.gguf_audit import is_gguf_folder
 
         return is_gguf_folder(path)

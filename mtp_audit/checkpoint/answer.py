@@ -24,7 +24,7 @@ from mtp_audit.checkpoint.accounting import (
 from mtp_audit.checkpoint.checks import check
 from mtp_audit.checkpoint.checks_families import is_dspark
 from mtp_audit.checkpoint.facts import ANALYZER, SGLANG_SOURCE, CheckpointFacts
-from mtp_audit.checkpoint.gguf import hf_hallmarks
+from mtp_audit.checkpoint.layouts import hf_hallmarks
 from mtp_audit.checkpoint.predict import expected_mtp_modules, predict, prediction_line
 from mtp_audit.checkpoint.tensors import (
     SCALE_SUFFIXES,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 #: The research file every row below is transcribed from.
 # Maintainers' research notes behind these sources (not shipped; user-facing sources cite the
@@ -452,3 +453,35 @@ def expected_names(row: Layout, num_hidden_layers: int | None, layers: int, num_
         for i in range(layers):
             names += expand_template(row, f"{row.prefix}{i}.", num_experts)
     return names
+
+
+#: Qwen3.5/3.6/Qwen3-Next ``mtp.*`` names: ggml-org/llama.cpp PR #22673 review (2026-05-11) and ik_llama.cpp PR #1654
+#: (``mtp.fc -> nextn.eh_proj``, ``mtp.pre_fc_norm_embedding -> nextn.enorm``, ``mtp.pre_fc_norm_hidden -> nextn.hnorm``,
+#: ``mtp.norm -> nextn.shared_head_norm``); DeepSeek/GLM appended-layer names (``model.layers.N.eh_proj`` ...):
+#: gguf-py 0.19.0 tensor_mapping.py NEXTN entries (``model.layers.{bid}.eh_proj`` -> ``blk.{bid}.nextn.eh_proj`` ...).
+HF_TO_GGUF: dict[str, str] = {
+    "fc": "eh_proj", "eh_proj": "eh_proj",
+    "pre_fc_norm_embedding": "enorm", "enorm": "enorm",
+    "pre_fc_norm_hidden": "hnorm", "hnorm": "hnorm",
+    "shared_head.norm": "shared_head_norm", "norm": "shared_head_norm",
+    "shared_head.head": "shared_head_head",
+    "embed_tokens": "embed_tokens",
+}
+
+_HALLMARK = re.compile(r"^(?P<prefix>.*?)\.(?P<leaf>shared_head\.norm|shared_head\.head|pre_fc_norm_embedding|"
+                       r"pre_fc_norm_hidden|eh_proj|enorm|hnorm|fc|norm|embed_tokens)\.weight$")
+
+
+def hf_hallmarks(mtp: dict[str, tuple[str, int | None]]) -> list[list[Any]]:
+    """``[name, layer index, gguf part]`` for the MTP tensors of a Hugging Face checkpoint that map to a GGUF nextn part
+    (:data:`HF_TO_GGUF`); ``mtp`` is the checkpoint analyzer's MTP tensor -> (layer label, layer index) map. Names
+    inside an MTP decoder layer (``mtp.layers.0.input_layernorm``) are not hallmarks."""
+    out = []
+    for name, (_label, index) in mtp.items():
+        m = _HALLMARK.match(name)
+        if m is None or ".layers." in m["prefix"] and not re.search(r"(^|\.)layers\.\d+$", m["prefix"]):
+            continue
+        if m["leaf"] == "norm" and re.search(r"layers\.\d+$", m["prefix"]):
+            continue  # model.layers.N.norm is not the MTP output norm
+        out.append([name, index, HF_TO_GGUF[m["leaf"]]])
+    return sorted(out, key=lambda r: (r[1] if r[1] is not None else -1, r[0]))

@@ -2,7 +2,7 @@
 a quantizer) keep the MTP heads?
 
 Reads only the public facts of the two checkpoint reports: BASE's ``mtp.hallmarks`` (each Hugging Face MTP tensor that
-maps to a GGUF nextn part, :data:`mtp_audit.checkpoint.gguf.HF_TO_GGUF`: ``mtp.fc -> nextn.eh_proj``, ...) and
+maps to a GGUF nextn part, :data:`mtp_audit.checkpoint.layouts.HF_TO_GGUF`: ``mtp.fc -> nextn.eh_proj``, ...) and
 ``mtp.declared_layers``; DERIVED's ``gguf.models`` (the model and any ``mtp-*.gguf`` sidecar: ``nextn_predict_layers``,
 ``block_count``, the nextn parts per block). MTP layer i of BASE is block ``block_count - k + i`` of the GGUF
 (k = ``nextn_predict_layers``; in a sidecar, the i-th nextn block).
