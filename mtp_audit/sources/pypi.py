@@ -30,9 +30,7 @@ import logging
 import os
 import re
 import tempfile
-import urllib.error
 import urllib.parse
-import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,6 +96,9 @@ def _get(url: str, *, headers: dict[str, str] | None = None, limit: int) -> tupl
         IndexUnavailable: no connection, a time-out or a 5xx answer.
         InputError: a 4xx answer other than 404 and 416 (returned as statuses), or a body over ``limit``.
     """
+    import urllib.error  # imported when the index is asked, not at CLI start-up
+    import urllib.request
+
     try:
         req = urllib.request.Request(url, headers={"User-Agent": "mtp-audit", **(headers or {})})
     except ValueError as exc:  # an index URL that does not parse ('http://[::1')
@@ -362,6 +363,9 @@ def _size_of(url: str) -> int:
     Raises:
         InputError: the server does not answer ranges.
     """
+    import urllib.error
+    import urllib.request
+
     req = urllib.request.Request(url, headers={"User-Agent": "mtp-audit", "Range": "bytes=0-0"})
     try:
         with urllib.request.urlopen(req, timeout=TIMEOUT) as resp:  # noqa: S310
