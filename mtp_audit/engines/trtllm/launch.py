@@ -262,18 +262,17 @@ def check_hardware(ctx: TCtx) -> None:
 
 
 def check_gpu_count(ctx: TCtx) -> None:
-    """MTP714: the command's tensor x pipeline x context parallel sizes need more GPUs than the machine shows (one node;
-    ``--gpus_per_node`` names how many each node has)."""
-    sizes = {}
-    for name in ("tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size", "gpus_per_node"):
+    """MTP714: the command's tensor x pipeline x context parallel sizes need more GPUs than the machine shows (not
+    checked when ``--gpus_per_node`` says the launch spans nodes, nor on a machine that is not NVIDIA's: MTP713)."""
+    def size(name: str) -> int:
         raw = ctx.cmd.values.get(name) or str(ctx.yaml_doc.get(name) or "")
-        sizes[name] = int(raw) if raw.isdigit() else None
-    world = 1
-    for name in ("tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size"):
-        world *= sizes[name] or 1
+        return int(raw) if raw.isdigit() and int(raw) > 0 else 1
+
     seen = len((ctx.pf.get("machine") or {}).get("gpus") or [])
-    per_node = sizes["gpus_per_node"] or seen
-    if seen and world > per_node and not non_nvidia_devices(ctx.pf) and world > seen and sizes["gpus_per_node"] is None:
+    if not seen or "gpus_per_node" in ctx.cmd.values or "gpus_per_node" in ctx.yaml_doc or non_nvidia_devices(ctx.pf):
+        return
+    world = size("tensor_parallel_size") * size("pipeline_parallel_size") * size("context_parallel_size")
+    if world > seen:
         ctx.add("MTP714", f"the command needs {world} GPUs (tp x pp x cp) but the machine shows {seen}: TensorRT-LLM starts one "
                 "rank per GPU and fails to place the rest", where="machine",
                 evidence=[("tp x pp x cp", str(world)), ("GPUs seen", str(seen))])
