@@ -224,12 +224,13 @@ def _head(ctx: Any, v: str, errors: list[Finding], blocking: list[Gap], findings
 
 def backends_line(ctx: Any) -> str:
     """The MoE and FP4 linear backends as the preflight resolves the command's flags and variables for this vLLM
-    (``facts.preflight.summary``), and the attention backend as the command gives it (vLLM's attention selector is not
-    replayed: ``auto`` stays ``auto``)."""
+    (``facts.preflight.summary``), and the attention backend vLLM's own selection code picks, replayed
+    (:func:`mtp_audit.engines.vllm.launch.attn_launch.attention_text`)."""
+    from mtp_audit.engines.vllm.launch.attn_launch import attention_text
+
     s = (ctx.pf or {}).get("summary") or {}
-    att = ctx.cmd.get("--attention-backend") or ctx.env.get("VLLM_ATTENTION_BACKEND")
     return (f"MoE {s.get('moe_backend') or 'n/a'}, FP4 linear {s.get('linear_backend') or 'n/a'} (preflight, vLLM FP4/MoE matrix); "
-            f"attention {att + ' (given)' if att else 'auto (the selector is not replayed)'}")
+            f"attention {attention_text(ctx)}")
 
 
 def quant_line(ctx: Any) -> str:

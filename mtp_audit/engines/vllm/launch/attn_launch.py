@@ -1,0 +1,196 @@
+"""The attention backend of one vLLM launch: the launch's values for :func:`mtp_audit.engines.vllm.launch.attention.
+select_attention` (from the command, the checkpoint's ``config.json`` and the declared machine), rule MTP332 when vLLM
+refuses the choice at start-up, and the text the report shows.
+
+The model's values follow vLLM's ``ModelConfig`` (0.33.0 ``vllm/config/model.py``): MLA when ``use_mla`` (``is_deepseek_mla``:
+the DeepSeek-type model types with ``kv_lora_rank``; ``VLLM_MLA_DISABLE=1`` turns it off, :2068), the head size
+``kv_lora_rank + qk_rope_head_dim`` for MLA, else ``head_dim`` or ``hidden_size // num_attention_heads``; the sparse
+indexer when the config has ``index_topk`` (DeepSeek-V3.2, GLM-5); attention sinks for ``gpt_oss``. The KV-cache dtype
+is ``--kv-cache-dtype`` (``auto`` when not given, unknown when the checkpoint's quantization declares a KV-cache
+scheme); ``--block-size`` counts only when given (0.24+ ``get_attn_backend`` passes ``None`` otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mtp_audit.engines.code.statements import UNKNOWN
+from mtp_audit.engines.outcome import loc_of
+from mtp_audit.engines.vllm.launch.attention import AttnKnowns, AttnSelection, select_attention
+from mtp_audit.report import Evidence
+
+#: model types vLLM 0.33.0 treats as DeepSeek-type MLA when ``kv_lora_rank`` is set
+#: (vllm/transformers_utils/model_arch_config_convertor.py:294-321, ``is_deepseek_mla``)
+MLA_MODEL_TYPES = ("axk1", "deepseek_v2", "deepseek_v3", "deepseek_v32", "deepseek_v4", "deepseek_v41", "dots3_note",
+                   "deepseek_mtp", "k3_dspark", "glm5_next", "glm5_next_text", "glm_moe_dsa", "glm4_moe_lite",
+                   "glm4_moe_lite_mtp", "kimi_k2", "kimi_linear", "longcat_flash", "pangu_ultra_moe", "pangu_ultra_moe_mtp",
+                   "bailing_hybrid", "bailing_hybrid_mtp", "bailing_hybrid_v3_mtp", "hy_v4", "hy_v4_mtp")
+TORCH_NAMES = {"bfloat16": "torch.bfloat16", "float16": "torch.float16", "half": "torch.float16", "float32": "torch.float32",
+               "float": "torch.float32"}
+
+
+def model_config_json(model: str, cwd: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """The model folder's ``config.json`` (bounded read), or ``(None, why)`` for a hub id or an unreadable file."""
+    from pathlib import Path
+
+    from mtp_audit.errors import InputError
+    from mtp_audit.sources.bounded import read_json_bounded
+
+    folder = Path(model).expanduser()
+    folder = folder if folder.is_absolute() else Path(cwd) / folder
+    if not (folder / "config.json").is_file():
+        return None, f"{model}: no local config.json (the model's head size and MLA use are unknown)"
+    try:
+        cfg = read_json_bounded(folder / "config.json")
+    except InputError as exc:
+        return None, exc.problem
+    return (cfg, None) if isinstance(cfg, dict) else (None, f"{model}/config.json is not a JSON object")
+
+
+def _text_config(cfg: dict[str, Any]) -> dict[str, Any]:
+    tc = cfg.get("text_config")
+    return {**cfg, **tc} if isinstance(tc, dict) else cfg
+
+
+def _selected(cmd: Any, env: dict[str, str], version_env: bool) -> tuple[str | None, str | None]:
+    """The backend the launch chooses and where: ``--attention-backend``, ``--attention-config``/``-ac`` JSON
+    ``backend``, ``--attention-config.backend``, or ``VLLM_ATTENTION_BACKEND`` when this vLLM reads it."""
+    v = cmd.get("--attention-backend")
+    if isinstance(v, str):
+        return v, "--attention-backend"
+    v = cmd.get("--attention-config.backend")
+    if isinstance(v, str):
+        return v, "--attention-config.backend"
+    raw = cmd.get("--attention-config", "-ac")
+    if isinstance(raw, str):
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("backend"), str):
+            return data["backend"], "--attention-config"
+    if version_env and env.get("VLLM_ATTENTION_BACKEND"):
+        return env["VLLM_ATTENTION_BACKEND"], "VLLM_ATTENTION_BACKEND"
+    return None, None
+
+
+def attention_knowns(cfg: dict[str, Any] | None, cmd: Any, env: dict[str, str], capability: Any, reads_env: bool) -> AttnKnowns:
+    """The launch's :class:`AttnKnowns` (module docstring); ``cfg``: config.json (``None``: not read), ``capability``:
+    ``(major, minor)`` of the machine's GPUs (:data:`UNKNOWN` when unknown or mixed), ``reads_env``: this vLLM's
+    ``envs.py`` defines ``VLLM_ATTENTION_BACKEND``."""
+    selected, where = _selected(cmd, env, reads_env)
+    kv = cmd.get("--kv-cache-dtype")
+    bs = cmd.get("--block-size")
+    k = AttnKnowns(capability=capability, head_size=UNKNOWN, dtype=UNKNOWN, selected=selected, selected_from=where,
+                   kv_cache_dtype=kv if isinstance(kv, str) else "auto",
+                   block_size=int(bs) if isinstance(bs, str) and bs.isdigit() else None)
+    if cfg is None:
+        k.use_mla = k.use_sparse = k.has_sink = UNKNOWN
+        return k
+    t = _text_config(cfg)
+    k.hf_config = t
+    mla = t.get("model_type") in MLA_MODEL_TYPES and t.get("kv_lora_rank") is not None and env.get("VLLM_MLA_DISABLE") not in ("1", "true", "True")
+    k.use_mla = mla
+    k.use_sparse = t.get("index_topk") is not None
+    k.has_sink = t.get("model_type") == "gpt_oss"
+    if mla and isinstance(t.get("qk_rope_head_dim"), int):
+        k.head_size = int(t["kv_lora_rank"]) + int(t["qk_rope_head_dim"])
+    elif isinstance(t.get("head_dim"), int):
+        k.head_size = t["head_dim"]
+    elif isinstance(t.get("hidden_size"), int) and isinstance(t.get("num_attention_heads"), int) and t["num_attention_heads"]:
+        k.head_size = t["hidden_size"] // t["num_attention_heads"]
+    dt = cmd.get("--dtype")
+    dt = dt if isinstance(dt, str) and dt != "auto" else (t.get("torch_dtype") or t.get("dtype") or cfg.get("torch_dtype") or cfg.get("dtype"))
+    k.dtype = TORCH_NAMES.get(str(dt), UNKNOWN)
+    tp = cmd.get("--tensor-parallel-size", "-tp")
+    heads = t.get("num_attention_heads")
+    if mla and isinstance(heads, int):
+        k.num_heads = heads // int(tp) if isinstance(tp, str) and tp.isdigit() and int(tp) else heads
+    quant = cfg.get("quantization_config") if isinstance(cfg.get("quantization_config"), dict) else {}
+    if kv is None and (quant.get("kv_cache_quant_algo") or (quant.get("quantization") or {}).get("kv_cache_quant_algo")
+                       or quant.get("kv_cache_scheme")):
+        k.kv_cache_dtype = UNKNOWN
+    return k
+
+
+def gpu_capability(pf: dict[str, Any]) -> Any:
+    """The compute capability all the preflight's GPUs share, else :data:`UNKNOWN`."""
+    gpus = ((pf.get("machine") or {}).get("gpus") or [])
+    caps = {tuple((g.get("compute_capability") or {}).get("value") or ()) for g in gpus}
+    if len(caps) != 1:
+        return UNKNOWN
+    cap = next(iter(caps))
+    return cap if len(cap) == 2 and all(isinstance(x, int) for x in cap) else UNKNOWN
+
+
+def check_attention(ctx: Any, cfg: dict[str, Any] | None, cfg_problem: str | None) -> None:
+    """Replay the attention-backend selection for ``ctx``'s launch; ``ctx.attention`` holds what runs and where it
+    was decided; MTP332 when vLLM refuses the choice at start-up; an undecided answer is a gap (blocking only when
+    one of the possible outcomes is a refusal)."""
+    if ctx.view is None or not hasattr(ctx.view, "sources"):
+        return
+    reads_env = any(e.get("name") == "VLLM_ATTENTION_BACKEND" for e in (ctx.vf or {}).get("env_vars", []))
+    k = attention_knowns(cfg, ctx.cmd, ctx.env, gpu_capability(ctx.pf or {}), reads_env)
+    memo = ctx.view.__dict__.setdefault("_attn_memo", {})
+    key = repr((k.capability, k.head_size, k.dtype, k.kv_cache_dtype, k.block_size, k.use_mla, k.use_sparse, k.has_sink,
+                k.num_heads, k.selected, sorted((k.hf_config or {}).items(), key=str)))
+    if key not in memo:
+        memo[key] = select_attention(ctx.view.sources, k)
+    sel: AttnSelection = memo[key]
+    ctx.attention = {"knowns": k, "selection": sel, "config_problem": cfg_problem}
+    if sel.raised is not None:
+        ctx.fails = True
+        r = sel.raised
+        chosen = f"{k.selected_from} {k.selected}" if k.selected else "the automatic selection"
+        ctx.add("MTP332", f"vLLM {ctx.version} refuses the attention backend ({chosen}) at start-up: {r.type}: {r.message} "
+                f"({r.location}); {_machine_text(k)}", k.selected_from or "model",
+                evidence=[Evidence("raised", f"{r.type}: {r.message}", loc_of(r.location))]
+                + [Evidence("selection replayed from", str(sel.platform))],
+                remediation=_fix(k, sel))
+        return
+    if sel.gap is not None or sel.backend is UNKNOWN:
+        why = sel.gap or "; ".join(sel.undecided[:4])
+        may_fail = any("Error" in u for u in sel.undecided[:1])
+        ctx.gap(f"the attention backend vLLM selects is not decided ({why})", blocking=may_fail)
+
+
+def _machine_text(k: AttnKnowns) -> str:
+    cap = ".".join(map(str, k.capability)) if isinstance(k.capability, tuple) else "?"
+    parts = [f"SM {cap}", f"head size {k.head_size if k.head_size is not UNKNOWN else '?'}", f"kv-cache dtype {k.kv_cache_dtype if k.kv_cache_dtype is not UNKNOWN else '?'}"]
+    if k.use_mla is True:
+        parts.append("MLA")
+    if k.use_sparse is True:
+        parts.append("sparse indexer")
+    if k.block_size is not None:
+        parts.append(f"--block-size {k.block_size}")
+    return ", ".join(parts)
+
+
+def _fix(k: AttnKnowns, sel: AttnSelection) -> str:
+    if k.selected:
+        ok = [name for name, reasons in sel.checked if reasons == []]
+        return (f"drop {k.selected_from} (let vLLM choose)" + (f", or choose one the replay found valid: {', '.join(ok)}" if ok else "")
+                + "; the finding names the reasons vLLM gives")
+    return "change --kv-cache-dtype / --block-size so that one backend accepts this model on this GPU (the finding lists vLLM's reasons)"
+
+
+def attention_text(ctx: Any) -> str:
+    """``FLASH_ATTN (auto; decided at vllm/platforms/cuda.py:518)`` or why not decided, for the Backends line."""
+    a = getattr(ctx, "attention", None) or {}
+    sel: AttnSelection | None = a.get("selection")
+    k: AttnKnowns | None = a.get("knowns")
+    given = ctx.cmd.get("--attention-backend") or ctx.env.get("VLLM_ATTENTION_BACKEND")
+    if sel is None or k is None:
+        return f"{given} (given; the selection was not replayed)" if given else "auto (the selection was not replayed)"
+    how = f"{k.selected_from} {k.selected}" if k.selected else "auto"
+    mla = "MLA " if k.use_mla is True else ""
+    if sel.raised is not None:
+        return f"{mla}refused ({how}): MTP332"
+    if sel.backend is UNKNOWN:
+        why = sel.gap or "; ".join(sel.undecided[:3])
+        return f"{mla}not decided ({how}; {why})"
+    draft = ""
+    if ctx.cmd.spec is not None and ctx.draft.get("is_target"):
+        draft = "; the draft (MTP layers of the same checkpoint) selects with the same values"
+    return f"{mla}{sel.backend} ({how}; decided at {sel.decided_at}){draft}"
