@@ -130,7 +130,8 @@ def check_attention(ctx: Any, cfg: dict[str, Any] | None, cfg_problem: str | Non
     one of the possible outcomes is a refusal)."""
     if ctx.view is None or not hasattr(ctx.view, "sources"):
         return
-    reads_env = any(e.get("name") == "VLLM_ATTENTION_BACKEND" for e in (ctx.vf or {}).get("env_vars", []))
+    envs_py = ctx.view.sources.get("vllm/envs.py") or b""
+    reads_env = b'"VLLM_ATTENTION_BACKEND"' in envs_py  # this release's envs.py defines (and so reads) it
     k = attention_knowns(cfg, ctx.cmd, ctx.env, gpu_capability(ctx.pf or {}), reads_env)
     memo = ctx.view.__dict__.setdefault("_attn_memo", {})
     key = repr((k.capability, k.head_size, k.dtype, k.kv_cache_dtype, k.block_size, k.use_mla, k.use_sparse, k.has_sink,

@@ -775,7 +775,7 @@ def _launch_env(ctx: VCtx, environ: Mapping[str, str] | None, env: Mapping[str, 
     ``KEY=VALUE`` prefixes, then ``--env`` (each records where it came from)."""
     read = {e["name"] for e in (ctx.vf or {}).get("env_vars", [])}
     for k, val in sorted((environ or {}).items()):
-        if k in read or k in ("VLLM_USE_V2_MODEL_RUNNER", "VLLM_USE_V1"):
+        if k in read or k in ("VLLM_USE_V2_MODEL_RUNNER", "VLLM_USE_V1", "VLLM_ATTENTION_BACKEND", "VLLM_MLA_DISABLE"):
             ctx.env[k], ctx.env_source[k] = val, "environment"
     for k, val in ctx.cmd.env.items():
         ctx.env[k], ctx.env_source[k] = val, "command"

@@ -1,0 +1,87 @@
+"""The attention backend of a vLLM launch, replayed from the real releases' selection code (cached wheels 0.33.0, 0.24.0,
+0.11.0; conftest.vllm_wheel). Every expected value was checked by hand in the unpacked wheels:
+
+- 0.33.0 ``vllm/platforms/cuda.py``: ``_get_backend_priorities`` (:84) puts FLASH_ATTN first for non-MLA below SM100 and
+  TRITON_MLA first for MLA on SM12x; ``get_attn_backend_cls`` returns at :518 (auto) / :449 (explicit), raises the
+  selected-backend ValueError at :443; ``FlashInferMLABackend.supports_compute_capability`` is ``major == 10``
+  (``vllm/v1/attention/backends/mla/flashinfer_mla.py:220``); the unknown-name ValueError is the enum metaclass's
+  ``__getitem__`` (``vllm/v1/attention/backends/registry.py:28``).
+- 0.24.0: auto returns at ``cuda.py:490``, the selected-backend ValueError at :415; FlashInfer's ``supports_sink`` is
+  false on SM120 there ('attention sinks not supported', ``vllm/v1/attention/backend.py`` ``validate_configuration``).
+- 0.11.0: ``VLLM_ATTENTION_BACKEND=FLASH_ATTN`` returns the FlashAttention class path at ``cuda.py:326``.
+
+Machines: the SM120 RTX PRO 6000 env dump of vllm#57932 and the H200 (SM90) live facts (fixtures/preflight)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import FIXTURES, vllm_wheel
+
+from mtp_audit.launch import audit_launch
+from mtp_audit.report import Severity, exit_code
+
+pytestmark = pytest.mark.network
+
+SM120 = FIXTURES / "preflight" / "envdumps" / "vllm-57932.txt"
+H200 = FIXTURES / "preflight" / "h200-live-facts.json"
+CONFIGS = FIXTURES / "oracle-configs"
+GPT_OSS = FIXTURES / "launch" / "vllm-40153-gpt-oss-20b"
+
+
+def _launch(version: str, *cmd: str, machine=SM120, env: dict | None = None):
+    kw = {"facts_file": machine} if machine.suffix == ".json" else {"env_dumps": [machine]}
+    r = audit_launch(["vllm", "serve", *cmd], vllm=vllm_wheel(version), environ=env or {}, cwd=FIXTURES, **kw)
+    return r, r.facts["launch"]["summary"]["backends"]
+
+
+def test_auto_selection_non_mla_on_sm120_is_flash_attn() -> None:
+    r, backends = _launch("0.33.0", str(CONFIGS / "Qwen--Qwen3-30B-A3B"), "-tp", "1")
+    assert "attention FLASH_ATTN (auto; decided at vllm/platforms/cuda.py:518)" in backends
+    assert not any(f.rule_id == "MTP332" for f in r.findings)
+
+
+def test_auto_selection_mla_on_sm120_is_triton_mla_on_both_newer_releases() -> None:
+    # vllm#32732 (January 2026): 0.14.0 found no valid attention backend for DeepSeek-R1-0528-NVFP4 on an RTX PRO 6000;
+    # 0.24.0 and 0.33.0 list TRITON_MLA first for MLA on SM12x and it accepts the model (DeepSeek-V3.1-NVFP4: same MLA dims)
+    for version, line in (("0.24.0", 490), ("0.33.0", 518)):
+        r, backends = _launch(version, str(CONFIGS / "nvidia--DeepSeek-V3.1-NVFP4"), "-tp", "1")
+        assert f"attention MLA TRITON_MLA (auto; decided at vllm/platforms/cuda.py:{line})" in backends, (version, backends)
+        assert not any(f.rule_id == "MTP332" for f in r.findings)
+
+
+def test_flashinfer_mla_forced_on_sm90_is_refused_with_vllms_reason() -> None:
+    r, _ = _launch("0.33.0", str(CONFIGS / "deepseek-ai--DeepSeek-V3"), "-tp", "1", "--attention-backend", "FLASHINFER_MLA", machine=H200)
+    f = next(f for f in r.findings if f.rule_id == "MTP332")
+    assert f.severity == Severity.ERROR and exit_code(r, Severity.ERROR) == 1
+    assert ("ValueError: Selected backend AttentionBackendEnum.FLASHINFER_MLA is not valid for this configuration. "
+            "Reason: ['compute capability not supported'] (vllm/platforms/cuda.py:443)") in f.message
+    assert "SM 9.0, head size 576" in f.message and "MLA" in f.message
+
+
+def test_gpt_oss_forced_flashinfer_on_sm120_report_40153() -> None:
+    # https://github.com/vllm-project/vllm/issues/40153 (2026): attention_backend="FLASHINFER" for GPT-OSS-20B on an
+    # RTX PRO 6000 fails at start-up: FlashInfer is rejected for attention sinks on SM120
+    r, backends = _launch("0.24.0", str(GPT_OSS), "--attention-backend", "FLASHINFER")
+    f = next(f for f in r.findings if f.rule_id == "MTP332")
+    assert ("Selected backend AttentionBackendEnum.FLASHINFER is not valid for this configuration. Reason: "
+            "['attention sinks not supported'] (vllm/platforms/cuda.py:415)") in f.message
+    assert exit_code(r, Severity.ERROR) == 1 and "attention refused (--attention-backend FLASHINFER): MTP332" in backends
+
+
+def test_unknown_backend_name_is_the_enum_lookup_error() -> None:
+    r, _ = _launch("0.33.0", str(CONFIGS / "Qwen--Qwen3-30B-A3B"), "--attention-backend", "FLASH_ATTN_V9")
+    f = next(f for f in r.findings if f.rule_id == "MTP332")
+    assert "Unknown attention backend: 'FLASH_ATTN_V9'" in f.message and "vllm/v1/attention/backends/registry.py:28" in f.message
+
+
+def test_0_11_reads_the_environment_variable() -> None:
+    _r, backends = _launch("0.11.0", str(CONFIGS / "Qwen--Qwen3-30B-A3B"), env={"VLLM_ATTENTION_BACKEND": "FLASH_ATTN"})
+    assert "FlashAttentionBackend (VLLM_ATTENTION_BACKEND FLASH_ATTN; decided at vllm/platforms/cuda.py:326)" in backends
+
+
+def test_undecided_selection_names_the_test_it_depends_on() -> None:
+    # DeepSeek-V3 on SM90: FLASH_ATTN_MLA comes first and is valid only if the flash-attn build supports MLA, which only
+    # the running process knows (vllm/v1/attention/backends/mla/flashattn_mla.py:85)
+    r, backends = _launch("0.33.0", str(CONFIGS / "deepseek-ai--DeepSeek-V3"), "-tp", "1", machine=H200)
+    assert "attention MLA not decided" in backends and "flash_attn_supports_mla() (vllm/v1/attention/backends/mla/flashattn_mla.py:85)" in backends
+    assert not any(f.rule_id == "MTP332" for f in r.findings)
