@@ -339,7 +339,9 @@ class Replay:
                 return [p]
             if isinstance(st, ast.ImportFrom):
                 for a in st.names:
-                    p.frames[-1][a.asname or a.name] = ("__ref__", a.name)
+                    # a function-level import of a name the replay already knows (given in ``names``) binds that value
+                    known = self.globals.get(a.asname or a.name, UNKNOWN)
+                    p.frames[-1][a.asname or a.name] = known if known is not UNKNOWN else ("__ref__", a.name)
                 return [p]
             if isinstance(st, ast.For):
                 return self._for(st, p)

@@ -158,9 +158,9 @@ class TreeSources(dict):
     """Source bytes by tree path for the launch replay: the files read when the tree was opened, and any other
     ``vllm/...py`` module the replay follows an import into, read on first use from the same target (bounded like every
     read of :class:`~mtp_audit.engines.vllm.target.VllmTree`; ``None``: not in this tree). At most
-    :data:`MAX_EXTRA` extra files."""
+    :data:`MAX_EXTRA` extra files (the attention-backend replay alone follows about 60 modules of 0.33.0)."""
 
-    MAX_EXTRA = 64
+    MAX_EXTRA = 256
 
     def __init__(self, target: Any, initial: dict[str, bytes | None]) -> None:
         super().__init__(initial)

@@ -226,7 +226,7 @@ class World:
         found = find_class(self.sources, rel, name) or (rel, name)
         if found in self._classes:
             return self._classes[found]
-        obj = Obj(found[1], {"__qualname__": found[1], "__name__": found[1],
+        obj = Obj(found[1], {"__qualname__": found[1], "__name__": found[1], "__class_key__": found,
                             "__module__": found[0].removesuffix(".py").removesuffix("/__init__").replace("/", ".")})
         self._classes[found] = obj
         for mrel, node in reversed(self.mro(*found)):
@@ -333,6 +333,15 @@ class World:
         if self.platform is not None:
             out["current_platform"] = self.platform
         module = _parsed(self.sources, rel)
+        for node in (module.body if module else []):
+            if isinstance(node, (ast.Try, ast.If, ast.With)):
+                # set at import time under a condition (``try: from . import _vllm_fa3_C; FA3_AVAILABLE = True``):
+                # what the running process finds, unknown here
+                for sub in ast.walk(node):
+                    if isinstance(sub, (ast.Assign, ast.AnnAssign)):
+                        for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]):
+                            if isinstance(t, ast.Name):
+                                out[t.id] = UNKNOWN
         for name in self._visible_classes(rel, module):
             found = find_class(self.sources, rel, name)
             if found is None:
@@ -394,7 +403,7 @@ class World:
             "DeviceCapability": lambda r, p, a, kw, n: Cap(*a[:2]) if len(a) >= 2 and all(isinstance(x, int) for x in a[:2]) else UNKNOWN,
             "enumerate": lambda r, p, a, kw, n: list(enumerate(a[0])) if a and isinstance(a[0], (list, tuple)) else UNKNOWN,
             "min": _min_hook, "cast": lambda r, p, a, kw, n: a[1] if len(a) > 1 else UNKNOWN,
-            "resolve_obj_by_qualname": self._resolve_hook, "isinstance": _isinstance_hook,
+            "resolve_obj_by_qualname": self._resolve_hook, "isinstance": _isinstance_hook, "super": self._super_hook,
         }
         config = {"get_current_vllm_config": lambda *a: self.vllm_config, "get_current_vllm_config_or_none": lambda *a: self.vllm_config}
         self._hooks[rel] = out
@@ -421,6 +430,24 @@ class World:
                 return UNKNOWN
             return self.run(target, None, fname, None, args, kwargs)
         return call
+
+    def _super_hook(self, r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
+        """``super()`` inside a method of class ``r.cls``: the methods of the classes after it in the bound class's MRO."""
+        frame = p.frames[-1] if p.frames else {}
+        bound = frame.get("cls", frame.get("self"))
+        key = bound.attrs.get("__class_key__") if isinstance(bound, Obj) else None
+        if not isinstance(key, tuple) or args:
+            return UNKNOWN
+        chain = self.mro(*key)
+        idx = next((i for i, (mrel, node) in enumerate(chain) if mrel == r.rel and node.name == r.cls), None)
+        if idx is None:
+            return UNKNOWN
+        proxy = Obj("super")
+        for mrel, node in reversed(chain[idx + 1:]):
+            for f in node.body:
+                if isinstance(f, ast.FunctionDef):
+                    proxy.attrs[f.name] = Native(f"super.{f.name}", self._method_native(mrel, node.name, f.name, bound))
+        return proxy
 
     def _resolve_hook(self, r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
         found = _dotted_rel(self.sources, args[0]) if args and isinstance(args[0], str) else None

@@ -525,7 +525,8 @@ RULES = RULES + (
       ("vllm 0.33.0 vllm/platforms/cuda.py:84-181 (priorities), :420-518 (get_attn_backend_cls, :443 the selected-backend "
        "ValueError, :472 no valid backend)", "vllm 0.33.0 vllm/v1/attention/backend.py:279-370 (validate_configuration)",
        "vllm 0.24.0 vllm/platforms/cuda.py:395-490", "vllm 0.11.0 vllm/platforms/cuda.py:240-390",
-       "https://github.com/vllm-project/vllm/issues/REPORT1"),
+       "https://github.com/vllm-project/vllm/issues/40153 (GPT-OSS-20B, forced FLASHINFER on SM120: 'attention sinks')",
+       "https://github.com/vllm-project/vllm/issues/32732 (DeepSeek-R1-NVFP4 on SM120: no valid backend in 0.14.0)"),
       "code",
       (_vex(True, "--attention-backend FLASHINFER_MLA for a non-MLA model on SM120", _VS + ("--attention-backend", "FLASHINFER_MLA")),
        _vex(False, "--attention-backend FLASH_ATTN", _VS + ("--attention-backend", "FLASH_ATTN")))),
