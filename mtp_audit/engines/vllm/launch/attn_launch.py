@@ -124,28 +124,42 @@ def gpu_capability(pf: dict[str, Any]) -> Any:
     return cap if len(cap) == 2 and all(isinstance(x, int) for x in cap) else UNKNOWN
 
 
-def check_attention(ctx: Any, cfg: dict[str, Any] | None, cfg_problem: str | None) -> None:
-    """Replay the attention-backend selection for ``ctx``'s launch; ``ctx.attention`` holds what runs and where it
-    was decided; MTP332 when vLLM refuses the choice at start-up; an undecided answer is a gap (blocking only when
-    one of the possible outcomes is a refusal)."""
+def check_attention(ctx: Any, cfg: dict[str, Any] | None, cfg_problem: str | None, draft_cfg: Any = None) -> None:
+    """Replay the attention-backend selection for ``ctx``'s launch (target, then the draft model's layers when a
+    speculative config loads one); ``ctx.attention`` holds what runs and where it was decided; MTP332 when vLLM refuses
+    the choice at start-up; an undecided answer is a gap (blocking only when one of the possible outcomes is a refusal).
+    ``draft_cfg``: the draft checkpoint's config.json (``None``: the target is its own draft or there is no draft)."""
     if ctx.view is None or not hasattr(ctx.view, "sources"):
         return
     envs_py = ctx.view.sources.get("vllm/envs.py") or b""
     reads_env = b'"VLLM_ATTENTION_BACKEND"' in envs_py  # this release's envs.py defines (and so reads) it
     k = attention_knowns(cfg, ctx.cmd, ctx.env, gpu_capability(ctx.pf or {}), reads_env)
+    sel = _select(ctx, k)
+    ctx.attention = {"knowns": k, "selection": sel, "config_problem": cfg_problem}
+    _judge(ctx, k, sel, "")
+    dk = draft_knowns(ctx, k, cfg if draft_cfg is None else draft_cfg)
+    if dk is not None and not ctx.fails:
+        dsel = _select(ctx, dk)
+        ctx.attention["draft"] = {"knowns": dk, "selection": dsel}
+        _judge(ctx, dk, dsel, "the draft model's ")
+
+
+def _select(ctx: Any, k: AttnKnowns) -> AttnSelection:
     memo = ctx.view.__dict__.setdefault("_attn_memo", {})
     key = repr((k.capability, k.head_size, k.dtype, k.kv_cache_dtype, k.block_size, k.use_mla, k.use_sparse, k.has_sink,
                 k.num_heads, k.selected, sorted((k.hf_config or {}).items(), key=str)))
     if key not in memo:
         memo[key] = select_attention(ctx.view.sources, k)
-    sel: AttnSelection = memo[key]
-    ctx.attention = {"knowns": k, "selection": sel, "config_problem": cfg_problem}
+    return memo[key]
+
+
+def _judge(ctx: Any, k: AttnKnowns, sel: AttnSelection, whose: str) -> None:
     if sel.raised is not None:
         ctx.fails = True
         r = sel.raised
         chosen = f"{k.selected_from} {k.selected}" if k.selected else "the automatic selection"
-        ctx.add("MTP332", f"vLLM {ctx.version} refuses the attention backend ({chosen}) at start-up: {r.type}: {r.message} "
-                f"({r.location}); {_machine_text(k)}", k.selected_from or "model",
+        ctx.add("MTP332", f"vLLM {ctx.version} refuses {whose or 'the '}attention backend ({chosen}) at start-up: {r.type}: {r.message} "
+                f"({r.location}); {_machine_text(k)}", k.selected_from or ("--speculative-config" if whose else "model"),
                 evidence=[Evidence("raised", f"{r.type}: {r.message}", loc_of(r.location))]
                 + [Evidence("selection replayed from", str(sel.platform))],
                 remediation=_fix(k, sel))
@@ -153,7 +167,50 @@ def check_attention(ctx: Any, cfg: dict[str, Any] | None, cfg_problem: str | Non
     if sel.gap is not None or sel.backend is UNKNOWN:
         why = sel.gap or "; ".join(sel.undecided[:4])
         may_fail = any("Error" in u for u in sel.undecided[:1])
-        ctx.gap(f"the attention backend vLLM selects is not decided ({why})", blocking=may_fail)
+        ctx.gap(f"the attention backend vLLM selects for {whose or 'the '}model is not decided ({why})", blocking=may_fail)
+
+
+def draft_overrides(ctx: Any) -> list[tuple[str, str, str]]:
+    """This release's ``_DRAFT_VLLM_CONFIG_OVERRIDES`` (0.33.0 ``vllm/config/speculative.py:396``): the
+    ``speculative_config`` keys that replace a target setting for the draft (``attention_backend`` ->
+    ``attention_config.backend``, ``kv_cache_dtype`` -> ``cache_config.cache_dtype``); empty when the release has none
+    (the draft then shares the target's settings)."""
+    import ast
+
+    data = getattr(ctx.view, "spec_bytes", None)
+    try:
+        module = ast.parse(data.decode("utf-8")) if data else None
+    except (SyntaxError, UnicodeDecodeError, ValueError, MemoryError, RecursionError):
+        return []
+    for node in module.body if module else []:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "_DRAFT_VLLM_CONFIG_OVERRIDES" for t in node.targets):
+            try:
+                value = ast.literal_eval(node.value)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                return []
+            return [tuple(x) for x in value if isinstance(x, tuple) and len(x) == 3]
+    return []
+
+
+def draft_knowns(ctx: Any, k: AttnKnowns, draft_cfg: dict[str, Any] | None) -> AttnKnowns | None:
+    """The draft model's :class:`AttnKnowns`: its own config.json (the target's when it is its own draft, e.g. MTP),
+    the target's attention choice and KV-cache dtype unless the speculative config overrides them
+    (:func:`draft_overrides`); ``None`` when the launch loads no draft model."""
+    import dataclasses
+
+    from mtp_audit.engines.vllm.launch.evaluate import NO_DRAFT
+
+    spec = ctx.cmd.spec or {}
+    if ctx.cmd.spec is None or ctx.method in NO_DRAFT or ctx.method is None or not ctx.draft:
+        return None
+    d = attention_knowns(draft_cfg, ctx.cmd, ctx.env, k.capability, False) if draft_cfg is not None else dataclasses.replace(k)
+    d.selected, d.selected_from, d.kv_cache_dtype = k.selected, k.selected_from, k.kv_cache_dtype
+    for key, _sub, _field in draft_overrides(ctx):
+        if key == "attention_backend" and isinstance(spec.get(key), str):
+            d.selected, d.selected_from = spec[key], "speculative_config.attention_backend"
+        if key == "kv_cache_dtype" and isinstance(spec.get(key), str):
+            d.kv_cache_dtype = spec[key]
+    return d
 
 
 def _machine_text(k: AttnKnowns) -> str:
@@ -177,13 +234,22 @@ def _fix(k: AttnKnowns, sel: AttnSelection) -> str:
 
 
 def attention_text(ctx: Any) -> str:
-    """``FLASH_ATTN (auto; decided at vllm/platforms/cuda.py:518)`` or why not decided, for the Backends line."""
+    """``FLASH_ATTN (auto; decided at vllm/platforms/cuda.py:518)`` or why not decided, for the Backends line, and the
+    draft model's when a speculative config loads one."""
     a = getattr(ctx, "attention", None) or {}
-    sel: AttnSelection | None = a.get("selection")
-    k: AttnKnowns | None = a.get("knowns")
     given = ctx.cmd.get("--attention-backend") or ctx.env.get("VLLM_ATTENTION_BACKEND")
-    if sel is None or k is None:
+    if a.get("selection") is None:
         return f"{given} (given; the selection was not replayed)" if given else "auto (the selection was not replayed)"
+    text = _one_text(a["knowns"], a["selection"])
+    d = a.get("draft")
+    if d:
+        same = repr(d["selection"].backend) == repr(a["selection"].backend) and d["selection"].raised is None
+        text += "; draft: " + ("the same (its layers select with the same values)" if same and d["knowns"].hf_config == a["knowns"].hf_config
+                               else _one_text(d["knowns"], d["selection"]))
+    return text
+
+
+def _one_text(k: AttnKnowns, sel: AttnSelection) -> str:
     how = f"{k.selected_from} {k.selected}" if k.selected else "auto"
     mla = "MLA " if k.use_mla is True else ""
     if sel.raised is not None:
@@ -191,7 +257,4 @@ def attention_text(ctx: Any) -> str:
     if sel.backend is UNKNOWN:
         why = sel.gap or "; ".join(sel.undecided[:3])
         return f"{mla}not decided ({how}; {why})"
-    draft = ""
-    if ctx.cmd.spec is not None and ctx.draft.get("is_target"):
-        draft = "; the draft (MTP layers of the same checkpoint) selects with the same values"
-    return f"{mla}{sel.backend} ({how}; decided at {sel.decided_at}){draft}"
+    return f"{mla}{sel.backend} ({how}; decided at {sel.decided_at})"

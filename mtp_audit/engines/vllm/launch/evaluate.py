@@ -767,7 +767,10 @@ def _attention(ctx: VCtx, cwd: Path) -> None:
     if ctx.view is None or ctx.cmd.model is None:
         return
     cfg, problem = model_config_json(ctx.cmd.model, cwd)
-    check_attention(ctx, cfg, problem)
+    draft_cfg = None
+    if ctx.draft_path and not ctx.draft_is_target and ctx.draft_path != ctx.cmd.model:
+        draft_cfg, _why = model_config_json(ctx.draft_path, cwd)
+    check_attention(ctx, cfg, problem, draft_cfg)
 
 
 def _launch_env(ctx: VCtx, environ: Mapping[str, str] | None, env: Mapping[str, str] | None) -> None:
