@@ -868,6 +868,10 @@ def _isinstance(v: Any, kinds: Any) -> Any:
     return False if _data(v) else UNKNOWN
 
 
+#: the public name of the replay's ``isinstance`` (for adapters that answer ``isinstance`` themselves first)
+isinstance_of = _isinstance
+
+
 def _state(p: Path) -> str:
     def enc(v: Any, depth: int = 0) -> str:
         if isinstance(v, Obj):

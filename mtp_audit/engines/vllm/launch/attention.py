@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mtp_audit.engines.code.statements import UNKNOWN, HookRaise, Native, Obj, Path, Raised, Replay
-from mtp_audit.engines.vllm.launch.quant import _module_rel, _parsed, find_class
+from mtp_audit.engines.vllm.launch.quant import find_class, module_rel, parsed_module
 
 PLATFORMS_INIT = "vllm/platforms/__init__.py"
 #: the torch dtypes the replay names (``torch.bfloat16`` -> ``"torch.bfloat16"``)
@@ -157,7 +157,7 @@ def _dotted_rel(sources: Any, dotted: str) -> tuple[str, str] | None:
 def find_platform(sources: Any) -> tuple[str, str] | str:
     """``(module path, class name)`` of the CUDA platform class that defines (or inherits) ``get_attn_backend_cls``,
     derived from ``vllm/platforms/__init__.py`` (module docstring); a string saying why not."""
-    init = _parsed(sources, PLATFORMS_INIT)
+    init = parsed_module(sources, PLATFORMS_INIT)
     if init is None:
         return f"{PLATFORMS_INIT} is missing or does not parse"
     plugin = next((n for n in init.body if isinstance(n, ast.FunctionDef) and n.name == "cuda_platform_plugin"), None)
@@ -167,7 +167,7 @@ def find_platform(sources: Any) -> tuple[str, str] | str:
     if found is None:
         return f"{PLATFORMS_INIT}: the CUDA platform's class path was not found"
     rel, name = found
-    module = _parsed(sources, rel)
+    module = parsed_module(sources, rel)
     if module is None:
         return f"{rel} is missing or does not parse"
     names = [name]
@@ -202,7 +202,7 @@ class World:
     def mro(self, rel: str, name: str, depth: int = 0) -> list[tuple[str, ast.ClassDef]]:
         """``[(module path, ClassDef), ...]`` most derived first, bases followed across modules through imports."""
         found = find_class(self.sources, rel, name)
-        module = _parsed(self.sources, found[0]) if found else None
+        module = parsed_module(self.sources, found[0]) if found else None
         node = next((n for n in module.body if isinstance(n, ast.ClassDef) and n.name == found[1]), None) if module else None
         if node is None or depth > 8:
             return []
@@ -285,7 +285,7 @@ class World:
 
     def paths(self, rel: str, cname: str | None, fname: str, bound: Any, args: list[Any], kwargs: dict[str, Any]) -> list[Path] | None:
         """The paths of one replayed call (``None``: not followed: too deep or not in the tree)."""
-        module = _parsed(self.sources, rel)
+        module = parsed_module(self.sources, rel)
         if module is None or self._depth >= MAX_CALL_DEPTH:
             return None
         r = self.replay(rel, cname)
@@ -319,7 +319,7 @@ class World:
     # ------------------------------------------------------------------ modules
     def replay(self, rel: str, cname: str | None = None) -> Replay:
         """A :class:`Replay` of module ``rel`` (class ``cname``) with the names and hooks its imports give."""
-        module = _parsed(self.sources, rel)
+        module = parsed_module(self.sources, rel)
         assert module is not None
         return Replay(module, rel, cls=cname, hooks=self.hooks(rel), names=self.names(rel))
 
@@ -332,7 +332,7 @@ class World:
         self._names[rel] = out
         if self.platform is not None:
             out["current_platform"] = self.platform
-        module = _parsed(self.sources, rel)
+        module = parsed_module(self.sources, rel)
         for node in (module.body if module else []):
             if isinstance(node, (ast.Try, ast.If, ast.With)):
                 # set at import time under a condition (``try: from . import _vllm_fa3_C; FA3_AVAILABLE = True``):
@@ -358,7 +358,7 @@ class World:
         return names
 
     def _class_node(self, rel: str, name: str) -> ast.ClassDef | None:
-        module = _parsed(self.sources, rel)
+        module = parsed_module(self.sources, rel)
         return next((n for n in module.body if isinstance(n, ast.ClassDef) and n.name == name), None) if module else None
 
     def _is_enum(self, rel: str, name: str) -> bool:
@@ -407,12 +407,12 @@ class World:
         }
         config = {"get_current_vllm_config": lambda *a: self.vllm_config, "get_current_vllm_config_or_none": lambda *a: self.vllm_config}
         self._hooks[rel] = out
-        module = _parsed(self.sources, rel)
+        module = parsed_module(self.sources, rel)
         for node in ast.walk(module) if module else ():
             if isinstance(node, ast.ClassDef) and any(ast.unparse(b).endswith("NamedTuple") for b in node.bases):
                 out[node.name] = _namedtuple_hook(node)
             if isinstance(node, ast.ImportFrom):
-                target = _module_rel(self.sources, rel, node)
+                target = module_rel(self.sources, rel, node)
                 for a in node.names:
                     if target is not None and (a.asname or a.name) not in out:
                         out[a.asname or a.name] = config.get(a.name) or self._imported_hook(target, a.name)
@@ -420,7 +420,7 @@ class World:
 
     def _imported_hook(self, target: str, fname: str) -> Callable[..., Any]:
         def call(r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
-            module = _parsed(self.sources, target)
+            module = parsed_module(self.sources, target)
             fn = next((x for x in module.body if isinstance(x, ast.FunctionDef) and x.name == fname), None) if module else None
             if fn is None:
                 found = find_class(self.sources, target, fname)
@@ -457,13 +457,13 @@ class World:
 def _isinstance_hook(r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
     """``isinstance(x, type)`` is true for a class the replay built (an :class:`Obj` with ``__qualname__``); the rest as
     :mod:`mtp_audit.engines.code.statements` answers it."""
-    from mtp_audit.engines.code.statements import _isinstance
+    from mtp_audit.engines.code.statements import isinstance_of
 
     if len(args) != 2:
         return UNKNOWN
     if args[1] == ("__ref__", "type"):
         return isinstance(args[0], Obj) and "__qualname__" in args[0].attrs if args[0] is not UNKNOWN else UNKNOWN
-    return _isinstance(args[0], args[1])
+    return isinstance_of(args[0], args[1])
 
 
 def _min_hook(r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
@@ -508,7 +508,7 @@ def select_attention(sources: Any, k: AttnKnowns) -> AttnSelection:
     world.platform = platform
     world._names.clear()
     where = world.methods(rel, cname)["get_attn_backend_cls"]
-    fn = next(f for f in _parsed(sources, where[0]).body if isinstance(f, ast.ClassDef) and f.name == where[1]).body
+    fn = next(f for f in parsed_module(sources, where[0]).body if isinstance(f, ast.ClassDef) and f.name == where[1]).body
     node = next(f for f in fn if isinstance(f, ast.FunctionDef) and f.name == "get_attn_backend_cls")
     out = AttnSelection(platform=f"{where[0]}:{node.lineno}")
     selected = _selected_member(world, rel, k, out)
@@ -555,7 +555,7 @@ def _selected_member(world: World, rel: str, k: AttnKnowns, out: AttnSelection) 
 
 
 def _getitem_raise(world: World, rel: str) -> str | None:
-    module = _parsed(world.sources, rel)
+    module = parsed_module(world.sources, rel)
     for fn in ast.walk(module) if module else ():
         if isinstance(fn, ast.FunctionDef) and fn.name == "__getitem__":
             r = next((s for s in ast.walk(fn) if isinstance(s, ast.Raise)), None)
