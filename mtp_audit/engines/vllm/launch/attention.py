@@ -388,6 +388,9 @@ class World:
     def _get_class(self, dotted: str) -> Callable[..., Any]:
         def get(r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
             found = _dotted_rel(self.sources, dotted)
+            if found is not None and parsed_module(self.sources, found[0]) is None:
+                self.undecided.append(f"{found[0]} does not parse: {dotted} not followed")
+                return UNKNOWN  # the module is there but cannot be read: not a guess either way
             if found is None or find_class(self.sources, *found) is None:
                 raise HookRaise("ImportError", f"{dotted} is not in this vLLM tree")
             return self.class_obj(*found)
