@@ -83,3 +83,17 @@ def test_the_example_tree_refuses_flashinfer_mla_for_a_non_mla_model(tmp_path) -
     f = next(f for f in r.findings if f.rule_id == "MTP332")
     assert "Reason: ['non-MLA not supported', 'compute capability not supported'] (vllm/platforms/cuda.py:34)" in f.message
     assert exit_code(r, Severity.ERROR) == 1
+
+
+def test_cached_selection_is_replayed_again_when_a_backend_file_changes(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("MTP_AUDIT_CACHE_DIR", str(tmp_path / "cache"))
+    root = _tree(tmp_path / "t")
+    first = _launch(root, "--attention-backend", "FLASHINFER_MLA")
+    again = _launch(root, "--attention-backend", "FLASHINFER_MLA")
+    assert [f.message for f in first.findings if f.rule_id == "MTP332"] == [f.message for f in again.findings if f.rule_id == "MTP332"] != []
+    assert list((tmp_path / "cache" / "vllm-attn-v1").rglob("attn-*.json"))
+    p = root / FI_MLA
+    p.write_text(p.read_text().replace("return capability.major == 10", "return True"))
+    edited = _launch(root, "--attention-backend", "FLASHINFER_MLA")
+    f = next(f for f in edited.findings if f.rule_id == "MTP332")
+    assert "Reason: ['non-MLA not supported'] " in f.message

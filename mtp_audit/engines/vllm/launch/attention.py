@@ -627,3 +627,62 @@ def _enum_name(world: World, class_path: str) -> str | None:
             if isinstance(m, Member) and m.member_value == class_path:
                 return name
     return None
+
+
+#: on-disk cache namespace of :func:`select_attention_cached` (bump when the replay or the entry's shape changes)
+CACHE_NAMESPACE = "vllm-attn-v1"
+
+
+def _sha1(data: bytes | None) -> str:
+    import hashlib
+
+    return hashlib.sha1(data if data is not None else b"\0missing").hexdigest()
+
+
+def _to_json(sel: AttnSelection) -> dict[str, Any]:
+    def val(v: Any) -> Any:
+        return {"unknown": True} if v is UNKNOWN else v
+
+    return {"backend": val(sel.backend), "class_path": val(sel.class_path), "decided_at": sel.decided_at,
+            "raised": [sel.raised.type, sel.raised.message, sel.raised.location] if sel.raised else None,
+            "checked": [[n, val(r) if not isinstance(r, list) or all(isinstance(x, str) for x in r) else {"unknown": True}]
+                        for n, r in sel.checked],
+            "undecided": list(sel.undecided), "gap": sel.gap, "platform": sel.platform}
+
+
+def _from_json(d: dict[str, Any]) -> AttnSelection | None:
+    def val(v: Any) -> Any:
+        return UNKNOWN if v == {"unknown": True} else v
+
+    try:
+        raised = Raised(*d["raised"]) if d["raised"] else None
+        return AttnSelection(backend=val(d["backend"]), class_path=val(d["class_path"]), decided_at=d["decided_at"], raised=raised,
+                             checked=[(str(n), val(r)) for n, r in d["checked"]], undecided=[str(u) for u in d["undecided"]],
+                             gap=d["gap"], platform=d["platform"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def select_attention_cached(sources: Any, k: AttnKnowns) -> AttnSelection:
+    """:func:`select_attention` with its answer kept in the user cache (``vllm-attn-v1``): the entry is keyed by the
+    launch's values and the platform module's bytes, and holds the SHA-1 of every module the replay parsed; it is used
+    only when each of those modules still has the same bytes (so an edited backend file replays again)."""
+    import hashlib
+
+    from mtp_audit.engines.code import cache
+
+    folder = cache.cache_dir(CACHE_NAMESPACE)
+    plat = sources.get(PLATFORMS_INIT)
+    ident = repr((k.capability, k.head_size, k.dtype, k.kv_cache_dtype, k.block_size, k.use_mla, k.use_sparse, k.has_sink,
+                  k.num_heads, k.selected, sorted((k.hf_config or {}).items(), key=str)))
+    key = "attn-" + hashlib.sha1((ident + _sha1(plat)).encode("utf-8", "surrogatepass")).hexdigest()
+    hit = cache.load(folder, key)
+    if hit is not None and isinstance(hit.get("files"), dict) and all(
+            isinstance(h, str) and _sha1(sources.get(rel)) == h for rel, h in hit["files"].items()):
+        sel = _from_json(hit.get("selection") or {})
+        if sel is not None:
+            return sel
+    sel = select_attention(sources, k)
+    parsed = sources.__dict__.get("_parsed", {}) if hasattr(sources, "__dict__") else {}
+    cache.store(folder, key, {"files": {rel: _sha1(sources.get(rel)) for rel in sorted(parsed)}, "selection": _to_json(sel)})
+    return sel

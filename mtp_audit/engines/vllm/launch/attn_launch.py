@@ -17,7 +17,7 @@ from typing import Any
 
 from mtp_audit.engines.code.statements import UNKNOWN
 from mtp_audit.engines.outcome import loc_of
-from mtp_audit.engines.vllm.launch.attention import AttnKnowns, AttnSelection, select_attention
+from mtp_audit.engines.vllm.launch.attention import AttnKnowns, AttnSelection, select_attention_cached
 from mtp_audit.report import Evidence
 
 #: model types vLLM 0.33.0 treats as DeepSeek-type MLA when ``kv_lora_rank`` is set
@@ -149,7 +149,7 @@ def _select(ctx: Any, k: AttnKnowns) -> AttnSelection:
     key = repr((k.capability, k.head_size, k.dtype, k.kv_cache_dtype, k.block_size, k.use_mla, k.use_sparse, k.has_sink,
                 k.num_heads, k.selected, sorted((k.hf_config or {}).items(), key=str)))
     if key not in memo:
-        memo[key] = select_attention(ctx.view.sources, k)
+        memo[key] = select_attention_cached(ctx.view.sources, k)
     return memo[key]
 
 
