@@ -544,16 +544,39 @@ def _selected_member(world: World, rel: str, k: AttnKnowns, out: AttnSelection) 
         return None
     enums = [v for v in world.names(rel).values() if isinstance(v, Obj) and "__enum__" in v.attrs and "Backend" in v.name
              and "Mamba" not in v.name and "Platform" not in v.name]
+    env = k.selected_from == "VLLM_ATTENTION_BACKEND"
+    # the variable is looked up as written (0.11.0 vllm/attention/selector.py:21-32, after dropping a "_VLLM_V1" suffix);
+    # the options go through the enum's __getitem__ after .upper() (0.33.0 AttentionConfig.validate_backend_before)
+    name = k.selected.removesuffix("_VLLM_V1") if env else k.selected.upper()
     for e in enums:
-        m = e.attrs.get(k.selected.upper())
+        m = e.attrs.get(name)
         if isinstance(m, Member):
             return m
     if not enums:
         return UNKNOWN
     erel, ename = enums[0].attrs["__enum__"]
-    valid = ", ".join(n for n, m in enums[0].attrs.items() if isinstance(m, Member))
-    out.raised = Raised("ValueError", f"Unknown attention backend: '{k.selected}'. Valid options are: {valid}", _getitem_raise(world, erel) or erel)
+    names = [n for n, m in enums[0].attrs.items() if isinstance(m, Member)]
+    where = _env_raise(world, rel) if env else None
+    if where is not None:
+        out.raised = Raised("ValueError", f"Invalid attention backend: '{name}'. Valid backends are: {names}", where)
+    else:
+        out.raised = Raised("ValueError", f"Unknown attention backend: '{k.selected}'. Valid options are: {', '.join(names)}",
+                            _getitem_raise(world, erel) or erel)
     out.backend = None
+    return None
+
+
+def _env_raise(world: World, rel: str) -> str | None:
+    """``file:line`` of the ``raise ValueError("Invalid attention backend: ...")`` for an unknown
+    ``VLLM_ATTENTION_BACKEND``, looked for in the modules the platform module imports (0.11.0: vllm/attention/selector.py)."""
+    module = parsed_module(world.sources, rel)
+    for node in ast.walk(module) if module else ():
+        target = module_rel(world.sources, rel, node) if isinstance(node, ast.ImportFrom) else None
+        tmod = parsed_module(world.sources, target) if target else None
+        for r in ast.walk(tmod) if tmod else ():
+            if isinstance(r, ast.Raise) and any(isinstance(c, ast.Constant) and isinstance(c.value, str)
+                                                and "Invalid attention backend: '" in c.value for c in ast.walk(r)):
+                return f"{target}:{r.lineno}"
     return None
 
 
@@ -574,6 +597,10 @@ def _call_kwargs(world: World, rel: str, node: ast.FunctionDef, k: AttnKnowns, s
               "block_size": k.block_size, "use_mla": k.use_mla, "has_sink": k.has_sink, "use_sparse": k.use_sparse,
               "num_heads": k.num_heads, "use_v1": True, "use_mm_prefix": False}
     params = [a.arg for a in node.args.args + node.args.kwonlyargs][1:]
+    if "block_size" in params and k.block_size is None:
+        # 0.11.0 passes cache_config.block_size after the platform's own defaults (check_and_update_config), not only a
+        # --block-size the user gave (0.24+ selector: None unless user-specified)
+        values["block_size"] = UNKNOWN
     out = {p: values[p] for p in params if p in values}
     if "attn_selector_config" in params:
         out["attn_selector_config"] = _selector_config(world, rel, values)
