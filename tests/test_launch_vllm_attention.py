@@ -85,3 +85,36 @@ def test_undecided_selection_names_the_test_it_depends_on() -> None:
     r, backends = _launch("0.33.0", str(CONFIGS / "deepseek-ai--DeepSeek-V3"), "-tp", "1", machine=H200)
     assert "attention MLA not decided" in backends and "flash_attn_supports_mla() (vllm/v1/attention/backends/mla/flashattn_mla.py:85)" in backends
     assert not any(f.rule_id == "MTP332" for f in r.findings)
+
+
+def test_draft_backend_override_is_checked_for_the_mtp_layers() -> None:
+    # 0.33.0 lets speculative_config.attention_backend replace the draft's attention_config.backend
+    # (vllm/config/speculative.py:396-403 _DRAFT_VLLM_CONFIG_OVERRIDES); FLASH_ATTN for DeepSeek's MLA MTP layer: head size
+    # 576 > 256 without FA4 on SM120 (flash_attn.py:425-435) and not an MLA backend
+    spec = '{"method":"mtp","num_speculative_tokens":1,"attention_backend":"FLASH_ATTN"}'
+    r, backends = _launch("0.33.0", str(CONFIGS / "deepseek-ai--DeepSeek-V3"), "-tp", "1", "--speculative-config", spec)
+    f = next(f for f in r.findings if f.rule_id == "MTP332")
+    assert "refuses the draft model's attention backend (speculative_config.attention_backend FLASH_ATTN)" in f.message
+    assert "Reason: ['head_size not supported', 'MLA not supported'] (vllm/platforms/cuda.py:443)" in f.message
+    assert "attention MLA TRITON_MLA (auto; decided at vllm/platforms/cuda.py:518); draft: MLA refused" in backends
+
+
+def test_mtp_draft_shares_the_targets_selection() -> None:
+    spec = '{"method":"mtp","num_speculative_tokens":1}'
+    r, backends = _launch("0.33.0", str(CONFIGS / "deepseek-ai--DeepSeek-V3"), "-tp", "1", "--speculative-config", spec)
+    assert backends.endswith("attention MLA TRITON_MLA (auto; decided at vllm/platforms/cuda.py:518); draft: the same (its layers "
+                             "select with the same values)")
+
+
+def test_0_11_unknown_environment_value_is_the_selectors_error() -> None:
+    r, _ = _launch("0.11.0", str(CONFIGS / "Qwen--Qwen3-30B-A3B"), env={"VLLM_ATTENTION_BACKEND": "flash_attn"})
+    f = next(f for f in r.findings if f.rule_id == "MTP332")
+    assert "ValueError: Invalid attention backend: 'flash_attn'. Valid backends are: ['FLASH_ATTN'," in f.message
+    assert "(vllm/attention/selector.py:202)" in f.message
+
+
+def test_0_11_mla_on_sm100_depends_on_the_block_size_the_platform_picks() -> None:
+    # 0.11.0 cuda.py:257-262: CUTLASS_MLA when block_size == 128, FLASHINFER_MLA for 32/64 on SM100; the platform sets the
+    # default block size itself, so only --block-size decides it here (B200 machine: no dump at hand, SM120's MLA is Triton)
+    _r, backends = _launch("0.11.0", str(CONFIGS / "deepseek-ai--DeepSeek-V3"), "-tp", "1", "--block-size", "128")
+    assert "attention MLA TritonMLABackend" in backends  # SM120: neither CUTLASS nor FlashInfer MLA (is_device_capability(100))
