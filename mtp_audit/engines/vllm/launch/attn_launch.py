@@ -107,11 +107,38 @@ def attention_knowns(cfg: dict[str, Any] | None, cmd: Any, env: dict[str, str], 
     heads = t.get("num_attention_heads")
     if mla and isinstance(heads, int):
         k.num_heads = heads // int(tp) if isinstance(tp, str) and tp.isdigit() and int(tp) else heads
-    quant = cfg.get("quantization_config") if isinstance(cfg.get("quantization_config"), dict) else {}
-    if kv is None and (quant.get("kv_cache_quant_algo") or (quant.get("quantization") or {}).get("kv_cache_quant_algo")
-                       or quant.get("kv_cache_scheme")):
-        k.kv_cache_dtype = UNKNOWN
     return k
+
+
+ARG_UTILS = "vllm/engine/arg_utils.py"
+
+
+def resolve_kv_auto(sources: Any, quant_cfg: dict[str, Any] | None) -> Any:
+    """What ``--kv-cache-dtype auto`` becomes for a checkpoint's quantization config: this release's
+    ``resolve_kv_cache_dtype_string`` (0.33.0 ``vllm/utils/torch_utils.py:498``, called from ``arg_utils.py``; the
+    checkpoint's ``kv_cache_quant_algo`` / ``kv_cache_scheme``), replayed on the normalised config; ``"auto"`` without a
+    quantization config; :data:`UNKNOWN` when the release has no such function or the replay cannot decide."""
+    import ast
+
+    from mtp_audit.engines.vllm.launch.attention import World
+    from mtp_audit.engines.vllm.launch.quant import module_rel, normalized_quant_config, parsed_module
+
+    if quant_cfg is None:
+        return "auto"
+    module = parsed_module(sources, ARG_UTILS)
+    target = next((module_rel(sources, ARG_UTILS, n) for n in ast.walk(module) if isinstance(n, ast.ImportFrom)
+                   and any(a.name == "resolve_kv_cache_dtype_string" for a in n.names)), None) if module else None
+    norm = normalized_quant_config(sources, quant_cfg)
+    if target is None or not isinstance(norm, dict):
+        return UNKNOWN
+    from mtp_audit.engines.code.statements import HookRaise, Obj
+
+    hf = Obj("PretrainedConfig", {"quantization_config": norm}, strict=True)
+    try:
+        out = World(sources).run(target, None, "resolve_kv_cache_dtype_string", None, ["auto", Obj("ModelConfig", {"hf_config": hf})], {})
+    except HookRaise:
+        return UNKNOWN
+    return out if isinstance(out, str) else UNKNOWN
 
 
 def gpu_capability(pf: dict[str, Any]) -> Any:
@@ -124,16 +151,21 @@ def gpu_capability(pf: dict[str, Any]) -> Any:
     return cap if len(cap) == 2 and all(isinstance(x, int) for x in cap) else UNKNOWN
 
 
-def check_attention(ctx: Any, cfg: dict[str, Any] | None, cfg_problem: str | None, draft_cfg: Any = None) -> None:
+def check_attention(ctx: Any, cfg: dict[str, Any] | None, cfg_problem: str | None, draft_cfg: Any = None,
+                    quant_cfg: dict[str, Any] | None = None) -> None:
     """Replay the attention-backend selection for ``ctx``'s launch (target, then the draft model's layers when a
     speculative config loads one); ``ctx.attention`` holds what runs and where it was decided; MTP332 when vLLM refuses
     the choice at start-up; an undecided answer is a gap (blocking only when one of the possible outcomes is a refusal).
-    ``draft_cfg``: the draft checkpoint's config.json (``None``: the target is its own draft or there is no draft)."""
+    ``draft_cfg``: the draft checkpoint's config.json (``None``: the target is its own draft or there is no draft);
+    ``quant_cfg``: the quantization config vLLM reads (:func:`mtp_audit.engines.vllm.launch.decide.quant_config_of`), for
+    what ``--kv-cache-dtype auto`` becomes (:func:`resolve_kv_auto`)."""
     if ctx.view is None or not hasattr(ctx.view, "sources"):
         return
     envs_py = ctx.view.sources.get("vllm/envs.py") or b""
     reads_env = b'"VLLM_ATTENTION_BACKEND"' in envs_py  # this release's envs.py defines (and so reads) it
     k = attention_knowns(cfg, ctx.cmd, ctx.env, gpu_capability(ctx.pf or {}), reads_env)
+    if ctx.cmd.get("--kv-cache-dtype") is None:
+        k.kv_cache_dtype = resolve_kv_auto(ctx.view.sources, quant_cfg)
     sel = _select(ctx, k)
     ctx.attention = {"knowns": k, "selection": sel, "config_problem": cfg_problem}
     _judge(ctx, k, sel, "")

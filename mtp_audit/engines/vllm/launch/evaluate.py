@@ -770,7 +770,10 @@ def _attention(ctx: VCtx, cwd: Path) -> None:
     draft_cfg = None
     if ctx.draft_path and not ctx.draft_is_target and ctx.draft_path != ctx.cmd.model:
         draft_cfg, _why = model_config_json(ctx.draft_path, cwd)
-    check_attention(ctx, cfg, problem, draft_cfg)
+    from mtp_audit.engines.vllm.launch.decide import quant_config_of
+
+    quant_cfg, _where = quant_config_of(ctx.cmd.model, cwd)
+    check_attention(ctx, cfg, problem, draft_cfg, quant_cfg)
 
 
 def _launch_env(ctx: VCtx, environ: Mapping[str, str] | None, env: Mapping[str, str] | None) -> None:

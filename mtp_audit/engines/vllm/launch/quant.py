@@ -251,4 +251,11 @@ def _normalized(sources: dict[str, bytes | None], quant_cfg: dict[str, Any] | No
     return out
 
 
-__all__ = ["QuantResolution", "resolve_quantization", "HookRaise"]
+def normalized_quant_config(sources: Any, quant_cfg: dict[str, Any] | None) -> Any:
+    """The quantization config as ``ModelConfig`` leaves it after ``_normalize_quantization_config`` (0.24+; the dict
+    ``hf_config.quantization_config`` holds afterwards), or as written on older releases; :data:`UNKNOWN` when the
+    normalisation cannot be replayed or raises."""
+    return _normalized(sources, quant_cfg, QuantResolution())
+
+
+__all__ = ["QuantResolution", "resolve_quantization", "normalized_quant_config", "HookRaise"]
