@@ -118,3 +118,15 @@ def test_0_11_mla_on_sm100_depends_on_the_block_size_the_platform_picks() -> Non
     # default block size itself, so only --block-size decides it here (B200 machine: no dump at hand, SM120's MLA is Triton)
     _r, backends = _launch("0.11.0", str(CONFIGS / "deepseek-ai--DeepSeek-V3"), "-tp", "1", "--block-size", "128")
     assert "attention MLA TritonMLABackend" in backends  # SM120: neither CUTLASS nor FlashInfer MLA (is_device_capability(100))
+
+
+def test_modelopt_fp8_kv_cache_moves_sm120_to_flashinfer() -> None:
+    # hf_quant_config.json declares kv_cache_quant_algo FP8: resolve_kv_cache_dtype_string (0.33.0
+    # vllm/utils/torch_utils.py:498) makes `auto` fp8_e4m3; FLASH_ATTN takes an FP8 KV cache only on SM90 (FA3) or SM100
+    # (FA4) (vllm/v1/attention/backends/fa_utils.py:282-312), so on SM120 the next in line, FLASHINFER, runs
+    r, backends = _launch("0.33.0", str(CONFIGS / "nvidia--Qwen3.5-397B-A17B-NVFP4"), "-tp", "1")
+    assert "attention FLASHINFER (auto; decided at vllm/platforms/cuda.py:518)" in backends
+    _r, given = _launch("0.33.0", str(CONFIGS / "nvidia--Qwen3.5-397B-A17B-NVFP4"), "-tp", "1", "--kv-cache-dtype", "auto")
+    assert "attention FLASHINFER (auto; decided at vllm/platforms/cuda.py:518)" in given  # `auto` given is resolved too
+    _r, bf16 = _launch("0.33.0", str(CONFIGS / "nvidia--Qwen3.5-397B-A17B-NVFP4"), "-tp", "1", "--kv-cache-dtype", "bfloat16")
+    assert "attention FLASH_ATTN (auto; decided at vllm/platforms/cuda.py:518)" in bf16

@@ -164,7 +164,7 @@ def check_attention(ctx: Any, cfg: dict[str, Any] | None, cfg_problem: str | Non
     envs_py = ctx.view.sources.get("vllm/envs.py") or b""
     reads_env = b'"VLLM_ATTENTION_BACKEND"' in envs_py  # this release's envs.py defines (and so reads) it
     k = attention_knowns(cfg, ctx.cmd, ctx.env, gpu_capability(ctx.pf or {}), reads_env)
-    if ctx.cmd.get("--kv-cache-dtype") is None:
+    if k.kv_cache_dtype == "auto":  # given or not: vLLM resolves "auto" from the checkpoint (arg_utils.py create_engine_config)
         k.kv_cache_dtype = resolve_kv_auto(ctx.view.sources, quant_cfg)
     sel = _select(ctx, k)
     ctx.attention = {"knowns": k, "selection": sel, "config_problem": cfg_problem}
