@@ -79,12 +79,29 @@ def test_0_11_reads_the_environment_variable() -> None:
     assert "FlashAttentionBackend (VLLM_ATTENTION_BACKEND FLASH_ATTN; decided at vllm/platforms/cuda.py:326)" in backends
 
 
-def test_undecided_selection_names_the_test_it_depends_on() -> None:
-    # DeepSeek-V3 on SM90: FLASH_ATTN_MLA comes first and is valid only if the flash-attn build supports MLA, which only
-    # the running process knows (vllm/v1/attention/backends/mla/flashattn_mla.py:85)
+def test_sm90_mla_is_flash_attn_mla_when_the_wheel_ships_fa3() -> None:
+    # DeepSeek-V3 on SM90: FLASH_ATTN_MLA ranks first (cuda.py:84-181) and is valid when the flash-attn build supports MLA
+    # (flashattn_mla.py:85 -> fa_utils.flash_attn_supports_mla -> FA3_AVAILABLE, set at import time when
+    # vllm/vllm_flash_attn/_vllm_fa3_C imports; the 0.33.0 wheel ships _vllm_fa3_C.abi3.so)
     r, backends = _launch("0.33.0", str(CONFIGS / "deepseek-ai--DeepSeek-V3"), "-tp", "1", machine=H200)
-    assert "attention MLA not decided" in backends and "flash_attn_supports_mla() (vllm/v1/attention/backends/mla/flashattn_mla.py:85)" in backends
+    assert "attention MLA FLASH_ATTN_MLA (auto; decided at vllm/platforms/cuda.py:518)" in backends
+    att = r.facts["launch"]["attention"]
+    assert any("_vllm_fa3_C loads (vllm/vllm_flash_attn/flash_attn_interface.py:" in a for a in att["assumed"])
+    assert att["values"]["head_size"] == 576 and att["values"]["use_mla"] is True and att["values"]["capability"] == [9, 0]
+    # the NVFP4 checkpoint's FP8 KV cache (kv_cache_quant_algo FP8) is not one FLASH_ATTN_MLA takes (flashattn_mla.py:42-46):
+    # FLASHMLA, next in line, runs (its compiled _flashmla_C ships in the wheel)
+    _r, nvfp4 = _launch("0.33.0", str(CONFIGS / "nvidia--DeepSeek-V3.1-NVFP4"), "-tp", "1", machine=H200)
+    assert "attention MLA FLASHMLA (auto; decided at vllm/platforms/cuda.py:518)" in nvfp4
+
+
+def test_undecided_selection_names_the_test_it_depends_on() -> None:
+    # GLM-5 (MLA + sparse indexer) on SM120: the only sparse MLA candidate needs a FlashInfer kernel that only the running
+    # process can look up (flashinfer_mla_sparse.py:211 has_flashinfer_sparse_mla_sm120()); vLLM may then find none
+    r, backends = _launch("0.33.0", str(CONFIGS / "zai-org--GLM-5-FP8"), "-tp", "1")
+    assert "attention MLA not decided" in backends and "has_flashinfer_sparse_mla_sm120() (vllm/v1/attention/backends/mla/flashinfer_mla_sparse.py:211)" in backends
     assert not any(f.rule_id == "MTP332" for f in r.findings)
+    gap = next(g for g in r.gaps if "attention backend" in g.message)
+    assert gap.blocking and "ValueError (vllm/platforms/cuda.py:472)" in gap.message  # one possible outcome is "no valid backend"
 
 
 def test_draft_backend_override_is_checked_for_the_mtp_layers() -> None:

@@ -168,6 +168,15 @@ class TreeSources(dict):
         self._tree: Any = None
         self._extra = 0
 
+    def has_compiled(self, stem: str) -> bool:
+        """Whether the target ships compiled extension ``stem`` (:meth:`mtp_audit.engines.vllm.target.VllmTree.has_compiled`)."""
+        try:
+            if self._tree is None:
+                self._tree = open_target(self._target)
+            return bool(self._tree.has_compiled(stem))
+        except Exception:  # noqa: BLE001 - an unreadable target ships nothing the replay can count on
+            return False
+
     def get(self, rel: str, default: Any = None) -> Any:  # type: ignore[override]
         if rel in self:
             return self[rel]

@@ -24,6 +24,7 @@ unknown: where it changes the answer, the attention backend is "could not tell" 
 from __future__ import annotations
 
 import ast
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,6 +100,8 @@ class AttnKnowns:
         selected_from: which option or variable chose it.
         hf_config: the checkpoint's (text) config.json keys, read by backends through ``get_current_vllm_config()``
             (``model_config.hf_text_config``); ``None`` when not audited.
+        parallel: ``parallel_config`` fields the command fixes (``tensor_parallel_size``,
+            ``decode_context_parallel_size``, ``prefill_context_parallel_size``; vLLM's default 1 when not given).
     """
 
     capability: Any
@@ -113,6 +116,7 @@ class AttnKnowns:
     selected: str | None = None
     selected_from: str | None = None
     hf_config: dict[str, Any] | None = None
+    parallel: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -130,6 +134,7 @@ class AttnSelection:
         undecided: the tests the replay could not decide that changed the answer (``text (file:line)``).
         gap: why nothing could be replayed (source missing or unparsable).
         platform: ``file:line`` of the replayed ``get_attn_backend_cls``.
+        assumed: what the replay took as given about the installed tree (a compiled extension the wheel ships loads).
     """
 
     backend: Any = UNKNOWN
@@ -140,6 +145,7 @@ class AttnSelection:
     undecided: list[str] = field(default_factory=list)
     gap: str | None = None
     platform: str | None = None
+    assumed: list[str] = field(default_factory=list)
 
 
 def _dotted_rel(sources: Any, dotted: str) -> tuple[str, str] | None:
@@ -192,6 +198,8 @@ class World:
         self.platform: Obj | None = None
         self.checked: list[tuple[str, Any]] = []
         self.undecided: list[str] = []
+        #: what the replay took as given about the installed tree (a shipped compiled extension loads)
+        self.assumed: list[str] = []
         self._classes: dict[tuple[str, str], Obj] = {}
         self._enums: dict[tuple[str, str], Obj] = {}
         self._names: dict[str, dict[str, Any]] = {}
@@ -335,13 +343,9 @@ class World:
         module = parsed_module(self.sources, rel)
         for node in (module.body if module else []):
             if isinstance(node, (ast.Try, ast.If, ast.With)):
-                # set at import time under a condition (``try: from . import _vllm_fa3_C; FA3_AVAILABLE = True``):
-                # what the running process finds, unknown here
-                for sub in ast.walk(node):
-                    if isinstance(sub, (ast.Assign, ast.AnnAssign)):
-                        for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]):
-                            if isinstance(t, ast.Name):
-                                out[t.id] = UNKNOWN
+                # set at import time under a condition (``if current_platform.is_cuda(): try: import vllm._flashmla_C``):
+                # replayed with the tree's compiled extensions (:meth:`_import_time`), unknown where that cannot decide
+                out.update(self._import_time(rel, module, node, out))
         for name in self._visible_classes(rel, module):
             found = find_class(self.sources, rel, name)
             if found is None:
@@ -349,6 +353,44 @@ class World:
             if self._is_enum(*found):
                 out[name] = self.enum_obj(*found)
         return out
+
+    def _import_time(self, rel: str, module: ast.Module, node: ast.stmt, names: dict[str, Any]) -> dict[str, Any]:
+        """The names a module-level ``if`` / ``try`` block binds at import time, replayed: an import of a ``vllm``
+        compiled extension succeeds when the tree ships it (``vllm/_flashmla_C.abi3.so`` in the wheel; recorded in
+        :attr:`assumed`) and raises ``ImportError`` when it does not; a block importing anything else, or that the
+        replay cannot decide, leaves its names :data:`UNKNOWN`."""
+        assigned = {t.id for sub in ast.walk(node) if isinstance(sub, (ast.Assign, ast.AnnAssign))
+                    for t in (sub.targets if isinstance(sub, ast.Assign) else [sub.target]) if isinstance(t, ast.Name)}
+        unknown = {n: UNKNOWN for n in assigned}
+        has = getattr(self.sources, "has_compiled", None)
+        stems: list[str] = []
+        pkg = rel.rpartition("/")[0]
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Import):
+                stems += [a.name.replace(".", "/") if a.name.startswith("vllm.") else "" for a in sub.names]
+            elif isinstance(sub, ast.ImportFrom):
+                stems += [f"{pkg}/{a.name}" if sub.level == 1 and sub.module is None else "" for a in sub.names]
+        if not stems or has is None or "" in stems or self.platform is None:
+            return unknown
+        shipped = {stem: bool(has(stem)) for stem in stems}
+        block = _ImportCalls(pkg).visit(copy.deepcopy(node))
+        ast.fix_missing_locations(block)
+
+        def load(r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
+            if not shipped.get(args[0] if args else "", False):
+                raise HookRaise("ImportError", f"No module named {args[0]!r} (not shipped in this tree)")
+            return None
+
+        r = Replay(module, rel, hooks={"__mtp_import__": load}, names=names)
+        paths = r.block([block], [Path(frames=[{}])])
+        if len(paths) != 1 or paths[0].raised is not None or paths[0].lost is not None:
+            return unknown
+        used = [s for s, ok in shipped.items() if ok]
+        if used:
+            note = f"the shipped compiled {', '.join(x.rpartition('/')[2] for x in used)} loads ({rel}:{node.lineno})"
+            if note not in self.assumed:
+                self.assumed.append(note)
+        return {n: paths[0].frames[-1].get(n, UNKNOWN) for n in assigned}
 
     def _visible_classes(self, rel: str, module: ast.Module | None) -> list[str]:
         names = [n.name for n in (module.body if module else []) if isinstance(n, ast.ClassDef)]
@@ -457,6 +499,23 @@ class World:
         return self.class_obj(*found) if found and find_class(self.sources, *found) else UNKNOWN
 
 
+class _ImportCalls(ast.NodeTransformer):
+    """``import vllm._flashmla_C`` / ``from . import _vllm_fa3_C`` -> ``__mtp_import__("vllm/_flashmla_C")`` (a call the
+    import-time replay answers from the tree's compiled extensions)."""
+
+    def __init__(self, pkg: str) -> None:
+        self.pkg = pkg
+
+    def _call(self, stem: str, node: ast.stmt) -> ast.Expr:
+        return ast.copy_location(ast.Expr(ast.Call(ast.Name("__mtp_import__", ast.Load()), [ast.Constant(stem)], [])), node)
+
+    def visit_Import(self, node: ast.Import) -> Any:
+        return [self._call(a.name.replace(".", "/"), node) for a in node.names]
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> Any:
+        return [self._call(f"{self.pkg}/{a.name}", node) for a in node.names]
+
+
 def _isinstance_hook(r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
     """``isinstance(x, type)`` is true for a class the replay built (an :class:`Obj` with ``__qualname__``); the rest as
     :mod:`mtp_audit.engines.code.statements` answers it."""
@@ -519,7 +578,7 @@ def select_attention(sources: Any, k: AttnKnowns) -> AttnSelection:
         return out
     kwargs = _call_kwargs(world, rel, node, k, selected)
     paths = world.paths(where[0], where[1], "get_attn_backend_cls", platform, [], kwargs)
-    out.checked = world.checked
+    out.checked, out.assumed = world.checked, world.assumed
     if paths is None:
         out.gap = f"{out.platform}: get_attn_backend_cls could not be replayed"
         return out
@@ -534,7 +593,7 @@ def _vllm_config(k: AttnKnowns) -> Obj:
     model = Obj("ModelConfig", {"hf_text_config": hf, "hf_config": hf, "use_mla": k.use_mla})
     cache = Obj("CacheConfig", {"cache_dtype": k.kv_cache_dtype, "user_specified_block_size": k.block_size is not None,
                                 **({"block_size": k.block_size} if k.block_size is not None else {})})
-    return Obj("VllmConfig", {"model_config": model, "cache_config": cache, "parallel_config": Obj("ParallelConfig")})
+    return Obj("VllmConfig", {"model_config": model, "cache_config": cache, "parallel_config": Obj("ParallelConfig", dict(k.parallel))})
 
 
 def _selected_member(world: World, rel: str, k: AttnKnowns, out: AttnSelection) -> Any:
@@ -666,6 +725,15 @@ def _sha1(data: bytes | None) -> str:
     return hashlib.sha1(data if data is not None else b"\0missing").hexdigest()
 
 
+def _code_stamp() -> str:
+    """SHA-1 of this module and the statement replay it drives, so an entry written by other replay code is a miss."""
+    from pathlib import Path as _P
+
+    from mtp_audit.engines.code import statements
+
+    return _sha1(_P(__file__).read_bytes() + _P(statements.__file__).read_bytes())
+
+
 def _to_json(sel: AttnSelection) -> dict[str, Any]:
     def val(v: Any) -> Any:
         return {"unknown": True} if v is UNKNOWN else v
@@ -674,7 +742,7 @@ def _to_json(sel: AttnSelection) -> dict[str, Any]:
             "raised": [sel.raised.type, sel.raised.message, sel.raised.location] if sel.raised else None,
             "checked": [[n, val(r) if not isinstance(r, list) or all(isinstance(x, str) for x in r) else {"unknown": True}]
                         for n, r in sel.checked],
-            "undecided": list(sel.undecided), "gap": sel.gap, "platform": sel.platform}
+            "undecided": list(sel.undecided), "gap": sel.gap, "platform": sel.platform, "assumed": list(sel.assumed)}
 
 
 def _from_json(d: dict[str, Any]) -> AttnSelection | None:
@@ -685,14 +753,14 @@ def _from_json(d: dict[str, Any]) -> AttnSelection | None:
         raised = Raised(*d["raised"]) if d["raised"] else None
         return AttnSelection(backend=val(d["backend"]), class_path=val(d["class_path"]), decided_at=d["decided_at"], raised=raised,
                              checked=[(str(n), val(r)) for n, r in d["checked"]], undecided=[str(u) for u in d["undecided"]],
-                             gap=d["gap"], platform=d["platform"])
+                             gap=d["gap"], platform=d["platform"], assumed=[str(a) for a in d.get("assumed") or []])
     except (KeyError, TypeError, ValueError):
         return None
 
 
 def select_attention_cached(sources: Any, k: AttnKnowns) -> AttnSelection:
     """:func:`select_attention` with its answer kept in the user cache (``vllm-attn-v1``): the entry is keyed by the
-    launch's values and the platform module's bytes, and holds the SHA-1 of every module the replay parsed; it is used
+    launch's values, the platform module's bytes and the replay code's own hash (:func:`_code_stamp`), and holds the SHA-1 of every module the replay parsed; it is used
     only when each of those modules still has the same bytes (so an edited backend file replays again)."""
     import hashlib
 
@@ -701,8 +769,8 @@ def select_attention_cached(sources: Any, k: AttnKnowns) -> AttnSelection:
     folder = cache.cache_dir(CACHE_NAMESPACE)
     plat = sources.get(PLATFORMS_INIT)
     ident = repr((k.capability, k.head_size, k.dtype, k.kv_cache_dtype, k.block_size, k.use_mla, k.use_sparse, k.has_sink,
-                  k.num_heads, k.selected, sorted((k.hf_config or {}).items(), key=str)))
-    key = "attn-" + hashlib.sha1((ident + _sha1(plat)).encode("utf-8", "surrogatepass")).hexdigest()
+                  k.num_heads, k.selected, sorted((k.hf_config or {}).items(), key=str), sorted(k.parallel.items())))
+    key = "attn-" + hashlib.sha1((ident + _sha1(plat) + _code_stamp()).encode("utf-8", "surrogatepass")).hexdigest()
     hit = cache.load(folder, key)
     if hit is not None and isinstance(hit.get("files"), dict) and all(
             isinstance(h, str) and _sha1(sources.get(rel)) == h for rel, h in hit["files"].items()):

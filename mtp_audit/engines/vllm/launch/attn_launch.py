@@ -48,6 +48,19 @@ def model_config_json(model: str, cwd: Any) -> tuple[dict[str, Any] | None, str 
     return (cfg, None) if isinstance(cfg, dict) else (None, f"{model}/config.json is not a JSON object")
 
 
+#: ``parallel_config`` fields backends read, and the options that set them (0.33.0 vllm/engine/arg_utils.py:1212, :1236)
+PARALLEL_FIELDS = {"tensor_parallel_size": ("--tensor-parallel-size", "-tp"),
+                   "decode_context_parallel_size": ("--decode-context-parallel-size", "-dcp"),
+                   "prefill_context_parallel_size": ("--prefill-context-parallel-size", "-pcp")}
+
+
+def _int_option(cmd: Any, *names: str) -> Any:
+    v = cmd.get(*names)
+    if v is None:
+        return 1  # vLLM's default for each of these sizes
+    return int(v) if isinstance(v, str) and v.isdigit() else UNKNOWN
+
+
 def _text_config(cfg: dict[str, Any]) -> dict[str, Any]:
     tc = cfg.get("text_config")
     return {**cfg, **tc} if isinstance(tc, dict) else cfg
@@ -85,6 +98,7 @@ def attention_knowns(cfg: dict[str, Any] | None, cmd: Any, env: dict[str, str], 
     k = AttnKnowns(capability=capability, head_size=UNKNOWN, dtype=UNKNOWN, selected=selected, selected_from=where,
                    kv_cache_dtype=kv if isinstance(kv, str) else "auto",
                    block_size=int(bs) if isinstance(bs, str) and bs.isdigit() else None)
+    k.parallel = {name: _int_option(cmd, *opts) for name, opts in PARALLEL_FIELDS.items()}
     if cfg is None:
         k.use_mla = k.use_sparse = k.has_sink = UNKNOWN
         return k
@@ -179,7 +193,7 @@ def check_attention(ctx: Any, cfg: dict[str, Any] | None, cfg_problem: str | Non
 def _select(ctx: Any, k: AttnKnowns) -> AttnSelection:
     memo = ctx.view.__dict__.setdefault("_attn_memo", {})
     key = repr((k.capability, k.head_size, k.dtype, k.kv_cache_dtype, k.block_size, k.use_mla, k.use_sparse, k.has_sink,
-                k.num_heads, k.selected, sorted((k.hf_config or {}).items(), key=str)))
+                k.num_heads, k.selected, sorted((k.hf_config or {}).items(), key=str), sorted(k.parallel.items())))
     if key not in memo:
         memo[key] = select_attention_cached(ctx.view.sources, k)
     return memo[key]
@@ -288,3 +302,31 @@ def _one_text(k: AttnKnowns, sel: AttnSelection) -> str:
         why = sel.gap or "; ".join(sel.undecided[:3])
         return f"{mla}not decided ({how}; {why})"
     return f"{mla}{sel.backend} ({how}; decided at {sel.decided_at})"
+
+
+def attention_facts(ctx: Any) -> dict[str, Any] | None:
+    """``facts["launch"]["attention"]``: for the model (and ``draft``) the backend, the ``file:line`` that decided it,
+    vLLM's refusal, the undecided tests, what was assumed of the installed tree, each backend checked with vLLM's reasons,
+    and the values the replay used."""
+    a = getattr(ctx, "attention", None) or {}
+    if not a.get("selection"):
+        return None
+
+    def one(k: AttnKnowns, sel: AttnSelection) -> dict[str, Any]:
+        def v(x: Any) -> Any:
+            return None if x is UNKNOWN else x
+
+        return {"backend": v(sel.backend), "class_path": v(sel.class_path), "decided_at": sel.decided_at,
+                "raised": {"type": sel.raised.type, "message": sel.raised.message, "location": sel.raised.location} if sel.raised else None,
+                "decided": sel.backend is not UNKNOWN or sel.raised is not None, "undecided": list(sel.undecided), "gap": sel.gap,
+                "assumed": list(sel.assumed), "platform": sel.platform,
+                "checked": [{"backend": n, "invalid_reasons": v(r) if not isinstance(r, str) else [r]} for n, r in sel.checked],
+                "values": {"capability": list(k.capability) if isinstance(k.capability, tuple) else None, "head_size": v(k.head_size),
+                           "dtype": v(k.dtype), "kv_cache_dtype": v(k.kv_cache_dtype), "block_size": v(k.block_size), "use_mla": v(k.use_mla),
+                           "use_sparse": v(k.use_sparse), "has_sink": v(k.has_sink), "num_heads": v(k.num_heads),
+                           "selected": k.selected, "selected_from": k.selected_from}}
+
+    out = one(a["knowns"], a["selection"])
+    if a.get("draft"):
+        out["draft"] = one(a["draft"]["knowns"], a["draft"]["selection"])
+    return out

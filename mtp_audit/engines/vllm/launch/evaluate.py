@@ -51,7 +51,7 @@ PARALLEL_OPTIONS = ("--tensor-parallel-size", "-tp", "--pipeline-parallel-size",
                     "--data-parallel-size-local", "-dpl", "--enable-expert-parallel", "-ep", "--nnodes", "-n")
 #: options read by the attention-backend replay (:mod:`mtp_audit.engines.vllm.launch.attn_launch`)
 ATTENTION_OPTIONS = ("--attention-backend", "--attention-config", "-ac", "--attention-config.backend", "--kv-cache-dtype",
-                     "--block-size", "--dtype")
+                     "--block-size", "--dtype", "--decode-context-parallel-size", "-dcp", "--prefill-context-parallel-size", "-pcp")
 #: methods whose proposer loads no draft model (no ``model`` to build a draft ``ModelConfig`` from)
 NO_DRAFT = ("ngram", "[ngram]", "ngram_gpu", "suffix", "extract_hidden_states", "custom_class")
 

@@ -74,7 +74,8 @@ def build_vllm_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap
             "corrected_command": fixed_cmd, "corrected_check": corrected_check, "engine": "vllm",
             "speculative": {"requested": ctx.method_requested, "runs_as": ctx.method, "trace": list(ctx.trace),
                             "num_speculative_tokens": ctx.k, "mtp_layers": ctx.n_layers, "proposer": ctx.proposer},
-            "draft": dict(d), "parallel": ctx.parallel, "command": cmd.to_dict(), "env": {k: {"value": ctx.env[k]} for k in sorted(ctx.env)}}
+            "draft": dict(d), "parallel": ctx.parallel, "command": cmd.to_dict(), "env": {k: {"value": ctx.env[k]} for k in sorted(ctx.env)},
+            "attention": _attention_facts(ctx)}
 
 
 def _method_text(ctx: Any) -> str:
@@ -220,6 +221,12 @@ def _head(ctx: Any, v: str, errors: list[Finding], blocking: list[Gap], findings
         return f"could not tell: {blocking[0].message}; vLLM {ctx.version}: {runs}"
     warn = sorted({f.rule_id for f in findings if f.severity == Severity.WARNING})
     return f"go: vLLM {ctx.version}: {runs}" + (f"; warnings: {', '.join(warn)}" if warn else "")
+
+
+def _attention_facts(ctx: Any) -> Any:
+    from mtp_audit.engines.vllm.launch.attn_launch import attention_facts
+
+    return attention_facts(ctx)
 
 
 def backends_line(ctx: Any) -> str:
