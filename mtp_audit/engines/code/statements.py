@@ -64,7 +64,8 @@ MAX_DEPTH = 6
 
 class Obj:
     """An object with known attributes (``attrs``); reading a missing one gives :data:`UNKNOWN` (or ``default``
-    when one was declared, e.g. a dataclass field default). ``name`` says what it stands for in messages."""
+    when one was declared, e.g. a dataclass field default). ``name`` says what it stands for in messages. An attribute
+    ``__truth__`` (``True`` / ``False`` / :data:`UNKNOWN`) is the object's truth in tests (its ``__bool__``)."""
 
     def __init__(self, name: str, attrs: Mapping[str, Any] | None = None, *, strict: bool = False) -> None:
         self.name = name
@@ -502,6 +503,8 @@ class Replay:
         v = self.ev(node, p)
         if v is UNKNOWN:
             return UNKNOWN
+        if isinstance(v, Obj) and "__truth__" in v.attrs:
+            return v.attrs["__truth__"]
         if isinstance(v, (Obj, tuple)) and not _data(v):
             return True
         try:
@@ -622,7 +625,7 @@ class Replay:
         if x is UNKNOWN:
             return UNKNOWN
         if isinstance(x, Obj):
-            return True
+            return x.attrs.get("__truth__", True)  # an adapter may give an object its __bool__
         try:
             return bool(x)
         except TypeError:

@@ -454,8 +454,8 @@ class World:
         self._hooks[rel] = out
         module = parsed_module(self.sources, rel)
         for node in ast.walk(module) if module else ():
-            if isinstance(node, ast.ClassDef) and any(ast.unparse(b).endswith("NamedTuple") for b in node.bases):
-                out[node.name] = _namedtuple_hook(node)
+            if isinstance(node, ast.ClassDef) and _record_class(node):
+                out[node.name] = self._record_hook(rel, node)
             if isinstance(node, ast.ImportFrom):
                 target = module_rel(self.sources, rel, node)
                 for a in node.names:
@@ -470,11 +470,29 @@ class World:
             if fn is None:
                 found = find_class(self.sources, target, fname)
                 node = self._class_node(*found) if found else None
-                if node is not None and any(ast.unparse(b).endswith("NamedTuple") for b in node.bases):
-                    return _namedtuple_hook(node)(r, p, args, kwargs, n)
+                if node is not None and _record_class(node):
+                    return self._record_hook(found[0], node)(r, p, args, kwargs, n)
                 return UNKNOWN
             return self.run(target, None, fname, None, args, kwargs)
         return call
+
+    def _record_hook(self, rel: str, node: ast.ClassDef) -> Callable[..., Any]:
+        """A NamedTuple / dataclass constructor: an :class:`Obj` of its fields (positional, then keyword); a ``__bool__``
+        the class defines is replayed once and kept as the object's truth (0.11.0 ``_IsSupported``)."""
+        fields = [s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+        has_bool = any(isinstance(f, ast.FunctionDef) and f.name == "__bool__" for f in node.body)
+
+        def make(r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
+            obj = Obj(node.name, dict(zip(fields, args)))
+            obj.attrs.update({k: v for k, v in kwargs.items() if k in fields})
+            if has_bool:
+                try:
+                    truth = self.run(rel, node.name, "__bool__", obj, [], {})
+                except HookRaise:
+                    truth = UNKNOWN
+                obj.attrs["__truth__"] = truth if isinstance(truth, bool) else UNKNOWN
+            return obj
+        return make
 
     def _super_hook(self, r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
         """``super()`` inside a method of class ``r.cls``: the methods of the classes after it in the bound class's MRO."""
@@ -543,14 +561,10 @@ def _min_hook(r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: An
     return UNKNOWN
 
 
-def _namedtuple_hook(node: ast.ClassDef) -> Callable[..., Any]:
-    fields = [s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
-
-    def make(r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
-        attrs = dict(zip(fields, args))
-        attrs.update({k: v for k, v in kwargs.items() if k in fields})
-        return Obj(node.name, attrs)
-    return make
+def _record_class(node: ast.ClassDef) -> bool:
+    """A NamedTuple or ``@dataclass`` class: calling it builds a record of its annotated fields."""
+    return any(ast.unparse(b).endswith("NamedTuple") for b in node.bases) or any(
+        "dataclass" in ast.unparse(d) for d in node.decorator_list)
 
 
 def select_attention(sources: Any, k: AttnKnowns) -> AttnSelection:
