@@ -109,12 +109,16 @@ def _check_run_deadline() -> float:
 
 
 def same_origin(url: str, endpoint: str) -> bool:
-    """Whether ``url`` has the scheme, host and port of ``endpoint`` (the only origin a token goes to)."""
+    """Whether ``url`` has the scheme, host and port of ``endpoint`` (the only origin a token goes to).
+    A URL that does not parse (``http://[::1``, a port of letters) is another origin: no token goes with it."""
     from urllib.parse import urlsplit
 
-    a, b = urlsplit(url), urlsplit(endpoint)
-    return (a.scheme.lower(), a.hostname, a.port or _default_port(a.scheme)) == (
-        b.scheme.lower(), b.hostname, b.port or _default_port(b.scheme))
+    try:
+        a, b = urlsplit(url), urlsplit(endpoint)
+        return (a.scheme.lower(), a.hostname, a.port or _default_port(a.scheme)) == (
+            b.scheme.lower(), b.hostname, b.port or _default_port(b.scheme))
+    except ValueError:
+        return False
 
 
 def _default_port(scheme: str) -> int | None:
