@@ -147,3 +147,11 @@ def test_modelopt_fp8_kv_cache_moves_sm120_to_flashinfer() -> None:
     assert "attention FLASHINFER (auto; decided at vllm/platforms/cuda.py:518)" in given  # `auto` given is resolved too
     _r, bf16 = _launch("0.33.0", str(CONFIGS / "nvidia--Qwen3.5-397B-A17B-NVFP4"), "-tp", "1", "--kv-cache-dtype", "bfloat16")
     assert "attention FLASH_ATTN (auto; decided at vllm/platforms/cuda.py:518)" in bf16
+
+
+def test_0_11_automatic_choice_is_flash_attention_below_sm100() -> None:
+    # 0.11.0 cuda.py:358-368: SM80+ without sinks or FP8 KV -> FLASH_ATTN_V1 when is_attn_backend_supported() says the head
+    # size (128 in [32..256], flash_attn.py:47-48) and dtype (bfloat16) are supported (_IsSupported.__bool__, selector.py:89)
+    for machine in (SM120, H200):
+        _r, backends = _launch("0.11.0", str(CONFIGS / "Qwen--Qwen3-30B-A3B"), "-tp", "1", machine=machine)
+        assert "attention FlashAttentionBackend (auto; decided at vllm/platforms/cuda.py:368)" in backends
