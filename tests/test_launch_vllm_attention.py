@@ -58,14 +58,27 @@ def test_flashinfer_mla_forced_on_sm90_is_refused_with_vllms_reason() -> None:
     assert "SM 9.0, head size 576" in f.message and "MLA" in f.message
 
 
-def test_gpt_oss_forced_flashinfer_on_sm120_report_40153() -> None:
-    # https://github.com/vllm-project/vllm/issues/40153 (2026): attention_backend="FLASHINFER" for GPT-OSS-20B on an
-    # RTX PRO 6000 fails at start-up: FlashInfer is rejected for attention sinks on SM120
-    r, backends = _launch("0.24.0", str(GPT_OSS), "--attention-backend", "FLASHINFER")
-    f = next(f for f in r.findings if f.rule_id == "MTP332")
-    assert ("Selected backend AttentionBackendEnum.FLASHINFER is not valid for this configuration. Reason: "
-            "['attention sinks not supported'] (vllm/platforms/cuda.py:415)") in f.message
-    assert exit_code(r, Severity.ERROR) == 1 and "attention refused (--attention-backend FLASHINFER): MTP332" in backends
+def test_gpt_oss_on_sm120_report_40153() -> None:
+    # https://github.com/vllm-project/vllm/issues/40153 (vLLM 0.17.0, 2026): GPT-OSS-20B on an RTX PRO 6000 (SM120) runs
+    # TRITON_ATTN by default ("Using TRITON_ATTN attention backend out of potential backends: ['TRITON_ATTN']"), and
+    # attention_backend="FLASHINFER" fails at start-up for attention sinks. FLASH_ATTN: sinks need FA3/FA4
+    # (fa_utils.flash_attn_supports_sinks), FA2 only on SM12x; FLASHINFER: sinks only through TRTLLM attention, whose
+    # availability vLLM checks with vllm.envs and the cubins (vllm/utils/flashinfer.py:675-697)
+    r, backends = _launch("0.24.0", str(GPT_OSS))
+    assert "attention TRITON_ATTN (auto; decided at vllm/platforms/cuda.py:490)" in backends
+    for version, raise_line, forced_list in (("0.24.0", 415, ("FLASHINFER", "FLASH_ATTN")), ("0.33.0", 443, ("FLASH_ATTN",))):
+        for forced in forced_list:
+            r, backends = _launch(version, str(GPT_OSS), "--attention-backend", forced)
+            f = next(f for f in r.findings if f.rule_id == "MTP332")
+            assert (f"Selected backend AttentionBackendEnum.{forced} is not valid for this configuration. Reason: "
+                    f"['attention sinks not supported'] (vllm/platforms/cuda.py:{raise_line})") in f.message, (version, f.message)
+            assert exit_code(r, Severity.ERROR) == 1 and f"attention refused (--attention-backend {forced}): MTP332" in backends
+    # 0.33.0 lets FlashInfer serve sinks through TRTLLM attention when its cubins are at hand (pre-downloaded
+    # flashinfer-cubin, or NVIDIA's artifactory reachable): only the running process knows, so auto is not decided
+    r, backends = _launch("0.33.0", str(GPT_OSS))
+    assert "attention not decided (auto; possible outcomes: FLASHINFER, TRITON_ATTN;" in backends
+    assert "has_nvidia_artifactory() (vllm/utils/flashinfer.py:687)" in backends
+    assert not any(f.rule_id == "MTP332" for f in r.findings)
 
 
 def test_unknown_backend_name_is_the_enum_lookup_error() -> None:

@@ -158,6 +158,11 @@ _SAFE_BUILTINS: dict[str, Callable[..., Any]] = {"len": len, "min": min, "max": 
 _LOG_NAMES = ("logger", "logging", "log", "_logger", "warnings")
 
 
+def _is_ref(v: Any) -> bool:
+    """Whether ``v`` is the replay's placeholder for a name it could not resolve (``("__ref__", "envs.X")``)."""
+    return isinstance(v, tuple) and len(v) == 2 and v[0] == "__ref__" and isinstance(v[1], str)
+
+
 def _data(v: Any) -> bool:
     """Whether ``v`` is plain data the replay may apply Python operators to."""
     if v is None or isinstance(v, (bool, int, float, str)):
@@ -505,6 +510,8 @@ class Replay:
             return UNKNOWN
         if isinstance(v, Obj) and "__truth__" in v.attrs:
             return v.attrs["__truth__"]
+        if _is_ref(v):
+            return UNKNOWN  # a name the replay could not resolve (an imported module's attribute): its truth is unknown
         if isinstance(v, (Obj, tuple)) and not _data(v):
             return True
         try:
@@ -622,7 +629,7 @@ class Replay:
         return UNKNOWN
 
     def _bool(self, x: Any) -> Any:
-        if x is UNKNOWN:
+        if x is UNKNOWN or _is_ref(x):
             return UNKNOWN
         if isinstance(x, Obj):
             return x.attrs.get("__truth__", True)  # an adapter may give an object its __bool__

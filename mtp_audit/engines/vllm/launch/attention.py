@@ -33,6 +33,7 @@ from mtp_audit.engines.code.statements import UNKNOWN, HookRaise, Native, Obj, P
 from mtp_audit.engines.vllm.launch.quant import find_class, module_rel, parsed_module
 
 PLATFORMS_INIT = "vllm/platforms/__init__.py"
+ENVS = "vllm/envs.py"
 #: the torch dtypes the replay names (``torch.bfloat16`` -> ``"torch.bfloat16"``)
 TORCH_DTYPES = ("float16", "bfloat16", "float32", "float8_e4m3fn", "float8_e5m2", "uint8", "int8")
 MAX_CALL_DEPTH = 10
@@ -102,6 +103,8 @@ class AttnKnowns:
             (``model_config.hf_text_config``); ``None`` when not audited.
         parallel: ``parallel_config`` fields the command fixes (``tensor_parallel_size``,
             ``decode_context_parallel_size``, ``prefill_context_parallel_size``; vLLM's default 1 when not given).
+        attention_config: ``--attention-config`` JSON keys the command gives (over ``AttentionConfig``'s defaults).
+        environ: the launch's ``VLLM_*`` variables (``vllm.envs`` reads them; unset ones take envs.py's defaults).
     """
 
     capability: Any
@@ -117,6 +120,8 @@ class AttnKnowns:
     selected_from: str | None = None
     hf_config: dict[str, Any] | None = None
     parallel: dict[str, Any] = field(default_factory=dict)
+    attention_config: dict[str, Any] = field(default_factory=dict)
+    environ: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -191,8 +196,11 @@ class World:
     """The replayed program: classes across modules (their MRO, class attributes and methods), enums, imported
     functions, the CUDA platform as ``current_platform`` with the declared capability."""
 
-    def __init__(self, sources: Any, capability: Any = UNKNOWN, vllm_config: Any = UNKNOWN) -> None:
+    def __init__(self, sources: Any, capability: Any = UNKNOWN, vllm_config: Any = UNKNOWN,
+                 environ: dict[str, str] | None = None) -> None:
         self.sources = sources
+        self.environ = dict(environ or {})
+        self._envs: Obj | None = None
         self.vllm_config = vllm_config
         self.capability = capability
         self.platform: Obj | None = None
@@ -336,7 +344,7 @@ class World:
         classes defined or imported there."""
         if rel in self._names:
             return self._names[rel]
-        out: dict[str, Any] = {"torch": Obj("torch", {d: f"torch.{d}" for d in TORCH_DTYPES})}
+        out: dict[str, Any] = {"torch": Obj("torch", {d: f"torch.{d}" for d in TORCH_DTYPES}), "envs": self.envs()}
         self._names[rel] = out
         if self.platform is not None:
             out["current_platform"] = self.platform
@@ -353,6 +361,36 @@ class World:
             if self._is_enum(*found):
                 out[name] = self.enum_obj(*found)
         return out
+
+    def envs(self) -> Obj:
+        """``vllm.envs`` as the launch sees it: each ``environment_variables`` entry of ``vllm/envs.py`` whose lambda the
+        replay can evaluate with ``os.getenv`` / ``os.environ.get`` answered from the launch's environment (else the
+        lambda's own default: ``VLLM_BATCH_INVARIANT`` -> ``bool(int("0"))`` -> ``False``); others unknown."""
+        if self._envs is not None:
+            return self._envs
+        self._envs = Obj("envs")
+        module = parsed_module(self.sources, ENVS)
+        table = next((n.value for n in (module.body if module else []) if isinstance(n, (ast.Assign, ast.AnnAssign))
+                      and isinstance(n.value, ast.Dict) and any(isinstance(t, ast.Name) and t.id == "environment_variables"
+                                                                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))), None)
+        if table is None or module is None:
+            return self._envs
+
+        def getenv(r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
+            name = args[0] if args else None
+            if not isinstance(name, str):
+                return UNKNOWN
+            return self.environ.get(name, args[1] if len(args) > 1 else kwargs.get("default"))
+
+        r = Replay(module, ENVS, hooks={"os.getenv": getenv, "os.environ.get": getenv})
+        for key, value in zip(table.keys, table.values):
+            if isinstance(key, ast.Constant) and isinstance(key.value, str) and isinstance(value, ast.Lambda):
+                try:
+                    v = r.ev(value.body, Path(frames=[{}]))
+                except Exception:  # noqa: BLE001 - an entry the replay cannot evaluate (it raised) is unknown
+                    v = UNKNOWN
+                self._envs.attrs[key.value] = v if v is None or isinstance(v, (bool, int, float, str)) else UNKNOWN
+        return self._envs
 
     def _import_time(self, rel: str, module: ast.Module, node: ast.stmt, names: dict[str, Any]) -> dict[str, Any]:
         """The names a module-level ``if`` / ``try`` block binds at import time, replayed: an import of a ``vllm``
@@ -576,7 +614,7 @@ def select_attention(sources: Any, k: AttnKnowns) -> AttnSelection:
         return AttnSelection(gap=found)
     if not isinstance(k.capability, tuple):
         return AttnSelection(gap="the GPU's compute capability is not known (no machine declared or seen)")
-    world = World(sources, Cap(*k.capability), _vllm_config(k))
+    world = World(sources, Cap(*k.capability), _vllm_config(k, _attention_defaults(sources)), k.environ)
     rel, cname = found
     rel, cname = world.methods(rel, cname)["get_attn_backend_cls"]  # the defining class (its subclasses only add NVML)
     platform = world.class_obj(rel, cname)
@@ -600,14 +638,27 @@ def select_attention(sources: Any, k: AttnKnowns) -> AttnSelection:
     return out
 
 
-def _vllm_config(k: AttnKnowns) -> Obj:
+def _attention_defaults(sources: Any) -> dict[str, Any]:
+    """``AttentionConfig``'s literal field defaults in this release (class found through ``vllm/config/__init__.py``'s
+    re-export; 0.33.0 ``vllm/config/attention.py``: ``flash_attn_version = None`` ...); ``{}`` when it has none."""
+    found = find_class(sources, "vllm/config/__init__.py", "AttentionConfig")
+    module = parsed_module(sources, found[0]) if found else None
+    if module is None:
+        return {}
+    return Replay(module, found[0], cls=found[1]).field_defaults()
+
+
+def _vllm_config(k: AttnKnowns, attention_defaults: dict[str, Any] | None = None) -> Obj:
     """What ``get_current_vllm_config()`` holds that the launch knows: ``model_config.hf_text_config`` (config.json's
-    keys, strict: a key it lacks is absent), ``cache_config`` (``cache_dtype``, ``block_size``)."""
+    keys, strict: a key it lacks is absent), ``cache_config`` (``cache_dtype``, ``block_size``), ``parallel_config``,
+    ``attention_config`` (the release's defaults under the command's ``--attention-config``)."""
     hf = Obj("PretrainedConfig", dict(k.hf_config), strict=True) if isinstance(k.hf_config, dict) else Obj("PretrainedConfig")
     model = Obj("ModelConfig", {"hf_text_config": hf, "hf_config": hf, "use_mla": k.use_mla})
     cache = Obj("CacheConfig", {"cache_dtype": k.kv_cache_dtype, "user_specified_block_size": k.block_size is not None,
                                 **({"block_size": k.block_size} if k.block_size is not None else {})})
-    return Obj("VllmConfig", {"model_config": model, "cache_config": cache, "parallel_config": Obj("ParallelConfig", dict(k.parallel))})
+    attention = Obj("AttentionConfig", {**dict(attention_defaults or {}), **dict(k.attention_config)})
+    return Obj("VllmConfig", {"model_config": model, "cache_config": cache, "parallel_config": Obj("ParallelConfig", dict(k.parallel)),
+                              "attention_config": attention})
 
 
 def _selected_member(world: World, rel: str, k: AttnKnowns, out: AttnSelection) -> Any:
@@ -783,7 +834,8 @@ def select_attention_cached(sources: Any, k: AttnKnowns) -> AttnSelection:
     folder = cache.cache_dir(CACHE_NAMESPACE)
     plat = sources.get(PLATFORMS_INIT)
     ident = repr((k.capability, k.head_size, k.dtype, k.kv_cache_dtype, k.block_size, k.use_mla, k.use_sparse, k.has_sink,
-                  k.num_heads, k.selected, sorted((k.hf_config or {}).items(), key=str), sorted(k.parallel.items())))
+                  k.num_heads, k.selected, sorted((k.hf_config or {}).items(), key=str), sorted(k.parallel.items()),
+                  sorted(k.attention_config.items(), key=str), sorted(k.environ.items())))
     key = "attn-" + hashlib.sha1((ident + _sha1(plat) + _code_stamp()).encode("utf-8", "surrogatepass")).hexdigest()
     hit = cache.load(folder, key)
     if hit is not None and isinstance(hit.get("files"), dict) and all(

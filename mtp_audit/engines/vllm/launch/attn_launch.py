@@ -66,6 +66,16 @@ def _text_config(cfg: dict[str, Any]) -> dict[str, Any]:
     return {**cfg, **tc} if isinstance(tc, dict) else cfg
 
 
+def _attention_config_json(cmd: Any) -> dict[str, Any]:
+    """``--attention-config`` / ``-ac`` as a JSON object (``{}`` when absent or not an object)."""
+    raw = cmd.get("--attention-config", "-ac")
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        data = None
+    return {str(key): v for key, v in data.items() if key != "backend"} if isinstance(data, dict) else {}
+
+
 def _selected(cmd: Any, env: dict[str, str], version_env: bool) -> tuple[str | None, str | None]:
     """The backend the launch chooses and where: ``--attention-backend``, ``--attention-config``/``-ac`` JSON
     ``backend``, ``--attention-config.backend``, or ``VLLM_ATTENTION_BACKEND`` when this vLLM reads it."""
@@ -76,13 +86,12 @@ def _selected(cmd: Any, env: dict[str, str], version_env: bool) -> tuple[str | N
     if isinstance(v, str):
         return v, "--attention-config.backend"
     raw = cmd.get("--attention-config", "-ac")
-    if isinstance(raw, str):
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            data = None
-        if isinstance(data, dict) and isinstance(data.get("backend"), str):
-            return data["backend"], "--attention-config"
+    try:
+        data = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("backend"), str):
+        return data["backend"], "--attention-config"
     if version_env and env.get("VLLM_ATTENTION_BACKEND"):
         return env["VLLM_ATTENTION_BACKEND"], "VLLM_ATTENTION_BACKEND"
     return None, None
@@ -99,6 +108,8 @@ def attention_knowns(cfg: dict[str, Any] | None, cmd: Any, env: dict[str, str], 
                    kv_cache_dtype=kv if isinstance(kv, str) else "auto",
                    block_size=int(bs) if isinstance(bs, str) and bs.isdigit() else None)
     k.parallel = {name: _int_option(cmd, *opts) for name, opts in PARALLEL_FIELDS.items()}
+    k.attention_config = _attention_config_json(cmd)
+    k.environ = {key: str(v) for key, v in env.items() if key.startswith("VLLM_")}
     if cfg is None:
         k.use_mla = k.use_sparse = k.has_sink = UNKNOWN
         return k
@@ -193,7 +204,8 @@ def check_attention(ctx: Any, cfg: dict[str, Any] | None, cfg_problem: str | Non
 def _select(ctx: Any, k: AttnKnowns) -> AttnSelection:
     memo = ctx.view.__dict__.setdefault("_attn_memo", {})
     key = repr((k.capability, k.head_size, k.dtype, k.kv_cache_dtype, k.block_size, k.use_mla, k.use_sparse, k.has_sink,
-                k.num_heads, k.selected, sorted((k.hf_config or {}).items(), key=str), sorted(k.parallel.items())))
+                k.num_heads, k.selected, sorted((k.hf_config or {}).items(), key=str), sorted(k.parallel.items()),
+                sorted(k.attention_config.items(), key=str), sorted(k.environ.items())))
     if key not in memo:
         memo[key] = select_attention_cached(ctx.view.sources, k)
     return memo[key]
