@@ -20,6 +20,14 @@ from typing import Any
 _HIDING = (ast.Lambda, ast.JoinedStr)
 #: Statements whose expressions are marked ``hidden`` (a raise or an assert never assigns a flag).
 _HIDING_STMT = (ast.Raise, ast.Assert)
+#: Expression nodes without anything to index inside or at them (see ``ModuleIndex._expr``); their subclasses
+#: (``Load``, ``Or``, ``Eq``...) are listed one by one because the walk compares exact types.
+_LEAVES = frozenset({ast.Name, ast.Constant, *(c for base in (ast.expr_context, ast.boolop, ast.operator, ast.unaryop,
+                                                              ast.cmpop) for c in base.__subclasses__())})
+#: Fields that never hold a node to walk into: names and flags (strings, numbers) and the leaves above.
+_NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "kind", "conversion", "is_async", "type_comment", "level"})
+#: Node type -> the fields ``_expr`` walks into (filled on first sight of each type).
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 class Context:
@@ -174,8 +182,15 @@ class ModuleIndex:
         self._block(st.body, inner, unit_level + 1, owner_class)
 
     def _expr(self, node: ast.expr, ctx: Context, hidden: bool) -> None:
+        """Index the calls, attribute reads and ``or`` expressions inside ``node``, in the order of a depth-first walk
+        over ``ast.iter_child_nodes`` with an explicit stack (children pushed in field order, so popped in reverse).
+        Leaves that hold nothing to index (names, constants, ``Load``/``Store`` contexts, operators) are not pushed:
+        the order of the indexed nodes is the same as when they were."""
+        if type(node) in _LEAVES:
+            return
         stack: list[tuple[ast.AST, bool]] = [(node, hidden)]
         calls, reads = self.calls, self.attr_reads
+        fields_of, leaves, AST = _CHILD_FIELDS, _LEAVES, ast.AST
         while stack:
             n, h = stack.pop()
             t = type(n)
@@ -187,12 +202,19 @@ class ModuleIndex:
             elif t is ast.BoolOp:
                 if type(n.op) is ast.Or:  # type: ignore[attr-defined]
                     self.or_ops.append(Site(n, ctx, h))
-            elif t is ast.Constant or t is ast.Name:
-                continue
             elif t in _HIDING:
                 h = True
-            for c in ast.iter_child_nodes(n):
-                stack.append((c, h))
+            fields = fields_of.get(t)
+            if fields is None:
+                fields = fields_of[t] = tuple(f for f in t._fields if f not in _NOT_CHILDREN)
+            for f in fields:
+                v = getattr(n, f, None)
+                if type(v) is list:
+                    for c in v:
+                        if isinstance(c, AST) and type(c) not in leaves:
+                            stack.append((c, h))
+                elif isinstance(v, AST) and type(v) not in leaves:
+                    stack.append((v, h))
 
     # --- source text -----------------------------------------------------------------------------
 

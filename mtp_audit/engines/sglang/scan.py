@@ -166,11 +166,52 @@ def scan_env(data: bytes) -> dict[str, list[list[Any]]]:
         for m in _ENV_DEFINED.finditer(data):
             out["defined"].append([m.group(1).decode(), lc.line(m.start(1))])
     if b"env" in data or b"ENV" in data:
-        for m in _ENV_READ.finditer(data):
+        for m in _env_reads(data):
             if _in_comment(data, m.start()):
                 continue
             name = next(g for g in m.groups() if g)
             out["read"].append([name.decode(), lc.line(m.start())])
+    return out
+
+
+#: Bytes that can stand between the start of an :data:`_ENV_READ` match and its name (``\w``, ``\s``, ``.([``
+#: and quotes) map to ``a``, every other byte to ``#``.
+_ENV_PREFIX_BYTES = bytes(
+    ord("a") if chr(b).isascii() and (chr(b).isalnum() or chr(b) in "_ \t\n\r\f\v.([\"'") else ord("#") for b in range(256))
+_NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _env_reads(data: bytes):  # noqa: ANN202 - a generator of matches
+    """The matches of ``_ENV_READ.finditer(data)``, found without running the regex over the whole file.
+
+    Every match's name holds one of :data:`_ENV_HINTS`, and the name is the whole run of ``[A-Z0-9_]`` bytes
+    around that hint (it follows a ``.`` or a quote and ends at ``\b`` or a quote). Between the match start
+    and the name only the bytes of :data:`_ENV_PREFIX_BYTES` occur. So for each hint, in file order and past
+    the previous match, the regex is searched only from the start of that run of prefix bytes to one byte
+    past the name: the leftmost match there is the one ``finditer`` finds next, and a hint without a match
+    there is in no match."""
+    hints = sorted({i for h in _ENV_HINTS for i in _find_all(data, h)})
+    if not hints:
+        return
+    prefix = data.translate(_ENV_PREFIX_BYTES)
+    pos, n = 0, len(data)
+    for h in hints:
+        if h < pos:
+            continue
+        end = h
+        while end < n and data[end] in _NAME_BYTES:
+            end += 1
+        m = _ENV_READ.search(data, max(pos, prefix.rfind(b"#", 0, h) + 1), min(n, end + 1))
+        if m is not None:
+            yield m
+            pos = m.end()
+
+
+def _find_all(data: bytes, token: bytes) -> list[int]:
+    out, i = [], data.find(token)
+    while i != -1:
+        out.append(i)
+        i = data.find(token, i + 1)
     return out
 
 
