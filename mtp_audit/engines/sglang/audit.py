@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.engines.code import cache
+from mtp_audit.engines.code.index import gc_paused
 from mtp_audit.engines.sglang.scan import SCAN_VERSION, passes_for, scan_file
 from mtp_audit.engines.sglang.target import open_target
 from mtp_audit.progress import Progress
@@ -722,8 +723,9 @@ def audit_tree(tree: SourceTree, *, file_key: str | None = None) -> Report:
     hit = cache.load(folder, tkey)
     was_cached = hit is not None and "facts" in hit
     if not was_cached:
-        results, stats = scan_tree(tree)
-        facts, gaps = link(tree, results)
+        with gc_paused():
+            results, stats = scan_tree(tree)
+            facts, gaps = link(tree, results)
         facts["scan"] = dict(stats, tree_cache="miss", unresolved_choices=len(facts["unresolved_choices"]),
                              unresolved_choices_noted=sum(1 for u in facts["unresolved_choices"] if any(
                                  g.message.startswith(f"{u['location']}: choices of {u['flag']} ") for g in gaps)))
