@@ -409,13 +409,20 @@ def check_misplaced(facts: CheckpointFacts) -> Iterator[Finding]:
     if cfg is None or cfg.layout is None or cfg.layout.placement != "appended" or cfg.num_hidden_layers is None:
         return
     n = cfg.num_hidden_layers
-    joined = "\n".join(n_ for n_ in facts.tensors if n_ not in facts.mtp) + "\n"
+    mtp = facts.mtp
+    # Every name joined (no Python step per name); a match on an MTP tensor's own line is skipped below. A match
+    # never crosses a line, so this finds what a scan of the trunk names alone finds. Names holding a newline
+    # would split into several lines: then the trunk names are joined alone.
+    skip = mtp if mtp and not any("\n" in m for m in mtp) else None
+    joined = ("\n".join(facts.tensors) if skip is not None else "\n".join(n_ for n_ in facts.tensors if n_ not in mtp)) + "\n"
     if not any(leaf in joined for leaf in _MTP_ONLY_LEAVES):
         return
     per: dict[str, set[str]] = defaultdict(set)
     first: dict[str, str] = {}
     for m in _MISPLACED_RE.finditer(joined):
         if int(m.group(2)) < n:
+            if skip is not None and joined[m.start():joined.find("\n", m.start())] in skip:
+                continue
             per[m.group(1)].add(m.group(3))
             first.setdefault(m.group(1), m.group(0).rstrip(".\n"))
     for layer in sorted(per, key=lambda x: int(x.rsplit(".", 1)[1])):

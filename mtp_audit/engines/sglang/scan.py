@@ -265,14 +265,32 @@ def scan_entry_classes(data: bytes) -> tuple[list[dict[str, Any]], list[str]]:
 def _class_line_offset(data: bytes, name: bytes) -> int | None:
     """Offset of the first ``class NAME`` statement at the start of a line (``class`` then whitespace, then
     ``NAME`` not followed by a name character); substring searches, then a regex on the candidate line only."""
-    pat = re.compile(rb"class\s+" + re.escape(name) + rb"\b")
+    if not name:
+        return None
     pos = data.find(name)
     while pos != -1:
         start = data.rfind(b"\n", 0, pos) + 1
-        if data.startswith(b"class", start) and pat.match(data, start):
+        if data.startswith(b"class", start) and _class_statement_at(data, start, name):
             return start
         pos = data.find(name, pos + 1)
     return None
+
+
+_WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_SPACE_BYTES = frozenset(b" \t\n\r\f\v")
+
+
+def _class_statement_at(data: bytes, start: int, name: bytes) -> bool:
+    """Whether ``re.compile(rb"class\\s+" + re.escape(name) + rb"\\b").match(data, start)`` would match, without
+    compiling a pattern per class name (a model folder has hundreds): ``class``, whitespace, ``name``, then a word
+    boundary (ASCII word bytes, as a bytes pattern has them)."""
+    i = j = start + 5
+    while j < len(data) and data[j] in _SPACE_BYTES:
+        j += 1
+    if j == i or not data.startswith(name, j):
+        return False
+    k = j + len(name)
+    return (data[k - 1] in _WORD_BYTES) != (k < len(data) and data[k] in _WORD_BYTES)
 
 
 def _balanced_prefix(text: str) -> str:
