@@ -718,8 +718,13 @@ def audit_tree(tree: SourceTree, *, file_key: str | None = None) -> Report:
     from mtp_audit.engines.sglang.flow import analyze_flows
 
     folder = cache.cache_dir(f"sglang-scan-v{SCAN_VERSION}")
-    tkey = "tree-" + tree.fingerprint()
-    hit = cache.load(folder, tkey)
+    deferred = _no_tree_entry(folder, tree)
+    if deferred:  # nothing to look up: the key is taken from the scan's own reads (each file read once)
+        tree.start_stamps()
+        hit = None
+    else:
+        tkey = "tree-" + tree.fingerprint()
+        hit = cache.load(folder, tkey)
     was_cached = hit is not None and "facts" in hit
     if not was_cached:
         from mtp_audit.sources.local import paused_gc  # here: a warm audit does not need it
@@ -734,11 +739,24 @@ def audit_tree(tree: SourceTree, *, file_key: str | None = None) -> Report:
                                  g.message.startswith(f"{u['location']}: choices of {u['flag']} ") for g in gaps)))
         facts["value_flows"] = analyze_flows(results)
         hit = {"facts": facts, "gaps": [g.__dict__ for g in gaps]}
-        cache.store(folder, tkey, hit)
+        if deferred and folder is not None:
+            tkey = "tree-" + tree.fingerprint_after()
+        if folder is not None:
+            cache.store(folder, tkey, hit)
     entry = dict(hit, display=tree.display, version=tree.version)  # type: ignore[arg-type]
     if file_key is not None:
         cache.store(folder, file_key, entry)
     return _report(entry, cached=was_cached)
+
+
+def _no_tree_entry(folder: Path | None, tree: SourceTree) -> bool:
+    """Whether the whole-tree lookup of a folder can be skipped because it cannot hit: the cache is off, or it holds
+    no whole-tree entry at all (entries live in ``<folder>/<first two characters of the key>/``, so every
+    ``tree-`` key under ``tr/``). Its key, a hash of every file's content (:meth:`SourceTree.fingerprint`), is then
+    taken from the scan's reads. A wheel's key needs no file read and is looked up as before."""
+    if tree.kind == "wheel":
+        return False
+    return folder is None or not (folder / "tr").is_dir()
 
 
 def _report(entry: dict[str, Any], *, cached: bool) -> Report:

@@ -159,13 +159,16 @@ def scan_env(data: bytes) -> dict[str, list[list[Any]]]:
     Returns ``{"defined": [[name, line]], "read": [[name, line]]}``.
     """
     out: dict[str, list[list[Any]]] = {"defined": [], "read": []}
-    if not any(h in data for h in _ENV_HINTS):  # substring searches: far cheaper than a regex over every file
+    # substring searches, far cheaper than a regex over every file: every _ENV_DEFINED match holds "Env", every
+    # _ENV_READ match "env" (envs., get_*env*(, environ, getenv), and every name one of _ENV_HINTS
+    defined, read = b"Env" in data, b"env" in data
+    if not (defined or read) or not any(h in data for h in _ENV_HINTS):
         return out
     lc = _LineCounter(data)
-    if b"Env" in data:
+    if defined:
         for m in _ENV_DEFINED.finditer(data):
             out["defined"].append([m.group(1).decode(), lc.line(m.start(1))])
-    if b"env" in data or b"ENV" in data:
+    if read:
         for m in _env_reads(data):
             if _in_comment(data, m.start()):
                 continue
