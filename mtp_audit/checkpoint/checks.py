@@ -400,6 +400,26 @@ _MISPLACED_RE = re.compile(
 )
 
 
+def _misplaced_matches(joined: str) -> Iterator[re.Match[str]]:
+    """What ``_MISPLACED_RE.finditer(joined)`` finds, tried only at the starts of the lines that hold ``.<leaf>`` for
+    a leaf of :data:`_MTP_ONLY_LEAVES` (a handful in a 92k-name index) instead of at every position: a match
+    starts at a line start, holds ``.<leaf>`` and never runs past its line's newline, so each line has at most
+    one, and it is the one ``match`` finds at that line's start."""
+    starts = sorted({joined.rfind("\n", 0, i) + 1 for leaf in _MTP_ONLY_LEAVES for i in _find_all(joined, "." + leaf)})
+    for start in starts:
+        m = _MISPLACED_RE.match(joined, start)
+        if m is not None:
+            yield m
+
+
+def _find_all(text: str, part: str) -> list[int]:
+    out, i = [], text.find(part)
+    while i != -1:
+        out.append(i)
+        i = text.find(part, i + 1)
+    return out
+
+
 def check_misplaced(facts: CheckpointFacts) -> Iterator[Finding]:
     """MTP014: MTP-only tensors (``enorm``, ``hnorm``, ``eh_proj``, ``shared_head``) inside a trunk layer of an
     appended-placement family: the family's loader looks for the MTP layer at ``model.layers.{N}`` and never
@@ -419,7 +439,7 @@ def check_misplaced(facts: CheckpointFacts) -> Iterator[Finding]:
         return
     per: dict[str, set[str]] = defaultdict(set)
     first: dict[str, str] = {}
-    for m in _MISPLACED_RE.finditer(joined):
+    for m in _misplaced_matches(joined):
         if int(m.group(2)) < n:
             if skip is not None and joined[m.start():joined.find("\n", m.start())] in skip:
                 continue
