@@ -85,16 +85,18 @@ def snapshot(work: Path, name: str, tree: Path) -> None:
             env["MTP_AUDIT_CACHE_DIR"] = cache
             r = subprocess.run([sys.executable, "-m", "mtp_audit", analyzer, str(path), "-f", "json", "-o",
                                 str(dest / f"{label}.json")], env=env, cwd=str(work), capture_output=True, text=True)
-        (dest / f"{label}.rc").write_text(f"{r.returncode}\n{r.stderr[-2000:]}")
+        (dest / f"{label}.rc").write_text(f"{r.returncode}\n{r.stderr[-2000:]}".replace(str(dest), "OUT"))
         print(f"{label}: exit {r.returncode}", flush=True)
 
 
 def diff(work: Path, a: str, b: str) -> int:
-    """Compare two snapshots file by file; print each difference; 1 when any."""
+    """Compare two snapshots file by file (reports byte for byte; exit code and stderr with the snapshot's own folder
+    named ``OUT``); print each difference; 1 when any."""
     fa, fb = {p.name for p in (work / a).iterdir()}, {p.name for p in (work / b).iterdir()}
     bad = sorted(fa ^ fb)
-    for n in sorted(fa & fb):
-        if (work / a / n).read_bytes() != (work / b / n).read_bytes():
+    for n in sorted(fa & fb):  # the exit code and stderr too, where the report's folder is named OUT
+        if (work / a / n).read_bytes().replace(str(work / a).encode(), b"OUT") != \
+                (work / b / n).read_bytes().replace(str(work / b).encode(), b"OUT"):
             bad.append(n)
     for n in bad:
         print(f"DIFFERS: {n}")
