@@ -14,6 +14,9 @@ Cost (measured in ``benchmarks/bench_sglang.py``): one Python-level pass over th
 from __future__ import annotations
 
 import ast
+import contextlib
+import gc
+from collections.abc import Iterator
 from typing import Any
 
 #: Expressions whose insides never hold a value rewrite: sites inside them are marked ``hidden``.
@@ -28,6 +31,26 @@ _LEAVES = frozenset({ast.Name, ast.Constant, *(c for base in (ast.expr_context, 
 _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "kind", "conversion", "is_async", "type_comment", "level"})
 #: Node type -> the fields ``_expr`` walks into (filled on first sight of each type).
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+#: Young-generation threshold of the cyclic GC while many files are parsed (:func:`fewer_collections`).
+PARSE_GC_THRESHOLD = 20000
+
+
+@contextlib.contextmanager
+def fewer_collections(threshold: int = PARSE_GC_THRESHOLD) -> Iterator[None]:
+    """Let the cyclic garbage collector run less often while many files are parsed and indexed: ``ast.parse`` makes
+    millions of container objects, none in a reference cycle (reference counting frees each tree), yet at the
+    default threshold (700 allocations) the collector runs thousands of times and walks the live trees again and
+    again. Measured on SGLang 0.5.23 cold (CPU seconds, 2 cores): user time 1.83 s at the default, 1.64 s at 20,000,
+    1.61 s with the collector off, whose peak RSS was 2.5 MiB higher (61.4 against 59.4 MiB); so it keeps running,
+    less often. The previous thresholds are put back on the way out. Process-wide, as ``gc.set_threshold`` is."""
+    old = gc.get_threshold()
+    gc.set_threshold(max(threshold, old[0]), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
 
 
 class Context:
