@@ -348,9 +348,12 @@ def _declared_disagreements(facts: CheckpointFacts) -> dict[tuple[str, str], lis
     out: dict[tuple[str, str], list[tuple[str, bool]]] = defaultdict(list)
     if scheme is None:
         return out
+    uniform, same = scheme.uniform_declaration()
+    if uniform and same is None:
+        return out  # the config declares nothing for any module: nothing can disagree
     for table, is_mtp in ((facts.trunk_modules, False), (facts.mtp_modules, True)):
         for m, (fmt, inferred) in sorted(linear_formats(facts, table).items()):
-            d = scheme.declared_format(m)
+            d = same if uniform else scheme.declared_format(m)
             if d is None or _agrees(d.format, fmt):
                 continue
             if is_mtp and d.quantized != is_quantized(fmt):
