@@ -147,3 +147,27 @@ def test_early_returns_guard_what_follows(facts):
     assert [x["certain"] for x in predict_asserts(f, nextn) if x["location"] == pool["location"]] == [False]
     assert not [x for x in predict_asserts(f, {"fields": dict(nextn["fields"], enable_unified_memory=False)})
                 if x["location"] == pool["location"]]
+
+
+def test_unknown_speculative_algorithm_name_stops_the_server(facts):
+    """0.5.23's --speculative-algorithm is free-form (``arg_groups/fields/spec.py:31``): argparse takes ``MTP`` and
+    ``SpeculativeAlgorithm.from_string`` raises ``ValueError: Unknown speculative algorithm name: MTP`` at
+    ``speculative/spec_info.py:65``, as real SGLang 0.5.23 does on every config of tests/data/oracle/sglang-0.5.23.json;
+    ``nextn`` (upper-cased, the ``_RESERVED_ALIASES`` alias) and ``NGRAM`` (an enum member) are known names."""
+    from conftest import FIXTURES
+
+    from mtp_audit.launch import audit_launch
+
+    (lookup,) = facts["0.5.23"]["aliases"]
+    assert lookup["enum_members"] == ["DFLASH", "UNO", "DSPARK", "EAGLE", "EAGLE3", "FROZEN_KV_MTP", "STANDALONE", "NGRAM", "NONE"]
+    assert lookup["unknown_raises"] == {"exception": "ValueError", "message": "Unknown speculative algorithm name: {name}",
+                                        "location": "sglang/srt/speculative/spec_info.py:65"}
+    sg = audit_sglang(sglang_wheel("0.5.23"))
+    ck = FIXTURES / "oracle-configs" / "deepseek-ai--DeepSeek-V3"
+    dump = FIXTURES / "preflight" / "envdumps" / "h200-nvidia-smi.txt"
+    base = ["python", "-m", "sglang.launch_server", "--model-path", str(ck), "--speculative-algorithm"]
+    r = audit_launch(base + ["MTP"], sglang=sg, env_dumps=dump, environ={})
+    (f,) = [x for x in r.findings if x.rule_id == "MTP300"]
+    assert "ValueError: Unknown speculative algorithm name: MTP (sglang/srt/speculative/spec_info.py:65)" in f.message
+    for name in ("nextn", "NGRAM"):
+        assert not [x for x in audit_launch(base + [name], sglang=sg, env_dumps=dump, environ={}).findings if x.rule_id == "MTP300"]

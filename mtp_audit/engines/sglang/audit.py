@@ -392,8 +392,14 @@ class _Linker:
                                  blocking=argument == SPEC_ARG))
             return
         via = f"{owner}.{fn['name']}" if owner else fn["name"]
-        self.aliases.append({"set": a["set_name"], "members": members, "to": a["to"], "location": _loc(rel, a["line"]),
-                             "defined": self.consts.locate_name(rel, a["set_name"].split(".")[-1]), "function": via})
+        rec = {"set": a["set_name"], "members": members, "to": a["to"], "location": _loc(rel, a["line"]),
+               "defined": self.consts.locate_name(rel, a["set_name"].split(".")[-1]), "function": via}
+        if a.get("members"):
+            rec["enum_members"] = a["members"]
+        if a.get("raise"):
+            r = a["raise"]
+            rec["unknown_raises"] = {"exception": r["exception"], "message": r["message"], "location": _loc(rel, r["line"])}
+        self.aliases.append(rec)
         for m in members:
             self.add({"argument": argument, "from": m, "to": [a["to"]], "condition": a["condition"], "logged": False,
                       "location": _loc(rel, a["line"]), "test_location": _loc(rel, a["test_line"]) if a["test_line"] else None,

@@ -145,6 +145,27 @@ def early_exit_text(ix: ModuleIndex, unit: Any, line: int) -> str:
     return " and ".join(parts)
 
 
+def enum_lookup_ends(ix: ModuleIndex, ctx: Context) -> dict[str, Any]:
+    """What else the name lookup holding an alias test knows: ``members``, the upper-case names its enum class
+    assigns (0.5.23 ``SpeculativeAlgorithm``: ``DFLASH = auto()`` ... ``NONE``), and ``raise``, the ``raise`` that
+    ends the function when no name matches (``{"line", "exception", "message"}``, 0.5.23 ``spec_info.py:65``
+    ``ValueError(f"Unknown speculative algorithm name: {name}")``); ``{}`` without an owner class."""
+    from mtp_audit.engines.code.replay import message_text
+
+    cls = ix.classes.get(ctx.owner or "")
+    if cls is None:
+        return {}
+    members = [t.id for st in cls.body if type(st) is ast.Assign for t in st.targets  # type: ignore[attr-defined]
+               if type(t) is ast.Name and t.id.isupper()]  # type: ignore[attr-defined]
+    out: dict[str, Any] = {"members": members}
+    last = ctx.unit.body[-1] if ctx.unit is not None and ctx.unit.body else None
+    if type(last) is ast.Raise and last.exc is not None:  # type: ignore[attr-defined]
+        exc = last.exc  # type: ignore[attr-defined]
+        name = dotted(exc.func) if isinstance(exc, ast.Call) else dotted(exc)
+        out["raise"] = {"line": last.lineno, "exception": name, "message": message_text(exc)}
+    return out
+
+
 class _Unit:
     """The records of one unit, collected with their source positions and ordered at the end."""
 
@@ -277,7 +298,8 @@ class _Unit:
             for subj, op, lits in self.froms(ctx):
                 if op == "in-name":
                     self.add("alias_lookups", pos, {"set_name": lits[0], "to": v.attr, "subject": subj, "line": node.lineno,
-                                                    "condition": self.cond_text(ctx), "test_line": self.test_line(ctx)})
+                                                    "condition": self.cond_text(ctx), "test_line": self.test_line(ctx),
+                                                    **enum_lookup_ends(self.ix, ctx)})
 
     def or_op(self, site: Site) -> None:
         """``model_path or server_args.model_path``: the implicit draft path (``ModelConfig.from_server_args``)."""
