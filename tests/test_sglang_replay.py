@@ -130,9 +130,9 @@ def test_early_returns_guard_what_follows(facts):
     """0.5.23 ``model_overrides/kimi_k3.py:180-190`` returns ``{}`` early unless the backend is ``auto``, the GPU is
     SM100/SM103/SM107 and the checkpoint is MXFP4-packed, then returns ``{"moe_runner_backend": "flashinfer_mxfp4"}``;
     ``kv_cache_hook.py:531`` returns unless ``--enable-unified-memory`` before its asserts (:588). Real SGLang 0.5.23
-    (tests/data/oracle/sglang-0.5.23.json) keeps ``moe_runner_backend`` at ``auto`` for moonshotai/Kimi-K3's
-    config.json (BF16, no MXFP4 packing) on a declared B200, and starts every NEXTN launch of the grid without the
-    unified pool."""
+    (tests/data/oracle/sglang-0.5.23.json) keeps ``moe_runner_backend`` at ``auto`` for moonshotai/Kimi-K3's config.json
+    on a declared H200 and RTX PRO 6000 and picks ``flashinfer_mxfp4`` on B200 (its text_config declares
+    ``mxfp4-pack-quantized``), and starts every NEXTN launch of the grid without the unified pool."""
     f = facts["0.5.23"]
     (kimi,) = [m for m in f["model_overrides"] if m["location"].endswith("kimi_k3.py:190")]
     assert kimi["condition"] == ('not (cfg.moe_runner_backend != "auto") and not (not (get_platform().is_sm100 and '
