@@ -23,7 +23,7 @@ from typing import Any
 
 from mtp_audit.engines.code.index import ModuleIndex
 from mtp_audit.engines.code.replay import UNKNOWN, evaluate, message_text
-from mtp_audit.engines.sglang.rewrites import comparisons, is_literal, literal
+from mtp_audit.engines.sglang.rewrites import comparisons, early_exit_text, is_literal, literal
 from mtp_audit.engines.sglang.names import ASSERTED_SOURCE
 
 _ASSERTED = re.compile(r"^(" + ASSERTED_SOURCE + r")$")
@@ -37,6 +37,12 @@ def _cond_text(ix: ModuleIndex, guards: tuple[tuple[ast.If, bool], ...]) -> str:
         t = ix.normalized(node.test, parens=True)
         parts.append(f"({t})" if in_body else f"not ({t})")
     return " and ".join(parts)
+
+
+def _with_exits(ix: ModuleIndex, site: Any, condition: str) -> str:
+    """``condition`` preceded by the early exits the statement is only reached past (``early_exit_text``)."""
+    exits = early_exit_text(ix, site.ctx.unit, site.node.lineno) if site.ctx.unit is not None else ""
+    return " and ".join(c for c in (exits, condition) if c)
 
 
 def registrations(ix: ModuleIndex) -> list[dict[str, Any]]:
@@ -84,7 +90,7 @@ def backend_asserts(ix: ModuleIndex) -> list[dict[str, Any]]:
                     rejects.setdefault(cmp.left.attr, []).extend(str(x) for x in (v if isinstance(v, list) else [v]))
         for field in sorted(set(accepts) | set(rejects)):
             out.append({"field": field, "accepts": accepts.get(field), "rejects": rejects.get(field),
-                        "test": ix.normalized(node.test), "condition": _cond_text(ix, site.ctx.guards),
+                        "test": ix.normalized(node.test), "condition": _with_exits(ix, site, _cond_text(ix, site.ctx.guards)),
                         "message": message_text(node.msg), "location": f"{ix.rel}:{node.lineno}",
                         "function": site.ctx.unit.name if site.ctx.unit is not None else None})
     return out

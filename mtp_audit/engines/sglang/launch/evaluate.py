@@ -221,6 +221,29 @@ def check_command(ctx: Ctx) -> None:
             fix = "write the option in full"
         what = "the server will not start" if p.kind != "help" else "nothing is launched"
         ctx.add("MTP300", f"SGLang {v} rejects the command ({what}): {p.message}", sym, evidence=ev, remediation=fix)
+    check_algorithm_name(ctx)
+
+
+def check_algorithm_name(ctx: Ctx) -> None:
+    """MTP300 for a ``--speculative-algorithm`` name the enum lookup of this SGLang does not know: the flag is free-form
+    (0.5.20 on), so argparse takes any name and ``SpeculativeAlgorithm.from_string`` raises at start-up (0.5.23
+    ``spec_info.py:65`` ``ValueError: Unknown speculative algorithm name: MTP``; the enum members and the alias set
+    ``_RESERVED_ALIASES`` come from the sglang analyzer's ``aliases`` facts). A plugin may register more names."""
+    value = ctx.algo_requested
+    lookup = next((a for a in (ctx.sg or {}).get("aliases") or [] if a.get("enum_members") and a.get("unknown_raises")), None)
+    if not isinstance(value, str) or lookup is None:
+        return
+    known = [m for m in lookup["enum_members"] if m != "NONE"] + list(lookup.get("members") or [])
+    if value.upper() in known:
+        return
+    r = lookup["unknown_raises"]
+    msg = r["message"].replace("{name}", value)
+    ctx.add("MTP300", f"SGLang {ctx.sglang_version} rejects --speculative-algorithm {value} at start-up (the server will not "
+            f"start): {lookup['function']} raises {r['exception']}: {msg} ({r['location']}); the names it knows are "
+            f"{', '.join(known)}, unless a plugin registers {value.upper()}", SPEC[0],
+            evidence=[Evidence("raised at", r["location"], loc_of(r["location"])),
+                      Evidence("enum lookup", lookup["function"], loc_of(lookup["location"]))],
+            remediation="use NEXTN (or EAGLE) for a checkpoint's own MTP layers")
 
 
 def check_architecture(ctx: Ctx) -> None:
