@@ -80,6 +80,9 @@ class Ctx:
     #: the GPUs this launch's processes see (:func:`mtp_audit.engines.sglang.launch.evaluate.resolve_gpus`): a
     #: :class:`~mtp_audit.preflight.visible.Visibility`, ``None`` until resolved
     visible: Any = None
+    #: whether the launch runs FP4 kernels (:func:`mtp_audit.engines.outcome.fp4_needed`; ``None``: unknown), set by
+    #: ``scope_launch``
+    fp4_needed: bool | None = None
     #: the command's parallel layout (:class:`mtp_audit.engines.sglang.launch.parallel.ParallelPlan`), set by ``check_gpus``
     parallel: Any = None
 

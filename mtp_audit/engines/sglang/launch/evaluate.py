@@ -491,7 +491,7 @@ def check_memory(ctx: Ctx) -> None:
     if not mems:
         why = next((g["memory_missing"] for g in gpus if g["memory_missing"]), None) or "no GPU listed"
         ctx.gap(f"GPU memory unknown ({why}); the draft's {fmt_bytes(per_gpu)} per GPU were not compared with it")
-        ctx.add("MTP307", f"the draft's MTP weights take about {fmt_bytes(per_gpu)} per GPU under --tp-size {tp} (GPU memory unknown)",
+        ctx.add("MTP307", f"the draft's MTP weights take about {fmt_bytes(per_gpu)} per GPU under {tp_words(ctx, tp)} (GPU memory unknown)",
                 _tp_symbol(ctx), evidence=ev, severity=Severity.INFO, remediation="")
         return
     mem = min(mems)
@@ -507,9 +507,22 @@ def check_memory(ctx: Ctx) -> None:
                                        + (f" {mf}" if mf else "") + ", so this comes out of the remaining memory; expect a smaller KV cache or an out-of-memory at start-up")
     else:
         sev, tail = Severity.INFO, "small next to the GPU"
-    ctx.add("MTP307", f"the draft's MTP weights ({dtypes}) take about {fmt_bytes(per_gpu)} per GPU under --tp-size {tp}, "
+    ctx.add("MTP307", f"the draft's MTP weights ({dtypes}) take about {fmt_bytes(per_gpu)} per GPU under {tp_words(ctx, tp)}, "
             f"{frac:.1%} of the {fmt_bytes(mem)} GPU: {tail}", _tp_symbol(ctx), evidence=ev, severity=sev,
             remediation="" if sev == Severity.INFO else "raise --tp-size, lower --mem-fraction-static, or quantize the MTP layer")
+
+
+def tp_words(ctx: Ctx, tp: int) -> str:
+    """``--tp-size 8`` as the size the memory split uses; without an SGLang option table, how the command wrote it
+    (``--tp-size 8 (written --tp; the command was read without an SGLang option table)``) or that none was given."""
+    flag = ctx.cmd.flag_of(*TP) or TP[0]
+    written = next((o.typed.split("=", 1)[0] for o in reversed(ctx.cmd.options) if o.flag == flag), None)
+    words = f"--tp-size {tp}"
+    if written is None:
+        return words + " (not given: SGLang's default)"
+    if ctx.cmd.parsed_with == "heuristic" and written != "--tp-size":
+        words += f" (written {written}; read without an SGLang option table, as argparse's prefix match would)"
+    return words
 
 
 def _tp_symbol(ctx: Ctx) -> str:
@@ -714,6 +727,7 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
                        if r.targets and r.targets[0].analyzer == "checkpoint" else r for r in reports]
     for check in CHECKS:
         check(ctx)
+    reports = scope_launch(ctx, reports)
     all_findings = [f for r in reports for f in r.findings] + ctx.findings
     all_gaps = [g for r in reports for g in r.gaps] + ctx.gaps
     if _depth < 2 and cmd.parsed_with != "heuristic":
@@ -729,6 +743,46 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
                 pass
     outcome = build_outcome(ctx, all_findings, all_gaps)
     return Evaluation(ctx, reports, outcome)
+
+
+def scope_launch(ctx: Ctx, reports: list[Report]) -> list[Report]:
+    """The gaps scoped to what this launch's verdict depends on (:func:`mtp_audit.engines.outcome.scope_gaps`): no FP4
+    kernels (:func:`mtp_audit.engines.outcome.fp4_needed` of the checkpoint and ``--quantization``) -> the native FP4
+    verdict is a note; no ``--speculative-algorithm`` -> the checkpoint's MTP checks are notes. Sets
+    ``ctx.fp4_needed``; the launch's own gaps are scoped in place, the sub-reports returned scoped. The machine's
+    torch pin (MTP209) of an SGLang release other than the one the machine has installed is relaxed
+    (:func:`relax_other_release_pin`)."""
+    from mtp_audit.engines.outcome import fp4_needed, scope_gap, scope_gaps
+
+    q = ctx.cmd.get(*QUANT)
+    ctx.fp4_needed = fp4_needed(ctx.ck, q if isinstance(q, str) else None)
+    speculative = ctx.algo_requested is not None
+    ctx.gaps = [scope_gap(g, fp4=ctx.fp4_needed, speculative=speculative, spec_flag="--speculative-algorithm") for g in ctx.gaps]
+    reports = scope_gaps(reports, fp4=ctx.fp4_needed, speculative=speculative, spec_flag="--speculative-algorithm")
+    return [relax_other_release_pin(ctx, r) if r.targets and r.targets[0].analyzer == "preflight" else r for r in reports]
+
+
+def relax_other_release_pin(ctx: Ctx, report: Report) -> Report:
+    """The preflight report with MTP209 ("sglang X pins torch==Y ... but torch Z is installed") a warning when the
+    machine has another SGLang installed than the release audited (``--sglang 0.5.23`` against an environment dump of
+    an older install): that torch belongs to the other install, and installing release X brings its own pinned torch.
+    The finding stays, saying so; with no SGLang listed on the machine, or the same release, it is an error as
+    before (the compiled kernels fail to load)."""
+    import dataclasses
+
+    pkgs = ((ctx.pf or {}).get("machine") or {}).get("packages") or {}
+    installed = (pkgs.get("sglang") or {}).get("value")
+    audited = (ctx.sg or {}).get("version")
+    if not installed or not audited or str(installed) == str(audited):
+        return report
+    out = []
+    for f in report.findings:
+        if f.rule_id == "MTP209" and f.severity >= Severity.ERROR and f.message.startswith(f"sglang {audited} pins"):
+            f = dataclasses.replace(f, severity=Severity.WARNING, message=f.message + (
+                f" (a warning for this launch: the machine has sglang {installed} installed, not {audited}; installing "
+                f"sglang {audited} brings the torch it pins)"))
+        out.append(f)
+    return dataclasses.replace(report, findings=tuple(out))
 
 
 def _checkpoint_of(analyzers: Analyzers, path: str | None, flag: str) -> tuple[dict[str, Any] | None, Report | None, Gap | None]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mtp_audit.engines.outcome import COULD_NOT_TELL, FIX_FIRST, GO, VERDICT_RANK, verdict, verdict_sentence
+from mtp_audit.engines.outcome import COULD_NOT_TELL, FIX_FIRST, GO, VERDICT_RANK, fp4_text, verdict, verdict_sentence
 from mtp_audit.report import Finding, Gap, Severity
 
 def _backend(pf: dict[str, Any], key: str, fp4: str | None, audited: bool = True) -> str:
@@ -58,7 +58,7 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
              "fp4_gemm": _backend(pf, "fp4_gemm_backend", fp4, ctx.ck is not None),
              "moe": _model_override(ctx, "moe_runner_backend", _backend(pf, "moe_runner_backend", fp4, ctx.ck is not None)),
              "fp4_ckpt": fp4 or ("no" if ctx.ck is not None else "unknown (checkpoint not audited)"),
-             "fp4_verdict": (pf.get("summary") or {}).get("verdict")}
+             "fp4_verdict": fp4_text(pf, ctx.fp4_needed, ctx.ck) if pf.get("summary") else None}
     errors = [f for f in findings if f.severity >= Severity.ERROR]
     fixed_cmd, changed = corrected_command(ctx, list(findings))
     blocking = [g for g in gaps if g.blocking]
