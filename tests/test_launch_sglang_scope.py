@@ -63,3 +63,13 @@ def test_tp_without_an_option_table_is_read_as_the_tp_size(capsys) -> None:
     assert ("MTP307 info: the draft's MTP weights take about 151,352,448 bytes (151.4 MB) per GPU under --tp-size 8 "
             "(written --tp; read without an SGLang option table, as argparse's prefix match would)") in out
     assert "per GPU under --tp-size 1" not in out  # 151,352,448 x 8 = 1,210,819,584 bytes: the whole MTP layer
+
+
+def test_gemma4_only_rewrite_is_not_shown_on_a_qwen35_launch(capsys) -> None:
+    # 0.5.23 speculative_hook.py rewrites NEXTN to FROZEN_KV_MTP only "and is_gemma4_draft": evaluated against the
+    # checkpoint (Qwen3_5MoeForConditionalGeneration), it is false, so neither a finding nor the headline quotes it
+    ck = CONFIGS / "Qwen--Qwen3.5-397B-A17B"
+    rc, out = _launch(capsys, "sglang-18943.txt", str(ck), "--tp-size", "8", "--speculative-algorithm", "NEXTN")
+    assert "FROZEN_KV_MTP" not in out
+    assert "MTP101 info: --speculative-algorithm NEXTN is an alias of EAGLE" in out  # the rewrite that applies stays
+    assert "Speculative decoding: NEXTN runs as EAGLE (silent rewrite at sglang/srt/arg_groups/speculative_hook.py:116)." in out

@@ -259,7 +259,11 @@ def _hybrid_config(known: dict[str, Any], kind: str | None) -> Any:
     bool: any kind); unknown when neither is known."""
     if "linear_attention" in known:
         have = known["linear_attention"]
-        return _PRESENT if have is not None and (kind is None or kind == have) else None
+        if have is None:
+            return None
+        if have not in ("gdn", "mamba2", "kda", "lightning"):
+            return UNKNOWN  # a kind SGLang's accessors are not known to map (MiniMax lightning layers)
+        return _PRESENT if kind is None or kind == have else None
     hybrid = known.get("hybrid_linear_attention")
     if hybrid is None:
         return UNKNOWN
@@ -305,6 +309,13 @@ def predict_asserts(facts: dict[str, Any], known: dict[str, Any]) -> list[dict[s
             continue
         out.append(dict(a, value=value, certain=g is True))
     return out
+
+
+def holding_asserts(facts: dict[str, Any], known: dict[str, Any], fields: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The asserts on ``fields`` whose guard certainly holds for a launch (whether or not the value passes): the
+    gates that decide a backend there, e.g. the hybrid GDN gate on SM100 that accepts ``flashinfer`` from 0.5.21 on."""
+    return [a for a in facts.get("backend_asserts") or [] if a["field"] in fields and a["condition"]
+            and guard_value(a["condition"], known) is True]
 
 
 def predict_overrides(facts: dict[str, Any], known: dict[str, Any]) -> list[dict[str, Any]]:

@@ -178,6 +178,7 @@ def _summary(ctx: Any, texts: dict[str, Any], v: str, fixed_cmd: str | None) -> 
         "gpus": texts["gpus"],
         "fp4_gemm_backend": texts["fp4_gemm"],
         "moe_runner_backend": texts["moe"],
+        "attention_backend": ctx.attention_text,
         "native_fp4": texts["fp4_verdict"] or "unknown",
         "verdict": v,
         "corrected_command": fixed_cmd or ("none needed" if v == GO else "no command-line fix known"),
@@ -229,6 +230,7 @@ def _closing_lines(ctx: Any, texts: dict[str, Any], findings: Sequence[Finding],
         f"MTP weights: {texts['mtp']}.",
         f"GPUs: {texts['gpus']}; native FP4: {texts['fp4_verdict'] or 'unknown'}.",
         f"FP4 checkpoint: {texts['fp4_ckpt']}; FP4 GEMM backend: {texts['fp4_gemm']}; MoE runner backend: {texts['moe']}.",
+        f"Attention backend: {ctx.attention_text}.",
         verdict_sentence(v, errors, blocking, findings),
     ]
     if fixed_cmd:
