@@ -96,3 +96,14 @@ def test_linear_attention_kind_of_the_real_configs() -> None:
     assert kinds["nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4"] == "mamba2"
     assert kinds["nvidia--MiniMax-M2.5-NVFP4"] is None  # attn_type_list is all 1: full attention everywhere
     assert {v for k, v in kinds.items() if "DeepSeek" in k or "GLM" in k or "Mixtral" in k or "MiMo" in k} == {None}
+
+
+def test_without_attention_backend_the_deciders_are_named(capsys) -> None:
+    # no --attention-backend: 0.5.23 model_overrides/qwen3_5.py:47 (registered for Qwen3_5MoeForConditionalGeneration)
+    # sets it on SM100 to a value computed in the hook (triton or trtllm_mha); the GDN gate still applies to it
+    rc, out = _launch(capsys, "0.5.23", B300)
+    line = next(ln for ln in out.splitlines() if ln.startswith("  Attention backend: "))
+    assert line.startswith("  Attention backend: not given: SGLang picks it at start-up (the model override at "
+                           "sglang/srt/arg_groups/model_overrides/qwen3_5.py:47 may set it to sm100_default_attn_backend "
+                           "(its guard is inside the hook); else get_default_attn_backend; not replayed)")
+    assert f"gate at {REG}:473 accepts triton, trtllm_mha, fa4, flashinfer here" in line and "MTP313" not in out

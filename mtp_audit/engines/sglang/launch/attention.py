@@ -132,14 +132,37 @@ def fix_value(a: dict[str, Any], gpu: str | None) -> str | None:
     return accepted[0] if accepted else None
 
 
+def default_words(overrides: list[dict[str, Any]]) -> str:
+    """Who picks the attention backend when the command gives none: the per-model override of the checkpoint's
+    architecture that certainly sets it (0.5.23 ``model_overrides/mimo_v2.py:28``: fa4 on SM100), the ones that may
+    (a guard inside the hook is not recorded, or the value is computed: 0.5.23 ``model_overrides/qwen3_5.py:47``
+    ``sm100_default_attn_backend``), else SGLang's generic ``get_default_attn_backend`` (not replayed)."""
+    hits = [r for r in overrides if r.get("argument") == "attention_backend"]
+    sure = [r for r in hits if r.get("certain") and not any(str(t).startswith("<") for t in r.get("to") or [])]
+    if sure:
+        r = sure[0]
+        return f"not given: {', '.join(r['to'])} (model override at {r['location']}; {'logged' if r.get('logged') else 'silent'})"
+    words = "not given: SGLang picks it at start-up"
+    if hits:
+        parts = []
+        for r in hits[:2]:
+            to = ", ".join(str(t).strip("<>") for t in r.get("to") or [])
+            parts.append(f"the model override at {r['location']} may set it to {to}"
+                         + (f" when {r['condition']}" if r.get("condition") else " (its guard is inside the hook)"))
+        words += " (" + "; or ".join(parts) + "; else get_default_attn_backend; not replayed)"
+    else:
+        words += " (get_default_attn_backend; not replayed)"
+    return words
+
+
 def backend_text(given: dict[str, tuple[str, str]], failing: list[dict[str, Any]], gates: list[dict[str, Any]],
-                 kind: str | None, config_note: str | None) -> str:
-    """The "attention backend" words of "What will happen": what the command gives (or that SGLang picks it at
-    start-up), and the hybrid gate that refuses or accepts it, with its ``file:line``."""
+                 kind: str | None, config_note: str | None, overrides: list[dict[str, Any]] = ()) -> str:
+    """The "attention backend" words of "What will happen": what the command gives (or who picks it at start-up:
+    :func:`default_words`), and the hybrid gate that refuses or accepts it, with its ``file:line``."""
     if given:
         words = ", ".join(f"{f.replace('_backend', '').replace('_', ' ')} {v} ({opt})" for f, (v, opt) in sorted(given.items()))
     else:
-        words = "not given: SGLang picks it at start-up (get_default_attn_backend; not replayed)"
+        words = default_words(list(overrides))
     if failing:
         a = failing[0]
         return words + f"; refused by the assert at {a['location']} (accepts {', '.join(a.get('accepts') or [])}): AssertionError at start-up"

@@ -562,7 +562,7 @@ def check_attention(ctx: Ctx) -> None:
     failing = failing_asserts(ctx.startup_asserts)
     gates = holding_asserts(ctx.sg, known, tuple(ATTENTION_FLAGS.values()))
     ctx.attention_text = backend_text(given, [a for a in failing if a["field"] in ATTENTION_FLAGS.values()], gates,
-                                      ctx.linear_attention, ctx.linear_attention_note)
+                                      ctx.linear_attention, ctx.linear_attention_note, ctx.model_overrides)
     why_kind = (f"{ctx.linear_attention or 'none'} (config.json of {ctx.model_path})" if ctx.linear_attention_note is None
                 else f"unknown ({ctx.linear_attention_note})")
     for a in failing:
