@@ -107,3 +107,24 @@ def test_without_attention_backend_the_deciders_are_named(capsys) -> None:
                            "sglang/srt/arg_groups/model_overrides/qwen3_5.py:47 may set it to sm100_default_attn_backend "
                            "(its guard is inside the hook); else get_default_attn_backend; not replayed)")
     assert f"gate at {REG}:473 accepts triton, trtllm_mha, fa4, flashinfer here" in line and "MTP313" not in out
+
+
+def test_a_hub_id_is_read_from_the_hf_cache_offline(capsys, monkeypatch, tmp_path) -> None:
+    # the report's command names the hub id; its config.json sits in the Hugging Face cache (refs/main -> a snapshot
+    # with Qwen/Qwen3.5-27B's real config.json): the kind is read from there, never from the network
+    from hubfixture import isolate_hf
+
+    paths = isolate_hf(monkeypatch, tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    repo = paths["hf_cache"] / "models--Qwen--Qwen3.5-27B"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(sha)
+    (repo / "snapshots" / sha).mkdir(parents=True)
+    (repo / "snapshots" / sha / "config.json").write_bytes((FIXTURES / "oracle-configs" / "Qwen--Qwen3.5-27B" / "config.json").read_bytes())
+    rc, out = _launch(capsys, "0.5.20", B300, "--attention-backend", "flashinfer", model="Qwen/Qwen3.5-27B")
+    assert rc == 1 and f"AssertionError at {REG}:440" in out
+    assert "linear attention = gdn (config.json of Qwen/Qwen3.5-27B)" in out
+    # not in any cache: the kind is unknown, so no prediction (and no network request: offline)
+    rc, out = _launch(capsys, "0.5.20", B300, "--attention-backend", "flashinfer", model="Qwen/Qwen3.5-9B")
+    assert "MTP313" not in out and "the linear-attention kind is unknown (Qwen/Qwen3.5-9B: config.json not in the caches" in out

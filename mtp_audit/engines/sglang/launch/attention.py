@@ -58,9 +58,9 @@ def linear_attention_kind(config: dict[str, Any] | None) -> str | None:
 
 
 def read_model_config(model_path: str | None, cwd: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """``(config.json of a local model folder, None)``, or ``(None, why)`` when it is not read: not a local folder (a
-    hub id: the checkpoint analyzer's facts do not carry the layer keys), or unreadable. A bounded read of data, never
-    code (:func:`mtp_audit.sources.bounded.read_json_bounded`)."""
+    """``(config.json of the model, None)``, or ``(None, why)`` when it is not read. A local folder's file is read
+    bounded (:func:`mtp_audit.sources.bounded.read_json_bounded`); a hub id's only from the caches, never the network
+    (:func:`hub_config`: the checkpoint audit of the same launch has just put it there). Data, never code."""
     from mtp_audit.errors import InputError
     from mtp_audit.sources.bounded import read_json_bounded
 
@@ -68,12 +68,35 @@ def read_model_config(model_path: str | None, cwd: Path) -> tuple[dict[str, Any]
         return None, "no --model-path"
     path = (cwd / model_path) / "config.json"
     if not path.is_file():
-        return None, f"{model_path}/config.json is not a local file"
+        return hub_config(model_path) if not (cwd / model_path).exists() else (None, f"{model_path}/config.json is not a file")
     try:
         cfg = read_json_bounded(path, display=f"{model_path}/config.json")
     except (InputError, OSError, ValueError) as exc:
         return None, f"{model_path}/config.json not read ({exc})"
     return (cfg, None) if isinstance(cfg, dict) else (None, f"{model_path}/config.json is not a JSON object")
+
+
+def hub_config(spec: str) -> tuple[dict[str, Any] | None, str | None]:
+    """config.json of a hub id ``org/name[@revision]`` from the Hugging Face cache or the mtp-audit cache (offline:
+    :func:`mtp_audit.sources.hub.audit_source_for`), or ``(None, why)``."""
+    from mtp_audit.errors import InputError
+    from mtp_audit.sources.hub import audit_source_for, is_hub_spec
+
+    if not is_hub_spec(spec):
+        return None, f"{spec} is neither a local folder nor a hub id"
+    try:
+        src = audit_source_for(spec, offline=True)
+        try:
+            cfg = src.read_json("config.json")
+        finally:
+            close = getattr(src, "close", None)
+            if close is not None:
+                close()
+    except (InputError, OSError, ValueError) as exc:
+        return None, f"{spec}: config.json not in the caches ({str(exc).splitlines()[0][:120]})"
+    except Exception as exc:  # noqa: BLE001 - ReadProblem and the like: the kind stays unknown, never a crash
+        return None, f"{spec}: config.json not read ({type(exc).__name__})"
+    return (cfg, None) if isinstance(cfg, dict) else (None, f"{spec}: config.json is not a JSON object")
 
 
 def given_backends(cmd: Any, cli: dict[str, Any]) -> dict[str, tuple[str, str]]:
