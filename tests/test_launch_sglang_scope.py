@@ -60,6 +60,9 @@ def test_tp_without_an_option_table_is_read_as_the_tp_size(capsys) -> None:
     ck = CONFIGS / "bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding"
     rc, out = _launch(capsys, None, str(ck), "--tp", "8", "--speculative-algorithm", "NEXTN", sglang=None)
     assert rc == 3
+    # what runs is said although the verdict is open, and without SGLang facts it is not guessed
+    assert out.splitlines()[0].endswith("; SGLang (version unknown): speculative decoding: NEXTN requested (what it runs "
+                                        "as is read from the SGLang source: pass --sglang) (exit 3)")
     assert ("MTP307 info: the draft's MTP weights take about 151,352,448 bytes (151.4 MB) per GPU under --tp-size 8 "
             "(written --tp; read without an SGLang option table, as argparse's prefix match would)") in out
     assert "per GPU under --tp-size 1" not in out  # 151,352,448 x 8 = 1,210,819,584 bytes: the whole MTP layer
@@ -73,3 +76,11 @@ def test_gemma4_only_rewrite_is_not_shown_on_a_qwen35_launch(capsys) -> None:
     assert "rewritten to FROZEN_KV_MTP" not in out and "FROZEN_KV_MTP instead when" not in out
     assert "MTP101 info: --speculative-algorithm NEXTN is an alias of EAGLE" in out  # the rewrite that applies stays
     assert "Speculative decoding: NEXTN runs as EAGLE (silent rewrite at sglang/srt/arg_groups/speculative_hook.py:116)." in out
+
+
+def test_could_not_tell_still_says_what_runs(capsys) -> None:
+    ck = CONFIGS / "bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding"  # config only: its MTP tensors cannot be checked
+    rc, out = _launch(capsys, "sglang-18943.txt", str(ck), "--tp-size", "8", "--speculative-algorithm", "NEXTN")
+    assert rc == 3 and out.startswith("INCONCLUSIVE: could not tell: ")
+    assert out.splitlines()[0].endswith("; SGLang 0.5.23: speculative decoding: NEXTN runs as EAGLE, draft the target "
+                                        "checkpoint (Qwen3_5ForCausalLMMTP) (exit 3)")

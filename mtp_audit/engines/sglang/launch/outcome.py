@@ -245,12 +245,15 @@ def _answer(ctx: Any, compare: dict[str, Any], findings: Sequence[Finding], erro
     """The answer the text report opens with: the verdict, what runs, and the corrected command."""
     d = ctx.draft
     runs = compare["speculative_algorithm"]
-    if d.get("uses_draft"):
+    if ctx.sg is None and ctx.algo_requested is not None:
+        runs = f"{ctx.algo_requested} requested (what it runs as is read from the SGLang source: pass --sglang)"
+    elif d.get("uses_draft"):
         runs += f", draft {compare['draft_model']}" + (f" ({d['draft_class']})" if d.get("draft_class") else "")
     if v == FIX_FIRST:
         head = f"fix first: {len(errors)} error(s) ({', '.join(sorted({f.rule_id for f in errors}))}); speculative decoding: {runs}"
     elif v == COULD_NOT_TELL:
-        head = f"could not tell: {blocking[0].message}"
+        # what runs is said even when the verdict is open (the blocking gap is about another question)
+        head = f"could not tell: {blocking[0].message}; SGLang {ctx.sglang_version}: speculative decoding: {runs}"
     else:
         warn = sorted({f.rule_id for f in findings if f.severity == Severity.WARNING})
         head = f"go: speculative decoding: {runs}; FP4 GEMM {compare['fp4_gemm_backend']}, MoE {compare['moe_runner_backend']}" + (
