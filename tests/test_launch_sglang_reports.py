@@ -128,3 +128,15 @@ def test_a_hub_id_is_read_from_the_hf_cache_offline(capsys, monkeypatch, tmp_pat
     # not in any cache: the kind is unknown, so no prediction (and no network request: offline)
     rc, out = _launch(capsys, "0.5.20", B300, "--attention-backend", "flashinfer", model="Qwen/Qwen3.5-9B")
     assert "MTP313" not in out and "the linear-attention kind is unknown (Qwen/Qwen3.5-9B: config.json not in the caches" in out
+
+
+def test_upgrade_from_0520_to_0521_removes_the_crash(capsys) -> None:
+    rc = main(["launch", "--sglang", str(sglang_wheel("0.5.20")), "--compare-sglang", str(sglang_wheel("0.5.21")),
+               "--env-dump", str(B300), "--", "python", "-m", "sglang.launch_server", "--model-path", str(CK),
+               "--attention-backend", "flashinfer"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "MTP313" not in out.split("what-will-happen:")[0]
+    assert ("what-will-happen:attention_backend: MTP310 info: attention backend changes: SGLang 0.5.20: attention_backend "
+            "flashinfer; refused at start-up (AssertionError); SGLang 0.5.21: attention_backend flashinfer; accepted by the "
+            "gate (triton, trtllm_mha, fa4, flashinfer)") in out
+    assert "what-will-happen:errors: MTP310 info: errors changes: SGLang 0.5.20: MTP313; SGLang 0.5.21: none" in out

@@ -12,7 +12,7 @@ from mtp_audit.report import Gap, Report
 
 #: the keys of an evaluation's outcome that make up ``facts["launch"]``
 FACT_KEYS = ("summary", "answer", "closing", "compare", "verdict", "corrected_command", "changed_flags", "speculative", "draft",
-             "model_overrides", "startup_asserts",
+             "model_overrides", "startup_asserts", "attention",
              "parallel", "command", "env")
 
 

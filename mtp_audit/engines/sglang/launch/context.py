@@ -86,6 +86,9 @@ class Ctx:
     linear_attention_note: str | None = None
     #: the attention backend words of "What will happen", set by ``check_attention``
     attention_text: str = "not checked"
+    #: the same, location-free (compared between releases) and as facts (``facts.launch.attention``)
+    attention_compare: str = "not checked"
+    attention_facts: dict[str, Any] = field(default_factory=dict)
     #: whether the launch runs FP4 kernels (:func:`mtp_audit.engines.outcome.fp4_needed`; ``None``: unknown), set by
     #: ``scope_launch``
     fp4_needed: bool | None = None

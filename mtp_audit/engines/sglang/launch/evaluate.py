@@ -565,6 +565,13 @@ def check_attention(ctx: Ctx) -> None:
                                       ctx.linear_attention, ctx.linear_attention_note, ctx.model_overrides)
     why_kind = (f"{ctx.linear_attention or 'none'} (config.json of {ctx.model_path})" if ctx.linear_attention_note is None
                 else f"unknown ({ctx.linear_attention_note})")
+    shown = ", ".join(f"{f} {v}" for f, (v, _) in sorted(given.items())) or "not given"
+    att_fail = [a for a in failing if a["field"] in ATTENTION_FLAGS.values()]
+    ctx.attention_compare = shown + ("; refused at start-up (AssertionError)" if att_fail else
+                                     f"; accepted by the gate ({', '.join(gates[0].get('accepts') or [])})" if gates else "")
+    ctx.attention_facts = {"given": {f: v for f, (v, _) in given.items()}, "linear_attention": ctx.linear_attention,
+                           "linear_attention_unknown": ctx.linear_attention_note, "gates": [g["location"] for g in gates],
+                           "refused_by": [a["location"] for a in att_fail], "text": ctx.attention_text}
     for a in failing:
         fix = fix_value(a, known.get("gpu"))
         src = given.get(a["field"]) or (given.get("attention_backend") if a["field"].endswith("_attention_backend") else None)
