@@ -137,6 +137,6 @@ def test_upgrade_from_0520_to_0521_removes_the_crash(capsys) -> None:
     out = capsys.readouterr().out
     assert rc == 0 and "MTP313" not in out.split("what-will-happen:")[0]
     assert ("what-will-happen:attention_backend: MTP310 info: attention backend changes: SGLang 0.5.20: attention_backend "
-            "flashinfer; refused at start-up (AssertionError); SGLang 0.5.21: attention_backend flashinfer; accepted by the "
-            "gate (triton, trtllm_mha, fa4, flashinfer)") in out
+            "flashinfer; refused at start-up (AssertionError); SGLang 0.5.21: attention_backend flashinfer; accepted: the "
+            "gate accepts triton, trtllm_mha, fa4, flashinfer") in out
     assert "what-will-happen:errors: MTP310 info: errors changes: SGLang 0.5.20: MTP313; SGLang 0.5.21: none" in out

@@ -567,8 +567,9 @@ def check_attention(ctx: Ctx) -> None:
                 else f"unknown ({ctx.linear_attention_note})")
     shown = ", ".join(f"{f} {v}" for f, (v, _) in sorted(given.items())) or "not given"
     att_fail = [a for a in failing if a["field"] in ATTENTION_FLAGS.values()]
+    gate = f"the gate accepts {', '.join(gates[0].get('accepts') or [])}" if gates else ""
     ctx.attention_compare = shown + ("; refused at start-up (AssertionError)" if att_fail else
-                                     f"; accepted by the gate ({', '.join(gates[0].get('accepts') or [])})" if gates else "")
+                                     f"; {'accepted: ' if given else ''}{gate}" if gates else "")
     ctx.attention_facts = {"given": {f: v for f, (v, _) in given.items()}, "linear_attention": ctx.linear_attention,
                            "linear_attention_unknown": ctx.linear_attention_note, "gates": [g["location"] for g in gates],
                            "refused_by": [a["location"] for a in att_fail], "text": ctx.attention_text}
