@@ -140,3 +140,18 @@ def test_upgrade_from_0520_to_0521_removes_the_crash(capsys) -> None:
             "flashinfer; refused at start-up (AssertionError); SGLang 0.5.21: attention_backend flashinfer; accepted: the "
             "gate accepts triton, trtllm_mha, fa4, flashinfer") in out
     assert "what-will-happen:errors: MTP310 info: errors changes: SGLang 0.5.20: MTP313; SGLang 0.5.21: none" in out
+
+
+def test_odd_or_broken_configs_leave_the_kind_unknown_never_crash(capsys, tmp_path) -> None:
+    assert linear_attention_kind({"text_config": [1, 2], "layer_types": "linear_attention"}) is None
+    assert linear_attention_kind({"linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "layer_types": None}) is None
+    assert linear_attention_kind({"hybrid_override_pattern": 7, "attn_type_list": "0"}) is None
+    assert linear_attention_kind([]) is None
+    # a config.json that is not UTF-8: bad input, one line, exit 2 (the checkpoint audit's answer), no traceback
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "config.json").write_bytes(b"\xff\xfe{ not json")
+    rc = main(["launch", "--sglang", str(sglang_wheel("0.5.20")), "--env-dump", str(B300), "--", "python", "-m",
+               "sglang.launch_server", "--model-path", str(bad), "--attention-backend", "flashinfer"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.strip().endswith("config.json: not UTF-8 (byte 0)") and "Traceback" not in err
