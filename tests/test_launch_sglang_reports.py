@@ -1,7 +1,9 @@
 """Start-up crashes of real 2026 reports, replayed on the real SGLang wheels: the attention registry's hybrid GDN gate
 (MTP313), read from each release's own source.
 
-- https://github.com/sgl-project/sglang/issues/35080 (comment of 2026-08-25): Qwen/Qwen3.5-35B-A3B, TP 1, on one
+- https://github.com/sgl-project/sglang/issues/35080 (description of 2026-08-17: sglang 0.5.17, torch 2.11.0+cu130,
+  B300, "... Got attention_backend=flashinfer."; machine: fixtures/launch/reports/sglang-35080-description-env.txt)
+  and its comment of 2026-08-25: Qwen/Qwen3.5-35B-A3B, TP 1, on one
   NVIDIA B300 (SM103), ``--attention-backend flashinfer``: "AssertionError: Only {'trtllm_mha', 'triton', 'fa4'}
   backends are supported on Blackwell GPUs for hybrid GDN models. Got prefill=flashinfer, decode=flashinfer." That set
   is SGLang 0.5.18-0.5.20's SM100 set (attention_registry.py:395 / :437); 0.5.21 added flashinfer (:441).
@@ -50,6 +52,23 @@ def test_sglang_35080_flashinfer_on_b300_dies_at_the_gdn_gate(capsys, version, l
     assert f"accepted = triton, trtllm_mha, fa4 (bound at {REG}:{bound})" in out
     assert "linear attention = gdn (config.json of" in out
     assert "--attention-backend trtllm_mha" in out.split("Corrected command: ")[1].splitlines()[0]
+
+
+def test_sglang_35080_description_sglang_0517_torch_211(capsys) -> None:
+    # the issue's own description: sglang==0.5.17, torch 2.11.0+cu130, B300; "AssertionError: Only {'trtllm_mha',
+    # 'triton', 'fa4'} backends are supported on Blackwell GPUs for hybrid GDN models. Got attention_backend=flashinfer."
+    # 0.5.17 asserts on --attention-backend when no per-phase backend is given (:411), else on both phases (:406)
+    env = FIXTURES / "launch" / "reports" / "sglang-35080-description-env.txt"
+    rc, out = _launch(capsys, "0.5.17", env, "--attention-backend", "flashinfer")
+    assert rc == 1 and out.startswith("FAIL: fix first: 1 error(s) (MTP313)")  # 0.5.17's torch pin is met: no MTP209
+    assert (f"MTP313 error: SGLang 0.5.17 stops at start-up with AssertionError at {REG}:411: attention_backend flashinfer "
+            "is not one of triton, trtllm_mha, fa4 on SM100/SM103 (Only {allowed} backends are supported on Blackwell GPUs "
+            "for hybrid GDN models. Got attention_backend={attn_be}.)") in out
+    assert f"accepted = triton, trtllm_mha, fa4 (bound at {REG}:400)" in out
+    rc, out = _launch(capsys, "0.5.17", env, "--prefill-attention-backend", "flashinfer", "--decode-attention-backend", "triton")
+    assert rc == 1 and f"AssertionError at {REG}:406: prefill attention backend flashinfer" in out
+    rc, out = _launch(capsys, "0.5.17", env, "--attention-backend", "triton")
+    assert rc == 0 and "MTP313" not in out
 
 
 def test_sglang_35080_runs_from_0521_and_the_gate_is_named(capsys) -> None:
@@ -155,3 +174,10 @@ def test_odd_or_broken_configs_leave_the_kind_unknown_never_crash(capsys, tmp_pa
                "sglang.launch_server", "--model-path", str(bad), "--attention-backend", "flashinfer"])
     err = capsys.readouterr().err
     assert rc == 2 and err.strip().endswith("config.json: not UTF-8 (byte 0)") and "Traceback" not in err
+
+
+def test_asserts_in_hooks_of_other_models_are_not_predictions(capsys) -> None:
+    # 0.5.20 deepseek_v4_hook.py:189 asserts the algorithm is EAGLE or DSPARK when one is given; the hook runs only for
+    # DeepSeek-V4 models and its guard is about the flag alone, so a Qwen3.5 NEXTN launch is not told it dies there
+    rc, out = _launch(capsys, "0.5.20", B300, "--attention-backend", "triton", "--speculative-algorithm", "NEXTN")
+    assert "deepseek_v4_hook.py" not in out.split("not examined:")[0] and "MTP313" not in out

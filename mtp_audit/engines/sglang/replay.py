@@ -125,7 +125,8 @@ def _merged_guards(outer: tuple, inner: tuple) -> tuple:
 def _local_bindings(ix: ModuleIndex, site: Any, consts: dict[str, list[str]]) -> tuple[dict[str, str], dict[str, list[Any]]]:
     """``(aliases, sets)`` of the assert's function before the assert: ``aliases`` local name -> backend field
     (``prefill_be = runner.prefill_attention_backend_str`` -> ``prefill_attention_backend``), ``sets`` local name ->
-    ``[(strings, Site of the assignment)]`` (``allowed = {"triton", ...}`` in each branch, or a module constant)."""
+    ``[(strings, Site of the assignment)]`` (``allowed = {"triton", ...}`` in each branch, or a module constant).
+    ``aliases["<source>:" + name]`` keeps the attribute text each alias was bound to (for the guard's text)."""
     aliases: dict[str, str] = {}
     sets: dict[str, list[Any]] = {}
     line = site.node.lineno
@@ -137,6 +138,7 @@ def _local_bindings(ix: ModuleIndex, site: Any, consts: dict[str, list[str]]) ->
         m = _PHASE_FIELD.match(value.attr) if isinstance(value, ast.Attribute) else None
         if m:
             aliases[name] = m.group(1)
+            aliases["<source>:" + name] = ix.normalized(value)
             continue
         vals = _string_list(value, consts)
         if vals is not None:
@@ -169,12 +171,22 @@ def named_set_asserts(ix: ModuleIndex, site: Any, consts: dict[str, list[str]]) 
             guards = _merged_guards(site.ctx.guards, bound.ctx.guards) if bound is not None else site.ctx.guards
             accepts = vals if isinstance(cmp.ops[0], ast.In) else None
             out.append({"field": field, "accepts": accepts, "rejects": None if accepts is not None else vals,
-                        "test": ix.normalized(node.test), "condition": _cond_text(ix, guards),
+                        "test": ix.normalized(node.test), "condition": _with_sources(_cond_text(ix, guards), aliases),
                         "message": message_text(node.msg), "location": f"{ix.rel}:{node.lineno}",
                         "function": site.ctx.unit.name,
                         "set_location": f"{ix.rel}:{(bound.node if bound is not None else node).lineno}" if bound is not None
                         else f"{ix.rel}:{_const_line(ix, name)}"})
     return out
+
+
+def _with_sources(text: str, aliases: dict[str, str]) -> str:
+    """A guard's text with each backend alias replaced by the attribute it was bound to (0.5.17
+    ``attention_registry.py:406``: ``if prefill_be and decode_be`` reads ``runner.server_args.prefill_attention_backend
+    and ...``), so the guard is evaluated on the field."""
+    for key, src in aliases.items():
+        if key.startswith("<source>:"):
+            text = re.sub(r"\b" + re.escape(key.split(":", 1)[1]) + r"\b", src, text)
+    return text
 
 
 def _const_line(ix: ModuleIndex, name: str) -> int:
@@ -268,6 +280,32 @@ def _hybrid_config(known: dict[str, Any], kind: str | None) -> Any:
     if hybrid is None:
         return UNKNOWN
     return _PRESENT if hybrid else None
+
+
+def grounded(condition: str | None, known: dict[str, Any]) -> bool:
+    """Whether a guard is about the machine or the model, not only about flags: with the command's values hidden it is
+    true, or it is undecided but a platform predicate or a hybrid-config accessor in it is decided by the launch's
+    facts (0.5.17 ``attention_registry.py:406``: ``hybrid_gdn_config(...) is not None and is_blackwell() and ...
+    prefill and decode backends given``). A guard of flags alone (0.5.20 ``deepseek_v4_hook.py:189``:
+    ``cfg.speculative_algorithm is not None``, in a hook only DeepSeek-V4 models run) or no guard is not."""
+    if not condition:
+        return False
+    hidden = dict(known, fields={})
+    v = guard_value(condition, hidden)
+    if v is not None:
+        return v
+    base = launch_lookup(hidden)
+    decided: list[str] = []
+
+    def lookup(name: str) -> Any:
+        out = base(name)
+        bare = name.rsplit(".", 1)[-1].removesuffix("()")
+        if out is not UNKNOWN and (bare in _PLATFORM or bare in _HYBRID_CONFIGS):
+            decided.append(name)
+        return out
+
+    evaluate(condition, lookup)
+    return bool(decided)
 
 
 def guard_value(condition: str | None, known: dict[str, Any]) -> bool | None:

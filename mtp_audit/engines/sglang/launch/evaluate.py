@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.errors import InputError
-from mtp_audit.engines.sglang.replay import guard_value, predict_asserts, predict_overrides
+from mtp_audit.engines.sglang.replay import grounded, guard_value, predict_asserts, predict_overrides
 from mtp_audit.engines.sglang.launch.command import (
     ENTRY_LAUNCH_SERVER,
     LaunchCommand,
@@ -132,6 +132,13 @@ def replay_known(ctx: Ctx, fields: dict[str, Any] | None = None) -> dict[str, An
     return out
 
 
+#: The per-phase attention backends stay ``None`` unless the command gives them: SGLang's registry then takes
+#: ``--attention-backend`` (0.5.17 ``attention_registry.py:405-411`` branches on ``if prefill_be and decode_be``; the
+#: B300 report https://github.com/sgl-project/sglang/issues/35080 shows the other branch's message, "Got
+#: attention_backend=flashinfer", for a command without them).
+PHASES_NOT_GIVEN = {"prefill_attention_backend": None, "decode_attention_backend": None}
+
+
 def resolve_model_overrides(ctx: Ctx) -> None:
     """The per-model override rewrites (``facts["model_overrides"]``) and start-up asserts
     (``facts["backend_asserts"]``) that apply to this launch, with their guards evaluated against the checkpoint,
@@ -145,11 +152,12 @@ def resolve_model_overrides(ctx: Ctx) -> None:
     # assert whose guard certainly holds is a prediction (a guard on a local name of the hook is not told)
     cli = ctx.sg.get("cli_arguments") or {}
     given = {(cli.get(o.flag) or {}).get("dest"): o.value for o in ctx.cmd.options if o.value is not None}
+    given = dict(PHASES_NOT_GIVEN, **given)
     # a prediction only when the guard holds on the machine and the model alone (the command's flags hidden): an
     # assert whose guard is only about flags, or that has none, sits in a helper whose callers decide whether it runs
     # (0.5.23 mamba_hook.py:161 validate_mamba_no_buffer; 0.5.20 deepseek_v4_hook.py:189, DeepSeek-V4 models only)
-    ctx.startup_asserts = [a for a in predict_asserts(ctx.sg, dict(known, fields=given)) if a["certain"] and a["condition"]
-                           and guard_value(a["condition"], dict(known, fields={})) is True]
+    ctx.startup_asserts = [a for a in predict_asserts(ctx.sg, dict(known, fields=given)) if a["certain"]
+                           and grounded(a["condition"], known)]
 
 
 def resolve_draft(ctx: Ctx) -> None:
@@ -558,7 +566,7 @@ def check_attention(ctx: Ctx) -> None:
         return
     known = replay_known(ctx)
     given = given_backends(ctx.cmd, ctx.sg.get("cli_arguments") or {})
-    known["fields"] = {f: v for f, (v, _) in given.items()}
+    known["fields"] = dict(PHASES_NOT_GIVEN, **{f: v for f, (v, _) in given.items()})
     failing = failing_asserts(ctx.startup_asserts)
     gates = holding_asserts(ctx.sg, known, tuple(ATTENTION_FLAGS.values()))
     ctx.attention_text = backend_text(given, [a for a in failing if a["field"] in ATTENTION_FLAGS.values()], gates,
