@@ -8,6 +8,10 @@ the audit run inside it (the console script ``mtp-audit`` never had the current 
 
 import sys
 
-from mtp_audit.cli.fast import main
+try:
+    from mtp_audit.cli.fast import main
+except KeyboardInterrupt:  # Ctrl-C before the CLI has loaded: one line, exit 130, no traceback
+    sys.stderr.write("mtp-audit: interrupted\n")
+    sys.exit(130)
 
 sys.exit(main())

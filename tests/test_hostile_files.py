@@ -397,3 +397,50 @@ def test_a_budget_variable_that_is_not_a_positive_number_is_exit_2(monkeypatch, 
     assert main(["rules"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "MTP_AUDIT_MAX_READ_BYTES: expected a positive number" in err
+
+
+def test_ctrl_c_while_the_cli_loads_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by the long fuzz run: SIGINT 0.19 s after start landed in the import of the CLI and printed a
+    traceback; it now ends like Ctrl-C during a run."""
+    import importlib.abc
+    import sys
+
+    from mtp_audit.cli import fast
+
+    class Interrupt(importlib.abc.MetaPathFinder):
+        def find_spec(self, name: str, path: object, target: object = None) -> None:
+            if name == "mtp_audit.cli.main":
+                raise KeyboardInterrupt
+            return None
+
+    monkeypatch.delitem(sys.modules, "mtp_audit.cli.main", raising=False)
+    monkeypatch.setattr(sys, "meta_path", [Interrupt(), *sys.meta_path])
+    assert fast.main(["checkpoint", "x"]) == 130
+    assert capsys.readouterr().err == "mtp-audit: interrupted\n"
+
+
+def test_a_signal_python_swallows_still_ends_the_run(tmp_path: Path) -> None:
+    """Found by the long fuzz run: SIGHUP landing in a weakref callback during an import was printed as
+    'Exception ignored ... Traceback' and the run went on to write its report and exit 0. The signal is
+    recorded, the message silenced, and the run ends with 128 + the signal and nothing written."""
+    script = (
+        "import signal, sys\n"
+        "import mtp_audit.checkpoint.analyze as an\n"
+        "real = an.analyze\n"
+        "class Swallowed:\n"
+        "    def __del__(self):\n"
+        "        signal.getsignal(signal.SIGHUP)(signal.SIGHUP, None)\n"
+        "def analyze(*a, **k):\n"
+        "    Swallowed()\n"
+        "    return real(*a, **k)\n"
+        "an.analyze = analyze\n"
+        "from mtp_audit.cli.main import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    out = tmp_path / "out" / "report.json"
+    out.parent.mkdir()
+    proc = subprocess.run([sys.executable, "-c", script, "checkpoint", str(REPO / "fixtures/checkpoint/jj8127--mimo_kor"),
+                           "-f", "json", "-o", str(out)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 128 + int(signal.SIGHUP), proc.stderr
+    assert os.listdir(out.parent) == []
+    assert proc.stderr == "mtp-audit: terminated by SIGHUP\n"

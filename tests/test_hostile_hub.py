@@ -72,6 +72,24 @@ def test_next_page_on_another_host_gets_no_token(monkeypatch: pytest.MonkeyPatch
             assert evil.seen and all("authorization" not in headers for _, headers in evil.seen)
 
 
+@pytest.mark.parametrize("link", ["http://[::1/x", "http://host:port/x"])
+def test_a_next_page_link_that_does_not_parse_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, link: str) -> None:
+    """Found by the long fuzz run (huggingface_hub 1.33.0): ``Link: <http://[::1/x>; rel="next"`` ended the
+    audit in 'internal error: ValueError: Invalid IPv6 URL' (the origin check parsed it outside any handler)."""
+    def hub(h):  # type: ignore[no-untyped-def]
+        if "/tree/" in h.path:
+            page = json.dumps([{"type": "file", "path": "config.json"}]).encode()
+            send(h, 200, page, {"Link": f'<{link}>; rel="next"'})
+        else:
+            send(h, 200, json.dumps({"sha": SHA, "gated": False}).encode())
+
+    with HostileServer(hub) as good:
+        paths = isolate_hf(monkeypatch, tmp_path)
+        monkeypatch.setenv("HF_TOKEN", TOKEN)
+        with pytest.raises(InputError, match=r"cannot list the repo's files: bad next-page link \((InvalidURL|ValueError)\)"):
+            _open(good.endpoint, paths).list_files()
+
+
 @pytest.mark.parametrize("kind", ["endless", "one-byte-a-second"])
 def test_model_info_without_end_stops_in_bounded_time(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kind: str) -> None:
     def hub(h):  # type: ignore[no-untyped-def]

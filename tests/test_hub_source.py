@@ -304,3 +304,20 @@ def test_source_facts_report_the_commit_and_the_traffic(monkeypatch, tmp_path):
             "bytes_read": hub.bytes_sent(),
         }
     assert source_facts(LocalSource(write_tree(tmp_path / "l", files))) == {"kind": "local"}
+
+
+@pytest.mark.parametrize(("version", "module"), [("2.4.0", "httpx2"), ("1.33.0", "httpx"), ("0.36.2", None)])
+def test_the_http_library_follows_huggingface_hub(monkeypatch: pytest.MonkeyPatch, version: str, module: str | None) -> None:
+    """huggingface_hub 1.x builds its client on httpx, 2.x on httpx2 (the long fuzz run on a machine with 1.33.0
+    found every hub audit ending in 'internal error: No module named httpx2'); before 1.0 it is refused by name."""
+    import huggingface_hub
+
+    from mtp_audit.sources import hubhttp
+
+    monkeypatch.setattr(huggingface_hub, "__version__", version)
+    if module is None:
+        with pytest.raises(ImportError, match=r"huggingface_hub 0\.36\.2 is too old .*>=1\.3"):
+            hubhttp._http_library()
+        return
+    pytest.importorskip(module)
+    assert hubhttp._http_library().__name__ == module

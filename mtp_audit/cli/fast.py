@@ -39,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
         except BrokenPipeError:
             pass
         return 0
-    from mtp_audit.cli.main import main as full
-
+    try:  # Ctrl-C while click and the CLI load: the same one line and exit code as during a run
+        from mtp_audit.cli.main import main as full
+    except KeyboardInterrupt:
+        sys.stderr.write("mtp-audit: interrupted\n")
+        return 130
     return full(argv)

@@ -253,7 +253,14 @@ def write_atomic(path: Path, text: str) -> None:
         InputError: the folder does not exist or is not writable, ``path`` is a directory, its name is
             too long, or the write fails (disk full). Never any other exception.
     """
-    commit_all([stage_write(path, text)])
+    from mtp_audit.cli.signals import deferred, held
+
+    with deferred():
+        staged = stage_write(path, text)
+        if held():  # stopped while staging: nothing is written; the signal is delivered as the block ends
+            staged.discard()
+            return
+        commit_all([staged])
 
 
 class _Staged:
@@ -326,6 +333,43 @@ def stage_write(path: Path, text: str) -> _Staged:
         raise
     except (OSError, ValueError) as exc:
         raise InputError(str(path), f"cannot write: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def _stage_and_commit(also_write: Sequence[tuple[str, Any, str]], texts: Sequence[tuple[str, Any, str]]) -> bool:
+    """Stage every output, then put them all in place, with SIGTERM/SIGHUP/SIGINT held back meanwhile (a signal
+    lands before anything is written or after all of it is). Returns whether the report went to stdout.
+
+    Raises:
+        InputError: a write fails (nothing is left behind). Signalled / KeyboardInterrupt: a signal arrived
+            earlier in the run and its exception was swallowed (:func:`mtp_audit.cli.signals.raise_pending`).
+    """
+    from mtp_audit.cli.signals import deferred, held, raise_pending
+
+    staged: list[_Staged] = []
+    to_stdout = False
+    with deferred():
+        raise_pending()
+        try:  # every file is staged before any is put in place: a failing output leaves nothing written
+            for _option, path, body in also_write:
+                if path is not None:
+                    staged.append(_Staged(Path(STDOUT), b"", body, stream=sys.stdout) if _is_stdout(path)
+                                  else stage_write(Path(path), body))
+            for _, path, text in texts:
+                if _is_stdout(path) or _std_stream_of(Path(path)) is sys.stdout:
+                    to_stdout = True
+                    staged.append(_Staged(Path(STDOUT), b"", text, stream=sys.stdout))
+                else:
+                    staged.append(stage_write(Path(path), text))
+        except BaseException:
+            for item in staged:
+                item.discard()
+            raise
+        if held():  # stopped while staging: nothing is written; the signal is delivered as the block ends
+            for item in staged:
+                item.discard()
+            return to_stdout
+        commit_all(staged)
+    return to_stdout
 
 
 def commit_all(staged: Sequence[_Staged]) -> None:
@@ -625,23 +669,7 @@ def emit(
 
     check_outputs(input_paths(report, extra=[*protected, *config_files()]), plan, read=files_read())
     texts = [(fmt_i, path, _render_for(report, fmt_i, path, threshold)) for fmt_i, path in pairs]
-    staged: list[_Staged] = []
-    to_stdout = False
-    try:  # every file is staged before any is put in place: a failing output leaves nothing written
-        for option, path, body in also_write:
-            if path is not None:
-                staged.append(_Staged(Path(STDOUT), b"", body, stream=sys.stdout) if _is_stdout(path) else stage_write(Path(path), body))
-        for _, path, text in texts:
-            if _is_stdout(path) or _std_stream_of(Path(path)) is sys.stdout:
-                to_stdout = True
-                staged.append(_Staged(Path(STDOUT), b"", text, stream=sys.stdout))
-            else:
-                staged.append(stage_write(Path(path), text))
-    except BaseException:
-        for item in staged:
-            item.discard()
-        raise
-    commit_all(staged)
+    to_stdout = _stage_and_commit(also_write, texts)
     shown = _shown()
     if not to_stdout and not shown.quiet:
         from mtp_audit.formats import render

@@ -132,55 +132,31 @@ def usage_error_parts(exc: click.ClickException) -> tuple[str, str]:
     return (ctx.command_path if ctx is not None else "mtp-audit"), _one_line(exc.format_message())
 
 
-class Signalled(BaseException):
-    """SIGTERM or SIGHUP arrived: unwinds like Ctrl-C, so every staged output's temporary file is removed."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _raise_signalled(signum: int, _frame: Any) -> None:
-    raise Signalled(signum)
-
-
-def _signal_handlers() -> dict[int, Any]:
-    """Turn SIGTERM and SIGHUP into :class:`Signalled` (main thread only); returns the previous handlers."""
-    import signal
-    import threading
-
-    old: dict[int, Any] = {}
-    if threading.current_thread() is not threading.main_thread():
-        return old
-    for name in ("SIGTERM", "SIGHUP"):
-        num = getattr(signal, name, None)
-        if num is not None:
-            old[num] = signal.signal(num, _raise_signalled)
-    return old
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (never raises, never prints a traceback unless
     ``MTP_AUDIT_DEBUG=1``). The command runs as one run (:func:`mtp_audit.sources.bounded.run_budget`:
     totals of bytes read, JSON parsed and network time; the files read are protected from the outputs).
-    SIGTERM and SIGHUP end it like Ctrl-C (exit 128 + the signal number), with no temporary file left."""
+    SIGTERM and SIGHUP end it like Ctrl-C (exit 128 + the signal number), with no temporary file left
+    (:mod:`mtp_audit.cli.signals`)."""
     import signal
 
+    from mtp_audit.cli import signals
     from mtp_audit.sources.bounded import run_budget
 
-    old = _signal_handlers()
     try:
-        with run_budget():
-            return _main(argv)
+        with signals.installed(), run_budget():
+            rv = _main(argv)
+            signals.raise_pending()  # a signal whose exception Python swallowed still ends the run
+            return rv
     except InputError as exc:  # a budget variable that is not a positive number
         click.echo(f"mtp-audit: error: {one_line(str(exc))}", err=True)
         return 2
-    except Signalled as exc:
+    except signals.Signalled as exc:
         click.echo(f"mtp-audit: terminated by {signal.Signals(exc.signum).name}", err=True)
         return 128 + exc.signum
-    finally:
-        for num, handler in old.items():
-            signal.signal(num, handler)
+    except KeyboardInterrupt:
+        click.echo("mtp-audit: interrupted", err=True)
+        return 130
 
 
 def _main(argv: list[str] | None) -> int:

@@ -1,6 +1,6 @@
 """HTTP plumbing for hub audits, on top of huggingface_hub's own HTTP client.
 
-Every request goes through ``huggingface_hub.utils.get_session()`` (the shared ``httpx2.Client``
+Every request goes through ``huggingface_hub.utils.get_session()`` (the shared ``httpx2.Client`` from huggingface_hub 2.0, ``httpx.Client`` in 1.x
 that huggingface_hub builds with its offline-mode guard and request ids, or the client a program
 installed with ``huggingface_hub.set_client_factory`` for proxies or certificates). Headers come from
 ``huggingface_hub.utils.build_hf_headers`` (``HF_TOKEN`` / the stored token, user agent) and file URLs
@@ -34,19 +34,42 @@ import weakref
 from collections.abc import Iterator
 from typing import Any
 
-import httpx2
+import huggingface_hub
 from huggingface_hub.utils import get_session
 
 from mtp_audit.errors import InputError
 from mtp_audit.sources.huberrors import HubUnavailable
 from mtp_audit.sources.local import ReadProblem
 
+
+def _http_library() -> Any:
+    """The HTTP library under huggingface_hub's client: ``httpx2`` from huggingface_hub 2.0, ``httpx`` in 1.x
+    (the same names: ``Client``, ``Response``, ``SyncByteStream``, the ``HTTPError`` tree).
+
+    Raises:
+        ImportError: huggingface_hub before 1.0 (its client is ``requests``), with the version to install.
+    """
+    major = int(huggingface_hub.__version__.split(".")[0])
+    if major >= 2:
+        import httpx2
+
+        return httpx2
+    if major == 1:
+        import httpx
+
+        return httpx
+    raise ImportError(f"huggingface_hub {huggingface_hub.__version__} is too old for hub audits: "
+                      "pip install 'huggingface_hub>=1.3'")
+
+
+hx = _http_library()
+
 #: Status codes retried once (rate limit and transient server errors), as huggingface_hub's
 #: ``_DEFAULT_RETRY_ON_STATUS_CODES`` minus 408.
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 
 #: Transport errors retried once. Time-outs are not retried: the time-out already spent the budget.
-RETRY_EXCEPTIONS = (httpx2.ConnectError, httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.WriteError)
+RETRY_EXCEPTIONS = (hx.ConnectError, hx.RemoteProtocolError, hx.ReadError, hx.WriteError)
 
 #: Seconds to wait before the retry (``Retry-After`` is honoured up to :data:`MAX_RETRY_AFTER`).
 RETRY_DELAY = 0.25
@@ -56,7 +79,7 @@ MAX_RETRY_AFTER = 5.0
 MAX_INFO_BYTES = 64 * 1024 * 1024
 
 
-class RunDeadline(httpx2.TimeoutException):
+class RunDeadline(hx.TimeoutException):
     """The run's network time (:class:`mtp_audit.sources.bounded.RunBudget`) is spent: no request starts and
     no body is read any more."""
 
@@ -86,12 +109,16 @@ def _check_run_deadline() -> float:
 
 
 def same_origin(url: str, endpoint: str) -> bool:
-    """Whether ``url`` has the scheme, host and port of ``endpoint`` (the only origin a token goes to)."""
+    """Whether ``url`` has the scheme, host and port of ``endpoint`` (the only origin a token goes to).
+    A URL that does not parse (``http://[::1``, a port of letters) is another origin: no token goes with it."""
     from urllib.parse import urlsplit
 
-    a, b = urlsplit(url), urlsplit(endpoint)
-    return (a.scheme.lower(), a.hostname, a.port or _default_port(a.scheme)) == (
-        b.scheme.lower(), b.hostname, b.port or _default_port(b.scheme))
+    try:
+        a, b = urlsplit(url), urlsplit(endpoint)
+        return (a.scheme.lower(), a.hostname, a.port or _default_port(a.scheme)) == (
+            b.scheme.lower(), b.hostname, b.port or _default_port(b.scheme))
+    except ValueError:
+        return False
 
 
 def _default_port(scheme: str) -> int | None:
@@ -153,10 +180,10 @@ def metering(meter: Meter) -> Iterator[Meter]:
         _ACTIVE.reset(token)
 
 
-class _CountingStream(httpx2.SyncByteStream):
+class _CountingStream(hx.SyncByteStream):
     """A response body that reports every chunk it yields to a meter."""
 
-    def __init__(self, inner: httpx2.SyncByteStream, meter: Meter) -> None:
+    def __init__(self, inner: hx.SyncByteStream, meter: Meter) -> None:
         self._inner = inner
         self._meter = meter
 
@@ -169,23 +196,23 @@ class _CountingStream(httpx2.SyncByteStream):
         self._inner.close()
 
 
-def _on_request(request: httpx2.Request) -> None:
+def _on_request(request: hx.Request) -> None:
     meter = _ACTIVE.get()
     if meter is not None:
         meter.add_request()
 
 
-def _on_response(response: httpx2.Response) -> None:
+def _on_response(response: hx.Response) -> None:
     meter = _ACTIVE.get()
-    if meter is not None and isinstance(response.stream, httpx2.SyncByteStream):
+    if meter is not None and isinstance(response.stream, hx.SyncByteStream):
         response.stream = _CountingStream(response.stream, meter)
 
 
-_HOOKED: weakref.WeakSet[httpx2.Client] = weakref.WeakSet()
+_HOOKED: weakref.WeakSet[hx.Client] = weakref.WeakSet()
 _HOOK_LOCK = threading.Lock()
 
 
-def ensure_hooks() -> httpx2.Client:
+def ensure_hooks() -> hx.Client:
     """Return huggingface_hub's shared client with the counting hooks installed (once per client).
 
     Called before every request, because huggingface_hub replaces its client after
@@ -202,7 +229,7 @@ def ensure_hooks() -> httpx2.Client:
     return client
 
 
-def _retry_after(response: httpx2.Response) -> float:
+def _retry_after(response: hx.Response) -> float:
     value = response.headers.get("Retry-After", "")
     try:
         return min(MAX_RETRY_AFTER, max(0.0, float(value)))
@@ -211,13 +238,13 @@ def _retry_after(response: httpx2.Response) -> float:
 
 
 @contextlib.contextmanager
-def open_get(url: str, headers: dict[str, str], timeout: float) -> Iterator[httpx2.Response]:
+def open_get(url: str, headers: dict[str, str], timeout: float) -> Iterator[hx.Response]:
     """A streamed ``GET url`` through huggingface_hub's client, retried once on
     :data:`RETRY_STATUS` and :data:`RETRY_EXCEPTIONS`. The body is not read here. No attempt starts once
     the run's network time is spent, and waits (``Retry-After``) end with it.
 
     Raises:
-        httpx2.HTTPError: transport failure (time-out, connection, too many redirects) after the retry;
+        hx.HTTPError: transport failure (time-out, connection, too many redirects) after the retry;
             :class:`RunDeadline` when the run's network time is spent.
     """
     attempt = 0
@@ -241,7 +268,7 @@ def open_get(url: str, headers: dict[str, str], timeout: float) -> Iterator[http
         time.sleep(min(delay, max(0.0, _run_deadline() - time.monotonic())))
 
 
-def read_body(response: httpx2.Response, limit: int, deadline: float, file: str, *, over_kind: str = "network") -> bytes:
+def read_body(response: hx.Response, limit: int, deadline: float, file: str, *, over_kind: str = "network") -> bytes:
     """Read at most ``limit`` bytes of ``response``'s body and stop; stop with a time-out problem
     once ``time.monotonic()`` passes ``deadline`` (a server trickling bytes never trips the per-read
     time-out).
@@ -266,7 +293,7 @@ def read_body(response: httpx2.Response, limit: int, deadline: float, file: str,
     return b"".join(chunks)
 
 
-def check_status(response: httpx2.Response, file: str, display: str) -> None:
+def check_status(response: hx.Response, file: str, display: str) -> None:
     """Turn an error status into the right exception; return for 2xx.
 
     401 and hub "gated"/"repo not found" answers concern the whole repo and the user's credentials, so
@@ -299,9 +326,9 @@ def transport_problem(file: str, exc: Exception, timeout: float) -> ReadProblem:
     """A :class:`ReadProblem` of kind ``network`` for a transport exception (one line)."""
     if isinstance(exc, RunDeadline):
         return ReadProblem(file, str(exc), "network")
-    if isinstance(exc, httpx2.TimeoutException):
+    if isinstance(exc, hx.TimeoutException):
         return ReadProblem(file, f"timed out after {timeout:g} s", "network")
-    if isinstance(exc, httpx2.TooManyRedirects):
+    if isinstance(exc, hx.TooManyRedirects):
         return ReadProblem(file, "too many redirects", "network")
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return ReadProblem(file, f"connection failed: {text}", "network")
@@ -347,7 +374,7 @@ def read_range(
             if first != start or last > end or last < first:
                 raise ReadProblem(file, f"the server sent bytes {first}-{last}, not {start}-{end}", "network")
             body = read_body(response, want, deadline, file)
-    except httpx2.HTTPError as exc:
+    except hx.HTTPError as exc:
         raise transport_problem(file, exc, timeout) from None
     if len(body) != last - first + 1:
         raise ReadProblem(file, f"short read: {len(body)} of {last - first + 1} bytes", "network")
@@ -370,7 +397,7 @@ def read_small_file(url: str, headers: dict[str, str], *, limit: int, file: str,
             if length is not None and length.isdigit() and int(length) > limit:
                 raise ReadProblem(file, f"file is {length} bytes, over the {limit}-byte limit")
             return read_body(response, limit, deadline, file, over_kind="malformed")
-    except httpx2.HTTPError as exc:
+    except hx.HTTPError as exc:
         raise transport_problem(file, exc, timeout) from None
 
 
@@ -402,11 +429,11 @@ def model_info_error(exc: Exception, *, display: str, endpoint: str, repo: str, 
         return HubUnavailable(display, f"the hub at {endpoint} answered HTTP {code}; try again later or use --offline")
     if isinstance(exc, RunDeadline):
         return HubUnavailable(display, str(exc))
-    if isinstance(exc, httpx2.TimeoutException):
+    if isinstance(exc, hx.TimeoutException):
         return HubUnavailable(display, f"no answer from {endpoint} within {timeout:g} s; try again or use --offline")
-    if isinstance(exc, httpx2.TooManyRedirects):
+    if isinstance(exc, hx.TooManyRedirects):
         return InputError(display, f"too many redirects from {endpoint}")
-    if isinstance(exc, httpx2.HTTPError):
+    if isinstance(exc, hx.HTTPError):
         text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return HubUnavailable(display, f"cannot reach {endpoint}: {text}; use --offline to audit from the cache")
     return InputError(display, f"unexpected answer from the hub API at {endpoint}: {type(exc).__name__}")
@@ -457,9 +484,9 @@ def list_tree(endpoint: str, repo: str, commit: str, headers: dict[str, str], *,
                     raise InputError(display, f"cannot list the repo's files: {exc.problem}") from None
                 next_url = response.links.get("next", {}).get("url")
                 body = read_body(response, MAX_TREE_PAGE_BYTES, deadline, "file listing")
-        except httpx2.HTTPError as exc:
+        except hx.HTTPError as exc:
             raise InputError(display, f"cannot list the repo's files: {transport_problem('', exc, timeout).problem}") from None
-        except (httpx2.InvalidURL, httpx2.UnsupportedProtocol, ValueError) as exc:
+        except (hx.InvalidURL, hx.UnsupportedProtocol, ValueError) as exc:
             raise InputError(display, f"cannot list the repo's files: bad next-page link ({type(exc).__name__})") from None
         except ReadProblem as exc:
             raise InputError(display, f"cannot list the repo's files: {exc.problem}") from None
@@ -504,7 +531,7 @@ def model_info(endpoint: str, repo: str, revision: str, headers: dict[str, str],
             encoding = response.headers.get("Content-Encoding", "identity").lower()
     except ReadProblem as exc:
         raise HubUnavailable(display, f"the hub at {endpoint}: model info: {exc.problem}") from None
-    except httpx2.HTTPError as exc:
+    except hx.HTTPError as exc:
         raise model_info_error(exc, display=display, endpoint=endpoint, repo=repo, revision=revision, timeout=timeout,
                                have_token=have_token) from None
     if encoding not in ("identity", ""):
@@ -518,7 +545,7 @@ def model_info(endpoint: str, repo: str, revision: str, headers: dict[str, str],
     return doc
 
 
-def _info_status(response: httpx2.Response, *, endpoint: str, repo: str, revision: str, display: str, have_token: bool) -> None:
+def _info_status(response: hx.Response, *, endpoint: str, repo: str, revision: str, display: str, have_token: bool) -> None:
     """Map a model-info status to the one-line errors of :func:`model_info_error` (the hub's ``X-Error-Code``:
     ``GatedRepo``, ``RepoNotFound``, ``RevisionNotFound``, as huggingface_hub's ``hf_raise_for_status`` reads it)."""
     code = response.status_code
