@@ -151,8 +151,8 @@ def resolve_model_overrides(ctx: Ctx) -> None:
     # asserts run after every resolution: only a value the user gave explicitly is known to reach them, and only an
     # assert whose guard certainly holds is a prediction (a guard on a local name of the hook is not told)
     cli = ctx.sg.get("cli_arguments") or {}
-    given = {(cli.get(o.flag) or {}).get("dest"): o.value for o in ctx.cmd.options if o.value is not None}
-    given = dict(PHASES_NOT_GIVEN, **given)
+    given = {**PHASES_NOT_GIVEN, **{(cli.get(o.flag) or {}).get("dest"): o.value for o in ctx.cmd.options if o.value is not None}}
+    given.pop(None, None)  # an option without a declared dest (a tree the parser could not read) names no field
     # a prediction only when the guard holds on the machine and the model alone (the command's flags hidden): an
     # assert whose guard is only about flags, or that has none, sits in a helper whose callers decide whether it runs
     # (0.5.23 mamba_hook.py:161 validate_mamba_no_buffer; 0.5.20 deepseek_v4_hook.py:189, DeepSeek-V4 models only)
@@ -566,7 +566,7 @@ def check_attention(ctx: Ctx) -> None:
         return
     known = replay_known(ctx)
     given = given_backends(ctx.cmd, ctx.sg.get("cli_arguments") or {})
-    known["fields"] = dict(PHASES_NOT_GIVEN, **{f: v for f, (v, _) in given.items()})
+    known["fields"] = {**PHASES_NOT_GIVEN, **{f: v for f, (v, _) in given.items()}}
     failing = failing_asserts(ctx.startup_asserts)
     gates = holding_asserts(ctx.sg, known, tuple(ATTENTION_FLAGS.values()))
     ctx.attention_text = backend_text(given, [a for a in failing if a["field"] in ATTENTION_FLAGS.values()], gates,
