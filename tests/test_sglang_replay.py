@@ -85,7 +85,11 @@ def test_hybrid_gdn_attention_assert_before_0522(facts):
                    ("decode_attention_backend", "470", ["triton", "trtllm_mha", "fa4", "flashinfer"]),
                    ("prefill_attention_backend", "464", ["triton", "trtllm_mha", "flashinfer"]),
                    ("prefill_attention_backend", "470", ["triton", "trtllm_mha", "fa4", "flashinfer"])]
-    b300 = {"fields": {"attention_backend": "fa3"}, "gpu": "sm100", "linear_attention": "gdn"}
+    # the checkpoint's architecture and model types decide the early exits before the gate (Dots3Config, a MiniMax
+    # sparse config, Inkling configs: none of them a Qwen3.5 config)
+    b300 = {"fields": {"attention_backend": "fa3"}, "gpu": "sm100", "linear_attention": "gdn",
+            "architecture": "Qwen3_5MoeForConditionalGeneration", "model_types": ["qwen3_5_moe", "qwen3_5_moe_text"],
+            "registered": [e["class"] for e in facts["0.5.23"]["entry_classes"]]}
     def sure(known):
         return {x["location"].rsplit("/", 1)[1] for x in predict_asserts(facts["0.5.23"], known) if x["certain"]}
 
@@ -141,3 +145,50 @@ def test_launch_names_the_minimax_m2_moe_override(facts, tmp_path):
     assert [m["location"].rsplit("/", 1)[1] for m in launch["model_overrides"] if m["argument"] == "moe_runner_backend"] == [
         "minimax_m2.py:28"]
     assert launch["startup_asserts"] == []
+
+
+def test_early_returns_guard_what_follows(facts):
+    """0.5.23 ``model_overrides/kimi_k3.py:180-190`` returns ``{}`` early unless the backend is ``auto``, the GPU is
+    SM100/SM103/SM107 and the checkpoint is MXFP4-packed, then returns ``{"moe_runner_backend": "flashinfer_mxfp4"}``;
+    ``kv_cache_hook.py:531`` returns unless ``--enable-unified-memory`` before its asserts (:588). Real SGLang 0.5.23
+    (tests/data/oracle/sglang-0.5.23.json) keeps ``moe_runner_backend`` at ``auto`` for moonshotai/Kimi-K3's config.json
+    on a declared H200 and RTX PRO 6000 and picks ``flashinfer_mxfp4`` on B200 (its text_config declares
+    ``mxfp4-pack-quantized``), and starts every NEXTN launch of the grid without the unified pool."""
+    f = facts["0.5.23"]
+    (kimi,) = [m for m in f["model_overrides"] if m["location"].endswith("kimi_k3.py:190")]
+    assert kimi["condition"] == ('not (cfg.moe_runner_backend != "auto") and not (not (get_platform().is_sm100 and '
+                                 'get_platform().device_sm in (100, 103, 107))) and not (not _is_mxfp4_pack_quantized(hf_config))')
+    launch = {"architecture": "KimiK3ForConditionalGeneration", "fields": {"moe_runner_backend": "auto"}, "gpu": "sm100"}
+    hits = [r for r in predict_overrides(f, launch) if r["argument"] == "moe_runner_backend"]
+    assert [r["certain"] for r in hits] == [False]  # the MXFP4 packing is not told from the launch: never a certain override
+    assert not [r for r in predict_overrides(f, dict(launch, gpu="sm90")) if r["argument"] == "moe_runner_backend"]
+    (pool,) = [a for a in f["backend_asserts"] if a["location"].endswith("kv_cache_hook.py:588")]
+    assert pool["condition"] == "not (not cfg.enable_unified_memory)"
+    nextn = {"fields": {"speculative_algorithm": "NEXTN"}, "gpu": "sm100"}
+    assert [x["certain"] for x in predict_asserts(f, nextn) if x["location"] == pool["location"]] == [False]
+    assert not [x for x in predict_asserts(f, {"fields": dict(nextn["fields"], enable_unified_memory=False)})
+                if x["location"] == pool["location"]]
+
+
+def test_unknown_speculative_algorithm_name_stops_the_server(facts):
+    """0.5.23's --speculative-algorithm is free-form (``arg_groups/fields/spec.py:31``): argparse takes ``MTP`` and
+    ``SpeculativeAlgorithm.from_string`` raises ``ValueError: Unknown speculative algorithm name: MTP`` at
+    ``speculative/spec_info.py:65``, as real SGLang 0.5.23 does on every config of tests/data/oracle/sglang-0.5.23.json;
+    ``nextn`` (upper-cased, the ``_RESERVED_ALIASES`` alias) and ``NGRAM`` (an enum member) are known names."""
+    from conftest import FIXTURES
+
+    from mtp_audit.launch import audit_launch
+
+    (lookup,) = facts["0.5.23"]["aliases"]
+    assert lookup["enum_members"] == ["DFLASH", "UNO", "DSPARK", "EAGLE", "EAGLE3", "FROZEN_KV_MTP", "STANDALONE", "NGRAM", "NONE"]
+    assert lookup["unknown_raises"] == {"exception": "ValueError", "message": "Unknown speculative algorithm name: {name}",
+                                        "location": "sglang/srt/speculative/spec_info.py:65"}
+    sg = audit_sglang(sglang_wheel("0.5.23"))
+    ck = FIXTURES / "oracle-configs" / "deepseek-ai--DeepSeek-V3"
+    dump = FIXTURES / "preflight" / "envdumps" / "h200-nvidia-smi.txt"
+    base = ["python", "-m", "sglang.launch_server", "--model-path", str(ck), "--speculative-algorithm"]
+    r = audit_launch(base + ["MTP"], sglang=sg, env_dumps=dump, environ={})
+    (f,) = [x for x in r.findings if x.rule_id == "MTP300"]
+    assert "ValueError: Unknown speculative algorithm name: MTP (sglang/srt/speculative/spec_info.py:65)" in f.message
+    for name in ("nextn", "NGRAM"):
+        assert not [x for x in audit_launch(base + [name], sglang=sg, env_dumps=dump, environ={}).findings if x.rule_id == "MTP300"]

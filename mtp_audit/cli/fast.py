@@ -39,9 +39,17 @@ def main(argv: list[str] | None = None) -> int:
         except BrokenPipeError:
             pass
         return 0
+    from mtp_audit.cli import signals
+
+    signals.watch()
     try:  # Ctrl-C while click and the CLI load: the same one line and exit code as during a run
         from mtp_audit.cli.main import main as full
+
+        signals.raise_pending()
     except KeyboardInterrupt:
         sys.stderr.write("mtp-audit: interrupted\n")
         return 130
-    return full(argv)
+    code = full(argv)
+    if argv is None:  # the console script: the run is over, a late signal must not print a traceback at exit
+        signals.ignore_from_now()
+    return code

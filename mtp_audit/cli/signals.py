@@ -52,6 +52,7 @@ def _unraisable(previous: Any) -> Any:
             return
         previous(args)
 
+    hook._mtp_audit = True  # type: ignore[attr-defined]
     return hook
 
 
@@ -59,11 +60,27 @@ def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+def watch() -> None:
+    """From process start (the console script, ``python -m mtp_audit``): record a Ctrl-C that Python swallows
+    while the CLI's modules load, so the run that follows stops at once (:func:`raise_pending`)."""
+    if _main_thread() and not getattr(sys.unraisablehook, "_mtp_audit", False):
+        sys.unraisablehook = _unraisable(sys.unraisablehook)
+
+
+def ignore_from_now() -> None:
+    """The run is over and its outputs are written: a signal during interpreter shutdown (``threading._shutdown``,
+    logging's flush at exit) would only print a traceback, so SIGTERM, SIGHUP and SIGINT are ignored from here.
+    Console script only: never called when the CLI runs inside another program."""
+    if _main_thread():
+        for num in ENDING:
+            signal.signal(num, signal.SIG_IGN)
+
+
 @contextlib.contextmanager
 def installed() -> Iterator[None]:
     """For the length of a run: SIGTERM and SIGHUP raise :class:`Signalled`; a signal swallowed where Python
-    cannot raise it is recorded quietly (see :func:`pending`). The previous handlers come back afterwards."""
-    _received.clear()
+    cannot raise it is recorded quietly (see :func:`pending`). The previous handlers come back afterwards, and
+    what was recorded is forgotten (the next run in the same process starts clean)."""
     if not _main_thread():
         yield
         return
@@ -74,6 +91,7 @@ def installed() -> Iterator[None]:
         yield
     finally:
         sys.unraisablehook = old_hook
+        _received.clear()
         for num, handler in old.items():
             signal.signal(num, handler)
 

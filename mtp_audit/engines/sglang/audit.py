@@ -392,8 +392,14 @@ class _Linker:
                                  blocking=argument == SPEC_ARG))
             return
         via = f"{owner}.{fn['name']}" if owner else fn["name"]
-        self.aliases.append({"set": a["set_name"], "members": members, "to": a["to"], "location": _loc(rel, a["line"]),
-                             "defined": self.consts.locate_name(rel, a["set_name"].split(".")[-1]), "function": via})
+        rec = {"set": a["set_name"], "members": members, "to": a["to"], "location": _loc(rel, a["line"]),
+               "defined": self.consts.locate_name(rel, a["set_name"].split(".")[-1]), "function": via}
+        if a.get("members"):
+            rec["enum_members"] = a["members"]
+        if a.get("raise"):
+            r = a["raise"]
+            rec["unknown_raises"] = {"exception": r["exception"], "message": r["message"], "location": _loc(rel, r["line"])}
+        self.aliases.append(rec)
         for m in members:
             self.add({"argument": argument, "from": m, "to": [a["to"]], "condition": a["condition"], "logged": False,
                       "location": _loc(rel, a["line"]), "test_location": _loc(rel, a["test_line"]) if a["test_line"] else None,
@@ -571,7 +577,8 @@ def _model_overrides(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]
     """Rewrites made by functions registered for architectures (``@_register_for("MiniMaxM2ForCausalLM")`` in
     0.5.23 ``srt/arg_groups/model_overrides/minimax_m2.py``): ``[{"argument", "from", "to", "condition",
     "architectures", "function", "logged", "location", "test_location"}]``; ``condition`` is the Python text of
-    the ``if`` branches around the store (evaluated per launch by :func:`mtp_audit.engines.sglang.replay.guard_value`)."""
+    the early exits passed (``not (...)``, :func:`~mtp_audit.engines.sglang.rewrites.early_exit_text`) and the ``if``
+    branches around the store (evaluated per launch by :func:`mtp_audit.engines.sglang.replay.guard_value`)."""
     out: list[dict[str, Any]] = []
     for rel in sorted(results):
         regs = {(g["function"], g["line"]): g["architectures"] for g in results[rel].get("registrations", [])}
@@ -585,7 +592,8 @@ def _model_overrides(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]
                 if site["shape"] not in _OVERRIDE_SHAPES or "to" not in site:
                     continue
                 out.append({"argument": site["argument"], "from": _from_value(site, site["argument"]),
-                            "to": [("None" if t is None else str(t)) for t in site["to"]], "condition": site["condition"],
+                            "to": [("None" if t is None else str(t)) for t in site["to"]],
+                            "condition": " and ".join(c for c in (site.get("exits"), site["condition"]) if c),
                             "architectures": archs, "function": fn["name"], "logged": site["logged"],
                             "location": _loc(rel, site["line"]),
                             "test_location": _loc(rel, site["test_line"]) if site["test_line"] else None})

@@ -114,6 +114,58 @@ def logged_in(suite: list[ast.stmt] | None) -> bool:
     return False
 
 
+def _exits_early(st: ast.stmt) -> bool:
+    """An ``if`` without ``else`` whose body ends the function or raises (``if cfg.x != "auto": return {}``)."""
+    return (type(st) is ast.If and not st.orelse  # type: ignore[attr-defined]
+            and type(st.body[-1]) in (ast.Return, ast.Raise))  # type: ignore[attr-defined]
+
+
+def early_exit_text(ix: ModuleIndex, unit: Any, line: int) -> str:
+    """The ``not (test)`` of every early exit a statement at ``line`` of function ``unit`` is only reached past: an
+    ``if`` without ``else`` whose body returns or raises, earlier in the same statement list or in an enclosing one
+    (0.5.23 ``model_overrides/kimi_k3.py:180-185``: ``if cfg.moe_runner_backend != "auto": return {}`` and the GPU and
+    checkpoint tests before ``return {"moe_runner_backend": "flashinfer_mxfp4"}``; ``kv_cache_hook.py:531`` before its
+    asserts). ``""`` when there is none or ``unit`` is ``None`` (module level)."""
+    parts: list[str] = []
+    body = getattr(unit, "body", None)
+    while body:
+        holder = None
+        for st in body:
+            if st.lineno > line:
+                break
+            if line <= (st.end_lineno or st.lineno):
+                holder = st
+                break
+            if _exits_early(st):
+                parts.append(f"not ({ix.normalized(st.test, parens=True)})")  # type: ignore[attr-defined]
+        if holder is None or holder.lineno == line:
+            break
+        inner = [b for b in (getattr(holder, "body", None), getattr(holder, "orelse", None)) if b]
+        body = next((b for b in inner if b[0].lineno <= line <= (b[-1].end_lineno or b[-1].lineno)), None)
+    return " and ".join(parts)
+
+
+def enum_lookup_ends(ix: ModuleIndex, ctx: Context) -> dict[str, Any]:
+    """What else the name lookup holding an alias test knows: ``members``, the upper-case names its enum class
+    assigns (0.5.23 ``SpeculativeAlgorithm``: ``DFLASH = auto()`` ... ``NONE``), and ``raise``, the ``raise`` that
+    ends the function when no name matches (``{"line", "exception", "message"}``, 0.5.23 ``spec_info.py:65``
+    ``ValueError(f"Unknown speculative algorithm name: {name}")``); ``{}`` without an owner class."""
+    from mtp_audit.engines.code.replay import message_text
+
+    cls = ix.classes.get(ctx.owner or "")
+    if cls is None:
+        return {}
+    members = [t.id for st in cls.body if type(st) is ast.Assign for t in st.targets  # type: ignore[attr-defined]
+               if type(t) is ast.Name and t.id.isupper()]  # type: ignore[attr-defined]
+    out: dict[str, Any] = {"members": members}
+    last = ctx.unit.body[-1] if ctx.unit is not None and ctx.unit.body else None
+    if type(last) is ast.Raise and last.exc is not None:  # type: ignore[attr-defined]
+        exc = last.exc  # type: ignore[attr-defined]
+        name = dotted(exc.func) if isinstance(exc, ast.Call) else dotted(exc)
+        out["raise"] = {"line": last.lineno, "exception": name, "message": message_text(exc)}
+    return out
+
+
 class _Unit:
     """The records of one unit, collected with their source positions and ordered at the end."""
 
@@ -159,6 +211,8 @@ class _Unit:
         logged = logged_in(ctx.suite)
         base = {"argument": argument, "line": pos[0], "condition": self.cond_text(ctx), "test_line": self.test_line(ctx),
                 "logged": logged, "shape": shape, "froms": self.froms(ctx)}
+        if shape in ("overrides-dict", "return-dict"):
+            base["exits"] = early_exit_text(self.ix, ctx.unit, pos[0])
         lit = literal(value)
         if lit is not _NOT:
             self.add("sites", pos, dict(base, to=lit if isinstance(lit, list) else [lit]))
@@ -244,7 +298,8 @@ class _Unit:
             for subj, op, lits in self.froms(ctx):
                 if op == "in-name":
                     self.add("alias_lookups", pos, {"set_name": lits[0], "to": v.attr, "subject": subj, "line": node.lineno,
-                                                    "condition": self.cond_text(ctx), "test_line": self.test_line(ctx)})
+                                                    "condition": self.cond_text(ctx), "test_line": self.test_line(ctx),
+                                                    **enum_lookup_ends(self.ix, ctx)})
 
     def or_op(self, site: Site) -> None:
         """``model_path or server_args.model_path``: the implicit draft path (``ModelConfig.from_server_args``)."""

@@ -38,7 +38,7 @@ from mtp_audit.engines.sglang.names import ASSERTED_SOURCE, HOOK_PATHS, TRACKED_
 from mtp_audit.engines.sglang.rewrites import LOG_FUNCS, analyse_units  # noqa: F401  (LOG_FUNCS: public name kept)
 
 #: Bump when the extraction changes, so cached results are recomputed.
-SCAN_VERSION = 21
+SCAN_VERSION = 22
 
 # --- pre-filter, derived from what the passes look up --------------------------------------------
 

@@ -126,7 +126,13 @@ def replay_known(ctx: Ctx, fields: dict[str, Any] | None = None) -> dict[str, An
     cc = ctx.cc
     gpu = None if cc is None else {9: "sm90", 10: "sm100", 12: "sm120"}.get(cc[0], f"sm{cc[0]}{cc[1]}")
     args = dict(known.args) if fields is None else fields
-    out = {"architecture": known.arch, "quantization": known.args.get("quantization"), "gpu": gpu, "fields": args}
+    out = {"architecture": known.arch or ctx.config_architecture, "quantization": known.args.get("quantization"), "gpu": gpu,
+           "fields": args,
+           "registered": [e["class"] for e in (ctx.sg or {}).get("entry_classes") or []]}
+    cfg = (ctx.ck or {}).get("config") or {}
+    types = [t for t in (cfg.get("model_type"), cfg.get("text_model_type")) if isinstance(t, str) and t] or ctx.model_types
+    if types:
+        out["model_types"] = list(types)
     if ctx.linear_attention_note is None:
         out["linear_attention"] = ctx.linear_attention
     return out
@@ -236,6 +242,29 @@ def check_command(ctx: Ctx) -> None:
             fix = "write the option in full"
         what = "the server will not start" if p.kind != "help" else "nothing is launched"
         ctx.add("MTP300", f"SGLang {v} rejects the command ({what}): {p.message}", sym, evidence=ev, remediation=fix)
+    check_algorithm_name(ctx)
+
+
+def check_algorithm_name(ctx: Ctx) -> None:
+    """MTP300 for a ``--speculative-algorithm`` name the enum lookup of this SGLang does not know: the flag is free-form
+    (0.5.20 on), so argparse takes any name and ``SpeculativeAlgorithm.from_string`` raises at start-up (0.5.23
+    ``spec_info.py:65`` ``ValueError: Unknown speculative algorithm name: MTP``; the enum members and the alias set
+    ``_RESERVED_ALIASES`` come from the sglang analyzer's ``aliases`` facts). A plugin may register more names."""
+    value = ctx.algo_requested
+    lookup = next((a for a in (ctx.sg or {}).get("aliases") or [] if a.get("enum_members") and a.get("unknown_raises")), None)
+    if not isinstance(value, str) or lookup is None:
+        return
+    known = [m for m in lookup["enum_members"] if m != "NONE"] + list(lookup.get("members") or [])
+    if value.upper() in known:
+        return
+    r = lookup["unknown_raises"]
+    msg = r["message"].replace("{name}", value)
+    ctx.add("MTP300", f"SGLang {ctx.sglang_version} rejects --speculative-algorithm {value} at start-up (the server will not "
+            f"start): {lookup['function']} raises {r['exception']}: {msg} ({r['location']}); the names it knows are "
+            f"{', '.join(known)}, unless a plugin registers {value.upper()}", SPEC[0],
+            evidence=[Evidence("raised at", r["location"], loc_of(r["location"])),
+                      Evidence("enum lookup", lookup["function"], loc_of(lookup["location"]))],
+            remediation="use NEXTN (or EAGLE) for a checkpoint's own MTP layers")
 
 
 def check_architecture(ctx: Ctx) -> None:
@@ -829,6 +858,12 @@ def _linear_attention(ctx: Ctx, cwd: Path) -> None:
 
     cfg, why = read_model_config(ctx.model_path, cwd)
     ctx.linear_attention, ctx.linear_attention_note = (linear_attention_kind(cfg), None) if cfg is not None else (None, why)
+    if cfg is not None:
+        text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else {}
+        ctx.model_types = [t for t in (cfg.get("model_type"), text.get("model_type")) if isinstance(t, str) and t]
+        archs = cfg.get("architectures")
+        if isinstance(archs, list) and archs and isinstance(archs[0], str):
+            ctx.config_architecture = archs[0]
 
 
 def scope_launch(ctx: Ctx, reports: list[Report]) -> list[Report]:

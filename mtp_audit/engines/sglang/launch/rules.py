@@ -139,7 +139,8 @@ RULES: tuple[Rule, ...] = (
       "choices from the sglang analyzer) the way Python's argparse does, and reports what it would reject: an option this "
       "version does not declare, an ambiguous prefix, a missing value, a value outside the choices, a value of the wrong type, "
       "a value given to a flag that takes none, a missing --model-path, --help, or an entry point this version lacks "
-      "(`sglang serve` before 0.5.9).",
+      "(`sglang serve` before 0.5.9); and a --speculative-algorithm name the free-form flag takes but the algorithm enum "
+      "does not know (0.5.20 on: `SpeculativeAlgorithm.from_string` raises ValueError at start-up).",
       "argparse prints 'unrecognized arguments' or 'invalid choice' and exits with status 2 before anything loads. The "
       "failure is quick, but in a scheduler or a container it is easy to miss, and a flag renamed between releases (0.5.23 "
       "split --cuda-graph-bs into --cuda-graph-bs-decode / --cuda-graph-bs-prefill) breaks a command that worked.",
