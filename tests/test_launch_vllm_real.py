@@ -307,3 +307,20 @@ def test_vllm_serve_without_a_model_serves_the_default(version: str) -> None:
     assert [x.rule_id for x in errors] == ["MTP327"]
     assert "starts and serves ModelConfig's default model (Qwen/Qwen3-0.6B" in errors[0].message
     assert "MTP320" not in [x.rule_id for x in r.findings]
+
+
+@pytest.mark.parametrize("tail, opt", [
+    (["--speculative-config"], "--speculative-config"),
+    (["--bogus-flag", "--tensor-parallel-size"], "--tensor-parallel-size"),
+    (["--speculative-config", "-tp", "1"], "--speculative-config"),
+])
+def test_option_without_its_value_is_an_argparse_exit(capsys, tail: list[str], opt: str) -> None:
+    # argparse: an option declared with one value (0.33.0 engine/arg_utils.py:1866 --speculative-config, :1209
+    # --tensor-parallel-size) that ends the command or is followed by another option -> "expected one argument", exit 2
+    rc = main(["launch", "--vllm", str(vllm_wheel("0.33.0")), "--facts", str(H200), "--", "vllm", "serve", str(MIMO), *tail])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert out.startswith("FAIL: fix first: 1 error(s) (MTP320)")
+    assert f"MTP320 error: vLLM 0.33.0's argument parser exits before the server starts: 'argument {opt}: expected one argument'" in out
+    if opt == "--speculative-config":  # the command does give one: "has no --speculative-config" would be wrong
+        assert "MTP325" not in out

@@ -49,6 +49,13 @@ SPEC_SHORTHAND = {"--spec-method": "method", "--spec-model": "model", "--spec-to
 #: option strings (after underscore -> dash) that take no value, among those the cross-checks read
 _NO_VALUE = {"--trust-remote-code", "--enforce-eager", "--help", "-h", "--version", "--headless", "--fail-on-environ-validation",
              "--no-fail-on-environ-validation", "--enable-expert-parallel", "-ep"}
+#: option strings (after normalisation) that take exactly one value, among those the cross-checks read: argparse exits
+#: with "argument X: expected one argument" when one ends the command or is followed by another option (0.33.0
+#: vllm/engine/arg_utils.py add_cli_args, each declared without nargs; the ``--spec-*`` shorthand only where declared)
+VALUE_OPTIONS = frozenset({
+    "--speculative-config", "--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size",
+    "--data-parallel-size-local", "--quantization", "--model-impl", "--attention-backend", "--kv-cache-dtype", "--dtype",
+    "--max-num-batched-tokens", "--max-model-len"})
 _SHORT_WITH_VALUE = {"-tp": "--tensor-parallel-size", "-pp": "--pipeline-parallel-size", "-dp": "--data-parallel-size",
                      "-q": "--quantization", "-sc": "--speculative-config", "-O": "--optimization-level"}
 
@@ -85,7 +92,7 @@ class VllmCommand:
         spec: the speculative config dict vLLM builds (keys with ``-`` turned into ``_``), ``None``
             when no form sets it. spec_sources: the options that set it, in command order.
         problems: ``(kind, token, message)`` for what vLLM rejects before the engine starts
-            (``"bad-json"``, ``"not-a-dict"``, ``"mutually-exclusive"``, ``"no-model"``, ``"positional-ignored"``).
+            (``"expected-one-argument"``, ``"bad-json"``, ``"not-a-dict"``, ``"mutually-exclusive"``, ``"no-model"``, ``"positional-ignored"``).
         ignored_positional: ``(index, token)`` of a model given positionally to the api_server entry point, which
             does not read it.
     """
@@ -185,6 +192,8 @@ def parse_vllm_command(toks: list[str], spec_shorthand: bool) -> VllmCommand:
             i += 1
             continue
         opt, val, consumed = _option_at(toks, i)
+        if val is None and (opt in VALUE_OPTIONS or (opt in SPEC_SHORTHAND and spec_shorthand)):
+            cmd.problems.append(("expected-one-argument", opt, f"argument {opt}: expected one argument"))
         _take_option(cmd, st, opt, val, i, consumed, spec_shorthand)
         i += 1 + consumed
     cmd.spec = _merge_spec(cmd, st)

@@ -508,8 +508,9 @@ def _other_runner_has(vf: dict[str, Any], runner: str, method: Any) -> bool:
 
 
 def check_unused(ctx: VCtx) -> None:
-    """MTP325: the checkpoint carries MTP heads but the command has no speculative config."""
-    if ctx.cmd.spec is not None or ctx.ck is None:
+    """MTP325: the checkpoint carries MTP heads but the command has no speculative config (not said when the command
+    gives one that vLLM refuses: MTP320 says why it does not start)."""
+    if ctx.cmd.spec is not None or ctx.ck is None or (ctx.fails and ctx.cmd.spec_sources):
         return
     s = ctx.ck.get("summary") or {}
     n = s.get("mtp_tensors") or 0
@@ -608,6 +609,12 @@ def check_command(ctx: VCtx) -> None:
                     f"{tok}; the rest of this report is about {tok}, the model meant", "argv",
                     evidence=[Evidence("positional", tok), Evidence("entry point", ctx.cmd.entry)],
                     remediation=f"write --model {tok} (the corrected command does), or use vllm serve {tok}")
+            continue
+        if kind == "expected-one-argument":
+            ctx.fails = True
+            ctx.add("MTP320", f"vLLM {ctx.version}'s argument parser exits before the server starts: '{msg}' ({tok} takes one value "
+                    "and the command gives none: it ends the command or another option follows it)", tok,
+                    evidence=[Evidence("option", tok)], remediation=f"give {tok} its value, or remove it")
             continue
         if kind == "no-model":  # vllm serve's model_tag is optional (nargs='?'); ModelConfig.model has a default
             ctx.add("MTP327", f"{msg}: vLLM {ctx.version} starts and serves ModelConfig's default model (Qwen/Qwen3-0.6B from "

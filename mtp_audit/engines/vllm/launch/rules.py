@@ -357,7 +357,8 @@ _VSRC = "vllm 0.33.0 vllm/config/speculative.py"
 RULES: tuple[Rule, ...] = (
     R("MTP320", "vllm-spec-config-rejected", E, "vLLM rejects the speculative config before the model loads",
       "Replays what vLLM does with --speculative-config (JSON, --speculative-config.KEY, and the --spec-method/--spec-model/"
-      "--spec-tokens shorthand of 0.33.0) up to the proposer: invalid JSON; a shorthand key also in the JSON ('mutually "
+      "--spec-tokens shorthand of 0.33.0) up to the proposer: an option that takes one value given none (argparse "
+      "'expected one argument'); invalid JSON; a shorthand key also in the JSON ('mutually "
       "exclusive'); a --spec-* option this version lacks; a method outside the validated SpeculativeMethod Literal (0.11.0: "
       "glm4_moe_mtp is in the alias set but not in the Literal); an MTP method with neither num_speculative_tokens nor model "
       "(no draft config is built, _verify_args raises); num_speculative_tokens without a model for a method that needs one; "
