@@ -324,3 +324,29 @@ def test_option_without_its_value_is_an_argparse_exit(capsys, tail: list[str], o
     assert f"MTP320 error: vLLM 0.33.0's argument parser exits before the server starts: 'argument {opt}: expected one argument'" in out
     if opt == "--speculative-config":  # the command does give one: "has no --speculative-config" would be wrong
         assert "MTP325" not in out
+
+
+@pytest.mark.parametrize("k, extra, budget", [
+    # pydantic's int takes the integer json.loads gives (speculative.py:413 has gt=0 and no upper bound); the MTP
+    # divisibility rule passes (a multiple of 1 layer); VllmConfig's slot check refuses it (vllm/config/vllm.py:2371).
+    # The default budget's bound here: mimo_kor's config.json's largest number, rope_theta 640000 (max_position_embeddings
+    # is 32768, no RoPE factor): a loose upper bound of max_model_len, so of the default max_num_batched_tokens
+    (99999999999999999999999, [], "max_num_batched_tokens left to its default, at most 640,000 here (vllm/engine/arg_utils.py:2975-3221: at most "
+                                  "max(2 x 16384, max_model_len) for a text model)"),
+    (3, ["--max-num-batched-tokens", "3"], "max_num_batched_tokens=3 (--max-num-batched-tokens)"),
+])
+def test_num_speculative_tokens_beyond_the_batch_budget(capsys, k: int, extra: list[str], budget: str) -> None:
+    spec = '{"method":"mtp","num_speculative_tokens":%d}' % k
+    rc = main(["launch", "--vllm", str(vllm_wheel("0.33.0")), "--facts", str(H200), "--", "vllm", "serve", str(MIMO),
+               "--speculative-config", spec, *extra])
+    out = capsys.readouterr().out
+    assert rc == 1 and out.startswith("FAIL: fix first: 1 error(s) (MTP320)")
+    assert (f"MTP320 error: vLLM 0.33.0 rejects the speculative config (the server will not start): num_speculative_tokens={k} needs "
+            f"num_lookahead_tokens={k} draft slots per request and {budget} is not larger: 'VllmConfig does not have enough slots") in out
+    assert "(vllm/config/vllm.py:2371, ValueError at config creation, before the model loads)" in out
+
+
+def test_num_speculative_tokens_below_the_proven_bound_is_not_reported() -> None:
+    # 40,000 > every default table value, but the default also follows max_model_len: no bound is claimed below 640,000
+    r, f = _run("0.33.0", "vllm", "serve", str(MIMO), "--speculative-config", '{"method":"mtp","num_speculative_tokens":40000}')
+    assert f["verdict"] == "go" and not [x for x in r.findings if x.rule_id == "MTP320"]

@@ -42,6 +42,7 @@ from mtp_audit.engines.vllm.launch.command import (
     rebuild_vllm,
     spec_json,
 )
+from mtp_audit.engines.vllm.launch.lookahead import check_lookahead
 from mtp_audit.engines.vllm.launch.replay import UNKNOWN, Evaluator, n_predict_of
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
 
@@ -758,6 +759,7 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, analy
     check_command(ctx)
     _resolve_speculative(ctx, analyzers, cwd)
     pick_proposer(ctx)
+    check_lookahead(ctx, cwd)
     check_unused(ctx)
     check_env(ctx)
     reports = _machine_and_scope(ctx, argv, analyzers, reports)

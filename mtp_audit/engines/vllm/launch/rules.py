@@ -363,7 +363,7 @@ RULES: tuple[Rule, ...] = (
       "glm4_moe_mtp is in the alias set but not in the Literal); an MTP method with neither num_speculative_tokens nor model "
       "(no draft config is built, _verify_args raises); num_speculative_tokens without a model for a method that needs one; "
       "an explicit method no auto-detection test matches (NotImplementedError); num_speculative_tokens not a multiple of "
-      "the draft's MTP layers; no proposer for the method in the runner; no model at all.",
+      "the draft's MTP layers; num_speculative_tokens draft slots that do not fit in max_num_batched_tokens (VllmConfig's 'not enough slots' check, 0.33.0; exact with --max-num-batched-tokens, else only above a proven bound of the default); no proposer for the method in the runner; no model at all.",
       "The engine exits during config creation with a ValueError / NotImplementedError / pydantic error. The failure is "
       "early, but {\"method\": \"deepseek_mtp\"} alone (the most common MTP config in forum posts) is one of them: without "
       "num_speculative_tokens the draft = target rewrite does not happen.",
