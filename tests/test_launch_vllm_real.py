@@ -350,3 +350,20 @@ def test_num_speculative_tokens_below_the_proven_bound_is_not_reported() -> None
     # 40,000 > every default table value, but the default also follows max_model_len: no bound is claimed below 640,000
     r, f = _run("0.33.0", "vllm", "serve", str(MIMO), "--speculative-config", '{"method":"mtp","num_speculative_tokens":40000}')
     assert f["verdict"] == "go" and not [x for x in r.findings if x.rule_id == "MTP320"]
+
+
+@pytest.mark.parametrize("version, files", [
+    ("0.33.0", "vllm/engine/arg_utils.py, vllm/entrypoints/common/cli_args.py, vllm/entrypoints/cli/serve.py, vllm/utils/argparse_utils.py"),
+    ("0.11.0", "vllm/engine/arg_utils.py, vllm/entrypoints/openai/cli_args.py, vllm/entrypoints/cli/serve.py"),
+])
+def test_option_no_parser_file_declares_blocks_the_start_question(capsys, version: str, files: str) -> None:
+    argv = ["launch", "--vllm", str(vllm_wheel(version)), "--facts", str(H200), "--", "vllm", "serve", str(MIMO)]
+    # declared: literal add_argument strings (arg_utils), FrontendArgs fields (--port/--host/--api-key), --no-X of a flag
+    assert main(argv + ["--port", "8000", "--host", "0.0.0.0", "--api-key", "x", "--max-model-len", "4096",
+                        "--gpu-memory-utilization", "0.9", "--no-enable-prefix-caching", "--served-model-name", "m"]) == 0
+    assert "not declared" not in capsys.readouterr().out
+    assert main(argv + ["--bogus-flag"]) == 3
+    out = capsys.readouterr().out
+    assert out.startswith(f"INCONCLUSIVE: could not tell: whether vLLM {version} starts: --bogus-flag: not declared in its argument parser "
+                          f"({files}): argparse exits with 'unrecognized arguments' unless it is an unambiguous prefix")
+    assert "[launch, blocking] whether vLLM" in out

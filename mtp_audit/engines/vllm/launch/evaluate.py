@@ -643,13 +643,30 @@ def check_command(ctx: VCtx) -> None:
         ctx.fails = True
         ctx.add("MTP331", f"{opt} is {FOREIGN_OPTIONS[opt]}: vLLM {ctx.version} exits with 'unrecognized arguments: {opt}'", opt,
                 evidence=[Evidence("option", opt)])
-    others = [o for o in others if o not in foreign]
-    if others:
-        ctx.gap(f"vLLM's option table is not read: {', '.join(others[:8])}{' ...' if len(others) > 8 else ''} not checked "
-                "(a misspelt or removed option is not reported)")
+    _check_declared(ctx, [o for o in others if o not in foreign])
     spec = ctx.cmd.spec or {}
     if "tensor_parallel_size" in spec:
         ctx.gap("speculative config key tensor_parallel_size: newer vLLM rejects it ('Please pass draft_tensor_parallel_size'); not checked for this version")
+
+
+def _check_declared(ctx: VCtx, others: list[str]) -> None:
+    """The options no cross-check reads, held against the option names this release's parser files declare
+    (:func:`mtp_audit.engines.vllm.launch.options.undeclared`): one it does not declare may be argparse's
+    'unrecognized arguments' exit, so whether the server starts cannot be told (a blocking gap); without the files,
+    a note as before."""
+    from mtp_audit.engines.vllm.launch.options import PARSER_FILES, undeclared
+
+    if not others:
+        return
+    missing = undeclared(ctx.view.sources, others) if ctx.view is not None and hasattr(ctx.view, "sources") else None
+    if missing is None:
+        ctx.gap(f"vLLM's option table is not read: {', '.join(others[:8])}{' ...' if len(others) > 8 else ''} not checked "
+                "(a misspelt or removed option is not reported)")
+    elif missing:
+        ctx.gap(f"whether vLLM {ctx.version} starts: {', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}: not declared "
+                f"in its argument parser ({', '.join(r for r in PARSER_FILES if ctx.view.sources.get(r))}): argparse exits "
+                "with 'unrecognized arguments' unless it is an unambiguous prefix of an option or made some other way",
+                blocking=True)
 
 
 _SGLANG = "SGLang's option (vLLM reads --speculative-config JSON for speculative decoding)"
