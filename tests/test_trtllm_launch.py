@@ -28,7 +28,7 @@ def _ids(report, severity=None):
 
 
 def _run(model: str, yaml: str, *extra: str, dump: Path = H200):
-    return audit_launch(["trtllm-serve", str(CK / model), "--config", str(YAML / yaml), *extra], env_dump=[dump], environ={})
+    return audit_launch(["trtllm-serve", str(CK / model), "--config", str(YAML / yaml), *extra], env_dumps=[dump], environ={})
 
 
 def test_registry_picks_tensorrt_llm():
@@ -119,7 +119,7 @@ def test_reap_checkpoint_without_mtp_tensors():
     r = _run(reap, "r1-relaxed.yaml")
     assert sorted(f.rule_id for f in r.findings if f.severity == Severity.ERROR) == ["MTP001", "MTP703"]
     assert r.facts["launch"]["verdict"] == "fix first"
-    nospec = audit_launch(["trtllm-serve", str(CK / reap)], env_dump=[H200], environ={})
+    nospec = audit_launch(["trtllm-serve", str(CK / reap)], env_dumps=[H200], environ={})
     assert [(f.rule_id, f.severity) for f in nospec.findings if f.rule_id in ("MTP001", "MTP700")] == [("MTP001", Severity.WARNING)]
     assert nospec.facts["launch"]["verdict"] == "go"
 
@@ -144,6 +144,6 @@ def test_minimax_m3_runs_no_mtp_in_tensorrt_llm(tmp_path):
     for rel, text in checkpoint_files("ck", arch="MiniMaxM3ForCausalLM").items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
-    r = audit_launch(["trtllm-serve", str(tmp_path / "ck"), "--config", str(YAML / "r1-relaxed.yaml")], env_dump=[H200], environ={})
+    r = audit_launch(["trtllm-serve", str(tmp_path / "ck"), "--config", str(YAML / "r1-relaxed.yaml")], env_dumps=[H200], environ={})
     assert "MTP707" in _ids(r, Severity.ERROR)
     assert r.facts["launch"]["verdict"] == "fix first"
