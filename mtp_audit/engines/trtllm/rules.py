@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 
-from mtp_audit.engines.trtllm import knowledge as K
 from mtp_audit.report import Severity
 from mtp_audit.report.rules import Example, Rule
 from mtp_audit.synth.launch import SM120_ENV, checkpoint_files, env_dump
@@ -202,12 +201,11 @@ RULES = RULES + (
        _ex(False, "--tp_size 1", _CFG + ("--tp_size", "1"), spec=_MTP))),
 )
 
-_ACCEPTED = ", ".join(sorted(K.DECODING_TYPES))
-
 RULES = RULES + (
     R("MTP715", "trtllm-unknown-decoding-type", E, "speculative_config.decoding_type is not one TensorRT-LLM accepts",
       "speculative_config.decoding_type (exact, case-sensitive) against the decoding_type literals of the "
-      f"SpeculativeConfig union ({_ACCEPTED}); a speculative_config without decoding_type too.",
+      "SpeculativeConfig union (MTP, Eagle, Eagle3, NGram, SA, Draft_Target, PARD, DFlash, DSpark, ...; the finding names "
+      "them all); a speculative_config without decoding_type too.",
       "SpeculativeConfig is a pydantic union discriminated on decoding_type: any other value (a typo such as MPT, a "
       "lower-case mtp) is a validation error while the LLM args are built, and trtllm-serve exits before the model loads.",
       "Spell decoding_type as TensorRT-LLM declares it (MTP for the checkpoint's MTP layers).",
@@ -218,7 +216,7 @@ RULES = RULES + (
        _ex(False, "decoding_type MTP", _CFG, spec=_MTP))),
     R("MTP716", "trtllm-draft-len-over-token-budget", W, "max_draft_len is larger than a batch's token budget",
       "decoding_type MTP with max_draft_len + 1 above max_num_tokens (--max_num_tokens or the YAML's, else the "
-      f"default {K.MAX_NUM_TOKENS_DEFAULT}).",
+      "default 8192, BuildConfig.max_num_tokens).",
       "TensorRT-LLM bounds max_draft_len only from below (NonNegativeInt, > 0 for MTP). Every generation step of one "
       "request carries max_draft_len + 1 tokens and its draft buffers hold max_draft_len tokens per request, so a draft "
       "longer than the batch's token budget cannot be scheduled as configured; what the engine does then (a refusal "
