@@ -172,7 +172,10 @@ def test_two_versions_diff_text_only_architecture(qwen_text, sg):
     assert "speculative_algorithm" not in ch
     assert r.facts["launch"]["speculative"]["conditional"] == [] and r.facts["launch"]["speculative"]["runs_as"] == "EAGLE"
     assert {f.location.symbol for f in r.findings if f.rule_id == "MTP310"} == {
-        "what-will-happen:draft_architecture", "what-will-happen:errors"}
+        "what-will-happen:draft_architecture", "what-will-happen:errors", "what-will-happen:attention_backend"}
+    # the hybrid GDN gate on this SM120 GPU (attention_registry.py 0.5.9 :203, 0.5.23 :473) accepts more in 0.5.23
+    assert ch["attention_backend"] == {"old": "not given; the gate accepts triton, trtllm_mha",
+                                       "new": "not given; the gate accepts triton, trtllm_mha, flashinfer"}
     assert r.facts["launch"]["diff"]["old_version"] == "0.5.9" and r.facts["launch"]["diff"]["new_version"] == "0.5.23"
 
 
@@ -185,8 +188,9 @@ def test_two_versions_cli_forms_agree(qwen, tmp_path):
     da, db = json.loads(a.read_text()), json.loads(b.read_text())
     assert da["facts"]["launch"] == db["facts"]["launch"] and da["findings"] == db["findings"]  # (scan statistics differ: cache hit)
     # same flags, same class; 0.5.23's FROZEN_KV_MTP remap is guarded by is_gemma4_draft, false for this Qwen3.5
-    # checkpoint, so nothing differs (line numbers are not changes)
-    assert list(da["facts"]["launch"]["diff"]["changes"]) == []
+    # checkpoint, so only the hybrid GDN gate differs: on SM120 0.5.23 also accepts flashinfer (line numbers are not
+    # changes)
+    assert list(da["facts"]["launch"]["diff"]["changes"]) == ["attention_backend"]
 
 
 def test_env_var_ignored_on_sm120_qwen(qwen, sg):

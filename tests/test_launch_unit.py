@@ -222,7 +222,8 @@ def test_no_sglang_installed_is_could_not_tell(work):
     msgs = [g.message for g in r.gaps if g.analyzer == "launch"]
     assert any(m.startswith("no SGLang to check the command against") for m in msgs)
     assert any("split heuristically" in m for m in msgs)
-    assert r.facts["launch"]["command"]["options"][1] == {"flag": "--tp", "typed": "--tp", "option_string": "--tp", "value": "1"}
+    # without an option table --tp is still read as the tensor-parallel size (argparse's prefix match), as typed
+    assert r.facts["launch"]["command"]["options"][1] == {"flag": "--tp-size", "typed": "--tp", "option_string": "--tp-size", "value": "1"}
 
 
 # --- cross-checks on the Qwen3.5-397B-A17B-NVFP4 layout --------------------------------------------

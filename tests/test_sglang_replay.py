@@ -77,8 +77,25 @@ def test_hybrid_gdn_attention_assert_before_0522(facts):
                 if x["location"] == a["location"]]
     ok = dict(qwen_b200, fields={"attention_backend": "triton"})
     assert not [x for x in predict_asserts(facts["0.5.12"], ok) if x["location"] == a["location"]]
-    # 0.5.23 no longer has that assert
-    assert not [x for x in facts["0.5.23"]["backend_asserts"] if "attention_registry" in x["location"]]
+    # 0.5.23 still has it, on the per-phase backends against a set bound per GPU family (attention_registry.py:464
+    # {triton, trtllm_mha, flashinfer} on SM120, :470 HYBRID_GDN_SM100_BACKENDS = the four above, defined at :44)
+    new = sorted((x["field"], x["set_location"].rsplit(":", 1)[1], x["accepts"]) for x in facts["0.5.23"]["backend_asserts"]
+                 if x["location"].endswith("attention_registry.py:473"))
+    assert new == [("decode_attention_backend", "464", ["triton", "trtllm_mha", "flashinfer"]),
+                   ("decode_attention_backend", "470", ["triton", "trtllm_mha", "fa4", "flashinfer"]),
+                   ("prefill_attention_backend", "464", ["triton", "trtllm_mha", "flashinfer"]),
+                   ("prefill_attention_backend", "470", ["triton", "trtllm_mha", "fa4", "flashinfer"])]
+    b300 = {"fields": {"attention_backend": "fa3"}, "gpu": "sm100", "linear_attention": "gdn"}
+    def sure(known):
+        return {x["location"].rsplit("/", 1)[1] for x in predict_asserts(facts["0.5.23"], known) if x["certain"]}
+
+    assert sure(b300) == {"attention_registry.py:473"}
+    # kv_cache_hook.py:302/313 (the KV4 cache's backend lists) may apply, their guards cannot be told: not certain
+    assert {x["location"].rsplit("/", 1)[1] for x in predict_asserts(facts["0.5.23"], b300) if not x["certain"]} == {
+        "kv_cache_hook.py:302", "kv_cache_hook.py:313"}
+    assert sure(dict(b300, linear_attention="mamba2")) == set()  # Nemotron-H: not a GDN model
+    assert sure(dict(b300, fields={"attention_backend": "flashinfer"})) == set()
+    assert sure(dict(b300, gpu="sm120", fields={"attention_backend": "fa4"})) == {"attention_registry.py:473"}
 
 
 def test_evaluate_python_semantics():

@@ -103,23 +103,28 @@ def _is_mtp_gap(g: Gap) -> bool:
     return g.analyzer == "checkpoint" and "MTP" in g.message
 
 
+def scope_gap(g: Gap, *, fp4: bool | None, speculative: bool, spec_flag: str) -> Gap:
+    """One gap as :func:`scope_gaps` scopes it: a note when this launch's verdict does not depend on it."""
+    import dataclasses
+
+    if g.blocking and fp4 is False and _is_fp4_gap(g):
+        return dataclasses.replace(g, blocking=False, message=g.message + " (a note for this launch: it runs no FP4 kernels)")
+    if g.blocking and not speculative and _is_mtp_gap(g):
+        return dataclasses.replace(g, blocking=False, message=g.message + f" (a note for this launch: no {spec_flag}, so the "
+                                   "MTP weights are not loaded)")
+    return g
+
+
 def scope_gaps(reports: Sequence[Report], *, fp4: bool | None, speculative: bool, spec_flag: str) -> list[Report]:
     """The sub-reports with the blocking gaps this launch's verdict does not depend on turned into notes: the native FP4
     verdict when the launch runs no FP4 kernels (``fp4`` is ``False``: :func:`fp4_needed`), the checkpoint's MTP
     checks when the command requests no speculative decoding (``speculative`` false; ``spec_flag`` names the flag that
-    would). Each note says why it does not block; nothing is dropped."""
+    would). Each note says why it does not block; nothing is dropped (:func:`scope_gap`)."""
     import dataclasses
 
     out = []
     for r in reports:
-        gaps = []
-        for g in r.gaps:
-            if g.blocking and fp4 is False and _is_fp4_gap(g):
-                g = dataclasses.replace(g, blocking=False, message=g.message + " (a note for this launch: it runs no FP4 kernels)")
-            elif g.blocking and not speculative and _is_mtp_gap(g):
-                g = dataclasses.replace(g, blocking=False, message=g.message + f" (a note for this launch: no {spec_flag}, so the "
-                                        "MTP weights are not loaded)")
-            gaps.append(g)
+        gaps = [scope_gap(g, fp4=fp4, speculative=speculative, spec_flag=spec_flag) for g in r.gaps]
         out.append(dataclasses.replace(r, gaps=tuple(gaps)) if gaps != list(r.gaps) else r)
     return out
 

@@ -74,7 +74,9 @@ def backend_asserts(ix: ModuleIndex) -> list[dict[str, Any]]:
     ``rejects`` from ``x.F != "a"``; ``condition`` the ``if`` branches around it inside its function.
     """
     out = []
+    consts = _module_string_sets(ix) if ix.asserts else {}
     for site in ix.asserts:
+        out += named_set_asserts(ix, site, consts)
         node: ast.Assert = site.node  # type: ignore[assignment]
         accepts: dict[str, list[str]] = {}
         for subj, op, lits in comparisons(node.test):
@@ -96,6 +98,110 @@ def backend_asserts(ix: ModuleIndex) -> list[dict[str, Any]]:
     return out
 
 
+#: A runner attribute that holds a backend field's value for one phase (0.5.21 ``attention_registry.py:442``
+#: ``prefill_be = runner.prefill_attention_backend_str``): the field is the name without ``_str``.
+_PHASE_FIELD = re.compile(r"^((?:\w+_)?(?:" + ASSERTED_SOURCE + r"))(?:_str)?$")
+
+
+def _string_list(node: ast.AST, consts: dict[str, list[str]]) -> list[str] | None:
+    """A set / list / tuple display of strings, or a module-level name bound to one; else ``None``."""
+    if isinstance(node, ast.Name):
+        return consts.get(node.id)
+    v = literal(node)
+    return [str(x) for x in v] if isinstance(v, list) and all(isinstance(x, str) for x in v) else None
+
+
+def _module_string_sets(ix: ModuleIndex) -> dict[str, list[str]]:
+    """``NAME = {"a", "b"}`` at module level (0.5.22 ``HYBRID_GDN_SM100_BACKENDS``), name -> strings in source order."""
+    out: dict[str, list[str]] = {}
+    for st in ix.tree.body:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            vals = _string_list(st.value, out)
+            if vals is not None:
+                out[st.targets[0].id] = vals
+    return out
+
+
+def _merged_guards(outer: tuple, inner: tuple) -> tuple:
+    """The guards of a local's assignment followed by those of the assert not already among them."""
+    seen = {(id(n), b) for n, b in inner}
+    return tuple(inner) + tuple(g for g in outer if (id(g[0]), g[1]) not in seen)
+
+
+def _local_bindings(ix: ModuleIndex, site: Any, consts: dict[str, list[str]]) -> tuple[dict[str, str], dict[str, list[Any]]]:
+    """``(aliases, sets)`` of the assert's function before the assert: ``aliases`` local name -> backend field
+    (``prefill_be = runner.prefill_attention_backend_str`` -> ``prefill_attention_backend``), ``sets`` local name ->
+    ``[(strings, Site of the assignment)]`` (``allowed = {"triton", ...}`` in each branch, or a module constant).
+    ``aliases["<source>:" + name]`` keeps the attribute text each alias was bound to (for the guard's text)."""
+    aliases: dict[str, str] = {}
+    sets: dict[str, list[Any]] = {}
+    line = site.node.lineno
+    for a in ix.assigns:
+        node = a.node
+        if a.ctx.unit is not site.ctx.unit or node.lineno >= line or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+            continue
+        name, value = node.targets[0].id, node.value
+        m = _PHASE_FIELD.match(value.attr) if isinstance(value, ast.Attribute) else None
+        if m:
+            aliases[name] = m.group(1)
+            aliases["<source>:" + name] = ix.normalized(value)
+            continue
+        vals = _string_list(value, consts)
+        if vals is not None:
+            sets.setdefault(name, []).append((vals, a))
+    return aliases, sets
+
+
+def named_set_asserts(ix: ModuleIndex, site: Any, consts: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """``assert x in NAME`` where ``x`` is a backend field (or a local bound to one) and ``NAME`` a set of strings
+    bound in the same function (one record per binding, its branch's guards added: 0.5.21
+    ``attention_registry.py:435/441`` bind ``allowed`` per GPU family) or at module level (0.5.22
+    ``HYBRID_GDN_SM100_BACKENDS``). Records have the shape of :func:`backend_asserts` plus ``"set_location"``."""
+    node: ast.Assert = site.node
+    if site.ctx.unit is None:
+        return []
+    aliases, sets = _local_bindings(ix, site, consts)
+    out = []
+    for cmp in ast.walk(node.test):
+        if not (isinstance(cmp, ast.Compare) and len(cmp.ops) == 1 and isinstance(cmp.ops[0], (ast.In, ast.NotIn))
+                and isinstance(cmp.comparators[0], ast.Name)):
+            continue
+        left = cmp.left
+        m = _PHASE_FIELD.match(left.attr) if isinstance(left, ast.Attribute) else None
+        field = m.group(1) if m else aliases.get(left.id) if isinstance(left, ast.Name) else None
+        name = cmp.comparators[0].id
+        bindings = sets.get(name) or ([(consts[name], None)] if name in consts else [])
+        if field is None:
+            continue
+        for vals, bound in bindings:
+            guards = _merged_guards(site.ctx.guards, bound.ctx.guards) if bound is not None else site.ctx.guards
+            accepts = vals if isinstance(cmp.ops[0], ast.In) else None
+            out.append({"field": field, "accepts": accepts, "rejects": None if accepts is not None else vals,
+                        "test": ix.normalized(node.test), "condition": _with_sources(_cond_text(ix, guards), aliases),
+                        "message": message_text(node.msg), "location": f"{ix.rel}:{node.lineno}",
+                        "function": site.ctx.unit.name,
+                        "set_location": f"{ix.rel}:{(bound.node if bound is not None else node).lineno}" if bound is not None
+                        else f"{ix.rel}:{_const_line(ix, name)}"})
+    return out
+
+
+def _with_sources(text: str, aliases: dict[str, str]) -> str:
+    """A guard's text with each backend alias replaced by the attribute it was bound to (0.5.17
+    ``attention_registry.py:406``: ``if prefill_be and decode_be`` reads ``runner.server_args.prefill_attention_backend
+    and ...``), so the guard is evaluated on the field."""
+    for key, src in aliases.items():
+        if key.startswith("<source>:"):
+            text = re.sub(r"\b" + re.escape(key.split(":", 1)[1]) + r"\b", src, text)
+    return text
+
+
+def _const_line(ix: ModuleIndex, name: str) -> int:
+    for st in ix.tree.body:
+        if isinstance(st, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in st.targets):
+            return st.lineno
+    return 0
+
+
 def file_facts(ix: ModuleIndex, *, asserts: bool) -> dict[str, Any]:
     """The replay facts of one indexed file (cached with its scan result): ``registrations`` always (the
     server pass), ``asserts`` when the asserts pass wants the file."""
@@ -111,13 +217,16 @@ def file_facts(ix: ModuleIndex, *, asserts: bool) -> dict[str, Any]:
 _PLATFORM = {
     "is_blackwell": ("sm100", "sm103", "sm120", "sm121"), "is_sm100": ("sm100", "sm103"),
     "is_sm100_supported": ("sm100", "sm103"), "is_sm90_supported": ("sm90", "sm100", "sm103"),
-    "is_sm120_supported": ("sm120", "sm121"), "is_hopper": ("sm90",),
+    "is_sm120_supported": ("sm120", "sm121"), "is_sm120": ("sm120", "sm121"), "is_hopper": ("sm90",),
     "is_hip": ("rocm",), "is_npu": ("npu",), "is_cuda": ("sm80", "sm89", "sm90", "sm100", "sm103", "sm120", "sm121"),
 }
 
 
-#: Runner attributes that hold a hybrid linear-attention config (0.5.12 ``attention_registry.py:221,251``).
-_HYBRID_CONFIGS = frozenset(("hybrid_gdn_config", "mambaish_config", "linear_attn_config"))
+#: Runner attributes (0.5.12 ``runner.hybrid_gdn_config``) or functions of the model config (0.5.18 on,
+#: ``configs/hybrid_arch.py``: ``hybrid_gdn_config(runner.model_config)``) that return the hybrid linear-attention
+#: config of one kind (``None`` for another kind; ``mambaish_config`` / ``linear_attn_config``: any kind).
+_HYBRID_CONFIGS = {"hybrid_gdn_config": "gdn", "mamba2_config": "mamba2", "hybrid_kda_config": "kda", "kimi_linear_config": "kda",
+                   "hybrid_lightning_config": "lightning", "mambaish_config": None, "linear_attn_config": None}
 _FAMILY_DRAFT = re.compile(r"^is_([a-z][a-z0-9_]*?)_draft$")
 #: A stand-in for a config object that is present (truthy, not ``None``).
 _PRESENT = "<present>"
@@ -152,9 +261,8 @@ def launch_lookup(known: dict[str, Any]):
             return known["quantization"]
         if last in ("model_arch",) and known.get("architecture"):
             return known["architecture"]
-        hybrid = known.get("hybrid_linear_attention")
-        if last in _HYBRID_CONFIGS and hybrid is not None:
-            return _PRESENT if hybrid else None
+        if bare in _HYBRID_CONFIGS:
+            return _hybrid_config(known, _HYBRID_CONFIGS[bare])
         m = _FAMILY_DRAFT.match(name)
         if m and known.get("architecture"):
             return known["architecture"].lower().replace("_", "").startswith(m.group(1).replace("_", ""))
@@ -163,12 +271,65 @@ def launch_lookup(known: dict[str, Any]):
     return lookup
 
 
+def _hybrid_config(known: dict[str, Any], kind: str | None) -> Any:
+    """A hybrid-config accessor's value for a launch: present or ``None``, from ``known["linear_attention"]`` (the
+    checkpoint's linear-attention kind, ``None`` for none) or the older ``known["hybrid_linear_attention"]`` (a
+    bool: any kind); unknown when neither is known."""
+    if "linear_attention" in known:
+        have = known["linear_attention"]
+        if have is None:
+            return None
+        if have not in ("gdn", "mamba2", "kda", "lightning"):
+            return UNKNOWN  # a kind SGLang's accessors are not known to map (MiniMax lightning layers)
+        return _PRESENT if kind is None or kind == have else None
+    hybrid = known.get("hybrid_linear_attention")
+    if hybrid is None:
+        return UNKNOWN
+    return _PRESENT if hybrid else None
+
+
+def grounded(condition: str | None, known: dict[str, Any]) -> bool:
+    """Whether a guard is about the machine or the model, not only about flags: with the command's values hidden it is
+    true, or it is undecided but a platform predicate or a hybrid-config accessor in it is decided by the launch's
+    facts (0.5.17 ``attention_registry.py:406``: ``hybrid_gdn_config(...) is not None and is_blackwell() and ...
+    prefill and decode backends given``). A guard of flags alone (0.5.20 ``deepseek_v4_hook.py:189``:
+    ``cfg.speculative_algorithm is not None``, in a hook only DeepSeek-V4 models run) or no guard is not."""
+    if not condition:
+        return False
+    hidden = dict(known, fields={})
+    v = guard_value(condition, hidden)
+    if v is not None:
+        return v
+    base = launch_lookup(hidden)
+    decided: list[str] = []
+
+    def lookup(name: str) -> Any:
+        out = base(name)
+        bare = name.rsplit(".", 1)[-1].removesuffix("()")
+        if out is not UNKNOWN and (bare in _PLATFORM or bare in _HYBRID_CONFIGS):
+            decided.append(name)
+        return out
+
+    evaluate(condition, lookup)
+    return bool(decided)
+
+
 def guard_value(condition: str | None, known: dict[str, Any]) -> bool | None:
     """Whether a recorded ``condition`` holds for a launch (``None``: cannot tell; an empty condition holds)."""
     if not condition:
         return True
     out = evaluate(condition, launch_lookup(known))
     return out.truth()
+
+
+def field_value(fields: dict[str, Any], field: str) -> Any:
+    """A backend field's value for a launch: the field itself, else for a phase field (``prefill_attention_backend``,
+    ``decode_attention_backend``) the general one it falls back to (``attention_backend``: SGLang's
+    ``ModelRunner`` takes ``prefill_attention_backend or attention_backend``); :data:`UNKNOWN` when neither is known."""
+    v = fields.get(field, UNKNOWN)
+    if (v is UNKNOWN or v is None) and field.endswith("_attention_backend"):
+        return fields.get("attention_backend", UNKNOWN)
+    return v
 
 
 def predict_asserts(facts: dict[str, Any], known: dict[str, Any]) -> list[dict[str, Any]]:
@@ -180,7 +341,7 @@ def predict_asserts(facts: dict[str, Any], known: dict[str, Any]) -> list[dict[s
     fields = known.get("fields") or {}
     out = []
     for a in facts.get("backend_asserts") or []:
-        value = fields.get(a["field"], UNKNOWN)
+        value = field_value(fields, a["field"])
         if value is UNKNOWN or value is None:
             continue
         fails = (a["accepts"] is not None and str(value) not in a["accepts"]) or (
@@ -192,6 +353,13 @@ def predict_asserts(facts: dict[str, Any], known: dict[str, Any]) -> list[dict[s
             continue
         out.append(dict(a, value=value, certain=g is True))
     return out
+
+
+def holding_asserts(facts: dict[str, Any], known: dict[str, Any], fields: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The asserts on ``fields`` whose guard certainly holds for a launch (whether or not the value passes): the
+    gates that decide a backend there, e.g. the hybrid GDN gate on SM100 that accepts ``flashinfer`` from 0.5.21 on."""
+    return [a for a in facts.get("backend_asserts") or [] if a["field"] in fields and a["condition"]
+            and guard_value(a["condition"], known) is True]
 
 
 def predict_overrides(facts: dict[str, Any], known: dict[str, Any]) -> list[dict[str, Any]]:

@@ -38,7 +38,7 @@ from mtp_audit.engines.sglang.names import ASSERTED_SOURCE, HOOK_PATHS, TRACKED_
 from mtp_audit.engines.sglang.rewrites import LOG_FUNCS, analyse_units  # noqa: F401  (LOG_FUNCS: public name kept)
 
 #: Bump when the extraction changes, so cached results are recomputed.
-SCAN_VERSION = 13
+SCAN_VERSION = 21
 
 # --- pre-filter, derived from what the passes look up --------------------------------------------
 
@@ -93,7 +93,8 @@ PASSES: tuple[Pass, ...] = (
     Pass("flow-hook", HOOK_PATHS, _b(r"\.(" + TRACKED_SOURCE + r")\s*==\s*[\"']")),
     Pass("flow-consumer", None, _b(r"from_server_args|is_draft_model"), _b(r"\.(" + TRACKED_SOURCE + r")\b"),
          gate=(b"from_server_args", b"is_draft_model")),
-    Pass("asserts", None, _b(r"assert[\s(]+[\w.]*\.(" + ASSERTED_SOURCE + r")\b"), gate=(b"_backend", b"speculative_algorithm")),
+    Pass("asserts", None, _b(r"(?m)assert[\s(]+[\w.]*\.(" + ASSERTED_SOURCE + r")\b|^[ \t]+\w+ = [\w.]+\.(\w+_)?("
+                            + ASSERTED_SOURCE + r")(_str)?[ \t]*$"), _b(r"\bassert\b"), gate=(b"_backend", b"speculative_algorithm")),
 )
 
 

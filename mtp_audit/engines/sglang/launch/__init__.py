@@ -1,6 +1,6 @@
 """SGLang as a launch engine: parse ``python -m sglang.launch_server ...`` / ``sglang serve ...`` against the flag table of
 one SGLang release, replay its rewrites, and cross-check the command with the checkpoint and the machine (rules
-MTP300-MTP312, :mod:`mtp_audit.engines.sglang.launch.rules`); two releases can be compared (MTP310)."""
+MTP300-MTP313, :mod:`mtp_audit.engines.sglang.launch.rules`); two releases can be compared (MTP310)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from mtp_audit.report import Gap, Report
 
 #: the keys of an evaluation's outcome that make up ``facts["launch"]``
 FACT_KEYS = ("summary", "answer", "closing", "compare", "verdict", "corrected_command", "changed_flags", "speculative", "draft",
-             "model_overrides", "startup_asserts",
+             "model_overrides", "startup_asserts", "attention",
              "parallel", "command", "env")
 
 

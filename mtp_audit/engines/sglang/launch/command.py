@@ -456,14 +456,35 @@ def _check_value(cmd: LaunchCommand, i: int, ostr: str, rec: dict[str, Any], v: 
             cmd.problems.append(Problem("invalid-choice", i, v, f"argument {ostr}: invalid choice: '{v}' (choose from {shown})", fix))
 
 
+#: Option strings the launch checks read (parallel sizes, model, speculative, quantization), every alias of one
+#: argument in one tuple: without an option table a prefix of exactly one of these argument groups is read as that
+#: argument, as argparse's ``allow_abbrev`` would (``--tp 8`` is ``--tp-size 8``), and noted in the option.
+HEURISTIC_ARGUMENTS: tuple[tuple[str, ...], ...] = (
+    ("--tp-size", "--tensor-parallel-size"), ("--pp-size", "--pipeline-parallel-size"), ("--dp-size", "--data-parallel-size"),
+    ("--ep-size", "--expert-parallel-size", "--ep"), ("--nnodes",), ("--model-path", "--model"),
+    ("--speculative-algorithm",), ("--quantization",), ("--mem-fraction-static",))
+
+
+def heuristic_flag(name: str) -> str:
+    """``name`` as written, or the first option string of the one argument of :data:`HEURISTIC_ARGUMENTS` that
+    ``name`` is a prefix of (``"--tp"`` -> ``"--tp-size"``); ``name`` again when it is none or more than one."""
+    hits = {group for group in HEURISTIC_ARGUMENTS for o in group if o == name}
+    if hits:
+        return next(iter(hits))[0]
+    hits = {group for group in HEURISTIC_ARGUMENTS for o in group if o.startswith(name) and len(name) > 3}
+    return next(iter(hits))[0] if len(hits) == 1 else name
+
+
 def _parse_heuristic(cmd: LaunchCommand) -> None:
-    """Without an option table: ``--x=v`` and ``--x v`` (when the next token is not an option)."""
+    """Without an option table: ``--x=v`` and ``--x v`` (when the next token is not an option); an option that is
+    a prefix of one argument the checks read is read as that argument (:func:`heuristic_flag`)."""
     toks = cmd.argv
     i = cmd.start
     while i < len(toks):
         t = toks[i]
         if t.startswith("--"):
-            name, eq, val = t.partition("=")
+            written, eq, val = t.partition("=")
+            name = heuristic_flag(written)
             if eq:
                 cmd.options.append(Option(i, t, name, name, val))
             elif i + 1 < len(toks) and not toks[i + 1].startswith("--"):
@@ -472,6 +493,7 @@ def _parse_heuristic(cmd: LaunchCommand) -> None:
             else:
                 cmd.options.append(Option(i, t, name, name, None))
             cmd.names.setdefault(name, name)
+            cmd.names.setdefault(written, name)
         i += 1
 
 

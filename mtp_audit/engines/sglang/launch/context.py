@@ -80,6 +80,18 @@ class Ctx:
     #: the GPUs this launch's processes see (:func:`mtp_audit.engines.sglang.launch.evaluate.resolve_gpus`): a
     #: :class:`~mtp_audit.preflight.visible.Visibility`, ``None`` until resolved
     visible: Any = None
+    #: the checkpoint's kind of linear attention (:func:`mtp_audit.engines.sglang.launch.attention.linear_attention_kind`:
+    #: ``"gdn"``, ``"mamba2"`` ...; ``None`` none) and why it is unknown (``linear_attention_note``; then the kind is unused)
+    linear_attention: str | None = None
+    linear_attention_note: str | None = None
+    #: the attention backend words of "What will happen", set by ``check_attention``
+    attention_text: str = "not checked"
+    #: the same, location-free (compared between releases) and as facts (``facts.launch.attention``)
+    attention_compare: str = "not checked"
+    attention_facts: dict[str, Any] = field(default_factory=dict)
+    #: whether the launch runs FP4 kernels (:func:`mtp_audit.engines.outcome.fp4_needed`; ``None``: unknown), set by
+    #: ``scope_launch``
+    fp4_needed: bool | None = None
     #: the command's parallel layout (:class:`mtp_audit.engines.sglang.launch.parallel.ParallelPlan`), set by ``check_gpus``
     parallel: Any = None
 

@@ -5,7 +5,7 @@ Inputs flow through the analyzers' public functions only: :func:`mtp_audit.engin
 :func:`mtp_audit.checkpoint.audit_checkpoint` (architecture, MTP tensors, their dtype and bytes,
 quantization) and :func:`mtp_audit.preflight.preflight` (GPUs, capability, memory, effective FP4
 backends after this SGLang version's ``auto`` resolution, its MTP2xx findings). The checks here
-(MTP300-MTP312, :mod:`mtp_audit.engines.sglang.launch.rules`) are the ones no single analyzer can make.
+(MTP300-MTP313, :mod:`mtp_audit.engines.sglang.launch.rules`) are the ones no single analyzer can make.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.errors import InputError
-from mtp_audit.engines.sglang.replay import guard_value, predict_asserts, predict_overrides
+from mtp_audit.engines.sglang.replay import grounded, guard_value, predict_asserts, predict_overrides
 from mtp_audit.engines.sglang.launch.command import (
     ENTRY_LAUNCH_SERVER,
     LaunchCommand,
@@ -126,7 +126,17 @@ def replay_known(ctx: Ctx, fields: dict[str, Any] | None = None) -> dict[str, An
     cc = ctx.cc
     gpu = None if cc is None else {9: "sm90", 10: "sm100", 12: "sm120"}.get(cc[0], f"sm{cc[0]}{cc[1]}")
     args = dict(known.args) if fields is None else fields
-    return {"architecture": known.arch, "quantization": known.args.get("quantization"), "gpu": gpu, "fields": args}
+    out = {"architecture": known.arch, "quantization": known.args.get("quantization"), "gpu": gpu, "fields": args}
+    if ctx.linear_attention_note is None:
+        out["linear_attention"] = ctx.linear_attention
+    return out
+
+
+#: The per-phase attention backends stay ``None`` unless the command gives them: SGLang's registry then takes
+#: ``--attention-backend`` (0.5.17 ``attention_registry.py:405-411`` branches on ``if prefill_be and decode_be``; the
+#: B300 report https://github.com/sgl-project/sglang/issues/35080 shows the other branch's message, "Got
+#: attention_backend=flashinfer", for a command without them).
+PHASES_NOT_GIVEN = {"prefill_attention_backend": None, "decode_attention_backend": None}
 
 
 def resolve_model_overrides(ctx: Ctx) -> None:
@@ -141,8 +151,13 @@ def resolve_model_overrides(ctx: Ctx) -> None:
     # asserts run after every resolution: only a value the user gave explicitly is known to reach them, and only an
     # assert whose guard certainly holds is a prediction (a guard on a local name of the hook is not told)
     cli = ctx.sg.get("cli_arguments") or {}
-    given = {(cli.get(o.flag) or {}).get("dest"): o.value for o in ctx.cmd.options if o.value is not None}
-    ctx.startup_asserts = [a for a in predict_asserts(ctx.sg, dict(known, fields=given)) if a["certain"]]
+    given = {**PHASES_NOT_GIVEN, **{(cli.get(o.flag) or {}).get("dest"): o.value for o in ctx.cmd.options if o.value is not None}}
+    given.pop(None, None)  # an option without a declared dest (a tree the parser could not read) names no field
+    # a prediction only when the guard holds on the machine and the model alone (the command's flags hidden): an
+    # assert whose guard is only about flags, or that has none, sits in a helper whose callers decide whether it runs
+    # (0.5.23 mamba_hook.py:161 validate_mamba_no_buffer; 0.5.20 deepseek_v4_hook.py:189, DeepSeek-V4 models only)
+    ctx.startup_asserts = [a for a in predict_asserts(ctx.sg, dict(known, fields=given)) if a["certain"]
+                           and grounded(a["condition"], known)]
 
 
 def resolve_draft(ctx: Ctx) -> None:
@@ -514,7 +529,7 @@ def check_memory(ctx: Ctx) -> None:
     if not mems:
         why = next((g["memory_missing"] for g in gpus if g["memory_missing"]), None) or "no GPU listed"
         ctx.gap(f"GPU memory unknown ({why}); the draft's {fmt_bytes(per_gpu)} per GPU were not compared with it")
-        ctx.add("MTP307", f"the draft's MTP weights take about {fmt_bytes(per_gpu)} per GPU under --tp-size {tp} (GPU memory unknown)",
+        ctx.add("MTP307", f"the draft's MTP weights take about {fmt_bytes(per_gpu)} per GPU under {tp_words(ctx, tp)} (GPU memory unknown)",
                 _tp_symbol(ctx), evidence=ev, severity=Severity.INFO, remediation="")
         return
     mem = min(mems)
@@ -530,9 +545,20 @@ def check_memory(ctx: Ctx) -> None:
                                        + (f" {mf}" if mf else "") + ", so this comes out of the remaining memory; expect a smaller KV cache or an out-of-memory at start-up")
     else:
         sev, tail = Severity.INFO, "small next to the GPU"
-    ctx.add("MTP307", f"the draft's MTP weights ({dtypes}) take about {fmt_bytes(per_gpu)} per GPU under --tp-size {tp}, "
+    ctx.add("MTP307", f"the draft's MTP weights ({dtypes}) take about {fmt_bytes(per_gpu)} per GPU under {tp_words(ctx, tp)}, "
             f"{frac:.1%} of the {fmt_bytes(mem)} GPU: {tail}", _tp_symbol(ctx), evidence=ev, severity=sev,
             remediation="" if sev == Severity.INFO else "raise --tp-size, lower --mem-fraction-static, or quantize the MTP layer")
+
+
+def tp_words(ctx: Ctx, tp: int) -> str:
+    """``--tp-size 8`` as the size the memory split uses; without an SGLang option table, how the command wrote it
+    (``--tp-size 8 (written --tp; read without an SGLang option table ...)``)."""
+    flag = ctx.cmd.flag_of(*TP) or TP[0]
+    written = next((o.typed.split("=", 1)[0] for o in reversed(ctx.cmd.options) if o.flag == flag), None)
+    words = f"--tp-size {tp}"
+    if ctx.cmd.parsed_with == "heuristic" and written is not None and written != "--tp-size":
+        words += f" (written {written}; read without an SGLang option table, as argparse's prefix match would)"
+    return words
 
 
 def _tp_symbol(ctx: Ctx) -> str:
@@ -542,6 +568,68 @@ def _tp_symbol(ctx: Ctx) -> str:
         if ctx.cmd.flag_of(*TP) == o.flag:
             return o.option_string
     return "--model-path"
+
+
+def check_attention(ctx: Ctx) -> None:
+    """MTP313: a backend assert of this SGLang that certainly fails for the launch (its guard holds for the GPU family,
+    the checkpoint's linear-attention kind and the command; the value the command gives is outside the set it
+    accepts), so the server dies with ``AssertionError`` at start-up; and ``ctx.attention_text``, the attention
+    backend and the gate that decides it (:mod:`mtp_audit.engines.sglang.launch.attention`)."""
+    from mtp_audit.engines.sglang.launch.attention import (
+        ATTENTION_FLAGS,
+        assert_evidence,
+        backend_text,
+        failing_asserts,
+        fix_value,
+        given_backends,
+    )
+    from mtp_audit.engines.sglang.replay import holding_asserts
+
+    if not ctx.sg:
+        return
+    known = replay_known(ctx)
+    given = given_backends(ctx.cmd, ctx.sg.get("cli_arguments") or {})
+    known["fields"] = {**PHASES_NOT_GIVEN, **{f: v for f, (v, _) in given.items()}}
+    failing = failing_asserts(ctx.startup_asserts)
+    gates = holding_asserts(ctx.sg, known, tuple(ATTENTION_FLAGS.values()))
+    ctx.attention_text = backend_text(given, [a for a in failing if a["field"] in ATTENTION_FLAGS.values()], gates,
+                                      ctx.linear_attention, ctx.linear_attention_note, ctx.model_overrides)
+    why_kind = (f"{ctx.linear_attention or 'none'} (config.json of {ctx.model_path})" if ctx.linear_attention_note is None
+                else f"unknown ({ctx.linear_attention_note})")
+    shown = ", ".join(f"{f} {v}" for f, (v, _) in sorted(given.items())) or "not given"
+    att_fail = [a for a in failing if a["field"] in ATTENTION_FLAGS.values()]
+    gate = f"the gate accepts {', '.join(gates[0].get('accepts') or [])}" if gates else ""
+    ctx.attention_compare = shown + ("; refused at start-up (AssertionError)" if att_fail else
+                                     f"; {'accepted: ' if given else ''}{gate}" if gates else "")
+    ctx.attention_facts = {"given": {f: v for f, (v, _) in given.items()}, "linear_attention": ctx.linear_attention,
+                           "linear_attention_unknown": ctx.linear_attention_note, "gates": [g["location"] for g in gates],
+                           "refused_by": [a["location"] for a in att_fail], "text": ctx.attention_text}
+    for a in failing:
+        fix = fix_value(a, known.get("gpu"))
+        src = given.get(a["field"]) or (given.get("attention_backend") if a["field"].endswith("_attention_backend") else None)
+        opt = src[1] if src else None
+        ctx.add("MTP313", f"SGLang {ctx.sglang_version} stops at start-up with AssertionError at {a['location']}: "
+                f"{_field_words(a.get('fields') or [a['field']])} {a['value']} is not one of {', '.join(a.get('accepts') or [])} "
+                f"on {_gpu_family(known.get('gpu'))}"
+                + (f" ({a['message'][:160]})" if a.get("message") else ""), opt or a["field"],
+                evidence=assert_evidence(a, known, why_kind),
+                remediation=(f"use {opt} {fix} (accepted at {a['location']})" if opt and fix else
+                             "use a backend the assert accepts"))
+        if opt and fix:
+            flag = ctx.cmd.flag_of(opt) or opt
+            ctx.fixes.setdefault(flag, fix)
+
+
+def _field_words(fields: list[str]) -> str:
+    """``["decode_attention_backend", "prefill_attention_backend"]`` -> ``"prefill and decode attention backend"``."""
+    if all(f.endswith("_attention_backend") for f in fields):
+        phases = sorted((f.removesuffix("_attention_backend") for f in fields), key=lambda p: p != "prefill")
+        return " and ".join(phases) + " attention backend"
+    return " and ".join(fields)
+
+
+def _gpu_family(gpu: str | None) -> str:
+    return {"sm100": "SM100/SM103", "sm120": "SM120/SM121", "sm90": "SM90"}.get(gpu or "", gpu or "this GPU")
 
 
 def check_quantization(ctx: Ctx) -> None:
@@ -670,7 +758,7 @@ def check_env(ctx: Ctx) -> None:
 
 
 CHECKS = (check_command, check_architecture, check_mtp_weights, check_draft_elsewhere, check_gpus, check_memory, check_quantization,
-          check_env)
+          check_env, check_attention)
 
 
 # --- one evaluation ------------------------------------------------------------------------------
@@ -722,9 +810,12 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
         ctx.gap("the command was split heuristically (no SGLang option table): unknown or abbreviated flags were not checked", blocking=True)
     if any(o.flag == "--config" for o in cmd.options):
         ctx.gap("--config FILE: the options inside the config file were not read")
+    _linear_attention(ctx, cwd)
     resolve_gpus(ctx)
     resolve_algorithm(ctx)
     resolve_model_overrides(ctx)
+    if sg_report is not None:
+        reports[0] = _rewrites_that_can_apply(ctx, reports[0])
     if ctx.algo_requested is None and ck is not None:
         reports = [mtp_errors_as_warnings(r, "SGLang", "--speculative-algorithm") if r.targets and r.targets[0].analyzer == "checkpoint" else r for r in reports]
     resolve_draft(ctx)
@@ -737,6 +828,7 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
                        if r.targets and r.targets[0].analyzer == "checkpoint" else r for r in reports]
     for check in CHECKS:
         check(ctx)
+    reports = scope_launch(ctx, reports)
     all_findings = [f for r in reports for f in r.findings] + ctx.findings
     all_gaps = [g for r in reports for g in r.gaps] + ctx.gaps
     if _depth < 2 and cmd.parsed_with != "heuristic":
@@ -752,6 +844,54 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
                 pass
     outcome = build_outcome(ctx, all_findings, all_gaps)
     return Evaluation(ctx, reports, outcome)
+
+
+def _linear_attention(ctx: Ctx, cwd: Path) -> None:
+    """``ctx.linear_attention`` from the model folder's config.json (``ctx.linear_attention_note`` says why not)."""
+    from mtp_audit.engines.sglang.launch.attention import linear_attention_kind, read_model_config
+
+    cfg, why = read_model_config(ctx.model_path, cwd)
+    ctx.linear_attention, ctx.linear_attention_note = (linear_attention_kind(cfg), None) if cfg is not None else (None, why)
+
+
+def scope_launch(ctx: Ctx, reports: list[Report]) -> list[Report]:
+    """The gaps scoped to what this launch's verdict depends on (:func:`mtp_audit.engines.outcome.scope_gaps`): no FP4
+    kernels (:func:`mtp_audit.engines.outcome.fp4_needed` of the checkpoint and ``--quantization``) -> the native FP4
+    verdict is a note; no ``--speculative-algorithm`` -> the checkpoint's MTP checks are notes. Sets
+    ``ctx.fp4_needed``; the launch's own gaps are scoped in place, the sub-reports returned scoped. The machine's
+    torch pin (MTP209) of an SGLang release other than the one the machine has installed is relaxed
+    (:func:`relax_other_release_pin`)."""
+    from mtp_audit.engines.outcome import fp4_needed, scope_gap, scope_gaps
+
+    q = ctx.cmd.get(*QUANT)
+    ctx.fp4_needed = fp4_needed(ctx.ck, q if isinstance(q, str) else None)
+    speculative = ctx.algo_requested is not None
+    ctx.gaps = [scope_gap(g, fp4=ctx.fp4_needed, speculative=speculative, spec_flag="--speculative-algorithm") for g in ctx.gaps]
+    reports = scope_gaps(reports, fp4=ctx.fp4_needed, speculative=speculative, spec_flag="--speculative-algorithm")
+    return [relax_other_release_pin(ctx, r) if r.targets and r.targets[0].analyzer == "preflight" else r for r in reports]
+
+
+def relax_other_release_pin(ctx: Ctx, report: Report) -> Report:
+    """The preflight report with MTP209 ("sglang X pins torch==Y ... but torch Z is installed") a warning when the
+    machine has another SGLang installed than the release audited (``--sglang 0.5.23`` against an environment dump of
+    an older install): that torch belongs to the other install, and installing release X brings its own pinned torch.
+    The finding stays, saying so; with no SGLang listed on the machine, or the same release, it is an error as
+    before (the compiled kernels fail to load)."""
+    import dataclasses
+
+    pkgs = ((ctx.pf or {}).get("machine") or {}).get("packages") or {}
+    installed = (pkgs.get("sglang") or {}).get("value")
+    audited = (ctx.sg or {}).get("version")
+    if not installed or not audited or str(installed) == str(audited):
+        return report
+    out = []
+    for f in report.findings:
+        if f.rule_id == "MTP209" and f.severity >= Severity.ERROR and f.message.startswith(f"sglang {audited} pins"):
+            f = dataclasses.replace(f, severity=Severity.WARNING, message=f.message + (
+                f" (a warning for this launch: the machine has sglang {installed} installed, not {audited}; installing "
+                f"sglang {audited} brings the torch it pins)"))
+        out.append(f)
+    return dataclasses.replace(report, findings=tuple(out))
 
 
 def _checkpoint_of(analyzers: Analyzers, path: str | None, flag: str) -> tuple[dict[str, Any] | None, Report | None, Gap | None]:
@@ -773,6 +913,23 @@ def _draft_gaps(ctx: Ctx, dp: str, draft_ck: dict[str, Any] | None, draft_gaps: 
     if uses and draft_ck is None and not any(g.blocking for g in draft_gaps):
         ctx.gap(f"--speculative-draft-model-path {dp}: the draft checkpoint was not audited; its architecture and MTP "
                 "weights are unknown", blocking=True)
+
+
+def _rewrites_that_can_apply(ctx: Ctx, report: Report) -> Report:
+    """The SGLang report without the MTP101 findings (a rewrite of ``--speculative-algorithm``) whose guard is false
+    for this launch: 0.5.23 ``speculative_hook.py:76`` rewrites NEXTN to FROZEN_KV_MTP only ``and is_gemma4_draft``,
+    which a Qwen3.5 or GLM-5 checkpoint is not (:func:`mtp_audit.engines.sglang.replay.guard_value` with the
+    checkpoint's architecture). A guard that cannot be told keeps the finding."""
+    import dataclasses
+
+    known = replay_known(ctx, {})  # the flags hidden: only what the checkpoint and the machine rule out drops a rewrite
+    keep = []
+    for f in report.findings:
+        cond = next((e.value for e in f.evidence if e.label == "condition"), None) if f.rule_id == "MTP101" else None
+        if cond and known.get("architecture") and guard_value(cond, known) is False:
+            continue
+        keep.append(f)
+    return dataclasses.replace(report, findings=tuple(keep)) if len(keep) != len(report.findings) else report
 
 
 def _flows_of_this_command(report: Report, cmd: Any) -> Report:

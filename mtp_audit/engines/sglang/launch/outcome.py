@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mtp_audit.engines.outcome import COULD_NOT_TELL, FIX_FIRST, GO, VERDICT_RANK, verdict, verdict_sentence
+from mtp_audit.engines.outcome import COULD_NOT_TELL, FIX_FIRST, GO, VERDICT_RANK, fp4_text, verdict, verdict_sentence
 from mtp_audit.report import Finding, Gap, Severity
 
 def _backend(pf: dict[str, Any], key: str, fp4: str | None, audited: bool = True) -> str:
@@ -58,7 +58,7 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
              "fp4_gemm": _backend(pf, "fp4_gemm_backend", fp4, ctx.ck is not None),
              "moe": _model_override(ctx, "moe_runner_backend", _backend(pf, "moe_runner_backend", fp4, ctx.ck is not None)),
              "fp4_ckpt": fp4 or ("no" if ctx.ck is not None else "unknown (checkpoint not audited)"),
-             "fp4_verdict": (pf.get("summary") or {}).get("verdict")}
+             "fp4_verdict": fp4_text(pf, ctx.fp4_needed, ctx.ck) if pf.get("summary") else None}
     errors = [f for f in findings if f.severity >= Severity.ERROR]
     fixed_cmd, changed = corrected_command(ctx, list(findings))
     blocking = [g for g in gaps if g.blocking]
@@ -77,6 +77,7 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
         "draft": dict(ctx.draft),
         "model_overrides": list(ctx.model_overrides),
         "startup_asserts": list(ctx.startup_asserts),
+        "attention": dict(ctx.attention_facts),
         "parallel": _parallel_facts(ctx.parallel, ctx.visible),
         "command": ctx.cmd.to_dict(),
         "env": {k: {"value": ctx.env[k], "source": ctx.env_source.get(k)} for k in sorted(ctx.env)},
@@ -178,6 +179,7 @@ def _summary(ctx: Any, texts: dict[str, Any], v: str, fixed_cmd: str | None) -> 
         "gpus": texts["gpus"],
         "fp4_gemm_backend": texts["fp4_gemm"],
         "moe_runner_backend": texts["moe"],
+        "attention_backend": ctx.attention_text,
         "native_fp4": texts["fp4_verdict"] or "unknown",
         "verdict": v,
         "corrected_command": fixed_cmd or ("none needed" if v == GO else "no command-line fix known"),
@@ -209,6 +211,7 @@ def _compare_values(ctx: Any, texts: dict[str, Any], errors: list[Finding], v: s
         "fp4_gemm_backend": _backend_value(pf, "fp4_gemm_backend"),
         "moe_runner_backend": _backend_value(pf, "moe_runner_backend"),
         "native_fp4": texts["fp4_verdict"] or "unknown",
+        "attention_backend": ctx.attention_compare,
         "errors": ", ".join(sorted({f.rule_id for f in errors})) or "none",
         "verdict": v,
         "corrected_command": fixed_cmd or "none",
@@ -229,6 +232,7 @@ def _closing_lines(ctx: Any, texts: dict[str, Any], findings: Sequence[Finding],
         f"MTP weights: {texts['mtp']}.",
         f"GPUs: {texts['gpus']}; native FP4: {texts['fp4_verdict'] or 'unknown'}.",
         f"FP4 checkpoint: {texts['fp4_ckpt']}; FP4 GEMM backend: {texts['fp4_gemm']}; MoE runner backend: {texts['moe']}.",
+        f"Attention backend: {ctx.attention_text}.",
         verdict_sentence(v, errors, blocking, findings),
     ]
     if fixed_cmd:
@@ -243,12 +247,15 @@ def _answer(ctx: Any, compare: dict[str, Any], findings: Sequence[Finding], erro
     """The answer the text report opens with: the verdict, what runs, and the corrected command."""
     d = ctx.draft
     runs = compare["speculative_algorithm"]
-    if d.get("uses_draft"):
+    if ctx.sg is None and ctx.algo_requested is not None:
+        runs = f"{ctx.algo_requested} requested (what it runs as is read from the SGLang source: pass --sglang)"
+    elif d.get("uses_draft"):
         runs += f", draft {compare['draft_model']}" + (f" ({d['draft_class']})" if d.get("draft_class") else "")
     if v == FIX_FIRST:
         head = f"fix first: {len(errors)} error(s) ({', '.join(sorted({f.rule_id for f in errors}))}); speculative decoding: {runs}"
     elif v == COULD_NOT_TELL:
-        head = f"could not tell: {blocking[0].message}"
+        # what runs is said even when the verdict is open (the blocking gap is about another question)
+        head = f"could not tell: {blocking[0].message}; SGLang {ctx.sglang_version}: speculative decoding: {runs}"
     else:
         warn = sorted({f.rule_id for f in findings if f.severity == Severity.WARNING})
         head = f"go: speculative decoding: {runs}; FP4 GEMM {compare['fp4_gemm_backend']}, MoE {compare['moe_runner_backend']}" + (

@@ -1,4 +1,4 @@
-"""Launch cross-check rules MTP300-MTP312: documentation, sources and runnable examples.
+"""Launch cross-check rules MTP300-MTP313: documentation, sources and runnable examples.
 
 The checks live in :mod:`mtp_audit.engines.sglang.launch.evaluate` (and :mod:`mtp_audit.engines.sglang.launch.outcome` for MTP310).
 Examples write a small SGLang package folder (``sg/sglang/...``, hand-written in the shape of SGLang
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from mtp_audit.report import Severity
 from mtp_audit.report.rules import Example, Rule
-from mtp_audit.synth.launch import SM120_ENV, checkpoint_files
+from mtp_audit.synth.launch import SM120_ENV, checkpoint_files, env_dump
 
 E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
 
@@ -64,6 +64,7 @@ class ServerArgs:
         parser.add_argument("--speculative-eagle-topk", type=int)
         parser.add_argument("--speculative-num-draft-tokens", type=int)
         parser.add_argument("--speculative-moe-runner-backend", type=str, default=None)
+        parser.add_argument("--attention-backend", type=str, default=None)
 
 
 def prepare_server_args(argv):
@@ -312,6 +313,77 @@ RULES = RULES + (
       (_ex(True, "--ep-size 2 with --tp-size 1", _LS + ("--tp-size", "1", "--ep-size", "2")),
        _ex(True, "--dp-size 2 --enable-dp-attention with --tp-size 1", _LS + ("--tp-size", "1", "--dp-size", "2", "--enable-dp-attention")),
        _ex(False, "--ep-size equal to --tp-size", _LS + ("--tp-size", "1", "--ep-size", "1")))),
+)
+
+#: The hybrid GDN gate of the attention registry, in the shape of SGLang 0.5.20's (hand-written, not SGLang's code):
+#: the allowed set is bound per GPU family before the assert, the SM100 set at module level.
+_REGISTRY = '''HYBRID_GDN_SM100_BACKENDS = {"triton", "trtllm_mha", "fa4"}
+
+
+def attn_backend_wrapper(runner, full_attn_backend):
+    if cfg := mambaish_config(runner.model_config):
+        if hybrid_gdn_config(runner.model_config) is not None:
+            if is_blackwell():
+                if get_platform().is_sm120:
+                    allowed = {"triton", "trtllm_mha", "flashinfer"}
+                else:
+                    allowed = HYBRID_GDN_SM100_BACKENDS
+                prefill_be = runner.prefill_attention_backend_str
+                decode_be = runner.decode_attention_backend_str
+                assert prefill_be in allowed and decode_be in allowed, (
+                    f"Only {allowed} backends are supported on Blackwell GPUs for hybrid GDN models."
+                )
+    return full_attn_backend
+'''
+
+
+def _gdn_files(env: str, *, gdn: bool = True) -> dict[str, str]:
+    """The example tree with the registry gate, a Qwen3.5-shaped checkpoint whose config declares Gated DeltaNet
+    layers (``gdn``: the linear_* keys and full_attention_interval of Qwen/Qwen3.5-27B's config.json) and ``env``."""
+    import json
+
+    out = _files(env=env)
+    out["sg/sglang/srt/layers/attention/attention_registry.py"] = _REGISTRY
+    if gdn:
+        cfg = json.loads(out["ckpt/config.json"])
+        cfg.update({"linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+                    "full_attention_interval": 4})
+        out["ckpt/config.json"] = json.dumps(cfg, indent=1)
+    return out
+
+
+def _gdn_ex(fires: bool, note: str, args: tuple[str, ...], env: str, gdn: bool = True) -> Example:
+    return Example(fires=fires, files=lambda: _gdn_files(env, gdn=gdn), args=args, note=note)
+
+
+_B200 = env_dump("NVIDIA B200", "10.0")
+
+RULES = RULES + (
+    R("MTP313", "startup-assert", E, "An assert of this SGLang refuses a backend the launch uses: AssertionError at start-up",
+      "Evaluates the release's own asserts on backend fields (attention, MoE runner, MoE all-to-all, FP4 GEMM, speculative "
+      "algorithm: mtp_audit.engines.sglang.replay.backend_asserts, read from every file that asserts on one, including a "
+      "set bound in the function per branch or at module level) against the launch: the guard around the assert with "
+      "the GPU family of the machine, the checkpoint's kind of linear attention from its config.json keys (Gated "
+      "DeltaNet: linear_conv_kernel_dim + linear_key_head_dim with full_attention_interval or layer_types; Mamba2: "
+      "hybrid_override_pattern), the architecture, and the backends the command gives (a per-phase backend falls back to "
+      "--attention-backend, as ModelRunner does). A finding only when the guard certainly holds and the value is "
+      "certainly refused; the attention backend line of 'What will happen' names the gate that accepts it otherwise.",
+      "The assert runs when the model runner builds its attention backend, after the weights are loaded: the server "
+      "dies with AssertionError minutes into start-up. Hybrid GDN models (Qwen3-Next, Qwen3.5) on SM100/SM103 accept "
+      "only triton / trtllm_mha / fa4 in SGLang 0.5.18-0.5.20 and flashinfer too from 0.5.21; on SM120/SM121 triton / "
+      "trtllm_mha / flashinfer.",
+      "Use a backend the assert accepts (the corrected command does), or an SGLang release whose gate accepts yours.",
+      ("sglang 0.5.12 sglang/srt/layers/attention/attention_registry.py:253",
+       "sglang 0.5.20 sglang/srt/layers/attention/attention_registry.py:433-440; 0.5.21 :433-444; 0.5.23 :44, :466-476",
+       "https://github.com/sgl-project/sglang/issues/35080 (Qwen3.5-35B-A3B, B300: 'Only {...} backends are supported on "
+       "Blackwell GPUs for hybrid GDN models. Got prefill=flashinfer, decode=flashinfer')"),
+      "code",
+      (_gdn_ex(True, "--attention-backend flashinfer for a Gated DeltaNet model on a B200: the SM100 set has no flashinfer",
+               _LS + ("--attention-backend", "flashinfer"), _B200),
+       _gdn_ex(False, "--attention-backend triton on the same machine", _LS + ("--attention-backend", "triton"), _B200),
+       _gdn_ex(False, "flashinfer on an SM120 GPU, whose set has it", _LS + ("--attention-backend", "flashinfer"), SM120_ENV),
+       _gdn_ex(False, "flashinfer for a model without linear attention", _LS + ("--attention-backend", "flashinfer"), _B200,
+               gdn=False))),
 )
 
 RULES_BY_ID = {r.id: r for r in RULES}

@@ -1,0 +1,86 @@
+"""A gap blocks only the question that depends on it (SGLang launches), and numbers read as what they are: real
+checkpoint configs (fixtures/oracle-configs, copied from /work/shared/realdata) against the real SGLang 0.5.23 wheel,
+on two real environment dumps: fixtures/preflight/envdumps/vllm-57932.txt (an RTX PRO 6000 Blackwell, SM120, torch
+2.13.0, no driver version line: the native FP4 verdict is unknown there only when nothing else decides it) and
+sglang-18943.txt (8x B200, torch 2.9.1 under an SGLang dev build: SGLang 0.5.23 pins torch 2.14.1)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import FIXTURES, sglang_wheel
+
+from mtp_audit.cli.main import main
+
+pytestmark = pytest.mark.network
+
+DUMPS = FIXTURES / "preflight" / "envdumps"
+CONFIGS = FIXTURES / "oracle-configs"
+LS = ["python", "-m", "sglang.launch_server", "--model-path"]
+
+
+def _launch(capsys, dump: str | None, *cmd: str, sglang: str | None = "0.5.23") -> tuple[int, str]:
+    args = ["launch", "-v"] + (["--sglang", str(sglang_wheel(sglang))] if sglang else [])
+    args += (["--env-dump", str(DUMPS / dump)] if dump else []) + ["--", *LS, *cmd]
+    rc = main(args)
+    return rc, capsys.readouterr().out
+
+
+def test_fp8_checkpoint_config_only_without_speculation_is_not_blocked_by_its_mtp_check(capsys) -> None:
+    # DeepSeek-V3: FP8 block-128 checkpoint, config.json only (num_nextn_predict_layers 1, no index): before, the MTP
+    # check of the config blocked ("1 blocking") a launch that loads no MTP weights
+    rc, out = _launch(capsys, "sglang-18943.txt", str(CONFIGS / "deepseek-ai--DeepSeek-V3"), "--tp-size", "8")
+    assert "[checkpoint, note] config.json declares 1 MTP layer(s) at /num_nextn_predict_layers" in out
+    assert "(a note for this launch: no --speculative-algorithm, so the MTP weights are not loaded)" in out
+    assert "(0 blocking)" in out
+    # an FP8 checkpoint gets no FP4 verdict as the answer: the machine's verdict is said after "not needed"
+    assert "native FP4: not needed by this launch (FP8 checkpoint, no FP4 quantization method); the machine: not capable" in out
+    assert rc == 0
+
+
+def test_torch_pin_of_another_install_reads_as_not_capable_with_the_reason(capsys) -> None:
+    # 8x B200 whose dump lists sglang 0.0.0.dev1+gd3bae71e3 with torch 2.9.1: the launch is audited against 0.5.23,
+    # whose pin (torch 2.14.1) comes with installing it; before, MTP209 made every launch on it exit 1
+    rc, out = _launch(capsys, "sglang-18943.txt", str(CONFIGS / "nvidia--Qwen3.5-397B-A17B-NVFP4"), "--tp-size", "8")
+    assert "machine: MTP209 warning: sglang 0.5.23 pins torch==2.14.1" in out
+    assert "(a warning for this launch: the machine has sglang 0.0.0.dev1+gd3bae71e3 installed, not 0.5.23" in out
+    assert ("native FP4: not capable with this software stack (MTP209); the GPUs (compute capability 10.0) have FP4 "
+            "tensor cores") in out
+    assert rc == 0
+
+
+def test_torch_pin_stays_an_error_when_the_machine_lists_no_sglang(capsys) -> None:
+    rc, out = _launch(capsys, "vllm-57932.txt", str(CONFIGS / "Qwen--Qwen3-30B-A3B"), "--tp-size", "1")
+    assert rc == 1 and "machine: MTP209 error: sglang 0.5.23 pins torch==2.14.1" in out
+    assert "native FP4: not needed by this launch (unquantized checkpoint, no FP4 quantization method)" in out
+
+
+def test_tp_without_an_option_table_is_read_as_the_tp_size(capsys) -> None:
+    # no --sglang and no SGLang installed: the command is split heuristically; --tp 8 was read as nothing, so the
+    # draft's MTP bytes came out "per GPU under --tp-size 1" next to a command that says 8
+    ck = CONFIGS / "bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding"
+    rc, out = _launch(capsys, None, str(ck), "--tp", "8", "--speculative-algorithm", "NEXTN", sglang=None)
+    assert rc == 3
+    # what runs is said although the verdict is open, and without SGLang facts it is not guessed
+    assert out.splitlines()[0].endswith("; SGLang (version unknown): speculative decoding: NEXTN requested (what it runs "
+                                        "as is read from the SGLang source: pass --sglang) (exit 3)")
+    assert ("MTP307 info: the draft's MTP weights take about 151,352,448 bytes (151.4 MB) per GPU under --tp-size 8 "
+            "(written --tp; read without an SGLang option table, as argparse's prefix match would)") in out
+    assert "per GPU under --tp-size 1" not in out  # 151,352,448 x 8 = 1,210,819,584 bytes: the whole MTP layer
+
+
+def test_gemma4_only_rewrite_is_not_shown_on_a_qwen35_launch(capsys) -> None:
+    # 0.5.23 speculative_hook.py rewrites NEXTN to FROZEN_KV_MTP only "and is_gemma4_draft": evaluated against the
+    # checkpoint (Qwen3_5MoeForConditionalGeneration), it is false, so neither a finding nor the headline quotes it
+    ck = CONFIGS / "Qwen--Qwen3.5-397B-A17B"
+    rc, out = _launch(capsys, "sglang-18943.txt", str(ck), "--tp-size", "8", "--speculative-algorithm", "NEXTN")
+    assert "rewritten to FROZEN_KV_MTP" not in out and "FROZEN_KV_MTP instead when" not in out
+    assert "MTP101 info: --speculative-algorithm NEXTN is an alias of EAGLE" in out  # the rewrite that applies stays
+    assert "Speculative decoding: NEXTN runs as EAGLE (silent rewrite at sglang/srt/arg_groups/speculative_hook.py:116)." in out
+
+
+def test_could_not_tell_still_says_what_runs(capsys) -> None:
+    ck = CONFIGS / "bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding"  # config only: its MTP tensors cannot be checked
+    rc, out = _launch(capsys, "sglang-18943.txt", str(ck), "--tp-size", "8", "--speculative-algorithm", "NEXTN")
+    assert rc == 3 and out.startswith("INCONCLUSIVE: could not tell: ")
+    assert out.splitlines()[0].endswith("; SGLang 0.5.23: speculative decoding: NEXTN runs as EAGLE, draft the target "
+                                        "checkpoint (Qwen3_5ForCausalLMMTP) (exit 3)")
