@@ -209,7 +209,7 @@ def effective_backend(ctx: Context, flag: str, table: str) -> tuple[str | None, 
                 return row["effective_default"], "default", row["source"]
     if cc is None:
         return None, how, "GPU compute capability unknown"
-    to, src = mx.resolve_auto(table, sg, cc)
+    to, src = mx.resolve_auto(table, sg, cc, ctx.launch.get("--quantization") if ctx.launch else None)
     return to, "auto", src
 
 
