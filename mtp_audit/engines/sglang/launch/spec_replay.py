@@ -16,7 +16,8 @@ architecture writes. An unknown test forks the path; only a raise on every path 
 SGLang's helpers outside the hook, as the replay sees them (each SGLang 0.5.23 ``arg_groups/overrides.py`` /
 ``runtime_context.py``): ``resolving_view`` / ``resolved_view`` read the record with its declared resolutions,
 ``declare_resolution(args, source, **fields)`` declares fields, ``model_config_of(args).hf_config`` is the target's
-config, ``attention_backends_of(view)`` the attention backends (known only when the command gives them),
+config, ``attention_backends_of(view)`` the (prefill, decode) attention backends, each the base one unless set
+(``model_override_base.py:138-152``; known only when the command gives the base one),
 ``attn_dp_enabled_of(view)`` the ``enable_dp_attention`` field; ``current_platform.is_out_of_tree()`` is false on an
 NVIDIA GPU (SGLang's CUDA platform is in tree).
 """
@@ -126,11 +127,18 @@ def _hooks(arch: str | None, nvidia: bool | None, record: Obj) -> dict[str, Any]
         return None
 
     def backends(r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
+        # 0.5.23 model_override_base.py:138-152: (prefill or base, decode or base)
         view = args[0] if args and isinstance(args[0], Obj) else None
         if view is None:
             return UNKNOWN
-        vals = [view.get(k) for k in ("attention_backend", "prefill_attention_backend", "decode_attention_backend")]
-        return UNKNOWN if any(v is UNKNOWN for v in vals) else [v for v in vals if v is not None]
+        base = view.get("attention_backend")
+        out = []
+        for phase in ("prefill_attention_backend", "decode_attention_backend"):
+            v = view.get(phase)
+            if v is UNKNOWN or (not v and base is UNKNOWN):
+                return UNKNOWN
+            out.append(v if v else base)
+        return tuple(out)
 
     def dp(r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
         return args[0].get("enable_dp_attention") if args and isinstance(args[0], Obj) else UNKNOWN
@@ -197,7 +205,9 @@ def check_speculative_hook(ctx: Any) -> None:
     given.pop(None, None)
     arch = ctx.arch(ctx.ck)
     overridden = {r.get("argument") for r in ctx.model_overrides}
-    values = bind_record(cli, given, overridden)
+    # the per-phase attention backends stay None unless given (or a model override of the architecture sets them)
+    phases = {f: None for f in ("prefill_attention_backend", "decode_attention_backend") if f not in overridden}
+    values = {**phases, **bind_record(cli, given, overridden)}
     values.update(speculative_algorithm=ctx.algo_runs_as, model_path=ctx.model_path)
     nvidia = bool(ctx.gpus()) and ctx.cc is not None
     out = replay_hook(facts, ctx.algo_runs_as, values, arch=arch, nvidia=nvidia or None)
