@@ -56,6 +56,10 @@ def _drop_current_directory() -> None:
 
 if sys.argv[:1] == ["-m"]:  # runpy imports this package for ``python -m mtp_audit`` before __main__ runs
     _drop_current_directory()
+if sys.argv[:1] == ["-m"] or sys.argv[0].endswith("mtp-audit"):  # the CLI, from its first line: a Ctrl-C that
+    from mtp_audit.cli.signals import watch  # Python swallows while modules load still stops the run
+
+    watch()
 
 import logging  # noqa: E402 - after the current directory is gone (logging imports traceback -> tokenize)
 from typing import Any  # noqa: E402

@@ -298,7 +298,11 @@ def test_fuzz_signals_during_writes(base: Path, sig: int, delay: float, fmt: str
         json.loads(out.read_text())
     # A signal that lands while the interpreter itself starts (importing ``site``, ``runpy``, the standard
     # streams: before any mtp-audit code) gets CPython's own start-up traceback: nothing a program can catch.
-    startup = err.startswith((b"Fatal Python error: init_", b"Could not import runpy module")) and b"mtp_audit" not in err
+    startup = err.startswith((b"Fatal Python error: init_", b"Could not import runpy module")) and b"/mtp_audit/" not in err
+    # Ctrl-C swallowed by CPython in an import lock's weakref callback before the package's first line (from there
+    # on, mtp_audit.cli.signals records it silently and the run stops): CPython prints "Exception ignored".
+    startup |= (err.startswith(b"Exception ignored in: <function ") and b"KeyboardInterrupt" in err and sig == signal.SIGINT
+                and b"/mtp_audit/" not in err.split(b"status:")[0] and err.count(b"Traceback") == 1)
     assert b"Traceback" not in err or p.returncode == -int(sig) or startup, err
 
 

@@ -295,3 +295,15 @@ def test_gpus_needed_vs_visible(ds: Path) -> None:
     assert [x.rule_id for x in r.findings if x.rule_id == "MTP328"] == ["MTP328"]
     r, f = _run("0.33.0", "vllm", "serve", str(ds), "-tp", "1")
     assert [x for x in r.findings if x.rule_id == "MTP328"] == [] and f["verdict"] == "go"
+
+
+@pytest.mark.parametrize("version", ["0.11.0", "0.33.0"])
+def test_vllm_serve_without_a_model_serves_the_default(version: str) -> None:
+    """`vllm serve` with no model starts: model_tag is optional (vllm/entrypoints/cli/serve.py, nargs='?') and
+    ModelConfig.model defaults to Qwen/Qwen3-0.6B (0.11.0 vllm/config/model.py:92, 0.33.0 :155). It was reported
+    as MTP320 'cannot start'; it is MTP327, the default model served instead of the one meant."""
+    r, f = _run(version, "vllm", "serve", "--speculative-config", '{"method":"mtp","num_speculative_tokens":1}')
+    errors = [x for x in r.findings if x.severity.name == "ERROR"]
+    assert [x.rule_id for x in errors] == ["MTP327"]
+    assert "starts and serves ModelConfig's default model (Qwen/Qwen3-0.6B" in errors[0].message
+    assert "MTP320" not in [x.rule_id for x in r.findings]

@@ -166,3 +166,16 @@ def test_build_from_version_text(text: str, build: int, fork: str) -> None:
 
     info = parse_build(text)
     assert (info.build, info.fork) == (build, fork)
+
+
+def test_ik_spelling_on_mainline_keeps_its_options_as_flags(tmp_path: Path) -> None:
+    """The ik_llama.cpp spelling ``--spec-type mtp:n_max=3,p_min=0.5`` (ik_llama.cpp PR #2369) given to mainline
+    llama.cpp: MTP602, and the corrected command says the same in mainline's words instead of dropping n_max
+    (it read ``--spec-type draft-mtp,p_min=0.5`` before)."""
+    _gguf(tmp_path / "Qwen3.6-35B-A3B-MTP-Q4_K_M.gguf", "qwen35moe", 40, 1)
+    cmd = "llama-server -m Qwen3.6-35B-A3B-MTP-Q4_K_M.gguf --spec-type mtp:n_max=3,p_min=0.5 -ngl 99"
+    r = audit_launch([cmd], llamacpp="10444", cwd=tmp_path)
+    assert "MTP602" in _ids(r, "error")
+    fixed = r.facts["launch"]["corrected_command"]
+    assert fixed.endswith("--spec-type draft-mtp -ngl 99 --spec-draft-n-max 3 --spec-draft-p-min 0.5"), fixed
+    assert r.facts["launch"]["corrected_check"]["mtp_runs"] is True

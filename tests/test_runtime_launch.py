@@ -31,6 +31,8 @@ def test_agreement_is_info(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     mine = [(f["rule_id"], f["severity"]) for f in doc["findings"] if f["rule_id"] in ("MTP530", "MTP531")]
     assert mine == [("MTP530", "info")]
     assert doc["targets"][0]["analyzer"] == "launch" and doc["targets"][-1]["analyzer"] == "log"
+    assert doc["facts"]["launch"]["log_check"] == "agrees"
+    assert not doc["facts"]["launch"]["answer"][0].startswith("the log contradicts")
 
 
 @pytest.mark.network
@@ -39,6 +41,11 @@ def test_each_disagreement_is_a_finding(tmp_path: Path, capsys: pytest.CaptureFi
     mine = [(f["rule_id"], f["message"]) for f in doc["findings"] if f["rule_id"] == "MTP531"]
     assert mine == [("MTP531", "predicted EAGLE, but the log shows decoding without speculation")]
     assert doc["facts"]["log"]["verdict"] == "never-ran"
+    # what ran outranks what was predicted: the contradiction leads the answer, the prediction follows
+    assert doc["facts"]["launch"]["log_check"] == "contradicts"
+    answer = doc["facts"]["launch"]["answer"]
+    assert answer[0] == "the log contradicts the prediction: predicted EAGLE, but the log shows decoding without speculation (MTP531)"
+    assert answer[1].startswith("prediction: could not tell: config.json declares 1 MTP layer(s)")
 
 
 @pytest.mark.network
@@ -46,3 +53,4 @@ def test_a_log_that_cannot_tell_does_not_block(tmp_path: Path, capsys: pytest.Ca
     doc = _launch("llama_23269_bench_client_and_preset.log", tmp_path, capsys)
     log_gaps = [g for g in doc["gaps"] if g["analyzer"] == "log"]
     assert log_gaps and not any(g["blocking"] for g in log_gaps)
+    assert doc["facts"]["launch"]["log_check"] == "no contradiction"

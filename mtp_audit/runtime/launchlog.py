@@ -33,4 +33,23 @@ def with_log(report: Report, log_path: str) -> Report:
     log = analyze_log([log_path], prediction=prediction_from_launch(report))
     log = Report(targets=log.targets, findings=log.findings, facts=log.facts, rule_ids=log.rule_ids,
                  tool_version=log.tool_version, gaps=tuple(Gap(g.analyzer, g.message, g.path, blocking=False) for g in log.gaps))
-    return report.merge(log)
+    merged = report.merge(log)
+    launch = merged.facts.get("launch")
+    if isinstance(launch, dict):
+        merged.facts["launch"] = {**launch, **_log_answer(launch, log)}
+    return merged
+
+
+def _log_answer(launch: dict[str, Any], log: Report) -> dict[str, Any]:
+    """``log_check`` (``contradicts``; ``agrees``: the log shows the predicted configuration or statistics; ``no
+    contradiction``: it shows neither) and the launch's answer with the log's word first when the log contradicts the
+    prediction: what ran outranks what was predicted (MTP531's message leads)."""
+    against = [f for f in log.findings if f.rule_id == "MTP531"]
+    agree = [f for f in log.findings if f.rule_id == "MTP530"]
+    check = "contradicts" if against else "agrees" if agree and not agree[0].message.endswith("(no contradiction)") else "no contradiction"
+    answer = [str(a) for a in launch.get("answer") or []]
+    if against:
+        lead = f"the log contradicts the prediction: {against[0].message} (MTP531"
+        lead += f", +{len(against) - 1} more)" if len(against) > 1 else ")"
+        answer = [lead, *(f"prediction: {a}" for a in answer[:1]), *answer[1:]]
+    return {"log_check": check, "answer": answer} if answer else {"log_check": check}

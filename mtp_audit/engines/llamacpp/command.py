@@ -45,6 +45,9 @@ VALUE_FLAGS: dict[str, str] = {
 #: Flags without a value that matter here.
 SWITCHES: dict[str, str] = {"--spec-default": "spec_default", "--no-mmproj": "no_mmproj"}
 
+#: ik_llama.cpp ``mtp:`` options -> the mainline flag that says the same (a corrected command keeps them).
+OPTION_FLAGS: dict[str, str] = {"n_max": "--spec-draft-n-max", "n_min": "--spec-draft-n-min", "p_min": "--spec-draft-p-min"}
+
 _IK_MTP = re.compile(r"^mtp(?::(?P<opts>.*))?$")
 
 
@@ -167,7 +170,7 @@ def _apply(cmd: LlamaCommand, name: str, flag: str, value: str) -> None:
     cmd.flags[name] = flag
     cmd.values[name] = value
     if name == "spec_type":
-        cmd.spec_types += [_spec(part.strip()) for part in _split_types(value) if part.strip()]
+        cmd.spec_types += [_spec(part.strip()) for part in split_types(value) if part.strip()]
         ik = next((s for s in cmd.spec_types if s.options.get("n_max")), None)
         if ik is not None and cmd.n_max is None:
             cmd.n_max = _int(flag, ik.options["n_max"])
@@ -177,7 +180,7 @@ def _apply(cmd: LlamaCommand, name: str, flag: str, value: str) -> None:
         setattr(cmd, name, value)
 
 
-def _split_types(value: str) -> list[str]:
+def split_types(value: str) -> list[str]:
     """``ngram-mod,draft-mtp`` -> two types; ``mtp:n_max=3,p_min=0.5`` stays one (its options hold commas)."""
     out: list[str] = []
     for part in value.split(","):

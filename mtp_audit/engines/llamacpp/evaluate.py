@@ -11,7 +11,7 @@ from typing import Any
 
 from mtp_audit.engines.llamacpp import rules as R
 from mtp_audit.engines.llamacpp import tables as T
-from mtp_audit.engines.llamacpp.command import BuildInfo, LlamaCommand, parse_command, shell_join
+from mtp_audit.engines.llamacpp.command import OPTION_FLAGS, BuildInfo, LlamaCommand, parse_command, shell_join, split_types
 from mtp_audit.report import Evidence, Finding, Gap, Location
 
 ANALYZER = "launch"  # gaps sit in the launch report (the rules are registered under R.ANALYZER)
@@ -268,9 +268,24 @@ def _corrected(cmd: LlamaCommand, ev: Evaluation, fork: T.Fork) -> list[str] | N
             toks += ["--spec-type", what]
         elif kind == "spec":
             old, _, new = what.partition("->")
-            toks = [",".join(new if p.split(":")[0] == old else p for p in t.split(",")) if i and toks[i - 1] == "--spec-type"
-                    else t for i, t in enumerate(toks)]
+            toks = [_respelled(t, old, new) if i and toks[i - 1] == "--spec-type" else t for i, t in enumerate(toks)]
+            toks += _options_as_flags(cmd, old, new)
     return toks
+
+
+def _respelled(value: str, old: str, new: str) -> str:
+    """``mtp:n_max=3,p_min=0.5`` -> ``draft-mtp``: the element named ``old`` (its ik options too) becomes ``new``."""
+    return ",".join(new if part.split(":")[0] == old else part for part in split_types(value))
+
+
+def _options_as_flags(cmd: LlamaCommand, old: str, new: str) -> list[str]:
+    """The ik_llama.cpp options a respelling drops (``mtp:n_max=3``), as the mainline flags that say the same
+    (``--spec-draft-n-max 3``), unless the command already gives that flag."""
+    if ":" in new:
+        return []
+    dropped = {k: v for s in cmd.spec_types if s.name == old for k, v in s.options.items()}
+    return [tok for key, flag in OPTION_FLAGS.items()
+            if key in dropped and key not in cmd.flags for tok in (flag, dropped[key])]
 
 
 def verdict(ev: Evaluation) -> str:

@@ -604,9 +604,11 @@ def check_command(ctx: VCtx) -> None:
                     evidence=[Evidence("positional", tok), Evidence("entry point", ctx.cmd.entry)],
                     remediation=f"write --model {tok} (the corrected command does), or use vllm serve {tok}")
             continue
-        if kind == "no-model":
-            ctx.fails = True
-            ctx.add("MTP320", f"vLLM {ctx.version} cannot start: {msg}", "argv", remediation="give the model: vllm serve MODEL ...")
+        if kind == "no-model":  # vllm serve's model_tag is optional (nargs='?'); ModelConfig.model has a default
+            ctx.add("MTP327", f"{msg}: vLLM {ctx.version} starts and serves ModelConfig's default model (Qwen/Qwen3-0.6B from "
+                    "0.11.0, vllm/config/model.py; facebook/opt-125m in 0.8.5-0.9.2), which has no MTP head: the speculative "
+                    "config and this report's checkpoint questions are about no checkpoint you meant", "argv",
+                    evidence=[Evidence("entry point", ctx.cmd.entry)], remediation="give the model: vllm serve MODEL ...")
             continue
         ctx.reject(msg, evidence=[Evidence("token", tok)],
                    remediation="drop the --spec-* option (the value is in --speculative-config already)" if kind == "mutually-exclusive"

@@ -315,13 +315,16 @@ RULES: tuple[Rule, ...] = (
             ("VLLM_USE_FLASHINFER_MOE_FP4=1",) + _VS + _spec(method="mtp", num_speculative_tokens=1)),
        Example(False, lambda: dict(_vfiles(), **{"vl/vllm/envs.py": 'environment_variables = {\n    "VLLM_USE_FLASHINFER_MOE_FP4": lambda: False,\n}\n'}),
                ("VLLM_USE_FLASHINFER_MOE_FP4=1",) + _VS + _spec(method="mtp", num_speculative_tokens=1), "defined in this vLLM's envs.py"))),
-    R("MTP327", "vllm-positional-model-ignored", E, "python -m vllm.entrypoints.openai.api_server ignores a positional model",
-      "Fires when the api_server entry point gets the model as a positional argument and no --model. Its parser (make_arg_parser) "
-      "declares the optional model_tag positional, but only `vllm serve` copies it to --model.",
-      "The server starts without an error and serves ModelConfig's default model (Qwen/Qwen3-0.6B in 0.11.0 and 0.33.0), "
-      "not the checkpoint named: the MTP heads, the FP4 kernels and the answers are those of another model.",
-      "Write --model MODEL (the corrected command does), or launch with vllm serve MODEL.",
-      ("vllm 0.11.0 vllm/entrypoints/cli/serve.py:47-48 (args.model = args.model_tag), vllm/entrypoints/openai/api_server.py:1942-1953, "
+    R("MTP327", "vllm-default-model-served", E, "vLLM serves its default model, not the checkpoint meant",
+      "Fires when the command names no model vLLM reads: `vllm serve` with neither a positional model nor --model, or the "
+      "api_server entry point given the model as a positional argument (its parser, make_arg_parser, declares the optional "
+      "model_tag positional, but only `vllm serve` copies it to --model).",
+      "The server starts without an error and serves ModelConfig's default model (facebook/opt-125m in 0.8.5-0.9.2, "
+      "Qwen/Qwen3-0.6B from 0.11.0 to 0.33.0), not the checkpoint meant: the MTP heads, the FP4 kernels and the answers are "
+      "those of another model.",
+      "Name the model: vllm serve MODEL, or --model MODEL (the corrected command does where the model is known).",
+      ("vllm 0.8.5 vllm/engine/arg_utils.py:206 (model: str = 'facebook/opt-125m'), vllm 0.9.2 vllm/config.py:233",
+       "vllm 0.11.0 vllm/entrypoints/cli/serve.py:47-48 (args.model = args.model_tag), vllm/entrypoints/openai/api_server.py:1942-1953, "
        "vllm/entrypoints/openai/cli_args.py:241, vllm/config/model.py:92",
        "vllm 0.33.0 vllm/entrypoints/launchers/api_server/entry.py:204-226, vllm/entrypoints/common/cli_args.py:439, vllm/config/model.py:155"),
       "code",
