@@ -71,10 +71,16 @@ def test_steps_alone_is_a_startup_typeerror_with_its_line(capsys) -> None:
 
 
 def test_steps_alone_with_a_given_backend_names_the_one_line(capsys) -> None:
-    rc, out = _launch(capsys, "sglang-18943.txt", str(CONFIGS / "deepseek-ai--DeepSeek-V3"), "--tp-size", "8",
-                      "--speculative-algorithm", "NEXTN", "--speculative-num-steps", "2", "--attention-backend", "trtllm_mha")
+    # Mixtral: no model override sets its attention backend, so the given one is what _handle_eagle_family reads
+    ck = str(CONFIGS / "mistralai--Mixtral-8x22B-v0.1")
+    rc, out = _launch(capsys, "sglang-18943.txt", ck, "--tp-size", "8", "--speculative-algorithm", "EAGLE3",
+                      "--speculative-draft-model-path", ck, "--speculative-num-steps", "2", "--attention-backend", "trtllm_mha")
     assert rc == 1
     assert f"'NoneType' and 'int' at {HOOK}:1177" in out and f"{HOOK}:1274" not in out
+    # DeepSeek-V3: the DSA override (deepseek_v2.py:103) may set it, so a given backend is not taken as read
+    rc, out = _launch(capsys, "sglang-18943.txt", str(CONFIGS / "deepseek-ai--DeepSeek-V3"), "--tp-size", "8",
+                      "--speculative-algorithm", "NEXTN", "--speculative-num-steps", "2", "--attention-backend", "trtllm_mha")
+    assert rc == 1 and f"at {HOOK}:1177 or {HOOK}:1274" in out
 
 
 def test_topk_alone_is_the_assert_of_the_auto_choice(capsys) -> None:
@@ -114,3 +120,28 @@ def test_sm120_nvfp4_without_quantization_keeps_auto_and_the_layer_picks_trtllm(
     assert "fix: --quantization modelopt_fp4 (SGLang then picks flashinfer_cutlass on SM110/SM120)" in out
     _rc, out = _launch(capsys, "vllm-57932.txt", ck, "--speculative-algorithm", "NEXTN", "--quantization", "modelopt_fp4")
     assert "MoE runner backend: flashinfer_cutlass (auto;" in out and "MTP216" not in out
+
+
+def test_given_page_size_and_backend_decide_the_page_tree_tests(capsys) -> None:
+    # Mixtral on B200: no model override sets its attention backends or page size, so the command's values are what the
+    # hook reads (0.5.23 overrides.py:1144-1200 keep page_size 64 for trtllm_mha; _fa4_page_constraint :1274-1296 is
+    # skipped for topk > 1)
+    ck = str(CONFIGS / "mistralai--Mixtral-8x22B-v0.1")
+    eagle = ["--speculative-algorithm", "EAGLE", "--speculative-draft-model-path", ck, "--speculative-num-steps", "3",
+             "--speculative-eagle-topk", "4", "--speculative-num-draft-tokens", "8", "--page-size", "64"]
+    rc, out = _launch(capsys, "sglang-18943.txt", ck, "--tp-size", "8", *eagle, "--attention-backend", "fa4")
+    assert rc == 1 and ("raises ValueError: speculative_eagle_topk > 1 with page_size > 1 is only supported on ('flashinfer', "
+                        f"'fa3', 'triton'); got attention_backend='fa4'. Use page_size == 1 or one of those backends. "
+                        f"at {HOOK}:1278") in out
+    rc, out = _launch(capsys, "sglang-18943.txt", ck, "--tp-size", "8", "--speculative-algorithm", "NGRAM",
+                      "--attention-backend", "trtllm_mha", "--page-size", "64")
+    assert rc == 1 and f"_handle_ngram ({HOOK}:1285) raises ValueError: speculative_eagle_topk(10) > 1 with page_size(64) > 1" in out
+    assert f"at {HOOK}:1361" in out and ":1288" not in out  # the device is cuda on an NVIDIA GPU
+    _rc, out = _launch(capsys, "sglang-18943.txt", ck, "--tp-size", "8", *eagle, "--attention-backend", "flashinfer")
+    assert "_handle_eagle_family (" not in out  # a page-tree backend
+    # Kimi-K3: its model override may set the per-phase backends (kimi_k3.py:133-149), so given ones are not taken as
+    # read; real SGLang stops at :1278 there (trtllm_mla, page 64), the analyzer says it cannot tell which line
+    rc, out = _launch(capsys, "sglang-18943.txt", str(FIXTURES / "checkpoint" / "moonshotai--Kimi-K3"), "--tp-size", "8",
+                      "--speculative-algorithm", "NEXTN", "--speculative-num-steps", "3", "--speculative-eagle-topk", "4",
+                      "--speculative-num-draft-tokens", "8", "--attention-backend", "trtllm_mla", "--page-size", "64")
+    assert f"at {HOOK}:1178; or ValueError: speculative_eagle_topk > 1 with page_size > 1" in out

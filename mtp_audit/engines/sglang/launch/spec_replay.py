@@ -8,10 +8,13 @@ with Python's semantics: ``--speculative-num-steps 2`` alone leaves ``speculativ
 (0.5.23 ``:1274``; ``:1177`` first when the attention backend is ``trtllm_mha``).
 
 What the replay binds: the ``speculative_*`` fields (the command's value, else the field's declared default, typed
-by its declaration), the model path, the checkpoint's architecture, the algorithm after the alias, and whatever the
-command gives. A field an earlier resolution step may rewrite (``page_size``, ``attention_backend``, ``device``) is
-unknown unless the command gives it, and so is a ``speculative_*`` field a model override of the checkpoint's
-architecture writes. An unknown test forks the path; only a raise on every path is a prediction.
+by its declaration), the model path, the checkpoint's architecture, the algorithm after the alias, the device (``cuda``
+on an NVIDIA GPU) and whatever the command gives. A field an earlier resolution step may rewrite (``page_size``,
+``attention_backend``) is unknown unless the command gives it, and any field a model override of the checkpoint's
+architecture may write is unknown even when given. A given page size is taken as read: SGLang's page constraints
+(0.5.23 ``overrides.py:1144-1200``, ``:1274-1296``) move it only between sizes above 1 (``fa4`` without topk to 128),
+so the page-size tests decide the same, though a message may name the size before the move. An unknown test forks
+the path; only a raise on every path is a prediction.
 
 SGLang's helpers outside the hook, as the replay sees them (each SGLang 0.5.23 ``arg_groups/overrides.py`` /
 ``runtime_context.py``): ``resolving_view`` / ``resolved_view`` read the record with its declared resolutions,
@@ -101,8 +104,8 @@ def typed(rec: dict[str, Any], text: Any) -> Any:
 
 def bind_record(cli: dict[str, Any], given: dict[str, Any], overridden: set[str]) -> dict[str, Any]:
     """The server-args values the replay starts from: each ``speculative_*`` field's default (:func:`typed_default`)
-    unless a model override of the architecture writes it (``overridden``), then the command's values (``given``:
-    dest -> raw value, typed by the declaration)."""
+    unless a model override of the architecture may write it (``overridden``), then the command's values (``given``:
+    dest -> raw value, typed by the declaration; unknown where ``overridden``)."""
     by_dest = {rec.get("dest"): rec for rec in cli.values() if rec.get("dest")}
     out: dict[str, Any] = {}
     for dest, rec in by_dest.items():
@@ -110,7 +113,8 @@ def bind_record(cli: dict[str, Any], given: dict[str, Any], overridden: set[str]
             out[dest] = typed_default(rec)
     for dest, raw in given.items():
         rec = by_dest.get(dest) or {}
-        out[dest] = True if raw is None and rec.get("action") == "store_true" else typed(rec, raw)
+        out[dest] = UNKNOWN if dest in overridden else (
+            True if raw is None and rec.get("action") == "store_true" else typed(rec, raw))
     return out
 
 
@@ -210,6 +214,12 @@ def check_speculative_hook(ctx: Any) -> None:
     values = {**phases, **bind_record(cli, given, overridden)}
     values.update(speculative_algorithm=ctx.algo_runs_as, model_path=ctx.model_path)
     nvidia = bool(ctx.gpus()) and ctx.cc is not None
+    # the device: the given one without its index, else get_device() -- "cuda" on an NVIDIA GPU (0.5.23
+    # arg_groups/serving_hook.py:648-658, utils/common.py:1083-1085)
+    if isinstance(values.get("device"), str):
+        values["device"] = values["device"].split(":")[0]
+    elif nvidia and values.get("device") is None:
+        values["device"] = "cuda"
     out = replay_hook(facts, ctx.algo_runs_as, values, arch=arch, nvidia=nvidia or None)
     ctx.spec_hook = out
     if not out.raised:
