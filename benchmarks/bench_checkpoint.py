@@ -13,9 +13,11 @@ real names, dtypes and shapes; an 8.9 MB index; 163 sparse shards, see mtp_audit
    and memory should stay flat from 10k to 1M.
 4. start-up: ``python -c pass`` and ``mtp-audit --help`` (target <= 2x ``python -c pass``).
 5. config-only with an exclude list: ``fixtures/checkpoint/nvidia--Qwen3.5-397B-A17B-NVFP4`` (config.json and
-   hf_quant_config.json with 184 ``exclude_modules`` patterns, no index) against ``python -c pass``; with
-   ``--baseline-ref REF`` also the tool as it was at git ``REF`` (``git archive``), same input, alternated.
+   hf_quant_config.json with 184 ``exclude_modules`` patterns, no index) against ``python -c pass``.
    Target: <= 0.3 s.
+
+With ``--baseline-ref REF`` cases 1, 2 and 5 also time the tool as it was at git ``REF`` (``git archive``), same
+input, alternated. Every table has each case's CPU seconds beside its wall time (benchmarks/harness.py).
 
 Usage: ``python benchmarks/bench_checkpoint.py [--runs 11] [--scale] [--baseline-ref REF]``
 """
@@ -70,7 +72,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=11)
     ap.add_argument("--scale", action="store_true", help="also the 10k/100k/1M-tensor scaling rows")
-    ap.add_argument("--baseline-ref", default=None, help="git ref of the tool to compare with in case 5")
+    ap.add_argument("--baseline-ref", default=None, help="git ref of the tool to compare with in cases 1, 2 and 5")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     from mtp_audit.synth.shards import write_checkpoint
@@ -87,14 +89,17 @@ def main() -> int:
         env = python_env(work)
         py = sys.executable
         audit = [py, "-m", "mtp_audit", "checkpoint"]
+        base_cases = _baseline(args.baseline_ref, work, audit) if args.baseline_ref else None
         print(header(f"DeepSeek-V3 index: {index.stat().st_size:,} bytes, 91,991 tensors", args.runs))
         print("\n1. metadata only\n")
         r = measure([Case("json.load(index) process", [py, "-c", f"import json; json.load(open({str(index)!r}))"], env),
-                     Case("mtp-audit checkpoint (config + index)", audit + [str(meta)], env, ok=(0, 1, 3))], args.runs)
+                     Case("mtp-audit checkpoint (config + index)", audit + [str(meta)], env, ok=(0, 1, 3)),
+                     *(base_cases("checkpoint (config + index)", meta) if base_cases else [])], args.runs)
         print(table(r, baseline="json.load(index) process", targets={"mtp-audit checkpoint (config + index)": 2.0}))
         print("\n2. with the 163 sparse shards\n")
         r = measure([Case("header floor (read + json.loads every header)", [py, "-c", HEADER_FLOOR, str(full)], env),
-                     Case("mtp-audit checkpoint (163 shards)", audit + [str(full)], env, ok=(0, 1, 3))], args.runs)
+                     Case("mtp-audit checkpoint (163 shards)", audit + [str(full)], env, ok=(0, 1, 3)),
+                     *(base_cases("checkpoint (163 shards)", full) if base_cases else [])], args.runs)
         print(table(r, baseline="header floor (read + json.loads every header)", targets={"mtp-audit checkpoint (163 shards)": 2.0}))
         if args.scale:
             print("\n3. scaling (163 shards, synthetic: DeepSeek-V3 layers repeated)\n")
@@ -124,18 +129,29 @@ def main() -> int:
             shutil.copy(qw / name, cfg_only / name)
         cases = [Case("python -c pass", [py, "-c", "pass"], env),
                  Case("mtp-audit checkpoint (config only)", audit + [str(cfg_only)], env, ok=(0, 1, 3))]
-        if args.baseline_ref:
-            base = work / "baseline"
-            base.mkdir()
-            tar = subprocess.run(["git", "archive", args.baseline_ref, "mtp_audit"], cwd=str(ROOT), capture_output=True, check=True).stdout
-            subprocess.run(["tar", "-x", "-C", str(base)], input=tar, check=True)
-            benv = python_env(work / "base-pyc", {"PYTHONPATH": str(base)})
-            cases.append(Case(f"{args.baseline_ref}: checkpoint (config only)", audit + [str(cfg_only)], benv, ok=(0, 1, 3), cwd=str(work)))
+        if base_cases:
+            cases += base_cases("checkpoint (config only)", cfg_only)
         r = measure(cases, args.runs)
         print(table(r, baseline="python -c pass", abs_targets={"mtp-audit checkpoint (config only)": 0.3}))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def _baseline(ref: str, work: Path, audit: list[str]):  # noqa: ANN202 - returns a case factory
+    """The tool at git ``ref`` (``git archive`` of ``mtp_audit/`` into ``work/baseline``, run from ``work`` so that
+    ``python -m`` does not pick this checkout up from the current folder): ``cases(label, folder)`` gives its row."""
+    base = work / "baseline"
+    base.mkdir()
+    tar = subprocess.run(["git", "archive", ref, "mtp_audit"], cwd=str(ROOT), capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(base)], input=tar, check=True)
+    benv = python_env(work / "base-pyc", {"PYTHONPATH": str(base)})
+    benv["PYTHONPATH"] = str(base)  # only the baseline: not this checkout
+
+    def cases(label: str, folder: Path) -> list[Case]:
+        return [Case(f"{ref}: {label}", audit + [str(folder)], benv, ok=(0, 1, 3), cwd=str(work))]
+
+    return cases
 
 
 if __name__ == "__main__":

@@ -63,11 +63,18 @@ class Result:
     label: str
     walls: list[float] = field(default_factory=list)
     rss_kib: list[int] = field(default_factory=list)
+    cpus: list[float] = field(default_factory=list)
 
     @property
     def median(self) -> float:
         """Median wall seconds over the timed runs."""
         return statistics.median(self.walls)
+
+    @property
+    def cpu(self) -> float:
+        """Median CPU seconds (user + system, ``os.wait4``'s rusage of each process) over the timed runs: on a
+        machine shared with other work, a steadier measure than wall time."""
+        return statistics.median(self.cpus) if self.cpus else float("nan")
 
     @property
     def rss_mib(self) -> float:
@@ -93,7 +100,8 @@ for line in sys.stdin:
             os._exit(127)
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - t0
-    print(json.dumps({"wall": wall, "rc": os.waitstatus_to_exitcode(status), "maxrss": usage.ru_maxrss}), flush=True)
+    print(json.dumps({"wall": wall, "rc": os.waitstatus_to_exitcode(status), "maxrss": usage.ru_maxrss,
+                      "cpu": usage.ru_utime + usage.ru_stime}), flush=True)
 """
 
 
@@ -119,7 +127,8 @@ _SPAWNER: _Spawner | None = None
 
 
 def run_once(case: Case) -> tuple[float, int]:
-    """Run ``case`` once in a child process; return ``(wall seconds, that child's peak RSS in KiB)``.
+    """Run ``case`` once in a child process; return ``(wall seconds, that child's peak RSS in KiB)`` (its CPU seconds:
+    :data:`LAST_CPU`).
 
     Raises:
         SystemExit: the exit code is not in ``case.ok`` (the child's stderr tail is shown).
@@ -134,7 +143,13 @@ def run_once(case: Case) -> tuple[float, int]:
         if got["rc"] not in case.ok:
             raise SystemExit(f"{case.label}: {' '.join(map(str, case.argv))} exited {got['rc']}: "
                              f"{Path(err.name).read_bytes().decode(errors='replace')[-800:]}")
+    global LAST_CPU
+    LAST_CPU = float(got.get("cpu", float("nan")))
     return got["wall"], int(got["maxrss"])  # Linux: KiB
+
+
+#: CPU seconds (user + system) of the process :func:`run_once` ran last.
+LAST_CPU = float("nan")
 
 
 def measure(cases: Sequence[Case], runs: int, *, warmup: int = 1, progress: bool = True) -> dict[str, Result]:
@@ -149,6 +164,7 @@ def measure(cases: Sequence[Case], runs: int, *, warmup: int = 1, progress: bool
             wall, rss = run_once(c)
             results[c.label].walls.append(wall)
             results[c.label].rss_kib.append(rss)
+            results[c.label].cpus.append(LAST_CPU)
         if progress:
             print(f"\r  round {i + 1}/{runs}", end="", file=sys.stderr, flush=True)
     if progress:
@@ -169,8 +185,9 @@ def table(
     abs_targets: Mapping[str, float] | None = None,
     mem_targets: Mapping[str, float] | None = None,
 ) -> str:
-    """A Markdown table: case, median wall s, min–max, peak RSS (MiB, median of the per-process
-    peaks), ratio of medians to ``baseline``, and the target verdicts.
+    """A Markdown table: case, median wall s, min–max, median CPU s (user + system of each process), peak RSS (MiB,
+    median of the per-process peaks), ratio of medians to ``baseline`` (wall, and CPU in brackets), and the target
+    verdicts (on wall time).
 
     Args:
         targets: label -> the largest allowed ratio to ``baseline``.
@@ -180,8 +197,8 @@ def table(
     targets, abs_targets, mem_targets = targets or {}, abs_targets or {}, mem_targets or {}
     base = results[baseline].median if baseline else None
     lines = [
-        f"| case | median s | min–max s | peak RSS MiB | × {baseline or 'baseline'} | target |",
-        "|---|---:|---:|---:|---:|---|",
+        f"| case | median s | min–max s | CPU s | peak RSS MiB | × {baseline or 'baseline'} (CPU) | target |",
+        "|---|---:|---:|---:|---:|---:|---|",
     ]
     for label, r in results.items():
         ratio = r.median / base if base else None
@@ -193,9 +210,11 @@ def table(
         if label in mem_targets:
             peak = max(r.rss_kib) / 1024
             verdicts.append(f"≤ {mem_targets[label]:g} MiB {'met' if peak <= mem_targets[label] else 'MISSED'}")
-        rat = "baseline" if label == baseline else (f"{ratio:.2f}×" if ratio is not None else "")
+        cpu_ratio = r.cpu / results[baseline].cpu if baseline and results[baseline].cpu else None
+        rat = "baseline" if label == baseline else (f"{ratio:.2f}× ({cpu_ratio:.2f}×)" if ratio is not None and cpu_ratio is not None
+                                                    else f"{ratio:.2f}×" if ratio is not None else "")
         lines.append(
-            f"| {label} | {fmt_s(r.median)} | {fmt_s(min(r.walls))}–{fmt_s(max(r.walls))} | {r.rss_mib:.0f} | {rat} | {'; '.join(verdicts)} |"
+            f"| {label} | {fmt_s(r.median)} | {fmt_s(min(r.walls))}–{fmt_s(max(r.walls))} | {fmt_s(r.cpu)} | {r.rss_mib:.0f} | {rat} | {'; '.join(verdicts)} |"
         )
     return "\n".join(lines)
 

@@ -124,7 +124,8 @@ def test_without_attention_backend_the_deciders_are_named(capsys) -> None:
     line = next(ln for ln in out.splitlines() if ln.startswith("  Attention backend: "))
     assert line.startswith("  Attention backend: not given: SGLang picks it at start-up (the model override at "
                            "sglang/srt/arg_groups/model_overrides/qwen3_5.py:47 may set it to sm100_default_attn_backend "
-                           "(its guard is inside the hook); else get_default_attn_backend; not replayed)")
+                           "when not (not get_platform().is_sm100 or cfg.attention_backend is not None); else "
+                           "get_default_attn_backend; not replayed)")
     assert f"gate at {REG}:473 accepts triton, trtllm_mha, fa4, flashinfer here" in line and "MTP313" not in out
 
 
@@ -133,8 +134,11 @@ def test_a_hub_id_is_read_from_the_hf_cache_offline(capsys, monkeypatch, tmp_pat
     # with Qwen/Qwen3.5-27B's real config.json): the kind is read from there, never from the network
     from hubfixture import isolate_hf
 
+    from huggingface_hub import constants
+
     paths = isolate_hf(monkeypatch, tmp_path)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     sha = "0123456789abcdef0123456789abcdef01234567"
     repo = paths["hf_cache"] / "models--Qwen--Qwen3.5-27B"
     (repo / "refs").mkdir(parents=True)

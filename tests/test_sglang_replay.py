@@ -85,7 +85,11 @@ def test_hybrid_gdn_attention_assert_before_0522(facts):
                    ("decode_attention_backend", "470", ["triton", "trtllm_mha", "fa4", "flashinfer"]),
                    ("prefill_attention_backend", "464", ["triton", "trtllm_mha", "flashinfer"]),
                    ("prefill_attention_backend", "470", ["triton", "trtllm_mha", "fa4", "flashinfer"])]
-    b300 = {"fields": {"attention_backend": "fa3"}, "gpu": "sm100", "linear_attention": "gdn"}
+    # the checkpoint's architecture and model types decide the early exits before the gate (Dots3Config, a MiniMax
+    # sparse config, Inkling configs: none of them a Qwen3.5 config)
+    b300 = {"fields": {"attention_backend": "fa3"}, "gpu": "sm100", "linear_attention": "gdn",
+            "architecture": "Qwen3_5MoeForConditionalGeneration", "model_types": ["qwen3_5_moe", "qwen3_5_moe_text"],
+            "registered": [e["class"] for e in facts["0.5.23"]["entry_classes"]]}
     def sure(known):
         return {x["location"].rsplit("/", 1)[1] for x in predict_asserts(facts["0.5.23"], known) if x["certain"]}
 

@@ -348,9 +348,12 @@ def _declared_disagreements(facts: CheckpointFacts) -> dict[tuple[str, str], lis
     out: dict[tuple[str, str], list[tuple[str, bool]]] = defaultdict(list)
     if scheme is None:
         return out
+    uniform, same = scheme.uniform_declaration()
+    if uniform and same is None:
+        return out  # the config declares nothing for any module: nothing can disagree
     for table, is_mtp in ((facts.trunk_modules, False), (facts.mtp_modules, True)):
         for m, (fmt, inferred) in sorted(linear_formats(facts, table).items()):
-            d = scheme.declared_format(m)
+            d = same if uniform else scheme.declared_format(m)
             if d is None or _agrees(d.format, fmt):
                 continue
             if is_mtp and d.quantized != is_quantized(fmt):
@@ -400,6 +403,26 @@ _MISPLACED_RE = re.compile(
 )
 
 
+def _misplaced_matches(joined: str) -> Iterator[re.Match[str]]:
+    """What ``_MISPLACED_RE.finditer(joined)`` finds, tried only at the starts of the lines that hold ``.<leaf>`` for
+    a leaf of :data:`_MTP_ONLY_LEAVES` (a handful in a 92k-name index) instead of at every position: a match
+    starts at a line start, holds ``.<leaf>`` and never runs past its line's newline, so each line has at most
+    one, and it is the one ``match`` finds at that line's start."""
+    starts = sorted({joined.rfind("\n", 0, i) + 1 for leaf in _MTP_ONLY_LEAVES for i in _find_all(joined, "." + leaf)})
+    for start in starts:
+        m = _MISPLACED_RE.match(joined, start)
+        if m is not None:
+            yield m
+
+
+def _find_all(text: str, part: str) -> list[int]:
+    out, i = [], text.find(part)
+    while i != -1:
+        out.append(i)
+        i = text.find(part, i + 1)
+    return out
+
+
 def check_misplaced(facts: CheckpointFacts) -> Iterator[Finding]:
     """MTP014: MTP-only tensors (``enorm``, ``hnorm``, ``eh_proj``, ``shared_head``) inside a trunk layer of an
     appended-placement family: the family's loader looks for the MTP layer at ``model.layers.{N}`` and never
@@ -409,13 +432,20 @@ def check_misplaced(facts: CheckpointFacts) -> Iterator[Finding]:
     if cfg is None or cfg.layout is None or cfg.layout.placement != "appended" or cfg.num_hidden_layers is None:
         return
     n = cfg.num_hidden_layers
-    joined = "\n".join(n_ for n_ in facts.tensors if n_ not in facts.mtp) + "\n"
+    mtp = facts.mtp
+    # Every name joined (no Python step per name); a match on an MTP tensor's own line is skipped below. A match
+    # never crosses a line, so this finds what a scan of the trunk names alone finds. Names holding a newline
+    # would split into several lines: then the trunk names are joined alone.
+    skip = mtp if mtp and not any("\n" in m for m in mtp) else None
+    joined = ("\n".join(facts.tensors) if skip is not None else "\n".join(n_ for n_ in facts.tensors if n_ not in mtp)) + "\n"
     if not any(leaf in joined for leaf in _MTP_ONLY_LEAVES):
         return
     per: dict[str, set[str]] = defaultdict(set)
     first: dict[str, str] = {}
-    for m in _MISPLACED_RE.finditer(joined):
+    for m in _misplaced_matches(joined):
         if int(m.group(2)) < n:
+            if skip is not None and joined[m.start():joined.find("\n", m.start())] in skip:
+                continue
             per[m.group(1)].add(m.group(3))
             first.setdefault(m.group(1), m.group(0).rstrip(".\n"))
     for layer in sorted(per, key=lambda x: int(x.rsplit(".", 1)[1])):

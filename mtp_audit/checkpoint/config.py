@@ -503,6 +503,14 @@ class QuantScheme:
                 return fmt
         return self.default
 
+    def uniform_declaration(self) -> tuple[bool, DeclaredFormat | None]:
+        """``(True, format)`` when :meth:`declared_format` gives that same answer for every module (no exclusion
+        pattern, no per-module rule, no MIXED_PRECISION ``quantized_layers``: only :attr:`default` speaks), else
+        ``(False, None)``; lets a caller skip asking once per module of a 46k-module trunk."""
+        if self.excludes or self.rules or (self.algo == "MIXED_PRECISION" and self.layer_formats):
+            return False, None
+        return True, self.default
+
     def expected_format(self, module: str) -> str:
         """Format the scheme promises for linear ``module``: ``"BF16"`` when excluded (or unquantized),
         else the declared format (``"NVFP4"``, ``"FP8"``...; MIXED_PRECISION uses the module's own entry),

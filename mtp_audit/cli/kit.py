@@ -549,19 +549,38 @@ def _protected_index(items: Iterable[str | os.PathLike[str]]) -> tuple[dict[tupl
     files: dict[tuple[int, int], str] = {}
     real_files: dict[str, str] = {}
     folders: list[tuple[str, str]] = []
+    real_dirs: dict[str, str] = {}
     for item in items:
         name = os.fspath(item)
         try:
             st = os.stat(name)
         except (OSError, ValueError):
             continue
-        real = os.path.realpath(name)
+        real = _realpath(name, real_dirs)
         if stat.S_ISDIR(st.st_mode):
             folders.append((real, name))
         elif stat.S_ISREG(st.st_mode):
             files.setdefault((st.st_dev, st.st_ino), name)
             real_files.setdefault(real, name)
     return files, real_files, folders
+
+
+def _realpath(name: str, real_dirs: dict[str, str]) -> str:
+    """``os.path.realpath(name)`` of an existing path, with the real path of its folder memoised in ``real_dirs``: a
+    last component that is not a symlink resolves to itself, so the 4,000 files of an engine tree cost one
+    ``lstat`` each instead of one per path component."""
+    head, tail = os.path.split(name)
+    if not head or tail in ("", ".", ".."):
+        return os.path.realpath(name)
+    try:
+        if stat.S_ISLNK(os.lstat(name).st_mode):
+            return os.path.realpath(name)
+    except (OSError, ValueError):
+        return os.path.realpath(name)
+    real_head = real_dirs.get(head)
+    if real_head is None:
+        real_head = real_dirs[head] = os.path.realpath(head)
+    return os.path.join(real_head, tail)
 
 
 def _refuse_inside(path: str, real: str, st_out: os.stat_result, folders: list[tuple[str, str]], what: str) -> None:

@@ -27,6 +27,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mtp_audit.errors import InputError
 from mtp_audit.sources.bounded import (
@@ -154,6 +155,8 @@ class SourceTree:
     _over_budget: int = 0
     _digest: str | None = None
     _fh: object = None
+    _stamps: dict[str, str] | None = None
+    _stamp_notes: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def marker_path(self) -> str:
@@ -183,6 +186,8 @@ class SourceTree:
             assert isinstance(handle, Path)
             data = read_bytes_bounded(handle, MAX_SOURCE_BYTES, display=rel)
             self._read_total += len(data)
+            if self._stamps is not None:
+                self._stamps[rel] = _stamp_of(data)
             return self._decodable(rel, data)
         except InputError as exc:
             self.notes.append((rel, f"{exc.problem}; not examined"))
@@ -241,16 +246,33 @@ class SourceTree:
         the SHA-256 of the whole ``.whl`` read when it was opened), plus the notes. Used as the whole-tree
         cache key: any edit changes it, whatever the file's size and mtime (a same-size edit with the mtime
         put back, a CRC-32 collision in a wheel)."""
+        return self._fingerprint(self.notes, lambda rel, handle: content_stamp(handle))
+
+    def _fingerprint(self, notes: list[tuple[str, str]], stamp_of: Any) -> str:
         import hashlib
 
         h = hashlib.sha1(f"{self.kind}\0{self.version}\0{self._digest or ''}\0".encode("utf-8", "surrogatepass"))
         for rel in sorted(self.files):
             handle = self.files[rel]
-            stamp = f"{handle.file_size}:{handle.CRC}" if isinstance(handle, zipfile.ZipInfo) else content_stamp(handle)  # type: ignore[arg-type]
+            stamp = f"{handle.file_size}:{handle.CRC}" if isinstance(handle, zipfile.ZipInfo) else stamp_of(rel, handle)
             h.update(f"{rel}\0{stamp}\n".encode("utf-8", "surrogatepass"))
-        for rel, note in self.notes:
+        for rel, note in notes:
             h.update(f"note {rel} {note}\n".encode("utf-8", "surrogatepass"))
         return h.hexdigest()
+
+    def start_stamps(self) -> None:
+        """From now on, :meth:`read` keeps the content stamp of each folder file it reads, so that
+        :meth:`fingerprint_after` can give what :meth:`fingerprint` gives now without reading every file a second
+        time (a cold audit of a folder reads each file once instead of twice)."""
+        self._stamps = {}
+        self._stamp_notes = list(self.notes)
+
+    def fingerprint_after(self) -> str:
+        """:meth:`fingerprint` as it was when :meth:`start_stamps` was called: the stamps :meth:`read` kept, and
+        :func:`content_stamp` for any file it did not read whole (not read, or a read that failed); the notes of
+        that moment."""
+        stamps = self._stamps or {}
+        return self._fingerprint(self._stamp_notes, lambda rel, handle: stamps.get(rel) or content_stamp(handle))  # type: ignore[arg-type]
 
     def close(self) -> None:
         """Release the zip file handle, if any."""
@@ -296,12 +318,17 @@ def content_stamp(path: Path | str) -> str:
     """A stamp of a source file's content for cache keys: ``size:sha1`` of its bytes (read bounded by
     :data:`MAX_SOURCE_BYTES`, through one descriptor), or ``"?"`` when it cannot be read. Size and mtime
     are not used: both can be kept across an edit."""
-    import hashlib
-
     try:
         data = read_bytes_bounded(Path(path), MAX_SOURCE_BYTES)
     except InputError as exc:
         return "?" + exc.problem
+    return _stamp_of(data)
+
+
+def _stamp_of(data: bytes) -> str:
+    """:func:`content_stamp` of bytes already read: ``size:sha1``."""
+    import hashlib
+
     return f"{len(data)}:{hashlib.sha1(data).hexdigest()}"
 
 

@@ -113,7 +113,7 @@ def store(folder: Path | None, key: str, value: dict[str, Any]) -> None:
     try:
         doc = {"entry": ENTRY_FORMAT, "key": key, "sha256": _digest(value), "value": value}
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, separators=(",", ":"))
+            fh.write(json.dumps(doc, separators=(",", ":")))  # the C encoder: json.dump(doc, fh) runs the Python one
         os.replace(tmp, sub / f"{key}.json")
     except BaseException as exc:  # a signal or a failed write: never leave the temporary file
         with contextlib.suppress(OSError):

@@ -14,12 +14,43 @@ Cost (measured in ``benchmarks/bench_sglang.py``): one Python-level pass over th
 from __future__ import annotations
 
 import ast
+import contextlib
+import gc
+from collections.abc import Iterator
 from typing import Any
 
 #: Expressions whose insides never hold a value rewrite: sites inside them are marked ``hidden``.
 _HIDING = (ast.Lambda, ast.JoinedStr)
 #: Statements whose expressions are marked ``hidden`` (a raise or an assert never assigns a flag).
 _HIDING_STMT = (ast.Raise, ast.Assert)
+#: Expression nodes without anything to index inside or at them (see ``ModuleIndex._expr``); their subclasses
+#: (``Load``, ``Or``, ``Eq``...) are listed one by one because the walk compares exact types.
+_LEAVES = frozenset({ast.Name, ast.Constant, *(c for base in (ast.expr_context, ast.boolop, ast.operator, ast.unaryop,
+                                                              ast.cmpop) for c in base.__subclasses__())})
+#: Fields that never hold a node to walk into: names and flags (strings, numbers) and the leaves above.
+_NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "kind", "conversion", "is_async", "type_comment", "level"})
+#: Node type -> the fields ``_expr`` walks into (filled on first sight of each type).
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+#: Young-generation threshold of the cyclic GC while many files are parsed (:func:`fewer_collections`).
+PARSE_GC_THRESHOLD = 20000
+
+
+@contextlib.contextmanager
+def fewer_collections(threshold: int = PARSE_GC_THRESHOLD) -> Iterator[None]:
+    """Let the cyclic garbage collector run less often while many files are parsed and indexed: ``ast.parse`` makes
+    millions of container objects, none in a reference cycle (reference counting frees each tree), yet at the
+    default threshold (700 allocations) the collector runs thousands of times and walks the live trees again and
+    again. Measured on SGLang 0.5.23 cold (CPU seconds, 2 cores): user time 1.83 s at the default, 1.64 s at 20,000,
+    1.61 s with the collector off, whose peak RSS was 2.5 MiB higher (61.4 against 59.4 MiB); so it keeps running,
+    less often. The previous thresholds are put back on the way out. Process-wide, as ``gc.set_threshold`` is."""
+    old = gc.get_threshold()
+    gc.set_threshold(max(threshold, old[0]), *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
 
 
 class Context:
@@ -174,8 +205,15 @@ class ModuleIndex:
         self._block(st.body, inner, unit_level + 1, owner_class)
 
     def _expr(self, node: ast.expr, ctx: Context, hidden: bool) -> None:
+        """Index the calls, attribute reads and ``or`` expressions inside ``node``, in the order of a depth-first walk
+        over ``ast.iter_child_nodes`` with an explicit stack (children pushed in field order, so popped in reverse).
+        Leaves that hold nothing to index (names, constants, ``Load``/``Store`` contexts, operators) are not pushed:
+        the order of the indexed nodes is the same as when they were."""
+        if type(node) in _LEAVES:
+            return
         stack: list[tuple[ast.AST, bool]] = [(node, hidden)]
         calls, reads = self.calls, self.attr_reads
+        fields_of, leaves, AST = _CHILD_FIELDS, _LEAVES, ast.AST
         while stack:
             n, h = stack.pop()
             t = type(n)
@@ -187,12 +225,19 @@ class ModuleIndex:
             elif t is ast.BoolOp:
                 if type(n.op) is ast.Or:  # type: ignore[attr-defined]
                     self.or_ops.append(Site(n, ctx, h))
-            elif t is ast.Constant or t is ast.Name:
-                continue
             elif t in _HIDING:
                 h = True
-            for c in ast.iter_child_nodes(n):
-                stack.append((c, h))
+            fields = fields_of.get(t)
+            if fields is None:
+                fields = fields_of[t] = tuple(f for f in t._fields if f not in _NOT_CHILDREN)
+            for f in fields:
+                v = getattr(n, f, None)
+                if type(v) is list:
+                    for c in v:
+                        if isinstance(c, AST) and type(c) not in leaves:
+                            stack.append((c, h))
+                elif isinstance(v, AST) and type(v) not in leaves:
+                    stack.append((v, h))
 
     # --- source text -----------------------------------------------------------------------------
 

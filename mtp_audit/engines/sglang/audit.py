@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.engines.code import cache
+from mtp_audit.engines.code.index import fewer_collections
 from mtp_audit.engines.sglang import spec_hooks
 from mtp_audit.engines.sglang.scan import SCAN_VERSION, passes_for, scan_file
 from mtp_audit.engines.sglang.target import open_target
@@ -67,11 +68,13 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
     files are parsed and indexed once, serially by default (``workers``; see :func:`_workers`). A server file is
     handed to the pool as soon as it is read, so the workers parse while this process reads and
     regex-scans the rest of the tree (the serial work before the pool used to leave them idle).
-    Results, their order and the tree's notes are those of a plain sorted pass.
+    Results, their order and the tree's notes are those of a plain sorted pass. Only parsed files go through the
+    per-file cache: a file holding only an ``EntryClass`` is scanned again each time (its scan costs less than
+    writing or reading its cache entry, which was three quarters of a cold run's 480 cache writes).
     """
     folder = cache.cache_dir(f"sglang-scan-v{SCAN_VERSION}")
     results: dict[str, dict[str, Any]] = {}
-    jobs: list[tuple[str, bytes, bool, str]] = []
+    jobs: list[tuple[str, bytes, tuple[str, ...], str | None]] = []
     stats = {"files": len(tree.files), "parsed": 0, "cached": 0, "bytes": 0}
     from mtp_audit.engines.sglang.scan import has_entry, scan_env
 
@@ -97,6 +100,9 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
                 server_bytes += len(data)
             if not server and not has_entry(data):
                 results[rel] = {"env": scan_env(data), "entry": [], "gap": None}
+                continue
+            if not server:  # EntryClass only: recomputed in microseconds, less than a cache entry's write or read costs
+                jobs.append((rel, data, passes, None))
                 continue
             key = cache.key_for(data, passes)
             hit = cache.load(folder, key)
@@ -132,11 +138,12 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
     results = _ordered(results, done, jobs, n)
     tree.notes[notes_before:] = sorted(tree.notes[notes_before:], key=lambda note: note[0])
     for rel, _, _, key in jobs:
-        cache.store(folder, key, results[rel])
+        if key is not None:
+            cache.store(folder, key, results[rel])
     return results, stats
 
 
-def _ordered(results: dict[str, dict[str, Any]], done: dict[str, dict[str, Any]], jobs: list[tuple[str, bytes, Any, str]],
+def _ordered(results: dict[str, dict[str, Any]], done: dict[str, dict[str, Any]], jobs: list[tuple[str, bytes, Any, str | None]],
              n: int) -> dict[str, dict[str, Any]]:
     """The insertion order of the former two-phase pass: loop results, then the pooled files largest first (when
     more than 3), then the other jobs in path order."""
@@ -728,22 +735,41 @@ def audit_tree(tree: SourceTree, *, file_key: str | None = None) -> Report:
     from mtp_audit.engines.sglang.flow import analyze_flows
 
     folder = cache.cache_dir(f"sglang-scan-v{SCAN_VERSION}")
-    tkey = "tree-" + tree.fingerprint()
-    hit = cache.load(folder, tkey)
+    deferred = _no_tree_entry(folder, tree)
+    if deferred:  # nothing to look up: the key is taken from the scan's own reads (each file read once)
+        tree.start_stamps()
+        hit = None
+    else:
+        tkey = "tree-" + tree.fingerprint()
+        hit = cache.load(folder, tkey)
     was_cached = hit is not None and "facts" in hit
     if not was_cached:
-        results, stats = scan_tree(tree)
-        facts, gaps = link(tree, results)
+        with fewer_collections():  # ast.parse makes millions of acyclic nodes: see fewer_collections
+            results, stats = scan_tree(tree)
+            facts, gaps = link(tree, results)
         facts["scan"] = dict(stats, tree_cache="miss", unresolved_choices=len(facts["unresolved_choices"]),
                              unresolved_choices_noted=sum(1 for u in facts["unresolved_choices"] if any(
                                  g.message.startswith(f"{u['location']}: choices of {u['flag']} ") for g in gaps)))
         facts["value_flows"] = analyze_flows(results)
         hit = {"facts": facts, "gaps": [g.__dict__ for g in gaps]}
-        cache.store(folder, tkey, hit)
+        if deferred and folder is not None:
+            tkey = "tree-" + tree.fingerprint_after()
+        if folder is not None:
+            cache.store(folder, tkey, hit)
     entry = dict(hit, display=tree.display, version=tree.version)  # type: ignore[arg-type]
     if file_key is not None:
         cache.store(folder, file_key, entry)
     return _report(entry, cached=was_cached)
+
+
+def _no_tree_entry(folder: Path | None, tree: SourceTree) -> bool:
+    """Whether the whole-tree lookup of a folder can be skipped because it cannot hit: the cache is off, or it holds
+    no whole-tree entry at all (entries live in ``<folder>/<first two characters of the key>/``, so every
+    ``tree-`` key under ``tr/``). Its key, a hash of every file's content (:meth:`SourceTree.fingerprint`), is then
+    taken from the scan's reads. A wheel's key needs no file read and is looked up as before."""
+    if tree.kind == "wheel":
+        return False
+    return folder is None or not (folder / "tr").is_dir()
 
 
 def _report(entry: dict[str, Any], *, cached: bool) -> Report:

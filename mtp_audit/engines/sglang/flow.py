@@ -23,6 +23,7 @@ not reported (never guessed).
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from typing import Any
 
@@ -99,10 +100,15 @@ def consumers(ix: ModuleIndex) -> list[dict[str, Any]]:
         ``[{"field", "read_location", "callee", "keyword", "call_location", "function"}]``.
     """
     local: dict[tuple[int, str], list[tuple[str, int]]] = {}
+    lines = _tracked_lines(ix)
     for site in ix.assigns:
         node: ast.Assign = site.node  # type: ignore[assignment]
         if site.ctx.unit is None or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
             continue
+        if lines is not None:
+            first = bisect.bisect_left(lines, node.value.lineno)
+            if first == len(lines) or lines[first] > (node.value.end_lineno or node.value.lineno):
+                continue  # no tracked name (nor any non-ASCII identifier) on the value's lines: no tracked read in it
         reads = [(a.attr, a.lineno) for a in ast.walk(node.value) if isinstance(a, ast.Attribute) and TRACKED.match(a.attr)]
         if reads:
             local[(id(site.ctx.unit), node.targets[0].id)] = reads
@@ -124,6 +130,37 @@ def consumers(ix: ModuleIndex) -> list[dict[str, Any]]:
                 for field, line in reads:
                     out.append({"field": field, "read_location": _loc(ix.rel, line), "callee": name, "keyword": kw.arg,
                                 "call_location": _loc(ix.rel, site.node.lineno), "function": site.ctx.unit.name})
+    return out
+
+
+#: Substrings every name that :data:`TRACKED` matches holds one of.
+_TRACKED_PARTS = ("speculative_", "quantization", "fp4", "moe_runner_backend", "moe_a2a_backend")
+
+
+def _tracked_lines(ix: ModuleIndex) -> list[int] | None:
+    """The 1-based lines of ``ix``'s text that hold one of :data:`_TRACKED_PARTS`, ascending: an attribute whose name
+    :data:`TRACKED` matches has that name on one of them (a cheap test before walking an expression). ``None``
+    (test every expression) when the text is not ASCII (an identifier may be written in characters that
+    NFKC-normalise to a tracked name) or holds a carriage return (which the parser also counts as a line end)."""
+    text = ix.text
+    if "\r" in text or not text.isascii():
+        return None
+    offsets = sorted(i for part in _TRACKED_PARTS for i in _find_all(text, part))
+    out: list[int] = []
+    line, pos = 1, 0
+    for at in offsets:
+        line += text.count("\n", pos, at)
+        pos = at
+        if not out or out[-1] != line:
+            out.append(line)
+    return out
+
+
+def _find_all(text: str, part: str) -> list[int]:
+    out, i = [], text.find(part)
+    while i != -1:
+        out.append(i)
+        i = text.find(part, i + 1)
     return out
 
 

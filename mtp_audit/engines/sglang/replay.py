@@ -177,7 +177,7 @@ def named_set_asserts(ix: ModuleIndex, site: Any, consts: dict[str, list[str]]) 
             guards = _merged_guards(site.ctx.guards, bound.ctx.guards) if bound is not None else site.ctx.guards
             accepts = vals if isinstance(cmp.ops[0], ast.In) else None
             out.append({"field": field, "accepts": accepts, "rejects": None if accepts is not None else vals,
-                        "test": ix.normalized(node.test), "condition": _with_sources(_cond_text(ix, guards), aliases),
+                        "test": ix.normalized(node.test), "condition": _with_sources(_with_exits(ix, site, _cond_text(ix, guards)), aliases),
                         "message": message_text(node.msg), "location": f"{ix.rel}:{node.lineno}",
                         "function": site.ctx.unit.name,
                         "set_location": f"{ix.rel}:{(bound.node if bound is not None else node).lineno}" if bound is not None
@@ -266,9 +266,66 @@ def launch_lookup(known: dict[str, Any]):
         m = _FAMILY_DRAFT.match(name)
         if m and known.get("architecture"):
             return known["architecture"].lower().replace("_", "").startswith(m.group(1).replace("_", ""))
+        if name.startswith(_ISINSTANCE):
+            return _config_class_is(known, name[len(_ISINSTANCE):].split("__"))
+        if bare != last and bare.startswith("is_"):
+            return _other_family(known, bare)
         return UNKNOWN
 
     return lookup
+
+
+#: How :func:`guard_value` names ``isinstance(x, AConfig)`` / ``isinstance(x, (AConfig, BConfig))`` for the lookup.
+_ISINSTANCE = "__isinstance__"
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def _config_class_is(known: dict[str, Any], classes: list[str]) -> Any:
+    """``isinstance(<a model config>, classes)`` for the checkpoint: SGLang picks the config class by ``model_type``
+    (``qwen3_5_moe`` -> ``Qwen3_5MoeConfig``), so true when a class is the model type's name plus ``Config``, false when
+    no class shares a prefix with the checkpoint's model types (0.5.23 ``attention_registry.py:369`` ``Dots3Config``
+    for a Qwen3.5 checkpoint), unknown otherwise or when the model types are not known."""
+    types = [_squash(t) for t in known.get("model_types") or [] if t]
+    if not types or not all(c.endswith("Config") for c in classes):
+        return UNKNOWN
+    names = [_squash(c.removesuffix("Config")) for c in classes]
+    if any(n == t for n in names for t in types):
+        return True
+    if any(n.startswith(t) or t.startswith(n) for n in names for t in types):
+        return UNKNOWN
+    return False
+
+
+def _other_family(known: dict[str, Any], predicate: str) -> Any:
+    """A model-family predicate called on the model config (0.5.23 ``is_minimax_sparse(runner.model_config.hf_config)``)
+    for a checkpoint of another family: false when the word after ``is_`` (four letters or more) starts a model class this
+    SGLang registers and the checkpoint's architecture does not start with it; unknown otherwise (a MiniMax-M2.5
+    checkpoint is not told whether it is "minimax sparse")."""
+    family = predicate[3:].split("_", 1)[0]
+    arch = _squash(known.get("architecture") or "")
+    registered = known.get("registered") or ()
+    if len(family) < 4 or not arch or not any(_squash(c).startswith(family) for c in registered):
+        return UNKNOWN
+    return UNKNOWN if arch.startswith(family) else False
+
+
+def _name_isinstance(expr: ast.AST) -> ast.AST:
+    """``expr`` with every ``isinstance(x, Name)`` / ``isinstance(x, (Name, ...))`` replaced by one name the lookup
+    reads (:data:`_ISINSTANCE`); other nodes unchanged."""
+
+    class _T(ast.NodeTransformer):
+        def visit_Call(self, node: ast.Call) -> ast.AST:
+            self.generic_visit(node)
+            if isinstance(node.func, ast.Name) and node.func.id == "isinstance" and len(node.args) == 2:
+                kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+                if all(isinstance(k, ast.Name) for k in kinds):
+                    return ast.copy_location(ast.Name(id=_ISINSTANCE + "__".join(k.id for k in kinds), ctx=ast.Load()), node)
+            return node
+
+    return _T().visit(expr)
 
 
 def _hybrid_config(known: dict[str, Any], kind: str | None) -> Any:
@@ -310,7 +367,10 @@ def grounded(condition: str | None, known: dict[str, Any]) -> bool:
             decided.append(name)
         return out
 
-    evaluate(condition, lookup)
+    try:
+        evaluate(_name_isinstance(ast.parse(condition.strip(), mode="eval").body), lookup)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
     return bool(decided)
 
 
@@ -318,7 +378,11 @@ def guard_value(condition: str | None, known: dict[str, Any]) -> bool | None:
     """Whether a recorded ``condition`` holds for a launch (``None``: cannot tell; an empty condition holds)."""
     if not condition:
         return True
-    out = evaluate(condition, launch_lookup(known))
+    try:
+        tree = ast.parse(condition.strip(), mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    out = evaluate(_name_isinstance(tree), launch_lookup(known))
     return out.truth()
 
 

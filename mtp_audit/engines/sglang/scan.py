@@ -38,7 +38,7 @@ from mtp_audit.engines.sglang.names import ASSERTED_SOURCE, HOOK_PATHS, TRACKED_
 from mtp_audit.engines.sglang.rewrites import LOG_FUNCS, analyse_units  # noqa: F401  (LOG_FUNCS: public name kept)
 
 #: Bump when the extraction changes, so cached results are recomputed.
-SCAN_VERSION = 22
+SCAN_VERSION = 23
 
 # --- pre-filter, derived from what the passes look up --------------------------------------------
 
@@ -160,18 +160,62 @@ def scan_env(data: bytes) -> dict[str, list[list[Any]]]:
     Returns ``{"defined": [[name, line]], "read": [[name, line]]}``.
     """
     out: dict[str, list[list[Any]]] = {"defined": [], "read": []}
-    if not any(h in data for h in _ENV_HINTS):  # substring searches: far cheaper than a regex over every file
+    # substring searches, far cheaper than a regex over every file: every _ENV_DEFINED match holds "Env", every
+    # _ENV_READ match "env" (envs., get_*env*(, environ, getenv), and every name one of _ENV_HINTS
+    defined, read = b"Env" in data, b"env" in data
+    if not (defined or read) or not any(h in data for h in _ENV_HINTS):
         return out
     lc = _LineCounter(data)
-    if b"Env" in data:
+    if defined:
         for m in _ENV_DEFINED.finditer(data):
             out["defined"].append([m.group(1).decode(), lc.line(m.start(1))])
-    if b"env" in data or b"ENV" in data:
-        for m in _ENV_READ.finditer(data):
+    if read:
+        for m in _env_reads(data):
             if _in_comment(data, m.start()):
                 continue
             name = next(g for g in m.groups() if g)
             out["read"].append([name.decode(), lc.line(m.start())])
+    return out
+
+
+#: Bytes that can stand between the start of an :data:`_ENV_READ` match and its name (``\w``, ``\s``, ``.([``
+#: and quotes) map to ``a``, every other byte to ``#``.
+_ENV_PREFIX_BYTES = bytes(
+    ord("a") if chr(b).isascii() and (chr(b).isalnum() or chr(b) in "_ \t\n\r\f\v.([\"'") else ord("#") for b in range(256))
+_NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _env_reads(data: bytes):  # noqa: ANN202 - a generator of matches
+    """The matches of ``_ENV_READ.finditer(data)``, found without running the regex over the whole file.
+
+    Every match's name holds one of :data:`_ENV_HINTS`, and the name is the whole run of ``[A-Z0-9_]`` bytes
+    around that hint (it follows a ``.`` or a quote and ends at ``\b`` or a quote). Between the match start
+    and the name only the bytes of :data:`_ENV_PREFIX_BYTES` occur. So for each hint, in file order and past
+    the previous match, the regex is searched only from the start of that run of prefix bytes to one byte
+    past the name: the leftmost match there is the one ``finditer`` finds next, and a hint without a match
+    there is in no match."""
+    hints = sorted({i for h in _ENV_HINTS for i in _find_all(data, h)})
+    if not hints:
+        return
+    prefix = data.translate(_ENV_PREFIX_BYTES)
+    pos, n = 0, len(data)
+    for h in hints:
+        if h < pos:
+            continue
+        end = h
+        while end < n and data[end] in _NAME_BYTES:
+            end += 1
+        m = _ENV_READ.search(data, max(pos, prefix.rfind(b"#", 0, h) + 1), min(n, end + 1))
+        if m is not None:
+            yield m
+            pos = m.end()
+
+
+def _find_all(data: bytes, token: bytes) -> list[int]:
+    out, i = [], data.find(token)
+    while i != -1:
+        out.append(i)
+        i = data.find(token, i + 1)
     return out
 
 
@@ -225,14 +269,32 @@ def scan_entry_classes(data: bytes) -> tuple[list[dict[str, Any]], list[str]]:
 def _class_line_offset(data: bytes, name: bytes) -> int | None:
     """Offset of the first ``class NAME`` statement at the start of a line (``class`` then whitespace, then
     ``NAME`` not followed by a name character); substring searches, then a regex on the candidate line only."""
-    pat = re.compile(rb"class\s+" + re.escape(name) + rb"\b")
+    if not name:
+        return None
     pos = data.find(name)
     while pos != -1:
         start = data.rfind(b"\n", 0, pos) + 1
-        if data.startswith(b"class", start) and pat.match(data, start):
+        if data.startswith(b"class", start) and _class_statement_at(data, start, name):
             return start
         pos = data.find(name, pos + 1)
     return None
+
+
+_WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_SPACE_BYTES = frozenset(b" \t\n\r\f\v")
+
+
+def _class_statement_at(data: bytes, start: int, name: bytes) -> bool:
+    """Whether ``re.compile(rb"class\\s+" + re.escape(name) + rb"\\b").match(data, start)`` would match, without
+    compiling a pattern per class name (a model folder has hundreds): ``class``, whitespace, ``name``, then a word
+    boundary (ASCII word bytes, as a bytes pattern has them)."""
+    i = j = start + 5
+    while j < len(data) and data[j] in _SPACE_BYTES:
+        j += 1
+    if j == i or not data.startswith(name, j):
+        return False
+    k = j + len(name)
+    return (data[k - 1] in _WORD_BYTES) != (k < len(data) and data[k] in _WORD_BYTES)
 
 
 def _balanced_prefix(text: str) -> str:

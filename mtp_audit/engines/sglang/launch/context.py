@@ -84,6 +84,10 @@ class Ctx:
     #: ``"gdn"``, ``"mamba2"`` ...; ``None`` none) and why it is unknown (``linear_attention_note``; then the kind is unused)
     linear_attention: str | None = None
     linear_attention_note: str | None = None
+    #: ``model_type`` (and ``text_config.model_type``) of that config.json, for SGLang's config-class tests
+    model_types: list[str] = field(default_factory=list)
+    #: its ``architectures[0]``, used when the checkpoint audit gave none (a hub id whose listing is not cached)
+    config_architecture: str | None = None
     #: the attention backend words of "What will happen", set by ``check_attention``
     attention_text: str = "not checked"
     #: the replayed speculative hook (:class:`mtp_audit.engines.sglang.launch.spec_replay.HookOutcome`), set by its check

@@ -127,7 +127,13 @@ def replay_known(ctx: Ctx, fields: dict[str, Any] | None = None) -> dict[str, An
     cc = ctx.cc
     gpu = None if cc is None else {9: "sm90", 10: "sm100", 12: "sm120"}.get(cc[0], f"sm{cc[0]}{cc[1]}")
     args = dict(known.args) if fields is None else fields
-    out = {"architecture": known.arch, "quantization": known.args.get("quantization"), "gpu": gpu, "fields": args}
+    out = {"architecture": known.arch or ctx.config_architecture, "quantization": known.args.get("quantization"), "gpu": gpu,
+           "fields": args,
+           "registered": [e["class"] for e in (ctx.sg or {}).get("entry_classes") or []]}
+    cfg = (ctx.ck or {}).get("config") or {}
+    types = [t for t in (cfg.get("model_type"), cfg.get("text_model_type")) if isinstance(t, str) and t] or ctx.model_types
+    if types:
+        out["model_types"] = list(types)
     if ctx.linear_attention_note is None:
         out["linear_attention"] = ctx.linear_attention
     return out
@@ -853,6 +859,12 @@ def _linear_attention(ctx: Ctx, cwd: Path) -> None:
 
     cfg, why = read_model_config(ctx.model_path, cwd)
     ctx.linear_attention, ctx.linear_attention_note = (linear_attention_kind(cfg), None) if cfg is not None else (None, why)
+    if cfg is not None:
+        text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else {}
+        ctx.model_types = [t for t in (cfg.get("model_type"), text.get("model_type")) if isinstance(t, str) and t]
+        archs = cfg.get("architectures")
+        if isinstance(archs, list) and archs and isinstance(archs[0], str):
+            ctx.config_architecture = archs[0]
 
 
 def scope_launch(ctx: Ctx, reports: list[Report]) -> list[Report]:
