@@ -64,7 +64,8 @@ MAX_DEPTH = 6
 
 class Obj:
     """An object with known attributes (``attrs``); reading a missing one gives :data:`UNKNOWN` (or ``default``
-    when one was declared, e.g. a dataclass field default). ``name`` says what it stands for in messages."""
+    when one was declared, e.g. a dataclass field default). ``name`` says what it stands for in messages. An attribute
+    ``__truth__`` (``True`` / ``False`` / :data:`UNKNOWN`) is the object's truth in tests (its ``__bool__``)."""
 
     def __init__(self, name: str, attrs: Mapping[str, Any] | None = None, *, strict: bool = False) -> None:
         self.name = name
@@ -91,6 +92,23 @@ class Raised:
         return f"{self.type}: {self.message} ({self.location})"
 
 
+class Native:
+    """A callable value the adapter puts into the replayed world (a bound method of an object modelled outside the
+    file, an enum member's ``get_class``): calling it runs ``fn(replay, path, args, kwargs, node)``, like a hook, and
+    it may raise :class:`HookRaise`. ``name`` is what messages show. ``split`` (optional, same arguments) gives the
+    call's distinct outcomes ``[(value, Raised | None, assumed), ...]``: an assignment ``x = f(...)`` then continues once
+    per outcome instead of reading an undecided call as :data:`UNKNOWN`."""
+
+    def __init__(self, name: str, fn: Callable[..., Any], split: Callable[..., Any] | None = None) -> None:
+        self.name, self.fn, self.split = name, fn, split
+
+    def __repr__(self) -> str:
+        return f"<native {self.name}>"
+
+    def __deepcopy__(self, memo: Any) -> Native:
+        return self
+
+
 @dataclass
 class Path:
     """One path through the replayed code: the locals of each frame, what it assumed, logged, and how it ended."""
@@ -106,6 +124,8 @@ class Path:
     bound: Any = None
     #: ``"break"`` / ``"continue"`` while leaving a loop body
     jump: str | None = None
+    #: ``file:line`` of the last ``return`` statement run on this path
+    ret_loc: str | None = None
 
     @property
     def done(self) -> bool:
@@ -130,10 +150,17 @@ _BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, as
 _CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Lt: operator.lt,
         ast.LtE: operator.le}
 _STR_METHODS = ("lower", "upper", "startswith", "endswith", "strip", "split", "replace", "removeprefix", "removesuffix",
-                "isidentifier", "isdigit", "rsplit", "partition", "rpartition")
+                "isidentifier", "isdigit", "rsplit", "partition", "rpartition", "join")
+#: list methods that change the list in place (followed on the path's own copy)
+_LIST_MUTATORS = ("append", "extend", "insert")
 _SAFE_BUILTINS: dict[str, Callable[..., Any]] = {"len": len, "min": min, "max": max, "str": str, "int": int, "bool": bool,
                                                  "abs": abs, "tuple": tuple, "list": list, "sorted": sorted, "any": any, "all": all}
 _LOG_NAMES = ("logger", "logging", "log", "_logger", "warnings")
+
+
+def _is_ref(v: Any) -> bool:
+    """Whether ``v`` is the replay's placeholder for a name it could not resolve (``("__ref__", "envs.X")``)."""
+    return isinstance(v, tuple) and len(v) == 2 and v[0] == "__ref__" and isinstance(v[1], str)
 
 
 def _data(v: Any) -> bool:
@@ -309,6 +336,7 @@ class Replay:
             if isinstance(st, ast.Return):
                 p.ret = self.ev(st.value, p) if st.value is not None else None
                 p.returned = True
+                p.ret_loc = self.loc(st)
                 return [p]
             if isinstance(st, (ast.Pass, ast.Import, ast.Global, ast.Nonlocal)):
                 return [p]
@@ -317,7 +345,9 @@ class Replay:
                 return [p]
             if isinstance(st, ast.ImportFrom):
                 for a in st.names:
-                    p.frames[-1][a.asname or a.name] = ("__ref__", a.name)
+                    # a function-level import of a name the replay already knows (given in ``names``) binds that value
+                    known = self.globals.get(a.asname or a.name, UNKNOWN)
+                    p.frames[-1][a.asname or a.name] = known if known is not UNKNOWN else ("__ref__", a.name)
                 return [p]
             if isinstance(st, ast.For):
                 return self._for(st, p)
@@ -333,6 +363,10 @@ class Replay:
     def _assign(self, st: ast.Assign | ast.AnnAssign | ast.AugAssign, p: Path) -> list[Path]:
         if st.value is None:
             return [p]
+        if isinstance(st, ast.Assign) and isinstance(st.value, ast.Call):
+            split = self._split_call(st, p)
+            if split is not None:
+                return split
         if isinstance(st, ast.AugAssign):
             v = self._binop(st.op, self.ev(st.target, p), self.ev(st.value, p), st, p)
             targets: list[ast.expr] = [st.target]
@@ -342,6 +376,39 @@ class Replay:
         for t in targets:
             self._store(t, v, p)
         return [p]
+
+    def _split_call(self, st: ast.Assign, p: Path) -> list[Path] | None:
+        """``x = f(...)`` where ``f`` is a :class:`Native` with ``split`` and more than one outcome: one path per outcome
+        (each with the callee's assumptions); ``None`` to assign as usual."""
+        n = st.value
+        assert isinstance(n, ast.Call)
+        if any(k.arg is None for k in n.keywords) and not isinstance(n.func, ast.Attribute):
+            return None
+        f = self.ev(n.func, p) if isinstance(n.func, ast.Attribute) else None
+        if not isinstance(f, Native) or f.split is None:
+            return None
+        args = [self.ev(a, p) for a in n.args if not isinstance(a, ast.Starred)]
+        kwargs = {k.arg: self.ev(k.value, p) for k in n.keywords if k.arg}
+        for k in n.keywords:
+            if k.arg is None:
+                extra = self.ev(k.value, p)
+                if not isinstance(extra, dict):
+                    return None
+                kwargs.update({str(key): v for key, v in extra.items()})
+        outs = f.split(self, p, args, kwargs, n)
+        if not outs or len(outs) < 2:
+            return None
+        result = []
+        for value, raised, assumed in outs:
+            q = p.fork()
+            q.assumed.extend(a for a in assumed if a not in q.assumed)
+            if raised is not None:
+                q.raised = raised
+            else:
+                for t in st.targets:
+                    self._store(t, value, q)
+            result.append(q)
+        return result
 
     def _store(self, t: ast.expr, v: Any, p: Path) -> None:
         if isinstance(t, ast.Name):
@@ -441,6 +508,10 @@ class Replay:
         v = self.ev(node, p)
         if v is UNKNOWN:
             return UNKNOWN
+        if isinstance(v, Obj) and "__truth__" in v.attrs:
+            return v.attrs["__truth__"]
+        if _is_ref(v):
+            return UNKNOWN  # a name the replay could not resolve (an imported module's attribute): its truth is unknown
         if isinstance(v, (Obj, tuple)) and not _data(v):
             return True
         try:
@@ -474,7 +545,15 @@ class Replay:
         if isinstance(n, ast.Attribute):
             return self._attr(self.ev(n.value, p), n.attr)
         if isinstance(n, (ast.Tuple, ast.List, ast.Set)):
-            vals = [self.ev(e, p) for e in n.elts]
+            vals = []
+            for e in n.elts:
+                if isinstance(e, ast.Starred):
+                    x = self.ev(e.value, p)
+                    if not isinstance(x, (list, tuple)):
+                        return UNKNOWN
+                    vals.extend(x)
+                else:
+                    vals.append(self.ev(e, p))
             return tuple(vals) if isinstance(n, ast.Tuple) else vals
         if isinstance(n, ast.Dict):
             keys = [self.ev(k, p) if k is not None else UNKNOWN for k in n.keys]
@@ -536,6 +615,11 @@ class Replay:
     def _attr(base: Any, attr: str) -> Any:
         if isinstance(base, Obj):
             return base.get(attr)
+        if hasattr(type(base), "replay_attr"):
+            # a data value with named parts (a NamedTuple-like capability, an enum member): it answers itself
+            return base.replay_attr(attr)
+        if isinstance(base, list) and attr in _LIST_MUTATORS:
+            return ("__strm__", base, attr)
         if isinstance(base, tuple) and len(base) == 2 and base[0] == "__ref__":
             return ("__ref__", f"{base[1]}.{attr}")
         if isinstance(base, str) and attr in _STR_METHODS:
@@ -545,10 +629,10 @@ class Replay:
         return UNKNOWN
 
     def _bool(self, x: Any) -> Any:
-        if x is UNKNOWN:
+        if x is UNKNOWN or _is_ref(x):
             return UNKNOWN
         if isinstance(x, Obj):
-            return True
+            return x.attrs.get("__truth__", True)  # an adapter may give an object its __bool__
         try:
             return bool(x)
         except TypeError:
@@ -655,7 +739,19 @@ class Replay:
         callee = " ".join(ast.unparse(n.func).split())
         args = [self.ev(a, p) for a in n.args if not isinstance(a, ast.Starred)]
         kwargs = {k.arg: self.ev(k.value, p) for k in n.keywords if k.arg}
+        for k in n.keywords:
+            if k.arg is None:
+                extra = self.ev(k.value, p)
+                if not isinstance(extra, dict):
+                    return UNKNOWN
+                kwargs.update({str(key): v for key, v in extra.items()})
         f = self.ev(n.func, p) if not isinstance(n.func, ast.Name) or n.func.id not in self.hooks else None
+        if isinstance(f, Native):
+            try:
+                return f.fn(self, p, args, kwargs, n)
+            except HookRaise as exc:
+                p.raised = Raised(exc.type, exc.message, exc.location or self.loc(n))
+                raise _Exit() from None
         hook = self.hooks.get(callee) or (self.hooks.get(f[1]) if isinstance(f, tuple) and len(f) == 2 and f[0] == "__ref__" else None)
         if hook is not None:
             try:
@@ -666,6 +762,11 @@ class Replay:
         if callee.split(".")[0] in _LOG_NAMES:
             msg = self.text(n.args[0], p) if n.args else ""
             p.logs.append((msg, self.loc(n)))
+            return None
+        if isinstance(f, tuple) and len(f) == 3 and f[0] == "__strm__" and isinstance(f[1], list) and f[2] in _LIST_MUTATORS:
+            if f[2] == "extend" and not (args and isinstance(args[0], (list, tuple))):
+                return UNKNOWN
+            getattr(f[1], f[2])(*args)
             return None
         if isinstance(f, tuple) and len(f) == 3 and f[0] == "__strm__":
             if isinstance(f[1], dict) and f[2] == "get" and args and _data(args[0]) and args[0] is not UNKNOWN:
@@ -689,6 +790,9 @@ class Replay:
             return a[1] if isinstance(a, tuple) and len(a) == 2 and a[0] == "__literal__" else UNKNOWN
         if isinstance(n.func, ast.Name) and n.func.id == "isinstance" and len(args) == 2:
             return _isinstance(args[0], args[1])
+        if isinstance(n.func, ast.Name) and n.func.id == "len" and len(args) == 1 and isinstance(args[0], (list, tuple, dict, str)) \
+                and "len" not in self.functions:
+            return len(args[0])  # the length of a known container, whatever its elements are
         if isinstance(n.func, ast.Name) and n.func.id in _SAFE_BUILTINS and n.func.id not in self.functions:
             if all(a is not UNKNOWN and _data(a) for a in args) and not kwargs:
                 return self._apply(lambda: _SAFE_BUILTINS[n.func.id](*args), args, n, p)
@@ -772,6 +876,10 @@ def _isinstance(v: Any, kinds: Any) -> Any:
     if all(n in builtin for n in names):
         return isinstance(v, tuple(builtin[n] for n in names))
     return False if _data(v) else UNKNOWN
+
+
+#: the public name of the replay's ``isinstance`` (for adapters that answer ``isinstance`` themselves first)
+isinstance_of = _isinstance
 
 
 def _state(p: Path) -> str:

@@ -158,15 +158,24 @@ class TreeSources(dict):
     """Source bytes by tree path for the launch replay: the files read when the tree was opened, and any other
     ``vllm/...py`` module the replay follows an import into, read on first use from the same target (bounded like every
     read of :class:`~mtp_audit.engines.vllm.target.VllmTree`; ``None``: not in this tree). At most
-    :data:`MAX_EXTRA` extra files."""
+    :data:`MAX_EXTRA` extra files (the attention-backend replay alone follows about 60 modules of 0.33.0)."""
 
-    MAX_EXTRA = 64
+    MAX_EXTRA = 256
 
     def __init__(self, target: Any, initial: dict[str, bytes | None]) -> None:
         super().__init__(initial)
         self._target = target
         self._tree: Any = None
         self._extra = 0
+
+    def has_compiled(self, stem: str) -> bool:
+        """Whether the target ships compiled extension ``stem`` (:meth:`mtp_audit.engines.vllm.target.VllmTree.has_compiled`)."""
+        try:
+            if self._tree is None:
+                self._tree = open_target(self._target)
+            return bool(self._tree.has_compiled(stem))
+        except Exception:  # noqa: BLE001 - an unreadable target ships nothing the replay can count on
+            return False
 
     def get(self, rel: str, default: Any = None) -> Any:  # type: ignore[override]
         if rel in self:

@@ -172,6 +172,23 @@ class VllmTree:
         self.files[rel] = full
         return True
 
+    def has_compiled(self, stem: str) -> bool:
+        """Whether the tree ships a compiled extension module ``stem`` (``vllm/vllm_flash_attn/_vllm_fa3_C`` ->
+        ``..._vllm_fa3_C.abi3.so`` or ``....cpython-312-x86_64-linux-gnu.so``); a source checkout has none."""
+        if not stem.startswith("vllm/") or ".." in stem.split("/"):
+            return False
+        compiled = getattr(self, "_compiled", None)
+        if compiled is not None:
+            return any(c.startswith(stem + ".") for c in compiled)
+        pkg = getattr(self, "_pkg", None)
+        if pkg is None:
+            return False
+        folder, _, name = (pkg / stem[len("vllm/"):]).as_posix().rpartition("/")
+        try:
+            return any(p.name.startswith(name + ".") and p.name.endswith(".so") and p.is_file() for p in Path(folder).iterdir())
+        except OSError:
+            return False
+
     def fingerprint(self) -> str:
         """SHA-1 over the found files' paths and stamps: the whole-audit cache key."""
         h = hashlib.sha1(f"{self.kind}\0{self.version}\0{self.digest}\0".encode())
@@ -311,6 +328,7 @@ def _wheel(path: Path, shown: str) -> VllmTree:
         raise InputError(shown, f"wheel has {len(infos)} members, over the {MAX_MEMBERS}-member limit")
     tree._members = {i.filename: i for i in infos if i.filename.endswith(".py") and not i.is_dir()
                      and (i.external_attr >> 16) & 0o170000 != 0o120000}
+    tree._compiled = [i.filename for i in infos if i.filename.endswith(".so") and not i.is_dir()]
     by_name = {i.filename: i for i in infos}
     for role, cands in WANTED.items():
         for rel in cands:

@@ -13,7 +13,7 @@ from mtp_audit.report import Gap
 
 #: the keys of an evaluation's outcome that make up ``facts["launch"]``
 FACT_KEYS = ("summary", "answer", "closing", "verdict", "corrected_command", "corrected_check", "engine", "speculative", "draft",
-             "parallel", "command", "env")
+             "parallel", "command", "env", "attention")
 
 
 class VllmEngine(Engine):

@@ -49,6 +49,9 @@ ANALYZER = "launch"
 #: parallel-size options read by :func:`check_gpus` (``mtp_audit.engines.sglang.launch.parallel`` VLLM_* spellings)
 PARALLEL_OPTIONS = ("--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp", "--data-parallel-size", "-dp",
                     "--data-parallel-size-local", "-dpl", "--enable-expert-parallel", "-ep", "--nnodes", "-n")
+#: options read by the attention-backend replay (:mod:`mtp_audit.engines.vllm.launch.attn_launch`)
+ATTENTION_OPTIONS = ("--attention-backend", "--attention-config", "-ac", "--attention-config.backend", "--kv-cache-dtype",
+                     "--block-size", "--dtype", "--decode-context-parallel-size", "-dcp", "--prefill-context-parallel-size", "-pcp")
 #: methods whose proposer loads no draft model (no ``model`` to build a draft ``ModelConfig`` from)
 NO_DRAFT = ("ngram", "[ngram]", "ngram_gpu", "suffix", "extract_hidden_states", "custom_class")
 
@@ -90,6 +93,8 @@ class VCtx:
     quant: dict[str, Any] | None = None
     #: the statement-order replay's result (:class:`mtp_audit.engines.vllm.launch.replay.SpecReplay`), when it ran
     replay: Any = None
+    #: the attention-backend selection (:func:`mtp_audit.engines.vllm.launch.attn_launch.check_attention`)
+    attention: dict[str, Any] | None = None
 
     @property
     def version(self) -> str:
@@ -623,7 +628,7 @@ def check_command(ctx: VCtx) -> None:
                 ctx.add("MTP320", f"vLLM {ctx.version} has no {opt} option (the --spec-* shorthand appears in later versions): 'unrecognized "
                         f"arguments: {opt}'", opt, remediation="use --speculative-config JSON instead")
     read = ("--model", "--speculative-config", "--model-impl", "--fail-on-environ-validation", "--no-fail-on-environ-validation",
-            *SPEC_SHORTHAND, *PARALLEL_OPTIONS)
+            *SPEC_SHORTHAND, *PARALLEL_OPTIONS, *ATTENTION_OPTIONS)
     others = sorted(o for o in ctx.cmd.options if o not in read)
     foreign = [o for o in others if o in FOREIGN_OPTIONS]
     for opt in foreign:
@@ -749,6 +754,7 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, analy
     check_unused(ctx)
     check_env(ctx)
     reports = _machine_and_scope(ctx, argv, analyzers, reports)
+    _attention(ctx, cwd)
     corrected = _corrected(ctx, view, view_gap, analyzers, env, environ, cwd) if _depth == 0 else None
     all_findings = [f for r in reports for f in r.findings] + ctx.findings
     all_gaps = [g for r in reports for g in r.gaps] + ctx.gaps
@@ -756,12 +762,28 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, analy
     return VEvaluation(ctx, reports, outcome)
 
 
+def _attention(ctx: VCtx, cwd: Path) -> None:
+    """The attention backend vLLM selects for this launch (:func:`mtp_audit.engines.vllm.launch.attn_launch.check_attention`)."""
+    from mtp_audit.engines.vllm.launch.attn_launch import check_attention, model_config_json
+
+    if ctx.view is None or ctx.cmd.model is None:
+        return
+    cfg, problem = model_config_json(ctx.cmd.model, cwd)
+    draft_cfg = None
+    if ctx.draft_path and not ctx.draft_is_target and ctx.draft_path != ctx.cmd.model:
+        draft_cfg, _why = model_config_json(ctx.draft_path, cwd)
+    from mtp_audit.engines.vllm.launch.decide import quant_config_of
+
+    quant_cfg, _where = quant_config_of(ctx.cmd.model, cwd)
+    check_attention(ctx, cfg, problem, draft_cfg, quant_cfg)
+
+
 def _launch_env(ctx: VCtx, environ: Mapping[str, str] | None, env: Mapping[str, str] | None) -> None:
     """The launch's environment: the variables this vLLM reads from the current environment, then the command's
     ``KEY=VALUE`` prefixes, then ``--env`` (each records where it came from)."""
     read = {e["name"] for e in (ctx.vf or {}).get("env_vars", [])}
     for k, val in sorted((environ or {}).items()):
-        if k in read or k in ("VLLM_USE_V2_MODEL_RUNNER", "VLLM_USE_V1"):
+        if k in read or k in ("VLLM_USE_V2_MODEL_RUNNER", "VLLM_USE_V1", "VLLM_ATTENTION_BACKEND", "VLLM_MLA_DISABLE"):
             ctx.env[k], ctx.env_source[k] = val, "environment"
     for k, val in ctx.cmd.env.items():
         ctx.env[k], ctx.env_source[k] = val, "command"

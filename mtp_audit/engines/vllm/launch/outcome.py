@@ -74,7 +74,8 @@ def build_vllm_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap
             "corrected_command": fixed_cmd, "corrected_check": corrected_check, "engine": "vllm",
             "speculative": {"requested": ctx.method_requested, "runs_as": ctx.method, "trace": list(ctx.trace),
                             "num_speculative_tokens": ctx.k, "mtp_layers": ctx.n_layers, "proposer": ctx.proposer},
-            "draft": dict(d), "parallel": ctx.parallel, "command": cmd.to_dict(), "env": {k: {"value": ctx.env[k]} for k in sorted(ctx.env)}}
+            "draft": dict(d), "parallel": ctx.parallel, "command": cmd.to_dict(), "env": {k: {"value": ctx.env[k]} for k in sorted(ctx.env)},
+            "attention": _attention_facts(ctx)}
 
 
 def _method_text(ctx: Any) -> str:
@@ -222,14 +223,21 @@ def _head(ctx: Any, v: str, errors: list[Finding], blocking: list[Gap], findings
     return f"go: vLLM {ctx.version}: {runs}" + (f"; warnings: {', '.join(warn)}" if warn else "")
 
 
+def _attention_facts(ctx: Any) -> Any:
+    from mtp_audit.engines.vllm.launch.attn_launch import attention_facts
+
+    return attention_facts(ctx)
+
+
 def backends_line(ctx: Any) -> str:
     """The MoE and FP4 linear backends as the preflight resolves the command's flags and variables for this vLLM
-    (``facts.preflight.summary``), and the attention backend as the command gives it (vLLM's attention selector is not
-    replayed: ``auto`` stays ``auto``)."""
+    (``facts.preflight.summary``), and the attention backend vLLM's own selection code picks, replayed
+    (:func:`mtp_audit.engines.vllm.launch.attn_launch.attention_text`)."""
+    from mtp_audit.engines.vllm.launch.attn_launch import attention_text
+
     s = (ctx.pf or {}).get("summary") or {}
-    att = ctx.cmd.get("--attention-backend") or ctx.env.get("VLLM_ATTENTION_BACKEND")
     return (f"MoE {s.get('moe_backend') or 'n/a'}, FP4 linear {s.get('linear_backend') or 'n/a'} (preflight, vLLM FP4/MoE matrix); "
-            f"attention {att + ' (given)' if att else 'auto (the selector is not replayed)'}")
+            f"attention {attention_text(ctx)}")
 
 
 def quant_line(ctx: Any) -> str:

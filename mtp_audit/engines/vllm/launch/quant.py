@@ -46,7 +46,7 @@ class QuantResolution:
     trace: list[str] = field(default_factory=list)
 
 
-def _parsed(sources: Any, rel: str) -> ast.Module | None:
+def parsed_module(sources: Any, rel: str) -> ast.Module | None:
     """The parsed module at ``rel`` (``None``: absent or not Python); parsed once per sources mapping (the cache lives on
     the mapping, :class:`mtp_audit.engines.vllm.draft.TreeSources`, so it goes with its tree)."""
     cache = sources.__dict__.setdefault("_parsed", {}) if hasattr(sources, "__dict__") else {}
@@ -57,7 +57,7 @@ def _parsed(sources: Any, rel: str) -> ast.Module | None:
 
 
 
-def _module_rel(sources: Any, base: str, node: ast.ImportFrom) -> str | None:
+def module_rel(sources: Any, base: str, node: ast.ImportFrom) -> str | None:
     """The tree path of an ``import from`` target (relative to the package of ``base``, or absolute ``vllm.x``):
     ``x/y.py`` or ``x/y/__init__.py``, whichever the tree has."""
     if node.level:
@@ -77,7 +77,7 @@ def _module_rel(sources: Any, base: str, node: ast.ImportFrom) -> str | None:
 def find_class(sources: Any, rel: str, name: str, depth: int = 0) -> tuple[str, str] | None:
     """``(module path, class name)`` where class ``name`` seen from module ``rel`` is defined, following ``from .m import
     Name [as Alias]`` re-exports (at most 4 hops)."""
-    module = _parsed(sources, rel)
+    module = parsed_module(sources, rel)
     if module is None or depth > 4:
         return None
     for node in module.body:
@@ -87,7 +87,7 @@ def find_class(sources: Any, rel: str, name: str, depth: int = 0) -> tuple[str, 
         if isinstance(node, ast.ImportFrom):
             for a in node.names:
                 if (a.asname or a.name) == name:
-                    target = _module_rel(sources, rel, node)
+                    target = module_rel(sources, rel, node)
                     if target is not None:
                         return find_class(sources, target, a.name, depth + 1)
     return None
@@ -97,7 +97,7 @@ def _class_index(sources: Any) -> tuple[dict[str, list[tuple[str, str]]], Any, d
     """``method name -> [(module path, class name), ...]`` from ``get_quantization_config``'s ``method_to_config`` (a
     name bound in a platform branch has one candidate per branch), the ``QuantizationMethods`` Literal values and the
     module's other literal constants (``DEPRECATED_QUANTIZATION_METHODS``)."""
-    init = _parsed(sources, QUANT_INIT)
+    init = parsed_module(sources, QUANT_INIT)
     if init is None:
         return {}, UNKNOWN, {}
     rp = Replay(init, QUANT_INIT)
@@ -110,7 +110,7 @@ def _class_index(sources: Any) -> tuple[dict[str, list[tuple[str, str]]], Any, d
     where: dict[str, list[tuple[str, str]]] = {}
     for node in ast.walk(fn):
         if isinstance(node, ast.ImportFrom):
-            target = _module_rel(sources, QUANT_INIT, node)
+            target = module_rel(sources, QUANT_INIT, node)
             for a in node.names:
                 found = find_class(sources, target, a.name) if target else None
                 if found:
@@ -165,7 +165,7 @@ class _QuantHooks:
         """``(answer, file:line of the return that gave it)`` of one class's ``override_quantization_method``, or
         :data:`UNKNOWN`; a class that does not define it (nor a base in its module) inherits ``QuantizationConfig``'s,
         which answers ``None``."""
-        module = _parsed(self.sources, rel)
+        module = parsed_module(self.sources, rel)
         if module is None:
             return UNKNOWN
         sub = Replay(module, rel, cls=cls)
@@ -188,7 +188,7 @@ def resolve_quantization(sources: Any, quant_cfg: dict[str, Any] | None, user_qu
     ``quantization_config``, else ``hf_quant_config.json``; ``None``: none) and ``--quantization`` (``None``: not given);
     ``hf_config``: what is known of the model's config (``model_type``, ``architectures``), which some overrides test.
     Unparsable or missing source is a :attr:`QuantResolution.gap`."""
-    model = _parsed(sources, MODEL_REL)
+    model = parsed_module(sources, MODEL_REL)
     if model is None:
         return QuantResolution(gap=f"{MODEL_REL} is missing or does not parse: the quantization method was not replayed")
     res = QuantResolution()
@@ -229,7 +229,7 @@ def _normalized(sources: dict[str, bytes | None], quant_cfg: dict[str, Any] | No
     if quant_cfg is None:
         return None
     cfg = dict(quant_cfg)
-    conv = _parsed(sources, CONVERTOR_REL)
+    conv = parsed_module(sources, CONVERTOR_REL)
     if conv is None:
         return cfg
     r = Replay(conv, CONVERTOR_REL, cls="ModelArchConfigConvertorBase")
@@ -251,4 +251,11 @@ def _normalized(sources: dict[str, bytes | None], quant_cfg: dict[str, Any] | No
     return out
 
 
-__all__ = ["QuantResolution", "resolve_quantization", "HookRaise"]
+def normalized_quant_config(sources: Any, quant_cfg: dict[str, Any] | None) -> Any:
+    """The quantization config as ``ModelConfig`` leaves it after ``_normalize_quantization_config`` (0.24+; the dict
+    ``hf_config.quantization_config`` holds afterwards), or as written on older releases; :data:`UNKNOWN` when the
+    normalisation cannot be replayed or raises."""
+    return _normalized(sources, quant_cfg, QuantResolution())
+
+
+__all__ = ["QuantResolution", "resolve_quantization", "normalized_quant_config", "HookRaise"]

@@ -197,12 +197,138 @@ class ModelOptMixedPrecisionConfig(ModelOptQuantConfigBase):
             return "modelopt_mixed"
         return None
 """
+_VL_PLATFORMS = """def cuda_platform_plugin():
+    return "vllm.platforms.cuda.CudaPlatform"
+"""
+_VL_CUDA = """from typing import TYPE_CHECKING, NamedTuple
+
+from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+if TYPE_CHECKING:
+    from vllm.v1.attention.selector import AttentionSelectorConfig
+
+
+class _BackendCandidate(NamedTuple):
+    backend_class: type
+    backend: AttentionBackendEnum
+    priority: int
+
+
+def _get_backend_priorities(use_mla, device_capability):
+    if use_mla:
+        if device_capability.major == 10:
+            return [AttentionBackendEnum.FLASHINFER_MLA, AttentionBackendEnum.TRITON_MLA]
+        return [AttentionBackendEnum.TRITON_MLA]
+    return [AttentionBackendEnum.FLASH_ATTN]
+
+
+class CudaPlatform:
+    device_name: str = "cuda"
+
+    @classmethod
+    def get_attn_backend_cls(cls, selected_backend, attn_selector_config, num_heads=None):
+        device_capability = cls.get_device_capability()
+        if selected_backend is not None:
+            backend_class = selected_backend.get_class()
+            invalid_reasons = backend_class.validate_configuration(device_capability=device_capability,
+                                                                   **attn_selector_config._asdict())
+            if invalid_reasons:
+                raise ValueError(f"Selected backend {selected_backend} is not valid for this configuration. "
+                                 f"Reason: {invalid_reasons}")
+            return f"{backend_class.__module__}.{backend_class.__qualname__}"
+        valid = []
+        for priority, backend in enumerate(_get_backend_priorities(attn_selector_config.use_mla, device_capability)):
+            backend_class = backend.get_class()
+            if not backend_class.validate_configuration(device_capability=device_capability, **attn_selector_config._asdict()):
+                valid.append(_BackendCandidate(backend_class, backend, priority))
+        if len(valid) == 0:
+            raise ValueError(f"No valid attention backend found for {cls.device_name}")
+        chosen = min(valid, key=lambda c: c.priority)
+        return f"{chosen.backend_class.__module__}.{chosen.backend_class.__qualname__}"
+"""
+_VL_SELECTOR = """from typing import NamedTuple
+
+
+class AttentionSelectorConfig(NamedTuple):
+    head_size: int
+    dtype: str
+    kv_cache_dtype: str | None
+    block_size: int | None
+    use_mla: bool = False
+"""
+_VL_ATTN_REGISTRY = """from enum import Enum, EnumMeta
+
+
+class _AttentionBackendEnumMeta(EnumMeta):
+    def __getitem__(cls, name):
+        raise ValueError(f"Unknown attention backend: '{name}'")
+
+
+class AttentionBackendEnum(Enum, metaclass=_AttentionBackendEnumMeta):
+    FLASH_ATTN = "vllm.v1.attention.backends.flash_attn.FlashAttentionBackend"
+    FLASHINFER_MLA = "vllm.v1.attention.backends.mla.flashinfer_mla.FlashInferMLABackend"
+    TRITON_MLA = "vllm.v1.attention.backends.mla.triton_mla.TritonMLABackend"
+"""
+_VL_ATTN_BASE = """class AttentionBackend:
+    supported_kv_cache_dtypes = ["auto", "bfloat16"]
+
+    @classmethod
+    def is_mla(cls):
+        return False
+
+    @classmethod
+    def supports_compute_capability(cls, capability):
+        return True
+
+    @classmethod
+    def validate_configuration(cls, head_size, dtype, kv_cache_dtype, block_size, use_mla, device_capability):
+        invalid_reasons = []
+        if kv_cache_dtype not in cls.supported_kv_cache_dtypes:
+            invalid_reasons.append("kv_cache_dtype not supported")
+        if use_mla != cls.is_mla():
+            invalid_reasons.append("MLA not supported" if use_mla else "non-MLA not supported")
+        if not cls.supports_compute_capability(device_capability):
+            invalid_reasons.append("compute capability not supported")
+        return invalid_reasons
+"""
+_VL_FA = """from vllm.v1.attention.backend import AttentionBackend
+
+
+class FlashAttentionBackend(AttentionBackend):
+    supported_kv_cache_dtypes = ["auto", "bfloat16", "fp8"]
+"""
+_VL_FI_MLA = """from vllm.v1.attention.backend import AttentionBackend
+
+
+class FlashInferMLABackend(AttentionBackend):
+    @classmethod
+    def is_mla(cls):
+        return True
+
+    @classmethod
+    def supports_compute_capability(cls, capability):
+        return capability.major == 10
+"""
+_VL_TRITON_MLA = """from vllm.v1.attention.backend import AttentionBackend
+
+
+class TritonMLABackend(AttentionBackend):
+    @classmethod
+    def is_mla(cls):
+        return True
+"""
+_VL_ATTN = {"vl/vllm/platforms/__init__.py": _VL_PLATFORMS, "vl/vllm/platforms/cuda.py": _VL_CUDA,
+            "vl/vllm/v1/__init__.py": "", "vl/vllm/v1/attention/__init__.py": "", "vl/vllm/v1/attention/selector.py": _VL_SELECTOR,
+            "vl/vllm/v1/attention/backend.py": _VL_ATTN_BASE, "vl/vllm/v1/attention/backends/__init__.py": "",
+            "vl/vllm/v1/attention/backends/registry.py": _VL_ATTN_REGISTRY, "vl/vllm/v1/attention/backends/flash_attn.py": _VL_FA,
+            "vl/vllm/v1/attention/backends/mla/__init__.py": "", "vl/vllm/v1/attention/backends/mla/flashinfer_mla.py": _VL_FI_MLA,
+            "vl/vllm/v1/attention/backends/mla/triton_mla.py": _VL_TRITON_MLA}
 _VL = {"vl/vllm/__init__.py": "", "vl/vllm/_version.py": '__version__ = version = "0.33.0"\n', "vl/vllm/envs.py": "",
        "vl/vllm/config/__init__.py": "", "vl/vllm/config/speculative.py": _VL_SPEC,
        "vl/vllm/model_executor/models/registry.py": _VL_REGISTRY, "vl/vllm/v1/worker/gpu_model_runner.py": _VL_RUNNER,
        "vl/vllm/config/model.py": _VL_MODEL, "vl/vllm/transformers_utils/model_arch_config_convertor.py": _VL_CONVERTOR,
        "vl/vllm/model_executor/layers/quantization/__init__.py": _VL_QUANT_INIT,
-       "vl/vllm/model_executor/layers/quantization/modelopt.py": _VL_MODELOPT}
+       "vl/vllm/model_executor/layers/quantization/modelopt.py": _VL_MODELOPT, **_VL_ATTN}
 #: a ModelOpt MIXED_PRECISION checkpoint's hf_quant_config.json (the shape of vLLM PR 36312's test config: NVFP4 MLPs,
 #: FP8 attention, per-layer quantized_layers)
 _MIXED = json.dumps({"producer": {"name": "modelopt", "version": "0.41.0"}, "quantization": {
@@ -384,6 +510,29 @@ RULES: tuple[Rule, ...] = (
       ("vllm 0.33.0 vllm/entrypoints/cli/main.py:110 (parser.parse_args: unknown options are an error)",), "code",
       (_vex(True, "SGLang's --speculative-algorithm", _VS + ("--speculative-algorithm", "NEXTN")),
        _vex(False, "vLLM's --speculative-config", _VS + _spec(method="mtp", num_speculative_tokens=1)))),
+)
+
+RULES = RULES + (
+    R("MTP332", "vllm-attention-backend-rejected", E, "vLLM refuses the attention backend at start-up on this GPU and model",
+      "Replays, statement by statement from this vLLM's source, the CUDA platform's get_attn_backend_cls (the class named "
+      "by vllm/platforms/__init__.py's CUDA plugin) with the launch's values: the declared GPU's compute capability, the "
+      "checkpoint's head size, dtype, MLA use and sparse indexer, --kv-cache-dtype, --block-size and the backend chosen by "
+      "--attention-backend / --attention-config (0.11.0: VLLM_ATTENTION_BACKEND). Each backend's validate_configuration "
+      "and supports_* checks are replayed from the backend's own module and its base classes. Fires when that code "
+      "raises: an unknown backend name, an explicit backend whose checks fail (FLASHINFER_MLA on SM90: 'compute "
+      "capability not supported'; a non-MLA backend for an MLA model), or no valid backend at all.",
+      "The server exits while the model's attention layers are built, after the config is read and often after minutes "
+      "of start-up; with tensor parallelism every worker dies with the same ValueError.",
+      "Drop the explicit backend (vLLM picks the highest-priority valid one) or choose one the finding lists as valid; "
+      "for the automatic case change --kv-cache-dtype or --block-size.",
+      ("vllm 0.33.0 vllm/platforms/cuda.py:84-181 (priorities), :420-518 (get_attn_backend_cls, :443 the selected-backend "
+       "ValueError, :472 no valid backend)", "vllm 0.33.0 vllm/v1/attention/backend.py:279-370 (validate_configuration)",
+       "vllm 0.24.0 vllm/platforms/cuda.py:395-490", "vllm 0.11.0 vllm/platforms/cuda.py:240-390",
+       "https://github.com/vllm-project/vllm/issues/40153 (GPT-OSS-20B, forced FLASHINFER on SM120: 'attention sinks')",
+       "https://github.com/vllm-project/vllm/issues/32732 (DeepSeek-R1-NVFP4 on SM120: no valid backend in 0.14.0)"),
+      "code",
+      (_vex(True, "--attention-backend FLASHINFER_MLA for a non-MLA model on SM120", _VS + ("--attention-backend", "FLASHINFER_MLA")),
+       _vex(False, "--attention-backend FLASH_ATTN", _VS + ("--attention-backend", "FLASH_ATTN")))),
 )
 
 RULES_BY_ID = {r.id: r for r in RULES}
