@@ -261,11 +261,14 @@ RULES: tuple[Rule, ...] = (
       ("wheel:sglang-0.5.23:sglang/srt/arg_groups/overrides.py"), "code",
       (_ex(True, "RTX PRO 6000 with flashinfer_trtllm MoE", None, SG + ("--moe-runner-backend", "flashinfer_trtllm")),
        _ex(False, "RTX PRO 6000 with flashinfer_cutlass MoE", None, SG + ("--moe-runner-backend", "flashinfer_cutlass", "--fp4-gemm-backend", "flashinfer_cudnn")))),
-    R("MTP216", "moe-auto-resolves-to-trtllm", E, "SGLang 0.5.10-0.5.12 'auto' MoE runner picks an SM100-only kernel on SM11x/SM12x",
-      "Fires for NVFP4 on SGLang 0.5.10-0.5.12 with --moe-runner-backend auto (or unset) on compute capability 11.x/12.x.",
+    R("MTP216", "moe-auto-resolves-to-trtllm", E, "SGLang's 'auto' MoE runner picks an SM100-only kernel on SM11x/SM12x",
+      "Fires for NVFP4 with --moe-runner-backend auto (or unset) on compute capability 11.x/12.x: on SGLang 0.5.10-0.5.12 "
+      "always, on 0.5.13 and later when --quantization is not modelopt_fp4 (SGLang moves auto to flashinfer_cutlass on "
+      "SM120 only for that flag; the checkpoint's own quantization config is read later).",
       "create_moe_runner() sends every device with compute capability >= 10.0 to FLASHINFER_TRTLLM, whose NVFP4 path is SM100-only.",
-      "--moe-runner-backend flashinfer_cutlass, or SGLang >= 0.5.13.",
-      ("wheel:sglang-0.5.12 modelopt_quant.py create_moe_runner", "gh:sgl-project/sglang#39807"), "code",
+      "--moe-runner-backend flashinfer_cutlass; on SGLang >= 0.5.13 also --quantization modelopt_fp4.",
+      ("wheel:sglang-0.5.12 modelopt_quant.py create_moe_runner", "gh:sgl-project/sglang#39807",
+       "wheel:sglang-0.5.23 sglang/srt/arg_groups/overrides.py:1513-1518, layers/quantization/modelopt_quant.py:3117-3123"), "code",
       (_ex(True, "RTX PRO 6000 on SGLang 0.5.11, MoE runner unset", {"env.txt": env(sglang="0.5.11", torch="2.11.0+cu130", kernel=("sglang-kernel", "0.4.2"))}, SG),
        _ex(False, "same with --moe-runner-backend flashinfer_cutlass", {"env.txt": env(sglang="0.5.11", torch="2.11.0+cu130", kernel=("sglang-kernel", "0.4.2"))}, SG + ("--moe-runner-backend", "flashinfer_cutlass")))),
     R("MTP217", "moe-cutlass-nvfp4", E, "--moe-runner-backend cutlass with NVFP4 on SGLang >= 0.5.13",
