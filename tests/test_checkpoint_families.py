@@ -92,14 +92,14 @@ def test_dspark_under_mtp_is_named_with_the_method_each_engine_needs(tmp_path):
 
 
 def test_deepseek_v4_mtp_with_hallmarks_is_mtp(tmp_path):
-    names = ["mtp.0.e_proj.weight", "mtp.0.h_proj.weight", "mtp.0.enorm.weight", "mtp.0.hnorm.weight",
+    names = ["mtp.0.e_proj.weight", "mtp.0.h_proj.weight", "mtp.0.enorm.weight", "mtp.0.hnorm.weight", "mtp.0.attn.wq_a.weight",
              "layers.0.attn.wq_a.weight"]
     rep = audit_checkpoint(_write(tmp_path, _cfg("deepseek-ai--DeepSeek-V4-Flash"), names))
     assert not rep.findings and rep.facts["checkpoint"]["mtp"]["found_layers"] == 1
 
 
 def test_mimo_v2_three_layers_vllm_builds_one_sglang_runs_three(tmp_path):
-    names = [f"model.mtp.layers.{i}.{t}.weight" for i in range(3) for t in ("enorm", "hnorm", "eh_proj")]
+    names = [f"model.mtp.layers.{i}.{t}.weight" for i in range(3) for t in ("enorm", "hnorm", "eh_proj", "input_layernorm")]
     rep = audit_checkpoint(_write(tmp_path, _cfg("XiaomiMiMo--MiMo-V2-Flash"), names))
     assert [f.rule_id for f in rep.findings] == ["MTP017"]
     assert rep.findings[0].message == (

@@ -98,11 +98,12 @@ def test_config_json_path(tmp_path):
 
 
 def test_full_folder_with_headers(tmp_path):
-    d = folder(tmp_path / "c", shard=tiny(TENSORS), index={"metadata": {"total_size": 384},
-                                                           "weight_map": {k: "model.safetensors" for k in TENSORS}})
+    full = {**TENSORS, "model.layers.2.self_attn.o_proj.weight": ("BF16", [8, 8])}  # the MTP layer with its block (MTP020)
+    d = folder(tmp_path / "c", shard=tiny(full), index={"metadata": {"total_size": 512},
+                                                        "weight_map": {k: "model.safetensors" for k in full}})
     rep = audit_checkpoint(d)
     f = rep.facts["checkpoint"]
-    assert f["mode"] == "shards" and f["mtp"]["bytes"] == {"value": 256, "estimated": False}
+    assert f["mode"] == "shards" and f["mtp"]["bytes"] == {"value": 384, "estimated": False}
     assert rep.findings == () and rep.gaps == ()
 
 
@@ -306,7 +307,7 @@ def test_missing_shard_and_sidecar(tmp_path):
     (d / "mtp.safetensors").write_bytes(tiny({"model.layers.2.eh_proj.weight": ("BF16", [8, 16])}))
     rep = audit_checkpoint(d)
     ids = sorted(x.rule_id for x in rep.findings)
-    assert ids == ["MTP008", "MTP009"]
+    assert ids == ["MTP008", "MTP009", "MTP020"]  # the sidecar's MTP layer is eh_proj alone
     m9 = [x for x in rep.findings if x.rule_id == "MTP009"][0]
     assert m9.location.path == "mtp.safetensors" and m9.location.symbol == "model.layers.2.eh_proj.weight"
     assert rep.facts["checkpoint"]["shards"]["unindexed"] == ["mtp.safetensors"]
@@ -336,4 +337,5 @@ def test_first_line_agrees_with_the_findings(tmp_path):
     solo.mkdir()
     (solo / "mtp.safetensors").write_bytes(tiny({"mtp.fc.weight": ("BF16", [4, 8])}))
     first = render(audit_checkpoint(solo / "mtp.safetensors"), "text").splitlines()[0]
-    assert first.startswith("PASS: 1 MTP tensor ships but there is no config.json to declare them")
+    # mtp.fc alone: the glue without its decoder block (MTP020), and no config.json to declare it
+    assert first.startswith("FAIL: 1 MTP tensor ships but it is not usable; --speculative-algorithm NEXTN will not get working MTP heads (MTP020)")

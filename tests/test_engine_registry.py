@@ -48,7 +48,7 @@ def fake(monkeypatch):
 
 
 def test_a_registered_engine_is_picked_and_lent_the_analyzers(fake):
-    r = audit_launch(["fake-serve", str(REAP)], env_dump=[H200], environ={})
+    r = audit_launch(["fake-serve", str(REAP)], env_dumps=[H200], environ={})
     assert [t.analyzer for t in r.targets] == ["launch", "checkpoint", "preflight"]
     assert r.facts["launch"]["summary"] == {"verdict": "go", "mtp_layers": 1}
     assert r.facts["preflight"]["machine"]["gpus"][0]["name"]["value"] == "NVIDIA H200"
@@ -56,7 +56,7 @@ def test_a_registered_engine_is_picked_and_lent_the_analyzers(fake):
 
 def test_an_unregistered_command_lists_every_engine():
     with pytest.raises(InputError) as exc:
-        audit_launch(["fake-serve", str(REAP)], env_dump=[H200], environ={})
+        audit_launch(["fake-serve", str(REAP)], env_dumps=[H200], environ={})
     msg = str(exc.value)
     assert "'fake-serve' is not a server launch of any engine mtp-audit knows" in msg
     assert all(e.label in msg for e in registry.ENGINES)
@@ -64,5 +64,5 @@ def test_an_unregistered_command_lists_every_engine():
 
 def test_another_engines_release_option_is_refused(fake):
     with pytest.raises(InputError) as exc:
-        audit_launch(["fake-serve", str(REAP)], sglang="x", env_dump=[H200], environ={})
+        audit_launch(["fake-serve", str(REAP)], sglang="x", env_dumps=[H200], environ={})
     assert str(exc.value) == "--sglang: the command starts Fake, not SGLang: use --fake TARGET"

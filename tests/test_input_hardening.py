@@ -157,3 +157,26 @@ def test_own_report_is_not_an_env_dump(tmp_path: Path, capsys) -> None:  # type:
         f"mtp-audit: error: {rep}: is an mtp-audit report, not an environment dump "
         "(pass the output of 'python3 -m sglang.check_env' or 'nvidia-smi')\n"
     )
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda g: g[0]["compute_capability"].__setitem__("value", "ten"), "GPU 0: compute_capability ten is not two integers"),
+    (lambda g: g[0]["compute_capability"].__setitem__("value", [10**30, 0]), "is not two integers (major 0-20, minor 0-9)"),
+    (lambda g: g[0]["memory_bytes"].__setitem__("value", -5), "GPU 0: memory_bytes -5 is not a byte count"),
+    (lambda g: g.extend(g * 1100), "gpus lists 1,101 GPUs (at most 1024 in one facts file)"),
+])
+def test_facts_file_with_impossible_gpu_values_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], edit, message: str) -> None:  # type: ignore[no-untyped-def]
+    """Found by a new user: compute capability "ten" was 'internal error: ValueError' (exit 4); [10**30, 0] read as a
+    GPU that 'can run native FP4' (exit 0); 100,000 GPUs ran for minutes. A facts file is data: a value no GPU has
+    is bad input."""
+    import json
+
+    from mtp_audit.cli.main import main
+
+    doc = json.loads((Path(__file__).resolve().parents[1] / "fixtures/preflight/h200-live-facts.json").read_text())
+    edit(doc["gpus"])
+    f = tmp_path / "facts.json"
+    f.write_text(json.dumps(doc))
+    assert main(["preflight", "--facts", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"mtp-audit: error: {f}: ") and message in err

@@ -86,7 +86,7 @@ def _ids(report, sev=Severity.ERROR) -> set[str]:
 
 
 def test_incident_nextn_runs_as_eagle_with_target_as_mtp_draft(qwen, sg):
-    r = audit_launch(_cmd(qwen, *INCIDENT), sglang=sg["0.5.9"], env_dump=SM120, environ={})
+    r = audit_launch(_cmd(qwen, *INCIDENT), sglang=sg["0.5.9"], env_dumps=SM120, environ={})
     lf = r.facts["launch"]
     assert lf["speculative"]["requested"] == "NEXTN" and lf["speculative"]["runs_as"] == "EAGLE"
     assert lf["speculative"]["remap"]["location"] == "sglang/srt/server_args.py:2353" and lf["speculative"]["remap"]["logged"] is False
@@ -119,7 +119,7 @@ def test_incident_nextn_runs_as_eagle_with_target_as_mtp_draft(qwen, sg):
 
 def test_incident_with_trtllm_gemm_is_an_error_naming_capability_12_0(qwen, sg, tmp_path):
     cmd = _cmd(qwen, *INCIDENT[:2], "--fp4-gemm-backend", "flashinfer_trtllm", *INCIDENT[4:])
-    r = audit_launch(cmd, sglang=sg["0.5.9"], env_dump=SM120, environ={})
+    r = audit_launch(cmd, sglang=sg["0.5.9"], env_dumps=SM120, environ={})
     (f,) = [x for x in r.findings if x.rule_id == "MTP210"]
     assert f.severity == Severity.ERROR and "capability 120" in f.message and "compute capability 12.0" in f.message
     lf = r.facts["launch"]
@@ -143,7 +143,7 @@ def test_incident_with_trtllm_gemm_is_an_error_naming_capability_12_0(qwen, sg, 
 
 def test_reap_nextn_is_an_error_no_mtp_tensors(sg):
     r = audit_launch(["python", "-m", "sglang.launch_server", "--model-path", str(REAP), "--speculative-algorithm", "NEXTN"],
-                     sglang=sg["0.5.9"], env_dump=SM120, environ={})
+                     sglang=sg["0.5.9"], env_dumps=SM120, environ={})
     (f,) = [x for x in r.findings if x.rule_id == "MTP304"]
     assert f.severity == Severity.ERROR
     assert "has no MTP tensors although config.json declares 1 MTP layer(s) (22,213 tensors checked)" in f.message
@@ -155,11 +155,11 @@ def test_reap_nextn_is_an_error_no_mtp_tensors(sg):
 
 def test_two_versions_diff_text_only_architecture(qwen_text, sg):
     cmd = _cmd(qwen_text, *INCIDENT)
-    old = audit_launch(cmd, sglang=sg["0.5.9"], env_dump=SM120, environ={})
+    old = audit_launch(cmd, sglang=sg["0.5.9"], env_dumps=SM120, environ={})
     # 0.5.9: the text-only class is neither registered nor mapped to an MTP class
     assert {"MTP302", "MTP303"} <= _ids(old)
     assert "no draft-architecture override for Qwen3_5MoeForCausalLM" in next(f.message for f in old.findings if f.rule_id == "MTP302")
-    r = audit_launch(cmd, sglang=sg["0.5.9"], compare_sglang=sg["0.5.23"], env_dump=SM120, environ={})
+    r = audit_launch(cmd, sglang=sg["0.5.9"], compare_sglang=sg["0.5.23"], env_dumps=SM120, environ={})
     d = r.facts["launch"]["draft"]
     assert d["draft_class"] == "Qwen3_5ForCausalLMMTP" and d["override"]["location"] == "sglang/srt/configs/model_config.py:1179"
     assert d["draft_class_location"] == "sglang/srt/models/qwen3_5_mtp.py:506"
@@ -194,7 +194,7 @@ def test_two_versions_cli_forms_agree(qwen, tmp_path):
 
 
 def test_env_var_ignored_on_sm120_qwen(qwen, sg):
-    r = audit_launch(["SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE=1", *_cmd(qwen, *INCIDENT)], sglang=sg["0.5.9"], env_dump=SM120, environ={})
+    r = audit_launch(["SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE=1", *_cmd(qwen, *INCIDENT)], sglang=sg["0.5.9"], env_dumps=SM120, environ={})
     (f,) = [x for x in r.findings if x.rule_id == "MTP309"]
     assert f.severity == Severity.WARNING and "is ignored by SGLang 0.5.9" in f.message
     assert "is_sm100_supported: needs compute capability major 10" in f.message and "GPU 0 is 12.0" in f.message
@@ -204,24 +204,24 @@ def test_env_var_ignored_on_sm120_qwen(qwen, sg):
     assert dna == ["speculative_moe_a2a_backend -> deepep (sglang/srt/server_args.py", "speculative_moe_a2a_backend -> none (sglang/srt/server_args.py",
                    "speculative_moe_runner_backend -> deep_gemm (sglang/srt/server_args.py", "speculative_moe_runner_backend -> triton (sglang/srt/server_args.py"]
     # --env gives the same answer; the current environment is used only for variables SGLang reads
-    r2 = audit_launch(_cmd(qwen, *INCIDENT), sglang=sg["0.5.9"], env_dump=SM120, env={"SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE": "1"},
+    r2 = audit_launch(_cmd(qwen, *INCIDENT), sglang=sg["0.5.9"], env_dumps=SM120, env={"SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE": "1"},
                       environ={"HOME": "/root", "SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE": "0"})
     (g,) = [x for x in r2.findings if x.rule_id == "MTP309"]
     assert "(--env)" in g.message and g.severity == Severity.WARNING
     # 0.5.23 moved the rewrite into a hook with early returns: the effect is not claimed either way
-    r3 = audit_launch(["SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE=1", *_cmd(qwen, *INCIDENT)], sglang=sg["0.5.23"], env_dump=SM120, environ={})
+    r3 = audit_launch(["SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE=1", *_cmd(qwen, *INCIDENT)], sglang=sg["0.5.23"], env_dumps=SM120, environ={})
     (h,) = [x for x in r3.findings if x.rule_id == "MTP309"]
     assert h.severity == Severity.INFO and "sglang/srt/arg_groups/overrides.py:879" in h.message and "could not be decided" in h.message
 
 
 def test_real_parsers_abbreviations_and_ambiguity(qwen, sg):
     cmd = _cmd(qwen, "--tp", "1", "--cuda-graph-bs", "1", "2", "4")
-    r9 = audit_launch(cmd, sglang=sg["0.5.9"], env_dump=SM120, environ={})
+    r9 = audit_launch(cmd, sglang=sg["0.5.9"], env_dumps=SM120, environ={})
     (a,) = [f for f in r9.findings if f.rule_id == "MTP301"]
     assert a.location.symbol == "argv[5]" and "--tp is accepted only as an abbreviation of --tp-size" in a.message
     assert "MTP300" not in _ids(r9)
     assert r9.facts["launch"]["command"]["options"][1] == {"flag": "--tensor-parallel-size", "typed": "--tp", "option_string": "--tp-size", "value": "1"}
-    r23 = audit_launch(cmd, sglang=sg["0.5.23"], env_dump=SM120, environ={})
+    r23 = audit_launch(cmd, sglang=sg["0.5.23"], env_dumps=SM120, environ={})
     (b,) = [f for f in r23.findings if f.rule_id == "MTP300"]
     assert "ambiguous option: --cuda-graph-bs could match --cuda-graph-bs-decode, --cuda-graph-bs-prefill" in b.message
     assert r23.facts["launch"]["command"]["options"][1]["flag"] == "--tp-size"  # 0.5.23 declares --tp-size first
@@ -229,11 +229,11 @@ def test_real_parsers_abbreviations_and_ambiguity(qwen, sg):
 
 def test_sglang_serve_only_where_the_version_has_it(tmp_path):
     cmd = ["sglang", "serve", "--model-path", str(REAP)]
-    r = audit_launch(cmd, sglang=sglang_wheel("0.5.4"), env_dump=SM120, environ={})
+    r = audit_launch(cmd, sglang=sglang_wheel("0.5.4"), env_dumps=SM120, environ={})
     (f,) = [x for x in r.findings if x.rule_id == "MTP300"]
     assert "SGLang 0.5.4 has no 'sglang serve' command" in f.message
     assert r.facts["launch"]["corrected_command"] == f"python -m sglang.launch_server --model-path {REAP}"
-    r9 = audit_launch(cmd, sglang=sglang_wheel("0.5.9"), env_dump=SM120, environ={})
+    r9 = audit_launch(cmd, sglang=sglang_wheel("0.5.9"), env_dumps=SM120, environ={})
     assert "MTP300" not in _ids(r9) and r9.facts["launch"]["command"]["entry"] == "sglang serve"
 
 
@@ -266,18 +266,18 @@ def test_default_backends_resolve_from_serverargs_fields(qwen, sg):
     from mtp_audit.engines.sglang import audit_sglang
 
     sg12 = audit_sglang(sglang_wheel("0.5.12"))
-    r = audit_launch(_cmd(qwen), sglang=sg12, env_dump=SM120, environ={})
+    r = audit_launch(_cmd(qwen), sglang=sg12, env_dumps=SM120, environ={})
     pf = r.facts["preflight"]["resolved"]
     assert (pf["moe_runner_backend"]["value"], pf["moe_runner_backend"]["how"]) == ("flashinfer_trtllm", "auto")
     assert "ServerArgs" not in json.dumps(r.facts["launch"]["summary"])
     assert "MTP216" in _ids(r)
-    explicit = audit_launch(_cmd(qwen, "--moe-runner-backend", "auto"), sglang=sg12, env_dump=SM120, environ={})
+    explicit = audit_launch(_cmd(qwen, "--moe-runner-backend", "auto"), sglang=sg12, env_dumps=SM120, environ={})
     assert {f.rule_id for f in r.findings if f.rule_id.startswith("MTP21")} == {f.rule_id for f in explicit.findings if f.rule_id.startswith("MTP21")}
-    r9 = audit_launch(_cmd(qwen), sglang=sg["0.5.9"], env_dump=SM120, environ={})
+    r9 = audit_launch(_cmd(qwen), sglang=sg["0.5.9"], env_dumps=SM120, environ={})
     g = r9.facts["preflight"]["resolved"]["fp4_gemm_backend"]
     assert (g["value"], g["how"]) == ("flashinfer_cutlass", "default")
     assert "MTP212" in {f.rule_id for f in r9.findings}
-    explicit9 = audit_launch(_cmd(qwen, "--fp4-gemm-backend", "flashinfer_cutlass"), sglang=sg["0.5.9"], env_dump=SM120, environ={})
+    explicit9 = audit_launch(_cmd(qwen, "--fp4-gemm-backend", "flashinfer_cutlass"), sglang=sg["0.5.9"], env_dumps=SM120, environ={})
     assert "MTP212" in {f.rule_id for f in explicit9.findings}
 
 
@@ -285,7 +285,7 @@ def test_reap_without_speculative_flags_is_go_with_mtp001_as_a_warning(sg):
     """The REAP checkpoint declares an MTP layer it does not ship (MTP001, an error of the checkpoint analyzer,
     in BLOCKS_MTP); a command without --speculative-algorithm never loads it, so for this launch it is a warning."""
     b200 = FIXTURES / "preflight" / "envdumps" / "sglang-18943.txt"  # 8 x B200
-    r = audit_launch(["python", "-m", "sglang.launch_server", "--model-path", str(REAP)], sglang=sg["0.5.9"], env_dump=b200, environ={})
+    r = audit_launch(["python", "-m", "sglang.launch_server", "--model-path", str(REAP)], sglang=sg["0.5.9"], env_dumps=b200, environ={})
     (f,) = [x for x in r.findings if x.rule_id == "MTP001"]
     assert f.severity == Severity.WARNING
     assert f.message.startswith("config.json declares 1 MTP layer(s) (mtp_num_hidden_layers), but none of the 22,213 tensors matches mtp.*")
@@ -294,7 +294,7 @@ def test_reap_without_speculative_flags_is_go_with_mtp001_as_a_warning(sg):
     assert r.facts["launch"]["verdict"] == "go" and exit_code(r, Severity.ERROR) == 0
     # with NEXTN it stays an error
     r2 = audit_launch(["python", "-m", "sglang.launch_server", "--model-path", str(REAP), "--speculative-algorithm", "NEXTN"],
-                      sglang=sg["0.5.9"], env_dump=b200, environ={})
+                      sglang=sg["0.5.9"], env_dumps=b200, environ={})
     assert [x.severity for x in r2.findings if x.rule_id == "MTP001"] == [Severity.ERROR]
 
 
@@ -304,12 +304,12 @@ def test_draft_without_mtp_tensors_drops_only_the_draft_path(qwen, sg):
     b200 = FIXTURES / "preflight" / "envdumps" / "sglang-18943.txt"
     cmd = ["python", "-m", "sglang.launch_server", "--model-path", str(qwen), "--speculative-algorithm", "NEXTN",
            "--speculative-draft-model-path", str(REAP), "--tp-size", "8"]
-    r = audit_launch(cmd, sglang=sg["0.5.9"], env_dump=b200, environ={})
+    r = audit_launch(cmd, sglang=sg["0.5.9"], env_dumps=b200, environ={})
     (f,) = [x for x in r.findings if x.rule_id == "MTP304"]
     assert f.remediation.startswith(f"drop --speculative-draft-model-path {REAP}: the target {qwen} has 1,553 MTP tensors of its own")
     fixed = r.facts["launch"]["corrected_command"]
     assert fixed == f"python -m sglang.launch_server --model-path {qwen} --speculative-algorithm NEXTN --tp-size 8"
-    again = audit_launch(fixed.split(), sglang=sg["0.5.9"], env_dump=b200, environ={})
+    again = audit_launch(fixed.split(), sglang=sg["0.5.9"], env_dumps=b200, environ={})
     assert "MTP304" not in _ids(again) and again.facts["launch"]["draft"]["mtp_tensors"] == 1553
 
 
@@ -319,14 +319,14 @@ def test_sglang_serve_positional_model_path(qwen, sg):
     corrected command writes ``--model-path`` in front of it."""
     b200 = FIXTURES / "preflight" / "envdumps" / "sglang-18943.txt"
     cmd = ["sglang", "serve", str(qwen), "--tp-size", "8", "--moe-runner-backed", "flashinfer_cutlass"]
-    r23 = audit_launch(cmd, sglang=sg["0.5.23"], env_dump=b200, environ={})
+    r23 = audit_launch(cmd, sglang=sg["0.5.23"], env_dumps=b200, environ={})
     (f,) = [x for x in r23.findings if x.rule_id == "MTP300"]
     assert f.message.endswith("unrecognized arguments: --moe-runner-backed flashinfer_cutlass")
     assert r23.facts["launch"]["command"]["options"][0] == {"flag": "--model-path", "typed": str(qwen), "option_string": "--model-path",
                                                             "value": str(qwen)}
     assert r23.facts["launch"]["summary"]["mtp_weights"].startswith("1,553 MTP tensors in the checkpoint")
     assert r23.facts["launch"]["corrected_command"] == f"sglang serve {qwen} --tp-size 8 --moe-runner-backend flashinfer_cutlass"
-    r9 = audit_launch(cmd, sglang=sg["0.5.9"], env_dump=b200, environ={})
+    r9 = audit_launch(cmd, sglang=sg["0.5.9"], env_dumps=b200, environ={})
     msgs = sorted(x.message.split(": ", 1)[1] for x in r9.findings if x.rule_id == "MTP300")
     assert msgs == ["the following arguments are required: --model-path/--model",
                     "unrecognized arguments: --moe-runner-backed flashinfer_cutlass", f"unrecognized arguments: {qwen}"]
@@ -337,11 +337,11 @@ def test_eagle3_without_draft_path_is_fixed_by_the_draft_path_not_a_version(qwen
     """Issue 10 §5: the remediation names the fix for the cause found. EAGLE3 needs its own draft model; with no
     --speculative-draft-model-path SGLang 0.5.9 drafts with the target (Qwen3_5MoeForCausalLM, no override row),
     so the fix is the draft path, not "another SGLang version" (which is the fix for NEXTN on that architecture)."""
-    eagle3 = audit_launch(_cmd(qwen_text, "--speculative-algorithm", "EAGLE3"), sglang=sg["0.5.9"], env_dump=SM120, environ={})
+    eagle3 = audit_launch(_cmd(qwen_text, "--speculative-algorithm", "EAGLE3"), sglang=sg["0.5.9"], env_dumps=SM120, environ={})
     (f,) = [x for x in eagle3.findings if x.rule_id == "MTP302"]
     assert f.remediation.startswith("add --speculative-draft-model-path with the EAGLE3 draft model trained for this target")
     assert "SGLang version" not in f.remediation
-    nextn = audit_launch(_cmd(qwen_text, "--speculative-algorithm", "NEXTN"), sglang=sg["0.5.9"], env_dump=SM120, environ={})
+    nextn = audit_launch(_cmd(qwen_text, "--speculative-algorithm", "NEXTN"), sglang=sg["0.5.9"], env_dumps=SM120, environ={})
     (g,) = [x for x in nextn.findings if x.rule_id == "MTP302"]
     assert g.remediation.startswith("use an SGLang version whose configs/model_config.py maps this architecture")
 
@@ -349,10 +349,10 @@ def test_eagle3_without_draft_path_is_fixed_by_the_draft_path_not_a_version(qwen
 def test_unquant_draft_opt_out_is_reported_only_when_the_command_passes_it(qwen, sg):
     """MTP106 (SGLang 0.5.9 server_args.py:885 turns unquant into None, model_config.py:918 re-fills it from the
     checkpoint) belongs in a launch report only when the command asks for it."""
-    plain = audit_launch(_cmd(qwen, *INCIDENT), sglang=sg["0.5.9"], env_dump=SM120, environ={})
+    plain = audit_launch(_cmd(qwen, *INCIDENT), sglang=sg["0.5.9"], env_dumps=SM120, environ={})
     assert "MTP106" not in {f.rule_id for f in plain.findings}
     opt_out = audit_launch(_cmd(qwen, *INCIDENT, "--speculative-draft-model-quantization", "unquant"),
-                           sglang=sg["0.5.9"], env_dump=SM120, environ={})
+                           sglang=sg["0.5.9"], env_dumps=SM120, environ={})
     (f,) = [x for x in opt_out.findings if x.rule_id == "MTP106"]
     assert (f.location.path, f.location.line) == ("sglang/srt/server_args.py", 885)
     assert f.message.startswith("--speculative-draft-model-quantization unquant is undone")

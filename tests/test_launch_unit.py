@@ -217,7 +217,7 @@ def test_hub_id_model_path_is_could_not_tell(work, capsys, monkeypatch, tmp_path
 
 @pytest.mark.skipif(importlib.util.find_spec("sglang") is not None, reason="sglang is installed here")
 def test_no_sglang_installed_is_could_not_tell(work):
-    r = audit_launch(LS + ["--model-path", "ckpt", "--tp", "1"], env_dump=work / "env.txt", cwd=work, environ={})
+    r = audit_launch(LS + ["--model-path", "ckpt", "--tp", "1"], env_dumps=work / "env.txt", cwd=work, environ={})
     assert r.inconclusive and r.facts["launch"]["verdict"] == "could not tell"
     msgs = [g.message for g in r.gaps if g.analyzer == "launch"]
     assert any(m.startswith("no SGLang to check the command against") for m in msgs)
@@ -270,7 +270,7 @@ def test_matching_sm120_stack_is_go(work, capsys, monkeypatch):
 
 def test_other_draft_checkpoint_says_what_is_loaded(work):
     r = audit_launch(LS + ["--model-path", "qwen", "--speculative-algorithm", "NEXTN", "--speculative-draft-model-path", "ckpt"],
-                     sglang=work / "sg", env_dump=work / "env.txt", cwd=work, environ={})
+                     sglang=work / "sg", env_dumps=work / "env.txt", cwd=work, environ={})
     (f,) = [x for x in r.findings if x.rule_id == "MTP306"]
     assert "--speculative-draft-model-path ckpt (Qwen3_5MoeForConditionalGeneration -> Qwen3_5ForCausalLMMTP; 17 MTP tensors)" in f.message
     assert "whose own 1,553 MTP tensors are not loaded" in f.message
@@ -278,18 +278,18 @@ def test_other_draft_checkpoint_says_what_is_loaded(work):
 
 
 def test_fp4_quantization_mismatch_and_fix(work):
-    r = audit_launch(LS + ["--model-path", "plain", "--quantization", "modelopt_fp4"], sglang=work / "sg", env_dump=work / "env.txt",
+    r = audit_launch(LS + ["--model-path", "plain", "--quantization", "modelopt_fp4"], sglang=work / "sg", env_dumps=work / "env.txt",
                      cwd=work, environ={})
     assert [x.rule_id for x in r.findings if x.severity == Severity.ERROR] == ["MTP308"]
     assert r.facts["launch"]["corrected_command"] == "python -m sglang.launch_server --model-path plain"
-    r2 = audit_launch(LS + ["--model-path", "qwen", "--quantization", "mxfp4"], sglang=work / "sg", env_dump=work / "env.txt",
+    r2 = audit_launch(LS + ["--model-path", "qwen", "--quantization", "mxfp4"], sglang=work / "sg", env_dumps=work / "env.txt",
                       cwd=work, environ={})
     (m,) = [x for x in r2.findings if x.rule_id == "MTP308"]
     assert m.message == "--quantization mxfp4 expects MXFP4 weights but the checkpoint is NVFP4"
 
 
 def test_missing_model_path_and_unknown_flag_fix(work):
-    r = audit_launch(LS + ["--tp-sise", "2", "--speculative-algorithm", "nextn"], sglang=work / "sg", env_dump=work / "env.txt",
+    r = audit_launch(LS + ["--tp-sise", "2", "--speculative-algorithm", "nextn"], sglang=work / "sg", env_dumps=work / "env.txt",
                      cwd=work, environ={})
     msgs = sorted(f.message for f in r.findings if f.rule_id == "MTP300")
     assert msgs == [
@@ -304,7 +304,7 @@ def test_missing_model_path_and_unknown_flag_fix(work):
 
 
 def test_output_is_deterministic(work):
-    args = dict(sglang=work / "sg", env_dump=work / "env.txt", cwd=work, environ={})
+    args = dict(sglang=work / "sg", env_dumps=work / "env.txt", cwd=work, environ={})
     cmd = ["SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE=1", *LS, "--model-path", "ckpt", "--tp", "1", "--speculative-algorithm", "NEXTN"]
     for fmt in ("text", "json", "markdown", "sarif"):
         assert render(audit_launch(cmd, **args), fmt) == render(audit_launch(cmd, **args), fmt)
@@ -422,7 +422,7 @@ def test_mtp307_location_and_unaudited_checkpoint_fp4(work, monkeypatch, tmp_pat
 
 def test_engine_is_passed_to_the_preflight(work, capsys, monkeypatch):
     # default: the command starts SGLang, so the preflight's verdict is for SGLang
-    r = audit_launch(LS + ["--model-path", "qwen"], sglang=work / "sg", env_dump=work / "env.txt", cwd=work, environ={})
+    r = audit_launch(LS + ["--model-path", "qwen"], sglang=work / "sg", env_dumps=work / "env.txt", cwd=work, environ={})
     assert r.facts["preflight"]["summary"]["engine"] == "sglang"
     # --engine vllm wins for the preflight verdict; the command's own engine is shown as the conflict
     monkeypatch.chdir(work)

@@ -121,7 +121,7 @@ def test_divisibility_rule(tmp_path, k: int, error: bool) -> None:
 
     root = _tree(tmp_path, 2)
     r = audit_launch(["vllm", "serve", "ckpt", "--speculative-config", f'{{"method":"mtp","num_speculative_tokens":{k}}}'],
-                     vllm=root / "vl", env_dump=[root / "env.txt"], environ={}, cwd=root)
+                     vllm=root / "vl", env_dumps=[root / "env.txt"], environ={}, cwd=root)
     f = r.facts["launch"]
     assert f["speculative"]["mtp_layers"] == 2
     msgs = [x.message for x in r.findings if x.rule_id == "MTP320"]
@@ -138,7 +138,7 @@ def test_model_without_tokens_raises_before_the_silent_default(tmp_path) -> None
 
     root = _tree(tmp_path, 2)
     r = audit_launch(["vllm", "serve", "ckpt", "--speculative-config", '{"method":"mtp","model":"ckpt"}'],
-                     vllm=root / "vl", env_dump=[root / "env.txt"], environ={}, cwd=root)
+                     vllm=root / "vl", env_dumps=[root / "env.txt"], environ={}, cwd=root)
     f = r.facts["launch"]
     # the example tree's auto-detection compares `self.num_speculative_tokens > 1` (vl/vllm/config/speculative.py:52)
     # before the n_predict default below it: None > 1 raises

@@ -146,3 +146,17 @@ def test_select_of_no_rule_is_refused(capsys):
     """--select FOO hid every finding and exited 0; like --ignore, a value that names no rule is exit 2."""
     assert main(["checkpoint", REAP, "--select", "FOO"]) == 2
     assert "--select: FOO: no rule id starts with it" in capsys.readouterr().err
+
+
+def test_a_device_that_refuses_the_report_leaves_no_file_written(tmp_path: Path) -> None:
+    """Found by a new user: ``-o a.json -f sarif -o /dev/full`` exited 2 ('No space left on device') with a.json
+    already written. Devices are written before files are put in place."""
+    from mtp_audit.cli.main import main
+
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    out = tmp_path / "a.json"
+    code = main(["checkpoint", str(Path(__file__).resolve().parents[1] / "fixtures/checkpoint/jj8127--mimo_kor"),
+                 "-o", str(out), "-f", "sarif", "-o", "/dev/full"])
+    assert code == 2
+    assert list(tmp_path.iterdir()) == []

@@ -136,7 +136,9 @@ def test_ascend_is_not_applicable_exit_0(capsys):
         assert rc == 0 and "the FP4 checks do not apply" in out and "MTP245 info" in out, name
     rep = preflight(env_dumps=[ASC / "vllm-ascend-834.txt"], launch=["vllm", "serve", "m", "--quantization", "modelopt_fp4"])
     assert rep.facts["preflight"]["summary"]["verdict"] == "not applicable"
-    assert set(rules(rep)) == {"MTP228", "MTP240", "MTP241", "MTP245"} and rep.facts["preflight"]["verdicts"][0]["native_fp4"] == "not applicable"
+    # the FP4 capability question does not apply, but NVFP4 weights cannot load on the NPU (MTP233, found by a new user)
+    assert set(rules(rep)) == {"MTP228", "MTP240", "MTP241", "MTP245", "MTP233"} and rep.facts["preflight"]["verdicts"][0]["native_fp4"] == "not applicable"
+    assert [f.severity.label for f in rep.findings if f.rule_id == "MTP233"] == ["error"]
 
 
 def test_first_generation_910_with_vllm_is_a_warning():

@@ -34,7 +34,12 @@ def test_readme_first_command_audits_a_bundled_fixture() -> None:
 def _console_examples() -> list[tuple[str, str]]:
     """``(command, output)`` for each ``$ mtp-audit ...`` of the README's "What it says, on real input" block
     (a trailing backslash continues the command on the next line)."""
-    section = README.split("## What it says, on real input", 1)[1]
+    return _examples_under("## What it says, on real input")
+
+
+def _examples_under(heading: str) -> list[tuple[str, str]]:
+    """``(command, output)`` of the first console block under ``heading``."""
+    section = README.split(heading, 1)[1]
     block = section.split("```console\n", 1)[1].split("```", 1)[0]
     out: list[tuple[str, list[str]]] = []
     lines = block.splitlines()
@@ -54,6 +59,7 @@ def _console_examples() -> list[tuple[str, str]]:
 
 
 EXAMPLES = _console_examples()
+LOG_EXAMPLES = _examples_under("## Runtime logs: `mtp-audit log FILE... | -`")
 
 
 def _argv(cmd: str) -> list[str]:
@@ -87,3 +93,12 @@ def test_readme_examples_are_real_output(cmd: str, expected: str, capsys: pytest
     assert len(out.splitlines()) <= 25
     finding = re.compile(r"^\S.*: MTP\d{3} (error|warning|info): ")
     assert all(len(ln) <= 200 for ln in out.splitlines() if finding.match(ln))
+
+
+@pytest.mark.parametrize("cmd, expected", LOG_EXAMPLES, ids=[c.split()[-1].rsplit("/", 1)[-1] for c, _ in LOG_EXAMPLES])
+def test_readme_log_examples_are_real_output(cmd: str, expected: str, capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runtime-log examples are what ``mtp-audit log`` prints today (a new user found them out of date)."""
+    monkeypatch.chdir(ROOT)
+    main(_argv(cmd))
+    assert capsys.readouterr().out == expected

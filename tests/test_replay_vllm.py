@@ -18,7 +18,7 @@ def _tree(tmp_path):
 
 
 def _launch(root, *extra: str):
-    return audit_launch(CMD + list(extra), vllm=root / "vl", env_dump=[root / "env.txt"], environ={}, cwd=root)
+    return audit_launch(CMD + list(extra), vllm=root / "vl", env_dumps=[root / "env.txt"], environ={}, cwd=root)
 
 
 def test_the_example_tree_is_decided(tmp_path) -> None:

@@ -119,3 +119,23 @@ def test_a_fifo_is_refused_at_once(tmp_path, capsys):
     os.mkfifo(fifo)
     assert main(["log", str(fifo)]) == 2
     assert "is a FIFO" in capsys.readouterr().err
+
+
+_VLLM_LINE = ("(APIServer pid=1) INFO 06-30 18:16:28 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 1.34, "
+              "Accepted throughput: 0.69 tokens/s, Drafted throughput: 30.29 tokens/s, Accepted: {a} tokens, Drafted: {d} tokens, "
+              "Per-position acceptance rate: 0.340, Avg Draft acceptance rate: {r}%\n")
+
+
+@pytest.mark.parametrize("a, d, r, why", [
+    (300, 200, "150.0", "line 1 prints 300 accepted of 200 drafted tokens, which no engine prints"),
+    (0, 0, "0.0", "1 statistics line(s) count 0 drafted tokens: nothing was drafted to accept"),
+])
+def test_impossible_or_empty_figures_are_could_not_tell(tmp_path: Path, a: int, d: int, r: str, why: str) -> None:
+    """Found by a new user: 'Accepted: 300 tokens, Drafted: 200 tokens' was 'ran-and-helped ... acceptance 150.0 %'
+    (exit 0) and 'Drafted: 0 tokens' was 'ran-but-accepted-nothing'. The vLLM line is speculators_613's, edited."""
+    log = tmp_path / "server.log"
+    log.write_text(_VLLM_LINE.format(a=a, d=d, r=r))
+    report = analyze_log([str(log)])
+    assert report.facts["log"]["verdict"] == "could-not-tell"
+    assert why in report.facts["log"]["answer"][0]
+    assert main(["log", str(log), "-q"]) == 3

@@ -92,10 +92,12 @@ def test_only_loopback_or_the_named_host() -> None:
         check_url("file:///etc/passwd")
 
 
-def test_refused_connection_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["log", "--metrics", "http://127.0.0.1:9/metrics", "--interval", "0", "--timeout", "1"]) == 2
+def test_refused_connection_is_one_line_could_not_tell(capsys: pytest.CaptureFixture[str]) -> None:
+    """A server that is down (or not up yet) is "could not tell", exit 3, as an unreachable hub is (a new user
+    found it was exit 2, the code of a mistake in the input)."""
+    assert main(["log", "--metrics", "http://127.0.0.1:9/metrics", "--interval", "0", "--timeout", "1"]) == 3
     err = capsys.readouterr().err
-    assert err.startswith("mtp-audit: error: --metrics: http://127.0.0.1:9/metrics: ") and err.count("\n") == 1
+    assert err.startswith("INCONCLUSIVE: could not tell: --metrics http://127.0.0.1:9/metrics: ") and err.count("\n") == 1
 
 
 def test_not_exposition_text() -> None:

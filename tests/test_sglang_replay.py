@@ -138,7 +138,7 @@ def test_launch_names_the_minimax_m2_moe_override(facts, tmp_path):
     sg = audit(sglang_wheel("0.5.23"))
     ck = FIXTURES / "checkpoint" / "nvidia--MiniMax-M2.5-NVFP4"
     r = audit_launch(["python", "-m", "sglang.launch_server", "--model-path", str(ck), "--quantization", "modelopt_fp4"],
-                     sglang=sg, env_dump=Path(FIXTURES / "preflight" / "envdumps" / "sglang-24834.txt"), environ={})
+                     sglang=sg, env_dumps=Path(FIXTURES / "preflight" / "envdumps" / "sglang-24834.txt"), environ={})
     launch = r.facts["launch"]
     assert launch["summary"]["moe_runner_backend"] == (
         "flashinfer_trtllm_routed (model override at sglang/srt/arg_groups/model_overrides/minimax_m2.py:28; logged)")

@@ -28,7 +28,7 @@ def _ids(report, severity=None):
 
 
 def _run(model: str, yaml: str, *extra: str, dump: Path = H200):
-    return audit_launch(["trtllm-serve", str(CK / model), "--config", str(YAML / yaml), *extra], env_dump=[dump], environ={})
+    return audit_launch(["trtllm-serve", str(CK / model), "--config", str(YAML / yaml), *extra], env_dumps=[dump], environ={})
 
 
 def test_registry_picks_tensorrt_llm():
@@ -119,7 +119,7 @@ def test_reap_checkpoint_without_mtp_tensors():
     r = _run(reap, "r1-relaxed.yaml")
     assert sorted(f.rule_id for f in r.findings if f.severity == Severity.ERROR) == ["MTP001", "MTP703"]
     assert r.facts["launch"]["verdict"] == "fix first"
-    nospec = audit_launch(["trtllm-serve", str(CK / reap)], env_dump=[H200], environ={})
+    nospec = audit_launch(["trtllm-serve", str(CK / reap)], env_dumps=[H200], environ={})
     assert [(f.rule_id, f.severity) for f in nospec.findings if f.rule_id in ("MTP001", "MTP700")] == [("MTP001", Severity.WARNING)]
     assert nospec.facts["launch"]["verdict"] == "go"
 
@@ -144,6 +144,74 @@ def test_minimax_m3_runs_no_mtp_in_tensorrt_llm(tmp_path):
     for rel, text in checkpoint_files("ck", arch="MiniMaxM3ForCausalLM").items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
-    r = audit_launch(["trtllm-serve", str(tmp_path / "ck"), "--config", str(YAML / "r1-relaxed.yaml")], env_dump=[H200], environ={})
+    r = audit_launch(["trtllm-serve", str(tmp_path / "ck"), "--config", str(YAML / "r1-relaxed.yaml")], env_dumps=[H200], environ={})
     assert "MTP707" in _ids(r, Severity.ERROR)
     assert r.facts["launch"]["verdict"] == "fix first"
+
+
+@pytest.fixture(scope="module")
+def dsv3_indexed(tmp_path_factory):
+    """DeepSeek-V3's real config.json beside its complete (metadata-only) index: 91,991 tensors, one MTP layer."""
+    import json
+    import shutil
+
+    from mtp_audit.synth.shards import write_checkpoint
+
+    root = tmp_path_factory.mktemp("dsv3") / "ds"
+    write_checkpoint(root, json.loads((CK / "deepseek-ai--DeepSeek-V3" / "spec.json").read_text()), shards=False)
+    shutil.copy(CK / "deepseek-ai--DeepSeek-V3" / "config.json", root / "config.json")
+    return root
+
+
+def _cli(capsys, *argv: str) -> tuple[int, str]:
+    capsys.readouterr()
+    rc = main(["launch", "--env-dump", str(H200), "--", *argv])
+    return rc, capsys.readouterr().out
+
+
+def test_decoding_type_typo_does_not_start(dsv3_indexed, tmp_path, capsys):
+    """``decoding_type: MPT`` is none of the SpeculativeConfig union's literals: pydantic refuses the LLM args, the
+    server does not start (MTP715, exit 1), the accepted values are named. Before: 'runs MPT', go, exit 0."""
+    y = tmp_path / "mpt.yaml"
+    y.write_text("speculative_config:\n  decoding_type: MPT\n")
+    rc, out = _cli(capsys, "trtllm-serve", str(dsv3_indexed), "--config", str(y))
+    assert rc == 1 and "MTP715 error" in out and "'MPT' is not one TensorRT-LLM accepts" in out
+    assert "accepted: AUTO, DFlash, DSpark, Draft_Target, Eagle, Eagle3, Lookahead, MTP, Medusa, NGram" in out
+    assert "did you mean MTP?" in out and "Verdict: fix first (1 error(s): MTP715)" in out
+    r = audit_launch(["trtllm-serve", str(dsv3_indexed), "--config", str(y)], env_dumps=[H200], environ={})
+    assert _ids(r, Severity.ERROR) == ["MTP715"] and r.facts["launch"]["verdict"] == "fix first"
+    y.write_text("speculative_config:\n  max_draft_len: 1\n")  # no decoding_type: no tag for the union
+    r = audit_launch(["trtllm-serve", str(dsv3_indexed), "--config", str(y)], env_dumps=[H200], environ={})
+    assert _ids(r, Severity.ERROR) == ["MTP715"]
+    y.write_text("speculative_config:\n  decoding_type: MTP\n  max_draft_len: 1\n")
+    r = audit_launch(["trtllm-serve", str(dsv3_indexed), "--config", str(y)], env_dumps=[H200], environ={})
+    assert _ids(r) == [] and r.facts["launch"]["verdict"] == "go"
+
+
+def test_absurd_max_draft_len_is_not_go(dsv3_indexed, tmp_path, capsys):
+    """max_draft_len 99999999999999999999999: TensorRT-LLM bounds it only below (NonNegativeInt), so no invented
+    bound: one request's step (N + 1 tokens) is above the 8,192-token batch budget -> MTP716 warning and a blocking
+    gap, 'could not tell' (exit 3). Before: go, exit 0. A --max_num_tokens large enough makes 5,000 fine."""
+    y = tmp_path / "big.yaml"
+    y.write_text("speculative_config:\n  decoding_type: MTP\n  max_draft_len: 99999999999999999999999\n")
+    rc, out = _cli(capsys, "trtllm-serve", str(dsv3_indexed), "--config", str(y))
+    assert rc == 3 and "MTP716 warning: max_draft_len 99,999,999,999,999,999,999,999" in out
+    assert "above the default max_num_tokens (8,192)" in out and "no upper bound on max_draft_len" in out
+    assert "Verdict: could not tell" in out and "MTP704" not in out
+    y.write_text("speculative_config:\n  decoding_type: MTP\n  max_draft_len: 5000\n")
+    r = audit_launch(["trtllm-serve", str(dsv3_indexed), "--config", str(y), "--max_num_tokens", "4096"],
+                     env_dumps=[H200], environ={})
+    assert _ids(r) == ["MTP716"] and r.facts["launch"]["verdict"] == "could not tell"
+    r = audit_launch(["trtllm-serve", str(dsv3_indexed), "--config", str(y), "--max_num_tokens=16384"],
+                     env_dumps=[H200], environ={})
+    assert _ids(r) == ["MTP704"] and r.facts["launch"]["verdict"] == "go"
+
+
+def test_missing_model_is_an_error(tmp_path, capsys):
+    """No MODEL: click exits with 'Missing argument MODEL' (MTP717, exit 1). Before: a blocking gap, exit 3."""
+    y = tmp_path / "y.yaml"
+    y.write_text("speculative_config:\n  decoding_type: MTP\n  max_draft_len: 1\n")
+    for entry in (["trtllm-serve"], ["trtllm-serve", "serve"]):
+        rc, out = _cli(capsys, *entry, "--config", str(y))
+        assert rc == 1 and "MTP717 error" in out and "click exits with 'Missing argument MODEL'" in out
+        assert "Verdict: fix first (1 error(s): MTP717)" in out

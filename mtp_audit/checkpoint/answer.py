@@ -261,6 +261,9 @@ def _answer(summary: dict[str, Any], decl: Any, usable: bool | None, blocking: l
                 "--speculative-algorithm NEXTN will use them as the draft"]
     if usable is False and blocking:
         ships = "the checkpoint ships none" if not n else f"its {n:,} MTP tensors are not usable"
+        if not what:  # no declaration (no config.json, or none that declares MTP): say what ships
+            ships = f"{n:,} MTP tensor{'s ship' if n != 1 else ' ships'} but {'they are' if n != 1 else 'it is'} not usable"
+            return [f"{ships}; --speculative-algorithm NEXTN will not get working MTP heads ({', '.join(blocking)})"]
         return [f"{what} but {ships}; --speculative-algorithm NEXTN will not get working MTP heads ({', '.join(blocking)})"]
     if usable is False and n:
         why = "there is no config.json to declare them" if facts.config is None else "config.json declares no MTP layer"

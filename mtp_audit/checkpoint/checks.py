@@ -167,6 +167,31 @@ def check_experts(facts: CheckpointFacts) -> Iterator[Finding]:
         )
 
 
+#: Path components of a decoder block's weights (attention, MLP / MoE, Mamba or linear-attention mixer, the block's
+#: own layer norms): an MTP layer is a full decoder block around its glue (eh_proj / fc, enorm, hnorm, shared_head).
+_BLOCK_PARTS = frozenset({"self_attn", "attn", "attention", "linear_attn", "mixer", "mlp", "block_sparse_moe", "feed_forward",
+                          "ffn", "moe", "experts", "mtp_block", "q_proj", "qkv_proj", "o_proj", "gate_up_proj", "down_proj",
+                          "input_layernorm", "post_attention_layernorm"})
+
+
+def check_no_decoder_block(facts: CheckpointFacts) -> Iterator[Finding]:
+    """MTP020: MTP tensors ship, but none of them belongs to a decoder block (only the glue around it)."""
+    cfg = facts.config
+    if not facts.mtp or is_dspark(facts) or (cfg is not None and cfg.layout is not None and cfg.layout.placement == "none"):
+        return
+    if any(_BLOCK_PARTS.intersection(name.split(".")) for name in facts.mtp):
+        return
+    glue = sorted({name.rsplit(".", 1)[0] for name in facts.mtp})
+    first = sorted(facts.mtp)[0]
+    yield R.MTP020.finding(
+        f"{len(facts.mtp):,} MTP tensor(s) ship ({', '.join(g for g in glue[:6])}{', ...' if len(glue) > 6 else ''}), "
+        "but no attention, MLP or mixer weight of the MTP decoder block: engines build that block for every MTP layer, "
+        "so its weights are missing (vLLM refuses the load, SGLang drafts from uninitialised weights)",
+        Location(facts.tensors.get(first) or facts.index_file or CONFIG, symbol=first),
+        evidence=[Evidence("MTP tensors per layer", ", ".join(f"{k}: {v}" for k, v in facts.mtp_layer_labels().items()))],
+    )
+
+
 def check_excluded_cost(facts: CheckpointFacts) -> Iterator[Finding]:
     """MTP006: MTP linears stored unquantized while the trunk's linears are quantized; reports the
     bytes kept and what they would take in the format the quantization config gives the rest of the model
@@ -588,6 +613,7 @@ CHECKS: tuple[Check, ...] = (
     check_undeclared,
     check_layer_count,
     check_experts,
+    check_no_decoder_block,
     check_excluded_cost,
     check_exclude_disagrees,
     check_missing_shards,

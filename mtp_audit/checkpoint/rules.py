@@ -146,7 +146,7 @@ def _two_shards(present: int) -> dict[str, str | bytes]:
     from mtp_audit.synth.shards import tiny
 
     a = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8])}
-    b = {"model.layers.2.eh_proj.weight": ("BF16", [8, 16]), "model.layers.2.enorm.weight": ("BF16", [8])}
+    b = {"model.layers.2.eh_proj.weight": ("BF16", [8, 16]), "model.layers.2.input_layernorm.weight": ("BF16", [8]), "model.layers.2.enorm.weight": ("BF16", [8])}
     files: dict[str, str | bytes] = {
         "config.json": _j({**_DS, "n_routed_experts": 0}),
         "model.safetensors.index.json": _index(
@@ -162,18 +162,18 @@ def _two_shards(present: int) -> dict[str, str | bytes]:
 def _sized(total_size_delta: int) -> dict[str, str | bytes]:
     from mtp_audit.synth.shards import tiny
 
-    t = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8]), "model.layers.2.eh_proj.weight": ("BF16", [8, 16])}
+    t = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8]), "model.layers.2.eh_proj.weight": ("BF16", [8, 16]), "model.layers.2.input_layernorm.weight": ("BF16", [8])}
     return {
         "config.json": _j({**_DS, "n_routed_experts": 0}),
         "model-00001-of-00001.safetensors": tiny(t),
-        "model.safetensors.index.json": _index({k: "model-00001-of-00001.safetensors" for k in t}, 128 + 256 + total_size_delta),
+        "model.safetensors.index.json": _index({k: "model-00001-of-00001.safetensors" for k in t}, 128 + 256 + 16 + total_size_delta),
     }
 
 
 def _ghost(ghost: bool) -> dict[str, str | bytes]:
     from mtp_audit.synth.shards import tiny
 
-    t = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8]), "model.layers.2.eh_proj.weight": ("BF16", [8, 16])}
+    t = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8]), "model.layers.2.eh_proj.weight": ("BF16", [8, 16]), "model.layers.2.input_layernorm.weight": ("BF16", [8])}
     wm = {k: "model-00001-of-00001.safetensors" for k in t}
     if ghost:
         wm["model.layers.2.enorm.weight"] = "model-00001-of-00001.safetensors"
@@ -187,7 +187,7 @@ def _ghost(ghost: bool) -> dict[str, str | bytes]:
 def _bad_header(bad: bool) -> dict[str, str | bytes]:
     from mtp_audit.synth.shards import tiny
 
-    t = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8]), "model.layers.2.eh_proj.weight": ("BF16", [8, 16])}
+    t = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8]), "model.layers.2.eh_proj.weight": ("BF16", [8, 16]), "model.layers.2.input_layernorm.weight": ("BF16", [8])}
     good = tiny(t)
     data = struct.pack("<Q", 10**6) + good[8:] if bad else good
     return {"config.json": _j({**_DS, "n_routed_experts": 0}), "model.safetensors": data}
@@ -685,7 +685,7 @@ _DSV4 = {"architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4"
 def _dsv4(dspark: bool) -> dict[str, str | bytes]:
     cfg = {**_DSV4, "dspark_block_size": 5, "dspark_target_layer_ids": [0, 1]} if dspark else _DSV4
     names = (["mtp.0.attn.wq_a.weight", "mtp.1.ffn.experts.0.w1.weight", "mtp.2.markov_head.weight"] if dspark
-             else ["mtp.0.e_proj.weight", "mtp.0.h_proj.weight", "mtp.0.enorm.weight", "mtp.0.hnorm.weight"])
+             else ["mtp.0.e_proj.weight", "mtp.0.h_proj.weight", "mtp.0.enorm.weight", "mtp.0.hnorm.weight", "mtp.0.attn.wq_a.weight"])
     return {"config.json": _j(cfg), "model.safetensors.index.json": _index(
         {**{n: _SHARD for n in names}, "layers.0.attn.wq_a.weight": _SHARD})}
 
@@ -726,7 +726,7 @@ MTP016 = Rule(
 def _mimo_v2(layers: int) -> dict[str, str | bytes]:
     cfg = {"architectures": ["MiMoV2FlashForCausalLM"], "model_type": "mimo_v2_flash", "num_hidden_layers": 2,
            "n_routed_experts": 2, "hidden_size": 8}
-    names = [f"model.mtp.layers.{i}.{t}.weight" for i in range(layers) for t in ("enorm", "hnorm", "eh_proj")]
+    names = [f"model.mtp.layers.{i}.{t}.weight" for i in range(layers) for t in ("enorm", "hnorm", "eh_proj", "input_layernorm")]
     return {"config.json": _j(cfg), "model.safetensors.index.json": _index({n: _SHARD for n in names})}
 
 
@@ -770,7 +770,7 @@ def _step37_nvfp4(exclude: list[str]) -> dict[str, str | bytes]:
                                                             "exclude_modules": exclude}}
     trunk = {"model.layers.0.mlp.down_proj.weight": ("U8", [8, 8]), "model.layers.0.mlp.down_proj.weight_scale": ("F8_E4M3", [8, 1]),
              "model.layers.0.mlp.down_proj.weight_scale_2": ("F32", [])}
-    mtp = {"model.layers.2.eh_proj.weight": ("BF16", [8, 16]), "model.layers.2.enorm.weight": ("BF16", [8]),
+    mtp = {"model.layers.2.eh_proj.weight": ("BF16", [8, 16]), "model.layers.2.input_layernorm.weight": ("BF16", [8]), "model.layers.2.enorm.weight": ("BF16", [8]),
            "model.layers.2.shared_head.output.weight": ("BF16", [32, 8])}
     return {"config.json": _j(cfg), "hf_quant_config.json": _j(hq), "model-00001-of-00002.safetensors": tiny(trunk),
             "model-mtp-bf16.safetensors": tiny(mtp),
@@ -842,11 +842,43 @@ MTP019 = Rule(
 )
 
 
+MTP020 = Rule(
+    id="MTP020",
+    name="mtp-layer-without-decoder-block",
+    analyzer="checkpoint",
+    severity=Severity.ERROR,
+    summary="The MTP tensors are only the glue (eh_proj, norms, shared head): no attention or MLP weight of the MTP block",
+    what=(
+        "Fires when MTP tensors ship and none of their names has an attention, MLP/MoE, Mamba or linear-attention "
+        "component (self_attn, attn, mlp, experts, mixer, block_sparse_moe, feed_forward, ...). A DSpark drafter "
+        "(MTP016) and families without MTP are left to their own rules."
+    ),
+    why=(
+        "Every MTP layer is a full decoder block (attention + MLP or MoE) between its input projection (eh_proj / fc) "
+        "and its head. Without the block's weights vLLM refuses the load ('Following weights were not initialized from "
+        "checkpoint', 0.33.0 model_loader/default_loader.py:567-571) and SGLang keeps the block's initial values, so "
+        "the draft is garbage and nothing is accepted. vLLM's own MTP completeness check (0.33.0 deepseek_mtp.py:520-536) "
+        "only asks that some weight of each MTP layer loaded, so the glue alone passes it."
+    ),
+    fix="Export the whole MTP layer (its decoder block with the glue), or launch without speculative decoding.",
+    sources=("vllm 0.33.0 vllm/model_executor/model_loader/default_loader.py:567-571",
+             "vllm 0.33.0 vllm/model_executor/models/deepseek_mtp.py:520-536"),
+    basis="code",
+    examples=(
+        Example(True, {"config.json": _j(_DS), "model.safetensors.index.json": _index(
+            {**_DS_TRUNK, "model.layers.2.eh_proj.weight": "model-00001-of-00001.safetensors"})},
+            note="the MTP layer holds eh_proj only"),
+        Example(False, {"config.json": _j(_DS), "model.safetensors.index.json": _index({**_DS_TRUNK, **_DS_MTP})},
+                note="the MTP layer holds its attention"),
+    ),
+)
+
+
 RULES: tuple[Rule, ...] = (
     MTP001, MTP002, MTP003, MTP004, MTP005, MTP006, MTP007, MTP008, MTP009, MTP010, MTP011, MTP012, MTP013, MTP014,
-    MTP015, MTP016, MTP017, MTP018, MTP019,
+    MTP015, MTP016, MTP017, MTP018, MTP019, MTP020,
 ) + GGUF_RULES
 
 #: Findings of these rules mean SGLang cannot use the MTP heads (``facts.engine.sglang.usable`` false).
 BLOCKS_MTP = frozenset({"MTP001", "MTP002", "MTP004", "MTP005", "MTP007", "MTP008", "MTP009", "MTP012", "MTP013", "MTP014",
-                        "MTP015", "MTP016", "MTP018", "MTP019"})
+                        "MTP015", "MTP016", "MTP018", "MTP019", "MTP020"})

@@ -373,10 +373,11 @@ def _stage_and_commit(also_write: Sequence[tuple[str, Any, str]], texts: Sequenc
 
 
 def commit_all(staged: Sequence[_Staged]) -> None:
-    """Replace every staged file into place, then write streams and devices; on a failure the
-    writes not yet committed are discarded (their temporary files removed)."""
+    """Write devices and FIFOs first (they cannot be staged: ``/dev/full`` fails only when written), then
+    replace every staged file into place, then write stdout/stderr; on a failure the writes not yet committed
+    are discarded (their temporary files removed), so a device that refuses the report leaves no file written."""
     try:
-        for item in sorted(staged, key=lambda x: x.stream is not None or x.device):
+        for item in sorted(staged, key=lambda x: 0 if x.device else 2 if x.stream is not None else 1):
             item.commit()
     finally:
         for item in staged:

@@ -209,7 +209,7 @@ def effective_backend(ctx: Context, flag: str, table: str) -> tuple[str | None, 
                 return row["effective_default"], "default", row["source"]
     if cc is None:
         return None, how, "GPU compute capability unknown"
-    to, src = mx.resolve_auto(table, sg, cc)
+    to, src = mx.resolve_auto(table, sg, cc, ctx.launch.get("--quantization") if ctx.launch else None)
     return to, "auto", src
 
 
@@ -556,7 +556,7 @@ def _check_cudnn(ctx: Context, g: GpuFacts, cc: tuple[int, int], evs: list[Evide
 
 
 def check_moe_backend(ctx: Context) -> None:
-    """MTP215 SM100-only MoE backends, MTP216 'auto'->TRTLLM on 0.5.10-0.5.12, MTP217 cutlass+NVFP4,
+    """MTP215 SM100-only MoE backends, MTP216 'auto'->TRTLLM (0.5.10-0.5.12; 0.5.13 on without --quantization modelopt_fp4), MTP217 cutlass+NVFP4,
     MTP219 old flashinfer CUTLASS MoE on SM12x, MTP220 TRTLLM MoE NaN flashinfer range."""
     resolved = _resolve_fp4_backend(ctx, "--moe-runner-backend", "moe_runner_backend_nvfp4", "moe_runner_backend", "moe runner backend")
     if resolved is None:
@@ -569,6 +569,14 @@ def check_moe_backend(ctx: Context) -> None:
         if how == "explicit":
             ctx.add("MTP215", f"--moe-runner-backend {backend} uses trtllm-gen / CuTe-DSL MoE kernels that are SM100-only; GPU {g.index} is {sm_name(cc)} (compute capability {cc_str(cc)})",
                     gpu=g, evidence=evs, remediation="--moe-runner-backend flashinfer_cutlass")
+        elif sg is not None and sg >= Version("0.5.13"):
+            # 0.5.13 on move auto to flashinfer_cutlass on SM120 only for --quantization modelopt_fp4 (0.5.23
+            # overrides.py:1513-1518); without it the ModelOpt MoE layer picks flashinfer_trtllm (modelopt_quant.py:3117-3123)
+            ctx.add("MTP216", f"SGLang {sg} keeps --moe-runner-backend auto without --quantization modelopt_fp4, and the ModelOpt "
+                    f"NVFP4 MoE layer then picks {backend} for every compute capability >= 10.0; its MoE kernels are SM100-only "
+                    f"and fail on {sm_name(cc)}", gpu=g, evidence=evs,
+                    remediation="--quantization modelopt_fp4 (SGLang then picks flashinfer_cutlass on SM110/SM120), or "
+                                "--moe-runner-backend flashinfer_cutlass")
         else:
             ctx.add("MTP216", f"SGLang {sg} resolves --moe-runner-backend auto to {backend} for every compute capability >= 10.0; its NVFP4 MoE is SM100-only and fails on {sm_name(cc)}",
                     gpu=g, evidence=evs, remediation="--moe-runner-backend flashinfer_cutlass (or upgrade to SGLang >= 0.5.13, whose auto picks flashinfer_cutlass on SM120)")

@@ -183,8 +183,14 @@ class GpuFacts:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> GpuFacts:
-        """Inverse of :meth:`to_dict` (raises ValueError on a wrong shape)."""
-        return cls(
+        """Inverse of :meth:`to_dict`.
+
+        Raises:
+            ValueError: a wrong shape, or a value no GPU has: a compute capability that is not two integers
+                ``0 <= major <= MAX_CC_MAJOR``, ``0 <= minor <= 9``; a memory size that is not an integer in
+                ``[0, MAX_GPU_MEMORY_BYTES]``.
+        """
+        gpu = cls(
             index=int(d["index"]),
             name=Fact.from_dict(d.get("name", {})),
             compute_capability=Fact.from_dict(d.get("compute_capability", {})),
@@ -192,6 +198,27 @@ class GpuFacts:
             uuid=Fact.from_dict(d.get("uuid", {"missing": _NOT_RECORDED})),
             arch=Fact.from_dict(d.get("arch", {"missing": "not observed"})),
         )
+        _check_gpu_values(gpu)
+        return gpu
+
+
+#: Bounds of a plausible GPU in a facts file: compute capabilities run to 12.x today (CUDA 13 programming guide,
+#: "Compute Capabilities"); memory to a few hundred GiB per device. Past these a file is damaged or made up.
+MAX_CC_MAJOR = 20
+MAX_GPU_MEMORY_BYTES = 1 << 44  # 16 TiB
+#: Most GPUs in one facts file (one node; an NVL72 rack lists 72).
+MAX_GPUS = 1024
+
+
+def _check_gpu_values(gpu: GpuFacts) -> None:
+    cc = gpu.compute_capability.value
+    if cc is not None:
+        if (not isinstance(cc, (list, tuple)) or len(cc) != 2 or not all(isinstance(x, int) and not isinstance(x, bool) for x in cc)
+                or not (0 <= cc[0] <= MAX_CC_MAJOR and 0 <= cc[1] <= 9)):
+            raise ValueError(f"GPU {gpu.index}: compute_capability {str(cc)[:40]} is not two integers (major 0-{MAX_CC_MAJOR}, minor 0-9)")
+    mem = gpu.memory_bytes.value
+    if mem is not None and (not isinstance(mem, int) or isinstance(mem, bool) or not 0 <= mem <= MAX_GPU_MEMORY_BYTES):
+        raise ValueError(f"GPU {gpu.index}: memory_bytes {str(mem)[:40]} is not a byte count (0 to {MAX_GPU_MEMORY_BYTES})")
 
 
 @dataclass(frozen=True)
@@ -342,6 +369,9 @@ class MachineFacts:
         ver = d.get("facts_schema_version")
         if not isinstance(ver, int) or ver > FACTS_SCHEMA_VERSION:
             raise ValueError(f"unsupported facts_schema_version {ver!r} (this mtp-audit reads {FACTS_SCHEMA_VERSION})")
+        for key in ("gpus", "enumerated"):
+            if isinstance(d.get(key), list) and len(d[key]) > MAX_GPUS:
+                raise ValueError(f"{key} lists {len(d[key]):,} GPUs (at most {MAX_GPUS} in one facts file)")
         try:
             kwargs: dict[str, Any] = {name: Fact.from_dict(d.get(name, {"missing": "not recorded"})) for name in cls._SCALARS}
             return cls(

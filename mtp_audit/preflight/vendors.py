@@ -8,7 +8,8 @@ as "not capable", and what does apply runs instead:
   e4m3fnuz) or older, NVFP4 native nowhere; the FP4 path of the engine and version (native / emulated with its cost /
   not runnable: MTP242, MTP243) from ``data/amd.json`` (read from the vLLM and SGLang wheels), and the gfx950-only
   vLLM switches forced on another GPU (MTP244).
-- Ascend (:func:`check_ascend`): the FP4 checks do not apply (MTP245, a note); first-generation Ascend 910 is not a
+- Ascend (:func:`check_ascend`): the FP4 checks do not apply (MTP245, a note), but NVFP4 weights cannot load there
+  (MTP233); first-generation Ascend 910 is not a
   vllm-ascend device (MTP246); vllm-ascend's documented speculative-decoding (MTP) status for its version (MTP247);
   SGLang's NPU ``--quantization mxfp4`` needs Ascend 950 (MTP248).
 - All: the platform and where it came from (MTP240); a launch ``--device`` that names another platform (MTP249).
@@ -212,7 +213,7 @@ def _check_amd_switches(ctx: Any) -> None:
 
 
 def check_ascend(ctx: Any) -> None:
-    """MTP245-MTP248 on an Ascend machine."""
+    """MTP245-MTP248 (and MTP233 for NVFP4 weights) on an Ascend machine."""
     if platform(ctx) != pf.CANN:
         return
     facts = pf.ascend_table()["facts"]
@@ -227,6 +228,11 @@ def check_ascend(ctx: Any) -> None:
                 f"{facts['vllm_ascend_devices']['text']}", gpu=g, evidence=[Evidence("NPU", f"{g.name.value} ({g.arch.source})"),
                                                                          Evidence("source", facts["vllm_ascend_devices"]["source"])],
                 remediation="run vllm-ascend on Atlas A2 (910B) / A3 (910C) / 300I (310P)")
+    if fp4 == "nvfp4":
+        ctx.add("MTP233", "the launch loads NVFP4 weights on an Ascend NPU: they need NVIDIA FP4 kernels, and no Ascend backend runs "
+                f"them ({facts['fp4']['text']})", evidence=[Evidence("platform", f"cann ({ctx.facts.accelerator.source})"),
+                                                            Evidence("source", facts["fp4"]["source"])],
+                remediation="use an msmodelslim W8A8 / W4A8 (or BF16) checkpoint on the NPU, or run this checkpoint on Blackwell")
     _check_vllm_ascend_mtp(ctx, facts)
     _check_sglang_npu_mxfp4(ctx, facts, gens, fp4)
 

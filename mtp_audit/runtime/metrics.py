@@ -26,7 +26,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from mtp_audit.errors import InputError
+from mtp_audit.errors import InputError, Unavailable
 from mtp_audit.report import Evidence, Finding, Location
 from mtp_audit.report.rules import get_rule
 
@@ -74,7 +74,9 @@ def fetch(url: str, timeout: float, max_bytes: int = MAX_BYTES) -> str:
     """GET ``url`` once (no redirects) and return its text.
 
     Raises:
-        InputError: connection refused, timeout, HTTP error, or more than ``max_bytes`` bytes.
+        Unavailable: connection refused or timed out: the server is down or not there yet, "could not tell" (exit 3),
+            as for an unreachable hub.
+        InputError: an HTTP error status (the URL is wrong), or more than ``max_bytes`` bytes.
     """
     opener = urllib.request.build_opener(_NoRedirect)
     try:
@@ -84,7 +86,7 @@ def fetch(url: str, timeout: float, max_bytes: int = MAX_BYTES) -> str:
         raise InputError("--metrics", f"{url}: HTTP {exc.code} {exc.msg}") from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
-        raise InputError("--metrics", f"{url}: {reason}") from None
+        raise Unavailable(f"--metrics {url}: {reason} (is the server up, and is this its metrics port?)") from None
     if len(data) > max_bytes:
         raise InputError("--metrics", f"{url}: more than {max_bytes} bytes")
     return data.decode("utf-8", "replace")

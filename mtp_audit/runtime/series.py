@@ -105,13 +105,20 @@ class Series:
     width: int = 1
     sources: dict[str, list[int]] = field(default_factory=dict)
     per_pos_last: tuple[float, ...] = ()
+    counted: int = 0
+    impossible: Interval | None = None
 
     def add(self, iv: Interval) -> None:
-        """Count ``iv`` in the totals and the curve (O(1) amortised, bounded memory)."""
+        """Count ``iv`` in the totals and the curve (O(1) amortised, bounded memory). ``counted`` is the number of
+        intervals that printed both token counts; ``impossible`` the first interval whose figures no engine prints
+        (more accepted than drafted tokens, a rate above 100 %, a negative count)."""
         self.intervals += 1
         self.first = self.first or iv
         self.last = iv
+        if self.impossible is None and _impossible(iv):
+            self.impossible = iv
         if iv.accepted is not None and iv.drafted is not None:
+            self.counted += 1
             self.accepted += iv.accepted
             self.drafted += iv.drafted
             self._source(iv)
@@ -204,3 +211,9 @@ class Series:
 def _mean(vals: list[float | None]) -> float | None:
     got = [v for v in vals if v is not None]
     return sum(got) / len(got) if got else None
+
+
+def _impossible(iv: Interval) -> bool:
+    if iv.accepted is not None and (iv.accepted < 0 or (iv.drafted is not None and (iv.drafted < 0 or iv.accepted > iv.drafted))):
+        return True
+    return iv.rate is not None and not 0.0 <= iv.rate <= 1.0

@@ -75,6 +75,10 @@ def decide(f: LogFacts, path: str) -> Outcome:
             return Outcome("ran-then-stopped", f"{subject(f)} ran, then TensorRT-LLM turned speculation off (line {f.threshold_off})",
                            findings=[get_rule("MTP502").finding("speculation was turned off by acceptance_rate_threshold",
                                                                  _loc(path, f.threshold_off), severity=None)])
+        odd = _implausible(f)
+        if odd is not None:
+            return Outcome("could-not-tell", f"could not tell whether {subject(f)} helped: {odd}",
+                           deciding=DECIDING_LINES.get(f.engine, DECIDING_LINES[None]))
         if _accepted_nothing(f):
             return _nothing(f, path)
         return _helped(f, path)
@@ -106,6 +110,20 @@ def subject(f: LogFacts) -> str:
 
 def _last_crash(f: LogFacts) -> Crash | None:
     return f.crashes[-1] if f.crashes else None
+
+
+def _implausible(f: LogFacts) -> str | None:
+    """Why the statistics cannot be believed, or None: figures no engine prints (a damaged, edited or merged
+    paste), or token counts on every line with nothing drafted (the drafter produced no token to judge)."""
+    s = f.series
+    bad = s.impossible
+    if bad is not None:
+        what = (f"{bad.accepted} accepted of {bad.drafted} drafted tokens" if bad.accepted is not None and bad.drafted is not None
+                else f"an acceptance rate of {bad.rate * 100:.1f} %" if bad.rate is not None else f"{bad.accepted} accepted tokens")
+        return f"line {bad.line} prints {what}, which no engine prints (a damaged or edited log)"
+    if s.counted and s.counted == s.intervals and s.drafted == 0:
+        return f"{s.intervals} statistics line(s) count 0 drafted tokens: nothing was drafted to accept"
+    return None
 
 
 def _accepted_nothing(f: LogFacts) -> bool:

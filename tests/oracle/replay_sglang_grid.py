@@ -72,8 +72,29 @@ def predict_case(sg_report: Any, folder: Path, flags: list[str], env_dump: Path)
     }
 
 
+def modelopt_nvfp4(folder: Path) -> bool:
+    """Whether the checkpoint in ``folder`` is ModelOpt NVFP4 (``hf_quant_config.json`` ``quantization.quant_algo``)."""
+    f = folder / "hf_quant_config.json"
+    if not f.exists():
+        return False
+    q = json.loads(f.read_text()).get("quantization") or {}
+    return str(q.get("quant_algo") or "").upper() == "NVFP4"
+
+
+def moe_runner_effective(resolved: str | None, modelopt_fp4: bool, cc: tuple[int, int]) -> str | None:
+    """The MoE runner that runs: the resolved ``moe_runner_backend``, except where resolution leaves ``auto`` on a
+    ModelOpt NVFP4 checkpoint, whose MoE method picks it when the layer is built (SGLang 0.5.23
+    ``layers/quantization/modelopt_quant.py:3117-3123`` ``create_moe_runner``: ``marlin`` on CUDA compute capability
+    8.0 to 9.x, else ``flashinfer_trtllm``). The oracle stops before the model runner, so this one step is transcribed
+    here from the release's source rather than run."""
+    if resolved != "auto" or not modelopt_fp4:
+        return resolved
+    return "marlin" if (8, 0) <= cc < (10, 0) else "flashinfer_trtllm"
+
+
 def real_values(res: dict[str, Any]) -> dict[str, Any]:
-    """The compared fields of one recorded case (``res``: the ``result`` of build_sglang_oracle.py)."""
+    """The compared fields of one recorded case (``res``: the ``result`` of build_sglang_oracle.py; the MoE runner as
+    :func:`moe_runner_effective` when the caller sets ``res["moe_runner_effective"]``)."""
     if not res.get("ok"):
         return {"starts": False, "where": res.get("where"), "exc": f"{res.get('exc_type')}: {res.get('exc_msg')}"}
     f = res["fields"]
@@ -87,7 +108,7 @@ def real_values(res: dict[str, Any]) -> dict[str, Any]:
         # ``model_path or cfg.model_path``)
         "draft_model": (f.get("speculative_draft_model_path") or "<target>") if uses_draft else None,
         "draft_architecture": archs[0] if uses_draft else None,
-        "moe_runner_backend": f.get("moe_runner_backend"),
+        "moe_runner_backend": res.get("moe_runner_effective", f.get("moe_runner_backend")),
         # what fp4_utils.initialize_fp4_gemm_config picks for the resolved value on this GPU
         "fp4_gemm_backend": res.get("fp4_gemm_effective"),
         **{k: f.get(k) for k in NOT_PREDICTED},
@@ -138,7 +159,11 @@ def compare(version: str, cases: list[dict[str, Any]] | None = None) -> dict[str
             continue
         folder = FIXTURES / CONFIGS[case["config"]] / case["config"]
         ours = predict_case(sg_report, folder, case["flags"], ENVDUMPS / GPUS[case["gpu"]]["env_dump"])
-        real = real_values(case["result"])
+        res = dict(case["result"])
+        if res.get("ok"):
+            res["moe_runner_effective"] = moe_runner_effective(res["fields"].get("moe_runner_backend"), modelopt_nvfp4(folder),
+                                                               tuple(GPUS[case["gpu"]]["cc"]))
+        real = real_values(res)
         for k, why in compare_case(real, ours).items():
             if why == "not compared":
                 skipped[k] += 1

@@ -33,21 +33,14 @@ RELEASES = ("0.5.23",)
 #: detail). A key is "<config> <form> <gpu> <field>" with any of the first three left out ("<form>" alone: every
 #: config and GPU of that form).
 EXPLAINED: dict[str, str] = {
-    "NEXTN-steps2 starts": "--speculative-num-steps without --speculative-eagle-topk: _handle_eagle_family compares "
-                           "speculative_eagle_topk (None) > 1, TypeError at speculative_hook.py:1274 (:1177 when the "
-                           "attention backend is trtllm_mha); the launch does not replay _handle_eagle_family",
     "NEXTN-3-4-8 starts": "topk 4 with page_size > 1 on an attention backend outside (flashinfer, fa3, triton): ValueError "
-                          "at speculative_hook.py:1278; the launch does not resolve page_size and the MLA/DSA attention "
-                          "backend (trtllm_mla on B200, dsa for GLM-5)",
-    "NGRAM starts": "NGRAM's default topk 10 with page_size > 1: ValueError at speculative_hook.py:1361; the launch does "
-                    "not resolve page_size (64 for the MLA/DSA backends)",
-    "nvidia--DeepSeek-V3.1-NVFP4 RTX-PRO-6000 moe_runner_backend": "SM120 without --quantization: see below",
-    "nvidia--MiniMax-M2.5-NVFP4 RTX-PRO-6000 moe_runner_backend": "SM120 without --quantization: see below",
-    "nvidia--Qwen3.5-397B-A17B-NVFP4 RTX-PRO-6000 moe_runner_backend":
-        "the preflight matrix resolves auto to flashinfer_cutlass on SM110/SM120 for every NVFP4 checkpoint; 0.5.23's "
-        "_moe_runner_backend_quant_constraints (overrides.py:1513-1518) does so only when --quantization is modelopt_fp4 "
-        "at resolution time, and leaves auto otherwise (these three configs; Nemotron-3-Super gets modelopt_fp4 from its "
-        "model override and agrees)",
+                          "at speculative_hook.py:1278; the launch replays _handle_eagle_family, but the page_size and the "
+                          "attention backend it reads (trtllm_mla on B200, dsa for GLM-5, set by the model overrides and "
+                          "get_default_attn_backend / _mla_backend_page_constraints) are not resolved, so that test stays "
+                          "unknown and no crash is predicted",
+    "NGRAM starts": "NGRAM's default topk 10 with page_size > 1 on a backend other than flashinfer: ValueError at "
+                    "speculative_hook.py:1361; _handle_ngram is replayed, the resolved page_size (64 for the MLA/DSA and "
+                    "trtllm_mha backends, 128 for MiMo-V2-Flash's fa4) and attention backend are not",
 }
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from mtp_audit.engines.code import cache
 from mtp_audit.engines.code.index import fewer_collections
+from mtp_audit.engines.sglang import spec_hooks
 from mtp_audit.engines.sglang.scan import SCAN_VERSION, passes_for, scan_file
 from mtp_audit.engines.sglang.target import open_target
 from mtp_audit.progress import Progress
@@ -508,6 +509,7 @@ class _Linker:
         facts: dict[str, Any] = {
             "model_overrides": sorted(_model_overrides(results), key=key),
             "backend_asserts": sorted((a for rel in sorted(results) for a in results[rel].get("asserts", [])), key=key),
+            "speculative_hooks": spec_hooks.merge(results),
             "version": tree.version,
             "target_kind": tree.kind,
             "server_args": server_args,

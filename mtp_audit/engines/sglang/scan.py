@@ -33,12 +33,12 @@ import re
 from typing import Any, NamedTuple
 
 from mtp_audit.engines.code.index import ModuleIndex
-from mtp_audit.engines.sglang import flow, replay
+from mtp_audit.engines.sglang import flow, replay, spec_hooks
 from mtp_audit.engines.sglang.names import ASSERTED_SOURCE, HOOK_PATHS, TRACKED_SOURCE
 from mtp_audit.engines.sglang.rewrites import LOG_FUNCS, analyse_units  # noqa: F401  (LOG_FUNCS: public name kept)
 
 #: Bump when the extraction changes, so cached results are recomputed.
-SCAN_VERSION = 22
+SCAN_VERSION = 23
 
 # --- pre-filter, derived from what the passes look up --------------------------------------------
 
@@ -583,6 +583,8 @@ def scan_file(rel: str, data: bytes, passes: tuple[str, ...] | bool) -> dict[str
             res["flow"] = flow.file_pieces(ix, hook="flow-hook" in passes, consumer="flow-consumer" in passes)
         if "asserts" in passes or "server" in passes:
             res.update(replay.file_facts(ix, asserts="asserts" in passes))
+        if "server" in passes:
+            res.update(spec_hooks.file_hooks(ix))
     except (RecursionError, MemoryError) as exc:  # an expression nested too deeply for the passes: like a parse failure
         for key in ("consts", "cli", "funcs", "flow", "registrations", "asserts"):
             res.pop(key, None)

@@ -41,10 +41,17 @@ BACKEND_ALIASES = {"trt": "tensorrt"}
 MTP_BACKENDS = ("pytorch", "_autodeploy")
 
 #: ``speculative_config.decoding_type`` values (the ``decoding_type: Literal[...]`` of each ``*DecodingConfig`` in
-#: LLM_ARGS) and whether the method drafts with the target checkpoint's MTP layers.
+#: LLM_ARGS) and whether the method drafts with the target checkpoint's MTP layers. ``SpeculativeConfig`` in LLM_ARGS
+#: is ``Annotated[Union[...*DecodingConfig], Field(discriminator="decoding_type")]``: pydantic refuses any other
+#: value (and a mapping without the key) while the LLM args are validated, so the server does not start. Older
+#: releases dispatched in ``DecodingBaseConfig.from_dict`` and raised ``ValueError(f"Invalid decoding type: ...")``.
 DECODING_TYPES: dict[str, str] = {
     "MTP": "the checkpoint's MTP layers draft (MTPDecodingConfig)",
     "Eagle": "an EAGLE/EAGLE3 draft model given as speculative_model (EagleDecodingConfig)",
+    "Eagle3": "an EAGLE3 draft model given as speculative_model (Eagle3DecodingConfig)",
+    "Lookahead": "lookahead decoding, TensorRT engine backend (LookaheadDecodingConfig)",
+    "Medusa": "Medusa heads, TensorRT engine backend (MedusaDecodingConfig)",
+    "SaveState": "no drafting: hidden states dumped for EAGLE3 training (SaveHiddenStatesDecodingConfig)",
     "NGram": "n-gram matching, no draft model (NGramDecodingConfig)",
     "SA": "suffix-automaton matching, no draft model (SADecodingConfig)",
     "Draft_Target": "a separate draft model (DraftTargetDecodingConfig)",
@@ -80,6 +87,12 @@ NO_MTP_ARCHITECTURES: dict[str, str] = {
 #: Smallest compute capability the MTP path runs on: the MLA generation FMHA kernel is Hopper+
 #: (examples/llm_speculative_decoding README, TensorRT-LLM 1.3.0rc24 docs).
 MTP_MIN_CC = (9, 0)
+
+#: ``DecodingBaseConfig.max_draft_len`` is ``Optional[NonNegativeInt]`` (LLM_ARGS) and ``MTPDecodingConfig`` only
+#: refuses values <= 0: no upper bound. Each generation step of one request carries ``max_draft_len + 1`` tokens
+#: (the linear chain's ``max_total_draft_tokens = max_draft_len``), inside the batch's ``max_num_tokens`` budget
+#: (SERVE ``--max_num_tokens``, default ``BuildConfig.max_num_tokens``, 8192 in ``tensorrt_llm/builder.py``).
+MAX_NUM_TOKENS_DEFAULT = 8192
 
 #: Known silent failures: key -> (what happens, source).
 KNOWN_TRAPS: dict[str, tuple[str, str]] = {

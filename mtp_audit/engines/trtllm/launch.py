@@ -1,9 +1,10 @@
 """What TensorRT-LLM will do with one ``trtllm-serve`` command: the YAML's ``speculative_config`` replayed against
 :mod:`mtp_audit.engines.trtllm.knowledge`, the checkpoint's MTP layers and tokenizer, and the machine's GPUs
-(rules MTP700-MTP712)."""
+(rules MTP700-MTP717)."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,6 +92,34 @@ def check_options(ctx: TCtx) -> None:
                 f"{' and '.join(K.MTP_BACKENDS)}", where="trtllm-serve", evidence=[("backend", backend)])
 
 
+def check_model(ctx: TCtx) -> None:
+    """MTP717: no MODEL argument (click's required argument of ``serve``)."""
+    if ctx.cmd.model is None:
+        ctx.add("MTP717", f"{ctx.cmd.entry} has no MODEL argument: click exits with 'Missing argument MODEL' before "
+                "anything loads", where="trtllm-serve", evidence=[("command", shell_join(ctx.cmd.argv))])
+
+
+def check_decoding_type(ctx: TCtx) -> None:
+    """MTP715: a ``speculative_config`` whose ``decoding_type`` is none of the union's literals (or is missing)."""
+    spec = ctx.spec
+    if spec is None:
+        return
+    accepted = ", ".join(sorted(K.DECODING_TYPES))
+    if "decoding_type" not in spec:
+        ctx.add("MTP715", "speculative_config has no decoding_type: the union is discriminated on it, so pydantic refuses "
+                f"the LLM args and the server does not start (accepted: {accepted})", evidence=[("decoding_type", "missing")])
+        return
+    dtype = spec["decoding_type"]
+    if isinstance(dtype, str) and dtype in K.DECODING_TYPES:
+        return
+    close = [k for k in K.DECODING_TYPES if str(dtype).lower() == k.lower()] or difflib.get_close_matches(
+        str(dtype), list(K.DECODING_TYPES), n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    ctx.add("MTP715", f"speculative_config.decoding_type {dtype!r} is not one TensorRT-LLM accepts: validation of the LLM "
+            f"args fails and the server does not start (accepted: {accepted}){hint}",
+            evidence=[("decoding_type", repr(dtype)), ("accepted", accepted)])
+
+
 def check_requested(ctx: TCtx) -> None:
     """MTP700: MTP layers in the checkpoint (tensors found, or declared where no tensor list was read), no
     speculative_config in the launch."""
@@ -118,11 +147,36 @@ def check_draft_len(ctx: TCtx) -> None:
         ctx.add("MTP701", f"max_draft_len {n!r}: TensorRT-LLM raises ValueError('max_draft_len must be > 0 for MTP')",
                 evidence=[("max_draft_len", repr(n))])
         return
+    if isinstance(n, int) and _over_token_budget(ctx, n):
+        return
     declared, _ = mtp_layers(ctx)
     if isinstance(n, int) and declared and n > declared:
         mode = "MTP-Eagle: the one MTP layer drafts every position" if declared == 1 else "vanilla MTP: layers reused by modulo"
         ctx.add("MTP704", f"max_draft_len {n} with {declared} MTP layer(s) in the checkpoint: {mode}",
                 evidence=[("max_draft_len", str(n)), ("MTP layers", str(declared))])
+
+
+def _token_budget(ctx: TCtx) -> tuple[int, str]:
+    """``(max_num_tokens, where it came from)``: the command's ``--max_num_tokens``, the YAML's, else the default."""
+    for raw, where in ((ctx.cmd.values.get("max_num_tokens"), ctx.cmd.given.get("max_num_tokens", "")),
+                       (_as_int(ctx.yaml_doc.get("max_num_tokens")), f"{ctx.yaml_name} max_num_tokens")):
+        value = _as_int(raw)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value, where
+    return K.MAX_NUM_TOKENS_DEFAULT, "the default max_num_tokens"
+
+
+def _over_token_budget(ctx: TCtx, n: int) -> bool:
+    """MTP716 and a blocking gap when one request's generation step (``n + 1`` tokens) exceeds the batch budget."""
+    budget, where = _token_budget(ctx)
+    if n + 1 <= budget:
+        return False
+    ctx.add("MTP716", f"max_draft_len {n:,}: one request's generation step carries {n + 1:,} tokens, above {where} "
+            f"({budget:,}); TensorRT-LLM sets no upper bound on max_draft_len (NonNegativeInt) and allocates draft buffers "
+            "of max_draft_len tokens per request", evidence=[("max_draft_len", str(n)), ("max_num_tokens", str(budget))])
+    ctx.gap(f"max_draft_len {n:,} is beyond the batch's token budget ({budget:,}): whether TensorRT-LLM refuses it at "
+            "start-up or fails while allocating or scheduling could not be told", blocking=True)
+    return True
 
 
 def check_layers_present(ctx: TCtx) -> None:
@@ -278,7 +332,7 @@ def check_gpu_count(ctx: TCtx) -> None:
                 evidence=[("tp x pp x cp", str(world)), ("GPUs seen", str(seen))])
 
 
-CHECKS = (check_options, check_requested, check_gpu_count)
+CHECKS = (check_model, check_options, check_decoding_type, check_requested, check_gpu_count)
 MTP_CHECKS = (check_draft_len, check_layers_present, check_architecture, check_think_tokens, check_traps, check_hardware)
 
 
@@ -306,8 +360,7 @@ def read_checkpoint(ctx: TCtx, request: LaunchRequest) -> list[Report]:
     facts do not carry (DSpark). Returns the sub-reports."""
     from mtp_audit.sources.bounded import read_json_bounded
 
-    if ctx.cmd.model is None:
-        ctx.gap("trtllm-serve has no MODEL argument: click exits with 'Missing argument MODEL'", blocking=True)
+    if ctx.cmd.model is None:  # MTP717
         return []
     report, gap = request.analyzers.checkpoint(ctx.cmd.model, "MODEL")
     if gap is not None:
@@ -333,7 +386,8 @@ def what_runs(ctx: TCtx) -> dict[str, Any]:
     if spec is None:
         return {"method": "none", "detail": "no speculative_config: no drafter is built"}
     dtype = str(spec.get("decoding_type", "?"))
-    out: dict[str, Any] = {"method": dtype, "detail": K.DECODING_TYPES.get(dtype, "unknown decoding_type")}
+    out: dict[str, Any] = {"method": dtype, "detail": K.DECODING_TYPES.get(
+        dtype, "not one TensorRT-LLM accepts")}
     if dtype == "MTP":
         declared, _ = mtp_layers(ctx)
         n = spec.get("max_draft_len", spec.get("num_nextn_predict_layers", declared))
@@ -347,8 +401,6 @@ def corrected_command(ctx: TCtx) -> list[str] | None:
     """The command with the fixes a flag can make: an undeclared option spelt as ``trtllm-serve`` declares it (the
     underscore spelling, or the closest declared one), ``--backend tensorrt`` dropped for MTP; ``None`` when nothing
     changes."""
-    import difflib
-
     declared = list(K.VALUE_OPTIONS) + list(K.FLAG_OPTIONS)
     out: list[str] = []
     skip = False
@@ -377,7 +429,9 @@ def build_facts(ctx: TCtx, findings: Sequence[Finding], gaps: Sequence[Gap]) -> 
     blocking = [g for g in gaps if g.blocking]
     runs = what_runs(ctx)
     verb = "would run" if v == COULD_NOT_TELL else "runs"
-    if runs["method"] == "none":
+    if runs["method"] not in K.DECODING_TYPES and runs["method"] != "none":
+        head = f"TensorRT-LLM does not start: speculative_config.decoding_type {runs['method']} is {runs['detail']}"
+    elif runs["method"] == "none":
         head = "TensorRT-LLM runs no speculative decoding (no speculative_config: no drafter is built)"
     else:
         head = f"TensorRT-LLM {verb} {runs['method']}" + (f" ({runs['mode']}, max_draft_len {runs['max_draft_len']})"
@@ -430,7 +484,7 @@ class TrtllmEngine(Engine):
         return {"llm_args": K.LLM_ARGS, "serve": K.SERVE}, None
 
     def evaluate(self, request: LaunchRequest, release: Any, gap: Gap | None) -> EngineOutcome:
-        """See :meth:`mtp_audit.engines.base.Engine.evaluate`: the YAML, the checkpoint and the machine, then MTP700-MTP712.
+        """See :meth:`mtp_audit.engines.base.Engine.evaluate`: the YAML, the checkpoint and the machine, then MTP700-MTP717.
 
         Raises:
             InputError: the ``--config`` YAML is missing or malformed, or MODEL does not exist (and is not a hub id).

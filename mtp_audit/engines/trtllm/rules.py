@@ -201,4 +201,38 @@ RULES = RULES + (
        _ex(False, "--tp_size 1", _CFG + ("--tp_size", "1"), spec=_MTP))),
 )
 
+RULES = RULES + (
+    R("MTP715", "trtllm-unknown-decoding-type", E, "speculative_config.decoding_type is not one TensorRT-LLM accepts",
+      "speculative_config.decoding_type (exact, case-sensitive) against the decoding_type literals of the "
+      "SpeculativeConfig union (MTP, Eagle, Eagle3, NGram, SA, Draft_Target, PARD, DFlash, DSpark, ...; the finding names "
+      "them all); a speculative_config without decoding_type too.",
+      "SpeculativeConfig is a pydantic union discriminated on decoding_type: any other value (a typo such as MPT, a "
+      "lower-case mtp) is a validation error while the LLM args are built, and trtllm-serve exits before the model loads.",
+      "Spell decoding_type as TensorRT-LLM declares it (MTP for the checkpoint's MTP layers).",
+      (_LLM_ARGS + " SpeculativeConfig (Field(discriminator=\"decoding_type\")) and each *DecodingConfig.decoding_type",),
+      "code",
+      (_ex(True, "decoding_type MPT (typo)", _CFG, spec={"decoding_type": "MPT", "max_draft_len": 1}),
+       _ex(True, "decoding_type mtp (lower case)", _CFG, spec={"decoding_type": "mtp", "max_draft_len": 1}),
+       _ex(False, "decoding_type MTP", _CFG, spec=_MTP))),
+    R("MTP716", "trtllm-draft-len-over-token-budget", W, "max_draft_len is larger than a batch's token budget",
+      "decoding_type MTP with max_draft_len + 1 above max_num_tokens (--max_num_tokens or the YAML's, else the "
+      "default 8192, BuildConfig.max_num_tokens).",
+      "TensorRT-LLM bounds max_draft_len only from below (NonNegativeInt, > 0 for MTP). Every generation step of one "
+      "request carries max_draft_len + 1 tokens and its draft buffers hold max_draft_len tokens per request, so a draft "
+      "longer than the batch's token budget cannot be scheduled as configured; what the engine does then (a refusal "
+      "while allocating, or a failure later) is not derived, so the verdict is 'could not tell'.",
+      "Set max_draft_len to the checkpoint's MTP layer count or a few more (1-4 is usual).",
+      (_LLM_ARGS + " DecodingBaseConfig.max_draft_len (Optional[NonNegativeInt]), MTPDecodingConfig.set_max_total_draft_tokens",
+       _SERVE + " --max_num_tokens (default BuildConfig.max_num_tokens)"), "code",
+      (_ex(True, "max_draft_len 100000", _CFG, spec={"decoding_type": "MTP", "max_draft_len": 100000}),
+       _ex(False, "max_draft_len 3", _CFG, spec=_MTP))),
+    R("MTP717", "trtllm-missing-model", E, "trtllm-serve is given no MODEL",
+      "The command has no positional MODEL argument (the checkpoint folder or hub id).",
+      "MODEL is a required click argument of serve: click exits with 'Missing argument MODEL' before anything loads.",
+      "Put the checkpoint folder or hub id right after trtllm-serve (or trtllm-serve serve).",
+      (_SERVE + " (serve's required MODEL click argument)",), "code",
+      (_ex(True, "no MODEL", ("trtllm-serve", "--config", "mtp.yaml"), spec=_MTP),
+       _ex(False, "MODEL given", _CFG, spec=_MTP))),
+)
+
 RULES_BY_ID = {r.id: r for r in RULES}

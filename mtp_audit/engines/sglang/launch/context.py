@@ -90,6 +90,8 @@ class Ctx:
     config_architecture: str | None = None
     #: the attention backend words of "What will happen", set by ``check_attention``
     attention_text: str = "not checked"
+    #: the replayed speculative hook (:class:`mtp_audit.engines.sglang.launch.spec_replay.HookOutcome`), set by its check
+    spec_hook: Any = None
     #: the same, location-free (compared between releases) and as facts (``facts.launch.attention``)
     attention_compare: str = "not checked"
     attention_facts: dict[str, Any] = field(default_factory=dict)

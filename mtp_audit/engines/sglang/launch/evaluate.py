@@ -43,6 +43,7 @@ from mtp_audit.engines.sglang.launch.context import (
 )
 from mtp_audit.engines.outcome import fmt_bytes, loc_of
 from mtp_audit.engines.sglang.launch.correct import corrected_command
+from mtp_audit.engines.sglang.launch.spec_replay import check_speculative_hook
 from mtp_audit.engines.base import Analyzers
 from mtp_audit.engines.outcome import mtp_errors_as_warnings
 from mtp_audit.report import Evidence, Gap, Report, Severity
@@ -764,7 +765,7 @@ def check_env(ctx: Ctx) -> None:
 
 
 CHECKS = (check_command, check_architecture, check_mtp_weights, check_draft_elsewhere, check_gpus, check_memory, check_quantization,
-          check_env, check_attention)
+          check_env, check_attention, check_speculative_hook)
 
 
 # --- one evaluation ------------------------------------------------------------------------------

@@ -33,14 +33,21 @@ def _model_override(ctx: Any, field: str, resolved: str) -> str:
     """``resolved`` unless a per-model override certainly rewrites ``field`` for this launch (its architecture is
     registered and its guard holds: 0.5.23 ``model_overrides/minimax_m2.py:28`` turns ``auto`` into
     ``flashinfer_trtllm_routed`` for MiniMax-M2 with modelopt_fp4 on SM100); an override whose guard cannot be told
-    is appended as "instead when"."""
+    is appended as "instead when", and when it would change the value the answer is "unknown: ..." (that
+    question only: 0.5.23 ``nemotron_h.py:121`` ``flashinfer_cutlass`` on SM120 under guards on the hook's own locals).
+    """
     hits = [r for r in ctx.model_overrides if r["argument"] == field]
     sure = [r for r in hits if r["certain"]]
     if sure:
         r = sure[0]
         return f"{', '.join(r['to'])} (model override at {r['location']}; {'logged' if r['logged'] else 'silent'})"
+    value = resolved.split(" ", 1)[0]
+    other = [r for r in hits if value not in r["to"]]
     for r in hits[:1]:
         resolved += f"; {', '.join(r['to'])} instead when {r['condition']} ({r['location']})"
+    if other and not resolved.startswith(("unknown", "not ")):
+        # an override that may apply and would change the value: which one runs cannot be told
+        return f"unknown: {resolved}" + "".join(f"; or {', '.join(r['to'])} ({r['location']})" for r in other if r is not hits[0])
     return resolved
 
 

@@ -140,7 +140,9 @@ RULES: tuple[Rule, ...] = (
       "version does not declare, an ambiguous prefix, a missing value, a value outside the choices, a value of the wrong type, "
       "a value given to a flag that takes none, a missing --model-path, --help, or an entry point this version lacks "
       "(`sglang serve` before 0.5.9); and a --speculative-algorithm name the free-form flag takes but the algorithm enum "
-      "does not know (0.5.20 on: `SpeculativeAlgorithm.from_string` raises ValueError at start-up).",
+      "does not know (0.5.20 on: `SpeculativeAlgorithm.from_string` raises ValueError at start-up); and speculative flags the "
+      "release's speculative hook refuses at start-up, replayed statement by statement (0.5.15 on: `--speculative-num-steps` "
+      "alone is `TypeError` at 0.5.23 `speculative_hook.py:1274`).",
       "argparse prints 'unrecognized arguments' or 'invalid choice' and exits with status 2 before anything loads. The "
       "failure is quick, but in a scheduler or a container it is easy to miss, and a flag renamed between releases (0.5.23 "
       "split --cuda-graph-bs into --cuda-graph-bs-decode / --cuda-graph-bs-prefill) breaks a command that worked.",

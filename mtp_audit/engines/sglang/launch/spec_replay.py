@@ -1,0 +1,256 @@
+"""SGLang's speculative-parameter hook replayed statement by statement for one launch (MTP300 when it certainly raises).
+
+The release's own hook (0.5.23 ``arg_groups/speculative_hook.py:1072`` ``_handle_eagle_family`` for EAGLE / EAGLE3 /
+STANDALONE, ``:1285`` ``_handle_ngram`` for NGRAM; which one is the release's dispatch, ``spec_info.py:256-266``) comes
+from the sglang analyzer's ``speculative_hooks`` facts and runs in :class:`mtp_audit.engines.code.statements.Replay`
+with Python's semantics: ``--speculative-num-steps 2`` alone leaves ``speculative_eagle_topk`` ``None``, and
+``cfg.speculative_eagle_topk > 1`` raises ``TypeError: '>' not supported between instances of 'NoneType' and 'int'``
+(0.5.23 ``:1274``; ``:1177`` first when the attention backend is ``trtllm_mha``).
+
+What the replay binds: the ``speculative_*`` fields (the command's value, else the field's declared default, typed
+by its declaration), the model path, the checkpoint's architecture, the algorithm after the alias, the device (``cuda``
+on an NVIDIA GPU) and whatever the command gives. A field an earlier resolution step may rewrite (``page_size``,
+``attention_backend``) is unknown unless the command gives it, and any field a model override of the checkpoint's
+architecture may write is unknown even when given. A given page size is taken as read: SGLang's page constraints
+(0.5.23 ``overrides.py:1144-1200``, ``:1274-1296``) move it only between sizes above 1 (``fa4`` without topk to 128),
+so the page-size tests decide the same, though a message may name the size before the move. An unknown test forks
+the path; only a raise on every path is a prediction.
+
+SGLang's helpers outside the hook, as the replay sees them (each SGLang 0.5.23 ``arg_groups/overrides.py`` /
+``runtime_context.py``): ``resolving_view`` / ``resolved_view`` read the record with its declared resolutions,
+``declare_resolution(args, source, **fields)`` declares fields, ``model_config_of(args).hf_config`` is the target's
+config, ``attention_backends_of(view)`` the (prefill, decode) attention backends, each the base one unless set
+(``model_override_base.py:138-152``; known only when the command gives the base one),
+``attn_dp_enabled_of(view)`` the ``enable_dp_attention`` field; ``current_platform.is_out_of_tree()`` is false on an
+NVIDIA GPU (SGLang's CUDA platform is in tree).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Any
+
+from mtp_audit.engines.code.statements import UNKNOWN, Obj, Path, Replay
+
+
+@dataclass
+class HookOutcome:
+    """What the replayed hook does: ``raised`` (every path raises: ``[(type, message, location)]``, distinct), else
+    ``None``; ``hook`` its name and ``location``; ``gap`` why it was not replayed."""
+
+    hook: str | None = None
+    location: str | None = None
+    raised: list[tuple[str, str, str]] | None = None
+    gap: str | None = None
+    assumed: list[str] = field(default_factory=list)
+
+
+def pick_hook(facts: dict[str, Any], algorithm: str | None) -> tuple[str, str, dict[str, Any]] | None:
+    """``(rel, name, functions of rel)`` of the hook the release's dispatch calls for ``algorithm`` (the first call of
+    the ``if``/``elif`` chain whose predicate accepts it); ``None`` when none does or its source is not cached."""
+    if not facts or not algorithm:
+        return None
+    preds = facts.get("predicates") or {}
+    for call in facts.get("dispatch") or []:
+        if any(algorithm in (preds.get(p) or ()) for p in call["predicates"]):
+            for rel, fns in (facts.get("functions") or {}).items():
+                if call["hook"] in fns:
+                    return rel, call["hook"], fns
+            return None
+    return None
+
+
+def _module(fns: dict[str, Any]) -> ast.Module | None:
+    body: list[ast.stmt] = []
+    for rec in fns.values():
+        try:
+            tree = ast.parse(rec["source"])
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            return None
+        ast.increment_lineno(tree, int(rec["line"]) - 1)
+        body.extend(tree.body)
+    return ast.Module(body=body, type_ignores=[])
+
+
+def typed_default(rec: dict[str, Any]) -> Any:
+    """A CLI argument's declared default as the value the record holds (``"10"`` of an ``int`` field -> ``10``);
+    :data:`UNKNOWN` for a default written as an expression."""
+    d = rec.get("default")
+    if rec.get("default_expr"):
+        return UNKNOWN
+    if d is None:
+        return False if rec.get("action") == "store_true" else None
+    return typed(rec, d)
+
+
+def typed(rec: dict[str, Any], text: Any) -> Any:
+    """``text`` converted as the argument's declared type (``int``/``float``/``bool``/``str``); :data:`UNKNOWN` when it
+    does not convert."""
+    if not isinstance(text, str):
+        return text
+    kind = rec.get("type") or ("bool" if rec.get("action") == "store_true" else "str")
+    try:
+        if kind == "int":
+            return int(text)
+        if kind == "float":
+            return float(text)
+        if kind == "bool":
+            return {"True": True, "False": False, "true": True, "false": False}.get(text, UNKNOWN)
+    except ValueError:
+        return UNKNOWN
+    return text
+
+
+def bind_record(cli: dict[str, Any], given: dict[str, Any], overridden: set[str]) -> dict[str, Any]:
+    """The server-args values the replay starts from: each ``speculative_*`` field's default (:func:`typed_default`)
+    unless a model override of the architecture may write it (``overridden``), then the command's values (``given``:
+    dest -> raw value, typed by the declaration; unknown where ``overridden``)."""
+    by_dest = {rec.get("dest"): rec for rec in cli.values() if rec.get("dest")}
+    out: dict[str, Any] = {}
+    for dest, rec in by_dest.items():
+        if dest.startswith("speculative_") and dest not in overridden:
+            out[dest] = typed_default(rec)
+    for dest, raw in given.items():
+        rec = by_dest.get(dest) or {}
+        out[dest] = UNKNOWN if dest in overridden else (
+            True if raw is None and rec.get("action") == "store_true" else typed(rec, raw))
+    return out
+
+
+def _hooks(arch: str | None, nvidia: bool | None, record: Obj) -> dict[str, Any]:
+    hf = Obj("PretrainedConfig", {"architectures": [arch] if arch else UNKNOWN})
+    model_config = Obj("ModelConfig", {"hf_config": hf})
+
+    def same(r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
+        return args[0] if args else UNKNOWN
+
+    def declare(r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
+        if args and isinstance(args[0], Obj):
+            args[0].attrs.update(kwargs)
+        return None
+
+    def backends(r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
+        # 0.5.23 model_override_base.py:138-152: (prefill or base, decode or base)
+        view = args[0] if args and isinstance(args[0], Obj) else None
+        if view is None:
+            return UNKNOWN
+        base = view.get("attention_backend")
+        out = []
+        for phase in ("prefill_attention_backend", "decode_attention_backend"):
+            v = view.get(phase)
+            if v is UNKNOWN or (not v and base is UNKNOWN):
+                return UNKNOWN
+            out.append(v if v else base)
+        return tuple(out)
+
+    def dp(r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
+        return args[0].get("enable_dp_attention") if args and isinstance(args[0], Obj) else UNKNOWN
+
+    platform = Obj("Platform", {"is_hip": False, "is_npu": False} if nvidia else {})
+    return {"resolving_view": same, "resolved_view": same, "declare_resolution": declare,
+            "model_config_of": lambda r, p, a, k, n: model_config, "attention_backends_of": backends,
+            "attn_dp_enabled_of": dp, "get_platform": lambda r, p, a, k, n: platform,
+            "current_platform.is_out_of_tree": lambda r, p, a, k, n: False if nvidia else UNKNOWN}
+
+
+def replay_hook(facts: dict[str, Any], algorithm: str | None, values: dict[str, Any], *, arch: str | None,
+                nvidia: bool | None) -> HookOutcome:
+    """Replay the release's speculative hook for ``algorithm`` on a record holding ``values`` (server-args field ->
+    value; missing ones unknown). Never raises: an unparsable cached source or a replay that loses its way is a
+    ``gap``."""
+    picked = pick_hook(facts, algorithm)
+    if picked is None:
+        return HookOutcome(gap=f"no cached speculative hook for {algorithm}")
+    rel, name, fns = picked
+    loc = f"{rel}:{fns[name]['line']}"
+    module = _module(fns)
+    if module is None:
+        return HookOutcome(hook=name, location=loc, gap=f"{rel}: the cached source of {name} does not parse")
+    record = Obj("ServerArgs", values)
+    r = Replay(module, rel, hooks=_hooks(arch, nvidia, record))
+    try:
+        paths = r.call(name, None, record)
+    except (RecursionError, MemoryError):
+        return HookOutcome(hook=name, location=loc, gap=f"{rel}: {name} nests too deeply to replay")
+    lost = [p.lost for p in paths if p.lost]
+    if lost:
+        return HookOutcome(hook=name, location=loc, gap=lost[0])
+    if paths and all(p.raised is not None for p in paths):
+        seen = {(p.raised.type, p.raised.message, p.raised.location): None for p in paths if p.raised}
+        assumed = _deciding_tests(paths)
+        return HookOutcome(hook=name, location=loc, raised=list(seen), assumed=assumed)
+    return HookOutcome(hook=name, location=loc)
+
+
+def _deciding_tests(paths: list[Path]) -> list[str]:
+    """The forked tests that decide where the paths raise: those whose true paths and false paths raise at disjoint
+    sets of lines (``text (file:line)``)."""
+    where: dict[tuple[str, str], dict[bool, set[str]]] = {}
+    for p in paths:
+        for t, v, at in p.assumed:
+            where.setdefault((t, at), {}).setdefault(bool(v), set()).add(p.raised.location if p.raised else "")
+    return sorted(f"{t} ({at})" for (t, at), by in where.items() if len(by) == 2 and not (by[True] & by[False]))
+
+
+def check_speculative_hook(ctx: Any) -> None:
+    """MTP300 when the release's speculative hook raises on every path for this launch (the server stops at start-up),
+    with the exception and the deciding ``file:line``; ``ctx.spec_hook`` keeps the outcome (``None``: not replayed)."""
+    from mtp_audit.engines.outcome import loc_of
+    from mtp_audit.report import Evidence
+
+    sg = ctx.sg or {}
+    facts = sg.get("speculative_hooks") or {}
+    ctx.spec_hook = None
+    if not facts or ctx.algo_runs_as is None or ctx.algo_conditional or any(f.rule_id == "MTP300" for f in ctx.findings):
+        return
+    cli = sg.get("cli_arguments") or {}
+    given = {(cli.get(o.flag) or {}).get("dest"): o.value for o in ctx.cmd.options}
+    given.pop(None, None)
+    arch = ctx.arch(ctx.ck)
+    overridden = {r.get("argument") for r in ctx.model_overrides}
+    # the per-phase attention backends stay None unless given (or a model override of the architecture sets them)
+    phases = {f: None for f in ("prefill_attention_backend", "decode_attention_backend") if f not in overridden}
+    values = {**phases, **bind_record(cli, given, overridden)}
+    values.update(speculative_algorithm=ctx.algo_runs_as, model_path=ctx.model_path)
+    nvidia = bool(ctx.gpus()) and ctx.cc is not None
+    # the device: the given one without its index, else get_device() -- "cuda" on an NVIDIA GPU (0.5.23
+    # arg_groups/serving_hook.py:648-658, utils/common.py:1083-1085)
+    if isinstance(values.get("device"), str):
+        values["device"] = values["device"].split(":")[0]
+    elif nvidia and values.get("device") is None:
+        values["device"] = "cuda"
+    out = replay_hook(facts, ctx.algo_runs_as, values, arch=arch, nvidia=nvidia or None)
+    ctx.spec_hook = out
+    if not out.raised:
+        return
+    flags = " ".join(f"{o.flag} {o.value}" if o.value is not None else o.flag for o in ctx.cmd.options
+                     if o.flag.startswith("--speculative"))
+    ctx.add("MTP300", f"SGLang {ctx.sglang_version} stops at start-up with {flags}: {out.hook} ({out.location}) raises "
+            + raised_words(out), "--speculative-algorithm",
+            evidence=[Evidence("raised at", w, loc_of(w)) for _t, _m, w in out.raised]
+            + [Evidence("hook", out.hook or "", loc_of(out.location))],
+            remediation=_remedy(first_raise(out)))
+
+
+def raised_words(out: HookOutcome) -> str:
+    """``TypeError: <message> at <file:line>`` for each distinct exception (the same one at several lines: ``at A or
+    B``), and the tests that decide between them."""
+    by_exc: dict[tuple[str, str], list[str]] = {}
+    for t, m, w in out.raised or []:
+        by_exc.setdefault((t, m), []).append(w)
+    words = "; or ".join(f"{t}: {m[:200]} at {' or '.join(ws)}" for (t, m), ws in by_exc.items())
+    if len(out.raised or []) > 1 and out.assumed:
+        words += f" (which one depends on {'; '.join(out.assumed[:3])})"
+    return words
+
+
+def first_raise(out: HookOutcome) -> tuple[str, str, str]:
+    return (out.raised or [("", "", "")])[0]
+
+
+def _remedy(raised: tuple[str, str, str]) -> str:
+    if raised[0] == "TypeError" and "NoneType" in raised[1]:
+        return ("give --speculative-num-steps, --speculative-eagle-topk and --speculative-num-draft-tokens together "
+                "(e.g. 3 1 4), or none of them")
+    return f"change what {raised[2]} refuses: {raised[1][:160]}"
