@@ -398,6 +398,17 @@ RULES = RULES + (
 )
 
 RULES = RULES + (
+    R("MTP233", "ascend-nvfp4-cannot-run", E, "An NVFP4 checkpoint or --quantization on an Ascend NPU",
+      "Ascend only: fires when the launch loads NVFP4 (a ModelOpt / compressed-tensors NVFP4 checkpoint, or --quantization modelopt_fp4 / nvfp4).",
+      "NVFP4 weights need NVIDIA FP4 kernels (CUDA tensor cores). No Ascend backend runs them: vllm-ascend quantises W8A8 / W4A8 "
+      "(msmodelslim), and SGLang's NPU FP4 is an online MXFP4 W4A4 scheme for Ascend 950 only, fed from BF16 weights. The load fails.",
+      "Use an msmodelslim W8A8 / W4A8 (or BF16) checkpoint on the NPU, or run the NVFP4 checkpoint on Blackwell.",
+      ("https://docs.vllm.ai/projects/ascend/en/v0.9.1/user_guide/support_matrix/supported_features.html",
+       "wheel:sglang-0.5.23:sglang/srt/layers/quantization/npu_mxfp4_w4a4.py:1-16"), "documentation",
+      (_ex(True, "910B3, SGLang 0.5.23, --quantization modelopt_fp4", {"env.txt": npu_env().replace("vLLM Version: 0.9.1\nvLLM Ascend Version: 0.9.1\n", "") + "sglang: 0.5.23\n"},
+           ("python", "-m", "sglang.launch_server", "--model-path", "m", "--device", "npu", "--quantization", "modelopt_fp4")),
+       _ex(False, "910B3, SGLang 0.5.23, --quantization mxfp4 (MTP248's question)", {"env.txt": npu_env().replace("vLLM Version: 0.9.1\nvLLM Ascend Version: 0.9.1\n", "") + "sglang: 0.5.23\n"},
+           ("python", "-m", "sglang.launch_server", "--model-path", "m", "--device", "npu", "--quantization", "mxfp4")))),
     R("MTP240", "platform", I, "The machine's platform (NVIDIA CUDA, AMD ROCm, Ascend CANN or CPU only) and where it came from",
       "Off NVIDIA: always reports the platform, the devices (gfx target or Ascend model) and the stack (ROCm, CANN, torch, driver, AITER, torch_npu, vllm-ascend), each with the dump line or table row it came from. The platform is decided before any capability check: a tool of one vendor (npu-smi, amd-smi / rocm-smi), the devices named, torch's ROCm build or +rocm tag, torch_npu / vllm-ascend / CANN, a container image (rocm/vllm, quay.io/ascend/vllm-ascend) or the launch's --device npu / hip.",
       "The NVIDIA checks are meaningless off CUDA; saying what the machine is comes first.",
@@ -464,17 +475,6 @@ RULES = RULES + (
            ("python", "-m", "sglang.launch_server", "--model-path", "m", "--device", "npu", "--quantization", "mxfp4")),
        _ex(False, "910B3, SGLang 0.5.23, no quantization", {"env.txt": npu_env().replace("vLLM Version: 0.9.1\nvLLM Ascend Version: 0.9.1\n", "") + "sglang: 0.5.23\n"},
            ("python", "-m", "sglang.launch_server", "--model-path", "m", "--device", "npu")))),
-    R("MTP233", "ascend-nvfp4-cannot-run", E, "An NVFP4 checkpoint or --quantization on an Ascend NPU",
-      "Ascend only: fires when the launch loads NVFP4 (a ModelOpt / compressed-tensors NVFP4 checkpoint, or --quantization modelopt_fp4 / nvfp4).",
-      "NVFP4 weights need NVIDIA FP4 kernels (CUDA tensor cores). No Ascend backend runs them: vllm-ascend quantises W8A8 / W4A8 "
-      "(msmodelslim), and SGLang's NPU FP4 is an online MXFP4 W4A4 scheme for Ascend 950 only, fed from BF16 weights. The load fails.",
-      "Use an msmodelslim W8A8 / W4A8 (or BF16) checkpoint on the NPU, or run the NVFP4 checkpoint on Blackwell.",
-      ("https://docs.vllm.ai/projects/ascend/en/v0.9.1/user_guide/support_matrix/supported_features.html",
-       "wheel:sglang-0.5.23:sglang/srt/layers/quantization/npu_mxfp4_w4a4.py:1-16"), "documentation",
-      (_ex(True, "910B3, SGLang 0.5.23, --quantization modelopt_fp4", {"env.txt": npu_env().replace("vLLM Version: 0.9.1\nvLLM Ascend Version: 0.9.1\n", "") + "sglang: 0.5.23\n"},
-           ("python", "-m", "sglang.launch_server", "--model-path", "m", "--device", "npu", "--quantization", "modelopt_fp4")),
-       _ex(False, "910B3, SGLang 0.5.23, --quantization mxfp4 (MTP248's question)", {"env.txt": npu_env().replace("vLLM Version: 0.9.1\nvLLM Ascend Version: 0.9.1\n", "") + "sglang: 0.5.23\n"},
-           ("python", "-m", "sglang.launch_server", "--model-path", "m", "--device", "npu", "--quantization", "mxfp4")))),
     R("MTP249", "launch-device-platform-mismatch", E, "The launch's --device names another platform than the machine's",
       "Fires when the launch's --device (npu, hip/rocm, cuda, cpu) names a platform the machine facts contradict (an npu launch on a ROCm machine).",
       "The engine cannot open a device of that kind: it stops at startup.",
