@@ -50,4 +50,4 @@ def hold_against(prediction: dict[str, Any], facts: LogFacts, verdict: str, path
                 for msg, field, line in disagree]
     seen = "speculative statistics" if facts.series.intervals else ("its configuration" if got else "no contradiction")
     return [get_rule("MTP530").finding(f"predicted {want or 'no speculation'} on {want_engine or 'the engine'}; the log shows the same ({seen})",
-                                       Location(path=path))]
+                                       Location(path=path), evidence=(Evidence("seen", seen),))]

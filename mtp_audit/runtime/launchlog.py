@@ -46,7 +46,8 @@ def _log_answer(launch: dict[str, Any], log: Report) -> dict[str, Any]:
     prediction: what ran outranks what was predicted (MTP531's message leads)."""
     against = [f for f in log.findings if f.rule_id == "MTP531"]
     agree = [f for f in log.findings if f.rule_id == "MTP530"]
-    check = "contradicts" if against else "agrees" if agree and not agree[0].message.endswith("(no contradiction)") else "no contradiction"
+    seen = next((e.value for f in agree for e in f.evidence if e.label == "seen"), None)
+    check = "contradicts" if against else "agrees" if seen not in (None, "no contradiction") else "no contradiction"
     answer = [str(a) for a in launch.get("answer") or []]
     if against:
         lead = f"the log contradicts the prediction: {against[0].message} (MTP531"
