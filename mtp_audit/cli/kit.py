@@ -253,14 +253,7 @@ def write_atomic(path: Path, text: str) -> None:
         InputError: the folder does not exist or is not writable, ``path`` is a directory, its name is
             too long, or the write fails (disk full). Never any other exception.
     """
-    from mtp_audit.cli.signals import deferred, held
-
-    with deferred():
-        staged = stage_write(path, text)
-        if held():  # stopped while staging: nothing is written; the signal is delivered as the block ends
-            staged.discard()
-            return
-        commit_all([staged])
+    _stage_and_commit((), (("", path, text),))
 
 
 class _Staged:
