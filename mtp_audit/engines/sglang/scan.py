@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from mtp_audit.engines.code.index import ModuleIndex
 from mtp_audit.engines.sglang import flow, replay, spec_hooks
-from mtp_audit.engines.sglang.names import ASSERTED_SOURCE, HOOK_PATHS, TRACKED_SOURCE
+from mtp_audit.engines.sglang.names import HOOK_PATHS, TRACKED_SOURCE
+from mtp_audit.engines.sglang.prefilter import AssertedFieldFinder, WordFinder
 from mtp_audit.engines.sglang.rewrites import LOG_FUNCS, analyse_units  # noqa: F401  (LOG_FUNCS: public name kept)
 
 #: Bump when the extraction changes, so cached results are recomputed.
@@ -57,6 +58,14 @@ _SERVER_PATHS = re.compile(
     r"(^|/)srt/(server_args\.py|arg_groups/|configs/model_config\.py|speculative/spec_(info|registry)\.py|"
     r"layers/quantization/__init__\.py|layers/moe/utils\.py)"
 )
+class Searcher(Protocol):
+    """What :class:`Pass` asks of its ``tokens`` and ``also``: a compiled bytes regex, or an exact finder of
+    :mod:`~mtp_audit.engines.sglang.prefilter` (its ``search`` answers whether its ``pattern`` matches)."""
+
+    def search(self, data: bytes) -> object:
+        """Not ``None`` when the pattern matches somewhere in ``data``."""
+
+
 class Pass(NamedTuple):
     """One extraction pass: the files it reads (``paths``: a path pattern, ``None`` = every file), the names it
     looks up in their bytes (``tokens``; ``also``: a second pattern that must match too) and ``gate``: literal
@@ -65,8 +74,8 @@ class Pass(NamedTuple):
 
     name: str
     paths: re.Pattern[str] | None
-    tokens: re.Pattern[bytes]
-    also: re.Pattern[bytes] | None = None
+    tokens: Searcher
+    also: Searcher | None = None
     gate: tuple[bytes, ...] = ()
 
     def wants(self, rel: str, data: bytes) -> bool:
@@ -93,8 +102,9 @@ PASSES: tuple[Pass, ...] = (
     Pass("flow-hook", HOOK_PATHS, _b(r"\.(" + TRACKED_SOURCE + r")\s*==\s*[\"']")),
     Pass("flow-consumer", None, _b(r"from_server_args|is_draft_model"), _b(r"\.(" + TRACKED_SOURCE + r")\b"),
          gate=(b"from_server_args", b"is_draft_model")),
-    Pass("asserts", None, _b(r"(?m)assert[\s(]+[\w.]*\.(" + ASSERTED_SOURCE + r")\b|^[ \t]+\w+ = [\w.]+\.(\w+_)?("
-                            + ASSERTED_SOURCE + r")(_str)?[ \t]*$"), _b(r"\bassert\b"), gate=(b"_backend", b"speculative_algorithm")),
+    # \bassert\b, then (?m)assert[\s(]+[\w.]*\.(FIELDS)\b|^[ \t]+\w+ = [\w.]+\.(\w+_)?(FIELDS)(_str)?[ \t]*$ looked for
+    # only around the field names (the same answer as the two regexes: tests/test_sglang_prefilter.py)
+    Pass("asserts", None, WordFinder(b"assert"), AssertedFieldFinder()),
 )
 
 

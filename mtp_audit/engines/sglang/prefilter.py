@@ -1,0 +1,128 @@
+"""Exact byte pre-filters for the extraction passes that would otherwise run a costly regular expression over
+every candidate file (:data:`mtp_audit.engines.sglang.scan.PASSES`).
+
+Each finder answers the same question as ``re.compile(PATTERN).search(data) is not None`` for its documented
+``pattern`` (the specification, kept beside it and checked against it in the tests), but looks only around the
+occurrences of literals every match must hold, found with ``bytes.find`` (C speed). Work is linear in the file
+size: occurrences are visited in file order and every backward search starts where the previous one stopped.
+"""
+
+from __future__ import annotations
+
+import re
+
+from mtp_audit.engines.sglang.names import ASSERTED_SOURCE
+
+#: ASCII word bytes (``\w`` of a bytes pattern).
+_WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+#: ``[\w.]`` bytes map to ``w``, every other byte to ``n``.
+_NAME_RUN = bytes(ord("w") if b in _WORD or b == ord(".") else ord("n") for b in range(256))
+#: ``[\s(]`` bytes (space, tab, newline, return, form feed, vertical tab, ``(``) map to ``s``, others to ``n``.
+_SPACE_RUN = bytes(ord("s") if b in b" \t\n\r\f\v(" else ord("n") for b in range(256))
+
+
+class WordFinder:
+    """``search(data)``: whether ``\\bWORD\\b`` (``WORD`` a run of ASCII word bytes) occurs in ``data``, with
+    ``bytes.find`` and a test of the two bytes around each occurrence. ``pattern``: the equivalent regex."""
+
+    def __init__(self, word: bytes) -> None:
+        if not word or any(b not in _WORD for b in word):
+            raise ValueError(f"not a run of word bytes: {word!r}")
+        self.word = word
+        self.pattern = re.compile(rb"\b" + word + rb"\b")
+
+    def search(self, data: bytes) -> bool | None:
+        """``True`` when the word occurs on word boundaries, else ``None`` (as ``re.Pattern.search`` answers)."""
+        w, n = self.word, len(self.word)
+        i = data.find(w)
+        while i != -1:
+            if (i == 0 or data[i - 1] not in _WORD) and (i + n == len(data) or data[i + n] not in _WORD):
+                return True
+            i = data.find(w, i + 1)
+        return None
+
+
+#: The fields an ``assert`` at start-up may restrict (:data:`~mtp_audit.engines.sglang.names.ASSERTED_SOURCE`).
+ASSERTED_FIELDS = tuple(f.encode() for f in ASSERTED_SOURCE.split("|"))
+#: An ``assert`` whose test reads a backend field (``assert x.attention_backend in ...``, ``assert (\n a.b.F``).
+ASSERT_ON_FIELD = rb"assert[\s(]+[\w.]*\.(" + ASSERTED_SOURCE.encode() + rb")\b"
+#: A local copy of a field that an ``assert`` may test later (``    backend = server_args.decode_attention_backend``).
+FIELD_COPY_LINE = rb"^[ \t]+\w+ = [\w.]+\.(\w+_)?(" + ASSERTED_SOURCE.encode() + rb")(_str)?[ \t]*$"
+_COPY_LINE = re.compile(FIELD_COPY_LINE[1:-1])
+
+
+class AssertedFieldFinder:
+    """``search(data)``: whether ``re.compile(b"(?m)" + ASSERT_ON_FIELD + b"|" + FIELD_COPY_LINE).search(data)``
+    matches (:attr:`pattern`), looking only at the occurrences of :data:`ASSERTED_FIELDS`: every match holds one.
+
+    For an occurrence at ``p`` (the field's first byte, ``e`` past its last):
+
+    - :data:`ASSERT_ON_FIELD` matches with the field at ``p`` exactly when ``data[p - 1]`` is ``.``, ``data[e]`` is
+      not a word byte, and, with ``r`` the start of the longest run of ``[\\w.]`` bytes ending at ``p - 1`` and ``q``
+      the start of the longest run of ``[\\s(]`` bytes ending at ``r - 1``, ``q < r`` and ``data[q - 6:q]`` is
+      ``assert``: ``[\\w.]*`` cannot start inside that run (the byte before it would have to be in ``[\\s(]``, a
+      disjoint set), nor ``[\\s(]+`` inside its run (``assert`` ends with ``t``).
+    - :data:`FIELD_COPY_LINE` holds no newline, so it matches there exactly when the occurrence's whole line
+      matches it (``^`` and ``$`` of a multi-line pattern: after or before ``\\n``, or at either end of ``data``).
+    """
+
+    pattern = re.compile(rb"(?m)" + ASSERT_ON_FIELD + rb"|" + FIELD_COPY_LINE)
+
+    def search(self, data: bytes) -> bool | None:
+        """``True`` when :attr:`pattern` matches somewhere in ``data``, else ``None``."""
+        hits = sorted(i for f in ASSERTED_FIELDS for i in _find_all(data, f) if i > 0)
+        if not hits:
+            return None
+        return True if _field_copy_line(data, hits) or _assert_on_field(data, hits) else None
+
+
+def _find_all(data: bytes, token: bytes) -> list[int]:
+    out, i = [], data.find(token)
+    while i != -1:
+        out.append(i)
+        i = data.find(token, i + 1)
+    return out
+
+
+def _field_copy_line(data: bytes, hits: list[int]) -> bool:
+    """Whether the line of one of ``hits`` (ascending offsets of asserted fields) matches :data:`FIELD_COPY_LINE`;
+    each line is tried once."""
+    line_end = -1
+    for p in hits:
+        if p <= line_end:
+            continue  # on a line already tried
+        start = data.rfind(b"\n", max(line_end, 0), p) + 1
+        line_end = data.find(b"\n", p)
+        if line_end == -1:
+            line_end = len(data)
+        if data[start:start + 1] in (b" ", b"\t") and _COPY_LINE.fullmatch(data, start, line_end) is not None:
+            return True
+    return False
+
+
+def _assert_on_field(data: bytes, hits: list[int]) -> bool:
+    """Whether one of ``hits`` (ascending) is the field of an :data:`ASSERT_ON_FIELD` match (see
+    :class:`AssertedFieldFinder`); the two run starts are searched backwards from where the last search stopped."""
+    names = spaces = b""
+    n = len(data)
+    # [0, *_from) searched so far; *_break: the last byte outside the run found there (-1: none). Both run starts
+    # only grow as the hits do, so each search goes on from where the previous one stopped.
+    name_from = space_from = 0
+    name_break = space_break = -1
+    for p in hits:
+        if data[p - 1] != 0x2E:
+            continue
+        e = p + next(len(f) for f in ASSERTED_FIELDS if data.startswith(f, p))
+        if e < n and data[e] in _WORD:
+            continue
+        if not names:
+            names, spaces = data.translate(_NAME_RUN), data.translate(_SPACE_RUN)
+        at = names.rfind(b"n", name_from, p - 1)
+        name_break, name_from = (at if at != -1 else name_break), p - 1
+        r = name_break + 1
+        at = spaces.rfind(b"n", space_from, r)
+        space_break, space_from = (at if at != -1 else space_break), r
+        q = space_break + 1
+        if q < r and q >= 6 and data.startswith(b"assert", q - 6):
+            return True
+    return False
