@@ -16,6 +16,8 @@ from __future__ import annotations
 import ast
 import contextlib
 import gc
+import itertools
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,6 +33,11 @@ _LEAVES = frozenset({ast.Name, ast.Constant, *(c for base in (ast.expr_context, 
 _NOT_CHILDREN = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "kind", "conversion", "is_async", "type_comment", "level"})
 #: Node type -> the fields ``_expr`` walks into (filled on first sight of each type).
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+#: One source line as ``ast.get_source_segment`` splits a file (``ast._splitlines_no_ff``: on ``\r\n``, ``\r`` and
+#: ``\n`` only, line ends kept; the parser counts lines the same way).
+_SOURCE_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 
 #: Young-generation threshold of the cyclic GC while many files are parsed (:func:`fewer_collections`).
@@ -103,6 +110,8 @@ class ModuleIndex:
     def __init__(self, rel: str, text: str, tree: ast.Module) -> None:
         self.rel, self.text, self.tree = rel, text, tree
         self._lines: list[str] | None = None
+        self._source_lines: list[str] | None = None
+        self._line_starts: list[int] | None = None
         self.units: list[tuple[Any, str | None]] = []
         self.classes: dict[str, ast.ClassDef] = {}
         self.assigns: list[Site] = []
@@ -257,6 +266,35 @@ class ModuleIndex:
             return lines[l0][c0:c1]
         return "\n".join([lines[l0][c0:], *lines[l0 + 1:l1], lines[l1][:c1]])
 
+    def source_lines(self) -> list[str]:
+        """The file's lines with their ends, split as ``ast.get_source_segment`` splits it (on ``\\r\\n``, ``\\r`` and
+        ``\\n`` only), once per file: ``lines[n - 1]`` is line ``n`` of the parser."""
+        if self._source_lines is None:
+            self._source_lines = _SOURCE_LINE.findall(self.text)
+        return self._source_lines
+
+    def lines_text(self, first: int, last: int) -> str:
+        """The text of lines ``first`` to ``last`` (1-based, inclusive, ends kept) of :meth:`source_lines`."""
+        if self._line_starts is None:
+            self._line_starts = list(itertools.accumulate(map(len, self.source_lines()), initial=0))
+        starts = self._line_starts
+        return self.text[starts[max(first, 1) - 1]:starts[min(last, len(starts) - 1)]]
+
+    def source_segment(self, node: ast.AST) -> str | None:
+        """Exactly ``ast.get_source_segment(self.text, node)`` (not padded), cut from :meth:`source_lines` instead of
+        splitting the file again on every call; ``None`` for a node without an end position."""
+        try:
+            l0, l1 = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
+            c0, c1 = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+        except (AttributeError, TypeError):
+            return None
+        if c1 is None:
+            return None
+        lines = self.source_lines()
+        if l0 == l1:
+            return _cut(lines[l0], c0, c1)
+        return "".join([_cut(lines[l0], c0, None), *lines[l0 + 1:l1], _cut(lines[l1], 0, c1)])
+
     def _widen(self, l0: int, c0: int, l1: int, c1: int) -> tuple[int, int, int, int]:
         """Extend ``[l0:c0, l1:c1)`` over matching ``(``/``)`` pairs separated from it by whitespace only."""
         lines = self._lines or []
@@ -285,6 +323,14 @@ class ModuleIndex:
         if "#" in seg:
             seg = _drop_comments(seg)
         return " ".join(seg.split())
+
+
+def _cut(line: str, start: int, end: int | None) -> str:
+    """``line.encode()[start:end].decode()``: the column offsets of ``ast`` count UTF-8 bytes (an ASCII line is cut
+    as it is)."""
+    if line.isascii():
+        return line[start:end]
+    return line.encode()[start:end].decode()
 
 
 def _drop_comments(seg: str) -> str:

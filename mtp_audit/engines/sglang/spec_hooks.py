@@ -42,7 +42,7 @@ def hook_functions(ix: ModuleIndex) -> dict[str, dict[str, Any]]:
     """``{name: {"line", "source"}}``: the module-level functions comparing ``speculative_eagle_topk`` and, transitively,
     the module functions they call (their source text as written, ``line`` of the ``def``)."""
     funcs = {n.name: n for n in ix.tree.body if isinstance(n, ast.FunctionDef)}
-    keep = {name for name, fn in funcs.items() if _compares_topk(fn)}
+    keep = {name for name, fn in funcs.items() if _may_name_topk(ix, fn) and _compares_topk(fn)}
     todo = list(keep)
     while todo:
         for c in _callees(funcs[todo.pop()], set(funcs)) - keep:
@@ -51,10 +51,19 @@ def hook_functions(ix: ModuleIndex) -> dict[str, dict[str, Any]]:
     out = {}
     for name in sorted(keep):
         fn = funcs[name]
-        src = ast.get_source_segment(ix.text, fn)
+        src = ix.source_segment(fn)
         if src is not None:
             out[name] = {"line": fn.lineno, "source": src}
     return out
+
+
+def _may_name_topk(ix: ModuleIndex, fn: ast.FunctionDef) -> bool:
+    """Whether ``fn`` (decorators included) can hold an attribute named :data:`TOPK_FIELD`: its lines hold the name,
+    or are not ASCII (an identifier may be written in characters that NFKC-normalise to it). A test on the text
+    before walking every node of every function of the file."""
+    first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
+    text = ix.lines_text(first, fn.end_lineno or fn.lineno)
+    return TOPK_FIELD in text or not text.isascii()
 
 
 def _predicate_names(test: ast.expr) -> list[str] | None:
@@ -87,23 +96,28 @@ def _members(fn: ast.FunctionDef) -> list[str] | None:
 
 def dispatch(ix: ModuleIndex) -> dict[str, Any]:
     """The per-algorithm dispatch of one file: ``{"calls": [{"predicates": [is_x], "hook": name, "location"}] (source
-    order: an ``if``/``elif`` chain's first true test wins), "predicates": {is_x: [enum members]}}``."""
-    calls, preds = [], {}
+    order: an ``if``/``elif`` chain's first true test wins), "predicates": {is_x: [enum members]}}``. The ``if``
+    statements are those of the index (every ``if`` of the file, in source order) inside a method of a module-level
+    class, at any depth."""
+    preds, methods = {}, set()
     for cls in (n for n in ix.tree.body if isinstance(n, ast.ClassDef)):
         for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef)):
+            methods.add(id(fn))
             if fn.name.startswith("is_"):
                 m = _members(fn)
                 if m is not None:
                     preds[fn.name] = m
-            for node in ast.walk(fn):
-                if not isinstance(node, ast.If):
-                    continue
-                names = _predicate_names(node.test)
-                if names is None:
-                    continue
-                for st in node.body:
-                    if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and isinstance(st.value.func, ast.Name):
-                        calls.append({"predicates": names, "hook": st.value.func.id, "location": f"{ix.rel}:{st.lineno}"})
+    calls = []
+    for site in ix.ifs:
+        if id(site.ctx.unit) not in methods:
+            continue
+        node: ast.If = site.node  # type: ignore[assignment]
+        names = _predicate_names(node.test)
+        if names is None:
+            continue
+        for st in node.body:
+            if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and isinstance(st.value.func, ast.Name):
+                calls.append({"predicates": names, "hook": st.value.func.id, "location": f"{ix.rel}:{st.lineno}"})
     calls.sort(key=lambda c: (c["location"].rsplit(":", 1)[0], int(c["location"].rsplit(":", 1)[1])))
     return {"calls": calls, "predicates": preds} if calls else {}
 
