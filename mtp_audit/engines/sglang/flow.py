@@ -138,14 +138,17 @@ _TRACKED_PARTS = ("speculative_", "quantization", "fp4", "moe_runner_backend", "
 
 
 def _tracked_lines(ix: ModuleIndex) -> list[int] | None:
-    """The 1-based lines of ``ix``'s text that hold one of :data:`_TRACKED_PARTS`, ascending: an attribute whose name
-    :data:`TRACKED` matches has that name on one of them (a cheap test before walking an expression). ``None``
-    (test every expression) when the text is not ASCII (an identifier may be written in characters that
-    NFKC-normalise to a tracked name) or holds a carriage return (which the parser also counts as a line end)."""
+    """The 1-based lines of ``ix``'s text that hold one of :data:`_TRACKED_PARTS` or a character outside ASCII,
+    ascending: an attribute whose name :data:`TRACKED` matches has that name on one of them (a cheap test before
+    walking an expression; an identifier written with characters outside ASCII may NFKC-normalise to a tracked
+    name, so such lines are kept whatever they hold). ``None`` (test every expression) when the text holds a
+    carriage return (which the parser also counts as a line end)."""
     text = ix.text
-    if "\r" in text or not text.isascii():
+    if "\r" in text:
         return None
     offsets = sorted(i for part in _TRACKED_PARTS for i in _find_all(text, part))
+    if not text.isascii():
+        offsets = sorted(offsets + [m.start() for m in _NOT_ASCII.finditer(text)])
     out: list[int] = []
     line, pos = 1, 0
     for at in offsets:
@@ -154,6 +157,9 @@ def _tracked_lines(ix: ModuleIndex) -> list[int] | None:
         if not out or out[-1] != line:
             out.append(line)
     return out
+
+
+_NOT_ASCII = re.compile(r"[^\x00-\x7f]+")
 
 
 def _find_all(text: str, part: str) -> list[int]:
