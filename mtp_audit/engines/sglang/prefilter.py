@@ -70,10 +70,28 @@ class AssertedFieldFinder:
 
     def search(self, data: bytes) -> bool | None:
         """``True`` when :attr:`pattern` matches somewhere in ``data``, else ``None``."""
-        hits = sorted(i for f in ASSERTED_FIELDS for i in _find_all(data, f) if i > 0)
+        hits = _field_spans(data)
         if not hits:
             return None
         return True if _field_copy_line(data, hits) or _assert_on_field(data, hits) else None
+
+
+#: The asserted fields that end with ``_backend``, without it: one search for ``_backend`` finds them all.
+_BACKEND_PREFIXES = tuple(f[:-8] for f in ASSERTED_FIELDS if f.endswith(b"_backend"))
+_OTHER_FIELDS = tuple(f for f in ASSERTED_FIELDS if not f.endswith(b"_backend"))
+
+
+def _field_spans(data: bytes) -> list[tuple[int, int]]:
+    """``(start, end)`` of every occurrence of an asserted field after the first byte, ascending (no field name is
+    a suffix of another, so each ``_backend`` ends at most one)."""
+    spans = []
+    for i in _find_all(data, b"_backend"):
+        for pre in _BACKEND_PREFIXES:
+            if data.endswith(pre, 0, i):
+                spans.append((i - len(pre), i + 8))
+                break
+    spans += [(i, i + len(f)) for f in _OTHER_FIELDS for i in _find_all(data, f)]
+    return sorted(s for s in spans if s[0] > 0)
 
 
 def _find_all(data: bytes, token: bytes) -> list[int]:
@@ -84,11 +102,11 @@ def _find_all(data: bytes, token: bytes) -> list[int]:
     return out
 
 
-def _field_copy_line(data: bytes, hits: list[int]) -> bool:
-    """Whether the line of one of ``hits`` (ascending offsets of asserted fields) matches :data:`FIELD_COPY_LINE`;
+def _field_copy_line(data: bytes, hits: list[tuple[int, int]]) -> bool:
+    """Whether the line of one of ``hits`` (ascending spans of asserted fields) matches :data:`FIELD_COPY_LINE`;
     each line is tried once."""
     line_end = -1
-    for p in hits:
+    for p, _ in hits:
         if p <= line_end:
             continue  # on a line already tried
         start = data.rfind(b"\n", max(line_end, 0), p) + 1
@@ -100,7 +118,7 @@ def _field_copy_line(data: bytes, hits: list[int]) -> bool:
     return False
 
 
-def _assert_on_field(data: bytes, hits: list[int]) -> bool:
+def _assert_on_field(data: bytes, hits: list[tuple[int, int]]) -> bool:
     """Whether one of ``hits`` (ascending) is the field of an :data:`ASSERT_ON_FIELD` match (see
     :class:`AssertedFieldFinder`); the two run starts are searched backwards from where the last search stopped."""
     names = spaces = b""
@@ -109,10 +127,9 @@ def _assert_on_field(data: bytes, hits: list[int]) -> bool:
     # only grow as the hits do, so each search goes on from where the previous one stopped.
     name_from = space_from = 0
     name_break = space_break = -1
-    for p in hits:
+    for p, e in hits:
         if data[p - 1] != 0x2E:
             continue
-        e = p + next(len(f) for f in ASSERTED_FIELDS if data.startswith(f, p))
         if e < n and data[e] in _WORD:
             continue
         if not names:
