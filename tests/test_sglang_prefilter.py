@@ -81,3 +81,45 @@ def test_finders_agree_with_their_regexes_on_every_file_of_the_real_wheel() -> N
             matched += want
     assert len(names) == 4719
     assert matched == 21
+
+
+# --- source text cut from one line table per file (mtp_audit/engines/code/index.py) ----------------------------
+
+SOURCES = [
+    "def f(x):\n    return x > 1\n",
+    "def f(x):\r\n    y = 'é'  # ü\r\n    return y\r\n",
+    "x = 1\rdef g():\r    return 'ß' + \"\\u00e9\"\r",
+    "class C:\n    def m(self):\n        return (self.a\n                > 2)\n\x0c\ndef h(): pass",
+    "@dec(1)\nasync def k(a: int = 2) -> 'Ø':\n    await a\n",
+]
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_source_segment_is_get_source_segment(source: str) -> None:
+    import ast
+
+    from mtp_audit.engines.code.index import ModuleIndex
+
+    tree = ast.parse(source)
+    ix = ModuleIndex("x.py", source, tree)
+    nodes = [n for n in ast.walk(tree) if hasattr(n, "end_lineno")]
+    assert nodes
+    for n in nodes:
+        assert ix.source_segment(n) == ast.get_source_segment(source, n)
+    assert "".join(ix.source_lines()) == source
+
+
+def test_source_segment_on_every_function_of_the_real_spec_hook_file() -> None:
+    """0.5.23 ``srt/arg_groups/speculative_hook.py``: every function's text as ``ast.get_source_segment`` gives it."""
+    import ast
+
+    from mtp_audit.engines.code.index import ModuleIndex
+
+    with zipfile.ZipFile(sglang_wheel("0.5.23")) as zf:
+        text = zf.read("sglang/srt/arg_groups/speculative_hook.py").decode()
+    tree = ast.parse(text)
+    ix = ModuleIndex("speculative_hook.py", text, tree)
+    fns = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    assert len(fns) == 20
+    for fn in fns:
+        assert ix.source_segment(fn) == ast.get_source_segment(text, fn)
