@@ -123,3 +123,30 @@ def test_source_segment_on_every_function_of_the_real_spec_hook_file() -> None:
     assert len(fns) == 20
     for fn in fns:
         assert ix.source_segment(fn) == ast.get_source_segment(text, fn)
+
+
+TRACKED_PIECES = [b".", b"x", b"_", b"1", b" ", b"\n", b"(", b"speculative_", b"speculative_algorithm", b"quantization",
+                  b"fp4", b"nvfp4", b"moe_runner_backend", b"moe_a2a_backend", b"\xc3\xa9", b"self.", b"=="]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(TRACKED_PIECES), max_size=30).map(b"".join))
+def test_attribute_finder_is_the_regex(data: bytes) -> None:
+    from mtp_audit.engines.sglang.names import TRACKED_SOURCE
+    from mtp_audit.engines.sglang.prefilter import AttributeFinder
+
+    f = AttributeFinder(TRACKED_SOURCE)
+    assert (f.search(data) is not None) == (f.pattern.search(data) is not None)
+
+
+def test_attribute_finder_shapes() -> None:
+    from mtp_audit.engines.sglang.names import TRACKED_SOURCE
+    from mtp_audit.engines.sglang.prefilter import AttributeFinder
+
+    f = AttributeFinder(TRACKED_SOURCE)
+    assert f.search(b"x.speculative_num_steps") and not f.search(b"x.speculative_") and not f.search(b"speculative_x")
+    assert f.search(b"a.quantization)") and not f.search(b"a.quantization_config") and not f.search(b"a.weight_quantization")
+    assert f.search(b"cfg.use_nvfp4_gemm") and not f.search(b"cfg. nvfp4") and f.search(b"self.fp4")
+    assert not f.search(b"x" * 5000 + b"fp4" * 3000)  # one long run: linear, no dot before it
+    with pytest.raises(ValueError):
+        AttributeFinder(r"\w+x")

@@ -143,3 +143,51 @@ def _assert_on_field(data: bytes, hits: list[tuple[int, int]]) -> bool:
         if q < r and q >= 6 and data.startswith(b"assert", q - 6):
             return True
     return False
+
+
+class AttributeFinder:
+    """``search(data)``: whether ``re.compile(rb"\\.(" + source + rb")\\b").search(data)`` matches (:attr:`pattern`)
+    for a ``source`` that is an alternation of names each of which is a literal word (``quantization``), a literal
+    followed by ``\\w+`` (``speculative_\\w+``) or a literal between ``\\w*`` and ``\\w*`` (``\\w*fp4\\w*``), as
+    :data:`~mtp_audit.engines.sglang.names.TRACKED_SOURCE` is. Looks only at the occurrences of the literals
+    (``bytes.find``): an occurrence is in a match exactly when the run of word bytes it sits in starts right after a
+    ``.`` (``\\w*`` before the literal), or the literal itself does (no ``\\w*``), and that run, or the literal,
+    ends where the name may end (``\\b`` after ``\\w*``/``\\w+`` holds at the end of the run; ``\\w+`` needs one
+    byte more; a bare literal must end the run)."""
+
+    def __init__(self, source: str) -> None:
+        self.pattern = re.compile(rb"\.(" + source.encode() + rb")\b")
+        self.names: list[tuple[bytes, bool, str]] = []  # (literal, word bytes may precede it, what may follow)
+        for alt in source.split("|"):
+            m = re.fullmatch(r"(\\w\*)?(\w+?)(\\w[*+])?", alt)
+            if m is None or not m.group(2).isascii():
+                raise ValueError(f"not a literal name shape: {alt!r}")
+            self.names.append((m.group(2).encode(), bool(m.group(1)), m.group(3) or ""))
+
+    def search(self, data: bytes) -> bool | None:
+        """``True`` when :attr:`pattern` matches somewhere in ``data``, else ``None``."""
+        n = len(data)
+        for lit, any_before, after in self.names:
+            i, prev, prev_start = data.find(lit), -1, -1
+            while i != -1:
+                start, end = i, i + len(lit)
+                if any_before:  # back to the start of the word run, or to the previous occurrence's run
+                    while start > 0 and start > prev and data[start - 1] in _WORD:
+                        start -= 1
+                    if start == prev and prev != -1:
+                        start = prev_start
+                    prev, prev_start = i, start
+                if start > 0 and data[start - 1] == 0x2E and _name_may_end(data, end, n, after):
+                    return True
+                i = data.find(lit, i + 1)
+        return None
+
+
+def _name_may_end(data: bytes, end: int, n: int, after: str) -> bool:
+    """Whether a name whose literal part ends at ``end`` can end a match there: after ``\\w*`` always (the run's
+    end is a boundary), after ``\\w+`` when one word byte follows, with nothing after when no word byte follows."""
+    if after == "\\w*":
+        return True
+    if after == "\\w+":
+        return end < n and data[end] in _WORD
+    return end == n or data[end] not in _WORD

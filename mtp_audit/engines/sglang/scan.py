@@ -35,7 +35,7 @@ from typing import Any, NamedTuple, Protocol
 from mtp_audit.engines.code.index import ModuleIndex
 from mtp_audit.engines.sglang import flow, replay, spec_hooks
 from mtp_audit.engines.sglang.names import HOOK_PATHS, TRACKED_SOURCE
-from mtp_audit.engines.sglang.prefilter import AssertedFieldFinder, WordFinder
+from mtp_audit.engines.sglang.prefilter import AssertedFieldFinder, AttributeFinder, WordFinder
 from mtp_audit.engines.sglang.rewrites import LOG_FUNCS, analyse_units  # noqa: F401  (LOG_FUNCS: public name kept)
 
 #: Bump when the extraction changes, so cached results are recomputed.
@@ -100,8 +100,8 @@ PASSES: tuple[Pass, ...] = (
     Pass("server", None, _b(r'"NEXTN"'), _b(r"speculative_algorithm"), gate=(b'"NEXTN"',)),
     Pass("server", None, _b(r"architectures\[0\] ="), _b(r"is_draft"), gate=(b"architectures[0] =",)),
     Pass("flow-hook", HOOK_PATHS, _b(r"\.(" + TRACKED_SOURCE + r")\s*==\s*[\"']")),
-    Pass("flow-consumer", None, _b(r"from_server_args|is_draft_model"), _b(r"\.(" + TRACKED_SOURCE + r")\b"),
-         gate=(b"from_server_args", b"is_draft_model")),
+    # from_server_args|is_draft_model (the gate is that regex), then \.(TRACKED)\b looked for only around the names
+    Pass("flow-consumer", None, AttributeFinder(TRACKED_SOURCE), gate=(b"from_server_args", b"is_draft_model")),
     # \bassert\b, then (?m)assert[\s(]+[\w.]*\.(FIELDS)\b|^[ \t]+\w+ = [\w.]+\.(\w+_)?(FIELDS)(_str)?[ \t]*$ looked for
     # only around the field names (the same answer as the two regexes: tests/test_sglang_prefilter.py)
     Pass("asserts", None, WordFinder(b"assert"), AssertedFieldFinder()),
