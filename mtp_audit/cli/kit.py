@@ -7,7 +7,6 @@ import contextlib
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -312,6 +311,8 @@ def stage_write(path: Path, text: str) -> _Staged:
         folder = target.parent if str(target.parent) else Path(".")
         if not folder.is_dir():
             raise InputError(str(path), f"folder {folder} does not exist")
+        import tempfile  # only when a file is written (start-up: tempfile imports shutil, random)
+
         fd, tmp = tempfile.mkstemp(prefix=".mtp-audit-", dir=folder)
         try:
             with os.fdopen(fd, "wb") as fh:
