@@ -725,13 +725,13 @@ def _render_for(report: Any, fmt: str, path: Path | str, threshold: Any) -> str:
 
 def _terminal_width() -> int | None:
     """The width of the terminal stdout is (``COLUMNS`` wins), or ``None`` for a file, a pipe or a CI log."""
-    import shutil
-
     try:
         if not sys.stdout.isatty():
             return None
     except (AttributeError, ValueError):
         return None
+    import shutil  # a terminal only (shutil imports bz2 and lzma)
+
     return shutil.get_terminal_size((100, 24)).columns
 
 
