@@ -402,6 +402,21 @@ def _write_stream(stream: Any, text: str, where: str = "stdout") -> None:
         raise InputError(where, f"cannot write the report: {getattr(exc, 'strerror', None) or exc}") from None
 
 
+def release_or_path(package: str, target: str | None) -> str | None:
+    """A TARGET argument as the analyzer takes it: ``None`` or an existing path as given, a release version (``0.5.23``)
+    as the local wheel :func:`mtp_audit.sources.pypi.by_version` fetches. The package-index client is imported only for
+    a version, so a path does not pay for it at start-up.
+
+    Raises:
+        InputError / IndexUnavailable: as :func:`mtp_audit.sources.pypi.release_wheel`.
+    """
+    if target is None or os.path.lexists(target):
+        return target
+    from mtp_audit.sources.pypi import by_version
+
+    return by_version(package, target)
+
+
 def installed_package_folder(name: str) -> list[str]:
     """``[folder]`` of the installed top-level package ``name`` (located with ``find_spec``, which does not
     run its ``__init__``), or ``[]``: what an engine command with no TARGET audits, protected like any input."""
