@@ -89,3 +89,81 @@ def test_full_audit_and_cli_exit_codes_on_a_real_wheel():
     assert rep.facts["sglang"]["value_flows"][0]["refill"]["location"] == "sglang/srt/configs/model_config.py:918"
     assert main(["sglang", w]) == 0  # a warning: status findings, exit 0 by default
     assert main(["sglang", w, "--fail-on", "warning"]) == 1
+
+
+# --- which consumer-only files are parsed -------------------------------------------------------------------------
+
+HOOK = '''class ServerArgs:
+    def _handle(self):
+        if self.speculative_draft_model_quantization == "unquant":
+            self.speculative_draft_model_quantization = None
+
+    @staticmethod
+    def add_cli_args(parser):
+        parser.add_argument("--speculative-draft-model-quantization", choices=["unquant", "fp8"])
+'''
+CONSUMER = '''from x import DraftConfig
+def from_server_args(server_args):
+    q = server_args.speculative_draft_model_quantization
+    return DraftConfig(quantization=q)
+'''
+REFILL = '''class DraftConfig:  # is_draft_model
+    def __init__(self, quantization=None):
+        self.quantization = quantization
+
+    def verify(self, cfg):
+        if self.quantization is None:
+            self.quantization = cfg.quant_method
+        return cfg.speculative_algorithm
+'''
+OTHER = '''def from_server_args(server_args):  # reads tracked fields, but none a hook rewrites to None
+    return Other(algo=server_args.speculative_algorithm)
+'''
+
+
+def test_consumer_only_files_are_parsed_when_a_flow_can_need_them(tmp_path):
+    """The consumer (it reads the rewritten field) and the class it builds (its re-fill) are parsed; a file that only
+    the consumer pass wants and that neither reads a rewritten field nor defines such a class is not."""
+    files = {"sglang/srt/server_args.py": HOOK, "sglang/srt/configs/draft.py": CONSUMER, "sglang/srt/layers/refill.py": REFILL,
+             "sglang/srt/managers/other.py": OTHER}
+    for rel, text in files.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    tree = open_target(tmp_path)
+    try:
+        results, stats = scan_tree(tree)
+    finally:
+        tree.close()
+    parsed = sorted(rel for rel, r in results.items() if r.get("passes"))
+    assert parsed == ["sglang/srt/configs/draft.py", "sglang/srt/layers/refill.py", "sglang/srt/server_args.py"]
+    assert stats["parsed"] == 3
+    (flow,) = analyze_flows(results)
+    assert flow["consumer"]["read_location"] == "sglang/srt/configs/draft.py:3"
+    assert flow["refill"]["location"] == "sglang/srt/layers/refill.py:7"
+
+
+def test_consumer_and_refill_files_pass_the_text_tests_on_the_real_wheel():
+    """Every consumer and re-fill that the pass finds in 0.5.23, in every file it wants, is seen by the text tests that
+    decide which of those files are parsed (they may say yes for more)."""
+    import zipfile
+
+    from conftest import sglang_wheel
+
+    from mtp_audit.engines.sglang.flow import consumers, may_consume, may_refill, refills
+    from mtp_audit.engines.sglang.scan import index_source, passes_for
+
+    found = 0
+    with zipfile.ZipFile(sglang_wheel("0.5.23")) as zf:
+        for name in zf.namelist():
+            data = zf.read(name) if name.endswith(".py") else b""
+            if "flow-consumer" not in passes_for(name, data):
+                continue
+            ix = index_source(name, data)
+            for c in consumers(ix):
+                assert may_consume(data, {c["field"]}), (name, c)
+                found += 1
+            for r in refills(ix):
+                assert may_refill(data, {r["class"]}), (name, r)
+                found += 1
+    assert found == 10

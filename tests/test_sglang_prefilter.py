@@ -150,3 +150,32 @@ def test_attribute_finder_shapes() -> None:
     assert not f.search(b"x" * 5000 + b"fp4" * 3000)  # one long run: linear, no dot before it
     with pytest.raises(ValueError):
         AttributeFinder(r"\w+x")
+
+
+@pytest.mark.parametrize(("data", "hit"), [
+    (b"x.quantization", True), (b"(x.  # note\n  quantization)", True), (b"(x.\n quantization)", True), (b"x. \\\n quantization", True),
+    (b"quantization=1", False), (b"x.quantization_config", False), (b"x.weight_quantization", False), (b"def quantization():", False),
+])
+def test_attribute_named(data: bytes, hit: bool) -> None:
+    from mtp_audit.engines.sglang.prefilter import attribute_named
+
+    assert attribute_named(data, {"quantization"}) is hit
+
+
+@pytest.mark.parametrize(("data", "hit"), [
+    (b"class ModelConfig:", True), (b"x = 1\nclass \\\n  ModelConfig(Base):", True), (b"class\tModelConfig", True),
+    (b"from a import (\n    ModelConfig,\n)", False), (b"subclass ModelConfig", False), (b"class ModelConfigs:", False),
+    (b"ModelConfig(quantization=q)", False),
+])
+def test_class_named(data: bytes, hit: bool) -> None:
+    from mtp_audit.engines.sglang.prefilter import class_named
+
+    assert class_named(data, {"ModelConfig"}) is hit
+
+
+def test_names_outside_ascii_are_seen_in_their_nfkc_form() -> None:
+    from mtp_audit.engines.sglang.flow import may_consume, may_refill
+
+    assert may_consume("x.ｑuantization  # é\n".encode(), {"quantization"})  # fullwidth q: NFKC gives q
+    assert may_refill("class ＭodelConfig:\n".encode(), {"ModelConfig"})
+    assert not may_refill("class Other:  # é\n".encode(), {"ModelConfig"})

@@ -25,11 +25,13 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+import unicodedata
 from typing import Any
 
 from mtp_audit.engines.code.index import ModuleIndex
 from mtp_audit.engines.sglang.names import HOOK_PATHS as _HOOK_PATHS
 from mtp_audit.engines.sglang.names import TRACKED_SOURCE
+from mtp_audit.engines.sglang.prefilter import attribute_named, class_named
 from mtp_audit.report import Evidence, Finding, Location
 
 #: ServerArgs fields whose value flow is followed (speculative decoding, quantization, FP4 / MoE backends).
@@ -225,6 +227,48 @@ def file_pieces(ix: ModuleIndex, *, hook: bool, consumer: bool) -> dict[str, lis
     ``consumers`` and ``refills`` (files that build a config from the server arguments)."""
     return {"rewrites": sentinel_rewrites(ix) if hook else [],
             "consumers": consumers(ix) if consumer else [], "refills": refills(ix) if consumer else []}
+
+
+def rewritten_fields(results: dict[str, dict[str, Any]]) -> set[str]:
+    """The fields a hook file rewrites to ``None`` in ``results`` (rel -> scan result): the only fields whose
+    consumers :func:`analyze_flows` links."""
+    return {x["field"] for rel, r in results.items() if r.get("flow") and _HOOK_PATHS.search(rel)
+            for x in r["flow"]["rewrites"] if x["to"] is None}
+
+
+def consumer_callees(results: dict[str, dict[str, Any]], fields: set[str]) -> set[str]:
+    """The classes that consumers of ``fields`` construct (outside hook files): the only classes whose re-fills
+    :func:`analyze_flows` links."""
+    return {c["callee"] for rel, r in results.items() if r.get("flow") and not _HOOK_PATHS.search(rel)
+            for c in r["flow"]["consumers"] if c["field"] in fields}
+
+
+def may_consume(data: bytes, fields: set[str]) -> bool:
+    """Whether the source ``data`` can hold a :func:`consumers` record of one of ``fields``: such a record is an
+    attribute read of the field (:func:`~mtp_audit.engines.sglang.prefilter.attribute_named`)."""
+    return _in_source(data, fields, attribute_named)
+
+
+def may_refill(data: bytes, classes: set[str]) -> bool:
+    """Whether the source ``data`` can hold a :func:`refills` record of one of ``classes``: such a record sits in a
+    module-level class of that name (:func:`~mtp_audit.engines.sglang.prefilter.class_named`)."""
+    return _in_source(data, classes, class_named)
+
+
+def _in_source(data: bytes, names: set[str], test: Any) -> bool:
+    """``test(bytes, names)`` on ``data``, and, when it is not ASCII, on its NFKC form too (the parser
+    NFKC-normalises identifiers). ``False`` for no names, or bytes that are not UTF-8 (they cannot be parsed)."""
+    if not names:
+        return False
+    if test(data, names):
+        return True
+    if data.isascii():
+        return False
+    try:
+        text = unicodedata.normalize("NFKC", data.decode("utf-8")).encode()
+    except UnicodeDecodeError:
+        return False
+    return bool(test(text, names))
 
 
 def analyze_flows(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ size: occurrences are visited in file order and every backward search starts whe
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from mtp_audit.engines.sglang.names import ASSERTED_SOURCE
 
@@ -33,13 +34,18 @@ class WordFinder:
 
     def search(self, data: bytes) -> bool | None:
         """``True`` when the word occurs on word boundaries, else ``None`` (as ``re.Pattern.search`` answers)."""
-        w, n = self.word, len(self.word)
-        i = data.find(w)
-        while i != -1:
-            if (i == 0 or data[i - 1] not in _WORD) and (i + n == len(data) or data[i + n] not in _WORD):
-                return True
-            i = data.find(w, i + 1)
-        return None
+        return True if word_in(data, self.word) else None
+
+
+def word_in(data: bytes, word: bytes) -> bool:
+    """Whether ``word`` occurs in ``data`` with no ASCII word byte (``[A-Za-z0-9_]``) right before or after it."""
+    n = len(word)
+    i = data.find(word)
+    while i != -1:
+        if (i == 0 or data[i - 1] not in _WORD) and (i + n == len(data) or data[i + n] not in _WORD):
+            return True
+        i = data.find(word, i + 1)
+    return False
 
 
 #: The fields an ``assert`` at start-up may restrict (:data:`~mtp_audit.engines.sglang.names.ASSERTED_SOURCE`).
@@ -191,3 +197,53 @@ def _name_may_end(data: bytes, end: int, n: int, after: str) -> bool:
     if after == "\\w+":
         return end < n and data[end] in _WORD
     return end == n or data[end] not in _WORD
+
+
+#: Bytes that may stand between two tokens on one logical line, or end a physical line inside brackets or after a
+#: backslash (comments aside).
+_GAP = frozenset(b" \t\f\r\n\\")
+
+
+def attribute_named(data: bytes, names: set[str]) -> bool:
+    """Whether one of ``names`` can be read as an attribute (``x.name``) in the source ``data``: it occurs as a whole
+    word (ASCII word bytes) and, going back over spaces, line ends and backslashes, a ``.`` comes first, or a line
+    end was crossed (a comment may end the line before, inside brackets). Never false for a real read."""
+    return _named_after(data, names, lambda d, j: j > 0 and d[j - 1] == 0x2E)
+
+
+def class_named(data: bytes, names: set[str]) -> bool:
+    """Whether the source ``data`` can define a class named one of ``names`` (``class name``): the name occurs as a
+    whole word and, going back over spaces, tabs, form feeds and backslash-newlines (the only things a ``class``
+    statement allows between its two words), the word ``class`` comes first. Never false for a real class
+    statement."""
+    return _named_after(data, names, _class_before, skip=False)
+
+
+def _class_before(data: bytes, j: int) -> bool:
+    while True:
+        while j > 0 and data[j - 1] in (0x20, 0x09, 0x0C):
+            j -= 1
+        if data.endswith(b"\\\r\n", 0, j):
+            j -= 3
+        elif data.endswith(b"\\\n", 0, j) or data.endswith(b"\\\r", 0, j):
+            j -= 2
+        else:
+            return data.endswith(b"class", 0, j) and (j == 5 or data[j - 6] not in _WORD)
+
+
+def _named_after(data: bytes, names: set[str], before: Callable[[bytes, int], bool], *, skip: bool = True) -> bool:
+    """Whether a name of ``names`` occurs as a whole word with ``before(data, j)`` true, ``j`` its start or (``skip``)
+    the start of the gap bytes before it; with ``skip``, crossing a line end there is enough."""
+    for name in names:
+        word = name.encode()
+        n, i = len(word), data.find(word)
+        while i != -1:
+            if (i == 0 or data[i - 1] not in _WORD) and (i + n == len(data) or data[i + n] not in _WORD):
+                j, crossed = i, False
+                while skip and j > 0 and data[j - 1] in _GAP:
+                    crossed = crossed or data[j - 1] in (0x0A, 0x0D)
+                    j -= 1
+                if crossed or before(data, j):
+                    return True
+            i = data.find(word, i + 1)
+    return False
