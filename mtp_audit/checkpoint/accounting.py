@@ -29,6 +29,7 @@ from mtp_audit.checkpoint.tensors import (
     split_param,
     vector_len,
 )
+from mtp_audit.checkpoint.trunk import census
 
 
 def _hint(facts: CheckpointFacts) -> str:
@@ -108,7 +109,14 @@ def trunk_format_counts(facts: CheckpointFacts) -> dict[str, int]:
     if "trunk" in facts.cache:
         return facts.cache["trunk"]
     if facts.infos:
-        out = summarize_formats(linear_formats(facts, facts.trunk_modules))[1]
+        got = trunk_census(facts)
+        if got is None:
+            out = summarize_formats(linear_formats(facts, facts.trunk_modules))[1]
+        else:
+            per: Counter[str] = Counter()
+            for (fmt, _), n in got.items():
+                per[fmt] += n
+            out = dict(sorted(per.items()))
     else:
         c = facts.trunk_suffixes
         nv_mo = c.get("weight_scale_2", 0)
@@ -129,6 +137,27 @@ def trunk_format_counts(facts: CheckpointFacts) -> dict[str, int]:
             raw[fmt] += n
         out = {k: v for k, v in sorted(raw.items()) if v}
     facts.cache["trunk"] = out
+    return out
+
+
+def trunk_census(facts: CheckpointFacts) -> Counter[tuple[str, bool]] | None:
+    """Trunk linear modules per ``(format, inferred)`` without building each module
+    (:func:`mtp_audit.checkpoint.trunk.census`, computed once); ``None`` when the census cannot certify its counts
+    (then :func:`linear_formats` over :attr:`CheckpointFacts.trunk_modules` decides)."""
+    if "trunk_census" in facts.cache:
+        return facts.cache["trunk_census"]
+    scheme = facts.primary_scheme
+    uniform, same = scheme.uniform_declaration() if scheme is not None else (True, None)
+    hint = (same.format if same is not None else _hint(facts)) if uniform else None
+    dt = _dtype(facts)
+
+    def decide(name: str, params: Mapping[str, Any]) -> tuple[str, bool] | bool | None:
+        got = _signature_format(name, params, dt)
+        if got is None and hint is not None:
+            got = module_format(params, dt, hint)  # the same declaration for every module
+        return got
+
+    out = facts.cache["trunk_census"] = census(facts.tensors, facts.infos, facts.mtp_modules, len(facts.mtp), decide)
     return out
 
 

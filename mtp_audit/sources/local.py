@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from itertools import chain, repeat
 from operator import itemgetter, mul, rshift, sub
 from pathlib import Path
@@ -92,6 +92,7 @@ class TensorInfo(NamedTuple):
 
 
 _NBYTES = itemgetter(3)  # TensorInfo.nbytes, as a C callable for map()
+_SHAPE_OF = itemgetter(2)  # TensorInfo.shape
 
 
 @dataclass(frozen=True)
@@ -110,10 +111,15 @@ class ShardHeader:
     metadata: Mapping[str, str] = field(default_factory=dict)
     header_bytes: int = 0
 
-    @property
+    @cached_property
     def data_bytes(self) -> int:
-        """Sum of tensor sizes in bytes."""
+        """Sum of tensor sizes in bytes (computed once; :func:`fast_header` knows it already: the end of the data)."""
         return sum(map(_NBYTES, self.tensors.values()))
+
+    @cached_property
+    def elements(self) -> int:
+        """Sum of the tensors' element counts (the product of each shape; computed once, or by :func:`fast_header`)."""
+        return sum(map(math.prod, map(_SHAPE_OF, self.tensors.values())))
 
 
 class ReadProblem(Exception):
@@ -281,12 +287,15 @@ def fast_header(file: str, raw: bytes, file_size: int | None) -> ShardHeader | N
     columns = _tensor_columns(entries, raw, signed)
     if columns is None:
         return None
-    dtypes, shapes, nbytes, starts, ends = columns
+    dtypes, shapes, nbytes, starts, ends, elements = columns
     data_end = _tiled_end(starts, ends)
     if data_end is None or data_end >= _USIZE_END or (file_size is not None and 8 + len(raw) + data_end != file_size):
         return None
     infos = map(_new_info, zip(names, dtypes, map(tuple, shapes), nbytes))
-    return ShardHeader(file=file, tensors=dict(zip(names, infos)), metadata=metadata, header_bytes=len(raw))
+    header = ShardHeader(file=file, tensors=dict(zip(names, infos)), metadata=metadata, header_bytes=len(raw))
+    header.__dict__["data_bytes"] = data_end  # the spans tile [0, data_end) and each is its tensor's size
+    header.__dict__["elements"] = elements
+    return header
 
 
 def _decode_entries(raw: bytes) -> tuple[dict[str, Any], dict[str, str], int, int] | None:
@@ -313,8 +322,8 @@ def _decode_entries(raw: bytes) -> tuple[dict[str, Any], dict[str, str], int, in
 
 
 def _tensor_columns(entries: list[dict[str, Any]], raw: bytes, signed: bool
-                    ) -> tuple[list[str], list[list[int]], list[int], list[int], list[int]] | None:
-    """``(dtypes, shapes, byte sizes, start offsets, end offsets)`` of the entries, at C speed per tensor, or ``None``
+                    ) -> tuple[list[str], list[list[int]], list[int], list[int], list[int], int] | None:
+    """``(dtypes, shapes, byte sizes, start offsets, end offsets, total elements)`` of the entries, at C speed per tensor, or ``None``
     when an entry is not certified (unknown dtype, a missing key, a non-int or negative number, an overflow past
     2**64, a partial byte, a size that is not its span)."""
     try:
@@ -354,7 +363,7 @@ def _tensor_columns(entries: list[dict[str, Any]], raw: bytes, signed: bool
         return None
     if nbytes != spans:
         return None  # also catches end < start: nbytes is never negative
-    return dtypes, shapes, nbytes, starts, ends
+    return dtypes, shapes, nbytes, starts, ends, sum(numels)
 
 
 def _tiled_end(starts: list[int], ends: list[int]) -> int | None:
