@@ -10,6 +10,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from typing import Callable
 
+from mtp_audit.checkpoint import checks_families
 from mtp_audit.checkpoint import rules as R
 from mtp_audit.checkpoint.accounting import (
     as_rest_of_model,
@@ -21,7 +22,6 @@ from mtp_audit.checkpoint.accounting import (
     trunk_census,
     trunk_format_counts,
 )
-from mtp_audit.checkpoint import checks_families
 from mtp_audit.checkpoint.checks_families import is_dspark
 from mtp_audit.checkpoint.config import QuantScheme
 from mtp_audit.checkpoint.declared import DeclaredFormat, declared_bytes
@@ -434,20 +434,36 @@ _MISPLACED_RE = re.compile(
 )
 
 
-_LEAF_AT = re.compile(r"\.(?:" + "|".join(_MTP_ONLY_LEAVES) + ")")
-
-
 def _misplaced_matches(joined: str) -> Iterator[re.Match[str]]:
     """What ``_MISPLACED_RE.finditer(joined)`` finds, tried only at the starts of the lines that hold ``.<leaf>`` for
-    a leaf of :data:`_MTP_ONLY_LEAVES` (a handful in a 92k-name index, found in one scan: no two such ``.<leaf>``
-    overlap, as each holds one dot, its first character) instead of at every position: a match starts at a line
-    start, holds ``.<leaf>`` and never runs past its line's newline, so each line has at most one, and it is the
-    one ``match`` finds at that line's start."""
-    starts = sorted({joined.rfind("\n", 0, m.start()) + 1 for m in _LEAF_AT.finditer(joined)})
+    a leaf of :data:`_MTP_ONLY_LEAVES` (a handful in a 92k-name index) instead of at every position: a match
+    starts at a line start, holds ``.<leaf>`` and never runs past its line's newline, so each line has at most
+    one, and it is the one ``match`` finds at that line's start."""
+    starts = sorted({joined.rfind("\n", 0, i) + 1 for leaf in _MTP_ONLY_LEAVES for i in _find_all(joined, "." + leaf)})
     for start in starts:
         m = _MISPLACED_RE.match(joined, start)
         if m is not None:
             yield m
+
+
+def _find_all(text: str, part: str) -> list[int]:
+    out, i = [], text.find(part)
+    while i != -1:
+        out.append(i)
+        i = text.find(part, i + 1)
+    return out
+
+
+def _only_in(names: Iterable[str], joined: str) -> bool:
+    """Whether every ``.<leaf>`` of :data:`_MTP_ONLY_LEAVES` in ``joined`` lies in one of ``names`` (lines of it):
+    ``str.count`` over the joined text (C speed) against the count over those few names."""
+    dotted = ["." + leaf for leaf in _MTP_ONLY_LEAVES]
+    own = [0] * len(dotted)
+    for name in names:
+        if "." in name:
+            for k, part in enumerate(dotted):
+                own[k] += name.count(part)
+    return all(joined.count(part) == n for part, n in zip(dotted, own))
 
 
 def check_misplaced(facts: CheckpointFacts) -> Iterator[Finding]:
@@ -465,6 +481,8 @@ def check_misplaced(facts: CheckpointFacts) -> Iterator[Finding]:
     # would split into several lines: then the trunk names are joined alone.
     skip = mtp if mtp and not any("\n" in m for m in mtp) else None
     joined = facts.joined_names if skip is not None or not mtp else "\n".join(n_ for n_ in facts.tensors if n_ not in mtp) + "\n"
+    if _only_in(skip or (), joined):
+        return  # no such leaf outside the MTP tensors' own lines (the common case: four C-speed counts)
     per: dict[str, set[str]] = defaultdict(set)
     first: dict[str, str] = {}
     for m in _misplaced_matches(joined):

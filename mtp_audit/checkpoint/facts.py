@@ -14,7 +14,8 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from operator import itemgetter, methodcaller
+from itertools import compress, repeat
+from operator import itemgetter
 from typing import Any
 
 from mtp_audit.checkpoint.config import (
@@ -45,9 +46,8 @@ from mtp_audit.sources.local import (
 ANALYZER = "checkpoint"
 
 # C callables for map()/filter() over tensor names (the per-name work of a 92k-tensor index)
-_RPARTITION = methodcaller("rpartition", ".")
 _LAST = itemgetter(2)
-_IS_WEIGHT = methodcaller("endswith", ".weight")
+_WEIGHT = ".weight"
 _NO_WEIGHT = itemgetter(slice(None, -len(".weight")))
 
 
@@ -500,15 +500,15 @@ def _classify_and_group(facts: CheckpointFacts, n_layers: int | None) -> None:
         facts.trunk_weight_leaves = {}
         return
     facts.trunk_suffixes = _suffix_counts(names)
-    facts.trunk_weight_leaves = _suffix_counts(map(_NO_WEIGHT, filter(_IS_WEIGHT, names)))
+    facts.trunk_weight_leaves = _suffix_counts(map(_NO_WEIGHT, compress(names, map(str.endswith, names, repeat(_WEIGHT)))))
     if mtp:  # counted over every name, then the MTP tensors' own counts taken off (a few thousand names)
         _take_off(facts.trunk_suffixes, _suffix_counts(mtp))
-        _take_off(facts.trunk_weight_leaves, _suffix_counts(map(_NO_WEIGHT, filter(_IS_WEIGHT, mtp))))
+        _take_off(facts.trunk_weight_leaves, _suffix_counts(map(_NO_WEIGHT, (n for n in mtp if n.endswith(_WEIGHT)))))
 
 
 def _suffix_counts(names: Iterable[str]) -> dict[str, int]:
     """Names per last dotted component (``"a.b.weight"`` -> ``"weight"``; a name without a dot is its own)."""
-    return dict(Counter(map(_LAST, map(_RPARTITION, names))))
+    return dict(Counter(map(_LAST, map(str.rpartition, names, repeat(".")))))
 
 
 def _take_off(counts: dict[str, int], part: dict[str, int]) -> None:
@@ -528,7 +528,7 @@ def _group_trunk(facts: CheckpointFacts) -> dict[str, dict[str, TensorInfo | Non
     suffixes = PARAM_SUFFIXES
     trunk: dict[str, dict[str, TensorInfo | None]] = {}
     get = trunk.get
-    for name, (module, _, param), info in zip(names, map(_RPARTITION, names), map(facts.infos.get, names)):
+    for name, (module, _, param), info in zip(names, map(str.rpartition, names, repeat(".")), map(facts.infos.get, names)):
         if param not in suffixes or not module:
             module, param = name, ""
         params = get(module)

@@ -21,13 +21,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping
 from itertools import compress, repeat
-from operator import add, itemgetter, methodcaller
+from operator import add, itemgetter
 from typing import Any
 
 from mtp_audit.checkpoint.tensors import PARAM_SUFFIXES, SCALE_SUFFIXES
 from mtp_audit.sources.local import TensorInfo
 
-_RPARTITION = methodcaller("rpartition", ".")
 _FIRST, _LAST = itemgetter(0), itemgetter(2)
 _DTYPE, _SHAPE = itemgetter(1), itemgetter(2)
 _ANY_INFO = TensorInfo("", "BF16", (1, 1), 0)  # stands for a header entry whose dtype and shape do not matter
@@ -69,7 +68,7 @@ def census(tensors: Mapping[str, Any], infos: Mapping[str, TensorInfo], mtp_modu
 def _classes(names: list[str], mtp_modules: Mapping[str, Any], n_mtp: int) -> dict[frozenset[str], set[str]] | None:
     """Trunk modules partitioned by their set of parameter suffixes (split as ``tensors.split_param`` splits a name);
     ``None`` when a trunk tensor would fall into an MTP module."""
-    parts = list(map(_RPARTITION, names))
+    parts = list(map(str.rpartition, names, repeat(".")))
     mods = list(map(_FIRST, parts))
     params = list(map(_LAST, parts))
     del parts
@@ -111,7 +110,7 @@ def _class_counts(params: frozenset[str], members: set[str], infos: Mapping[str,
         got = decide("m", dict.fromkeys(params, _ANY_INFO))  # the suffixes decide; every header entry is there
         return None if got is None else Counter({got: len(members)}) if got else Counter()
     mods = list(members)
-    leaves = list(map(_LAST, map(_RPARTITION, mods)))
+    leaves = list(map(_LAST, map(str.rpartition, mods, repeat("."))))
     if any(map(str.isdigit, set(leaves))):
         return None  # linear_formats memoises per last component: "a.fc.0" and "b.norm.0" share one answer
     if "weight" in params:
