@@ -37,11 +37,12 @@ def _facts(rng: random.Random) -> CheckpointFacts:
     """A random trunk (and a few MTP tensors) with headers for most or all tensors."""
     facts = CheckpointFacts(display="x", mode="shards", files=())
     names: list[str] = []
+    common = rng.choice(_SUFFIX_SETS) if rng.random() < 0.5 else None  # most modules alike, as in real trunks
     for layer in range(rng.randint(1, 4)):
         for leaf in rng.sample(_LEAVES, rng.randint(1, 6)):
             if leaf[-1].isdigit() and "." in leaf and rng.random() < 0.7:
                 continue
-            suffixes = rng.choice(_SUFFIX_SETS)
+            suffixes = common if common is not None and rng.random() < 0.9 else rng.choice(_SUFFIX_SETS)
             names += [f"model.layers.{layer}.mlp.{leaf}.{p}" for p in suffixes]
     names += rng.sample(["model.layers.0.mlp.gate.e_score_correction_bias", "weight", "lonely", "model.norm.weight",
                          "model.layers.0.mlp.q_proj"], rng.randint(0, 3))

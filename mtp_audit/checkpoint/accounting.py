@@ -157,7 +157,8 @@ def trunk_census(facts: CheckpointFacts) -> Counter[tuple[str, bool]] | None:
             got = module_format(params, dt, hint)  # the same declaration for every module
         return got
 
-    out = facts.cache["trunk_census"] = census(facts.tensors, facts.infos, facts.mtp_modules, len(facts.mtp), decide)
+    out = facts.cache["trunk_census"] = census(facts.tensors, facts.infos, facts.mtp, facts.mtp_modules, facts.joined_names,
+                                                 decide)
     return out
 
 

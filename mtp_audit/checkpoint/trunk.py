@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping
-from itertools import compress, repeat
+from itertools import compress, filterfalse, repeat
 from operator import add, itemgetter
 from typing import Any
 
@@ -31,21 +31,23 @@ _FIRST, _LAST = itemgetter(0), itemgetter(2)
 _DTYPE, _SHAPE = itemgetter(1), itemgetter(2)
 _ANY_INFO = TensorInfo("", "BF16", (1, 1), 0)  # stands for a header entry whose dtype and shape do not matter
 _BY_NAME = frozenset({"weight_packed", "qweight", "weight_scale_2", "weight_scale_inv"})
+_ANCHORS = ("weight_packed", "qweight", "weight_scale_2", "weight_scale_inv")  # module_format's order
 
 #: ``decide(module name, params)`` -> ``(format, inferred)``, ``False`` (not a linear layer), or ``None`` when the
 #: format depends on the module's own declaration (then the census declines).
 Decide = Callable[[str, Mapping[str, Any]], "tuple[str, bool] | bool | None"]
 
 
-def census(tensors: Mapping[str, Any], infos: Mapping[str, TensorInfo], mtp_modules: Mapping[str, Any],
-           n_mtp: int, decide: Decide) -> Counter[tuple[str, bool]] | None:
+def census(tensors: Mapping[str, Any], infos: Mapping[str, TensorInfo], mtp: Mapping[str, Any],
+           mtp_modules: Mapping[str, Any], joined: str, decide: Decide) -> Counter[tuple[str, bool]] | None:
     """Trunk linear modules per ``(format, inferred)``, as ``Counter(linear_formats(facts, trunk).values())``.
 
     Args:
         tensors: every tensor name (index and headers) -> shard.
         infos: tensor name -> header info; the census needs one for every tensor.
-        mtp_modules: the MTP modules (their names are left out of the trunk).
-        n_mtp: the number of MTP tensors (checks that no trunk tensor belongs to an MTP module).
+        mtp: the MTP tensors (left out of the trunk).
+        mtp_modules: the MTP modules (a trunk tensor inside one makes the census decline).
+        joined: every tensor name followed by a newline (``CheckpointFacts.joined_names``).
         decide: how one module is decided (see :data:`Decide`).
 
     Returns:
@@ -53,10 +55,24 @@ def census(tensors: Mapping[str, Any], infos: Mapping[str, TensorInfo], mtp_modu
     """
     if len(infos) != len(tensors):
         return None
-    classes = _classes(list(tensors), mtp_modules, n_mtp)
+    names = list(tensors)
+    out: Counter[tuple[str, bool]] = Counter()
+    group = _anchored(tensors, names, mtp, mtp_modules, joined)
+    anchored: set[str] = set()
+    if group is not None:
+        params, anchored, taken = group
+        got = decide("m", dict.fromkeys(params, _ANY_INFO))
+        if got is None:
+            return None
+        if got:
+            out[got] += len(anchored)  # type: ignore[index]
+        names = list(filterfalse(taken.__contains__, names))
+    classes = _classes(names, mtp_modules, len(mtp), anchored)
+    if classes is None and anchored:  # another tensor of an anchored module: split every name instead
+        out.clear()
+        classes = _classes(list(tensors), mtp_modules, len(mtp), set())
     if classes is None:
         return None
-    out: Counter[tuple[str, bool]] = Counter()
     for params, members in classes.items():
         got = _class_counts(params, members, infos, decide)
         if got is None:
@@ -65,9 +81,37 @@ def census(tensors: Mapping[str, Any], infos: Mapping[str, TensorInfo], mtp_modu
     return out
 
 
-def _classes(names: list[str], mtp_modules: Mapping[str, Any], n_mtp: int) -> dict[frozenset[str], set[str]] | None:
+def _anchored(tensors: Mapping[str, Any], names: list[str], mtp: Mapping[str, Any], mtp_modules: Mapping[str, Any],
+              joined: str) -> tuple[frozenset[str], set[str], set[str]] | None:
+    """The bulk of a quantized trunk in a few C-speed passes: the trunk modules holding the first suffix of
+    :data:`_ANCHORS` that occurs, when every one of them holds the suffixes the first one holds (checked by looking
+    each ``module.suffix`` up). ``(their suffix set, the modules, their tensor names)``; ``None`` when no anchor
+    occurs or its modules differ (the caller then splits every name). Whether another trunk tensor (an extra
+    suffix) falls into one of these modules is checked by the caller (:func:`_classes`'s ``forbidden``)."""
+    anchor = next((a for a in _ANCHORS if "." + a + "\n" in joined), None)
+    if anchor is None:
+        return None
+    dotted = "." + anchor
+    hits = compress(names, map(str.endswith, names, repeat(dotted)))
+    anchor_names = list(filterfalse(mtp.__contains__, hits)) if mtp else list(hits)
+    mods = list(map(itemgetter(slice(None, -len(dotted))), anchor_names))
+    if not mods or "" in mods or not mtp_modules.keys().isdisjoint(mods) or mods[0] in tensors:
+        return None  # a module named like a tensor: the general split decides where that tensor belongs
+    first = mods[0]
+    params = {anchor, *(p for p in PARAM_SUFFIXES if first + "." + p in tensors)}
+    taken = set(anchor_names)
+    for param in params - {anchor}:
+        full = list(map(add, mods, repeat("." + param)))
+        if not all(map(tensors.__contains__, full)) or (mtp and any(map(mtp.__contains__, full))):
+            return None
+        taken.update(full)
+    return frozenset(params), set(mods), taken
+
+
+def _classes(names: list[str], mtp_modules: Mapping[str, Any], n_mtp: int,
+             forbidden: set[str]) -> dict[frozenset[str], set[str]] | None:
     """Trunk modules partitioned by their set of parameter suffixes (split as ``tensors.split_param`` splits a name);
-    ``None`` when a trunk tensor would fall into an MTP module."""
+    ``None`` when a trunk tensor would fall into an MTP module or into a module of ``forbidden``."""
     parts = list(map(str.rpartition, names, repeat(".")))
     mods = list(map(_FIRST, parts))
     params = list(map(_LAST, parts))
@@ -79,7 +123,10 @@ def _classes(names: list[str], mtp_modules: Mapping[str, Any], n_mtp: int) -> di
             mods[i], params[i] = names[i], ""
     if mtp_modules and sum(map(mtp_modules.__contains__, mods)) != n_mtp:
         return None
-    classes: dict[frozenset[str], set[str]] = {frozenset(): set(mods).difference(mtp_modules)}
+    universe = set(mods).difference(mtp_modules)
+    if not universe.isdisjoint(forbidden):
+        return None
+    classes: dict[frozenset[str], set[str]] = {frozenset(): universe}
     for suffix in set(params):
         having = set(compress(mods, map(suffix.__eq__, params)))
         split: dict[frozenset[str], set[str]] = {}
