@@ -95,8 +95,8 @@ def _anchored(tensors: Mapping[str, Any], names: list[str], mtp: Mapping[str, An
     hits = compress(names, map(str.endswith, names, repeat(dotted)))
     anchor_names = list(filterfalse(mtp.__contains__, hits)) if mtp else list(hits)
     mods = list(map(itemgetter(slice(None, -len(dotted))), anchor_names))
-    if not mods or "" in mods or not mtp_modules.keys().isdisjoint(mods) or mods[0] in tensors:
-        return None  # a module named like a tensor: the general split decides where that tensor belongs
+    if not mods or "" in mods or not mtp_modules.keys().isdisjoint(mods):
+        return None
     first = mods[0]
     params = {anchor, *(p for p in PARAM_SUFFIXES if first + "." + p in tensors)}
     taken = set(anchor_names)
