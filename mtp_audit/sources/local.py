@@ -213,7 +213,7 @@ def header_from_dict(file: str, obj: Mapping[str, Any], header_bytes: int) -> Sh
 _USIZE_END = 1 << 64  # safetensors counts in Rust ``usize`` (64-bit): values must stay below this
 _DTYPE, _SHAPE, _OFFSETS = itemgetter("dtype"), itemgetter("shape"), itemgetter("data_offsets")
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
-_WHOLE_BYTES = frozenset(d for d, b in DTYPE_BITS.items() if b % 8 == 0)
+_DTYPE_BYTES = {d: b >> 3 for d, b in DTYPE_BITS.items() if b % 8 == 0}
 _ABSENT: Any = object()
 _new_info = partial(tuple.__new__, TensorInfo)  # TensorInfo._make is a Python function: one frame per tensor
 
@@ -330,21 +330,19 @@ def _tensor_columns(entries: list[dict[str, Any]], raw: bytes, signed: bool
         dtypes = list(map(_DTYPE, entries))
         shapes = list(map(_SHAPE, entries))
         offsets = list(map(_OFFSETS, entries))
-        bits = list(map(DTYPE_BITS.__getitem__, dtypes))
-    except (KeyError, TypeError):  # a key missing (so another entry has an extra one); unknown dtype
+    except (KeyError, TypeError):  # a key missing (so another entry has an extra one)
         return None
     if set(map(type, shapes)) != {list} or set(map(type, offsets)) != {list} or set(map(len, offsets)) != {2}:
         return None
-    if (b"true" in raw or b"false" in raw) and (
-        set(map(type, chain.from_iterable(shapes))) != {int} or set(map(type, chain.from_iterable(offsets))) != {int}
-    ):
+    if not {int}.issuperset(map(type, chain.from_iterable(shapes))):
+        return None  # a string or a list would make math.prod repeat it (["x", 3000000000]: gigabytes)
+    if (b"true" in raw or b"false" in raw) and set(map(type, chain.from_iterable(offsets))) != {int}:
         return None
-    # Without true/false in the text, a number is an int (floats and NaN are refused by the hooks);
-    # any other value in a shape or an offset (a string, list, object or null) makes math.prod,
-    # operator.mul, rshift or sub raise TypeError below, so no per-element type pass is needed.
+    # Without true/false in the text, a number is an int (floats and NaN are refused by the hooks); any other value
+    # in an offset (a string, list, object or null) makes sub or the comparisons raise TypeError below, so the
+    # offsets need no per-element type pass.
     try:
-        starts = list(map(_FIRST, offsets))
-        ends = list(map(_SECOND, offsets))
+        starts, ends = zip(*offsets)
         numels = list(map(math.prod, shapes))
         if signed and (min(starts) < 0 or min(chain.from_iterable(shapes), default=0) < 0):
             return None
@@ -352,18 +350,32 @@ def _tensor_columns(entries: list[dict[str, Any]], raw: bytes, signed: bool
             for shape, numel in zip(shapes, numels):
                 if numel == 0 and (max(shape) >= _USIZE_END or math.prod(shape[: shape.index(0)]) >= _USIZE_END):
                     return None  # Rust's checked_mul overflows before it reaches the 0
-        nbits = list(map(mul, numels, bits))
-        if max(nbits) >= _USIZE_END:
-            return None
-        if not _WHOLE_BYTES.issuperset(dtypes) and any(map((7).__and__, nbits)):
-            return None
-        nbytes = list(map(rshift, nbits, repeat(3)))
+        nbytes = _byte_sizes(dtypes, numels)
         spans = list(map(sub, ends, starts))
-    except (TypeError, KeyError):
+    except (TypeError, KeyError):  # KeyError: a dtype safetensors does not know
         return None
-    if nbytes != spans:
+    if nbytes is None or nbytes != spans:
         return None  # also catches end < start: nbytes is never negative
-    return dtypes, shapes, nbytes, starts, ends, sum(numels)
+    return dtypes, shapes, nbytes, list(starts), list(ends), sum(numels)
+
+
+def _byte_sizes(dtypes: list[str], numels: list[int]) -> list[int] | None:
+    """Bytes of each tensor (``numel * bits / 8``), or ``None`` when a bit count reaches 2**64 (Rust ``checked_mul``)
+    or is not a whole number of bytes.
+
+    Raises:
+        KeyError: a dtype outside :data:`DTYPE_BITS`.
+        TypeError: an element count that is not an int.
+    """
+    try:  # whole-byte dtypes only (the common case): bytes directly, bits < 2**64 <=> bytes < 2**61
+        nbytes = list(map(mul, numels, map(_DTYPE_BYTES.__getitem__, dtypes)))
+        return nbytes if max(nbytes) < _USIZE_END >> 3 else None
+    except KeyError:  # a sub-byte dtype (F4, F6_*) or an unknown one
+        pass
+    nbits = list(map(mul, numels, map(DTYPE_BITS.__getitem__, dtypes)))
+    if max(nbits) >= _USIZE_END or any(map((7).__and__, nbits)):
+        return None
+    return list(map(rshift, nbits, repeat(3)))
 
 
 def _tiled_end(starts: list[int], ends: list[int]) -> int | None:
