@@ -47,7 +47,10 @@ def _facts(rng: random.Random) -> CheckpointFacts:
     names += rng.sample(["model.layers.0.mlp.gate.e_score_correction_bias", "weight", "lonely", "model.norm.weight",
                          "model.layers.0.mlp.q_proj"], rng.randint(0, 3))
     names = [n for n in dict.fromkeys(names)]
-    rng.shuffle(names)
+    if rng.random() < 0.4:
+        rng.shuffle(names)
+    elif rng.random() < 0.5:
+        names.sort()  # an index sorted by name: a module's tensors side by side
     facts.tensors = dict.fromkeys(names, "s.safetensors")
     all_infos = rng.random() < 0.85
     for n in names:
@@ -108,3 +111,30 @@ def test_census_deepseek_like_trunk() -> None:
     assert trunk_census(facts) == Counter({("FP8", False): 61 * 6})
     assert trunk_format_counts(facts) == {"FP8": 366}
     assert "trunk_modules" not in facts.cache  # decided without building a module
+
+
+def _exact_or_declined(names: list[str], mtp: tuple[str, ...] = ()) -> Counter[tuple[str, bool]] | None:
+    facts = CheckpointFacts(display="x", mode="shards", files=())
+    facts.tensors = dict.fromkeys(names, "s")
+    facts.infos = {n: TensorInfo(n, "BF16" if "q_proj" in n else "F8_E4M3" if n.endswith("weight") else "F32", (8, 8), 64)
+                   for n in names}
+    for n in mtp:
+        facts.mtp[n] = ("mtp", 0)
+        module, _, param = n.rpartition(".")
+        facts.mtp_modules.setdefault(module, Module(module)).params[param] = facts.infos[n]
+    got = trunk_census(facts)
+    assert got is None or got == Counter(linear_formats(facts, facts.trunk_modules).values())
+    return got
+
+
+def test_census_pairs_only_a_modules_own_tensors() -> None:
+    """x_proj has no weight of its own: the q_proj weight just before it (same length, same suffix) is not its pair."""
+    names = ["l.0.a_proj.weight", "l.0.a_proj.weight_scale_inv", "l.0.q_proj.weight", "l.0.x_proj.weight_scale_inv"]
+    assert _exact_or_declined(names) == Counter({("FP8", False): 1, ("BF16", False): 1})  # a_proj; q_proj
+
+
+def test_census_never_takes_an_mtp_module_into_the_trunk() -> None:
+    """The trunk holds a.fc's scale, the MTP layer a.fc's weight (and m.x's, whose bias is in the trunk): the trunk
+    module a.fc is not a linear layer, whatever the MTP tensors pair with."""
+    names = ["a.fc.weight", "a.fc.weight_scale_inv", "b.q_proj.weight", "m.x.weight", "m.x.bias"]
+    assert _exact_or_declined(names, mtp=("a.fc.weight", "m.x.weight")) in (None, Counter({("BF16", False): 1}))

@@ -18,10 +18,10 @@ holds both MTP and trunk tensors, or a format depends on a per-module declaratio
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Mapping
-from itertools import compress, filterfalse, repeat
-from operator import add, itemgetter
+from itertools import compress, repeat
+from operator import add, itemgetter, not_
 from typing import Any
 
 from mtp_audit.checkpoint.tensors import PARAM_SUFFIXES, SCALE_SUFFIXES
@@ -58,19 +58,19 @@ def census(tensors: Mapping[str, Any], infos: Mapping[str, TensorInfo], mtp: Map
     names = list(tensors)
     out: Counter[tuple[str, bool]] = Counter()
     group = _anchored(tensors, names, mtp, mtp_modules, joined)
-    anchored: set[str] = set()
+    classes = None
     if group is not None:
-        params, anchored, taken = group
+        params, n_modules, rest, dotted = group
         got = decide("m", dict.fromkeys(params, _ANY_INFO))
         if got is None:
             return None
         if got:
-            out[got] += len(anchored)  # type: ignore[index]
-        names = list(filterfalse(taken.__contains__, names))
-    classes = _classes(names, mtp_modules, len(mtp), anchored)
-    if classes is None and anchored:  # another tensor of an anchored module: split every name instead
-        out.clear()
-        classes = _classes(list(tensors), mtp_modules, len(mtp), set())
+            out[got] += n_modules  # type: ignore[index]
+        classes = _classes(rest, tensors, mtp, mtp_modules, dotted)
+        if classes is None:  # another tensor of an anchored module: split every name instead
+            out.clear()
+    if classes is None:
+        classes = _classes(names, tensors, mtp, mtp_modules, None)
     if classes is None:
         return None
     for params, members in classes.items():
@@ -82,36 +82,59 @@ def census(tensors: Mapping[str, Any], infos: Mapping[str, TensorInfo], mtp: Map
 
 
 def _anchored(tensors: Mapping[str, Any], names: list[str], mtp: Mapping[str, Any], mtp_modules: Mapping[str, Any],
-              joined: str) -> tuple[frozenset[str], set[str], set[str]] | None:
-    """The bulk of a quantized trunk in a few C-speed passes: the trunk modules holding the first suffix of
-    :data:`_ANCHORS` that occurs, when every one of them holds the suffixes the first one holds (checked by looking
-    each ``module.suffix`` up). ``(their suffix set, the modules, their tensor names)``; ``None`` when no anchor
-    occurs or its modules differ (the caller then splits every name). Whether another trunk tensor (an extra
-    suffix) falls into one of these modules is checked by the caller (:func:`_classes`'s ``forbidden``)."""
+              joined: str) -> tuple[frozenset[str], int, list[str], str] | None:
+    """The bulk of a quantized trunk in a few C-speed passes, no string hashed: the trunk modules holding the first
+    suffix of :data:`_ANCHORS` that occurs, when every one of them holds the suffixes the first one holds, each at the
+    same distance from its anchor tensor in ``names`` (``x.weight`` just before ``x.weight_scale_inv`` in a sorted
+    index). ``(their suffix set, how many, every other name, "." + anchor)``; ``None`` when no anchor occurs or the
+    layout differs (the caller then splits every name). Whether another trunk tensor (an extra suffix) falls into
+    one of these modules is checked by the caller (:func:`_classes`)."""
     anchor = next((a for a in _ANCHORS if "." + a + "\n" in joined), None)
     if anchor is None:
         return None
     dotted = "." + anchor
-    hits = compress(names, map(str.endswith, names, repeat(dotted)))
-    anchor_names = list(filterfalse(mtp.__contains__, hits)) if mtp else list(hits)
-    mods = list(map(itemgetter(slice(None, -len(dotted))), anchor_names))
-    if not mods or "" in mods or not mtp_modules.keys().isdisjoint(mods):
+    idx = list(compress(range(len(names)), map(str.endswith, names, repeat(dotted))))
+    if mtp:
+        idx = list(compress(idx, map(not_, map(mtp.__contains__, map(names.__getitem__, idx)))))
+    mods = list(map(itemgetter(slice(None, -len(dotted))), map(names.__getitem__, idx)))
+    if not mods or "" in mods or any(m + dotted in tensors and m + dotted not in mtp for m in mtp_modules):
         return None
-    first = mods[0]
-    params = {anchor, *(p for p in PARAM_SUFFIXES if first + "." + p in tensors)}
-    taken = set(anchor_names)
-    for param in params - {anchor}:
-        full = list(map(add, mods, repeat("." + param)))
-        if not all(map(tensors.__contains__, full)) or (mtp and any(map(mtp.__contains__, full))):
-            return None
-        taken.update(full)
-    return frozenset(params), set(mods), taken
+    params = {anchor}
+    keep = bytearray(b"\x01") * len(names)
+    deque(map(keep.__setitem__, idx, repeat(0)), maxlen=0)
+    for param in PARAM_SUFFIXES - params:
+        if mods[0] + "." + param in tensors:
+            at = _companions(names, idx, mods, "." + param)
+            if at is None:  # (no MTP tensor among them: its module would be an MTP module, refused above)
+                return None
+            deque(map(keep.__setitem__, at, repeat(0)), maxlen=0)
+            params.add(param)
+    return frozenset(params), len(mods), list(compress(names, keep)), dotted
 
 
-def _classes(names: list[str], mtp_modules: Mapping[str, Any], n_mtp: int,
-             forbidden: set[str]) -> dict[frozenset[str], set[str]] | None:
-    """Trunk modules partitioned by their set of parameter suffixes (split as ``tensors.split_param`` splits a name);
-    ``None`` when a trunk tensor would fall into an MTP module or into a module of ``forbidden``."""
+def _companions(names: list[str], idx: list[int], mods: list[str], dotted: str) -> list[int] | None:
+    """Positions of ``mods[j] + dotted`` in ``names``, each at the same distance from ``idx[j]`` as the first one's
+    (within 32 places); ``None`` when they are not all there."""
+    first = mods[0] + dotted
+    try:
+        offset = names.index(first, max(idx[0] - 32, 0), idx[0] + 33) - idx[0]
+    except ValueError:
+        return None
+    at = list(map(add, idx, repeat(offset)))
+    if at[-1] >= len(names):
+        return None
+    got = list(map(names.__getitem__, at))
+    if (all(map(str.startswith, got, mods)) and all(map(str.endswith, got, repeat(dotted)))
+            and list(map(len, got)) == list(map(add, map(len, mods), repeat(len(dotted))))):
+        return at
+    return None
+
+
+def _classes(names: list[str], tensors: Mapping[str, Any], mtp: Mapping[str, Any], mtp_modules: Mapping[str, Any],
+             anchored: str | None) -> dict[frozenset[str], set[str]] | None:
+    """Trunk modules of ``names`` partitioned by their set of parameter suffixes (split as ``tensors.split_param``
+    splits a name); ``None`` when a trunk tensor would fall into an MTP module, or into a module taken by
+    :func:`_anchored` (one whose ``module + anchored`` is a trunk tensor)."""
     parts = list(map(str.rpartition, names, repeat(".")))
     mods = list(map(_FIRST, parts))
     params = list(map(_LAST, parts))
@@ -121,11 +144,13 @@ def _classes(names: list[str], mtp_modules: Mapping[str, Any], n_mtp: int,
         flags = map(_is_odd, params, mods) if "" in mods else map(odd.__contains__, params)
         for i in list(compress(range(len(names)), flags)):
             mods[i], params[i] = names[i], ""
-    if mtp_modules and sum(map(mtp_modules.__contains__, mods)) != n_mtp:
+    if mtp_modules and sum(map(mtp_modules.__contains__, mods)) != len(mtp):
         return None
     universe = set(mods).difference(mtp_modules)
-    if not universe.isdisjoint(forbidden):
-        return None
+    if anchored is not None:
+        taken = [m + anchored for m in universe if m + anchored in tensors]
+        if any(n not in mtp for n in taken):
+            return None
     classes: dict[frozenset[str], set[str]] = {frozenset(): universe}
     for suffix in set(params):
         having = set(compress(mods, map(suffix.__eq__, params)))
