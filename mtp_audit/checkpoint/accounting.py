@@ -172,11 +172,20 @@ def summarize_formats(fmts: Mapping[str, tuple[str, bool]]) -> tuple[str, dict[s
 
 
 def expert_facts(facts: CheckpointFacts) -> dict[str, dict[str, Any]]:
-    """Per MTP layer with experts: ids found, expected count, missing ids and missing projections.
+    """Per MTP layer with experts: ids found, expected count, missing ids and missing projections (computed once
+    per audit: MTP004 and the facts document both read it).
 
     Stacked layouts (``experts.gate_up_proj``) report the count from the header's first dimension when
     a header is known, else ``None`` (never "truncated", checkpoint_formats.md §7.7).
     """
+    got = facts.cache.get("expert_facts")
+    if got is None:
+        got = facts.cache["expert_facts"] = _expert_facts(facts)
+    return got
+
+
+def _expert_facts(facts: CheckpointFacts) -> dict[str, dict[str, Any]]:
+    """See :func:`expert_facts`."""
     cfg = facts.config
     expected = cfg.num_experts if cfg else None
     per: dict[str, dict[int, set[str]]] = defaultdict(lambda: defaultdict(set))
