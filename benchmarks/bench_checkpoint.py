@@ -7,7 +7,8 @@ real names, dtypes and shapes; an 8.9 MB index; 163 sparse shards, see mtp_audit
 1. metadata only (config.json + the index): ``mtp-audit checkpoint`` against a ``json.load`` process on
    the same index. Target: <= 2x.
 2. with the 163 shards: ``mtp-audit checkpoint`` against the header floor, a plain script that reads
-   and JSON-decodes every shard header (and nothing else). Target: <= 2x.
+   and JSON-decodes every shard header (and nothing else). Target: <= 2x. Also printed: the ratio to that floor
+   plus ``json.load`` of the index, the least any audit that holds the index against the headers decodes.
 3. ``--scale``: synthetic checkpoints of 10k, 100k and 1M tensors in 163 shards (DeepSeek-V3 names
    repeated over more layers), audit against the header floor of the same files; per-tensor time
    and memory should stay flat from 10k to 1M.
@@ -45,6 +46,12 @@ for f in sorted(os.listdir(d)):
         with open(os.path.join(d, f), "rb") as fh:
             (n,) = struct.unpack("<Q", fh.read(8))
             json.loads(fh.read(n))
+"""
+#: The header floor plus ``json.load`` of the index: the two documents any audit that holds the index against the
+#: shards must decode (the issue's target is against HEADER_FLOOR alone; this row says how much of the gap is the
+#: index itself).
+BOTH_FLOOR = HEADER_FLOOR + r"""
+json.load(open(os.path.join(d, "model.safetensors.index.json")))
 """
 
 
@@ -97,10 +104,15 @@ def main() -> int:
                      *(base_cases("checkpoint (config + index)", meta) if base_cases else [])], args.runs)
         print(table(r, baseline="json.load(index) process", targets={"mtp-audit checkpoint (config + index)": 2.0}))
         print("\n2. with the 163 sparse shards\n")
+        both = "header floor + json.load(index)"
         r = measure([Case("header floor (read + json.loads every header)", [py, "-c", HEADER_FLOOR, str(full)], env),
+                     Case(both, [py, "-c", BOTH_FLOOR, str(full)], env),
                      Case("mtp-audit checkpoint (163 shards)", audit + [str(full)], env, ok=(0, 1, 3)),
                      *(base_cases("checkpoint (163 shards)", full) if base_cases else [])], args.runs)
         print(table(r, baseline="header floor (read + json.loads every header)", targets={"mtp-audit checkpoint (163 shards)": 2.0}))
+        tool = r["mtp-audit checkpoint (163 shards)"]
+        print(f"\nmtp-audit checkpoint (163 shards) against {both}: {tool.median / r[both].median:.2f}x wall, "
+              f"{tool.cpu / r[both].cpu:.2f}x CPU")
         if args.scale:
             print("\n3. scaling (163 shards, synthetic: DeepSeek-V3 layers repeated)\n")
             print("| tensors | header floor s | mtp-audit s | × floor | mtp-audit µs/tensor | mtp-audit peak RSS MiB | KiB/tensor |")

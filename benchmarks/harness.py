@@ -21,8 +21,10 @@ would have it).
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -33,6 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The working folder of every case that names none: empty, outside the checkout (made once per benchmark process).
+NEUTRAL_CWD = tempfile.mkdtemp(prefix="mtp-audit-bench-cwd-")
+atexit.register(shutil.rmtree, NEUTRAL_CWD, True)
 
 
 @dataclass
@@ -45,7 +50,10 @@ class Case:
         env: environment (None: this process's).
         ok: exit codes that count as success (anything else aborts the benchmark with its stderr).
         before: called (untimed) before every run of this case, e.g. to empty a cache for a cold run.
-        cwd: working folder (default: the checkout, so ``python -m mtp_audit`` runs this checkout).
+        cwd: working folder (default: :data:`NEUTRAL_CWD`, an empty folder, as a user runs the tool from a project of
+            their own; ``PYTHONPATH`` from :func:`python_env` makes ``python -m mtp_audit`` run this checkout. From the
+            checkout itself every run would also read its ``pyproject.toml``, which names ``mtp-audit``, as a possible
+            settings file).
     """
 
     label: str
@@ -53,7 +61,7 @@ class Case:
     env: Mapping[str, str] | None = None
     ok: tuple[int, ...] = (0,)
     before: Callable[[], None] | None = None
-    cwd: str | None = str(ROOT)
+    cwd: str | None = None
 
 
 @dataclass
@@ -139,7 +147,7 @@ def run_once(case: Case) -> tuple[float, int]:
     if case.before is not None:
         case.before()
     with tempfile.NamedTemporaryFile() as err:
-        got = _SPAWNER.run(case.argv, case.env if case.env is not None else os.environ, case.cwd, err.name)
+        got = _SPAWNER.run(case.argv, case.env if case.env is not None else os.environ, case.cwd or NEUTRAL_CWD, err.name)
         if got["rc"] not in case.ok:
             raise SystemExit(f"{case.label}: {' '.join(map(str, case.argv))} exited {got['rc']}: "
                              f"{Path(err.name).read_bytes().decode(errors='replace')[-800:]}")

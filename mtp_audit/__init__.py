@@ -61,12 +61,10 @@ if sys.argv[:1] == ["-m"] or sys.argv[0].endswith("mtp-audit"):  # the CLI, from
 
     watch()
 
-import logging  # noqa: E402 - after the current directory is gone (logging imports traceback -> tokenize)
-from typing import Any  # noqa: E402
+from typing import Any  # noqa: E402 - after the current directory is gone
 
 __version__ = "0.1.0"
 
-logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _LAZY = {
     "audit_checkpoint": "mtp_audit.checkpoint",

@@ -52,4 +52,22 @@ def main(argv: list[str] | None = None) -> int:
     code = full(argv)
     if argv is None:  # the console script: the run is over, a late signal must not print a traceback at exit
         signals.ignore_from_now()
+        leave(code)
     return code
+
+
+def leave(code: int) -> None:
+    """End the process now with ``code``, once standard output and standard error are flushed, without the
+    interpreter's teardown: freeing a 92k-tensor checkpoint's or a 0.9 MB SGLang report's objects one by one took
+    0.02-0.03 s, 10-20 % of a metadata-only audit (``benchmarks/bench_checkpoint.py``). Only the process's own entry
+    point calls it, after every output is written and put in place (no temporary file is left to a finaliser:
+    outputs are staged and committed inside the run, :func:`mtp_audit.cli.kit.emit`). Returns (and the interpreter
+    exits as usual) when a flush fails, so a closed pipe or a full disk is reported the way Python reports it."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    if "logging" in sys.modules:  # a handler a caller's configuration added: flushed and closed as at exit
+        sys.modules["logging"].shutdown()
+    os._exit(code)

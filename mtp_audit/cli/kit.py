@@ -7,7 +7,6 @@ import contextlib
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -312,6 +311,8 @@ def stage_write(path: Path, text: str) -> _Staged:
         folder = target.parent if str(target.parent) else Path(".")
         if not folder.is_dir():
             raise InputError(str(path), f"folder {folder} does not exist")
+        import tempfile  # only when a file is written (start-up: tempfile imports shutil, random)
+
         fd, tmp = tempfile.mkstemp(prefix=".mtp-audit-", dir=folder)
         try:
             with os.fdopen(fd, "wb") as fh:
@@ -399,6 +400,21 @@ def _write_stream(stream: Any, text: str, where: str = "stdout") -> None:
         raise
     except (OSError, ValueError, AttributeError) as exc:
         raise InputError(where, f"cannot write the report: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def release_or_path(package: str, target: str | None) -> str | None:
+    """A TARGET argument as the analyzer takes it: ``None`` or an existing path as given, a release version (``0.5.23``)
+    as the local wheel :func:`mtp_audit.sources.pypi.by_version` fetches. The package-index client is imported only for
+    a version, so a path does not pay for it at start-up.
+
+    Raises:
+        InputError / IndexUnavailable: as :func:`mtp_audit.sources.pypi.release_wheel`.
+    """
+    if target is None or os.path.lexists(target):
+        return target
+    from mtp_audit.sources.pypi import by_version
+
+    return by_version(package, target)
 
 
 def installed_package_folder(name: str) -> list[str]:
@@ -724,13 +740,13 @@ def _render_for(report: Any, fmt: str, path: Path | str, threshold: Any) -> str:
 
 def _terminal_width() -> int | None:
     """The width of the terminal stdout is (``COLUMNS`` wins), or ``None`` for a file, a pipe or a CI log."""
-    import shutil
-
     try:
         if not sys.stdout.isatty():
             return None
     except (AttributeError, ValueError):
         return None
+    import shutil  # a terminal only (shutil imports bz2 and lzma)
+
     return shutil.get_terminal_size((100, 24)).columns
 
 

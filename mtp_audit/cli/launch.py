@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from mtp_audit.cli.kit import emit, output_options
+from mtp_audit.cli.kit import emit, output_options, release_or_path
 
 
 @click.command("launch", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -70,10 +70,8 @@ def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_tar
         if not eq or not key or not key.replace("_", "").isalnum():
             raise InputError(f"--env {pair}", "expected KEY=VALUE")
         env[key] = value
-    from mtp_audit.sources.pypi import by_version
-
-    sglang_targets = tuple(str(by_version("sglang", t)) for t in sglang_targets)
-    compare_sglang, vllm_target = by_version("sglang", compare_sglang), by_version("vllm", vllm_target)
+    sglang_targets = tuple(str(release_or_path("sglang", t)) for t in sglang_targets)
+    compare_sglang, vllm_target = release_or_path("sglang", compare_sglang), release_or_path("vllm", vllm_target)
     old = sglang_targets[0] if sglang_targets else None
     new = sglang_targets[1] if len(sglang_targets) == 2 else compare_sglang
     report = audit_launch(list(command), sglang=old, compare_sglang=new, env_dumps=list(env_dumps) or None,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-import traceback
 from typing import Any
 
 import click
@@ -196,6 +195,8 @@ def _main(argv: list[str] | None) -> int:
         return 0
     except Exception as exc:  # a bug in mtp-audit: say so in one line, with its own exit code
         if os.environ.get("MTP_AUDIT_DEBUG") == "1":
+            import traceback  # only here: it imports linecache, tokenize and textwrap
+
             traceback.print_exc()
         click.echo(
             one_line(f"mtp-audit: internal error: {type(exc).__name__}: {exc} "

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from mtp_audit.cli.kit import emit, output_options
+from mtp_audit.cli.kit import emit, output_options, release_or_path
 
 
 @click.command("sglang")
@@ -27,9 +27,8 @@ def sglang(targets: tuple[str, ...], baseline: Path | None, fmt: str, output: Pa
     """
     from mtp_audit.engines.sglang import audit_sglang, diff_sglang
     from mtp_audit.errors import InputError
-    from mtp_audit.sources.pypi import by_version
 
-    targets = tuple(str(by_version("sglang", t)) for t in targets)
+    targets = tuple(str(release_or_path("sglang", t)) for t in targets)
 
     if len(targets) > 2:
         raise InputError("sglang", "expected at most two targets (OLD NEW)")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from mtp_audit.cli.kit import emit, output_options
+from mtp_audit.cli.kit import emit, output_options, release_or_path
 
 
 @click.command("vllm")
@@ -28,9 +28,8 @@ def vllm(targets: tuple[str, ...], baseline: Path | None, fmt: str, output: Path
     """
     from mtp_audit.engines.vllm import audit_vllm, diff_vllm
     from mtp_audit.engines.vllm._shared import InputError, read_json_bounded
-    from mtp_audit.sources.pypi import by_version
 
-    targets = tuple(str(by_version("vllm", t)) for t in targets)
+    targets = tuple(str(release_or_path("vllm", t)) for t in targets)
 
     if len(targets) > 2:
         raise InputError("vllm", "expected at most two targets (OLD NEW)")

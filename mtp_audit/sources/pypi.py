@@ -41,6 +41,10 @@ from mtp_audit.errors import InputError, Unavailable
 __all__ = ["IndexUnavailable", "WheelFile", "by_version", "is_version", "release_wheel", "resolve_wheel"]
 
 _LOG = logging.getLogger(__name__)
+# the package's only logger: the library prints nothing unless its caller configures logging (a NullHandler on
+# ``mtp_audit``, set here so that the rest of the package does not import logging at start-up)
+if not any(isinstance(h, logging.NullHandler) for h in logging.getLogger("mtp_audit").handlers):
+    logging.getLogger("mtp_audit").addHandler(logging.NullHandler())
 
 DEFAULT_INDEX = "https://pypi.org/pypi"
 INDEX_ENV = "MTP_AUDIT_INDEX_URL"
