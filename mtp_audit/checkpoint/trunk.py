@@ -86,7 +86,7 @@ def _anchored(tensors: Mapping[str, Any], names: list[str], mtp: Mapping[str, An
     """The bulk of a quantized trunk in a few C-speed passes, no string hashed: the trunk modules holding the first
     suffix of :data:`_ANCHORS` that occurs, when every one of them holds the suffixes the first one holds, each at the
     same distance from its anchor tensor in ``names`` (``x.weight`` just before ``x.weight_scale_inv`` in a sorted
-    index). ``(their suffix set, how many, every other name, "." + anchor)``; ``None`` when no anchor occurs or the
+    index; compared, never hashed). ``(their suffix set, how many, every other name, "." + anchor)``; ``None`` when no anchor occurs or the
     layout differs (the caller then splits every name). Whether another trunk tensor (an extra suffix) falls into
     one of these modules is checked by the caller (:func:`_classes`)."""
     anchor = next((a for a in _ANCHORS if "." + a + "\n" in joined), None)
@@ -123,11 +123,7 @@ def _companions(names: list[str], idx: list[int], mods: list[str], dotted: str) 
     at = list(map(add, idx, repeat(offset)))
     if at[-1] >= len(names):
         return None
-    got = list(map(names.__getitem__, at))
-    if (all(map(str.startswith, got, mods)) and all(map(str.endswith, got, repeat(dotted)))
-            and list(map(len, got)) == list(map(add, map(len, mods), repeat(len(dotted))))):
-        return at
-    return None
+    return at if list(map(names.__getitem__, at)) == list(map(add, mods, repeat(dotted))) else None
 
 
 def _classes(names: list[str], tensors: Mapping[str, Any], mtp: Mapping[str, Any], mtp_modules: Mapping[str, Any],
