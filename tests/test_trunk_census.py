@@ -11,7 +11,11 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from mtp_audit.checkpoint.accounting import linear_formats, trunk_census, trunk_format_counts
+from mtp_audit.checkpoint.accounting import (
+    linear_formats,
+    trunk_census,
+    trunk_format_counts,
+)
 from mtp_audit.checkpoint.config import parse_quantization_config
 from mtp_audit.checkpoint.facts import CheckpointFacts, Module
 from mtp_audit.checkpoint.tensors import PARAM_SUFFIXES
