@@ -87,7 +87,7 @@ def test_census_equals_module_by_module_or_declines() -> None:
         else:
             answered += 1
             assert got == exact, seed
-    assert answered > 300 and declined > 30  # both paths are exercised
+    assert answered > 200 and declined > 100  # both paths are exercised
 
 
 def test_census_declines_without_every_header() -> None:
@@ -134,7 +134,10 @@ def _exact_or_declined(names: list[str], mtp: tuple[str, ...] = ()) -> Counter[t
 def test_census_pairs_only_a_modules_own_tensors() -> None:
     """x_proj has no weight of its own: the q_proj weight just before it (same length, same suffix) is not its pair."""
     names = ["l.0.a_proj.weight", "l.0.a_proj.weight_scale_inv", "l.0.q_proj.weight", "l.0.x_proj.weight_scale_inv"]
-    assert _exact_or_declined(names) == Counter({("FP8", False): 1, ("BF16", False): 1})  # a_proj; q_proj
+    assert _exact_or_declined(names) is None  # the FP8 modules are not all alike: every module is built instead
+    names[3] = "l.0.x_proj.weight_scale_inv"
+    names.insert(3, "l.0.x_proj.weight")  # now they are: the census answers
+    assert _exact_or_declined(names) == Counter({("FP8", False): 2, ("BF16", False): 1})
 
 
 def test_census_never_takes_an_mtp_module_into_the_trunk() -> None:

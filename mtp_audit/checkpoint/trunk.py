@@ -2,18 +2,20 @@
 
 With shard headers, :func:`mtp_audit.checkpoint.accounting.linear_formats` decides each trunk module from its
 parameter suffixes, its weight's dtype and rank and its leaf name (46k modules in DeepSeek-V3, built from 92k
-tensors with a Python step each). The census below reaches the same counts with C-level operations: the names
-are split once (``map`` over ``str.rpartition``), the modules that carry each parameter suffix become one set
-per suffix, and set algebra partitions the modules by their suffix set. A class whose format follows from its
-suffixes alone (``weight_scale_inv`` = FP8 block, ``weight_scale_2`` = NVFP4, ``qweight``, ``weight_packed``,
-``scales`` + ``biases``) is decided once; only the classes whose format depends on each module's weight dtype,
-rank or leaf name (plain weights, ``weight_scale`` and zero points) are looked at module by module, through
-``Counter`` over ``zip`` (still no Python frame per module).
+tensors with a Python step each). A quantized trunk is mostly modules of one kind, whose format follows from a
+suffix alone (``weight_scale_inv`` = FP8 block, ``weight_scale_2`` = NVFP4, ``qweight``, ``weight_packed``). The
+census takes those at once (:func:`_anchored`: one ``str.endswith`` pass, their companion tensors proven by
+position and one list comparison, no name built per module to be hashed) and decides them once. The other names
+(norms, routers, unquantized layers) are split with ``map`` over ``str.rpartition`` and partitioned by suffix set
+with set algebra; only the classes whose format depends on each module's weight dtype, rank or leaf name are
+looked at per module, through ``Counter`` over ``zip`` (still no Python frame per module).
 
 The census certifies or declines, like the safetensors fast header reader: it answers only when its counts are
-the ones ``linear_formats`` gives, and returns ``None`` (the caller then builds every module) when a tensor has
-no header, a module's last name component is a number (``linear_formats`` memoises per last component), a module
-holds both MTP and trunk tensors, or a format depends on a per-module declaration.
+the ones ``linear_formats`` gives, and returns ``None`` (the caller then builds every module) when no such bulk
+exists (a BF16 or per-tensor-scaled trunk: splitting every name at C speed measured no faster than building the
+modules), a tensor has no header, the bulk's modules are not alike or not side by side, a module's last name
+component is a number (``linear_formats`` memoises per last component), a module holds both MTP and trunk
+tensors, or a format depends on a per-module declaration.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from itertools import compress, repeat
-from operator import add, itemgetter, not_
+from operator import add, and_, itemgetter, not_
 from typing import Any
 
 from mtp_audit.checkpoint.tensors import PARAM_SUFFIXES, SCALE_SUFFIXES
@@ -55,26 +57,18 @@ def census(tensors: Mapping[str, Any], infos: Mapping[str, TensorInfo], mtp: Map
     """
     if len(infos) != len(tensors):
         return None
-    names = list(tensors)
-    out: Counter[tuple[str, bool]] = Counter()
-    group = _anchored(tensors, names, mtp, mtp_modules, joined)
-    classes = None
-    if group is not None:
-        params, n_modules, rest, dotted = group
-        got = decide("m", dict.fromkeys(params, _ANY_INFO))
-        if got is None:
-            return None
-        if got:
-            out[got] += n_modules  # type: ignore[index]
-        classes = _classes(rest, tensors, mtp, mtp_modules, dotted)
-        if classes is None:  # another tensor of an anchored module: split every name instead
-            out.clear()
-    if classes is None:
-        classes = _classes(names, tensors, mtp, mtp_modules, None)
-    if classes is None:
+    group = _anchored(tensors, list(tensors), mtp, mtp_modules, joined)
+    if group is None:
+        return None  # no bulk to take at once: splitting every name costs what building the modules does
+    params, n_modules, rest, dotted = group
+    got = decide("m", dict.fromkeys(params, _ANY_INFO))
+    classes = _classes(rest, tensors, mtp, mtp_modules, dotted)
+    if got is None or classes is None:  # another tensor of an anchored module, or a per-module declaration
         return None
-    for params, members in classes.items():
-        got = _class_counts(params, members, infos, decide)
+    out: Counter[tuple[str, bool]] = Counter({got: n_modules} if got else {})  # type: ignore[dict-item]
+    table, split = classes
+    for params, members in table.items():
+        got = _class_counts(params, members, split, infos, decide)
         if got is None:
             return None
         out.update(got)
@@ -126,11 +120,14 @@ def _companions(names: list[str], idx: list[int], mods: list[str], dotted: str) 
     return at if list(map(names.__getitem__, at)) == list(map(add, mods, repeat(dotted))) else None
 
 
+_Split = tuple[list[str], list[str], list[str]]  # names, their modules, their parameter suffixes
+
+
 def _classes(names: list[str], tensors: Mapping[str, Any], mtp: Mapping[str, Any], mtp_modules: Mapping[str, Any],
-             anchored: str | None) -> dict[frozenset[str], set[str]] | None:
+             anchored: str) -> tuple[dict[frozenset[str], set[str]], _Split] | None:
     """Trunk modules of ``names`` partitioned by their set of parameter suffixes (split as ``tensors.split_param``
-    splits a name); ``None`` when a trunk tensor would fall into an MTP module, or into a module taken by
-    :func:`_anchored` (one whose ``module + anchored`` is a trunk tensor)."""
+    splits a name), with the split itself; ``None`` when a trunk tensor would fall into an MTP module, or into a
+    module taken by :func:`_anchored` (one whose ``module + anchored`` is a trunk tensor)."""
     parts = list(map(str.rpartition, names, repeat(".")))
     mods = list(map(_FIRST, parts))
     params = list(map(_LAST, parts))
@@ -143,10 +140,8 @@ def _classes(names: list[str], tensors: Mapping[str, Any], mtp: Mapping[str, Any
     if mtp_modules and sum(map(mtp_modules.__contains__, mods)) != len(mtp):
         return None
     universe = set(mods).difference(mtp_modules)
-    if anchored is not None:
-        taken = [m + anchored for m in universe if m + anchored in tensors]
-        if any(n not in mtp for n in taken):
-            return None
+    if any(m + anchored in tensors and m + anchored not in mtp for m in universe):
+        return None
     classes: dict[frozenset[str], set[str]] = {frozenset(): universe}
     for suffix in set(params):
         having = set(compress(mods, map(suffix.__eq__, params)))
@@ -159,7 +154,7 @@ def _classes(names: list[str], tensors: Mapping[str, Any], mtp: Mapping[str, Any
                 split[key] = members - inside
         classes = split
     classes.pop(frozenset(), None)
-    return classes
+    return classes, (names, mods, params)
 
 
 def _is_odd(param: str, module: str) -> bool:
@@ -167,7 +162,7 @@ def _is_odd(param: str, module: str) -> bool:
     return not module or param not in PARAM_SUFFIXES
 
 
-def _class_counts(params: frozenset[str], members: set[str], infos: Mapping[str, TensorInfo],
+def _class_counts(params: frozenset[str], members: set[str], split: _Split, infos: Mapping[str, TensorInfo],
                   decide: Decide) -> Counter[tuple[str, bool]] | None:
     """``(format, inferred)`` counts of one class of modules sharing the suffix set ``params`` (see
     :func:`tensors.is_linear` and :func:`tensors.module_format` for what each answer depends on)."""
@@ -177,12 +172,16 @@ def _class_counts(params: frozenset[str], members: set[str], infos: Mapping[str,
     if scaled and (params & _BY_NAME or {"scales", "biases"} <= params):
         got = decide("m", dict.fromkeys(params, _ANY_INFO))  # the suffixes decide; every header entry is there
         return None if got is None else Counter({got: len(members)}) if got else Counter()
-    mods = list(members)
-    leaves = list(map(_LAST, map(str.rpartition, mods, repeat("."))))
+    names, mods, suffixes = split
+    if "weight" in params:  # each member's own "weight" name (already hashed: no name is built)
+        mask = list(map(and_, map(members.__contains__, mods), map("weight".__eq__, suffixes)))
+        weights = list(map(infos.__getitem__, compress(names, mask)))
+        leaves = list(map(_LAST, map(str.rpartition, compress(mods, mask), repeat("."))))
+    else:
+        leaves = list(map(_LAST, map(str.rpartition, members, repeat("."))))
     if any(map(str.isdigit, set(leaves))):
         return None  # linear_formats memoises per last component: "a.fc.0" and "b.norm.0" share one answer
     if "weight" in params:
-        weights = list(map(infos.__getitem__, map(add, mods, repeat(".weight"))))
         keys: Counter[tuple[Any, ...]] = Counter(zip(leaves, map(_DTYPE, weights), map(len, map(_SHAPE, weights))))
     else:
         keys = Counter(zip(leaves))
