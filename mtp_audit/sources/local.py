@@ -282,8 +282,11 @@ def fast_header(file: str, raw: bytes, file_size: int | None) -> ShardHeader | N
     entries = list(obj.values())
     if set(map(type, entries)) != {dict} or sum(map(len, entries)) != 3 * len(names):
         return None
-    if raw.count(b":") - colons - "\n".join(names).count(":") != keys + 3 * len(names):
+    joined = "\n".join(names)
+    if raw.count(b":") - colons - joined.count(":") != keys + 3 * len(names):
         return None  # a duplicate key somewhere (or an unusual layout): the strict reader says which
+    if not _numbers_only_in_arrays(raw, joined, keys, metadata, len(names)):
+        return None
     columns = _tensor_columns(entries, raw, signed)
     if columns is None:
         return None
@@ -321,6 +324,17 @@ def _decode_entries(raw: bytes) -> tuple[dict[str, Any], dict[str, str], int, in
     return obj, (meta if type(meta) is dict else {}), keys, colons
 
 
+def _numbers_only_in_arrays(raw: bytes, joined: str, keys: int, metadata: Mapping[str, str], n: int) -> bool:
+    """Whether no string and no list sits inside a ``shape`` or ``data_offsets`` array, by counting (C speed): with no
+    backslash every string adds exactly two ``"`` and every list one ``[`` (beside those inside the strings), so a
+    header of ``n`` entries (3 keys and a dtype string each) and ``keys`` decoded keys holds ``2 * (keys + 4n +
+    len(metadata))`` quotes and ``2n`` lists. A string or a list inside a shape would make ``math.prod`` repeat it
+    (``["x", 3000000000]`` is a 3 GB string), so such a header goes to the strict reader, which refuses it."""
+    strings = keys + 4 * n + len(metadata)
+    inner = joined.count("[") + sum(k.count("[") + v.count("[") for k, v in metadata.items())
+    return raw.count(b'"') == 2 * strings and raw.count(b"[") == 2 * n + inner
+
+
 def _tensor_columns(entries: list[dict[str, Any]], raw: bytes, signed: bool
                     ) -> tuple[list[str], list[list[int]], list[int], list[int], list[int], int] | None:
     """``(dtypes, shapes, byte sizes, start offsets, end offsets, total elements)`` of the entries, at C speed per tensor, or ``None``
@@ -334,13 +348,13 @@ def _tensor_columns(entries: list[dict[str, Any]], raw: bytes, signed: bool
         return None
     if set(map(type, shapes)) != {list} or set(map(type, offsets)) != {list} or set(map(len, offsets)) != {2}:
         return None
-    if not {int}.issuperset(map(type, chain.from_iterable(shapes))):
-        return None  # a string or a list would make math.prod repeat it (["x", 3000000000]: gigabytes)
-    if (b"true" in raw or b"false" in raw) and set(map(type, chain.from_iterable(offsets))) != {int}:
+    if (b"true" in raw or b"false" in raw) and (
+        set(map(type, chain.from_iterable(shapes))) != {int} or set(map(type, chain.from_iterable(offsets))) != {int}
+    ):
         return None
-    # Without true/false in the text, a number is an int (floats and NaN are refused by the hooks); any other value
-    # in an offset (a string, list, object or null) makes sub or the comparisons raise TypeError below, so the
-    # offsets need no per-element type pass.
+    # No string or list sits in an array (_numbers_only_in_arrays); without true/false in the text, a number is an
+    # int (floats and NaN are refused by the hooks); any other value (an object or null) makes math.prod, operator.mul
+    # or sub raise TypeError below, so no per-element type pass is needed.
     try:
         starts, ends = zip(*offsets)
         numels = list(map(math.prod, shapes))
