@@ -282,10 +282,7 @@ def fast_header(file: str, raw: bytes, file_size: int | None) -> ShardHeader | N
     entries = list(obj.values())
     if set(map(type, entries)) != {dict} or sum(map(len, entries)) != 3 * len(names):
         return None
-    joined = "\n".join(names)
-    if raw.count(b":") - colons - joined.count(":") != keys + 3 * len(names):
-        return None  # a duplicate key somewhere (or an unusual layout): the strict reader says which
-    if not _numbers_only_in_arrays(raw, joined, keys, metadata, len(names)):
+    if not _counts_agree(raw, names, keys, colons, metadata):
         return None
     columns = _tensor_columns(entries, raw, signed)
     if columns is None:
@@ -322,6 +319,16 @@ def _decode_entries(raw: bytes) -> tuple[dict[str, Any], dict[str, str], int, in
             keys += len(meta)
             colons += sum(k.count(":") + v.count(":") for k, v in meta.items())
     return obj, (meta if type(meta) is dict else {}), keys, colons
+
+
+def _counts_agree(raw: bytes, names: list[str], keys: int, colons: int, metadata: Mapping[str, str]) -> bool:
+    """Whether the raw ``:`` count shows no duplicate key anywhere (with no backslash, every ``:`` outside the
+    decoded strings separates a key: ``keys`` decoded plus 3 per entry) and :func:`_numbers_only_in_arrays` holds.
+    Otherwise the strict reader says what is wrong."""
+    joined = "\n".join(names)
+    if raw.count(b":") - colons - joined.count(":") != keys + 3 * len(names):
+        return False
+    return _numbers_only_in_arrays(raw, joined, keys, metadata, len(names))
 
 
 def _numbers_only_in_arrays(raw: bytes, joined: str, keys: int, metadata: Mapping[str, str], n: int) -> bool:
