@@ -77,12 +77,12 @@ def census(tensors: Mapping[str, Any], infos: Mapping[str, TensorInfo], mtp: Map
 
 def _anchored(tensors: Mapping[str, Any], names: list[str], mtp: Mapping[str, Any], mtp_modules: Mapping[str, Any],
               joined: str) -> tuple[frozenset[str], int, list[str], str] | None:
-    """The bulk of a quantized trunk in a few C-speed passes, no string hashed: the trunk modules holding the first
-    suffix of :data:`_ANCHORS` that occurs, when every one of them holds the suffixes the first one holds, each at the
-    same distance from its anchor tensor in ``names`` (``x.weight`` just before ``x.weight_scale_inv`` in a sorted
-    index; compared, never hashed). ``(their suffix set, how many, every other name, "." + anchor)``; ``None`` when no anchor occurs or the
-    layout differs (the caller then splits every name). Whether another trunk tensor (an extra suffix) falls into
-    one of these modules is checked by the caller (:func:`_classes`)."""
+    """The bulk of a quantized trunk in a few C-speed passes: the trunk modules holding the first suffix of
+    :data:`_ANCHORS` that occurs, when every one of them holds the suffixes the first one holds, each at the same
+    distance from its anchor tensor in ``names`` (``x.weight`` just before ``x.weight_scale_inv`` in a sorted index;
+    the names are compared, never hashed). ``(their suffix set, how many, every other name, "." + anchor)``; ``None``
+    when no anchor occurs or the layout differs (the census then declines). Whether another trunk tensor (an extra
+    suffix) falls into one of these modules is checked by the caller (:func:`_classes`)."""
     anchor = next((a for a in _ANCHORS if "." + a + "\n" in joined), None)
     if anchor is None:
         return None
