@@ -128,6 +128,8 @@ def test_fast_reader_takes_the_common_header(tmp_path: Path) -> None:
         (b'{"a":{"dtype":"U8","shape":[2],"data_offsets":[-0,2]}}', "-0 (a float to serde_json)"),
         (b'{"a":{"dtype":"U8","shape":[true,2],"data_offsets":[0,2]}}', "bool dimension"),
         (b'{"a":{"dtype":"U8","shape":{},"data_offsets":[0,1]}}', "object as shape"),
+        (b'{"a":{"dtype":"U8","shape":["x",3000000000],"data_offsets":[0,1]}}', "string dimension (no 3 GB repeat)"),
+        (b'{"a":{"dtype":"U8","shape":[[0],3000000000],"data_offsets":[0,1]}}', "list dimension (no 24 GB repeat)"),
         (b'{"a":{"dtype":"U8","shape":[4294967296,4294967296,0],"data_offsets":[0,0]}}', "checked_mul overflow"),
         (b'{"\\ud800":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}', "lone surrogate"),
         (b'{"a":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}}', "sub-byte tensor off a byte boundary"),

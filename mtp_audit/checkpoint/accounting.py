@@ -29,6 +29,7 @@ from mtp_audit.checkpoint.tensors import (
     split_param,
     vector_len,
 )
+from mtp_audit.checkpoint.trunk import census
 
 
 def _hint(facts: CheckpointFacts) -> str:
@@ -108,7 +109,14 @@ def trunk_format_counts(facts: CheckpointFacts) -> dict[str, int]:
     if "trunk" in facts.cache:
         return facts.cache["trunk"]
     if facts.infos:
-        out = summarize_formats(linear_formats(facts, facts.trunk_modules))[1]
+        got = trunk_census(facts)
+        if got is None:
+            out = summarize_formats(linear_formats(facts, facts.trunk_modules))[1]
+        else:
+            per: Counter[str] = Counter()
+            for (fmt, _), n in got.items():
+                per[fmt] += n
+            out = dict(sorted(per.items()))
     else:
         c = facts.trunk_suffixes
         nv_mo = c.get("weight_scale_2", 0)
@@ -132,6 +140,28 @@ def trunk_format_counts(facts: CheckpointFacts) -> dict[str, int]:
     return out
 
 
+def trunk_census(facts: CheckpointFacts) -> Counter[tuple[str, bool]] | None:
+    """Trunk linear modules per ``(format, inferred)`` without building each module
+    (:func:`mtp_audit.checkpoint.trunk.census`, computed once); ``None`` when the census cannot certify its counts
+    (then :func:`linear_formats` over :attr:`CheckpointFacts.trunk_modules` decides)."""
+    if "trunk_census" in facts.cache:
+        return facts.cache["trunk_census"]
+    scheme = facts.primary_scheme
+    uniform, same = scheme.uniform_declaration() if scheme is not None else (True, None)
+    hint = (same.format if same is not None else _hint(facts)) if uniform else None
+    dt = _dtype(facts)
+
+    def decide(name: str, params: Mapping[str, Any]) -> tuple[str, bool] | bool | None:
+        got = _signature_format(name, params, dt)
+        if got is None and hint is not None:
+            got = module_format(params, dt, hint)  # the same declaration for every module
+        return got
+
+    out = facts.cache["trunk_census"] = census(facts.tensors, facts.infos, facts.mtp, facts.mtp_modules, facts.joined_names,
+                                                 decide)
+    return out
+
+
 def summarize_formats(fmts: Mapping[str, tuple[str, bool]]) -> tuple[str, dict[str, int]]:
     """``("BF16", {"BF16": 1541})`` or ``("mixed", {...})``; ``("none", {})`` without linears."""
     c = Counter(f for f, _ in fmts.values())
@@ -142,11 +172,20 @@ def summarize_formats(fmts: Mapping[str, tuple[str, bool]]) -> tuple[str, dict[s
 
 
 def expert_facts(facts: CheckpointFacts) -> dict[str, dict[str, Any]]:
-    """Per MTP layer with experts: ids found, expected count, missing ids and missing projections.
+    """Per MTP layer with experts: ids found, expected count, missing ids and missing projections (computed once
+    per audit: MTP004 and the facts document both read it).
 
     Stacked layouts (``experts.gate_up_proj``) report the count from the header's first dimension when
     a header is known, else ``None`` (never "truncated", checkpoint_formats.md §7.7).
     """
+    got = facts.cache.get("expert_facts")
+    if got is None:
+        got = facts.cache["expert_facts"] = _expert_facts(facts)
+    return got
+
+
+def _expert_facts(facts: CheckpointFacts) -> dict[str, dict[str, Any]]:
+    """See :func:`expert_facts`."""
     cfg = facts.config
     expected = cfg.num_experts if cfg else None
     per: dict[str, dict[int, set[str]]] = defaultdict(lambda: defaultdict(set))

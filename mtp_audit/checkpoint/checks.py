@@ -5,13 +5,12 @@ sources, examples) are declared in :mod:`mtp_audit.checkpoint.rules`.
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
-from operator import itemgetter
 from typing import Callable
 
+from mtp_audit.checkpoint import checks_families
 from mtp_audit.checkpoint import rules as R
 from mtp_audit.checkpoint.accounting import (
     as_rest_of_model,
@@ -20,12 +19,12 @@ from mtp_audit.checkpoint.accounting import (
     human_bytes,
     linear_formats,
     summarize_formats,
+    trunk_census,
     trunk_format_counts,
 )
-from mtp_audit.checkpoint import checks_families
 from mtp_audit.checkpoint.checks_families import is_dspark
 from mtp_audit.checkpoint.config import QuantScheme
-from mtp_audit.checkpoint.declared import declared_bytes
+from mtp_audit.checkpoint.declared import DeclaredFormat, declared_bytes
 from mtp_audit.checkpoint.facts import CONFIG, CheckpointFacts, pointer
 from mtp_audit.checkpoint.overrides import overrides_for
 from mtp_audit.checkpoint.tensors import (
@@ -36,8 +35,6 @@ from mtp_audit.checkpoint.tensors import (
 from mtp_audit.report import Evidence, Finding, Location, Severity
 
 Check = Callable[[CheckpointFacts], Iterator[Finding]]
-
-_SHAPE = itemgetter(2)  # TensorInfo.shape, as a C callable for map()
 
 
 def _decl_location(facts: CheckpointFacts) -> Location:
@@ -376,7 +373,9 @@ def _declared_disagreements(facts: CheckpointFacts) -> dict[tuple[str, str], lis
     uniform, same = scheme.uniform_declaration()
     if uniform and same is None:
         return out  # the config declares nothing for any module: nothing can disagree
-    for table, is_mtp in ((facts.trunk_modules, False), (facts.mtp_modules, True)):
+    tables = ((facts.mtp_modules, True),) if uniform and _trunk_agrees(facts, same) else \
+        ((facts.trunk_modules, False), (facts.mtp_modules, True))
+    for table, is_mtp in tables:
         for m, (fmt, inferred) in sorted(linear_formats(facts, table).items()):
             d = same if uniform else scheme.declared_format(m)
             if d is None or _agrees(d.format, fmt):
@@ -385,6 +384,13 @@ def _declared_disagreements(facts: CheckpointFacts) -> dict[tuple[str, str], lis
                 continue  # MTP007 reports it, with the engine overrides
             out[(d.label(), fmt)].append((m, inferred))
     return out
+
+
+def _trunk_agrees(facts: CheckpointFacts, same: DeclaredFormat) -> bool:
+    """Whether every trunk linear is stored the way ``same`` (the one declaration for all modules) says, from the
+    trunk census (:func:`trunk_census`); False when the census cannot tell (then each module is looked at)."""
+    got = trunk_census(facts) if facts.infos else None
+    return got is not None and all(_agrees(same.format, fmt) for fmt, _ in got)
 
 
 def check_declared_disagrees(facts: CheckpointFacts) -> Iterator[Finding]:
@@ -448,6 +454,13 @@ def _find_all(text: str, part: str) -> list[int]:
     return out
 
 
+def _only_in(names: Iterable[str], joined: str) -> bool:
+    """Whether every ``.<leaf>`` of :data:`_MTP_ONLY_LEAVES` in ``joined`` lies in one of ``names`` (lines of it):
+    ``str.count`` over the joined text (C speed) against the count over those few names."""
+    own = "\n".join(names)  # no ".<leaf>" spans a newline, so counting in the joined names counts in each
+    return all(joined.count(part) == own.count(part) for part in ("." + leaf for leaf in _MTP_ONLY_LEAVES))
+
+
 def check_misplaced(facts: CheckpointFacts) -> Iterator[Finding]:
     """MTP014: MTP-only tensors (``enorm``, ``hnorm``, ``eh_proj``, ``shared_head``) inside a trunk layer of an
     appended-placement family: the family's loader looks for the MTP layer at ``model.layers.{N}`` and never
@@ -462,9 +475,9 @@ def check_misplaced(facts: CheckpointFacts) -> Iterator[Finding]:
     # never crosses a line, so this finds what a scan of the trunk names alone finds. Names holding a newline
     # would split into several lines: then the trunk names are joined alone.
     skip = mtp if mtp and not any("\n" in m for m in mtp) else None
-    joined = ("\n".join(facts.tensors) if skip is not None else "\n".join(n_ for n_ in facts.tensors if n_ not in mtp)) + "\n"
-    if not any(leaf in joined for leaf in _MTP_ONLY_LEAVES):
-        return
+    joined = facts.joined_names if skip is not None or not mtp else "\n".join(n_ for n_ in facts.tensors if n_ not in mtp) + "\n"
+    if _only_in(skip or (), joined):
+        return  # no such leaf outside the MTP tensors' own lines (the common case: four C-speed counts)
     per: dict[str, set[str]] = defaultdict(set)
     first: dict[str, str] = {}
     for m in _misplaced_matches(joined):
@@ -544,7 +557,7 @@ def check_total_size(facts: CheckpointFacts) -> Iterator[Finding]:
     actual = sum(facts.headers[s].data_bytes for s in idx)
     if actual == facts.total_size:
         return
-    elems = sum(sum(map(math.prod, map(_SHAPE, facts.headers[s].tensors.values()))) for s in idx)
+    elems = sum(facts.headers[s].elements for s in idx)
     note = ""
     if facts.total_size == 2 * elems:
         note = f"; total_size equals 2 bytes x {elems:,} elements, i.e. it was computed as if every tensor were BF16"
@@ -561,11 +574,13 @@ def check_index_vs_headers(facts: CheckpointFacts) -> Iterator[Finding]:
     shard's header that the index does not list (redai-studio/Relax PR #148; vmlx-swift PR #388)."""
     if facts.index_file is None or not facts.headers:
         return
+    if facts.cache.get("headers_match_index"):
+        return  # every indexed tensor is in its shard and every header tensor is indexed (checked while gathering)
     located: dict[str, str] = {}
     for s, hdr in facts.headers.items():
         located.update(dict.fromkeys(hdr.tensors, s))
     if located == facts.weight_map:
-        return  # every indexed tensor is in its shard and every header tensor is indexed (C-speed compare)
+        return  # the same, when the index has entries the gathering could not use (C-speed compare)
     by_shard: dict[str, list[str]] = defaultdict(list)
     for n, s in facts.weight_map.items():
         by_shard[s].append(n)

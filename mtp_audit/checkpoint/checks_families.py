@@ -17,6 +17,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from operator import methodcaller
 
 from mtp_audit.checkpoint import rules as R
 from mtp_audit.checkpoint.facts import CONFIG, CheckpointFacts
@@ -247,6 +248,7 @@ def _mtp_heads(facts: CheckpointFacts) -> dict[str, str | None]:
 
 # --- MTP019: NVFP4 experts missing per-expert input_scale ---------------------------------------------
 
+_ENDS_SCALE2 = methodcaller("endswith", ".weight_scale_2")
 _EXPERT_SCALE2 = re.compile(r"^(?P<layer>.*\.experts)\.(?P<e>\d+)\.(?P<proj>[A-Za-z0-9_]+)\.weight_scale_2$")
 
 
@@ -256,9 +258,9 @@ def check_expert_input_scales(facts: CheckpointFacts) -> Iterator[Finding]:
     #45212)."""
     per: dict[str, dict[str, list[str]]] = defaultdict(lambda: {"with": [], "without": []})
     tensors = facts.tensors
-    for name in tensors:
-        if not name.endswith(".weight_scale_2"):
-            continue
+    if ".weight_scale_2\n" not in facts.joined_names:  # one C-speed scan: no name ends with it
+        return
+    for name in filter(_ENDS_SCALE2, tensors):
         m = _EXPERT_SCALE2.match(name)
         if m is None:
             continue

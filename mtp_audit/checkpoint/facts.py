@@ -12,8 +12,10 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from operator import itemgetter, methodcaller
+from itertools import compress, repeat
+from operator import itemgetter
 from typing import Any
 
 from mtp_audit.checkpoint.config import (
@@ -44,9 +46,8 @@ from mtp_audit.sources.local import (
 ANALYZER = "checkpoint"
 
 # C callables for map()/filter() over tensor names (the per-name work of a 92k-tensor index)
-_RPARTITION = methodcaller("rpartition", ".")
 _LAST = itemgetter(2)
-_IS_WEIGHT = methodcaller("endswith", ".weight")
+_WEIGHT = ".weight"
 _NO_WEIGHT = itemgetter(slice(None, -len(".weight")))
 
 
@@ -117,8 +118,8 @@ class CheckpointFacts:
         infos: tensor name -> header info (only for tensors whose shard header was read).
         mtp: MTP tensor name -> (layer label, layer index or None).
         mtp_modules: MTP modules assembled from their tensors.
-        trunk_modules: trunk module -> parameter suffix -> header info (plain dicts: 46k of them
-            in DeepSeek-V3, so no per-module objects).
+        trunk_suffixes: metadata-only mode: trunk tensors per parameter suffix (the last name component).
+        trunk_weight_leaves: metadata-only mode: trunk ``.weight`` tensors per module leaf name.
         source: where the metadata came from and the I/O it cost (:meth:`CheckpointSource.describe`
             plus :meth:`CheckpointSource.stats`).
     """
@@ -140,7 +141,6 @@ class CheckpointFacts:
     infos: dict[str, TensorInfo] = field(default_factory=dict)
     mtp: dict[str, tuple[str, int | None]] = field(default_factory=dict)
     mtp_modules: dict[str, Module] = field(default_factory=dict)
-    trunk_modules: dict[str, dict[str, TensorInfo | None]] = field(default_factory=dict)
     gaps: list[Gap] = field(default_factory=list)
     trunk_suffixes: dict[str, int] = field(default_factory=dict)
     trunk_weight_leaves: dict[str, int] = field(default_factory=dict)
@@ -155,6 +155,25 @@ class CheckpointFacts:
         got = self.cache.get("indexed_shards")
         if got is None:
             got = self.cache["indexed_shards"] = set(self.weight_map.values())
+        return got
+
+    @property
+    def joined_names(self) -> str:
+        """Every tensor name of :attr:`tensors`, in order, each followed by a newline (computed once): the text the
+        C-speed scans (``str.count``, ``re.finditer``) read instead of a Python step per name."""
+        got = self.cache.get("joined_names")
+        if got is None:
+            got = self.cache["joined_names"] = "\n".join(self.tensors) + "\n"
+        return got
+
+    @property
+    def trunk_modules(self) -> dict[str, dict[str, TensorInfo | None]]:
+        """Trunk module -> parameter suffix -> header info (``None`` where no header was read), in tensor order;
+        built on first use (plain dicts: 46k of them in DeepSeek-V3, a Python step per tensor), empty in
+        metadata-only mode, where the trunk is only counted (:attr:`trunk_suffixes`)."""
+        got = self.cache.get("trunk_modules")
+        if got is None:
+            got = self.cache["trunk_modules"] = _group_trunk(self) if self.infos else {}
         return got
 
     @property
@@ -317,16 +336,21 @@ def _read_shard_headers(source: CheckpointSource, root_shards: tuple[str, ...], 
 
 def _tensor_shards(facts: CheckpointFacts) -> dict[str, str | None]:
     """Tensor name -> the shard holding it (``None``: named by the index, shard unknown), from the index and the headers;
-    fills ``facts.infos`` from the headers (the first shard naming a tensor wins)."""
-    if len(facts.weight_map) == len(facts.index_names) and not facts.headers:
-        tensors: dict[str, str | None] = facts.weight_map  # type: ignore[assignment]  # read-only from here on
-    elif len(facts.weight_map) == len(facts.index_names):
-        tensors = dict(facts.weight_map)
+    fills ``facts.infos`` from the headers (the first shard naming a tensor wins). When every header tensor sits in the
+    shard the index names and the headers hold every indexed tensor (the common case, checked at C speed), the
+    ``weight_map`` itself is the answer and ``facts.cache["headers_match_index"]`` is set for MTP012."""
+    wm = facts.weight_map
+    if len(wm) == len(facts.index_names) and (not facts.headers or _headers_match(facts)):
+        for hdr in facts.headers.values():  # pairwise disjoint (each in its own shard): no tensor is seen twice
+            facts.infos.update(hdr.tensors)
+        return wm  # type: ignore[return-value]  # read-only from here on
+    if len(wm) == len(facts.index_names):
+        tensors: dict[str, str | None] = dict(wm)
     else:
         tensors = dict.fromkeys(facts.index_names)
-        tensors.update(facts.weight_map)
+        tensors.update(wm)
     infos = facts.infos
-    holes = tensors is not facts.weight_map and None in tensors.values()
+    holes = None in tensors.values()
     for rel, hdr in facts.headers.items():  # sorted: the first shard naming a tensor wins
         got = hdr.tensors
         if infos.keys().isdisjoint(got):
@@ -339,6 +363,17 @@ def _tensor_shards(facts: CheckpointFacts) -> dict[str, str | None]:
                 if tensors.get(name) is None:
                     tensors[name] = rel
     return tensors
+
+
+def _headers_match(facts: CheckpointFacts) -> bool:
+    """Whether every header tensor is indexed to the shard it sits in and the headers hold every indexed tensor
+    (``{tensor: shard}`` from the headers equals ``weight_map``; a C-speed items-view test per header). The answer
+    is kept in ``facts.cache["headers_match_index"]``."""
+    wm_items = facts.weight_map.items()
+    ok = sum(len(h.tensors) for h in facts.headers.values()) == len(facts.weight_map) and all(
+        dict.fromkeys(hdr.tensors, rel).items() <= wm_items for rel, hdr in facts.headers.items())
+    facts.cache["headers_match_index"] = ok
+    return ok
 
 
 def _read_index(source: CheckpointSource, index_file: str, facts: CheckpointFacts) -> None:
@@ -416,39 +451,37 @@ def _at_least(n: int) -> str:
     return "|".join(alts)
 
 
-def _mtp_candidates(names: list[str], n_layers: int | None) -> list[str]:
+def _mtp_candidates(joined: str, names: list[str], n_layers: int | None) -> list[str]:
     """Names that may be MTP tensors: those containing ``mtp`` and those of decoder layers with index
-    ``>= n_layers``. Found with regex scans over the newline-joined names (C speed, only the rare hits
-    touched from Python) instead of a Python-level test per name; :func:`layouts.classify` then
-    decides each candidate. A superset of what ``classify`` accepts, so no MTP tensor is missed;
+    ``>= n_layers``. Found with regex scans over ``joined`` (the names, each followed by a newline: C speed,
+    only the rare hits touched from Python) instead of a Python-level test per name; :func:`layouts.classify`
+    then decides each candidate. A superset of what ``classify`` accepts, so no MTP tensor is missed;
     names that themselves contain a newline are checked one by one."""
-    joined = "\n".join(names)
     cands = _lines_matching("mtp", joined) if "mtp" in joined else set()
     if n_layers is not None and "layers." in joined:
         cands |= _lines_matching(r"layers\.0*(?:%s)\." % _at_least(n_layers), joined)
-    odd = [n for n in names if "\n" in n]
-    if odd:
+    if joined.count("\n") != len(names):  # a name holds a newline: its pieces are not names
         known = set(names)
-        cands = {c for c in cands if c in known} | set(odd)
+        cands = {c for c in cands if c in known} | {n for n in names if "\n" in n}
     return sorted(cands)
 
 
 def _classify_and_group(facts: CheckpointFacts, n_layers: int | None) -> None:
     """Split tensors into MTP (:func:`layouts.classify`) and trunk. MTP tensors are grouped into
-    :class:`Module` objects. Trunk tensors are grouped into modules only when shard headers were read
-    (the exact path); in metadata-only mode they are only counted by parameter suffix and by the leaf
-    name of their ``.weight`` tensors, which is all :func:`trunk_format_counts` needs. This is the
-    audit's hot path on a 92k-tensor index (benchmarks/bench_checkpoint.py): candidates are found by
-    :func:`_mtp_candidates`, and trunk counting uses ``collections.Counter`` over comprehensions."""
+    :class:`Module` objects. The trunk is not grouped here: with shard headers its modules are built on first
+    use (:attr:`CheckpointFacts.trunk_modules`, which the format census of ``mtp_audit.checkpoint.trunk`` mostly
+    avoids); in metadata-only mode its tensors are only counted by parameter suffix and by the leaf name of
+    their ``.weight`` tensors, which is all :func:`trunk_format_counts` needs. Candidates are found by
+    :func:`_mtp_candidates` over :attr:`CheckpointFacts.joined_names`; counting uses ``collections.Counter``
+    over C-level maps (no Python frame per name)."""
     infos = facts.infos
     mtp = facts.mtp
     mtp_mods = facts.mtp_modules
     tensors = facts.tensors
-    exact = bool(infos)
     suffixes = PARAM_SUFFIXES
     get_info = infos.get
     names = list(tensors)
-    for name in _mtp_candidates(names, n_layers):
+    for name in _mtp_candidates(facts.joined_names, names, n_layers):
         hit = classify(name, n_layers)
         if hit is None:
             continue
@@ -462,25 +495,48 @@ def _classify_and_group(facts: CheckpointFacts, n_layers: int | None) -> None:
         mod.params[param] = get_info(name)
         if param in ("weight", "weight_packed", "qweight", "") or mod.shard is None:
             mod.shard = tensors[name]
-    trunk_names = [n for n in names if n not in mtp] if mtp else names
-    trunk: dict[str, dict[str, TensorInfo | None]] = {}
-    if exact:
-        get = trunk.get
-        for name, (module, _, param), info in zip(trunk_names, map(_RPARTITION, trunk_names), map(get_info, trunk_names)):
-            if param not in suffixes or not module:
-                module, param = name, ""
-            params = get(module)
-            if params is None:
-                trunk[module] = {param: info}
-            else:
-                params[param] = info
+    if infos:
         facts.trunk_suffixes = {}
         facts.trunk_weight_leaves = {}
-    else:  # C speed: no Python frame per name
-        facts.trunk_suffixes = dict(Counter(map(_LAST, map(_RPARTITION, trunk_names))))
-        weights = filter(_IS_WEIGHT, trunk_names)
-        facts.trunk_weight_leaves = dict(Counter(map(_LAST, map(_RPARTITION, map(_NO_WEIGHT, weights)))))
-    facts.trunk_modules = trunk
+        return
+    facts.trunk_suffixes = _suffix_counts(names)
+    facts.trunk_weight_leaves = _suffix_counts(map(_NO_WEIGHT, compress(names, map(str.endswith, names, repeat(_WEIGHT)))))
+    if mtp:  # counted over every name, then the MTP tensors' own counts taken off (a few thousand names)
+        _take_off(facts.trunk_suffixes, _suffix_counts(mtp))
+        _take_off(facts.trunk_weight_leaves, _suffix_counts(map(_NO_WEIGHT, (n for n in mtp if n.endswith(_WEIGHT)))))
+
+
+def _suffix_counts(names: Iterable[str]) -> dict[str, int]:
+    """Names per last dotted component (``"a.b.weight"`` -> ``"weight"``; a name without a dot is its own)."""
+    return dict(Counter(map(_LAST, map(str.rpartition, names, repeat(".")))))
+
+
+def _take_off(counts: dict[str, int], part: dict[str, int]) -> None:
+    """Subtract the counts ``part`` (a subset's) from ``counts``, dropping the keys that reach 0."""
+    for key, n in part.items():
+        left = counts[key] - n
+        if left:
+            counts[key] = left
+        else:
+            del counts[key]
+
+
+def _group_trunk(facts: CheckpointFacts) -> dict[str, dict[str, TensorInfo | None]]:
+    """Trunk module -> parameter suffix -> header info, in tensor order (a Python step per trunk tensor)."""
+    mtp = facts.mtp
+    names = [n for n in facts.tensors if n not in mtp] if mtp else list(facts.tensors)
+    suffixes = PARAM_SUFFIXES
+    trunk: dict[str, dict[str, TensorInfo | None]] = {}
+    get = trunk.get
+    for name, (module, _, param), info in zip(names, map(str.rpartition, names, repeat(".")), map(facts.infos.get, names)):
+        if param not in suffixes or not module:
+            module, param = name, ""
+        params = get(module)
+        if params is None:
+            trunk[module] = {param: info}
+        else:
+            params[param] = info
+    return trunk
 
 
 def _gaps(facts: CheckpointFacts) -> None:

@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from itertools import chain, repeat
 from operator import itemgetter, mul, rshift, sub
 from pathlib import Path
@@ -92,6 +92,7 @@ class TensorInfo(NamedTuple):
 
 
 _NBYTES = itemgetter(3)  # TensorInfo.nbytes, as a C callable for map()
+_SHAPE_OF = itemgetter(2)  # TensorInfo.shape
 
 
 @dataclass(frozen=True)
@@ -110,10 +111,15 @@ class ShardHeader:
     metadata: Mapping[str, str] = field(default_factory=dict)
     header_bytes: int = 0
 
-    @property
+    @cached_property
     def data_bytes(self) -> int:
-        """Sum of tensor sizes in bytes."""
+        """Sum of tensor sizes in bytes (computed once; :func:`fast_header` knows it already: the end of the data)."""
         return sum(map(_NBYTES, self.tensors.values()))
+
+    @cached_property
+    def elements(self) -> int:
+        """Sum of the tensors' element counts (the product of each shape; computed once, or by :func:`fast_header`)."""
+        return sum(map(math.prod, map(_SHAPE_OF, self.tensors.values())))
 
 
 class ReadProblem(Exception):
@@ -207,7 +213,7 @@ def header_from_dict(file: str, obj: Mapping[str, Any], header_bytes: int) -> Sh
 _USIZE_END = 1 << 64  # safetensors counts in Rust ``usize`` (64-bit): values must stay below this
 _DTYPE, _SHAPE, _OFFSETS = itemgetter("dtype"), itemgetter("shape"), itemgetter("data_offsets")
 _FIRST, _SECOND = itemgetter(0), itemgetter(1)
-_WHOLE_BYTES = frozenset(d for d, b in DTYPE_BITS.items() if b % 8 == 0)
+_DTYPE_BYTES = {d: b >> 3 for d, b in DTYPE_BITS.items() if b % 8 == 0}
 _ABSENT: Any = object()
 _new_info = partial(tuple.__new__, TensorInfo)  # TensorInfo._make is a Python function: one frame per tensor
 
@@ -276,17 +282,20 @@ def fast_header(file: str, raw: bytes, file_size: int | None) -> ShardHeader | N
     entries = list(obj.values())
     if set(map(type, entries)) != {dict} or sum(map(len, entries)) != 3 * len(names):
         return None
-    if raw.count(b":") - colons - "\n".join(names).count(":") != keys + 3 * len(names):
-        return None  # a duplicate key somewhere (or an unusual layout): the strict reader says which
+    if not _counts_agree(raw, names, keys, colons, metadata):
+        return None
     columns = _tensor_columns(entries, raw, signed)
     if columns is None:
         return None
-    dtypes, shapes, nbytes, starts, ends = columns
+    dtypes, shapes, nbytes, starts, ends, elements = columns
     data_end = _tiled_end(starts, ends)
     if data_end is None or data_end >= _USIZE_END or (file_size is not None and 8 + len(raw) + data_end != file_size):
         return None
     infos = map(_new_info, zip(names, dtypes, map(tuple, shapes), nbytes))
-    return ShardHeader(file=file, tensors=dict(zip(names, infos)), metadata=metadata, header_bytes=len(raw))
+    header = ShardHeader(file=file, tensors=dict(zip(names, infos)), metadata=metadata, header_bytes=len(raw))
+    header.__dict__["data_bytes"] = data_end  # the spans tile [0, data_end) and each is its tensor's size
+    header.__dict__["elements"] = elements
+    return header
 
 
 def _decode_entries(raw: bytes) -> tuple[dict[str, Any], dict[str, str], int, int] | None:
@@ -312,17 +321,37 @@ def _decode_entries(raw: bytes) -> tuple[dict[str, Any], dict[str, str], int, in
     return obj, (meta if type(meta) is dict else {}), keys, colons
 
 
+def _counts_agree(raw: bytes, names: list[str], keys: int, colons: int, metadata: Mapping[str, str]) -> bool:
+    """Whether the raw ``:`` count shows no duplicate key anywhere (with no backslash, every ``:`` outside the
+    decoded strings separates a key: ``keys`` decoded plus 3 per entry) and :func:`_numbers_only_in_arrays` holds.
+    Otherwise the strict reader says what is wrong."""
+    joined = "\n".join(names)
+    if raw.count(b":") - colons - joined.count(":") != keys + 3 * len(names):
+        return False
+    return _numbers_only_in_arrays(raw, joined, keys, metadata, len(names))
+
+
+def _numbers_only_in_arrays(raw: bytes, joined: str, keys: int, metadata: Mapping[str, str], n: int) -> bool:
+    """Whether no string and no list sits inside a ``shape`` or ``data_offsets`` array, by counting (C speed): with no
+    backslash every string adds exactly two ``"`` and every list one ``[`` (beside those inside the strings), so a
+    header of ``n`` entries (3 keys and a dtype string each) and ``keys`` decoded keys holds ``2 * (keys + 4n +
+    len(metadata))`` quotes and ``2n`` lists. A string or a list inside a shape would make ``math.prod`` repeat it
+    (``["x", 3000000000]`` is a 3 GB string), so such a header goes to the strict reader, which refuses it."""
+    strings = keys + 4 * n + len(metadata)
+    inner = joined.count("[") + sum(k.count("[") + v.count("[") for k, v in metadata.items())
+    return raw.count(b'"') == 2 * strings and raw.count(b"[") == 2 * n + inner
+
+
 def _tensor_columns(entries: list[dict[str, Any]], raw: bytes, signed: bool
-                    ) -> tuple[list[str], list[list[int]], list[int], list[int], list[int]] | None:
-    """``(dtypes, shapes, byte sizes, start offsets, end offsets)`` of the entries, at C speed per tensor, or ``None``
+                    ) -> tuple[list[str], list[list[int]], list[int], list[int], list[int], int] | None:
+    """``(dtypes, shapes, byte sizes, start offsets, end offsets, total elements)`` of the entries, at C speed per tensor, or ``None``
     when an entry is not certified (unknown dtype, a missing key, a non-int or negative number, an overflow past
     2**64, a partial byte, a size that is not its span)."""
     try:
         dtypes = list(map(_DTYPE, entries))
         shapes = list(map(_SHAPE, entries))
         offsets = list(map(_OFFSETS, entries))
-        bits = list(map(DTYPE_BITS.__getitem__, dtypes))
-    except (KeyError, TypeError):  # a key missing (so another entry has an extra one); unknown dtype
+    except (KeyError, TypeError):  # a key missing (so another entry has an extra one)
         return None
     if set(map(type, shapes)) != {list} or set(map(type, offsets)) != {list} or set(map(len, offsets)) != {2}:
         return None
@@ -330,12 +359,11 @@ def _tensor_columns(entries: list[dict[str, Any]], raw: bytes, signed: bool
         set(map(type, chain.from_iterable(shapes))) != {int} or set(map(type, chain.from_iterable(offsets))) != {int}
     ):
         return None
-    # Without true/false in the text, a number is an int (floats and NaN are refused by the hooks);
-    # any other value in a shape or an offset (a string, list, object or null) makes math.prod,
-    # operator.mul, rshift or sub raise TypeError below, so no per-element type pass is needed.
+    # No string or list sits in an array (_numbers_only_in_arrays); without true/false in the text, a number is an
+    # int (floats and NaN are refused by the hooks); any other value (an object or null) makes math.prod, operator.mul
+    # or sub raise TypeError below, so no per-element type pass is needed.
     try:
-        starts = list(map(_FIRST, offsets))
-        ends = list(map(_SECOND, offsets))
+        starts, ends = zip(*offsets)
         numels = list(map(math.prod, shapes))
         if signed and (min(starts) < 0 or min(chain.from_iterable(shapes), default=0) < 0):
             return None
@@ -343,18 +371,32 @@ def _tensor_columns(entries: list[dict[str, Any]], raw: bytes, signed: bool
             for shape, numel in zip(shapes, numels):
                 if numel == 0 and (max(shape) >= _USIZE_END or math.prod(shape[: shape.index(0)]) >= _USIZE_END):
                     return None  # Rust's checked_mul overflows before it reaches the 0
-        nbits = list(map(mul, numels, bits))
-        if max(nbits) >= _USIZE_END:
-            return None
-        if not _WHOLE_BYTES.issuperset(dtypes) and any(map((7).__and__, nbits)):
-            return None
-        nbytes = list(map(rshift, nbits, repeat(3)))
+        nbytes = _byte_sizes(dtypes, numels)
         spans = list(map(sub, ends, starts))
-    except (TypeError, KeyError):
+    except (TypeError, KeyError):  # KeyError: a dtype safetensors does not know
         return None
-    if nbytes != spans:
+    if nbytes is None or nbytes != spans:
         return None  # also catches end < start: nbytes is never negative
-    return dtypes, shapes, nbytes, starts, ends
+    return dtypes, shapes, nbytes, list(starts), list(ends), sum(numels)
+
+
+def _byte_sizes(dtypes: list[str], numels: list[int]) -> list[int] | None:
+    """Bytes of each tensor (``numel * bits / 8``), or ``None`` when a bit count reaches 2**64 (Rust ``checked_mul``)
+    or is not a whole number of bytes.
+
+    Raises:
+        KeyError: a dtype outside :data:`DTYPE_BITS`.
+        TypeError: an element count that is not an int.
+    """
+    try:  # whole-byte dtypes only (the common case): bytes directly, bits < 2**64 <=> bytes < 2**61
+        nbytes = list(map(mul, numels, map(_DTYPE_BYTES.__getitem__, dtypes)))
+        return nbytes if max(nbytes) < _USIZE_END >> 3 else None
+    except KeyError:  # a sub-byte dtype (F4, F6_*) or an unknown one
+        pass
+    nbits = list(map(mul, numels, map(DTYPE_BITS.__getitem__, dtypes)))
+    if max(nbits) >= _USIZE_END or any(map((7).__and__, nbits)):
+        return None
+    return list(map(rshift, nbits, repeat(3)))
 
 
 def _tiled_end(starts: list[int], ends: list[int]) -> int | None:

@@ -1,0 +1,198 @@
+"""The trunk's linear formats counted per *class* of modules instead of module by module.
+
+With shard headers, :func:`mtp_audit.checkpoint.accounting.linear_formats` decides each trunk module from its
+parameter suffixes, its weight's dtype and rank and its leaf name (46k modules in DeepSeek-V3, built from 92k
+tensors with a Python step each). A quantized trunk is mostly modules of one kind, whose format follows from a
+suffix alone (``weight_scale_inv`` = FP8 block, ``weight_scale_2`` = NVFP4, ``qweight``, ``weight_packed``). The
+census takes those at once (:func:`_anchored`: one ``str.endswith`` pass, their companion tensors proven by
+position and one list comparison, no name built per module to be hashed) and decides them once. The other names
+(norms, routers, unquantized layers) are split with ``map`` over ``str.rpartition`` and partitioned by suffix set
+with set algebra; only the classes whose format depends on each module's weight dtype, rank or leaf name are
+looked at per module, through ``Counter`` over ``zip`` (still no Python frame per module).
+
+The census certifies or declines, like the safetensors fast header reader: it answers only when its counts are
+the ones ``linear_formats`` gives, and returns ``None`` (the caller then builds every module) when no such bulk
+exists (a BF16 or per-tensor-scaled trunk: splitting every name at C speed measured no faster than building the
+modules), a tensor has no header, the bulk's modules are not alike or not side by side, a module's last name
+component is a number (``linear_formats`` memoises per last component), a module holds both MTP and trunk
+tensors, or a format depends on a per-module declaration.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Callable, Mapping
+from itertools import compress, repeat
+from operator import add, and_, itemgetter, not_
+from typing import Any
+
+from mtp_audit.checkpoint.tensors import PARAM_SUFFIXES, SCALE_SUFFIXES
+from mtp_audit.sources.local import TensorInfo
+
+_FIRST, _LAST = itemgetter(0), itemgetter(2)
+_DTYPE, _SHAPE = itemgetter(1), itemgetter(2)
+_ANY_INFO = TensorInfo("", "BF16", (1, 1), 0)  # stands for a header entry whose dtype and shape do not matter
+_BY_NAME = frozenset({"weight_packed", "qweight", "weight_scale_2", "weight_scale_inv"})
+_ANCHORS = ("weight_packed", "qweight", "weight_scale_2", "weight_scale_inv")  # module_format's order
+
+#: ``decide(module name, params)`` -> ``(format, inferred)``, ``False`` (not a linear layer), or ``None`` when the
+#: format depends on the module's own declaration (then the census declines).
+Decide = Callable[[str, Mapping[str, Any]], "tuple[str, bool] | bool | None"]
+
+
+def census(tensors: Mapping[str, Any], infos: Mapping[str, TensorInfo], mtp: Mapping[str, Any],
+           mtp_modules: Mapping[str, Any], joined: str, decide: Decide) -> Counter[tuple[str, bool]] | None:
+    """Trunk linear modules per ``(format, inferred)``, as ``Counter(linear_formats(facts, trunk).values())``.
+
+    Args:
+        tensors: every tensor name (index and headers) -> shard.
+        infos: tensor name -> header info; the census needs one for every tensor.
+        mtp: the MTP tensors (left out of the trunk).
+        mtp_modules: the MTP modules (a trunk tensor inside one makes the census decline).
+        joined: every tensor name followed by a newline (``CheckpointFacts.joined_names``).
+        decide: how one module is decided (see :data:`Decide`).
+
+    Returns:
+        The counts, or ``None`` when the census cannot certify them (see the module docstring).
+    """
+    if len(infos) != len(tensors):
+        return None
+    group = _anchored(tensors, list(tensors), mtp, mtp_modules, joined)
+    if group is None:
+        return None  # no bulk to take at once: splitting every name costs what building the modules does
+    params, n_modules, rest, dotted = group
+    got = decide("m", dict.fromkeys(params, _ANY_INFO))
+    classes = _classes(rest, tensors, mtp, mtp_modules, dotted)
+    if got is None or classes is None:  # another tensor of an anchored module, or a per-module declaration
+        return None
+    out: Counter[tuple[str, bool]] = Counter({got: n_modules} if got else {})  # type: ignore[dict-item]
+    table, split = classes
+    for params, members in table.items():
+        got = _class_counts(params, members, split, infos, decide)
+        if got is None:
+            return None
+        out.update(got)
+    return out
+
+
+def _anchored(tensors: Mapping[str, Any], names: list[str], mtp: Mapping[str, Any], mtp_modules: Mapping[str, Any],
+              joined: str) -> tuple[frozenset[str], int, list[str], str] | None:
+    """The bulk of a quantized trunk in a few C-speed passes: the trunk modules holding the first suffix of
+    :data:`_ANCHORS` that occurs, when every one of them holds the suffixes the first one holds, each at the same
+    distance from its anchor tensor in ``names`` (``x.weight`` just before ``x.weight_scale_inv`` in a sorted index;
+    the names are compared, never hashed). ``(their suffix set, how many, every other name, "." + anchor)``; ``None``
+    when no anchor occurs or the layout differs (the census then declines). Whether another trunk tensor (an extra
+    suffix) falls into one of these modules is checked by the caller (:func:`_classes`)."""
+    anchor = next((a for a in _ANCHORS if "." + a + "\n" in joined), None)
+    if anchor is None:
+        return None
+    dotted = "." + anchor
+    idx = list(compress(range(len(names)), map(str.endswith, names, repeat(dotted))))
+    if mtp:
+        idx = list(compress(idx, map(not_, map(mtp.__contains__, map(names.__getitem__, idx)))))
+    mods = list(map(itemgetter(slice(None, -len(dotted))), map(names.__getitem__, idx)))
+    if not mods or "" in mods or any(m + dotted in tensors and m + dotted not in mtp for m in mtp_modules):
+        return None
+    params = {anchor}
+    keep = bytearray(b"\x01") * len(names)
+    deque(map(keep.__setitem__, idx, repeat(0)), maxlen=0)
+    for param in PARAM_SUFFIXES - params:
+        if mods[0] + "." + param in tensors:
+            at = _companions(names, idx, mods, "." + param)
+            if at is None:  # (no MTP tensor among them: its module would be an MTP module, refused above)
+                return None
+            deque(map(keep.__setitem__, at, repeat(0)), maxlen=0)
+            params.add(param)
+    return frozenset(params), len(mods), list(compress(names, keep)), dotted
+
+
+def _companions(names: list[str], idx: list[int], mods: list[str], dotted: str) -> list[int] | None:
+    """Positions of ``mods[j] + dotted`` in ``names``, each at the same distance from ``idx[j]`` as the first one's
+    (within 32 places); ``None`` when they are not all there."""
+    first = mods[0] + dotted
+    try:
+        offset = names.index(first, max(idx[0] - 32, 0), idx[0] + 33) - idx[0]
+    except ValueError:
+        return None
+    at = list(map(add, idx, repeat(offset)))
+    if at[-1] >= len(names):
+        return None
+    return at if list(map(names.__getitem__, at)) == list(map(add, mods, repeat(dotted))) else None
+
+
+_Split = tuple[list[str], list[str], list[str]]  # names, their modules, their parameter suffixes
+
+
+def _classes(names: list[str], tensors: Mapping[str, Any], mtp: Mapping[str, Any], mtp_modules: Mapping[str, Any],
+             anchored: str) -> tuple[dict[frozenset[str], set[str]], _Split] | None:
+    """Trunk modules of ``names`` partitioned by their set of parameter suffixes (split as ``tensors.split_param``
+    splits a name), with the split itself; ``None`` when a trunk tensor would fall into an MTP module, or into a
+    module taken by :func:`_anchored` (one whose ``module + anchored`` is a trunk tensor)."""
+    parts = list(map(str.rpartition, names, repeat(".")))
+    mods = list(map(_FIRST, parts))
+    params = list(map(_LAST, parts))
+    del parts
+    odd = set(params) - PARAM_SUFFIXES
+    if odd or "" in mods:  # not a parameter suffix, or no dot: the whole name is the module, its suffix ""
+        flags = map(_is_odd, params, mods) if "" in mods else map(odd.__contains__, params)
+        for i in list(compress(range(len(names)), flags)):
+            mods[i], params[i] = names[i], ""
+    if mtp_modules and sum(map(mtp_modules.__contains__, mods)) != len(mtp):
+        return None
+    universe = set(mods).difference(mtp_modules)
+    if any(m + anchored in tensors and m + anchored not in mtp for m in universe):
+        return None
+    classes: dict[frozenset[str], set[str]] = {frozenset(): universe}
+    for suffix in set(params):
+        having = set(compress(mods, map(suffix.__eq__, params)))
+        split: dict[frozenset[str], set[str]] = {}
+        for key, members in classes.items():
+            inside = members & having
+            if inside:
+                split[key | {suffix}] = inside
+            if len(inside) < len(members):
+                split[key] = members - inside
+        classes = split
+    classes.pop(frozenset(), None)
+    return classes, (names, mods, params)
+
+
+def _is_odd(param: str, module: str) -> bool:
+    """Whether a name split into ``(module, param)`` is its own module (see :func:`tensors.split_param`)."""
+    return not module or param not in PARAM_SUFFIXES
+
+
+def _class_counts(params: frozenset[str], members: set[str], split: _Split, infos: Mapping[str, TensorInfo],
+                  decide: Decide) -> Counter[tuple[str, bool]] | None:
+    """``(format, inferred)`` counts of one class of modules sharing the suffix set ``params`` (see
+    :func:`tensors.is_linear` and :func:`tensors.module_format` for what each answer depends on)."""
+    scaled = len(params) > 1 and bool(params & SCALE_SUFFIXES or "qweight" in params or "weight_packed" in params)
+    if not scaled and "weight" not in params:
+        return Counter()  # not a linear layer
+    if scaled and (params & _BY_NAME or {"scales", "biases"} <= params):
+        got = decide("m", dict.fromkeys(params, _ANY_INFO))  # the suffixes decide; every header entry is there
+        return None if got is None else Counter({got: len(members)}) if got else Counter()
+    names, mods, suffixes = split
+    if "weight" in params:  # each member's own "weight" name (already hashed: no name is built)
+        mask = list(map(and_, map(members.__contains__, mods), map("weight".__eq__, suffixes)))
+        weights = list(map(infos.__getitem__, compress(names, mask)))
+        leaves = list(map(_LAST, map(str.rpartition, compress(mods, mask), repeat("."))))
+    else:
+        leaves = list(map(_LAST, map(str.rpartition, members, repeat("."))))
+    if any(map(str.isdigit, set(leaves))):
+        return None  # linear_formats memoises per last component: "a.fc.0" and "b.norm.0" share one answer
+    if "weight" in params:
+        keys: Counter[tuple[Any, ...]] = Counter(zip(leaves, map(_DTYPE, weights), map(len, map(_SHAPE, weights))))
+    else:
+        keys = Counter(zip(leaves))
+    out: Counter[tuple[str, bool]] = Counter()
+    for key, n in keys.items():
+        rep: dict[str, Any] = dict.fromkeys(params)
+        if len(key) > 1:
+            rep["weight"] = TensorInfo("", key[1], (1,) * key[2], 0)
+        got = decide("m." + key[0], rep)
+        if got is None:
+            return None
+        if got:
+            out[got] += n  # type: ignore[index]
+    return out
