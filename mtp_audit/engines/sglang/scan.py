@@ -7,7 +7,8 @@ One parse and one walk per file, measured in ``benchmarks/bench_sglang.py``:
 1. A byte pre-filter picks the files to parse. It is **derived from the passes**: each :class:`Pass`
    declares the path scope it reads and the names it looks up (:data:`PASSES`); a file is parsed when
    any pass wants it, and each pass runs on exactly the files it wants, so adding a pass cannot
-   silently widen or narrow another pass's file set.
+   silently widen or narrow another pass's file set. A file only the value-flow consumer pass wants is parsed
+   only when it can add to a value flow (:func:`mtp_audit.engines.sglang.audit.scan_tree`).
 2. A wanted file is parsed once with the stdlib ``ast`` and indexed once
    (:class:`~mtp_audit.engines.code.index.ModuleIndex`); every pass queries that index: CLI
    declarations and module constants, the rewrite sites of each function
