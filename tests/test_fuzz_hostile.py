@@ -207,7 +207,7 @@ def test_fuzz_cache_entries(base: Path, data: st.DataObject) -> None:
             st_ = f.stat()
             f.write_bytes(SERVER_ARGS.replace(b"'EAGLE'", b"'NGRAM'"))
             os.utime(f, ns=(st_.st_atime_ns, st_.st_mtime_ns))
-        (base / "secret.json").write_text(json.dumps({"entry": 2, "value": {"facts": {}, "gaps": []}}))
+        (base / "secret.json").write_text(json.dumps({"entry": 3, "value": {"facts": {}, "gaps": []}}))
         for p in sorted(q for q in cache.rglob("*.json") if q.is_file()):
             _mutate(p, data.draw(st.sampled_from(MUTATIONS), label=p.name[:8]), data, ws)
         cached = run_cli(["sglang", "in/t", "-f", "json"], ws, json_stdout=True)

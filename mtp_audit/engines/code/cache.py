@@ -9,9 +9,11 @@ Setting ``MTP_AUDIT_CACHE_DIR`` to an empty string disables the cache. Cache fai
 Every entry is validated on read (:func:`load`), and anything that fails is a miss, never an error: it is
 opened once without following a symlink and without blocking (a FIFO, a device such as ``/dev/zero`` or a
 symlink out of the cache is refused), bounded (:data:`MAX_ENTRY_BYTES`), and must be the envelope
-:func:`store` writes: ``{"entry": ENTRY_FORMAT, "key": <its own key>, "sha256": <hash of the value's
-canonical JSON>, "value": {...}}``, so a truncated or bit-flipped entry, one copied under another key, or
-valid JSON of another shape (``{}``) is scanned again. Whole-tree entries (keys ``tree-...``, ``whl-...``) must also
+:func:`store` writes: one line ``{"entry": ENTRY_FORMAT, "key": <its own key>, "sha256": <hash of the value's
+bytes>}``, then the value, a JSON object, as compact canonical JSON (sorted keys, ASCII); so a truncated or
+bit-flipped entry, one copied under another key, or valid JSON of another shape (``{}``) is scanned again. The hash
+is checked on the stored bytes before they are decoded, so a read never serialises the value again (a whole-tree
+entry of 0.66 MB took 9 ms to re-encode) and a write serialises it once. Whole-tree entries (keys ``tree-...``, ``whl-...``) must also
 have the shape their readers use (``facts`` a mapping with a ``scan`` mapping, ``gaps`` a list of
 :class:`~mtp_audit.report.Gap` fields).
 """
@@ -30,7 +32,7 @@ from typing import Any
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
 
 #: Envelope version of an entry (see the module docstring).
-ENTRY_FORMAT = 2
+ENTRY_FORMAT = 3
 
 
 def cache_dir(namespace: str) -> Path | None:
@@ -54,8 +56,9 @@ def key_for(data: bytes, passes: tuple[str, ...] | bool) -> str:
     return hashlib.sha1(data + b"\x00" + ",".join(passes).encode()).hexdigest()
 
 
-def _digest(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8", "surrogatepass")).hexdigest()
+def _canonical(value: Any) -> bytes:
+    """``value`` as the bytes an entry stores: compact JSON, sorted keys, ASCII (the C encoder)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("ascii")
 
 
 def load(folder: Path | None, key: str) -> dict[str, Any] | None:
@@ -69,13 +72,15 @@ def load(folder: Path | None, key: str) -> dict[str, Any] | None:
 
     try:
         raw = read_bytes_bounded(folder / key[:2] / f"{key}.json", MAX_ENTRY_BYTES, follow=False)
-        doc = json.loads(raw.decode("utf-8"))
+        head, sep, body = raw.partition(b"\n")
+        doc = json.loads(head.decode("utf-8"))
+        if not (sep and isinstance(doc, dict) and doc.get("entry") == ENTRY_FORMAT and doc.get("key") == key
+                and doc.get("sha256") == hashlib.sha256(body).hexdigest()):
+            return None
+        value = json.loads(body.decode("ascii"))
     except (InputError, OSError, ValueError, RecursionError):
         return None
-    if not isinstance(doc, dict) or doc.get("entry") != ENTRY_FORMAT or doc.get("key") != key:
-        return None
-    value = doc.get("value")
-    if not isinstance(value, dict) or doc.get("sha256") != _digest(value):
+    if not isinstance(value, dict):
         return None
     if key.startswith(("tree-", "whl-")) and not _tree_shape(value):
         return None
@@ -111,9 +116,10 @@ def store(folder: Path | None, key: str, value: dict[str, Any]) -> None:
     except OSError:
         return
     try:
-        doc = {"entry": ENTRY_FORMAT, "key": key, "sha256": _digest(value), "value": value}
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(doc, separators=(",", ":")))  # the C encoder: json.dump(doc, fh) runs the Python one
+        body = _canonical(value)
+        head = json.dumps({"entry": ENTRY_FORMAT, "key": key, "sha256": hashlib.sha256(body).hexdigest()})
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(head.encode("ascii") + b"\n" + body)
         os.replace(tmp, sub / f"{key}.json")
     except BaseException as exc:  # a signal or a failed write: never leave the temporary file
         with contextlib.suppress(OSError):
