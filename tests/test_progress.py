@@ -84,10 +84,11 @@ def test_below_min_total(tty: Tty, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_cold_sglang_scan_shows_progress_warm_does_not(tty: Tty, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from mtp_audit.engines.sglang import audit as sg
+    from mtp_audit.engines.sglang import treescan
 
     use(monkeypatch, tty)
     monkeypatch.setenv("MTP_AUDIT_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(sg, "PROGRESS_MIN_FILES", 1)
+    monkeypatch.setattr(treescan, "PROGRESS_MIN_FILES", 1)
     root = tmp_path / "tree"
     (root / "sglang/srt").mkdir(parents=True)
     (root / "sglang/srt/server_args.py").write_text(

@@ -1,4 +1,4 @@
-"""Checks MTP101-MTP105: findings from one SGLang tree's linked facts (``facts["sglang"]``).
+"""Checks MTP101-MTP106: findings from one SGLang tree's linked facts (``facts["sglang"]``).
 
 The rules themselves (docs, sources, examples) are declared in :mod:`mtp_audit.engines.sglang.rules`;
 the facts come from :mod:`mtp_audit.engines.sglang.audit`.
@@ -80,4 +80,52 @@ def evaluate(facts: dict[str, Any]) -> list[Finding]:
         out.append(BY_ID["MTP105"].finding(
             f"speculative_draft_model_path defaults to the target model ({d['kind']}: {d['value']})",
             location_of(d["location"]), evidence=[Evidence("condition", d["condition"] or "(always)")]))
+    return out
+
+
+def _location(text: str) -> Location:
+    path, _, line = text.rpartition(":")
+    return Location(path=path, line=int(line)) if line.isdigit() else Location(path=text)
+
+
+def flow_findings(facts: dict[str, Any]) -> list[Finding]:
+    """MTP106 findings from ``facts["value_flows"]``: one per (flag, literal, re-fill), with the rewrite as the
+    location and the consumer and re-fill as evidence. A literal the flag's declared choices do not accept is
+    not user-reachable and is skipped."""
+    out: list[Finding] = []
+    cli = facts.get("cli_arguments", {})
+    done: set[tuple[str, str, str]] = set()
+    for fl in facts.get("value_flows", []):
+        flag = "--" + fl["field"].replace("_", "-")
+        choices = (cli.get(flag) or {}).get("choices")
+        if choices and fl["from"] not in choices:
+            continue
+        r, c, rf = fl["rewrite"], fl["consumer"], fl["refill"]
+        key = (flag, fl["from"], rf["location"])
+        if key in done:
+            continue
+        done.add(key)
+        ev = [
+            Evidence("user value rewritten", f"{flag} {fl['from']} -> None", _location(r["location"])),
+            Evidence("condition", f"{fl['field']} == \"{fl['from']}\"", _location(r["test_location"])),
+            Evidence("consumed as", f"{c['callee']}({c['keyword']}=...) in {c['function']}()", _location(c["read_location"])),
+            Evidence("stored as", f"self.{rf['attribute']}", _location(rf["stored_location"])),
+            Evidence("re-filled when None", f"self.{rf['attribute']} = {rf['value']} in {rf['class']}.{rf['method']}()",
+                     _location(rf["location"])),
+        ]
+        if choices:
+            ev.append(Evidence("accepted choices include", fl["from"], _location((cli.get(flag) or {}).get("location") or "")))
+        fix = None
+        if fl["field"] == "quantization":
+            fix = (f"Do not rely on {flag} {fl['from']} to run a quantized checkpoint unquantized: {rf['class']} re-detects "
+                   "the checkpoint's quantization; serve an unquantized checkpoint instead.")
+        short = rf["location"].rsplit("/", 1)[-1]
+        out.append(BY_ID["MTP106"].finding(
+            # the essentials first: text reports cut a line at 200 columns (JSON, SARIF and --verbose keep it all)
+            # (the consumer and the re-filling method are in the evidence, with full paths)
+            f"{flag} {fl['from']} is undone: None here, re-filled with {rf['value']} at {short}",
+            _location(r["location"]),
+            evidence=ev,
+            remediation=fix,
+        ))
     return out

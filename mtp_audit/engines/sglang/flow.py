@@ -32,7 +32,6 @@ from mtp_audit.engines.code.index import ModuleIndex
 from mtp_audit.engines.sglang.names import HOOK_PATHS as _HOOK_PATHS
 from mtp_audit.engines.sglang.names import TRACKED_SOURCE
 from mtp_audit.engines.sglang.prefilter import attribute_named, class_named
-from mtp_audit.report import Evidence, Finding, Location
 
 #: ServerArgs fields whose value flow is followed (speculative decoding, quantization, FP4 / MoE backends).
 TRACKED = re.compile(r"^(" + TRACKED_SOURCE + r")$")
@@ -274,7 +273,7 @@ def _in_source(data: bytes, names: set[str], test: Any) -> bool:
 def analyze_flows(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Every explicit value that a hook turns into ``None`` and that a consuming config class re-fills, linked
     from the per-file pieces of :func:`file_pieces` (``results``: rel -> scan result, as
-    :func:`mtp_audit.engines.sglang.audit.scan_tree` returns).
+    :func:`mtp_audit.engines.sglang.treescan.scan_tree` returns).
 
     Returns:
         ``[{"field", "from", "rewrite": {...}, "consumer": {...}, "refill": {...}}]`` (the dicts of
@@ -303,53 +302,3 @@ def analyze_flows(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
                     rf_out = {k: v for k, v in rf.items() if k != "keyword"}
                     out.append({"field": r["field"], "from": r["from"], "rewrite": r, "consumer": c, "refill": rf_out})
     return sorted(out, key=lambda x: (x["field"], x["rewrite"]["location"], x["consumer"]["read_location"]))
-
-
-def _location(text: str) -> Location:
-    path, _, line = text.rpartition(":")
-    return Location(path=path, line=int(line)) if line.isdigit() else Location(path=text)
-
-
-def flow_findings(facts: dict[str, Any]) -> list[Finding]:
-    """MTP106 findings from ``facts["value_flows"]``: one per (flag, literal, re-fill), with the rewrite as the
-    location and the consumer and re-fill as evidence. A literal the flag's declared choices do not accept is
-    not user-reachable and is skipped."""
-    from mtp_audit.engines.sglang.rules import BY_ID
-
-    out: list[Finding] = []
-    cli = facts.get("cli_arguments", {})
-    done: set[tuple[str, str, str]] = set()
-    for fl in facts.get("value_flows", []):
-        flag = "--" + fl["field"].replace("_", "-")
-        choices = (cli.get(flag) or {}).get("choices")
-        if choices and fl["from"] not in choices:
-            continue
-        r, c, rf = fl["rewrite"], fl["consumer"], fl["refill"]
-        key = (flag, fl["from"], rf["location"])
-        if key in done:
-            continue
-        done.add(key)
-        ev = [
-            Evidence("user value rewritten", f"{flag} {fl['from']} -> None", _location(r["location"])),
-            Evidence("condition", f"{fl['field']} == \"{fl['from']}\"", _location(r["test_location"])),
-            Evidence("consumed as", f"{c['callee']}({c['keyword']}=...) in {c['function']}()", _location(c["read_location"])),
-            Evidence("stored as", f"self.{rf['attribute']}", _location(rf["stored_location"])),
-            Evidence("re-filled when None", f"self.{rf['attribute']} = {rf['value']} in {rf['class']}.{rf['method']}()",
-                     _location(rf["location"])),
-        ]
-        if choices:
-            ev.append(Evidence("accepted choices include", fl["from"], _location((cli.get(flag) or {}).get("location") or "")))
-        fix = None
-        if fl["field"] == "quantization":
-            fix = (f"Do not rely on {flag} {fl['from']} to run a quantized checkpoint unquantized: {rf['class']} re-detects "
-                   "the checkpoint's quantization; serve an unquantized checkpoint instead.")
-        short = rf["location"].rsplit("/", 1)[-1]
-        out.append(BY_ID["MTP106"].finding(
-            # the essentials first: text reports cut a line at 200 columns (JSON, SARIF and --verbose keep it all)
-            # (the consumer and the re-filling method are in the evidence, with full paths)
-            f"{flag} {fl['from']} is undone: None here, re-filled with {rf['value']} at {short}",
-            _location(r["location"]),
-            evidence=ev,
-            remediation=fix,
-        ))
-    return out

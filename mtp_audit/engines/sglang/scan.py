@@ -8,7 +8,7 @@ One parse and one walk per file, measured in ``benchmarks/bench_sglang.py``:
    declares the path scope it reads and the names it looks up (:data:`PASSES`); a file is parsed when
    any pass wants it, and each pass runs on exactly the files it wants, so adding a pass cannot
    silently widen or narrow another pass's file set. A file only the value-flow consumer pass wants is parsed
-   only when it can add to a value flow (:func:`mtp_audit.engines.sglang.audit.scan_tree`).
+   only when it can add to a value flow (:func:`mtp_audit.engines.sglang.treescan.scan_tree`).
 2. A wanted file is parsed once with the stdlib ``ast`` and indexed once
    (:class:`~mtp_audit.engines.code.index.ModuleIndex`); every pass queries that index: CLI
    declarations and module constants, the rewrite sites of each function
@@ -39,8 +39,6 @@ from mtp_audit.engines.sglang.names import HOOK_PATHS, TRACKED_SOURCE
 from mtp_audit.engines.sglang.prefilter import AssertedFieldFinder, AttributeFinder, WordFinder
 from mtp_audit.engines.sglang.rewrites import LOG_FUNCS, analyse_units  # noqa: F401  (LOG_FUNCS: public name kept)
 
-#: Bump when the extraction changes, so cached results are recomputed.
-SCAN_VERSION = 23
 
 # --- pre-filter, derived from what the passes look up --------------------------------------------
 

@@ -949,7 +949,7 @@ def _flows_of_this_command(report: Report, cmd: Any) -> Report:
     """The SGLang report without the MTP106 findings (an explicit value undone downstream) about a flag value this
     command does not pass: for a launch, only ``--speculative-draft-model-quantization unquant`` actually given is
     relevant. The finding's first evidence line is ``"<flag> <literal> -> None"``
-    (:func:`mtp_audit.engines.sglang.flow.flow_findings`)."""
+    (:func:`mtp_audit.engines.sglang.checks.flow_findings`)."""
     import dataclasses
 
     keep = []
