@@ -16,14 +16,82 @@ from mtp_audit.sources.tree import SourceTree
 
 
 def _workers() -> int:
-    """Worker processes for the parse: 1 (serial). Measured on 2 cores (docs/sglang.md): with one ``ast`` parse
-    and one index walk per file, a cold 0.5.23 tree parses 95 files in well under a second, and the pool's
-    start-up plus pickling of the results cost more than they save (serial 3.5-3.8 s vs pooled 4.3 s under
-    load average 6); ``MTP_AUDIT_SCAN_WORKERS`` sets another count."""
+    """Worker processes for the parse: ``MTP_AUDIT_SCAN_WORKERS`` when set (1-8), else 2 when a second core is free
+    (:func:`_second_core_free`), else 1 (serial). Measured on the 2-core development machine (docs/sglang.md): on a
+    quiet machine two forked workers took a cold 0.5.23 wheel from 1.59-1.66 s to 1.32-1.47 s (the workers parse
+    while this process reads and pre-filters the rest of the tree); with the other core busy (load average 6) the
+    same pool was slower than the serial scan (4.3 s against 3.5-3.8 s): it only pays with a core to run on."""
+    env = os.environ.get("MTP_AUDIT_SCAN_WORKERS")
+    if env is not None:
+        try:
+            return max(1, min(8, int(env)))
+        except ValueError:
+            return 1
+    return 2 if _second_core_free() else 1
+
+
+def _second_core_free() -> bool:
+    """Whether a forked worker would get a core of its own: Linux (``fork`` is the safe start there), this process
+    running no other thread (forking a threaded caller is not safe), at least 2 CPUs this process may use, and a
+    1-minute load average at most ``CPUs - 0.5``."""
+    import sys
+    import threading
+
+    if not sys.platform.startswith("linux") or threading.active_count() > 1:
+        return False
     try:
-        return max(1, min(8, int(os.environ.get("MTP_AUDIT_SCAN_WORKERS", "1"))))
-    except ValueError:
-        return 1
+        cpus = len(os.sched_getaffinity(0))
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return False
+    return cpus >= 2 and load <= cpus - 0.5
+
+
+def _worker_start(parent_alive: int, parent_end: int) -> None:
+    """Pool initializer. A worker ignores Ctrl-C, SIGTERM and SIGHUP (they reach the whole process group; the audit
+    process handles them and shuts the pool down, so a stopped scan prints no worker traceback), and ends as soon
+    as the audit process is gone: a thread waits on a pipe whose only write end the audit process holds, which
+    reads end-of-file when that process exits however it ends (``kill -9`` included), so no worker is left behind."""
+    import signal
+    import threading
+
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_IGN)
+    os.close(parent_end)
+    threading.Thread(target=_exit_with_parent, args=(parent_alive,), daemon=True).start()
+
+
+def _exit_with_parent(parent_alive: int) -> None:
+    try:
+        os.read(parent_alive, 1)
+    finally:
+        os._exit(1)
+
+
+class _Pool:
+    """Forked parse workers (``fork`` where the platform has it) and the pipe that tells them their parent is gone."""
+
+    def __init__(self, workers: int) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor  # here: a warm audit never needs it
+
+        ctx = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
+        self.alive, self.end = os.pipe()
+        self.executor = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_start,
+                                            initargs=(self.alive, self.end))
+
+    def submit(self, job: tuple[str, bytes, tuple[str, ...]]) -> Any:
+        """A future of ``(rel, scan result)``."""
+        return self.executor.submit(_scan_job, job)
+
+    def close(self) -> None:
+        """Stop the workers (waiting for the jobs they run, dropping the others) and close the pipe."""
+        try:
+            self.executor.shutdown(wait=True, cancel_futures=True)
+        finally:
+            os.close(self.alive)
+            os.close(self.end)
 
 
 def _scan_job(job: tuple[str, bytes, tuple[str, ...]]) -> tuple[str, dict[str, Any]]:
@@ -43,12 +111,18 @@ MAX_SERVER_PASS_BYTES = 8 * 1024 * 1024
 #: Files to parse before a cold scan shows a progress bar (a warm, cached scan parses none).
 PROGRESS_MIN_FILES = 20
 
+#: Bytes of parse jobs queued before the worker pool starts (when :func:`_workers` gives more than 1): a tree with
+#: less to parse (SGLang 0.4.x: 0.1 MB, 0.5.9: 0.46 MB) is parsed serially, since forking the workers cost more than
+#: they saved there (0.4.0: 0.18-0.27 s pooled against 0.16-0.22 s serial).
+POOL_MIN_BYTES = 512 * 1024
+
 
 def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
     """Scan every file of ``tree``; returns (rel -> scan result, statistics).
 
     Files whose bytes hold none of the searched tokens get only the regex env-var pass; server
-    files are parsed and indexed once, serially by default (``workers``; see :func:`_workers`). A server file is
+    files are parsed and indexed once, by a pool of forked workers when a second core is free and the tree has at
+    least :data:`POOL_MIN_BYTES` to parse, else serially (``workers``; see :func:`_workers`). A server file is
     handed to the pool as soon as it is read, so the workers parse while this process reads and
     regex-scans the rest of the tree (the serial work before the pool used to leave them idle).
     Results, their order and the tree's notes are those of a plain sorted pass. Only parsed files go through the
@@ -83,7 +157,7 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
         scan.run()
     finally:
         if scan.pool is not None:
-            scan.pool.shutdown(wait=True, cancel_futures=True)
+            scan.pool.close()
     return scan.finish()
 
 
@@ -105,8 +179,10 @@ class _TreeScan:
         self.ran = 0
         self.stats = {"files": len(tree.files), "parsed": 0, "cached": 0, "bytes": 0}
         self.server_bytes = 0
-        self.pool: Any = None
+        self.pool: _Pool | None = None
         self.futures: dict[str, Any] = {}
+        self.unsent: list[tuple[str, bytes, tuple[str, ...]]] = []  # parse jobs not handed to a pool (none started yet)
+        self.unsent_bytes = 0
         self.deferred: list[tuple[str, bytes]] = []
         self.notes_before = len(tree.notes)
 
@@ -146,13 +222,14 @@ class _TreeScan:
             return
         self.jobs.append((rel, data, passes, key))
         if self.n > 1:
-            if self.pool is None:
-                import multiprocessing
-                from concurrent.futures import ProcessPoolExecutor  # here: a warm audit never needs it
-
-                ctx = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
-                self.pool = ProcessPoolExecutor(max_workers=self.n, mp_context=ctx)
-            self.futures[rel] = self.pool.submit(_scan_job, (rel, data, passes))
+            self.unsent.append((rel, data, passes))
+            self.unsent_bytes += len(data)
+            if self.pool is None and self.unsent_bytes >= POOL_MIN_BYTES:
+                self.pool = _Pool(self.n)
+            if self.pool is not None:
+                for job in self.unsent:
+                    self.futures[job[0]] = self.pool.submit(job)
+                self.unsent.clear()
 
     def run(self) -> None:
         """Parse the jobs queued since the last call (a progress bar on a terminal when there are many)."""
@@ -175,7 +252,7 @@ class _TreeScan:
         """The results in the order of a plain sorted pass, the statistics; the tree's notes sorted, the cache written."""
         self.stats["parsed"] = sum(1 for j in self.jobs if j[2])
         jobs = sorted(self.jobs, key=lambda j: j[0])
-        results = _ordered(self.results, self.done, jobs, self.n)
+        results = _ordered(self.results, self.done, jobs)
         self.tree.notes[self.notes_before:] = sorted(self.tree.notes[self.notes_before:], key=lambda note: note[0])
         for rel, _, _, key in jobs:
             if key is not None:
@@ -183,16 +260,11 @@ class _TreeScan:
         return results, self.stats
 
 
-def _ordered(results: dict[str, dict[str, Any]], done: dict[str, dict[str, Any]], jobs: list[tuple[str, bytes, Any, str | None]],
-             n: int) -> dict[str, dict[str, Any]]:
-    """The insertion order of the former two-phase pass: loop results, then the pooled files largest first (when
-    more than 3), then the other jobs in path order."""
-    big = [j for j in jobs if j[2]]
-    in_jobs = {j[0] for j in jobs}
-    if n > 1 and len(big) > 3:
-        big.sort(key=lambda j: -len(j[1]))
-        first = {rel: res for rel, res in sorted(results.items()) if rel not in in_jobs}
-        return {**first, **{j[0]: done[j[0]] for j in big}, **{j[0]: results[j[0]] for j in jobs if not j[2]}}
+def _ordered(results: dict[str, dict[str, Any]], done: dict[str, dict[str, Any]],
+             jobs: list[tuple[str, bytes, Any, str | None]]) -> dict[str, dict[str, Any]]:
+    """The insertion order of a plain serial pass, whichever files a pool parsed: the files scanned at once in path
+    order, then the parse jobs in path order."""
     merged = {**results, **done}
+    in_jobs = {j[0] for j in jobs}
     first = {rel: res for rel, res in sorted(merged.items()) if rel not in in_jobs}
     return {**first, **{j[0]: merged[j[0]] for j in jobs}}

@@ -1,0 +1,97 @@
+"""The parse workers of a cold SGLang scan: when they start, that they change nothing in the report, and that no
+worker outlives the audit process however it ends."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import sglang_wheel
+
+from mtp_audit.engines.sglang import treescan
+
+
+@pytest.mark.parametrize(("cpus", "load", "threads", "platform", "want"), [
+    (2, 0.4, 1, "linux", 2),     # the quiet 2-core development machine
+    (2, 1.6, 1, "linux", 1),     # the other core busy: the pool was slower than the serial scan there
+    (1, 0.0, 1, "linux", 1),     # one core: nothing to run a worker on
+    (16, 3.0, 1, "linux", 2),    # a big host with cores to spare
+    (2, 0.4, 3, "linux", 1),     # a caller with threads: never fork it
+    (8, 0.0, 1, "darwin", 1),    # fork is not the safe start there
+])
+def test_workers_start_only_with_a_free_core(monkeypatch: pytest.MonkeyPatch, cpus: int, load: float, threads: int,
+                                             platform: str, want: int) -> None:
+    import threading
+
+    monkeypatch.delenv("MTP_AUDIT_SCAN_WORKERS", raising=False)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(cpus)), raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(threading, "active_count", lambda: threads)
+    monkeypatch.setattr(sys, "platform", platform)
+    assert treescan._workers() == want
+
+
+def test_the_environment_sets_the_worker_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    for value, want in (("1", 1), ("3", 3), ("99", 8), ("0", 1), ("two", 1)):
+        monkeypatch.setenv("MTP_AUDIT_SCAN_WORKERS", value)
+        assert treescan._workers() == want
+
+
+def test_pooled_and_serial_scans_give_the_same_report(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """SGLang 0.5.23 (99 files parsed, 2.7 MB): two forked workers and the serial scan, every fact and finding equal."""
+    from mtp_audit.engines.sglang import audit_sglang
+
+    wheel = sglang_wheel("0.5.23")
+    monkeypatch.setenv("MTP_AUDIT_CACHE_DIR", "")
+    reports = {}
+    for workers in ("1", "2"):
+        monkeypatch.setenv("MTP_AUDIT_SCAN_WORKERS", workers)
+        reports[workers] = audit_sglang(wheel).to_dict()
+    assert reports["1"]["facts"]["sglang"]["scan"]["parsed"] == 99
+    assert reports["1"] == reports["2"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or not sys.platform.startswith("linux"), reason="forked workers: Linux")
+def test_a_killed_audit_leaves_no_worker_behind(tmp_path: Path) -> None:
+    """``kill -9`` of the audit process while its two workers parse: the workers end within seconds (they wait on a
+    pipe only the audit process writes to), nothing keeps running."""
+    wheel = sglang_wheel("0.5.23")
+    env = dict(os.environ, MTP_AUDIT_SCAN_WORKERS="2", MTP_AUDIT_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.Popen([sys.executable, "-m", "mtp_audit", "sglang", str(wheel), "-o", str(tmp_path / "r.json")],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        assert _wait_for(lambda: _children(proc.pid), 20), "the pool never started"
+        proc.kill()
+        proc.wait(10)
+        left = _wait_for(lambda: not _group(proc.pid), 10)
+        assert left, f"workers left behind: {_group(proc.pid)}"
+    finally:
+        for pid in _group(proc.pid):  # never leave one running for the rest of the suite
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+    assert not (tmp_path / "r.json").exists()
+
+
+def _wait_for(test, seconds: float):  # noqa: ANN001, ANN202 - a polling helper
+    end = time.monotonic() + seconds
+    while True:
+        got = test()
+        if got or time.monotonic() > end:
+            return got
+        time.sleep(0.05)
+
+
+def _children(pid: int) -> list[str]:
+    return subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+
+
+def _group(pgid: int) -> list[str]:
+    return subprocess.run(["pgrep", "-g", str(pgid)], capture_output=True, text=True).stdout.split()
