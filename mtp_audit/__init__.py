@@ -17,7 +17,9 @@ exit code.
 
 Side effects: none on the host process. No output is printed (diagnostics go to the ``logging`` logger
 ``mtp_audit``; progress bars only inside ``mtp_audit.progress.requested()``, which the CLI enters); the garbage collector's state is restored after
-bulk JSON parsing; huggingface_hub's shared client is not modified. The only writes are the result
+bulk JSON parsing; huggingface_hub's shared client is not modified. A cold SGLang scan (nothing cached) of a tree
+with more than 512 KB to parse forks two short-lived parse workers when a second core is free, the platform is
+Linux and the calling process runs no other thread; they end with the scan (``MTP_AUDIT_SCAN_WORKERS=1``: never). The only writes are the result
 caches (``$MTP_AUDIT_CACHE_DIR``, empty to turn them off; hub functions take ``cache_dir`` / ``use_cache``).
 
 Names are imported lazily (PEP 562), so ``import mtp_audit`` and ``mtp-audit --help`` stay fast; type
