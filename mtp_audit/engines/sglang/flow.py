@@ -31,7 +31,7 @@ from typing import Any
 from mtp_audit.engines.code.index import ModuleIndex
 from mtp_audit.engines.sglang.names import HOOK_PATHS as _HOOK_PATHS
 from mtp_audit.engines.sglang.names import TRACKED_SOURCE
-from mtp_audit.engines.sglang.prefilter import attribute_named, class_named
+from mtp_audit.engines.sglang.prefilter import attribute_named, class_named, find_all
 
 #: ServerArgs fields whose value flow is followed (speculative decoding, quantization, FP4 / MoE backends).
 TRACKED = re.compile(r"^(" + TRACKED_SOURCE + r")$")
@@ -147,7 +147,7 @@ def _tracked_lines(ix: ModuleIndex) -> list[int] | None:
     text = ix.text
     if "\r" in text:
         return None
-    offsets = sorted(i for part in _TRACKED_PARTS for i in _find_all(text, part))
+    offsets = sorted(i for part in _TRACKED_PARTS for i in find_all(text, part))
     if not text.isascii():
         offsets = sorted(offsets + [m.start() for m in _NOT_ASCII.finditer(text)])
     out: list[int] = []
@@ -161,14 +161,6 @@ def _tracked_lines(ix: ModuleIndex) -> list[int] | None:
 
 
 _NOT_ASCII = re.compile(r"[^\x00-\x7f]+")
-
-
-def _find_all(text: str, part: str) -> list[int]:
-    out, i = [], text.find(part)
-    while i != -1:
-        out.append(i)
-        i = text.find(part, i + 1)
-    return out
 
 
 def _is_self_attr_none(test: ast.AST) -> str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import AnyStr
 
 from mtp_audit.engines.sglang.names import ASSERTED_SOURCE
 
@@ -91,16 +92,17 @@ def _field_spans(data: bytes) -> list[tuple[int, int]]:
     """``(start, end)`` of every occurrence of an asserted field after the first byte, ascending (no field name is
     a suffix of another, so each ``_backend`` ends at most one)."""
     spans = []
-    for i in _find_all(data, b"_backend"):
+    for i in find_all(data, b"_backend"):
         for pre in _BACKEND_PREFIXES:
             if data.endswith(pre, 0, i):
                 spans.append((i - len(pre), i + 8))
                 break
-    spans += [(i, i + len(f)) for f in _OTHER_FIELDS for i in _find_all(data, f)]
+    spans += [(i, i + len(f)) for f in _OTHER_FIELDS for i in find_all(data, f)]
     return sorted(s for s in spans if s[0] > 0)
 
 
-def _find_all(data: bytes, token: bytes) -> list[int]:
+def find_all(data: AnyStr, token: AnyStr) -> list[int]:
+    """Every offset of ``token`` in ``data`` (bytes or text), ascending, overlapping occurrences included."""
     out, i = [], data.find(token)
     while i != -1:
         out.append(i)

@@ -36,7 +36,7 @@ from typing import Any, NamedTuple, Protocol
 from mtp_audit.engines.code.index import ModuleIndex
 from mtp_audit.engines.sglang import flow, replay, spec_hooks
 from mtp_audit.engines.sglang.names import HOOK_PATHS, TRACKED_SOURCE
-from mtp_audit.engines.sglang.prefilter import AssertedFieldFinder, AttributeFinder, WordFinder
+from mtp_audit.engines.sglang.prefilter import AssertedFieldFinder, AttributeFinder, WordFinder, find_all
 from mtp_audit.engines.sglang.rewrites import LOG_FUNCS, analyse_units  # noqa: F401  (LOG_FUNCS: public name kept)
 
 
@@ -203,7 +203,7 @@ def _env_reads(data: bytes):  # noqa: ANN202 - a generator of matches
     the previous match, the regex is searched only from the start of that run of prefix bytes to one byte
     past the name: the leftmost match there is the one ``finditer`` finds next, and a hint without a match
     there is in no match."""
-    hints = sorted({i for h in _ENV_HINTS for i in _find_all(data, h)})
+    hints = sorted({i for h in _ENV_HINTS for i in find_all(data, h)})
     if not hints:
         return
     prefix = data.translate(_ENV_PREFIX_BYTES)
@@ -218,14 +218,6 @@ def _env_reads(data: bytes):  # noqa: ANN202 - a generator of matches
         if m is not None:
             yield m
             pos = m.end()
-
-
-def _find_all(data: bytes, token: bytes) -> list[int]:
-    out, i = [], data.find(token)
-    while i != -1:
-        out.append(i)
-        i = data.find(token, i + 1)
-    return out
 
 
 class _LineCounter:
