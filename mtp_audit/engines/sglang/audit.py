@@ -1,9 +1,10 @@
-"""Run the SGLang audit: read the tree, pre-filter, scan (cached, parallel), link, build the Report.
+"""Run the SGLang audit: the tree's cached facts, or a cold scan (:mod:`mtp_audit.engines.sglang.treescan`) linked
+here; then the Report.
 
 Linking connects per-file facts: a helper's literal returns to the call sites that assign its
 result to a CLI argument, alias sets to the enum lookup that uses them,
 ``choices=NAME`` to the module constant ``NAME`` (following ``from x import NAME`` inside the tree),
-and draft-architecture conditions to from -> to pairs (item 4).
+and draft-architecture conditions to from -> to pairs.
 """
 
 from __future__ import annotations
