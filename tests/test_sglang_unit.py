@@ -298,3 +298,19 @@ def test_default_from_serverargs_field_is_the_field_literal(tmp_path):
         "--tp-self": ("1", "self.tp_size", p + "8"),
     }
     assert cli["--moe-runner-backend"]["location"] == p + "15"
+
+
+def test_a_set_inside_a_constant_is_written_in_one_order_whatever_the_hash_seed() -> None:
+    """A set literal nested in a dict constant (as 0.5.23 ``srt/arg_groups/hisparse_hook.py:20``): the cached per-file
+    result is the same in every process, not the string-hash order of the one that parsed it."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("import json; from mtp_audit.engines.sglang.scan import scan_file; "
+            "print(json.dumps(scan_file('sglang/srt/server_args.py', "
+            "b'MODEL_OVERRIDES = {\"a\": {\"p\", \"q\", \"r\", \"s\", \"t\"}}\\n', ('server',))['consts']))")
+    got = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in range(6)}
+    assert len(got) == 1
+    assert json.loads(got.pop())["MODEL_OVERRIDES"]["dict"] == {"a": ["p", "q", "r", "s", "t"]}

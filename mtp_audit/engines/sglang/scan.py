@@ -338,9 +338,13 @@ def _const_expr(node: ast.AST) -> Any:
 
 
 def _jsonable(v: Any) -> Any:
+    """``v`` as JSON values; a set's elements in a fixed order (by type, then ``repr``), never the string-hash order
+    of the process that parsed it (a cached result must not depend on ``PYTHONHASHSEED``)."""
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
-    if isinstance(v, (list, tuple, set, frozenset)):
+    if isinstance(v, (set, frozenset)):
+        return [_jsonable(x) for x in sorted(v, key=lambda x: (type(x).__name__, repr(x)))]
+    if isinstance(v, (list, tuple)):
         return [_jsonable(x) for x in v]
     if isinstance(v, dict):
         return {str(k): _jsonable(x) for k, x in v.items()}
