@@ -145,3 +145,12 @@ def test_census_never_takes_an_mtp_module_into_the_trunk() -> None:
     module a.fc is not a linear layer, whatever the MTP tensors pair with."""
     names = ["a.fc.weight", "a.fc.weight_scale_inv", "b.q_proj.weight", "m.x.weight", "m.x.bias"]
     assert _exact_or_declined(names, mtp=("a.fc.weight", "m.x.weight")) in (None, Counter({("BF16", False): 1}))
+
+
+def test_modules_with_a_numeric_last_name_are_decided_by_their_real_leaf() -> None:
+    """``a.fc.0`` is a linear layer and ``b.embed.0`` is not, though both end in ``.0`` with a 2-D BF16 weight: each is
+    decided on its own leaf (the memo of module decisions once keyed both on ``"0"``, so the first decided the other)."""
+    for order in (["a.fc.0", "b.embed.0"], ["b.embed.0", "a.fc.0"]):
+        facts = CheckpointFacts(display="x", mode="shards", files=())
+        modules = {name: {"weight": TensorInfo(f"{name}.weight", "BF16", (8, 8), 128)} for name in order}
+        assert linear_formats(facts, modules) == {"a.fc.0": ("BF16", False)}

@@ -26,6 +26,7 @@ from mtp_audit.checkpoint.tensors import (
     is_linear_leaf,
     linear_shape,
     module_format,
+    module_leaf,
     split_param,
     vector_len,
 )
@@ -68,14 +69,17 @@ def linear_formats(facts: CheckpointFacts, modules: Mapping[str, Any]) -> dict[s
         return cached
     dt = _dtype(facts)
     out: dict[str, tuple[str, bool]] = {}
-    # Modules of one kind share a signature (leaf name, parameter suffixes, weight dtype and rank), so
-    # the decision is made once per signature: 46k trunk modules in DeepSeek-V3 have a few dozen. A signature
-    # whose answer depends on the declared format is decided per module (None in the memo).
+    # Modules of one kind share a signature (leaf name as is_linear reads it, parameter suffixes, weight dtype and
+    # rank), so the decision is made once per signature: 46k trunk modules in DeepSeek-V3 have a few dozen. A
+    # signature whose answer depends on the declared format is decided per module (None in the memo).
     memo: dict[tuple[Any, ...], tuple[str, bool] | None | bool] = {}
     for name, mod in modules.items():
         params = mod.params if type(mod) is Module else mod
         w = params.get("weight")
-        sig = (name[name.rfind(".") + 1 :], *params, None if w is None else (w[1], len(w[2])))  # dtype, rank
+        leaf = name[name.rfind(".") + 1 :]
+        if leaf.isdigit():  # "fc.0" is an fc, "norm.0" a norm: module_leaf looks one component up
+            leaf = module_leaf(name)
+        sig = (leaf, *params, None if w is None else (w[1], len(w[2])))  # dtype, rank
         res = memo.get(sig, memo)
         if res is memo:
             res = memo[sig] = _signature_format(name, params, dt)
