@@ -14,7 +14,6 @@ from conftest import FIXTURES
 from mtp_audit.cli.kit import output_plan
 from mtp_audit.cli.main import main
 from mtp_audit.errors import InputError
-from mtp_audit.errors import InputError
 
 REAP = str(FIXTURES / "checkpoint/bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding")
 DUMP = FIXTURES / "preflight/envdumps/sglang-13198.txt"  # MTP209 error, MTP212 error, MTP228 info
@@ -160,3 +159,35 @@ def test_a_device_that_refuses_the_report_leaves_no_file_written(tmp_path: Path)
                  "-o", str(out), "-f", "sarif", "-o", "/dev/full"])
     assert code == 2
     assert list(tmp_path.iterdir()) == []
+
+
+def _closed(fd: int):  # noqa: ANN202 - a preexec function
+    import os
+
+    return lambda: os.close(fd)
+
+
+@pytest.mark.parametrize(("closed", "extra", "code", "line"), [
+    (1, [], 2, "mtp-audit: error: stdout: cannot write the report: standard output is closed"),
+    (1, ["-o", "{out}"], 1, None),      # the report goes to the file; nothing needs stdout
+    (2, [], 1, None),                   # the audit's own exit code, with nowhere to say it
+])
+def test_a_closed_standard_stream_is_one_line_and_the_audit_exit_code(tmp_path: Path, closed: int, extra: list[str],
+                                                                       code: int, line: str | None) -> None:
+    """Started with ``>&-`` or ``2>&-`` (cron, a CI step): stdout closed with no ``-o`` is one line, exit 2; with
+    ``-o FILE`` the file is written and the exit code is the audit's (MTP001: 1); stderr closed changes nothing."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "r.txt"
+    argv = [sys.executable, "-m", "mtp_audit", "checkpoint", REAP, *[a.format(out=out) for a in extra]]
+    proc = subprocess.run(argv, capture_output=False, stdout=None if closed == 1 else subprocess.PIPE,
+                          stderr=subprocess.PIPE if closed == 1 else subprocess.DEVNULL, text=True,
+                          preexec_fn=_closed(closed), timeout=120)
+    assert proc.returncode == code
+    if closed == 1:
+        assert "Traceback" not in proc.stderr
+        if line is not None:
+            assert proc.stderr.strip() == line
+    if extra:
+        assert "MTP001" in out.read_text()

@@ -64,9 +64,10 @@ def leave(code: int) -> None:
     outputs are staged and committed inside the run, :func:`mtp_audit.cli.kit.emit`). Returns (and the interpreter
     exits as usual) when a flush fails, so a closed pipe or a full disk is reported the way Python reports it."""
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except (OSError, ValueError):
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:  # None: the process was started with that descriptor closed
+                stream.flush()
+    except Exception:  # noqa: BLE001 - a stream that cannot be flushed: the interpreter's own exit reports it
         return
     if "logging" in sys.modules:  # a handler a caller's configuration added: flushed and closed as at exit
         sys.modules["logging"].shutdown()

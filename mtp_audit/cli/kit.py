@@ -346,12 +346,12 @@ def _stage_and_commit(also_write: Sequence[tuple[str, Any, str]], texts: Sequenc
         try:  # every file is staged before any is put in place: a failing output leaves nothing written
             for _option, path, body in also_write:
                 if path is not None:
-                    staged.append(_Staged(Path(STDOUT), b"", body, stream=sys.stdout) if _is_stdout(path)
+                    staged.append(_Staged(Path(STDOUT), b"", body, stream=_stdout()) if _is_stdout(path)
                                   else stage_write(Path(path), body))
             for _, path, text in texts:
-                if _is_stdout(path) or _std_stream_of(Path(path)) is sys.stdout:
+                if _is_stdout(path) or (sys.stdout is not None and _std_stream_of(Path(path)) is sys.stdout):
                     to_stdout = True
-                    staged.append(_Staged(Path(STDOUT), b"", text, stream=sys.stdout))
+                    staged.append(_Staged(Path(STDOUT), b"", text, stream=_stdout()))
                 else:
                     staged.append(stage_write(Path(path), text))
         except BaseException:
@@ -364,6 +364,17 @@ def _stage_and_commit(also_write: Sequence[tuple[str, Any, str]], texts: Sequenc
             return to_stdout
         commit_all(staged)
     return to_stdout
+
+
+def _stdout() -> Any:
+    """``sys.stdout``, the stream a report for ``-`` goes to.
+
+    Raises:
+        InputError: standard output is closed (the process was started with ``>&-``: Python has no ``sys.stdout``).
+    """
+    if sys.stdout is None:
+        raise InputError("stdout", "cannot write the report: standard output is closed")
+    return sys.stdout
 
 
 def commit_all(staged: Sequence[_Staged]) -> None:
