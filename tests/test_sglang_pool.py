@@ -94,4 +94,33 @@ def _children(pid: int) -> list[str]:
 
 
 def _group(pgid: int) -> list[str]:
-    return subprocess.run(["pgrep", "-g", str(pgid)], capture_output=True, text=True).stdout.split()
+    """The live processes of the group (an exited worker that PID 1 has not reaped yet is a zombie: not counted)."""
+    rows = subprocess.run(["ps", "-o", "pid=,stat=", "-g", str(pgid)], capture_output=True, text=True).stdout.splitlines()
+    return [r.split()[0] for r in rows if r.split() and not r.split()[1].startswith("Z")]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or not sys.platform.startswith("linux"), reason="forked workers: Linux")
+def test_a_worker_killed_mid_scan_leaves_the_report_whole(tmp_path: Path) -> None:
+    """One of the two workers killed (``kill -9``, as the OOM killer does) while it parses: the pool is dropped, the
+    files it held are parsed in the audit process, and the report equals a serial scan's (no hang, no exit 4)."""
+    wheel = sglang_wheel("0.5.23")
+    base = dict(os.environ, MTP_AUDIT_CACHE_DIR="")
+    serial = subprocess.run([sys.executable, "-m", "mtp_audit", "sglang", str(wheel), "-f", "json"], env=dict(
+        base, MTP_AUDIT_SCAN_WORKERS="1"), capture_output=True, text=True, timeout=300)
+    proc = subprocess.Popen([sys.executable, "-m", "mtp_audit", "sglang", str(wheel), "-f", "json"],
+                            env=dict(base, MTP_AUDIT_SCAN_WORKERS="2"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        workers = _wait_for(lambda: _children(proc.pid), 20)
+        assert workers, "the pool never started"
+        time.sleep(0.2)
+        os.kill(int(workers[0]), signal.SIGKILL)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        for pid in _group(proc.pid):
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+    assert proc.returncode == serial.returncode == 0, err
+    assert out == serial.stdout

@@ -48,16 +48,18 @@ def _second_core_free() -> bool:
 
 
 def _worker_start(parent_alive: int, parent_end: int) -> None:
-    """Pool initializer. A worker ignores Ctrl-C, SIGTERM and SIGHUP (they reach the whole process group; the audit
-    process handles them and shuts the pool down, so a stopped scan prints no worker traceback), and ends as soon
-    as the audit process is gone: a thread waits on a pipe whose only write end the audit process holds, which
-    reads end-of-file when that process exits however it ends (``kill -9`` included), so no worker is left behind."""
+    """Pool initializer. A worker ignores Ctrl-C (it reaches the whole process group; the audit process handles it
+    and shuts the pool down, so a stopped scan prints no worker traceback) and ends quietly on SIGTERM and SIGHUP
+    (the system's default action, not the audit process's handlers it was forked with: the pool stops a worker with
+    SIGTERM when another one died). It also ends as soon as the audit process is gone: a thread waits on a pipe whose
+    only write end the audit process holds, which reads end-of-file when that process exits however it ends
+    (``kill -9`` included), so no worker is left behind."""
     import signal
     import threading
 
-    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+    for name, action in (("SIGINT", signal.SIG_IGN), ("SIGTERM", signal.SIG_DFL), ("SIGHUP", signal.SIG_DFL)):
         if hasattr(signal, name):
-            signal.signal(getattr(signal, name), signal.SIG_IGN)
+            signal.signal(getattr(signal, name), action)
     os.close(parent_end)
     threading.Thread(target=_exit_with_parent, args=(parent_alive,), daemon=True).start()
 
@@ -227,22 +229,49 @@ class _TreeScan:
             if self.pool is None and self.unsent_bytes >= POOL_MIN_BYTES:
                 self.pool = _Pool(self.n)
             if self.pool is not None:
-                for job in self.unsent:
-                    self.futures[job[0]] = self.pool.submit(job)
-                self.unsent.clear()
+                self._send()
+
+    def _send(self) -> None:
+        """Hand the unsent jobs to the pool; a pool that broke (a worker killed, by the OOM killer say) is dropped and
+        the scan goes on serially (the jobs not handed over are parsed here)."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        assert self.pool is not None
+        try:
+            for job in self.unsent:
+                self.futures[job[0]] = self.pool.submit(job)
+        except BrokenProcessPool:
+            self._drop_pool()
+        self.unsent.clear()
+
+    def _drop_pool(self) -> None:
+        """Stop using the pool (closed here); every later job is parsed serially."""
+        if self.pool is not None:
+            self.pool.close()
+            self.pool, self.n = None, 1
 
     def run(self) -> None:
         """Parse the jobs queued since the last call (a progress bar on a terminal when there are many)."""
         todo, self.ran = self.jobs[self.ran:], len(self.jobs)
-        pooled = [rel for rel, *_ in todo if rel in self.futures]
         with Progress(len(todo), f"parsing {self.tree.display}", min_total=PROGRESS_MIN_FILES) as progress:
             for rel, data, passes, _ in todo:
                 if rel not in self.futures:
                     self.results[rel] = scan_file(rel, data, passes)
                     progress.step()
-            for rel in pooled:
-                self.done[rel] = self.futures[rel].result()[1]
-                progress.step()
+            for rel, data, passes, _ in todo:
+                if rel in self.futures:
+                    self.done[rel] = self._pooled_result(rel, data, passes)
+                    progress.step()
+
+    def _pooled_result(self, rel: str, data: bytes, passes: tuple[str, ...]) -> dict[str, Any]:
+        """The worker's result for ``rel``, or, when the pool broke (a worker died), the result of parsing it here."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            return self.futures[rel].result()[1]
+        except BrokenProcessPool:
+            self._drop_pool()
+            return scan_file(rel, data, passes)
 
     def merged(self) -> dict[str, dict[str, Any]]:
         """Every result so far, serial and pooled."""
