@@ -235,6 +235,30 @@ def test_scan_cache_entry_of_any_shape_is_a_miss(tmp_path: Path, monkeypatch: py
     assert again["findings"] == first["findings"] and again["gaps"] == first["gaps"]
 
 
+@pytest.mark.parametrize("value", [{}, {"env": [], "entry": {}}, {"facts": {"scan": {}}, "gaps": []},
+                                   {"facts": {"scan": {}, "cli_arguments": 3}, "gaps": [], "display": "x", "version": None}])
+def test_scan_cache_entry_of_a_wrong_shape_with_a_right_hash_is_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                     value: dict) -> None:
+    """Every entry rewritten by hand as the envelope ``store`` writes (its SHA-256 right) around a value of a shape the
+    analyzer does not read: the audit scans again (same findings and gaps), never a KeyError (exit 4)."""
+    import hashlib
+
+    from mtp_audit.engines.sglang import audit_sglang
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("MTP_AUDIT_CACHE_DIR", str(cache))
+    root = _sglang_tree(tmp_path / "t")
+    first = audit_sglang(root).to_dict()
+    entries = _cache_entries(cache)
+    assert entries
+    for p in entries:
+        body = json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+        head = json.dumps({"entry": 3, "key": p.stem, "sha256": hashlib.sha256(body).hexdigest()}).encode()
+        p.write_bytes(head + b"\n" + body)
+    again = audit_sglang(root).to_dict()
+    assert again["findings"] == first["findings"] and again["gaps"] == first["gaps"]
+
+
 # --- python -m mtp_audit inside a hostile checkout -----------------------------------------------------
 
 

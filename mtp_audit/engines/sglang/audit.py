@@ -605,11 +605,12 @@ def _link_call(rel: str, site: dict[str, Any], funcs: dict[str, list[tuple[str, 
     return None
 
 
-def audit_tree(tree: SourceTree, *, file_key: str | None = None) -> Report:
+def audit_tree(tree: SourceTree, *, file_key: str | None = None, reuse: bool = True) -> Report:
     """Audit an opened tree and build the :class:`~mtp_audit.report.Report` (findings from rules). ``file_key``:
-    the one-stat cache key of a ``.whl`` file (:func:`_wheel_key`), stored beside the tree's own entry."""
+    the one-stat cache key of a ``.whl`` file (:func:`_wheel_key`), stored beside the tree's own entry. ``reuse``:
+    read cached results (``False``: scan every file, and write the cache entries anew)."""
     folder = cache.cache_dir(f"sglang-scan-v{SCAN_VERSION}")
-    deferred = _no_tree_entry(folder, tree)
+    deferred = not reuse or _no_tree_entry(folder, tree)
     if deferred:  # nothing to look up: the key is taken from the scan's own reads (each file read once)
         tree.start_stamps()
         hit = None
@@ -623,7 +624,7 @@ def audit_tree(tree: SourceTree, *, file_key: str | None = None) -> Report:
         from mtp_audit.engines.sglang.treescan import scan_tree
 
         with fewer_collections():  # ast.parse makes millions of acyclic nodes: see fewer_collections
-            results, stats = scan_tree(tree)
+            results, stats = scan_tree(tree, reuse=reuse)
             facts, gaps = link(tree, results)
         facts["scan"] = dict(stats, tree_cache="miss", unresolved_choices=len(facts["unresolved_choices"]),
                              unresolved_choices_noted=sum(1 for u in facts["unresolved_choices"] if any(
@@ -706,12 +707,25 @@ def audit_sglang(target: str | Path | None) -> Report:
     if wkey is not None:
         entry = cache.load(cache.cache_dir(f"sglang-scan-v{SCAN_VERSION}"), wkey)
         if entry is not None and {"facts", "gaps", "display", "version"} <= set(entry):
-            return _report(entry, cached=True)
-    tree = open_target(target)
-    try:
-        return audit_tree(tree, file_key=wkey)
-    finally:
-        tree.close()
+            try:
+                return _report(entry, cached=True)
+            except _UNREADABLE_ENTRY:
+                pass  # an entry of a shape this code cannot read (its hash is right: written by hand): scan again
+    for reuse in (True, False):
+        tree = open_target(target)
+        try:
+            return audit_tree(tree, file_key=wkey, reuse=reuse)
+        except _UNREADABLE_ENTRY:
+            if not reuse or cache.cache_dir(f"sglang-scan-v{SCAN_VERSION}") is None:
+                raise  # not the cache's doing: a bug of this analyzer (exit 4)
+        finally:
+            tree.close()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+#: What reading cached results of a shape this code does not expect raises (an entry edited by hand, its hash
+#: recomputed): the audit then runs once more without reading the cache, so a cache entry is never an error.
+_UNREADABLE_ENTRY = (KeyError, TypeError, AttributeError, ValueError, IndexError)
 
 
 __all__ = ["Evidence", "Location", "audit_sglang", "audit_tree", "link"]

@@ -119,8 +119,9 @@ PROGRESS_MIN_FILES = 20
 POOL_MIN_BYTES = 512 * 1024
 
 
-def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
-    """Scan every file of ``tree``; returns (rel -> scan result, statistics).
+def scan_tree(tree: SourceTree, *, workers: int | None = None, reuse: bool = True) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
+    """Scan every file of ``tree``; returns (rel -> scan result, statistics). ``reuse``: take a parsed file's result
+    from the per-file cache when it holds one (``False``: parse every file; the entries are written anew).
 
     Files whose bytes hold none of the searched tokens get only the regex env-var pass; server
     files are parsed and indexed once, by a pool of forked workers when a second core is free and the tree has at
@@ -138,7 +139,7 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None) -> tuple[dict[str
     """
     from mtp_audit.engines.sglang import flow
 
-    scan = _TreeScan(tree, workers if workers is not None else _workers())
+    scan = _TreeScan(tree, workers if workers is not None else _workers(), reuse=reuse)
     try:
         for rel in sorted(tree.files):
             data = tree.read(rel)
@@ -172,8 +173,8 @@ class _TreeScan:
     """The state of one :func:`scan_tree`: results, parse jobs ``(rel, data, passes, cache key)`` in the order
     queued, statistics, the worker pool and the files held back for the value-flow decision (``deferred``)."""
 
-    def __init__(self, tree: SourceTree, workers: int) -> None:
-        self.tree, self.n = tree, workers
+    def __init__(self, tree: SourceTree, workers: int, *, reuse: bool = True) -> None:
+        self.tree, self.n, self.reuse = tree, workers, reuse
         self.folder = cache.cache_dir(f"sglang-scan-v{SCAN_VERSION}")
         self.results: dict[str, dict[str, Any]] = {}
         self.done: dict[str, dict[str, Any]] = {}
@@ -217,7 +218,7 @@ class _TreeScan:
             self.jobs.append((rel, data, passes, None))
             return
         key = cache.key_for(data, passes)
-        hit = cache.load(self.folder, key)
+        hit = cache.load(self.folder, key) if self.reuse else None
         if hit is not None:
             self.results[rel] = hit
             self.stats["cached"] += 1
