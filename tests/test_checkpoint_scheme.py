@@ -219,3 +219,18 @@ def test_vllm_modelopt_mixed_resolution_is_where_cited():
     assert "for name in quantization_methods:" in model[1428]
     assert "self.quantization = quantization_override" in model[1448]
 
+
+
+def test_compressed_tensors_mxfp4_pack_quantized_is_mxfp4_not_int4() -> None:
+    """compressed-tensors ``mxfp4-pack-quantized`` stores ``weight_packed`` uint8 + ``weight_scale`` uint8 (E8M0),
+    group 32, no global scale (vLLM 0.33.0 ``compressed_tensors_w4a4_mxfp4.py:69-88``): declared MXFP4, it is MXFP4
+    (it was read as INT4 and a correct checkpoint got MTP015); an I32-packed module stays INT4 whatever is declared."""
+    from mtp_audit.checkpoint.tensors import module_format
+    from mtp_audit.sources.local import TensorInfo
+
+    mx = {"weight_packed": TensorInfo("w", "U8", (64, 32), 2048), "weight_scale": TensorInfo("s", "U8", (64, 2), 128)}
+    assert module_format(mx, "bfloat16", "MXFP4") == ("MXFP4", False)
+    assert module_format(dict.fromkeys(mx), "bfloat16", "MXFP4") == ("MXFP4", True)
+    assert module_format(mx, "bfloat16", "") == ("INT4", False)
+    int4 = {"weight_packed": TensorInfo("w", "I32", (64, 8), 2048), "weight_scale": TensorInfo("s", "BF16", (64, 2), 256)}
+    assert module_format(int4, "bfloat16", "MXFP4") == ("INT4", False)

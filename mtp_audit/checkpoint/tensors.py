@@ -132,7 +132,13 @@ def module_format(params: Mapping[str, TensorInfo | None], torch_dtype: str = ""
     dtype = w.dtype if w is not None else None
     inferred = dtype is None
     if "weight_packed" in s:
-        return ("NVFP4" if "weight_global_scale" in s else "INT8" if hint == "INT8" else "INT4"), inferred
+        if "weight_global_scale" in s:
+            return "NVFP4", inferred
+        if hint == "MXFP4" and dtype in (None, "U8"):
+            # compressed-tensors mxfp4-pack-quantized: weight_packed uint8 + weight_scale uint8 (E8M0), group 32
+            # (vLLM 0.33.0 compressed_tensors/schemes/compressed_tensors_w4a4_mxfp4.py:69-88)
+            return "MXFP4", inferred
+        return ("INT8" if hint == "INT8" else "INT4"), inferred
     if "qweight" in s:
         return ("INT8" if hint == "INT8" else "INT4"), inferred
     if "weight_scale_2" in s:

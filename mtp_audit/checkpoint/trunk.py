@@ -61,6 +61,8 @@ def census(tensors: Mapping[str, Any], infos: Mapping[str, TensorInfo], mtp: Map
     if group is None:
         return None  # no bulk to take at once: splitting every name costs what building the modules does
     params, n_modules, rest, dotted = group
+    if _dtype_decides(params):
+        return None
     got = decide("m", dict.fromkeys(params, _ANY_INFO))
     classes = _classes(rest, tensors, mtp, mtp_modules, dotted)
     if got is None or classes is None:  # another tensor of an anchored module, or a per-module declaration
@@ -157,6 +159,13 @@ def _classes(names: list[str], tensors: Mapping[str, Any], mtp: Mapping[str, Any
     return classes, (names, mods, params)
 
 
+def _dtype_decides(params: frozenset[str]) -> bool:
+    """Whether the format of modules with these suffixes depends on a header dtype the census does not read: a
+    ``weight_packed`` without ``weight_global_scale`` is MXFP4 when declared so and stored ``U8``, else INT4/INT8
+    (:func:`tensors.module_format`); the census then declines and every module is decided on its own."""
+    return "weight_packed" in params and "weight_global_scale" not in params
+
+
 def _is_odd(param: str, module: str) -> bool:
     """Whether a name split into ``(module, param)`` is its own module (see :func:`tensors.split_param`)."""
     return not module or param not in PARAM_SUFFIXES
@@ -169,6 +178,8 @@ def _class_counts(params: frozenset[str], members: set[str], split: _Split, info
     scaled = len(params) > 1 and bool(params & SCALE_SUFFIXES or "qweight" in params or "weight_packed" in params)
     if not scaled and "weight" not in params:
         return Counter()  # not a linear layer
+    if _dtype_decides(params):
+        return None
     if scaled and (params & _BY_NAME or {"scales", "biases"} <= params):
         got = decide("m", dict.fromkeys(params, _ANY_INFO))  # the suffixes decide; every header entry is there
         return None if got is None else Counter({got: len(members)}) if got else Counter()
