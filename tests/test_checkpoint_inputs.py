@@ -339,3 +339,18 @@ def test_first_line_agrees_with_the_findings(tmp_path):
     first = render(audit_checkpoint(solo / "mtp.safetensors"), "text").splitlines()[0]
     # mtp.fc alone: the glue without its decoder block (MTP020), and no config.json to declare it
     assert first.startswith("FAIL: 1 MTP tensor ships but it is not usable; --speculative-algorithm NEXTN will not get working MTP heads (MTP020)")
+
+
+@pytest.mark.parametrize("odd", ["junk\nmodel.layers.0.enorm.weight", "junk\nmodel.layers.1.eh_proj.weight"])
+def test_a_tensor_name_holding_a_newline_is_not_read_as_two_names(tmp_path: Path, odd: str) -> None:
+    """A trunk tensor named ``"junk\\nmodel.layers.0.enorm.weight"``: its second line is not a misplaced MTP-only
+    tensor of its own (that crashed MTP014 with StopIteration, exit 4); the audit answers as without it."""
+    cfg = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "num_hidden_layers": 2,
+           "num_nextn_predict_layers": 1, "torch_dtype": "bfloat16", "hidden_size": 8}
+    names = {"model.layers.0.mlp.down_proj.weight": ("BF16", [8, 8]), "model.layers.1.mlp.down_proj.weight": ("BF16", [8, 8]),
+             **{f"model.layers.2.{leaf}.weight": ("BF16", [8, 8]) for leaf in ("enorm", "hnorm", "eh_proj")},
+             "model.layers.2.mlp.down_proj.weight": ("BF16", [8, 8]), odd: ("BF16", [8])}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    (tmp_path / "model.safetensors").write_bytes(tiny(names))
+    report = audit_checkpoint(str(tmp_path))
+    assert "MTP014" not in {f.rule_id for f in report.findings}

@@ -472,10 +472,12 @@ def check_misplaced(facts: CheckpointFacts) -> Iterator[Finding]:
     n = cfg.num_hidden_layers
     mtp = facts.mtp
     # Every name joined (no Python step per name); a match on an MTP tensor's own line is skipped below. A match
-    # never crosses a line, so this finds what a scan of the trunk names alone finds. Names holding a newline
-    # would split into several lines: then the trunk names are joined alone.
-    skip = mtp if mtp and not any("\n" in m for m in mtp) else None
-    joined = facts.joined_names if skip is not None or not mtp else "\n".join(n_ for n_ in facts.tensors if n_ not in mtp) + "\n"
+    # never crosses a line, so this finds what a scan of the trunk names alone finds. A name holding a newline
+    # would split into several lines (one of them looking like a trunk tensor of its own): then the trunk names
+    # are joined alone, each newline inside a name written as NUL.
+    odd = facts.joined_names.count("\n") != len(facts.tensors)
+    skip = mtp if mtp and not odd else None
+    joined = facts.joined_names if not odd else "".join(n_.replace("\n", "\0") + "\n" for n_ in facts.tensors if n_ not in mtp)
     if _only_in(skip or (), joined):
         return  # no such leaf outside the MTP tensors' own lines (the common case: four C-speed counts)
     per: dict[str, set[str]] = defaultdict(set)
@@ -488,7 +490,7 @@ def check_misplaced(facts: CheckpointFacts) -> Iterator[Finding]:
             first.setdefault(m.group(1), m.group(0).rstrip(".\n"))
     for layer in sorted(per, key=lambda x: int(x.rsplit(".", 1)[1])):
         leaves = sorted(per[layer])
-        name = next(t for t in facts.tensors if t.startswith(first[layer] + "."))
+        name = next((t for t in facts.tensors if t.startswith(first[layer] + ".")), first[layer])
         decl = cfg.declaration
         yield R.MTP014.finding(
             f"{layer} holds MTP-only tensors ({', '.join(leaves)}) but it is trunk layer "
