@@ -35,3 +35,42 @@ def test_log_call_and_message_text() -> None:
 def test_parse_source_never_raises() -> None:
     assert parse_source("a.py", b"\xff")[2] == "not UTF-8 (byte 0); not parsed"
     assert parse_source("a.py", b"def (:\n")[2].startswith("does not parse as Python 3 at line 1")
+
+
+def test_fewer_collections_in_overlapping_threads_puts_the_thresholds_back() -> None:
+    """Two audits in two threads whose parse phases overlap (the first ends while the second still parses): the
+    process's GC thresholds are the caller's afterwards (each block used to restore what it found, so the one that
+    entered second put back the raised threshold)."""
+    import gc
+    import threading
+
+    from mtp_audit.engines.code.index import fewer_collections
+
+    before = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    try:
+        first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+        seen: list[int] = []
+
+        def one() -> None:
+            with fewer_collections():
+                first_in.set()
+                second_in.wait(5)
+            first_out.set()
+
+        def two() -> None:
+            first_in.wait(5)
+            with fewer_collections():
+                second_in.set()
+                first_out.wait(5)
+                seen.append(gc.get_threshold()[0])  # still parsing: still raised
+
+        threads = [threading.Thread(target=one), threading.Thread(target=two)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        assert seen == [20000]
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        gc.set_threshold(*before)
