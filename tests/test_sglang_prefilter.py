@@ -52,6 +52,8 @@ def test_the_finder_pattern_is_the_two_documented_alternatives() -> None:
     (b"assert x.y(z).moe_runner_backend", False),  # a call between: [\w.]* stops at ")"
     (b"xassert(a.b.speculative_algorithm)", True),  # the pattern has no boundary before "assert"
     (b"    backend = server_args.prefill_attention_backend\n", True),
+    (b"    backend = server_args.prefill_attention_backend\r\nassert backend", True),  # a CRLF checkout
+    (b"    backend = server_args.prefill_attention_backend\rx\n", False),  # a lone CR is no line end here
     (b"    backend = server_args.prefill_attention_backend # c\n", False),
     (b"backend = server_args.attention_backend\n", False),  # not indented
     (b"assert attention_backend", False),  # no attribute

@@ -53,8 +53,9 @@ def word_in(data: bytes, word: bytes) -> bool:
 ASSERTED_FIELDS = tuple(f.encode() for f in ASSERTED_SOURCE.split("|"))
 #: An ``assert`` whose test reads a backend field (``assert x.attention_backend in ...``, ``assert (\n a.b.F``).
 ASSERT_ON_FIELD = rb"assert[\s(]+[\w.]*\.(" + ASSERTED_SOURCE.encode() + rb")\b"
-#: A local copy of a field that an ``assert`` may test later (``    backend = server_args.decode_attention_backend``).
-FIELD_COPY_LINE = rb"^[ \t]+\w+ = [\w.]+\.(\w+_)?(" + ASSERTED_SOURCE.encode() + rb")(_str)?[ \t]*$"
+#: A local copy of a field that an ``assert`` may test later (``    backend = server_args.decode_attention_backend``);
+#: the line may end in ``\r\n`` (a checkout with Windows line ends parses the same).
+FIELD_COPY_LINE = rb"^[ \t]+\w+ = [\w.]+\.(\w+_)?(" + ASSERTED_SOURCE.encode() + rb")(_str)?[ \t]*\r?$"
 _COPY_LINE = re.compile(FIELD_COPY_LINE[1:-1])
 
 
