@@ -24,5 +24,5 @@ def run_example(root: Path, example: Example) -> Report:
     if (root / "sg-new").is_dir():
         kwargs["compare_sglang"] = root / "sg-new"
     if (root / "env.txt").is_file():
-        kwargs["env_dump"] = [root / "env.txt"]
+        kwargs["env_dumps"] = [root / "env.txt"]
     return audit_launch(list(example.args), **kwargs)  # type: ignore[arg-type]
