@@ -377,6 +377,19 @@ class Replay:
             self._store(t, v, p)
         return [p]
 
+    def _arguments(self, n: ast.Call, p: Path) -> tuple[list[Any], dict[str, Any]] | None:
+        """A call's positional values (``*args`` left out) and keyword values, a ``**mapping`` merged in; ``None`` when
+        such a mapping is not a known dict."""
+        args = [self.ev(a, p) for a in n.args if not isinstance(a, ast.Starred)]
+        kwargs = {k.arg: self.ev(k.value, p) for k in n.keywords if k.arg}
+        for k in n.keywords:
+            if k.arg is None:
+                extra = self.ev(k.value, p)
+                if not isinstance(extra, dict):
+                    return None
+                kwargs.update({str(key): v for key, v in extra.items()})
+        return args, kwargs
+
     def _split_call(self, st: ast.Assign, p: Path) -> list[Path] | None:
         """``x = f(...)`` where ``f`` is a :class:`Native` with ``split`` and more than one outcome: one path per outcome
         (each with the callee's assumptions); ``None`` to assign as usual."""
@@ -387,14 +400,10 @@ class Replay:
         f = self.ev(n.func, p) if isinstance(n.func, ast.Attribute) else None
         if not isinstance(f, Native) or f.split is None:
             return None
-        args = [self.ev(a, p) for a in n.args if not isinstance(a, ast.Starred)]
-        kwargs = {k.arg: self.ev(k.value, p) for k in n.keywords if k.arg}
-        for k in n.keywords:
-            if k.arg is None:
-                extra = self.ev(k.value, p)
-                if not isinstance(extra, dict):
-                    return None
-                kwargs.update({str(key): v for key, v in extra.items()})
+        got = self._arguments(n, p)
+        if got is None:
+            return None
+        args, kwargs = got
         outs = f.split(self, p, args, kwargs, n)
         if not outs or len(outs) < 2:
             return None
@@ -737,14 +746,10 @@ class Replay:
 
     def _call(self, n: ast.Call, p: Path) -> Any:  # noqa: C901 - one dispatch over callee kinds
         callee = " ".join(ast.unparse(n.func).split())
-        args = [self.ev(a, p) for a in n.args if not isinstance(a, ast.Starred)]
-        kwargs = {k.arg: self.ev(k.value, p) for k in n.keywords if k.arg}
-        for k in n.keywords:
-            if k.arg is None:
-                extra = self.ev(k.value, p)
-                if not isinstance(extra, dict):
-                    return UNKNOWN
-                kwargs.update({str(key): v for key, v in extra.items()})
+        got = self._arguments(n, p)
+        if got is None:
+            return UNKNOWN
+        args, kwargs = got
         f = self.ev(n.func, p) if not isinstance(n.func, ast.Name) or n.func.id not in self.hooks else None
         if isinstance(f, Native):
             try:
