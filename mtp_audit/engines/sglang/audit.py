@@ -711,16 +711,19 @@ def audit_sglang(target: str | Path | None) -> Report:
                 return _report(entry, cached=True)
             except _UNREADABLE_ENTRY:
                 pass  # an entry of a shape this code cannot read (its hash is right: written by hand): scan again
-    for reuse in (True, False):
-        tree = open_target(target)
-        try:
-            return audit_tree(tree, file_key=wkey, reuse=reuse)
-        except _UNREADABLE_ENTRY:
-            if not reuse or cache.cache_dir(f"sglang-scan-v{SCAN_VERSION}") is None:
-                raise  # not the cache's doing: a bug of this analyzer (exit 4)
-        finally:
-            tree.close()
-    raise AssertionError("unreachable")  # pragma: no cover
+    tree = open_target(target)
+    try:
+        return audit_tree(tree, file_key=wkey)
+    except _UNREADABLE_ENTRY:
+        if cache.cache_dir(f"sglang-scan-v{SCAN_VERSION}") is None:
+            raise  # no cache was read: a bug of this analyzer (exit 4)
+    finally:
+        tree.close()
+    tree = open_target(target)  # a cached result this code cannot read: once more, reading none of the cache
+    try:
+        return audit_tree(tree, file_key=wkey, reuse=False)
+    finally:
+        tree.close()
 
 
 #: What reading cached results of a shape this code does not expect raises (an entry edited by hand, its hash
