@@ -9,7 +9,8 @@ import os
 from typing import Any
 
 from mtp_audit.engines.code import cache
-from mtp_audit.engines.sglang.names import SCAN_VERSION
+from mtp_audit.engines.sglang import flow
+from mtp_audit.engines.sglang.names import HOOK_PATHS, SCAN_VERSION
 from mtp_audit.engines.sglang.scan import passes_for, scan_file
 from mtp_audit.progress import Progress
 from mtp_audit.sources.tree import SourceTree
@@ -132,31 +133,26 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None, reuse: bool = Tru
     per-file cache: a file holding only an ``EntryClass`` is scanned again each time (its scan costs less than
     writing or reading its cache entry, which was three quarters of a cold run's 480 cache writes).
 
-    A file that only the value-flow consumer pass wants is parsed only when a value flow can need it, decided once
-    the other files are scanned: first those that can read a field a hook rewrites to ``None``
-    (:func:`~mtp_audit.engines.sglang.flow.may_consume`), then those that can define a class such a consumer
-    constructs (:func:`~mtp_audit.engines.sglang.flow.may_refill`); the others are scanned as files no pass wants (``stats["parsed"]`` counts the files parsed).
+    A file that only the value-flow consumer pass wants is parsed only when a value flow can need it: first those
+    that can read a field a hook rewrites to ``None`` (:func:`~mtp_audit.engines.sglang.flow.may_consume`), then
+    those that can define a class such a consumer constructs (:func:`~mtp_audit.engines.sglang.flow.may_refill`);
+    the others are scanned as files no pass wants (``stats["parsed"]`` counts the files parsed). The hook files
+    (:data:`~mtp_audit.engines.sglang.names.HOOK_PATHS`) are read first (:func:`reading_order`), so that with a
+    pool the first test is decided as soon as the workers have parsed them, and the files it picks are parsed
+    while the rest of the tree is read, not after it.
     """
-    from mtp_audit.engines.sglang import flow
-
     scan = _TreeScan(tree, workers if workers is not None else _workers(), reuse=reuse)
+    hooks, others = reading_order(tree.files)
     try:
-        for rel in sorted(tree.files):
-            data = tree.read(rel)
-            if data is not None:
-                scan.admit(rel, data)
+        for rel in hooks:
+            scan.read(rel)
+        scan.hooks_read = True
+        for rel in others:
+            scan.read(rel)
         scan.run()
-        fields = flow.rewritten_fields(scan.merged())
-        named, rest = _split(scan.deferred, lambda data: flow.may_consume(data, fields))
-        for rel, data in named:
-            scan.queue(rel, data, ("flow-consumer",))
+        scan.decide_consumers()
         scan.run()
-        callees = flow.consumer_callees(scan.merged(), fields)
-        named, rest = _split(rest, lambda data: flow.may_refill(data, callees))
-        for rel, data in named:
-            scan.queue(rel, data, ("flow-consumer",))
-        for rel, data in rest:
-            scan.queue(rel, data, ())
+        scan.decide_refills()
         scan.run()
     finally:
         if scan.pool is not None:
@@ -164,9 +160,26 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None, reuse: bool = Tru
     return scan.finish()
 
 
+def reading_order(files: Any) -> tuple[list[str], list[str]]:
+    """The paths of ``files`` in the order the cold scan reads them: ``(the hook files, the others)``, each in path
+    order. The hook files (:data:`~mtp_audit.engines.sglang.names.HOOK_PATHS`: their value-flow rewrites decide
+    which consumer files are parsed) come first. The order matters only where a bound is met: past the tree's byte
+    bound (:data:`mtp_audit.sources.tree.MAX_TREE_PY_BYTES`) or :data:`MAX_SERVER_PASS_BYTES`, the files later in
+    this order are the ones not examined."""
+    hooks: list[str] = []
+    others: list[str] = []
+    for rel in sorted(files):
+        (hooks if HOOK_PATHS.search(rel) else others).append(rel)
+    return hooks, others
+
+
 def _split(items: list[tuple[str, bytes]], test: Any) -> tuple[list[tuple[str, bytes]], list[tuple[str, bytes]]]:
     """``(items whose bytes pass test, the others)``, each in the given order."""
-    return [x for x in items if test(x[1])], [x for x in items if not test(x[1])]
+    yes: list[tuple[str, bytes]] = []
+    no: list[tuple[str, bytes]] = []
+    for item in items:
+        (yes if test(item[1]) else no).append(item)
+    return yes, no
 
 
 class _TreeScan:
@@ -186,8 +199,26 @@ class _TreeScan:
         self.futures: dict[str, Any] = {}
         self.unsent: list[tuple[str, bytes, tuple[str, ...]]] = []  # parse jobs not handed to a pool (none started yet)
         self.unsent_bytes = 0
-        self.deferred: list[tuple[str, bytes]] = []
+        self.deferred: list[tuple[str, bytes]] = []  # files only the consumer pass wants, not decided yet
+        self.rest: list[tuple[str, bytes]] = []  # of those, the ones that read no rewritten field
+        self.fields: set[str] | None = None  # the fields hook files rewrite to None, once known
+        self.hooks_read = False  # every hook file read (they are read first: reading_order)
+        self.hook_jobs: list[tuple[str, bytes, tuple[str, ...]]] = []  # their parse jobs, not collected yet
         self.notes_before = len(tree.notes)
+
+    def read(self, rel: str) -> None:
+        """Read ``rel`` and admit it; with a pool, once every hook file is read and parsed, decide the files held
+        back for the consumer pass (:meth:`decide_consumers`) without waiting for the rest of the tree."""
+        data = self.tree.read(rel)
+        if data is not None:
+            self.admit(rel, data)
+        if self.fields is None and self.hooks_read and self.pool is not None:
+            jobs = self.hook_jobs
+            while jobs and jobs[-1][0] in self.futures and self.futures[jobs[-1][0]].done():
+                job = jobs.pop()
+                self.done[job[0]] = self._pooled_result(*job)
+            if not jobs and self.pool is not None:
+                self.decide_consumers()
 
     def admit(self, rel: str, data: bytes) -> None:
         """One file as read: over a limit (a gap), held back (only the consumer pass wants it) or queued."""
@@ -204,6 +235,8 @@ class _TreeScan:
             self.server_bytes += len(data)
         if passes == ("flow-consumer",):
             self.deferred.append((rel, data))
+            if self.fields is not None:
+                self.decide_consumers()
             return
         self.queue(rel, data, passes)
 
@@ -224,6 +257,8 @@ class _TreeScan:
             self.stats["cached"] += 1
             return
         self.jobs.append((rel, data, passes, key))
+        if not self.hooks_read:
+            self.hook_jobs.append((rel, data, passes))
         if self.n > 1:
             self.unsent.append((rel, data, passes))
             self.unsent_bytes += len(data)
@@ -261,8 +296,35 @@ class _TreeScan:
                     progress.step()
             for rel, data, passes, _ in todo:
                 if rel in self.futures:
-                    self.done[rel] = self._pooled_result(rel, data, passes)
+                    if rel not in self.done:  # a hook file's result may be in already (read)
+                        self.done[rel] = self._pooled_result(rel, data, passes)
                     progress.step()
+
+    def decide_consumers(self) -> None:
+        """Queue the held-back files that can read a field a hook file rewrites to ``None``
+        (:func:`~mtp_audit.engines.sglang.flow.may_consume`); keep the others for :meth:`decide_refills`. The fields
+        are fixed on the first call, from the results of the hook files (every one of them read and parsed by then:
+        at the end of the reading, or as soon as the workers have parsed them)."""
+        if self.fields is None:
+            self.fields = flow.rewritten_fields(self.merged())
+        fields = self.fields
+        named, rest = _split(self.deferred, lambda data: flow.may_consume(data, fields))
+        self.deferred = []
+        self.rest += rest
+        for rel, data in named:
+            self.queue(rel, data, ("flow-consumer",))
+
+    def decide_refills(self) -> None:
+        """After every consumer is parsed: queue the remaining held-back files that can define a class a consumer of a
+        rewritten field constructs (:func:`~mtp_audit.engines.sglang.flow.may_refill`); scan the others as files no
+        pass wants."""
+        callees = flow.consumer_callees(self.merged(), self.fields or set())
+        named, rest = _split(self.rest, lambda data: flow.may_refill(data, callees))
+        self.rest = []
+        for rel, data in named:
+            self.queue(rel, data, ("flow-consumer",))
+        for rel, data in rest:
+            self.queue(rel, data, ())
 
     def _pooled_result(self, rel: str, data: bytes, passes: tuple[str, ...]) -> dict[str, Any]:
         """The worker's result for ``rel``, or, when the pool broke (a worker died), the result of parsing it here."""
