@@ -6,11 +6,12 @@ Imported only when a tree is not in the cache, so that a warm audit does not loa
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from mtp_audit.engines.code import cache
 from mtp_audit.engines.sglang import flow
-from mtp_audit.engines.sglang.names import HOOK_PATHS, SCAN_VERSION
+from mtp_audit.engines.sglang.names import CLI_PATHS, SCAN_VERSION
 from mtp_audit.engines.sglang.scan import passes_for, scan_file
 from mtp_audit.progress import Progress
 from mtp_audit.sources.tree import SourceTree
@@ -84,7 +85,7 @@ class _Pool:
         self.executor = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_start,
                                             initargs=(self.alive, self.end))
 
-    def submit(self, job: tuple[str, bytes, tuple[str, ...]]) -> Any:
+    def submit(self, job: tuple[str, bytes, tuple[str, ...] | bool]) -> Any:
         """A future of ``(rel, scan result)``."""
         return self.executor.submit(_scan_job, job)
 
@@ -97,7 +98,7 @@ class _Pool:
             os.close(self.end)
 
 
-def _scan_job(job: tuple[str, bytes, tuple[str, ...]]) -> tuple[str, dict[str, Any]]:
+def _scan_job(job: tuple[str, bytes, tuple[str, ...] | bool]) -> tuple[str, dict[str, Any]]:
     rel, data, passes = job
     return rel, scan_file(rel, data, passes)
 
@@ -120,7 +121,23 @@ PROGRESS_MIN_FILES = 20
 POOL_MIN_BYTES = 512 * 1024
 
 
-def scan_tree(tree: SourceTree, *, workers: int | None = None, reuse: bool = True) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
+class Prefetch:
+    """Files the linker parses after the scan (the modules that ``choices=`` names of the server arguments come from,
+    e.g. ``srt/utils/common.py`` of SGLang 0.5.23), parsed by the workers beside the scan instead of after it.
+
+    ``wanted(results so far) -> paths`` is asked once, when the server-argument files (:data:`CLI_PATHS`) are parsed;
+    each path it names that the scan has not read yet is handed to a worker (``scan_file(path, bytes, True)``, what the
+    linker would run) when the scan reads it: no file is read a second time for this, and a file read before is left
+    to the linker. ``parsed``: path -> that result, filled at the end of the scan; the linker uses an entry only where
+    it would have parsed the file itself, so an entry it does not need changes nothing."""
+
+    def __init__(self, wanted: Callable[[dict[str, dict[str, Any]]], Iterable[str]]) -> None:
+        self.wanted = wanted
+        self.parsed: dict[str, dict[str, Any]] = {}
+
+
+def scan_tree(tree: SourceTree, *, workers: int | None = None, reuse: bool = True,
+              prefetch: Prefetch | None = None) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
     """Scan every file of ``tree``; returns (rel -> scan result, statistics). ``reuse``: take a parsed file's result
     from the per-file cache when it holds one (``False``: parse every file; the entries are written anew).
 
@@ -136,17 +153,17 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None, reuse: bool = Tru
     A file that only the value-flow consumer pass wants is parsed only when a value flow can need it: first those
     that can read a field a hook rewrites to ``None`` (:func:`~mtp_audit.engines.sglang.flow.may_consume`), then
     those that can define a class such a consumer constructs (:func:`~mtp_audit.engines.sglang.flow.may_refill`);
-    the others are scanned as files no pass wants (``stats["parsed"]`` counts the files parsed). The hook files
-    (:data:`~mtp_audit.engines.sglang.names.HOOK_PATHS`) are read first (:func:`reading_order`), so that with a
-    pool the first test is decided as soon as the workers have parsed them, and the files it picks are parsed
-    while the rest of the tree is read, not after it.
+    the others are scanned as files no pass wants (``stats["parsed"]`` counts the files parsed). The
+    server-argument files, hook files included, are read first (:func:`reading_order`), so that with a pool the
+    first test (and ``prefetch``) is decided as soon as the workers have parsed them, and the files it picks are
+    parsed while the rest of the tree is read, not after it.
     """
-    scan = _TreeScan(tree, workers if workers is not None else _workers(), reuse=reuse)
-    hooks, others = reading_order(tree.files)
+    scan = _TreeScan(tree, workers if workers is not None else _workers(), reuse=reuse, prefetch=prefetch)
+    first, others = reading_order(tree.files)
     try:
-        for rel in hooks:
+        for rel in first:
             scan.read(rel)
-        scan.hooks_read = True
+        scan.first_read = True
         for rel in others:
             scan.read(rel)
         scan.run()
@@ -154,23 +171,25 @@ def scan_tree(tree: SourceTree, *, workers: int | None = None, reuse: bool = Tru
         scan.run()
         scan.decide_refills()
         scan.run()
+        scan.collect_prefetched()
     finally:
         if scan.pool is not None:
             scan.pool.close()
     return scan.finish()
 
 
-def reading_order(files: Any) -> tuple[list[str], list[str]]:
-    """The paths of ``files`` in the order the cold scan reads them: ``(the hook files, the others)``, each in path
-    order. The hook files (:data:`~mtp_audit.engines.sglang.names.HOOK_PATHS`: their value-flow rewrites decide
-    which consumer files are parsed) come first. The order matters only where a bound is met: past the tree's byte
-    bound (:data:`mtp_audit.sources.tree.MAX_TREE_PY_BYTES`) or :data:`MAX_SERVER_PASS_BYTES`, the files later in
-    this order are the ones not examined."""
-    hooks: list[str] = []
+def reading_order(files: Iterable[str]) -> tuple[list[str], list[str]]:
+    """The paths of ``files`` in the order the cold scan reads them: ``(the server-argument files, the others)``, each
+    in path order. The server-argument files (:data:`~mtp_audit.engines.sglang.names.CLI_PATHS`, the hook files of
+    :data:`~mtp_audit.engines.sglang.names.HOOK_PATHS` among them: their value-flow rewrites decide which consumer
+    files are parsed) come first. The order matters only where a bound is met: past the tree's byte bound
+    (:data:`mtp_audit.sources.tree.MAX_TREE_PY_BYTES`) or :data:`MAX_SERVER_PASS_BYTES`, the files later in this
+    order are the ones not examined."""
+    first: list[str] = []
     others: list[str] = []
     for rel in sorted(files):
-        (hooks if HOOK_PATHS.search(rel) else others).append(rel)
-    return hooks, others
+        (first if CLI_PATHS.search(rel) else others).append(rel)
+    return first, others
 
 
 def _split(items: list[tuple[str, bytes]], test: Any) -> tuple[list[tuple[str, bytes]], list[tuple[str, bytes]]]:
@@ -186,8 +205,8 @@ class _TreeScan:
     """The state of one :func:`scan_tree`: results, parse jobs ``(rel, data, passes, cache key)`` in the order
     queued, statistics, the worker pool and the files held back for the value-flow decision (``deferred``)."""
 
-    def __init__(self, tree: SourceTree, workers: int, *, reuse: bool = True) -> None:
-        self.tree, self.n, self.reuse = tree, workers, reuse
+    def __init__(self, tree: SourceTree, workers: int, *, reuse: bool = True, prefetch: Prefetch | None = None) -> None:
+        self.tree, self.n, self.reuse, self.prefetch = tree, workers, reuse, prefetch
         self.folder = cache.cache_dir(f"sglang-scan-v{SCAN_VERSION}")
         self.results: dict[str, dict[str, Any]] = {}
         self.done: dict[str, dict[str, Any]] = {}
@@ -202,23 +221,55 @@ class _TreeScan:
         self.deferred: list[tuple[str, bytes]] = []  # files only the consumer pass wants, not decided yet
         self.rest: list[tuple[str, bytes]] = []  # of those, the ones that read no rewritten field
         self.fields: set[str] | None = None  # the fields hook files rewrite to None, once known
-        self.hooks_read = False  # every hook file read (they are read first: reading_order)
-        self.hook_jobs: list[tuple[str, bytes, tuple[str, ...]]] = []  # their parse jobs, not collected yet
+        self.first_read = False  # every server-argument file read (they are read first: reading_order)
+        self.first_jobs: list[tuple[str, bytes, tuple[str, ...]]] = []  # their parse jobs, not collected yet
+        self.seen: set[str] = set()  # the files read so far
+        self.link_wanted: set[str] = set()  # files to hand to a worker for the linker when read (Prefetch)
+        self.link_futures: dict[str, Any] = {}
         self.notes_before = len(tree.notes)
 
     def read(self, rel: str) -> None:
-        """Read ``rel`` and admit it; with a pool, once every hook file is read and parsed, decide the files held
-        back for the consumer pass (:meth:`decide_consumers`) without waiting for the rest of the tree."""
+        """Read ``rel`` and admit it (and hand it to a worker for the linker when :class:`Prefetch` wants it); with a
+        pool, once every server-argument file is read and parsed, decide the files held back for the consumer pass
+        (:meth:`decide_consumers`) and what to prefetch, without waiting for the rest of the tree."""
         data = self.tree.read(rel)
+        self.seen.add(rel)
         if data is not None:
             self.admit(rel, data)
-        if self.fields is None and self.hooks_read and self.pool is not None:
-            jobs = self.hook_jobs
-            while jobs and jobs[-1][0] in self.futures and self.futures[jobs[-1][0]].done():
-                job = jobs.pop()
-                self.done[job[0]] = self._pooled_result(*job)
-            if not jobs and self.pool is not None:
-                self.decide_consumers()
+            if rel in self.link_wanted and len(data) <= MAX_SERVER_PASS_FILE:
+                self._prefetch(rel, data)
+        if self.fields is None and self.first_read and self.pool is not None and self._first_parsed():
+            self.decide_consumers()
+            if self.prefetch is not None:
+                self.link_wanted = set(self.prefetch.wanted(self.merged())) - self.seen
+
+    def _prefetch(self, rel: str, data: bytes) -> None:
+        """Hand ``rel`` to a worker for the linker (a pool that broke is dropped; the linker then parses it)."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        if self.pool is not None:
+            try:
+                self.link_futures[rel] = self.pool.submit((rel, data, True))
+            except BrokenProcessPool:
+                self._drop_pool()
+
+    def _first_parsed(self) -> bool:
+        """Whether the workers have parsed every server-argument file (their results are then collected)."""
+        jobs = self.first_jobs
+        while jobs and jobs[-1][0] in self.futures and self.futures[jobs[-1][0]].done():
+            job = jobs.pop()
+            self.done[job[0]] = self._pooled_result(*job)
+        return not jobs and self.pool is not None
+
+    def collect_prefetched(self) -> None:
+        """The workers' results for the linker (:class:`Prefetch`), where the pool did not break."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        for rel, future in self.link_futures.items():
+            try:
+                self.prefetch.parsed[rel] = future.result()[1]  # type: ignore[union-attr]
+            except BrokenProcessPool:
+                self._drop_pool()
 
     def admit(self, rel: str, data: bytes) -> None:
         """One file as read: over a limit (a gap), held back (only the consumer pass wants it) or queued."""
@@ -257,8 +308,8 @@ class _TreeScan:
             self.stats["cached"] += 1
             return
         self.jobs.append((rel, data, passes, key))
-        if not self.hooks_read:
-            self.hook_jobs.append((rel, data, passes))
+        if not self.first_read:
+            self.first_jobs.append((rel, data, passes))
         if self.n > 1:
             self.unsent.append((rel, data, passes))
             self.unsent_bytes += len(data)
@@ -296,7 +347,7 @@ class _TreeScan:
                     progress.step()
             for rel, data, passes, _ in todo:
                 if rel in self.futures:
-                    if rel not in self.done:  # a hook file's result may be in already (read)
+                    if rel not in self.done:  # a server-argument file's result may be in already (read)
                         self.done[rel] = self._pooled_result(rel, data, passes)
                     progress.step()
 
