@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mtp_audit.engines.code import cache
 from mtp_audit.engines.sglang import flow
@@ -15,6 +15,9 @@ from mtp_audit.engines.sglang.names import CLI_PATHS, SCAN_VERSION
 from mtp_audit.engines.sglang.scan import passes_for, scan_file
 from mtp_audit.progress import Progress
 from mtp_audit.sources.tree import SourceTree
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def _workers() -> int:
@@ -85,8 +88,8 @@ class _Pool:
         self.executor = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_start,
                                             initargs=(self.alive, self.end))
 
-    def submit(self, job: tuple[str, bytes, tuple[str, ...] | bool]) -> Any:
-        """A future of ``(rel, scan result)``."""
+    def submit(self, job: _Job) -> Any:
+        """A future of ``(rel, scan result)`` (:func:`_scan_job`)."""
         return self.executor.submit(_scan_job, job)
 
     def close(self) -> None:
@@ -98,9 +101,17 @@ class _Pool:
             os.close(self.end)
 
 
-def _scan_job(job: tuple[str, bytes, tuple[str, ...] | bool]) -> tuple[str, dict[str, Any]]:
-    rel, data, passes = job
-    return rel, scan_file(rel, data, passes)
+#: A parse job for a worker: ``(rel, bytes, passes, cache folder, cache key)``; the worker writes the per-file cache
+#: entry when both are given (so the audit process does not encode and write it after the scan).
+_Job = tuple[str, bytes, "tuple[str, ...] | bool", "Path | None", "str | None"]
+
+
+def _scan_job(job: _Job) -> tuple[str, dict[str, Any]]:
+    rel, data, passes, folder, key = job
+    result = scan_file(rel, data, passes)
+    if folder is not None and key is not None:
+        cache.store(folder, key, result)
+    return rel, result
 
 
 #: Largest file put through the ast pass (bytes); SGLang 0.5.23's largest such file is 121 KB,
@@ -126,9 +137,9 @@ class Prefetch:
     e.g. ``srt/utils/common.py`` of SGLang 0.5.23), parsed by the workers beside the scan instead of after it.
 
     ``wanted(results so far) -> paths`` is asked once, when the server-argument files (:data:`CLI_PATHS`) are parsed;
-    each path it names that the scan has not read yet is handed to a worker (``scan_file(path, bytes, True)``, what the
-    linker would run) when the scan reads it: no file is read a second time for this, and a file read before is left
-    to the linker. ``parsed``: path -> that result, filled at the end of the scan; the linker uses an entry only where
+    each path it names that the scan has not read yet is read then, ahead of its turn, and handed to a worker
+    (``scan_file(path, bytes, True)``, what the linker would run); the scan admits those bytes when it reaches the
+    path, so no file is read twice for this, and a file read before is left to the linker. ``parsed``: path -> that result, filled at the end of the scan; the linker uses an entry only where
     it would have parsed the file itself, so an entry it does not need changes nothing."""
 
     def __init__(self, wanted: Callable[[dict[str, dict[str, Any]]], Iterable[str]]) -> None:
@@ -216,7 +227,8 @@ class _TreeScan:
         self.server_bytes = 0
         self.pool: _Pool | None = None
         self.futures: dict[str, Any] = {}
-        self.unsent: list[tuple[str, bytes, tuple[str, ...]]] = []  # parse jobs not handed to a pool (none started yet)
+        self.unsent: list[_Job] = []  # parse jobs not handed to a pool (none started yet)
+        self.stored: set[str] = set()  # files whose cache entry a worker wrote
         self.unsent_bytes = 0
         self.deferred: list[tuple[str, bytes]] = []  # files only the consumer pass wants, not decided yet
         self.rest: list[tuple[str, bytes]] = []  # of those, the ones that read no rewritten field
@@ -224,24 +236,33 @@ class _TreeScan:
         self.first_read = False  # every server-argument file read (they are read first: reading_order)
         self.first_jobs: list[tuple[str, bytes, tuple[str, ...]]] = []  # their parse jobs, not collected yet
         self.seen: set[str] = set()  # the files read so far
-        self.link_wanted: set[str] = set()  # files to hand to a worker for the linker when read (Prefetch)
+        self.early: dict[str, bytes | None] = {}  # files read ahead of their turn for the linker (Prefetch)
         self.link_futures: dict[str, Any] = {}
         self.notes_before = len(tree.notes)
 
     def read(self, rel: str) -> None:
-        """Read ``rel`` and admit it (and hand it to a worker for the linker when :class:`Prefetch` wants it); with a
-        pool, once every server-argument file is read and parsed, decide the files held back for the consumer pass
-        (:meth:`decide_consumers`) and what to prefetch, without waiting for the rest of the tree."""
-        data = self.tree.read(rel)
+        """Read ``rel`` (or take the bytes :meth:`_start_prefetch` read) and admit it; with a pool, once every
+        server-argument file is read and parsed, decide the files held back for the consumer pass
+        (:meth:`decide_consumers`) and start the linker's parses, without waiting for the rest of the tree."""
+        data = self.early.pop(rel) if rel in self.early else self.tree.read(rel)
         self.seen.add(rel)
         if data is not None:
             self.admit(rel, data)
-            if rel in self.link_wanted and len(data) <= MAX_SERVER_PASS_FILE:
-                self._prefetch(rel, data)
         if self.fields is None and self.first_read and self.pool is not None and self._first_parsed():
             self.decide_consumers()
             if self.prefetch is not None:
-                self.link_wanted = set(self.prefetch.wanted(self.merged())) - self.seen
+                self._start_prefetch()
+
+    def _start_prefetch(self) -> None:
+        """Hand the files :class:`Prefetch` wants to a worker: those not read yet are read now and their bytes kept
+        for when the scan reaches them (each file is still read once); a file read before is left to the linker."""
+        assert self.prefetch is not None
+        for rel in self.prefetch.wanted(self.merged()):
+            if rel in self.seen or rel in self.early or rel not in self.tree.files:
+                continue
+            data = self.early[rel] = self.tree.read(rel)
+            if data is not None and len(data) <= MAX_SERVER_PASS_FILE:
+                self._prefetch(rel, data)
 
     def _prefetch(self, rel: str, data: bytes) -> None:
         """Hand ``rel`` to a worker for the linker (a pool that broke is dropped; the linker then parses it)."""
@@ -249,7 +270,7 @@ class _TreeScan:
 
         if self.pool is not None:
             try:
-                self.link_futures[rel] = self.pool.submit((rel, data, True))
+                self.link_futures[rel] = self.pool.submit((rel, data, True, None, None))
             except BrokenProcessPool:
                 self._drop_pool()
 
@@ -311,7 +332,7 @@ class _TreeScan:
         if not self.first_read:
             self.first_jobs.append((rel, data, passes))
         if self.n > 1:
-            self.unsent.append((rel, data, passes))
+            self.unsent.append((rel, data, passes, self.folder, key))
             self.unsent_bytes += len(data)
             if self.pool is None and self.unsent_bytes >= POOL_MIN_BYTES:
                 self.pool = _Pool(self.n)
@@ -382,7 +403,9 @@ class _TreeScan:
         from concurrent.futures.process import BrokenProcessPool
 
         try:
-            return self.futures[rel].result()[1]
+            result = self.futures[rel].result()[1]
+            self.stored.add(rel)  # with its cache entry, where it has a key (_scan_job)
+            return result
         except BrokenProcessPool:
             self._drop_pool()
             return scan_file(rel, data, passes)
@@ -392,13 +415,14 @@ class _TreeScan:
         return {**self.results, **self.done}
 
     def finish(self) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
-        """The results in the order of a plain sorted pass, the statistics; the tree's notes sorted, the cache written."""
+        """The results in the order of a plain sorted pass, the statistics; the tree's notes sorted, the cache entries
+        the workers did not write written."""
         self.stats["parsed"] = sum(1 for j in self.jobs if j[2])
         jobs = sorted(self.jobs, key=lambda j: j[0])
         results = _ordered(self.results, self.done, jobs)
         self.tree.notes[self.notes_before:] = sorted(self.tree.notes[self.notes_before:], key=lambda note: note[0])
         for rel, _, _, key in jobs:
-            if key is not None:
+            if key is not None and rel not in self.stored:
                 cache.store(self.folder, key, results[rel])
         return results, self.stats
 
