@@ -206,9 +206,12 @@ class SourceTree:
 
     def _inflate(self, rel: str, info: zipfile.ZipInfo) -> bytes | None:
         assert self._zip is not None
+        ratio_bound = max(_RATIO_FLOOR, MAX_INFLATE_RATIO * info.compress_size)
+        direct = self._inflate_direct(info, ratio_bound)
+        if direct is not None:
+            return direct
         chunks: list[bytes] = []
         size = 0
-        ratio_bound = max(_RATIO_FLOOR, MAX_INFLATE_RATIO * info.compress_size)
         with self._zip.open(info) as fh:
             while True:
                 chunk = fh.read(_CHUNK)
@@ -229,6 +232,40 @@ class SourceTree:
                     return None
                 chunks.append(chunk)
         return b"".join(chunks)
+
+    def _inflate_direct(self, info: zipfile.ZipInfo, ratio_bound: int) -> bytes | None:
+        """``info``'s bytes inflated straight from the wheel file (``os.pread`` of its local header and of its deflate
+        stream, one ``zlib`` call), where that gives what :mod:`zipfile`'s reader gives: an unencrypted deflated member
+        of 1 byte or more, within the per-file, ratio and tree bounds, whose local header names it as the central
+        directory does (and ends before the next member where :mod:`zipfile` records that), and whose stream ends
+        after exactly its declared size with that size's CRC-32. ``None`` for anything else: the caller then reads it
+        with :mod:`zipfile`, which gives the bytes or the note of a defective member as before. Saves about a quarter
+        of the reading of SGLang 0.5.23's 3,985 members (zipfile's per-member set-up and chunked reads)."""
+        size = info.file_size
+        if (info.compress_type != zipfile.ZIP_DEFLATED or info.flag_bits & 0x61 or not 0 < size <= ratio_bound
+                or size > MAX_SOURCE_BYTES or self._read_total + size > MAX_TREE_PY_BYTES or self._fh is None):
+            return None  # 0x61: encrypted, compressed patched data, strong encryption
+        try:
+            fd = self._fh.fileno()  # type: ignore[attr-defined]
+            head = os.pread(fd, 30, info.header_offset)
+            if len(head) != 30 or head[:4] != b"PK\x03\x04":
+                return None
+            flags, n_name, n_extra = int.from_bytes(head[6:8], "little"), int.from_bytes(head[26:28], "little"), \
+                int.from_bytes(head[28:30], "little")
+            name = os.pread(fd, n_name, info.header_offset + 30).decode("utf-8" if flags & 0x800 else "cp437")
+            start = info.header_offset + 30 + n_name + n_extra
+            end = getattr(info, "_end_offset", None)  # zipfile's overlapped-entries check, where it has one
+            if name != info.orig_filename or (end is not None and start + info.compress_size > end):
+                return None
+            raw = os.pread(fd, info.compress_size, start)
+            inflater = zlib.decompressobj(-15)
+            data = inflater.decompress(raw, size + 1)
+        except (OSError, ValueError, zlib.error):  # ValueError: UnicodeDecodeError, io.UnsupportedOperation
+            return None
+        if len(raw) != info.compress_size or len(data) != size or not inflater.eof or zlib.crc32(data) != info.CRC:
+            return None
+        self._read_total += size
+        return data
 
     def _budget_spent(self, rel: str) -> None:
         """Record that ``rel`` (and every later file) is not examined: the tree's byte bound is spent."""
