@@ -19,7 +19,9 @@ from mtp_audit.engines.sglang import treescan
 
 @pytest.mark.parametrize(("cpus", "load", "threads", "platform", "want"), [
     (2, 0.4, 1, "linux", 2),     # the quiet 2-core development machine
-    (2, 1.6, 1, "linux", 1),     # the other core busy: the pool was slower than the serial scan there
+    (2, 1.6, 1, "linux", 2),     # our own back-to-back runs keep it about here
+    (2, 2.4, 1, "linux", 2),     # one other busy process: the pool still paid (docs/sglang.md)
+    (2, 2.6, 1, "linux", 1),     # heavier load: not measured with the pipelined pool, kept serial
     (1, 0.0, 1, "linux", 1),     # one core: nothing to run a worker on
     (16, 3.0, 1, "linux", 2),    # a big host with cores to spare
     (2, 0.4, 3, "linux", 1),     # a caller with threads: never fork it
