@@ -8,7 +8,6 @@ in mtp-audit, one line on stderr).
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from typing import Any
 
