@@ -17,26 +17,34 @@ from tests.conftest import sglang_wheel
 from mtp_audit.engines.sglang import treescan
 
 
-@pytest.mark.parametrize(("cpus", "load", "threads", "platform", "want"), [
-    (2, 0.4, 1, "linux", 2),     # the quiet 2-core development machine
-    (2, 1.6, 1, "linux", 2),     # our own back-to-back runs keep it about here
-    (2, 2.4, 1, "linux", 2),     # one other busy process: the pool still paid (docs/sglang.md)
-    (2, 2.6, 1, "linux", 1),     # heavier load: not measured with the pipelined pool, kept serial
-    (1, 0.0, 1, "linux", 1),     # one core: nothing to run a worker on
-    (16, 3.0, 1, "linux", 2),    # a big host with cores to spare
-    (2, 0.4, 3, "linux", 1),     # a caller with threads: never fork it
-    (8, 0.0, 1, "darwin", 1),    # fork is not the safe start there
+@pytest.mark.parametrize(("cpus", "load", "running", "threads", "platform", "want"), [
+    (2, 0.4, 1, 1, "linux", 2),     # the quiet 2-core development machine
+    (2, 1.8, 1, 1, "linux", 2),     # the audit's own earlier runs in the load average, nothing else running now
+    (2, 1.0, 2, 1, "linux", 1),     # another process running now: the whole audit gets about one core
+    (2, 4.5, 1, 1, "linux", 1),     # heavy load a moment ago: serial
+    (2, 0.4, None, 1, "linux", 2),  # no /proc/loadavg count: the load average alone
+    (2, 1.6, None, 1, "linux", 1),
+    (1, 0.0, 1, 1, "linux", 1),     # one core: nothing to run a worker on
+    (16, 3.0, 4, 1, "linux", 2),    # a big host with cores to spare
+    (2, 0.4, 1, 3, "linux", 1),     # a caller with threads: never fork it
+    (8, 0.0, 1, 1, "darwin", 1),    # fork is not the safe start there
 ])
-def test_workers_start_only_with_a_free_core(monkeypatch: pytest.MonkeyPatch, cpus: int, load: float, threads: int,
-                                             platform: str, want: int) -> None:
+def test_workers_start_only_with_a_free_core(monkeypatch: pytest.MonkeyPatch, cpus: int, load: float,
+                                             running: int | None, threads: int, platform: str, want: int) -> None:
     import threading
 
     monkeypatch.delenv("MTP_AUDIT_SCAN_WORKERS", raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(cpus)), raising=False)
     monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(treescan, "_runnable_now", lambda: running)
     monkeypatch.setattr(threading, "active_count", lambda: threads)
     monkeypatch.setattr(sys, "platform", platform)
     assert treescan._workers() == want
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/loadavg")
+def test_the_runnable_count_includes_this_process() -> None:
+    assert 1 <= treescan._runnable_now() <= 10_000  # type: ignore[operator]
 
 
 def test_the_environment_sets_the_worker_count(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,10 +24,8 @@ def _workers() -> int:
     """Worker processes for the parse: ``MTP_AUDIT_SCAN_WORKERS`` when set (1-8), else 2 when a second core is free
     (:func:`_second_core_free`), else 1 (serial). Measured on the 2-core development machine (docs/sglang.md): on a
     quiet machine two forked workers took a cold 0.5.23 wheel from 1.59-1.66 s to 1.32-1.47 s (the workers parse
-    while this process reads and pre-filters the rest of the tree). Once the consumer files and the linker's module
-    were parsed beside the reading, the pool also paid with one other busy process (load average 2.3-2.5: folder
-    1.95 s against 2.43 s serial, wheel 1.74 s against 2.38 s, medians of 5); at load average 6 a pool that parsed only
-    after the reading was slower than the serial scan (4.3 s against 3.5-3.8 s), so heavier load stays serial."""
+    while this process reads and pre-filters the rest of the tree); with the other core busy (load average 6) the
+    same pool was slower than the serial scan (4.3 s against 3.5-3.8 s): it only pays with a core to run on."""
     env = os.environ.get("MTP_AUDIT_SCAN_WORKERS")
     if env is not None:
         try:
@@ -39,10 +37,16 @@ def _workers() -> int:
 
 def _second_core_free() -> bool:
     """Whether a forked worker would get a core of its own: Linux (``fork`` is the safe start there), this process
-    running no other thread (forking a threaded caller is not safe), at least 2 CPUs this process may use, and a
-    1-minute load average at most ``CPUs + 0.5`` (one other busy process allowed: the audit's own back-to-back cold
-    runs, up to three processes each, raise it too, and the former bound of ``CPUs - 0.5`` could turn the pool off in
-    the middle of a benchmark)."""
+    running no other thread (forking a threaded caller is not safe), at least 2 CPUs this process may use, no more
+    tasks running or waiting for a CPU right now than leave one free (:func:`_runnable_now`, this process included:
+    at most ``CPUs - 1``) and a 1-minute load average at most ``2 x CPUs``; where the kernel's count cannot be read,
+    a load average at most ``CPUs - 0.5``.
+
+    The load average alone (the former test) lags by a minute and counts the audit's own earlier runs: back-to-back
+    cold runs, three processes each with the pool, could keep it above 1.5 on 2 cores and turn the pool off in the
+    middle of a benchmark. A process of another session that is running now is the case where the pool cannot pay:
+    the scheduler's per-session groups (autogroup) then leave the whole audit about one core (measured with a test
+    suite running beside it: the pooled cold wheel 1.92 s, the serial one 1.95 s)."""
     import sys
     import threading
 
@@ -53,7 +57,20 @@ def _second_core_free() -> bool:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):
         return False
-    return cpus >= 2 and load <= cpus + 0.5
+    running = _runnable_now()
+    if running is None:
+        return cpus >= 2 and load <= cpus - 0.5
+    return cpus >= 2 and running <= cpus - 1 and load <= 2 * cpus
+
+
+def _runnable_now() -> int | None:
+    """The tasks running or waiting for a CPU at this instant, this process included (``/proc/loadavg``'s fourth
+    field, ``running/total``); ``None`` when it cannot be read."""
+    try:
+        with open("/proc/loadavg", "rb") as fh:
+            return int(fh.read(256).split()[3].split(b"/")[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _worker_start(parent_alive: int, parent_end: int) -> None:
