@@ -417,43 +417,74 @@ def _installed(package: EnginePackage) -> SourceTree:
 
 
 def _walk(pkg: Path, prefix: str, tree: SourceTree) -> Iterator[tuple[str, Path]]:
+    """Every ``.py`` file of the package folder ``pkg`` as ``(reported path, path)``: a top-down walk, each folder's
+    sub-folders and files in sorted order (what ``os.walk`` with sorted names gives), one ``os.scandir`` listing per
+    folder and one ``lstat`` per ``.py`` file. Skipped: :data:`SKIP_DIRS` and hidden folders; symlinked folders
+    (a note each); a file that cannot be examined or a symlink that leaves the tree (a note each); a folder that
+    cannot be listed (silently, as ``os.walk`` does). A symlink to a file inside the tree is kept."""
     real_pkg = pkg.resolve()
-    for dirpath, dirnames, filenames in os.walk(pkg, followlinks=False):
-        rel_dir = os.path.relpath(dirpath, pkg)
+    stack = [(os.fspath(pkg), prefix)]
+    while stack:
+        folder, rel_folder = stack.pop()
+        dirs, files = _listing(folder)
         keep = []
-        for d in sorted(dirnames):
-            full = Path(dirpath, d)
+        for d in sorted(dirs):
             if d in SKIP_DIRS or d.startswith("."):
                 continue
-            if full.is_symlink():
-                rel = _join(prefix, rel_dir, d)
-                if resolve_inside(real_pkg, os.path.relpath(full, pkg)) is None:
+            entry = dirs[d]
+            if _is_symlink(entry):
+                rel = f"{rel_folder}/{d}"
+                if resolve_inside(real_pkg, os.path.relpath(entry.path, pkg)) is None:
                     tree.notes.append((rel, "symlinked folder leaves the tree; not followed"))
                 else:
                     tree.notes.append((rel, "symlinked folder; not followed (its target is scanned in place)"))
                 continue
-            keep.append(d)
-        dirnames[:] = keep
-        for f in sorted(filenames):
-            if not f.endswith(".py"):
-                continue
-            full = Path(dirpath, f)
-            rel = _join(prefix, rel_dir, f)
-            try:
-                st = full.lstat()
-            except OSError as exc:
-                tree.notes.append((rel, f"cannot stat ({exc.strerror}); not examined"))
-                continue
-            if stat.S_ISLNK(st.st_mode):
-                if resolve_inside(real_pkg, os.path.relpath(full, pkg)) is None:
-                    tree.notes.append((rel, "symlink leaves the tree; not followed"))
-                    continue
-            yield rel, full
+            keep.append((entry.path, f"{rel_folder}/{d}"))
+        for f in sorted(files):
+            if f.endswith(".py"):
+                found = _py_file(files[f], f"{rel_folder}/{f}", pkg, real_pkg, tree)
+                if found is not None:
+                    yield found
+        stack.extend(reversed(keep))
 
 
-def _join(prefix: str, rel_dir: str, name: str) -> str:
-    parts = [prefix] + ([] if rel_dir in (".", "") else rel_dir.split(os.sep)) + [name]
-    return "/".join(parts)
+def _listing(folder: str) -> tuple[dict[str, os.DirEntry[str]], dict[str, os.DirEntry[str]]]:
+    """``(sub-folders, other entries)`` of ``folder`` by name, as ``os.walk`` splits them (``is_dir()`` following
+    symlinks; an entry that cannot be examined is not a folder); both empty when the folder cannot be listed."""
+    dirs: dict[str, os.DirEntry[str]] = {}
+    files: dict[str, os.DirEntry[str]] = {}
+    try:
+        with os.scandir(folder) as it:
+            for entry in it:
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    is_dir = False
+                (dirs if is_dir else files)[entry.name] = entry
+    except OSError:
+        return {}, {}
+    return dirs, files
+
+
+def _is_symlink(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return False
+
+
+def _py_file(entry: os.DirEntry[str], rel: str, pkg: Path, real_pkg: Path, tree: SourceTree) -> tuple[str, Path] | None:
+    """``(rel, path)`` of one listed ``.py`` entry, or ``None`` with a note (cannot ``lstat`` it; a symlink leaving
+    the tree)."""
+    try:
+        st = entry.stat(follow_symlinks=False)
+    except OSError as exc:
+        tree.notes.append((rel, f"cannot stat ({exc.strerror}); not examined"))
+        return None
+    if stat.S_ISLNK(st.st_mode) and resolve_inside(real_pkg, os.path.relpath(entry.path, pkg)) is None:
+        tree.notes.append((rel, "symlink leaves the tree; not followed"))
+        return None
+    return rel, Path(entry.path)
 
 
 def _folder(root: Path, pkg: Path, prefix: str, shown: str, kind: str, package: EnginePackage) -> SourceTree:
