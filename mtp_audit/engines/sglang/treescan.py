@@ -164,8 +164,9 @@ class Prefetch:
     ``wanted(results so far) -> paths`` is asked once, when the server-argument files (:data:`CLI_PATHS`) are parsed;
     each path it names that the scan has not read yet is read then, ahead of its turn, and handed to a worker
     (``scan_file(path, bytes, True)``, what the linker would run); the scan admits those bytes when it reaches the
-    path, so no file is read twice for this, and a file read before is left to the linker. ``parsed``: path -> that result, filled at the end of the scan; the linker uses an entry only where
-    it would have parsed the file itself, so an entry it does not need changes nothing."""
+    path, so no file is read twice for this, and a file read before is left to the linker. ``parsed``: path -> that
+    result, filled at the end of the scan; the linker uses an entry only where it would have parsed the file itself,
+    so an entry it does not need changes nothing."""
 
     def __init__(self, wanted: Callable[[dict[str, dict[str, Any]]], Iterable[str]]) -> None:
         self.wanted = wanted
