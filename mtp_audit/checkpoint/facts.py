@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, KeysView
 from dataclasses import dataclass, field
-from itertools import compress, repeat
+from itertools import chain, compress, islice, repeat
 from operator import itemgetter
 from typing import Any
 
@@ -108,7 +108,7 @@ class CheckpointFacts:
         schemes: quantization schemes found, primary first (``hf_quant_config.json`` before
             ``config.json#/quantization_config``).
         index_file: the index used, or None.
-        index_names: every tensor name in the index, in file order.
+        index_names: every tensor name in the index, in file order (the keys of its ``weight_map``, not copied).
         weight_map: tensor -> shard for the entries whose path is contained in the folder.
         escaping: ``(tensor, raw_path)`` for weight_map entries that are absolute or leave the folder.
         total_size: ``metadata.total_size`` when it is an integer.
@@ -131,7 +131,7 @@ class CheckpointFacts:
     config: ModelConfig | None = None
     schemes: list[QuantScheme] = field(default_factory=list)
     index_file: str | None = None
-    index_names: list[str] = field(default_factory=list)
+    index_names: Collection[str] = field(default_factory=list)
     weight_map: dict[str, str] = field(default_factory=dict)
     escaping: list[tuple[str, str]] = field(default_factory=list)
     total_size: int | None = None
@@ -403,7 +403,7 @@ def _read_index(source: CheckpointSource, index_file: str, facts: CheckpointFact
         got = "nothing" if wm is None else type(wm).__name__
         raise InputError(where, f"/weight_map: expected an object mapping tensor names to shard files, got {got}")
     facts.index_file = index_file
-    facts.index_names = list(wm)
+    facts.index_names = wm.keys()
     try:
         distinct = set(wm.values())  # a 92k-entry index names ~163 distinct shards
     except TypeError:  # an unhashable value (a list or an object)
@@ -417,6 +417,7 @@ def _read_index(source: CheckpointSource, index_file: str, facts: CheckpointFact
         checked[shard] = None if p is None else p.as_posix()
     if all(checked[v] == v for v in distinct):
         facts.weight_map = wm  # the common case: no copy
+        facts.cache["indexed_shards"] = distinct
     else:
         out = facts.weight_map
         for name, shard in wm.items():
@@ -461,7 +462,7 @@ def _at_least(n: int) -> str:
     return "|".join(alts)
 
 
-def _mtp_candidates(joined: str, names: list[str], n_layers: int | None, plain: bool) -> list[str]:
+def _mtp_candidates(joined: str, names: Collection[str], n_layers: int | None, plain: bool) -> list[str]:
     """Names that may be MTP tensors: those containing ``mtp`` and those of decoder layers with index
     ``>= n_layers``. Found with regex scans over ``joined`` (the names, each followed by a newline: C speed,
     only the rare hits touched from Python) instead of a Python-level test per name; :func:`layouts.classify`
@@ -490,7 +491,7 @@ def _classify_and_group(facts: CheckpointFacts, n_layers: int | None) -> None:
     tensors = facts.tensors
     suffixes = PARAM_SUFFIXES
     get_info = infos.get
-    names = list(tensors)
+    names = tensors.keys()
     for name in _mtp_candidates(facts.joined_names, names, n_layers, facts.names_newline_free):
         hit = classify(name, n_layers)
         if hit is None:
@@ -512,7 +513,7 @@ def _classify_and_group(facts: CheckpointFacts, n_layers: int | None) -> None:
     _count_trunk(facts, names)
 
 
-def _count_trunk(facts: CheckpointFacts, names: list[str]) -> None:
+def _count_trunk(facts: CheckpointFacts, names: KeysView[str]) -> None:
     """Metadata-only mode: :attr:`CheckpointFacts.trunk_suffixes` and :attr:`CheckpointFacts.trunk_weight_leaves`,
     counted over every name (from :attr:`CheckpointFacts.joined_names` when no name holds a newline:
     :func:`suffix_counts_joined`, :func:`weight_leaf_counts_joined`), then the MTP tensors' own counts taken off (a
@@ -528,13 +529,15 @@ def _count_trunk(facts: CheckpointFacts, names: list[str]) -> None:
         _take_off(facts.trunk_weight_leaves, weight_leaf_counts(mtp))
 
 
-def _sample(names: list[str], head: int = 2048, tail: int = 512, spread: int = 2048) -> list[str]:
+def _sample(names: KeysView[str], head: int = 2048, tail: int = 512, spread: int = 2048) -> Iterable[str]:
     """Names to take candidate suffixes from: the first ``head`` (embeddings and the first layers, dense and MoE, in
-    a sorted index), the last ``tail`` and ``spread`` names evenly spaced between. Speed only: a suffix the sample
-    misses makes :func:`suffix_counts_joined` decline, never count wrong."""
-    if len(names) <= head + tail + spread:
+    a sorted index), the last ``tail`` and ``spread`` names evenly spaced between (``islice`` walks, no copy of the
+    names). Speed only: a suffix the sample misses makes :func:`suffix_counts_joined` decline, never count wrong."""
+    n = len(names)
+    if n <= head + tail + spread:
         return names
-    return names[:head] + names[head:-tail:max(1, (len(names) - head - tail) // spread)] + names[-tail:]
+    step = max(1, (n - head - tail) // spread)
+    return chain(islice(names, head), islice(names, head, n - tail, step), islice(reversed(names), tail))
 
 
 def suffix_counts(names: Iterable[str]) -> dict[str, int]:
