@@ -82,6 +82,19 @@ def test_escape_is_visible_and_json_escape_is_lossless() -> None:
     assert raw_unsafe(escape_json(doc), allow="") == []
 
 
+def test_ascii_shortcuts_escape_what_the_pattern_does() -> None:
+    """``escape`` and ``escape_json`` skip their scan for ASCII text that cannot hold an unsafe character; every
+    single character below U+0100 and every pair of a printable and an unprintable one still comes out as the
+    full scan writes it (DEL is ASCII and escaped by both)."""
+    from mtp_audit.formats.escape import _JSON_RE, _TABLE, _UNSAFE_RE
+
+    samples = [chr(c) for c in range(0x100)] + [f"a{chr(c)}b" for c in range(0x100)] + ["plain text", "", '{"a": 1}\n']
+    for t in samples:
+        assert escape(t) == (t if _UNSAFE_RE.search(t) is None else t.translate(_TABLE)), repr(t)
+        assert escape_json(t) == _JSON_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", t), repr(t)
+    assert escape_json('{"k": "a\x7fb"}') == '{"k": "a\\u007fb"}'
+
+
 def test_cli_shard_name_cannot_fake_a_verdict(tmp_path: Path) -> None:
     """A weight-map shard name with ESC / CR / LF / CSI reaches the text report and stderr escaped."""
     ck = tmp_path / "ck"

@@ -423,7 +423,10 @@ def test_a_budget_variable_that_is_not_a_positive_number_is_exit_2(monkeypatch, 
     assert err.count("\n") == 1 and "MTP_AUDIT_MAX_READ_BYTES: expected a positive number" in err
 
 
-def test_ctrl_c_while_the_cli_loads_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(("module", "args"), [("mtp_audit.cli.main", ["rules"]),  # click's path
+                                             ("mtp_audit.cli.fastpath", ["checkpoint", "x"])])  # the click-free one
+def test_ctrl_c_while_the_cli_loads_is_one_line_and_exit_130(module: str, args: list[str], monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
     """Found by the long fuzz run: SIGINT 0.19 s after start landed in the import of the CLI and printed a
     traceback; it now ends like Ctrl-C during a run."""
     import importlib.abc
@@ -433,13 +436,13 @@ def test_ctrl_c_while_the_cli_loads_is_one_line_and_exit_130(monkeypatch: pytest
 
     class Interrupt(importlib.abc.MetaPathFinder):
         def find_spec(self, name: str, path: object, target: object = None) -> None:
-            if name == "mtp_audit.cli.main":
+            if name == module:
                 raise KeyboardInterrupt
             return None
 
-    monkeypatch.delitem(sys.modules, "mtp_audit.cli.main", raising=False)
+    monkeypatch.delitem(sys.modules, module, raising=False)
     monkeypatch.setattr(sys, "meta_path", [Interrupt(), *sys.meta_path])
-    assert fast.main(["checkpoint", "x"]) == 130
+    assert fast.main(args) == 130
     assert capsys.readouterr().err == "mtp-audit: interrupted\n"
 
 

@@ -1,21 +1,17 @@
-"""``mtp-audit checkpoint PATH``: the click command. Kept light: the analyzer is imported when the
-command runs, so ``mtp-audit --help`` does not pay for it."""
+"""``mtp-audit checkpoint PATH``. Kept light: the analyzer is imported when the command runs, so
+``mtp-audit --help`` does not pay for it, and the click command (``checkpoint``) is built on first use, so a
+plain invocation runs :data:`callback` without importing click (:mod:`mtp_audit.cli.fastpath`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-import click
-
-from mtp_audit.cli.hubopts import hub_options
-from mtp_audit.cli.kit import emit, output_options
+from mtp_audit.cli.hubopts import hub_options, with_hub_settings
+from mtp_audit.cli.kit import emit, output_options, with_display_filter
 
 
-@click.command()
-@click.argument("target", metavar="PATH|ORG/NAME[@REV]")
-@hub_options
-@output_options
-def checkpoint(target: str, offline: bool, jobs: int, fmt: str, output: Path | None, fail_on: str) -> int:
+def run(target: str, offline: bool, jobs: int, fmt: str, output: Path | None, fail_on: str) -> int:
     """Audit a checkpoint's MTP/NextN heads from its metadata (tensor data is never read).
 
     PATH is a checkpoint folder, a metadata-only folder (config.json + model.safetensors.index.json),
@@ -32,3 +28,19 @@ def checkpoint(target: str, offline: bool, jobs: int, fmt: str, output: Path | N
 
     report = audit_checkpoint(target, offline=offline, jobs=jobs)
     return emit(report, fmt, output, fail_on)
+
+
+#: What the command runs with click's parameter values (the hub options and the display filter taken out).
+callback = with_hub_settings(with_display_filter(run))
+
+
+def __getattr__(name: str) -> Any:
+    """``checkpoint``: the click command, built on first use."""
+    if name != "checkpoint":
+        raise AttributeError(name)
+    import click
+
+    command = click.command("checkpoint")(click.argument("target", metavar="PATH|ORG/NAME[@REV]")(
+        hub_options(output_options(run))))
+    globals()["checkpoint"] = command
+    return command

@@ -20,11 +20,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import click
-
+from mtp_audit.cli.invocation import current, echo_err
 from mtp_audit.errors import InputError
 
 if TYPE_CHECKING:  # the settings model is imported when a command runs, not for `mtp-audit --help`
+    import click
+
     from mtp_audit.report.settings import Resolved, Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -168,6 +169,8 @@ def _verbose_callback(ctx: click.Context, _param: click.Parameter, value: bool) 
 
 def config_options(func: F) -> F:
     """Add ``--config FILE``, ``--ignore RULE[=REASON]`` (repeatable) and ``-v/--verbose``."""
+    import click
+
     func = click.option("--verbose", "-v", is_flag=True, expose_value=False, callback=_verbose_callback,
                         help="Also print evidence, details, fixes, ignored findings, the closing answer and the facts.")(func)
     func = click.option("--ignore", "ignore_rules", multiple=True, metavar="RULE[=REASON]", expose_value=False,
@@ -186,7 +189,7 @@ def _target_names(report: Any, config_dir: Path | None) -> list[str]:
     X``, a ``--sglang`` wheel), and each of these that is a local path relative to the folder of the
     settings file and to the current directory."""
     names = [t.name for t in report.targets] + [t.name.split(" (")[0] for t in report.targets]
-    ctx = click.get_current_context(silent=True)
+    ctx = current()
     if ctx is not None:
         for key, value in ctx.params.items():
             if key == "output":
@@ -214,7 +217,7 @@ def settings_for(report: Any, cli_fail_on: str | None) -> Resolved:
     (:func:`warn_expired` says so)."""
     from mtp_audit.report.settings import Settings, resolve
 
-    ctx = click.get_current_context(silent=True)
+    ctx = current()
     meta = ctx.meta if ctx is not None else {}
     settings: Settings = meta.get(META_SETTINGS) or Settings()
     resolved = resolve(settings, _target_names(report, meta.get(META_CONFIG_DIR)), today=datetime.date.today(),
@@ -235,23 +238,23 @@ def warn_expired(resolved: Resolved) -> None:
     """One stderr line per expired ignore (``mtp-audit: warning: <file>: ...``); called once the report is
     written, so a usage error still leaves a single stderr line. Also the notes of :func:`settings_for`
     (a discovered ``fail-on`` that was not applied)."""
-    ctx = click.get_current_context(silent=True)
+    ctx = current()
     for note in (ctx.meta.get(META_NOTES, []) if ctx is not None else []):
-        click.echo(note, err=True)
+        echo_err(note)
     for ig in resolved.expired:
-        click.echo(f"mtp-audit: warning: {ig.source}: the ignore of {ig.rule_id} expired on {ig.expires} and no longer "
-                   f"applies (reason was: {ig.reason})", err=True)
+        echo_err(f"mtp-audit: warning: {ig.source}: the ignore of {ig.rule_id} expired on {ig.expires} and no longer "
+                 f"applies (reason was: {ig.reason})")
 
 
 def config_files() -> list[Path]:
     """The settings file the running command read (``--config`` or the discovered ``pyproject.toml``), as a
     list for the outputs' protected set (``[]`` when none was read)."""
-    ctx = click.get_current_context(silent=True)
+    ctx = current()
     found = ctx.meta.get(META_CONFIG_FILE) if ctx is not None else None
     return [found] if found is not None else []
 
 
 def verbose() -> bool:
     """Whether ``-v/--verbose`` was given to the running command."""
-    ctx = click.get_current_context(silent=True)
+    ctx = current()
     return bool(ctx is not None and ctx.meta.get(META_VERBOSE))

@@ -4,7 +4,8 @@ A bare ``mtp-audit --help`` / ``-h`` is answered from :data:`mtp_audit.cli.help_
 click renders it at 78 columns, without importing click or any command module (click alone costs more than the
 interpreter's own start-up; ``benchmarks/bench_checkpoint.py`` measures it). ``tests/test_cli.py`` renders the
 help with click and asserts it equals that text, so the two cannot drift. On a terminal narrower than 80
-columns, or for anything else, the click group runs (:func:`mtp_audit.cli.main.main`).
+columns, or for anything else, a plain invocation of ``checkpoint`` or ``sglang`` runs without click
+(:mod:`mtp_audit.cli.fastpath`), and the click group runs the rest (:func:`mtp_audit.cli.main.main`).
 """
 
 from __future__ import annotations
@@ -42,14 +43,19 @@ def main(argv: list[str] | None = None) -> int:
     from mtp_audit.cli import signals
 
     signals.watch()
-    try:  # Ctrl-C while click and the CLI load: the same one line and exit code as during a run
-        from mtp_audit.cli.main import main as full
+    try:  # Ctrl-C while the CLI loads: the same one line and exit code as during a run
+        from mtp_audit.cli.fastpath import parse, run
 
         signals.raise_pending()
+        parsed = parse(args)
+        if parsed is None:  # not a plain invocation of a command with an argument table: click parses it
+            from mtp_audit.cli.main import main as full
+
+            signals.raise_pending()
     except KeyboardInterrupt:
         sys.stderr.write("mtp-audit: interrupted\n")
         return 130
-    code = full(argv)
+    code = run(parsed) if parsed is not None else full(argv)
     if argv is None:  # the console script: the run is over, a late signal must not print a traceback at exit
         signals.ignore_from_now()
         leave(code)

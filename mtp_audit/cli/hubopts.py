@@ -1,8 +1,8 @@
 """Click options for commands that may audit hub ids: ``--offline``, ``--jobs``, ``--revision``,
 ``--token``, ``--cache-dir`` and ``--no-cache``.
 
-Light on purpose (click only): command modules import it at start-up, so ``mtp-audit --help`` does not
-pay for huggingface_hub. The command sees only ``offline`` and ``jobs``; the other options are applied
+Light on purpose (click only when the options are added): command modules import it at start-up, so
+``mtp-audit --help`` does not pay for huggingface_hub. The command sees only ``offline`` and ``jobs``; the other options are applied
 around it through :func:`mtp_audit.sources.hub.hub_settings` (``--revision`` is appended to the one hub
 id the command takes)::
 
@@ -23,8 +23,6 @@ import functools
 import os
 from collections.abc import Callable
 from typing import Any, TypeVar
-
-import click
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -56,21 +54,10 @@ def _with_revision(kwargs: dict[str, Any], revision: str | None) -> None:
 
 def hub_options(func: F) -> F:
     """Add the hub options to a click command (parameters ``offline: bool``, ``jobs: int``; the others are
-    applied around the call, see the module docstring)."""
+    applied around the call, see the module docstring, by :func:`with_hub_settings`)."""
+    import click
 
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        revision, token = kwargs.pop("revision", None), kwargs.pop("token", None)
-        hf_cache_dir, no_cache = kwargs.pop("hf_cache_dir", None), kwargs.pop("no_cache", False)
-        _with_revision(kwargs, revision)
-        if token is None and hf_cache_dir is None and not no_cache:
-            return func(*args, **kwargs)
-        from mtp_audit.sources.hub import hub_settings
-
-        with hub_settings(token=token, hf_cache_dir=hf_cache_dir, use_cache=not no_cache):
-            return func(*args, **kwargs)
-
-    out: Any = wrapper
+    out: Any = with_hub_settings(func)
     out = click.option("--no-cache", "no_cache", is_flag=True, default=False,
                        help="Hub ids: neither read nor write the mtp-audit cache (the Hugging Face cache is still read).")(out)
     out = click.option("--cache-dir", "hf_cache_dir", metavar="DIR", default=None,
@@ -95,3 +82,26 @@ def hub_options(func: F) -> F:
         "(also when HF_HUB_OFFLINE=1). What is not cached is reported as not examined (exit 3).",
     )(out)
     return out  # type: ignore[no-any-return]
+
+
+def with_hub_settings(func: F) -> F:
+    """``func`` taking the hub options' values: ``revision``, ``token``, ``hf_cache_dir`` and ``no_cache`` are taken
+    out of its keyword arguments and applied around the call (:func:`mtp_audit.sources.hub.hub_settings`;
+    ``--revision`` is appended to the one hub id).
+
+    Raises:
+        InputError: see :func:`_with_revision`."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        revision, token = kwargs.pop("revision", None), kwargs.pop("token", None)
+        hf_cache_dir, no_cache = kwargs.pop("hf_cache_dir", None), kwargs.pop("no_cache", False)
+        _with_revision(kwargs, revision)
+        if token is None and hf_cache_dir is None and not no_cache:
+            return func(*args, **kwargs)
+        from mtp_audit.sources.hub import hub_settings
+
+        with hub_settings(token=token, hf_cache_dir=hf_cache_dir, use_cache=not no_cache):
+            return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]

@@ -11,8 +11,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-import click
-
+from mtp_audit.cli.invocation import current, echo_err
 from mtp_audit.errors import InputError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -39,17 +38,11 @@ def output_options(func: F) -> F:
     The command receives ``fmt`` and ``output`` as tuples (pass them to :func:`emit` as they are) and
     ``fail_on`` (None when not given, so the settings file's ``fail-on`` can apply); the filters reach
     :func:`emit` through the click context."""
-    import functools
+    import click
 
     from mtp_audit.cli.config import config_options
 
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        ctx = click.get_current_context()
-        ctx.meta[META_SHOWN] = Shown.of(kwargs.pop("quiet", False), kwargs.pop("min_severity", None), kwargs.pop("select", ()))
-        return func(*args, **kwargs)
-
-    out: Any = config_options(wrapper)
+    out: Any = config_options(with_display_filter(func))
     out = click.option("--select", "select", multiple=True, metavar="RULE[,RULE...]",
                        help="List only these rules (an id such as MTP209, or a prefix such as MTP2); repeatable. "
                             "The verdict and the exit code still count every finding.")(out)
@@ -82,6 +75,21 @@ def output_options(func: F) -> F:
         help="Report format: text, json, markdown or sarif [default: text, or the -o suffix]. Repeatable, paired with -o.",
     )(out)
     return out  # type: ignore[no-any-return]
+
+
+def with_display_filter(func: F) -> F:
+    """``func`` taking the output options' values: the display filters (``quiet``, ``min_severity``,
+    ``select``) are taken out of its keyword arguments and left in the running command's ``meta``
+    (:func:`mtp_audit.cli.invocation.current`) for :func:`emit`."""
+    import functools
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        current().meta[META_SHOWN] = Shown.of(kwargs.pop("quiet", False), kwargs.pop("min_severity", None),
+                                              kwargs.pop("select", ()))
+        return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 class Shown:
@@ -448,7 +456,7 @@ def input_paths(report: Any, *, extra: Iterable[str | os.PathLike[str]] = ()) ->
     target that is a file (an index, a shard, a ``config.json``) stands for its folder: the audit reads
     its siblings. Names are returned as given (relative names stay relative)."""
     names: list[str] = [os.fspath(x) for x in extra]
-    ctx = click.get_current_context(silent=True)
+    ctx = current()
     if ctx is not None:
         for key, value in ctx.params.items():
             if key in OUTPUT_PARAMS:
@@ -716,14 +724,14 @@ def emit(
 
         head = render(report, "text", fail_on=threshold)
         written = ", ".join(os.fspath(p) for _, p in pairs)
-        click.echo(head.split("\n", 1)[0], err=True)
-        click.echo(f"{verdict_line(report)} (report written to {written})", err=True)
+        echo_err(head.split("\n", 1)[0])
+        echo_err(f"{verdict_line(report)} (report written to {written})")
     warn_expired(resolved)
     return exit_code(report, threshold)
 
 
 def _shown() -> Shown:
-    ctx = click.get_current_context(silent=True)
+    ctx = current()
     found = ctx.meta.get(META_SHOWN) if ctx is not None else None
     return found if isinstance(found, Shown) else Shown()
 
@@ -781,7 +789,7 @@ def sarif_roots(report: Any) -> dict[str, str]:
     for t in report.targets:
         if _exists(t.name):
             roots[t.analyzer] = t.name
-    ctx = click.get_current_context(silent=True)
+    ctx = current()
     if ctx is None or ctx.command is None:
         return roots
     for key, analyzer in _ROOT_PARAMS.get(ctx.command.name or "", {}).items():

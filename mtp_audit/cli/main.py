@@ -8,17 +8,15 @@ in mtp-audit, one line on stderr).
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from typing import Any
 
 import click
 
 from mtp_audit import __version__
-from mtp_audit.errors import InputError, Unavailable
+from mtp_audit.cli.guard import EXIT_INTERNAL, aborted, one_line
 
-#: A bug in mtp-audit (never a verdict about the audited input). 0-3: see mtp_audit.report.
-EXIT_INTERNAL = 4
+__all__ = ["COMMANDS", "EXIT_INTERNAL", "cli", "main", "one_line", "usage_error_parts"]
 
 #: Command name -> "module:attribute" of its click command; imported only when used or listed.
 COMMANDS: dict[str, str] = {
@@ -66,15 +64,6 @@ def cli() -> None:
     Exit codes: 0 ok, 1 findings at or above --fail-on, 2 usage or input error, 3 inconclusive,
     4 internal error.
     """
-
-
-def one_line(text: str) -> str:
-    """``text`` with control characters (a newline in a file name, a carriage return, an escape
-    sequence, C1 controls, line separators, bidi overrides) written as visible escapes
-    (:func:`mtp_audit.formats.escape.escape`), so every error message is exactly one line."""
-    from mtp_audit.formats.escape import escape
-
-    return escape(text)
 
 
 def _one_line(text: str) -> str:
@@ -133,32 +122,15 @@ def usage_error_parts(exc: click.ClickException) -> tuple[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (never raises, never prints a traceback unless
-    ``MTP_AUDIT_DEBUG=1``). The command runs as one run (:func:`mtp_audit.sources.bounded.run_budget`:
-    totals of bytes read, JSON parsed and network time; the files read are protected from the outputs).
-    SIGTERM and SIGHUP end it like Ctrl-C (exit 128 + the signal number), with no temporary file left
-    (:mod:`mtp_audit.cli.signals`)."""
-    import signal
+    ``MTP_AUDIT_DEBUG=1``; see :func:`mtp_audit.cli.guard.guarded`)."""
+    from mtp_audit.cli.guard import guarded
 
-    from mtp_audit.cli import signals
-    from mtp_audit.sources.bounded import run_budget
-
-    try:
-        with signals.installed(), run_budget():
-            rv = _main(argv)
-            signals.raise_pending()  # a signal whose exception Python swallowed still ends the run
-            return rv
-    except InputError as exc:  # a budget variable that is not a positive number
-        click.echo(f"mtp-audit: error: {one_line(str(exc))}", err=True)
-        return 2
-    except signals.Signalled as exc:
-        click.echo(f"mtp-audit: terminated by {signal.Signals(exc.signum).name}", err=True)
-        return 128 + exc.signum
-    except KeyboardInterrupt:
-        click.echo("mtp-audit: interrupted", err=True)
-        return 130
+    return guarded(lambda: _main(argv))
 
 
 def _main(argv: list[str] | None) -> int:
+    """Parse and run with click; click's own errors become one line and exit 2 (the rest is mapped by
+    :func:`mtp_audit.cli.guard.guarded`)."""
     try:
         rv: Any = cli.main(args=argv, prog_name="mtp-audit", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -172,38 +144,7 @@ def _main(argv: list[str] | None) -> int:
         click.echo(one_line(f"mtp-audit: error: {where}: {problem}{hint}"), err=True)
         return 2
     except click.exceptions.Abort:
-        click.echo("mtp-audit: aborted", err=True)
-        return 130
-    except InputError as exc:
-        click.echo(f"mtp-audit: error: {one_line(str(exc))}", err=True)
-        return 2
-    except Unavailable as exc:  # a source that cannot be reached and is not cached: could not tell
-        click.echo(one_line(f"INCONCLUSIVE: could not tell: {exc.problem} (exit 3)"), err=True)
-        return 3
-    except KeyboardInterrupt:
-        click.echo("mtp-audit: interrupted", err=True)
-        return 130
-    except MemoryError:  # past every budget: still one line, exit 2, never a traceback
-        click.echo("mtp-audit: error: out of memory while auditing; lower MTP_AUDIT_MAX_JSON_BYTES or audit fewer files at once",
-                   err=True)
-        return 2
-    except BrokenPipeError:
-        try:
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the interpreter's flush at exit
-        except OSError:
-            pass
-        return 0
-    except Exception as exc:  # a bug in mtp-audit: say so in one line, with its own exit code
-        if os.environ.get("MTP_AUDIT_DEBUG") == "1":
-            import traceback  # only here: it imports linecache, tokenize and textwrap
-
-            traceback.print_exc()
-        click.echo(
-            one_line(f"mtp-audit: internal error: {type(exc).__name__}: {exc} "
-                     "(set MTP_AUDIT_DEBUG=1 for the traceback and report it)"),
-            err=True,
-        )
-        return EXIT_INTERNAL
+        return aborted()
     return int(rv or 0)
 
 

@@ -1,23 +1,18 @@
 """``mtp-audit sglang [OLD] [NEW]``: what SGLang will do with your flags, or what an upgrade changes.
 
-Kept light: the analyzer is imported only when the command runs.
+Kept light: the analyzer is imported only when the command runs, and the click command (``sglang``) is built on
+first use, so a plain invocation runs :data:`callback` without importing click (:mod:`mtp_audit.cli.fastpath`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-import click
-
-from mtp_audit.cli.kit import emit, output_options, release_or_path
+from mtp_audit.cli.kit import emit, output_options, release_or_path, with_display_filter
 
 
-@click.command("sglang")
-@click.argument("targets", nargs=-1, metavar="[TARGET] [NEW]")
-@click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="A JSON report of an older audit (mtp-audit sglang -f json); report what changed since.")
-@output_options
-def sglang(targets: tuple[str, ...], baseline: Path | None, fmt: str, output: Path | None, fail_on: str) -> int:
+def run(targets: tuple[str, ...], baseline: Path | None, fmt: str, output: Path | None, fail_on: str) -> int:
     """Trace CLI value rewrites (NEXTN -> EAGLE -> draft = target -> MTP class), draft-architecture
     overrides, MTP registrations, env vars and FP4 choices in SGLang source.
 
@@ -51,3 +46,21 @@ def sglang(targets: tuple[str, ...], baseline: Path | None, fmt: str, output: Pa
 
     # with no TARGET the installed package is audited: its files are inputs too
     return emit(report, fmt, output, fail_on, protected=installed_package_folder("sglang") if not targets else ())
+
+
+#: What the command runs with click's parameter values (the display filter taken out).
+callback = with_display_filter(run)
+
+
+def __getattr__(name: str) -> Any:
+    """``sglang``: the click command, built on first use."""
+    if name != "sglang":
+        raise AttributeError(name)
+    import click
+
+    command = click.command("sglang")(click.argument("targets", nargs=-1, metavar="[TARGET] [NEW]")(click.option(
+        "--baseline", type=click.Path(dir_okay=False, path_type=Path), default=None,
+        help="A JSON report of an older audit (mtp-audit sglang -f json); report what changed since.")(
+        output_options(run))))
+    globals()["sglang"] = command
+    return command

@@ -47,6 +47,8 @@ def escape(text: str) -> str:
     """``text`` with every :data:`UNSAFE` character written as a visible escape (``\\x1b``, ``\\n``,
     ``\\u202e``), so it stays on one line, cannot send terminal control sequences and reads in the
     order it is stored. Other characters (letters of any script, emoji, a backslash) are kept."""
+    if text.isascii() and text.isprintable():  # the ASCII members of UNSAFE are exactly its unprintable ones
+        return text
     if _UNSAFE_RE.search(text) is None:
         return text
     return text.translate(_TABLE)
@@ -56,6 +58,8 @@ def escape_json(document: str) -> str:
     """A serialised JSON (or SARIF) document with every :data:`UNSAFE` character that ``json.dumps``
     leaves raw (DEL, C1, the separators, bidi controls, ``U+FEFF``) written as a JSON ``\\uNNNN``
     escape: ``json.loads`` of the result gives exactly the same values."""
+    if document.isascii() and "\x7f" not in document:  # DEL is the one ASCII member json.dumps leaves raw
+        return document  # (str.isascii is a flag of the string object: no scan)
     return _JSON_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
 
 

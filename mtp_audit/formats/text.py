@@ -30,8 +30,8 @@ from mtp_audit.formats.summary import (
     grouped_lines,
     headline_facts,
     listed_findings,
-    secondary_findings,
     not_listed_line,
+    secondary_findings,
     verdict_line,
     verdict_word,
 )
