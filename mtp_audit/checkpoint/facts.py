@@ -483,8 +483,8 @@ def _classify_and_group(facts: CheckpointFacts, n_layers: int | None) -> None:
     use (:attr:`CheckpointFacts.trunk_modules`, which the format census of ``mtp_audit.checkpoint.trunk`` mostly
     avoids); in metadata-only mode its tensors are only counted by parameter suffix and by the leaf name of
     their ``.weight`` tensors, which is all :func:`trunk_format_counts` needs. Candidates are found by
-    :func:`_mtp_candidates` over :attr:`CheckpointFacts.joined_names`; counting uses ``collections.Counter``
-    over C-level maps (no Python frame per name)."""
+    :func:`_mtp_candidates` over :attr:`CheckpointFacts.joined_names`; the counts are taken from that text too
+    (:func:`_count_trunk`: ``str.count`` per suffix, one regex scan for the leaves; no Python frame per name)."""
     infos = facts.infos
     mtp = facts.mtp
     mtp_mods = facts.mtp_modules
