@@ -1,5 +1,5 @@
-"""``mtp_audit.checkpoint.analyze.KEEP_FACTS``: a caller that ends its process without freeing (the console script)
-may park each audit's facts there; the report is the same either way, and by default nothing is kept."""
+"""``mtp_audit.keepalive``: the console script (which ends with ``os._exit``) keeps each checkpoint audit's facts
+instead of freeing 92k tensors one by one; the report is the same either way, and a library caller keeps nothing."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import mtp_audit.checkpoint.analyze as analyze_mod
+from mtp_audit import keepalive
 from mtp_audit.checkpoint import audit_checkpoint
 from mtp_audit.checkpoint.facts import CheckpointFacts
 from mtp_audit.formats import render
@@ -15,11 +15,12 @@ from mtp_audit.formats import render
 FIX = Path(__file__).resolve().parent.parent / "fixtures" / "checkpoint"
 
 
-def test_parked_facts_leave_the_report_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_kept_facts_leave_the_report_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     target = FIX / "nvidia--Qwen3.6-35B-A3B-NVFP4"
-    assert analyze_mod.KEEP_FACTS is None  # library callers: freed as usual
+    monkeypatch.setattr(keepalive, "_KEPT", None)
     freed = render(audit_checkpoint(target), "json")
-    kept: list[object] = []
-    monkeypatch.setattr(analyze_mod, "KEEP_FACTS", kept)
+    assert keepalive._KEPT is None  # library callers: nothing kept
+    keepalive.until_exit()
     assert render(audit_checkpoint(target), "json") == freed
-    assert len(kept) == 1 and isinstance(kept[0], CheckpointFacts) and kept[0].config is not None
+    kept = keepalive._KEPT
+    assert kept is not None and len(kept) == 1 and isinstance(kept[0], CheckpointFacts) and kept[0].config is not None
