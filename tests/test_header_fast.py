@@ -6,6 +6,7 @@ must give exactly the strict reader's verdict (same header, or the same message)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import struct
@@ -16,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mtp_audit.sources.bounded import run_budget
 from mtp_audit.sources.hub import shard_header_from_prefix
 from mtp_audit.sources.local import (
     DTYPE_BITS,
@@ -54,12 +56,18 @@ def _strict(raw: bytes, extra: int) -> object:
 
 
 def _local(raw: bytes, extra: int) -> object:
-    with tempfile.TemporaryDirectory() as d:
-        Path(d, "x.safetensors").write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * extra)
-        try:
-            return LocalSource(Path(d)).read_header("x.safetensors")
-        except ReadProblem:
-            return "rejected"
+    """The local reader's verdict, in a run (where the ``[`` count taken for the JSON budget is handed to the fast
+    reader) and outside one (where the fast reader counts it): both must be the same."""
+    got = []
+    for budget in (run_budget, contextlib.nullcontext):
+        with tempfile.TemporaryDirectory() as d, budget():
+            Path(d, "x.safetensors").write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * extra)
+            try:
+                got.append(LocalSource(Path(d)).read_header("x.safetensors"))
+            except ReadProblem:
+                got.append("rejected")
+    assert got[0] == got[1]
+    return got[0]
 
 
 NAMES = st.sampled_from(["a", "b", "a:b", "mtp.fc.weight", "__metadata__", "x-0", "true"])

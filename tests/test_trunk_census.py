@@ -154,3 +154,15 @@ def test_modules_with_a_numeric_last_name_are_decided_by_their_real_leaf() -> No
         facts = CheckpointFacts(display="x", mode="shards", files=())
         modules = {name: {"weight": TensorInfo(f"{name}.weight", "BF16", (8, 8), 128)} for name in order}
         assert linear_formats(facts, modules) == {"a.fc.0": ("BF16", False)}
+
+
+def test_census_pairs_by_whole_name_not_by_prefix() -> None:
+    """The companion of ``b.x.weight_scale_inv`` one place before it is ``b.x.w`` (its own module, not a linear): a
+    prefix of the anchor but not ``b.x.weight``, so b.x holds no weight and is not paired (the comparison without
+    built names checks the length as well as the prefix)."""
+    names = ["a.x.weight", "a.x.weight_scale_inv", "b.x.w", "b.x.weight_scale_inv"]
+    assert _exact_or_declined(names) in (None, Counter({("FP8", False): 1}))
+    names[2] = "b.x.wAAAAA"  # as long as b.x.weight, not a prefix of the anchor
+    assert _exact_or_declined(names) in (None, Counter({("FP8", False): 1}))
+    names = ["a.x.weight", "a.x.weight_scale", "a.x.weight_scale_2", "b.x.weight", "b.x.weight_s", "b.x.weight_scale_2"]
+    assert _exact_or_declined(names) in (None, Counter({("NVFP4", False): 1}))

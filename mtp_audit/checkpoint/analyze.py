@@ -4,6 +4,7 @@ run the :mod:`~mtp_audit.checkpoint.checks`, and build the report (:mod:`~mtp_au
 
 from __future__ import annotations
 
+from mtp_audit import keepalive
 from mtp_audit.checkpoint.answer import build_report
 from mtp_audit.checkpoint.facts import ANALYZER, gather
 from mtp_audit.report import Gap, Report
@@ -24,4 +25,6 @@ def analyze(source: CheckpointSource, *, mode_hint: str | None = None) -> Report
         facts = gather(source, mode_hint=mode_hint)
         facts.gaps += [Gap(ANALYZER, message, path) for path, message in source.gaps()]
         facts.source = {**source.describe(), **source.stats()}
-        return build_report(facts)
+        report = build_report(facts)
+        keepalive.keep(facts)  # a console-script run ends without freeing them (mtp_audit.keepalive)
+        return report

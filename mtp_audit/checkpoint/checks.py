@@ -475,7 +475,7 @@ def check_misplaced(facts: CheckpointFacts) -> Iterator[Finding]:
     # never crosses a line, so this finds what a scan of the trunk names alone finds. A name holding a newline
     # would split into several lines (one of them looking like a trunk tensor of its own): then the trunk names
     # are joined alone, each newline inside a name written as NUL.
-    odd = facts.joined_names.count("\n") != len(facts.tensors)
+    odd = not facts.names_newline_free
     skip = mtp if mtp and not odd else None
     joined = facts.joined_names if not odd else "".join(n_.replace("\n", "\0") + "\n" for n_ in facts.tensors if n_ not in mtp)
     if _only_in(skip or (), joined):

@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, KeysView
 from dataclasses import dataclass, field
-from itertools import compress, repeat
+from itertools import chain, compress, islice, repeat
 from operator import itemgetter
 from typing import Any
 
@@ -49,6 +49,7 @@ ANALYZER = "checkpoint"
 _LAST = itemgetter(2)
 _WEIGHT = ".weight"
 _NO_WEIGHT = itemgetter(slice(None, -len(".weight")))
+_REVERSE = itemgetter(slice(None, None, -1))
 
 
 CONFIG = "config.json"
@@ -107,7 +108,7 @@ class CheckpointFacts:
         schemes: quantization schemes found, primary first (``hf_quant_config.json`` before
             ``config.json#/quantization_config``).
         index_file: the index used, or None.
-        index_names: every tensor name in the index, in file order.
+        index_names: every tensor name in the index, in file order (the keys of its ``weight_map``, not copied).
         weight_map: tensor -> shard for the entries whose path is contained in the folder.
         escaping: ``(tensor, raw_path)`` for weight_map entries that are absolute or leave the folder.
         total_size: ``metadata.total_size`` when it is an integer.
@@ -130,7 +131,7 @@ class CheckpointFacts:
     config: ModelConfig | None = None
     schemes: list[QuantScheme] = field(default_factory=list)
     index_file: str | None = None
-    index_names: list[str] = field(default_factory=list)
+    index_names: Collection[str] = field(default_factory=list)
     weight_map: dict[str, str] = field(default_factory=dict)
     escaping: list[tuple[str, str]] = field(default_factory=list)
     total_size: int | None = None
@@ -164,6 +165,15 @@ class CheckpointFacts:
         got = self.cache.get("joined_names")
         if got is None:
             got = self.cache["joined_names"] = "\n".join(self.tensors) + "\n"
+        return got
+
+    @property
+    def names_newline_free(self) -> bool:
+        """Whether no tensor name holds a newline, so that each line of :attr:`joined_names` is one name (one
+        ``str.count``, computed once)."""
+        got = self.cache.get("names_newline_free")
+        if got is None:
+            got = self.cache["names_newline_free"] = self.joined_names.count("\n") == len(self.tensors)
         return got
 
     @property
@@ -393,7 +403,7 @@ def _read_index(source: CheckpointSource, index_file: str, facts: CheckpointFact
         got = "nothing" if wm is None else type(wm).__name__
         raise InputError(where, f"/weight_map: expected an object mapping tensor names to shard files, got {got}")
     facts.index_file = index_file
-    facts.index_names = list(wm)
+    facts.index_names = wm.keys()
     try:
         distinct = set(wm.values())  # a 92k-entry index names ~163 distinct shards
     except TypeError:  # an unhashable value (a list or an object)
@@ -407,6 +417,7 @@ def _read_index(source: CheckpointSource, index_file: str, facts: CheckpointFact
         checked[shard] = None if p is None else p.as_posix()
     if all(checked[v] == v for v in distinct):
         facts.weight_map = wm  # the common case: no copy
+        facts.cache["indexed_shards"] = distinct
     else:
         out = facts.weight_map
         for name, shard in wm.items():
@@ -451,16 +462,16 @@ def _at_least(n: int) -> str:
     return "|".join(alts)
 
 
-def _mtp_candidates(joined: str, names: list[str], n_layers: int | None) -> list[str]:
+def _mtp_candidates(joined: str, names: Collection[str], n_layers: int | None, plain: bool) -> list[str]:
     """Names that may be MTP tensors: those containing ``mtp`` and those of decoder layers with index
     ``>= n_layers``. Found with regex scans over ``joined`` (the names, each followed by a newline: C speed,
     only the rare hits touched from Python) instead of a Python-level test per name; :func:`layouts.classify`
     then decides each candidate. A superset of what ``classify`` accepts, so no MTP tensor is missed;
-    names that themselves contain a newline are checked one by one."""
+    names that themselves contain a newline (``plain`` false) are checked one by one."""
     cands = _lines_matching("mtp", joined) if "mtp" in joined else set()
     if n_layers is not None and "layers." in joined:
         cands |= _lines_matching(r"layers\.0*(?:%s)\." % _at_least(n_layers), joined)
-    if joined.count("\n") != len(names):  # a name holds a newline: its pieces are not names
+    if not plain:  # a name holds a newline: its pieces are not names
         known = set(names)
         cands = {c for c in cands if c in known} | {n for n in names if "\n" in n}
     return sorted(cands)
@@ -472,16 +483,16 @@ def _classify_and_group(facts: CheckpointFacts, n_layers: int | None) -> None:
     use (:attr:`CheckpointFacts.trunk_modules`, which the format census of ``mtp_audit.checkpoint.trunk`` mostly
     avoids); in metadata-only mode its tensors are only counted by parameter suffix and by the leaf name of
     their ``.weight`` tensors, which is all :func:`trunk_format_counts` needs. Candidates are found by
-    :func:`_mtp_candidates` over :attr:`CheckpointFacts.joined_names`; counting uses ``collections.Counter``
-    over C-level maps (no Python frame per name)."""
+    :func:`_mtp_candidates` over :attr:`CheckpointFacts.joined_names`; the counts are taken from that text too
+    (:func:`_count_trunk`: ``str.count`` per suffix, one regex scan for the leaves; no Python frame per name)."""
     infos = facts.infos
     mtp = facts.mtp
     mtp_mods = facts.mtp_modules
     tensors = facts.tensors
     suffixes = PARAM_SUFFIXES
     get_info = infos.get
-    names = list(tensors)
-    for name in _mtp_candidates(facts.joined_names, names, n_layers):
+    names = tensors.keys()
+    for name in _mtp_candidates(facts.joined_names, names, n_layers, facts.names_newline_free):
         hit = classify(name, n_layers)
         if hit is None:
             continue
@@ -499,16 +510,87 @@ def _classify_and_group(facts: CheckpointFacts, n_layers: int | None) -> None:
         facts.trunk_suffixes = {}
         facts.trunk_weight_leaves = {}
         return
-    facts.trunk_suffixes = _suffix_counts(names)
-    facts.trunk_weight_leaves = _suffix_counts(map(_NO_WEIGHT, compress(names, map(str.endswith, names, repeat(_WEIGHT)))))
-    if mtp:  # counted over every name, then the MTP tensors' own counts taken off (a few thousand names)
-        _take_off(facts.trunk_suffixes, _suffix_counts(mtp))
-        _take_off(facts.trunk_weight_leaves, _suffix_counts(map(_NO_WEIGHT, (n for n in mtp if n.endswith(_WEIGHT)))))
+    _count_trunk(facts, names)
 
 
-def _suffix_counts(names: Iterable[str]) -> dict[str, int]:
-    """Names per last dotted component (``"a.b.weight"`` -> ``"weight"``; a name without a dot is its own)."""
-    return dict(Counter(map(_LAST, map(str.rpartition, names, repeat(".")))))
+def _count_trunk(facts: CheckpointFacts, names: KeysView[str]) -> None:
+    """Metadata-only mode: :attr:`CheckpointFacts.trunk_suffixes` and :attr:`CheckpointFacts.trunk_weight_leaves`,
+    counted over every name (from :attr:`CheckpointFacts.joined_names` when no name holds a newline:
+    :func:`suffix_counts_joined`, :func:`weight_leaf_counts_joined`), then the MTP tensors' own counts taken off (a
+    few thousand names)."""
+    mtp = facts.mtp
+    joined = facts.joined_names
+    plain = facts.names_newline_free
+    got = suffix_counts_joined(joined, facts.tensors, _sample(names)) if plain else None
+    facts.trunk_suffixes = suffix_counts(names) if got is None else got
+    facts.trunk_weight_leaves = weight_leaf_counts_joined(joined) if plain else weight_leaf_counts(names)
+    if mtp:
+        _take_off(facts.trunk_suffixes, suffix_counts(mtp))
+        _take_off(facts.trunk_weight_leaves, weight_leaf_counts(mtp))
+
+
+def _sample(names: KeysView[str], head: int = 2048, tail: int = 512, spread: int = 2048) -> Iterable[str]:
+    """Names to take candidate suffixes from: the first ``head`` (embeddings and the first layers, dense and MoE, in
+    a sorted index), the last ``tail`` and ``spread`` names evenly spaced between (``islice`` walks, no copy of the
+    names). Speed only: a suffix the sample misses makes :func:`suffix_counts_joined` decline, never count wrong."""
+    n = len(names)
+    if n <= head + tail + spread:
+        return names
+    step = max(1, (n - head - tail) // spread)
+    return chain(islice(names, head), islice(names, head, n - tail, step), islice(reversed(names), tail))
+
+
+def suffix_counts(names: Iterable[str]) -> dict[str, int]:
+    """Names per last dotted component (``"a.b.weight"`` -> ``"weight"``; a name without a dot is its own), sorted
+    by component (a ``Counter`` over C-level maps: one ``rpartition`` per name)."""
+    return dict(sorted(Counter(map(_LAST, map(str.rpartition, names, repeat(".")))).items()))
+
+
+def weight_leaf_counts(names: Iterable[str]) -> dict[str, int]:
+    """The names ending in ``.weight`` per last dotted component before it (``"a.up_proj.weight"`` -> ``"up_proj"``;
+    ``"lm_head.weight"`` -> ``"lm_head"``), sorted by component (:func:`suffix_counts` of the names cut short)."""
+    names = list(names)
+    return suffix_counts(map(_NO_WEIGHT, compress(names, map(str.endswith, names, repeat(_WEIGHT)))))
+
+
+#: Candidate suffixes beyond which :func:`suffix_counts_joined` declines: each costs one ``str.count`` over the
+#: joined names (~1.5 ms at 92k names), a ``Counter`` over every name ~15 ms.
+MAX_COUNTED_SUFFIXES = 6
+
+
+def suffix_counts_joined(joined: str, names: Collection[str], sample: Iterable[str]) -> dict[str, int] | None:
+    """:func:`suffix_counts` of the names of ``joined`` (each followed by a newline, none holding one; ``names`` holds
+    the same names, for membership tests), counted with one ``str.count`` per candidate suffix taken from ``sample``
+    instead of a split per name; ``None`` (decline) when the sample holds more than :data:`MAX_COUNTED_SUFFIXES` or the
+    counts do not add up to every name.
+
+    Exact when it answers: a candidate ``s`` (never holding a dot) is the last component of a name iff the name ends
+    in ``"." + s`` (one ``".s\\n"`` in ``joined``, ending at that name's newline, so occurrences never overlap and no
+    name is counted for two candidates) or is ``s`` itself (a membership test). So each name is counted at most once,
+    and when the counts add up to the number of names every name is counted, under its own suffix."""
+    cands = set(map(_LAST, map(str.rpartition, sample, repeat("."))))
+    if len(cands) > MAX_COUNTED_SUFFIXES:
+        return None
+    got = {s: joined.count("." + s + "\n") + (s in names) for s in sorted(cands)}
+    if sum(got.values()) != len(names):
+        return None
+    return {s: n for s, n in got.items() if n}
+
+
+#: Each name ending in ``.weight`` and the component before it, in the reversed joined names.
+_REVERSED_LEAF = re.compile(r"\n" + re.escape(_WEIGHT[::-1]) + r"([^.\n]*)")
+
+
+def weight_leaf_counts_joined(joined: str) -> dict[str, int]:
+    """:func:`weight_leaf_counts` of the names of ``joined`` (each followed by a newline, none holding one), from one
+    regex scan of the reversed text (``"\\nthgiew."``, a literal the scan jumps to, then the leaf up to its dot or
+    newline) instead of a test and a split per name.
+
+    Exact: reversed, each name is a line that starts after a newline, so ``"\\nthgiew."`` matches once at the start
+    of every name ending in ``.weight`` and nowhere else, and the capture is the reversed last component of the name
+    without its ``.weight`` (up to the previous dot, or the whole rest of the name when it has none)."""
+    found = Counter(_REVERSED_LEAF.findall(joined[::-1]))
+    return dict(sorted(zip(map(_REVERSE, found), found.values())))
 
 
 def _take_off(counts: dict[str, int], part: dict[str, int]) -> None:

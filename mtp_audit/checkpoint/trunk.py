@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from itertools import compress, repeat
-from operator import add, and_, itemgetter, not_
+from operator import add, and_, itemgetter, not_, sub
 from typing import Any
 
 from mtp_audit.checkpoint.tensors import PARAM_SUFFIXES, SCALE_SUFFIXES
@@ -82,36 +82,42 @@ def _anchored(tensors: Mapping[str, Any], names: list[str], mtp: Mapping[str, An
     """The bulk of a quantized trunk in a few C-speed passes: the trunk modules holding the first suffix of
     :data:`_ANCHORS` that occurs, when every one of them holds the suffixes the first one holds, each at the same
     distance from its anchor tensor in ``names`` (``x.weight`` just before ``x.weight_scale_inv`` in a sorted index;
-    the names are compared, never hashed). ``(their suffix set, how many, every other name, "." + anchor)``; ``None``
-    when no anchor occurs or the layout differs (the census then declines). Whether another trunk tensor (an extra
-    suffix) falls into one of these modules is checked by the caller (:func:`_classes`)."""
+    the names are compared, never hashed, and no module name is built). ``(their suffix set, how many, every other
+    name, "." + anchor)``; ``None`` when no anchor occurs or the layout differs (the census then declines). Whether
+    another trunk tensor (an extra suffix) falls into one of these modules is checked by the caller
+    (:func:`_classes`)."""
     anchor = next((a for a in _ANCHORS if "." + a + "\n" in joined), None)
     if anchor is None:
         return None
     dotted = "." + anchor
     idx = list(compress(range(len(names)), map(str.endswith, names, repeat(dotted))))
     if mtp:
-        idx = list(compress(idx, map(not_, map(mtp.__contains__, map(names.__getitem__, idx)))))
-    mods = list(map(itemgetter(slice(None, -len(dotted))), map(names.__getitem__, idx)))
-    if not mods or "" in mods or any(m + dotted in tensors and m + dotted not in mtp for m in mtp_modules):
-        return None
+        own = {n for n in mtp if n.endswith(dotted)}  # a few hundred: cheaper lookups than in every MTP name
+        idx = list(compress(idx, map(not_, map(own.__contains__, map(names.__getitem__, idx)))))
+    anchors = list(map(names.__getitem__, idx))
+    if not anchors or dotted in anchors or any(m + dotted in tensors and m + dotted not in mtp for m in mtp_modules):
+        return None  # (dotted in anchors: a name that is the suffix alone, whose module would be "")
+    first = anchors[0][: -len(dotted)]
     params = {anchor}
     keep = bytearray(b"\x01") * len(names)
     deque(map(keep.__setitem__, idx, repeat(0)), maxlen=0)
     for param in PARAM_SUFFIXES - params:
-        if mods[0] + "." + param in tensors:
-            at = _companions(names, idx, mods, "." + param)
+        if first + "." + param in tensors:
+            at = _companions(names, idx, anchors, dotted, "." + param)
             if at is None:  # (no MTP tensor among them: its module would be an MTP module, refused above)
                 return None
             deque(map(keep.__setitem__, at, repeat(0)), maxlen=0)
             params.add(param)
-    return frozenset(params), len(mods), list(compress(names, keep)), dotted
+    return frozenset(params), len(anchors), list(compress(names, keep)), dotted
 
 
-def _companions(names: list[str], idx: list[int], mods: list[str], dotted: str) -> list[int] | None:
-    """Positions of ``mods[j] + dotted`` in ``names``, each at the same distance from ``idx[j]`` as the first one's
-    (within 32 places); ``None`` when they are not all there."""
-    first = mods[0] + dotted
+def _companions(names: list[str], idx: list[int], anchors: list[str], dotted: str, param: str) -> list[int] | None:
+    """Positions of each anchor's module + ``param`` in ``names`` (the module being the anchor ``names[idx[j]]``
+    without its suffix ``dotted``), each at the same distance from its anchor as the first one's (within 32 places);
+    ``None`` when they are not all there. Compared without building a name when ``param`` begins ``dotted``'s
+    suffix (``.weight`` of ``.weight_scale_inv``: the companion is then a prefix of its anchor, of known length)."""
+    cut = len(dotted)
+    first = anchors[0][:-cut] + param
     try:
         offset = names.index(first, max(idx[0] - 32, 0), idx[0] + 33) - idx[0]
     except ValueError:
@@ -119,7 +125,12 @@ def _companions(names: list[str], idx: list[int], mods: list[str], dotted: str) 
     at = list(map(add, idx, repeat(offset)))
     if at[-1] >= len(names):
         return None
-    return at if list(map(names.__getitem__, at)) == list(map(add, mods, repeat(dotted))) else None
+    found = list(map(names.__getitem__, at))
+    if dotted.startswith(param):
+        same = all(map(str.startswith, anchors, found)) and set(map(sub, map(len, anchors), map(len, found))) == {cut - len(param)}
+    else:
+        same = found == list(map(add, map(itemgetter(slice(None, -cut)), anchors), repeat(param)))
+    return at if same else None
 
 
 _Split = tuple[list[str], list[str], list[str]]  # names, their modules, their parameter suffixes

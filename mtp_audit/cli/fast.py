@@ -42,6 +42,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from mtp_audit.cli import signals
 
+    if argv is None:  # the console script ends with leave() (os._exit): large structures need not be freed first
+        from mtp_audit import keepalive
+
+        keepalive.until_exit()
     signals.watch()
     try:  # Ctrl-C while the CLI loads: the same one line and exit code as during a run
         from mtp_audit.cli.fastpath import parse, run

@@ -195,24 +195,30 @@ def files_read() -> list[str]:
         return list(run.files)
 
 
-def json_memory_estimate(raw: bytes) -> int:
+def json_memory_estimate(raw: bytes, brackets: int | None = None) -> int:
     """An upper estimate of the memory (bytes) ``json.loads(raw)`` takes: the text, plus 64 bytes per object
     or array (``{`` / ``[``: an empty dict is 64 bytes, a list 56) and 32 per element separator (``,``: a
-    pointer, a small int or a key). Counted with ``bytes.count`` (C speed), before parsing. ``[{},{},...]``
-    costs ~25x its text, a real shard header ~4x."""
-    return len(raw) + 64 * (raw.count(b"{") + raw.count(b"[")) + 32 * raw.count(b",")
+    pointer, a small int or a key). Counted with ``bytes.count`` (C speed), before parsing; ``brackets``, when
+    given, is ``raw.count(b"[")`` already taken. ``[{},{},...]`` costs ~25x its text, a real shard header ~4x."""
+    if brackets is None:
+        brackets = raw.count(b"[")
+    return len(raw) + 64 * (raw.count(b"{") + brackets) + 32 * raw.count(b",")
 
 
-def charge_json(raw: bytes, name: str) -> None:
+def charge_json(raw: bytes, name: str) -> int | None:
     """Count the estimated memory of parsing ``raw`` (:func:`json_memory_estimate`) against the run's total
-    (no-op outside a run).
+    (no-op outside a run). Returns ``raw.count(b"[")``, counted for the estimate (the safetensors header reader
+    needs it too), or ``None`` outside a run, where nothing is counted.
 
     Raises:
         BudgetSpent: see :meth:`RunBudget.charge_json`.
     """
     run = _RUN.get()
-    if run is not None:
-        run.charge_json(json_memory_estimate(raw), name)
+    if run is None:
+        return None
+    brackets = raw.count(b"[")
+    run.charge_json(json_memory_estimate(raw, brackets), name)
+    return brackets
 
 
 def charge_read(n: int, name: str) -> None:

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import re
+import stat
 import struct
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
@@ -218,7 +219,7 @@ _ABSENT: Any = object()
 _new_info = partial(tuple.__new__, TensorInfo)  # TensorInfo._make is a Python function: one frame per tensor
 
 
-def fast_header(file: str, raw: bytes, file_size: int | None) -> ShardHeader | None:
+def fast_header(file: str, raw: bytes, file_size: int | None, brackets: int | None = None) -> ShardHeader | None:
     """Decode and validate one safetensors header in a single pass, at C speed per tensor.
 
     The hot path of every checkpoint audit: per tensor, no Python frame runs (``map`` over C
@@ -261,6 +262,8 @@ def fast_header(file: str, raw: bytes, file_size: int | None) -> ShardHeader | N
         file: POSIX path for the header.
         raw: the JSON header bytes (after the 8-byte length).
         file_size: the file's size in bytes, or None to skip the file-length check.
+        brackets: ``raw.count(b"[")`` when the caller has it already (:func:`mtp_audit.sources.bounded.charge_json`
+            counted it), else None.
 
     Returns:
         The :class:`ShardHeader`, or ``None`` when the header is not certified (malformed or unusual).
@@ -282,7 +285,7 @@ def fast_header(file: str, raw: bytes, file_size: int | None) -> ShardHeader | N
     entries = list(obj.values())
     if set(map(type, entries)) != {dict} or sum(map(len, entries)) != 3 * len(names):
         return None
-    if not _counts_agree(raw, names, keys, colons, metadata):
+    if not _counts_agree(raw, names, keys, colons, metadata, brackets):
         return None
     columns = _tensor_columns(entries, raw, signed)
     if columns is None:
@@ -321,17 +324,19 @@ def _decode_entries(raw: bytes) -> tuple[dict[str, Any], dict[str, str], int, in
     return obj, (meta if type(meta) is dict else {}), keys, colons
 
 
-def _counts_agree(raw: bytes, names: list[str], keys: int, colons: int, metadata: Mapping[str, str]) -> bool:
+def _counts_agree(raw: bytes, names: list[str], keys: int, colons: int, metadata: Mapping[str, str],
+                  brackets: int | None = None) -> bool:
     """Whether the raw ``:`` count shows no duplicate key anywhere (with no backslash, every ``:`` outside the
-    decoded strings separates a key: ``keys`` decoded plus 3 per entry) and :func:`_numbers_only_in_arrays` holds.
-    Otherwise the strict reader says what is wrong."""
+    decoded strings separates a key: ``keys`` decoded plus 3 per entry) and :func:`_numbers_only_in_arrays` holds
+    (``brackets``: ``raw.count(b"[")`` when known). Otherwise the strict reader says what is wrong."""
     joined = "\n".join(names)
     if raw.count(b":") - colons - joined.count(":") != keys + 3 * len(names):
         return False
-    return _numbers_only_in_arrays(raw, joined, keys, metadata, len(names))
+    return _numbers_only_in_arrays(raw, joined, keys, metadata, len(names), brackets)
 
 
-def _numbers_only_in_arrays(raw: bytes, joined: str, keys: int, metadata: Mapping[str, str], n: int) -> bool:
+def _numbers_only_in_arrays(raw: bytes, joined: str, keys: int, metadata: Mapping[str, str], n: int,
+                            brackets: int | None = None) -> bool:
     """Whether no string and no list sits inside a ``shape`` or ``data_offsets`` array, by counting (C speed): with no
     backslash every string adds exactly two ``"`` and every list one ``[`` (beside those inside the strings), so a
     header of ``n`` entries (3 keys and a dtype string each) and ``keys`` decoded keys holds ``2 * (keys + 4n +
@@ -339,7 +344,9 @@ def _numbers_only_in_arrays(raw: bytes, joined: str, keys: int, metadata: Mappin
     (``["x", 3000000000]`` is a 3 GB string), so such a header goes to the strict reader, which refuses it."""
     strings = keys + 4 * n + len(metadata)
     inner = joined.count("[") + sum(k.count("[") + v.count("[") for k, v in metadata.items())
-    return raw.count(b'"') == 2 * strings and raw.count(b"[") == 2 * n + inner
+    if brackets is None:
+        brackets = raw.count(b"[")
+    return raw.count(b'"') == 2 * strings and brackets == 2 * n + inner
 
 
 def _tensor_columns(entries: list[dict[str, Any]], raw: bytes, signed: bool
@@ -534,11 +541,22 @@ class LocalSource(CheckpointSource):
         self.display = display or str(root)
         self._only = tuple(sorted(only)) if only is not None else None
         self._fence = _containment_root(root).resolve()
+        real = root.resolve()
+        self._flat_root = real if real == self._fence or self._fence in real.parents else None
 
     def _path(self, rel: str) -> Path:
-        """Resolve ``rel`` under the root; refuse anything that lands outside the containment folder."""
+        """Resolve ``rel`` under the root; refuse anything that lands outside the containment folder. A file at the
+        root that is not a symlink (every shard of a plain folder) is the resolved root joined with its name: one
+        ``lstat`` instead of one per component of the path (``Path.resolve``), with the same answer."""
         if contained_relpath(rel) is None:
             raise ReadProblem(rel, "is not a relative path inside the checkpoint folder; not opened", "escapes")
+        if self._flat_root is not None and "/" not in rel and rel not in (".", ".."):
+            target = self._flat_root / rel
+            try:
+                if not stat.S_ISLNK(os.lstat(target).st_mode):
+                    return target
+            except OSError:
+                pass  # missing or unreadable: Path.resolve below, as before
         try:
             target = (self.root / rel).resolve()
         except (OSError, RuntimeError):
@@ -593,8 +611,8 @@ class LocalSource(CheckpointSource):
             ReadProblem: see :meth:`CheckpointSource.read_header`.
         """
         path = self._path(rel)
-        raw, size = _read_header_bytes(path, rel)
-        fast = fast_header(rel, raw, size)
+        raw, size, brackets = _read_header_bytes(path, rel)
+        fast = fast_header(rel, raw, size, brackets)
         if fast is not None:
             return fast
         obj, dups = parse_header_json(rel, raw)
@@ -605,10 +623,11 @@ class LocalSource(CheckpointSource):
         return header_from_dict(rel, obj, len(raw))
 
 
-def _read_header_bytes(path: Path, rel: str) -> tuple[bytes, int]:
-    """``(header JSON bytes, file size)`` of a shard, read through one descriptor opened with
-    ``O_NOFOLLOW`` (``path`` is already resolved and checked to stay inside the checkpoint), counted
-    against the run's totals.
+def _read_header_bytes(path: Path, rel: str) -> tuple[bytes, int, int | None]:
+    """``(header JSON bytes, file size, its "[" count or None)`` of a shard, read through one descriptor opened with
+    ``O_NOFOLLOW`` (``path`` is already resolved and checked to stay inside the checkpoint), counted against the
+    run's totals (the ``[`` count is the one :func:`mtp_audit.sources.bounded.charge_json` took; None outside a
+    run).
 
     Raises:
         ReadProblem: missing, not a regular file (a FIFO or symlink swapped in), too short, a length
@@ -628,7 +647,7 @@ def _read_header_bytes(path: Path, rel: str) -> tuple[bytes, int]:
                 raise ReadProblem(rel, f"header length {n} exceeds the file size {size}")
             charge_read(8 + n, rel)
             raw = _pread_exact(fd, n, 8)
-            charge_json(raw, rel)
+            brackets = charge_json(raw, rel)
         finally:
             os.close(fd)
     except BudgetSpent as exc:
@@ -643,7 +662,7 @@ def _read_header_bytes(path: Path, rel: str) -> tuple[bytes, int]:
         raise ReadProblem(rel, "permission denied", "unreadable") from None
     except OSError as exc:
         raise ReadProblem(rel, f"cannot read: {exc.strerror or exc}", "unreadable") from None
-    return raw, size
+    return raw, size, brackets
 
 
 def _pread_exact(fd: int, n: int, offset: int) -> bytes:

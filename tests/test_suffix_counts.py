@@ -1,0 +1,76 @@
+"""The metadata-only trunk counts taken from the joined tensor names (``suffix_counts_joined``,
+``weight_leaf_counts_joined`` in ``mtp_audit.checkpoint.facts``) against the per-name ``Counter`` path they replace.
+
+Invariant: whenever the joined-text path answers, its dict equals the ``Counter`` path's, key order included (both
+sorted); ``suffix_counts_joined`` declines (``None``) rather than guess when a suffix is missing from its sample or
+there are too many. Names are generated with dots in every position, empty components, no dot at all, a name equal to
+a suffix, and newlines (which the callers route to the ``Counter`` path: the check below asserts that rule).
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mtp_audit.checkpoint.facts import (
+    CheckpointFacts,
+    _classify_and_group,
+    suffix_counts,
+    suffix_counts_joined,
+    weight_leaf_counts,
+    weight_leaf_counts_joined,
+)
+
+_PARTS = st.sampled_from(["weight", "weight_scale_inv", "bias", "", "model", "layers", "0", "up_proj", "lm_head",
+                          "w", "eight", "weight\nx", ".", "e_score_correction_bias", "mtp", "ł"])
+_NAME = st.lists(_PARTS, min_size=1, max_size=5).map(".".join) | st.text(alphabet="ab.\nw", max_size=8)
+_NAMES = st.lists(_NAME, max_size=40, unique=True)
+
+
+def _joined(names: list[str]) -> str:
+    return "\n".join(names) + "\n"
+
+
+@settings(max_examples=600, deadline=None)
+@given(_NAMES, st.data())
+def test_joined_suffix_counts_equal_the_counter(names: list[str], data: st.DataObject) -> None:
+    """Every sample (all names, some, none): an answer is always the Counter's dict; with the whole list as the
+    sample and at most six suffixes it always answers."""
+    names = [n for n in names if "\n" not in n]
+    slow = suffix_counts(names)
+    sample = data.draw(st.lists(st.sampled_from(names), max_size=10) if names else st.just([]))
+    for s in (names, sample):
+        got = suffix_counts_joined(_joined(names), set(names), s)
+        if got is not None:
+            assert list(got.items()) == list(slow.items())
+    if len(slow) <= 6:
+        assert suffix_counts_joined(_joined(names), set(names), names) == slow
+
+
+@settings(max_examples=600, deadline=None)
+@given(_NAMES)
+def test_joined_weight_leaves_equal_the_counter(names: list[str]) -> None:
+    names = [n for n in names if "\n" not in n]
+    assert list(weight_leaf_counts_joined(_joined(names)).items()) == list(weight_leaf_counts(names).items())
+
+
+def test_a_suffix_missing_from_the_sample_declines() -> None:
+    names = ["a.weight", "b.weight", "a.weight_scale_inv", "x.gate.e_score_correction_bias", "weight"]
+    assert suffix_counts_joined(_joined(names), set(names), names[:3]) is None
+    assert suffix_counts_joined(_joined(names), set(names), names) == {"e_score_correction_bias": 1, "weight": 3,
+                                                                       "weight_scale_inv": 1}
+    many = [f"m.s{i}" for i in range(7)]
+    assert suffix_counts_joined(_joined(many), set(many), many) is None  # more than MAX_COUNTED_SUFFIXES
+
+
+@settings(max_examples=300, deadline=None)
+@given(_NAMES)
+def test_metadata_only_counts_of_the_audit(names: list[str]) -> None:
+    """``_classify_and_group`` in metadata-only mode (no headers), newlines in names included, gives the Counter
+    path's counts of the trunk (every name here but the MTP ones it classifies)."""
+    facts = CheckpointFacts(display="x", mode="metadata-only", files=())
+    facts.tensors = dict.fromkeys(names + ["mtp.layers.0.enorm.weight", "mtp.layers.0.eh_proj.weight_scale_inv"], "s")
+    _classify_and_group(facts, None)
+    trunk = [n for n in facts.tensors if n not in facts.mtp]
+    assert list(facts.trunk_suffixes.items()) == list(suffix_counts(trunk).items())
+    assert list(facts.trunk_weight_leaves.items()) == list(weight_leaf_counts(trunk).items())
