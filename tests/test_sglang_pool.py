@@ -17,24 +17,34 @@ from tests.conftest import sglang_wheel
 from mtp_audit.engines.sglang import treescan
 
 
-@pytest.mark.parametrize(("cpus", "load", "threads", "platform", "want"), [
-    (2, 0.4, 1, "linux", 2),     # the quiet 2-core development machine
-    (2, 1.6, 1, "linux", 1),     # the other core busy: the pool was slower than the serial scan there
-    (1, 0.0, 1, "linux", 1),     # one core: nothing to run a worker on
-    (16, 3.0, 1, "linux", 2),    # a big host with cores to spare
-    (2, 0.4, 3, "linux", 1),     # a caller with threads: never fork it
-    (8, 0.0, 1, "darwin", 1),    # fork is not the safe start there
+@pytest.mark.parametrize(("cpus", "load", "running", "threads", "platform", "want"), [
+    (2, 0.4, 1, 1, "linux", 2),     # the quiet 2-core development machine
+    (2, 1.8, 1, 1, "linux", 2),     # the audit's own earlier runs in the load average, nothing else running now
+    (2, 1.0, 2, 1, "linux", 1),     # another process running now: the whole audit gets about one core
+    (2, 4.5, 1, 1, "linux", 1),     # heavy load a moment ago: serial
+    (2, 0.4, None, 1, "linux", 2),  # no /proc/loadavg count: the load average alone
+    (2, 1.6, None, 1, "linux", 1),
+    (1, 0.0, 1, 1, "linux", 1),     # one core: nothing to run a worker on
+    (16, 3.0, 4, 1, "linux", 2),    # a big host with cores to spare
+    (2, 0.4, 1, 3, "linux", 1),     # a caller with threads: never fork it
+    (8, 0.0, 1, 1, "darwin", 1),    # fork is not the safe start there
 ])
-def test_workers_start_only_with_a_free_core(monkeypatch: pytest.MonkeyPatch, cpus: int, load: float, threads: int,
-                                             platform: str, want: int) -> None:
+def test_workers_start_only_with_a_free_core(monkeypatch: pytest.MonkeyPatch, cpus: int, load: float,
+                                             running: int | None, threads: int, platform: str, want: int) -> None:
     import threading
 
     monkeypatch.delenv("MTP_AUDIT_SCAN_WORKERS", raising=False)
     monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: set(range(cpus)), raising=False)
     monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(treescan, "_runnable_now", lambda: running)
     monkeypatch.setattr(threading, "active_count", lambda: threads)
     monkeypatch.setattr(sys, "platform", platform)
     assert treescan._workers() == want
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/loadavg")
+def test_the_runnable_count_includes_this_process() -> None:
+    assert 1 <= treescan._runnable_now() <= 10_000  # type: ignore[operator]
 
 
 def test_the_environment_sets_the_worker_count(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -124,3 +134,65 @@ def test_a_worker_killed_mid_scan_leaves_the_report_whole(tmp_path: Path) -> Non
                 pass
     assert proc.returncode == serial.returncode == 0, err
     assert out == serial.stdout
+
+
+def test_server_argument_files_are_read_first() -> None:
+    first, others = treescan.reading_order(["b/x.py", "sglang/srt/server_args.py", "a/y.py",
+                                            "sglang/srt/arg_groups/fields/spec.py", "sglang/srt/arg_groups/a_hook.py"])
+    assert first == ["sglang/srt/arg_groups/a_hook.py", "sglang/srt/arg_groups/fields/spec.py", "sglang/srt/server_args.py"]
+    assert others == ["a/y.py", "b/x.py"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or not sys.platform.startswith("linux"), reason="forked workers: Linux")
+def test_consumers_and_the_linker_module_are_parsed_beside_the_reading(monkeypatch: pytest.MonkeyPatch,
+                                                                       tmp_path: Path) -> None:
+    """SGLang 0.5.23 with two workers and a reader slowed down until the server-argument files are parsed: the 10
+    consumer files (``quantization`` readers) are handed to the workers while the tree is still read, the linker's
+    ``srt/utils/common.py`` is parsed by a worker (the linker parses nothing itself), every file is read once, the
+    workers write the same cache entries as a serial scan, and the report is the serial scan's."""
+    from mtp_audit.engines.sglang import audit, audit_sglang
+    from mtp_audit.sources.tree import SourceTree
+
+    wheel = sglang_wheel("0.5.23")
+    reads: list[str] = []
+    real_read = SourceTree.read
+
+    def counted(self: SourceTree, rel: str) -> bytes | None:
+        reads.append(rel)
+        return real_read(self, rel)
+
+    decided_at: list[int] = []
+    real_read_one, real_decide = treescan._TreeScan.read, treescan._TreeScan.decide_consumers
+
+    def slow_read(self: treescan._TreeScan, rel: str) -> None:
+        if self.first_read and self.fields is None and self.pool is not None:  # wait for the workers, as a slow disk would
+            _wait_for(lambda: all(self.futures[j[0]].done() for j in self.first_jobs if j[0] in self.futures), 60)
+        real_read_one(self, rel)
+
+    def decide(self: treescan._TreeScan) -> None:
+        if self.fields is None:
+            decided_at.append(len(self.seen))
+        real_decide(self)
+
+    parses: list[str] = []
+    real_parse = audit._Consts._parse
+    monkeypatch.setattr(SourceTree, "read", counted)
+    monkeypatch.setattr(treescan._TreeScan, "read", slow_read)
+    monkeypatch.setattr(treescan._TreeScan, "decide_consumers", decide)
+    monkeypatch.setattr(audit._Consts, "_parse", lambda self, rel: parses.append(rel) or real_parse(self, rel))
+    reports, caches = {}, {}
+    for workers in ("1", "2"):
+        monkeypatch.setenv("MTP_AUDIT_SCAN_WORKERS", workers)
+        monkeypatch.setenv("MTP_AUDIT_CACHE_DIR", str(tmp_path / workers))
+        reads.clear(), parses.clear(), decided_at.clear()
+        reports[workers] = audit_sglang(wheel).to_dict()
+        caches[workers] = {p.relative_to(tmp_path / workers): p.read_bytes() for p in (tmp_path / workers).rglob("*.json")}
+        again = sorted(rel for rel in set(reads) if reads.count(rel) > 1)  # cli/main.py: read again for `sglang serve`
+        if workers == "1":  # serial: the linker reads common.py a second time, to parse it
+            assert again == ["sglang/cli/main.py", "sglang/srt/utils/common.py"] and len(reads) == 3987
+            assert parses == ["sglang/srt/utils/common.py"] and decided_at == [3985]
+        else:
+            assert again == ["sglang/cli/main.py"] and len(reads) == 3986
+            assert parses == [] and decided_at and decided_at[0] < 3985
+    assert reports["1"] == reports["2"] and caches["1"] == caches["2"]
+    assert len(caches["1"]) == 101  # the 99 parsed files, the tree, the wheel's one-stat key

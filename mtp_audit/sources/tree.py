@@ -206,9 +206,12 @@ class SourceTree:
 
     def _inflate(self, rel: str, info: zipfile.ZipInfo) -> bytes | None:
         assert self._zip is not None
+        ratio_bound = max(_RATIO_FLOOR, MAX_INFLATE_RATIO * info.compress_size)
+        direct = self._inflate_direct(info, ratio_bound)
+        if direct is not None:
+            return direct
         chunks: list[bytes] = []
         size = 0
-        ratio_bound = max(_RATIO_FLOOR, MAX_INFLATE_RATIO * info.compress_size)
         with self._zip.open(info) as fh:
             while True:
                 chunk = fh.read(_CHUNK)
@@ -229,6 +232,40 @@ class SourceTree:
                     return None
                 chunks.append(chunk)
         return b"".join(chunks)
+
+    def _inflate_direct(self, info: zipfile.ZipInfo, ratio_bound: int) -> bytes | None:
+        """``info``'s bytes inflated straight from the wheel file (``os.pread`` of its local header and of its deflate
+        stream, one ``zlib`` call), where that gives what :mod:`zipfile`'s reader gives: an unencrypted deflated member
+        of 1 byte or more, within the per-file, ratio and tree bounds, whose local header names it as the central
+        directory does (and ends before the next member where :mod:`zipfile` records that), and whose stream ends
+        after exactly its declared size with that size's CRC-32. ``None`` for anything else: the caller then reads it
+        with :mod:`zipfile`, which gives the bytes or the note of a defective member as before. Saves about a quarter
+        of the reading of SGLang 0.5.23's 3,985 members (zipfile's per-member set-up and chunked reads)."""
+        size = info.file_size
+        if (info.compress_type != zipfile.ZIP_DEFLATED or info.flag_bits & 0x61 or not 0 < size <= ratio_bound
+                or size > MAX_SOURCE_BYTES or self._read_total + size > MAX_TREE_PY_BYTES or self._fh is None):
+            return None  # 0x61: encrypted, compressed patched data, strong encryption
+        try:
+            fd = self._fh.fileno()  # type: ignore[attr-defined]
+            head = os.pread(fd, 30, info.header_offset)
+            if len(head) != 30 or head[:4] != b"PK\x03\x04":
+                return None
+            flags, n_name, n_extra = int.from_bytes(head[6:8], "little"), int.from_bytes(head[26:28], "little"), \
+                int.from_bytes(head[28:30], "little")
+            name = os.pread(fd, n_name, info.header_offset + 30).decode("utf-8" if flags & 0x800 else "cp437")
+            start = info.header_offset + 30 + n_name + n_extra
+            end = getattr(info, "_end_offset", None)  # zipfile's overlapped-entries check, where it has one
+            if name != info.orig_filename or (end is not None and start + info.compress_size > end):
+                return None
+            raw = os.pread(fd, info.compress_size, start)
+            inflater = zlib.decompressobj(-15)
+            data = inflater.decompress(raw, size + 1)
+        except (OSError, ValueError, zlib.error):  # ValueError: UnicodeDecodeError, io.UnsupportedOperation
+            return None
+        if len(raw) != info.compress_size or len(data) != size or not inflater.eof or zlib.crc32(data) != info.CRC:
+            return None
+        self._read_total += size
+        return data
 
     def _budget_spent(self, rel: str) -> None:
         """Record that ``rel`` (and every later file) is not examined: the tree's byte bound is spent."""
@@ -380,43 +417,74 @@ def _installed(package: EnginePackage) -> SourceTree:
 
 
 def _walk(pkg: Path, prefix: str, tree: SourceTree) -> Iterator[tuple[str, Path]]:
+    """Every ``.py`` file of the package folder ``pkg`` as ``(reported path, path)``: a top-down walk, each folder's
+    sub-folders and files in sorted order (what ``os.walk`` with sorted names gives), one ``os.scandir`` listing per
+    folder and one ``lstat`` per ``.py`` file. Skipped: :data:`SKIP_DIRS` and hidden folders; symlinked folders
+    (a note each); a file that cannot be examined or a symlink that leaves the tree (a note each); a folder that
+    cannot be listed (silently, as ``os.walk`` does). A symlink to a file inside the tree is kept."""
     real_pkg = pkg.resolve()
-    for dirpath, dirnames, filenames in os.walk(pkg, followlinks=False):
-        rel_dir = os.path.relpath(dirpath, pkg)
+    stack = [(os.fspath(pkg), prefix)]
+    while stack:
+        folder, rel_folder = stack.pop()
+        dirs, files = _listing(folder)
         keep = []
-        for d in sorted(dirnames):
-            full = Path(dirpath, d)
+        for d in sorted(dirs):
             if d in SKIP_DIRS or d.startswith("."):
                 continue
-            if full.is_symlink():
-                rel = _join(prefix, rel_dir, d)
-                if resolve_inside(real_pkg, os.path.relpath(full, pkg)) is None:
+            entry = dirs[d]
+            if _is_symlink(entry):
+                rel = f"{rel_folder}/{d}"
+                if resolve_inside(real_pkg, os.path.relpath(entry.path, pkg)) is None:
                     tree.notes.append((rel, "symlinked folder leaves the tree; not followed"))
                 else:
                     tree.notes.append((rel, "symlinked folder; not followed (its target is scanned in place)"))
                 continue
-            keep.append(d)
-        dirnames[:] = keep
-        for f in sorted(filenames):
-            if not f.endswith(".py"):
-                continue
-            full = Path(dirpath, f)
-            rel = _join(prefix, rel_dir, f)
-            try:
-                st = full.lstat()
-            except OSError as exc:
-                tree.notes.append((rel, f"cannot stat ({exc.strerror}); not examined"))
-                continue
-            if stat.S_ISLNK(st.st_mode):
-                if resolve_inside(real_pkg, os.path.relpath(full, pkg)) is None:
-                    tree.notes.append((rel, "symlink leaves the tree; not followed"))
-                    continue
-            yield rel, full
+            keep.append((entry.path, f"{rel_folder}/{d}"))
+        for f in sorted(files):
+            if f.endswith(".py"):
+                found = _py_file(files[f], f"{rel_folder}/{f}", pkg, real_pkg, tree)
+                if found is not None:
+                    yield found
+        stack.extend(reversed(keep))
 
 
-def _join(prefix: str, rel_dir: str, name: str) -> str:
-    parts = [prefix] + ([] if rel_dir in (".", "") else rel_dir.split(os.sep)) + [name]
-    return "/".join(parts)
+def _listing(folder: str) -> tuple[dict[str, os.DirEntry[str]], dict[str, os.DirEntry[str]]]:
+    """``(sub-folders, other entries)`` of ``folder`` by name, as ``os.walk`` splits them (``is_dir()`` following
+    symlinks; an entry that cannot be examined is not a folder); both empty when the folder cannot be listed."""
+    dirs: dict[str, os.DirEntry[str]] = {}
+    files: dict[str, os.DirEntry[str]] = {}
+    try:
+        with os.scandir(folder) as it:
+            for entry in it:
+                try:
+                    is_dir = entry.is_dir()
+                except OSError:
+                    is_dir = False
+                (dirs if is_dir else files)[entry.name] = entry
+    except OSError:
+        return {}, {}
+    return dirs, files
+
+
+def _is_symlink(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return False
+
+
+def _py_file(entry: os.DirEntry[str], rel: str, pkg: Path, real_pkg: Path, tree: SourceTree) -> tuple[str, Path] | None:
+    """``(rel, path)`` of one listed ``.py`` entry, or ``None`` with a note (cannot ``lstat`` it; a symlink leaving
+    the tree)."""
+    try:
+        st = entry.stat(follow_symlinks=False)
+    except OSError as exc:
+        tree.notes.append((rel, f"cannot stat ({exc.strerror}); not examined"))
+        return None
+    if stat.S_ISLNK(st.st_mode) and resolve_inside(real_pkg, os.path.relpath(entry.path, pkg)) is None:
+        tree.notes.append((rel, "symlink leaves the tree; not followed"))
+        return None
+    return rel, Path(entry.path)
 
 
 def _folder(root: Path, pkg: Path, prefix: str, shown: str, kind: str, package: EnginePackage) -> SourceTree:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.engines.code import cache
+from mtp_audit.engines.sglang.names import CLI_PATHS as _CLI_PATHS
 from mtp_audit.engines.sglang.names import SCAN_VERSION
 from mtp_audit.engines.sglang.target import open_target
 from mtp_audit.report import Evidence, Gap, Location, Report
@@ -26,7 +27,6 @@ SPEC_ARG = "speculative_algorithm"
 #: Flags whose choices the preflight reads.
 PREFLIGHT_FLAGS = ("--fp4-gemm-backend", "--moe-runner-backend", "--quantization")
 _FP4 = re.compile(r"fp4", re.IGNORECASE)
-_CLI_PATHS = re.compile(r"(^|/)srt/(server_args\.py|arg_groups/)")
 
 
 # --- linking ---------------------------------------------------------------------------------
@@ -44,23 +44,35 @@ def _module_name(rel: str) -> str:
 class _Consts:
     """Resolve ``choices=NAME`` / alias-set names to literal lists across modules of the tree."""
 
-    def __init__(self, tree: SourceTree, results: dict[str, dict[str, Any]]) -> None:
+    def __init__(self, tree: SourceTree, results: dict[str, dict[str, Any]],
+                 parsed: dict[str, dict[str, Any]] | None = None) -> None:
         self.tree = tree
         self.results = results
+        self.parsed = parsed or {}
         self.by_module = {_module_name(rel): rel for rel in tree.files}
 
     def _file(self, rel: str) -> dict[str, Any] | None:
+        """The server-pass result of ``rel``: the scan's, else parsed here (or taken from ``parsed``, the same
+        parse done beside the scan: :class:`~mtp_audit.engines.sglang.treescan.Prefetch`) and added to the
+        results; ``None`` when the file cannot be read or is over the parse limit."""
         r = self.results.get(rel)
         if r is None or "consts" not in r:
-            data = self.tree.read(rel) if rel in self.tree.files else None
-            from mtp_audit.engines.sglang.scan import scan_file
-            from mtp_audit.engines.sglang.treescan import MAX_SERVER_PASS_FILE
-
-            if data is None or len(data) > MAX_SERVER_PASS_FILE:
-                return None
-            r = scan_file(rel, data, True)
+            r = self.parsed.pop(rel, None)
+            if r is None:
+                r = self._parse(rel)
+                if r is None:
+                    return None
             self.results[rel] = r
         return r
+
+    def _parse(self, rel: str) -> dict[str, Any] | None:
+        data = self.tree.read(rel) if rel in self.tree.files else None
+        from mtp_audit.engines.sglang.scan import scan_file
+        from mtp_audit.engines.sglang.treescan import MAX_SERVER_PASS_FILE
+
+        if data is None or len(data) > MAX_SERVER_PASS_FILE:
+            return None
+        return scan_file(rel, data, True)
 
     def resolve_name(self, rel: str, name: str, depth: int = 0) -> list[str] | None:
         if depth > 6:
@@ -155,9 +167,42 @@ def _froms_for(froms: list[list[Any]], names: tuple[str, ...]) -> list[str]:
     return vals
 
 
-def link(tree: SourceTree, results: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], list[Gap]]:
-    """Turn per-file scan results into the public facts (see docs/sglang.md) and gaps."""
-    ln = _Linker(tree, results)
+class _Probe(_Consts):
+    """A resolver that parses nothing: it lists the files :class:`_Consts` would parse (``wanted``, in order)."""
+
+    def __init__(self, tree: SourceTree, results: dict[str, dict[str, Any]]) -> None:
+        super().__init__(tree, results)
+        self.wanted: list[str] = []
+
+    def _file(self, rel: str) -> dict[str, Any] | None:
+        r = self.results.get(rel)
+        if r is None or "consts" not in r:
+            self.wanted.append(rel)
+            return None
+        return r
+
+
+def link_parses(tree: SourceTree, results: dict[str, dict[str, Any]]) -> list[str]:
+    """The files :func:`link` will parse to resolve the ``choices=`` expressions of the server arguments declared in
+    ``results`` (path -> scan result; the server-argument files at least), as far as ``results`` tells: where the
+    chain of constants and imports from each name first leaves the parsed files. A guess for
+    :class:`~mtp_audit.engines.sglang.treescan.Prefetch` (SGLang 0.5.23: ``srt/utils/common.py``, 177 kB, for the
+    choices of ``--lora-target-modules``): :func:`link` parses what it needs whatever this returns."""
+    probe = _Probe(tree, results)
+    for rel in sorted(results):
+        if _CLI_PATHS.search(rel):
+            for rec in results[rel].get("cli", []):
+                if rec["choices"] is None and rec["choices_expr"]:
+                    probe.resolve_expr(rel, rec["choices_expr"])
+    return probe.wanted
+
+
+def link(tree: SourceTree, results: dict[str, dict[str, Any]],
+         parsed: dict[str, dict[str, Any]] | None = None) -> tuple[dict[str, Any], list[Gap]]:
+    """Turn per-file scan results into the public facts (see docs/sglang.md) and gaps. ``parsed``: server-pass
+    results of files the scan did not parse, done beside it (:func:`link_parses`); used where linking would parse
+    the file itself."""
+    ln = _Linker(tree, results, parsed)
     ln.file_gaps()
     server_args = ln.server_args_gap()
     ln.cli_table()
@@ -178,10 +223,11 @@ class _Linker:
     """The steps of :func:`link`, sharing the tree, the per-file results, the constant resolver and the growing
     fact lists (``cli``, ``remaps``, ``autos``, ...) and gaps."""
 
-    def __init__(self, tree: SourceTree, results: dict[str, dict[str, Any]]) -> None:
+    def __init__(self, tree: SourceTree, results: dict[str, dict[str, Any]],
+                 parsed: dict[str, dict[str, Any]] | None = None) -> None:
         self.tree, self.results = tree, results
         self.gaps: list[Gap] = []
-        self.consts = _Consts(tree, results)
+        self.consts = _Consts(tree, results, parsed)
         self.cli: dict[str, dict[str, Any]] = {}
         self.dests: set[str] = set()
         self.unresolved: list[dict[str, Any]] = []
@@ -621,11 +667,12 @@ def audit_tree(tree: SourceTree, *, file_key: str | None = None, reuse: bool = T
     if not was_cached:
         from mtp_audit.engines.code.index import fewer_collections
         from mtp_audit.engines.sglang.flow import analyze_flows
-        from mtp_audit.engines.sglang.treescan import scan_tree
+        from mtp_audit.engines.sglang.treescan import Prefetch, scan_tree
 
         with fewer_collections():  # ast.parse makes millions of acyclic nodes: see fewer_collections
-            results, stats = scan_tree(tree, reuse=reuse)
-            facts, gaps = link(tree, results)
+            prefetch = Prefetch(lambda so_far: link_parses(tree, so_far))
+            results, stats = scan_tree(tree, reuse=reuse, prefetch=prefetch)
+            facts, gaps = link(tree, results, prefetch.parsed)
         facts["scan"] = dict(stats, tree_cache="miss", unresolved_choices=len(facts["unresolved_choices"]),
                              unresolved_choices_noted=sum(1 for u in facts["unresolved_choices"] if any(
                                  g.message.startswith(f"{u['location']}: choices of {u['flag']} ") for g in gaps)))

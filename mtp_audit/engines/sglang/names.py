@@ -14,6 +14,8 @@ SCAN_VERSION = 24
 
 #: Server-args hook files (SGLang <= 0.5.18: ``srt/server_args.py``; 0.5.20 on: ``srt/arg_groups/``).
 HOOK_PATHS = re.compile(r"(^|/)srt/(server_args\.py|arg_groups/[^/]+\.py)$")
+#: Where the server arguments are declared (the linker's CLI table reads these files' declarations first).
+CLI_PATHS = re.compile(r"(^|/)srt/(server_args\.py|arg_groups/)")
 #: ServerArgs fields whose value flow is followed (speculative decoding, quantization, FP4 / MoE backends).
 TRACKED_SOURCE = r"speculative_\w+|quantization|\w*fp4\w*|moe_runner_backend|moe_a2a_backend"
 #: Fields whose accepted values an ``assert`` at start-up may restrict (attention, MoE, FP4 backends).
