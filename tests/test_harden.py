@@ -382,3 +382,39 @@ def test_deeply_nested_server_args_is_not_an_internal_error(tmp_path: Path, caps
     out, err = capsys.readouterr()
     assert code in (0, 1, 3), err
     json.loads(out)
+
+
+def test_a_file_read_through_a_symlink_protects_its_target(tmp_path: Path) -> None:
+    """The run's read list names a symlink (the index of files read is built from one ``lstat`` per name, ``stat``
+    only for links): writing to the link's target, to the link itself, or to a hard link of a plain file read is
+    refused; a new file beside them is not."""
+    target = tmp_path / "real" / "server_args.py"
+    target.parent.mkdir()
+    target.write_text("x = 1\n")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "linked.py").symlink_to(target)
+    (tree / "plain.py").write_text("y = 2\n")
+    os.link(tree / "plain.py", tmp_path / "hard.py")
+    read = [str(tree / "linked.py"), str(tree / "plain.py")]
+    for out in (target, tree / "linked.py", tmp_path / "hard.py"):
+        with pytest.raises(InputError, match="a file this audit read"):
+            check_outputs([], {"--output": out}, read=read)
+    check_outputs([], {"--output": tmp_path / "real" / "new.json"}, read=read)
+
+
+def test_memoised_real_paths_are_os_realpath(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The output guard resolves the files a run read through per-folder memos (one ``lstat`` per folder and file);
+    every spelling below (absolute, relative, ``.``, ``..``, a symlinked folder, a symlink back up) resolves as
+    ``os.path.realpath`` does."""
+    from mtp_audit.cli.kit import _realpath
+
+    (tmp_path / "a" / "b" / "c").mkdir(parents=True)
+    (tmp_path / "lnk").symlink_to(tmp_path / "a" / "b")
+    (tmp_path / "a" / "b" / "c" / "up").symlink_to("../..")
+    (tmp_path / "a" / "b" / "c" / "f.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    names = [f"{tmp_path}/a/b/c/f.py", f"{tmp_path}/lnk/c/f.py", "a/b/c/f.py", "lnk/c/f.py", "./a/./b/c/f.py",
+             "a/b/c/up/b/c/f.py", f"{tmp_path}/a/b/c/up/../b/c/f.py", "a/b/../b/c/f.py", "lnk/c", "a"]
+    memo: dict[str, str] = {}
+    assert [_realpath(n, memo) for n in names] == [os.path.realpath(n) for n in names]
