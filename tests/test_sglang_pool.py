@@ -196,3 +196,28 @@ def test_consumers_and_the_linker_module_are_parsed_beside_the_reading(monkeypat
             assert parses == [] and decided_at and decided_at[0] < 3985
     assert reports["1"] == reports["2"] and caches["1"] == caches["2"]
     assert len(caches["1"]) == 101  # the 99 parsed files, the tree, the wheel's one-stat key
+
+
+def test_facts_from_per_file_cache_entries_are_in_the_order_of_a_fresh_scan(monkeypatch: pytest.MonkeyPatch,
+                                                                           tmp_path: Path) -> None:
+    """Found by a new user: 0.5.23 has two backend asserts at ``attention_registry.py:473``; read back from the
+    per-file cache entries (canonical JSON, keys sorted) they came out swapped, because records at one location were
+    ordered by ``str(record)``, which follows the key order of the dict. Now by their sorted items."""
+    import shutil
+
+    from mtp_audit.engines.sglang import audit_sglang
+
+    wheel = sglang_wheel("0.5.23")
+    monkeypatch.setenv("MTP_AUDIT_CACHE_DIR", str(tmp_path))
+    fresh = audit_sglang(wheel).to_dict()["facts"]["sglang"]
+    folder = next(tmp_path.glob("sglang-scan-v*"))
+    for whole in ("tr", "wh"):  # keep only the per-file entries
+        shutil.rmtree(folder / whole, ignore_errors=True)
+    for entry in folder.rglob("whl-*.json"):
+        entry.unlink()
+    again = audit_sglang(wheel).to_dict()["facts"]["sglang"]
+    assert again["scan"]["cached"] > 0
+    locations = [a["location"] for a in fresh["backend_asserts"]]
+    assert len(locations) > len(set(locations))  # records sharing a location: the order is decided by the tie-break
+    for name in ("backend_asserts", "model_overrides"):
+        assert again[name] == fresh[name]

@@ -426,7 +426,9 @@ class _Linker:
         tree, results, cli = self.tree, self.results, self.cli
         accepted = self.nextn_accepted()
         parsers, env = registry["parsers"], registry["env"]
-        key = lambda d: (d.get("location", ""), str(d))  # noqa: E731
+        # records at one location are ordered by their items (key order of a dict differs between one just built
+        # and one read back from the canonical cache, so str(d) would order them by where they came from)
+        key = lambda d: (d.get("location", ""), str(sorted(d.items())))  # noqa: E731
         by_class = lambda d: (d["file"], d["line"], d["class"])  # noqa: E731
         facts: dict[str, Any] = {
             "model_overrides": sorted(_model_overrides(results), key=key),
