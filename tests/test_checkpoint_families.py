@@ -11,6 +11,8 @@ Qwen3.5-397B-A17B-NVFP4 header spec. Tensor names not in a saved file are named 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 from mtp_audit.checkpoint import audit_checkpoint
@@ -186,3 +188,21 @@ def test_nvfp4_experts_missing_input_scale_on_real_shapes(tmp_path):
     assert len(hit) == 1 and hit[0].message.startswith(
         "9 NVFP4 expert projection(s) in 1 MoE layer(s) lack the per-expert input_scale their siblings carry "
         "(e.g. model.language_model.layers.3.mlp.experts: 100.down_proj, 100.gate_proj, 100.up_proj, 101.down_proj)")
+
+
+def test_mtp017_names_the_layers_in_one_order_whatever_the_hash_seed(tmp_path: Path) -> None:
+    """Found by a new user: two MTP layer labels of one index (``mtp.layers.0`` and ``model.layers.61``, both layer 0
+    of the MTP stack) were listed in set order, so the message changed with ``PYTHONHASHSEED``."""
+    import subprocess
+    import sys
+
+    shutil.copy(Path(__file__).resolve().parents[1] / "fixtures" / "checkpoint" / "deepseek-ai--DeepSeek-V3" / "config.json", tmp_path / "config.json")
+    names = ["mtp.layers.0.eh_proj.weight", "model.layers.61.eh_proj.weight", "mtp.layers.1.eh_proj.weight"]
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": dict.fromkeys(names, "a.safetensors")}))
+    code = "import sys; from mtp_audit.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    messages = set()
+    for seed in ("0", "1", "2", "3", "4"):
+        proc = subprocess.run([sys.executable, "-c", code, "checkpoint", str(tmp_path), "--select", "MTP017", "-f", "json"],
+                              capture_output=True, text=True, check=False, env={**os.environ, "PYTHONHASHSEED": seed})
+        messages |= {f["message"] for f in json.loads(proc.stdout)["findings"] if f["rule_id"] == "MTP017"}
+    assert len(messages) == 1 and "(model.layers.61, mtp.layers.0, mtp.layers.1)" in messages.pop()

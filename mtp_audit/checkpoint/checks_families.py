@@ -141,7 +141,8 @@ def check_multi_layer(facts: CheckpointFacts) -> Iterator[Finding]:
     short = [r for r, _ in lines if r.uses != "all"]
     if not short:
         return
-    labels = [lab for lab, i in sorted(set(facts.mtp.values()), key=lambda x: (x[1] is None, x[1] or 0)) if i is not None]
+    labels = [lab for lab, i in sorted(set(facts.mtp.values()), key=lambda x: (x[1] is None, x[1] or 0, x[0]))
+              if i is not None]  # two labels of one layer index (mtp.layers.0, model.layers.61): by name, not set order
     idx = sorted({i for _, i in facts.mtp.values() if i is not None})
     rest = sum(facts.infos[n].nbytes for n, (_, i) in facts.mtp.items() if i not in (None, idx[0]) and n in facts.infos)
     size = f" ({rest:,} bytes of layers {idx[1]}..{idx[-1]})" if rest else ""
