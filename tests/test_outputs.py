@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 from pathlib import Path
 
@@ -191,3 +192,23 @@ def test_a_closed_standard_stream_is_one_line_and_the_audit_exit_code(tmp_path: 
             assert proc.stderr.strip() == line
     if extra:
         assert "MTP001" in out.read_text()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs")
+def test_a_fifo_without_a_reader_is_refused_not_waited_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by a new user: ``-o FIFO`` with no process reading it blocked for ever in ``open`` (with SIGTERM held
+    back during the commit). It is now one line and exit 2, nothing written; with a reader the report goes through
+    (the text report of this fixture fits in the pipe's buffer, so the reader can drain it afterwards)."""
+    from mtp_audit.cli.main import main
+
+    fifo = tmp_path / "ff"
+    os.mkfifo(fifo)
+    ck = str(FIXTURES / "checkpoint" / "bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding")
+    assert main(["checkpoint", ck, "-o", str(fifo)]) == 2
+    assert capsys.readouterr().err == f"mtp-audit: error: {fifo}: is a FIFO that no process is reading; nothing written\n"
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        assert main(["checkpoint", ck, "-o", str(fifo), "-f", "text"]) == 1
+        assert b"MTP001" in os.read(reader, 1 << 16)
+    finally:
+        os.close(reader)

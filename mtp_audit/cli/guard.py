@@ -43,9 +43,10 @@ def guarded(call: Callable[[], int]) -> int:
     import signal
 
     from mtp_audit.cli import signals
-    from mtp_audit.sources.bounded import run_budget
 
     try:
+        from mtp_audit.sources.bounded import run_budget  # inside: Ctrl-C during this import is one line too
+
         with signals.installed(), run_budget():
             rv = _mapped(call)
             signals.raise_pending()  # a signal whose exception Python swallowed still ends the run

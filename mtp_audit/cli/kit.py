@@ -268,14 +268,18 @@ class _Staged:
     or a stream / device written at commit time."""
 
     def __init__(self, path: Path, data: bytes, text: str, *, tmp: str | None = None, target: Path | None = None,
-                 stream: Any = None, device: bool = False) -> None:
+                 stream: Any = None, device: bool = False, fd: int | None = None) -> None:
         self.path, self.data, self.text = path, data, text
-        self.tmp, self.target, self.stream, self.device = tmp, target, stream, device
+        self.tmp, self.target, self.stream, self.device, self.fd = tmp, target, stream, device, fd
 
     def commit(self) -> None:
         try:
             if self.stream is not None:
                 _write_stream(self.stream, self.text, "stdout" if _is_stdout(self.path) else str(self.path))
+            elif self.fd is not None:  # a FIFO, opened with its reader present when staged
+                fd, self.fd = self.fd, None
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(self.data)
             elif self.device:
                 with open(self.path, "wb") as fh:
                     fh.write(self.data)
@@ -289,10 +293,32 @@ class _Staged:
             raise InputError(str(self.path), f"cannot write: {getattr(exc, 'strerror', None) or exc}") from None
 
     def discard(self) -> None:
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = None
         if self.tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(self.tmp)
             self.tmp = None
+
+
+def _open_fifo(path: Path) -> int:
+    """A FIFO opened for writing only if a reader has it open (``O_NONBLOCK``: without one, ``open`` would wait for
+    ever, with the run's signals held back), then switched to blocking writes.
+
+    Raises:
+        InputError: no process is reading the FIFO."""
+    import errno
+
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise InputError(str(path), "is a FIFO that no process is reading; nothing written") from None
+        raise
+    os.set_blocking(fd, True)
+    return fd
 
 
 def stage_write(path: Path, text: str) -> _Staged:
@@ -313,7 +339,9 @@ def stage_write(path: Path, text: str) -> _Staged:
             st = None
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise InputError(str(path), "is a directory, cannot write the report there")
-        if st is not None and not stat.S_ISREG(st.st_mode):  # a device or FIFO: written through at commit
+        if st is not None and stat.S_ISFIFO(st.st_mode):
+            return _Staged(path, data, text, device=True, fd=_open_fifo(path))
+        if st is not None and not stat.S_ISREG(st.st_mode):  # a device: written through at commit
             return _Staged(path, data, text, device=True)
         target = Path(os.path.realpath(path)) if os.path.islink(path) else path
         folder = target.parent if str(target.parent) else Path(".")
