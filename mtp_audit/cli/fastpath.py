@@ -76,14 +76,11 @@ def parse(args: list[str]) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
         values = {p[0]: _value(p, given.get(p[0]), positional) for p in table}
     except _Refuse:
         return None
+    hidden_names = {p[0] for p in table if p[2].startswith("!")}
     ordered = _click_order(table, order)
-    params = {n: values[n] for n in ordered if not _kind(table, n).startswith("!")}
-    hidden = {n: values[n] for n in ordered if _kind(table, n).startswith("!")}
+    params = {n: values[n] for n in ordered if n not in hidden_names}
+    hidden = {n: values[n] for n in ordered if n in hidden_names}
     return args[0], params, hidden
-
-
-def _kind(table: tuple[Param, ...], name: str) -> str:
-    return next(p[2] for p in table if p[0] == name)
 
 
 def _scan(tokens: list[str], table: tuple[Param, ...]) -> tuple[dict[str, list[Any]], list[str], list[str]]:
