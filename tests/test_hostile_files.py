@@ -199,10 +199,8 @@ def _cache_entries(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*.json") if p.is_file())
 
 
-@pytest.mark.parametrize("entry", ["{}", "[]", '{"facts": 1, "gaps": 2}', '{"facts": {}, "gaps": [{"x": 1}]}',
-                                   '{"facts": {"scan": []}, "gaps": []}', "null", "fifo", "dev-zero", "symlink-out"])
-def test_scan_cache_entry_of_any_shape_is_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry: str) -> None:
-    """Every scan-cache entry replaced by a hostile one: the next run gives the same report as the first."""
+def _first_audit_and_its_entries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, dict, list[Path]]:
+    """A small SGLang tree audited once with a fresh cache: (its root, the report as a dict, the cache entries)."""
     from mtp_audit.engines.sglang import audit_sglang
 
     cache = tmp_path / "cache"
@@ -211,6 +209,16 @@ def test_scan_cache_entry_of_any_shape_is_a_miss(tmp_path: Path, monkeypatch: py
     first = audit_sglang(root).to_dict()
     entries = _cache_entries(cache)
     assert entries
+    return root, first, entries
+
+
+@pytest.mark.parametrize("entry", ["{}", "[]", '{"facts": 1, "gaps": 2}', '{"facts": {}, "gaps": [{"x": 1}]}',
+                                   '{"facts": {"scan": []}, "gaps": []}', "null", "fifo", "dev-zero", "symlink-out"])
+def test_scan_cache_entry_of_any_shape_is_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry: str) -> None:
+    """Every scan-cache entry replaced by a hostile one: the next run gives the same report as the first."""
+    from mtp_audit.engines.sglang import audit_sglang
+
+    root, first, entries = _first_audit_and_its_entries(tmp_path, monkeypatch)
     (tmp_path / "secret.json").write_text(json.dumps({"facts": {"x": 1}, "gaps": []}))
     for p in entries:
         p.unlink()
@@ -245,12 +253,7 @@ def test_scan_cache_entry_of_a_wrong_shape_with_a_right_hash_is_a_miss(tmp_path:
 
     from mtp_audit.engines.sglang import audit_sglang
 
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("MTP_AUDIT_CACHE_DIR", str(cache))
-    root = _sglang_tree(tmp_path / "t")
-    first = audit_sglang(root).to_dict()
-    entries = _cache_entries(cache)
-    assert entries
+    root, first, entries = _first_audit_and_its_entries(tmp_path, monkeypatch)
     for p in entries:
         body = json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
         head = json.dumps({"entry": 3, "key": p.stem, "sha256": hashlib.sha256(body).hexdigest()}).encode()
