@@ -216,7 +216,7 @@ def apply_config(report: Report, config: str | os.PathLike[str] | None = None, *
     """
     import datetime
 
-    from mtp_audit.cli.config import find_pyproject, load_settings, parse_ignore
+    from mtp_audit.report.settings_file import find_pyproject, load_settings, parse_ignore
     from mtp_audit.report.settings import Settings, resolve
 
     path = Path(config) if config is not None else find_pyproject(Path.cwd())
