@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mtp_audit import __version__
-from mtp_audit.cli.kit import write_atomic
+from mtp_audit.cli.outputs import write_atomic
 from mtp_audit.cli.main import main
 from mtp_audit.errors import InputError
 

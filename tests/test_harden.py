@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
-from mtp_audit.cli.kit import check_outputs
+from mtp_audit.cli.protect import check_outputs
 from mtp_audit.cli.main import main
 from mtp_audit.errors import InputError
 
@@ -312,7 +312,7 @@ def test_click_usage_errors_follow_the_one_line_form(capsys: pytest.CaptureFixtu
 
 
 def test_write_atomic_never_raises_oserror(tmp_path: Path) -> None:
-    from mtp_audit.cli.kit import write_atomic
+    from mtp_audit.cli.outputs import write_atomic
 
     for bad in (tmp_path / ("b" * 300), tmp_path / "missing" / "x", Path("/proc/version")):
         with pytest.raises(InputError):
@@ -407,7 +407,7 @@ def test_memoised_real_paths_are_os_realpath(tmp_path: Path, monkeypatch: pytest
     """The output guard resolves the files a run read through per-folder memos (one ``lstat`` per folder and file);
     every spelling below (absolute, relative, ``.``, ``..``, a symlinked folder, a symlink back up) resolves as
     ``os.path.realpath`` does."""
-    from mtp_audit.cli.kit import _realpath
+    from mtp_audit.cli.protect import _realpath
 
     (tmp_path / "a" / "b" / "c").mkdir(parents=True)
     (tmp_path / "lnk").symlink_to(tmp_path / "a" / "b")

@@ -172,12 +172,12 @@ def test_signal_during_a_write_leaves_no_temporary_file(tmp_path: Path, sig: int
     """The CLI is stopped while its report sits in the temporary file beside ``-o``: nothing is left."""
     script = (
         "import os, signal, sys\n"
-        "import mtp_audit.cli.kit as kit\n"
+        "import mtp_audit.cli.outputs as outputs\n"
         "real = os.chmod\n"
         "def slow(path, mode, *a, **k):\n"
         "    real(path, mode, *a, **k)\n"
         f"    os.kill(os.getpid(), {int(sig)})\n"
-        "kit.os.chmod = slow\n"
+        "outputs.os.chmod = slow\n"
         "from mtp_audit.cli.main import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )

@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from conftest import FIXTURES
-from mtp_audit.cli.kit import output_plan
+from mtp_audit.cli.outputs import output_plan
 from mtp_audit.cli.main import main
 from mtp_audit.errors import InputError
 
@@ -136,7 +136,7 @@ def test_o_dev_stdin_never_replaces_the_file_read_on_standard_input(tmp_path):
     (("text", "json"), ("a.json", "b.txt"), "-f text contradicts the suffix"),
 ])
 def test_output_plan_never_writes_a_format_its_name_contradicts(fmts, outs, problem) -> None:
-    from mtp_audit.cli.kit import output_plan
+    from mtp_audit.cli.outputs import output_plan
 
     with pytest.raises(InputError, match=problem):
         output_plan(fmts, outs)

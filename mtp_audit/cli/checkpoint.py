@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.cli.hubopts import hub_options, with_hub_settings
-from mtp_audit.cli.kit import emit, output_options, with_display_filter
+from mtp_audit.cli.emit import emit
+from mtp_audit.cli.options import output_options, with_display_filter
 
 
 def run(target: str, offline: bool, jobs: int, fmt: str, output: Path | None, fail_on: str) -> int:

@@ -71,7 +71,7 @@ def leave(code: int) -> None:
     interpreter's teardown: freeing a 92k-tensor checkpoint's or a 0.9 MB SGLang report's objects one by one took
     0.02-0.03 s, 10-20 % of a metadata-only audit (``benchmarks/bench_checkpoint.py``). Only the process's own entry
     point calls it, after every output is written and put in place (no temporary file is left to a finaliser:
-    outputs are staged and committed inside the run, :func:`mtp_audit.cli.kit.emit`). Returns (and the interpreter
+    outputs are staged and committed inside the run, :func:`mtp_audit.cli.emit.emit`). Returns (and the interpreter
     exits as usual) when a flush fails, so a closed pipe or a full disk is reported the way Python reports it."""
     try:
         for stream in (sys.stdout, sys.stderr):

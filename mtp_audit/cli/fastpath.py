@@ -19,7 +19,7 @@ import stat
 from typing import Any
 
 from mtp_audit.cli.hubopts import DEFAULT_JOBS, MAX_JOBS
-from mtp_audit.cli.kit import FAIL_ON_CHOICES, FORMAT_CHOICES
+from mtp_audit.cli.options import FAIL_ON_CHOICES, FORMAT_CHOICES
 
 #: A parameter: (name, option strings or () for an argument, kind, extra). Kinds: "flag"; "str"; "path"
 #: (``click.Path(dir_okay=False, path_type=Path)``); "choice" (extra: the choices, case-insensitive); "jobs"

@@ -2,7 +2,7 @@
 
 A command runs either through click (:mod:`mtp_audit.cli.main`) or, for a plain invocation of a command that
 declares an argument table, through :mod:`mtp_audit.cli.fastpath`, which does not import click (click alone costs
-about as much as the interpreter's start-up). The CLI plumbing (:mod:`mtp_audit.cli.kit`,
+about as much as the interpreter's start-up). The CLI plumbing (:mod:`mtp_audit.cli.emit`,
 :mod:`mtp_audit.cli.config`) reads what it needs from :func:`current`: ``meta`` (what option callbacks and
 wrappers leave for later: the settings, the ignores, the display filter), ``params`` (the command's exposed
 parameter values, as ``click.Context.params``) and ``command.name``. Under click that is the click context itself.

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import click
 
-from mtp_audit.cli.kit import emit, output_options, release_or_path
+from mtp_audit.cli.emit import emit
+from mtp_audit.cli.options import output_options
+from mtp_audit.cli.targets import release_or_path
 
 
 @click.command("launch", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -81,7 +83,7 @@ def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_tar
         from mtp_audit.runtime.launchlog import with_log
 
         report = with_log(report, log_file)
-    from mtp_audit.cli.kit import installed_package_folder
+    from mtp_audit.cli.targets import installed_package_folder
 
     # without --sglang the installed sglang is audited: its files are inputs too
     protected = list(installed_package_folder("sglang")) if not sglang_targets else []

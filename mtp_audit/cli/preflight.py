@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from mtp_audit.cli.kit import emit, output_options
+from mtp_audit.cli.emit import emit
+from mtp_audit.cli.options import output_options
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})

@@ -9,7 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mtp_audit.cli.kit import emit, output_options, release_or_path, with_display_filter
+from mtp_audit.cli.emit import emit
+from mtp_audit.cli.options import output_options, with_display_filter
+from mtp_audit.cli.targets import release_or_path
 
 
 def run(targets: tuple[str, ...], baseline: Path | None, fmt: str, output: Path | None, fail_on: str) -> int:
@@ -42,7 +44,7 @@ def run(targets: tuple[str, ...], baseline: Path | None, fmt: str, output: Path 
             report = diff_sglang(old, new)
         else:
             report = new
-    from mtp_audit.cli.kit import installed_package_folder
+    from mtp_audit.cli.targets import installed_package_folder
 
     # with no TARGET the installed package is audited: its files are inputs too
     return emit(report, fmt, output, fail_on, protected=installed_package_folder("sglang") if not targets else ())

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import click
 
-from mtp_audit.cli.kit import emit, output_options, release_or_path
+from mtp_audit.cli.emit import emit
+from mtp_audit.cli.options import output_options
+from mtp_audit.cli.targets import release_or_path
 
 
 @click.command("vllm")
@@ -46,7 +48,7 @@ def vllm(targets: tuple[str, ...], baseline: Path | None, fmt: str, output: Path
             report = diff_vllm(old, new)
         else:
             report = new
-    from mtp_audit.cli.kit import installed_package_folder
+    from mtp_audit.cli.targets import installed_package_folder
 
     # with no TARGET the installed package is audited: its files are inputs too
     return emit(report, fmt, output, fail_on, protected=installed_package_folder("vllm") if not targets else ())
