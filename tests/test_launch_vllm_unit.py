@@ -11,7 +11,7 @@ import pytest
 from mtp_audit.errors import InputError
 from mtp_audit.engines.vllm.launch.evaluate import n_predict_of
 from mtp_audit.engines.vllm.launch.command import parse_vllm_command, rebuild_vllm, vllm_entry
-from mtp_audit.engines.vllm.launch.replay import UNKNOWN, Evaluator
+from mtp_audit.engines.vllm.launch.spec_config_replay import UNKNOWN, Evaluator
 
 
 def test_entries() -> None:

@@ -15,9 +15,9 @@ import os
 import pytest
 from conftest import sglang_wheel
 
-from mtp_audit.engines.code.replay import UNKNOWN, evaluate
+from mtp_audit.engines.code.evaluator import UNKNOWN, evaluate
 from mtp_audit.engines.sglang.audit import audit_sglang
-from mtp_audit.engines.sglang.replay import (
+from mtp_audit.engines.sglang.startup_facts import (
     guard_value,
     predict_asserts,
     predict_overrides,

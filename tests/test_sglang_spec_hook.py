@@ -1,5 +1,5 @@
 """SGLang's speculative-parameter hook replayed statement by statement (engines/sglang/spec_hooks.py,
-engines/sglang/launch/spec_replay.py) against the real wheels, and the SM120 NVFP4 MoE runner without --quantization.
+engines/sglang/launch/spec_hook_replay.py) against the real wheels, and the SM120 NVFP4 MoE runner without --quantization.
 
 Hand-checked in the 0.5.23 wheel (``sglang/srt/...``):
 - ``arg_groups/speculative_hook.py:1072`` ``def _handle_eagle_family``; ``:1159-1162`` ``if not cfg.speculative_adaptive
@@ -24,7 +24,7 @@ from conftest import FIXTURES, sglang_wheel
 
 from mtp_audit.cli.main import main
 from mtp_audit.engines.sglang.audit import audit_sglang
-from mtp_audit.engines.sglang.launch.spec_replay import replay_hook
+from mtp_audit.engines.sglang.launch.spec_hook_replay import replay_hook
 
 pytestmark = pytest.mark.network
 

@@ -3,7 +3,7 @@ calls, ``return``/``assert``/``if`` statements and boolean ``or`` expressions, e
 analysis needs (enclosing unit and class, the chain of ``if`` branches around it, the statement list it sits in).
 
 Engine-neutral: no engine file or class name appears here. The SGLang analyzer builds its rewrite model on it
-(:mod:`mtp_audit.engines.sglang.scan`); the statement-order replay (:mod:`mtp_audit.engines.code.replay`) walks
+(:mod:`mtp_audit.engines.sglang.scan`); the statement-order replay (:mod:`mtp_audit.engines.code.evaluator`) walks
 the same ``ast`` nodes. Audited source is parsed, never imported or run.
 
 Cost (measured in ``benchmarks/bench_sglang.py``): one Python-level pass over the statements plus one
@@ -332,7 +332,7 @@ class ModuleIndex:
 
     def normalized(self, node: ast.AST, *, parens: bool = False) -> str:
         """:meth:`segment` with comments dropped and whitespace runs collapsed to one space (a condition stays a
-        Python expression that :func:`mtp_audit.engines.code.replay.evaluate` can read)."""
+        Python expression that :func:`mtp_audit.engines.code.evaluator.evaluate` can read)."""
         seg = self.segment(node, parens=parens)
         if "#" in seg:
             seg = _drop_comments(seg)

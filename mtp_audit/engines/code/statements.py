@@ -1,5 +1,5 @@
 """A statement-order replay of whole audited Python functions (parsed with ``ast``, never imported or run): the
-function-level companion of :mod:`mtp_audit.engines.code.replay` (which evaluates one condition with Python's
+function-level companion of :mod:`mtp_audit.engines.code.evaluator` (which evaluates one condition with Python's
 semantics); this module runs a function body, its assignments, calls into the same class and module, and hooks for
 what lies outside the file.
 
@@ -22,7 +22,7 @@ where the values are known, and forks the path only where a test it cannot decid
 A statement the replay cannot follow (``while``, a ``for`` over an unknown iterable that assigns or raises, too
 many paths) marks the path ``lost``: the adapter reports that question as "could not tell", never a guess.
 
-Used by the vLLM launch (:mod:`mtp_audit.engines.vllm.launch.replay`) for ``SpeculativeConfig.__post_init__``.
+Used by the vLLM launch (:mod:`mtp_audit.engines.vllm.launch.spec_config_replay`) for ``SpeculativeConfig.__post_init__``.
 An engine adopts it by giving :class:`Replay` the parsed module, the class name and its hooks
 (``Replay(module, rel, cls="ServerArgs", hooks={...}).call("_handle_x", self_obj)``).
 """

@@ -511,7 +511,7 @@ def _model_overrides(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]
     0.5.23 ``srt/arg_groups/model_overrides/minimax_m2.py``): ``[{"argument", "from", "to", "condition",
     "architectures", "function", "logged", "location", "test_location"}]``; ``condition`` is the Python text of
     the early exits passed (``not (...)``, :func:`~mtp_audit.engines.sglang.rewrites.early_exit_text`) and the ``if``
-    branches around the store (evaluated per launch by :func:`mtp_audit.engines.sglang.replay.guard_value`)."""
+    branches around the store (evaluated per launch by :func:`mtp_audit.engines.sglang.startup_facts.guard_value`)."""
     out: list[dict[str, Any]] = []
     for rel in sorted(results):
         regs = {(g["function"], g["line"]): g["architectures"] for g in results[rel].get("registrations", [])}

@@ -1,6 +1,6 @@
 """The SGLang names the extraction passes look up (regular-expression sources), in one place so that the byte
 pre-filter (:data:`mtp_audit.engines.sglang.scan.PASSES`) and the passes that query the parsed files
-(:mod:`~mtp_audit.engines.sglang.flow`, :mod:`~mtp_audit.engines.sglang.replay`) use the same words.
+(:mod:`~mtp_audit.engines.sglang.flow`, :mod:`~mtp_audit.engines.sglang.startup_facts`) use the same words.
 """
 
 from __future__ import annotations

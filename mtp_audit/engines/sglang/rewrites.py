@@ -150,7 +150,7 @@ def enum_lookup_ends(ix: ModuleIndex, ctx: Context) -> dict[str, Any]:
     assigns (0.5.23 ``SpeculativeAlgorithm``: ``DFLASH = auto()`` ... ``NONE``), and ``raise``, the ``raise`` that
     ends the function when no name matches (``{"line", "exception", "message"}``, 0.5.23 ``spec_info.py:65``
     ``ValueError(f"Unknown speculative algorithm name: {name}")``); ``{}`` without an owner class."""
-    from mtp_audit.engines.code.replay import message_text
+    from mtp_audit.engines.code.evaluator import message_text
 
     cls = ix.classes.get(ctx.owner or "")
     if cls is None:

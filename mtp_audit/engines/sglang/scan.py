@@ -16,7 +16,7 @@ One parse and one walk per file, measured in ``benchmarks/bench_sglang.py``:
    ``declare_resolution(...)`` call and ``overrides["field"] = ...`` store, with the condition's source
    text, whether a log call sits in the same branch, and the from/to literals), the value-flow pieces
    (:mod:`mtp_audit.engines.sglang.flow`) and the override/assert replay facts
-   (:mod:`mtp_audit.engines.sglang.replay`).
+   (:mod:`mtp_audit.engines.sglang.startup_facts`).
 
 Shapes recognised: direct ``self.x = "LIT"`` under ``if self.x == "LIT"``; helpers returning a literal
 for an input literal (``self.x = f(self.x)``, ``server_args.x = f(...)``, ``declare_resolution(sa,
@@ -34,7 +34,7 @@ import re
 from typing import Any, NamedTuple, Protocol
 
 from mtp_audit.engines.code.index import ModuleIndex
-from mtp_audit.engines.sglang import flow, replay, spec_hooks
+from mtp_audit.engines.sglang import flow, spec_hooks, startup_facts
 from mtp_audit.engines.sglang.names import HOOK_PATHS, TRACKED_SOURCE
 from mtp_audit.engines.sglang.prefilter import AssertedFieldFinder, AttributeFinder, WordFinder, find_all
 from mtp_audit.engines.sglang.rewrites import LOG_FUNCS, analyse_units  # noqa: F401  (LOG_FUNCS: public name kept)
@@ -598,7 +598,7 @@ def scan_file(rel: str, data: bytes, passes: tuple[str, ...] | bool) -> dict[str
         if "flow-hook" in passes or "flow-consumer" in passes:
             res["flow"] = flow.file_pieces(ix, hook="flow-hook" in passes, consumer="flow-consumer" in passes)
         if "asserts" in passes or "server" in passes:
-            res.update(replay.file_facts(ix, asserts="asserts" in passes))
+            res.update(startup_facts.file_facts(ix, asserts="asserts" in passes))
         if "server" in passes:
             res.update(spec_hooks.file_hooks(ix))
     except (RecursionError, MemoryError) as exc:  # an expression nested too deeply for the passes: like a parse failure

@@ -147,7 +147,7 @@ def open_for_launch(target: str | Path | None) -> LaunchView:
     return view
 
 
-#: files besides the SpeculativeConfig module that :mod:`mtp_audit.engines.vllm.launch.replay` follows into
+#: files besides the SpeculativeConfig module that :mod:`mtp_audit.engines.vllm.launch.spec_config_replay` follows into
 #: (``EAGLEConfig.__init__``, which wraps the draft architecture for ``eagle``/``eagle3``; the model registry's
 #: refusal of an architecture it does not register)
 REPLAY_SOURCES = ("vllm/transformers_utils/configs/eagle.py", "vllm/model_executor/models/registry.py", "vllm/config/model.py",

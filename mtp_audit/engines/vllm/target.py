@@ -57,7 +57,7 @@ WANTED: dict[str, tuple[str, ...]] = {
     "platform": ("vllm/platforms/interface.py",),
 }
 #: files (not scanned by the analyzer) that the launch's statement-order replay starts from
-#: (mtp_audit.engines.vllm.launch.replay / .quant); the modules they import are read on demand
+#: (mtp_audit.engines.vllm.launch.spec_config_replay / .quant); the modules they import are read on demand
 #: (:meth:`VllmTree.add_file`)
 REPLAY_FILES = ("vllm/transformers_utils/configs/eagle.py", "vllm/config/model.py",
                 "vllm/transformers_utils/model_arch_config_convertor.py",

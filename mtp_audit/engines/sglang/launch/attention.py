@@ -5,7 +5,7 @@ SGLang builds the attention backend after the server arguments are resolved; for
 ``srt/layers/attention/attention_registry.py:253``: triton / trtllm_mha / fa4 / flashinfer for hybrid GDN models on
 Blackwell; 0.5.18-0.5.20 ``:398`` / ``:440``: on SM100/SM103 only triton / trtllm_mha / fa4, on SM120/SM121 triton /
 trtllm_mha / flashinfer; 0.5.21 on: flashinfer accepted on SM100 too, 0.5.22 on through ``HYBRID_GDN_SM100_BACKENDS``).
-Those asserts are read from the release's own source (:func:`mtp_audit.engines.sglang.replay.backend_asserts`) and
+Those asserts are read from the release's own source (:func:`mtp_audit.engines.sglang.startup_facts.backend_asserts`) and
 evaluated here against the backends the command gives, the GPU family and the checkpoint's kind of linear attention
 (:func:`linear_attention_kind`, from config.json's own keys).
 """

@@ -70,7 +70,7 @@ class Ctx:
     algo_runs_as: str | None = None
     algo_remap: dict[str, Any] | None = None
     algo_conditional: list[dict[str, Any]] = field(default_factory=list)
-    #: per-model override rewrites and start-up asserts that apply (engines/sglang/replay.py), set by resolve_model_overrides
+    #: per-model override rewrites and start-up asserts that apply (engines/sglang/startup_facts.py), set by resolve_model_overrides
     model_overrides: list[dict[str, Any]] = field(default_factory=list)
     startup_asserts: list[dict[str, Any]] = field(default_factory=list)
     draft: dict[str, Any] = field(default_factory=dict)
@@ -90,7 +90,7 @@ class Ctx:
     config_architecture: str | None = None
     #: the attention backend words of "What will happen", set by ``check_attention``
     attention_text: str = "not checked"
-    #: the replayed speculative hook (:class:`mtp_audit.engines.sglang.launch.spec_replay.HookOutcome`), set by its check
+    #: the replayed speculative hook (:class:`mtp_audit.engines.sglang.launch.spec_hook_replay.HookOutcome`), set by its check
     spec_hook: Any = None
     #: the same, location-free (compared between releases) and as facts (``facts.launch.attention``)
     attention_compare: str = "not checked"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.errors import InputError
-from mtp_audit.engines.sglang.replay import grounded, guard_value, predict_asserts, predict_overrides
+from mtp_audit.engines.sglang.startup_facts import grounded, guard_value, predict_asserts, predict_overrides
 from mtp_audit.engines.sglang.launch.command import (
     ENTRY_LAUNCH_SERVER,
     LaunchCommand,
@@ -43,7 +43,7 @@ from mtp_audit.engines.sglang.launch.context import (
 )
 from mtp_audit.engines.outcome import fmt_bytes, loc_of
 from mtp_audit.engines.sglang.launch.correct import corrected_command
-from mtp_audit.engines.sglang.launch.spec_replay import check_speculative_hook
+from mtp_audit.engines.sglang.launch.spec_hook_replay import check_speculative_hook
 from mtp_audit.engines.base import Analyzers
 from mtp_audit.engines.outcome import mtp_errors_as_warnings
 from mtp_audit.report import Evidence, Gap, Report, Severity
@@ -120,7 +120,7 @@ def resolve_algorithm(ctx: Ctx) -> None:
 
 
 def replay_known(ctx: Ctx, fields: dict[str, Any] | None = None) -> dict[str, Any]:
-    """What the launch knows, in the form :mod:`mtp_audit.engines.sglang.replay` evaluates guards with:
+    """What the launch knows, in the form :mod:`mtp_audit.engines.sglang.startup_facts` evaluates guards with:
     the checkpoint's architecture and quantization, the GPU family from compute capability 0 (``sm90``,
     ``sm100`` for 10.x, ``sm120`` for 12.x) and the server arguments (``fields``, else the command's)."""
     known = ctx.known()
@@ -149,7 +149,7 @@ PHASES_NOT_GIVEN = {"prefill_attention_backend": None, "decode_attention_backend
 def resolve_model_overrides(ctx: Ctx) -> None:
     """The per-model override rewrites (``facts["model_overrides"]``) and start-up asserts
     (``facts["backend_asserts"]``) that apply to this launch, with their guards evaluated against the checkpoint,
-    the command and the GPU (:func:`mtp_audit.engines.sglang.replay.predict_overrides` / ``predict_asserts``)."""
+    the command and the GPU (:func:`mtp_audit.engines.sglang.startup_facts.predict_overrides` / ``predict_asserts``)."""
     if not ctx.sg:
         return
     known = replay_known(ctx)
@@ -590,7 +590,7 @@ def check_attention(ctx: Ctx) -> None:
         fix_value,
         given_backends,
     )
-    from mtp_audit.engines.sglang.replay import holding_asserts
+    from mtp_audit.engines.sglang.startup_facts import holding_asserts
 
     if not ctx.sg:
         return
@@ -931,7 +931,7 @@ def _draft_gaps(ctx: Ctx, dp: str, draft_ck: dict[str, Any] | None, draft_gaps: 
 def _rewrites_that_can_apply(ctx: Ctx, report: Report) -> Report:
     """The SGLang report without the MTP101 findings (a rewrite of ``--speculative-algorithm``) whose guard is false
     for this launch: 0.5.23 ``speculative_hook.py:76`` rewrites NEXTN to FROZEN_KV_MTP only ``and is_gemma4_draft``,
-    which a Qwen3.5 or GLM-5 checkpoint is not (:func:`mtp_audit.engines.sglang.replay.guard_value` with the
+    which a Qwen3.5 or GLM-5 checkpoint is not (:func:`mtp_audit.engines.sglang.startup_facts.guard_value` with the
     checkpoint's architecture). A guard that cannot be told keeps the finding."""
     import dataclasses
 

@@ -363,7 +363,7 @@ _B200 = env_dump("NVIDIA B200", "10.0")
 RULES = RULES + (
     R("MTP313", "startup-assert", E, "An assert of this SGLang refuses a backend the launch uses: AssertionError at start-up",
       "Evaluates the release's own asserts on backend fields (attention, MoE runner, MoE all-to-all, FP4 GEMM, speculative "
-      "algorithm: mtp_audit.engines.sglang.replay.backend_asserts, read from every file that asserts on one, including a "
+      "algorithm: mtp_audit.engines.sglang.startup_facts.backend_asserts, read from every file that asserts on one, including a "
       "set bound in the function per branch or at module level) against the launch: the guard around the assert with "
       "the GPU family of the machine, the checkpoint's kind of linear attention from its config.json keys (Gated "
       "DeltaNet: linear_conv_kernel_dim + linear_key_head_dim with full_attention_interval or layer_types; Mamba2: "

@@ -1,4 +1,4 @@
-"""The statement-order replay of ``SpeculativeConfig`` (:func:`mtp_audit.engines.vllm.launch.replay.replay_spec_config`)
+"""The statement-order replay of ``SpeculativeConfig`` (:func:`mtp_audit.engines.vllm.launch.spec_config_replay.replay_spec_config`)
 applied to one launch: it decides whether vLLM refuses the speculative config (the exception, its message and the
 ``file:line`` that raises it), the method that runs, ``num_speculative_tokens`` and the draft architecture.
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from mtp_audit.engines.outcome import loc_of
-from mtp_audit.engines.vllm.launch.replay import R_UNKNOWN, DraftFacts, LaunchKnowns, SpecReplay, n_predict_of, replay_spec_config
+from mtp_audit.engines.vllm.launch.spec_config_replay import R_UNKNOWN, DraftFacts, LaunchKnowns, SpecReplay, n_predict_of, replay_spec_config
 from mtp_audit.report import Evidence, Severity
 
 

@@ -43,7 +43,7 @@ from mtp_audit.engines.vllm.launch.command import (
     spec_json,
 )
 from mtp_audit.engines.vllm.launch.lookahead import check_lookahead
-from mtp_audit.engines.vllm.launch.replay import UNKNOWN, Evaluator, n_predict_of
+from mtp_audit.engines.vllm.launch.spec_config_replay import UNKNOWN, Evaluator, n_predict_of
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
 
 ANALYZER = "launch"
@@ -92,7 +92,7 @@ class VCtx:
     fp4_needed: bool | None = None
     #: the quantization method vLLM keeps (:func:`mtp_audit.engines.vllm.launch.decide.check_quantization`)
     quant: dict[str, Any] | None = None
-    #: the statement-order replay's result (:class:`mtp_audit.engines.vllm.launch.replay.SpecReplay`), when it ran
+    #: the statement-order replay's result (:class:`mtp_audit.engines.vllm.launch.spec_config_replay.SpecReplay`), when it ran
     replay: Any = None
     #: the attention-backend selection (:func:`mtp_audit.engines.vllm.launch.attn_launch.check_attention`)
     attention: dict[str, Any] | None = None

@@ -9,7 +9,7 @@ holding a rewrite candidate (so every ``model_overrides`` file that stores ``ove
 dict), and every file with an ``assert`` on a backend field. Nothing is listed by file name.
 
 :func:`guard_value` evaluates a recorded condition against what a launch knows (checkpoint architecture and
-quantization, the command's flags, the GPU family) with :func:`mtp_audit.engines.code.replay.evaluate`:
+quantization, the command's flags, the GPU family) with :func:`mtp_audit.engines.code.evaluator.evaluate`:
 ``True`` / ``False``, or ``None`` when a name it depends on is unknown. A rewrite or an assert reaches a
 headline only when its guard is not ``False`` (0.5.23's ``FROZEN_KV_MTP ... and is_gemma4_draft`` never
 headlines a Qwen3.5 launch).
@@ -22,7 +22,7 @@ import re
 from typing import Any
 
 from mtp_audit.engines.code.index import ModuleIndex
-from mtp_audit.engines.code.replay import UNKNOWN, evaluate, message_text
+from mtp_audit.engines.code.evaluator import UNKNOWN, evaluate, message_text
 from mtp_audit.engines.sglang.rewrites import comparisons, early_exit_text, is_literal, literal
 from mtp_audit.engines.sglang.names import ASSERTED_SOURCE
 

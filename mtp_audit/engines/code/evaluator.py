@@ -11,7 +11,7 @@ not model (arithmetic, calls with arguments, subscripts of unknowns) is :data:`U
 A statement-order replay walks a function body with :func:`evaluate` on each ``if`` / ``assert``: a false
 ``assert`` is ``AssertionError`` with its message, ``raise`` ends the path, an unknown test forks the path only
 where the two sides differ. The SGLang analyzer uses it for ``model_overrides`` rewrites and the attention
-backend asserts (:mod:`mtp_audit.engines.sglang.replay`).
+backend asserts (:mod:`mtp_audit.engines.sglang.startup_facts`).
 """
 
 from __future__ import annotations
