@@ -38,6 +38,8 @@ def test_rule_is_documented(rule) -> None:  # type: ignore[no-untyped-def]
     assert any(not ex.fires for ex in rule.examples), f"{rule.id} has no quiet example"
     assert rule.summary and not rule.summary.endswith(".") and "\n" not in rule.summary
     assert rule.sources, f"{rule.id} names no source"
+    # a source written as ("text") is one string, which `explain` once listed a character per line
+    assert isinstance(rule.sources, tuple) and all(isinstance(s, str) and len(s) > 3 for s in rule.sources), rule.id
     doc = rule.doc()
     for section in ("## What it does", "## Why is this bad?", "## Example", "## How to fix", "## Sources"):
         assert section in doc, f"{rule.id} doc lacks {section}"

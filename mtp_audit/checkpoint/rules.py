@@ -383,7 +383,7 @@ MTP006 = Rule(
         "engine must build BF16 modules for the draft."
     ),
     fix="Budget the memory; it is usually deliberate. Quantize the MTP layer only if the engine supports it.",
-    sources=("vLLM PR #25987 (nvidia/DeepSeek-R1-FP4 excludes model.layers.61*)"),
+    sources=("vLLM PR #25987 (nvidia/DeepSeek-R1-FP4 excludes model.layers.61*)",),
     basis="real checkpoint",
     examples=(
         Example(True, lambda: _qwen_shards(["mtp*"]), note="trunk NVFP4 (weight_scale_2 siblings), MTP BF16"),
