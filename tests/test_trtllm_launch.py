@@ -32,8 +32,8 @@ def _run(model: str, yaml: str, *extra: str, dump: Path = H200):
 
 
 def test_registry_picks_tensorrt_llm():
-    assert engine_for(["trtllm-serve", "m"]).name == "tensorrt-llm"
-    assert engine_for(["A=1", "/opt/bin/trtllm-serve", "serve", "m"]).name == "tensorrt-llm"
+    assert engine_for(["trtllm-serve", "m"]).name == "trtllm"
+    assert engine_for(["A=1", "/opt/bin/trtllm-serve", "serve", "m"]).name == "trtllm"
 
 
 def test_parse_every_spelling():

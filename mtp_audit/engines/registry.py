@@ -1,36 +1,95 @@
-"""The engines ``mtp-audit launch`` knows, one line each, and how a command picks its engine."""
+"""The engines mtp-audit knows, one line each, and how a command or an id picks one.
+
+Each engine is named by its id and where its :class:`~mtp_audit.engines.base.Engine` class lives
+(``"module:Class"``, the entry-point form plugins use: mypy's ``plugins`` setting is the model). A package is
+imported only when an engine is asked for: a preflight that needs SGLang's kernel checks imports SGLang's engine,
+not the other three; matching a launch command imports them all, in order.
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Sequence
 from pathlib import PurePath
 
 from mtp_audit.engines.argv import split_env_prefix
 from mtp_audit.engines.base import Engine
-from mtp_audit.engines.llamacpp.launch import LlamaCppEngine
-from mtp_audit.engines.sglang.launch import SGLangEngine
-from mtp_audit.engines.trtllm.launch import TrtllmEngine
-from mtp_audit.engines.vllm.launch import VllmEngine
 from mtp_audit.errors import InputError
 
-ENGINES: tuple[Engine, ...] = (
-    SGLangEngine(),
-    VllmEngine(),
-    LlamaCppEngine(),
-    TrtllmEngine(),
+#: ``(id, "module:Class")`` of every engine, in the order a launch command is matched against them.
+ENGINE_SPECS: tuple[tuple[str, str], ...] = (
+    ("sglang", "mtp_audit.engines.sglang.launch:SGLangEngine"),
+    ("vllm", "mtp_audit.engines.vllm.launch:VllmEngine"),
+    ("llamacpp", "mtp_audit.engines.llamacpp.launch:LlamaCppEngine"),
+    ("trtllm", "mtp_audit.engines.trtllm.launch:TrtllmEngine"),
 )
+
+#: How a person names each built-in engine (the class's ``label``), known without importing it.
+LABELS: dict[str, str] = {"sglang": "SGLang", "vllm": "vLLM", "llamacpp": "llama.cpp", "trtllm": "TensorRT-LLM"}
+
+#: Other spellings of an engine id accepted on input (``--engine``, a log's engine hint); every output uses the id.
+ALIASES: dict[str, str] = {"tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm", "trt-llm": "trtllm",
+                           "llama.cpp": "llamacpp", "llama-cpp": "llamacpp", "llama_cpp": "llamacpp"}
+
+#: Engines registered at run time (:func:`register`), matched after the built-in ones.
+EXTRA: list[Engine] = []
+
+_LOADED: dict[str, Engine] = {}
+
+
+def _load(engine_id: str, spec: str) -> Engine:
+    """The engine of ``spec`` (``"module:Class"``), imported and instantiated once."""
+    if engine_id not in _LOADED:
+        module, _, cls = spec.partition(":")
+        _LOADED[engine_id] = getattr(importlib.import_module(module), cls)()
+    return _LOADED[engine_id]
+
+
+def register(engine: Engine) -> None:
+    """Add ``engine`` (an instance of an :class:`~mtp_audit.engines.base.Engine` subclass) after the built-in ones;
+    every command then picks it up (launch by its entry point, preflight and log by its id)."""
+    EXTRA.append(engine)
+
+
+def engine_ids() -> tuple[str, ...]:
+    """Every engine's id, built-in first, without importing any engine package."""
+    return tuple(i for i, _ in ENGINE_SPECS) + tuple(e.name for e in EXTRA)
+
+
+def engine_label(engine_id: str) -> str:
+    """How a person names the engine ``engine_id`` (``"SGLang"``); the id itself for an engine nobody registered."""
+    engine_id = canonical_id(engine_id)
+    if engine_id in LABELS:
+        return LABELS[engine_id]
+    return next((e.label for e in EXTRA if e.name == engine_id), engine_id)
+
+
+def engines() -> tuple[Engine, ...]:
+    """Every engine, in matching order (imports every built-in engine package)."""
+    return tuple(_load(i, spec) for i, spec in ENGINE_SPECS) + tuple(EXTRA)
+
+
+def canonical_id(name: str) -> str:
+    """``name`` as an engine id: an alias (:data:`ALIASES`, any case) becomes the id it stands for; anything else is
+    returned lower-cased, known or not."""
+    low = name.strip().lower()
+    return ALIASES.get(low, low)
 
 
 def engine_named(name: str) -> Engine:
-    """The registered engine called ``name``.
+    """The registered engine whose id (or an alias of it) is ``name``; only that engine's package is imported.
 
     Raises:
-        InputError: no engine of that name.
+        InputError: no engine of that id.
     """
-    for engine in ENGINES:
+    name = canonical_id(name)
+    for engine_id, spec in ENGINE_SPECS:
+        if engine_id == name:
+            return _load(engine_id, spec)
+    for engine in EXTRA:
         if engine.name == name:
             return engine
-    raise InputError("--engine", f"unknown engine {name!r} (known: {', '.join(e.name for e in ENGINES)})")
+    raise InputError("--engine", f"unknown engine {name!r} (known: {', '.join(engine_ids())})")
 
 
 def engine_for(toks: Sequence[str]) -> Engine:
@@ -40,12 +99,13 @@ def engine_for(toks: Sequence[str]) -> Engine:
         InputError: only environment assignments, or a program no registered engine starts (the message lists
             how each engine is started).
     """
-    for engine in ENGINES:
+    known = engines()
+    for engine in known:
         if engine.entry(toks) is not None:
             return engine
     _env, i = split_env_prefix(list(toks))
     if i >= len(toks):
         raise InputError("launch command", "only environment assignments, no program")
     prog = " ".join(toks[i:i + 3]) if PurePath(toks[i]).name.startswith("python") else toks[i]
-    expected = "; ".join(f"{e.label}: " + " or ".join(e.entry_examples) for e in ENGINES)
+    expected = "; ".join(f"{e.label}: " + " or ".join(e.entry_examples) for e in known)
     raise InputError("launch command", f"'{prog}' is not a server launch of any engine mtp-audit knows (expected {expected})")

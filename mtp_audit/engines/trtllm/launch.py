@@ -439,12 +439,12 @@ def build_facts(ctx: TCtx, findings: Sequence[Finding], gaps: Sequence[Gap]) -> 
     sentence = verdict_sentence(v, errors, blocking, findings)
     fixed = corrected_command(ctx)
     fixed_text = shell_join(fixed) if fixed else None
-    summary = {"verdict": v, "engine": "tensorrt-llm", "speculative": runs["method"], "draft_mode": runs.get("mode"),
+    summary = {"verdict": v, "engine": "trtllm", "speculative": runs["method"], "draft_mode": runs.get("mode"),
                "max_draft_len": runs.get("max_draft_len"), "config": ctx.yaml_name, "corrected_command": fixed_text}
     answer = [f"{head}; {sentence}"] + ([f"corrected command: {fixed_text}"] if fixed_text else [])
     lines = [head + ".", sentence] + ([f"Corrected command: {fixed_text}"] if fixed_text else [])
     return {"summary": summary, "answer": answer, "closing": {"title": "What will happen (TensorRT-LLM)", "lines": lines},
-            "verdict": v, "corrected_command": fixed_text, "corrected_argv": fixed, "engine": "tensorrt-llm",
+            "verdict": v, "corrected_command": fixed_text, "corrected_argv": fixed, "engine": "trtllm",
             "speculative": runs, "command": ctx.cmd.to_dict(), "config": ctx.yaml_doc.get("speculative_config")}
 
 
@@ -462,7 +462,7 @@ def machine_only(ctx: TCtx, pf: Report) -> Report:
 class TrtllmEngine(Engine):
     """:class:`~mtp_audit.engines.base.Engine` for TensorRT-LLM (``trtllm-serve``), from sourced knowledge tables."""
 
-    name = "tensorrt-llm"
+    name = "trtllm"
     label = "TensorRT-LLM"
     target_option = ""
     rules_module = "mtp_audit.engines.trtllm.rules"
