@@ -13,6 +13,8 @@ from mtp_audit.engines import registry
 from mtp_audit.engines.base import Engine, EngineOutcome, LaunchRequest
 from mtp_audit.errors import InputError
 from mtp_audit.launch import audit_launch
+from mtp_audit.preflight import preflight
+from mtp_audit.preflight.kernels import KernelChecks
 from mtp_audit.report import Gap
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,9 +44,21 @@ class FakeEngine(Engine):
                              facts={"summary": {"verdict": "go", "mtp_layers": mtp}, "verdict": "go"})
 
 
+def _fake_check(ctx: Any) -> None:
+    ctx.gap(f"fake kernels looked at {len(ctx.gpus)} GPU(s)")
+
+
+class FakeEngineWithKernels(FakeEngine):
+    """The fake engine with one more hook: its FP4 kernel checks (one gap) and its wording."""
+
+    def kernels(self) -> KernelChecks:
+        return KernelChecks(label="Fake", checks=(_fake_check,), fp4_quantizations=("fakefp4",),
+                            device_choice="Fake picks kernels per GPU")
+
+
 @pytest.fixture
 def fake(monkeypatch):
-    monkeypatch.setattr(registry, "ENGINES", registry.ENGINES + (FakeEngine(),))
+    monkeypatch.setattr(registry, "EXTRA", [FakeEngine()])
 
 
 def test_a_registered_engine_is_picked_and_lent_the_analyzers(fake):
@@ -59,10 +73,30 @@ def test_an_unregistered_command_lists_every_engine():
         audit_launch(["fake-serve", str(REAP)], env_dumps=[H200], environ={})
     msg = str(exc.value)
     assert "'fake-serve' is not a server launch of any engine mtp-audit knows" in msg
-    assert all(e.label in msg for e in registry.ENGINES)
+    assert all(e.label in msg for e in registry.engines())
 
 
 def test_another_engines_release_option_is_refused(fake):
     with pytest.raises(InputError) as exc:
         audit_launch(["fake-serve", str(REAP)], sglang="x", env_dumps=[H200], environ={})
     assert str(exc.value) == "--sglang: the command starts Fake, not SGLang: use --fake TARGET"
+
+
+def test_a_registered_engine_lends_its_kernel_checks_to_the_preflight(monkeypatch):
+    monkeypatch.setattr(registry, "EXTRA", [FakeEngineWithKernels()])
+    r = preflight(env_dumps=[H200], engine="fake")
+    assert r.facts["preflight"]["engine"]["engine"] == "fake"
+    assert "fake kernels looked at 1 GPU(s)" in [g.message for g in r.gaps]
+    # the machine's own checks still ran: the H200 has no FP4 tensor cores, and the verdict is for Fake
+    assert r.facts["preflight"]["summary"]["verdict"] == "not capable"
+    assert r.facts["preflight"]["answer"] == ["GPU 0 (NVIDIA H200, compute capability 9.0) cannot run native FP4 on Fake "
+                                              "(version unknown): SM90 has no FP4 tensor-core instructions (FP8 is the narrowest)"]
+    # SGLang's own MTP200 (its Marlin fallback wording) is SGLang's kernel check, not the machine's
+    assert [f.rule_id for f in r.findings] == ["MTP228"]
+
+
+def test_engines_without_the_hook_add_nothing_and_aliases_name_one_engine():
+    assert registry.engine_named("llamacpp").kernels() is None
+    assert registry.engine_named("tensorrt-llm").name == "trtllm"
+    assert registry.engine_named("llama.cpp").name == "llamacpp"
+    assert registry.engine_ids() == ("sglang", "vllm", "llamacpp", "trtllm")

@@ -155,6 +155,13 @@ def test_leaves_import_nothing_of_ours():
         assert [t for t, _ in GRAPH[m]] == [], m
 
 
+#: The preflight modules engines may use: the machine model, CUDA visibility, and the kernel-check interface (its
+#: check context, the parsed launch it holds, the capability matrix and the ELF cubin readers).
+PREFLIGHT_SHARED = ("mtp_audit.preflight.facts", "mtp_audit.preflight.visible", "mtp_audit.preflight.kernels",
+                    "mtp_audit.preflight.analyze", "mtp_audit.preflight.launch", "mtp_audit.preflight.matrix",
+                    "mtp_audit.preflight.elf")
+
+
 def test_analyzers_reach_each_other_through_public_packages():
     """An analyzer package imports another analyzer only through that package's public entry point
     (``mtp_audit.checkpoint``, ``mtp_audit.preflight``, ``mtp_audit.engines.sglang``), or its rules."""
@@ -168,9 +175,11 @@ def test_analyzers_reach_each_other_through_public_packages():
         for t, _ in edges:
             other = next((a for a in analyzers if t == a or t.startswith(a + ".")), None)
             # besides rules and layouts, the machine's data model (preflight.facts) and the CUDA device visibility
-            # functions over it (preflight.visible) are shared: engines' launch checks read the GPUs through them
+            # functions over it (preflight.visible) are shared: engines' launch checks read the GPUs through them;
+            # an engine's FP4 kernel checks (engines/<engine>/kernels.py) implement the preflight's KernelChecks
+            # over its check context, with its capability matrix and ELF readers
             if other and other != own and t != other and not t.endswith((".rules", ".layouts")) \
-                    and t not in ("mtp_audit.preflight.facts", "mtp_audit.preflight.visible"):
+                    and t not in PREFLIGHT_SHARED:
                 bad.append((m, t))
     assert bad == []
 

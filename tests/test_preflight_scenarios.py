@@ -159,7 +159,7 @@ def test_sglang_analyzer_facts_are_used(tmp_path, monkeypatch):
     mod.audit_sglang = audit_sglang
     mod.__spec__ = ModuleSpec("mtp_audit.engines.sglang", None)
     monkeypatch.setitem(sys.modules, "mtp_audit.engines.sglang", mod)
-    monkeypatch.setattr("mtp_audit.preflight.launch.installed_sglang_root", lambda: tmp_path)
+    monkeypatch.setattr("mtp_audit.engines.sglang.kernels.installed_sglang_root", lambda: tmp_path)
     facts = MachineFacts.from_dict(json.loads(facts_json(torch="2.11.0+cu130", sglang="0.5.11")))
     facts = MachineFacts(**{**facts.__dict__, "origin": "live"})
     r = preflight(facts=facts, launch=list(SG + ("--fp4-gemm-backend", "flashinfer_cudnn")))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
+from mtp_audit.preflight.kernels import KernelChecks
 from mtp_audit.report import Finding, Gap, Report
 
 
@@ -153,6 +154,12 @@ class Engine(ABC):
         Raises:
             InputError: a command this engine cannot start (a model path that does not exist, ...).
         """
+
+    def kernels(self) -> KernelChecks | None:
+        """This engine's FP4 kernel knowledge for the preflight (which GEMM / MoE kernels it picks on a machine and
+        what each needs, its FP4 ``--quantization`` names, how its remediations are worded), or ``None``: the
+        engine has nothing to add, and the preflight answers for the machine alone."""
+        return None
 
     def compare(self, request: LaunchRequest, old: EngineOutcome, new: EngineOutcome) -> EngineOutcome:
         """The outcome at ``new`` annotated with what changed since ``old`` (two releases of this engine).

@@ -44,48 +44,6 @@ def load_facts_file(path: str | Path):  # -> MachineFacts
         raise InputError(str(path), str(exc)) from None
 
 
-def _backend_summary(ctx: Any, flag: str, key: str, table: str) -> str | None:
-    """The summary line of a backend flag: the requested value, and what SGLang makes of it when known.
-
-    ``"flashinfer_cutlass"`` (given), ``"auto -> flashinfer_cudnn"`` (auto resolved per the matrix or the sglang
-    analyzer), ``"flashinfer_cutlass (default)"`` (not given), ``None`` when neither is known.
-    """
-    from mtp_audit.preflight import analyze as an
-
-    requested = ctx.launch.get(flag) if ctx.launch else None
-    r = ctx.resolved.get(key)
-    if r is None and (requested is not None or ctx.launch is not None):
-        value, how, _ = an.effective_backend(ctx, flag, table)
-        r = {"value": value, "how": how}
-    effective = (r or {}).get("value")
-    if requested is None:
-        return f"{effective} ({r['how']})" if effective else None
-    if effective is None or effective == requested:
-        return requested if effective else f"{requested} (effective value unknown)"
-    return f"{requested} -> {effective}"
-
-
-def _vllm_backend_summary(ctx: Any) -> dict[str, str | None]:
-    """``moe_backend`` / ``linear_backend`` summary lines of a vLLM launch: what the command asks for (flag, or an
-    env var vLLM reads), ``"auto"`` when nothing; below SM100 ``auto`` is shown resolving to Marlin (the fallback
-    of ``matrix["vllm"]["nvfp4_fallback"]``). ``None`` for both without a launch."""
-    if ctx.launch is None:
-        return {"moe_backend": None, "linear_backend": None}
-    out: dict[str, str | None] = {}
-    low = ctx.cc0 is not None and ctx.cc0[0] < 10 and ctx.fp4_intent
-    for key, flag, envs in (("moe_backend", "--moe-backend", ("VLLM_USE_FLASHINFER_MOE_FP4", "VLLM_FLASHINFER_MOE_BACKEND")),
-                            ("linear_backend", "--linear-backend", ("VLLM_NVFP4_GEMM_BACKEND", "VLLM_USE_TRTLLM_FP4_GEMM"))):
-        val = ctx.launch.get(flag)
-        env = [f"{n}={ctx.launch_env(n)}" for n in envs if ctx.launch_env(n) is not None]
-        if val and val != "auto":
-            out[key] = val
-        elif env and not val:
-            out[key] = " ".join(env)
-        else:
-            out[key] = "auto -> marlin (below SM100)" if low else "auto"
-    return out
-
-
 def _answer(vs: list[dict[str, Any]], verdict: str, findings: Sequence[Any], an: Any, engine: str = "") -> list[str]:
     """The one-line answer the text report opens with (``facts["preflight"]["answer"]``): the GPUs,
     whether they can run native FP4 (on ``engine``, e.g. ``"vLLM 0.20.0"``, when given), why, and the error
@@ -154,7 +112,8 @@ def preflight(
             installed sglang is not looked up. ``mtp-audit launch`` passes it.
         vllm_version: the version of the vLLM source a launch audit names (``--vllm TARGET``); it wins over the
             machine's installed vllm for version-dependent vLLM checks.
-        engine: ``"sglang"`` or ``"vllm"`` (``--engine``): whose semantics the verdict applies. It wins over the
+        engine: a registered engine id or alias (``"sglang"``, ``"vllm"``, ``"trtllm"``, ...; ``--engine``): whose
+            kernel checks the verdict applies (its :meth:`~mtp_audit.engines.base.Engine.kernels` hook). It wins over the
             engine detected from the launch command or the machine facts (a disagreement is evidence on MTP228);
             ``None``: detected (:mod:`mtp_audit.preflight.engine`), SGLang when nothing names one.
         use_nvml: live machine only: ``False`` reads the GPUs with nvidia-smi even when NVML is importable;
@@ -170,6 +129,7 @@ def preflight(
     from mtp_audit.preflight import engine as eng
 
     facts = machine_facts
+    engine = eng.canonical(engine) if engine is not None else None
     if isinstance(env_dumps, (str, Path)):
         env_dumps = [env_dumps]
     env_dumps = [Path(p) for p in env_dumps]
@@ -181,7 +141,7 @@ def preflight(
     launch_src = f"launch command '{' '.join(parsed_launch.argv[:3])}'" if parsed_launch is not None else ""
     choice = eng.choose_engine(engine, parsed_launch.engine if parsed_launch is not None else None, launch_src,
                                eng.machine_hint(machine, dump_formats))
-    ctx = an.Context(facts=machine, engine=choice.engine, vllm_version=vllm_version)
+    ctx = an.Context(facts=machine, engine=choice.engine, vllm_version=vllm_version, kernels=_kernels_of(choice.engine))
     # an assumed engine is said on the verdict line ("on SGLang (assumed)") and in MTP228's evidence, not as a gap
     gaps = _attach_launch(ctx, parsed_launch, cwd)
     flag_source = _flag_semantics(ctx, sglang_facts, launch is not None and use_sglang_analyzer)
@@ -201,8 +161,8 @@ def _checked_launch(engine: str | None, launch: Sequence[str] | None) -> Any:
     from mtp_audit.preflight import engine as eng
     from mtp_audit.preflight.launch import parse_launch
 
-    if engine is not None and engine not in eng.ENGINES:
-        raise InputError("--engine", f"expected one of {', '.join(eng.ENGINES)}, got {engine!r}")
+    if engine is not None and engine not in eng.known_engines():
+        raise InputError("--engine", f"expected one of {', '.join(eng.known_engines())}, got {engine!r}")
     if launch is None:
         return None
     parsed_launch = parse_launch(list(launch))
@@ -309,25 +269,22 @@ def _attach_launch(ctx: Any, parsed_launch: Any, cwd: Path | None) -> list[Any]:
     return gaps
 
 
-def _flag_semantics(ctx: Any, sglang_facts: Mapping[str, Any] | None, ask_installed: bool) -> str:
-    """Where the flag semantics come from (the summary's ``flag_semantics``): the matrix, the given sglang
-    analyzer facts, or the installed sglang analysed (live machine, a launch, ``ask_installed``)."""
-    from mtp_audit.preflight import matrix as mx
-    from mtp_audit.preflight.launch import installed_sglang_root, sglang_facts_from_analyzer
+def _kernels_of(engine: str) -> Any:
+    """The FP4 kernel checks of the engine called ``engine`` (its :meth:`~mtp_audit.engines.base.Engine.kernels`
+    hook), found through the engine registry; the defaults (nothing to add) for an engine without any."""
+    from mtp_audit.engines.registry import engine_named
+    from mtp_audit.preflight.kernels import KernelChecks
 
-    flag_source = f"capability matrix v{mx.load()['matrix_version']}" + (" (vllm rows)" if ctx.is_vllm else "")
-    if ctx.is_vllm:
-        return flag_source  # the sglang analyzer says nothing about vLLM
-    if sglang_facts is not None:
-        ctx.sglang_facts = dict(sglang_facts)
-        return f"sglang analyzer (sglang {sglang_facts.get('version') or 'version unknown'})"
-    if ask_installed and ctx.facts.origin == "live":
-        root = installed_sglang_root()
-        if root is not None:
-            ctx.sglang_facts = sglang_facts_from_analyzer(root)
-            if ctx.sglang_facts:
-                return "sglang analyzer (installed sglang)"
-    return flag_source
+    return engine_named(engine).kernels() or KernelChecks()
+
+
+def _flag_semantics(ctx: Any, sglang_facts: Mapping[str, Any] | None, ask_installed: bool) -> str:
+    """Where the flag semantics come from (the summary's ``flag_semantics``): the capability matrix, or what the
+    engine's own analyzer says of the release (``sglang_facts`` given, or the installed engine analysed on the live
+    machine when ``ask_installed``): :meth:`mtp_audit.preflight.kernels.KernelChecks.flag_semantics`."""
+    from mtp_audit.preflight import matrix as mx
+
+    return ctx.kernels.flag_semantics(ctx, sglang_facts, ask_installed, f"capability matrix v{mx.load()['matrix_version']}")
 
 
 def _attach_probe(ctx: Any, gaps: list[Any], probe: bool, probe_result: Any) -> None:
@@ -340,7 +297,8 @@ def _attach_probe(ctx: Any, gaps: list[Any], probe: bool, probe_result: Any) -> 
         if ctx.facts.origin != "live":
             gaps.append(Gap("preflight", "--probe needs the live machine; ignored with --env-dump / --facts", None, False))
         else:
-            gemm = ctx.launch.get("--fp4-gemm-backend") if ctx.launch and not ctx.is_vllm else None
+            flag = ctx.kernels.probe_gemm_flag
+            gemm = ctx.launch.get(flag) if ctx.launch and flag else None
             ctx.probe = run_probe(gemm if gemm and gemm != "auto" else None)
     if probe_result is not None:
         ctx.probe = probe_result
@@ -380,14 +338,10 @@ def _summary(ctx: Any, choice: Any, vs: list[dict[str, Any]], verdict: str, flag
         "engine_source": f"{choice.how}: {choice.source}",
         "gpus": len(machine.gpus),
         "compute_capabilities": sorted({v["compute_capability"] for v in vs if v["compute_capability"]}),
-        "sglang": str(ctx.sglang) if ctx.sglang and not ctx.is_vllm else None,
-        "vllm": str(ctx.vllm) if ctx.vllm and ctx.is_vllm else None,
         "torch": machine.torch_version.value,
         "torch_cuda": machine.torch_cuda.value,
         "driver": machine.driver_version.value,
-        **(_vllm_backend_summary(ctx) if ctx.is_vllm else {
-            "fp4_gemm_backend": _backend_summary(ctx, "--fp4-gemm-backend", "fp4_gemm_backend", "fp4_gemm_backend"),
-            "moe_runner_backend": _backend_summary(ctx, "--moe-runner-backend", "moe_runner_backend", "moe_runner_backend_nvfp4")}),
+        **ctx.kernels.summary(ctx),
         "flag_semantics": flag_source,
         "origin": machine.origin,
     }

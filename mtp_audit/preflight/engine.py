@@ -19,8 +19,29 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+#: The engines the preflight recognises from a launch command or an environment dump; ``--engine`` may name any
+#: registered engine (:func:`mtp_audit.engines.registry.engine_ids`), whose kernel checks then apply.
 ENGINES = ("sglang", "vllm")
-NAMES = {"sglang": "SGLang", "vllm": "vLLM"}
+
+
+def _label(engine: str) -> str:
+    from mtp_audit.engines.registry import engine_label
+
+    return engine_label(engine)
+
+
+def canonical(engine: str) -> str:
+    """``engine`` as a registered id (``"tensorrt-llm"`` -> ``"trtllm"``): :func:`mtp_audit.engines.registry.canonical_id`."""
+    from mtp_audit.engines.registry import canonical_id
+
+    return canonical_id(engine)
+
+
+def known_engines() -> tuple[str, ...]:
+    """Every engine id ``--engine`` accepts (the registry's; no engine package is imported)."""
+    from mtp_audit.engines.registry import engine_ids
+
+    return engine_ids()
 
 #: dump format (envdump.FORMATS) -> engine it belongs to
 FORMAT_ENGINE = {"sglang-check-env": "sglang", "vllm-collect-env": "vllm"}
@@ -31,7 +52,7 @@ class EngineChoice:
     """The engine the verdict is for, and why.
 
     Attributes:
-        engine: ``"sglang"`` or ``"vllm"``.
+        engine: a registered engine id (``"sglang"``, ``"vllm"``, ...).
         how: ``"explicit"`` (``--engine``), ``"launch"`` (the launch command), ``"machine"`` (the env dump or
             facts) or ``"assumed"`` (nothing named one: SGLang).
         source: where it was read, in words (``"--engine vllm"``, ``"launch command 'vllm serve'"``,
@@ -49,7 +70,7 @@ class EngineChoice:
     @property
     def name(self) -> str:
         """Display name: ``"SGLang"`` / ``"vLLM"``."""
-        return NAMES[self.engine]
+        return _label(self.engine)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (``report.facts["preflight"]["engine"]``)."""
@@ -95,8 +116,8 @@ def choose_engine(explicit: str | None, launch_engine: str | None, launch_source
     Raises:
         ValueError: ``explicit`` is not ``sglang`` or ``vllm`` (the CLI restricts the choice first).
     """
-    if explicit is not None and explicit not in ENGINES:
-        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {explicit!r}")
+    if explicit is not None and explicit not in known_engines():
+        raise ValueError(f"engine must be one of {', '.join(known_engines())}, got {explicit!r}")
     hints: list[tuple[str, str, str]] = []
     if explicit:
         hints.append((explicit, "explicit", f"--engine {explicit}"))
@@ -108,5 +129,5 @@ def choose_engine(explicit: str | None, launch_engine: str | None, launch_source
         return EngineChoice("sglang", "assumed", "no --engine, no SGLang/vLLM launch command and no engine in the machine facts; "
                                                  "pass --engine vllm for vLLM semantics")
     eng, how, src = hints[0]
-    conflicts = tuple(f"{s} says {NAMES[e]}, but the verdict is for {NAMES[eng]} ({src})" for e, _, s in hints[1:] if e != eng)
+    conflicts = tuple(f"{s} says {_label(e)}, but the verdict is for {_label(eng)} ({src})" for e, _, s in hints[1:] if e != eng)
     return EngineChoice(eng, how, src, tuple((e, s) for e, _, s in hints), conflicts)

@@ -17,8 +17,6 @@ The checkpoint is read from ``--model-path`` when it is a local folder: ``hf_qua
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -262,35 +260,3 @@ def read_checkpoint_quant(folder: Path) -> CheckpointQuant:
         problems.append("no hf_quant_config.json and no quantization_config in config.json")
     return CheckpointQuant(str(algo) if algo else None, weight_only, str(kv) if kv else None,
                            " + ".join(sources), "; ".join(problems) or None)
-
-
-def sglang_facts_from_analyzer(target: Path) -> dict[str, Any] | None:
-    """Call the sglang analyzer's public function on ``target`` and return ``facts["sglang"]``.
-
-    Returns ``None`` when ``mtp_audit.engines.sglang`` is not installed, or when it cannot analyze the target
-    (its report is then ignored and the matrix is used). Never imports it at module level.
-    """
-    try:
-        if importlib.util.find_spec("mtp_audit.engines.sglang") is None:
-            return None
-    except (ImportError, ValueError):
-        return None
-    try:
-        mod = importlib.import_module("mtp_audit.engines.sglang")
-        report = mod.audit_sglang(target)
-    except Exception:  # noqa: BLE001 - another analyzer's failure must not break the preflight
-        return None
-    facts = getattr(report, "facts", {}) or {}
-    sg = facts.get("sglang")
-    return dict(sg) if isinstance(sg, dict) else None
-
-
-def installed_sglang_root() -> Path | None:
-    """Folder of the installed ``sglang`` package (located, not imported), or ``None``."""
-    try:
-        spec = importlib.util.find_spec("sglang")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(list(spec.submodule_search_locations)[0])

@@ -35,6 +35,12 @@ class SGLangEngine(Engine):
         except InputError:
             return None
 
+    def kernels(self) -> Any:
+        """SGLang's FP4 GEMM / MoE kernel checks for the preflight (:class:`mtp_audit.engines.sglang.kernels.SGLangKernels`)."""
+        from mtp_audit.engines.sglang.kernels import SGLangKernels
+
+        return SGLangKernels()
+
     def release(self, target: Any) -> tuple[Report | None, Gap | None]:
         """The sglang analyzer's report on ``target`` (a report passes through; ``None``: the installed sglang)."""
         from mtp_audit.engines.sglang import audit_sglang

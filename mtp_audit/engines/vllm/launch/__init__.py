@@ -32,6 +32,12 @@ class VllmEngine(Engine):
         found = vllm_entry(list(toks))
         return found[1] if found is not None else None
 
+    def kernels(self) -> Any:
+        """Vllm's FP4 GEMM / MoE kernel checks for the preflight (:class:`mtp_audit.engines.vllm.kernels.VllmKernels`)."""
+        from mtp_audit.engines.vllm.kernels import VllmKernels
+
+        return VllmKernels()
+
     def release(self, target: Any) -> tuple[Any, Gap | None]:
         """The vLLM analyzer's launch view of ``target`` (``None``: the installed vllm; absent: a blocking gap)."""
         from mtp_audit.engines.vllm import open_for_launch

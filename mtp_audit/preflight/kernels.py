@@ -1,0 +1,55 @@
+"""What the preflight asks the engine that runs a launch about its FP4 kernels: :class:`KernelChecks`.
+
+The preflight says what the machine is (GPUs, driver, toolkit, packages: :data:`mtp_audit.preflight.analyze.MACHINE_CHECKS`).
+Which FP4 GEMM and MoE kernels run on it, and what each needs, is the engine's own knowledge: each engine package
+implements :class:`KernelChecks` (``mtp_audit/engines/<engine>/kernels.py``) and hands it out through its
+:meth:`mtp_audit.engines.base.Engine.kernels` hook. The defaults here say "this engine has nothing to add": no
+checks, no FP4 quantization names, neutral wording for the machine findings that mention the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class KernelChecks:
+    """One engine's FP4 kernel knowledge, as the preflight uses it.
+
+    Attributes:
+        label: the engine as a person names it (``"SGLang"``).
+        checks: functions of the preflight's :class:`~mtp_audit.preflight.analyze.Context`, run after the machine's
+            own checks; each adds findings (its rules are declared in :mod:`mtp_audit.preflight.rules`) and gaps.
+        fp4_quantizations: ``--quantization`` values of this engine that load FP4 weights.
+        fp4_flags: options whose presence alone says the launch means FP4 (SGLang's ``--fp4-gemm-backend``).
+        probe_gemm_flag: the option naming the dense FP4 GEMM backend the ``--probe`` should try, if any.
+        device_choice: how the engine picks FP4 kernels on GPUs of different compute capabilities (MTP202).
+        torch_pin_holder: what pins the torch this engine needs (MTP203's remediation).
+        memory_remediation: how to size memory on a GPU that reports none (MTP225's remediation).
+        probe_mismatch_remediation: which backend to switch to when the probe's FP4 GEMM is wrong (MTP227).
+    """
+
+    label: str = "the engine"
+    checks: tuple[Callable[[Any], None], ...] = ()
+    fp4_quantizations: tuple[str, ...] = ()
+    fp4_flags: tuple[str, ...] = ()
+    probe_gemm_flag: str | None = None
+    device_choice: str = "the engine chooses FP4 kernels from the compute capability of one device"
+    torch_pin_holder: str = "engine's wheel"
+    memory_remediation: str = "lower the engine's GPU memory fraction (e.g. 0.7)"
+    probe_mismatch_remediation: str = "switch the dense FP4 GEMM backend and re-run --probe"
+
+    def summary(self, ctx: Any) -> dict[str, str | None]:
+        """Headline values of ``facts["preflight"]["summary"]`` this engine adds (its version, the backends the
+        launch resolves to); ``{}`` by default."""
+        return {}
+
+    def flag_semantics(self, ctx: Any, release_facts: Mapping[str, Any] | None, ask_installed: bool,
+                       matrix_source: str) -> str:
+        """Where the meaning of the launch's FP4 options comes from (the summary's ``flag_semantics``), after
+        putting what the engine's own analyzer says on ``ctx`` when it can. ``release_facts``: the engine
+        analyzer's facts for the release the launch runs, when the caller has them; ``ask_installed``: whether the
+        installed engine may be analysed; ``matrix_source``: the capability matrix's label (the default answer)."""
+        return matrix_source
