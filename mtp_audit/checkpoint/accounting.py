@@ -255,8 +255,8 @@ def mtp_bytes(facts: CheckpointFacts) -> dict[str, Any]:
         promised = True
         tmp: dict[str, Module] = {}
         for n in names:
-            mod, p = split_param(n)
-            tmp.setdefault(mod, Module(mod)).params[p] = None
+            owner, p = split_param(n)
+            tmp.setdefault(owner, Module(owner)).params[p] = None
         modules = tmp
     total, unest = 0, 0
     for name, mod in modules.items():

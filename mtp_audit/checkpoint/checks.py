@@ -373,7 +373,7 @@ def _declared_disagreements(facts: CheckpointFacts) -> dict[tuple[str, str], lis
     uniform, same = scheme.uniform_declaration()
     if uniform and same is None:
         return out  # the config declares nothing for any module: nothing can disagree
-    tables = ((facts.mtp_modules, True),) if uniform and _trunk_agrees(facts, same) else \
+    tables = ((facts.mtp_modules, True),) if uniform and same is not None and _trunk_agrees(facts, same) else \
         ((facts.trunk_modules, False), (facts.mtp_modules, True))
     for table, is_mtp in tables:
         for m, (fmt, inferred) in sorted(linear_formats(facts, table).items()):
@@ -589,12 +589,12 @@ def check_index_vs_headers(facts: CheckpointFacts) -> Iterator[Finding]:
     ghosts: list[tuple[str, str]] = []
     omitted: list[tuple[str, str]] = []
     for s, names in by_shard.items():
-        hdr = facts.headers.get(s)
-        if hdr is None:
+        shard_hdr = facts.headers.get(s)
+        if shard_hdr is None:
             continue
-        ghosts += [(n, s) for n in names if n not in hdr.tensors]
+        ghosts += [(n, s) for n in names if n not in shard_hdr.tensors]
         listed = set(names)
-        omitted += [(n, s) for n in hdr.tensors if n not in listed and facts.weight_map.get(n) is None]
+        omitted += [(n, s) for n in shard_hdr.tensors if n not in listed and facts.weight_map.get(n) is None]
     if ghosts:
         ghosts.sort()
         n_mtp = sum(1 for n, _ in ghosts if n in facts.mtp)

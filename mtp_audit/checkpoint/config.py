@@ -218,8 +218,8 @@ def parse_config(obj: Any) -> ModelConfig:
     text = obj.get("text_config")
     tp = "/text_config" if isinstance(text, dict) else ""
     text = text if isinstance(text, dict) else {}
-    model_type = obj.get("model_type") if isinstance(obj.get("model_type"), str) else ""
-    text_mt = text.get("model_type") if isinstance(text.get("model_type"), str) else ""
+    model_type = _str_or_empty(obj.get("model_type"))
+    text_mt = _str_or_empty(text.get("model_type"))
     layout = layout_for(tuple(archs), tuple(t for t in (model_type, text_mt) if t))
 
     def pick(key: str) -> tuple[Any, str]:
@@ -731,7 +731,6 @@ def parse_hf_quant_config(obj: Any, file: str = "hf_quant_config.json") -> Quant
     q = obj.get("quantization")
     if not isinstance(q, dict) or not isinstance(q.get("quant_algo"), str):
         return None
-    prod = obj.get("producer") if isinstance(obj.get("producer"), dict) else {}
     base = f"{file}#/quantization"
     layers, formats = _modelopt_layers(q.get("quantized_layers"), f"{base}/quantized_layers")
     default = algo_format(q["quant_algo"], q.get("group_size"), f"{base}/quant_algo")
@@ -745,7 +744,7 @@ def parse_hf_quant_config(obj: Any, file: str = "hf_quant_config.json") -> Quant
         exclude_pointer=f"{base}/exclude_modules" if isinstance(q.get("exclude_modules"), list) else "",
         quantized_layers=layers,
         kv_cache=str(q.get("kv_cache_quant_algo") or ""),
-        producer=" ".join(str(prod.get(k)) for k in ("name", "version") if prod.get(k)),
+        producer=_producer(obj),
         scale_format=FP4_SCALE_FORMAT.get(normalize_algo(q["quant_algo"]), ""),
         quant_algo=q["quant_algo"],
         layer_formats=formats,
@@ -810,9 +809,15 @@ def _kv_cache(qc: Mapping[str, Any]) -> str:
     return ""
 
 
+def _str_or_empty(value: Any) -> str:
+    """``value`` when it is a string, else ``""``."""
+    return value if isinstance(value, str) else ""
+
+
 def _producer(qc: Mapping[str, Any]) -> str:
     """``"modelopt 0.37.0"`` from a ``producer`` object, ``""`` without one."""
-    prod = qc.get("producer") if isinstance(qc.get("producer"), dict) else {}
+    found = qc.get("producer")
+    prod: Mapping[str, Any] = found if isinstance(found, dict) else {}
     return " ".join(str(prod.get(k)) for k in ("name", "version") if prod.get(k))
 
 

@@ -67,13 +67,13 @@ def census(tensors: Mapping[str, Any], infos: Mapping[str, TensorInfo], mtp: Map
     classes = _classes(rest, tensors, mtp, mtp_modules, dotted)
     if got is None or classes is None:  # another tensor of an anchored module, or a per-module declaration
         return None
-    out: Counter[tuple[str, bool]] = Counter({got: n_modules} if got else {})  # type: ignore[dict-item]
+    out: Counter[tuple[str, bool]] = Counter({got: n_modules} if isinstance(got, tuple) else {})
     table, split = classes
     for params, members in table.items():
-        got = _class_counts(params, members, split, infos, decide)
-        if got is None:
+        counts = _class_counts(params, members, split, infos, decide)
+        if counts is None:
             return None
-        out.update(got)
+        out.update(counts)
     return out
 
 
@@ -193,7 +193,7 @@ def _class_counts(params: frozenset[str], members: set[str], split: _Split, info
         return None
     if scaled and (params & _BY_NAME or {"scales", "biases"} <= params):
         got = decide("m", dict.fromkeys(params, _ANY_INFO))  # the suffixes decide; every header entry is there
-        return None if got is None else Counter({got: len(members)}) if got else Counter()
+        return None if got is None else Counter({got: len(members)}) if isinstance(got, tuple) else Counter()
     names, mods, suffixes = split
     if "weight" in params:  # each member's own "weight" name (already hashed: no name is built)
         mask = list(map(and_, map(members.__contains__, mods), map("weight".__eq__, suffixes)))
