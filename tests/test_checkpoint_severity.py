@@ -82,7 +82,8 @@ def test_modelopt_exclude_list_missing_mtp_fc_is_a_warning_naming_the_engines(tm
     assert x.remediation.endswith("Until then serve it with SGLang >= 0.5.23 or vLLM >= 0.20.0.")
     closing = rep.facts["checkpoint"]["closing"]["lines"]
     assert closing[2].startswith("SGLang: yes")
-    assert closing[3].startswith("  Only because SGLang 0.5.23 sglang/srt/models/qwen3_5_mtp.py and vLLM 0.20.0")
+    assert closing[3].startswith("  Only because SGLang 0.5.23 sglang/srt/models/qwen3_5_mtp.py:65-69 and vLLM 0.20.0 "
+                                 "vllm/model_executor/models/qwen3_5_mtp.py:80-88 ignore(s)")
     assert main(["checkpoint", str(folder)]) == 0
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from mtp_audit import keepalive
 from mtp_audit.checkpoint.answer import build_report
 from mtp_audit.checkpoint.facts import ANALYZER, gather
+from mtp_audit.checkpoint.heads import HeadsAnswerer
 from mtp_audit.report import Gap, Report
 from mtp_audit.sources.local import (
     CheckpointSource,
@@ -14,10 +15,12 @@ from mtp_audit.sources.local import (
 )
 
 
-def analyze(source: CheckpointSource, *, mode_hint: str | None = None) -> Report:
+def analyze(source: CheckpointSource, *, mode_hint: str | None = None, answer_heads: HeadsAnswerer | None = None) -> Report:
     """Audit one checkpoint source (see :func:`gather` for what is read and what raises). What the
     source itself could not see (:meth:`CheckpointSource.gaps`) becomes blocking gaps, and its
     description and I/O counters (HTTP requests, bytes read) become ``facts["checkpoint"]["source"]``.
+    ``answer_heads``: the engine hook that says whether it drafts with the MTP heads (default: the registry's
+    :func:`~mtp_audit.engines.registry.heads_answerer`).
 
     The cyclic garbage collector is paused for the whole audit (:func:`paused_gc`): a 1M-tensor
     checkpoint holds millions of acyclic containers that every collection would walk again."""
@@ -25,6 +28,13 @@ def analyze(source: CheckpointSource, *, mode_hint: str | None = None) -> Report
         facts = gather(source, mode_hint=mode_hint)
         facts.gaps += [Gap(ANALYZER, message, path) for path, message in source.gaps()]
         facts.source = {**source.describe(), **source.stats()}
-        report = build_report(facts)
+        report = build_report(facts, answer_heads or _default_answerer())
         keepalive.keep(facts)  # a console-script run ends without freeing them (mtp_audit.keepalive)
         return report
+
+
+def _default_answerer() -> HeadsAnswerer:
+    """The default engine's ``uses_heads`` hook, through the engine registry (which imports only that engine)."""
+    from mtp_audit.engines.registry import heads_answerer
+
+    return heads_answerer()  # type: ignore[no-any-return]

@@ -1,9 +1,9 @@
 """The checkpoint report: ``facts["checkpoint"]`` (summary, declaration, tensors, formats, bytes, the
-per-engine answer) and the closing "Will SGLang use the MTP heads?" section, built from the facts and the
-findings (:func:`build_report`).
+per-engine answer) and the closing section (what the checkpoint declares and holds, then the engine's answer),
+built from the facts and the findings (:func:`build_report`).
 
-Source for the answer: SGLang ``python/sglang/srt/server_args.py`` ("NEXTN shares the same implementation of
-EAGLE"; the target model path doubles as the draft model path).
+Whether an engine will draft with the MTP heads is that engine's answer (its ``uses_heads`` hook, handed in as
+``answer_heads``: :mod:`mtp_audit.checkpoint.heads`); this module only says what the files hold.
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from mtp_audit.checkpoint.accounting import (
     summarize_formats,
     trunk_format_counts,
 )
-from mtp_audit.checkpoint.checks import check
+from mtp_audit.checkpoint.checks import check, exclusion_list_overrides
 from mtp_audit.checkpoint.checks_families import is_dspark
-from mtp_audit.checkpoint.facts import ANALYZER, SGLANG_SOURCE, CheckpointFacts
+from mtp_audit.checkpoint.facts import ANALYZER, CheckpointFacts
+from mtp_audit.checkpoint.heads import HeadsAnswer, HeadsAnswerer, heads_evidence
 from mtp_audit.checkpoint.layouts import hf_hallmarks
 from mtp_audit.checkpoint.predict import expected_mtp_modules, predict, prediction_line
 from mtp_audit.checkpoint.tensors import (
@@ -55,8 +56,9 @@ def _quant_headline(facts: CheckpointFacts) -> str | None:
     return f"{s.algo} ({', '.join(bits)})"
 
 
-def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str, Any]:
-    """The JSON facts document for ``facts["checkpoint"]`` (schema in docs/checkpoint.md)."""
+def build_facts(facts: CheckpointFacts, findings: Iterable[Finding], answer_heads: HeadsAnswerer | None = None) -> dict[str, Any]:
+    """The JSON facts document for ``facts["checkpoint"]`` (schema in docs/checkpoint.md); ``answer_heads``: the
+    engine that answers whether it drafts with the MTP heads (``None``: the document says what the files hold only)."""
     cfg = facts.config
     decl = cfg.declaration if cfg else None
     mtp_fmts = linear_formats(facts, facts.mtp_modules)
@@ -65,14 +67,16 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
     trunk_state = "none" if not trunk_counts else next(iter(trunk_counts)) if len(trunk_counts) == 1 else "mixed"
     nbytes = mtp_bytes(facts)
     findings = list(findings)
-    usable, blocking, overridden = _usability(facts, findings)
     prediction = predict(facts)
     mtp_mods = list(facts.mtp_modules) if facts.mtp else expected_mtp_modules(facts)
-    summary = _summary(facts, mtp_state, trunk_state, nbytes, usable, mtp_mods)
+    summary = _summary(facts, mtp_state, trunk_state, nbytes, mtp_mods)
+    heads = answer_heads(heads_evidence(facts, findings, summary, exclusion_list_overrides(facts))) if answer_heads else None
+    if heads is not None:
+        summary.update(heads.summary)
     return {
         "summary": summary,
-        "closing": _closing(summary, decl, usable, blocking, facts, mtp_counts, overridden, prediction),
-        "answer": _answer(summary, decl, usable, blocking, facts),
+        "closing": _closing(summary, decl, heads, facts, mtp_counts, prediction),
+        "answer": [heads.answer] if heads is not None else _holds(summary, decl),
         "prediction": prediction,
         "mode": facts.mode,
         "source": facts.source,
@@ -95,47 +99,13 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding]) -> dict[str
             "unindexed": facts.unindexed_shards,
             "bytes": sum(h.data_bytes for h in facts.headers.values()) if facts.headers else None,
         },
-        "engine": {
-            "sglang": {
-                "flags": "--speculative-algorithm NEXTN",
-                "runs_as": "EAGLE",
-                "draft_model": "the target checkpoint itself (no separate draft model)",
-                "usable": usable,
-                "blocked_by": blocking,
-                "source": SGLANG_SOURCE,
-            }
-        },
+        "engine": {heads.engine: dict(heads.facts)} if heads is not None else {},
     }
 
 
-def _usability(facts: CheckpointFacts, findings: list[Finding]) -> tuple[bool | None, list[str], list[Finding]]:
-    """``(usable, blocking rule ids (sorted, distinct), MTP007 warnings SGLang overrides)``: whether SGLang gets
-    working MTP heads, None when a blocking gap leaves it open."""
-    decl = facts.config.declaration if facts.config else None
-    errors = [f for f in findings if f.severity.label == "error"]
-    # Any error means the load fails, computes garbage or cannot run (README "How severity is decided"), so
-    # the closing answer never says "yes" after one; R.BLOCKS_MTP lists the rules that stop MTP only.
-    blocking = [f.rule_id for f in errors]
-    # An MTP007 warning means *some* engine builds the module right despite the list; the answer is about SGLang,
-    # so it blocks unless one of the overriding engines is SGLang.
-    overridden = [f for f in findings if f.rule_id == "MTP007" and f.severity.label == "warning"]
-    for f in overridden:
-        if not any(e.label == "engine override (all of them)" and e.value.startswith("SGLang ") for e in f.evidence):
-            blocking.append(f.rule_id)
-    overridden = [f for f in overridden if f.rule_id not in blocking]
-    usable: bool | None
-    if not (decl and decl.declared) and not facts.mtp:
-        usable = False
-    elif not facts.tensors_known or any(g.blocking for g in facts.gaps):
-        usable = None
-    else:
-        usable = bool(facts.mtp) and bool(decl and decl.declared) and not blocking
-    return usable, sorted(set(blocking)), overridden
-
-
 def _summary(facts: CheckpointFacts, mtp_state: str, trunk_state: str, nbytes: Mapping[str, Any],
-             usable: bool | None, mtp_mods: list[str]) -> dict[str, Any]:
-    """``facts["checkpoint"]["summary"]``: the one-screen numbers."""
+             mtp_mods: list[str]) -> dict[str, Any]:
+    """``facts["checkpoint"]["summary"]``: the one-screen numbers (the answering engine adds its own)."""
     cfg = facts.config
     decl = cfg.declaration if cfg else None
     return {
@@ -152,7 +122,6 @@ def _summary(facts: CheckpointFacts, mtp_state: str, trunk_state: str, nbytes: M
         "tensors": len(facts.tensors) if facts.tensors_known else None,
         "quantization": _quant_headline(facts),
         "mtp_exclude_patterns": ", ".join(p for s in facts.schemes[:1] for p in s.mtp_patterns(mtp_mods)) or None,
-        "sglang_mtp_usable": usable,
     }
 
 
@@ -200,13 +169,10 @@ def _mtp_fact(facts: CheckpointFacts, mtp_fmts: Mapping[str, tuple[str, bool]], 
     }
 
 
-def _closing(summary: dict[str, Any], decl: Any, usable: bool | None, blocking: list[str], facts: CheckpointFacts,
-             mtp_counts: Mapping[str, int], overridden: list[Finding] | None = None,
-             prediction: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The plain-words answer printed at the end of text/Markdown reports: what the checkpoint
-    declares and holds, and whether SGLang will use the MTP heads (``--speculative-algorithm NEXTN``,
-    an alias that runs SGLang's EAGLE worker with the target checkpoint as its own draft model;
-    SGLang ``server_args.py``, see docs/sglang.md)."""
+def _closing(summary: dict[str, Any], decl: Any, heads: HeadsAnswer | None, facts: CheckpointFacts,
+             mtp_counts: Mapping[str, int], prediction: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The plain-words answer printed at the end of text/Markdown reports: what the checkpoint declares and holds,
+    then the answering engine's lines (whether it will use the MTP heads)."""
     declared = summary.get("mtp_layers_declared")
     if decl is not None and decl.declared:
         how = "implicitly (this family always ships MTP)" if decl.implicit else f"at {decl.key}"
@@ -228,69 +194,28 @@ def _closing(summary: dict[str, Any], decl: Any, usable: bool | None, blocking: 
         pl = prediction_line(prediction) if prediction else None
         if pl:
             lines.append(pl)
-    if usable is True:
-        lines.append(
-            "SGLang: yes, with --speculative-algorithm NEXTN (an alias: SGLang runs its EAGLE worker with this "
-            "checkpoint as its own draft model and loads these MTP weights as the draft)."
-        )
-        for f in overridden or []:
-            who = [e.value.split(":", 1)[0] for e in f.evidence if e.label == "engine override (all of them)"]
-            lines.append(f"  Only because {' and '.join(who)} ignore(s) the wrong exclusion list (MTP007); an engine that "
-                         "trusts the list fails to load these MTP weights.")
-    elif usable is False and blocking:
-        lines.append(f"SGLang: no, --speculative-algorithm NEXTN would not get working MTP heads ({', '.join(blocking)}).")
-    elif usable is False:
-        lines.append("SGLang: no MTP heads to use; speculative decoding would need a separate draft model.")
-    else:
-        lines.append("SGLang: could not tell (see 'not examined').")
-    return {"title": "Will SGLang use the MTP heads?", "lines": lines}
+    if heads is None:
+        return {"title": "What does the checkpoint hold for MTP?", "lines": lines}
+    return {"title": heads.title, "lines": lines + list(heads.lines)}
 
 
-def _answer(summary: dict[str, Any], decl: Any, usable: bool | None, blocking: list[str], facts: CheckpointFacts) -> list[str]:
-    """The one-line answer the text report opens with (``facts["checkpoint"]["answer"]``): what is
-    declared, what ships, and whether ``--speculative-algorithm NEXTN`` gets working MTP heads."""
+def _holds(summary: dict[str, Any], decl: Any) -> list[str]:
+    """The one-line answer without an engine to ask: what is declared and what ships."""
     declared = summary.get("mtp_layers_declared") or 0
-    n = summary.get("mtp_tensors") or 0
-    what = f"config.json declares {declared} MTP layer{'s' if declared != 1 else ''}" if decl is not None and decl.declared else ""
-    if decl is not None and decl.declared and decl.implicit:
-        what = f"this family always carries {declared} MTP layer{'s' if declared != 1 else ''}"
-    if usable is True:
-        nbytes = summary.get("mtp_bytes")
-        size = f", {nbytes:,} bytes" if isinstance(nbytes, int) else ""
-        return [f"{what} and the checkpoint ships {n:,} MTP tensor{'s' if n != 1 else ''} ({summary.get('mtp_format')}{size}); "
-                "--speculative-algorithm NEXTN will use them as the draft"]
-    if usable is False and blocking:
-        ships = "the checkpoint ships none" if not n else f"its {n:,} MTP tensors are not usable"
-        if not what:  # no declaration (no config.json, or none that declares MTP): say what ships
-            ships = f"{n:,} MTP tensor{'s ship' if n != 1 else ' ships'} but {'they are' if n != 1 else 'it is'} not usable"
-            return [f"{ships}; --speculative-algorithm NEXTN will not get working MTP heads ({', '.join(blocking)})"]
-        return [f"{what} but {ships}; --speculative-algorithm NEXTN will not get working MTP heads ({', '.join(blocking)})"]
-    if usable is False and n:
-        why = "there is no config.json to declare them" if facts.config is None else "config.json declares no MTP layer"
-        return [f"{n:,} MTP tensor{'s ship' if n != 1 else ' ships'} but {why}; --speculative-algorithm NEXTN will not load "
-                "them as a draft"]
-    if usable is False:
-        return ["no MTP layers declared and no MTP tensors: speculative decoding would need a separate draft model"]
-    if not facts.tensors_known:
-        if facts.index_file is None and not facts.shards_present:
-            return [f"{what or 'MTP'}, but there is no index and no shard to check that the MTP tensors ship: could not tell"]
-        if blocking:
-            return [f"{what or 'the checkpoint'}, but no shard header could be read ({', '.join(sorted(facts.problems)[:2]) or 'see not examined'}): "
-                    f"the load fails before the MTP heads matter ({', '.join(blocking)})"]
-        return [f"{what or 'MTP'}, but no readable index or shard header lists the tensors "
-                f"({', '.join(sorted(facts.problems)[:2]) or 'see not examined'}), so whether the MTP tensors ship could not be checked: could not tell"]
-    gap = next((g.message for g in facts.gaps if g.blocking), "see 'not examined'")
-    return [f"could not tell whether --speculative-algorithm NEXTN gets working MTP heads: {gap}"]
+    n = summary.get("mtp_tensors")
+    what = f"{declared} MTP layer(s) declared" if decl is not None and decl.declared else "no MTP layers declared"
+    return [f"{what}; " + (f"{n:,} MTP tensor(s) found" if n is not None else "the MTP tensors could not be listed")]
 
 
-def build_report(facts: CheckpointFacts) -> Report:
-    """Facts -> findings -> :class:`Report` (rules evaluated: every checkpoint rule)."""
+def build_report(facts: CheckpointFacts, answer_heads: HeadsAnswerer | None = None) -> Report:
+    """Facts -> findings -> :class:`Report` (rules evaluated: every checkpoint rule); ``answer_heads``: the engine
+    that says whether it drafts with the MTP heads (see :func:`build_facts`)."""
     findings = check(facts)
     return Report.build(
         ANALYZER,
         facts.display,
         findings=findings,
         gaps=facts.gaps,
-        facts=build_facts(facts, findings),
+        facts=build_facts(facts, findings, answer_heads),
         rule_ids=[r.id for r in R.RULES],
     )

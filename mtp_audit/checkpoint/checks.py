@@ -26,7 +26,7 @@ from mtp_audit.checkpoint.checks_families import is_dspark
 from mtp_audit.checkpoint.config import QuantScheme
 from mtp_audit.checkpoint.declared import DeclaredFormat, declared_bytes
 from mtp_audit.checkpoint.facts import CONFIG, CheckpointFacts, pointer
-from mtp_audit.checkpoint.overrides import overrides_for
+from mtp_audit.checkpoint.overrides import MtpQuantOverride, overrides_for
 from mtp_audit.checkpoint.tensors import (
     bytes_if_quantized,
     is_quantized,
@@ -273,6 +273,42 @@ def _list_evidence(scheme: QuantScheme, mtp_pats: list[str]) -> list[Evidence]:
     ]
 
 
+def _exclusion_mismatches(facts: CheckpointFacts, scheme: QuantScheme) -> tuple[
+        dict[str, tuple[str, bool]], list[tuple[str, str, bool]], list[tuple[str, str, str]]]:
+    """``(MTP linear formats, [(module, format, inferred)] stored unquantized but not excluded,
+    [(module, format, pattern)] excluded but stored quantized)`` against ``scheme``'s exclusion list."""
+    plain_not_excluded: list[tuple[str, str, bool]] = []
+    quant_excluded: list[tuple[str, str, str]] = []
+    fmts = linear_formats(facts, facts.mtp_modules)
+    for m, (fmt, inferred) in sorted(fmts.items()):
+        pat = scheme.excluded_by(m)
+        if pat is None and not is_quantized(fmt):
+            plain_not_excluded.append((m, fmt, inferred))
+        elif pat is not None and is_quantized(fmt):
+            quant_excluded.append((m, fmt, pat))
+    return fmts, plain_not_excluded, quant_excluded
+
+
+def _overrides(facts: CheckpointFacts, scheme: QuantScheme) -> list[MtpQuantOverride]:
+    """The engine code known to ignore ``scheme``'s exclusion list for this family and method."""
+    cfg = facts.config
+    family = cfg.layout.family if cfg and cfg.layout else None
+    return overrides_for(family, scheme.method, scheme.algo)
+
+
+def exclusion_list_overrides(facts: CheckpointFacts) -> tuple[MtpQuantOverride, ...]:
+    """The engines whose code builds every MTP linear that the exclusion list fails to cover unquantized, whatever
+    the list says (MTP007 is a warning, not an error, because of them); ``()`` when the list covers every
+    unquantized MTP linear or no engine is known to override it. Rows of
+    :data:`~mtp_audit.checkpoint.overrides.MTP_QUANT_OVERRIDES`."""
+    scheme = facts.primary_scheme
+    if scheme is None or not scheme.has_exclusion_list or not facts.mtp:
+        return ()
+    _fmts, plain, _quant = _exclusion_mismatches(facts, scheme)
+    names = [m for m, _, _ in plain]
+    return tuple(o for o in _overrides(facts, scheme) if names and all(o.covers_module(m) for m in names))
+
+
 def check_exclude_disagrees(facts: CheckpointFacts) -> Iterator[Finding]:
     """MTP007: for each MTP linear, "excluded by the quantization config" must match "stored
     unquantized" (vLLM PR #38650: ``mtp.fc`` stored BF16 while ``exclude_modules`` lists only
@@ -286,19 +322,9 @@ def check_exclude_disagrees(facts: CheckpointFacts) -> Iterator[Finding]:
     file, _, ptr = scheme.exclude_pointer.partition("#")
     if not file:
         file, _, ptr = scheme.source.partition("#")
-    plain_not_excluded: list[tuple[str, str, bool]] = []
-    quant_excluded: list[tuple[str, str, str]] = []
-    fmts = linear_formats(facts, facts.mtp_modules)
-    for m, (fmt, inferred) in sorted(fmts.items()):
-        pat = scheme.excluded_by(m)
-        if pat is None and not is_quantized(fmt):
-            plain_not_excluded.append((m, fmt, inferred))
-        elif pat is not None and is_quantized(fmt):
-            quant_excluded.append((m, fmt, pat))
+    fmts, plain_not_excluded, quant_excluded = _exclusion_mismatches(facts, scheme)
     mtp_pats = mtp_patterns(scheme, fmts)
-    cfg = facts.config
-    family = cfg.layout.family if cfg and cfg.layout else None
-    engines = overrides_for(family, scheme.method, scheme.algo)
+    engines = _overrides(facts, scheme)
     list_name = scheme.exclude_pointer.split("#")[-1] or "the exclusion list"
     if plain_not_excluded:
         names = [m for m, _, _ in plain_not_excluded]

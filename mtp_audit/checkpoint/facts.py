@@ -61,12 +61,6 @@ HF_QUANT = "hf_quant_config.json"
 INDEX = "model.safetensors.index.json"
 
 
-SGLANG_SOURCE = (
-    "SGLang python/sglang/srt/server_args.py: '# NEXTN shares the same implementation of EAGLE' "
-    "(speculative_algorithm NEXTN -> EAGLE); the draft model path defaults to the target model path"
-)
-
-
 def pointer(*parts: str) -> str:
     """RFC 6901 JSON pointer from raw keys (``"~"`` -> ``"~0"``, ``"/"`` -> ``"~1"``); control
     characters are shown as ``\\uXXXX`` so messages stay on one line."""

@@ -12,10 +12,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from mtp_audit.preflight.kernels import KernelChecks
 from mtp_audit.report import Finding, Gap, Report
+
+if TYPE_CHECKING:
+    from mtp_audit.checkpoint.heads import HeadsAnswer, HeadsEvidence
+    from mtp_audit.preflight.kernels import KernelChecks
 
 
 @dataclass
@@ -159,6 +162,12 @@ class Engine(ABC):
         """This engine's FP4 kernel knowledge for the preflight (which GEMM / MoE kernels it picks on a machine and
         what each needs, its FP4 ``--quantization`` names, how its remediations are worded), or ``None``: the
         engine has nothing to add, and the preflight answers for the machine alone."""
+        return None
+
+    def uses_heads(self, evidence: HeadsEvidence) -> HeadsAnswer | None:
+        """Whether this engine will draft with the MTP heads of the checkpoint ``evidence`` describes (what the
+        files declare and hold, the errors that stop a load), in its own words; ``None``: the engine has nothing
+        to say about a checkpoint's heads."""
         return None
 
     def compare(self, request: LaunchRequest, old: EngineOutcome, new: EngineOutcome) -> EngineOutcome:

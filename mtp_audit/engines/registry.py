@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 from pathlib import PurePath
+from typing import Any
 
 from mtp_audit.engines.argv import split_env_prefix
 from mtp_audit.engines.base import Engine
@@ -43,6 +44,21 @@ def _load(engine_id: str, spec: str) -> Engine:
         module, _, cls = spec.partition(":")
         _LOADED[engine_id] = getattr(importlib.import_module(module), cls)()
     return _LOADED[engine_id]
+
+
+#: The engine whose answer a checkpoint report gives to "will it draft with these MTP heads?" when the caller names
+#: none (the question the checkpoint command has always answered).
+DEFAULT_HEADS_ENGINE = "sglang"
+
+
+def heads_answerer(engine_id: str | None = None) -> Any:
+    """The ``uses_heads`` hook of ``engine_id`` (default :data:`DEFAULT_HEADS_ENGINE`) as a function of a
+    checkpoint's :class:`~mtp_audit.checkpoint.heads.HeadsEvidence`.
+
+    Raises:
+        InputError: no engine of that id.
+    """
+    return engine_named(engine_id or DEFAULT_HEADS_ENGINE).uses_heads
 
 
 def register(engine: Engine) -> None:

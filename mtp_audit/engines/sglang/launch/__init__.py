@@ -41,6 +41,13 @@ class SGLangEngine(Engine):
 
         return SGLangKernels()
 
+    def uses_heads(self, evidence: Any) -> Any:
+        """SGLang's answer: ``--speculative-algorithm NEXTN`` drafts with the checkpoint's own MTP heads
+        (:func:`mtp_audit.engines.sglang.heads.sglang_uses_heads`)."""
+        from mtp_audit.engines.sglang.heads import sglang_uses_heads
+
+        return sglang_uses_heads(evidence)
+
     def release(self, target: Any) -> tuple[Report | None, Gap | None]:
         """The sglang analyzer's report on ``target`` (a report passes through; ``None``: the installed sglang)."""
         from mtp_audit.engines.sglang import audit_sglang
