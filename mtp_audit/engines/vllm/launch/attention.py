@@ -64,6 +64,10 @@ class Member(str):
     """An enum member as a string (its ``str()``: ``AttentionBackendEnum.FLASH_ATTN``, or the value for a ``str`` enum)
     that also answers ``name``, ``value`` and ``get_class()`` (a backend enum's class path resolved in the tree)."""
 
+    member_name: str
+    member_value: Any
+    get_class: Any
+
     def __new__(cls, text: str, name: str, value: Any, get_class: Any = None) -> Member:
         m = super().__new__(cls, text)
         m.member_name, m.member_value, m.get_class = name, value, get_class
