@@ -257,7 +257,7 @@ def _attach_launch(ctx: Any, parsed_launch: Any, cwd: Path | None) -> list[Any]:
         return gaps
     ctx.launch = parsed_launch
     mp = ctx.launch.get("--model-path")
-    mlabel = "model" if ctx.launch.is_vllm else "--model-path"
+    mlabel = ctx.launch.model_label
     if mp:
         folder = (cwd or Path.cwd()) / mp
         if folder.is_dir():

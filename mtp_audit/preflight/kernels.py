@@ -10,8 +10,30 @@ checks, no FP4 quantization names, neutral wording for the machine findings that
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+
+@dataclass(frozen=True)
+class LaunchSyntax:
+    """How the preflight reads the few options of an engine's launch command that decide its FP4 kernels (the
+    engine's ``mtp-audit launch`` parser reads the whole command against a release; the preflight needs only these).
+
+    Attributes:
+        flags: canonical option -> the option strings that set it (aliases included).
+        bool_flags: options that take no value and are recorded when present.
+        underscores: option names may be written with ``_`` for ``-`` (vLLM's ``FlexibleArgumentParser``).
+        lowered: canonical options whose values the engine lower-cases with ``-`` turned into ``_``.
+        positional_model: the program tokens after which a positional model follows (``("vllm", "serve")``).
+        model_label: how the command names the model (``"--model-path"``), for the gaps about it.
+    """
+
+    flags: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    bool_flags: tuple[str, ...] = ()
+    underscores: bool = False
+    lowered: tuple[str, ...] = ()
+    positional_model: tuple[str, ...] = ()
+    model_label: str = "model"
 
 
 @dataclass(frozen=True)
@@ -29,6 +51,7 @@ class KernelChecks:
         torch_pin_holder: what pins the torch this engine needs (MTP203's remediation).
         memory_remediation: how to size memory on a GPU that reports none (MTP225's remediation).
         probe_mismatch_remediation: which backend to switch to when the probe's FP4 GEMM is wrong (MTP227).
+        syntax: how the preflight reads the engine's launch command (:class:`LaunchSyntax`).
     """
 
     label: str = "the engine"
@@ -40,6 +63,7 @@ class KernelChecks:
     torch_pin_holder: str = "engine's wheel"
     memory_remediation: str = "lower the engine's GPU memory fraction (e.g. 0.7)"
     probe_mismatch_remediation: str = "switch the dense FP4 GEMM backend and re-run --probe"
+    syntax: LaunchSyntax = field(default_factory=LaunchSyntax)
 
     def summary(self, ctx: Any) -> dict[str, str | None]:
         """Headline values of ``facts["preflight"]["summary"]`` this engine adds (its version, the backends the

@@ -1,18 +1,12 @@
-"""The intended launch: an SGLang or vLLM command line, the checkpoint's quantization, and what SGLang will
-make of the flags (choices, defaults, ``auto`` resolutions).
+"""The intended launch as the preflight reads it: the engine the command starts, the options that decide its FP4
+kernels, the launch's environment, and the checkpoint's quantization.
 
-vLLM commands (``vllm serve MODEL ...``, ``python -m vllm.entrypoints.openai.api_server --model MODEL ...``) are
-parsed for the flags that decide FP4 kernels (:data:`VLLM_FLAGS`), the way vLLM's ``FlexibleArgumentParser`` reads
-them (``--tensor_parallel_size`` == ``--tensor-parallel-size``; wheel:vllm-0.20.0:vllm/utils/argparse_utils.py:300-320);
-``KEY=VALUE`` tokens before the program are environment variables of the launch (:attr:`Launch.env`). The
-``mtp_audit.launch`` package can reuse :func:`parse_launch` for the same purpose.
-
-Flag semantics come from the sglang analyzer (``mtp_audit.engines.sglang.audit_sglang``) when that package is
-present and an SGLang tree is at hand: its public report's ``facts["sglang"]`` gives ``version``,
-``cli_arguments`` (choices/default/location) and ``auto_resolutions``. Otherwise they come from the
-capability matrix's per-version rows (``mtp_audit/data/matrix.json``, ``blackwell_fp4.md`` §3).
-The checkpoint is read from ``--model-path`` when it is a local folder: ``hf_quant_config.json``
-(ModelOpt) and ``config.json`` ``quantization_config``, both with ``read_json_bounded``.
+Which engine a command starts is each registered engine's own answer (its ``entry``); which options matter and how
+they are spelled is the engine's :class:`~mtp_audit.preflight.kernels.LaunchSyntax` (its ``kernels`` hook: SGLang's
+server_args names, vLLM's ``FlexibleArgumentParser`` that reads ``--tensor_parallel_size`` as
+``--tensor-parallel-size``). ``KEY=VALUE`` tokens before the program are environment variables of the launch
+(:attr:`Launch.env`). The checkpoint is read from the model path when it is a local folder:
+``hf_quant_config.json`` (ModelOpt) and ``config.json`` ``quantization_config``, both with ``read_json_bounded``.
 """
 
 from __future__ import annotations
@@ -23,39 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.errors import InputError
+from mtp_audit.preflight.kernels import LaunchSyntax
 from mtp_audit.sources.bounded import read_json_bounded
-
-#: Flags interpreted, with their aliases (SGLang server_args names).
-FLAGS: dict[str, tuple[str, ...]] = {
-    "--model-path": ("--model-path", "--model"),
-    "--quantization": ("--quantization",),
-    "--fp4-gemm-backend": ("--fp4-gemm-backend",),
-    "--moe-runner-backend": ("--moe-runner-backend",),
-    "--speculative-algorithm": ("--speculative-algorithm",),
-    "--tp": ("--tp", "--tp-size", "--tensor-parallel-size"),
-    "--ep": ("--ep", "--ep-size", "--expert-parallel-size"),
-    "--attention-backend": ("--attention-backend",),
-    "--kv-cache-dtype": ("--kv-cache-dtype",),
-    "--device": ("--device",),  # wheel:sglang-0.5.9:sglang/srt/server_args.py:3296 (cuda, xpu, hpu, npu, cpu)
-}
-BOOL_FLAGS = ("--enable-pdmux",)
-
-#: vLLM flags the preflight interprets: canonical name -> option strings (wheel:vllm-0.20.0:vllm/engine/arg_utils.py:
-#: ``--quantization``/``-q`` line 768, ``--tensor-parallel-size``/``-tp`` line 925, ``--moe-backend`` line 1368;
-#: ``--linear-backend`` from 0.24.0, arg_utils.py:1485). The model is ``--model`` or ``vllm serve``'s positional.
-VLLM_FLAGS: dict[str, tuple[str, ...]] = {
-    "--model-path": ("--model",),
-    "--quantization": ("--quantization", "-q"),
-    "--tp": ("--tensor-parallel-size", "-tp"),
-    "--kv-cache-dtype": ("--kv-cache-dtype",),
-    "--moe-backend": ("--moe-backend",),
-    "--linear-backend": ("--linear-backend",),
-    "--speculative-config": ("--speculative-config",),
-    "--device": ("--device",),  # DeviceConfig.device through get_kwargs: wheel:vllm-0.9.2:vllm/engine/arg_utils.py:397,813
-}
-#: vLLM lower-cases these values and turns '-' into '_' (arg_utils.py:1367 in 0.20.0; KernelConfig validators).
-VLLM_NORMALIZED_VALUES = ("--moe-backend", "--linear-backend")
-
 
 def split_env_prefix(toks: list[str]) -> tuple[dict[str, str], list[str]]:
     """``["VLLM_X=1", "env", "Y=2", "vllm", "serve", ...]`` -> ``({"VLLM_X": "1", "Y": "2"}, ["vllm", "serve", ...])``.
@@ -80,17 +43,18 @@ def split_env_prefix(toks: list[str]) -> tuple[dict[str, str], list[str]]:
     return env, toks[i:]
 
 
-def engine_of(toks: list[str]) -> str:
-    """``"sglang"``, ``"vllm"`` or the program's name, from the tokens after any environment prefix."""
-    if not toks:
-        return ""
-    joined = " ".join(toks[:4])
-    first = Path(toks[0]).name
-    if "sglang.launch_server" in joined or (first == "sglang" and len(toks) > 1 and toks[1] in ("serve", "launch_server")):
-        return "sglang"
-    if first == "vllm" or "vllm.entrypoints" in joined:
-        return "vllm"
-    return first
+def engine_syntax(toks: list[str]) -> tuple[str, LaunchSyntax]:
+    """``(engine id, how the preflight reads its command)`` of the engine whose server ``toks`` starts (each
+    registered engine's own :meth:`~mtp_audit.engines.base.Engine.entry` decides); ``(program name, no syntax)``
+    for a command no engine starts."""
+    from mtp_audit.engines.registry import engines
+
+    for engine in engines():
+        if engine.entry(toks) is not None:
+            kernels = engine.kernels()
+            return engine.name, kernels.syntax if kernels is not None else LaunchSyntax()
+    _env, prog = split_env_prefix(toks)
+    return (Path(prog[0]).name if prog else ""), LaunchSyntax()
 
 
 @dataclass(frozen=True)
@@ -99,28 +63,33 @@ class Launch:
 
     Attributes:
         argv: the tokens as given.
-        is_sglang: whether it starts SGLang (``python -m sglang.launch_server``, ``sglang serve``).
-        engine: ``"sglang"``, ``"vllm"`` or the first token.
-        flags: canonical flag (:data:`FLAGS`) -> value as typed.
+        engine: the id of the engine it starts (:func:`engine_syntax`), or the program's name.
+        flags: canonical flag (the engine's :class:`~mtp_audit.preflight.kernels.LaunchSyntax`) -> value as typed.
         bools: boolean flags present (``--enable-pdmux``).
         options: every ``--name`` token as typed (``--name=value`` cut at ``=``), in order, interpreted
             or not: the preflight checks them against the SGLang option table when it has one. vLLM options are
             listed with ``_`` turned into ``-`` (as vLLM reads them).
         env: ``NAME=VALUE`` assignments written before the program (``VLLM_USE_FLASHINFER_MOE_FP4=1 vllm serve ...``).
+        model_label: how the command names the model (``"--model-path"``, or ``"model"`` for a positional one).
     """
 
     argv: tuple[str, ...]
-    is_sglang: bool
     engine: str
     flags: dict[str, str] = field(default_factory=dict)
     bools: tuple[str, ...] = ()
     options: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
+    model_label: str = "model"
 
     @property
     def is_vllm(self) -> bool:
         """Whether it starts vLLM (``vllm serve``, ``python -m vllm.entrypoints...``)."""
         return self.engine == "vllm"
+
+    @property
+    def is_sglang(self) -> bool:
+        """Whether it starts SGLang (``python -m sglang.launch_server``, ``sglang serve``)."""
+        return self.engine == "sglang"
 
     def get(self, flag: str) -> str | None:
         """Value of a canonical flag, or ``None``."""
@@ -134,7 +103,8 @@ class Launch:
 
 
 def parse_launch(argv: list[str] | tuple[str, ...]) -> Launch:
-    """Parse the tokens after ``--``. A single token with spaces is split like a shell would.
+    """Parse the tokens after ``--`` with the syntax of the engine the command starts (:func:`engine_syntax`). A
+    single token with spaces is split like a shell would.
 
     Raises:
         InputError: nothing after ``--``, or unbalanced quotes in a single-string command.
@@ -148,21 +118,26 @@ def parse_launch(argv: list[str] | tuple[str, ...]) -> Launch:
     if not toks:
         raise InputError("launch command", "nothing after '--' (expected e.g. python -m sglang.launch_server --model-path ...)")
     env, prog = split_env_prefix(toks)
-    engine = engine_of(prog)
-    vllm = engine == "vllm"
-    table = VLLM_FLAGS if vllm else FLAGS
-    alias = {a: canon for canon, names in table.items() for a in names}
+    engine, syntax = engine_syntax(toks)
+    flags, bools, options = _read_options(prog, syntax)
+    return Launch(tuple(toks), engine, flags, tuple(bools), tuple(options), env, syntax.model_label)
+
+
+def _read_options(prog: list[str], syntax: LaunchSyntax) -> tuple[dict[str, str], list[str], list[str]]:
+    """``(canonical flag -> value, boolean flags present, every --option as typed)`` of the program's tokens."""
+    alias = {a: canon for canon, names in syntax.flags.items() for a in names}
     flags: dict[str, str] = {}
     bools: list[str] = []
     options: list[str] = []
     i = 0
-    if vllm and len(prog) > 2 and Path(prog[0]).name == "vllm" and prog[1] == "serve" and not prog[2].startswith("-"):
-        flags["--model-path"] = prog[2]  # vllm serve MODEL: model_tag (wheel:vllm-0.20.0:vllm/entrypoints/cli/serve.py:45-46)
-        i = 3
+    lead = len(syntax.positional_model)
+    if lead and len(prog) > lead and tuple(Path(t).name if k == 0 else t for k, t in enumerate(prog[:lead])) == \
+            syntax.positional_model and not prog[lead].startswith("-"):
+        flags["--model-path"] = prog[lead]
+        i = lead + 1
     while i < len(prog):
-        t = prog[i]
-        name, eq, val = t.partition("=")
-        if vllm and name.startswith("--"):
+        name, eq, val = prog[i].partition("=")
+        if syntax.underscores and name.startswith("--"):
             name = "--" + name[2:].replace("_", "-")
         if name.startswith("--") and len(name) > 2:
             options.append(name)
@@ -170,13 +145,13 @@ def parse_launch(argv: list[str] | tuple[str, ...]) -> Launch:
             value = val if eq else (prog[i + 1] if i + 1 < len(prog) else None)
             if value is not None:
                 canon = alias[name]
-                flags[canon] = value.lower().replace("-", "_") if vllm and canon in VLLM_NORMALIZED_VALUES else value
+                flags[canon] = value.lower().replace("-", "_") if canon in syntax.lowered else value
                 if not eq:
                     i += 1
-        elif name in BOOL_FLAGS and not vllm:
+        elif name in syntax.bool_flags:
             bools.append(name)
         i += 1
-    return Launch(tuple(toks), engine == "sglang", engine, flags, tuple(bools), tuple(options), env)
+    return flags, bools, options
 
 
 @dataclass(frozen=True)

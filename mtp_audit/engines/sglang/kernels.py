@@ -23,11 +23,26 @@ from mtp_audit.preflight import matrix as mx
 from mtp_audit.preflight.analyze import Context, cc_str, ev, known_bad_text, sm_name
 from mtp_audit.preflight.elf import cubin_loads_on, fp4_capable_cubins
 from mtp_audit.preflight.facts import Fact, GpuFacts
-from mtp_audit.preflight.kernels import KernelChecks
+from mtp_audit.preflight.kernels import KernelChecks, LaunchSyntax
 from mtp_audit.report import Evidence, Severity
 
 #: SGLang ``--quantization`` values that load FP4 weights.
 FP4_QUANTIZATIONS = ("modelopt_fp4", "nvfp4_online", "mxfp4", "modelopt_mixed", "w4afp8")
+
+#: Flags the preflight interprets, with their aliases (SGLang server_args names).
+FLAGS: dict[str, tuple[str, ...]] = {
+    "--model-path": ("--model-path", "--model"),
+    "--quantization": ("--quantization",),
+    "--fp4-gemm-backend": ("--fp4-gemm-backend",),
+    "--moe-runner-backend": ("--moe-runner-backend",),
+    "--speculative-algorithm": ("--speculative-algorithm",),
+    "--tp": ("--tp", "--tp-size", "--tensor-parallel-size"),
+    "--ep": ("--ep", "--ep-size", "--expert-parallel-size"),
+    "--attention-backend": ("--attention-backend",),
+    "--kv-cache-dtype": ("--kv-cache-dtype",),
+    "--device": ("--device",),  # wheel:sglang-0.5.9:sglang/srt/server_args.py:3296 (cuda, xpu, hpu, npu, cpu)
+}
+BOOL_FLAGS = ("--enable-pdmux",)
 
 
 def _flag_from_sglang_facts(ctx: Context, flag: str) -> dict[str, Any] | None:
@@ -400,8 +415,6 @@ def check_flag_choices(ctx: Context) -> None:
                     f"({LAUNCH_CHECK})", evidence=[Evidence("option", opt), Evidence("source", "sglang analyzer: cli_arguments")],
                     remediation=f"drop {opt} or correct its spelling; run mtp-audit launch for the whole command")
     else:
-        from mtp_audit.preflight.launch import BOOL_FLAGS, FLAGS
-
         interpreted = {a for names in FLAGS.values() for a in names} | set(BOOL_FLAGS)
         rest = [o for o in dict.fromkeys(ctx.launch.options) if o not in interpreted]
         if rest:
@@ -484,6 +497,7 @@ class SGLangKernels(KernelChecks):
     torch_pin_holder: str = "sglang / sgl-kernel"
     memory_remediation: str = "lower --mem-fraction-static (e.g. 0.7) (SGLang)"
     probe_mismatch_remediation: str = "switch --fp4-gemm-backend (flashinfer_cudnn on SM120) and re-run --probe"
+    syntax: LaunchSyntax = LaunchSyntax(FLAGS, BOOL_FLAGS, model_label="--model-path")
 
     def summary(self, ctx: Any) -> dict[str, str | None]:
         """SGLang's version and the FP4 GEMM / MoE runner backends the launch resolves to."""

@@ -17,8 +17,26 @@ from packaging.version import Version
 
 from mtp_audit.preflight import matrix as mx
 from mtp_audit.preflight.analyze import Context, cc_str, ev, index_ranges, sm_name
-from mtp_audit.preflight.kernels import KernelChecks
+from mtp_audit.preflight.kernels import KernelChecks, LaunchSyntax
 from mtp_audit.report import Evidence
+
+#: vLLM flags the preflight interprets: canonical name -> option strings (wheel:vllm-0.20.0:vllm/engine/arg_utils.py:
+#: ``--quantization``/``-q`` line 768, ``--tensor-parallel-size``/``-tp`` line 925, ``--moe-backend`` line 1368;
+#: ``--linear-backend`` from 0.24.0, arg_utils.py:1485). The model is ``--model`` or ``vllm serve``'s positional
+#: (wheel:vllm-0.20.0:vllm/entrypoints/cli/serve.py:45-46). Option names may use ``_`` for ``-``
+#: (wheel:vllm-0.20.0:vllm/utils/argparse_utils.py:300-320).
+VLLM_FLAGS: dict[str, tuple[str, ...]] = {
+    "--model-path": ("--model",),
+    "--quantization": ("--quantization", "-q"),
+    "--tp": ("--tensor-parallel-size", "-tp"),
+    "--kv-cache-dtype": ("--kv-cache-dtype",),
+    "--moe-backend": ("--moe-backend",),
+    "--linear-backend": ("--linear-backend",),
+    "--speculative-config": ("--speculative-config",),
+    "--device": ("--device",),  # DeviceConfig.device through get_kwargs: wheel:vllm-0.9.2:vllm/engine/arg_utils.py:397,813
+}
+#: vLLM lower-cases these values and turns '-' into '_' (arg_utils.py:1367 in 0.20.0; KernelConfig validators).
+VLLM_NORMALIZED_VALUES = ("--moe-backend", "--linear-backend")
 
 #: vLLM ``--quantization`` values that load FP4 weights (QuantizationMethods, wheel:vllm-0.20.0:vllm/model_executor/layers/quantization/__init__.py:17-34).
 FP4_QUANTIZATIONS = ("modelopt_fp4", "modelopt_mixed", "mxfp4", "gpt_oss_mxfp4")
@@ -208,8 +226,6 @@ def _vllm_unchecked_options(ctx: Context) -> None:
     """Gaps for the launch's vLLM options the preflight has no table for, and for a vLLM that is not installed."""
     if ctx.launch is None:
         return
-    from mtp_audit.preflight.launch import VLLM_FLAGS
-
     known = {a for names in VLLM_FLAGS.values() for a in names}
     rest = [o for o in dict.fromkeys(ctx.launch.options) if o not in known]
     if rest:
@@ -341,6 +357,8 @@ class VllmKernels(KernelChecks):
     memory_remediation: str = "--gpu-memory-utilization 0.85 or less on GB10 (vLLM)"
     probe_mismatch_remediation: str = ("switch the dense FP4 GEMM: --linear-backend flashinfer_cudnn (vLLM >= 0.22) or "
                                        "VLLM_NVFP4_GEMM_BACKEND=flashinfer-cudnn (vLLM 0.11.1-0.23), and re-run --probe")
+    syntax: LaunchSyntax = LaunchSyntax(VLLM_FLAGS, (), underscores=True, lowered=VLLM_NORMALIZED_VALUES,
+                                        positional_model=("vllm", "serve"))
 
     def summary(self, ctx: Any) -> dict[str, str | None]:
         """vLLM's version and the NVFP4 MoE / dense GEMM backends the launch asks for."""
