@@ -531,7 +531,7 @@ def _sample(names: KeysView[str], head: int = 2048, tail: int = 512, spread: int
     if n <= head + tail + spread:
         return names
     step = max(1, (n - head - tail) // spread)
-    return chain(islice(names, head), islice(names, head, n - tail, step), islice(reversed(names), tail))
+    return chain(islice(names, head), islice(names, head, n - tail, step), islice(reversed(names), tail))  # type: ignore[call-overload]  # dict key views reverse
 
 
 def suffix_counts(names: Iterable[str]) -> dict[str, int]:

@@ -54,7 +54,7 @@ def _experts(layer: str, ids: range, shard: str = "model-00001-of-00001.safetens
     return {f"{layer}.mlp.experts.{e}.{p}.weight": shard for e in ids for p in ("gate_proj", "up_proj", "down_proj")}
 
 
-_QWEN35 = {
+_QWEN35: dict[str, Any] = {
     "architectures": ["Qwen3_5MoeForConditionalGeneration"],
     "model_type": "qwen3_5_moe",
     "text_config": {"model_type": "qwen3_5_moe_text", "num_hidden_layers": 2, "mtp_num_hidden_layers": 1, "num_experts": 2},

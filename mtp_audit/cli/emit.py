@@ -75,10 +75,10 @@ def emit(
     report = report.ignore(resolved.suppressions)
     threshold = None if resolved.fail_on == "never" else Severity.parse(resolved.fail_on)
     plan: dict[str, Path | str | None] = {}
-    for i, (_, path) in enumerate(pairs):
-        plan["--output" if i == 0 else f"--output #{i + 1}"] = path
-    for option, path, _ in also_write:
-        plan[option] = path
+    for i, (_, out) in enumerate(pairs):
+        plan["--output" if i == 0 else f"--output #{i + 1}"] = out
+    for option, extra_out, _ in also_write:
+        plan[option] = extra_out
     from mtp_audit.sources.bounded import files_read
 
     check_outputs(input_paths(report, extra=[*protected, *config_files()]), plan, read=files_read())

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
@@ -342,7 +343,8 @@ def _compare_doc(pair: _Pair, changes: list[dict[str, Any]]) -> dict[str, Any]:
         "derived": d_view,
         "mtp": {
             "tensors": {"base": pair.b_n, "derived": pair.d_n},
-            "bytes": {"base": b_bytes, "derived": d_bytes, "delta": (d_bytes - b_bytes) if None not in (b_bytes, d_bytes) else None},
+            "bytes": {"base": b_bytes, "derived": d_bytes,
+                      "delta": (d_bytes - b_bytes) if b_bytes is not None and d_bytes is not None else None},
             "layers": {"base": pair.b_labels, "derived": pair.d_labels},
             "dtypes": {"base": b_view["mtp_dtypes"], "derived": d_view["mtp_dtypes"]},
             "experts": experts,
@@ -364,12 +366,12 @@ def compare_reports(base: Report, derived: Report) -> Report:
     from mtp_audit.compare.gguf import compare_gguf, is_gguf_side
 
     if is_gguf_side(derived.facts.get("checkpoint")) and not is_gguf_side(base.facts.get("checkpoint")):
-        findings, doc = compare_gguf(base.facts["checkpoint"], derived.facts["checkpoint"], base_name=base_name,
-                                     derived_name=derived_name)
-        gaps = [Gap(ANALYZER, f"{label} ({r.targets[0].name if r.targets else label}): {g.message}", g.path, g.blocking)
-                for label, r in (("base", base), ("derived", derived)) for g in r.gaps]
-        return Report.build(ANALYZER, f"{base_name} -> {derived_name}", findings=findings, gaps=gaps, facts=doc,
-                            rule_ids=[r.id for r in R.GGUF_RULES])
+        gguf_findings, gguf_doc = compare_gguf(base.facts["checkpoint"], derived.facts["checkpoint"], base_name=base_name,
+                                               derived_name=derived_name)
+        side_gaps = [Gap(ANALYZER, f"{label} ({r.targets[0].name if r.targets else label}): {g.message}", g.path, g.blocking)
+                     for label, r in (("base", base), ("derived", derived)) for g in r.gaps]
+        return Report.build(ANALYZER, f"{base_name} -> {derived_name}", findings=gguf_findings, gaps=side_gaps,
+                            facts=gguf_doc, rule_ids=[r.id for r in R.GGUF_RULES])
     gaps: list[Gap] = []
     sides = {"base": base.facts.get("checkpoint"), "derived": derived.facts.get("checkpoint")}
     for label, report, name in (("base", base, base_name), ("derived", derived, derived_name)):
@@ -389,7 +391,8 @@ def compare_reports(base: Report, derived: Report) -> Report:
     findings: list[Finding] = []
     doc: dict[str, Any] = {"summary": {"base": base_name, "derived": derived_name, "compared": False}}
     if usable:
-        findings, doc = compare_facts(sides["base"], sides["derived"], base_name=base_name, derived_name=derived_name)
+        findings, doc = compare_facts(sides["base"] or {}, sides["derived"] or {}, base_name=base_name,
+                                      derived_name=derived_name)
         doc["summary"]["compared"] = True
         s = doc["summary"]
         doc["answer"] = [f"MTP tensors {s['mtp_tensors']} ({s['mtp_bytes']}), stored {s['mtp_format']}; "
@@ -429,7 +432,9 @@ def compare_checkpoints(
     from mtp_audit.checkpoint import audit_checkpoint  # type: ignore[attr-defined]
     from mtp_audit.sources.hub import hub_settings
 
-    with hub_settings(offline=offline, jobs=jobs, token=token, hf_cache_dir=hf_cache_dir, cache_dir=cache_dir, use_cache=use_cache):
+    with hub_settings(offline=offline, jobs=jobs, token=token, use_cache=use_cache,
+                      hf_cache_dir=Path(hf_cache_dir) if hf_cache_dir is not None else None,
+                      cache_dir=Path(cache_dir) if cache_dir is not None else None):
         base_report = audit_checkpoint(base)
         derived_report = audit_checkpoint(derived)
     return compare_reports(base_report, derived_report)

@@ -68,7 +68,7 @@ def compare_gguf(base: Mapping[str, Any], derived: Mapping[str, Any], *, base_na
         findings.append(R.MTP057.finding(
             f"{base_name} declares {k_base} MTP layer(s); {derived_name} declares {k_gguf} and carries {found} nextn "
             "block(s)", loc))
-    doc = {"summary": {"base": base_name, "derived": derived_name, "compared": True, "derived_format": "gguf",
+    doc: dict[str, Any] = {"summary": {"base": base_name, "derived": derived_name, "compared": True, "derived_format": "gguf",
                        "mapped": len(hallmarks) - len(lost) if blocks else 0, "hallmarks": len(hallmarks),
                        "base_mtp_layers": k_base, "gguf_nextn_predict_layers": k_gguf, "gguf_nextn_blocks": found},
            "mapping": [{"base": h[0], "gguf": _where(h, blocks), "present": _present(h, blocks)} for h in hallmarks]}

@@ -111,7 +111,7 @@ class SkippedArray(NamedTuple):
     """
 
     item_type: int
-    count: int
+    count: int  # type: ignore[assignment]  # the GGUF field's name; it shadows tuple.count on purpose
     nbytes: int
 
 
@@ -489,7 +489,7 @@ def read_gguf_file(path: str | os.PathLike[str], *, display: str | None = None, 
     """
     name = display or os.fspath(path)
     try:
-        fd = open_regular(path)
+        fd = open_regular(os.fspath(path))
     except OSError as exc:
         raise ReadProblem(name, f"cannot be read: {exc.strerror or exc}", "unreadable") from None
     with os.fdopen(fd, "rb", buffering=0) as f:
