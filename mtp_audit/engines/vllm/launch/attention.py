@@ -222,9 +222,11 @@ class World:
     def mro(self, rel: str, name: str, depth: int = 0) -> list[tuple[str, ast.ClassDef]]:
         """``[(module path, ClassDef), ...]`` most derived first, bases followed across modules through imports."""
         found = find_class(self.sources, rel, name)
-        module = parsed_module(self.sources, found[0]) if found else None
+        if found is None or depth > 8:
+            return []
+        module = parsed_module(self.sources, found[0])
         node = next((n for n in module.body if isinstance(n, ast.ClassDef) and n.name == found[1]), None) if module else None
-        if node is None or depth > 8:
+        if node is None:
             return []
         out = [(found[0], node)]
         for b in node.bases:
@@ -322,8 +324,9 @@ class World:
     def fold(self, paths: list[Path], what: str) -> Any:
         """One value for a call's paths (see :meth:`run`)."""
         ok = [q for q in paths if q.raised is None and q.lost is None]
-        if paths and all(q.raised is not None for q in paths) and len({(q.raised.type, q.raised.location) for q in paths}) == 1:
-            raise HookRaise(paths[0].raised.type, paths[0].raised.message, paths[0].raised.location)
+        raised = [q.raised for q in paths if q.raised is not None]
+        if paths and len(raised) == len(paths) and len({(x.type, x.location) for x in raised}) == 1:
+            raise HookRaise(raised[0].type, raised[0].message, raised[0].location)
         if ok and len(ok) == len(paths) and len({repr(q.ret) for q in ok}) == 1:
             return ok[0].ret
         if what == "validate_configuration" and ok and len(ok) == len(paths) and all(isinstance(q.ret, list) for q in ok):
@@ -354,7 +357,7 @@ class World:
             out["current_platform"] = self.platform
         module = parsed_module(self.sources, rel)
         for node in (module.body if module else []):
-            if isinstance(node, (ast.Try, ast.If, ast.With)):
+            if module is not None and isinstance(node, (ast.Try, ast.If, ast.With)):
                 # set at import time under a condition (``if current_platform.is_cuda(): try: import vllm._flashmla_C``):
                 # replayed with the tree's compiled extensions (:meth:`_import_time`), unknown where that cannot decide
                 out.update(self._import_time(rel, module, node, out))
@@ -512,7 +515,7 @@ class World:
             if fn is None:
                 found = find_class(self.sources, target, fname)
                 node = self._class_node(*found) if found else None
-                if node is not None and _record_class(node):
+                if found is not None and node is not None and _record_class(node):
                     return self._record_hook(found[0], node)(r, p, args, kwargs, n)
                 return UNKNOWN
             return self.run(target, None, fname, None, args, kwargs)
@@ -541,7 +544,7 @@ class World:
         frame = p.frames[-1] if p.frames else {}
         bound = frame.get("cls", frame.get("self"))
         key = bound.attrs.get("__class_key__") if isinstance(bound, Obj) else None
-        if not isinstance(key, tuple) or args:
+        if not isinstance(bound, Obj) or not isinstance(key, tuple) or args:
             return UNKNOWN
         chain = self.mro(*key)
         idx = next((i for i, (mrel, node) in enumerate(chain) if mrel == r.rel and node.name == r.cls), None)
@@ -626,7 +629,9 @@ def select_attention(sources: Any, k: AttnKnowns) -> AttnSelection:
     world.platform = platform
     world._names.clear()
     where = world.methods(rel, cname)["get_attn_backend_cls"]
-    fn = next(f for f in parsed_module(sources, where[0]).body if isinstance(f, ast.ClassDef) and f.name == where[1]).body
+    defining = parsed_module(sources, where[0])
+    assert defining is not None  # the method was found in this module's class
+    fn = next(f for f in defining.body if isinstance(f, ast.ClassDef) and f.name == where[1]).body
     node = next(f for f in fn if isinstance(f, ast.FunctionDef) and f.name == "get_attn_backend_cls")
     out = AttnSelection(platform=f"{where[0]}:{node.lineno}")
     selected = _selected_member(world, rel, k, out)
@@ -647,7 +652,7 @@ def _attention_defaults(sources: Any) -> dict[str, Any]:
     re-export; 0.33.0 ``vllm/config/attention.py``: ``flash_attn_version = None`` ...); ``{}`` when it has none."""
     found = find_class(sources, "vllm/config/__init__.py", "AttentionConfig")
     module = parsed_module(sources, found[0]) if found else None
-    if module is None:
+    if found is None or module is None:
         return {}
     return Replay(module, found[0], cls=found[1]).field_defaults()
 
@@ -738,7 +743,7 @@ def _call_kwargs(world: World, rel: str, node: ast.FunctionDef, k: AttnKnowns, s
 def _selector_config(world: World, rel: str, values: dict[str, Any]) -> Any:
     found = find_class(world.sources, rel, "AttentionSelectorConfig")
     node = world._class_node(*found) if found else None
-    if node is None:
+    if found is None or node is None:
         return UNKNOWN
     r = world.replay(found[0])
     p = Path(frames=[{}])
@@ -756,9 +761,10 @@ def _selector_config(world: World, rel: str, values: dict[str, Any]) -> Any:
 
 def _conclude(world: World, paths: list[Path], out: AttnSelection) -> None:
     """The backend (or the exception) every path agrees on, else the undecided tests."""
-    if all(q.raised is not None for q in paths) and len({(q.raised.type, q.raised.location) for q in paths}) == 1:
-        known = [q.raised for q in paths if "{" not in q.raised.message]
-        out.raised, out.backend = (known[0] if known else paths[0].raised), None
+    raised = [q.raised for q in paths if q.raised is not None]
+    if len(raised) == len(paths) and len({(x.type, x.location) for x in raised}) == 1:
+        known = [x for x in raised if "{" not in x.message]
+        out.raised, out.backend = (known[0] if known else raised[0]), None
         return
     ok = [q for q in paths if q.raised is None and q.lost is None]
     if ok and len(ok) == len(paths) and len({repr(q.ret) for q in ok}) == 1 and isinstance(ok[0].ret, str):
