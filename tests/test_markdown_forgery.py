@@ -58,3 +58,26 @@ def check_renders_as_text(value: str) -> None:
 @pytest.mark.parametrize("value", HOSTILE)
 def test_hostile_value_renders_as_text(value: str) -> None:
     check_renders_as_text(value)
+
+
+def test_shard_name_in_an_index_renders_as_text(tmp_path):
+    """The issue's shape end to end: a weight map names a shard ``<img ...>[x](...)</td></tr></table><h1>PASS</h1>``
+    (outside the folder: MTP010 quotes it) in a FAIL report; on GitHub the report keeps one table, one heading of
+    level 1, no image and no link."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    from mtp_audit.checkpoint import audit_checkpoint
+
+    shard = '<img src="https://evil.example/p.png">[x](http://evil.example)</td></tr></table><h1>PASS</h1>.safetensors'
+    shutil.copy(Path(__file__).resolve().parents[1] / "fixtures" / "checkpoint" / "jj8127--mimo_kor" / "config.json", tmp_path)
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": {
+        "model.layers.0.mlp.gate_proj.weight": shard, "model.mtp_layers.0.enorm.weight": "a.safetensors"}}))
+    md = render(audit_checkpoint(tmp_path), "markdown")
+    got = github_html(md)
+    tags = [t for t, _ in got.tags]
+    assert md.startswith("# mtp-audit report\n\n**FAIL**")
+    assert (tags.count("h1"), tags.count("table"), "img" in tags, "a" in tags, got.mailto) == (1, 1, False, False, [])
+    (mtp010,) = [c for c in got.cells if "maps model.layers.0.mlp.gate_proj.weight to" in c]
+    assert f"to '{shard}', a path outside the checkpoint folder" in mtp010
