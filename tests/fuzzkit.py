@@ -498,6 +498,10 @@ FREEFORM_LINES = [
     "vLLM Version: 0.33.0", "```", "## Environment", "- GPU: RTX PRO 6000 Blackwell", "* torch 2.8 / CUDA 12.8",
     "FLASHINFER_CUDA_ARCH_LIST=12.0", "$(touch mark)", "`rm -rf /`", "Not Supported", "N/A", "Module Not Found",
     "Python: 3.12.3", "CUDA available: True", "OS: Microsoft Windows 11", "WSL2", "warnings.warn(", "\t", "",
+    "Is XPU available: True", "Intel GPU models onboard:", "* Intel(R) Data Center GPU Max 1550", "GPU: 8 x Gaudi 3 (HL-325L)",
+    "Hardware: 2x Intel Arc Pro B60", "--device xpu", "--device hpu", "|   0  HL-225              N/A  | 0000:9a:00.0     N/A |",
+    "[level_zero:gpu][level_zero:0] Intel(R) Level-Zero, Intel(R) Arc(TM) A770 Graphics 1.3 [1.3.26241]",
+    "  Device Name                                     Intel(R) Graphics [0x56a1]",
 ]
 
 

@@ -126,3 +126,39 @@ def test_device_flag_against_an_xpu_machine(capsys):
                "--model-path", "m", "--device", "hpu"])
     out = capsys.readouterr().out
     assert rc == 1 and "MTP249 error: the launch asks for --device hpu (Intel Gaudi HPU) but the machine is Intel XPU" in out
+
+
+def test_live_xpu_smi_and_hl_smi():
+    """No NVIDIA, AMD or Ascend tool answers: xpu-smi discovery, then hl-smi, parsed as their dumps are."""
+    import subprocess
+
+    from mtp_audit.preflight.collect import collect_live
+
+    def runner(outputs):
+        def run(cmd, timeout):  # type: ignore[no-untyped-def]
+            key = next((k for k in outputs if " ".join(cmd).startswith(k)), None)
+            if key is None:
+                raise FileNotFoundError(cmd[0])
+            return subprocess.CompletedProcess(cmd, 0, outputs[key], "")
+        return run
+
+    xpu = read_dump(INTEL / "sglang-38873.txt").split("\n", 1)[1]
+    m = pf.with_platform(collect_live(run=runner({"xpu-smi discovery": xpu}), nvml_loader=lambda: None, environ={}))
+    assert m.accelerator.value == "xpu" and [g.arch.value for g in m.gpus] == ["Intel Arc Pro B60"]
+    assert "npu-smi: npu-smi not found" in m.notes
+    hl = read_dump(GAUDI / "ray-intel-gaudi-inference.txt").split("\n", 1)[1]
+    m = pf.with_platform(collect_live(run=runner({"hl-smi": hl}), nvml_loader=lambda: None, environ={}))
+    assert m.accelerator.value == "hpu" and len(m.gpus) == 8 and "xpu-smi: xpu-smi not found" in m.notes
+
+
+def test_no_vendor_pattern_lets_a_line_start_span_blank_lines():
+    """``^\\s*`` under re.M matches from every line start across the newlines after it: on a dump of 20,000 blank lines
+    the rocminfo and amd-smi signatures took 3.7 s, quadratic in the blank run (two million newlines: hours). Line
+    starts in the vendor patterns skip blanks within the line only (``^[ \\t]*``)."""
+    import re
+
+    from mtp_audit.preflight import vendor_dumps
+
+    patterns = [v for v in vars(vendor_dumps).values() if isinstance(v, re.Pattern)] + list(vendor_dumps.SIGNATURES.values())
+    assert len(patterns) > 30
+    assert [p.pattern for p in patterns if "^\\s*" in p.pattern or "\\n\\s*" in p.pattern] == []

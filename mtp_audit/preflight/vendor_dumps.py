@@ -55,14 +55,15 @@ SIGNATURES: dict[str, re.Pattern[str]] = {
                              r"^\[pip3?\] torch[-_]npu==|^torch_npu: \d|NPU available: True", re.M),
     # the header, or (an excerpt that starts inside the table) a row with npu-smi's Health column
     "npu-smi": re.compile(r"npu-smi \d|^\|\s*\d{1,3}\s+[\w.-]{2,40}\s*\|\s*(?:OK|Warning|Alarm|Critical)\s*\|", re.M),
-    "rocminfo": re.compile(r"^\s*Marketing Name:\s+\S|^\s*Name:\s+gfx\d", re.M),
+    "rocminfo": re.compile(r"^[ \t]*Marketing Name:[ \t]+\S|^[ \t]*Name:[ \t]+gfx\d", re.M),
     "rocm-smi": re.compile(r"ROCm System Management Interface|^GPU\[\d{1,3}\]\s*:", re.M),
-    "amd-smi": re.compile(r"AMDSMI Tool|AMD-SMI \d|^\s*MARKET_NAME\s*:|TARGET_GRAPHICS_VERSION\s*:", re.M),
+    "amd-smi": re.compile(r"AMDSMI Tool|AMD-SMI \d|^[ \t]*MARKET_NAME[ \t]*:|TARGET_GRAPHICS_VERSION\s*:", re.M),
     "xpu-env": re.compile(r"^Is XPU available\s*:\s*True|^XPU used to build PyTorch\s*:\s*\d|^Intel GPU models (?:onboard|detected)\s*:",
                           re.M),
     "xpu-smi": re.compile(r"^\|\s*\d{1,3}\s*\|\s*Device (?:Type|Name):", re.M),
     "sycl-ls": re.compile(r"^\[(?:level_zero|opencl|ext_oneapi_level_zero):(?:gpu|cpu|acc|fpga)\]", re.M),
-    "clinfo": re.compile(r"^\s*Platform Name\s{2,}\S[^\n]*\n(?:[^\n]*\n){0,3}?\s*Device Name\s{2,}\S|^Number of devices\s{2,}\d", re.M),
+    "clinfo": re.compile(r"^[ \t]*Platform Name[ \t]{2,}\S[^\n]*\n(?:[^\n]*\n){0,3}?[ \t]*Device Name[ \t]{2,}\S|"
+                         r"^Number of devices[ \t]{2,}\d", re.M),
     "hl-smi": re.compile(r"HL-SMI Version:|^\|\s*AIP\s+Name\b", re.M),
 }
 FORMATS = tuple(SIGNATURES)
@@ -88,7 +89,7 @@ _VLLM_ROCM = re.compile(r"^ROCM Version\s*:\s*([^\n]+)", re.M)
 _HIPCC = re.compile(r"HIPCC: HIP version:?\s*([^\s]+)")
 _ROCM_DRIVER = re.compile(r"ROCM Driver Version: ([^\n]+)")
 _GPU_LINE = re.compile(r"GPU models and configuration\s*:[ \t]*([^\n]*)")
-_TOPO_HEADER = re.compile(r"^\s*((?:GPU\d{1,3}\s+){1,255}GPU\d{1,3})\s*$", re.M)
+_TOPO_HEADER = re.compile(r"^[ \t]*((?:GPU\d{1,3}[ \t]+){1,255}GPU\d{1,3})[ \t]*$", re.M)
 _CUDA_AVAILABLE = re.compile(r"Is CUDA available\s*:\s*(False|No)\b")
 
 
@@ -123,7 +124,7 @@ def parse_rocm_env(text: str) -> MachineFacts:
 
 _NPU_LINE = re.compile(r"^NPU ([\d,]{1,400}): ([^\n]+)$", re.M)
 _CANN_KV = re.compile(r"^CANN: ([^\n]+)$", re.M)
-_CANN_INFO = re.compile(r"package_name=Ascend-cann-toolkit\s*\n\s*version=([^\s]+)")
+_CANN_INFO = re.compile(r"package_name=Ascend-cann-toolkit[ \t]*\n[ \t]*version=([^\s]+)")
 _ASCEND_DRIVER = re.compile(r"Ascend Driver Version: ([^\n]+)")
 _VLLM_ASCEND = re.compile(r"vLLM Ascend Version\s*:\s*([^\s]+)")
 _TORCH_NPU = re.compile(r"^(?:\[pip3?\] torch[-_]npu==|torch_npu: )(\S+)", re.M)
@@ -191,9 +192,9 @@ _SMI_KV = re.compile(r"^GPU\[(\d{1,3})\]\s*:\s*(Card Series|Card series|Card Mod
                      r"Driver version)\s*:\s*([^\n]+?)\s*$", re.M)
 _SMI_ROW = re.compile(r"^(\d{1,3})\s+\d{1,4}\s+0x[0-9a-fA-F]{4},\s", re.M)
 _AMDSMI_BLOCK = re.compile(r"^GPU: (\d{1,3})\s*$", re.M)
-_AMDSMI_KV = re.compile(r"^\s*(MARKET_NAME|TARGET_GRAPHICS_VERSION|PRODUCT_NAME)\s*:\s*([^\n]+?)\s*$", re.M)
+_AMDSMI_KV = re.compile(r"^[ \t]*(MARKET_NAME|TARGET_GRAPHICS_VERSION|PRODUCT_NAME)[ \t]*:[ \t]*([^\n]+?)[ \t]*$", re.M)
 _AMDSMI_ROCM = re.compile(r"ROCm version:\s*(\d+\.\d+(?:\.\d+)?)")
-_AMDSMI_DRIVER = re.compile(r"amdgpu version:\s*(\S+)|^\s*DRIVER:\s*\n\s*NAME:\s*amdgpu\s*\n\s*VERSION:\s*(\S+)", re.M)
+_AMDSMI_DRIVER = re.compile(r"amdgpu version:\s*(\S+)|^[ \t]*DRIVER:[ \t]*\n[ \t]*NAME:[ \t]*amdgpu[ \t]*\n[ \t]*VERSION:[ \t]*(\S+)", re.M)
 #: amd-smi's default monitor table (ROCm 6.4+): ``| 0000:63:00.0 AMD Radeon RX 7900 XTX | ...`` then ``|   0   0  N/A ...``
 #: (the GPU index starts the second row), as in gh:ROCm/TheRock#1737.
 _AMDSMI_ROW = re.compile(r"^\|\s*[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d\s+([^|\n]{2,60}?)\s*\|[^\n]*\n\|\s*(\d{1,3})\s", re.M)
@@ -252,7 +253,7 @@ def parse_rocm_smi(text: str) -> MachineFacts:
     return parse_amd_smi(text, "rocm-smi")
 
 
-_ROCMINFO_AGENT = re.compile(r"^\s*Name:\s+(gfx[0-9a-f]{3,4})\b[^\n]*(?:\n[^\n]*){0,4}?\n\s*Marketing Name:[ \t]*([^\n]*)", re.M)
+_ROCMINFO_AGENT = re.compile(r"^[ \t]*Name:[ \t]+(gfx[0-9a-f]{3,4})\b[^\n]*(?:\n[^\n]*){0,4}?\n[ \t]*Marketing Name:[ \t]*([^\n]*)", re.M)
 
 
 def parse_rocminfo(text: str) -> MachineFacts:
@@ -361,9 +362,9 @@ def parse_sycl_ls(text: str) -> MachineFacts:
                         accelerator=Fact.of(pf.XPU, f"{fmt} output") if gpus else Fact.absent("not stated"))
 
 
-_CL_PLATFORM = re.compile(r"^\s*Platform Name\s{2,}([^\n]{1,120}?)\s*$", re.M)
-_CL_DEVICE = re.compile(r"^\s*Device Name\s{2,}([^\n]{1,120}?)\s*$", re.M)
-_CL_TYPE = re.compile(r"^\s*Device Type\s{2,}(\w{1,20})", re.M)
+_CL_PLATFORM = re.compile(r"^[ \t]*Platform Name[ \t]{2,}([^\n]{1,120}?)[ \t]*$", re.M)
+_CL_DEVICE = re.compile(r"^[ \t]*Device Name[ \t]{2,}([^\n]{1,120}?)[ \t]*$", re.M)
+_CL_TYPE = re.compile(r"^[ \t]*Device Type[ \t]{2,}(\w{1,20})", re.M)
 
 
 def parse_clinfo(text: str) -> MachineFacts:
