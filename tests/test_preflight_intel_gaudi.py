@@ -162,3 +162,13 @@ def test_no_vendor_pattern_lets_a_line_start_span_blank_lines():
     patterns = [v for v in vars(vendor_dumps).values() if isinstance(v, re.Pattern)] + list(vendor_dumps.SIGNATURES.values())
     assert len(patterns) > 30
     assert [p.pattern for p in patterns if "^\\s*" in p.pattern or "\\n\\s*" in p.pattern] == []
+
+
+def test_saved_facts_keep_the_platform_and_the_generation(tmp_path, capsys):
+    saved = tmp_path / "facts.json"
+    assert main(["preflight", "--env-dump", str(GAUDI / "ray-intel-gaudi-inference.txt"), "--save-facts", str(saved)]) == 0
+    capsys.readouterr()
+    rep = preflight(facts_file=saved)
+    machine = rep.facts["preflight"]["machine"]
+    assert machine["accelerator"]["value"] == "hpu" and [g["arch"]["value"] for g in machine["gpus"]] == ["Gaudi 2"] * 8
+    assert rep.facts["preflight"]["summary"]["verdict"] == "not applicable"

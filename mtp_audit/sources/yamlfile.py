@@ -23,6 +23,7 @@ Floats stay floats (``.nan`` and ``.inf`` included: the report writers turn them
 from __future__ import annotations
 
 import datetime
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -97,8 +98,8 @@ def _check_events(text: str, name: str) -> None:
 
 def _compose_and_build(text: str, name: str) -> Any:
     """Compose the node graph, check its expanded size and integers (:func:`check_nodes`), then construct it with
-    the safe constructors (timestamps, ``!!binary`` and ``!!set`` as JSON data, see :class:`_JsonSafeLoader`)."""
-    loader = _JsonSafeLoader(text)
+    the safe constructors (timestamps, ``!!binary`` and ``!!set`` as JSON data, see :func:`_loader_class`)."""
+    loader = _json_safe_loader()(text)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -204,18 +205,10 @@ def _loader_class() -> type:
     return JsonSafeLoader
 
 
-class _LazyLoader:
-    """The loader class, built on first use (PyYAML is imported only when a YAML is read)."""
-
-    cls: type | None = None
-
-    def __call__(self, text: str) -> Any:
-        if _LazyLoader.cls is None:
-            _LazyLoader.cls = _loader_class()
-        return _LazyLoader.cls(text)
-
-
-_JsonSafeLoader = _LazyLoader()
+@functools.lru_cache(maxsize=1)
+def _json_safe_loader() -> type:
+    """The loader class of :func:`_loader_class`, built once on first use (PyYAML is imported only when a YAML is read)."""
+    return _loader_class()
 
 
 def as_json_data(value: Any, name: str) -> Any:
