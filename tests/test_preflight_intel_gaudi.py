@@ -55,6 +55,16 @@ def test_intel_dumps_platform_devices_extent(name, n, extent, device, product, d
     assert not any(g.cc for g in f.gpus)
 
 
+def test_xpu_torch_build_alone_names_the_platform(capsys):
+    """vllm collect-env cut before its XPU lines: torch 2.10.0+xpu says Intel XPU; no device is listed and none is
+    invented; the answer is still "not applicable" (exit 0)."""
+    f = facts(INTEL / "vllm-35638.txt")
+    assert (f.accelerator.value, f.accelerator.source) == ("xpu", "torch 2.10.0+xpu (+xpu build; torch-collect-env line 16)")
+    assert f.gpus == () and not f.gpu_list.present
+    rc = main(["preflight", "--env-dump", str(INTEL / "vllm-35638.txt")])
+    assert rc == 0 and capsys.readouterr().out.startswith("PASS: Intel GPU machine (no device listed): the FP4 checks do not apply")
+
+
 def test_intel_memory_only_where_the_tool_prints_it():
     f = facts(INTEL / "torch-xpu-ops-2055.txt")
     assert f.gpus[0].memory_bytes.value == 49136 * 1024 * 1024  # total_memory=49136MB of the detected device 0
