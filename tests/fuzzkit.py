@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import html.parser
 import io
 import json
 import os
@@ -190,6 +191,99 @@ def run_cli(argv: Sequence[str], ws: Workspace, *, outputs: Iterable[str | os.Pa
 
 def _is_tmp(rel: str) -> bool:
     return os.path.basename(rel).startswith(".mtp-audit-")  # never left behind; listed only if a write failed midway
+
+
+# --- Markdown as GitHub renders it ------------------------------------------------------------------
+
+#: Pieces of Markdown and HTML syntax a hostile value is made of (tests/test_fuzz_hostile.py).
+MARKDOWN_PIECES = st.sampled_from(list("<>[]()!`|\\*_~&#:/.@ \"'=x") + [
+    "http://", "www.", "<img src=x>", "</td>", "&amp;", "<h1>", "```", "](", "<!--", "-->", "\n"])
+
+
+class Tags(html.parser.HTMLParser):
+    """Start tags (with their attributes) and the text of every ``<td>``; GitHub's ``mailto:`` autolinks of an
+    ``a@b.c`` text apart (made after escapes are read, so no escaping prevents them; their target is the text)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, list[tuple[str, str | None]]]] = []
+        self.mailto: list[str] = []
+        self.cells: list[str] = []
+        self._in_td = False
+
+    def handle_starttag(self, tag, attrs):  # type: ignore[no-untyped-def]
+        if tag == "a" and len(attrs) == 1 and attrs[0][0] == "href" and (attrs[0][1] or "").startswith("mailto:"):
+            self.mailto.append(attrs[0][1][len("mailto:"):])
+            return
+        self.tags.append((tag, attrs))
+        if tag == "td":
+            self._in_td, _ = True, self.cells.append("")
+
+    def handle_endtag(self, tag):  # type: ignore[no-untyped-def]
+        self._in_td = self._in_td and tag != "td"
+
+    def handle_data(self, data):  # type: ignore[no-untyped-def]
+        if self._in_td:
+            self.cells[-1] += data
+
+
+def github_html(markdown: str) -> Tags:
+    """``markdown`` rendered by cmark-gfm (the C library GitHub's renderer is built on) with raw HTML passed through
+    (GitHub's sanitizer keeps ``<img>``, ``<a>``, ``<h1>`` and tables), parsed into :class:`Tags`."""
+    import cmarkgfm
+    from cmarkgfm.cmark import Options
+
+    parsed = Tags()
+    parsed.feed(cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE))
+    return parsed
+
+
+
+# --- engine option YAMLs (trtllm-serve --config) ------------------------------------------------------
+
+YAML_SCALARS = [
+    "MTP", "3", "0", "-1", "1" * 4400, "0x" + "f" * 3000, "0o17", "0b101", "1_000", "190:20:30", ".nan", "-.inf", ".inf",
+    "1e400", "~", "null", "yes", "off", "2024-01-01", "2001-12-14t21:59:43.10-05:00", "!!binary aGVsbG8=",
+    "!!str 3", "'quoted'", '"\\u202e"', "!!float 1", "!!python/object/apply:os.system ['true']", "[a, b]", "{a: 1}",
+    "!!set {a, b}", "!!omap [a: 1, b: 2]", "!!pairs [a: 1, a: 2]", "<img src=x>", "[x](http://e.example)",
+]
+YAML_KEYS = ["decoding_type", "max_draft_len", "num_nextn_predict_layers", "1", "true", "null", "2024-01-01", "'1'",
+             "acceptance_rate_threshold", "use_relaxed_acceptance_for_thinking", "? [a, b]", "<<", "max_num_tokens",
+             "tensor_parallel_size"]
+
+
+def alias_bomb(levels: int, width: int) -> str:
+    """Anchors ``a0`` .. ``a<levels>``, each a list of ``width`` aliases of the one below: ``width ** levels`` items
+    once expanded, ``levels * width`` aliases in a few hundred bytes."""
+    lines = ["a0: &a0 [" + ",".join(["x"] * width) + "]"]
+    lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * width) + "]" for i in range(1, levels + 1)]
+    return "\n".join(lines) + "\n"
+
+
+@st.composite
+def trtllm_yaml(draw: Any) -> str:
+    """A ``--config`` YAML: a speculative_config of keys and scalars of every YAML type (huge integers in every base,
+    timestamps, sets, binary, NaN, Python tags, non-string keys, merge keys), sometimes with an alias bomb, a
+    recursive alias, a second document, or cut short."""
+    spec = {draw(st.sampled_from(YAML_KEYS)): draw(st.sampled_from(YAML_SCALARS)) for _ in range(draw(st.integers(0, 5)))}
+    lines = ["speculative_config:"] + [f"  {k}: {v}" for k, v in spec.items()]
+    if draw(st.booleans()):
+        lines.insert(1, "  decoding_type: MTP")
+    top = [f"{draw(st.sampled_from(YAML_KEYS))}: {draw(st.sampled_from(YAML_SCALARS))}" for _ in range(draw(st.integers(0, 3)))]
+    text = "\n".join(lines + top) + "\n"
+    shape = draw(st.sampled_from(["plain", "plain", "bomb", "recursive", "merge", "documents", "cut"]))
+    if shape == "bomb":
+        text += alias_bomb(draw(st.integers(2, 9)), draw(st.integers(2, 12))) + "big: *a" + "\n"
+        text = text.replace("big: *a\n", f"big: *a{text.count('&a') - 1}\n")
+    elif shape == "recursive":
+        text += "r: &r {x: *r}\n" if draw(st.booleans()) else "r: &r [1, *r]\n"
+    elif shape == "merge":
+        text += "base: &b {decoding_type: MTP, max_draft_len: 2}\nm:\n  <<: *b\n  max_draft_len: 3\n"
+    elif shape == "documents":
+        text += "---\nb: 2\n"
+    elif shape == "cut":
+        text = text[: draw(st.integers(0, len(text)))]
+    return text
 
 
 # --- JSON values -------------------------------------------------------------------------------------
@@ -404,6 +498,10 @@ FREEFORM_LINES = [
     "vLLM Version: 0.33.0", "```", "## Environment", "- GPU: RTX PRO 6000 Blackwell", "* torch 2.8 / CUDA 12.8",
     "FLASHINFER_CUDA_ARCH_LIST=12.0", "$(touch mark)", "`rm -rf /`", "Not Supported", "N/A", "Module Not Found",
     "Python: 3.12.3", "CUDA available: True", "OS: Microsoft Windows 11", "WSL2", "warnings.warn(", "\t", "",
+    "Is XPU available: True", "Intel GPU models onboard:", "* Intel(R) Data Center GPU Max 1550", "GPU: 8 x Gaudi 3 (HL-325L)",
+    "Hardware: 2x Intel Arc Pro B60", "--device xpu", "--device hpu", "|   0  HL-225              N/A  | 0000:9a:00.0     N/A |",
+    "[level_zero:gpu][level_zero:0] Intel(R) Level-Zero, Intel(R) Arc(TM) A770 Graphics 1.3 [1.3.26241]",
+    "  Device Name                                     Intel(R) Graphics [0x56a1]",
 ]
 
 

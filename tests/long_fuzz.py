@@ -52,6 +52,8 @@ KINDS: list[tuple[str, float, int | None]] = [
     ("tests/test_fuzz_hostile.py::test_fuzz_concurrent_runs_share_a_cache", 4.0, 6),
     ("tests/test_fuzz_hostile.py::test_fuzz_signals_during_writes", 0.1, None),
     ("tests/test_fuzz_hostile.py::test_fuzz_source_encodings", 0.004, None),
+    ("tests/test_fuzz_hostile.py::test_fuzz_trtllm_yaml", 0.06, None),
+    ("tests/test_fuzz_hostile.py::test_fuzz_markdown_values_render_as_text", 0.005, None),
     ("tests/test_hostile_api.py::test_wrong_types_raise_a_clear_type_error", 0.003, None),
     ("tests/test_hostile_api.py::test_unknown_keyword_arguments_raise", 0.003, None),
     ("tests/test_hostile_escape.py::test_render_invariant_over_any_text", 0.002, None),

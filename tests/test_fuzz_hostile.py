@@ -1,5 +1,6 @@
 """Fuzz kinds for hostile input beyond files: a hostile loopback hub, cache entries of every shape, concurrent
-runs on one cache, signals during writes, hostile source encodings (library misuse: tests/test_hostile_api.py).
+runs on one cache, signals during writes, hostile source encodings, TensorRT-LLM YAMLs (alias bombs, every YAML
+type) under strict JSON, Markdown values rendered as GitHub renders them (library misuse: tests/test_hostile_api.py).
 
 Each kind states its invariant. Default: a few examples per kind; the long run before a release:
 ``MTP_AUDIT_FUZZ_EXAMPLES=2000 python -m pytest -q tests/test_fuzz_hostile.py`` (docs/fuzzing.md).
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fuzzkit import JSON_VALUES, Workspace, fuzz_settings, run_cli
+from fuzzkit import JSON_VALUES, MARKDOWN_PIECES, Workspace, fuzz_settings, run_cli, trtllm_yaml
 from hostilekit import HostileServer, send, trickle
 from hubfixture import TOKEN, isolate_hf
 from hypothesis import given
@@ -345,3 +346,49 @@ def test_fuzz_source_encodings(base: Path, enc: str, cookie: str, body: str, hid
         assert cpython_text is not None and cpython_text.lstrip("\ufeff") == utf8.lstrip("\ufeff")
     else:
         assert any(("PEP 263" in n or "encoding cookie" in n) for _, n in tree.notes), tree.notes
+
+
+# --- TensorRT-LLM YAMLs and strict JSON ---------------------------------------------------------------------
+
+GLM5 = REPO / "fixtures" / "checkpoint" / "zai-org--GLM-5-FP8"
+H200_DUMP = REPO / "fixtures" / "preflight" / "envdumps" / "h200-nvidia-smi.txt"
+LONG_NUMBERS = ["8", "1" * 5000, "0x" + "f" * 5000, "+" + "9" * 101, "NaN", "-1"]
+
+
+def strict_json(text: str) -> Any:
+    """``json.loads`` refusing bare NaN / Infinity (what ``JSON.parse``, jq and Go's decoder refuse)."""
+    def refuse(constant: str) -> Any:
+        raise AssertionError(f"bare {constant} in a JSON document")
+    return json.loads(text, parse_constant=refuse)
+
+
+@fuzz_settings(60)
+@given(body=trtllm_yaml(), fmt=st.sampled_from(["json", "sarif", "markdown", "text"]),
+       option=st.sampled_from(["", "--max_num_tokens", "--tp_size"]), number=st.sampled_from(LONG_NUMBERS))
+def test_fuzz_trtllm_yaml(base: Path, body: str, fmt: str, option: str, number: str) -> None:
+    """Invariant: any ``--config`` YAML (alias bombs of any width and depth, recursive aliases, integers of thousands
+    of digits in any base, every YAML type) and any number on the command line ends in exit 0-3 within the harness's
+    time and memory bounds (exit 2: one line); JSON and SARIF are strict JSON."""
+    ws = Workspace(base / "yaml")
+    (ws.inputs / "x.yaml").write_text(body)
+    argv = ["launch", "-f", fmt, "--env-dump", str(H200_DUMP), "--", "trtllm-serve", str(GLM5), "--config", "in/x.yaml"]
+    res = run_cli(argv + ([option, number] if option else []), ws, json_stdout=fmt == "json")
+    if fmt in ("json", "sarif") and res.out:
+        strict_json(res.out)
+
+
+# --- Markdown values as GitHub renders them -----------------------------------------------------------------
+
+
+@fuzz_settings(200)
+@given(parts=st.lists(MARKDOWN_PIECES, min_size=1, max_size=24))
+def test_fuzz_markdown_values_render_as_text(parts: list[str]) -> None:
+    """Invariant: any value made of Markdown and HTML syntax (tags, links, images, code fences, table pipes, entities,
+    bare URLs) renders on GitHub as its exact text in every place of a Markdown report, and adds no element."""
+    pytest.importorskip("cmarkgfm")
+    from test_markdown_forgery import check_renders_as_text
+
+    value = "".join(parts)
+    if value.strip() != value or "  " in value:  # GitHub collapses white space at a cell's edges and inside text
+        value = "x" + value.replace(" ", "") + "x"
+    check_renders_as_text(value)

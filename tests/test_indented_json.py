@@ -1,6 +1,7 @@
 """``mtp_audit.formats.indented.dumps`` writes exactly what ``json.dumps(obj, indent=2, sort_keys=True,
-ensure_ascii=False)`` writes (the JSON and SARIF reports depend on it byte for byte), on generated documents and
-on hand-picked special values, and raises what ``json.dumps`` raises."""
+ensure_ascii=False)`` writes for finite numbers (the JSON and SARIF reports depend on it byte for byte), on generated
+documents and on hand-picked special values, and raises what ``json.dumps`` raises; NaN and the infinities are
+written as strings, so the text is strict JSON (RFC 8259)."""
 
 from __future__ import annotations
 
@@ -19,16 +20,51 @@ def std(obj: object) -> str:
     return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False)
 
 
-scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=8))
+def strict(text: str) -> object:
+    """``json.loads`` that refuses the bare ``NaN`` / ``Infinity`` / ``-Infinity`` Python's ``json`` accepts."""
+    def refuse(constant: str) -> object:
+        raise AssertionError(f"bare {constant} in the JSON text")
+    return json.loads(text, parse_constant=refuse)
+
+
+def as_text(obj: object) -> object:
+    """The document with NaN / infinite floats replaced by Python json's spelling of them, as strings."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return json.dumps(obj)
+    if isinstance(obj, dict):
+        return {k: as_text(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [as_text(v) for v in obj]
+    return obj
+
+
+def scalars_of(finite: bool) -> st.SearchStrategy[object]:
+    return st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=not finite, allow_infinity=not finite),
+                     st.text(max_size=8))
+
+
 keys = st.text(max_size=6)
-documents = st.recursive(scalars, lambda kids: st.one_of(st.lists(kids, max_size=5), st.tuples(kids, kids),
-                                                         st.dictionaries(keys, kids, max_size=5)), max_leaves=40)
+scalars = scalars_of(finite=False)
+
+
+def documents_of(finite: bool) -> st.SearchStrategy[object]:
+    return st.recursive(scalars_of(finite), lambda kids: st.one_of(
+        st.lists(kids, max_size=5), st.tuples(kids, kids), st.dictionaries(keys, kids, max_size=5)), max_leaves=40)
 
 
 @settings(max_examples=400, deadline=None)
-@given(documents)
+@given(documents_of(finite=True))
 def test_same_text_as_json_dumps(doc: object) -> None:
     assert dumps(doc) == std(doc)
+
+
+@settings(max_examples=300, deadline=None)
+@given(documents_of(finite=False))
+def test_nonfinite_numbers_are_written_as_text(doc: object) -> None:
+    """Any document: strict JSON, the same text ``json.dumps`` writes once NaN / infinities are strings."""
+    text = dumps(doc)
+    assert text == std(as_text(doc))
+    strict(text)
 
 
 @settings(max_examples=100, deadline=None)
@@ -37,19 +73,28 @@ def test_same_text_as_json_dumps(doc: object) -> None:
 def test_non_string_keys_as_json_dumps(doc: dict) -> None:
     """Non-string keys: converted (``1`` -> ``"1"``) exactly as the standard encoder does, or the same error."""
     try:
-        expected = std(doc)
+        expected = std(as_text(doc))
     except TypeError:
         with pytest.raises(TypeError):
             dumps(doc)
         return
     assert dumps(doc) == expected
-    assert dumps({"a": [doc]}) == std({"a": [doc]})
+    assert dumps({"a": [doc]}) == std(as_text({"a": [doc]}))
 
 
 def test_special_values() -> None:
-    doc = {"facts": {"x": [1, 2.5, math.inf, -math.inf, float("nan"), "é\n\"", None, True]}, "empty": [{}, [], ()],
+    doc = {"facts": {"x": [1, 2.5, 1e308, -0.0, "é\n\"", None, True]}, "empty": [{}, [], ()],
            "od": OrderedDict(b=1, a=2), "deep": [[[[{"k": [{"z": 1, "a": {}}]}]]]]}
     assert dumps(doc) == std(doc)
+
+
+def test_nan_and_infinities_are_strings() -> None:
+    """A log's ``accept length nan``, a YAML ``.inf``, a float key: strings, the rest of the document unchanged."""
+    doc = {"facts": {"x": [1, 2.5, math.inf, -math.inf, float("nan"), "NaN", None]}, "k": {math.inf: 1, 2.5: 2}}
+    text = dumps(doc)
+    assert strict(text) == {"facts": {"x": [1, 2.5, "Infinity", "-Infinity", "NaN", "NaN", None]},
+                            "k": {"Infinity": 1, "2.5": 2}}
+    assert '"x": [\n      1,\n      2.5,\n      "Infinity",' in text
 
 
 @pytest.mark.parametrize("bad", [{"a": {1, 2}}, {"a": [b"x"]}, {"a": {"b": object()}}])

@@ -40,6 +40,7 @@ def preflight(env_dumps: tuple[Path, ...], facts_file: Path | None, save_facts: 
     import json
 
     from mtp_audit.errors import InputError
+    from mtp_audit.formats.indented import nonfinite_as_text
     from mtp_audit.preflight import preflight as run
 
     if env_dumps and facts_file:
@@ -55,6 +56,6 @@ def preflight(env_dumps: tuple[Path, ...], facts_file: Path | None, save_facts: 
             click.echo(f"probe ran: {line}", err=True)
         for r in p["results"]:
             click.echo(f"probe result: {r['path']}: {r['status']}" + (f" ({r.get('error')})" if r.get("error") else f" rel_error={r.get('rel_error')}"), err=True)
-    facts_text = json.dumps(pf["machine"], indent=1, sort_keys=False) + "\n"
+    facts_text = json.dumps(nonfinite_as_text(pf["machine"]), indent=1, sort_keys=False, allow_nan=False) + "\n"
     # written by emit, after every output is checked against every input (nothing is written otherwise)
     return emit(report, fmt, output, fail_on, also_write=[("--save-facts", save_facts, facts_text)])

@@ -63,6 +63,48 @@ def escape_json(document: str) -> str:
     return _JSON_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
 
 
+_MD_CHARS = re.compile(r"[\\`\[\]|*~]|(?<![^\W_])_|_(?![^\W_])")
+_MD_AUTOLINK = re.compile(r"(?i)(?<=[a-z0-9])(:)(?=//)|(?<![a-z0-9])(www)(\.)")
+
+
+def markdown_text(text: str) -> str:
+    """``text`` (already :func:`escape` d) as Markdown prose that GitHub renders as exactly that text:
+
+    - ``&`` and ``<`` as ``&amp;`` / ``&lt;``: no tag, no HTML block, no entity of the value's own;
+    - ``\\``, `````` ` ``````, ``[``, ``]``, ``|``, ``*``, ``~`` backslash-escaped, and every ``_`` not between two
+      letters or digits (GitHub never emphasises inside a word with ``_``, so ``num_nextn_predict_layers`` stays as
+      it is): no link, image (``![``), reference, code span, table cell, emphasis or strikethrough;
+    - the ``:`` of ``scheme://`` and the ``.`` of ``www.`` backslash-escaped: no bare-URL autolink.
+
+    A ``mailto:`` autolink of ``a@b.c`` text is kept (GitHub makes it after escapes are read; its target is the text
+    shown)."""
+    out = text.replace("&", "&amp;").replace("<", "&lt;") if ("&" in text or "<" in text) else text
+    out = _MD_CHARS.sub(lambda m: "\\" + m.group(), out)
+    if ":" in out or "w" in out or "W" in out:
+        out = _MD_AUTOLINK.sub(lambda m: "\\:" if m.group(1) else m.group(2) + "\\.", out)
+    return out
+
+
+def markdown_code(text: str, *, table: bool = True) -> str:
+    """``text`` (already :func:`escape` d) as a Markdown code span GitHub shows literally (HTML and links inside a
+    code span are text): delimited by one backtick more than the longest run of backticks in ``text``, padded with a
+    space when ``text`` has a backtick. ``table``: inside a table row, where ``|`` is written ``\\|`` (GitHub splits
+    cells before it reads code spans)."""
+    body = text.replace("|", "\\|") if table else text
+    if "`" not in body:
+        return f"`{body}`"
+    longest = max(len(run) for run in re.findall("`+", body))
+    fence = "`" * (longest + 1)
+    return f"{fence} {body} {fence}"
+
+
+def markdown_fence(lines: list[str]) -> str:
+    """The fence for a fenced code block holding ``lines``: three backticks, or one more than the longest run of
+    backticks in them (so no line can close the block)."""
+    runs = [len(run) for line in lines for run in re.findall("`+", line)]
+    return "`" * max(3, max(runs, default=0) + 1)
+
+
 def escape_deep(value: T) -> T:
     """``value`` with :func:`escape` applied to every string inside it: strings, lists, tuples, dict keys
     and values, and the fields of (frozen) dataclasses such as :class:`~mtp_audit.report.Report`, rebuilt

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import json.encoder
+import math
 from typing import Any
 
 _INDENT = "  "
@@ -23,20 +24,65 @@ _STR = json.encoder.encode_basestring  # what json.dumps(ensure_ascii=False) wri
 
 
 def dumps(obj: Any) -> str:
-    """``json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False)`` (same text, same exceptions for what JSON
-    cannot hold). A document with anything other than plain ``dict`` / ``list`` / ``tuple`` containers and ``str``
-    keys (a subclass, a non-string key) is handed to ``json.dumps`` itself, so the result never differs.
+    """``json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)`` (same text, same exceptions
+    for what JSON cannot hold), with every non-finite float written as a string: ``"NaN"``, ``"Infinity"``,
+    ``"-Infinity"`` (:func:`nonfinite_as_text`). RFC 8259 has no such numbers, and ``JSON.parse``, jq and Go's
+    ``encoding/json`` reject a document holding them bare. The encoders run with ``allow_nan=False`` as the guard: a
+    document of finite numbers is written in one pass, byte for byte as before; one that trips the guard is copied
+    with its non-finite floats as text and written again.
+
+    A document with anything other than plain ``dict`` / ``list`` / ``tuple`` containers and ``str`` keys (a
+    subclass, a non-string key) is handed to ``json.dumps`` itself, so the result never differs.
 
     Raises:
         TypeError, ValueError: as ``json.dumps`` (a value JSON cannot encode; a circular reference)."""
+    try:
+        return _dumps(obj)
+    except ValueError as exc:  # a non-finite float met the guard (or a circular reference: raised again below)
+        try:
+            finite = nonfinite_as_text(obj)
+        except RecursionError:
+            raise exc from None
+        return _dumps(finite)
+
+
+def _dumps(obj: Any) -> str:
+    """:func:`dumps` without the rewrite of non-finite floats (they raise ``ValueError``)."""
     parts: list[str] = []
     if json.encoder.c_make_encoder is None:
-        return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False)
+        return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
     try:
         _encode(obj, 0, parts.append)
     except (_Unusual, RecursionError, TypeError, ValueError):  # json.dumps: the same text, or its own error
-        return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False)
+        return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
     return "".join(parts)
+
+
+#: How a non-finite float is written as text (the spelling Python's ``json`` module gives it).
+NONFINITE_TEXT = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def nonfinite_as_text(obj: Any) -> Any:
+    """A copy of ``obj`` (dicts, lists, tuples as lists) with every NaN or infinite float replaced by its text
+    (:data:`NONFINITE_TEXT`) and every number, ``bool`` or ``None`` key by the text ``json.dumps`` gives it (so keys of
+    mixed types still sort); everything else is kept as it is.
+
+    Raises:
+        RecursionError: a circular reference (or nesting deeper than the interpreter's limit)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else NONFINITE_TEXT[repr(float(obj))]
+    if isinstance(obj, dict):
+        return {_key_text(k): nonfinite_as_text(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [nonfinite_as_text(v) for v in obj]
+    return obj
+
+
+def _key_text(key: Any) -> Any:
+    """A key as the standard encoder writes it (``1`` -> ``"1"``, ``True`` -> ``"true"``), non-finite floats as text."""
+    if isinstance(key, (float, int)) or key is None:
+        return NONFINITE_TEXT.get(repr(float(key))) if isinstance(key, float) and not math.isfinite(key) else json.dumps(key)
+    return key
 
 
 class _Unusual(Exception):
@@ -54,12 +100,12 @@ def _flat(level: int) -> Any:
 
 def _c_encoder(item_separator: str) -> Any:
     """``obj -> text`` by the standard library's C encoder with ``json.dumps``'s settings for this output (sorted
-    keys, no ASCII escaping, NaN allowed, no indentation) and ``item_separator``; ``None`` without the C
+    keys, no ASCII escaping, NaN refused, no indentation) and ``item_separator``; ``None`` without the C
     accelerator (then :func:`dumps` leaves everything to ``json.dumps``)."""
     make = json.encoder.c_make_encoder
     if make is None:
         return None
-    enc = make(None, _no_default, _STR, None, ": ", item_separator, True, False, True)
+    enc = make(None, _no_default, _STR, None, ": ", item_separator, True, False, False)
     return lambda obj: "".join(enc(obj, 0))
 
 
@@ -78,7 +124,7 @@ def _scalar(obj: Any) -> str:
         return "true" if obj else "false"
     if t is int:
         return int.__repr__(obj)
-    return _flat(0)(obj)  # a float: NaN and the infinities as json.dumps writes them
+    return _flat(0)(obj)  # a float as json.dumps writes it (NaN and the infinities raise ValueError)
 
 
 def _encode(obj: Any, level: int, out: Any) -> None:

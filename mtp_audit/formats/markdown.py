@@ -1,9 +1,14 @@
-"""Markdown output for pull-request comments and CI job summaries (GitHub-flavoured tables)."""
+"""Markdown output for pull-request comments and CI job summaries (GitHub-flavoured tables).
+
+Every value goes through :func:`_cell` (prose: HTML, link and table syntax escaped) or :func:`_code` (a code span the
+value cannot close), and fact lines sit in a fence no line can close (:mod:`mtp_audit.formats.escape`), so a value
+from an audited file renders on GitHub as the text it is: no tag, no image, no link, no cell or table of its own."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from mtp_audit.formats.escape import markdown_code, markdown_fence, markdown_text
 from mtp_audit.formats.summary import (
     answer_lines,
     closing_sections,
@@ -19,7 +24,13 @@ from mtp_audit.report import Report, Severity, exit_code
 
 
 def _cell(text: str) -> str:
-    return printable(text.replace("|", "\\|").replace("\n", " "))
+    """A value as Markdown prose (also inside a table cell): see :func:`~mtp_audit.formats.escape.markdown_text`."""
+    return markdown_text(printable(text.replace("\n", " ")))
+
+
+def _code(text: str, *, table: bool = True) -> str:
+    """A value as a code span: see :func:`~mtp_audit.formats.escape.markdown_code`."""
+    return markdown_code(printable(text.replace("\n", " ")), table=table)
 
 
 def render(report: Report, *, fail_on: Severity | None = Severity.ERROR, shown: Any = None) -> str:
@@ -34,10 +45,11 @@ def render(report: Report, *, fail_on: Severity | None = Severity.ERROR, shown: 
     out += [f"{_cell(a)}" for a in answer[1:]]
     out.append("")
     for t in report.targets:
-        out.append(f"- **{t.analyzer}**: `{t.name}`")
+        out.append(f"- **{t.analyzer}**: {_code(t.name, table=False)}")
     out += ["", f"**{verdict_line(report)}**", ""]
     for analyzer, lines in headline_facts(report):
-        out += [f"## Facts: {analyzer}", "", "```", *lines, "```", ""]
+        fence = markdown_fence(lines)
+        out += [f"## Facts: {_cell(analyzer)}", "", fence, *lines, fence, ""]
     listed = listed_findings(report, shown)
     if len(listed) < len(report.findings):
         out += [f"_{not_listed_line(report, listed, shown)}_", ""]
@@ -45,7 +57,7 @@ def render(report: Report, *, fail_on: Severity | None = Severity.ERROR, shown: 
         out += ["## Findings", "", "| rule | severity | location | message | fix |", "|---|---|---|---|---|"]
         for f in listed:
             out.append(
-                f"| {f.rule_id} | {f.severity.label} | `{_cell(str(f.location))}` | {_cell(f.message)} "
+                f"| {f.rule_id} | {f.severity.label} | {_code(str(f.location))} | {_cell(f.message)} "
                 f"| {_cell(f.remediation)} |"
             )
         out.append("")
@@ -57,14 +69,14 @@ def render(report: Report, *, fail_on: Severity | None = Severity.ERROR, shown: 
                 if f.detail:
                     out.append(f"  - detail: {_cell(f.detail)}")
                 for e in f.evidence:
-                    out.append(f"  - {_cell(e.label)}: `{_cell(e.value)}`")
+                    out.append(f"  - {_cell(e.label)}: {_code(e.value, table=False)}")
             out += ["", "</details>", ""]
     if report.ignored:
         out += ["## Ignored", "", "| rule | severity | location | message | reason | source |", "|---|---|---|---|---|---|"]
         for i in report.ignored:
             f, s = i.finding, i.suppression
             until = f" (until {s.expires})" if s.expires else ""
-            out.append(f"| {f.rule_id} | {f.severity.label} | `{_cell(str(f.location))}` | {_cell(f.message)} "
+            out.append(f"| {f.rule_id} | {f.severity.label} | {_code(str(f.location))} | {_cell(f.message)} "
                        f"| {_cell(s.reason)} | {_cell(s.source)}{until} |")
         out.append("")
     if report.gaps:
@@ -73,7 +85,7 @@ def render(report: Report, *, fail_on: Severity | None = Severity.ERROR, shown: 
             out.append(f"- [{g.analyzer}{', blocking' if g.blocking else ''}] {_cell(gap_text(g))}")
         out.append("")
     for title, cl in closing_sections(report):
-        out += [f"## {title}", ""]
+        out += [f"## {_cell(title)}", ""]
         out += [f"- {_cell(line)}" for line in cl]
         out.append("")
     return "\n".join(out).rstrip() + "\n"

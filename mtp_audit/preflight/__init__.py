@@ -182,7 +182,7 @@ def _with_platform(machine: Any, parsed_launch: Any) -> Any:
 
     machine = pf.with_platform(machine)
     dev = (parsed_launch.get("--device") or "").lower() if parsed_launch is not None else ""
-    if not machine.accelerator.present and pf.DEVICE_FLAG.get(dev) in (pf.ROCM, pf.CANN):
+    if not machine.accelerator.present and pf.DEVICE_FLAG.get(dev) in (pf.ROCM, pf.CANN, pf.XPU, pf.HPU):
         machine = pf.with_platform(replace(machine, accelerator=Fact.of(pf.DEVICE_FLAG[dev], f"launch command --device {dev}")))
     return machine
 
@@ -363,7 +363,7 @@ def _report(ctx: Any, choice: Any, gaps: list[Any], target: str, flag_source: st
 
     vs = an.verdicts(ctx)
     verdict = an.overall(vs)
-    if not vs and vendors.platform(ctx) in ("cann", "cpu"):
+    if not vs and vendors.platform(ctx) in (*vendors.NOT_APPLICABLE_PLATFORMS, "cpu"):
         verdict = an.NOT_APPLICABLE  # no device the FP4 checks apply to: not an unknown
     _verdict_findings(ctx, vs, engine_line, engine_evidence, gaps)
     if verdict == an.UNKNOWN:

@@ -1,4 +1,5 @@
-"""Live collection off NVIDIA: ``amd-smi`` / ``rocm-smi``, ``npu-smi``, torch's HIP build and the CANN toolkit info.
+"""Live collection off NVIDIA: ``amd-smi`` / ``rocm-smi``, ``npu-smi``, ``xpu-smi``, ``hl-smi``, torch's HIP build and
+the CANN toolkit info.
 
 Run by :func:`mtp_audit.preflight.collect.collect_live` when NVML and nvidia-smi list no GPU, under the same rules
 as the NVIDIA tools (:func:`mtp_audit.preflight.collect.run_tool`: a bounded time per command, never a raise; a tool
@@ -7,7 +8,7 @@ that is missing, fails or times out is a reason on the missing fact). The tools'
 
 Commands: ``amd-smi static --asic --driver`` and ``amd-smi version`` (ROCm >= 6.1; the ``GPU: N`` blocks with
 ``MARKET_NAME`` / ``TARGET_GRAPHICS_VERSION``), else ``rocm-smi --showproductname --showdriverversion``; ``npu-smi
-info``. Files (read bounded, never executed): ``torch/version.py``'s ``hip = '...'`` (the ROCm torch was built
+info``; ``xpu-smi discovery`` (Intel GPUs); ``hl-smi`` (Gaudi). Files (read bounded, never executed): ``torch/version.py``'s ``hip = '...'`` (the ROCm torch was built
 with), ``<ASCEND_TOOLKIT_HOME or /usr/local/Ascend/ascend-toolkit/latest>/<arch>-linux/ascend_toolkit_install.info``
 (``version=8.1.RC1``), the file vllm-ascend's collect_env reads.
 """
@@ -69,20 +70,33 @@ def _cann_version(env: dict[str, str], read: Callable[[Path], str | None]) -> Fa
 
 def collect_vendor(*, timeout: float, run: Callable[..., Any], run_tool: Callable[..., tuple[str | None, str]],
                    env: dict[str, str], read: Callable[[Path], str | None]) -> tuple[MachineFacts | None, list[str]]:
-    """The AMD or Ascend devices of this machine (:class:`MachineFacts` with ``gpus``, ``gpu_list``,
+    """The AMD, Ascend, Intel GPU or Gaudi devices of this machine (:class:`MachineFacts` with ``gpus``, ``gpu_list``,
     ``driver_version``, ``rocm_version`` / ``cann_version`` and ``accelerator``), or ``None`` with the notes saying
     why (each tool missing, failing or listing nothing). ``read`` returns a small file's text or ``None``."""
     amd, notes = _amd(timeout, run, run_tool)
     if amd is not None:
         return amd, notes
-    out, why = run_tool(["npu-smi", "info"], timeout, run)
-    if out is None:
-        notes.append(f"npu-smi: {why}")
-        return None, notes
-    npu = vendor_dumps.parse_npu_smi(out)
-    if not npu.gpus:
-        notes.append("npu-smi info listed no NPU")
-        return None, notes
-    from dataclasses import replace
+    npu = _one_tool(["npu-smi", "info"], "NPU", vendor_dumps.parse_npu_smi, timeout, run, run_tool, notes)
+    if npu is not None:
+        from dataclasses import replace
 
-    return replace(npu, cann_version=_cann_version(env, read)), notes
+        return replace(npu, cann_version=_cann_version(env, read)), notes
+    for cmd, parse in ((["xpu-smi", "discovery"], vendor_dumps.parse_xpu_smi), (["hl-smi"], vendor_dumps.parse_hl_smi)):
+        found = _one_tool(cmd, "device", parse, timeout, run, run_tool, notes)
+        if found is not None:
+            return found, notes
+    return None, notes
+
+
+def _one_tool(cmd: list[str], kind: str, parse: Callable[[str], MachineFacts], timeout: float, run: Callable[..., Any],
+              run_tool: Callable[..., tuple[str | None, str]], notes: list[str]) -> MachineFacts | None:
+    """The devices one tool lists (parsed as a pasted dump of it would be), or ``None`` with a note in ``notes``."""
+    out, why = run_tool(cmd, timeout, run)
+    if out is None:
+        notes.append(f"{cmd[0]}: {why}")
+        return None
+    facts = parse(out)
+    if not facts.gpus:
+        notes.append(f"{' '.join(cmd)} listed no {kind}")
+        return None
+    return facts

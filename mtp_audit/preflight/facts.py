@@ -284,7 +284,7 @@ class MachineFacts:
         engine: the serving engine the dump is for, ``"sglang"`` or ``"vllm"`` (``sglang.check_env`` /
             ``vllm collect-env`` / what a free-form text mentions), with provenance. The preflight's engine choice
             reads it (:func:`mtp_audit.preflight.engine.machine_hint`; an explicit ``--engine`` or the launch command wins).
-        accelerator: the platform, ``"cuda"``, ``"rocm"``, ``"cann"`` or ``"cpu"``, with the fact that decided it
+        accelerator: the platform, ``"cuda"``, ``"rocm"``, ``"cann"``, ``"xpu"``, ``"hpu"`` or ``"cpu"``, with the fact that decided it
             (:func:`mtp_audit.preflight.platforms.detect`).
         rocm_version: the ROCm torch was built with / the HIP runtime (``"6.3.42131-fa1d09cbd"``), ROCm machines only.
         cann_version: the Ascend CANN toolkit version (``"8.1.RC1"``), Ascend machines only.

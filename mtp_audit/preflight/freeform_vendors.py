@@ -1,16 +1,18 @@
-"""AMD and Ascend facts in hand-written environment text (the free-form reader's second pass per line).
+"""AMD, Ascend, Intel GPU (XPU) and Intel Gaudi (HPU) facts in hand-written environment text (the free-form reader's
+second pass per line).
 
 Read (each with its provenance ``"free-form line N (...)"``):
 
 - devices: AMD products (``8x MI300X``, ``AMD Instinct MI355X (gfx950)``, ``Radeon 8060S``) and Ascend NPUs
-  (``Ascend 910B3``, ``8*910B``, ``Atlas 800I A2``) named in a GPU/NPU line, with a count, a gfx target, or words
+  (``Ascend 910B3``, ``8*910B``, ``Atlas 800I A2``), Intel GPUs (``Intel Data Center GPU Max 1550``, ``2x Arc Pro
+  B60``) and Gaudi accelerators (``8x Gaudi 3``, ``HL-225``) named in a GPU/NPU line, with a count, a gfx target, or words
   that say the machine has them (``on a``, ``NPU``, ``node``, a ``user@host`` prompt); the gfx target written wins
   over the table, a disagreement is a conflict (:func:`mtp_audit.preflight.platforms.amd_arch`).
 - versions: ROCm (``ROCm 6.3.1``, ``rocm7.0``), CANN (``CANN 8.1.RC1``, ``CANN==8.0.T63``), torch_npu, vllm-ascend,
   AITER, sgl-kernel-npu.
 - the platform of container images (``rocm/vllm``, ``vllm/vllm-openai-rocm:v0.16.0`` with its vLLM version,
   ``quay.io/ascend/vllm-ascend:v0.9.1`` with its vllm-ascend version, ``lmsysorg/sglang:*-rocm*``) and of a pasted
-  launch's ``--device npu`` / ``--device hip``.
+  launch's ``--device npu`` / ``--device hip`` / ``--device xpu`` / ``--device hpu``.
 
 A device read from the last line of a text that does not end in a newline is dropped when its name touches the end
 of that line (it may be cut: ``MI300`` of ``MI300X``), as the NVIDIA reader drops a cut name.
@@ -35,11 +37,13 @@ _VPKG = re.compile(r"(?<![\w./-])(torch[-_]npu|vllm[-_]ascend|amd[-_]aiter|aiter
                    r"(?:\s*(?:==|=|:|\s+version\s*[:=]?)\s*|[-\s]v?)(\d{1,4}(?:\.\d{1,6}){1,3}(?:(?:\.?(?:post|dev|rc)\d{0,9}))*)(?![A-Za-z0-9_.])", re.I | re.A)
 _VPKG_NAMES = {"torch-npu": "torch-npu", "vllm-ascend": "vllm-ascend", "amd-aiter": "aiter", "aiter": "aiter",
                "sgl-kernel-npu": "sgl-kernel-npu", "triton-ascend": "triton-ascend"}
-_DEVICE_FLAG = re.compile(r"--device[= ](npu|hip|rocm|cuda|cpu)\b", re.I)
-_CONTEXT = re.compile(r"\b(?:gpus?|npus?|on an?|hardware|device|accelerators?|cards?|nodes?|servers?|instinct|ascend|atlas|"
-                      r"environment|setup|tested)\b", re.I)
+_DEVICE_FLAG = re.compile(r"--device[= ](npu|hip|rocm|cuda|cpu|xpu|hpu)\b", re.I)
+_CONTEXT = re.compile(r"\b(?:gpus?|npus?|xpus?|hpus?|on an?|hardware|device|accelerators?|cards?|nodes?|servers?|instinct|ascend|atlas|"
+                      r"gaudi|environment|setup|tested)\b", re.I)
+#: Each table's vendor -> the platform its devices are on.
+VENDOR_PLATFORM = {"amd": pf.ROCM, "ascend": pf.CANN, "intel": pf.XPU, "gaudi": pf.HPU}
 _HOST = re.compile(r"[\w.-]*@([\w.-]+)")
-_VENDOR_PREFIX = re.compile(r"(?:(?:amd\s+)?(?:instinct\s+)?|(?:huawei\s+)?(?:ascend\s*)?)$", re.I)
+_VENDOR_PREFIX = re.compile(r"(?:(?:amd\s+)?(?:instinct\s+)?|(?:huawei\s+)?(?:ascend\s*)?|(?:intel(?:\(r\))?\s+)?(?:habana\s+)?)$", re.I)
 _KEYS = re.compile(r"^(?:gpus?|npus?|gpu\s*(?:model|type|name)|npu\s*(?:model|type|name)|hardware|hw|devices?|accelerators?|card|"
                    r"machine|node|system|platform|instance|server|host(?:name)?)\b", re.I)
 #: ``export NAME=VALUE`` (or a bare assignment) of the ROCm / Ascend switches the platform checks read.
@@ -59,12 +63,13 @@ def unglue(text: str) -> str:
 
 
 def find_devices(text: str) -> list[tuple[str, pf.DeviceMatch, int, int]]:
-    """Every AMD (``"amd"``) and Ascend (``"ascend"``) product named in ``text``, left to right, each the longest
-    alias at its position, with its character span: ``[(vendor, match, start, end)]``. Linear in ``len(text)``."""
+    """Every AMD (``"amd"``), Ascend (``"ascend"``), Intel GPU (``"intel"``) and Gaudi (``"gaudi"``) product named in
+    ``text``, left to right, each the longest alias at its position, with its character span:
+    ``[(vendor, match, start, end)]``. Linear in ``len(text)``."""
     spans = word_spans(text)
     ws = [w for w, _, _ in spans]
     out = []
-    for vendor in ("amd", "ascend"):
+    for vendor in ("amd", "ascend", "intel", "gaudi"):
         idx = pf._index(vendor)
         longest = max(len(k) for k in idx)
         firsts = {k[0] for k in idx}
@@ -115,11 +120,14 @@ def read_line(st: Any, ln: int, line: str, key: str, value: str, truncated: bool
     ok = gpu_key or bool(_CONTEXT.search(scope)) or pf.gfx_in(scope) is not None
     if len({h.product for _, h, _, _ in hits}) > 1 and all(count(scope, s, e) is None for _, _, s, e in hits):
         # "MI300X / MI350X / MI355X": products listed without counts are alternatives tried, not one machine
-        st.notes.append(f"conflict: free-form line {ln} lists {len(hits)} AMD/Ascend products without counts "
+        st.notes.append(f"conflict: free-form line {ln} lists {len(hits)} AMD/Ascend/Intel/Gaudi products without counts "
                         f"({', '.join(scope[s:e] for _, _, s, e in hits[:6])}); which one this machine has is not said; not used")
-        st.vendor["platform"].add(pf.ROCM if hits[0][0] == "amd" else pf.CANN, ln, f"'{scope[hits[0][2]:hits[0][3]]}' named")
+        st.vendor["platform"].add(VENDOR_PLATFORM[hits[0][0]], ln, f"'{scope[hits[0][2]:hits[0][3]]}' named")
         return
+    named: set[str] = set()
     for vendor, h, s, e in hits:
+        if h.product in named and count(scope, s, e) is None:
+            continue  # "8 x Gaudi 3 (HL-325L)": the same product named again, without a count of its own
         if truncated and e >= end:
             st.notes.append(f"free-form line {ln}: '{line[:60]}' may be cut off (last line, no newline); '{scope[s:e]}' not counted")
             continue
@@ -131,9 +139,11 @@ def read_line(st: Any, ln: int, line: str, key: str, value: str, truncated: bool
             continue
         name = scope[start:e].strip()
         where = f"{FMT} line {ln}"
-        arch = (pf.amd_arch(name, pf.gfx_in(scope) if len(hits) == 1 else None, where) if vendor == "amd" else pf.ascend_arch(name))
+        arch = (pf.amd_arch(name, pf.gfx_in(scope) if len(hits) == 1 else None, where) if vendor == "amd" else
+                {"ascend": pf.ascend_arch, "intel": pf.intel_arch, "gaudi": pf.gaudi_arch}[vendor](name))
         st.groups.append(group(name, arch, c, ln, key, "host name" if in_host and not ok else ""))
-        st.vendor["platform"].add(pf.ROCM if vendor == "amd" else pf.CANN, ln, f"'{name}' named")
+        st.vendor["platform"].add(VENDOR_PLATFORM[vendor], ln, f"'{name}' named")
+        named.add(h.product)
 
 
 def _read_versions(st: Any, ln: int, line: str, low: str) -> None:

@@ -1,4 +1,5 @@
-"""Which platform a machine is (NVIDIA CUDA, AMD ROCm, Ascend CANN or CPU only), and the AMD / Ascend device tables.
+"""Which platform a machine is (NVIDIA CUDA, AMD ROCm, Ascend CANN, Intel XPU, Intel Gaudi HPU or CPU only), and the
+AMD / Ascend / Intel / Gaudi device tables.
 
 Every machine source (live collection, a tool dump, free-form text, a container image tag, ``--device npu`` in a
 launch) yields the platform before any capability check: :func:`detect` reads the facts a source left and returns a
@@ -15,6 +16,10 @@ Tables (shipped data, every row with its source):
   from their wheels.
 - ``mtp_audit/data/ascend.json``: Ascend NPU names -> model and Atlas series (vllm-ascend FAQ), and the
   vllm-ascend / SGLang-NPU facts the preflight reports.
+- ``mtp_audit/data/intel.json``: Intel GPU names (and the PCI ids clinfo prints for some) -> product and family, and
+  vLLM's XPU quantization list read from its wheels.
+- ``mtp_audit/data/gaudi.json``: Gaudi names (hl-smi's ``HL-225``) -> generation, and the Gaudi plugin's documented
+  quantization backends.
 
 Names are matched on whole words as in :mod:`mtp_audit.preflight.gpus` (``"MI300X"`` = ``mi 300 x``), the longest
 alias winning, so ``"MI300"`` never matches inside ``"MI3000"`` and ``"910B"`` yields to ``"910B3"``.
@@ -33,8 +38,11 @@ from mtp_audit.preflight.facts import Fact, GpuFacts, MachineFacts
 from mtp_audit.preflight.gpus import words
 
 CUDA, ROCM, CANN, CPU = "cuda", "rocm", "cann", "cpu"
+#: Intel GPUs (vLLM's ``xpu`` platform, SGLang ``--device xpu``) and Intel Gaudi accelerators (``hpu``).
+XPU, HPU = "xpu", "hpu"
 #: Platform value -> the words the reports use.
-LABELS = {CUDA: "NVIDIA CUDA", ROCM: "AMD ROCm", CANN: "Ascend CANN", CPU: "CPU only (no accelerator)"}
+LABELS = {CUDA: "NVIDIA CUDA", ROCM: "AMD ROCm", CANN: "Ascend CANN", XPU: "Intel XPU", HPU: "Intel Gaudi HPU",
+          CPU: "CPU only (no accelerator)"}
 
 #: A gfx target as ROCm prints it (``gfx942:sramecc+:xnack-``, ``gfx90a``, ``gfx1100``).
 GFX = re.compile(r"(?<![a-z0-9])gfx(\d{3,4}|90[0-9a-f])(?![0-9a-z])", re.I)
@@ -45,7 +53,7 @@ GFX = re.compile(r"(?<![a-z0-9])gfx(\d{3,4}|90[0-9a-f])(?![0-9a-z])", re.I)
 HIP_CC_TO_GFX = {(9, 0): "gfx90a", (9, 4): "gfx942", (9, 5): "gfx950", (9, 6): "gfx906", (9, 8): "gfx908"}
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=4)
 def _table(name: str) -> dict[str, Any]:
     return json.loads(resources.files("mtp_audit").joinpath(f"data/{name}.json").read_text(encoding="utf-8"))
 
@@ -60,6 +68,16 @@ def ascend_table() -> dict[str, Any]:
     return _table("ascend")
 
 
+def intel_table() -> dict[str, Any]:
+    """The parsed ``data/intel.json`` (cached)."""
+    return _table("intel")
+
+
+def gaudi_table() -> dict[str, Any]:
+    """The parsed ``data/gaudi.json`` (cached)."""
+    return _table("gaudi")
+
+
 @dataclass(frozen=True)
 class DeviceMatch:
     """One AMD or Ascend table hit: ``product`` (row name), ``alias`` (as written in the table), ``row`` (the table
@@ -71,7 +89,7 @@ class DeviceMatch:
     source: str
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=4)
 def _index(name: str) -> dict[tuple[str, ...], tuple[str, int]]:
     out: dict[tuple[str, ...], tuple[str, int]] = {}
     for i, row in enumerate(_table(name)["products"]):
@@ -96,7 +114,7 @@ def _lookup(name: str, text: str) -> DeviceMatch | None:
     if not hits:
         return None
     rows = _table(name)["products"]
-    key = "gfx" if name == "amd" else "generation"
+    key = {"amd": "gfx", "intel": "product"}.get(name, "generation")
     if len({rows[r][key] for _, _, r in hits}) > 1:
         return None
     n, alias, r = max(hits, key=lambda h: (h[0], len(h[1])))
@@ -111,6 +129,48 @@ def amd_lookup(text: str) -> DeviceMatch | None:
 def ascend_lookup(text: str) -> DeviceMatch | None:
     """The Ascend NPU named in ``text`` (``"910B3"``, ``"Ascend910_9392"``), or ``None``."""
     return _lookup("ascend", text)
+
+
+def intel_lookup(text: str) -> DeviceMatch | None:
+    """The Intel GPU named in ``text`` (``"Intel(R) Data Center GPU Max 1550"`` -> Max 1550; clinfo's
+    ``"Intel(R) Graphics [0x56a1]"`` by its PCI id), or ``None``."""
+    hit = _lookup("intel", text)
+    if hit is not None:
+        return hit
+    m = _PCI_ID.search(text)
+    if m is None:
+        return None
+    pid = "0x" + m.group(1).lower().rjust(4, "0")
+    for row in intel_table()["products"]:
+        if pid in row.get("pci_ids", ()):
+            return DeviceMatch(row["product"], f"PCI id {pid}", row, row["source"])
+    return None
+
+
+def gaudi_lookup(text: str) -> DeviceMatch | None:
+    """The Gaudi accelerator named in ``text`` (``"HL-225"`` -> Gaudi 2), or ``None``."""
+    return _lookup("gaudi", text)
+
+
+#: The PCI device id a driver prints when it has no marketing name (``Intel(R) Graphics [0x56a1]``).
+_PCI_ID = re.compile(r"\[0x([0-9a-fA-F]{3,4})\]")
+
+
+def intel_arch(name: str) -> Fact:
+    """The product and family of one Intel GPU as the table has them (``"Intel Data Center GPU Max 1550"``, family
+    in the source); missing for a name the table does not hold (``"Intel(R) Graphics [0xe211]"`` of a PCI id it lacks)."""
+    hit = intel_lookup(name) if name else None
+    if hit is None:
+        return Fact.absent(f"'{name}' is not in the Intel GPU table")
+    return Fact.of(hit.product, f"Intel GPU table ({hit.row['family']}; '{name}' matched '{hit.alias}'; {hit.source})")
+
+
+def gaudi_arch(name: str) -> Fact:
+    """The Gaudi generation of an accelerator name (``"HL-325L"`` -> ``"Gaudi 3"``)."""
+    hit = gaudi_lookup(name) if name else None
+    if hit is None:
+        return Fact.absent(f"'{name}' is not in the Gaudi table")
+    return Fact.of(hit.row["generation"], f"Gaudi table ('{name}' matched '{hit.alias}'; {hit.source})")
 
 
 def gfx_in(text: str) -> str | None:
@@ -149,6 +209,8 @@ def ascend_arch(name: str) -> Fact:
 _AMD_NAME = re.compile(r"\bamd\b|instinct|radeon|\bmi\d{2,3}[a-z]?\b", re.I)
 _ASCEND_NAME = re.compile(r"ascend|\b910[a-z0-9_]*|\b310p", re.I)
 _NVIDIA_NAME = re.compile(r"nvidia|geforce|tesla|quadro", re.I)
+_INTEL_NAME = re.compile(r"intel\(r\)|\bintel\b.{0,20}\b(?:arc|graphics|gpu)\b|\barc\(tm\)|data center gpu (?:max|flex)", re.I)
+_GAUDI_NAME = re.compile(r"\bgaudi|\bhl-[23]\d\d", re.I)
 
 
 def _gpu_evidence(gpus: tuple[GpuFacts, ...]) -> Fact | None:
@@ -161,6 +223,10 @@ def _gpu_evidence(gpus: tuple[GpuFacts, ...]) -> Fact | None:
             return Fact.of(ROCM, f"GPU {g.index} '{name or arch}' ({g.arch.source or g.name.source})")
         if arch.lower().startswith("ascend") or (name and (_ASCEND_NAME.search(name) or ascend_lookup(name))):
             return Fact.of(CANN, f"NPU {g.index} '{name or arch}' ({g.arch.source or g.name.source})")
+        if name and (_GAUDI_NAME.search(name) or gaudi_lookup(name)):
+            return Fact.of(HPU, f"HPU {g.index} '{name}' ({g.name.source})")
+        if name and (_INTEL_NAME.search(name) or intel_lookup(name)) and not _NVIDIA_NAME.search(name):
+            return Fact.of(XPU, f"GPU {g.index} '{name}' ({g.name.source})")
     for g in gpus:
         name = str(g.name.value or "")
         if _NVIDIA_NAME.search(name) or g.cc:
@@ -182,6 +248,8 @@ def _stack_evidence(m: MachineFacts) -> Fact | None:
             return Fact.of(CANN, f"{dist} {f.value} ({f.source})")
     if m.cann_version.present:
         return Fact.of(CANN, f"CANN {m.cann_version.value} ({m.cann_version.source})")
+    if "+xpu" in tv:
+        return Fact.of(XPU, f"torch {tv} (+xpu build; {m.torch_version.source})")
     if m.torch_cuda.present:
         return Fact.of(CUDA, f"torch built for CUDA {m.torch_cuda.value} ({m.torch_cuda.source})")
     return None
@@ -210,7 +278,10 @@ def with_platform(m: MachineFacts) -> MachineFacts:
         gpus = tuple(_hip_cc_arch(g) for g in gpus)
     elif plat.value == CANN:
         gpus = tuple(replace(g, arch=ascend_arch(str(g.name.value or ""))) if unread(g) else g for g in gpus)
-    if plat.value in (ROCM, CANN):
+    elif plat.value in (XPU, HPU):
+        arch_of = intel_arch if plat.value == XPU else gaudi_arch
+        gpus = tuple(replace(g, arch=arch_of(str(g.name.value or ""))) if unread(g) else g for g in gpus)
+    if plat.value in (ROCM, CANN, XPU, HPU):
         # the "compute capability" a ROCm/NPU tool prints is not an NVIDIA one: kept out of the NVIDIA checks
         gpus = tuple(replace(g, compute_capability=Fact.absent(f"not an NVIDIA GPU ({LABELS[plat.value]})",
                                                                source=g.compute_capability.source)) if g.cc else g for g in gpus)
@@ -253,4 +324,4 @@ def image_platform(repo: str, tag: str) -> str | None:
 
 
 #: ``--device`` values of SGLang (server_args.py: cuda, xpu, hpu, npu, cpu) and vLLM (older --device) -> platform.
-DEVICE_FLAG = {"npu": CANN, "hip": ROCM, "rocm": ROCM, "cuda": CUDA, "cpu": CPU}
+DEVICE_FLAG = {"npu": CANN, "hip": ROCM, "rocm": ROCM, "cuda": CUDA, "cpu": CPU, "xpu": XPU, "hpu": HPU}

@@ -1,4 +1,4 @@
-"""Preflight rules MTP200-MTP232 (NVIDIA) and MTP240-MTP249 (AMD ROCm, Ascend, CPU-only machines): documentation, sources and runnable examples.
+"""Preflight rules MTP200-MTP232 (NVIDIA) and MTP236-MTP237, MTP240-MTP249 (AMD ROCm, Ascend, Intel XPU, Gaudi, CPU-only machines): documentation, sources and runnable examples.
 
 The checks live in :mod:`mtp_audit.preflight.analyze`; each rule here names the candidate rule of
 ``../shared/research/blackwell_fp4.md`` §10 (R01-R35) it implements. Examples are environment dumps
@@ -93,6 +93,33 @@ def npu_env(npu: str = "910B3", *, n: int = 8, vllm: str = "0.9.1", vllm_ascend:
 
 MI355 = "AMD Instinct MI355X (gfx950:sramecc+:xnack-)"
 VMX = ("vllm", "serve", "m", "--quantization", "mxfp4")
+
+
+def xpu_env(gpu: str = "Intel(R) Data Center GPU Max 1550", *, n: int = 4, vllm: str = "0.33.0") -> str:
+    """torch collect_env's XPU section in the real format (pytorch/pytorch#137846: ``Is XPU available``, ``Intel GPU
+    models onboard`` / ``detected``), with a ``vLLM Version`` line as ``vllm collect-env`` prints it."""
+    onboard = "".join(f"* {gpu}\n" for _ in range(n))
+    detected = "".join(f"* [{i}] _XpuDeviceProperties(name='{gpu}', platform_name='Intel(R) oneAPI Unified Runtime over Level-Zero', "
+                       "type='gpu', driver_version='1.6.31294+21', total_memory=65536MB, max_compute_units=512)\n" for i in range(n))
+    return ("PyTorch version: 2.8.0+xpu\nIs debug build: False\nCUDA used to build PyTorch: None\nROCM used to build PyTorch: N/A\n\n"
+            "Is CUDA available: False\nCUDA runtime version: No CUDA\nGPU models and configuration: No CUDA\nIs XPU available: True\n"
+            "XPU used to build PyTorch: 20250101\nIntel GPU driver version:\n* intel_opencl: 24.39.31294.21-1032~22.04\n"
+            f"Intel GPU models onboard:\n{onboard}Intel GPU models detected:\n{detected}vLLM Version: {vllm}\n")
+
+
+def hl_smi(n: int = 8, name: str = "HL-225") -> str:
+    """``hl-smi`` in the real format (the table of ray-project/ray doc/source/serve/tutorials/intel-gaudi-inference.md)."""
+    rows = "".join(f"|   {i}  {name:<16}    N/A  | 0000:9{i}:00.0     N/A |                   0  |\n"
+                   "| N/A   22C   N/A  96W /  600W  |   768MiB /  98304MiB |     0%            0% |\n"
+                   "|-------------------------------+----------------------+----------------------+\n" for i in range(n))
+    return ("+-----------------------------------------------------------------------------+\n"
+            "| HL-SMI Version:                              hl-1.20.0-fw-58.1.1.1          |\n"
+            "| Driver Version:                                     1.19.1-6f47ddd          |\n"
+            "|-------------------------------+----------------------+----------------------+\n"
+            "| AIP  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncor-Events|\n"
+            "| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | AIP-Util  Compute M. |\n"
+            "|===============================+======================+======================|\n" + rows
+            + "| Compute Processes:                                               AIP Memory |\n")
 
 
 def facts_json(gpu: tuple[str, str] = PRO6000, *, n: int = 8, torch: str = "2.12.0+cu130", torch_cuda: str = "13.0", sglang: str = "0.5.9",
@@ -409,7 +436,22 @@ RULES = RULES + (
            ("python", "-m", "sglang.launch_server", "--model-path", "m", "--device", "npu", "--quantization", "modelopt_fp4")),
        _ex(False, "910B3, SGLang 0.5.23, --quantization mxfp4 (MTP248's question)", {"env.txt": npu_env().replace("vLLM Version: 0.9.1\nvLLM Ascend Version: 0.9.1\n", "") + "sglang: 0.5.23\n"},
            ("python", "-m", "sglang.launch_server", "--model-path", "m", "--device", "npu", "--quantization", "mxfp4")))),
-    R("MTP240", "platform", I, "The machine's platform (NVIDIA CUDA, AMD ROCm, Ascend CANN or CPU only) and where it came from",
+    R("MTP236", "xpu-hpu-fp4-not-applicable", I, "The FP4 checks do not apply to Intel GPUs (XPU) and Gaudi HPUs",
+      "Intel XPU and Gaudi only: always says that the NVIDIA FP4 checks (compute capability, CUDA, FlashInfer / sgl-kernel cubins) do not cover vLLM's XPU platform or the Gaudi plugin, as a note: never 'not capable', never a refused input, no exit-code change.",
+      "An Intel GPU or Gaudi machine asked 'can it run FP4' deserves an answer, not 'nothing recognisable as an environment'.",
+      "Nothing to fix; see MTP237 for a quantization the engine refuses on the device.",
+      ("wheel:vllm-0.34.0:vllm/platforms/xpu.py:103-131", "https://docs.vllm.ai/projects/gaudi/en/latest/features/floating_point_8.html"), "documentation",
+      (_ex(True, "4 x Data Center GPU Max 1550", {"env.txt": xpu_env()}), _ex(True, "8 x Gaudi 2 (hl-smi)", {"env.txt": hl_smi()}),
+       _ex(False, "MI300X machine", {"env.txt": rocm_env()}))),
+    R("MTP237", "xpu-hpu-quantization-refused", E, "A quantization the engine refuses on an Intel GPU or a Gaudi HPU",
+      "Intel XPU with vLLM 0.33 or later: fires when the launch's --quantization (or vLLM's method for an NVFP4 ModelOpt checkpoint, modelopt_fp4) is not in the XPU platform's supported_quantization, which Platform.verify_quantization enforces at start-up (an error; older releases are not audited: a blocking gap). Gaudi: fires for NVFP4 / MXFP4 weights, for which the vLLM Gaudi plugin documents no backend (a warning: documentation, not code).",
+      "vLLM stops with 'ValueError: modelopt_fp4 quantization is currently not supported in xpu.' before loading weights.",
+      "Use an MXFP4, FP8, AWQ or GPTQ checkpoint on the Intel GPU (FP8 with Intel Neural Compressor, AWQ or GPTQ on Gaudi), or run the NVFP4 checkpoint on Blackwell.",
+      ("wheel:vllm-0.33.0:vllm/platforms/xpu.py:113-131", "wheel:vllm-0.34.0:vllm/platforms/interface.py:1168-1173",
+       "https://docs.vllm.ai/projects/gaudi/en/latest/features/floating_point_8.html"), "code",
+      (_ex(True, "Max 1550, vLLM 0.33.0, --quantization modelopt_fp4", {"env.txt": xpu_env()}, VL),
+       _ex(False, "Max 1550, vLLM 0.33.0, --quantization mxfp4 (in the XPU list)", {"env.txt": xpu_env()}, VMX))),
+    R("MTP240", "platform", I, "The machine's platform (NVIDIA CUDA, AMD ROCm, Ascend CANN, Intel XPU, Intel Gaudi HPU or CPU only) and where it came from",
       "Off NVIDIA: always reports the platform, the devices (gfx target or Ascend model) and the stack (ROCm, CANN, torch, driver, AITER, torch_npu, vllm-ascend), each with the dump line or table row it came from. The platform is decided before any capability check: a tool of one vendor (npu-smi, amd-smi / rocm-smi), the devices named, torch's ROCm build or +rocm tag, torch_npu / vllm-ascend / CANN, a container image (rocm/vllm, quay.io/ascend/vllm-ascend) or the launch's --device npu / hip.",
       "The NVIDIA checks are meaningless off CUDA; saying what the machine is comes first.",
       "Nothing to fix; check that the platform and devices are the ones you meant.",
@@ -417,7 +459,7 @@ RULES = RULES + (
       (_ex(True, "a vLLM collect-env of an MI300X machine", {"env.txt": rocm_env()}), _ex(True, "vllm-ascend collect_env of a 910B3 machine", {"env.txt": npu_env()}),
        _ex(False, "an NVIDIA machine: the platform is in the summary, not a finding", {"env.txt": vllm_env()}, VL))),
     R("MTP241", "nvidia-checks-not-applicable", I, "The NVIDIA FP4 checks do not apply to this platform",
-      "Off NVIDIA (ROCm, CANN, CPU only): says that the NVIDIA checks (MTP200-MTP227, MTP229-MTP232: FP4 tensor cores by compute capability, CUDA driver and toolkit floors, torch's CUDA build, FlashInfer / sgl-kernel cubins) were not run, and which checks ran instead.",
+      "Off NVIDIA (ROCm, CANN, Intel XPU, Gaudi HPU, CPU only): says that the NVIDIA checks (MTP200-MTP227, MTP229-MTP232: FP4 tensor cores by compute capability, CUDA driver and toolkit floors, torch's CUDA build, FlashInfer / sgl-kernel cubins) were not run, and which checks ran instead.",
       "Not applicable is an answer: it is neither 'not capable' nor a refused input, and it does not change the exit code.",
       "Nothing to fix.", ("mtp_audit/preflight/vendors.py",), "code",
       (_ex(True, "Ascend machine", {"env.txt": npu_env()}), _ex(False, "H200 machine", {"env.txt": vllm_env()}, VL))),

@@ -1,5 +1,6 @@
-"""Environment dumps of AMD ROCm and Ascend machines: ``rocm-smi``, ``amd-smi``, ``npu-smi info``, and the ROCm /
-Ascend lines of ``torch.utils.collect_env``, ``vllm collect-env`` (vllm-ascend's variant) and ``sglang.check_env``.
+"""Environment dumps of AMD ROCm, Ascend, Intel XPU and Intel Gaudi machines: ``rocm-smi``, ``amd-smi``, ``npu-smi
+info``, ``xpu-smi discovery``, ``sycl-ls``, ``clinfo``, ``hl-smi``, and the ROCm / Ascend / XPU lines of
+``torch.utils.collect_env``, ``vllm collect-env`` (vllm-ascend's variant) and ``sglang.check_env``.
 
 Formats, as their tools print them (samples with their public source in ``fixtures/preflight/envdumps/amd`` and
 ``fixtures/preflight/envdumps/ascend``):
@@ -18,6 +19,20 @@ Formats, as their tools print them (samples with their public source in ``fixtur
 - ``rocm-smi`` (the table, ``--showproductname``: ``GPU[0] : Card Series: AMD Instinct MI300X OAM``, ``GFX Version``)
   and ``amd-smi`` (``amd-smi static``: ``GPU: 0`` blocks with ``MARKET_NAME`` / ``TARGET_GRAPHICS_VERSION``; the
   monitor header ``ROCm version: 6.4.1``; ``amd-smi version``).
+
+Intel and Gaudi (samples with their public source in ``fixtures/preflight/envdumps/intel`` and ``.../gaudi``):
+
+- torch collect_env on XPU (torch >= 2.8, pytorch/pytorch#137846): ``Is XPU available: True``, ``XPU used to build
+  PyTorch: 20250101``, ``Intel GPU driver version:`` with ``* intel-opencl-icd: ...`` items, ``Intel GPU models
+  onboard:`` (one ``* name`` line per GPU) and ``Intel GPU models detected:`` (``* [0] _XpuDeviceProperties(name=...,
+  total_memory=65536MB, ...)``, what torch sees).
+- ``xpu-smi discovery``: a box table of ``| 0 | Device Name: ... |`` blocks (xpumanager).
+- ``sycl-ls``: ``[level_zero:gpu][level_zero:0] Intel(R) ..., Intel(R) Arc(TM) B390 GPU 30.0.4 [1.15.38308+4]``
+  (the Level Zero GPUs; ``opencl:gpu`` lines name the same GPUs again and are read only without Level Zero ones).
+- ``clinfo``: ``Device Name`` lines under an Intel ``Platform Name`` of ``Device Type GPU`` (the driver may print
+  ``Intel(R) Graphics [0x56a1]``, a PCI id).
+- ``hl-smi``: the box table (``| HL-SMI Version: hl-1.20.0-fw-58.1.1.1 |``, ``| Driver Version: 1.19.1-6f47ddd |``,
+  one ``|   0  HL-225   N/A  | 0000:9a:00.0 ...`` row and one ``| ... |   768MiB /  98304MiB | ...`` row per AIP).
 
 Nothing is guessed: a fact a dump does not show is missing with the reason, and a device count the dump does not
 give (torch collect_env names device 0 only) is a partial list (:data:`~mtp_audit.preflight.facts.PARTIAL_GPU_LIST`).
@@ -40,9 +55,16 @@ SIGNATURES: dict[str, re.Pattern[str]] = {
                              r"^\[pip3?\] torch[-_]npu==|^torch_npu: \d|NPU available: True", re.M),
     # the header, or (an excerpt that starts inside the table) a row with npu-smi's Health column
     "npu-smi": re.compile(r"npu-smi \d|^\|\s*\d{1,3}\s+[\w.-]{2,40}\s*\|\s*(?:OK|Warning|Alarm|Critical)\s*\|", re.M),
-    "rocminfo": re.compile(r"^\s*Marketing Name:\s+\S|^\s*Name:\s+gfx\d", re.M),
+    "rocminfo": re.compile(r"^[ \t]*Marketing Name:[ \t]+\S|^[ \t]*Name:[ \t]+gfx\d", re.M),
     "rocm-smi": re.compile(r"ROCm System Management Interface|^GPU\[\d{1,3}\]\s*:", re.M),
-    "amd-smi": re.compile(r"AMDSMI Tool|AMD-SMI \d|^\s*MARKET_NAME\s*:|TARGET_GRAPHICS_VERSION\s*:", re.M),
+    "amd-smi": re.compile(r"AMDSMI Tool|AMD-SMI \d|^[ \t]*MARKET_NAME[ \t]*:|TARGET_GRAPHICS_VERSION\s*:", re.M),
+    "xpu-env": re.compile(r"^Is XPU available\s*:\s*True|^XPU used to build PyTorch\s*:\s*\d|^Intel GPU models (?:onboard|detected)\s*:",
+                          re.M),
+    "xpu-smi": re.compile(r"^\|\s*\d{1,3}\s*\|\s*Device (?:Type|Name):", re.M),
+    "sycl-ls": re.compile(r"^\[(?:level_zero|opencl|ext_oneapi_level_zero):(?:gpu|cpu|acc|fpga)\]", re.M),
+    "clinfo": re.compile(r"^[ \t]*Platform Name[ \t]{2,}\S[^\n]*\n(?:[^\n]*\n){0,3}?[ \t]*Device Name[ \t]{2,}\S|"
+                         r"^Number of devices[ \t]{2,}\d", re.M),
+    "hl-smi": re.compile(r"HL-SMI Version:|^\|\s*AIP\s+Name\b", re.M),
 }
 FORMATS = tuple(SIGNATURES)
 
@@ -67,7 +89,7 @@ _VLLM_ROCM = re.compile(r"^ROCM Version\s*:\s*([^\n]+)", re.M)
 _HIPCC = re.compile(r"HIPCC: HIP version:?\s*([^\s]+)")
 _ROCM_DRIVER = re.compile(r"ROCM Driver Version: ([^\n]+)")
 _GPU_LINE = re.compile(r"GPU models and configuration\s*:[ \t]*([^\n]*)")
-_TOPO_HEADER = re.compile(r"^\s*((?:GPU\d{1,3}\s+){1,255}GPU\d{1,3})\s*$", re.M)
+_TOPO_HEADER = re.compile(r"^[ \t]*((?:GPU\d{1,3}[ \t]+){1,255}GPU\d{1,3})[ \t]*$", re.M)
 _CUDA_AVAILABLE = re.compile(r"Is CUDA available\s*:\s*(False|No)\b")
 
 
@@ -102,7 +124,7 @@ def parse_rocm_env(text: str) -> MachineFacts:
 
 _NPU_LINE = re.compile(r"^NPU ([\d,]{1,400}): ([^\n]+)$", re.M)
 _CANN_KV = re.compile(r"^CANN: ([^\n]+)$", re.M)
-_CANN_INFO = re.compile(r"package_name=Ascend-cann-toolkit\s*\n\s*version=([^\s]+)")
+_CANN_INFO = re.compile(r"package_name=Ascend-cann-toolkit[ \t]*\n[ \t]*version=([^\s]+)")
 _ASCEND_DRIVER = re.compile(r"Ascend Driver Version: ([^\n]+)")
 _VLLM_ASCEND = re.compile(r"vLLM Ascend Version\s*:\s*([^\s]+)")
 _TORCH_NPU = re.compile(r"^(?:\[pip3?\] torch[-_]npu==|torch_npu: )(\S+)", re.M)
@@ -170,9 +192,9 @@ _SMI_KV = re.compile(r"^GPU\[(\d{1,3})\]\s*:\s*(Card Series|Card series|Card Mod
                      r"Driver version)\s*:\s*([^\n]+?)\s*$", re.M)
 _SMI_ROW = re.compile(r"^(\d{1,3})\s+\d{1,4}\s+0x[0-9a-fA-F]{4},\s", re.M)
 _AMDSMI_BLOCK = re.compile(r"^GPU: (\d{1,3})\s*$", re.M)
-_AMDSMI_KV = re.compile(r"^\s*(MARKET_NAME|TARGET_GRAPHICS_VERSION|PRODUCT_NAME)\s*:\s*([^\n]+?)\s*$", re.M)
+_AMDSMI_KV = re.compile(r"^[ \t]*(MARKET_NAME|TARGET_GRAPHICS_VERSION|PRODUCT_NAME)[ \t]*:[ \t]*([^\n]+?)[ \t]*$", re.M)
 _AMDSMI_ROCM = re.compile(r"ROCm version:\s*(\d+\.\d+(?:\.\d+)?)")
-_AMDSMI_DRIVER = re.compile(r"amdgpu version:\s*(\S+)|^\s*DRIVER:\s*\n\s*NAME:\s*amdgpu\s*\n\s*VERSION:\s*(\S+)", re.M)
+_AMDSMI_DRIVER = re.compile(r"amdgpu version:\s*(\S+)|^[ \t]*DRIVER:[ \t]*\n[ \t]*NAME:[ \t]*amdgpu[ \t]*\n[ \t]*VERSION:[ \t]*(\S+)", re.M)
 #: amd-smi's default monitor table (ROCm 6.4+): ``| 0000:63:00.0 AMD Radeon RX 7900 XTX | ...`` then ``|   0   0  N/A ...``
 #: (the GPU index starts the second row), as in gh:ROCm/TheRock#1737.
 _AMDSMI_ROW = re.compile(r"^\|\s*[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d\s+([^|\n]{2,60}?)\s*\|[^\n]*\n\|\s*(\d{1,3})\s", re.M)
@@ -231,7 +253,7 @@ def parse_rocm_smi(text: str) -> MachineFacts:
     return parse_amd_smi(text, "rocm-smi")
 
 
-_ROCMINFO_AGENT = re.compile(r"^\s*Name:\s+(gfx[0-9a-f]{3,4})\b[^\n]*(?:\n[^\n]*){0,4}?\n\s*Marketing Name:[ \t]*([^\n]*)", re.M)
+_ROCMINFO_AGENT = re.compile(r"^[ \t]*Name:[ \t]+(gfx[0-9a-f]{3,4})\b[^\n]*(?:\n[^\n]*){0,4}?\n[ \t]*Marketing Name:[ \t]*([^\n]*)", re.M)
 
 
 def parse_rocminfo(text: str) -> MachineFacts:
@@ -250,7 +272,150 @@ def parse_rocminfo(text: str) -> MachineFacts:
                         accelerator=Fact.of(pf.ROCM, f"{fmt} output") if gpus else Fact.absent("not stated"))
 
 
+_XPU_DETECTED = re.compile(r"^\*\s*\[(\d{1,3})\]\s*_XpuDeviceProperties\(name='([^'\n]{1,120})'([^\n]*)$", re.M)
+_XPU_MEMORY = re.compile(r"total_memory=(\d{1,9})MB")
+_XPU_LIST = re.compile(r"^Intel GPU models onboard\s*:[ \t]*\n((?:\*[^\n]*\n?){1,256})", re.M)
+_XPU_DRIVER = re.compile(r"^\*\s*(?:intel-opencl-icd|intel_opencl)\s*:\s*(\S{1,60})", re.M)
+_XPU_BUILD = re.compile(r"^XPU used to build PyTorch\s*:\s*(\S{1,40})", re.M)
+
+
+def _intel_gpu(i: int, name: str, where: str, memory: Fact | None = None) -> GpuFacts:
+    return GpuFacts(i, name=Fact.of(name, where), arch=pf.intel_arch(name),
+                    compute_capability=Fact.absent("Intel XPU: no NVIDIA compute capability"),
+                    memory_bytes=memory or Fact.absent("this tool does not print the GPU's memory"))
+
+
+def parse_xpu_env(text: str) -> MachineFacts:
+    """The XPU lines of torch collect_env (torch >= 2.8): the GPUs torch detects (name, ``total_memory``), else the
+    ones onboard; the Intel compute runtime's version; ``Is XPU available: True`` as the platform."""
+    fmt = "xpu-env"
+    gpus: list[GpuFacts] = []
+    for m in _XPU_DETECTED.finditer(text):
+        where = f"{fmt} line {_line(text, m.start())}"
+        mem = _XPU_MEMORY.search(m.group(3))
+        gpus.append(_intel_gpu(len(gpus), m.group(2).strip(), where + " (detected by torch)",
+                               Fact.of(int(mem.group(1)) * _MIB, where + " (total_memory, MB)") if mem else None))
+    onboard = _XPU_LIST.search(text)
+    names = [ln[1:].strip() for ln in onboard.group(1).splitlines() if ln[1:].strip()] if onboard else []
+    start = _line(text, onboard.start()) if onboard else 0
+    for k in range(len(gpus), len(names)):  # onboard but not (or not shown as) detected
+        gpus.append(_intel_gpu(k, names[k], f"{fmt} line {start + 1 + k} (onboard)"))
+    detected = sum(1 for _ in _XPU_DETECTED.finditer(text))
+    if not gpus:
+        gpu_list = Fact.absent("the XPU lines list no GPU")
+    elif detected and len(names) > detected:
+        gpu_list = Fact.of(len(gpus), f"{fmt} ({len(names)} onboard, {detected} detected by torch)")
+    elif detected:
+        gpu_list = Fact.of(len(gpus), f"{fmt} (detected by torch)")
+    else:
+        gpu_list = Fact.of(len(gpus), f"{fmt} (onboard list; torch's detected list not shown)")
+    avail = re.search(r"^Is XPU available\s*:\s*True", text, re.M)
+    acc = (Fact.of(pf.XPU, f"{fmt} line {_line(text, avail.start())} ('Is XPU available: True')") if avail else
+           Fact.of(pf.XPU, f"{fmt} (Intel GPUs listed)") if gpus else Fact.absent("not stated"))
+    build = _first(text, _XPU_BUILD, fmt)
+    notes = (f"torch built with oneAPI {build.value} ({build.source})",) if build.present else ()
+    return MachineFacts(origin=f"env-dump:{fmt}", gpus=tuple(gpus), gpu_list=gpu_list, accelerator=acc, notes=notes,
+                        driver_version=_first(text, _XPU_DRIVER, fmt))
+
+
+_XPUSMI_NAME = re.compile(r"^\|\s*(\d{1,3})?\s*\|\s*Device Name:\s*([^|\n]{1,120}?)\s*\|", re.M)
+_XPUSMI_DEVICE = re.compile(r"^\|\s*(\d{1,3})\s*\|", re.M)
+
+
+def parse_xpu_smi(text: str) -> MachineFacts:
+    """``xpu-smi discovery``: one ``| N | Device Name: ... |`` block per GPU (the device id on the block's first row)."""
+    fmt = "xpu-smi"
+    import bisect
+
+    gpus: list[GpuFacts] = []
+    rows = [(d.start(), int(d.group(1))) for d in _XPUSMI_DEVICE.finditer(text)]
+    starts = [r[0] for r in rows]
+    for m in _XPUSMI_NAME.finditer(text):
+        k = bisect.bisect_right(starts, m.start()) - 1  # the block's device id: the last id row at or before the name
+        index = int(m.group(1)) if m.group(1) else rows[k][1] if k >= 0 else len(gpus)
+        gpus.append(_intel_gpu(index, m.group(2).strip(), f"{fmt} line {_line(text, m.start())} (device {index})"))
+    cut = bool(gpus) and not text.rstrip().endswith("+")
+    return MachineFacts(origin=f"env-dump:{fmt}", gpus=tuple(gpus),
+                        gpu_list=(Fact.of(len(gpus), f"{fmt} (table cut: {PARTIAL_GPU_LIST} {len(gpus)} GPU(s))" if cut else fmt)
+                                  if gpus else Fact.absent("the xpu-smi table lists no device name")),
+                        accelerator=Fact.of(pf.XPU, f"{fmt} output") if gpus else Fact.absent("not stated"))
+
+
+_SYCL_LINE = re.compile(r"^\[(level_zero|ext_oneapi_level_zero|opencl):gpu\]\[(?:level_zero|ext_oneapi_level_zero|opencl):(\d{1,3})\]"
+                        r" ([^,\n]{1,120}), ([^\n]{1,160}?) (?:OpenCL \S+ NEO\s+|\d+\.\d+\.\d+ )?\[([^\]\n]{1,40})\]\s*$", re.M)
+
+
+def parse_sycl_ls(text: str) -> MachineFacts:
+    """``sycl-ls``: the Level Zero GPUs (the ``opencl:gpu`` lines name the same GPUs again: read only when no Level
+    Zero GPU is listed), each with its driver version in brackets."""
+    fmt = "sycl-ls"
+    lines = list(_SYCL_LINE.finditer(text))
+    l0 = [m for m in lines if m.group(1) != "opencl"]
+    use = l0 or lines
+    use = [m for m in use if "intel" in m.group(3).lower()]  # the platform: Intel's Level Zero or OpenCL runtime
+    gpus = [_intel_gpu(i, m.group(4).strip(), f"{fmt} line {_line(text, m.start())} ({m.group(1)}:{m.group(2)})")
+            for i, m in enumerate(use)]
+    driver = Fact.of(use[0].group(5), f"{fmt} line {_line(text, use[0].start())}") if gpus else Fact.absent("sycl-ls lists no Intel GPU")
+    return MachineFacts(origin=f"env-dump:{fmt}", gpus=tuple(gpus), driver_version=driver,
+                        gpu_list=(Fact.of(len(gpus), fmt + ("" if l0 else " (OpenCL GPUs: Level Zero lists none)")) if gpus
+                                  else Fact.absent("sycl-ls lists no Intel GPU")),
+                        accelerator=Fact.of(pf.XPU, f"{fmt} output") if gpus else Fact.absent("not stated"))
+
+
+_CL_PLATFORM = re.compile(r"^[ \t]*Platform Name[ \t]{2,}([^\n]{1,120}?)[ \t]*$", re.M)
+_CL_DEVICE = re.compile(r"^[ \t]*Device Name[ \t]{2,}([^\n]{1,120}?)[ \t]*$", re.M)
+_CL_TYPE = re.compile(r"^[ \t]*Device Type[ \t]{2,}(\w{1,20})", re.M)
+
+
+def parse_clinfo(text: str) -> MachineFacts:
+    """``clinfo``: the ``Device Name`` of each GPU (``Device Type GPU``, or an Intel graphics platform when the type
+    is cut off) under an Intel ``Platform Name``."""
+    fmt = "clinfo"
+    gpus: list[GpuFacts] = []
+    plats = list(_CL_PLATFORM.finditer(text))
+    for m in _CL_DEVICE.finditer(text):
+        plat = next((p.group(1) for p in reversed(plats) if p.start() < m.start()), "")
+        kind = _CL_TYPE.search(text, m.end(), m.end() + 2000)
+        gpu = kind.group(1).upper() == "GPU" if kind else "graphics" in plat.lower()
+        if gpu and "intel" in plat.lower():
+            gpus.append(_intel_gpu(len(gpus), m.group(1), f"{fmt} line {_line(text, m.start())} ({plat})"))
+    return MachineFacts(origin=f"env-dump:{fmt}", gpus=tuple(gpus),
+                        gpu_list=Fact.of(len(gpus), fmt) if gpus else Fact.absent("clinfo lists no Intel GPU"),
+                        accelerator=Fact.of(pf.XPU, f"{fmt} output (Intel OpenCL GPU)") if gpus else Fact.absent("not stated"))
+
+
+_HL_VERSION = re.compile(r"HL-SMI Version:\s*(\S{1,60})")
+_HL_DRIVER = re.compile(r"^\|\s*Driver Version:\s*(\S{1,60})", re.M)
+_HL_ROW = re.compile(r"^\|\s*(\d{1,3})\s+(HL-\w{2,8})\s[^|\n]{0,40}\|\s*([0-9a-fA-F:.]{7,16})?[^\n]*"
+                     r"(?:\n\|[^|\n]{0,60}\|\s*\d{1,9}\s?Mi[Bb]\s*/\s*(\d{1,9})\s?Mi[Bb])?", re.M)
+
+
+def parse_hl_smi(text: str) -> MachineFacts:
+    """``hl-smi``: the version lines (the driver) and one row pair per AIP (name such as ``HL-225``, memory total)."""
+    fmt = "hl-smi"
+    gpus: list[GpuFacts] = []
+    for m in _HL_ROW.finditer(text):
+        where = f"{fmt} line {_line(text, m.start())} (AIP {m.group(1)})"
+        mem = Fact.of(int(m.group(4)) * _MIB, f"{where}, Memory-Usage total MiB") if m.group(4) else Fact.absent(
+            "hl-smi shows no memory total for this AIP (row cut)")
+        gpus.append(GpuFacts(int(m.group(1)), name=Fact.of(m.group(2), where), arch=pf.gaudi_arch(m.group(2)),
+                             compute_capability=Fact.absent("Gaudi HPU: no NVIDIA compute capability"), memory_bytes=mem))
+    hm = _HL_VERSION.search(text)
+    cut = bool(gpus) and "Compute Processes" not in text
+    return MachineFacts(origin=f"env-dump:{fmt}", gpus=tuple(gpus), driver_version=_first(text, _HL_DRIVER, fmt),
+                        gpu_list=(Fact.of(len(gpus), f"{fmt} (table cut: {PARTIAL_GPU_LIST} {len(gpus)} AIP row(s))" if cut else fmt)
+                                  if gpus else Fact.absent("the hl-smi table lists no AIP row")),
+                        notes=(f"hl-smi {hm.group(1)} ({fmt} line {_line(text, hm.start())})",) if hm else (),
+                        accelerator=(Fact.of(pf.HPU, f"{fmt} header line {_line(text, hm.start())}") if hm else
+                                     Fact.of(pf.HPU, f"{fmt} table rows") if gpus else Fact.absent("not stated")))
+
+
 PARSERS = {
+    "xpu-env": parse_xpu_env,
+    "xpu-smi": parse_xpu_smi,
+    "sycl-ls": parse_sycl_ls,
+    "clinfo": parse_clinfo,
+    "hl-smi": parse_hl_smi,
     "rocm-env": parse_rocm_env,
     "ascend-env": parse_ascend_env,
     "npu-smi": parse_npu_smi,

@@ -1,4 +1,5 @@
-"""The preflight off NVIDIA: AMD ROCm GPUs, Ascend NPUs and CPU-only machines (rules MTP240-MTP249).
+"""The preflight off NVIDIA: AMD ROCm GPUs, Ascend NPUs, Intel GPUs (XPU), Intel Gaudi (HPU) and CPU-only machines
+(rules MTP236-MTP237, MTP240-MTP249).
 
 The NVIDIA checks (FP4 tensor cores by compute capability, CUDA driver and toolkit floors, torch's CUDA build,
 FlashInfer / sgl-kernel cubins) do not apply to these platforms; they are reported as not applicable (MTP241), never
@@ -12,10 +13,13 @@ as "not capable", and what does apply runs instead:
   (MTP233); first-generation Ascend 910 is not a
   vllm-ascend device (MTP246); vllm-ascend's documented speculative-decoding (MTP) status for its version (MTP247);
   SGLang's NPU ``--quantization mxfp4`` needs Ascend 950 (MTP248).
+- Intel XPU and Gaudi HPU (:func:`check_intel_gaudi`): the FP4 checks do not apply (MTP236, a note); a quantization
+  the engine refuses there (MTP237): vLLM's XPU platform accepts only the methods of its ``supported_quantization``
+  (read from the vLLM wheels, ``data/intel.json``), and the Gaudi plugin documents no FP4 backend (``data/gaudi.json``).
 - All: the platform and where it came from (MTP240); a launch ``--device`` that names another platform (MTP249).
 
 Per-device verdicts (:func:`verdicts`): ``capable`` / ``not capable`` / ``unknown`` for AMD GPUs (native FP4 of the
-format the launch loads), ``not applicable`` for Ascend NPUs.
+format the launch loads), ``not applicable`` for Ascend NPUs, Intel GPUs and Gaudi HPUs.
 """
 
 from __future__ import annotations
@@ -43,7 +47,13 @@ def platform(ctx: Any) -> str | None:
 
 def applies(ctx: Any) -> bool:
     """Whether the run is for a non-NVIDIA platform (then the NVIDIA checks do not run)."""
-    return platform(ctx) in (pf.ROCM, pf.CANN, pf.CPU)
+    return platform(ctx) in OFF_NVIDIA
+
+
+#: The platforms whose checks are these (the NVIDIA checks do not run there).
+OFF_NVIDIA = (pf.ROCM, pf.CANN, pf.XPU, pf.HPU, pf.CPU)
+#: The platforms whose devices get the "not applicable" FP4 verdict.
+NOT_APPLICABLE_PLATFORMS = (pf.CANN, pf.XPU, pf.HPU)
 
 
 def fp4_format(ctx: Any) -> str | None:
@@ -97,7 +107,9 @@ def check_platform(ctx: Any) -> None:
         Evidence(f"device {g.index}", f"{g.name.value or '?'}: {g.arch.value or g.arch.missing} ({g.arch.source or g.name.source})") for g in ctx.gpus[:8]]
     ctx.add("MTP240", f"platform: {pf.LABELS[plat]}" + (f"; {devs}" if devs else "") + (f"; {', '.join(stack)}" if stack else ""),
             evidence=evs)
-    instead = {pf.ROCM: "MTP242-MTP244 (AMD FP4 path, gfx950-only switches)", pf.CANN: "MTP245-MTP248 (Ascend)", pf.CPU: "none (no accelerator)"}[plat]
+    instead = {pf.ROCM: "MTP242-MTP244 (AMD FP4 path, gfx950-only switches)", pf.CANN: "MTP245-MTP248 (Ascend)",
+               pf.XPU: "MTP236-MTP237 (Intel XPU: FP4 not applicable, vLLM's XPU quantization list)",
+               pf.HPU: "MTP236-MTP237 (Gaudi: FP4 not applicable, the plugin's quantization backends)", pf.CPU: "none (no accelerator)"}[plat]
     ctx.add("MTP241", f"the NVIDIA checks ({NVIDIA_RULES}: FP4 tensor cores by compute capability, CUDA driver and toolkit floors, "
             f"torch's CUDA build, FlashInfer / sgl-kernel cubins) do not apply to {pf.LABELS[plat]}; checked instead: {instead}",
             evidence=[Evidence("platform", f"{plat} ({f.accelerator.source})")])
@@ -271,6 +283,58 @@ def _check_sglang_npu_mxfp4(ctx: Any, facts: dict[str, Any], gens: dict[int, Any
             remediation="use an msmodelslim W8A8 / W4A8 checkpoint on this NPU, or run MXFP4 on Ascend 950")
 
 
+def check_intel_gaudi(ctx: Any) -> None:
+    """MTP236 (the FP4 checks do not apply to Intel GPUs and Gaudi HPUs) and MTP237 (a quantization the engine refuses
+    there)."""
+    plat = platform(ctx)
+    if plat not in (pf.XPU, pf.HPU):
+        return
+    table = pf.intel_table() if plat == pf.XPU else pf.gaudi_table()
+    fp4 = fp4_format(ctx)
+    where = Evidence("platform", f"{plat} ({ctx.facts.accelerator.source})")
+    ctx.add("MTP236", f"the FP4 checks do not apply to {pf.LABELS[plat]}" + (f" (the launch loads {fp4.upper()})" if fp4 else "")
+            + f": {table['facts']['fp4']['text']}", evidence=[where, Evidence("source", table["facts"]["fp4"]["source"])])
+    if plat == pf.XPU:
+        _check_vllm_xpu_quantization(ctx, where)
+    elif fp4 is not None:
+        f = table["facts"]["fp4_weights"]
+        ctx.add("MTP237", f"the launch loads {fp4.upper()} weights on Intel Gaudi: {f['text']}", severity=Severity.WARNING,
+                evidence=[where, Evidence("source", f["source"])],
+                remediation="use a BF16 checkpoint quantized to FP8 with Intel Neural Compressor, or an AWQ / GPTQ one, on Gaudi")
+
+
+def _quantization_method(ctx: Any) -> tuple[str, str] | None:
+    """``(vLLM quantization method, where it came from)``: the launch's ``--quantization``, else ``modelopt_fp4`` for
+    an NVFP4 ModelOpt checkpoint (vLLM's name for it); ``None`` when neither says."""
+    q = (ctx.launch.get("--quantization") or "").lower() if ctx.launch else ""
+    if q:
+        return q, f"--quantization {q}"
+    if fp4_format(ctx) == "nvfp4" and ctx.quant is not None:
+        return "modelopt_fp4", f"the checkpoint's NVFP4 quantization ({ctx.quant.algo})"
+    return None
+
+
+def _check_vllm_xpu_quantization(ctx: Any, where: Any) -> None:
+    """MTP237 on XPU: vLLM's ``Platform.verify_quantization`` refuses a method outside the XPU list of its release."""
+    found = _quantization_method(ctx)
+    if not ctx.is_vllm or found is None:
+        return
+    method, how = found
+    ver = ctx.vllm
+    rows = pf.intel_table()["facts"]["vllm_xpu_quantization"]
+    row = next((r for r in reversed(rows) if ver is not None and Version(r["from"]) <= ver), None)
+    if row is None:
+        ctx.gap(f"{how} on an Intel GPU with vLLM {ver or '(version unknown)'}: vLLM's XPU quantization list is read from "
+                f"releases {rows[0]['from']} on; whether this release accepts {method} could not be told", blocking=False)
+        return
+    if method in row["methods"]:
+        return
+    ctx.add("MTP237", f"{how} on an Intel GPU: vLLM {ver} refuses it at start-up, {row['refusal'].replace('<method>', method)}; "
+            f"its XPU platform accepts {', '.join(row['methods'])}", severity=Severity.ERROR,
+            evidence=[where, Evidence("vLLM", str(ver)), Evidence("quantization", method), Evidence("source", row["source"])],
+            remediation="use an MXFP4, FP8, AWQ or GPTQ checkpoint on the Intel GPU, or run the NVFP4 checkpoint on Blackwell")
+
+
 def verdicts(ctx: Any, capable: str, not_capable: str, unknown: str) -> list[dict[str, Any]]:
     """Per-device verdicts off NVIDIA (the constants of :mod:`mtp_audit.preflight.analyze` are passed in):
     ``not applicable`` on Ascend, native FP4 of the launch's format (MXFP4 when the launch does not say) per gfx
@@ -281,8 +345,10 @@ def verdicts(ctx: Any, capable: str, not_capable: str, unknown: str) -> list[dic
     for g in ctx.gpus:
         arch = g.arch.value if g.arch.present else None
         base = {"gpu": g.index, "name": g.name.value, "compute_capability": None, "arch": arch, "platform": plat}
-        if plat == pf.CANN:
-            out.append({**base, "native_fp4": NOT_APPLICABLE, "reasons": [f"{arch or g.name.value or 'NPU'}: Ascend NPU, the FP4 checks do not apply (MTP245)"]})
+        if plat in NOT_APPLICABLE_PLATFORMS:
+            kind, rule = {pf.CANN: ("Ascend NPU", "MTP245"), pf.XPU: ("Intel GPU", "MTP236"), pf.HPU: ("Intel Gaudi HPU", "MTP236")}[plat]
+            out.append({**base, "native_fp4": NOT_APPLICABLE,
+                        "reasons": [f"{arch or g.name.value or 'device'}: {kind}, the FP4 checks do not apply ({rule})"]})
             continue
         gfx = _gfx(g)
         tgt = pf.gfx_target(gfx)
@@ -300,7 +366,7 @@ def verdicts(ctx: Any, capable: str, not_capable: str, unknown: str) -> list[dic
 def answer(ctx: Any, vs: list[dict[str, Any]], engine: str) -> list[str] | None:
     """The one-line answer off NVIDIA, or ``None`` on CUDA (the NVIDIA answer applies)."""
     plat = platform(ctx)
-    if plat not in (pf.ROCM, pf.CANN, pf.CPU):
+    if plat not in OFF_NVIDIA:
         return None
     on = f" on {engine}" if engine else ""
     if plat == pf.CPU:
@@ -308,6 +374,11 @@ def answer(ctx: Any, vs: list[dict[str, Any]], engine: str) -> list[str] | None:
     devs = _device_summary(ctx) or "no device listed"
     if plat == pf.CANN:
         return [f"Ascend NPU machine ({devs}): the FP4 checks do not apply{on}; see MTP245-MTP248"]
+    if plat in (pf.XPU, pf.HPU):
+        errors = sorted({f.rule_id for f in ctx.findings if f.severity.label == "error"})
+        tail = f" ({', '.join(errors)})" if errors else ""
+        return [f"{'Intel GPU' if plat == pf.XPU else 'Intel Gaudi'} machine ({devs}): the FP4 checks do not apply{on}; "
+                f"see MTP236-MTP237{tail}"]
     fmt = (fp4_format(ctx) or "mxfp4").upper()
     kinds = sorted({v["native_fp4"] for v in vs}) or ["unknown"]
     errors = sorted({f.rule_id for f in ctx.findings if f.severity.label == "error"})

@@ -81,7 +81,7 @@ def _repo_folder(repo: str) -> str:
 def seal(fields: dict[str, str], payload: bytes) -> bytes:
     """An entry: :data:`MAGIC`, one JSON line of ``fields`` plus the payload's ``sha256`` and ``length``, the payload."""
     meta = dict(fields, sha256=hashlib.sha256(payload).hexdigest(), length=len(payload))
-    return MAGIC + json.dumps(meta, sort_keys=True).encode("utf-8") + b"\n" + payload
+    return MAGIC + json.dumps(meta, sort_keys=True, allow_nan=False).encode("utf-8") + b"\n" + payload
 
 
 def unseal(data: bytes | None, fields: dict[str, str]) -> bytes | None:
@@ -217,7 +217,7 @@ class HubCache:
         if not _SHA_RE.match(commit):
             return False
         doc = {"repo": repo, "commit": commit, "files": sorted(files)}
-        data = seal(self._fields(repo, commit, kind="listing"), json.dumps(doc).encode("utf-8"))
+        data = seal(self._fields(repo, commit, kind="listing"), json.dumps(doc, allow_nan=False).encode("utf-8"))
         return _write_atomic(self._commit_dir(repo, commit) / "listing.json", data)
 
     # -- small files -----------------------------------------------------------------------------

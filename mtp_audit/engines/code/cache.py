@@ -56,8 +56,12 @@ def key_for(data: bytes, passes: tuple[str, ...] | bool) -> str:
 
 
 def _canonical(value: Any) -> bytes:
-    """``value`` as the bytes an entry stores: compact JSON, sorted keys, ASCII (the C encoder)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("ascii")
+    """``value`` as the bytes an entry stores: compact strict JSON, sorted keys, ASCII (the C encoder).
+
+    Raises:
+        ValueError: a NaN or infinite float (strict JSON has none; :func:`store` then keeps no entry, so the value is
+            scanned again rather than read back changed)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("ascii")
 
 
 def load(folder: Path | None, key: str) -> dict[str, Any] | None:

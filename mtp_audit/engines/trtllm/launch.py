@@ -66,9 +66,23 @@ def mtp_layers(ctx: TCtx) -> tuple[int | None, int]:
     return (declared if isinstance(declared, int) else None), tensors
 
 
-def _as_int(value: Any) -> Any:
-    """A YAML value as pydantic's lax mode reads an int field: ``"3"`` is 3; anything else is returned as it is."""
+#: Longest run of digits read as an integer from the command line or a YAML string (no engine option takes a longer
+#: one; CPython refuses to convert more than 4,300 digits, and the reports format the number).
+MAX_INT_DIGITS = 100
+
+
+def _as_int(value: Any, where: str) -> Any:
+    """A value as pydantic's lax mode (or click's ``INT``) reads an int field: ``"3"`` is 3; anything else is returned
+    as it is. ``where`` names the value for the error.
+
+    Raises:
+        InputError: a string of more than :data:`MAX_INT_DIGITS` digits (bounded before ``int()`` converts it).
+    """
     if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        digits = value.strip().lstrip("+-")
+        if len(digits) > MAX_INT_DIGITS:
+            raise InputError(where, f"an integer of {len(digits):,} digits: over the bound of {MAX_INT_DIGITS} "
+                             "(no engine option takes one)")
         return int(value.strip())
     return value
 
@@ -142,7 +156,7 @@ def check_draft_len(ctx: TCtx) -> None:
             f"dropped because max_draft_len {spec['max_draft_len']} is given" if dropped else
             f"renamed to max_draft_len {spec['num_nextn_predict_layers']} with a warning"),
             evidence=[("num_nextn_predict_layers", str(spec["num_nextn_predict_layers"]))])
-    n = _as_int(spec.get("max_draft_len", spec.get("num_nextn_predict_layers")))
+    n = _as_int(spec.get("max_draft_len", spec.get("num_nextn_predict_layers")), f"{ctx.yaml_name} max_draft_len")
     if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n <= 0):
         ctx.add("MTP701", f"max_draft_len {n!r}: TensorRT-LLM raises ValueError('max_draft_len must be > 0 for MTP')",
                 evidence=[("max_draft_len", repr(n))])
@@ -159,8 +173,8 @@ def check_draft_len(ctx: TCtx) -> None:
 def _token_budget(ctx: TCtx) -> tuple[int, str]:
     """``(max_num_tokens, where it came from)``: the command's ``--max_num_tokens``, the YAML's, else the default."""
     for raw, where in ((ctx.cmd.values.get("max_num_tokens"), ctx.cmd.given.get("max_num_tokens", "")),
-                       (_as_int(ctx.yaml_doc.get("max_num_tokens")), f"{ctx.yaml_name} max_num_tokens")):
-        value = _as_int(raw)
+                       (ctx.yaml_doc.get("max_num_tokens"), f"{ctx.yaml_name} max_num_tokens")):
+        value = _as_int(raw, where)
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value, where
     return K.MAX_NUM_TOKENS_DEFAULT, "the default max_num_tokens"
@@ -319,8 +333,10 @@ def check_gpu_count(ctx: TCtx) -> None:
     """MTP714: the command's tensor x pipeline x context parallel sizes need more GPUs than the machine shows (not
     checked when ``--gpus_per_node`` says the launch spans nodes, nor on a machine that is not NVIDIA's: MTP713)."""
     def size(name: str) -> int:
-        raw = ctx.cmd.values.get(name) or str(ctx.yaml_doc.get(name) or "")
-        return int(raw) if raw.isdigit() and int(raw) > 0 else 1
+        raw = ctx.cmd.values.get(name) or ctx.yaml_doc.get(name)
+        where = ctx.cmd.given.get(name) or f"{ctx.yaml_name} {name}"
+        value = _as_int(raw if isinstance(raw, str) else str(raw or ""), where)
+        return value if isinstance(value, int) and value > 0 else 1
 
     seen = len((ctx.pf.get("machine") or {}).get("gpus") or [])
     if not seen or "gpus_per_node" in ctx.cmd.values or "gpus_per_node" in ctx.yaml_doc or non_nvidia_devices(ctx.pf):
