@@ -240,3 +240,51 @@ def test_a_wheel_fetched_by_version_has_the_inflation_guard(cache: Path, tmp_pat
     whole = json.loads(capsys.readouterr().out)
     assert by_version["gaps"] == whole["gaps"] and by_version["findings"] == whole["findings"]
     assert sum("inflates more than 100 times" in json.dumps(g) for g in whole["gaps"]) >= 1
+
+
+RAW_ANSWERS = {
+    "banner": b"SSH-2.0-OpenSSH_9.6\r\n",
+    "broken-chunked": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n",
+    "101-headers": b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-H%d: y\r\n" % i for i in range(101)) + b"Content-Length: 2\r\n\r\n{}",
+    "no-answer": b"",
+    "bad-status": b"HTTP/1.1 2OO OK\r\nContent-Length: 2\r\n\r\n{}",
+    "short-body": b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n{}",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(RAW_ANSWERS))
+def test_a_protocol_error_of_the_index_is_one_line_could_not_tell(kind: str, cache: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A non-HTTP banner, a broken chunked body, 101 headers: http.client's errors went through (exit 4)."""
+    from hostilekit import HostileServer
+
+    def respond(h):  # type: ignore[no-untyped-def]
+        h.wfile.write(RAW_ANSWERS[kind])
+        h.wfile.flush()
+        h.close_connection = True
+
+    with HostileServer(respond) as srv:
+        monkeypatch.setenv("MTP_AUDIT_INDEX_URL", srv.endpoint + "/pypi")
+        assert main(["sglang", "0.5.99"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("INCONCLUSIVE: could not tell: ") and err.count("\n") == 1 and "internal error" not in err
+
+
+def test_the_network_budget_bounds_a_dripping_index(cache: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """``MTP_AUDIT_NETWORK_SECONDS=5`` and an index answering 1 byte/s ran on past 40 s: each socket read had its
+    30 s time-out, nothing bounded the whole. Now the run's network time ends it (here 1 s, a byte every 0.2 s)."""
+    import time
+
+    from hostilekit import HostileServer, trickle
+
+    srv_box: list = []
+    with HostileServer(lambda h: trickle(h, srv_box[0].stopping, pause=0.2, limit_s=10)) as srv:
+        srv_box.append(srv)
+        monkeypatch.setenv("MTP_AUDIT_INDEX_URL", srv.endpoint + "/pypi")
+        monkeypatch.setenv("MTP_AUDIT_NETWORK_SECONDS", "1")
+        t0 = time.monotonic()
+        assert main(["sglang", "0.5.99"]) == 3
+        took = time.monotonic() - t0
+    err = capsys.readouterr().err
+    assert took < 4 and "1 s of network time are spent" in err and err.count("\n") == 1

@@ -218,7 +218,7 @@ def _read_body(resp: http.client.HTTPResponse, limit: int, deadline: float, time
                conn: http.client.HTTPConnection) -> bytes:
     length = resp.getheader("Content-Length")
     if length is not None and length.strip().isdigit() and int(length) > limit:
-        raise NetProblem("too-large", f"the answer is {int(length)} bytes, over the {limit}-byte cap; not read")
+        raise NetProblem("too-large", f"the answer is {int(length)} bytes, more than {limit} bytes allowed; not read")
     chunks: list[bytes] = []
     got = 0
     while True:
@@ -227,12 +227,14 @@ def _read_body(resp: http.client.HTTPResponse, limit: int, deadline: float, time
             raise NetProblem("deadline", "the time allowed for the request ran out while reading the body")
         if conn.sock is not None:
             conn.sock.settimeout(min(timeout, left))
-        chunk = resp.read1(min(_CHUNK, limit + 1 - got)) if hasattr(resp, "read1") else resp.read(min(_CHUNK, limit + 1 - got))
+        chunk = resp.read1(min(_CHUNK, limit + 1 - got))
         if not chunk:
+            if not resp.chunked and length is not None and length.strip().isdigit() and got != int(length):
+                raise NetProblem("protocol", f"the body ended after {got} of the {int(length)} bytes its Content-Length states")
             return b"".join(chunks)
         got += len(chunk)
         if got > limit:
-            raise NetProblem("too-large", f"the answer is longer than the {limit}-byte cap; stopped reading")
+            raise NetProblem("too-large", f"the answer is more than {limit} bytes allowed; stopped reading")
         chunks.append(chunk)
 
 
@@ -254,12 +256,19 @@ def _protocol_words(exc: BaseException) -> str:
     return f"the answer breaks HTTP ({type(exc).__name__}: {text})"
 
 
+def _deadline_words(deadline: float) -> str:
+    """Why a request stopped at ``deadline``: the run's network time, or the request's own bound."""
+    if deadline >= run_deadline():
+        return run_time_spent()
+    return "no complete answer within the time allowed for the request"
+
+
 def _once(url: str, parts: urllib.parse.SplitResult, headers: dict[str, str], *, origin: str, deadline: float,
           timeout: float, limit: int, expect: frozenset[int]) -> Answer:
     """One exchange under the policy (see :func:`get`)."""
     left = deadline - time.monotonic()
     if left <= 0:
-        raise NetProblem("deadline", run_time_spent() if deadline >= run_deadline() else "the time allowed ran out")
+        raise NetProblem("deadline", _deadline_words(deadline))
     conn = _connection(parts, min(timeout, left))
     dog = _Watchdog(conn, left)
     try:
@@ -268,16 +277,19 @@ def _once(url: str, parts: urllib.parse.SplitResult, headers: dict[str, str], *,
             resp = conn.getresponse()
             body = _read_body(resp, limit, deadline, timeout, conn) if resp.status in expect else b""
             return Answer(resp.status, resp.msg, body, url)
-    except NetProblem:
+    except NetProblem as exc:
+        if exc.kind == "deadline":
+            raise NetProblem("deadline", _deadline_words(deadline)) from None
         raise
     except (http.client.HTTPException, ssl.SSLError, ValueError, UnicodeError) as exc:
         if dog.fired:
-            raise NetProblem("deadline", "the time allowed for the request ran out") from None
+            raise NetProblem("deadline", _deadline_words(deadline)) from None
         raise NetProblem("protocol", _protocol_words(exc)) from None
     except (TimeoutError, OSError) as exc:
-        if dog.fired or isinstance(exc, TimeoutError):
-            raise NetProblem("deadline", f"no answer within the time allowed ({min(timeout, left):g} s a read)" if not dog.fired
-                             else "the time allowed for the request ran out") from None
+        if dog.fired or time.monotonic() >= deadline:
+            raise NetProblem("deadline", _deadline_words(deadline)) from None
+        if isinstance(exc, TimeoutError):
+            raise NetProblem("deadline", f"no answer within {min(timeout, left):g} s") from None
         reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
         raise NetProblem("unreachable", f"the connection failed ({reason})") from None
     finally:
