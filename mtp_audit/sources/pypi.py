@@ -224,9 +224,9 @@ def _index_base(index_url: str | None) -> str:
     """
     base = (index_url or os.environ.get(INDEX_ENV) or DEFAULT_INDEX).rstrip("/")
     try:
-        netpolicy.check_url(base, INDEX_ENV)
-    except netpolicy.NetProblem:
-        raise InputError(INDEX_ENV, f"not an http(s) URL: {base[:200]}") from None
+        netpolicy.check_url(base, base[:200])
+    except netpolicy.NetProblem as exc:
+        raise InputError(INDEX_ENV, exc.problem) from None
     return base
 
 
