@@ -166,7 +166,7 @@ def test_the_cache_is_keyed_by_the_index(cache: Path) -> None:
         assert release_wheel(*key, index_url=a.url) == from_a and len(a.requests) == n  # A's entry is still A's
 
 
-@pytest.mark.parametrize("damage", ["cut", "flip", "seal-json", "no-seal", "fifo"])
+@pytest.mark.parametrize("damage", ["cut", "flip", "seal-json", "no-seal", "fifo", "seal-fifo"])
 def test_a_damaged_cache_entry_is_dropped_and_fetched_again(damage: str, cache: Path) -> None:
     """A cached release cut in half was exit 2 on every run and never fetched again."""
     import os
@@ -185,6 +185,9 @@ def test_a_damaged_cache_entry_is_dropped_and_fetched_again(damage: str, cache: 
             seal.write_text("{")
         elif damage == "no-seal":
             seal.unlink()
+        elif damage == "seal-fifo":
+            seal.unlink()
+            os.mkfifo(seal)
         else:
             got.unlink()
             os.mkfifo(got)

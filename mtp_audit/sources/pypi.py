@@ -564,6 +564,7 @@ def cache_name(package: str, version: str, filename: str) -> str:
 
 
 _SEAL = "entry.json"
+_MAX_SEAL_BYTES = 1 << 16
 
 
 def _seal(folder: Path, name: str, meta: dict[str, Any]) -> None:
@@ -600,10 +601,12 @@ def _sealed_entry(folder: Path, base: str, package: str, version: str) -> Path |
     """The cached zip of this release from this index when its seal matches it (index, package, version, name, the
     zip's SHA-256 and size); otherwise the entry is dropped (a cut, damaged or foreign entry is fetched again) and
     None is returned."""
+    from mtp_audit.sources.bounded import NotRegularFile, open_regular
+
     try:
-        raw = (folder / _SEAL).read_bytes()[:65536] if (folder / _SEAL).is_file() and not (folder / _SEAL).is_symlink() else b""
-        seal = json.loads(raw) if raw else None
-    except (OSError, ValueError, RecursionError):
+        with os.fdopen(open_regular(folder / _SEAL, follow=False), "rb") as fh:
+            seal = json.loads(fh.read(_MAX_SEAL_BYTES))
+    except (NotRegularFile, OSError, ValueError, RecursionError):
         seal = None
     ok = (isinstance(seal, dict) and seal.get("entry") == 1 and seal.get("index") == base and seal.get("package") == package
           and seal.get("version") == version and isinstance(seal.get("name"), str)
