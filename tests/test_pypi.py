@@ -291,3 +291,20 @@ def test_the_network_budget_bounds_a_dripping_index(cache: Path, monkeypatch: py
         took = time.monotonic() - t0
     err = capsys.readouterr().err
     assert took < 4 and "1 s of network time are spent" in err and err.count("\n") == 1
+
+
+def test_the_environment_proxy_is_used_as_urllib_used_it(cache: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """The index client moved from urllib to http.client: ``http_proxy`` still carries a request for another host
+    (the absolute URL in the request line, credentials as Proxy-Authorization), as urllib's ProxyHandler did."""
+    from hostilekit import HostileServer, send
+
+    with HostileServer(lambda h: send(h, 404, b"{}")) as proxy:
+        monkeypatch.setenv("http_proxy", proxy.endpoint.replace("http://", "http://u:p@"))
+        monkeypatch.delenv("no_proxy", raising=False)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.setenv("MTP_AUDIT_INDEX_URL", "http://index.example/pypi")
+        assert main(["sglang", "0.5.99"]) == 2
+    assert proxy.seen[0][0] == "http://index.example/pypi/sglang/0.5.99/json"
+    assert proxy.seen[0][1]["proxy-authorization"] == "Basic dTpw"
+    assert "no such release on the package index (http://index.example/pypi)" in capsys.readouterr().err

@@ -19,6 +19,8 @@ The policy, whatever the client:
 * **Redirects.** :data:`NO_REDIRECTS` (metrics: only the URL the user named is read), :data:`SAME_ORIGIN`, or
   :data:`ANY_HTTP` (the index: a mirror's files on another host); at most :data:`MAX_REDIRECTS` hops, each checked
   with :func:`check_url`. Credentials in the URL (``https://user:pass@mirror/``) go only to that URL's origin.
+  The environment's proxy (``https_proxy``/``http_proxy``, less ``no_proxy``, as :mod:`urllib.request` reads
+  them) is used as urllib used it, never for a loopback host.
 * **Failures.** Every failure is a :class:`NetProblem` with one line and a kind: connection refused, DNS, a
   non-HTTP banner, a broken chunked body, more than 100 header lines (``http.client``'s ``_MAXHEADERS``), TLS
   errors, time-outs. :meth:`NetProblem.raise_as` turns it into "could not tell" (:class:`~mtp_audit.errors.Unavailable`,
@@ -194,11 +196,48 @@ class _Watchdog:
         self.timer.cancel()
 
 
-def _connection(parts: urllib.parse.SplitResult, timeout: float) -> http.client.HTTPConnection:
+def _proxy_for(parts: urllib.parse.SplitResult) -> urllib.parse.SplitResult | None:
+    """The proxy the environment names for this URL (``https_proxy`` / ``http_proxy``, less ``no_proxy``, as
+    :mod:`urllib.request` reads them), never for a loopback host; ``None`` for none or one that is not http(s)."""
+    import ipaddress
+    import urllib.request
+
+    host = parts.hostname or ""
+    try:
+        if host == "localhost" or ipaddress.ip_address(host).is_loopback:
+            return None
+    except ValueError:
+        pass
+    proxy = urllib.request.getproxies().get(parts.scheme.lower())
+    if not proxy or urllib.request.proxy_bypass(host):
+        return None
+    try:
+        return check_url(proxy if "://" in proxy else f"http://{proxy}", "the proxy")
+    except NetProblem:
+        return None
+
+
+def _connection(parts: urllib.parse.SplitResult, timeout: float) -> tuple[http.client.HTTPConnection, bool]:
+    """A connection for ``parts`` (through the environment's proxy, if any: a CONNECT tunnel for https) and whether
+    the request line must carry the absolute URL (plain http through a proxy)."""
     host, port = parts.hostname or "", parts.port
-    if parts.scheme.lower() == "https":
-        return http.client.HTTPSConnection(host, port, timeout=timeout, context=ssl.create_default_context())
-    return http.client.HTTPConnection(host, port, timeout=timeout)
+    proxy = _proxy_for(parts)
+    https = parts.scheme.lower() == "https"
+    if proxy is None:
+        if https:
+            return http.client.HTTPSConnection(host, port, timeout=timeout, context=ssl.create_default_context()), False
+        return http.client.HTTPConnection(host, port, timeout=timeout), False
+    auth = {}
+    if proxy.username is not None:
+        pair = f"{urllib.parse.unquote(proxy.username)}:{urllib.parse.unquote(proxy.password or '')}"
+        auth = {"Proxy-Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
+    if https:
+        conn = http.client.HTTPSConnection(proxy.hostname or "", proxy.port, timeout=timeout, context=ssl.create_default_context())
+        conn.set_tunnel(host, port, headers=auth)
+        return conn, False
+    conn = http.client.HTTPConnection(proxy.hostname or "", proxy.port, timeout=timeout)
+    conn.proxy_headers = auth  # type: ignore[attr-defined]
+    return conn, True
 
 
 def _request_headers(parts: urllib.parse.SplitResult, headers: dict[str, str], origin: str) -> dict[str, str]:
@@ -210,8 +249,9 @@ def _request_headers(parts: urllib.parse.SplitResult, headers: dict[str, str], o
     return out
 
 
-def _target(parts: urllib.parse.SplitResult) -> str:
-    return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+def _target(parts: urllib.parse.SplitResult, absolute: bool) -> str:
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return f"{parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}{path}" if absolute else path
 
 
 def _read_body(resp: http.client.HTTPResponse, limit: int, deadline: float, timeout: float,
@@ -269,11 +309,12 @@ def _once(url: str, parts: urllib.parse.SplitResult, headers: dict[str, str], *,
     left = deadline - time.monotonic()
     if left <= 0:
         raise NetProblem("deadline", _deadline_words(deadline))
-    conn = _connection(parts, min(timeout, left))
+    conn, absolute = _connection(parts, min(timeout, left))
     dog = _Watchdog(conn, left)
     try:
         with dog:
-            conn.request("GET", _target(parts), headers=_request_headers(parts, headers, origin))
+            extra = getattr(conn, "proxy_headers", {})
+            conn.request("GET", _target(parts, absolute), headers={**_request_headers(parts, headers, origin), **extra})
             resp = conn.getresponse()
             body = _read_body(resp, limit, deadline, timeout, conn) if resp.status in expect else b""
             return Answer(resp.status, resp.msg, body, url)
