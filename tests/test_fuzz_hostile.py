@@ -1,5 +1,6 @@
-"""Fuzz kinds for hostile input beyond files: a hostile loopback hub, cache entries of every shape, concurrent
-runs on one cache, signals during writes, hostile source encodings (library misuse: tests/test_hostile_api.py).
+"""Fuzz kinds for hostile input beyond files: a hostile loopback hub, package index and metrics endpoint, cache
+entries of every shape, concurrent runs on one cache, signals during writes, hostile source encodings (library
+misuse: tests/test_hostile_api.py).
 
 Each kind states its invariant. Default: a few examples per kind; the long run before a release:
 ``MTP_AUDIT_FUZZ_EXAMPLES=2000 python -m pytest -q tests/test_fuzz_hostile.py`` (docs/fuzzing.md).
@@ -362,10 +363,12 @@ WHEEL_BODY = ["plain", "plain", "bomb", "not-a-zip"]
 
 @st.composite
 def index_plan(draw: Any) -> dict[str, Any]:
-    return {"json": draw(st.sampled_from(INDEX_JSON)), "filename": draw(st.sampled_from(FILENAMES)),
-            "url": draw(st.sampled_from(WHEEL_URLS)), "size": draw(st.sampled_from(SIZES)),
-            "digest": draw(st.sampled_from(DIGESTS)), "file": draw(st.sampled_from(WHEEL_FILE)),
-            "body": draw(st.sampled_from(WHEEL_BODY))}
+    """One index's behaviour: each part hostile one time in four (else as PyPI answers), so that whole fetches and
+    cache hits are drawn too."""
+    parts = {"json": INDEX_JSON, "filename": FILENAMES, "url": WHEEL_URLS, "size": SIZES, "digest": DIGESTS,
+             "file": WHEEL_FILE, "body": WHEEL_BODY}
+    return {k: draw(st.sampled_from(v)) if draw(st.integers(0, 3), label=f"hostile {k}") == 0 else v[0]
+            for k, v in parts.items()}
 
 
 def _index_doc(plan: dict[str, Any], name: str, data: bytes, me: HostileServer, ws: Workspace) -> bytes:
@@ -426,7 +429,7 @@ def _index_file(h, plan, data, me) -> None:  # type: ignore[no-untyped-def]
     send(h, 206, part[: len(part) // 2] if kind == "cut" else part, {"Content-Range": span})
 
 
-@fuzz_settings(12)
+@fuzz_settings(5)
 @given(plan=index_plan())
 def test_fuzz_hostile_index(base: Path, plan: dict[str, Any]) -> None:
     """Invariant: whatever the package index answers (its JSON, file names, URLs, sizes, digests, the wheel's bytes
@@ -516,14 +519,16 @@ def _metrics_respond(answers: list[tuple[str, dict[str, Any]]], srv: list[Hostil
 
 
 def _finite_counts(kind: str, v: dict[str, Any]) -> bool:
+    """Whether the values the verdict depends on are finite, non-negative numbers (counters: drafts, drafted,
+    accepted; SGLang: the accept length; the per-position counter and the accept rate decide nothing)."""
     import math
 
-    keys = {"vllm": ("drafts", "drafted", "accepted", "pos0"), "llama": ("drafts", "drafted", "accepted"),
-            "sglang": ("length", "rate")}.get(kind, ())
+    keys = {"vllm": ("drafts", "drafted", "accepted"), "llama": ("drafts", "drafted", "accepted"),
+            "sglang": ("length",)}.get(kind, ())
     return all(math.isfinite(float(v[k])) and float(v[k]) >= 0 for k in keys)
 
 
-@fuzz_settings(12)
+@fuzz_settings(5)
 @given(before=metrics_answer(), after=metrics_answer(), fmt=st.sampled_from(["json", "text"]))
 def test_fuzz_hostile_metrics(base: Path, before: tuple[str, dict[str, Any]], after: tuple[str, dict[str, Any]], fmt: str) -> None:
     """Invariant: whatever the endpoint answers (counters of any value, NaN, infinities, resets, garbage, broken HTTP,

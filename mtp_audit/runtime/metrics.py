@@ -203,9 +203,11 @@ def _counter_window(engine: str, a: Series, b: Series, w: dict[str, Any]) -> Non
 
 
 def _gauge(values: dict[Any, float], what: str, unknown: list[str]) -> float | None:
-    """The sum of a gauge's series, or None (reason in ``unknown``) when a value is not finite."""
-    if any(not math.isfinite(v) for v in values.values()):
-        unknown.append(f"{what} is {next(v for v in values.values() if not math.isfinite(v))!r}")
+    """The sum of a gauge's series, or None (reason in ``unknown``) when a value is not a finite, non-negative
+    number (an acceptance length or rate is never below 0)."""
+    bad = [v for v in values.values() if not math.isfinite(v) or v < 0]
+    if bad:
+        unknown.append(f"{what} is {bad[0]!r}")
         return None
     return sum(values.values())
 
