@@ -129,7 +129,7 @@ def _get(url: str, *, headers: dict[str, str] | None = None, limit: int, expect:
                                redirects=netpolicy.ANY_HTTP, where=url)
     except netpolicy.NetProblem as exc:
         if exc.kind == "unreachable":
-            raise IndexUnavailable(f"cannot reach the package index ({exc.problem}) and the release is not cached: "
+            raise IndexUnavailable(f"cannot reach the package index: {exc.problem}; the release is not cached: "
                                    "run once online, or give a .whl or a source folder") from None
         exc.raise_as(url, IndexUnavailable)
         raise  # not reached: raise_as raises
