@@ -120,3 +120,23 @@ def trickle(h: BaseHTTPRequestHandler, stop: threading.Event, *, chunk: bytes = 
         h.wfile.flush()
         if pause:
             time.sleep(pause)
+
+
+def raw(h: BaseHTTPRequestHandler, data: bytes) -> None:
+    """Write ``data`` as the whole answer, whatever it is (a banner, a broken framing), and close the connection."""
+    h.wfile.write(data)
+    h.wfile.flush()
+    h.close_connection = True
+
+
+#: Answers that break HTTP, by name (a non-HTTP banner, broken chunked framing, 101 header lines, a bad status line,
+#: a body shorter than its Content-Length, no answer at all).
+BROKEN_HTTP = {
+    "banner": b"SSH-2.0-OpenSSH_9.6\r\n",
+    "broken-chunked": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n",
+    "101-headers": b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-H%d: y\r\n" % i for i in range(101)) + b"Content-Length: 2\r\n\r\n{}",
+    "bad-status": b"HTTP/1.1 2OO OK\r\nContent-Length: 2\r\n\r\n{}",
+    "short-body": b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n{}",
+    "no-answer": b"",
+    "long-header": b"HTTP/1.1 200 OK\r\nX: " + b"a" * 70000 + b"\r\n\r\n",
+}

@@ -48,6 +48,8 @@ KINDS: list[tuple[str, float, int | None]] = [
     ("tests/test_gguf_fuzz.py::test_fuzz_gguf_headers", 0.02, None),
     ("tests/test_gguf_fuzz.py::test_fuzz_gguf_llamacpp_launch", 0.03, None),
     ("tests/test_fuzz_hostile.py::test_fuzz_hostile_hub", 0.04, None),
+    ("tests/test_fuzz_hostile.py::test_fuzz_hostile_index", 0.3, None),
+    ("tests/test_fuzz_hostile.py::test_fuzz_hostile_metrics", 0.05, None),
     ("tests/test_fuzz_hostile.py::test_fuzz_cache_entries", 0.12, None),
     ("tests/test_fuzz_hostile.py::test_fuzz_concurrent_runs_share_a_cache", 4.0, 6),
     ("tests/test_fuzz_hostile.py::test_fuzz_signals_during_writes", 0.1, None),
@@ -60,7 +62,8 @@ KINDS: list[tuple[str, float, int | None]] = [
 ]
 
 #: Wall seconds per example of the kinds that mostly wait (loopback time-outs, signal delays): sizes their shards.
-WAITS = {"test_fuzz_hostile_hub": 1.05, "test_fuzz_signals_during_writes": 0.5}
+WAITS = {"test_fuzz_hostile_hub": 1.05, "test_fuzz_signals_during_writes": 0.5, "test_fuzz_hostile_index": 0.9,
+         "test_fuzz_hostile_metrics": 0.6}
 
 
 @dataclass

@@ -1,6 +1,7 @@
-"""Fuzz kinds for hostile input beyond files: a hostile loopback hub, cache entries of every shape, concurrent
-runs on one cache, signals during writes, hostile source encodings, TensorRT-LLM YAMLs (alias bombs, every YAML
-type) under strict JSON, Markdown values rendered as GitHub renders them (library misuse: tests/test_hostile_api.py).
+"""Fuzz kinds for hostile input beyond files: a hostile loopback hub, package index and metrics endpoint, cache
+entries of every shape, concurrent runs on one cache, signals during writes, hostile source encodings, TensorRT-LLM
+YAMLs (alias bombs, every YAML type) under strict JSON, Markdown values rendered as GitHub renders them (library
+misuse: tests/test_hostile_api.py).
 
 Each kind states its invariant. Default: a few examples per kind; the long run before a release:
 ``MTP_AUDIT_FUZZ_EXAMPLES=2000 python -m pytest -q tests/test_fuzz_hostile.py`` (docs/fuzzing.md).
@@ -25,7 +26,7 @@ from typing import Any
 
 import pytest
 from fuzzkit import JSON_VALUES, MARKDOWN_PIECES, Workspace, fuzz_settings, run_cli, trtllm_yaml
-from hostilekit import HostileServer, send, trickle
+from hostilekit import BROKEN_HTTP, HostileServer, raw, send, trickle
 from hubfixture import TOKEN, isolate_hf
 from hypothesis import given
 from hypothesis import strategies as st
@@ -392,3 +393,202 @@ def test_fuzz_markdown_values_render_as_text(parts: list[str]) -> None:
     if value.strip() != value or "  " in value:  # GitHub collapses white space at a cell's edges and inside text
         value = "x" + value.replace(" ", "") + "x"
     check_renders_as_text(value)
+# --- a hostile loopback package index (engines by version) ---------------------------------------------------------
+
+INDEX_JSON = ["ok", "ok", "ok", "html", "truncated", "list", "deep", "404", "500", "429", "redirect-loop", "redirect-file",
+              "drip", *sorted(BROKEN_HTTP)]
+FILENAMES = ["ok", "ok", "traversal", "absolute", "slash", "nul", "long", "dotdot-only", "not-a-string"]
+WHEEL_URLS = ["ok", "ok", "ok", "file", "ftp", "data", "relative", "bad-ipv6", "javascript", "not-a-string"]
+SIZES = ["ok", "ok", '"12kB"', "{}", "1e400", "[1]", "-5", "true", "null", "1000000000000000000000000000000", "7"]
+DIGESTS = ["ok", "ok", "wrong", "missing", "not-hex"]
+WHEEL_FILE = ["ok", "ok", "ok", "no-range", "drip", "wrong-range", "416", "500", "redirect-same", "redirect-file",
+              "garbage", "cut", *sorted(BROKEN_HTTP)]
+WHEEL_BODY = ["plain", "plain", "bomb", "not-a-zip"]
+
+
+@st.composite
+def index_plan(draw: Any) -> dict[str, Any]:
+    """One index's behaviour: each part hostile one time in four (else as PyPI answers), so that whole fetches and
+    cache hits are drawn too."""
+    parts = {"json": INDEX_JSON, "filename": FILENAMES, "url": WHEEL_URLS, "size": SIZES, "digest": DIGESTS,
+             "file": WHEEL_FILE, "body": WHEEL_BODY}
+    return {k: draw(st.sampled_from(v)) if draw(st.integers(0, 3), label=f"hostile {k}") == 0 else v[0]
+            for k, v in parts.items()}
+
+
+def _index_doc(plan: dict[str, Any], name: str, data: bytes, me: HostileServer, ws: Workspace) -> bytes:
+    import hashlib
+
+    fname = {"ok": name, "traversal": "../../../../outside/x.whl", "absolute": str(ws.root / "abs.whl"),
+             "slash": "sub/dir/sglang-0.5.99-py3-none-any.whl", "nul": "sglang-0.5.99\x00-py3-none-any.whl",
+             "long": "sglang-0.5.99-" + "x" * 5000 + "-py3-none-any.whl", "dotdot-only": "..", "not-a-string": 7}[plan["filename"]]
+    url = {"ok": f"{me.endpoint}/files/w.whl", "file": f"file://{ws.root / 'in' / 'w.whl'}", "ftp": "ftp://127.0.0.1/w.whl",
+           "data": "data:,x", "relative": "../../files/w.whl", "bad-ipv6": "http://[::1/w.whl", "javascript": "javascript:1",
+           "not-a-string": ["x"]}[plan["url"]]
+    digest = {"ok": hashlib.sha256(data).hexdigest(), "wrong": "0" * 64, "not-hex": "zz"}.get(plan["digest"])
+    entry = {"filename": fname, "url": url, "size": "SIZE", "packagetype": "bdist_wheel", "yanked": False}
+    if digest is not None:
+        entry["digests"] = {"sha256": digest}
+    size = str(len(data)) if plan["size"] == "ok" else plan["size"]
+    return json.dumps({"info": {"name": "sglang", "version": "0.5.99"}, "urls": [entry]}).replace('"SIZE"', size).encode()
+
+
+def _index_json(h, plan, name, data, me, ws) -> None:  # type: ignore[no-untyped-def]
+    kind = plan["json"]
+    doc = _index_doc(plan, name, data, me, ws)
+    if kind in BROKEN_HTTP:
+        raw(h, BROKEN_HTTP[kind])
+    elif kind == "drip":
+        trickle(h, me.stopping, chunk=b" ", pause=0.1, limit_s=8)
+    elif kind in ("404", "500", "429"):
+        send(h, int(kind), b"{}")
+    elif kind.startswith("redirect"):
+        send(h, 302, b"", {"Location": h.path if kind == "redirect-loop" else "file:///etc/passwd"})
+    else:
+        body = {"html": b"<html>login</html>", "truncated": doc[: len(doc) // 2], "list": b"[1, 2]",
+                "deep": b"[" * 100_000 + b"]" * 100_000}.get(kind, doc)
+        send(h, 200, body, {"Content-Type": "application/json"})
+
+
+def _index_file(h, plan, data, me) -> None:  # type: ignore[no-untyped-def]
+    import re as _re
+
+    kind = plan["file"]
+    m = _re.match(r"^bytes=(\d+)-(\d+)$", h.headers.get("Range") or "")
+    if kind in BROKEN_HTTP:
+        return raw(h, BROKEN_HTTP[kind])
+    if kind == "drip":
+        return trickle(h, me.stopping, chunk=b"P", pause=0.1, limit_s=8)
+    if kind in ("416", "500"):
+        return send(h, int(kind))
+    if kind.startswith("redirect") and "/moved" not in h.path:
+        return send(h, 302, b"", {"Location": "/files/moved/w.whl" if kind == "redirect-same" else "file:///etc/passwd"})
+    body = bytes(range(256)) * 64 if kind == "garbage" else data
+    if kind == "no-range" or m is None:
+        return send(h, 200, body)
+    start, end = int(m.group(1)), min(int(m.group(2)), len(body) - 1)
+    if start >= len(body):
+        return send(h, 416, b"", {"Content-Range": f"bytes */{len(body)}"})
+    part = body[start:end + 1]
+    span = f"bytes {start}-{end}/{len(body)}" if kind != "wrong-range" else f"bytes 0-{len(part) - 1}/{len(body) + 9}"
+    send(h, 206, part[: len(part) // 2] if kind == "cut" else part, {"Content-Range": span})
+
+
+@fuzz_settings(5)
+@given(plan=index_plan())
+def test_fuzz_hostile_index(base: Path, plan: dict[str, Any]) -> None:
+    """Invariant: whatever the package index answers (its JSON, file names, URLs, sizes, digests, the wheel's bytes
+    and framing), ``mtp-audit sglang VERSION`` ends in exit 0/1/2/3 within the harness bounds (run_cli), writes
+    nothing outside the cache's ``engines-v2`` folder (and the analyzer's scan cache), and a second run either repeats the first from the cache
+    with no request or fetches again."""
+    from pypifixture import build_wheel
+
+    ws = Workspace(base / "index")
+    name, data = build_wheel(server_args=b"#" * (3 << 20)) if plan["body"] == "bomb" else build_wheel()
+    if plan["body"] == "not-a-zip":
+        data = b"PK\x05\x06" + bytes(200)
+    (ws.inputs / "w.whl").write_bytes(data)
+    holder: list[HostileServer] = []
+
+    def respond(h):  # type: ignore[no-untyped-def]
+        if h.path.startswith("/pypi/"):
+            _index_json(h, plan, name, data, holder[0], ws)
+        else:
+            _index_file(h, plan, data, holder[0])
+
+    cache = base / "index-cache"
+    if cache.exists():
+        shutil.rmtree(cache)
+    with HostileServer(respond) as srv, pytest.MonkeyPatch.context() as mp:
+        holder.append(srv)
+        mp.setenv("MTP_AUDIT_INDEX_URL", srv.endpoint + "/pypi")
+        mp.setenv("MTP_AUDIT_CACHE_DIR", str(cache))
+        mp.setenv("MTP_AUDIT_NETWORK_SECONDS", "2")
+        mp.setattr("mtp_audit.sources.pypi.TIMEOUT", 0.5)
+        mp.setattr("mtp_audit.sources.pypi.MAX_JSON_BYTES", 1 << 20)
+        first = run_cli(["sglang", "0.5.99", "-f", "json"], ws, json_stdout=True)
+        n = len(srv.seen)
+        second = run_cli(["sglang", "0.5.99", "-f", "json"], ws, json_stdout=True)
+        if first.code in (0, 1):
+            assert len(srv.seen) == n and second.code == first.code  # from the cache, no request
+            assert _strip(json.loads(second.out)) == _strip(json.loads(first.out))
+    written = [p for p in cache.rglob("*") if not p.is_dir()] if cache.exists() else []
+    assert all(p.relative_to(cache).parts[0] == "engines-v2" or "-scan-v" in p.relative_to(cache).parts[0] for p in written), written
+    assert not (base / "outside").exists() and not (ws.root / "abs.whl").exists()
+
+
+# --- a hostile loopback metrics endpoint (log --metrics) -----------------------------------------------------------
+
+COUNTS = st.one_of(st.integers(0, 10**6), st.sampled_from(["NaN", "+Inf", "-Inf", "-3", "1e308", "1e999", "0x10", "7e-3"]))
+METRICS_KINDS = ["vllm", "vllm", "llama", "llama", "sglang", "garbage", "empty", "binary", "huge", "404", "500",
+                 "redirect-file", "drip", *sorted(BROKEN_HTTP)]
+
+
+@st.composite
+def metrics_answer(draw: Any) -> tuple[str, dict[str, Any]]:
+    kind = draw(st.sampled_from(METRICS_KINDS))
+    return kind, {k: draw(COUNTS) for k in ("drafts", "drafted", "accepted", "pos0", "length", "rate")}
+
+
+def _exposition(kind: str, v: dict[str, Any]) -> bytes:
+    if kind == "vllm":
+        lbl = 'engine="0",model_name="m"'
+        return "".join(f"# TYPE vllm:spec_decode_num_{n}_total counter\nvllm:spec_decode_num_{n}_total{{{lbl}}} {v[k]}\n"
+                       for n, k in (("drafts", "drafts"), ("draft_tokens", "drafted"), ("accepted_tokens", "accepted"))).encode() + (
+            f"# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter\n"
+            f"vllm:spec_decode_num_accepted_tokens_per_pos_total{{{lbl},position=\"0\"}} {v['pos0']}\n").encode()
+    if kind == "llama":
+        return "".join(f"# TYPE llamacpp:spec_decode_num_{n}_total counter\nllamacpp:spec_decode_num_{n}_total {v[k]}\n"
+                       for n, k in (("drafts", "drafts"), ("draft_tokens", "drafted"), ("accepted_tokens", "accepted"))).encode()
+    if kind == "sglang":
+        return (f"# TYPE sglang:spec_accept_length gauge\nsglang:spec_accept_length{{model_name=\"m\"}} {v['length']}\n"
+                f"# TYPE sglang:spec_accept_rate gauge\nsglang:spec_accept_rate{{model_name=\"m\"}} {v['rate']}\n").encode()
+    return {"garbage": b"vllm:spec_decode_num_drafts_total{engine=\"0\" 3\n", "empty": b"", "binary": bytes(range(256)),
+            "huge": b"# x\n" * 100_000}[kind]
+
+
+def _metrics_respond(answers: list[tuple[str, dict[str, Any]]], srv: list[HostileServer]):  # type: ignore[no-untyped-def]
+    def respond(h):  # type: ignore[no-untyped-def]
+        kind, values = answers[min(len(srv[0].seen), len(answers)) - 1]
+        if kind in BROKEN_HTTP:
+            raw(h, BROKEN_HTTP[kind])
+        elif kind == "drip":
+            trickle(h, srv[0].stopping, chunk=b"#", pause=0.1, limit_s=8, headers={"Content-Type": "text/plain"})
+        elif kind in ("404", "500"):
+            send(h, int(kind))
+        elif kind == "redirect-file":
+            send(h, 302, b"", {"Location": "file:///etc/passwd"})
+        else:
+            send(h, 200, _exposition(kind, values), {"Content-Type": "text/plain; version=0.0.4"})
+    return respond
+
+
+def _finite_counts(kind: str, v: dict[str, Any]) -> bool:
+    """Whether the values the verdict depends on are finite, non-negative numbers (counters: drafts, drafted,
+    accepted; SGLang: the accept length; the per-position counter and the accept rate decide nothing)."""
+    import math
+
+    keys = {"vllm": ("drafts", "drafted", "accepted"), "llama": ("drafts", "drafted", "accepted"),
+            "sglang": ("length",)}.get(kind, ())
+    return all(math.isfinite(float(v[k])) and float(v[k]) >= 0 for k in keys)
+
+
+@fuzz_settings(5)
+@given(before=metrics_answer(), after=metrics_answer(), fmt=st.sampled_from(["json", "text"]))
+def test_fuzz_hostile_metrics(base: Path, before: tuple[str, dict[str, Any]], after: tuple[str, dict[str, Any]], fmt: str) -> None:
+    """Invariant: whatever the endpoint answers (counters of any value, NaN, infinities, resets, garbage, broken HTTP,
+    a drip, a redirect to a file), ``log --metrics`` ends in exit 0/1/2/3 within ``--timeout`` per read (run_cli's
+    bounds), its JSON is strict (no NaN, no Infinity), and a value that is not a finite count is never a verdict."""
+    ws = Workspace(base / "metrics")
+    holder: list[HostileServer] = []
+    with HostileServer(_metrics_respond([before, after], holder)) as srv, pytest.MonkeyPatch.context() as mp:
+        holder.append(srv)
+        mp.setenv("MTP_AUDIT_NETWORK_SECONDS", "3")
+        mp.setattr("mtp_audit.runtime.metrics.MAX_BYTES", 64 * 1024)
+        res = run_cli(["log", "--metrics", srv.endpoint + "/metrics", "--interval", "0", "--timeout", "0.5", "-f", fmt],
+                      ws, json_stdout=fmt == "json")
+    assert res.seconds < 4, res.seconds
+    if fmt == "json" and res.out.strip():
+        doc = json.loads(res.out, parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))
+        if after[0] in ("vllm", "llama", "sglang") and not _finite_counts(*after):
+            assert doc["facts"]["log"]["verdict"] == "could-not-tell", doc["facts"]["log"]

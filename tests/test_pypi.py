@@ -13,7 +13,7 @@ from conftest import cache_dir, sglang_wheel
 from mtp_audit.cli.main import main
 from mtp_audit.errors import InputError
 from mtp_audit.sources.pypi import IndexUnavailable, is_version, release_wheel
-from pypifixture import serve
+from pypifixture import build_wheel, serve
 
 
 def _same(doc: dict) -> dict:
@@ -115,3 +115,196 @@ def test_a_server_without_range_requests_is_refused(cache: Path) -> None:
         with pytest.raises(InputError, match="did not answer the range request"):
             release_wheel("sglang", "0.5.4", index_url=index.url)
     assert not list(cache.rglob("*.whl"))  # nothing half-written is left in the cache
+
+
+# --- hostile index answers: each case failed before the shared HTTP policy and the sealed cache ------------------
+
+def _doc(index, key: tuple[str, str], **over: object) -> dict:  # type: ignore[no-untyped-def]
+    return {"info": {"name": key[0], "version": key[1]}, "urls": [index.entry(key, **over)]}
+
+
+@pytest.mark.parametrize("evil", ["../../../../outside/x.whl", "ABSOLUTE"])
+def test_a_wheel_name_from_the_index_is_never_a_path(evil: str, cache: Path, tmp_path: Path) -> None:
+    """The JSON API's ``filename`` was joined to the cache folder unchecked: ``../../../../outside/x.whl`` wrote
+    outside the cache, an absolute name anywhere. The cache names the file itself."""
+    name = str(tmp_path / "abs" / "x.whl") if evil == "ABSOLUTE" else evil
+    key = ("sglang", "0.5.99")
+    with serve({key: build_wheel()}) as index:
+        index.docs[key] = _doc(index, key, filename=name)
+        got = release_wheel(*key, index_url=index.url)
+    assert got.resolve().is_relative_to(cache.resolve()) and got.name.startswith("sglang-0.5.99-") and "/" not in got.name
+    assert not (tmp_path / "outside").exists() and not (tmp_path / "abs").exists()
+    assert {p.name for p in got.parent.iterdir()} == {got.name, "entry.json"}
+
+
+@pytest.mark.parametrize("scheme", ["file", "ftp", "data"])
+def test_a_wheel_url_that_is_not_http_is_never_opened(scheme: str, cache: Path, tmp_path: Path) -> None:
+    """Only the index URL was checked for http(s); a wheel ``url`` of ``file:///...`` was opened and read."""
+    name, data = build_wheel()
+    (tmp_path / name).write_bytes(data)
+    url = {"file": f"file://{tmp_path / name}", "ftp": "ftp://127.0.0.1/x.whl", "data": "data:,x"}[scheme]
+    key = ("sglang", "0.5.99")
+    with serve({key: (name, data)}) as index:
+        index.docs[key] = _doc(index, key, url=url)
+        with pytest.raises(InputError, match=f"{scheme} URL refused \\(only http and https are read\\)"):
+            release_wheel(*key, index_url=index.url)
+        assert [p for p, _ in index.requests] == ["/pypi/sglang/0.5.99/json"]
+    assert not list(cache.rglob("*.whl"))
+
+
+def test_the_cache_is_keyed_by_the_index(cache: Path) -> None:
+    """After a run against mirror A, a run against index B made no request to B and gave A's answer."""
+    key = ("sglang", "0.5.99")
+    with serve({key: build_wheel(extra={"sglang/a.py": b"A = 1\n"})}) as a, serve({key: build_wheel(extra={"sglang/b.py": b"B = 2\n"})}) as b:
+        from_a = release_wheel(*key, index_url=a.url)
+        from_b = release_wheel(*key, index_url=b.url)
+        assert b.requests and b.requests[0][0] == "/pypi/sglang/0.5.99/json"
+        import zipfile
+
+        assert "sglang/a.py" in zipfile.ZipFile(from_a).namelist() and "sglang/b.py" in zipfile.ZipFile(from_b).namelist()
+        n = len(a.requests)
+        assert release_wheel(*key, index_url=a.url) == from_a and len(a.requests) == n  # A's entry is still A's
+
+
+@pytest.mark.parametrize("damage", ["cut", "flip", "seal-json", "no-seal", "fifo", "seal-fifo"])
+def test_a_damaged_cache_entry_is_dropped_and_fetched_again(damage: str, cache: Path) -> None:
+    """A cached release cut in half was exit 2 on every run and never fetched again."""
+    import os
+    import zipfile
+
+    key = ("sglang", "0.5.99")
+    with serve({key: build_wheel()}) as index:
+        got = release_wheel(*key, index_url=index.url)
+        good = got.read_bytes()
+        seal = got.parent / "entry.json"
+        if damage == "cut":
+            got.write_bytes(good[: len(good) // 2])
+        elif damage == "flip":
+            got.write_bytes(good[:100] + bytes([good[100] ^ 1]) + good[101:])
+        elif damage == "seal-json":
+            seal.write_text("{")
+        elif damage == "no-seal":
+            seal.unlink()
+        elif damage == "seal-fifo":
+            seal.unlink()
+            os.mkfifo(seal)
+        else:
+            got.unlink()
+            os.mkfifo(got)
+        n = len(index.requests)
+        again = release_wheel(*key, index_url=index.url)
+        assert len(index.requests) > n  # fetched again
+    assert again == got and again.read_bytes() == good and zipfile.ZipFile(again).testzip() is None
+
+
+def test_the_index_sha256_is_compared(cache: Path) -> None:
+    """The JSON API's sha256 digests were never compared (a wheel smaller than the tail read is fetched whole)."""
+    key = ("sglang", "0.5.99")
+    with serve({key: build_wheel()}) as index:
+        index.docs[key] = _doc(index, key, digests={"sha256": "0" * 64})
+        with pytest.raises(InputError, match="SHA-256 is not the one the package index gives"):
+            release_wheel(*key, index_url=index.url)
+    assert not list(cache.rglob("*.whl"))
+
+
+@pytest.mark.parametrize("size", ['"12kB"', "{}", "1e400", "[1]", "true", "-5"])
+def test_a_size_that_is_not_a_number_of_bytes_is_ignored(size: str, cache: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """``size`` of "12kB", [1] or 1e400 was exit 4 (int() of it); the server's Content-Range gives the size."""
+    key = ("sglang", "0.5.99")
+    with serve({key: build_wheel()}) as index:
+        doc = json.dumps(_doc(index, key, size="SIZE")).replace('"SIZE"', size)
+        index.docs[key] = doc.encode()
+        with caplog.at_level("WARNING", logger="mtp_audit"):
+            got = release_wheel(*key, index_url=index.url)
+        assert index.requests[1][1] == "bytes=0-0"  # the size asked from the server
+    assert got.is_file()
+    assert size in ("{}",) or "not a number of bytes; ignored" in caplog.text
+
+
+def test_a_wheel_fetched_by_version_has_the_inflation_guard(cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A wheel whose members inflate over 100x: the members were inflated at fetch time (a 33 MB wheel inflating to
+    32 GiB ran without the guard); they are now copied compressed, and the report by version equals the report of
+    the same .whl given as a path, zip-bomb notes included."""
+    import zipfile
+
+    name, data = build_wheel(server_args=b"#" * (3 << 20))
+    key = ("sglang", "0.5.99")
+    whl = tmp_path / name
+    whl.write_bytes(data)
+    with serve({key: (name, data)}) as index:
+        monkeypatch.setenv("MTP_AUDIT_INDEX_URL", index.url)
+        got = release_wheel(*key)
+        code = main(["sglang", "0.5.99", "-f", "json"])
+    by_version = json.loads(capsys.readouterr().out)
+    original = {i.filename: (i.compress_size, i.CRC) for i in zipfile.ZipFile(whl).infolist()}
+    assert {i.filename: (i.compress_size, i.CRC) for i in zipfile.ZipFile(got).infolist()} == original
+    assert main(["sglang", str(whl), "-f", "json"]) == code
+    whole = json.loads(capsys.readouterr().out)
+    assert by_version["gaps"] == whole["gaps"] and by_version["findings"] == whole["findings"]
+    assert sum("inflates more than 100 times" in json.dumps(g) for g in whole["gaps"]) >= 1
+
+
+RAW_ANSWERS = {
+    "banner": b"SSH-2.0-OpenSSH_9.6\r\n",
+    "broken-chunked": b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n",
+    "101-headers": b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-H%d: y\r\n" % i for i in range(101)) + b"Content-Length: 2\r\n\r\n{}",
+    "no-answer": b"",
+    "bad-status": b"HTTP/1.1 2OO OK\r\nContent-Length: 2\r\n\r\n{}",
+    "short-body": b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n{}",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(RAW_ANSWERS))
+def test_a_protocol_error_of_the_index_is_one_line_could_not_tell(kind: str, cache: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """A non-HTTP banner, a broken chunked body, 101 headers: http.client's errors went through (exit 4)."""
+    from hostilekit import HostileServer
+
+    def respond(h):  # type: ignore[no-untyped-def]
+        h.wfile.write(RAW_ANSWERS[kind])
+        h.wfile.flush()
+        h.close_connection = True
+
+    with HostileServer(respond) as srv:
+        monkeypatch.setenv("MTP_AUDIT_INDEX_URL", srv.endpoint + "/pypi")
+        assert main(["sglang", "0.5.99"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("INCONCLUSIVE: could not tell: ") and err.count("\n") == 1 and "internal error" not in err
+
+
+def test_the_network_budget_bounds_a_dripping_index(cache: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """``MTP_AUDIT_NETWORK_SECONDS=5`` and an index answering 1 byte/s ran on past 40 s: each socket read had its
+    30 s time-out, nothing bounded the whole. Now the run's network time ends it (here 1 s, a byte every 0.2 s)."""
+    import time
+
+    from hostilekit import HostileServer, trickle
+
+    srv_box: list = []
+    with HostileServer(lambda h: trickle(h, srv_box[0].stopping, pause=0.2, limit_s=10)) as srv:
+        srv_box.append(srv)
+        monkeypatch.setenv("MTP_AUDIT_INDEX_URL", srv.endpoint + "/pypi")
+        monkeypatch.setenv("MTP_AUDIT_NETWORK_SECONDS", "1")
+        t0 = time.monotonic()
+        assert main(["sglang", "0.5.99"]) == 3
+        took = time.monotonic() - t0
+    err = capsys.readouterr().err
+    assert took < 4 and "1 s of network time are spent" in err and err.count("\n") == 1
+
+
+def test_the_environment_proxy_is_used_as_urllib_used_it(cache: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """The index client moved from urllib to http.client: ``http_proxy`` still carries a request for another host
+    (the absolute URL in the request line, credentials as Proxy-Authorization), as urllib's ProxyHandler did."""
+    from hostilekit import HostileServer, send
+
+    with HostileServer(lambda h: send(h, 404, b"{}")) as proxy:
+        monkeypatch.setenv("http_proxy", proxy.endpoint.replace("http://", "http://u:p@"))
+        monkeypatch.delenv("no_proxy", raising=False)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        monkeypatch.setenv("MTP_AUDIT_INDEX_URL", "http://index.example/pypi")
+        assert main(["sglang", "0.5.99"]) == 2
+    assert proxy.seen[0][0] == "http://index.example/pypi/sglang/0.5.99/json"
+    assert proxy.seen[0][1]["proxy-authorization"] == "Basic dTpw"
+    assert "no such release on the package index (http://index.example/pypi)" in capsys.readouterr().err

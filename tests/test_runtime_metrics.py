@@ -110,3 +110,152 @@ def test_sglang_gauges() -> None:
             "# TYPE sglang:spec_accept_length gauge\nsglang:spec_accept_length{model_name=\"m\"} 2.63\n"
             "# TYPE sglang:spec_accept_rate gauge\nsglang:spec_accept_rate{model_name=\"m\"} 0.54\n")
     assert sample(text) == {"accept_length": 2.63, "accept_rate": 0.54}
+
+
+# --- llama-server's counters, resets, non-finite values, the whole-read bound, protocol errors ---------------------
+
+def _llama(drafted: int, accepted: int, steps: int, per_pos: tuple[int, ...] = ()) -> str:
+    """An exposition text as llama-server writes it (llama.cpp 0c1e57098 tools/server/server-task.cpp:1554-1564,
+    1596-1598, 1606-1613: HELP, TYPE, then ``llamacpp:<name> <value>``; per-position lines with a ``position``
+    label)."""
+    text = ""
+    for name, help_, value in (("spec_decode_num_draft_tokens_total", "Speculative: Total draft tokens generated", drafted),
+                               ("spec_decode_num_accepted_tokens_total", "Speculative: Total draft tokens accepted by the target model", accepted),
+                               ("spec_decode_num_drafts_total", "Speculative: Total speculative decoding verification steps", steps)):
+        text += f"# HELP llamacpp:{name} {help_}\n# TYPE llamacpp:{name} counter\nllamacpp:{name} {value}\n"
+    text += "# HELP llamacpp:requests_processing Number of requests processing\n# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing 1\n"
+    if per_pos:
+        text += ("# HELP llamacpp:spec_decode_num_accepted_tokens_per_pos_total Accepted tokens per draft position\n"
+                 "# TYPE llamacpp:spec_decode_num_accepted_tokens_per_pos_total counter\n")
+        text += "".join(f'llamacpp:spec_decode_num_accepted_tokens_per_pos_total{{position="{i}"}} {v}\n' for i, v in enumerate(per_pos))
+    return text
+
+
+def _vllm(drafts: float, drafted: float, accepted: float, engine: str = "0") -> str:
+    lbl = f'engine="{engine}",model_name="m"'
+    return (f"# TYPE vllm:spec_decode_num_drafts_total counter\nvllm:spec_decode_num_drafts_total{{{lbl}}} {drafts}\n"
+            f"# TYPE vllm:spec_decode_num_draft_tokens_total counter\nvllm:spec_decode_num_draft_tokens_total{{{lbl}}} {drafted}\n"
+            f"# TYPE vllm:spec_decode_num_accepted_tokens_total counter\nvllm:spec_decode_num_accepted_tokens_total{{{lbl}}} {accepted}\n")
+
+
+def _serve_texts(texts: list[str]):  # type: ignore[no-untyped-def]
+    from hostilekit import HostileServer, send
+
+    seen: list[int] = []
+
+    def respond(h):  # type: ignore[no-untyped-def]
+        seen.append(1)
+        send(h, 200, texts[min(len(seen), len(texts)) - 1].encode(), {"Content-Type": "text/plain; version=0.0.4"})
+
+    return HostileServer(respond)
+
+
+def test_llama_server_counters_give_a_window() -> None:
+    """llama-server's ``llamacpp:`` counters (not read before: "no speculative-decoding metric")."""
+    w = __import__("mtp_audit.runtime.metrics", fromlist=["x"]).window_from_texts(
+        _llama(100, 60, 40, (30, 20, 10)), _llama(733, 61, 673, (31, 20, 10)), 10, "u")
+    assert (w["engine"], w["drafted"], w["accepted"], w["drafts"], w["reset"]) == ("llama.cpp", 633, 1, 633, False)
+    assert w["per_position"] == {"0": 1 / 633, "1": 0.0, "2": 0.0} and w["mean_acceptance_length"] == 1 + 1 / 633
+
+
+def test_llama_server_cli_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    with _serve_texts([_llama(0, 0, 0), _llama(633, 1, 633)]) as srv:
+        assert main(["log", "--metrics", srv.endpoint + "/metrics", "--interval", "0", "-f", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["facts"]["log"]["verdict"] == "ran-but-accepted-nothing" and doc["facts"]["log"]["engine"] == "llama.cpp"
+    by_rule = {f["rule_id"]: f["message"] for f in doc["findings"]}
+    assert sorted(by_rule) == ["MTP500", "MTP520"]
+    assert by_rule["MTP520"].startswith("llama-server metrics window: 1 of 633 drafted tokens accepted in 0 s")
+
+
+def test_a_counter_reset_reports_the_run_after_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """Counters that went down between the reads (an engine restart) were subtracted as they were: "PASS:
+    ran-and-helped: -1000 of -4700 drafted tokens accepted" while the restarted engine accepted 0 of 300."""
+    with _serve_texts([_vllm(2000, 5000, 1000), _vllm(100, 300, 0)]) as srv:
+        code = main(["log", "--metrics", srv.endpoint + "/metrics", "--interval", "0", "-f", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    m = doc["facts"]["log"]["metrics"]
+    assert (m["accepted"], m["drafted"], m["drafts"], m["reset"]) == (0, 300, 100, True)
+    assert doc["facts"]["log"]["verdict"] == "ran-but-accepted-nothing" and code == 1
+    by_rule = {f["rule_id"]: f["message"] for f in doc["findings"]}
+    assert "0 of 300 drafted tokens accepted (a counter went down between the reads: the engine restarted" in by_rule["MTP520"]
+
+
+def test_a_reset_is_told_series_by_series() -> None:
+    """Two engines (label ``engine``): one restarts, one goes on; the sums alone would hide the restart."""
+    from mtp_audit.runtime.metrics import window_from_texts
+
+    before = _vllm(10, 100, 50, "0") + _vllm(10, 100, 50, "1").replace("# TYPE", "# X")
+    after = _vllm(15, 400, 200, "0") + _vllm(1, 5, 1, "1").replace("# TYPE", "# X")
+    w = window_from_texts(before, after, 5, "u")
+    assert (w["drafted"], w["accepted"], w["drafts"], w["reset"]) == (300 + 5, 150 + 1, 5 + 1, True)
+
+
+@pytest.mark.parametrize("text", [
+    "# TYPE sglang:spec_accept_length gauge\nsglang:spec_accept_length{model_name=\"m\"} NaN\n"
+    "# TYPE sglang:spec_accept_rate gauge\nsglang:spec_accept_rate{model_name=\"m\"} NaN\n",
+    _vllm(10, "+Inf", 5), _vllm(10, "NaN", 5), _vllm(10, 30, -4), _llama(100, 10, "+Inf"),
+])
+def test_a_value_that_is_not_finite_is_could_not_tell(text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """NaN gauges were "PASS ... accept length nan"; a counter at +Inf was exit 4."""
+    with _serve_texts([text.replace("NaN", "1").replace("+Inf", "1").replace("-4", "1"), text]) as srv:
+        code = main(["log", "--metrics", srv.endpoint + "/metrics", "--interval", "0", "-f", "json"])
+    out = capsys.readouterr().out
+    doc = json.loads(out)  # strict JSON: no NaN, no Infinity
+    assert code == 3 and doc["facts"]["log"]["verdict"] == "could-not-tell"
+    assert [f["rule_id"] for f in doc["findings"]] == ["MTP520"] and "could not tell" in doc["findings"][0]["message"]
+    assert "NaN" not in out and "Infinity" not in out
+
+
+def _drip(srv_box: list):  # type: ignore[no-untyped-def]
+    from hostilekit import trickle
+
+    return lambda h: trickle(h, srv_box[0].stopping, chunk=b"#", pause=0.3, limit_s=10, headers={"Content-Type": "text/plain"})
+
+
+@pytest.mark.parametrize("how", ["--timeout", "MTP_AUDIT_NETWORK_SECONDS"])
+def test_the_timeout_bounds_the_whole_read(how: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--timeout 1`` limited each socket read only: a server sending a byte every 0.5 s kept the run going; the
+    network budget was not applied either."""
+    import time
+
+    from hostilekit import HostileServer
+
+    box: list = []
+    with HostileServer(_drip(box)) as srv:
+        box.append(srv)
+        if how == "MTP_AUDIT_NETWORK_SECONDS":
+            monkeypatch.setenv("MTP_AUDIT_NETWORK_SECONDS", "1")
+        t0 = time.monotonic()
+        code = main(["log", "--metrics", srv.endpoint + "/metrics", "--interval", "0",
+                     "--timeout", "1" if how == "--timeout" else "60"])
+        took = time.monotonic() - t0
+    err = capsys.readouterr().err
+    assert code == 3 and took < 3 and err.startswith("INCONCLUSIVE: could not tell: --metrics ") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("raw", [b"SSH-2.0-OpenSSH_9.6\r\n",
+                                 b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n",
+                                 b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-H%d: y\r\n" % i for i in range(101)) + b"Content-Length: 0\r\n\r\n"],
+                         ids=["banner", "broken-chunked", "101-headers"])
+def test_a_protocol_error_is_one_line_could_not_tell(raw: bytes, capsys: pytest.CaptureFixture[str]) -> None:
+    """http.client's protocol errors went through (exit 4)."""
+    from hostilekit import HostileServer
+
+    def respond(h):  # type: ignore[no-untyped-def]
+        h.wfile.write(raw)
+        h.wfile.flush()
+        h.close_connection = True
+
+    with HostileServer(respond) as srv:
+        assert main(["log", "--metrics", srv.endpoint + "/metrics", "--interval", "0", "--timeout", "2"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("INCONCLUSIVE: could not tell: --metrics ") and err.count("\n") == 1 and "internal error" not in err
+
+
+def test_the_pause_between_the_reads_is_not_network_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run's network time bounds the reads, not the ``--interval`` between them (a 1 s budget, a 1.2 s pause)."""
+    monkeypatch.setenv("MTP_AUDIT_NETWORK_SECONDS", "1")
+    with _serve_texts([_vllm(1, 3, 1), _vllm(2, 6, 2)]) as srv:
+        w = read_window(srv.endpoint + "/metrics", 1.2)
+    assert (w["drafts"], w["drafted"], w["accepted"]) == (1, 3, 1)

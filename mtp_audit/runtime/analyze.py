@@ -192,7 +192,7 @@ def analyze_metrics_only(metrics: dict[str, Any]) -> Report:
     from mtp_audit.runtime.metrics import metrics_findings
 
     rate = metrics.get("acceptance_rate")
-    if metrics.get("engine") == "vllm" and metrics.get("drafted"):
+    if metrics.get("engine") in ("vllm", "llama.cpp") and metrics.get("drafted"):
         verdict = "ran-but-accepted-nothing" if rate is not None and rate < 0.03 else "ran-and-helped"
     elif metrics.get("engine") == "sglang" and metrics.get("accept_length"):
         verdict = "ran-but-accepted-nothing" if metrics["accept_length"] < 1.05 else "ran-and-helped"

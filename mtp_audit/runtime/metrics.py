@@ -10,25 +10,42 @@ optional ``metrics`` extra; never parsed by hand). Metric names, from each engin
 * SGLang ``sglang/srt/observability/metrics_collector.py:511-518,1865-1866`` @ 0.5.23: gauges
   ``sglang:spec_accept_length`` and ``sglang:spec_accept_rate`` (the last logging interval), counter
   ``sglang:spec_verify_calls_total``.
+* llama-server (llama.cpp ``0c1e57098``, vendored by llama-cpp-python 0.3.36 under ``vendor/llama.cpp``):
+  ``tools/server/server-task.cpp:1554-1564`` counters ``spec_decode_num_draft_tokens_total``,
+  ``spec_decode_num_accepted_tokens_total`` and ``spec_decode_num_drafts_total`` ("Total speculative decoding
+  verification steps"), written with the ``llamacpp:`` prefix at ``server-task.cpp:1596-1598``, and
+  ``llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position="i"}`` at ``server-task.cpp:1606-1613``; the
+  mean acceptance length is ``1 + accepted / verification steps``, as its own log line computes it
+  (``tools/server/server-context.cpp:634``). One series per server, no labels. Older llama-server releases export
+  no speculative counter (llama-cpp-python 0.3.16's ``tools/server/server.cpp:4058-4103`` has none): "no
+  speculative-decoding metric".
 
-llama-server and TensorRT-LLM counters are not read (their names could not be confirmed from source here).
+TensorRT-LLM counters are not read (their names could not be confirmed from source here).
 
-Bounds: one URL, ``http``/``https`` only, the host must be a loopback address or the host the user named
-in ``allow_host``; no redirect is followed; each read has a timeout and a byte cap.
+Counters are compared series by series (each label set on its own): a counter lower at the second read than at
+the first means its engine restarted between the reads; the window then reports that series from the restart
+(its second value), says that a reset happened (``reset``) and that the window is shorter than the interval.
+A value that is not a finite number (``NaN``, ``+Inf``), or a negative counter, makes the figures it feeds "could
+not tell" (``unknown``: the reasons), never a pass.
+
+Bounds: the shared HTTP policy (:mod:`mtp_audit.sources.netpolicy`): one URL, ``http``/``https`` only, the
+host must be a loopback address or the host the user named in ``allow_host``; no redirect is followed; each read
+ends within ``timeout`` seconds in all (not per socket read) and within the run's network time
+(``MTP_AUDIT_NETWORK_SECONDS``; the pause between the reads does not count); a byte cap; every protocol error one
+line.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import math
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from typing import Any
 
 from mtp_audit.errors import InputError, Unavailable
 from mtp_audit.report import Evidence, Finding, Location
 from mtp_audit.report.rules import get_rule
+from mtp_audit.sources import netpolicy
 
 #: Largest exposition text read (bytes).
 MAX_BYTES = 8 * 1024 * 1024
@@ -36,30 +53,31 @@ MAX_BYTES = 8 * 1024 * 1024
 VLLM = {"accepted": "vllm:spec_decode_num_accepted_tokens_total", "drafted": "vllm:spec_decode_num_draft_tokens_total",
         "drafts": "vllm:spec_decode_num_drafts_total"}
 VLLM_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+LLAMACPP = {"accepted": "llamacpp:spec_decode_num_accepted_tokens_total",
+            "drafted": "llamacpp:spec_decode_num_draft_tokens_total", "drafts": "llamacpp:spec_decode_num_drafts_total"}
+LLAMACPP_PER_POS = "llamacpp:spec_decode_num_accepted_tokens_per_pos_total"
 SGLANG = {"accept_length": "sglang:spec_accept_length", "accept_rate": "sglang:spec_accept_rate",
           "verify_calls": "sglang:spec_verify_calls_total"}
 
+#: Engines whose counters give a window: name in reports, counter names, per-position counter, label in messages.
+COUNTER_ENGINES = (("vllm", VLLM, VLLM_PER_POS, "vLLM"), ("llama.cpp", LLAMACPP, LLAMACPP_PER_POS, "llama-server"))
+_LABEL = {"vllm": "vLLM", "llama.cpp": "llama-server", "sglang": "SGLang"}
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> None:
-        """Refuse every redirect: only the URL the user named is read."""
-        raise urllib.error.HTTPError(req.full_url, code, f"redirect to {newurl} not followed", headers, fp)
+Series = dict[str, dict[tuple[tuple[str, str], ...], float]]
 
 
 def check_url(url: str, allow_host: str | None = None) -> str:
-    """Return ``url`` if it may be read: ``http(s)``, and a loopback host or exactly ``allow_host``.
+    """Return ``url`` if it may be read: ``http(s)`` (:func:`mtp_audit.sources.netpolicy.check_url`), and a loopback
+    host or exactly ``allow_host``.
 
     Raises:
         InputError: another scheme, no host, or a host that is neither loopback nor ``allow_host``.
     """
     try:
-        parts = urllib.parse.urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
-    except ValueError as exc:
-        raise InputError("--metrics", f"{url}: not a valid URL ({exc})") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InputError("--metrics", f"{url}: not an http(s) URL with a host")
-    host = parts.hostname
+        parts = netpolicy.check_url(url, url)
+    except netpolicy.NetProblem as exc:
+        raise InputError("--metrics", exc.problem.replace(" URL refused", " URL refused: not an http(s) URL")) from None
+    host = parts.hostname or ""
     if host == "localhost" or host == (allow_host or "").lower():
         return url
     try:
@@ -71,107 +89,221 @@ def check_url(url: str, allow_host: str | None = None) -> str:
 
 
 def fetch(url: str, timeout: float, max_bytes: int = MAX_BYTES) -> str:
-    """GET ``url`` once (no redirects) and return its text.
+    """GET ``url`` once (no redirects) and return its text; the whole read (connection, headers, body) ends within
+    ``timeout`` seconds and within the run's network time.
 
     Raises:
-        Unavailable: connection refused or timed out: the server is down or not there yet, "could not tell" (exit 3),
-            as for an unreachable hub.
-        InputError: an HTTP error status (the URL is wrong), or more than ``max_bytes`` bytes.
+        Unavailable: connection refused, timed out, the run's network time spent, an answer that breaks HTTP, or a
+            5xx/429: "could not tell" (exit 3), as for an unreachable hub.
+        InputError: another HTTP error status (the URL is wrong), a redirect, or more than ``max_bytes`` bytes.
     """
-    opener = urllib.request.build_opener(_NoRedirect)
     try:
-        with opener.open(urllib.request.Request(url, headers={"Accept": "text/plain"}), timeout=timeout) as resp:
-            data = resp.read(max_bytes + 1)
-    except urllib.error.HTTPError as exc:
-        raise InputError("--metrics", f"{url}: HTTP {exc.code} {exc.msg}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise Unavailable(f"--metrics {url}: {reason} (is the server up, and is this its metrics port?)") from None
-    if len(data) > max_bytes:
-        raise InputError("--metrics", f"{url}: more than {max_bytes} bytes")
-    return data.decode("utf-8", "replace")
+        answer = netpolicy.get(url, headers={"Accept": "text/plain"}, timeout=timeout, seconds=timeout, limit=max_bytes,
+                               expect=(200,), redirects=netpolicy.NO_REDIRECTS, where="--metrics")
+    except netpolicy.NetProblem as exc:
+        if exc.kind in netpolicy.UNAVAILABLE_KINDS:
+            raise Unavailable(f"--metrics {url}: {exc.problem} (is the server up, and is this its metrics port?)") from None
+        raise InputError("--metrics", f"{url}: {exc.problem}") from None
+    if answer.status >= 500 or answer.status == 429:
+        raise Unavailable(f"--metrics {url}: the server answered HTTP {answer.status}")
+    if answer.status != 200:
+        raise InputError("--metrics", f"{url}: HTTP {answer.status}")
+    return answer.body.decode("utf-8", "replace")
 
 
-def sample(text: str) -> dict[str, Any]:
-    """The speculative-decoding samples of one exposition text: vLLM counter sums (over engines),
-    per-position sums, SGLang gauges. Keys absent when the engine does not export them.
+def series(text: str) -> Series:
+    """Every speculative-decoding sample of one exposition text, series by series: ``{key: {labels: value}}`` where
+    ``key`` is a name of :data:`VLLM`, :data:`LLAMACPP` or :data:`SGLANG` prefixed by its engine (``vllm.accepted``,
+    ``llama.cpp.drafts``, ``sglang.accept_length``) or ``<engine>.per_pos`` (labels include ``position``). Values
+    are as parsed (``nan`` and ``inf`` included).
 
     Raises:
         InputError: the text is not Prometheus exposition format.
     """
     from prometheus_client.parser import text_string_to_metric_families
 
-    out: dict[str, Any] = {}
-    per_pos: dict[str, float] = {}
-    wanted = {v: k for k, v in {**VLLM, **SGLANG}.items()}
+    wanted = {name: f"{engine}.{key}" for engine, names, _, _ in COUNTER_ENGINES for key, name in names.items()}
+    wanted.update({name: f"sglang.{key}" for key, name in SGLANG.items()})
+    wanted.update({per_pos: f"{engine}.per_pos" for engine, _, per_pos, _ in COUNTER_ENGINES})
+    out: Series = {}
     try:
         for fam in text_string_to_metric_families(text):
             for s in fam.samples:
                 if s.name in wanted:
-                    out[wanted[s.name]] = out.get(wanted[s.name], 0.0) + s.value
-                elif s.name == VLLM_PER_POS:
-                    pos = s.labels.get("position", "?")
-                    per_pos[pos] = per_pos.get(pos, 0.0) + s.value
-    except (ValueError, TypeError, IndexError) as exc:
-        raise InputError("--metrics", f"not Prometheus exposition text ({exc})") from None
+                    out.setdefault(wanted[s.name], {})[tuple(sorted(s.labels.items()))] = float(s.value)
+    except (ValueError, TypeError, IndexError, OverflowError) as exc:
+        raise InputError("--metrics", f"not Prometheus exposition text ({str(exc)[:200]})") from None
+    return out
+
+
+def sample(text: str) -> dict[str, Any]:
+    """The speculative-decoding samples of one exposition text, summed over series: vLLM (or llama-server) counter
+    sums, per-position sums (``per_pos``), SGLang gauges. Keys absent when the engine does not export them.
+
+    Raises:
+        InputError: the text is not Prometheus exposition format.
+    """
+    out: dict[str, Any] = {}
+    per_pos: dict[str, float] = {}
+    for key, values in series(text).items():
+        field = key.rsplit(".", 1)[1]
+        if field == "per_pos":
+            for labels, v in values.items():
+                pos = dict(labels).get("position", "?")
+                per_pos[pos] = per_pos.get(pos, 0.0) + v
+        else:
+            out[field] = out.get(field, 0.0) + sum(values.values())
     if per_pos:
         out["per_pos"] = per_pos
     return out
 
 
+def _counter_delta(before: dict[Any, float], after: dict[Any, float], what: str, unknown: list[str]) -> tuple[int | None, bool]:
+    """``(sum of increases, reset)`` of one counter between two reads, series by series: a series that went down
+    (its engine restarted) counts from the restart (its second value); a series seen only at the second read counts
+    whole. ``None`` (with the reason in ``unknown``) when a value is not a finite, non-negative number."""
+    total, reset = 0.0, False
+    for labels, b in after.items():
+        a = before.get(labels, 0.0)
+        if not (math.isfinite(a) and math.isfinite(b)) or a < 0 or b < 0:
+            bad = a if not math.isfinite(a) or a < 0 else b
+            unknown.append(f"{what} is {bad!r} (not a finite count)")
+            return None, reset
+        if b < a:
+            reset = True
+            total += b
+        else:
+            total += b - a
+    return int(total), reset
+
+
+def _counter_window(engine: str, a: Series, b: Series, w: dict[str, Any]) -> None:
+    """Fill ``w`` with a counter engine's window (vLLM, llama-server): counts, rates, per position, reset."""
+    unknown: list[str] = []
+    resets = False
+    for k in ("accepted", "drafted", "drafts"):
+        w[k], reset = _counter_delta(a.get(f"{engine}.{k}", {}), b.get(f"{engine}.{k}", {}), k, unknown)
+        resets |= reset
+    per_pos_a, per_pos_b = a.get(f"{engine}.per_pos", {}), b.get(f"{engine}.per_pos", {})
+    positions: dict[str, int] = {}
+    for pos in sorted({dict(lb).get("position", "?") for lb in per_pos_b}):
+        pick = {lb: v for lb, v in per_pos_b.items() if dict(lb).get("position", "?") == pos}
+        got, reset = _counter_delta(per_pos_a, pick, f"accepted at position {pos}", unknown)
+        resets |= reset
+        if got is not None:
+            positions[pos] = got
+    known = all(w[k] is not None for k in ("accepted", "drafted", "drafts"))
+    w["acceptance_rate"] = w["accepted"] / w["drafted"] if known and w["drafted"] > 0 else None
+    w["mean_acceptance_length"] = 1 + w["accepted"] / w["drafts"] if known and w["drafts"] else None
+    if known and w["drafts"] and positions:
+        w["per_position"] = {p: v / w["drafts"] for p, v in positions.items()}
+    w["reset"] = resets
+    if unknown:
+        w["unknown"] = unknown
+
+
+def _gauge(values: dict[Any, float], what: str, unknown: list[str]) -> float | None:
+    """The sum of a gauge's series, or None (reason in ``unknown``) when a value is not a finite, non-negative
+    number (an acceptance length or rate is never below 0)."""
+    bad = [v for v in values.values() if not math.isfinite(v) or v < 0]
+    if bad:
+        unknown.append(f"{what} is {bad[0]!r}")
+        return None
+    return sum(values.values())
+
+
+def _sglang_window(a: Series, b: Series, w: dict[str, Any]) -> None:
+    """Fill ``w`` with SGLang's gauges at the second read and its verify calls in the window."""
+    unknown: list[str] = []
+    w["accept_length"] = _gauge(b["sglang.accept_length"], "accept length", unknown) if "sglang.accept_length" in b else None
+    w["accept_rate"] = _gauge(b["sglang.accept_rate"], "accept rate", unknown) if "sglang.accept_rate" in b else None
+    w["verify_calls"], w["reset"] = (None, False)
+    if "sglang.verify_calls" in b:
+        w["verify_calls"], w["reset"] = _counter_delta(a.get("sglang.verify_calls", {}), b["sglang.verify_calls"],
+                                                       "verify calls", unknown)
+    if unknown:
+        w["unknown"] = unknown
+
+
 def window_from_texts(before: str, after: str, seconds: float, url: str) -> dict[str, Any]:
     """Acceptance between two exposition texts read ``seconds`` apart.
 
-    Returns a dict: ``url``, ``seconds``, ``engine`` (``vllm``/``sglang``/None), ``accepted``/``drafted``/``drafts``
-    (token and draft counts in the window, vLLM), ``acceptance_rate`` (0..1), ``mean_acceptance_length``
-    (1 + accepted/drafts), ``per_position`` (rates), ``accept_length``/``accept_rate`` (SGLang gauges at the
-    second read).
+    Returns a dict: ``url``, ``seconds``, ``engine`` (``vllm``/``llama.cpp``/``sglang``/None), ``accepted``/
+    ``drafted``/``drafts`` (token and draft counts in the window: vLLM, llama-server), ``acceptance_rate`` (0..1),
+    ``mean_acceptance_length`` (1 + accepted/drafts), ``per_position`` (rates), ``accept_length``/``accept_rate``
+    (SGLang gauges at the second read), ``verify_calls``; ``reset`` (a counter went down: the engine restarted and
+    the figures are of the run since the restart); ``unknown`` (reasons a figure is "could not tell": ``NaN``,
+    ``+Inf``, a negative counter), the figure then ``None``. Every value is JSON (no NaN, no infinity).
+
+    Raises:
+        InputError: a text is not Prometheus exposition format.
     """
-    a, b = sample(before), sample(after)
+    a, b = series(before), series(after)
     w: dict[str, Any] = {"url": url, "seconds": seconds, "engine": None}
-    if "accepted" in b and "drafted" in b:
-        w["engine"] = "vllm"
-        for k in ("accepted", "drafted", "drafts"):
-            w[k] = int(b.get(k, 0) - a.get(k, 0))
-        w["acceptance_rate"] = w["accepted"] / w["drafted"] if w["drafted"] > 0 else None
-        w["mean_acceptance_length"] = 1 + w["accepted"] / w["drafts"] if w.get("drafts") else None
-        if w.get("drafts") and "per_pos" in b:
-            w["per_position"] = {p: (v - a.get("per_pos", {}).get(p, 0.0)) / w["drafts"] for p, v in sorted(b["per_pos"].items())}
-    elif "accept_length" in b or "accept_rate" in b:
+    for engine, names, _, _ in COUNTER_ENGINES:
+        if all(f"{engine}.{k}" in b for k in ("accepted", "drafted")):
+            w["engine"] = engine
+            _counter_window(engine, a, b, w)
+            return w
+    if "sglang.accept_length" in b or "sglang.accept_rate" in b:
         w["engine"] = "sglang"
-        w["accept_length"], w["accept_rate"] = b.get("accept_length"), b.get("accept_rate")
-        w["verify_calls"] = int(b.get("verify_calls", 0) - a.get("verify_calls", 0)) if "verify_calls" in b else None
+        _sglang_window(a, b, w)
     return w
 
 
 def read_window(url: str, seconds: float, *, timeout: float = 5.0, allow_host: str | None = None,
                 max_bytes: int = MAX_BYTES) -> dict[str, Any]:
-    """Read ``url`` twice, ``seconds`` apart, and return :func:`window_from_texts` of the two reads.
+    """Read ``url`` twice, ``seconds`` apart, and return :func:`window_from_texts` of the two reads. One run
+    (:func:`mtp_audit.sources.bounded.run_budget`): each read ends within ``timeout`` seconds in all, both within the
+    run's network time (the pause between them not counted).
 
     Raises:
         InputError: the URL is not allowed (:func:`check_url`), a read fails, or a text does not parse.
+        Unavailable: the server cannot be reached, breaks HTTP or is too slow (:func:`fetch`).
     """
+    from mtp_audit.sources.bounded import run_budget
+
     check_url(url, allow_host)
-    first = fetch(url, timeout, max_bytes)
-    time.sleep(max(0.0, seconds))
-    second = fetch(url, timeout, max_bytes)
+    with run_budget() as run:
+        first = fetch(url, timeout, max_bytes)
+        pause = max(0.0, seconds)
+        time.sleep(pause)
+        run.off_network(pause)
+        second = fetch(url, timeout, max_bytes)
     return window_from_texts(first, second, seconds, url)
 
 
+def _counter_findings(w: dict[str, Any], loc: Location) -> list[Finding]:
+    label = _LABEL[w["engine"]]
+    if w.get("unknown"):
+        return [get_rule("MTP520").finding(f"{label} metrics window: could not tell the acceptance: "
+                                           + "; ".join(w["unknown"]), loc)]
+    rate, mlen = w.get("acceptance_rate"), w.get("mean_acceptance_length")
+    restart = (" (a counter went down between the reads: the engine restarted; counted from the restart, within "
+               f"the {w['seconds']:g} s)") if w.get("reset") else f" in {w['seconds']:g} s"
+    words = (f"{w['accepted']} of {w['drafted']} drafted tokens accepted{restart}"
+             + (f" ({rate * 100:.1f} %, mean acceptance length {mlen:.2f})" if rate is not None and mlen else ""))
+    out = [get_rule("MTP520").finding(f"{label} metrics window: {words}", loc,
+                                      evidence=(Evidence("drafts", str(w.get("drafts"))),))]
+    if rate is not None and rate < 0.03 and w["drafted"] >= 8:
+        out.append(get_rule("MTP500").finding(f"{label} metrics window: {words}: the draft tokens are rejected", loc))
+    return out
+
+
 def metrics_findings(w: dict[str, Any]) -> list[Finding]:
-    """MTP520 (the window's figures) and MTP500 (drafting with ~0 % accepted) for a metrics window."""
+    """MTP520 (the window's figures, or why they could not be told) and MTP500 (drafting with ~0 % accepted) for a
+    metrics window."""
     loc = Location(symbol=w["url"])
-    if w["engine"] == "vllm":
-        rate, mlen = w.get("acceptance_rate"), w.get("mean_acceptance_length")
-        words = (f"{w['accepted']} of {w['drafted']} drafted tokens accepted in {w['seconds']:g} s"
-                 + (f" ({rate * 100:.1f} %, mean acceptance length {mlen:.2f})" if rate is not None and mlen else ""))
-        out = [get_rule("MTP520").finding(f"vLLM metrics window: {words}", loc,
-                                          evidence=(Evidence("drafts", str(w.get("drafts"))),))]
-        if rate is not None and rate < 0.03 and w["drafted"] >= 8:
-            out.append(get_rule("MTP500").finding(f"vLLM metrics window: {words}: the draft tokens are rejected", loc))
-        return out
+    if w["engine"] in ("vllm", "llama.cpp"):
+        return _counter_findings(w, loc)
     if w["engine"] == "sglang":
+        unknown = "; ".join(w.get("unknown") or [])
+        if w.get("accept_length") is None and w.get("accept_rate") is None:
+            return [get_rule("MTP520").finding(f"SGLang metrics at the second read: could not tell: {unknown}", loc)]
+        restart = " (the counter went down between the reads: the engine restarted)" if w.get("reset") else ""
         return [get_rule("MTP520").finding(
             f"SGLang metrics at the second read: accept length {w.get('accept_length')}, accept rate {w.get('accept_rate')}"
-            + (f", {w['verify_calls']} verify calls in {w['seconds']:g} s" if w.get("verify_calls") is not None else ""), loc)]
-    return [get_rule("MTP520").finding(f"no speculative-decoding metric at {w['url']} (neither vLLM's nor SGLang's)", loc)]
+            + (f", {w['verify_calls']} verify calls in {w['seconds']:g} s{restart}" if w.get("verify_calls") is not None else "")
+            + (f"; could not tell: {unknown}" if unknown else ""), loc)]
+    return [get_rule("MTP520").finding(f"no speculative-decoding metric at {w['url']} (neither vLLM's, llama-server's "
+                                       "nor SGLang's)", loc)]

@@ -147,6 +147,13 @@ class RunBudget:
                 self._network_start = time.monotonic()
             return self._network_start + self.network_seconds
 
+    def off_network(self, seconds: float) -> None:
+        """Do not count ``seconds`` of wall time spent waiting off the network (the pause between the two
+        ``--metrics`` reads) against :attr:`network_seconds`: the deadline moves that much later."""
+        with self._lock:
+            if self._network_start is not None:
+                self._network_start += max(0.0, seconds)
+
     def record(self, path: str) -> None:
         """Remember that ``path`` was read (see :attr:`files`)."""
         with self._lock:

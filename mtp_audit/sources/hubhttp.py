@@ -16,6 +16,13 @@ reads (never tensor data), so :func:`read_range` asks for exactly the bytes it n
 It also decodes the header with ``errors="ignore"``, hiding bad UTF-8 and duplicate names that the
 strict parser in :mod:`mtp_audit.sources.local` reports.
 
+The shared HTTP policy (:mod:`mtp_audit.sources.netpolicy`, also used by the package index and the metrics
+client) applies here through huggingface_hub's client: the run's network time (``MTP_AUDIT_NETWORK_SECONDS``) ends
+every request and body (:func:`open_get`, :func:`read_body`), bodies are read raw up to a cap, only http(s) is
+followed (httpx refuses other schemes: ``UnsupportedProtocol``), the token goes only to the endpoint's origin
+(:func:`same_origin`), and every transport error is one line (:func:`transport_problem`). Redirects are httpx's
+(the hub sends file downloads to its CDN on another host).
+
 Counting: :class:`Meter` counts what crosses the wire, not what the code meant to do. Hooks added to
 the shared client (:func:`ensure_hooks`) count every HTTP exchange the client performs on behalf of an
 active meter, redirect hops and retries included, and wrap each response body so that every byte the
@@ -38,6 +45,7 @@ import huggingface_hub
 from huggingface_hub.utils import get_session
 
 from mtp_audit.errors import InputError
+from mtp_audit.sources import netpolicy
 from mtp_audit.sources.huberrors import HubUnavailable
 from mtp_audit.sources.local import ReadProblem
 
@@ -85,11 +93,9 @@ class RunDeadline(hx.TimeoutException):
 
 
 def _run_deadline() -> float:
-    """``time.monotonic()`` past which the run may not use the network (infinity outside a run)."""
-    from mtp_audit.sources.bounded import current_run
-
-    run = current_run()
-    return run.network_deadline() if run is not None else float("inf")
+    """``time.monotonic()`` past which the run may not use the network (infinity outside a run): the shared
+    policy's (:func:`mtp_audit.sources.netpolicy.run_deadline`)."""
+    return netpolicy.run_deadline()
 
 
 def _check_run_deadline() -> float:
@@ -100,29 +106,15 @@ def _check_run_deadline() -> float:
     """
     left = _run_deadline() - time.monotonic()
     if left <= 0:
-        from mtp_audit.sources.bounded import current_run
-
-        run = current_run()
-        spent = run.network_seconds if run is not None else 0
-        raise RunDeadline(f"this run's {spent:g} s of network time are spent (set MTP_AUDIT_NETWORK_SECONDS to raise the bound)")
+        raise RunDeadline(netpolicy.run_time_spent())
     return left
 
 
 def same_origin(url: str, endpoint: str) -> bool:
     """Whether ``url`` has the scheme, host and port of ``endpoint`` (the only origin a token goes to).
-    A URL that does not parse (``http://[::1``, a port of letters) is another origin: no token goes with it."""
-    from urllib.parse import urlsplit
-
-    try:
-        a, b = urlsplit(url), urlsplit(endpoint)
-        return (a.scheme.lower(), a.hostname, a.port or _default_port(a.scheme)) == (
-            b.scheme.lower(), b.hostname, b.port or _default_port(b.scheme))
-    except ValueError:
-        return False
-
-
-def _default_port(scheme: str) -> int | None:
-    return {"http": 80, "https": 443}.get(scheme.lower())
+    A URL that does not parse (``http://[::1``, a port of letters) is another origin: no token goes with it.
+    The shared policy's rule (:func:`mtp_audit.sources.netpolicy.same_origin`)."""
+    return netpolicy.same_origin(url, endpoint)
 
 
 def without_credentials(headers: dict[str, str]) -> dict[str, str]:
