@@ -234,3 +234,26 @@ def test_the_13_condition_bound_rewrites_of_0_5_9_to_0_5_23_are_not_errors(tmp_p
     assert not [f for v in mtp110.values() for f in v if f.severity.label == "error"]
     whatever = sorted(k for k, v in mtp110.items() for f in v if "whatever value is passed" in f.message and f.severity.label != "info")
     assert whatever == [("serving_hook.py", 301), ("serving_hook.py", 658), ("sglang/srt/server_args.py", 578)]
+
+
+@pytest.mark.network
+def test_a_launch_compared_across_the_upgrade_gets_the_rewrites_that_concern_it(capsys, tmp_path) -> None:
+    from conftest import FIXTURES
+
+    from mtp_audit.cli.main import main
+
+    os.environ["MTP_AUDIT_CACHE_DIR"] = str(tmp_path / "cache")
+    rc = main(["launch", "-v", "--sglang", str(sglang_wheel("0.5.9")), "--compare-sglang", str(sglang_wheel("0.5.23")),
+               "--env-dump", str(FIXTURES / "preflight" / "envdumps" / "sglang-18943.txt"), "--",
+               "python", "-m", "sglang.launch_server", "--model-path", str(FIXTURES / "oracle-configs" / "deepseek-ai--DeepSeek-V3"),
+               "--tp-size", "8", "--speculative-algorithm", "NEXTN"])
+    out = capsys.readouterr().out
+    assert rc == 3  # the config-only checkpoint leaves the MTP weights unchecked
+    lines = [ln for ln in out.splitlines() if "MTP110" in ln]
+    # DeepSeek-V3 on a B200: no GPT-OSS / MiniCPM / DeepSeek-V4 / Kimi-K3 / NPU rewrite concerns it
+    assert not [ln for ln in lines if "model_overrides/" in ln]
+    # overrides.py:1655 `if cfg.speculative_moe_runner_backend is None:` fills the draft's MoE runner: it applies
+    assert any(ln.startswith("sglang/srt/arg_groups/overrides.py:1655: MTP110 warning: new silent rewrite: "
+                             "speculative_moe_runner_backend None -> <default>") and ln.endswith("; for this launch: it applies)")
+               for ln in lines)
+    assert not [ln for ln in lines if " MTP110 error" in ln]

@@ -48,14 +48,18 @@ class SGLangEngine(Engine):
         from mtp_audit.engines.argv import shell_join
         from mtp_audit.engines.sglang.launch.evaluate import evaluate_launch
 
+        from mtp_audit.engines.sglang.launch.evaluate import replay_known
+
         ev = evaluate_launch(request.toks, sg_report=release, sg_gap=gap, analyzers=request.analyzers, env=request.env,
                              environ=request.environ, cwd=request.cwd)
+        context = {"sglang": ev.ctx.sg, "known": replay_known(ev.ctx)} if ev.ctx.sg else None
         return EngineOutcome(name=shell_join(request.toks), version=ev.ctx.sglang_version, findings=list(ev.ctx.findings),
-                             gaps=list(ev.ctx.gaps), reports=list(ev.reports), facts={k: ev.outcome[k] for k in FACT_KEYS})
+                             gaps=list(ev.ctx.gaps), reports=list(ev.reports), facts={k: ev.outcome[k] for k in FACT_KEYS},
+                             context=context)
 
     def compare(self, request: LaunchRequest, old: EngineOutcome, new: EngineOutcome) -> EngineOutcome:
         """The ``new`` outcome plus MTP310 findings and ``facts["diff"]``: what changes in "what will happen" between
         the two SGLang releases."""
-        from mtp_audit.engines.sglang.launch.outcome import compare_outcomes
+        from mtp_audit.engines.sglang.launch.outcome import compare_outcomes, upgrade_rewrites
 
-        return compare_outcomes(old, new)
+        return upgrade_rewrites(old, compare_outcomes(old, new))

@@ -343,3 +343,31 @@ def compare_outcomes(old: Any, new: Any) -> Any:
     facts["closing"] = {"title": f"What will happen (SGLang {nv}, compared with {ov})", "lines": lines}
     facts["answer"] = [f"{facts['answer'][0]}; compared with SGLang {ov}: {len(diff['changes'])} change(s)", *facts["answer"][1:]]
     return dataclasses.replace(new, name=f"{new.name} (sglang {ov} -> {nv})", findings=new.findings + extra, facts=facts)
+
+
+def upgrade_rewrites(old: Any, compared: Any) -> Any:
+    """``compared`` (the new release's outcome after :func:`compare_outcomes`) with the upgrade's added rewrites that
+    concern this launch (:func:`mtp_audit.engines.sglang.diff.diff_facts` with what the new evaluation knows: the
+    checkpoint's architecture, the command's values and the declared defaults, the GPU family): one whose guard holds
+    keeps its MTP110 severity (an error for a silent override of an MTP/FP4 flag), one whose guard cannot be told is
+    at most a warning, one whose guard is false is left out. Added to the sglang analyzer's sub-report (warnings and
+    errors only); ``facts["diff"]["rewrites"]`` counts them. Unchanged when either release was not read."""
+    import dataclasses
+
+    from mtp_audit.engines.sglang.diff import diff_facts
+    from mtp_audit.report import Finding as _Finding
+
+    if not old.context or not compared.context:
+        return compared
+    findings, _ = diff_facts(old.context["sglang"], compared.context["sglang"], known=compared.context["known"])
+    kept = [f for f in findings if f.rule_id == "MTP110" and f.severity >= Severity.WARNING]
+    counts = {"apply": sum(1 for f in kept if f.message.endswith("; for this launch: it applies)")),
+              "could_not_tell": sum(1 for f in kept if f.message.endswith("could not tell whether it applies)"))}
+    facts = dict(compared.facts, diff=dict(compared.facts["diff"], rewrites=counts))
+    reports = list(compared.reports)
+    at = next((i for i, r in enumerate(reports) if r.targets and r.targets[0].analyzer == "sglang"), None)
+    if at is not None and kept:
+        r = reports[at]
+        reports[at] = dataclasses.replace(r, findings=tuple(sorted(set(r.findings) | set(kept), key=_Finding.sort_key)),
+                                          rule_ids=tuple(sorted(set(r.rule_ids) | {"MTP110"})))
+    return dataclasses.replace(compared, facts=facts, reports=reports)
