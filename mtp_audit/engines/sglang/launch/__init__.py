@@ -13,7 +13,7 @@ from mtp_audit.report import Gap, Report
 #: the keys of an evaluation's outcome that make up ``facts["launch"]``
 FACT_KEYS = ("summary", "answer", "closing", "compare", "verdict", "corrected_command", "changed_flags", "speculative", "draft",
              "model_overrides", "startup_asserts", "attention",
-             "parallel", "command", "env")
+             "parallel", "command", "env", "corrected_check")
 
 
 class SGLangEngine(Engine):
@@ -54,7 +54,7 @@ class SGLangEngine(Engine):
                              environ=request.environ, cwd=request.cwd)
         context = {"sglang": ev.ctx.sg, "known": replay_known(ev.ctx)} if ev.ctx.sg else None
         return EngineOutcome(name=shell_join(request.toks), version=ev.ctx.sglang_version, findings=list(ev.ctx.findings),
-                             gaps=list(ev.ctx.gaps), reports=list(ev.reports), facts={k: ev.outcome[k] for k in FACT_KEYS},
+                             gaps=list(ev.ctx.gaps), reports=list(ev.reports), facts={k: ev.outcome[k] for k in FACT_KEYS if k in ev.outcome},
                              context=context)
 
     def compare(self, request: LaunchRequest, old: EngineOutcome, new: EngineOutcome) -> EngineOutcome:
