@@ -73,20 +73,30 @@ def _before(unit: Any, line: int) -> list[ast.stmt]:
     return [st for body, at in _path(unit, line) for st in body[:at]]
 
 
-def local_defs(unit: Any, line: int) -> dict[str, ast.expr | None]:
-    """Local names bound before ``line``: the expression of the last plain ``name = expr`` on the path, or ``None``
-    when the name is (also) bound in a way that is not one expression (a nested block, a loop, a tuple target)."""
+def _stores(st: ast.stmt) -> frozenset[str]:
+    """Names a statement binds anywhere inside it (computed once per statement)."""
+    got = getattr(st, "_mtp_stores", None)
+    if got is None:
+        got = frozenset(n.id for n in ast.walk(st) if type(n) is ast.Name and type(n.ctx) is ast.Store)  # type: ignore[attr-defined]
+        st._mtp_stores = got  # type: ignore[attr-defined]
+    return got
+
+
+def local_defs(unit: Any, line: int, wanted: set[str] | None = None) -> dict[str, ast.expr | None]:
+    """Local names bound before ``line`` (only ``wanted`` ones when given): the expression of the last plain
+    ``name = expr`` on the path, or ``None`` when the name is (also) bound in a way that is not one expression (a
+    nested block, a loop, a tuple target)."""
     defs: dict[str, ast.expr | None] = {}
     for st in _before(unit, line):
+        names = _stores(st)
+        if not names or wanted is not None and not names & wanted:
+            continue
         if type(st) is ast.Assign and len(st.targets) == 1 and type(st.targets[0]) is ast.Name:  # type: ignore[attr-defined]
             defs[st.targets[0].id] = st.value  # type: ignore[attr-defined]
-            continue
-        if type(st) is ast.AnnAssign and type(st.target) is ast.Name and st.value is not None:  # type: ignore[attr-defined]
+        elif type(st) is ast.AnnAssign and type(st.target) is ast.Name and st.value is not None:  # type: ignore[attr-defined]
             defs[st.target.id] = st.value  # type: ignore[attr-defined]
-            continue
-        for node in ast.walk(st):
-            if type(node) is ast.Name and type(node.ctx) is ast.Store:  # type: ignore[attr-defined]
-                defs[node.id] = None  # type: ignore[attr-defined]
+        else:
+            defs.update(dict.fromkeys(names))
     return defs
 
 
@@ -119,14 +129,35 @@ def _receivers(unit: Any) -> set[str]:
 def _inline_locals(test: ast.expr, unit: Any) -> ast.expr:
     """``test`` with each local name replaced by the expression that reaches it (two levels: a local defined from
     another local)."""
-    defs = local_defs(unit, test.lineno)
+    skip: set[int] = set()  # names read here as a receiver (cfg of cfg.x) or called (get_platform())
+    names = []
+    for n in ast.walk(test):
+        t = type(n)
+        if t is ast.Attribute and type(n.value) is ast.Name:  # type: ignore[attr-defined]
+            skip.add(id(n.value))  # type: ignore[attr-defined]
+        elif t is ast.Call and type(n.func) is ast.Name:  # type: ignore[attr-defined]
+            skip.add(id(n.func))  # type: ignore[attr-defined]
+        elif t is ast.Name:
+            names.append(n)
+    wanted = {n.id for n in names if id(n) not in skip}  # type: ignore[attr-defined]
+    if not wanted:
+        return test
+    receivers = _receivers(unit)
+    wanted -= receivers
+    if not wanted:
+        return test
+    defs = local_defs(unit, test.lineno, wanted)
+    if not any(d is not None for d in defs.values()):
+        return test
     params = {a.arg for a in unit.args.posonlyargs + unit.args.args + unit.args.kwonlyargs} if hasattr(unit, "args") else set()
     for name, d in defs.items():
         # a view of the record or of the model (cfg = resolving_view(server_args)) keeps its name: a local read as a
         # receiver, or bound to a call on the function's parameters alone
-        if d is not None and (name in _receivers(unit) or type(d) is ast.Call and d.args and all(  # type: ignore[attr-defined]
+        if d is not None and (name in receivers or type(d) is ast.Call and d.args and all(  # type: ignore[attr-defined]
                 type(a) is ast.Name and a.id in params for a in d.args) and not d.keywords):  # type: ignore[attr-defined]
             defs[name] = None
+    if not any(d is not None for d in defs.values()):
+        return test
     out = _Inline(defs, receivers=False).visit(copy.deepcopy(test))
     return _Inline(defs, receivers=False).visit(out) if defs else out
 
@@ -138,18 +169,45 @@ def guard_tests(unit: Any, line: int, guards: tuple[tuple[ast.If, bool], ...]) -
     if unit is not None:
         for st in _before(unit, line):
             if _exits_early(st):
-                tests.append(ast.UnaryOp(op=ast.Not(), operand=st.test, lineno=st.lineno, col_offset=0))  # type: ignore[attr-defined]
+                tests.append(_negated(_inlined(st.test, unit)))  # type: ignore[attr-defined]
             elif type(st) is ast.Assert:
-                tests.append(st.test)  # type: ignore[attr-defined]
+                tests.append(_inlined(st.test, unit))  # type: ignore[attr-defined]
     for node, in_body in guards:
-        tests.append(node.test if in_body else ast.UnaryOp(op=ast.Not(), operand=node.test, lineno=node.lineno, col_offset=0))
-    return [_inline_locals(t, unit) if unit is not None else t for t in tests]
+        t = _inlined(node.test, unit) if unit is not None else node.test
+        tests.append(t if in_body else _negated(t))
+    return tests
+
+
+def _inlined(test: ast.expr, unit: Any) -> ast.expr:
+    """:func:`_inline_locals` of a test node, computed once per node (every store under one ``if`` shares it)."""
+    got = getattr(test, "_mtp_inlined", None)
+    if got is None:
+        got = _inline_locals(test, unit)
+        test._mtp_inlined = got  # type: ignore[attr-defined]
+    return got
+
+
+def _negated(test: ast.expr) -> ast.expr:
+    got = getattr(test, "_mtp_negated", None)
+    if got is None:
+        got = ast.UnaryOp(op=ast.Not(), operand=test, lineno=getattr(test, "lineno", 0), col_offset=0)
+        test._mtp_negated = got  # type: ignore[attr-defined]
+    return got
+
+
+def _part(test: ast.expr) -> str:
+    """A test's text as one conjunct (an ``or`` in parentheses), computed once per node."""
+    got = getattr(test, "_mtp_text", None)
+    if got is None:
+        got = ast.unparse(test)
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+            got = f"({got})"
+        test._mtp_text = got  # type: ignore[attr-defined]
+    return got
 
 
 def _text(tests: list[ast.expr]) -> str:
-    parts = [ast.unparse(t) for t in tests]
-    parts = [f"({p})" if isinstance(t, ast.BoolOp) and isinstance(t.op, ast.Or) else p for p, t in zip(parts, tests)]
-    out = " and ".join(parts)
+    out = " and ".join(_part(t) for t in tests)
     return out if len(out) <= MAX_GUARD else TOO_LONG
 
 
@@ -182,9 +240,9 @@ def _is_none_test(test: ast.AST, subject: ast.AST) -> bool:
 def _local_keeps(unit: Any, line: int, name: str, is_arg: Any) -> bool:
     first = True
     for st in _before(unit, line):
-        binds = [n for n in ast.walk(st) if type(n) is ast.Name and n.id == name and type(n.ctx) is ast.Store]  # type: ignore[attr-defined]
-        if not binds:
+        if name not in _stores(st):
             continue
+        binds = [n for n in ast.walk(st) if type(n) is ast.Name and n.id == name and type(n.ctx) is ast.Store]  # type: ignore[attr-defined]
         if first:
             if not (type(st) is ast.Assign and len(st.targets) == 1 and st.targets[0] is binds[0] and is_arg(st.value)):  # type: ignore[attr-defined]
                 return False
@@ -205,9 +263,9 @@ def rebinds_given(unit: Any, line: int, argument: str, value: ast.expr) -> bool:
         return False
     first = None
     for st in _before(unit, line):
-        binds = [n for n in ast.walk(st) if type(n) is ast.Name and n.id == value.id and type(n.ctx) is ast.Store]  # type: ignore[attr-defined]
-        if not binds:
+        if value.id not in _stores(st):  # type: ignore[attr-defined]
             continue
+        binds = [n for n in ast.walk(st) if type(n) is ast.Name and n.id == value.id and type(n.ctx) is ast.Store]  # type: ignore[attr-defined]
         if first is None:
             ok = (type(st) is ast.Assign and len(st.targets) == 1 and st.targets[0] is binds[0]  # type: ignore[attr-defined]
                   and type(st.value) is ast.Attribute and st.value.attr == argument)  # type: ignore[attr-defined]
