@@ -257,3 +257,11 @@ def test_a_launch_compared_across_the_upgrade_gets_the_rewrites_that_concern_it(
                              "speculative_moe_runner_backend None -> <default>") and ln.endswith("; for this launch: it applies)")
                for ln in lines)
     assert not [ln for ln in lines if " MTP110 error" in ln]
+
+
+def test_a_record_of_an_unset_flag_is_evaluated_with_none() -> None:
+    rec = {"argument": "attention_backend", "from": "None", "to": ["fa3"], "condition": "cfg.attention_backend is None",
+           "guard": "cfg.attention_backend is None and get_platform().is_sm90"}
+    assert given_value_test(rec) == {"given": None, "froms": ["None"], "guard": rec["guard"]}
+    rec["guard"] = "cfg.attention_backend is None"
+    assert given_value_test(rec)["given"] is True  # the string "None" would have made it False

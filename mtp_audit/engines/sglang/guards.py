@@ -519,7 +519,8 @@ def given_value_test(record: dict[str, Any]) -> dict[str, Any]:
     tree = parsed_guard(record)
     text = record.get("guard") if record.get("guard") is not None else record.get("condition")
     if record.get("from") not in ("*",):
-        return {"given": evaluate_for(tree, arg, record["from"]), "froms": [record["from"]], "guard": text or None}
+        value = None if record["from"] == "None" else record["from"]
+        return {"given": evaluate_for(tree, arg, value), "froms": [record["from"]], "guard": text or None}
     given = False if record.get("keeps_given") else evaluate_for(tree, arg, _GIVEN)
     if given is True and record.get("rebinds_given"):
         given = None  # changed only where a branch binds the local again
