@@ -265,3 +265,14 @@ def test_a_record_of_an_unset_flag_is_evaluated_with_none() -> None:
     assert given_value_test(rec) == {"given": None, "froms": ["None"], "guard": rec["guard"]}
     rec["guard"] = "cfg.attention_backend is None"
     assert given_value_test(rec)["given"] is True  # the string "None" would have made it False
+
+
+@pytest.mark.parametrize("depth", [900, 2000])
+def test_a_guard_nested_too_deeply_is_not_told_and_the_file_is_still_read(depth) -> None:
+    src = ("def h(server_args):\n    cfg = resolving_view(server_args)\n    if " + "not " * depth
+           + "cfg.x:\n        declare_resolution(server_args, 'h', speculative_num_steps=1)\n")
+    res = scan_file("sglang/srt/arg_groups/h.py", src.encode(), True)
+    assert res["gap"] is None
+    (site,) = [s for fn in res["funcs"] for s in fn["sites"]]
+    assert site["guard"] == "<guard too long to keep>"
+    assert given_value_test(_rec(site)) == {"given": None, "froms": ["*"], "guard": "<guard too long to keep>"}

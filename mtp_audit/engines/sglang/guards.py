@@ -281,9 +281,12 @@ def site_guard(unit: Any, line: int, guards: tuple[tuple[ast.If, bool], ...], ar
     """``{"guard": text}`` plus ``"keeps_given": True`` where it holds (see the module doc); ``{}`` when the store
     sits under nothing and does not keep the given value."""
     out: dict[str, Any] = {}
-    tests = guard_tests(unit, line, guards)
-    if tests:
-        out["guard"] = _text(tests)
+    try:
+        tests = guard_tests(unit, line, guards)
+        if tests:
+            out["guard"] = _text(tests)
+    except (RecursionError, MemoryError):  # a test nested too deeply to copy or print: its guard is not told
+        out["guard"] = TOO_LONG
     if value is not None and keeps_given(unit, line, argument, value):
         out["keeps_given"] = True
     elif value is not None and rebinds_given(unit, line, argument, value):
@@ -303,7 +306,10 @@ def hook_calls(ix: Any) -> list[dict[str, Any]]:
                     or type(node.args[0]) is not ast.Name \
                     or not any(type(st) is ast.Expr and st.value is node for st in site.ctx.suite or ()):  # type: ignore[attr-defined]
                 continue
-            g = _text(guard_tests(unit, node.lineno, site.ctx.guards))
+            try:
+                g = _text(guard_tests(unit, node.lineno, site.ctx.guards))
+            except (RecursionError, MemoryError):
+                g = TOO_LONG
             out.append({"callee": node.func.id, "function": unit.name, "line": node.lineno, "guard": g})
     out.sort(key=lambda c: (c["line"], c["callee"]))
     return out
@@ -347,7 +353,10 @@ def module_predicates(tree: ast.Module) -> dict[str, dict[str, Any]]:
         expr = body[0].value  # type: ignore[attr-defined]
         if type(expr) not in (ast.Compare, ast.BoolOp, ast.UnaryOp):
             continue
-        text = ast.unparse(expr)
+        try:
+            text = ast.unparse(expr)
+        except (RecursionError, MemoryError):
+            continue
         if len(text) <= MAX_PREDICATE:
             out[key] = {"params": [a.arg for a in node.args.posonlyargs + node.args.args], "expr": text}
     return out
@@ -383,10 +392,9 @@ def inline_predicates(guard: str, preds: dict[str, dict[str, Any]]) -> str:
         return guard
     try:
         tree = ast.parse(guard, mode="eval").body
+        return _text(_conjuncts(_Predicates(preds).visit(tree)))
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return guard
-    parts = _conjuncts(_Predicates(preds).visit(tree))
-    return _text(parts)
 
 
 def _conjuncts(node: ast.expr) -> list[ast.expr]:
