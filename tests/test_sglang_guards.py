@@ -257,6 +257,9 @@ def test_a_launch_compared_across_the_upgrade_gets_the_rewrites_that_concern_it(
                              "speculative_moe_runner_backend None -> <default>") and ln.endswith("; for this launch: it applies)")
                for ln in lines)
     assert not [ln for ln in lines if " MTP110 error" in ln]
+    # speculative_hook.py:761 fills the steps of DSPARK only (its hook runs under `self == SpeculativeAlgorithm.DSPARK`,
+    # inlined from spec_info.py's dispatch): not for this EAGLE launch
+    assert not [ln for ln in lines if ln.startswith("sglang/srt/arg_groups/speculative_hook.py:761:")]
 
 
 def test_a_record_of_an_unset_flag_is_evaluated_with_none() -> None:

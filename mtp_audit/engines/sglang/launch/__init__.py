@@ -52,7 +52,7 @@ class SGLangEngine(Engine):
 
         ev = evaluate_launch(request.toks, sg_report=release, sg_gap=gap, analyzers=request.analyzers, env=request.env,
                              environ=request.environ, cwd=request.cwd)
-        context = {"sglang": ev.ctx.sg, "known": replay_known(ev.ctx)} if ev.ctx.sg else None
+        context = {"sglang": ev.ctx.sg, "known": _with_algorithm(replay_known(ev.ctx), ev.ctx.sg, ev.ctx.algo_runs_as)} if ev.ctx.sg else None
         return EngineOutcome(name=shell_join(request.toks), version=ev.ctx.sglang_version, findings=list(ev.ctx.findings),
                              gaps=list(ev.ctx.gaps), reports=list(ev.reports), facts={k: ev.outcome[k] for k in FACT_KEYS if k in ev.outcome},
                              context=context)
@@ -63,3 +63,18 @@ class SGLangEngine(Engine):
         from mtp_audit.engines.sglang.launch.outcome import compare_outcomes, upgrade_rewrites
 
         return upgrade_rewrites(old, compare_outcomes(old, new))
+
+
+def _with_algorithm(known: dict[str, Any], sg: dict[str, Any], algorithm: str | None) -> dict[str, Any]:
+    """``known`` with the names a guard inlined from ``SpeculativeAlgorithm``'s dispatch methods reads (0.5.23
+    ``spec_info.py:117-118`` ``is_dflash``: ``self == SpeculativeAlgorithm.DFLASH``): ``self`` is the algorithm the launch
+    runs as, each ``SpeculativeAlgorithm.<MEMBER>`` that member's name (members from the release's dispatch predicates
+    and its alias lookup); unchanged when the launch requests no algorithm."""
+    if not algorithm:
+        return known
+    hooks = sg.get("speculative_hooks") or {}
+    members = {m for ms in (hooks.get("predicates") or {}).values() for m in ms}
+    members |= {m for a in sg.get("aliases") or [] for m in a.get("enum_members") or []}
+    names = dict(known.get("names") or {}, self=algorithm)
+    names.update({f"SpeculativeAlgorithm.{m}": m for m in members})
+    return dict(known, names=names)
