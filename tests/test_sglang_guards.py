@@ -176,11 +176,11 @@ def test_diff_severity_follows_the_guard() -> None:
     findings, changes = diff_facts(_facts([], choices=["auto", "triton"]), new)
     got = {f.location.path: (f.severity.label, f.message) for f in findings}
     assert got["a.py"] == ("error", "new silent rewrite: moe_runner_backend * -> x (whatever value is passed becomes x)")
-    assert got["b.py"] == ("warning", "new silent rewrite: attention_backend * -> x (a value passed becomes x, only for "
-                                      "GptOssForCausalLM, when get_platform().is_xpu)")
+    assert got["b.py"] == ("warning", ("new silent rewrite: attention_backend * -> x (a value passed becomes x, only for "
+                                       "GptOssForCausalLM, when get_platform().is_xpu)"))
     assert got["c.py"] == ("warning", "new silent rewrite: quantization None -> x (unset (None) becomes x)")
-    assert got["d.py"] == ("info", "new silent rewrite: moe_runner_backend megamoe -> auto ('megamoe' becomes auto; a value "
-                                   "the old version refused)")
+    assert got["d.py"] == ("info", ("new silent rewrite: moe_runner_backend megamoe -> auto ('megamoe' becomes auto; a "
+                                    "value the old version refused)"))
     added = {r["location"]: r for r in changes["auto_resolutions"]["added"]}
     assert added["b.py:2"]["applies_to_given"] is None and added["b.py:2"]["architectures"] == ["GptOssForCausalLM"]
     assert added["a.py:1"]["applies_to_given"] is True

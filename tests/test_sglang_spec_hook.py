@@ -179,7 +179,12 @@ def test_the_none_is_traced_to_its_flag_and_the_corrected_command_replays_as_go(
 
 
 def test_no_fix_known_is_said_instead_of_the_same_command(facts) -> None:
-    from mtp_audit.engines.sglang.launch.spec_replay import HookOutcome, _remedy, find_fix, none_flags
+    from mtp_audit.engines.sglang.launch.spec_replay import (
+        HookOutcome,
+        _remedy,
+        find_fix,
+        none_flags,
+    )
 
     hook = ("def _handle_eagle_family(server_args):\n    cfg = resolving_view(server_args)\n"
             "    if cfg.speculative_eagle_topk > 1:\n        raise ValueError('never')\n    raise ValueError('always')\n")

@@ -371,9 +371,14 @@ class _Linker:
                       "shape": s["shape"], **self.guard_of(s)})
 
     def guard_of(self, s: dict[str, Any]) -> dict[str, Any]:
-        """``{"guard": text}`` (the release's predicates inlined, :func:`~mtp_audit.engines.sglang.guards.inline_predicates`)
-        and ``{"keeps_given": True}`` of a site, where present."""
-        from mtp_audit.engines.sglang.guards import caller_guard, inline_predicates, with_callers
+        """``{"guard": text}`` of a site: its own guard after the guards of the calls of its function
+        (:func:`~mtp_audit.engines.sglang.guards.caller_guard`), the release's predicates inlined
+        (:func:`~mtp_audit.engines.sglang.guards.inline_predicates`); and ``keeps_given`` / ``rebinds_given`` where set."""
+        from mtp_audit.engines.sglang.guards import (
+            caller_guard,
+            inline_predicates,
+            with_callers,
+        )
 
         out: dict[str, Any] = {}
         guard = with_callers(s.get("guard"), caller_guard(s.get("function") or "", self.calls))

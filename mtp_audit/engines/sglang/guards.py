@@ -299,7 +299,7 @@ def hook_calls(ix: Any) -> list[dict[str, Any]]:
     hooks: ``handle_modelscope_paths(server_args)``, 0.5.23 ``serving_hook.py:673``), inside a function: ``[{"callee",
     "function", "line", "guard"}]``, ``guard`` the text the call is only reached past (``""``: none)."""
     out: list[dict[str, Any]] = []
-    for name, sites in ix.calls.items():
+    for sites in ix.calls.values():
         for site in sites:
             node, unit = site.node, site.ctx.unit
             if unit is None or site.hidden or type(node.func) is not ast.Name or node.keywords or len(node.args) != 1 \

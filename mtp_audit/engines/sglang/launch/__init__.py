@@ -46,9 +46,10 @@ class SGLangEngine(Engine):
     def evaluate(self, request: LaunchRequest, release: Any, gap: Gap | None) -> EngineOutcome:
         """See :meth:`mtp_audit.engines.base.Engine.evaluate` (:func:`~mtp_audit.engines.sglang.launch.evaluate.evaluate_launch`)."""
         from mtp_audit.engines.argv import shell_join
-        from mtp_audit.engines.sglang.launch.evaluate import evaluate_launch
-
-        from mtp_audit.engines.sglang.launch.evaluate import replay_known
+        from mtp_audit.engines.sglang.launch.evaluate import (
+            evaluate_launch,
+            replay_known,
+        )
 
         ev = evaluate_launch(request.toks, sg_report=release, sg_gap=gap, analyzers=request.analyzers, env=request.env,
                              environ=request.environ, cwd=request.cwd)
@@ -60,7 +61,10 @@ class SGLangEngine(Engine):
     def compare(self, request: LaunchRequest, old: EngineOutcome, new: EngineOutcome) -> EngineOutcome:
         """The ``new`` outcome plus MTP310 findings and ``facts["diff"]``: what changes in "what will happen" between
         the two SGLang releases."""
-        from mtp_audit.engines.sglang.launch.outcome import compare_outcomes, upgrade_rewrites
+        from mtp_audit.engines.sglang.launch.outcome import (
+            compare_outcomes,
+            upgrade_rewrites,
+        )
 
         return upgrade_rewrites(old, compare_outcomes(old, new))
 
