@@ -279,3 +279,13 @@ def test_a_guard_nested_too_deeply_is_not_told_and_the_file_is_still_read(depth)
     (site,) = [s for fn in res["funcs"] for s in fn["sites"]]
     assert site["guard"] == "<guard too long to keep>"
     assert given_value_test(_rec(site)) == {"given": None, "froms": ["*"], "guard": "<guard too long to keep>"}
+
+
+def test_a_function_name_defined_in_two_files_gets_no_caller_guard() -> None:
+    from mtp_audit.engines.sglang.audit import _hook_calls
+    from mtp_audit.engines.sglang.guards import caller_guard
+
+    a = scan_file("sglang/srt/arg_groups/a.py", CALLER.encode(), True)
+    b = scan_file("sglang/srt/arg_groups/b.py", b"def inner(server_args):\n    return None\n", True)
+    assert a["defines"] == ["inner", "outer"] and b["defines"] == ["inner"]
+    assert caller_guard("inner", _hook_calls({"a.py": a, "b.py": b})) == ""  # which `inner` the call reaches: not told

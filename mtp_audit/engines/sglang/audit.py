@@ -541,12 +541,16 @@ def _predicates(results: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]
 
 
 def _hook_calls(results: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """``{callee: [call]}`` of every scanned file's hook calls (:func:`~mtp_audit.engines.sglang.guards.hook_calls`)."""
+    """``{callee: [call]}`` of every scanned file's hook calls (:func:`~mtp_audit.engines.sglang.guards.hook_calls`);
+    a name that two scanned files define at module level is left out (which function a call reaches is not told)."""
     out: dict[str, list[dict[str, Any]]] = {}
+    defined: dict[str, int] = {}
     for rel in sorted(results):
+        for name in results[rel].get("defines") or []:
+            defined[name] = defined.get(name, 0) + 1
         for c in results[rel].get("hook_calls") or []:
             out.setdefault(c["callee"], []).append(c)
-    return out
+    return {k: v for k, v in out.items() if defined.get(k, 0) <= 1}
 
 
 def _model_overrides(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
