@@ -75,7 +75,9 @@ def test_gemma4_only_rewrite_is_not_shown_on_a_qwen35_launch(capsys) -> None:
     rc, out = _launch(capsys, "sglang-18943.txt", str(ck), "--tp-size", "8", "--speculative-algorithm", "NEXTN")
     assert "rewritten to FROZEN_KV_MTP" not in out and "FROZEN_KV_MTP instead when" not in out
     assert "MTP101 info: --speculative-algorithm NEXTN is an alias of EAGLE" in out  # the rewrite that applies stays
-    assert "Speculative decoding: NEXTN runs as EAGLE (silent rewrite at sglang/srt/arg_groups/speculative_hook.py:116)." in out
+    # and what the speculative hook then decides (the auto choice, 0.5.23 speculative_hook.py:1159-1173)
+    assert ("Speculative decoding: NEXTN runs as EAGLE (silent rewrite at sglang/srt/arg_groups/speculative_hook.py:116); "
+            "after SGLang's resolution: steps 3, topk 1, draft tokens 4.") in out
 
 
 def test_could_not_tell_still_says_what_runs(capsys) -> None:
@@ -83,4 +85,4 @@ def test_could_not_tell_still_says_what_runs(capsys) -> None:
     rc, out = _launch(capsys, "sglang-18943.txt", str(ck), "--tp-size", "8", "--speculative-algorithm", "NEXTN")
     assert rc == 3 and out.startswith("INCONCLUSIVE: could not tell: ")
     assert out.splitlines()[0].endswith("; SGLang 0.5.23: speculative decoding: NEXTN runs as EAGLE, draft the target "
-                                        "checkpoint (Qwen3_5ForCausalLMMTP) (exit 3)")
+                                        "checkpoint (Qwen3_5ForCausalLMMTP); steps 3, topk 1, draft tokens 4 (exit 3)")

@@ -166,22 +166,29 @@ def test_diff_0_5_9_to_0_5_23(reports):
     assert (fz.location.path, fz.location.line, fz.severity.label) == ("sglang/srt/arg_groups/speculative_hook.py", 115, "info")  # logged
     # every finding has a location (SARIF code scanning rejects results without one)
     assert all(f.location.path for f in d.findings)
-    # was 417 findings / 327 errors, nearly all MTP110 about non-MTP flags
-    # 374 since every model_overrides/*.py file is read (was 363 when 20 of 35 were skipped by the pre-filter)
-    assert len(d.findings) == 374  # 32 + 29 + 222 MTP110, 50 MTP111, 32 MTP112, 2 MTP113, 2 MTP101, 3 MTP105, 2 MTP106 (0.5.23 unquant)
+    # was 417 findings / 327 errors, nearly all MTP110 about non-MTP flags; 374 (32 errors) before the guards were
+    # evaluated. Now a rewrite whose guard never lets an explicit value through is keyed by the value it can change
+    # (None or a compared literal): 8 rewrites turned out to be ones 0.5.9 already had (gpt_oss.py:35 `None ->
+    # intel_amx` is 0.5.9 server_args.py:895, :39 `None -> aiter` is :1814, minimax_m3.py:53 `None -> <quant_method>`)
+    assert len(d.findings) == 366  # 0 + 55 + 220 MTP110, 50 MTP111, 32 MTP112, 2 MTP113, 2 MTP101, 3 MTP105, 2 MTP106 (0.5.23 unquant)
     assert len(_by(d, "MTP106", "warning")) == 2
-    assert (len(_by(d, "MTP110", "error")), len(_by(d, "MTP110", "warning")), len(_by(d, "MTP110", "info"))) == (32, 29, 222)
+    assert (len(_by(d, "MTP110", "error")), len(_by(d, "MTP110", "warning")), len(_by(d, "MTP110", "info"))) == (0, 55, 220)
     # model_overrides/minimax_m2.py:28 (not read before) is now an auto-resolution of 0.5.23; the upgrade
     # diff matches rewrites by (argument, from, to), and auto -> flashinfer_trtllm_routed of moe_runner_backend
     # is not new in 0.5.23, so it adds no MTP110
     mm = [r for r in reports["0.5.23"].facts["sglang"]["auto_resolutions"] if r["location"].endswith("model_overrides/minimax_m2.py:28")]
     assert [(r["argument"], r["from"], r["to"], r["logged"]) for r in mm] == [("moe_runner_backend", "auto", ["flashinfer_trtllm_routed"], True)]
-    errors = {(f.location.path.rsplit("/", 1)[1], f.location.line): f.message for f in _by(d, "MTP110", "error")}
-    # hand-checked: overrides.py:1666 `return {"quantization": "gguf"}` (no log), mega_moe_hook.py:274
-    # declare_resolution(..., moe_runner_backend="auto") after a log call in another branch
-    assert "quantization * -> gguf" in errors[("overrides.py", 1666)]
-    assert "moe_runner_backend * -> auto" in errors[("mega_moe_hook.py", 274)]
-    assert all("not an MTP/FP4 argument" not in m for m in errors.values())
+    found = {(f.location.path.rsplit("/", 1)[1], f.location.line): f for f in d.findings if f.rule_id == "MTP110"}
+    # hand-checked: overrides.py:1666 `return {"quantization": "gguf"}` only when the model path is a GGUF file
+    # (`check_gguf_file(view.model_path)`, :1660-1665); mega_moe_hook.py:259 `if cfg.moe_runner_backend != "megamoe":
+    # return` before declare_resolution(..., moe_runner_backend="auto") at :274, and 0.5.9 did not accept megamoe
+    gguf = found[("overrides.py", 1666)]
+    assert gguf.severity.label == "warning" and "a value passed becomes gguf, only when" in gguf.message
+    assert "check_gguf_file(view.model_path)" in gguf.message
+    mega = found[("mega_moe_hook.py", 274)]
+    assert mega.severity.label == "info"
+    assert mega.message == ("new silent rewrite: moe_runner_backend megamoe -> auto ('megamoe' becomes auto; "
+                            "a value the old version refused)")
     # cuda_graph_max_bs_prefill is new in 0.5.23 (no such flag in 0.5.9): its new rewrite is info, not a warning
     (cg,) = [f for f in d.findings if "cuda_graph_max_bs_prefill" in f.message]
     assert (cg.location.path, cg.location.line, cg.severity.label) == ("sglang/srt/arg_groups/cuda_graph_hook.py", 388, "info")
@@ -193,15 +200,19 @@ def test_diff_0_5_9_to_0_5_23(reports):
 def test_diff_0_5_4_to_0_5_9(reports):
     d = diff_sglang(reports["0.5.4"], reports["0.5.9"])
     assert all(f.location.path for f in d.findings)
-    assert len(d.findings) == 111  # includes 0.5.9's own MTP106 (unquant -> None at server_args.py:885)
+    assert len(d.findings) == 112  # includes 0.5.9's own MTP106 (unquant -> None at server_args.py:885)
     assert [f.location.line for f in _by(d, "MTP106", "warning")] == [885]
-    assert (len(_by(d, "MTP110", "error")), len(_by(d, "MTP110", "warning")), len(_by(d, "MTP110", "info"))) == (13, 12, 60)
+    # 13 errors before the guards were evaluated: 11 of them sit under a model-family `elif model_arch in [...]`
+    assert (len(_by(d, "MTP110", "error")), len(_by(d, "MTP110", "warning")), len(_by(d, "MTP110", "info"))) == (2, 21, 63)
     errors = {f.location.line: f.message for f in _by(d, "MTP110", "error")}
-    # hand-checked in 0.5.9 server_args.py: 1147-1148 `if self.kv_cache_dtype == "bf16": self.kv_cache_dtype = "bfloat16"`,
-    # 1546 `self.moe_runner_backend = "flashinfer_cutlass"`, both without a log call and absent from 0.5.4
+    # hand-checked in 0.5.9 server_args.py: 1147-1148 `if self.kv_cache_dtype == "bf16": self.kv_cache_dtype = "bfloat16"`
+    # (no other guard), absent from 0.5.4; 1546 `self.moe_runner_backend = "flashinfer_cutlass"` only for
+    # NemotronHForCausalLM (`elif model_arch in ["NemotronHForCausalLM"]`, :1533) with a modelopt quantization
+    assert sorted(errors) == [885, 1148]
     assert "kv_cache_dtype bf16 -> bfloat16" in errors[1148]
-    assert "moe_runner_backend * -> flashinfer_cutlass" in errors[1546]
-    assert not [f for f in d.findings if f.rule_id == "MTP110" and "speculative_algorithm" in f.message]
+    (nemo,) = [f for f in _by(d, "MTP110", "warning") if f.location.line == 1546]
+    assert "moe_runner_backend * -> flashinfer_cutlass (a value passed becomes flashinfer_cutlass, only when" in nemo.message
+    assert not [f for f in d.findings if f.rule_id == "MTP110" and "rewrite: speculative_algorithm " in f.message]
 
 
 def test_cli_two_targets_and_baseline(tmp_path, reports):

@@ -145,3 +145,78 @@ def test_given_page_size_and_backend_decide_the_page_tree_tests(capsys) -> None:
                       "--speculative-algorithm", "NEXTN", "--speculative-num-steps", "3", "--speculative-eagle-topk", "4",
                       "--speculative-num-draft-tokens", "8", "--attention-backend", "trtllm_mla", "--page-size", "64")
     assert f"at {HOOK}:1178; or ValueError: speculative_eagle_topk > 1 with page_size > 1" in out
+
+
+MIMO = FIXTURES / "checkpoint" / "jj8127--mimo_kor"  # MiMo-7B with its MTP layer's tensors listed in the index
+H200 = DUMPS / "h200-nvidia-smi.txt"
+
+
+def _facts_of(*flags: str) -> tuple[dict, list]:
+    from mtp_audit.launch import audit_launch
+
+    r = audit_launch([*LS, str(MIMO), "--speculative-algorithm", "NEXTN", *flags], sglang=sglang_wheel("0.5.23"),
+                     env_dumps=H200, environ={})
+    return r.facts["launch"], list(r.findings)
+
+
+def test_the_none_is_traced_to_its_flag_and_the_corrected_command_replays_as_go() -> None:
+    # 0.5.23 speculative_hook.py:1159 skips the auto choice once --speculative-num-steps is given, so topk stays None
+    # and `cfg.speculative_eagle_topk > 1` (:1177 / :1274) raises; the hook compares topk with 1, and replayed with
+    # --speculative-eagle-topk 1 it raises on no path (real SGLang 0.5.23 starts NEXTN 3/1/4: the oracle's grid)
+    launch, findings = _facts_of("--speculative-num-steps", "3", "--speculative-num-draft-tokens", "4")
+    (f,) = [x for x in findings if x.rule_id == "MTP300"]
+    assert f.message.endswith("; speculative_eagle_topk is None there (--speculative-eagle-topk not given)")
+    assert f.remediation.startswith(f"--speculative-eagle-topk 1 (speculative_eagle_topk is None at {HOOK}:1177 because")
+    fixed = launch["corrected_command"]
+    assert fixed.endswith("--speculative-num-steps 3 --speculative-num-draft-tokens 4 --speculative-eagle-topk 1")
+    assert launch["changed_flags"] == ["--speculative-eagle-topk"]
+    assert launch["corrected_check"] == {"command": fixed, "verdict": "go", "errors": [], "hook_raises": False}
+    assert "Corrected command evaluated again: go (no error); the speculative hook starts." in launch["closing"]["lines"]
+    assert not any("still to fix" in ln for ln in launch["closing"]["lines"])
+    # and the corrected command itself: go
+    again, findings2 = _facts_of("--speculative-num-steps", "3", "--speculative-num-draft-tokens", "4", "--speculative-eagle-topk", "1")
+    assert again["verdict"] == "go" and not [x for x in findings2 if x.rule_id == "MTP300"]
+
+
+def test_no_fix_known_is_said_instead_of_the_same_command(facts) -> None:
+    from mtp_audit.engines.sglang.launch.spec_replay import (
+        HookOutcome,
+        _remedy,
+        find_fix,
+        none_flags,
+    )
+
+    hook = ("def _handle_eagle_family(server_args):\n    cfg = resolving_view(server_args)\n"
+            "    if cfg.speculative_eagle_topk > 1:\n        raise ValueError('never')\n    raise ValueError('always')\n")
+    h = {"functions": {HOOK: {"_handle_eagle_family": {"line": 10, "source": hook}}},
+         "dispatch": [{"predicates": ["is_eagle"], "hook": "_handle_eagle_family", "location": "x:1"}], "predicates": {"is_eagle": ["EAGLE"]}}
+    values = {"speculative_algorithm": "EAGLE", "speculative_eagle_topk": None}
+    out = replay_hook(h, "EAGLE", values, arch=None, nvidia=True)
+    assert out.raised == [("TypeError", "'>' not supported between instances of 'NoneType' and 'int'", f"{HOOK}:12")]
+    assert out.none_operands == ["cfg.speculative_eagle_topk"]
+    cli = facts["0.5.23"]["cli_arguments"]
+    nones = none_flags(out, cli, values)
+    assert nones == [("speculative_eagle_topk", "--speculative-eagle-topk")]
+    assert find_fix(h, nones, values, arch=None, nvidia=True) is None  # with 1 it still raises 'always'
+    words = _remedy(out.raised[0], nones, None)
+    assert words.startswith("no flag value found that the replayed hook accepts: speculative_eagle_topk is None at")
+    assert isinstance(HookOutcome().resolved, dict)
+
+
+def test_the_launch_answer_states_steps_topk_and_draft_tokens_after_resolution() -> None:
+    # NEXTN alone: the auto choice (speculative_hook.py:1159-1173) gives 3/1/4, as real SGLang does on every NEXTN case
+    launch, _ = _facts_of()
+    assert launch["summary"]["speculative_parameters"] == "steps 3, topk 1, draft tokens 4"
+    assert "MiMoMTP); steps 3, topk 1, draft tokens 4; FP4 GEMM" in launch["answer"][0]
+    # topk 1 with 8 draft tokens: SGLang rewrites them to steps + 1 and logs it (speculative_hook.py:1255-1266)
+    launch, _ = _facts_of("--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "8")
+    assert launch["summary"]["speculative_parameters"] == (
+        'steps 3, topk 1, draft tokens 4 (SGLang logs "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 '
+        f'when speculative_eagle_topk == 1" at {HOOK}:1259)')
+    assert any(ln.startswith("Speculative decoding: NEXTN runs as EAGLE") and "after SGLang's resolution: steps 3, topk 1, "
+               "draft tokens 4" in ln for ln in launch["closing"]["lines"])
+    launch, _ = _facts_of("--speculative-num-steps", "3", "--speculative-eagle-topk", "4", "--speculative-num-draft-tokens", "8")
+    assert launch["summary"]["speculative_parameters"] == "steps 3, topk 4, draft tokens 8"
+    # a hook that raises on every path states no parameters
+    launch, _ = _facts_of("--speculative-num-steps", "3")
+    assert "speculative_parameters" not in launch["summary"]

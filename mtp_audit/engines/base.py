@@ -109,6 +109,8 @@ class EngineOutcome:
         reports: the sub-reports to merge (the engine's own source report, checkpoints, preflight).
         facts: ``facts["launch"]``: ``summary`` (headline values incl. ``verdict``), ``answer``, ``closing``,
             ``verdict``, ``corrected_command``, what runs (``speculative``, ``draft``, ``parallel``), ``command``, ``env``.
+        context: what the engine's own :meth:`Engine.compare` needs of this evaluation beyond the facts (SGLang: the
+            release's facts and what the launch knows, to evaluate an upgrade's rewrites); never reported.
     """
 
     name: str
@@ -117,6 +119,7 @@ class EngineOutcome:
     gaps: list[Gap]
     reports: list[Report]
     facts: dict[str, Any] = field(default_factory=dict)
+    context: Any = field(default=None, repr=False, compare=False)
 
 
 class Engine(ABC):

@@ -9,6 +9,7 @@ build_sglang_oracle.py).
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,9 +22,11 @@ RECORDED = ROOT / "tests" / "data" / "oracle"
 
 #: the compared fields, in report order
 COMPARED = ("starts", "speculative_algorithm", "draft_model", "draft_architecture", "moe_runner_backend",
-            "fp4_gemm_backend")
+            "fp4_gemm_backend", "speculative_parameters")
 #: recorded but not compared: the analyzer does not predict them (docs/sglang.md "Oracle")
-NOT_PREDICTED = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens", "attention_backend")
+NOT_PREDICTED = ("attention_backend",)
+#: the speculative fields SGLang's hook decides, compared together as ``speculative_parameters``
+SPECULATIVE_PARAMETERS = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
 #: findings that say the server does not start (argparse refusal, parallel sizes refused, a backend assert that certainly
 #: fails), besides the certain start-up asserts of ``facts["launch"]["startup_asserts"]``
 _REFUSALS = ("MTP300", "MTP312", "MTP313")
@@ -69,7 +72,17 @@ def predict_case(sg_report: Any, folder: Path, flags: list[str], env_dump: Path)
         "moe_runner_backend": _value(summary.get("moe_runner_backend")),
         "fp4_gemm_backend": _value(summary.get("fp4_gemm_backend")),
         "verdict": summary.get("verdict"),
+        "speculative_parameters": _parameters(summary.get("speculative_parameters")),
     }
+
+
+def _parameters(text: str | None) -> tuple[Any, ...] | None:
+    """``(steps, topk, draft tokens)`` of the launch answer's ``speculative_parameters`` (``"steps 3, topk 1, draft
+    tokens 4 ..."``; an ``unknown`` part is ``None``), or ``None`` when the answer states none."""
+    m = re.match(r"steps (\S+), topk (\S+), draft tokens ([^\s(]+)", text or "")
+    if m is None:
+        return None
+    return tuple(int(x) if re.fullmatch(r"-?\d+", x) else None if x == "unknown" else x for x in m.groups())
 
 
 def modelopt_nvfp4(folder: Path) -> bool:
@@ -111,6 +124,7 @@ def real_values(res: dict[str, Any]) -> dict[str, Any]:
         "moe_runner_backend": res.get("moe_runner_effective", f.get("moe_runner_backend")),
         # what fp4_utils.initialize_fp4_gemm_config picks for the resolved value on this GPU
         "fp4_gemm_backend": res.get("fp4_gemm_effective"),
+        "speculative_parameters": tuple(f.get(k) for k in SPECULATIVE_PARAMETERS) if algo else None,
         **{k: f.get(k) for k in NOT_PREDICTED},
     }
 
@@ -128,7 +142,7 @@ def compare_case(real: dict[str, Any], ours: dict[str, Any]) -> dict[str, str | 
     for k in COMPARED[1:]:
         if not real["starts"]:
             out[k] = "not compared"
-        elif ours.get(k) is None and k in ("moe_runner_backend", "fp4_gemm_backend"):
+        elif ours.get(k) is None and k in ("moe_runner_backend", "fp4_gemm_backend", "speculative_parameters"):
             out[k] = "not compared"
         elif real.get(k) != ours.get(k):
             out[k] = f"real {real.get(k)!r}, analyzer {ours.get(k)!r}"

@@ -82,11 +82,14 @@ class Obj:
 
 @dataclass
 class Raised:
-    """An exception the replayed code raises: its class name, its message (``{...}`` for unknown parts), where."""
+    """An exception the replayed code raises: its class name, its message (``{...}`` for unknown parts), where;
+    ``none_operands``: for an operator that failed on ``None`` (``cfg.speculative_eagle_topk > 1``), the source text of
+    each operand that was ``None``."""
 
     type: str
     message: str
     location: str
+    none_operands: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return f"{self.type}: {self.message} ({self.location})"
@@ -107,6 +110,19 @@ class Native:
 
     def __deepcopy__(self, memo: Any) -> Native:
         return self
+
+
+def _none_operands(n: ast.AST, vals: list[Any]) -> tuple[str, ...]:
+    """The operands of a one-operator comparison, a binary or a unary operation that are ``None``, as source text."""
+    if isinstance(n, ast.Compare) and len(n.ops) == 1:
+        nodes: list[ast.AST] = [n.left, n.comparators[0]]
+    elif isinstance(n, ast.BinOp):
+        nodes = [n.left, n.right]
+    elif isinstance(n, ast.UnaryOp):
+        nodes = [n.operand]
+    else:
+        return ()
+    return tuple(ast.unparse(node) for node, v in zip(nodes, vals) if v is None) if len(nodes) == len(vals) else ()
 
 
 @dataclass
@@ -277,6 +293,15 @@ class Replay:
                     q.ret = None
                 out.append(q)
         return _merge(out)
+
+    def call_keeping(self, name: str, kept: Any, *args: Any) -> list[Path]:
+        """:meth:`call` of module function ``name`` with ``kept`` (an object among ``args``) as each path's
+        :attr:`Path.bound`: a fork copies it with the frames, so each path's final state of it can be read.
+
+        Raises:
+            KeyError: no such function in the module.
+        """
+        return self._invoke(self.functions[name], [Path(frames=[], bound=kept)], None, list(args), {})
 
     def run_on(self, name: str, paths: list[Path]) -> list[Path]:
         """Replay method ``name`` on paths that a previous :meth:`call` left (each with its own ``self``)."""
@@ -669,7 +694,7 @@ class Replay:
         try:
             return fn()
         except (TypeError, ZeroDivisionError, ValueError, OverflowError) as exc:
-            p.raised = Raised(type(exc).__name__, str(exc), self.loc(n))
+            p.raised = Raised(type(exc).__name__, str(exc), self.loc(n), _none_operands(n, vals))
             raise _Exit() from None
 
     def _binop(self, op: ast.operator, a: Any, b: Any, n: ast.AST, p: Path) -> Any:

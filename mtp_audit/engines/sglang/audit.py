@@ -237,6 +237,8 @@ class _Linker:
         self.draft_overrides: list[dict[str, Any]] = []
         self.draft_fills: list[dict[str, Any]] = []
         self.aliases: list[dict[str, Any]] = []
+        self.predicates = _predicates(results)
+        self.calls = _hook_calls(results)
 
     def add(self, entry: dict[str, Any]) -> None:
         (self.remaps if entry["argument"] == SPEC_ARG else self.autos).append(entry)
@@ -308,7 +310,7 @@ class _Linker:
             self.alias_lookup(rel, fn, a)
         in_server = bool(_CLI_PATHS.search(rel))
         for site in fn["sites"]:
-            self.site(rel, site, in_server, funcs)
+            self.site(rel, dict(site, function=fn["name"]), in_server, funcs)
 
     def alias_lookup(self, rel: str, fn: dict[str, Any], a: dict[str, Any]) -> None:
         """An alias set looked up by an enum's ``from_string``: each member becomes a rewrite to ``a["to"]``."""
@@ -351,7 +353,7 @@ class _Linker:
                 else:
                     self.autos.append({"argument": arg, "from": _from_value(s, arg), "to": [f"<{s['call']['func']}(...)>"],
                                        "condition": s["condition"], "logged": s["logged"], "location": _loc(rel, s["line"]),
-                                       "shape": s["shape"]})
+                                       "shape": s["shape"], **self.guard_of(s)})
                 return
             for e in linked:
                 self.add(e)
@@ -366,7 +368,26 @@ class _Linker:
                 continue
             self.add({"argument": arg, "from": f, "to": to, "condition": s["condition"], "logged": s["logged"],
                       "location": _loc(rel, s["line"]), "test_location": _loc(rel, s["test_line"]) if s["test_line"] else None,
-                      "shape": s["shape"]})
+                      "shape": s["shape"], **self.guard_of(s)})
+
+    def guard_of(self, s: dict[str, Any]) -> dict[str, Any]:
+        """``{"guard": text}`` of a site: its own guard after the guards of the calls of its function
+        (:func:`~mtp_audit.engines.sglang.guards.caller_guard`), the release's predicates inlined
+        (:func:`~mtp_audit.engines.sglang.guards.inline_predicates`); and ``keeps_given`` / ``rebinds_given`` where set."""
+        from mtp_audit.engines.sglang.guards import (
+            caller_guard,
+            inline_predicates,
+            with_callers,
+        )
+
+        out: dict[str, Any] = {}
+        guard = with_callers(s.get("guard"), caller_guard(s.get("function") or "", self.calls))
+        if guard:
+            out["guard"] = inline_predicates(guard, self.predicates)
+        for flag in ("keeps_given", "rebinds_given"):
+            if s.get(flag):
+                out[flag] = True
+        return out
 
     def model_override_tables(self, rel: str) -> None:
         """``MODEL_OVERRIDES`` tables (0.5.20 on): ``{"Arch": {"field": value}}``."""
@@ -506,13 +527,42 @@ def _cli_fact(rel: str, rec: dict[str, Any], choices: list[str] | None) -> dict[
 _OVERRIDE_SHAPES = ("overrides-dict", "return-dict")
 
 
+def _predicates(results: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The release's one-``return`` predicates of every scanned file (:func:`~mtp_audit.engines.sglang.guards.module_predicates`);
+    a name defined in two files with different bodies is left out (which one a guard calls is not told)."""
+    out: dict[str, dict[str, Any]] = {}
+    twice: set[str] = set()
+    for rel in sorted(results):
+        for name, p in (results[rel].get("predicates") or {}).items():
+            if name in out and out[name] != p:
+                twice.add(name)
+            out.setdefault(name, p)
+    return {k: v for k, v in out.items() if k not in twice}
+
+
+def _hook_calls(results: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """``{callee: [call]}`` of every scanned file's hook calls (:func:`~mtp_audit.engines.sglang.guards.hook_calls`);
+    a name that two scanned files define at module level is left out (which function a call reaches is not told)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    defined: dict[str, int] = {}
+    for rel in sorted(results):
+        for name in results[rel].get("defines") or []:
+            defined[name] = defined.get(name, 0) + 1
+        for c in results[rel].get("hook_calls") or []:
+            out.setdefault(c["callee"], []).append(c)
+    return {k: v for k, v in out.items() if defined.get(k, 0) <= 1}
+
+
 def _model_overrides(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """Rewrites made by functions registered for architectures (``@_register_for("MiniMaxM2ForCausalLM")`` in
     0.5.23 ``srt/arg_groups/model_overrides/minimax_m2.py``): ``[{"argument", "from", "to", "condition",
     "architectures", "function", "logged", "location", "test_location"}]``; ``condition`` is the Python text of
     the early exits passed (``not (...)``, :func:`~mtp_audit.engines.sglang.rewrites.early_exit_text`) and the ``if``
     branches around the store (evaluated per launch by :func:`mtp_audit.engines.sglang.startup_facts.guard_value`)."""
+    from mtp_audit.engines.sglang.guards import inline_predicates
+
     out: list[dict[str, Any]] = []
+    preds = _predicates(results)
     for rel in sorted(results):
         regs = {(g["function"], g["line"]): g["architectures"] for g in results[rel].get("registrations", [])}
         if not regs:
@@ -529,7 +579,9 @@ def _model_overrides(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]
                             "condition": " and ".join(c for c in (site.get("exits"), site["condition"]) if c),
                             "architectures": archs, "function": fn["name"], "logged": site["logged"],
                             "location": _loc(rel, site["line"]),
-                            "test_location": _loc(rel, site["test_line"]) if site["test_line"] else None})
+                            "test_location": _loc(rel, site["test_line"]) if site["test_line"] else None,
+                            **({"guard": inline_predicates(site["guard"], preds)} if site.get("guard") else {}),
+                            **{flag: True for flag in ("keeps_given", "rebinds_given") if site.get(flag)}})
     return out
 
 

@@ -94,32 +94,149 @@ def rewrite_severity(argument: str, frm: str, silent: bool, honoured_before: boo
     return Severity.WARNING if overrides and honoured_before else Severity.INFO
 
 
-def _diff_rewrites(old: dict[str, Any], new: dict[str, Any], findings: list[Finding], changes: dict[str, Any]) -> None:
+def _guarded(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    """The facts' remaps and auto resolutions, each with what its guard says about a user's value
+    (:func:`~mtp_audit.engines.sglang.guards.given_value_test`) under ``"_test"``, and a record whose guard never lets an
+    explicit value through split into one record per value it can change (``from``: ``None`` for an unset flag, or a
+    literal the guard compares the argument with): ``steps = cfg.speculative_num_steps or the draft's slots`` is an
+    ``unset (None)`` rewrite, not a ``*`` one. Model-override stores get the architectures they are registered for."""
+    from mtp_audit.engines.sglang.guards import given_value_test
+
+    archs = {r["location"]: r.get("architectures") or [] for r in facts.get("model_overrides") or []}
+    out: list[dict[str, Any]] = []
+    for r in facts.get("remaps", []) + facts.get("auto_resolutions", []):
+        t = given_value_test(r)
+        t["architectures"] = archs.get(r["location"], [])
+        if not t["froms"]:  # no value it can change was told apart: which one it touches could not be told
+            t = dict(t, given=None, froms=[r["from"]])
+        for f in t["froms"]:
+            out.append(dict(r, **{"from": f, "_test": t}))
+    return out
+
+
+def _when(r: dict[str, Any], lookup: Any = None, value: Any = None, bound: bool = False) -> bool | None:
+    """Whether a record's guard holds for its ``from`` value (or, ``bound``, for ``value``) with other names from
+    ``lookup`` (unknown without one)."""
+    from mtp_audit.engines.sglang.guards import evaluate_for, parsed_guard
+
+    if not bound:
+        frm = r["from"]
+        value = None if frm == "None" else frm
+        if frm == "*":
+            return r["_test"]["given"]
+    return evaluate_for(parsed_guard(r), r["argument"], value, lookup)
+
+
+def _short(text: str | None, limit: int = 200) -> str:
+    """A guard for a message: whole when short, else its last conjuncts (the innermost tests, the most specific)
+    after ``... and``."""
+    text = " ".join((text or "").split())
+    if len(text) <= limit:
+        return text
+    parts = text.split(" and ")
+    kept: list[str] = []
+    while parts and len(" and ".join([parts[-1], *kept])) <= limit:
+        kept.insert(0, parts.pop())
+    return "... and " + " and ".join(kept) if kept else text[:limit].rsplit(" ", 1)[0] + " ..."
+
+
+def _only_when(r: dict[str, Any], when: bool | None) -> str:
+    """`` only for ARCH, when GUARD`` for a conditioned rewrite; ``""`` for an unconditional one."""
+    t = r["_test"]
+    words = []
+    if t["architectures"]:
+        words.append(f"only for {_listed(t['architectures'], 3)}")
+    if when is not True and t["guard"]:
+        words.append(f"{'only ' if not words else ''}when {_short(t['guard'])}")
+    return ", ".join(words)
+
+
+def _new_rewrite_finding(rule: Any, k: tuple[str, str, tuple[str, ...]], sites: list[dict[str, Any]], old: dict[str, Any],
+                         old_dests: set[Any], old_args_from: set[tuple[str, str]], known: dict[str, Any] | None) -> Finding | None:
+    """The MTP110 finding of one added rewrite (see :func:`rewrite_severity`): a rewrite under a guard that is not
+    certainly true (a platform, an environment variable, a model family, another flag) is at most a warning; with a
+    launch (``known``), one whose guard is false for it is left out and one that holds keeps the policy's severity; a
+    rewrite of a literal the old version refused (its ``choices``) cannot change a command that ran before: info."""
+    arg, frm, _to = k
+    silent = not any(r["logged"] for r in sites)
+    sev = rewrite_severity(arg, frm, silent, arg in old_dests and (arg, frm) not in old_args_from)
+    r = next((x for x in sites if _applies(x, known) is not False), None) if known is not None else sites[0]
+    if r is None:
+        return None
+    when = _applies(r, known) if known is not None else _when(r)
+    cond = _only_when(r, when)
+    if (when is not True or r["_test"]["architectures"] and known is None) and sev > Severity.WARNING:
+        sev = Severity.WARNING
+    refused = _refused_before(old, arg, frm)
+    if refused:
+        sev = Severity.INFO
+    given = r["_test"]["given"]
+    what = ("whatever value is passed" if frm == "*" and given is True else "a value passed" if frm == "*"
+            else "unset (None)" if frm == "None" else f"{frm!r}")
+    scope = ("; for this launch: it applies" if known is not None and when is True else
+             "; for this launch: could not tell whether it applies" if known is not None else "")
+    return rule.finding(
+        f"new {'silent' if silent else 'logged'} rewrite: {arg} {frm} -> {', '.join(r['to'])}"
+        f" ({what} becomes {', '.join(r['to'])}{', ' + cond if cond else ''}"
+        f"{'; a value the old version refused' if refused else ''}{'' if is_relevant(arg) else '; not an MTP/FP4 argument'}{scope})",
+        location_of(r["location"]),
+        evidence=[Evidence("condition", r["condition"] or "(always)", location_of(r.get("test_location"))),
+                  *([Evidence("guard", r["_test"]["guard"])] if r["_test"]["guard"] and r["_test"]["guard"] != r["condition"] else []),
+                  *([Evidence("architectures", ", ".join(r["_test"]["architectures"]))] if r["_test"]["architectures"] else []),
+                  *_sites_evidence(sites, "also at")],
+        severity=sev)
+
+
+def _refused_before(old: dict[str, Any], arg: str, frm: str) -> bool:
+    """Whether the old version's flag for ``arg`` declares choices that do not include ``frm`` (a literal)."""
+    if frm in ("*", "None"):
+        return False
+    for rec in (old.get("cli_arguments") or {}).values():
+        if rec.get("dest") == arg:
+            return rec.get("choices") is not None and frm not in rec["choices"]
+    return False
+
+
+def _applies(r: dict[str, Any], known: dict[str, Any] | None) -> bool | None:
+    """Whether a rewrite applies to a launch (``known``: :func:`mtp_audit.engines.sglang.startup_facts.launch_lookup`'s input,
+    plus ``"defaults"``: field -> declared default): its architecture is registered (when it is a model override) and
+    its guard holds with the launch's value of the argument (the command's, else the declared default)."""
+    from mtp_audit.engines.sglang.startup_facts import launch_lookup
+
+    if known is None:
+        return _when(r)
+    archs = r["_test"]["architectures"]
+    arch = known.get("architecture")
+    if archs and arch is not None and arch not in archs:
+        return False
+    fields = known.get("fields") or {}
+    arg = r["argument"]
+    value = fields[arg] if arg in fields else (known.get("defaults") or {}).get(arg)
+    if r["from"] not in ("*",) and str(value) != r["from"]:
+        return False
+    v = _when(r, launch_lookup(known), value, bound=True)
+    return v if not (archs and arch is None and v is True) else None
+
+
+def _diff_rewrites(old: dict[str, Any], new: dict[str, Any], findings: list[Finding], changes: dict[str, Any],
+                   known: dict[str, Any] | None = None) -> None:
     rule = BY_ID["MTP110"]
-    o = _group(old.get("remaps", []) + old.get("auto_resolutions", []))
-    n = _group(new.get("remaps", []) + new.get("auto_resolutions", []))
+    o = _group(_guarded(old))
+    n = _group(_guarded(new))
     old_args_from = {(k[0], k[1]) for k in o}
     old_dests = {a.get("dest") for a in (old.get("cli_arguments") or {}).values()}
     for cat in ("remaps", "auto_resolutions"):
         in_cat = (lambda k: k[0] == "speculative_algorithm") if cat == "remaps" else (lambda k: k[0] != "speculative_algorithm")
-        changes[cat] = {"added": [n[k][0] for k in sorted(set(n) - set(o)) if in_cat(k)],
-                        "removed": [o[k][0] for k in sorted(set(o) - set(n)) if in_cat(k)],
-                        "now_silent": [n[k][0] for k in sorted(set(n) & set(o)) if in_cat(k)
+        changes[cat] = {"added": [_public(n[k][0]) for k in sorted(set(n) - set(o)) if in_cat(k)],
+                        "removed": [_public(o[k][0]) for k in sorted(set(o) - set(n)) if in_cat(k)],
+                        "now_silent": [_public(n[k][0]) for k in sorted(set(n) & set(o)) if in_cat(k)
                                        and any(r["logged"] for r in o[k]) and not any(r["logged"] for r in n[k])]}
     for k in sorted(set(n) - set(o)):
-        arg, frm, to = k
-        sites = n[k]
-        silent = not any(r["logged"] for r in sites)
-        sev = rewrite_severity(arg, frm, silent, arg in old_dests and (arg, frm) not in old_args_from)
-        r = sites[0]
-        what = "whatever value is passed" if frm == "*" else "unset (None)" if frm == "None" else f"{frm!r}"
-        findings.append(rule.finding(
-            f"new {'silent' if silent else 'logged'} rewrite: {arg} {frm} -> {', '.join(r['to'])}"
-            f" ({what} becomes {', '.join(r['to'])}{'' if is_relevant(arg) else '; not an MTP/FP4 argument'})",
-            location_of(r["location"]),
-            evidence=[Evidence("condition", r["condition"] or "(always)", location_of(r.get("test_location"))),
-                      *_sites_evidence(sites, "also at")],
-            severity=sev))
+        f = _new_rewrite_finding(rule, k, n[k], old, old_dests, old_args_from, known)
+        if f is not None:
+            findings.append(f)
+    if known is not None:
+        return  # a launch compares what its own command meets: removed rewrites and log changes are the upgrade's report
     for k in sorted(set(o) - set(n)):
         arg, frm, to = k
         sites = o[k]
@@ -137,21 +254,36 @@ def _diff_rewrites(old: dict[str, Any], new: dict[str, Any], findings: list[Find
         if any(r["logged"] for r in o[k]) and not any(r["logged"] for r in n[k]):
             arg, frm, _ = k
             r = n[k][0]
+            sev = Severity.WARNING if is_relevant(arg) and frm not in _DEFAULT_FROMS else Severity.INFO
             findings.append(rule.finding(
                 f"rewrite no longer logged: {arg} {frm} -> {', '.join(r['to'])} is now silent (was logged at old version's {o[k][0]['location']})",
                 location_of(r["location"]), evidence=[Evidence("condition", r["condition"] or "(always)", location_of(r.get("test_location")))],
-                severity=Severity.WARNING if is_relevant(arg) and frm not in _DEFAULT_FROMS else Severity.INFO))
+                severity=sev))
 
 
-def diff_facts(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[Finding], dict[str, Any]]:
+def _public(r: dict[str, Any]) -> dict[str, Any]:
+    """A grouped record as the facts show it: without the guard test, with ``guard_says`` when the guard decided the
+    ``from`` (``given``: whether an explicit value is rewritten; ``architectures``)."""
+    out = {k: v for k, v in r.items() if k != "_test"}
+    t = r["_test"]
+    out["applies_to_given"] = t["given"]
+    if t["architectures"]:
+        out["architectures"] = t["architectures"]
+    return out
+
+
+def diff_facts(old: dict[str, Any], new: dict[str, Any], known: dict[str, Any] | None = None) -> tuple[list[Finding], dict[str, Any]]:
     """Findings MTP110-MTP113 and a ``changes`` dict (added/removed per category).
 
     Every finding carries a location: the new version's ``path:line``, or for something removed the
-    old version's (paths of both versions are relative to their own audited root).
+    old version's (paths of both versions are relative to their own audited root). ``known``: what one launch knows
+    (:func:`mtp_audit.engines.sglang.startup_facts.launch_lookup`'s input plus ``"defaults"``, field -> declared default):
+    each added rewrite's guard is evaluated against it (one that does not apply is left out, one that applies keeps
+    its severity, one that cannot be told is at most a warning).
     """
     findings: list[Finding] = []
     changes: dict[str, Any] = {}
-    _diff_rewrites(old, new, findings, changes)
+    _diff_rewrites(old, new, findings, changes, known)
 
     oc, nc = old.get("cli_arguments", {}), new.get("cli_arguments", {})
     changes["cli_arguments"] = {"added": sorted(set(nc) - set(oc)), "removed": sorted(set(oc) - set(nc)), "choices": {}}

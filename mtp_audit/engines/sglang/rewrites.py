@@ -26,6 +26,7 @@ import re
 from typing import Any
 
 from mtp_audit.engines.code.index import Context, ModuleIndex, Site
+from mtp_audit.engines.sglang.guards import site_guard
 
 LOG_FUNCS = re.compile(r"^(logger|logging|log|_logger|LOGGER)\.(info|warning|warn|error|debug|critical|exception)"
                        r"|^warnings\.warn$|^print$|^print_\w*once$|^log_info_on_rank0$|^\w*warn\w*once$")
@@ -213,6 +214,7 @@ class _Unit:
                 "logged": logged, "shape": shape, "froms": self.froms(ctx)}
         if shape in ("overrides-dict", "return-dict"):
             base["exits"] = early_exit_text(self.ix, ctx.unit, pos[0])
+        base.update(site_guard(ctx.unit, pos[0], ctx.guards, argument, value))
         lit = literal(value)
         if lit is not _NOT:
             self.add("sites", pos, dict(base, to=lit if isinstance(lit, list) else [lit]))

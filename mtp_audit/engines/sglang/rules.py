@@ -250,9 +250,19 @@ RULES: tuple[Rule, ...] = (
             "relevant argument + silent + only resolves a default (None/auto) = warning; other argument + silent + "
             "overrides a value the old version honoured (the flag existed, no rewrite from that value) = warning; "
             "a removed speculative_algorithm rewrite = warning; every other change (logged rewrites, removed "
-            "rewrites, other arguments) = info.",
+            "rewrites, other arguments) = info. Each rewrite's guard is read from its function: the if branches, "
+            "early returns and asserts before it (a check that raises instead of rewriting), locals and the "
+            "release's one-line predicates (is_attention_backend_not_set) inlined, the guards around the calls of "
+            "its function, the architectures a model override is registered for. A guard that never lets an explicit "
+            "value through makes the rewrite one of an unset flag (or of the literals it compares); 'whatever value is "
+            "passed' is said only when the guard is true for any value. A rewrite under a guard that is not certainly "
+            "true (a platform, an environment variable, a model family, another flag) is at most a warning, and so is "
+            "one of a literal the old version's choices refused (info). With a launch (mtp-audit launch --sglang OLD "
+            "--compare-sglang NEW) each guard is evaluated against the command, checkpoint and GPU: only rewrites that "
+            "apply keep their severity; those that cannot apply are left out.",
         fix="Read the new rewrite's condition and location; adjust your launch flags before upgrading.",
-        sources=("docs/sglang.md (diff of two SGLang trees)", "mtp_audit/engines/sglang/diff.py rewrite_severity"),
+        sources=("docs/sglang.md (diff of two SGLang trees)", "mtp_audit/engines/sglang/diff.py rewrite_severity",
+                 "mtp_audit/engines/sglang/guards.py (the guard of a rewrite)"),
         basis="code",
         examples=(
             Example(True, {"old/" + _SP: _SA_OLD_REMAP, "new/" + _SP: _SA_NEW_REMAP}, args=("--diff",), note="NEXTN now maps to EAGLE3"),

@@ -35,6 +35,7 @@ from typing import Any, NamedTuple, Protocol
 
 from mtp_audit.engines.code.index import ModuleIndex
 from mtp_audit.engines.sglang import flow, spec_hooks, startup_facts
+from mtp_audit.engines.sglang.guards import hook_calls, module_predicates
 from mtp_audit.engines.sglang.names import HOOK_PATHS, TRACKED_SOURCE
 from mtp_audit.engines.sglang.prefilter import AssertedFieldFinder, AttributeFinder, WordFinder, find_all
 from mtp_audit.engines.sglang.rewrites import LOG_FUNCS, analyse_units  # noqa: F401  (LOG_FUNCS: public name kept)
@@ -602,7 +603,7 @@ def scan_file(rel: str, data: bytes, passes: tuple[str, ...] | bool) -> dict[str
         if "server" in passes:
             res.update(spec_hooks.file_hooks(ix))
     except (RecursionError, MemoryError) as exc:  # an expression nested too deeply for the passes: like a parse failure
-        for key in ("consts", "cli", "funcs", "flow", "registrations", "asserts"):
+        for key in ("consts", "cli", "funcs", "flow", "registrations", "asserts", "predicates", "hook_calls", "defines"):
             res.pop(key, None)
         res["gap"] = f"does not parse into a tree the passes can walk (nested too deeply: {type(exc).__name__}); not examined"
     return res
@@ -631,7 +632,8 @@ def _server_pass(ix: ModuleIndex) -> dict[str, Any]:
     """CLI declarations, module constants and imports, parsers and rewrite records of one indexed file."""
     consts, imports, mutations = _module_level(ix.tree, ix.rel)
     return {"consts": consts, "imports": imports, "cli": _cli_declarations(ix), "funcs": _rewrite_units(ix),
-            "unit_errors": [], "mutations": mutations, "parsers": _parsers(ix)}
+            "unit_errors": [], "mutations": mutations, "parsers": _parsers(ix), "predicates": module_predicates(ix.tree),
+            "hook_calls": hook_calls(ix), "defines": sorted({n.name for n in ix.tree.body if isinstance(n, ast.FunctionDef)})}
 
 
 def _module_level(tree: ast.Module, rel: str) -> tuple[dict[str, Any], dict[str, str], list[list[Any]]]:

@@ -13,7 +13,7 @@ from mtp_audit.report import Gap, Report
 #: the keys of an evaluation's outcome that make up ``facts["launch"]``
 FACT_KEYS = ("summary", "answer", "closing", "compare", "verdict", "corrected_command", "changed_flags", "speculative", "draft",
              "model_overrides", "startup_asserts", "attention",
-             "parallel", "command", "env")
+             "parallel", "command", "env", "corrected_check")
 
 
 class SGLangEngine(Engine):
@@ -59,16 +59,39 @@ class SGLangEngine(Engine):
     def evaluate(self, request: LaunchRequest, release: Any, gap: Gap | None) -> EngineOutcome:
         """See :meth:`mtp_audit.engines.base.Engine.evaluate` (:func:`~mtp_audit.engines.sglang.launch.evaluate.evaluate_launch`)."""
         from mtp_audit.engines.argv import shell_join
-        from mtp_audit.engines.sglang.launch.evaluate import evaluate_launch
+        from mtp_audit.engines.sglang.launch.evaluate import (
+            evaluate_launch,
+            replay_known,
+        )
 
         ev = evaluate_launch(request.toks, sg_report=release, sg_gap=gap, analyzers=request.analyzers, env=request.env,
                              environ=request.environ, cwd=request.cwd)
+        context = {"sglang": ev.ctx.sg, "known": _with_algorithm(replay_known(ev.ctx), ev.ctx.sg, ev.ctx.algo_runs_as)} if ev.ctx.sg else None
         return EngineOutcome(name=shell_join(request.toks), version=ev.ctx.sglang_version, findings=list(ev.ctx.findings),
-                             gaps=list(ev.ctx.gaps), reports=list(ev.reports), facts={k: ev.outcome[k] for k in FACT_KEYS})
+                             gaps=list(ev.ctx.gaps), reports=list(ev.reports), facts={k: ev.outcome[k] for k in FACT_KEYS if k in ev.outcome},
+                             context=context)
 
     def compare(self, request: LaunchRequest, old: EngineOutcome, new: EngineOutcome) -> EngineOutcome:
         """The ``new`` outcome plus MTP310 findings and ``facts["diff"]``: what changes in "what will happen" between
         the two SGLang releases."""
-        from mtp_audit.engines.sglang.launch.outcome import compare_outcomes
+        from mtp_audit.engines.sglang.launch.outcome import (
+            compare_outcomes,
+            upgrade_rewrites,
+        )
 
-        return compare_outcomes(old, new)
+        return upgrade_rewrites(old, compare_outcomes(old, new))
+
+
+def _with_algorithm(known: dict[str, Any], sg: dict[str, Any], algorithm: str | None) -> dict[str, Any]:
+    """``known`` with the names a guard inlined from ``SpeculativeAlgorithm``'s dispatch methods reads (0.5.23
+    ``spec_info.py:117-118`` ``is_dflash``: ``self == SpeculativeAlgorithm.DFLASH``): ``self`` is the algorithm the launch
+    runs as, each ``SpeculativeAlgorithm.<MEMBER>`` that member's name (members from the release's dispatch predicates
+    and its alias lookup); unchanged when the launch requests no algorithm."""
+    if not algorithm:
+        return known
+    hooks = sg.get("speculative_hooks") or {}
+    members = {m for ms in (hooks.get("predicates") or {}).values() for m in ms}
+    members |= {m for a in sg.get("aliases") or [] for m in a.get("enum_members") or []}
+    names = dict(known.get("names") or {}, self=algorithm)
+    names.update({f"SpeculativeAlgorithm.{m}": m for m in members})
+    return dict(known, names=names)

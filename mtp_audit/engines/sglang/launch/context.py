@@ -92,6 +92,11 @@ class Ctx:
     attention_text: str = "not checked"
     #: the replayed speculative hook (:class:`mtp_audit.engines.sglang.launch.spec_hook_replay.HookOutcome`), set by its check
     spec_hook: Any = None
+    #: ``(flag, value)`` the hook's replay found for a field it reads as ``None`` (set by its check; ``None``: none)
+    spec_fix: Any = None
+    #: the corrected command evaluated again (``{"command", "verdict", "errors", "hook_raises"}``), when it carries a
+    #: fix found by the replay; ``None`` otherwise
+    corrected_check: dict[str, Any] | None = None
     #: the same, location-free (compared between releases) and as facts (``facts.launch.attention``)
     attention_compare: str = "not checked"
     attention_facts: dict[str, Any] = field(default_factory=dict)

@@ -850,7 +850,44 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
             except InputError:
                 pass
     outcome = build_outcome(ctx, all_findings, all_gaps)
+    if _depth == 0 and ctx.spec_fix is not None and outcome["corrected_command"]:
+        all_findings = _recheck_corrected(ctx, all_findings, sg_report, sg_gap, analyzers, env, environ, cwd)
+        outcome = build_outcome(ctx, all_findings, all_gaps)
     return Evaluation(ctx, reports, outcome)
+
+
+def _recheck_corrected(ctx: Ctx, findings: list[Any], sg_report: Report | None, sg_gap: Gap | None, analyzers: Analyzers,
+                       env: Mapping[str, str] | None, environ: Mapping[str, str] | None, cwd: Path) -> list[Any]:
+    """Evaluate the corrected command again when it carries a value the speculative hook's replay found
+    (``ctx.spec_fix``) and keep the result in ``ctx.corrected_check``. When the hook still raises for it, the fix is
+    withdrawn: the finding's remediation says that no fix is known, and ``findings`` is returned with it."""
+    import dataclasses
+
+    from mtp_audit.engines.argv import shell_join
+    from mtp_audit.engines.outcome import verdict
+    from mtp_audit.engines.sglang.launch.correct import corrected_tokens
+
+    toks, _ = corrected_tokens(ctx, findings)
+    if toks is None:
+        return findings
+    sub = evaluate_launch(toks, sg_report=sg_report, sg_gap=sg_gap, analyzers=analyzers, env=env, environ=environ, cwd=cwd, _depth=2)
+    sub_findings = [f for r in sub.reports for f in r.findings] + sub.ctx.findings
+    sub_gaps = [g for r in sub.reports for g in r.gaps] + sub.ctx.gaps
+    raises = bool(sub.ctx.spec_hook is not None and sub.ctx.spec_hook.raised)
+    ctx.corrected_check = {"command": shell_join(toks), "verdict": verdict(sub_findings, sub_gaps),
+                           "errors": sorted({f.rule_id for f in sub_findings if f.severity >= Severity.ERROR}), "hook_raises": raises}
+    if not raises:
+        return findings
+    flag, value = ctx.spec_fix
+    ctx.spec_fix = None
+
+    def withdrawn(f: Any) -> Any:
+        if f.rule_id == "MTP300" and (f.remediation or "").startswith(f"{flag} {value} ("):
+            return dataclasses.replace(f, remediation=f"no fix known: with {flag} {value} the replayed hook still raises")
+        return f
+
+    ctx.findings = [withdrawn(f) for f in ctx.findings]
+    return [withdrawn(f) for f in findings]
 
 
 def _linear_attention(ctx: Ctx, cwd: Path) -> None:

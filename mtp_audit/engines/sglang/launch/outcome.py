@@ -61,7 +61,10 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
     v = verdict(findings, gaps)
     pf = ctx.pf or {}
     fp4 = ckpt_fp4(ctx.ck)
-    texts = {"spec": _speculative_text(ctx), **_draft_texts(ctx), "mtp": _mtp_weights_text(ctx), "gpus": _gpu_text(ctx),
+    from mtp_audit.engines.sglang.launch.spec_replay import resolved_words
+
+    texts = {"spec": _speculative_text(ctx), "spec_params": resolved_words(ctx.spec_hook), **_draft_texts(ctx),
+             "mtp": _mtp_weights_text(ctx), "gpus": _gpu_text(ctx),
              "fp4_gemm": _backend(pf, "fp4_gemm_backend", fp4, ctx.ck is not None),
              "moe": _model_override(ctx, "moe_runner_backend", _backend(pf, "moe_runner_backend", fp4, ctx.ck is not None)),
              "fp4_ckpt": fp4 or ("no" if ctx.ck is not None else "unknown (checkpoint not audited)"),
@@ -88,6 +91,7 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
         "parallel": _parallel_facts(ctx.parallel, ctx.visible),
         "command": ctx.cmd.to_dict(),
         "env": {k: {"value": ctx.env[k], "source": ctx.env_source.get(k)} for k in sorted(ctx.env)},
+        **({"corrected_check": dict(ctx.corrected_check)} if ctx.corrected_check is not None else {}),
     }
 
 
@@ -191,6 +195,8 @@ def _summary(ctx: Any, texts: dict[str, Any], v: str, fixed_cmd: str | None) -> 
         "verdict": v,
         "corrected_command": fixed_cmd or ("none needed" if v == GO else "no command-line fix known"),
     }
+    if texts.get("spec_params"):  # the speculative hook was replayed and starts: what it decides
+        summary["speculative_parameters"] = texts["spec_params"]
     if ctx.startup_asserts:  # only when one applies: SGLang stops at start-up with AssertionError
         summary["startup_assert"] = "; ".join(
             f"AssertionError at {a['location']} ({a['field']} {a['value']!s} not accepted): {a['message'][:120]}"
@@ -233,7 +239,8 @@ def _closing_lines(ctx: Any, texts: dict[str, Any], findings: Sequence[Finding],
         f"{ctx.sg_name} reads the command through {ctx.cmd.entry}"
         + (f": {len(rejected)} option(s) rejected" if rejected else ": every option accepted")
         + (f", {len(abbrev)} only as abbreviation(s)" if abbrev else "") + ".",
-        f"Speculative decoding: {texts['spec']}.",
+        f"Speculative decoding: {texts['spec']}"
+        + (f"; after SGLang's resolution: {texts['spec_params']}" if texts.get("spec_params") else "") + ".",
         f"Draft model: {texts['draft_model']}.",
         f"Draft architecture: {texts['draft_arch']}.",
         f"MTP weights: {texts['mtp']}.",
@@ -244,6 +251,11 @@ def _closing_lines(ctx: Any, texts: dict[str, Any], findings: Sequence[Finding],
     ]
     if fixed_cmd:
         lines.append(f"Corrected command: {fixed_cmd}" + (f" (still to fix outside the command: {', '.join(still)})" if still else ""))
+        chk = ctx.corrected_check
+        if chk is not None:
+            lines.append(f"Corrected command evaluated again: {chk['verdict']}"
+                         + (f" ({len(chk['errors'])} error(s): {', '.join(chk['errors'])})" if chk["errors"] else " (no error)")
+                         + ("; the speculative hook starts" if not chk["hook_raises"] else "; the speculative hook still raises") + ".")
     elif v == FIX_FIRST:
         lines.append("Corrected command: none known; the errors are not fixed by a flag (see each finding's fix).")
     return lines
@@ -251,13 +263,19 @@ def _closing_lines(ctx: Any, texts: dict[str, Any], findings: Sequence[Finding],
 
 def _answer(ctx: Any, compare: dict[str, Any], findings: Sequence[Finding], errors: list[Finding], blocking: list[Gap], v: str,
             fixed_cmd: str | None, still: list[str]) -> list[str]:
-    """The answer the text report opens with: the verdict, what runs, and the corrected command."""
+    """The answer the text report opens with: the verdict, what runs (with the speculative parameters after SGLang's
+    resolution, where its hook was replayed), and the corrected command."""
+    from mtp_audit.engines.sglang.launch.spec_replay import resolved_words
+
     d = ctx.draft
     runs = compare["speculative_algorithm"]
     if ctx.sg is None and ctx.algo_requested is not None:
         runs = f"{ctx.algo_requested} requested (what it runs as is read from the SGLang source: pass --sglang)"
     elif d.get("uses_draft"):
         runs += f", draft {compare['draft_model']}" + (f" ({d['draft_class']})" if d.get("draft_class") else "")
+    params = resolved_words(ctx.spec_hook)
+    if params:
+        runs += f"; {params.split(' (SGLang logs', 1)[0]}"
     if v == FIX_FIRST:
         head = f"fix first: {len(errors)} error(s) ({', '.join(sorted({f.rule_id for f in errors}))}); speculative decoding: {runs}"
     elif v == COULD_NOT_TELL:
@@ -289,6 +307,8 @@ def _backend_value(pf: dict[str, Any], key: str) -> str:
 
 def _fixed_by(f: Finding, changed: list[str], ctx: Any) -> bool:
     """Whether the corrected command addresses finding ``f`` (its remediation names a changed flag)."""
+    if f.rule_id == "MTP300" and ctx.corrected_check is not None and "stops at start-up" in f.message:
+        return not ctx.corrected_check["hook_raises"]  # the corrected command was replayed again
     if f.rule_id in ("MTP300", "MTP301"):
         return any(p.fix is not None for p in ctx.cmd.problems)
     if f.rule_id in ("MTP311", "MTP312"):
@@ -343,3 +363,31 @@ def compare_outcomes(old: Any, new: Any) -> Any:
     facts["closing"] = {"title": f"What will happen (SGLang {nv}, compared with {ov})", "lines": lines}
     facts["answer"] = [f"{facts['answer'][0]}; compared with SGLang {ov}: {len(diff['changes'])} change(s)", *facts["answer"][1:]]
     return dataclasses.replace(new, name=f"{new.name} (sglang {ov} -> {nv})", findings=new.findings + extra, facts=facts)
+
+
+def upgrade_rewrites(old: Any, compared: Any) -> Any:
+    """``compared`` (the new release's outcome after :func:`compare_outcomes`) with the upgrade's added rewrites that
+    concern this launch (:func:`mtp_audit.engines.sglang.diff.diff_facts` with what the new evaluation knows: the
+    checkpoint's architecture, the command's values and the declared defaults, the GPU family): one whose guard holds
+    keeps its MTP110 severity (an error for a silent override of an MTP/FP4 flag), one whose guard cannot be told is
+    at most a warning, one whose guard is false is left out. Added to the sglang analyzer's sub-report (warnings and
+    errors only); ``facts["diff"]["rewrites"]`` counts them. Unchanged when either release was not read."""
+    import dataclasses
+
+    from mtp_audit.engines.sglang.diff import diff_facts
+    from mtp_audit.report import Finding as _Finding
+
+    if not old.context or not compared.context:
+        return compared
+    findings, _ = diff_facts(old.context["sglang"], compared.context["sglang"], known=compared.context["known"])
+    kept = [f for f in findings if f.rule_id == "MTP110" and f.severity >= Severity.WARNING]
+    counts = {"apply": sum(1 for f in kept if f.message.endswith("; for this launch: it applies)")),
+              "could_not_tell": sum(1 for f in kept if f.message.endswith("could not tell whether it applies)"))}
+    facts = dict(compared.facts, diff=dict(compared.facts["diff"], rewrites=counts))
+    reports = list(compared.reports)
+    at = next((i for i, r in enumerate(reports) if r.targets and r.targets[0].analyzer == "sglang"), None)
+    if at is not None and kept:
+        r = reports[at]
+        reports[at] = dataclasses.replace(r, findings=tuple(sorted(set(r.findings) | set(kept), key=_Finding.sort_key)),
+                                          rule_ids=tuple(sorted(set(r.rule_ids) | {"MTP110"})))
+    return dataclasses.replace(compared, facts=facts, reports=reports)

@@ -44,6 +44,19 @@ class HookOutcome:
     raised: list[tuple[str, str, str]] | None = None
     gap: str | None = None
     assumed: list[str] = field(default_factory=list)
+    #: operands that were ``None`` where an operator failed (``cfg.speculative_eagle_topk``), over every raising path
+    none_operands: list[str] = field(default_factory=list)
+    #: whether any path raises (``raised`` is set only when every path does)
+    some_raise: bool = False
+    #: the values of :data:`RESOLVED` on the paths that do not raise (``[value, ...]`` distinct, ``UNKNOWN`` included)
+    resolved: dict[str, list[Any]] = field(default_factory=dict)
+    #: log lines of those paths that name one of :data:`RESOLVED` (``(message, file:line)``)
+    logs: list[tuple[str, str]] = field(default_factory=list)
+
+
+#: The speculative parameters the hook decides (0.5.23 ``speculative_hook.py:1159-1173`` the auto choice, ``:1255-1266``
+#: ``speculative_num_draft_tokens`` adjusted to ``speculative_num_steps + 1`` when ``speculative_eagle_topk == 1``).
+RESOLVED = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
 
 
 def pick_hook(facts: dict[str, Any], algorithm: str | None) -> tuple[str, str, dict[str, Any]] | None:
@@ -170,17 +183,27 @@ def replay_hook(facts: dict[str, Any], algorithm: str | None, values: dict[str, 
     record = Obj("ServerArgs", values)
     r = Replay(module, rel, hooks=_hooks(arch, nvidia, record))
     try:
-        paths = r.call(name, None, record)
+        paths = r.call_keeping(name, record, record)
     except (RecursionError, MemoryError):
         return HookOutcome(hook=name, location=loc, gap=f"{rel}: {name} nests too deeply to replay")
     lost = [p.lost for p in paths if p.lost]
     if lost:
         return HookOutcome(hook=name, location=loc, gap=lost[0])
+    nones = sorted({o for p in paths if p.raised for o in p.raised.none_operands})
+    some = any(p.raised is not None for p in paths)
     if paths and all(p.raised is not None for p in paths):
         seen = {(p.raised.type, p.raised.message, p.raised.location): None for p in paths if p.raised}
         assumed = _deciding_tests(paths)
-        return HookOutcome(hook=name, location=loc, raised=list(seen), assumed=assumed)
-    return HookOutcome(hook=name, location=loc)
+        return HookOutcome(hook=name, location=loc, raised=list(seen), assumed=assumed, none_operands=nones, some_raise=True)
+    ok = [p for p in paths if p.raised is None]
+    resolved: dict[str, list[Any]] = {}
+    for f in RESOLVED:
+        for p in ok:
+            v = p.bound.get(f) if isinstance(p.bound, Obj) else UNKNOWN
+            if not any(v is x or v == x for x in resolved.get(f, [])):
+                resolved.setdefault(f, []).append(v)
+    logs = list(dict.fromkeys(lg for p in ok for lg in p.logs if any(f in lg[0] for f in RESOLVED)))
+    return HookOutcome(hook=name, location=loc, none_operands=nones, some_raise=some, resolved=resolved, logs=logs)
 
 
 def _deciding_tests(paths: list[Path]) -> list[str]:
@@ -226,11 +249,15 @@ def check_speculative_hook(ctx: Any) -> None:
         return
     flags = " ".join(f"{o.flag} {o.value}" if o.value is not None else o.flag for o in ctx.cmd.options
                      if o.flag.startswith("--speculative"))
+    nones = none_flags(out, cli, values)
+    fix = find_fix(facts, nones, values, arch=arch, nvidia=nvidia or None)
+    ctx.spec_fix = fix
     ctx.add("MTP300", f"SGLang {ctx.sglang_version} stops at start-up with {flags}: {out.hook} ({out.location}) raises "
-            + raised_words(out), "--speculative-algorithm",
+            + raised_words(out) + "".join(f"; {f} is None there ({fl} not given)" for f, fl in nones), "--speculative-algorithm",
             evidence=[Evidence("raised at", w, loc_of(w)) for _t, _m, w in out.raised]
-            + [Evidence("hook", out.hook or "", loc_of(out.location))],
-            remediation=_remedy(first_raise(out)))
+            + [Evidence("hook", out.hook or "", loc_of(out.location))]
+            + [Evidence("None", f"{f} ({fl} not given, default None)") for f, fl in nones],
+            remediation=_remedy(first_raise(out), nones, fix))
 
 
 def raised_words(out: HookOutcome) -> str:
@@ -249,8 +276,79 @@ def first_raise(out: HookOutcome) -> tuple[str, str, str]:
     return (out.raised or [("", "", "")])[0]
 
 
-def _remedy(raised: tuple[str, str, str]) -> str:
+def none_flags(out: HookOutcome, cli: dict[str, Any], values: dict[str, Any]) -> list[tuple[str, str]]:
+    """``[(field, flag)]``: the server-args fields that were ``None`` where the hook's operator failed
+    (``cfg.speculative_eagle_topk`` in ``cfg.speculative_eagle_topk > 1``), each with the flag that sets it, when the
+    launch left it ``None`` (not given, declared default ``None``)."""
+    by_dest = {rec.get("dest"): flag for flag, rec in cli.items() if rec.get("dest")}
+    out_: list[tuple[str, str]] = []
+    for op in out.none_operands:
+        name = op.rsplit(".", 1)[-1]
+        if "." in op and name in by_dest and values.get(name, UNKNOWN) is None and (name, by_dest[name]) not in out_:
+            out_.append((name, by_dest[name]))
+    return out_
+
+
+def _candidates(facts: dict[str, Any], field_name: str) -> list[Any]:
+    """Literals the cached hook functions compare ``<x>.field_name`` with (``cfg.speculative_eagle_topk > 1`` -> 1), in
+    source order: the values the hook itself treats as boundaries."""
+    out: list[Any] = []
+    for fns in (facts.get("functions") or {}).values():
+        module = _module(fns)
+        for node in ast.walk(module) if module is not None else ():
+            if not isinstance(node, ast.Compare) or len(node.ops) != 1:
+                continue
+            sides = [node.left, node.comparators[0]]
+            if not any(isinstance(x, ast.Attribute) and x.attr == field_name for x in sides):
+                continue
+            for x in sides:
+                elts = x.elts if isinstance(x, (ast.Tuple, ast.List, ast.Set)) else [x]
+                for e in elts:
+                    if isinstance(e, ast.Constant) and type(e.value) in (int, float, str) and e.value not in out:
+                        out.append(e.value)
+    return out
+
+
+def find_fix(facts: dict[str, Any], nones: list[tuple[str, str]], values: dict[str, Any], *, arch: str | None,
+             nvidia: bool | None) -> tuple[str, Any] | None:
+    """``(flag, value)`` that makes the hook raise on no path when the field it sets is ``None``: the hook is replayed
+    again with each literal it compares the field with (:func:`_candidates`); ``None`` when none does."""
+    for field_name, flag in nones:
+        for c in _candidates(facts, field_name):
+            again = replay_hook(facts, values.get("speculative_algorithm"), dict(values, **{field_name: c}), arch=arch, nvidia=nvidia)
+            if again.gap is None and not again.some_raise and again.hook is not None:
+                return flag, c
+    return None
+
+
+def _remedy(raised: tuple[str, str, str], nones: list[tuple[str, str]] | None = None, fix: tuple[str, Any] | None = None) -> str:
+    if fix is not None:
+        field_name = next(f for f, fl in nones or () if fl == fix[0])
+        return (f"{fix[0]} {fix[1]} ({field_name} is None at {raised[2]} because {fix[0]} is not given; replayed with "
+                f"{fix[0]} {fix[1]}, the hook raises on no path)")
+    if nones:
+        return (f"no flag value found that the replayed hook accepts: {', '.join(f for f, _ in nones)} is None at {raised[2]} "
+                f"({', '.join(fl for _, fl in nones)} not given); give --speculative-num-steps, --speculative-eagle-topk and "
+                "--speculative-num-draft-tokens together, or none of them")
     if raised[0] == "TypeError" and "NoneType" in raised[1]:
         return ("give --speculative-num-steps, --speculative-eagle-topk and --speculative-num-draft-tokens together "
                 "(e.g. 3 1 4), or none of them")
     return f"change what {raised[2]} refuses: {raised[1][:160]}"
+
+
+def resolved_words(out: HookOutcome | None) -> str | None:
+    """``steps 3, topk 1, draft tokens 4`` after the hook (a value that differs between paths or is not known:
+    ``unknown``), with the log lines that name them (``SGLang logs "..." at file:line``); ``None`` when the hook was not
+    replayed or raises on every path."""
+    if out is None or out.raised or out.gap or not out.resolved:
+        return None
+    names = {"speculative_num_steps": "steps", "speculative_eagle_topk": "topk", "speculative_num_draft_tokens": "draft tokens"}
+    parts = []
+    for f in RESOLVED:
+        vals = out.resolved.get(f) or [UNKNOWN]
+        known = len(vals) == 1 and vals[0] is not UNKNOWN
+        parts.append(f"{names[f]} {vals[0] if known else 'unknown'}")
+    words = ", ".join(parts)
+    for msg, where in out.logs[:2]:
+        words += f' (SGLang logs "{msg[:120]}" at {where})'
+    return words
