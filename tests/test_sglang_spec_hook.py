@@ -179,7 +179,7 @@ def test_the_none_is_traced_to_its_flag_and_the_corrected_command_replays_as_go(
 
 
 def test_no_fix_known_is_said_instead_of_the_same_command(facts) -> None:
-    from mtp_audit.engines.sglang.launch.spec_replay import (
+    from mtp_audit.engines.sglang.launch.spec_hook_replay import (
         HookOutcome,
         _remedy,
         find_fix,

@@ -61,7 +61,7 @@ def build_outcome(ctx: Any, findings: Sequence[Finding], gaps: Sequence[Gap]) ->
     v = verdict(findings, gaps)
     pf = ctx.pf or {}
     fp4 = ckpt_fp4(ctx.ck)
-    from mtp_audit.engines.sglang.launch.spec_replay import resolved_words
+    from mtp_audit.engines.sglang.launch.spec_hook_replay import resolved_words
 
     texts = {"spec": _speculative_text(ctx), "spec_params": resolved_words(ctx.spec_hook), **_draft_texts(ctx),
              "mtp": _mtp_weights_text(ctx), "gpus": _gpu_text(ctx),
@@ -265,7 +265,7 @@ def _answer(ctx: Any, compare: dict[str, Any], findings: Sequence[Finding], erro
             fixed_cmd: str | None, still: list[str]) -> list[str]:
     """The answer the text report opens with: the verdict, what runs (with the speculative parameters after SGLang's
     resolution, where its hook was replayed), and the corrected command."""
-    from mtp_audit.engines.sglang.launch.spec_replay import resolved_words
+    from mtp_audit.engines.sglang.launch.spec_hook_replay import resolved_words
 
     d = ctx.draft
     runs = compare["speculative_algorithm"]
