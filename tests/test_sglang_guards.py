@@ -230,6 +230,10 @@ def test_the_13_condition_bound_rewrites_of_0_5_9_to_0_5_23_are_not_errors(tmp_p
     assert width.severity.label == "warning" and "speculative_num_draft_tokens None -> <steps + 1>" in width.message
     assert "not cfg.speculative_num_draft_tokens not in (None, steps + 1))" in width.message
     assert sev[("mega_moe_hook.py", 274)] == {"info"}
+    # the MTP summary says how many conditioned MTP/FP4 rewrites there are and how to evaluate them for a launch
+    assert d.facts["sglang"]["diff"]["mtp"][-1] == (
+        "44 new MTP/FP4 rewrite(s) apply only under a guard (a platform, a model family, an environment variable, another "
+        "flag): warnings here; mtp-audit launch --sglang 0.5.9 --compare-sglang 0.5.23 -- <command> tells which apply to a launch")
     # no MTP110 error is left; "whatever value is passed" only where no guard bounds the store
     assert not [f for v in mtp110.values() for f in v if f.severity.label == "error"]
     whatever = sorted(k for k, v in mtp110.items() for f in v if "whatever value is passed" in f.message and f.severity.label != "info")

@@ -380,6 +380,18 @@ def mtp_changes(old: dict[str, Any], new: dict[str, Any], changes: dict[str, Any
     return lines or ["nothing that concerns MTP changed"]
 
 
+def _guarded_line(findings: list[Finding], old_version: Any, new_version: Any) -> list[str]:
+    """One line of the MTP summary for the new MTP/FP4 rewrites that apply only under a guard (warnings without a
+    launch), pointing at the launch form that evaluates them; ``[]`` when there is none."""
+    n = sum(1 for f in findings if f.rule_id == "MTP110" and f.severity is Severity.WARNING and "not an MTP/FP4 argument"
+            not in f.message and (", only when " in f.message or ", only for " in f.message or "a value passed becomes" in f.message))
+    if not n:
+        return []
+    return [f"{n} new MTP/FP4 rewrite(s) apply only under a guard (a platform, a model family, an environment variable, "
+            f"another flag): warnings here; mtp-audit launch --sglang {old_version or 'OLD'} --compare-sglang "
+            f"{new_version or 'NEW'} -- <command> tells which apply to a launch"]
+
+
 def _secondary(findings: list[Finding]) -> list[list[str]]:
     """``[rule id, message]`` of the info findings about arguments and env vars that do not concern MTP/FP4: the
     text report counts them per rule instead of listing them (``-v`` lists them)."""
@@ -414,7 +426,7 @@ def diff_sglang(old_report: Report | dict[str, Any], new_report: Report | dict[s
     facts["summary"] = summary
     name = f"{old.get('version') or 'old'} -> {new.get('version') or 'new'}"
     kinds = sorted({f.rule_id for f in findings})
-    mtp = mtp_changes(old, new, changes)
+    mtp = mtp_changes(old, new, changes) + _guarded_line(findings, old.get("version"), new.get("version"))
     facts["diff"]["mtp"] = mtp
     facts["secondary"] = {"findings": _secondary(findings),
                           "why": "rewrites and environment variables that do not concern MTP/FP4"}
