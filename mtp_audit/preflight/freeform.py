@@ -10,8 +10,9 @@ Read line by line (linear in the text), each fact with its provenance ``"free-fo
   compute capability is the one written (``SM120``, ``sm_121a``, ``SM 12.1``, ``compute capability 7.0``,
   ``compute_cap 12.1``) or else the product table (:mod:`mtp_audit.preflight.gpus`); when both are
   there and disagree the fact is missing with both values (a conflict, shown). Memory only in GiB/MiB
-  (``GB`` does not say which). The count is the one written (``8x``, ``x8``, ``8 GPUs``); a GPU line
-  without one is one GPU, and the source says the count was not written.
+  (``GB`` does not say which). The count is the one written (``8x``, ``x8``, ``8 GPUs``): then the GPU count
+  is exact. A GPU line without one is read as one GPU and the count is only a lower bound (``gpu_list.extent``
+  ``"at least"``; the source says the count was not written); so are ``GPU N:`` lines, whose list has no end.
 - Driver (``Driver: 595.58.03``, ``driver 580.159.03``), the driver's CUDA (``CUDA Version: 12.8`` as
   nvidia-smi prints it, ``Host CUDA: 13.0``), the toolkit (``nvcc 12.9``, ``CUDA toolkit 13.0``);
   a bare ``CUDA 13.0`` does not say which CUDA it is and is kept as a note only.
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 from mtp_audit.preflight import freeform_vendors as vendors
 from mtp_audit.preflight.freeform_vendors import unglue
 from mtp_audit.preflight import gpus as gputable
+from mtp_audit.known import AT_LEAST, EXACT
 from mtp_audit.preflight.facts import Fact, GpuFacts, MachineFacts
 
 FMT = "free-form"
@@ -343,7 +345,8 @@ def _assemble_gpus(st: _State) -> tuple[tuple[GpuFacts, ...], Fact]:
     """The GPU list: ``GPU N:`` lines when there are any, else the named groups (merged, counted)."""
     if st.indexed:
         gpus_out = tuple(st.indexed[i] for i in sorted(st.indexed))
-        return gpus_out, Fact.of(len(gpus_out), f"{FMT}: 'GPU N:' lines")
+        # the lines of one GPU each, with no end of the list in sight: a lower bound
+        return gpus_out, Fact.of(len(gpus_out), f"{FMT}: 'GPU N:' lines (no end of the list: at least {len(gpus_out)})", AT_LEAST)
     merged = _merge_groups(_prefer_gpu_lines(st.groups, st.notes), st.notes)
     # Several different products named only in running text ("my friend has an RTX 5090 and a GB10"),
     # with no GPU line among them, do not say which of them this machine has: reading them as one mixed
@@ -363,7 +366,8 @@ def _assemble_gpus(st: _State) -> tuple[tuple[GpuFacts, ...], Fact]:
         for _ in range(n):
             out.append(GpuFacts(index=len(out), name=Fact.of(g.name, f"{FMT} line {g.line}" + (f" ({g.how})" if g.how else "")),
                                 compute_capability=g.cc, memory_bytes=g.mem, arch=g.arch))
-    gpu_list = (Fact.of(len(out), f"{FMT}: " + "; ".join(how)) if out else
+    counted = all(g.count is not None for g in merged)
+    gpu_list = (Fact.of(len(out), f"{FMT}: " + "; ".join(how), EXACT if counted else AT_LEAST) if out else
                 Fact.absent(prose_conflict, source=FMT) if prose_conflict else Fact.absent("the free-form text names no GPU"))
     return tuple(out), gpu_list
 
