@@ -175,3 +175,33 @@ def test_a_lower_bound_that_reaches_the_need_passes(tmp_path, dsv3):
     assert _gaps(r) == [] and not [f for f in r.findings if f.rule_id == "MTP311"]
     vis = r.facts["launch"]["parallel"]["visible"]
     assert (vis["count"], vis["exact"], vis["extent"]) == (2, False, "at least")
+
+
+@pytest.mark.parametrize("line, count, extent, name, cc", [
+    ("Running on dgx-b300 with vllm 0.20.0", 1, "at least", "dgx-b300", (10, 3)),
+    ("GPU: rtxpro6000", 1, "at least", "rtxpro6000", (12, 0)),
+    ("Hardware: 8xH100", 8, "exact", "H100", (9, 0)),
+    ("Hardware: H20x4", 4, "exact", "H20", (9, 0)),
+    ("GPU: 4×L40S", 4, "exact", "L40S", (8, 9)),
+    ("I run it on a DGX Spark", 1, "at least", "DGX Spark", (12, 1)),
+    ("GPU: 8 x H100", 8, "exact", "H100", (9, 0)),
+    ("Hardware: H100 ×8", 8, "exact", "H100", (9, 0)),
+    ("8-way H100 node", 8, "exact", "H100", (9, 0)),
+    ("GPU: 8-way B200", 8, "exact", "B200", (10, 0)),
+    # torch/cuda/__init__.py's warning, wherever it sits (sglang#13198 pastes it before check_env)
+    ("/x/torch/cuda/__init__.py:283: UserWarning: Found GPU0 NVIDIA GB10 which is of cuda capability 12.1.", 1, "at least",
+     "NVIDIA GB10", (12, 1)),
+    ("    Found GPU1 NVIDIA GeForce RTX 5090 which is of cuda capability 12.0.", 1, "at least", "NVIDIA GeForce RTX 5090", (12, 0)),
+])
+def test_reading_gpus_written_in_tokens_and_warnings(line, count, extent, name, cc):
+    from mtp_audit.preflight.freeform import parse_freeform
+
+    f = parse_freeform(line + "\n")
+    assert (f.gpu_count.value, f.gpu_count.extent) == (count, extent)
+    assert (f.gpus[0].name.value, f.gpus[0].compute_capability.value) == (name, cc)
+
+
+def test_a_count_written_as_cards_names_the_cut_table(tmp_path):
+    """rocm-examples#187: 'I have a 8 cards MI300X system' above a rocm-smi table cut after its 4th row: 8 MI300X."""
+    f = parse_dump(_text(DUMPS / "heldout2" / "rocm-examples-187.txt"))
+    assert (len(f.gpus), f.gpus[0].name.value, f.gpu_count.extent) == (8, "MI300X", "exact")

@@ -6,7 +6,9 @@ Read line by line (linear in the text), each fact with its provenance ``"free-fo
 
 - GPUs: a line whose key names the hardware (``- GPU: 8x NVIDIA RTX PRO 6000 Blackwell Server Edition,
   SM120``, ``| GPU | NVIDIA GB10 (SM 12.1) |``, ``Hardware: 8x NVIDIA B300 SXM6 AC (SM103, 267.7 GiB)``),
-  ``GPU 0: <name>`` lines, or prose naming a product with a count or an SM (``2x DGX Spark``). The
+  ``GPU 0: <name>`` lines, torch's ``Found GPU0 <name> which is of cuda capability X.Y`` wherever it sits, or prose
+  naming a product with a count or an SM (``2x DGX Spark``, ``8xH100``, ``H20x4``, ``4×L40S``, ``8-way B200``,
+  ``8 cards MI300X``) or inside a system token (``dgx-b300``). The
   compute capability is the one written (``SM120``, ``sm_121a``, ``SM 12.1``, ``compute capability 7.0``,
   ``compute_cap 12.1``) or else the product table (:mod:`mtp_audit.preflight.gpus`); when both are
   there and disagree the fact is missing with both values (a conflict, shown). Memory only in GiB/MiB
@@ -58,7 +60,12 @@ _SM3 = re.compile(r"(?<![a-z0-9])sm[_ ]?(\d{2,3})[af]?(?![0-9.])", re.I)
 _SMDOT = re.compile(r"(?<![a-z0-9])sm[_ ]?(\d{1,2})\.(\d)(?!\d)", re.I)
 _CCDOT = re.compile(r"(?:compute[ _]cap(?:ability)?|(?<![a-z])cc)\s*[:=]?\s*(\d{1,2})\.(\d)(?!\d)", re.I)
 _MEM = re.compile(r"(?<![\d.])(\d{1,4}(?:\.\d{1,2})?)\s*(GiB|MiB|GB|TB)(?![a-z])", re.I)
-_COUNT_BEFORE = re.compile(r"(?<![\d.])(\d{1,3})\s*[x×*]\s*(?:(?:nvidia|geforce)\s+)?$", re.I)
+_COUNT_BEFORE = re.compile(r"(?<![\d.])(\d{1,3})\s*(?:[x×*]|-way|\s+cards?|\s*-?gpus?)\s*(?:(?:nvidia|geforce)\s+)?$", re.I)
+#: torch's warning for a GPU outside its build's range, and any line of that shape (torch/cuda/__init__.py):
+#: ``Found GPU0 NVIDIA GB10 which is of cuda capability 12.1.`` -- a GPU, its index and its compute capability.
+_FOUND_GPU = re.compile(r"Found GPU\s?(\d{1,3}) (.{1,80}?) which is of cuda capability (\d{1,2})\.(\d)(?!\d)")
+#: A DGX / HGX system named in a host or product token (``dgx-b300``, ``hgx_h100``): the line is about the machine.
+_SYSTEM = re.compile(r"(?<![a-z0-9])[dh]gx[-_ ]?(?:[abhlvt]|gh|gb)\d", re.I)
 _COUNT_AFTER = re.compile(r"^\s*(?:[x×*]\s*(\d{1,3})(?!\d)|\((\d{1,3})\)|,?\s*(\d{1,3})\s*gpus?\b)", re.I)
 _COUNT_GPUS = re.compile(r"(?<![\d.])(\d{1,3})\s*(?:x\s*)?gpus\b", re.I)
 _DRIVER = re.compile(r"(?<![a-z])(?:(?:nvidia |cuda |kmd )?driver(?: version)?|kmd version)\s*[:=]?\s*v?(\d{3}\.\d{1,3}(?:\.\d{1,3})?)(?![\d.])", re.I)
@@ -298,7 +305,10 @@ def _env_list_line(scope: str, first_hit: int) -> bool:
 
 
 def _read_gpu_line(st: _State, ln: int, line: str, low: str, key: str, value: str, truncated_line: bool) -> None:
-    """The GPUs one line names: a ``GPU N:`` line, a GPU key's value, or products in prose."""
+    """The GPUs one line names: torch's ``Found GPU<i> <name> which is of cuda capability X.Y``, a ``GPU N:`` line,
+    a GPU key's value, or products in prose."""
+    if _read_found_gpus(st, ln, line):
+        return
     im = _INDEXED_GPU.match(line)
     if im:
         name = im.group(2).strip()
@@ -326,6 +336,7 @@ def _read_gpu_line(st: _State, ln: int, line: str, low: str, key: str, value: st
             st.groups.append(_Group(name, _gpu_cc(name, None, written, ln, st.notes), _mem_fact(value, ln), _count(value, 0, 0), ln, key))
         return
     prose_ok = (gpu_key or written is not None or re.search(r"\bgpus?\b|\bon an?\b|hardware|device", low) or "@" in scope
+                or _SYSTEM.search(scope) is not None
                 or _env_list_line(scope, hits[0].start))
     for h in hits:
         c = _count(scope, h.start, h.end)
@@ -333,12 +344,26 @@ def _read_gpu_line(st: _State, ln: int, line: str, low: str, key: str, value: st
             continue
         if gpu_key and len(hits) == 1:
             name = re.split(r"\s*[,(;]\s*|\s+-\s+", _strip_count(value), maxsplit=1)[0].strip()
-            name = re.sub(r"\s+gpus?$", "", name, flags=re.I) or scope[h.start:h.end]
+            name = re.sub(r"\s+gpus?$|(?<=\d)\s*[x×*]\s*\d{1,3}$", "", name, flags=re.I) or scope[h.start:h.end]
         else:
             pre = re.search(r"(?:nvidia\s+(?:geforce\s+)?)$", scope[:h.start], re.I)
             name = scope[pre.start() if pre else h.start:h.end]
         cc = _gpu_cc(name, h, written if len(hits) == 1 else None, ln, st.notes)
         st.groups.append(_Group(name, cc, _mem_fact(scope, ln) if len(hits) == 1 else Fact.absent("not attributable"), c, ln, key))
+
+
+def _read_found_gpus(st: _State, ln: int, line: str) -> bool:
+    """torch's ``Found GPU<i> <name> which is of cuda capability X.Y`` (torch/cuda/__init__.py, wherever it sits in
+    the line): an indexed GPU with the compute capability written. Whether any was read."""
+    found = False
+    for m in _FOUND_GPU.finditer(line) if "Found GPU" in line else ():
+        idx, name = int(m.group(1)), m.group(2).strip()
+        written = ((int(m.group(3)), int(m.group(4))), f"cuda capability {m.group(3)}.{m.group(4)}")
+        st.indexed.setdefault(idx, GpuFacts(index=idx, name=Fact.of(name, f"{FMT} line {ln} (torch 'Found GPU{idx}')"),
+                                            compute_capability=_gpu_cc(name, gputable.lookup(name), written, ln, st.notes),
+                                            memory_bytes=Fact.absent("torch's warning does not give memory")))
+        found = True
+    return found
 
 
 def _assemble_gpus(st: _State) -> tuple[tuple[GpuFacts, ...], Fact]:
@@ -463,13 +488,13 @@ def _vendor_group(name: str, arch: Fact, count: int | None, ln: int, key: str, h
 
 
 def _strip_count(v: str) -> str:
-    return re.sub(r"^\s*\d{1,3}\s*[x×*]\s*", "", v).strip()
+    return re.sub(r"^\s*\d{1,3}\s*(?:[x×*]|-way)\s*", "", v).strip()
 
 
 def _count(scope: str, start: int, end: int) -> int | None:
     m = _COUNT_BEFORE.search(scope[:start]) if start else None
     if m is None and start == 0:
-        m = re.match(r"^\s*(\d{1,3})\s*[x×*]\s*", scope)
+        m = re.match(r"^\s*(\d{1,3})\s*(?:[x×*]|-way)\s*", scope)
     if m is None and end:
         m = _COUNT_AFTER.match(scope[end:])
     if m is None:
