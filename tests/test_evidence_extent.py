@@ -205,3 +205,41 @@ def test_a_count_written_as_cards_names_the_cut_table(tmp_path):
     """rocm-examples#187: 'I have a 8 cards MI300X system' above a rocm-smi table cut after its 4th row: 8 MI300X."""
     f = parse_dump(_text(DUMPS / "heldout2" / "rocm-examples-187.txt"))
     assert (len(f.gpus), f.gpus[0].name.value, f.gpu_count.extent) == (8, "MI300X", "exact")
+
+
+@pytest.mark.parametrize("argv, rule", [
+    (["vllm", "serve", "/model", "--tensor-parallel-size", "2"], "MTP328"),
+    (["python3", "-m", "sglang.launch_server", "--model-path", "/models/x", "--tp-size", "2"], "MTP311"),
+    (["trtllm-serve", "/models/x", "--tp_size", "2"], "MTP714"),
+])
+def test_a_model_path_not_on_this_machine_is_a_gap(tmp_path, argv, rule):
+    """A command written for its serving container, audited elsewhere: the checkpoint questions could not be told,
+    and the others (here the GPU count against the lent H200's one GPU) are still answered."""
+    whole = tmp_path / "h200.txt"
+    whole.write_text(_text(H200).split("==============NVSMI LOG")[0])
+    r = audit_launch(argv, env_dumps=[whole], environ={}, cwd=tmp_path)
+    (gap,) = [g for g in r.gaps if "no such file or folder on this machine" in g.message]
+    assert gap.blocking and f"--model-dir {gap.path}=LOCAL_FOLDER" in gap.message
+    assert [f.rule_id for f in r.findings if f.rule_id == rule] == [rule]
+
+
+def test_model_dir_maps_a_container_path(tmp_path, dsv3):
+    from mtp_audit.launch.analyzers import map_model_dir
+
+    assert map_model_dir("/models/x/ckpt", [("/models", "/data/m")]) == "/data/m/x/ckpt"
+    assert map_model_dir("/models", [("/models/", "/data/m")]) == "/data/m"
+    assert map_model_dir("/modelsx/y", [("/models", "/data/m")]) == "/modelsx/y"
+    argv = ["python3", "-m", "sglang.launch_server", "--model-path", f"/models/{dsv3.name}", "--speculative-algorithm", "NEXTN"]
+    r = audit_launch(argv, env_dumps=[H200], environ={}, model_dirs=[("/models", str(dsv3.parent))])
+    assert not [g for g in r.gaps if "no such file" in g.message]
+    assert r.facts["checkpoint"]["summary"]["mtp_tensors"] > 0
+
+
+def test_model_dir_on_the_command_line(tmp_path, capsys):
+    from mtp_audit.cli.main import main
+
+    rc = main(["launch", "--model-dir", "nonsense", "--env-dump", str(H200), "--", "vllm", "serve", "/model"])
+    assert rc == 2 and "--model-dir nonsense: expected SRC=DST" in capsys.readouterr().err
+    rc = main(["launch", "--env-dump", str(H200), "--", "llama-server", "-m", "/models/x.gguf", "--spec-type", "draft-mtp"])
+    out = capsys.readouterr().out
+    assert rc == 3 and "-m /models/x.gguf: no such file on this machine" in out and "could not be told" in out.splitlines()[0]
