@@ -269,6 +269,9 @@ def _kv(text: str, key: str, fmt: str, *, value: str = r"(\S+)") -> Fact:
     if not m or not m.group(1).strip():
         return Fact.absent(f"the {fmt} dump has no '{key}' line", source=fmt)
     v = m.group(1).strip()
+    if m.end(1) >= len(text.rstrip(" \t")) and not text.endswith("\n"):
+        # the text stops inside this value: '2.11.0+cu13' of '2.11.0+cu130' would be read as another version
+        return Fact.absent(f"the {fmt} dump is cut off in its '{key}' line (last line)", source=f"{fmt} line {_line_of(text, m.start(1))}")
     rest = text[m.start(1):m.start(1) + 17].lower()
     if rest.startswith(("could not", "no cuda")):
         v = "Could not collect" if rest.startswith("could") else "No CUDA"  # the default value pattern stops at the first space

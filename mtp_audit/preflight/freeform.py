@@ -223,9 +223,10 @@ def parse_freeform(text: str) -> MachineFacts:
         if not line:
             continue
         low = line.lower()
-        _read_cuda_versions(st, ln, line, low)
-        _read_packages(st, ln, line, low)
-        _read_images(st, ln, line, low)
+        whole = _whole_tokens(line) if cut_last and ln == last else line  # a version cut mid-way reads as another one
+        _read_cuda_versions(st, ln, whole, whole.lower())
+        _read_packages(st, ln, whole, whole.lower())
+        _read_images(st, ln, whole, whole.lower())
         if not _NOT_INSTALLED.search(value or ""):
             for eng, rx in _ENGINE.items():
                 em = rx.search(line) if eng in low else None
@@ -239,6 +240,12 @@ def parse_freeform(text: str) -> MachineFacts:
         _read_gpu_line(st, ln, line, low, key, value, cut_last and ln == last)
     gpus_out, gpu_list = _assemble_gpus(st)
     return _machine(st, text, gpus_out, gpu_list)
+
+
+def _whole_tokens(line: str) -> str:
+    """The last line of a text that does not end in a newline without its final token, which may be cut off
+    (``torch 2.11.0+cu13`` of ``+cu130`` reads as CUDA 1.3): only what is followed by a separator is read."""
+    return re.sub(r"[^\s,;|()\[\]]*$", "", line)
 
 
 def _read_cuda_versions(st: _State, ln: int, line: str, low: str) -> None:

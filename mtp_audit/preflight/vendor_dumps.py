@@ -222,10 +222,12 @@ def parse_amd_smi(text: str, fmt: str = "amd-smi") -> MachineFacts:
     if dm:
         driver = driver.or_(Fact.of(dm.group(1) or dm.group(2), f"{fmt} line {_line(text, dm.start())}"))
     gpus = _smi_gpus(fmt, entries)
-    # rocm-smi ends its output with "End of ROCm SMI Log": device rows without it may be a table cut short
-    cut = fmt == "rocm-smi" and "End of ROCm SMI Log" not in text
+    # rocm-smi ends its output with "End of ROCm SMI Log", amd-smi's table view with its Processes box: device rows
+    # without them may be a table cut short
+    cut = ((fmt == "rocm-smi" and "End of ROCm SMI Log" not in text)
+           or (fmt == "amd-smi" and "AMD-SMI " in text and "Processes" not in text))
     return MachineFacts(origin=f"env-dump:{fmt}", gpus=tuple(gpus), driver_version=driver,
-                        gpu_list=(Fact.of(len(gpus), f"{fmt} (no 'End of ROCm SMI Log': {PARTIAL_GPU_LIST} {len(gpus)} GPU(s))", AT_LEAST)
+                        gpu_list=(Fact.of(len(gpus), f"{fmt} (the end of its output is not seen: {PARTIAL_GPU_LIST} {len(gpus)} GPU(s))", AT_LEAST)
                                   if cut else Fact.of(len(gpus), fmt)) if gpus else Fact.absent(f"the {fmt} output lists no GPU"),
                         rocm_version=_first(text, _AMDSMI_ROCM, fmt),
                         accelerator=Fact.of(pf.ROCM, f"{fmt} output"))

@@ -55,7 +55,7 @@ class Visibility:
             GPU UUIDs recorded, an index beyond a GPU list that is only a lower bound).
         listed: the extent of the machine's GPU list these came from (:data:`mtp_audit.known.Extent`): ``"at least"``
             when the list is a lower bound (a table cut before its end, prose without a count), so more GPUs may be
-            visible than :attr:`count`.
+            visible than :attr:`count`; ``"unknown"`` when no GPU was listed at all.
         listed_source: how that list was read (the preflight's ``gpu_list`` source), for messages.
     """
 
@@ -175,8 +175,8 @@ def machine_visible(machine: MachineFacts, env: Mapping[str, str], env_source: M
     has already filtered by this process's ``CUDA_VISIBLE_DEVICES``. The list's extent (``gpu_list.extent``) travels
     with the answer (:attr:`Visibility.listed`)."""
     listed = machine.gpu_count
-    extent: Extent = AT_LEAST if listed.extent == AT_LEAST else EXACT
-    how = machine.gpu_list.source if extent == AT_LEAST else ""
+    extent: Extent = listed.extent
+    how = "" if extent == EXACT else (machine.gpu_list.source if extent == AT_LEAST else f"no GPU listed: {listed.source.how}")
     if env_source.get("CUDA_VISIBLE_DEVICES") in ("command", "--env") and "CUDA_VISIBLE_DEVICES" in env:
         order = env.get("CUDA_DEVICE_ORDER") or machine.env.get("CUDA_DEVICE_ORDER")
         return cuda_visible(machine.all_gpus, env["CUDA_VISIBLE_DEVICES"], source=env_source["CUDA_VISIBLE_DEVICES"],

@@ -335,10 +335,16 @@ def check_gpu_count(ctx: TCtx) -> None:
         return int(raw) if raw.isdigit() and int(raw) > 0 else 1
 
     seen = len((ctx.pf.get("machine") or {}).get("gpus") or [])
-    if not seen or "gpus_per_node" in ctx.cmd.values or "gpus_per_node" in ctx.yaml_doc or non_nvidia_devices(ctx.pf):
+    if "gpus_per_node" in ctx.cmd.values or "gpus_per_node" in ctx.yaml_doc or non_nvidia_devices(ctx.pf):
         return
     world = size("tensor_parallel_size") * size("pipeline_parallel_size") * size("context_parallel_size")
     listed = _gpu_count(ctx.pf)
+    if not seen:
+        if world > 1 and ctx.pf.get("machine"):
+            why = listed.source.how if listed is not None else "no GPU listed"
+            ctx.gap(f"GPU count: the command needs {world} GPUs (tp x pp x cp) but the GPUs are unknown ({why}): could not tell",
+                    blocking=True)
+        return
     if world > seen and listed is not None and listed.extent != "exact":
         ctx.gap(f"GPU count: the command needs {world} GPUs (tp x pp x cp); at least {seen} seen ({listed.source.how or listed.source}): "
                 "could not tell (give the whole nvidia-smi output, or nvidia-smi -q / --query-gpu)", blocking=True)
