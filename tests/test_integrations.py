@@ -67,9 +67,10 @@ def test_launch_hook_on_the_fixture_script() -> None:
     assert "FAIL: fix first: 2 error(s) (MTP001, MTP304)" in out and rc == 1
     rc, out, _ = _run_hook("mtp-audit-launch", ["--sglang", str(whl), "--env-dump", DUMP, "--fail-on", "never"], under="fixtures/launch/")
     assert rc == 0
-    # every shell script of the fixtures: one names a model path that exists only on the machine it came from
+    # every shell script of the fixtures: one names a model path that exists only on the machine it came from: its
+    # checkpoint questions could not be told, the rest is still answered
     rc, out, files = _run_hook("mtp-audit-launch", ["--sglang", str(whl), "--env-dump", DUMP])
-    assert len(files) >= 2 and rc == 2 and "no such file or folder" in out and "FAIL: fix first" in out
+    assert len(files) >= 2 and rc == 1 and "no such file or folder on this machine" in out and "FAIL: fix first" in out
 
 
 def test_launch_commands_found_in_scripts() -> None:

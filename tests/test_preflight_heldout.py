@@ -33,7 +33,7 @@ CASES = {
     "heldout2/vllm-16840.txt": ("rocm", 0, None, {"torch_version": "2.8.0.dev20250413+rocm6.3"}, 3),
     "heldout2/sglang-10562.txt": ("rocm", 8, "gfx942", {"driver_version": "6.10.5", "sglang": "0.5.3rc0"}, 0),
     "heldout2/sglang-38849.txt": ("rocm", 8, "gfx942", {"rocm_version": "7.2.26015-fc0010cf6a", "sglang": "0.5.18"}, 0),
-    "heldout2/rocm-examples-187.txt": ("rocm", 4, None, {}, 3),
+    "heldout2/rocm-examples-187.txt": ("rocm", 8, "gfx942", {}, 0),  # "8 cards MI300X" names the product of the cut rocm-smi table
     "heldout2/ascend-pytorch-10.txt": ("cann", 1, "Ascend 310P (Atlas 300I)", {"driver_version": "23.0.rc2"}, 0),
     "heldout2/sglang-11546.txt": ("cann", 0, None, {"cann_version": "8.2.RC1", "torch-npu": "2.6.0.post1", "sgl-kernel-npu": "0.1.0", "sglang": "0.5.3.post1"}, 0),
     "heldout2/sglang-29796.txt": ("cann", 16, "Ascend 910C (Atlas A3)", {"driver_version": "26.0.rc1", "cann_version": None}, 0),

@@ -189,8 +189,10 @@ def test_launch_flag_findings_point_at_the_config_file(in_repo: Path, tmp_path: 
     """A finding about a flag (``--tp-size``) has no file: with a pyproject.toml it points at its
     ``[tool.mtp-audit]`` table, else at the stated artifact ``launch-command``."""
     whl = sglang_wheel("0.5.9")
+    # vllm-57932's excerpt ends after its GPU 0 line (at least 1 GPU): an empty CUDA_VISIBLE_DEVICES hides them all,
+    # so --tp-size 8 is surely short of GPUs (MTP311) whatever the rest of the list was
     cmd = ["--sglang", str(whl), "--env-dump", "fixtures/preflight/envdumps/vllm-57932.txt", "-f", "sarif", "--",
-           "python", "-m", "sglang.launch_server", "--model-path", "fixtures/preflight/checkpoints/nvidia--Qwen3.5-397B-A17B-NVFP4",
+           "CUDA_VISIBLE_DEVICES=", "python", "-m", "sglang.launch_server", "--model-path", "fixtures/preflight/checkpoints/nvidia--Qwen3.5-397B-A17B-NVFP4",
            "--fp4-gemm-backend", "flashinfer_trtllm", "--speculative-algorithm", "NEXTN", "--tp-size", "8"]
     doc = _sarif(tmp_path, ["launch", *cmd])
     res = {r["ruleId"]: r for r in doc["runs"][0]["results"]}

@@ -33,6 +33,10 @@ from mtp_audit.cli.targets import release_or_path
 @click.option("--llamacpp-build", "llamacpp_build", metavar="N", default=None,
               help="For a llama.cpp command (llama-server / llama-cli ...): the llama.cpp build (10444, b10444, ik:4100 for "
                    "ik_llama.cpp); or paste 'llama-server --version' output with --env-dump.")
+@click.option("--model-dir", "model_dirs", multiple=True, metavar="SRC=DST",
+              help="Read a model path of the command that starts with SRC (a folder of the serving container, /models) "
+                   "from DST on this machine instead (repeatable). A model path that is on neither is 'could not tell' "
+                   "for the checkpoint questions; the other questions are still answered.")
 @click.option("--engine", type=click.Choice(["sglang", "vllm"]), default=None,
               help="Serving engine the preflight verdict is for (default: the engine the command starts; a disagreement is shown as evidence).")
 @click.option("--log", "log_file", metavar="FILE", default=None,
@@ -40,8 +44,8 @@ from mtp_audit.cli.targets import release_or_path
 @output_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_target: str | None, env_dumps: tuple[Path, ...],
-           facts_file: Path | None, env_pairs: tuple[str, ...], llamacpp_build: str | None, engine: str | None,
-           log_file: str | None, fmt: str, output: Path | None, fail_on: str, command: tuple[str, ...]) -> int:
+           facts_file: Path | None, env_pairs: tuple[str, ...], llamacpp_build: str | None, model_dirs: tuple[str, ...],
+           engine: str | None, log_file: str | None, fmt: str, output: Path | None, fail_on: str, command: tuple[str, ...]) -> int:
     """Will this engine launch command (SGLang, vLLM, TensorRT-LLM, llama.cpp), on this machine, use the MTP heads and run the FP4 kernels?
 
     \b
@@ -72,13 +76,19 @@ def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_tar
         if not eq or not key or not key.replace("_", "").isalnum():
             raise InputError(f"--env {pair}", "expected KEY=VALUE")
         env[key] = value
+    mapping = []
+    for pair in model_dirs:
+        src, eq, dst = pair.partition("=")
+        if not eq or not src or not dst:
+            raise InputError(f"--model-dir {pair}", "expected SRC=DST (a folder of the command's paths = a folder here)")
+        mapping.append((src, dst))
     sglang_targets = tuple(str(release_or_path("sglang", t)) for t in sglang_targets)
     compare_sglang, vllm_target = release_or_path("sglang", compare_sglang), release_or_path("vllm", vllm_target)
     old = sglang_targets[0] if sglang_targets else None
     new = sglang_targets[1] if len(sglang_targets) == 2 else compare_sglang
     report = audit_launch(list(command), sglang=old, compare_sglang=new, env_dumps=list(env_dumps) or None,
                           facts_file=facts_file, env=env, engine=engine, vllm=vllm_target,
-                          llamacpp=llamacpp_build)
+                          llamacpp=llamacpp_build, model_dirs=mapping)
     if log_file is not None:
         from mtp_audit.runtime.launchlog import with_log
 

@@ -34,6 +34,7 @@ def audit_launch(
     engine: str | None = None,
     vllm: str | Path | None = None,
     llamacpp: str | None = None,
+    model_dirs: Sequence[tuple[str, str]] = (),
 ) -> Report:
     """Audit one engine launch command on one machine with one (or, comparing, two) releases of that engine.
 
@@ -55,6 +56,9 @@ def audit_launch(
         env: extra environment variables of the launch (``--env KEY=VALUE``), applied last.
         environ: the current environment (default ``os.environ``); only variables the engine reads are used.
         cwd: folder that relative model paths are resolved against (default: the current directory).
+        model_dirs: ``--model-dir SRC=DST`` pairs: a model path of the command under folder ``SRC`` (the serving
+            container's) is read from ``DST`` here. A model path found neither here nor as a hub repo id is a blocking
+            gap on the checkpoint questions, never an input error.
         engine: ``--engine`` for the preflight's verdict (it wins over the engine the command starts; a disagreement
             is shown as evidence on MTP228).
 
@@ -65,8 +69,8 @@ def audit_launch(
 
     Raises:
         InputError: an empty command, a command no registered engine starts, a release option of another engine
-            than the command's, two machine sources, a model path that does not exist (and is not a hub repo id),
-            an unreadable release target or env dump.
+            than the command's, two machine sources, a model path that exists but is not a checkpoint, an unreadable
+            release target or env dump.
     """
     from mtp_audit.engines.argv import split_command
     from mtp_audit.engines.registry import engine_for
@@ -74,7 +78,7 @@ def audit_launch(
     toks = split_command([argv] if isinstance(argv, str) else list(argv))
     chosen = engine_for(toks)
     targets = _release_targets(chosen.name, {"sglang": sglang, "vllm": vllm, "llamacpp": llamacpp}, compare_sglang)
-    request = _request(toks, env_dumps, facts_file, machine_facts, engine, env, environ, cwd)
+    request = _request(toks, env_dumps, facts_file, machine_facts, engine, env, environ, cwd, model_dirs)
     if compare_sglang is not None:
         old = chosen.evaluate(request, *chosen.release(targets["sglang"]))
         new = chosen.evaluate(request, *chosen.release(compare_sglang))
@@ -104,7 +108,7 @@ def _release_targets(name: str, given: dict[str, Any], compare_sglang: Any) -> d
 
 
 def _request(toks: list[str], env_dump: Any, facts: Any, machine_facts: Any, engine: str | None, env: Any, environ: Any,
-             cwd: Path | None) -> Any:
+             cwd: Path | None, model_dirs: Sequence[tuple[str, str]] = ()) -> Any:
     """The :class:`~mtp_audit.engines.base.LaunchRequest` with its one machine source and lent analyzers.
 
     Raises:
@@ -120,7 +124,7 @@ def _request(toks: list[str], env_dump: Any, facts: Any, machine_facts: Any, eng
     machine = Machine(tuple(Path(p) for p in dumps), Path(facts) if facts else None, machine_facts, engine)
     here = Path(cwd) if cwd is not None else Path.cwd()
     envmap = dict(os.environ) if environ is None else dict(environ)
-    return LaunchRequest(toks=toks, machine=machine, env=env, environ=envmap, cwd=here, analyzers=LaunchAnalyzers(machine, here))
+    return LaunchRequest(toks=toks, machine=machine, env=env, environ=envmap, cwd=here, analyzers=LaunchAnalyzers(machine, here, model_dirs))
 
 
 def _report(chosen: Any, outcome: Any) -> Report:

@@ -29,8 +29,12 @@ def audit_model(path_text: str, cwd: Path, flag: str) -> tuple[Report | None, Ga
     Hugging Face repo id (metadata over HTTP range reads, or the HF cache; an unreachable hub gives an
     inconclusive checkpoint report).
 
+    A path that does not exist here (a launch written for its serving container, ``vllm serve /model`` audited on a
+    laptop) is missing evidence, not bad input: no report and a blocking gap that says how to point the audit at a
+    local copy (``--model-dir SRC=DST``) or a hub id; the engine still answers every question that needs no checkpoint.
+
     Raises:
-        InputError: a path that does not exist and is not a repo id, or that is not a checkpoint.
+        InputError: a path that exists but is not a checkpoint (malformed input).
     """
     from mtp_audit.checkpoint import audit_checkpoint
 
@@ -40,22 +44,40 @@ def audit_model(path_text: str, cwd: Path, flag: str) -> tuple[Report | None, Ga
         return audit_checkpoint(full), None
     if is_hub_id(path_text):
         return audit_checkpoint(path_text), None
-    raise InputError(f"{flag} {path_text}", "no such file or folder")
+    return None, Gap("launch", f"{flag} {path_text}: no such file or folder on this machine, so the checkpoint questions "
+                     f"(MTP heads, quantization, weights per GPU) could not be told; point the audit at a local copy with "
+                     f"--model-dir {path_text}=LOCAL_FOLDER, or write the Hugging Face repo id (ORG/NAME) in the command",
+                     path_text, True)
+
+
+def map_model_dir(path_text: str, model_dirs: Sequence[tuple[str, str]]) -> str:
+    """``path_text`` with the first ``(SRC, DST)`` of ``model_dirs`` whose ``SRC`` is the path or a folder above it
+    replaced by ``DST`` (``/models/x/ckpt`` with ``("/models", "/data/models")`` -> ``/data/models/x/ckpt``): a launch
+    written for its container, audited where the checkpoint sits elsewhere. Unmapped paths are returned unchanged."""
+    for src, dst in model_dirs:
+        s = src.rstrip("/") or "/"
+        if path_text == s:
+            return dst
+        if path_text.startswith(s.rstrip("/") + "/"):
+            return dst.rstrip("/") + "/" + path_text[len(s.rstrip("/")) + 1:]
+    return path_text
 
 
 class LaunchAnalyzers:
     """:class:`~mtp_audit.engines.base.Analyzers` for one launch audit: checkpoint reports cached by path text (a
     compare of two releases audits each checkpoint once), the preflight on ``machine``."""
 
-    def __init__(self, machine: Machine, cwd: Path) -> None:
+    def __init__(self, machine: Machine, cwd: Path, model_dirs: Sequence[tuple[str, str]] = ()) -> None:
         self.machine = machine
         self.cwd = cwd
+        self.model_dirs = tuple(model_dirs)
         self._checkpoints: dict[str, tuple[Report | None, Gap | None]] = {}
 
     def checkpoint(self, path_text: str, flag: str) -> tuple[Report | None, Gap | None]:
-        """See :meth:`mtp_audit.engines.base.Analyzers.checkpoint`."""
+        """See :meth:`mtp_audit.engines.base.Analyzers.checkpoint`; a path under a ``--model-dir SRC=DST`` source is
+        read at its destination (:func:`map_model_dir`)."""
         if path_text not in self._checkpoints:
-            self._checkpoints[path_text] = audit_model(path_text, self.cwd, flag)
+            self._checkpoints[path_text] = audit_model(map_model_dir(path_text, self.model_dirs), self.cwd, flag)
         return self._checkpoints[path_text]
 
     def preflight(self, launch: Sequence[str] | None, *, engine: str | None, **engine_facts: Any) -> Report:

@@ -547,8 +547,28 @@ def analyze(ctx: Context) -> Context:
     checks = ((vendors.check_platform, vendors.check_device_flag, vendors.check_amd, vendors.check_ascend, vendors.check_intel_gaudi)
               if vendors.applies(ctx) else (*MACHINE_CHECKS, *ctx.kernels.checks))
     for check in checks:
+        before = len(ctx.findings)
         check(ctx)
+        if ctx.launch is None and check in LAUNCH_DEFAULT_CHECKS:
+            ctx.findings[before:] = [_as_default_launch_note(f) for f in ctx.findings[before:]]
     return ctx
+
+
+#: Checks of the backends SGLang picks for a launch's flags: without a launch they can only say what a launch with
+#: SGLang's default flags would pick, a consequence of a command nobody gave, so what they find is information.
+LAUNCH_DEFAULT_CHECKS: tuple[Callable[[Context], None], ...] = (check_gemm_backend, check_moe_backend)
+
+
+def _as_default_launch_note(f: Finding) -> Finding:
+    """``f`` (found without a launch) as information about a launch with the default flags: never an error or a
+    warning about flags nobody passed. The message says so; the remediation stays (it names the flag to pass)."""
+    from dataclasses import replace
+
+    if f.severity <= Severity.INFO:
+        return f
+    return replace(f, severity=Severity.INFO,
+                   message=f"no launch given; an FP4 launch with SGLang's default flags would meet this ({f.severity.label} for "
+                           f"that launch): {f.message}")
 
 
 _ = Path  # re-exported type for callers' annotations

@@ -198,7 +198,7 @@ def collect_gpus(*, timeout: float = DEFAULT_TIMEOUT_S, run: Runner = _run, nvml
     table = parse_nvidia_smi(head) if head else None
     cuda = table.cuda_driver_version if table is not None else Fact.absent(why2, "nvidia-smi")
     if out is not None:
-        csv = parse_nvidia_smi_csv(out, source="nvidia-smi --query-gpu")
+        csv = parse_nvidia_smi_csv(out, source="nvidia-smi --query-gpu", complete=True)
         if csv.gpus:
             return csv.gpus, csv.gpu_list, csv.driver_version, cuda, notes
         why = "nvidia-smi --query-gpu printed no GPU row"

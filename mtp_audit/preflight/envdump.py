@@ -28,6 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from mtp_audit.errors import InputError
+from mtp_audit.known import AT_LEAST
 from mtp_audit.preflight.facts import (
     PACKAGES,
     PARTIAL_GPU_LIST,
@@ -216,7 +217,7 @@ def _with_freeform(facts: MachineFacts, free: MachineFacts) -> MachineFacts:
     notes = facts.notes
     if why:
         notes += (f"conflict: the tool dump and the free-form lines of this file disagree ({why}); the tool dump is used",)
-    if why or (facts.gpus and PARTIAL_GPU_LIST not in facts.gpu_list.source):
+    if why or (facts.gpus and not facts.gpu_list_partial):
         free = replace(free, gpus=(), gpu_list=Fact.absent("not used"))
     if not facts.engine.present and free.engine.present:
         facts = replace(facts, engine=free.engine)
@@ -268,6 +269,9 @@ def _kv(text: str, key: str, fmt: str, *, value: str = r"(\S+)") -> Fact:
     if not m or not m.group(1).strip():
         return Fact.absent(f"the {fmt} dump has no '{key}' line", source=fmt)
     v = m.group(1).strip()
+    if m.end(1) >= len(text.rstrip(" \t")) and not text.endswith("\n"):
+        # the text stops inside this value: '2.11.0+cu13' of '2.11.0+cu130' would be read as another version
+        return Fact.absent(f"the {fmt} dump is cut off in its '{key}' line (last line)", source=f"{fmt} line {_line_of(text, m.start(1))}")
     rest = text[m.start(1):m.start(1) + 17].lower()
     if rest.startswith(("could not", "no cuda")):
         v = "Could not collect" if rest.startswith("could") else "No CUDA"  # the default value pattern stops at the first space
@@ -309,6 +313,19 @@ def _packages_from_lines(text: str, fmt: str) -> dict[str, Fact]:
 
 # --- sglang check_env --------------------------------------------------------------------------
 
+#: A complete ``Key:`` of sglang check_env after its GPU lines (``CUDA_HOME:``, ``NVCC:``, ``PyTorch:``; a
+#: flattened dump keeps them on one line): the GPU list above it is whole. ``GPU 2,3:`` (another GPU line) is not one.
+_CHECK_ENV_NEXT_KEY = re.compile(r"(?:^|\s)(?!GPU\s*[\d,]+\s*:)[A-Za-z_][\w.()-]{1,40}(?: [A-Za-z_][\w.()-]{0,40}){0,3}:(?:\s|$)")
+
+
+def _listed(n: int, source: str, end_seen: bool, cut: str) -> Fact:
+    """The GPU count ``n`` read from a list: exact when the list's end was seen, else a lower bound whose
+    source says why (``cut``)."""
+    if end_seen:
+        return Fact.of(n, source)
+    return Fact.of(n, f"{source} ({cut}: {PARTIAL_GPU_LIST} {n} GPU(s))", AT_LEAST)
+
+
 
 def parse_sglang_check_env(text: str) -> MachineFacts:
     """``python3 -m sglang.check_env`` output (multi-line or flattened into one line)."""
@@ -318,11 +335,14 @@ def parse_sglang_check_env(text: str) -> MachineFacts:
     cc_re = re.compile(r"GPU ([\d,]+) Compute Capability: (\d+)\.(\d+)")
     names: dict[int, Fact] = {}
     ccs: dict[int, Fact] = {}
+    last_end = 0
     for m in name_re.finditer(text):
+        last_end = max(last_end, m.end())
         for i in m.group(1).split(","):
             if i.strip().isdigit():
                 names.setdefault(int(i), Fact.of(m.group(2).strip(), f"{fmt} line {_line_of(text, m.start())}"))
     for m in cc_re.finditer(text):
+        last_end = max(last_end, m.end())
         for i in m.group(1).split(","):
             if i.strip().isdigit():
                 ccs.setdefault(int(i), Fact.of((int(m.group(2)), int(m.group(3))), f"{fmt} line {_line_of(text, m.start())}"))
@@ -354,7 +374,8 @@ def parse_sglang_check_env(text: str) -> MachineFacts:
     return MachineFacts(
         origin=f"env-dump:{fmt}",
         gpus=tuple(gpus[i] for i in sorted(gpus)),
-        gpu_list=Fact.of(len(gpus), fmt) if gpus else Fact.absent("the check_env dump lists no GPU"),
+        gpu_list=_listed(len(gpus), fmt, _CHECK_ENV_NEXT_KEY.search(text, last_end) is not None, "no check_env line after the GPU lines")
+        if gpus else Fact.absent("the check_env dump lists no GPU"),
         driver_version=driver,
         cuda_driver_version=Fact.absent("sglang check_env does not print the CUDA version the driver supports"),
         toolkit=nvcc,
@@ -416,10 +437,11 @@ def parse_torch_collect_env(text: str, fmt: str = "torch-collect-env") -> Machin
     says = re.match(r"\s*(No CUDA|Could not collect)", m.group(1)) if m and not gpus else None
     if truncated_gpu:
         truncated_note += (truncated_gpu,)
+    end_seen = bool(m) and not truncated_gpu and _COLLECT_ENV_NEXT.match(text, m.end()) is not None
     return MachineFacts(
         origin=f"env-dump:{fmt}",
         gpus=tuple(gpus),
-        gpu_list=Fact.of(len(gpus), fmt) if gpus else Fact.absent(
+        gpu_list=_listed(len(gpus), fmt, end_seen, "no collect_env key or section after the GPU lines") if gpus else Fact.absent(
             f"{fmt} says 'GPU models and configuration: {says.group(1)}' (torch sees no GPU)" if says else
             f"the {fmt} dump lists no GPU (truncated before 'GPU models and configuration'?)"),
         driver_version=driver,
@@ -434,6 +456,11 @@ def parse_torch_collect_env(text: str, fmt: str = "torch-collect-env") -> Machin
         platform=plat,
         notes=truncated_note,
     )
+
+
+#: The next line of collect_env after its ``GPU n:`` lines: a ``Key:`` (``Nvidia driver version:``) or a ``====``
+#: section header. Only blank lines may come between; a ``GPU 2`` cut before its colon is not one.
+_COLLECT_ENV_NEXT = re.compile(r"(?:[ \t]*\n)+[ \t]*(?!GPU\s*\d)(?:[A-Za-z][^\n:]{0,80}:|={3,})")
 
 
 def _toolkit_from_runtime(f: Fact) -> Fact:
@@ -501,6 +528,7 @@ def parse_nvidia_smi(text: str) -> MachineFacts:
     else:
         cuda = Fact.absent("nvidia-smi prints 'CUDA Version: N/A'" if hm else "no nvidia-smi header line", source=fmt)
     gpus: list[GpuFacts] = []
+    last_row_end = 0
     row = re.compile(r"^\|\s+(\d{1,3})\s+(.+?)\s+(On|Off)\s+\|[^\n]*(?:\n\|[^|\n]*\|\s*(?:(\d{1,9})MiB\s*/\s*(\d{1,9})MiB|([^|\n]*?))\s*\||[^\n]*$)", re.M)
     for m in row.finditer(text):
         name = Fact.of(m.group(2).strip(), f"{fmt} line {_line_of(text, m.start())}")
@@ -512,18 +540,26 @@ def parse_nvidia_smi(text: str) -> MachineFacts:
             shown = (m.group(6) or "").strip() or "blank"
             mem = Fact.absent(f"nvidia-smi reports memory as '{shown}' (unified memory on GB10)" if "Not Supported" in shown or "N/A" in shown else f"nvidia-smi memory column: '{shown}'")
         gpus.append(GpuFacts(index=int(m.group(1)), name=name, compute_capability=_gpu_cc(name), memory_bytes=mem))
+        last_row_end = m.end()
     truncated = not gpus or text.rstrip().endswith(("+----", "|"))
-    last = text.rstrip().rsplit("\n", 1)[-1].lstrip()
-    partial = bool(gpus) and "Processes:" not in text and last.startswith(("|", "+"))
+    partial = bool(gpus) and not _smi_table_end_seen(text, last_row_end)
     return MachineFacts(
         origin=f"env-dump:{fmt}",
         gpus=tuple(gpus),
-        gpu_list=(Fact.of(len(gpus), f"{fmt} (table cut: {PARTIAL_GPU_LIST} {len(gpus)} GPU row(s))" if partial else fmt) if gpus
-                  else Fact.absent("the nvidia-smi dump lists no GPU row")),
+        gpu_list=(Fact.of(len(gpus), f"{fmt} (table cut: {PARTIAL_GPU_LIST} {len(gpus)} GPU row(s))", AT_LEAST) if partial else Fact.of(len(gpus), fmt))
+        if gpus else Fact.absent("the nvidia-smi dump lists no GPU row"),
         driver_version=driver,
         cuda_driver_version=cuda,
         notes=(f"{fmt}: the table may be truncated; {len(gpus)} GPU row(s) read",) if truncated and gpus else (),
     )
+
+
+def _smi_table_end_seen(text: str, after: int) -> bool:
+    """Whether the nvidia-smi GPU table is seen to end after offset ``after`` (the last GPU row read): nvidia-smi
+    always prints its ``Processes:`` block after the GPU table, so that block is the end. A closing border alone
+    is not: it is also the border between two GPUs of a table cut there, followed perhaps by the rest of a
+    bug report; the list is then a lower bound."""
+    return text.find("Processes:", after) != -1
 
 
 _SMI_Q_BLOCK = re.compile(r"^GPU [0-9A-Fa-f]{8}:", re.M)
@@ -545,14 +581,20 @@ def parse_nvidia_smi_q(text: str) -> MachineFacts:
         um = _SMI_Q_UUID.search(text, m.end(), nxt.start() if nxt else len(text))
         uuid = Fact.of(um.group(1), f"{fmt} GPU UUID") if um else Fact.absent("no 'GPU UUID' in this nvidia-smi -q block", fmt)
         gpus.append(GpuFacts(index=i, name=name, compute_capability=_gpu_cc(name), memory_bytes=mem, uuid=uuid))
+    attached = re.search(r"^Attached GPUs\s+: (\d{1,4})\s*$", text, re.M)
     return MachineFacts(origin=f"env-dump:{fmt}", gpus=tuple(gpus),
-                        gpu_list=Fact.of(len(gpus), fmt) if gpus else Fact.absent("nvidia-smi -q lists no Product Name"),
+                        gpu_list=_listed(len(gpus), fmt, bool(attached) and int(attached.group(1)) == len(gpus),
+                                         f"'Attached GPUs : {attached.group(1)}'" if attached else "no 'Attached GPUs' line")
+                        if gpus else Fact.absent("nvidia-smi -q lists no Product Name"),
                         driver_version=driver, cuda_driver_version=cuda)
 
 
-def parse_nvidia_smi_csv(text: str, *, source: str = "nvidia-smi-csv") -> MachineFacts:
+def parse_nvidia_smi_csv(text: str, *, source: str = "nvidia-smi-csv", complete: bool = False) -> MachineFacts:
     """``nvidia-smi --query-gpu=index,name,compute_cap,driver_version,memory.total[,uuid] --format=csv``
-    (with or without the header line; the sixth column, when present, is the GPU UUID)."""
+    (with or without the header line; the sixth column, when present, is the GPU UUID).
+
+    ``complete``: ``text`` is the whole output of the command (a live run), so its rows are every GPU; a pasted
+    CSV has no end marker, so its rows are a lower bound (``gpu_list.extent == "at least"``)."""
     gpus = []
     driver = Fact.absent("no GPU rows in the nvidia-smi CSV")
     for ln, line in enumerate(text.splitlines(), 1):
@@ -574,7 +616,8 @@ def parse_nvidia_smi_csv(text: str, *, source: str = "nvidia-smi-csv") -> Machin
         if not driver.present and re.fullmatch(r"[\d.]+", drv):
             driver = Fact.of(drv, where)
     return MachineFacts(origin=f"env-dump:{source}", gpus=tuple(gpus),
-                        gpu_list=Fact.of(len(gpus), source) if gpus else Fact.absent("no GPU rows in the nvidia-smi CSV"),
+                        gpu_list=_listed(len(gpus), source, complete, "a pasted CSV shows no end") if gpus
+                        else Fact.absent("no GPU rows in the nvidia-smi CSV"),
                         driver_version=driver,
                         cuda_driver_version=Fact.absent("nvidia-smi --query-gpu does not print the CUDA version"))
 

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mtp_audit.known import AT_LEAST, EXACT, Extent, Known, Provenance
+
 #: Version of the facts JSON written by :meth:`MachineFacts.to_dict`.
 FACTS_SCHEMA_VERSION = 1
 
@@ -47,7 +49,7 @@ PACKAGES: tuple[str, ...] = (
 
 
 #: Marker in ``MachineFacts.gpu_list.source`` of a GPU list known to be incomplete (an nvidia-smi table cut
-#: after its first rows): a longer list from another dump of the machine is then not a conflict.
+#: after its first rows), kept in the human text; the typed answer is ``gpu_list.extent == "at least"``.
 PARTIAL_GPU_LIST = "at least"
 
 
@@ -60,18 +62,37 @@ class Fact:
         source: where it was read (``"nvml"``, ``"nvidia-smi"``, ``"torch/version.py"``,
             ``"sglang check_env line 7"``).
         missing: why there is no value; ``None`` when the value is present.
+        extent: how much of the value was seen (:data:`mtp_audit.known.Extent`): ``"exact"`` (the default
+            of a present fact), ``"at least"`` (a lower bound: a GPU count from a table cut before its end, or
+            products named without a count); a missing fact is ``"unknown"`` whatever this field says.
     """
 
     value: Any = None
     source: str = ""
     missing: str | None = None
+    extent: Extent = EXACT
 
     @classmethod
-    def of(cls, value: Any, source: str) -> Fact:
-        """A present fact. ``value`` must not be ``None``."""
+    def of(cls, value: Any, source: str, extent: Extent = EXACT) -> Fact:
+        """A present fact. ``value`` must not be ``None``; ``extent`` is ``"exact"`` or ``"at least"``.
+
+        Raises:
+            ValueError: ``value`` is ``None`` or ``extent`` is not one of those two.
+        """
         if value is None:
             raise ValueError("Fact.of needs a value; use Fact.absent for a missing fact")
-        return cls(value=value, source=source)
+        if extent not in (EXACT, AT_LEAST):
+            raise ValueError(f"a present fact is exact or at least, not {extent!r}")
+        return cls(value=value, source=source, extent=extent)
+
+    def known(self, where: str = "", line: int | None = None) -> Known[Any]:
+        """This fact as a :class:`mtp_audit.known.Known`: its value and extent (``"unknown"`` when missing), with the
+        fact's source (or its missing reason) as the provenance's ``how`` and ``where`` naming the input."""
+        src = Provenance(where or self.source, line, self.source if where else "") if self.present else \
+            Provenance(where or self.source or "not observed", line, self.missing or "not observed")
+        if not self.present:
+            return Known.unknown(src)
+        return Known(self.value, self.extent if self.extent in (EXACT, AT_LEAST) else EXACT, src)
 
     @classmethod
     def absent(cls, reason: str, source: str = "") -> Fact:
@@ -90,7 +111,10 @@ class Fact:
     def to_dict(self) -> dict[str, Any]:
         """JSON form: ``{"value": ..., "source": ...}`` or ``{"missing": reason, ...}``."""
         if self.present:
-            return {"value": _jsonable(self.value), "source": self.source}
+            out = {"value": _jsonable(self.value), "source": self.source}
+            if self.extent != EXACT:
+                out["extent"] = self.extent  # written only when not exact: exact facts keep their stored form
+            return out
         d: dict[str, Any] = {"missing": self.missing or "not observed"}
         if self.source:
             d["source"] = self.source
@@ -109,7 +133,13 @@ class Fact:
             v = d["value"]
             if isinstance(v, list):
                 v = tuple(tuple(x) if isinstance(x, list) else x for x in v)
-            return cls(value=v, source=str(d.get("source", "")))
+            src = str(d.get("source", ""))
+            extent = d.get("extent", EXACT)
+            if extent not in (EXACT, AT_LEAST):
+                raise ValueError(f"fact extent must be 'exact' or 'at least', not {extent!r}")
+            if extent == EXACT and f"table cut: {PARTIAL_GPU_LIST}" in src:
+                extent = AT_LEAST  # a facts file written before extents were stored: its source says the table was cut
+            return cls(value=v, source=src, extent=extent)
         return cls(value=None, source=str(d.get("source", "")), missing=str(d.get("missing", "not observed")))
 
     def __str__(self) -> str:
@@ -335,6 +365,23 @@ class MachineFacts:
         """Every GPU the driver listed (:attr:`enumerated` when a ``CUDA_VISIBLE_DEVICES`` filter was applied, else :attr:`gpus`)."""
         return self.enumerated or self.gpus
 
+    @property
+    def gpu_count(self) -> Known[int]:
+        """How many GPUs the driver lists (before any ``CUDA_VISIBLE_DEVICES`` filter of :attr:`enumerated`), as a
+        typed answer: ``"exact"`` when the whole list was seen (a live query, a table whose end is seen, a count
+        written out), ``"at least"`` with the GPUs seen as the bound (a table cut before its end, prose naming
+        products without a count), ``"unknown"`` with the reason when no GPU was read. Provenance: this
+        :attr:`origin` and the list's source."""
+        f = self.gpu_list
+        if f.present and not isinstance(f.value, int):
+            f = Fact.of(len(self.all_gpus), f.source, f.extent) if self.all_gpus else Fact.absent(f"GPU count shown as {f.value!r}")
+        return f.known(self.origin)
+
+    @property
+    def gpu_list_partial(self) -> bool:
+        """Whether the GPU list is a lower bound (``gpu_list.extent == "at least"``)."""
+        return self.gpu_list.present and self.gpu_list.extent == AT_LEAST
+
     def package(self, name: str) -> Fact:
         """Version fact of distribution ``name`` (missing when not recorded)."""
         return self.packages.get(name) or Fact.absent(f"{name} version not recorded")
@@ -404,8 +451,7 @@ class MachineFacts:
                 names = sorted({f"{g.name.value or '?'} ({fmt_value(g.compute_capability.value) if g.cc else '?'})" for g in gs})
                 return f"{len(gs)}x " + ", ".join(names)
 
-            partial = (len(a) < len(b) and PARTIAL_GPU_LIST in self.gpu_list.source) or \
-                      (len(b) < len(a) and PARTIAL_GPU_LIST in other.gpu_list.source)
+            partial = (len(a) < len(b) and self.gpu_list_partial) or (len(b) < len(a) and other.gpu_list_partial)
             if len(a) != len(b) and not partial:
                 return f"GPU list differs: {desc(a)} vs {desc(b)}"
             for x, y in zip(a, b):
@@ -445,6 +491,8 @@ class MachineFacts:
             ) + tuple(gpus[min(len(mine), len(theirs)):])
             if len(mine) < len(theirs) and self.gpu_list.present:
                 kwargs["gpu_list"] = other.gpu_list.or_(self.gpu_list)
+            elif len(mine) == len(theirs) and self.gpu_list_partial and other.gpu_list.present and not other.gpu_list_partial:
+                kwargs["gpu_list"] = other.gpu_list  # the other dump saw the end of the same list
         ea, eb = self.engine, other.engine
         if ea.present and eb.present and ea.value != eb.value:
             kwargs["engine"] = Fact.absent(f"the dumps disagree: {ea.value} ({ea.source}) vs {eb.value} ({eb.source})")

@@ -6,12 +6,15 @@ Read line by line (linear in the text), each fact with its provenance ``"free-fo
 
 - GPUs: a line whose key names the hardware (``- GPU: 8x NVIDIA RTX PRO 6000 Blackwell Server Edition,
   SM120``, ``| GPU | NVIDIA GB10 (SM 12.1) |``, ``Hardware: 8x NVIDIA B300 SXM6 AC (SM103, 267.7 GiB)``),
-  ``GPU 0: <name>`` lines, or prose naming a product with a count or an SM (``2x DGX Spark``). The
+  ``GPU 0: <name>`` lines, torch's ``Found GPU0 <name> which is of cuda capability X.Y`` wherever it sits, or prose
+  naming a product with a count or an SM (``2x DGX Spark``, ``8xH100``, ``H20x4``, ``4×L40S``, ``8-way B200``,
+  ``8 cards MI300X``) or inside a system token (``dgx-b300``). The
   compute capability is the one written (``SM120``, ``sm_121a``, ``SM 12.1``, ``compute capability 7.0``,
   ``compute_cap 12.1``) or else the product table (:mod:`mtp_audit.preflight.gpus`); when both are
   there and disagree the fact is missing with both values (a conflict, shown). Memory only in GiB/MiB
-  (``GB`` does not say which). The count is the one written (``8x``, ``x8``, ``8 GPUs``); a GPU line
-  without one is one GPU, and the source says the count was not written.
+  (``GB`` does not say which). The count is the one written (``8x``, ``x8``, ``8 GPUs``): then the GPU count
+  is exact. A GPU line without one is read as one GPU and the count is only a lower bound (``gpu_list.extent``
+  ``"at least"``; the source says the count was not written); so are ``GPU N:`` lines, whose list has no end.
 - Driver (``Driver: 595.58.03``, ``driver 580.159.03``), the driver's CUDA (``CUDA Version: 12.8`` as
   nvidia-smi prints it, ``Host CUDA: 13.0``), the toolkit (``nvcc 12.9``, ``CUDA toolkit 13.0``);
   a bare ``CUDA 13.0`` does not say which CUDA it is and is kept as a note only.
@@ -36,6 +39,7 @@ from dataclasses import dataclass, field
 from mtp_audit.preflight import freeform_vendors as vendors
 from mtp_audit.preflight.freeform_vendors import unglue
 from mtp_audit.preflight import gpus as gputable
+from mtp_audit.known import AT_LEAST, EXACT
 from mtp_audit.preflight.facts import Fact, GpuFacts, MachineFacts
 
 FMT = "free-form"
@@ -56,7 +60,12 @@ _SM3 = re.compile(r"(?<![a-z0-9])sm[_ ]?(\d{2,3})[af]?(?![0-9.])", re.I)
 _SMDOT = re.compile(r"(?<![a-z0-9])sm[_ ]?(\d{1,2})\.(\d)(?!\d)", re.I)
 _CCDOT = re.compile(r"(?:compute[ _]cap(?:ability)?|(?<![a-z])cc)\s*[:=]?\s*(\d{1,2})\.(\d)(?!\d)", re.I)
 _MEM = re.compile(r"(?<![\d.])(\d{1,4}(?:\.\d{1,2})?)\s*(GiB|MiB|GB|TB)(?![a-z])", re.I)
-_COUNT_BEFORE = re.compile(r"(?<![\d.])(\d{1,3})\s*[x×*]\s*(?:(?:nvidia|geforce)\s+)?$", re.I)
+_COUNT_BEFORE = re.compile(r"(?<![\d.])(\d{1,3})\s*(?:[x×*]|-way|\s+cards?|\s*-?gpus?)\s*(?:(?:nvidia|geforce)\s+)?$", re.I)
+#: torch's warning for a GPU outside its build's range, and any line of that shape (torch/cuda/__init__.py):
+#: ``Found GPU0 NVIDIA GB10 which is of cuda capability 12.1.`` -- a GPU, its index and its compute capability.
+_FOUND_GPU = re.compile(r"Found GPU\s?(\d{1,3}) (.{1,80}?) which is of cuda capability (\d{1,2})\.(\d)(?!\d)")
+#: A DGX / HGX system named in a host or product token (``dgx-b300``, ``hgx_h100``): the line is about the machine.
+_SYSTEM = re.compile(r"(?<![a-z0-9])[dh]gx[-_ ]?(?:[abhlvt]|gh|gb)\d", re.I)
 _COUNT_AFTER = re.compile(r"^\s*(?:[x×*]\s*(\d{1,3})(?!\d)|\((\d{1,3})\)|,?\s*(\d{1,3})\s*gpus?\b)", re.I)
 _COUNT_GPUS = re.compile(r"(?<![\d.])(\d{1,3})\s*(?:x\s*)?gpus\b", re.I)
 _DRIVER = re.compile(r"(?<![a-z])(?:(?:nvidia |cuda |kmd )?driver(?: version)?|kmd version)\s*[:=]?\s*v?(\d{3}\.\d{1,3}(?:\.\d{1,3})?)(?![\d.])", re.I)
@@ -214,9 +223,10 @@ def parse_freeform(text: str) -> MachineFacts:
         if not line:
             continue
         low = line.lower()
-        _read_cuda_versions(st, ln, line, low)
-        _read_packages(st, ln, line, low)
-        _read_images(st, ln, line, low)
+        whole = _whole_tokens(line) if cut_last and ln == last else line  # a version cut mid-way reads as another one
+        _read_cuda_versions(st, ln, whole, whole.lower())
+        _read_packages(st, ln, whole, whole.lower())
+        _read_images(st, ln, whole, whole.lower())
         if not _NOT_INSTALLED.search(value or ""):
             for eng, rx in _ENGINE.items():
                 em = rx.search(line) if eng in low else None
@@ -230,6 +240,12 @@ def parse_freeform(text: str) -> MachineFacts:
         _read_gpu_line(st, ln, line, low, key, value, cut_last and ln == last)
     gpus_out, gpu_list = _assemble_gpus(st)
     return _machine(st, text, gpus_out, gpu_list)
+
+
+def _whole_tokens(line: str) -> str:
+    """The last line of a text that does not end in a newline without its final token, which may be cut off
+    (``torch 2.11.0+cu13`` of ``+cu130`` reads as CUDA 1.3): only what is followed by a separator is read."""
+    return re.sub(r"[^\s,;|()\[\]]*$", "", line)
 
 
 def _read_cuda_versions(st: _State, ln: int, line: str, low: str) -> None:
@@ -296,7 +312,10 @@ def _env_list_line(scope: str, first_hit: int) -> bool:
 
 
 def _read_gpu_line(st: _State, ln: int, line: str, low: str, key: str, value: str, truncated_line: bool) -> None:
-    """The GPUs one line names: a ``GPU N:`` line, a GPU key's value, or products in prose."""
+    """The GPUs one line names: torch's ``Found GPU<i> <name> which is of cuda capability X.Y``, a ``GPU N:`` line,
+    a GPU key's value, or products in prose."""
+    if _read_found_gpus(st, ln, line):
+        return
     im = _INDEXED_GPU.match(line)
     if im:
         name = im.group(2).strip()
@@ -324,6 +343,7 @@ def _read_gpu_line(st: _State, ln: int, line: str, low: str, key: str, value: st
             st.groups.append(_Group(name, _gpu_cc(name, None, written, ln, st.notes), _mem_fact(value, ln), _count(value, 0, 0), ln, key))
         return
     prose_ok = (gpu_key or written is not None or re.search(r"\bgpus?\b|\bon an?\b|hardware|device", low) or "@" in scope
+                or _SYSTEM.search(scope) is not None
                 or _env_list_line(scope, hits[0].start))
     for h in hits:
         c = _count(scope, h.start, h.end)
@@ -331,7 +351,7 @@ def _read_gpu_line(st: _State, ln: int, line: str, low: str, key: str, value: st
             continue
         if gpu_key and len(hits) == 1:
             name = re.split(r"\s*[,(;]\s*|\s+-\s+", _strip_count(value), maxsplit=1)[0].strip()
-            name = re.sub(r"\s+gpus?$", "", name, flags=re.I) or scope[h.start:h.end]
+            name = re.sub(r"\s+gpus?$|(?<=\d)\s*[x×*]\s*\d{1,3}$", "", name, flags=re.I) or scope[h.start:h.end]
         else:
             pre = re.search(r"(?:nvidia\s+(?:geforce\s+)?)$", scope[:h.start], re.I)
             name = scope[pre.start() if pre else h.start:h.end]
@@ -339,11 +359,26 @@ def _read_gpu_line(st: _State, ln: int, line: str, low: str, key: str, value: st
         st.groups.append(_Group(name, cc, _mem_fact(scope, ln) if len(hits) == 1 else Fact.absent("not attributable"), c, ln, key))
 
 
+def _read_found_gpus(st: _State, ln: int, line: str) -> bool:
+    """torch's ``Found GPU<i> <name> which is of cuda capability X.Y`` (torch/cuda/__init__.py, wherever it sits in
+    the line): an indexed GPU with the compute capability written. Whether any was read."""
+    found = False
+    for m in _FOUND_GPU.finditer(line) if "Found GPU" in line else ():
+        idx, name = int(m.group(1)), m.group(2).strip()
+        written = ((int(m.group(3)), int(m.group(4))), f"cuda capability {m.group(3)}.{m.group(4)}")
+        st.indexed.setdefault(idx, GpuFacts(index=idx, name=Fact.of(name, f"{FMT} line {ln} (torch 'Found GPU{idx}')"),
+                                            compute_capability=_gpu_cc(name, gputable.lookup(name), written, ln, st.notes),
+                                            memory_bytes=Fact.absent("torch's warning does not give memory")))
+        found = True
+    return found
+
+
 def _assemble_gpus(st: _State) -> tuple[tuple[GpuFacts, ...], Fact]:
     """The GPU list: ``GPU N:`` lines when there are any, else the named groups (merged, counted)."""
     if st.indexed:
         gpus_out = tuple(st.indexed[i] for i in sorted(st.indexed))
-        return gpus_out, Fact.of(len(gpus_out), f"{FMT}: 'GPU N:' lines")
+        # the lines of one GPU each, with no end of the list in sight: a lower bound
+        return gpus_out, Fact.of(len(gpus_out), f"{FMT}: 'GPU N:' lines (no end of the list: at least {len(gpus_out)})", AT_LEAST)
     merged = _merge_groups(_prefer_gpu_lines(st.groups, st.notes), st.notes)
     # Several different products named only in running text ("my friend has an RTX 5090 and a GB10"),
     # with no GPU line among them, do not say which of them this machine has: reading them as one mixed
@@ -363,7 +398,8 @@ def _assemble_gpus(st: _State) -> tuple[tuple[GpuFacts, ...], Fact]:
         for _ in range(n):
             out.append(GpuFacts(index=len(out), name=Fact.of(g.name, f"{FMT} line {g.line}" + (f" ({g.how})" if g.how else "")),
                                 compute_capability=g.cc, memory_bytes=g.mem, arch=g.arch))
-    gpu_list = (Fact.of(len(out), f"{FMT}: " + "; ".join(how)) if out else
+    counted = all(g.count is not None for g in merged)
+    gpu_list = (Fact.of(len(out), f"{FMT}: " + "; ".join(how), EXACT if counted else AT_LEAST) if out else
                 Fact.absent(prose_conflict, source=FMT) if prose_conflict else Fact.absent("the free-form text names no GPU"))
     return tuple(out), gpu_list
 
@@ -459,13 +495,13 @@ def _vendor_group(name: str, arch: Fact, count: int | None, ln: int, key: str, h
 
 
 def _strip_count(v: str) -> str:
-    return re.sub(r"^\s*\d{1,3}\s*[x×*]\s*", "", v).strip()
+    return re.sub(r"^\s*\d{1,3}\s*(?:[x×*]|-way)\s*", "", v).strip()
 
 
 def _count(scope: str, start: int, end: int) -> int | None:
     m = _COUNT_BEFORE.search(scope[:start]) if start else None
     if m is None and start == 0:
-        m = re.match(r"^\s*(\d{1,3})\s*[x×*]\s*", scope)
+        m = re.match(r"^\s*(\d{1,3})\s*(?:[x×*]|-way)\s*", scope)
     if m is None and end:
         m = _COUNT_AFTER.match(scope[end:])
     if m is None:

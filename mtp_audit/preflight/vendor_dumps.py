@@ -43,6 +43,7 @@ from __future__ import annotations
 import re
 
 from mtp_audit.preflight import platforms as pf
+from mtp_audit.known import AT_LEAST
 from mtp_audit.preflight.facts import PARTIAL_GPU_LIST, Fact, GpuFacts, MachineFacts
 from mtp_audit.preflight.lineindex import index_for
 
@@ -114,7 +115,7 @@ def parse_rocm_env(text: str) -> MachineFacts:
                               memory_bytes=gpus[0].memory_bytes) for i in range(1, n)]
             gpu_list = Fact.of(n, f"{fmt}: device 0 named, {n} GPUs in the GPU Topology (line {_line(text, topo.start())})")
         else:
-            gpu_list = Fact.of(1, f"{fmt} ({PARTIAL_GPU_LIST} 1 GPU: torch collect_env names device 0 only)")
+            gpu_list = Fact.of(1, f"{fmt} ({PARTIAL_GPU_LIST} 1 GPU: torch collect_env names device 0 only)", AT_LEAST)
     acc = Fact.absent("not stated by the ROCm lines")
     if rocm.present or re.search(r"ROCM available: True", text):
         acc = Fact.of(pf.ROCM, rocm.source if rocm.present else f"{fmt} ('ROCM available: True')")
@@ -181,7 +182,8 @@ def parse_npu_smi(text: str) -> MachineFacts:
                              memory_bytes=mem))
     cut = bool(gpus) and ("Process" not in text or not hm)
     return MachineFacts(origin=f"env-dump:{fmt}", gpus=tuple(gpus), driver_version=driver,
-                        gpu_list=(Fact.of(len(gpus), f"{fmt} (table cut: {PARTIAL_GPU_LIST} {len(gpus)} NPU row(s))" if cut else fmt)
+                        gpu_list=((Fact.of(len(gpus), f"{fmt} (table cut: {PARTIAL_GPU_LIST} {len(gpus)} NPU row(s))", AT_LEAST) if cut
+                                   else Fact.of(len(gpus), fmt))
                                   if gpus else Fact.absent("the npu-smi table lists no NPU row")),
                         accelerator=(Fact.of(pf.CANN, f"{fmt} header line {_line(text, hm.start())}") if hm else
                                      Fact.of(pf.CANN, f"{fmt} table rows (line {_line(text, _NPU_ROW.search(text).start())})") if gpus
@@ -242,8 +244,13 @@ def parse_amd_smi(text: str, fmt: str = "amd-smi") -> MachineFacts:
     if dm:
         driver = driver.or_(Fact.of(dm.group(1) or dm.group(2), f"{fmt} line {_line(text, dm.start())}"))
     gpus = _smi_gpus(fmt, entries)
+    # rocm-smi ends its output with "End of ROCm SMI Log", amd-smi's table view with its Processes box: device rows
+    # without them may be a table cut short
+    cut = ((fmt == "rocm-smi" and "End of ROCm SMI Log" not in text)
+           or (fmt == "amd-smi" and "AMD-SMI " in text and "Processes" not in text))
     return MachineFacts(origin=f"env-dump:{fmt}", gpus=tuple(gpus), driver_version=driver,
-                        gpu_list=Fact.of(len(gpus), fmt) if gpus else Fact.absent(f"the {fmt} output lists no GPU"),
+                        gpu_list=(Fact.of(len(gpus), f"{fmt} (the end of its output is not seen: {PARTIAL_GPU_LIST} {len(gpus)} GPU(s))", AT_LEAST)
+                                  if cut else Fact.of(len(gpus), fmt)) if gpus else Fact.absent(f"the {fmt} output lists no GPU"),
                         rocm_version=_first(text, _AMDSMI_ROCM, fmt),
                         accelerator=Fact.of(pf.ROCM, f"{fmt} output"))
 

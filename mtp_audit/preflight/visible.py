@@ -30,9 +30,11 @@ Sources of the encoded rules:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from mtp_audit.preflight.facts import GpuFacts
+from mtp_audit.known import AT_LEAST, EXACT, Extent
+from mtp_audit.preflight.facts import GpuFacts, MachineFacts
 
 _INDEX = re.compile(r"^[+-]?\d+$")
 
@@ -50,7 +52,11 @@ class Visibility:
             exists (``MIG-GPU-<uuid>/0/0`` on the lent H200, MIG off, left CUDA with 0 devices); not in :attr:`count`.
         notes: one line each: what was applied, tokens dropped, order caveats.
         exact: ``False`` when the count depends on something not in the facts (MIG tokens, a UUID with no
-            GPU UUIDs recorded).
+            GPU UUIDs recorded, an index beyond a GPU list that is only a lower bound).
+        listed: the extent of the machine's GPU list these came from (:data:`mtp_audit.known.Extent`): ``"at least"``
+            when the list is a lower bound (a table cut before its end, prose without a count), so more GPUs may be
+            visible than :attr:`count`; ``"unknown"`` when no GPU was listed at all.
+        listed_source: how that list was read (the preflight's ``gpu_list`` source), for messages.
     """
 
     gpus: tuple[GpuFacts, ...]
@@ -60,15 +66,35 @@ class Visibility:
     mig: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
     exact: bool = True
+    listed: Extent = EXACT
+    listed_source: str = ""
 
     @property
     def count(self) -> int:
         """Number of whole GPUs the process surely sees (MIG tokens excluded; see :attr:`mig`)."""
         return len(self.gpus)
 
+    def covers(self, needed: int) -> bool | None:
+        """Whether ``needed`` GPUs are visible: ``True`` (surely: :attr:`count` reaches it and every entry was
+        matched, whatever the list's extent, since a lower bound that reaches it suffices), ``False`` (surely
+        not: a whole list, and even the MIG devices named cannot make it up) or ``None`` (could not tell:
+        fewer are seen in a list that is only a lower bound, or entries could not be matched)."""
+        if self.count >= needed and self.exact:
+            return True
+        if self.listed == EXACT and self.count + len(self.mig) < needed:
+            return False
+        return None
+
+    def describe_count(self) -> str:
+        """``"8"`` or ``"at least 2 (nvidia-smi (table cut: ...))"``: the visible count with its extent."""
+        if self.listed == EXACT and self.exact:
+            return str(self.count)
+        why = self.listed_source if self.listed != EXACT else "; ".join(self.notes)
+        return f"at least {self.count}" + (f" ({why})" if why else "")
+
 
 def cuda_visible(gpus: tuple[GpuFacts, ...] | list[GpuFacts], value: str | None, *, source: str = "",
-                 device_order: str | None = None) -> Visibility:
+                 device_order: str | None = None, listed: Extent = EXACT, listed_source: str = "") -> Visibility:
     """Apply ``CUDA_VISIBLE_DEVICES=value`` to the enumerated ``gpus`` (NVML / nvidia-smi order).
 
     Args:
@@ -77,13 +103,17 @@ def cuda_visible(gpus: tuple[GpuFacts, ...] | list[GpuFacts], value: str | None,
             are not CUDA syntax: like any other invalid first token they leave no device visible).
         source: where the value came from, repeated in the notes.
         device_order: ``CUDA_DEVICE_ORDER`` (``"PCI_BUS_ID"`` makes CUDA indices equal NVML's).
+        listed: the extent of ``gpus`` (``"at least"``: the list is cut, so an index or UUID beyond it may name a
+            GPU that exists: it is not counted, the answer is not exact, and CUDA's "stops at an invalid entry"
+            is not applied to it).
+        listed_source: how the list was read, kept for messages.
 
     Returns:
         a :class:`Visibility`. Never raises.
     """
     gpus = tuple(gpus)
     if value is None:
-        return Visibility(gpus, None, source)
+        return Visibility(gpus, None, source, listed=listed, listed_source=listed_source)
     where = f" ({source})" if source else ""
     text = value.strip()
     if not text:
@@ -108,26 +138,18 @@ def cuda_visible(gpus: tuple[GpuFacts, ...] | list[GpuFacts], value: str | None,
             exact = False
             continue
         elif tok.upper().startswith("GPU-"):
-            with_uuid = [g for g in gpus if g.uuid.present]
-            matches = [g for g in with_uuid if str(g.uuid.value).lower().startswith(tok.lower())]
-            unknown = len(gpus) - len(with_uuid)
-            if len(matches) == 1 and not unknown:
-                hit = matches[0]
-            elif len(matches) > 1:
-                why = f"{tok} is a prefix of {len(matches)} GPU UUIDs (CUDA needs a unique prefix)"
-            elif unknown:
-                # a GPU without a recorded UUID may match too (or make a unique-looking prefix ambiguous)
-                exact = False
-                hit = matches[0] if matches else None
-                why = f"{tok}: the UUIDs of {unknown} GPU(s) were not recorded, so this UUID cannot be matched for sure"
-                if hit is not None:
-                    notes.append(why)
-            else:
-                why = f"{tok} matches no listed GPU UUID"
+            hit, why, sure = _match_uuid(tok, gpus)
+            exact = exact and sure
+            if hit is not None and not sure:
+                notes.append(why)
         else:
             why = f"'{tok}' is neither an index, a GPU- UUID nor a MIG- device"
         if hit is not None and any(k.index == hit.index for k in kept):
             notes.append(f"GPU {hit.index} is named twice in CUDA_VISIBLE_DEVICES; counted once")
+            continue
+        if hit is None and listed != EXACT and not tok.startswith("-") and (_INDEX.match(tok) or tok.upper().startswith("GPU-")):
+            exact = False  # beyond a list that is only a lower bound: the GPU may exist
+            notes.append(f"{tok}: not among the {len(gpus)} GPU(s) listed, but the list is cut ({listed_source or 'at least'}); not counted")
             continue
         if hit is None:
             stopped = tok
@@ -143,7 +165,42 @@ def cuda_visible(gpus: tuple[GpuFacts, ...] | list[GpuFacts], value: str | None,
                      "instance does not exist; MIG instances are not in these facts")
     notes.insert(0, f"CUDA_VISIBLE_DEVICES={value}{where}: {len(kept)} of {len(gpus)} GPU(s) visible"
                  + (f" ({', '.join(str(g.index) for g in kept)})" if kept else ""))
-    return Visibility(tuple(kept), value, source, stopped, tuple(mig), tuple(notes), exact)
+    return Visibility(tuple(kept), value, source, stopped, tuple(mig), tuple(notes), exact, listed, listed_source)
+
+
+def machine_visible(machine: MachineFacts, env: Mapping[str, str], env_source: Mapping[str, str]) -> Visibility:
+    """The GPUs a launch's processes see on ``machine``: a ``CUDA_VISIBLE_DEVICES`` written before the program or
+    given with ``--env`` (``env_source`` ``"command"`` / ``"--env"``) applied to every GPU the driver listed
+    (:attr:`MachineFacts.all_gpus`, :func:`cuda_visible`); otherwise the machine's own list, which a live collection
+    has already filtered by this process's ``CUDA_VISIBLE_DEVICES``. The list's extent (``gpu_list.extent``) travels
+    with the answer (:attr:`Visibility.listed`)."""
+    listed = machine.gpu_count
+    extent: Extent = listed.extent
+    how = "" if extent == EXACT else (machine.gpu_list.source if extent == AT_LEAST else f"no GPU listed: {listed.source.how}")
+    if env_source.get("CUDA_VISIBLE_DEVICES") in ("command", "--env") and "CUDA_VISIBLE_DEVICES" in env:
+        order = env.get("CUDA_DEVICE_ORDER") or machine.env.get("CUDA_DEVICE_ORDER")
+        return cuda_visible(machine.all_gpus, env["CUDA_VISIBLE_DEVICES"], source=env_source["CUDA_VISIBLE_DEVICES"],
+                            device_order=order, listed=extent, listed_source=how)
+    vis = machine.env.get("CUDA_VISIBLE_DEVICES")
+    note = tuple(n for n in machine.notes if n.startswith("CUDA_VISIBLE_DEVICES="))
+    return Visibility(machine.gpus, vis, "environment" if vis is not None else "", notes=note, listed=extent, listed_source=how)
+
+
+def _match_uuid(tok: str, gpus: tuple[GpuFacts, ...]) -> tuple[GpuFacts | None, str, bool]:
+    """``(GPU, why, sure)`` for a ``GPU-<uuid prefix>`` entry: the one GPU whose UUID starts with it (CUDA needs a
+    unique prefix); ``sure`` is ``False`` when some GPUs' UUIDs were not recorded (one of them may match too)."""
+    with_uuid = [g for g in gpus if g.uuid.present]
+    matches = [g for g in with_uuid if str(g.uuid.value).lower().startswith(tok.lower())]
+    unknown = len(gpus) - len(with_uuid)
+    if len(matches) == 1 and not unknown:
+        return matches[0], "", True
+    if len(matches) > 1:
+        return None, f"{tok} is a prefix of {len(matches)} GPU UUIDs (CUDA needs a unique prefix)", True
+    if unknown:
+        # a GPU without a recorded UUID may match too (or make a unique-looking prefix ambiguous)
+        return (matches[0] if matches else None,
+                f"{tok}: the UUIDs of {unknown} GPU(s) were not recorded, so this UUID cannot be matched for sure", False)
+    return None, f"{tok} matches no listed GPU UUID", True
 
 
 def nvidia_visible_note(value: str | None, source: str) -> str | None:

@@ -324,11 +324,11 @@ def _facts(cmd: LlamaCommand, build: BuildInfo | None, model: GGUFView | None, d
 
 def _what_runs(cmd: LlamaCommand, head: GGUFView | None, ev: Evaluation, fork: T.Fork) -> bool | None:
     errors = [f for f in ev.findings if f.severity.label == "error"]
-    if not cmd.wants_mtp() or head is None or errors:
+    if not cmd.wants_mtp() or errors:
         return False
     if any(g.blocking for g in ev.gaps):
-        return None
-    return True
+        return None  # a GGUF not read (not on this machine, -hf) or a build unknown: no head seen is not "no head"
+    return head is not None
 
 
 def _answer(summary: dict[str, Any], head: GGUFView | None, ev: Evaluation) -> str:

@@ -59,16 +59,14 @@ class LlamaCppEngine(Engine):
 
 
 def local_files_only(checkpoint: Any, cwd: Path) -> Any:
-    """``checkpoint`` for ``-m`` / ``-md`` values, which llama.cpp opens as local files: a missing ``.gguf`` is an
-    error here, never a hub repo id to fetch (``-hf`` is the flag that downloads).
-
-    Raises:
-        InputError: (when called) the file does not exist.
-    """
+    """``checkpoint`` for ``-m`` / ``-md`` values, which llama.cpp opens as local files, never as a hub repo id to
+    fetch (``-hf`` is the flag that downloads). A file that is not on this machine (a command written for its server)
+    is missing evidence: no report and a blocking gap, and the questions that need no GGUF are still answered."""
     def audit(text: str, flag: str) -> Any:
         path = Path(text).expanduser()
         if not (path if path.is_absolute() else cwd / path).exists():
-            raise InputError(f"{flag} {text}", "no such file")
+            return None, Gap(ANALYZER, f"{flag} {text}: no such file on this machine, so whether the GGUF carries an MTP head "
+                                       "could not be told; audit where the file is, or copy it here", text, True)
         return checkpoint(text, flag)
 
     return audit

@@ -17,6 +17,7 @@ from mtp_audit.engines.trtllm import knowledge as K
 from mtp_audit.engines.trtllm.command import TrtllmCommand, parse_trtllm_command, trtllm_entry
 from mtp_audit.engines.trtllm.rules import RULES_BY_ID
 from mtp_audit.errors import InputError
+from mtp_audit.known import Known
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
 
 ANALYZER = "launch"
@@ -329,6 +330,17 @@ def check_hardware(ctx: TCtx) -> None:
                 "Hopper or newer", where="machine", evidence=[("compute capability", ", ".join(f"{a}.{b}" for a, b in ccs))])
 
 
+def _gpu_count(pf: dict[str, Any]) -> Known[int] | None:
+    """The preflight's typed GPU count (:attr:`mtp_audit.preflight.facts.MachineFacts.gpu_count`), or ``None``
+    without readable machine facts."""
+    from mtp_audit.preflight.facts import MachineFacts
+
+    try:
+        return MachineFacts.from_dict(pf["machine"]).gpu_count if pf.get("machine") else None
+    except ValueError:
+        return None
+
+
 def check_gpu_count(ctx: TCtx) -> None:
     """MTP714: the command's tensor x pipeline x context parallel sizes need more GPUs than the machine shows (not
     checked when ``--gpus_per_node`` says the launch spans nodes, nor on a machine that is not NVIDIA's: MTP713)."""
@@ -339,10 +351,20 @@ def check_gpu_count(ctx: TCtx) -> None:
         return value if isinstance(value, int) and value > 0 else 1
 
     seen = len((ctx.pf.get("machine") or {}).get("gpus") or [])
-    if not seen or "gpus_per_node" in ctx.cmd.values or "gpus_per_node" in ctx.yaml_doc or non_nvidia_devices(ctx.pf):
+    if "gpus_per_node" in ctx.cmd.values or "gpus_per_node" in ctx.yaml_doc or non_nvidia_devices(ctx.pf):
         return
     world = size("tensor_parallel_size") * size("pipeline_parallel_size") * size("context_parallel_size")
-    if world > seen:
+    listed = _gpu_count(ctx.pf)
+    if not seen:
+        if world > 1 and ctx.pf.get("machine"):
+            why = listed.source.how if listed is not None else "no GPU listed"
+            ctx.gap(f"GPU count: the command needs {world} GPUs (tp x pp x cp) but the GPUs are unknown ({why}): could not tell",
+                    blocking=True)
+        return
+    if world > seen and listed is not None and listed.extent != "exact":
+        ctx.gap(f"GPU count: the command needs {world} GPUs (tp x pp x cp); at least {seen} seen ({listed.source.how or listed.source}): "
+                "could not tell (give the whole nvidia-smi output, or nvidia-smi -q / --query-gpu)", blocking=True)
+    elif world > seen:
         ctx.add("MTP714", f"the command needs {world} GPUs (tp x pp x cp) but the machine shows {seen}: TensorRT-LLM starts one "
                 "rank per GPU and fails to place the rest", where="machine",
                 evidence=[("tp x pp x cp", str(world)), ("GPUs seen", str(seen))])

@@ -408,7 +408,7 @@ def resolve_gpus(ctx: Ctx) -> None:
     same way. See :func:`mtp_audit.preflight.visible.cuda_visible` for the rules (CUDA docs).
     """
     from mtp_audit.preflight.facts import MachineFacts
-    from mtp_audit.preflight.visible import Visibility, cuda_visible
+    from mtp_audit.preflight.visible import machine_visible
 
     raw = (ctx.pf or {}).get("machine")
     try:
@@ -417,14 +417,7 @@ def resolve_gpus(ctx: Ctx) -> None:
         machine = None
     if machine is None:
         return
-    src = ctx.env_source.get("CUDA_VISIBLE_DEVICES")
-    if src in ("command", "--env"):
-        order = ctx.env.get("CUDA_DEVICE_ORDER") or machine.env.get("CUDA_DEVICE_ORDER")
-        ctx.visible = cuda_visible(machine.all_gpus, ctx.env["CUDA_VISIBLE_DEVICES"], source=src, device_order=order)
-    else:
-        vis = machine.env.get("CUDA_VISIBLE_DEVICES")
-        note = tuple(n for n in machine.notes if n.startswith("CUDA_VISIBLE_DEVICES="))
-        ctx.visible = Visibility(machine.gpus, vis, "environment" if vis is not None else "", notes=note)
+    ctx.visible = machine_visible(machine, ctx.env, ctx.env_source)
 
 
 def _gpu_list(gpus: Sequence[Any]) -> str:
@@ -474,7 +467,12 @@ def check_gpus(ctx: Ctx) -> None:
     if nv:
         ev.append(Evidence("NVIDIA_VISIBLE_DEVICES", nv))
     total = len(((ctx.pf or {}).get("machine") or {}).get("enumerated") or ((ctx.pf or {}).get("machine") or {}).get("gpus") or [])
-    if vis.count + len(vis.mig) < plan.needed:
+    covered = vis.covers(plan.needed)
+    if covered is None and vis.listed != "exact":
+        ctx.gap(f"GPU count: the command needs {plan.needed} GPU(s) on this node ({plan.formula}); {vis.describe_count()} "
+                "are visible: could not tell (give the whole nvidia-smi output, or nvidia-smi -q / --query-gpu)", blocking=True)
+        return
+    if covered is False:
         wider = (f"widen CUDA_VISIBLE_DEVICES (the driver lists {total} GPUs)" if total >= plan.needed else
                  f"run on a node with at least {plan.needed} GPUs")
         fewer = f"lower --tp-size to {vis.count}" if vis.count and plan.tp > vis.count and plan.pp == 1 and plan.replicas == 1 else \
@@ -484,7 +482,7 @@ def check_gpus(ctx: Ctx) -> None:
                 f"{'the first process' if vis.count == 0 else f'process {vis.count}'} fails with 'invalid device ordinal'",
                 where, evidence=ev, remediation=f"{fewer}, or {wider}")
         return
-    if vis.count < plan.needed or not vis.exact:
+    if covered is None:
         ctx.gap(f"the command needs {plan.needed} GPU(s) on this node ({plan.formula}); {vis.count} whole GPU(s) are surely visible "
                 f"and the rest of CUDA_VISIBLE_DEVICES could not be matched to the GPUs listed ({'; '.join(vis.notes)})", blocking=True)
         return

@@ -169,6 +169,8 @@ def _gpu_text(ctx: Any) -> str:
     else:
         gpu_line = "none seen"
     plan, vis = ctx.parallel, ctx.visible
+    if gpus and vis is not None and vis.listed != "exact":
+        gpu_line = "at least " + gpu_line + " (the GPU list is cut)"
     if plan is not None and not plan.invalid:
         gpu_line += f"; the command needs {plan.needed} ({plan.formula})"
         if vis is not None and vis.value is not None:
@@ -297,7 +299,8 @@ def _parallel_facts(plan: Any, vis: Any) -> dict[str, Any] | None:
         return None
     return {**plan.to_dict(), "visible": None if vis is None else {
         "count": vis.count, "gpus": [g.index for g in vis.gpus], "mig": list(vis.mig), "cuda_visible_devices": vis.value,
-        "source": vis.source or None, "exact": vis.exact, "notes": list(vis.notes)}}
+        "source": vis.source or None, "exact": vis.exact and vis.listed == "exact", "notes": list(vis.notes)}
+        | ({"extent": vis.listed, "listed": vis.listed_source} if vis.listed != "exact" else {})}
 
 
 def _backend_value(pf: dict[str, Any], key: str) -> str:

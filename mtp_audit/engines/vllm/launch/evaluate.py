@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -558,7 +558,7 @@ def check_gpus(ctx: VCtx) -> None:
     (:func:`mtp_audit.preflight.visible.cuda_visible`, CUDA's rules). Unknown GPUs with more than one needed: a blocking gap."""
     from mtp_audit.engines.vllm.launch.parallel import plan_vllm
     from mtp_audit.preflight.facts import MachineFacts
-    from mtp_audit.preflight.visible import Visibility, cuda_visible
+    from mtp_audit.preflight.visible import machine_visible
 
     plan = plan_vllm(ctx.cmd.get)
     ctx.parallel = plan.to_dict()
@@ -571,20 +571,20 @@ def check_gpus(ctx: VCtx) -> None:
     except ValueError:
         machine = None
     gl = (raw or {}).get("gpu_list") or {}
-    vis = None
-    if machine is not None:
-        if "CUDA_VISIBLE_DEVICES" in ctx.env and ctx.env_source.get("CUDA_VISIBLE_DEVICES") in ("command", "--env"):
-            vis = cuda_visible(machine.all_gpus, ctx.env["CUDA_VISIBLE_DEVICES"], source=ctx.env_source["CUDA_VISIBLE_DEVICES"],
-                               device_order=ctx.env.get("CUDA_DEVICE_ORDER") or machine.env.get("CUDA_DEVICE_ORDER"))
-        else:
-            vis = Visibility(machine.gpus, machine.env.get("CUDA_VISIBLE_DEVICES"))
+    vis = machine_visible(machine, ctx.env, ctx.env_source) if machine is not None else None
+    if vis is not None and ctx.env_source.get("CUDA_VISIBLE_DEVICES") not in ("command", "--env"):
+        vis = replace(vis, source="", notes=())  # the machine's own variable: already applied, nothing to say
     hides_all = vis is not None and vis.value is not None and not vis.value.strip()
     if vis is None or (gl.get("value") is None and not hides_all):
         if plan.needed > 1:
             ctx.gap(f"the command needs {plan.needed} GPUs on this node ({plan.formula}) but the GPUs are unknown "
                     f"({gl.get('missing') or 'no GPU listed'})", blocking=True)
         return
-    if vis.count + len(vis.mig) < plan.needed:
+    covered = vis.covers(plan.needed)
+    if covered is None and vis.listed != "exact":
+        ctx.gap(f"GPU count: the command needs {plan.needed} GPU(s) on this node ({plan.formula}); {vis.describe_count()} are "
+                "visible: could not tell (give the whole nvidia-smi output, or nvidia-smi -q / --query-gpu)", blocking=True)
+    elif covered is False:
         tp_opt = next((o for o in ("--tensor-parallel-size",) if o in ctx.cmd.options), "--tensor-parallel-size")
         ctx.add("MTP328", f"the command needs {plan.needed} GPU(s) on this node ({plan.formula}) but {vis.count} "
                 f"{'is' if vis.count == 1 else 'are'} visible: vLLM {ctx.version} cannot place its {plan.needed} workers and stops "
@@ -592,7 +592,7 @@ def check_gpus(ctx: VCtx) -> None:
                 evidence=[Evidence("needs", plan.formula), Evidence("visible", str(vis.count))] + [Evidence("CUDA_VISIBLE_DEVICES", n) for n in vis.notes],
                 remediation=(f"lower --tensor-parallel-size to {vis.count}" if vis.count and plan.pp == 1 and plan.replicas == 1 and plan.tp > vis.count
                              else "lower the parallel sizes") + ", or run on a node with enough GPUs")
-    elif not vis.exact:
+    elif covered is None:
         ctx.gap(f"the command needs {plan.needed} GPU(s) ({plan.formula}); {vis.count} are surely visible and the rest of "
                 f"CUDA_VISIBLE_DEVICES could not be matched ({'; '.join(vis.notes)})", blocking=True)
 
