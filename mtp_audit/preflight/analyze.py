@@ -549,17 +549,12 @@ def analyze(ctx: Context) -> Context:
     for check in checks:
         before = len(ctx.findings)
         check(ctx)
-        if ctx.launch is None and check in LAUNCH_DEFAULT_CHECKS:
-            ctx.findings[before:] = [_as_default_launch_note(f) for f in ctx.findings[before:]]
+        if ctx.launch is None and check in ctx.kernels.default_flag_checks:
+            ctx.findings[before:] = [_as_default_launch_note(f, ctx.kernels.label) for f in ctx.findings[before:]]
     return ctx
 
 
-#: Checks of the backends SGLang picks for a launch's flags: without a launch they can only say what a launch with
-#: SGLang's default flags would pick, a consequence of a command nobody gave, so what they find is information.
-LAUNCH_DEFAULT_CHECKS: tuple[Callable[[Context], None], ...] = (check_gemm_backend, check_moe_backend)
-
-
-def _as_default_launch_note(f: Finding) -> Finding:
+def _as_default_launch_note(f: Finding, engine: str) -> Finding:
     """``f`` (found without a launch) as information about a launch with the default flags: never an error or a
     warning about flags nobody passed. The message says so; the remediation stays (it names the flag to pass)."""
     from dataclasses import replace
@@ -567,7 +562,7 @@ def _as_default_launch_note(f: Finding) -> Finding:
     if f.severity <= Severity.INFO:
         return f
     return replace(f, severity=Severity.INFO,
-                   message=f"no launch given; an FP4 launch with SGLang's default flags would meet this ({f.severity.label} for "
+                   message=f"no launch given; an FP4 launch with {engine}'s default flags would meet this ({f.severity.label} for "
                            f"that launch): {f.message}")
 
 

@@ -52,6 +52,9 @@ class KernelChecks:
         memory_remediation: how to size memory on a GPU that reports none (MTP225's remediation).
         probe_mismatch_remediation: which backend to switch to when the probe's FP4 GEMM is wrong (MTP227).
         syntax: how the preflight reads the engine's launch command (:class:`LaunchSyntax`).
+        default_flag_checks: those of ``checks`` that judge the backends a launch's flags pick: without a launch
+            they can only say what a launch with the engine's default flags would pick, a consequence of a command
+            nobody gave, so the preflight turns what they find into information.
     """
 
     label: str = "the engine"
@@ -64,6 +67,7 @@ class KernelChecks:
     memory_remediation: str = "lower the engine's GPU memory fraction (e.g. 0.7)"
     probe_mismatch_remediation: str = "switch the dense FP4 GEMM backend and re-run --probe"
     syntax: LaunchSyntax = field(default_factory=LaunchSyntax)
+    default_flag_checks: tuple[Callable[[Any], None], ...] = ()
 
     def summary(self, ctx: Any) -> dict[str, str | None]:
         """Headline values of ``facts["preflight"]["summary"]`` this engine adds (its version, the backends the

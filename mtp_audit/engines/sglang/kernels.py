@@ -498,6 +498,7 @@ class SGLangKernels(KernelChecks):
     memory_remediation: str = "lower --mem-fraction-static (e.g. 0.7) (SGLang)"
     probe_mismatch_remediation: str = "switch --fp4-gemm-backend (flashinfer_cudnn on SM120) and re-run --probe"
     syntax: LaunchSyntax = LaunchSyntax(FLAGS, BOOL_FLAGS, model_label="--model-path")
+    default_flag_checks: tuple[Any, ...] = (check_gemm_backend, check_moe_backend)
 
     def summary(self, ctx: Any) -> dict[str, str | None]:
         """SGLang's version and the FP4 GEMM / MoE runner backends the launch resolves to."""
