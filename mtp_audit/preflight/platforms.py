@@ -162,7 +162,8 @@ def intel_arch(name: str) -> Fact:
     hit = intel_lookup(name) if name else None
     if hit is None:
         return Fact.absent(f"'{name}' is not in the Intel GPU table")
-    return Fact.of(hit.product, f"Intel GPU table ({hit.row['family']}; '{name}' matched '{hit.alias}'; {hit.source})")
+    family = f"{hit.row['family']}; " if hit.row.get("family") else ""
+    return Fact.of(hit.product, f"Intel GPU table ({family}'{name}' matched '{hit.alias}'; {hit.source})")
 
 
 def gaudi_arch(name: str) -> Fact:
