@@ -43,7 +43,7 @@ from __future__ import annotations
 import re
 
 from mtp_audit.preflight import platforms as pf
-from mtp_audit.known import AT_LEAST
+from mtp_audit.known import AT_LEAST, EXACT
 from mtp_audit.preflight.facts import PARTIAL_GPU_LIST, Fact, GpuFacts, MachineFacts
 from mtp_audit.preflight.lineindex import index_for
 
@@ -307,15 +307,24 @@ def parse_xpu_env(text: str) -> MachineFacts:
     start = _line(text, onboard.start()) if onboard else 0
     for k in range(len(gpus), len(names)):  # onboard but not (or not shown as) detected
         gpus.append(_intel_gpu(k, names[k], f"{fmt} line {start + 1 + k} (onboard)"))
-    detected = sum(1 for _ in _XPU_DETECTED.finditer(text))
+    det = list(_XPU_DETECTED.finditer(text))
+    detected = len(det)
+    # exact only from torch's indexed list, seen whole: a line that is not one of its entries follows it (a paste may
+    # stop inside it) and its indices run 0..N-1 (rows dropped from the middle leave a gap); the onboard list has no
+    # indices, so bullets dropped from its middle cannot be told from a shorter list: its count is a lower bound
+    detected_whole = bool(det) and bool(text[det[-1].end():].strip()) and \
+        [int(m.group(1)) for m in det] == list(range(detected))
+    whole = detected_whole and len(names) <= detected
+    extent = EXACT if whole else AT_LEAST
+    cut = "" if whole else f", {PARTIAL_GPU_LIST} {len(gpus)}: the list's end is not seen"
     if not gpus:
         gpu_list = Fact.absent("the XPU lines list no GPU")
     elif detected and len(names) > detected:
-        gpu_list = Fact.of(len(gpus), f"{fmt} ({len(names)} onboard, {detected} detected by torch)")
+        gpu_list = Fact.of(len(gpus), f"{fmt} ({len(names)} onboard, {detected} detected by torch{cut})", extent)
     elif detected:
-        gpu_list = Fact.of(len(gpus), f"{fmt} (detected by torch)")
+        gpu_list = Fact.of(len(gpus), f"{fmt} (detected by torch{cut})", extent)
     else:
-        gpu_list = Fact.of(len(gpus), f"{fmt} (onboard list; torch's detected list not shown)")
+        gpu_list = Fact.of(len(gpus), f"{fmt} (onboard list; torch's detected list not shown{cut})", extent)
     avail = re.search(r"^Is XPU available\s*:\s*True", text, re.M)
     acc = (Fact.of(pf.XPU, f"{fmt} line {_line(text, avail.start())} ('Is XPU available: True')") if avail else
            Fact.of(pf.XPU, f"{fmt} (Intel GPUs listed)") if gpus else Fact.absent("not stated"))
@@ -341,9 +350,10 @@ def parse_xpu_smi(text: str) -> MachineFacts:
         k = bisect.bisect_right(starts, m.start()) - 1  # the block's device id: the last id row at or before the name
         index = int(m.group(1)) if m.group(1) else rows[k][1] if k >= 0 else len(gpus)
         gpus.append(_intel_gpu(index, m.group(2).strip(), f"{fmt} line {_line(text, m.start())} (device {index})"))
-    cut = bool(gpus) and not text.rstrip().endswith("+")
+    cut = bool(gpus) and (not _table_end_seen(text) or not _indices_whole(gpus))
     return MachineFacts(origin=f"env-dump:{fmt}", gpus=tuple(gpus),
-                        gpu_list=(Fact.of(len(gpus), f"{fmt} (table cut: {PARTIAL_GPU_LIST} {len(gpus)} GPU(s))" if cut else fmt)
+                        gpu_list=(Fact.of(len(gpus), f"{fmt} (table cut: {PARTIAL_GPU_LIST} {len(gpus)} GPU(s))", AT_LEAST) if cut
+                                  else Fact.of(len(gpus), fmt)
                                   if gpus else Fact.absent("the xpu-smi table lists no device name")),
                         accelerator=Fact.of(pf.XPU, f"{fmt} output") if gpus else Fact.absent("not stated"))
 
@@ -408,9 +418,10 @@ def parse_hl_smi(text: str) -> MachineFacts:
         gpus.append(GpuFacts(int(m.group(1)), name=Fact.of(m.group(2), where), arch=pf.gaudi_arch(m.group(2)),
                              compute_capability=Fact.absent("Gaudi HPU: no NVIDIA compute capability"), memory_bytes=mem))
     hm = _HL_VERSION.search(text)
-    cut = bool(gpus) and "Compute Processes" not in text
+    cut = bool(gpus) and ("Compute Processes" not in text or not _indices_whole(gpus))
     return MachineFacts(origin=f"env-dump:{fmt}", gpus=tuple(gpus), driver_version=_first(text, _HL_DRIVER, fmt),
-                        gpu_list=(Fact.of(len(gpus), f"{fmt} (table cut: {PARTIAL_GPU_LIST} {len(gpus)} AIP row(s))" if cut else fmt)
+                        gpu_list=(Fact.of(len(gpus), f"{fmt} (table cut: {PARTIAL_GPU_LIST} {len(gpus)} AIP row(s))", AT_LEAST) if cut
+                                  else Fact.of(len(gpus), fmt)
                                   if gpus else Fact.absent("the hl-smi table lists no AIP row")),
                         notes=(f"hl-smi {hm.group(1)} ({fmt} line {_line(text, hm.start())})",) if hm else (),
                         accelerator=(Fact.of(pf.HPU, f"{fmt} header line {_line(text, hm.start())}") if hm else
@@ -440,3 +451,18 @@ def cpu_only(text: str, facts: MachineFacts) -> Fact:
     if m and tv.endswith("+cpu") and not facts.rocm_version.present and not facts.cann_version.present:
         return Fact.of(pf.CPU, f"torch {tv} and 'Is CUDA available: {m.group(1)}' (line {_line(text, m.start())})")
     return Fact.absent("not stated")
+
+
+def _table_end_seen(text: str) -> bool:
+    """Whether an ``xpu-smi`` table's end is seen: a line that is not part of the table (a prompt, another tool's
+    output) follows its last border. The border after the last device looks like the border between two devices,
+    so a paste that stops on a border may have been cut there: its device count is a lower bound."""
+    lines = [ln.strip() for ln in text.splitlines()]
+    last = max((i for i, ln in enumerate(lines) if ln.startswith(("+", "|"))), default=-1)
+    return last >= 0 and any(ln for ln in lines[last + 1:])
+
+
+def _indices_whole(gpus: list[GpuFacts]) -> bool:
+    """Whether the device indices are 0..N-1 with none missing: a paste with rows dropped from the middle (device 0's
+    row gone, say) lists fewer devices than the machine has, however complete the table around them looks."""
+    return sorted(g.index for g in gpus) == list(range(len(gpus)))
