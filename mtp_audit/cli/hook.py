@@ -74,9 +74,12 @@ def _worst(codes: list[int]) -> int:
 @click.option("--vllm", metavar="TARGET", default=None, help="launch: the vLLM to check against (default: the installed one).")
 @click.option("--env-dump", metavar="FILE", default=None, help="launch: environment dump of the serving machine.")
 @click.option("--facts", metavar="FILE", default=None, help="launch: stored machine facts (mtp-audit preflight --save-facts).")
+@click.option("--no-machine", "no_machine", is_flag=True,
+              help="launch: audit off the serving machine (never read this one; the --env-dump given, or nothing): machine "
+                   "questions are notes, not blocking.")
 @click.option("--fail-on", default=None, help="Passed to each audit (info, warning, error, never).")
 def hook(kind: str, files: tuple[Path, ...], sglang: str | None, vllm: str | None, env_dump: str | None,
-         facts: str | None, fail_on: str | None) -> int:
+         facts: str | None, no_machine: bool, fail_on: str | None) -> int:
     """Audit the files pre-commit passes: checkpoint folders (their config.json or index) or launch scripts."""
     from mtp_audit.cli.main import main
 
@@ -87,7 +90,8 @@ def hook(kind: str, files: tuple[Path, ...], sglang: str | None, vllm: str | Non
             click.echo(f"mtp-audit checkpoint {folder}")
             codes.append(main(["checkpoint", folder, *common]))
         return _worst(codes)
-    machine = [*(["--env-dump", env_dump] if env_dump else []), *(["--facts", facts] if facts else [])]
+    machine = [*(["--env-dump", env_dump] if env_dump else []), *(["--facts", facts] if facts else []),
+               *(["--no-machine"] if no_machine else [])]
     for f in files:
         for line, cmd in _read_commands(f):
             if "$" in cmd or "`" in cmd:

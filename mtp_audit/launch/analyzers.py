@@ -64,4 +64,5 @@ class LaunchAnalyzers:
 
         m = self.machine
         return preflight(env_dumps=list(m.env_dumps), facts_file=m.facts_file, machine_facts=m.facts, cwd=self.cwd,
-                         launch=list(launch) if launch is not None else None, engine=m.engine or engine, **engine_facts)
+                         launch=list(launch) if launch is not None else None, engine=m.engine or engine,
+                         no_machine=m.no_machine, **engine_facts)
