@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from conftest import REPO, sglang_wheel
-from mtp_audit.cli.hook import launch_commands
+from mtp_audit.cli.hook import launch_commands, yaml_commands
 from test_sarif_github import github_problems
 
 BIN = Path(sys.executable).parent
@@ -75,6 +75,74 @@ def test_launch_hook_on_the_fixture_script() -> None:
 def test_launch_commands_found_in_scripts() -> None:
     script = "nohup vllm serve ./m --tp 8 > log 2>&1 &\n# python -m sglang.launch_server commented out\nA=1 exec sglang serve \\\n  --model-path x\n"
     assert launch_commands(script) == [(1, "vllm serve ./m --tp 8 > log 2>&1"), (3, "A=1 sglang serve    --model-path x")]
+
+
+def test_launch_commands_of_all_four_engines_found_in_scripts() -> None:
+    script = ("./build/bin/llama-server -m m.gguf --spec-type draft-mtp\nllama-server-wrapper --x\n"
+              "CUDA_VISIBLE_DEVICES=0,1 trtllm-serve ./ckpt \\\n  --config mtp.yaml &\nexec python3 -m vllm.entrypoints.openai.api_server --model m\n")
+    assert launch_commands(script) == [(1, "./build/bin/llama-server -m m.gguf --spec-type draft-mtp"),
+                                       (3, "CUDA_VISIBLE_DEVICES=0,1 trtllm-serve ./ckpt    --config mtp.yaml"),
+                                       (5, "python3 -m vllm.entrypoints.openai.api_server --model m")]
+
+
+K8S = """\
+spec:
+  containers:
+    - name: trt
+      command: ["trtllm-serve"]
+      args: ["ckpt", "--config", "mtp.yaml"]
+    - name: vllm
+      command: ["/bin/sh", "-c"]
+      args:
+        - |
+          echo starting
+          vllm serve ./ckpt --tp 2
+---
+services:
+  llama:
+    command: llama-server -m m.gguf --spec-type draft-mtp
+  other:
+    image: busybox
+"""
+
+
+def test_launch_commands_found_in_yaml() -> None:
+    assert yaml_commands(K8S, "k8s.yaml") == [(4, "trtllm-serve ckpt --config mtp.yaml"), (11, "vllm serve ./ckpt --tp 2"),
+                                             (15, "llama-server -m m.gguf --spec-type draft-mtp")]
+
+
+def test_launch_hook_says_what_it_skips_and_writes_one_sarif_run(tmp_path: Path) -> None:
+    """All four engines' commands in a script and a YAML file, audited off the serving machine (--no-machine); each
+    skip named with its reason; the SARIF is one run that GitHub accepts, each result tied to its script line."""
+    from mtp_audit.synth.launch import checkpoint_files
+
+    for name, text in checkpoint_files().items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    (tmp_path / "mtp.yaml").write_text((REPO / "fixtures/trtllm/r1-nextn-3.yaml").read_text())
+    (tmp_path / "serve.sh").write_text("#!/bin/sh\ntrtllm-serve ckpt --config mtp.yaml\npython -m sglang.launch_server --model-path $M\n"
+                                       "python -m vllm.entrypoints.cli.main bench latency\n")
+    (tmp_path / "pod.yaml").write_text("command: [trtllm-serve]\nargs: [ckpt, --config, mtp.yaml]\n")
+    (tmp_path / "ci.yml").write_text("on: push\n")
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", NO_COLOR="1")
+    cmd = ["mtp-audit", "hook", "launch", "--no-machine", "--sarif", "out.sarif", "--sarif-category", "deploy",
+           "serve.sh", "pod.yaml", "ci.yml"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert [ln for ln in out.splitlines() if ln.startswith(("serve.sh", "pod.yaml", "ci.yml"))] == [
+        "serve.sh:2: mtp-audit launch -- trtllm-serve ckpt --config mtp.yaml",
+        "serve.sh:3: skipped: the command uses shell variables or substitutions, which only the shell can expand",
+        "serve.sh:4: skipped: 'python -m vllm.entrypoints.cli.main bench' is not a server launch of an engine mtp-audit knows",
+        "pod.yaml:1: mtp-audit launch -- trtllm-serve ckpt --config mtp.yaml",
+        "ci.yml: skipped: no launch command of SGLang, vLLM, llama.cpp or TensorRT-LLM found"]
+    doc = json.loads((tmp_path / "out.sarif").read_text())
+    assert github_problems(doc) == [] and len(doc["runs"]) == 1
+    run = doc["runs"][0]
+    assert run["automationDetails"] == {"id": "deploy/"}
+    assert sorted((r["ruleId"], r["properties"]["launch"]) for r in run["results"]) == [
+        ("MTP702", "pod.yaml:1"), ("MTP702", "serve.sh:2"), ("MTP704", "pod.yaml:1"), ("MTP704", "serve.sh:2")]
+    assert [r["id"] for r in run["tool"]["driver"]["rules"]][run["results"][0]["ruleIndex"]] == run["results"][0]["ruleId"]
 
 
 def _step(name: str) -> dict[str, Any]:

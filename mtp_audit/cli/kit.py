@@ -93,13 +93,13 @@ def with_display_filter(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         meta = current().meta
         meta[META_SHOWN] = Shown.of(kwargs.pop("quiet", False), kwargs.pop("min_severity", None), kwargs.pop("select", ()))
-        meta[META_CATEGORY] = _checked_category(kwargs.pop("sarif_category", None))
+        meta[META_CATEGORY] = checked_category(kwargs.pop("sarif_category", None))
         return func(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
 
 
-def _checked_category(category: str | None) -> str | None:
+def checked_category(category: str | None) -> str | None:
     """``--sarif-category`` as given, checked before any work (:func:`mtp_audit.formats.sarif.automation_id`).
 
     Raises:
