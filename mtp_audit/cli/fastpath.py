@@ -36,7 +36,8 @@ _OUTPUT: tuple[Param, ...] = (
     ("fmt", ("--format", "-f"), "choice*", FORMAT_CHOICES), ("output", ("--output", "-o"), "path*", None),
     ("fail_on", ("--fail-on",), "choice", FAIL_ON_CHOICES), ("quiet", ("--quiet", "-q"), "flag", None),
     ("min_severity", ("--severity",), "choice", ("info", "warning", "error")), ("select", ("--select",), "str*", None),
-    ("sarif_category", ("--sarif-category",), "str", None),
+    ("sarif_category", ("--sarif-category",), "str", None), ("baseline_findings", ("--baseline-findings",), "path", None),
+    ("write_baseline", ("--write-baseline",), "path", None),
     ("config_file", ("--config",), "!path", None), ("ignore_rules", ("--ignore",), "!str*", None),
     ("verbose", ("--verbose", "-v"), "!flag", None),
 )

@@ -28,6 +28,8 @@ SUFFIX_FORMATS = ((".sarif.json", "sarif"), (".sarif", "sarif"), (".json", "json
 META_SHOWN = "mtp_audit.shown"
 #: ``ctx.meta`` key of ``--sarif-category`` (``None``: the SARIF's own ``mtp-audit/<analyzer>/``).
 META_CATEGORY = "mtp_audit.sarif_category"
+#: ``ctx.meta`` key of ``(--baseline-findings, --write-baseline)`` (each ``None`` when not given).
+META_BASELINE = "mtp_audit.baseline"
 
 
 def output_options(func: F) -> F:
@@ -35,7 +37,8 @@ def output_options(func: F) -> F:
     paired in order: ``-f sarif -o a.sarif -f json -o b.json``; an ``-o`` without its ``-f`` takes the
     format from its suffix), ``--fail-on``, the display filters ``-q/--quiet``, ``--severity`` and
     ``--select`` (what is listed, never what is computed nor the exit code), ``--sarif-category`` (the SARIF's
-    ``automationDetails.id``), and the settings options
+    ``automationDetails.id``), ``--baseline-findings`` / ``--write-baseline`` (:mod:`mtp_audit.cli.baseline`), and the
+    settings options
     (``--config``, ``--ignore``, ``-v/--verbose``: :func:`mtp_audit.cli.config.config_options`).
 
     The command receives ``fmt`` and ``output`` as tuples (pass them to :func:`emit` as they are) and
@@ -46,6 +49,12 @@ def output_options(func: F) -> F:
     from mtp_audit.cli.config import config_options
 
     out: Any = config_options(with_display_filter(func))
+    out = click.option("--write-baseline", "write_baseline", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                       help="Write the fingerprints of every finding of this run to FILE: the baseline to pass to "
+                            "--baseline-findings later (adopting the gate on a project that has findings today).")(out)
+    out = click.option("--baseline-findings", "baseline_findings", type=click.Path(dir_okay=False, path_type=Path),
+                       default=None, help="Findings whose fingerprints (SARIF partialFingerprints) are in FILE (a "
+                                          "--write-baseline file or an earlier SARIF) are ignored: listed, never failing the gate.")(out)
     out = click.option("--sarif-category", "sarif_category", metavar="NAME", default=None,
                        help="SARIF: the code-scanning category (runs[].automationDetails.id = NAME/), to keep the alerts "
                             "of several audits of one repository apart [default: mtp-audit/<analyzer>].")(out)
@@ -85,7 +94,7 @@ def output_options(func: F) -> F:
 
 def with_display_filter(func: F) -> F:
     """``func`` taking the output options' values: the display filters (``quiet``, ``min_severity``,
-    ``select``) and ``sarif_category`` are taken out of its keyword arguments and left in the running command's
+    ``select``), ``sarif_category``, ``baseline_findings`` and ``write_baseline`` are taken out of its keyword arguments and left in the running command's
     ``meta`` (:func:`mtp_audit.cli.invocation.current`) for :func:`emit`."""
     import functools
 
@@ -94,6 +103,7 @@ def with_display_filter(func: F) -> F:
         meta = current().meta
         meta[META_SHOWN] = Shown.of(kwargs.pop("quiet", False), kwargs.pop("min_severity", None), kwargs.pop("select", ()))
         meta[META_CATEGORY] = checked_category(kwargs.pop("sarif_category", None))
+        meta[META_BASELINE] = (kwargs.pop("baseline_findings", None), kwargs.pop("write_baseline", None))
         return func(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
@@ -774,6 +784,7 @@ def emit(
     pairs = output_plan(fmt, output)
     resolved = settings_for(report, fail_on.lower() if fail_on else None)
     report = report.ignore(resolved.suppressions)
+    report, also_write, baseline_in = _with_baseline(report, also_write)
     threshold = None if resolved.fail_on == "never" else Severity.parse(resolved.fail_on)
     plan: dict[str, Path | str | None] = {}
     for i, (_, path) in enumerate(pairs):
@@ -782,7 +793,7 @@ def emit(
         plan[option] = path
     from mtp_audit.sources.bounded import files_read
 
-    check_outputs(input_paths(report, extra=[*protected, *config_files()]), plan, read=files_read())
+    check_outputs(input_paths(report, extra=[*protected, *config_files(), *baseline_in]), plan, read=files_read())
     texts = [(fmt_i, path, _render_for(report, fmt_i, path, threshold)) for fmt_i, path in pairs]
     to_stdout = _stage_and_commit(also_write, texts)
     shown = _shown()
@@ -795,6 +806,43 @@ def emit(
         echo_err(f"{verdict_line(report)} (report written to {written})")
     warn_expired(resolved)
     return exit_code(report, threshold)
+
+
+def _with_baseline(report: Any, also_write: Sequence[tuple[str, Path | None, str]]) -> tuple[Any, list[tuple[str, Path | None, str]], list[Path]]:
+    """``(report, outputs, inputs)`` after ``--baseline-findings`` (known findings moved to the ignored ones) and
+    ``--write-baseline`` (one more output: the fingerprints of every finding); see :mod:`mtp_audit.cli.baseline`.
+
+    Raises:
+        InputError: an unreadable or malformed baseline file.
+    """
+    ctx = current()
+    given, write = (ctx.meta.get(META_BASELINE) if ctx is not None else None) or (None, None)
+    if given is None and write is None:
+        return report, list(also_write), []
+    import json
+
+    from mtp_audit.cli import baseline as bl
+    from mtp_audit.formats import render
+
+    prints = bl.fingerprints(report, json.loads(render(report, "sarif", **_sarif_extra(report))))
+    if given is not None:
+        active = prints[:len(report.findings)]
+        report = bl.apply_baseline(report, active, bl.read_baseline(Path(given)), f"--baseline-findings {given}")
+    extra = [("--write-baseline", Path(write), bl.baseline_text(report, bl.fingerprints(report, json.loads(
+        render(report, "sarif", **_sarif_extra(report))))))] if write is not None else []
+    return report, [*also_write, *extra], [Path(given)] if given is not None else []
+
+
+def _sarif_extra(report: Any) -> dict[str, Any]:
+    """The keyword arguments of the SARIF renderer for this run: the roots of its inputs, the settings file's
+    ``[tool.mtp-audit]`` line as the anchor, the ``--sarif-category``."""
+    extra: dict[str, Any] = {"roots": sarif_roots(report)}
+    anchor = _config_anchor()
+    if anchor is not None:
+        extra["anchor"], extra["anchor_line"] = anchor
+    ctx = current()
+    extra["category"] = ctx.meta.get(META_CATEGORY) if ctx is not None else None
+    return extra
 
 
 def _shown() -> Shown:
@@ -812,14 +860,7 @@ def _render_for(report: Any, fmt: str, path: Path | str, threshold: Any) -> str:
     on_stdout = _is_stdout(path) or _std_stream_of(Path(path)) is sys.stdout
     color = (on_stdout and fmt == "text" and use_color(sys.stdout)
              and (getattr(sys.stdout, "encoding", "") or "").lower().replace("-", "") == "utf8")
-    extra: dict[str, Any] = {}
-    if fmt == "sarif":
-        extra["roots"] = sarif_roots(report)
-        ctx = current()
-        extra["category"] = ctx.meta.get(META_CATEGORY) if ctx is not None else None
-        anchor = _config_anchor()
-        if anchor is not None:
-            extra["anchor"], extra["anchor_line"] = anchor
+    extra: dict[str, Any] = _sarif_extra(report) if fmt == "sarif" else {}
     shown = _shown()
     width = _terminal_width() if on_stdout and fmt == "text" else None
     return render(report, fmt, verbose=verbose(), color=color, fail_on=threshold,
