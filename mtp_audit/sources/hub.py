@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import logging
 import re
 import struct
 import threading
@@ -86,6 +87,9 @@ MAX_JOBS = 64
 #: a header are read per shard (none when the header is longer). 0 = exact reads: ``bytes=0-7`` then
 #: the header, nothing past it, two requests per shard. See docs/hub.md "Header reads".
 DEFAULT_PREFETCH_BYTES = 100_001
+
+#: The hub source's log (``-v``: what was resolved and fetched; ``-vv``: every file and where it came from).
+_LOG = logging.getLogger(__name__)
 
 _MISS: Any = object()  # not in the cache (or an entry that did not parse)
 
@@ -458,6 +462,7 @@ class HubSource(CheckpointSource):
             if self._fills_hf_cache():  # the whole file, as huggingface_hub would have stored it
                 fill_hf_cache(self.hf_cache_dir, self.repo, self.commit, rel, data, self.revision)
             origin = "hub"
+        _LOG.debug("%s: %s from %s", self.display, rel, origin)
         with self._lock:
             self._json_memo[rel] = value
             self.served_from[rel] = origin
@@ -527,6 +532,8 @@ class HubSource(CheckpointSource):
                 pending.append(rel)
             else:
                 out[rel] = local
+        _LOG.info("%s: %d shard header(s): %d from the memo or a cache, %d to fetch with %d thread(s)", self.display,
+                  len(order), len(order) - len(pending), len(pending), min(self.jobs, len(pending)) if pending else 0)
         if pending:
             progress = Progress(len(pending), "shard headers")
             with self._metered():
@@ -837,6 +844,7 @@ def open_hub_source(
             return HubSource(repo, rev, listed, listing_complete=True, **common)
 
     commit, files, meter = _resolve_online(repo, rev, display, endpoint=endpoint, token=token, timeout=timeout)
+    _LOG.info("%s: revision %s is commit %s (%d files) on %s", repo, rev, commit, len(files), endpoint)
     if cache is not None:
         cache.put_listing(repo, commit, files)
         if rev != commit:

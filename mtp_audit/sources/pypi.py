@@ -208,6 +208,7 @@ class _RangeFile(io.RawIOBase):
         self.spans: list[tuple[int, bytes]] = []
         self.requests = 0
         self.fetched = 0
+        self.progress: Any = None  # a mtp_audit.progress.Progress stepped by the bytes of each answer
 
     def readable(self) -> bool:
         return True
@@ -235,6 +236,9 @@ class _RangeFile(io.RawIOBase):
         if status != 206 or len(body) != end - start:
             raise InputError(self.url, f"the server did not answer the range request (status {status}, {len(body)} bytes)")
         self.fetched += len(body)
+        if self.progress is not None:
+            self.progress.step(len(body))
+        _LOG.debug("%s: bytes %d-%d (%d bytes)", self.url, start, end - 1, len(body))
         return body
 
     def _held_until(self, pos: int) -> int:
@@ -354,7 +358,15 @@ def release_wheel(package: str, version: str, *, cache_dir: str | os.PathLike[st
         remote = zipfile.ZipFile(io.BufferedReader(remote_file, buffer_size=1 << 16))
     except zipfile.BadZipFile as exc:
         raise InputError(wheel.url, f"not a zip file: {exc}") from None
-    remote_file.prefetch(_member_spans(remote.infolist(), remote.start_dir))
+    spans = _member_spans(remote.infolist(), remote.start_dir)
+    from mtp_audit.progress import Progress
+
+    _LOG.info("%s %s: fetching %d bytes of the %d-byte wheel %s", package, version, sum(b - a for a, b in spans),
+              remote_file.size, wheel.filename)
+    with Progress(sum(b - a for a, b in spans), f"{package} {version} from the package index", min_total=1, unit="B") as bar:
+        remote_file.progress = bar
+        remote_file.prefetch(spans)
+        remote_file.progress = None
     count = _write_members(remote, folder / wheel.filename)
     _LOG.info("%s %s: %d members, %d bytes in %d range requests from %s", package, version, count,
               remote_file.fetched, remote_file.requests, wheel.url)
