@@ -259,3 +259,12 @@ def _marker_holds(marker: str) -> bool:
     from packaging.markers import Marker
 
     return Marker(marker.strip()).evaluate()
+
+
+def test_usage_examples_name_nothing_that_does_not_exist() -> None:
+    """No release is tagged and the repository's public name is not known here: the snippets install from a path or
+    a commit, never from a placeholder owner or a tag that does not exist."""
+    for name in ("README.md", "action.yml", ".pre-commit-hooks.yaml"):
+        text = (REPO / name).read_text()
+        assert "OWNER" not in text and not re.search(r"@v\d+\.\d+\.\d+\b", text.replace("# v", "")), name
+        assert not re.search(r"^\s*rev: v\d", text, re.M), name
