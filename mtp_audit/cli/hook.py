@@ -67,7 +67,7 @@ def yaml_commands(text: str, display: str) -> list[tuple[int, str]]:
     Raises:
         InputError: the file is not YAML.
     """
-    import yaml
+    import yaml  # type: ignore[import-untyped,unused-ignore]
 
     from mtp_audit.errors import InputError
 
@@ -86,7 +86,7 @@ def yaml_commands(text: str, display: str) -> list[tuple[int, str]]:
 
 def _strings(node: Any) -> list[str] | None:
     """The values of a YAML sequence of scalars, else ``None``."""
-    import yaml
+    import yaml  # type: ignore[import-untyped,unused-ignore]
 
     if isinstance(node, yaml.SequenceNode) and node.value and all(isinstance(v, yaml.ScalarNode) for v in node.value):
         return [str(v.value) for v in node.value]
@@ -95,7 +95,7 @@ def _strings(node: Any) -> list[str] | None:
 
 def _node_commands(node: Any) -> Iterator[tuple[int, str]]:
     """Launch commands under one YAML node (see :func:`yaml_commands`)."""
-    import yaml
+    import yaml  # type: ignore[import-untyped,unused-ignore]
 
     line = node.start_mark.line + 1
     if isinstance(node, yaml.ScalarNode):
@@ -113,10 +113,11 @@ def _node_commands(node: Any) -> Iterator[tuple[int, str]]:
         return
     if isinstance(node, yaml.MappingNode):
         keys = {str(k.value): v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
-        head = _strings(keys.get("command")) or _strings(keys.get("entrypoint"))
-        if head is not None and LAUNCH_START.search(shlex.join(head + (_strings(keys.get("args")) or []))):
-            yield from _token_commands(keys.get("command", keys.get("entrypoint")).start_mark.line + 1,
-                                       head + (_strings(keys.get("args")) or []))
+        head_node = keys.get("command") if _strings(keys.get("command")) else keys.get("entrypoint")
+        head = _strings(head_node)
+        toks = (head or []) + (_strings(keys.get("args")) or [])
+        if head_node is not None and head is not None and LAUNCH_START.search(shlex.join(toks)):
+            yield from _token_commands(head_node.start_mark.line + 1, toks)
             return
         for _, value in node.value:
             yield from _node_commands(value)

@@ -130,7 +130,7 @@ def _tied(res: dict[str, Any], where: str) -> dict[str, Any]:
     loc = res["locations"][0]["physicalLocation"]
     art = loc["artifactLocation"]
     if art.get("uriBaseId") != SRCROOT and art.get("uri") in set(STATED_ARTIFACT.values()) and not os.path.isabs(script):
-        physical = {"artifactLocation": {"uri": Path(script).as_posix(), "uriBaseId": SRCROOT}}
+        physical: dict[str, Any] = {"artifactLocation": {"uri": Path(script).as_posix(), "uriBaseId": SRCROOT}}
         if line.isdigit():
             physical["region"] = {"startLine": int(line)}
         out["locations"] = [{**res["locations"][0], "physicalLocation": physical}]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
+from typing import Any
 
 from mtp_audit.preflight.facts import Fact, GpuFacts, MachineFacts
 from mtp_audit.report import Gap, Report
@@ -29,8 +30,8 @@ _SOURCE = "--no-machine"
 
 def unexamined_machine() -> MachineFacts:
     """A machine of which nothing was examined: no GPU, every scalar fact absent with :data:`NOT_SERVING_MACHINE`."""
-    absent = Fact.absent(NOT_SERVING_MACHINE, _SOURCE)
-    return MachineFacts(origin=NO_MACHINE_ORIGIN, **{name: absent for name in MachineFacts._SCALARS})
+    absent: dict[str, Any] = {name: Fact.absent(NOT_SERVING_MACHINE, _SOURCE) for name in MachineFacts._SCALARS}
+    return MachineFacts(origin=NO_MACHINE_ORIGIN, **absent)
 
 
 def _marked(fact: Fact) -> Fact:
@@ -50,7 +51,8 @@ def only_given(machine: MachineFacts) -> MachineFacts:
     running the audit is not asked for it). Present facts are unchanged; so are the GPU UUID and architecture and the
     facts added after facts files were first stored (engine, platform, ROCm and CANN versions), whose absence decides
     nothing by itself."""
-    scalars = {name: _marked(getattr(machine, name)) for name in MachineFacts._SCALARS if name not in MachineFacts._LATER}
+    scalars: dict[str, Any] = {name: _marked(getattr(machine, name)) for name in MachineFacts._SCALARS
+                               if name not in MachineFacts._LATER}
     return dataclasses.replace(machine, gpus=tuple(_marked_gpu(g) for g in machine.gpus), **scalars)
 
 
