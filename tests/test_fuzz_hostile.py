@@ -159,9 +159,12 @@ def test_fuzz_hostile_hub(base: Path, plan: dict[str, Any], fmt: str) -> None:
         isolate_hf(mp, ws.root, srv.endpoint)
         mp.setenv("HF_TOKEN", TOKEN)
         cache = base / "hub-cache"  # outside the workspace: the harness checks that nothing in it changes
-        if cache.exists():
-            shutil.rmtree(cache)
+        hf_cache = base / "hf-cache"  # the Hugging Face cache, which a hub audit fills, outside it too
+        for folder in (cache, hf_cache):
+            if folder.exists():
+                shutil.rmtree(folder)
         mp.setenv("MTP_AUDIT_CACHE_DIR", str(cache))
+        mp.setattr(constants, "HF_HUB_CACHE", str(hf_cache))
         mp.setenv("MTP_AUDIT_NETWORK_SECONDS", "6")
         mp.setattr(constants, "HF_HUB_DOWNLOAD_TIMEOUT", 0.5)
         mp.setattr("mtp_audit.sources.hubhttp.MAX_INFO_BYTES", 64 * 1024)
