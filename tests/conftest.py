@@ -54,7 +54,7 @@ BIG_DOWNLOADS = "MTP_AUDIT_TEST_BIG_DOWNLOADS"
 
 def skip_big_download(what: str, size: str) -> None:
     """Skip a test whose input is a big download not yet in the cache, unless ``MTP_AUDIT_TEST_BIG_DOWNLOADS=1``:
-    the default suite downloads at most the four sglang wheels (about 55 MB) on an empty cache."""
+    the default suite downloads only the sglang wheels its tests name and the vLLM release members the README states."""
     if os.environ.get(BIG_DOWNLOADS) != "1":
         pytest.skip(f"{what} ({size}) is not in the test cache; set {BIG_DOWNLOADS}=1 to download it")
 
