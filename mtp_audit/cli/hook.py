@@ -65,23 +65,28 @@ def yaml_commands(text: str, display: str) -> list[tuple[int, str]]:
     (Kubernetes containers). Read with ``yaml.compose_all`` (safe: no object is built).
 
     Raises:
-        InputError: the file is not YAML.
+        ValueError: the file does not parse as YAML (a template with ``{{ ... }}``, a broken file); the message says
+            where and why.
     """
     import yaml  # type: ignore[import-untyped,unused-ignore]
-
-    from mtp_audit.errors import InputError
 
     try:
         docs = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        raise InputError(display, f"is not YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise _NotYaml(f"does not parse as YAML{where} ({getattr(exc, 'problem', None) or exc}; a template?): "
+                       "its commands were not read") from None
     out: list[tuple[int, str]] = []
     for doc in docs:
         if doc is not None:
             out.extend(_node_commands(doc))
     return sorted(set(out))
+
+
+class _NotYaml(ValueError):
+    """A ``.yaml`` / ``.yml`` file that does not parse: skipped with its reason, not an input error (Helm templates
+    and other generated YAML are common in deployment repositories)."""
 
 
 def _strings(node: Any) -> list[str] | None:
@@ -105,11 +110,12 @@ def _node_commands(node: Any) -> Iterator[tuple[int, str]]:
         return
     if isinstance(node, yaml.SequenceNode):
         toks = _strings(node)
-        if toks is not None and LAUNCH_START.search(shlex.join(toks)):
-            yield from _token_commands(line, toks)
+        if toks is not None and not _spaced(toks[0]) and LAUNCH_START.search(shlex.join(toks)):
+            yield from _token_commands(line, toks)  # an exec-form list: ["vllm", "serve", ...]
             return
-        for child in node.value:
-            yield from _node_commands(child)
+        for child in node.value:  # a list of command lines, or of mappings; a lone token is no command
+            if not (isinstance(child, yaml.ScalarNode) and not _spaced(str(child.value))):
+                yield from _node_commands(child)
         return
     if isinstance(node, yaml.MappingNode):
         keys = {str(k.value): v for k, v in node.value if isinstance(k, yaml.ScalarNode)}
@@ -121,6 +127,10 @@ def _node_commands(node: Any) -> Iterator[tuple[int, str]]:
             return
         for _, value in node.value:
             yield from _node_commands(value)
+
+
+def _spaced(text: str) -> bool:
+    return any(c.isspace() for c in text)
 
 
 def _token_commands(line: int, toks: list[str]) -> Iterator[tuple[int, str]]:
@@ -194,7 +204,11 @@ def _audit_file(path: Path, runs: Any, tmp: str, releases: dict[str, list[str]],
     from mtp_audit.engines.registry import engine_for
     from mtp_audit.errors import InputError
 
-    commands = _read_commands(path)
+    try:
+        commands = _read_commands(path)
+    except _NotYaml as exc:
+        click.echo(f"{path}: skipped: {exc}")
+        return []
     if not commands:
         click.echo(f"{path}: skipped: no launch command of SGLang, vLLM, llama.cpp or TensorRT-LLM found")
         return []
