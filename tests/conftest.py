@@ -59,6 +59,23 @@ def skip_big_download(what: str, size: str) -> None:
         pytest.skip(f"{what} ({size}) is not in the test cache; set {BIG_DOWNLOADS}=1 to download it")
 
 
+#: vLLM releases whose wheel members are fetched by default (about 15 MB by range requests, not the 400 MB wheel): the
+#: README's own example names 0.33.0, and its tests read only what the vLLM audit reads.
+MEMBER_RELEASES = ("0.33.0",)
+
+
+def vllm_members(version: str) -> Path:
+    """The members of the vllm ``version`` wheel that the vLLM audit reads, fetched once with HTTP range requests into
+    ``<cache>/engines`` (:func:`mtp_audit.sources.pypi.release_wheel`, what ``--vllm 0.33.0`` does); ``pytest.skip``
+    when the index cannot be reached."""
+    from mtp_audit.sources.pypi import IndexUnavailable, release_wheel
+
+    try:
+        return release_wheel("vllm", version, cache_dir=cache_dir())
+    except IndexUnavailable as exc:
+        pytest.skip(f"cannot fetch vllm {version}: {exc}")
+
+
 def vllm_wheel(version: str) -> Path:
     """A real vllm wheel from PyPI in ``<cache>/vllm-wheels`` (several hundred MB each), downloaded once
     with ``pip download --no-deps`` only when ``MTP_AUDIT_TEST_BIG_DOWNLOADS=1``; ``pytest.skip`` when it
@@ -70,6 +87,8 @@ def vllm_wheel(version: str) -> Path:
     found = sorted(folder.glob(f"vllm-{version}-*.whl"))
     if found:
         return found[0]
+    if version in MEMBER_RELEASES and os.environ.get(BIG_DOWNLOADS) != "1":
+        return vllm_members(version)
     skip_big_download(f"vllm {version}", "250-450 MB")
     folder.mkdir(parents=True, exist_ok=True)
     try:
