@@ -12,8 +12,10 @@ How (no wheel is downloaded whole):
 3. The byte spans of the needed members (every ``*.py`` and the ``*.dist-info/METADATA``; the analyzers read
    nothing else) are merged when less than :data:`MERGE_GAP` apart and fetched with one range request each.
 4. The members are checked (each member's CRC-32, by :mod:`zipfile` while reading) and written to a zip of
-   their own, ``<cache>/engines/<package>/<version>/<wheel file name>``, which the analyzers open like any
-   ``.whl``. A later run finds it there and makes no request (offline works from the cache).
+   their own, ``<cache>/engines-v2/<package>/<version>/<wheel file name>``, which the analyzers open like any
+   ``.whl``; each compiled extension of the wheel (``*.so``) is kept there by name only, as an empty member, since
+   the vLLM audit reads which extensions a wheel ships (``VllmTree.has_compiled``) and never their bytes. A later
+   run finds it there and makes no request (offline works from the cache).
 
 For sglang 0.5.23 that is about 17.5 MB in 9 requests instead of a 39 MB wheel; for vllm 0.33.0 about 12.5 MB
 instead of 336 MB. Bounds: :data:`MAX_JSON_BYTES`, :data:`MAX_FETCH_BYTES` per release, :data:`MAX_MEMBER_BYTES`
@@ -316,6 +318,8 @@ def _write_members(remote: zipfile.ZipFile, target: Path) -> int:
                         raise InputError(f"{target.name}:{info.filename}", f"corrupt member: {exc}") from None
                     out.writestr(info.filename, data)
                     count += 1
+                elif info.filename.endswith(".so") and not info.is_dir():
+                    out.writestr(info.filename, b"")  # the name says the wheel ships it; its bytes are never read
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -344,7 +348,7 @@ def release_wheel(package: str, version: str, *, cache_dir: str | os.PathLike[st
     root = Path(cache_dir) if cache_dir is not None else _cache_root()
     if root is None:
         raise InputError("MTP_AUDIT_CACHE_DIR", "is empty (cache off): give cache_dir to keep the fetched members")
-    folder = root / "engines" / package / version
+    folder = root / "engines-v2" / package / version  # v2: compiled members kept by name (v1 zips lack them)
     cached = sorted(folder.glob("*.whl")) if folder.is_dir() else []
     if cached:
         return cached[0]
