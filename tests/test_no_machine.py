@@ -39,9 +39,17 @@ def no_live_machine(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(collect, "collect_live", refuse)
 
 
+SCHEMA = json.loads((REPO / "mtp_audit" / "schema" / "report.schema.json").read_text())
+
+
 def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dict]:
+    """Exit code and JSON report of ``mtp-audit ARGV``, the report checked against the JSON schema."""
+    import jsonschema
+
     rc = main(argv)
-    return rc, json.loads(capsys.readouterr().out)
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, SCHEMA)
+    return rc, doc
 
 
 def test_preflight_without_a_machine_is_two_notes(capsys: pytest.CaptureFixture[str], no_live_machine: None) -> None:
