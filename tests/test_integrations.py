@@ -125,20 +125,22 @@ def test_launch_hook_says_what_it_skips_and_writes_one_sarif_run(tmp_path: Path)
     (tmp_path / "pod.yaml").write_text("command: [trtllm-serve]\nargs: [ckpt, --config, mtp.yaml]\n")
     (tmp_path / "ci.yml").write_text("on: push\n")
     (tmp_path / "chart.yaml").write_text("image: {{ .Values.image }}:latest\ncommand: [trtllm-serve, ckpt]\n")
+    (tmp_path / "data.yml").write_text("rows:\n" + "  - 0123456789\n" * 100_000)
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", NO_COLOR="1")
     cmd = ["mtp-audit", "hook", "launch", "--no-machine", "--sarif", "out.sarif", "--sarif-category", "deploy",
-           "serve.sh", "pod.yaml", "ci.yml", "chart.yaml"]
+           "serve.sh", "pod.yaml", "ci.yml", "chart.yaml", "data.yml"]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
-    assert [ln for ln in out.splitlines() if ln.startswith(("serve.sh", "pod.yaml", "ci.yml", "chart.yaml"))] == [
+    assert [ln for ln in out.splitlines() if ln.startswith(("serve.sh", "pod.yaml", "ci.yml", "chart.yaml", "data.yml"))] == [
         "serve.sh:2: mtp-audit launch -- trtllm-serve ckpt --config mtp.yaml",
         "serve.sh:3: skipped: the command uses shell variables or substitutions, which only the shell can expand",
         "serve.sh:4: skipped: 'python -m vllm.entrypoints.cli.main bench' is not a server launch of an engine mtp-audit knows",
         "pod.yaml:1: mtp-audit launch -- trtllm-serve ckpt --config mtp.yaml",
         "ci.yml: skipped: no launch command of SGLang, vLLM, llama.cpp or TensorRT-LLM found",
         "chart.yaml: skipped: does not parse as YAML at line 1 (expected <block end>, but found '<scalar>'; a template?): its "
-        "commands were not read"]
+        "commands were not read",
+        "data.yml: skipped: is larger than 1,048,576 bytes: its commands were not read"]
     doc = json.loads((tmp_path / "out.sarif").read_text())
     assert github_problems(doc) == [] and len(doc["runs"]) == 1
     run = doc["runs"][0]

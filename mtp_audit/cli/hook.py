@@ -85,8 +85,8 @@ def yaml_commands(text: str, display: str) -> list[tuple[int, str]]:
 
 
 class _NotYaml(ValueError):
-    """A ``.yaml`` / ``.yml`` file that does not parse: skipped with its reason, not an input error (Helm templates
-    and other generated YAML are common in deployment repositories)."""
+    """A ``.yaml`` / ``.yml`` file that does not parse, or is too large to be a manifest: skipped with its reason, not
+    an input error (Helm templates, generated YAML and YAML data files are common in deployment repositories)."""
 
 
 def _strings(node: Any) -> list[str] | None:
@@ -234,13 +234,26 @@ def _audit_file(path: Path, runs: Any, tmp: str, releases: dict[str, list[str]],
 
 
 def _read_commands(path: Path) -> list[tuple[int, str]]:
+    """The launch commands of one script or YAML file.
+
+    Raises:
+        InputError: a script that is missing, unreadable, binary or over :data:`MAX_SCRIPT_BYTES`.
+        _NotYaml: a YAML file that does not parse or is over :data:`MAX_SCRIPT_BYTES` (skipped by the caller).
+    """
     from mtp_audit.errors import InputError
     from mtp_audit.sources.bounded import read_bytes_bounded
 
+    is_yaml = path.name.lower().endswith(YAML_SUFFIXES)
+    try:
+        too_big = is_yaml and os.stat(path).st_size > MAX_SCRIPT_BYTES
+    except OSError:
+        too_big = False  # read_bytes_bounded says why, in one line
+    if too_big:  # a YAML data file, not a deployment manifest: skipped, as a template is
+        raise _NotYaml(f"is larger than {MAX_SCRIPT_BYTES:,} bytes: its commands were not read")
     raw = read_bytes_bounded(path, MAX_SCRIPT_BYTES, display=str(path))
     if b"\x00" in raw[:4096]:
         raise InputError(str(path), "is a binary file, expected a shell script or YAML")
     text = raw.decode("utf-8", errors="replace")
-    if path.name.lower().endswith(YAML_SUFFIXES):
+    if is_yaml:
         return yaml_commands(text, str(path))
     return launch_commands(text)
