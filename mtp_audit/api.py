@@ -89,7 +89,7 @@ def _opt_severity(v: Any) -> bool:
 _PREFLIGHT = {"env_dumps": _PATHS, "facts_file": _OPT_PATH, "machine_facts": _ANY, "launch": _OPT_WORDS, "probe": _BOOL,
               "import_torch": _BOOL, "timeout": _NUMBER, "cwd": _OPT_PATH, "use_sglang_analyzer": _BOOL,
               "probe_result": _ANY, "sglang_facts": _OPT_MAP, "engine": _OPT_STR, "use_nvml": _OPT_BOOL,
-              "vllm_version": _OPT_STR}
+              "vllm_version": _OPT_STR, "no_machine": _BOOL}
 
 #: Function name -> parameter -> (test, expected). Functions not listed get the signature check only.
 SPECS: dict[str, dict[str, tuple[Callable[[Any], bool], str]]] = {
@@ -104,7 +104,7 @@ SPECS: dict[str, dict[str, tuple[Callable[[Any], bool], str]]] = {
     "compare_checkpoints": {"base": _TARGET, "derived": _TARGET, "offline": _BOOL, "jobs": _OPT_INT},
     "audit_launch": {"argv": _WORDS, "sglang": _SGLANG, "compare_sglang": _SGLANG, "env_dumps": _OPT_PATHS,
                      "facts_file": _OPT_PATH, "machine_facts": _ANY, "env": _STR_MAP, "environ": _STR_MAP,
-                     "cwd": _OPT_PATH, "engine": _OPT_STR, "vllm": _OPT_PATH},
+                     "cwd": _OPT_PATH, "engine": _OPT_STR, "vllm": _OPT_PATH, "no_machine": _BOOL},
     "get_rule": {"rule_id": _STR},
     "exit_code": {"report": (_report, "a Report"), "fail_on": (_opt_severity, "a Severity or None")},
 }

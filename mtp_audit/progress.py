@@ -1,9 +1,9 @@
-"""Progress of long work (hub shard headers, large SGLang trees) on stderr, on a terminal only.
+"""Progress of long work (hub shard headers, a release fetched from the package index, large SGLang trees) on
+stderr, on a terminal only.
 
-The bar is click's (``click.progressbar``): click is already a dependency, renders nothing when its
-file is not a terminal, and needs no code of ours for the drawing, so no second progress library
-(tqdm) is added to the runtime dependencies. It is imported only when a bar is shown, which keeps
-``import mtp_audit`` and ``mtp-audit --help`` free of it.
+The bar is tqdm's: it comes with huggingface_hub (a runtime dependency), shows the rate and the time left, and
+renders the same in every terminal. It is imported only when a bar is shown, which keeps ``import mtp_audit`` and
+``mtp-audit --help`` free of it; without tqdm importable no bar is drawn (the work is the same).
 
 Shown only when asked for (the CLI asks; a program using the library asks with ``with requested():``), stderr is a
 terminal, ``CI`` is unset and ``MTP_AUDIT_NO_PROGRESS`` is unset: a host program's terminal, CI logs, pipes, files and
@@ -45,23 +45,25 @@ def enabled() -> bool:
 
 
 class Progress:
-    """A bar of ``total`` steps labelled ``mtp-audit: <label>``; :meth:`step` is thread-safe.
+    """A bar of ``total`` steps labelled ``mtp-audit: <label>`` with its rate and time left; :meth:`step` is
+    thread-safe. ``unit="B"`` counts bytes (shown as kB/MB, MB/s).
 
     Use as a context manager or call :meth:`close`. With ``total < min_total`` or :func:`enabled`
     false it draws nothing and costs a lock per step.
     """
 
-    def __init__(self, total: int, label: str, *, min_total: int = 2) -> None:
+    def __init__(self, total: int, label: str, *, min_total: int = 2, unit: str = "it") -> None:
         self.total = total
         self.done = 0
         self._lock = threading.Lock()
         self._bar: Any = None
         if total >= min_total and enabled():
-            import click
-
-            self._bar = click.progressbar(length=total, label=f"mtp-audit: {label}", file=sys.stderr, show_eta=False,
-                                          show_percent=False, show_pos=True)
-            self._bar.__enter__()
+            try:
+                from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
+            except ImportError:  # pragma: no cover - tqdm comes with huggingface_hub
+                return
+            self._bar = tqdm(total=total, desc=f"mtp-audit: {label}", file=sys.stderr, unit=unit,
+                             unit_scale=unit == "B", unit_divisor=1000, leave=True, dynamic_ncols=True)
 
     @property
     def shown(self) -> bool:
@@ -79,7 +81,7 @@ class Progress:
         """Finish the bar (it stays as one completed line on the terminal); idempotent."""
         with self._lock:
             if self._bar is not None:
-                self._bar.__exit__(None, None, None)
+                self._bar.close()
                 self._bar = None
 
     def __enter__(self) -> Progress:

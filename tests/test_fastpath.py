@@ -47,6 +47,8 @@ def describe(param: click.Parameter) -> tuple:
     t = param.type
     if isinstance(param, click.Argument):
         kind = "args" if param.nargs == -1 else "arg" if param.nargs == 1 and param.required else "?"
+    elif getattr(param, "count", False):
+        kind = "count" if param.default in (None, 0) else "?"
     elif param.is_flag:
         kind = "flag"
     elif isinstance(t, click.Choice):
@@ -124,7 +126,7 @@ def _pairs(name: str, existing_file: str) -> st.SearchStrategy[list[str]]:
     for pname, opts, kind, _ in fastpath.TABLES[name][1]:
         base = kind.strip("!*")
         for o in opts:
-            if base == "flag":
+            if base in ("flag", "count"):
                 items.append(st.just([o]))
             else:
                 items.append(st.builds(lambda o, v: [o, v], st.just(o), st.sampled_from(good[base])))

@@ -161,9 +161,12 @@ def test_fuzz_hostile_hub(base: Path, plan: dict[str, Any], fmt: str) -> None:
         isolate_hf(mp, ws.root, srv.endpoint)
         mp.setenv("HF_TOKEN", TOKEN)
         cache = base / "hub-cache"  # outside the workspace: the harness checks that nothing in it changes
-        if cache.exists():
-            shutil.rmtree(cache)
+        hf_cache = base / "hf-cache"  # the Hugging Face cache, which a hub audit fills, outside it too
+        for folder in (cache, hf_cache):
+            if folder.exists():
+                shutil.rmtree(folder)
         mp.setenv("MTP_AUDIT_CACHE_DIR", str(cache))
+        mp.setattr(constants, "HF_HUB_CACHE", str(hf_cache))
         mp.setenv("MTP_AUDIT_NETWORK_SECONDS", "6")
         mp.setattr(constants, "HF_HUB_DOWNLOAD_TIMEOUT", 0.5)
         mp.setattr("mtp_audit.sources.hubhttp.MAX_INFO_BYTES", 64 * 1024)
@@ -479,7 +482,7 @@ def _index_file(h, plan, data, me) -> None:  # type: ignore[no-untyped-def]
 def test_fuzz_hostile_index(base: Path, plan: dict[str, Any]) -> None:
     """Invariant: whatever the package index answers (its JSON, file names, URLs, sizes, digests, the wheel's bytes
     and framing), ``mtp-audit sglang VERSION`` ends in exit 0/1/2/3 within the harness bounds (run_cli), writes
-    nothing outside the cache's ``engines-v2`` folder (and the analyzer's scan cache), and a second run either repeats the first from the cache
+    nothing outside the cache's ``engines-v3`` folder (and the analyzer's scan cache), and a second run either repeats the first from the cache
     with no request or fetches again."""
     from pypifixture import build_wheel
 
@@ -513,7 +516,7 @@ def test_fuzz_hostile_index(base: Path, plan: dict[str, Any]) -> None:
             assert len(srv.seen) == n and second.code == first.code  # from the cache, no request
             assert _strip(json.loads(second.out)) == _strip(json.loads(first.out))
     written = [p for p in cache.rglob("*") if not p.is_dir()] if cache.exists() else []
-    assert all(p.relative_to(cache).parts[0] == "engines-v2" or "-scan-v" in p.relative_to(cache).parts[0] for p in written), written
+    assert all(p.relative_to(cache).parts[0] == "engines-v3" or "-scan-v" in p.relative_to(cache).parts[0] for p in written), written
     assert not (base / "outside").exists() and not (ws.root / "abs.whl").exists()
 
 

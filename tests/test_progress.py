@@ -1,5 +1,5 @@
 """Progress bars go to stderr on a terminal only (never with CI or MTP_AUDIT_NO_PROGRESS set, never on a
-pipe), through click's progressbar; a cold SGLang tree scan shows one, a warm (cached) one does not."""
+pipe), through tqdm (rate and time left); a cold SGLang tree scan shows one, a warm (cached) one does not."""
 
 from __future__ import annotations
 

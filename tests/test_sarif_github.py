@@ -238,3 +238,20 @@ def test_vllm_and_a_vllm_launch(in_repo: Path, tmp_path: Path) -> None:
     _sarif(tmp_path, ["launch", "--vllm", str(whl), "--env-dump", "fixtures/preflight/envdumps/vllm-57932.txt", "-f", "sarif", "--",
                       "vllm", "serve", "fixtures/checkpoint/deepseek-ai--DeepSeek-V3", "--tensor-parallel-size", "8",
                       "--speculative-config", '{"method": "deepseek_mtp", "num_speculative_tokens": 3}'])
+
+
+def test_the_sarif_category_names_the_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--sarif-category`` sets ``runs[].automationDetails.id`` (what GitHub code scanning keys alerts by), so two
+    audits of one repository keep their alerts apart; without it the id is ``mtp-audit/<analyzer>/``; an empty one is
+    refused before any work (exit 2, one line)."""
+    reap = str(REPO / "fixtures/checkpoint/bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding")
+    ids = []
+    for extra in ([], ["--sarif-category", "models/reap"], ["--sarif-category", "ckpt-a/"]):
+        out = tmp_path / f"r{len(ids)}.sarif"
+        assert main(["checkpoint", reap, "-o", str(out), *extra]) == 1
+        ids.append(json.loads(out.read_text())["runs"][0]["automationDetails"]["id"])
+    assert ids == ["mtp-audit/checkpoint/", "models/reap/", "ckpt-a/"]
+    capsys.readouterr()
+    assert main(["checkpoint", reap, "-f", "sarif", "--sarif-category", " "]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mtp-audit: error: --sarif-category: not a usable category") and err.count("\n") == 1

@@ -65,8 +65,11 @@ def _ignore_callback(ctx: click.Context, _param: click.Parameter, value: tuple[s
     return value
 
 
-def _verbose_callback(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+def _verbose_callback(ctx: click.Context, _param: click.Parameter, value: int) -> int:
+    from mtp_audit.cli.logs import set_verbosity
+
     ctx.meta[META_VERBOSE] = bool(value)
+    set_verbosity(int(value or 0))
     return value
 
 
@@ -74,8 +77,9 @@ def config_options(func: F) -> F:
     """Add ``--config FILE``, ``--ignore RULE[=REASON]`` (repeatable) and ``-v/--verbose``."""
     import click
 
-    func = click.option("--verbose", "-v", is_flag=True, expose_value=False, callback=_verbose_callback,
-                        help="Also print evidence, details, fixes, ignored findings, the closing answer and the facts.")(func)
+    func = click.option("--verbose", "-v", count=True, expose_value=False, callback=_verbose_callback,
+                        help="Also print evidence, details, fixes, ignored findings, the closing answer and the facts, and log "
+                             "what is resolved and fetched on stderr; -vv: log every file and request too.")(func)
     func = click.option("--ignore", "ignore_rules", multiple=True, metavar="RULE[=REASON]", expose_value=False,
                         callback=_ignore_callback,
                         help="Ignore a rule's findings (repeatable): still listed with -v and counted, never failing.")(func)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.cli.invocation import current, echo_err
-from mtp_audit.cli.options import META_SHOWN, Shown
+from mtp_audit.cli.options import META_BASELINE, META_CATEGORY, META_SHOWN, Shown
 from mtp_audit.cli.outputs import (
     STDOUT,
     is_stdout,
@@ -73,6 +73,7 @@ def emit(
     pairs = output_plan(fmt, output)
     resolved = settings_for(report, fail_on.lower() if fail_on else None)
     report = report.ignore(resolved.suppressions)
+    report, also_write, baseline_in = _with_baseline(report, also_write)
     threshold = None if resolved.fail_on == "never" else Severity.parse(resolved.fail_on)
     plan: dict[str, Path | str | None] = {}
     for i, (_, out) in enumerate(pairs):
@@ -81,7 +82,7 @@ def emit(
         plan[option] = extra_out
     from mtp_audit.sources.bounded import files_read
 
-    check_outputs(input_paths(report, extra=[*protected, *config_files()]), plan, read=files_read())
+    check_outputs(input_paths(report, extra=[*protected, *config_files(), *baseline_in]), plan, read=files_read())
     texts = [(fmt_i, path, _render_for(report, fmt_i, path, threshold)) for fmt_i, path in pairs]
     to_stdout = stage_and_commit(also_write, texts)
     shown = _shown()
@@ -94,6 +95,43 @@ def emit(
         echo_err(f"{verdict_line(report)} (report written to {written})")
     warn_expired(resolved)
     return exit_code(report, threshold)
+
+
+def _with_baseline(report: Any, also_write: Sequence[tuple[str, Path | None, str]]) -> tuple[Any, list[tuple[str, Path | None, str]], list[Path]]:
+    """``(report, outputs, inputs)`` after ``--baseline-findings`` (known findings moved to the ignored ones) and
+    ``--write-baseline`` (one more output: the fingerprints of every finding); see :mod:`mtp_audit.cli.baseline`.
+
+    Raises:
+        InputError: an unreadable or malformed baseline file.
+    """
+    ctx = current()
+    given, write = (ctx.meta.get(META_BASELINE) if ctx is not None else None) or (None, None)
+    if given is None and write is None:
+        return report, list(also_write), []
+    import json
+
+    from mtp_audit.cli import baseline as bl
+    from mtp_audit.formats import render
+
+    prints = bl.fingerprints(report, json.loads(render(report, "sarif", **_sarif_extra(report))))
+    if given is not None:
+        active = prints[:len(report.findings)]
+        report = bl.apply_baseline(report, active, bl.read_baseline(Path(given)), f"--baseline-findings {given}")
+    extra = [("--write-baseline", Path(write), bl.baseline_text(report, bl.fingerprints(report, json.loads(
+        render(report, "sarif", **_sarif_extra(report))))))] if write is not None else []
+    return report, [*also_write, *extra], [Path(given)] if given is not None else []
+
+
+def _sarif_extra(report: Any) -> dict[str, Any]:
+    """The keyword arguments of the SARIF renderer for this run: the roots of its inputs, the settings file's
+    ``[tool.mtp-audit]`` line as the anchor, the ``--sarif-category``."""
+    extra: dict[str, Any] = {"roots": sarif_roots(report)}
+    anchor = _config_anchor()
+    if anchor is not None:
+        extra["anchor"], extra["anchor_line"] = anchor
+    ctx = current()
+    extra["category"] = ctx.meta.get(META_CATEGORY) if ctx is not None else None
+    return extra
 
 
 def _shown() -> Shown:
@@ -111,12 +149,7 @@ def _render_for(report: Any, fmt: str, path: Path | str, threshold: Any) -> str:
     on_stdout = is_stdout(path) or std_stream_of(Path(path)) is sys.stdout
     color = (on_stdout and fmt == "text" and use_color(sys.stdout)
              and (getattr(sys.stdout, "encoding", "") or "").lower().replace("-", "") == "utf8")
-    extra: dict[str, Any] = {}
-    if fmt == "sarif":
-        extra["roots"] = sarif_roots(report)
-        anchor = _config_anchor()
-        if anchor is not None:
-            extra["anchor"], extra["anchor_line"] = anchor
+    extra: dict[str, Any] = _sarif_extra(report) if fmt == "sarif" else {}
     shown = _shown()
     width = _terminal_width() if on_stdout and fmt == "text" else None
     return render(report, fmt, verbose=verbose(), color=color, fail_on=threshold,

@@ -23,7 +23,8 @@ from mtp_audit.cli.options import FAIL_ON_CHOICES, FORMAT_CHOICES
 
 #: A parameter: (name, option strings or () for an argument, kind, extra). Kinds: "flag"; "str"; "path"
 #: (``click.Path(dir_okay=False, path_type=Path)``); "choice" (extra: the choices, case-insensitive); "jobs"
-#: (``click.IntRange(1, MAX_JOBS)``, default ``DEFAULT_JOBS``); "arg" (one required argument); "args" (``nargs=-1``).
+#: (``click.IntRange(1, MAX_JOBS)``, default ``DEFAULT_JOBS``); "count" (``count=True``: how many times given); "arg" (one
+#: required argument); "args" (``nargs=-1``).
 #: A ``*`` after the kind: ``multiple=True``; a ``!`` before it: ``expose_value=False`` (its value goes to a callback).
 Param = tuple[str, tuple[str, ...], str, Any]
 
@@ -36,8 +37,10 @@ _OUTPUT: tuple[Param, ...] = (
     ("fmt", ("--format", "-f"), "choice*", FORMAT_CHOICES), ("output", ("--output", "-o"), "path*", None),
     ("fail_on", ("--fail-on",), "choice", FAIL_ON_CHOICES), ("quiet", ("--quiet", "-q"), "flag", None),
     ("min_severity", ("--severity",), "choice", ("info", "warning", "error")), ("select", ("--select",), "str*", None),
+    ("sarif_category", ("--sarif-category",), "str", None), ("baseline_findings", ("--baseline-findings",), "path", None),
+    ("write_baseline", ("--write-baseline",), "path", None),
     ("config_file", ("--config",), "!path", None), ("ignore_rules", ("--ignore",), "!str*", None),
-    ("verbose", ("--verbose", "-v"), "!flag", None),
+    ("verbose", ("--verbose", "-v"), "!count", None),
 )
 
 #: Command -> (the module holding its ``callback``, its parameters in click's declaration order).
@@ -102,7 +105,7 @@ def _scan(tokens: list[str], table: tuple[Param, ...]) -> tuple[dict[str, list[A
         p = flags.get(opt)
         if p is None:
             raise _Refuse  # unknown, abbreviated, or grouped short flags: click's errors and rules
-        if p[2].lstrip("!").startswith("flag"):
+        if p[2].lstrip("!").startswith(("flag", "count")):
             if eq:
                 raise _Refuse
             value: Any = True
@@ -127,6 +130,8 @@ def _value(p: Param, raw: list[Any] | None, positional: list[str]) -> Any:
         return positional[0]
     if kind == "args":
         return tuple(positional)
+    if kind == "count":
+        return len(raw or ())
     if kind.endswith("*"):
         return tuple(_convert(kind[:-1], v, extra) for v in raw or ())
     if raw is None:
@@ -193,10 +198,11 @@ def _invoke(command: str, params: dict[str, Any], hidden: dict[str, Any]) -> int
     from mtp_audit.cli import config
     from mtp_audit.cli.guard import aborted
     from mtp_audit.cli.invocation import Invocation, echo_err, running
+    from mtp_audit.cli.logs import scoped
     from mtp_audit.progress import requested
 
     callback = importlib.import_module(TABLES[command][0]).callback
-    with requested(), running(Invocation(command, params)) as inv:
+    with requested(), scoped(), running(Invocation(command, params)) as inv:
         try:
             config._config_callback(inv, None, hidden["config_file"])
             config._ignore_callback(inv, None, hidden["ignore_rules"])

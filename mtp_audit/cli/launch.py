@@ -27,6 +27,10 @@ from mtp_audit.cli.targets import release_or_path
               help="Environment dump of the serving machine (sglang check_env, torch/vllm collect_env, nvidia-smi); repeatable.")
 @click.option("--facts", "facts_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Stored machine facts (mtp-audit preflight --save-facts) instead of this machine.")
+@click.option("--no-machine", "no_machine", is_flag=True,
+              help="Audit off the serving machine (CI, pre-commit, a laptop): never read this machine; the machine is the "
+                   "--env-dump given, or nothing. Machine questions left open are notes ('not examined: not the serving "
+                   "machine'), not blocking: a correct launch exits 0.")
 @click.option("--env", "env_pairs", multiple=True, metavar="KEY=VALUE",
               help="Environment variable of the launch (repeatable); applied after the current environment and after "
                    "KEY=VALUE written before the program.")
@@ -44,8 +48,9 @@ from mtp_audit.cli.targets import release_or_path
 @output_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_target: str | None, env_dumps: tuple[Path, ...],
-           facts_file: Path | None, env_pairs: tuple[str, ...], llamacpp_build: str | None, model_dirs: tuple[str, ...],
-           engine: str | None, log_file: str | None, fmt: str, output: Path | None, fail_on: str, command: tuple[str, ...]) -> int:
+           facts_file: Path | None, no_machine: bool, env_pairs: tuple[str, ...], llamacpp_build: str | None,
+           model_dirs: tuple[str, ...], engine: str | None, log_file: str | None, fmt: str, output: Path | None,
+           fail_on: str, command: tuple[str, ...]) -> int:
     """Will this engine launch command (SGLang, vLLM, TensorRT-LLM, llama.cpp), on this machine, use the MTP heads and run the FP4 kernels?
 
     \b
@@ -55,6 +60,7 @@ def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_tar
     mtp-audit launch --vllm vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl -- vllm serve ./ckpt --speculative-config '{"method":"mtp","num_speculative_tokens":1}'
     mtp-audit launch --llamacpp-build 10444 -- llama-server -m Qwen3.6-27B-MTP-Q8_0.gguf --spec-type draft-mtp
     mtp-audit launch --env-dump env.txt -- trtllm-serve ./ckpt --config mtp.yaml
+    mtp-audit launch --no-machine --sglang 0.5.23 -- sglang serve --model-path ./ckpt --speculative-algorithm NEXTN
 
     The engine is picked from the command. Runs the engine's own audit (its source, or its knowledge table), the
     checkpoint and preflight audits, cross-checks them and ends with "what will happen": the algorithm the engine
@@ -88,7 +94,7 @@ def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_tar
     new = sglang_targets[1] if len(sglang_targets) == 2 else compare_sglang
     report = audit_launch(list(command), sglang=old, compare_sglang=new, env_dumps=list(env_dumps) or None,
                           facts_file=facts_file, env=env, engine=engine, vllm=vllm_target,
-                          llamacpp=llamacpp_build, model_dirs=mapping)
+                          llamacpp=llamacpp_build, model_dirs=mapping, no_machine=no_machine)
     if log_file is not None:
         from mtp_audit.runtime.launchlog import with_log
 

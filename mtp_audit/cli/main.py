@@ -42,9 +42,10 @@ class LazyGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         """Run the subcommand with progress bars requested (drawn on a terminal only; the library draws none
         unless its caller asks, :func:`mtp_audit.progress.requested`)."""
+        from mtp_audit.cli.logs import scoped
         from mtp_audit.progress import requested
 
-        with requested():
+        with requested(), scoped():
             return super().invoke(ctx)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:

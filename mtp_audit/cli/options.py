@@ -21,13 +21,19 @@ FAIL_ON_CHOICES = ("info", "warning", "error", "never")
 
 #: ``ctx.meta`` key of the display filter (``-q``, ``--severity``, ``--select``).
 META_SHOWN = "mtp_audit.shown"
+#: ``ctx.meta`` key of ``--sarif-category`` (``None``: the SARIF's own ``mtp-audit/<analyzer>/``).
+META_CATEGORY = "mtp_audit.sarif_category"
+#: ``ctx.meta`` key of ``(--baseline-findings, --write-baseline)`` (each ``None`` when not given).
+META_BASELINE = "mtp_audit.baseline"
 
 
 def output_options(func: F) -> F:
     """Add the output options to a click command: ``-f/--format`` and ``-o/--output`` (both repeatable,
     paired in order: ``-f sarif -o a.sarif -f json -o b.json``; an ``-o`` without its ``-f`` takes the
     format from its suffix), ``--fail-on``, the display filters ``-q/--quiet``, ``--severity`` and
-    ``--select`` (what is listed, never what is computed nor the exit code), and the settings options
+    ``--select`` (what is listed, never what is computed nor the exit code), ``--sarif-category`` (the SARIF's
+    ``automationDetails.id``), ``--baseline-findings`` / ``--write-baseline`` (:mod:`mtp_audit.cli.baseline`), and the
+    settings options
     (``--config``, ``--ignore``, ``-v/--verbose``: :func:`mtp_audit.cli.config.config_options`).
 
     The command receives ``fmt`` and ``output`` as tuples (pass them to :func:`emit` as they are) and
@@ -38,6 +44,15 @@ def output_options(func: F) -> F:
     from mtp_audit.cli.config import config_options
 
     out: Any = config_options(with_display_filter(func))
+    out = click.option("--write-baseline", "write_baseline", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                       help="Write the fingerprints of every finding of this run to FILE: the baseline to pass to "
+                            "--baseline-findings later (adopting the gate on a project that has findings today).")(out)
+    out = click.option("--baseline-findings", "baseline_findings", type=click.Path(dir_okay=False, path_type=Path),
+                       default=None, help="Findings whose fingerprints (SARIF partialFingerprints) are in FILE (a "
+                                          "--write-baseline file or an earlier SARIF) are ignored: listed, never failing the gate.")(out)
+    out = click.option("--sarif-category", "sarif_category", metavar="NAME", default=None,
+                       help="SARIF: the code-scanning category (runs[].automationDetails.id = NAME/), to keep the alerts "
+                            "of several audits of one repository apart [default: mtp-audit/<analyzer>].")(out)
     out = click.option("--select", "select", multiple=True, metavar="RULE[,RULE...]",
                        help="List only these rules (an id such as MTP209, or a prefix such as MTP2); repeatable. "
                             "The verdict and the exit code still count every finding.")(out)
@@ -74,17 +89,37 @@ def output_options(func: F) -> F:
 
 def with_display_filter(func: F) -> F:
     """``func`` taking the output options' values: the display filters (``quiet``, ``min_severity``,
-    ``select``) are taken out of its keyword arguments and left in the running command's ``meta``
-    (:func:`mtp_audit.cli.invocation.current`) for :func:`emit`."""
+    ``select``), ``sarif_category``, ``baseline_findings`` and ``write_baseline`` are taken out of its keyword
+    arguments and left in the running command's ``meta`` (:func:`mtp_audit.cli.invocation.current`) for
+    :func:`mtp_audit.cli.emit.emit`."""
     import functools
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        current().meta[META_SHOWN] = Shown.of(kwargs.pop("quiet", False), kwargs.pop("min_severity", None),
-                                              kwargs.pop("select", ()))
+        meta = current().meta
+        meta[META_SHOWN] = Shown.of(kwargs.pop("quiet", False), kwargs.pop("min_severity", None), kwargs.pop("select", ()))
+        meta[META_CATEGORY] = checked_category(kwargs.pop("sarif_category", None))
+        meta[META_BASELINE] = (kwargs.pop("baseline_findings", None), kwargs.pop("write_baseline", None))
         return func(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def checked_category(category: str | None) -> str | None:
+    """``--sarif-category`` as given, checked before any work (:func:`mtp_audit.formats.sarif.automation_id`).
+
+    Raises:
+        InputError: an empty category or one with a control character.
+    """
+    if category is None:
+        return None
+    from mtp_audit.formats.sarif import automation_id
+
+    try:
+        automation_id(category, "")
+    except ValueError as exc:
+        raise InputError("--sarif-category", str(exc)) from None
+    return category
 
 
 class Shown:

@@ -16,6 +16,10 @@ from mtp_audit.cli.options import output_options
               help="Environment dump to audit instead of this machine (sglang check_env, torch/vllm/flashinfer collect_env, nvidia-smi). Repeatable; merged.")
 @click.option("--facts", "facts_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Replay facts stored with --save-facts instead of collecting them.")
+@click.option("--no-machine", "no_machine", is_flag=True,
+              help="Audit off the serving machine (CI, pre-commit, a laptop): never read this machine; the machine is the "
+                   "--env-dump given, or nothing. Machine questions left open are notes ('not examined: not the serving "
+                   "machine'), not blocking.")
 @click.option("--save-facts", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the collected machine facts (JSON) to FILE ('-': stdout) for later --facts replays.")
 @click.option("--probe", is_flag=True, help="Run one tiny FP4 GEMM on GPU 0 against a BF16 reference (needs torch and a GPU; time-boxed).")
@@ -26,7 +30,7 @@ from mtp_audit.cli.options import output_options
 @click.option("--timeout", type=click.FloatRange(0.1, 600), default=10.0, show_default=True, help="Seconds allowed for each external command (nvidia-smi, nvcc).")
 @output_options
 @click.argument("launch", nargs=-1, type=click.UNPROCESSED)
-def preflight(env_dumps: tuple[Path, ...], facts_file: Path | None, save_facts: Path | None, probe: bool, import_torch: bool,
+def preflight(env_dumps: tuple[Path, ...], facts_file: Path | None, no_machine: bool, save_facts: Path | None, probe: bool, import_torch: bool,
               engine: str | None, no_nvml: bool, timeout: float, fmt: str, output: Path | None, fail_on: str, launch: tuple[str, ...]) -> int:
     """Can this GPU stack run the FP4 (NVFP4/MXFP4) kernels of the intended launch?
 
@@ -47,7 +51,7 @@ def preflight(env_dumps: tuple[Path, ...], facts_file: Path | None, save_facts: 
         raise InputError("--facts", "use either --facts or --env-dump, not both")
     report = run(env_dumps=env_dumps, facts_file=facts_file, launch=list(launch) if launch else None,
                  probe=probe, import_torch=import_torch, timeout=timeout,
-                 use_nvml=False if no_nvml else None, engine=engine)
+                 use_nvml=False if no_nvml else None, engine=engine, no_machine=no_machine)
     pf = report.facts["preflight"]
     if probe and pf.get("probe"):
         p = pf["probe"]

@@ -30,12 +30,15 @@ class Machine:
         facts_file: stored preflight facts (``--facts``).
         facts: an already-built :class:`~mtp_audit.preflight.facts.MachineFacts`.
         engine: ``--engine`` for the preflight's verdict (``None``: detected).
+        no_machine: ``--no-machine``: the machine running the audit is not the serving machine and is never read;
+            the machine is ``env_dumps`` only, or nothing (:mod:`mtp_audit.preflight.nomachine`).
     """
 
     env_dumps: tuple[Path, ...] = ()
     facts_file: Path | None = None
     facts: Any = None
     engine: str | None = None
+    no_machine: bool = False
 
 
 def open_release(open_target: Callable[[Any], Any], target: Any, label: str, option: str) -> tuple[Any, Gap | None]:

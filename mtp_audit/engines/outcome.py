@@ -104,9 +104,13 @@ def _is_mtp_gap(g: Gap) -> bool:
 
 
 def scope_gap(g: Gap, *, fp4: bool | None, speculative: bool, spec_flag: str) -> Gap:
-    """One gap as :func:`scope_gaps` scopes it: a note when this launch's verdict does not depend on it."""
+    """One gap as :func:`scope_gaps` scopes it: a note when this launch's verdict does not depend on it, or when it is
+    about a machine fact ``--no-machine`` left unexamined (:func:`mtp_audit.preflight.nomachine.machine_note`)."""
     import dataclasses
 
+    from mtp_audit.preflight.nomachine import machine_note
+
+    g = machine_note(g)
     if g.blocking and fp4 is False and _is_fp4_gap(g):
         return dataclasses.replace(g, blocking=False, message=g.message + " (a note for this launch: it runs no FP4 kernels)")
     if g.blocking and not speculative and _is_mtp_gap(g):
@@ -115,11 +119,20 @@ def scope_gap(g: Gap, *, fp4: bool | None, speculative: bool, spec_flag: str) ->
     return g
 
 
+def machine_notes(gaps: Sequence[Gap]) -> list[Gap]:
+    """A launch's own gaps with those about machine facts ``--no-machine`` left unexamined as notes
+    (:func:`mtp_audit.preflight.nomachine.scope_gaps`), in order."""
+    from mtp_audit.preflight.nomachine import scope_gaps as notes
+
+    return notes(gaps)
+
+
 def scope_gaps(reports: Sequence[Report], *, fp4: bool | None, speculative: bool, spec_flag: str) -> list[Report]:
     """The sub-reports with the blocking gaps this launch's verdict does not depend on turned into notes: the native FP4
     verdict when the launch runs no FP4 kernels (``fp4`` is ``False``: :func:`fp4_needed`), the checkpoint's MTP
     checks when the command requests no speculative decoding (``speculative`` false; ``spec_flag`` names the flag that
-    would). Each note says why it does not block; nothing is dropped (:func:`scope_gap`)."""
+    would), the machine facts ``--no-machine`` did not examine. Each note says why it does not block; nothing is
+    dropped (:func:`scope_gap`)."""
     import dataclasses
 
     out = []

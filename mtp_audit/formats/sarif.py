@@ -248,9 +248,24 @@ def _notifications(report: Report, ctx: _Context) -> list[dict[str, Any]]:
     return out
 
 
+def automation_id(category: str | None, analyzer: str) -> str:
+    """``runs[].automationDetails.id``: ``"<category>/"`` (GitHub code scanning keeps the alerts of each category
+    apart: everything before the last ``/`` is the category), by default ``"mtp-audit/<analyzer>/"``.
+
+    Raises:
+        ValueError: an empty category, or one with a control character.
+    """
+    if category is None:
+        return f"mtp-audit/{analyzer}/"
+    text = category.strip()
+    if not text.strip("/") or any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise ValueError(f"not a usable category: {category!r} (expected a non-empty name such as mtp-audit/my-export)")
+    return text if text.endswith("/") else text + "/"
+
+
 def render(report: Report, *, roots: Mapping[str, str | os.PathLike[str]] | None = None,
            anchor: str | os.PathLike[str] | None = None, anchor_line: int | None = None,
-           cwd: str | os.PathLike[str] | None = None, shown: Any = None) -> str:
+           cwd: str | os.PathLike[str] | None = None, shown: Any = None, category: str | None = None) -> str:
     """Render ``report`` as a SARIF 2.1.0 log (one run) that GitHub code scanning accepts.
 
     Args:
@@ -263,9 +278,15 @@ def render(report: Report, *, roots: Mapping[str, str | os.PathLike[str]] | None
         cwd: the base of ``%SRCROOT%`` (default: the current directory).
         shown: a display filter (see :func:`mtp_audit.formats.render`): only the findings it lists
             become results (their fingerprints do not change).
+        category: the code-scanning category (``--sarif-category``): ``runs[].automationDetails.id`` is
+            ``"<category>/"`` instead of ``"mtp-audit/<analyzer>/"`` (:func:`automation_id`), so that several
+            audits of one repository keep their alerts apart.
 
     Gaps become tool execution notifications, and ``executionSuccessful`` is false when the report is
     inconclusive. Ignored findings follow the active ones, each with ``suppressions``.
+
+    Raises:
+        ValueError: an unusable ``category``.
     """
     if roots is None:
         roots = {t.analyzer: t.name for t in report.targets if _exists(t.name)}
@@ -278,7 +299,7 @@ def render(report: Report, *, roots: Mapping[str, str | os.PathLike[str]] | None
     notifications = _notifications(report, ctx)
     run: dict[str, Any] = {
         "tool": {"driver": {"name": "mtp-audit", "version": report.tool_version, "rules": rules}},
-        "automationDetails": {"id": f"mtp-audit/{ctx.default}/"},
+        "automationDetails": {"id": automation_id(category, ctx.default)},
         "originalUriBaseIds": ctx.bases.declared,
         "invocations": [{"executionSuccessful": not report.inconclusive, "toolExecutionNotifications": notifications}],
         "results": results,

@@ -167,9 +167,11 @@ def answer_lines(report: Report) -> list[str]:
     if isinstance(given, list) and given and all(isinstance(x, str) for x in given):
         lines = [printable(str(x)) for x in given[:12]]
         # the answer is built from the facts; an ignored finding it names is still true, so say it is ignored
-        ignored = sorted({i.finding.rule_id for i in report.ignored if i.finding.rule_id in lines[0]}) if report.ignored else []
+        named = [i for i in report.ignored if i.finding.rule_id in lines[0]]
+        ignored = sorted({i.finding.rule_id for i in named})
         if ignored:
-            lines[0] += f" [{', '.join(ignored)} ignored by configuration]"
+            baseline = all(i.suppression.source.startswith("--baseline-findings") for i in named)
+            lines[0] += f" [{', '.join(ignored)} ignored by {'the baseline' if baseline else 'configuration'}]"
         return lines
     errors = sorted({f.rule_id for f in report.findings if f.severity.label == "error"})
     if errors:

@@ -35,6 +35,7 @@ def audit_launch(
     vllm: str | Path | None = None,
     llamacpp: str | None = None,
     model_dirs: Sequence[tuple[str, str]] = (),
+    no_machine: bool = False,
 ) -> Report:
     """Audit one engine launch command on one machine with one (or, comparing, two) releases of that engine.
 
@@ -61,6 +62,10 @@ def audit_launch(
             gap on the checkpoint questions, never an input error.
         engine: ``--engine`` for the preflight's verdict (it wins over the engine the command starts; a disagreement
             is shown as evidence on MTP228).
+        no_machine: ``--no-machine``: audit off the serving machine (CI, pre-commit, a laptop): this machine is never
+            read; the machine is ``env_dumps`` only, or nothing. The machine questions left open are notes ("not
+            examined: not the serving machine"), not blocking: a correct launch is ``go`` (exit 0) and says which
+            machine checks it did not make (:mod:`mtp_audit.preflight.nomachine`).
 
     Returns:
         The merged report; ``facts["launch"]["summary"]`` has the headline of "what will happen" (``verdict`` is
@@ -69,8 +74,8 @@ def audit_launch(
 
     Raises:
         InputError: an empty command, a command no registered engine starts, a release option of another engine
-            than the command's, two machine sources, a model path that exists but is not a checkpoint, an unreadable
-            release target or env dump.
+            than the command's, two machine sources (or ``no_machine`` with stored facts), a model path that exists but
+            is not a checkpoint, an unreadable release target or env dump.
     """
     from mtp_audit.engines.argv import split_command
     from mtp_audit.engines.registry import engine_for
@@ -78,7 +83,7 @@ def audit_launch(
     toks = split_command([argv] if isinstance(argv, str) else list(argv))
     chosen = engine_for(toks)
     targets = _release_targets(chosen.name, {"sglang": sglang, "vllm": vllm, "llamacpp": llamacpp}, compare_sglang)
-    request = _request(toks, env_dumps, facts_file, machine_facts, engine, env, environ, cwd, model_dirs)
+    request = _request(toks, env_dumps, facts_file, machine_facts, engine, env, environ, cwd, model_dirs, no_machine)
     if compare_sglang is not None:
         old = chosen.evaluate(request, *chosen.release(targets["sglang"]))
         new = chosen.evaluate(request, *chosen.release(compare_sglang))
@@ -108,11 +113,11 @@ def _release_targets(name: str, given: dict[str, Any], compare_sglang: Any) -> d
 
 
 def _request(toks: list[str], env_dump: Any, facts: Any, machine_facts: Any, engine: str | None, env: Any, environ: Any,
-             cwd: Path | None, model_dirs: Sequence[tuple[str, str]] = ()) -> Any:
+             cwd: Path | None, model_dirs: Sequence[tuple[str, str]] = (), no_machine: bool = False) -> Any:
     """The :class:`~mtp_audit.engines.base.LaunchRequest` with its one machine source and lent analyzers.
 
     Raises:
-        InputError: more than one machine source.
+        InputError: more than one machine source, or ``no_machine`` with stored facts.
     """
     from mtp_audit.engines.base import LaunchRequest, Machine
     from mtp_audit.errors import InputError
@@ -121,7 +126,9 @@ def _request(toks: list[str], env_dump: Any, facts: Any, machine_facts: Any, eng
     dumps = (env_dump,) if isinstance(env_dump, (str, Path)) else tuple(env_dump or ())
     if len([x for x in (dumps, facts, machine_facts) if x]) > 1:
         raise InputError("--env-dump/--facts", "use one machine source: --env-dump, or --facts")
-    machine = Machine(tuple(Path(p) for p in dumps), Path(facts) if facts else None, machine_facts, engine)
+    if no_machine and (facts or machine_facts):
+        raise InputError("--no-machine", "use either --no-machine or --facts (stored facts describe a machine)")
+    machine = Machine(tuple(Path(p) for p in dumps), Path(facts) if facts else None, machine_facts, engine, no_machine)
     here = Path(cwd) if cwd is not None else Path.cwd()
     envmap = dict(os.environ) if environ is None else dict(environ)
     return LaunchRequest(toks=toks, machine=machine, env=env, environ=envmap, cwd=here, analyzers=LaunchAnalyzers(machine, here, model_dirs))

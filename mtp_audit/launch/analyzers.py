@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.engines.base import Machine
-from mtp_audit.errors import InputError
 from mtp_audit.report import Gap, Report
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+(@[\w./-]+)?$")
@@ -86,4 +85,5 @@ class LaunchAnalyzers:
 
         m = self.machine
         return preflight(env_dumps=list(m.env_dumps), facts_file=m.facts_file, machine_facts=m.facts, cwd=self.cwd,
-                         launch=list(launch) if launch is not None else None, engine=m.engine or engine, **engine_facts)
+                         launch=list(launch) if launch is not None else None, engine=m.engine or engine,
+                         no_machine=m.no_machine, **engine_facts)

@@ -44,13 +44,14 @@ def load_facts_file(path: str | Path):  # -> MachineFacts
         raise InputError(str(path), str(exc)) from None
 
 
-def _answer(vs: list[dict[str, Any]], verdict: str, findings: Sequence[Any], an: Any, engine: str = "") -> list[str]:
+def _answer(vs: list[dict[str, Any]], verdict: str, findings: Sequence[Any], an: Any, engine: str = "",
+            unexamined: str = "") -> list[str]:
     """The one-line answer the text report opens with (``facts["preflight"]["answer"]``): the GPUs,
     whether they can run native FP4 (on ``engine``, e.g. ``"vLLM 0.20.0"``, when given), why, and the error
-    findings to fix."""
+    findings to fix. ``unexamined``: why no GPU was listed when the machine was not read (``--no-machine``)."""
     groups = an.verdict_groups(vs)
     if not groups:
-        return ["could not tell whether this machine can run native FP4: no GPU listed"]
+        return [f"could not tell whether this machine can run native FP4: no GPU listed{unexamined}"]
     if len(groups) == 1:
         (name, cc, _), members = groups[0]
         desc = (f"GPU {members[0]['gpu']} ({name or '?'}, compute capability {cc or '?'})" if len(members) == 1
@@ -87,11 +88,12 @@ def preflight(
     engine: str | None = None,
     use_nvml: bool | None = None,
     vllm_version: str | None = None,
+    no_machine: bool = False,
 ) -> Report:
     """Run the preflight and return its report.
 
     Exactly one machine source is used: ``machine_facts`` (a MachineFacts), ``facts_file``, ``env_dumps``
-    (merged in order), or else the live machine. The old name ``facts`` (for ``machine_facts``) still works,
+    (merged in order), or else the live machine; with ``no_machine`` never the live machine. The old name ``facts`` (for ``machine_facts``) still works,
     with a DeprecationWarning.
 
     Args:
@@ -118,12 +120,15 @@ def preflight(
             ``None``: detected (:mod:`mtp_audit.preflight.engine`), SGLang when nothing names one.
         use_nvml: live machine only: ``False`` reads the GPUs with nvidia-smi even when NVML is importable;
             ``None`` follows ``MTP_AUDIT_NO_NVML`` (:func:`mtp_audit.preflight.collect.collect_gpus`).
+        no_machine: ``--no-machine``: never read this machine (not the serving one): ``env_dumps`` or nothing; the gaps
+            of facts left unknown are notes (:mod:`mtp_audit.preflight.nomachine`). Not with stored facts or ``probe``.
 
     Raises:
         InputError: an unreadable/empty/binary/unrecognised dump, env dumps of different machines (GPU list or
             driver version disagree), a bad facts file, an empty launch, a launch command that is neither
             SGLang (python -m sglang.launch_server … / sglang serve …) nor vLLM (vllm serve … /
-            python -m vllm.entrypoints.openai.api_server …), or an ``engine`` other than sglang / vllm.
+            python -m vllm.entrypoints.openai.api_server …), an ``engine`` other than sglang / vllm, or ``no_machine``
+            with stored facts or ``probe``.
     """
     from mtp_audit.preflight import analyze as an
     from mtp_audit.preflight import engine as eng
@@ -136,7 +141,7 @@ def preflight(
     facts_file = Path(facts_file) if facts_file is not None else None
     parsed_launch = _checked_launch(engine, launch)
     machine, target, dump_formats = _machine_source(facts, facts_file, env_dumps, import_torch=import_torch,
-                                                    timeout=timeout, use_nvml=use_nvml)
+                                                    timeout=timeout, use_nvml=use_nvml, no_machine=no_machine, probe=probe)
     machine = _with_platform(machine, parsed_launch)
     launch_src = f"launch command '{' '.join(parsed_launch.argv[:3])}'" if parsed_launch is not None else ""
     choice = eng.choose_engine(engine, parsed_launch.engine if parsed_launch is not None else None, launch_src,
@@ -147,7 +152,29 @@ def preflight(
     flag_source = _flag_semantics(ctx, sglang_facts, launch is not None and use_sglang_analyzer)
     _attach_probe(ctx, gaps, probe, probe_result)
     an.analyze(ctx)
-    return _report(ctx, choice, gaps, target, flag_source)
+    return _scoped(_report(ctx, choice, gaps, target, flag_source), no_machine)
+
+
+def _scoped(report: Report, no_machine: bool) -> Report:
+    """``report`` with its gaps about facts ``--no-machine`` left unexamined as notes
+    (:func:`mtp_audit.preflight.nomachine.scope_report`); unchanged without ``no_machine``."""
+    from mtp_audit.preflight.nomachine import scope_report
+
+    return scope_report(report) if no_machine else report
+
+
+def _check_no_machine(facts: Any, facts_file: Path | None, probe: bool) -> None:
+    """``--no-machine`` with another machine source than env dumps, or with ``--probe``, is a usage error.
+
+    Raises:
+        InputError: naming the option that conflicts.
+    """
+    from mtp_audit.errors import InputError
+
+    if facts is not None or facts_file is not None:
+        raise InputError("--no-machine", "use either --no-machine or --facts (stored facts describe a machine)")
+    if probe:
+        raise InputError("--no-machine", "--probe runs on this machine; drop one of them")
 
 
 def _checked_launch(engine: str | None, launch: Sequence[str] | None) -> Any:
@@ -188,15 +215,28 @@ def _with_platform(machine: Any, parsed_launch: Any) -> Any:
 
 
 def _machine_source(facts: Any, facts_file: Path | None, env_dumps: list[Path], *, import_torch: bool, timeout: float,
-                    use_nvml: bool | None) -> tuple[Any, str, list[tuple[str, tuple[str, ...]]]]:
+                    use_nvml: bool | None, no_machine: bool = False,
+                    probe: bool = False) -> tuple[Any, str, list[tuple[str, tuple[str, ...]]]]:
     """``(MachineFacts, target label, [(dump file name, formats found)])`` of the one machine source used:
-    ``facts``, ``facts_file``, ``env_dumps`` or else the live machine."""
+    ``facts``, ``facts_file``, ``env_dumps`` or else the live machine; with ``no_machine`` the dumps with what they
+    do not state marked unexamined, or no machine at all (:mod:`mtp_audit.preflight.nomachine`).
+
+    Raises:
+        InputError: ``no_machine`` with ``facts`` / ``facts_file`` or ``probe``.
+    """
+    from mtp_audit.preflight import nomachine
+
+    if no_machine:
+        _check_no_machine(facts, facts_file, probe)
     if facts is not None:
         return facts, f"facts ({facts.origin})", []
     if facts_file is not None:
         return load_facts_file(facts_file), f"facts file {facts_file.name}", []
     if env_dumps:
-        return _machine_from_dumps(env_dumps)
+        machine, target, formats = _machine_from_dumps(env_dumps)
+        return (nomachine.only_given(machine), target + " (--no-machine)", formats) if no_machine else (machine, target, formats)
+    if no_machine:
+        return nomachine.unexamined_machine(), "no machine (--no-machine: not the serving machine)", []
     from mtp_audit.preflight.collect import collect_live
 
     return collect_live(import_torch=import_torch, timeout=timeout, use_nvml=use_nvml), "local machine", []
@@ -347,6 +387,13 @@ def _summary(ctx: Any, choice: Any, vs: list[dict[str, Any]], verdict: str, flag
     }
 
 
+def _unexamined(machine: Any) -> str:
+    """``" (not examined: not the serving machine)"`` when ``--no-machine`` left the GPU list unknown, else ``""``."""
+    from mtp_audit.preflight.nomachine import NOT_SERVING_MACHINE
+
+    return f" ({NOT_SERVING_MACHINE})" if NOT_SERVING_MACHINE in str(machine.gpu_list.missing) else ""
+
+
 def _report(ctx: Any, choice: Any, gaps: list[Any], target: str, flag_source: str) -> Report:
     """The verdicts, their MTP228 findings, the gaps and the facts of an analysed ``ctx`` as a :class:`Report`."""
     from mtp_audit.preflight import analyze as an
@@ -363,15 +410,16 @@ def _report(ctx: Any, choice: Any, gaps: list[Any], target: str, flag_source: st
 
     vs = an.verdicts(ctx)
     verdict = an.overall(vs)
+    unexamined = _unexamined(ctx.facts)
     if not vs and vendors.platform(ctx) in (*vendors.NOT_APPLICABLE_PLATFORMS, "cpu"):
         verdict = an.NOT_APPLICABLE  # no device the FP4 checks apply to: not an unknown
     _verdict_findings(ctx, vs, engine_line, engine_evidence, gaps)
     if verdict == an.UNKNOWN:
-        why = "no GPU listed" if not vs else "; ".join(r for v in vs if v["native_fp4"] == an.UNKNOWN for r in v["reasons"][:1])
+        why = "no GPU listed" + unexamined if not vs else "; ".join(r for v in vs if v["native_fp4"] == an.UNKNOWN for r in v["reasons"][:1])
         gaps.append(Gap("preflight", f"native FP4 verdict unknown: {why}", None, True))
     ctx.gaps = [g for g in ctx.gaps if not (g.blocking and verdict != an.UNKNOWN and not g.message.startswith("no GPU"))] + gaps
     answer = (vendors.answer(ctx, vs, "" if choice.how == "assumed" else engine_line)
-              or _answer(vs, verdict, ctx.findings, an, "" if choice.how == "assumed" else engine_line))
+              or _answer(vs, verdict, ctx.findings, an, "" if choice.how == "assumed" else engine_line, unexamined))
     return Report.build(
         "preflight",
         target,

@@ -12,7 +12,8 @@ What one audit does, in order:
    index does not name, such as an MTP sidecar, are seen). Everything after that is read *at that
    sha*, so a branch that moves during the audit cannot mix two commits.
 2. Small JSON files: from the Hugging Face cache (``HF_HUB_CACHE``, ``try_to_load_from_cache``), else
-   from the mtp-audit cache, else one ``GET`` each.
+   from the mtp-audit cache, else one ``GET`` each, then put into both caches (the Hugging Face cache only
+   for the hub it belongs to; :func:`mtp_audit.sources.hubcache.fill_hf_cache`).
 3. Shard headers: from the Hugging Face cache (a shard downloaded earlier is read like a local file),
    else from the mtp-audit header cache, else HTTP Range requests as huggingface_hub's
    ``parse_safetensors_file_metadata`` makes them: ``bytes=0-100000`` first, which holds the 8-byte
@@ -39,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import logging
 import re
 import struct
 import threading
@@ -57,7 +59,7 @@ from mtp_audit.sources.bounded import (
     contained_relpath,
     parse_json_bytes,
 )
-from mtp_audit.sources.hubcache import HubCache, default_cache_dir
+from mtp_audit.sources.hubcache import HubCache, default_cache_dir, fill_hf_cache
 from mtp_audit.sources.huberrors import HubUnavailable, NotCached  # noqa: F401  (re-exported: callers catch them from here)
 from mtp_audit.sources.local import (
     DTYPE_BITS,
@@ -85,6 +87,9 @@ MAX_JOBS = 64
 #: a header are read per shard (none when the header is longer). 0 = exact reads: ``bytes=0-7`` then
 #: the header, nothing past it, two requests per shard. See docs/hub.md "Header reads".
 DEFAULT_PREFETCH_BYTES = 100_001
+
+#: The hub source's log (``-v``: what was resolved and fetched; ``-vv``: every file and where it came from).
+_LOG = logging.getLogger(__name__)
 
 _MISS: Any = object()  # not in the cache (or an entry that did not parse)
 
@@ -422,7 +427,9 @@ class HubSource(CheckpointSource):
     def read_json(self, rel: str) -> Any:
         """See :meth:`CheckpointSource.read_json`. Order: memo, Hugging Face cache, mtp-audit cache,
         then one ``GET`` (none offline). Parsed by :func:`mtp_audit.sources.bounded.read_json_bounded`, exactly
-        as locally.
+        as locally. A file fetched from the hub that parsed is also put into the Hugging Face cache
+        (:func:`mtp_audit.sources.hubcache.fill_hf_cache`; only from the hub that cache belongs to:
+        :meth:`_fills_hf_cache`), so ``hf cache scan``, transformers offline and ``--offline`` audits see it.
 
         Raises:
             ReadProblem: missing, offline and not cached, network failure, too large or invalid JSON.
@@ -452,11 +459,20 @@ class HubSource(CheckpointSource):
             value = self._parse_json_bytes(rel, data)
             if self.cache is not None:  # only once it parsed: a proxy's HTML "200" is never cached
                 self.cache.put_file(self.repo, self.commit, rel, data)
+            if self._fills_hf_cache():  # the whole file, as huggingface_hub would have stored it
+                fill_hf_cache(self.hf_cache_dir, self.repo, self.commit, rel, data, self.revision)
             origin = "hub"
+        _LOG.debug("%s: %s from %s", self.display, rel, origin)
         with self._lock:
             self._json_memo[rel] = value
             self.served_from[rel] = origin
         return value
+
+    def _fills_hf_cache(self) -> bool:
+        """Whether files fetched here go into the Hugging Face cache: only from the hub huggingface_hub itself uses
+        with that cache (``HF_ENDPOINT``, else huggingface.co). The cache has no notion of endpoint, so another
+        endpoint's answers (a mirror, a test hub) would later be served as that hub's."""
+        return self.hf_cache_dir is not None and self.endpoint == str(hub_constants().ENDPOINT).rstrip("/")
 
     def _cached_json(self, rel: str) -> Any:
         """The parsed value of ``rel`` from the mtp-audit cache, or :data:`_MISS` when there is no valid
@@ -516,6 +532,8 @@ class HubSource(CheckpointSource):
                 pending.append(rel)
             else:
                 out[rel] = local
+        _LOG.info("%s: %d shard header(s): %d from the memo or a cache, %d to fetch with %d thread(s)", self.display,
+                  len(order), len(order) - len(pending), len(pending), min(self.jobs, len(pending)) if pending else 0)
         if pending:
             progress = Progress(len(pending), "shard headers")
             with self._metered():
@@ -826,6 +844,7 @@ def open_hub_source(
             return HubSource(repo, rev, listed, listing_complete=True, **common)
 
     commit, files, meter = _resolve_online(repo, rev, display, endpoint=endpoint, token=token, timeout=timeout)
+    _LOG.info("%s: revision %s is commit %s (%d files) on %s", repo, rev, commit, len(files), endpoint)
     if cache is not None:
         cache.put_listing(repo, commit, files)
         if rev != commit:

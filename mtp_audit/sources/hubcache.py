@@ -259,3 +259,77 @@ class HubCache:
             return False
         fields = {"endpoint": self.endpoint, "repo": repo, "kind": "ref", "revision": revision}
         return _write_atomic(self._ref_path(repo, revision), seal(fields, commit.encode("ascii")))
+
+
+#: A revision stored as ``refs/<name>`` in the Hugging Face cache (a branch or tag name; ``refs/pr/N`` as huggingface_hub
+#: nests it).
+_REF_NAME = re.compile(r"^(?:[A-Za-z0-9_.-]+|pr/[0-9]+)$")
+
+
+def git_blob_sha1(data: bytes) -> str:
+    """The git blob id of ``data`` (``sha1(b"blob <len>\\0" + data)``): the hub's ETag of a file stored in git, which
+    huggingface_hub names the file's blob by (``config.json``, a quantization config, a safetensors index under 10 MB)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def fill_hf_cache(root: Path, repo: str, commit: str, rel: str, data: bytes, revision: str | None = None) -> bool:
+    """Put one whole file fetched from the hub into the Hugging Face cache at ``root`` (``HF_HUB_CACHE``), laid out as
+    huggingface_hub lays it out (docs "Manage huggingface_hub cache-system"): the bytes in
+    ``models--<org>--<name>/blobs/<etag>`` (the git blob id, :func:`git_blob_sha1`), the file as a relative symlink
+    ``snapshots/<commit>/<rel>`` to it, and ``refs/<revision>`` holding the commit when ``revision`` is a branch or tag
+    it was resolved from. So ``hf cache scan``, ``try_to_load_from_cache``, transformers' offline mode and the next
+    ``--offline`` audit find it. Only whole files: never a shard's header bytes.
+
+    Existing entries are kept (a blob is content-addressed; an existing snapshot file is huggingface_hub's); every
+    write is atomic. A file the hub stores in LFS (an index over 10 MB) is named by its git blob id here, not by its
+    LFS oid: huggingface_hub then fetches its own copy when asked, which is harmless.
+
+    Returns:
+        Whether the file is in the cache now (``False``: a path that does not fit, a read-only or symlink-less
+        file system; never an error, like every cache write).
+    """
+    if not _SHA_RE.match(commit) or "/" not in repo or ".." in repo.split("/") or not _relative_parts(rel):
+        return False
+    folder = Path(root) / f"models--{_repo_folder(repo)}"
+    blob = folder / "blobs" / git_blob_sha1(data)
+    link = folder / "snapshots" / commit / Path(*_relative_parts(rel))
+    try:
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        if not blob.is_file():
+            _atomic_write(blob, data)
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not os.path.lexists(link):
+            tmp = link.with_name(f".{link.name}.{os.getpid()}.tmp")
+            os.symlink(os.path.relpath(blob, link.parent), tmp)
+            os.replace(tmp, link)
+        if revision and revision != commit and _REF_NAME.match(revision):
+            ref = folder / "refs" / revision
+            ref.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_write(ref, commit.encode())
+    except OSError:
+        return False
+    return True
+
+
+def _relative_parts(rel: str) -> tuple[str, ...]:
+    """The parts of a relative POSIX path inside a folder, or ``()`` for one that is absolute or leaves it."""
+    parts = tuple(p for p in rel.split("/") if p not in ("", "."))
+    if rel.startswith("/") or not parts or any(p == ".." or "\\" in p or "\0" in p for p in parts):
+        return ()
+    return parts
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in its folder and ``os.replace``.
+
+    Raises:
+        OSError: the write fails (the temporary file is removed).
+    """
+    fd, tmp = tempfile.mkstemp(prefix=".partial-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -678,6 +678,11 @@ def _pread_exact(fd: int, n: int, offset: int) -> bytes:
     return b"".join(chunks)
 
 
+#: The problem of a header only safetensors can judge when numpy (which it needs for that) is not installed.
+NO_NUMPY = ("its header is one that only safetensors can judge (the fast reader does not certify it), and safetensors "
+            "needs numpy for that: numpy is not installed (pip install \"mtp-audit[numpy]\")")
+
+
 def _validate_with_safetensors(raw: bytes, size: int, rel: str) -> None:
     """Let ``safetensors.safe_open`` judge the header bytes already read (``raw``, from a file of ``size``
     bytes): they are written to a private sparse temporary file of the same length (length prefix and
@@ -685,8 +690,11 @@ def _validate_with_safetensors(raw: bytes, size: int, rel: str) -> None:
     second time (a file swapped for a FIFO or a symlink after the first read is never followed).
     Tensor data is never read.
 
+    ``safe_open(framework="numpy")`` imports numpy, an optional dependency (``pip install "mtp-audit[numpy]"``):
+    without it the header is not judged, which is said (an ``unreadable`` problem: a gap, never a finding).
+
     Raises:
-        ReadProblem: safetensors rejects the header, or no temporary file could be written.
+        ReadProblem: safetensors rejects the header, numpy is not installed, or no temporary file could be written.
     """
     import tempfile
 
@@ -701,6 +709,8 @@ def _validate_with_safetensors(raw: bytes, size: int, rel: str) -> None:
             try:
                 with safe_open(copy, framework="numpy"):
                     pass
+            except ImportError:
+                raise ReadProblem(rel, NO_NUMPY, "unreadable") from None
             except (SafetensorError, OSError, ValueError) as exc:
                 msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 raise ReadProblem(rel, f"safetensors rejects the file: {msg}") from None

@@ -267,6 +267,7 @@ class _RangeFile(io.RawIOBase):
         self.spans: list[tuple[int, bytes]] = []
         self.requests = 0
         self.fetched = 0
+        self.progress: Any = None  # a mtp_audit.progress.Progress stepped by the bytes of each answer
 
     def readable(self) -> bool:
         return True
@@ -301,6 +302,9 @@ class _RangeFile(io.RawIOBase):
             raise InputError(self.url, f"the server did not answer the range request (status {answer.status}, "
                                        f"{len(answer.body)} bytes, Content-Range {(answer.headers.get('Content-Range') or '')[:60]!r})")
         self.fetched += len(answer.body)
+        if self.progress is not None:
+            self.progress.step(len(answer.body))
+        _LOG.debug("%s: bytes %d-%d (%d bytes)", self.url, start, end - 1, len(answer.body))
         return answer.body
 
     def _held_until(self, pos: int) -> int:
@@ -422,6 +426,24 @@ def _member_spans(members: list[_Member], dir_start: int) -> list[tuple[int, int
     return [(a, b) for a, b in merged]
 
 
+def _compiled(member: _Member) -> bool:
+    """A compiled extension (``*.so``): kept in the copy by name only, as an empty member, since the vLLM audit reads
+    which extensions a wheel ships (``VllmTree.has_compiled``) and never their bytes."""
+    return member.name.endswith(".so") and not member.name.endswith("/")
+
+
+def _empty_member(member: _Member, offset: int) -> tuple[bytes, bytes]:
+    """``(local header, central record)`` of an empty stored member named as ``member`` (its date kept), its local
+    header at ``offset`` of the copy."""
+    name = member.raw[_CENTRAL.size:_CENTRAL.size + _CENTRAL.unpack(member.raw[:_CENTRAL.size])[12]]
+    f = _CENTRAL.unpack(member.raw[:_CENTRAL.size])
+    flags = f[5] & 0x800  # keep only the UTF-8 name flag
+    local = _LOCAL.pack(b"PK\x03\x04", 20, 0, flags, 0, f[7], f[8], 0, 0, 0, len(name), 0) + name
+    central = _CENTRAL.pack(b"PK\x01\x02", 20, f[2], 20, 0, flags, 0, f[7], f[8], 0, 0, 0, len(name), 0, 0, 0, 0, 0,
+                            offset) + name
+    return local, central
+
+
 def _local_bytes(remote: _RangeFile, member: _Member) -> bytes:
     """The member's local header and its compressed data, as they are in the wheel (cut at the end of the file: the
     analyzers then note a truncated member, as they would in the whole wheel)."""
@@ -441,7 +463,7 @@ def _write_members(remote: _RangeFile, members: list[_Member], target: Path) -> 
     Raises:
         InputError: more than 65,535 members to keep (a zip64 end record would be needed).
     """
-    keep = [m for m in members if _needed(m)]
+    keep = [m for m in members if _needed(m) or _compiled(m)]
     if len(keep) > 0xFFFF:
         raise InputError(remote.url, f"{len(keep)} source members; more than a plain zip holds")
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -451,8 +473,13 @@ def _write_members(remote: _RangeFile, members: list[_Member], target: Path) -> 
             central = bytearray()
             for member in keep:
                 offset = fh.tell()
-                fh.write(_local_bytes(remote, member))
-                central += member.raw[:42] + struct.pack("<L", offset) + member.raw[46:]
+                if _needed(member):
+                    fh.write(_local_bytes(remote, member))
+                    central += member.raw[:42] + struct.pack("<L", offset) + member.raw[46:]
+                else:
+                    local, record = _empty_member(member, offset)
+                    fh.write(local)
+                    central += record
             start = fh.tell()
             fh.write(central)
             fh.write(struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, len(keep), len(keep), len(central), start, 0))
@@ -518,7 +545,13 @@ def _fetch_release(wheel: WheelFile, folder: Path, base: str, package: str, vers
             KeyError, OverflowError, NotImplementedError) as exc:
         raise InputError(wheel.url, f"not a zip file: {str(exc)[:200] or type(exc).__name__}") from None
     members = _central_records(remote_file, start, count)
-    remote_file.prefetch(_member_spans(members, start))
+    spans = _member_spans(members, start)
+    from mtp_audit.progress import Progress
+
+    with Progress(sum(b - a for a, b in spans), f"{package} {version} from the package index", min_total=1, unit="B") as bar:
+        remote_file.progress = bar
+        remote_file.prefetch(spans)
+        remote_file.progress = None
     _check_digest(remote_file, wheel)
     name = cache_name(package, version, wheel.filename)
     count = _write_members(remote_file, members, folder / name)
@@ -547,10 +580,11 @@ _WHEEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.]*-[A-Za-z0-9_.!+]+(-[0-9][A-
 
 
 def entry_folder(root: Path, base: str, package: str, version: str) -> Path:
-    """The cache folder of one release from one index: ``<root>/engines-v2/<host>-<sha256(index URL)>/<package>/
-    <version>`` (package and version already checked against their patterns), so two indexes never share an entry."""
+    """The cache folder of one release from one index: ``<root>/engines-v3/<host>-<sha256(index URL)>/<package>/
+    <version>`` (package and version already checked against their patterns), so two indexes never share an entry
+    (v3: compiled extensions kept by name)."""
     host = urllib.parse.urlsplit(base).hostname or ""
-    return root / "engines-v2" / netpolicy.safe_name(base, keep=host) / package / version
+    return root / "engines-v3" / netpolicy.safe_name(base, keep=host) / package / version
 
 
 def cache_name(package: str, version: str, filename: str) -> str:

@@ -321,8 +321,11 @@ def check_hardware(ctx: TCtx) -> None:
         return
     ccs = machine_ccs(ctx.pf)
     if not ccs:
+        from mtp_audit.engines.outcome import NOT_SERVING_MACHINE
+
+        why = str((((ctx.pf or {}).get("machine") or {}).get("gpu_list") or {}).get("missing") or "")
         ctx.gap("the GPUs' compute capability is unknown: whether TensorRT-LLM's MTP kernels (SM90+) run could not be "
-                "told", blocking=True)
+                "told" + (f" ({NOT_SERVING_MACHINE})" if NOT_SERVING_MACHINE in why else ""), blocking=True)
         return
     low = sorted({cc for cc in ccs if cc < K.MTP_MIN_CC})
     if low:
@@ -527,6 +530,8 @@ class TrtllmEngine(Engine):
         Raises:
             InputError: the ``--config`` YAML is missing or malformed, or MODEL does not exist (and is not a hub id).
         """
+        from mtp_audit.engines.outcome import machine_notes
+
         ctx = TCtx(cmd=parse_trtllm_command(request.toks))
         read_yaml(ctx, request.cwd)
         reports = read_checkpoint(ctx, request)
@@ -535,6 +540,7 @@ class TrtllmEngine(Engine):
         reports.append(machine_only(ctx, request.analyzers.preflight(None, engine=None)))
         for check in CHECKS + (MTP_CHECKS if ctx.is_mtp else ()):
             check(ctx)
+        ctx.gaps[:] = machine_notes(ctx.gaps)  # --no-machine: the machine facts not examined are notes
         findings = [f for r in reports for f in r.findings] + ctx.findings
         gaps = [g for r in reports for g in r.gaps] + ctx.gaps
         return EngineOutcome(name=shell_join(request.toks), version=None, findings=ctx.findings, gaps=ctx.gaps,

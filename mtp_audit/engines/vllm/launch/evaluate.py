@@ -868,7 +868,10 @@ def _resolve_speculative(ctx: VCtx, analyzers: Analyzers, cwd: Path) -> None:
 
 def _machine_and_scope(ctx: VCtx, argv: Sequence[str], analyzers: Analyzers, reports: list[Report]) -> list[Report]:
     """The preflight (its vLLM checks at this release), the GPU count, the vLLM tree report, and the gaps scoped to
-    what this launch's verdict depends on (:func:`mtp_audit.engines.outcome.scope_gaps`)."""
+    what this launch's verdict depends on (:func:`mtp_audit.engines.outcome.scope_gaps`; the launch's own gaps about
+    machine facts ``--no-machine`` left unexamined: :func:`mtp_audit.engines.outcome.machine_notes`)."""
+    from mtp_audit.engines.outcome import machine_notes
+
     cmd = ctx.cmd
     if cmd.spec is None and ctx.ck is not None:
         reports = [mtp_errors_as_warnings(r, "vLLM", "--speculative-config") if r.targets and r.targets[0].analyzer == "checkpoint" else r
@@ -883,6 +886,7 @@ def _machine_and_scope(ctx: VCtx, argv: Sequence[str], analyzers: Analyzers, rep
     # a gap blocks only the question that depends on it: no FP4 kernels -> the FP4 verdict is a note; no speculative
     # config -> the checkpoint's MTP checks are notes
     ctx.fp4_needed = fp4_needed(ctx.ck, (ctx.quant or {}).get("method") or cmd.get("--quantization") or cmd.get("-q"))
+    ctx.gaps[:] = machine_notes(ctx.gaps)  # --no-machine: the machine facts not examined are notes
     return scope_gaps(reports, fp4=ctx.fp4_needed, speculative=cmd.spec is not None, spec_flag="--speculative-config")
 
 

@@ -1,0 +1,64 @@
+"""The command line's log: what ``-v`` / ``-vv`` show of the package's ``logging`` records, on stderr.
+
+The package logs through ``logging.getLogger("mtp_audit.<module>")`` and, as a library, shows nothing (a
+``NullHandler``; a host program configures logging itself). The command line shows the records for the run of one
+command: ``-v`` the INFO records (what was resolved and fetched, how many bytes, from which cache), ``-vv`` the DEBUG
+ones too (every file and range request), each as one ``mtp-audit: <logger>: <message>`` line on the current stderr.
+The handler is added when the verbosity is parsed and removed when the command ends (:func:`scoped`), so a program
+that runs the CLI in-process keeps its own logging as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from collections.abc import Iterator
+
+_ROOT = "mtp_audit"
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at the time of the record (a test's capture, a redirected stream)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr
+        if self.stream is not None:
+            super().emit(record)
+
+
+_STATE: dict[str, object] = {}
+
+
+def set_verbosity(count: int) -> None:
+    """Show the package's records at INFO (``count`` 1) or DEBUG (2 or more) until the command ends; 0: none."""
+    logger = logging.getLogger(_ROOT)
+    _remove(logger)
+    if count <= 0:
+        return
+    handler = _StderrHandler()
+    handler.setFormatter(logging.Formatter("mtp-audit: %(name)s: %(message)s"))
+    _STATE.update(handler=handler, level=logger.level, propagate=logger.propagate)
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO if count == 1 else logging.DEBUG)
+    logger.propagate = False
+
+
+def _remove(logger: logging.Logger) -> None:
+    handler = _STATE.pop("handler", None)
+    if isinstance(handler, logging.Handler):
+        logger.removeHandler(handler)
+        logger.setLevel(int(_STATE.pop("level", logging.NOTSET)))  # type: ignore[call-overload]
+        logger.propagate = bool(_STATE.pop("propagate", True))
+
+
+@contextlib.contextmanager
+def scoped() -> Iterator[None]:
+    """Remove the command's log handler when the block ends (however it ends)."""
+    try:
+        yield
+    finally:
+        _remove(logging.getLogger(_ROOT))

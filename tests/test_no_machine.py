@@ -1,0 +1,118 @@
+"""``--no-machine`` (launch and preflight): an audit off the serving machine, as CI, pre-commit and the Action run it.
+The machine running the audit is never read; machine questions are notes saying "not examined: not the serving
+machine"; the launch's own questions still decide (a correct launch exits 0, a broken one still fails)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, REPO, sglang_wheel
+from mtp_audit.cli.main import main
+from mtp_audit.preflight.nomachine import NOT_SERVING_MACHINE
+from mtp_audit.synth.launch import checkpoint_files
+
+YAML = str(FIXTURES / "trtllm" / "r1-nextn-3.yaml")
+REAP = str(FIXTURES / "checkpoint" / "bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding")
+GB10_DUMP = str(FIXTURES / "preflight" / "envdumps" / "sglang-13198.txt")
+
+
+@pytest.fixture()
+def ckpt(tmp_path: Path) -> str:
+    """A correct metadata-only Qwen3.5-MoE checkpoint with its MTP layer (:func:`mtp_audit.synth.launch.checkpoint_files`)."""
+    for name, text in checkpoint_files().items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    return str(tmp_path / "ckpt")
+
+
+@pytest.fixture()
+def no_live_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading this machine fails the test: --no-machine must never do it."""
+    import mtp_audit.preflight.collect as collect
+
+    def refuse(*a: object, **k: object) -> None:
+        raise AssertionError("the live machine was read")
+
+    monkeypatch.setattr(collect, "collect_live", refuse)
+
+
+SCHEMA = json.loads((REPO / "mtp_audit" / "schema" / "report.schema.json").read_text())
+
+
+def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dict]:
+    """Exit code and JSON report of ``mtp-audit ARGV``, the report checked against the JSON schema."""
+    import jsonschema
+
+    rc = main(argv)
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, SCHEMA)
+    return rc, doc
+
+
+def test_preflight_without_a_machine_is_two_notes(capsys: pytest.CaptureFixture[str], no_live_machine: None) -> None:
+    rc, doc = _json(capsys, ["preflight", "--no-machine", "-f", "json"])
+    assert rc == 0 and doc["status"] == "pass" and doc["findings"] == []
+    assert [(g["message"], g["blocking"]) for g in doc["gaps"]] == [
+        (f"native FP4 verdict unknown: no GPU listed ({NOT_SERVING_MACHINE})", False),
+        (f"no GPU information ({NOT_SERVING_MACHINE})", False)]
+    assert doc["facts"]["preflight"]["machine"]["origin"] == "none"
+    assert doc["facts"]["preflight"]["summary"]["verdict"] == "unknown"  # never answered, only not blocking
+
+
+def test_preflight_with_a_dump_keeps_what_the_dump_says(capsys: pytest.CaptureFixture[str], no_live_machine: None) -> None:
+    """The dump's evidence still decides: the GB10 dump's two errors fail the gate with or without --no-machine."""
+    rc_dump, doc_dump = _json(capsys, ["preflight", "--env-dump", GB10_DUMP, "-f", "json"])
+    rc, doc = _json(capsys, ["preflight", "--no-machine", "--env-dump", GB10_DUMP, "-f", "json"])
+    ids = sorted(f["rule_id"] for f in doc["findings"] if f["severity"] == "error")
+    assert rc == rc_dump == 1 and ids == ["MTP209", "MTP212"]
+    assert ids == sorted(f["rule_id"] for f in doc_dump["findings"] if f["severity"] == "error")
+    assert doc["facts"]["preflight"]["machine"]["gpus"][0]["name"]["value"] == "NVIDIA GB10"
+    # a fact the dump does not state says why it is unknown, and that this machine was not asked
+    assert doc["facts"]["preflight"]["machine"]["torch_arch_list"]["missing"].startswith(NOT_SERVING_MACHINE + "; ")
+
+
+@pytest.mark.parametrize("extra", [["--facts", "fixtures/preflight/h200-live-facts.json"], ["--probe"]])
+def test_no_machine_refuses_another_machine_source(capsys: pytest.CaptureFixture[str], extra: list[str]) -> None:
+    assert main(["preflight", "--no-machine", *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mtp-audit: error: --no-machine: ") and err.count("\n") == 1
+
+
+def test_trtllm_launch_off_the_machine_is_go(capsys: pytest.CaptureFixture[str], ckpt: str, no_live_machine: None) -> None:
+    rc, doc = _json(capsys, ["launch", "--no-machine", "-f", "json", "--", "trtllm-serve", ckpt, "--config", YAML])
+    assert rc == 0 and doc["facts"]["launch"]["summary"]["verdict"] == "go"
+    assert not [g for g in doc["gaps"] if g["blocking"]]
+    assert [g["message"] for g in doc["gaps"] if NOT_SERVING_MACHINE in g["message"]] == [
+        "the GPUs' compute capability is unknown: whether TensorRT-LLM's MTP kernels (SM90+) run could not be told "
+        f"({NOT_SERVING_MACHINE})"]
+    assert main(["launch", "--no-machine", "--facts", "fixtures/preflight/h200-live-facts.json", "--",
+                 "trtllm-serve", ckpt, "--config", YAML]) == 2
+
+
+def test_a_broken_launch_still_fails_off_the_machine(capsys: pytest.CaptureFixture[str], no_live_machine: None) -> None:
+    """The REAP checkpoint declares an MTP layer it does not ship (MTP001): an error without any machine fact."""
+    rc, doc = _json(capsys, ["launch", "--no-machine", "-f", "json", "--", "trtllm-serve", REAP, "--config", YAML])
+    assert rc == 1 and doc["facts"]["launch"]["summary"]["verdict"] == "fix first"
+    assert "MTP001" in {f["rule_id"] for f in doc["findings"]}
+
+
+@pytest.mark.network
+def test_sglang_launch_off_the_machine(capsys: pytest.CaptureFixture[str], ckpt: str, no_live_machine: None) -> None:
+    """A correct SGLang NEXTN launch on 4 GPUs: the GPU count and the FP4 verdict are notes, the verdict go, exit 0;
+    the same launch against a dump listing no GPU (a machine that shows none) still cannot tell (exit 3)."""
+    whl = str(sglang_wheel("0.5.23"))
+    argv = ["--", "python", "-m", "sglang.launch_server", "--model-path", ckpt, "--speculative-algorithm", "NEXTN", "--tp-size", "4"]
+    rc, doc = _json(capsys, ["launch", "--no-machine", "--sglang", whl, "-f", "json", *argv])
+    assert rc == 0 and doc["facts"]["launch"]["summary"]["verdict"] == "go"
+    notes = [g["message"] for g in doc["gaps"] if NOT_SERVING_MACHINE in g["message"]]
+    assert f"the command needs 4 GPUs on this node (tp 4 x pp 1 = 4) but the GPUs are unknown ({NOT_SERVING_MACHINE})" in notes
+    assert len(notes) == 3 and not [g for g in doc["gaps"] if g["blocking"]]
+
+
+def test_the_no_machine_option_is_documented() -> None:
+    readme = (REPO / "README.md").read_text()
+    assert "--no-machine" in readme and "--no-machine" in (REPO / "action.yml").read_text()
+    assert "--no-machine" in (REPO / ".pre-commit-hooks.yaml").read_text()
