@@ -19,6 +19,7 @@ from mtp_audit.runtime.extract import LogFacts
 from mtp_audit.runtime.reader import ReadStats, read_lines
 from mtp_audit.runtime.rules import RULES
 from mtp_audit.runtime.verdict import VERDICTS, Outcome, decide, facts_dict
+from mtp_audit.sources.bounded import charge_read, current_run
 
 ANALYZER = "log"
 STDIN = "-"
@@ -34,17 +35,26 @@ def read_log(stream: BinaryIO, name: str) -> tuple[LogFacts, ReadStats]:
         stream: binary stream, read once in bounded chunks.
         name: how the user named it (for errors).
 
+    Reading stops at what is left of the run's byte budget (``MTP_AUDIT_MAX_READ_BYTES``, see
+    :class:`mtp_audit.sources.bounded.RunBudget`); ``stats.stopped_at`` then says where, and the facts are
+    those of the bytes read.
+
     Raises:
         InputError: the stream is binary data (more than 1 % NUL bytes in its first MiB) or cannot be read.
     """
     facts, stats = LogFacts(), ReadStats()
+    run = current_run()
+    limit = None if run is None else max(0, run.max_read_bytes - run.read_bytes)
     try:
-        for ln in read_lines(stream, facts.wants_next, stats):
+        for ln in read_lines(stream, facts.wants_next, stats, limit):
             if stats.looks_binary:
                 raise InputError(name, _binary_problem(stats))
             facts.feed(ln)
     except OSError as exc:
         raise InputError(name, f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        if run is not None:
+            charge_read(min(stats.bytes_read, limit or 0), name)
     if stats.looks_binary:
         raise InputError(name, _binary_problem(stats))
     facts.finish()
@@ -59,7 +69,7 @@ def _binary_problem(stats: ReadStats) -> str:
 
 def _open(path: str) -> BinaryIO:
     if path == STDIN:
-        return sys.stdin.buffer
+        return _stdin()
     p = Path(path)
     if not p.exists():
         raise InputError(path, "no such file")
@@ -73,6 +83,18 @@ def _open(path: str) -> BinaryIO:
         raise InputError(path, f"{exc} (pipe a stream in with '-')") from None
     except OSError as exc:
         raise InputError(path, f"cannot open: {exc.strerror or exc}") from None
+
+
+def _stdin() -> BinaryIO:
+    """Standard input as bytes; a closed standard input (``<&-``: Python then has no ``sys.stdin``) is one line.
+
+    Raises:
+        InputError: standard input is closed.
+    """
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        raise InputError(STDIN, "standard input is closed (pipe a log in, or name a file)")
+    return stream
 
 
 def _curve_line(f: LogFacts) -> str | None:
@@ -90,13 +112,14 @@ def _file_result(path: str) -> tuple[dict[str, Any], Outcome, LogFacts]:
     try:
         facts, stats = read_log(stream, path)
     finally:
-        if stream is not sys.stdin.buffer:
+        if path != STDIN:
             stream.close()
     shown = "<stdin>" if path == STDIN else path
     outcome = decide(facts, shown)
     d = facts_dict(facts)
     d.update(file=shown, verdict=outcome.verdict, sentence=outcome.sentence, causes=outcome.causes,
-             deciding_lines=outcome.deciding, bytes=stats.bytes_read, lines=stats.lines, cut_lines=stats.cut_lines)
+             deciding_lines=outcome.deciding, bytes=stats.bytes_read, lines=stats.lines, cut_lines=stats.cut_lines,
+             stopped_at_bytes=stats.stopped_at)
     return d, outcome, facts
 
 
@@ -115,10 +138,24 @@ def _side_findings(f: LogFacts, path: str) -> list[Finding]:
             f"{f.client[0]} benchmark-client line(s) from line {f.client[1]} left out: they are the client's numbers, not the engine's",
             Location(path=path, line=f.client[1])))
     if f.earlier_runs:
-        out.append(get_rule("MTP509").finding(
-            f"{len(f.earlier_runs) + 1} engine runs in this log; the verdict is for the last, from line {f.runs[-1]}",
-            Location(path=path, line=f.runs[-1])))
+        out.append(_runs_finding(f, path))
     return out
+
+
+def _runs_finding(f: LogFacts, path: str) -> Finding:
+    """MTP509: several runs in one log (engine restarts, or time going back: rotated logs out of order)."""
+    n = len(f.earlier_runs) + (1 if f.reported_run is None else 0)  # the reported run is not among the earlier
+    back = f.time_back[0] if f.time_back else None
+    went = (f"; time goes back at line {back['line']} ({back['from']} -> {back['to']}: a restart, or rotated logs "
+            "concatenated out of order)") if back else ""
+    if f.reported_run is not None:
+        r = f.reported_run
+        return get_rule("MTP509").finding(
+            f"{n} engine runs in this log{went}; the verdict is for the latest in time, lines {r['start']}-{r['end']}",
+            Location(path=path, line=r["start"]))
+    return get_rule("MTP509").finding(
+        f"{n} engine runs in this log{went}; the verdict is for the last, from line {f.runs[-1]}",
+        Location(path=path, line=f.runs[-1]))
 
 
 def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str, Any] | None = None,
@@ -146,6 +183,10 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
         d, outcome, facts = _file_result(path)
         results.append((d, outcome, facts))
         findings += outcome.findings + _side_findings(facts, d["file"])
+        if d["stopped_at_bytes"] is not None:
+            gaps.append(Gap(ANALYZER, f"{d['file']}: read only its first {d['stopped_at_bytes']} bytes (the run's read budget, "
+                                      "MTP_AUDIT_MAX_READ_BYTES); the verdict is for those bytes, not for the rest of the log",
+                            d["file"]))
         if outcome.verdict == "could-not-tell":
             gaps.append(Gap(ANALYZER, f"{d['file']}: could not tell whether MTP ran: the log lacks {outcome.deciding}", d["file"]))
     main = min(results, key=lambda r: PRIORITY.index(r[1].verdict))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mtp_audit.runtime import patterns as P
+from mtp_audit.runtime.clock import Stamp, stamp, went_back
 from mtp_audit.runtime.reader import LogLine
 from mtp_audit.runtime.series import Interval, Series
 
@@ -36,15 +37,15 @@ _LCPP_WORDS = ("slot ", "srv ", "print_info:", "load_tensors:", "llama_model_loa
 #: (``(EngineCore_DP0 pid=6838) INFO 04-27 04:07:34 [core.py:97]``), SGLang (``[2026-07-21 15:00:13 TP0 EP0]``),
 #: llama.cpp relative time (``0.06.895.980 I``), a llama-server launcher's ``[53409]``, plain ``LEVEL:``.
 PREFIX = re.compile(
-    r"^(?:\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)?\s+(?:stdout|stderr)\s+[FP]\s"
-    r"|[\w.-]+-\d+\s+\|\s"
-    r"|\(\w+(?:_\w+)* pid=\d+\)\s*(?:[A-Z]+\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]*\]\s?)?"
-    r"|(?:[A-Z]+\s+)?\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[\w.]+:\d+\]\s?"
-    r"|\[\d{4}-\d\d-\d\d[ T][\d:.,]+(?: [A-Z_]+\d+)*\]\s?"
-    r"|\d{4}-\d\d-\d\d[ T][\d:.,]+\s+(?:[A-Z]+:?\s+)?"
-    r"|\d+\.\d\d\.\d\d\d\.\d\d\d [IWED] "
-    r"|\[\d+\]\s"
-    r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):?\s+)"
+    r"^(?:\d{4}-\d\d-\d\dT[\d:.]{1,32}(?:Z|[+-]\d\d:?\d\d)?[ \t]{1,8}(?:stdout|stderr)[ \t]{1,8}[FP]\s"
+    r"|[\w.-]{1,128}-\d{1,6}[ \t]{1,16}\|\s"
+    r"|\(\w{1,64} pid=\d{1,10}\)[ \t]{0,8}(?:[A-Z]{1,10}[ \t]{1,8}\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})?[ \t]{1,8}\[[^\]\n]{0,256}\]\s?)?"
+    r"|(?:[A-Z]{1,10}[ \t]{1,8})?\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})?[ \t]{1,8}\[[\w.]{1,128}:\d{1,6}\]\s?"
+    r"|\[\d{4}-\d\d-\d\d[ T][\d:.,]{1,32}(?: [A-Z_]{1,10}\d{1,4}){0,8}\]\s?"
+    r"|\d{4}-\d\d-\d\d[ T][\d:.,]{1,32}[ \t]{1,8}(?:[A-Z]{1,10}:?[ \t]{1,8})?"
+    r"|\d{1,6}\.\d\d\.\d\d\d\.\d\d\d [IWED] "
+    r"|\[\d{1,10}\]\s"
+    r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):?[ \t]{1,8})"
 )
 
 #: Speculative code paths in a frame's file or function name (a crash there concerns the draft).
@@ -156,9 +157,15 @@ class LogFacts:
         self._tb: Crash | None = None
         self._tb_budget = 0
         self._wrap: tuple[str, int, str] | None = None
+        self._last_line = 0
         self._wrap_budget = 0
         self._last_iv_line = -1
         self._v0_prev: dict[str | None, tuple[int, int]] = {}
+        self.time_back: list[dict[str, Any]] = []
+        self.reported_run: dict[str, Any] | None = None
+        self._stamp: Stamp | None = None
+        self._run_stamps: tuple[Stamp | None, Stamp | None] = (None, None)
+        self._latest: tuple[Stamp, dict[str, Any]] | None = None
 
     # -- reader protocol ---------------------------------------------------------------------------
     def wants_next(self) -> bool:
@@ -169,6 +176,7 @@ class LogFacts:
     def feed(self, ln: LogLine) -> None:
         """Take one line (in file order)."""
         raw = ln.text
+        self._clock(ln, raw)
         if self._wrap is None and self._tb is None and self._fast(ln, raw):
             return
         text = strip_prefixes(raw)
@@ -205,12 +213,37 @@ class LogFacts:
             self.first_seen[engine] = number
 
     def finish(self) -> None:
-        """Close an open traceback or wrapped line at the end of the input."""
+        """Close an open traceback or wrapped line at the end of the input; when time went back in the log
+        (rotated files concatenated out of order) and an earlier run in the file is the latest in time, make
+        that run the one reported."""
         if self._wrap is not None:
             self._close_wrap()
         if self._tb is not None:
             self._tb.cut = self._tb.exception is None
             self._tb = None
+        last = self._run_stamps[1]
+        if self._latest is not None and last is not None and self._latest[0].kind == last.kind \
+                and self._latest[0].seconds > last.seconds and self.run_has_data:
+            current = self._snapshot(self.runs[-1] if self.runs else 1, self._last_line)
+            self.earlier_runs.append(self._summary(current))
+            self._restore(self._latest[1])
+            self.reported_run = {"start": self._latest[1]["start"], "end": self._latest[1]["end"],
+                                 "why": "latest in time (the log's time goes back)"}
+
+    # -- time and runs -------------------------------------------------------------------------------
+    def _clock(self, ln: LogLine, raw: str) -> None:
+        """Follow the line stamps; time going back starts a new run (a restart, or rotated logs out of order)."""
+        now = stamp(raw)
+        self._last_line = ln.number
+        if now is None:
+            return
+        if went_back(self._stamp, now):
+            if len(self.time_back) < 16:
+                self.time_back.append({"line": ln.number, "from": self._stamp.text, "to": now.text})  # type: ignore[union-attr]
+            self._run_start(ln.number, forced=True)
+        first, _ = self._run_stamps
+        self._run_stamps = (first or now, now)
+        self._stamp = now
 
     # -- engine recognition ------------------------------------------------------------------------
     def _vote(self, number: int, raw: str, text: str) -> None:
@@ -236,17 +269,42 @@ class LogFacts:
         return self.votes.most_common(1)[0][0]
 
     # -- runs ----------------------------------------------------------------------------------------
-    def _run_start(self, number: int) -> None:
+    def _run_start(self, number: int, *, forced: bool = False) -> None:
+        """A new engine run starts at line ``number`` (an engine's start-up line, or time going back when
+        ``forced``): the run before it is summarised, and kept whole while it is the latest in time."""
         if self.run_has_data:
-            self.earlier_runs.append({"start": self.runs[-1] if self.runs else 1, "end": number - 1,
-                                      "intervals": self.series.intervals, "rate": self.series.rate,
-                                      "mean_len": self.series.mean_len})
+            done = self._snapshot(self.runs[-1] if self.runs else 1, number - 1)
+            self.earlier_runs.append(self._summary(done))
+            last = self._run_stamps[1]
+            if last is not None and last.kind != "since-start" and (self._latest is None or (
+                    self._latest[0].kind == last.kind and last.seconds >= self._latest[0].seconds)):
+                self._latest = (last, done)
             self.series = Series()
             self.crashes = []
             self.decode_without_spec = [0, 0]
+            self.threshold_off = None
             self.run_has_data = False
-        if not self.runs or self.runs[-1] != number:
-            self.runs.append(number)
+            self._run_stamps = (None, None)
+        if forced or not self.runs or self.runs[-1] != number:
+            if not self.runs or self.runs[-1] != number:
+                self.runs.append(number)
+
+    def _snapshot(self, start: int, end: int) -> dict[str, Any]:
+        return {"start": start, "end": end, "series": self.series, "crashes": self.crashes,
+                "decode_without_spec": self.decode_without_spec, "threshold_off": self.threshold_off,
+                "config": dict(self.config), "draft": dict(self.draft),
+                "stamps": [None if x is None else x.text for x in self._run_stamps]}
+
+    @staticmethod
+    def _summary(run: dict[str, Any]) -> dict[str, Any]:
+        s = run["series"]
+        return {"start": run["start"], "end": run["end"], "intervals": s.intervals, "rate": s.rate,
+                "mean_len": s.mean_len, "first_time": run["stamps"][0], "last_time": run["stamps"][1]}
+
+    def _restore(self, run: dict[str, Any]) -> None:
+        self.series, self.crashes = run["series"], run["crashes"]
+        self.decode_without_spec, self.threshold_off = run["decode_without_spec"], run["threshold_off"]
+        self.config, self.draft = run["config"], run["draft"]
 
     # -- vLLM ----------------------------------------------------------------------------------------
     def _vllm(self, ln: LogLine, raw: str, text: str) -> None:
@@ -539,12 +597,12 @@ def _vllm_config(facts: LogFacts, body: str, line: int) -> None:
         else:
             inner = m.group(2)
             for key, out in (("method", "algorithm"), ("model", "draft_model"), ("num_spec_tokens", "num_speculative_tokens")):
-                f = re.search(rf"\b{key}=('([^']*)'|[^,)]+)", inner)
+                f = re.search(rf"\b{key}=('([^'\n]{{0,1024}})'|[^,)]{{1,1024}})", inner)
                 if f:
                     v = f.group(2) if f.group(2) is not None else f.group(1)
                     facts.config[out] = Fact(int(v) if v.isdigit() else v, line)
     for key, out in (("model", "model"), ("quantization", "quantization"), ("tensor_parallel_size", "tensor_parallel_size")):
-        f = re.search(rf"(?:^|, ){key}=('([^']*)'|[^,]+)", body)
+        f = re.search(rf"(?:^|, ){key}=('([^'\n]{{0,1024}})'|[^,]{{1,1024}})", body)
         if f:
             facts.config.setdefault(out, Fact(f.group(2) if f.group(2) is not None else f.group(1), line))
 

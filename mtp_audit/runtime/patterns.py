@@ -50,9 +50,9 @@ from __future__ import annotations
 import re
 
 # --- vLLM ---------------------------------------------------------------------------------------
-VLLM_ENGINE_INIT = re.compile(r"Initializing an? (?:V1 )?LLM engine \(v([^)\s]+)\) with config: ?(.*)")
+VLLM_ENGINE_INIT = re.compile(r"Initializing an? (?:V1 )?LLM engine \(v([^)\s]{1,64})\) with config: ?(.*)")
 VLLM_SERVER_VERSION = re.compile(r"vLLM API server version ([0-9][\w.+-]*)")
-VLLM_SPEC_CONFIG = re.compile(r"speculative_config=(None|SpeculativeConfig\((.*?)\))")
+VLLM_SPEC_CONFIG = re.compile(r"speculative_config=(None|SpeculativeConfig\(([^()]{0,4096})\))")
 VLLM_SPEC_STATS = re.compile(r"SpecDecoding metrics:|Speculative metrics:|Mean acceptance length:|Per-position acceptance rate:")
 VLLM_MEAN_LEN = re.compile(r"Mean acceptance length:\s*([0-9.]+)")
 VLLM_ACCEPTED = re.compile(r"\bAccepted:\s*([0-9]+) tokens|Number of accepted tokens:\s*([0-9]+)")
@@ -64,7 +64,7 @@ VLLM_RATE = re.compile(r"Draft acceptance rate:\s*([0-9.]+)(%?)")
 VLLM_PER_POS = re.compile(r"Per-position acceptance rate:\s*([0-9.,\s]+)")
 VLLM_ARCH = re.compile(r"Resolved architecture:\s*(\w+)")
 VLLM_DRAFT_SHARE = re.compile(r"Sharing target model (embedding|lm_head) weights with the draft model")
-VLLM_ENGINE_TAG = re.compile(r"\((\w+(?:_\w+)*) pid=(\d+)\)")
+VLLM_ENGINE_TAG = re.compile(r"\((\w{1,64}) pid=(\d{1,10})\)")
 VLLM_FATAL = re.compile(r"EngineCore encountered a fatal error|WorkerProc hit an exception|EngineDeadError")
 VLLM_VERSION_IN_PATH = re.compile(r"site-packages/vllm/")
 
@@ -75,15 +75,15 @@ SGL_ACCEPT_RATE = re.compile(r"accept rate:\s*([0-9.]+)")
 SGL_GEN_TPUT = re.compile(r"gen throughput \(token/s\):\s*([0-9.]+)")
 SGL_RUNNING = re.compile(r"#running-req:\s*(\d+)")
 SGL_SERVER_ARGS = re.compile(r"server_args=(?:ServerArgs\(|\{)")
-SGL_LOAD_END = re.compile(r"Load weight end\..*?type=(\w+)")
+SGL_LOAD_END = re.compile(r"Load weight end\.[^\n]{0,512}?\btype=(\w{1,128})")
 SGL_FATAL = re.compile(r"Scheduler hit an exception")
-SGL_TAG = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d((?: (?:DP|TP|EP|PP|CP|ATTN_DP)\d+)+)\]")
+SGL_TAG = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d((?: (?:DP|TP|EP|PP|CP|ATTN_DP)\d{1,4}){1,8})\]")
 SGL_PATH = re.compile(r"sglang/srt/")
-SGL_VERSION = re.compile(r"\bsglang[=\s:v]+(\d+\.\d+\.\d+(?:\.post\d+|rc\d+)?)")
+SGL_VERSION = re.compile(r"\bsglang[=\s:v]{1,8}(\d{1,4}\.\d{1,4}\.\d{1,4}(?:\.post\d{1,4}|rc\d{1,4})?)")
 
 #: ``key=value`` or ``'key': value`` pairs of a printed ServerArgs / dict (values up to the next comma at
 #: parenthesis depth 0 are good enough for the flat fields read here).
-SGL_FIELD = re.compile(r"['\"]?(\w+)['\"]?\s*[=:]\s*('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^,(){}\[\]]+)")
+SGL_FIELD = re.compile(r"['\"]?(?<!\w)(\w{1,128})['\"]?[ \t]{0,8}[=:][ \t]{0,8}('(?:[^'\\]|\\.){0,1024}'|\"(?:[^\"\\]|\\.){0,1024}\"|[^,(){}\[\]]{1,1024})")
 SGL_KEYS = ("model_path", "speculative_algorithm", "speculative_draft_model_path", "speculative_num_steps",
             "speculative_eagle_topk", "speculative_num_draft_tokens", "speculative_draft_model_quantization",
             "quantization", "tp_size", "dp_size", "ep_size", "disable_cuda_graph", "speculative_moe_runner_backend")
@@ -94,27 +94,28 @@ LCPP_ACCEPT = re.compile(
     r"(?:, mean (?:acceptance length|len) =\s*([0-9.]+))?(?:, acceptance rate per position = \(([^)]*)\))?"
 )
 LCPP_SLOT = re.compile(r"\bid\s+(\d+) \| task (-?\d+)")
-LCPP_UNUSED = re.compile(r"model has unused tensor (blk\.(\d+)\.(\S+)) \(size = (\d+) bytes\)")
-LCPP_STATS = re.compile(r"statistics\s+(draft-[\w-]+|ngram-[\w-]+|mtp)\s*:")
-LCPP_BUILD = re.compile(r"\bbuild(?::|\s*=)\s*(\d+) \(([0-9a-f]{6,})\)|version: \S+ \(build (\d+), commit ([0-9a-f]{6,})\)")
-LCPP_SPEC_INIT = re.compile(r"common_speculative\w*: (.*)")
+LCPP_UNUSED = re.compile(r"model has unused tensor (blk\.(\d{1,6})\.(\S{1,200})) \(size = (\d{1,20}) bytes\)")
+LCPP_STATS = re.compile(r"statistics[ \t]{1,16}(draft-[\w-]{1,64}|ngram-[\w-]{1,64}|mtp)[ \t]{0,16}:")
+LCPP_BUILD = re.compile(r"\bbuild(?::|[ \t]{0,4}=)[ \t]{0,4}(\d{1,9}) \(([0-9a-f]{6,64})\)|version: \S{1,64} \(build (\d{1,9}), commit ([0-9a-f]{6,64})\)")
+LCPP_SPEC_INIT = re.compile(r"common_speculative\w{0,64}: (.{0,200})")
 LCPP_NLAYER = re.compile(r"print_info: n_layer\s+=\s*(\d+)")
-LCPP_ARCH = re.compile(r"general\.architecture\s+\S*\s*=\s*(\w+)|print_info: arch\s+=\s*(\w+)")
+LCPP_ARCH = re.compile(r"general\.architecture[ \t]{1,16}(?:str[ \t]{1,16})?=[ \t]{0,16}(\w{1,64})|print_info: arch[ \t]{1,32}=[ \t]{0,16}(\w{1,64})")
 LCPP_MARK = re.compile(r"\bslot\s+\w+: id\s+\d+ \||\bsrv\s+\w+:|print_info:|load_tensors:|llama_model_loader:|common_speculative")
 LCPP_FATAL = re.compile(r"GGML_ASSERT|Segmentation fault|core dumped")
 
 # --- TensorRT-LLM -------------------------------------------------------------------------------
 TRT_MARK = re.compile(r"\[TRT-LLM\]|\[TensorRT-LLM\]|tensorrt_llm/")
-TRT_VERSION = re.compile(r"TensorRT-LLM version:?\s*v?([0-9][\w.]*)")
+TRT_VERSION = re.compile(r"TensorRT-LLM version:?[ \t]{0,4}v?([0-9][\w.]{0,40})")
 TRT_MTP = re.compile(r"MTPDecodingConfig\(|decoding_type['\"]?\s*[:=]\s*['\"]?MTP")
-TRT_MAX_DRAFT = re.compile(r"max_draft_len['\"]?\s*[:=]\s*(\d+)")
-TRT_THRESHOLD_OFF = re.compile(r"acceptance_rate_threshold.*(?:disabl|turn(?:ed|ing) off)|(?:disabl|turn(?:ed|ing) off).*speculat.*acceptance")
+TRT_MAX_DRAFT = re.compile(r"max_draft_len['\"]?[ \t]{0,4}[:=][ \t]{0,4}(\d{1,6})")
+TRT_THRESHOLD_OFF = re.compile(r"acceptance_rate_threshold[^\n]{0,160}?(?:disabl|turn(?:ed|ing) off)"
+                               r"|(?:disabl|turn(?:ed|ing) off)[^\n]{0,80}?speculat[^\n]{0,80}?acceptance")
 
 # --- crashes (Python and C runtimes) -------------------------------------------------------------
 TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
-FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
-EXCEPTION = re.compile(r"^\s*((?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning)|AssertionError|KeyboardInterrupt)(?::\s*(.*))?$")
-CUDA_ERROR = re.compile(r"CUDA error: ([^.\n]+)")
+FRAME = re.compile(r'File "([^"\n]{1,1024})", line (\d{1,9}), in (\S{1,256})')
+EXCEPTION = re.compile(r"^[ \t]{0,64}((?:[A-Za-z_]\w{0,64}\.){0,8}[A-Z]\w{0,64}?(?:Error|Exception|Exit|Interrupt|Warning)|AssertionError|KeyboardInterrupt)(?::[ \t]{0,8}(.*))?$")
+CUDA_ERROR = re.compile(r"CUDA error: ([^.\n]{1,300})")
 
 # --- benchmark clients (never engine output) ---------------------------------------------------
 CLIENT = re.compile(

@@ -323,7 +323,8 @@ def facts_dict(f: LogFacts) -> dict[str, Any]:
                        "value": None if b.value is None else round(b.value, 4), "zero": b.zero} for b in s.buckets],
             "sources": {k: {"accepted": v[0], "drafted": v[1], "intervals": v[2]} for k, v in s.sources.items()},
         },
-        "runs": {"starts": f.runs[:16], "earlier": f.earlier_runs[:16]},
+        "runs": {"starts": f.runs[:16], "earlier": f.earlier_runs[:16], "time_back": f.time_back,
+                 "reported": f.reported_run},
         "decode_without_speculation": {"lines": f.decode_without_spec[0], "first_line": f.decode_without_spec[1] or None},
         "unused_tensors": {f"blk.{k}": {"tensors": v[0], "bytes": v[1], "first_line": v[2], "nextn_named": v[3]}
                            for k, v in sorted(f.unused.items())[:16]},
