@@ -115,6 +115,78 @@ class EngineOutcome:
     facts: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class LogLineFormat:
+    """One line an engine prints that ``mtp-audit log`` reads, as data.
+
+    Attributes:
+        key: what the reader takes from it (``"statistics"``, ``"config"``, ``"version"``, ``"draft-class"``,
+            ``"draft-load-failure"``, ``"fatal"``, ``"unused-tensor"``, ``"arch-unknown"``).
+        fmt: the format string as written in the engine's source (``%``-style, ``{}``-style or C ``printf``).
+        source: ``path:line @ release`` where ``fmt`` is written.
+        literal: a substring of every line printed from ``fmt`` (what the reader searches for).
+    """
+
+    key: str
+    fmt: str
+    source: str
+    literal: str
+
+
+@dataclass(frozen=True)
+class LogCommand:
+    """A launch command found in a log, read by its engine's own command parser.
+
+    Attributes:
+        engine: the engine id as the log facts name it (``"sglang"``, ``"vllm"``, ``"llama.cpp"``, ``"tensorrt-llm"``).
+        entry: the entry point (``"vllm serve"``, ``"llama-server"``).
+        typed: the speculative method as typed (``"NEXTN"``, ``"deepseek_mtp"``, ``"draft-mtp"``), or None.
+        method: the method that runs after the engine's own aliases (``"EAGLE"``, ``"mtp"``), or None when
+            none is asked for; ``alias``: where the engine rewrites ``typed`` into ``method`` (``file:line @
+            release``), or None.
+        draft: the draft model (as typed, or the engine's default, e.g. the target for vLLM ``mtp``), or None.
+        num_speculative_tokens: k (draft tokens per step, or SGLang's steps), None when not given.
+        model: the target model. config_file: a configuration file the command names (TensorRT-LLM's YAML).
+        notes: what the reading could not settle (an unbalanced quote, an option without its value).
+    """
+
+    engine: str
+    entry: str
+    typed: str | None = None
+    method: str | None = None
+    alias: str | None = None
+    draft: str | None = None
+    num_speculative_tokens: int | None = None
+    model: str | None = None
+    config_file: str | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LogDialect:
+    """How one engine writes its log: what ``mtp-audit log`` needs to know about an engine, kept in the engine's
+    package (``mtp_audit/engines/<engine>/logdialect.py``) and handed to the reader by the registry.
+
+    Attributes:
+        engine: the engine id in log facts; label: its name for people.
+        words: substrings only this engine prints (each one recognises the engine wherever it appears).
+        wrappers: ``(substring, name)`` of launchers that wrap this engine and print their own lines around its
+            output (Ollama, LocalAI, ... for llama.cpp): recognised as this engine, and named.
+        lines: the lines read, each with its format string and source (:class:`LogLineFormat`).
+        command: the engine's command reader: tokens starting at a program -> :class:`LogCommand`, or None when
+            the tokens do not start this engine.
+        command_words: substrings of a line that may hold this engine's launch command (``vllm serve``).
+    """
+
+    engine: str
+    label: str
+    words: tuple[str, ...]
+    wrappers: tuple[tuple[str, str], ...]
+    lines: tuple[LogLineFormat, ...]
+    command: Callable[[list[str]], LogCommand | None]
+    command_words: tuple[str, ...] = ()
+
+
 class Engine(ABC):
     """One serving engine, as ``mtp-audit launch`` sees it.
 
@@ -153,6 +225,10 @@ class Engine(ABC):
         Raises:
             InputError: a command this engine cannot start (a model path that does not exist, ...).
         """
+
+    def log_dialect(self) -> LogDialect | None:
+        """How this engine writes its log (:class:`LogDialect`), or None when ``mtp-audit log`` has nothing of it."""
+        return None
 
     def compare(self, request: LaunchRequest, old: EngineOutcome, new: EngineOutcome) -> EngineOutcome:
         """The outcome at ``new`` annotated with what changed since ``old`` (two releases of this engine).

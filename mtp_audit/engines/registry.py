@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import PurePath
 
 from mtp_audit.engines.argv import split_env_prefix
-from mtp_audit.engines.base import Engine
+from mtp_audit.engines.base import Engine, LogDialect
 from mtp_audit.engines.llamacpp.launch import LlamaCppEngine
 from mtp_audit.engines.sglang.launch import SGLangEngine
 from mtp_audit.engines.trtllm.launch import TrtllmEngine
@@ -49,3 +49,9 @@ def engine_for(toks: Sequence[str]) -> Engine:
     prog = " ".join(toks[i:i + 3]) if PurePath(toks[i]).name.startswith("python") else toks[i]
     expected = "; ".join(f"{e.label}: " + " or ".join(e.entry_examples) for e in ENGINES)
     raise InputError("launch command", f"'{prog}' is not a server launch of any engine mtp-audit knows (expected {expected})")
+
+
+def log_dialects() -> tuple[LogDialect, ...]:
+    """Every registered engine's log dialect (:meth:`Engine.log_dialect`), in registry order; engines without one
+    are left out. ``mtp-audit log`` reads engines only through these."""
+    return tuple(d for d in (e.log_dialect() for e in ENGINES) if d is not None)

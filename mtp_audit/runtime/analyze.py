@@ -18,7 +18,7 @@ from mtp_audit.report.rules import get_rule
 from mtp_audit.runtime.extract import LogFacts
 from mtp_audit.runtime.reader import ReadStats, read_lines
 from mtp_audit.runtime.rules import RULES
-from mtp_audit.runtime.verdict import VERDICTS, Outcome, decide, facts_dict
+from mtp_audit.runtime.verdict import VERDICTS, Outcome, decide, facts_dict, method
 from mtp_audit.sources.bounded import charge_read, current_run
 
 ANALYZER = "log"
@@ -213,10 +213,17 @@ def _top_facts(main: tuple[dict[str, Any], Outcome, LogFacts], results: list[Any
         answer.append(curve)
     elif outcome.deciding:
         answer.append(f"lines that would decide: {outcome.deciding}")
+    if d["command"] is not None:
+        answer.append(d["command"]["text"])
+        answer += d["command"]["check"]
     return {"verdict": outcome.verdict, "engine": d["engine"], "answer": answer,
             "summary": {"verdict": outcome.verdict, "engine": d["engine"],
                         "version": (d["version"].get(d["engine"] or "") or {}).get("value"),
-                        "algorithm": (d["config"].get("algorithm") or {}).get("value"),
+                        "algorithm": method(facts),
+                        "draft": (d["config"].get("draft_model") or {}).get("value")
+                        or (d["command"] or {}).get("draft"),
+                        "num_speculative_tokens": (d["config"].get("num_speculative_tokens") or {}).get("value")
+                        or (d["command"] or {}).get("num_speculative_tokens"),
                         "mean_acceptance_length": d["statistics"]["mean_acceptance_length"],
                         "acceptance_rate": d["statistics"]["acceptance_rate"],
                         "intervals": d["statistics"]["intervals"]},

@@ -15,6 +15,7 @@ from typing import Any
 
 from mtp_audit.runtime import patterns as P
 from mtp_audit.runtime.clock import Stamp, stamp, went_back
+from mtp_audit.runtime.command import CommandReader, may_hold_command, read_command
 from mtp_audit.runtime.reader import LogLine
 from mtp_audit.runtime.series import Interval, Series
 
@@ -157,6 +158,8 @@ class LogFacts:
         self._tb: Crash | None = None
         self._tb_budget = 0
         self._wrap: tuple[str, int, str] | None = None
+        self._cmd: CommandReader | None = None
+        self.command: Fact | None = None
         self._last_line = 0
         self._wrap_budget = 0
         self._last_iv_line = -1
@@ -171,12 +174,30 @@ class LogFacts:
     def wants_next(self) -> bool:
         """True while inside a traceback or a hard-wrapped configuration line (the reader then hands
         over the next line even without a marker)."""
-        return self._tb is not None or self._wrap is not None
+        return self._tb is not None or self._wrap is not None or self._cmd is not None
+
+    # -- launch commands ----------------------------------------------------------------------------
+    def _continue_command(self, raw: str | None) -> None:
+        """Add a continuation line to the open launch command; read it by its engine's parser once it closes."""
+        cmd = self._cmd
+        assert cmd is not None
+        if raw is not None:
+            cmd.add(raw)
+        if cmd.open:
+            return
+        self._cmd = None
+        got = read_command(cmd.body)
+        if got is not None:
+            self.command = Fact(got, cmd.line)
+            self._count_vote(got.engine, cmd.line)
 
     def feed(self, ln: LogLine) -> None:
         """Take one line (in file order)."""
         raw = ln.text
         self._clock(ln, raw)
+        if self._cmd is not None:
+            self._continue_command(raw)
+            return
         if self._wrap is None and self._tb is None and self._fast(ln, raw):
             return
         text = strip_prefixes(raw)
@@ -188,6 +209,9 @@ class LogFacts:
             self.client[0] += 1
             self.client[1] = self.client[1] or ln.number
             return
+        if may_hold_command(text):
+            self._cmd = CommandReader(ln.number, text)
+            self._continue_command(None)
         self._vote(ln.number, raw, text)
         self._crash_start(ln, raw, text)
         self._vllm(ln, raw, text)
@@ -292,7 +316,7 @@ class LogFacts:
     def _snapshot(self, start: int, end: int) -> dict[str, Any]:
         return {"start": start, "end": end, "series": self.series, "crashes": self.crashes,
                 "decode_without_spec": self.decode_without_spec, "threshold_off": self.threshold_off,
-                "config": dict(self.config), "draft": dict(self.draft),
+                "config": dict(self.config), "draft": dict(self.draft), "command": self.command,
                 "stamps": [None if x is None else x.text for x in self._run_stamps]}
 
     @staticmethod
@@ -304,7 +328,7 @@ class LogFacts:
     def _restore(self, run: dict[str, Any]) -> None:
         self.series, self.crashes = run["series"], run["crashes"]
         self.decode_without_spec, self.threshold_off = run["decode_without_spec"], run["threshold_off"]
-        self.config, self.draft = run["config"], run["draft"]
+        self.config, self.draft, self.command = run["config"], run["draft"], run["command"]
 
     # -- vLLM ----------------------------------------------------------------------------------------
     def _vllm(self, ln: LogLine, raw: str, text: str) -> None:

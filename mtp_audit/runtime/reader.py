@@ -33,7 +33,7 @@ LITERALS: tuple[bytes, ...] = (
     b"_args=", b"Load weight end", b"Scheduler hit", b"-- ignoring", b"build", b"n_layer", b"speculative", b"#calls(",
     b"RT-LLM", b"_threshold", b"Traceback", b'File "', b"rror", b"xception", b"GGML_ASSERT", b"Segmentation fault",
     b"core dumped", b"pred=", b"terminate called", b"what():", b"ssert", b"--spec", b"draft", b" serve ", b"-serve",
-    b"launch_server", b"llama-", b"failed to load", b"LocalAI", b"local-ai", b"ollama", b"Ollama", b"emonade",
+    b"launch_server", b"entrypoints", b"vllm-openai", b"llama-", b"failed to load", b"LocalAI", b"local-ai", b"ollama", b"Ollama", b"emonade",
     b"oboldCpp", b"koboldcpp", b"CUDA", b"abort", b"Abort",
 )
 #: Every literal as one alternation: used on single lines (a line cut at the line cap).

@@ -99,13 +99,24 @@ def subject(f: LogFacts) -> str:
     """What the verdict is about, in the log's own terms: ``MTP`` when the configured method drafts with MTP heads (or
     SGLang's EAGLE, which its NEXTN alias becomes), ``speculative decoding (ngram)`` for another method, and
     ``speculative decoding (method not in the log)`` when the log does not say."""
-    alg = f.config.get("algorithm")
-    value = str(alg.value).strip().lower() if alg is not None and alg.value not in (None, "None", "NONE") else ""
+    shown = method(f)
+    value = shown.strip().lower() if shown else ""
     if not value:
         return "speculative decoding (method not in the log)"
     if value in _MTP_METHODS or value.endswith("_mtp") or "mtp" in value or (value == "eagle" and f.engine == "sglang"):
         return "MTP"
-    return f"speculative decoding ({alg.value})"
+    return f"speculative decoding ({shown})"
+
+
+def method(f: LogFacts) -> str | None:
+    """The speculative method: as the engine printed it after its rewrites, else as the launch command in the log asks
+    for it after the engine's aliases (``NEXTN`` -> ``EAGLE``, ``deepseek_mtp`` -> ``mtp``), else None."""
+    alg = f.config.get("algorithm")
+    if alg is not None and alg.value not in (None, "None", "NONE"):
+        return str(alg.value)
+    if f.command is not None and f.command.value.method:
+        return str(f.command.value.method)
+    return None
 
 
 def _last_crash(f: LogFacts) -> Crash | None:
@@ -331,4 +342,21 @@ def facts_dict(f: LogFacts) -> dict[str, Any]:
         "crashes": [c.to_dict() for c in f.crashes],
         "benchmark_client_lines": {"lines": f.client[0], "first_line": f.client[1] or None},
         "draft_types": f.draft_types,
+        "command": _command_dict(f),
     }
+
+
+def _command_dict(f: LogFacts) -> dict[str, Any] | None:
+    """The launch command in the log (``facts.log.files[i].command``), with what the rest of the log says about it."""
+    if f.command is None:
+        return None
+    from dataclasses import asdict
+
+    from mtp_audit.runtime.command import check, describe
+
+    cmd, line = f.command.value, f.command.line
+    printed = {k: (v.value, v.line) for k, v in f.config.items()}
+    d = asdict(cmd)
+    d["notes"] = list(cmd.notes)
+    d.update(line=line, text=describe(cmd, line), check=check(cmd, line, printed, f.series.intervals > 0))
+    return d
