@@ -135,7 +135,9 @@ def _side_findings(f: LogFacts, path: str) -> list[Finding]:
             Location(path=path, line=line)))
     if f.client[0]:
         out.append(get_rule("MTP508").finding(
-            f"{f.client[0]} benchmark-client line(s) from line {f.client[1]} left out: they are the client's numbers, not the engine's",
+            f"{f.client[0]} benchmark-client line(s) from line {f.client[1]} "
+            + ("left out: they are the client's numbers, not the engine's" if f.series.intervals else
+               "read as the client's numbers, not the engine's (the engine printed no statistics line)"),
             Location(path=path, line=f.client[1])))
     if f.earlier_runs:
         out.append(_runs_finding(f, path))
@@ -204,10 +206,26 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
     return Report.build(ANALYZER, name, findings=findings, gaps=gaps, facts=top, rule_ids=[r.id for r in RULES])
 
 
+def _engine_line(d: dict[str, Any]) -> str | None:
+    """``engine: llama.cpp (via Ollama (wraps llama.cpp), line 1), version b6000 (line 3)``, or None when unknown."""
+    if d["engine"] is None:
+        return None
+    out = f"engine: {d['engine']}"
+    if d["wrapper"] is not None:
+        out += f" (via {d['wrapper']['value']}, line {d['wrapper']['line']})"
+    version = d["version"].get(d["engine"])
+    if version is not None:
+        out += f", version {version['value']} (line {version['line']})"
+    return out
+
+
 def _top_facts(main: tuple[dict[str, Any], Outcome, LogFacts], results: list[Any]) -> dict[str, Any]:
     d, outcome, facts = main
     assert outcome.verdict in VERDICTS
     answer = [f"{outcome.verdict}: {outcome.sentence}" + (f" [{d['file']}]" if len(results) > 1 else "")]
+    who = _engine_line(d)
+    if who:
+        answer.append(who)
     curve = _curve_line(facts)
     if curve:
         answer.append(curve)

@@ -55,8 +55,8 @@ def read_command(body: str) -> LogCommand | None:
                 got = d.command(toks[i:])
             except (ValueError, TypeError, KeyError, IndexError):
                 continue
-            if got is not None:
-                return got
+            if got is not None and any(t.startswith("-") for t in toks[i + 1:]):
+                return got  # a program named in prose ("llama-server process has terminated") has no options
     return None
 
 

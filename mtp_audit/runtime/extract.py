@@ -15,7 +15,8 @@ from typing import Any
 
 from mtp_audit.runtime import patterns as P
 from mtp_audit.runtime.clock import Stamp, stamp, went_back
-from mtp_audit.runtime.command import CommandReader, may_hold_command, read_command
+from mtp_audit.engines.base import LogDialect
+from mtp_audit.runtime.command import CommandReader, dialects, may_hold_command, read_command
 from mtp_audit.runtime.reader import LogLine
 from mtp_audit.runtime.series import Interval, Series
 
@@ -29,7 +30,8 @@ _VLLM_WORDS = ("SpecDecoding metrics", "Speculative metrics", "Mean acceptance l
 _VLLM_PROC = re.compile(r"\((?:APIServer|EngineCore|Worker|VllmWorker)\w* pid=\d+\)")
 _SGL_WORDS = ("Decode batch", "Prefill batch", "server_args=", "Scheduler hit an exception", "sglang/srt/")
 _CRASH_WORDS = ("Traceback", 'File "', "exception", "fatal error", "EngineDead", "GGML_ASSERT", "Segmentation fault",
-                "core dumped", "CUDA error")
+                "core dumped", "CUDA error", "terminate called", "what():", "ssertion", "error loading model",
+                "failed to load draft", "unknown model architecture")
 _LCPP_WORDS = ("slot ", "srv ", "print_info:", "load_tensors:", "llama_model_loader:", "common_speculative",
                "draft acceptance", "unused tensor", "build")
 
@@ -160,6 +162,10 @@ class LogFacts:
         self._wrap: tuple[str, int, str] | None = None
         self._cmd: CommandReader | None = None
         self.command: Fact | None = None
+        self.wrapper: Fact | None = None
+        self.client_figures: list[dict[str, Any]] = []
+        self.draft_failure: dict[str, Any] | None = None
+        self._load_error: tuple[int, str, str | None] | None = None
         self._last_line = 0
         self._wrap_budget = 0
         self._last_iv_line = -1
@@ -167,6 +173,7 @@ class LogFacts:
         self.time_back: list[dict[str, Any]] = []
         self.reported_run: dict[str, Any] | None = None
         self._stamp: Stamp | None = None
+        self._stamp_line = 0
         self._run_stamps: tuple[Stamp | None, Stamp | None] = (None, None)
         self._latest: tuple[Stamp, dict[str, Any]] | None = None
 
@@ -206,8 +213,7 @@ class LogFacts:
         if self._tb is not None and self._continue_traceback(ln, text):
             return
         if ("=" in text or "Accept" in text) and P.CLIENT.search(text):
-            self.client[0] += 1
-            self.client[1] = self.client[1] or ln.number
+            self._client(ln, text)
             return
         if may_hold_command(text):
             self._cmd = CommandReader(ln.number, text)
@@ -267,7 +273,7 @@ class LogFacts:
             self._run_start(ln.number, forced=True)
         first, _ = self._run_stamps
         self._run_stamps = (first or now, now)
-        self._stamp = now
+        self._stamp, self._stamp_line = now, ln.number
 
     # -- engine recognition ------------------------------------------------------------------------
     def _vote(self, number: int, raw: str, text: str) -> None:
@@ -281,9 +287,21 @@ class LogFacts:
             hits.append("llama.cpp")
         if ("TRT-LLM" in raw or "TensorRT-LLM" in raw or "tensorrt_llm/" in raw) and P.TRT_MARK.search(raw):
             hits.append("tensorrt-llm")
+        for d in dialects():
+            if d.engine not in hits and (any(w in raw for w in d.words) or self._wrapped(d, number, raw)):
+                hits.append(d.engine)
         for e in hits:
             self.votes[e] += 1
             self.first_seen.setdefault(e, number)
+
+    def _wrapped(self, d: LogDialect, number: int, raw: str) -> bool:
+        """True when ``raw`` names a launcher that wraps the engine of ``d`` (the first one named is kept)."""
+        for word, name in d.wrappers:
+            if word in raw:
+                if self.wrapper is None:
+                    self.wrapper = Fact(f"{name} (wraps {d.label})", number)
+                return True
+        return False
 
     @property
     def engine(self) -> str | None:
@@ -317,6 +335,7 @@ class LogFacts:
         return {"start": start, "end": end, "series": self.series, "crashes": self.crashes,
                 "decode_without_spec": self.decode_without_spec, "threshold_off": self.threshold_off,
                 "config": dict(self.config), "draft": dict(self.draft), "command": self.command,
+                "draft_failure": self.draft_failure,
                 "stamps": [None if x is None else x.text for x in self._run_stamps]}
 
     @staticmethod
@@ -329,11 +348,13 @@ class LogFacts:
         self.series, self.crashes = run["series"], run["crashes"]
         self.decode_without_spec, self.threshold_off = run["decode_without_spec"], run["threshold_off"]
         self.config, self.draft, self.command = run["config"], run["draft"], run["command"]
+        self.draft_failure = run["draft_failure"]
 
     # -- vLLM ----------------------------------------------------------------------------------------
     def _vllm(self, ln: LogLine, raw: str, text: str) -> None:
         if "LLM engine (v" not in text and "vLLM API" not in text and "Resolved architecture" not in text \
-                and "Sharing target" not in text and not ("acceptance" in text or "Speculative metrics" in text):
+                and "Sharing target" not in text and not ("acceptance" in text or "Speculative metrics" in text
+                                                          or "tokens, Drafted: " in text):
             return
         m = P.VLLM_ENGINE_INIT.search(text)
         if m:
@@ -354,7 +375,7 @@ class LogFacts:
         m = P.VLLM_DRAFT_SHARE.search(text)
         if m:
             self.draft["shared_" + ("embedding" if m.group(1) == "embedding" else "lm_head")] = Fact(True, ln.number)
-        if P.VLLM_SPEC_STATS.search(text):
+        if P.VLLM_SPEC_STATS.search(text) or "tokens, Drafted: " in text:
             self._vllm_stats(ln, raw, text)
 
     def _vllm_stats(self, ln: LogLine, raw: str, text: str) -> None:
@@ -479,6 +500,8 @@ class LogFacts:
 
     def _add(self, iv: Interval) -> None:
         self.series.add(iv)
+        if self.series.tail_zero == 1 and self._stamp is not None and self._stamp_line == iv.line:
+            self.series.tail_zero_time = self._stamp.text
         self.run_has_data = True
         self._last_iv_line = iv.line
 
@@ -510,6 +533,8 @@ class LogFacts:
     # -- crashes ---------------------------------------------------------------------------------------
     def _crash_start(self, ln: LogLine, raw: str, text: str) -> None:
         if not any(k in text for k in _CRASH_WORDS):
+            return
+        if self._native_crash(ln, text) or self._load_failure(ln, text):
             return
         marker = P.SGL_FATAL.search(text) or P.VLLM_FATAL.search(text) or P.LCPP_FATAL.search(text)
         if P.TRACEBACK.search(text) or (marker and P.LCPP_FATAL.search(text)) or P.FRAME.search(text):
@@ -543,6 +568,12 @@ class LogFacts:
         if P.FRAME.search(body):
             self._frame(crash, body)
             return True
+        native = P.CXX_WHAT.search(body) or P.ASSERT_FAILED.search(body) if ("what():" in body or "ssertion" in body) else None
+        if native is not None and crash.exception is None:  # the C++ exception ends the Python traceback
+            crash.exception, crash.message = _native_words(body, native)
+            crash.exception_line = ln.number
+            self._tb = None
+            return True
         m = P.EXCEPTION.match(body)
         if m and crash.frames:
             crash.exception, crash.message, crash.exception_line = m.group(1), (m.group(2) or "")[:300], ln.number
@@ -554,6 +585,75 @@ class LogFacts:
             self._tb = None
             return False
         return True
+
+    def _native_crash(self, ln: LogLine, text: str) -> bool:
+        """C/C++ crashes: ``terminate called after throwing an instance of 'T'`` then ``what(): <message>``, TensorRT-LLM's
+        and glibc's ``Assertion failed``, a CUDA error line on its own. True when the line was taken."""
+        m = P.CXX_TERMINATE.search(text)
+        if m:
+            self._new_crash(Crash(ln.number, "terminate called", exception=m.group(1)))
+            return True
+        native = P.CXX_WHAT.search(text) if "what():" in text else P.ASSERT_FAILED.search(text) if "ssertion" in text else None
+        if native is None:
+            m = P.CUDA_ERROR.search(text) if "CUDA error" in text and not P.TRACEBACK.search(text) else None
+            if m is None or (self.crashes and ln.number - self.crashes[-1].line < 40):
+                return False
+            self._new_crash(Crash(ln.number, None, exception="CUDA error", message=m.group(1)[:300], exception_line=ln.number))
+            return True
+        last = self.crashes[-1] if self.crashes else None
+        exc, msg = _native_words(text, native)
+        if last is not None and last.marker == "terminate called" and not last.message and ln.number - last.line < 4:
+            last.message, last.exception_line = msg, ln.number
+            if "Assertion failed" in msg:
+                last.exception = f"{last.exception} (Assertion failed)"
+        else:
+            self._new_crash(Crash(ln.number, None, exception=exc, message=msg, exception_line=ln.number))
+        return True
+
+    def _new_crash(self, crash: Crash) -> None:
+        if len(self.crashes) < 5:
+            self.crashes.append(crash)
+        else:
+            self.crashes[-1] = crash
+        self.run_has_data = True
+
+    def _load_failure(self, ln: LogLine, text: str) -> bool:
+        """llama.cpp's model-loading errors: ``error loading model: ...`` (with ``unknown model architecture: 'A'``),
+        then ``failed to load draft model, 'PATH'`` when the model was the draft. True when the line was taken."""
+        m = P.DRAFT_LOAD_FAILED.search(text) if "failed to load draft" in text else None
+        if m is not None:
+            err = self._load_error if self._load_error and ln.number - self._load_error[0] < 20 else None
+            self.draft_failure = {"line": ln.number, "draft": m.group(1), "architecture": err[2] if err else None,
+                                  "cause": err[1] if err else "failed to load draft model", "cause_line": err[0] if err else None}
+            self.run_has_data = True
+            return True
+        m = P.LOAD_ERROR.search(text) if "error loading model" in text else None
+        if m is None:
+            return False
+        arch = P.ARCH_UNKNOWN.search(text)
+        cause = f"unknown model architecture: '{arch.group(1)}'" if arch else m.group(1)
+        self._load_error = (ln.number, cause, arch.group(1) if arch else None)
+        self._new_crash(Crash(ln.number, "error loading model", exception="model load failure", message=cause,
+                              exception_line=ln.number))
+        return True
+
+    def _client(self, ln: LogLine, text: str) -> None:
+        """A benchmark client's summary line: counted, and its figure kept as the client's."""
+        self.client[0] += 1
+        self.client[1] = self.client[1] or ln.number
+        m = P.CLIENT.search(text)
+        assert m is not None
+        if m.group(1):
+            what, client, value = "rate", "llama.cpp mtp-bench.py", float(m.group(1))
+        elif m.group(2):
+            what, client, value = "accept length", "sglang.bench_serving", float(m.group(2))
+        else:
+            pct = m.group(3).startswith("rate")
+            what, client = ("rate" if pct else "accept length"), "vllm bench serve"
+            value = float(m.group(4)) / (100.0 if pct else 1.0)
+        if len(self.client_figures) < 16:
+            self.client_figures.append({"line": ln.number, "client": client, "what": what, "value": value,
+                                        "text": text.strip()[:120]})
 
     # -- output --------------------------------------------------------------------------------------
     def mtp_block(self) -> tuple[int, list[Any]] | None:
@@ -568,6 +668,14 @@ class LogFacts:
 
 
 _NUM = re.compile(r"[0-9]*\.?[0-9]+")
+
+
+def _native_words(text: str, m: re.Match[str]) -> tuple[str, str]:
+    """(exception, message) of a ``what():`` or ``Assertion failed`` match."""
+    if m.re is P.CXX_WHAT:
+        msg = m.group(1).strip()
+        return ("Assertion failed" if "Assertion failed" in msg else "C++ exception"), msg[:300]
+    return "Assertion failed", (m.group(1) or m.group(2) or "").strip()[:300]
 
 
 def fields(text: str) -> dict[str, str]:

@@ -117,9 +117,25 @@ FRAME = re.compile(r'File "([^"\n]{1,1024})", line (\d{1,9}), in (\S{1,256})')
 EXCEPTION = re.compile(r"^[ \t]{0,64}((?:[A-Za-z_]\w{0,64}\.){0,8}[A-Z]\w{0,64}?(?:Error|Exception|Exit|Interrupt|Warning)|AssertionError|KeyboardInterrupt)(?::[ \t]{0,8}(.*))?$")
 CUDA_ERROR = re.compile(r"CUDA error: ([^.\n]{1,300})")
 
+# --- C/C++ runtimes and model loading -----------------------------------------------------------
+#: ``std::terminate`` of a C++ exception (libstdc++ ``__gnu_cxx::__verbose_terminate_handler``): the type, then
+#: ``  what():  <message>`` on the next line.
+CXX_TERMINATE = re.compile(r"terminate called after throwing an instance of '([^'\n]{1,200})'")
+CXX_WHAT = re.compile(r"\bwhat\(\):[ \t]{0,8}(.{0,300})")
+#: TensorRT-LLM ``TLLM_CHECK`` (``[TensorRT-LLM][ERROR] Assertion failed: <expr> (<file>:<line>)``) and glibc ``assert``
+#: (``prog: file.c:12: func: Assertion `expr' failed.``).
+ASSERT_FAILED = re.compile(r"Assertion failed:?[ \t]{0,4}(.{1,300})|Assertion `([^\n]{1,300}?)' failed")
+#: llama.cpp model loading (``src/llama.cpp:375``, ``src/llama-model.cpp:371`` @ llama-cpp-python 0.3.36) and its
+#: draft loading (``tools/server/server-context.cpp:1118``, ``common/speculative.cpp:2544``).
+LOAD_ERROR = re.compile(r"error loading model: (.{1,300})")
+ARCH_UNKNOWN = re.compile(r"unknown model architecture: '([^'\n]{1,100})'")
+DRAFT_LOAD_FAILED = re.compile(r"failed to load draft model,? '([^'\n]{1,500})'")
+#: Python's lines between chained tracebacks.
+CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
+
 # --- benchmark clients (never engine output) ---------------------------------------------------
 CLIENT = re.compile(
-    r"\bpred=\s*\d+\s+draft=\s*\d+\s+acc=\s*\d+\s+rate=([0-9.]+)"            # llama.cpp mtp-bench.py (PR #22673 gist)
-    r"|^\s*Accept length:\s*([0-9.]+)"                                      # sglang.bench_serving summary
-    r"|^\s*Acceptance (?:rate \(%\)|length):\s*([0-9.]+)"                   # vllm bench serve (benchmarks/serve.py:1473-1478 @ v0.33.0)
+    r"\bpred=[ \t]{0,8}\d{1,12}[ \t]{1,8}draft=[ \t]{0,8}\d{1,12}[ \t]{1,8}acc=[ \t]{0,8}\d{1,12}[ \t]{1,8}rate=([0-9.]{1,12})"  # llama.cpp mtp-bench.py (PR #22673 gist)
+    r"|^[ \t]{0,32}Accept length:[ \t]{0,32}([0-9.]{1,12})"                                  # sglang.bench_serving summary
+    r"|^[ \t]{0,32}Acceptance (rate \(%\)|length):[ \t]{0,32}([0-9.]{1,12})"  # vllm bench serve (benchmarks/serve.py:1473-1478 @ v0.33.0)
 )

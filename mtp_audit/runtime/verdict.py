@@ -81,13 +81,80 @@ def decide(f: LogFacts, path: str) -> Outcome:
                            deciding=DECIDING_LINES.get(f.engine, DECIDING_LINES[None]))
         if _accepted_nothing(f):
             return _nothing(f, path)
+        stopped = _stopped_accepting(f, path)
+        if stopped is not None:
+            return stopped
         return _helped(f, path)
+    if f.draft_failure is not None:
+        return _draft_failed(f, path)
     if crash is not None and crash.speculative:
         if crash.during_init:
-            return Outcome("never-ran", f"{subject(f)} never ran: the engine crashed while building the draft ({_crash_words(crash)})",
+            return Outcome("never-ran", f"{subject(f)} never ran: the engine crashed while building the draft"
+                           f"{_draft_words(f)} ({_crash_words(crash)})",
                            causes=["the draft worker failed to start"], findings=[_crash_finding(crash, path)])
         return _stopped_after(f, crash, path)
+    if crash is None and f.client_figures:
+        return _by_client(f, path)
     return _no_stats(f, crash, path)
+
+
+#: Consecutive statistics lines at the end of a run that accepted nothing, at least, for "accepting nothing since".
+TRAILING_ZERO = 3
+
+
+def _stopped_accepting(f: LogFacts, path: str) -> Outcome | None:
+    """``ran-but-accepted-nothing`` when the run's last :data:`TRAILING_ZERO` or more statistics lines accepted nothing
+    after earlier ones accepted drafts: the present state outranks the whole-log average."""
+    s = f.series
+    if s.tail_zero < TRAILING_ZERO or s.tail_zero >= s.intervals:
+        return None
+    when = f" / {s.tail_zero_time}" if s.tail_zero_time else ""
+    since = f"accepting nothing since line {s.tail_zero_first}{when}"
+    out = Outcome("ran-but-accepted-nothing", f"{subject(f)} ran and accepted drafts at first, but has been {since}: "
+                  f"the last {s.tail_zero} of {s.intervals} statistics lines accepted nothing (whole log: {_figures(f)})",
+                  causes=["speculation stopped accepting while serving (a draft/KV state problem, a slot or request "
+                          "pattern; compare the lines around the first zero)"] + _nothing_causes(f))
+    out.findings.append(get_rule("MTP500").finding(
+        f"{since}: the last {s.tail_zero} of {s.intervals} statistics lines accepted no draft token",
+        _loc(path, s.tail_zero_first), detail="; ".join(out.causes)))
+    return out
+
+
+def _draft_words(f: LogFacts) -> str:
+    draft = f.config.get("draft_model")
+    name = draft.value if draft is not None else (f.command.value.draft if f.command is not None else None)
+    cls = f.draft.get("class")
+    parts = [f" {name}" if name else "", f" ({cls.value})" if cls is not None else ""]
+    return "".join(parts)
+
+
+def _draft_failed(f: LogFacts, path: str) -> Outcome:
+    """``never-ran``: the draft model failed to load (llama.cpp ``failed to load draft model``), naming it, its
+    architecture and the cause."""
+    d = f.draft_failure
+    assert d is not None
+    arch = f", architecture '{d['architecture']}'" if d["architecture"] else ""
+    cause = f"{d['cause']} (line {d['cause_line']})" if d["cause_line"] else d["cause"]
+    reason = f"the draft {d['draft']} failed to load (line {d['line']}){arch}: {cause}"
+    return Outcome("never-ran", f"{subject(f)} never ran: {reason}", causes=[reason],
+                   findings=[get_rule("MTP501").finding(f"speculative decoding did not run: {reason}", _loc(path, d["line"]))])
+
+
+def _by_client(f: LogFacts, path: str) -> Outcome:
+    """No engine statistics, but a benchmark client's summary: the verdict from the client's figure, labelled so."""
+    fig = f.client_figures[-1]
+    same = [x["value"] for x in f.client_figures if (x["client"], x["what"]) == (fig["client"], fig["what"])]
+    value = sum(same) / len(same)
+    low = value < (NOTHING_LEN if fig["what"] == "accept length" else NOTHING_RATE)
+    shown = f"{fig['what']} {value * 100:.1f} %" if fig["what"] == "rate" else f"{fig['what']} {value:.2f}"
+    lines = f"line {fig['line']}" if len(same) == 1 else f"mean of {len(same)} lines, the last at line {fig['line']}"
+    words = (f"by the benchmark client's own summary ({fig['client']}, {lines}: {shown}); the engine's "
+             "statistics lines are not in the log")
+    if low:
+        return Outcome("ran-but-accepted-nothing", f"{subject(f)} ran but accepted almost nothing, {words}",
+                       findings=[get_rule("MTP500").finding(f"the client reports {shown}: the draft tokens are rejected "
+                                                            "(the client's figure, not the engine's)", _loc(path, fig["line"]))])
+    return Outcome("ran-and-helped", f"{subject(f)} ran and helped, {words}")
 
 
 #: Speculative methods (as the engines print them) that draft with the checkpoint's own MTP / NextN heads.
@@ -279,6 +346,8 @@ def _no_stats(f: LogFacts, crash: Crash | None, path: str) -> Outcome:
     engine = f.engine
     said = _config_words(f)
     sentence = f"could not tell whether {subject(f)} ran" + (f" ({said})" if said else "")
+    if crash is not None:
+        sentence += f": the engine crashed before any speculative statistics line ({_crash_words(crash)})"
     return Outcome("could-not-tell", sentence, findings=extra, deciding=DECIDING_LINES.get(engine, DECIDING_LINES[None]))
 
 
@@ -343,6 +412,11 @@ def facts_dict(f: LogFacts) -> dict[str, Any]:
         "benchmark_client_lines": {"lines": f.client[0], "first_line": f.client[1] or None},
         "draft_types": f.draft_types,
         "command": _command_dict(f),
+        "wrapper": None if f.wrapper is None else f.wrapper.to_dict(),
+        "draft_failure": f.draft_failure,
+        "client_figures": f.client_figures,
+        "accepting_nothing_since": None if f.series.tail_zero < TRAILING_ZERO else {
+            "line": f.series.tail_zero_first, "time": f.series.tail_zero_time, "intervals": f.series.tail_zero},
     }
 
 
