@@ -455,7 +455,7 @@ class LogFacts:
             return
         m = P.LCPP_BUILD.search(text)
         if m:
-            if "build:" in text or "build =" in text:
+            if m.group(1):  # the start-up build line (not --version's "version: ... (build N, commit X)")
                 self._run_start(ln.number)
             build, commit = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
             self.version["llama.cpp"] = Fact(f"b{build} ({commit})", ln.number)

@@ -37,7 +37,8 @@ llama.cpp (llama-server)
       builds shortened it to ``..., mean len = %5.2f`` (PR #27342 log); builds before 2025-06 wrote
       ``draft acceptance rate = %0.5f (%5d accepted / %5d generated)`` (PR #14104).
     * ``src/llama-model-loader.cpp``: ``model has unused tensor %s (size = %zu bytes) -- ignoring``.
-    * ``build: %d (%s) with ...`` at start; ``version: ... (build N, commit X)`` from ``--version``.
+    * ``build: %d (%s) with ...`` at start (``common/common.cpp`` @ llama-cpp-python 0.3.36 writes ``%s: build %d (%s)
+      with %s for %s%s``, line 402); ``version: ... (build N, commit X)`` from ``--version``.
 
 TensorRT-LLM
     * the ``[TRT-LLM]`` / ``[TensorRT-LLM]`` logger prefix; ``MTPDecodingConfig`` and ``acceptance_rate_threshold``
@@ -96,7 +97,7 @@ LCPP_ACCEPT = re.compile(
 LCPP_SLOT = re.compile(r"\bid\s+(\d+) \| task (-?\d+)")
 LCPP_UNUSED = re.compile(r"model has unused tensor (blk\.(\d{1,6})\.(\S{1,200})) \(size = (\d{1,20}) bytes\)")
 LCPP_STATS = re.compile(r"statistics[ \t]{1,16}(draft-[\w-]{1,64}|ngram-[\w-]{1,64}|mtp)[ \t]{0,16}:")
-LCPP_BUILD = re.compile(r"\bbuild(?::|[ \t]{0,4}=)[ \t]{0,4}(\d{1,9}) \(([0-9a-f]{6,64})\)|version: \S{1,64} \(build (\d{1,9}), commit ([0-9a-f]{6,64})\)")
+LCPP_BUILD = re.compile(r"\bbuild(?::|[ \t]{0,4}=)?[ \t]{1,4}(\d{1,9}) \(([0-9a-f]{6,64})\)|version: \S{1,64} \(build (\d{1,9}), commit ([0-9a-f]{6,64})\)")
 LCPP_SPEC_INIT = re.compile(r"common_speculative\w{0,64}: (.{0,200})")
 LCPP_NLAYER = re.compile(r"print_info: n_layer\s+=\s*(\d+)")
 LCPP_ARCH = re.compile(r"general\.architecture[ \t]{1,16}(?:str[ \t]{1,16})?=[ \t]{0,16}(\w{1,64})|print_info: arch[ \t]{1,32}=[ \t]{0,16}(\w{1,64})")

@@ -32,7 +32,8 @@ LINES = (
 )
 
 #: Substrings only SGLang prints.
-WORDS = ("Decode batch", "Prefill batch", "server_args=", "Scheduler hit an exception", "sglang/srt/", "sglang.launch_server")
+WORDS = ("Decode batch", "Prefill batch", "server_args=", "Scheduler hit an exception", "sglang/srt/", "sglang.launch_server",
+         "Load weight end. ")
 
 
 def log_command(toks: list[str]) -> LogCommand | None:

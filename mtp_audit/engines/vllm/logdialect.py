@@ -46,7 +46,7 @@ LINES = (
 #: Substrings only vLLM prints: its statistics line and its fragments, its start-up lines, its fatal lines.
 WORDS = ("SpecDecoding metrics", "Speculative metrics", "Mean acceptance length", "Per-position acceptance rate",
          "tokens, Drafted: ", "LLM engine (v", "EngineCore encountered", "WorkerProc hit", "EngineDeadError",
-         "vLLM API server version", "site-packages/vllm/")
+         "vLLM API server version", "site-packages/vllm/", "Resolved architecture: ", "Sharing target model ")
 
 #: Container images whose entry point is vLLM's server (the arguments after the image are the server's).
 IMAGES = ("vllm/vllm-openai", "vllm-openai")
