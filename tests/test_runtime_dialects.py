@@ -124,3 +124,19 @@ def test_client_summary_alone_is_the_clients_evidence() -> None:
     assert log["files"][0]["client_figures"] == [{"line": 2, "client": "sglang.bench_serving", "what": "accept length",
                                                  "value": 2.31, "text": "Accept length:                           2.31"}]
     assert "by the benchmark client's own summary (sglang.bench_serving, line 2: accept length 2.31)" in log["answer"][0]
+
+
+def test_docs_table_names_every_dialect_line() -> None:
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "runtime.md").read_text()
+    missing = [(d.engine, ln.source) for d in log_dialects() for ln in d.lines
+               if f"`{ln.source}`" not in doc or f"`{ln.fmt.replace(chr(10), chr(92) + 'n').replace('|', chr(92) + '|')}`" not in doc]
+    assert missing == []
+
+
+def test_chained_python_tracebacks_report_the_last_exception() -> None:
+    raw = (b"Traceback (most recent call last):\n  File \"/x/sglang/srt/speculative/eagle_worker.py\", line 10, in forward\n"
+           b"KeyError: 'model.layers.61.eh_proj.weight'\n\nDuring handling of the above exception, another exception occurred:\n\n"
+           b"Traceback (most recent call last):\n  File \"/x/sglang/srt/managers/scheduler.py\", line 20, in run\n"
+           b"RuntimeError: draft worker failed\n")
+    crashes = _log(raw)["files"][0]["crashes"]
+    assert [(c["exception"], c["exception_line"]) for c in crashes] == [("KeyError", 3), ("RuntimeError", 9)]
