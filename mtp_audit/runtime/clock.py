@@ -30,33 +30,43 @@ SLACK_SECONDS = 60
 
 
 class Stamp(NamedTuple):
-    """A line's stamp: ``kind`` (``"date"``: year known, ``"month-day"``: vLLM's, ``"since-start"``: llama.cpp's)
-    and ``seconds`` (comparable within one kind only), ``text`` as printed."""
+    """A line's stamp: ``kind`` (``"date"``: year known, ``"month-day"``: vLLM's, ``"since-start"``: llama.cpp's),
+    ``key`` (sorts in time order within one kind: the digits as printed, zero-padded), ``text`` as printed."""
 
     kind: str
-    seconds: float
+    key: str
     text: str
+
+    @property
+    def seconds(self) -> float:
+        """Seconds on this kind's clock (comparable within one kind only)."""
+        d = [int(x) for x in re.findall(r"\d+", self.key)]
+        if self.kind == "date":
+            return ((d[0] * 12 + d[1]) * 31 + d[2]) * 86400.0 + d[3] * 3600 + d[4] * 60 + d[5]
+        if self.kind == "month-day":
+            return (d[0] * 31 + d[1]) * 86400.0 + d[2] * 3600 + d[3] * 60 + d[4]
+        return d[0] * 60 + d[1] + d[2] / 1000.0
 
 
 def stamp(line: str) -> Stamp | None:
-    """The stamp at the start of ``line`` (see the module docstring), or None. O(1): anchored, bounded fields."""
+    """The stamp at the start of ``line`` (see the module docstring), or None. O(1): anchored, bounded fields, no
+    arithmetic (``Stamp.seconds`` computes it only when time seems to go back)."""
     m = _ISO.match(line)
     if m:
-        y, mo, d, h, mi, s = (int(x) for x in m.groups())
-        return Stamp("date", ((y * 12 + mo) * 31 + d) * 86400.0 + h * 3600 + mi * 60 + s, m.group(0).lstrip("["))
+        text = m.group(0).lstrip("[")
+        return Stamp("date", text.replace("T", " "), text)
     m = _VLLM.match(line)
     if m:
-        mo, d, h, mi, s = (int(x) for x in m.groups())
-        return Stamp("month-day", (mo * 31 + d) * 86400.0 + h * 3600 + mi * 60 + s, m.group(0)[-14:])
+        text = m.group(0)[-14:]
+        return Stamp("month-day", text, text)
     m = _LCPP.match(line)
     if m:
-        mi, s, ms = (int(x) for x in m.groups())
-        return Stamp("since-start", mi * 60 + s + ms / 1000.0, m.group(0).strip())
+        return Stamp("since-start", f"{int(m.group(1)):06d}.{m.group(2)}.{m.group(3)}", m.group(0).strip())
     return None
 
 
 def went_back(prev: Stamp | None, now: Stamp | None) -> bool:
     """True when ``now`` is more than :data:`SLACK_SECONDS` before ``prev`` on the same kind of clock."""
-    if prev is None or now is None or prev.kind != now.kind:
+    if prev is None or now is None or prev.kind != now.kind or now.key >= prev.key:
         return False
     return now.seconds < prev.seconds - (1.0 if now.kind == "since-start" else SLACK_SECONDS)

@@ -253,7 +253,7 @@ class LogFacts:
             self._tb = None
         last = self._run_stamps[1]
         if self._latest is not None and last is not None and self._latest[0].kind == last.kind \
-                and self._latest[0].seconds > last.seconds and self.run_has_data:
+                and self._latest[0].key > last.key and self.run_has_data:
             current = self._snapshot(self.runs[-1] if self.runs else 1, self._last_line)
             self.earlier_runs.append(self._summary(current))
             self._restore(self._latest[1])
@@ -287,8 +287,9 @@ class LogFacts:
             hits.append("llama.cpp")
         if ("TRT-LLM" in raw or "TensorRT-LLM" in raw or "tensorrt_llm/" in raw) and P.TRT_MARK.search(raw):
             hits.append("tensorrt-llm")
-        for d in dialects():
-            if d.engine not in hits and (any(w in raw for w in d.words) or self._wrapped(d, number, raw)):
+        for d in dialects():  # any line only one engine prints, and the launchers that wrap an engine
+            if d.engine not in hits and ((not hits and any(w in raw for w in d.words))
+                                         or (self.wrapper is None and d.wrappers and self._wrapped(d, number, raw))):
                 hits.append(d.engine)
         for e in hits:
             self.votes[e] += 1
@@ -319,7 +320,7 @@ class LogFacts:
             self.earlier_runs.append(self._summary(done))
             last = self._run_stamps[1]
             if last is not None and last.kind != "since-start" and (self._latest is None or (
-                    self._latest[0].kind == last.kind and last.seconds >= self._latest[0].seconds)):
+                    self._latest[0].kind == last.kind and last.key >= self._latest[0].key)):
                 self._latest = (last, done)
             self.series = Series()
             self.crashes = []

@@ -26,15 +26,17 @@ MAX_LINE_BYTES = 64 * 1024
 #: and the C/C++ runtimes' crash words, wrappers' and benchmark clients' words. Each literal is searched by
 #: one C-level substring scan per chunk; a line is handed on when it holds any of them. Short common stems
 #: cover several lines each: ``ccept`` (vLLM ``acceptance``, SGLang ``accept len``, llama-server ``draft
-#: acceptance`` and ``draft acceptance rate``, clients' ``Accept length``), ``rror`` (``Error``, ``CUDA error``),
-#: ``speculative`` (``--speculative-*``, ``_speculative``, ``common_speculative``).
+#: acceptance`` and ``draft acceptance rate``, clients' ``Accept length``, TensorRT-LLM's
+#: ``acceptance_rate_threshold``), ``rror`` (``Error``, ``CUDA error``, ``fatal error``), ``xception`` (``Scheduler hit
+#: an exception``, ``WorkerProc hit an exception``), ``draft`` (``Sharing target model ... with the draft model``,
+#: ``failed to load draft model``), `` --`` (a launch command's options and their continuation lines, llama.cpp's
+#: ``) -- ignoring``), `` serve`` (``vllm serve``, ``sglang serve``, ``API server version``), ``llama`` (llama.cpp's
+#: programs and loader, Ollama). Each literal costs one scan of the chunk, so the set is kept short.
 LITERALS: tuple[bytes, ...] = (
-    b"ccept", b"metrics", b" batch", b"LLM engine (v", b"architecture", b"MTP", b"Sharing target", b"server version",
-    b"_args=", b"Load weight end", b"Scheduler hit", b"-- ignoring", b"build", b"n_layer", b"speculative", b"#calls(",
-    b"RT-LLM", b"_threshold", b"Traceback", b'File "', b"rror", b"xception", b"GGML_ASSERT", b"Segmentation fault",
-    b"core dumped", b"pred=", b"terminate called", b"what():", b"ssert", b"--spec", b"draft", b" serve ", b"-serve",
-    b"launch_server", b"entrypoints", b"vllm-openai", b"llama-", b"failed to load", b"LocalAI", b"local-ai", b"ollama", b"Ollama", b"emonade",
-    b"oboldCpp", b"koboldcpp", b"CUDA", b"abort", b"Abort",
+    b"ccept", b" batch", b"LLM engine (v", b"architecture", b"MTP", b"_args=", b"Load weight end", b"build", b"n_layer",
+    b"speculative", b"#calls(", b"RT-LLM", b"Traceback", b'File "', b"rror", b"xception", b"GGML_ASSERT",
+    b"Segmentation fault", b"core dumped", b"pred=", b"terminate called", b"what():", b"ssert", b" --", b"draft",
+    b" serve", b"-serve", b"launch_server", b"llama", b"obold", b"LocalAI", b"local-ai", b"emonade",
 )
 #: Every literal as one alternation: used on single lines (a line cut at the line cap).
 MARKERS = re.compile(b"|".join(re.escape(m) for m in LITERALS))
