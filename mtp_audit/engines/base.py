@@ -162,6 +162,45 @@ class LogCommand:
     notes: tuple[str, ...] = ()
 
 
+class LogSink(Protocol):
+    """The facts of one log as an engine's line reader (:attr:`LogDialect.read`) adds to them;
+    :class:`mtp_audit.runtime.extract.LogFacts` implements it. ``config``, ``draft`` and ``version`` map a key to a
+    fact made by :meth:`fact` (its ``value`` and ``line``)."""
+
+    config: dict[str, Any]
+    draft: dict[str, Any]
+    version: dict[str, Any]
+
+    def fact(self, value: Any, line: int) -> Any:
+        """A fact: ``value`` read at ``line``."""
+
+    def run_start(self, line: int) -> None:
+        """An engine run starts at ``line`` (its start-up line)."""
+
+    def interval(self, line: int, mean_len: float | None = None, rate: float | None = None, accepted: int | None = None,
+                 drafted: int | None = None, per_pos: tuple[float, ...] = (), source: str | None = None) -> None:
+        """One statistics line: mean acceptance length, acceptance rate (0..1), token counts, per-position rates, source."""
+
+    def per_position(self, line: int, values: tuple[float, ...]) -> None:
+        """Per-position rates continuing the statistics line just before ``line``."""
+
+    def open_config(self, line: int, body: str, cut: bool, read: Callable[[Any, str, int], None]) -> None:
+        """A configuration printed at ``line``, maybe hard-wrapped over the next lines: ``read(sink, body, line)`` once
+        its parentheses close (or its continuation ends)."""
+
+    def no_speculation(self, line: int) -> None:
+        """A statistics line printed without speculative fields (the engine prints them whenever speculation is on)."""
+
+    def unused_tensor(self, block: int, name: str, size: int, line: int) -> None:
+        """A tensor of block ``block`` loaded but unused (``size`` bytes)."""
+
+    def note(self, key: str, value: Any, line: int) -> None:
+        """Another fact: ``n_layer``, ``spec_init``, ``draft_type``, ``threshold_off``."""
+
+    def scratch(self, engine: str) -> dict[str, Any]:
+        """Per-log state an engine reader keeps between lines (running totals)."""
+
+
 @dataclass(frozen=True)
 class LogDialect:
     """How one engine writes its log: what ``mtp-audit log`` needs to know about an engine, kept in the engine's
@@ -176,6 +215,19 @@ class LogDialect:
         command: the engine's command reader: tokens starting at a program -> :class:`LogCommand`, or None when
             the tokens do not start this engine.
         command_words: substrings of a line that may hold this engine's launch command (``vllm serve``).
+        read: the engine's line reader: ``read(sink, line_number, raw, text, cut)`` adds what the line says to the
+            :class:`LogSink` (``raw``: the line as printed; ``text``: without container and logger prefixes).
+        fast: the reader of the statistics lines that make up most of a long log: ``fast(sink, number, raw)`` is True
+            when it took the line (then nothing else reads it).
+        recognise: ``recognise(raw, text)`` is True when the line is this engine's (beyond :attr:`words`).
+        deciding: the lines that would decide when a log of this engine lacks them (for "could not tell").
+        mtp_methods: methods, as this engine prints them, that draft with the checkpoint's MTP/NextN heads.
+        off_config: how this engine prints "no speculation" in its configuration (``speculative_config=None``).
+        fatal: substrings of this engine's fatal lines (marking a traceback as its crash).
+        native_fatal: substrings of lines that are a crash on their own (a C/C++ abort).
+        zero_causes: likely causes, specific to this engine, when nothing was accepted.
+        known_zero: public reports of zero acceptance, matched on the printed configuration:
+            ``(config key, test on its value, cause)``.
     """
 
     engine: str
@@ -185,6 +237,16 @@ class LogDialect:
     lines: tuple[LogLineFormat, ...]
     command: Callable[[list[str]], LogCommand | None]
     command_words: tuple[str, ...] = ()
+    read: Callable[[LogSink, int, str, str, bool], None] | None = None
+    fast: Callable[[LogSink, int, str], bool] | None = None
+    recognise: Callable[[str, str], bool] | None = None
+    deciding: str = ""
+    mtp_methods: tuple[str, ...] = ()
+    off_config: str = ""
+    fatal: tuple[str, ...] = ()
+    native_fatal: tuple[str, ...] = ()
+    zero_causes: tuple[str, ...] = ()
+    known_zero: tuple[tuple[str, Callable[[Any], bool], str], ...] = ()
 
 
 class Engine(ABC):

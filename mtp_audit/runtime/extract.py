@@ -11,30 +11,20 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
+from mtp_audit.engines.base import LogDialect
 from mtp_audit.runtime import patterns as P
 from mtp_audit.runtime.clock import Stamp, stamp, went_back
-from mtp_audit.engines.base import LogDialect
 from mtp_audit.runtime.command import CommandReader, dialects, may_hold_command, read_command
 from mtp_audit.runtime.reader import LogLine
 from mtp_audit.runtime.series import Interval, Series
 
-ENGINES = ("sglang", "vllm", "llama.cpp", "tensorrt-llm")
 
-# Substrings that only one engine prints (see mtp_audit.runtime.patterns for the source lines); checked
-# with ``in`` before any regular expression runs.
-_VLLM_WORDS = ("SpecDecoding metrics", "Speculative metrics", "Mean acceptance length", "Per-position acceptance rate",
-               "LLM engine (v", "EngineCore encountered", "WorkerProc hit", "EngineDeadError", "vLLM API server version",
-               "site-packages/vllm/")
-_VLLM_PROC = re.compile(r"\((?:APIServer|EngineCore|Worker|VllmWorker)\w* pid=\d+\)")
-_SGL_WORDS = ("Decode batch", "Prefill batch", "server_args=", "Scheduler hit an exception", "sglang/srt/")
 _CRASH_WORDS = ("Traceback", 'File "', "exception", "fatal error", "EngineDead", "GGML_ASSERT", "Segmentation fault",
                 "core dumped", "CUDA error", "terminate called", "what():", "ssertion", "error loading model",
                 "failed to load draft", "unknown model architecture")
-_LCPP_WORDS = ("slot ", "srv ", "print_info:", "load_tensors:", "llama_model_loader:", "common_speculative",
-               "draft acceptance", "unused tensor", "build")
-
 #: Prefixes that container runtimes, process managers and the engines put before a message:
 #: CRI/k8s (``2025-07-25T07:53:08.2+08:00 stdout F``), docker-compose (``name-1  |``), vLLM
 #: (``(EngineCore_DP0 pid=6838) INFO 04-27 04:07:34 [core.py:97]``), SGLang (``[2026-07-21 15:00:13 TP0 EP0]``),
@@ -159,7 +149,7 @@ class LogFacts:
         self.draft_types: dict[str, int] = {}
         self._tb: Crash | None = None
         self._tb_budget = 0
-        self._wrap: tuple[str, int, str] | None = None
+        self._wrap: tuple[Callable[[Any, str, int], None], int, str] | None = None
         self._cmd: CommandReader | None = None
         self.command: Fact | None = None
         self.wrapper: Fact | None = None
@@ -167,9 +157,9 @@ class LogFacts:
         self.draft_failure: dict[str, Any] | None = None
         self._load_error: tuple[int, str, str | None] | None = None
         self._last_line = 0
+        self._scratch: dict[str, dict[str, Any]] = {}
         self._wrap_budget = 0
         self._last_iv_line = -1
-        self._v0_prev: dict[str | None, tuple[int, int]] = {}
         self.time_back: list[dict[str, Any]] = []
         self.reported_run: dict[str, Any] | None = None
         self._stamp: Stamp | None = None
@@ -220,22 +210,19 @@ class LogFacts:
             self._continue_command(None)
         self._vote(ln.number, raw, text)
         self._crash_start(ln, raw, text)
-        self._vllm(ln, raw, text)
-        self._sglang(ln, raw, text)
-        self._llama(ln, raw, text)
-        self._trt(ln, text)
+        self._line = ln
+        for d in dialects():
+            if d.read is not None:
+                d.read(self, ln.number, raw, text, ln.cut)
 
     def _fast(self, ln: LogLine, raw: str) -> bool:
-        """The statistics lines that make up most of a long log, parsed without the general path."""
-        if "Decode batch" in raw and "accept " in raw and "Traceback" not in raw:
-            self._count_vote("sglang", ln.number)
-            self._sglang(ln, raw, raw)
-            return True
-        if "SpecDecoding metrics: " in raw and "Traceback" not in raw:
-            self._count_vote("vllm", ln.number)
-            self._vllm_stats(ln, raw, raw)
-            return True
-        return False
+        """The statistics lines that make up most of a long log, read by their engine without the general path."""
+        self._line = ln
+        return any(d.fast(self, ln.number, raw) for d in dialects() if d.fast is not None)
+
+    def vote(self, engine: str, number: int) -> None:
+        """Count ``number`` as a line only ``engine`` prints."""
+        self._count_vote(engine, number)
 
     def _count_vote(self, engine: str, number: int) -> None:
         self.votes[engine] += 1
@@ -277,16 +264,7 @@ class LogFacts:
 
     # -- engine recognition ------------------------------------------------------------------------
     def _vote(self, number: int, raw: str, text: str) -> None:
-        hits = []
-        if ("pid=" in raw and _VLLM_PROC.search(raw)) or any(k in text for k in _VLLM_WORDS):
-            hits.append("vllm")
-        if any(k in text for k in _SGL_WORDS) or (raw.startswith("[") and P.SGL_TAG.match(raw)):
-            hits.append("sglang")
-        if any(k in text for k in _LCPP_WORDS) and (P.LCPP_MARK.search(text) or P.LCPP_ACCEPT.search(text)
-                                                     or P.LCPP_UNUSED.search(text) or P.LCPP_BUILD.search(text)):
-            hits.append("llama.cpp")
-        if ("TRT-LLM" in raw or "TensorRT-LLM" in raw or "tensorrt_llm/" in raw) and P.TRT_MARK.search(raw):
-            hits.append("tensorrt-llm")
+        hits = [d.engine for d in dialects() if d.recognise is not None and d.recognise(raw, text)]
         for d in dialects():  # any line only one engine prints, and the launchers that wrap an engine
             if d.engine not in hits and ((not hits and any(w in raw for w in d.words))
                                          or (self.wrapper is None and d.wrappers and self._wrapped(d, number, raw))):
@@ -351,154 +329,6 @@ class LogFacts:
         self.config, self.draft, self.command = run["config"], run["draft"], run["command"]
         self.draft_failure = run["draft_failure"]
 
-    # -- vLLM ----------------------------------------------------------------------------------------
-    def _vllm(self, ln: LogLine, raw: str, text: str) -> None:
-        if "LLM engine (v" not in text and "vLLM API" not in text and "Resolved architecture" not in text \
-                and "Sharing target" not in text and not ("acceptance" in text or "Speculative metrics" in text
-                                                          or "tokens, Drafted: " in text):
-            return
-        m = P.VLLM_ENGINE_INIT.search(text)
-        if m:
-            self._run_start(ln.number)
-            self.version.setdefault("vllm", Fact(m.group(1), ln.number))
-            self._open_wrap("vllm", ln, m.group(2))
-            return
-        m = P.VLLM_SERVER_VERSION.search(text)
-        if m:
-            self._run_start(ln.number)
-            self.version["vllm"] = Fact(m.group(1), ln.number)
-        m = P.VLLM_ARCH.search(text)
-        if m:
-            key = "draft_class" if "model_class" in self.config or re.search(r"MTP|NextN|Eagle|Draft", m.group(1)) else "model_class"
-            self.config.setdefault(key, Fact(m.group(1), ln.number))
-            if key == "draft_class":
-                self.draft.setdefault("class", Fact(m.group(1), ln.number))
-        m = P.VLLM_DRAFT_SHARE.search(text)
-        if m:
-            self.draft["shared_" + ("embedding" if m.group(1) == "embedding" else "lm_head")] = Fact(True, ln.number)
-        if P.VLLM_SPEC_STATS.search(text) or "tokens, Drafted: " in text:
-            self._vllm_stats(ln, raw, text)
-
-    def _vllm_stats(self, ln: LogLine, raw: str, text: str) -> None:
-        """Fields of a ``SpecDecoding metrics:`` (or V0 ``Speculative metrics:``) line, by name, in any order;
-        a line cut short keeps the fields before the cut."""
-        cut = max(text.find("metrics: "), -1)
-        kv = fields(text[cut + 9:] if cut >= 0 else text)
-        per_pos = tuple(_numbers(kv.get("Per-position acceptance rate", "")))
-        rate = None
-        for key in ("Avg Draft acceptance rate", "Draft acceptance rate"):
-            if key in kv:
-                val = _number(kv[key])
-                rate = None if val is None else val / 100.0 if "%" in kv[key] else val
-                break
-        mean_len = _number(kv.get("Mean acceptance length", ""))
-        acc = _int(kv.get("Accepted", kv.get("Number of accepted tokens", "")))
-        drafted = _int(kv.get("Drafted", kv.get("Number of draft tokens", "")))
-        if mean_len is None and rate is None and acc is None:
-            if per_pos and self._last_iv_line == ln.number - 1:
-                self.series.per_pos_last = per_pos
-            return
-        source = None
-        if "pid=" in raw:
-            tag = P.VLLM_ENGINE_TAG.search(raw)
-            source = f"{tag.group(1)} pid={tag.group(2)}" if tag else None
-        k = _int(kv.get("Number of speculative tokens", ""))
-        if k and acc is not None and drafted is not None:
-            acc, drafted, mean_len, rate = self._v0_interval(source, k, acc, drafted, rate)
-        self._add(Interval(ln.number, mean_len, rate, acc, drafted, per_pos, source))
-
-    def _v0_interval(self, source: str | None, k: int, acc: int, drafted: int,
-                     rate: float | None) -> tuple[int, int, float | None, float | None]:
-        """vLLM V0 ``Speculative metrics`` counts are running totals (``vllm/spec_decode/metrics.py`` @ v0.8.5
-        accumulates them): the interval is the difference from the previous line of the same source; its mean
-        acceptance length is ``1 + accepted / (drafted / k)`` (each draft proposes ``k`` tokens)."""
-        prev = self._v0_prev.get(source, (0, 0))
-        if acc >= prev[0] and drafted >= prev[1]:
-            self._v0_prev[source] = (acc, drafted)
-            acc, drafted = acc - prev[0], drafted - prev[1]
-        else:  # counters went back: a restart
-            self._v0_prev[source] = (acc, drafted)
-        mean_len = 1 + acc / (drafted / k) if drafted and k else None
-        return acc, drafted, mean_len, (acc / drafted if drafted else rate)
-
-    # -- SGLang --------------------------------------------------------------------------------------
-    def _sglang(self, ln: LogLine, raw: str, text: str) -> None:
-        if "server_args" not in text and "Load weight end" not in text and "Decode batch" not in text:
-            return
-        if "server_args" in text and P.SGL_SERVER_ARGS.search(text):
-            self._run_start(ln.number)
-            self._open_wrap("sglang", ln, text[P.SGL_SERVER_ARGS.search(text).end():])
-            return
-        m = P.SGL_LOAD_END.search(text) if "Load weight end" in text else None
-        if m:
-            key = "draft_class" if "model_class" in self.config else "model_class"
-            self.config.setdefault(key, Fact(m.group(1), ln.number))
-            if key == "draft_class":
-                self.draft.setdefault("class", Fact(m.group(1), ln.number))
-        if "Decode batch" not in text or not P.SGL_DECODE.search(text):
-            return
-        length = _after(text, "accept len: ")
-        if length is not None and text[text.find("accept len: ") - 6:].startswith("block "):
-            length = None
-        rate = _after(text, "accept rate: ")
-        if length is None and rate is None:
-            if not ln.cut and "gen throughput" in text:
-                self.decode_without_spec[0] += 1
-                self.decode_without_spec[1] = self.decode_without_spec[1] or ln.number
-                self.run_has_data = True
-            return
-        tag = P.SGL_TAG.match(raw) if raw.startswith("[") else None
-        self._add(Interval(ln.number, length, rate, source=tag.group(1).strip() if tag else None))
-
-    # -- llama.cpp -----------------------------------------------------------------------------------
-    def _llama(self, ln: LogLine, raw: str, text: str) -> None:
-        if not any(k in text for k in ("build", "unused tensor", "n_layer", "common_speculative", "statistics", "draft acceptance")):
-            return
-        m = P.LCPP_BUILD.search(text)
-        if m:
-            if m.group(1):  # the start-up build line (not --version's "version: ... (build N, commit X)")
-                self._run_start(ln.number)
-            build, commit = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
-            self.version["llama.cpp"] = Fact(f"b{build} ({commit})", ln.number)
-        m = P.LCPP_UNUSED.search(text)
-        if m:
-            blk = self.unused.setdefault(int(m.group(2)), [0, 0, ln.number, False])
-            blk[0] += 1
-            blk[1] += int(m.group(4))
-            blk[3] = blk[3] or "nextn" in m.group(3)
-            return
-        m = P.LCPP_NLAYER.search(text)
-        if m:
-            self.n_layer = Fact(int(m.group(1)), ln.number)
-        m = P.LCPP_SPEC_INIT.search(text)
-        if m and self.spec_init is None:
-            self.spec_init = Fact(m.group(1)[:200], ln.number)
-        m = P.LCPP_STATS.search(text)
-        if m:
-            self.draft_types.setdefault(m.group(1), ln.number)
-            return
-        m = P.LCPP_ACCEPT.search(text)
-        if m:
-            slot = P.LCPP_SLOT.search(text)
-            per_pos = tuple(float(x) for x in re.findall(r"[0-9]*\.?[0-9]+", m.group(5) or ""))
-            self._add(Interval(ln.number, float(m.group(4)) if m.group(4) else None, float(m.group(1)),
-                               int(m.group(2)), int(m.group(3)), per_pos, f"slot {slot.group(1)}" if slot else None))
-
-    # -- TensorRT-LLM --------------------------------------------------------------------------------
-    def _trt(self, ln: LogLine, text: str) -> None:
-        if "TensorRT-LLM" not in text and "MTP" not in text and "acceptance_rate_threshold" not in text:
-            return
-        m = P.TRT_VERSION.search(text)
-        if m:
-            self.version.setdefault("tensorrt-llm", Fact(m.group(1), ln.number))
-        if P.TRT_MTP.search(text):
-            self.config.setdefault("algorithm", Fact("MTP", ln.number))
-            d = P.TRT_MAX_DRAFT.search(text)
-            if d:
-                self.config.setdefault("num_speculative_tokens", Fact(int(d.group(1)), ln.number))
-        if P.TRT_THRESHOLD_OFF.search(text):
-            self.threshold_off = self.threshold_off or ln.number
-
     def _add(self, iv: Interval) -> None:
         self.series.add(iv)
         if self.series.tail_zero == 1 and self._stamp is not None and self._stamp_line == iv.line:
@@ -506,20 +336,68 @@ class LogFacts:
         self.run_has_data = True
         self._last_iv_line = iv.line
 
+    # -- what engine readers tell the facts (mtp_audit.engines.base.LogSink) ------------------------
+    def fact(self, value: Any, line: int) -> Fact:
+        """A :class:`Fact`."""
+        return Fact(value, line)
+
+    def run_start(self, line: int) -> None:
+        """An engine run starts at ``line``."""
+        self._run_start(line)
+
+    def interval(self, line: int, mean_len: float | None = None, rate: float | None = None, accepted: int | None = None,
+                 drafted: int | None = None, per_pos: tuple[float, ...] = (), source: str | None = None) -> None:
+        """One statistics line (see :class:`~mtp_audit.runtime.series.Interval`)."""
+        self._add(Interval(line, mean_len, rate, accepted, drafted, per_pos, source))
+
+    def per_position(self, line: int, values: tuple[float, ...]) -> None:
+        """Per-position rates on the line right after a statistics line belong to it."""
+        if self._last_iv_line == line - 1:
+            self.series.per_pos_last = values
+
+    def no_speculation(self, line: int) -> None:
+        """A statistics line without speculative fields."""
+        self.decode_without_spec[0] += 1
+        self.decode_without_spec[1] = self.decode_without_spec[1] or line
+        self.run_has_data = True
+
+    def unused_tensor(self, block: int, name: str, size: int, line: int) -> None:
+        """A loaded but unused tensor of block ``block``."""
+        blk = self.unused.setdefault(block, [0, 0, line, False])
+        blk[0] += 1
+        blk[1] += size
+        blk[3] = blk[3] or "nextn" in name
+
+    def note(self, key: str, value: Any, line: int) -> None:
+        """``n_layer`` (last one), ``spec_init`` (first), ``draft_type`` (first line of each), ``threshold_off`` (first)."""
+        if key == "n_layer":
+            self.n_layer = Fact(value, line)
+        elif key == "spec_init" and self.spec_init is None:
+            self.spec_init = Fact(value, line)
+        elif key == "draft_type":
+            self.draft_types.setdefault(value, line)
+        elif key == "threshold_off":
+            self.threshold_off = self.threshold_off or line
+
+    def scratch(self, engine: str) -> dict[str, Any]:
+        """Per-log state of an engine reader (bounded by that reader)."""
+        return self._scratch.setdefault(engine, {})
+
     # -- wrapped configuration lines ---------------------------------------------------------------
-    def _open_wrap(self, engine: str, ln: LogLine, body: str) -> None:
-        self._wrap = (engine, ln.number, body)
+    def open_config(self, line: int, body: str, cut: bool, read: Callable[[Any, str, int], None]) -> None:
+        """A configuration line, maybe hard-wrapped: ``read`` it once its parentheses close (at most 40 more lines)."""
+        self._wrap = (read, line, body)
         self._wrap_budget = 40
-        if _depth(body) <= 0 or ln.cut:
+        if _depth(body) <= 0 or cut:
             self._close_wrap()
 
     def _continue_wrap(self, ln: LogLine, raw: str, text: str) -> bool:
         assert self._wrap is not None
-        engine, start, body = self._wrap
+        read, start, body = self._wrap
         if text != raw or self._wrap_budget <= 0 or not raw.strip():
             self._close_wrap()
             return False
-        self._wrap = (engine, start, body + raw)
+        self._wrap = (read, start, body + raw)
         self._wrap_budget -= 1
         if _depth(body + raw) <= 0:
             self._close_wrap()
@@ -527,9 +405,9 @@ class LogFacts:
 
     def _close_wrap(self) -> None:
         assert self._wrap is not None
-        engine, line, body = self._wrap
+        read, line, body = self._wrap
         self._wrap = None
-        (_vllm_config if engine == "vllm" else _sglang_config)(self, body, line)
+        read(self, body, line)
 
     # -- crashes ---------------------------------------------------------------------------------------
     def _crash_start(self, ln: LogLine, raw: str, text: str) -> None:
@@ -537,20 +415,21 @@ class LogFacts:
             return
         if self._native_crash(ln, text) or self._load_failure(ln, text):
             return
-        marker = P.SGL_FATAL.search(text) or P.VLLM_FATAL.search(text) or P.LCPP_FATAL.search(text)
-        if P.TRACEBACK.search(text) or (marker and P.LCPP_FATAL.search(text)) or P.FRAME.search(text):
-            crash = Crash(ln.number, marker.group(0) if marker else None)
+        native = next((w for w in _native_fatal() if w in text), None)
+        marker = native or next((w for d in dialects() for w in d.fatal if w in text), None)
+        if P.TRACEBACK.search(text) or native or P.FRAME.search(text):
+            crash = Crash(ln.number, marker)
             if P.FRAME.search(text):
                 self._frame(crash, text)
             if len(self.crashes) < 5:
                 self.crashes.append(crash)
             self._tb, self._tb_budget = crash, 400
             self.run_has_data = True
-            if P.LCPP_FATAL.search(text):
-                crash.exception, crash.message, crash.exception_line = P.LCPP_FATAL.search(text).group(0), text[:300], ln.number
+            if native:
+                crash.exception, crash.message, crash.exception_line = native, text[:300], ln.number
                 self._tb = None
         elif marker and self.crashes and ln.number - self.crashes[-1].line < 5:
-            self.crashes[-1].marker = marker.group(0)
+            self.crashes[-1].marker = marker
         m = P.CUDA_ERROR.search(text)
         if m and self.crashes and not self.crashes[-1].message:
             self.crashes[-1].message = "CUDA error: " + m.group(1)
@@ -668,9 +547,6 @@ class LogFacts:
         return None
 
 
-_NUM = re.compile(r"[0-9]*\.?[0-9]+")
-
-
 def _native_words(text: str, m: re.Match[str]) -> tuple[str, str]:
     """(exception, message) of a ``what():`` or ``Assertion failed`` match."""
     if m.re is P.CXX_WHAT:
@@ -679,76 +555,13 @@ def _native_words(text: str, m: re.Match[str]) -> tuple[str, str]:
     return "Assertion failed", (m.group(1) or m.group(2) or "").strip()[:300]
 
 
-def fields(text: str) -> dict[str, str]:
-    """``key: value`` pairs of a ``, ``-separated engine statistics line; a part without ``: `` continues the
-    previous value (a per-position list). ``"Accepted: 66 tokens, Drafted: 66 tokens"`` ->
-    ``{"Accepted": "66 tokens", "Drafted": "66 tokens"}``."""
-    out: dict[str, str] = {}
-    last = None
-    for part in text.split(","):
-        key, sep, val = part.partition(": ")
-        if sep:
-            last = key.strip()
-            out[last] = val.strip()
-        elif last is not None and part.strip():
-            out[last] += ", " + part.strip()
-    return out
-
-
-def _after(text: str, key: str) -> float | None:
-    """The number right after ``key`` in ``text`` (``"accept len: 3.05, "`` -> 3.05), or None."""
-    i = text.find(key)
-    if i < 0:
-        return None
-    m = _NUM.match(text, i + len(key))
-    return float(m.group(0)) if m else None
-
-
-def _number(text: str) -> float | None:
-    m = _NUM.match(text.strip())
-    return float(m.group(0)) if m else None
-
-
-def _int(text: str) -> int | None:
-    m = _NUM.match(text.strip())
-    return int(float(m.group(0))) if m else None
-
-
-def _numbers(text: str) -> list[float]:
-    return [float(x) for x in _NUM.findall(text)]
-
-
 def _depth(text: str) -> int:
     return text.count("(") + text.count("{") - text.count(")") - text.count("}")
 
 
-def _vllm_config(facts: LogFacts, body: str, line: int) -> None:
-    m = P.VLLM_SPEC_CONFIG.search(body)
-    if m:
-        if m.group(1) == "None":
-            facts.config["algorithm"] = Fact(None, line)
-        else:
-            inner = m.group(2)
-            for key, out in (("method", "algorithm"), ("model", "draft_model"), ("num_spec_tokens", "num_speculative_tokens")):
-                f = re.search(rf"\b{key}=('([^'\n]{{0,1024}})'|[^,)]{{1,1024}})", inner)
-                if f:
-                    v = f.group(2) if f.group(2) is not None else f.group(1)
-                    facts.config[out] = Fact(int(v) if v.isdigit() else v, line)
-    for key, out in (("model", "model"), ("quantization", "quantization"), ("tensor_parallel_size", "tensor_parallel_size")):
-        f = re.search(rf"(?:^|, ){key}=('([^'\n]{{0,1024}})'|[^,]{{1,1024}})", body)
-        if f:
-            facts.config.setdefault(out, Fact(f.group(2) if f.group(2) is not None else f.group(1), line))
+#: Lines that are a crash on their own whatever the engine (the C runtime's words).
+RUNTIME_FATAL = ("Segmentation fault", "core dumped")
 
 
-def _sglang_config(facts: LogFacts, body: str, line: int) -> None:
-    rename = {"speculative_algorithm": "algorithm", "speculative_draft_model_path": "draft_model",
-              "speculative_num_draft_tokens": "num_draft_tokens", "speculative_num_steps": "num_steps",
-              "speculative_eagle_topk": "eagle_topk", "model_path": "model",
-              "speculative_draft_model_quantization": "draft_quantization"}
-    for m in P.SGL_FIELD.finditer(body):
-        key = m.group(1)
-        if key not in P.SGL_KEYS:
-            continue
-        v: Any = m.group(2).strip().strip("'\"")
-        v = None if v == "None" else int(v) if v.isdigit() else v
-        facts.config.setdefault(rename.get(key, key), Fact(v, line))
+def _native_fatal() -> tuple[str, ...]:
+    return tuple(w for d in dialects() for w in d.native_fatal) + RUNTIME_FATAL

@@ -11,6 +11,8 @@ from typing import Any
 
 from mtp_audit.report import Evidence, Finding, Location
 from mtp_audit.report.rules import get_rule
+from mtp_audit.engines.base import LogDialect
+from mtp_audit.runtime.command import dialects
 from mtp_audit.runtime.extract import Crash, LogFacts
 
 VERDICTS = ("ran-and-helped", "ran-but-accepted-nothing", "ran-then-stopped", "never-ran", "could-not-tell")
@@ -24,17 +26,20 @@ LOW_LEN = 1.5
 #: A fall of the last third below this share of the first third is a decay (MTP503).
 DECAY = 0.75
 
-#: Per engine, the lines that would decide when the log lacks them.
-DECIDING_LINES = {
-    "vllm": "a 'SpecDecoding metrics:' line (vLLM logs one per stats interval while requests run, unless "
-            "--disable-log-stats) and the engine config line 'Initializing a V1 LLM engine ... speculative_config=...'",
-    "sglang": "'Decode batch' lines ('accept len:' appears in them when a speculative algorithm runs) and the "
-              "'server_args=' line",
-    "llama.cpp": "the 'draft acceptance = ... accepted / ... generated' line llama-server prints at the end of each request",
-    "tensorrt-llm": "TensorRT-LLM's per-iteration statistics (not parsed by this release) or the /metrics counters (--metrics)",
-    None: "any line of SGLang, vLLM, llama-server or TensorRT-LLM (none was recognised): the server's own "
-          "start-up configuration and the lines it prints while serving",
-}
+#: The lines that would decide when no engine was recognised (each engine's own are its dialect's ``deciding``).
+NO_ENGINE_DECIDING = ("any line of SGLang, vLLM, llama-server or TensorRT-LLM (none was recognised): the server's own "
+                      "start-up configuration and the lines it prints while serving")
+
+
+def deciding_lines(engine: str | None) -> str:
+    """The lines that would decide for ``engine`` (its dialect's), or :data:`NO_ENGINE_DECIDING`."""
+    d = dialect_of(engine)
+    return d.deciding if d is not None and d.deciding else NO_ENGINE_DECIDING
+
+
+def dialect_of(engine: str | None) -> LogDialect | None:
+    """The log dialect of ``engine`` (an engine id of the log facts), or None."""
+    return next((d for d in dialects() if d.engine == engine), None)
 
 
 @dataclass
@@ -78,7 +83,7 @@ def decide(f: LogFacts, path: str) -> Outcome:
         odd = _implausible(f)
         if odd is not None:
             return Outcome("could-not-tell", f"could not tell whether {subject(f)} helped: {odd}",
-                           deciding=DECIDING_LINES.get(f.engine, DECIDING_LINES[None]))
+                           deciding=deciding_lines(f.engine))
         if _accepted_nothing(f):
             return _nothing(f, path)
         stopped = _stopped_accepting(f, path)
@@ -157,20 +162,17 @@ def _by_client(f: LogFacts, path: str) -> Outcome:
     return Outcome("ran-and-helped", f"{subject(f)} ran and helped, {words}")
 
 
-#: Speculative methods (as the engines print them) that draft with the checkpoint's own MTP / NextN heads.
-_MTP_METHODS = ("mtp", "nextn", "deepseek_mtp", "mimo_mtp", "qwen3_5_mtp", "qwen3_next_mtp", "glm4_moe_mtp", "ernie_mtp",
-                "longcat_flash_mtp", "pangu_ultra_moe_mtp", "draft-mtp", "frozen_kv_mtp", "step3p5_mtp")
-
-
 def subject(f: LogFacts) -> str:
-    """What the verdict is about, in the log's own terms: ``MTP`` when the configured method drafts with MTP heads (or
-    SGLang's EAGLE, which its NEXTN alias becomes), ``speculative decoding (ngram)`` for another method, and
+    """What the verdict is about, in the log's own terms: ``MTP`` when the configured method drafts with MTP heads (its
+    name says mtp/nextn, or the engine's dialect lists it: SGLang's EAGLE, which its NEXTN alias becomes),
+    ``speculative decoding (ngram)`` for another method, and
     ``speculative decoding (method not in the log)`` when the log does not say."""
     shown = method(f)
     value = shown.strip().lower() if shown else ""
     if not value:
         return "speculative decoding (method not in the log)"
-    if value in _MTP_METHODS or value.endswith("_mtp") or "mtp" in value or (value == "eagle" and f.engine == "sglang"):
+    d = dialect_of(f.engine)
+    if "mtp" in value or "nextn" in value or (d is not None and value in d.mtp_methods):
         return "MTP"
     return f"speculative decoding ({shown})"
 
@@ -279,33 +281,22 @@ def _nothing_causes(f: LogFacts) -> list[str]:
     if any(k.startswith("slot ") and k != "slot 0" for k in f.series.sources):
         causes.append("a llama-server slot other than 0 drafting (llama.cpp#27572: drafts of slots > 0 were not armed)")
     causes += _known_bugs(f)
-    eng = f.engine
-    if eng == "llama.cpp":
-        causes.append("a backend/driver problem in the draft graph (llama.cpp#27151 was RADV_DEBUG=nocompute on Vulkan)")
+    d = dialect_of(f.engine)
+    causes += list(d.zero_causes) if d is not None else []
     causes.append("draft head weights missing, randomly initialised or not matching the target (check with mtp-audit checkpoint)")
     causes.append("a known engine bug of this version (search the tracker for the version and the draft class)")
     return causes
 
 
-#: Public reports of zero acceptance, matched on what the log printed: (engine, config key, test on its value, cause).
-KNOWN_ZERO_ACCEPTANCE: tuple[tuple[str, str, Any, str], ...] = (
-    ("sglang", "draft_model", lambda v: "eagle3" in str(v).lower(),
-     "an EAGLE3 draft run under --speculative-algorithm EAGLE: accept length stays 1.0 (sgl-project/sglang#21272; use EAGLE3)"),
-    ("vllm", "model", lambda v: "nvfp4" in str(v).lower(),
-     "NVFP4 target with MTP: episodic exactly-0 % acceptance reported on SM120 (vllm-project/vllm#55357)"),
-    ("vllm", "quantization", lambda v: "fp4" in str(v).lower(),
-     "NVFP4 target with MTP: episodic exactly-0 % acceptance reported on SM120 (vllm-project/vllm#55357)"),
-    ("tensorrt-llm", "use_kv_cache_manager_v2", lambda v: str(v).lower() == "false",
-     "DSA model with use_kv_cache_manager_v2: false accepts no MTP draft (NVIDIA/TensorRT-LLM#18662)"),
-)
-
-
 def _known_bugs(f: LogFacts) -> list[str]:
-    """Causes from :data:`KNOWN_ZERO_ACCEPTANCE` whose engine and printed configuration match this log."""
+    """Public reports of zero acceptance (the engine dialect's ``known_zero``) whose printed configuration matches."""
     out: list[str] = []
-    for engine, key, test, cause in KNOWN_ZERO_ACCEPTANCE:
+    d = dialect_of(f.engine)
+    seen: set[str] = set()
+    for key, test, cause in d.known_zero if d is not None else ():
         fact = f.config.get(key)
-        if f.engine == engine and fact is not None and test(fact.value) and cause not in out:
+        if fact is not None and test(fact.value) and cause not in seen:
+            seen.add(cause)
             out.append(f"{cause} (line {fact.line})")
     return out
 
@@ -348,13 +339,14 @@ def _no_stats(f: LogFacts, crash: Crash | None, path: str) -> Outcome:
     sentence = f"could not tell whether {subject(f)} ran" + (f" ({said})" if said else "")
     if crash is not None:
         sentence += f": the engine crashed before any speculative statistics line ({_crash_words(crash)})"
-    return Outcome("could-not-tell", sentence, findings=extra, deciding=DECIDING_LINES.get(engine, DECIDING_LINES[None]))
+    return Outcome("could-not-tell", sentence, findings=extra, deciding=deciding_lines(engine))
 
 
 def _off_reason(f: LogFacts) -> tuple[str, int] | None:
     alg = f.config.get("algorithm")
     if alg is not None and alg.value in (None, "None", "NONE"):
-        key = "speculative_config=None" if f.engine == "vllm" else "speculative_algorithm=None"
+        d = dialect_of(f.engine)
+        key = d.off_config if d is not None and d.off_config else "speculative_algorithm=None"
         return f"the engine printed {key} (line {alg.line})", alg.line
     n, first = f.decode_without_spec
     if n and not f.series.intervals:

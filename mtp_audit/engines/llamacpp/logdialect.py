@@ -12,6 +12,7 @@ head, or the drafter GGUF of ``-md``); ik_llama.cpp spells it ``mtp[:n_max=..]``
 from __future__ import annotations
 
 from mtp_audit.engines.base import LogCommand, LogDialect, LogLineFormat
+from mtp_audit.engines.llamacpp import logread
 
 RELEASE = "llama-cpp-python 0.3.36 (vendor/llama.cpp)"
 
@@ -60,4 +61,9 @@ def log_command(toks: list[str]) -> LogCommand | None:
                       num_speculative_tokens=cmd.n_max, model=cmd.model or cmd.hf_repo)
 
 
-DIALECT = LogDialect("llama.cpp", "llama.cpp", WORDS, WRAPPERS, LINES, log_command, ("llama-server", "llama-cli", "llama_server"))
+DIALECT = LogDialect(
+    "llama.cpp", "llama.cpp", WORDS, WRAPPERS, LINES, log_command, ("llama-server", "llama-cli", "llama_server"),
+    read=logread.read, recognise=logread.recognise,
+    deciding="the 'draft acceptance = ... accepted / ... generated' line llama-server prints at the end of each request",
+    mtp_methods=("draft-mtp", "mtp"), native_fatal=("GGML_ASSERT",),
+    zero_causes=("a backend/driver problem in the draft graph (llama.cpp#27151 was RADV_DEBUG=nocompute on Vulkan)",))

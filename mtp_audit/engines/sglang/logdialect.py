@@ -12,6 +12,7 @@ Sources (SGLang 0.5.23 wheel, checked by ``tests/test_logdialect_sources.py``):
 from __future__ import annotations
 
 from mtp_audit.engines.base import LogCommand, LogDialect, LogLineFormat
+from mtp_audit.engines.sglang import logread
 
 RELEASE = "0.5.23"
 #: ``--speculative-algorithm`` values SGLang runs as another algorithm (spec_registry.py:183, spec_info.py:60-61).
@@ -62,4 +63,13 @@ def _text(value: object) -> str | None:
     return None if value is None or value == "true" else str(value)
 
 
-DIALECT = LogDialect("sglang", "SGLang", WORDS, (), LINES, log_command, ("sglang.launch_server", "sglang serve"))
+DIALECT = LogDialect(
+    "sglang", "SGLang", WORDS, (), LINES, log_command, ("sglang.launch_server", "sglang serve"),
+    read=logread.read, fast=logread.fast, recognise=logread.recognise,
+    deciding="'Decode batch' lines ('accept len:' appears in them when a speculative algorithm runs) and the "
+             "'server_args=' line",
+    # NEXTN runs as EAGLE with the checkpoint's own NextN/MTP layer as the draft (spec_registry.py:183)
+    mtp_methods=("nextn", "eagle"), off_config="speculative_algorithm=None", fatal=("Scheduler hit an exception",),
+    known_zero=(("draft_model", lambda v: "eagle3" in str(v).lower(),
+                 "an EAGLE3 draft run under --speculative-algorithm EAGLE: accept length stays 1.0 "
+                 "(sgl-project/sglang#21272; use EAGLE3)"),))

@@ -13,6 +13,7 @@ reference). The speculative method of a ``trtllm-serve`` launch sits in its YAML
 from __future__ import annotations
 
 from mtp_audit.engines.base import LogCommand, LogDialect, LogLineFormat
+from mtp_audit.engines.trtllm import logread
 
 LINES = (
     LogLineFormat("prefix", "[TRT-LLM] [%s] %s", "tensorrt_llm/logger.py (1.4.0rc4)", "RT-LLM"),
@@ -36,4 +37,10 @@ def log_command(toks: list[str]) -> LogCommand | None:
                       notes=tuple(f"option without its value: {o}" for o in cmd.missing_value))
 
 
-DIALECT = LogDialect("tensorrt-llm", "TensorRT-LLM", WORDS, (), LINES, log_command, ("trtllm-serve",))
+DIALECT = LogDialect(
+    "tensorrt-llm", "TensorRT-LLM", WORDS, (), LINES, log_command, ("trtllm-serve",),
+    read=logread.read, recognise=logread.recognise,
+    deciding="TensorRT-LLM's per-iteration statistics (not parsed by this release) or the /metrics counters (--metrics)",
+    mtp_methods=("mtp",),
+    known_zero=(("use_kv_cache_manager_v2", lambda v: str(v).lower() == "false",
+                 "DSA model with use_kv_cache_manager_v2: false accepts no MTP draft (NVIDIA/TensorRT-LLM#18662)"),))

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import PurePath
 
 from mtp_audit.engines.base import LogCommand, LogDialect, LogLineFormat
+from mtp_audit.engines.vllm import logread
 
 RELEASE = "v0.33.0"
 
@@ -93,4 +94,14 @@ def _method(typed: object, model: object) -> tuple[str | None, str | None]:
     return text, None
 
 
-DIALECT = LogDialect("vllm", "vLLM", WORDS, (), LINES, log_command, ("vllm serve", "vllm.entrypoints", "vllm-openai"))
+DIALECT = LogDialect(
+    "vllm", "vLLM", WORDS, (), LINES, log_command, ("vllm serve", "vllm.entrypoints", "vllm-openai"),
+    read=logread.read, fast=logread.fast, recognise=logread.recognise,
+    deciding="a 'SpecDecoding metrics:' line (vLLM logs one per stats interval while requests run, unless "
+             "--disable-log-stats) and the engine config line 'Initializing a V1 LLM engine ... speculative_config=...'",
+    mtp_methods=MTP_METHODS, off_config="speculative_config=None",
+    fatal=("EngineCore encountered a fatal error", "WorkerProc hit an exception", "EngineDeadError"),
+    known_zero=(("model", lambda v: "nvfp4" in str(v).lower(),
+                 "NVFP4 target with MTP: episodic exactly-0 % acceptance reported on SM120 (vllm-project/vllm#55357)"),
+                ("quantization", lambda v: "fp4" in str(v).lower(),
+                 "NVFP4 target with MTP: episodic exactly-0 % acceptance reported on SM120 (vllm-project/vllm#55357)")))
