@@ -191,9 +191,10 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="MTP508", name="log-benchmark-client-lines", analyzer=ANALYZER, severity=Severity.INFO,
-        summary="Benchmark-client acceptance lines were found and left out of the verdict",
+        summary="Benchmark-client acceptance lines were found: kept apart as the client's figures",
         what="Recognises the summaries printed by benchmark clients (llama.cpp's mtp-bench.py `pred= draft= acc= rate=`, "
-             "`sglang.bench_serving` `Accept length:`, `vllm bench serve` `Acceptance rate (%):`).",
+             "`sglang.bench_serving` `Accept length:`, `vllm bench serve` `Acceptance rate (%):`). They are never mixed "
+             "with the engine's statistics; when the engine printed none, the verdict is taken from them and says so.",
         why="Those numbers are computed by the client, not reported by the engine; mixing them in would double count.",
         fix="Nothing to fix; paste the server's own log for the engine's figures.",
         sources=("vllm/benchmarks/serve.py:1473-1478 @ v0.33.0", "https://github.com/ggml-org/llama.cpp/pull/23269"),
