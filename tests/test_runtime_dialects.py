@@ -140,3 +140,12 @@ def test_chained_python_tracebacks_report_the_last_exception() -> None:
            b"RuntimeError: draft worker failed\n")
     crashes = _log(raw)["files"][0]["crashes"]
     assert [(c["exception"], c["exception_line"]) for c in crashes] == [("KeyError", 3), ("RuntimeError", 9)]
+
+
+def test_a_backslash_at_a_line_end_does_not_swallow_the_log() -> None:
+    """A line ending in a backslash continues a command only while the next lines carry no log prefix."""
+    raw = (b"llama-server -m C:\\models\\q.gguf --spec-type draft-mtp \\\n"
+           + (LOGS / "llama_27151_mtp_1_of_633.log").read_bytes())
+    log = _log(raw)
+    assert log["files"][0]["command"]["method"] == "draft-mtp"
+    assert (log["files"][0]["statistics"]["accepted_tokens"], log["files"][0]["statistics"]["drafted_tokens"]) == (1, 633)

@@ -193,8 +193,11 @@ class LogFacts:
         raw = ln.text
         self._clock(ln, raw)
         if self._cmd is not None:
-            self._continue_command(raw)
-            return
+            if raw.strip() and strip_prefixes(raw) == raw:  # a continuation line carries no log prefix
+                self._continue_command(raw)
+                return
+            self._cmd.open = False
+            self._continue_command(None)
         if self._wrap is None and self._tb is None and self._fast(ln, raw):
             return
         text = strip_prefixes(raw)
