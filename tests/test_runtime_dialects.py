@@ -149,3 +149,14 @@ def test_a_backslash_at_a_line_end_does_not_swallow_the_log() -> None:
     log = _log(raw)
     assert log["files"][0]["command"]["method"] == "draft-mtp"
     assert (log["files"][0]["statistics"]["accepted_tokens"], log["files"][0]["statistics"]["drafted_tokens"]) == (1, 633)
+
+
+def test_sglang_abbreviated_options_and_another_program() -> None:
+    """sglang PR #2150's command (argparse abbreviations ``--speculative-algo`` / ``--speculative-draft``); sglang-jax
+    PR #378's ``python3 -u -m sgl_jax.launch_server`` is another program, not SGLang."""
+    cmd = read_command("python3 -m sglang.launch_server --model meta-llama/Llama-2-7b-chat-hf  --speculative-algo EAGLE "
+                       "--speculative-draft lmzheng/sglang-EAGLE-llama2-chat-7B --speculative-num-steps 5 "
+                       "--speculative-eagle-topk 8 --speculative-num-draft-tokens 64 --mem-fraction 0.7")
+    assert cmd is not None and (cmd.method, cmd.draft, cmd.num_speculative_tokens) == ("EAGLE", "lmzheng/sglang-EAGLE-llama2-chat-7B", 5)
+    assert cmd.notes == ("--speculative-draft read as --speculative-draft-model-path (an argparse abbreviation, if unique at that release)",)
+    assert read_command("python3 -u -m sgl_jax.launch_server   --model-path Qwen/Qwen3-32B --speculative-algorithm EAGLE3") is None

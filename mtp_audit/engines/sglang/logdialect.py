@@ -11,6 +11,8 @@ Sources (SGLang 0.5.23 wheel, checked by ``tests/test_logdialect_sources.py``):
 
 from __future__ import annotations
 
+from typing import Any
+
 from mtp_audit.engines.base import LogCommand, LogDialect, LogLineFormat
 from mtp_audit.engines.sglang import logread
 
@@ -50,11 +52,24 @@ def log_command(toks: list[str]) -> LogCommand | None:
     typed = _text(cmd.get("--speculative-algorithm"))
     method = ALIASES.get(typed.upper(), typed.upper()) if typed else None
     steps = _text(cmd.get("--speculative-num-steps"))
+    draft = _text(cmd.get("--speculative-draft-model-path", "--speculative-draft-model"))
+    notes: tuple[str, ...] = ()
+    if draft is None:
+        draft, notes = _abbreviated(cmd.options, "--speculative-draft-model-path")
     return LogCommand("sglang", cmd.entry, typed=typed, method=method,
-                      alias=ALIAS_SOURCE if typed and typed.upper() in ALIASES else None,
-                      draft=_text(cmd.get("--speculative-draft-model-path", "--speculative-draft-model")),
+                      alias=ALIAS_SOURCE if typed and typed.upper() in ALIASES else None, draft=draft,
                       num_speculative_tokens=int(steps) if steps and steps.isdigit() else None,
-                      model=_text(cmd.get("--model-path", "--model")))
+                      model=_text(cmd.get("--model-path", "--model")), notes=notes)
+
+
+def _abbreviated(options: list[Any], flag: str) -> tuple[str | None, tuple[str, ...]]:
+    """The value of ``flag`` given as a prefix (``--speculative-draft``): SGLang's parser is an ``argparse`` parser with
+    ``allow_abbrev`` on (``prepare_server_args``, ``sglang/srt/server_args.py``), so a prefix that is unique at the
+    running release means ``flag``; a log does not say the release, so the reading says it rests on that."""
+    hits = [o for o in options if len(o.flag) > 12 and o.flag != flag and flag.startswith(o.flag) and o.value is not None]
+    if len(hits) != 1:
+        return None, ()
+    return _text(hits[0].value), (f"{hits[0].flag} read as {flag} (an argparse abbreviation, if unique at that release)",)
 
 
 def _text(value: object) -> str | None:
