@@ -15,10 +15,12 @@ from functools import lru_cache
 
 from mtp_audit.engines.base import LogCommand, LogDialect
 
-#: Most lines one command may be continued over, most characters kept, most tokens tried as the program's start.
+#: Most lines one command may be continued over, most characters kept, most tokens tried as the program's start,
+#: most tokens read.
 MAX_LINES = 64
-MAX_CHARS = 64 * 1024
+MAX_CHARS = 16 * 1024
 MAX_STARTS = 256
+MAX_TOKENS = 4096
 
 #: Shell prompts and trace marks before a command: ``$ ``, ``# ``, ``> ``, ``+ `` (``set -x``), ``user@host:~/dir$ ``.
 PROMPT = re.compile(r"^\s{0,16}(?:[\w.-]{1,64}@[\w.-]{1,64}(?::[^\s$#]{0,256})?[$#]\s{1,4}|[$#>+]\s{1,4})")
@@ -32,6 +34,7 @@ def dialects() -> tuple[LogDialect, ...]:
     return log_dialects()
 
 
+@lru_cache(maxsize=1)
 def command_words() -> tuple[str, ...]:
     """The substrings that may start a launch command, over all engines."""
     return tuple(w for d in dialects() for w in d.command_words)
@@ -48,15 +51,16 @@ def read_command(body: str) -> LogCommand | None:
     The tokens are tried from each position (past a prompt, ``env``/``NAME=VALUE`` prefixes, ``docker run ...``,
     ``numactl ...``, ``nohup``), at most :data:`MAX_STARTS`; a parser that raises is taken as "not this engine".
     """
-    toks = _tokens(body)
+    toks = _tokens(body)[:MAX_TOKENS]
     for i in range(min(len(toks), MAX_STARTS)):
         for d in dialects():
             try:
                 got = d.command(toks[i:])
             except (ValueError, TypeError, KeyError, IndexError):
                 continue
-            if got is not None and any(t.startswith("-") for t in toks[i + 1:]):
-                return got  # a program named in prose ("llama-server process has terminated") has no options
+            if got is not None:  # the first program an engine recognises decides (one parse per line)
+                # a program named in prose ("llama-server process has terminated") has no options: no command
+                return got if any(t.startswith("-") for t in toks[i + 1:]) else None
     return None
 
 

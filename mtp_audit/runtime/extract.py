@@ -41,6 +41,9 @@ PREFIX = re.compile(
     r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):?[ \t]{1,8})"
 )
 
+#: Most lines read as launch commands in one log (each costs a shell-like split of up to 16 KiB).
+MAX_COMMANDS = 512
+
 #: Speculative code paths in a frame's file or function name (a crash there concerns the draft).
 SPEC_FRAME = re.compile(r"spec_decode|speculative|eagle|mtp|nextn|proposer|draft", re.I)
 INIT_FRAME = re.compile(r"__init__|init_|load_model|load_weights|_build|initialize|from_config|ModelConfig")
@@ -151,6 +154,7 @@ class LogFacts:
         self._tb_budget = 0
         self._wrap: tuple[Callable[[Any, str, int], None], int, str] | None = None
         self._cmd: CommandReader | None = None
+        self._commands_left = MAX_COMMANDS
         self.command: Fact | None = None
         self.wrapper: Fact | None = None
         self.client_figures: list[dict[str, Any]] = []
@@ -208,7 +212,8 @@ class LogFacts:
         if ("=" in text or "Accept" in text) and P.CLIENT.search(text):
             self._client(ln, text)
             return
-        if may_hold_command(text):
+        if self._commands_left > 0 and may_hold_command(text):
+            self._commands_left -= 1
             self._cmd = CommandReader(ln.number, text)
             self._continue_command(None)
         self._vote(ln.number, raw, text)
