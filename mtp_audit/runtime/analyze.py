@@ -226,6 +226,9 @@ def _top_facts(main: tuple[dict[str, Any], Outcome, LogFacts], results: list[Any
     who = _engine_line(d)
     if who:
         answer.append(who)
+    printed = d["statistics"]["last_printed"]
+    if printed is not None:
+        answer.append(f"last statistics line (line {printed['line']}), as printed: {printed['text']}")
     curve = _curve_line(facts)
     if curve:
         answer.append(curve)

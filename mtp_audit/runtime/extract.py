@@ -154,6 +154,7 @@ class LogFacts:
         self._tb_budget = 0
         self._wrap: tuple[Callable[[Any, str, int], None], int, str] | None = None
         self._cmd: CommandReader | None = None
+        self._line: LogLine | None = None
         self._commands_left = MAX_COMMANDS
         self.command: Fact | None = None
         self.wrapper: Fact | None = None
@@ -355,8 +356,12 @@ class LogFacts:
 
     def interval(self, line: int, mean_len: float | None = None, rate: float | None = None, accepted: int | None = None,
                  drafted: int | None = None, per_pos: tuple[float, ...] = (), source: str | None = None) -> None:
-        """One statistics line (see :class:`~mtp_audit.runtime.series.Interval`)."""
+        """One statistics line (see :class:`~mtp_audit.runtime.series.Interval`); its text as printed is kept (the
+        last one, 300 characters, without container and logger prefixes)."""
         self._add(Interval(line, mean_len, rate, accepted, drafted, per_pos, source))
+        ln = self._line
+        if ln is not None and ln.number == line:
+            self.series.last_printed = (line, ln.text)  # prefixes stripped when reported
 
     def per_position(self, line: int, values: tuple[float, ...]) -> None:
         """Per-position rates on the line right after a statistics line belong to it."""

@@ -111,6 +111,8 @@ class Series:
     tail_zero: int = 0
     tail_zero_first: int | None = None
     tail_zero_time: str | None = None
+    #: the last statistics line as printed: (line, text)
+    last_printed: tuple[int, str] | None = None
 
     def add(self, iv: Interval) -> None:
         """Count ``iv`` in the totals and the curve (O(1) amortised, bounded memory). ``counted`` is the number of

@@ -13,7 +13,7 @@ from mtp_audit.report import Evidence, Finding, Location
 from mtp_audit.report.rules import get_rule
 from mtp_audit.engines.base import LogDialect
 from mtp_audit.runtime.command import dialects
-from mtp_audit.runtime.extract import Crash, LogFacts
+from mtp_audit.runtime.extract import Crash, LogFacts, strip_prefixes
 
 VERDICTS = ("ran-and-helped", "ran-but-accepted-nothing", "ran-then-stopped", "never-ran", "could-not-tell")
 
@@ -394,6 +394,8 @@ def facts_dict(f: LogFacts) -> dict[str, Any]:
             "curve": [{"first_line": b.first_line, "last_line": b.last_line, "intervals": b.count,
                        "value": None if b.value is None else round(b.value, 4), "zero": b.zero} for b in s.buckets],
             "sources": {k: {"accepted": v[0], "drafted": v[1], "intervals": v[2]} for k, v in s.sources.items()},
+            "last_printed": None if s.last_printed is None else {
+                "line": s.last_printed[0], "text": strip_prefixes(s.last_printed[1]).strip()[:300]},
         },
         "runs": {"starts": f.runs[:16], "earlier": f.earlier_runs[:16], "time_back": f.time_back,
                  "reported": f.reported_run},
