@@ -373,6 +373,12 @@ def _config_words(f: LogFacts) -> str:
         parts.append(f"draft {c['draft_model'].value}")
     if parts:
         return ", ".join(parts) + f" (line {next(iter(c.values())).line}), but no speculative statistics line"
+    cmd = f.command
+    if cmd is not None and cmd.value.method:
+        k = f", k {cmd.value.num_speculative_tokens}" if cmd.value.num_speculative_tokens is not None else ""
+        draft = f", draft {cmd.value.draft}" if cmd.value.draft else ""
+        return (f"the launch command asks for {cmd.value.method}{k}{draft} (line {cmd.line}), but no speculative "
+                "statistics line")
     return ""
 
 
