@@ -228,6 +228,11 @@ class LogDialect:
         zero_causes: likely causes, specific to this engine, when nothing was accepted.
         known_zero: public reports of zero acceptance, matched on the printed configuration:
             ``(config key, test on its value, cause)``.
+        no_speculation_words: how to say that statistics lines came without speculative fields (``{n}`` lines,
+            ``{s}`` plural ending, from line ``{first}``).
+        unused_advice: what an MTP/NextN block loaded as unused tensors means for this engine.
+        source_causes: ``(source prefix, source left out, cause)``: a cause when a source of that prefix other than the
+            one left out drafted and nothing was accepted (llama-server slots other than 0).
     """
 
     engine: str
@@ -247,6 +252,9 @@ class LogDialect:
     native_fatal: tuple[str, ...] = ()
     zero_causes: tuple[str, ...] = ()
     known_zero: tuple[tuple[str, Callable[[Any], bool], str], ...] = ()
+    no_speculation_words: str = ""
+    unused_advice: str = ""
+    source_causes: tuple[tuple[str, str, str], ...] = ()
 
 
 class Engine(ABC):

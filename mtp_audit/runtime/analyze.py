@@ -130,7 +130,7 @@ def _side_findings(f: LogFacts, path: str) -> list[Finding]:
     if blk is not None:
         idx, (count, size, line, nextn) = blk
         out.append(get_rule("MTP506").finding(
-            f"llama.cpp loaded block blk.{idx} ({count} tensors, {size / 2**20:.0f} MiB"
+            f"{_label(f.engine)} loaded block blk.{idx} ({count} tensors, {size / 2**20:.0f} MiB"
             + (", named nextn" if nextn else "") + ") as unused tensors: the MTP/NextN head is not drafting",
             Location(path=path, line=line)))
     if f.client[0]:
@@ -142,6 +142,13 @@ def _side_findings(f: LogFacts, path: str) -> list[Finding]:
     if f.earlier_runs:
         out.append(_runs_finding(f, path))
     return out
+
+
+def _label(engine: str | None) -> str:
+    from mtp_audit.runtime.verdict import dialect_of
+
+    d = dialect_of(engine)
+    return d.label if d is not None else "the engine"
 
 
 def _runs_finding(f: LogFacts, path: str) -> Finding:

@@ -27,14 +27,17 @@ LOW_LEN = 1.5
 DECAY = 0.75
 
 #: The lines that would decide when no engine was recognised (each engine's own are its dialect's ``deciding``).
-NO_ENGINE_DECIDING = ("any line of SGLang, vLLM, llama-server or TensorRT-LLM (none was recognised): the server's own "
-                      "start-up configuration and the lines it prints while serving")
+NO_ENGINE_DECIDING = ("any line of {engines} (none was recognised): the server's own start-up configuration and the "
+                      "lines it prints while serving")
 
 
 def deciding_lines(engine: str | None) -> str:
-    """The lines that would decide for ``engine`` (its dialect's), or :data:`NO_ENGINE_DECIDING`."""
+    """The lines that would decide for ``engine`` (its dialect's), or :data:`NO_ENGINE_DECIDING` naming every engine."""
     d = dialect_of(engine)
-    return d.deciding if d is not None and d.deciding else NO_ENGINE_DECIDING
+    if d is not None and d.deciding:
+        return d.deciding
+    labels = [x.label for x in dialects()]
+    return NO_ENGINE_DECIDING.format(engines=", ".join(labels[:-1]) + " or " + labels[-1] if len(labels) > 1 else "".join(labels))
 
 
 def dialect_of(engine: str | None) -> LogDialect | None:
@@ -278,8 +281,10 @@ def _nothing_causes(f: LogFacts) -> list[str]:
     if q is not None and q.value not in (None, "None"):
         causes.append(f"the model runs quantized ({q.value}, line {q.line}): an MTP head loaded with the target's "
                       "quantization against its checkpoint's exclude list computes garbage drafts (check with mtp-audit checkpoint)")
-    if any(k.startswith("slot ") and k != "slot 0" for k in f.series.sources):
-        causes.append("a llama-server slot other than 0 drafting (llama.cpp#27572: drafts of slots > 0 were not armed)")
+    d = dialect_of(f.engine)
+    for prefix, spared, cause in d.source_causes if d is not None else ():
+        if any(k.startswith(prefix) and k != spared for k in f.series.sources):
+            causes.append(cause)
     causes += _known_bugs(f)
     d = dialect_of(f.engine)
     causes += list(d.zero_causes) if d is not None else []
@@ -349,15 +354,17 @@ def _off_reason(f: LogFacts) -> tuple[str, int] | None:
         key = d.off_config if d is not None and d.off_config else "speculative_algorithm=None"
         return f"the engine printed {key} (line {alg.line})", alg.line
     n, first = f.decode_without_spec
+    d = dialect_of(f.engine)
     if n and not f.series.intervals:
-        return (f"{n} SGLang 'Decode batch' line{'s' if n != 1 else ''} without 'accept len' from line {first} "
-                "(SGLang writes it whenever a speculative algorithm is set)", first)
+        words = d.no_speculation_words if d is not None and d.no_speculation_words else \
+            "{n} statistics line{s} without speculative fields from line {first}"
+        return words.format(n=n, s="s" if n != 1 else "", first=first), first
     blk = f.mtp_block()
     if blk is not None:
         idx, (count, size, line, _) = blk
-        return (f"llama.cpp left block blk.{idx} ({count} tensors, {size / 2**20:.0f} MiB) unused from line {line}: the "
-                "MTP/NextN head was loaded but no draft ran (--spec-type draft-mtp not given, or no draft-mtp graph "
-                "for this architecture)", line)
+        advice = d.unused_advice if d is not None and d.unused_advice else "the MTP/NextN head was loaded but no draft ran"
+        return (f"{d.label if d is not None else 'the engine'} left block blk.{idx} ({count} tensors, "
+                f"{size / 2**20:.0f} MiB) unused from line {line}: {advice}", line)
     return None
 
 

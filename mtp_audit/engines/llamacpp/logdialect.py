@@ -66,4 +66,8 @@ DIALECT = LogDialect(
     read=logread.read, recognise=logread.recognise,
     deciding="the 'draft acceptance = ... accepted / ... generated' line llama-server prints at the end of each request",
     mtp_methods=("draft-mtp", "mtp"), native_fatal=("GGML_ASSERT",),
+    unused_advice="the MTP/NextN head was loaded but no draft ran (--spec-type draft-mtp not given, or no draft-mtp "
+                  "graph for this architecture)",
+    source_causes=(("slot ", "slot 0", "a llama-server slot other than 0 drafting (llama.cpp#27572: drafts of slots > 0 "
+                                       "were not armed)"),),
     zero_causes=("a backend/driver problem in the draft graph (llama.cpp#27151 was RADV_DEBUG=nocompute on Vulkan)",))

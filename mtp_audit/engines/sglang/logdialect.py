@@ -85,6 +85,9 @@ DIALECT = LogDialect(
              "'server_args=' line",
     # NEXTN runs as EAGLE with the checkpoint's own NextN/MTP layer as the draft (spec_registry.py:183)
     mtp_methods=("nextn", "eagle"), off_config="speculative_algorithm=None", fatal=("Scheduler hit an exception",),
+    # metrics_reporter.py:967 @ 0.5.23 writes the accept fields whenever a speculative algorithm is set
+    no_speculation_words="{n} SGLang 'Decode batch' line{s} without 'accept len' from line {first} (SGLang writes it "
+                         "whenever a speculative algorithm is set)",
     known_zero=(("draft_model", lambda v: "eagle3" in str(v).lower(),
                  "an EAGLE3 draft run under --speculative-algorithm EAGLE: accept length stays 1.0 "
                  "(sgl-project/sglang#21272; use EAGLE3)"),))
