@@ -233,6 +233,12 @@ class LogDialect:
         unused_advice: what an MTP/NextN block loaded as unused tensors means for this engine.
         source_causes: ``(source prefix, source left out, cause)``: a cause when a source of that prefix other than the
             one left out drafted and nothing was accepted (llama-server slots other than 0).
+        prefixes: regular expressions (bounded, matched at the line start) of what this engine's logger writes
+            before a message (vLLM's ``(EngineCore_DP0 pid=1) INFO 04-27 04:07:34 [core.py:97]``); stripped before
+            lines are read.
+        stamps: ``(kind, regex)`` of this engine's own time stamps at the line start: ``"month-day"`` (groups month,
+            day, hour, minute, second: no year) or ``"since-start"`` (groups minutes, seconds, milliseconds since the
+            process started: going back means a restart).
     """
 
     engine: str
@@ -255,6 +261,8 @@ class LogDialect:
     no_speculation_words: str = ""
     unused_advice: str = ""
     source_causes: tuple[tuple[str, str, str], ...] = ()
+    prefixes: tuple[str, ...] = ()
+    stamps: tuple[tuple[str, str], ...] = ()
 
 
 class Engine(ABC):

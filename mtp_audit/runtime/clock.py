@@ -9,20 +9,27 @@ Stamps, as the engines and log collectors print them (every field bounded, ancho
 * ISO date and time: CRI/kubectl (``2025-07-25T07:53:08.2+08:00 stdout F``), SGLang (``[2026-07-21 15:00:13 TP0]``,
   ``sglang/srt/utils/common.py`` log format ``[%(asctime)s%(prefix)s]``), Python ``logging`` defaults
   (``2026-01-01 00:00:00,123 INFO``);
-* vLLM's ``LEVEL MM-DD HH:MM:SS`` (``vllm/logger.py`` ``_FORMAT``: ``%(levelname)s %(asctime)s ...``, datefmt
-  ``%m-%d %H:%M:%S``), with or without a ``(EngineCore_DP0 pid=N)`` process tag: no year;
-* llama.cpp's time since start (``0.06.895.980 I``: minutes.seconds.milliseconds.microseconds,
-  ``common/log.cpp``): it starts again at each process start, so going back means a restart, never an older file.
+* the engines' own (each dialect's ``stamps``): vLLM's ``LEVEL MM-DD HH:MM:SS`` (``vllm/logger.py`` ``_FORMAT``,
+  datefmt ``%m-%d %H:%M:%S``), with or without a ``(EngineCore_DP0 pid=N)`` process tag: no year (``month-day``);
+  llama.cpp's time since start (``0.06.895.980 I``: minutes.seconds.milliseconds.microseconds, ``common/log.cpp``;
+  ``since-start``): it starts again at each process start, so going back means a restart, never an older file.
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import NamedTuple
 
 _ISO = re.compile(r"\[?(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)")
-_VLLM = re.compile(r"(?:\(\w{1,64} pid=\d{1,10}\)[ \t]{0,8})?[A-Z]{4,8}[ \t]{1,4}(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)")
-_LCPP = re.compile(r"(\d{1,6})\.(\d\d)\.(\d\d\d)\.\d\d\d [IWED] ")
+
+
+@lru_cache(maxsize=1)
+def engine_stamps() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """The engines' own stamp formats (each dialect's ``stamps``: ``month-day``, ``since-start``), compiled."""
+    from mtp_audit.runtime.command import dialects
+
+    return tuple((kind, re.compile(rx)) for d in dialects() for kind, rx in d.stamps)
 
 #: Seconds a wall-clock stamp may go back before it counts as time going backwards (processes of one engine
 #: write their lines a little out of order); llama.cpp's time since start may go back 1 s.
@@ -55,13 +62,14 @@ def stamp(line: str) -> Stamp | None:
     if m:
         text = m.group(0).lstrip("[")
         return Stamp("date", text.replace("T", " "), text)
-    m = _VLLM.match(line)
-    if m:
-        text = m.group(0)[-14:]
-        return Stamp("month-day", text, text)
-    m = _LCPP.match(line)
-    if m:
-        return Stamp("since-start", f"{int(m.group(1)):06d}.{m.group(2)}.{m.group(3)}", m.group(0).strip())
+    for kind, rx in engine_stamps():
+        m = rx.match(line)
+        if m is None:
+            continue
+        if kind == "month-day":
+            text = "{}-{} {}:{}:{}".format(*m.groups()[:5])
+            return Stamp(kind, text, text)
+        return Stamp(kind, f"{int(m.group(1)):06d}.{m.group(2)}.{m.group(3)}", m.group(0).strip())
     return None
 
 

@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from mtp_audit.engines.base import LogDialect
@@ -25,21 +26,27 @@ from mtp_audit.runtime.series import Interval, Series
 _CRASH_WORDS = ("Traceback", 'File "', "exception", "fatal error", "EngineDead", "GGML_ASSERT", "Segmentation fault",
                 "core dumped", "CUDA error", "terminate called", "what():", "ssertion", "error loading model",
                 "failed to load draft", "unknown model architecture")
-#: Prefixes that container runtimes, process managers and the engines put before a message:
-#: CRI/k8s (``2025-07-25T07:53:08.2+08:00 stdout F``), docker-compose (``name-1  |``), vLLM
-#: (``(EngineCore_DP0 pid=6838) INFO 04-27 04:07:34 [core.py:97]``), SGLang (``[2026-07-21 15:00:13 TP0 EP0]``),
-#: llama.cpp relative time (``0.06.895.980 I``), a llama-server launcher's ``[53409]``, plain ``LEVEL:``.
-PREFIX = re.compile(
-    r"^(?:\d{4}-\d\d-\d\dT[\d:.]{1,32}(?:Z|[+-]\d\d:?\d\d)?[ \t]{1,8}(?:stdout|stderr)[ \t]{1,8}[FP]\s"
-    r"|[\w.-]{1,128}-\d{1,6}[ \t]{1,16}\|\s"
-    r"|\(\w{1,64} pid=\d{1,10}\)[ \t]{0,8}(?:[A-Z]{1,10}[ \t]{1,8}\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})?[ \t]{1,8}\[[^\]\n]{0,256}\]\s?)?"
-    r"|(?:[A-Z]{1,10}[ \t]{1,8})?\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})?[ \t]{1,8}\[[\w.]{1,128}:\d{1,6}\]\s?"
-    r"|\[\d{4}-\d\d-\d\d[ T][\d:.,]{1,32}(?: [A-Z_]{1,10}\d{1,4}){0,8}\]\s?"
-    r"|\d{4}-\d\d-\d\d[ T][\d:.,]{1,32}[ \t]{1,8}(?:[A-Z]{1,10}:?[ \t]{1,8})?"
-    r"|\d{1,6}\.\d\d\.\d\d\d\.\d\d\d [IWED] "
-    r"|\[\d{1,10}\]\s"
-    r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):?[ \t]{1,8})"
+#: Prefixes that container runtimes, process managers and loggers put before a message, whatever the engine:
+#: CRI/k8s (``2025-07-25T07:53:08.2+08:00 stdout F``), docker-compose (``name-1  |``); after the engines' own
+#: (each dialect's ``prefixes``): an ISO date and time with an optional level, a launcher's ``[53409]``, plain ``LEVEL:``.
+COLLECTOR_PREFIXES = (
+    r"\d{4}-\d\d-\d\dT[\d:.]{1,32}(?:Z|[+-]\d\d:?\d\d)?[ \t]{1,8}(?:stdout|stderr)[ \t]{1,8}[FP]\s",
+    r"[\w.-]{1,128}-\d{1,6}[ \t]{1,16}\|\s",
 )
+GENERIC_PREFIXES = (
+    r"\d{4}-\d\d-\d\d[ T][\d:.,]{1,32}[ \t]{1,8}(?:[A-Z]{1,10}:?[ \t]{1,8})?",
+    r"\[\d{1,10}\]\s",
+    r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):?[ \t]{1,8}",
+)
+
+
+@lru_cache(maxsize=1)
+def prefix_pattern() -> re.Pattern[str]:
+    """The prefixes, anchored at the line start: collectors', each engine's (its dialect's ``prefixes``), generic ones;
+    every field bounded."""
+    parts = COLLECTOR_PREFIXES + tuple(p for d in dialects() for p in d.prefixes) + GENERIC_PREFIXES
+    return re.compile("^(?:" + "|".join(parts) + ")")
+
 
 #: Most lines read as launch commands in one log (each costs a shell-like split of up to 16 KiB).
 MAX_COMMANDS = 512
@@ -50,9 +57,10 @@ INIT_FRAME = re.compile(r"__init__|init_|load_model|load_weights|_build|initiali
 
 
 def strip_prefixes(text: str) -> str:
-    """``text`` without the container, process and timestamp prefixes of :data:`PREFIX` (up to 4 nested)."""
+    """``text`` without the container, process and timestamp prefixes of :func:`prefix_pattern` (up to 4 nested)."""
+    prefix = prefix_pattern()
     for _ in range(4):
-        m = PREFIX.match(text)
+        m = prefix.match(text)
         if not m or not m.end():
             break
         text = text[m.end():]

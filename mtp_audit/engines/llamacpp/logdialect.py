@@ -66,6 +66,9 @@ DIALECT = LogDialect(
     read=logread.read, recognise=logread.recognise,
     deciding="the 'draft acceptance = ... accepted / ... generated' line llama-server prints at the end of each request",
     mtp_methods=("draft-mtp", "mtp"), native_fatal=("GGML_ASSERT",),
+    # common/log.cpp: time since start "M.SS.mmm.uuu" and the level letter, with timestamps on (llama-server's default)
+    prefixes=(r"\d{1,6}\.\d\d\.\d\d\d\.\d\d\d [IWED] ",),
+    stamps=(("since-start", r"(\d{1,6})\.(\d\d)\.(\d\d\d)\.\d\d\d [IWED] "),),
     unused_advice="the MTP/NextN head was loaded but no draft ran (--spec-type draft-mtp not given, or no draft-mtp "
                   "graph for this architecture)",
     source_causes=(("slot ", "slot 0", "a llama-server slot other than 0 drafting (llama.cpp#27572: drafts of slots > 0 "

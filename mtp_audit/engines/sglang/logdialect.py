@@ -85,6 +85,8 @@ DIALECT = LogDialect(
              "'server_args=' line",
     # NEXTN runs as EAGLE with the checkpoint's own NextN/MTP layer as the draft (spec_registry.py:183)
     mtp_methods=("nextn", "eagle"), off_config="speculative_algorithm=None", fatal=("Scheduler hit an exception",),
+    # "[%(asctime)s%(prefix)s] " with the rank tags (" TP0 EP0") of sglang/srt/utils/common.py configure_logger
+    prefixes=(r"\[\d{4}-\d\d-\d\d[ T][\d:.,]{1,32}(?: [A-Z_]{1,10}\d{1,4}){0,8}\]\s?",),
     # metrics_reporter.py:967 @ 0.5.23 writes the accept fields whenever a speculative algorithm is set
     no_speculation_words="{n} SGLang 'Decode batch' line{s} without 'accept len' from line {first} (SGLang writes it "
                          "whenever a speculative algorithm is set)",

@@ -100,6 +100,12 @@ DIALECT = LogDialect(
     deciding="a 'SpecDecoding metrics:' line (vLLM logs one per stats interval while requests run, unless "
              "--disable-log-stats) and the engine config line 'Initializing a V1 LLM engine ... speculative_config=...'",
     mtp_methods=MTP_METHODS, off_config="speculative_config=None",
+    # vllm/logger.py _FORMAT "%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d] %(message)s", datefmt "%m-%d %H:%M:%S";
+    # the process tag "(EngineCore_DP0 pid=6838) " before it in multi-process runs
+    prefixes=(r"\(\w{1,64} pid=\d{1,10}\)[ \t]{0,8}(?:[A-Z]{1,10}[ \t]{1,8}\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})?[ \t]{1,8}"
+              r"\[[^\]\n]{0,256}\]\s?)?",
+              r"(?:[A-Z]{1,10}[ \t]{1,8})?\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})?[ \t]{1,8}\[[\w.]{1,128}:\d{1,6}\]\s?"),
+    stamps=(("month-day", r"(?:\(\w{1,64} pid=\d{1,10}\)[ \t]{0,8})?[A-Z]{4,8}[ \t]{1,4}(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)"),),
     fatal=("EngineCore encountered a fatal error", "WorkerProc hit an exception", "EngineDeadError"),
     known_zero=(("model", lambda v: "nvfp4" in str(v).lower(),
                  "NVFP4 target with MTP: episodic exactly-0 % acceptance reported on SM120 (vllm-project/vllm#55357)"),
