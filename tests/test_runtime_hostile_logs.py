@@ -207,3 +207,18 @@ def test_closed_stdin_is_one_line_exit_2() -> None:
                        capture_output=True, text=True, env=env, timeout=120)
     assert (r.returncode, r.stdout, r.stderr) == (
         2, "", "mtp-audit: error: -: standard input is closed (pipe a log in, or name a file)\n")
+
+
+@pytest.mark.parametrize("name", ["llama_27151_mtp_1_of_633.log", "sglang_pr608_decode_batch_tp_ep.log",
+                                  "vllm_intel386_config_engine_core_prefix.log", "beellama4_dflash_draft_unknown_arch.log",
+                                  "trtllm_600_terminate_what.log", "llama_gsq11_command_zero_acceptance.log"])
+def test_same_verdict_wherever_the_log_sits(name: str) -> None:
+    """The excerpt alone, and after filler that puts it across the first chunk boundary and past it."""
+    raw = (LOGS / name).read_bytes()
+    filler = b"INFO:     127.0.0.1:45678 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n"
+    want = analyze_log([_write(raw)]).facts["log"]
+    for n in (reader.CHUNK_BYTES // len(filler) - 1, reader.CHUNK_BYTES // len(filler) + 3, 40_000):
+        got = analyze_log([_write(filler * n + raw)]).facts["log"]
+        assert (got["verdict"], got["engine"]) == (want["verdict"], want["engine"]), n
+        ws, gs = want["files"][0]["statistics"], got["files"][0]["statistics"]
+        assert (gs["intervals"], gs["accepted_tokens"], gs["drafted_tokens"]) == (ws["intervals"], ws["accepted_tokens"], ws["drafted_tokens"])
