@@ -101,6 +101,8 @@ def render(fmt: str) -> str:
             return "%"
         if spec.endswith("s"):
             before = fmt[:m.start()]
+            if before.endswith("non-default args: "):
+                return "{'model_tag': 'm', 'speculative_config': {'method': 'deepseek_mtp', 'num_speculative_tokens': 1}}"
             return ("0.33.0" if before.endswith("(v") else "blk.3.nextn.eh_proj.weight" if "tensor" in fmt
                     else "6e0ab5b" if before.endswith("build %d (") else "x")
         if spec.endswith(("d", "u")):
@@ -134,6 +136,7 @@ CHECKS = {
     "load-failure": lambda f, e: bool(f.crashes) and f.crashes[-1].message == "x",
     "version": lambda f, e: f.version.get(e) is not None,
     "fatal": lambda f, e: True,
+    "command": lambda f, e: f.command is not None and f.command.value.method == "mtp",
 }
 
 

@@ -160,3 +160,15 @@ def test_sglang_abbreviated_options_and_another_program() -> None:
     assert cmd is not None and (cmd.method, cmd.draft, cmd.num_speculative_tokens) == ("EAGLE", "lmzheng/sglang-EAGLE-llama2-chat-7B", 5)
     assert cmd.notes == ("--speculative-draft read as --speculative-draft-model-path (an argparse abbreviation, if unique at that release)",)
     assert read_command("python3 -u -m sgl_jax.launch_server   --model-path Qwen/Qwen3-32B --speculative-algorithm EAGLE3") is None
+
+
+def test_vllm_non_default_args_line_gives_the_typed_method() -> None:
+    """vLLM logs its arguments as given (vllm/entrypoints/common/startup.py:96 @ v0.33.0): read field by field."""
+    raw = (b"(APIServer pid=1) INFO 05-30 15:20:01 [startup.py:96] non-default args: {'model_tag': 'zai-org/GLM-5-FP8', "
+           b"'speculative_config': {'method': 'deepseek_mtp', 'num_speculative_tokens': 3}, 'tensor_parallel_size': 8}\n"
+           + (LOGS / "vllm_ascend_9803_glm5_mtp3.log").read_bytes())
+    log = _log(raw)
+    cmd = log["files"][0]["command"]
+    assert (cmd["entry"], cmd["typed"], cmd["method"], cmd["draft"], cmd["num_speculative_tokens"], cmd["line"]) == (
+        "non-default args", "deepseek_mtp", "mtp", "zai-org/GLM-5-FP8", 3, 1)
+    assert log["summary"]["algorithm"] == "mtp" and log["answer"][0].startswith("ran-and-helped: MTP ran and helped")

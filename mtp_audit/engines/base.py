@@ -195,7 +195,8 @@ class LogSink(Protocol):
         """A tensor of block ``block`` loaded but unused (``size`` bytes)."""
 
     def note(self, key: str, value: Any, line: int) -> None:
-        """Another fact: ``n_layer``, ``spec_init``, ``draft_type``, ``threshold_off``."""
+        """Another fact: ``n_layer``, ``spec_init``, ``draft_type``, ``threshold_off``, ``command`` (a :class:`LogCommand`
+        from what the engine logged of its arguments, kept when no launch command was read before it)."""
 
     def scratch(self, engine: str) -> dict[str, Any]:
         """Per-log state an engine reader keeps between lines (running totals)."""

@@ -399,6 +399,8 @@ class LogFacts:
             self.draft_types.setdefault(value, line)
         elif key == "threshold_off":
             self.threshold_off = self.threshold_off or line
+        elif key == "command" and self.command is None:  # what the engine logged of its arguments
+            self.command = Fact(value, line)
 
     def scratch(self, engine: str) -> dict[str, Any]:
         """Per-log state of an engine reader (bounded by that reader)."""

@@ -36,7 +36,7 @@ LITERALS: tuple[bytes, ...] = (
     b"ccept", b" batch", b"LLM engine (v", b"architecture", b"MTP", b"_args=", b"Load weight end", b"build", b"n_layer",
     b"speculative", b"#calls(", b"RT-LLM", b"Traceback", b'File "', b"rror", b"xception", b"GGML_ASSERT",
     b"Segmentation fault", b"core dumped", b"pred=", b"terminate called", b"what():", b"ssert", b" --", b"draft",
-    b" serve", b"-serve", b"launch_server", b"llama", b"obold", b"LocalAI", b"local-ai", b"emonade",
+    b" serve", b"-serve", b"launch_server", b"llama", b"obold", b"LocalAI", b"local-ai", b"emonade", b"default args",
 )
 #: Every literal as one alternation: used on single lines (a line cut at the line cap).
 MARKERS = re.compile(b"|".join(re.escape(m) for m in LITERALS))

@@ -16,16 +16,9 @@ from pathlib import PurePath
 
 from mtp_audit.engines.base import LogCommand, LogDialect, LogLineFormat
 from mtp_audit.engines.vllm import logread
+from mtp_audit.engines.vllm.logread import ALIAS_SOURCE, MTP_METHODS, RELEASE, spec_command
 
-RELEASE = "v0.33.0"
-
-#: ``MTPModelTypes`` (``vllm/config/speculative.py:38-67`` @ v0.33.0): rewritten to ``mtp`` (:1246-1250).
-MTP_METHODS = ("deepseek_mtp", "dots3_note_mtp", "mimo_mtp", "mimo_v2_mtp", "glm4_moe_mtp", "glm4_moe_lite_mtp",
-               "glm_ocr_mtp", "ernie_mtp", "nemotron_h_mtp", "exaone_moe_mtp", "exaone4_5_mtp", "qwen3_next_mtp",
-               "qwen4_exp_mtp", "qwen3_5_mtp", "longcat_flash_mtp", "bailing_hybrid_v3_mtp", "minimax_m3_mtp",
-               "bailing_hybrid_mtp", "mtp", "kimi_k3_mtp", "pangu_ultra_moe_mtp", "step3p5_mtp", "step5_mtp", "hy_v3_mtp",
-               "hy_v4_mtp", "gemma4_mtp", "inkling_mtp", "glm5_next_mtp")
-ALIAS_SOURCE = f"vllm/config/speculative.py:1246-1250 @ {RELEASE}"
+__all__ = ["ALIAS_SOURCE", "DIALECT", "MTP_METHODS", "RELEASE", "log_command"]
 
 LINES = (
     LogLineFormat("statistics", "SpecDecoding metrics: Mean acceptance length: %.2f, Accepted throughput: %.2f tokens/s, "
@@ -34,6 +27,7 @@ LINES = (
                   "SpecDecoding metrics"),
     LogLineFormat("config", "Initializing a V1 LLM engine (v%s) with config: %s", f"vllm/v1/engine/core.py:140 @ {RELEASE}",
                   "LLM engine (v"),
+    LogLineFormat("command", "non-default args: %s", f"vllm/entrypoints/common/startup.py:96 @ {RELEASE}", "default args"),
     LogLineFormat("draft-class", "Resolved architecture: %s", f"vllm/config/model.py:744 @ {RELEASE}", "Resolved architecture"),
     LogLineFormat("draft-shared", "Detected MTP model. Sharing target model embedding weights with the draft model.",
                   f"vllm/v1/spec_decode/llm_base_proposer.py:1472-1473 @ {RELEASE}", "Sharing target"),
@@ -47,7 +41,8 @@ LINES = (
 #: Substrings only vLLM prints: its statistics line and its fragments, its start-up lines, its fatal lines.
 WORDS = ("SpecDecoding metrics", "Speculative metrics", "Mean acceptance length", "Per-position acceptance rate",
          "tokens, Drafted: ", "LLM engine (v", "EngineCore encountered", "WorkerProc hit", "EngineDeadError",
-         "vLLM API server version", "site-packages/vllm/", "Resolved architecture: ", "Sharing target model ")
+         "vLLM API server version", "site-packages/vllm/", "Resolved architecture: ", "Sharing target model ",
+         "non-default args: ")
 
 #: Container images whose entry point is vLLM's server (the arguments after the image are the server's).
 IMAGES = ("vllm/vllm-openai", "vllm-openai")
@@ -64,15 +59,8 @@ def log_command(toks: list[str]) -> LogCommand | None:
         return None
     cmd = parse_vllm_command(toks, spec_shorthand=True)
     spec = cmd.spec if isinstance(cmd.spec, dict) else {}
-    typed = spec.get("method")
-    method, alias = _method(typed, spec.get("model"))
-    draft = spec.get("model")
-    if draft is None and method == "mtp" and spec.get("num_speculative_tokens") is not None:
-        draft = cmd.model  # speculative.py:1252-1263: mtp drafts with the target model itself
-    k = spec.get("num_speculative_tokens")
-    return LogCommand("vllm", cmd.entry, typed=None if typed is None else str(typed), method=method, alias=alias,
-                      draft=None if draft is None else str(draft), num_speculative_tokens=k if isinstance(k, int) else None,
-                      model=cmd.model, notes=tuple(m for _, _, m in cmd.problems))
+    return spec_command(cmd.entry, spec, cmd.model, tuple(m for _, _, m in cmd.problems))
+
 
 
 def _image_args(toks: list[str]) -> list[str]:
@@ -80,18 +68,6 @@ def _image_args(toks: list[str]) -> list[str]:
     if toks and PurePath(toks[0].split(":", 1)[0]).name in {PurePath(i).name for i in IMAGES} and "/" in toks[0]:
         return ["vllm", "serve", *toks[1:]]
     return toks
-
-
-def _method(typed: object, model: object) -> tuple[str | None, str | None]:
-    """The method vLLM runs for ``typed`` (and the draft ``model``), and where it rewrites it (or None)."""
-    if typed is None:
-        if model is None:
-            return None, None
-        return ("ngram" if model in ("ngram", "[ngram]") else "draft_model"), f"vllm/config/speculative.py:1240-1244 @ {RELEASE}"
-    text = str(typed)
-    if text in MTP_METHODS and text != "mtp":
-        return "mtp", ALIAS_SOURCE
-    return text, None
 
 
 DIALECT = LogDialect(

@@ -19,10 +19,19 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mtp_audit.engines.base import LogSink
+from mtp_audit.engines.base import LogCommand, LogSink
 from mtp_audit.engines.logfields import fields, integer, number, numbers
 
 ENGINE = "vllm"
+RELEASE = "v0.33.0"
+#: ``MTPModelTypes`` (``vllm/config/speculative.py:38-67`` @ v0.33.0): rewritten to ``mtp`` (:1246-1250).
+MTP_METHODS = ("deepseek_mtp", "dots3_note_mtp", "mimo_mtp", "mimo_v2_mtp", "glm4_moe_mtp", "glm4_moe_lite_mtp",
+               "glm_ocr_mtp", "ernie_mtp", "nemotron_h_mtp", "exaone_moe_mtp", "exaone4_5_mtp", "qwen3_next_mtp",
+               "qwen4_exp_mtp", "qwen3_5_mtp", "longcat_flash_mtp", "bailing_hybrid_v3_mtp", "minimax_m3_mtp",
+               "bailing_hybrid_mtp", "mtp", "kimi_k3_mtp", "pangu_ultra_moe_mtp", "step3p5_mtp", "step5_mtp", "hy_v3_mtp",
+               "hy_v4_mtp", "gemma4_mtp", "inkling_mtp", "glm5_next_mtp")
+ALIAS_SOURCE = f"vllm/config/speculative.py:1246-1250 @ {RELEASE}"
+
 ENGINE_INIT = re.compile(r"Initializing an? (?:V1 )?LLM engine \(v([^)\s]{1,64})\) with config: ?(.*)")
 SERVER_VERSION = re.compile(r"vLLM API server version ([0-9][\w.+-]*)")
 SPEC_CONFIG = re.compile(r"speculative_config=(None|SpeculativeConfig\(([^()]{0,4096})\))")
@@ -31,6 +40,11 @@ ARCH = re.compile(r"Resolved architecture:\s*(\w+)")
 DRAFT_SHARE = re.compile(r"Sharing target model (embedding|lm_head) weights with the draft model")
 ENGINE_TAG = re.compile(r"\((\w{1,64}) pid=(\d{1,10})\)")
 PROC = re.compile(r"\((?:APIServer|EngineCore|Worker|VllmWorker)\w* pid=\d+\)")
+#: ``non-default args: {...}`` (``vllm/entrypoints/common/startup.py:96`` @ v0.33.0): the arguments as typed, a dict repr.
+NON_DEFAULT = re.compile(r"non-default args: \{")
+SPEC_DICT = re.compile(r"'speculative_config': \{([^{}\n]{0,2048})\}")
+DICT_ITEM = re.compile(r"'(\w{1,64})': ('([^'\n]{0,1024})'|[\w.+-]{1,64})")
+MODEL_ARG = re.compile(r"'(?:model_tag|model)': '([^'\n]{1,1024})'")
 WORDS = ("SpecDecoding metrics", "Speculative metrics", "Mean acceptance length", "Per-position acceptance rate",
          "LLM engine (v", "EngineCore encountered", "WorkerProc hit", "EngineDeadError", "vLLM API server version",
          "site-packages/vllm/")
@@ -52,6 +66,9 @@ def fast(sink: LogSink, number_: int, raw: str) -> bool:
 
 def read(sink: LogSink, line: int, raw: str, text: str, cut: bool) -> None:
     """vLLM's start-up, draft-loading and statistics lines (see the module docstring)."""
+    if "non-default args: " in text and NON_DEFAULT.search(text):
+        _non_default_args(sink, line, text)
+        return
     if "LLM engine (v" not in text and "vLLM API" not in text and "Resolved architecture" not in text \
             and "Sharing target" not in text and not ("acceptance" in text or "Speculative metrics" in text
                                                       or "tokens, Drafted: " in text):
@@ -144,3 +161,41 @@ def read_config(sink: LogSink, body: str, line: int) -> None:
         f = re.search(rf"(?:^|, ){key}=('([^'\n]{{0,1024}})'|[^,]{{1,1024}})", body)
         if f:
             sink.config.setdefault(out, sink.fact(f.group(2) if f.group(2) is not None else f.group(1), line))
+
+
+def _non_default_args(sink: LogSink, line: int, text: str) -> None:
+    """The arguments vLLM's server was given, as it logs them at start (a dict repr, read field by field, never
+    evaluated): its ``speculative_config`` read like a ``--speculative-config`` of a command, after vLLM's aliases."""
+    m = SPEC_DICT.search(text)
+    spec: dict[str, object] = {}
+    for item in DICT_ITEM.finditer(m.group(1) if m else ""):
+        raw = item.group(3) if item.group(3) is not None else item.group(2)
+        spec[item.group(1)] = int(raw) if raw.isdigit() else raw
+    model = MODEL_ARG.search(text)
+    sink.note("command", spec_command("non-default args", spec, model.group(1) if model else None), line)
+
+
+def spec_command(entry: str, spec: dict[str, Any], model: str | None, notes: tuple[str, ...] = ()) -> LogCommand:
+    """The :class:`LogCommand` of a speculative config as given (``--speculative-config``, or the ``speculative_config``
+    of vLLM's ``non-default args`` line) for target ``model``, with vLLM's method aliases and draft default applied."""
+    typed = spec.get("method")
+    method, alias = _method(typed, spec.get("model"))
+    draft = spec.get("model")
+    if draft is None and method == "mtp" and spec.get("num_speculative_tokens") is not None:
+        draft = model  # speculative.py:1252-1263: mtp drafts with the target model itself
+    k = spec.get("num_speculative_tokens")
+    return LogCommand("vllm", entry, typed=None if typed is None else str(typed), method=method, alias=alias,
+                      draft=None if draft is None else str(draft), num_speculative_tokens=k if isinstance(k, int) else None,
+                      model=model, notes=notes)
+
+
+def _method(typed: object, model: object) -> tuple[str | None, str | None]:
+    """The method vLLM runs for ``typed`` (and the draft ``model``), and where it rewrites it (or None)."""
+    if typed is None:
+        if model is None:
+            return None, None
+        return ("ngram" if model in ("ngram", "[ngram]") else "draft_model"), f"vllm/config/speculative.py:1240-1244 @ {RELEASE}"
+    text = str(typed)
+    if text in MTP_METHODS and text != "mtp":
+        return "mtp", ALIAS_SOURCE
+    return text, None
