@@ -229,6 +229,14 @@ def test_launch_names_no_engine():
     assert bad == []
 
 
+def test_runtime_names_no_engine():
+    """``mtp-audit log`` reads each engine through the dialects the registry lends (engines/<engine>/logdialect.py);
+    no module of mtp_audit.runtime imports a particular engine package."""
+    bad = [(m, t) for m, edges in GRAPH.items() if m.startswith("mtp_audit.runtime") for t, _ in edges
+           if _engine_of(t) is not None]
+    assert bad == []
+
+
 #: The longest a function may be, ``def`` line to last line, docstring included: longer ones are several named steps.
 MAX_FUNCTION_LINES = 80
 

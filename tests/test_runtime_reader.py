@@ -69,7 +69,9 @@ def test_two_runs_in_one_paste() -> None:
     start = (LOGS / "vllm_intel386_config_engine_core_prefix.log").read_bytes()
     bad = (LOGS / "speculators_613_dflash_near_zero.log").read_bytes()
     good = (LOGS / "vllm_ascend_9803_glm5_mtp3.log").read_bytes()
-    report = analyze_log([_write_tmp(start + bad + start + good)])
+    # the excerpts' own dates made forward in time: start 04-27 04:07, bad 04-27 05:16, start again 04-28, good 05-30
+    bad = bad.replace(b"INFO 06-30 18:", b"INFO 04-27 05:")
+    report = analyze_log([_write_tmp(start + bad + start.replace(b"INFO 04-27", b"INFO 04-28") + good)])
     log = report.facts["log"]
     assert log["verdict"] == "ran-and-helped"
     f = log["files"][0]

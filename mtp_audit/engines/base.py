@@ -125,6 +125,157 @@ class EngineOutcome:
     context: Any = field(default=None, repr=False, compare=False)
 
 
+@dataclass(frozen=True)
+class LogLineFormat:
+    """One line an engine prints that ``mtp-audit log`` reads, as data.
+
+    Attributes:
+        key: what the reader takes from it (``"statistics"``, ``"config"``, ``"version"``, ``"draft-class"``,
+            ``"draft-load-failure"``, ``"fatal"``, ``"unused-tensor"``, ``"arch-unknown"``).
+        fmt: the format string as written in the engine's source (``%``-style, ``{}``-style or C ``printf``).
+        source: ``path:line @ release`` where ``fmt`` is written.
+        literal: a substring of every line printed from ``fmt`` (what the reader searches for).
+    """
+
+    key: str
+    fmt: str
+    source: str
+    literal: str
+
+
+@dataclass(frozen=True)
+class LogCommand:
+    """A launch command found in a log, read by its engine's own command parser.
+
+    Attributes:
+        engine: the engine id as the log facts name it (``"sglang"``, ``"vllm"``, ``"llama.cpp"``, ``"tensorrt-llm"``).
+        entry: the entry point (``"vllm serve"``, ``"llama-server"``).
+        typed: the speculative method as typed (``"NEXTN"``, ``"deepseek_mtp"``, ``"draft-mtp"``), or None.
+        method: the method that runs after the engine's own aliases (``"EAGLE"``, ``"mtp"``), or None when
+            none is asked for; ``alias``: where the engine rewrites ``typed`` into ``method`` (``file:line @
+            release``), or None.
+        draft: the draft model (as typed, or the engine's default, e.g. the target for vLLM ``mtp``), or None.
+        num_speculative_tokens: k (draft tokens per step, or SGLang's steps), None when not given.
+        model: the target model. config_file: a configuration file the command names (TensorRT-LLM's YAML).
+        notes: what the reading could not settle (an unbalanced quote, an option without its value).
+    """
+
+    engine: str
+    entry: str
+    typed: str | None = None
+    method: str | None = None
+    alias: str | None = None
+    draft: str | None = None
+    num_speculative_tokens: int | None = None
+    model: str | None = None
+    config_file: str | None = None
+    notes: tuple[str, ...] = ()
+
+
+class LogSink(Protocol):
+    """The facts of one log as an engine's line reader (:attr:`LogDialect.read`) adds to them;
+    :class:`mtp_audit.runtime.extract.LogFacts` implements it. ``config``, ``draft`` and ``version`` map a key to a
+    fact made by :meth:`fact` (its ``value`` and ``line``)."""
+
+    config: dict[str, Any]
+    draft: dict[str, Any]
+    version: dict[str, Any]
+
+    def fact(self, value: Any, line: int) -> Any:
+        """A fact: ``value`` read at ``line``."""
+
+    def run_start(self, line: int) -> None:
+        """An engine run starts at ``line`` (its start-up line)."""
+
+    def interval(self, line: int, mean_len: float | None = None, rate: float | None = None, accepted: int | None = None,
+                 drafted: int | None = None, per_pos: tuple[float, ...] = (), source: str | None = None) -> None:
+        """One statistics line: mean acceptance length, acceptance rate (0..1), token counts, per-position rates, source."""
+
+    def per_position(self, line: int, values: tuple[float, ...]) -> None:
+        """Per-position rates continuing the statistics line just before ``line``."""
+
+    def open_config(self, line: int, body: str, cut: bool, read: Callable[[Any, str, int], None]) -> None:
+        """A configuration printed at ``line``, maybe hard-wrapped over the next lines: ``read(sink, body, line)`` once
+        its parentheses close (or its continuation ends)."""
+
+    def no_speculation(self, line: int) -> None:
+        """A statistics line printed without speculative fields (the engine prints them whenever speculation is on)."""
+
+    def unused_tensor(self, block: int, name: str, size: int, line: int) -> None:
+        """A tensor of block ``block`` loaded but unused (``size`` bytes)."""
+
+    def note(self, key: str, value: Any, line: int) -> None:
+        """Another fact: ``n_layer``, ``spec_init``, ``draft_type``, ``threshold_off``, ``command`` (a :class:`LogCommand`
+        from what the engine logged of its arguments, kept when no launch command was read before it)."""
+
+    def scratch(self, engine: str) -> dict[str, Any]:
+        """Per-log state an engine reader keeps between lines (running totals)."""
+
+
+@dataclass(frozen=True)
+class LogDialect:
+    """How one engine writes its log: what ``mtp-audit log`` needs to know about an engine, kept in the engine's
+    package (``mtp_audit/engines/<engine>/logdialect.py``) and handed to the reader by the registry.
+
+    Attributes:
+        engine: the engine id in log facts; label: its name for people.
+        words: substrings only this engine prints (each one recognises the engine wherever it appears).
+        wrappers: ``(substring, name)`` of launchers that wrap this engine and print their own lines around its
+            output (Ollama, LocalAI, ... for llama.cpp): recognised as this engine, and named.
+        lines: the lines read, each with its format string and source (:class:`LogLineFormat`).
+        command: the engine's command reader: tokens starting at a program -> :class:`LogCommand`, or None when
+            the tokens do not start this engine.
+        command_words: substrings of a line that may hold this engine's launch command (``vllm serve``).
+        read: the engine's line reader: ``read(sink, line_number, raw, text, cut)`` adds what the line says to the
+            :class:`LogSink` (``raw``: the line as printed; ``text``: without container and logger prefixes).
+        fast: the reader of the statistics lines that make up most of a long log: ``fast(sink, number, raw)`` is True
+            when it took the line (then nothing else reads it).
+        recognise: ``recognise(raw, text)`` is True when the line is this engine's (beyond :attr:`words`).
+        deciding: the lines that would decide when a log of this engine lacks them (for "could not tell").
+        mtp_methods: methods, as this engine prints them, that draft with the checkpoint's MTP/NextN heads.
+        off_config: how this engine prints "no speculation" in its configuration (``speculative_config=None``).
+        fatal: substrings of this engine's fatal lines (marking a traceback as its crash).
+        native_fatal: substrings of lines that are a crash on their own (a C/C++ abort).
+        zero_causes: likely causes, specific to this engine, when nothing was accepted.
+        known_zero: public reports of zero acceptance, matched on the printed configuration:
+            ``(config key, test on its value, cause)``.
+        no_speculation_words: how to say that statistics lines came without speculative fields (``{n}`` lines,
+            ``{s}`` plural ending, from line ``{first}``).
+        unused_advice: what an MTP/NextN block loaded as unused tensors means for this engine.
+        source_causes: ``(source prefix, source left out, cause)``: a cause when a source of that prefix other than the
+            one left out drafted and nothing was accepted (llama-server slots other than 0).
+        prefixes: regular expressions (bounded, matched at the line start) of what this engine's logger writes
+            before a message (vLLM's ``(EngineCore_DP0 pid=1) INFO 04-27 04:07:34 [core.py:97]``); stripped before
+            lines are read.
+        stamps: ``(kind, regex)`` of this engine's own time stamps at the line start: ``"month-day"`` (groups month,
+            day, hour, minute, second: no year) or ``"since-start"`` (groups minutes, seconds, milliseconds since the
+            process started: going back means a restart).
+    """
+
+    engine: str
+    label: str
+    words: tuple[str, ...]
+    wrappers: tuple[tuple[str, str], ...]
+    lines: tuple[LogLineFormat, ...]
+    command: Callable[[list[str]], LogCommand | None]
+    command_words: tuple[str, ...] = ()
+    read: Callable[[LogSink, int, str, str, bool], None] | None = None
+    fast: Callable[[LogSink, int, str], bool] | None = None
+    recognise: Callable[[str, str], bool] | None = None
+    deciding: str = ""
+    mtp_methods: tuple[str, ...] = ()
+    off_config: str = ""
+    fatal: tuple[str, ...] = ()
+    native_fatal: tuple[str, ...] = ()
+    zero_causes: tuple[str, ...] = ()
+    known_zero: tuple[tuple[str, Callable[[Any], bool], str], ...] = ()
+    no_speculation_words: str = ""
+    unused_advice: str = ""
+    source_causes: tuple[tuple[str, str, str], ...] = ()
+    prefixes: tuple[str, ...] = ()
+    stamps: tuple[tuple[str, str], ...] = ()
+
+
 class Engine(ABC):
     """One serving engine, as ``mtp-audit launch`` sees it.
 
@@ -174,6 +325,10 @@ class Engine(ABC):
         """Whether this engine will draft with the MTP heads of the checkpoint ``evidence`` describes (what the
         files declare and hold, the errors that stop a load), in its own words; ``None``: the engine has nothing
         to say about a checkpoint's heads."""
+        return None
+
+    def log_dialect(self) -> LogDialect | None:
+        """How this engine writes its log (:class:`LogDialect`), or None when ``mtp-audit log`` has nothing of it."""
         return None
 
     def compare(self, request: LaunchRequest, old: EngineOutcome, new: EngineOutcome) -> EngineOutcome:

@@ -14,7 +14,7 @@ from pathlib import PurePath
 from typing import Any
 
 from mtp_audit.engines.argv import split_env_prefix
-from mtp_audit.engines.base import Engine
+from mtp_audit.engines.base import Engine, LogDialect
 from mtp_audit.errors import InputError
 
 #: ``(id, "module:Class")`` of every engine, in the order a launch command is matched against them.
@@ -125,3 +125,9 @@ def engine_for(toks: Sequence[str]) -> Engine:
     prog = " ".join(toks[i:i + 3]) if PurePath(toks[i]).name.startswith("python") else toks[i]
     expected = "; ".join(f"{e.label}: " + " or ".join(e.entry_examples) for e in known)
     raise InputError("launch command", f"'{prog}' is not a server launch of any engine mtp-audit knows (expected {expected})")
+
+
+def log_dialects() -> tuple[LogDialect, ...]:
+    """Every registered engine's log dialect (:meth:`Engine.log_dialect`), in registry order; engines without one
+    are left out. ``mtp-audit log`` reads engines only through these."""
+    return tuple(d for d in (e.log_dialect() for e in engines()) if d is not None)

@@ -18,7 +18,8 @@ from mtp_audit.report.rules import get_rule
 from mtp_audit.runtime.extract import LogFacts
 from mtp_audit.runtime.reader import ReadStats, read_lines
 from mtp_audit.runtime.rules import RULES
-from mtp_audit.runtime.verdict import VERDICTS, Outcome, decide, facts_dict
+from mtp_audit.runtime.verdict import VERDICTS, Outcome, decide, facts_dict, method
+from mtp_audit.sources.bounded import charge_read, current_run
 
 ANALYZER = "log"
 STDIN = "-"
@@ -34,17 +35,26 @@ def read_log(stream: BinaryIO, name: str) -> tuple[LogFacts, ReadStats]:
         stream: binary stream, read once in bounded chunks.
         name: how the user named it (for errors).
 
+    Reading stops at what is left of the run's byte budget (``MTP_AUDIT_MAX_READ_BYTES``, see
+    :class:`mtp_audit.sources.bounded.RunBudget`); ``stats.stopped_at`` then says where, and the facts are
+    those of the bytes read.
+
     Raises:
         InputError: the stream is binary data (more than 1 % NUL bytes in its first MiB) or cannot be read.
     """
     facts, stats = LogFacts(), ReadStats()
+    run = current_run()
+    limit = None if run is None else max(0, run.max_read_bytes - run.read_bytes)
     try:
-        for ln in read_lines(stream, facts.wants_next, stats):
+        for ln in read_lines(stream, facts.wants_next, stats, limit):
             if stats.looks_binary:
                 raise InputError(name, _binary_problem(stats))
             facts.feed(ln)
     except OSError as exc:
         raise InputError(name, f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        if run is not None:
+            charge_read(min(stats.bytes_read, limit or 0), name)
     if stats.looks_binary:
         raise InputError(name, _binary_problem(stats))
     facts.finish()
@@ -59,7 +69,7 @@ def _binary_problem(stats: ReadStats) -> str:
 
 def _open(path: str) -> BinaryIO:
     if path == STDIN:
-        return sys.stdin.buffer
+        return _stdin()
     p = Path(path)
     if not p.exists():
         raise InputError(path, "no such file")
@@ -73,6 +83,18 @@ def _open(path: str) -> BinaryIO:
         raise InputError(path, f"{exc} (pipe a stream in with '-')") from None
     except OSError as exc:
         raise InputError(path, f"cannot open: {exc.strerror or exc}") from None
+
+
+def _stdin() -> BinaryIO:
+    """Standard input as bytes; a closed standard input (``<&-``: Python then has no ``sys.stdin``) is one line.
+
+    Raises:
+        InputError: standard input is closed.
+    """
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        raise InputError(STDIN, "standard input is closed (pipe a log in, or name a file)")
+    return stream
 
 
 def _curve_line(f: LogFacts) -> str | None:
@@ -90,13 +112,14 @@ def _file_result(path: str) -> tuple[dict[str, Any], Outcome, LogFacts]:
     try:
         facts, stats = read_log(stream, path)
     finally:
-        if stream is not sys.stdin.buffer:
+        if path != STDIN:
             stream.close()
     shown = "<stdin>" if path == STDIN else path
     outcome = decide(facts, shown)
     d = facts_dict(facts)
     d.update(file=shown, verdict=outcome.verdict, sentence=outcome.sentence, causes=outcome.causes,
-             deciding_lines=outcome.deciding, bytes=stats.bytes_read, lines=stats.lines, cut_lines=stats.cut_lines)
+             deciding_lines=outcome.deciding, bytes=stats.bytes_read, lines=stats.lines, cut_lines=stats.cut_lines,
+             stopped_at_bytes=stats.stopped_at)
     return d, outcome, facts
 
 
@@ -107,18 +130,41 @@ def _side_findings(f: LogFacts, path: str) -> list[Finding]:
     if blk is not None:
         idx, (count, size, line, nextn) = blk
         out.append(get_rule("MTP506").finding(
-            f"llama.cpp loaded block blk.{idx} ({count} tensors, {size / 2**20:.0f} MiB"
+            f"{_label(f.engine)} loaded block blk.{idx} ({count} tensors, {size / 2**20:.0f} MiB"
             + (", named nextn" if nextn else "") + ") as unused tensors: the MTP/NextN head is not drafting",
             Location(path=path, line=line)))
     if f.client[0]:
         out.append(get_rule("MTP508").finding(
-            f"{f.client[0]} benchmark-client line(s) from line {f.client[1]} left out: they are the client's numbers, not the engine's",
+            f"{f.client[0]} benchmark-client line(s) from line {f.client[1]} "
+            + ("left out: they are the client's numbers, not the engine's" if f.series.intervals else
+               "read as the client's numbers, not the engine's (the engine printed no statistics line)"),
             Location(path=path, line=f.client[1])))
     if f.earlier_runs:
-        out.append(get_rule("MTP509").finding(
-            f"{len(f.earlier_runs) + 1} engine runs in this log; the verdict is for the last, from line {f.runs[-1]}",
-            Location(path=path, line=f.runs[-1])))
+        out.append(_runs_finding(f, path))
     return out
+
+
+def _label(engine: str | None) -> str:
+    from mtp_audit.runtime.verdict import dialect_of
+
+    d = dialect_of(engine)
+    return d.label if d is not None else "the engine"
+
+
+def _runs_finding(f: LogFacts, path: str) -> Finding:
+    """MTP509: several runs in one log (engine restarts, or time going back: rotated logs out of order)."""
+    n = len(f.earlier_runs) + (1 if f.reported_run is None else 0)  # the reported run is not among the earlier
+    back = f.time_back[0] if f.time_back else None
+    went = (f"; time goes back at line {back['line']} ({back['from']} -> {back['to']}: a restart, or rotated logs "
+            "concatenated out of order)") if back else ""
+    if f.reported_run is not None:
+        r = f.reported_run
+        return get_rule("MTP509").finding(
+            f"{n} engine runs in this log{went}; the verdict is for the latest in time, lines {r['start']}-{r['end']}",
+            Location(path=path, line=r["start"]))
+    return get_rule("MTP509").finding(
+        f"{n} engine runs in this log{went}; the verdict is for the last, from line {f.runs[-1]}",
+        Location(path=path, line=f.runs[-1]))
 
 
 def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str, Any] | None = None,
@@ -146,6 +192,10 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
         d, outcome, facts = _file_result(path)
         results.append((d, outcome, facts))
         findings += outcome.findings + _side_findings(facts, d["file"])
+        if d["stopped_at_bytes"] is not None:
+            gaps.append(Gap(ANALYZER, f"{d['file']}: read only its first {d['stopped_at_bytes']} bytes (the run's read budget, "
+                                      "MTP_AUDIT_MAX_READ_BYTES); the verdict is for those bytes, not for the rest of the log",
+                            d["file"]))
         if outcome.verdict == "could-not-tell":
             gaps.append(Gap(ANALYZER, f"{d['file']}: could not tell whether MTP ran: the log lacks {outcome.deciding}", d["file"]))
     main = min(results, key=lambda r: PRIORITY.index(r[1].verdict))
@@ -163,19 +213,45 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
     return Report.build(ANALYZER, name, findings=findings, gaps=gaps, facts=top, rule_ids=[r.id for r in RULES])
 
 
+def _engine_line(d: dict[str, Any]) -> str | None:
+    """``engine: llama.cpp (via Ollama (wraps llama.cpp), line 1), version b6000 (line 3)``, or None when unknown."""
+    if d["engine"] is None:
+        return None
+    out = f"engine: {d['engine']}"
+    if d["wrapper"] is not None:
+        out += f" (via {d['wrapper']['value']}, line {d['wrapper']['line']})"
+    version = d["version"].get(d["engine"])
+    if version is not None:
+        out += f", version {version['value']} (line {version['line']})"
+    return out
+
+
 def _top_facts(main: tuple[dict[str, Any], Outcome, LogFacts], results: list[Any]) -> dict[str, Any]:
     d, outcome, facts = main
     assert outcome.verdict in VERDICTS
     answer = [f"{outcome.verdict}: {outcome.sentence}" + (f" [{d['file']}]" if len(results) > 1 else "")]
+    who = _engine_line(d)
+    if who:
+        answer.append(who)
+    printed = d["statistics"]["last_printed"]
+    if printed is not None:
+        answer.append(f"last statistics line (line {printed['line']}), as printed: {printed['text']}")
     curve = _curve_line(facts)
     if curve:
         answer.append(curve)
     elif outcome.deciding:
         answer.append(f"lines that would decide: {outcome.deciding}")
+    if d["command"] is not None:
+        answer.append(d["command"]["text"])
+        answer += d["command"]["check"]
     return {"verdict": outcome.verdict, "engine": d["engine"], "answer": answer,
             "summary": {"verdict": outcome.verdict, "engine": d["engine"],
                         "version": (d["version"].get(d["engine"] or "") or {}).get("value"),
-                        "algorithm": (d["config"].get("algorithm") or {}).get("value"),
+                        "algorithm": method(facts),
+                        "draft": (d["config"].get("draft_model") or {}).get("value")
+                        or (d["command"] or {}).get("draft"),
+                        "num_speculative_tokens": (d["config"].get("num_speculative_tokens") or {}).get("value")
+                        or (d["command"] or {}).get("num_speculative_tokens"),
                         "mean_acceptance_length": d["statistics"]["mean_acceptance_length"],
                         "acceptance_rate": d["statistics"]["acceptance_rate"],
                         "intervals": d["statistics"]["intervals"]},

@@ -11,41 +11,45 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
+from mtp_audit.engines.base import LogDialect
 from mtp_audit.runtime import patterns as P
+from mtp_audit.runtime.clock import Stamp, stamp, went_back
+from mtp_audit.runtime.command import CommandReader, dialects, may_hold_command, read_command
 from mtp_audit.runtime.reader import LogLine
 from mtp_audit.runtime.series import Interval, Series
 
-ENGINES = ("sglang", "vllm", "llama.cpp", "tensorrt-llm")
 
-# Substrings that only one engine prints (see mtp_audit.runtime.patterns for the source lines); checked
-# with ``in`` before any regular expression runs.
-_VLLM_WORDS = ("SpecDecoding metrics", "Speculative metrics", "Mean acceptance length", "Per-position acceptance rate",
-               "LLM engine (v", "EngineCore encountered", "WorkerProc hit", "EngineDeadError", "vLLM API server version",
-               "site-packages/vllm/")
-_VLLM_PROC = re.compile(r"\((?:APIServer|EngineCore|Worker|VllmWorker)\w* pid=\d+\)")
-_SGL_WORDS = ("Decode batch", "Prefill batch", "server_args=", "Scheduler hit an exception", "sglang/srt/")
 _CRASH_WORDS = ("Traceback", 'File "', "exception", "fatal error", "EngineDead", "GGML_ASSERT", "Segmentation fault",
-                "core dumped", "CUDA error")
-_LCPP_WORDS = ("slot ", "srv ", "print_info:", "load_tensors:", "llama_model_loader:", "common_speculative",
-               "draft acceptance", "unused tensor", "build")
-
-#: Prefixes that container runtimes, process managers and the engines put before a message:
-#: CRI/k8s (``2025-07-25T07:53:08.2+08:00 stdout F``), docker-compose (``name-1  |``), vLLM
-#: (``(EngineCore_DP0 pid=6838) INFO 04-27 04:07:34 [core.py:97]``), SGLang (``[2026-07-21 15:00:13 TP0 EP0]``),
-#: llama.cpp relative time (``0.06.895.980 I``), a llama-server launcher's ``[53409]``, plain ``LEVEL:``.
-PREFIX = re.compile(
-    r"^(?:\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:?\d\d)?\s+(?:stdout|stderr)\s+[FP]\s"
-    r"|[\w.-]+-\d+\s+\|\s"
-    r"|\(\w+(?:_\w+)* pid=\d+\)\s*(?:[A-Z]+\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]*\]\s?)?"
-    r"|(?:[A-Z]+\s+)?\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[\w.]+:\d+\]\s?"
-    r"|\[\d{4}-\d\d-\d\d[ T][\d:.,]+(?: [A-Z_]+\d+)*\]\s?"
-    r"|\d{4}-\d\d-\d\d[ T][\d:.,]+\s+(?:[A-Z]+:?\s+)?"
-    r"|\d+\.\d\d\.\d\d\d\.\d\d\d [IWED] "
-    r"|\[\d+\]\s"
-    r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):?\s+)"
+                "core dumped", "CUDA error", "terminate called", "what():", "ssertion", "error loading model",
+                "failed to load draft", "unknown model architecture")
+#: Prefixes that container runtimes, process managers and loggers put before a message, whatever the engine:
+#: CRI/k8s (``2025-07-25T07:53:08.2+08:00 stdout F``), docker-compose (``name-1  |``); after the engines' own
+#: (each dialect's ``prefixes``): an ISO date and time with an optional level, a launcher's ``[53409]``, plain ``LEVEL:``.
+COLLECTOR_PREFIXES = (
+    r"\d{4}-\d\d-\d\dT[\d:.]{1,32}(?:Z|[+-]\d\d:?\d\d)?[ \t]{1,8}(?:stdout|stderr)[ \t]{1,8}[FP]\s",
+    r"[\w.-]{1,128}-\d{1,6}[ \t]{1,16}\|\s",
 )
+GENERIC_PREFIXES = (
+    r"\d{4}-\d\d-\d\d[ T][\d:.,]{1,32}[ \t]{1,8}(?:[A-Z]{1,10}:?[ \t]{1,8})?",
+    r"\[\d{1,10}\]\s",
+    r"(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):?[ \t]{1,8}",
+)
+
+
+@lru_cache(maxsize=1)
+def prefix_pattern() -> re.Pattern[str]:
+    """The prefixes, anchored at the line start: collectors', each engine's (its dialect's ``prefixes``), generic ones;
+    every field bounded."""
+    parts = COLLECTOR_PREFIXES + tuple(p for d in dialects() for p in d.prefixes) + GENERIC_PREFIXES
+    return re.compile("^(?:" + "|".join(parts) + ")")
+
+
+#: Most lines read as launch commands in one log (each costs a shell-like split of up to 16 KiB).
+MAX_COMMANDS = 512
 
 #: Speculative code paths in a frame's file or function name (a crash there concerns the draft).
 SPEC_FRAME = re.compile(r"spec_decode|speculative|eagle|mtp|nextn|proposer|draft", re.I)
@@ -53,9 +57,10 @@ INIT_FRAME = re.compile(r"__init__|init_|load_model|load_weights|_build|initiali
 
 
 def strip_prefixes(text: str) -> str:
-    """``text`` without the container, process and timestamp prefixes of :data:`PREFIX` (up to 4 nested)."""
+    """``text`` without the container, process and timestamp prefixes of :func:`prefix_pattern` (up to 4 nested)."""
+    prefix = prefix_pattern()
     for _ in range(4):
-        m = PREFIX.match(text)
+        m = prefix.match(text)
         if not m or not m.end():
             break
         text = text[m.end():]
@@ -155,20 +160,57 @@ class LogFacts:
         self.draft_types: dict[str, int] = {}
         self._tb: Crash | None = None
         self._tb_budget = 0
-        self._wrap: tuple[str, int, str] | None = None
+        self._wrap: tuple[Callable[[Any, str, int], None], int, str] | None = None
+        self._cmd: CommandReader | None = None
+        self._line: LogLine | None = None
+        self._commands_left = MAX_COMMANDS
+        self.command: Fact | None = None
+        self.wrapper: Fact | None = None
+        self.client_figures: list[dict[str, Any]] = []
+        self.draft_failure: dict[str, Any] | None = None
+        self._load_error: tuple[int, str, str | None] | None = None
+        self._last_line = 0
+        self._scratch: dict[str, dict[str, Any]] = {}
         self._wrap_budget = 0
         self._last_iv_line = -1
-        self._v0_prev: dict[str | None, tuple[int, int]] = {}
+        self.time_back: list[dict[str, Any]] = []
+        self.reported_run: dict[str, Any] | None = None
+        self._stamp: Stamp | None = None
+        self._stamp_line = 0
+        self._run_stamps: tuple[Stamp | None, Stamp | None] = (None, None)
+        self._latest: tuple[Stamp, dict[str, Any]] | None = None
 
     # -- reader protocol ---------------------------------------------------------------------------
     def wants_next(self) -> bool:
         """True while inside a traceback or a hard-wrapped configuration line (the reader then hands
         over the next line even without a marker)."""
-        return self._tb is not None or self._wrap is not None
+        return self._tb is not None or self._wrap is not None or self._cmd is not None
+
+    # -- launch commands ----------------------------------------------------------------------------
+    def _continue_command(self, raw: str | None) -> None:
+        """Add a continuation line to the open launch command; read it by its engine's parser once it closes."""
+        cmd = self._cmd
+        assert cmd is not None
+        if raw is not None:
+            cmd.add(raw)
+        if cmd.open:
+            return
+        self._cmd = None
+        got = read_command(cmd.body)
+        if got is not None:
+            self.command = Fact(got, cmd.line)
+            self._count_vote(got.engine, cmd.line)
 
     def feed(self, ln: LogLine) -> None:
         """Take one line (in file order)."""
         raw = ln.text
+        self._clock(ln, raw)
+        if self._cmd is not None:
+            if raw.strip() and strip_prefixes(raw) == raw:  # a continuation line carries no log prefix
+                self._continue_command(raw)
+                return
+            self._cmd.open = False
+            self._continue_command(None)
         if self._wrap is None and self._tb is None and self._fast(ln, raw):
             return
         text = strip_prefixes(raw)
@@ -177,27 +219,27 @@ class LogFacts:
         if self._tb is not None and self._continue_traceback(ln, text):
             return
         if ("=" in text or "Accept" in text) and P.CLIENT.search(text):
-            self.client[0] += 1
-            self.client[1] = self.client[1] or ln.number
+            self._client(ln, text)
             return
+        if self._commands_left > 0 and may_hold_command(text):
+            self._commands_left -= 1
+            self._cmd = CommandReader(ln.number, text)
+            self._continue_command(None)
         self._vote(ln.number, raw, text)
         self._crash_start(ln, raw, text)
-        self._vllm(ln, raw, text)
-        self._sglang(ln, raw, text)
-        self._llama(ln, raw, text)
-        self._trt(ln, text)
+        self._line = ln
+        for d in dialects():
+            if d.read is not None:
+                d.read(self, ln.number, raw, text, ln.cut)
 
     def _fast(self, ln: LogLine, raw: str) -> bool:
-        """The statistics lines that make up most of a long log, parsed without the general path."""
-        if "Decode batch" in raw and "accept " in raw and "Traceback" not in raw:
-            self._count_vote("sglang", ln.number)
-            self._sglang(ln, raw, raw)
-            return True
-        if "SpecDecoding metrics: " in raw and "Traceback" not in raw:
-            self._count_vote("vllm", ln.number)
-            self._vllm_stats(ln, raw, raw)
-            return True
-        return False
+        """The statistics lines that make up most of a long log, read by their engine without the general path."""
+        self._line = ln
+        return any(d.fast(self, ln.number, raw) for d in dialects() if d.fast is not None)
+
+    def vote(self, engine: str, number: int) -> None:
+        """Count ``number`` as a line only ``engine`` prints."""
+        self._count_vote(engine, number)
 
     def _count_vote(self, engine: str, number: int) -> None:
         self.votes[engine] += 1
@@ -205,28 +247,57 @@ class LogFacts:
             self.first_seen[engine] = number
 
     def finish(self) -> None:
-        """Close an open traceback or wrapped line at the end of the input."""
+        """Close an open traceback or wrapped line at the end of the input; when time went back in the log
+        (rotated files concatenated out of order) and an earlier run in the file is the latest in time, make
+        that run the one reported."""
         if self._wrap is not None:
             self._close_wrap()
         if self._tb is not None:
             self._tb.cut = self._tb.exception is None
             self._tb = None
+        last = self._run_stamps[1]
+        if self._latest is not None and last is not None and self._latest[0].kind == last.kind \
+                and self._latest[0].key > last.key and self.run_has_data:
+            current = self._snapshot(self.runs[-1] if self.runs else 1, self._last_line)
+            self.earlier_runs.append(self._summary(current))
+            self._restore(self._latest[1])
+            self.reported_run = {"start": self._latest[1]["start"], "end": self._latest[1]["end"],
+                                 "why": "latest in time (the log's time goes back)"}
+
+    # -- time and runs -------------------------------------------------------------------------------
+    def _clock(self, ln: LogLine, raw: str) -> None:
+        """Follow the line stamps; time going back starts a new run (a restart, or rotated logs out of order)."""
+        now = stamp(raw)
+        self._last_line = ln.number
+        if now is None:
+            return
+        if went_back(self._stamp, now):
+            if len(self.time_back) < 16:
+                self.time_back.append({"line": ln.number, "from": self._stamp.text, "to": now.text})  # type: ignore[union-attr]
+            self._run_start(ln.number, forced=True)
+        first, _ = self._run_stamps
+        self._run_stamps = (first or now, now)
+        self._stamp, self._stamp_line = now, ln.number
 
     # -- engine recognition ------------------------------------------------------------------------
     def _vote(self, number: int, raw: str, text: str) -> None:
-        hits = []
-        if ("pid=" in raw and _VLLM_PROC.search(raw)) or any(k in text for k in _VLLM_WORDS):
-            hits.append("vllm")
-        if any(k in text for k in _SGL_WORDS) or (raw.startswith("[") and P.SGL_TAG.match(raw)):
-            hits.append("sglang")
-        if any(k in text for k in _LCPP_WORDS) and (P.LCPP_MARK.search(text) or P.LCPP_ACCEPT.search(text)
-                                                     or P.LCPP_UNUSED.search(text) or P.LCPP_BUILD.search(text)):
-            hits.append("llama.cpp")
-        if ("TRT-LLM" in raw or "TensorRT-LLM" in raw or "tensorrt_llm/" in raw) and P.TRT_MARK.search(raw):
-            hits.append("tensorrt-llm")
+        hits = [d.engine for d in dialects() if d.recognise is not None and d.recognise(raw, text)]
+        for d in dialects():  # any line only one engine prints, and the launchers that wrap an engine
+            if d.engine not in hits and ((not hits and any(w in raw for w in d.words))
+                                         or (self.wrapper is None and d.wrappers and self._wrapped(d, number, raw))):
+                hits.append(d.engine)
         for e in hits:
             self.votes[e] += 1
             self.first_seen.setdefault(e, number)
+
+    def _wrapped(self, d: LogDialect, number: int, raw: str) -> bool:
+        """True when ``raw`` names a launcher that wraps the engine of ``d`` (the first one named is kept)."""
+        for word, name in d.wrappers:
+            if word in raw:
+                if self.wrapper is None:
+                    self.wrapper = Fact(f"{name} (wraps {d.label})", number)
+                return True
+        return False
 
     @property
     def engine(self) -> str | None:
@@ -236,184 +307,120 @@ class LogFacts:
         return self.votes.most_common(1)[0][0]
 
     # -- runs ----------------------------------------------------------------------------------------
-    def _run_start(self, number: int) -> None:
+    def _run_start(self, number: int, *, forced: bool = False) -> None:
+        """A new engine run starts at line ``number`` (an engine's start-up line, or time going back when
+        ``forced``): the run before it is summarised, and kept whole while it is the latest in time."""
         if self.run_has_data:
-            self.earlier_runs.append({"start": self.runs[-1] if self.runs else 1, "end": number - 1,
-                                      "intervals": self.series.intervals, "rate": self.series.rate,
-                                      "mean_len": self.series.mean_len})
+            done = self._snapshot(self.runs[-1] if self.runs else 1, number - 1)
+            self.earlier_runs.append(self._summary(done))
+            last = self._run_stamps[1]
+            if last is not None and last.kind != "since-start" and (self._latest is None or (
+                    self._latest[0].kind == last.kind and last.key >= self._latest[0].key)):
+                self._latest = (last, done)
             self.series = Series()
             self.crashes = []
             self.decode_without_spec = [0, 0]
+            self.threshold_off = None
             self.run_has_data = False
-        if not self.runs or self.runs[-1] != number:
-            self.runs.append(number)
+            self._run_stamps = (None, None)
+        if forced or not self.runs or self.runs[-1] != number:
+            if not self.runs or self.runs[-1] != number:
+                self.runs.append(number)
 
-    # -- vLLM ----------------------------------------------------------------------------------------
-    def _vllm(self, ln: LogLine, raw: str, text: str) -> None:
-        if "LLM engine (v" not in text and "vLLM API" not in text and "Resolved architecture" not in text \
-                and "Sharing target" not in text and not ("acceptance" in text or "Speculative metrics" in text):
-            return
-        m = P.VLLM_ENGINE_INIT.search(text)
-        if m:
-            self._run_start(ln.number)
-            self.version.setdefault("vllm", Fact(m.group(1), ln.number))
-            self._open_wrap("vllm", ln, m.group(2))
-            return
-        m = P.VLLM_SERVER_VERSION.search(text)
-        if m:
-            self._run_start(ln.number)
-            self.version["vllm"] = Fact(m.group(1), ln.number)
-        m = P.VLLM_ARCH.search(text)
-        if m:
-            key = "draft_class" if "model_class" in self.config or re.search(r"MTP|NextN|Eagle|Draft", m.group(1)) else "model_class"
-            self.config.setdefault(key, Fact(m.group(1), ln.number))
-            if key == "draft_class":
-                self.draft.setdefault("class", Fact(m.group(1), ln.number))
-        m = P.VLLM_DRAFT_SHARE.search(text)
-        if m:
-            self.draft["shared_" + ("embedding" if m.group(1) == "embedding" else "lm_head")] = Fact(True, ln.number)
-        if P.VLLM_SPEC_STATS.search(text):
-            self._vllm_stats(ln, raw, text)
+    def _snapshot(self, start: int, end: int) -> dict[str, Any]:
+        return {"start": start, "end": end, "series": self.series, "crashes": self.crashes,
+                "decode_without_spec": self.decode_without_spec, "threshold_off": self.threshold_off,
+                "config": dict(self.config), "draft": dict(self.draft), "command": self.command,
+                "draft_failure": self.draft_failure,
+                "stamps": [None if x is None else x.text for x in self._run_stamps]}
 
-    def _vllm_stats(self, ln: LogLine, raw: str, text: str) -> None:
-        """Fields of a ``SpecDecoding metrics:`` (or V0 ``Speculative metrics:``) line, by name, in any order;
-        a line cut short keeps the fields before the cut."""
-        cut = max(text.find("metrics: "), -1)
-        kv = fields(text[cut + 9:] if cut >= 0 else text)
-        per_pos = tuple(_numbers(kv.get("Per-position acceptance rate", "")))
-        rate = None
-        for key in ("Avg Draft acceptance rate", "Draft acceptance rate"):
-            if key in kv:
-                val = _number(kv[key])
-                rate = None if val is None else val / 100.0 if "%" in kv[key] else val
-                break
-        mean_len = _number(kv.get("Mean acceptance length", ""))
-        acc = _int(kv.get("Accepted", kv.get("Number of accepted tokens", "")))
-        drafted = _int(kv.get("Drafted", kv.get("Number of draft tokens", "")))
-        if mean_len is None and rate is None and acc is None:
-            if per_pos and self._last_iv_line == ln.number - 1:
-                self.series.per_pos_last = per_pos
-            return
-        source = None
-        if "pid=" in raw:
-            tag = P.VLLM_ENGINE_TAG.search(raw)
-            source = f"{tag.group(1)} pid={tag.group(2)}" if tag else None
-        k = _int(kv.get("Number of speculative tokens", ""))
-        if k and acc is not None and drafted is not None:
-            acc, drafted, mean_len, rate = self._v0_interval(source, k, acc, drafted, rate)
-        self._add(Interval(ln.number, mean_len, rate, acc, drafted, per_pos, source))
+    @staticmethod
+    def _summary(run: dict[str, Any]) -> dict[str, Any]:
+        s = run["series"]
+        return {"start": run["start"], "end": run["end"], "intervals": s.intervals, "rate": s.rate,
+                "mean_len": s.mean_len, "first_time": run["stamps"][0], "last_time": run["stamps"][1]}
 
-    def _v0_interval(self, source: str | None, k: int, acc: int, drafted: int,
-                     rate: float | None) -> tuple[int, int, float | None, float | None]:
-        """vLLM V0 ``Speculative metrics`` counts are running totals (``vllm/spec_decode/metrics.py`` @ v0.8.5
-        accumulates them): the interval is the difference from the previous line of the same source; its mean
-        acceptance length is ``1 + accepted / (drafted / k)`` (each draft proposes ``k`` tokens)."""
-        prev = self._v0_prev.get(source, (0, 0))
-        if acc >= prev[0] and drafted >= prev[1]:
-            self._v0_prev[source] = (acc, drafted)
-            acc, drafted = acc - prev[0], drafted - prev[1]
-        else:  # counters went back: a restart
-            self._v0_prev[source] = (acc, drafted)
-        mean_len = 1 + acc / (drafted / k) if drafted and k else None
-        return acc, drafted, mean_len, (acc / drafted if drafted else rate)
-
-    # -- SGLang --------------------------------------------------------------------------------------
-    def _sglang(self, ln: LogLine, raw: str, text: str) -> None:
-        if "server_args" not in text and "Load weight end" not in text and "Decode batch" not in text:
-            return
-        if "server_args" in text and P.SGL_SERVER_ARGS.search(text):
-            self._run_start(ln.number)
-            self._open_wrap("sglang", ln, text[P.SGL_SERVER_ARGS.search(text).end():])
-            return
-        m = P.SGL_LOAD_END.search(text) if "Load weight end" in text else None
-        if m:
-            key = "draft_class" if "model_class" in self.config else "model_class"
-            self.config.setdefault(key, Fact(m.group(1), ln.number))
-            if key == "draft_class":
-                self.draft.setdefault("class", Fact(m.group(1), ln.number))
-        if "Decode batch" not in text or not P.SGL_DECODE.search(text):
-            return
-        length = _after(text, "accept len: ")
-        if length is not None and text[text.find("accept len: ") - 6:].startswith("block "):
-            length = None
-        rate = _after(text, "accept rate: ")
-        if length is None and rate is None:
-            if not ln.cut and "gen throughput" in text:
-                self.decode_without_spec[0] += 1
-                self.decode_without_spec[1] = self.decode_without_spec[1] or ln.number
-                self.run_has_data = True
-            return
-        tag = P.SGL_TAG.match(raw) if raw.startswith("[") else None
-        self._add(Interval(ln.number, length, rate, source=tag.group(1).strip() if tag else None))
-
-    # -- llama.cpp -----------------------------------------------------------------------------------
-    def _llama(self, ln: LogLine, raw: str, text: str) -> None:
-        if not any(k in text for k in ("build", "unused tensor", "n_layer", "common_speculative", "statistics", "draft acceptance")):
-            return
-        m = P.LCPP_BUILD.search(text)
-        if m:
-            if "build:" in text or "build =" in text:
-                self._run_start(ln.number)
-            build, commit = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
-            self.version["llama.cpp"] = Fact(f"b{build} ({commit})", ln.number)
-        m = P.LCPP_UNUSED.search(text)
-        if m:
-            blk = self.unused.setdefault(int(m.group(2)), [0, 0, ln.number, False])
-            blk[0] += 1
-            blk[1] += int(m.group(4))
-            blk[3] = blk[3] or "nextn" in m.group(3)
-            return
-        m = P.LCPP_NLAYER.search(text)
-        if m:
-            self.n_layer = Fact(int(m.group(1)), ln.number)
-        m = P.LCPP_SPEC_INIT.search(text)
-        if m and self.spec_init is None:
-            self.spec_init = Fact(m.group(1)[:200], ln.number)
-        m = P.LCPP_STATS.search(text)
-        if m:
-            self.draft_types.setdefault(m.group(1), ln.number)
-            return
-        m = P.LCPP_ACCEPT.search(text)
-        if m:
-            slot = P.LCPP_SLOT.search(text)
-            per_pos = tuple(float(x) for x in re.findall(r"[0-9]*\.?[0-9]+", m.group(5) or ""))
-            self._add(Interval(ln.number, float(m.group(4)) if m.group(4) else None, float(m.group(1)),
-                               int(m.group(2)), int(m.group(3)), per_pos, f"slot {slot.group(1)}" if slot else None))
-
-    # -- TensorRT-LLM --------------------------------------------------------------------------------
-    def _trt(self, ln: LogLine, text: str) -> None:
-        if "TensorRT-LLM" not in text and "MTP" not in text and "acceptance_rate_threshold" not in text:
-            return
-        m = P.TRT_VERSION.search(text)
-        if m:
-            self.version.setdefault("tensorrt-llm", Fact(m.group(1), ln.number))
-        if P.TRT_MTP.search(text):
-            self.config.setdefault("algorithm", Fact("MTP", ln.number))
-            d = P.TRT_MAX_DRAFT.search(text)
-            if d:
-                self.config.setdefault("num_speculative_tokens", Fact(int(d.group(1)), ln.number))
-        if P.TRT_THRESHOLD_OFF.search(text):
-            self.threshold_off = self.threshold_off or ln.number
+    def _restore(self, run: dict[str, Any]) -> None:
+        self.series, self.crashes = run["series"], run["crashes"]
+        self.decode_without_spec, self.threshold_off = run["decode_without_spec"], run["threshold_off"]
+        self.config, self.draft, self.command = run["config"], run["draft"], run["command"]
+        self.draft_failure = run["draft_failure"]
 
     def _add(self, iv: Interval) -> None:
         self.series.add(iv)
+        if self.series.tail_zero == 1 and self._stamp is not None and self._stamp_line == iv.line:
+            self.series.tail_zero_time = self._stamp.text
         self.run_has_data = True
         self._last_iv_line = iv.line
 
+    # -- what engine readers tell the facts (mtp_audit.engines.base.LogSink) ------------------------
+    def fact(self, value: Any, line: int) -> Fact:
+        """A :class:`Fact`."""
+        return Fact(value, line)
+
+    def run_start(self, line: int) -> None:
+        """An engine run starts at ``line``."""
+        self._run_start(line)
+
+    def interval(self, line: int, mean_len: float | None = None, rate: float | None = None, accepted: int | None = None,
+                 drafted: int | None = None, per_pos: tuple[float, ...] = (), source: str | None = None) -> None:
+        """One statistics line (see :class:`~mtp_audit.runtime.series.Interval`); its text as printed is kept (the
+        last one, 300 characters, without container and logger prefixes)."""
+        self._add(Interval(line, mean_len, rate, accepted, drafted, per_pos, source))
+        ln = self._line
+        if ln is not None and ln.number == line:
+            self.series.last_printed = (line, ln.text)  # prefixes stripped when reported
+
+    def per_position(self, line: int, values: tuple[float, ...]) -> None:
+        """Per-position rates on the line right after a statistics line belong to it."""
+        if self._last_iv_line == line - 1:
+            self.series.per_pos_last = values
+
+    def no_speculation(self, line: int) -> None:
+        """A statistics line without speculative fields."""
+        self.decode_without_spec[0] += 1
+        self.decode_without_spec[1] = self.decode_without_spec[1] or line
+        self.run_has_data = True
+
+    def unused_tensor(self, block: int, name: str, size: int, line: int) -> None:
+        """A loaded but unused tensor of block ``block``."""
+        blk = self.unused.setdefault(block, [0, 0, line, False])
+        blk[0] += 1
+        blk[1] += size
+        blk[3] = blk[3] or "nextn" in name
+
+    def note(self, key: str, value: Any, line: int) -> None:
+        """``n_layer`` (last one), ``spec_init`` (first), ``draft_type`` (first line of each), ``threshold_off`` (first)."""
+        if key == "n_layer":
+            self.n_layer = Fact(value, line)
+        elif key == "spec_init" and self.spec_init is None:
+            self.spec_init = Fact(value, line)
+        elif key == "draft_type":
+            self.draft_types.setdefault(value, line)
+        elif key == "threshold_off":
+            self.threshold_off = self.threshold_off or line
+        elif key == "command" and self.command is None:  # what the engine logged of its arguments
+            self.command = Fact(value, line)
+
+    def scratch(self, engine: str) -> dict[str, Any]:
+        """Per-log state of an engine reader (bounded by that reader)."""
+        return self._scratch.setdefault(engine, {})
+
     # -- wrapped configuration lines ---------------------------------------------------------------
-    def _open_wrap(self, engine: str, ln: LogLine, body: str) -> None:
-        self._wrap = (engine, ln.number, body)
+    def open_config(self, line: int, body: str, cut: bool, read: Callable[[Any, str, int], None]) -> None:
+        """A configuration line, maybe hard-wrapped: ``read`` it once its parentheses close (at most 40 more lines)."""
+        self._wrap = (read, line, body)
         self._wrap_budget = 40
-        if _depth(body) <= 0 or ln.cut:
+        if _depth(body) <= 0 or cut:
             self._close_wrap()
 
     def _continue_wrap(self, ln: LogLine, raw: str, text: str) -> bool:
         assert self._wrap is not None
-        engine, start, body = self._wrap
+        read, start, body = self._wrap
         if text != raw or self._wrap_budget <= 0 or not raw.strip():
             self._close_wrap()
             return False
-        self._wrap = (engine, start, body + raw)
+        self._wrap = (read, start, body + raw)
         self._wrap_budget -= 1
         if _depth(body + raw) <= 0:
             self._close_wrap()
@@ -421,28 +428,31 @@ class LogFacts:
 
     def _close_wrap(self) -> None:
         assert self._wrap is not None
-        engine, line, body = self._wrap
+        read, line, body = self._wrap
         self._wrap = None
-        (_vllm_config if engine == "vllm" else _sglang_config)(self, body, line)
+        read(self, body, line)
 
     # -- crashes ---------------------------------------------------------------------------------------
     def _crash_start(self, ln: LogLine, raw: str, text: str) -> None:
         if not any(k in text for k in _CRASH_WORDS):
             return
-        marker = P.SGL_FATAL.search(text) or P.VLLM_FATAL.search(text) or P.LCPP_FATAL.search(text)
-        if P.TRACEBACK.search(text) or (marker and P.LCPP_FATAL.search(text)) or P.FRAME.search(text):
-            crash = Crash(ln.number, marker.group(0) if marker else None)
+        if self._native_crash(ln, text) or self._load_failure(ln, text):
+            return
+        native = next((w for w in _native_fatal() if w in text), None)
+        marker = native or next((w for d in dialects() for w in d.fatal if w in text), None)
+        if P.TRACEBACK.search(text) or native or P.FRAME.search(text):
+            crash = Crash(ln.number, marker)
             if P.FRAME.search(text):
                 self._frame(crash, text)
             if len(self.crashes) < 5:
                 self.crashes.append(crash)
             self._tb, self._tb_budget = crash, 400
             self.run_has_data = True
-            if P.LCPP_FATAL.search(text):
-                crash.exception, crash.message, crash.exception_line = P.LCPP_FATAL.search(text).group(0), text[:300], ln.number
+            if native:
+                crash.exception, crash.message, crash.exception_line = native, text[:300], ln.number
                 self._tb = None
         elif marker and self.crashes and ln.number - self.crashes[-1].line < 5:
-            self.crashes[-1].marker = marker.group(0)
+            self.crashes[-1].marker = marker
         m = P.CUDA_ERROR.search(text)
         if m and self.crashes and not self.crashes[-1].message:
             self.crashes[-1].message = "CUDA error: " + m.group(1)
@@ -461,6 +471,12 @@ class LogFacts:
         if P.FRAME.search(body):
             self._frame(crash, body)
             return True
+        native = P.CXX_WHAT.search(body) or P.ASSERT_FAILED.search(body) if ("what():" in body or "ssertion" in body) else None
+        if native is not None and crash.exception is None:  # the C++ exception ends the Python traceback
+            crash.exception, crash.message = _native_words(body, native)
+            crash.exception_line = ln.number
+            self._tb = None
+            return True
         m = P.EXCEPTION.match(body)
         if m and crash.frames:
             crash.exception, crash.message, crash.exception_line = m.group(1), (m.group(2) or "")[:300], ln.number
@@ -472,6 +488,75 @@ class LogFacts:
             self._tb = None
             return False
         return True
+
+    def _native_crash(self, ln: LogLine, text: str) -> bool:
+        """C/C++ crashes: ``terminate called after throwing an instance of 'T'`` then ``what(): <message>``, TensorRT-LLM's
+        and glibc's ``Assertion failed``, a CUDA error line on its own. True when the line was taken."""
+        m = P.CXX_TERMINATE.search(text)
+        if m:
+            self._new_crash(Crash(ln.number, "terminate called", exception=m.group(1)))
+            return True
+        native = P.CXX_WHAT.search(text) if "what():" in text else P.ASSERT_FAILED.search(text) if "ssertion" in text else None
+        if native is None:
+            m = P.CUDA_ERROR.search(text) if "CUDA error" in text and not P.TRACEBACK.search(text) else None
+            if m is None or (self.crashes and ln.number - self.crashes[-1].line < 40):
+                return False
+            self._new_crash(Crash(ln.number, None, exception="CUDA error", message=m.group(1)[:300], exception_line=ln.number))
+            return True
+        last = self.crashes[-1] if self.crashes else None
+        exc, msg = _native_words(text, native)
+        if last is not None and last.marker == "terminate called" and not last.message and ln.number - last.line < 4:
+            last.message, last.exception_line = msg, ln.number
+            if "Assertion failed" in msg:
+                last.exception = f"{last.exception} (Assertion failed)"
+        else:
+            self._new_crash(Crash(ln.number, None, exception=exc, message=msg, exception_line=ln.number))
+        return True
+
+    def _new_crash(self, crash: Crash) -> None:
+        if len(self.crashes) < 5:
+            self.crashes.append(crash)
+        else:
+            self.crashes[-1] = crash
+        self.run_has_data = True
+
+    def _load_failure(self, ln: LogLine, text: str) -> bool:
+        """llama.cpp's model-loading errors: ``error loading model: ...`` (with ``unknown model architecture: 'A'``),
+        then ``failed to load draft model, 'PATH'`` when the model was the draft. True when the line was taken."""
+        m = P.DRAFT_LOAD_FAILED.search(text) if "failed to load draft" in text else None
+        if m is not None:
+            err = self._load_error if self._load_error and ln.number - self._load_error[0] < 20 else None
+            self.draft_failure = {"line": ln.number, "draft": m.group(1), "architecture": err[2] if err else None,
+                                  "cause": err[1] if err else "failed to load draft model", "cause_line": err[0] if err else None}
+            self.run_has_data = True
+            return True
+        m = P.LOAD_ERROR.search(text) if "error loading model" in text else None
+        if m is None:
+            return False
+        arch = P.ARCH_UNKNOWN.search(text)
+        cause = f"unknown model architecture: '{arch.group(1)}'" if arch else m.group(1)
+        self._load_error = (ln.number, cause, arch.group(1) if arch else None)
+        self._new_crash(Crash(ln.number, "error loading model", exception="model load failure", message=cause,
+                              exception_line=ln.number))
+        return True
+
+    def _client(self, ln: LogLine, text: str) -> None:
+        """A benchmark client's summary line: counted, and its figure kept as the client's."""
+        self.client[0] += 1
+        self.client[1] = self.client[1] or ln.number
+        m = P.CLIENT.search(text)
+        assert m is not None
+        if m.group(1):
+            what, client, value = "rate", "llama.cpp mtp-bench.py", float(m.group(1))
+        elif m.group(2):
+            what, client, value = "accept length", "sglang.bench_serving", float(m.group(2))
+        else:
+            pct = m.group(3).startswith("rate")
+            what, client = ("rate" if pct else "accept length"), "vllm bench serve"
+            value = float(m.group(4)) / (100.0 if pct else 1.0)
+        if len(self.client_figures) < 16:
+            self.client_figures.append({"line": ln.number, "client": client, "what": what, "value": value,
+                                        "text": text.strip()[:120]})
 
     # -- output --------------------------------------------------------------------------------------
     def mtp_block(self) -> tuple[int, list[Any]] | None:
@@ -485,79 +570,21 @@ class LogFacts:
         return None
 
 
-_NUM = re.compile(r"[0-9]*\.?[0-9]+")
-
-
-def fields(text: str) -> dict[str, str]:
-    """``key: value`` pairs of a ``, ``-separated engine statistics line; a part without ``: `` continues the
-    previous value (a per-position list). ``"Accepted: 66 tokens, Drafted: 66 tokens"`` ->
-    ``{"Accepted": "66 tokens", "Drafted": "66 tokens"}``."""
-    out: dict[str, str] = {}
-    last = None
-    for part in text.split(","):
-        key, sep, val = part.partition(": ")
-        if sep:
-            last = key.strip()
-            out[last] = val.strip()
-        elif last is not None and part.strip():
-            out[last] += ", " + part.strip()
-    return out
-
-
-def _after(text: str, key: str) -> float | None:
-    """The number right after ``key`` in ``text`` (``"accept len: 3.05, "`` -> 3.05), or None."""
-    i = text.find(key)
-    if i < 0:
-        return None
-    m = _NUM.match(text, i + len(key))
-    return float(m.group(0)) if m else None
-
-
-def _number(text: str) -> float | None:
-    m = _NUM.match(text.strip())
-    return float(m.group(0)) if m else None
-
-
-def _int(text: str) -> int | None:
-    m = _NUM.match(text.strip())
-    return int(float(m.group(0))) if m else None
-
-
-def _numbers(text: str) -> list[float]:
-    return [float(x) for x in _NUM.findall(text)]
+def _native_words(text: str, m: re.Match[str]) -> tuple[str, str]:
+    """(exception, message) of a ``what():`` or ``Assertion failed`` match."""
+    if m.re is P.CXX_WHAT:
+        msg = m.group(1).strip()
+        return ("Assertion failed" if "Assertion failed" in msg else "C++ exception"), msg[:300]
+    return "Assertion failed", (m.group(1) or m.group(2) or "").strip()[:300]
 
 
 def _depth(text: str) -> int:
     return text.count("(") + text.count("{") - text.count(")") - text.count("}")
 
 
-def _vllm_config(facts: LogFacts, body: str, line: int) -> None:
-    m = P.VLLM_SPEC_CONFIG.search(body)
-    if m:
-        if m.group(1) == "None":
-            facts.config["algorithm"] = Fact(None, line)
-        else:
-            inner = m.group(2)
-            for key, out in (("method", "algorithm"), ("model", "draft_model"), ("num_spec_tokens", "num_speculative_tokens")):
-                f = re.search(rf"\b{key}=('([^']*)'|[^,)]+)", inner)
-                if f:
-                    v = f.group(2) if f.group(2) is not None else f.group(1)
-                    facts.config[out] = Fact(int(v) if v.isdigit() else v, line)
-    for key, out in (("model", "model"), ("quantization", "quantization"), ("tensor_parallel_size", "tensor_parallel_size")):
-        f = re.search(rf"(?:^|, ){key}=('([^']*)'|[^,]+)", body)
-        if f:
-            facts.config.setdefault(out, Fact(f.group(2) if f.group(2) is not None else f.group(1), line))
+#: Lines that are a crash on their own whatever the engine (the C runtime's words).
+RUNTIME_FATAL = ("Segmentation fault", "core dumped")
 
 
-def _sglang_config(facts: LogFacts, body: str, line: int) -> None:
-    rename = {"speculative_algorithm": "algorithm", "speculative_draft_model_path": "draft_model",
-              "speculative_num_draft_tokens": "num_draft_tokens", "speculative_num_steps": "num_steps",
-              "speculative_eagle_topk": "eagle_topk", "model_path": "model",
-              "speculative_draft_model_quantization": "draft_quantization"}
-    for m in P.SGL_FIELD.finditer(body):
-        key = m.group(1)
-        if key not in P.SGL_KEYS:
-            continue
-        v: Any = m.group(2).strip().strip("'\"")
-        v = None if v == "None" else int(v) if v.isdigit() else v
-        facts.config.setdefault(rename.get(key, key), Fact(v, line))
+def _native_fatal() -> tuple[str, ...]:
+    return tuple(w for d in dialects() for w in d.native_fatal) + RUNTIME_FATAL

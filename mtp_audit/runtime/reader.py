@@ -1,10 +1,11 @@
 """One-pass, bounded reading of an engine log: bytes in, cleaned numbered lines out.
 
 The reader never holds more than one chunk (:data:`CHUNK_BYTES`) plus one line (:data:`MAX_LINE_BYTES`)
-in memory, whatever the size of the log. Only lines that carry one of the :data:`MARKERS` (or that
-follow a line which asked for its continuation: a traceback, a hard-wrapped configuration line) are
-decoded and handed on; every other line is counted and skipped inside the chunk by one regular
-expression search, which is what makes a 1 GB log a matter of seconds.
+in memory, whatever the size of the log, and reads at most the byte budget it is given. Only lines that
+carry one of the :data:`LITERALS` (or that follow a line which asked for its continuation: a traceback, a
+hard-wrapped configuration line) are decoded and handed on; every other line is counted and skipped inside
+the chunk by C-level substring searches, the same ones in every chunk, so a line is read or skipped by what
+it says and never by where it sits; that is what makes a 1 GB log a matter of seconds.
 """
 
 from __future__ import annotations
@@ -19,35 +20,26 @@ CHUNK_BYTES = 1 << 20
 #: Longest line kept; the rest of a longer line is dropped and the line is marked ``cut``.
 MAX_LINE_BYTES = 64 * 1024
 
-#: Substrings that make a line worth decoding: each engine's own wording (cited where it is parsed, in
-#: :mod:`mtp_audit.runtime.patterns`), Python's and the C runtimes' crash words, benchmark-client words.
-#: Chosen to start with an upper-case letter or punctuation where the wording allows (``_args=`` for
-#: ``server_args=``, ``| draft acceptance`` for llama-server's slot lines, ``) -- ignoring`` for its unused
-#: tensors): positions that can start a match are then rare, and one regular-expression search skips the
-#: rest of the chunk in C.
-MARKER_LIST: tuple[bytes, ...] = (
-    b"SpecDecoding metrics", b"Speculative metrics", b"Mean acceptance length", b"Per-position acceptance",
-    b"Draft acceptance rate", b"LLM engine (v", b"Resolved architecture", b"Detected MTP", b"Sharing target",
-    b"API server version", b"Decode batch", b"Prefill batch", b"_args=", b"Load weight end", b"Scheduler hit",
-    b"| draft acceptance", b") -- ignoring", b"(build ", b"build: ", b"n_layer", b"_speculative", b"#calls(",
-    b"TRT-LLM", b"TensorRT-LLM", b"MTP", b"_rate_threshold", b"Traceback", b'File "', b"Error", b"Exception",
-    b"EngineCore encountered", b"WorkerProc hit", b"GGML_ASSERT", b"Segmentation fault", b"(core dumped)",
-    b"CUDA error", b"Accept length", b"Acceptance length", b"Acceptance rate", b"pred=",
+#: Substrings that make a line worth decoding, searched the same way in every chunk wherever the line sits
+#: (a line is read or skipped by what it says, never by its offset): each engine's own wording (cited where
+#: it is parsed, in :mod:`mtp_audit.runtime.patterns` and the engines' log dialects), launch commands, Python's
+#: and the C/C++ runtimes' crash words, wrappers' and benchmark clients' words. Each literal is searched by
+#: one C-level substring scan per chunk; a line is handed on when it holds any of them. Short common stems
+#: cover several lines each: ``ccept`` (vLLM ``acceptance``, SGLang ``accept len``, llama-server ``draft
+#: acceptance`` and ``draft acceptance rate``, clients' ``Accept length``, TensorRT-LLM's
+#: ``acceptance_rate_threshold``), ``rror`` (``Error``, ``CUDA error``, ``fatal error``), ``xception`` (``Scheduler hit
+#: an exception``, ``WorkerProc hit an exception``), ``draft`` (``Sharing target model ... with the draft model``,
+#: ``failed to load draft model``), `` --`` (a launch command's options and their continuation lines, llama.cpp's
+#: ``) -- ignoring``), `` serve`` (``vllm serve``, ``sglang serve``, ``API server version``), ``llama`` (llama.cpp's
+#: programs and loader, Ollama). Each literal costs one scan of the chunk, so the set is kept short.
+LITERALS: tuple[bytes, ...] = (
+    b"ccept", b" batch", b"LLM engine (v", b"architecture", b"MTP", b"_args=", b"Load weight end", b"build", b"n_layer",
+    b"speculative", b"#calls(", b"RT-LLM", b"Traceback", b'File "', b"rror", b"xception", b"GGML_ASSERT",
+    b"Segmentation fault", b"core dumped", b"pred=", b"terminate called", b"what():", b"ssert", b" --", b"draft",
+    b" serve", b"-serve", b"launch_server", b"llama", b"obold", b"LocalAI", b"local-ai", b"emonade", b"default args",
 )
-#: Every marker: used on the first chunk (a whole paste) and on single lines.
-MARKERS = re.compile(b"|".join(re.escape(m) for m in MARKER_LIST))
-#: After the first chunk (where the whole marker set is searched: start-up lines, a paste), only these
-#: literals are searched, each by one C-level substring scan (a single literal is searched about 25 times
-#: faster than the alternation of all markers): statistics lines (``ccept``: vLLM ``acceptance``, SGLang
-#: ``accept len``, llama-server ``draft acceptance``; `` batch``: SGLang Decode/Prefill batch), crashes
-#: (``Traceback``, ``rror``, ``xception``, ``GGML_ASSERT``, ``Segmentation fault``), run starts
-#: (``LLM engine (v``, ``_args=``, ``(build ``, ``build: ``) and TensorRT-LLM's ``MTP``/``RT-LLM``.
-#: Left for the first chunk only: draft-loading lines (``Resolved architecture``, ``Sharing target``,
-#: ``Load weight end``), unused tensors, ``n_layer``, benchmark-client lines.
-BULK_LITERALS: tuple[bytes, ...] = (
-    b"ccept", b" batch", b"Traceback", b"rror", b"xception", b"GGML_ASSERT", b"Segmentation fault",
-    b"LLM engine (v", b"_args=", b"(build ", b"build: ", b"MTP", b"RT-LLM",
-)
+#: Every literal as one alternation: used on single lines (a line cut at the line cap).
+MARKERS = re.compile(b"|".join(re.escape(m) for m in LITERALS))
 
 #: Colour and cursor escapes as they arrive: real ESC, a caret-escaped ``^[[`` (``cat -v``, many
 #: terminals' copy) and ``\ufffd[`` (an ESC that a UTF-8 decoder or a web form replaced).
@@ -113,6 +105,8 @@ class ReadStats:
 
     #: What the first bytes say the input is, when it is a known compressed format (``gzip``, ``zstd``, ...).
     compressed: str | None = None
+    #: The byte budget reading stopped at while the input went on (None: read to its end).
+    stopped_at: int | None = None
 
     def sample(self, chunk: bytes) -> None:
         """Measure the first chunk (NUL bytes, control characters, invalid UTF-8, compression magic)."""
@@ -124,23 +118,27 @@ class ReadStats:
         self.odd_chars = len(_ODD.findall(text))
 
 
-def read_lines(stream: BinaryIO, wants_next: Callable[[], bool], stats: ReadStats) -> Iterator[LogLine]:
-    """Yield the lines of ``stream`` that carry a :data:`MARKERS` match, plus every line while
+def read_lines(stream: BinaryIO, wants_next: Callable[[], bool], stats: ReadStats,
+               limit: int | None = None) -> Iterator[LogLine]:
+    """Yield the lines of ``stream`` that carry one of the :data:`LITERALS`, plus every line while
     ``wants_next()`` is true (the consumer is inside a traceback or a wrapped line).
 
     Args:
         stream: a binary stream, read once, :data:`CHUNK_BYTES` at a time.
         wants_next: asked before each skipped line; when it returns True the line is yielded too.
         stats: filled in as the stream is read.
+        limit: most bytes read (None: no limit). When the stream holds more, reading stops there and
+            ``stats.stopped_at`` is set to the limit (a partial last line is still handed on).
 
-    Memory is bounded by one chunk plus one :data:`MAX_LINE_BYTES` line. Raises only what
+    Memory is bounded by one chunk plus one :data:`MAX_LINE_BYTES` line; time is linear in the bytes read
+    (substring scans per chunk, then per-line work on handed-on lines only). Raises only what
     ``stream.read`` raises (``OSError``).
     """
     carry = b""
     number = 1
     skipping_cut = False
     while True:
-        chunk = stream.read(CHUNK_BYTES)
+        chunk = _read(stream, limit, stats)
         if not chunk:
             break
         if stats.first_chunk_bytes == 0:
@@ -165,7 +163,7 @@ def read_lines(stream: BinaryIO, wants_next: Callable[[], bool], stats: ReadStat
             else:
                 carry = buf
             continue
-        yield from _scan(buf, last_nl + 1, number, wants_next, stats, stats.bytes_read <= CHUNK_BYTES)
+        yield from _scan(buf, last_nl + 1, number, wants_next, stats)
         number += buf.count(b"\n", 0, last_nl + 1)
         carry = buf[last_nl + 1:]
         if len(carry) > MAX_LINE_BYTES:
@@ -179,30 +177,29 @@ def read_lines(stream: BinaryIO, wants_next: Callable[[], bool], stats: ReadStat
         yield from _emit(carry, number, False, wants_next, force=True)
 
 
+def _read(stream: BinaryIO, limit: int | None, stats: ReadStats) -> bytes:
+    """The next chunk, at most ``limit - stats.bytes_read`` bytes; at the limit, one more byte is asked
+    for to tell a log that ends there from one that goes on (``stats.stopped_at``)."""
+    if limit is None:
+        return stream.read(CHUNK_BYTES)
+    left = limit - stats.bytes_read
+    if left > 0:
+        return stream.read(min(CHUNK_BYTES, left))
+    if stats.stopped_at is None and stream.read(1):
+        stats.stopped_at = limit
+    return b""
+
+
 def _emit(raw: bytes, number: int, cut: bool, wants_next: Callable[[], bool], *, force: bool = False) -> Iterator[LogLine]:
     if force or MARKERS.search(raw) or wants_next():
         yield LogLine(number, clean(raw), cut)
 
 
-def _marked_starts(buf: bytes, end: int, first: bool) -> list[int]:
-    """Start offsets, in order, of the lines of ``buf[:end]`` that contain a marker (:data:`MARKERS` in the
-    first chunk, the :data:`BULK_LITERALS` after it)."""
+def _marked_starts(buf: bytes, end: int) -> list[int]:
+    """Start offsets, in order, of the lines of ``buf[:end]`` that contain one of the :data:`LITERALS`."""
     rfind, find = buf.rfind, buf.find
-    if first:
-        starts: list[int] = []
-        pos = 0
-        while pos < end:
-            m = MARKERS.search(buf, pos, end)
-            if m is None:
-                break
-            starts.append(rfind(b"\n", 0, m.start()) + 1)
-            nl = find(b"\n", m.end(), end)
-            if nl < 0:
-                break
-            pos = nl + 1
-        return starts
     found: set[int] = set()
-    for lit in BULK_LITERALS:
+    for lit in LITERALS:
         pos = find(lit, 0, end)
         while pos >= 0:
             found.add(rfind(b"\n", 0, pos) + 1)
@@ -213,12 +210,12 @@ def _marked_starts(buf: bytes, end: int, first: bool) -> list[int]:
     return sorted(found)
 
 
-def _scan(buf: bytes, end: int, base: int, wants_next: Callable[[], bool], stats: ReadStats, first: bool) -> Iterator[LogLine]:
+def _scan(buf: bytes, end: int, base: int, wants_next: Callable[[], bool], stats: ReadStats) -> Iterator[LogLine]:
     """The marked lines of ``buf[:end]`` (complete lines), and every line while ``wants_next()``; unmarked
     stretches are skipped by C-level substring searches."""
     stats.lines += buf.count(b"\n", 0, end)
     pos, number = 0, base
-    for start in _marked_starts(buf, end, first):
+    for start in _marked_starts(buf, end):
         if start < pos:
             continue
         while wants_next() and pos < start:

@@ -132,8 +132,9 @@ RULES: tuple[Rule, ...] = (
         fix="Limit speculation to shorter contexts or fewer draft tokens; compare with a run without MTP at the same context.",
         sources=("https://github.com/vllm-project/vllm/issues/47602", "https://github.com/sgl-project/sglang/issues/30763"),
         basis="bug report",
-        examples=(Example(True, _log(VLLM_HEALTHY * 2 + ASCEND12521 * 2 + SPEC613_LINE1 * 2),
-                          note="real lines of vllm-ascend#9803 (3.28), #12521 (2.87), speculators#613 (1.34) in that order"),
+        examples=(Example(True, _log(VLLM_HEALTHY * 2 + ASCEND12521 * 2 + SPEC613_LINE1.replace(" 06-30 ", " 07-21 ") * 2),
+                          note="real lines of vllm-ascend#9803 (3.28), #12521 (2.87), speculators#613 (1.34) in that order "
+                               "(the last one's date moved after the second's, so time runs forward)"),
                   Example(False, _log(VLLM_HEALTHY * 6), note="steady 3.28")),
     ),
     Rule(
@@ -190,9 +191,10 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="MTP508", name="log-benchmark-client-lines", analyzer=ANALYZER, severity=Severity.INFO,
-        summary="Benchmark-client acceptance lines were found and left out of the verdict",
+        summary="Benchmark-client acceptance lines were found: kept apart as the client's figures",
         what="Recognises the summaries printed by benchmark clients (llama.cpp's mtp-bench.py `pred= draft= acc= rate=`, "
-             "`sglang.bench_serving` `Accept length:`, `vllm bench serve` `Acceptance rate (%):`).",
+             "`sglang.bench_serving` `Accept length:`, `vllm bench serve` `Acceptance rate (%):`). They are never mixed "
+             "with the engine's statistics; when the engine printed none, the verdict is taken from them and says so.",
         why="Those numbers are computed by the client, not reported by the engine; mixing them in would double count.",
         fix="Nothing to fix; paste the server's own log for the engine's figures.",
         sources=("vllm/benchmarks/serve.py:1473-1478 @ v0.33.0", "https://github.com/ggml-org/llama.cpp/pull/23269"),
@@ -201,9 +203,11 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="MTP509", name="log-several-runs", analyzer=ANALYZER, severity=Severity.INFO,
-        summary="The log holds several engine runs; the verdict is for the last one",
+        summary="The log holds several engine runs; the verdict is for the last one (the latest in time)",
         what="Detects a second engine start (vLLM engine config, SGLang server_args, llama-server build line) after "
-             "statistics or a crash of an earlier run.",
+             "statistics or a crash of an earlier run, and time going back between line stamps (rotated logs "
+             "concatenated out of order, or llama.cpp's time since start beginning again); when an earlier run in "
+             "the file is later in time, that run is reported.",
         why="Two runs pasted together would otherwise mix a broken run's acceptance with a fixed one's.",
         fix="Paste one run per file, or read the earlier runs' figures in the JSON facts.",
         sources=("vllm/v1/engine/core.py:140 @ v0.33.0", "sglang/srt/entrypoints/engine.py:311 @ 0.5.23"),

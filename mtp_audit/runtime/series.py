@@ -107,6 +107,12 @@ class Series:
     per_pos_last: tuple[float, ...] = ()
     counted: int = 0
     impossible: Interval | None = None
+    #: the trailing run of intervals that accepted nothing: its length, first line, and the stamp there (or None)
+    tail_zero: int = 0
+    tail_zero_first: int | None = None
+    tail_zero_time: str | None = None
+    #: the last statistics line as printed: (line, text)
+    last_printed: tuple[int, str] | None = None
 
     def add(self, iv: Interval) -> None:
         """Count ``iv`` in the totals and the curve (O(1) amortised, bounded memory). ``counted`` is the number of
@@ -133,6 +139,12 @@ class Series:
             self.per_pos_last = iv.per_pos
         zero = iv.accepted_nothing
         self.zero += zero
+        if zero:
+            self.tail_zero += 1
+            if self.tail_zero == 1:
+                self.tail_zero_first, self.tail_zero_time = iv.line, None
+        else:
+            self.tail_zero = 0
         self._bucket(iv, zero)
 
     def _source(self, iv: Interval) -> None:

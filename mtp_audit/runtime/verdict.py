@@ -11,7 +11,9 @@ from typing import Any
 
 from mtp_audit.report import Evidence, Finding, Location
 from mtp_audit.report.rules import get_rule
-from mtp_audit.runtime.extract import Crash, LogFacts
+from mtp_audit.engines.base import LogDialect
+from mtp_audit.runtime.command import dialects
+from mtp_audit.runtime.extract import Crash, LogFacts, strip_prefixes
 
 VERDICTS = ("ran-and-helped", "ran-but-accepted-nothing", "ran-then-stopped", "never-ran", "could-not-tell")
 
@@ -24,17 +26,23 @@ LOW_LEN = 1.5
 #: A fall of the last third below this share of the first third is a decay (MTP503).
 DECAY = 0.75
 
-#: Per engine, the lines that would decide when the log lacks them.
-DECIDING_LINES = {
-    "vllm": "a 'SpecDecoding metrics:' line (vLLM logs one per stats interval while requests run, unless "
-            "--disable-log-stats) and the engine config line 'Initializing a V1 LLM engine ... speculative_config=...'",
-    "sglang": "'Decode batch' lines ('accept len:' appears in them when a speculative algorithm runs) and the "
-              "'server_args=' line",
-    "llama.cpp": "the 'draft acceptance = ... accepted / ... generated' line llama-server prints at the end of each request",
-    "tensorrt-llm": "TensorRT-LLM's per-iteration statistics (not parsed by this release) or the /metrics counters (--metrics)",
-    None: "any line of SGLang, vLLM, llama-server or TensorRT-LLM (none was recognised): the server's own "
-          "start-up configuration and the lines it prints while serving",
-}
+#: The lines that would decide when no engine was recognised (each engine's own are its dialect's ``deciding``).
+NO_ENGINE_DECIDING = ("any line of {engines} (none was recognised): the server's own start-up configuration and the "
+                      "lines it prints while serving")
+
+
+def deciding_lines(engine: str | None) -> str:
+    """The lines that would decide for ``engine`` (its dialect's), or :data:`NO_ENGINE_DECIDING` naming every engine."""
+    d = dialect_of(engine)
+    if d is not None and d.deciding:
+        return d.deciding
+    labels = [x.label for x in dialects()]
+    return NO_ENGINE_DECIDING.format(engines=", ".join(labels[:-1]) + " or " + labels[-1] if len(labels) > 1 else "".join(labels))
+
+
+def dialect_of(engine: str | None) -> LogDialect | None:
+    """The log dialect of ``engine`` (an engine id of the log facts), or None."""
+    return next((d for d in dialects() if d.engine == engine), None)
 
 
 @dataclass
@@ -78,34 +86,109 @@ def decide(f: LogFacts, path: str) -> Outcome:
         odd = _implausible(f)
         if odd is not None:
             return Outcome("could-not-tell", f"could not tell whether {subject(f)} helped: {odd}",
-                           deciding=DECIDING_LINES.get(f.engine, DECIDING_LINES[None]))
+                           deciding=deciding_lines(f.engine))
         if _accepted_nothing(f):
             return _nothing(f, path)
+        stopped = _stopped_accepting(f, path)
+        if stopped is not None:
+            return stopped
         return _helped(f, path)
+    if f.draft_failure is not None:
+        return _draft_failed(f, path)
     if crash is not None and crash.speculative:
         if crash.during_init:
-            return Outcome("never-ran", f"{subject(f)} never ran: the engine crashed while building the draft ({_crash_words(crash)})",
+            return Outcome("never-ran", f"{subject(f)} never ran: the engine crashed while building the draft"
+                           f"{_draft_words(f)} ({_crash_words(crash)})",
                            causes=["the draft worker failed to start"], findings=[_crash_finding(crash, path)])
         return _stopped_after(f, crash, path)
+    if crash is None and f.client_figures:
+        return _by_client(f, path)
     return _no_stats(f, crash, path)
 
 
-#: Speculative methods (as the engines print them) that draft with the checkpoint's own MTP / NextN heads.
-_MTP_METHODS = ("mtp", "nextn", "deepseek_mtp", "mimo_mtp", "qwen3_5_mtp", "qwen3_next_mtp", "glm4_moe_mtp", "ernie_mtp",
-                "longcat_flash_mtp", "pangu_ultra_moe_mtp", "draft-mtp", "frozen_kv_mtp", "step3p5_mtp")
+#: Consecutive statistics lines at the end of a run that accepted nothing, at least, for "accepting nothing since".
+TRAILING_ZERO = 3
+
+
+def _stopped_accepting(f: LogFacts, path: str) -> Outcome | None:
+    """``ran-but-accepted-nothing`` when the run's last :data:`TRAILING_ZERO` or more statistics lines accepted nothing
+    after earlier ones accepted drafts: the present state outranks the whole-log average."""
+    s = f.series
+    if s.tail_zero < TRAILING_ZERO or s.tail_zero >= s.intervals:
+        return None
+    when = f" / {s.tail_zero_time}" if s.tail_zero_time else ""
+    since = f"accepting nothing since line {s.tail_zero_first}{when}"
+    out = Outcome("ran-but-accepted-nothing", f"{subject(f)} ran and accepted drafts at first, but has been {since}: "
+                  f"the last {s.tail_zero} of {s.intervals} statistics lines accepted nothing (whole log: {_figures(f)})",
+                  causes=["speculation stopped accepting while serving (a draft/KV state problem, a slot or request "
+                          "pattern; compare the lines around the first zero)"] + _nothing_causes(f))
+    out.findings.append(get_rule("MTP500").finding(
+        f"{since}: the last {s.tail_zero} of {s.intervals} statistics lines accepted no draft token",
+        _loc(path, s.tail_zero_first), detail="; ".join(out.causes)))
+    return out
+
+
+def _draft_words(f: LogFacts) -> str:
+    draft = f.config.get("draft_model")
+    name = draft.value if draft is not None else (f.command.value.draft if f.command is not None else None)
+    cls = f.draft.get("class")
+    parts = [f" {name}" if name else "", f" ({cls.value})" if cls is not None else ""]
+    return "".join(parts)
+
+
+def _draft_failed(f: LogFacts, path: str) -> Outcome:
+    """``never-ran``: the draft model failed to load (llama.cpp ``failed to load draft model``), naming it, its
+    architecture and the cause."""
+    d = f.draft_failure
+    assert d is not None
+    arch = f", architecture '{d['architecture']}'" if d["architecture"] else ""
+    cause = f"{d['cause']} (line {d['cause_line']})" if d["cause_line"] else d["cause"]
+    reason = f"the draft {d['draft']} failed to load (line {d['line']}){arch}: {cause}"
+    return Outcome("never-ran", f"{subject(f)} never ran: {reason}", causes=[reason],
+                   findings=[get_rule("MTP501").finding(f"speculative decoding did not run: {reason}", _loc(path, d["line"]))])
+
+
+def _by_client(f: LogFacts, path: str) -> Outcome:
+    """No engine statistics, but a benchmark client's summary: the verdict from the client's figure, labelled so."""
+    fig = f.client_figures[-1]
+    same = [x["value"] for x in f.client_figures if (x["client"], x["what"]) == (fig["client"], fig["what"])]
+    value = sum(same) / len(same)
+    low = value < (NOTHING_LEN if fig["what"] == "accept length" else NOTHING_RATE)
+    shown = f"{fig['what']} {value * 100:.1f} %" if fig["what"] == "rate" else f"{fig['what']} {value:.2f}"
+    lines = f"line {fig['line']}" if len(same) == 1 else f"mean of {len(same)} lines, the last at line {fig['line']}"
+    words = (f"by the benchmark client's own summary ({fig['client']}, {lines}: {shown}); the engine's "
+             "statistics lines are not in the log")
+    if low:
+        return Outcome("ran-but-accepted-nothing", f"{subject(f)} ran but accepted almost nothing, {words}",
+                       findings=[get_rule("MTP500").finding(f"the client reports {shown}: the draft tokens are rejected "
+                                                            "(the client's figure, not the engine's)", _loc(path, fig["line"]))])
+    return Outcome("ran-and-helped", f"{subject(f)} ran and helped, {words}")
 
 
 def subject(f: LogFacts) -> str:
-    """What the verdict is about, in the log's own terms: ``MTP`` when the configured method drafts with MTP heads (or
-    SGLang's EAGLE, which its NEXTN alias becomes), ``speculative decoding (ngram)`` for another method, and
+    """What the verdict is about, in the log's own terms: ``MTP`` when the configured method drafts with MTP heads (its
+    name says mtp/nextn, or the engine's dialect lists it: SGLang's EAGLE, which its NEXTN alias becomes),
+    ``speculative decoding (ngram)`` for another method, and
     ``speculative decoding (method not in the log)`` when the log does not say."""
-    alg = f.config.get("algorithm")
-    value = str(alg.value).strip().lower() if alg is not None and alg.value not in (None, "None", "NONE") else ""
+    shown = method(f)
+    value = shown.strip().lower() if shown else ""
     if not value:
         return "speculative decoding (method not in the log)"
-    if value in _MTP_METHODS or value.endswith("_mtp") or "mtp" in value or (value == "eagle" and f.engine == "sglang"):
+    d = dialect_of(f.engine)
+    if "mtp" in value or "nextn" in value or (d is not None and value in d.mtp_methods):
         return "MTP"
-    return f"speculative decoding ({alg.value})"
+    return f"speculative decoding ({shown})"
+
+
+def method(f: LogFacts) -> str | None:
+    """The speculative method: as the engine printed it after its rewrites, else as the launch command in the log asks
+    for it after the engine's aliases (``NEXTN`` -> ``EAGLE``, ``deepseek_mtp`` -> ``mtp``), else None."""
+    alg = f.config.get("algorithm")
+    if alg is not None and alg.value not in (None, "None", "NONE"):
+        return str(alg.value)
+    if f.command is not None and f.command.value.method:
+        return str(f.command.value.method)
+    return None
 
 
 def _last_crash(f: LogFacts) -> Crash | None:
@@ -198,36 +281,27 @@ def _nothing_causes(f: LogFacts) -> list[str]:
     if q is not None and q.value not in (None, "None"):
         causes.append(f"the model runs quantized ({q.value}, line {q.line}): an MTP head loaded with the target's "
                       "quantization against its checkpoint's exclude list computes garbage drafts (check with mtp-audit checkpoint)")
-    if any(k.startswith("slot ") and k != "slot 0" for k in f.series.sources):
-        causes.append("a llama-server slot other than 0 drafting (llama.cpp#27572: drafts of slots > 0 were not armed)")
+    d = dialect_of(f.engine)
+    for prefix, spared, cause in d.source_causes if d is not None else ():
+        if any(k.startswith(prefix) and k != spared for k in f.series.sources):
+            causes.append(cause)
     causes += _known_bugs(f)
-    eng = f.engine
-    if eng == "llama.cpp":
-        causes.append("a backend/driver problem in the draft graph (llama.cpp#27151 was RADV_DEBUG=nocompute on Vulkan)")
+    d = dialect_of(f.engine)
+    causes += list(d.zero_causes) if d is not None else []
     causes.append("draft head weights missing, randomly initialised or not matching the target (check with mtp-audit checkpoint)")
     causes.append("a known engine bug of this version (search the tracker for the version and the draft class)")
     return causes
 
 
-#: Public reports of zero acceptance, matched on what the log printed: (engine, config key, test on its value, cause).
-KNOWN_ZERO_ACCEPTANCE: tuple[tuple[str, str, Any, str], ...] = (
-    ("sglang", "draft_model", lambda v: "eagle3" in str(v).lower(),
-     "an EAGLE3 draft run under --speculative-algorithm EAGLE: accept length stays 1.0 (sgl-project/sglang#21272; use EAGLE3)"),
-    ("vllm", "model", lambda v: "nvfp4" in str(v).lower(),
-     "NVFP4 target with MTP: episodic exactly-0 % acceptance reported on SM120 (vllm-project/vllm#55357)"),
-    ("vllm", "quantization", lambda v: "fp4" in str(v).lower(),
-     "NVFP4 target with MTP: episodic exactly-0 % acceptance reported on SM120 (vllm-project/vllm#55357)"),
-    ("tensorrt-llm", "use_kv_cache_manager_v2", lambda v: str(v).lower() == "false",
-     "DSA model with use_kv_cache_manager_v2: false accepts no MTP draft (NVIDIA/TensorRT-LLM#18662)"),
-)
-
-
 def _known_bugs(f: LogFacts) -> list[str]:
-    """Causes from :data:`KNOWN_ZERO_ACCEPTANCE` whose engine and printed configuration match this log."""
+    """Public reports of zero acceptance (the engine dialect's ``known_zero``) whose printed configuration matches."""
     out: list[str] = []
-    for engine, key, test, cause in KNOWN_ZERO_ACCEPTANCE:
+    d = dialect_of(f.engine)
+    seen: set[str] = set()
+    for key, test, cause in d.known_zero if d is not None else ():
         fact = f.config.get(key)
-        if f.engine == engine and fact is not None and test(fact.value) and cause not in out:
+        if fact is not None and test(fact.value) and cause not in seen:
+            seen.add(cause)
             out.append(f"{cause} (line {fact.line})")
     return out
 
@@ -268,24 +342,29 @@ def _no_stats(f: LogFacts, crash: Crash | None, path: str) -> Outcome:
     engine = f.engine
     said = _config_words(f)
     sentence = f"could not tell whether {subject(f)} ran" + (f" ({said})" if said else "")
-    return Outcome("could-not-tell", sentence, findings=extra, deciding=DECIDING_LINES.get(engine, DECIDING_LINES[None]))
+    if crash is not None:
+        sentence += f": the engine crashed before any speculative statistics line ({_crash_words(crash)})"
+    return Outcome("could-not-tell", sentence, findings=extra, deciding=deciding_lines(engine))
 
 
 def _off_reason(f: LogFacts) -> tuple[str, int] | None:
     alg = f.config.get("algorithm")
     if alg is not None and alg.value in (None, "None", "NONE"):
-        key = "speculative_config=None" if f.engine == "vllm" else "speculative_algorithm=None"
+        d = dialect_of(f.engine)
+        key = d.off_config if d is not None and d.off_config else "speculative_algorithm=None"
         return f"the engine printed {key} (line {alg.line})", alg.line
     n, first = f.decode_without_spec
+    d = dialect_of(f.engine)
     if n and not f.series.intervals:
-        return (f"{n} SGLang 'Decode batch' line{'s' if n != 1 else ''} without 'accept len' from line {first} "
-                "(SGLang writes it whenever a speculative algorithm is set)", first)
+        words = d.no_speculation_words if d is not None and d.no_speculation_words else \
+            "{n} statistics line{s} without speculative fields from line {first}"
+        return words.format(n=n, s="s" if n != 1 else "", first=first), first
     blk = f.mtp_block()
     if blk is not None:
         idx, (count, size, line, _) = blk
-        return (f"llama.cpp left block blk.{idx} ({count} tensors, {size / 2**20:.0f} MiB) unused from line {line}: the "
-                "MTP/NextN head was loaded but no draft ran (--spec-type draft-mtp not given, or no draft-mtp graph "
-                "for this architecture)", line)
+        advice = d.unused_advice if d is not None and d.unused_advice else "the MTP/NextN head was loaded but no draft ran"
+        return (f"{d.label if d is not None else 'the engine'} left block blk.{idx} ({count} tensors, "
+                f"{size / 2**20:.0f} MiB) unused from line {line}: {advice}", line)
     return None
 
 
@@ -301,6 +380,12 @@ def _config_words(f: LogFacts) -> str:
         parts.append(f"draft {c['draft_model'].value}")
     if parts:
         return ", ".join(parts) + f" (line {next(iter(c.values())).line}), but no speculative statistics line"
+    cmd = f.command
+    if cmd is not None and cmd.value.method:
+        k = f", k {cmd.value.num_speculative_tokens}" if cmd.value.num_speculative_tokens is not None else ""
+        draft = f", draft {cmd.value.draft}" if cmd.value.draft else ""
+        return (f"the launch command asks for {cmd.value.method}{k}{draft} (line {cmd.line}), but no speculative "
+                "statistics line")
     return ""
 
 
@@ -322,12 +407,37 @@ def facts_dict(f: LogFacts) -> dict[str, Any]:
             "curve": [{"first_line": b.first_line, "last_line": b.last_line, "intervals": b.count,
                        "value": None if b.value is None else round(b.value, 4), "zero": b.zero} for b in s.buckets],
             "sources": {k: {"accepted": v[0], "drafted": v[1], "intervals": v[2]} for k, v in s.sources.items()},
+            "last_printed": None if s.last_printed is None else {
+                "line": s.last_printed[0], "text": strip_prefixes(s.last_printed[1]).strip()[:300]},
         },
-        "runs": {"starts": f.runs[:16], "earlier": f.earlier_runs[:16]},
+        "runs": {"starts": f.runs[:16], "earlier": f.earlier_runs[:16], "time_back": f.time_back,
+                 "reported": f.reported_run},
         "decode_without_speculation": {"lines": f.decode_without_spec[0], "first_line": f.decode_without_spec[1] or None},
         "unused_tensors": {f"blk.{k}": {"tensors": v[0], "bytes": v[1], "first_line": v[2], "nextn_named": v[3]}
                            for k, v in sorted(f.unused.items())[:16]},
         "crashes": [c.to_dict() for c in f.crashes],
         "benchmark_client_lines": {"lines": f.client[0], "first_line": f.client[1] or None},
         "draft_types": f.draft_types,
+        "command": _command_dict(f),
+        "wrapper": None if f.wrapper is None else f.wrapper.to_dict(),
+        "draft_failure": f.draft_failure,
+        "client_figures": f.client_figures,
+        "accepting_nothing_since": None if f.series.tail_zero < TRAILING_ZERO else {
+            "line": f.series.tail_zero_first, "time": f.series.tail_zero_time, "intervals": f.series.tail_zero},
     }
+
+
+def _command_dict(f: LogFacts) -> dict[str, Any] | None:
+    """The launch command in the log (``facts.log.files[i].command``), with what the rest of the log says about it."""
+    if f.command is None:
+        return None
+    from dataclasses import asdict
+
+    from mtp_audit.runtime.command import check, describe
+
+    cmd, line = f.command.value, f.command.line
+    printed = {k: (v.value, v.line) for k, v in f.config.items()}
+    d = asdict(cmd)
+    d["notes"] = list(cmd.notes)
+    d.update(line=line, text=describe(cmd, line), check=check(cmd, line, printed, f.series.intervals > 0))
+    return d

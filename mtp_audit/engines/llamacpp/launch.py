@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mtp_audit.engines.base import Engine, EngineOutcome, LaunchRequest
+from mtp_audit.engines.base import Engine, EngineOutcome, LaunchRequest, LogDialect
 from mtp_audit.engines.llamacpp.command import BuildInfo, is_llamacpp, parse_build, parse_command, shell_join
 from mtp_audit.engines.llamacpp.evaluate import ANALYZER, GGUFView, evaluate
 from mtp_audit.errors import InputError
@@ -36,6 +36,12 @@ class LlamaCppEngine(Engine):
     target_option = "--llamacpp-build"
     rules_module = "mtp_audit.engines.llamacpp.rules"
     entry_examples = ("llama-server -m MODEL.gguf ...", "llama-cli -m MODEL.gguf ...")
+
+    def log_dialect(self) -> LogDialect:
+        """How this engine writes its log (``mtp_audit.engines.llamacpp.logdialect``)."""
+        from mtp_audit.engines.llamacpp.logdialect import DIALECT
+
+        return DIALECT
 
     def entry(self, toks: Sequence[str]) -> str | None:
         """``llama-server`` / ``llama-cli`` ... when the command starts one, else ``None``."""

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.engines.argv import shell_join
-from mtp_audit.engines.base import Engine, EngineOutcome, LaunchRequest
+from mtp_audit.engines.base import Engine, EngineOutcome, LaunchRequest, LogDialect
 from mtp_audit.engines.outcome import COULD_NOT_TELL, mtp_errors_as_warnings, verdict, verdict_sentence
 from mtp_audit.engines.trtllm import knowledge as K
 from mtp_audit.engines.trtllm.command import TrtllmCommand, parse_trtllm_command, trtllm_entry
@@ -508,6 +508,12 @@ class TrtllmEngine(Engine):
     target_option = ""
     rules_module = "mtp_audit.engines.trtllm.rules"
     entry_examples = ("trtllm-serve MODEL --config mtp.yaml ...",)
+
+    def log_dialect(self) -> LogDialect:
+        """How this engine writes its log (``mtp_audit.engines.trtllm.logdialect``)."""
+        from mtp_audit.engines.trtllm.logdialect import DIALECT
+
+        return DIALECT
 
     def entry(self, toks: Sequence[str]) -> str | None:
         """``"trtllm-serve"`` (or ``"trtllm-serve serve"``) when the command starts TensorRT-LLM's server."""

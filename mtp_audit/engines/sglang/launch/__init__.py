@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mtp_audit.engines.base import Engine, EngineOutcome, LaunchRequest, open_release
+from mtp_audit.engines.base import Engine, EngineOutcome, LaunchRequest, LogDialect, open_release
 from mtp_audit.report import Gap, Report
 
 #: the keys of an evaluation's outcome that make up ``facts["launch"]``
@@ -24,6 +24,12 @@ class SGLangEngine(Engine):
     target_option = "--sglang"
     rules_module = "mtp_audit.engines.sglang.launch.rules"
     entry_examples = ("python -m sglang.launch_server --model-path MODEL ...", "sglang serve MODEL ...")
+
+    def log_dialect(self) -> LogDialect:
+        """How this engine writes its log (``mtp_audit.engines.sglang.logdialect``)."""
+        from mtp_audit.engines.sglang.logdialect import DIALECT
+
+        return DIALECT
 
     def entry(self, toks: Sequence[str]) -> str | None:
         """``"python -m sglang.launch_server"`` or ``"sglang serve"`` when the command starts SGLang, else ``None``."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mtp_audit.engines.base import Engine, EngineOutcome, LaunchRequest, open_release
+from mtp_audit.engines.base import Engine, EngineOutcome, LaunchRequest, LogDialect, open_release
 from mtp_audit.report import Gap
 
 #: the keys of an evaluation's outcome that make up ``facts["launch"]``
@@ -24,6 +24,12 @@ class VllmEngine(Engine):
     target_option = "--vllm"
     rules_module = "mtp_audit.engines.vllm.launch.rules"
     entry_examples = ("vllm serve MODEL ...", "python -m vllm.entrypoints.openai.api_server --model MODEL ...")
+
+    def log_dialect(self) -> LogDialect:
+        """How this engine writes its log (``mtp_audit.engines.vllm.logdialect``)."""
+        from mtp_audit.engines.vllm.logdialect import DIALECT
+
+        return DIALECT
 
     def entry(self, toks: Sequence[str]) -> str | None:
         """``"vllm serve"`` (or the api_server / cli.main form) when the command starts vLLM's server, else ``None``."""
