@@ -115,6 +115,74 @@ class EngineOutcome:
     facts: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class KernelQuestion:
+    """What an engine's :meth:`Engine.fp4_verdict` hook is asked about: one launch's checkpoint on one machine.
+
+    Attributes:
+        checkpoint: ``facts["checkpoint"]`` of the served checkpoint's report (``None``: not audited).
+        machine: ``facts["preflight"]`` of the machine report (``machine.gpus``, ``machine.platform``, ...).
+        options: the engine's own options that pick kernels (a MoE backend, ``--quantization``), as the launch gives
+            them (name -> value).
+    """
+
+    checkpoint: Mapping[str, Any] | None
+    machine: Mapping[str, Any]
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GpuFp4:
+    """One GPU's native-FP4 answer for one engine's kernels.
+
+    Attributes:
+        gpu: the GPU index; name: its name; compute_capability: ``"9.0"`` (``None``: unknown).
+        native_fp4: ``"capable"`` / ``"not capable"`` / ``"unknown"`` / ``"not applicable"``.
+        reasons: why, in sentences (rule ids first where a finding says it).
+    """
+
+    gpu: int
+    name: str | None
+    compute_capability: str | None
+    native_fp4: str
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Fp4Verdict:
+    """An engine's answer to "do this machine's GPUs run the FP4 kernels this launch needs", for the engine's own
+    kernels (not another engine's capability matrix).
+
+    Attributes:
+        engine: the engine id.
+        needed: whether the launch runs FP4 kernels (``None``: could not tell, the checkpoint was not audited).
+        overall: the worst per-GPU verdict (``"not applicable"`` when ``needed`` is ``False`` or the engine's kernels
+            take no FP4 path that needs particular hardware: ``reason`` says why).
+        gpus: per-GPU answers.
+        kernels: what the answer is about (``"NVFP4 GEMM / MoE (CUTLASS)"``).
+        sources: where the kernel facts come from (file:line at a commit or release).
+        findings, gaps: what the engine reports about it (its own rule range).
+        reason: for ``"not applicable"``: why.
+    """
+
+    engine: str
+    needed: bool | None
+    overall: str
+    gpus: tuple[GpuFp4, ...] = ()
+    kernels: str = ""
+    sources: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    gaps: tuple[Gap, ...] = ()
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON of ``facts["launch"]["fp4"]`` (findings and gaps are reported on their own)."""
+        return {"engine": self.engine, "needed": self.needed, "native_fp4": self.overall, "kernels": self.kernels,
+                "verdicts": [dict(gpu=g.gpu, name=g.name, compute_capability=g.compute_capability,
+                                  native_fp4=g.native_fp4, reasons=list(g.reasons)) for g in self.gpus],
+                "sources": list(self.sources), "reason": self.reason}
+
+
 class Engine(ABC):
     """One serving engine, as ``mtp-audit launch`` sees it.
 
@@ -153,6 +221,12 @@ class Engine(ABC):
         Raises:
             InputError: a command this engine cannot start (a model path that does not exist, ...).
         """
+
+    def fp4_verdict(self, question: KernelQuestion) -> Fp4Verdict | None:
+        """The FP4 verdict for this engine's own kernels on the machine (a hook: an engine that does not implement it
+        has nothing to add, and the preflight's verdict stands). ``question`` holds the checkpoint's and the machine's
+        facts and the engine's kernel options."""
+        return None
 
     def compare(self, request: LaunchRequest, old: EngineOutcome, new: EngineOutcome) -> EngineOutcome:
         """The outcome at ``new`` annotated with what changed since ``old`` (two releases of this engine).
