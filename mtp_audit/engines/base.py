@@ -183,6 +183,21 @@ class Fp4Verdict:
                 "sources": list(self.sources), "reason": self.reason}
 
 
+@dataclass(frozen=True)
+class Coverage:
+    """How an engine answers one check of the parity matrix (:mod:`mtp_audit.engines.parity`): exactly one of
+
+    Attributes:
+        rules: the rule ids that implement it (each must be a registered rule).
+        na: why the check does not apply to this engine (or platform).
+        open: what is still missing, when the engine should answer it and does not yet.
+    """
+
+    rules: tuple[str, ...] = ()
+    na: str = ""
+    open: str = ""
+
+
 class Engine(ABC):
     """One serving engine, as ``mtp-audit launch`` sees it.
 
@@ -199,6 +214,12 @@ class Engine(ABC):
     rules_module: ClassVar[str]
     #: how the engine's server is started, for the "not an engine launch" message
     entry_examples: ClassVar[tuple[str, ...]] = ()
+    #: platforms (:data:`mtp_audit.preflight.platforms.LABELS` keys) the engine runs on, with its source
+    platforms: ClassVar[tuple[str, ...]] = ("cuda",)
+    platforms_source: ClassVar[str] = ""
+    #: check (:data:`mtp_audit.engines.parity.CHECKS`) -> its coverage, or a mapping platform -> coverage (``"*"``: the
+    #: other platforms); a check left out is an empty cell of the parity matrix, which its test refuses
+    parity: ClassVar[Mapping[str, Coverage | Mapping[str, Coverage]]] = {}
 
     @abstractmethod
     def entry(self, toks: Sequence[str]) -> str | None:

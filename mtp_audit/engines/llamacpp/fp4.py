@@ -70,6 +70,11 @@ def fp4_verdict(question: KernelQuestion) -> Fp4Verdict:
     if not types:
         return Fp4Verdict(ENGINE, False, "not applicable", kernels=KERNELS, sources=SOURCES,
                           reason="the GGUF has no MXFP4/NVFP4 tensors: llama.cpp runs no FP4 kernels for it")
+    platform = ((question.machine.get("machine") or {}).get("platform") or {}).get("value")
+    if platform in ("rocm", "cann", "cpu"):
+        return Fp4Verdict(ENGINE, True, "not applicable", kernels=KERNELS, sources=SOURCES,
+                          reason=f"llama.cpp's native FP4 path is NVIDIA-only (GGML_CUDA_CC_IS_NVIDIA, {NATIVE}); on "
+                                 f"{platform} its back-end dequantizes MXFP4/NVFP4 or leaves the op to the CPU")
     gpus = tuple(gpu_answer(*g) for g in _gpus(question.machine))
     kinds = {g.native_fp4 for g in gpus}
     worst = "unknown" if not kinds or "unknown" in kinds else "not capable" if "not capable" in kinds else "capable"

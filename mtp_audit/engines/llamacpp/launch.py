@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.engines.base import Engine, EngineOutcome, Fp4Verdict, KernelQuestion, LaunchRequest
+from mtp_audit.engines.llamacpp import parity as P
 from mtp_audit.engines.llamacpp.command import BuildInfo, is_llamacpp, parse_build, parse_command, shell_join
 from mtp_audit.engines.llamacpp.evaluate import ANALYZER, GGUFView, evaluate
 from mtp_audit.errors import InputError
@@ -36,6 +37,7 @@ class LlamaCppEngine(Engine):
     target_option = "--llamacpp-build"
     rules_module = "mtp_audit.engines.llamacpp.rules"
     entry_examples = ("llama-server -m MODEL.gguf ...", "llama-cli -m MODEL.gguf ...")
+    platforms, platforms_source, parity = P.PLATFORMS, P.PLATFORMS_SOURCE, P.PARITY
 
     def entry(self, toks: Sequence[str]) -> str | None:
         """``llama-server`` / ``llama-cli`` ... when the command starts one, else ``None``."""

@@ -12,6 +12,7 @@ from typing import Any
 
 from mtp_audit.engines.argv import shell_join
 from mtp_audit.engines.base import Engine, EngineOutcome, Fp4Verdict, KernelQuestion, LaunchRequest
+from mtp_audit.engines.trtllm import parity as P
 from mtp_audit.engines.outcome import COULD_NOT_TELL, mtp_errors_as_warnings, verdict, verdict_sentence
 from mtp_audit.engines.trtllm import knowledge as K
 from mtp_audit.engines.trtllm.command import TrtllmCommand, parse_trtllm_command, trtllm_entry
@@ -487,6 +488,7 @@ class TrtllmEngine(Engine):
     target_option = ""
     rules_module = "mtp_audit.engines.trtllm.rules"
     entry_examples = ("trtllm-serve MODEL --config mtp.yaml ...",)
+    platforms, platforms_source, parity = P.PLATFORMS, P.PLATFORMS_SOURCE, P.PARITY
 
     def entry(self, toks: Sequence[str]) -> str | None:
         """``"trtllm-serve"`` (or ``"trtllm-serve serve"``) when the command starts TensorRT-LLM's server."""

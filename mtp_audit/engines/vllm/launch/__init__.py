@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mtp_audit.engines.base import Engine, EngineOutcome, LaunchRequest, open_release
+from mtp_audit.engines.vllm.launch import parity as P
 from mtp_audit.report import Gap
 
 #: the keys of an evaluation's outcome that make up ``facts["launch"]``
@@ -24,6 +25,7 @@ class VllmEngine(Engine):
     target_option = "--vllm"
     rules_module = "mtp_audit.engines.vllm.launch.rules"
     entry_examples = ("vllm serve MODEL ...", "python -m vllm.entrypoints.openai.api_server --model MODEL ...")
+    platforms, platforms_source, parity = P.PLATFORMS, P.PLATFORMS_SOURCE, P.PARITY
 
     def entry(self, toks: Sequence[str]) -> str | None:
         """``"vllm serve"`` (or the api_server / cli.main form) when the command starts vLLM's server, else ``None``."""
