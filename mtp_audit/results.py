@@ -163,8 +163,8 @@ def launch_result(report: Report) -> LaunchResult | None:
     if not isinstance(facts, Mapping) or "verdict" not in facts:
         return None
     fixed = _opt_str(facts.get("corrected_command"))
-    spec = facts.get("speculative") if isinstance(facts.get("speculative"), Mapping) else {}
-    draft = facts.get("draft") if isinstance(facts.get("draft"), Mapping) else {}
+    spec: Mapping[str, Any] = facts["speculative"] if isinstance(facts.get("speculative"), Mapping) else {}
+    draft: Mapping[str, Any] = facts["draft"] if isinstance(facts.get("draft"), Mapping) else {}
     engine = _opt_str(facts.get("engine")) or ("vllm" if "vllm" in report.facts else "sglang")
     requested, runs_as = _opt_str(spec.get("requested") or spec.get("method_requested")), _opt_str(spec.get("runs_as") or spec.get("method"))
     if engine == "llamacpp":
@@ -224,7 +224,7 @@ def fp4_readiness(report: Report) -> Fp4Readiness | None:
     s = facts.get("summary") if isinstance(facts, Mapping) else None
     if not isinstance(s, Mapping):
         return None
-    resolved = facts.get("resolved") if isinstance(facts.get("resolved"), Mapping) else {}
+    resolved: Mapping[str, Any] = facts["resolved"] if isinstance(facts, Mapping) and isinstance(facts.get("resolved"), Mapping) else {}
     return Fp4Readiness(
         native_fp4=str(s.get("verdict") or "could not tell"),
         compute_capabilities=tuple(str(c) for c in s.get("compute_capabilities") or ()),

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import sglang_wheel
+
 from mtp_audit.launch import audit_launch
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import vllm_wheel
+
 from mtp_audit.launch import audit_launch
 from mtp_audit.report import Severity
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import vllm_wheel
 
 import mtp_audit
-from conftest import vllm_wheel
 from mtp_audit.synth.gguf import gguf_bytes, model_kv, nextn_tensors, trunk_tensors
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,6 +6,7 @@ means removing it from OPEN)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from mtp_audit.engines.base import Coverage, Engine
 from mtp_audit.engines.parity import CHECKS, matrix, platforms, render
@@ -42,7 +43,7 @@ class _Fifth(Engine):
     """A fake engine that declares one check with a rule it does not report and leaves the others out."""
 
     name, label, target_option, rules_module = "fifth", "Fifth", "", "mtp_audit.engines.trtllm.rules"
-    parity = {"what runs": Coverage(rules=("MTP320",)), "fp4 verdict": Coverage(rules=("MTP718",), na="both")}
+    parity: ClassVar[dict[str, Coverage]] = {"what runs": Coverage(rules=("MTP320",)), "fp4 verdict": Coverage(rules=("MTP718",), na="both")}
 
     def entry(self, toks):  # type: ignore[no-untyped-def]
         return None

@@ -56,11 +56,11 @@ def gpu_answer(index: int, name: str | None, cc: tuple[int, int] | None) -> GpuF
         return GpuFp4(index, name, None, "unknown", ("compute capability unknown",))
     shown, ggml_cc = f"{cc[0]}.{cc[1]}", 100 * cc[0] + 10 * cc[1]
     if ggml_cc in NATIVE_CC:
-        return GpuFp4(index, name, shown, "capable", (f"SM{cc[0]}{cc[1]}: llama.cpp runs MXFP4/NVFP4 with FP4 tensor-core "
-                                                      f"math when the build is compiled for it ({NATIVE})",))
-    return GpuFp4(index, name, shown, "not capable", (f"SM{cc[0]}{cc[1]}: llama.cpp's native FP4 path is SM120-SM12x only "
-                                                      f"({NATIVE}); MXFP4/NVFP4 run through its int8 Q8_1 kernels "
-                                                      f"({Q8_PATH})",))
+        return GpuFp4(index, name, shown, "capable", ((f"SM{cc[0]}{cc[1]}: llama.cpp runs MXFP4/NVFP4 with FP4 tensor-core "
+                                                       f"math when the build is compiled for it ({NATIVE})"),))
+    return GpuFp4(index, name, shown, "not capable", ((f"SM{cc[0]}{cc[1]}: llama.cpp's native FP4 path is SM120-SM12x only "
+                                                       f"({NATIVE}); MXFP4/NVFP4 run through its int8 Q8_1 kernels "
+                                                       f"({Q8_PATH})"),))
 
 
 def fp4_verdict(question: KernelQuestion) -> Fp4Verdict:

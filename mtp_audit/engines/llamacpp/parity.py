@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from mtp_audit.engines.base import Coverage
 
 PLATFORMS = ("cuda", "rocm", "cann", "cpu")
 PLATFORMS_SOURCE = ("ggml back-ends ggml-cuda, ggml-hip, ggml-cann, ggml-cpu (llama-cpp-python 0.3.36 sdist "
                     "vendor/llama.cpp/ggml/src)")
-PARITY = {
+PARITY: dict[str, Coverage | Mapping[str, Coverage]] = {
     "what runs": Coverage(rules=("MTP600", "MTP601", "MTP602", "MTP603", "MTP604", "MTP608")),
     "speculation shape": Coverage(rules=("MTP606", "MTP607")),
     "draft memory": Coverage(open="the MTP head's bytes per GPU are not stated"),

@@ -36,13 +36,13 @@ def gpu_answer(index: int, name: str | None, cc: tuple[int, int] | None) -> GpuF
     if cc is None:
         return GpuFp4(index, name, None, "unknown", ("compute capability unknown",))
     if cc in K.FP4_GEMM_CCS:
-        return GpuFp4(index, name, shown, "capable", (f"{K.FP4_GEMM_CCS[cc]} has FP4 tensor cores and TensorRT-LLM's NVFP4 "
-                                                      f"GEMM has a tile configuration for it ({K.FP4_GEMM})",))
+        return GpuFp4(index, name, shown, "capable", ((f"{K.FP4_GEMM_CCS[cc]} has FP4 tensor cores and TensorRT-LLM's NVFP4 "
+                                                       f"GEMM has a tile configuration for it ({K.FP4_GEMM})"),))
     if cc[0] < 10:
-        return GpuFp4(index, name, shown, "not capable", (f"SM{cc[0]}{cc[1]} has no FP4 tensor cores; TensorRT-LLM's NVFP4 "
-                                                          f"GEMM has SM100/SM103/SM120 configurations only ({K.FP4_GEMM})",))
-    return GpuFp4(index, name, shown, "unknown", (f"SM{cc[0]}{cc[1]} has FP4 tensor cores, but TensorRT-LLM's NVFP4 GEMM names "
-                                                  f"no configuration for it ({K.FP4_GEMM})",))
+        return GpuFp4(index, name, shown, "not capable", ((f"SM{cc[0]}{cc[1]} has no FP4 tensor cores; TensorRT-LLM's NVFP4 "
+                                                           f"GEMM has SM100/SM103/SM120 configurations only ({K.FP4_GEMM})"),))
+    return GpuFp4(index, name, shown, "unknown", ((f"SM{cc[0]}{cc[1]} has FP4 tensor cores, but TensorRT-LLM's NVFP4 GEMM names "
+                                                   f"no configuration for it ({K.FP4_GEMM})"),))
 
 
 def overall(gpus: tuple[GpuFp4, ...]) -> str:

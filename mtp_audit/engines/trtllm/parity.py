@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from mtp_audit.engines.base import Coverage
 
 PLATFORMS = ("cuda",)
 PLATFORMS_SOURCE = "NVIDIA GPUs only: MTP713"
-PARITY = {
+PARITY: dict[str, Coverage | Mapping[str, Coverage]] = {
     "what runs": Coverage(rules=("MTP700", "MTP703", "MTP707", "MTP715")),
     "speculation shape": Coverage(rules=("MTP701", "MTP704", "MTP716")),
     "draft memory": Coverage(open="the MTP layers' bytes per GPU are not stated"),

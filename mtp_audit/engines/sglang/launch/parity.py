@@ -3,11 +3,13 @@ per platform where they differ."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from mtp_audit.engines.base import Coverage
 
 PLATFORMS = ("cuda", "rocm", "cann", "cpu")
 PLATFORMS_SOURCE = "SGLang's CUDA, ROCm, Ascend NPU and CPU builds; the preflight's AMD and Ascend tables"
-PARITY = {
+PARITY: dict[str, Coverage | Mapping[str, Coverage]] = {
     "what runs": Coverage(rules=("MTP302", "MTP303", "MTP304", "MTP305")),
     "speculation shape": Coverage(open="the effective speculative_num_steps, eagle_topk and num_draft_tokens after "
                                        "SGLang's resolution are not stated"),

@@ -3,11 +3,13 @@ per platform where they differ."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from mtp_audit.engines.base import Coverage
 
 PLATFORMS = ("cuda", "rocm", "cann", "cpu")
 PLATFORMS_SOURCE = "vllm/platforms (cuda, rocm, cpu); Ascend through the vllm-ascend plugin"
-PARITY = {
+PARITY: dict[str, Coverage | Mapping[str, Coverage]] = {
     "what runs": Coverage(rules=("MTP320", "MTP321", "MTP322", "MTP324", "MTP325")),
     "speculation shape": Coverage(rules=("MTP323",)),
     "draft memory": Coverage(rules=("MTP338",)),
