@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OPEN = {("speculation shape", "sglang", p) for p in ("cuda", "rocm", "cann", "cpu")} | \
        {("draft memory", "llamacpp", p) for p in ("cuda", "rocm", "cann", "cpu")} | \
        {("release pins", "sglang", p) for p in ("rocm", "cann", "cpu")} | \
-       {("draft memory", "tensorrt-llm", "cuda"), ("release pins", "tensorrt-llm", "cuda")}
+       {("release pins", "tensorrt-llm", "cuda")}
 
 
 def test_docs_parity_is_generated_from_the_code():

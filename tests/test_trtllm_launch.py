@@ -23,7 +23,9 @@ B200 = ROOT / "fixtures" / "preflight" / "envdumps" / "sglang-24834.txt"
 
 
 def _ids(report, severity=None):
-    return sorted({f.rule_id for f in report.findings if f.rule_id.startswith("MTP7")
+    """The TensorRT-LLM rule ids of a report, without MTP719 (the MTP layers' memory note every MTP launch on a
+    checkpoint with known MTP bytes gets; asserted on its own in test_mtp_memory_per_gpu)."""
+    return sorted({f.rule_id for f in report.findings if f.rule_id.startswith("MTP7") and f.rule_id != "MTP719"
                    and (severity is None or f.severity == severity)})
 
 
@@ -249,3 +251,14 @@ def test_missing_model_is_an_error(tmp_path, capsys):
         rc, out = _cli(capsys, *entry, "--config", str(y))
         assert rc == 1 and "MTP717 error" in out and "click exits with 'Missing argument MODEL'" in out
         assert "Verdict: fix first (1 error(s): MTP717)" in out
+
+
+def test_mtp_memory_per_gpu():
+    """DeepSeek-V3.1-NVFP4's MTP layer (26,926,853,120 bytes estimated from config) at --tp_size 4 on the H200 dump
+    (150,754,820,096 bytes per GPU): 6.73 GB per GPU, 4.5% of a GPU: info."""
+    r = _run("nvidia--DeepSeek-V3.1-NVFP4", "r1-nextn-3.yaml", "--tp_size", "4")
+    [f] = [f for f in r.findings if f.rule_id == "MTP719"]
+    assert f.severity == Severity.INFO
+    assert f.message.startswith("the MTP layers' weights take about 6,731,713,280 bytes (6.73 GB) per GPU at load (peak) "
+                                "under tensor_parallel_size 4")
+    assert "4.5% of the 150,754,820,096 bytes (150.75 GB) GPU" in f.message

@@ -1,6 +1,6 @@
 """What TensorRT-LLM will do with one ``trtllm-serve`` command: the YAML's ``speculative_config`` replayed against
 :mod:`mtp_audit.engines.trtllm.knowledge`, the checkpoint's MTP layers and tokenizer, and the machine's GPUs
-(rules MTP700-MTP718)."""
+(rules MTP700-MTP719)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from mtp_audit.engines.base import Engine, EngineOutcome, Fp4Verdict, KernelQues
 from mtp_audit.engines.trtllm import parity as P
 from mtp_audit.engines.outcome import COULD_NOT_TELL, mtp_errors_as_warnings, verdict, verdict_sentence
 from mtp_audit.engines.trtllm import knowledge as K
+from mtp_audit.engines.trtllm.memory import check_mtp_memory
 from mtp_audit.engines.trtllm.command import TrtllmCommand, parse_trtllm_command, trtllm_entry
 from mtp_audit.engines.trtllm.rules import RULES_BY_ID
 from mtp_audit.errors import InputError
@@ -334,7 +335,8 @@ def check_gpu_count(ctx: TCtx) -> None:
 
 
 CHECKS = (check_model, check_options, check_decoding_type, check_requested, check_gpu_count)
-MTP_CHECKS = (check_draft_len, check_layers_present, check_architecture, check_think_tokens, check_traps, check_hardware)
+MTP_CHECKS = (check_draft_len, check_layers_present, check_architecture, check_think_tokens, check_traps, check_hardware,
+              check_mtp_memory)
 
 
 def read_yaml(ctx: TCtx, cwd: Path) -> None:
@@ -506,7 +508,7 @@ class TrtllmEngine(Engine):
         return {"llm_args": K.LLM_ARGS, "serve": K.SERVE}, None
 
     def evaluate(self, request: LaunchRequest, release: Any, gap: Gap | None) -> EngineOutcome:
-        """See :meth:`mtp_audit.engines.base.Engine.evaluate`: the YAML, the checkpoint and the machine, then MTP700-MTP718.
+        """See :meth:`mtp_audit.engines.base.Engine.evaluate`: the YAML, the checkpoint and the machine, then MTP700-MTP719.
 
         Raises:
             InputError: the ``--config`` YAML is missing or malformed, or MODEL does not exist (and is not a hub id).

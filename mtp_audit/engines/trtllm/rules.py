@@ -262,4 +262,19 @@ RULES = RULES + (
        _ex(False, "BF16 checkpoint on an H100", _CFG, spec=_MTP, env=_H100_ENV))),
 )
 
+RULES = RULES + (
+    R("MTP719", "trtllm-mtp-memory-per-gpu", I, "Memory the MTP layers' weights take on each GPU at load",
+      "decoding_type MTP: the checkpoint's MTP bytes (exact from safetensors headers, else estimated from config) over "
+      "the tensor-parallel size (--tp_size or the YAML's tensor_parallel_size), against the smallest GPU the machine "
+      "shows: info below 10% of a GPU, warning from 10%, error above it. The figure is the load-time peak; the steady "
+      "state is not derived.",
+      "The MTP layers of an FP4 checkpoint are usually kept in BF16 (about 4x their FP4 size) and come on top of the "
+      "target's weights: at low tensor parallelism they shrink the KV cache or fail the load.",
+      "Raise --tp_size, lower kv_cache_config.free_gpu_memory_fraction, or use a checkpoint whose MTP layers are quantized.",
+      ("nvidia/Qwen3.5-397B-A17B-NVFP4 hf_quant_config.json (its MTP layer is stored BF16)",
+       _LLM_ARGS + " (tensor_parallel_size; the MTP layers are built with the target's mapping)"),
+      "real checkpoint",
+      (_ex(True, "MTP launch", _CFG, spec=_MTP), _ex(False, "no speculative_config", _CFG, spec=None))),
+)
+
 RULES_BY_ID = {r.id: r for r in RULES}
