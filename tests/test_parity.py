@@ -37,6 +37,9 @@ def test_the_fp4_verdict_row_names_each_engines_own_rule():
                    "tensorrt-llm": ("MTP718",)}
     hooked = [e.name for e in ENGINES if type(e).fp4_verdict is not Engine.fp4_verdict]
     assert hooked == ["llamacpp", "tensorrt-llm"]
+    via = {(c.check, c.engine) for c in matrix() if c.hook and c.platform == "cuda"}
+    assert via == {("fp4 verdict", "llamacpp"), ("fp4 verdict", "tensorrt-llm"), ("draft memory", "vllm"),
+                   ("draft memory", "tensorrt-llm"), ("release pins", "vllm")}
 
 
 class _Fifth(Engine):

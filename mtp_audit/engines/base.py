@@ -178,9 +178,59 @@ class Fp4Verdict:
     def to_dict(self) -> dict[str, Any]:
         """The JSON of ``facts["launch"]["fp4"]`` (findings and gaps are reported on their own)."""
         return {"engine": self.engine, "needed": self.needed, "native_fp4": self.overall, "kernels": self.kernels,
-                "verdicts": [dict(gpu=g.gpu, name=g.name, compute_capability=g.compute_capability,
-                                  native_fp4=g.native_fp4, reasons=list(g.reasons)) for g in self.gpus],
+                "verdicts": [{"gpu": g.gpu, "name": g.name, "compute_capability": g.compute_capability,
+                              "native_fp4": g.native_fp4, "reasons": list(g.reasons)} for g in self.gpus],
                 "sources": list(self.sources), "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class DraftQuestion:
+    """What an engine's :meth:`Engine.draft_memory` hook is asked: the draft checkpoint's facts and the launch's sizes.
+
+    Attributes:
+        checkpoint: ``facts["checkpoint"]`` of the checkpoint the draft's MTP layers come from (``None``: not audited).
+        tensor_parallel: the tensor-parallel size the draft is sharded over.
+    """
+
+    checkpoint: Mapping[str, Any] | None
+    tensor_parallel: int
+
+
+@dataclass(frozen=True)
+class DraftMemory:
+    """The draft's weights per GPU, in bytes.
+
+    Attributes:
+        mtp_bytes: the MTP tensors' bytes (exact from headers or estimated from config: ``estimated``).
+        peak_per_gpu: at load, before the engine frees anything.
+        steady_per_gpu: once the engine has shared or freed what it does (``None``: not derived).
+        tensor_parallel: the size the bytes are split over.
+        how: how the split was made and where the engine's behaviour comes from.
+    """
+
+    mtp_bytes: int
+    estimated: bool
+    peak_per_gpu: float
+    steady_per_gpu: float | None
+    tensor_parallel: int
+    how: str
+
+
+@dataclass(frozen=True)
+class PinCheck:
+    """One pin of an engine release against the machine.
+
+    Attributes:
+        package: the pinned distribution (``"torch"``); spec: the release's specifier (``"==2.14.0"``).
+        machine: the machine's version (``None``: unknown); holds: whether it satisfies the pin (``None``: unknown).
+        source: where the pin was read (``"vllm 0.33.0 METADATA Requires-Dist"``).
+    """
+
+    package: str
+    spec: str
+    machine: str | None
+    holds: bool | None
+    source: str
 
 
 @dataclass(frozen=True)
@@ -248,6 +298,14 @@ class Engine(ABC):
         has nothing to add, and the preflight's verdict stands). ``question`` holds the checkpoint's and the machine's
         facts and the engine's kernel options."""
         return None
+
+    def draft_memory(self, question: DraftQuestion) -> DraftMemory | None:
+        """The draft's bytes per GPU for this engine (a hook: ``None``, nothing to add, by default)."""
+        return None
+
+    def release_pins(self, release: Any, machine: Mapping[str, Any]) -> tuple[PinCheck, ...]:
+        """The release's pins (torch, CUDA) against ``machine`` (``facts["preflight"]``) (a hook: none by default)."""
+        return ()
 
     def compare(self, request: LaunchRequest, old: EngineOutcome, new: EngineOutcome) -> EngineOutcome:
         """The outcome at ``new`` annotated with what changed since ``old`` (two releases of this engine).

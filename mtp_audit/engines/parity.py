@@ -22,6 +22,16 @@ CHECKS: dict[str, str] = {
 }
 
 
+#: Checks an engine can answer through a hook of :class:`~mtp_audit.engines.base.Engine`: check -> hook name.
+HOOKS: dict[str, str] = {"fp4 verdict": "fp4_verdict", "draft memory": "draft_memory", "release pins": "release_pins"}
+
+
+def hooked(engine: Engine, check: str) -> bool:
+    """Whether ``engine`` implements the hook of ``check`` (overrides the default of ``Engine``)."""
+    hook = HOOKS.get(check)
+    return hook is not None and getattr(type(engine), hook) is not getattr(Engine, hook)
+
+
 @dataclass(frozen=True)
 class Cell:
     """One cell: ``check`` x ``engine`` x ``platform`` and its :class:`~mtp_audit.engines.base.Coverage`.
@@ -35,14 +45,16 @@ class Cell:
     platform: str
     coverage: Coverage
     problem: str = ""
+    hook: str = ""
 
     @property
     def text(self) -> str:
-        """The cell as the document shows it."""
+        """The cell as the document shows it (``via Engine.HOOK`` when the engine answers through a hook)."""
         c = self.coverage
         if self.problem:
             return f"INVALID: {self.problem}"
-        return ", ".join(c.rules) if c.rules else f"n/a: {c.na}" if c.na else f"open: {c.open}"
+        via = f" (via Engine.{self.hook})" if self.hook else ""
+        return ", ".join(c.rules) + via if c.rules else f"n/a: {c.na}" if c.na else f"open: {c.open}"
 
 
 def platforms() -> tuple[str, ...]:
@@ -89,9 +101,11 @@ def matrix(engines: tuple[Engine, ...] | None = None) -> list[Cell]:
     for engine in engines or ENGINES:
         known = reported_rules(engine)
         for check in CHECKS:
+            hook = HOOKS[check] if hooked(engine, check) else ""
             for platform in platforms():
                 c = coverage(engine, check, platform)
-                out.append(Cell(check, engine.name, platform, c, _problem(c, known)))
+                problem = _problem(c, known) or (f"implements Engine.{hook} but names no rule" if hook and c.open else "")
+                out.append(Cell(check, engine.name, platform, c, problem, hook if c.rules else ""))
     return sorted(out, key=lambda c: list(CHECKS).index(c.check))
 
 

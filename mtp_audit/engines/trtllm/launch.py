@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.engines.argv import shell_join
-from mtp_audit.engines.base import Engine, EngineOutcome, Fp4Verdict, KernelQuestion, LaunchRequest
+from mtp_audit.engines.base import DraftMemory, DraftQuestion, Engine, EngineOutcome, Fp4Verdict, KernelQuestion, LaunchRequest
 from mtp_audit.engines.trtllm import parity as P
 from mtp_audit.engines.outcome import COULD_NOT_TELL, mtp_errors_as_warnings, verdict, verdict_sentence
 from mtp_audit.engines.trtllm import knowledge as K
@@ -532,6 +532,12 @@ class TrtllmEngine(Engine):
                 facts["closing"]["lines"].insert(1, f"Native FP4 (TensorRT-LLM's kernels): {fp4['native_fp4']}.")
         return EngineOutcome(name=shell_join(request.toks), version=None, findings=ctx.findings, gaps=ctx.gaps,
                              reports=reports, facts=facts)
+
+    def draft_memory(self, question: DraftQuestion) -> DraftMemory | None:
+        """The MTP layers' bytes per GPU at load (:func:`mtp_audit.engines.trtllm.memory.draft_memory`, MTP719)."""
+        from mtp_audit.engines.trtllm.memory import draft_memory
+
+        return draft_memory(question)
 
     def fp4_verdict(self, question: KernelQuestion) -> Fp4Verdict | None:
         """TensorRT-LLM's NVFP4 kernels against the machine's GPUs (:func:`mtp_audit.engines.trtllm.fp4.fp4_verdict`,

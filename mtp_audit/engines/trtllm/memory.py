@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from mtp_audit.engines.base import DraftMemory, DraftQuestion
 from mtp_audit.engines.outcome import fmt_bytes
 from mtp_audit.report import Severity
 
@@ -17,14 +18,24 @@ def tensor_parallel(ctx: Any) -> int:
     return int(raw) if raw.isdigit() and int(raw) > 0 else 1
 
 
+def draft_memory(question: DraftQuestion) -> DraftMemory | None:
+    """The MTP layers' bytes per GPU: the checkpoint's MTP bytes over the tensor-parallel size, the load-time peak only
+    (``None``: MTP bytes unknown). What ``TrtllmEngine.draft_memory`` answers."""
+    b = (((question.checkpoint or {}).get("mtp") or {}).get("bytes") or {})
+    if not isinstance(b.get("value"), int) or b["value"] <= 0:
+        return None
+    tp = max(1, question.tensor_parallel)
+    return DraftMemory(b["value"], bool(b.get("estimated")), b["value"] / tp, None, tp,
+                       "all MTP bytes over tensor_parallel_size; the steady state is not derived")
+
+
 def check_mtp_memory(ctx: Any) -> None:
     """MTP719: the MTP layers' bytes per GPU at load under the launch's tensor parallelism: info below 10 % of the
     smallest GPU, warning from 10 %, error above it; the steady state is not derived."""
-    b = (((ctx.ck or {}).get("mtp") or {}).get("bytes") or {}).get("value")
-    if not isinstance(b, int) or b <= 0:
+    answer = draft_memory(DraftQuestion(ctx.ck, tensor_parallel(ctx)))
+    if answer is None:
         return
-    tp = tensor_parallel(ctx)
-    per_gpu = b / tp
+    b, tp, per_gpu = answer.mtp_bytes, answer.tensor_parallel, answer.peak_per_gpu
     mems = [m for g in ((ctx.pf or {}).get("machine") or {}).get("gpus") or []
             if isinstance(m := (g.get("memory_bytes") or {}).get("value"), int) and m > 0]
     head = (f"the MTP layers' weights take about {fmt_bytes(per_gpu)} per GPU at load (peak) under tensor_parallel_size "

@@ -5,10 +5,10 @@ cross-check the command with the checkpoint and the machine (rules MTP320-MTP339
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mtp_audit.engines.base import Engine, EngineOutcome, LaunchRequest, open_release
+from mtp_audit.engines.base import DraftMemory, DraftQuestion, Engine, EngineOutcome, LaunchRequest, PinCheck, open_release
 from mtp_audit.engines.vllm.launch import parity as P
 from mtp_audit.report import Gap
 
@@ -39,6 +39,20 @@ class VllmEngine(Engine):
         from mtp_audit.engines.vllm import open_for_launch
 
         return open_release(open_for_launch, target, self.label, self.target_option)
+
+    def draft_memory(self, question: DraftQuestion) -> DraftMemory | None:
+        """The MTP draft's bytes per GPU at load (:func:`mtp_audit.engines.vllm.launch.depth.draft_memory`, MTP338)."""
+        from mtp_audit.engines.vllm.launch.depth import draft_memory
+
+        return draft_memory(question)
+
+    def release_pins(self, release: Any, machine: Mapping[str, Any]) -> tuple[PinCheck, ...]:
+        """The release's ``Requires-Dist: torch`` against the machine's torch
+        (:func:`mtp_audit.engines.vllm.launch.depth.release_pins`, MTP339)."""
+        from mtp_audit.engines.vllm.launch.depth import release_pins
+
+        version = str(((getattr(release, "report", None) and release.report.facts.get("vllm")) or {}).get("version"))
+        return release_pins(release, machine, version)
 
     def evaluate(self, request: LaunchRequest, release: Any, gap: Gap | None) -> EngineOutcome:
         """See :meth:`mtp_audit.engines.base.Engine.evaluate` (:func:`~mtp_audit.engines.vllm.launch.evaluate.evaluate_vllm`):

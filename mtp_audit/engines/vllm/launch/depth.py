@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from mtp_audit.engines.base import DraftMemory, DraftQuestion, PinCheck
 from mtp_audit.engines.outcome import fmt_bytes
 from mtp_audit.engines.vllm.launch.parallel import plan_vllm
 from mtp_audit.report import Evidence, Severity
@@ -44,27 +45,39 @@ def torch_pin(requires: list[str] | None) -> str | None:
     return None
 
 
-def check_torch_pin(ctx: Any) -> None:
-    """MTP339: the machine's torch is outside the release's ``Requires-Dist: torch`` pin (vLLM's compiled ops are
-    built against that torch). Without a METADATA (a checkout) or a known torch: a note."""
+def release_pins(view: Any, machine: Any, version: str) -> tuple[PinCheck, ...]:
+    """The torch pin of a vLLM release (``view.requires``: its ``Requires-Dist``) against ``machine``
+    (``facts["preflight"]``): one :class:`~mtp_audit.engines.base.PinCheck`, none without a METADATA pin."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
     from packaging.version import InvalidVersion, Version
 
-    spec = torch_pin(getattr(ctx.view, "requires", None))
-    tv = (((ctx.pf or {}).get("machine") or {}).get("torch_version") or {})
+    spec = torch_pin(getattr(view, "requires", None))
     if spec is None:
+        return ()
+    tv = str(((((machine or {}).get("machine") or {}).get("torch_version") or {}).get("value")) or "") or None
+    try:
+        holds = SpecifierSet(spec).contains(Version(tv), prereleases=True) if tv else None
+    except (InvalidSpecifier, InvalidVersion):
+        holds = None
+    return (PinCheck("torch", spec, tv, holds, f"vllm {version} METADATA Requires-Dist"),)
+
+
+def check_torch_pin(ctx: Any) -> None:
+    """MTP339: the machine's torch is outside the release's ``Requires-Dist: torch`` pin (vLLM's compiled ops are
+    built against that torch), from :func:`release_pins` (what ``VllmEngine.release_pins`` answers).
+    Without a METADATA (a checkout) or a known torch: a note."""
+    pins = release_pins(ctx.view, ctx.pf, ctx.version)
+    tv = (((ctx.pf or {}).get("machine") or {}).get("torch_version") or {})
+    if not pins:
         ctx.gap(f"vLLM {ctx.version}: no METADATA with a torch requirement was read (a checkout?): its torch pin was not "
                 "checked against the machine")
         return
-    if not tv.get("value"):
-        ctx.gap(f"vLLM {ctx.version} requires torch{spec}; the machine's torch is unknown, so the pin was not checked")
+    spec = pins[0].spec
+    if pins[0].holds is None:
+        ctx.gap(f"vLLM {ctx.version} requires torch{spec}; the machine's torch ({tv.get('value') or 'unknown'}) could not "
+                "be compared with it")
         return
-    try:
-        ok = SpecifierSet(spec).contains(Version(str(tv["value"])), prereleases=True)
-    except (InvalidSpecifier, InvalidVersion):
-        ctx.gap(f"vLLM {ctx.version} requires torch{spec}; torch {tv['value']} could not be compared with it")
-        return
-    if ok:
+    if pins[0].holds:
         return
     pkg = (((ctx.pf or {}).get("machine") or {}).get("packages") or {}).get("vllm") or {}
     installed = pkg.get("value")
@@ -91,14 +104,14 @@ def check_draft_memory(ctx: Any) -> None:
     builds the MTP layer with the target's TP), against the smallest GPU; info below 10 %, warning from 10 %, error
     above the GPU. The steady state is not derived (vLLM may share the target's embedding and LM head)."""
     mtp = ctx.method == "mtp" or str(ctx.method or "").endswith("_mtp") or str(ctx.draft.get("model_type") or "").endswith("_mtp")
-    if ctx.cmd.spec is None or ctx.fails or not mtp:
+    plan = plan_vllm(ctx.cmd.get)
+    if ctx.cmd.spec is None or ctx.fails or not mtp or plan.invalid:
         return
     ck = ctx.ck if ctx.draft_is_target or ctx.draft_ck is None else ctx.draft_ck
-    b = (((ck or {}).get("mtp") or {}).get("bytes") or {}).get("value")
-    plan = plan_vllm(ctx.cmd.get)
-    if not isinstance(b, int) or b <= 0 or plan.invalid:
+    answer = draft_memory(DraftQuestion(ck, plan.tp))
+    if answer is None:
         return
-    per_gpu = b / plan.tp
+    b, per_gpu = answer.mtp_bytes, answer.peak_per_gpu
     ctx.draft["mtp_bytes_per_gpu"] = per_gpu
     mems = [m for g in ((ctx.pf or {}).get("machine") or {}).get("gpus") or []
             if isinstance(m := (g.get("memory_bytes") or {}).get("value"), int) and m > 0]
@@ -117,6 +130,18 @@ def check_draft_memory(ctx: Any) -> None:
     ctx.add("MTP338", f"{head}, {frac:.1%} of the {fmt_bytes(mem)} GPU: {tail}", "--speculative-config",
             evidence=ev + [Evidence("GPU memory (smallest)", fmt_bytes(mem))], severity=sev,
             remediation="" if sev == Severity.INFO else "raise --tensor-parallel-size or lower --gpu-memory-utilization")
+
+
+def draft_memory(question: DraftQuestion) -> DraftMemory | None:
+    """The MTP draft's bytes per GPU in vLLM: the checkpoint's MTP bytes over the tensor-parallel size (the draft's
+    tensor_parallel_size defaults to the target's); the load-time peak only (``None``: MTP bytes unknown)."""
+    b = (((question.checkpoint or {}).get("mtp") or {}).get("bytes") or {})
+    if not isinstance(b.get("value"), int) or b["value"] <= 0:
+        return None
+    tp = max(1, question.tensor_parallel)
+    return DraftMemory(b["value"], bool(b.get("estimated")), b["value"] / tp, None, tp,
+                       "all MTP bytes over --tensor-parallel-size; whether vLLM shares the target's embedding and LM head "
+                       "is not derived")
 
 
 def draft_pp_inherited(spec_text: str | None) -> tuple[bool | None, int | None]:
