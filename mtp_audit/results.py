@@ -54,6 +54,8 @@ class LaunchResult:
         speculative_runs_as: what the engine really runs (``"EAGLE"``, ``"mtp"``), or ``None``.
         draft_class: the draft model class (``"Qwen3_5ForCausalLMMTP"``), or ``None`` when unknown.
         summary: ``facts["launch"]["summary"]`` as it is (headline values in words).
+        draft_tokens: tokens the draft proposes per step as the engine resolves them: vLLM ``num_speculative_tokens``,
+            TensorRT-LLM ``max_draft_len``, llama.cpp ``--spec-draft-n-max`` as given; ``None`` when not stated.
     """
 
     verdict: LaunchVerdict
@@ -65,6 +67,7 @@ class LaunchResult:
     speculative_runs_as: str | None
     draft_class: str | None
     summary: Mapping[str, Any]
+    draft_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -179,7 +182,18 @@ def launch_result(report: Report) -> LaunchResult | None:
         speculative_runs_as=runs_as,
         draft_class=_opt_str(draft.get("draft_class")),
         summary=dict(facts.get("summary") or {}),
+        draft_tokens=_draft_tokens(engine, spec, facts.get("summary") or {}),
     )
+
+
+def _draft_tokens(engine: str, spec: Mapping[str, Any], summary: Mapping[str, Any]) -> int | None:
+    """The draft length a launch's facts state, per engine (see :attr:`LaunchResult.draft_tokens`)."""
+    if engine == "llamacpp":
+        return _opt_int(summary.get("n_max"))
+    for key in ("num_speculative_tokens", "max_draft_len", "num_draft_tokens"):
+        if _opt_int(spec.get(key)) is not None:
+            return _opt_int(spec.get(key))
+    return None
 
 
 def _llamacpp_speculative(summary: Mapping[str, Any]) -> tuple[str | None, str | None]:

@@ -30,6 +30,9 @@ def test_audit_launch_takes_a_release_version(tmp_path: Path, monkeypatch: pytes
                                environ={})
     assert r.facts["launch"]["summary"]["vllm"] == "0.33.0"
     assert mtp_audit.launch_result(r).engine == "vllm"
+    r = mtp_audit.audit_launch(["vllm", "serve", str(CK / "deepseek-ai--DeepSeek-V3"), "--speculative-config",
+                                '{"method":"mtp","num_speculative_tokens":2}'], vllm="0.33.0", env_dumps=[H200], environ={})
+    assert mtp_audit.launch_result(r).draft_tokens == 2
 
 
 def test_launch_result_of_a_llamacpp_launch_without_mtp(tmp_path: Path) -> None:
@@ -43,12 +46,16 @@ def test_launch_result_of_a_llamacpp_launch_without_mtp(tmp_path: Path) -> None:
                                cwd=tmp_path, environ={})
     res = mtp_audit.launch_result(r)
     assert res.engine == "llamacpp" and (res.speculative_requested, res.speculative_runs_as) == ("draft-mtp", "draft-mtp")
+    assert res.draft_tokens is None  # --spec-draft-n-max not given: the build's default (MTP607)
+    r = mtp_audit.audit_launch(["llama-server", "-m", "model.gguf", "--spec-type", "draft-mtp", "--spec-draft-n-max", "2"],
+                               llamacpp="10444", cwd=tmp_path, environ={})
+    assert mtp_audit.launch_result(r).draft_tokens == 2
 
 
 def test_launch_result_and_fp4_of_a_tensorrt_llm_launch() -> None:
     r = mtp_audit.audit_launch(["trtllm-serve", str(CK / "nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4"), "--config",
                                 str(ROOT / "fixtures" / "trtllm" / "threshold.yaml")], env_dumps=[H200], environ={})
-    assert mtp_audit.launch_result(r).engine == "tensorrt-llm"
+    assert mtp_audit.launch_result(r).engine == "tensorrt-llm" and mtp_audit.launch_result(r).draft_tokens == 1
     fp4 = mtp_audit.fp4_readiness(r)
     assert (fp4.engine, fp4.native_fp4, fp4.compute_capabilities, fp4.gpus) == ("tensorrt-llm", "not capable", ("9.0",), 1)
 
