@@ -1,4 +1,4 @@
-"""llama.cpp's FP4 verdict for its own kernels: a GGUF with NVFP4 trunk tensors on real environment dumps (an H200, 8x
+"""llama.cpp's FP4 verdict for its own kernels and the MTP head's memory (MTP612): a GGUF with NVFP4 trunk tensors on real environment dumps (an H200, 8x
 B200) and a synthetic SM120 one. Expected verdicts checked by hand against llama.cpp's ``blackwell_mma_available``
 (ggml cc 1200 <= 100 x major + 10 x minor < 1300): only SM12x takes the native FP4 path."""
 
@@ -47,3 +47,13 @@ def test_q8_gguf_reads_no_machine(tmp_path):
     r = _launch(tmp_path, H200, gtype=8)
     assert "fp4" not in r.facts["launch"]
     assert any(g.message.startswith("the machine is not checked for llama.cpp") for g in r.gaps)
+
+
+def test_mtp_head_memory_is_whole_on_one_device(tmp_path):
+    """The synthetic head: eh_proj 64 x 128 Q8_0 (8,704 bytes) + three F32 norms of 64 (768 bytes) = 9,472 bytes."""
+    r = _launch(tmp_path, H200, gtype=8)
+    [f] = [f for f in r.findings if f.rule_id == "MTP612"]
+    assert f.message.startswith("the MTP head's 1 nextn block(s) take 9,472 bytes")
+    assert "whole on the one device that holds the last blocks (--split-mode layer, the default)" in f.message
+    r = audit_launch(["llama-server", "-m", "model.gguf"], llamacpp="10444", env_dumps=[H200], cwd=tmp_path, environ={})
+    assert not any(f.rule_id == "MTP612" for f in r.findings)

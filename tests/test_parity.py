@@ -15,7 +15,6 @@ from mtp_audit.engines.registry import ENGINES
 ROOT = Path(__file__).resolve().parents[1]
 #: (check, engine, platform) cells an engine does not answer yet
 OPEN = {("speculation shape", "sglang", p) for p in ("cuda", "rocm", "cann", "cpu")} | \
-       {("draft memory", "llamacpp", p) for p in ("cuda", "rocm", "cann", "cpu")} | \
        {("release pins", "sglang", p) for p in ("rocm", "cann", "cpu")} | \
        {("release pins", "tensorrt-llm", "cuda")}
 
@@ -39,7 +38,7 @@ def test_the_fp4_verdict_row_names_each_engines_own_rule():
     assert hooked == ["llamacpp", "tensorrt-llm"]
     via = {(c.check, c.engine) for c in matrix() if c.hook and c.platform == "cuda"}
     assert via == {("fp4 verdict", "llamacpp"), ("fp4 verdict", "tensorrt-llm"), ("draft memory", "vllm"),
-                   ("draft memory", "tensorrt-llm"), ("release pins", "vllm")}
+                   ("draft memory", "tensorrt-llm"), ("draft memory", "llamacpp"), ("release pins", "vllm")}
 
 
 class _Fifth(Engine):

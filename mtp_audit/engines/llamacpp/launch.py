@@ -2,7 +2,7 @@
 
 It parses the command (:mod:`.command`), audits the GGUF files of ``-m`` and ``-md`` with the checkpoint analyzer it
 is lent (headers only), places the build (``--llamacpp-build`` or ``llama-server --version`` text in an
-``--env-dump``) and evaluates (:mod:`.evaluate`): rules MTP600-MTP611, the answer, the verdict, the corrected
+``--env-dump``) and evaluates (:mod:`.evaluate`): rules MTP600-MTP612, the answer, the verdict, the corrected
 command. The machine is not checked for llama.cpp (its GPU back-ends are not in the preflight matrix): a
 non-blocking gap says so.
 """
@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mtp_audit.engines.base import Engine, EngineOutcome, Fp4Verdict, KernelQuestion, LaunchRequest
+from mtp_audit.engines.base import DraftMemory, DraftQuestion, Engine, EngineOutcome, Fp4Verdict, KernelQuestion, LaunchRequest
 from mtp_audit.engines.llamacpp import parity as P
 from mtp_audit.engines.llamacpp.command import BuildInfo, is_llamacpp, parse_build, parse_command, shell_join
 from mtp_audit.engines.llamacpp.evaluate import ANALYZER, GGUFView, evaluate
@@ -62,6 +62,13 @@ class LlamaCppEngine(Engine):
             return dict(request.analyzers.preflight(None, engine=None).facts.get("preflight") or {})
 
         return evaluate_launch(request.toks, info, local_files_only(request.analyzers.checkpoint, request.cwd), machine)
+
+    def draft_memory(self, question: DraftQuestion) -> DraftMemory | None:
+        """The MTP head's bytes, whole on one device (:func:`mtp_audit.engines.llamacpp.memory.draft_memory`, MTP612);
+        ``question.checkpoint``: the GGUF model entry that holds the head."""
+        from mtp_audit.engines.llamacpp.memory import draft_memory
+
+        return draft_memory(question)
 
     def fp4_verdict(self, question: KernelQuestion) -> Fp4Verdict | None:
         """llama.cpp's MXFP4/NVFP4 GGUF kernels against the machine's GPUs (:func:`mtp_audit.engines.llamacpp.fp4.fp4_verdict`,
@@ -130,6 +137,7 @@ def evaluate_launch(toks: Sequence[str], info: BuildInfo | None, checkpoint: Any
                         blocking=cmd.wants_mtp()))
     fp4 = _fp4(model, machine, gaps)
     ev = evaluate(cmd, info, model, draft, gaps)
+    _head_memory(cmd, model, draft, ev.findings)
     facts = dict(ev.facts)
     if fp4 is not None:
         ev.findings.extend(fp4.findings)
@@ -137,6 +145,18 @@ def evaluate_launch(toks: Sequence[str], info: BuildInfo | None, checkpoint: Any
     return EngineOutcome(name=shell_join(cmd.toks), version=f"b{info.build}" if info and info.build else None,
                          findings=ev.findings, gaps=ev.gaps, reports=[_without(r, SAID_BY_LAUNCH) for r in reports],
                          facts=facts)
+
+
+def _head_memory(cmd: Any, model: GGUFView | None, draft: GGUFView | None, findings: list[Any]) -> None:
+    """MTP612 when the command drafts with an MTP head: for the first of ``-m`` / ``-md`` that carries nextn blocks."""
+    from mtp_audit.engines.llamacpp.memory import head_bytes, memory_finding
+
+    if not cmd.wants_mtp() or any(f.severity.label == "error" for f in findings):
+        return
+    view = next((v for v in (model, draft) if v is not None and head_bytes(v.entry) > 0), None)
+    found = memory_finding(view.entry, view.flag, cmd.split_mode) if view is not None else None
+    if found is not None:
+        findings.append(found)
 
 
 def _fp4(model: GGUFView | None, machine: Callable[[], Mapping[str, Any]] | None, gaps: list[Gap]) -> Any:

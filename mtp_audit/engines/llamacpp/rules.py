@@ -1,4 +1,4 @@
-"""llama.cpp launch rules (MTP600-MTP610): docs, sources and runnable examples.
+"""llama.cpp launch rules (MTP600-MTP612): docs, sources and runnable examples.
 
 Declarations only; the checks live in :mod:`mtp_audit.engines.llamacpp.evaluate`. Examples are a command
 (``args``, after ``--llamacpp-build N --``) and the GGUF files it names, built on demand by
@@ -243,5 +243,24 @@ MTP611 = Rule(
     ),
 )
 
-RULES: tuple[Rule, ...] = (MTP600, MTP601, MTP602, MTP603, MTP604, MTP605, MTP606, MTP607, MTP608, MTP609, MTP610, MTP611)
+MTP612 = Rule(
+    id="MTP612", name="llamacpp-mtp-head-memory", analyzer=ANALYZER, severity=Severity.INFO,
+    summary="Memory the MTP head takes, and on which device llama.cpp puts it",
+    what="A command that drafts with the MTP head (--spec-type draft-mtp / mtp): the bytes of the GGUF's nextn blocks "
+         "(from its tensor headers), and where llama.cpp places them: whole on one device with --split-mode layer (the "
+         "default), split over the GPUs with --split-mode row.",
+    why="The head is a whole extra block on top of the trunk, kept for the server's life: on the GPU that already holds "
+        "the last blocks and the output layer it takes memory from that GPU's KV cache alone.",
+    fix="Budget it on the last GPU (a smaller --tensor-split share there, or a lower -c), or quantize the head.",
+    sources=(_LLAMA_SDIST + "src/llama-model.cpp:1329-1330 (n_layer_nextn <= n_layer_all: the nextn blocks are blocks)",
+             _LLAMA_SDIST + "src/llama-model.cpp:1589-1614 (get_layer_buft_list: one device per block from the split)"),
+    basis="code",
+    examples=(
+        Example(True, _files, args=_args("10444", "--spec-type", "draft-mtp"), note="draft-mtp with the head in -m"),
+        Example(False, _files, args=_args("10444"), note="no --spec-type: the head does not draft"),
+    ),
+)
+
+RULES: tuple[Rule, ...] = (MTP600, MTP601, MTP602, MTP603, MTP604, MTP605, MTP606, MTP607, MTP608, MTP609, MTP610, MTP611,
+                           MTP612)
 RULES_BY_ID = {r.id: r for r in RULES}
