@@ -86,6 +86,7 @@ _LAZY = {
     "LaunchResult": "mtp_audit.results",
     "CheckpointFacts": "mtp_audit.results",
     "Fp4Readiness": "mtp_audit.results",
+    "BackendChoice": "mtp_audit.results",
     "Configured": "mtp_audit.results",
     "render": "mtp_audit.formats",
     "Report": "mtp_audit.report",

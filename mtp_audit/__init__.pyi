@@ -47,6 +47,7 @@ from mtp_audit.report.rules import (
     get_rule as get_rule,
 )
 from mtp_audit.results import (
+    BackendChoice as BackendChoice,
     CheckpointFacts as CheckpointFacts,
     Configured as Configured,
     Fp4Readiness as Fp4Readiness,

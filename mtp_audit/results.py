@@ -24,17 +24,20 @@ from typing import Any
 
 from mtp_audit.report import Report, Severity, exit_code
 
-__all__ = ["CheckpointFacts", "Configured", "Fp4Readiness", "LaunchResult", "LaunchVerdict", "apply_config",
+__all__ = ["BackendChoice", "CheckpointFacts", "Configured", "Fp4Readiness", "LaunchResult", "LaunchVerdict", "apply_config",
            "checkpoint_facts", "fp4_readiness", "launch_result"]
 
 
 class LaunchVerdict(str, enum.Enum):
     """The launch verdict (``facts["launch"]["verdict"]``): ``GO``, ``FIX_FIRST`` (an error stops this launch
-    or makes it compute garbage) or ``COULD_NOT_TELL`` (a blocking gap: never folded into ``GO``)."""
+    or makes it compute garbage), ``COULD_NOT_TELL`` (a blocking gap: never folded into ``GO``) or, for llama.cpp,
+    ``GO_WITHOUT_MTP`` (nothing stops the launch, but its MTP head is not used)."""
 
     GO = "go"
     FIX_FIRST = "fix first"
     COULD_NOT_TELL = "could not tell"
+    #: llama.cpp: the launch runs, but the GGUF's MTP head is not used by this command
+    GO_WITHOUT_MTP = "go without MTP"
 
 
 @dataclass(frozen=True)
@@ -43,7 +46,7 @@ class LaunchResult:
 
     Attributes:
         verdict: go / fix first / could not tell.
-        engine: ``"sglang"`` or ``"vllm"``.
+        engine: the engine's id: ``"sglang"``, ``"vllm"``, ``"llamacpp"`` or ``"tensorrt-llm"``.
         corrected_argv: the corrected command as tokens, ``None`` when no command-line fix is known or needed.
         corrected_command: the same as one shell-quoted line, or ``None``.
         changed_flags: the flags the correction changes.
@@ -51,6 +54,8 @@ class LaunchResult:
         speculative_runs_as: what the engine really runs (``"EAGLE"``, ``"mtp"``), or ``None``.
         draft_class: the draft model class (``"Qwen3_5ForCausalLMMTP"``), or ``None`` when unknown.
         summary: ``facts["launch"]["summary"]`` as it is (headline values in words).
+        draft_tokens: tokens the draft proposes per step as the engine resolves them: vLLM ``num_speculative_tokens``,
+            TensorRT-LLM ``max_draft_len``, llama.cpp ``--spec-draft-n-max`` as given; ``None`` when not stated.
     """
 
     verdict: LaunchVerdict
@@ -62,6 +67,7 @@ class LaunchResult:
     speculative_runs_as: str | None
     draft_class: str | None
     summary: Mapping[str, Any]
+    draft_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -94,22 +100,38 @@ class CheckpointFacts:
 
 
 @dataclass(frozen=True)
-class Fp4Readiness:
-    """The preflight's headline (``facts["preflight"]["summary"]``).
+class BackendChoice:
+    """One kernel backend a launch selects.
 
     Attributes:
-        native_fp4: ``"capable"``, ``"not capable"`` or ``"could not tell"`` (as the preflight words it).
+        name: the backend (``"flashinfer_cutlass"``).
+        how: how it was chosen (``"explicit"``, ``"auto"``), or ``None`` when not said.
+        source: where the choice was read (``"launch command"``, a file of the engine), or ``None``.
+    """
+
+    name: str
+    how: str | None = None
+    source: str | None = None
+
+
+@dataclass(frozen=True)
+class Fp4Readiness:
+    """The FP4 headline: the engine's own verdict for its kernels where a launch gives one (``facts["launch"]["fp4"]``:
+    TensorRT-LLM, llama.cpp), else the preflight's (``facts["preflight"]["summary"]``).
+
+    Attributes:
+        native_fp4: ``"capable"``, ``"not capable"``, ``"unknown"`` / ``"could not tell"``, or ``"not applicable"``.
         compute_capabilities: of the GPUs seen (``("12.0",)``).
         gpus: number of GPUs, or ``None``.
-        fp4_gemm_backend / moe_runner_backend: the backends the launch selects, or ``None``.
+        fp4_gemm_backend / moe_runner_backend: the backends the launch selects (``None``: not selected or not known).
         engine: the engine the verdict is for.
     """
 
     native_fp4: str
     compute_capabilities: tuple[str, ...]
     gpus: int | None
-    fp4_gemm_backend: str | None
-    moe_runner_backend: str | None
+    fp4_gemm_backend: BackendChoice | None
+    moe_runner_backend: BackendChoice | None
     engine: str | None
 
 
@@ -144,20 +166,40 @@ def launch_result(report: Report) -> LaunchResult | None:
     if not isinstance(facts, Mapping) or "verdict" not in facts:
         return None
     fixed = _opt_str(facts.get("corrected_command"))
-    spec = facts.get("speculative") if isinstance(facts.get("speculative"), Mapping) else {}
-    draft = facts.get("draft") if isinstance(facts.get("draft"), Mapping) else {}
-    engine = "vllm" if "vllm" in report.facts or any(t.analyzer == "vllm" for t in report.targets) else "sglang"
+    spec: Mapping[str, Any] = facts["speculative"] if isinstance(facts.get("speculative"), Mapping) else {}
+    draft: Mapping[str, Any] = facts["draft"] if isinstance(facts.get("draft"), Mapping) else {}
+    engine = _opt_str(facts.get("engine")) or ("vllm" if "vllm" in report.facts else "sglang")
+    requested, runs_as = _opt_str(spec.get("requested") or spec.get("method_requested")), _opt_str(spec.get("runs_as") or spec.get("method"))
+    if engine == "llamacpp":
+        requested, runs_as = _llamacpp_speculative(facts.get("summary") or {})
     return LaunchResult(
         verdict=LaunchVerdict(facts["verdict"]),
         engine=engine,
         corrected_argv=tuple(shlex.split(fixed)) if fixed else None,
         corrected_command=fixed,
         changed_flags=tuple(str(f) for f in facts.get("changed_flags") or ()),
-        speculative_requested=_opt_str(spec.get("requested") or spec.get("method_requested")),
-        speculative_runs_as=_opt_str(spec.get("runs_as") or spec.get("method")),
+        speculative_requested=requested,
+        speculative_runs_as=runs_as,
         draft_class=_opt_str(draft.get("draft_class")),
         summary=dict(facts.get("summary") or {}),
+        draft_tokens=_draft_tokens(engine, spec, facts.get("summary") or {}),
     )
+
+
+def _draft_tokens(engine: str, spec: Mapping[str, Any], summary: Mapping[str, Any]) -> int | None:
+    """The draft length a launch's facts state, per engine (see :attr:`LaunchResult.draft_tokens`)."""
+    if engine == "llamacpp":
+        return _opt_int(summary.get("n_max"))
+    for key in ("num_speculative_tokens", "max_draft_len", "num_draft_tokens"):
+        if _opt_int(spec.get(key)) is not None:
+            return _opt_int(spec.get(key))
+    return None
+
+
+def _llamacpp_speculative(summary: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """``(--spec-type values, what runs)`` of a llama.cpp launch summary: ``"draft-mtp"`` runs when ``mtp_runs``."""
+    types = [str(t) for t in summary.get("spec_types") or () if t != "none"]
+    return (",".join(types) or None), ("draft-mtp" if summary.get("mtp_runs") is True else None)
 
 
 def checkpoint_facts(report: Report) -> CheckpointFacts | None:
@@ -184,18 +226,34 @@ def checkpoint_facts(report: Report) -> CheckpointFacts | None:
 
 def fp4_readiness(report: Report) -> Fp4Readiness | None:
     """The FP4 headline of an :func:`mtp_audit.preflight` (or launch) report, or ``None``."""
+    own = (report.facts.get("launch") or {}).get("fp4") if isinstance(report.facts.get("launch"), Mapping) else None
+    if isinstance(own, Mapping):
+        verdicts = [v for v in own.get("verdicts") or () if isinstance(v, Mapping)]
+        return Fp4Readiness(
+            native_fp4=str(own.get("native_fp4") or "unknown"),
+            compute_capabilities=tuple(sorted({str(v["compute_capability"]) for v in verdicts if v.get("compute_capability")})),
+            gpus=len(verdicts) if verdicts else None, fp4_gemm_backend=None, moe_runner_backend=None,
+            engine=_opt_str(own.get("engine")))
     facts = report.facts.get("preflight")
     s = facts.get("summary") if isinstance(facts, Mapping) else None
     if not isinstance(s, Mapping):
         return None
+    resolved: Mapping[str, Any] = facts["resolved"] if isinstance(facts, Mapping) and isinstance(facts.get("resolved"), Mapping) else {}
     return Fp4Readiness(
         native_fp4=str(s.get("verdict") or "could not tell"),
         compute_capabilities=tuple(str(c) for c in s.get("compute_capabilities") or ()),
         gpus=_opt_int(s.get("gpus")),
-        fp4_gemm_backend=_opt_str(s.get("fp4_gemm_backend")),
-        moe_runner_backend=_opt_str(s.get("moe_runner_backend")),
+        fp4_gemm_backend=_backend(resolved.get("fp4_gemm_backend")),
+        moe_runner_backend=_backend(resolved.get("moe_runner_backend")),
         engine=_opt_str(s.get("engine")),
     )
+
+
+def _backend(entry: Any) -> BackendChoice | None:
+    """A ``facts["preflight"]["resolved"]`` entry (``{"value", "how", "source"}``) as a :class:`BackendChoice`."""
+    if not isinstance(entry, Mapping) or not _opt_str(entry.get("value")):
+        return None
+    return BackendChoice(str(entry["value"]), _opt_str(entry.get("how")), _opt_str(entry.get("source")))
 
 
 def apply_config(report: Report, config: str | os.PathLike[str] | None = None, *, ignore: Iterable[str] = (),

@@ -64,7 +64,10 @@ def test_explain_every_rule(capsys: pytest.CaptureFixture[str]) -> None:
 def test_explain_unknown_rule_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", "MTP999"]) == 2
     err = capsys.readouterr().err
-    assert err == "mtp-audit: error: MTP999: no such rule (see 'mtp-audit rules')\n"
+    assert err.startswith("mtp-audit: error: MTP999: no such rule; did you mean MTP")  # the closest ids (difflib)
+    assert err.endswith(" (see 'mtp-audit rules')\n") and err.count("\n") == 1
+    assert main(["explain", "no-such-thing-at-all"]) == 2
+    assert capsys.readouterr().err == "mtp-audit: error: no-such-thing-at-all: no such rule (see 'mtp-audit rules')\n"
 
 
 def test_rules_listing_covers_every_rule(capsys: pytest.CaptureFixture[str]) -> None:

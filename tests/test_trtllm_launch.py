@@ -23,7 +23,9 @@ B200 = ROOT / "fixtures" / "preflight" / "envdumps" / "sglang-24834.txt"
 
 
 def _ids(report, severity=None):
-    return sorted({f.rule_id for f in report.findings if f.rule_id.startswith("MTP7")
+    """The TensorRT-LLM rule ids of a report, without MTP719 (the MTP layers' memory note every MTP launch on a
+    checkpoint with known MTP bytes gets; asserted on its own in test_mtp_memory_per_gpu)."""
+    return sorted({f.rule_id for f in report.findings if f.rule_id.startswith("MTP7") and f.rule_id != "MTP719"
                    and (severity is None or f.severity == severity)})
 
 
@@ -73,8 +75,42 @@ def test_relaxed_acceptance_without_tokenizer_is_a_note():
 
 
 def test_acceptance_threshold_is_a_warning():
-    r = _run("nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4", "threshold.yaml")
+    r = _run("nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4", "threshold.yaml", dump=B200)
     assert _ids(r) == ["MTP705"]
+
+
+def test_nvfp4_checkpoint_on_sm90_gets_an_fp4_verdict():
+    """NVIDIA's NVFP4 Nemotron-3-Super on an H200 (SM90): TensorRT-LLM's own FP4 verdict, not the dropped preflight's.
+    Before: no FP4 finding, a note that the capability matrix had no TensorRT-LLM rows."""
+    r = _run("nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4", "threshold.yaml")
+    assert _ids(r) == ["MTP705", "MTP718"] and _ids(r, Severity.WARNING) == ["MTP705", "MTP718"]
+    fp4 = r.facts["launch"]["fp4"]
+    assert (fp4["engine"], fp4["needed"], fp4["native_fp4"]) == ("tensorrt-llm", True, "not capable")
+    assert [(v["gpu"], v["compute_capability"], v["native_fp4"]) for v in fp4["verdicts"]] == [(0, "9.0", "not capable")]
+    assert "fp4Gemm.cpp:59-79" in fp4["verdicts"][0]["reasons"][0]
+    assert r.facts["launch"]["summary"]["native_fp4"] == "not capable"
+    assert sum(g.blocking and "dequantizes NVFP4 to W4A16 or fails" in g.message for g in r.gaps) == 1
+    assert not any("capability matrix has SGLang and vLLM rows only" in g.message for g in r.gaps)
+
+
+def test_nvfp4_checkpoint_on_b200_is_capable_and_bf16_needs_none():
+    """The same checkpoint on B200s (SM100): capable, no MTP718; a BF16 checkpoint (DeepSeek-V3 FP8) on the H200: the
+    verdict is not applicable (no FP4 kernels run)."""
+    r = _run("nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4", "threshold.yaml", dump=B200)
+    fp4 = r.facts["launch"]["fp4"]
+    assert fp4["native_fp4"] == "capable" and {v["compute_capability"] for v in fp4["verdicts"]} == {"10.0"}
+    r = _run("deepseek-ai--DeepSeek-V3", "r1-nextn-3.yaml")
+    assert r.facts["launch"]["fp4"]["native_fp4"] == "not applicable" and "MTP718" not in _ids(r)
+
+
+def test_marlin_moe_backend_is_named_on_hopper(tmp_path):
+    """moe_config.backend MARLIN on SM90: the finding says the MoE layers run Marlin W4A16 (SM89-SM99)."""
+    cfg = tmp_path / "m.yaml"
+    cfg.write_text((YAML / "threshold.yaml").read_text() + "\nmoe_config:\n  backend: MARLIN\n")
+    r = audit_launch(["trtllm-serve", str(CK / "nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4"), "--config", str(cfg)],
+                     env_dumps=[H200], environ={})
+    [f] = [f for f in r.findings if f.rule_id == "MTP718"]
+    assert "moe_config.backend MARLIN runs the MoE layers as Marlin W4A16" in f.message
 
 
 def test_mtp_on_a_checkpoint_without_mtp_layers_fails(tmp_path):
@@ -215,3 +251,14 @@ def test_missing_model_is_an_error(tmp_path, capsys):
         rc, out = _cli(capsys, *entry, "--config", str(y))
         assert rc == 1 and "MTP717 error" in out and "click exits with 'Missing argument MODEL'" in out
         assert "Verdict: fix first (1 error(s): MTP717)" in out
+
+
+def test_mtp_memory_per_gpu():
+    """DeepSeek-V3.1-NVFP4's MTP layer (26,926,853,120 bytes estimated from config) at --tp_size 4 on the H200 dump
+    (150,754,820,096 bytes per GPU): 6.73 GB per GPU, 4.5% of a GPU: info."""
+    r = _run("nvidia--DeepSeek-V3.1-NVFP4", "r1-nextn-3.yaml", "--tp_size", "4")
+    [f] = [f for f in r.findings if f.rule_id == "MTP719"]
+    assert f.severity == Severity.INFO
+    assert f.message.startswith("the MTP layers' weights take about 6,731,713,280 bytes (6.73 GB) per GPU at load (peak) "
+                                "under tensor_parallel_size 4")
+    assert "4.5% of the 150,754,820,096 bytes (150.75 GB) GPU" in f.message

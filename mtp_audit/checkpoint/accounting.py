@@ -226,14 +226,29 @@ def _expert_facts(facts: CheckpointFacts) -> dict[str, dict[str, Any]]:
     return out
 
 
-def mtp_bytes(facts: CheckpointFacts) -> dict[str, Any]:
+#: The MTP layer's own copies of the embedding and the LM head (DeepSeek / GLM layout: ``model.layers.61.embed_tokens``,
+#: ``model.layers.61.shared_head.head``). SGLang loads them with the draft model, then its EAGLE worker replaces both
+#: with the target's and frees them (sglang 0.5.23 wheel: ``speculative/eagle_worker_v2.py:377-378`` calls
+#: ``set_embed_and_head``; ``models/deepseek_v2.py:3442-3448`` deletes ``embed_tokens.weight`` and ``lm_head.weight``;
+#: ``models/deepseek_nextn.py:83-86,294-298`` builds them under those prefixes).
+EMBED_HEAD = re.compile(r"\.(embed_tokens|shared_head\.head)(\.|$)")
+
+
+def mtp_embed_head_bytes(facts: CheckpointFacts) -> int | None:
+    """Bytes of the MTP layer's own embedding and LM-head copies (names matching :data:`EMBED_HEAD`), exact or
+    estimated like :func:`mtp_bytes`; 0 for a layout without them; ``None`` when they cannot be counted."""
+    return mtp_bytes(facts, select=EMBED_HEAD).get("value")
+
+
+def mtp_bytes(facts: CheckpointFacts, select: re.Pattern[str] | None = None) -> dict[str, Any]:
     """Bytes of the MTP tensors: exact from headers when every MTP tensor's header was read, else
     estimated from config dimensions (marked ``"estimated": true``; tensors whose shape cannot be
     derived are counted in ``"unestimated_tensors"``). In config-only mode the expected MTP layout of
     the family (``layouts.expected_names``) is estimated with the format the quantization config
-    promises for each module."""
+    promises for each module. ``select``: count only the tensors (modules) whose name it matches."""
     if facts.mtp and all(n in facts.infos for n in facts.mtp):
-        return {"value": sum(facts.infos[n].nbytes for n in facts.mtp), "estimated": False}
+        return {"value": sum(facts.infos[n].nbytes for n in facts.mtp if select is None or select.search(n)),
+                "estimated": False}
     if facts.tensors_known and not facts.mtp:
         return {"value": 0, "estimated": False}
     cfg = facts.config
@@ -260,6 +275,8 @@ def mtp_bytes(facts: CheckpointFacts) -> dict[str, Any]:
         modules = tmp
     total, unest = 0, 0
     for name, mod in modules.items():
+        if select is not None and not select.search(name + "."):
+            continue
         got = _estimate_module(facts, name, mod, promised)
         if got is None:
             unest += 1

@@ -13,6 +13,7 @@ Whether llama.cpp has a ``draft-mtp`` graph for the architecture comes from
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -311,6 +312,7 @@ def model_facts(model: GGUFModel, blocks: dict[int, NextnBlock]) -> dict[str, An
         "block_count": model.arch_int("block_count"),
         "nextn_predict_layers": _declared(model),
         "tensors": len(model.tensors()),
+        "tensor_types": dict(sorted(Counter(t.type_name for _, t in model.tensors()).items())),
         "data_bytes": sum(h.data_bytes for h in model.headers.values()),
         "header_bytes": sum(h.header_bytes for h in model.headers.values()),
         "nextn_blocks": {str(b.block): {"parts": b.parts, "scales": b.scales, "nextn_bytes": b.nbytes,

@@ -67,9 +67,11 @@ def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_tar
     really runs, the draft model and its architecture, the FP4 backends, the verdict (go / fix first / could not tell)
     and the corrected command when a flag fix is known.
     """
+    from mtp_audit.cli.suggest import reject_leading_option
     from mtp_audit.errors import InputError
     from mtp_audit.launch import audit_launch
 
+    reject_leading_option(command)
     if len(sglang_targets) > 2:
         raise InputError("--sglang", "give at most two (OLD NEW)")
     if len(sglang_targets) == 2 and compare_sglang is not None:

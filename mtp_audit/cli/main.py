@@ -110,7 +110,7 @@ def usage_error_parts(exc: click.ClickException) -> tuple[str, str]:
         extra = f": {_one_line(exc.message)}" if exc.message else ""
         return where or "mtp-audit", f"missing {kind}{extra}"
     if isinstance(exc, click.BadParameter):
-        return where or "mtp-audit", _one_line(exc.message)
+        return where or "mtp-audit", _one_line(exc.message) + _choice_hint(exc)
     if where:
         message = _one_line(exc.message)
         for prefix in (f"Option '{where}' ", f"Option {where} "):
@@ -119,6 +119,15 @@ def usage_error_parts(exc: click.ClickException) -> tuple[str, str]:
         return where, message
     ctx = getattr(exc, "ctx", None)
     return (ctx.command_path if ctx is not None else "mtp-audit"), _one_line(exc.format_message())
+
+
+def _choice_hint(exc: click.BadParameter) -> str:
+    """``"; did you mean X?"`` for a value outside a :class:`click.Choice` (the value as click's message quotes it)."""
+    from mtp_audit.cli.suggest import did_you_mean
+
+    choices = getattr(getattr(exc.param, "type", None), "choices", None)
+    value = exc.message.partition("'")[2].partition("'")[0] if exc.message.startswith("'") else ""
+    return did_you_mean(value, [str(c) for c in choices]) if choices and value else ""
 
 
 def main(argv: list[str] | None = None) -> int:

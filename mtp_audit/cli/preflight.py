@@ -43,9 +43,12 @@ def preflight(env_dumps: tuple[Path, ...], facts_file: Path | None, no_machine: 
     """
     import json
 
+    from mtp_audit.cli.suggest import reject_leading_option
     from mtp_audit.errors import InputError
     from mtp_audit.formats.indented import nonfinite_as_text
     from mtp_audit.preflight import preflight as run
+
+    reject_leading_option(launch)
 
     if env_dumps and facts_file:
         raise InputError("--facts", "use either --facts or --env-dump, not both")

@@ -276,6 +276,139 @@ class LogDialect:
     stamps: tuple[tuple[str, str], ...] = ()
 
 
+@dataclass(frozen=True)
+class KernelQuestion:
+    """What an engine's :meth:`Engine.fp4_verdict` hook is asked about: one launch's checkpoint on one machine.
+
+    Attributes:
+        checkpoint: ``facts["checkpoint"]`` of the served checkpoint's report (``None``: not audited).
+        machine: ``facts["preflight"]`` of the machine report (``machine.gpus``, ``machine.platform``, ...).
+        options: the engine's own options that pick kernels (a MoE backend, ``--quantization``), as the launch gives
+            them (name -> value).
+    """
+
+    checkpoint: Mapping[str, Any] | None
+    machine: Mapping[str, Any]
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GpuFp4:
+    """One GPU's native-FP4 answer for one engine's kernels.
+
+    Attributes:
+        gpu: the GPU index; name: its name; compute_capability: ``"9.0"`` (``None``: unknown).
+        native_fp4: ``"capable"`` / ``"not capable"`` / ``"unknown"`` / ``"not applicable"``.
+        reasons: why, in sentences (rule ids first where a finding says it).
+    """
+
+    gpu: int
+    name: str | None
+    compute_capability: str | None
+    native_fp4: str
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Fp4Verdict:
+    """An engine's answer to "do this machine's GPUs run the FP4 kernels this launch needs", for the engine's own
+    kernels (not another engine's capability matrix).
+
+    Attributes:
+        engine: the engine id.
+        needed: whether the launch runs FP4 kernels (``None``: could not tell, the checkpoint was not audited).
+        overall: the worst per-GPU verdict (``"not applicable"`` when ``needed`` is ``False`` or the engine's kernels
+            take no FP4 path that needs particular hardware: ``reason`` says why).
+        gpus: per-GPU answers.
+        kernels: what the answer is about (``"NVFP4 GEMM / MoE (CUTLASS)"``).
+        sources: where the kernel facts come from (file:line at a commit or release).
+        findings, gaps: what the engine reports about it (its own rule range).
+        reason: for ``"not applicable"``: why.
+    """
+
+    engine: str
+    needed: bool | None
+    overall: str
+    gpus: tuple[GpuFp4, ...] = ()
+    kernels: str = ""
+    sources: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    gaps: tuple[Gap, ...] = ()
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON of ``facts["launch"]["fp4"]`` (findings and gaps are reported on their own)."""
+        return {"engine": self.engine, "needed": self.needed, "native_fp4": self.overall, "kernels": self.kernels,
+                "verdicts": [{"gpu": g.gpu, "name": g.name, "compute_capability": g.compute_capability,
+                              "native_fp4": g.native_fp4, "reasons": list(g.reasons)} for g in self.gpus],
+                "sources": list(self.sources), "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class DraftQuestion:
+    """What an engine's :meth:`Engine.draft_memory` hook is asked: the draft checkpoint's facts and the launch's sizes.
+
+    Attributes:
+        checkpoint: ``facts["checkpoint"]`` of the checkpoint the draft's MTP layers come from (``None``: not audited).
+        tensor_parallel: the tensor-parallel size the draft is sharded over.
+    """
+
+    checkpoint: Mapping[str, Any] | None
+    tensor_parallel: int
+
+
+@dataclass(frozen=True)
+class DraftMemory:
+    """The draft's weights per GPU, in bytes.
+
+    Attributes:
+        mtp_bytes: the MTP tensors' bytes (exact from headers or estimated from config: ``estimated``).
+        peak_per_gpu: at load, before the engine frees anything.
+        steady_per_gpu: once the engine has shared or freed what it does (``None``: not derived).
+        tensor_parallel: the size the bytes are split over.
+        how: how the split was made and where the engine's behaviour comes from.
+    """
+
+    mtp_bytes: int
+    estimated: bool
+    peak_per_gpu: float
+    steady_per_gpu: float | None
+    tensor_parallel: int
+    how: str
+
+
+@dataclass(frozen=True)
+class PinCheck:
+    """One pin of an engine release against the machine.
+
+    Attributes:
+        package: the pinned distribution (``"torch"``); spec: the release's specifier (``"==2.14.0"``).
+        machine: the machine's version (``None``: unknown); holds: whether it satisfies the pin (``None``: unknown).
+        source: where the pin was read (``"vllm 0.33.0 METADATA Requires-Dist"``).
+    """
+
+    package: str
+    spec: str
+    machine: str | None
+    holds: bool | None
+    source: str
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How an engine answers one check of the parity matrix (:mod:`mtp_audit.engines.parity`): exactly one of
+
+    Attributes:
+        rules: the rule ids that implement it (each must be a registered rule).
+        na: why the check does not apply to this engine (or platform).
+        open: what is still missing, when the engine should answer it and does not yet.
+    """
+
+    rules: tuple[str, ...] = ()
+    na: str = ""
+    open: str = ""
+
+
 class Engine(ABC):
     """One serving engine, as ``mtp-audit launch`` sees it.
 
@@ -292,6 +425,12 @@ class Engine(ABC):
     rules_module: ClassVar[str]
     #: how the engine's server is started, for the "not an engine launch" message
     entry_examples: ClassVar[tuple[str, ...]] = ()
+    #: platforms (:data:`mtp_audit.preflight.platforms.LABELS` keys) the engine runs on, with its source
+    platforms: ClassVar[tuple[str, ...]] = ("cuda",)
+    platforms_source: ClassVar[str] = ""
+    #: check (:data:`mtp_audit.engines.parity.CHECKS`) -> its coverage, or a mapping platform -> coverage (``"*"``: the
+    #: other platforms); a check left out is an empty cell of the parity matrix, which its test refuses
+    parity: ClassVar[Mapping[str, Coverage | Mapping[str, Coverage]]] = {}
 
     @abstractmethod
     def entry(self, toks: Sequence[str]) -> str | None:
@@ -330,6 +469,19 @@ class Engine(ABC):
     def log_dialect(self) -> LogDialect | None:
         """How this engine writes its log (:class:`LogDialect`), or None when ``mtp-audit log`` has nothing of it."""
         return None
+    def fp4_verdict(self, question: KernelQuestion) -> Fp4Verdict | None:
+        """The FP4 verdict for this engine's own kernels on the machine (a hook: an engine that does not implement it
+        has nothing to add, and the preflight's verdict stands). ``question`` holds the checkpoint's and the machine's
+        facts and the engine's kernel options."""
+        return None
+
+    def draft_memory(self, question: DraftQuestion) -> DraftMemory | None:
+        """The draft's bytes per GPU for this engine (a hook: ``None``, nothing to add, by default)."""
+        return None
+
+    def release_pins(self, release: Any, machine: Mapping[str, Any]) -> tuple[PinCheck, ...]:
+        """The release's pins (torch, CUDA) against ``machine`` (``facts["preflight"]``) (a hook: none by default)."""
+        return ()
 
     def compare(self, request: LaunchRequest, old: EngineOutcome, new: EngineOutcome) -> EngineOutcome:
         """The outcome at ``new`` annotated with what changed since ``old`` (two releases of this engine).

@@ -43,8 +43,8 @@ def audit_launch(
         argv: the command's tokens (``["python", "-m", "sglang.launch_server", "--model-path", ...]``,
             ``["vllm", "serve", MODEL, ...]``), or one string that is split like a POSIX shell; ``KEY=VALUE`` tokens
             before the program are environment variables of the launch.
-        sglang, vllm: the release of the command's engine to check against: a ``.whl``, an unpacked wheel, a package
-            folder, a checkout (for SGLang also an already computed :func:`mtp_audit.engines.sglang.audit_sglang`
+        sglang, vllm: the release of the command's engine to check against: a release version (``"0.33.0"``, fetched
+            from the package index or the cache like the CLI's), a ``.whl``, an unpacked wheel, a package folder, a checkout (for SGLang also an already computed :func:`mtp_audit.engines.sglang.audit_sglang`
             report), or ``None`` for the installed package (not installed: a blocking gap). Only the option of the
             engine the command starts may be given.
         llamacpp: for a llama.cpp command (``llama-server`` / ``llama-cli``): the build (``--llamacpp-build``: ``10444``,
@@ -82,6 +82,7 @@ def audit_launch(
 
     toks = split_command([argv] if isinstance(argv, str) else list(argv))
     chosen = engine_for(toks)
+    sglang, vllm, compare_sglang = _by_version("sglang", sglang), _by_version("vllm", vllm), _by_version("sglang", compare_sglang)
     targets = _release_targets(chosen.name, {"sglang": sglang, "vllm": vllm, "llamacpp": llamacpp}, compare_sglang)
     request = _request(toks, env_dumps, facts_file, machine_facts, engine, env, environ, cwd, model_dirs, no_machine)
     if compare_sglang is not None:
@@ -91,6 +92,21 @@ def audit_launch(
     else:
         outcome = chosen.evaluate(request, *chosen.release(targets.get(chosen.name)))
     return _report(chosen, outcome)
+
+
+def _by_version(package: str, target: Any) -> Any:
+    """A release target as the CLI takes it: a version string (``"0.33.0"``) that is not an existing path becomes the
+    local wheel :func:`mtp_audit.sources.pypi.by_version` fetches or finds in the cache; anything else is returned as
+    given.
+
+    Raises:
+        InputError / IndexUnavailable: as :func:`mtp_audit.sources.pypi.release_wheel`.
+    """
+    if not isinstance(target, str):
+        return target
+    from mtp_audit.sources.pypi import by_version
+
+    return by_version(package, target)
 
 
 def _release_targets(name: str, given: dict[str, Any], compare_sglang: Any) -> dict[str, Any]:
@@ -139,6 +155,7 @@ def _report(chosen: Any, outcome: Any) -> Report:
     import importlib
 
     rules = importlib.import_module(chosen.rules_module).RULES
-    launch = Report.build("launch", outcome.name, findings=outcome.findings, gaps=outcome.gaps, facts=outcome.facts,
+    facts = outcome.facts if "engine" in outcome.facts else {**outcome.facts, "engine": chosen.name}
+    launch = Report.build("launch", outcome.name, findings=outcome.findings, gaps=outcome.gaps, facts=facts,
                           rule_ids=[r.id for r in rules])
     return launch.merge(*outcome.reports)

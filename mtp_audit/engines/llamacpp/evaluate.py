@@ -1,5 +1,5 @@
 """What a llama.cpp launch will do with MTP: the command (:mod:`.command`), the GGUF facts of ``-m`` and ``-md``
-(the checkpoint analyzer's ``facts["checkpoint"]["gguf"]``), the build (:mod:`.tables`) -> findings MTP600-MTP610,
+(the checkpoint analyzer's ``facts["checkpoint"]["gguf"]``), the build (:mod:`.tables`) -> findings MTP600-MTP612,
 gaps, the verdict and a corrected command.
 """
 
@@ -77,7 +77,7 @@ def _loc(cmd: LlamaCommand, name: str | None) -> Location:
 
 def evaluate(cmd: LlamaCommand, build: BuildInfo | None, model: GGUFView | None, draft: GGUFView | None,
              gaps: list[Gap], *, recheck: bool = True) -> Evaluation:
-    """Run the MTP600-MTP610 checks and build the facts (see the module docstring); a corrected command is
+    """Run the MTP600-MTP612 checks and build the facts (see the module docstring); a corrected command is
     evaluated once more (``facts["corrected_check"]``: its verdict, whether MTP runs, its findings)."""
     ev = Evaluation(gaps=list(gaps))
     head = _head(model, draft)

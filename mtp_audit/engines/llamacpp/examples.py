@@ -27,7 +27,12 @@ def run_example(root: Path, example: Example) -> Report:
 
         return audit_checkpoint(root / text), None
 
-    out = evaluate_launch(args, info, checkpoint)
+    def machine() -> dict[str, object]:
+        from mtp_audit.preflight import preflight
+
+        return dict(preflight(env_dumps=[root / "env.txt"]).facts.get("preflight") or {})
+
+    out = evaluate_launch(args, info, checkpoint, machine if (root / "env.txt").is_file() else None)
     launch = Report.build("launch", out.name, findings=out.findings, gaps=out.gaps, facts=out.facts,
                           rule_ids=[r.id for r in rules.RULES])
     return launch.merge(*out.reports)

@@ -2,7 +2,7 @@
 
 It parses the command (:mod:`.command`), audits the GGUF files of ``-m`` and ``-md`` with the checkpoint analyzer it
 is lent (headers only), places the build (``--llamacpp-build`` or ``llama-server --version`` text in an
-``--env-dump``) and evaluates (:mod:`.evaluate`): rules MTP600-MTP610, the answer, the verdict, the corrected
+``--env-dump``) and evaluates (:mod:`.evaluate`): rules MTP600-MTP612, the answer, the verdict, the corrected
 command. The machine is not checked for llama.cpp (its GPU back-ends are not in the preflight matrix): a
 non-blocking gap says so.
 """
@@ -10,11 +10,12 @@ non-blocking gap says so.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mtp_audit.engines.base import Engine, EngineOutcome, LaunchRequest, LogDialect
+from mtp_audit.engines.base import DraftMemory, DraftQuestion, Engine, EngineOutcome, Fp4Verdict, KernelQuestion, LaunchRequest, LogDialect
+from mtp_audit.engines.llamacpp import parity as P
 from mtp_audit.engines.llamacpp.command import BuildInfo, is_llamacpp, parse_build, parse_command, shell_join
 from mtp_audit.engines.llamacpp.evaluate import ANALYZER, GGUFView, evaluate
 from mtp_audit.errors import InputError
@@ -36,6 +37,7 @@ class LlamaCppEngine(Engine):
     target_option = "--llamacpp-build"
     rules_module = "mtp_audit.engines.llamacpp.rules"
     entry_examples = ("llama-server -m MODEL.gguf ...", "llama-cli -m MODEL.gguf ...")
+    platforms, platforms_source, parity = P.PLATFORMS, P.PLATFORMS_SOURCE, P.PARITY
 
     def log_dialect(self) -> LogDialect:
         """How this engine writes its log (``mtp_audit.engines.llamacpp.logdialect``)."""
@@ -61,7 +63,25 @@ class LlamaCppEngine(Engine):
         ``build``, ``spec_types``, ``mtp_head``, ``mtp_runs``, ``n_max``, ``parallel``, ``verdict`` and
         ``corrected_command``."""
         info = release if release is not None else build_from_dumps(request.machine.env_dumps)
-        return evaluate_launch(request.toks, info, local_files_only(request.analyzers.checkpoint, request.cwd))
+
+        def machine() -> Mapping[str, Any]:
+            return dict(request.analyzers.preflight(None, engine=None).facts.get("preflight") or {})
+
+        return evaluate_launch(request.toks, info, local_files_only(request.analyzers.checkpoint, request.cwd), machine)
+
+    def draft_memory(self, question: DraftQuestion) -> DraftMemory | None:
+        """The MTP head's bytes, whole on one device (:func:`mtp_audit.engines.llamacpp.memory.draft_memory`, MTP612);
+        ``question.checkpoint``: the GGUF model entry that holds the head."""
+        from mtp_audit.engines.llamacpp.memory import draft_memory
+
+        return draft_memory(question)
+
+    def fp4_verdict(self, question: KernelQuestion) -> Fp4Verdict | None:
+        """llama.cpp's MXFP4/NVFP4 GGUF kernels against the machine's GPUs (:func:`mtp_audit.engines.llamacpp.fp4.fp4_verdict`,
+        rule MTP611); ``question.options["fp4_types"]``: the GGUF's FP4 tensor types."""
+        from mtp_audit.engines.llamacpp.fp4 import fp4_verdict
+
+        return fp4_verdict(question)
 
 
 def local_files_only(checkpoint: Any, cwd: Path) -> Any:
@@ -95,8 +115,11 @@ def build_from_dumps(dumps: Sequence[Path]) -> BuildInfo | None:
     return None
 
 
-def evaluate_launch(toks: Sequence[str], info: BuildInfo | None, checkpoint: Any) -> EngineOutcome:
-    """Evaluate one llama.cpp command: ``checkpoint(path_text, flag) -> (report, gap)`` audits ``-m`` / ``-md``.
+def evaluate_launch(toks: Sequence[str], info: BuildInfo | None, checkpoint: Any,
+                    machine: Callable[[], Mapping[str, Any]] | None = None) -> EngineOutcome:
+    """Evaluate one llama.cpp command: ``checkpoint(path_text, flag) -> (report, gap)`` audits ``-m`` / ``-md``;
+    ``machine()`` gives the preflight facts, read only when the model GGUF holds MXFP4/NVFP4 tensors (the FP4 verdict
+    of :meth:`LlamaCppEngine.fp4_verdict`); ``None``: the machine is not read.
 
     Raises:
         InputError: not a llama.cpp command, a flag without its value, a model path that does not exist, a
@@ -116,12 +139,45 @@ def evaluate_launch(toks: Sequence[str], info: BuildInfo | None, checkpoint: Any
                                   "with --env-dump): whether this build has the MTP graph and the fixes the checks name could "
                                   "not be told; build-specific checks are shown for the newest known build", None,
                         blocking=cmd.wants_mtp()))
-    gaps.append(Gap(ANALYZER, "the machine is not checked for llama.cpp (its GPU back-ends are not in the preflight "
-                              "matrix)", None, blocking=False))
+    fp4 = _fp4(model, machine, gaps)
     ev = evaluate(cmd, info, model, draft, gaps)
+    _head_memory(cmd, model, draft, ev.findings)
+    facts = dict(ev.facts)
+    if fp4 is not None:
+        ev.findings.extend(fp4.findings)
+        facts["fp4"] = fp4.to_dict()
     return EngineOutcome(name=shell_join(cmd.toks), version=f"b{info.build}" if info and info.build else None,
                          findings=ev.findings, gaps=ev.gaps, reports=[_without(r, SAID_BY_LAUNCH) for r in reports],
-                         facts=ev.facts)
+                         facts=facts)
+
+
+def _head_memory(cmd: Any, model: GGUFView | None, draft: GGUFView | None, findings: list[Any]) -> None:
+    """MTP612 when the command drafts with an MTP head: for the first of ``-m`` / ``-md`` that carries nextn blocks."""
+    from mtp_audit.engines.llamacpp.memory import head_bytes, memory_finding
+
+    if not cmd.wants_mtp() or any(f.severity.label == "error" for f in findings):
+        return
+    view = next((v for v in (model, draft) if v is not None and head_bytes(v.entry) > 0), None)
+    found = memory_finding(view.entry, view.flag, cmd.split_mode) if view is not None else None
+    if found is not None:
+        findings.append(found)
+
+
+def _fp4(model: GGUFView | None, machine: Callable[[], Mapping[str, Any]] | None, gaps: list[Gap]) -> Any:
+    """The FP4 verdict when the model GGUF holds MXFP4/NVFP4 tensors and the machine can be read (else ``None``), and
+    the gap that says how far the machine was checked."""
+    from mtp_audit.engines.base import KernelQuestion
+    from mtp_audit.engines.llamacpp.fp4 import fp4_tensor_types
+
+    types = fp4_tensor_types(model.entry if model is not None else None)
+    if not types or machine is None:
+        gaps.append(Gap(ANALYZER, "the machine is not checked for llama.cpp (its GPU back-ends are not in the preflight "
+                                  "matrix)", None, blocking=False))
+        return None
+    gaps.append(Gap(ANALYZER, "the machine is checked for llama.cpp only for the FP4 kernels of the GGUF's "
+                              + "/".join(sorted(types)) + " tensors (its other GPU back-ends are not in the preflight matrix)",
+                    None, blocking=False))
+    return LlamaCppEngine().fp4_verdict(KernelQuestion(None, machine(), {"fp4_types": types}))
 
 
 def _without(report: Report, rule_ids: frozenset[str]) -> Report:

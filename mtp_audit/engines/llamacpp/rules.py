@@ -1,4 +1,4 @@
-"""llama.cpp launch rules (MTP600-MTP610): docs, sources and runnable examples.
+"""llama.cpp launch rules (MTP600-MTP612): docs, sources and runnable examples.
 
 Declarations only; the checks live in :mod:`mtp_audit.engines.llamacpp.evaluate`. Examples are a command
 (``args``, after ``--llamacpp-build N --``) and the GGUF files it names, built on demand by
@@ -205,4 +205,62 @@ MTP610 = Rule(
     ),
 )
 
-RULES: tuple[Rule, ...] = (MTP600, MTP601, MTP602, MTP603, MTP604, MTP605, MTP606, MTP607, MTP608, MTP609, MTP610)
+def _fp4_files(gtype: int = 40, *, gpu: str = "NVIDIA H100 80GB HBM3", cc: str = "9.0") -> dict[str, str | bytes]:
+    """A GGUF whose trunk projections are ``gtype`` (40: NVFP4) with an MTP head, and a one-GPU ``env.txt``."""
+    from mtp_audit.synth.gguf import gguf_bytes, model_kv, nextn_tensors, trunk_tensors
+    from mtp_audit.synth.launch import env_dump
+
+    tensors = trunk_tensors(range(3), ggml_type=gtype) + nextn_tensors(3, ggml_type=8)
+    return {"model.gguf": gguf_bytes(model_kv("qwen35moe", blocks=4, nextn=1), tensors), "env.txt": env_dump(gpu, cc)}
+
+
+_LLAMA_SDIST = "llama-cpp-python 0.3.36 sdist vendor/llama.cpp/"
+
+MTP611 = Rule(
+    id="MTP611", name="llamacpp-fp4-gguf-without-native-fp4", analyzer=ANALYZER, severity=Severity.INFO,
+    summary="MXFP4/NVFP4 GGUF tensors run without FP4 tensor-core math on this GPU",
+    what="Reads the -m GGUF's tensor types and, when some are GGML MXFP4 or NVFP4, the machine's GPUs (--env-dump or "
+         "the live machine); one finding per compute capability outside llama.cpp's native FP4 path. The launch's "
+         "fp4 facts give the per-GPU verdict.",
+    why="llama.cpp runs MXFP4/NVFP4 on every CUDA GPU: its MMQ/MMVQ kernels convert the activations to int8 (Q8_1) and "
+        "dot them with the 4-bit blocks. FP4 tensor-core math (GGML_PREC_Q4) is used only where ggml's Blackwell MMA "
+        "path is compiled in: NVIDIA cc 12.x (SM120/SM121). Hopper, Ada and also SM100 (B200/B300) take the int8 path: "
+        "nothing fails, but the speed is not FP4's.",
+    fix="Nothing to fix for correctness. For FP4 math use an SM120/SM121 GPU with a build compiled for it; on other "
+        "GPUs a Q4_K/Q8_0 GGUF may be as fast.",
+    sources=(_LLAMA_SDIST + "ggml/include/ggml.h:429-430 (GGML_TYPE_MXFP4 = 39, GGML_TYPE_NVFP4 = 40)",
+             _LLAMA_SDIST + "ggml/src/ggml-cuda/mmq.cu:73-86 (MXFP4/NVFP4 cases, Q4 'Blackwell-only'), :128 "
+             "(can_use_q4 = FP4 type && blackwell_mma_available(cc))",
+             _LLAMA_SDIST + "ggml/src/ggml-cuda/common.cuh:376-379 (blackwell_mma_available: NVIDIA, highest compiled "
+             "arch >= GGML_CUDA_CC_BLACKWELL 1200 and < GGML_CUDA_CC_RUBIN 1300)",
+             _LLAMA_SDIST + "ggml/src/ggml-cuda/mmvq.cu:49-50 (vec_dot_mxfp4_q8_1, vec_dot_nvfp4_q8_1)"),
+    basis="code",
+    examples=(
+        Example(True, _fp4_files, args=_args("10444"), note="NVFP4 GGUF on an H100 (SM90): int8 path"),
+        Example(False, lambda: _fp4_files(gpu="NVIDIA RTX PRO 6000 Blackwell Server Edition", cc="12.0"),
+                args=_args("10444"), note="NVFP4 GGUF on an RTX PRO 6000 (SM120): native FP4"),
+        Example(False, lambda: _fp4_files(8), args=_args("10444"), note="Q8_0 GGUF on an H100: no FP4 kernels"),
+    ),
+)
+
+MTP612 = Rule(
+    id="MTP612", name="llamacpp-mtp-head-memory", analyzer=ANALYZER, severity=Severity.INFO,
+    summary="Memory the MTP head takes, and on which device llama.cpp puts it",
+    what="A command that drafts with the MTP head (--spec-type draft-mtp / mtp): the bytes of the GGUF's nextn blocks "
+         "(from its tensor headers), and where llama.cpp places them: whole on one device with --split-mode layer (the "
+         "default), split over the GPUs with --split-mode row.",
+    why="The head is a whole extra block on top of the trunk, kept for the server's life: on the GPU that already holds "
+        "the last blocks and the output layer it takes memory from that GPU's KV cache alone.",
+    fix="Budget it on the last GPU (a smaller --tensor-split share there, or a lower -c), or quantize the head.",
+    sources=(_LLAMA_SDIST + "src/llama-model.cpp:1329-1330 (n_layer_nextn <= n_layer_all: the nextn blocks are blocks)",
+             _LLAMA_SDIST + "src/llama-model.cpp:1589-1614 (get_layer_buft_list: one device per block from the split)"),
+    basis="code",
+    examples=(
+        Example(True, _files, args=_args("10444", "--spec-type", "draft-mtp"), note="draft-mtp with the head in -m"),
+        Example(False, _files, args=_args("10444"), note="no --spec-type: the head does not draft"),
+    ),
+)
+
+RULES: tuple[Rule, ...] = (MTP600, MTP601, MTP602, MTP603, MTP604, MTP605, MTP606, MTP607, MTP608, MTP609, MTP610, MTP611,
+                           MTP612)
+RULES_BY_ID = {r.id: r for r in RULES}

@@ -106,3 +106,28 @@ KNOWN_TRAPS: dict[str, tuple[str, str]] = {
         "(acceptance length 1.0) while the server otherwise looks healthy",
         "NVIDIA/TensorRT-LLM #18662 (2026-09-03)"),
 }
+
+# --- FP4 kernels (the FP4 verdict for TensorRT-LLM's own kernels: mtp_audit.engines.trtllm.fp4) -------------------------
+#: The PyTorch backend's NVFP4 (W4A4) GEMM op ``trtllm::fp4_gemm``: ``getDefaultGemmConfig`` has CUTLASS tile
+#: configurations for ``sm >= 120`` (SM120/SM121), ``sm == 103`` and otherwise the SM100 one; there is none for SM90.
+FP4_GEMM = "cpp/tensorrt_llm/thop/fp4Gemm.cpp:59-79@c23205d4f3b6ea4afa7a792af03c5dd229e93b2e"
+#: The TensorRT engine backend's FP4 GEMM plugin refuses older GPUs outright:
+#: ``TLLM_CHECK_WITH_INFO((getSMVersion() >= 100), "FP4 Gemm not supported before Blackwell")``.
+FP4_PLUGIN = "cpp/tensorrt_llm/plugins/fp4GemmPlugin/fp4GemmPlugin.cpp Fp4GemmPlugin::init"
+#: The support matrix's precisions: "Blackwell (SM100/SM120) - FP32, FP16, BF16, FP8, FP4, INT8, INT4", "Hopper
+#: (SM90) - FP32, FP16, BF16, FP8, INT8, INT4" (no FP4).
+SUPPORT_MATRIX = "docs/source/reference/support-matrix.md@9b062a8325a134de7966e9131984f8b2037c2ed6 (Software: Precision)"
+#: Compute capabilities with an NVFP4 GEMM tile configuration in FP4_GEMM (SM110 falls to the SM100 configuration,
+#: which nothing says is built for it: "unknown").
+FP4_GEMM_CCS: dict[tuple[int, int], str] = {(10, 0): "SM100", (10, 3): "SM103", (12, 0): "SM120", (12, 1): "SM121"}
+#: Below SM100 there are W4A16 paths (4-bit weights dequantized to BF16, no FP4 math) in later sources only: a Marlin
+#: NVFP4 MoE backend for SM89-SM99, picked when ``moe_config.backend`` is ``MARLIN`` (MarlinFusedMoE
+#: ``_QUANT_SUPPORT_TABLE`` NVFP4 ``sm_constraint ("in", set(range(89, 100)))``; moe_resolution.py ``BACKEND_FAMILY``
+#: puts Marlin in the MARLIN family only), and an automatic W4A16 NVFP4 fallback on Hopper verified on Nemotron-H.
+MARLIN_MOE = "tensorrt_llm/_torch/modules/fused_moe/fused_moe_marlin.py:55-64@06d4e712e90dce4d5d001355b34704e42559294e"
+MOE_RESOLUTION = "tensorrt_llm/_torch/modules/fused_moe/moe_resolution.py@04c2347be3e41cb7b83eb1f5fadec2818ec24c60 BACKEND_FAMILY"
+MARLIN_MOE_CCS = range(89, 100)
+W4A16_HOPPER = "NVIDIA/TensorRT-LLM PR #14775 'Support Nemotron-H nvfp4 ckpt on Hopper' (merged 2026-05-30: W4A16 NVFP4 with automatic fallback on Hopper)"
+#: Before those paths (and for what they do not cover) an FP4 checkpoint on Hopper fails at kernel dispatch: missing
+#: kernels, NoneType failures, segfaults (a bug report; the fail-fast fix PR #12591 was still open).
+HOPPER_FAILURES = "NVIDIA/TensorRT-LLM #12558 (via PR #12591: unsupported FP4 on SM90 fails at kernel dispatch)"

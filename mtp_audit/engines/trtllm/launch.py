@@ -1,6 +1,6 @@
 """What TensorRT-LLM will do with one ``trtllm-serve`` command: the YAML's ``speculative_config`` replayed against
 :mod:`mtp_audit.engines.trtllm.knowledge`, the checkpoint's MTP layers and tokenizer, and the machine's GPUs
-(rules MTP700-MTP717)."""
+(rules MTP700-MTP719)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.engines.argv import shell_join
-from mtp_audit.engines.base import Engine, EngineOutcome, LaunchRequest, LogDialect
+from mtp_audit.engines.base import DraftMemory, DraftQuestion, Engine, EngineOutcome, Fp4Verdict, KernelQuestion, LaunchRequest, LogDialect
+from mtp_audit.engines.trtllm import parity as P
 from mtp_audit.engines.outcome import COULD_NOT_TELL, mtp_errors_as_warnings, verdict, verdict_sentence
 from mtp_audit.engines.trtllm import knowledge as K
+from mtp_audit.engines.trtllm.memory import check_mtp_memory
 from mtp_audit.engines.trtllm.command import TrtllmCommand, parse_trtllm_command, trtllm_entry
 from mtp_audit.engines.trtllm.rules import RULES_BY_ID
 from mtp_audit.errors import InputError
@@ -374,7 +376,8 @@ def check_gpu_count(ctx: TCtx) -> None:
 
 
 CHECKS = (check_model, check_options, check_decoding_type, check_requested, check_gpu_count)
-MTP_CHECKS = (check_draft_len, check_layers_present, check_architecture, check_think_tokens, check_traps, check_hardware)
+MTP_CHECKS = (check_draft_len, check_layers_present, check_architecture, check_think_tokens, check_traps, check_hardware,
+              check_mtp_memory)
 
 
 def read_yaml(ctx: TCtx, cwd: Path) -> None:
@@ -490,14 +493,34 @@ def build_facts(ctx: TCtx, findings: Sequence[Finding], gaps: Sequence[Gap]) -> 
 
 
 def machine_only(ctx: TCtx, pf: Report) -> Report:
-    """The preflight report reduced to its machine facts: its FP4 verdicts are SGLang's or vLLM's (the capability
-    matrix has no TensorRT-LLM rows), so they would answer another engine's question; a note says so."""
+    """The preflight report reduced to its machine facts: its FP4 findings answer for SGLang's or vLLM's kernels, so they
+    are dropped; TensorRT-LLM's own verdict (:meth:`TrtllmEngine.fp4_verdict`) replaces them."""
     import dataclasses
 
     ctx.pf = dict(pf.facts.get("preflight") or {})
-    ctx.gap("FP4 kernel verdicts: the capability matrix has SGLang and vLLM rows only, so the preflight's FP4 findings "
-            "are not shown for a TensorRT-LLM launch (its GPUs and compute capability are used)", blocking=False)
     return dataclasses.replace(pf, findings=(), gaps=())
+
+
+def moe_backend(ctx: TCtx) -> str | None:
+    """The YAML's ``moe_config.backend`` (``MoeConfig.backend`` of the LLM args), ``None`` when not given."""
+    moe = ctx.yaml_doc.get("moe_config")
+    value = moe.get("backend") if isinstance(moe, dict) else None
+    return str(value) if value is not None else None
+
+
+def check_fp4(ctx: TCtx, engine: Engine) -> dict[str, Any] | None:
+    """The engine's FP4 verdict for its own kernels (MTP718 and its gap join the launch's); ``None`` on a machine
+    that is not NVIDIA's (MTP713 says it)."""
+    from mtp_audit.engines.base import KernelQuestion
+
+    if non_nvidia_devices(ctx.pf):
+        return None
+    answer = engine.fp4_verdict(KernelQuestion(ctx.ck, ctx.pf, {"moe_backend": moe_backend(ctx)}))
+    if answer is None:
+        return None
+    ctx.findings += answer.findings
+    ctx.gaps += answer.gaps
+    return answer.to_dict()
 
 
 class TrtllmEngine(Engine):
@@ -508,6 +531,7 @@ class TrtllmEngine(Engine):
     target_option = ""
     rules_module = "mtp_audit.engines.trtllm.rules"
     entry_examples = ("trtllm-serve MODEL --config mtp.yaml ...",)
+    platforms, platforms_source, parity = P.PLATFORMS, P.PLATFORMS_SOURCE, P.PARITY
 
     def log_dialect(self) -> LogDialect:
         """How this engine writes its log (``mtp_audit.engines.trtllm.logdialect``)."""
@@ -531,7 +555,7 @@ class TrtllmEngine(Engine):
         return {"llm_args": K.LLM_ARGS, "serve": K.SERVE}, None
 
     def evaluate(self, request: LaunchRequest, release: Any, gap: Gap | None) -> EngineOutcome:
-        """See :meth:`mtp_audit.engines.base.Engine.evaluate`: the YAML, the checkpoint and the machine, then MTP700-MTP717.
+        """See :meth:`mtp_audit.engines.base.Engine.evaluate`: the YAML, the checkpoint and the machine, then MTP700-MTP719.
 
         Raises:
             InputError: the ``--config`` YAML is missing or malformed, or MODEL does not exist (and is not a hub id).
@@ -546,8 +570,28 @@ class TrtllmEngine(Engine):
         reports.append(machine_only(ctx, request.analyzers.preflight(None, engine=None)))
         for check in CHECKS + (MTP_CHECKS if ctx.is_mtp else ()):
             check(ctx)
+        fp4 = check_fp4(ctx, self)
         ctx.gaps[:] = machine_notes(ctx.gaps)  # --no-machine: the machine facts not examined are notes
         findings = [f for r in reports for f in r.findings] + ctx.findings
         gaps = [g for r in reports for g in r.gaps] + ctx.gaps
+        facts = build_facts(ctx, findings, gaps)
+        if fp4 is not None:
+            facts["fp4"] = fp4
+            facts["summary"]["native_fp4"] = fp4["native_fp4"]
+            if fp4["needed"]:
+                facts["closing"]["lines"].insert(1, f"Native FP4 (TensorRT-LLM's kernels): {fp4['native_fp4']}.")
         return EngineOutcome(name=shell_join(request.toks), version=None, findings=ctx.findings, gaps=ctx.gaps,
-                             reports=reports, facts=build_facts(ctx, findings, gaps))
+                             reports=reports, facts=facts)
+
+    def draft_memory(self, question: DraftQuestion) -> DraftMemory | None:
+        """The MTP layers' bytes per GPU at load (:func:`mtp_audit.engines.trtllm.memory.draft_memory`, MTP719)."""
+        from mtp_audit.engines.trtllm.memory import draft_memory
+
+        return draft_memory(question)
+
+    def fp4_verdict(self, question: KernelQuestion) -> Fp4Verdict | None:
+        """TensorRT-LLM's NVFP4 kernels against the machine's GPUs (:func:`mtp_audit.engines.trtllm.fp4.fp4_verdict`,
+        rule MTP718)."""
+        from mtp_audit.engines.trtllm.fp4 import fp4_verdict
+
+        return fp4_verdict(question)

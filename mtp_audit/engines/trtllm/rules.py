@@ -31,8 +31,8 @@ def _yaml(spec: dict[str, object] | None, **extra: object) -> str:
 
 def _files(spec: dict[str, object] | None = None, *, env: str = SM120_ENV, mtp: bool = True, tokenizer: str | None = None,
            arch: str = "Qwen3_5MoeForConditionalGeneration", extra: dict[str, object] | None = None,
-           dspark: bool = False) -> dict[str, str]:
-    out = dict(checkpoint_files(arch=arch, mtp=mtp))
+           dspark: bool = False, nvfp4: bool = False) -> dict[str, str]:
+    out = dict(checkpoint_files(arch=arch, mtp=mtp, nvfp4=nvfp4))
     if dspark:  # DeepSeek-V4-0731's config keys of its embedded DSpark drafter
         cfg = json.loads(out["ckpt/config.json"])
         cfg.update(dspark_block_size=4, dspark_target_layer_ids=[1, 2])
@@ -233,6 +233,48 @@ RULES = RULES + (
       (_SERVE + " (serve's required MODEL click argument)",), "code",
       (_ex(True, "no MODEL", ("trtllm-serve", "--config", "mtp.yaml"), spec=_MTP),
        _ex(False, "MODEL given", _CFG, spec=_MTP))),
+)
+
+_H100_ENV = env_dump("NVIDIA H100 80GB HBM3", "9.0")
+
+RULES = RULES + (
+    R("MTP718", "trtllm-no-native-fp4", W, "An FP4 checkpoint on GPUs without FP4 tensor cores does not run as FP4 in TensorRT-LLM",
+      "An FP4 (NVFP4) checkpoint served by trtllm-serve on GPUs whose compute capability has no NVFP4 GEMM configuration "
+      "in TensorRT-LLM (below SM100: Hopper, Ada, Ampere). One finding per compute capability; the launch's FP4 verdict "
+      "(facts launch.fp4) says per GPU which kernels run.",
+      "TensorRT-LLM's native NVFP4 GEMM (trtllm::fp4_gemm) has CUTLASS tile configurations for SM100, SM103 and SM120 "
+      "only, its TensorRT plugin refuses anything below SM100 ('FP4 Gemm not supported before Blackwell'), and its "
+      "support matrix lists no FP4 for Hopper. Later builds dequantize NVFP4 to BF16 on Hopper (W4A16: 4-bit weights, "
+      "no FP4 speed-up) or run the MoE layers through Marlin with moe_config.backend MARLIN; earlier ones fail at kernel "
+      "dispatch. The TensorRT-LLM release is not read, so which one applies is a blocking gap, not a pass.",
+      "Serve NVFP4 on Blackwell (B200/B300/GB200, RTX PRO 6000), or use an FP8 checkpoint on Hopper; to accept W4A16 "
+      "on SM89-SM99, use a build with the Hopper W4A16 fallback (or moe_config.backend: MARLIN for the MoE layers).",
+      ("NVIDIA/TensorRT-LLM cpp/tensorrt_llm/thop/fp4Gemm.cpp:59-79@c23205d4f3b6ea4afa7a792af03c5dd229e93b2e "
+       "(getDefaultGemmConfig: SM120 / SM103 / SM100 tile configurations)",
+       "NVIDIA/TensorRT-LLM cpp/tensorrt_llm/plugins/fp4GemmPlugin/fp4GemmPlugin.cpp Fp4GemmPlugin::init "
+       "('FP4 Gemm not supported before Blackwell')",
+       "NVIDIA/TensorRT-LLM docs/source/reference/support-matrix.md@9b062a8325a134de7966e9131984f8b2037c2ed6 (Precision)",
+       "NVIDIA/TensorRT-LLM tensorrt_llm/_torch/modules/fused_moe/fused_moe_marlin.py:55-64@06d4e712e90dce4d5d001355b34704e42559294e",
+       "NVIDIA/TensorRT-LLM PR #14775 (W4A16 NVFP4 on Hopper, merged 2026-05-30); #12558 / PR #12591 (failures on SM90)"),
+      "code",
+      (_ex(True, "NVFP4 checkpoint on an H100 (SM90)", _CFG, spec=_MTP, env=_H100_ENV, nvfp4=True),
+       _ex(False, "NVFP4 checkpoint on an RTX PRO 6000 (SM120)", _CFG, spec=_MTP, nvfp4=True),
+       _ex(False, "BF16 checkpoint on an H100", _CFG, spec=_MTP, env=_H100_ENV))),
+)
+
+RULES = RULES + (
+    R("MTP719", "trtllm-mtp-memory-per-gpu", I, "Memory the MTP layers' weights take on each GPU at load",
+      "decoding_type MTP: the checkpoint's MTP bytes (exact from safetensors headers, else estimated from config) over "
+      "the tensor-parallel size (--tp_size or the YAML's tensor_parallel_size), against the smallest GPU the machine "
+      "shows: info below 10% of a GPU, warning from 10%, error above it. The figure is the load-time peak; the steady "
+      "state is not derived.",
+      "The MTP layers of an FP4 checkpoint are usually kept in BF16 (about 4x their FP4 size) and come on top of the "
+      "target's weights: at low tensor parallelism they shrink the KV cache or fail the load.",
+      "Raise --tp_size, lower kv_cache_config.free_gpu_memory_fraction, or use a checkpoint whose MTP layers are quantized.",
+      ("nvidia/Qwen3.5-397B-A17B-NVFP4 hf_quant_config.json (its MTP layer is stored BF16)",
+       _LLM_ARGS + " (tensor_parallel_size; the MTP layers are built with the target's mapping)"),
+      "real checkpoint",
+      (_ex(True, "MTP launch", _CFG, spec=_MTP), _ex(False, "no speculative_config", _CFG, spec=None))),
 )
 
 RULES_BY_ID = {r.id: r for r in RULES}

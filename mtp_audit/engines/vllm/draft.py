@@ -37,6 +37,8 @@ class LaunchView:
         self.spec_bytes: bytes | None = spec_text.encode() if spec_text is not None else None
         #: other files the statement-order replay reads (tree path -> bytes; ``None``: absent from this tree)
         self.sources: dict[str, bytes | None] = sources if sources is not None else {}
+        #: the release's ``Requires-Dist`` values (``None``: no METADATA read: a checkout)
+        self.requires: list[str] | None = None
         self._fn: ast.FunctionDef | None = None
         self._consts: dict[str, dict[str, Any]] = {}
         self.strings: dict[str, str] = {}
@@ -144,6 +146,7 @@ def open_for_launch(target: str | Path | None) -> LaunchView:
     text = data.decode("utf-8", "replace") if data is not None else None
     view = LaunchView(report, spec_rel, text, registry, sources)
     view.spec_bytes = data
+    view.requires = list(tree.requires) if tree.requires is not None else None
     return view
 
 

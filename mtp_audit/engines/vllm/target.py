@@ -87,6 +87,8 @@ class VllmTree:
     files: dict[str, object] = field(default_factory=dict)
     roles: dict[str, str] = field(default_factory=dict)
     version: str | None = None
+    #: the ``Requires-Dist`` values of the release's ``METADATA`` (``"torch==2.14.0"``); ``None``: no METADATA read
+    requires: list[str] | None = None
     notes: list[tuple[str, str]] = field(default_factory=list)
     bytes_read: int = 0
     digest: str = ""
@@ -281,8 +283,27 @@ def _folder(pkg: Path, shown: str, kind: str) -> VllmTree:
         if f.is_file() and not f.is_symlink():
             tree.files[rel] = f
     tree.version = _folder_version(pkg)
+    tree.requires = _folder_requires(pkg)
     _require(tree, shown)
     return tree
+
+
+_REQUIRES_RE = re.compile(rb"^Requires-Dist:\s*(.+?)\s*$", re.M)
+
+
+def requires_dist(metadata: bytes) -> list[str]:
+    """The ``Requires-Dist`` values of a ``METADATA`` file (``"torch==2.14.0"``, markers kept)."""
+    return [m.group(1).decode("utf-8", "replace") for m in _REQUIRES_RE.finditer(metadata)]
+
+
+def _folder_requires(pkg: Path) -> list[str] | None:
+    """``Requires-Dist`` of the ``vllm-*.dist-info/METADATA`` beside a package folder (``None``: none there)."""
+    for meta in sorted(pkg.parent.glob("vllm-*.dist-info/METADATA")):
+        try:
+            return requires_dist(read_bytes_bounded(meta, 1 << 20))
+        except InputError:
+            continue
+    return None
 
 
 def _holds_spec(tree: VllmTree, rel: str) -> bool:
@@ -350,11 +371,13 @@ def _wheel(path: Path, shown: str) -> VllmTree:
     for info in infos:
         if info.filename.endswith(".dist-info/METADATA") and info.filename.startswith("vllm-") and info.file_size < (1 << 20):
             try:
-                m = _METADATA_VERSION_RE.search(zf.read(info))
+                meta = zf.read(info)
             except ZIP_ERRORS:
-                m = None
+                meta = b""
+            m = _METADATA_VERSION_RE.search(meta)
             if m:
                 tree.version = m.group(1).decode("ascii", "replace")
+                tree.requires = requires_dist(meta)
                 break
     _require(tree, shown)
     return tree

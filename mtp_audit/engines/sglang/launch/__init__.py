@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mtp_audit.engines.base import Engine, EngineOutcome, LaunchRequest, LogDialect, open_release
+from mtp_audit.engines.sglang.launch import parity as P
 from mtp_audit.report import Gap, Report
 
 #: the keys of an evaluation's outcome that make up ``facts["launch"]``
@@ -24,6 +25,7 @@ class SGLangEngine(Engine):
     target_option = "--sglang"
     rules_module = "mtp_audit.engines.sglang.launch.rules"
     entry_examples = ("python -m sglang.launch_server --model-path MODEL ...", "sglang serve MODEL ...")
+    platforms, platforms_source, parity = P.PLATFORMS, P.PLATFORMS_SOURCE, P.PARITY
 
     def log_dialect(self) -> LogDialect:
         """How this engine writes its log (``mtp_audit.engines.sglang.logdialect``)."""

@@ -194,6 +194,7 @@ def resolve_draft(ctx: Ctx) -> None:
         d["mtp_bytes"] = (mtp.get("bytes") or {}).get("value", s.get("mtp_bytes"))
         d["mtp_bytes_estimated"] = (mtp.get("bytes") or {}).get("estimated", s.get("mtp_bytes_estimated"))
         d["mtp_attention_bytes"] = mtp.get("attention_bytes")
+        d["mtp_embed_head_bytes"] = mtp.get("embed_head_bytes")
         d["mode"] = s.get("mode")
     if arch is None or not sg:
         return
@@ -525,16 +526,23 @@ def check_memory(ctx: Ctx) -> None:
                  + (f"; with DP attention {plan.attn_dp} the attention part really sits on tp / {plan.attn_dp} = {attn_tp} GPUs, "
                     "so this is an underestimate" if plan.attn_dp > 1 else "") + ")")
     d["mtp_bytes_per_gpu"] = per_gpu
+    steady, freed = steady_per_gpu(d, per_gpu, tp)
     gpus = ctx.gpus()
     mems = [g["memory_bytes"] for g in gpus if g["memory_bytes"]]
     dtypes = ", ".join(f"{k} {v:,}" for k, v in sorted((d.get("mtp_dtypes") or {}).items())) or "dtype not read"
     ev = [Evidence("MTP bytes", fmt_bytes(b) + (" (estimated)" if d.get("mtp_bytes_estimated") else "")),
           Evidence("MTP tensors", dtypes), Evidence("--tp-size / --ep-size / DP attention", f"{tp} / {ep} / {plan.attn_dp}"),
           Evidence("split", split)]
+    if freed:
+        ev.append(Evidence("steady state", f"{fmt_bytes(steady)} per GPU: the MTP layer's own embed_tokens and shared_head.head "
+                           f"({fmt_bytes(freed)}) are loaded, then freed when the EAGLE worker shares the target's "
+                           f"({EMBED_HEAD_SOURCE})"))
+    when = (f" at load (peak), {fmt_bytes(steady)} per GPU in steady state once the target's embedding and LM head replace "
+            "the MTP layer's own") if freed else ""
     if not mems:
         why = next((g["memory_missing"] for g in gpus if g["memory_missing"]), None) or "no GPU listed"
         ctx.gap(f"GPU memory unknown ({why}); the draft's {fmt_bytes(per_gpu)} per GPU were not compared with it")
-        ctx.add("MTP307", f"the draft's MTP weights take about {fmt_bytes(per_gpu)} per GPU under {tp_words(ctx, tp)} (GPU memory unknown)",
+        ctx.add("MTP307", f"the draft's MTP weights take about {fmt_bytes(per_gpu)} per GPU{when} under {tp_words(ctx, tp)} (GPU memory unknown)",
                 _tp_symbol(ctx), evidence=ev, severity=Severity.INFO, remediation="")
         return
     mem = min(mems)
@@ -550,9 +558,26 @@ def check_memory(ctx: Ctx) -> None:
                                        + (f" {mf}" if mf else "") + ", so this comes out of the remaining memory; expect a smaller KV cache or an out-of-memory at start-up")
     else:
         sev, tail = Severity.INFO, "small next to the GPU"
-    ctx.add("MTP307", f"the draft's MTP weights ({dtypes}) take about {fmt_bytes(per_gpu)} per GPU under {tp_words(ctx, tp)}, "
+    ctx.add("MTP307", f"the draft's MTP weights ({dtypes}) take about {fmt_bytes(per_gpu)} per GPU{when} under {tp_words(ctx, tp)}, "
             f"{frac:.1%} of the {fmt_bytes(mem)} GPU: {tail}", _tp_symbol(ctx), evidence=ev, severity=sev,
             remediation="" if sev == Severity.INFO else "raise --tp-size, lower --mem-fraction-static, or quantize the MTP layer")
+
+
+#: Where the MTP layer's own embedding and LM head are swapped for the target's (see
+#: :data:`mtp_audit.checkpoint.accounting.EMBED_HEAD`).
+EMBED_HEAD_SOURCE = ("sglang 0.5.23 speculative/eagle_worker_v2.py:377-378 set_embed_and_head; "
+                     "models/deepseek_v2.py:3442-3448 deletes embed_tokens.weight and lm_head.weight")
+
+
+def steady_per_gpu(d: dict[str, Any], peak: float, tp: int) -> tuple[float, int]:
+    """``(steady-state bytes per GPU, bytes freed)``: the load-time ``peak`` less the MTP layer's own embedding and LM
+    head (vocab-parallel over ``tp``), which SGLang's EAGLE worker frees once it shares the target's; ``(peak, 0)``
+    when the layer has none or their bytes are unknown. Recorded in ``d["mtp_bytes_per_gpu_steady"]``."""
+    freed = d.get("mtp_embed_head_bytes")
+    freed = freed if isinstance(freed, int) and 0 < freed <= (d.get("mtp_bytes") or 0) else 0
+    steady = peak - freed / max(tp, 1)
+    d["mtp_bytes_per_gpu_steady"] = steady
+    return steady, freed
 
 
 def tp_words(ctx: Ctx, tp: int) -> str:

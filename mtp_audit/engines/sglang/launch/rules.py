@@ -227,12 +227,16 @@ RULES: tuple[Rule, ...] = (
     R("MTP307", "mtp-memory-per-gpu", I, "Memory the draft's MTP weights take on each GPU",
       "Divides the bytes of the MTP tensors (as stored: BF16 in NVFP4 releases) by --tp-size (attention is split over "
       "TP; experts over EP x MoE-TP = TP) and compares them with the smallest GPU the preflight saw. Info below 10% of a GPU, "
-      "warning from 10%, error when larger than the GPU.",
+      "warning from 10%, error when larger than the GPU. That figure is the load-time peak; where the MTP layer ships its "
+      "own embed_tokens and shared_head.head (DeepSeek, GLM), the finding also gives the steady state, once SGLang's "
+      "EAGLE worker has replaced them with the target's and freed them (DeepSeek-V3.1: 3.71 GB of 26.93 GB).",
       "The MTP layer of an FP4 checkpoint is usually kept in BF16 (Qwen3.5-397B-A17B-NVFP4: 1,553 tensors, 13.2 GB): about "
       "4x its FP4 size. SGLang loads the draft after sizing the target's KV cache, so the draft comes out of the remaining "
       "memory; at low --tp-size it shrinks the KV cache or fails at start-up.",
       "Raise --tp-size, lower --mem-fraction-static, or use a checkpoint whose MTP layer is quantized.",
-      ("nvidia/Qwen3.5-397B-A17B-NVFP4 hf_quant_config.json (its MTP layer is stored BF16)", "sglang/srt/server_args.py moe_tp_size = tp_size // ep_size"),
+      ("nvidia/Qwen3.5-397B-A17B-NVFP4 hf_quant_config.json (its MTP layer is stored BF16)", "sglang/srt/server_args.py moe_tp_size = tp_size // ep_size",
+       "sglang 0.5.23 wheel sglang/srt/speculative/eagle_worker_v2.py:377-378 (set_embed_and_head), "
+       "sglang/srt/models/deepseek_v2.py:3442-3448 (deletes the draft's embed_tokens.weight and lm_head.weight)"),
       "real checkpoint",
       (_ex(True, "NEXTN loads the MTP layer", _NEXTN),
        _ex(False, "no speculative decoding: the MTP layer is not loaded", _LS))),

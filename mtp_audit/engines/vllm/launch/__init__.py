@@ -5,10 +5,11 @@ cross-check the command with the checkpoint and the machine (rules MTP320-MTP339
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mtp_audit.engines.base import Engine, EngineOutcome, LaunchRequest, LogDialect, open_release
+from mtp_audit.engines.base import DraftMemory, DraftQuestion, Engine, EngineOutcome, LaunchRequest, LogDialect, PinCheck, open_release
+from mtp_audit.engines.vllm.launch import parity as P
 from mtp_audit.report import Gap
 
 #: the keys of an evaluation's outcome that make up ``facts["launch"]``
@@ -24,6 +25,7 @@ class VllmEngine(Engine):
     target_option = "--vllm"
     rules_module = "mtp_audit.engines.vllm.launch.rules"
     entry_examples = ("vllm serve MODEL ...", "python -m vllm.entrypoints.openai.api_server --model MODEL ...")
+    platforms, platforms_source, parity = P.PLATFORMS, P.PLATFORMS_SOURCE, P.PARITY
 
     def log_dialect(self) -> LogDialect:
         """How this engine writes its log (``mtp_audit.engines.vllm.logdialect``)."""
@@ -49,6 +51,20 @@ class VllmEngine(Engine):
         from mtp_audit.engines.vllm import open_for_launch
 
         return open_release(open_for_launch, target, self.label, self.target_option)
+
+    def draft_memory(self, question: DraftQuestion) -> DraftMemory | None:
+        """The MTP draft's bytes per GPU at load (:func:`mtp_audit.engines.vllm.launch.depth.draft_memory`, MTP338)."""
+        from mtp_audit.engines.vllm.launch.depth import draft_memory
+
+        return draft_memory(question)
+
+    def release_pins(self, release: Any, machine: Mapping[str, Any]) -> tuple[PinCheck, ...]:
+        """The release's ``Requires-Dist: torch`` against the machine's torch
+        (:func:`mtp_audit.engines.vllm.launch.depth.release_pins`, MTP339)."""
+        from mtp_audit.engines.vllm.launch.depth import release_pins
+
+        version = str(((getattr(release, "report", None) and release.report.facts.get("vllm")) or {}).get("version"))
+        return release_pins(release, machine, version)
 
     def evaluate(self, request: LaunchRequest, release: Any, gap: Gap | None) -> EngineOutcome:
         """See :meth:`mtp_audit.engines.base.Engine.evaluate` (:func:`~mtp_audit.engines.vllm.launch.evaluate.evaluate_vllm`):

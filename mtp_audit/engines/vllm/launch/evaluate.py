@@ -42,6 +42,7 @@ from mtp_audit.engines.vllm.launch.command import (
     rebuild_vllm,
     spec_json,
 )
+from mtp_audit.engines.vllm.launch.depth import check_depth
 from mtp_audit.engines.vllm.launch.lookahead import check_lookahead
 from mtp_audit.engines.vllm.launch.spec_config_replay import UNKNOWN, Evaluator, n_predict_of
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
@@ -780,6 +781,7 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, analy
     check_unused(ctx)
     check_env(ctx)
     reports = _machine_and_scope(ctx, argv, analyzers, reports)
+    check_depth(ctx)
     _attention(ctx, cwd)
     corrected = _corrected(ctx, view, view_gap, analyzers, env, environ, cwd) if _depth == 0 else None
     all_findings = [f for r in reports for f in r.findings] + ctx.findings

@@ -536,4 +536,92 @@ RULES = RULES + (
        _vex(False, "--attention-backend FLASH_ATTN", _VS + ("--attention-backend", "FLASH_ATTN")))),
 )
 
+_VL_PP_SPEC = _VL_SPEC + """
+    @staticmethod
+    def create_draft_parallel_config(target_parallel_config, speculative_draft_tensor_parallel_size):
+        return ParallelConfig(pipeline_parallel_size=target_parallel_config.pipeline_parallel_size,
+                              tensor_parallel_size=speculative_draft_tensor_parallel_size)
+"""
+_VL_QWEN_MTP = """from torch import nn
+
+
+class Qwen3_5MoeMTP(nn.Module, QwenNextMixtureOfExperts):
+    pass
+"""
+
+
+def _vdepth(*, metadata: str | None = None, pp_spec: str | None = None, mtp_pp: bool = False,
+            env: str = SM120_ENV) -> dict[str, str]:
+    """The example vLLM tree with a ``METADATA`` beside it (``Requires-Dist`` lines), a draft parallel config that
+    inherits (or not) the target's pipeline size, and the Qwen3.5 MTP draft class (with or without SupportsPP)."""
+    out = _vfiles(env=env)
+    if metadata is not None:
+        out["vl/vllm-0.33.0.dist-info/METADATA"] = "Metadata-Version: 2.1\nName: vllm\nVersion: 0.33.0\n" + metadata
+    if pp_spec is not None:
+        out["vl/vllm/config/speculative.py"] = pp_spec
+        out["vl/vllm/model_executor/models/qwen3_5_mtp.py"] = (
+            _VL_QWEN_MTP.replace("QwenNextMixtureOfExperts)", "QwenNextMixtureOfExperts, SupportsPP)") if mtp_pp else _VL_QWEN_MTP)
+    return out
+
+
+def _dex(fires: bool, note: str, args: tuple[str, ...], **files: object) -> Example:
+    return Example(fires=fires, files=lambda: _vdepth(**files), args=args, note=note)  # type: ignore[arg-type]
+
+
+_MTP_SPEC = _spec(method="mtp", num_speculative_tokens=1)
+_V24 = "vllm 0.24.0 vllm/config/speculative.py"
+
+RULES = RULES + (
+    R("MTP337", "vllm-pipeline-parallel-draft-refused", E, "vLLM refuses --pipeline-parallel-size with this draft",
+      "A launch with --pipeline-parallel-size above 1 and a speculative method that loads a draft model (mtp, eagle, "
+      "draft_model, ...). Reads, from this release's source, whether SpeculativeConfig.create_draft_parallel_config gives "
+      "the draft the target's pipeline_parallel_size, and, from the model registry and the draft's module, whether the "
+      "draft class implements SupportsPP (a base named SupportsPP or supports_pp = True, following bases of the same "
+      "module). A blocking gap when either cannot be told.",
+      "vLLM validates the draft's ModelConfig against the draft's ParallelConfig; with the target's pipeline size and a "
+      "draft class without SupportsPP, verify_with_parallel_config raises NotImplementedError ('Pipeline parallelism is "
+      "not supported for this model') and the server exits before the model loads. 0.24.0 copies the pipeline size; "
+      "0.33.0 gives the draft pipeline_parallel_size=1.",
+      "Drop --pipeline-parallel-size (tensor parallelism shards the MTP layer too), or use a release whose draft gets "
+      "pipeline_parallel_size=1.",
+      (_V24 + ":985-1003 (create_draft_parallel_config: pipeline_parallel_size=target_parallel_config.pipeline_parallel_size)",
+       _V24 + ":1053-1055 (draft_model_config.verify_with_parallel_config(draft_parallel_config))",
+       "vllm 0.24.0 vllm/config/model.py:1175-1182 (NotImplementedError ... 'implement the `SupportsPP` interface')",
+       "vllm 0.24.0 vllm/model_executor/models/deepseek_mtp.py:208 (class DeepSeekMTP(nn.Module, DeepseekV2MixtureOfExperts))",
+       _VSRC + ":1904-1905 (0.33.0: the draft's pipeline_parallel_size=1)"),
+      "code",
+      (_dex(True, "-pp 2 with MTP; the draft inherits pp; Qwen3_5MoeMTP has no SupportsPP", _VS + _MTP_SPEC + ("-pp", "2"),
+            pp_spec=_VL_PP_SPEC),
+       _dex(False, "-pp 2 with MTP; the draft class implements SupportsPP", _VS + _MTP_SPEC + ("-pp", "2"),
+            pp_spec=_VL_PP_SPEC, mtp_pp=True),
+       _dex(False, "no -pp", _VS + _MTP_SPEC, pp_spec=_VL_PP_SPEC))),
+    R("MTP338", "vllm-mtp-memory-per-gpu", I, "Memory the MTP draft's weights take on each GPU at load",
+      "Divides the checkpoint's MTP bytes (exact from safetensors headers, else estimated from config) by "
+      "--tensor-parallel-size (vLLM builds the MTP layer with the target's TP) and compares them with the smallest GPU "
+      "the preflight saw: info below 10% of a GPU, warning from 10%, error above it. The figure is the load-time peak; "
+      "the steady state is not derived (a release may share the target's embedding and LM head with the draft).",
+      "The MTP layer of an FP4 checkpoint is usually kept in BF16 (about 4x its FP4 size) and comes on top of the "
+      "target's weights: at low tensor parallelism it eats the KV cache or fails at start-up.",
+      "Raise --tensor-parallel-size, lower --gpu-memory-utilization, or use a checkpoint whose MTP layer is quantized.",
+      ("nvidia/Qwen3.5-397B-A17B-NVFP4 hf_quant_config.json (its MTP layer is stored BF16)",
+       "vllm 0.33.0 vllm/config/speculative.py (the draft's tensor_parallel_size defaults to the target's)"),
+      "real checkpoint",
+      (_dex(True, "MTP launch", _VS + _MTP_SPEC), _dex(False, "no speculative config", _VS))),
+    R("MTP339", "vllm-torch-pin-mismatch", W, "The machine's torch is not the one the vLLM release pins",
+      "Reads the release's METADATA (the wheel's, or the dist-info beside a package folder) for Requires-Dist: torch "
+      "(0.33.0: torch==2.14.0; 0.24.0: torch==2.11.0) and compares it with the machine's torch (an environment dump's "
+      "PyTorch line, the installed package). An error when this very release is installed beside another torch; a "
+      "warning when it is not installed (installing it replaces torch). A checkout without METADATA or an unknown torch "
+      "is a note.",
+      "vLLM's compiled ops (vllm._C, the MoE and attention kernels) are built against the pinned torch's C++ ABI: with "
+      "another torch they fail to import (undefined symbol) and the server does not start; the FP4 verdict of the "
+      "preflight says nothing about this.",
+      "Install the pinned torch (pip install 'torch==X', the CUDA build the release was built for), or the vLLM release "
+      "built for the machine's torch.",
+      ("vllm 0.33.0 wheel METADATA (Requires-Dist: torch==2.14.0)", "vllm 0.24.0 wheel METADATA (Requires-Dist: torch==2.11.0)"),
+      "code",
+      (_dex(True, "vLLM pins torch==2.14.0, the machine has torch 2.9.1", _VS, metadata="Requires-Dist: torch==2.14.0\n"),
+       _dex(False, "vLLM pins torch==2.9.1, the machine has torch 2.9.1+cu129", _VS, metadata="Requires-Dist: torch==2.9.1\n"))),
+)
+
 RULES_BY_ID = {r.id: r for r in RULES}

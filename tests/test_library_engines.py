@@ -1,0 +1,68 @@
+"""The library takes what the CLI takes and types every engine's answer: a release version for ``vllm=`` (found in
+the cache as the CLI finds it), ``launch_result()`` on llama.cpp and TensorRT-LLM launches (engine id, the
+``go without MTP`` verdict), and typed FP4 backends. Each was wrong before: ``InputError: 0.33.0: no such file or
+folder``, ``ValueError: 'go without MTP' is not a valid LaunchVerdict``, engine ``"sglang"`` for llama.cpp and
+TensorRT-LLM, backends as prose."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import vllm_wheel
+
+import mtp_audit
+from mtp_audit.synth.gguf import gguf_bytes, model_kv, nextn_tensors, trunk_tensors
+
+ROOT = Path(__file__).resolve().parents[1]
+CK = ROOT / "fixtures" / "checkpoint"
+H200 = ROOT / "fixtures" / "preflight" / "envdumps" / "h200-nvidia-smi.txt"
+GB200 = ROOT / "fixtures" / "preflight" / "envdumps" / "sglang-11208.txt"
+
+
+def test_audit_launch_takes_a_release_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    whl = vllm_wheel("0.33.0")
+    folder = tmp_path / "engines" / "vllm" / "0.33.0"
+    folder.mkdir(parents=True)
+    (folder / whl.name).symlink_to(whl)
+    monkeypatch.setenv("MTP_AUDIT_CACHE_DIR", str(tmp_path))
+    r = mtp_audit.audit_launch("vllm serve " + str(CK / "deepseek-ai--DeepSeek-V3"), vllm="0.33.0", env_dumps=[H200],
+                               environ={})
+    assert r.facts["launch"]["summary"]["vllm"] == "0.33.0"
+    assert mtp_audit.launch_result(r).engine == "vllm"
+    r = mtp_audit.audit_launch(["vllm", "serve", str(CK / "deepseek-ai--DeepSeek-V3"), "--speculative-config",
+                                '{"method":"mtp","num_speculative_tokens":2}'], vllm="0.33.0", env_dumps=[H200], environ={})
+    assert mtp_audit.launch_result(r).draft_tokens == 2
+
+
+def test_launch_result_of_a_llamacpp_launch_without_mtp(tmp_path: Path) -> None:
+    tensors = trunk_tensors(range(3)) + nextn_tensors(3)
+    (tmp_path / "model.gguf").write_bytes(gguf_bytes(model_kv("qwen35moe", blocks=4, nextn=1), tensors))
+    r = mtp_audit.audit_launch(["llama-server", "-m", "model.gguf"], llamacpp="10444", cwd=tmp_path, environ={})
+    res = mtp_audit.launch_result(r)
+    assert res is not None and res.verdict is mtp_audit.LaunchVerdict.GO_WITHOUT_MTP and res.engine == "llamacpp"
+    assert (res.speculative_requested, res.speculative_runs_as) == (None, None)
+    r = mtp_audit.audit_launch(["llama-server", "-m", "model.gguf", "--spec-type", "draft-mtp"], llamacpp="10444",
+                               cwd=tmp_path, environ={})
+    res = mtp_audit.launch_result(r)
+    assert res.engine == "llamacpp" and (res.speculative_requested, res.speculative_runs_as) == ("draft-mtp", "draft-mtp")
+    assert res.draft_tokens is None  # --spec-draft-n-max not given: the build's default (MTP607)
+    r = mtp_audit.audit_launch(["llama-server", "-m", "model.gguf", "--spec-type", "draft-mtp", "--spec-draft-n-max", "2"],
+                               llamacpp="10444", cwd=tmp_path, environ={})
+    assert mtp_audit.launch_result(r).draft_tokens == 2
+
+
+def test_launch_result_and_fp4_of_a_tensorrt_llm_launch() -> None:
+    r = mtp_audit.audit_launch(["trtllm-serve", str(CK / "nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4"), "--config",
+                                str(ROOT / "fixtures" / "trtllm" / "threshold.yaml")], env_dumps=[H200], environ={})
+    assert mtp_audit.launch_result(r).engine == "tensorrt-llm" and mtp_audit.launch_result(r).draft_tokens == 1
+    fp4 = mtp_audit.fp4_readiness(r)
+    assert (fp4.engine, fp4.native_fp4, fp4.compute_capabilities, fp4.gpus) == ("tensorrt-llm", "not capable", ("9.0",), 1)
+
+
+def test_fp4_backends_are_typed() -> None:
+    cmd = ["python", "-m", "sglang.launch_server", "--model-path", str(CK / "nvidia--DeepSeek-V3.1-NVFP4"),
+           "--fp4-gemm-backend", "flashinfer_cutlass"]
+    fp4 = mtp_audit.fp4_readiness(mtp_audit.preflight(env_dumps=[GB200], launch=cmd))
+    assert fp4.fp4_gemm_backend == mtp_audit.BackendChoice("flashinfer_cutlass", "explicit", "launch command")
+    assert fp4.moe_runner_backend is not None and (fp4.moe_runner_backend.name, fp4.moe_runner_backend.how) == ("cutlass", "auto")
