@@ -192,6 +192,8 @@ def test_a_lower_bound_that_reaches_the_need_passes(tmp_path, dsv3):
     ("/x/torch/cuda/__init__.py:283: UserWarning: Found GPU0 NVIDIA GB10 which is of cuda capability 12.1.", 1, "at least",
      "NVIDIA GB10", (12, 1)),
     ("    Found GPU1 NVIDIA GeForce RTX 5090 which is of cuda capability 12.0.", 1, "at least", "NVIDIA GeForce RTX 5090", (12, 0)),
+    ("UserWarning: NVIDIA GB10 with CUDA capability sm_121 is not compatible with the current PyTorch installation.", 1,
+     "at least", "NVIDIA GB10", (12, 1)),
 ])
 def test_reading_gpus_written_in_tokens_and_warnings(line, count, extent, name, cc):
     from mtp_audit.preflight.freeform import parse_freeform

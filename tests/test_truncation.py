@@ -1,8 +1,8 @@
 """Taking evidence away never yields a new error or a new pass: cutting a real input after any line, in the middle of
 a line, or dropping a run of lines, leaves each verdict as it was or turns it into "could not tell".
 
-Inputs: every environment dump under fixtures/preflight/envdumps (real pastes, each file's first line names its
-source) and every engine log under fixtures/logs. Verdicts compared, whole input against the cut one:
+Inputs: every environment dump under fixtures/preflight/envdumps and fixtures/launch/reports (real pastes, each
+file's first line names its source) and every engine log under fixtures/logs. Verdicts compared, whole input against the cut one:
 
 - preflight: the error rule ids (no new one), the native-FP4 verdict (the same, or ``unknown``), and the GPU-count
   question for 1, 2 and 8 GPUs (:meth:`mtp_audit.preflight.visible.Visibility.covers`: the same, or could not tell);
