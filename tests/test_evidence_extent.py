@@ -245,3 +245,16 @@ def test_model_dir_on_the_command_line(tmp_path, capsys):
     rc = main(["launch", "--env-dump", str(H200), "--", "llama-server", "-m", "/models/x.gguf", "--spec-type", "draft-mtp"])
     out = capsys.readouterr().out
     assert rc == 3 and "-m /models/x.gguf: no such file on this machine" in out and "could not be told" in out.splitlines()[0]
+
+
+@pytest.mark.parametrize("name, count, extent", [
+    ("heldout/fooocus-1079.txt", 1, "at least"),       # rocminfo cut inside its agent list (no '*** Done ***')
+    ("amd/therock-1737.txt", 2, "at least"),           # amd-smi table cut in its second GPU row (no Processes box)
+    ("heldout2/sglang-10562.txt", 8, "exact"),         # its rocm-smi rows are cut, but check_env above lists GPUs 0-7
+])
+def test_vendor_tables_are_exact_only_with_their_end(name, count, extent):
+    k = _count(_text(DUMPS / name))
+    assert (k.value, k.extent) == (count, extent)
+    # rocm-examples#187 without its prose line: rocm-smi device rows without 'End of ROCm SMI Log'
+    smi = _text(DUMPS / "heldout2" / "rocm-examples-187.txt").split("\n", 1)[1]
+    assert (_count(smi).value, _count(smi).extent) == (4, "at least")
