@@ -62,7 +62,7 @@ KINDS: list[tuple[str, float, int | None]] = [
     # the truncation property: one example runs every real dump (58) or log (29) once; the launch kind audits 2 launches
     ("tests/test_truncation.py::test_cutting_an_env_dump_adds_no_error_and_no_pass", 1.2, 2000),
     ("tests/test_truncation.py::test_cutting_an_engine_log_adds_no_error_and_no_verdict", 0.5, 2000),
-    ("tests/test_truncation.py::test_cutting_the_dump_of_an_eight_gpu_launch", 8.0, 500),
+    ("tests/test_truncation.py::test_cutting_the_dump_of_a_launch", 8.0, 500),
 ]
 
 #: Wall seconds per example of the kinds that mostly wait (loopback time-outs, signal delays): sizes their shards.

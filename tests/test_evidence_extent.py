@@ -192,6 +192,8 @@ def test_a_lower_bound_that_reaches_the_need_passes(tmp_path, dsv3):
     ("/x/torch/cuda/__init__.py:283: UserWarning: Found GPU0 NVIDIA GB10 which is of cuda capability 12.1.", 1, "at least",
      "NVIDIA GB10", (12, 1)),
     ("    Found GPU1 NVIDIA GeForce RTX 5090 which is of cuda capability 12.0.", 1, "at least", "NVIDIA GeForce RTX 5090", (12, 0)),
+    ("UserWarning: NVIDIA GB10 with CUDA capability sm_121 is not compatible with the current PyTorch installation.", 1,
+     "at least", "NVIDIA GB10", (12, 1)),
 ])
 def test_reading_gpus_written_in_tokens_and_warnings(line, count, extent, name, cc):
     from mtp_audit.preflight.freeform import parse_freeform
@@ -231,7 +233,7 @@ def test_model_dir_maps_a_container_path(tmp_path, dsv3):
     assert map_model_dir("/modelsx/y", [("/models", "/data/m")]) == "/modelsx/y"
     argv = ["python3", "-m", "sglang.launch_server", "--model-path", f"/models/{dsv3.name}", "--speculative-algorithm", "NEXTN"]
     r = audit_launch(argv, env_dumps=[H200], environ={}, model_dirs=[("/models", str(dsv3.parent))])
-    assert not [g for g in r.gaps if "no such file" in g.message]
+    assert not [g for g in r.gaps if "no such file" in g.message or "is not a local folder" in g.message]
     assert r.facts["checkpoint"]["summary"]["mtp_tensors"] > 0
 
 
@@ -243,3 +245,16 @@ def test_model_dir_on_the_command_line(tmp_path, capsys):
     rc = main(["launch", "--env-dump", str(H200), "--", "llama-server", "-m", "/models/x.gguf", "--spec-type", "draft-mtp"])
     out = capsys.readouterr().out
     assert rc == 3 and "-m /models/x.gguf: no such file on this machine" in out and "could not be told" in out.splitlines()[0]
+
+
+@pytest.mark.parametrize("name, count, extent", [
+    ("heldout/fooocus-1079.txt", 1, "at least"),       # rocminfo cut inside its agent list (no '*** Done ***')
+    ("amd/therock-1737.txt", 2, "at least"),           # amd-smi table cut in its second GPU row (no Processes box)
+    ("heldout2/sglang-10562.txt", 8, "exact"),         # its rocm-smi rows are cut, but check_env above lists GPUs 0-7
+])
+def test_vendor_tables_are_exact_only_with_their_end(name, count, extent):
+    k = _count(_text(DUMPS / name))
+    assert (k.value, k.extent) == (count, extent)
+    # rocm-examples#187 without its prose line: rocm-smi device rows without 'End of ROCm SMI Log'
+    smi = _text(DUMPS / "heldout2" / "rocm-examples-187.txt").split("\n", 1)[1]
+    assert (_count(smi).value, _count(smi).extent) == (4, "at least")

@@ -1,12 +1,13 @@
 """Taking evidence away never yields a new error or a new pass: cutting a real input after any line, in the middle of
 a line, or dropping a run of lines, leaves each verdict as it was or turns it into "could not tell".
 
-Inputs: every environment dump under fixtures/preflight/envdumps (real pastes, each file's first line names its
-source) and every engine log under fixtures/logs. Verdicts compared, whole input against the cut one:
+Inputs: every environment dump under fixtures/preflight/envdumps and fixtures/launch/reports (real pastes, each
+file's first line names its source) and every engine log under fixtures/logs. Verdicts compared, whole input against the cut one:
 
 - preflight: the error rule ids (no new one), the native-FP4 verdict (the same, or ``unknown``), and the GPU-count
   question for 1, 2 and 8 GPUs (:meth:`mtp_audit.preflight.visible.Visibility.covers`: the same, or could not tell);
-- launch (a sample, each run is a full audit): an SGLang, vLLM and TensorRT-LLM launch needing 8 GPUs, whose
+- launch (a sample, each run is a full audit): an SGLang, vLLM and TensorRT-LLM launch needing 8 GPUs, and the
+  command of fixtures/launch/serve-qwen35-reap.sh (one GPU, its real checkpoint), whose
   GPU-count question (MTP311 / MTP328 / MTP714 error, a "could not tell" gap, or a pass) stays or becomes the gap;
 - runtime log: the verdict word (the same, or ``could-not-tell``) and its error rule ids.
 
@@ -30,10 +31,11 @@ from hypothesis import strategies as st
 from mtp_audit.errors import InputError
 from mtp_audit.report import Severity
 
-DUMPS = sorted(p for p in (FIXTURES / "preflight" / "envdumps").rglob("*.txt") if p.name != "SOURCE.txt")
+DUMPS = sorted([p for p in (FIXTURES / "preflight" / "envdumps").rglob("*.txt") if p.name != "SOURCE.txt"]
+               + [p for p in (FIXTURES / "launch" / "reports").glob("*.txt") if p.name != "SOURCE.txt"])
 LOGS = sorted((FIXTURES / "logs").rglob("*.log"))
 #: dumps whose GPU list is read (the launch sample draws from these)
-CUT_TABLES = ("sglang-27487.txt", "h200-nvidia-smi.txt", "k8s-device-plugin-1482.txt", "vllm-57932.txt", "pytorch-150733.txt",
+CUT_TABLES = ("sglang-27487.txt", "sglang-35080-env.txt", "h200-nvidia-smi.txt", "k8s-device-plugin-1482.txt", "vllm-57932.txt", "pytorch-150733.txt",
               "sglang-13198.txt", "semantic-router-1863.txt", "gb10-sglang-0.5.17.txt")
 
 
@@ -106,30 +108,36 @@ def dsv3(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-LAUNCHES = {"MTP311": ["python3", "-m", "sglang.launch_server", "--tp-size", "8", "--model-path", "CKPT"],
-            "MTP328": ["vllm", "serve", "CKPT", "--tensor-parallel-size", "8"],
-            "MTP714": ["trtllm-serve", "CKPT", "--tp_size", "8"]}
+#: the GPU-count rule of each launch (an 8-GPU launch of each engine, and the one-GPU launch of the fixtures' own script)
+LAUNCHES = {"MTP311": ("MTP311", ["python3", "-m", "sglang.launch_server", "--tp-size", "8", "--model-path", "CKPT"]),
+            "MTP328": ("MTP328", ["vllm", "serve", "CKPT", "--tensor-parallel-size", "8"]),
+            "MTP714": ("MTP714", ["trtllm-serve", "CKPT", "--tp_size", "8"]),
+            "serve-qwen35-reap.sh": ("MTP311", ["SGLANG_ENABLE_JIT_DEEPGEMM=0", "python", "-m", "sglang.launch_server", "--model-path",
+                                                str(FIXTURES / "checkpoint" / "bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding"),
+                                                "--speculative-algorithm", "NEXTN", "--speculative-num-steps", "1", "--tp-size", "1"])}
 _WHOLE: dict[tuple[str, str], tuple[str, frozenset[str]] | None] = {}
 
 
-def _gpu_question(text: str, rule: str, ck: Path, tmp: Path) -> tuple[str, frozenset[str]] | None:
-    """("error" | "could not tell" | "pass", error rule ids) of an 8-GPU launch of ``rule``'s engine on a dump text."""
+def _gpu_question(text: str, launch: str, ck: Path, tmp: Path) -> tuple[str, frozenset[str]] | None:
+    """("error" | "could not tell" | "pass", error rule ids) of the GPU-count question of ``launch`` on a dump text."""
     from mtp_audit.launch import audit_launch
 
-    argv = [str(ck) if a == "CKPT" else a for a in LAUNCHES[rule]]
+    rule, argv = LAUNCHES[launch]
+    argv = [str(ck) if a == "CKPT" else a for a in argv]
     try:
         r = audit_launch(argv, env_dumps=[_write(tmp, text)], environ={})
     except InputError:
         return None
     errors = frozenset(f.rule_id for f in r.findings if f.severity == Severity.ERROR)
-    gap = any(g.blocking and ("GPU count" in g.message or "GPUs are unknown" in g.message) for g in r.gaps)
+    gap = any(g.blocking and ("GPU count" in g.message or "GPUs are unknown" in g.message or "GPU(s) on this node" in g.message)
+              for g in r.gaps)
     return ("error" if rule in errors else "could not tell" if gap else "pass"), errors
 
 
 @fuzz_settings(4)
 @given(data=st.data())
 @pytest.mark.parametrize("rule", sorted(LAUNCHES))
-def test_cutting_the_dump_of_an_eight_gpu_launch(rule: str, dsv3: Path, tmp_path_factory: pytest.TempPathFactory,
+def test_cutting_the_dump_of_a_launch(rule: str, dsv3: Path, tmp_path_factory: pytest.TempPathFactory,
                                                   data: st.DataObject) -> None:
     tmp = tmp_path_factory.mktemp("cut")
     path = data.draw(st.sampled_from([p for p in DUMPS if p.name in CUT_TABLES]), label="dump")

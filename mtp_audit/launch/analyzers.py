@@ -84,6 +84,6 @@ class LaunchAnalyzers:
         from mtp_audit.preflight import preflight
 
         m = self.machine
+        toks = [map_model_dir(t, self.model_dirs) for t in launch] if launch is not None else None  # its model path read here too
         return preflight(env_dumps=list(m.env_dumps), facts_file=m.facts_file, machine_facts=m.facts, cwd=self.cwd,
-                         launch=list(launch) if launch is not None else None, engine=m.engine or engine,
-                         no_machine=m.no_machine, **engine_facts)
+                         launch=toks, engine=m.engine or engine, no_machine=m.no_machine, **engine_facts)

@@ -275,7 +275,10 @@ def parse_rocminfo(text: str) -> MachineFacts:
                              arch=Fact.of(m.group(1), where), compute_capability=Fact.absent("ROCm: no NVIDIA compute capability"),
                              memory_bytes=Fact.absent("rocminfo memory not read")))
     return MachineFacts(origin=f"env-dump:{fmt}", gpus=tuple(gpus),
-                        gpu_list=Fact.of(len(gpus), fmt) if gpus else Fact.absent("rocminfo lists no gfx agent"),
+                        # rocminfo ends its agent list with "*** Done ***": without it the list may be cut
+                        gpu_list=(Fact.of(len(gpus), fmt) if "*** Done ***" in text else
+                                  Fact.of(len(gpus), f"{fmt} (no '*** Done ***': {PARTIAL_GPU_LIST} {len(gpus)} GPU(s))", AT_LEAST))
+                        if gpus else Fact.absent("rocminfo lists no gfx agent"),
                         accelerator=Fact.of(pf.ROCM, f"{fmt} output") if gpus else Fact.absent("not stated"))
 
 
