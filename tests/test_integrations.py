@@ -147,7 +147,8 @@ def test_launch_hook_says_what_it_skips_and_writes_one_sarif_run(tmp_path: Path)
     run = doc["runs"][0]
     assert run["automationDetails"] == {"id": "deploy/"}
     assert sorted((r["ruleId"], r["properties"]["launch"]) for r in run["results"]) == [
-        ("MTP702", "pod.yaml:1"), ("MTP702", "serve.sh:2"), ("MTP704", "pod.yaml:1"), ("MTP704", "serve.sh:2")]
+        ("MTP702", "pod.yaml:1"), ("MTP702", "serve.sh:2"), ("MTP704", "pod.yaml:1"), ("MTP704", "serve.sh:2"),
+        ("MTP719", "pod.yaml:1"), ("MTP719", "serve.sh:2")]  # MTP719: the MTP layers' bytes per GPU, a note
     assert [r["id"] for r in run["tool"]["driver"]["rules"]][run["results"][0]["ruleIndex"]] == run["results"][0]["ruleId"]
 
 

@@ -133,14 +133,11 @@ def preflight(
     from mtp_audit.preflight import analyze as an
     from mtp_audit.preflight import engine as eng
 
-    facts = machine_facts
     engine = eng.canonical(engine) if engine is not None else None
-    if isinstance(env_dumps, (str, Path)):
-        env_dumps = [env_dumps]
-    env_dumps = [Path(p) for p in env_dumps]
+    dumps = [Path(p) for p in ([env_dumps] if isinstance(env_dumps, (str, Path)) else env_dumps)]
     facts_file = Path(facts_file) if facts_file is not None else None
     parsed_launch = _checked_launch(engine, launch)
-    machine, target, dump_formats = _machine_source(facts, facts_file, env_dumps, import_torch=import_torch,
+    machine, target, dump_formats = _machine_source(machine_facts, facts_file, dumps, import_torch=import_torch,
                                                     timeout=timeout, use_nvml=use_nvml, no_machine=no_machine, probe=probe)
     machine = _with_platform(machine, parsed_launch)
     launch_src = f"launch command '{' '.join(parsed_launch.argv[:3])}'" if parsed_launch is not None else ""

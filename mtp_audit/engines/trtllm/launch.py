@@ -323,7 +323,7 @@ def check_hardware(ctx: TCtx) -> None:
         return
     ccs = machine_ccs(ctx.pf)
     if not ccs:
-        from mtp_audit.engines.outcome import NOT_SERVING_MACHINE
+        from mtp_audit.preflight.nomachine import NOT_SERVING_MACHINE
 
         why = str((((ctx.pf or {}).get("machine") or {}).get("gpu_list") or {}).get("missing") or "")
         ctx.gap("the GPUs' compute capability is unknown: whether TensorRT-LLM's MTP kernels (SM90+) run could not be "
