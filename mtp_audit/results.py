@@ -46,7 +46,7 @@ class LaunchResult:
 
     Attributes:
         verdict: go / fix first / could not tell.
-        engine: the engine's id: ``"sglang"``, ``"vllm"``, ``"llamacpp"`` or ``"tensorrt-llm"``.
+        engine: the engine's id: ``"sglang"``, ``"vllm"``, ``"llamacpp"`` or ``"trtllm"``.
         corrected_argv: the corrected command as tokens, ``None`` when no command-line fix is known or needed.
         corrected_command: the same as one shell-quoted line, or ``None``.
         changed_flags: the flags the correction changes.

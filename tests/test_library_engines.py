@@ -55,9 +55,9 @@ def test_launch_result_of_a_llamacpp_launch_without_mtp(tmp_path: Path) -> None:
 def test_launch_result_and_fp4_of_a_tensorrt_llm_launch() -> None:
     r = mtp_audit.audit_launch(["trtllm-serve", str(CK / "nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4"), "--config",
                                 str(ROOT / "fixtures" / "trtllm" / "threshold.yaml")], env_dumps=[H200], environ={})
-    assert mtp_audit.launch_result(r).engine == "tensorrt-llm" and mtp_audit.launch_result(r).draft_tokens == 1
+    assert mtp_audit.launch_result(r).engine == "trtllm" and mtp_audit.launch_result(r).draft_tokens == 1
     fp4 = mtp_audit.fp4_readiness(r)
-    assert (fp4.engine, fp4.native_fp4, fp4.compute_capabilities, fp4.gpus) == ("tensorrt-llm", "not capable", ("9.0",), 1)
+    assert (fp4.engine, fp4.native_fp4, fp4.compute_capabilities, fp4.gpus) == ("trtllm", "not capable", ("9.0",), 1)
 
 
 def test_fp4_backends_are_typed() -> None:

@@ -85,7 +85,7 @@ def test_nvfp4_checkpoint_on_sm90_gets_an_fp4_verdict():
     r = _run("nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4", "threshold.yaml")
     assert _ids(r) == ["MTP705", "MTP718"] and _ids(r, Severity.WARNING) == ["MTP705", "MTP718"]
     fp4 = r.facts["launch"]["fp4"]
-    assert (fp4["engine"], fp4["needed"], fp4["native_fp4"]) == ("tensorrt-llm", True, "not capable")
+    assert (fp4["engine"], fp4["needed"], fp4["native_fp4"]) == ("trtllm", True, "not capable")
     assert [(v["gpu"], v["compute_capability"], v["native_fp4"]) for v in fp4["verdicts"]] == [(0, "9.0", "not capable")]
     assert "fp4Gemm.cpp:59-79" in fp4["verdicts"][0]["reasons"][0]
     assert r.facts["launch"]["summary"]["native_fp4"] == "not capable"

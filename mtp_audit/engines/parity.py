@@ -95,10 +95,10 @@ def reported_rules(engine: Engine) -> set[str]:
 
 def matrix(engines: tuple[Engine, ...] | None = None) -> list[Cell]:
     """Every cell, checks x engines x platforms, in that order (``engines``: the registry's by default)."""
-    from mtp_audit.engines.registry import ENGINES
+    from mtp_audit.engines.registry import engines as registered
 
     out = []
-    for engine in engines or ENGINES:
+    for engine in engines or registered():
         known = reported_rules(engine)
         for check in CHECKS:
             hook = HOOKS[check] if hooked(engine, check) else ""
@@ -111,7 +111,7 @@ def matrix(engines: tuple[Engine, ...] | None = None) -> list[Cell]:
 
 def render(cells: list[Cell] | None = None) -> str:
     """``docs/parity.md``: one table per check, engines as rows and platforms as columns."""
-    from mtp_audit.engines.registry import ENGINES
+    from mtp_audit.engines.registry import engines as registered
 
     cells = cells if cells is not None else matrix()
     plats = platforms()
@@ -120,7 +120,7 @@ def render(cells: list[Cell] | None = None) -> str:
              "`Engine.platforms`) and the rule registry; `tests/test_parity.py` fails when this file is stale or a cell",
              "names no registered rule, no reason why the check does not apply (n/a) and no open item. `mtp-audit explain",
              "RULE` documents each rule.", ""]
-    labels = {e.name: e.label for e in ENGINES}
+    labels = {e.name: e.label for e in registered()}
     for check, what in CHECKS.items():
         lines += [f"## {check}", "", what[0].upper() + what[1:] + ".", "", "| engine | " + " | ".join(plats) + " |",
                   "|---|" + "---|" * len(plats)]

@@ -15,7 +15,7 @@ from mtp_audit.engines.trtllm import knowledge as K
 from mtp_audit.engines.trtllm.rules import RULES_BY_ID
 from mtp_audit.report import Evidence, Finding, Gap, Location
 
-ENGINE = "tensorrt-llm"
+ENGINE = "trtllm"
 KERNELS = "NVFP4 (W4A4) GEMM and fused MoE (CUTLASS, trtllm::fp4_gemm)"
 SOURCES = (K.FP4_GEMM, K.FP4_PLUGIN, K.SUPPORT_MATRIX, K.MARLIN_MOE, K.W4A16_HOPPER)
 
