@@ -153,23 +153,23 @@ class ModuleIndex:
 
     def _stmt(self, st: ast.stmt, ctx: Context, unit_level: int, owner_class: str | None) -> None:
         t = type(st)
-        if t is ast.If:
-            self._if(st, ctx, unit_level, owner_class)  # type: ignore[arg-type]
+        if type(st) is ast.If:
+            self._if(st, ctx, unit_level, owner_class)
             return
-        if t is ast.FunctionDef or t is ast.AsyncFunctionDef:
+        if type(st) is ast.FunctionDef or type(st) is ast.AsyncFunctionDef:
             self._def(st, ctx, unit_level, owner_class)
             return
-        if t is ast.ClassDef:
-            self.classes.setdefault(st.name, st)  # type: ignore[attr-defined]
-            for e in [*st.decorator_list, *st.bases, *(k.value for k in st.keywords)]:  # type: ignore[attr-defined]
+        if type(st) is ast.ClassDef:
+            self.classes.setdefault(st.name, st)
+            for e in [*st.decorator_list, *st.bases, *(k.value for k in st.keywords)]:
                 self._expr(e, ctx, False)
-            inner = Context(ctx.unit, ctx.owner, ctx.guards, st.body)  # type: ignore[attr-defined]
-            self._block(st.body, inner, unit_level, st.name if unit_level == 0 else owner_class)  # type: ignore[attr-defined]
+            inner = Context(ctx.unit, ctx.owner, ctx.guards, st.body)
+            self._block(st.body, inner, unit_level, st.name if unit_level == 0 else owner_class)
             return
         site = Site(st, ctx, False)
-        if t is ast.Assign:
+        if type(st) is ast.Assign:
             self.assigns.append(site)
-            for tgt in st.targets:  # type: ignore[attr-defined]
+            for tgt in st.targets:
                 if type(tgt) is ast.Attribute:
                     self.attr_stores.setdefault(tgt.attr, []).append(site)
         elif t is ast.Return:
