@@ -9,12 +9,11 @@ format; ``example.args`` is the launch command, run from the example folder.
 
 from __future__ import annotations
 
-
 from mtp_audit.report import Severity
 from mtp_audit.report.rules import Example, Rule
 from mtp_audit.synth.launch import SM120_ENV, checkpoint_files, env_dump
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 _SERVER_ARGS = '''import argparse
 import dataclasses
@@ -202,7 +201,7 @@ RULES: tuple[Rule, ...] = (
       "real checkpoint",
       (_ex(True, "NEXTN on a checkpoint without mtp.* tensors", _NEXTN, mtp=False),
        _ex(False, "NEXTN on a checkpoint with its MTP layer", _NEXTN))),
-    R("MTP305", "mtp-heads-unused", I, "The checkpoint carries MTP heads but the command does not use them",
+    R("MTP305", "mtp-heads-unused", INFO, "The checkpoint carries MTP heads but the command does not use them",
       "Fires when the checkpoint has MTP / NextN tensors and the command has no --speculative-algorithm; names the flags "
       "that would use them.",
       "Without speculative decoding SGLang skips the mtp.* weights: one token per forward step, the MTP heads shipped for "
@@ -224,7 +223,7 @@ RULES: tuple[Rule, ...] = (
       "code",
       (_ex(True, "draft path points at another checkpoint", _NEXTN + ("--speculative-draft-model-path", "draft"), draft=True),
        _ex(False, "no draft path: the target drafts for itself", _NEXTN))),
-    R("MTP307", "mtp-memory-per-gpu", I, "Memory the draft's MTP weights take on each GPU",
+    R("MTP307", "mtp-memory-per-gpu", INFO, "Memory the draft's MTP weights take on each GPU",
       "Divides the bytes of the MTP tensors (as stored: BF16 in NVFP4 releases) by --tp-size (attention is split over "
       "TP; experts over EP x MoE-TP = TP) and compares them with the smallest GPU the preflight saw. Info below 10% of a GPU, "
       "warning from 10%, error when larger than the GPU.",
@@ -246,7 +245,7 @@ RULES: tuple[Rule, ...] = (
       "code",
       (_ex(True, "modelopt_fp4 on an unquantized checkpoint", _LS + ("--quantization", "modelopt_fp4")),
        _ex(False, "modelopt_fp4 on a ModelOpt NVFP4 checkpoint", _LS + ("--quantization", "modelopt_fp4"), nvfp4=True))),
-    R("MTP309", "launch-env-var", I, "An environment variable of the launch that this SGLang reads, and what it changes",
+    R("MTP309", "launch-env-var", INFO, "An environment variable of the launch that this SGLang reads, and what it changes",
       "For each variable set for the launch (KEY=VALUE before the program, --env, or the current environment when this "
       "SGLang reads it) finds where this version reads it and the rewrites it guards (the sglang analyzer's "
       "auto_resolutions whose condition names it); evaluates those conditions against the checkpoint's architecture, the "
@@ -261,7 +260,7 @@ RULES: tuple[Rule, ...] = (
       "code",
       (_ex(True, "SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE=1 on SM120 with a Qwen3.5 checkpoint", ("SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE=1",) + _NEXTN),
        _ex(False, "no environment variable for the launch", _NEXTN))),
-    R("MTP310", "outcome-changed", I, "What the launch does changes between two SGLang versions",
+    R("MTP310", "outcome-changed", INFO, "What the launch does changes between two SGLang versions",
       "Runs the same command against two SGLang versions (--compare-sglang, or --sglang OLD --sglang NEW) and reports each "
       "headline of 'what will happen' that differs: accepted flags, the algorithm SGLang really runs, the draft path and "
       "architecture, the FP4 backends, the verdict. Warning when the verdict gets worse.",
