@@ -247,8 +247,8 @@ class _Unit:
         args = [{"keyword": kw, "refers": dotted(v).split(".")[-1]} for _, kw, v in sorted(parts, key=lambda p: p[0])]
         self.add("sites", pos, dict(base, call={"func": fname.split(".")[-1], "args": args}))
 
-    def assign(self, site: Site) -> None:
-        node: ast.Assign = site.node  # type: ignore[assignment]
+    def assign(self, site: Site[ast.Assign]) -> None:
+        node = site.node
         if len(node.targets) != 1:
             return
         tgt, ctx = node.targets[0], site.ctx
@@ -276,13 +276,13 @@ class _Unit:
         self.add("draft_overrides", (node.lineno, node.col_offset), {"to": to, "line": node.lineno, "condition": cond,
                                                                      "froms": froms, "logged": logged_in(ctx.suite)})
 
-    def declare(self, site: Site) -> None:
-        for k in site.node.keywords:  # type: ignore[attr-defined]
+    def declare(self, site: Site[ast.Call]) -> None:
+        for k in site.node.keywords:
             if k.arg is not None:
                 self.record(site.ctx, k.arg, k.value, k, "declare_resolution")
 
-    def ret(self, site: Site) -> None:
-        node: ast.Return = site.node  # type: ignore[assignment]
+    def ret(self, site: Site[ast.Return]) -> None:
+        node = site.node
         v, ctx = node.value, site.ctx
         if v is None:
             return
@@ -303,9 +303,9 @@ class _Unit:
                                                     "condition": self.cond_text(ctx), "test_line": self.test_line(ctx),
                                                     **enum_lookup_ends(self.ix, ctx)})
 
-    def or_op(self, site: Site) -> None:
+    def or_op(self, site: Site[ast.BoolOp]) -> None:
         """``model_path or server_args.model_path``: the implicit draft path (``ModelConfig.from_server_args``)."""
-        node: ast.BoolOp = site.node  # type: ignore[assignment]
+        node = site.node
         a, b = node.values[0], node.values[1]
         if dotted(a).split(".")[-1] == "model_path" and dotted(b).split(".")[-1] == "model_path":
             text = self.ix.normalized(node) if len(node.values) == 2 else (
@@ -320,23 +320,23 @@ def analyse_units(ix: ModuleIndex, units: set[int]) -> dict[int, dict[str, list[
     kind of :data:`KINDS` present, possibly empty), in source order within each kind."""
     acc: dict[int, _Unit] = {u: _Unit(ix) for u in units}
 
-    def of(site: Site) -> _Unit | None:
+    def of(site: Site[Any]) -> _Unit | None:
         return None if site.ctx.unit is None or site.hidden else acc.get(id(site.ctx.unit))
 
-    for site in ix.assigns:
-        u = of(site)
+    for assign in ix.assigns:
+        u = of(assign)
         if u is not None:
-            u.assign(site)
-    for site in ix.calls.get("declare_resolution", ()):
-        u = of(site)
+            u.assign(assign)
+    for call in ix.calls.get("declare_resolution", ()):
+        u = of(call)
         if u is not None:
-            u.declare(site)
-    for site in ix.returns:
-        u = of(site)
+            u.declare(call)
+    for ret in ix.returns:
+        u = of(ret)
         if u is not None:
-            u.ret(site)
-    for site in ix.or_ops:
-        u = of(site)
+            u.ret(ret)
+    for or_op in ix.or_ops:
+        u = of(or_op)
         if u is not None:
-            u.or_op(site)
+            u.or_op(or_op)
     return {k: u.result() for k, u in acc.items()}
