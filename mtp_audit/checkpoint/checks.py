@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
-from typing import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 from mtp_audit.checkpoint import checks_families
 from mtp_audit.checkpoint import rules as R
