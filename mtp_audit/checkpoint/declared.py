@@ -233,11 +233,11 @@ def vllm_modelopt_method(quant_algo: str) -> tuple[str, str] | None:
     (``"FP4" in algo``); exactly ``"FP8"`` -> ``"modelopt"``."""
     a = str(quant_algo or "").upper()
     if a == "MIXED_PRECISION":
-        return VLLM_MODELOPT_METHODS[0][1:]  # type: ignore[return-value]
+        return VLLM_MODELOPT_METHODS[0][1:]
     if "FP4" in a:
-        return VLLM_MODELOPT_METHODS[1][1:]  # type: ignore[return-value]
+        return VLLM_MODELOPT_METHODS[1][1:]
     if "MXFP8" in a:
-        return VLLM_MODELOPT_METHODS[2][1:]  # type: ignore[return-value]
+        return VLLM_MODELOPT_METHODS[2][1:]
     if a == "FP8":
-        return VLLM_MODELOPT_METHODS[3][1:]  # type: ignore[return-value]
+        return VLLM_MODELOPT_METHODS[3][1:]
     return None

@@ -107,11 +107,11 @@ class EnginePackage:
     article: str = "a"
 
 
-class BoundedNotes(list):  # type: ignore[type-arg]
+class BoundedNotes(list):
     """A list of ``(path, message)`` notes that keeps at most :data:`MAX_NOTES`; later ones are counted in a
     last ``("...", "N more file(s) not examined ...")`` entry. Long names are cut to :data:`MAX_NOTE_NAME`."""
 
-    def append(self, item: tuple[str, str]) -> None:  # type: ignore[override]
+    def append(self, item: tuple[str, str]) -> None:
         rel, note = item
         if len(rel) > MAX_NOTE_NAME:
             rel = rel[:MAX_NOTE_NAME] + f"...({len(rel)} characters)"
@@ -309,7 +309,7 @@ class SourceTree:
         :func:`content_stamp` for any file it did not read whole (not read, or a read that failed); the notes of
         that moment."""
         stamps = self._stamps or {}
-        return self._fingerprint(self._stamp_notes, lambda rel, handle: stamps.get(rel) or content_stamp(handle))  # type: ignore[arg-type]
+        return self._fingerprint(self._stamp_notes, lambda rel, handle: stamps.get(rel) or content_stamp(handle))
 
     def close(self) -> None:
         """Release the zip file handle, if any."""

@@ -110,15 +110,15 @@ def comparisons(test: ast.AST) -> list[tuple[str, str, list[str]]]:
 def logged_in(suite: list[ast.stmt] | None) -> bool:
     """Whether a statement of ``suite`` is a log call (:data:`LOG_FUNCS`); ``False`` for a one-line suite."""
     for st in suite or ():
-        if type(st) is ast.Expr and type(st.value) is ast.Call and LOG_FUNCS.search(dotted(st.value.func)):  # type: ignore[attr-defined]
+        if type(st) is ast.Expr and type(st.value) is ast.Call and LOG_FUNCS.search(dotted(st.value.func)):
             return True
     return False
 
 
 def _exits_early(st: ast.stmt) -> bool:
     """An ``if`` without ``else`` whose body ends the function or raises (``if cfg.x != "auto": return {}``)."""
-    return (type(st) is ast.If and not st.orelse  # type: ignore[attr-defined]
-            and type(st.body[-1]) in (ast.Return, ast.Raise))  # type: ignore[attr-defined]
+    return (type(st) is ast.If and not st.orelse
+            and type(st.body[-1]) in (ast.Return, ast.Raise))
 
 
 def early_exit_text(ix: ModuleIndex, unit: Any, line: int) -> str:
@@ -138,7 +138,7 @@ def early_exit_text(ix: ModuleIndex, unit: Any, line: int) -> str:
                 holder = st
                 break
             if _exits_early(st):
-                parts.append(f"not ({ix.normalized(st.test, parens=True)})")  # type: ignore[attr-defined]
+                parts.append(f"not ({ix.normalized(st.test, parens=True)})")
         if holder is None or holder.lineno == line:
             break
         inner = [b for b in (getattr(holder, "body", None), getattr(holder, "orelse", None)) if b]
@@ -156,12 +156,12 @@ def enum_lookup_ends(ix: ModuleIndex, ctx: Context) -> dict[str, Any]:
     cls = ix.classes.get(ctx.owner or "")
     if cls is None:
         return {}
-    members = [t.id for st in cls.body if type(st) is ast.Assign for t in st.targets  # type: ignore[attr-defined]
-               if type(t) is ast.Name and t.id.isupper()]  # type: ignore[attr-defined]
+    members = [t.id for st in cls.body if type(st) is ast.Assign for t in st.targets
+               if type(t) is ast.Name and t.id.isupper()]
     out: dict[str, Any] = {"members": members}
     last = ctx.unit.body[-1] if ctx.unit is not None and ctx.unit.body else None
-    if type(last) is ast.Raise and last.exc is not None:  # type: ignore[attr-defined]
-        exc = last.exc  # type: ignore[attr-defined]
+    if type(last) is ast.Raise and last.exc is not None:
+        exc = last.exc
         name = dotted(exc.func) if isinstance(exc, ast.Call) else dotted(exc)
         out["raise"] = {"line": last.lineno, "exception": name, "message": message_text(exc)}
     return out

@@ -675,8 +675,8 @@ def _cli_declarations(ix: ModuleIndex) -> list[dict[str, Any]]:
     fields = {node.name: class_field_defaults(node) for node in tree.body if isinstance(node, ast.ClassDef)}
     cli: list[dict[str, Any]] = []
     for site in ix.calls.get("add_argument", ()):
-        if isinstance(site.node.func, ast.Attribute):  # type: ignore[attr-defined]
-            rec = _cli_from_call(site.node, text, site.ctx.owner if site.ctx.unit is not None else None, fields)  # type: ignore[arg-type]
+        if isinstance(site.node.func, ast.Attribute):
+            rec = _cli_from_call(site.node, text, site.ctx.owner if site.ctx.unit is not None else None, fields)
             if rec:
                 cli.append(rec)
     for node in tree.body:
@@ -697,7 +697,7 @@ def _parsers(ix: ModuleIndex) -> list[dict[str, Any]]:
         unit = s.ctx.unit
         if unit is None or unit.name != "prepare_server_args":
             continue
-        kws = {k.arg: k.value for k in s.node.keywords if k.arg}  # type: ignore[attr-defined]
+        kws = {k.arg: k.value for k in s.node.keywords if k.arg}
         ab = _literal(kws["allow_abbrev"]) if "allow_abbrev" in kws else True
         prog = _literal(kws["prog"]) if "prog" in kws else None
         out.append({"function": unit.name, "line": s.node.lineno, "allow_abbrev": ab if isinstance(ab, bool) else None,

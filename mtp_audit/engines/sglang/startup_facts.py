@@ -77,7 +77,7 @@ def backend_asserts(ix: ModuleIndex) -> list[dict[str, Any]]:
     consts = _module_string_sets(ix) if ix.asserts else {}
     for site in ix.asserts:
         out += named_set_asserts(ix, site, consts)
-        node: ast.Assert = site.node  # type: ignore[assignment]
+        node: ast.Assert = site.node
         accepts: dict[str, list[str]] = {}
         for subj, op, lits in comparisons(node.test):
             field = subj.split(".")[-1]
