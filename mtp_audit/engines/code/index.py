@@ -280,9 +280,9 @@ class ModuleIndex:
         if self._lines is None:
             self._lines = self.text.split("\n")
         lines = self._lines
-        l0, l1 = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
-        c0 = len(lines[l0].encode("utf-8")[: node.col_offset].decode("utf-8", "replace"))  # type: ignore[attr-defined]
-        c1 = len(lines[l1].encode("utf-8")[: node.end_col_offset].decode("utf-8", "replace"))  # type: ignore[attr-defined]
+        l0, l1 = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]  # callers pass parsed nodes, which carry positions
+        c0 = len(lines[l0].encode("utf-8")[: node.col_offset].decode("utf-8", "replace"))  # type: ignore[attr-defined]  # callers pass parsed nodes, which carry positions
+        c1 = len(lines[l1].encode("utf-8")[: node.end_col_offset].decode("utf-8", "replace"))  # type: ignore[attr-defined]  # callers pass parsed nodes, which carry positions
         if parens:
             l0, c0, l1, c1 = self._widen(l0, c0, l1, c1)
         if l0 == l1:
@@ -307,8 +307,8 @@ class ModuleIndex:
         """Exactly ``ast.get_source_segment(self.text, node)`` (not padded), cut from :meth:`source_lines` instead of
         splitting the file again on every call; ``None`` for a node without an end position."""
         try:
-            l0, l1 = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
-            c0, c1 = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+            l0, l1 = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]  # any node: one without positions is answered None
+            c0, c1 = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]  # any node: one without positions is answered None
         except (AttributeError, TypeError):
             return None
         if c1 is None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import ast
 import copy
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
 from mtp_audit.engines.code.evaluator import UNKNOWN, evaluate
 
@@ -44,7 +44,7 @@ MAX_PREDICATE = 400
 # --- scan side: the guard of one store -----------------------------------------------------------------
 
 
-def _exits_early(st: ast.stmt) -> bool:
+def _exits_early(st: ast.stmt) -> TypeGuard[ast.If]:
     return type(st) is ast.If and not st.orelse and type(st.body[-1]) in (ast.Return, ast.Raise)
 
 
@@ -78,7 +78,7 @@ def _stores(st: ast.stmt) -> frozenset[str]:
     got = getattr(st, "_mtp_stores", None)
     if got is None:
         got = frozenset(n.id for n in ast.walk(st) if type(n) is ast.Name and type(n.ctx) is ast.Store)
-        st._mtp_stores = got  # type: ignore[attr-defined]
+        st._mtp_stores = got  # type: ignore[attr-defined]  # a memo on the parsed node (AST nodes take any attribute)
     return got
 
 
@@ -130,16 +130,15 @@ def _inline_locals(test: ast.expr, unit: Any) -> ast.expr:
     """``test`` with each local name replaced by the expression that reaches it (two levels: a local defined from
     another local)."""
     skip: set[int] = set()  # names read here as a receiver (cfg of cfg.x) or called (get_platform())
-    names = []
+    names: list[ast.Name] = []
     for n in ast.walk(test):
-        t = type(n)
-        if t is ast.Attribute and type(n.value) is ast.Name:  # type: ignore[attr-defined]
-            skip.add(id(n.value))  # type: ignore[attr-defined]
-        elif t is ast.Call and type(n.func) is ast.Name:  # type: ignore[attr-defined]
-            skip.add(id(n.func))  # type: ignore[attr-defined]
-        elif t is ast.Name:
+        if type(n) is ast.Attribute and type(n.value) is ast.Name:
+            skip.add(id(n.value))
+        elif type(n) is ast.Call and type(n.func) is ast.Name:
+            skip.add(id(n.func))
+        elif type(n) is ast.Name:
             names.append(n)
-    wanted = {n.id for n in names if id(n) not in skip}  # type: ignore[attr-defined]
+    wanted = {n.id for n in names if id(n) not in skip}
     if not wanted:
         return test
     receivers = _receivers(unit)
@@ -169,7 +168,7 @@ def guard_tests(unit: Any, line: int, guards: tuple[tuple[ast.If, bool], ...]) -
     if unit is not None:
         for st in _before(unit, line):
             if _exits_early(st):
-                tests.append(_negated(_inlined(st.test, unit)))  # type: ignore[attr-defined]
+                tests.append(_negated(_inlined(st.test, unit)))
             elif type(st) is ast.Assert:
                 tests.append(_inlined(st.test, unit))
     for node, in_body in guards:
@@ -183,7 +182,7 @@ def _inlined(test: ast.expr, unit: Any) -> ast.expr:
     got = getattr(test, "_mtp_inlined", None)
     if got is None:
         got = _inline_locals(test, unit)
-        test._mtp_inlined = got  # type: ignore[attr-defined]
+        test._mtp_inlined = got  # type: ignore[attr-defined]  # a memo on the parsed node (AST nodes take any attribute)
     return got
 
 
@@ -191,7 +190,7 @@ def _negated(test: ast.expr) -> ast.expr:
     got = getattr(test, "_mtp_negated", None)
     if got is None:
         got = ast.UnaryOp(op=ast.Not(), operand=test, lineno=getattr(test, "lineno", 0), col_offset=0)
-        test._mtp_negated = got  # type: ignore[attr-defined]
+        test._mtp_negated = got  # type: ignore[attr-defined]  # a memo on the parsed node (AST nodes take any attribute)
     return got
 
 
@@ -202,7 +201,7 @@ def _part(test: ast.expr) -> str:
         got = ast.unparse(test)
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
             got = f"({got})"
-        test._mtp_text = got  # type: ignore[attr-defined]
+        test._mtp_text = got  # type: ignore[attr-defined]  # a memo on the parsed node (AST nodes take any attribute)
     return got
 
 
@@ -453,7 +452,7 @@ class _Target(ast.NodeTransformer):
         return super().generic_visit(node)
 
 
-def _arch_names(node: ast.AST) -> ast.AST:
+def _arch_names(node: ast.expr) -> ast.expr:
     """``<x>.architectures[0]`` read as ``model_arch`` (what a launch knows as the checkpoint's architecture)."""
 
     class _T(ast.NodeTransformer):
@@ -483,7 +482,7 @@ def parsed_guard(record: dict[str, Any]) -> ast.expr | None:
             tree = _Target(ast.dump(ast.parse(str(to[0])[1:-1], mode="eval").body)).visit(tree)
         except (SyntaxError, ValueError, MemoryError, RecursionError):
             pass
-    return _arch_names(tree)  # type: ignore[return-value]
+    return _arch_names(tree)
 
 
 def _compared_literals(tree: ast.expr, argument: str) -> list[Any]:
@@ -495,7 +494,7 @@ def _compared_literals(tree: ast.expr, argument: str) -> list[Any]:
         left, right = node.left, node.comparators[0]
         if not (type(left) is ast.Attribute and left.attr == argument):
             continue
-        vals = right.elts if type(right) in (ast.Tuple, ast.List, ast.Set) else [right]  # type: ignore[attr-defined]
+        vals = right.elts if type(right) is ast.Tuple or type(right) is ast.List or type(right) is ast.Set else [right]
         out += [v.value for v in vals if type(v) is ast.Constant and isinstance(v.value, (str, int, float, bool))
                 and v.value not in out]
     return out

@@ -40,18 +40,17 @@ KINDS = ("sites", "returns", "alias_lookups", "normalisations", "draft_overrides
 
 def dotted(node: ast.AST) -> str:
     """``a.b.c``; ``x["k"]`` / ``x[0]`` / ``x[]`` for subscripts; ``f()`` for calls; ``""`` for anything else."""
-    t = type(node)
-    if t is ast.Name:
-        return node.id  # type: ignore[attr-defined]
-    if t is ast.Attribute:
-        return dotted(node.value) + "." + node.attr  # type: ignore[attr-defined]
-    if t is ast.Subscript:
-        key = subscript_key(node)  # type: ignore[arg-type]
-        return dotted(node.value) + (f"[{key!r}]" if isinstance(key, str) else "[0]" if key == 0 else "[]")  # type: ignore[attr-defined]
-    if t is ast.Call:
-        return dotted(node.func) + "()"  # type: ignore[attr-defined]
-    if t is ast.Constant and node.value in (None, True, False) and type(node.value) is not int:  # type: ignore[attr-defined]
-        return str(node.value)  # type: ignore[attr-defined]
+    if type(node) is ast.Name:
+        return node.id
+    if type(node) is ast.Attribute:
+        return dotted(node.value) + "." + node.attr
+    if type(node) is ast.Subscript:
+        key = subscript_key(node)
+        return dotted(node.value) + (f"[{key!r}]" if isinstance(key, str) else "[0]" if key == 0 else "[]")
+    if type(node) is ast.Call:
+        return dotted(node.func) + "()"
+    if type(node) is ast.Constant and node.value in (None, True, False) and type(node.value) is not int:
+        return str(node.value)
     return ""
 
 
@@ -66,13 +65,12 @@ def subscript_key(node: ast.Subscript) -> Any:
 def literal(node: ast.AST) -> Any:
     """A literal as JSON: str/int/float/bool/None, or a list of those (list, tuple or set display, in source
     order); else the module's not-a-literal sentinel (bytes, complex, ``...``, f-strings, names, calls)."""
-    t = type(node)
-    if t is ast.Constant:
-        v = node.value  # type: ignore[attr-defined]
+    if type(node) is ast.Constant:
+        v = node.value
         return v if v is None or isinstance(v, (str, bool, int, float)) else _NOT
-    if t is ast.List or t is ast.Tuple or t is ast.Set:
+    if type(node) is ast.List or type(node) is ast.Tuple or type(node) is ast.Set:
         vals = []
-        for el in node.elts:  # type: ignore[attr-defined]
+        for el in node.elts:
             v = literal(el)
             if v is _NOT or isinstance(v, list):
                 return _NOT
@@ -206,9 +204,9 @@ class _Unit:
 
     # --- records ---------------------------------------------------------------------------------
 
-    def record(self, ctx: Context, argument: str, value: ast.expr, anchor: ast.AST, shape: str) -> None:
+    def record(self, ctx: Context, argument: str, value: ast.expr, anchor: ast.stmt | ast.expr | ast.keyword, shape: str) -> None:
         """One value handed to ``argument`` (see the module doc for the shapes of ``value``)."""
-        pos = (anchor.lineno, anchor.col_offset)  # type: ignore[attr-defined]
+        pos = (anchor.lineno, anchor.col_offset)
         logged = logged_in(ctx.suite)
         base = {"argument": argument, "line": pos[0], "condition": self.cond_text(ctx), "test_line": self.test_line(ctx),
                 "logged": logged, "shape": shape, "froms": self.froms(ctx)}

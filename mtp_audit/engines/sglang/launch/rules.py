@@ -9,6 +9,8 @@ format; ``example.args`` is the launch command, run from the example folder.
 
 from __future__ import annotations
 
+from typing import Any
+
 from mtp_audit.report import Severity
 from mtp_audit.report.rules import Example, Rule
 from mtp_audit.synth.launch import SM120_ENV, checkpoint_files, env_dump
@@ -106,9 +108,9 @@ _SG_NEW["sg-new/sglang/srt/configs/model_config.py"] = _MODEL_CONFIG.replace(
     '            "Qwen3_5MoeForConditionalGeneration",\n', '            "Qwen3_5MoeForConditionalGeneration",\n            "Qwen3_5MoeForCausalLM",\n')
 _SG_NEW["sg-new/sglang/srt/models/qwen3_5_text.py"] = "class Qwen3_5MoeForCausalLM:\n    pass\n\n\nEntryClass = [Qwen3_5MoeForCausalLM]\n"
 
-def _files(*, env: str = SM120_ENV, new: bool = False, draft: bool = False, **ck: object) -> dict[str, str]:
+def _files(*, env: str = SM120_ENV, new: bool = False, draft: bool = False, **ck: Any) -> dict[str, str]:
     out = dict(_SG)
-    out.update(checkpoint_files(**ck))  # type: ignore[arg-type]
+    out.update(checkpoint_files(**ck))
     if draft:
         out.update(checkpoint_files("draft", experts=4))
     out["env.txt"] = env
@@ -123,8 +125,8 @@ _NEXTN = _LS + ("--speculative-algorithm", "NEXTN")
 # public reports, code and files those notes name): ../shared/research
 
 
-def _ex(fires: bool, note: str, args: tuple[str, ...], **files: object) -> Example:
-    return Example(fires=fires, files=lambda: _files(**files), args=args, note=note)  # type: ignore[arg-type]
+def _ex(fires: bool, note: str, args: tuple[str, ...], **files: Any) -> Example:
+    return Example(fires=fires, files=lambda: _files(**files), args=args, note=note)
 
 
 def R(id: str, name: str, sev: Severity, summary: str, what: str, why: str, fix: str, sources: tuple[str, ...], basis: str,
