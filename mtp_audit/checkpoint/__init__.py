@@ -116,7 +116,7 @@ def _audit_hub(text: str, hub_kwargs: dict[str, Any]) -> Report:
     """
     from mtp_audit.checkpoint.analyze import analyze
     from mtp_audit.checkpoint.gguf_audit import audit_gguf_source, is_gguf_listing
-    from mtp_audit.sources import hub  # type: ignore[attr-defined]
+    from mtp_audit.sources import hub
 
     try:
         source = hub.audit_source_for(text, **hub_kwargs)

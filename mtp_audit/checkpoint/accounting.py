@@ -85,8 +85,8 @@ def linear_formats(facts: CheckpointFacts, modules: Mapping[str, Any]) -> dict[s
             res = memo[sig] = _signature_format(name, params, dt)
         if res is None:
             res = module_format(params, dt, module_hint(facts, name))
-        if res is not False:
-            out[name] = res  # type: ignore[assignment]
+        if isinstance(res, tuple):  # False: not a linear layer (module_format always answers a tuple)
+            out[name] = res
     facts.cache[key] = out
     return out
 

@@ -37,4 +37,4 @@ def _default_answerer() -> HeadsAnswerer:
     """The default engine's ``uses_heads`` hook, through the engine registry (which imports only that engine)."""
     from mtp_audit.engines.registry import heads_answerer
 
-    return heads_answerer()  # type: ignore[no-any-return]
+    return heads_answerer()

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
-from typing import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 from mtp_audit.checkpoint import checks_families
 from mtp_audit.checkpoint import rules as R
@@ -243,11 +242,12 @@ def _excluded_bytes(facts: CheckpointFacts, plain: dict[str, str], target: str) 
     exact = True
     for m in plain:
         info = facts.mtp_modules[m].params.get("weight")
+        shape: tuple[int, int] | None
         if info is not None and len(info.shape) == 2:
             shape = (info.shape[0], info.shape[1])
             now += info.nbytes
         else:
-            shape = linear_shape(m, cfg.dims, cfg.num_experts)  # type: ignore[assignment]
+            shape = linear_shape(m, cfg.dims, cfg.num_experts)
             exact = False
             if shape is None:
                 continue

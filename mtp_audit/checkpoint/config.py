@@ -919,15 +919,15 @@ def _gptq_awq_scheme(qc: Mapping[str, Any], method: str, base: str) -> QuantSche
             f = "INT4" if b == 4 else "INT8" if b == 8 else f"INT{b}"
             pat = str(k)[2:] if str(k).startswith("+:") else str(k)
             rules.append((pat, "regex", DeclaredFormat(f, g, zp, "A16", None, f"{method} {b}-bit", f"{base}/dynamic")))
-    common = {"group_size": gs, "rules": tuple(rules), "default": default, "nominal": default}
     if skips:
         return QuantScheme(method, "INT4", base, excludes=skips, exclude_style="gptq-dynamic",
-                           exclude_pointer=f"{base}/dynamic", **common)  # type: ignore[arg-type]
+                           exclude_pointer=f"{base}/dynamic", group_size=gs, rules=tuple(rules), default=default,
+                           nominal=default)
     mtnc = qc.get("modules_to_not_convert")
     return QuantScheme(method, "INT4", base, excludes=_str_list(mtnc),
                        exclude_style="substring" if isinstance(mtnc, list) else "none",
                        exclude_pointer=f"{base}/modules_to_not_convert" if isinstance(mtnc, list) else "",
-                       **common)  # type: ignore[arg-type]
+                       group_size=gs, rules=tuple(rules), default=default, nominal=default)
 
 
 def _quark_scheme(qc: Mapping[str, Any], base: str) -> QuantScheme:

@@ -160,9 +160,8 @@ def weight_spec_format(weight: Any, inputs: Any = "?", pointer: str = "") -> Dec
     if dtype.startswith("fp8") or dtype.startswith("float8") or (bits == 8 and kind == "float"):
         fmt = "MXFP8" if "e8m0" in scale else "FP8"
         block = weight.get("block_structure")
-        blk = tuple(int(x) for x in block) if isinstance(block, list) and len(block) == 2 else None
-        return DeclaredFormat(fmt, gs if fmt == "MXFP8" else None, False, act, blk, dtype or "8-bit float",  # type: ignore[arg-type]
-                              pointer)
+        blk = (int(block[0]), int(block[1])) if isinstance(block, list) and len(block) == 2 else None
+        return DeclaredFormat(fmt, gs if fmt == "MXFP8" else None, False, act, blk, dtype or "8-bit float", pointer)
     if dtype in {"int4", "uint4"} or (bits == 4 and kind in ("int", "")):
         return DeclaredFormat("INT4", gs, zp, act, None, dtype or "4-bit int", pointer)
     if dtype in {"int8", "uint8"} or (bits == 8 and kind in ("int", "")):
@@ -233,11 +232,11 @@ def vllm_modelopt_method(quant_algo: str) -> tuple[str, str] | None:
     (``"FP4" in algo``); exactly ``"FP8"`` -> ``"modelopt"``."""
     a = str(quant_algo or "").upper()
     if a == "MIXED_PRECISION":
-        return VLLM_MODELOPT_METHODS[0][1:]  # type: ignore[return-value]
+        return VLLM_MODELOPT_METHODS[0][1:]
     if "FP4" in a:
-        return VLLM_MODELOPT_METHODS[1][1:]  # type: ignore[return-value]
+        return VLLM_MODELOPT_METHODS[1][1:]
     if "MXFP8" in a:
-        return VLLM_MODELOPT_METHODS[2][1:]  # type: ignore[return-value]
+        return VLLM_MODELOPT_METHODS[2][1:]
     if a == "FP8":
-        return VLLM_MODELOPT_METHODS[3][1:]  # type: ignore[return-value]
+        return VLLM_MODELOPT_METHODS[3][1:]
     return None

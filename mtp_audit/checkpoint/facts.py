@@ -444,13 +444,13 @@ def _at_least(n: int) -> str:
     (``_at_least(61)`` -> ``6[1-9]|[7-9]\\d{1}|[1-9]\\d{2,}``), so that one C-speed scan finds
     the decoder layers at or past the trunk depth without collecting every layer number first."""
     digits = str(max(n, 0))
-    alts = [r"[1-9]\d{%d,}" % len(digits)]  # more digits than n
+    alts = [r"[1-9]\d{" + str(len(digits)) + ",}"]  # more digits than n
     for i, ch in enumerate(digits):
         d, rest = int(ch), len(digits) - i - 1
         low = d if rest == 0 else d + 1
         if low <= 9:
             first = f"[{low}-9]" if (i or low) else "[1-9]"
-            alts.append(digits[:i] + first + (r"\d{%d}" % rest if rest else ""))
+            alts.append(digits[:i] + first + (r"\d{" + str(rest) + "}" if rest else ""))
     if n <= 0:
         alts.append("0")
     return "|".join(alts)
@@ -464,7 +464,7 @@ def _mtp_candidates(joined: str, names: Collection[str], n_layers: int | None, p
     names that themselves contain a newline (``plain`` false) are checked one by one."""
     cands = _lines_matching("mtp", joined) if "mtp" in joined else set()
     if n_layers is not None and "layers." in joined:
-        cands |= _lines_matching(r"layers\.0*(?:%s)\." % _at_least(n_layers), joined)
+        cands |= _lines_matching(r"layers\.0*(?:" + _at_least(n_layers) + r")\.", joined)
     if not plain:  # a name holds a newline: its pieces are not names
         known = set(names)
         cands = {c for c in cands if c in known} | {n for n in names if "\n" in n}

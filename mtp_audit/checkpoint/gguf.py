@@ -224,7 +224,7 @@ def split_problems(model: GGUFModel) -> list[SplitProblem]:
     if missing:
         out.append(SplitProblem(model.name, f"{len(missing)} of {model.expected_parts} parts missing "
                                             f"(part {', '.join(str(k) for k in missing[:5])})"))
-    for i, f in enumerate(model.files):
+    for f in model.files:
         h = model.headers.get(f)
         m = SPLIT_RE.match(f)
         if h is None or m is None:

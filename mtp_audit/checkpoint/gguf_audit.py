@@ -287,10 +287,12 @@ def _check_sidecar_and_absent(model: GGUFModel, blocks: dict[int, NextnBlock], m
 
 def _gaps(model: GGUFModel, blocks: dict[int, NextnBlock], build: int | None) -> list[Gap]:
     has, row = arch_has_mtp_graph(model.arch, build)
-    if blocks and row is None:
+    if not blocks:
+        return []
+    if row is None:
         return [Gap(ANALYZER, f"{model.name}: architecture {model.arch!r} is not in the llama.cpp MTP table; whether a "
                               "draft-mtp graph exists for it could not be told", model.name, blocking=False)]
-    if blocks and has is None:
+    if has is None:
         return [Gap(ANALYZER, f"{model.name}: build b{build} is within the estimated range of {row.source}; whether it "
                               "has the draft-mtp graph could not be told", model.name, blocking=False)]
     return []

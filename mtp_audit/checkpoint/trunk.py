@@ -215,6 +215,6 @@ def _class_counts(params: frozenset[str], members: set[str], split: _Split, info
         got = decide("m." + key[0], rep)
         if got is None:
             return None
-        if got:
-            out[got] += n  # type: ignore[index]
+        if isinstance(got, tuple):  # False: not a linear layer
+            out[got] += n
     return out

@@ -429,7 +429,7 @@ def compare_checkpoints(
         InputError: either side cannot be audited at all (see ``audit_checkpoint`` and
             :func:`mtp_audit.sources.hub.audit_source_for`).
     """
-    from mtp_audit.checkpoint import audit_checkpoint  # type: ignore[attr-defined]
+    from mtp_audit.checkpoint import audit_checkpoint
     from mtp_audit.sources.hub import hub_settings
 
     with hub_settings(offline=offline, jobs=jobs, token=token, use_cache=use_cache,

@@ -6,6 +6,7 @@ Declarations only; the checks live in :mod:`mtp_audit.compare.gguf`.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from mtp_audit.report import Severity
 from mtp_audit.report.rules import Example, Rule
@@ -35,7 +36,9 @@ def _gguf(parts: tuple[str, ...] | None, declared: int | None = 1) -> dict[str, 
     return {"Qwen3.5-MTP-Q8_0.gguf": gguf_bytes(model_kv("qwen35moe", blocks=3 if declared else 2, nextn=declared), tensors)}
 
 
-def _pair(parts: tuple[str, ...] | None, declared: int | None = 1):  # type: ignore[no-untyped-def]
+def _pair(parts: tuple[str, ...] | None, declared: int | None = 1) -> Callable[[], dict[str, bytes]]:
+    """The example files of a compare run, built on demand: ``base/...`` (the safetensors base) and ``derived/...``
+    (its GGUF export with the blocks of ``parts``)."""
     return lambda: {**{f"base/{k}": v for k, v in _base().items()}, **{f"derived/{k}": v for k, v in _gguf(parts, declared).items()}}
 
 

@@ -14,8 +14,8 @@ import json
 from collections.abc import Callable
 
 from mtp_audit.checkpoint.layouts import MIMO7B_MTP_NAMES
-from mtp_audit.report import Severity
 from mtp_audit.compare.gguf_rules import GGUF_RULES
+from mtp_audit.report import Severity
 from mtp_audit.report.rules import Example, Rule
 from mtp_audit.synth.shards import shard_bytes
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 
 from mtp_audit.report import Evidence, Finding, Location, Severity
 
@@ -51,8 +51,8 @@ ID_RANGES: dict[str, range] = {
 #: Where a rule's fact comes from. "bug report" rules say so in their doc (a reader weighs a bug report below code).
 BASES = ("code", "documentation", "bug report", "real checkpoint", "format spec", "safety")
 
-FileContent = Union[str, bytes]
-ExampleFiles = Union[Mapping[str, FileContent], Callable[[], Mapping[str, FileContent]]]
+FileContent = str | bytes
+ExampleFiles = Mapping[str, FileContent] | Callable[[], Mapping[str, FileContent]]
 
 _ID_RE = re.compile(r"^MTP\d{3}$")
 _NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")

@@ -27,7 +27,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from mtp_audit.errors import InputError
 from mtp_audit.sources.bounded import (
@@ -107,11 +107,11 @@ class EnginePackage:
     article: str = "a"
 
 
-class BoundedNotes(list):  # type: ignore[type-arg]
+class BoundedNotes(list):
     """A list of ``(path, message)`` notes that keeps at most :data:`MAX_NOTES`; later ones are counted in a
     last ``("...", "N more file(s) not examined ...")`` entry. Long names are cut to :data:`MAX_NOTE_NAME`."""
 
-    def append(self, item: tuple[str, str]) -> None:  # type: ignore[override]
+    def append(self, item: tuple[str, str]) -> None:
         rel, note = item
         if len(rel) > MAX_NOTE_NAME:
             rel = rel[:MAX_NOTE_NAME] + f"...({len(rel)} characters)"
@@ -154,7 +154,7 @@ class SourceTree:
     _read_total: int = 0
     _over_budget: int = 0
     _digest: str | None = None
-    _fh: object = None
+    _fh: IO[bytes] | None = None
     _stamps: dict[str, str] | None = None
     _stamp_notes: list[tuple[str, str]] = field(default_factory=list)
 
@@ -246,7 +246,7 @@ class SourceTree:
                 or size > MAX_SOURCE_BYTES or self._read_total + size > MAX_TREE_PY_BYTES or self._fh is None):
             return None  # 0x61: encrypted, compressed patched data, strong encryption
         try:
-            fd = self._fh.fileno()  # type: ignore[attr-defined]
+            fd = self._fh.fileno()
             head = os.pread(fd, 30, info.header_offset)
             if len(head) != 30 or head[:4] != b"PK\x03\x04":
                 return None
@@ -309,7 +309,7 @@ class SourceTree:
         :func:`content_stamp` for any file it did not read whole (not read, or a read that failed); the notes of
         that moment."""
         stamps = self._stamps or {}
-        return self._fingerprint(self._stamp_notes, lambda rel, handle: stamps.get(rel) or content_stamp(handle))  # type: ignore[arg-type]
+        return self._fingerprint(self._stamp_notes, lambda rel, handle: stamps.get(rel) or content_stamp(handle))
 
     def close(self) -> None:
         """Release the zip file handle, if any."""
@@ -317,7 +317,7 @@ class SourceTree:
             self._zip.close()
             self._zip = None
         if self._fh is not None:
-            self._fh.close()  # type: ignore[attr-defined]
+            self._fh.close()
             self._fh = None
 
 

@@ -49,20 +49,21 @@ def expand(entries: Iterable[Mapping[str, Any]], env: Mapping[str, int] | None =
     """Expand spec entries into ``(name, dtype, shape)`` in order (see the module docstring)."""
     env = dict(env or {})
     for e in entries:
-        loops = list((e.get("for") or {}).items())
+        yield from _expand_loops(e, list((e.get("for") or {}).items()), 0, env)
 
-        def rec(k: int, scope: dict[str, int]) -> Iterator[Tensor]:
-            if k == len(loops):
-                if "each" in e:
-                    yield from expand(e["each"], scope)
-                else:
-                    yield e["name"].format(**scope), e["dtype"], tuple(int(x) for x in e["shape"])
-                return
-            var, (lo, hi) = loops[k]
-            for v in range(int(lo), int(hi) + 1):
-                yield from rec(k + 1, {**scope, var: v})
 
-        yield from rec(0, env)
+def _expand_loops(e: Mapping[str, Any], loops: list[tuple[str, Any]], k: int, scope: dict[str, int]) -> Iterator[Tensor]:
+    """The tensors of entry ``e`` with its ``for`` loops ``loops[k:]`` (``(var, (lo, hi))``, bounds inclusive)
+    still to expand, the outer variables bound in ``scope``."""
+    if k == len(loops):
+        if "each" in e:
+            yield from expand(e["each"], scope)
+        else:
+            yield e["name"].format(**scope), e["dtype"], tuple(int(x) for x in e["shape"])
+        return
+    var, (lo, hi) = loops[k]
+    for v in range(int(lo), int(hi) + 1):
+        yield from _expand_loops(e, loops, k + 1, {**scope, var: v})
 
 
 def header_bytes(tensors: Sequence[Tensor], metadata: Mapping[str, str] | None = None) -> tuple[bytes, int]:

@@ -164,7 +164,8 @@ def message_text(node: ast.AST | None) -> str:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.JoinedStr):
-        return "".join(v.value if isinstance(v, ast.Constant) else "{" + ast.unparse(v.value) + "}"  # type: ignore[attr-defined]
+        return "".join(v.value if isinstance(v, ast.Constant) and isinstance(v.value, str)
+                       else "{" + ast.unparse(v.value if isinstance(v, ast.FormattedValue) else v) + "}"
                        for v in node.values)
     if isinstance(node, ast.Call) and node.args:
         return message_text(node.args[0])

@@ -20,7 +20,7 @@ import itertools
 import re
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 #: Expressions whose insides never hold a value rewrite: sites inside them are marked ``hidden``.
 _HIDING = (ast.Lambda, ast.JoinedStr)
@@ -86,19 +86,24 @@ class Context:
         self.unit, self.owner, self.guards, self.suite = unit, owner, guards, suite
 
 
-class Site:
+#: the node type a :class:`Site` holds (``Site[ast.Call]`` in :attr:`ModuleIndex.calls`, ...)
+N = TypeVar("N", bound="ast.stmt | ast.expr")
+
+
+class Site(Generic[N]):
     """One indexed node with its :class:`Context`; ``hidden`` when it sits inside a ``raise``, an ``assert``,
     a ``lambda`` or an f-string."""
 
     __slots__ = ("ctx", "hidden", "node")
 
-    def __init__(self, node: ast.AST, ctx: Context, hidden: bool) -> None:
-        self.node, self.ctx, self.hidden = node, ctx, hidden
+    def __init__(self, node: N, ctx: Context, hidden: bool) -> None:
+        self.node: N = node
+        self.ctx, self.hidden = ctx, hidden
 
     @property
     def pos(self) -> tuple[int, int]:
         """``(line, column)`` of the node: source order for sorting."""
-        return self.node.lineno, self.node.col_offset  # type: ignore[attr-defined]
+        return self.node.lineno, self.node.col_offset
 
 
 def callee_name(call: ast.Call) -> str:
@@ -128,15 +133,15 @@ class ModuleIndex:
         self._line_starts: list[int] | None = None
         self.units: list[tuple[Any, str | None]] = []
         self.classes: dict[str, ast.ClassDef] = {}
-        self.assigns: list[Site] = []
-        self.attr_stores: dict[str, list[Site]] = {}
-        self.attr_reads: dict[str, list[Site]] = {}
-        self.calls: dict[str, list[Site]] = {}
-        self.returns: list[Site] = []
-        self.asserts: list[Site] = []
-        self.ifs: list[Site] = []
-        self.raises: list[Site] = []
-        self.or_ops: list[Site] = []
+        self.assigns: list[Site[ast.Assign]] = []
+        self.attr_stores: dict[str, list[Site[ast.Assign]]] = {}
+        self.attr_reads: dict[str, list[Site[ast.Attribute]]] = {}
+        self.calls: dict[str, list[Site[ast.Call]]] = {}
+        self.returns: list[Site[ast.Return]] = []
+        self.asserts: list[Site[ast.Assert]] = []
+        self.ifs: list[Site[ast.If]] = []
+        self.raises: list[Site[ast.Raise]] = []
+        self.or_ops: list[Site[ast.BoolOp]] = []
         top = Context(None, None, (), tree.body)
         for st in tree.body:
             if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -153,31 +158,31 @@ class ModuleIndex:
 
     def _stmt(self, st: ast.stmt, ctx: Context, unit_level: int, owner_class: str | None) -> None:
         t = type(st)
-        if t is ast.If:
-            self._if(st, ctx, unit_level, owner_class)  # type: ignore[arg-type]
+        if type(st) is ast.If:
+            self._if(st, ctx, unit_level, owner_class)
             return
-        if t is ast.FunctionDef or t is ast.AsyncFunctionDef:
+        if type(st) is ast.FunctionDef or type(st) is ast.AsyncFunctionDef:
             self._def(st, ctx, unit_level, owner_class)
             return
-        if t is ast.ClassDef:
-            self.classes.setdefault(st.name, st)  # type: ignore[attr-defined]
-            for e in [*st.decorator_list, *st.bases, *(k.value for k in st.keywords)]:  # type: ignore[attr-defined]
+        if type(st) is ast.ClassDef:
+            self.classes.setdefault(st.name, st)
+            for e in [*st.decorator_list, *st.bases, *(k.value for k in st.keywords)]:
                 self._expr(e, ctx, False)
-            inner = Context(ctx.unit, ctx.owner, ctx.guards, st.body)  # type: ignore[attr-defined]
-            self._block(st.body, inner, unit_level, st.name if unit_level == 0 else owner_class)  # type: ignore[attr-defined]
+            inner = Context(ctx.unit, ctx.owner, ctx.guards, st.body)
+            self._block(st.body, inner, unit_level, st.name if unit_level == 0 else owner_class)
             return
-        site = Site(st, ctx, False)
-        if t is ast.Assign:
+        if type(st) is ast.Assign:
+            site = Site(st, ctx, False)
             self.assigns.append(site)
-            for tgt in st.targets:  # type: ignore[attr-defined]
+            for tgt in st.targets:
                 if type(tgt) is ast.Attribute:
                     self.attr_stores.setdefault(tgt.attr, []).append(site)
-        elif t is ast.Return:
-            self.returns.append(site)
-        elif t is ast.Assert:
-            self.asserts.append(site)
-        elif t is ast.Raise:
-            self.raises.append(site)
+        elif type(st) is ast.Return:
+            self.returns.append(Site(st, ctx, False))
+        elif type(st) is ast.Assert:
+            self.asserts.append(Site(st, ctx, False))
+        elif type(st) is ast.Raise:
+            self.raises.append(Site(st, ctx, False))
         self._children(st, ctx, unit_level, owner_class, t in _HIDING_STMT)
 
     def _children(self, node: ast.AST, ctx: Context, unit_level: int, owner_class: str | None, hidden: bool = False) -> None:
@@ -240,14 +245,18 @@ class ModuleIndex:
         while stack:
             n, h = stack.pop()
             t = type(n)
+            # dispatch on the exact type read once (the hot loop of indexing); each cast restates that check
             if t is ast.Call:
-                calls.setdefault(callee_name(n), []).append(Site(n, ctx, h))  # type: ignore[arg-type]
+                call = cast(ast.Call, n)
+                calls.setdefault(callee_name(call), []).append(Site(call, ctx, h))
             elif t is ast.Attribute:
-                if type(n.ctx) is ast.Load:  # type: ignore[attr-defined]
-                    reads.setdefault(n.attr, []).append(Site(n, ctx, h))  # type: ignore[attr-defined]
+                attr = cast(ast.Attribute, n)
+                if type(attr.ctx) is ast.Load:
+                    reads.setdefault(attr.attr, []).append(Site(attr, ctx, h))
             elif t is ast.BoolOp:
-                if type(n.op) is ast.Or:  # type: ignore[attr-defined]
-                    self.or_ops.append(Site(n, ctx, h))
+                boolop = cast(ast.BoolOp, n)
+                if type(boolop.op) is ast.Or:
+                    self.or_ops.append(Site(boolop, ctx, h))
             elif t in _HIDING:
                 h = True
             fields = fields_of.get(t)
@@ -271,9 +280,9 @@ class ModuleIndex:
         if self._lines is None:
             self._lines = self.text.split("\n")
         lines = self._lines
-        l0, l1 = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
-        c0 = len(lines[l0].encode("utf-8")[: node.col_offset].decode("utf-8", "replace"))  # type: ignore[attr-defined]
-        c1 = len(lines[l1].encode("utf-8")[: node.end_col_offset].decode("utf-8", "replace"))  # type: ignore[attr-defined]
+        l0, l1 = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]  # callers pass parsed nodes, which carry positions
+        c0 = len(lines[l0].encode("utf-8")[: node.col_offset].decode("utf-8", "replace"))  # type: ignore[attr-defined]  # callers pass parsed nodes, which carry positions
+        c1 = len(lines[l1].encode("utf-8")[: node.end_col_offset].decode("utf-8", "replace"))  # type: ignore[attr-defined]  # callers pass parsed nodes, which carry positions
         if parens:
             l0, c0, l1, c1 = self._widen(l0, c0, l1, c1)
         if l0 == l1:
@@ -298,8 +307,8 @@ class ModuleIndex:
         """Exactly ``ast.get_source_segment(self.text, node)`` (not padded), cut from :meth:`source_lines` instead of
         splitting the file again on every call; ``None`` for a node without an end position."""
         try:
-            l0, l1 = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]
-            c0, c1 = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+            l0, l1 = node.lineno - 1, node.end_lineno - 1  # type: ignore[attr-defined]  # any node: one without positions is answered None
+            c0, c1 = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]  # any node: one without positions is answered None
         except (AttributeError, TypeError):
             return None
         if c1 is None:

@@ -169,6 +169,7 @@ _STR_METHODS = ("lower", "upper", "startswith", "endswith", "strip", "split", "r
                 "isidentifier", "isdigit", "rsplit", "partition", "rpartition", "join")
 #: list methods that change the list in place (followed on the path's own copy)
 _LIST_MUTATORS = ("append", "extend", "insert")
+_UNARY_OPS: dict[type[ast.unaryop], Callable[[Any], Any]] = {ast.USub: operator.neg, ast.UAdd: operator.pos}
 _SAFE_BUILTINS: dict[str, Callable[..., Any]] = {"len": len, "min": min, "max": max, "str": str, "int": int, "bool": bool,
                                                  "abs": abs, "tuple": tuple, "list": list, "sorted": sorted, "any": any, "all": all}
 _LOG_NAMES = ("logger", "logging", "log", "_logger", "warnings")
@@ -254,9 +255,10 @@ class Replay:
                 v = st.value
                 if isinstance(v, ast.Call) and ast.unparse(v.func).split(".")[-1] in ("Field", "field"):
                     kw = {k.arg: k.value for k in v.keywords}
-                    v = kw.get("default")
-                    if v is None:
+                    default = kw.get("default")
+                    if default is None:
                         continue
+                    v = default
                 try:
                     out[st.target.id] = ast.literal_eval(v)
                 except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
@@ -579,7 +581,7 @@ class Replay:
         if isinstance(n, ast.Attribute):
             return self._attr(self.ev(n.value, p), n.attr)
         if isinstance(n, (ast.Tuple, ast.List, ast.Set)):
-            vals = []
+            vals: list[Any] = []
             for e in n.elts:
                 if isinstance(e, ast.Starred):
                     x = self.ev(e.value, p)
@@ -601,8 +603,8 @@ class Replay:
             if isinstance(n.op, ast.Not):
                 t = self._bool(x)
                 return UNKNOWN if t is UNKNOWN else (not t)
-            return self._apply(lambda: {ast.USub: operator.neg, ast.UAdd: operator.pos}[type(n.op)](x), [x], n, p) \
-                if type(n.op) in (ast.USub, ast.UAdd) else UNKNOWN
+            unary = _UNARY_OPS.get(type(n.op))
+            return self._apply(lambda: unary(x), [x], n, p) if unary is not None else UNKNOWN
         if isinstance(n, ast.BinOp):
             return self._binop(n.op, self.ev(n.left, p), self.ev(n.right, p), n, p)
         if isinstance(n, ast.Compare):
@@ -825,7 +827,8 @@ class Replay:
             return len(args[0])  # the length of a known container, whatever its elements are
         if isinstance(n.func, ast.Name) and n.func.id in _SAFE_BUILTINS and n.func.id not in self.functions:
             if all(a is not UNKNOWN and _data(a) for a in args) and not kwargs:
-                return self._apply(lambda: _SAFE_BUILTINS[n.func.id](*args), args, n, p)
+                builtin = _SAFE_BUILTINS[n.func.id]
+                return self._apply(lambda: builtin(*args), args, n, p)
             return UNKNOWN
         fn = None
         self_obj: Any = None
@@ -859,8 +862,9 @@ class Replay:
                 return UNKNOWN
             return q.ret
         rets = {repr(q.ret) for q in outs if q.raised is None and q.lost is None}
-        if all(q.raised is not None for q in outs) and len({(q.raised.type, q.raised.location) for q in outs}) == 1:
-            p.raised = outs[0].raised
+        raised = [q.raised for q in outs if q.raised is not None]
+        if len(raised) == len(outs) and len({(r.type, r.location) for r in raised}) == 1:
+            p.raised = raised[0]
             raise _Exit()
         if len(rets) == 1 and all(q.raised is None and q.lost is None for q in outs):
             return outs[0].ret

@@ -718,7 +718,7 @@ def audit_tree(tree: SourceTree, *, file_key: str | None = None, reuse: bool = T
         tkey = "tree-" + tree.fingerprint()
         hit = cache.load(folder, tkey)
     was_cached = hit is not None and "facts" in hit
-    if not was_cached:
+    if hit is None or "facts" not in hit:  # not was_cached, spelled so that hit is known below
         from mtp_audit.engines.code.index import fewer_collections
         from mtp_audit.engines.sglang.flow import analyze_flows
         from mtp_audit.engines.sglang.treescan import Prefetch, scan_tree
@@ -736,7 +736,7 @@ def audit_tree(tree: SourceTree, *, file_key: str | None = None, reuse: bool = T
             tkey = "tree-" + tree.fingerprint_after()
         if folder is not None:
             cache.store(folder, tkey, hit)
-    entry = dict(hit, display=tree.display, version=tree.version)  # type: ignore[arg-type]
+    entry = {**hit, "display": tree.display, "version": tree.version}
     if file_key is not None:
         cache.store(folder, file_key, entry)
     return _report(entry, cached=was_cached)

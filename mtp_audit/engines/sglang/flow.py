@@ -73,7 +73,7 @@ def sentinel_rewrites(ix: ModuleIndex) -> list[dict[str, Any]]:
     """
     out: list[dict[str, Any]] = []
     for site in ix.ifs:
-        node: ast.If = site.node  # type: ignore[assignment]
+        node = site.node
         hit = _field_eq_literal(node.test)
         if hit is None:
             continue
@@ -103,7 +103,7 @@ def consumers(ix: ModuleIndex) -> list[dict[str, Any]]:
     local: dict[tuple[int, str], list[tuple[str, int]]] = {}
     lines = _tracked_lines(ix)
     for site in ix.assigns:
-        node: ast.Assign = site.node  # type: ignore[assignment]
+        node = site.node
         if site.ctx.unit is None or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
             continue
         if lines is not None:
@@ -117,20 +117,20 @@ def consumers(ix: ModuleIndex) -> list[dict[str, Any]]:
     for name, sites in ix.calls.items():
         if not name[:1].isupper():
             continue
-        for site in sites:
-            if site.ctx.unit is None:
+        for call in sites:
+            if call.ctx.unit is None:
                 continue
-            for kw in site.node.keywords:  # type: ignore[attr-defined]
-                reads: list[tuple[str, int]] = []
+            for kw in call.node.keywords:
+                kw_reads: list[tuple[str, int]] = []
                 if kw.arg is None:
                     continue
                 if isinstance(kw.value, ast.Name):
-                    reads = local.get((id(site.ctx.unit), kw.value.id), [])
+                    kw_reads = local.get((id(call.ctx.unit), kw.value.id), [])
                 elif isinstance(kw.value, ast.Attribute) and TRACKED.match(kw.value.attr):
-                    reads = [(kw.value.attr, kw.value.lineno)]
-                for field, line in reads:
+                    kw_reads = [(kw.value.attr, kw.value.lineno)]
+                for field, line in kw_reads:
                     out.append({"field": field, "read_location": _loc(ix.rel, line), "callee": name, "keyword": kw.arg,
-                                "call_location": _loc(ix.rel, site.node.lineno), "function": site.ctx.unit.name})
+                                "call_location": _loc(ix.rel, call.node.lineno), "function": call.ctx.unit.name})
     return out
 
 
@@ -189,26 +189,26 @@ def refills(ix: ModuleIndex) -> list[dict[str, Any]]:
     stored: dict[tuple[str, str], list[tuple[str, int]]] = {}  # (class, attr) -> [(parameter, line)]
     for site in ix.assigns:
         unit, node = site.ctx.unit, site.node
-        if unit is None or unit.name != "__init__" or site.ctx.owner is None or not isinstance(node.value, ast.Name):  # type: ignore[attr-defined]
+        if unit is None or unit.name != "__init__" or site.ctx.owner is None or not isinstance(node.value, ast.Name):
             continue
         params = {a.arg for a in unit.args.args + unit.args.kwonlyargs}
-        if node.value.id not in params:  # type: ignore[attr-defined]
+        if node.value.id not in params:
             continue
-        for t in node.targets:  # type: ignore[attr-defined]
+        for t in node.targets:
             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                stored.setdefault((site.ctx.owner, t.attr), []).append((node.value.id, node.lineno))  # type: ignore[attr-defined]
+                stored.setdefault((site.ctx.owner, t.attr), []).append((node.value.id, node.lineno))
     out: list[dict[str, Any]] = []
-    for site in ix.ifs:
-        attr = _is_self_attr_none(site.node.test)  # type: ignore[attr-defined]
-        if attr is None or site.ctx.owner is None or (site.ctx.owner, attr) not in stored:
+    for if_site in ix.ifs:
+        attr = _is_self_attr_none(if_site.node.test)
+        if attr is None or if_site.ctx.owner is None or (if_site.ctx.owner, attr) not in stored:
             continue
-        for stmt in site.node.body:  # type: ignore[attr-defined]
+        for stmt in if_site.node.body:
             if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == attr for t in stmt.targets) \
                     and _const(stmt.value) != (True, None):
-                for param, sline in stored[(site.ctx.owner, attr)]:
-                    out.append({"class": site.ctx.owner, "keyword": param, "attribute": attr,
+                for param, sline in stored[(if_site.ctx.owner, attr)]:
+                    out.append({"class": if_site.ctx.owner, "keyword": param, "attribute": attr,
                                 "stored_location": _loc(ix.rel, sline), "location": _loc(ix.rel, stmt.lineno),
-                                "test_location": _loc(ix.rel, site.node.lineno), "method": site.ctx.unit.name,
+                                "test_location": _loc(ix.rel, if_site.node.lineno), "method": if_site.ctx.unit.name,
                                 "value": ast.unparse(stmt.value)})
     return out
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import ast
 import copy
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
 from mtp_audit.engines.code.evaluator import UNKNOWN, evaluate
 
@@ -44,8 +44,8 @@ MAX_PREDICATE = 400
 # --- scan side: the guard of one store -----------------------------------------------------------------
 
 
-def _exits_early(st: ast.stmt) -> bool:
-    return type(st) is ast.If and not st.orelse and type(st.body[-1]) in (ast.Return, ast.Raise)  # type: ignore[attr-defined]
+def _exits_early(st: ast.stmt) -> TypeGuard[ast.If]:
+    return type(st) is ast.If and not st.orelse and type(st.body[-1]) in (ast.Return, ast.Raise)
 
 
 def _path(unit: Any, line: int) -> list[tuple[list[ast.stmt], int]]:
@@ -77,8 +77,8 @@ def _stores(st: ast.stmt) -> frozenset[str]:
     """Names a statement binds anywhere inside it (computed once per statement)."""
     got = getattr(st, "_mtp_stores", None)
     if got is None:
-        got = frozenset(n.id for n in ast.walk(st) if type(n) is ast.Name and type(n.ctx) is ast.Store)  # type: ignore[attr-defined]
-        st._mtp_stores = got  # type: ignore[attr-defined]
+        got = frozenset(n.id for n in ast.walk(st) if type(n) is ast.Name and type(n.ctx) is ast.Store)
+        st._mtp_stores = got  # type: ignore[attr-defined]  # a memo on the parsed node (AST nodes take any attribute)
     return got
 
 
@@ -91,10 +91,10 @@ def local_defs(unit: Any, line: int, wanted: set[str] | None = None) -> dict[str
         names = _stores(st)
         if not names or wanted is not None and not names & wanted:
             continue
-        if type(st) is ast.Assign and len(st.targets) == 1 and type(st.targets[0]) is ast.Name:  # type: ignore[attr-defined]
-            defs[st.targets[0].id] = st.value  # type: ignore[attr-defined]
-        elif type(st) is ast.AnnAssign and type(st.target) is ast.Name and st.value is not None:  # type: ignore[attr-defined]
-            defs[st.target.id] = st.value  # type: ignore[attr-defined]
+        if type(st) is ast.Assign and len(st.targets) == 1 and type(st.targets[0]) is ast.Name:
+            defs[st.targets[0].id] = st.value
+        elif type(st) is ast.AnnAssign and type(st.target) is ast.Name and st.value is not None:
+            defs[st.target.id] = st.value
         else:
             defs.update(dict.fromkeys(names))
     return defs
@@ -121,7 +121,7 @@ def _receivers(unit: Any) -> set[str]:
     """Names read as an attribute's receiver anywhere in ``unit`` (computed once per function)."""
     got = getattr(unit, "_mtp_receivers", None)
     if got is None:
-        got = {n.value.id for n in ast.walk(unit) if type(n) is ast.Attribute and type(n.value) is ast.Name}  # type: ignore[attr-defined]
+        got = {n.value.id for n in ast.walk(unit) if type(n) is ast.Attribute and type(n.value) is ast.Name}
         unit._mtp_receivers = got
     return got
 
@@ -130,16 +130,15 @@ def _inline_locals(test: ast.expr, unit: Any) -> ast.expr:
     """``test`` with each local name replaced by the expression that reaches it (two levels: a local defined from
     another local)."""
     skip: set[int] = set()  # names read here as a receiver (cfg of cfg.x) or called (get_platform())
-    names = []
+    names: list[ast.Name] = []
     for n in ast.walk(test):
-        t = type(n)
-        if t is ast.Attribute and type(n.value) is ast.Name:  # type: ignore[attr-defined]
-            skip.add(id(n.value))  # type: ignore[attr-defined]
-        elif t is ast.Call and type(n.func) is ast.Name:  # type: ignore[attr-defined]
-            skip.add(id(n.func))  # type: ignore[attr-defined]
-        elif t is ast.Name:
+        if type(n) is ast.Attribute and type(n.value) is ast.Name:
+            skip.add(id(n.value))
+        elif type(n) is ast.Call and type(n.func) is ast.Name:
+            skip.add(id(n.func))
+        elif type(n) is ast.Name:
             names.append(n)
-    wanted = {n.id for n in names if id(n) not in skip}  # type: ignore[attr-defined]
+    wanted = {n.id for n in names if id(n) not in skip}
     if not wanted:
         return test
     receivers = _receivers(unit)
@@ -153,8 +152,8 @@ def _inline_locals(test: ast.expr, unit: Any) -> ast.expr:
     for name, d in defs.items():
         # a view of the record or of the model (cfg = resolving_view(server_args)) keeps its name: a local read as a
         # receiver, or bound to a call on the function's parameters alone
-        if d is not None and (name in receivers or type(d) is ast.Call and d.args and all(  # type: ignore[attr-defined]
-                type(a) is ast.Name and a.id in params for a in d.args) and not d.keywords):  # type: ignore[attr-defined]
+        if d is not None and (name in receivers or type(d) is ast.Call and d.args and all(
+                type(a) is ast.Name and a.id in params for a in d.args) and not d.keywords):
             defs[name] = None
     if not any(d is not None for d in defs.values()):
         return test
@@ -169,9 +168,9 @@ def guard_tests(unit: Any, line: int, guards: tuple[tuple[ast.If, bool], ...]) -
     if unit is not None:
         for st in _before(unit, line):
             if _exits_early(st):
-                tests.append(_negated(_inlined(st.test, unit)))  # type: ignore[attr-defined]
+                tests.append(_negated(_inlined(st.test, unit)))
             elif type(st) is ast.Assert:
-                tests.append(_inlined(st.test, unit))  # type: ignore[attr-defined]
+                tests.append(_inlined(st.test, unit))
     for node, in_body in guards:
         t = _inlined(node.test, unit) if unit is not None else node.test
         tests.append(t if in_body else _negated(t))
@@ -183,7 +182,7 @@ def _inlined(test: ast.expr, unit: Any) -> ast.expr:
     got = getattr(test, "_mtp_inlined", None)
     if got is None:
         got = _inline_locals(test, unit)
-        test._mtp_inlined = got  # type: ignore[attr-defined]
+        test._mtp_inlined = got  # type: ignore[attr-defined]  # a memo on the parsed node (AST nodes take any attribute)
     return got
 
 
@@ -191,7 +190,7 @@ def _negated(test: ast.expr) -> ast.expr:
     got = getattr(test, "_mtp_negated", None)
     if got is None:
         got = ast.UnaryOp(op=ast.Not(), operand=test, lineno=getattr(test, "lineno", 0), col_offset=0)
-        test._mtp_negated = got  # type: ignore[attr-defined]
+        test._mtp_negated = got  # type: ignore[attr-defined]  # a memo on the parsed node (AST nodes take any attribute)
     return got
 
 
@@ -202,7 +201,7 @@ def _part(test: ast.expr) -> str:
         got = ast.unparse(test)
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
             got = f"({got})"
-        test._mtp_text = got  # type: ignore[attr-defined]
+        test._mtp_text = got  # type: ignore[attr-defined]  # a memo on the parsed node (AST nodes take any attribute)
     return got
 
 
@@ -216,25 +215,25 @@ def keeps_given(unit: Any, line: int, argument: str, value: ast.expr) -> bool:
     default``, ``default if cfg.x is None else cfg.x``, or a local first bound to ``cfg.x`` and bound again only under
     ``if local is None`` / ``if not local`` (0.5.23 ``speculative_hook.py:1037-1039``)."""
     def is_arg(n: ast.AST) -> bool:
-        return type(n) is ast.Attribute and n.attr == argument  # type: ignore[attr-defined]
+        return type(n) is ast.Attribute and n.attr == argument
 
-    if type(value) is ast.BoolOp and type(value.op) is ast.Or and is_arg(value.values[0]):  # type: ignore[attr-defined]
+    if type(value) is ast.BoolOp and type(value.op) is ast.Or and is_arg(value.values[0]):
         return True
-    if type(value) is ast.IfExp and is_arg(value.orelse) and _is_none_test(value.test, value.orelse):  # type: ignore[attr-defined]
+    if type(value) is ast.IfExp and is_arg(value.orelse) and _is_none_test(value.test, value.orelse):
         return True
     if type(value) is not ast.Name or unit is None:
         return False
-    return _local_keeps(unit, line, value.id, is_arg)  # type: ignore[attr-defined]
+    return _local_keeps(unit, line, value.id, is_arg)
 
 
 def _is_none_test(test: ast.AST, subject: ast.AST) -> bool:
     """``subject is None`` or ``not subject``."""
     dump = ast.dump(subject)
-    if type(test) is ast.UnaryOp and type(test.op) is ast.Not:  # type: ignore[attr-defined]
-        return ast.dump(test.operand) == dump  # type: ignore[attr-defined]
-    return (type(test) is ast.Compare and len(test.ops) == 1 and type(test.ops[0]) is ast.Is  # type: ignore[attr-defined]
-            and ast.dump(test.left) == dump and type(test.comparators[0]) is ast.Constant  # type: ignore[attr-defined]
-            and test.comparators[0].value is None)  # type: ignore[attr-defined]
+    if type(test) is ast.UnaryOp and type(test.op) is ast.Not:
+        return ast.dump(test.operand) == dump
+    return (type(test) is ast.Compare and len(test.ops) == 1 and type(test.ops[0]) is ast.Is
+            and ast.dump(test.left) == dump and type(test.comparators[0]) is ast.Constant
+            and test.comparators[0].value is None)
 
 
 def _local_keeps(unit: Any, line: int, name: str, is_arg: Any) -> bool:
@@ -242,15 +241,15 @@ def _local_keeps(unit: Any, line: int, name: str, is_arg: Any) -> bool:
     for st in _before(unit, line):
         if name not in _stores(st):
             continue
-        binds = [n for n in ast.walk(st) if type(n) is ast.Name and n.id == name and type(n.ctx) is ast.Store]  # type: ignore[attr-defined]
+        binds = [n for n in ast.walk(st) if type(n) is ast.Name and n.id == name and type(n.ctx) is ast.Store]
         if first:
-            if not (type(st) is ast.Assign and len(st.targets) == 1 and st.targets[0] is binds[0] and is_arg(st.value)):  # type: ignore[attr-defined]
+            if not (type(st) is ast.Assign and len(st.targets) == 1 and st.targets[0] is binds[0] and is_arg(st.value)):
                 return False
             first = False
             continue
         local = ast.Name(id=name, ctx=ast.Load())
-        if not (type(st) is ast.If and _is_none_test(st.test, local)  # type: ignore[attr-defined]
-                and not any(b in ast.walk(o) for o in st.orelse for b in binds)):  # type: ignore[attr-defined]
+        if not (type(st) is ast.If and _is_none_test(st.test, local)
+                and not any(b in ast.walk(o) for o in st.orelse for b in binds)):
             return False
     return not first
 
@@ -263,12 +262,12 @@ def rebinds_given(unit: Any, line: int, argument: str, value: ast.expr) -> bool:
         return False
     first = None
     for st in _before(unit, line):
-        if value.id not in _stores(st):  # type: ignore[attr-defined]
+        if value.id not in _stores(st):
             continue
-        binds = [n for n in ast.walk(st) if type(n) is ast.Name and n.id == value.id and type(n.ctx) is ast.Store]  # type: ignore[attr-defined]
+        binds = [n for n in ast.walk(st) if type(n) is ast.Name and n.id == value.id and type(n.ctx) is ast.Store]
         if first is None:
-            ok = (type(st) is ast.Assign and len(st.targets) == 1 and st.targets[0] is binds[0]  # type: ignore[attr-defined]
-                  and type(st.value) is ast.Attribute and st.value.attr == argument)  # type: ignore[attr-defined]
+            ok = (type(st) is ast.Assign and len(st.targets) == 1 and st.targets[0] is binds[0]
+                  and type(st.value) is ast.Attribute and st.value.attr == argument)
             if not ok:
                 return False
             first = st
@@ -304,7 +303,7 @@ def hook_calls(ix: Any) -> list[dict[str, Any]]:
             node, unit = site.node, site.ctx.unit
             if unit is None or site.hidden or type(node.func) is not ast.Name or node.keywords or len(node.args) != 1 \
                     or type(node.args[0]) is not ast.Name \
-                    or not any(type(st) is ast.Expr and st.value is node for st in site.ctx.suite or ()):  # type: ignore[attr-defined]
+                    or not any(type(st) is ast.Expr and st.value is node for st in site.ctx.suite or ()):
                 continue
             try:
                 g = _text(guard_tests(unit, node.lineno, site.ctx.guards))
@@ -344,13 +343,13 @@ def module_predicates(tree: ast.Module) -> dict[str, dict[str, Any]]:
     """Module-level functions whose body (a docstring aside) is one ``return <test>`` of a comparison, ``and``/``or``
     or ``not``: ``{name: {"params": [str], "expr": text}}`` (0.5.23 ``model_override_base.py:176``)."""
     out: dict[str, dict[str, Any]] = {}
-    methods = [(f"self.{m.name}", m) for c in tree.body if type(c) is ast.ClassDef for m in c.body  # type: ignore[attr-defined]
+    methods = [(f"self.{m.name}", m) for c in tree.body if type(c) is ast.ClassDef for m in c.body
                if type(m) is ast.FunctionDef and [a.arg for a in m.args.args] == ["self"]]
-    for key, node in [(n.name, n) for n in tree.body if type(n) is ast.FunctionDef] + methods:  # type: ignore[attr-defined]
-        body = node.body[1:] if node.body and type(node.body[0]) is ast.Expr and type(node.body[0].value) is ast.Constant else node.body  # type: ignore[attr-defined]
-        if len(body) != 1 or type(body[0]) is not ast.Return or body[0].value is None:  # type: ignore[attr-defined]
+    for key, node in [(n.name, n) for n in tree.body if type(n) is ast.FunctionDef] + methods:
+        body = node.body[1:] if node.body and type(node.body[0]) is ast.Expr and type(node.body[0].value) is ast.Constant else node.body
+        if len(body) != 1 or type(body[0]) is not ast.Return or body[0].value is None:
             continue
-        expr = body[0].value  # type: ignore[attr-defined]
+        expr = body[0].value
         if type(expr) not in (ast.Compare, ast.BoolOp, ast.UnaryOp):
             continue
         try:
@@ -372,10 +371,10 @@ class _Predicates(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
         f = node.func
-        if type(f) is ast.Attribute and type(f.value) is ast.Name and f.value.id == "self":  # type: ignore[attr-defined]
-            p, args = self.preds.get(f"self.{f.attr}"), [f.value, *node.args]  # type: ignore[attr-defined]
+        if type(f) is ast.Attribute and type(f.value) is ast.Name and f.value.id == "self":
+            p, args = self.preds.get(f"self.{f.attr}"), [f.value, *node.args]
         else:
-            p, args = self.preds.get(f.id if type(f) is ast.Name else ""), list(node.args)  # type: ignore[attr-defined]
+            p, args = self.preds.get(f.id if type(f) is ast.Name else ""), list(node.args)
         if p is None or node.keywords or len(args) != len(p["params"]):
             return node
         try:
@@ -398,8 +397,8 @@ def inline_predicates(guard: str, preds: dict[str, dict[str, Any]]) -> str:
 
 
 def _conjuncts(node: ast.expr) -> list[ast.expr]:
-    if type(node) is ast.BoolOp and type(node.op) is ast.And:  # type: ignore[attr-defined]
-        return [c for v in node.values for c in _conjuncts(v)]  # type: ignore[attr-defined]
+    if type(node) is ast.BoolOp and type(node.op) is ast.And:
+        return [c for v in node.values for c in _conjuncts(v)]
     return [node]
 
 
@@ -453,7 +452,7 @@ class _Target(ast.NodeTransformer):
         return super().generic_visit(node)
 
 
-def _arch_names(node: ast.AST) -> ast.AST:
+def _arch_names(node: ast.expr) -> ast.expr:
     """``<x>.architectures[0]`` read as ``model_arch`` (what a launch knows as the checkpoint's architecture)."""
 
     class _T(ast.NodeTransformer):
@@ -483,21 +482,21 @@ def parsed_guard(record: dict[str, Any]) -> ast.expr | None:
             tree = _Target(ast.dump(ast.parse(str(to[0])[1:-1], mode="eval").body)).visit(tree)
         except (SyntaxError, ValueError, MemoryError, RecursionError):
             pass
-    return _arch_names(tree)  # type: ignore[return-value]
+    return _arch_names(tree)
 
 
 def _compared_literals(tree: ast.expr, argument: str) -> list[Any]:
     """Literals the guard compares ``<x>.argument`` with (``==``, ``!=``, ``in``, ``not in``), in source order."""
     out: list[Any] = []
     for node in ast.walk(tree):
-        if type(node) is not ast.Compare or len(node.ops) != 1:  # type: ignore[attr-defined]
+        if type(node) is not ast.Compare or len(node.ops) != 1:
             continue
-        left, right = node.left, node.comparators[0]  # type: ignore[attr-defined]
-        if not (type(left) is ast.Attribute and left.attr == argument):  # type: ignore[attr-defined]
+        left, right = node.left, node.comparators[0]
+        if not (type(left) is ast.Attribute and left.attr == argument):
             continue
-        vals = right.elts if type(right) in (ast.Tuple, ast.List, ast.Set) else [right]  # type: ignore[attr-defined]
-        out += [v.value for v in vals if type(v) is ast.Constant and isinstance(v.value, (str, int, float, bool))  # type: ignore[attr-defined]
-                and v.value not in out]  # type: ignore[attr-defined]
+        vals = right.elts if type(right) is ast.Tuple or type(right) is ast.List or type(right) is ast.Set else [right]
+        out += [v.value for v in vals if type(v) is ast.Constant and isinstance(v.value, (str, int, float, bool))
+                and v.value not in out]
     return out
 
 

@@ -40,18 +40,17 @@ KINDS = ("sites", "returns", "alias_lookups", "normalisations", "draft_overrides
 
 def dotted(node: ast.AST) -> str:
     """``a.b.c``; ``x["k"]`` / ``x[0]`` / ``x[]`` for subscripts; ``f()`` for calls; ``""`` for anything else."""
-    t = type(node)
-    if t is ast.Name:
-        return node.id  # type: ignore[attr-defined]
-    if t is ast.Attribute:
-        return dotted(node.value) + "." + node.attr  # type: ignore[attr-defined]
-    if t is ast.Subscript:
-        key = subscript_key(node)  # type: ignore[arg-type]
-        return dotted(node.value) + (f"[{key!r}]" if isinstance(key, str) else "[0]" if key == 0 else "[]")  # type: ignore[attr-defined]
-    if t is ast.Call:
-        return dotted(node.func) + "()"  # type: ignore[attr-defined]
-    if t is ast.Constant and node.value in (None, True, False) and type(node.value) is not int:  # type: ignore[attr-defined]
-        return str(node.value)  # type: ignore[attr-defined]
+    if type(node) is ast.Name:
+        return node.id
+    if type(node) is ast.Attribute:
+        return dotted(node.value) + "." + node.attr
+    if type(node) is ast.Subscript:
+        key = subscript_key(node)
+        return dotted(node.value) + (f"[{key!r}]" if isinstance(key, str) else "[0]" if key == 0 else "[]")
+    if type(node) is ast.Call:
+        return dotted(node.func) + "()"
+    if type(node) is ast.Constant and node.value in (None, True, False) and type(node.value) is not int:
+        return str(node.value)
     return ""
 
 
@@ -66,13 +65,12 @@ def subscript_key(node: ast.Subscript) -> Any:
 def literal(node: ast.AST) -> Any:
     """A literal as JSON: str/int/float/bool/None, or a list of those (list, tuple or set display, in source
     order); else the module's not-a-literal sentinel (bytes, complex, ``...``, f-strings, names, calls)."""
-    t = type(node)
-    if t is ast.Constant:
-        v = node.value  # type: ignore[attr-defined]
+    if type(node) is ast.Constant:
+        v = node.value
         return v if v is None or isinstance(v, (str, bool, int, float)) else _NOT
-    if t is ast.List or t is ast.Tuple or t is ast.Set:
+    if type(node) is ast.List or type(node) is ast.Tuple or type(node) is ast.Set:
         vals = []
-        for el in node.elts:  # type: ignore[attr-defined]
+        for el in node.elts:
             v = literal(el)
             if v is _NOT or isinstance(v, list):
                 return _NOT
@@ -110,15 +108,15 @@ def comparisons(test: ast.AST) -> list[tuple[str, str, list[str]]]:
 def logged_in(suite: list[ast.stmt] | None) -> bool:
     """Whether a statement of ``suite`` is a log call (:data:`LOG_FUNCS`); ``False`` for a one-line suite."""
     for st in suite or ():
-        if type(st) is ast.Expr and type(st.value) is ast.Call and LOG_FUNCS.search(dotted(st.value.func)):  # type: ignore[attr-defined]
+        if type(st) is ast.Expr and type(st.value) is ast.Call and LOG_FUNCS.search(dotted(st.value.func)):
             return True
     return False
 
 
 def _exits_early(st: ast.stmt) -> bool:
     """An ``if`` without ``else`` whose body ends the function or raises (``if cfg.x != "auto": return {}``)."""
-    return (type(st) is ast.If and not st.orelse  # type: ignore[attr-defined]
-            and type(st.body[-1]) in (ast.Return, ast.Raise))  # type: ignore[attr-defined]
+    return (type(st) is ast.If and not st.orelse
+            and type(st.body[-1]) in (ast.Return, ast.Raise))
 
 
 def early_exit_text(ix: ModuleIndex, unit: Any, line: int) -> str:
@@ -138,7 +136,7 @@ def early_exit_text(ix: ModuleIndex, unit: Any, line: int) -> str:
                 holder = st
                 break
             if _exits_early(st):
-                parts.append(f"not ({ix.normalized(st.test, parens=True)})")  # type: ignore[attr-defined]
+                parts.append(f"not ({ix.normalized(st.test, parens=True)})")
         if holder is None or holder.lineno == line:
             break
         inner = [b for b in (getattr(holder, "body", None), getattr(holder, "orelse", None)) if b]
@@ -156,12 +154,12 @@ def enum_lookup_ends(ix: ModuleIndex, ctx: Context) -> dict[str, Any]:
     cls = ix.classes.get(ctx.owner or "")
     if cls is None:
         return {}
-    members = [t.id for st in cls.body if type(st) is ast.Assign for t in st.targets  # type: ignore[attr-defined]
-               if type(t) is ast.Name and t.id.isupper()]  # type: ignore[attr-defined]
+    members = [t.id for st in cls.body if type(st) is ast.Assign for t in st.targets
+               if type(t) is ast.Name and t.id.isupper()]
     out: dict[str, Any] = {"members": members}
     last = ctx.unit.body[-1] if ctx.unit is not None and ctx.unit.body else None
-    if type(last) is ast.Raise and last.exc is not None:  # type: ignore[attr-defined]
-        exc = last.exc  # type: ignore[attr-defined]
+    if type(last) is ast.Raise and last.exc is not None:
+        exc = last.exc
         name = dotted(exc.func) if isinstance(exc, ast.Call) else dotted(exc)
         out["raise"] = {"line": last.lineno, "exception": name, "message": message_text(exc)}
     return out
@@ -206,9 +204,9 @@ class _Unit:
 
     # --- records ---------------------------------------------------------------------------------
 
-    def record(self, ctx: Context, argument: str, value: ast.expr, anchor: ast.AST, shape: str) -> None:
+    def record(self, ctx: Context, argument: str, value: ast.expr, anchor: ast.stmt | ast.expr | ast.keyword, shape: str) -> None:
         """One value handed to ``argument`` (see the module doc for the shapes of ``value``)."""
-        pos = (anchor.lineno, anchor.col_offset)  # type: ignore[attr-defined]
+        pos = (anchor.lineno, anchor.col_offset)
         logged = logged_in(ctx.suite)
         base = {"argument": argument, "line": pos[0], "condition": self.cond_text(ctx), "test_line": self.test_line(ctx),
                 "logged": logged, "shape": shape, "froms": self.froms(ctx)}
@@ -247,8 +245,8 @@ class _Unit:
         args = [{"keyword": kw, "refers": dotted(v).split(".")[-1]} for _, kw, v in sorted(parts, key=lambda p: p[0])]
         self.add("sites", pos, dict(base, call={"func": fname.split(".")[-1], "args": args}))
 
-    def assign(self, site: Site) -> None:
-        node: ast.Assign = site.node  # type: ignore[assignment]
+    def assign(self, site: Site[ast.Assign]) -> None:
+        node = site.node
         if len(node.targets) != 1:
             return
         tgt, ctx = node.targets[0], site.ctx
@@ -276,13 +274,13 @@ class _Unit:
         self.add("draft_overrides", (node.lineno, node.col_offset), {"to": to, "line": node.lineno, "condition": cond,
                                                                      "froms": froms, "logged": logged_in(ctx.suite)})
 
-    def declare(self, site: Site) -> None:
-        for k in site.node.keywords:  # type: ignore[attr-defined]
+    def declare(self, site: Site[ast.Call]) -> None:
+        for k in site.node.keywords:
             if k.arg is not None:
                 self.record(site.ctx, k.arg, k.value, k, "declare_resolution")
 
-    def ret(self, site: Site) -> None:
-        node: ast.Return = site.node  # type: ignore[assignment]
+    def ret(self, site: Site[ast.Return]) -> None:
+        node = site.node
         v, ctx = node.value, site.ctx
         if v is None:
             return
@@ -303,9 +301,9 @@ class _Unit:
                                                     "condition": self.cond_text(ctx), "test_line": self.test_line(ctx),
                                                     **enum_lookup_ends(self.ix, ctx)})
 
-    def or_op(self, site: Site) -> None:
+    def or_op(self, site: Site[ast.BoolOp]) -> None:
         """``model_path or server_args.model_path``: the implicit draft path (``ModelConfig.from_server_args``)."""
-        node: ast.BoolOp = site.node  # type: ignore[assignment]
+        node = site.node
         a, b = node.values[0], node.values[1]
         if dotted(a).split(".")[-1] == "model_path" and dotted(b).split(".")[-1] == "model_path":
             text = self.ix.normalized(node) if len(node.values) == 2 else (
@@ -320,23 +318,23 @@ def analyse_units(ix: ModuleIndex, units: set[int]) -> dict[int, dict[str, list[
     kind of :data:`KINDS` present, possibly empty), in source order within each kind."""
     acc: dict[int, _Unit] = {u: _Unit(ix) for u in units}
 
-    def of(site: Site) -> _Unit | None:
+    def of(site: Site[Any]) -> _Unit | None:
         return None if site.ctx.unit is None or site.hidden else acc.get(id(site.ctx.unit))
 
-    for site in ix.assigns:
-        u = of(site)
+    for assign in ix.assigns:
+        u = of(assign)
         if u is not None:
-            u.assign(site)
-    for site in ix.calls.get("declare_resolution", ()):
-        u = of(site)
+            u.assign(assign)
+    for call in ix.calls.get("declare_resolution", ()):
+        u = of(call)
         if u is not None:
-            u.declare(site)
-    for site in ix.returns:
-        u = of(site)
+            u.declare(call)
+    for ret in ix.returns:
+        u = of(ret)
         if u is not None:
-            u.ret(site)
-    for site in ix.or_ops:
-        u = of(site)
+            u.ret(ret)
+    for or_op in ix.or_ops:
+        u = of(or_op)
         if u is not None:
-            u.or_op(site)
+            u.or_op(or_op)
     return {k: u.result() for k, u in acc.items()}

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Mapping
 from typing import Any, NamedTuple, Protocol
 
 from mtp_audit.engines.code.index import ModuleIndex
@@ -39,7 +40,6 @@ from mtp_audit.engines.sglang.guards import hook_calls, module_predicates
 from mtp_audit.engines.sglang.names import HOOK_PATHS, TRACKED_SOURCE
 from mtp_audit.engines.sglang.prefilter import AssertedFieldFinder, AttributeFinder, WordFinder, find_all
 from mtp_audit.engines.sglang.rewrites import LOG_FUNCS, analyse_units  # noqa: F401  (LOG_FUNCS: public name kept)
-
 
 # --- pre-filter, derived from what the passes look up --------------------------------------------
 
@@ -420,7 +420,7 @@ def _cli_from_call(call: ast.Call, text: str, owner: str | None = None,
     rec = _cli_record(flags[0], dest if isinstance(dest, str) else None, kw, flag_node.lineno, text, aliases=flags[1:])
     default = kw.get("default")
     ref = _field_ref(default, owner, fields or {}) if default is not None else None
-    if ref is not None:
+    if default is not None and ref is not None:
         # default=ServerArgs.x: the dataclass field's own default (kept as text when it is not a literal)
         rec["default_expr"] = _dotted(default)
         rec["default_line"] = ref["line"]
@@ -439,7 +439,7 @@ def _expr_text(node: ast.AST | None) -> str | None:
     return None if lit is None else str(lit)
 
 
-def _cli_record(flag: str, dest: str | None, kw: dict[str, ast.AST], line: int, text: str, *,
+def _cli_record(flag: str, dest: str | None, kw: Mapping[str, ast.AST], line: int, text: str, *,
                 aliases: list[str] | None = None) -> dict[str, Any]:
     choices = kw.get("choices")
     default = kw.get("default")
@@ -675,8 +675,8 @@ def _cli_declarations(ix: ModuleIndex) -> list[dict[str, Any]]:
     fields = {node.name: class_field_defaults(node) for node in tree.body if isinstance(node, ast.ClassDef)}
     cli: list[dict[str, Any]] = []
     for site in ix.calls.get("add_argument", ()):
-        if isinstance(site.node.func, ast.Attribute):  # type: ignore[attr-defined]
-            rec = _cli_from_call(site.node, text, site.ctx.owner if site.ctx.unit is not None else None, fields)  # type: ignore[arg-type]
+        if isinstance(site.node.func, ast.Attribute):
+            rec = _cli_from_call(site.node, text, site.ctx.owner if site.ctx.unit is not None else None, fields)
             if rec:
                 cli.append(rec)
     for node in tree.body:
@@ -697,7 +697,7 @@ def _parsers(ix: ModuleIndex) -> list[dict[str, Any]]:
         unit = s.ctx.unit
         if unit is None or unit.name != "prepare_server_args":
             continue
-        kws = {k.arg: k.value for k in s.node.keywords if k.arg}  # type: ignore[attr-defined]
+        kws = {k.arg: k.value for k in s.node.keywords if k.arg}
         ab = _literal(kws["allow_abbrev"]) if "allow_abbrev" in kws else True
         prog = _literal(kws["prog"]) if "prog" in kws else None
         out.append({"function": unit.name, "line": s.node.lineno, "allow_abbrev": ab if isinstance(ab, bool) else None,

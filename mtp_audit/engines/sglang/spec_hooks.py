@@ -89,9 +89,10 @@ def _members(fn: ast.FunctionDef) -> list[str] | None:
     right = cmp.comparators[0]
     elts = right.elts if isinstance(cmp.ops[0], ast.In) and isinstance(right, (ast.Tuple, ast.List, ast.Set)) else \
         [right] if isinstance(cmp.ops[0], ast.Eq) else None
-    if elts is None or not all(isinstance(e, ast.Attribute) for e in elts):
+    if elts is None:
         return None
-    return [e.attr for e in elts]  # type: ignore[union-attr]
+    members = [e.attr for e in elts if isinstance(e, ast.Attribute)]
+    return members if len(members) == len(elts) else None
 
 
 def dispatch(ix: ModuleIndex) -> dict[str, Any]:
@@ -107,11 +108,11 @@ def dispatch(ix: ModuleIndex) -> dict[str, Any]:
                 m = _members(fn)
                 if m is not None:
                     preds[fn.name] = m
-    calls = []
+    calls: list[dict[str, Any]] = []
     for site in ix.ifs:
         if id(site.ctx.unit) not in methods:
             continue
-        node: ast.If = site.node  # type: ignore[assignment]
+        node = site.node
         names = _predicate_names(node.test)
         if names is None:
             continue

@@ -21,10 +21,10 @@ import ast
 import re
 from typing import Any
 
-from mtp_audit.engines.code.index import ModuleIndex
 from mtp_audit.engines.code.evaluator import UNKNOWN, evaluate, message_text
-from mtp_audit.engines.sglang.rewrites import comparisons, early_exit_text, is_literal, literal
+from mtp_audit.engines.code.index import ModuleIndex
 from mtp_audit.engines.sglang.names import ASSERTED_SOURCE
+from mtp_audit.engines.sglang.rewrites import comparisons, early_exit_text, is_literal, literal
 
 _ASSERTED = re.compile(r"^(" + ASSERTED_SOURCE + r")$")
 #: Architecture names as SGLang's registries spell them (``MiniMaxM2ForCausalLM``, ``Qwen3_5MoeForConditionalGeneration``).
@@ -51,7 +51,7 @@ def registrations(ix: ModuleIndex) -> list[dict[str, Any]]:
     Returns ``[{"function", "line", "architectures": [str], "decorator": str}]`` (line of the ``def``).
     """
     out = []
-    for node, owner in ix.units:
+    for node, _owner in ix.units:
         for d in node.decorator_list:
             if not isinstance(d, ast.Call):
                 continue
@@ -77,7 +77,7 @@ def backend_asserts(ix: ModuleIndex) -> list[dict[str, Any]]:
     consts = _module_string_sets(ix) if ix.asserts else {}
     for site in ix.asserts:
         out += named_set_asserts(ix, site, consts)
-        node: ast.Assert = site.node  # type: ignore[assignment]
+        node: ast.Assert = site.node
         accepts: dict[str, list[str]] = {}
         for subj, op, lits in comparisons(node.test):
             field = subj.split(".")[-1]
@@ -321,8 +321,9 @@ def _name_isinstance(expr: ast.AST) -> ast.AST:
             self.generic_visit(node)
             if isinstance(node.func, ast.Name) and node.func.id == "isinstance" and len(node.args) == 2:
                 kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
-                if all(isinstance(k, ast.Name) for k in kinds):
-                    return ast.copy_location(ast.Name(id=_ISINSTANCE + "__".join(k.id for k in kinds), ctx=ast.Load()), node)
+                names = [k.id for k in kinds if isinstance(k, ast.Name)]
+                if len(names) == len(kinds):
+                    return ast.copy_location(ast.Name(id=_ISINSTANCE + "__".join(names), ctx=ast.Load()), node)
             return node
 
     return _T().visit(expr)

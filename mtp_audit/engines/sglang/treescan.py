@@ -312,9 +312,12 @@ class _TreeScan:
         """The workers' results for the linker (:class:`Prefetch`), where the pool did not break."""
         from concurrent.futures.process import BrokenProcessPool
 
+        prefetch = self.prefetch
+        if prefetch is None:
+            return  # nothing was handed to the linker's workers
         for rel, future in self.link_futures.items():
             try:
-                self.prefetch.parsed[rel] = future.result()[1]  # type: ignore[union-attr]
+                prefetch.parsed[rel] = future.result()[1]
             except BrokenProcessPool:
                 self._drop_pool()
 

@@ -12,6 +12,7 @@ evaluated here against the backends the command gives, the GPU family and the ch
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,8 @@ def linear_attention_kind(config: dict[str, Any] | None) -> str | None:
     for cfg in (config, config.get("text_config")):
         if not isinstance(cfg, dict):
             continue
-        types = cfg.get("layer_types") if isinstance(cfg.get("layer_types"), list) else []
+        layer_types = cfg.get("layer_types")
+        types = layer_types if isinstance(layer_types, list) else []
         if "linear_conv_kernel_dim" in cfg and "linear_key_head_dim" in cfg and (
                 "full_attention_interval" in cfg or "linear_attention" in types):
             return "gdn"
@@ -104,7 +106,7 @@ def given_backends(cmd: Any, cli: dict[str, Any]) -> dict[str, tuple[str, str]]:
     out: dict[str, tuple[str, str]] = {}
     for o in cmd.options:
         dest = (cli.get(o.flag) or {}).get("dest") or ATTENTION_FLAGS.get(o.flag)
-        if dest in ATTENTION_FLAGS.values() and isinstance(o.value, str):
+        if isinstance(dest, str) and dest in ATTENTION_FLAGS.values() and isinstance(o.value, str):
             out[dest] = (o.value, o.option_string)
     return out
 
@@ -179,7 +181,7 @@ def default_words(overrides: list[dict[str, Any]]) -> str:
 
 
 def backend_text(given: dict[str, tuple[str, str]], failing: list[dict[str, Any]], gates: list[dict[str, Any]],
-                 kind: str | None, config_note: str | None, overrides: list[dict[str, Any]] = ()) -> str:
+                 kind: str | None, config_note: str | None, overrides: Sequence[dict[str, Any]] = ()) -> str:
     """The "attention backend" words of "What will happen": what the command gives (or who picks it at start-up:
     :func:`default_words`), and the hybrid gate that refuses or accepts it, with its ``file:line``."""
     if given:

@@ -18,6 +18,7 @@ option" error; an unknown ``--x`` and any stray token end in "unrecognized argum
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
@@ -357,11 +358,11 @@ def _option_string(cmd: LaunchCommand, toks: list[str], pattern: list[str], i: i
             i += 1
         return i
     if len(matches) == 1:
-        explicit = tok.split("=", 1)[1] if "=" in tok else None
+        attached = tok.split("=", 1)[1] if "=" in tok else None
         cmd.problems.append(Problem("abbreviation", i, tok,
                                     f"{tok.split('=', 1)[0]} is accepted only as an abbreviation of {matches[0]} (argparse allow_abbrev)",
-                                    (matches[0] + ("=" + explicit if explicit is not None else ""),)))
-        return matches[0], explicit
+                                    (matches[0] + ("=" + attached if attached is not None else ""),)))
+        return matches[0], attached
     return _unknown_option(cmd, toks, pattern, i, names)
 
 
@@ -497,7 +498,7 @@ def _parse_heuristic(cmd: LaunchCommand) -> None:
         i += 1
 
 
-def rebuild(cmd: LaunchCommand, replace: dict[str, str | None], add: dict[str, str | None] | None = None,
+def rebuild(cmd: LaunchCommand, replace: dict[str, str | None], add: Mapping[str, str | None] | None = None,
             drop_prefixes: tuple[str, ...] = ()) -> list[str]:
     """The command with fixes applied, as tokens.
 
@@ -545,13 +546,14 @@ def rebuild(cmd: LaunchCommand, replace: dict[str, str | None], add: dict[str, s
             fixes = [p for p in cmd.problems if p.index == i and p.fix]
             head = t
             vals = toks[i + 1:end]
-            for p in fixes:
-                if p.kind in ("abbreviation", "explicit-arg-ignored"):
-                    head = p.fix[0]
-                elif p.kind == "invalid-choice":
-                    if "=" in head and head.split("=", 1)[1] == p.token:
-                        head = head.split("=", 1)[0] + "=" + p.fix[1]
-                    vals = [p.fix[1] if v == p.token else v for v in vals]
+            for q in fixes:
+                fix = q.fix or ()  # never empty: only problems with a fix were kept
+                if q.kind in ("abbreviation", "explicit-arg-ignored"):
+                    head = fix[0]
+                elif q.kind == "invalid-choice":
+                    if "=" in head and head.split("=", 1)[1] == q.token:
+                        head = head.split("=", 1)[0] + "=" + fix[1]
+                    vals = [fix[1] if v == q.token else v for v in vals]
             out += [head, *vals]
             skip_until = end
             continue

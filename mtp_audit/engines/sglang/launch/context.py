@@ -76,7 +76,7 @@ class Ctx:
     draft: dict[str, Any] = field(default_factory=dict)
     #: the spelling-corrected command (misspelt flags, abbreviations, choice case fixed) and the ctx and
     #: findings of its own evaluation; ``None`` when the command has no spelling fix (see :func:`evaluate_launch`)
-    respelled: tuple[list[str], "Ctx", list[Finding]] | None = None
+    respelled: tuple[list[str], Ctx, list[Finding]] | None = None
     #: the GPUs this launch's processes see (:func:`mtp_audit.engines.sglang.launch.evaluate.resolve_gpus`): a
     #: :class:`~mtp_audit.preflight.visible.Visibility`, ``None`` until resolved
     visible: Any = None
@@ -159,7 +159,7 @@ class Ctx:
         """What the condition evaluator may use (:class:`~mtp_audit.engines.sglang.launch.conditions.Known`)."""
         args: dict[str, Any] = {}
         cli = (self.sg or {}).get("cli_arguments") or {}
-        for flag, rec in cli.items():
+        for rec in cli.values():
             d = rec.get("default")
             if d is None:
                 args[rec["dest"]] = None
@@ -174,7 +174,7 @@ class Ctx:
         if not self.cmd.has(*QUANT):
             # not given: SGLang takes the method from the checkpoint's quantization config
             # (ModelConfig._verify_quantization); a check of self.quantization sees that value
-            quants = (self.ck or {}).get("quantization")
+            quants = (self.ck or {}).get("quantization") or []
             fp4 = ckpt_fp4(self.ck)
             if self.ck is not None and not quants:
                 args[qdest] = None

@@ -76,9 +76,9 @@ def plan_sglang(get: Getter) -> ParallelPlan:
     if dpa_flag:
         given[SGLANG_DP_ATTENTION[0]] = "true"
     problems: list[tuple[str, str]] = [
-        ("sizes", f"{SGLANG_NAMES[k]} {vals[k]} is not a positive size: it counts processes (one per GPU), so the server "
+        ("sizes", f"{SGLANG_NAMES[k]} {size} is not a positive size: it counts processes (one per GPU), so the server "
                   "cannot place them; it is read as 1 below only to go on") for k in ("tp", "pp", "dp", "ep", "nnodes")
-        if vals[k] is not None and vals[k] < 1]
+        if (size := vals[k]) is not None and size < 1]
     if (vals["attn_dp"] or 1) > 1:  # 0.5.23: attention DP width; --dp-size counts replicas
         attn_dp, replicas = vals["attn_dp"] or 1, dp
         how = f"--attn-dp-size {attn_dp} splits attention inside tp, adds no GPU"

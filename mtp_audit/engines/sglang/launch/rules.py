@@ -9,12 +9,13 @@ format; ``example.args`` is the launch command, run from the example folder.
 
 from __future__ import annotations
 
+from typing import Any
 
 from mtp_audit.report import Severity
 from mtp_audit.report.rules import Example, Rule
 from mtp_audit.synth.launch import SM120_ENV, checkpoint_files, env_dump
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 _SERVER_ARGS = '''import argparse
 import dataclasses
@@ -107,9 +108,9 @@ _SG_NEW["sg-new/sglang/srt/configs/model_config.py"] = _MODEL_CONFIG.replace(
     '            "Qwen3_5MoeForConditionalGeneration",\n', '            "Qwen3_5MoeForConditionalGeneration",\n            "Qwen3_5MoeForCausalLM",\n')
 _SG_NEW["sg-new/sglang/srt/models/qwen3_5_text.py"] = "class Qwen3_5MoeForCausalLM:\n    pass\n\n\nEntryClass = [Qwen3_5MoeForCausalLM]\n"
 
-def _files(*, env: str = SM120_ENV, new: bool = False, draft: bool = False, **ck: object) -> dict[str, str]:
+def _files(*, env: str = SM120_ENV, new: bool = False, draft: bool = False, **ck: Any) -> dict[str, str]:
     out = dict(_SG)
-    out.update(checkpoint_files(**ck))  # type: ignore[arg-type]
+    out.update(checkpoint_files(**ck))
     if draft:
         out.update(checkpoint_files("draft", experts=4))
     out["env.txt"] = env
@@ -124,8 +125,8 @@ _NEXTN = _LS + ("--speculative-algorithm", "NEXTN")
 # public reports, code and files those notes name): ../shared/research
 
 
-def _ex(fires: bool, note: str, args: tuple[str, ...], **files: object) -> Example:
-    return Example(fires=fires, files=lambda: _files(**files), args=args, note=note)  # type: ignore[arg-type]
+def _ex(fires: bool, note: str, args: tuple[str, ...], **files: Any) -> Example:
+    return Example(fires=fires, files=lambda: _files(**files), args=args, note=note)
 
 
 def R(id: str, name: str, sev: Severity, summary: str, what: str, why: str, fix: str, sources: tuple[str, ...], basis: str,
@@ -202,7 +203,7 @@ RULES: tuple[Rule, ...] = (
       "real checkpoint",
       (_ex(True, "NEXTN on a checkpoint without mtp.* tensors", _NEXTN, mtp=False),
        _ex(False, "NEXTN on a checkpoint with its MTP layer", _NEXTN))),
-    R("MTP305", "mtp-heads-unused", I, "The checkpoint carries MTP heads but the command does not use them",
+    R("MTP305", "mtp-heads-unused", INFO, "The checkpoint carries MTP heads but the command does not use them",
       "Fires when the checkpoint has MTP / NextN tensors and the command has no --speculative-algorithm; names the flags "
       "that would use them.",
       "Without speculative decoding SGLang skips the mtp.* weights: one token per forward step, the MTP heads shipped for "
@@ -224,7 +225,7 @@ RULES: tuple[Rule, ...] = (
       "code",
       (_ex(True, "draft path points at another checkpoint", _NEXTN + ("--speculative-draft-model-path", "draft"), draft=True),
        _ex(False, "no draft path: the target drafts for itself", _NEXTN))),
-    R("MTP307", "mtp-memory-per-gpu", I, "Memory the draft's MTP weights take on each GPU",
+    R("MTP307", "mtp-memory-per-gpu", INFO, "Memory the draft's MTP weights take on each GPU",
       "Divides the bytes of the MTP tensors (as stored: BF16 in NVFP4 releases) by --tp-size (attention is split over "
       "TP; experts over EP x MoE-TP = TP) and compares them with the smallest GPU the preflight saw. Info below 10% of a GPU, "
       "warning from 10%, error when larger than the GPU. That figure is the load-time peak; where the MTP layer ships its "
@@ -250,7 +251,7 @@ RULES: tuple[Rule, ...] = (
       "code",
       (_ex(True, "modelopt_fp4 on an unquantized checkpoint", _LS + ("--quantization", "modelopt_fp4")),
        _ex(False, "modelopt_fp4 on a ModelOpt NVFP4 checkpoint", _LS + ("--quantization", "modelopt_fp4"), nvfp4=True))),
-    R("MTP309", "launch-env-var", I, "An environment variable of the launch that this SGLang reads, and what it changes",
+    R("MTP309", "launch-env-var", INFO, "An environment variable of the launch that this SGLang reads, and what it changes",
       "For each variable set for the launch (KEY=VALUE before the program, --env, or the current environment when this "
       "SGLang reads it) finds where this version reads it and the rewrites it guards (the sglang analyzer's "
       "auto_resolutions whose condition names it); evaluates those conditions against the checkpoint's architecture, the "
@@ -265,7 +266,7 @@ RULES: tuple[Rule, ...] = (
       "code",
       (_ex(True, "SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE=1 on SM120 with a Qwen3.5 checkpoint", ("SGLANG_NVFP4_CKPT_FP8_NEXTN_MOE=1",) + _NEXTN),
        _ex(False, "no environment variable for the launch", _NEXTN))),
-    R("MTP310", "outcome-changed", I, "What the launch does changes between two SGLang versions",
+    R("MTP310", "outcome-changed", INFO, "What the launch does changes between two SGLang versions",
       "Runs the same command against two SGLang versions (--compare-sglang, or --sglang OLD --sglang NEW) and reports each "
       "headline of 'what will happen' that differs: accepted flags, the algorithm SGLang really runs, the draft path and "
       "architecture, the FP4 backends, the verdict. Warning when the verdict gets worse.",

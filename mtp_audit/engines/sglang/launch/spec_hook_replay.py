@@ -228,8 +228,7 @@ def check_speculative_hook(ctx: Any) -> None:
     if not facts or ctx.algo_runs_as is None or ctx.algo_conditional or any(f.rule_id == "MTP300" for f in ctx.findings):
         return
     cli = sg.get("cli_arguments") or {}
-    given = {(cli.get(o.flag) or {}).get("dest"): o.value for o in ctx.cmd.options}
-    given.pop(None, None)
+    given = {dest: o.value for o in ctx.cmd.options if (dest := (cli.get(o.flag) or {}).get("dest")) is not None}
     arch = ctx.arch(ctx.ck)
     overridden = {r.get("argument") for r in ctx.model_overrides}
     # the per-phase attention backends stay None unless given (or a model override of the architecture sets them)
