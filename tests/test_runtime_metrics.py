@@ -191,14 +191,16 @@ def test_a_reset_is_told_series_by_series() -> None:
     assert (w["drafted"], w["accepted"], w["drafts"], w["reset"]) == (300 + 5, 150 + 1, 5 + 1, True)
 
 
-@pytest.mark.parametrize("text", [
-    "# TYPE sglang:spec_accept_length gauge\nsglang:spec_accept_length{model_name=\"m\"} NaN\n"
-    "# TYPE sglang:spec_accept_rate gauge\nsglang:spec_accept_rate{model_name=\"m\"} NaN\n",
-    _vllm(10, "+Inf", 5), _vllm(10, "NaN", 5), _vllm(10, 30, -4), _llama(100, 10, "+Inf"),
+@pytest.mark.parametrize("before, text", [
+    ("", "# TYPE sglang:spec_accept_length gauge\nsglang:spec_accept_length{model_name=\"m\"} NaN\n"
+         "# TYPE sglang:spec_accept_rate gauge\nsglang:spec_accept_rate{model_name=\"m\"} NaN\n"),
+    ("", _vllm(10, "+Inf", 5)), ("", _vllm(10, "NaN", 5)), ("", _vllm(10, 30, -4)), ("", _llama(100, 10, "+Inf")),
+    (_vllm(1, 3, 1), _vllm(10, 30, "NaN")),  # drafted known and growing, accepted not: found by the fuzz kind
 ])
-def test_a_value_that_is_not_finite_is_could_not_tell(text: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_value_that_is_not_finite_is_could_not_tell(before: str, text: str, capsys: pytest.CaptureFixture[str]) -> None:
     """NaN gauges were "PASS ... accept length nan"; a counter at +Inf was exit 4."""
-    with _serve_texts([text.replace("NaN", "1").replace("+Inf", "1").replace("-4", "1"), text]) as srv:
+    before = before or text.replace("NaN", "1").replace("+Inf", "1").replace("-4", "1")
+    with _serve_texts([before, text]) as srv:
         code = main(["log", "--metrics", srv.endpoint + "/metrics", "--interval", "0", "-f", "json"])
     out = capsys.readouterr().out
     doc = json.loads(out)  # strict JSON: no NaN, no Infinity
