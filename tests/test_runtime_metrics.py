@@ -42,7 +42,7 @@ def server() -> Iterator[tuple[str, list[str]]]:
             pass
 
     httpd = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-    t = threading.Thread(target=httpd.serve_forever, daemon=True)
+    t = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     t.start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}", seen
@@ -227,10 +227,10 @@ def test_the_timeout_bounds_the_whole_read(how: str, monkeypatch: pytest.MonkeyP
     with HostileServer(_drip(box)) as srv:
         box.append(srv)
         if how == "MTP_AUDIT_NETWORK_SECONDS":
-            monkeypatch.setenv("MTP_AUDIT_NETWORK_SECONDS", "1")
+            monkeypatch.setenv("MTP_AUDIT_NETWORK_SECONDS", "0.5")
         t0 = time.monotonic()
         code = main(["log", "--metrics", srv.endpoint + "/metrics", "--interval", "0",
-                     "--timeout", "1" if how == "--timeout" else "60"])
+                     "--timeout", "0.5" if how == "--timeout" else "60"])
         took = time.monotonic() - t0
     err = capsys.readouterr().err
     assert code == 3 and took < 3 and err.startswith("INCONCLUSIVE: could not tell: --metrics ") and err.count("\n") == 1
@@ -256,8 +256,8 @@ def test_a_protocol_error_is_one_line_could_not_tell(raw: bytes, capsys: pytest.
 
 
 def test_the_pause_between_the_reads_is_not_network_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The run's network time bounds the reads, not the ``--interval`` between them (a 1 s budget, a 1.2 s pause)."""
-    monkeypatch.setenv("MTP_AUDIT_NETWORK_SECONDS", "1")
+    """The run's network time bounds the reads, not the ``--interval`` between them (a 0.4 s budget, a 0.6 s pause)."""
+    monkeypatch.setenv("MTP_AUDIT_NETWORK_SECONDS", "0.4")
     with _serve_texts([_vllm(1, 3, 1), _vllm(2, 6, 2)]) as srv:
-        w = read_window(srv.endpoint + "/metrics", 1.2)
+        w = read_window(srv.endpoint + "/metrics", 0.6)
     assert (w["drafts"], w["drafted"], w["accepted"]) == (1, 3, 1)
