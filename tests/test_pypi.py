@@ -308,3 +308,38 @@ def test_the_environment_proxy_is_used_as_urllib_used_it(cache: Path, monkeypatc
     assert proxy.seen[0][0] == "http://index.example/pypi/sglang/0.5.99/json"
     assert proxy.seen[0][1]["proxy-authorization"] == "Basic dTpw"
     assert "no such release on the package index (http://index.example/pypi)" in capsys.readouterr().err
+
+
+def test_two_runs_fetching_one_release_at_once_both_succeed(cache: Path) -> None:
+    """A run that finds no valid entry replaces it, never deletes it: a run fetching the same release at the same
+    time keeps its files (4 threads, one cache)."""
+    import threading
+    import zipfile
+
+    key = ("sglang", "0.5.99")
+    got: list[object] = []
+    with serve({key: build_wheel()}) as index:
+        def one() -> None:
+            try:
+                got.append(release_wheel(*key, index_url=index.url))
+            except Exception as exc:  # noqa: BLE001 - recorded, asserted below
+                got.append(exc)
+        threads = [threading.Thread(target=one) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert len({str(p) for p in got}) == 1 and all(isinstance(p, Path) for p in got), got
+        n = len(index.requests)
+        assert release_wheel(*key, index_url=index.url) == got[0] and len(index.requests) == n  # sealed
+    assert zipfile.ZipFile(got[0]).testzip() is None  # type: ignore[arg-type]
+
+
+def test_a_folder_where_the_cached_zip_goes_is_one_line(cache: Path) -> None:
+    key = ("sglang", "0.5.99")
+    with serve({key: build_wheel()}) as index:
+        got = release_wheel(*key, index_url=index.url)
+        got.unlink()
+        got.mkdir()
+        with pytest.raises(InputError, match="cannot write the cache entry"):
+            release_wheel(*key, index_url=index.url)
