@@ -343,3 +343,14 @@ def test_a_folder_where_the_cached_zip_goes_is_one_line(cache: Path) -> None:
         got.mkdir()
         with pytest.raises(InputError, match="cannot write the cache entry"):
             release_wheel(*key, index_url=index.url)
+
+
+@pytest.mark.parametrize("url", ["http://[fe80::1%25eth0]/pypi", "http://" + "a" * 300 + ".example/pypi", "file:///etc",
+                                 "http://a b/pypi"])
+def test_an_index_url_http_client_cannot_open_is_one_line(url: str, cache: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """``http.client.InvalidURL`` (a zone id it reads as a port) was raised outside the policy's handlers: exit 4."""
+    monkeypatch.setenv("MTP_AUDIT_INDEX_URL", url)
+    assert main(["sglang", "0.5.99"]) in (2, 3)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error" not in err
