@@ -101,7 +101,7 @@ def serve(wheels: dict[tuple[str, str], Path | tuple[str, bytes]]) -> Iterator[I
     index = Index(url="", wheels=wheels)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(index))
     index.url = f"http://127.0.0.1:{server.server_address[1]}/pypi"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield index

@@ -14,11 +14,11 @@ from mtp_audit.cli.options import output_options
 @click.command()
 @click.argument("files", nargs=-1, metavar="FILE...")
 @click.option("--metrics", "metrics_url", default=None, metavar="URL",
-              help="Also read this Prometheus endpoint twice (vLLM/SGLang spec-decode metrics); loopback hosts only unless --metrics-host names the host.")
+              help="Also read this Prometheus endpoint twice (vLLM/SGLang/llama-server spec-decode metrics); loopback hosts only unless --metrics-host names the host.")
 @click.option("--metrics-host", default=None, metavar="HOST", help="The one non-loopback host --metrics may read.")
 @click.option("--interval", type=click.FloatRange(0.0, 600.0), default=10.0, show_default=True,
               help="Seconds between the two --metrics reads.")
-@click.option("--timeout", type=click.FloatRange(0.1, 120.0), default=5.0, show_default=True, help="Seconds allowed for each --metrics read.")
+@click.option("--timeout", type=click.FloatRange(0.1, 120.0), default=5.0, show_default=True, help="Seconds allowed for each whole --metrics read (connection, headers, body).")
 @output_options
 def log(files: tuple[str, ...], metrics_url: str | None, metrics_host: str | None, interval: float, timeout: float,
         fmt: str, output: Path | None, fail_on: str) -> int:

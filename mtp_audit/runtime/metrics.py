@@ -193,6 +193,8 @@ def _counter_window(engine: str, a: Series, b: Series, w: dict[str, Any]) -> Non
         if got is not None:
             positions[pos] = got
     known = all(w[k] is not None for k in ("accepted", "drafted", "drafts"))
+    if not known:  # the three figures go together: a known "drafted" beside an unknown "accepted" is no verdict
+        w["accepted"] = w["drafted"] = w["drafts"] = None
     w["acceptance_rate"] = w["accepted"] / w["drafted"] if known and w["drafted"] > 0 else None
     w["mean_acceptance_length"] = 1 + w["accepted"] / w["drafts"] if known and w["drafts"] else None
     if known and w["drafts"] and positions:

@@ -7,6 +7,9 @@
 - :mod:`~mtp_audit.sources.hub`, :mod:`~mtp_audit.sources.hubhttp`, :mod:`~mtp_audit.sources.hubcache`: a
   checkpoint on the Hugging Face hub, read with range requests, and its on-disk cache;
 - :mod:`~mtp_audit.sources.tree`: an engine's Python source (checkout, package folder, wheel, installed).
+- :mod:`~mtp_audit.sources.pypi`: an engine release by version, from the package index with range requests;
+- :mod:`~mtp_audit.sources.netpolicy`: the one HTTP policy (deadlines, caps, http(s) only, redirects, one-line
+  failures) of the hub, package-index and metrics clients.
 
 Nothing here knows what an MTP layer is: analyzers interpret the bytes.
 """

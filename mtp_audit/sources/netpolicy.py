@@ -309,7 +309,10 @@ def _once(url: str, parts: urllib.parse.SplitResult, headers: dict[str, str], *,
     left = deadline - time.monotonic()
     if left <= 0:
         raise NetProblem("deadline", _deadline_words(deadline))
-    conn, absolute = _connection(parts, min(timeout, left))
+    try:
+        conn, absolute = _connection(parts, min(timeout, left))
+    except (http.client.HTTPException, ValueError, UnicodeError) as exc:  # InvalidURL: a port http.client cannot read
+        raise NetProblem("url", f"not a URL http.client can open ({str(exc)[:100]})") from None
     dog = _Watchdog(conn, left)
     try:
         with dog:

@@ -17,8 +17,8 @@ How (no wheel is downloaded whole):
    (:func:`cache_name`: the index's wheel name only when it is a plain wheel name of this release) in a folder keyed
    by the index URL, package and version (:func:`entry_folder`), and seals it (``entry.json``: index, release,
    the zip's SHA-256 and size). A later run against the same index finds it there and makes no request (offline
-   works from the cache); an entry that fails its seal (cut, damaged, another index's) is dropped and fetched
-   again. The index's own ``digests.sha256`` is compared when every byte of the wheel was fetched.
+   works from the cache); an entry that fails its seal (cut, damaged, another index's) is not used and is
+   replaced by a fresh fetch. The index's own ``digests.sha256`` is compared when every byte of the wheel was fetched.
 
 Every request goes through the shared HTTP policy (:mod:`mtp_audit.sources.netpolicy`): http(s) only, for the
 index and every URL it hands back (a wheel ``url`` of ``file://`` is refused, never opened); the run's network
@@ -33,7 +33,6 @@ cache root is ``$MTP_AUDIT_CACHE_DIR`` (default ``~/.cache/mtp-audit``; empty: t
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import json
@@ -554,9 +553,13 @@ def _fetch_release(wheel: WheelFile, folder: Path, base: str, package: str, vers
         remote_file.progress = None
     _check_digest(remote_file, wheel)
     name = cache_name(package, version, wheel.filename)
-    count = _write_members(remote_file, members, folder / name)
-    _seal(folder, name, {"index": base, "package": package, "version": version, "wheel": wheel.filename,
-                         "url": wheel.url, "index_sha256": wheel.sha256})
+    try:
+        count = _write_members(remote_file, members, folder / name)
+        _seal(folder, name, {"index": base, "package": package, "version": version, "wheel": wheel.filename,
+                             "url": wheel.url, "index_sha256": wheel.sha256})
+    except OSError as exc:
+        raise InputError(str(folder), f"cannot write the cache entry ({exc.strerror or exc}); set MTP_AUDIT_CACHE_DIR "
+                                      "to another folder") from None
     _LOG.info("%s %s: %d members, %d bytes in %d range requests from %s", package, version, count,
               remote_file.fetched, remote_file.requests, wheel.url)
     return folder / name
@@ -633,8 +636,9 @@ def _digest_of(path: Path) -> tuple[str | None, int]:
 
 def _sealed_entry(folder: Path, base: str, package: str, version: str) -> Path | None:
     """The cached zip of this release from this index when its seal matches it (index, package, version, name, the
-    zip's SHA-256 and size); otherwise the entry is dropped (a cut, damaged or foreign entry is fetched again) and
-    None is returned."""
+    zip's SHA-256 and size); otherwise None: the entry is not used, and the fetch that follows replaces the zip and
+    the seal (each with ``os.replace``; nothing is deleted, so a run fetching the same release at the same time never
+    loses its files, and both write the same bytes)."""
     from mtp_audit.sources.bounded import NotRegularFile, open_regular
 
     try:
@@ -649,20 +653,7 @@ def _sealed_entry(folder: Path, base: str, package: str, version: str) -> Path |
         path = folder / seal["name"]
         if _digest_of(path) == (seal.get("sha256"), seal.get("bytes")):
             return path
-    _drop(folder)
     return None
-
-
-def _drop(folder: Path) -> None:
-    """Remove the files of a cache entry that failed its seal (never a folder, never anything outside it)."""
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return
-    for entry in entries:
-        if entry.is_symlink() or entry.is_file(follow_symlinks=False):
-            with contextlib.suppress(OSError):
-                os.unlink(entry.path)
 
 
 def _size_of(url: str) -> int:
