@@ -55,6 +55,10 @@ _TAG_VERSION = re.compile(r"^v?(\d{1,4}\.\d{1,4}\.\d{1,4}(?:\.post\d{1,4}|rc\d{1
 
 _GLUED_COUNT = re.compile(r"(?<![a-z0-9.])(\d{1,3})[x×*](?=[a-z])", re.I)
 
+#: What follows the last product named on a cut last line when the line was a list that may go on: a separator
+#: (``/``, ``,``, ``|``, ``+``, ``&``, ``or``, ``and``, ``vs``) and nothing after it.
+_LIST_GOES_ON = re.compile(r"^\s*(?:[/,|+&]|or|and|vs\.?)\s*$", re.I)
+
 
 def unglue(text: str) -> str:
     """``text`` with a count glued to a product (``8xH100``, ``2*910B``) split by a space in place of the ``x``, so
@@ -118,6 +122,11 @@ def read_line(st: Any, ln: int, line: str, key: str, value: str, truncated: bool
     end = len(scope.rstrip())
     host = {m.start(1) for m in _HOST.finditer(scope)}
     ok = gpu_key or bool(_CONTEXT.search(scope)) or pf.gfx_in(scope) is not None
+    if truncated and _LIST_GOES_ON.match(scope[max(e for _, _, _, e in hits):]):
+        # "MI300X /" at the end of a cut last line: a list of alternatives that may go on ("/ MI350X / MI355X")
+        st.notes.append(f"free-form line {ln}: '{line[:60]}' may be cut off inside a list (last line, no newline); "
+                        "its products are not used")
+        return
     if len({h.product for _, h, _, _ in hits}) > 1 and all(count(scope, s, e) is None for _, _, s, e in hits):
         # "MI300X / MI350X / MI355X": products listed without counts are alternatives tried, not one machine
         st.notes.append(f"conflict: free-form line {ln} lists {len(hits)} AMD/Ascend/Intel/Gaudi products without counts "

@@ -119,7 +119,7 @@ def _file_result(path: str) -> tuple[dict[str, Any], Outcome, LogFacts]:
     d = facts_dict(facts)
     d.update(file=shown, verdict=outcome.verdict, sentence=outcome.sentence, causes=outcome.causes,
              deciding_lines=outcome.deciding, bytes=stats.bytes_read, lines=stats.lines, cut_lines=stats.cut_lines,
-             stopped_at_bytes=stats.stopped_at)
+             stopped_at_bytes=stats.stopped_at, open_end_line=stats.open_end_line)
     return d, outcome, facts
 
 
@@ -196,6 +196,9 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
             gaps.append(Gap(ANALYZER, f"{d['file']}: read only its first {d['stopped_at_bytes']} bytes (the run's read budget, "
                                       "MTP_AUDIT_MAX_READ_BYTES); the verdict is for those bytes, not for the rest of the log",
                             d["file"]))
+        if d["open_end_line"] is not None:
+            gaps.append(Gap(ANALYZER, f"{d['file']}: the log ends inside line {d['open_end_line']} (no line end after it): a "
+                                      "paste may have been cut there, so its figures were not read", d["file"]))
         if outcome.verdict == "could-not-tell":
             gaps.append(Gap(ANALYZER, f"{d['file']}: could not tell whether MTP ran: the log lacks {outcome.deciding}", d["file"]))
     main = min(results, key=lambda r: PRIORITY.index(r[1].verdict))

@@ -202,8 +202,12 @@ class LogFacts:
             self._count_vote(got.engine, cmd.line)
 
     def feed(self, ln: LogLine) -> None:
-        """Take one line (in file order)."""
+        """Take one line (in file order). A last line the log ends inside (no line end: maybe cut) names its engine
+        and may start a crash, but its figures are not read."""
         raw = ln.text
+        if ln.open_end:
+            self._vote(ln.number, raw, strip_prefixes(raw))
+            return
         self._clock(ln, raw)
         if self._cmd is not None:
             if raw.strip() and strip_prefixes(raw) == raw:  # a continuation line carries no log prefix

@@ -56,11 +56,14 @@ class LogLine(NamedTuple):
         number: 1-based line number in its file.
         text: the decoded line without colour codes or the trailing newline; invalid UTF-8 becomes U+FFFD.
         cut: the line was longer than :data:`MAX_LINE_BYTES` and only its start is kept.
+        open_end: the log ends inside this line (no line end follows): a paste may have been cut there, so the
+            figures it holds may be cut too (``Mean acceptance length: 1.3`` of ``1.34``).
     """
 
     number: int
     text: str
     cut: bool = False
+    open_end: bool = False
 
 
 def clean(raw: bytes) -> str:
@@ -107,6 +110,8 @@ class ReadStats:
     compressed: str | None = None
     #: The byte budget reading stopped at while the input went on (None: read to its end).
     stopped_at: int | None = None
+    #: The number of the last line when the log ends inside it (no line end after it), else None.
+    open_end_line: int | None = None
 
     def sample(self, chunk: bytes) -> None:
         """Measure the first chunk (NUL bytes, control characters, invalid UTF-8, compression magic)."""
@@ -174,7 +179,8 @@ def read_lines(stream: BinaryIO, wants_next: Callable[[], bool], stats: ReadStat
             carry, skipping_cut = b"", True
     if carry:
         stats.lines += 1
-        yield from _emit(carry, number, False, wants_next, force=True)
+        stats.open_end_line = number
+        yield LogLine(number, clean(carry), False, True)
 
 
 def _read(stream: BinaryIO, limit: int | None, stats: ReadStats) -> bytes:
