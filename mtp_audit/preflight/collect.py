@@ -123,10 +123,10 @@ def _nvml_gpus(nvml: Any) -> tuple[list[GpuFacts], Fact, Fact, list[str]]:
                 notes.append(f"NVML: GPU {i}: {exc}")
                 continue
             facts = {}
-            for key, fn in (("name", lambda: nvml.nvmlDeviceGetName(h)),
-                            ("cc", lambda: tuple(int(x) for x in nvml.nvmlDeviceGetCudaComputeCapability(h))),
-                            ("mem", lambda: int(nvml.nvmlDeviceGetMemoryInfo(h).total)),
-                            ("uuid", lambda: nvml.nvmlDeviceGetUUID(h))):
+            for key, fn in (("name", lambda h=h: nvml.nvmlDeviceGetName(h)),
+                            ("cc", lambda h=h: tuple(int(x) for x in nvml.nvmlDeviceGetCudaComputeCapability(h))),
+                            ("mem", lambda h=h: int(nvml.nvmlDeviceGetMemoryInfo(h).total)),
+                            ("uuid", lambda h=h: nvml.nvmlDeviceGetUUID(h))):
                 try:
                     val = fn()
                     facts[key] = Fact.of(val.decode() if isinstance(val, bytes) else val, "nvml")

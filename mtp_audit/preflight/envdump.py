@@ -29,6 +29,7 @@ from pathlib import Path
 
 from mtp_audit.errors import InputError
 from mtp_audit.known import AT_LEAST
+from mtp_audit.preflight import vendor_dumps
 from mtp_audit.preflight.facts import (
     PACKAGES,
     PARTIAL_GPU_LIST,
@@ -38,7 +39,6 @@ from mtp_audit.preflight.facts import (
 )
 from mtp_audit.preflight.freeform import found_anything, parse_freeform
 from mtp_audit.preflight.lineindex import index_for
-from mtp_audit.preflight import vendor_dumps
 from mtp_audit.preflight.matrix import cc_from_name
 from mtp_audit.sources.bounded import MAX_TEXT_BYTES, read_bytes_bounded
 
@@ -148,7 +148,7 @@ _OWN_TEXT_REPORT = re.compile(r"(?:FAIL|INCONCLUSIVE|WARN|PASS): [^\n]*\(exit \d
 #: Real dumps pad columns with at most ~40 spaces (nvidia-smi's box table).
 MAX_BLANK_RUN = 64
 
-_BLANK_RUN = re.compile(r"[^\S\n]{%d,}" % (MAX_BLANK_RUN + 1))
+_BLANK_RUN = re.compile(rf"[^\S\n]{{{MAX_BLANK_RUN + 1},}}")
 
 
 def clip_blank_runs(text: str) -> str:

@@ -42,8 +42,8 @@ from __future__ import annotations
 
 import re
 
-from mtp_audit.preflight import platforms as pf
 from mtp_audit.known import AT_LEAST, EXACT
+from mtp_audit.preflight import platforms as pf
 from mtp_audit.preflight.facts import PARTIAL_GPU_LIST, Fact, GpuFacts, MachineFacts
 from mtp_audit.preflight.lineindex import index_for
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -21,7 +21,6 @@ from mtp_audit.runtime.clock import Stamp, stamp, went_back
 from mtp_audit.runtime.command import CommandReader, dialects, may_hold_command, read_command
 from mtp_audit.runtime.reader import LogLine
 from mtp_audit.runtime.series import Interval, Series
-
 
 _CRASH_WORDS = ("Traceback", 'File "', "exception", "fatal error", "EngineDead", "GGML_ASSERT", "Segmentation fault",
                 "core dumped", "CUDA error", "terminate called", "what():", "ssertion", "error loading model",

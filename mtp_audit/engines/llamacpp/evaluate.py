@@ -11,7 +11,14 @@ from typing import Any
 
 from mtp_audit.engines.llamacpp import rules as R
 from mtp_audit.engines.llamacpp import tables as T
-from mtp_audit.engines.llamacpp.command import OPTION_FLAGS, BuildInfo, LlamaCommand, parse_command, shell_join, split_types
+from mtp_audit.engines.llamacpp.command import (
+    OPTION_FLAGS,
+    BuildInfo,
+    LlamaCommand,
+    parse_command,
+    shell_join,
+    split_types,
+)
 from mtp_audit.report import Evidence, Finding, Gap, Location
 
 ANALYZER = "launch"  # gaps sit in the launch report (the rules are registered under R.ANALYZER)

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mtp_audit.errors import InputError
-from mtp_audit.engines.sglang.startup_facts import grounded, guard_value, predict_asserts, predict_overrides
+from mtp_audit.engines.base import Analyzers
+from mtp_audit.engines.outcome import fmt_bytes, loc_of, mtp_errors_as_warnings
 from mtp_audit.engines.sglang.launch.command import (
     ENTRY_LAUNCH_SERVER,
     LaunchCommand,
@@ -41,13 +41,11 @@ from mtp_audit.engines.sglang.launch.context import (
     Ctx,
     ckpt_fp4,
 )
-from mtp_audit.engines.outcome import fmt_bytes, loc_of
 from mtp_audit.engines.sglang.launch.correct import corrected_command
 from mtp_audit.engines.sglang.launch.spec_hook_replay import check_speculative_hook
-from mtp_audit.engines.base import Analyzers
-from mtp_audit.engines.outcome import mtp_errors_as_warnings
+from mtp_audit.engines.sglang.startup_facts import grounded, guard_value, predict_asserts, predict_overrides
+from mtp_audit.errors import InputError
 from mtp_audit.report import Evidence, Gap, Report, Severity
-
 
 _ENV_INTEREST = re.compile(r"NEXTN|MTP|SPEC|FP4")
 _TRUTHY = ("1", "true", "yes", "on")
@@ -758,7 +756,7 @@ def check_env(ctx: Ctx) -> None:
         model_reads = [loc for loc in other_reads if "/srt/models/" in loc]
         other_model = [loc for loc in model_reads if loc.split(":")[0] not in files]
         rest = [loc for loc in other_reads if loc not in model_reads]
-        for item, reasons in applied:
+        for item, _ in applied:
             evs.append(Evidence("applies", item))
         for item, reasons in ignored:
             evs.append(Evidence("does not apply", f"{item}: {'; '.join(r for r in reasons if name not in r)}"))
