@@ -309,7 +309,7 @@ def collect_binaries() -> tuple[BinaryFacts, ...]:
         for f in sorted(files, key=str)[:MAX_SO_PER_PACKAGE]:
             rel = str(f)
             try:
-                path = Path(dist.locate_file(f))
+                path = Path(str(dist.locate_file(f)))  # a SimplePath (typeshed); a pathlib.Path for installed packages
                 cubins, ptx = sm_targets(path)
                 out.append(BinaryFacts(pkg, rel, Fact.of(cubins, "ELF fatbin"), Fact.of(ptx, "ELF fatbin")))
             except (ElfError, OSError) as exc:
