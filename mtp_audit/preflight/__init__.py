@@ -456,7 +456,7 @@ class _CallableModule(types.ModuleType):
     def __call__(self, *args: Any, **kwargs: Any) -> Report:
         from mtp_audit.api import public
 
-        return public("preflight", preflight)(*args, **kwargs)  # type: ignore[no-any-return]
+        return public("preflight", preflight)(*args, **kwargs)
 
 
 sys.modules[__name__].__class__ = _CallableModule

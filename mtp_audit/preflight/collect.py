@@ -149,7 +149,7 @@ def _load_nvml() -> Any:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the deprecated 'pynvml' package warns on import
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml  # type: ignore[import-not-found]  # optional (nvidia-ml-py): absent is a note
     return pynvml
 
 

@@ -270,9 +270,9 @@ class LogFacts:
         self._last_line = ln.number
         if now is None:
             return
-        if went_back(self._stamp, now):
+        if self._stamp is not None and went_back(self._stamp, now):
             if len(self.time_back) < 16:
-                self.time_back.append({"line": ln.number, "from": self._stamp.text, "to": now.text})  # type: ignore[union-attr]
+                self.time_back.append({"line": ln.number, "from": self._stamp.text, "to": now.text})
             self._run_start(ln.number, forced=True)
         first, _ = self._run_stamps
         self._run_stamps = (first or now, now)

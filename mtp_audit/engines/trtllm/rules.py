@@ -8,6 +8,7 @@ folder through :mod:`mtp_audit.launch.examples`.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from mtp_audit.report import Severity
 from mtp_audit.report.rules import Example, Rule
@@ -44,8 +45,8 @@ def _files(spec: dict[str, object] | None = None, *, env: str = SM120_ENV, mtp: 
     return out
 
 
-def _ex(fires: bool, note: str, args: tuple[str, ...], **files: object) -> Example:
-    return Example(fires=fires, files=lambda: _files(**files), args=args, note=note)  # type: ignore[arg-type]
+def _ex(fires: bool, note: str, args: tuple[str, ...], **files: Any) -> Example:
+    return Example(fires=fires, files=lambda: _files(**files), args=args, note=note)
 
 
 def R(id: str, name: str, sev: Severity, summary: str, what: str, why: str, fix: str, sources: tuple[str, ...], basis: str,
