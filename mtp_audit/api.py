@@ -86,7 +86,7 @@ def _opt_severity(v: Any) -> bool:
 
 
 #: Function name -> parameter -> (test, expected).
-_PREFLIGHT = {"env_dumps": _PATHS, "facts_file": _OPT_PATH, "machine_facts": _ANY, "launch": _OPT_WORDS, "probe": _BOOL,
+_PREFLIGHT: dict[str, tuple[Callable[[Any], bool], str]] = {"env_dumps": _PATHS, "facts_file": _OPT_PATH, "machine_facts": _ANY, "launch": _OPT_WORDS, "probe": _BOOL,
               "import_torch": _BOOL, "timeout": _NUMBER, "cwd": _OPT_PATH, "use_sglang_analyzer": _BOOL,
               "probe_result": _ANY, "sglang_facts": _OPT_MAP, "engine": _OPT_STR, "use_nvml": _OPT_BOOL,
               "vllm_version": _OPT_STR, "no_machine": _BOOL}

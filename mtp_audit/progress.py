@@ -59,7 +59,7 @@ class Progress:
         self._bar: Any = None
         if total >= min_total and enabled():
             try:
-                from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]
+                from tqdm import tqdm  # type: ignore[import-untyped,unused-ignore]  # optional; untyped where installed
             except ImportError:  # pragma: no cover - tqdm comes with huggingface_hub
                 return
             self._bar = tqdm(total=total, desc=f"mtp-audit: {label}", file=sys.stderr, unit=unit,

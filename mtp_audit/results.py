@@ -274,8 +274,8 @@ def apply_config(report: Report, config: str | os.PathLike[str] | None = None, *
     """
     import datetime
 
-    from mtp_audit.report.settings_file import find_pyproject, load_settings, parse_ignore
     from mtp_audit.report.settings import Settings, resolve
+    from mtp_audit.report.settings_file import find_pyproject, load_settings, parse_ignore
 
     path = Path(config) if config is not None else find_pyproject(Path.cwd())
     settings = load_settings(path, explicit=config is not None) if path is not None else Settings()

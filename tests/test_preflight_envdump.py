@@ -137,3 +137,35 @@ def test_bad_dumps_are_input_errors(tmp_path, content, problem):
     with pytest.raises(InputError) as ei:
         parse_dump(read_dump(p), display=str(p))
     assert problem in str(ei.value)
+
+
+def _vllm_collect_env(gpu_lines: str) -> str:
+    """A ``vllm collect-env`` dump in the shape vllm/collect_env.py prints (boxed sections; the last one,
+    ``Environment Variables``, lists VLLM_* and other variables as NAME=value, from get_env_vars)."""
+    return (
+        "==============================\n        System Info\n==============================\n"
+        "OS                           : Ubuntu 22.04.5 LTS (x86_64)\n"
+        "==============================\n       PyTorch Info\n==============================\n"
+        "PyTorch version              : 2.9.0+cu128\n"
+        "CUDA used to build PyTorch   : 12.8\n"
+        "==============================\n      CUDA / GPU Info\n==============================\n"
+        "Is CUDA available            : True\n"
+        f"GPU models and configuration : {gpu_lines}\n"
+        "Nvidia driver version        : 570.133.20\n"
+        "==============================\n         vLLM Info\n==============================\n"
+        "vLLM Version                 : 0.11.0\n"
+        "==============================\n     Environment Variables\n==============================\n"
+        "VLLM_USE_V1=1\nVLLM_WORKER_MULTIPROC_METHOD=spawn\nNCCL_CUMEM_ENABLE=0\n"
+    )
+
+
+def test_vllm_collect_env_variables_do_not_stand_for_the_gpu_line():
+    """The VLLM_* lines of the Environment Variables section are read after the GPU lines: the GPU list's end, the
+    'no GPU' wording and the truncation note still come from the 'GPU models and configuration' line."""
+    f = parse_dump(_vllm_collect_env("\nGPU 0: NVIDIA H200\nGPU 1: NVIDIA H200"), display="d")
+    assert len(f.gpus) == 2 and f.env["VLLM_USE_V1"] == "1"
+    assert f.gpu_list.value == 2 and f.gpu_list.extent == "exact"  # the driver line follows the GPU lines
+    none = parse_dump(_vllm_collect_env("Could not collect"), display="d")
+    assert none.gpus == () and "says 'GPU models and configuration: Could not collect'" in none.gpu_list.missing
+    cut = parse_dump(_vllm_collect_env("x").replace("GPU models and configuration : x\n", ""), display="d")
+    assert "no 'GPU models and configuration' line (dump truncated?)" in " ".join(cut.notes)

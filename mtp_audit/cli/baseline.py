@@ -56,9 +56,10 @@ def read_baseline(path: Path) -> frozenset[str]:
     else:
         raise InputError(str(path), f"not a baseline (expected mtp-audit --write-baseline output, with "
                                     f"\"{FORMAT_KEY}\": {FORMAT_VERSION}, or a SARIF log of mtp-audit)")
-    if not all(isinstance(f, str) and f for f in found):
+    fingerprints = [f for f in found if isinstance(f, str) and f]
+    if len(fingerprints) != len(found):
         raise InputError(str(path), "a finding of the baseline has no fingerprint")
-    return frozenset(found)  # type: ignore[arg-type]
+    return frozenset(fingerprints)
 
 
 def apply_baseline(report: Any, prints: list[str], known: frozenset[str], source: str) -> Any:

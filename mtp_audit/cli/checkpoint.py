@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mtp_audit.cli.hubopts import hub_options, with_hub_settings
 from mtp_audit.cli.emit import emit
+from mtp_audit.cli.hubopts import hub_options, with_hub_settings
 from mtp_audit.cli.options import output_options, with_display_filter
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from mtp_audit.cli.hubopts import hub_options
 from mtp_audit.cli.emit import emit
+from mtp_audit.cli.hubopts import hub_options
 from mtp_audit.cli.options import output_options
 
 

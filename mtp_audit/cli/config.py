@@ -17,7 +17,7 @@ import datetime
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from mtp_audit.cli.invocation import current, echo_err
 from mtp_audit.errors import InputError
@@ -29,6 +29,15 @@ if TYPE_CHECKING:  # the settings model is imported when a command runs, not for
     from mtp_audit.report.settings import Resolved, Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _HasMeta(Protocol):
+    """What the option callbacks use of their context: ``meta``, as on :class:`click.Context` and on the fast path's
+    :class:`~mtp_audit.cli.invocation.Invocation` (which calls them with no parameter)."""
+
+    @property
+    def meta(self) -> dict[str, Any]: ...
+
 
 #: ``click.Context.meta`` keys.
 META_SETTINGS = "mtp_audit.settings"
@@ -42,7 +51,7 @@ META_NOTES = "mtp_audit.settings_notes"
 #: ``fail-on`` values laxer than the default, which only ``--config`` or ``--fail-on`` may set.
 LAXER_THAN_DEFAULT = frozenset({"never"})
 
-def _config_callback(ctx: click.Context, _param: click.Parameter, value: Path | None) -> Path | None:
+def _config_callback(ctx: _HasMeta, _param: click.Parameter | None, value: Path | None) -> Path | None:
     from mtp_audit.report.settings import Settings
 
     if value is not None:
@@ -59,13 +68,13 @@ def _config_callback(ctx: click.Context, _param: click.Parameter, value: Path | 
     return value
 
 
-def _ignore_callback(ctx: click.Context, _param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+def _ignore_callback(ctx: _HasMeta, _param: click.Parameter | None, value: tuple[str, ...]) -> tuple[str, ...]:
     known = known_rules() if value else set()
     ctx.meta[META_IGNORES] = tuple(parse_ignore(raw, known) for raw in value)
     return value
 
 
-def _verbose_callback(ctx: click.Context, _param: click.Parameter, value: int) -> int:
+def _verbose_callback(ctx: _HasMeta, _param: click.Parameter | None, value: int) -> int:
     from mtp_audit.cli.logs import set_verbosity
 
     ctx.meta[META_VERBOSE] = bool(value)

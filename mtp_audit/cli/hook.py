@@ -68,7 +68,7 @@ def yaml_commands(text: str, display: str) -> list[tuple[int, str]]:
         ValueError: the file does not parse as YAML (a template with ``{{ ... }}``, a broken file); the message says
             where and why.
     """
-    import yaml  # type: ignore[import-untyped,unused-ignore]
+    import yaml
 
     try:
         docs = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
@@ -91,7 +91,7 @@ class _NotYaml(ValueError):
 
 def _strings(node: Any) -> list[str] | None:
     """The values of a YAML sequence of scalars, else ``None``."""
-    import yaml  # type: ignore[import-untyped,unused-ignore]
+    import yaml
 
     if isinstance(node, yaml.SequenceNode) and node.value and all(isinstance(v, yaml.ScalarNode) for v in node.value):
         return [str(v.value) for v in node.value]
@@ -100,7 +100,7 @@ def _strings(node: Any) -> list[str] | None:
 
 def _node_commands(node: Any) -> Iterator[tuple[int, str]]:
     """Launch commands under one YAML node (see :func:`yaml_commands`)."""
-    import yaml  # type: ignore[import-untyped,unused-ignore]
+    import yaml
 
     line = node.start_mark.line + 1
     if isinstance(node, yaml.ScalarNode):

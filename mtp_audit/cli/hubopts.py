@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -81,7 +81,7 @@ def hub_options(func: F) -> F:
         help="Hub ids: never touch the network; use the Hugging Face cache and the mtp-audit cache only "
         "(also when HF_HUB_OFFLINE=1). What is not cached is reported as not examined (exit 3).",
     )(out)
-    return out  # type: ignore[no-any-return]
+    return out
 
 
 def with_hub_settings(func: F) -> F:
@@ -104,4 +104,4 @@ def with_hub_settings(func: F) -> F:
         with hub_settings(token=token, hf_cache_dir=hf_cache_dir, use_cache=not no_cache):
             return func(*args, **kwargs)
 
-    return wrapper  # type: ignore[return-value]
+    return cast(F, wrapper)  # the wrapper takes func's arguments plus the options it pops

@@ -46,7 +46,10 @@ def log(files: tuple[str, ...], metrics_url: str | None, metrics_host: str | Non
         except ImportError:
             raise InputError("--metrics", "needs prometheus_client (pip install 'mtp-audit[metrics]')") from None
         metrics = read_window(metrics_url, interval, timeout=timeout, allow_host=metrics_host)
-    if not files and metrics is None:
+    if files:
+        report = analyze_log(list(files), metrics=metrics)
+    elif metrics is not None:
+        report = analyze_metrics_only(metrics)
+    else:
         raise InputError("FILE", "no log given (name a file, '-' for standard input, or use --metrics URL)")
-    report = analyze_log(list(files), metrics=metrics) if files else analyze_metrics_only(metrics)  # type: ignore[arg-type]
     return emit(report, fmt, output, fail_on, protected=[f for f in files if f != "-"])

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 _ROOT = "mtp_audit"
 
 
-class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class _StderrHandler(logging.StreamHandler):
     """Writes to whatever ``sys.stderr`` is at the time of the record (a test's capture, a redirected stream)."""
 
     def __init__(self) -> None:
@@ -51,7 +51,8 @@ def _remove(logger: logging.Logger) -> None:
     handler = _STATE.pop("handler", None)
     if isinstance(handler, logging.Handler):
         logger.removeHandler(handler)
-        logger.setLevel(int(_STATE.pop("level", logging.NOTSET)))  # type: ignore[call-overload]
+        level = _STATE.pop("level", logging.NOTSET)
+        logger.setLevel(level if isinstance(level, int) else logging.NOTSET)  # the int set_verbosity saved
         logger.propagate = bool(_STATE.pop("propagate", True))
 
 

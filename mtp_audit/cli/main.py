@@ -106,7 +106,8 @@ def usage_error_parts(exc: click.ClickException) -> tuple[str, str]:
         return str(exc.ui_filename), _one_line(exc.message)
     where = _hint_of(exc)
     if isinstance(exc, click.exceptions.MissingParameter):
-        kind = {"argument": "argument", "option": "option"}.get(exc.param_type or getattr(exc.param, "param_type_name", ""), "parameter")
+        ptype = exc.param_type or (exc.param.param_type_name if exc.param is not None else "")
+        kind = {"argument": "argument", "option": "option"}.get(ptype, "parameter")
         extra = f": {_one_line(exc.message)}" if exc.message else ""
         return where or "mtp-audit", f"missing {kind}{extra}"
     if isinstance(exc, click.BadParameter):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from mtp_audit.cli.invocation import current
 from mtp_audit.errors import InputError
@@ -84,7 +84,7 @@ def output_options(func: F) -> F:
         type=click.Choice(FORMAT_CHOICES, case_sensitive=False),
         help="Report format: text, json, markdown or sarif [default: text, or the -o suffix]. Repeatable, paired with -o.",
     )(out)
-    return out  # type: ignore[no-any-return]
+    return out
 
 
 def with_display_filter(func: F) -> F:
@@ -102,7 +102,7 @@ def with_display_filter(func: F) -> F:
         meta[META_BASELINE] = (kwargs.pop("baseline_findings", None), kwargs.pop("write_baseline", None))
         return func(*args, **kwargs)
 
-    return wrapper  # type: ignore[return-value]
+    return cast(F, wrapper)  # the wrapper takes func's arguments plus the options it pops
 
 
 def checked_category(category: str | None) -> str | None:

@@ -226,7 +226,7 @@ def _under(path: str, folder: str) -> bool:
 def _linked_inside(folder: str, st_out: os.stat_result) -> bool:
     """Whether a file inside ``folder`` is a hard link to ``st_out`` (bounded walk, symlinks not followed)."""
     seen = 0
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+    for dirpath, _dirnames, filenames in os.walk(folder, followlinks=False):
         for f in filenames:
             seen += 1
             if seen > MAX_PROTECTED_WALK:

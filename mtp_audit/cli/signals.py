@@ -52,7 +52,7 @@ def _unraisable(previous: Any) -> Any:
             return
         previous(args)
 
-    hook._mtp_audit = True  # type: ignore[attr-defined]
+    hook._mtp_audit = True  # type: ignore[attr-defined]  # a marker on our own function (functions take attributes)
     return hook
 
 

@@ -110,7 +110,7 @@ def escape_deep(value: T) -> T:
     and values, and the fields of (frozen) dataclasses such as :class:`~mtp_audit.report.Report`, rebuilt
     with :func:`dataclasses.replace`. Enums, numbers and other objects are returned as they are. Used on a
     report before the text and Markdown renderers see it, so no audited value reaches them raw."""
-    return _deep(value)  # type: ignore[no-any-return]
+    return _deep(value)
 
 
 def _deep(value: Any) -> Any:

@@ -49,7 +49,7 @@ def dumps(obj: Any) -> str:
 def _dumps(obj: Any) -> str:
     """:func:`dumps` without the rewrite of non-finite floats (they raise ``ValueError``)."""
     parts: list[str] = []
-    if json.encoder.c_make_encoder is None:
+    if _c_make_encoder() is None:
         return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
     try:
         _encode(obj, 0, parts.append)
@@ -98,11 +98,17 @@ def _flat(level: int) -> Any:
     return enc
 
 
+def _c_make_encoder() -> Any:
+    """The standard library's C encoder factory (``json.encoder.c_make_encoder``, which typeshed does not declare),
+    read when called; ``None`` without the C accelerator."""
+    return getattr(json.encoder, "c_make_encoder", None)
+
+
 def _c_encoder(item_separator: str) -> Any:
     """``obj -> text`` by the standard library's C encoder with ``json.dumps``'s settings for this output (sorted
     keys, no ASCII escaping, NaN refused, no indentation) and ``item_separator``; ``None`` without the C
     accelerator (then :func:`dumps` leaves everything to ``json.dumps``)."""
-    make = json.encoder.c_make_encoder
+    make = _c_make_encoder()
     if make is None:
         return None
     enc = make(None, _no_default, _STR, None, ": ", item_separator, True, False, False)

@@ -153,7 +153,7 @@ def _location(loc: Location, analyzer: str, bases: _Bases, anchor: dict[str, Any
 
 
 def _rules(report: Report, known: Mapping[str, Any]) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     for rid in report.rule_ids:
         r = known.get(rid)
         if r is None:

@@ -5,6 +5,7 @@ module imports no analyzer."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from mtp_audit.report import Report
 from mtp_audit.report.rules import Example
@@ -16,7 +17,7 @@ def run_example(root: Path, example: Example) -> Report:
     command), ``env.txt`` the machine. An engine read from knowledge tables (TensorRT-LLM) needs no tree."""
     from mtp_audit.launch import audit_launch
 
-    kwargs: dict[str, object] = {"cwd": root, "environ": {}}
+    kwargs: dict[str, Any] = {"cwd": root, "environ": {}}
     if (root / "sg").is_dir():
         kwargs["sglang"] = root / "sg"
     if (root / "vl").is_dir():
@@ -25,4 +26,4 @@ def run_example(root: Path, example: Example) -> Report:
         kwargs["compare_sglang"] = root / "sg-new"
     if (root / "env.txt").is_file():
         kwargs["env_dumps"] = [root / "env.txt"]
-    return audit_launch(list(example.args), **kwargs)  # type: ignore[arg-type]
+    return audit_launch(list(example.args), **kwargs)

@@ -15,10 +15,13 @@ import sys
 import types
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mtp_audit.deprecation import renamed_keywords
 from mtp_audit.report import Report
+
+if TYPE_CHECKING:
+    from mtp_audit.preflight.facts import MachineFacts
 
 __all__ = ["audit_machine", "preflight", "load_facts_file"]
 
@@ -251,7 +254,7 @@ def _machine_from_dumps(env_dumps: list[Path]) -> tuple[Any, str, list[tuple[str
     from mtp_audit.preflight.envdump import detect_formats, parse_dump, read_dump
 
     dump_formats: list[tuple[str, tuple[str, ...]]] = []
-    machine = None
+    machine: MachineFacts | None = None
     seen: list[tuple[Path, Any]] = []
     for p in env_dumps:
         text = read_dump(p)
@@ -271,6 +274,7 @@ def _machine_from_dumps(env_dumps: list[Path]) -> tuple[Any, str, list[tuple[str
                                  f"the dumps come from different machines ({why}); pass dumps of one machine only")
         seen.append((p, m))
         machine = m if machine is None else machine.merged_with(m)
+    assert machine is not None, "called with at least one dump (preflight's machine source checks env_dumps)"
     target = "env dump " + ", ".join(p.name for p in env_dumps)
     if not machine.engine.present:
         hint = eng.machine_hint(None, dump_formats)
@@ -452,7 +456,7 @@ class _CallableModule(types.ModuleType):
     def __call__(self, *args: Any, **kwargs: Any) -> Report:
         from mtp_audit.api import public
 
-        return public("preflight", preflight)(*args, **kwargs)  # type: ignore[no-any-return]
+        return public("preflight", preflight)(*args, **kwargs)
 
 
 sys.modules[__name__].__class__ = _CallableModule

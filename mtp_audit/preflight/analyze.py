@@ -282,7 +282,7 @@ def check_driver(ctx: Context) -> None:
                                 f"or use CUDA-{ctx.facts.cuda_driver_version.value or '12.x'} builds of torch / kernels")
             break
         cdv = ctx.facts.cuda_driver_version
-        if cdv.present and mx.parse_version(cdv.value) and mx.parse_version(cuda) and mx.parse_version(cdv.value) < mx.parse_version(cuda):
+        if cdv.present and (supported := mx.parse_version(cdv.value)) and (wanted := mx.parse_version(cuda)) and supported < wanted:
             ctx.add("MTP205", f"the driver supports CUDA {cdv.value} but {why} needs CUDA {cuda}",
                     evidence=[ev("driver", drv), ev("driver CUDA", cdv), ev("needs", why)],
                     remediation=f"Install NVIDIA driver >= {floor[0] if floor else '(see CUDA release notes)'} or use builds for CUDA {cdv.value}")

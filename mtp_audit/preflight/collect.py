@@ -123,10 +123,10 @@ def _nvml_gpus(nvml: Any) -> tuple[list[GpuFacts], Fact, Fact, list[str]]:
                 notes.append(f"NVML: GPU {i}: {exc}")
                 continue
             facts = {}
-            for key, fn in (("name", lambda: nvml.nvmlDeviceGetName(h)),
-                            ("cc", lambda: tuple(int(x) for x in nvml.nvmlDeviceGetCudaComputeCapability(h))),
-                            ("mem", lambda: int(nvml.nvmlDeviceGetMemoryInfo(h).total)),
-                            ("uuid", lambda: nvml.nvmlDeviceGetUUID(h))):
+            for key, fn in (("name", lambda h=h: nvml.nvmlDeviceGetName(h)),
+                            ("cc", lambda h=h: tuple(int(x) for x in nvml.nvmlDeviceGetCudaComputeCapability(h))),
+                            ("mem", lambda h=h: int(nvml.nvmlDeviceGetMemoryInfo(h).total)),
+                            ("uuid", lambda h=h: nvml.nvmlDeviceGetUUID(h))):
                 try:
                     val = fn()
                     facts[key] = Fact.of(val.decode() if isinstance(val, bytes) else val, "nvml")
@@ -149,7 +149,7 @@ def _load_nvml() -> Any:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the deprecated 'pynvml' package warns on import
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml  # type: ignore[import-not-found]  # optional (nvidia-ml-py): absent is a note
     return pynvml
 
 
@@ -309,7 +309,7 @@ def collect_binaries() -> tuple[BinaryFacts, ...]:
         for f in sorted(files, key=str)[:MAX_SO_PER_PACKAGE]:
             rel = str(f)
             try:
-                path = Path(dist.locate_file(f))
+                path = Path(str(dist.locate_file(f)))  # a SimplePath (typeshed); a pathlib.Path for installed packages
                 cubins, ptx = sm_targets(path)
                 out.append(BinaryFacts(pkg, rel, Fact.of(cubins, "ELF fatbin"), Fact.of(ptx, "ELF fatbin")))
             except (ElfError, OSError) as exc:

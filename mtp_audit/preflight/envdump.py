@@ -29,6 +29,7 @@ from pathlib import Path
 
 from mtp_audit.errors import InputError
 from mtp_audit.known import AT_LEAST
+from mtp_audit.preflight import vendor_dumps
 from mtp_audit.preflight.facts import (
     PACKAGES,
     PARTIAL_GPU_LIST,
@@ -38,7 +39,6 @@ from mtp_audit.preflight.facts import (
 )
 from mtp_audit.preflight.freeform import found_anything, parse_freeform
 from mtp_audit.preflight.lineindex import index_for
-from mtp_audit.preflight import vendor_dumps
 from mtp_audit.preflight.matrix import cc_from_name
 from mtp_audit.sources.bounded import MAX_TEXT_BYTES, read_bytes_bounded
 
@@ -148,7 +148,7 @@ _OWN_TEXT_REPORT = re.compile(r"(?:FAIL|INCONCLUSIVE|WARN|PASS): [^\n]*\(exit \d
 #: Real dumps pad columns with at most ~40 spaces (nvidia-smi's box table).
 MAX_BLANK_RUN = 64
 
-_BLANK_RUN = re.compile(r"[^\S\n]{%d,}" % (MAX_BLANK_RUN + 1))
+_BLANK_RUN = re.compile(rf"[^\S\n]{{{MAX_BLANK_RUN + 1},}}")
 
 
 def clip_blank_runs(text: str) -> str:
@@ -355,11 +355,11 @@ def parse_sglang_check_env(text: str) -> MachineFacts:
     for key, dist in _PKG_ALIASES.items():
         if dist == "torch":
             continue
-        m = _key_search(text, key, r": (.+?)(?=\s+[A-Za-z_][\w\-]*: |\n|$)")
-        if not m:
+        km = _key_search(text, key, r": (.+?)(?=\s+[A-Za-z_][\w\-]*: |\n|$)")
+        if not km:
             continue
-        val = m.group(1).strip()
-        src = f"{fmt} line {_line_of(text, m.start(1))}"
+        val = km.group(1).strip()
+        src = f"{fmt} line {_line_of(text, km.start(1))}"
         if val.lower().startswith("module not found"):
             packages.setdefault(dist, Fact.absent("not installed (check_env: Module Not Found)", source=src))
         else:
@@ -426,18 +426,18 @@ def parse_torch_collect_env(text: str, fmt: str = "torch-collect-env") -> Machin
     if arch_env and arch_env.group(1).strip() not in ("Not Set",):
         env["TORCH_CUDA_ARCH_LIST"] = arch_env.group(1).strip()
     # vllm collect-env's "Environment Variables" section prints VLLM_* variables as NAME=value (vllm/collect_env.py get_env_vars)
-    for m in re.finditer(r"^(VLLM_[A-Z0-9_]+)=(\S*)\s*$", text, re.M) if "VLLM_" in text else ():
-        env.setdefault(m.group(1), m.group(2))
+    for ev in re.finditer(r"^(VLLM_[A-Z0-9_]+)=(\S*)\s*$", text, re.M) if "VLLM_" in text else ():
+        env.setdefault(ev.group(1), ev.group(2))
     platform = _kv(text, "Python platform", fmt, value=r"([^\n]+)")
     plat = Fact.absent("platform not shown")
     if platform.present:
         p = str(platform.value).lower()
         plat = Fact.of("wsl2" if "microsoft" in p or "wsl" in p else "windows" if p.startswith("windows") else "linux", platform.source)
-    truncated_note = () if m else (f"{fmt}: no 'GPU models and configuration' line (dump truncated?)",)
+    truncated_note: tuple[str, ...] = () if m else (f"{fmt}: no 'GPU models and configuration' line (dump truncated?)",)
     says = re.match(r"\s*(No CUDA|Could not collect)", m.group(1)) if m and not gpus else None
     if truncated_gpu:
         truncated_note += (truncated_gpu,)
-    end_seen = bool(m) and not truncated_gpu and _COLLECT_ENV_NEXT.match(text, m.end()) is not None
+    end_seen = m is not None and not truncated_gpu and _COLLECT_ENV_NEXT.match(text, m.end()) is not None
     return MachineFacts(
         origin=f"env-dump:{fmt}",
         gpus=tuple(gpus),
@@ -583,7 +583,7 @@ def parse_nvidia_smi_q(text: str) -> MachineFacts:
         gpus.append(GpuFacts(index=i, name=name, compute_capability=_gpu_cc(name), memory_bytes=mem, uuid=uuid))
     attached = re.search(r"^Attached GPUs\s+: (\d{1,4})\s*$", text, re.M)
     return MachineFacts(origin=f"env-dump:{fmt}", gpus=tuple(gpus),
-                        gpu_list=_listed(len(gpus), fmt, bool(attached) and int(attached.group(1)) == len(gpus),
+                        gpu_list=_listed(len(gpus), fmt, attached is not None and int(attached.group(1)) == len(gpus),
                                          f"'Attached GPUs : {attached.group(1)}'" if attached else "no 'Attached GPUs' line")
                         if gpus else Fact.absent("nvidia-smi -q lists no Product Name"),
                         driver_version=driver, cuda_driver_version=cuda)

@@ -36,11 +36,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from mtp_audit.preflight import freeform_vendors as vendors
-from mtp_audit.preflight.freeform_vendors import unglue
-from mtp_audit.preflight import gpus as gputable
 from mtp_audit.known import AT_LEAST, EXACT
+from mtp_audit.preflight import freeform_vendors as vendors
+from mtp_audit.preflight import gpus as gputable
 from mtp_audit.preflight.facts import Fact, GpuFacts, MachineFacts
+from mtp_audit.preflight.freeform_vendors import unglue
 
 FMT = "free-form"
 

@@ -20,6 +20,7 @@ from mtp_audit.errors import InputError
 from mtp_audit.preflight.kernels import LaunchSyntax
 from mtp_audit.sources.bounded import read_json_bounded
 
+
 def split_env_prefix(toks: list[str]) -> tuple[dict[str, str], list[str]]:
     """``["VLLM_X=1", "env", "Y=2", "vllm", "serve", ...]`` -> ``({"VLLM_X": "1", "Y": "2"}, ["vllm", "serve", ...])``.
 

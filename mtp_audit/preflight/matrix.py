@@ -27,7 +27,7 @@ def load() -> dict[str, Any]:
 
 #: Most digits one version component may have; longer runs are not versions (see :func:`parse_version`).
 MAX_VERSION_DIGITS = 32
-_HUGE_NUMBER = re.compile(r"\d{%d}" % (MAX_VERSION_DIGITS + 1))
+_HUGE_NUMBER = re.compile(rf"\d{{{MAX_VERSION_DIGITS + 1}}}")
 
 
 def parse_version(text: str | None) -> Version | None:

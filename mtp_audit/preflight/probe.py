@@ -163,7 +163,7 @@ def run_probe(backend: str | None = None, *, timeout: float = PROBE_TIMEOUT_S, p
     return ProbeResult(
         ran=tuple(d.get("ran", ())),
         gpu=d.get("gpu"),
-        cc=tuple(d["cc"]) if d.get("cc") else None,  # type: ignore[arg-type]
+        cc=tuple(d["cc"]) if d.get("cc") else None,
         results=tuple(d.get("results", ())),
         error=d.get("error"),
         raw=d,

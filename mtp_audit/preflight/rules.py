@@ -15,7 +15,7 @@ from typing import Any
 from mtp_audit.report import Severity
 from mtp_audit.report.rules import Example, Rule
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 # Maintainers' research notes behind these sources (not shipped; user-facing sources cite the
 # public reports, code and files those notes name): ../shared/research/blackwell_fp4.md
 
@@ -204,7 +204,7 @@ RULES: tuple[Rule, ...] = (
       ("gh:xorbitsai/inference#3866", "https://github.com/pytorch/pytorch/issues/150733"), "code",
       (_ex(True, "RTX 5090 with torch 2.6.0+cu126", {"env.txt": env(RTX5090, n=1, torch="2.6.0+cu126")}),
        _ex(False, "RTX 5090 with torch 2.9.1+cu128", {"env.txt": env(RTX5090, n=1, torch="2.9.1+cu128")}))),
-    R("MTP204", "gb10-torch-capability-warning", I, "torch's capability-range warning on GB10 is cosmetic",
+    R("MTP204", "gb10-torch-capability-warning", INFO, "torch's capability-range warning on GB10 is cosmetic",
       "Fires on GB10 (12.1) with a torch built for CUDA 12.8/12.9, which prints a '(8.0) - (12.0)' range warning.",
       "The warning looks fatal but SM121 runs sm_120 code; knowing that saves a reinstall.",
       "Nothing to do (a cu130 torch does not print it).",
@@ -354,7 +354,7 @@ RULES: tuple[Rule, ...] = (
       ("wheel:flashinfer-python-0.6.0 compilation_context.py", "gh:vllm-project/vllm#37725"), "code",
       (_ex(True, "FLASHINFER_CUDA_ARCH_LIST=12.0 with flashinfer 0.5.3", {"facts.json": facts_json(packages={"flashinfer-python": "0.5.3", "flashinfer-cubin": "0.5.3"}, env_vars={"FLASHINFER_CUDA_ARCH_LIST": "12.0"}, torch="2.9.1+cu130")}),
        _ex(False, "FLASHINFER_CUDA_ARCH_LIST=12.0a", {"facts.json": facts_json(packages={"flashinfer-python": "0.5.3", "flashinfer-cubin": "0.5.3"}, env_vars={"FLASHINFER_CUDA_ARCH_LIST": "12.0a"}, torch="2.9.1+cu130")}))),
-    R("MTP225", "gpu-memory-not-reported", I, "GPU memory is reported as 'Not Supported' (unified memory)",
+    R("MTP225", "gpu-memory-not-reported", INFO, "GPU memory is reported as 'Not Supported' (unified memory)",
       "Fires when nvidia-smi/NVML reports the GPU's memory as 'Not Supported' (GB10).",
       "Memory-fraction defaults sized from GPU memory overcommit unified memory.",
       "Size the cache down: SGLang --mem-fraction-static, vLLM --gpu-memory-utilization <= 0.85 (the finding names only the engine the verdict is for).",
@@ -381,7 +381,7 @@ RULES: tuple[Rule, ...] = (
       ("mtp_audit/preflight/probe.py",), "code",
       (_ex(True, "probe result with NaN (stored facts + probe.json)", {"env.txt": env(), "probe.json": json.dumps({"gpu": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "cc": [12, 0], "ran": ["flashinfer mm_fp4(backend='cutlass')"], "results": [{"path": "flashinfer.mm_fp4[cutlass]", "status": "mismatch", "nan": 3, "inf": 0, "rel_error": None, "tolerance": 0.25}]})}),
        _ex(False, "probe result ok", {"env.txt": env(), "probe.json": json.dumps({"gpu": "NVIDIA RTX PRO 6000 Blackwell Server Edition", "cc": [12, 0], "ran": ["flashinfer mm_fp4(backend='cudnn')"], "results": [{"path": "flashinfer.mm_fp4[cudnn]", "status": "ok", "nan": 0, "inf": 0, "rel_error": 0.09, "tolerance": 0.25}]})}))),
-    R("MTP228", "native-fp4-verdict", I, "Per-GPU verdict: native FP4 capable, not capable or unknown",
+    R("MTP228", "native-fp4-verdict", INFO, "Per-GPU verdict: native FP4 capable, not capable or unknown",
       "Always reports whether native FP4 can run (capable), cannot (not capable, with the error rules that say why) or could not be told (unknown, with the missing fact): one finding per group of GPUs with the same name, compute capability and verdict, listing the GPU indices (GPUs 0-7), and the engine the verdict is for ('on vLLM 0.20.0', 'on SGLang (version unknown) (assumed)'); its evidence says where the engine came from and any hint that disagrees. A capable group has no fix; the others name the error findings and gaps to fix.",
       "It is the headline answer of the preflight; errors and gaps explain it.",
       "Fix the error findings named in the verdict, and the gaps of the same report.",
@@ -436,7 +436,7 @@ RULES = RULES + (
            ("python", "-m", "sglang.launch_server", "--model-path", "m", "--device", "npu", "--quantization", "modelopt_fp4")),
        _ex(False, "910B3, SGLang 0.5.23, --quantization mxfp4 (MTP248's question)", {"env.txt": npu_env().replace("vLLM Version: 0.9.1\nvLLM Ascend Version: 0.9.1\n", "") + "sglang: 0.5.23\n"},
            ("python", "-m", "sglang.launch_server", "--model-path", "m", "--device", "npu", "--quantization", "mxfp4")))),
-    R("MTP236", "xpu-hpu-fp4-not-applicable", I, "The FP4 checks do not apply to Intel GPUs (XPU) and Gaudi HPUs",
+    R("MTP236", "xpu-hpu-fp4-not-applicable", INFO, "The FP4 checks do not apply to Intel GPUs (XPU) and Gaudi HPUs",
       "Intel XPU and Gaudi only: always says that the NVIDIA FP4 checks (compute capability, CUDA, FlashInfer / sgl-kernel cubins) do not cover vLLM's XPU platform or the Gaudi plugin, as a note: never 'not capable', never a refused input, no exit-code change.",
       "An Intel GPU or Gaudi machine asked 'can it run FP4' deserves an answer, not 'nothing recognisable as an environment'.",
       "Nothing to fix; see MTP237 for a quantization the engine refuses on the device.",
@@ -451,14 +451,14 @@ RULES = RULES + (
        "https://docs.vllm.ai/projects/gaudi/en/latest/features/floating_point_8.html"), "code",
       (_ex(True, "Max 1550, vLLM 0.33.0, --quantization modelopt_fp4", {"env.txt": xpu_env()}, VL),
        _ex(False, "Max 1550, vLLM 0.33.0, --quantization mxfp4 (in the XPU list)", {"env.txt": xpu_env()}, VMX))),
-    R("MTP240", "platform", I, "The machine's platform (NVIDIA CUDA, AMD ROCm, Ascend CANN, Intel XPU, Intel Gaudi HPU or CPU only) and where it came from",
+    R("MTP240", "platform", INFO, "The machine's platform (NVIDIA CUDA, AMD ROCm, Ascend CANN, Intel XPU, Intel Gaudi HPU or CPU only) and where it came from",
       "Off NVIDIA: always reports the platform, the devices (gfx target or Ascend model) and the stack (ROCm, CANN, torch, driver, AITER, torch_npu, vllm-ascend), each with the dump line or table row it came from. The platform is decided before any capability check: a tool of one vendor (npu-smi, amd-smi / rocm-smi), the devices named, torch's ROCm build or +rocm tag, torch_npu / vllm-ascend / CANN, a container image (rocm/vllm, quay.io/ascend/vllm-ascend) or the launch's --device npu / hip.",
       "The NVIDIA checks are meaningless off CUDA; saying what the machine is comes first.",
       "Nothing to fix; check that the platform and devices are the ones you meant.",
       ("mtp_audit/data/amd.json", "mtp_audit/data/ascend.json", "https://rocm.docs.amd.com/en/latest/reference/gpu-arch-specs.html"), "documentation",
       (_ex(True, "a vLLM collect-env of an MI300X machine", {"env.txt": rocm_env()}), _ex(True, "vllm-ascend collect_env of a 910B3 machine", {"env.txt": npu_env()}),
        _ex(False, "an NVIDIA machine: the platform is in the summary, not a finding", {"env.txt": vllm_env()}, VL))),
-    R("MTP241", "nvidia-checks-not-applicable", I, "The NVIDIA FP4 checks do not apply to this platform",
+    R("MTP241", "nvidia-checks-not-applicable", INFO, "The NVIDIA FP4 checks do not apply to this platform",
       "Off NVIDIA (ROCm, CANN, Intel XPU, Gaudi HPU, CPU only): says that the NVIDIA checks (MTP200-MTP227, MTP229-MTP232: FP4 tensor cores by compute capability, CUDA driver and toolkit floors, torch's CUDA build, FlashInfer / sgl-kernel cubins) were not run, and which checks ran instead.",
       "Not applicable is an answer: it is neither 'not capable' nor a refused input, and it does not change the exit code.",
       "Nothing to fix.", ("mtp_audit/preflight/vendors.py",), "code",
@@ -490,7 +490,7 @@ RULES = RULES + (
       ("gh:vllm-project/vllm#34641", "gh:vllm-project/vllm#35250", "wheel:vllm-0.20.0:vllm/_aiter_ops.py:1335-1346"), "bug report",
       (_ex(True, "MI300X, vLLM 0.16.0, VLLM_ROCM_USE_AITER=1 (FP4 BMM on by default)", {"env.txt": rocm_env(vllm="0.16.0")}, ("VLLM_ROCM_USE_AITER=1", "vllm", "serve", "m")),
        _ex(False, "MI355X, vLLM 0.16.0, VLLM_ROCM_USE_AITER=1", {"env.txt": rocm_env(MI355, vllm="0.16.0")}, ("VLLM_ROCM_USE_AITER=1", "vllm", "serve", "m")))),
-    R("MTP245", "ascend-fp4-not-applicable", I, "The FP4 checks do not apply to Ascend NPUs",
+    R("MTP245", "ascend-fp4-not-applicable", INFO, "The FP4 checks do not apply to Ascend NPUs",
       "Ascend only: always says that NVFP4 and the GPU MXFP4 kernels do not exist on Ascend NPUs (quantisation there is W8A8 / W4A8), as a note: never 'not capable', never a refused input, no exit-code change.",
       "An NPU machine asked 'can it run FP4' deserves an answer, not a silence or an error.",
       "Nothing to fix; quantise for Ascend with msmodelslim (W8A8 / W4A8).",
@@ -502,7 +502,7 @@ RULES = RULES + (
       "Run on Atlas A2 (910B), A3 (910C) or 300I (310P).",
       ("https://docs.vllm.ai/projects/ascend/en/v0.11.0/faqs.html", "gh:vllm-project/vllm-ascend#1047"), "documentation",
       (_ex(True, "910ProB machine", {"env.txt": npu_env("910ProB")}), _ex(False, "910B3 machine", {"env.txt": npu_env()}))),
-    R("MTP247", "vllm-ascend-mtp-status", I, "The speculative-decoding (MTP) status vllm-ascend documents for its version",
+    R("MTP247", "vllm-ascend-mtp-status", INFO, "The speculative-decoding (MTP) status vllm-ascend documents for its version",
       "vLLM on Ascend with a known vllm-ascend version: says what vllm-ascend's feature matrix documents for speculative decoding at that version (0.7.3: functional with usage limits; 0.9.0 on: functional, basic support, DeepSeek MTP through --speculative-config method deepseek_mtp).",
       "Whether the MTP heads can draft at all depends on the plugin, not on vLLM alone.",
       "Read the linked feature matrix for the limits of your version.",

@@ -42,8 +42,8 @@ from __future__ import annotations
 
 import re
 
-from mtp_audit.preflight import platforms as pf
 from mtp_audit.known import AT_LEAST, EXACT
+from mtp_audit.preflight import platforms as pf
 from mtp_audit.preflight.facts import PARTIAL_GPU_LIST, Fact, GpuFacts, MachineFacts
 from mtp_audit.preflight.lineindex import index_for
 
@@ -110,7 +110,7 @@ def parse_rocm_env(text: str) -> MachineFacts:
                              memory_bytes=Fact.absent("collect_env does not print GPU memory")))
         topo = _TOPO_HEADER.search(text)
         n = len(topo.group(1).split()) if topo else 0
-        if n > 1:
+        if topo and n > 1:
             gpus += [GpuFacts(i, name=gpus[0].name, arch=gpus[0].arch, compute_capability=gpus[0].compute_capability,
                               memory_bytes=gpus[0].memory_bytes) for i in range(1, n)]
             gpu_list = Fact.of(n, f"{fmt}: device 0 named, {n} GPUs in the GPU Topology (line {_line(text, topo.start())})")
@@ -171,7 +171,8 @@ def parse_npu_smi(text: str) -> MachineFacts:
     hm = _NPU_HEAD.search(text)
     driver = Fact.of(hm.group(2), f"{fmt} header line {_line(text, hm.start())}") if hm else Fact.absent("no npu-smi header line")
     gpus: list[GpuFacts] = []
-    for m in _NPU_ROW.finditer(text):
+    rows = list(_NPU_ROW.finditer(text))
+    for m in rows:
         name = m.group(2).strip()
         hbm = _HBM.search((m.group(6) or "").strip())
         mem = (Fact.of(int(hbm.group(2)) * _MIB, f"{fmt} line {_line(text, m.start(4)) if m.group(4) else '?'} (HBM-Usage total, MB)") if hbm and int(hbm.group(2))
@@ -186,7 +187,7 @@ def parse_npu_smi(text: str) -> MachineFacts:
                                    else Fact.of(len(gpus), fmt))
                                   if gpus else Fact.absent("the npu-smi table lists no NPU row")),
                         accelerator=(Fact.of(pf.CANN, f"{fmt} header line {_line(text, hm.start())}") if hm else
-                                     Fact.of(pf.CANN, f"{fmt} table rows (line {_line(text, _NPU_ROW.search(text).start())})") if gpus
+                                     Fact.of(pf.CANN, f"{fmt} table rows (line {_line(text, rows[0].start())})") if gpus
                                      else Fact.absent("not stated")))
 
 
@@ -267,7 +268,7 @@ def parse_rocminfo(text: str) -> MachineFacts:
     """``rocminfo``: one GPU per agent whose ``Name`` is a gfx target, named by its ``Marketing Name`` (a cut or
     empty marketing name keeps the gfx target as the device's identity)."""
     fmt = "rocminfo"
-    gpus = []
+    gpus: list[GpuFacts] = []
     for m in _ROCMINFO_AGENT.finditer(text):
         where = f"{fmt} line {_line(text, m.start(1))}"
         name = m.group(2).strip()

@@ -99,12 +99,12 @@ def _stdin() -> BinaryIO:
 
 def _curve_line(f: LogFacts) -> str | None:
     s = f.series
-    if s.intervals < 2:
+    if s.intervals < 2 or s.first is None or s.last is None:
         return None
     vals = [b.value for b in s.buckets if b.value is not None]
     what = "mean acceptance length" if s.len_count else "1 + acceptance rate"
     ends = f" {vals[0]:.2f} -> {vals[-1]:.2f}" if vals else ""
-    return f"{what} over {s.intervals} lines ({s.first.line}-{s.last.line}): {s.sparkline()}{ends}"  # type: ignore[union-attr]
+    return f"{what} over {s.intervals} lines ({s.first.line}-{s.last.line}): {s.sparkline()}{ends}"
 
 
 def _file_result(path: str) -> tuple[dict[str, Any], Outcome, LogFacts]:

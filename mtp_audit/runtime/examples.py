@@ -22,7 +22,7 @@ def run_example(root: Path, example: Example) -> Report:
         prediction = {"engine": args[i + 1], "algorithm": args[i + 2]}
     if "--metrics-fixture" in args:
         from mtp_audit.runtime.metrics import window_from_texts
-        from mtp_audit.runtime.rules import METRICS_BEFORE, METRICS_AFTER
+        from mtp_audit.runtime.rules import METRICS_AFTER, METRICS_BEFORE
 
         metrics = window_from_texts(METRICS_BEFORE, METRICS_AFTER, 10.0, "example")
     return analyze_log([root / "server.log"], prediction=prediction, metrics=metrics)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -21,7 +21,6 @@ from mtp_audit.runtime.clock import Stamp, stamp, went_back
 from mtp_audit.runtime.command import CommandReader, dialects, may_hold_command, read_command
 from mtp_audit.runtime.reader import LogLine
 from mtp_audit.runtime.series import Interval, Series
-
 
 _CRASH_WORDS = ("Traceback", 'File "', "exception", "fatal error", "EngineDead", "GGML_ASSERT", "Segmentation fault",
                 "core dumped", "CUDA error", "terminate called", "what():", "ssertion", "error loading model",
@@ -275,9 +274,9 @@ class LogFacts:
         self._last_line = ln.number
         if now is None:
             return
-        if went_back(self._stamp, now):
+        if self._stamp is not None and went_back(self._stamp, now):
             if len(self.time_back) < 16:
-                self.time_back.append({"line": ln.number, "from": self._stamp.text, "to": now.text})  # type: ignore[union-attr]
+                self.time_back.append({"line": ln.number, "from": self._stamp.text, "to": now.text})
             self._run_start(ln.number, forced=True)
         first, _ = self._run_stamps
         self._run_stamps = (first or now, now)

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mtp_audit.engines.base import LogDialect
 from mtp_audit.report import Evidence, Finding, Location
 from mtp_audit.report.rules import get_rule
-from mtp_audit.engines.base import LogDialect
 from mtp_audit.runtime.command import dialects
 from mtp_audit.runtime.extract import Crash, LogFacts, strip_prefixes
 

@@ -173,9 +173,10 @@ def run_budget(budget: RunBudget | None = None) -> Iterator[RunBudget]:
     if outer is not None:
         yield outer
         return
-    token = _RUN.set(budget or RunBudget.from_env())
+    run = budget or RunBudget.from_env()
+    token = _RUN.set(run)
     try:
-        yield _RUN.get()  # type: ignore[misc]
+        yield run
     finally:
         _RUN.reset(token)
 

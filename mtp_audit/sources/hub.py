@@ -48,7 +48,7 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from mtp_audit.errors import InputError
 from mtp_audit.progress import Progress
@@ -357,7 +357,7 @@ class HubSource(CheckpointSource):
         self._lock = threading.Lock()
         self._json_memo: dict[str, Any] = {}
         self._header_memo: dict[str, ShardHeader | ReadProblem] = {}
-        self._snapshot: LocalSource | None | bool = None
+        self._snapshot: LocalSource | Literal[False] | None = None
         #: file -> where its bytes came from: "hub", "hf-cache" or "mtp-audit-cache".
         self.served_from: dict[str, str] = {}
 
@@ -429,7 +429,7 @@ class HubSource(CheckpointSource):
         then one ``GET`` (none offline). Parsed by :func:`mtp_audit.sources.bounded.read_json_bounded`, exactly
         as locally. A file fetched from the hub that parsed is also put into the Hugging Face cache
         (:func:`mtp_audit.sources.hubcache.fill_hf_cache`; only from the hub that cache belongs to:
-        :meth:`_fills_hf_cache`), so ``hf cache scan``, transformers offline and ``--offline`` audits see it.
+        :meth:`_hf_fill_dir`), so ``hf cache scan``, transformers offline and ``--offline`` audits see it.
 
         Raises:
             ReadProblem: missing, offline and not cached, network failure, too large or invalid JSON.
@@ -459,8 +459,8 @@ class HubSource(CheckpointSource):
             value = self._parse_json_bytes(rel, data)
             if self.cache is not None:  # only once it parsed: a proxy's HTML "200" is never cached
                 self.cache.put_file(self.repo, self.commit, rel, data)
-            if self._fills_hf_cache():  # the whole file, as huggingface_hub would have stored it
-                fill_hf_cache(self.hf_cache_dir, self.repo, self.commit, rel, data, self.revision)
+            if (hf_dir := self._hf_fill_dir()) is not None:  # the whole file, as huggingface_hub would have stored it
+                fill_hf_cache(hf_dir, self.repo, self.commit, rel, data, self.revision)
             origin = "hub"
         _LOG.debug("%s: %s from %s", self.display, rel, origin)
         with self._lock:
@@ -468,11 +468,13 @@ class HubSource(CheckpointSource):
             self.served_from[rel] = origin
         return value
 
-    def _fills_hf_cache(self) -> bool:
-        """Whether files fetched here go into the Hugging Face cache: only from the hub huggingface_hub itself uses
-        with that cache (``HF_ENDPOINT``, else huggingface.co). The cache has no notion of endpoint, so another
-        endpoint's answers (a mirror, a test hub) would later be served as that hub's."""
-        return self.hf_cache_dir is not None and self.endpoint == str(hub_constants().ENDPOINT).rstrip("/")
+    def _hf_fill_dir(self) -> Path | None:
+        """The Hugging Face cache folder files fetched here go into, or ``None`` when they do not: only from the hub
+        huggingface_hub itself uses with that cache (``HF_ENDPOINT``, else huggingface.co). The cache has no notion
+        of endpoint, so another endpoint's answers (a mirror, a test hub) would later be served as that hub's."""
+        if self.hf_cache_dir is not None and self.endpoint == str(hub_constants().ENDPOINT).rstrip("/"):
+            return self.hf_cache_dir
+        return None
 
     def _cached_json(self, rel: str) -> Any:
         """The parsed value of ``rel`` from the mtp-audit cache, or :data:`_MISS` when there is no valid
@@ -752,8 +754,8 @@ def _offline_listing(repo: str, commit: str, hf_cache_dir: Path, cache: HubCache
     snap = hf_cache_dir / f"models--{repo.replace('/', '--')}" / "snapshots" / commit
     if snap.is_dir():
         local = LocalSource(snap, display=display)
-        files = set(local.list_files())
-        for rel in sorted(files):
+        found = set(local.list_files())
+        for rel in sorted(found):
             if rel.endswith(".safetensors.index.json"):
                 try:
                     index = local.read_json(rel)
@@ -764,8 +766,8 @@ def _offline_listing(repo: str, commit: str, hf_cache_dir: Path, cache: HubCache
                     parent = rel.rpartition("/")[0]
                     for shard in weight_map.values():
                         if isinstance(shard, str) and contained_relpath(shard) is not None:
-                            files.add(f"{parent}/{shard}" if parent else shard)
-        return tuple(sorted(files)), False
+                            found.add(f"{parent}/{shard}" if parent else shard)
+        return tuple(sorted(found)), False
     raise NotCached(
         display,
         f"offline, and nothing of commit {commit} is cached (no file list in the mtp-audit cache, no "

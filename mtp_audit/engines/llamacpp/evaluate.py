@@ -11,7 +11,14 @@ from typing import Any
 
 from mtp_audit.engines.llamacpp import rules as R
 from mtp_audit.engines.llamacpp import tables as T
-from mtp_audit.engines.llamacpp.command import OPTION_FLAGS, BuildInfo, LlamaCommand, parse_command, shell_join, split_types
+from mtp_audit.engines.llamacpp.command import (
+    OPTION_FLAGS,
+    BuildInfo,
+    LlamaCommand,
+    parse_command,
+    shell_join,
+    split_types,
+)
 from mtp_audit.report import Evidence, Finding, Gap, Location
 
 ANALYZER = "launch"  # gaps sit in the launch report (the rules are registered under R.ANALYZER)
@@ -138,7 +145,7 @@ def _mtp_asked(cmd: LlamaCommand, fork: T.Fork) -> bool:
 
 def _head_unused(ev: Evaluation, cmd: LlamaCommand, build: BuildInfo | None, head: GGUFView | None, fork: T.Fork,
                  model: GGUFView | None) -> None:
-    if head is None or _mtp_asked(cmd, fork):
+    if head is None or head.entry is None or _mtp_asked(cmd, fork):  # a head has nextn blocks, so an entry
         return
     given = (f"--spec-type is {', '.join(cmd.spec_names)}" if cmd.spec_types else
              "there is no --spec-type (--spec-default is an n-gram preset)" if cmd.spec_default else
@@ -210,7 +217,7 @@ def _n_max(ev: Evaluation, cmd: LlamaCommand, build: BuildInfo | None, head: GGU
         ev.findings.append(R.MTP607.finding(f"--spec-draft-n-max is not set: the draft length is {text}", _loc(cmd, None),
                                             evidence=[Evidence("source", src)]))
     heads = head.declared or head.heads if head else 0
-    if row is not None and row.heads_chained and cmd.n_max is not None and heads and cmd.n_max > heads:
+    if head is not None and row is not None and row.heads_chained and cmd.n_max is not None and heads and cmd.n_max > heads:
         ev.findings.append(R.MTP606.finding(
             f"--spec-draft-n-max {cmd.n_max} but {head.arch} chains {heads} MTP heads: n_max is clamped to {heads}",
             _loc(cmd, "n_max")))
@@ -308,7 +315,7 @@ def _facts(cmd: LlamaCommand, build: BuildInfo | None, model: GGUFView | None, d
         "engine": fork.name,
         "build": build.build if build else None,
         "spec_types": cmd.spec_names or ["none"],
-        "mtp_head": f"{head.entry['name']} ({head.flag})" if head else None,
+        "mtp_head": f"{head.entry['name']} ({head.flag})" if head and head.entry else None,
         "mtp_runs": runs,
         "n_max": cmd.n_max,
         "parallel": cmd.parallel or 1,

@@ -14,7 +14,16 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mtp_audit.engines.base import DraftMemory, DraftQuestion, Engine, EngineOutcome, Fp4Verdict, KernelQuestion, LaunchRequest, LogDialect
+from mtp_audit.engines.base import (
+    DraftMemory,
+    DraftQuestion,
+    Engine,
+    EngineOutcome,
+    Fp4Verdict,
+    KernelQuestion,
+    LaunchRequest,
+    LogDialect,
+)
 from mtp_audit.engines.llamacpp import parity as P
 from mtp_audit.engines.llamacpp.command import BuildInfo, is_llamacpp, parse_build, parse_command, shell_join
 from mtp_audit.engines.llamacpp.evaluate import ANALYZER, GGUFView, evaluate

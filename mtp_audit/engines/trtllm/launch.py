@@ -11,12 +11,21 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.engines.argv import shell_join
-from mtp_audit.engines.base import DraftMemory, DraftQuestion, Engine, EngineOutcome, Fp4Verdict, KernelQuestion, LaunchRequest, LogDialect
-from mtp_audit.engines.trtllm import parity as P
+from mtp_audit.engines.base import (
+    DraftMemory,
+    DraftQuestion,
+    Engine,
+    EngineOutcome,
+    Fp4Verdict,
+    KernelQuestion,
+    LaunchRequest,
+    LogDialect,
+)
 from mtp_audit.engines.outcome import COULD_NOT_TELL, mtp_errors_as_warnings, verdict, verdict_sentence
 from mtp_audit.engines.trtllm import knowledge as K
-from mtp_audit.engines.trtllm.memory import check_mtp_memory
+from mtp_audit.engines.trtllm import parity as P
 from mtp_audit.engines.trtllm.command import TrtllmCommand, parse_trtllm_command, trtllm_entry
+from mtp_audit.engines.trtllm.memory import check_mtp_memory
 from mtp_audit.engines.trtllm.rules import RULES_BY_ID
 from mtp_audit.errors import InputError
 from mtp_audit.known import Known
@@ -448,7 +457,7 @@ def corrected_command(ctx: TCtx) -> list[str] | None:
     declared = list(K.VALUE_OPTIONS) + list(K.FLAG_OPTIONS)
     out: list[str] = []
     skip = False
-    for i, tok in enumerate(ctx.cmd.argv):
+    for tok in ctx.cmd.argv:
         if skip:
             skip = False
             continue

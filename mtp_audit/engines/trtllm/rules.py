@@ -8,12 +8,13 @@ folder through :mod:`mtp_audit.launch.examples`.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from mtp_audit.report import Severity
 from mtp_audit.report.rules import Example, Rule
 from mtp_audit.synth.launch import SM120_ENV, checkpoint_files, env_dump
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 _LLM_ARGS = "NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm_args.py@0004396720054fd8e205cbf616f21f0b57c6b412"
 _SERVE = "NVIDIA/TensorRT-LLM tensorrt_llm/commands/serve.py@00209af149e7774406881a37283dce303571eb11"
 _TS = ("trtllm-serve", "ckpt")
@@ -44,8 +45,8 @@ def _files(spec: dict[str, object] | None = None, *, env: str = SM120_ENV, mtp: 
     return out
 
 
-def _ex(fires: bool, note: str, args: tuple[str, ...], **files: object) -> Example:
-    return Example(fires=fires, files=lambda: _files(**files), args=args, note=note)  # type: ignore[arg-type]
+def _ex(fires: bool, note: str, args: tuple[str, ...], **files: Any) -> Example:
+    return Example(fires=fires, files=lambda: _files(**files), args=args, note=note)
 
 
 def R(id: str, name: str, sev: Severity, summary: str, what: str, why: str, fix: str, sources: tuple[str, ...], basis: str,
@@ -96,7 +97,7 @@ RULES: tuple[Rule, ...] = (
        _LLM_ARGS + " MTPDecodingConfig.num_nextn_predict_layers (auto-populated from the pretrained config)"), "code",
       (_ex(True, "checkpoint without MTP, decoding_type MTP", _CFG, spec=_MTP, mtp=False),
        _ex(False, "checkpoint with MTP", _CFG, spec=_MTP))),
-    R("MTP704", "trtllm-draft-len-reuses-layers", I, "max_draft_len is above the checkpoint's MTP layers: layers are reused",
+    R("MTP704", "trtllm-draft-len-reuses-layers", INFO, "max_draft_len is above the checkpoint's MTP layers: layers are reused",
       "max_draft_len larger than the checkpoint's MTP layer count.",
       "With one MTP layer TensorRT-LLM runs MTP-Eagle (the one layer drafts every position); with several it runs vanilla "
       "MTP and reuses the layers by modulo. Acceptance falls with each reused position, so a long draft can cost more than "
@@ -263,7 +264,7 @@ RULES = RULES + (
 )
 
 RULES = RULES + (
-    R("MTP719", "trtllm-mtp-memory-per-gpu", I, "Memory the MTP layers' weights take on each GPU at load",
+    R("MTP719", "trtllm-mtp-memory-per-gpu", INFO, "Memory the MTP layers' weights take on each GPU at load",
       "decoding_type MTP: the checkpoint's MTP bytes (exact from safetensors headers, else estimated from config) over "
       "the tensor-parallel size (--tp_size or the YAML's tensor_parallel_size), against the smallest GPU the machine "
       "shows: info below 10% of a GPU, warning from 10%, error above it. The figure is the load-time peak; the steady "

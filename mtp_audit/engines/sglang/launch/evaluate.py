@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mtp_audit.errors import InputError
-from mtp_audit.engines.sglang.startup_facts import grounded, guard_value, predict_asserts, predict_overrides
+from mtp_audit.engines.base import Analyzers
+from mtp_audit.engines.outcome import fmt_bytes, loc_of, mtp_errors_as_warnings
 from mtp_audit.engines.sglang.launch.command import (
     ENTRY_LAUNCH_SERVER,
     LaunchCommand,
@@ -41,13 +41,11 @@ from mtp_audit.engines.sglang.launch.context import (
     Ctx,
     ckpt_fp4,
 )
-from mtp_audit.engines.outcome import fmt_bytes, loc_of
 from mtp_audit.engines.sglang.launch.correct import corrected_command
 from mtp_audit.engines.sglang.launch.spec_hook_replay import check_speculative_hook
-from mtp_audit.engines.base import Analyzers
-from mtp_audit.engines.outcome import mtp_errors_as_warnings
+from mtp_audit.engines.sglang.startup_facts import grounded, guard_value, predict_asserts, predict_overrides
+from mtp_audit.errors import InputError
 from mtp_audit.report import Evidence, Gap, Report, Severity
-
 
 _ENV_INTEREST = re.compile(r"NEXTN|MTP|SPEC|FP4")
 _TRUTHY = ("1", "true", "yes", "on")
@@ -158,8 +156,11 @@ def resolve_model_overrides(ctx: Ctx) -> None:
     # asserts run after every resolution: only a value the user gave explicitly is known to reach them, and only an
     # assert whose guard certainly holds is a prediction (a guard on a local name of the hook is not told)
     cli = ctx.sg.get("cli_arguments") or {}
-    given = {**PHASES_NOT_GIVEN, **{(cli.get(o.flag) or {}).get("dest"): o.value for o in ctx.cmd.options if o.value is not None}}
-    given.pop(None, None)  # an option without a declared dest (a tree the parser could not read) names no field
+    given: dict[str, Any] = dict(PHASES_NOT_GIVEN)
+    for o in ctx.cmd.options:
+        dest = (cli.get(o.flag) or {}).get("dest") if o.value is not None else None
+        if dest is not None:  # an option without a declared dest (a tree the parser could not read) names no field
+            given[dest] = o.value
     # a prediction only when the guard holds on the machine and the model alone (the command's flags hidden): an
     # assert whose guard is only about flags, or that has none, sits in a helper whose callers decide whether it runs
     # (0.5.23 mamba_hook.py:161 validate_mamba_no_buffer; 0.5.20 deepseek_v4_hook.py:189, DeepSeek-V4 models only)
@@ -706,6 +707,30 @@ def _model_files(ctx: Ctx) -> set[str]:
     return out
 
 
+#: Rewrites as ``(item text, the condition evaluator's reasons)``.
+_Rewrites = list[tuple[str, tuple[str, ...]]]
+
+
+def _split_rewrites(mine: list[dict[str, Any]], known: Known) -> tuple[_Rewrites, _Rewrites, _Rewrites]:
+    """The rewrites an environment variable guards, by whether their condition holds for this launch:
+    ``(applied, ignored, unknown)``; a rewrite in a hook function is at most unknown (earlier returns are not
+    recorded)."""
+    applied: _Rewrites = []
+    ignored: _Rewrites = []
+    unknown: _Rewrites = []
+    for r in mine:
+        res = evaluate(r.get("condition", ""), known)
+        item = f"{r['argument']} -> {', '.join(r['to'])} ({r['location']})"
+        value = res.value
+        if value is True and r.get("shape") not in COMPLETE_CONDITION_SHAPES:
+            # a hook function may return before this line (0.5.23 _deepseek_spec_moe_resolution returns {}
+            # unless DeepSeek family on ROCm); those guards are not part of the recorded condition
+            value = None
+            item += " (in a hook function: earlier returns are not recorded)"
+        (applied if value is True else ignored if value is False else unknown).append((item, res.reasons))
+    return applied, ignored, unknown
+
+
 def check_env(ctx: Ctx) -> None:
     """MTP309: environment variables of the launch that this SGLang reads, what they change, and
     whether they are ignored for this GPU / model."""
@@ -743,22 +768,12 @@ def check_env(ctx: Ctx) -> None:
         e = reads[name]
         mine = [r for r in rewrites if re.search(rf"\b{re.escape(name)}\b", r.get("condition") or "")]
         evs = [Evidence("read at", loc) for loc in e.get("read", [])[:6]]
-        applied, ignored, unknown = [], [], []
-        for r in mine:
-            res = evaluate(r.get("condition", ""), known)
-            item = f"{r['argument']} -> {', '.join(r['to'])} ({r['location']})"
-            value = res.value
-            if value is True and r.get("shape") not in COMPLETE_CONDITION_SHAPES:
-                # a hook function may return before this line (0.5.23 _deepseek_spec_moe_resolution returns {}
-                # unless DeepSeek family on ROCm); those guards are not part of the recorded condition
-                value = None
-                item += " (in a hook function: earlier returns are not recorded)"
-            (applied if value is True else ignored if value is False else unknown).append((item, res.reasons))
+        applied, ignored, unknown = _split_rewrites(mine, known)
         other_reads = [loc for loc in e.get("read", []) if not any(_near(loc, r) for r in mine)]
         model_reads = [loc for loc in other_reads if "/srt/models/" in loc]
         other_model = [loc for loc in model_reads if loc.split(":")[0] not in files]
         rest = [loc for loc in other_reads if loc not in model_reads]
-        for item, reasons in applied:
+        for item, _ in applied:
             evs.append(Evidence("applies", item))
         for item, reasons in ignored:
             evs.append(Evidence("does not apply", f"{item}: {'; '.join(r for r in reasons if name not in r)}"))
@@ -920,7 +935,8 @@ def _linear_attention(ctx: Ctx, cwd: Path) -> None:
     cfg, why = read_model_config(ctx.model_path, cwd)
     ctx.linear_attention, ctx.linear_attention_note = (linear_attention_kind(cfg), None) if cfg is not None else (None, why)
     if cfg is not None:
-        text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else {}
+        text_config = cfg.get("text_config")
+        text = text_config if isinstance(text_config, dict) else {}
         ctx.model_types = [t for t in (cfg.get("model_type"), text.get("model_type")) if isinstance(t, str) and t]
         archs = cfg.get("architectures")
         if isinstance(archs, list) and archs and isinstance(archs[0], str):

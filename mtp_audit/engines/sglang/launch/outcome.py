@@ -14,6 +14,7 @@ from typing import Any
 from mtp_audit.engines.outcome import COULD_NOT_TELL, FIX_FIRST, GO, VERDICT_RANK, fp4_text, verdict, verdict_sentence
 from mtp_audit.report import Finding, Gap, Severity
 
+
 def _backend(pf: dict[str, Any], key: str, fp4: str | None, audited: bool = True) -> str:
     r = (pf.get("resolved") or {}).get(key)
     if r and r.get("value"):
