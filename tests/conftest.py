@@ -6,6 +6,13 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# The default test run draws the same hypothesis examples on every machine (a clean clone gets the answer CI got);
+# MTP_AUDIT_FUZZ_EXAMPLES (the long fuzz runs, docs/fuzzing.md) explores new ones.
+settings.register_profile("repeatable", derandomize=True, database=None)
+settings.register_profile("explore", database=None)
+settings.load_profile("explore" if os.environ.get("MTP_AUDIT_FUZZ_EXAMPLES") else "repeatable")
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"
