@@ -11,23 +11,32 @@ that runs the CLI in-process keeps its own logging as it was.
 from __future__ import annotations
 
 import contextlib
-import logging
 import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import logging
 
 _ROOT = "mtp_audit"
 
 
-class _StderrHandler(logging.StreamHandler):
-    """Writes to whatever ``sys.stderr`` is at the time of the record (a test's capture, a redirected stream)."""
+def _handler_class() -> Any:
+    """The stderr handler class (``logging`` is imported only when a command asks for ``-v``)."""
+    import logging
 
-    def __init__(self) -> None:
-        super().__init__(sys.stderr)
+    class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+        """Writes to whatever ``sys.stderr`` is at the time of the record (a test's capture, a redirected stream)."""
 
-    def emit(self, record: logging.LogRecord) -> None:
-        self.stream = sys.stderr
-        if self.stream is not None:
-            super().emit(record)
+        def __init__(self) -> None:
+            super().__init__(sys.stderr)
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.stream = sys.stderr
+            if self.stream is not None:
+                super().emit(record)
+
+    return _StderrHandler
 
 
 _STATE: dict[str, object] = {}
@@ -35,11 +44,15 @@ _STATE: dict[str, object] = {}
 
 def set_verbosity(count: int) -> None:
     """Show the package's records at INFO (``count`` 1) or DEBUG (2 or more) until the command ends; 0: none."""
+    if count <= 0 and "handler" not in _STATE:
+        return  # nothing shown and nothing to undo: logging is not even imported
+    import logging
+
     logger = logging.getLogger(_ROOT)
     _remove(logger)
     if count <= 0:
         return
-    handler = _StderrHandler()
+    handler = _handler_class()()
     handler.setFormatter(logging.Formatter("mtp-audit: %(name)s: %(message)s"))
     _STATE.update(handler=handler, level=logger.level, propagate=logger.propagate)
     logger.addHandler(handler)
@@ -48,6 +61,8 @@ def set_verbosity(count: int) -> None:
 
 
 def _remove(logger: logging.Logger) -> None:
+    import logging
+
     handler = _STATE.pop("handler", None)
     if isinstance(handler, logging.Handler):
         logger.removeHandler(handler)
@@ -62,4 +77,7 @@ def scoped() -> Iterator[None]:
     try:
         yield
     finally:
-        _remove(logging.getLogger(_ROOT))
+        if "handler" in _STATE:
+            import logging
+
+            _remove(logging.getLogger(_ROOT))
