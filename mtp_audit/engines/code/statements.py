@@ -221,7 +221,9 @@ class Replay:
         if isinstance(node, ast.Subscript) and ast.unparse(node.value).split(".")[-1] == "Literal":
             elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             vals = [self._static(e) for e in elts]
-            return ("__literal__", tuple(vals)) if all(v is not UNKNOWN for v in vals) else UNKNOWN
+            # a Literal nested in a Literal is flattened, as typing does (Literal[Literal["a"], "b"] == Literal["a", "b"])
+            flat = [x for v in vals for x in (v[1] if isinstance(v, tuple) and len(v) == 2 and v[0] == "__literal__" else (v,))]
+            return ("__literal__", tuple(flat)) if all(v is not UNKNOWN for v in vals) else UNKNOWN
         if isinstance(node, ast.Name):
             return self.globals.get(node.id, UNKNOWN)
         try:
@@ -757,12 +759,18 @@ class Replay:
             except HookRaise as exc:
                 p.raised = Raised(exc.type, exc.message, exc.location or self.loc(n))
                 raise _Exit() from None
+            except HookLost as exc:
+                p.lost = p.lost or exc.why
+                raise _Exit() from None
         hook = self.hooks.get(callee) or (self.hooks.get(f[1]) if isinstance(f, tuple) and len(f) == 2 and f[0] == "__ref__" else None)
         if hook is not None:
             try:
                 return hook(self, p, args, kwargs, n)
             except HookRaise as exc:
                 p.raised = Raised(exc.type, exc.message, exc.location or self.loc(n))
+                raise _Exit() from None
+            except HookLost as exc:
+                p.lost = p.lost or exc.why
                 raise _Exit() from None
         if callee.split(".")[0] in _LOG_NAMES:
             msg = self.text(n.args[0], p) if n.args else ""
@@ -848,6 +856,15 @@ class HookRaise(Exception):
     def __init__(self, type_: str, message: str, location: str | None = None) -> None:
         super().__init__(message)
         self.type, self.message, self.location = type_, message, location
+
+
+class HookLost(Exception):
+    """Raised by a hook or a :class:`Native`: the replay cannot follow this call (``why``: a module the engine moved,
+    a call whose outcomes it does not decide); the path is marked ``lost`` with ``why`` (could not tell, never a guess)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
 
 
 def _methods_with_bases(node: ast.ClassDef, classes: Mapping[str, ast.ClassDef], depth: int = 0) -> dict[str, ast.FunctionDef]:

@@ -493,13 +493,38 @@ def pick_proposer(ctx: VCtx) -> None:
                 maybe.append(p)
         out[r] = {"class": picked["class"] if picked else None, "location": picked["location"] if picked else None,
                   "unless": [f"{p['class']} {p['when']} ({p['location']})" for p in maybe]}
-        if picked is None and not maybe and not (which == "auto" and _other_runner_has(vf, r, ctx.method)):
+        unread = dispatch_unread(vf, r) if picked is None and not maybe else None
+        if unread is not None and not (which == "auto" and _other_runner_has(vf, r, ctx.method)):
+            # the file that would say which proposer runs is gone or has a shape the scan does not know: that is "could
+            # not tell", never "vLLM refuses" (0.34.0 has no gpu_model_runner.py; its V2 runner resolves
+            # speculator_config.speculator_class by qualname)
+            ctx.gap(f"could not tell: vLLM {ctx.version} moved the proposer dispatch ({unread}): which proposer runs method "
+                    f"{ctx.method!r}, and whether the {r.upper()} runner has one, is not decided", blocking=True)
+        elif picked is None and not maybe and not (which == "auto" and _other_runner_has(vf, r, ctx.method)):
             # with the runner chosen automatically, a method the V2 runner lacks runs on V1 (0.24.0 vllm/config/vllm.py:522-548
             # use_v2_model_runner falls back, logged); only a method neither runner dispatches is refused
             ctx.reject(f"the {r.upper()} runner has no proposer for method {ctx.method!r}",
                        evidence=[Evidence(f"{r} dispatch", ", ".join(sorted(((vf.get('proposers') or {}).get(r) or {}))) or "none")],
                        remediation="use a method this vLLM's runner dispatches (mtp-audit vllm lists proposers)")
     ctx.proposer = out
+
+
+#: the runner files :func:`pick_proposer` reads a proposer dispatch from (``facts.vllm.files`` roles)
+DISPATCH_FILES = {"v1": ("runner_v1", "vllm/v1/worker/gpu_model_runner.py"), "v2": ("runner_v2", "vllm/v1/worker/gpu/spec_decode/__init__.py")}
+
+
+def dispatch_unread(vf: dict[str, Any], runner: str) -> str | None:
+    """Why the proposer dispatch of ``runner`` (``"v1"``/``"v2"``) cannot be read from this tree, or ``None`` when it
+    was: its file is not in the tree (0.34.0 removed ``vllm/v1/worker/gpu_model_runner.py``), or the file constructs no
+    ``XProposer(...)`` / ``XSpeculator(...)`` by name for any method (0.34.0's ``init_speculator`` resolves
+    ``speculator_class`` by qualname, ``vllm/v1/worker/gpu/spec_decode/__init__.py:18-48``)."""
+    role, default = DISPATCH_FILES[runner]
+    rel = (vf.get("files") or {}).get(role)
+    if rel is None:
+        return f"{default} is not in this tree"
+    if not ((vf.get("proposers") or {}).get(runner) or {}):
+        return f"{rel} constructs no proposer class by name"
+    return None
 
 
 def _other_runner_has(vf: dict[str, Any], runner: str, method: Any) -> bool:

@@ -312,6 +312,8 @@ class _Hooks:
         self.k = known
         self.sources = sources
         self.eagle_rel, self.eagle_src = eagle_rel, sources.get(eagle_rel or "")
+        #: the speculator-package link of a 0.34.0+ release (:func:`_link`), else ``None``
+        self.link: Any = None
 
     def table(self) -> dict[str, Any]:
         return {"ModelConfig": self.model_config, "EAGLEConfig": self.eagle_config, "self.update_arch_": self.update_arch,
@@ -408,7 +410,7 @@ def replay_spec_config(view: Any, known: LaunchKnowns) -> SpecReplay:
     if module is None:
         return SpecReplay(gap=f"{rel}: {problem}", rel=rel)
     eagle_rel = "vllm/transformers_utils/configs/eagle.py"
-    hooks = _Hooks(known, eagle_rel, dict(getattr(view, "sources", {}) or {}))
+    hooks = _Hooks(known, eagle_rel, getattr(view, "sources", None) or {})
     r = Replay(module, rel, cls="SpeculativeConfig", hooks=hooks.table())
     if "__post_init__" not in r.methods:
         return SpecReplay(gap=f"{rel}: SpeculativeConfig has no __post_init__ to replay", rel=rel)
@@ -418,14 +420,141 @@ def replay_spec_config(view: Any, known: LaunchKnowns) -> SpecReplay:
     self_obj.attrs["target_model_config"] = _target_obj(known)
     self_obj.attrs["target_parallel_config"] = Obj("ParallelConfig")
     self_obj.attrs.setdefault("draft_model_config", None)
+    link = _link(view, module, r, hooks)
+    if link is not None:
+        for m, value in link.spec_proxy.attrs.items():
+            self_obj.attrs.setdefault(m, value)
+        self_obj.attrs["target_model_config"].attrs["speculator_config_class"] = declared_speculator(view, known.target.architectures)
     try:
+        if link is not None:
+            refused = _field_validators(r, link, self_obj, known.spec)
+            if refused is not None:
+                return SpecReplay(paths=[refused], rel=rel)
         paths = r.call("__post_init__", self_obj)
         out = [p for p in paths if p.raised is not None or p.lost is not None]
         live = [p for p in paths if p.raised is None and p.lost is None]
+        if link is not None:
+            live = [_with_speculator_config(r, p) for p in live]
         out += r.run_on("_verify_args", live) if live and "_verify_args" in r.methods else live
     except RecursionError:
         return SpecReplay(gap=f"{rel}: SpeculativeConfig.__post_init__ nests too deeply to replay", rel=rel)
     return SpecReplay(paths=out, rel=rel)
+
+
+def _link(view: Any, module: Any, r: Replay, hooks: _Hooks) -> Any:
+    """The :class:`~mtp_audit.engines.vllm.launch.speculators.SpeculatorLink` of a release whose ``SpeculativeConfig``
+    module imports from the speculator package (0.34.0+), with the replay's ``self`` given its methods as values; ``None``
+    for a release that keeps the per-method logic in the class (0.33.0 and before: nothing changes for them)."""
+    from mtp_audit.engines.vllm.launch.speculators import SpeculatorLink
+
+    version = str(((view.report.facts.get("vllm") or {}).get("version")) or "?")
+    link = SpeculatorLink(getattr(view, "sources", None) or {}, r.hooks, r, version, lambda archs: declared_speculator(view, archs))
+    if not link.bind_imports(r, module):
+        return None
+    base = r.hooks["ModelConfig"]
+
+    def model_config(rp: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
+        obj = base(rp, p, args, kwargs, n)
+        hf = obj.get("hf_config") if isinstance(obj, Obj) else None
+        obj.attrs["speculator_config_class"] = declared_speculator(view, hf.get("architectures") if isinstance(hf, Obj) else R_UNKNOWN)
+        return obj
+
+    for hooks_of in [r.hooks] + [x.hooks for x in link.replays.values() if x is not None]:
+        hooks_of["ModelConfig"] = model_config
+    link.hooks["ModelConfig"] = model_config
+    hooks.link = link
+    return link
+
+
+def _field_validators(r: Replay, link: Any, self_obj: Obj, spec: dict[str, Any]) -> Path | None:
+    """Run the class's ``@field_validator("x")`` methods on the given keys before ``__post_init__`` (pydantic validates
+    fields first: 0.34.0 ``_validate_method``, ``speculative.py:1623-1635``, refuses an unknown method name); the path
+    that raised, else ``None`` (a known returned value replaces the given one)."""
+    import ast as _ast
+
+    for name, fn in r.methods.items():
+        fields = [a.value for d in fn.decorator_list if isinstance(d, _ast.Call) and _ast.unparse(d.func).endswith("field_validator")
+                  for a in d.args if isinstance(a, _ast.Constant)]
+        for f in fields:
+            if f not in spec:
+                continue
+            paths = r.call(name, link.spec_proxy, spec[f])
+            if len(paths) == 1 and paths[0].raised is not None:
+                return paths[0]
+            if len(paths) == 1 and paths[0].lost is None and paths[0].ret is not R_UNKNOWN and not isinstance(paths[0].ret, Obj):
+                self_obj.attrs[f] = paths[0].ret
+    return None
+
+
+def _with_speculator_config(r: Replay, p: Path) -> Path:
+    """``self.speculator_config`` (a property: ``get_speculator_config_class(self)(self)``, 0.34.0 ``speculative.py:1419``)
+    on a path that finished ``__post_init__``: the class value, read by ``_verify_args`` for its class attributes."""
+    import ast as _ast
+
+    p.frames.append({"self": p.bound})
+    try:
+        v = r.ev(_ast.parse("get_speculator_config_class(self)", mode="eval").body, p)
+    except Exception:  # noqa: BLE001 - _Exit: the path ended (raised / lost) while resolving it
+        v = R_UNKNOWN
+    finally:
+        p.frames.pop()
+    if isinstance(p.bound, Obj):
+        p.bound.attrs["speculator_config"] = v
+    return p
+
+
+def declared_speculator(view: Any, archs: Any) -> Any:
+    """The qualname of the ``SpeculatorConfig`` a draft model class declares (``speculator_config_class = X`` in its
+    class body, 0.34.0 ``model_executor/models/registry.py:976-1022``), ``None`` when it declares none, :data:`R_UNKNOWN`
+    when the architecture or its module is not known. The registry's module is followed through the imports that bring
+    the class in (0.34.0 ``vllm/models/qwen3_5/__init__.py`` imports it from ``.nvidia.mtp`` or the older module, by
+    platform): every candidate must agree."""
+    archs_of = getattr(view, "_archs", None) or {}
+    if not isinstance(archs, list) or not archs:
+        return R_UNKNOWN
+    entry = next((archs_of.get(a) for a in archs if a in archs_of), None)
+    if entry is None:
+        return None if archs_of else R_UNKNOWN
+    mod = entry["module"] if "." in entry["module"] else f"vllm.model_executor.models.{entry['module']}"
+    found = _declared_in(getattr(view, "sources", None) or {}, mod, entry["class"], 0)
+    return next(iter(found)) if len(found) == 1 else R_UNKNOWN
+
+
+def _declared_in(sources: Any, dotted: str, cls: str, depth: int) -> set[Any]:
+    """The declarations class ``cls`` of module ``dotted`` can have (a set of qualnames / ``None`` / :data:`R_UNKNOWN`)."""
+    import ast as _ast
+
+    from mtp_audit.engines.vllm.launch.speculators import module_rel
+
+    rel, data = module_rel(dotted, sources)
+    try:
+        tree = _ast.parse(data.decode("utf-8")) if data is not None and depth < 4 else None
+    except (SyntaxError, UnicodeDecodeError, ValueError, MemoryError, RecursionError):
+        tree = None
+    if tree is None:
+        return {R_UNKNOWN}
+    package = dotted if rel.endswith("__init__.py") else dotted.rsplit(".", 1)[0]
+
+    def absolute(st: _ast.ImportFrom) -> str:
+        if not st.level:
+            return st.module or ""
+        base = package.rsplit(".", st.level - 1)[0] if st.level > 1 else package
+        return f"{base}.{st.module}" if st.module else base
+
+    imports = {a.asname or a.name: (absolute(st), a.name) for st in _ast.walk(tree) if isinstance(st, _ast.ImportFrom) for a in st.names}
+    for node in tree.body:
+        if isinstance(node, _ast.ClassDef) and node.name == cls:
+            for st in node.body:
+                if isinstance(st, _ast.Assign) and any(isinstance(t, _ast.Name) and t.id == "speculator_config_class" for t in st.targets):
+                    v = st.value
+                    return {".".join(imports[v.id]) if isinstance(v, _ast.Name) and v.id in imports else R_UNKNOWN}
+            return {None}
+    sources_of = [(absolute(st), a.name) for st in _ast.walk(tree) if isinstance(st, _ast.ImportFrom)
+                  for a in st.names if (a.asname or a.name) == cls]
+    out: set[Any] = set()
+    for m, name in sources_of:
+        out |= _declared_in(sources, m, name, depth + 1)
+    return out or {R_UNKNOWN}
 
 
 def _target_obj(k: LaunchKnowns) -> Obj:
