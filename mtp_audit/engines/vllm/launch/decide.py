@@ -93,6 +93,16 @@ def apply_replay(ctx: Any, model_path: str | None, findings_before: int, gaps_be
                 "speculative config is not decided", blocking=True)
         return rp
     raised = rp.raised
+    if raised is R_UNKNOWN and rp.moved():
+        # the replay could not follow the release (a module, table or class it names is gone, or a call it reached
+        # forks in ways the launch does not decide): could not tell, never the fact-based guess of an older layout
+        _drop_fact_answers(ctx, findings_before, gaps_before)
+        ctx.fails = any(f.rule_id in ("MTP320", "MTP322", "MTP324") and f.severity >= Severity.ERROR for f in ctx.findings)
+        ctx.method, ctx.method_decided, ctx.k = None, False, ctx.k_requested
+        why = rp.moved()[0]
+        ctx.gap(("" if why.startswith("could not tell") else "could not tell: ") + why
+                + ": what vLLM does with this speculative config is not decided", blocking=True)
+        return rp
     if raised is R_UNKNOWN:
         undecided = rp.why()
         ctx.gap("the statement-order replay of SpeculativeConfig does not decide whether vLLM accepts this speculative config: "
@@ -108,12 +118,27 @@ def apply_replay(ctx: Any, model_path: str | None, findings_before: int, gaps_be
         archs = rp.draft_architectures()
         if archs is not R_UNKNOWN:
             ctx.draft["architectures_replayed"] = archs
+        _draft_path(ctx, rp, model_path)
         return rp
     # nothing after the raising statement runs: the n_predict default and the reuse notice (MTP323) never happen
     ctx.findings[findings_before:] = [f for f in ctx.findings[findings_before:] if f.rule_id != "MTP323"]
     ctx.k = ctx.k_requested
     _refuse(ctx, raised, rp)
     return rp
+
+
+def _draft_path(ctx: Any, rp: SpecReplay, model_path: str | None) -> None:
+    """The draft checkpoint the replay built the draft ``ModelConfig`` from, when the fact-based steps did not find it
+    (0.34.0 moved the draft = target default into ``MTPSpeculatorConfig.default_model``)."""
+    from mtp_audit.engines.code.statements import Obj
+
+    if ctx.draft.get("path") is not None:
+        return
+    d = rp.final("draft_model_config")
+    model = d.get("model") if isinstance(d, Obj) else None
+    if isinstance(model, str):
+        ctx.draft["path"], ctx.draft["is_target"] = model, model == model_path
+        ctx.draft_is_target = ctx.draft_is_target or model == model_path
 
 
 def _rejected_before(ctx: Any) -> bool:

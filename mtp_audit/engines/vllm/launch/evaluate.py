@@ -433,6 +433,9 @@ def pick_proposer(ctx: VCtx) -> None:
     vf = ctx.vf or {}
     if ctx.method is None or not ctx.method_decided or ctx.fails:
         return
+    if ctx.replay is not None and getattr(ctx.replay, "linked", False):
+        _speculator_of_class(ctx)
+        return
     runner = vf.get("runner") or {}
     setting = ctx.env.get("VLLM_USE_V2_MODEL_RUNNER")
     oracle = vf.get("v1_oracle")
@@ -507,6 +510,28 @@ def pick_proposer(ctx: VCtx) -> None:
                        evidence=[Evidence(f"{r} dispatch", ", ".join(sorted(((vf.get('proposers') or {}).get(r) or {}))) or "none")],
                        remediation="use a method this vLLM's runner dispatches (mtp-audit vllm lists proposers)")
     ctx.proposer = out
+
+
+def _speculator_of_class(ctx: VCtx) -> None:
+    """The speculator of a release that names it in each ``SpeculatorConfig`` class (0.34.0: the V2 runner's
+    ``init_speculator`` resolves ``speculative_config.speculator_config.speculator_class`` by qualname and raises
+    ``NotImplementedError("<method> is not supported yet.")`` when a class names none,
+    ``vllm/v1/worker/gpu/spec_decode/__init__.py:18-48``)."""
+    from mtp_audit.engines.code.statements import Obj
+
+    cls = ctx.replay.final("speculator_config")
+    qual = cls.get("speculator_class") if isinstance(cls, Obj) else UNKNOWN
+    where = f"{cls.get('__qualname__')}.speculator_class" if isinstance(cls, Obj) else None
+    if isinstance(qual, str):
+        ctx.proposer = {"runner": "v2", "why": f"{cls.name} names it (speculator_class); the V2 runner resolves it by qualname",
+                        "v2": {"class": qual.rsplit(".", 1)[-1], "location": where, "unless": []}}
+    elif qual is None:
+        ctx.reject(f"{cls.name} names no speculator_class, so the model runner's init_speculator raises NotImplementedError("
+                   f"'{ctx.method} is not supported yet.')", evidence=[Evidence("speculator config", str(cls.get("__qualname__")))],
+                   remediation="use a method whose SpeculatorConfig names a speculator (mtp-audit vllm lists them)")
+    else:
+        ctx.gap(f"could not tell: which speculator class vLLM {ctx.version} builds for method {ctx.method!r} (the replay did not "
+                "decide its SpeculatorConfig class)", blocking=False)
 
 
 #: the runner files :func:`pick_proposer` reads a proposer dispatch from (``facts.vllm.files`` roles)

@@ -242,11 +242,19 @@ class SpecReplay:
     Attributes:
         paths: the paths it ended on (one, unless a test it could not decide changed the outcome).
         gap: why it could not replay at all (unparsable or missing source), else ``None``.
+        linked: whether the release keeps per-method logic in the speculator package the replay followed into
+            (0.34.0+, :mod:`mtp_audit.engines.vllm.launch.speculators`).
     """
 
     paths: list[Path] = field(default_factory=list)
     gap: str | None = None
     rel: str | None = None
+    linked: bool = False
+
+    def moved(self) -> list[str]:
+        """Why paths were lost because the release moved something the replay follows ("could not tell: vLLM X moved
+        ..."), and the other lost paths of a linked release."""
+        return [p.lost for p in self.paths if p.lost and (self.linked or "moved" in p.lost)]
 
     def _same(self, get: Any) -> Any:
         vals = [get(p) for p in self.paths]
@@ -429,7 +437,7 @@ def replay_spec_config(view: Any, known: LaunchKnowns) -> SpecReplay:
         if link is not None:
             refused = _field_validators(r, link, self_obj, known.spec)
             if refused is not None:
-                return SpecReplay(paths=[refused], rel=rel)
+                return SpecReplay(paths=[refused], rel=rel, linked=True)
         paths = r.call("__post_init__", self_obj)
         out = [p for p in paths if p.raised is not None or p.lost is not None]
         live = [p for p in paths if p.raised is None and p.lost is None]
@@ -438,7 +446,7 @@ def replay_spec_config(view: Any, known: LaunchKnowns) -> SpecReplay:
         out += r.run_on("_verify_args", live) if live and "_verify_args" in r.methods else live
     except RecursionError:
         return SpecReplay(gap=f"{rel}: SpeculativeConfig.__post_init__ nests too deeply to replay", rel=rel)
-    return SpecReplay(paths=out, rel=rel)
+    return SpecReplay(paths=out, rel=rel, linked=link is not None)
 
 
 def _link(view: Any, module: Any, r: Replay, hooks: _Hooks) -> Any:

@@ -1,0 +1,102 @@
+"""``mtp-audit launch -- vllm serve ...`` on vLLM 0.34.0, which moved the per-method speculative logic into
+``SpeculatorConfig`` classes (``vllm/v1/worker/gpu/spec_decode/<method>/config.py``, named in ``speculator_config.py``'s
+``_CONFIG_BY_METHOD``) and removed ``vllm/v1/worker/gpu_model_runner.py``.
+
+Values checked by hand in the unpacked 0.34.0 wheel: ``MTPSpeculatorConfig.default_model`` makes the target its own draft
+(``mtp/config.py:43-57``), ``hf_config_override`` rewrites Qwen3.5-27B to ``Qwen3_5MTP``, ``speculator_class`` is
+``...mtp.speculator.MTPSpeculator`` (``mtp/config.py:20``); ``DraftModelSpeculatorConfig.default_model`` raises 'num_speculative_tokens
+was provided but without speculative model.' (``speculator_config.py:173``); ``mtp`` on a target without MTP layers
+(Qwen3-30B-A3B) keeps the target class as the draft; ``_validate_method`` refuses an unknown name (``speculative.py:1631``).
+A tree with the deciding file removed is "could not tell: vLLM 0.34.0 moved ...", scoped to the methods that need it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, vllm_wheel
+from mtp_audit.launch import audit_launch
+
+pytestmark = pytest.mark.network
+
+QWEN35 = FIXTURES / "oracle-configs" / "Qwen--Qwen3.5-27B"
+QWEN3 = FIXTURES / "oracle-configs" / "Qwen--Qwen3-30B-A3B"
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory) -> Path:
+    """The 0.34.0 wheel's ``vllm/**/*.py`` unpacked (the launch reads only source)."""
+    root = tmp_path_factory.mktemp("vllm034")
+    with zipfile.ZipFile(vllm_wheel("0.34.0")) as z:
+        z.extractall(root, [n for n in z.namelist() if n.startswith("vllm/") and n.endswith(".py")])
+    return root
+
+
+def _without(tree: Path, tmp_path: Path, rel: str) -> Path:
+    out = tmp_path / "t"
+    shutil.copytree(tree, out)
+    (out / rel).unlink()
+    return out
+
+
+def _launch(root: Path, model: Path, spec: dict):
+    return audit_launch(["vllm", "serve", str(model), "--speculative-config", json.dumps(spec)], vllm=root, environ={}, cwd=model)
+
+
+def _refusals(r) -> list[str]:
+    return [f.message for f in r.findings if f.rule_id == "MTP320"]
+
+
+def test_mtp_on_qwen35_runs_with_the_mtp_speculator(tree: Path) -> None:
+    r = _launch(tree, QWEN35, {"method": "mtp", "num_speculative_tokens": 3})
+    sp = r.facts["launch"]["speculative"]
+    assert _refusals(r) == []
+    assert sp["runs_as"] == "mtp" and sp["num_speculative_tokens"] == 3
+    assert r.facts["launch"]["draft"]["architectures_replayed"] == ["Qwen3_5MTP"]
+    assert "MTPSpeculator" in r.facts["launch"]["summary"]["proposer"]
+
+
+def test_mtp_on_a_target_without_mtp_layers_keeps_the_target_class(tree: Path) -> None:
+    r = _launch(tree, QWEN3, {"method": "mtp", "num_speculative_tokens": 1})
+    assert _refusals(r) == []
+    assert r.facts["launch"]["draft"]["architectures_replayed"] == ["Qwen3MoeForCausalLM"]
+
+
+def test_tokens_without_model_or_method_raise_in_the_draft_model_class(tree: Path) -> None:
+    r = _launch(tree, QWEN35, {"num_speculative_tokens": 1})
+    [msg] = _refusals(r)
+    assert "num_speculative_tokens was provided but without speculative model." in msg
+    assert "(vllm/v1/worker/gpu/spec_decode/speculator_config.py:173)" in msg
+
+
+def test_unknown_method_is_refused(tree: Path) -> None:
+    r = _launch(tree, QWEN35, {"method": "nextn", "num_speculative_tokens": 1})
+    assert len(_refusals(r)) == 1
+
+
+def test_removed_method_config_is_could_not_tell_for_that_method_only(tree: Path, tmp_path: Path) -> None:
+    root = _without(tree, tmp_path, "vllm/v1/worker/gpu/spec_decode/mtp/config.py")
+    r = _launch(root, QWEN35, {"method": "mtp", "num_speculative_tokens": 3})
+    assert _refusals(r) == []
+    gaps = [g for g in r.gaps if "moved" in g.message]
+    assert [g.message for g in gaps] == [
+        "could not tell: vLLM 0.34.0 moved vllm.v1.worker.gpu.spec_decode.mtp.config.MTPSpeculatorConfig "
+        "(vllm/v1/worker/gpu/spec_decode/mtp/config.py is not in this tree or does not parse): what vLLM does with this "
+        "speculative config is not decided"]
+    assert gaps[0].blocking and r.facts["launch"]["speculative"]["runs_as"] is None
+    ngram = _launch(root, QWEN35, {"method": "ngram", "num_speculative_tokens": 3})
+    assert ngram.facts["launch"]["speculative"]["runs_as"] == "ngram" and not any("moved" in g.message for g in ngram.gaps)
+
+
+def test_removed_speculator_table_is_could_not_tell_not_a_refusal(tree: Path, tmp_path: Path) -> None:
+    root = _without(tree, tmp_path, "vllm/v1/worker/gpu/spec_decode/speculator_config.py")
+    r = _launch(root, QWEN35, {"method": "mtp", "num_speculative_tokens": 3})
+    assert _refusals(r) == []
+    moved = [g.message for g in r.gaps if g.blocking and "could not tell: vLLM 0.34.0 moved" in g.message]
+    assert moved and "vllm/v1/worker/gpu/spec_decode/speculator_config.py is not in this tree or does not parse" in moved[0]
+    assert r.facts["launch"]["verdict"] == "could not tell"
