@@ -100,3 +100,16 @@ def test_removed_speculator_table_is_could_not_tell_not_a_refusal(tree: Path, tm
     moved = [g.message for g in r.gaps if g.blocking and "could not tell: vLLM 0.34.0 moved" in g.message]
     assert moved and "vllm/v1/worker/gpu/spec_decode/speculator_config.py is not in this tree or does not parse" in moved[0]
     assert r.facts["launch"]["verdict"] == "could not tell"
+
+
+def test_removed_v1_runner_on_0_33_is_could_not_tell_not_no_proposer(tmp_path: Path) -> None:
+    root = tmp_path / "v33"
+    with zipfile.ZipFile(vllm_wheel("0.33.0")) as z:
+        z.extractall(root, [n for n in z.namelist() if n.startswith("vllm/") and n.endswith(".py")
+                            and n != "vllm/v1/worker/gpu_model_runner.py"])
+    r = audit_launch(["VLLM_USE_V2_MODEL_RUNNER=0", "vllm", "serve", str(QWEN35), "--speculative-config",
+                      json.dumps({"method": "mtp", "num_speculative_tokens": 1})], vllm=root, environ={}, cwd=QWEN35)
+    assert _refusals(r) == []
+    assert [g.message for g in r.gaps if "proposer dispatch" in g.message] == [
+        "could not tell: vLLM 0.33.0 moved the proposer dispatch (vllm/v1/worker/gpu_model_runner.py is not in this tree): "
+        "which proposer runs method 'mtp', and whether the V1 runner has one, is not decided"]

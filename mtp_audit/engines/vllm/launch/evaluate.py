@@ -496,20 +496,28 @@ def pick_proposer(ctx: VCtx) -> None:
                 maybe.append(p)
         out[r] = {"class": picked["class"] if picked else None, "location": picked["location"] if picked else None,
                   "unless": [f"{p['class']} {p['when']} ({p['location']})" for p in maybe]}
-        unread = dispatch_unread(vf, r) if picked is None and not maybe else None
-        if unread is not None and not (which == "auto" and _other_runner_has(vf, r, ctx.method)):
-            # the file that would say which proposer runs is gone or has a shape the scan does not know: that is "could
-            # not tell", never "vLLM refuses" (0.34.0 has no gpu_model_runner.py; its V2 runner resolves
-            # speculator_config.speculator_class by qualname)
-            ctx.gap(f"could not tell: vLLM {ctx.version} moved the proposer dispatch ({unread}): which proposer runs method "
-                    f"{ctx.method!r}, and whether the {r.upper()} runner has one, is not decided", blocking=True)
-        elif picked is None and not maybe and not (which == "auto" and _other_runner_has(vf, r, ctx.method)):
-            # with the runner chosen automatically, a method the V2 runner lacks runs on V1 (0.24.0 vllm/config/vllm.py:522-548
-            # use_v2_model_runner falls back, logged); only a method neither runner dispatches is refused
-            ctx.reject(f"the {r.upper()} runner has no proposer for method {ctx.method!r}",
-                       evidence=[Evidence(f"{r} dispatch", ", ".join(sorted(((vf.get('proposers') or {}).get(r) or {}))) or "none")],
-                       remediation="use a method this vLLM's runner dispatches (mtp-audit vllm lists proposers)")
+        if picked is None and not maybe:
+            _no_proposer(ctx, vf, r, which)
     ctx.proposer = out
+
+
+def _no_proposer(ctx: VCtx, vf: dict[str, Any], r: str, which: str) -> None:
+    """Runner ``r`` dispatches no proposer for the method: could not tell when its dispatch cannot be read
+    (:func:`dispatch_unread`), else MTP320 unless the runner is chosen automatically and the other one has it."""
+    if which == "auto" and _other_runner_has(vf, r, ctx.method):
+        # with the runner chosen automatically, a method the V2 runner lacks runs on V1 (0.24.0 vllm/config/vllm.py:522-548
+        # use_v2_model_runner falls back, logged); only a method neither runner dispatches is refused
+        return
+    unread = dispatch_unread(vf, r)
+    if unread is not None:
+        # the file that would say which proposer runs is gone or has a shape the scan does not know: that is "could
+        # not tell", never "vLLM refuses" (0.34.0 has no gpu_model_runner.py)
+        ctx.gap(f"could not tell: vLLM {ctx.version} moved the proposer dispatch ({unread}): which proposer runs method "
+                f"{ctx.method!r}, and whether the {r.upper()} runner has one, is not decided", blocking=True)
+        return
+    ctx.reject(f"the {r.upper()} runner has no proposer for method {ctx.method!r}",
+               evidence=[Evidence(f"{r} dispatch", ", ".join(sorted(((vf.get('proposers') or {}).get(r) or {}))) or "none")],
+               remediation="use a method this vLLM's runner dispatches (mtp-audit vllm lists proposers)")
 
 
 def _speculator_of_class(ctx: VCtx) -> None:
