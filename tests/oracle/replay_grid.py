@@ -35,7 +35,10 @@ def replay_case(engine: Any, release: Any, analyzers: Any, folder: Path, spec: d
         where = None
         if " (vllm/" in exc:
             where = "vllm/" + exc.rsplit(" (vllm/", 1)[1].split(")", 1)[0]
-        return {"ok": False, "exc_type": exc.split(":", 1)[0] if where else None, "where": where, "message": msg}
+        head = exc.split(":", 1)[0]
+        # a pydantic ValidationError has no vLLM file:line (pydantic raises it); the class is still the first word
+        kind = head if where or (head.isidentifier() and head.endswith("Error")) else None
+        return {"ok": False, "exc_type": kind, "where": where, "message": msg}
     sp, d = f["speculative"], f["draft"]
     if sp.get("runs_as") is None:
         return {"undecided": True, "gaps": [g.message for g in out.gaps if "speculative" in g.message.lower() or "replay" in g.message]}

@@ -146,7 +146,8 @@ _BOUND = object()
 
 
 _BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-        ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
+        ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow, ast.LShift: operator.lshift,
+        ast.RShift: operator.rshift, ast.BitOr: operator.or_, ast.BitAnd: operator.and_}
 _CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Lt: operator.lt,
         ast.LtE: operator.le}
 _STR_METHODS = ("lower", "upper", "startswith", "endswith", "strip", "split", "replace", "removeprefix", "removesuffix",

@@ -73,7 +73,25 @@ def knowns(ctx: Any, model_path: str | None) -> LaunchKnowns:
 
     return LaunchKnowns(spec=spec, target_model=model_path, target=target, target_text_model_type=tcfg.get("text_model_type"),
                         quantization=ctx.cmd.get("--quantization") or ctx.cmd.get("-q"), using_transformers=using_tf,
-                        draft_of=draft_of, registered=registered)
+                        draft_of=draft_of, registered=registered, parallel=parallel_knowns(ctx.cmd))
+
+
+#: ``ParallelConfig`` field -> the ``vllm serve`` options that set it (default 1: ``vllm/config/parallel.py``)
+PARALLEL_FIELDS = {"tensor_parallel_size": ("--tensor-parallel-size", "-tp"),
+                   "decode_context_parallel_size": ("--decode-context-parallel-size", "-dcp")}
+
+
+def parallel_knowns(cmd: Any) -> dict[str, Any]:
+    """The target ``ParallelConfig`` sizes the command fixes, for the draft checks that compare with them
+    (``_verify_and_get_draft_tp``: 0.33.0 / 0.34.0 ``speculative.py``); a value that is not an integer is left out."""
+    out: dict[str, Any] = {}
+    for name, opts in PARALLEL_FIELDS.items():
+        given = next((cmd.get(o) for o in opts if cmd.get(o) is not None), None)
+        if given is None:
+            out[name] = 1
+        elif str(given).strip().isdigit():
+            out[name] = int(str(given).strip())
+    return out
 
 
 def apply_replay(ctx: Any, model_path: str | None, findings_before: int, gaps_before: int) -> SpecReplay | None:
@@ -167,8 +185,9 @@ def _refuse(ctx: Any, raised: Any, rp: SpecReplay) -> None:
     ctx.method = path.bound.get("method") if path.bound is not None else ctx.method
     if ctx.method is R_UNKNOWN:
         ctx.method = None
-    ctx.reject(f"{raised.type}: {raised.message} ({raised.location}) while SpeculativeConfig is built",
-               evidence=[Evidence("raised", f"{raised.type}: {raised.message}", loc_of(raised.location))]
+    where = f"({raised.location})" if raised.location else "(pydantic, validating the fields before __post_init__)"
+    ctx.reject(f"{raised.type}: {raised.message} {where} while SpeculativeConfig is built",
+               evidence=[Evidence("raised", f"{raised.type}: {raised.message}", loc_of(raised.location) if raised.location else None)]
                + [Evidence("replayed from", str(rp.rel))],
                remediation=fix or "change the speculative config so that this statement does not raise")
 

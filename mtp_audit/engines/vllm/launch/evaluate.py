@@ -190,7 +190,7 @@ def _validated(ctx: VCtx, m: Any, k: Any, fix: dict[str, Any]) -> bool:
     if k is not None and not isinstance(k, int):
         ctx.reject(f"num_speculative_tokens={k!r} is not an integer", remediation="give num_speculative_tokens as a JSON number")
         return False
-    if isinstance(m, str) and validated and lit.get("values") and m not in lit["values"]:
+    if isinstance(m, str) and validated and lit.get("values") and m not in lit["values"] and not method_admits_str(ctx):
         better = "mtp" if "mtp" in lit["values"] and (m in (alias.get("members") or []) or m.endswith("_mtp")) else None
         ctx.reject(f"method {m!r} is not one of the {len(lit['values'])} values of the validated {lit.get('name')} Literal "
                    f"({lit.get('location')})" + (f"; {m!r} is in the MTP alias set {alias.get('set')}, which this version's "
@@ -203,6 +203,17 @@ def _validated(ctx: VCtx, m: Any, k: Any, fix: dict[str, Any]) -> bool:
             ctx.spec_fix, ctx.spec_changed = fix, True
         return False
     return True
+
+
+def method_admits_str(ctx: VCtx) -> bool:
+    """Whether the ``method`` field's annotation admits any string besides the Literal (0.34.0 ``method: SpeculativeMethod
+    | str | None``, ``speculative.py:461``: a ``@field_validator("method")`` decides, which the statement replay runs)."""
+    loc = str(((ctx.vf or {}).get("spec_config") or {}).get("method_field") or "")
+    text = getattr(ctx.view, "spec_text", None) or ""
+    line = int(loc.rsplit(":", 1)[1]) if loc.rsplit(":", 1)[-1].isdigit() else 0
+    rows = text.splitlines()
+    ann = rows[line - 1] if 0 < line <= len(rows) else ""
+    return bool(re.search(r"^\s*method\s*:[^=]*\|\s*str\b", ann))
 
 
 def _default_method(ctx: VCtx, ev: Evaluator) -> Any:

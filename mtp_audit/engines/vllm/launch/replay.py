@@ -223,6 +223,8 @@ class LaunchKnowns:
         using_transformers: whether the target runs on the Transformers backend (``--model-impl``), or unknown.
         draft_of: model path -> its :class:`DraftFacts` (``None``: not audited).
         registered: architecture -> registry location, ``None`` when not registered, :data:`R_UNKNOWN` when unknown.
+        parallel: the target ``ParallelConfig`` values the command fixes (``tensor_parallel_size``,
+            ``decode_context_parallel_size``: the given value or vLLM's default 1); a value it does not fix is absent.
     """
 
     spec: dict[str, Any]
@@ -233,6 +235,7 @@ class LaunchKnowns:
     using_transformers: Any
     draft_of: Any
     registered: Any
+    parallel: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -422,12 +425,15 @@ def replay_spec_config(view: Any, known: LaunchKnowns) -> SpecReplay:
     r = Replay(module, rel, cls="SpeculativeConfig", hooks=hooks.table())
     if "__post_init__" not in r.methods:
         return SpecReplay(gap=f"{rel}: SpeculativeConfig has no __post_init__ to replay", rel=rel)
-    self_obj = Obj("SpeculativeConfig", r.field_defaults())
+    self_obj = Obj("SpeculativeConfig", {**computed_defaults(r), **r.field_defaults()})
     for key, value in known.spec.items():
         self_obj.attrs[key] = value
     self_obj.attrs["target_model_config"] = _target_obj(known)
-    self_obj.attrs["target_parallel_config"] = Obj("ParallelConfig")
+    self_obj.attrs["target_parallel_config"] = Obj("ParallelConfig", dict(known.parallel))
     self_obj.attrs.setdefault("draft_model_config", None)
+    refused = pydantic_refusal(r, view, known.spec)
+    if refused is not None:
+        return SpecReplay(paths=[Path(frames=[], bound=self_obj, raised=refused)], rel=rel)
     link = _link(view, module, r, hooks)
     if link is not None:
         for m, value in link.spec_proxy.attrs.items():
@@ -447,6 +453,61 @@ def replay_spec_config(view: Any, known: LaunchKnowns) -> SpecReplay:
     except RecursionError:
         return SpecReplay(gap=f"{rel}: SpeculativeConfig.__post_init__ nests too deeply to replay", rel=rel)
     return SpecReplay(paths=out, rel=rel, linked=link is not None)
+
+
+def computed_defaults(r: Replay) -> dict[str, Any]:
+    """Field defaults written as constant expressions (0.34.0 ``suffix_decoding_corpus_tokens: int = 1 << 20``,
+    ``speculative.py:588``), evaluated by the replay; other fields are left out (they read as unknown)."""
+    import ast as _ast
+
+    out: dict[str, Any] = {}
+    for st in r.class_node.body if r.class_node is not None else []:
+        if isinstance(st, _ast.AnnAssign) and isinstance(st.target, _ast.Name) and isinstance(st.value, _ast.BinOp) \
+                and all(isinstance(x, (_ast.Constant, _ast.BinOp, _ast.operator)) for x in _ast.walk(st.value)):
+            p = Path(frames=[{}])
+            try:
+                v = r.ev(st.value, p)
+            except Exception:  # noqa: BLE001 - a default the replay cannot compute stays unknown
+                continue
+            if isinstance(v, (int, float)) and p.raised is None:
+                out[st.target.id] = v
+    return out
+
+
+def pydantic_refusal(r: Replay, view: Any, spec: dict[str, Any]) -> Any:
+    """What pydantic refuses before ``__post_init__`` runs, when ``SpeculativeConfig`` is a pydantic dataclass made by
+    ``@config`` with ``ConfigDict(extra="forbid")`` (``vllm/config/utils.py``: 0.24.0 :69, 0.33.0 :71, 0.34.0 :72; ``vllm
+    serve`` passes the JSON to ``SpeculativeConfig(**...)``): a key that is not an init field ("Unexpected keyword
+    argument"; a ``field(init=False)`` is not one) and an integer outside a ``Field(gt=/ge=)`` bound ("Input should be
+    greater than ..."). A :class:`Raised` ``ValidationError`` (no ``file:line``: pydantic raises it), else ``None``."""
+    import ast as _ast
+
+    from mtp_audit.engines.code.statements import Raised
+
+    node = r.class_node
+    utils = (getattr(view, "sources", None) or {}).get("vllm/config/utils.py") or b""
+    if node is None or b'extra="forbid"' not in utils or not any(_ast.unparse(d) == "config" for d in node.decorator_list):
+        return None
+    fields: dict[str, Any] = {}
+    for st in node.body:
+        if isinstance(st, _ast.AnnAssign) and isinstance(st.target, _ast.Name) and "ClassVar" not in _ast.unparse(st.annotation):
+            call = st.value if isinstance(st.value, _ast.Call) else None
+            kw = {k.arg: k.value for k in call.keywords} if call is not None else {}
+            if isinstance(kw.get("init"), _ast.Constant) and kw["init"].value is False:
+                continue
+            fields[st.target.id] = {k: kw[k].value for k in ("gt", "ge") if isinstance(kw.get(k), _ast.Constant)}
+    errors = [f"{k}: Unexpected keyword argument" for k in spec if k not in fields]
+    for k, bounds in fields.items():
+        v = spec.get(k)
+        if isinstance(v, int) and not isinstance(v, bool):
+            if "gt" in bounds and not v > bounds["gt"]:
+                errors.append(f"{k}: Input should be greater than {bounds['gt']}")
+            elif "ge" in bounds and not v >= bounds["ge"]:
+                errors.append(f"{k}: Input should be greater than or equal to {bounds['ge']}")
+    if not errors:
+        return None
+    n = len(errors)
+    return Raised("ValidationError", f"{n} validation error{'s' if n > 1 else ''} for SpeculativeConfig: " + "; ".join(errors), None)
 
 
 def _link(view: Any, module: Any, r: Replay, hooks: _Hooks) -> Any:

@@ -106,6 +106,9 @@ class SpeculatorLink:
         """Bind in ``r`` the names ``module`` imports from the speculator package (functions, classes), the resolver and
         ``SpeculativeConfig``'s module constants; whether any speculator-package name was bound."""
         linked = False
+        if r is not self.spec:
+            # ``from vllm.config import SpeculativeConfig`` (at the top, under TYPE_CHECKING, or inside a method)
+            r.globals.setdefault("SpeculativeConfig", self.spec_proxy)
         for local, (mod, name) in _imports(module).items():
             rel = mod.replace(".", "/")
             if rel.startswith(SPEC_PKG.rstrip("/")):
@@ -257,10 +260,17 @@ def _inline(r: Replay, fn: ast.FunctionDef, p: Path, self_obj: Any, args: list[A
     depth = len(p.frames)
     outs = r.block(fn.body, [sub])
     if len(outs) > 1:
-        ends = {(repr(q.raised), repr(q.ret) if q.returned else None, q.lost) for q in outs}
+        ends = {(repr(q.raised), repr(q.ret if q.returned else None), q.lost) for q in outs}
         if len(ends) > 1 or any(q.lost for q in outs):
             raise HookLost(f"{r.rel}:{fn.lineno} {fn.name} ends in {len(outs)} ways the launch does not decide: "
                            + "; ".join(f"{t} ({loc})" for q in outs for t, _b, loc in q.assumed[-2:])[:300])
+        # every path ends the same way: one path goes on, each value the paths left different is unknown
+        for other in outs[1:]:
+            for fa, fb in zip(outs[0].frames[:depth], other.frames[:depth]):
+                for k in fa:
+                    fa[k] = _join(fa[k], fb.get(k, UNKNOWN), set())
+            outs[0].bound = _join(outs[0].bound, other.bound, set())
+            outs[0].assumed = [a for a in outs[0].assumed if a in other.assumed]
     q = outs[0]
     if q is not sub:
         p.frames[:depth] = q.frames[:depth]
@@ -274,6 +284,24 @@ def _inline(r: Replay, fn: ast.FunctionDef, p: Path, self_obj: Any, args: list[A
 
         raise HookRaise(q.raised.type, q.raised.message, q.raised.location)
     return q.ret if q.returned else None
+
+
+def _join(a: Any, b: Any, seen: set[int]) -> Any:
+    """``a`` where ``a`` and ``b`` (the same value on two paths) agree, :data:`UNKNOWN` where they differ; objects are
+    joined attribute by attribute in place."""
+    if isinstance(a, Obj) and isinstance(b, Obj) and a.name == b.name:
+        if id(a) in seen:
+            return a
+        seen.add(id(a))
+        for k in set(a.attrs) | set(b.attrs):
+            a.attrs[k] = _join(a.attrs.get(k, UNKNOWN), b.attrs.get(k, UNKNOWN), seen) if k in a.attrs and k in b.attrs else UNKNOWN
+        return a
+    if isinstance(a, Native) and isinstance(b, Native):
+        return a if a.name == b.name else UNKNOWN
+    try:
+        return a if type(a) is type(b) and repr(a) == repr(b) else UNKNOWN
+    except RecursionError:
+        return UNKNOWN
 
 
 def _class_attr(node: ast.expr, r: Replay, cls: Obj) -> Any:
