@@ -326,6 +326,10 @@ class Replay:
         """Run one statement on one path; the paths it continues as."""
         try:
             if isinstance(st, ast.Expr):
+                if isinstance(st.value, ast.Call):
+                    forked = self._call_paths(st.value, p)
+                    if forked is not None:
+                        return forked
                 self.ev(st.value, p)
                 return [p]
             if isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
@@ -370,6 +374,14 @@ class Replay:
             split = self._split_call(st, p)
             if split is not None:
                 return split
+            forked = self._call_paths(st.value, p)
+            if forked is not None:
+                for q in forked:
+                    if not q.done:
+                        for t in st.targets:
+                            self._store(t, q.ret, q)
+                        q.ret = None
+                return forked
         if isinstance(st, ast.AugAssign):
             v = self._binop(st.op, self.ev(st.target, p), self.ev(st.value, p), st, p)
             targets: list[ast.expr] = [st.target]
@@ -392,6 +404,35 @@ class Replay:
                     return None
                 kwargs.update({str(key): v for key, v in extra.items()})
         return args, kwargs
+
+    def _call_paths(self, n: ast.Call, p: Path) -> list[Path] | None:
+        """A statement that is a call of a followed function (``self.m(...)``, ``Cls.m(...)``, a module function): the
+        callee runs on ``p`` itself, so a test it cannot decide forks the caller (each path keeps what its branch did,
+        ``ret`` the value returned); ``None`` when the callee is not one the replay follows (then it is evaluated as an
+        expression)."""
+        callee = " ".join(ast.unparse(n.func).split())
+        if callee in self.hooks or self._depth >= MAX_DEPTH:
+            return None
+        parts = callee.split(".")
+        fn, self_obj = None, None
+        if len(parts) == 2 and parts[0] in ("self", "cls", self.cls) and parts[1] in self.methods:
+            if isinstance(self._attr(self._name(parts[0], p), parts[1]), Native):
+                return None
+            fn = self.methods[parts[1]]
+            self_obj = self._name(parts[0], p) if parts[0] in ("self", "cls") else None
+        elif len(parts) == 1 and parts[0] in self.functions and parts[0] not in p.frames[-1]:
+            fn = self.functions[parts[0]]
+        if fn is None:
+            return None
+        got = self._arguments(n, p)
+        if got is None:
+            return None
+        self._depth += 1
+        try:
+            out = self._invoke(fn, [p], self_obj, got[0], got[1])
+        finally:
+            self._depth -= 1
+        return out
 
     def _split_call(self, st: ast.Assign, p: Path) -> list[Path] | None:
         """``x = f(...)`` where ``f`` is a :class:`Native` with ``split`` and more than one outcome: one path per outcome
