@@ -113,3 +113,50 @@ def test_removed_v1_runner_on_0_33_is_could_not_tell_not_no_proposer(tmp_path: P
     assert [g.message for g in r.gaps if "proposer dispatch" in g.message] == [
         "could not tell: vLLM 0.33.0 moved the proposer dispatch (vllm/v1/worker/gpu_model_runner.py is not in this tree): "
         "which proposer runs method 'mtp', and whether the V1 runner has one, is not decided"]
+
+
+def _spec(version: str, spec: dict, *extra: str):
+    return audit_launch(["vllm", "serve", str(QWEN35), "--speculative-config", json.dumps(spec), *extra], vllm=vllm_wheel(version),
+                        environ={}, cwd=QWEN35)
+
+
+@pytest.mark.parametrize("version", ["0.24.0", "0.33.0"])
+def test_a_key_the_release_lacks_is_pydantics_unexpected_keyword(version: str) -> None:
+    # @config builds a pydantic dataclass with ConfigDict(extra="forbid") (vllm/config/utils.py:69 / :71); 0.34.0 added
+    # speculator_options
+    [msg] = _refusals(_spec(version, {"method": "mtp", "num_speculative_tokens": 1, "speculator_options": {}}))
+    assert "ValidationError: 1 validation error for SpeculativeConfig: speculator_options: Unexpected keyword argument" in msg
+
+
+def test_removed_field_on_0_34_is_unexpected_and_the_new_one_is_checked_per_method(tree: Path) -> None:
+    [msg] = _refusals(_launch(tree, QWEN35, {"method": "mtp", "num_speculative_tokens": 1, "disable_padded_drafter_batch": True}))
+    assert "disable_padded_drafter_batch: Unexpected keyword argument" in msg
+    [opt] = _refusals(_launch(tree, QWEN35, {"method": "ngram", "num_speculative_tokens": 3, "index_share_for_mtp_iteration": True}))
+    assert "index_share_for_mtp_iteration is not supported with speculative method 'ngram'. (vllm/config/speculative.py:1399)" in opt
+    [pd] = _refusals(_launch(tree, QWEN35, {"method": "mtp", "num_speculative_tokens": 1, "parallel_drafting": True}))
+    assert "parallel_drafting is only supported by the dflash and dspark methods, not 'mtp'. (vllm/config/speculative.py:1690)" in pd
+
+
+@pytest.mark.parametrize(("version", "line"), [("0.24.0", 960), ("0.33.0", 1866)])
+def test_draft_tensor_parallel_size_other_than_1_or_the_targets(version: str, line: int) -> None:
+    [msg] = _refusals(_spec(version, {"method": "mtp", "num_speculative_tokens": 1, "draft_tensor_parallel_size": 2}))
+    assert f"cannot be other value than 1 or target model tensor_parallel_size (vllm/config/speculative.py:{line})" in msg
+    ok = _spec(version, {"method": "mtp", "num_speculative_tokens": 1, "draft_tensor_parallel_size": 2}, "-tp", "2")
+    assert _refusals(ok) == [] and ok.facts["launch"]["speculative"]["runs_as"] == "mtp"
+
+
+@pytest.mark.parametrize("version", ["0.24.0", "0.33.0"])
+def test_zero_tokens_is_refused_by_the_field_bound(version: str) -> None:
+    [msg] = _refusals(_spec(version, {"method": "mtp", "num_speculative_tokens": 0}))
+    assert "num_speculative_tokens: Input should be greater than 0 (pydantic" in msg
+
+
+def test_suffix_default_on_0_33_depends_on_arctic_inference_not_a_refusal() -> None:
+    r = _spec("0.33.0", {"method": "suffix"})
+    assert _refusals(r) == []
+    assert any("not has_arctic_inference() (vllm/config/speculative.py:1727)" in g.message for g in r.gaps)
+
+
+def test_suffix_default_on_0_34_is_eight_tokens(tree: Path) -> None:
+    r = _launch(tree, QWEN35, {"method": "suffix"})
+    assert _refusals(r) == [] and r.facts["launch"]["speculative"]["num_speculative_tokens"] == 8
