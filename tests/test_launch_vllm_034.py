@@ -160,3 +160,10 @@ def test_suffix_default_on_0_33_depends_on_arctic_inference_not_a_refusal() -> N
 def test_suffix_default_on_0_34_is_eight_tokens(tree: Path) -> None:
     r = _launch(tree, QWEN35, {"method": "suffix"})
     assert _refusals(r) == [] and r.facts["launch"]["speculative"]["num_speculative_tokens"] == 8
+
+
+def test_ngram_gpu_on_0_24_is_dispatched_by_its_predicate() -> None:
+    # 0.24.0 gpu_model_runner.py:574-575: elif self.speculative_config.use_ngram_gpu(): self.drafter = NgramProposerGPU(...)
+    r = _spec("0.24.0", {"method": "ngram_gpu", "num_speculative_tokens": 3})
+    assert _refusals(r) == [] and r.facts["launch"]["speculative"]["runs_as"] == "ngram_gpu"
+    assert "NgramProposerGPU" in r.facts["launch"]["summary"]["proposer"]

@@ -144,7 +144,9 @@ def proposers_for(dispatch: list[dict[str, Any]], methods: list[str], preds: dic
 def _dispatch_of(res: dict[str, Any] | None, want: str) -> list[dict[str, Any]]:
     if not res or res.get("gap"):
         return []
-    entries = [d for d in res["dispatch"] if d["class"].endswith(want) or d["class"] == "create_custom_proposer"]
+    # ``NgramProposerGPU`` (0.24.0 gpu_model_runner.py:575) is a proposer whose name does not end in "Proposer"
+    entries = [d for d in res["dispatch"] if d["class"].endswith(want) or want == "Proposer" and want in d["class"]
+               or d["class"] == "create_custom_proposer"]
     if not entries:
         return []
     first_fn = entries[0]["function"]

@@ -26,7 +26,7 @@ from mtp_audit.engines.code.pyast import strings_in as _strings_in
 from mtp_audit.engines.vllm.chain import simulate_all
 
 #: Bump when any extraction changes, so cached results are recomputed.
-SCAN_VERSION = 3
+SCAN_VERSION = 5
 
 #: ``SpeculativeConfig`` fields whose rewrites are reported.
 FIELDS = ("method", "model", "quantization", "num_speculative_tokens", "enforce_eager", "tokenizer")
@@ -457,7 +457,8 @@ def scan_dispatch(rel: str, data: bytes) -> dict[str, Any]:
                     val = st.value
                 if isinstance(val, ast.Call):
                     name = _dotted(val.func).split(".")[-1]
-                    if name.endswith(("Proposer", "Speculator")) or name == "create_custom_proposer":
+                    # ``NgramProposerGPU`` (0.24.0 gpu_model_runner.py:575) ends in neither suffix
+                    if name.endswith(("Proposer", "Speculator")) or "Proposer" in name or name == "create_custom_proposer":
                         out.append({"class": name, "line": st.lineno, "function": func, "guards": [g.to_json() for g in guards]})
 
     visit(tree.body, [], "<module>")
