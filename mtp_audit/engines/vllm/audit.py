@@ -207,9 +207,47 @@ def link(tree: VllmTree, results: dict[str, dict[str, Any] | None]) -> tuple[dic
     consts = spec.get("consts", {}) if ok else {}
 
     x = _Link(tree, results, facts, gaps, spec, spec_rel, ok, consts)
-    for step in (_link_spec_config, _link_rewrites, _link_drafts, _link_runners, _link_engine_args, _link_env, _link_summary):
+    for step in (_link_spec_config, _link_rewrites, _link_drafts, _link_runners, _link_engine_args, _link_env, _link_summary,
+                 _link_speculators):
         step(x)
     return facts, gaps
+
+
+class _TreeReader:
+    """``.get(rel)`` over a :class:`VllmTree` for :func:`mtp_audit.engines.vllm.speculators.speculator_table` (each module
+    read once, bounded like every read of the tree; ``None``: not in the tree)."""
+
+    def __init__(self, tree: VllmTree) -> None:
+        self.tree, self.seen = tree, {}
+
+    def get(self, rel: str, default: Any = None) -> Any:
+        if rel not in self.seen:
+            self.seen[rel] = self.tree.read(rel) if self.tree.add_file(rel) else None
+        return self.seen[rel] if self.seen[rel] is not None else default
+
+
+def _link_speculators(x: _Link) -> None:
+    """``facts["speculator_configs"]`` for a release that keeps per-method logic in ``SpeculatorConfig`` classes (0.34.0:
+    ``_CONFIG_BY_METHOD``, ``_CHECKPOINT_DETECTION_ORDER``, each class's ``supported_options`` and ``speculator_class``);
+    absent for older releases."""
+    from mtp_audit.engines.code.pyast import parse_source
+    from mtp_audit.engines.vllm.speculators import speculator_table
+
+    if not x.ok or x.spec_rel is None:
+        return
+    data = x.tree.read(x.spec_rel)
+    module = parse_source(x.spec_rel, data)[0] if data is not None else None
+    if module is None:
+        return
+    table = speculator_table(module, x.spec_rel, _TreeReader(x.tree), str(x.tree.version))
+    if table is None:
+        return
+    x.facts["speculator_configs"] = table
+    # the V1 runner file is gone on purpose: each SpeculatorConfig class names its speculator (speculator_class)
+    x.gaps[:] = [g for g in x.gaps if not g.message.startswith("vllm/v1/worker/gpu_model_runner.py not found")]
+    if table.get("gap"):
+        x.gaps.append(Gap(ANALYZER, f"could not tell: vLLM {x.tree.version} moved the speculator table ({table['gap']})",
+                          path=table.get("location"), blocking=False))
 
 
 def _link_spec_config(x: _Link) -> None:
@@ -233,6 +271,7 @@ def _link_spec_config(x: _Link) -> None:
         "validated": validated_by is not None, "validated_by": validated_by,
         "method_field": _loc(spec_rel, mf["line"]) if mf else None,
         "method_literal": {"name": literal_name, "values": literal["values"], "location": _loc(spec_rel, literal["line"])} if literal else None,
+        "fields": spec.get("fields") if ok else None,
     }
     if ok and mf and literal is None:
         gaps.append(Gap(ANALYZER, f"{spec_rel}:{mf['line']}: the method annotation {mf['annotation']} is not a statically resolvable Literal; "

@@ -246,7 +246,7 @@ class SpecReplay:
         paths: the paths it ended on (one, unless a test it could not decide changed the outcome).
         gap: why it could not replay at all (unparsable or missing source), else ``None``.
         linked: whether the release keeps per-method logic in the speculator package the replay followed into
-            (0.34.0+, :mod:`mtp_audit.engines.vllm.launch.speculators`).
+            (0.34.0+, :mod:`mtp_audit.engines.vllm.speculators`).
     """
 
     paths: list[Path] = field(default_factory=list)
@@ -511,10 +511,10 @@ def pydantic_refusal(r: Replay, view: Any, spec: dict[str, Any]) -> Any:
 
 
 def _link(view: Any, module: Any, r: Replay, hooks: _Hooks) -> Any:
-    """The :class:`~mtp_audit.engines.vllm.launch.speculators.SpeculatorLink` of a release whose ``SpeculativeConfig``
+    """The :class:`~mtp_audit.engines.vllm.speculators.SpeculatorLink` of a release whose ``SpeculativeConfig``
     module imports from the speculator package (0.34.0+), with the replay's ``self`` given its methods as values; ``None``
     for a release that keeps the per-method logic in the class (0.33.0 and before: nothing changes for them)."""
-    from mtp_audit.engines.vllm.launch.speculators import SpeculatorLink
+    from mtp_audit.engines.vllm.speculators import SpeculatorLink
 
     version = str(((view.report.facts.get("vllm") or {}).get("version")) or "?")
     link = SpeculatorLink(getattr(view, "sources", None) or {}, r.hooks, r, version, lambda archs: declared_speculator(view, archs))
@@ -593,7 +593,7 @@ def _declared_in(sources: Any, dotted: str, cls: str, depth: int) -> set[Any]:
     """The declarations class ``cls`` of module ``dotted`` can have (a set of qualnames / ``None`` / :data:`R_UNKNOWN`)."""
     import ast as _ast
 
-    from mtp_audit.engines.vllm.launch.speculators import module_rel
+    from mtp_audit.engines.vllm.speculators import module_rel
 
     rel, data = module_rel(dotted, sources)
     try:

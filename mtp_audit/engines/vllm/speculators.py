@@ -343,3 +343,69 @@ def _module_values(r: Replay, module: ast.Module) -> None:
             continue
         if v is not UNKNOWN and p.raised is None and p.lost is None and not (isinstance(v, tuple) and v[:1] == ("__ref__",)):
             r.globals[targets[0].id] = v
+
+
+#: the module that names each method's ``SpeculatorConfig`` class (0.34.0)
+TABLE_MODULE = "vllm.v1.worker.gpu.spec_decode.speculator_config"
+
+
+def speculator_table(spec_module: ast.Module, spec_rel: str, sources: Any, version: str) -> dict[str, Any] | None:
+    """What the release's speculator package says about each method, read from its source (``None`` when the
+    ``SpeculativeConfig`` module imports nothing from the package: 0.33.0 and before).
+
+    Returns ``{"location": "<rel>:<line of _CONFIG_BY_METHOD>", "methods": {method: {"class", "location", "speculator",
+    "supported_options", "base_method"}}, "detection_order": [...], "detection_location", "options": [...]
+    (``_METHOD_SPECIFIC_OPTIONS`` of the SpeculativeConfig module), "options_location", "gap"}``; ``gap`` says what the
+    tree lacks (the table module, a class it names)."""
+    spec = Replay(spec_module, spec_rel, cls="SpeculativeConfig")
+    link = SpeculatorLink(sources, {}, spec, version, lambda _a: None)
+    if not link.bind_imports(spec, spec_module):
+        return None
+    out: dict[str, Any] = {"location": None, "methods": {}, "detection_order": None, "detection_location": None,
+                           "options": None, "options_location": None, "gap": None}
+    for st in spec_module.body:
+        if isinstance(st, (ast.Assign, ast.AnnAssign)) and "_METHOD_SPECIFIC_OPTIONS" in ast.unparse(st.targets[0] if isinstance(st, ast.Assign) else st.target):
+            v = spec.globals.get("_METHOD_SPECIFIC_OPTIONS")
+            out["options"] = list(v) if isinstance(v, (tuple, list)) else None
+            out["options_location"] = f"{spec_rel}:{st.lineno}"
+    r = link.replay_of(TABLE_MODULE)
+    if r is None:
+        out["gap"] = f"{module_rel(TABLE_MODULE, sources)[0]} is not in this tree or does not parse"
+        return out
+    lines = {t.id: st.lineno for st in link.trees[r.rel].body if isinstance(st, (ast.Assign, ast.AnnAssign))
+             for t in (st.targets if isinstance(st, ast.Assign) else [st.target]) if isinstance(t, ast.Name)}
+    table = r.globals.get("_CONFIG_BY_METHOD")
+    order = r.globals.get("_CHECKPOINT_DETECTION_ORDER")
+    out["location"] = f"{r.rel}:{lines['_CONFIG_BY_METHOD']}" if "_CONFIG_BY_METHOD" in lines else None
+    if isinstance(order, (tuple, list)):
+        out["detection_order"] = list(order)
+        out["detection_location"] = f"{r.rel}:{lines.get('_CHECKPOINT_DETECTION_ORDER')}"
+    if not isinstance(table, dict):
+        out["gap"] = f"{r.rel}: no _CONFIG_BY_METHOD table of qualnames"
+        return out
+    for method, qual in table.items():
+        out["methods"][method] = _class_facts(link, qual)
+    missing = [m for m, c in out["methods"].items() if c.get("location") is None]
+    if missing:
+        out["gap"] = "the classes named for " + ", ".join(missing) + " are not in this tree"
+    return out
+
+
+def _class_facts(link: SpeculatorLink, qual: Any) -> dict[str, Any]:
+    """One ``_CONFIG_BY_METHOD`` entry: the class, where it is defined, its ``speculator_class``,
+    ``supported_options`` and ``base_method`` (through its bases)."""
+    if not isinstance(qual, str) or "." not in qual:
+        return {"class": None, "location": None}
+    mod, name = qual.rsplit(".", 1)
+    cls = link.class_value(mod, name)
+    if cls is None:
+        return {"class": name, "location": None}
+    rel = module_rel(mod, link.sources)[0]
+    line = next((n.lineno for n in link.trees[rel].body if isinstance(n, ast.ClassDef) and n.name == name), None)
+    opts = cls.get("supported_options")
+    spec_cls = cls.get("speculator_class")
+    base = cls.get("base_method")
+    return {"class": name, "location": f"{rel}:{line}",
+            "speculator": spec_cls if isinstance(spec_cls, str) or spec_cls is None else "?",
+            "supported_options": list(opts) if isinstance(opts, (tuple, list)) else None,
+            "base_method": base if isinstance(base, str) or base is None else "?"}
