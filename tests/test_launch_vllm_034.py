@@ -167,3 +167,32 @@ def test_ngram_gpu_on_0_24_is_dispatched_by_its_predicate() -> None:
     r = _spec("0.24.0", {"method": "ngram_gpu", "num_speculative_tokens": 3})
     assert _refusals(r) == [] and r.facts["launch"]["speculative"]["runs_as"] == "ngram_gpu"
     assert "NgramProposerGPU" in r.facts["launch"]["summary"]["proposer"]
+
+
+def test_upgrade_diff_0_33_to_0_34_says_what_moved_for_mtp_users() -> None:
+    from mtp_audit.engines.vllm.audit import audit_vllm
+    from mtp_audit.engines.vllm.diff import diff_vllm
+
+    r = diff_vllm(audit_vllm(vllm_wheel("0.33.0")), audit_vllm(vllm_wheel("0.34.0")))
+    ch = r.facts["vllm"]["diff"]["changes"]
+    assert ch["fields"] == {"added": ["draft_decode_context_parallel_size", "suffix_decoding_corpus_tokens", "speculator_options"],
+                            "removed": ["disable_padded_drafter_batch", "use_heterogeneous_vocab"]}
+    assert ch["speculator_configs"]["detection_order"] == ["eagle", "eagle3", "dflash", "dspark", "mtp"]
+    by = [((f.rule_id, str(f.location)), f.message) for f in r.findings if f.rule_id in ("MTP420", "MTP424")]
+    gone = [m for (rid, _l), m in by if rid == "MTP424" and "is gone" in m]
+    assert len(gone) == 2 and "'disable_padded_drafter_batch' is gone" in gone[0]
+    options = [m for (rid, _l), m in by if rid == "MTP424" and "speculative option" in m]
+    assert "speculative option 'index_share_for_mtp_iteration' is now accepted only with method mtp (of the 10 in _CONFIG_BY_METHOD)" in " ".join(options)
+    table = next(m for (rid, loc), m in by if rid == "MTP420" and "speculator_config.py:298" in loc)
+    assert "mtp -> MTPSpeculatorConfig (MTPSpeculator)" in table
+    assert any("speculator_config.py:401" in loc and "eagle, eagle3, dflash, dspark, mtp" in m for (_rid, loc), m in by)
+    assert not any("gpu_model_runner.py not found" in g.message for g in r.gaps)
+
+
+def test_tree_without_the_speculator_table_is_a_gap_in_the_vllm_audit(tree: Path, tmp_path: Path) -> None:
+    from mtp_audit.engines.vllm.audit import audit_vllm
+
+    r = audit_vllm(_without(tree, tmp_path, "vllm/v1/worker/gpu/spec_decode/speculator_config.py"))
+    assert r.facts["vllm"]["speculator_configs"]["gap"] == ("vllm/v1/worker/gpu/spec_decode/speculator_config.py is not in this "
+                                                           "tree or does not parse")
+    assert any(g.message.startswith("could not tell: vLLM 0.34.0 moved the speculator table") for g in r.gaps)
