@@ -83,14 +83,16 @@ def test_removed_method_config_is_could_not_tell_for_that_method_only(tree: Path
     root = _without(tree, tmp_path, "vllm/v1/worker/gpu/spec_decode/mtp/config.py")
     r = _launch(root, QWEN35, {"method": "mtp", "num_speculative_tokens": 3})
     assert _refusals(r) == []
-    gaps = [g for g in r.gaps if "moved" in g.message]
+    gaps = [g for g in r.gaps if "moved" in g.message and g.analyzer == "launch"]
+    assert any(g.analyzer == "vllm" and not g.blocking and "(the classes named for mtp are not in this tree)" in g.message for g in r.gaps)
     assert [g.message for g in gaps] == [
         "could not tell: vLLM 0.34.0 moved vllm.v1.worker.gpu.spec_decode.mtp.config.MTPSpeculatorConfig "
         "(vllm/v1/worker/gpu/spec_decode/mtp/config.py is not in this tree or does not parse): what vLLM does with this "
         "speculative config is not decided"]
     assert gaps[0].blocking and r.facts["launch"]["speculative"]["runs_as"] is None
     ngram = _launch(root, QWEN35, {"method": "ngram", "num_speculative_tokens": 3})
-    assert ngram.facts["launch"]["speculative"]["runs_as"] == "ngram" and not any("moved" in g.message for g in ngram.gaps)
+    assert ngram.facts["launch"]["speculative"]["runs_as"] == "ngram"
+    assert not any("moved" in g.message for g in ngram.gaps if g.analyzer == "launch")
 
 
 def test_removed_speculator_table_is_could_not_tell_not_a_refusal(tree: Path, tmp_path: Path) -> None:
@@ -196,3 +198,16 @@ def test_tree_without_the_speculator_table_is_a_gap_in_the_vllm_audit(tree: Path
     assert r.facts["vllm"]["speculator_configs"]["gap"] == ("vllm/v1/worker/gpu/spec_decode/speculator_config.py is not in this "
                                                            "tree or does not parse")
     assert any(g.message.startswith("could not tell: vLLM 0.34.0 moved the speculator table") for g in r.gaps)
+
+
+@pytest.mark.parametrize(("version", "line"), [("0.24.0", 2225), ("0.33.0", 2680)])
+def test_max_model_len_beyond_anything_the_draft_config_allows(version: str, line: int) -> None:
+    # the draft ModelConfig(max_model_len=...) raises 'User-specified max_model_len ... is greater than the derived
+    # max_model_len' (vllm/config/model.py _get_and_verify_max_len); 10**8 is above every number of Qwen3.5-27B's config.json
+    [msg] = _refusals(_spec(version, {"method": "mtp", "num_speculative_tokens": 1, "max_model_len": 10**8}))
+    assert f"User-specified max_model_len (100000000) is greater than the derived max_model_len" in msg
+    assert f"(vllm/config/model.py:{line})" in msg
+    allowed = audit_launch(["VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", "vllm", "serve", str(QWEN35), "--speculative-config",
+                            json.dumps({"method": "mtp", "num_speculative_tokens": 1, "max_model_len": 10**8})],
+                           vllm=vllm_wheel(version), environ={}, cwd=QWEN35)
+    assert not any("User-specified max_model_len" in m for m in _refusals(allowed))

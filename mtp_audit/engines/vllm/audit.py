@@ -207,8 +207,7 @@ def link(tree: VllmTree, results: dict[str, dict[str, Any] | None]) -> tuple[dic
     consts = spec.get("consts", {}) if ok else {}
 
     x = _Link(tree, results, facts, gaps, spec, spec_rel, ok, consts)
-    for step in (_link_spec_config, _link_rewrites, _link_drafts, _link_runners, _link_engine_args, _link_env, _link_summary,
-                 _link_speculators):
+    for step in (_link_spec_config, _link_rewrites, _link_drafts, _link_runners, _link_engine_args, _link_env, _link_summary):
         step(x)
     return facts, gaps
 
@@ -226,29 +225,27 @@ class _TreeReader:
         return self.seen[rel] if self.seen[rel] is not None else default
 
 
-def _link_speculators(x: _Link) -> None:
-    """``facts["speculator_configs"]`` for a release that keeps per-method logic in ``SpeculatorConfig`` classes (0.34.0:
+def link_speculators(tree: VllmTree, facts: dict[str, Any], gaps: list[Gap]) -> None:
+    """``facts['speculator_configs']`` for a release that keeps per-method logic in ``SpeculatorConfig`` classes (0.34.0:
     ``_CONFIG_BY_METHOD``, ``_CHECKPOINT_DETECTION_ORDER``, each class's ``supported_options`` and ``speculator_class``);
-    absent for older releases."""
+    absent for older releases. Not cached with the rest: it reads modules beyond the tree's fingerprinted files."""
     from mtp_audit.engines.code.pyast import parse_source
     from mtp_audit.engines.vllm.speculators import speculator_table
 
-    if not x.ok or x.spec_rel is None:
-        return
-    data = x.tree.read(x.spec_rel)
-    module = parse_source(x.spec_rel, data)[0] if data is not None else None
+    spec_rel = tree.roles.get("spec")
+    data = tree.read(spec_rel) if spec_rel else None
+    module = parse_source(spec_rel, data)[0] if spec_rel and data is not None else None
     if module is None:
         return
-    table = speculator_table(module, x.spec_rel, _TreeReader(x.tree), str(x.tree.version))
+    table = speculator_table(module, spec_rel, _TreeReader(tree), str(tree.version))
     if table is None:
         return
-    x.facts["speculator_configs"] = table
+    facts["speculator_configs"] = table
     # the V1 runner file is gone on purpose: each SpeculatorConfig class names its speculator (speculator_class)
-    x.gaps[:] = [g for g in x.gaps if not g.message.startswith("vllm/v1/worker/gpu_model_runner.py not found")]
+    gaps[:] = [g for g in gaps if not g.message.startswith("vllm/v1/worker/gpu_model_runner.py not found")]
     if table.get("gap"):
-        x.gaps.append(Gap(ANALYZER, f"could not tell: vLLM {x.tree.version} moved the speculator table ({table['gap']})",
-                          path=table.get("location"), blocking=False))
-
+        gaps.append(Gap(ANALYZER, f"could not tell: vLLM {tree.version} moved the speculator table ({table['gap']})",
+                        path=table.get("location"), blocking=False))
 
 def _link_spec_config(x: _Link) -> None:
     """The validated ``method`` Literal: ``facts['spec_config']``."""
@@ -465,6 +462,7 @@ def audit_tree(tree: VllmTree) -> Report:
         facts, gaps = link(tree, results)
         facts["scan"] = {"files_read": sorted(tree.roles.values()), "bytes": tree.bytes_read, "tree_cache": "miss"}
         cache_store(folder, tkey, {"facts": facts, "gaps": [g.__dict__ for g in gaps]})
+    link_speculators(tree, facts, gaps)
     findings = evaluate(facts)
     name = tree.display if tree.version is None else f"{tree.display} (vllm {tree.version})"
     return Report.build(ANALYZER, name, findings=findings, gaps=gaps, facts=facts,

@@ -50,7 +50,29 @@ def _config_class(cfg: dict[str, Any]) -> str:
     return "PretrainedConfig"
 
 
-def knowns(ctx: Any, model_path: str | None) -> LaunchKnowns:
+def max_len_bound(model: Any, cwd: Any) -> int | None:
+    """An upper bound of the ``max_model_len`` vLLM derives for checkpoint ``model`` (``_get_and_verify_max_len``,
+    ``vllm/config/model.py``: the least of its length keys times a RoPE ``factor``, or ``model_max_length``): the largest
+    number of its ``config.json`` times its largest ``factor`` (:mod:`mtp_audit.engines.vllm.launch.lookahead`); ``None``
+    when the folder has no readable ``config.json`` or a ``sentence_bert_config.json`` (whose ``max_seq_length`` vLLM
+    reads as well)."""
+    from pathlib import Path
+
+    from mtp_audit.engines.vllm.launch.attn_launch import model_config_json
+    from mtp_audit.engines.vllm.launch.lookahead import config_length_bound
+
+    if not isinstance(model, str):
+        return None
+    folder = Path(model).expanduser()
+    if (folder if folder.is_absolute() else Path(cwd) / folder).joinpath("sentence_bert_config.json").exists():
+        return None
+    cfg, _why = model_config_json(model, cwd)
+    if not isinstance(cfg, dict):
+        return None
+    return config_length_bound(cfg)
+
+
+def knowns(ctx: Any, model_path: str | None, cwd: Any = ".") -> LaunchKnowns:
     """What the launch fixes for the replay: the spec as given, the target (its audited config), ``--quantization``,
     ``--model-impl`` and the draft checkpoints the launch audited."""
     spec = dict(ctx.cmd.spec or {})
@@ -73,7 +95,9 @@ def knowns(ctx: Any, model_path: str | None) -> LaunchKnowns:
 
     return LaunchKnowns(spec=spec, target_model=model_path, target=target, target_text_model_type=tcfg.get("text_model_type"),
                         quantization=ctx.cmd.get("--quantization") or ctx.cmd.get("-q"), using_transformers=using_tf,
-                        draft_of=draft_of, registered=registered, parallel=parallel_knowns(ctx.cmd))
+                        draft_of=draft_of, registered=registered, parallel=parallel_knowns(ctx.cmd),
+                        max_len_bound=(lambda model: None) if ctx.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN")
+                        else (lambda model: max_len_bound(model, cwd)))
 
 
 #: ``ParallelConfig`` field -> the ``vllm serve`` options that set it (default 1: ``vllm/config/parallel.py``)
@@ -94,12 +118,12 @@ def parallel_knowns(cmd: Any) -> dict[str, Any]:
     return out
 
 
-def apply_replay(ctx: Any, model_path: str | None, findings_before: int, gaps_before: int) -> SpecReplay | None:
+def apply_replay(ctx: Any, model_path: str | None, findings_before: int, gaps_before: int, cwd: Any = ".") -> SpecReplay | None:
     """Run the replay for ``ctx``'s speculative config and let it decide (module docstring). ``findings_before`` /
     ``gaps_before``: how many findings and gaps ``ctx`` held before the fact-based steps ran (theirs come after)."""
     if ctx.cmd.spec is None or ctx.view is None or _rejected_before(ctx):
         return None
-    rp = replay_spec_config(ctx.view, knowns(ctx, model_path))
+    rp = replay_spec_config(ctx.view, knowns(ctx, model_path, cwd))
     ctx.replay = rp
     if rp.gap is not None:
         # the source that decides cannot be read: what vLLM does with this speculative config is "could not tell", not

@@ -931,7 +931,7 @@ def _resolve_speculative(ctx: VCtx, analyzers: Analyzers, cwd: Path) -> None:
     check_numbers(ctx)
     check_draft(ctx)
     if vf is not None:
-        apply_replay(ctx, cmd.model, n_findings, n_gaps)
+        apply_replay(ctx, cmd.model, n_findings, n_gaps, cwd=cwd)
         check_quantization(ctx, cwd)
 
 

@@ -236,6 +236,9 @@ class LaunchKnowns:
     draft_of: Any
     registered: Any
     parallel: dict[str, Any] = field(default_factory=dict)
+    #: model path -> an upper bound of the max_model_len vLLM derives for it (``None``: no bound; always ``None`` when
+    #: ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` is set)
+    max_len_bound: Any = None
 
 
 @dataclass
@@ -337,10 +340,33 @@ class _Hooks:
         """``ModelConfig(model=..., runner="draft", hf_overrides=...)``: the draft checkpoint's config after
         ``hf_config_override`` (:meth:`LaunchView.draft`)."""
         model = kwargs.get("model", args[0] if args else R_UNKNOWN)
+        self._check_max_len(model, kwargs.get("max_model_len"))
         f = self.k.draft_of(model) if isinstance(model, str) else None
         if f is None:
             f = DraftFacts(R_UNKNOWN, R_UNKNOWN)
         return _config_obj(f, model, kwargs.get("quantization", R_UNKNOWN))
+
+    def _check_max_len(self, model: Any, mml: Any) -> None:
+        """The draft ``ModelConfig`` refuses a ``max_model_len`` above the length it derives from the draft's config.json
+        ("User-specified max_model_len (...) is greater than the derived max_model_len", ``vllm/config/model.py``
+        ``_get_and_verify_max_len``: 0.34.0 :2708, 0.33.0 :2664, 0.24.0 :2209): said only when ``mml`` is above an
+        upper bound of that length (:func:`mtp_audit.engines.vllm.launch.decide.max_len_bound`)."""
+        if not isinstance(mml, int) or isinstance(mml, bool) or self.k.max_len_bound is None:
+            return
+        bound = self.k.max_len_bound(model)
+        if bound is not None and mml > bound:
+            raise HookRaise("ValueError", f"User-specified max_model_len ({mml}) is greater than the derived max_model_len "
+                            f"(at most {bound} from the draft's config.json)", self._max_len_line())
+
+    def _max_len_line(self) -> str | None:
+        rel = "vllm/config/model.py"
+        text = (self.sources.get(rel) or b"").decode("utf-8", "replace").splitlines()
+        seen = False
+        for i, line in enumerate(text, 1):
+            seen = seen or "User-specified max_model_len" in line
+            if seen and line.strip().startswith("raise ValueError("):
+                return f"{rel}:{i}"
+        return None
 
     def eagle_config(self, r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
         """``EAGLEConfig(hf_config, method=...)``: replayed from ``transformers_utils/configs/eagle.py`` when the tree
