@@ -28,7 +28,7 @@ from replay_grid import RECORDED, compare  # noqa: E402
 
 pytestmark = [pytest.mark.oracle, pytest.mark.network, pytest.mark.slow]
 
-RELEASES = ("0.11.0", "0.24.0", "0.33.0")
+RELEASES = ("0.11.0", "0.24.0", "0.33.0", "0.34.0")
 #: "(config) (form)" -> why the replay and real vLLM differ there (kept short; docs/vllm.md has the detail)
 EXPLAINED: dict[str, str] = {}
 
@@ -37,8 +37,10 @@ def _record(version: str) -> None:
     venv = Path(os.environ.get("MTP_AUDIT_ORACLE_VENVS", "/work/oracle-venvs")) / f"vllm-{version}" / "bin" / "python"
     if not venv.exists():
         return
+    # the wider grid (grid.FORMS_WIDE) too: the recorded JSON then holds every form compared
     out = subprocess.run([str(venv), str(HERE / "build_vllm_oracle.py"), *[str(CONFIG_DIR / c) for c in CONFIGS]],
-                         cwd=HERE, capture_output=True, text=True, timeout=3600, check=True).stdout
+                         cwd=HERE, capture_output=True, text=True, timeout=3600, check=True,
+                         env={**os.environ, "MTP_AUDIT_ORACLE_WIDE": "1"}).stdout
     data = json.loads(out)
     assert data["vllm"] == version
     (RECORDED / f"vllm-{version}.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")

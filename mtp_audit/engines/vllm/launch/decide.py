@@ -97,7 +97,20 @@ def knowns(ctx: Any, model_path: str | None, cwd: Any = ".") -> LaunchKnowns:
                         quantization=ctx.cmd.get("--quantization") or ctx.cmd.get("-q"), using_transformers=using_tf,
                         draft_of=draft_of, registered=registered, parallel=parallel_knowns(ctx.cmd),
                         max_len_bound=(lambda model: None) if ctx.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN")
-                        else (lambda model: max_len_bound(model, cwd)))
+                        else (lambda model: max_len_bound(model, cwd)), vocab_of=lambda model: vocab_size_of(model, cwd))
+
+
+def vocab_size_of(model: Any, cwd: Any) -> int | None:
+    """``vocab_size`` of checkpoint ``model``'s config.json (its ``text_config``'s when it has one: vLLM's
+    ``get_vocab_size`` reads the text config), ``None`` when it does not say."""
+    from mtp_audit.engines.vllm.launch.attn_launch import model_config_json
+
+    cfg, _why = model_config_json(model, cwd) if isinstance(model, str) else (None, None)
+    if not isinstance(cfg, dict):
+        return None
+    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+    v = text.get("vocab_size")
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 #: ``ParallelConfig`` field -> the ``vllm serve`` options that set it (default 1: ``vllm/config/parallel.py``)

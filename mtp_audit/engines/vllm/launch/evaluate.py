@@ -904,6 +904,9 @@ def _audit_draft(ctx: VCtx, analyzers: Analyzers, cwd: Path) -> None:
     is its own draft)."""
     cmd = ctx.cmd
     dm = (cmd.spec or {}).get("model")
+    if dm in NO_DRAFT:
+        # ``"model": "ngram"`` names a method, not a checkpoint (0.33.0 speculative.py:1241, 0.34.0 :1368)
+        return
     if isinstance(dm, str) and cmd.model is not None and dm != cmd.model and (cwd / dm).resolve() != (cwd / cmd.model).resolve():
         r, g = analyzers.checkpoint(dm, "speculative_config.model")
         if r is not None:

@@ -189,7 +189,7 @@ class Evaluator:
 from dataclasses import dataclass, field  # noqa: E402
 
 from mtp_audit.engines.code.statements import UNKNOWN as R_UNKNOWN  # noqa: E402
-from mtp_audit.engines.code.statements import HookRaise, Obj, Path, Replay  # noqa: E402
+from mtp_audit.engines.code.statements import HookLost, HookRaise, Native, Obj, Path, Replay  # noqa: E402
 
 REGISTRY_REL = "vllm/model_executor/models/registry.py"
 #: ``__post_init__`` and the pydantic ``model_validator(mode="after")`` vLLM runs right after it
@@ -239,6 +239,8 @@ class LaunchKnowns:
     #: model path -> an upper bound of the max_model_len vLLM derives for it (``None``: no bound; always ``None`` when
     #: ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` is set)
     max_len_bound: Any = None
+    #: model path -> the ``vocab_size`` of its config.json (its ``text_config``'s for a composite one), ``None`` when absent
+    vocab_of: Any = None
 
 
 @dataclass
@@ -344,7 +346,9 @@ class _Hooks:
         f = self.k.draft_of(model) if isinstance(model, str) else None
         if f is None:
             f = DraftFacts(R_UNKNOWN, R_UNKNOWN)
-        return _config_obj(f, model, kwargs.get("quantization", R_UNKNOWN))
+        obj = _config_obj(f, model, kwargs.get("quantization", R_UNKNOWN))
+        obj.attrs["get_vocab_size"] = _vocab_native(self.k, model)
+        return obj
 
     def _check_max_len(self, model: Any, mml: Any) -> None:
         """The draft ``ModelConfig`` refuses a ``max_model_len`` above the length it derives from the draft's config.json
@@ -383,6 +387,9 @@ class _Hooks:
             new = [a if a.startswith("Eagle") else f"Eagle{a}" for a in archs]
         elif method == "eagle3":
             new = [a if a.startswith("Eagle3") or a.endswith("Eagle3") else f"Eagle3{a}" for a in archs]
+        elif method == "dflash":
+            # 0.34.0 transformers_utils/configs/eagle.py:65-76 (DFlashSpeculatorConfig wraps the draft like EAGLE)
+            new = [a if a.startswith("DFlash") or a.endswith("DFlash") else f"DFlash{a}" for a in archs]
         else:
             new = R_UNKNOWN
         attrs = dict(model.attrs) if isinstance(model, Obj) else {}
@@ -424,6 +431,10 @@ class _Hooks:
         archs = hf.get("architectures") if isinstance(hf, Obj) else R_UNKNOWN
         d.attrs["architectures"] = archs
         d.attrs["hf_text_config"] = hf
+        if not isinstance(archs, list):
+            # the registry looks the wrapped architectures up and may refuse them: not known, so not a pass
+            raise HookLost("could not tell: the draft architectures after the EAGLE-style wrapping are not known, so whether "
+                           "vLLM's model registry takes them is not decided")
         if isinstance(archs, list):
             regs = [self.k.registered(a) for a in archs]
             if any(x is R_UNKNOWN for x in regs):
@@ -652,9 +663,16 @@ def _declared_in(sources: Any, dotted: str, cls: str, depth: int) -> set[Any]:
     return out or {R_UNKNOWN}
 
 
+def _vocab_native(k: LaunchKnowns, model: Any) -> Native:
+    """``ModelConfig.get_vocab_size()`` (the hf text config's ``vocab_size``) for checkpoint ``model``, from its
+    config.json; unknown when it does not say."""
+    v = k.vocab_of(model) if k.vocab_of is not None and isinstance(model, str) else None
+    return Native("get_vocab_size", lambda *_a: v if isinstance(v, int) else R_UNKNOWN)
+
+
 def _target_obj(k: LaunchKnowns) -> Obj:
     hf = Obj("PretrainedConfig", {"model_type": k.target.model_type, "architectures": k.target.architectures})
     text = Obj("PretrainedConfig", {"model_type": k.target_text_model_type}) if k.target_text_model_type else hf
     return Obj("ModelConfig", {"model": k.target_model, "model_weights": "", "quantization": k.quantization, "hf_config": hf,
                                "hf_text_config": text, "hf_overrides": None, "max_model_len": R_UNKNOWN,
-                               "architectures": k.target.architectures})
+                               "architectures": k.target.architectures, "get_vocab_size": _vocab_native(k, k.target_model)})
