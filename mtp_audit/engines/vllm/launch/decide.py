@@ -97,7 +97,16 @@ def knowns(ctx: Any, model_path: str | None, cwd: Any = ".") -> LaunchKnowns:
                         quantization=ctx.cmd.get("--quantization") or ctx.cmd.get("-q"), using_transformers=using_tf,
                         draft_of=draft_of, registered=registered, parallel=parallel_knowns(ctx.cmd),
                         max_len_bound=(lambda model: None) if ctx.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN")
-                        else (lambda model: max_len_bound(model, cwd)), vocab_of=lambda model: vocab_size_of(model, cwd))
+                        else (lambda model: max_len_bound(model, cwd)), vocab_of=lambda model: vocab_size_of(model, cwd),
+                        head_dtype_is_dtype=lambda model: no_head_dtype(model, cwd))
+
+
+def no_head_dtype(model: Any, cwd: Any) -> bool:
+    """Whether checkpoint ``model``'s config.json sets no ``head_dtype`` (top level or ``text_config``)."""
+    from mtp_audit.engines.vllm.launch.attn_launch import model_config_json
+
+    cfg, _why = model_config_json(model, cwd) if isinstance(model, str) else (None, None)
+    return isinstance(cfg, dict) and "head_dtype" not in cfg and "head_dtype" not in (cfg.get("text_config") or {})
 
 
 def vocab_size_of(model: Any, cwd: Any) -> int | None:

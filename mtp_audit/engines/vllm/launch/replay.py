@@ -241,6 +241,8 @@ class LaunchKnowns:
     max_len_bound: Any = None
     #: model path -> the ``vocab_size`` of its config.json (its ``text_config``'s for a composite one), ``None`` when absent
     vocab_of: Any = None
+    #: model path -> whether its config.json sets no ``head_dtype`` (then vLLM runs the lm_head in the model dtype)
+    head_dtype_is_dtype: Any = None
 
 
 @dataclass
@@ -348,6 +350,10 @@ class _Hooks:
             f = DraftFacts(R_UNKNOWN, R_UNKNOWN)
         obj = _config_obj(f, model, kwargs.get("quantization", R_UNKNOWN))
         obj.attrs["get_vocab_size"] = _vocab_native(self.k, model)
+        if self.k.head_dtype_is_dtype is not None and isinstance(model, str) and self.k.head_dtype_is_dtype(model):
+            # a generation (or draft) model's head runs in the model dtype unless its config sets head_dtype
+            # (vllm/config/model.py _get_head_dtype: 0.34.0 :2565-2586): the same value, whatever it is
+            obj.attrs["dtype"] = obj.attrs["head_dtype"] = f"<the dtype of {model}>"
         return obj
 
     def _check_max_len(self, model: Any, mml: Any) -> None:
