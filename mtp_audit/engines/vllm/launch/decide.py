@@ -169,8 +169,16 @@ def apply_replay(ctx: Any, model_path: str | None, findings_before: int, gaps_be
         return rp
     if raised is R_UNKNOWN:
         undecided = rp.why()
+        refused = any(p.raised is not None for p in rp.paths)
+        if refused:
+            # one of the outcomes is a refusal: whether the server starts is not decided, so neither the fact-based "runs"
+            # nor its method stand (0.33.0 suffix: ImportError unless arctic-inference is installed, speculative.py:1727)
+            _drop_fact_answers(ctx, findings_before, gaps_before)
+            ctx.method, ctx.method_decided, ctx.k = None, False, ctx.k_requested
         ctx.gap("the statement-order replay of SpeculativeConfig does not decide whether vLLM accepts this speculative config: "
-                + "; ".join(undecided[:4]) + ("" if undecided else "paths disagree"), blocking=False)
+                + "; ".join(undecided[:4]) + ("" if undecided else "paths disagree")
+                + ("; one outcome is a refusal (" + next(str(p.raised) for p in rp.paths if p.raised is not None)[:200] + ")"
+                   if refused else ""), blocking=refused)
         return rp
     _drop_fact_answers(ctx, findings_before, gaps_before)
     if raised is None:

@@ -192,8 +192,9 @@ def _validated(ctx: VCtx, m: Any, k: Any, fix: dict[str, Any]) -> bool:
         return False
     if isinstance(m, str) and validated and lit.get("values") and m not in lit["values"] and not method_admits_str(ctx):
         better = "mtp" if "mtp" in lit["values"] and (m in (alias.get("members") or []) or m.endswith("_mtp")) else None
-        ctx.reject(f"method {m!r} is not one of the {len(lit['values'])} values of the validated {lit.get('name')} Literal "
-                   f"({lit.get('location')})" + (f"; {m!r} is in the MTP alias set {alias.get('set')}, which this version's "
+        # pydantic raises it before __post_init__: a ValidationError, no vLLM file:line (the Literal's is in the evidence)
+        ctx.reject(f"ValidationError: method {m!r} is not one of the {len(lit['values'])} values of the validated {lit.get('name')} Literal "
+                   f"declared at {lit.get('location')} (pydantic)" + (f"; {m!r} is in the MTP alias set {alias.get('set')}, which this version's "
                                                    "validator does not accept" if m in (alias.get("members") or []) else ""),
                    evidence=[Evidence("Literal", lit.get("name") or "?", loc_of(lit.get("location"))),
                              Evidence("validated by", str((vf.get("spec_config") or {}).get("validated_by")))],
