@@ -211,3 +211,19 @@ def test_max_model_len_beyond_anything_the_draft_config_allows(version: str, lin
                             json.dumps({"method": "mtp", "num_speculative_tokens": 1, "max_model_len": 10**8})],
                            vllm=vllm_wheel(version), environ={}, cwd=QWEN35)
     assert not any("User-specified max_model_len" in m for m in _refusals(allowed))
+
+
+@pytest.mark.parametrize("version", ["0.33.0", "0.34.0"])
+def test_model_ngram_names_the_method_not_a_draft_checkpoint(version: str) -> None:
+    # 0.33.0 speculative.py:1241 / 0.34.0 :1368: ``self.model in ("ngram", "[ngram]")`` sets method ngram; nothing to audit
+    r = _spec(version, {"model": "ngram", "num_speculative_tokens": 3})
+    assert _refusals(r) == [] and r.facts["launch"]["speculative"]["runs_as"] == "ngram"
+
+
+def test_dflash_wraps_the_draft_and_the_registry_refuses_it(tree: Path) -> None:
+    # 0.34.0 DFlashSpeculatorConfig.adapt_draft_model_config -> EAGLEConfig(method="dflash") (eagle.py:65-76): the
+    # registry has no DFlashDeepSeekMTPModel (real vLLM 0.34.0 raised the same, tests/data/oracle/vllm-0.34.0.json)
+    [msg] = _refusals(_launch(tree, FIXTURES / "oracle-configs" / "deepseek-ai--DeepSeek-V3",
+                              {"method": "dflash", "model": str(FIXTURES / "oracle-configs" / "deepseek-ai--DeepSeek-V3"),
+                               "num_speculative_tokens": 1}))
+    assert "Model architectures ['DFlashDeepSeekMTPModel'] are not supported for now." in msg
