@@ -128,7 +128,7 @@ def test_glm_alias_not_in_0_11_literal_is_rejected_and_fixed(ds: Path) -> None:
                 "--speculative-config.num_speculative_tokens", "1")
     assert f["command"]["speculative_config"] == {"method": "glm4_moe_mtp", "num_speculative_tokens": 1}
     errs = [x.message for x in r.findings if x.rule_id == "MTP320"]
-    assert len(errs) == 1 and "not one of the 12 values of the validated SpeculativeMethod Literal (vllm/config/speculative.py:32)" in errs[0]
+    assert len(errs) == 1 and "not one of the 12 values of the validated SpeculativeMethod Literal declared at vllm/config/speculative.py:32 (pydantic)" in errs[0]
     assert f["corrected_command"].endswith("""--speculative-config '{"method":"mtp","num_speculative_tokens":1}'""")
     assert f["corrected_check"]["verdict"] == "go"
     # the vLLM tree's own MTP402 error is info in a launch: the command's part of it is MTP320

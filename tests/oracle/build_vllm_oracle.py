@@ -18,7 +18,7 @@ import sys
 import tempfile
 import traceback
 
-from grid import FORMS  # noqa: E402  (tests/oracle/grid.py: the same forms the replay test uses)
+from grid import FORMS, FORMS_WIDE  # noqa: E402  (tests/oracle/grid.py: the same forms the replay test uses)
 
 
 def _where(tb: traceback.StackSummary) -> str | None:
@@ -77,7 +77,8 @@ def main(dirs: list[str]) -> None:
         except Exception as exc:  # noqa: BLE001
             out["cases"].append({"config": name, "target_error": f"{type(exc).__name__}: {str(exc)[:300]}"})
             continue
-        for form_id, spec in FORMS.items():
+        forms = {**FORMS, **FORMS_WIDE} if os.environ.get("MTP_AUDIT_ORACLE_WIDE") else FORMS
+        for form_id, spec in forms.items():
             res = _one(SpeculativeConfig, ParallelConfig, target, folder, spec)
             out["cases"].append({"config": name, "form": form_id, "spec": spec, "result": res})
             print(name, form_id, res, file=sys.stderr, flush=True)

@@ -17,6 +17,38 @@ FORMS = {
     "ngram-k3": {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3},
 }
 
+#: the wider grid recorded for vLLM 0.34.0 (the keys and methods issue reports found unreplayed: pydantic's field table,
+#: draft tensor / context parallel sizes, max_model_len, per-method options, suffix / ngram_gpu, removed and new keys)
+FORMS_WIDE = {
+    "mtp-k4": {"method": "mtp", "num_speculative_tokens": 4},
+    "mtp-k0": {"method": "mtp", "num_speculative_tokens": 0},
+    "nextn-k1": {"method": "nextn", "num_speculative_tokens": 1},
+    "qwen3_5_mtp-k1": {"method": "qwen3_5_mtp", "num_speculative_tokens": 1},
+    "glm4_moe_mtp-k1": {"method": "glm4_moe_mtp", "num_speculative_tokens": 1},
+    "mtp-dtp1": {"method": "mtp", "num_speculative_tokens": 1, "draft_tensor_parallel_size": 1},
+    "mtp-dtp2": {"method": "mtp", "num_speculative_tokens": 1, "draft_tensor_parallel_size": 2},
+    "mtp-ddcp2": {"method": "mtp", "num_speculative_tokens": 1, "draft_decode_context_parallel_size": 2},
+    "mtp-tp-key": {"method": "mtp", "num_speculative_tokens": 1, "tensor_parallel_size": 1},
+    "mtp-mml-huge": {"method": "mtp", "num_speculative_tokens": 1, "max_model_len": 100000000},
+    "mtp-removed-key": {"method": "mtp", "num_speculative_tokens": 1, "disable_padded_drafter_batch": True},
+    "mtp-new-key": {"method": "mtp", "num_speculative_tokens": 1, "speculator_options": {}},
+    "mtp-index-share": {"method": "mtp", "num_speculative_tokens": 1, "index_share_for_mtp_iteration": True},
+    "ngram-index-share": {"method": "ngram", "num_speculative_tokens": 3, "index_share_for_mtp_iteration": True},
+    "mtp-parallel-drafting": {"method": "mtp", "num_speculative_tokens": 1, "parallel_drafting": True},
+    "mtp-lm-head-fp8": {"method": "mtp", "num_speculative_tokens": 1, "draft_lm_head_quantization": "fp8"},
+    "ngram-lm-head-fp8": {"method": "ngram", "num_speculative_tokens": 3, "draft_lm_head_quantization": "fp8"},
+    "suffix-no-k": {"method": "suffix"},
+    "suffix-k4": {"method": "suffix", "num_speculative_tokens": 4},
+    "ngram_gpu-k3": {"method": "ngram_gpu", "num_speculative_tokens": 3},
+    "ngram-no-k": {"method": "ngram"},
+    "ngram-min-gt-max": {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 5, "prompt_lookup_max": 2},
+    "model-ngram": {"model": "ngram", "num_speculative_tokens": 3},
+    "draft_model-no-model": {"method": "draft_model", "num_speculative_tokens": 1},
+    "eagle-no-model": {"method": "eagle", "num_speculative_tokens": 1},
+    "dflash-self": {"method": "dflash", "model": "<target>", "num_speculative_tokens": 1},
+    "model-no-k": {"model": "<target>"},
+}
+
 #: the checkpoint configs (folders of /work/shared/realdata copied to fixtures/oracle-configs/)
 CONFIGS = (
     "deepseek-ai--DeepSeek-V3", "deepseek-ai--DeepSeek-R1", "nvidia--DeepSeek-V3.1-NVFP4", "zai-org--GLM-5", "zai-org--GLM-5-FP8",

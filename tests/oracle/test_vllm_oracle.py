@@ -5,8 +5,9 @@ The real results are recorded in tests/data/oracle/vllm-X.json by tests/oracle/b
 environment with the real ``vllm==X`` (``$MTP_AUDIT_ORACLE_VENVS/vllm-X``, default /work/oracle-venvs); when that venv
 exists the test records afresh first (set MTP_AUDIT_ORACLE_NO_RECORD=1 to compare with the stored JSON only). Marked ``oracle`` (deselected by default: ``pytest -m oracle``).
 
-Every disagreement must be listed in :data:`EXPLAINED` with its reason (docs/vllm.md "Oracle"); the agreement rate of
-every release must be at least 98 %.
+Every disagreement where the replay decides must be listed in :data:`EXPLAINED` with its reason (docs/vllm.md
+"Oracle"), none may refuse a config real vLLM builds, at least 98 % of the decided cases agree, and at most 10 % are
+"could not tell" (the replay leaves the question open: counted apart, never as a pass or a refusal).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from replay_grid import RECORDED, compare  # noqa: E402
 
 pytestmark = [pytest.mark.oracle, pytest.mark.network, pytest.mark.slow]
 
-RELEASES = ("0.11.0", "0.24.0", "0.33.0")
+RELEASES = ("0.11.0", "0.24.0", "0.33.0", "0.34.0")
 #: "(config) (form)" -> why the replay and real vLLM differ there (kept short; docs/vllm.md has the detail)
 EXPLAINED: dict[str, str] = {}
 
@@ -37,8 +38,10 @@ def _record(version: str) -> None:
     venv = Path(os.environ.get("MTP_AUDIT_ORACLE_VENVS", "/work/oracle-venvs")) / f"vllm-{version}" / "bin" / "python"
     if not venv.exists():
         return
+    # the wider grid (grid.FORMS_WIDE) too: the recorded JSON then holds every form compared
     out = subprocess.run([str(venv), str(HERE / "build_vllm_oracle.py"), *[str(CONFIG_DIR / c) for c in CONFIGS]],
-                         cwd=HERE, capture_output=True, text=True, timeout=3600, check=True).stdout
+                         cwd=HERE, capture_output=True, text=True, timeout=3600, check=True,
+                         env={**os.environ, "MTP_AUDIT_ORACLE_WIDE": "1"}).stdout
     data = json.loads(out)
     assert data["vllm"] == version
     (RECORDED / f"vllm-{version}.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
@@ -51,6 +54,12 @@ def test_replay_agrees_with_real_vllm(version: str) -> None:
     if not (RECORDED / f"vllm-{version}.json").exists():
         pytest.skip(f"no recorded oracle for vLLM {version}")
     ok, n, lines = compare(version)
-    unexplained = [line for line in lines if not line.startswith(tuple(EXPLAINED)) and "not compared" not in line]
-    assert unexplained == []
-    assert n > 0 and ok / n >= 0.98, f"vLLM {version}: {ok}/{n} agree"
+    # "could not tell" (the replay leaves the question open) is an honest separate answer, never a wrong one: it is
+    # counted apart; every case where both decide and differ must be explained
+    undecided = [line for line in lines if ": replay undecided: " in line]
+    wrong = [line for line in lines if "not compared" not in line and line not in undecided]
+    assert [line for line in wrong if not line.startswith(tuple(EXPLAINED))] == []
+    assert not [line for line in wrong if "real runs" in line], "a config vLLM builds is reported as refused"
+    decided = n - len(undecided)
+    assert decided > 0 and ok / decided >= 0.98, f"vLLM {version}: {ok}/{decided} decided cases agree"
+    assert len(undecided) <= 0.10 * n, f"vLLM {version}: {len(undecided)}/{n} not decided"

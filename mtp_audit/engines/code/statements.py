@@ -162,7 +162,8 @@ _BOUND = object()
 
 
 _BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-        ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
+        ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow, ast.LShift: operator.lshift,
+        ast.RShift: operator.rshift, ast.BitOr: operator.or_, ast.BitAnd: operator.and_}
 _CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Lt: operator.lt,
         ast.LtE: operator.le}
 _STR_METHODS = ("lower", "upper", "startswith", "endswith", "strip", "split", "replace", "removeprefix", "removesuffix",
@@ -238,7 +239,9 @@ class Replay:
         if isinstance(node, ast.Subscript) and ast.unparse(node.value).split(".")[-1] == "Literal":
             elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             vals = [self._static(e) for e in elts]
-            return ("__literal__", tuple(vals)) if all(v is not UNKNOWN for v in vals) else UNKNOWN
+            # a Literal nested in a Literal is flattened, as typing does (Literal[Literal["a"], "b"] == Literal["a", "b"])
+            flat = [x for v in vals for x in (v[1] if isinstance(v, tuple) and len(v) == 2 and v[0] == "__literal__" else (v,))]
+            return ("__literal__", tuple(flat)) if all(v is not UNKNOWN for v in vals) else UNKNOWN
         if isinstance(node, ast.Name):
             return self.globals.get(node.id, UNKNOWN)
         try:
@@ -350,6 +353,10 @@ class Replay:
         """Run one statement on one path; the paths it continues as."""
         try:
             if isinstance(st, ast.Expr):
+                if isinstance(st.value, ast.Call):
+                    forked = self._call_paths(st.value, p)
+                    if forked is not None:
+                        return forked
                 self.ev(st.value, p)
                 return [p]
             if isinstance(st, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
@@ -394,6 +401,14 @@ class Replay:
             split = self._split_call(st, p)
             if split is not None:
                 return split
+            forked = self._call_paths(st.value, p)
+            if forked is not None:
+                for q in forked:
+                    if not q.done:
+                        for t in st.targets:
+                            self._store(t, q.ret, q)
+                        q.ret = None
+                return forked
         if isinstance(st, ast.AugAssign):
             v = self._binop(st.op, self.ev(st.target, p), self.ev(st.value, p), st, p)
             targets: list[ast.expr] = [st.target]
@@ -416,6 +431,35 @@ class Replay:
                     return None
                 kwargs.update({str(key): v for key, v in extra.items()})
         return args, kwargs
+
+    def _call_paths(self, n: ast.Call, p: Path) -> list[Path] | None:
+        """A statement that is a call of a followed function (``self.m(...)``, ``Cls.m(...)``, a module function): the
+        callee runs on ``p`` itself, so a test it cannot decide forks the caller (each path keeps what its branch did,
+        ``ret`` the value returned); ``None`` when the callee is not one the replay follows (then it is evaluated as an
+        expression)."""
+        callee = " ".join(ast.unparse(n.func).split())
+        if callee in self.hooks or self._depth >= MAX_DEPTH:
+            return None
+        parts = callee.split(".")
+        fn, self_obj = None, None
+        if len(parts) == 2 and parts[0] in ("self", "cls", self.cls) and parts[1] in self.methods:
+            if isinstance(self._attr(self._name(parts[0], p), parts[1]), Native):
+                return None
+            fn = self.methods[parts[1]]
+            self_obj = self._name(parts[0], p) if parts[0] in ("self", "cls") else None
+        elif len(parts) == 1 and parts[0] in self.functions and parts[0] not in p.frames[-1]:
+            fn = self.functions[parts[0]]
+        if fn is None:
+            return None
+        got = self._arguments(n, p)
+        if got is None:
+            return None
+        self._depth += 1
+        try:
+            out = self._invoke(fn, [p], self_obj, got[0], got[1])
+        finally:
+            self._depth -= 1
+        return out
 
     def _split_call(self, st: ast.Assign, p: Path) -> list[Path] | None:
         """``x = f(...)`` where ``f`` is a :class:`Native` with ``split`` and more than one outcome: one path per outcome
@@ -784,12 +828,18 @@ class Replay:
             except HookRaise as exc:
                 p.raised = Raised(exc.type, exc.message, exc.location or self.loc(n))
                 raise _Exit() from None
+            except HookLost as exc:
+                p.lost = p.lost or exc.why
+                raise _Exit() from None
         hook = self.hooks.get(callee) or (self.hooks.get(f[1]) if isinstance(f, tuple) and len(f) == 2 and f[0] == "__ref__" else None)
         if hook is not None:
             try:
                 return hook(self, p, args, kwargs, n)
             except HookRaise as exc:
                 p.raised = Raised(exc.type, exc.message, exc.location or self.loc(n))
+                raise _Exit() from None
+            except HookLost as exc:
+                p.lost = p.lost or exc.why
                 raise _Exit() from None
         if callee.split(".")[0] in _LOG_NAMES:
             msg = self.text(n.args[0], p) if n.args else ""
@@ -877,6 +927,15 @@ class HookRaise(Exception):
     def __init__(self, type_: str, message: str, location: str | None = None) -> None:
         super().__init__(message)
         self.type, self.message, self.location = type_, message, location
+
+
+class HookLost(Exception):
+    """Raised by a hook or a :class:`Native`: the replay cannot follow this call (``why``: a module the engine moved,
+    a call whose outcomes it does not decide); the path is marked ``lost`` with ``why`` (could not tell, never a guess)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
 
 
 def _methods_with_bases(node: ast.ClassDef, classes: Mapping[str, ast.ClassDef], depth: int = 0) -> dict[str, ast.FunctionDef]:

@@ -144,7 +144,9 @@ def proposers_for(dispatch: list[dict[str, Any]], methods: list[str], preds: dic
 def _dispatch_of(res: dict[str, Any] | None, want: str) -> list[dict[str, Any]]:
     if not res or res.get("gap"):
         return []
-    entries = [d for d in res["dispatch"] if d["class"].endswith(want) or d["class"] == "create_custom_proposer"]
+    # ``NgramProposerGPU`` (0.24.0 gpu_model_runner.py:575) is a proposer whose name does not end in "Proposer"
+    entries = [d for d in res["dispatch"] if d["class"].endswith(want) or want == "Proposer" and want in d["class"]
+               or d["class"] == "create_custom_proposer"]
     if not entries:
         return []
     first_fn = entries[0]["function"]
@@ -210,6 +212,41 @@ def link(tree: VllmTree, results: dict[str, dict[str, Any] | None]) -> tuple[dic
     return facts, gaps
 
 
+class _TreeReader:
+    """``.get(rel)`` over a :class:`VllmTree` for :func:`mtp_audit.engines.vllm.speculators.speculator_table` (each module
+    read once, bounded like every read of the tree; ``None``: not in the tree)."""
+
+    def __init__(self, tree: VllmTree) -> None:
+        self.tree, self.seen = tree, {}
+
+    def get(self, rel: str, default: Any = None) -> Any:
+        if rel not in self.seen:
+            self.seen[rel] = self.tree.read(rel) if self.tree.add_file(rel) else None
+        return self.seen[rel] if self.seen[rel] is not None else default
+
+
+def link_speculators(tree: VllmTree, facts: dict[str, Any], gaps: list[Gap]) -> None:
+    """``facts['speculator_configs']`` for a release that keeps per-method logic in ``SpeculatorConfig`` classes (0.34.0:
+    ``_CONFIG_BY_METHOD``, ``_CHECKPOINT_DETECTION_ORDER``, each class's ``supported_options`` and ``speculator_class``);
+    absent for older releases. Not cached with the rest: it reads modules beyond the tree's fingerprinted files."""
+    from mtp_audit.engines.code.pyast import parse_source
+    from mtp_audit.engines.vllm.speculators import speculator_table
+
+    spec_rel = tree.roles.get("spec")
+    data = tree.read(spec_rel) if spec_rel else None
+    module = parse_source(spec_rel, data)[0] if spec_rel and data is not None else None
+    if module is None:
+        return
+    table = speculator_table(module, spec_rel, _TreeReader(tree), str(tree.version))
+    if table is None:
+        return
+    facts["speculator_configs"] = table
+    # the V1 runner file is gone on purpose: each SpeculatorConfig class names its speculator (speculator_class)
+    gaps[:] = [g for g in gaps if not g.message.startswith("vllm/v1/worker/gpu_model_runner.py not found")]
+    if table.get("gap"):
+        gaps.append(Gap(ANALYZER, f"could not tell: vLLM {tree.version} moved the speculator table ({table['gap']})",
+                        path=table.get("location"), blocking=False))
+
 def _link_spec_config(x: _Link) -> None:
     """The validated ``method`` Literal: ``facts['spec_config']``."""
     tree, results, facts, gaps, spec, spec_rel, ok, consts = x.tree, x.results, x.facts, x.gaps, x.spec, x.spec_rel, x.ok, x.consts
@@ -231,6 +268,7 @@ def _link_spec_config(x: _Link) -> None:
         "validated": validated_by is not None, "validated_by": validated_by,
         "method_field": _loc(spec_rel, mf["line"]) if mf else None,
         "method_literal": {"name": literal_name, "values": literal["values"], "location": _loc(spec_rel, literal["line"])} if literal else None,
+        "fields": spec.get("fields") if ok else None,
     }
     if ok and mf and literal is None:
         gaps.append(Gap(ANALYZER, f"{spec_rel}:{mf['line']}: the method annotation {mf['annotation']} is not a statically resolvable Literal; "
@@ -424,6 +462,7 @@ def audit_tree(tree: VllmTree) -> Report:
         facts, gaps = link(tree, results)
         facts["scan"] = {"files_read": sorted(tree.roles.values()), "bytes": tree.bytes_read, "tree_cache": "miss"}
         cache_store(folder, tkey, {"facts": facts, "gaps": [g.__dict__ for g in gaps]})
+    link_speculators(tree, facts, gaps)
     findings = evaluate(facts)
     name = tree.display if tree.version is None else f"{tree.display} (vllm {tree.version})"
     return Report.build(ANALYZER, name, findings=findings, gaps=gaps, facts=facts,

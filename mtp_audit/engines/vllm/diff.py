@@ -85,7 +85,61 @@ def diff_facts(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[Finding],
             out.append(BY_ID["MTP423"].finding(
                 f"draft chain {k[0]} {k[1]} now ends in {', '.join(nc[k]['architectures'] or ['(none)'])} "
                 f"(was {', '.join(oc[k]['architectures'] or ['(none)'])})", loc(nc[k]["arch_location"] or nc[k]["location"]), severity=Severity.INFO))
+    _diff_fields(old, new, out, ch)
+    _diff_speculators(old, new, out, ch)
     return out, ch
+
+
+def _diff_fields(old: dict[str, Any], new: dict[str, Any], out: list[Finding], ch: dict[str, Any]) -> None:
+    """MTP424 for a ``--speculative-config`` key the new version no longer accepts (pydantic ``extra="forbid"``); the
+    keys added are listed in ``changes["fields"]``."""
+    from mtp_audit.engines.vllm.rules import BY_ID
+
+    of = (old.get("spec_config") or {}).get("fields")
+    nf = (new.get("spec_config") or {}).get("fields")
+    if of is None or nf is None:
+        return
+    where = loc((new.get("spec_config") or {}).get("location"))
+    gone, added = [f for f in of if f not in nf], [f for f in nf if f not in of]
+    ch["fields"] = {"added": added, "removed": gone}
+    for f in gone:
+        out.append(BY_ID["MTP424"].finding(f"--speculative-config key {f!r} is gone: SpeculativeConfig(**...) now refuses it "
+                                           "(pydantic, extra=\"forbid\": 'Unexpected keyword argument'), so a config that still "
+                                           "sets it does not start", where))
+
+
+def _diff_speculators(old: dict[str, Any], new: dict[str, Any], out: list[Finding], ch: dict[str, Any]) -> None:
+    """What moved when the new version decides methods through ``SpeculatorConfig`` classes (0.34.0
+    ``_CONFIG_BY_METHOD``): the method table, the detection order, and which methods accept each option (MTP420 info;
+    MTP424 for an option now refused with other methods)."""
+    from mtp_audit.engines.vllm.rules import BY_ID
+
+    ot, nt = old.get("speculator_configs"), new.get("speculator_configs")
+    if not nt or ot == nt:
+        return
+    methods = nt.get("methods") or {}
+    ch["speculator_configs"] = {"old": bool(ot), "methods": sorted(methods), "detection_order": nt.get("detection_order")}
+    if not ot:
+        table = "; ".join(f"{m} -> {c.get('class')} ({str(c.get('speculator') or 'no speculator').rsplit('.', 1)[-1]})"
+                          for m, c in methods.items())
+        out.append(BY_ID["MTP420"].finding(
+            f"each method is now a SpeculatorConfig class looked up by name in _CONFIG_BY_METHOD ({len(methods)} methods: {table}); "
+            "the per-method rewrites of SpeculativeConfig.__post_init__ moved into those classes", loc(nt.get("location")),
+            severity=Severity.INFO))
+    if nt.get("detection_order"):
+        out.append(BY_ID["MTP420"].finding(
+            f"with a model and no method, the method is detected from the draft checkpoint in the order "
+            f"{', '.join(nt['detection_order'])} (each class's matches(), after the class the draft model declares); a "
+            "configured method is no longer replaced by the checkpoint", loc(nt.get("detection_location")), severity=Severity.INFO))
+    had = set((old.get("spec_config") or {}).get("fields") or [])
+    for opt in [o for o in nt.get("options") or [] if o in had]:
+        # an option the old version already took: a config that set it with another method no longer starts
+        ok = sorted(m for m, c in methods.items() if opt in (c.get("supported_options") or []))
+        by = (f"only with method {', '.join(ok)} (of the {len(methods)} in _CONFIG_BY_METHOD)" if ok else
+              "by none of the methods in _CONFIG_BY_METHOD (only by a SpeculatorConfig a draft model declares)")
+        out.append(BY_ID["MTP424"].finding(
+            f"speculative option {opt!r} is now accepted {by}: with another method vLLM raises ValueError('{opt} is not "
+            "supported with speculative method ...')", loc(nt.get("options_location"))))
 
 
 def diff_vllm(old_report: Report | dict[str, Any], new_report: Report | dict[str, Any]) -> Report:

@@ -10,12 +10,13 @@ Used by ``mtp-audit launch -- vllm serve ...`` (:mod:`mtp_audit.engines.vllm.lau
 from __future__ import annotations
 
 import ast
+import time
 from pathlib import Path
 from typing import Any
 
 from mtp_audit.engines.vllm.audit import audit_tree, scan_role
 from mtp_audit.engines.vllm.chain import simulate
-from mtp_audit.engines.vllm.target import open_target
+from mtp_audit.engines.vllm.target import READ_BUDGET_S, open_target
 
 
 class LaunchView:
@@ -169,6 +170,7 @@ class TreeSources(dict):
         super().__init__(initial)
         self._target = target
         self._tree: Any = None
+        self._opened = 0.0
         self._extra = 0
 
     def has_compiled(self, stem: str) -> bool:
@@ -176,6 +178,7 @@ class TreeSources(dict):
         try:
             if self._tree is None:
                 self._tree = open_target(self._target)
+                self._opened = time.monotonic()
             return bool(self._tree.has_compiled(stem))
         except Exception:  # noqa: BLE001 - an unreadable target ships nothing the replay can count on
             return False
@@ -187,8 +190,14 @@ class TreeSources(dict):
         if self._extra < self.MAX_EXTRA:
             self._extra += 1
             try:
+                if self._tree is not None and time.monotonic() - self._opened > READ_BUDGET_S / 2:
+                    # the tree's wall-clock read budget runs from its opening: a long-lived view (many launches in one
+                    # process) opens it afresh rather than reading nothing once the budget is spent
+                    self._tree.close()
+                    self._tree = None
                 if self._tree is None:
                     self._tree = open_target(self._target)
+                    self._opened = time.monotonic()
                 if self._tree.add_file(rel):
                     data = self._tree.read(rel)
             except Exception:  # noqa: BLE001 - an unreadable module is "not in this tree" for the replay

@@ -236,6 +236,10 @@ _SP_NEW_ALIAS = _ALIAS_TUPLE.replace('''            self.method = "mtp"
 ''')
 
 
+_WITH_FIELD = _NO_ALIAS + '''    disable_padded_drafter_batch: bool = False
+'''
+
+
 def _diff(old: dict[str, str], new: dict[str, str]) -> dict[str, str]:
     return {**{"old/" + k: v for k, v in old.items()}, **{"new/" + k: v for k, v in new.items()}}
 
@@ -490,6 +494,28 @@ RULES: tuple[Rule, ...] = (
         examples=(
             Example(True, _diff({_REG: _REG_TWO, _SP: _NO_ALIAS}, {_REG: _REG_OK, _SP: _NO_ALIAS}), args=("--diff",), note="Glm4MoeMTPModel gone"),
             Example(False, _diff({_REG: _REG_OK, _SP: _NO_ALIAS}, {_REG: _REG_TWO, _SP: _NO_ALIAS}), args=("--diff",), note="a class added"),
+        ),
+    ),
+)
+
+RULES = RULES + (
+    Rule(
+        id="MTP424", name="speculative-config-key-removed", analyzer="vllm", severity=Severity.WARNING,
+        summary="An upgrade removed a --speculative-config key or restricted it to some methods",
+        what="Compares the fields SpeculativeConfig(**...) accepts in two versions (annotated fields, not ClassVar, not "
+             "field(init=False)), and, where the new version checks method-specific options against each SpeculatorConfig "
+             "class's supported_options (0.34.0 speculative.py:1393-1401), which methods still accept each option.",
+        why="vllm serve passes the JSON straight to SpeculativeConfig(**...), a pydantic dataclass with extra=\"forbid\": a "
+            "key the new version lacks is refused ('Unexpected keyword argument') and the server does not start (0.34.0 "
+            "removed disable_padded_drafter_batch and use_heterogeneous_vocab); an option used with another method raises "
+            "ValueError('<option> is not supported with speculative method ...').",
+        fix="Drop the removed key, or use the option only with a method whose SpeculatorConfig supports it.",
+        sources=("vllm/config/utils.py config (ConfigDict(extra=\"forbid\"))", "vllm/config/speculative.py (0.33.0 vs 0.34.0)",
+                 "vllm/v1/worker/gpu/spec_decode/*/config.py supported_options (0.34.0)"),
+        basis="code",
+        examples=(
+            Example(True, _diff({_SP: _WITH_FIELD}, {_SP: _NO_ALIAS}), args=("--diff",), note="disable_padded_drafter_batch gone"),
+            Example(False, _diff({_SP: _NO_ALIAS}, {_SP: _WITH_FIELD}), args=("--diff",), note="a key added"),
         ),
     ),
 )

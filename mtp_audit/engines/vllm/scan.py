@@ -26,7 +26,7 @@ from mtp_audit.engines.code.pyast import strings_in as _strings_in
 from mtp_audit.engines.vllm.chain import simulate_all
 
 #: Bump when any extraction changes, so cached results are recomputed.
-SCAN_VERSION = 3
+SCAN_VERSION = 8
 
 #: ``SpeculativeConfig`` fields whose rewrites are reported.
 FIELDS = ("method", "model", "quantization", "num_speculative_tokens", "enforce_eager", "tokenizer")
@@ -245,6 +245,21 @@ def _pred_expr(e: ast.AST, consts: dict[str, dict[str, Any]]) -> dict[str, Any] 
 # --- the SpeculativeConfig file ---------------------------------------------------------------
 
 
+def init_fields(cls: ast.ClassDef) -> list[str]:
+    """The fields a ``SpeculativeConfig(**...)`` call may name, in source order: the annotated class attributes that are
+    not ``ClassVar`` and not ``field(init=False)`` (a pydantic dataclass with ``extra="forbid"`` refuses any other key:
+    "Unexpected keyword argument")."""
+    out = []
+    for st in cls.body:
+        if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and "ClassVar" not in _src(st.annotation):
+            v = st.value
+            if isinstance(v, ast.Call) and any(k.arg == "init" and isinstance(k.value, ast.Constant) and k.value.value is False
+                                               for k in v.keywords):
+                continue
+            out.append(st.target.id)
+    return out
+
+
 def scan_spec(rel: str, data: bytes) -> dict[str, Any]:
     """Everything about ``class SpeculativeConfig`` (vllm/config.py 0.8.5 L2140, vllm/config/speculative.py
     0.11.0 L41, 0.33.0): the validated ``method`` Literal, whether the class is a pydantic dataclass,
@@ -273,6 +288,7 @@ def scan_spec(rel: str, data: bytes) -> dict[str, Any]:
             method_field = {"line": st.lineno, "annotation": _src(st.annotation), "literal": names[0] if names else None,
                             "skip_validation": "SkipValidation" in _src(st.annotation)}
     res["method_field"] = method_field
+    res["fields"] = init_fields(cls)
     funcs = {st.name: st for st in cls.body if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))}
     rewrites: list[dict[str, Any]] = []
     for name, fn in funcs.items():
@@ -457,7 +473,8 @@ def scan_dispatch(rel: str, data: bytes) -> dict[str, Any]:
                     val = st.value
                 if isinstance(val, ast.Call):
                     name = _dotted(val.func).split(".")[-1]
-                    if name.endswith(("Proposer", "Speculator")) or name == "create_custom_proposer":
+                    # ``NgramProposerGPU`` (0.24.0 gpu_model_runner.py:575) ends in neither suffix
+                    if name.endswith(("Proposer", "Speculator")) or "Proposer" in name or name == "create_custom_proposer":
                         out.append({"class": name, "line": st.lineno, "function": func, "guards": [g.to_json() for g in guards]})
 
     visit(tree.body, [], "<module>")

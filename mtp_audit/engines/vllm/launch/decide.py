@@ -50,7 +50,29 @@ def _config_class(cfg: dict[str, Any]) -> str:
     return "PretrainedConfig"
 
 
-def knowns(ctx: Any, model_path: str | None) -> LaunchKnowns:
+def max_len_bound(model: Any, cwd: Any) -> int | None:
+    """An upper bound of the ``max_model_len`` vLLM derives for checkpoint ``model`` (``_get_and_verify_max_len``,
+    ``vllm/config/model.py``: the least of its length keys times a RoPE ``factor``, or ``model_max_length``): the largest
+    number of its ``config.json`` times its largest ``factor`` (:mod:`mtp_audit.engines.vllm.launch.lookahead`); ``None``
+    when the folder has no readable ``config.json`` or a ``sentence_bert_config.json`` (whose ``max_seq_length`` vLLM
+    reads as well)."""
+    from pathlib import Path
+
+    from mtp_audit.engines.vllm.launch.attn_launch import model_config_json
+    from mtp_audit.engines.vllm.launch.lookahead import config_length_bound
+
+    if not isinstance(model, str):
+        return None
+    folder = Path(model).expanduser()
+    if (folder if folder.is_absolute() else Path(cwd) / folder).joinpath("sentence_bert_config.json").exists():
+        return None
+    cfg, _why = model_config_json(model, cwd)
+    if not isinstance(cfg, dict):
+        return None
+    return config_length_bound(cfg)
+
+
+def knowns(ctx: Any, model_path: str | None, cwd: Any = ".") -> LaunchKnowns:
     """What the launch fixes for the replay: the spec as given, the target (its audited config), ``--quantization``,
     ``--model-impl`` and the draft checkpoints the launch audited."""
     spec = dict(ctx.cmd.spec or {})
@@ -73,15 +95,57 @@ def knowns(ctx: Any, model_path: str | None) -> LaunchKnowns:
 
     return LaunchKnowns(spec=spec, target_model=model_path, target=target, target_text_model_type=tcfg.get("text_model_type"),
                         quantization=ctx.cmd.get("--quantization") or ctx.cmd.get("-q"), using_transformers=using_tf,
-                        draft_of=draft_of, registered=registered)
+                        draft_of=draft_of, registered=registered, parallel=parallel_knowns(ctx.cmd),
+                        max_len_bound=(lambda model: None) if ctx.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN")
+                        else (lambda model: max_len_bound(model, cwd)), vocab_of=lambda model: vocab_size_of(model, cwd),
+                        head_dtype_is_dtype=lambda model: no_head_dtype(model, cwd))
 
 
-def apply_replay(ctx: Any, model_path: str | None, findings_before: int, gaps_before: int) -> SpecReplay | None:
+def no_head_dtype(model: Any, cwd: Any) -> bool:
+    """Whether checkpoint ``model``'s config.json sets no ``head_dtype`` (top level or ``text_config``)."""
+    from mtp_audit.engines.vllm.launch.attn_launch import model_config_json
+
+    cfg, _why = model_config_json(model, cwd) if isinstance(model, str) else (None, None)
+    return isinstance(cfg, dict) and "head_dtype" not in cfg and "head_dtype" not in (cfg.get("text_config") or {})
+
+
+def vocab_size_of(model: Any, cwd: Any) -> int | None:
+    """``vocab_size`` of checkpoint ``model``'s config.json (its ``text_config``'s when it has one: vLLM's
+    ``get_vocab_size`` reads the text config), ``None`` when it does not say."""
+    from mtp_audit.engines.vllm.launch.attn_launch import model_config_json
+
+    cfg, _why = model_config_json(model, cwd) if isinstance(model, str) else (None, None)
+    if not isinstance(cfg, dict):
+        return None
+    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+    v = text.get("vocab_size")
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+#: ``ParallelConfig`` field -> the ``vllm serve`` options that set it (default 1: ``vllm/config/parallel.py``)
+PARALLEL_FIELDS = {"tensor_parallel_size": ("--tensor-parallel-size", "-tp"),
+                   "decode_context_parallel_size": ("--decode-context-parallel-size", "-dcp")}
+
+
+def parallel_knowns(cmd: Any) -> dict[str, Any]:
+    """The target ``ParallelConfig`` sizes the command fixes, for the draft checks that compare with them
+    (``_verify_and_get_draft_tp``: 0.33.0 / 0.34.0 ``speculative.py``); a value that is not an integer is left out."""
+    out: dict[str, Any] = {}
+    for name, opts in PARALLEL_FIELDS.items():
+        given = next((cmd.get(o) for o in opts if cmd.get(o) is not None), None)
+        if given is None:
+            out[name] = 1
+        elif str(given).strip().isdigit():
+            out[name] = int(str(given).strip())
+    return out
+
+
+def apply_replay(ctx: Any, model_path: str | None, findings_before: int, gaps_before: int, cwd: Any = ".") -> SpecReplay | None:
     """Run the replay for ``ctx``'s speculative config and let it decide (module docstring). ``findings_before`` /
     ``gaps_before``: how many findings and gaps ``ctx`` held before the fact-based steps ran (theirs come after)."""
     if ctx.cmd.spec is None or ctx.view is None or _rejected_before(ctx):
         return None
-    rp = replay_spec_config(ctx.view, knowns(ctx, model_path))
+    rp = replay_spec_config(ctx.view, knowns(ctx, model_path, cwd))
     ctx.replay = rp
     if rp.gap is not None:
         # the source that decides cannot be read: what vLLM does with this speculative config is "could not tell", not
@@ -93,10 +157,28 @@ def apply_replay(ctx: Any, model_path: str | None, findings_before: int, gaps_be
                 "speculative config is not decided", blocking=True)
         return rp
     raised = rp.raised
+    if raised is R_UNKNOWN and rp.moved():
+        # the replay could not follow the release (a module, table or class it names is gone, or a call it reached
+        # forks in ways the launch does not decide): could not tell, never the fact-based guess of an older layout
+        _drop_fact_answers(ctx, findings_before, gaps_before)
+        ctx.fails = any(f.rule_id in ("MTP320", "MTP322", "MTP324") and f.severity >= Severity.ERROR for f in ctx.findings)
+        ctx.method, ctx.method_decided, ctx.k = None, False, ctx.k_requested
+        why = rp.moved()[0]
+        ctx.gap(("" if why.startswith("could not tell") else "could not tell: ") + why
+                + ": what vLLM does with this speculative config is not decided", blocking=True)
+        return rp
     if raised is R_UNKNOWN:
         undecided = rp.why()
+        refused = any(p.raised is not None for p in rp.paths)
+        if refused:
+            # one of the outcomes is a refusal: whether the server starts is not decided, so neither the fact-based "runs"
+            # nor its method stand (0.33.0 suffix: ImportError unless arctic-inference is installed, speculative.py:1727)
+            _drop_fact_answers(ctx, findings_before, gaps_before)
+            ctx.method, ctx.method_decided, ctx.k = None, False, ctx.k_requested
         ctx.gap("the statement-order replay of SpeculativeConfig does not decide whether vLLM accepts this speculative config: "
-                + "; ".join(undecided[:4]) + ("" if undecided else "paths disagree"), blocking=False)
+                + "; ".join(undecided[:4]) + ("" if undecided else "paths disagree")
+                + ("; one outcome is a refusal (" + next(str(p.raised) for p in rp.paths if p.raised is not None)[:200] + ")"
+                   if refused else ""), blocking=refused)
         return rp
     _drop_fact_answers(ctx, findings_before, gaps_before)
     if raised is None:
@@ -108,12 +190,27 @@ def apply_replay(ctx: Any, model_path: str | None, findings_before: int, gaps_be
         archs = rp.draft_architectures()
         if archs is not R_UNKNOWN:
             ctx.draft["architectures_replayed"] = archs
+        _draft_path(ctx, rp, model_path)
         return rp
     # nothing after the raising statement runs: the n_predict default and the reuse notice (MTP323) never happen
     ctx.findings[findings_before:] = [f for f in ctx.findings[findings_before:] if f.rule_id != "MTP323"]
     ctx.k = ctx.k_requested
     _refuse(ctx, raised, rp)
     return rp
+
+
+def _draft_path(ctx: Any, rp: SpecReplay, model_path: str | None) -> None:
+    """The draft checkpoint the replay built the draft ``ModelConfig`` from, when the fact-based steps did not find it
+    (0.34.0 moved the draft = target default into ``MTPSpeculatorConfig.default_model``)."""
+    from mtp_audit.engines.code.statements import Obj
+
+    if ctx.draft.get("path") is not None:
+        return
+    d = rp.final("draft_model_config")
+    model = d.get("model") if isinstance(d, Obj) else None
+    if isinstance(model, str):
+        ctx.draft["path"], ctx.draft["is_target"] = model, model == model_path
+        ctx.draft_is_target = ctx.draft_is_target or model == model_path
 
 
 def _rejected_before(ctx: Any) -> bool:
@@ -142,8 +239,9 @@ def _refuse(ctx: Any, raised: Any, rp: SpecReplay) -> None:
     ctx.method = path.bound.get("method") if path.bound is not None else ctx.method
     if ctx.method is R_UNKNOWN:
         ctx.method = None
-    ctx.reject(f"{raised.type}: {raised.message} ({raised.location}) while SpeculativeConfig is built",
-               evidence=[Evidence("raised", f"{raised.type}: {raised.message}", loc_of(raised.location))]
+    where = f"({raised.location})" if raised.location else "(pydantic, validating the fields before __post_init__)"
+    ctx.reject(f"{raised.type}: {raised.message} {where} while SpeculativeConfig is built",
+               evidence=[Evidence("raised", f"{raised.type}: {raised.message}", loc_of(raised.location) if raised.location else None)]
                + [Evidence("replayed from", str(rp.rel))],
                remediation=fix or "change the speculative config so that this statement does not raise")
 

@@ -191,10 +191,11 @@ def _validated(ctx: VCtx, m: Any, k: Any, fix: dict[str, Any]) -> bool:
     if k is not None and not isinstance(k, int):
         ctx.reject(f"num_speculative_tokens={k!r} is not an integer", remediation="give num_speculative_tokens as a JSON number")
         return False
-    if isinstance(m, str) and validated and lit.get("values") and m not in lit["values"]:
+    if isinstance(m, str) and validated and lit.get("values") and m not in lit["values"] and not method_admits_str(ctx):
         better = "mtp" if "mtp" in lit["values"] and (m in (alias.get("members") or []) or m.endswith("_mtp")) else None
-        ctx.reject(f"method {m!r} is not one of the {len(lit['values'])} values of the validated {lit.get('name')} Literal "
-                   f"({lit.get('location')})" + (f"; {m!r} is in the MTP alias set {alias.get('set')}, which this version's "
+        # pydantic raises it before __post_init__: a ValidationError, no vLLM file:line (the Literal's is in the evidence)
+        ctx.reject(f"ValidationError: method {m!r} is not one of the {len(lit['values'])} values of the validated {lit.get('name')} Literal "
+                   f"declared at {lit.get('location')} (pydantic)" + (f"; {m!r} is in the MTP alias set {alias.get('set')}, which this version's "
                                                    "validator does not accept" if m in (alias.get("members") or []) else ""),
                    evidence=[Evidence("Literal", lit.get("name") or "?", loc_of(lit.get("location"))),
                              Evidence("validated by", str((vf.get("spec_config") or {}).get("validated_by")))],
@@ -204,6 +205,17 @@ def _validated(ctx: VCtx, m: Any, k: Any, fix: dict[str, Any]) -> bool:
             ctx.spec_fix, ctx.spec_changed = fix, True
         return False
     return True
+
+
+def method_admits_str(ctx: VCtx) -> bool:
+    """Whether the ``method`` field's annotation admits any string besides the Literal (0.34.0 ``method: SpeculativeMethod
+    | str | None``, ``speculative.py:461``: a ``@field_validator("method")`` decides, which the statement replay runs)."""
+    loc = str(((ctx.vf or {}).get("spec_config") or {}).get("method_field") or "")
+    text = getattr(ctx.view, "spec_text", None) or ""
+    line = int(loc.rsplit(":", 1)[1]) if loc.rsplit(":", 1)[-1].isdigit() else 0
+    rows = text.splitlines()
+    ann = rows[line - 1] if 0 < line <= len(rows) else ""
+    return bool(re.search(r"^\s*method\s*:[^=]*\|\s*str\b", ann))
 
 
 def _default_method(ctx: VCtx, ev: Evaluator) -> Any:
@@ -434,6 +446,9 @@ def pick_proposer(ctx: VCtx) -> None:
     vf = ctx.vf or {}
     if ctx.method is None or not ctx.method_decided or ctx.fails:
         return
+    if ctx.replay is not None and getattr(ctx.replay, "linked", False):
+        _speculator_of_class(ctx)
+        return
     runner = vf.get("runner") or {}
     setting = ctx.env.get("VLLM_USE_V2_MODEL_RUNNER")
     oracle = vf.get("v1_oracle")
@@ -494,13 +509,68 @@ def pick_proposer(ctx: VCtx) -> None:
                 maybe.append(p)
         out[r] = {"class": picked["class"] if picked else None, "location": picked["location"] if picked else None,
                   "unless": [f"{p['class']} {p['when']} ({p['location']})" for p in maybe]}
-        if picked is None and not maybe and not (which == "auto" and _other_runner_has(vf, r, ctx.method)):
-            # with the runner chosen automatically, a method the V2 runner lacks runs on V1 (0.24.0 vllm/config/vllm.py:522-548
-            # use_v2_model_runner falls back, logged); only a method neither runner dispatches is refused
-            ctx.reject(f"the {r.upper()} runner has no proposer for method {ctx.method!r}",
-                       evidence=[Evidence(f"{r} dispatch", ", ".join(sorted(((vf.get('proposers') or {}).get(r) or {}))) or "none")],
-                       remediation="use a method this vLLM's runner dispatches (mtp-audit vllm lists proposers)")
+        if picked is None and not maybe:
+            _no_proposer(ctx, vf, r, which)
     ctx.proposer = out
+
+
+def _no_proposer(ctx: VCtx, vf: dict[str, Any], r: str, which: str) -> None:
+    """Runner ``r`` dispatches no proposer for the method: could not tell when its dispatch cannot be read
+    (:func:`dispatch_unread`), else MTP320 unless the runner is chosen automatically and the other one has it."""
+    if which == "auto" and _other_runner_has(vf, r, ctx.method):
+        # with the runner chosen automatically, a method the V2 runner lacks runs on V1 (0.24.0 vllm/config/vllm.py:522-548
+        # use_v2_model_runner falls back, logged); only a method neither runner dispatches is refused
+        return
+    unread = dispatch_unread(vf, r)
+    if unread is not None:
+        # the file that would say which proposer runs is gone or has a shape the scan does not know: that is "could
+        # not tell", never "vLLM refuses" (0.34.0 has no gpu_model_runner.py)
+        ctx.gap(f"could not tell: vLLM {ctx.version} moved the proposer dispatch ({unread}): which proposer runs method "
+                f"{ctx.method!r}, and whether the {r.upper()} runner has one, is not decided", blocking=True)
+        return
+    ctx.reject(f"the {r.upper()} runner has no proposer for method {ctx.method!r}",
+               evidence=[Evidence(f"{r} dispatch", ", ".join(sorted(((vf.get('proposers') or {}).get(r) or {}))) or "none")],
+               remediation="use a method this vLLM's runner dispatches (mtp-audit vllm lists proposers)")
+
+
+def _speculator_of_class(ctx: VCtx) -> None:
+    """The speculator of a release that names it in each ``SpeculatorConfig`` class (0.34.0: the V2 runner's
+    ``init_speculator`` resolves ``speculative_config.speculator_config.speculator_class`` by qualname and raises
+    ``NotImplementedError("<method> is not supported yet.")`` when a class names none,
+    ``vllm/v1/worker/gpu/spec_decode/__init__.py:18-48``)."""
+    from mtp_audit.engines.code.statements import Obj
+
+    cls = ctx.replay.final("speculator_config")
+    qual = cls.get("speculator_class") if isinstance(cls, Obj) else UNKNOWN
+    where = f"{cls.get('__qualname__')}.speculator_class" if isinstance(cls, Obj) else None
+    if isinstance(qual, str):
+        ctx.proposer = {"runner": "v2", "why": f"{cls.name} names it (speculator_class); the V2 runner resolves it by qualname",
+                        "v2": {"class": qual.rsplit(".", 1)[-1], "location": where, "unless": []}}
+    elif qual is None:
+        ctx.reject(f"{cls.name} names no speculator_class, so the model runner's init_speculator raises NotImplementedError("
+                   f"'{ctx.method} is not supported yet.')", evidence=[Evidence("speculator config", str(cls.get("__qualname__")))],
+                   remediation="use a method whose SpeculatorConfig names a speculator (mtp-audit vllm lists them)")
+    else:
+        ctx.gap(f"could not tell: which speculator class vLLM {ctx.version} builds for method {ctx.method!r} (the replay did not "
+                "decide its SpeculatorConfig class)", blocking=False)
+
+
+#: the runner files :func:`pick_proposer` reads a proposer dispatch from (``facts.vllm.files`` roles)
+DISPATCH_FILES = {"v1": ("runner_v1", "vllm/v1/worker/gpu_model_runner.py"), "v2": ("runner_v2", "vllm/v1/worker/gpu/spec_decode/__init__.py")}
+
+
+def dispatch_unread(vf: dict[str, Any], runner: str) -> str | None:
+    """Why the proposer dispatch of ``runner`` (``"v1"``/``"v2"``) cannot be read from this tree, or ``None`` when it
+    was: its file is not in the tree (0.34.0 removed ``vllm/v1/worker/gpu_model_runner.py``), or the file constructs no
+    ``XProposer(...)`` / ``XSpeculator(...)`` by name for any method (0.34.0's ``init_speculator`` resolves
+    ``speculator_class`` by qualname, ``vllm/v1/worker/gpu/spec_decode/__init__.py:18-48``)."""
+    role, default = DISPATCH_FILES[runner]
+    rel = (vf.get("files") or {}).get(role)
+    if rel is None:
+        return f"{default} is not in this tree"
+    if not ((vf.get("proposers") or {}).get(runner) or {}):
+        return f"{rel} constructs no proposer class by name"
+    return None
 
 
 def _other_runner_has(vf: dict[str, Any], runner: str, method: Any) -> bool:
@@ -837,6 +907,9 @@ def _audit_draft(ctx: VCtx, analyzers: Analyzers, cwd: Path) -> None:
     is its own draft)."""
     cmd = ctx.cmd
     dm = (cmd.spec or {}).get("model")
+    if dm in NO_DRAFT:
+        # ``"model": "ngram"`` names a method, not a checkpoint (0.33.0 speculative.py:1241, 0.34.0 :1368)
+        return
     if isinstance(dm, str) and cmd.model is not None and dm != cmd.model and (cwd / dm).resolve() != (cwd / cmd.model).resolve():
         r, g = analyzers.checkpoint(dm, "speculative_config.model")
         if r is not None:
@@ -864,7 +937,7 @@ def _resolve_speculative(ctx: VCtx, analyzers: Analyzers, cwd: Path) -> None:
     check_numbers(ctx)
     check_draft(ctx)
     if vf is not None:
-        apply_replay(ctx, cmd.model, n_findings, n_gaps)
+        apply_replay(ctx, cmd.model, n_findings, n_gaps, cwd=cwd)
         check_quantization(ctx, cwd)
 
 

@@ -95,10 +95,15 @@ def _default_ceiling(ctx: Any, cwd: Path) -> int | None:
     cfg, _problem = model_config_json(ctx.cmd.model, cwd) if ctx.cmd.model else (None, None)
     if not isinstance(cfg, dict) or any(key in cfg for key in ("vision_config", "audio_config", "text_config")):
         return None
+    return max(_DEFAULT_CEILING, config_length_bound(cfg))
+
+
+def config_length_bound(cfg: dict[str, Any]) -> int:
+    """An upper bound of the ``max_model_len`` vLLM derives from ``config.json`` ``cfg`` (module docstring): its largest
+    number (at least 2048) times its largest RoPE ``factor``."""
     nums = list(_numbers(cfg))
     factors = [f for f in _factors(cfg) if f > 1]
-    bound = max([2048, *nums]) * (max(factors) if factors else 1)
-    return max(_DEFAULT_CEILING, math.ceil(bound))
+    return math.ceil(max([2048, *nums]) * (max(factors) if factors else 1))
 
 
 def _numbers(x: Any) -> Any:

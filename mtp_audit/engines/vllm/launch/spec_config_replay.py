@@ -189,7 +189,7 @@ class Evaluator:
 from dataclasses import dataclass, field  # noqa: E402
 
 from mtp_audit.engines.code.statements import UNKNOWN as R_UNKNOWN  # noqa: E402
-from mtp_audit.engines.code.statements import HookRaise, Obj, Path, Replay  # noqa: E402
+from mtp_audit.engines.code.statements import HookLost, HookRaise, Native, Obj, Path, Replay  # noqa: E402
 
 REGISTRY_REL = "vllm/model_executor/models/registry.py"
 #: ``__post_init__`` and the pydantic ``model_validator(mode="after")`` vLLM runs right after it
@@ -223,6 +223,8 @@ class LaunchKnowns:
         using_transformers: whether the target runs on the Transformers backend (``--model-impl``), or unknown.
         draft_of: model path -> its :class:`DraftFacts` (``None``: not audited).
         registered: architecture -> registry location, ``None`` when not registered, :data:`R_UNKNOWN` when unknown.
+        parallel: the target ``ParallelConfig`` values the command fixes (``tensor_parallel_size``,
+            ``decode_context_parallel_size``: the given value or vLLM's default 1); a value it does not fix is absent.
     """
 
     spec: dict[str, Any]
@@ -233,6 +235,14 @@ class LaunchKnowns:
     using_transformers: Any
     draft_of: Any
     registered: Any
+    parallel: dict[str, Any] = field(default_factory=dict)
+    #: model path -> an upper bound of the max_model_len vLLM derives for it (``None``: no bound; always ``None`` when
+    #: ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` is set)
+    max_len_bound: Any = None
+    #: model path -> the ``vocab_size`` of its config.json (its ``text_config``'s for a composite one), ``None`` when absent
+    vocab_of: Any = None
+    #: model path -> whether its config.json sets no ``head_dtype`` (then vLLM runs the lm_head in the model dtype)
+    head_dtype_is_dtype: Any = None
 
 
 @dataclass
@@ -242,11 +252,19 @@ class SpecReplay:
     Attributes:
         paths: the paths it ended on (one, unless a test it could not decide changed the outcome).
         gap: why it could not replay at all (unparsable or missing source), else ``None``.
+        linked: whether the release keeps per-method logic in the speculator package the replay followed into
+            (0.34.0+, :mod:`mtp_audit.engines.vllm.speculators`).
     """
 
     paths: list[Path] = field(default_factory=list)
     gap: str | None = None
     rel: str | None = None
+    linked: bool = False
+
+    def moved(self) -> list[str]:
+        """Why paths were lost because the release moved something the replay follows ("could not tell: vLLM X moved
+        ..."), and the other lost paths of a linked release."""
+        return [p.lost for p in self.paths if p.lost and (self.linked or "moved" in p.lost)]
 
     def _same(self, get: Any) -> Any:
         vals = [get(p) for p in self.paths]
@@ -312,6 +330,8 @@ class _Hooks:
         self.k = known
         self.sources = sources
         self.eagle_rel, self.eagle_src = eagle_rel, sources.get(eagle_rel or "")
+        #: the speculator-package link of a 0.34.0+ release (:func:`_link`), else ``None``
+        self.link: Any = None
 
     def table(self) -> dict[str, Any]:
         return {"ModelConfig": self.model_config, "EAGLEConfig": self.eagle_config, "self.update_arch_": self.update_arch,
@@ -324,10 +344,39 @@ class _Hooks:
         """``ModelConfig(model=..., runner="draft", hf_overrides=...)``: the draft checkpoint's config after
         ``hf_config_override`` (:meth:`LaunchView.draft`)."""
         model = kwargs.get("model", args[0] if args else R_UNKNOWN)
+        self._check_max_len(model, kwargs.get("max_model_len"))
         f = self.k.draft_of(model) if isinstance(model, str) else None
         if f is None:
             f = DraftFacts(R_UNKNOWN, R_UNKNOWN)
-        return _config_obj(f, model, kwargs.get("quantization", R_UNKNOWN))
+        obj = _config_obj(f, model, kwargs.get("quantization", R_UNKNOWN))
+        obj.attrs["get_vocab_size"] = _vocab_native(self.k, model)
+        if self.k.head_dtype_is_dtype is not None and isinstance(model, str) and self.k.head_dtype_is_dtype(model):
+            # a generation (or draft) model's head runs in the model dtype unless its config sets head_dtype
+            # (vllm/config/model.py _get_head_dtype: 0.34.0 :2565-2586): the same value, whatever it is
+            obj.attrs["dtype"] = obj.attrs["head_dtype"] = f"<the dtype of {model}>"
+        return obj
+
+    def _check_max_len(self, model: Any, mml: Any) -> None:
+        """The draft ``ModelConfig`` refuses a ``max_model_len`` above the length it derives from the draft's config.json
+        ("User-specified max_model_len (...) is greater than the derived max_model_len", ``vllm/config/model.py``
+        ``_get_and_verify_max_len``: 0.34.0 :2708, 0.33.0 :2664, 0.24.0 :2209): said only when ``mml`` is above an
+        upper bound of that length (:func:`mtp_audit.engines.vllm.launch.decide.max_len_bound`)."""
+        if not isinstance(mml, int) or isinstance(mml, bool) or self.k.max_len_bound is None:
+            return
+        bound = self.k.max_len_bound(model)
+        if bound is not None and mml > bound:
+            raise HookRaise("ValueError", f"User-specified max_model_len ({mml}) is greater than the derived max_model_len "
+                            f"(at most {bound} from the draft's config.json)", self._max_len_line())
+
+    def _max_len_line(self) -> str | None:
+        rel = "vllm/config/model.py"
+        text = (self.sources.get(rel) or b"").decode("utf-8", "replace").splitlines()
+        seen = False
+        for i, line in enumerate(text, 1):
+            seen = seen or "User-specified max_model_len" in line
+            if seen and line.strip().startswith("raise ValueError("):
+                return f"{rel}:{i}"
+        return None
 
     def eagle_config(self, r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
         """``EAGLEConfig(hf_config, method=...)``: replayed from ``transformers_utils/configs/eagle.py`` when the tree
@@ -344,6 +393,9 @@ class _Hooks:
             new = [a if a.startswith("Eagle") else f"Eagle{a}" for a in archs]
         elif method == "eagle3":
             new = [a if a.startswith("Eagle3") or a.endswith("Eagle3") else f"Eagle3{a}" for a in archs]
+        elif method == "dflash":
+            # 0.34.0 transformers_utils/configs/eagle.py:65-76 (DFlashSpeculatorConfig wraps the draft like EAGLE)
+            new = [a if a.startswith("DFlash") or a.endswith("DFlash") else f"DFlash{a}" for a in archs]
         else:
             new = R_UNKNOWN
         attrs = dict(model.attrs) if isinstance(model, Obj) else {}
@@ -385,6 +437,10 @@ class _Hooks:
         archs = hf.get("architectures") if isinstance(hf, Obj) else R_UNKNOWN
         d.attrs["architectures"] = archs
         d.attrs["hf_text_config"] = hf
+        if not isinstance(archs, list):
+            # the registry looks the wrapped architectures up and may refuse them: not known, so not a pass
+            raise HookLost("could not tell: the draft architectures after the EAGLE-style wrapping are not known, so whether "
+                           "vLLM's model registry takes them is not decided")
         if isinstance(archs, list):
             regs = [self.k.registered(a) for a in archs]
             if any(x is R_UNKNOWN for x in regs):
@@ -408,24 +464,216 @@ def replay_spec_config(view: Any, known: LaunchKnowns) -> SpecReplay:
     if module is None:
         return SpecReplay(gap=f"{rel}: {problem}", rel=rel)
     eagle_rel = "vllm/transformers_utils/configs/eagle.py"
-    hooks = _Hooks(known, eagle_rel, dict(getattr(view, "sources", {}) or {}))
+    hooks = _Hooks(known, eagle_rel, getattr(view, "sources", None) or {})
     r = Replay(module, rel, cls="SpeculativeConfig", hooks=hooks.table())
     if "__post_init__" not in r.methods:
         return SpecReplay(gap=f"{rel}: SpeculativeConfig has no __post_init__ to replay", rel=rel)
-    self_obj = Obj("SpeculativeConfig", r.field_defaults())
+    self_obj = Obj("SpeculativeConfig", {**computed_defaults(r), **r.field_defaults()})
     for key, value in known.spec.items():
         self_obj.attrs[key] = value
     self_obj.attrs["target_model_config"] = _target_obj(known)
-    self_obj.attrs["target_parallel_config"] = Obj("ParallelConfig")
+    self_obj.attrs["target_parallel_config"] = Obj("ParallelConfig", dict(known.parallel))
     self_obj.attrs.setdefault("draft_model_config", None)
+    refused = pydantic_refusal(r, view, known.spec)
+    if refused is not None:
+        return SpecReplay(paths=[Path(frames=[], bound=self_obj, raised=refused)], rel=rel)
+    link = _link(view, module, r, hooks)
+    if link is not None:
+        for m, value in link.spec_proxy.attrs.items():
+            self_obj.attrs.setdefault(m, value)
+        self_obj.attrs["target_model_config"].attrs["speculator_config_class"] = declared_speculator(view, known.target.architectures)
     try:
+        if link is not None:
+            refused = _field_validators(r, link, self_obj, known.spec)
+            if refused is not None:
+                return SpecReplay(paths=[refused], rel=rel, linked=True)
         paths = r.call("__post_init__", self_obj)
         out = [p for p in paths if p.raised is not None or p.lost is not None]
         live = [p for p in paths if p.raised is None and p.lost is None]
+        if link is not None:
+            live = [_with_speculator_config(r, p) for p in live]
         out += r.run_on("_verify_args", live) if live and "_verify_args" in r.methods else live
     except RecursionError:
         return SpecReplay(gap=f"{rel}: SpeculativeConfig.__post_init__ nests too deeply to replay", rel=rel)
-    return SpecReplay(paths=out, rel=rel)
+    return SpecReplay(paths=out, rel=rel, linked=link is not None)
+
+
+def computed_defaults(r: Replay) -> dict[str, Any]:
+    """Field defaults written as constant expressions (0.34.0 ``suffix_decoding_corpus_tokens: int = 1 << 20``,
+    ``speculative.py:588``), evaluated by the replay; other fields are left out (they read as unknown)."""
+    import ast as _ast
+
+    out: dict[str, Any] = {}
+    for st in r.class_node.body if r.class_node is not None else []:
+        if isinstance(st, _ast.AnnAssign) and isinstance(st.target, _ast.Name) and isinstance(st.value, _ast.BinOp) \
+                and all(isinstance(x, (_ast.Constant, _ast.BinOp, _ast.operator)) for x in _ast.walk(st.value)):
+            p = Path(frames=[{}])
+            try:
+                v = r.ev(st.value, p)
+            except Exception:  # noqa: BLE001 - a default the replay cannot compute stays unknown
+                continue
+            if isinstance(v, (int, float)) and p.raised is None:
+                out[st.target.id] = v
+    return out
+
+
+def pydantic_refusal(r: Replay, view: Any, spec: dict[str, Any]) -> Any:
+    """What pydantic refuses before ``__post_init__`` runs, when ``SpeculativeConfig`` is a pydantic dataclass made by
+    ``@config`` with ``ConfigDict(extra="forbid")`` (``vllm/config/utils.py``: 0.24.0 :69, 0.33.0 :71, 0.34.0 :72; ``vllm
+    serve`` passes the JSON to ``SpeculativeConfig(**...)``): a key that is not an init field ("Unexpected keyword
+    argument"; a ``field(init=False)`` is not one) and an integer outside a ``Field(gt=/ge=)`` bound ("Input should be
+    greater than ..."). A :class:`Raised` ``ValidationError`` (no ``file:line``: pydantic raises it), else ``None``."""
+    import ast as _ast
+
+    from mtp_audit.engines.code.statements import Raised
+
+    node = r.class_node
+    utils = (getattr(view, "sources", None) or {}).get("vllm/config/utils.py") or b""
+    if node is None or b'extra="forbid"' not in utils or not any(_ast.unparse(d) == "config" for d in node.decorator_list):
+        return None
+    fields: dict[str, Any] = {}
+    for st in node.body:
+        if isinstance(st, _ast.AnnAssign) and isinstance(st.target, _ast.Name) and "ClassVar" not in _ast.unparse(st.annotation):
+            call = st.value if isinstance(st.value, _ast.Call) else None
+            kw = {k.arg: k.value for k in call.keywords} if call is not None else {}
+            if isinstance(kw.get("init"), _ast.Constant) and kw["init"].value is False:
+                continue
+            fields[st.target.id] = {k: kw[k].value for k in ("gt", "ge") if isinstance(kw.get(k), _ast.Constant)}
+    errors = [f"{k}: Unexpected keyword argument" for k in spec if k not in fields]
+    for k, bounds in fields.items():
+        v = spec.get(k)
+        if isinstance(v, int) and not isinstance(v, bool):
+            if "gt" in bounds and not v > bounds["gt"]:
+                errors.append(f"{k}: Input should be greater than {bounds['gt']}")
+            elif "ge" in bounds and not v >= bounds["ge"]:
+                errors.append(f"{k}: Input should be greater than or equal to {bounds['ge']}")
+    if not errors:
+        return None
+    n = len(errors)
+    return Raised("ValidationError", f"{n} validation error{'s' if n > 1 else ''} for SpeculativeConfig: " + "; ".join(errors), None)
+
+
+def _link(view: Any, module: Any, r: Replay, hooks: _Hooks) -> Any:
+    """The :class:`~mtp_audit.engines.vllm.speculators.SpeculatorLink` of a release whose ``SpeculativeConfig``
+    module imports from the speculator package (0.34.0+), with the replay's ``self`` given its methods as values; ``None``
+    for a release that keeps the per-method logic in the class (0.33.0 and before: nothing changes for them)."""
+    from mtp_audit.engines.vllm.speculators import SpeculatorLink
+
+    version = str(((view.report.facts.get("vllm") or {}).get("version")) or "?")
+    link = SpeculatorLink(getattr(view, "sources", None) or {}, r.hooks, r, version, lambda archs: declared_speculator(view, archs))
+    if not link.bind_imports(r, module):
+        return None
+    base = r.hooks["ModelConfig"]
+
+    def model_config(rp: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
+        obj = base(rp, p, args, kwargs, n)
+        hf = obj.get("hf_config") if isinstance(obj, Obj) else None
+        obj.attrs["speculator_config_class"] = declared_speculator(view, hf.get("architectures") if isinstance(hf, Obj) else R_UNKNOWN)
+        return obj
+
+    for hooks_of in [r.hooks] + [x.hooks for x in link.replays.values() if x is not None]:
+        hooks_of["ModelConfig"] = model_config
+    link.hooks["ModelConfig"] = model_config
+    hooks.link = link
+    return link
+
+
+def _field_validators(r: Replay, link: Any, self_obj: Obj, spec: dict[str, Any]) -> Path | None:
+    """Run the class's ``@field_validator("x")`` methods on the given keys before ``__post_init__`` (pydantic validates
+    fields first: 0.34.0 ``_validate_method``, ``speculative.py:1623-1635``, refuses an unknown method name); the path
+    that raised, else ``None`` (a known returned value replaces the given one)."""
+    import ast as _ast
+
+    for name, fn in r.methods.items():
+        fields = [a.value for d in fn.decorator_list if isinstance(d, _ast.Call) and _ast.unparse(d.func).endswith("field_validator")
+                  for a in d.args if isinstance(a, _ast.Constant)]
+        for f in fields:
+            if f not in spec:
+                continue
+            paths = r.call(name, link.spec_proxy, spec[f])
+            if len(paths) == 1 and paths[0].raised is not None:
+                return paths[0]
+            if len(paths) == 1 and paths[0].lost is None and paths[0].ret is not R_UNKNOWN and not isinstance(paths[0].ret, Obj):
+                self_obj.attrs[f] = paths[0].ret
+    return None
+
+
+def _with_speculator_config(r: Replay, p: Path) -> Path:
+    """``self.speculator_config`` (a property: ``get_speculator_config_class(self)(self)``, 0.34.0 ``speculative.py:1419``)
+    on a path that finished ``__post_init__``: the class value, read by ``_verify_args`` for its class attributes."""
+    import ast as _ast
+
+    p.frames.append({"self": p.bound})
+    try:
+        v = r.ev(_ast.parse("get_speculator_config_class(self)", mode="eval").body, p)
+    except Exception:  # noqa: BLE001 - _Exit: the path ended (raised / lost) while resolving it
+        v = R_UNKNOWN
+    finally:
+        p.frames.pop()
+    if isinstance(p.bound, Obj):
+        p.bound.attrs["speculator_config"] = v
+    return p
+
+
+def declared_speculator(view: Any, archs: Any) -> Any:
+    """The qualname of the ``SpeculatorConfig`` a draft model class declares (``speculator_config_class = X`` in its
+    class body, 0.34.0 ``model_executor/models/registry.py:976-1022``), ``None`` when it declares none, :data:`R_UNKNOWN`
+    when the architecture or its module is not known. The registry's module is followed through the imports that bring
+    the class in (0.34.0 ``vllm/models/qwen3_5/__init__.py`` imports it from ``.nvidia.mtp`` or the older module, by
+    platform): every candidate must agree."""
+    archs_of = getattr(view, "_archs", None) or {}
+    if not isinstance(archs, list) or not archs:
+        return R_UNKNOWN
+    entry = next((archs_of.get(a) for a in archs if a in archs_of), None)
+    if entry is None:
+        return None if archs_of else R_UNKNOWN
+    mod = entry["module"] if "." in entry["module"] else f"vllm.model_executor.models.{entry['module']}"
+    found = _declared_in(getattr(view, "sources", None) or {}, mod, entry["class"], 0)
+    return next(iter(found)) if len(found) == 1 else R_UNKNOWN
+
+
+def _declared_in(sources: Any, dotted: str, cls: str, depth: int) -> set[Any]:
+    """The declarations class ``cls`` of module ``dotted`` can have (a set of qualnames / ``None`` / :data:`R_UNKNOWN`)."""
+    import ast as _ast
+
+    from mtp_audit.engines.vllm.speculators import module_rel
+
+    rel, data = module_rel(dotted, sources)
+    try:
+        tree = _ast.parse(data.decode("utf-8")) if data is not None and depth < 4 else None
+    except (SyntaxError, UnicodeDecodeError, ValueError, MemoryError, RecursionError):
+        tree = None
+    if tree is None:
+        return {R_UNKNOWN}
+    package = dotted if rel.endswith("__init__.py") else dotted.rsplit(".", 1)[0]
+
+    def absolute(st: _ast.ImportFrom) -> str:
+        if not st.level:
+            return st.module or ""
+        base = package.rsplit(".", st.level - 1)[0] if st.level > 1 else package
+        return f"{base}.{st.module}" if st.module else base
+
+    imports = {a.asname or a.name: (absolute(st), a.name) for st in _ast.walk(tree) if isinstance(st, _ast.ImportFrom) for a in st.names}
+    for node in tree.body:
+        if isinstance(node, _ast.ClassDef) and node.name == cls:
+            for st in node.body:
+                if isinstance(st, _ast.Assign) and any(isinstance(t, _ast.Name) and t.id == "speculator_config_class" for t in st.targets):
+                    v = st.value
+                    return {".".join(imports[v.id]) if isinstance(v, _ast.Name) and v.id in imports else R_UNKNOWN}
+            return {None}
+    sources_of = [(absolute(st), a.name) for st in _ast.walk(tree) if isinstance(st, _ast.ImportFrom)
+                  for a in st.names if (a.asname or a.name) == cls]
+    out: set[Any] = set()
+    for m, name in sources_of:
+        out |= _declared_in(sources, m, name, depth + 1)
+    return out or {R_UNKNOWN}
+
+
+def _vocab_native(k: LaunchKnowns, model: Any) -> Native:
+    """``ModelConfig.get_vocab_size()`` (the hf text config's ``vocab_size``) for checkpoint ``model``, from its
+    config.json; unknown when it does not say."""
+    v = k.vocab_of(model) if k.vocab_of is not None and isinstance(model, str) else None
+    return Native("get_vocab_size", lambda *_a: v if isinstance(v, int) else R_UNKNOWN)
 
 
 def _target_obj(k: LaunchKnowns) -> Obj:
@@ -433,4 +681,4 @@ def _target_obj(k: LaunchKnowns) -> Obj:
     text = Obj("PretrainedConfig", {"model_type": k.target_text_model_type}) if k.target_text_model_type else hf
     return Obj("ModelConfig", {"model": k.target_model, "model_weights": "", "quantization": k.quantization, "hf_config": hf,
                                "hf_text_config": text, "hf_overrides": None, "max_model_len": R_UNKNOWN,
-                               "architectures": k.target.architectures})
+                               "architectures": k.target.architectures, "get_vocab_size": _vocab_native(k, k.target_model)})
