@@ -205,7 +205,7 @@ def test_max_model_len_beyond_anything_the_draft_config_allows(version: str, lin
     # the draft ModelConfig(max_model_len=...) raises 'User-specified max_model_len ... is greater than the derived
     # max_model_len' (vllm/config/model.py _get_and_verify_max_len); 10**8 is above every number of Qwen3.5-27B's config.json
     [msg] = _refusals(_spec(version, {"method": "mtp", "num_speculative_tokens": 1, "max_model_len": 10**8}))
-    assert f"User-specified max_model_len (100000000) is greater than the derived max_model_len" in msg
+    assert "User-specified max_model_len (100000000) is greater than the derived max_model_len" in msg
     assert f"(vllm/config/model.py:{line})" in msg
     allowed = audit_launch(["VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", "vllm", "serve", str(QWEN35), "--speculative-config",
                             json.dumps({"method": "mtp", "num_speculative_tokens": 1, "max_model_len": 10**8})],
