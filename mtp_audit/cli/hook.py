@@ -69,26 +69,32 @@ def launch_commands(text: str) -> list[tuple[int, str]]:
 
 def _logical_line(lines: list[str], i: int) -> tuple[str, int]:
     """The command line starting at ``lines[i]`` (backslash continuations and open quotes joined) and the index of the
-    line after it; an unclosed quote runs to the end of the text (the caller's split then says so)."""
-    buf, i = lines[i], i + 1
+    line after it; an unclosed quote runs to the end of the text (the caller's split then says so). Each line is
+    scanned once, from the quote state the lines before it left."""
+    parts, state, i = [lines[i]], _quote_states(lines[i], [])[1], i + 1
     while i < len(lines):
-        quote = _open_quote(buf)
-        if quote is None and buf.rstrip().endswith("\\"):
-            buf = buf.rstrip()[:-1] + " " + lines[i]
-        elif quote is not None:
-            buf = buf + "\n" + lines[i]
+        if state is None and parts[-1].rstrip().endswith("\\"):
+            parts[-1] = parts[-1].rstrip()[:-1] + " "
+        elif state is not None:
+            parts.append("\n")
         else:
             break
+        parts.append(lines[i])
+        state = _quote_states(lines[i], [], state)[1]
         i += 1
-    return buf, i
+    return "".join(parts), i
 
 
-def _open_quote(text: str, end: int | None = None) -> str | None:
-    """The quote character (``'`` or ``"``) open at ``text[end]`` (the end by default) as the shell reads it, or
-    ``None``; a ``#`` comment outside quotes ends the scan."""
-    quote: str | None = None
-    j, stop = 0, len(text) if end is None else end
-    while j < stop:
+def _quote_states(text: str, positions: list[int], quote: str | None = None) -> tuple[list[str | None], str | None]:
+    """In one pass over ``text`` read as the shell reads it, starting inside ``quote`` (``'``, ``"`` or ``None``):
+    what is open at each of ``positions`` (ascending): ``'``, ``"``, ``#`` (a comment) or ``None``; and the quote
+    still open at the end (``None`` after a comment)."""
+    states: list[str | None] = []
+    k, j = 0, 0
+    while j < len(text) and quote != "#":
+        while k < len(positions) and positions[k] <= j:
+            states.append(quote)
+            k += 1
         c = text[j]
         if quote == "'":
             quote = None if c == "'" else quote
@@ -99,41 +105,48 @@ def _open_quote(text: str, end: int | None = None) -> str | None:
         elif c in "'\"":
             quote = c
         elif c == "#" and (j == 0 or text[j - 1].isspace()):
-            return None
+            quote = "#"
         j += 1
-    return quote
+    states += [quote] * (len(positions) - k)
+    return states, None if quote == "#" else quote
+
+
+#: A shell reading a script from its ``-c`` option (``sh -c``, ``bash -lc``), somewhere on a line.
+_SHELL_C = re.compile(r"(?:^|[\s/;&|(])(?:" + "|".join(SHELLS) + r")\s+-[a-z]*c")
 
 
 def _line_commands(line: str) -> list[str]:
-    """The launch commands of one logical line: the first program outside quotes (the rest of the line), else the
-    commands of an ``sh -c SCRIPT`` on it."""
+    """The launch commands of one logical line: the first program outside quotes and comments (the rest of the
+    line), else the commands of an ``sh -c SCRIPT`` on it."""
     if not line or line.startswith("#"):
         return []
-    for m in _CANDIDATE.finditer(line):
-        if _open_quote(line, m.start()) is None:
-            found = LAUNCH_START.match(line[m.start():].replace("\n", " "))
-            if found is None:
-                continue
+    candidates = list(_CANDIDATE.finditer(line))
+    for m, state in zip(candidates, _quote_states(line, [m.start() for m in candidates])[0]):
+        found = LAUNCH_START.match(line[m.start():].replace("\n", " ")) if state is None else None
+        if found is not None:
             cmd = re.sub(r"^((?:[A-Za-z_]\w*=\S*\s+)*)(?:(?:exec|nohup)\s+)+", r"\1", found.group(1))
             return [cmd.split(" #", 1)[0].strip().rstrip("&").strip()]
+    if not (_SHELL_C.search(line) and re.search(_PROGRAM, line)):
+        return []
     try:
         toks = command_tokens(line, stop=False)
     except ValueError:
         return []
-    return [cmd for n in range(len(toks)) for _, cmd in _shell_script(toks[n:])]
+    return [cmd for n in range(len(toks) - 2) for _, cmd in _shell_script(toks[n:n + 3])]
 
 
 def _shell_script(toks: list[str]) -> list[tuple[int, str]]:
-    """The launch commands of ``SHELL -c SCRIPT ...`` (``toks`` from the shell's name on), else ``[]``."""
-    if len(toks) >= 3 and os.path.basename(toks[0]) in SHELLS and re.fullmatch(r"-[a-z]*c[a-z]*", toks[1]):
+    """The launch commands of ``SHELL -c SCRIPT`` (``toks``: the shell's name, its option, the script), else ``[]``."""
+    if os.path.basename(toks[0]) in SHELLS and re.fullmatch(r"-[a-z]*c[a-z]*", toks[1]):
         return launch_commands(toks[2])
     return []
 
 
 def _heredoc_of(line: str) -> tuple[str, bool] | None:
     """``(delimiter, leading tabs stripped)`` of a here-document started on ``line`` outside quotes, else ``None``."""
-    for m in _HEREDOC.finditer(line):
-        if line[m.start() - 1:m.start()] != "<" and line[m.end():m.end() + 1] != "<" and _open_quote(line, m.start()) is None:
+    found = [m for m in _HEREDOC.finditer(line) if line[m.start() - 1:m.start()] != "<" and line[m.end():m.end() + 1] != "<"]
+    for m, state in zip(found, _quote_states(line, [m.start() for m in found])[0]):
+        if state is None:
             return m.group(3), m.group(1) == "-"
     return None
 
