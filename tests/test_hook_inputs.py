@@ -56,7 +56,8 @@ def test_quoted_program_names_are_text() -> None:
     """An echo's quoted usage text (with a quote shlex cannot close once cut at the program) is no launch; a launch
     after it on the same line still is."""
     script = ("echo \"usage: vllm serve MODEL --speculative-config '{\\\"method\\\":\\\"mtp\\\"}'\"\n"
-              "printf '%s\\n' 'then run vllm serve ./m' ; vllm serve ./real --tp 2\n")
+              "printf '%s\\n' 'then run vllm serve ./m' ; vllm serve ./real --tp 2\n"
+              "echo done  # then: vllm serve ./in-a-comment\n")
     assert launch_commands(script) == [(2, "vllm serve ./real --tp 2")]
 
 
