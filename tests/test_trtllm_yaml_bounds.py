@@ -108,3 +108,25 @@ def test_every_yaml_type_reaches_json(tmp_path, capsys):
 def test_keys_that_become_one_text_are_refused(tmp_path, capsys):
     rc, out, err = _launch(tmp_path, capsys, "speculative_config: {decoding_type: MTP, 1: a, \"1\": b}\n")
     assert (rc, out) == (2, "") and "the keys 1 and '1' of one mapping are the same text" in err
+
+
+def test_nesting_is_bounded_on_the_event_stream(tmp_path):
+    """100 levels are read; 101 are refused where the 101st collection opens, before the composer recurses. Before: a
+    RecursionError ("nested too deeply") after the scanner's quadratic work over the whole file (2,000 levels: 2 s)."""
+    y = tmp_path / "x.yaml"
+    y.write_text("a: " + "[" * 99 + "1" + "]" * 99 + "\n")
+    doc = read_yaml_bounded(y)
+    for _ in range(100):
+        doc = doc["a"] if isinstance(doc, dict) else doc[0]
+    assert doc == 1
+    for depth, column in ((100, 103), (2000, 103)):
+        y.write_text("a: " + "[" * depth + "1" + "]" * depth + "\n")
+        with pytest.raises(InputError) as exc:
+            read_yaml_bounded(y)
+        assert exc.value.problem == f"YAML nested deeper than 100 levels (at line 1, column {column})"
+
+
+def test_deep_config_in_the_launch_is_one_line_exit_2(tmp_path, capsys):
+    rc, out, err = _launch(tmp_path, capsys, "speculative_config: {decoding_type: MTP, x: " + "{a: " * 150 + "1" + "}" * 151 + "\n")
+    assert (rc, out) == (2, "") and err.count("\n") == 1
+    assert err.endswith("YAML nested deeper than 100 levels (at line 1, column 437)\n")

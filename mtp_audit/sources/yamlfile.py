@@ -5,7 +5,11 @@ built and a document that is plain JSON data afterwards.
 The bounds, in the order they are checked:
 
 - the file's bytes (:data:`MAX_YAML_BYTES`);
-- the parser's events and aliases (:data:`MAX_YAML_EVENTS`, :data:`MAX_YAML_ALIASES`), counted before composing;
+- the parser's events, aliases and nesting depth (:data:`MAX_YAML_EVENTS`, :data:`MAX_YAML_ALIASES`,
+  :data:`MAX_YAML_DEPTH`), counted on PyYAML's own event stream before composing: the stream is lazy, so the
+  scanner stops within its simple-key lookahead (1,024 characters) of the bound; its work at depth ``d`` costs
+  ``d`` per token (the open simple keys of every flow level), so a document of 30,000 nested ``[`` took 53 s before
+  the recursion limit refused it, and now stops at depth 101 in a fraction of a second;
 - the size the document has once every alias is written out (:data:`MAX_YAML_EXPANDED_NODES`,
   :data:`MAX_YAML_EXPANDED_CHARS`), counted on the composed node graph with each shared node measured once, so a
   "billion laughs" file of a few hundred bytes (80 aliases, 10^8 items once expanded) is refused before a Python
@@ -35,6 +39,9 @@ MAX_YAML_BYTES = 1 << 20
 #: Most parser events (scalars, collections) and aliases accepted in one document.
 MAX_YAML_EVENTS = 100_000
 MAX_YAML_ALIASES = 100
+#: Deepest nesting of collections accepted (engine option files and deployment manifests nest a few levels, about
+#: 20 at most; composing recurses once per level, under Python's recursion limit of 1,000 frames).
+MAX_YAML_DEPTH = 100
 #: Most nodes (scalars and collections) and scalar characters the document may have once its aliases are expanded:
 #: twice the event bound, and eight times the byte bound (a few aliases of a real anchor stay far below both).
 MAX_YAML_EXPANDED_NODES = 2 * MAX_YAML_EVENTS
@@ -54,7 +61,7 @@ def read_yaml_bounded(path: Path, *, display: str | None = None) -> Any:
 
     Raises:
         InputError: unreadable, over :data:`MAX_YAML_BYTES`, not UTF-8, not YAML, several documents, more events,
-            aliases or expanded nodes / characters than the bounds, a recursive alias, an over-long integer, or two
+            aliases, nesting levels or expanded nodes / characters than the bounds, a recursive alias, an over-long integer, or two
             keys of one mapping that are the same text (the message names the file and the problem).
     """
     import yaml
@@ -77,23 +84,59 @@ def read_yaml_bounded(path: Path, *, display: str | None = None) -> Any:
         raise InputError(name, "invalid YAML: nested too deeply") from None
 
 
-def _check_events(text: str, name: str) -> None:
-    """Count the parser's events and aliases before anything is built.
+def _check_events(text: str, name: str, *, single: bool = True) -> None:
+    """Count the parser's events, aliases and nesting depth before anything is built (the event stream is lazy:
+    counting stops the scanner near the first event over a bound).
 
     Raises:
-        InputError: over a bound, or more than one document.
+        InputError: over a bound (the depth one with the line and column where it is passed), or (``single``) more
+            than one document.
     """
     import yaml
 
-    events = aliases = documents = 0
+    events = aliases = documents = depth = 0
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
         events += 1
         aliases += isinstance(event, yaml.AliasEvent)
         documents += isinstance(event, yaml.DocumentStartEvent)
+        depth += isinstance(event, yaml.CollectionStartEvent) - isinstance(event, yaml.CollectionEndEvent)
         if events > MAX_YAML_EVENTS or aliases > MAX_YAML_ALIASES:
             raise InputError(name, f"YAML over the bounds ({MAX_YAML_EVENTS} events, {MAX_YAML_ALIASES} aliases)")
-    if documents > 1:
+        if depth > MAX_YAML_DEPTH:
+            mark = event.start_mark
+            where = f" (at line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+            raise InputError(name, f"YAML nested deeper than {MAX_YAML_DEPTH} levels{where}")
+    if single and documents > 1:
         raise InputError(name, f"{documents} YAML documents in one file; trtllm-serve reads one")
+
+
+def compose_documents_bounded(text: str, name: str, *, check_ints: bool = False) -> list[Any]:
+    """The composed node graph of every document of a YAML text (``yaml.Node`` objects with their line marks; no
+    Python object is built), after the event, alias and depth bounds (:func:`_check_events`, any number of
+    documents) and, per document, the expanded-size and recursive-alias checks of :func:`check_nodes` (integer
+    lengths too with ``check_ints``). Empty documents are left out. For readers that need where a value is written
+    (``mtp-audit hook launch``); walking a returned graph may meet a node more than once (aliases), never in a cycle.
+
+    Raises:
+        InputError: over a bound, or a recursive alias (the message names ``name`` and the problem).
+        yaml.YAMLError: the text is not YAML (its ``problem_mark`` says where).
+    """
+    import yaml
+
+    _check_events(text, name, single=False)
+    loader = yaml.SafeLoader(text)
+    try:
+        nodes = []
+        while loader.check_node():
+            node = loader.get_node()
+            if node is not None:
+                check_nodes(node, name, check_ints=check_ints)
+                nodes.append(node)
+        return nodes
+    except RecursionError:
+        raise InputError(name, "invalid YAML: nested too deeply") from None
+    finally:
+        loader.dispose()
 
 
 def _compose_and_build(text: str, name: str) -> Any:
@@ -110,14 +153,14 @@ def _compose_and_build(text: str, name: str) -> Any:
         loader.dispose()
 
 
-def check_nodes(root: Any, name: str) -> None:
+def check_nodes(root: Any, name: str, *, check_ints: bool = True) -> None:
     """Measure the composed YAML node graph ``root`` as it would be with every alias written out, each shared node
     measured once (so the work is linear in the file, not in the expansion).
 
     Raises:
         InputError: more than :data:`MAX_YAML_EXPANDED_NODES` nodes or :data:`MAX_YAML_EXPANDED_CHARS` scalar
             characters once expanded; an alias used inside its own anchor; an integer scalar longer than
-            :data:`MAX_YAML_INT_CHARS` characters (with its line and column).
+            :data:`MAX_YAML_INT_CHARS` characters (with its line and column; only with ``check_ints``).
     """
     import yaml
 
@@ -129,7 +172,8 @@ def check_nodes(root: Any, name: str) -> None:
         if key in sizes:
             return sizes[key]
         if isinstance(node, yaml.ScalarNode):
-            _check_int(node, name)
+            if check_ints:
+                _check_int(node, name)
             size = (1, len(node.value))
         else:
             if key in open_:
