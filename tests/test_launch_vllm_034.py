@@ -227,3 +227,13 @@ def test_dflash_wraps_the_draft_and_the_registry_refuses_it(tree: Path) -> None:
                               {"method": "dflash", "model": str(FIXTURES / "oracle-configs" / "deepseek-ai--DeepSeek-V3"),
                                "num_speculative_tokens": 1}))
     assert "Model architectures ['DFlashDeepSeekMTPModel'] are not supported for now." in msg
+
+
+def test_a_model_path_not_on_this_machine_is_could_not_tell_not_a_crash(tmp_path: Path) -> None:
+    """``vllm serve ./nonexist --speculative-config '{"method":"mtp",...}'`` off the serving machine: the draft's
+    architectures are not known (no config.json here), so whether the registry takes them is not decided; it once
+    crashed (exit 4: ``'_Unknown' is not iterable`` in the registry look-up)."""
+    r = audit_launch(["vllm", "serve", "./nonexist", "--speculative-config", '{"method":"mtp","num_speculative_tokens":1}'],
+                     vllm=vllm_wheel("0.33.0"), environ={}, cwd=tmp_path, no_machine=True)
+    assert r.facts["launch"]["verdict"] == "could not tell"
+    assert any(g.blocking and "./nonexist: no such file or folder on this machine" in g.message for g in r.gaps)

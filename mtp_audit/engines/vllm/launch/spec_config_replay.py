@@ -442,6 +442,8 @@ class _Hooks:
             raise HookLost("could not tell: the draft architectures after the EAGLE-style wrapping are not known, so whether "
                            "vLLM's model registry takes them is not decided")
         if isinstance(archs, list):
+            if not all(isinstance(a, str) for a in archs):
+                return R_UNKNOWN  # an architecture name the launch does not know (its config.json was not read)
             regs = [self.k.registered(a) for a in archs]
             if any(x is R_UNKNOWN for x in regs):
                 return R_UNKNOWN
