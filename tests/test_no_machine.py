@@ -52,14 +52,26 @@ def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dic
     return rc, doc
 
 
-def test_preflight_without_a_machine_is_two_notes(capsys: pytest.CaptureFixture[str], no_live_machine: None) -> None:
+def test_preflight_without_a_machine_or_launch_is_could_not_tell(capsys: pytest.CaptureFixture[str], no_live_machine: None) -> None:
+    """Nothing examined and nothing else asked: the machine question is "could not tell" (exit 3), never a pass."""
     rc, doc = _json(capsys, ["preflight", "--no-machine", "-f", "json"])
-    assert rc == 0 and doc["status"] == "pass" and doc["findings"] == []
+    assert rc == 3 and doc["status"] == "inconclusive" and doc["findings"] == []
     assert [(g["message"], g["blocking"]) for g in doc["gaps"]] == [
-        (f"native FP4 verdict unknown: no GPU listed ({NOT_SERVING_MACHINE})", False),
+        (f"native FP4 verdict unknown: no GPU listed ({NOT_SERVING_MACHINE})", True),
         (f"no GPU information ({NOT_SERVING_MACHINE})", False)]
     assert doc["facts"]["preflight"]["machine"]["origin"] == "none"
-    assert doc["facts"]["preflight"]["summary"]["verdict"] == "unknown"  # never answered, only not blocking
+    assert doc["facts"]["preflight"]["summary"]["verdict"] == "unknown"
+    main(["preflight", "--no-machine"])
+    assert capsys.readouterr().out.startswith("INCONCLUSIVE: could not tell whether this machine can run native FP4")
+
+
+def test_preflight_no_machine_with_a_launch_says_not_examined(capsys: pytest.CaptureFixture[str], no_live_machine: None) -> None:
+    """With a launch command its questions decide the exit (0 here); the machine question left open is worded "not
+    examined", never "could not tell" beside PASS."""
+    rc = main(["preflight", "--no-machine", "--", "vllm", "serve", "./nonexistent-ckpt"])
+    first = capsys.readouterr().out.splitlines()[0]
+    assert rc == 0 and first.startswith("PASS: not examined whether this machine can run native FP4")
+    assert "could not tell" not in first
 
 
 def test_preflight_with_a_dump_keeps_what_the_dump_says(capsys: pytest.CaptureFixture[str], no_live_machine: None) -> None:

@@ -130,7 +130,7 @@ def preflight(
         InputError: an unreadable/empty/binary/unrecognised dump, env dumps of different machines (GPU list or
             driver version disagree), a bad facts file, an empty launch, a launch command that is neither
             SGLang (python -m sglang.launch_server … / sglang serve …) nor vLLM (vllm serve … /
-            python -m vllm.entrypoints.openai.api_server …), an ``engine`` other than sglang / vllm, or ``no_machine``
+            python -m vllm.entrypoints.openai.api_server …; one another engine starts is named), an ``engine`` no registered engine has, or ``no_machine``
             with stored facts or ``probe``.
     """
     from mtp_audit.preflight import analyze as an
@@ -152,15 +152,28 @@ def preflight(
     flag_source = _flag_semantics(ctx, sglang_facts, launch is not None and use_sglang_analyzer)
     _attach_probe(ctx, gaps, probe, probe_result)
     an.analyze(ctx)
-    return _scoped(_report(ctx, choice, gaps, target, flag_source), no_machine)
+    return _scoped(_report(ctx, choice, gaps, target, flag_source), no_machine, parsed_launch is not None)
 
 
-def _scoped(report: Report, no_machine: bool) -> Report:
+def _scoped(report: Report, no_machine: bool, has_launch: bool = True) -> Report:
     """``report`` with its gaps about facts ``--no-machine`` left unexamined as notes
-    (:func:`mtp_audit.preflight.nomachine.scope_report`); unchanged without ``no_machine``."""
-    from mtp_audit.preflight.nomachine import scope_report
+    (:func:`mtp_audit.preflight.nomachine.scope_report`) and its answer saying "not examined" where it said "could
+    not tell"; unchanged without ``no_machine``. Without a launch command the native FP4 verdict is the only question
+    asked: when it is unknown its gap stays blocking (nothing examined is "could not tell", exit 3, never a pass)."""
+    import dataclasses
 
-    return scope_report(report) if no_machine else report
+    from mtp_audit.preflight.nomachine import NOT_SERVING_MACHINE, machine_note
+
+    if not no_machine:
+        return report
+    gaps = tuple(g if not has_launch and g.message.startswith("native FP4 verdict unknown") else machine_note(g)
+                 for g in report.gaps)
+    pf = report.facts.get("preflight")
+    if has_launch and isinstance(pf, dict) and pf.get("answer") and NOT_SERVING_MACHINE in pf["answer"][0]:
+        first = pf["answer"][0].replace("could not tell whether", "not examined whether", 1)
+        pf = {**pf, "answer": [first, *pf["answer"][1:]]}
+        return dataclasses.replace(report, gaps=gaps, facts={**report.facts, "preflight": pf})
+    return dataclasses.replace(report, gaps=gaps) if gaps != report.gaps else report
 
 
 def _check_no_machine(facts: Any, facts_file: Path | None, probe: bool) -> None:
@@ -194,9 +207,25 @@ def _checked_launch(engine: str | None, launch: Sequence[str] | None) -> Any:
         return None
     parsed_launch = parse_launch(list(launch))
     if parsed_launch.engine not in eng.ENGINES:
-        raise InputError("launch command", "not an SGLang or vLLM launch command: expected python -m sglang.launch_server …, sglang serve …, "
-                                           f"vllm serve … or python -m vllm.entrypoints.openai.api_server … (got '{' '.join(parsed_launch.argv[:3])}')")
+        raise InputError("launch command", _unsupported_launch(parsed_launch.argv))
     return parsed_launch
+
+
+def _unsupported_launch(argv: Sequence[str]) -> str:
+    """Why the preflight refuses a launch command that starts neither SGLang nor vLLM, in one line: the engine it
+    starts when a registered engine recognises it (its :meth:`~mtp_audit.engines.base.Engine.entry`), what the
+    preflight reads, and how to ask for that engine's kernel checks instead (``--engine ID`` without the command)."""
+    from mtp_audit.engines.registry import engines
+
+    got = " ".join(argv[:3])
+    supported = ("the preflight reads SGLang and vLLM launch commands (python -m sglang.launch_server …, sglang serve …, "
+                 "vllm serve … or python -m vllm.entrypoints.openai.api_server …)")
+    other = next((e for e in engines() if e.name not in ("sglang", "vllm") and e.entry(list(argv)) is not None), None)
+    if other is None:
+        return ("not an SGLang or vLLM launch command: expected python -m sglang.launch_server …, sglang serve …, "
+                f"vllm serve … or python -m vllm.entrypoints.openai.api_server … (got '{got}')")
+    return (f"'{got}' starts {other.label}: {supported}; for {other.label}'s FP4 kernel checks drop the command and pass "
+            f"--engine {other.name}, and audit the command with 'mtp-audit launch'")
 
 
 def _with_platform(machine: Any, parsed_launch: Any) -> Any:
