@@ -4,6 +4,7 @@ machine"; the launch's own questions still decide (a correct launch exits 0, a b
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -131,3 +132,14 @@ def test_the_no_machine_option_is_documented() -> None:
     readme = (REPO / "README.md").read_text()
     assert "--no-machine" in readme and "--no-machine" in (REPO / "action.yml").read_text()
     assert "--no-machine" in (REPO / ".pre-commit-hooks.yaml").read_text()
+
+
+def test_no_installed_vllm_advice_is_said_once_with_a_release(capsys: pytest.CaptureFixture[str], no_live_machine: None) -> None:
+    """No vLLM in this Python and no --vllm: one blocking gap whose advice is given once and names a release version."""
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vllm is installed in this Python")
+    rc, doc = _json(capsys, ["launch", "--no-machine", "-f", "json", "--", "vllm", "serve", str(REPO / "fixtures/checkpoint/jj8127--mimo_kor"),
+                             "--speculative-config", '{"method":"mtp","num_speculative_tokens":1}'])
+    gap = next(g["message"] for g in doc["gaps"] if g["message"].startswith("no vLLM to check"))
+    assert rc == 3 and gap == ("no vLLM to check the command against (not installed in this Python); pass --vllm TARGET (a release "
+                               "version such as --vllm 0.33.0, a .whl, an unpacked wheel, a package folder or a checkout)")
