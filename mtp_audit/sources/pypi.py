@@ -215,6 +215,42 @@ def _release_files(base: str, package: str, version: str) -> list[dict[str, Any]
     return out
 
 
+def same_release(a: str, b: str) -> bool:
+    """Whether two version strings name one release under PEP 440 (``0.33`` and ``0.33.0``: packaging's ``Version``
+    equality); text that is not a version equals only itself."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return a == b
+
+
+def _index_spelling(base: str, package: str, version: str) -> str | None:
+    """The release key of the project document that names the same release as ``version`` under PEP 440 (the index
+    spells ``0.33.0`` where the user typed ``0.33``), or ``None``."""
+    doc = _json_of(f"{base}/{package}/json")
+    releases = doc.get("releases") if isinstance(doc, dict) else None
+    if not isinstance(releases, dict):
+        return None
+    return next((k for k in releases if isinstance(k, str) and k != version and _VERSION.match(k) and same_release(k, version)), None)
+
+
+def _equal_entry(folder: Path, base: str, package: str, version: str) -> Path | None:
+    """A sealed cache entry of the same release under another spelling (``0.33.0`` for ``0.33``), or ``None``; at
+    most 1,000 sibling entries are looked at."""
+    try:
+        siblings = [p.name for _, p in zip(range(1000), folder.parent.iterdir())]
+    except OSError:
+        return None
+    for name in sorted(siblings):
+        if name != version and _VERSION.match(name) and same_release(name, version):
+            hit = _sealed_entry(folder.parent / name, base, package, name)
+            if hit is not None:
+                return hit
+    return None
+
+
 def _index_base(index_url: str | None) -> str:
     """The JSON API base: ``index_url``, else ``$MTP_AUDIT_INDEX_URL``, else PyPI; an http(s) URL.
 
@@ -241,6 +277,9 @@ def resolve_wheel(package: str, version: str, *, index_url: str | None = None) -
         raise InputError(f"{package} {version}", "not a package name and release version")
     base = _index_base(index_url)
     files = _release_files(base, package, version)
+    spelled = _index_spelling(base, package, version) if files is None else None
+    if spelled is not None:
+        files = _release_files(base, package, spelled)
     if files is None:
         raise InputError(f"{package} {version}", f"no such release on the package index ({base}); give a .whl or a source folder instead")
     wheel = _choose(files)
@@ -518,7 +557,7 @@ def release_wheel(package: str, version: str, *, cache_dir: str | os.PathLike[st
     base = _index_base(index_url)
     folder = entry_folder(root, base, package, version)
     with run_budget():
-        hit = _sealed_entry(folder, base, package, version)
+        hit = _sealed_entry(folder, base, package, version) or _equal_entry(folder, base, package, version)
         if hit is not None:
             return hit
         if offline:
