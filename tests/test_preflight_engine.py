@@ -126,7 +126,7 @@ def test_torch_format_vllm_dump_without_engine_line_is_assumed_sglang_and_says_s
     (v,) = [f for f in r.findings if f.rule_id == "MTP228"]
     assert " native FP4 unknown on SGLang (version unknown) (assumed) — " in v.message
     assert {e.label: e.value for e in v.evidence}["engine"].endswith("pass --engine vllm for vLLM semantics)")
-    assert r.facts["preflight"]["answer"][0].startswith("could not tell whether GPU 0 (NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edi")
+    assert r.facts["preflight"]["answer"][0].startswith("could not tell whether at least 1 x NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edi")  # the pasted list is cut
     r2 = preflight(env_dumps=[DUMPS / "vllm-57932.txt"], use_sglang_analyzer=False, engine="vllm")
     assert r2.facts["preflight"]["summary"]["engine"] == "vllm"
     assert_no_sglang_advice(r2)

@@ -48,19 +48,21 @@ def load_facts_file(path: str | Path):  # -> MachineFacts
 
 
 def _answer(vs: list[dict[str, Any]], verdict: str, findings: Sequence[Any], an: Any, engine: str = "",
-            unexamined: str = "") -> list[str]:
+            unexamined: str = "", partial: bool = False) -> list[str]:
     """The one-line answer the text report opens with (``facts["preflight"]["answer"]``): the GPUs,
     whether they can run native FP4 (on ``engine``, e.g. ``"vLLM 0.20.0"``, when given), why, and the error
-    findings to fix. ``unexamined``: why no GPU was listed when the machine was not read (``--no-machine``)."""
+    findings to fix. ``unexamined``: why no GPU was listed when the machine was not read (``--no-machine``);
+    ``partial``: the GPU list is a lower bound (a cut nvidia-smi table), said "at least N"."""
     groups = an.verdict_groups(vs)
     if not groups:
         return [f"could not tell whether this machine can run native FP4: no GPU listed{unexamined}"]
+    least = "at least " if partial else ""
     if len(groups) == 1:
         (name, cc, _), members = groups[0]
-        desc = (f"GPU {members[0]['gpu']} ({name or '?'}, compute capability {cc or '?'})" if len(members) == 1
-                else f"{len(members)} x {name or '?'} (compute capability {cc or '?'})")
+        desc = (f"GPU {members[0]['gpu']} ({name or '?'}, compute capability {cc or '?'})" if len(members) == 1 and not partial
+                else f"{least}{len(members)} x {name or '?'} (compute capability {cc or '?'})")
     else:
-        desc = f"{len(vs)} GPUs of {len(groups)} kinds"
+        desc = f"{least}{len(vs)} GPUs of {len(groups)} kinds"
     errors = sorted({f.rule_id for f in findings if f.severity.label == "error"})
     reason = next((r for v in vs if v["native_fp4"] == verdict for r in v["reasons"][:1] if not _RULE_REASON.match(r)), "")
     tail = f" ({', '.join(errors)})" if errors else ""
@@ -276,12 +278,15 @@ def _machine_from_dumps(env_dumps: list[Path]) -> tuple[Any, str, list[tuple[str
     formats name is kept in the facts so that ``--save-facts`` replays it.
 
     Raises:
-        InputError: an unreadable or unrecognised dump, or dumps of different machines.
+        InputError: an unreadable or unrecognised dump, dumps of different machines, or standard input ('-') given
+            more than once.
     """
     from mtp_audit.errors import InputError
     from mtp_audit.preflight import engine as eng
     from mtp_audit.preflight.envdump import detect_formats, parse_dump, read_dump
 
+    if sum(str(p) == "-" for p in env_dumps) > 1:
+        raise InputError("--env-dump -", "given more than once: standard input can be read only once")
     dump_formats: list[tuple[str, tuple[str, ...]]] = []
     machine: MachineFacts | None = None
     seen: list[tuple[Path, Any]] = []
@@ -445,11 +450,13 @@ def _report(ctx: Any, choice: Any, gaps: list[Any], target: str, flag_source: st
         verdict = an.NOT_APPLICABLE  # no device the FP4 checks apply to: not an unknown
     _verdict_findings(ctx, vs, engine_line, engine_evidence, gaps)
     if verdict == an.UNKNOWN:
-        why = "no GPU listed" + unexamined if not vs else "; ".join(r for v in vs if v["native_fp4"] == an.UNKNOWN for r in v["reasons"][:1])
+        why = "no GPU listed" + unexamined if not vs else "; ".join(dict.fromkeys(
+            r for v in vs if v["native_fp4"] == an.UNKNOWN for r in v["reasons"][:1]))  # one reason said once
         gaps.append(Gap("preflight", f"native FP4 verdict unknown: {why}", None, True))
     ctx.gaps = [g for g in ctx.gaps if not (g.blocking and verdict != an.UNKNOWN and not g.message.startswith("no GPU"))] + gaps
     answer = (vendors.answer(ctx, vs, "" if choice.how == "assumed" else engine_line)
-              or _answer(vs, verdict, ctx.findings, an, "" if choice.how == "assumed" else engine_line, unexamined))
+              or _answer(vs, verdict, ctx.findings, an, "" if choice.how == "assumed" else engine_line, unexamined,
+                         ctx.facts.gpu_list_partial))
     return Report.build(
         "preflight",
         target,
