@@ -125,3 +125,14 @@ def test_bad_model_dirs_is_a_type_error_naming_it(bad: object) -> None:
 def test_model_dir_to_a_missing_folder_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(mtp_audit.InputError, match="^--model-dir /models=nope: nope does not exist$"):
         mtp_audit.audit_launch(["vllm", "serve", "/models/x"], model_dirs=[("/models", "nope")], cwd=tmp_path, no_machine=True)
+
+
+def test_model_dir_mapping_to_a_folder_without_the_model_names_both_paths(tmp_path: Path) -> None:
+    """The advice for a mapped path asks for the mapping to be fixed; it never suggests mapping the mapped path again."""
+    r = mtp_audit.audit_launch(["vllm", "serve", "/models/x"], model_dirs=[("/models", str(tmp_path))], cwd=tmp_path,
+                               no_machine=True, environ={})
+    gap = next(g.message for g in r.gaps if g.message.startswith("model /models/x"))
+    assert gap == (f"model /models/x (read at {tmp_path}/x through --model-dir): no such file or folder on this machine, so "
+                   "the checkpoint questions (MTP heads, quantization, weights per GPU) could not be told; fix --model-dir "
+                   "so that /models/x maps to a local copy of it")
+    assert "LOCAL_FOLDER" not in " ".join(g.message for g in r.gaps)
