@@ -215,6 +215,11 @@ def _release_files(base: str, package: str, version: str) -> list[dict[str, Any]
     return out
 
 
+class NoSuchRelease(InputError):
+    """The index knows no release of that exact spelling (404 on ``/{package}/{version}/json`` and in the project
+    document): :func:`release_wheel` then looks for the same release under another spelling."""
+
+
 def same_release(a: str, b: str) -> bool:
     """Whether two version strings name one release under PEP 440 (``0.33`` and ``0.33.0``: packaging's ``Version``
     equality); text that is not a version equals only itself."""
@@ -277,11 +282,8 @@ def resolve_wheel(package: str, version: str, *, index_url: str | None = None) -
         raise InputError(f"{package} {version}", "not a package name and release version")
     base = _index_base(index_url)
     files = _release_files(base, package, version)
-    spelled = _index_spelling(base, package, version) if files is None else None
-    if spelled is not None:
-        files = _release_files(base, package, spelled)
     if files is None:
-        raise InputError(f"{package} {version}", f"no such release on the package index ({base}); give a .whl or a source folder instead")
+        raise NoSuchRelease(f"{package} {version}", f"no such release on the package index ({base}); give a .whl or a source folder instead")
     wheel = _choose(files)
     if wheel is None:
         raise InputError(f"{package} {version}", "the release has no wheel; give a source folder instead")
@@ -563,7 +565,13 @@ def release_wheel(package: str, version: str, *, cache_dir: str | os.PathLike[st
         if offline:
             raise IndexUnavailable(f"{package} {version} from {base} is not in the cache ({folder}) and offline: run "
                                    "once online or give a .whl")
-        wheel = resolve_wheel(package, version, index_url=base)
+        try:
+            wheel = resolve_wheel(package, version, index_url=base)
+        except NoSuchRelease:
+            spelled = _index_spelling(base, package, version)  # 0.33 typed, 0.33.0 on the index (PEP 440)
+            if spelled is None:
+                raise
+            return release_wheel(package, spelled, cache_dir=root, index_url=base)
         return _fetch_release(wheel, folder, base, package, version)
 
 
