@@ -44,7 +44,7 @@ def audit_model(path_text: str, cwd: Path, flag: str, given: str | None = None) 
     full = p if p.is_absolute() else cwd / p
     if os.path.lexists(full):
         return audit_checkpoint(full), None
-    if is_hub_id(path_text):
+    if is_hub_id(path_text) and not (cwd / path_text.split("/", 1)[0]).is_dir():  # else a mistyped local path
         return audit_checkpoint(path_text), None
     if given is not None and given != path_text:
         return None, Gap("launch", f"{flag} {given} (read at {path_text} through --model-dir): no such file or folder on this "
