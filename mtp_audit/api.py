@@ -8,6 +8,7 @@ Each public function is served through :func:`public`, which, before the analyze
 - checks each argument against :data:`SPECS` and raises ``TypeError`` with one clear line
   (``audit_launch(argv=...): expected a sequence of str (a launch command split into words), got str``)
   instead of an ``AttributeError`` or ``KeyError`` from deep inside;
+- takes a release version wherever the CLI does (``audit_sglang("0.5.23")``: :func:`with_release`);
 - runs the call as one run (:func:`mtp_audit.sources.bounded.run_budget`): totals of bytes read, JSON parsed
   and network time, as the CLI has.
 """
@@ -32,6 +33,9 @@ _OPT_BOOL = (lambda v: v is None or isinstance(v, bool), "bool or None")
 _NUMBER = (lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0, "a positive number of seconds")
 _OPT_INT = (lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)), "int or None")
 _ANY = (lambda v: True, "anything")
+_MODEL_DIRS = (lambda v: isinstance(v, Sequence) and not isinstance(v, (str, bytes)) and all(
+    isinstance(p, (tuple, list)) and len(p) == 2 and all(isinstance(x, (str, os.PathLike)) for x in p) for p in v),
+    "a sequence of (SRC, DST) pairs of paths (str or os.PathLike), e.g. [('/models', 'fixtures/checkpoint')]")
 
 
 def _words(v: Any) -> bool:
@@ -104,7 +108,8 @@ SPECS: dict[str, dict[str, tuple[Callable[[Any], bool], str]]] = {
     "compare_checkpoints": {"base": _TARGET, "derived": _TARGET, "offline": _BOOL, "jobs": _OPT_INT},
     "audit_launch": {"argv": _WORDS, "sglang": _SGLANG, "compare_sglang": _SGLANG, "env_dumps": _OPT_PATHS,
                      "facts_file": _OPT_PATH, "machine_facts": _ANY, "env": _STR_MAP, "environ": _STR_MAP,
-                     "cwd": _OPT_PATH, "engine": _OPT_STR, "vllm": _OPT_PATH, "no_machine": _BOOL},
+                     "cwd": _OPT_PATH, "engine": _OPT_STR, "vllm": _OPT_PATH, "llamacpp": _OPT_STR, "model_dirs": _MODEL_DIRS,
+                     "no_machine": _BOOL},
     "get_rule": {"rule_id": _STR},
     "exit_code": {"report": (_report, "a Report"), "fail_on": (_opt_severity, "a Severity or None")},
 }
@@ -115,6 +120,31 @@ DEPRECATED: dict[str, dict[str, str]] = {
     "preflight": {"facts": "machine_facts", "env_dump": "env_dumps"},
     "audit_machine": {"facts": "machine_facts", "env_dump": "env_dumps"},
 }
+
+
+#: Functions whose ``target`` may be a release version, as the CLI's TARGET: function name -> package on the index.
+RELEASE_TARGETS: dict[str, str] = {"audit_sglang": "sglang", "audit_vllm": "vllm"}
+
+
+def with_release(name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``(args, kwargs)`` with the ``target`` of a :data:`RELEASE_TARGETS` function that is a release version
+    (``"0.5.23"``, ``"0.33"``) and not an existing path replaced by the local wheel
+    :func:`mtp_audit.sources.pypi.by_version` fetches or finds in the cache (what ``mtp-audit sglang 0.5.23`` does).
+
+    Raises:
+        InputError / IndexUnavailable: as :func:`mtp_audit.sources.pypi.release_wheel`.
+    """
+    package = RELEASE_TARGETS.get(name)
+    if package is None:
+        return args, kwargs
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    target = bound.arguments.get("target")
+    if not isinstance(target, str):
+        return args, kwargs
+    from mtp_audit.sources.pypi import by_version
+
+    bound.arguments["target"] = by_version(package, target)
+    return bound.args, bound.kwargs
 
 
 def check_call(name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -154,13 +184,14 @@ def public(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         check_call(name, fn, args, kwargs)
         # in a copy of the caller's context: the run's context variables never replace the host's own
         # context mapping (an object a host may have frozen with gc.freeze())
-        return contextvars.copy_context().run(_run, fn, args, kwargs)
+        return contextvars.copy_context().run(_run, name, fn, args, kwargs)
 
     return call
 
 
-def _run(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _run(name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     from mtp_audit.sources.bounded import run_budget
 
     with run_budget():
+        args, kwargs = with_release(name, fn, args, kwargs)
         return fn(*args, **kwargs)

@@ -172,6 +172,8 @@ def launch_result(report: Report) -> LaunchResult | None:
     requested, runs_as = _opt_str(spec.get("requested") or spec.get("method_requested")), _opt_str(spec.get("runs_as") or spec.get("method"))
     if engine == "llamacpp":
         requested, runs_as = _llamacpp_speculative(facts.get("summary") or {})
+    elif engine == "trtllm":
+        requested, runs_as = _trtllm_speculative(spec)
     return LaunchResult(
         verdict=LaunchVerdict(facts["verdict"]),
         engine=engine,
@@ -180,10 +182,33 @@ def launch_result(report: Report) -> LaunchResult | None:
         changed_flags=tuple(str(f) for f in facts.get("changed_flags") or ()),
         speculative_requested=requested,
         speculative_runs_as=runs_as,
-        draft_class=_opt_str(draft.get("draft_class")),
+        draft_class=_draft_class(draft),
         summary=dict(facts.get("summary") or {}),
         draft_tokens=_draft_tokens(engine, spec, facts.get("summary") or {}),
     )
+
+
+def _draft_class(draft: Mapping[str, Any]) -> str | None:
+    """The draft model class a launch's ``facts["draft"]`` names: SGLang's ``draft_class``; vLLM's draft
+    ``architectures`` after its config override (``MiMoMTPModel``) when they name exactly one class; else ``None``."""
+    named = _opt_str(draft.get("draft_class"))
+    if named is not None:
+        return named
+    archs = draft.get("architectures")
+    return _opt_str(archs[0]) if isinstance(archs, (list, tuple)) and len(archs) == 1 else None
+
+
+def _trtllm_speculative(spec: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """``(decoding_type the --config YAML asks for, what TensorRT-LLM runs)`` of a TensorRT-LLM launch's
+    ``facts["speculative"]`` (``method`` is the YAML's ``decoding_type``: :func:`mtp_audit.engines.trtllm.launch.what_runs`);
+    no ``speculative_config`` is ``(None, None)``; a decoding type TensorRT-LLM does not accept
+    (:data:`mtp_audit.engines.trtllm.knowledge.DECODING_TYPES`) runs nothing known (``None``)."""
+    from mtp_audit.engines.trtllm.knowledge import DECODING_TYPES
+
+    method = _opt_str(spec.get("method"))
+    if method is None or method == "none":
+        return None, None
+    return method, method if method in DECODING_TYPES else None
 
 
 def _draft_tokens(engine: str, spec: Mapping[str, Any], summary: Mapping[str, Any]) -> int | None:

@@ -52,6 +52,10 @@ def _handler(index: Index) -> type[BaseHTTPRequestHandler]:
             m = re.match(r"^/pypi/([^/]+)/([^/]+)/json$", self.path)
             if m:
                 return self._json(m.group(1), m.group(2))
+            m = re.match(r"^/pypi/([^/]+)/json$", self.path)
+            if m:  # the project document: every served release of the package, spelled as served
+                releases = {v: [index.entry((n, v))] for n, v in index.wheels if n == m.group(1)}
+                return self._send(200, json.dumps({"info": {"name": m.group(1)}, "releases": releases}).encode(), "application/json")
             m = re.match(r"^/files/(.+\.whl)$", self.path)
             wheel = next((index.wheel(k)[1] for k in index.wheels if index.wheel(k)[0] == (m.group(1) if m else None)), None)
             if wheel is None:

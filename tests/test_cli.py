@@ -79,3 +79,20 @@ def test_fast_help_is_what_click_renders(monkeypatch, capsys) -> None:
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "mtp_audit", "--help"], capture_output=True, text=True,
                           env={**os.environ, "COLUMNS": "100"})
     assert proc.returncode == 0 and proc.stdout == TEXT and "click" not in proc.stderr
+
+
+def test_mistyped_local_path_with_a_slash_is_not_a_hub_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """``fixtures/nonexist`` where ``fixtures`` is a folder here: no such file or folder (exit 2), the hub never asked."""
+    (tmp_path / "fixtures").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main(["checkpoint", "fixtures/nonexist"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("mtp-audit: error: fixtures/nonexist: no such file or folder ('fixtures' is a folder here")
+    assert "huggingface" not in err
+
+
+def test_model_dir_to_a_missing_folder_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["launch", "--no-machine", "--model-dir", "/models=/nonexistent", "--", "vllm", "serve", "/models/x"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == ["mtp-audit: error: --model-dir /models=/nonexistent: /nonexistent does not exist"]

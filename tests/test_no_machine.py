@@ -4,6 +4,7 @@ machine"; the launch's own questions still decide (a correct launch exits 0, a b
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -52,14 +53,26 @@ def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, dic
     return rc, doc
 
 
-def test_preflight_without_a_machine_is_two_notes(capsys: pytest.CaptureFixture[str], no_live_machine: None) -> None:
+def test_preflight_without_a_machine_or_launch_is_could_not_tell(capsys: pytest.CaptureFixture[str], no_live_machine: None) -> None:
+    """Nothing examined and nothing else asked: the machine question is "could not tell" (exit 3), never a pass."""
     rc, doc = _json(capsys, ["preflight", "--no-machine", "-f", "json"])
-    assert rc == 0 and doc["status"] == "pass" and doc["findings"] == []
+    assert rc == 3 and doc["status"] == "inconclusive" and doc["findings"] == []
     assert [(g["message"], g["blocking"]) for g in doc["gaps"]] == [
-        (f"native FP4 verdict unknown: no GPU listed ({NOT_SERVING_MACHINE})", False),
+        (f"native FP4 verdict unknown: no GPU listed ({NOT_SERVING_MACHINE})", True),
         (f"no GPU information ({NOT_SERVING_MACHINE})", False)]
     assert doc["facts"]["preflight"]["machine"]["origin"] == "none"
-    assert doc["facts"]["preflight"]["summary"]["verdict"] == "unknown"  # never answered, only not blocking
+    assert doc["facts"]["preflight"]["summary"]["verdict"] == "unknown"
+    main(["preflight", "--no-machine"])
+    assert capsys.readouterr().out.startswith("INCONCLUSIVE: could not tell whether this machine can run native FP4")
+
+
+def test_preflight_no_machine_with_a_launch_says_not_examined(capsys: pytest.CaptureFixture[str], no_live_machine: None) -> None:
+    """With a launch command its questions decide the exit (0 here); the machine question left open is worded "not
+    examined", never "could not tell" beside PASS."""
+    rc = main(["preflight", "--no-machine", "--", "vllm", "serve", "./nonexistent-ckpt"])
+    first = capsys.readouterr().out.splitlines()[0]
+    assert rc == 0 and first.startswith("PASS: not examined whether this machine can run native FP4")
+    assert "could not tell" not in first
 
 
 def test_preflight_with_a_dump_keeps_what_the_dump_says(capsys: pytest.CaptureFixture[str], no_live_machine: None) -> None:
@@ -119,3 +132,14 @@ def test_the_no_machine_option_is_documented() -> None:
     readme = (REPO / "README.md").read_text()
     assert "--no-machine" in readme and "--no-machine" in (REPO / "action.yml").read_text()
     assert "--no-machine" in (REPO / ".pre-commit-hooks.yaml").read_text()
+
+
+def test_no_installed_vllm_advice_is_said_once_with_a_release(capsys: pytest.CaptureFixture[str], no_live_machine: None) -> None:
+    """No vLLM in this Python and no --vllm: one blocking gap whose advice is given once and names a release version."""
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vllm is installed in this Python")
+    rc, doc = _json(capsys, ["launch", "--no-machine", "-f", "json", "--", "vllm", "serve", str(REPO / "fixtures/checkpoint/jj8127--mimo_kor"),
+                             "--speculative-config", '{"method":"mtp","num_speculative_tokens":1}'])
+    gap = next(g["message"] for g in doc["gaps"] if g["message"].startswith("no vLLM to check"))
+    assert rc == 3 and gap == ("no vLLM to check the command against (not installed in this Python); pass --vllm TARGET (a release "
+                               "version such as --vllm 0.33.0, a .whl, an unpacked wheel, a package folder or a checkout)")

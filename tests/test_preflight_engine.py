@@ -126,7 +126,7 @@ def test_torch_format_vllm_dump_without_engine_line_is_assumed_sglang_and_says_s
     (v,) = [f for f in r.findings if f.rule_id == "MTP228"]
     assert " native FP4 unknown on SGLang (version unknown) (assumed) — " in v.message
     assert {e.label: e.value for e in v.evidence}["engine"].endswith("pass --engine vllm for vLLM semantics)")
-    assert r.facts["preflight"]["answer"][0].startswith("could not tell whether GPU 0 (NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edi")
+    assert r.facts["preflight"]["answer"][0].startswith("could not tell whether at least 1 x NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edi")  # the pasted list is cut
     r2 = preflight(env_dumps=[DUMPS / "vllm-57932.txt"], use_sglang_analyzer=False, engine="vllm")
     assert r2.facts["preflight"]["summary"]["engine"] == "vllm"
     assert_no_sglang_advice(r2)
@@ -326,3 +326,29 @@ def test_linear_backend_exists_from_0_22(tmp_path, version, rejected):
     r = run_dump(tmp_path, vllm_env(B200, vllm=version), VL + ["--linear-backend", "flashinfer_cudnn"])
     assert ("MTP226" in ids(r)) is rejected
     assert "MTP231" not in ids(r)  # cuDNN FP4 GEMM runs on SM100
+
+
+@pytest.mark.parametrize(("given", "engine_id"), [("trtllm", "trtllm"), ("tensorrt-llm", "trtllm"), ("llama.cpp", "llamacpp"),
+                                                  ("llamacpp", "llamacpp"), ("VLLM", "vllm"), ("sglang", "sglang")])
+def test_cli_engine_takes_every_registered_id_and_alias(given: str, engine_id: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``preflight --engine`` takes what the library takes (the registry's ids and aliases), as its id."""
+    rc = main(["preflight", "--no-machine", "--engine", given, "-f", "json", "--", "vllm", "serve", "./nonexistent"])
+    doc = json.loads(capsys.readouterr().out)
+    assert rc == 0 and doc["facts"]["preflight"]["engine"]["engine"] == engine_id
+    assert doc["facts"]["preflight"]["engine"]["how"] == "explicit"
+
+
+def test_cli_engine_unknown_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["preflight", "--no-machine", "--engine", "foo"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "'foo' is not a registered engine (ids: sglang, vllm, llamacpp, trtllm;" in err
+
+
+@pytest.mark.parametrize(("argv", "label", "engine_id"), [(["trtllm-serve", "/x", "--config", "a.yaml"], "TensorRT-LLM", "trtllm"),
+                                                          (["llama-server", "-m", "x.gguf"], "llama.cpp", "llamacpp")])
+def test_other_engines_launch_refused_naming_what_preflight_reads(argv: list[str], label: str, engine_id: str,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["preflight", "--no-machine", "--", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"starts {label}: the preflight reads SGLang and vLLM launch commands" in err
+    assert f"pass --engine {engine_id}" in err

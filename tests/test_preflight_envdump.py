@@ -169,3 +169,31 @@ def test_vllm_collect_env_variables_do_not_stand_for_the_gpu_line():
     assert none.gpus == () and "says 'GPU models and configuration: Could not collect'" in none.gpu_list.missing
     cut = parse_dump(_vllm_collect_env("x").replace("GPU models and configuration : x\n", ""), display="d")
     assert "no 'GPU models and configuration' line (dump truncated?)" in " ".join(cut.notes)
+
+
+CUT_B200 = Path(__file__).resolve().parents[1] / "fixtures" / "preflight" / "envdumps" / "constructed" / "b200-nvidia-smi-cut.txt"
+
+
+def test_preflight_answer_says_at_least_for_a_cut_gpu_list_and_each_reason_once(capsys) -> None:
+    from mtp_audit.cli.main import main
+
+    assert main(["preflight", "--env-dump", str(CUT_B200)]) == 3
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].startswith("INCONCLUSIVE: could not tell whether at least 4 x NVIDIA B200 (compute capability 10.0)")
+    gap = next(line for line in out.splitlines() if "native FP4 verdict unknown" in line)
+    assert gap.count("torch CUDA build unknown") == 1
+
+
+def test_env_dump_stdin_closed_or_given_twice(monkeypatch, capsys) -> None:
+    import io
+    import sys
+
+    from mtp_audit.cli.main import main
+
+    monkeypatch.setattr(sys, "stdin", None)
+    assert main(["preflight", "--env-dump", "-"]) == 2
+    assert capsys.readouterr().err.strip() == ("mtp-audit: error: --env-dump -: standard input is closed: pipe a dump in "
+                                               "(nvidia-smi | mtp-audit preflight --env-dump -)")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(CUT_B200.read_bytes())))
+    assert main(["preflight", "--env-dump", "-", "--env-dump", "-"]) == 2
+    assert capsys.readouterr().err.strip() == "mtp-audit: error: --env-dump -: given more than once: standard input can be read only once"

@@ -173,8 +173,12 @@ def test_launch_of_no_known_engine_is_an_input_error(tmp_path):
     dump = write(tmp_path, "env.txt", env())
     with pytest.raises(InputError) as exc:
         preflight(env_dumps=[dump], launch=["trtllm-serve", "m", "--backend", "pytorch"], use_sglang_analyzer=False)
+    assert "'trtllm-serve m --backend' starts TensorRT-LLM: the preflight reads SGLang and vLLM launch commands" in str(exc.value)
+    assert "pass --engine trtllm" in str(exc.value)
+    with pytest.raises(InputError) as exc:
+        preflight(env_dumps=[dump], launch=["sometool", "serve", "m"], use_sglang_analyzer=False)
     assert "not an SGLang or vLLM launch command: expected python -m sglang.launch_server" in str(exc.value)
-    assert "(got 'trtllm-serve m --backend')" in str(exc.value)
+    assert "(got 'sometool serve m')" in str(exc.value)
 
 
 def test_vllm_launch_is_accepted_with_vllm_semantics(tmp_path):

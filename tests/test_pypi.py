@@ -354,3 +354,18 @@ def test_an_index_url_http_client_cannot_open_is_one_line(url: str, cache: Path,
     assert main(["sglang", "0.5.99"]) in (2, 3)
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "internal error" not in err
+
+
+def test_a_version_names_its_release_under_pep_440(cache: Path) -> None:
+    """``0.5.99.0`` is the release the index spells ``0.5.99`` (packaging's ``Version`` equality): found through the
+    project document, then from the cache under either spelling without asking the index again."""
+    key = ("sglang", "0.5.99")
+    with serve({key: build_wheel()}) as index:
+        got = release_wheel("sglang", "0.5.99.0", index_url=index.url)
+        assert got.name.startswith("sglang-0.5.99-") and ("/pypi/sglang/json", None) in index.requests
+        again = release_wheel("sglang", "0.5.99", index_url=index.url)
+        asked = len(index.requests)
+        assert release_wheel("sglang", "0.5.99.0", index_url=index.url) == got and len(index.requests) == asked
+    assert again.name == got.name
+    with serve({key: build_wheel()}) as index, pytest.raises(InputError, match="no such release"):
+        release_wheel("sglang", "0.5.98", index_url=index.url)

@@ -72,6 +72,9 @@ def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, *, offli
     text = os.fspath(target)
     path = Path(text)
     if not os.path.lexists(path):
+        if isinstance(target, str) and _REPO_ID.match(text) and _local_first_component(text):
+            raise InputError(text, f"no such file or folder ('{text.split('/', 1)[0]}' is a folder here, so this is read "
+                                   "as a local path, not a hub repo id; run from another folder to audit the hub repo)")
         if isinstance(target, str) and _REPO_ID.match(text):
             import importlib.util
 
@@ -105,6 +108,12 @@ def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, *, offli
         only = [name] + [f for f in side if (parent / f).is_file()]
         return analyze(LocalSource(parent, only=only, display=text))
     raise InputError(text, "expected a checkpoint folder, a .safetensors file, a .gguf file, an index file or config.json")
+
+
+def _local_first_component(text: str) -> bool:
+    """Whether the first component of ``ORG/NAME`` is a folder here: the path is then a mistyped local path
+    (``fixtures/nonexist``), not a hub repo id."""
+    return os.path.isdir(text.split("/", 1)[0])
 
 
 def _audit_hub(text: str, hub_kwargs: dict[str, Any]) -> Report:

@@ -41,10 +41,12 @@ class Machine:
     no_machine: bool = False
 
 
-def open_release(open_target: Callable[[Any], Any], target: Any, label: str, option: str) -> tuple[Any, Gap | None]:
+def open_release(open_target: Callable[[Any], Any], target: Any, label: str, option: str,
+                 example: str = "") -> tuple[Any, Gap | None]:
     """An engine release as its analyzer opens it: ``open_target(target)``, where ``None`` is the installed package.
     An installed package that cannot be found is a blocking gap, not an input error (an audit machine need not have
-    the engine installed).
+    the engine installed); its advice is said once and names a release version (``option example``, e.g.
+    ``--vllm 0.33.0``) when ``example`` is given.
 
     Raises:
         InputError: an explicit target that cannot be opened (not this engine, a corrupt wheel).
@@ -56,8 +58,10 @@ def open_release(open_target: Callable[[Any], Any], target: Any, label: str, opt
     try:
         return open_target(None), None
     except InputError as exc:
-        return None, Gap("launch", f"no {label} to check the command against ({exc.problem}); pass {option} TARGET "
-                                   "(a .whl, an unpacked wheel, a package folder or a checkout)", None, True)
+        why = exc.problem.split(";", 1)[0]  # the installed-package lookup's own advice is said below, once
+        release = f"a release version such as {option} {example}, " if example else "a release version, "
+        return None, Gap("launch", f"no {label} to check the command against ({why}); pass {option} TARGET "
+                                   f"({release}a .whl, an unpacked wheel, a package folder or a checkout)", None, True)
 
 
 class Analyzers(Protocol):

@@ -58,8 +58,8 @@ def audit_launch(
         environ: the current environment (default ``os.environ``); only variables the engine reads are used.
         cwd: folder that relative model paths are resolved against (default: the current directory).
         model_dirs: ``--model-dir SRC=DST`` pairs: a model path of the command under folder ``SRC`` (the serving
-            container's) is read from ``DST`` here. A model path found neither here nor as a hub repo id is a blocking
-            gap on the checkpoint questions, never an input error.
+            container's) is read from ``DST`` here (a folder that exists: else an :class:`InputError`). A model path
+            found neither here nor as a hub repo id is a blocking gap on the checkpoint questions, never an input error.
         engine: ``--engine`` for the preflight's verdict (it wins over the engine the command starts; a disagreement
             is shown as evidence on MTP228).
         no_machine: ``--no-machine``: audit off the serving machine (CI, pre-commit, a laptop): this machine is never
@@ -75,7 +75,8 @@ def audit_launch(
     Raises:
         InputError: an empty command, a command no registered engine starts, a release option of another engine
             than the command's, two machine sources (or ``no_machine`` with stored facts), a model path that exists but
-            is not a checkpoint, an unreadable release target or env dump.
+            is not a checkpoint, an unreadable release target or env dump, a ``model_dirs`` folder here that does not exist.
+        TypeError: (through ``mtp_audit.audit_launch``) ``model_dirs`` that is not a sequence of ``(SRC, DST)`` pairs.
     """
     from mtp_audit.engines.argv import split_command
     from mtp_audit.engines.registry import engine_for
@@ -146,8 +147,26 @@ def _request(toks: list[str], env_dump: Any, facts: Any, machine_facts: Any, eng
         raise InputError("--no-machine", "use either --no-machine or --facts (stored facts describe a machine)")
     machine = Machine(tuple(Path(p) for p in dumps), Path(facts) if facts else None, machine_facts, engine, no_machine)
     here = Path(cwd) if cwd is not None else Path.cwd()
+    _check_model_dirs(model_dirs, here)
     envmap = dict(os.environ) if environ is None else dict(environ)
     return LaunchRequest(toks=toks, machine=machine, env=env, environ=envmap, cwd=here, analyzers=LaunchAnalyzers(machine, here, model_dirs))
+
+
+def _check_model_dirs(model_dirs: Sequence[tuple[str, str]], here: Path) -> None:
+    """Each ``--model-dir SRC=DST`` names a folder here (``DST``, relative to ``here``): a mapping to nothing would
+    send every model path under ``SRC`` to a folder that is not there.
+
+    Raises:
+        InputError: a ``DST`` that does not exist, or is not a folder (naming the pair and the folder).
+    """
+    from mtp_audit.errors import InputError
+
+    for src, dst in model_dirs:
+        folder = here / Path(dst)
+        if not folder.exists():
+            raise InputError(f"--model-dir {src}={dst}", f"{dst} does not exist")
+        if not folder.is_dir():
+            raise InputError(f"--model-dir {src}={dst}", f"{dst} is not a folder")
 
 
 def _report(chosen: Any, outcome: Any) -> Report:

@@ -23,7 +23,7 @@ def is_hub_id(text: str) -> bool:
     return bool(_HUB_ID.match(text)) and not text.startswith((".", "/", "~"))
 
 
-def audit_model(path_text: str, cwd: Path, flag: str) -> tuple[Report | None, Gap | None]:
+def audit_model(path_text: str, cwd: Path, flag: str, given: str | None = None) -> tuple[Report | None, Gap | None]:
     """Checkpoint audit of a model path as the engine resolves it: a local path (relative to ``cwd``), else a
     Hugging Face repo id (metadata over HTTP range reads, or the HF cache; an unreachable hub gives an
     inconclusive checkpoint report).
@@ -31,6 +31,9 @@ def audit_model(path_text: str, cwd: Path, flag: str) -> tuple[Report | None, Ga
     A path that does not exist here (a launch written for its serving container, ``vllm serve /model`` audited on a
     laptop) is missing evidence, not bad input: no report and a blocking gap that says how to point the audit at a
     local copy (``--model-dir SRC=DST``) or a hub id; the engine still answers every question that needs no checkpoint.
+
+    ``given``: the command's own path when a ``--model-dir`` mapping turned it into ``path_text``; the gap then names
+    both and asks for the mapping to be fixed (suggesting ``--model-dir`` for the mapped path would map it twice).
 
     Raises:
         InputError: a path that exists but is not a checkpoint (malformed input).
@@ -41,8 +44,13 @@ def audit_model(path_text: str, cwd: Path, flag: str) -> tuple[Report | None, Ga
     full = p if p.is_absolute() else cwd / p
     if os.path.lexists(full):
         return audit_checkpoint(full), None
-    if is_hub_id(path_text):
+    if is_hub_id(path_text) and not (cwd / path_text.split("/", 1)[0]).is_dir():  # else a mistyped local path
         return audit_checkpoint(path_text), None
+    if given is not None and given != path_text:
+        return None, Gap("launch", f"{flag} {given} (read at {path_text} through --model-dir): no such file or folder on this "
+                         "machine, so the checkpoint questions (MTP heads, quantization, weights per GPU) could not be told; "
+                         f"fix --model-dir so that {given} maps to a local copy of it",
+                         path_text, True)
     return None, Gap("launch", f"{flag} {path_text}: no such file or folder on this machine, so the checkpoint questions "
                      f"(MTP heads, quantization, weights per GPU) could not be told; point the audit at a local copy with "
                      f"--model-dir {path_text}=LOCAL_FOLDER, or write the Hugging Face repo id (ORG/NAME) in the command",
@@ -76,7 +84,7 @@ class LaunchAnalyzers:
         """See :meth:`mtp_audit.engines.base.Analyzers.checkpoint`; a path under a ``--model-dir SRC=DST`` source is
         read at its destination (:func:`map_model_dir`)."""
         if path_text not in self._checkpoints:
-            self._checkpoints[path_text] = audit_model(map_model_dir(path_text, self.model_dirs), self.cwd, flag)
+            self._checkpoints[path_text] = audit_model(map_model_dir(path_text, self.model_dirs), self.cwd, flag, path_text)
         return self._checkpoints[path_text]
 
     def preflight(self, launch: Sequence[str] | None, *, engine: str | None, **engine_facts: Any) -> Report:

@@ -48,19 +48,21 @@ def load_facts_file(path: str | Path):  # -> MachineFacts
 
 
 def _answer(vs: list[dict[str, Any]], verdict: str, findings: Sequence[Any], an: Any, engine: str = "",
-            unexamined: str = "") -> list[str]:
+            unexamined: str = "", partial: bool = False) -> list[str]:
     """The one-line answer the text report opens with (``facts["preflight"]["answer"]``): the GPUs,
     whether they can run native FP4 (on ``engine``, e.g. ``"vLLM 0.20.0"``, when given), why, and the error
-    findings to fix. ``unexamined``: why no GPU was listed when the machine was not read (``--no-machine``)."""
+    findings to fix. ``unexamined``: why no GPU was listed when the machine was not read (``--no-machine``);
+    ``partial``: the GPU list is a lower bound (a cut nvidia-smi table), said "at least N"."""
     groups = an.verdict_groups(vs)
     if not groups:
         return [f"could not tell whether this machine can run native FP4: no GPU listed{unexamined}"]
+    least = "at least " if partial else ""
     if len(groups) == 1:
         (name, cc, _), members = groups[0]
-        desc = (f"GPU {members[0]['gpu']} ({name or '?'}, compute capability {cc or '?'})" if len(members) == 1
-                else f"{len(members)} x {name or '?'} (compute capability {cc or '?'})")
+        desc = (f"GPU {members[0]['gpu']} ({name or '?'}, compute capability {cc or '?'})" if len(members) == 1 and not partial
+                else f"{least}{len(members)} x {name or '?'} (compute capability {cc or '?'})")
     else:
-        desc = f"{len(vs)} GPUs of {len(groups)} kinds"
+        desc = f"{least}{len(vs)} GPUs of {len(groups)} kinds"
     errors = sorted({f.rule_id for f in findings if f.severity.label == "error"})
     reason = next((r for v in vs if v["native_fp4"] == verdict for r in v["reasons"][:1] if not _RULE_REASON.match(r)), "")
     tail = f" ({', '.join(errors)})" if errors else ""
@@ -130,7 +132,7 @@ def preflight(
         InputError: an unreadable/empty/binary/unrecognised dump, env dumps of different machines (GPU list or
             driver version disagree), a bad facts file, an empty launch, a launch command that is neither
             SGLang (python -m sglang.launch_server … / sglang serve …) nor vLLM (vllm serve … /
-            python -m vllm.entrypoints.openai.api_server …), an ``engine`` other than sglang / vllm, or ``no_machine``
+            python -m vllm.entrypoints.openai.api_server …; one another engine starts is named), an ``engine`` no registered engine has, or ``no_machine``
             with stored facts or ``probe``.
     """
     from mtp_audit.preflight import analyze as an
@@ -152,15 +154,28 @@ def preflight(
     flag_source = _flag_semantics(ctx, sglang_facts, launch is not None and use_sglang_analyzer)
     _attach_probe(ctx, gaps, probe, probe_result)
     an.analyze(ctx)
-    return _scoped(_report(ctx, choice, gaps, target, flag_source), no_machine)
+    return _scoped(_report(ctx, choice, gaps, target, flag_source), no_machine, parsed_launch is not None)
 
 
-def _scoped(report: Report, no_machine: bool) -> Report:
+def _scoped(report: Report, no_machine: bool, has_launch: bool = True) -> Report:
     """``report`` with its gaps about facts ``--no-machine`` left unexamined as notes
-    (:func:`mtp_audit.preflight.nomachine.scope_report`); unchanged without ``no_machine``."""
-    from mtp_audit.preflight.nomachine import scope_report
+    (:func:`mtp_audit.preflight.nomachine.scope_report`) and its answer saying "not examined" where it said "could
+    not tell"; unchanged without ``no_machine``. Without a launch command the native FP4 verdict is the only question
+    asked: when it is unknown its gap stays blocking (nothing examined is "could not tell", exit 3, never a pass)."""
+    import dataclasses
 
-    return scope_report(report) if no_machine else report
+    from mtp_audit.preflight.nomachine import NOT_SERVING_MACHINE, machine_note
+
+    if not no_machine:
+        return report
+    gaps = tuple(g if not has_launch and g.message.startswith("native FP4 verdict unknown") else machine_note(g)
+                 for g in report.gaps)
+    pf = report.facts.get("preflight")
+    if has_launch and isinstance(pf, dict) and pf.get("answer") and NOT_SERVING_MACHINE in pf["answer"][0]:
+        first = pf["answer"][0].replace("could not tell whether", "not examined whether", 1)
+        pf = {**pf, "answer": [first, *pf["answer"][1:]]}
+        return dataclasses.replace(report, gaps=gaps, facts={**report.facts, "preflight": pf})
+    return dataclasses.replace(report, gaps=gaps) if gaps != report.gaps else report
 
 
 def _check_no_machine(facts: Any, facts_file: Path | None, probe: bool) -> None:
@@ -194,9 +209,25 @@ def _checked_launch(engine: str | None, launch: Sequence[str] | None) -> Any:
         return None
     parsed_launch = parse_launch(list(launch))
     if parsed_launch.engine not in eng.ENGINES:
-        raise InputError("launch command", "not an SGLang or vLLM launch command: expected python -m sglang.launch_server …, sglang serve …, "
-                                           f"vllm serve … or python -m vllm.entrypoints.openai.api_server … (got '{' '.join(parsed_launch.argv[:3])}')")
+        raise InputError("launch command", _unsupported_launch(parsed_launch.argv))
     return parsed_launch
+
+
+def _unsupported_launch(argv: Sequence[str]) -> str:
+    """Why the preflight refuses a launch command that starts neither SGLang nor vLLM, in one line: the engine it
+    starts when a registered engine recognises it (its :meth:`~mtp_audit.engines.base.Engine.entry`), what the
+    preflight reads, and how to ask for that engine's kernel checks instead (``--engine ID`` without the command)."""
+    from mtp_audit.engines.registry import engines
+
+    got = " ".join(argv[:3])
+    supported = ("the preflight reads SGLang and vLLM launch commands (python -m sglang.launch_server …, sglang serve …, "
+                 "vllm serve … or python -m vllm.entrypoints.openai.api_server …)")
+    other = next((e for e in engines() if e.name not in ("sglang", "vllm") and e.entry(list(argv)) is not None), None)
+    if other is None:
+        return ("not an SGLang or vLLM launch command: expected python -m sglang.launch_server …, sglang serve …, "
+                f"vllm serve … or python -m vllm.entrypoints.openai.api_server … (got '{got}')")
+    return (f"'{got}' starts {other.label}: {supported}; for {other.label}'s FP4 kernel checks drop the command and pass "
+            f"--engine {other.name}, and audit the command with 'mtp-audit launch'")
 
 
 def _with_platform(machine: Any, parsed_launch: Any) -> Any:
@@ -247,12 +278,15 @@ def _machine_from_dumps(env_dumps: list[Path]) -> tuple[Any, str, list[tuple[str
     formats name is kept in the facts so that ``--save-facts`` replays it.
 
     Raises:
-        InputError: an unreadable or unrecognised dump, or dumps of different machines.
+        InputError: an unreadable or unrecognised dump, dumps of different machines, or standard input ('-') given
+            more than once.
     """
     from mtp_audit.errors import InputError
     from mtp_audit.preflight import engine as eng
     from mtp_audit.preflight.envdump import detect_formats, parse_dump, read_dump
 
+    if sum(str(p) == "-" for p in env_dumps) > 1:
+        raise InputError("--env-dump -", "given more than once: standard input can be read only once")
     dump_formats: list[tuple[str, tuple[str, ...]]] = []
     machine: MachineFacts | None = None
     seen: list[tuple[Path, Any]] = []
@@ -416,11 +450,13 @@ def _report(ctx: Any, choice: Any, gaps: list[Any], target: str, flag_source: st
         verdict = an.NOT_APPLICABLE  # no device the FP4 checks apply to: not an unknown
     _verdict_findings(ctx, vs, engine_line, engine_evidence, gaps)
     if verdict == an.UNKNOWN:
-        why = "no GPU listed" + unexamined if not vs else "; ".join(r for v in vs if v["native_fp4"] == an.UNKNOWN for r in v["reasons"][:1])
+        why = "no GPU listed" + unexamined if not vs else "; ".join(dict.fromkeys(
+            r for v in vs if v["native_fp4"] == an.UNKNOWN for r in v["reasons"][:1]))  # one reason said once
         gaps.append(Gap("preflight", f"native FP4 verdict unknown: {why}", None, True))
     ctx.gaps = [g for g in ctx.gaps if not (g.blocking and verdict != an.UNKNOWN and not g.message.startswith("no GPU"))] + gaps
     answer = (vendors.answer(ctx, vs, "" if choice.how == "assumed" else engine_line)
-              or _answer(vs, verdict, ctx.findings, an, "" if choice.how == "assumed" else engine_line, unexamined))
+              or _answer(vs, verdict, ctx.findings, an, "" if choice.how == "assumed" else engine_line, unexamined,
+                         ctx.facts.gpu_list_partial))
     return Report.build(
         "preflight",
         target,

@@ -124,13 +124,15 @@ def _read_stdin_bounded(limit: int) -> bytes:
     """At most ``limit`` bytes of standard input.
 
     Raises:
-        InputError: standard input is a terminal (nothing piped), unreadable, or larger than ``limit``.
+        InputError: standard input is closed or a terminal (nothing piped), unreadable, or larger than ``limit``.
     """
     import sys
 
     stream = getattr(sys.stdin, "buffer", None)
     try:
-        if sys.stdin is None or stream is None or sys.stdin.isatty():
+        if sys.stdin is None or stream is None:
+            raise InputError("--env-dump -", "standard input is closed: pipe a dump in (nvidia-smi | mtp-audit preflight --env-dump -)")
+        if sys.stdin.isatty():
             raise InputError("--env-dump -", "standard input is a terminal: pipe a dump in (nvidia-smi | mtp-audit preflight --env-dump -)")
         raw = stream.read(limit + 1)
     except (OSError, ValueError) as exc:

@@ -215,6 +215,47 @@ def _release_files(base: str, package: str, version: str) -> list[dict[str, Any]
     return out
 
 
+class NoSuchRelease(InputError):
+    """The index knows no release of that exact spelling (404 on ``/{package}/{version}/json`` and in the project
+    document): :func:`release_wheel` then looks for the same release under another spelling."""
+
+
+def same_release(a: str, b: str) -> bool:
+    """Whether two version strings name one release under PEP 440 (``0.33`` and ``0.33.0``: packaging's ``Version``
+    equality); text that is not a version equals only itself."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(a) == Version(b)
+    except InvalidVersion:
+        return a == b
+
+
+def _index_spelling(base: str, package: str, version: str) -> str | None:
+    """The release key of the project document that names the same release as ``version`` under PEP 440 (the index
+    spells ``0.33.0`` where the user typed ``0.33``), or ``None``."""
+    doc = _json_of(f"{base}/{package}/json")
+    releases = doc.get("releases") if isinstance(doc, dict) else None
+    if not isinstance(releases, dict):
+        return None
+    return next((k for k in releases if isinstance(k, str) and k != version and _VERSION.match(k) and same_release(k, version)), None)
+
+
+def _equal_entry(folder: Path, base: str, package: str, version: str) -> Path | None:
+    """A sealed cache entry of the same release under another spelling (``0.33.0`` for ``0.33``), or ``None``; at
+    most 1,000 sibling entries are looked at."""
+    try:
+        siblings = [p.name for _, p in zip(range(1000), folder.parent.iterdir())]
+    except OSError:
+        return None
+    for name in sorted(siblings):
+        if name != version and _VERSION.match(name) and same_release(name, version):
+            hit = _sealed_entry(folder.parent / name, base, package, name)
+            if hit is not None:
+                return hit
+    return None
+
+
 def _index_base(index_url: str | None) -> str:
     """The JSON API base: ``index_url``, else ``$MTP_AUDIT_INDEX_URL``, else PyPI; an http(s) URL.
 
@@ -242,7 +283,7 @@ def resolve_wheel(package: str, version: str, *, index_url: str | None = None) -
     base = _index_base(index_url)
     files = _release_files(base, package, version)
     if files is None:
-        raise InputError(f"{package} {version}", f"no such release on the package index ({base}); give a .whl or a source folder instead")
+        raise NoSuchRelease(f"{package} {version}", f"no such release on the package index ({base}); give a .whl or a source folder instead")
     wheel = _choose(files)
     if wheel is None:
         raise InputError(f"{package} {version}", "the release has no wheel; give a source folder instead")
@@ -518,13 +559,19 @@ def release_wheel(package: str, version: str, *, cache_dir: str | os.PathLike[st
     base = _index_base(index_url)
     folder = entry_folder(root, base, package, version)
     with run_budget():
-        hit = _sealed_entry(folder, base, package, version)
+        hit = _sealed_entry(folder, base, package, version) or _equal_entry(folder, base, package, version)
         if hit is not None:
             return hit
         if offline:
             raise IndexUnavailable(f"{package} {version} from {base} is not in the cache ({folder}) and offline: run "
                                    "once online or give a .whl")
-        wheel = resolve_wheel(package, version, index_url=base)
+        try:
+            wheel = resolve_wheel(package, version, index_url=base)
+        except NoSuchRelease:
+            spelled = _index_spelling(base, package, version)  # 0.33 typed, 0.33.0 on the index (PEP 440)
+            if spelled is None:
+                raise
+            return release_wheel(package, spelled, cache_dir=root, index_url=base)
         return _fetch_release(wheel, folder, base, package, version)
 
 

@@ -176,12 +176,19 @@ class TreeSources(dict):
     def has_compiled(self, stem: str) -> bool:
         """Whether the target ships compiled extension ``stem`` (:meth:`mtp_audit.engines.vllm.target.VllmTree.has_compiled`)."""
         try:
-            if self._tree is None:
-                self._tree = open_target(self._target)
-                self._opened = time.monotonic()
-            return bool(self._tree.has_compiled(stem))
+            return bool((self._tree if self._tree is not None else self._open()).has_compiled(stem))
         except Exception:  # noqa: BLE001 - an unreadable target ships nothing the replay can count on
             return False
+
+    def _open(self) -> Any:
+        """The target's tree, opened on first use; its file handle is closed when these sources are collected (the
+        replay keeps them for the launch audit's lifetime), so no descriptor outlives them."""
+        import weakref
+
+        self._tree = open_target(self._target)
+        self._opened = time.monotonic()
+        weakref.finalize(self, self._tree.close)
+        return self._tree
 
     def get(self, rel: str, default: Any = None) -> Any:  # type: ignore[override]
         if rel in self:
@@ -195,11 +202,9 @@ class TreeSources(dict):
                     # process) opens it afresh rather than reading nothing once the budget is spent
                     self._tree.close()
                     self._tree = None
-                if self._tree is None:
-                    self._tree = open_target(self._target)
-                    self._opened = time.monotonic()
-                if self._tree.add_file(rel):
-                    data = self._tree.read(rel)
+                tree = self._tree if self._tree is not None else self._open()
+                if tree.add_file(rel):
+                    data = tree.read(rel)
             except Exception:  # noqa: BLE001 - an unreadable module is "not in this tree" for the replay
                 data = None
         self[rel] = data

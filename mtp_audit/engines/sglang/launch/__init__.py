@@ -59,10 +59,11 @@ class SGLangEngine(Engine):
     def release(self, target: Any) -> tuple[Report | None, Gap | None]:
         """The sglang analyzer's report on ``target`` (a report passes through; ``None``: the installed sglang)."""
         from mtp_audit.engines.sglang import audit_sglang
+        from mtp_audit.engines.sglang.logdialect import RELEASE  # the release the rules were read in
 
         if isinstance(target, Report):
             return target, None
-        return open_release(audit_sglang, target, self.label, self.target_option)
+        return open_release(audit_sglang, target, self.label, self.target_option, RELEASE)
 
     def evaluate(self, request: LaunchRequest, release: Any, gap: Gap | None) -> EngineOutcome:
         """See :meth:`mtp_audit.engines.base.Engine.evaluate` (:func:`~mtp_audit.engines.sglang.launch.evaluate.evaluate_launch`)."""

@@ -50,7 +50,7 @@ class VllmEngine(Engine):
         """The vLLM analyzer's launch view of ``target`` (``None``: the installed vllm; absent: a blocking gap)."""
         from mtp_audit.engines.vllm import open_for_launch
 
-        return open_release(open_for_launch, target, self.label, self.target_option)
+        return open_release(open_for_launch, target, self.label, self.target_option, "0.33.0")  # the release its rules cite
 
     def draft_memory(self, question: DraftQuestion) -> DraftMemory | None:
         """The MTP draft's bytes per GPU at load (:func:`mtp_audit.engines.vllm.launch.depth.draft_memory`, MTP338)."""
