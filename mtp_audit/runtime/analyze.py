@@ -196,7 +196,7 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
             gaps.append(Gap(ANALYZER, f"{d['file']}: read only its first {d['stopped_at_bytes']} bytes (the run's read budget, "
                                       "MTP_AUDIT_MAX_READ_BYTES); the verdict is for those bytes, not for the rest of the log",
                             d["file"]))
-        if d["open_end_line"] is not None:
+        if d["open_end_line"] is not None and d["stopped_at_bytes"] is None:  # the budget's own gap says it otherwise
             gaps.append(Gap(ANALYZER, f"{d['file']}: the log ends inside line {d['open_end_line']} (no line end after it): a "
                                       "paste may have been cut there, so its figures were not read", d["file"]))
         if outcome.verdict == "could-not-tell":
