@@ -144,10 +144,10 @@ def _draft_texts(ctx: Any) -> dict[str, str]:
 def _mtp_weights_text(ctx: Any) -> str:
     """The MTP weights the draft loads (tensors, dtypes, bytes, per GPU under the command's TP), or why none."""
     from mtp_audit.engines.outcome import fmt_bytes
-    from mtp_audit.engines.sglang.launch.context import MTP_ALGORITHMS, TP
+    from mtp_audit.engines.sglang.launch.context import TP, reads_mtp_layer
 
     d = ctx.draft
-    if d.get("uses_draft") and ctx.algo_runs_as in MTP_ALGORITHMS and d.get("mtp_tensors") is not None:
+    if reads_mtp_layer(ctx) and d.get("mtp_tensors") is not None:
         n = d.get("mtp_tensors") or 0
         dt = ", ".join(f"{k} {c:,}" for k, c in sorted((d.get("mtp_dtypes") or {}).items()))
         b = d.get("mtp_bytes") or 0
