@@ -394,4 +394,20 @@ def upgrade_rewrites(old: Any, compared: Any) -> Any:
         r = reports[at]
         reports[at] = dataclasses.replace(r, findings=tuple(sorted(set(r.findings) | set(kept), key=_Finding.sort_key)),
                                           rule_ids=tuple(sorted(set(r.rule_ids) | {"MTP110"})))
+        _count_rewrites(facts, old.version, len(kept), counts)
     return dataclasses.replace(compared, facts=facts, reports=reports)
+
+
+def _count_rewrites(facts: dict[str, Any], old_version: str, n: int, counts: dict[str, int]) -> None:
+    """The answer, summary and closing lines of a compared launch with the ``n`` new rewrites listed (MTP110) counted
+    beside the changes of what will happen, so the headline does not say "0 change(s)" above a list of them."""
+    d = facts["diff"]
+    was = f"SGLang {old_version}: {len(d['changes'])} change(s)"
+    now = (f"{was} in what will happen, {n} new silent rewrite(s) concern this launch ({counts['apply']} apply, "
+           f"{counts['could_not_tell']} could not tell)")
+    facts["summary"] = dict(facts["summary"], compared_with=now)
+    facts["answer"] = [facts["answer"][0].replace(f"compared with {was}", f"compared with {now}"), *facts["answer"][1:]]
+    closing = facts["closing"]
+    facts["closing"] = dict(closing, lines=[*closing["lines"], f"New since SGLang {old_version}: {n} silent rewrite(s) concern "
+                                            f"this launch ({counts['apply']} apply, {counts['could_not_tell']} could not tell "
+                                            "whether they apply): the MTP110 findings."])
