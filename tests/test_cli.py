@@ -25,6 +25,13 @@ def test_unknown_command_is_usage_error(capsys: pytest.CaptureFixture[str]) -> N
     assert capsys.readouterr().err == "mtp-audit: error: frobnicate: no such command (see 'mtp-audit --help')\n"
 
 
+def test_a_mistyped_command_gets_the_closest_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["lunch"]) == 2
+    assert capsys.readouterr().err == "mtp-audit: error: lunch: no such command; did you mean launch? (see 'mtp-audit --help')\n"
+    assert main(["chekpoint", "x"]) == 2
+    assert "chekpoint: no such command; did you mean checkpoint?" in capsys.readouterr().err
+
+
 def test_unknown_option_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rules", "--bogus"]) == 2
     assert capsys.readouterr().err == "mtp-audit: error: --bogus: no such option (see 'mtp-audit rules --help')\n"

@@ -60,7 +60,7 @@ def test_fail_on_and_ignore_from_pyproject(proj, capsys) -> None:
     assert lines[-1] == "1 finding (0 error, 0 warning, 1 info); 1 ignored; status: pass"
     rc, out, _ = run(capsys, ["preflight", "--facts", str(H200), "-v"])
     i = out.splitlines().index("ignored (1):")
-    assert out.splitlines()[i + 1].startswith("  cuda:0: MTP200 error: GPU 0 (NVIDIA H200, compute capability 9.0) has no FP4 tensor cores")
+    assert out.splitlines()[i + 1].startswith("  cuda:0: MTP200 warning: GPU 0 (NVIDIA H200, compute capability 9.0) has no FP4 tensor cores")
     assert out.splitlines()[i + 1].endswith("[ignored: we serve this H200 with W4A16 on purpose; pyproject.toml]")
     # the command line wins over the file
     rc, _, _ = run(capsys, ["preflight", "--facts", str(H200), "--fail-on", "error"])

@@ -153,6 +153,28 @@ def test_reap_nextn_is_an_error_no_mtp_tensors(sg):
     assert lf["corrected_command"] == f"python -m sglang.launch_server --model-path {REAP}"
 
 
+def test_reap_eagle3_without_draft_path_reads_the_missing_mtp_layer_as_nextn_does(sg):
+    """SGLang 0.5.23 builds every EAGLE-family draft with TpModelWorker(is_draft_worker=True) on
+    speculative_draft_model_path, which defaults to the target (configs/model_config.py:956) and is overridden to the
+    target's MTP class (model_config.py:1179): EAGLE3 with no draft path loads the REAP checkpoint's absent MTP layer,
+    the same MTP304 as NEXTN."""
+    cmd = ["python", "-m", "sglang.launch_server", "--model-path", str(REAP), "--speculative-algorithm"]
+    r = audit_launch([*cmd, "EAGLE3"], sglang=sg["0.5.23"], env_dumps=SM120, environ={})
+    (f,) = [x for x in r.findings if x.rule_id == "MTP304"]
+    assert f.severity == Severity.ERROR
+    assert f.message.startswith("--speculative-algorithm EAGLE3 (runs as EAGLE3) loads its draft from ")
+    assert "has no MTP tensors although config.json declares 1 MTP layer(s) (22,213 tensors checked)" in f.message
+    assert "builds the target's MTP class Qwen3_5ForCausalLMMTP as the draft" in f.message
+    assert f.remediation.startswith("add --speculative-draft-model-path with the EAGLE3 draft model trained for this target")
+    lf = r.facts["launch"]
+    assert lf["verdict"] == "fix first" and lf["corrected_command"] == f"python -m sglang.launch_server --model-path {REAP}"
+    assert lf["summary"]["mtp_weights"] == "0 tensors"  # was "n/a": the draft reads the MTP layer
+    # with a separate draft path the EAGLE3 draft is not the target's MTP layer: no MTP304
+    other = audit_launch([*cmd, "EAGLE3", "--speculative-draft-model-path", str(FIXTURES / "checkpoint" / "jj8127--mimo_kor")],
+                         sglang=sg["0.5.23"], env_dumps=SM120, environ={})
+    assert "MTP304" not in _ids(other)
+
+
 def test_two_versions_diff_text_only_architecture(qwen_text, sg):
     cmd = _cmd(qwen_text, *INCIDENT)
     old = audit_launch(cmd, sglang=sg["0.5.9"], env_dumps=SM120, environ={})

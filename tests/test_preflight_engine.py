@@ -187,11 +187,13 @@ def test_h200_vllm_launch_marlin_fallback_is_a_warning_with_the_cost(capsys):
     assert {"label": "engine", "value": "vLLM (launch: launch command 'vllm serve nvidia/DeepSeek-R1-NVFP4')"} in v["evidence"]
 
 
-def test_h200_sglang_launch_same_facts_is_an_error(capsys):
+def test_h200_sglang_launch_same_facts_is_a_warning_while_the_version_is_unknown(capsys):
     rc = main(["preflight", "--facts", str(H200_FACTS), "-f", "json", "--", "python", "-m", "sglang.launch_server", "--model-path", "m",
                "--quantization", "modelopt_fp4"])
     data = json.loads(capsys.readouterr().out)
-    assert rc == 1 and {f["rule_id"] for f in data["findings"] if f["severity"] == "error"} == {"MTP200"}
+    # no sglang in the facts: >= 0.5.13 falls back to Marlin, older refuses the GPU; which one is not known
+    assert rc == 0 and {f["rule_id"] for f in data["findings"] if f["severity"] == "warning"} == {"MTP200"}
+    assert not [f for f in data["findings"] if f["severity"] == "error"]
     assert data["facts"]["preflight"]["summary"]["engine"] == "sglang"
 
 

@@ -195,7 +195,7 @@ def test_summary_shows_requested_backend_on_h200(capsys):
                           "--quantization", "modelopt_fp4", "--fp4-gemm-backend", "flashinfer_cutlass"], capsys)
     s = json.loads(out)["facts"]["preflight"]["summary"]
     assert s["fp4_gemm_backend"] == "flashinfer_cutlass" and s["moe_runner_backend"] is None
-    assert rc == 1  # MTP200: H200 has no FP4 tensor cores
+    assert rc == 0  # MTP200 warning: H200 has no FP4 tensor cores; the SGLang version (fallback or not) is unknown
 
 
 def test_summary_shows_auto_and_what_it_resolves_to(tmp_path):

@@ -96,6 +96,36 @@ def test_not_applicable_exit_0(capsys, path, label):
     assert rep.facts["preflight"]["summary"]["verdict"] == "not applicable"
 
 
+@pytest.mark.parametrize("path,where", [(INTEL / "sglang-38873.txt", {"MTP228": "xpu:0"}),
+                                        (GAUDI / "ray-intel-gaudi-inference.txt", {"MTP228": "hpu:0-7"})])
+def test_findings_are_located_at_the_platforms_own_device_label(path, where):
+    # torch names an Intel GPU xpu:N and a Gaudi hpu:N (cuda:N is NVIDIA's, and ROCm's through HIP)
+    rep = preflight(env_dumps=[path])
+    per_device = {f.rule_id: f.location.symbol for f in rep.findings if f.location.symbol != "machine"}
+    assert per_device == where
+
+
+def test_a_per_device_finding_on_xpu_is_located_at_xpu(tmp_path):
+    dump = tmp_path / "env.txt"
+    dump.write_text(xpu_env(vllm="0.33.0"))
+    rep = preflight(env_dumps=[dump], launch=["vllm", "serve", "m", "--quantization", "modelopt_fp4"])
+    assert sorted({f.location.symbol for f in rep.findings}) == ["machine", "xpu:0-3"]  # MTP228 for the 4 GPUs
+
+
+def test_the_launch_says_why_the_compute_capability_is_unknown_on_xpu():
+    from conftest import FIXTURES, vllm_wheel
+
+    from mtp_audit.launch import audit_launch
+
+    cmd = ["vllm", "serve", str(FIXTURES / "checkpoint" / "jj8127--mimo_kor"), "--speculative-config",
+           '{"method":"mtp","num_speculative_tokens":1}']
+    r = audit_launch(cmd, vllm=vllm_wheel("0.33.0"), env_dumps=[INTEL / "sglang-38873.txt"], environ={})
+    gaps = sorted(g.message for g in r.gaps if "compute capability" in g.message)
+    # was "(no machine declared or seen)" although the dump was given, and "the draft model's model"
+    assert gaps == [f"the attention backend vLLM selects for {who} is not decided (the GPU's compute capability is not known "
+                    "(env-dump:xpu-smi: Intel XPU: no NVIDIA compute capability))" for who in ("the draft model", "the model")]
+
+
 def test_nvfp4_on_xpu_is_refused_by_vllm_033(tmp_path):
     """vLLM 0.33.0's XPU platform lists no modelopt_fp4: verify_quantization raises at start-up (an error); mxfp4 is in
     the list (nothing); a version the table does not cover is a note, not a guess."""

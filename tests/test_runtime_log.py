@@ -75,6 +75,17 @@ def test_line_numbers_point_at_the_lines() -> None:
     assert crash["marker"] == "Scheduler hit an exception"
 
 
+def test_a_traceback_alone_names_its_engine_by_its_frames(tmp_path: Path) -> None:
+    # sgl-project/sglang#8336's traceback as Python prints it when nothing logs it (no "Scheduler hit an exception"
+    # marker, no other SGLang line): its frames in sglang/srt/ name SGLang, so the log gets SGLang's deciding lines
+    log = tmp_path / "bare.log"
+    log.write_text((LOGS / "sglang_8336_crash_k8s_prefix.log").read_text().replace("Scheduler hit an exception: ", ""))
+    report = analyze_log([log])
+    assert report.facts["log"]["engine"] == "sglang"
+    assert report.facts["log"]["files"][0]["crashes"][0]["marker"] is None
+    assert sorted({x.rule_id for x in report.findings}) == ["MTP502", "MTP507"]
+
+
 def test_wrapped_config_line_is_joined() -> None:
     cfg = analyze_log([LOGS / "vllm_41789_gemma4_config_wrapped.log"]).facts["log"]["files"][0]["config"]
     assert cfg["draft_model"] == {"value": "google/gemma-4-31B-it-assistant", "line": 1}

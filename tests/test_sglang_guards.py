@@ -254,6 +254,15 @@ def test_a_launch_compared_across_the_upgrade_gets_the_rewrites_that_concern_it(
     out = capsys.readouterr().out
     assert rc == 3  # the config-only checkpoint leaves the MTP weights unchecked
     lines = [ln for ln in out.splitlines() if "MTP110" in ln]
+    # the headline counts the rewrites it lists below (it gave only the changes of what will happen, "1 change(s)")
+    listed = [ln for ln in lines if ln.startswith("sglang/")]
+    applies = sum(1 for ln in listed if ln.endswith("; for this launch: it applies)"))
+    assert (len(listed), applies) == (10, 4)
+    assert out.splitlines()[0].endswith("compared with SGLang 0.5.9: 1 change(s) in what will happen, 10 new silent rewrite(s) "
+                                        "concern this launch (4 apply, 6 could not tell) (exit 3)")
+    assert ("  New since SGLang 0.5.9: 10 silent rewrite(s) concern this launch (4 apply, 6 could not tell whether they apply): "
+            "the MTP110 findings.") in out.splitlines()
+    lines = listed
     # DeepSeek-V3 on a B200: no GPT-OSS / MiniCPM / DeepSeek-V4 / Kimi-K3 / NPU rewrite concerns it
     assert not [ln for ln in lines if "model_overrides/" in ln]
     # overrides.py:1655 `if cfg.speculative_moe_runner_backend is None:` fills the draft's MoE runner: it applies

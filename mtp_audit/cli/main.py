@@ -98,7 +98,7 @@ def usage_error_parts(exc: click.ClickException) -> tuple[str, str]:
         isinstance(exc, click.UsageError) and exc.message.startswith("No such command")
     ):
         name = getattr(exc, "cmd_name", None) or exc.message.partition("'")[2].rpartition("'")[0] or "command"
-        return name, "no such command"
+        return name, "no such command" + _command_hint(exc, name)
     if isinstance(exc, click.exceptions.NoSuchOption):
         extra = f"; did you mean {', '.join(exc.possibilities)}?" if exc.possibilities else ""
         return exc.option_name, "no such option" + extra
@@ -120,6 +120,17 @@ def usage_error_parts(exc: click.ClickException) -> tuple[str, str]:
         return where, message
     ctx = getattr(exc, "ctx", None)
     return (ctx.command_path if ctx is not None else "mtp-audit"), _one_line(exc.format_message())
+
+
+def _command_hint(exc: click.ClickException, name: str) -> str:
+    """``"; did you mean X?"`` for a mistyped command: the commands of the group that refused ``name``."""
+    from mtp_audit.cli.suggest import did_you_mean
+
+    ctx = getattr(exc, "ctx", None)
+    group = ctx.command if ctx is not None else None
+    if not isinstance(group, click.Group) or name == "command":
+        return ""
+    return did_you_mean(name, [c for c in group.list_commands(ctx) if not getattr(group.get_command(ctx, c), "hidden", False)])
 
 
 def _choice_hint(exc: click.BadParameter) -> str:

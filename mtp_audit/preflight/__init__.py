@@ -397,7 +397,7 @@ def _verdict_findings(ctx: Any, vs: list[dict[str, Any]], engine_line: str, engi
         why = [r for r in reasons if not _RULE_REASON.match(r)] + ([f"blocked by {', '.join(errors)} (see those findings)"] if errors else [])
         ctx.findings.append(RULES_BY_ID["MTP228"].finding(
             f"{label} ({name or '?'}, {what}): native FP4 {native} on {engine_line} — " + "; ".join(why),
-            Location(symbol=f"cuda:{idx}"), evidence=engine_evidence,
+            Location(symbol=ctx.device(idx)), evidence=engine_evidence,
             remediation="" if native == an.CAPABLE else
             (f"resolve {', '.join(errors)} (error findings above)" if errors else "") + ("; " if errors and ctx.gaps + gaps else "")
             + ("see the gaps below" if ctx.gaps + gaps else "")))

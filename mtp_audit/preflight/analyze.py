@@ -149,19 +149,35 @@ class Context:
         q = (self.launch.get("--quantization") if self.launch else "") or ""
         return q.lower() in ("mxfp4", "gpt_oss_mxfp4") or bool(self.quant and str(self.quant.algo).upper() == "MXFP4")
 
+    def device(self, index: int | str) -> str:
+        """The device label of GPU ``index`` (an index or a range such as ``"0-7"``) as its platform's torch names it
+        (:func:`device_label`)."""
+        return device_label(self.facts.accelerator.value if self.facts.accelerator.present else None, index)
+
     def add(self, rule_id: str, message: str, *, gpu: GpuFacts | None = None, evidence: Iterable[Evidence] = (),
             remediation: str | None = None, severity: Severity | None = None, detail: str = "") -> None:
-        """Append a finding of ``rule_id`` located at GPU ``gpu`` (or the machine); ``detail`` holds what
-        does not fit a one-line message (rationale, cost)."""
+        """Append a finding of ``rule_id`` located at GPU ``gpu`` (its :meth:`device` label) or the machine;
+        ``detail`` holds what does not fit a one-line message (rationale, cost)."""
         from mtp_audit.preflight.rules import RULES_BY_ID
 
-        loc = Location(symbol=f"cuda:{gpu.index}") if gpu is not None else Location(symbol="machine")
+        loc = Location(symbol=self.device(gpu.index)) if gpu is not None else Location(symbol="machine")
         self.findings.append(RULES_BY_ID[rule_id].finding(message, loc, evidence=tuple(evidence),
                                                           remediation=remediation, severity=severity, detail=detail))
 
     def gap(self, message: str, blocking: bool = False) -> None:
         """Record something the preflight could not decide."""
         self.gaps.append(Gap("preflight", message, None, blocking))
+
+
+#: torch's device type per platform where it is not ``cuda`` (ROCm builds of torch name AMD GPUs ``cuda:N`` too):
+#: Intel GPUs ``xpu:N`` (torch.xpu), Intel Gaudi ``hpu:N`` (habana_frameworks.torch).
+_DEVICE_TYPES = {"xpu": "xpu", "hpu": "hpu"}
+
+
+def device_label(platform: str | None, index: int | str) -> str:
+    """``"xpu:0"`` / ``"hpu:0-7"`` / ``"cuda:0"``: where a finding about device ``index`` (or a range) is located, by
+    the machine's platform value (:mod:`mtp_audit.preflight.platforms`; ``cuda`` when unknown or NVIDIA/AMD)."""
+    return f"{_DEVICE_TYPES.get(platform or '', 'cuda')}:{index}"
 
 
 def ev(label: str, fact: Fact | Any) -> Evidence:
@@ -479,7 +495,7 @@ def verdicts(ctx: Context) -> list[dict[str, Any]]:
     out = []
     for g in ctx.gpus:
         cc = g.cc
-        loc = f"cuda:{g.index}"
+        loc = ctx.device(g.index)
         errs = [f for f in ctx.findings if f.severity >= Severity.ERROR and f.location.symbol in (loc, "machine")
                 and f.rule_id not in COMMAND_LINE_RULES]
         if cc is None:

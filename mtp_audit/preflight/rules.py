@@ -170,8 +170,8 @@ def R(id: str, name: str, sev: Severity, summary: str, what: str, why: str, fix:
 
 
 RULES: tuple[Rule, ...] = (
-    R("MTP200", "no-native-fp4", E, "The GPU has no FP4 tensor cores (compute capability below 10.0) and the engine will not fall back",
-      "SGLang: flags GPUs of compute capability < 10.0 (Hopper H100/H200, Ada, Ampere) when FP4 is intended (bare preflight, an FP4 --quantization or an FP4 checkpoint), unless the launch already selects the Marlin W4A16 fallback; on SGLang >= 0.5.13 the message names the Marlin W4A16 fallback and its cost. vLLM falls back to Marlin W4A16 on its own (MTP201), so for vLLM this fires only where vLLM has no fallback: vLLM <= 0.8.5, or a GPU below Marlin's compute capability 7.5.",
+    R("MTP200", "no-native-fp4", E, "The GPU has no FP4 tensor cores (compute capability below 10.0): native FP4 kernels refuse it unless the engine falls back to W4A16",
+      "SGLang: flags GPUs of compute capability < 10.0 (Hopper H100/H200, Ada, Ampere) when FP4 is intended (bare preflight, an FP4 --quantization or an FP4 checkpoint), unless the launch already selects the Marlin W4A16 fallback; on SGLang >= 0.5.13 the message names the Marlin W4A16 fallback and its cost; with the SGLang version unknown it is a warning naming both cases (>= 0.5.13 falls back, older refuses the GPU). vLLM falls back to Marlin W4A16 on its own (MTP201), so for vLLM this fires only where vLLM has no fallback: vLLM <= 0.8.5, or a GPU below Marlin's compute capability 7.5.",
       "FP4 MMA instructions exist only on SM100/SM103/SM110 (tcgen05) and SM120/SM121 (mma.sync kind::mxf4nvf4). SGLang's native NVFP4 GEMMs refuse SM90 ('ModelOpt NVFP4 native dense GEMM backends require SM100+'); vLLM 0.8.5 raises 'Current platform does not support NVFP4 quantization. Please use Blackwell and above.'",
       "Use a Blackwell GPU, or run weight-only: SGLang >= 0.5.13 --fp4-gemm-backend marlin --moe-runner-backend marlin; vLLM >= 0.9.2 does it by itself (W4A16, BF16 math).",
       ("wheel:sglang-0.5.23:sglang/srt/layers/quantization/modelopt_quant.py", "wheel:vllm-0.8.5:vllm/model_executor/layers/quantization/modelopt.py:265-268",

@@ -352,7 +352,7 @@ def verdicts(ctx: Any, capable: str, not_capable: str, unknown: str) -> list[dic
             continue
         gfx = _gfx(g)
         tgt = pf.gfx_target(gfx)
-        errs = [f"{f.rule_id}: {f.message}" for f in ctx.findings if f.severity >= Severity.ERROR and f.location.symbol in (f"cuda:{g.index}", "machine")]
+        errs = [f"{f.rule_id}: {f.message}" for f in ctx.findings if f.severity >= Severity.ERROR and f.location.symbol in (ctx.device(g.index), "machine")]
         if tgt is None:
             v, why = unknown, [f"gfx target unknown: {g.arch.missing if not gfx else gfx + ' is not in data/amd.json'}"]
         elif tgt.get(f"native_{fmt}"):

@@ -473,6 +473,9 @@ class LogFacts:
         body = text.strip()
         if P.FRAME.search(body):
             self._frame(crash, body)
+            # a frame in an engine's own package (``sglang/srt/``, ``site-packages/vllm/``: each dialect's words) names
+            # the engine, so a log that holds only a traceback still says whose it is
+            self._vote(ln.number, ln.text, body)
             return True
         native = P.CXX_WHAT.search(body) or P.ASSERT_FAILED.search(body) if ("what():" in body or "ssertion" in body) else None
         if native is not None and crash.exception is None:  # the C++ exception ends the Python traceback

@@ -585,6 +585,17 @@ def _model_overrides(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]
     return out
 
 
+def mtp_class_count(facts: dict[str, Any]) -> str:
+    """``"25 MTP model classes (23 reached by a draft-architecture override)"``: the registered MTP classes
+    (``facts["mtp_classes"]``) and, when fewer, how many a draft-architecture override names (the count MTP101 gives:
+    the classes NEXTN can build from a target architecture); the rest are served as their own architecture."""
+    names = {m["class"] for m in facts.get("mtp_classes") or []}
+    n = (facts.get("summary") or {}).get("mtp_classes", len(names))
+    reached = {d["to"] for d in facts.get("draft_arch_overrides") or [] if d.get("to") in names}
+    extra = f" ({len(reached)} reached by a draft-architecture override)" if names and len(reached) != n else ""
+    return f"{n} MTP model classes{extra}"
+
+
 def answer(facts: dict[str, Any]) -> list[str]:
     """The one-line answer the text report opens with (``facts["sglang"]["answer"]``): what
     ``--speculative-algorithm NEXTN`` becomes in this tree, where, and how many MTP classes it has."""
@@ -599,7 +610,7 @@ def answer(facts: dict[str, Any]) -> list[str]:
     if not s.get("nextn_accepted"):
         return [f"{who} does not accept --speculative-algorithm NEXTN"]
     nextn = [r for r in facts.get("remaps") or [] if r["from"] == "NEXTN" and r.get("shape") != "enum-alias-lookup"]
-    classes = f"; {s.get('mtp_classes', 0)} MTP model classes"
+    classes = f"; {mtp_class_count(facts)}"
     if not nextn:
         return [f"{who} accepts --speculative-algorithm NEXTN but no rewrite of it was found: which worker runs could not be told{classes}"]
     # Lead with what most models get: the EAGLE alias when the tree has one; a rewrite to another algorithm

@@ -46,7 +46,8 @@ def evaluate(facts: dict[str, Any]) -> list[Finding]:
     mtp_names = {m["class"] for m in facts.get("mtp_classes", [])}
     draft_mtp = sorted({d["to"] for d in facts.get("draft_arch_overrides", []) if d["to"] in mtp_names})
     # the message names the class when there is one; the whole list goes to the finding's detail
-    chain = (draft_mtp[0] if len(draft_mtp) == 1 else f"one of {len(draft_mtp)} MTP classes") if draft_mtp else \
+    of = f" reached by an override ({len(mtp_names)} registered)" if len(draft_mtp) != len(mtp_names) else ""
+    chain = (draft_mtp[0] if len(draft_mtp) == 1 else f"one of {len(draft_mtp)} MTP classes{of}") if draft_mtp else \
         "no override to a registered MTP class found"
     chain_detail = ("Draft-architecture overrides to registered MTP classes: " + ", ".join(draft_mtp) + ".") if len(draft_mtp) > 1 else ""
     # One finding per target algorithm: the CLI rewrite (assignment / helper return) is the finding,

@@ -342,6 +342,20 @@ def _listed(names: list[str], limit: int = 6) -> str:
     return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
+def _choices_gone(arg: dict[str, Any], n_old: int) -> str:
+    """The MTP-summary line for ``--speculative-algorithm`` with choices in the old version and none read in the new
+    one (``arg``: the new version's ``cli_arguments`` entry): declared without ``choices=`` (0.5.23
+    ``arg_groups/fields/spec.py:31``: any name, registered algorithms included, is checked later), or a ``choices``
+    expression the scan could not resolve, named with its location here (no not-examined entry is made for it)."""
+    if arg.get("choices_expr"):
+        where = f" at {arg['choices_location']}" if arg.get("choices_location") else ""
+        return (f"--speculative-algorithm choices: not resolved in the new version (choices={arg['choices_expr']}{where}); "
+                f"the old version had {n_old}")
+    where = f" ({arg['location']})" if arg.get("location") else ""
+    return (f"--speculative-algorithm choices: none declared in the new version{where}: the parser takes any name "
+            f"(the old version had {n_old} choices)")
+
+
 def mtp_changes(old: dict[str, Any], new: dict[str, Any], changes: dict[str, Any]) -> list[str]:
     """What an upgrade changed for MTP, in a few lines: where the NEXTN rewrite went, the algorithms accepted,
     MTP classes and draft-architecture overrides added and removed, MTP/FP4 rewrites and env vars."""
@@ -360,7 +374,7 @@ def mtp_changes(old: dict[str, Any], new: dict[str, Any], changes: dict[str, Any
         lines.append(f"--speculative-algorithm choices: added {_listed(sorted(set(nc) - set(oc))) or 'none'}; "
                      f"removed {_listed(sorted(set(oc) - set(nc))) or 'none'}")
     elif oc is not None and nc is None:
-        lines.append("--speculative-algorithm choices: not resolved in the new version (see 'not examined')")
+        lines.append(_choices_gone(((new.get("cli_arguments") or {}).get("--speculative-algorithm") or {}), len(oc)))
     mc = changes.get("mtp_classes") or {}
     if mc.get("added") or mc.get("removed"):
         lines.append(f"MTP classes: +{len(mc.get('added', []))} ({_listed(mc.get('added', [])) or '-'}), "

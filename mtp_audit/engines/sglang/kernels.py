@@ -87,7 +87,8 @@ def effective_backend(ctx: Context, flag: str, table: str) -> tuple[str | None, 
 
 
 def check_no_native_fp4(ctx: Context) -> None:
-    """MTP200 / MTP201 on SGLang: no FP4 tensor cores (SM < 100); Marlin W4A16 fallback and its cost.
+    """MTP200 / MTP201 on SGLang: no FP4 tensor cores (SM < 100); Marlin W4A16 fallback and its cost. MTP200 is an
+    error for a known SGLang without the fallback (< 0.5.13), a warning naming both cases when the version is unknown.
     (vLLM's own: :func:`mtp_audit.engines.vllm.kernels.check_vllm_fp4`)."""
     marlin = mx.load()["marlin_w4a16"]
     sg = ctx.sglang
@@ -107,10 +108,14 @@ def check_no_native_fp4(ctx: Context) -> None:
             ctx.add("MTP201", f"GPU {g.index} ({g.name.value}, {sm_name(cc)}) has no FP4 tensor cores; SGLang {sg} runs this NVFP4 checkpoint "
                     "through Marlin W4A16 (4-bit weights, BF16 tensor-core math)", gpu=g, evidence=evs, detail=marlin_detail)
             continue
+        severity = None
         if sg is None:
-            fallback, detail = "SGLang >= 0.5.13 falls back to Marlin W4A16 (4-bit weights, BF16 math)", (
+            # which of the two happens depends on the release: without exact evidence of it, a warning naming both
+            fallback, detail = ("SGLang >= 0.5.13 falls back to Marlin W4A16 (4-bit weights, BF16 math); an older SGLang has no "
+                                "Marlin NVFP4 fallback and its native NVFP4 kernels refuse this GPU (the SGLang version is unknown)"), (
                 "On SGLang >= 0.5.13 the fallback is Marlin W4A16 (--fp4-gemm-backend marlin --moe-runner-backend marlin; "
                 f"'auto' picks it on SM80-SM90): {marlin_detail}")
+            severity = Severity.WARNING
         elif has_marlin:
             fallback, detail = f"SGLang {sg} falls back to Marlin W4A16 (4-bit weights, BF16 math)", (
                 f"SGLang {sg} falls back to Marlin W4A16 (--fp4-gemm-backend marlin --moe-runner-backend marlin; 'auto' picks it "
@@ -118,7 +123,7 @@ def check_no_native_fp4(ctx: Context) -> None:
         else:
             fallback, detail = f"SGLang {sg} has no Marlin NVFP4 fallback (added in 0.5.13): native NVFP4 kernels will refuse this GPU", ""
         ctx.add("MTP200", f"GPU {g.index} ({g.name.value}, compute capability {cc_str(cc)}) has no FP4 tensor cores "
-                f"(SM100/SM103/SM110/SM120/SM121 only); {fallback}", gpu=g, evidence=evs, detail=detail,
+                f"(SM100/SM103/SM110/SM120/SM121 only); {fallback}", gpu=g, evidence=evs, detail=detail, severity=severity,
                 remediation=("Run NVFP4 on Blackwell (B200/B300/RTX PRO 6000/RTX 50xx/GB10), or accept W4A16: "
                              "--fp4-gemm-backend marlin --moe-runner-backend marlin on SGLang >= 0.5.13"
                              + ("" if has_marlin or sg is None else f" (upgrade from {sg})")))

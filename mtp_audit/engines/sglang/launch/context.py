@@ -194,6 +194,23 @@ class Ctx:
 # --- inputs ----------------------------------------------------------------------------------------
 
 
+def reads_mtp_layer(ctx: Ctx) -> bool:
+    """Whether the draft worker loads the MTP / NextN layer of the checkpoint it drafts from: an MTP algorithm
+    (:data:`MTP_ALGORITHMS`), or any draft algorithm (EAGLE3, STANDALONE) run without a separate draft path whose
+    draft class is an MTP class. SGLang's own path (0.5.23): every EAGLE-family worker builds its draft with
+    ``TpModelWorker(is_draft_worker=True)`` (``speculative/eagle_worker_v2.py:223``, ``standalone_worker_v2.py:87``),
+    whose model path is ``speculative_draft_model_path`` (``managers/tp_worker.py:473``); when unset, ``ModelConfig.from_server_args``
+    takes ``model_path or cfg.model_path`` (``configs/model_config.py:956``), the target, and ``is_draft_model``
+    applies the draft-architecture override (``configs/model_config.py:1179``: Qwen3.5 -> ``Qwen3_5ForCausalLMMTP``)."""
+    d = ctx.draft
+    if not d.get("uses_draft"):
+        return False
+    if ctx.algo_runs_as in MTP_ALGORITHMS:
+        return True
+    mtp_names = {m["class"] for m in (ctx.sg or {}).get("mtp_classes", [])}
+    return (ctx.draft_path is None or ctx.draft_is_target) and d.get("draft_class") in mtp_names
+
+
 def ckpt_fp4(ck: dict[str, Any] | None) -> str | None:
     """``"NVFP4"`` / ``"MXFP4"`` when the checkpoint facts' quantization is FP4, else ``None``."""
     for q in (ck or {}).get("quantization") or []:

@@ -40,6 +40,7 @@ from mtp_audit.engines.sglang.launch.context import (
     TP,
     Ctx,
     ckpt_fp4,
+    reads_mtp_layer,
 )
 from mtp_audit.engines.sglang.launch.correct import corrected_command
 from mtp_audit.engines.sglang.launch.spec_hook_replay import check_speculative_hook
@@ -328,11 +329,11 @@ def _no_override_fix(ctx: Ctx) -> str:
 
 
 def check_mtp_weights(ctx: Ctx) -> None:
-    """MTP304 (MTP-style speculative decoding, but the draft checkpoint has no MTP tensors) and
-    MTP305 (MTP tensors present, no speculative flag)."""
+    """MTP304 (the draft reads an MTP layer, :func:`reads_mtp_layer`, but the draft checkpoint has no MTP tensors)
+    and MTP305 (MTP tensors present, no speculative flag)."""
     d = ctx.draft
     v = ctx.sglang_version
-    if ctx.algo_runs_as in MTP_ALGORITHMS and d.get("uses_draft"):
+    if reads_mtp_layer(ctx):
         ck = ctx.ck if (ctx.draft_path is None or ctx.draft_is_target) else ctx.draft_ck
         if ck is None:
             return
@@ -352,11 +353,16 @@ def check_mtp_weights(ctx: Ctx) -> None:
             ctx.add("MTP304", f"--speculative-algorithm {ctx.algo_requested} (runs as {ctx.algo_runs_as}) loads its draft from "
                     f"{d.get('path')} ({d.get('path_source')}), which has no MTP tensors"
                     + (f" although config.json declares {declared} MTP layer(s)" if declared else "")
-                    + (f" ({s['tensors']:,} tensors checked)" if isinstance(s.get("tensors"), int) else "") + ": the draft has no weights to load",
+                    + (f" ({s['tensors']:,} tensors checked)" if isinstance(s.get("tensors"), int) else "") + ": the draft has no weights to load"
+                    + ("" if ctx.algo_runs_as in MTP_ALGORITHMS else
+                       f" (without --speculative-draft-model-path SGLang builds the target's MTP class {d.get('draft_class')} as the draft, "
+                       "as for NEXTN)"),
                     "--speculative-algorithm",
                     evidence=[Evidence("draft checkpoint", str(d.get("path"))), Evidence("MTP tensors", "0"),
                               Evidence("architecture", str(d.get("architecture")))],
-                    remediation=own_fix or ("drop the --speculative-* options (the corrected command does), or use a checkpoint that ships "
+                    remediation=own_fix or ((f"add --speculative-draft-model-path with the {ctx.algo_runs_as} draft model trained for "
+                                             "this target, or " if ctx.algo_runs_as not in MTP_ALGORITHMS else "")
+                                            + "drop the --speculative-* options (the corrected command does), or use a checkpoint that ships "
                                             "its mtp.* / NextN weights"))
             if own_fix:
                 ctx.fixes[ctx.cmd.flag_of(*DRAFT) or DRAFT[0]] = None
@@ -503,7 +509,7 @@ def check_memory(ctx: Ctx) -> None:
     from mtp_audit.engines.sglang.launch.parallel import plan_sglang
 
     d = ctx.draft
-    if not (d.get("uses_draft") and ctx.algo_runs_as in MTP_ALGORITHMS):
+    if not reads_mtp_layer(ctx):
         return
     b = d.get("mtp_bytes")
     if not b:

@@ -144,10 +144,10 @@ def _draft_texts(ctx: Any) -> dict[str, str]:
 def _mtp_weights_text(ctx: Any) -> str:
     """The MTP weights the draft loads (tensors, dtypes, bytes, per GPU under the command's TP), or why none."""
     from mtp_audit.engines.outcome import fmt_bytes
-    from mtp_audit.engines.sglang.launch.context import MTP_ALGORITHMS, TP
+    from mtp_audit.engines.sglang.launch.context import TP, reads_mtp_layer
 
     d = ctx.draft
-    if d.get("uses_draft") and ctx.algo_runs_as in MTP_ALGORITHMS and d.get("mtp_tensors") is not None:
+    if reads_mtp_layer(ctx) and d.get("mtp_tensors") is not None:
         n = d.get("mtp_tensors") or 0
         dt = ", ".join(f"{k} {c:,}" for k, c in sorted((d.get("mtp_dtypes") or {}).items()))
         b = d.get("mtp_bytes") or 0
@@ -394,4 +394,20 @@ def upgrade_rewrites(old: Any, compared: Any) -> Any:
         r = reports[at]
         reports[at] = dataclasses.replace(r, findings=tuple(sorted(set(r.findings) | set(kept), key=_Finding.sort_key)),
                                           rule_ids=tuple(sorted(set(r.rule_ids) | {"MTP110"})))
+        _count_rewrites(facts, old.version, len(kept), counts)
     return dataclasses.replace(compared, facts=facts, reports=reports)
+
+
+def _count_rewrites(facts: dict[str, Any], old_version: str, n: int, counts: dict[str, int]) -> None:
+    """The answer, summary and closing lines of a compared launch with the ``n`` new rewrites listed (MTP110) counted
+    beside the changes of what will happen, so the headline does not say "0 change(s)" above a list of them."""
+    d = facts["diff"]
+    was = f"SGLang {old_version}: {len(d['changes'])} change(s)"
+    now = (f"{was} in what will happen, {n} new silent rewrite(s) concern this launch ({counts['apply']} apply, "
+           f"{counts['could_not_tell']} could not tell)")
+    facts["summary"] = dict(facts["summary"], compared_with=now)
+    facts["answer"] = [facts["answer"][0].replace(f"compared with {was}", f"compared with {now}"), *facts["answer"][1:]]
+    closing = facts["closing"]
+    facts["closing"] = dict(closing, lines=[*closing["lines"], f"New since SGLang {old_version}: {n} silent rewrite(s) concern "
+                                            f"this launch ({counts['apply']} apply, {counts['could_not_tell']} could not tell "
+                                            "whether they apply): the MTP110 findings."])

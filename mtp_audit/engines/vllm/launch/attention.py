@@ -612,6 +612,11 @@ def _record_class(node: ast.ClassDef) -> bool:
         "dataclass" in ast.unparse(d) for d in node.decorator_list)
 
 
+#: The start of the gap :func:`select_attention` returns without a compute capability; the launch replaces its reason
+#: with the machine's (:func:`mtp_audit.engines.vllm.launch.attn_launch.capability_missing`).
+CAPABILITY_UNKNOWN = "the GPU's compute capability is not known"
+
+
 def select_attention(sources: Any, k: AttnKnowns) -> AttnSelection:
     """Replay the CUDA platform's ``get_attn_backend_cls`` of this tree on ``k`` (module docstring). Missing or
     unparsable source is an :attr:`AttnSelection.gap`; a test on an unknown value that changes the answer leaves
@@ -620,7 +625,7 @@ def select_attention(sources: Any, k: AttnKnowns) -> AttnSelection:
     if isinstance(found, str):
         return AttnSelection(gap=found)
     if not isinstance(k.capability, tuple):
-        return AttnSelection(gap="the GPU's compute capability is not known (no machine declared or seen)")
+        return AttnSelection(gap=f"{CAPABILITY_UNKNOWN} (no machine declared or seen)")
     world = World(sources, Cap(*k.capability), _vllm_config(k, _attention_defaults(sources)), k.environ)
     rel, cname = found
     rel, cname = world.methods(rel, cname)["get_attn_backend_cls"]  # the defining class (its subclasses only add NVML)

@@ -17,7 +17,12 @@ from typing import Any
 
 from mtp_audit.engines.code.statements import UNKNOWN
 from mtp_audit.engines.outcome import loc_of
-from mtp_audit.engines.vllm.launch.attention import AttnKnowns, AttnSelection, select_attention_cached
+from mtp_audit.engines.vllm.launch.attention import (
+    CAPABILITY_UNKNOWN,
+    AttnKnowns,
+    AttnSelection,
+    select_attention_cached,
+)
 from mtp_audit.report import Evidence
 
 #: model types vLLM 0.33.0 treats as DeepSeek-type MLA when ``kv_lora_rank`` is set
@@ -176,6 +181,25 @@ def gpu_capability(pf: dict[str, Any]) -> Any:
     return cap if len(cap) == 2 and all(isinstance(x, int) for x in cap) else UNKNOWN
 
 
+def capability_missing(pf: dict[str, Any]) -> str:
+    """Why :func:`gpu_capability` has no answer for the preflight facts ``pf``: no machine, no GPU listed (with the
+    facts' own reason), GPUs of different capabilities, or the first GPU's missing reason (an Intel XPU has no NVIDIA
+    compute capability)."""
+    machine = pf.get("machine") or {}
+    gpus = machine.get("gpus") or []
+    origin = machine.get("origin")
+    if not gpus:
+        if not origin or origin == "none":
+            return "no machine declared or seen"
+        listed = (machine.get("gpu_list") or {}).get("missing")
+        return f"the machine facts ({origin}) list no GPU" + (f": {listed}" if listed else "")
+    caps = sorted({".".join(map(str, (g.get("compute_capability") or {}).get("value") or ())) for g in gpus} - {""})
+    if len(caps) > 1:
+        return f"the GPUs differ: {', '.join(caps)}"
+    missing = next(((g.get("compute_capability") or {}).get("missing") for g in gpus if (g.get("compute_capability") or {}).get("missing")), None)
+    return f"{origin}: {missing}" if missing else f"{origin}: not given"
+
+
 def check_attention(ctx: Any, cfg: dict[str, Any] | None, cfg_problem: str | None, draft_cfg: Any = None,
                     quant_cfg: dict[str, Any] | None = None) -> None:
     """Replay the attention-backend selection for ``ctx``'s launch (target, then the draft model's layers when a
@@ -224,8 +248,11 @@ def _judge(ctx: Any, k: AttnKnowns, sel: AttnSelection, whose: str) -> None:
         return
     if sel.gap is not None or sel.backend is UNKNOWN:
         why = sel.gap or "; ".join(sel.undecided[:4])
+        if sel.gap is not None and sel.gap.startswith(CAPABILITY_UNKNOWN):
+            why = f"{CAPABILITY_UNKNOWN} ({capability_missing(ctx.pf or {})})"
         may_fail = any("Error" in u for u in sel.undecided[:1])
-        ctx.gap(f"the attention backend vLLM selects for {whose or 'the '}model is not decided ({why})", blocking=may_fail)
+        ctx.gap(f"the attention backend vLLM selects for {'the draft model' if whose else 'the model'} is not decided ({why})",
+                blocking=may_fail)
 
 
 def draft_overrides(ctx: Any) -> list[tuple[str, str, str]]:
