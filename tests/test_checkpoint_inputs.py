@@ -354,3 +354,41 @@ def test_a_tensor_name_holding_a_newline_is_not_read_as_two_names(tmp_path: Path
     (tmp_path / "model.safetensors").write_bytes(tiny(names))
     report = audit_checkpoint(str(tmp_path))
     assert "MTP014" not in {f.rule_id for f in report.findings}
+
+
+MTP_LAYER = {f"model.layers.2.{n}.weight": ("BF16", [8, 16] if n == "eh_proj" else [8])
+             for n in ("eh_proj", "enorm", "hnorm", "shared_head.norm", "self_attn.o_proj")}
+
+
+def _two_shards(d: Path) -> Path:
+    """A DeepSeek-V3 folder whose second shard holds the 5 tensors of its MTP layer (model.layers.2)."""
+    wm = {"model.layers.0.self_attn.o_proj.weight": "model-00001-of-00002.safetensors"}
+    wm.update({n: "model-00002-of-00002.safetensors" for n in MTP_LAYER})
+    folder(d, index={"weight_map": wm})
+    (d / "model-00001-of-00002.safetensors").write_bytes(tiny({"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8])}))
+    return d
+
+
+def test_dangling_shard_link_is_mtp008(capsys, tmp_path):
+    d = _two_shards(tmp_path / "c")
+    os.symlink("model-nothere.safetensors", d / "model-00002-of-00002.safetensors")
+    rep = audit_checkpoint(d)
+    hits = [x.message for x in rep.findings if x.rule_id == "MTP008"]
+    assert hits == ["model.safetensors.index.json maps 5 tensor(s) to model-00002-of-00002.safetensors, "
+                    "which is a symlink to no file, 5 of them MTP tensors"]
+    assert not rep.gaps
+    assert run_cli(capsys, ["checkpoint", str(d)])[0] == 1
+
+
+def test_shard_link_outside_the_folder_is_a_blocking_gap(capsys, tmp_path):
+    d = _two_shards(tmp_path / "c")
+    outside = tmp_path / "outside.safetensors"
+    outside.write_bytes(tiny(MTP_LAYER))
+    os.symlink(outside, d / "model-00002-of-00002.safetensors")
+    os.symlink(tmp_path / "gone.safetensors", d / "model-00003-of-00003.safetensors")  # outside and dangling: never looked at
+    rep = audit_checkpoint(d)
+    assert [(g.path, g.blocking) for g in rep.gaps] == [("model-00002-of-00002.safetensors", True),
+                                                        ("model-00003-of-00003.safetensors", True)]
+    assert rep.inconclusive
+    rc, out, _ = run_cli(capsys, ["checkpoint", str(d)])
+    assert rc == 3 and out.startswith("INCONCLUSIVE")

@@ -444,7 +444,9 @@ MTP008 = Rule(
     severity=Severity.ERROR,
     summary="The index names shard files that are not in a folder that has shards",
     what=(
-        "When the folder holds at least one .safetensors file, every shard file named in weight_map must exist. "
+        "When the folder holds at least one .safetensors file, every shard file named in weight_map must exist; "
+        "a symlink to a missing file is missing too (a symlink that leads outside the folder is never followed: "
+        "a gap, not this rule). "
         "(A folder with no shards at all is a metadata-only audit, reported as a gap instead.)"
     ),
     why="The load fails at the first missing shard, or, with MTP in the missing shard, the draft has no weights.",
