@@ -98,12 +98,13 @@ def test_config_json_path(tmp_path):
 
 
 def test_full_folder_with_headers(tmp_path):
-    full = {**TENSORS, "model.layers.2.self_attn.o_proj.weight": ("BF16", [8, 8])}  # the MTP layer with its block (MTP020)
-    d = folder(tmp_path / "c", shard=tiny(full), index={"metadata": {"total_size": 512},
+    full = {**TENSORS, "model.layers.2.self_attn.o_proj.weight": ("BF16", [8, 8]),  # the MTP layer with its block (MTP020)
+            **{f"model.layers.2.{n}.weight": ("BF16", [8]) for n in ("enorm", "hnorm", "shared_head.norm")}}  # and glue (MTP021)
+    d = folder(tmp_path / "c", shard=tiny(full), index={"metadata": {"total_size": 560},
                                                         "weight_map": {k: "model.safetensors" for k in full}})
     rep = audit_checkpoint(d)
     f = rep.facts["checkpoint"]
-    assert f["mode"] == "shards" and f["mtp"]["bytes"] == {"value": 384, "estimated": False}
+    assert f["mode"] == "shards" and f["mtp"]["bytes"] == {"value": 432, "estimated": False}
     assert rep.findings == () and rep.gaps == ()
 
 
@@ -392,3 +393,31 @@ def test_shard_link_outside_the_folder_is_a_blocking_gap(capsys, tmp_path):
     assert rep.inconclusive
     rc, out, _ = run_cli(capsys, ["checkpoint", str(d)])
     assert rc == 3 and out.startswith("INCONCLUSIVE")
+
+
+@pytest.mark.parametrize("drop, missing", [
+    (("eh_proj", "enorm", "hnorm", "shared_head.norm"),
+     "model.layers.2.eh_proj.weight, model.layers.2.enorm.weight, model.layers.2.hnorm.weight, "
+     "model.layers.2.shared_head.norm.weight"),
+    (("hnorm",), "model.layers.2.hnorm.weight"),
+])
+def test_deepseek_mtp_layer_without_its_glue_is_mtp021(capsys, tmp_path, drop, missing):
+    """The decoder block ships, the NextN glue (eh_proj, enorm, hnorm, shared_head.norm) does not: vLLM's and SGLang's
+    DeepSeek NextN module builds those parameters for every MTP layer, so the draft cannot load (vLLM) or is garbage."""
+    kept = {n: v for n, v in MTP_LAYER.items() if n.split(".", 3)[3].rsplit(".", 1)[0] not in drop}
+    d = _two_shards(tmp_path / "c")
+    (d / "model-00002-of-00002.safetensors").write_bytes(tiny(kept))
+    wm = {"model.layers.0.self_attn.o_proj.weight": "model-00001-of-00002.safetensors",
+          **{n: "model-00002-of-00002.safetensors" for n in kept}}
+    (d / "model.safetensors.index.json").write_text(json.dumps({"weight_map": wm}))
+    rep = audit_checkpoint(d)
+    hits = [f for f in rep.findings if f.rule_id == "MTP021"]
+    assert [f.severity.label for f in hits] == ["error"]
+    assert hits[0].message.startswith(f"model.layers.2 holds {len(kept)} MTP tensor(s) of its decoder block but not {missing}: ")
+    assert run_cli(capsys, ["checkpoint", str(d)])[0] == 1
+
+
+def test_deepseek_mtp_layer_with_its_glue_has_no_mtp021(tmp_path):
+    d = _two_shards(tmp_path / "c")
+    (d / "model-00002-of-00002.safetensors").write_bytes(tiny(MTP_LAYER))
+    assert [f.rule_id for f in audit_checkpoint(d).findings] == []

@@ -188,6 +188,38 @@ def check_no_decoder_block(facts: CheckpointFacts) -> Iterator[Finding]:
     )
 
 
+#: The glue tensors DeepSeek's NextN module builds for every MTP layer, and the layout families that use that module:
+#: vLLM 0.33.0 deepseek_mtp.py:61,85-87 (SharedHead.norm, enorm, hnorm, eh_proj), SGLang 0.5.9 deepseek_nextn.py:94-97,
+#: 122-123. embed_tokens and shared_head.head are left out: SGLang shares the target's.
+_DEEPSEEK_GLUE = ("eh_proj.weight", "enorm.weight", "hnorm.weight", "shared_head.norm.weight")
+_DEEPSEEK_NEXTN_FAMILIES = frozenset({"deepseek-v3", "deepseek-v3.2"})
+
+
+def check_missing_glue(facts: CheckpointFacts) -> Iterator[Finding]:
+    """MTP021: a DeepSeek MTP layer holds decoder-block weights but lacks one of the glue tensors the engine's NextN
+    module loads (:data:`_DEEPSEEK_GLUE`); one finding per such layer."""
+    cfg = facts.config
+    if not facts.mtp or cfg is None or cfg.layout is None or cfg.layout.family not in _DEEPSEEK_NEXTN_FAMILIES:
+        return
+    per_layer: dict[str, set[str]] = {}
+    for name, (label, _) in facts.mtp.items():
+        per_layer.setdefault(label, set()).add(name[len(label) + 1:])
+    for label, suffixes in sorted(per_layer.items()):
+        if not any(_BLOCK_PARTS.intersection(s.split(".")) for s in suffixes):
+            continue  # glue only or nothing of the block: MTP020's case
+        missing = [g for g in _DEEPSEEK_GLUE if g not in suffixes]
+        if not missing:
+            continue
+        first = min(f"{label}.{s}" for s in suffixes)
+        yield R.MTP021.finding(
+            f"{label} holds {len(suffixes):,} MTP tensor(s) of its decoder block but not "
+            f"{', '.join(f'{label}.{g}' for g in missing)}: the engine's NextN module builds them for every MTP layer, "
+            "so vLLM refuses the load and SGLang drafts through uninitialised weights",
+            Location(facts.tensors.get(first) or facts.index_file or CONFIG, symbol=first),
+            evidence=[Evidence("glue tensors present", f"{len(_DEEPSEEK_GLUE) - len(missing)} of {len(_DEEPSEEK_GLUE)}")],
+        )
+
+
 def check_excluded_cost(facts: CheckpointFacts) -> Iterator[Finding]:
     """MTP006: MTP linears stored unquantized while the trunk's linears are quantized; reports the
     bytes kept and what they would take in the format the quantization config gives the rest of the model
@@ -660,6 +692,7 @@ CHECKS: tuple[Check, ...] = (
     check_layer_count,
     check_experts,
     check_no_decoder_block,
+    check_missing_glue,
     check_excluded_cost,
     check_exclude_disagrees,
     check_missing_shards,
