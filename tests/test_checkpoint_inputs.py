@@ -69,8 +69,26 @@ def test_single_safetensors_file(tmp_path):
     f = rep.facts["checkpoint"]
     assert f["mode"] == "single-file"
     assert f["summary"]["tensors"] == 2
-    # no config.json is read in single-file mode: the appended layer cannot be recognised -> blocking gap
-    assert rep.inconclusive
+    # the config.json beside the file is read: model.layers.2 is the declared MTP layer, eh_proj alone (MTP020)
+    assert f["mtp"]["declared_layers"] == 1 and f["mtp"]["tensors"] == 1
+    assert [x.rule_id for x in rep.findings] == ["MTP020"] and not rep.gaps
+
+
+def test_one_shard_of_a_set_reads_the_config_beside_it(capsys, tmp_path):
+    """The shard holding the whole MTP layer answers with the folder's config.json; the other shard cannot tell
+    (the MTP layer may be in a shard not read), never MTP001."""
+    d = _two_shards(tmp_path / "c")
+    (d / "model-00002-of-00002.safetensors").write_bytes(tiny(MTP_LAYER))
+    rep = audit_checkpoint(d / "model-00002-of-00002.safetensors")
+    assert rep.facts["checkpoint"]["mtp"]["declared_layers"] == 1 and rep.facts["checkpoint"]["mtp"]["tensors"] == 5
+    assert rep.findings == () and rep.gaps == ()
+    assert run_cli(capsys, ["checkpoint", str(d / "model-00002-of-00002.safetensors")])[0] == 0
+    rep = audit_checkpoint(d / "model-00001-of-00002.safetensors")
+    assert rep.findings == ()
+    assert [(g.message.split(":")[0], g.blocking) for g in rep.gaps] == [("MTP001 not decided", True)]
+    assert rep.gaps[0].message.endswith("only model-00001-of-00002.safetensors (shard 1 of 2) was read, the rest may be "
+                                        "in the other shards")
+    assert run_cli(capsys, ["checkpoint", str(d / "model-00001-of-00002.safetensors")])[0] == 3
 
 
 def test_single_file_with_prefix_mtp_is_conclusive(tmp_path):

@@ -24,14 +24,14 @@ from mtp_audit.checkpoint.accounting import (
 from mtp_audit.checkpoint.checks_families import is_dspark
 from mtp_audit.checkpoint.config import QuantScheme
 from mtp_audit.checkpoint.declared import DeclaredFormat, declared_bytes
-from mtp_audit.checkpoint.facts import CONFIG, CheckpointFacts, pointer
+from mtp_audit.checkpoint.facts import ANALYZER, CONFIG, CheckpointFacts, pointer
 from mtp_audit.checkpoint.overrides import MtpQuantOverride, overrides_for
 from mtp_audit.checkpoint.tensors import (
     bytes_if_quantized,
     is_quantized,
     linear_shape,
 )
-from mtp_audit.report import Evidence, Finding, Location, Severity
+from mtp_audit.report import Evidence, Finding, Gap, Location, Severity
 
 Check = Callable[[CheckpointFacts], Iterator[Finding]]
 
@@ -708,8 +708,35 @@ CHECKS: tuple[Check, ...] = (
 
 
 def check(facts: CheckpointFacts) -> list[Finding]:
-    """Run every rule check on ``facts``."""
+    """Run every rule check on ``facts``. When the user named one shard of a sharded set (``model-00001-of-00002``),
+    a finding that rests on a tensor being absent (:data:`ABSENCE_RULES`) is a blocking gap instead, appended to
+    ``facts.gaps``: the tensor may sit in a shard that was not read."""
     out: list[Finding] = []
     for fn in CHECKS:
         out.extend(fn(facts))
-    return out
+    part = _one_shard_of_many(facts)
+    if part is None:
+        return out
+    for f in out:
+        if f.rule_id in ABSENCE_RULES:
+            facts.gaps.append(Gap(ANALYZER, f"{f.rule_id} not decided: {f.message}; only {part} was read, the rest "
+                                  "may be in the other shards", f.location.path or None))
+    return [f for f in out if f.rule_id not in ABSENCE_RULES]
+
+
+#: Rules whose finding rests on a tensor being absent (declared MTP layers, experts, glue or decoder block not found).
+ABSENCE_RULES = frozenset({"MTP001", "MTP002", "MTP004", "MTP005", "MTP020", "MTP021"})
+
+_SHARD_OF = re.compile(r"-(\d+)-of-(\d+)\.safetensors$")
+
+
+def _one_shard_of_many(facts: CheckpointFacts) -> str | None:
+    """``"model-00001-of-00002.safetensors (shard 1 of 2)"`` when the user named one shard of a set of several, else
+    None (a whole checkpoint, or a lone ``model.safetensors``)."""
+    if facts.mode != "single-file" or len(facts.headers) != 1:
+        return None
+    name = next(iter(facts.headers))
+    m = _SHARD_OF.search(name)
+    if m is None or int(m.group(2)) < 2:
+        return None
+    return f"{name} (shard {int(m.group(1))} of {int(m.group(2))})"
