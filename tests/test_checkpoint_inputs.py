@@ -69,8 +69,26 @@ def test_single_safetensors_file(tmp_path):
     f = rep.facts["checkpoint"]
     assert f["mode"] == "single-file"
     assert f["summary"]["tensors"] == 2
-    # no config.json is read in single-file mode: the appended layer cannot be recognised -> blocking gap
-    assert rep.inconclusive
+    # the config.json beside the file is read: model.layers.2 is the declared MTP layer, eh_proj alone (MTP020)
+    assert f["mtp"]["declared_layers"] == 1 and f["mtp"]["tensors"] == 1
+    assert [x.rule_id for x in rep.findings] == ["MTP020"] and not rep.gaps
+
+
+def test_one_shard_of_a_set_reads_the_config_beside_it(capsys, tmp_path):
+    """The shard holding the whole MTP layer answers with the folder's config.json; the other shard cannot tell
+    (the MTP layer may be in a shard not read), never MTP001."""
+    d = _two_shards(tmp_path / "c")
+    (d / "model-00002-of-00002.safetensors").write_bytes(tiny(MTP_LAYER))
+    rep = audit_checkpoint(d / "model-00002-of-00002.safetensors")
+    assert rep.facts["checkpoint"]["mtp"]["declared_layers"] == 1 and rep.facts["checkpoint"]["mtp"]["tensors"] == 5
+    assert rep.findings == () and rep.gaps == ()
+    assert run_cli(capsys, ["checkpoint", str(d / "model-00002-of-00002.safetensors")])[0] == 0
+    rep = audit_checkpoint(d / "model-00001-of-00002.safetensors")
+    assert rep.findings == ()
+    assert [(g.message.split(":")[0], g.blocking) for g in rep.gaps] == [("MTP001 not decided", True)]
+    assert rep.gaps[0].message.endswith("only model-00001-of-00002.safetensors (shard 1 of 2) was read, the rest may be "
+                                        "in the other shards")
+    assert run_cli(capsys, ["checkpoint", str(d / "model-00001-of-00002.safetensors")])[0] == 3
 
 
 def test_single_file_with_prefix_mtp_is_conclusive(tmp_path):
@@ -98,12 +116,13 @@ def test_config_json_path(tmp_path):
 
 
 def test_full_folder_with_headers(tmp_path):
-    full = {**TENSORS, "model.layers.2.self_attn.o_proj.weight": ("BF16", [8, 8])}  # the MTP layer with its block (MTP020)
-    d = folder(tmp_path / "c", shard=tiny(full), index={"metadata": {"total_size": 512},
+    full = {**TENSORS, "model.layers.2.self_attn.o_proj.weight": ("BF16", [8, 8]),  # the MTP layer with its block (MTP020)
+            **{f"model.layers.2.{n}.weight": ("BF16", [8]) for n in ("enorm", "hnorm", "shared_head.norm")}}  # and glue (MTP021)
+    d = folder(tmp_path / "c", shard=tiny(full), index={"metadata": {"total_size": 560},
                                                         "weight_map": {k: "model.safetensors" for k in full}})
     rep = audit_checkpoint(d)
     f = rep.facts["checkpoint"]
-    assert f["mode"] == "shards" and f["mtp"]["bytes"] == {"value": 384, "estimated": False}
+    assert f["mode"] == "shards" and f["mtp"]["bytes"] == {"value": 432, "estimated": False}
     assert rep.findings == () and rep.gaps == ()
 
 
@@ -354,3 +373,69 @@ def test_a_tensor_name_holding_a_newline_is_not_read_as_two_names(tmp_path: Path
     (tmp_path / "model.safetensors").write_bytes(tiny(names))
     report = audit_checkpoint(str(tmp_path))
     assert "MTP014" not in {f.rule_id for f in report.findings}
+
+
+MTP_LAYER = {f"model.layers.2.{n}.weight": ("BF16", [8, 16] if n == "eh_proj" else [8])
+             for n in ("eh_proj", "enorm", "hnorm", "shared_head.norm", "self_attn.o_proj")}
+
+
+def _two_shards(d: Path) -> Path:
+    """A DeepSeek-V3 folder whose second shard holds the 5 tensors of its MTP layer (model.layers.2)."""
+    wm = {"model.layers.0.self_attn.o_proj.weight": "model-00001-of-00002.safetensors"}
+    wm.update({n: "model-00002-of-00002.safetensors" for n in MTP_LAYER})
+    folder(d, index={"weight_map": wm})
+    (d / "model-00001-of-00002.safetensors").write_bytes(tiny({"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8])}))
+    return d
+
+
+def test_dangling_shard_link_is_mtp008(capsys, tmp_path):
+    d = _two_shards(tmp_path / "c")
+    os.symlink("model-nothere.safetensors", d / "model-00002-of-00002.safetensors")
+    rep = audit_checkpoint(d)
+    hits = [x.message for x in rep.findings if x.rule_id == "MTP008"]
+    assert hits == ["model.safetensors.index.json maps 5 tensor(s) to model-00002-of-00002.safetensors, "
+                    "which is a symlink to no file, 5 of them MTP tensors"]
+    assert not rep.gaps
+    assert run_cli(capsys, ["checkpoint", str(d)])[0] == 1
+
+
+def test_shard_link_outside_the_folder_is_a_blocking_gap(capsys, tmp_path):
+    d = _two_shards(tmp_path / "c")
+    outside = tmp_path / "outside.safetensors"
+    outside.write_bytes(tiny(MTP_LAYER))
+    os.symlink(outside, d / "model-00002-of-00002.safetensors")
+    os.symlink(tmp_path / "gone.safetensors", d / "model-00003-of-00003.safetensors")  # outside and dangling: never looked at
+    rep = audit_checkpoint(d)
+    assert [(g.path, g.blocking) for g in rep.gaps] == [("model-00002-of-00002.safetensors", True),
+                                                        ("model-00003-of-00003.safetensors", True)]
+    assert rep.inconclusive
+    rc, out, _ = run_cli(capsys, ["checkpoint", str(d)])
+    assert rc == 3 and out.startswith("INCONCLUSIVE")
+
+
+@pytest.mark.parametrize("drop, missing", [
+    (("eh_proj", "enorm", "hnorm", "shared_head.norm"),
+     "model.layers.2.eh_proj.weight, model.layers.2.enorm.weight, model.layers.2.hnorm.weight, "
+     "model.layers.2.shared_head.norm.weight"),
+    (("hnorm",), "model.layers.2.hnorm.weight"),
+])
+def test_deepseek_mtp_layer_without_its_glue_is_mtp021(capsys, tmp_path, drop, missing):
+    """The decoder block ships, the NextN glue (eh_proj, enorm, hnorm, shared_head.norm) does not: vLLM's and SGLang's
+    DeepSeek NextN module builds those parameters for every MTP layer, so the draft cannot load (vLLM) or is garbage."""
+    kept = {n: v for n, v in MTP_LAYER.items() if n.split(".", 3)[3].rsplit(".", 1)[0] not in drop}
+    d = _two_shards(tmp_path / "c")
+    (d / "model-00002-of-00002.safetensors").write_bytes(tiny(kept))
+    wm = {"model.layers.0.self_attn.o_proj.weight": "model-00001-of-00002.safetensors",
+          **{n: "model-00002-of-00002.safetensors" for n in kept}}
+    (d / "model.safetensors.index.json").write_text(json.dumps({"weight_map": wm}))
+    rep = audit_checkpoint(d)
+    hits = [f for f in rep.findings if f.rule_id == "MTP021"]
+    assert [f.severity.label for f in hits] == ["error"]
+    assert hits[0].message.startswith(f"model.layers.2 holds {len(kept)} MTP tensor(s) of its decoder block but not {missing}: ")
+    assert run_cli(capsys, ["checkpoint", str(d)])[0] == 1
+
+
+def test_deepseek_mtp_layer_with_its_glue_has_no_mtp021(tmp_path):
+    d = _two_shards(tmp_path / "c")
+    (d / "model-00002-of-00002.safetensors").write_bytes(tiny(MTP_LAYER))
+    assert [f.rule_id for f in audit_checkpoint(d).findings] == []

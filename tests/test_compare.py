@@ -174,13 +174,20 @@ def test_trunk_quantized_mtp_left_bf16():
     base["summary"]["mtp_tensors"] = 1553
     derived = copy.deepcopy(base)
     derived["trunk"] = {"format": "mixed", "format_modules": {"NVFP4": 92000, "BF16": 900}, "tensors": 400000}
-    derived["quantization"] = [{"method": "modelopt", "algo": "NVFP4", "mtp_exclude_patterns": ["mtp.layers.0*"]}]
+    derived["quantization"] = [{"method": "modelopt", "algo": "NVFP4", "mtp_exclude_patterns": ["mtp.layers.0*"],
+                                "mtp_linear_excluded": 1541}]
     r = _cmp(base, derived)
     assert _ids(r) == [("MTP053", "info")]
     f = [x for x in r.findings if x.rule_id == "MTP053"][0]
     assert "quantized the trunk to NVFP4 but left its 1541 MTP linear modules BF16" in f.message
     assert "13,190,037,504 bytes (13.19 GB)" in f.message
     assert "on purpose: the quantization config excludes mtp.layers.0*" in f.message
+    derived["quantization"][0]["mtp_linear_excluded"] = 1  # the list covers 1 of the 1541: not on purpose
+    r = _cmp(base, derived)
+    assert _ids(r) == [("MTP053", "warning")]
+    assert "and the quantization config excludes only 1 of them (mtp.layers.0*)" in r.findings[0].message
+    del derived["quantization"][0]["mtp_linear_excluded"]  # a facts document that does not say how many
+    assert _ids(_cmp(base, derived)) == [("MTP053", "warning")]
     derived["quantization"][0]["mtp_exclude_patterns"] = []
     r = _cmp(base, derived)
     assert _ids(r) == [("MTP053", "warning")]
@@ -303,8 +310,32 @@ def test_compare_cli_exit_codes(tmp_path):
     assert main(["compare", str(base), str(same), "-f", "json", "-o", str(tmp_path / "same.json")]) == 0
     assert main(["compare", str(base), str(dropped), "-f", "json", "-o", str(tmp_path / "r.json")]) == 1
     doc = json.loads((tmp_path / "r.json").read_text())
-    assert [f["rule_id"] for f in doc["findings"]] == ["MTP050"]
+    # the derived checkpoint's own MTP001 (declared, no MTP tensor) is carried over beside the comparison's MTP050
+    assert [f["rule_id"] for f in doc["findings"]] == ["MTP001", "MTP050"]
+    assert doc["findings"][0]["message"].startswith(f"derived ({dropped}): ")
     assert main(["compare", str(base), str(tmp_path / "nope")]) == 2
+
+
+@needs_analyzer
+def test_a_derived_checkpoint_that_cannot_load_is_not_a_passing_compare(tmp_path, capsys):
+    """Same MTP tensors on both sides by the index, but the derived folder lacks the shard holding them (MTP008)
+    or has it with a broken header (MTP013): the derived side's own error is in the compare report, exit 1."""
+    from mtp_audit.cli.main import main
+
+    base = write_tree(tmp_path / "base", build_mimo())
+    index = json.loads((base / "model.safetensors.index.json").read_text())["weight_map"]
+    shard = next(s for t, s in sorted(index.items()) if t.startswith("model.mtp_layers."))
+    missing = write_tree(tmp_path / "missing", build_mimo())
+    (missing / shard).unlink()
+    broken = write_tree(tmp_path / "broken", build_mimo())
+    (broken / shard).write_bytes((broken / shard).read_bytes()[:20])
+    for derived, rule in ((missing, "MTP008"), (broken, "MTP013")):
+        out = tmp_path / f"{derived.name}.json"
+        assert main(["compare", str(base), str(derived), "-f", "json", "-o", str(out)]) == 1
+        found = json.loads(out.read_text())["findings"]
+        assert [f["rule_id"] for f in found] == [rule]
+        assert found[0]["message"].startswith(f"derived ({derived}): ")
+    capsys.readouterr()
 
 
 @needs_analyzer

@@ -48,5 +48,7 @@ def test_dropped_and_optional_parts(base: Path, tmp_path: Path) -> None:
     r = compare_checkpoints(base, _export(tmp_path / "qwenlike", ("eh_proj", "enorm", "hnorm", "shared_head_norm")))
     assert [(f.rule_id, f.severity.label) for f in r.findings] == [("MTP056", "warning")]  # embed/head shared with trunk
     r = compare_checkpoints(base, _export(tmp_path / "nohnorm", ("eh_proj", "embed_tokens", "enorm", "shared_head_head", "shared_head_norm")))
-    assert [(f.rule_id, f.severity.label) for f in r.findings] == [("MTP056", "error")]
+    # the derived GGUF's own MTP032 (a NextN block without hnorm) is carried over, prefixed with its side
+    assert [(f.rule_id, f.severity.label) for f in r.findings] == [("MTP056", "error"), ("MTP032", "error")]
+    assert r.findings[1].message.startswith(f"derived ({tmp_path / 'nohnorm'}): ")
     assert "model.layers.61.hnorm.weight -> blk.61.nextn.hnorm.weight" in r.findings[0].message

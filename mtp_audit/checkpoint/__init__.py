@@ -101,7 +101,9 @@ def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, *, offli
         only = [name] + [f for f in _SIDE_FILES if (parent / f).is_file()]
         return analyze(LocalSource(parent, only=only, display=text), mode_hint="index-file")
     if name.endswith(".safetensors"):
-        return analyze(LocalSource(parent, only=[name], display=text), mode_hint="single-file")
+        # The shard with its folder's config.json and quantization config (never the index: it names other shards).
+        only = [name] + [f for f in _SIDE_FILES if (parent / f).is_file()]
+        return analyze(LocalSource(parent, only=only, display=text), mode_hint="single-file")
     if name == "config.json":
         # The config's own folder, without its shards: config + quantization config + the index.
         side = (*_SIDE_FILES[1:], "model.safetensors.index.json")

@@ -84,7 +84,7 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding], answer_head
         "config": _config_fact(facts),
         "mtp": _mtp_fact(facts, mtp_fmts, mtp_state, mtp_counts, nbytes),
         "trunk": {"format": trunk_state, "format_modules": trunk_counts, "tensors": len(facts.tensors) - len(facts.mtp)},
-        "quantization": [s.to_fact(mtp_mods) for s in facts.schemes],
+        "quantization": [_scheme_fact(s, mtp_mods, mtp_fmts, facts.tensors_known) for s in facts.schemes],
         "index": None
         if facts.index_file is None
         else {
@@ -102,6 +102,15 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding], answer_head
         },
         "engine": {heads.engine: dict(heads.facts)} if heads is not None else {},
     }
+
+
+def _scheme_fact(scheme: Any, mtp_mods: list[str], mtp_linears: Mapping[str, Any], known: bool) -> dict[str, Any]:
+    """One ``facts["checkpoint"]["quantization"]`` entry: :meth:`QuantScheme.to_fact` plus ``mtp_linear_excluded``,
+    how many of the MTP linear modules found the scheme's exclusion list covers (None when the tensors are not
+    listed), so a reader can tell "every MTP linear excluded on purpose" from "one of eight"."""
+    out = scheme.to_fact(mtp_mods)
+    out["mtp_linear_excluded"] = sum(1 for m in mtp_linears if scheme.excluded_by(m) is not None) if known else None
+    return out
 
 
 def _summary(facts: CheckpointFacts, mtp_state: str, trunk_state: str, nbytes: Mapping[str, Any],

@@ -24,14 +24,14 @@ from mtp_audit.checkpoint.accounting import (
 from mtp_audit.checkpoint.checks_families import is_dspark
 from mtp_audit.checkpoint.config import QuantScheme
 from mtp_audit.checkpoint.declared import DeclaredFormat, declared_bytes
-from mtp_audit.checkpoint.facts import CONFIG, CheckpointFacts, pointer
+from mtp_audit.checkpoint.facts import ANALYZER, CONFIG, CheckpointFacts, pointer
 from mtp_audit.checkpoint.overrides import MtpQuantOverride, overrides_for
 from mtp_audit.checkpoint.tensors import (
     bytes_if_quantized,
     is_quantized,
     linear_shape,
 )
-from mtp_audit.report import Evidence, Finding, Location, Severity
+from mtp_audit.report import Evidence, Finding, Gap, Location, Severity
 
 Check = Callable[[CheckpointFacts], Iterator[Finding]]
 
@@ -186,6 +186,38 @@ def check_no_decoder_block(facts: CheckpointFacts) -> Iterator[Finding]:
         Location(facts.tensors.get(first) or facts.index_file or CONFIG, symbol=first),
         evidence=[Evidence("MTP tensors per layer", ", ".join(f"{k}: {v}" for k, v in facts.mtp_layer_labels().items()))],
     )
+
+
+#: The glue tensors DeepSeek's NextN module builds for every MTP layer, and the layout families that use that module:
+#: vLLM 0.33.0 deepseek_mtp.py:61,85-87 (SharedHead.norm, enorm, hnorm, eh_proj), SGLang 0.5.9 deepseek_nextn.py:94-97,
+#: 122-123. embed_tokens and shared_head.head are left out: SGLang shares the target's.
+_DEEPSEEK_GLUE = ("eh_proj.weight", "enorm.weight", "hnorm.weight", "shared_head.norm.weight")
+_DEEPSEEK_NEXTN_FAMILIES = frozenset({"deepseek-v3", "deepseek-v3.2"})
+
+
+def check_missing_glue(facts: CheckpointFacts) -> Iterator[Finding]:
+    """MTP021: a DeepSeek MTP layer holds decoder-block weights but lacks one of the glue tensors the engine's NextN
+    module loads (:data:`_DEEPSEEK_GLUE`); one finding per such layer."""
+    cfg = facts.config
+    if not facts.mtp or cfg is None or cfg.layout is None or cfg.layout.family not in _DEEPSEEK_NEXTN_FAMILIES:
+        return
+    per_layer: dict[str, set[str]] = {}
+    for name, (label, _) in facts.mtp.items():
+        per_layer.setdefault(label, set()).add(name[len(label) + 1:])
+    for label, suffixes in sorted(per_layer.items()):
+        if not any(_BLOCK_PARTS.intersection(s.split(".")) for s in suffixes):
+            continue  # glue only or nothing of the block: MTP020's case
+        missing = [g for g in _DEEPSEEK_GLUE if g not in suffixes]
+        if not missing:
+            continue
+        first = min(f"{label}.{s}" for s in suffixes)
+        yield R.MTP021.finding(
+            f"{label} holds {len(suffixes):,} MTP tensor(s) of its decoder block but not "
+            f"{', '.join(f'{label}.{g}' for g in missing)}: the engine's NextN module builds them for every MTP layer, "
+            "so vLLM refuses the load and SGLang drafts through uninitialised weights",
+            Location(facts.tensors.get(first) or facts.index_file or CONFIG, symbol=first),
+            evidence=[Evidence("glue tensors present", f"{len(_DEEPSEEK_GLUE) - len(missing)} of {len(_DEEPSEEK_GLUE)}")],
+        )
 
 
 def check_excluded_cost(facts: CheckpointFacts) -> Iterator[Finding]:
@@ -533,16 +565,19 @@ def check_misplaced(facts: CheckpointFacts) -> Iterator[Finding]:
 
 
 def check_missing_shards(facts: CheckpointFacts) -> Iterator[Finding]:
-    """MTP008: the index names shard files that a folder with shards does not have."""
+    """MTP008: the index names shard files that a folder with shards does not have, or has only as a symlink to a
+    missing file (the engine's open fails on either)."""
     missing = facts.missing_shards
     if not missing or facts.index_file is None:
         return
     per: Counter[str] = Counter(facts.weight_map.values())
     mtp_in = Counter(facts.weight_map[n] for n in facts.mtp if n in facts.weight_map)
+    dangling = set(facts.dangling_shards)
     for shard in missing:
         extra = f", {mtp_in[shard]:,} of them MTP tensors" if mtp_in.get(shard) else ""
+        where = "a symlink to no file" if shard in dangling else "not in the folder"
         yield R.MTP008.finding(
-            f"{facts.index_file} maps {per[shard]:,} tensor(s) to {shard}, which is not in the folder{extra}",
+            f"{facts.index_file} maps {per[shard]:,} tensor(s) to {shard}, which is {where}{extra}",
             Location(facts.index_file, symbol=pointer("weight_map", next(n for n, s in facts.weight_map.items() if s == shard))),
             evidence=[Evidence("shards present", f"{len(facts.shards_present)} of {len(facts.indexed_shards)}")],
         )
@@ -657,6 +692,7 @@ CHECKS: tuple[Check, ...] = (
     check_layer_count,
     check_experts,
     check_no_decoder_block,
+    check_missing_glue,
     check_excluded_cost,
     check_exclude_disagrees,
     check_missing_shards,
@@ -672,8 +708,35 @@ CHECKS: tuple[Check, ...] = (
 
 
 def check(facts: CheckpointFacts) -> list[Finding]:
-    """Run every rule check on ``facts``."""
+    """Run every rule check on ``facts``. When the user named one shard of a sharded set (``model-00001-of-00002``),
+    a finding that rests on a tensor being absent (:data:`ABSENCE_RULES`) is a blocking gap instead, appended to
+    ``facts.gaps``: the tensor may sit in a shard that was not read."""
     out: list[Finding] = []
     for fn in CHECKS:
         out.extend(fn(facts))
-    return out
+    part = _one_shard_of_many(facts)
+    if part is None:
+        return out
+    for f in out:
+        if f.rule_id in ABSENCE_RULES:
+            facts.gaps.append(Gap(ANALYZER, f"{f.rule_id} not decided: {f.message}; only {part} was read, the rest "
+                                  "may be in the other shards", f.location.path or None))
+    return [f for f in out if f.rule_id not in ABSENCE_RULES]
+
+
+#: Rules whose finding rests on a tensor being absent (declared MTP layers, experts, glue or decoder block not found).
+ABSENCE_RULES = frozenset({"MTP001", "MTP002", "MTP004", "MTP005", "MTP020", "MTP021"})
+
+_SHARD_OF = re.compile(r"-(\d+)-of-(\d+)\.safetensors$")
+
+
+def _one_shard_of_many(facts: CheckpointFacts) -> str | None:
+    """``"model-00001-of-00002.safetensors (shard 1 of 2)"`` when the user named one shard of a set of several, else
+    None (a whole checkpoint, or a lone ``model.safetensors``)."""
+    if facts.mode != "single-file" or len(facts.headers) != 1:
+        return None
+    name = next(iter(facts.headers))
+    m = _SHARD_OF.search(name)
+    if m is None or int(m.group(2)) < 2:
+        return None
+    return f"{name} (shard {int(m.group(1))} of {int(m.group(2))})"

@@ -182,11 +182,17 @@ class CheckpointFacts:
 
     @property
     def missing_shards(self) -> list[str]:
-        """Indexed shards absent from a folder that has at least one shard (empty in metadata-only mode)."""
+        """Indexed shards absent from a folder that has at least one shard, or present only as a symlink to no file
+        (a dangling link: the loader's open fails just the same); empty in metadata-only mode."""
         if not self.shards_present:
             return []
-        present = set(self.shards_present)
+        present = set(self.shards_present) - set(self.dangling_shards)
         return sorted(s for s in self.indexed_shards if s not in present)
+
+    @property
+    def dangling_shards(self) -> list[str]:
+        """Shards listed in the folder whose open found no file (a symlink to a missing file inside the folder)."""
+        return sorted(rel for rel, prob in self.problems.items() if prob.kind == "missing")
 
     @property
     def unindexed_shards(self) -> list[str]:
@@ -672,10 +678,22 @@ def _gaps(facts: CheckpointFacts) -> None:
                 blocking=False,
             )
         )
+    _shard_gaps(facts)
+
+
+def _shard_gaps(facts: CheckpointFacts) -> None:
+    """A gap per shard that could not be opened or read (outside the folder, unreadable, over a budget). It blocks
+    unless the index covers the shard's names; a shard that resolves outside the folder and holds MTP tensors (per
+    the index) always blocks: it is never opened, so whether the draft's weights exist at all is unknown. A
+    malformed shard is MTP013 and a dangling link the index names is MTP008, so neither is a gap."""
     for rel, prob in sorted(facts.problems.items()):
         if prob.kind == "malformed":
-            continue  # a defect of the checkpoint: reported as MTP013
+            continue
+        if prob.kind == "missing" and rel in facts.indexed_shards:
+            continue
         covered = facts.index_file is not None and rel in facts.indexed_shards
+        if prob.kind == "escapes" and _holds_mtp(facts, rel):
+            covered = False
         facts.gaps.append(
             Gap(
                 ANALYZER,
@@ -684,3 +702,9 @@ def _gaps(facts: CheckpointFacts) -> None:
                 blocking=not covered,
             )
         )
+
+
+def _holds_mtp(facts: CheckpointFacts, shard: str) -> bool:
+    """Whether the index maps any MTP tensor to ``shard``."""
+    wm = facts.weight_map
+    return any(wm.get(n) == shard for n in facts.mtp)

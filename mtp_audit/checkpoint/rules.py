@@ -142,11 +142,15 @@ def _with_sidecar(indexed: bool) -> dict[str, str | bytes]:
     }
 
 
+#: The NextN glue norms of the examples' DeepSeek MTP layer (with eh_proj, what MTP021 asks for).
+_GLUE_NORMS = {f"model.layers.2.{n}.weight": ("BF16", [8]) for n in ("enorm", "hnorm", "shared_head.norm")}
+
+
 def _two_shards(present: int) -> dict[str, str | bytes]:
     from mtp_audit.synth.shards import tiny
 
     a = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8])}
-    b = {"model.layers.2.eh_proj.weight": ("BF16", [8, 16]), "model.layers.2.input_layernorm.weight": ("BF16", [8]), "model.layers.2.enorm.weight": ("BF16", [8])}
+    b = {"model.layers.2.eh_proj.weight": ("BF16", [8, 16]), "model.layers.2.input_layernorm.weight": ("BF16", [8]), **_GLUE_NORMS}
     files: dict[str, str | bytes] = {
         "config.json": _j({**_DS, "n_routed_experts": 0}),
         "model.safetensors.index.json": _index(
@@ -162,21 +166,21 @@ def _two_shards(present: int) -> dict[str, str | bytes]:
 def _sized(total_size_delta: int) -> dict[str, str | bytes]:
     from mtp_audit.synth.shards import tiny
 
-    t = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8]), "model.layers.2.eh_proj.weight": ("BF16", [8, 16]), "model.layers.2.input_layernorm.weight": ("BF16", [8])}
+    t = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8]), "model.layers.2.eh_proj.weight": ("BF16", [8, 16]), "model.layers.2.input_layernorm.weight": ("BF16", [8]), **_GLUE_NORMS}
     return {
         "config.json": _j({**_DS, "n_routed_experts": 0}),
         "model-00001-of-00001.safetensors": tiny(t),
-        "model.safetensors.index.json": _index({k: "model-00001-of-00001.safetensors" for k in t}, 128 + 256 + 16 + total_size_delta),
+        "model.safetensors.index.json": _index({k: "model-00001-of-00001.safetensors" for k in t}, 128 + 256 + 16 + 48 + total_size_delta),
     }
 
 
 def _ghost(ghost: bool) -> dict[str, str | bytes]:
     from mtp_audit.synth.shards import tiny
 
-    t = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8]), "model.layers.2.eh_proj.weight": ("BF16", [8, 16]), "model.layers.2.input_layernorm.weight": ("BF16", [8])}
+    t = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8]), "model.layers.2.eh_proj.weight": ("BF16", [8, 16]), "model.layers.2.input_layernorm.weight": ("BF16", [8]), **_GLUE_NORMS}
     wm = {k: "model-00001-of-00001.safetensors" for k in t}
     if ghost:
-        wm["model.layers.2.enorm.weight"] = "model-00001-of-00001.safetensors"
+        wm["model.layers.2.shared_head.head.weight"] = "model-00001-of-00001.safetensors"
     return {
         "config.json": _j({**_DS, "n_routed_experts": 0}),
         "model-00001-of-00001.safetensors": tiny(t),
@@ -187,7 +191,7 @@ def _ghost(ghost: bool) -> dict[str, str | bytes]:
 def _bad_header(bad: bool) -> dict[str, str | bytes]:
     from mtp_audit.synth.shards import tiny
 
-    t = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8]), "model.layers.2.eh_proj.weight": ("BF16", [8, 16]), "model.layers.2.input_layernorm.weight": ("BF16", [8])}
+    t = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8]), "model.layers.2.eh_proj.weight": ("BF16", [8, 16]), "model.layers.2.input_layernorm.weight": ("BF16", [8]), **_GLUE_NORMS}
     good = tiny(t)
     data = struct.pack("<Q", 10**6) + good[8:] if bad else good
     return {"config.json": _j({**_DS, "n_routed_experts": 0}), "model.safetensors": data}
@@ -444,7 +448,9 @@ MTP008 = Rule(
     severity=Severity.ERROR,
     summary="The index names shard files that are not in a folder that has shards",
     what=(
-        "When the folder holds at least one .safetensors file, every shard file named in weight_map must exist. "
+        "When the folder holds at least one .safetensors file, every shard file named in weight_map must exist; "
+        "a symlink to a missing file is missing too (a symlink that leads outside the folder is never followed: "
+        "a gap, not this rule). "
         "(A folder with no shards at all is a metadata-only audit, reported as a gap instead.)"
     ),
     why="The load fails at the first missing shard, or, with MTP in the missing shard, the draft has no weights.",
@@ -544,7 +550,7 @@ MTP012 = Rule(
     sources=("redai-studio/Relax PR #148", "https://github.com/osaurus-ai/vmlx-swift/pull/388"),
     basis="bug report",
     examples=(
-        Example(True, lambda: _ghost(True), note="weight_map lists model.layers.2.enorm.weight; the shard lacks it"),
+        Example(True, lambda: _ghost(True), note="weight_map lists model.layers.2.shared_head.head.weight; the shard lacks it"),
         Example(False, lambda: _ghost(False), note="index and header agree"),
     ),
 )
@@ -874,11 +880,46 @@ MTP020 = Rule(
 )
 
 
+MTP021 = Rule(
+    id="MTP021",
+    name="mtp-layer-without-glue",
+    analyzer="checkpoint",
+    severity=Severity.ERROR,
+    summary="A DeepSeek MTP layer ships its decoder block but not all of its glue (eh_proj, enorm, hnorm, shared_head.norm)",
+    what=(
+        "For the families whose MTP layer is DeepSeek's NextN module (DeepSeek-V3 / R1 / V3.1, DeepSeek-V3.2), fires "
+        "for each MTP layer that holds decoder-block weights but lacks one of eh_proj.weight, enorm.weight, "
+        "hnorm.weight, shared_head.norm.weight. MTP020 covers the opposite (the glue without the block). "
+        "embed_tokens and shared_head.head are not required: SGLang takes them from the target model."
+    ),
+    why=(
+        "The engines' MTP module builds those four parameters for every MTP layer (vLLM 0.33.0 deepseek_mtp.py:85-87 "
+        "enorm, hnorm, eh_proj and :61 shared_head.norm; SGLang 0.5.9 deepseek_nextn.py:94-97 and :122-123). vLLM "
+        "refuses a load that leaves a parameter uninitialised ('Following weights were not initialized from "
+        "checkpoint', 0.33.0 model_loader/default_loader.py:567-571); SGLang keeps the initial values, so the draft "
+        "projects the embedding and hidden state through garbage and nothing is accepted."
+    ),
+    fix="Export the MTP layer's eh_proj, enorm, hnorm and shared_head.norm with its decoder block, or launch without "
+        "speculative decoding.",
+    sources=("vllm 0.33.0 vllm/model_executor/models/deepseek_mtp.py:61,85-87",
+             "vllm 0.33.0 vllm/model_executor/model_loader/default_loader.py:567-571",
+             "sglang 0.5.9 sglang/srt/models/deepseek_nextn.py:94-97,122-123"),
+    basis="code",
+    examples=(
+        Example(True, {"config.json": _j(_DS), "model.safetensors.index.json": _index(
+            {**_DS_TRUNK, "model.layers.2.self_attn.o_proj.weight": "model-00001-of-00001.safetensors"})},
+            note="the MTP layer holds its attention but no eh_proj, enorm, hnorm or shared_head.norm"),
+        Example(False, {"config.json": _j(_DS), "model.safetensors.index.json": _index({**_DS_TRUNK, **_DS_MTP})},
+                note="the MTP layer holds its attention and all four glue tensors"),
+    ),
+)
+
+
 RULES: tuple[Rule, ...] = (
     MTP001, MTP002, MTP003, MTP004, MTP005, MTP006, MTP007, MTP008, MTP009, MTP010, MTP011, MTP012, MTP013, MTP014,
-    MTP015, MTP016, MTP017, MTP018, MTP019, MTP020,
+    MTP015, MTP016, MTP017, MTP018, MTP019, MTP020, MTP021,
 ) + GGUF_RULES
 
 #: Findings of these rules mean SGLang cannot use the MTP heads (``facts.engine.sglang.usable`` false).
 BLOCKS_MTP = frozenset({"MTP001", "MTP002", "MTP004", "MTP005", "MTP007", "MTP008", "MTP009", "MTP012", "MTP013", "MTP014",
-                        "MTP015", "MTP016", "MTP018", "MTP019", "MTP020"})
+                        "MTP015", "MTP016", "MTP018", "MTP019", "MTP020", "MTP021"})

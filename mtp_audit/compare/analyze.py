@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -288,8 +289,9 @@ def _kept_findings(pair: _Pair) -> list[Finding]:
 
 
 def _left_unquantized(pair: _Pair) -> list[Finding]:
-    """MTP053: the derived trunk gained quantized formats while its MTP modules stayed in high precision (info when
-    the quantization config excludes them on purpose)."""
+    """MTP053: the derived trunk gained quantized formats while its MTP modules stayed in high precision (info only
+    when the quantization config excludes every one of them: ``quantization[0].mtp_linear_excluded`` equals the
+    MTP linear module count)."""
     from mtp_audit.compare import rules as R
 
     base, derived = pair.base, pair.derived
@@ -297,8 +299,17 @@ def _left_unquantized(pair: _Pair) -> list[Finding]:
     if not new_q or _quantized(_get(derived, "mtp", "format_modules", default={})):
         return []
     excludes = _primary_quant(derived).get("mtp_exclude_patterns") or []
-    why = (f"on purpose: the quantization config excludes {', '.join(excludes)}" if excludes
-           else "and the quantization config does not exclude them")
+    n_lin = _linear_modules(derived)
+    covered = _primary_quant(derived).get("mtp_linear_excluded")
+    on_purpose = bool(excludes) and covered == n_lin
+    if on_purpose:
+        why = f"on purpose: the quantization config excludes {', '.join(excludes)}"
+    elif excludes and isinstance(covered, int):
+        why = f"and the quantization config excludes only {covered} of them ({', '.join(excludes)})"
+    elif excludes:
+        why = f"and how many of them the quantization config's {', '.join(excludes)} excludes is unknown"
+    else:
+        why = "and the quantization config does not exclude them"
     return [R.MTP053.finding(
         f"{pair.derived_name} quantized the trunk to {'/'.join(sorted(new_q))} but left its {_linear_modules(derived)} MTP "
         f"linear modules {_get(derived, 'mtp', 'format')} ({_bytes_text(derived)}), {why}",
@@ -306,7 +317,7 @@ def _left_unquantized(pair: _Pair) -> list[Finding]:
         evidence=(Evidence("derived.trunk_format", str(_get(derived, "trunk", "format"))),
                   Evidence("derived.mtp_format", str(_get(derived, "mtp", "format"))),
                   Evidence("derived.mtp_bytes", str(pair.d_bytes)), Evidence("base.mtp_format", str(_get(base, "mtp", "format")))),
-        severity=Severity.INFO if excludes else None)]
+        severity=Severity.INFO if on_purpose else None)]
 
 
 def _change_findings(pair: _Pair, changes: list[dict[str, Any]]) -> list[Finding]:
@@ -370,7 +381,8 @@ def compare_reports(base: Report, derived: Report) -> Report:
                                                derived_name=derived_name)
         side_gaps = [Gap(ANALYZER, f"{label} ({r.targets[0].name if r.targets else label}): {g.message}", g.path, g.blocking)
                      for label, r in (("base", base), ("derived", derived)) for g in r.gaps]
-        return Report.build(ANALYZER, f"{base_name} -> {derived_name}", findings=gguf_findings, gaps=side_gaps,
+        return Report.build(ANALYZER, f"{base_name} -> {derived_name}", findings=gguf_findings + _side_errors(base, derived),
+                            gaps=side_gaps,
                             facts=gguf_doc, rule_ids=[r.id for r in R.GGUF_RULES])
     gaps: list[Gap] = []
     sides = {"base": base.facts.get("checkpoint"), "derived": derived.facts.get("checkpoint")}
@@ -403,11 +415,23 @@ def compare_reports(base: Report, derived: Report) -> Report:
     return Report.build(
         ANALYZER,
         f"{base_name} -> {derived_name}",
-        findings=findings,
+        findings=findings + _side_errors(base, derived),
         gaps=gaps,
         facts=doc,
         rule_ids=[r.id for r in R.RULES if r not in R.GGUF_RULES],
     )
+
+
+def _side_errors(base: Report, derived: Report) -> list[Finding]:
+    """Each side's own error findings (a missing shard, a malformed header, an exclusion list that misses MTP
+    modules), carried into the compare report with their rule ids, the message prefixed ``base (NAME):`` or
+    ``derived (NAME):``: a derived checkpoint that cannot load is never a passing comparison."""
+    out: list[Finding] = []
+    for label, report in (("base", base), ("derived", derived)):
+        name = report.targets[0].name if report.targets else label
+        out += [replace(f, message=f"{label} ({name}): {f.message}") for f in report.findings
+                if f.severity is Severity.ERROR]
+    return out
 
 
 def compare_checkpoints(

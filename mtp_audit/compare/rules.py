@@ -207,7 +207,10 @@ MTP053 = Rule(
     what=(
         "Compares storage formats: fires when DERIVED's trunk uses a quantized format BASE's trunk did not "
         "(NVFP4, FP8, INT4...) while DERIVED's MTP linears are all unquantized. The message gives the MTP bytes. "
-        "Info instead of warning when DERIVED's quantization config excludes the MTP modules on purpose."
+        "Info instead of warning when DERIVED's quantization config excludes every MTP linear module on purpose "
+        "(an exclusion list that covers only some of them stays a warning, and the checkpoint's own MTP007 comes "
+        "with it). Each side's own checkpoint errors (MTP008, MTP013, MTP007...) are carried into the compare "
+        "report, prefixed with the side."
     ),
     why=(
         "An unquantized MTP layer costs memory (Qwen3.5-397B-A17B NVFP4 keeps 1,553 BF16 MTP tensors, about 13 GB) "
