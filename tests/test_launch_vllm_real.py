@@ -347,6 +347,19 @@ def test_num_speculative_tokens_beyond_the_batch_budget(capsys, k: int, extra: l
     assert "(vllm/config/vllm.py:2371, ValueError at config creation, before the model loads)" in out
 
 
+def test_batch_budget_refusal_renders_as_json_with_its_evidence_location(tmp_path: Path) -> None:
+    # the evidence points at the VllmConfig check (vllm/config/vllm.py:2371 in 0.33.0): a Location, so JSON (and SARIF's
+    # relatedLocations) can render it; a plain string there crashed the JSON writer
+    out = tmp_path / "r.json"
+    rc = main(["launch", "--vllm", str(vllm_wheel("0.33.0")), "--facts", str(H200), "-f", "json", "-o", str(out), "--",
+               "vllm", "serve", str(MIMO), "--speculative-config", '{"method":"mtp","num_speculative_tokens":3}',
+               "--max-num-batched-tokens", "3"])
+    assert rc == 1
+    f = [x for x in json.loads(out.read_text())["findings"] if x["rule_id"] == "MTP320"]
+    assert [e for e in f[0]["evidence"] if e["label"] == "num_lookahead_tokens"] == [
+        {"label": "num_lookahead_tokens", "value": "3", "location": {"path": "vllm/config/vllm.py", "line": 2371}}]
+
+
 def test_num_speculative_tokens_below_the_proven_bound_is_not_reported() -> None:
     # 40,000 > every default table value, but the default also follows max_model_len: no bound is claimed below 640,000
     r, f = _run("0.33.0", "vllm", "serve", str(MIMO), "--speculative-config", '{"method":"mtp","num_speculative_tokens":40000}')

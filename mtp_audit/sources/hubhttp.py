@@ -39,7 +39,7 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import huggingface_hub
 from huggingface_hub.utils import get_session
@@ -63,14 +63,18 @@ def _http_library() -> Any:
 
         return httpx2
     if major == 1:
-        import httpx
+        # huggingface_hub 1.x's client library: absent where 2.x is installed (httpx2, the names mypy checks against)
+        import httpx  # type: ignore[import-not-found]
 
         return httpx
     raise ImportError(f"huggingface_hub {huggingface_hub.__version__} is too old for hub audits: "
                       "pip install 'huggingface_hub>=1.3'")
 
 
-hx = _http_library()
+if TYPE_CHECKING:  # the same names in httpx (huggingface_hub 1.x) and httpx2 (2.x); mypy checks them against httpx2
+    import httpx2 as hx
+else:
+    hx = _http_library()
 
 #: Status codes retried once (rate limit and transient server errors), as huggingface_hub's
 #: ``_DEFAULT_RETRY_ON_STATUS_CODES`` minus 408.

@@ -232,10 +232,12 @@ def _connection(parts: urllib.parse.SplitResult, timeout: float) -> tuple[http.c
         pair = f"{urllib.parse.unquote(proxy.username)}:{urllib.parse.unquote(proxy.password or '')}"
         auth = {"Proxy-Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
     if https:
-        conn = http.client.HTTPSConnection(proxy.hostname or "", proxy.port, timeout=timeout, context=ssl.create_default_context())
-        conn.set_tunnel(host, port, headers=auth)
-        return conn, False
+        tunnel = http.client.HTTPSConnection(proxy.hostname or "", proxy.port, timeout=timeout, context=ssl.create_default_context())
+        tunnel.set_tunnel(host, port, headers=auth)
+        return tunnel, False
     conn = http.client.HTTPConnection(proxy.hostname or "", proxy.port, timeout=timeout)
+    # our own attribute on the connection, not http.client's: _send reads it back with getattr to add the proxy's
+    # credentials to each request sent through a plain-HTTP proxy
     conn.proxy_headers = auth  # type: ignore[attr-defined]
     return conn, True
 

@@ -217,7 +217,8 @@ class _TreeReader:
     read once, bounded like every read of the tree; ``None``: not in the tree)."""
 
     def __init__(self, tree: VllmTree) -> None:
-        self.tree, self.seen = tree, {}
+        self.tree = tree
+        self.seen: dict[str, bytes | None] = {}
 
     def get(self, rel: str, default: Any = None) -> Any:
         if rel not in self.seen:
@@ -235,7 +236,7 @@ def link_speculators(tree: VllmTree, facts: dict[str, Any], gaps: list[Gap]) -> 
     spec_rel = tree.roles.get("spec")
     data = tree.read(spec_rel) if spec_rel else None
     module = parse_source(spec_rel, data)[0] if spec_rel and data is not None else None
-    if module is None:
+    if module is None or not spec_rel:
         return
     table = speculator_table(module, spec_rel, _TreeReader(tree), str(tree.version))
     if table is None:

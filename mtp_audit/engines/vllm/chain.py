@@ -358,7 +358,7 @@ class _CondNode(ast.AST):
         self.node = node
 
 
-def _start_keys(fn: ast.FunctionDef, consts: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
+def _start_keys(fn: ast.FunctionDef | ast.AsyncFunctionDef, consts: dict[str, dict[str, Any]]) -> list[tuple[str, str]]:
     """(field, literal) pairs the function tests: ``("model_type", "deepseek_v3")``, ``("arch", "MiMoForCausalLM")``."""
     arch_names = {"initial_architecture", "arch", "architectures", "architecture"}
     keys: list[tuple[str, str]] = []
@@ -396,7 +396,7 @@ def _start_keys(fn: ast.FunctionDef, consts: dict[str, dict[str, Any]]) -> list[
     return out
 
 
-def simulate(fn: ast.FunctionDef, consts: dict[str, dict[str, Any]], model_type: str | None, arch: str | None) -> dict[str, Any]:
+def simulate(fn: ast.FunctionDef | ast.AsyncFunctionDef, consts: dict[str, dict[str, Any]], model_type: str | None, arch: str | None) -> dict[str, Any]:
     """Run ``hf_config_override`` on a config with this ``model_type`` / first architecture (``None``:
     a value equal to no literal). Returns ``{"model_type", "architectures", "steps", "conditional",
     "dynamic", "n_predict_from", "text_config_line", "stopped"}``; ``architectures`` is ``None`` when
@@ -425,7 +425,7 @@ def simulate(fn: ast.FunctionDef, consts: dict[str, dict[str, Any]], model_type:
     }
 
 
-def simulate_all(fn: ast.FunctionDef, consts: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def simulate_all(fn: ast.FunctionDef | ast.AsyncFunctionDef, consts: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """One :func:`simulate` per start key that ends in a written architecture or a changed
     ``model_type``; each result gains ``"key": "model_type"|"arch"`` and ``"value"``."""
     out = []

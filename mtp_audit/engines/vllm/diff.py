@@ -76,15 +76,15 @@ def diff_facts(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[Finding],
     oc = {(c["key"], c["value"]): c for c in old.get("draft_chains", [])}
     nc = {(c["key"], c["value"]): c for c in new.get("draft_chains", [])}
     ch["draft_chains"] = {"added": [list(k) for k in sorted(set(nc) - set(oc))], "removed": [list(k) for k in sorted(set(oc) - set(nc))], "changed": []}
-    for k in sorted(set(oc) - set(nc)):
-        out.append(BY_ID["MTP423"].finding(f"draft chain {k[0]} {k[1]} -> {', '.join(oc[k]['architectures'] or [])} is gone "
-                                           f"(old version's {oc[k]['location']})", loc(oc[k]["location"])))
-    for k in sorted(set(oc) & set(nc)):
-        if (oc[k]["architectures"] or []) != (nc[k]["architectures"] or []):
-            ch["draft_chains"]["changed"].append([*k, oc[k]["architectures"], nc[k]["architectures"]])
+    for ck in sorted(set(oc) - set(nc)):
+        out.append(BY_ID["MTP423"].finding(f"draft chain {ck[0]} {ck[1]} -> {', '.join(oc[ck]['architectures'] or [])} is gone "
+                                           f"(old version's {oc[ck]['location']})", loc(oc[ck]["location"])))
+    for ck in sorted(set(oc) & set(nc)):
+        if (oc[ck]["architectures"] or []) != (nc[ck]["architectures"] or []):
+            ch["draft_chains"]["changed"].append([*ck, oc[ck]["architectures"], nc[ck]["architectures"]])
             out.append(BY_ID["MTP423"].finding(
-                f"draft chain {k[0]} {k[1]} now ends in {', '.join(nc[k]['architectures'] or ['(none)'])} "
-                f"(was {', '.join(oc[k]['architectures'] or ['(none)'])})", loc(nc[k]["arch_location"] or nc[k]["location"]), severity=Severity.INFO))
+                f"draft chain {ck[0]} {ck[1]} now ends in {', '.join(nc[ck]['architectures'] or ['(none)'])} "
+                f"(was {', '.join(oc[ck]['architectures'] or ['(none)'])})", loc(nc[ck]["arch_location"] or nc[ck]["location"]), severity=Severity.INFO))
     _diff_fields(old, new, out, ch)
     _diff_speculators(old, new, out, ch)
     return out, ch

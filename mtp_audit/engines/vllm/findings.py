@@ -94,7 +94,7 @@ def _draft_findings(facts: dict[str, Any], out: list[Finding]) -> None:
                        + (" (conditional)" if c["conditional"] else "") + (" (dynamic)" if c["dynamic"] else ""), loc(c["arch_location"] or c["location"]))
               for c in shown]
         link = ((facts.get("override") or {}).get("link") or {})
-        how = {"direct": "passed directly as hf_overrides", "composed": "composed by compose_draft_hf_overrides"}.get(link.get("how"), "link not proven")
+        how = {"direct": "passed directly as hf_overrides", "composed": "composed by compose_draft_hf_overrides"}.get(str(link.get("how")), "link not proven")
         out.append(BY_ID["MTP404"].finding(
             f"hf_config_override rewrites the draft config for {len(chains)} model types / architectures ({how}); "
             "every rewrite is silent", loc((facts.get("override") or {}).get("location")),
@@ -156,7 +156,8 @@ def _proposer_findings(facts: dict[str, Any], out: list[Finding]) -> None:
     for key in ("mtp", "deepseek_mtp"):
         v1 = (props.get("v1") or {}).get(key)
         v2 = (props.get("v2") or {}).get(key)
-        if not (v1 or v2):
+        shown = v1 or v2
+        if not shown:
             continue
         parts = []
         if v1:
@@ -165,6 +166,6 @@ def _proposer_findings(facts: dict[str, Any], out: list[Finding]) -> None:
             parts.append("V2 runner: " + " / ".join(f"{p['class']}" + ("" if p["when"] == "always" else f" ({p['when'][:80]})") for p in v2))
         out.append(BY_ID["MTP411"].finding(
             f"method '{key}' runs {'; '.join(parts)}; runner default: {runner.get('default', 'v1')}",
-            loc((v1 or v2)[-1]["location"]),
+            loc(shown[-1]["location"]),
             evidence=[Evidence(p["class"], p["when"], loc(p["location"])) for p in (v1 or []) + (v2 or [])][:8]))
         break

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
 from mtp_audit.engines.code.pyast import dotted as _dotted
 from mtp_audit.engines.code.pyast import is_log_call
@@ -60,7 +60,7 @@ class _Guard:
         return {"test": _src(self.node.test), "negated": self.negated, "line": self.node.lineno}
 
 
-def _is_self_attr(node: ast.AST, name: str | None = None) -> bool:
+def _is_self_attr(node: ast.AST, name: str | None = None) -> TypeGuard[ast.Attribute]:
     return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" and (
         name is None or node.attr == name)
 
@@ -139,7 +139,7 @@ def _walk_writes(stmts: list[ast.stmt], guards: list[_Guard], out: list[dict[str
                     out.append(_classify(t.attr, st, guards, stmts, consts, func))
 
 
-def _classify(field: str, st: ast.stmt, guards: list[_Guard], siblings: list[ast.stmt], consts: dict[str, dict[str, Any]],
+def _classify(field: str, st: ast.Assign | ast.AnnAssign | ast.AugAssign, guards: list[_Guard], siblings: list[ast.stmt], consts: dict[str, dict[str, Any]],
               func: str) -> dict[str, Any]:
     """One rewrite ``self.<field> = value`` with its guard and kind.
 
@@ -150,7 +150,8 @@ def _classify(field: str, st: ast.stmt, guards: list[_Guard], siblings: list[ast
     ``target_model_config``), ``inherited-quantization``, ``forced`` (anything else on a field the
     user may set, e.g. ``enforce_eager = True`` for DeepSeek-V3.2 in 0.11.0-0.28.0).
     """
-    value = st.value  # type: ignore[union-attr]
+    value = st.value
+    assert value is not None  # the caller passes only writes with a value (a bare annotation writes nothing)
     logs = [s for s in siblings if isinstance(s, ast.Expr) and is_log_call(s.value)]
     lit = value.value if isinstance(value, ast.Constant) else None
     rec: dict[str, Any] = {
@@ -196,7 +197,7 @@ def _classify(field: str, st: ast.stmt, guards: list[_Guard], siblings: list[ast
     elif rec["kind"] == "forced" and field == "method" and any(
             field_test(g.node.test, "method", consts) is not None for g in guards if not g.negated):
         rec["kind"] = "normalisation"
-    elif rec["kind"] == "forced" and field == "model" and any(field_test(g.node.test, "model", consts) and field_test(g.node.test, "model", consts)["op"] == "is None"
+    elif rec["kind"] == "forced" and field == "model" and any((ft := field_test(g.node.test, "model", consts)) and ft["op"] == "is None"
                                          for g in guards if not g.negated):
         rec["kind"] = "default-fill"
     return rec
@@ -348,7 +349,7 @@ def _post_init_arch_writes(post: ast.AST) -> list[dict[str, Any]]:
     from mtp_audit.engines.vllm.chain import render_target
 
     for n in ast.walk(post):
-        vals: list[ast.AST] = []
+        vals: list[ast.expr] = []
         if isinstance(n, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "architectures" and not _is_self_attr(t) for t in n.targets):
             vals = [n.value]
         elif isinstance(n, ast.Dict):
@@ -381,12 +382,12 @@ def _n_predict_rules(post: ast.AST) -> dict[str, Any]:
             out["divisible_line"] = n.lineno
         elif isinstance(n, ast.Call) and is_log_call(n) and "same MTP layer" in _strings_in(n) and out["reuse_warning_line"] is None:
             out["reuse_warning_line"] = n.lineno
-            p = parents.get(id(n))
-            while p is not None and not isinstance(p, ast.If):
-                p = parents.get(id(p))
-            if p is not None:
-                out["reuse_warning_condition"] = _src(p.test)[:240]
-                skips = [c.value for c in ast.walk(p.test) if isinstance(c, ast.Constant) and isinstance(c.value, str)]
+            up = parents.get(id(n))
+            while up is not None and not isinstance(up, ast.If):
+                up = parents.get(id(up))
+            if up is not None:
+                out["reuse_warning_condition"] = _src(up.test)[:240]
+                skips = [c.value for c in ast.walk(up.test) if isinstance(c, ast.Constant) and isinstance(c.value, str)]
                 out["reuse_warning_skips"] = skips
     return out
 
@@ -434,8 +435,9 @@ def scan_registry(rel: str, data: bytes) -> dict[str, Any]:
                 continue
             if target.id == "_PREVIOUSLY_SUPPORTED_MODELS":
                 removed[k.value] = {"line": k.lineno, "value": _src(v)[:80]}
-            elif isinstance(v, ast.Tuple) and len(v.elts) >= 2 and all(isinstance(e, ast.Constant) for e in v.elts[:2]):
-                archs.setdefault(k.value, {"dict": target.id, "line": k.lineno, "module": v.elts[0].value, "class": v.elts[1].value})
+            elif isinstance(v, ast.Tuple) and len(v.elts) >= 2 and isinstance(mod := v.elts[0], ast.Constant) \
+                    and isinstance(klass := v.elts[1], ast.Constant):
+                archs.setdefault(k.value, {"dict": target.id, "line": k.lineno, "module": mod.value, "class": klass.value})
     return {"gap": None, "archs": archs, "removed": removed}
 
 
@@ -559,7 +561,7 @@ def scan_tu_config(rel: str, data: bytes) -> dict[str, Any]:
         if isinstance(fn, ast.FunctionDef) and fn.name == "maybe_override_with_speculators":
             merged = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "update" and n.args
                          and isinstance(n.args[0], ast.Name) and n.args[0].id == "vllm_speculative_config" for n in ast.walk(fn))
-            logs = [n.lineno for n in ast.walk(fn) if is_log_call(n)]
+            logs = [n.lineno for n in ast.walk(fn) if isinstance(n, ast.Call) and is_log_call(n)]
             swap = next((n.lineno for n in ast.walk(fn) if isinstance(n, ast.Assign) and any(
                 isinstance(t, ast.Name) and t.id == "model" for t in n.targets) and "verifier" in _src(n.value)), None)
             return {"gap": None, "speculators": {"line": fn.lineno, "merges_user_config": merged, "logged": bool(logs),

@@ -165,7 +165,7 @@ class SpeculatorLink:
         r = self.replay_of(dotted)
         node = next((n for n in self.trees.get(r.rel, ast.Module(body=[], type_ignores=[])).body
                      if isinstance(n, ast.ClassDef) and n.name == name), None) if r is not None else None
-        if node is None or depth > 12:
+        if node is None or r is None or depth > 12:
             return None
         obj = Obj(name, {"__class__": True, "__name__": name, "__qualname__": f"{dotted}.{name}"})
         self.classes[key] = obj
@@ -333,7 +333,9 @@ def _module_values(r: Replay, module: ast.Module) -> None:
     """Module-level names the static pass left unknown, evaluated by the replay in source order (``_CONFIG_BY_METHOD``
     built with ``_builtin(module, name)`` calls; ``_CUSTOM_CONFIGS: dict = {}``)."""
     for st in module.body:
-        targets = st.targets if isinstance(st, ast.Assign) else [st.target] if isinstance(st, ast.AnnAssign) else []
+        if not isinstance(st, (ast.Assign, ast.AnnAssign)):
+            continue
+        targets = st.targets if isinstance(st, ast.Assign) else [st.target]
         if len(targets) != 1 or not isinstance(targets[0], ast.Name) or st.value is None or targets[0].id in r.globals:
             continue
         p = Path(frames=[{}])

@@ -95,6 +95,12 @@ class VllmTree:
     _zip: zipfile.ZipFile | None = None
     _fh: object = None
     _started: float = field(default_factory=time.monotonic)
+    #: a folder tree's ``vllm`` package directory (``None`` for a wheel)
+    _pkg: Path | None = None
+    #: a wheel's ``.py`` members that are not symlinks, by name (``None`` for a folder tree)
+    _members: dict[str, zipfile.ZipInfo] | None = None
+    #: a wheel's ``.so`` member names (``None`` for a folder tree)
+    _compiled: list[str] | None = None
 
     def read(self, rel: str) -> bytes | None:
         """Bytes of ``rel`` (bounded by :data:`MAX_SOURCE_BYTES`, :data:`MAX_TOTAL_BYTES` and
@@ -154,13 +160,13 @@ class VllmTree:
             return True
         if not rel.startswith("vllm/") or not rel.endswith(".py") or ".." in rel.split("/"):
             return False
-        members = getattr(self, "_members", None)
+        members = self._members
         if members is not None:
             if rel in members:
                 self.files[rel] = members[rel]
                 return True
             return False
-        pkg = getattr(self, "_pkg", None)
+        pkg = self._pkg
         if pkg is None:
             return False
         full = pkg / rel[len("vllm/"):]
@@ -179,10 +185,10 @@ class VllmTree:
         ``..._vllm_fa3_C.abi3.so`` or ``....cpython-312-x86_64-linux-gnu.so``); a source checkout has none."""
         if not stem.startswith("vllm/") or ".." in stem.split("/"):
             return False
-        compiled = getattr(self, "_compiled", None)
+        compiled = self._compiled
         if compiled is not None:
             return any(c.startswith(stem + ".") for c in compiled)
-        pkg = getattr(self, "_pkg", None)
+        pkg = self._pkg
         if pkg is None:
             return False
         folder, _, name = (pkg / stem[len("vllm/"):]).as_posix().rpartition("/")

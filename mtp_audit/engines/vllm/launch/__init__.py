@@ -8,7 +8,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mtp_audit.engines.base import DraftMemory, DraftQuestion, Engine, EngineOutcome, LaunchRequest, LogDialect, PinCheck, open_release
+from mtp_audit.engines.base import (
+    DraftMemory,
+    DraftQuestion,
+    Engine,
+    EngineOutcome,
+    LaunchRequest,
+    LogDialect,
+    PinCheck,
+    open_release,
+)
 from mtp_audit.engines.vllm.launch import parity as P
 from mtp_audit.report import Gap
 

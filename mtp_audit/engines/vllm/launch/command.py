@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
-from mtp_audit.errors import InputError
 from mtp_audit.engines.argv import split_env_prefix
+from mtp_audit.errors import InputError
 
 ENTRY_VLLM_SERVE = "vllm serve"
 ENTRY_VLLM_API_SERVER = "python -m vllm.entrypoints.openai.api_server"
@@ -225,9 +225,9 @@ def _take_option(cmd: VllmCommand, st: _SpecParts, opt: str, val: str | None, i:
     """Record one option: the three speculative-config spellings (dotted, JSON, ``--spec-*``) or a plain option."""
     if opt.startswith("--speculative-config."):
         key = opt.split(".", 1)[1]
-        v = _dotted_value(val) if val is not None else None
-        st.dotted[key] = v
-        cmd.spec_sources.append(SpecSource(i, consumed, "dotted", opt, {key.replace("-", "_"): v}))
+        dv = _dotted_value(val) if val is not None else None
+        st.dotted[key] = dv
+        cmd.spec_sources.append(SpecSource(i, consumed, "dotted", opt, {key.replace("-", "_"): dv}))
     elif opt == "--speculative-config":
         cmd.options[opt] = val
         st.json = _spec_json_value(cmd, val)

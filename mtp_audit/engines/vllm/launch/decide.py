@@ -14,7 +14,14 @@ from __future__ import annotations
 from typing import Any
 
 from mtp_audit.engines.outcome import loc_of
-from mtp_audit.engines.vllm.launch.spec_config_replay import R_UNKNOWN, DraftFacts, LaunchKnowns, SpecReplay, n_predict_of, replay_spec_config
+from mtp_audit.engines.vllm.launch.spec_config_replay import (
+    R_UNKNOWN,
+    DraftFacts,
+    LaunchKnowns,
+    SpecReplay,
+    n_predict_of,
+    replay_spec_config,
+)
 from mtp_audit.report import Evidence, Severity
 
 
@@ -117,7 +124,8 @@ def vocab_size_of(model: Any, cwd: Any) -> int | None:
     cfg, _why = model_config_json(model, cwd) if isinstance(model, str) else (None, None)
     if not isinstance(cfg, dict):
         return None
-    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+    tc = cfg.get("text_config")
+    text = tc if isinstance(tc, dict) else cfg
     v = text.get("vocab_size")
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 

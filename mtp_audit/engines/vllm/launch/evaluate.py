@@ -32,7 +32,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from mtp_audit.errors import InputError
 from mtp_audit.engines.base import Analyzers
 from mtp_audit.engines.outcome import fmt_bytes, fp4_needed, loc_of, mtp_errors_as_warnings, scope_gaps
 from mtp_audit.engines.vllm.launch.command import (
@@ -45,6 +44,7 @@ from mtp_audit.engines.vllm.launch.command import (
 from mtp_audit.engines.vllm.launch.depth import check_depth
 from mtp_audit.engines.vllm.launch.lookahead import check_lookahead
 from mtp_audit.engines.vllm.launch.spec_config_replay import UNKNOWN, Evaluator, n_predict_of
+from mtp_audit.errors import InputError
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
 
 ANALYZER = "launch"
@@ -529,7 +529,7 @@ def _no_proposer(ctx: VCtx, vf: dict[str, Any], r: str, which: str) -> None:
                 f"{ctx.method!r}, and whether the {r.upper()} runner has one, is not decided", blocking=True)
         return
     ctx.reject(f"the {r.upper()} runner has no proposer for method {ctx.method!r}",
-               evidence=[Evidence(f"{r} dispatch", ", ".join(sorted(((vf.get('proposers') or {}).get(r) or {}))) or "none")],
+               evidence=[Evidence(f"{r} dispatch", ", ".join(sorted((vf.get('proposers') or {}).get(r) or {})) or "none")],
                remediation="use a method this vLLM's runner dispatches (mtp-audit vllm lists proposers)")
 
 

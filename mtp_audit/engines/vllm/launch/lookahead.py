@@ -33,6 +33,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from mtp_audit.engines.outcome import loc_of
 from mtp_audit.report import Evidence
 
 #: the ``VllmConfig`` check (``vllm/config/vllm.py:2371`` in 0.33.0); a release without it is not checked
@@ -75,7 +76,7 @@ def _reject(ctx: Any, lookahead: int, budget: str, where: str) -> None:
             f"={lookahead if ctx.method != 'dflash' else lookahead - 1} needs num_lookahead_tokens={lookahead} draft slots per "
             f"request and {budget} is not larger: 'VllmConfig does not have enough slots to schedule a token and support "
             f"the speculative decoding settings' ({where}, ValueError at config creation, before the model loads)",
-            "--speculative-config", evidence=[Evidence("num_lookahead_tokens", str(lookahead), where)],
+            "--speculative-config", evidence=[Evidence("num_lookahead_tokens", str(lookahead), loc_of(where))],
             remediation="lower num_speculative_tokens to the checkpoint's MTP layers (or a small multiple of them)")
 
 

@@ -9,11 +9,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from mtp_audit.engines.argv import shell_join
-from mtp_audit.engines.outcome import fmt_bytes, fp4_text
 from mtp_audit.engines.outcome import (
     COULD_NOT_TELL,
     FIX_FIRST,
     GO,
+    fmt_bytes,
+    fp4_text,
     verdict,
     verdict_sentence,
 )

@@ -83,11 +83,11 @@ def find_class(sources: Any, rel: str, name: str, depth: int = 0) -> tuple[str, 
     for node in module.body:
         if isinstance(node, ast.ClassDef) and node.name == name:
             return rel, name
-    for node in ast.walk(module):
-        if isinstance(node, ast.ImportFrom):
-            for a in node.names:
+    for sub in ast.walk(module):
+        if isinstance(sub, ast.ImportFrom):
+            for a in sub.names:
                 if (a.asname or a.name) == name:
-                    target = module_rel(sources, rel, node)
+                    target = module_rel(sources, rel, sub)
                     if target is not None:
                         return find_class(sources, target, a.name, depth + 1)
     return None

@@ -13,7 +13,7 @@ from mtp_audit.report import Severity
 from mtp_audit.report.rules import Example, Rule
 from mtp_audit.synth.launch import SM120_ENV, checkpoint_files
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 
 def R(id: str, name: str, sev: Severity, summary: str, what: str, why: str, fix: str, sources: tuple[str, ...], basis: str,
@@ -397,7 +397,7 @@ RULES: tuple[Rule, ...] = (
       (Example(True, lambda: dict(_vfiles(), **{"vl/vllm/model_executor/models/registry.py": _VL_REGISTRY.replace('    "Qwen3_5MoeMTP": ("qwen3_5_mtp", "Qwen3_5MoeMTP"),\n', "")}),
                _VS + _spec(method="mtp", num_speculative_tokens=1), "Qwen3_5MoeMTP is not registered"),
        _vex(False, "Qwen3_5MoeMTP is registered", _VS + _spec(method="mtp", num_speculative_tokens=1)))),
-    R("MTP323", "vllm-num-speculative-tokens", I, "num_speculative_tokens against the checkpoint's MTP layers",
+    R("MTP323", "vllm-num-speculative-tokens", INFO, "num_speculative_tokens against the checkpoint's MTP layers",
       "Reads the draft's n_predict the way hf_config_override does (num_nextn_predict_layers, text_config."
       "mtp_num_hidden_layers, ... as declared in config.json) and applies vLLM's rules: not given -> silently the layer count "
       "(only where no earlier statement raises: with a model given, the MTP auto-detection compares num_speculative_tokens > 1 "
@@ -420,7 +420,7 @@ RULES: tuple[Rule, ...] = (
       "real checkpoint",
       (_vex(True, "mtp on a checkpoint without mtp.* tensors", _VS + _spec(method="mtp", num_speculative_tokens=1), mtp=False),
        _vex(False, "mtp on a checkpoint with its MTP layer", _VS + _spec(method="mtp", num_speculative_tokens=1)))),
-    R("MTP325", "vllm-mtp-heads-unused", I, "The checkpoint carries MTP heads but the vLLM command has no speculative config",
+    R("MTP325", "vllm-mtp-heads-unused", INFO, "The checkpoint carries MTP heads but the vLLM command has no speculative config",
       "Fires when the checkpoint has MTP tensors and the command gives no --speculative-config (nor --spec-*).",
       "vLLM skips the MTP weights and decodes one token per step; the heads shipped for faster decoding are idle.",
       "Add --speculative-config '{\"method\":\"mtp\",\"num_speculative_tokens\":N}' (N = the MTP layer count) if memory allows.",
@@ -595,7 +595,7 @@ RULES = RULES + (
        _dex(False, "-pp 2 with MTP; the draft class implements SupportsPP", _VS + _MTP_SPEC + ("-pp", "2"),
             pp_spec=_VL_PP_SPEC, mtp_pp=True),
        _dex(False, "no -pp", _VS + _MTP_SPEC, pp_spec=_VL_PP_SPEC))),
-    R("MTP338", "vllm-mtp-memory-per-gpu", I, "Memory the MTP draft's weights take on each GPU at load",
+    R("MTP338", "vllm-mtp-memory-per-gpu", INFO, "Memory the MTP draft's weights take on each GPU at load",
       "Divides the checkpoint's MTP bytes (exact from safetensors headers, else estimated from config) by "
       "--tensor-parallel-size (vLLM builds the MTP layer with the target's TP) and compares them with the smallest GPU "
       "the preflight saw: info below 10% of a GPU, warning from 10%, error above it. The figure is the load-time peak; "

@@ -159,7 +159,10 @@ class Evaluator:
             v = self.ev(f.value)
             return v.lower() if isinstance(v, str) else UNKNOWN
         if isinstance(f, ast.Name) and f.id == "getattr" and len(n.args) in (2, 3) and isinstance(n.args[1], ast.Constant):
-            key = f"{ast.unparse(n.args[0])}.{n.args[1].value}"
+            name = n.args[1].value
+            if not isinstance(name, str):  # getattr(x, b"a") raises TypeError in Python: no value here
+                return UNKNOWN
+            key = f"{ast.unparse(n.args[0])}.{name}"
             if key in self.env:
                 return self.env[key]
             return UNKNOWN
@@ -538,9 +541,10 @@ def pydantic_refusal(r: Replay, view: Any, spec: dict[str, Any]) -> Any:
         if isinstance(st, _ast.AnnAssign) and isinstance(st.target, _ast.Name) and "ClassVar" not in _ast.unparse(st.annotation):
             call = st.value if isinstance(st.value, _ast.Call) else None
             kw = {k.arg: k.value for k in call.keywords} if call is not None else {}
-            if isinstance(kw.get("init"), _ast.Constant) and kw["init"].value is False:
+            init = kw.get("init")
+            if isinstance(init, _ast.Constant) and init.value is False:
                 continue
-            fields[st.target.id] = {k: kw[k].value for k in ("gt", "ge") if isinstance(kw.get(k), _ast.Constant)}
+            fields[st.target.id] = {k: c.value for k in ("gt", "ge") if isinstance(c := kw.get(k), _ast.Constant)}
     errors = [f"{k}: Unexpected keyword argument" for k in spec if k not in fields]
     for k, bounds in fields.items():
         v = spec.get(k)
@@ -552,7 +556,10 @@ def pydantic_refusal(r: Replay, view: Any, spec: dict[str, Any]) -> Any:
     if not errors:
         return None
     n = len(errors)
-    return Raised("ValidationError", f"{n} validation error{'s' if n > 1 else ''} for SpeculativeConfig: " + "; ".join(errors), None)
+    # no file:line: pydantic raises it, not the replayed code; decide.py reads a falsy location as exactly that. Raised
+    # declares ``location: str`` for the replayer's own raises (engines/code, shared with sglang, whose readers need a str)
+    return Raised("ValidationError", f"{n} validation error{'s' if n > 1 else ''} for SpeculativeConfig: " + "; ".join(errors),
+                  None)  # type: ignore[arg-type]
 
 
 def _link(view: Any, module: Any, r: Replay, hooks: _Hooks) -> Any:
