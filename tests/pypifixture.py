@@ -69,7 +69,7 @@ def _handler(index: Index) -> type[BaseHTTPRequestHandler]:
             if (name, version) not in index.wheels:
                 return self._send(404, b'{"message": "Not Found"}')
             doc = {"info": {"name": name, "version": version},
-                   "urls": [{"filename": "%s-%s.tar.gz" % (name, version), "url": index.file_url("x.tar.gz"),
+                   "urls": [{"filename": f"{name}-{version}.tar.gz", "url": index.file_url("x.tar.gz"),
                              "packagetype": "sdist", "size": 1},
                             index.entry((name, version))]}
             self._send(200, json.dumps(doc).encode(), "application/json")

@@ -68,7 +68,7 @@ def test_deepseek_v3_dtype_counts_from_headers(deepseek):
 
     src = LocalSource(deepseek)
     counts: Counter[str] = Counter()
-    for rel, hdr in src.read_headers([p.name for p in deepseek.glob("*.safetensors")]).items():
+    for _rel, hdr in src.read_headers([p.name for p in deepseek.glob("*.safetensors")]).items():
         counts.update(t.dtype for t in hdr.tensors.values())
     assert counts == {"BF16": 316, "F8_E4M3": 45808, "F32": 45867}
 

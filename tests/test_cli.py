@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from mtp_audit import __version__
-from mtp_audit.cli.outputs import write_atomic
 from mtp_audit.cli.main import main
+from mtp_audit.cli.outputs import write_atomic
 from mtp_audit.errors import InputError
 
 

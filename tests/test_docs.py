@@ -9,8 +9,8 @@ import shlex
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, cache_dir
+
 from mtp_audit.cli.main import main
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -97,6 +97,7 @@ def _local(argv: list[str]) -> list[str]:
     """``argv`` with each wheel name and each release version replaced by a local file: an sglang wheel downloaded
     into the test cache (:func:`conftest.sglang_wheel`), a vLLM wheel's members fetched into it (:func:`_release`)."""
     from conftest import sglang_wheel
+
     from mtp_audit.sources.pypi import is_version
 
     out: list[str] = []

@@ -123,7 +123,7 @@ def _pairs(name: str, existing_file: str) -> st.SearchStrategy[list[str]]:
     good = {"flag": [], "jobs": ["1", "8", "64", " 3"], "choice": ["json", "Text", "never", "warning", "info"],
             "str": ["MTP001", "MTP1", "MTP001=reason", "main", "tok"], "path": [existing_file, "new.json", "-"]}
     items = []
-    for pname, opts, kind, _ in fastpath.TABLES[name][1]:
+    for _pname, opts, kind, _ in fastpath.TABLES[name][1]:
         base = kind.strip("!*")
         for o in opts:
             if base in ("flag", "count"):

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES
 
-from mtp_audit.cli.protect import check_outputs
 from mtp_audit.cli.main import main
+from mtp_audit.cli.protect import check_outputs
 from mtp_audit.errors import InputError
 
 MIMO = FIXTURES / "checkpoint" / "jj8127--mimo_kor"

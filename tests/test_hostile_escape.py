@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from fuzzkit import fuzz_settings
+from hostilekit import cli, raw_unsafe
 from hypothesis import given
 from hypothesis import strategies as st
-from hostilekit import cli, raw_unsafe
 
 from mtp_audit.formats import render
 from mtp_audit.formats.escape import escape, escape_json

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 import yaml
-
 from conftest import REPO, sglang_wheel
-from mtp_audit.cli.hook import launch_commands, yaml_commands
 from test_sarif_github import github_problems
+
+from mtp_audit.cli.hook import launch_commands, yaml_commands
 
 BIN = Path(sys.executable).parent
 HOOKS = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())

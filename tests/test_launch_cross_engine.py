@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import sglang_wheel
+
 from mtp_audit.launch import audit_launch
 from mtp_audit.report import Severity
 

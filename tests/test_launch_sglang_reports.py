@@ -133,7 +133,6 @@ def test_a_hub_id_is_read_from_the_hf_cache_offline(capsys, monkeypatch, tmp_pat
     # the report's command names the hub id; its config.json sits in the Hugging Face cache (refs/main -> a snapshot
     # with Qwen/Qwen3.5-27B's real config.json): the kind is read from there, never from the network
     from hubfixture import isolate_hf
-
     from huggingface_hub import constants
 
     paths = isolate_hf(monkeypatch, tmp_path)

@@ -21,14 +21,14 @@ from hypothesis import strategies as st
 
 from mtp_audit.cli.main import main
 from mtp_audit.engines.sglang import audit_sglang
-from mtp_audit.formats import render
-from mtp_audit.launch import audit_launch
 from mtp_audit.engines.sglang.launch.command import parse_command
 from mtp_audit.engines.sglang.launch.conditions import Known, evaluate
 from mtp_audit.engines.sglang.launch.rules import _SG
-from mtp_audit.synth.launch import SM120_ENV, checkpoint_files
+from mtp_audit.formats import render
+from mtp_audit.launch import audit_launch
 from mtp_audit.preflight.rules import SM120_KERNEL, facts_json
 from mtp_audit.report import Severity
+from mtp_audit.synth.launch import SM120_ENV, checkpoint_files
 from mtp_audit.synth.shards import write_checkpoint
 
 QW = FIXTURES / "checkpoint" / "nvidia--Qwen3.5-397B-A17B-NVFP4"

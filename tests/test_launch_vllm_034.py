@@ -18,8 +18,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, vllm_wheel
+
 from mtp_audit.launch import audit_launch
 
 pytestmark = pytest.mark.network

@@ -337,7 +337,7 @@ def test_option_without_its_value_is_an_argparse_exit(capsys, tail: list[str], o
     (3, ["--max-num-batched-tokens", "3"], "max_num_batched_tokens=3 (--max-num-batched-tokens)"),
 ])
 def test_num_speculative_tokens_beyond_the_batch_budget(capsys, k: int, extra: list[str], budget: str) -> None:
-    spec = '{"method":"mtp","num_speculative_tokens":%d}' % k
+    spec = json.dumps({"method": "mtp", "num_speculative_tokens": k}, separators=(",", ":"))
     rc = main(["launch", "--vllm", str(vllm_wheel("0.33.0")), "--facts", str(H200), "--", "vllm", "serve", str(MIMO),
                "--speculative-config", spec, *extra])
     out = capsys.readouterr().out

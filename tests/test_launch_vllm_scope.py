@@ -5,7 +5,6 @@ without an 'Nvidia driver version' line)."""
 
 from __future__ import annotations
 
-
 import pytest
 from conftest import FIXTURES, vllm_wheel
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from mtp_audit.errors import InputError
-from mtp_audit.engines.vllm.launch.evaluate import n_predict_of
 from mtp_audit.engines.vllm.launch.command import parse_vllm_command, rebuild_vllm, vllm_entry
+from mtp_audit.engines.vllm.launch.evaluate import n_predict_of
 from mtp_audit.engines.vllm.launch.spec_config_replay import UNKNOWN, Evaluator
+from mtp_audit.errors import InputError
 
 
 def test_entries() -> None:
@@ -160,8 +160,8 @@ def test_api_server_positional_model_is_ignored() -> None:
 def test_tree_warnings_that_do_not_concern_the_checkpoint_are_info_for_the_launch():
     """Found by a fresh-user run: MTP407 (speculators checkpoints) made a MiMo launch 'WARN' although its
     config.json has no speculators_config, and MTP410 (DeepSeek-V3.2 enforce_eager) stayed a warning on Qwen3.5."""
-    from mtp_audit.engines.vllm.rules import RULES
     from mtp_audit.engines.vllm.launch.evaluate import tree_errors_relaxed
+    from mtp_audit.engines.vllm.rules import RULES
     from mtp_audit.report import Location, Report, Severity
 
     by_id = {r.id: r for r in RULES}

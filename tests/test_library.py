@@ -11,9 +11,9 @@ import warnings
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES, REPO
 
 import mtp_audit
-from conftest import FIXTURES, REPO
 
 REAP = FIXTURES / "checkpoint/bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding"
 DUMP = FIXTURES / "preflight/envdumps/sglang-13198.txt"

@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import FIXTURES, REPO, sglang_wheel
+
 from mtp_audit.cli.main import main
 from mtp_audit.preflight.nomachine import NOT_SERVING_MACHINE
 from mtp_audit.synth.launch import checkpoint_files

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from conftest import FIXTURES
-from mtp_audit.cli.outputs import output_plan
+
 from mtp_audit.cli.main import main
+from mtp_audit.cli.outputs import output_plan
 from mtp_audit.errors import InputError
 
 REAP = str(FIXTURES / "checkpoint/bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding")

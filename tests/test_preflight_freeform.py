@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from mtp_audit.cli.main import main
 from mtp_audit.errors import InputError
 from mtp_audit.preflight.envdump import parse_dump, read_dump
@@ -196,7 +197,11 @@ def test_line_index():
 def test_large_dump_is_linear():
     chunk = read_dump(D / "vllm-21274.txt") + "\n" + read_dump(F / "semantic-router-1863.txt") + "\n"
     small, big = chunk * 200, chunk * 1600
-    t0 = time.perf_counter(); parse_dump(small); t1 = time.perf_counter(); parse_dump(big); t2 = time.perf_counter()
+    t0 = time.perf_counter()
+    parse_dump(small)
+    t1 = time.perf_counter()
+    parse_dump(big)
+    t2 = time.perf_counter()
     assert (t2 - t1) < 8 * max(t1 - t0, 0.05) + 1.0  # 8x the input: about 8x the time, not 64x
 
 

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from mtp_audit.cli.main import main
 from mtp_audit.preflight import platforms as pf
 from mtp_audit.preflight import preflight

@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import cache_dir, sglang_wheel
+from pypifixture import build_wheel, serve
+
 from mtp_audit.cli.main import main
 from mtp_audit.errors import InputError
 from mtp_audit.sources.pypi import IndexUnavailable, is_version, release_wheel
-from pypifixture import build_wheel, serve
 
 
 def _same(doc: dict) -> dict:

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import sglang_wheel
+
 from mtp_audit.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent

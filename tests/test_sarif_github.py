@@ -21,8 +21,8 @@ from typing import Any
 
 import jsonschema
 import pytest
-
 from conftest import REPO, sglang_wheel
+
 from mtp_audit.cli.main import main
 
 SARIF_SCHEMA = json.loads((Path(__file__).parent / "data/sarif-schema-2.1.0.json").read_text())

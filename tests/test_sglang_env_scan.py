@@ -8,10 +8,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import sglang_wheel
-
 from mtp_audit.engines.sglang import scan
 from mtp_audit.engines.sglang.target import open_target
+from tests.conftest import sglang_wheel
 
 
 def _by_regex(data: bytes) -> dict[str, list[list[Any]]]:

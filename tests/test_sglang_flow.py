@@ -18,10 +18,10 @@ import pytest
 
 from mtp_audit.cli.main import main
 from mtp_audit.engines.sglang import audit_sglang
-from mtp_audit.engines.sglang.treescan import scan_tree
 from mtp_audit.engines.sglang.checks import flow_findings
 from mtp_audit.engines.sglang.flow import analyze_flows
 from mtp_audit.engines.sglang.target import open_target
+from mtp_audit.engines.sglang.treescan import scan_tree
 
 pytestmark = pytest.mark.network
 

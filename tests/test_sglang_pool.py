@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import sglang_wheel
-
 from mtp_audit.engines.sglang import treescan
+from tests.conftest import sglang_wheel
 
 
 @pytest.mark.parametrize(("cpus", "load", "running", "threads", "platform", "want"), [

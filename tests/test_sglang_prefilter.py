@@ -8,6 +8,7 @@ import re
 import zipfile
 
 import pytest
+from conftest import sglang_wheel
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,8 +18,6 @@ from mtp_audit.engines.sglang.prefilter import (
     AssertedFieldFinder,
     WordFinder,
 )
-
-from conftest import sglang_wheel
 
 #: Pieces the two patterns turn on: the fields, prefixes and suffixes, the run classes either side, line ends.
 PIECES = [b"assert", b"assert(", b"assert ", b"(", b" ", b"\t", b"\n", b"\r", b"\f", b"\v", b".", b"x", b"_", b"1", b"#",

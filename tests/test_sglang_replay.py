@@ -17,12 +17,12 @@ from conftest import sglang_wheel
 
 from mtp_audit.engines.code.evaluator import UNKNOWN, evaluate
 from mtp_audit.engines.sglang.audit import audit_sglang
+from mtp_audit.engines.sglang.scan import passes_for
 from mtp_audit.engines.sglang.startup_facts import (
     guard_value,
     predict_asserts,
     predict_overrides,
 )
-from mtp_audit.engines.sglang.scan import passes_for
 
 
 @pytest.fixture(scope="module")

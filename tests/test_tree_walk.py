@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import sglang_wheel
-
 from mtp_audit.sources import tree as tree_mod
 from mtp_audit.sources.bounded import resolve_inside
+from tests.conftest import sglang_wheel
 
 
 def _walk_by_os_walk(pkg: Path, prefix: str, tree: tree_mod.SourceTree) -> Iterator[tuple[str, Path]]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -63,7 +63,7 @@ def _write(tmp: Path, text: str) -> Path:
     return p
 
 
-@lru_cache(maxsize=None)
+@cache
 def _preflight(text: str) -> tuple[frozenset[str], str, tuple[bool | None, ...]] | None:
     """(error rule ids, native-FP4 verdict, covers(1, 2, 8)) of a dump text, or None when it is not a dump."""
     import tempfile
@@ -153,7 +153,7 @@ def test_cutting_the_dump_of_a_launch(rule: str, dsv3: Path, tmp_path_factory: p
     assert cut[1] <= whole[1], f"{path.name}: new errors {sorted(cut[1] - whole[1])}"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _log(text: str) -> tuple[str, frozenset[str]] | None:
     import tempfile
 

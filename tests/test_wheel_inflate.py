@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import sglang_wheel
-
 from mtp_audit.engines.sglang.target import open_target
 from mtp_audit.sources import tree as tree_mod
+from tests.conftest import sglang_wheel
 
 SERVER_ARGS = b"class ServerArgs:\n    speculative_algorithm: str = None\n"
 

@@ -17,8 +17,8 @@ from mtp_audit.checkpoint.accounting import (
     expert_facts,
     linear_formats,
     mtp_attention_bytes,
-    mtp_embed_head_bytes,
     mtp_bytes,
+    mtp_embed_head_bytes,
     summarize_formats,
     trunk_format_counts,
 )

@@ -127,8 +127,8 @@ def _command_hint(exc: click.ClickException, name: str) -> str:
     from mtp_audit.cli.suggest import did_you_mean
 
     ctx = getattr(exc, "ctx", None)
-    group = ctx.command if ctx is not None else None
-    if not isinstance(group, click.Group) or name == "command":
+    group = ctx.command if isinstance(ctx, click.Context) else None
+    if ctx is None or not isinstance(group, click.Group) or name == "command":
         return ""
     return did_you_mean(name, [c for c in group.list_commands(ctx) if not getattr(group.get_command(ctx, c), "hidden", False)])
 

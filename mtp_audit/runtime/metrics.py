@@ -242,7 +242,7 @@ def window_from_texts(before: str, after: str, seconds: float, url: str) -> dict
     """
     a, b = series(before), series(after)
     w: dict[str, Any] = {"url": url, "seconds": seconds, "engine": None}
-    for engine, names, _, _ in COUNTER_ENGINES:
+    for engine, _names, _, _ in COUNTER_ENGINES:
         if all(f"{engine}.{k}" in b for k in ("accepted", "drafted")):
             w["engine"] = engine
             _counter_window(engine, a, b, w)
