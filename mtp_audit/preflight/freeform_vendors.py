@@ -137,7 +137,8 @@ def read_line(st: Any, ln: int, line: str, key: str, value: str, truncated: bool
     for vendor, h, s, e in hits:
         if h.product in named and count(scope, s, e) is None:
             continue  # "8 x Gaudi 3 (HL-325L)": the same product named again, without a count of its own
-        if truncated and e >= end:
+        if truncated and (e >= end or scope[e:].count("(") > scope[e:].count(")")):
+            # the name, or a parenthesis after it ("MI355X (gfx1201)": its architecture), runs into the cut
             st.notes.append(f"free-form line {ln}: '{line[:60]}' may be cut off (last line, no newline); '{scope[s:e]}' not counted")
             continue
         pre = _VENDOR_PREFIX.search(scope[:s])
