@@ -220,3 +220,14 @@ def test_hl_smi_rows_dropped_from_the_middle_count_at_least(keep):
     text = head + rows + f"|   {keep[-1]}  HL-225" + body.split("|   4  HL-225", 1)[1]
     f = parse_dump(text)
     assert (f.gpu_list.value, f.gpu_list.extent) == (len(keep), "at least")
+
+
+def test_xpu_detected_list_cut_inside_its_next_entry_is_a_lower_bound():
+    """torch-xpu-ops-2055.txt with lines 8-14 dropped (the onboard list's heading gone): torch's detected list shows
+    entry [0] whole and entry [1] cut short; the cut entry is not the list's end, so one GPU is a lower bound."""
+    text = ("Is XPU available: True\nIntel GPU driver version:\n* intel-opencl-icd:\t25.18.33578.15-1146~22.04\n"
+            "* Intel(R) Data Center GPU Max 1100\nIntel GPU models detected:\n"
+            "* [0] _XpuDeviceProperties(name='Intel(R) Data Center GPU Max 1100', platform_name='Intel(R) oneAPI Unified "
+            "Runtime over Level-Zero', type='gpu', total_memory=49152MB)\n* [1] _XpuDeviceProperties(name='I")
+    f = parse_dump(text)
+    assert (f.gpu_list.value, f.gpu_list.extent) == (1, "at least")

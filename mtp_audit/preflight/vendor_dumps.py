@@ -284,6 +284,8 @@ def parse_rocminfo(text: str) -> MachineFacts:
 
 
 _XPU_DETECTED = re.compile(r"^\*\s*\[(\d{1,3})\]\s*_XpuDeviceProperties\(name='([^'\n]{1,120})'([^\n]*)$", re.M)
+#: one more bullet after torch's indexed list (``* [1] _XpuDev``, cut short): still an entry of it, not its end
+_XPU_ENTRY_START = re.compile(r"[ \t]*\*")
 _XPU_MEMORY = re.compile(r"total_memory=(\d{1,9})MB")
 _XPU_LIST = re.compile(r"^Intel GPU models onboard\s*:[ \t]*\n((?:\*[^\n]*\n?){1,256})", re.M)
 _XPU_DRIVER = re.compile(r"^\*\s*(?:intel-opencl-icd|intel_opencl)\s*:\s*(\S{1,60})", re.M)
@@ -317,7 +319,7 @@ def parse_xpu_env(text: str) -> MachineFacts:
     # stop inside it) and its indices run 0..N-1 (rows dropped from the middle leave a gap); the onboard list has no
     # indices, so bullets dropped from its middle cannot be told from a shorter list: its count is a lower bound
     detected_whole = bool(det) and bool(text[det[-1].end():].strip()) and \
-        [int(m.group(1)) for m in det] == list(range(detected))
+        not _XPU_ENTRY_START.match(text[det[-1].end():].lstrip("\n")) and [int(m.group(1)) for m in det] == list(range(detected))
     whole = detected_whole and len(names) <= detected
     extent = EXACT if whole else AT_LEAST
     cut = "" if whole else f", {PARTIAL_GPU_LIST} {len(gpus)}: the list's end is not seen"
