@@ -69,3 +69,14 @@ def test_a_cut_last_line_open_parenthesis_leaves_its_product_uncounted():
         parse_dump(head + "Platform: AMD MI355X (g")
     cut = parse_dump(head + "ROCm version: 7.0.0\nPlatform: AMD MI355X (g")
     assert cut.gpus == () and any("may be cut off" in n for n in cut.notes)
+
+
+def test_a_cut_last_line_list_with_its_next_product_cut_short_is_not_used():
+    """aiter-3202.txt cut inside its Hardware line: ``MI300X / MI35`` is a list of alternatives going on (whole:
+    ``MI300X / MI355X``, which machine is not said); the cut line's MI300X was read as the machine (gfx942, not
+    FP4-capable), it is not used now."""
+    head = "**Hardware:** MI300X / MI35"
+    with pytest.raises(InputError):
+        parse_dump(head)
+    cut = parse_dump("ROCm version: 6.4.1\n" + head)
+    assert cut.gpus == () and any("inside a list" in n for n in cut.notes)
