@@ -82,6 +82,14 @@ def test_non_string_keys_as_json_dumps(doc: dict) -> None:
     assert dumps({"a": [doc]}) == std(as_text({"a": [doc]}))
 
 
+def test_nonfinite_key_keeps_json_dumps_key_order() -> None:
+    """``json.dumps(sort_keys=True)`` sorts the keys themselves (``False`` before ``inf``), then writes them as text
+    (``"false"``, ``"Infinity"``); sorting the texts would put ``"Infinity"`` first."""
+    doc = {math.inf: None, False: None}
+    assert dumps(doc) == std(doc) == '{\n  "false": null,\n  "Infinity": null\n}'
+    assert dumps({"b": doc, "a": [float("nan")]}) == std({"b": doc, "a": ["NaN"]})
+
+
 def test_special_values() -> None:
     doc = {"facts": {"x": [1, 2.5, 1e308, -0.0, "é\n\"", None, True]}, "empty": [{}, [], ()],
            "od": OrderedDict(b=1, a=2), "deep": [[[[{"k": [{"z": 1, "a": {}}]}]]]]}

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from mtp_audit.cli.main import main
+from mtp_audit.errors import InputError
 from mtp_audit.preflight import platforms as pf
 from mtp_audit.preflight.envdump import parse_dump, read_dump
 
@@ -55,3 +56,28 @@ def test_heldout_environment(name, capsys, tmp_path):
         got = getattr(f, key).value if hasattr(f, key) else f.package(key).value
         assert got == want, key
     assert main(["preflight", "--env-dump", str(D / name), "-o", str(tmp_path / "r.txt")]) == rc
+
+
+
+def test_a_cut_last_line_open_parenthesis_leaves_its_product_uncounted():
+    """inferencex-492.txt cut inside its Platform line: the parenthesis after the product may hold its architecture
+    (whole, "AMD MI355X (gfx1201)" conflicts: no architecture, native FP4 unknown); cut, the product is not read (it
+    was read as an MI355X, gfx950, native FP4 capable), and nothing else is left to make a dump."""
+    head = "### Your current environment\n\n```text\n"
+    whole = parse_dump(head + "Platform: AMD MI355X (gfx1201)\n")
+    assert [(g.name.value, g.arch.value) for g in whole.gpus] == [("AMD MI355X", None)]
+    with pytest.raises(InputError):
+        parse_dump(head + "Platform: AMD MI355X (g")
+    cut = parse_dump(head + "ROCm version: 7.0.0\nPlatform: AMD MI355X (g")
+    assert cut.gpus == () and any("may be cut off" in n for n in cut.notes)
+
+
+def test_a_cut_last_line_list_with_its_next_product_cut_short_is_not_used():
+    """aiter-3202.txt cut inside its Hardware line: ``MI300X / MI35`` is a list of alternatives going on (whole:
+    ``MI300X / MI355X``, which machine is not said); the cut line's MI300X was read as the machine (gfx942, not
+    FP4-capable), it is not used now."""
+    head = "**Hardware:** MI300X / MI35"
+    with pytest.raises(InputError):
+        parse_dump(head)
+    cut = parse_dump("ROCm version: 6.4.1\n" + head)
+    assert cut.gpus == () and any("inside a list" in n for n in cut.notes)

@@ -215,3 +215,50 @@ def test_saved_facts_keep_the_platform_and_the_generation(tmp_path, capsys):
     machine = rep.facts["preflight"]["machine"]
     assert machine["accelerator"]["value"] == "hpu" and [g["arch"]["value"] for g in machine["gpus"]] == ["Gaudi 2"] * 8
     assert rep.facts["preflight"]["summary"]["verdict"] == "not applicable"
+
+
+#: ray-intel-gaudi-inference.txt with lines 22-28 dropped (AIPs 5 and 6, and AIP 7's first row line): the table
+#: still runs 0..4 with its end and the Compute Processes section seen
+_HL_SMI_ROWS_DROPPED = """\
+| HL-SMI Version:                              hl-1.20.0-fw-58.1.1.1          |
+| Driver Version:                                     1.19.1-6f47ddd          |
+|-------------------------------+----------------------+----------------------+
+| AIP  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncor-Events|
+|===============================+======================+======================|
+|   3  HL-225              N/A  | 0000:b4:00.0     N/A |                   0  |
+| N/A   22C   N/A  92W /  600W  | 96565MiB /  98304MiB |     0%           98% |
+|-------------------------------+----------------------+----------------------+
+|   4  HL-225              N/A  | 0000:33:00.0     N/A |                   0  |
+| N/A   22C   N/A  83W /  600W  |   768MiB /  98304MiB |     0%            0% |
+| N/A   30C   N/A 100W /  600W  | 17538MiB /  98304MiB |     0%           17% |
+|-------------------------------+----------------------+----------------------+
+| Compute Processes:                                               AIP Memory |
+|  AIP       PID   Type   Process name                             Usage      |
+|=============================================================================|
+|   7       107684     C   ray::_RayTrainW                         16770MiB    |
++=============================================================================+
+"""
+
+
+@pytest.mark.parametrize("keep", [(0, 1, 2), (0, 1, 2, 3, 4)])
+def test_hl_smi_rows_dropped_from_the_middle_count_at_least(keep):
+    """AIP rows 0..N-1, the table's end seen: still a lower bound when a Memory-Usage line is left without its AIP row
+    or the Compute Processes section names an AIP past the last row."""
+    head, body = _HL_SMI_ROWS_DROPPED.split("|   3  HL-225", 1)
+    rows = "".join(f"|   {i}  HL-225              N/A  | 0000:9a:00.0     N/A |                   0  |\n"
+                   f"| N/A   22C   N/A  96W /  600W  |   768MiB /  98304MiB |     0%            0% |\n"
+                   "|-------------------------------+----------------------+----------------------+\n" for i in keep[:-1])
+    text = head + rows + f"|   {keep[-1]}  HL-225" + body.split("|   4  HL-225", 1)[1]
+    f = parse_dump(text)
+    assert (f.gpu_list.value, f.gpu_list.extent) == (len(keep), "at least")
+
+
+def test_xpu_detected_list_cut_inside_its_next_entry_is_a_lower_bound():
+    """torch-xpu-ops-2055.txt with lines 8-14 dropped (the onboard list's heading gone): torch's detected list shows
+    entry [0] whole and entry [1] cut short; the cut entry is not the list's end, so one GPU is a lower bound."""
+    text = ("Is XPU available: True\nIntel GPU driver version:\n* intel-opencl-icd:\t25.18.33578.15-1146~22.04\n"
+            "* Intel(R) Data Center GPU Max 1100\nIntel GPU models detected:\n"
+            "* [0] _XpuDeviceProperties(name='Intel(R) Data Center GPU Max 1100', platform_name='Intel(R) oneAPI Unified "
+            "Runtime over Level-Zero', type='gpu', total_memory=49152MB)\n* [1] _XpuDeviceProperties(name='I")
+    f = parse_dump(text)
+    assert (f.gpu_list.value, f.gpu_list.extent) == (1, "at least")

@@ -157,3 +157,28 @@ def test_impossible_or_empty_figures_are_could_not_tell(tmp_path: Path, a: int, 
     assert report.facts["log"]["verdict"] == "could-not-tell"
     assert why in report.facts["log"]["answer"][0]
     assert main(["log", str(log), "-q"]) == 3
+
+
+#: beellama4_dflash_draft_unknown_arch.log cut before llama-server names the model that failed (line 6 names the draft)
+_LOAD_FAILURE_CUT = """\
+print_info: file format = GGUF V3 (latest)
+print_info: file type   = Q8_0
+print_info: file size   = 480.40 MiB (8.50 BPW)
+llama_model_load: error loading model: error loading model architecture: unknown model architecture: 'dflash'
+"""
+
+
+@pytest.mark.parametrize("after, verdict, errors", [
+    ("", "could-not-tell", []),  # the log stops at the load error: target or draft unknown
+    ("srv   operator (): operator (): cleaning up before exit...\nmain: exiting due to model loading error\n",
+     "could-not-tell", []),  # lines 5-6 dropped: still not named
+    ("llama_model_load_from_file_impl: failed to load model\nsrv    load_model: failed to load model, 'M:\\t.gguf'\n",
+     "could-not-tell", ["MTP507"]),  # llama-server names the target: the engine stops
+])
+def test_a_model_load_failure_is_an_error_once_the_target_is_named(tmp_path: Path, after: str, verdict: str,
+                                                                    errors: list[str]) -> None:
+    p = tmp_path / "cut.log"
+    p.write_text(_LOAD_FAILURE_CUT + after, encoding="utf-8")
+    r = analyze_log([p])
+    assert r.facts["log"]["verdict"] == verdict
+    assert sorted(f.rule_id for f in r.findings if f.severity.label == "error") == errors

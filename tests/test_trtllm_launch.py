@@ -262,3 +262,16 @@ def test_mtp_memory_per_gpu():
     assert f.message.startswith("the MTP layers' weights take about 6,731,713,280 bytes (6.73 GB) per GPU at load (peak) "
                                 "under tensor_parallel_size 4")
     assert "4.5% of the 150,754,820,096 bytes (150.75 GB) GPU" in f.message
+
+
+def test_a_linux_collect_env_is_an_nvidia_machine_for_the_gpu_count(tmp_path):
+    """pytorch-150733.txt (torch collect_env, one RTX 5090 D, ``Python platform: Linux-...``): its ``platform`` fact is
+    the operating system, not a non-NVIDIA device, so an 8-GPU launch gets MTP714 on the whole dump just as on the dump
+    with its OS lines (lines 13-20, ``Python platform`` among them) dropped, which already got it."""
+    dump = ROOT / "fixtures" / "preflight" / "envdumps" / "pytorch-150733.txt"
+    lines = dump.read_text(encoding="utf-8").split("\n", 1)[1].splitlines(keepends=True)
+    cut = tmp_path / "cut.txt"
+    cut.write_text("".join(lines[:12] + lines[20:]), encoding="utf-8")
+    for d in (dump, cut):
+        r = audit_launch(["trtllm-serve", str(CK / "deepseek-ai--DeepSeek-V3"), "--tp_size", "8"], env_dumps=[d], environ={})
+        assert _ids(r, Severity.ERROR) == ["MTP714"], d.name

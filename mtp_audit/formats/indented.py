@@ -39,10 +39,13 @@ def dumps(obj: Any) -> str:
     try:
         return _dumps(obj)
     except ValueError as exc:  # a non-finite float met the guard (or a circular reference: raised again below)
+        keyed = [False]
         try:
-            finite = nonfinite_as_text(obj)
+            finite = _as_written(obj, keyed)
         except RecursionError:
             raise exc from None
+        if keyed[0]:  # a non-string key: its text sorts apart from the key itself, so the order is fixed here
+            return json.dumps(finite, indent=2, sort_keys=False, ensure_ascii=False, allow_nan=False)
         return _dumps(finite)
 
 
@@ -76,6 +79,24 @@ def nonfinite_as_text(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [nonfinite_as_text(v) for v in obj]
     return obj
+
+
+def _as_written(obj: Any, keyed: list[bool]) -> Any:
+    """:func:`nonfinite_as_text` with every dict's items in the order ``json.dumps(sort_keys=True)`` writes them:
+    sorted by the key itself (``sorted(dct.items())``, ``json/encoder.py`` ``_iterencode_dict``), before the key is
+    turned into text (``False`` sorts before ``inf``, while ``"Infinity"`` sorts before ``"false"``). Sets
+    ``keyed[0]`` when a key is not a string (the copy must then be written unsorted to keep that order).
+
+    Raises:
+        RecursionError: a circular reference (or nesting deeper than the interpreter's limit).
+        TypeError: keys that cannot be compared (as ``json.dumps``)."""
+    if isinstance(obj, dict):
+        if any(not isinstance(k, str) for k in obj):
+            keyed[0] = True
+        return {_key_text(k): _as_written(v, keyed) for k, v in sorted(obj.items(), key=lambda kv: kv[0])}
+    if isinstance(obj, (list, tuple)):
+        return [_as_written(v, keyed) for v in obj]
+    return nonfinite_as_text(obj)
 
 
 def _key_text(key: Any) -> Any:

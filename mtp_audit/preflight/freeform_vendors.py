@@ -56,8 +56,9 @@ _TAG_VERSION = re.compile(r"^v?(\d{1,4}\.\d{1,4}\.\d{1,4}(?:\.post\d{1,4}|rc\d{1
 _GLUED_COUNT = re.compile(r"(?<![a-z0-9.])(\d{1,3})[x×*](?=[a-z])", re.I)
 
 #: What follows the last product named on a cut last line when the line was a list that may go on: a separator
-#: (``/``, ``,``, ``|``, ``+``, ``&``, ``or``, ``and``, ``vs``) and nothing after it.
-_LIST_GOES_ON = re.compile(r"^\s*(?:[/,|+&]|or|and|vs\.?)\s*$", re.I)
+#: (``/``, ``,``, ``|``, ``+``, ``&``, ``or``, ``and``, ``vs``) and nothing after it but the start of a word the cut
+#: may have ended (``MI300X / MI35``: the next product cut short).
+_LIST_GOES_ON = re.compile(r"^\s*(?:[/,|+&]|or|and|vs\.?)\s*[\w-]{0,40}$", re.I)
 
 
 def unglue(text: str) -> str:
@@ -137,7 +138,8 @@ def read_line(st: Any, ln: int, line: str, key: str, value: str, truncated: bool
     for vendor, h, s, e in hits:
         if h.product in named and count(scope, s, e) is None:
             continue  # "8 x Gaudi 3 (HL-325L)": the same product named again, without a count of its own
-        if truncated and e >= end:
+        if truncated and (e >= end or scope[e:].count("(") > scope[e:].count(")")):
+            # the name, or a parenthesis after it ("MI355X (gfx1201)": its architecture), runs into the cut
             st.notes.append(f"free-form line {ln}: '{line[:60]}' may be cut off (last line, no newline); '{scope[s:e]}' not counted")
             continue
         pre = _VENDOR_PREFIX.search(scope[:s])

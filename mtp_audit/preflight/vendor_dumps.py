@@ -284,6 +284,8 @@ def parse_rocminfo(text: str) -> MachineFacts:
 
 
 _XPU_DETECTED = re.compile(r"^\*\s*\[(\d{1,3})\]\s*_XpuDeviceProperties\(name='([^'\n]{1,120})'([^\n]*)$", re.M)
+#: one more bullet after torch's indexed list (``* [1] _XpuDev``, cut short): still an entry of it, not its end
+_XPU_ENTRY_START = re.compile(r"[ \t]*\*")
 _XPU_MEMORY = re.compile(r"total_memory=(\d{1,9})MB")
 _XPU_LIST = re.compile(r"^Intel GPU models onboard\s*:[ \t]*\n((?:\*[^\n]*\n?){1,256})", re.M)
 _XPU_DRIVER = re.compile(r"^\*\s*(?:intel-opencl-icd|intel_opencl)\s*:\s*(\S{1,60})", re.M)
@@ -317,7 +319,7 @@ def parse_xpu_env(text: str) -> MachineFacts:
     # stop inside it) and its indices run 0..N-1 (rows dropped from the middle leave a gap); the onboard list has no
     # indices, so bullets dropped from its middle cannot be told from a shorter list: its count is a lower bound
     detected_whole = bool(det) and bool(text[det[-1].end():].strip()) and \
-        [int(m.group(1)) for m in det] == list(range(detected))
+        not _XPU_ENTRY_START.match(text[det[-1].end():].lstrip("\n")) and [int(m.group(1)) for m in det] == list(range(detected))
     whole = detected_whole and len(names) <= detected
     extent = EXACT if whole else AT_LEAST
     cut = "" if whole else f", {PARTIAL_GPU_LIST} {len(gpus)}: the list's end is not seen"
@@ -422,7 +424,7 @@ def parse_hl_smi(text: str) -> MachineFacts:
         gpus.append(GpuFacts(int(m.group(1)), name=Fact.of(m.group(2), where), arch=pf.gaudi_arch(m.group(2)),
                              compute_capability=Fact.absent("Gaudi HPU: no NVIDIA compute capability"), memory_bytes=mem))
     hm = _HL_VERSION.search(text)
-    cut = bool(gpus) and ("Compute Processes" not in text or not _indices_whole(gpus))
+    cut = bool(gpus) and ("Compute Processes" not in text or not _indices_whole(gpus) or not _hl_rows_whole(text, gpus))
     return MachineFacts(origin=f"env-dump:{fmt}", gpus=tuple(gpus), driver_version=_first(text, _HL_DRIVER, fmt),
                         gpu_list=(Fact.of(len(gpus), f"{fmt} (table cut: {PARTIAL_GPU_LIST} {len(gpus)} AIP row(s))", AT_LEAST) if cut
                                   else Fact.of(len(gpus), fmt)
@@ -430,6 +432,20 @@ def parse_hl_smi(text: str) -> MachineFacts:
                         notes=(f"hl-smi {hm.group(1)} ({fmt} line {_line(text, hm.start())})",) if hm else (),
                         accelerator=(Fact.of(pf.HPU, f"{fmt} header line {_line(text, hm.start())}") if hm else
                                      Fact.of(pf.HPU, f"{fmt} table rows") if gpus else Fact.absent("not stated")))
+
+
+_HL_MEMORY_LINE = re.compile(r"^\|[^|\n]{0,60}\|\s*\d{1,9}\s?Mi[Bb]\s*/\s*\d{1,9}\s?Mi[Bb]", re.M)
+_HL_PROCESS = re.compile(r"^\|\s*(\d{1,3})\s+(?:\d{1,9}|N/A)\s+(?:\w{1,3}|N/A)\s", re.M)
+
+
+def _hl_rows_whole(text: str, gpus: list[GpuFacts]) -> bool:
+    """Whether every AIP of the ``hl-smi`` table kept its row: each has its Memory-Usage line, no Memory-Usage line
+    is left without its AIP row (the row above it dropped), and the Compute Processes section names no AIP past the
+    last row. A paste with lines dropped from the middle fails one of these and lists fewer AIPs than the machine has."""
+    if any(not g.memory_bytes.present for g in gpus) or len(_HL_MEMORY_LINE.findall(text)) != len(gpus):
+        return False
+    procs = text.find("Compute Processes")
+    return all(int(m.group(1)) < len(gpus) for m in _HL_PROCESS.finditer(text, max(procs, 0)))
 
 
 PARSERS = {

@@ -24,7 +24,7 @@ from mtp_audit.runtime.series import Interval, Series
 
 _CRASH_WORDS = ("Traceback", 'File "', "exception", "fatal error", "EngineDead", "GGML_ASSERT", "Segmentation fault",
                 "core dumped", "CUDA error", "terminate called", "what():", "ssertion", "error loading model",
-                "failed to load draft", "unknown model architecture")
+                "failed to load draft", "unknown model architecture", "failed to load model, '")
 #: Prefixes that container runtimes, process managers and loggers put before a message, whatever the engine:
 #: CRI/k8s (``2025-07-25T07:53:08.2+08:00 stdout F``), docker-compose (``name-1  |``); after the engines' own
 #: (each dialect's ``prefixes``): an ISO date and time with an optional level, a launcher's ``[53409]``, plain ``LEVEL:``.
@@ -78,6 +78,10 @@ class Crash:
         message: the exception message (first 300 characters).
         exception_line: line number of the exception line.
         cut: the traceback ended before its exception line (a cut paste).
+        model_unnamed: a llama.cpp model-load failure whose model the log has not named yet: llama-server prints
+            ``error loading model`` for the target and for the draft alike, then names which one failed
+            (``tools/server/server-context.cpp:1086`` the target, ``:1118`` the draft, @ llama-cpp-python 0.3.36);
+            until then it is not known to stop the engine.
     """
 
     line: int
@@ -87,6 +91,7 @@ class Crash:
     message: str = ""
     exception_line: int | None = None
     cut: bool = False
+    model_unnamed: bool = False
 
     @property
     def speculative(self) -> bool:
@@ -168,6 +173,7 @@ class LogFacts:
         self.client_figures: list[dict[str, Any]] = []
         self.draft_failure: dict[str, Any] | None = None
         self._load_error: tuple[int, str, str | None] | None = None
+        self._load_named = False
         self._last_line = 0
         self._scratch: dict[str, dict[str, Any]] = {}
         self._wrap_budget = 0
@@ -536,14 +542,21 @@ class LogFacts:
                                   "cause": err[1] if err else "failed to load draft model", "cause_line": err[0] if err else None}
             self.run_has_data = True
             return True
+        named = P.TARGET_LOAD_FAILED.search(text) is not None
+        if named and self.crashes and self.crashes[-1].model_unnamed and self._load_error \
+                and ln.number - self._load_error[0] < 20:
+            self.crashes[-1].model_unnamed = False
+            self._load_named = True
         m = P.LOAD_ERROR.search(text) if "error loading model" in text else None
         if m is None:
-            return False
+            return named
         arch = P.ARCH_UNKNOWN.search(text)
         cause = f"unknown model architecture: '{arch.group(1)}'" if arch else m.group(1)
+        known = self._load_error is not None and self._load_error[1] == cause and self._load_named
         self._load_error = (ln.number, cause, arch.group(1) if arch else None)
+        self._load_named = named or known
         self._new_crash(Crash(ln.number, "error loading model", exception="model load failure", message=cause,
-                              exception_line=ln.number))
+                              exception_line=ln.number, model_unnamed=not self._load_named))
         return True
 
     def _client(self, ln: LogLine, text: str) -> None:

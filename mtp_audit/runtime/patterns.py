@@ -28,6 +28,9 @@ ASSERT_FAILED = re.compile(r"Assertion failed:?[ \t]{0,4}(.{1,300})|Assertion `(
 LOAD_ERROR = re.compile(r"error loading model: (.{1,300})")
 ARCH_UNKNOWN = re.compile(r"unknown model architecture: '([^'\n]{1,100})'")
 DRAFT_LOAD_FAILED = re.compile(r"failed to load draft model,? '([^'\n]{1,500})'")
+#: llama-server naming the target as the model that failed (``tools/server/server-context.cpp:1086`` @ llama-cpp-python
+#: 0.3.36), and Ollama reporting its llama-server runner ended by the load error (the runner's only model).
+TARGET_LOAD_FAILED = re.compile(r"failed to load model, '|llama-server process has terminated")
 #: Python's lines between chained tracebacks.
 CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
 

@@ -31,12 +31,13 @@ MAX_LINE_BYTES = 64 * 1024
 #: an exception``, ``WorkerProc hit an exception``), ``draft`` (``Sharing target model ... with the draft model``,
 #: ``failed to load draft model``), `` --`` (a launch command's options and their continuation lines, llama.cpp's
 #: ``) -- ignoring``), `` serve`` (``vllm serve``, ``sglang serve``, ``API server version``), ``llama`` (llama.cpp's
-#: programs and loader, Ollama). Each literal costs one scan of the chunk, so the set is kept short.
+#: programs and loader, Ollama), ``load model,`` (llama-server's ``failed to load model, 'PATH'``). Each literal
+#: costs one scan of the chunk, so the set is kept short.
 LITERALS: tuple[bytes, ...] = (
     b"ccept", b" batch", b"LLM engine (v", b"architecture", b"MTP", b"_args=", b"Load weight end", b"build", b"n_layer",
     b"speculative", b"#calls(", b"RT-LLM", b"Traceback", b'File "', b"rror", b"xception", b"GGML_ASSERT",
     b"Segmentation fault", b"core dumped", b"pred=", b"terminate called", b"what():", b"ssert", b" --", b"draft",
-    b" serve", b"-serve", b"launch_server", b"llama", b"obold", b"LocalAI", b"local-ai", b"emonade", b"default args",
+    b" serve", b"-serve", b"load model,", b"launch_server", b"llama", b"obold", b"LocalAI", b"local-ai", b"emonade", b"default args",
 )
 #: Every literal as one alternation: used on single lines (a line cut at the line cap).
 MARKERS = re.compile(b"|".join(re.escape(m) for m in LITERALS))

@@ -332,8 +332,10 @@ def _stopped_after(f: LogFacts, crash: Crash, path: str) -> Outcome:
 
 
 def _no_stats(f: LogFacts, crash: Crash | None, path: str) -> Outcome:
-    """No speculative statistics: never ran (with the line that says so) or could not tell."""
-    extra = [_crash_finding(crash, path)] if crash is not None else []
+    """No speculative statistics: never ran (with the line that says so) or could not tell. A model-load failure whose
+    model the log does not name (:attr:`Crash.model_unnamed`: the draft's failure only turns speculation off) is no
+    MTP507 error: the line after it decides, and the sentence says it is missing."""
+    extra = [_crash_finding(crash, path)] if crash is not None and not crash.model_unnamed else []
     off = _off_reason(f)
     if off is not None:
         reason, line = off
@@ -343,7 +345,9 @@ def _no_stats(f: LogFacts, crash: Crash | None, path: str) -> Outcome:
     said = _config_words(f)
     sentence = f"could not tell whether {subject(f)} ran" + (f" ({said})" if said else "")
     if crash is not None:
-        sentence += f": the engine crashed before any speculative statistics line ({_crash_words(crash)})"
+        sentence += (f": a model failed to load ({_crash_words(crash)}), and the log does not say whether it was the "
+                     "target or the draft" if crash.model_unnamed else
+                     f": the engine crashed before any speculative statistics line ({_crash_words(crash)})")
     return Outcome("could-not-tell", sentence, findings=extra, deciding=deciding_lines(engine))
 
 

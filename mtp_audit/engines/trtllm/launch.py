@@ -308,12 +308,14 @@ def machine_ccs(pf: dict[str, Any]) -> list[tuple[int, int]]:
 
 
 def non_nvidia_devices(pf: dict[str, Any]) -> list[str]:
-    """Names of the machine's devices that are not NVIDIA GPUs (an AMD gfx target, an Ascend NPU), and the platform
-    when the preflight names a non-CUDA one."""
+    """Names of the machine's devices that are not NVIDIA GPUs (an AMD gfx target, an Ascend NPU), and the accelerator
+    platform when the preflight names a non-CUDA one (``rocm``, ``cann``, ``xpu``, ``hpu``, ``cpu``). The machine's
+    ``platform`` fact is its operating system (``linux``, ``wsl2``, ``windows``: a collect_env's ``Python platform``
+    line) and says nothing about its devices."""
     machine = pf.get("machine") or {}
     out = []
-    platform = (machine.get("platform") or {}).get("value")
-    if isinstance(platform, str) and platform.lower() not in ("cuda", "nvidia", "nvidia-cuda", "nvidia cuda"):
+    platform = (machine.get("accelerator") or {}).get("value")
+    if isinstance(platform, str) and platform.lower() != "cuda":
         out.append(f"platform {platform}")
     for gpu in machine.get("gpus") or []:
         name = str((gpu.get("name") or {}).get("value") or "")
