@@ -72,16 +72,9 @@ def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, *, offli
     text = os.fspath(target)
     path = Path(text)
     if not os.path.lexists(path):
-        if isinstance(target, str) and _REPO_ID.match(text) and _local_first_component(text):
-            raise InputError(text, f"no such file or folder ('{text.split('/', 1)[0]}' is a folder here, so this is read "
-                                   "as a local path, not a hub repo id; run from another folder to audit the hub repo)")
-        if isinstance(target, str) and _REPO_ID.match(text):
-            import importlib.util
-
-            if importlib.util.find_spec("mtp_audit.sources.hub") is not None:
-                return _audit_hub(text, {"offline": offline, "jobs": jobs, "token": token, "revision": revision,
-                                         "hf_cache_dir": hf_cache_dir, "cache_dir": cache_dir, "use_cache": use_cache})
-        raise InputError(text, "no such file or folder")
+        return _audit_missing_path(target, text, {"offline": offline, "jobs": jobs, "token": token, "revision": revision,
+                                                  "hf_cache_dir": hf_cache_dir, "cache_dir": cache_dir,
+                                                  "use_cache": use_cache})
     try:
         path.resolve(strict=True)
     except (OSError, RuntimeError):
@@ -110,6 +103,24 @@ def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, *, offli
         only = [name] + [f for f in side if (parent / f).is_file()]
         return analyze(LocalSource(parent, only=only, display=text))
     raise InputError(text, "expected a checkpoint folder, a .safetensors file, a .gguf file, an index file or config.json")
+
+
+def _audit_missing_path(target: Any, text: str, hub_kwargs: dict[str, Any]) -> Report:
+    """A target that is not a local path: a hub repo id ``ORG/NAME`` (when the hub source is installed), unless its
+    first component is a folder here (a mistyped local path).
+
+    Raises:
+        InputError: no such file or folder.
+    """
+    if isinstance(target, str) and _REPO_ID.match(text) and _local_first_component(text):
+        raise InputError(text, f"no such file or folder ('{text.split('/', 1)[0]}' is a folder here, so this is read "
+                               "as a local path, not a hub repo id; run from another folder to audit the hub repo)")
+    if isinstance(target, str) and _REPO_ID.match(text):
+        import importlib.util
+
+        if importlib.util.find_spec("mtp_audit.sources.hub") is not None:
+            return _audit_hub(text, hub_kwargs)
+    raise InputError(text, "no such file or folder")
 
 
 def _local_first_component(text: str) -> bool:
