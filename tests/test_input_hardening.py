@@ -150,7 +150,8 @@ def test_usage_errors_are_one_line() -> None:
 
 def test_own_report_is_not_an_env_dump(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     rep = tmp_path / "rep.txt"
-    assert main(["preflight", "--facts", str(FIXTURES / "preflight" / "h200-live-facts.json"), "-o", str(rep)]) == 1
+    # the H200 with SGLang's version unknown: MTP200 is a warning (SGLang >= 0.5.13 falls back to Marlin), exit 0
+    assert main(["preflight", "--facts", str(FIXTURES / "preflight" / "h200-live-facts.json"), "-o", str(rep)]) == 0
     capsys.readouterr()
     assert main(["preflight", "--env-dump", str(rep)]) == 2
     assert capsys.readouterr().err == (
