@@ -105,8 +105,8 @@ def test_h200_live_facts_not_capable():
     assert v["native_fp4"] == "not capable" and "no FP4 tensor-core instructions" in v["reasons"][0]
     f = [x for x in r.findings if x.rule_id == "MTP200"]
     assert len(f) == 1 and f[0].severity == Severity.WARNING  # the SGLang version is unknown: both cases named
-    assert "compute capability 9.0" in f[0].message and "Marlin W4A16" in f[0].message and "BF16" in f[0].message
-    assert "an older SGLang has no Marlin NVFP4 fallback" in f[0].message
+    assert "compute capability 9.0" in f[0].message and "Marlin W4A16" in f[0].message and "version unknown" in f[0].message
+    assert "An older SGLang has no Marlin NVFP4 fallback" in f[0].detail and "BF16" in f[0].detail
     assert r.status.value == "findings"
 
 

@@ -46,9 +46,7 @@ def test_preflight_message_is_one_line_and_detail_is_verbose(capsys) -> None:
     assert lines[0] == ("WARN: GPU 0 (NVIDIA H200, compute capability 9.0) cannot run native FP4: SM90 has no FP4 tensor-core "
                         "instructions (FP8 is the narrowest) (exit 0)")
     m200 = next(ln for ln in lines if " MTP200 " in ln)
-    assert len(m200) == 323 and m200.endswith("falls back to Marlin W4A16 (4-bit weights, BF16 math); an older SGLang has no "
-                                              "Marlin NVFP4 fallback and its native NVFP4 kernels refuse this GPU (the SGLang "
-                                              "version is unknown)")
+    assert len(m200) == 197 and m200.endswith("only); it needs SGLang >= 0.5.13's Marlin W4A16 fallback (version unknown)")
     # MTP228 names the verdict, it does not repeat MTP200's message
     assert lines[3] == ("cuda:0: MTP228 info: GPU 0 (NVIDIA H200, compute capability 9.0): native FP4 not capable on SGLang (version "
                         "unknown) (assumed) — SM90 has no FP4 tensor-core instructions (FP8 is the narrowest)")

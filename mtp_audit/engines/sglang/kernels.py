@@ -88,7 +88,8 @@ def effective_backend(ctx: Context, flag: str, table: str) -> tuple[str | None, 
 
 def check_no_native_fp4(ctx: Context) -> None:
     """MTP200 / MTP201 on SGLang: no FP4 tensor cores (SM < 100); Marlin W4A16 fallback and its cost. MTP200 is an
-    error for a known SGLang without the fallback (< 0.5.13), a warning naming both cases when the version is unknown.
+    error below SM80 (SGLang's 'auto' picks the Marlin fallback on SM80-SM90 only) and for a known SGLang without the
+    fallback (< 0.5.13); a warning naming both cases when the version is unknown on SM80-SM90.
     (vLLM's own: :func:`mtp_audit.engines.vllm.kernels.check_vllm_fp4`)."""
     marlin = mx.load()["marlin_w4a16"]
     sg = ctx.sglang
@@ -109,12 +110,16 @@ def check_no_native_fp4(ctx: Context) -> None:
                     "through Marlin W4A16 (4-bit weights, BF16 tensor-core math)", gpu=g, evidence=evs, detail=marlin_detail)
             continue
         severity = None
-        if sg is None:
+        if cc < (8, 0):
+            # 'auto' picks Marlin W4A16 on SM80-SM90 only: below that every SGLang runs its native NVFP4 kernels
+            fallback, detail = ("SGLang picks its Marlin W4A16 fallback on SM80-SM90 only ('auto'), so on "
+                                f"{sm_name(cc)} its native NVFP4 kernels refuse this GPU whatever its version"), marlin_detail
+        elif sg is None:
             # which of the two happens depends on the release: without exact evidence of it, a warning naming both
-            fallback, detail = ("SGLang >= 0.5.13 falls back to Marlin W4A16 (4-bit weights, BF16 math); an older SGLang has no "
-                                "Marlin NVFP4 fallback and its native NVFP4 kernels refuse this GPU (the SGLang version is unknown)"), (
+            fallback, detail = "it needs SGLang >= 0.5.13's Marlin W4A16 fallback (version unknown)", (
                 "On SGLang >= 0.5.13 the fallback is Marlin W4A16 (--fp4-gemm-backend marlin --moe-runner-backend marlin; "
-                f"'auto' picks it on SM80-SM90): {marlin_detail}")
+                f"'auto' picks it on SM80-SM90): {marlin_detail} An older SGLang has no Marlin NVFP4 fallback and its "
+                "native NVFP4 kernels refuse this GPU.")
             severity = Severity.WARNING
         elif has_marlin:
             fallback, detail = f"SGLang {sg} falls back to Marlin W4A16 (4-bit weights, BF16 math)", (
