@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mtp_audit.engines.base import Fp4Verdict, GpuFp4, KernelQuestion
+from mtp_audit.engines.machine import machine_gpus
 from mtp_audit.report import Evidence, Finding, Location
 
 ENGINE = "llamacpp"
@@ -39,15 +40,6 @@ def fp4_tensor_types(entry: Mapping[str, Any] | None) -> dict[str, int]:
     """``{"NVFP4": n, ...}``: the GGUF model's tensors of the FP4 types (``facts["checkpoint"]["gguf"]["models"][i]``)."""
     types = (entry or {}).get("tensor_types") or {}
     return {t: int(types[t]) for t in FP4_TYPES if types.get(t)}
-
-
-def _gpus(machine: Mapping[str, Any]) -> list[tuple[int, str | None, tuple[int, int] | None]]:
-    out = []
-    for i, gpu in enumerate((machine.get("machine") or {}).get("gpus") or []):
-        cc = (gpu.get("compute_capability") or {}).get("value")
-        known = (int(cc[0]), int(cc[1])) if isinstance(cc, (list, tuple)) and len(cc) == 2 else None
-        out.append((int(gpu.get("index", i)), (gpu.get("name") or {}).get("value"), known))
-    return out
 
 
 def gpu_answer(index: int, name: str | None, cc: tuple[int, int] | None) -> GpuFp4:
@@ -75,7 +67,7 @@ def fp4_verdict(question: KernelQuestion) -> Fp4Verdict:
         return Fp4Verdict(ENGINE, True, "not applicable", kernels=KERNELS, sources=SOURCES,
                           reason=f"llama.cpp's native FP4 path is NVIDIA-only (GGML_CUDA_CC_IS_NVIDIA, {NATIVE}); on "
                                  f"{platform} its back-end dequantizes MXFP4/NVFP4 or leaves the op to the CPU")
-    gpus = tuple(gpu_answer(*g) for g in _gpus(question.machine))
+    gpus = tuple(gpu_answer(*g) for g in machine_gpus(question.machine))
     kinds = {g.native_fp4 for g in gpus}
     worst = "unknown" if not kinds or "unknown" in kinds else "not capable" if "not capable" in kinds else "capable"
     return Fp4Verdict(ENGINE, True, worst, gpus, KERNELS, SOURCES, _notes(gpus, types))

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mtp_audit.engines.base import Fp4Verdict, GpuFp4, KernelQuestion
+from mtp_audit.engines.machine import machine_gpus
 from mtp_audit.engines.outcome import fp4_needed
 from mtp_audit.engines.trtllm import knowledge as K
 from mtp_audit.engines.trtllm.rules import RULES_BY_ID
@@ -18,16 +19,6 @@ from mtp_audit.report import Evidence, Finding, Gap, Location
 ENGINE = "trtllm"
 KERNELS = "NVFP4 (W4A4) GEMM and fused MoE (CUTLASS, trtllm::fp4_gemm)"
 SOURCES = (K.FP4_GEMM, K.FP4_PLUGIN, K.SUPPORT_MATRIX, K.MARLIN_MOE, K.W4A16_HOPPER)
-
-
-def machine_gpus(machine: Mapping[str, Any]) -> list[tuple[int, str | None, tuple[int, int] | None]]:
-    """``(index, name, compute capability)`` of each GPU in the preflight facts (``None``: not known)."""
-    out = []
-    for i, gpu in enumerate((machine.get("machine") or {}).get("gpus") or []):
-        cc = (gpu.get("compute_capability") or {}).get("value")
-        known = (int(cc[0]), int(cc[1])) if isinstance(cc, (list, tuple)) and len(cc) == 2 else None
-        out.append((int(gpu.get("index", i)), (gpu.get("name") or {}).get("value"), known))
-    return out
 
 
 def gpu_answer(index: int, name: str | None, cc: tuple[int, int] | None) -> GpuFp4:
