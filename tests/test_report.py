@@ -105,3 +105,26 @@ def test_location_text() -> None:
     assert str(Location(path="config.json", symbol="/text_config/mtp_num_hidden_layers")) == "config.json [/text_config/mtp_num_hidden_layers]"
     assert str(Location(symbol="cuda:0")) == "cuda:0"
     assert str(Location()) == "-"
+
+
+def test_question_is_carried_from_the_rule_and_the_schema_lists_every_question() -> None:
+    import json
+    from dataclasses import replace
+    from importlib.resources import files
+
+    import jsonschema
+
+    from mtp_audit.report import Gap
+    from mtp_audit.report.questions import FP4, QUESTIONS
+    from mtp_audit.report.rules import get_rule
+
+    schema = json.loads(files("mtp_audit.schema").joinpath("report.schema.json").read_text())
+    assert tuple(schema["$defs"]["question"]["enum"]) == QUESTIONS
+    rule = replace(get_rule("MTP200"), question=FP4)
+    assert rule.finding("no FP4 here").to_dict()["question"] == "fp4"
+    assert "question" not in replace(rule, question=None).finding("x").to_dict()
+    gap = Gap("preflight", "native FP4 verdict unknown", None, True, FP4)
+    assert gap.to_dict() == {"analyzer": "preflight", "message": "native FP4 verdict unknown", "blocking": True, "question": "fp4"}
+    jsonschema.validate(gap.to_dict(), {"$defs": schema["$defs"], "$ref": "#/$defs/gap"})
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**gap.to_dict(), "question": "FP4"}, {"$defs": schema["$defs"], "$ref": "#/$defs/gap"})

@@ -146,6 +146,8 @@ class Finding:
         detail: the rest of the story when ``message`` would run past one line (about 200
             characters): the rationale, costs, fallbacks. Printed by the text report only with
             ``--verbose``; JSON (``detail``), SARIF (``properties.detail``) and Markdown always carry it.
+        question: the question it answers (one of :data:`mtp_audit.report.questions.QUESTIONS`), by default its
+            rule's; ``None``: the analyzer's subject as a whole.
     """
 
     rule_id: str
@@ -155,6 +157,7 @@ class Finding:
     evidence: tuple[Evidence, ...] = ()
     remediation: str = ""
     detail: str = ""
+    question: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (``detail`` only when there is one)."""
@@ -168,6 +171,8 @@ class Finding:
         }
         if self.detail:
             d["detail"] = self.detail
+        if self.question is not None:
+            d["question"] = self.question
         return d
 
     def sort_key(self) -> tuple[Any, ...]:
@@ -231,18 +236,23 @@ class Gap:
         message: one line naming the file (or fact) and the problem.
         path: the file concerned, relative to the audited root, when there is one.
         blocking: whether this gap prevents a conclusive answer.
+        question: the one question it leaves open (one of :data:`mtp_audit.report.questions.QUESTIONS`), so a
+            consumer scopes it without reading ``message``; ``None``: the analyzer's subject as a whole.
     """
 
     analyzer: str
     message: str
     path: str | None = None
     blocking: bool = True
+    question: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form."""
+        """JSON form (``path`` and ``question`` only when set)."""
         d: dict[str, Any] = {"analyzer": self.analyzer, "message": self.message, "blocking": self.blocking}
         if self.path is not None:
             d["path"] = self.path
+        if self.question is not None:
+            d["question"] = self.question
         return d
 
 

@@ -112,6 +112,7 @@ class Rule:
             ``../shared/research/*.md`` sections.
         basis: one of :data:`BASES`; ``"bug report"`` marks rules that rest on user reports, not code.
         examples: inputs that must / must not trigger it; they run as tests.
+        question: the question its findings answer (:data:`mtp_audit.report.questions.QUESTIONS`), or ``None``.
     """
 
     id: str
@@ -125,6 +126,7 @@ class Rule:
     sources: tuple[str, ...]
     basis: str
     examples: tuple[Example, ...] = field(default=(), compare=False)
+    question: str | None = None
 
     def finding(
         self,
@@ -146,6 +148,7 @@ class Rule:
             evidence=tuple(evidence),
             remediation=self.fix if remediation is None else remediation,
             detail=detail,
+            question=self.question,
         )
 
     def doc(self) -> str:
