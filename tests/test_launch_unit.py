@@ -431,3 +431,18 @@ def test_engine_is_passed_to_the_preflight(work, capsys, monkeypatch):
     assert rc == 0  # the SM120 stack of env.txt runs the FP4 kernels for either engine
     assert eng["engine"] == "vllm" and eng["how"] == "explicit"
     assert eng["conflicts"][0] == "launch command 'python -m sglang.launch_server' says SGLang, but the verdict is for vLLM (--engine vllm)"
+
+
+@pytest.mark.parametrize(("given", "engine"), [("trtllm", "trtllm"), ("tensorrt-llm", "trtllm"), ("llama.cpp", "llamacpp")])
+def test_launch_engine_takes_every_registered_engine_and_its_aliases(work, capsys, monkeypatch, given, engine):
+    monkeypatch.chdir(work)
+    main(["launch", "--engine", given, "--sglang", "sg", "--env-dump", "env.txt", "-f", "json", "--", *LS, "--model-path", "qwen"])
+    eng = json.loads(capsys.readouterr().out)["facts"]["preflight"]["engine"]
+    assert eng["engine"] == engine and eng["how"] == "explicit"
+
+
+def test_launch_engine_not_registered_is_one_line_and_exit_2(work, capsys, monkeypatch):
+    monkeypatch.chdir(work)
+    assert main(["launch", "--engine", "tgi", "--sglang", "sg", "--", *LS, "--model-path", "qwen"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'tgi' is not a registered engine" in err

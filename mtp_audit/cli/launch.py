@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from mtp_audit.cli.emit import emit
-from mtp_audit.cli.options import output_options
+from mtp_audit.cli.options import engine_id, output_options
 from mtp_audit.cli.targets import release_or_path
 
 
@@ -41,8 +41,9 @@ from mtp_audit.cli.targets import release_or_path
               help="Read a model path of the command that starts with SRC (a folder of the serving container, /models) "
                    "from DST on this machine instead (repeatable). A model path that is on neither is 'could not tell' "
                    "for the checkpoint questions; the other questions are still answered.")
-@click.option("--engine", type=click.Choice(["sglang", "vllm"]), default=None,
-              help="Serving engine the preflight verdict is for (default: the engine the command starts; a disagreement is shown as evidence).")
+@click.option("--engine", default=None, callback=lambda ctx, param, value: engine_id(value),
+              help="Serving engine the preflight verdict is for: any registered engine id or alias (sglang, vllm, trtllm, "
+                   "llamacpp, ...). Default: the engine the command starts; a disagreement is shown as evidence.")
 @click.option("--log", "log_file", metavar="FILE", default=None,
               help="The engine's log of this launch: hold the prediction against it (MTP530 agrees, MTP531 per disagreement).")
 @output_options

@@ -171,3 +171,23 @@ def _check_selected(select: Sequence[str]) -> None:
     for s in select:
         if not any(i.startswith(s) for i in ids):
             raise InputError("--select", f"{s}: no rule id starts with it (see 'mtp-audit rules')")
+
+
+def engine_id(value: str | None) -> str | None:
+    """``--engine``'s value as a registered engine id (an alias becomes its id:
+    :func:`mtp_audit.engines.registry.canonical_id`), ``None`` when not given.
+
+    Raises:
+        click.BadParameter: no registered engine has that id or alias (the message lists the ids and aliases).
+    """
+    if value is None:
+        return None
+    import click
+
+    from mtp_audit.engines.registry import ALIASES, canonical_id, engine_ids
+
+    engine = canonical_id(value)
+    if engine not in engine_ids():
+        raise click.BadParameter(f"{value!r} is not a registered engine (ids: {', '.join(engine_ids())}; "
+                                 f"aliases: {', '.join(ALIASES)})", param_hint="--engine")
+    return engine

@@ -8,25 +8,7 @@ from pathlib import Path
 import click
 
 from mtp_audit.cli.emit import emit
-from mtp_audit.cli.options import output_options
-
-
-def _engine_id(value: str | None) -> str | None:
-    """``--engine``'s value as a registered engine id (an alias becomes its id:
-    :func:`mtp_audit.engines.registry.canonical_id`), ``None`` when not given.
-
-    Raises:
-        click.BadParameter: no registered engine has that id or alias (the message lists the ids and aliases).
-    """
-    if value is None:
-        return None
-    from mtp_audit.engines.registry import ALIASES, canonical_id, engine_ids
-
-    engine = canonical_id(value)
-    if engine not in engine_ids():
-        raise click.BadParameter(f"{value!r} is not a registered engine (ids: {', '.join(engine_ids())}; "
-                                 f"aliases: {', '.join(ALIASES)})", param_hint="--engine")
-    return engine
+from mtp_audit.cli.options import engine_id, output_options
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -42,7 +24,7 @@ def _engine_id(value: str | None) -> str | None:
               help="Write the collected machine facts (JSON) to FILE ('-': stdout) for later --facts replays.")
 @click.option("--probe", is_flag=True, help="Run one tiny FP4 GEMM on GPU 0 against a BF16 reference (needs torch and a GPU; time-boxed).")
 @click.option("--import-torch", is_flag=True, help="Import torch (in a child process) to read its arch list; off by default.")
-@click.option("--engine", default=None, callback=lambda ctx, param, value: _engine_id(value),
+@click.option("--engine", default=None, callback=lambda ctx, param, value: engine_id(value),
               help="Serving engine the verdict is for: any registered engine id or alias (sglang, vllm, trtllm, llamacpp, "
                    "tensorrt-llm, ...; its FP4 kernel checks apply). Default: detected from the launch command or the dump; "
                    "SGLang when nothing names one.")
