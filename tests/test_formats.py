@@ -47,7 +47,8 @@ def sample_report(reverse: bool = False) -> Report:
         "fixtures/x",
         findings=findings,
         gaps=[Gap("checkpoint", "model-00001-of-00002.safetensors: not present (metadata-only)", "model-00001-of-00002.safetensors", False)],
-        facts={"summary": {"mtp_layers_declared": 1, "mtp_tensors": 0}, "mtp": {"tensors": []}},
+        facts={"summary": {"architecture": "DeepseekV3ForCausalLM", "mode": "metadata-only", "mtp_layers_declared": 1,
+                           "mtp_tensors": 0}, "mode": "metadata-only", "mtp": {"declared_layers": 1, "tensors": 0}},
     )
 
 
