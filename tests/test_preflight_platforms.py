@@ -140,6 +140,8 @@ def test_ascend_is_not_applicable_exit_0(capsys):
     # the FP4 capability question does not apply, but NVFP4 weights cannot load on the NPU (MTP233, found by a new user)
     assert set(rules(rep)) == {"MTP228", "MTP240", "MTP241", "MTP245", "MTP233"} and rep.facts["preflight"]["verdicts"][0]["native_fp4"] == "not applicable"
     assert [f.severity.label for f in rep.findings if f.rule_id == "MTP233"] == ["error"]
+    # an NPU is located as torch_npu names it (npu:N), not as a CUDA device
+    assert {f.location.symbol for f in rep.findings if f.rule_id == "MTP228"} == {"npu:0"}
 
 
 def test_first_generation_910_with_vllm_is_a_warning():

@@ -170,12 +170,13 @@ class Context:
 
 
 #: torch's device type per platform where it is not ``cuda`` (ROCm builds of torch name AMD GPUs ``cuda:N`` too):
-#: Intel GPUs ``xpu:N`` (torch.xpu), Intel Gaudi ``hpu:N`` (habana_frameworks.torch).
-_DEVICE_TYPES = {"xpu": "xpu", "hpu": "hpu"}
+#: Intel GPUs ``xpu:N`` (torch.xpu), Intel Gaudi ``hpu:N`` (habana_frameworks.torch), Ascend NPUs ``npu:N``
+#: (torch_npu registers the ``npu`` device type: ``torch.device("npu:0")``, https://github.com/Ascend/pytorch README).
+_DEVICE_TYPES = {"xpu": "xpu", "hpu": "hpu", "cann": "npu"}
 
 
 def device_label(platform: str | None, index: int | str) -> str:
-    """``"xpu:0"`` / ``"hpu:0-7"`` / ``"cuda:0"``: where a finding about device ``index`` (or a range) is located, by
+    """``"xpu:0"`` / ``"hpu:0-7"`` / ``"npu:0"`` / ``"cuda:0"``: where a finding about device ``index`` (or a range) is located, by
     the machine's platform value (:mod:`mtp_audit.preflight.platforms`; ``cuda`` when unknown or NVIDIA/AMD)."""
     return f"{_DEVICE_TYPES.get(platform or '', 'cuda')}:{index}"
 
