@@ -74,7 +74,7 @@ def _source_text(engine: str, source: str) -> tuple[str, int, int]:
     m = re.match(r"([\w./-]+):(\d+)(?:-(\d+))?", source)
     assert m, source
     path, a, b = m.group(1), int(m.group(2)), int(m.group(3) or m.group(2))
-    text = _llama_file(path) if engine == "llama.cpp" else _wheel_file(engine, path)
+    text = _llama_file(path) if engine == "llamacpp" else _wheel_file(engine, path)
     return text, a, b
 
 
@@ -114,7 +114,7 @@ def render(fmt: str) -> str:
 
 
 def _dialect_lines() -> list[tuple[str, LogLineFormat]]:
-    return [(d.engine, ln) for d in log_dialects() if d.engine != "tensorrt-llm" for ln in d.lines]
+    return [(d.engine, ln) for d in log_dialects() if d.engine != "trtllm" for ln in d.lines]
 
 
 @pytest.mark.parametrize(("engine", "line"), _dialect_lines(), ids=lambda x: x if isinstance(x, str) else x.source)

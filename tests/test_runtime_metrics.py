@@ -154,7 +154,7 @@ def test_llama_server_counters_give_a_window() -> None:
     """llama-server's ``llamacpp:`` counters (not read before: "no speculative-decoding metric")."""
     w = __import__("mtp_audit.runtime.metrics", fromlist=["x"]).window_from_texts(
         _llama(100, 60, 40, (30, 20, 10)), _llama(733, 61, 673, (31, 20, 10)), 10, "u")
-    assert (w["engine"], w["drafted"], w["accepted"], w["drafts"], w["reset"]) == ("llama.cpp", 633, 1, 633, False)
+    assert (w["engine"], w["drafted"], w["accepted"], w["drafts"], w["reset"]) == ("llamacpp", 633, 1, 633, False)
     assert w["per_position"] == {"0": 1 / 633, "1": 0.0, "2": 0.0} and w["mean_acceptance_length"] == 1 + 1 / 633
 
 
@@ -162,7 +162,7 @@ def test_llama_server_cli_verdict(capsys: pytest.CaptureFixture[str]) -> None:
     with _serve_texts([_llama(0, 0, 0), _llama(633, 1, 633)]) as srv:
         assert main(["log", "--metrics", srv.endpoint + "/metrics", "--interval", "0", "-f", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
-    assert doc["facts"]["log"]["verdict"] == "ran-but-accepted-nothing" and doc["facts"]["log"]["engine"] == "llama.cpp"
+    assert doc["facts"]["log"]["verdict"] == "ran-but-accepted-nothing" and doc["facts"]["log"]["engine"] == "llamacpp"
     by_rule = {f["rule_id"]: f["message"] for f in doc["findings"]}
     assert sorted(by_rule) == ["MTP500", "MTP520"]
     assert by_rule["MTP520"].startswith("llama-server metrics window: 1 of 633 drafted tokens accepted in 0 s")

@@ -152,7 +152,7 @@ class LogCommand:
     """A launch command found in a log, read by its engine's own command parser.
 
     Attributes:
-        engine: the engine id as the log facts name it (``"sglang"``, ``"vllm"``, ``"llama.cpp"``, ``"tensorrt-llm"``).
+        engine: the engine id as the log facts name it (``"sglang"``, ``"vllm"``, ``"llamacpp"``, ``"trtllm"``: the registry's ids).
         entry: the entry point (``"vllm serve"``, ``"llama-server"``).
         typed: the speculative method as typed (``"NEXTN"``, ``"deepseek_mtp"``, ``"draft-mtp"``), or None.
         method: the method that runs after the engine's own aliases (``"EAGLE"``, ``"mtp"``), or None when
@@ -222,7 +222,7 @@ class LogDialect:
     package (``mtp_audit/engines/<engine>/logdialect.py``) and handed to the reader by the registry.
 
     Attributes:
-        engine: the engine id in log facts; label: its name for people.
+        engine: the engine id in log facts (the registry's id, e.g. ``llamacpp``); label: its name for people.
         words: substrings only this engine prints (each one recognises the engine wherever it appears).
         wrappers: ``(substring, name)`` of launchers that wrap this engine and print their own lines around its
             output (Ollama, LocalAI, ... for llama.cpp): recognised as this engine, and named.

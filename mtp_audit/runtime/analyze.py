@@ -179,7 +179,7 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
 
     Returns:
         A report whose ``facts["log"]`` holds ``verdict`` (one of :data:`~mtp_audit.runtime.verdict.VERDICTS`),
-        ``engine`` (``sglang``/``vllm``/``llama.cpp``/``tensorrt-llm`` or None), ``answer`` and ``files``.
+        ``engine`` (an engine id of :mod:`mtp_audit.engines.registry`: ``sglang``/``vllm``/``llamacpp``/``trtllm``, or None), ``answer`` and ``files``.
 
     Raises:
         InputError: a path does not exist, is a folder, cannot be read, or holds binary data.
@@ -217,10 +217,11 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
 
 
 def _engine_line(d: dict[str, Any]) -> str | None:
-    """``engine: llama.cpp (via Ollama (wraps llama.cpp), line 1), version b6000 (line 3)``, or None when unknown."""
+    """``engine: llama.cpp (via Ollama (wraps llama.cpp), line 1), version b6000 (line 3)``, or None when unknown. The
+    engine is named by its label (``vLLM``, ``llama.cpp``), for people; ``facts["log"]["engine"]`` holds its id."""
     if d["engine"] is None:
         return None
-    out = f"engine: {d['engine']}"
+    out = f"engine: {_label(d['engine'])}"
     if d["wrapper"] is not None:
         out += f" (via {d['wrapper']['value']}, line {d['wrapper']['line']})"
     version = d["version"].get(d["engine"])
@@ -271,7 +272,7 @@ def analyze_metrics_only(metrics: dict[str, Any]) -> Report:
     from mtp_audit.runtime.metrics import metrics_findings
 
     rate = metrics.get("acceptance_rate")
-    if metrics.get("engine") in ("vllm", "llama.cpp") and metrics.get("drafted"):
+    if metrics.get("engine") in ("vllm", "llamacpp") and metrics.get("drafted"):
         verdict = "ran-but-accepted-nothing" if rate is not None and rate < 0.03 else "ran-and-helped"
     elif metrics.get("engine") == "sglang" and metrics.get("accept_length"):
         verdict = "ran-but-accepted-nothing" if metrics["accept_length"] < 1.05 else "ran-and-helped"

@@ -1,6 +1,7 @@
 """Hold a launch prediction against what the log shows (``mtp-audit launch ... --log FILE``).
 
-A prediction is a small dict built by the launch combiner from its own facts: ``engine`` (``sglang``/``vllm``),
+A prediction is a small dict built by the launch combiner from its own facts: ``engine`` (an engine id of
+:mod:`mtp_audit.engines.registry`, ``sglang``/``vllm``/``trtllm``; an alias such as ``tensorrt-llm`` is read as its id),
 ``algorithm`` (the speculative algorithm that will run, after the engine's rewrites, e.g. ``EAGLE`` for SGLang's
 NEXTN, ``mtp`` for vLLM; None when no speculation is predicted), optionally ``num_speculative_tokens``.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mtp_audit.engines.registry import canonical_id, engine_label
 from mtp_audit.report import Evidence, Finding, Location
 from mtp_audit.report.rules import get_rule
 from mtp_audit.runtime.extract import LogFacts
@@ -28,9 +30,10 @@ def _norm(value: Any) -> str | None:
 def hold_against(prediction: dict[str, Any], facts: LogFacts, verdict: str, path: str) -> list[Finding]:
     """MTP530 (info) when the log agrees with ``prediction``, one MTP531 (warning) per disagreement."""
     disagree: list[tuple[str, str, int | None]] = []
-    want_engine = prediction.get("engine")
+    want_engine = canonical_id(prediction["engine"]) if prediction.get("engine") else None
     if want_engine and facts.engine and want_engine != facts.engine:
-        disagree.append((f"predicted engine {want_engine}, the log is {facts.engine}'s", "engine", facts.first_seen.get(facts.engine)))
+        disagree.append((f"predicted engine {engine_label(want_engine)}, the log is {engine_label(facts.engine)}'s", "engine",
+                         facts.first_seen.get(facts.engine)))
     want = _norm(prediction.get("algorithm"))
     got = facts.config.get("algorithm")
     if got is not None and _norm(got.value) != want:
@@ -49,5 +52,6 @@ def hold_against(prediction: dict[str, Any], facts: LogFacts, verdict: str, path
         return [get_rule("MTP531").finding(msg, Location(path=path, line=line), evidence=(Evidence("field", field),))
                 for msg, field, line in disagree]
     seen = "speculative statistics" if facts.series.intervals else ("its configuration" if got else "no contradiction")
-    return [get_rule("MTP530").finding(f"predicted {want or 'no speculation'} on {want_engine or 'the engine'}; the log shows the same ({seen})",
+    return [get_rule("MTP530").finding(f"predicted {want or 'no speculation'} on {engine_label(want_engine) if want_engine else 'the engine'}; "
+                                       f"the log shows the same ({seen})",
                                        Location(path=path), evidence=(Evidence("seen", seen),))]

@@ -14,7 +14,7 @@ def prediction_from_launch(report: Report) -> dict[str, Any]:
     launch = report.facts.get("launch") or {}
     spec = launch.get("speculative") or {}
     engine = next((t.analyzer for t in report.targets if t.analyzer in ("sglang", "vllm", "trtllm")), None)
-    pred: dict[str, Any] = {"engine": {"trtllm": "tensorrt-llm"}.get(engine or "", engine), "algorithm": spec.get("runs_as")}
+    pred: dict[str, Any] = {"engine": engine, "algorithm": spec.get("runs_as")}
     if spec.get("num_speculative_tokens") is not None:
         pred["num_speculative_tokens"] = spec["num_speculative_tokens"]
     return pred

@@ -60,8 +60,8 @@ SGLANG = {"accept_length": "sglang:spec_accept_length", "accept_rate": "sglang:s
           "verify_calls": "sglang:spec_verify_calls_total"}
 
 #: Engines whose counters give a window: name in reports, counter names, per-position counter, label in messages.
-COUNTER_ENGINES = (("vllm", VLLM, VLLM_PER_POS, "vLLM"), ("llama.cpp", LLAMACPP, LLAMACPP_PER_POS, "llama-server"))
-_LABEL = {"vllm": "vLLM", "llama.cpp": "llama-server", "sglang": "SGLang"}
+COUNTER_ENGINES = (("vllm", VLLM, VLLM_PER_POS, "vLLM"), ("llamacpp", LLAMACPP, LLAMACPP_PER_POS, "llama-server"))
+_LABEL = {"vllm": "vLLM", "llamacpp": "llama-server", "sglang": "SGLang"}
 
 Series = dict[str, dict[tuple[tuple[str, str], ...], float]]
 
@@ -114,7 +114,7 @@ def fetch(url: str, timeout: float, max_bytes: int = MAX_BYTES) -> str:
 def series(text: str) -> Series:
     """Every speculative-decoding sample of one exposition text, series by series: ``{key: {labels: value}}`` where
     ``key`` is a name of :data:`VLLM`, :data:`LLAMACPP` or :data:`SGLANG` prefixed by its engine (``vllm.accepted``,
-    ``llama.cpp.drafts``, ``sglang.accept_length``) or ``<engine>.per_pos`` (labels include ``position``). Values
+    ``llamacpp.drafts``, ``sglang.accept_length``) or ``<engine>.per_pos`` (labels include ``position``). Values
     are as parsed (``nan`` and ``inf`` included).
 
     Raises:
@@ -230,7 +230,7 @@ def _sglang_window(a: Series, b: Series, w: dict[str, Any]) -> None:
 def window_from_texts(before: str, after: str, seconds: float, url: str) -> dict[str, Any]:
     """Acceptance between two exposition texts read ``seconds`` apart.
 
-    Returns a dict: ``url``, ``seconds``, ``engine`` (``vllm``/``llama.cpp``/``sglang``/None), ``accepted``/
+    Returns a dict: ``url``, ``seconds``, ``engine`` (``vllm``/``llamacpp``/``sglang``/None), ``accepted``/
     ``drafted``/``drafts`` (token and draft counts in the window: vLLM, llama-server), ``acceptance_rate`` (0..1),
     ``mean_acceptance_length`` (1 + accepted/drafts), ``per_position`` (rates), ``accept_length``/``accept_rate``
     (SGLang gauges at the second read), ``verify_calls``; ``reset`` (a counter went down: the engine restarted and
@@ -296,7 +296,7 @@ def metrics_findings(w: dict[str, Any]) -> list[Finding]:
     """MTP520 (the window's figures, or why they could not be told) and MTP500 (drafting with ~0 % accepted) for a
     metrics window."""
     loc = Location(symbol=w["url"])
-    if w["engine"] in ("vllm", "llama.cpp"):
+    if w["engine"] in ("vllm", "llamacpp"):
         return _counter_findings(w, loc)
     if w["engine"] == "sglang":
         unknown = "; ".join(w.get("unknown") or [])

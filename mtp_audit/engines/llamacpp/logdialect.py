@@ -54,15 +54,15 @@ def log_command(toks: list[str]) -> LogCommand | None:
     try:
         cmd = parse_command(toks)
     except InputError as exc:
-        return LogCommand("llama.cpp", prog, notes=(str(exc),))
+        return LogCommand(logread.ENGINE, prog, notes=(str(exc),))
     names = cmd.spec_names
     typed = ",".join(names) if names else ("--spec-default" if cmd.spec_default else None)
-    return LogCommand("llama.cpp", prog, typed=typed, method=typed, draft=cmd.draft_model,
+    return LogCommand(logread.ENGINE, prog, typed=typed, method=typed, draft=cmd.draft_model,
                       num_speculative_tokens=cmd.n_max, model=cmd.model or cmd.hf_repo)
 
 
 DIALECT = LogDialect(
-    "llama.cpp", "llama.cpp", WORDS, WRAPPERS, LINES, log_command, ("llama-server", "llama-cli", "llama_server"),
+    logread.ENGINE, "llama.cpp", WORDS, WRAPPERS, LINES, log_command, ("llama-server", "llama-cli", "llama_server"),
     read=logread.read, recognise=logread.recognise,
     deciding="the 'draft acceptance = ... accepted / ... generated' line llama-server prints at the end of each request",
     mtp_methods=("draft-mtp", "mtp"), native_fatal=("GGML_ASSERT",),

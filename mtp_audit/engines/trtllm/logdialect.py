@@ -33,12 +33,12 @@ def log_command(toks: list[str]) -> LogCommand | None:
     if trtllm_entry(toks) is None:
         return None
     cmd = parse_trtllm_command(toks)
-    return LogCommand("tensorrt-llm", cmd.entry, model=cmd.model, config_file=cmd.yaml_path,
+    return LogCommand(logread.ENGINE, cmd.entry, model=cmd.model, config_file=cmd.yaml_path,
                       notes=tuple(f"option without its value: {o}" for o in cmd.missing_value))
 
 
 DIALECT = LogDialect(
-    "tensorrt-llm", "TensorRT-LLM", WORDS, (), LINES, log_command, ("trtllm-serve",),
+    logread.ENGINE, "TensorRT-LLM", WORDS, (), LINES, log_command, ("trtllm-serve",),
     read=logread.read, recognise=logread.recognise,
     deciding="TensorRT-LLM's per-iteration statistics (not parsed by this release) or the /metrics counters (--metrics)",
     mtp_methods=("mtp",),
