@@ -176,6 +176,42 @@ class LogCommand:
     notes: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class MetricSample:
+    """One Prometheus sample an engine exports that ``mtp-audit log --metrics`` reads, as data.
+
+    Attributes:
+        key: what it says: ``"accepted"``, ``"drafted"``, ``"drafts"`` (draft tokens accepted, draft tokens made,
+            verification steps: counters), ``"per_pos"`` (accepted tokens per draft position: a counter with the label
+            ``position``), ``"accept_length"``, ``"accept_rate"`` (gauges: the last logging interval's mean
+            acceptance length and rate, 0..1), ``"verify_calls"`` (a counter of verification steps).
+        name: the sample's name as exposed (a counter with its ``_total`` suffix: ``vllm:spec_decode_num_drafts_total``).
+        source: ``path:line @ release`` where the engine names it (prometheus_client adds ``_total`` to a counter's name
+            when the source writes it without).
+    """
+
+    key: str
+    name: str
+    source: str
+
+
+@dataclass(frozen=True)
+class LogMetrics:
+    """What an engine's Prometheus endpoint says about speculative decoding (:attr:`LogDialect.metrics`).
+
+    Attributes:
+        label: how findings name the server (``"llama-server"``, ``"vLLM"``).
+        window: ``"counters"``: the ``accepted``/``drafted``/``drafts`` counters since the server started (the window is
+            their increase between two reads); ``"gauges"``: the last interval's ``accept_length``/``accept_rate``,
+            read at the second read, and ``verify_calls`` counted between the reads.
+        samples: the samples read (:class:`MetricSample`).
+    """
+
+    label: str
+    window: str
+    samples: tuple[MetricSample, ...]
+
+
 class LogSink(Protocol):
     """The facts of one log as an engine's line reader (:attr:`LogDialect.read`) adds to them;
     :class:`mtp_audit.runtime.extract.LogFacts` implements it. ``config``, ``draft`` and ``version`` map a key to a
@@ -254,6 +290,8 @@ class LogDialect:
         stamps: ``(kind, regex)`` of this engine's own time stamps at the line start: ``"month-day"`` (groups month,
             day, hour, minute, second: no year) or ``"since-start"`` (groups minutes, seconds, milliseconds since the
             process started: going back means a restart).
+        metrics: the speculative-decoding samples of this engine's Prometheus endpoint (:class:`LogMetrics`), or None
+            when ``--metrics`` reads none of this engine's.
     """
 
     engine: str
@@ -278,6 +316,7 @@ class LogDialect:
     source_causes: tuple[tuple[str, str, str], ...] = ()
     prefixes: tuple[str, ...] = ()
     stamps: tuple[tuple[str, str], ...] = ()
+    metrics: LogMetrics | None = None
 
 
 @dataclass(frozen=True)

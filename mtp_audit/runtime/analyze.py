@@ -269,12 +269,13 @@ def analyze_metrics_only(metrics: dict[str, Any]) -> Report:
     ``ran-and-helped`` when accepted, ``could-not-tell`` when nothing was drafted in the window or no
     speculative metric was exported.
     """
-    from mtp_audit.runtime.metrics import metrics_findings
+    from mtp_audit.runtime.metrics import metrics_findings, window_kind
 
     rate = metrics.get("acceptance_rate")
-    if metrics.get("engine") in ("vllm", "llamacpp") and metrics.get("drafted"):
+    kind = window_kind(metrics.get("engine"))
+    if kind == "counters" and metrics.get("drafted"):
         verdict = "ran-but-accepted-nothing" if rate is not None and rate < 0.03 else "ran-and-helped"
-    elif metrics.get("engine") == "sglang" and metrics.get("accept_length"):
+    elif kind == "gauges" and metrics.get("accept_length"):
         verdict = "ran-but-accepted-nothing" if metrics["accept_length"] < 1.05 else "ran-and-helped"
     else:
         verdict = "could-not-tell"
