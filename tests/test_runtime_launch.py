@@ -55,3 +55,18 @@ def test_a_log_that_cannot_tell_does_not_block(tmp_path: Path, capsys: pytest.Ca
     log_gaps = [g for g in doc["gaps"] if g["analyzer"] == "log"]
     assert log_gaps and not any(g["blocking"] for g in log_gaps)
     assert doc["facts"]["launch"]["log_check"] == "no contradiction"
+
+
+def test_the_prediction_names_the_engine_the_launch_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The prediction's engine is ``facts.launch.engine`` (the registry's id), for every engine: a TensorRT-LLM launch
+    held against a TensorRT-LLM log agrees on TensorRT-LLM (it said "on the engine" when only SGLang's and vLLM's
+    sub-reports named their engine)."""
+    out = tmp_path / "r.json"
+    main(["launch", "--env-dump", str(ROOT / "fixtures" / "preflight" / "envdumps" / "h200-nvidia-smi.txt"),
+          "--log", str(LOGS / "trtllm_600_terminate_what.log"), "-f", "json", "-o", str(out), "--",
+          "trtllm-serve", str(ROOT / "fixtures" / "checkpoint" / "zai-org--GLM-5-FP8")])
+    capsys.readouterr()
+    doc = json.loads(out.read_text())
+    assert doc["facts"]["launch"]["engine"] == doc["facts"]["log"]["engine"] == "trtllm"
+    assert [(f["rule_id"], f["message"]) for f in doc["findings"] if f["rule_id"] in ("MTP530", "MTP531")] == [
+        ("MTP530", "predicted no speculation on TensorRT-LLM; the log shows the same (no contradiction)")]

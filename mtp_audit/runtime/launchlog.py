@@ -9,12 +9,12 @@ from mtp_audit.report import Gap, Report
 
 
 def prediction_from_launch(report: Report) -> dict[str, Any]:
-    """The prediction of an ``mtp-audit launch`` report: ``engine`` (the engine analyzer among its targets),
-    ``algorithm`` (``facts["launch"]["speculative"]["runs_as"]``) and, for vLLM, ``num_speculative_tokens``."""
+    """The prediction of an ``mtp-audit launch`` report: ``engine`` (``facts["launch"]["engine"]``, the registry's id of
+    the engine the command starts), ``algorithm`` (``facts["launch"]["speculative"]["runs_as"]``) and, where the
+    engine states it, ``num_speculative_tokens``."""
     launch = report.facts.get("launch") or {}
     spec = launch.get("speculative") or {}
-    engine = next((t.analyzer for t in report.targets if t.analyzer in ("sglang", "vllm", "trtllm")), None)
-    pred: dict[str, Any] = {"engine": engine, "algorithm": spec.get("runs_as")}
+    pred: dict[str, Any] = {"engine": launch.get("engine"), "algorithm": spec.get("runs_as")}
     if spec.get("num_speculative_tokens") is not None:
         pred["num_speculative_tokens"] = spec["num_speculative_tokens"]
     return pred
