@@ -70,3 +70,5 @@ def test_the_prediction_names_the_engine_the_launch_starts(tmp_path: Path, capsy
     assert doc["facts"]["launch"]["engine"] == doc["facts"]["log"]["engine"] == "trtllm"
     assert [(f["rule_id"], f["message"]) for f in doc["findings"] if f["rule_id"] in ("MTP530", "MTP531")] == [
         ("MTP530", "predicted no speculation on TensorRT-LLM; the log shows the same (no contradiction)")]
+    # the log's gap is made a note, and keeps the question it leaves open
+    assert [(g["blocking"], g.get("question")) for g in doc["gaps"] if g["analyzer"] == "log"] == [(False, "runtime")]

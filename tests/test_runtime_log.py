@@ -182,3 +182,21 @@ def test_a_model_load_failure_is_an_error_once_the_target_is_named(tmp_path: Pat
     r = analyze_log([p])
     assert r.facts["log"]["verdict"] == verdict
     assert sorted(f.rule_id for f in r.findings if f.severity.label == "error") == errors
+
+
+def test_every_log_finding_and_gap_answers_the_runtime_question() -> None:
+    """Findings and gaps of ``mtp-audit log`` (every fixture, and a metrics window alone) name the question they
+    answer: :data:`mtp_audit.report.questions.RUNTIME`."""
+    from mtp_audit.runtime.analyze import analyze_metrics_only
+    from mtp_audit.runtime.metrics import window_from_texts
+    from mtp_audit.runtime.rules import METRICS_AFTER, METRICS_BEFORE
+
+    logs = sorted(str(p) for p in LOGS.rglob("*.log"))
+    reports = [analyze_log([p]) for p in logs] + [
+        analyze_metrics_only(window_from_texts(METRICS_BEFORE, METRICS_AFTER, 10, "u")),
+        analyze_metrics_only(window_from_texts(METRICS_BEFORE, METRICS_BEFORE, 10, "u"))]
+    findings = [f for r in reports for f in r.findings]
+    gaps = [g for r in reports for g in r.gaps]
+    assert (len(findings), len(gaps)) == (25, 9)
+    assert {f.question for f in findings} == {g.question for g in gaps} == {"runtime"}
+    assert {f.to_dict()["question"] for f in findings} == {"runtime"}

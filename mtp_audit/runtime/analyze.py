@@ -14,6 +14,7 @@ from typing import Any, BinaryIO
 
 from mtp_audit.errors import InputError
 from mtp_audit.report import Finding, Gap, Location, Report
+from mtp_audit.report.questions import RUNTIME
 from mtp_audit.report.rules import get_rule
 from mtp_audit.runtime.extract import LogFacts
 from mtp_audit.runtime.reader import ReadStats, read_lines
@@ -195,12 +196,14 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
         if d["stopped_at_bytes"] is not None:
             gaps.append(Gap(ANALYZER, f"{d['file']}: read only its first {d['stopped_at_bytes']} bytes (the run's read budget, "
                                       "MTP_AUDIT_MAX_READ_BYTES); the verdict is for those bytes, not for the rest of the log",
-                            d["file"]))
+                            d["file"], question=RUNTIME))
         if d["open_end_line"] is not None and d["stopped_at_bytes"] is None:  # the budget's own gap says it otherwise
             gaps.append(Gap(ANALYZER, f"{d['file']}: the log ends inside line {d['open_end_line']} (no line end after it): a "
-                                      "paste may have been cut there, so its figures were not read", d["file"]))
+                                      "paste may have been cut there, so its figures were not read", d["file"],
+                            question=RUNTIME))
         if outcome.verdict == "could-not-tell":
-            gaps.append(Gap(ANALYZER, f"{d['file']}: could not tell whether MTP ran: the log lacks {outcome.deciding}", d["file"]))
+            gaps.append(Gap(ANALYZER, f"{d['file']}: could not tell whether MTP ran: the log lacks {outcome.deciding}", d["file"],
+                            question=RUNTIME))
     main = min(results, key=lambda r: PRIORITY.index(r[1].verdict))
     top = _top_facts(main, results)
     if prediction is not None:
@@ -282,7 +285,7 @@ def analyze_metrics_only(metrics: dict[str, Any]) -> Report:
     findings = metrics_findings(metrics)
     gaps = [] if verdict != "could-not-tell" else [
         Gap(ANALYZER, f"{metrics['url']}: no speculative token was drafted in the {metrics['seconds']:g} s window "
-                      "(no traffic, or speculation off); send requests during the window or read the log")]
+                      "(no traffic, or speculation off); send requests during the window or read the log", question=RUNTIME)]
     answer = [f"{verdict}: " + (findings[0].message if findings else "no speculative-decoding metric")]
     facts = {"verdict": verdict, "engine": metrics.get("engine"), "answer": answer, "metrics": metrics,
              "summary": {"verdict": verdict, "engine": metrics.get("engine"),

@@ -3,9 +3,10 @@ the log (:func:`mtp_audit.runtime.compare.hold_against` does the comparison)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from mtp_audit.report import Gap, Report
+from mtp_audit.report import Report
 
 
 def prediction_from_launch(report: Report) -> dict[str, Any]:
@@ -32,7 +33,7 @@ def with_log(report: Report, log_path: str) -> Report:
 
     log = analyze_log([log_path], prediction=prediction_from_launch(report))
     log = Report(targets=log.targets, findings=log.findings, facts=log.facts, rule_ids=log.rule_ids,
-                 tool_version=log.tool_version, gaps=tuple(Gap(g.analyzer, g.message, g.path, blocking=False) for g in log.gaps))
+                 tool_version=log.tool_version, gaps=tuple(replace(g, blocking=False) for g in log.gaps))
     merged = report.merge(log)
     launch = merged.facts.get("launch")
     if isinstance(launch, dict):

@@ -1,13 +1,15 @@
 """Rules of ``mtp-audit log`` (MTP500-MTP549): what an engine's own log and metrics say about MTP.
 
 Registered under the analyzer name ``"log"`` (``ANALYZER_RULE_MODULES`` / ``ID_RANGES`` in
-:mod:`mtp_audit.report.rules`). Every example is a real excerpt from a public report (the URL is in
+:mod:`mtp_audit.report.rules`); every finding answers the question :data:`mtp_audit.report.questions.RUNTIME` (did
+the heads draft at run time, and what was accepted). Every example is a real excerpt from a public report (the URL is in
 its note); :mod:`mtp_audit.runtime.examples` runs it through :func:`mtp_audit.runtime.analyze.analyze_log`.
 """
 
 from __future__ import annotations
 
 from mtp_audit.report import Severity
+from mtp_audit.report.questions import RUNTIME
 from mtp_audit.report.rules import Example, Rule
 
 ANALYZER = "log"
@@ -76,7 +78,7 @@ def _log(text: str) -> dict[str, str]:
 
 RULES: tuple[Rule, ...] = (
     Rule(
-        id="MTP500", name="log-mtp-accepted-nothing", analyzer=ANALYZER, severity=Severity.ERROR,
+        id="MTP500", name="log-mtp-accepted-nothing", analyzer=ANALYZER, severity=Severity.ERROR, question=RUNTIME,
         summary="MTP drafted but the target accepted (almost) no draft token",
         what="Sums the accepted and drafted tokens of every speculative statistics line of the run (vLLM "
              "`SpecDecoding metrics`, SGLang `Decode batch ... accept len`, llama-server `draft acceptance`) and "
@@ -93,7 +95,7 @@ RULES: tuple[Rule, ...] = (
                   Example(False, _log(HEALTHY), note="vllm-ascend#9803: mean acceptance length 3.28")),
     ),
     Rule(
-        id="MTP501", name="log-mtp-never-ran", analyzer=ANALYZER, severity=Severity.WARNING,
+        id="MTP501", name="log-mtp-never-ran", analyzer=ANALYZER, severity=Severity.WARNING, question=RUNTIME,
         summary="The log shows the engine serving without speculative decoding",
         what="Flags a log whose engine says speculation is off: SGLang `Decode batch` lines without `accept len` "
              "(the field is written only when a speculative algorithm is set), a vLLM engine config with "
@@ -110,7 +112,7 @@ RULES: tuple[Rule, ...] = (
                   Example(False, _log(SGL_SPEC), note="sgl-kernel-npu#608: accept len 3.05")),
     ),
     Rule(
-        id="MTP502", name="log-mtp-stopped", analyzer=ANALYZER, severity=Severity.ERROR,
+        id="MTP502", name="log-mtp-stopped", analyzer=ANALYZER, severity=Severity.ERROR, question=RUNTIME,
         summary="Speculative decoding ran, then the engine crashed or switched it off",
         what="Flags a crash whose frames run speculative-decoding code, or that comes after the last speculative "
              "statistics line, and a TensorRT-LLM message that its `acceptance_rate_threshold` turned speculation off.",
@@ -124,7 +126,7 @@ RULES: tuple[Rule, ...] = (
                   Example(False, _log(SGL_SPEC), note="healthy decode lines")),
     ),
     Rule(
-        id="MTP503", name="log-acceptance-decays", analyzer=ANALYZER, severity=Severity.WARNING,
+        id="MTP503", name="log-acceptance-decays", analyzer=ANALYZER, severity=Severity.WARNING, question=RUNTIME,
         summary="Acceptance falls over the log (last third well below the first)",
         what="Compares the mean acceptance length (or rate) of the first and last thirds of the statistics lines "
              "and flags a fall of more than 25 %.",
@@ -139,7 +141,7 @@ RULES: tuple[Rule, ...] = (
                   Example(False, _log(HEALTHY * 6), note="steady 3.28")),
     ),
     Rule(
-        id="MTP504", name="log-acceptance-low", analyzer=ANALYZER, severity=Severity.WARNING,
+        id="MTP504", name="log-acceptance-low", analyzer=ANALYZER, severity=Severity.WARNING, question=RUNTIME,
         summary="MTP drafts and some tokens are accepted, but the mean acceptance length is below 1.5",
         what="Flags a run whose mean acceptance length is under 1.5 tokens per step (but above the "
              "accepted-nothing threshold of MTP500).",
@@ -152,6 +154,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         id="MTP505", name="log-zero-acceptance-intervals", analyzer=ANALYZER, severity=Severity.WARNING,
+        question=RUNTIME,
         summary="Some statistics intervals accepted nothing while others accepted drafts",
         what="Counts the intervals (or llama-server requests) with zero accepted tokens in a run that otherwise accepts.",
         why="Episodic 0 % acceptance (vLLM 55357, llama.cpp 27572 under -np N, SGLang under full batches) points to "
@@ -164,7 +167,7 @@ RULES: tuple[Rule, ...] = (
                   Example(False, _log(HEALTHY * 2), note="all intervals accept")),
     ),
     Rule(
-        id="MTP506", name="log-mtp-tensors-unused", analyzer=ANALYZER, severity=Severity.WARNING,
+        id="MTP506", name="log-mtp-tensors-unused", analyzer=ANALYZER, severity=Severity.WARNING, question=RUNTIME,
         summary="llama.cpp loaded the MTP/NextN block as unused tensors",
         what="Reads llama.cpp's `model has unused tensor blk.N...` lines and names the block that was left unused "
              "as a whole (its tensors carry `nextn`, or it is the block after the last trunk layer).",
@@ -178,7 +181,7 @@ RULES: tuple[Rule, ...] = (
                   Example(False, _log(LLAMA_1_OF_633), note="no unused tensors")),
     ),
     Rule(
-        id="MTP507", name="log-engine-crash", analyzer=ANALYZER, severity=Severity.ERROR,
+        id="MTP507", name="log-engine-crash", analyzer=ANALYZER, severity=Severity.ERROR, question=RUNTIME,
         summary="The engine crashed; the last exception and its frame are named",
         what="Finds tracebacks (also cut ones and ones inside container or process prefixes) and fatal runtime "
              "messages, and names the exception and the innermost frame. An error line alone is not a crash.",
@@ -191,7 +194,7 @@ RULES: tuple[Rule, ...] = (
                           note="an error line alone is not a crash")),
     ),
     Rule(
-        id="MTP508", name="log-benchmark-client-lines", analyzer=ANALYZER, severity=Severity.INFO,
+        id="MTP508", name="log-benchmark-client-lines", analyzer=ANALYZER, severity=Severity.INFO, question=RUNTIME,
         summary="Benchmark-client acceptance lines were found: kept apart as the client's figures",
         what="Recognises the summaries printed by benchmark clients (llama.cpp's mtp-bench.py `pred= draft= acc= rate=`, "
              "`sglang.bench_serving` `Accept length:`, `vllm bench serve` `Acceptance rate (%):`). They are never mixed "
@@ -203,7 +206,7 @@ RULES: tuple[Rule, ...] = (
         examples=(Example(True, _log(CLIENT), note="mtp-bench.py lines"), Example(False, _log(HEALTHY), note="engine line")),
     ),
     Rule(
-        id="MTP509", name="log-several-runs", analyzer=ANALYZER, severity=Severity.INFO,
+        id="MTP509", name="log-several-runs", analyzer=ANALYZER, severity=Severity.INFO, question=RUNTIME,
         summary="The log holds several engine runs; the verdict is for the last one (the latest in time)",
         what="Detects a second engine start (vLLM engine config, SGLang server_args, llama-server build line) after "
              "statistics or a crash of an earlier run, and time going back between line stamps (rotated logs "
@@ -221,7 +224,7 @@ RULES: tuple[Rule, ...] = (
                   Example(False, _log(HEALTHY * 2), note="one run")),
     ),
     Rule(
-        id="MTP520", name="metrics-acceptance-window", analyzer=ANALYZER, severity=Severity.INFO,
+        id="MTP520", name="metrics-acceptance-window", analyzer=ANALYZER, severity=Severity.INFO, question=RUNTIME,
         summary="Acceptance over the window between two reads of the engine's Prometheus endpoint",
         what="Reads the speculative-decoding counters (vLLM `vllm:spec_decode_num_accepted_tokens_total`, "
              "`vllm:spec_decode_num_draft_tokens_total`, `vllm:spec_decode_num_drafts_total`; SGLang "
@@ -234,7 +237,7 @@ RULES: tuple[Rule, ...] = (
                   Example(False, _log(HEALTHY), note="no --metrics")),
     ),
     Rule(
-        id="MTP530", name="launch-log-agrees", analyzer=ANALYZER, severity=Severity.INFO,
+        id="MTP530", name="launch-log-agrees", analyzer=ANALYZER, severity=Severity.INFO, question=RUNTIME,
         summary="The log shows what the launch audit predicted",
         what="Holds the prediction of `mtp-audit launch` (speculative algorithm, draft tokens) against the "
              "configuration the engine printed and the statistics of the log.",
@@ -246,7 +249,7 @@ RULES: tuple[Rule, ...] = (
                   Example(False, _log(HEALTHY), note="no prediction given")),
     ),
     Rule(
-        id="MTP531", name="launch-log-disagrees", analyzer=ANALYZER, severity=Severity.WARNING,
+        id="MTP531", name="launch-log-disagrees", analyzer=ANALYZER, severity=Severity.WARNING, question=RUNTIME,
         summary="The log contradicts what the launch audit predicted",
         what="Each field where the engine's printed configuration or its behaviour differs from the prediction of "
              "`mtp-audit launch` is one finding (the prediction is then the bug to fix).",
