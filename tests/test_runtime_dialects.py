@@ -227,3 +227,14 @@ def test_a_prediction_names_the_engine_by_id_or_alias() -> None:
             "predicted no speculation on TensorRT-LLM; the log shows the same (no contradiction)"]
     r = analyze(path, prediction={"engine": "vllm", "algorithm": None})
     assert [f.message for f in r.findings if f.rule_id == "MTP531"] == ["predicted engine vLLM, the log is TensorRT-LLM's"]
+
+
+def test_deciding_lines_send_to_metrics_only_an_engine_whose_metrics_are_read() -> None:
+    """"Lines that would decide" may point at ``--metrics`` only for an engine whose dialect names its samples
+    (TensorRT-LLM's said "or the /metrics counters (--metrics)", which read none of its)."""
+    said = {d.engine: "--metrics" in d.deciding for d in log_dialects()}
+    assert said == {"sglang": False, "vllm": False, "llamacpp": False, "trtllm": False}
+    assert [d.engine for d in log_dialects() if d.metrics is None] == ["trtllm"]
+    log = _log("trtllm_600_terminate_what.log")
+    assert log["files"][0]["deciding_lines"] == ("TensorRT-LLM's per-iteration statistics (not parsed by this release, "
+                                                "nor are its /metrics counters)")

@@ -40,7 +40,7 @@ def log_command(toks: list[str]) -> LogCommand | None:
 DIALECT = LogDialect(
     logread.ENGINE, "TensorRT-LLM", WORDS, (), LINES, log_command, ("trtllm-serve",),
     read=logread.read, recognise=logread.recognise,
-    deciding="TensorRT-LLM's per-iteration statistics (not parsed by this release) or the /metrics counters (--metrics)",
+    deciding="TensorRT-LLM's per-iteration statistics (not parsed by this release, nor are its /metrics counters)",
     mtp_methods=("mtp",),
     known_zero=(("use_kv_cache_manager_v2", lambda v: str(v).lower() == "false",
                  "DSA model with use_kv_cache_manager_v2: false accepts no MTP draft (NVIDIA/TensorRT-LLM#18662)"),))
