@@ -10,14 +10,23 @@ from mtp_audit.report import Report
 
 
 def prediction_from_launch(report: Report) -> dict[str, Any]:
-    """The prediction of an ``mtp-audit launch`` report: ``engine`` (``facts["launch"]["engine"]``, the registry's id of
-    the engine the command starts), ``algorithm`` (``facts["launch"]["speculative"]["runs_as"]``) and, where the
-    engine states it, ``num_speculative_tokens``."""
+    """The prediction of an ``mtp-audit launch`` report, from its typed answer (:func:`mtp_audit.results.launch_result`):
+    ``engine`` (the registry's id of the engine the command starts), ``algorithm`` (what the engine runs after its
+    rewrites, None for no speculation; left out when the launch asks for a method and could not tell whether it runs)
+    and, where the engine states it, ``num_speculative_tokens`` (the draft tokens per step)."""
+    from mtp_audit.results import LaunchVerdict, launch_result
+
     launch = report.facts.get("launch") or {}
-    spec = launch.get("speculative") or {}
-    pred: dict[str, Any] = {"engine": launch.get("engine"), "algorithm": spec.get("runs_as")}
-    if spec.get("num_speculative_tokens") is not None:
-        pred["num_speculative_tokens"] = spec["num_speculative_tokens"]
+    result = launch_result(report)
+    pred: dict[str, Any] = {"engine": launch.get("engine")}
+    if result is None:
+        return pred
+    undecided = (result.speculative_requested is not None and result.speculative_runs_as is None
+                 and result.verdict is LaunchVerdict.COULD_NOT_TELL)
+    if not undecided:
+        pred["algorithm"] = result.speculative_runs_as
+    if result.draft_tokens is not None:
+        pred["num_speculative_tokens"] = result.draft_tokens
     return pred
 
 
