@@ -295,3 +295,14 @@ def test_a_registered_engine_lends_its_metric_names(monkeypatch: pytest.MonkeyPa
     none = window_from_texts("", "# TYPE x counter\nx_total 1\n", 5, "u")
     assert [f.message for f in analyze_metrics_only(none).findings] == [
         "no speculative-decoding metric at u (neither vLLM's, llama-server's, fake-server's nor SGLang's)"]
+
+
+@pytest.mark.parametrize("labels, words", [((), ""), (("vLLM",), " (not vLLM's)"), (("vLLM", "SGLang"), " (neither vLLM's nor SGLang's)")])
+def test_no_metric_names_the_engines_read(monkeypatch: pytest.MonkeyPatch, labels: tuple[str, ...], words: str) -> None:
+    """The "no metric" message names every engine whose samples were looked for, however many (none: no list)."""
+    from mtp_audit.engines.base import LogMetrics
+    from mtp_audit.runtime import metrics
+
+    monkeypatch.setattr(metrics, "_dialects", lambda: tuple((lb.lower(), LogMetrics(lb, "counters", ())) for lb in labels))
+    w = metrics.window_from_texts("", "", 5, "u")
+    assert [f.message for f in metrics.metrics_findings(w)] == [f"no speculative-decoding metric at u{words}"]

@@ -294,8 +294,9 @@ def metrics_findings(w: dict[str, Any]) -> list[Finding]:
     if got is not None:
         return [_gauge_finding(w, got.label, loc)]
     labels = [f"{m.label}'s" for m in known.values()]
-    return [get_rule("MTP520").finding(f"no speculative-decoding metric at {w['url']} (neither "
-                                       f"{', '.join(labels[:-1])} nor {labels[-1]})", loc)]
+    which = (f" (neither {', '.join(labels[:-1])} nor {labels[-1]})" if len(labels) > 1
+             else f" (not {labels[0]})" if labels else "")
+    return [get_rule("MTP520").finding(f"no speculative-decoding metric at {w['url']}{which}", loc)]
 
 
 def _gauge_finding(w: dict[str, Any], label: str, loc: Location) -> Finding:
