@@ -123,7 +123,8 @@ def test_no_private_names_across_modules():
 def test_rule_modules_hold_declarations_only(module):
     """A rules module imports the report model, the rule registry and fixture builders, never an analyzer
     (the examples run through ``<package>.examples``)."""
-    allowed = ("mtp_audit.report", "mtp_audit.report.model", "mtp_audit.report.rules", "mtp_audit.synth",
+    allowed = ("mtp_audit.report", "mtp_audit.report.model", "mtp_audit.report.rules", "mtp_audit.report.questions",
+               "mtp_audit.synth",
                "mtp_audit.synth.shards", "mtp_audit.synth.launch", "mtp_audit.checkpoint.layouts", "mtp_audit.preflight.facts",
                "mtp_audit.checkpoint.gguf_rules", "mtp_audit.synth.gguf",
                "mtp_audit.compare.gguf_rules")
@@ -297,8 +298,9 @@ _ENGINE_NAME = ("sglang", "vllm", "llamacpp", "llama_cpp", "trtllm", "tensorrt")
 #: Engine-specific names (string constants equal to an engine id, identifiers naming an engine) still held by the
 #: analyzers outside engines/ and cli/. The goal is at most 40; this bound may only go down as knowledge moves into
 #: the engine packages behind their hooks (430 before the kernels, heads, launch-syntax and log-dialect hooks, 215
-#: after them).
-MAX_ENGINE_NAMES_IN_ANALYZERS = 215
+#: after them; 165 once the metrics samples moved into the log dialects and the log analyzer named engines only by
+#: the registry's ids).
+MAX_ENGINE_NAMES_IN_ANALYZERS = 165
 
 
 def _engine_names(path: Path) -> int:

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from conftest import cache_dir, sglang_wheel, vllm_wheel
 
-from mtp_audit.engines.base import LogLineFormat
+from mtp_audit.engines.base import LogLineFormat, MetricSample
 from mtp_audit.engines.registry import log_dialects
 from mtp_audit.runtime import reader
 from mtp_audit.runtime.analyze import read_log
@@ -74,7 +74,7 @@ def _source_text(engine: str, source: str) -> tuple[str, int, int]:
     m = re.match(r"([\w./-]+):(\d+)(?:-(\d+))?", source)
     assert m, source
     path, a, b = m.group(1), int(m.group(2)), int(m.group(3) or m.group(2))
-    text = _llama_file(path) if engine == "llama.cpp" else _wheel_file(engine, path)
+    text = _llama_file(path) if engine == "llamacpp" else _wheel_file(engine, path)
     return text, a, b
 
 
@@ -114,7 +114,7 @@ def render(fmt: str) -> str:
 
 
 def _dialect_lines() -> list[tuple[str, LogLineFormat]]:
-    return [(d.engine, ln) for d in log_dialects() if d.engine != "tensorrt-llm" for ln in d.lines]
+    return [(d.engine, ln) for d in log_dialects() if d.engine != "trtllm" for ln in d.lines]
 
 
 @pytest.mark.parametrize(("engine", "line"), _dialect_lines(), ids=lambda x: x if isinstance(x, str) else x.source)
@@ -157,3 +157,25 @@ def test_printed_line_is_read(engine: str, line: LogLineFormat) -> None:
 
 def _dialect_lines_of(engine: str) -> list[LogLineFormat]:
     return [ln for e, ln in _dialect_lines() if e == engine]
+
+
+def _metric_samples() -> list[tuple[str, MetricSample]]:
+    return [(d.engine, s) for d in log_dialects() if d.metrics is not None for s in d.metrics.samples]
+
+
+def test_every_engine_with_a_metrics_endpoint_names_its_samples() -> None:
+    assert {e: sorted(s.key for e2, s in _metric_samples() if e2 == e) for e, _ in _metric_samples()} == {
+        "sglang": ["accept_length", "accept_rate", "verify_calls"], "vllm": ["accepted", "drafted", "drafts", "per_pos"],
+        "llamacpp": ["accepted", "drafted", "drafts", "per_pos"]}
+
+
+@pytest.mark.parametrize(("engine", "sample"), _metric_samples(), ids=lambda x: x if isinstance(x, str) else x.name)
+def test_metric_name_is_in_the_release(engine: str, sample: MetricSample) -> None:
+    """The sample's name, without its engine prefix and the ``_total`` that prometheus_client adds to a counter, is a
+    string literal at the cited line (llama-server writes the ``llamacpp:`` prefix apart, at server-task.cpp:1596-1598)."""
+    text, a, b = _source_text(engine, sample.source)
+    stem = sample.name.split(":", 1)[1]
+    written = _literals(text, a, b)
+    assert stem in written or stem.removesuffix("_total") in written, f"{sample.source}: {stem!r} not in {written!r}"
+    prefix = sample.name.split(":", 1)[0] + ":"
+    assert prefix in written or (engine == "llamacpp" and all(prefix in _literals(text, n, n) for n in (1596, 1597, 1598)))

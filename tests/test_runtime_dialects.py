@@ -25,7 +25,7 @@ def _log(name_or_bytes: str | bytes) -> dict:  # type: ignore[type-arg]
 
 
 def test_every_engine_lends_a_dialect() -> None:
-    assert [d.engine for d in log_dialects()] == ["sglang", "vllm", "llama.cpp", "tensorrt-llm"]
+    assert [d.engine for d in log_dialects()] == ["sglang", "vllm", "llamacpp", "trtllm"]
     for d in log_dialects():
         assert d.lines and all(ln.literal and " @ " in ln.source or "(" in ln.source for ln in d.lines)
 
@@ -94,7 +94,7 @@ def test_draft_that_failed_to_load_never_ran() -> None:
 
 def test_wrapper_is_named() -> None:
     log = _log("ollama_llamamodels496_unknown_arch.log")
-    assert log["engine"] == "llama.cpp" and log["files"][0]["wrapper"] == {"value": "Ollama (wraps llama.cpp)", "line": 1}
+    assert log["engine"] == "llamacpp" and log["files"][0]["wrapper"] == {"value": "Ollama (wraps llama.cpp)", "line": 1}
     assert log["answer"][1] == "engine: llama.cpp (via Ollama (wraps llama.cpp), line 1)"
     assert log["files"][0]["command"] is None  # "llama-server process has terminated" is prose, not a command
     assert "unknown model architecture: 'mllama'" in log["answer"][0]
@@ -172,3 +172,69 @@ def test_vllm_non_default_args_line_gives_the_typed_method() -> None:
     assert (cmd["entry"], cmd["typed"], cmd["method"], cmd["draft"], cmd["num_speculative_tokens"], cmd["line"]) == (
         "non-default args", "deepseek_mtp", "mtp", "zai-org/GLM-5-FP8", 3, 1)
     assert log["summary"]["algorithm"] == "mtp" and log["answer"][0].startswith("ran-and-helped: MTP ran and helped")
+
+
+def _engine_ids_in(doc: object, path: str = "") -> list[tuple[str, object]]:
+    """Every place of a report's JSON that holds an engine id: the value of an ``engine`` key, the keys of
+    ``engine_votes`` and of a file's ``version``."""
+    out: list[tuple[str, object]] = []
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            if k == "engine":
+                out.append((f"{path}.engine", v))
+            if k in ("engine_votes", "version") and isinstance(v, dict):
+                out += [(f"{path}.{k}", key) for key in v]
+            out += _engine_ids_in(v, f"{path}.{k}")
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            out += _engine_ids_in(v, f"{path}[{i}]")
+    return out
+
+
+def test_log_reports_name_engines_by_their_registry_ids(capsys) -> None:  # type: ignore[no-untyped-def]
+    """The JSON of every log fixture says ``llamacpp`` and ``trtllm`` (the registry's ids) wherever it names an engine,
+    never the labels ``llama.cpp`` / ``tensorrt-llm`` it said before; the text names the engine by its label."""
+    import json
+
+    from mtp_audit.cli.main import main
+    from mtp_audit.engines.registry import engine_ids
+
+    logs = sorted(str(p) for p in LOGS.rglob("*.log"))
+    assert len(logs) == 33
+    seen: set[object] = set()
+    for log in logs:
+        main(["log", log, "-f", "json"])
+        out = capsys.readouterr().out
+        assert '"llama.cpp"' not in out and '"tensorrt-llm"' not in out, log
+        places = _engine_ids_in(json.loads(out))
+        assert all(v is None or v in engine_ids() for _, v in places), (log, places)
+        seen |= {v for _, v in places}
+    assert seen == {None, "sglang", "vllm", "llamacpp", "trtllm"}
+    main(["log", str(LOGS / "trtllm_600_terminate_what.log"), "-f", "text"])
+    assert "\n  engine: TensorRT-LLM\n" in capsys.readouterr().out
+
+
+def test_a_prediction_names_the_engine_by_id_or_alias() -> None:
+    """``launch --log`` predicts ``trtllm`` (the launch's engine id); the log of a TensorRT-LLM crash is the same
+    engine, whether the prediction says the id or an alias. Another engine is a disagreement named by labels."""
+    from mtp_audit.runtime.analyze import analyze_log as analyze
+
+    path = [LOGS / "trtllm_600_terminate_what.log"]
+    for said in ("trtllm", "tensorrt-llm", "TensorRT-LLM"):
+        r = analyze(path, prediction={"engine": said, "algorithm": None})
+        assert [f.rule_id for f in r.findings if f.rule_id.startswith("MTP53")] == ["MTP530"], said
+        assert [f.message for f in r.findings if f.rule_id == "MTP530"] == [
+            "predicted no speculation on TensorRT-LLM; the log shows the same (no contradiction)"]
+    r = analyze(path, prediction={"engine": "vllm", "algorithm": None})
+    assert [f.message for f in r.findings if f.rule_id == "MTP531"] == ["predicted engine vLLM, the log is TensorRT-LLM's"]
+
+
+def test_deciding_lines_send_to_metrics_only_an_engine_whose_metrics_are_read() -> None:
+    """"Lines that would decide" may point at ``--metrics`` only for an engine whose dialect names its samples
+    (TensorRT-LLM's said "or the /metrics counters (--metrics)", which read none of its)."""
+    said = {d.engine: "--metrics" in d.deciding for d in log_dialects()}
+    assert said == {"sglang": False, "vllm": False, "llamacpp": False, "trtllm": False}
+    assert [d.engine for d in log_dialects() if d.metrics is None] == ["trtllm"]
+    log = _log("trtllm_600_terminate_what.log")
+    assert log["files"][0]["deciding_lines"] == ("TensorRT-LLM's per-iteration statistics (not parsed by this release, "
+                                                "nor are its /metrics counters)")

@@ -14,8 +14,8 @@ HOLDOUT = Path(__file__).resolve().parent.parent / "fixtures" / "logs" / "holdou
 
 # file -> (verdict, engine, intervals, accepted, drafted, mean acceptance length, acceptance rate, rules)
 EXPECTED = {
-    "llama_28745_qwen38_blk64_unused.log": ("never-ran", "llama.cpp", 0, 0, 0, None, None, ["MTP501", "MTP506"]),
-    "llamaswap437_glm45air_nextn_unused.log": ("never-ran", "llama.cpp", 0, 0, 0, None, None, ["MTP501", "MTP506"]),
+    "llama_28745_qwen38_blk64_unused.log": ("never-ran", "llamacpp", 0, 0, 0, None, None, ["MTP501", "MTP506"]),
+    "llamaswap437_glm45air_nextn_unused.log": ("never-ran", "llamacpp", 0, 0, 0, None, None, ["MTP501", "MTP506"]),
     "sglang_3582_draft_worker_init_crash.log": ("never-ran", "sglang", 0, 0, 0, None, None, ["MTP507"]),
     "sglang_pr25960_cut_columns.log": ("ran-and-helped", "sglang", 1, 0, 0, None, 0.32, []),
     "tabbyapi_exllamav3_223_other_program.log": ("could-not-tell", None, 0, 0, 0, None, None, ["MTP507"]),

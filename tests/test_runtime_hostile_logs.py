@@ -93,7 +93,7 @@ def test_one_search_set_whatever_the_offset() -> None:
     assert len(filler) > reader.CHUNK_BYTES
     late = analyze_log([_write(filler + line)]).facts["log"]
     assert short["verdict"] == late["verdict"] == "ran-but-accepted-nothing"
-    assert short["engine"] == late["engine"] == "llama.cpp"
+    assert short["engine"] == late["engine"] == "llamacpp"
     assert late["files"][0]["statistics"]["first_line"] == 20_001
     assert (late["files"][0]["statistics"]["accepted_tokens"], late["files"][0]["statistics"]["drafted_tokens"]) == (0, 120)
 

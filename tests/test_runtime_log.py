@@ -21,10 +21,10 @@ EXPECTED = {
     "vllm_ascend_12521_multi_engine.log": ("ran-and-helped", "vllm", None, None, 2, 581, 906, 2.92, []),
     "speculators_613_dflash_near_zero.log": ("ran-but-accepted-nothing", "vllm", None, None, 3, 151, 10065, 1.23, ["MTP500"]),
     "vllm_ascend_9803_glm5_mtp3.log": ("ran-and-helped", "vllm", None, None, 2, 892, 1185, 3.26, []),
-    "llama_pr24536_eagle3_relative_ts.log": ("ran-and-helped", "llama.cpp", None, None, 1, 167, 259, 2.92, []),
-    "llama_27151_mtp_1_of_633.log": ("ran-but-accepted-nothing", "llama.cpp", None, None, 1, 1, 633, 1.00, ["MTP500"]),
-    "llama_27342_dflash2_mean_len.log": ("ran-and-helped", "llama.cpp", None, None, 1, 886, 900, 4.94, []),
-    "llama_26296_mtp_block_unused.log": ("never-ran", "llama.cpp", None, None, 0, 0, 0, None, ["MTP501", "MTP506"]),
+    "llama_pr24536_eagle3_relative_ts.log": ("ran-and-helped", "llamacpp", None, None, 1, 167, 259, 2.92, []),
+    "llama_27151_mtp_1_of_633.log": ("ran-but-accepted-nothing", "llamacpp", None, None, 1, 1, 633, 1.00, ["MTP500"]),
+    "llama_27342_dflash2_mean_len.log": ("ran-and-helped", "llamacpp", None, None, 1, 886, 900, 4.94, []),
+    "llama_26296_mtp_block_unused.log": ("never-ran", "llamacpp", None, None, 0, 0, 0, None, ["MTP501", "MTP506"]),
     # the client's own rate= lines are evidence, labelled as the client's (mean rate 74.0 % over 7 prompts)
     "llama_23269_bench_client_and_preset.log": ("ran-and-helped", None, None, None, 0, 0, 0, None, ["MTP508"]),
     "sglang_pr608_decode_batch_tp_ep.log": ("ran-and-helped", "sglang", None, None, 3, 0, 0, 2.84, []),
@@ -32,13 +32,13 @@ EXPECTED = {
     "sglang_8336_crash_k8s_prefix.log": ("ran-then-stopped", "sglang", None, None, 0, 0, 0, None, ["MTP502", "MTP507"]),
     "vllm_intel386_config_engine_core_prefix.log": ("could-not-tell", "vllm", "0.14.1.dev0+gb17039bcc.d20260311", "mtp", 0, 0, 0, None, []),
     "vllm_7301_v0_speculative_metrics.log": ("ran-and-helped", "vllm", None, None, 1, 32594, 53716, 3.43, []),  # V0: 1 + 32594 / (53716 / 4)
-    "lemonade9_glm45_nextn_unused.log": ("never-ran", "llama.cpp", None, None, 0, 0, 0, None, ["MTP501", "MTP506"]),
-    "llama_gsq11_command_zero_acceptance.log": ("ran-but-accepted-nothing", "llama.cpp", None, None, 1, 0, 3595, None, ["MTP500"]),
-    "trtllm_600_terminate_what.log": ("could-not-tell", "tensorrt-llm", None, None, 0, 0, 0, None, ["MTP507"]),
-    "beellama4_dflash_draft_unknown_arch.log": ("never-ran", "llama.cpp", None, None, 0, 0, 0, None, ["MTP501"]),
-    "ollama_llamamodels496_unknown_arch.log": ("could-not-tell", "llama.cpp", None, None, 0, 0, 0, None, ["MTP507"]),
+    "lemonade9_glm45_nextn_unused.log": ("never-ran", "llamacpp", None, None, 0, 0, 0, None, ["MTP501", "MTP506"]),
+    "llama_gsq11_command_zero_acceptance.log": ("ran-but-accepted-nothing", "llamacpp", None, None, 1, 0, 3595, None, ["MTP500"]),
+    "trtllm_600_terminate_what.log": ("could-not-tell", "trtllm", None, None, 0, 0, 0, None, ["MTP507"]),
+    "beellama4_dflash_draft_unknown_arch.log": ("never-ran", "llamacpp", None, None, 0, 0, 0, None, ["MTP501"]),
+    "ollama_llamamodels496_unknown_arch.log": ("could-not-tell", "llamacpp", None, None, 0, 0, 0, None, ["MTP507"]),
     "vllm_pr34552_command_multiline.log": ("could-not-tell", "vllm", None, None, 0, 0, 0, None, []),
-    "llama_am17an6_env_command_ggml_assert.log": ("could-not-tell", "llama.cpp", None, None, 0, 0, 0, None, ["MTP507"]),
+    "llama_am17an6_env_command_ggml_assert.log": ("could-not-tell", "llamacpp", None, None, 0, 0, 0, None, ["MTP507"]),
 }
 
 
@@ -182,3 +182,21 @@ def test_a_model_load_failure_is_an_error_once_the_target_is_named(tmp_path: Pat
     r = analyze_log([p])
     assert r.facts["log"]["verdict"] == verdict
     assert sorted(f.rule_id for f in r.findings if f.severity.label == "error") == errors
+
+
+def test_every_log_finding_and_gap_answers_the_runtime_question() -> None:
+    """Findings and gaps of ``mtp-audit log`` (every fixture, and a metrics window alone) name the question they
+    answer: :data:`mtp_audit.report.questions.RUNTIME`."""
+    from mtp_audit.runtime.analyze import analyze_metrics_only
+    from mtp_audit.runtime.metrics import window_from_texts
+    from mtp_audit.runtime.rules import METRICS_AFTER, METRICS_BEFORE
+
+    logs = sorted(str(p) for p in LOGS.rglob("*.log"))
+    reports = [analyze_log([p]) for p in logs] + [
+        analyze_metrics_only(window_from_texts(METRICS_BEFORE, METRICS_AFTER, 10, "u")),
+        analyze_metrics_only(window_from_texts(METRICS_BEFORE, METRICS_BEFORE, 10, "u"))]
+    findings = [f for r in reports for f in r.findings]
+    gaps = [g for r in reports for g in r.gaps]
+    assert (len(findings), len(gaps)) == (25, 9)
+    assert {f.question for f in findings} == {g.question for g in gaps} == {"runtime"}
+    assert {f.to_dict()["question"] for f in findings} == {"runtime"}

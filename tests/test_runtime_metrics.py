@@ -154,7 +154,7 @@ def test_llama_server_counters_give_a_window() -> None:
     """llama-server's ``llamacpp:`` counters (not read before: "no speculative-decoding metric")."""
     w = __import__("mtp_audit.runtime.metrics", fromlist=["x"]).window_from_texts(
         _llama(100, 60, 40, (30, 20, 10)), _llama(733, 61, 673, (31, 20, 10)), 10, "u")
-    assert (w["engine"], w["drafted"], w["accepted"], w["drafts"], w["reset"]) == ("llama.cpp", 633, 1, 633, False)
+    assert (w["engine"], w["drafted"], w["accepted"], w["drafts"], w["reset"]) == ("llamacpp", 633, 1, 633, False)
     assert w["per_position"] == {"0": 1 / 633, "1": 0.0, "2": 0.0} and w["mean_acceptance_length"] == 1 + 1 / 633
 
 
@@ -162,7 +162,7 @@ def test_llama_server_cli_verdict(capsys: pytest.CaptureFixture[str]) -> None:
     with _serve_texts([_llama(0, 0, 0), _llama(633, 1, 633)]) as srv:
         assert main(["log", "--metrics", srv.endpoint + "/metrics", "--interval", "0", "-f", "json"]) == 1
     doc = json.loads(capsys.readouterr().out)
-    assert doc["facts"]["log"]["verdict"] == "ran-but-accepted-nothing" and doc["facts"]["log"]["engine"] == "llama.cpp"
+    assert doc["facts"]["log"]["verdict"] == "ran-but-accepted-nothing" and doc["facts"]["log"]["engine"] == "llamacpp"
     by_rule = {f["rule_id"]: f["message"] for f in doc["findings"]}
     assert sorted(by_rule) == ["MTP500", "MTP520"]
     assert by_rule["MTP520"].startswith("llama-server metrics window: 1 of 633 drafted tokens accepted in 0 s")
@@ -261,3 +261,48 @@ def test_the_pause_between_the_reads_is_not_network_time(monkeypatch: pytest.Mon
     with _serve_texts([_vllm(1, 3, 1), _vllm(2, 6, 2)]) as srv:
         w = read_window(srv.endpoint + "/metrics", 0.6)
     assert (w["drafts"], w["drafted"], w["accepted"]) == (1, 3, 1)
+
+
+# --- the samples come from each engine's dialect ----------------------------------------------------------------------
+
+def test_a_registered_engine_lends_its_metric_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--metrics`` reads the samples an engine's log dialect names (no engine is known to the reader itself): a
+    registered engine's counters give a window under its id and its label, and the "no metric" message lists it
+    (counter engines first)."""
+    from test_engine_registry import FakeEngine
+
+    from mtp_audit.engines import registry
+    from mtp_audit.engines.base import LogDialect, LogMetrics, MetricSample
+    from mtp_audit.runtime.analyze import analyze_metrics_only
+    from mtp_audit.runtime.metrics import window_from_texts
+
+    metrics = LogMetrics("fake-server", "counters", tuple(
+        MetricSample(key, f"fake:{key}_total", "fake.py:1 @ 1.0") for key in ("accepted", "drafted", "drafts")))
+
+    class Fake(FakeEngine):
+        def log_dialect(self) -> LogDialect:
+            return LogDialect("fake", "Fake", ("fake-serve",), (), (), lambda toks: None, metrics=metrics)
+
+    monkeypatch.setattr(registry, "EXTRA", [Fake()])
+    text = "# TYPE fake:{0} counter\nfake:{0}_total {1}\n".format
+    w = window_from_texts(text("drafts", 2) + text("drafted", 6) + text("accepted", 3),
+                          text("drafts", 12) + text("drafted", 36) + text("accepted", 23), 5, "u")
+    assert (w["engine"], w["drafts"], w["drafted"], w["accepted"], w["mean_acceptance_length"]) == ("fake", 10, 30, 20, 3.0)
+    report = analyze_metrics_only(w)
+    assert report.facts["log"]["verdict"] == "ran-and-helped"
+    assert [f.message for f in report.findings] == [
+        "fake-server metrics window: 20 of 30 drafted tokens accepted in 5 s (66.7 %, mean acceptance length 3.00)"]
+    none = window_from_texts("", "# TYPE x counter\nx_total 1\n", 5, "u")
+    assert [f.message for f in analyze_metrics_only(none).findings] == [
+        "no speculative-decoding metric at u (neither vLLM's, llama-server's, fake-server's nor SGLang's)"]
+
+
+@pytest.mark.parametrize("labels, words", [((), ""), (("vLLM",), " (not vLLM's)"), (("vLLM", "SGLang"), " (neither vLLM's nor SGLang's)")])
+def test_no_metric_names_the_engines_read(monkeypatch: pytest.MonkeyPatch, labels: tuple[str, ...], words: str) -> None:
+    """The "no metric" message names every engine whose samples were looked for, however many (none: no list)."""
+    from mtp_audit.engines.base import LogMetrics
+    from mtp_audit.runtime import metrics
+
+    monkeypatch.setattr(metrics, "_dialects", lambda: tuple((lb.lower(), LogMetrics(lb, "counters", ())) for lb in labels))
+    w = metrics.window_from_texts("", "", 5, "u")
+    assert [f.message for f in metrics.metrics_findings(w)] == [f"no speculative-decoding metric at u{words}"]

@@ -134,7 +134,7 @@ def test_cut_pastes_never_crash(names: list[str], cut: int) -> None:
     data = raw[: len(raw) - cut] if cut < len(raw) else raw[:1]
     facts, _ = _facts(data)
     facts_dict = __import__("mtp_audit.runtime.verdict", fromlist=["facts_dict"]).facts_dict(facts)
-    assert facts_dict["engine"] in (None, "sglang", "vllm", "llama.cpp", "tensorrt-llm")
+    assert facts_dict["engine"] in (None, "sglang", "vllm", "llamacpp", "trtllm")
 
 
 def test_compressed_log_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -152,7 +152,7 @@ class LogCommand:
     """A launch command found in a log, read by its engine's own command parser.
 
     Attributes:
-        engine: the engine id as the log facts name it (``"sglang"``, ``"vllm"``, ``"llama.cpp"``, ``"tensorrt-llm"``).
+        engine: the engine id as the log facts name it (``"sglang"``, ``"vllm"``, ``"llamacpp"``, ``"trtllm"``: the registry's ids).
         entry: the entry point (``"vllm serve"``, ``"llama-server"``).
         typed: the speculative method as typed (``"NEXTN"``, ``"deepseek_mtp"``, ``"draft-mtp"``), or None.
         method: the method that runs after the engine's own aliases (``"EAGLE"``, ``"mtp"``), or None when
@@ -174,6 +174,42 @@ class LogCommand:
     model: str | None = None
     config_file: str | None = None
     notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MetricSample:
+    """One Prometheus sample an engine exports that ``mtp-audit log --metrics`` reads, as data.
+
+    Attributes:
+        key: what it says: ``"accepted"``, ``"drafted"``, ``"drafts"`` (draft tokens accepted, draft tokens made,
+            verification steps: counters), ``"per_pos"`` (accepted tokens per draft position: a counter with the label
+            ``position``), ``"accept_length"``, ``"accept_rate"`` (gauges: the last logging interval's mean
+            acceptance length and rate, 0..1), ``"verify_calls"`` (a counter of verification steps).
+        name: the sample's name as exposed (a counter with its ``_total`` suffix: ``vllm:spec_decode_num_drafts_total``).
+        source: ``path:line @ release`` where the engine names it (prometheus_client adds ``_total`` to a counter's name
+            when the source writes it without).
+    """
+
+    key: str
+    name: str
+    source: str
+
+
+@dataclass(frozen=True)
+class LogMetrics:
+    """What an engine's Prometheus endpoint says about speculative decoding (:attr:`LogDialect.metrics`).
+
+    Attributes:
+        label: how findings name the server (``"llama-server"``, ``"vLLM"``).
+        window: ``"counters"``: the ``accepted``/``drafted``/``drafts`` counters since the server started (the window is
+            their increase between two reads); ``"gauges"``: the last interval's ``accept_length``/``accept_rate``,
+            read at the second read, and ``verify_calls`` counted between the reads.
+        samples: the samples read (:class:`MetricSample`).
+    """
+
+    label: str
+    window: str
+    samples: tuple[MetricSample, ...]
 
 
 class LogSink(Protocol):
@@ -222,7 +258,7 @@ class LogDialect:
     package (``mtp_audit/engines/<engine>/logdialect.py``) and handed to the reader by the registry.
 
     Attributes:
-        engine: the engine id in log facts; label: its name for people.
+        engine: the engine id in log facts (the registry's id, e.g. ``llamacpp``); label: its name for people.
         words: substrings only this engine prints (each one recognises the engine wherever it appears).
         wrappers: ``(substring, name)`` of launchers that wrap this engine and print their own lines around its
             output (Ollama, LocalAI, ... for llama.cpp): recognised as this engine, and named.
@@ -254,6 +290,8 @@ class LogDialect:
         stamps: ``(kind, regex)`` of this engine's own time stamps at the line start: ``"month-day"`` (groups month,
             day, hour, minute, second: no year) or ``"since-start"`` (groups minutes, seconds, milliseconds since the
             process started: going back means a restart).
+        metrics: the speculative-decoding samples of this engine's Prometheus endpoint (:class:`LogMetrics`), or None
+            when ``--metrics`` reads none of this engine's.
     """
 
     engine: str
@@ -278,6 +316,7 @@ class LogDialect:
     source_causes: tuple[tuple[str, str, str], ...] = ()
     prefixes: tuple[str, ...] = ()
     stamps: tuple[tuple[str, str], ...] = ()
+    metrics: LogMetrics | None = None
 
 
 @dataclass(frozen=True)

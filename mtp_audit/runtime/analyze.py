@@ -14,6 +14,7 @@ from typing import Any, BinaryIO
 
 from mtp_audit.errors import InputError
 from mtp_audit.report import Finding, Gap, Location, Report
+from mtp_audit.report.questions import RUNTIME
 from mtp_audit.report.rules import get_rule
 from mtp_audit.runtime.extract import LogFacts
 from mtp_audit.runtime.reader import ReadStats, read_lines
@@ -179,7 +180,7 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
 
     Returns:
         A report whose ``facts["log"]`` holds ``verdict`` (one of :data:`~mtp_audit.runtime.verdict.VERDICTS`),
-        ``engine`` (``sglang``/``vllm``/``llama.cpp``/``tensorrt-llm`` or None), ``answer`` and ``files``.
+        ``engine`` (an engine id of :mod:`mtp_audit.engines.registry`: ``sglang``/``vllm``/``llamacpp``/``trtllm``, or None), ``answer`` and ``files``.
 
     Raises:
         InputError: a path does not exist, is a folder, cannot be read, or holds binary data.
@@ -195,12 +196,14 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
         if d["stopped_at_bytes"] is not None:
             gaps.append(Gap(ANALYZER, f"{d['file']}: read only its first {d['stopped_at_bytes']} bytes (the run's read budget, "
                                       "MTP_AUDIT_MAX_READ_BYTES); the verdict is for those bytes, not for the rest of the log",
-                            d["file"]))
+                            d["file"], question=RUNTIME))
         if d["open_end_line"] is not None and d["stopped_at_bytes"] is None:  # the budget's own gap says it otherwise
             gaps.append(Gap(ANALYZER, f"{d['file']}: the log ends inside line {d['open_end_line']} (no line end after it): a "
-                                      "paste may have been cut there, so its figures were not read", d["file"]))
+                                      "paste may have been cut there, so its figures were not read", d["file"],
+                            question=RUNTIME))
         if outcome.verdict == "could-not-tell":
-            gaps.append(Gap(ANALYZER, f"{d['file']}: could not tell whether MTP ran: the log lacks {outcome.deciding}", d["file"]))
+            gaps.append(Gap(ANALYZER, f"{d['file']}: could not tell whether MTP ran: the log lacks {outcome.deciding}", d["file"],
+                            question=RUNTIME))
     main = min(results, key=lambda r: PRIORITY.index(r[1].verdict))
     top = _top_facts(main, results)
     if prediction is not None:
@@ -217,10 +220,11 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
 
 
 def _engine_line(d: dict[str, Any]) -> str | None:
-    """``engine: llama.cpp (via Ollama (wraps llama.cpp), line 1), version b6000 (line 3)``, or None when unknown."""
+    """``engine: llama.cpp (via Ollama (wraps llama.cpp), line 1), version b6000 (line 3)``, or None when unknown. The
+    engine is named by its label (``vLLM``, ``llama.cpp``), for people; ``facts["log"]["engine"]`` holds its id."""
     if d["engine"] is None:
         return None
-    out = f"engine: {d['engine']}"
+    out = f"engine: {_label(d['engine'])}"
     if d["wrapper"] is not None:
         out += f" (via {d['wrapper']['value']}, line {d['wrapper']['line']})"
     version = d["version"].get(d["engine"])
@@ -268,19 +272,20 @@ def analyze_metrics_only(metrics: dict[str, Any]) -> Report:
     ``ran-and-helped`` when accepted, ``could-not-tell`` when nothing was drafted in the window or no
     speculative metric was exported.
     """
-    from mtp_audit.runtime.metrics import metrics_findings
+    from mtp_audit.runtime.metrics import metrics_findings, window_kind
 
     rate = metrics.get("acceptance_rate")
-    if metrics.get("engine") in ("vllm", "llama.cpp") and metrics.get("drafted"):
+    kind = window_kind(metrics.get("engine"))
+    if kind == "counters" and metrics.get("drafted"):
         verdict = "ran-but-accepted-nothing" if rate is not None and rate < 0.03 else "ran-and-helped"
-    elif metrics.get("engine") == "sglang" and metrics.get("accept_length"):
+    elif kind == "gauges" and metrics.get("accept_length"):
         verdict = "ran-but-accepted-nothing" if metrics["accept_length"] < 1.05 else "ran-and-helped"
     else:
         verdict = "could-not-tell"
     findings = metrics_findings(metrics)
     gaps = [] if verdict != "could-not-tell" else [
         Gap(ANALYZER, f"{metrics['url']}: no speculative token was drafted in the {metrics['seconds']:g} s window "
-                      "(no traffic, or speculation off); send requests during the window or read the log")]
+                      "(no traffic, or speculation off); send requests during the window or read the log", question=RUNTIME)]
     answer = [f"{verdict}: " + (findings[0].message if findings else "no speculative-decoding metric")]
     facts = {"verdict": verdict, "engine": metrics.get("engine"), "answer": answer, "metrics": metrics,
              "summary": {"verdict": verdict, "engine": metrics.get("engine"),

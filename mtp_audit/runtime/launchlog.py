@@ -3,20 +3,30 @@ the log (:func:`mtp_audit.runtime.compare.hold_against` does the comparison)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from mtp_audit.report import Gap, Report
+from mtp_audit.report import Report
 
 
 def prediction_from_launch(report: Report) -> dict[str, Any]:
-    """The prediction of an ``mtp-audit launch`` report: ``engine`` (the engine analyzer among its targets),
-    ``algorithm`` (``facts["launch"]["speculative"]["runs_as"]``) and, for vLLM, ``num_speculative_tokens``."""
+    """The prediction of an ``mtp-audit launch`` report, from its typed answer (:func:`mtp_audit.results.launch_result`):
+    ``engine`` (the registry's id of the engine the command starts), ``algorithm`` (what the engine runs after its
+    rewrites, None for no speculation; left out when the launch asks for a method and could not tell whether it runs)
+    and, where the engine states it, ``num_speculative_tokens`` (the draft tokens per step)."""
+    from mtp_audit.results import LaunchVerdict, launch_result
+
     launch = report.facts.get("launch") or {}
-    spec = launch.get("speculative") or {}
-    engine = next((t.analyzer for t in report.targets if t.analyzer in ("sglang", "vllm", "trtllm")), None)
-    pred: dict[str, Any] = {"engine": {"trtllm": "tensorrt-llm"}.get(engine or "", engine), "algorithm": spec.get("runs_as")}
-    if spec.get("num_speculative_tokens") is not None:
-        pred["num_speculative_tokens"] = spec["num_speculative_tokens"]
+    result = launch_result(report)
+    pred: dict[str, Any] = {"engine": launch.get("engine")}
+    if result is None:
+        return pred
+    undecided = (result.speculative_requested is not None and result.speculative_runs_as is None
+                 and result.verdict is LaunchVerdict.COULD_NOT_TELL)
+    if not undecided:
+        pred["algorithm"] = result.speculative_runs_as
+    if result.draft_tokens is not None:
+        pred["num_speculative_tokens"] = result.draft_tokens
     return pred
 
 
@@ -32,7 +42,7 @@ def with_log(report: Report, log_path: str) -> Report:
 
     log = analyze_log([log_path], prediction=prediction_from_launch(report))
     log = Report(targets=log.targets, findings=log.findings, facts=log.facts, rule_ids=log.rule_ids,
-                 tool_version=log.tool_version, gaps=tuple(Gap(g.analyzer, g.message, g.path, blocking=False) for g in log.gaps))
+                 tool_version=log.tool_version, gaps=tuple(replace(g, blocking=False) for g in log.gaps))
     merged = report.merge(log)
     launch = merged.facts.get("launch")
     if isinstance(launch, dict):

@@ -1,26 +1,13 @@
 """``--metrics URL``: read a running engine's Prometheus endpoint twice and report the acceptance between.
 
 The exposition text is parsed by ``prometheus_client.parser.text_string_to_metric_families`` (the
-optional ``metrics`` extra; never parsed by hand). Metric names, from each engine's source:
-
-* vLLM ``vllm/v1/spec_decode/metrics.py:229-231,252-255`` @ v0.33.0: counters
-  ``vllm:spec_decode_num_drafts``, ``vllm:spec_decode_num_draft_tokens``,
-  ``vllm:spec_decode_num_accepted_tokens`` and ``vllm:spec_decode_num_accepted_tokens_per_pos``
-  (label ``position``), exposed with the ``_total`` suffix, one series per engine (label ``engine``).
-* SGLang ``sglang/srt/observability/metrics_collector.py:511-518,1865-1866`` @ 0.5.23: gauges
-  ``sglang:spec_accept_length`` and ``sglang:spec_accept_rate`` (the last logging interval), counter
-  ``sglang:spec_verify_calls_total``.
-* llama-server (llama.cpp ``0c1e57098``, vendored by llama-cpp-python 0.3.36 under ``vendor/llama.cpp``):
-  ``tools/server/server-task.cpp:1554-1564`` counters ``spec_decode_num_draft_tokens_total``,
-  ``spec_decode_num_accepted_tokens_total`` and ``spec_decode_num_drafts_total`` ("Total speculative decoding
-  verification steps"), written with the ``llamacpp:`` prefix at ``server-task.cpp:1596-1598``, and
-  ``llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position="i"}`` at ``server-task.cpp:1606-1613``; the
-  mean acceptance length is ``1 + accepted / verification steps``, as its own log line computes it
-  (``tools/server/server-context.cpp:634``). One series per server, no labels. Older llama-server releases export
-  no speculative counter (llama-cpp-python 0.3.16's ``tools/server/server.cpp:4058-4103`` has none): "no
-  speculative-decoding metric".
-
-TensorRT-LLM counters are not read (their names could not be confirmed from source here).
+optional ``metrics`` extra; never parsed by hand). Which samples each engine exports, and where its source names them,
+is the engine's: its log dialect's ``metrics`` (:class:`mtp_audit.engines.base.LogMetrics`, one
+:class:`~mtp_audit.engines.base.MetricSample` with its ``file:line @ release`` each), handed on by
+:func:`mtp_audit.engines.registry.log_dialects`. Two kinds of window: ``counters`` (accepted and drafted tokens and
+verification steps since the server started; the window is their increase) and ``gauges`` (the last interval's
+acceptance length and rate at the second read, verification steps counted between the reads). An engine whose dialect
+has no ``metrics`` is not read.
 
 Counters are compared series by series (each label set on its own): a counter lower at the second read than at
 the first means its engine restarted between the reads; the window then reports that series from the restart
@@ -42,6 +29,7 @@ import math
 import time
 from typing import Any
 
+from mtp_audit.engines.base import LogMetrics
 from mtp_audit.errors import InputError, Unavailable
 from mtp_audit.report import Evidence, Finding, Location
 from mtp_audit.report.rules import get_rule
@@ -50,18 +38,20 @@ from mtp_audit.sources import netpolicy
 #: Largest exposition text read (bytes).
 MAX_BYTES = 8 * 1024 * 1024
 
-VLLM = {"accepted": "vllm:spec_decode_num_accepted_tokens_total", "drafted": "vllm:spec_decode_num_draft_tokens_total",
-        "drafts": "vllm:spec_decode_num_drafts_total"}
-VLLM_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
-LLAMACPP = {"accepted": "llamacpp:spec_decode_num_accepted_tokens_total",
-            "drafted": "llamacpp:spec_decode_num_draft_tokens_total", "drafts": "llamacpp:spec_decode_num_drafts_total"}
-LLAMACPP_PER_POS = "llamacpp:spec_decode_num_accepted_tokens_per_pos_total"
-SGLANG = {"accept_length": "sglang:spec_accept_length", "accept_rate": "sglang:spec_accept_rate",
-          "verify_calls": "sglang:spec_verify_calls_total"}
+def _dialects() -> tuple[tuple[str, LogMetrics], ...]:
+    """``(engine id, its metrics)`` of every engine that exports any: the counter engines first, then the gauge
+    engines, each in registry order (the first whose samples the endpoint shows names the window)."""
+    from mtp_audit.engines.registry import log_dialects
 
-#: Engines whose counters give a window: name in reports, counter names, per-position counter, label in messages.
-COUNTER_ENGINES = (("vllm", VLLM, VLLM_PER_POS, "vLLM"), ("llama.cpp", LLAMACPP, LLAMACPP_PER_POS, "llama-server"))
-_LABEL = {"vllm": "vLLM", "llama.cpp": "llama-server", "sglang": "SGLang"}
+    found = [(d.engine, d.metrics) for d in log_dialects() if d.metrics is not None]
+    return tuple(sorted(found, key=lambda em: em[1].window != "counters"))
+
+
+def window_kind(engine: str | None) -> str | None:
+    """``"counters"`` or ``"gauges"``: how the metrics of ``engine`` (an engine id) make a window; None when it
+    exports none."""
+    return next((m.window for e, m in _dialects() if e == engine), None)
+
 
 Series = dict[str, dict[tuple[tuple[str, str], ...], float]]
 
@@ -113,18 +103,16 @@ def fetch(url: str, timeout: float, max_bytes: int = MAX_BYTES) -> str:
 
 def series(text: str) -> Series:
     """Every speculative-decoding sample of one exposition text, series by series: ``{key: {labels: value}}`` where
-    ``key`` is a name of :data:`VLLM`, :data:`LLAMACPP` or :data:`SGLANG` prefixed by its engine (``vllm.accepted``,
-    ``llama.cpp.drafts``, ``sglang.accept_length``) or ``<engine>.per_pos`` (labels include ``position``). Values
-    are as parsed (``nan`` and ``inf`` included).
+    ``key`` is a :attr:`~mtp_audit.engines.base.MetricSample.key` prefixed by its engine's id (``vllm.accepted``,
+    ``llamacpp.drafts``, ``sglang.accept_length``, ``<engine>.per_pos``: labels include ``position``). Values are as
+    parsed (``nan`` and ``inf`` included).
 
     Raises:
         InputError: the text is not Prometheus exposition format.
     """
     from prometheus_client.parser import text_string_to_metric_families
 
-    wanted = {name: f"{engine}.{key}" for engine, names, _, _ in COUNTER_ENGINES for key, name in names.items()}
-    wanted.update({name: f"sglang.{key}" for key, name in SGLANG.items()})
-    wanted.update({per_pos: f"{engine}.per_pos" for engine, _, per_pos, _ in COUNTER_ENGINES})
+    wanted = {s.name: f"{engine}.{s.key}" for engine, m in _dialects() for s in m.samples}
     out: Series = {}
     try:
         for fam in text_string_to_metric_families(text):
@@ -137,8 +125,9 @@ def series(text: str) -> Series:
 
 
 def sample(text: str) -> dict[str, Any]:
-    """The speculative-decoding samples of one exposition text, summed over series: vLLM (or llama-server) counter
-    sums, per-position sums (``per_pos``), SGLang gauges. Keys absent when the engine does not export them.
+    """The speculative-decoding samples of one exposition text, summed over series, by
+    :attr:`~mtp_audit.engines.base.MetricSample.key`: counter sums, per-position sums (``per_pos``), gauges. Keys
+    absent when the engine does not export them.
 
     Raises:
         InputError: the text is not Prometheus exposition format.
@@ -178,7 +167,7 @@ def _counter_delta(before: dict[Any, float], after: dict[Any, float], what: str,
 
 
 def _counter_window(engine: str, a: Series, b: Series, w: dict[str, Any]) -> None:
-    """Fill ``w`` with a counter engine's window (vLLM, llama-server): counts, rates, per position, reset."""
+    """Fill ``w`` with a counter engine's window: counts, rates, per position, reset."""
     unknown: list[str] = []
     resets = False
     for k in ("accepted", "drafted", "drafts"):
@@ -214,15 +203,15 @@ def _gauge(values: dict[Any, float], what: str, unknown: list[str]) -> float | N
     return sum(values.values())
 
 
-def _sglang_window(a: Series, b: Series, w: dict[str, Any]) -> None:
-    """Fill ``w`` with SGLang's gauges at the second read and its verify calls in the window."""
+def _gauge_window(engine: str, a: Series, b: Series, w: dict[str, Any]) -> None:
+    """Fill ``w`` with a gauge engine's window: its gauges at the second read and its verify calls in the window."""
     unknown: list[str] = []
-    w["accept_length"] = _gauge(b["sglang.accept_length"], "accept length", unknown) if "sglang.accept_length" in b else None
-    w["accept_rate"] = _gauge(b["sglang.accept_rate"], "accept rate", unknown) if "sglang.accept_rate" in b else None
+    length, rate, calls = f"{engine}.accept_length", f"{engine}.accept_rate", f"{engine}.verify_calls"
+    w["accept_length"] = _gauge(b[length], "accept length", unknown) if length in b else None
+    w["accept_rate"] = _gauge(b[rate], "accept rate", unknown) if rate in b else None
     w["verify_calls"], w["reset"] = (None, False)
-    if "sglang.verify_calls" in b:
-        w["verify_calls"], w["reset"] = _counter_delta(a.get("sglang.verify_calls", {}), b["sglang.verify_calls"],
-                                                       "verify calls", unknown)
+    if calls in b:
+        w["verify_calls"], w["reset"] = _counter_delta(a.get(calls, {}), b[calls], "verify calls", unknown)
     if unknown:
         w["unknown"] = unknown
 
@@ -230,10 +219,11 @@ def _sglang_window(a: Series, b: Series, w: dict[str, Any]) -> None:
 def window_from_texts(before: str, after: str, seconds: float, url: str) -> dict[str, Any]:
     """Acceptance between two exposition texts read ``seconds`` apart.
 
-    Returns a dict: ``url``, ``seconds``, ``engine`` (``vllm``/``llama.cpp``/``sglang``/None), ``accepted``/
-    ``drafted``/``drafts`` (token and draft counts in the window: vLLM, llama-server), ``acceptance_rate`` (0..1),
-    ``mean_acceptance_length`` (1 + accepted/drafts), ``per_position`` (rates), ``accept_length``/``accept_rate``
-    (SGLang gauges at the second read), ``verify_calls``; ``reset`` (a counter went down: the engine restarted and
+    Returns a dict: ``url``, ``seconds``, ``engine`` (the id of the engine whose samples the second read shows:
+    ``vllm``/``llamacpp``/``sglang``, or None), ``accepted``/``drafted``/``drafts`` (token and draft counts in the
+    window: counter engines), ``acceptance_rate`` (0..1), ``mean_acceptance_length`` (1 + accepted/drafts),
+    ``per_position`` (rates), ``accept_length``/``accept_rate`` (gauges at the second read: gauge engines),
+    ``verify_calls``; ``reset`` (a counter went down: the engine restarted and
     the figures are of the run since the restart); ``unknown`` (reasons a figure is "could not tell": ``NaN``,
     ``+Inf``, a negative counter), the figure then ``None``. Every value is JSON (no NaN, no infinity).
 
@@ -242,14 +232,15 @@ def window_from_texts(before: str, after: str, seconds: float, url: str) -> dict
     """
     a, b = series(before), series(after)
     w: dict[str, Any] = {"url": url, "seconds": seconds, "engine": None}
-    for engine, _names, _, _ in COUNTER_ENGINES:
-        if all(f"{engine}.{k}" in b for k in ("accepted", "drafted")):
+    for engine, m in _dialects():
+        if m.window == "counters" and all(f"{engine}.{k}" in b for k in ("accepted", "drafted")):
             w["engine"] = engine
             _counter_window(engine, a, b, w)
             return w
-    if "sglang.accept_length" in b or "sglang.accept_rate" in b:
-        w["engine"] = "sglang"
-        _sglang_window(a, b, w)
+        if m.window == "gauges" and (f"{engine}.accept_length" in b or f"{engine}.accept_rate" in b):
+            w["engine"] = engine
+            _gauge_window(engine, a, b, w)
+            return w
     return w
 
 
@@ -275,8 +266,8 @@ def read_window(url: str, seconds: float, *, timeout: float = 5.0, allow_host: s
     return window_from_texts(first, second, seconds, url)
 
 
-def _counter_findings(w: dict[str, Any], loc: Location) -> list[Finding]:
-    label = _LABEL[w["engine"]]
+def _counter_findings(w: dict[str, Any], label: str, loc: Location) -> list[Finding]:
+    """MTP520 and MTP500 of a counter engine's window (``label``: how the engine's metrics name the server)."""
     if w.get("unknown"):
         return [get_rule("MTP520").finding(f"{label} metrics window: could not tell the acceptance: "
                                            + "; ".join(w["unknown"]), loc)]
@@ -296,16 +287,25 @@ def metrics_findings(w: dict[str, Any]) -> list[Finding]:
     """MTP520 (the window's figures, or why they could not be told) and MTP500 (drafting with ~0 % accepted) for a
     metrics window."""
     loc = Location(symbol=w["url"])
-    if w["engine"] in ("vllm", "llama.cpp"):
-        return _counter_findings(w, loc)
-    if w["engine"] == "sglang":
-        unknown = "; ".join(w.get("unknown") or [])
-        if w.get("accept_length") is None and w.get("accept_rate") is None:
-            return [get_rule("MTP520").finding(f"SGLang metrics at the second read: could not tell: {unknown}", loc)]
-        restart = " (the counter went down between the reads: the engine restarted)" if w.get("reset") else ""
-        return [get_rule("MTP520").finding(
-            f"SGLang metrics at the second read: accept length {w.get('accept_length')}, accept rate {w.get('accept_rate')}"
-            + (f", {w['verify_calls']} verify calls in {w['seconds']:g} s{restart}" if w.get("verify_calls") is not None else "")
-            + (f"; could not tell: {unknown}" if unknown else ""), loc)]
-    return [get_rule("MTP520").finding(f"no speculative-decoding metric at {w['url']} (neither vLLM's, llama-server's "
-                                       "nor SGLang's)", loc)]
+    known = dict(_dialects())
+    got = known.get(w["engine"] or "")
+    if got is not None and got.window == "counters":
+        return _counter_findings(w, got.label, loc)
+    if got is not None:
+        return [_gauge_finding(w, got.label, loc)]
+    labels = [f"{m.label}'s" for m in known.values()]
+    which = (f" (neither {', '.join(labels[:-1])} nor {labels[-1]})" if len(labels) > 1
+             else f" (not {labels[0]})" if labels else "")
+    return [get_rule("MTP520").finding(f"no speculative-decoding metric at {w['url']}{which}", loc)]
+
+
+def _gauge_finding(w: dict[str, Any], label: str, loc: Location) -> Finding:
+    """MTP520 of a gauge engine's window: the gauges at the second read, the verify calls in the window."""
+    unknown = "; ".join(w.get("unknown") or [])
+    if w.get("accept_length") is None and w.get("accept_rate") is None:
+        return get_rule("MTP520").finding(f"{label} metrics at the second read: could not tell: {unknown}", loc)
+    restart = " (the counter went down between the reads: the engine restarted)" if w.get("reset") else ""
+    return get_rule("MTP520").finding(
+        f"{label} metrics at the second read: accept length {w.get('accept_length')}, accept rate {w.get('accept_rate')}"
+        + (f", {w['verify_calls']} verify calls in {w['seconds']:g} s{restart}" if w.get("verify_calls") is not None else "")
+        + (f"; could not tell: {unknown}" if unknown else ""), loc)

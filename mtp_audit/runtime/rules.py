@@ -1,19 +1,22 @@
 """Rules of ``mtp-audit log`` (MTP500-MTP549): what an engine's own log and metrics say about MTP.
 
 Registered under the analyzer name ``"log"`` (``ANALYZER_RULE_MODULES`` / ``ID_RANGES`` in
-:mod:`mtp_audit.report.rules`). Every example is a real excerpt from a public report (the URL is in
+:mod:`mtp_audit.report.rules`); every finding answers the question :data:`mtp_audit.report.questions.RUNTIME` (did
+the heads draft at run time, and what was accepted). Every example is a real excerpt from a public report (the URL is in
 its note); :mod:`mtp_audit.runtime.examples` runs it through :func:`mtp_audit.runtime.analyze.analyze_log`.
 """
 
 from __future__ import annotations
 
 from mtp_audit.report import Severity
+from mtp_audit.report.questions import RUNTIME
 from mtp_audit.report.rules import Example, Rule
 
 ANALYZER = "log"
 
-# Real excerpts (verbatim lines) used by the examples.
-VLLM_HEALTHY = (
+# Real excerpts (verbatim lines) used by the examples, named by what they show; the public report each comes from
+# (and so its engine) follows it.
+HEALTHY = (
     "(APIServer pid=2523786) INFO 05-30 15:21:33 [metrics.py:101] SpecDecoding metrics: Mean acceptance length: 3.28, "
     "Accepted throughput: 47.40 tokens/s, Drafted throughput: 62.39 tokens/s, Accepted: 474 tokens, Drafted: 624 tokens, "
     "Per-position acceptance rate: 0.938, 0.769, 0.572, Avg Draft acceptance rate: 76.0%\n"
@@ -45,7 +48,7 @@ CLIENT = (
     "  code_python        pred= 192 draft= 144 acc= 118 rate=0.819 tok/s=13.3\n"
     "  code_cpp           pred= 192 draft= 142 acc= 120 rate=0.845 tok/s=13.7\n"
 )  # ggml-org/llama.cpp#23269 (mtp-bench.py client)
-VLLM_V0_CUMULATIVE = (
+V0_RUNNING_TOTALS = (
     "INFO 02-06 03:05:53 metrics.py:475] Speculative metrics: Draft acceptance rate: 0.200, System efficiency: 0.167, "
     "Number of speculative tokens: 5, Number of accepted tokens: 1, Number of draft tokens: 5, Number of emitted tokens: 1.\n"
     "INFO 02-06 03:18:09 metrics.py:475] Speculative metrics: Draft acceptance rate: 0.067, System efficiency: 0.167, "
@@ -75,7 +78,7 @@ def _log(text: str) -> dict[str, str]:
 
 RULES: tuple[Rule, ...] = (
     Rule(
-        id="MTP500", name="log-mtp-accepted-nothing", analyzer=ANALYZER, severity=Severity.ERROR,
+        id="MTP500", name="log-mtp-accepted-nothing", analyzer=ANALYZER, severity=Severity.ERROR, question=RUNTIME,
         summary="MTP drafted but the target accepted (almost) no draft token",
         what="Sums the accepted and drafted tokens of every speculative statistics line of the run (vLLM "
              "`SpecDecoding metrics`, SGLang `Decode batch ... accept len`, llama-server `draft acceptance`) and "
@@ -89,10 +92,10 @@ RULES: tuple[Rule, ...] = (
                  "https://github.com/NVIDIA/TensorRT-LLM/issues/18662", "vllm/v1/spec_decode/metrics.py:121-128 @ v0.33.0"),
         basis="bug report",
         examples=(Example(True, _log(LLAMA_1_OF_633), note="llama.cpp#27151: 1 of 633 drafts accepted"),
-                  Example(False, _log(VLLM_HEALTHY), note="vllm-ascend#9803: mean acceptance length 3.28")),
+                  Example(False, _log(HEALTHY), note="vllm-ascend#9803: mean acceptance length 3.28")),
     ),
     Rule(
-        id="MTP501", name="log-mtp-never-ran", analyzer=ANALYZER, severity=Severity.WARNING,
+        id="MTP501", name="log-mtp-never-ran", analyzer=ANALYZER, severity=Severity.WARNING, question=RUNTIME,
         summary="The log shows the engine serving without speculative decoding",
         what="Flags a log whose engine says speculation is off: SGLang `Decode batch` lines without `accept len` "
              "(the field is written only when a speculative algorithm is set), a vLLM engine config with "
@@ -109,7 +112,7 @@ RULES: tuple[Rule, ...] = (
                   Example(False, _log(SGL_SPEC), note="sgl-kernel-npu#608: accept len 3.05")),
     ),
     Rule(
-        id="MTP502", name="log-mtp-stopped", analyzer=ANALYZER, severity=Severity.ERROR,
+        id="MTP502", name="log-mtp-stopped", analyzer=ANALYZER, severity=Severity.ERROR, question=RUNTIME,
         summary="Speculative decoding ran, then the engine crashed or switched it off",
         what="Flags a crash whose frames run speculative-decoding code, or that comes after the last speculative "
              "statistics line, and a TensorRT-LLM message that its `acceptance_rate_threshold` turned speculation off.",
@@ -123,7 +126,7 @@ RULES: tuple[Rule, ...] = (
                   Example(False, _log(SGL_SPEC), note="healthy decode lines")),
     ),
     Rule(
-        id="MTP503", name="log-acceptance-decays", analyzer=ANALYZER, severity=Severity.WARNING,
+        id="MTP503", name="log-acceptance-decays", analyzer=ANALYZER, severity=Severity.WARNING, question=RUNTIME,
         summary="Acceptance falls over the log (last third well below the first)",
         what="Compares the mean acceptance length (or rate) of the first and last thirds of the statistics lines "
              "and flags a fall of more than 25 %.",
@@ -132,13 +135,13 @@ RULES: tuple[Rule, ...] = (
         fix="Limit speculation to shorter contexts or fewer draft tokens; compare with a run without MTP at the same context.",
         sources=("https://github.com/vllm-project/vllm/issues/47602", "https://github.com/sgl-project/sglang/issues/30763"),
         basis="bug report",
-        examples=(Example(True, _log(VLLM_HEALTHY * 2 + ASCEND12521 * 2 + SPEC613_LINE1.replace(" 06-30 ", " 07-21 ") * 2),
+        examples=(Example(True, _log(HEALTHY * 2 + ASCEND12521 * 2 + SPEC613_LINE1.replace(" 06-30 ", " 07-21 ") * 2),
                           note="real lines of vllm-ascend#9803 (3.28), #12521 (2.87), speculators#613 (1.34) in that order "
                                "(the last one's date moved after the second's, so time runs forward)"),
-                  Example(False, _log(VLLM_HEALTHY * 6), note="steady 3.28")),
+                  Example(False, _log(HEALTHY * 6), note="steady 3.28")),
     ),
     Rule(
-        id="MTP504", name="log-acceptance-low", analyzer=ANALYZER, severity=Severity.WARNING,
+        id="MTP504", name="log-acceptance-low", analyzer=ANALYZER, severity=Severity.WARNING, question=RUNTIME,
         summary="MTP drafts and some tokens are accepted, but the mean acceptance length is below 1.5",
         what="Flags a run whose mean acceptance length is under 1.5 tokens per step (but above the "
              "accepted-nothing threshold of MTP500).",
@@ -146,11 +149,12 @@ RULES: tuple[Rule, ...] = (
         fix="Try fewer draft tokens (1 or 2) and measure throughput with and without MTP.",
         sources=("https://github.com/vllm-project/vllm/issues/47277",),
         basis="bug report",
-        examples=(Example(True, _log(VLLM_V0_CUMULATIVE), note="vllm#7301 (V0 running totals): 1 of 15 draft tokens, k=5: 1.33"),
-                  Example(False, _log(VLLM_HEALTHY), note="3.28 mean length")),
+        examples=(Example(True, _log(V0_RUNNING_TOTALS), note="vllm#7301 (V0 running totals): 1 of 15 draft tokens, k=5: 1.33"),
+                  Example(False, _log(HEALTHY), note="3.28 mean length")),
     ),
     Rule(
         id="MTP505", name="log-zero-acceptance-intervals", analyzer=ANALYZER, severity=Severity.WARNING,
+        question=RUNTIME,
         summary="Some statistics intervals accepted nothing while others accepted drafts",
         what="Counts the intervals (or llama-server requests) with zero accepted tokens in a run that otherwise accepts.",
         why="Episodic 0 % acceptance (vLLM 55357, llama.cpp 27572 under -np N, SGLang under full batches) points to "
@@ -158,12 +162,12 @@ RULES: tuple[Rule, ...] = (
         fix="Note the lines named in the finding; correlate them with concurrency and restarts; report upstream.",
         sources=("https://github.com/vllm-project/vllm/issues/55357", "https://github.com/ggml-org/llama.cpp/issues/27572"),
         basis="bug report",
-        examples=(Example(True, _log(VLLM_HEALTHY + VLLM_HEALTHY.replace("Accepted: 474", "Accepted: 0").replace("3.28", "1.00")),
+        examples=(Example(True, _log(HEALTHY + HEALTHY.replace("Accepted: 474", "Accepted: 0").replace("3.28", "1.00")),
                           note="one interval at 0 accepted"),
-                  Example(False, _log(VLLM_HEALTHY * 2), note="all intervals accept")),
+                  Example(False, _log(HEALTHY * 2), note="all intervals accept")),
     ),
     Rule(
-        id="MTP506", name="log-mtp-tensors-unused", analyzer=ANALYZER, severity=Severity.WARNING,
+        id="MTP506", name="log-mtp-tensors-unused", analyzer=ANALYZER, severity=Severity.WARNING, question=RUNTIME,
         summary="llama.cpp loaded the MTP/NextN block as unused tensors",
         what="Reads llama.cpp's `model has unused tensor blk.N...` lines and names the block that was left unused "
              "as a whole (its tensors carry `nextn`, or it is the block after the last trunk layer).",
@@ -177,7 +181,7 @@ RULES: tuple[Rule, ...] = (
                   Example(False, _log(LLAMA_1_OF_633), note="no unused tensors")),
     ),
     Rule(
-        id="MTP507", name="log-engine-crash", analyzer=ANALYZER, severity=Severity.ERROR,
+        id="MTP507", name="log-engine-crash", analyzer=ANALYZER, severity=Severity.ERROR, question=RUNTIME,
         summary="The engine crashed; the last exception and its frame are named",
         what="Finds tracebacks (also cut ones and ones inside container or process prefixes) and fatal runtime "
              "messages, and names the exception and the innermost frame. An error line alone is not a crash.",
@@ -190,7 +194,7 @@ RULES: tuple[Rule, ...] = (
                           note="an error line alone is not a crash")),
     ),
     Rule(
-        id="MTP508", name="log-benchmark-client-lines", analyzer=ANALYZER, severity=Severity.INFO,
+        id="MTP508", name="log-benchmark-client-lines", analyzer=ANALYZER, severity=Severity.INFO, question=RUNTIME,
         summary="Benchmark-client acceptance lines were found: kept apart as the client's figures",
         what="Recognises the summaries printed by benchmark clients (llama.cpp's mtp-bench.py `pred= draft= acc= rate=`, "
              "`sglang.bench_serving` `Accept length:`, `vllm bench serve` `Acceptance rate (%):`). They are never mixed "
@@ -199,10 +203,10 @@ RULES: tuple[Rule, ...] = (
         fix="Nothing to fix; paste the server's own log for the engine's figures.",
         sources=("vllm/benchmarks/serve.py:1473-1478 @ v0.33.0", "https://github.com/ggml-org/llama.cpp/pull/23269"),
         basis="code",
-        examples=(Example(True, _log(CLIENT), note="mtp-bench.py lines"), Example(False, _log(VLLM_HEALTHY), note="engine line")),
+        examples=(Example(True, _log(CLIENT), note="mtp-bench.py lines"), Example(False, _log(HEALTHY), note="engine line")),
     ),
     Rule(
-        id="MTP509", name="log-several-runs", analyzer=ANALYZER, severity=Severity.INFO,
+        id="MTP509", name="log-several-runs", analyzer=ANALYZER, severity=Severity.INFO, question=RUNTIME,
         summary="The log holds several engine runs; the verdict is for the last one (the latest in time)",
         what="Detects a second engine start (vLLM engine config, SGLang server_args, llama-server build line) after "
              "statistics or a crash of an earlier run, and time going back between line stamps (rotated logs "
@@ -214,13 +218,13 @@ RULES: tuple[Rule, ...] = (
         basis="code",
         examples=(Example(True, _log(
             "(EngineCore_DP0 pid=6838) INFO 04-27 04:07:34 [core.py:97] Initializing a V1 LLM engine (v0.14.1.dev0+gb17039bcc.d20260311) with config: model='/llm/models/Qwen3.5-9B', speculative_config=SpeculativeConfig(method='mtp', model='/llm/models/Qwen3.5-9B', num_spec_tokens=2), seed=0\n"
-            + VLLM_HEALTHY
+            + HEALTHY
             + "(EngineCore_DP0 pid=6900) INFO 04-27 05:07:34 [core.py:97] Initializing a V1 LLM engine (v0.14.1.dev0+gb17039bcc.d20260311) with config: model='/llm/models/Qwen3.5-9B', speculative_config=SpeculativeConfig(method='mtp', model='/llm/models/Qwen3.5-9B', num_spec_tokens=2), seed=0\n"
-            + VLLM_HEALTHY), note="intel/llm-scaler#386 config line, two starts"),
-                  Example(False, _log(VLLM_HEALTHY * 2), note="one run")),
+            + HEALTHY), note="intel/llm-scaler#386 config line, two starts"),
+                  Example(False, _log(HEALTHY * 2), note="one run")),
     ),
     Rule(
-        id="MTP520", name="metrics-acceptance-window", analyzer=ANALYZER, severity=Severity.INFO,
+        id="MTP520", name="metrics-acceptance-window", analyzer=ANALYZER, severity=Severity.INFO, question=RUNTIME,
         summary="Acceptance over the window between two reads of the engine's Prometheus endpoint",
         what="Reads the speculative-decoding counters (vLLM `vllm:spec_decode_num_accepted_tokens_total`, "
              "`vllm:spec_decode_num_draft_tokens_total`, `vllm:spec_decode_num_drafts_total`; SGLang "
@@ -229,11 +233,11 @@ RULES: tuple[Rule, ...] = (
         fix="Nothing to fix; an acceptance near 0 is reported by MTP500.",
         sources=("vllm/v1/spec_decode/metrics.py:229-231 @ v0.33.0", "sglang/srt/observability/metrics_collector.py:511-518 @ 0.5.23"),
         basis="code",
-        examples=(Example(True, _log(VLLM_HEALTHY), args=("--metrics-fixture",), note="two scrapes of a vLLM server"),
-                  Example(False, _log(VLLM_HEALTHY), note="no --metrics")),
+        examples=(Example(True, _log(HEALTHY), args=("--metrics-fixture",), note="two scrapes of a vLLM server"),
+                  Example(False, _log(HEALTHY), note="no --metrics")),
     ),
     Rule(
-        id="MTP530", name="launch-log-agrees", analyzer=ANALYZER, severity=Severity.INFO,
+        id="MTP530", name="launch-log-agrees", analyzer=ANALYZER, severity=Severity.INFO, question=RUNTIME,
         summary="The log shows what the launch audit predicted",
         what="Holds the prediction of `mtp-audit launch` (speculative algorithm, draft tokens) against the "
              "configuration the engine printed and the statistics of the log.",
@@ -241,11 +245,11 @@ RULES: tuple[Rule, ...] = (
         fix="Nothing to fix.",
         sources=("vllm/v1/engine/core.py:140 @ v0.33.0", "sglang/srt/entrypoints/engine.py:311 @ 0.5.23"),
         basis="code",
-        examples=(Example(True, _log(VLLM_HEALTHY), args=("--predict", "vllm", "mtp"), note="predicted MTP, statistics seen"),
-                  Example(False, _log(VLLM_HEALTHY), note="no prediction given")),
+        examples=(Example(True, _log(HEALTHY), args=("--predict", "vllm", "mtp"), note="predicted MTP, statistics seen"),
+                  Example(False, _log(HEALTHY), note="no prediction given")),
     ),
     Rule(
-        id="MTP531", name="launch-log-disagrees", analyzer=ANALYZER, severity=Severity.WARNING,
+        id="MTP531", name="launch-log-disagrees", analyzer=ANALYZER, severity=Severity.WARNING, question=RUNTIME,
         summary="The log contradicts what the launch audit predicted",
         what="Each field where the engine's printed configuration or its behaviour differs from the prediction of "
              "`mtp-audit launch` is one finding (the prediction is then the bug to fix).",

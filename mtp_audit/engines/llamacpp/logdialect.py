@@ -11,7 +11,7 @@ head, or the drafter GGUF of ``-md``); ik_llama.cpp spells it ``mtp[:n_max=..]``
 
 from __future__ import annotations
 
-from mtp_audit.engines.base import LogCommand, LogDialect, LogLineFormat
+from mtp_audit.engines.base import LogCommand, LogDialect, LogLineFormat, LogMetrics, MetricSample
 from mtp_audit.engines.llamacpp import logread
 
 RELEASE = "llama-cpp-python 0.3.36 (vendor/llama.cpp)"
@@ -54,15 +54,30 @@ def log_command(toks: list[str]) -> LogCommand | None:
     try:
         cmd = parse_command(toks)
     except InputError as exc:
-        return LogCommand("llama.cpp", prog, notes=(str(exc),))
+        return LogCommand(logread.ENGINE, prog, notes=(str(exc),))
     names = cmd.spec_names
     typed = ",".join(names) if names else ("--spec-default" if cmd.spec_default else None)
-    return LogCommand("llama.cpp", prog, typed=typed, method=typed, draft=cmd.draft_model,
+    return LogCommand(logread.ENGINE, prog, typed=typed, method=typed, draft=cmd.draft_model,
                       num_speculative_tokens=cmd.n_max, model=cmd.model or cmd.hf_repo)
 
 
+#: llama-server's Prometheus counters (``--metrics``), one series per server, no labels but ``position``: the names at
+#: ``tools/server/server-task.cpp:1554-1564``, written with the ``llamacpp:`` prefix at ``server-task.cpp:1596-1598``;
+#: the per-position counter at ``server-task.cpp:1606-1613``. ``drafts`` are verification steps ("Total speculative
+#: decoding verification steps"): the mean acceptance length is ``1 + accepted / drafts``, as llama-server's own log
+#: line computes it (``tools/server/server-context.cpp:634``). Older llama-server releases export no speculative counter
+#: (llama-cpp-python 0.3.16's ``tools/server/server.cpp:4058-4103`` has none).
+METRICS = LogMetrics("llama-server", "counters", (
+    MetricSample("drafted", "llamacpp:spec_decode_num_draft_tokens_total", f"tools/server/server-task.cpp:1554 @ {RELEASE}"),
+    MetricSample("accepted", "llamacpp:spec_decode_num_accepted_tokens_total",
+                 f"tools/server/server-task.cpp:1558 @ {RELEASE}"),
+    MetricSample("drafts", "llamacpp:spec_decode_num_drafts_total", f"tools/server/server-task.cpp:1562 @ {RELEASE}"),
+    MetricSample("per_pos", "llamacpp:spec_decode_num_accepted_tokens_per_pos_total",
+                 f"tools/server/server-task.cpp:1611 @ {RELEASE}"),
+))
+
 DIALECT = LogDialect(
-    "llama.cpp", "llama.cpp", WORDS, WRAPPERS, LINES, log_command, ("llama-server", "llama-cli", "llama_server"),
+    logread.ENGINE, "llama.cpp", WORDS, WRAPPERS, LINES, log_command, ("llama-server", "llama-cli", "llama_server"),
     read=logread.read, recognise=logread.recognise,
     deciding="the 'draft acceptance = ... accepted / ... generated' line llama-server prints at the end of each request",
     mtp_methods=("draft-mtp", "mtp"), native_fatal=("GGML_ASSERT",),
@@ -73,4 +88,5 @@ DIALECT = LogDialect(
                   "graph for this architecture)",
     source_causes=(("slot ", "slot 0", "a llama-server slot other than 0 drafting (llama.cpp#27572: drafts of slots > 0 "
                                        "were not armed)"),),
-    zero_causes=("a backend/driver problem in the draft graph (llama.cpp#27151 was RADV_DEBUG=nocompute on Vulkan)",))
+    zero_causes=("a backend/driver problem in the draft graph (llama.cpp#27151 was RADV_DEBUG=nocompute on Vulkan)",),
+    metrics=METRICS)

@@ -16,7 +16,8 @@ import re
 
 from mtp_audit.engines.base import LogSink
 
-ENGINE = "llama.cpp"
+#: The engine id the log facts name (the registry's: :data:`mtp_audit.engines.registry.ENGINE_SPECS`).
+ENGINE = "llamacpp"
 ACCEPT = re.compile(
     r"draft acceptance(?: rate)? = ([0-9.]{1,12}) \([ \t]{0,12}(\d{1,12}) accepted /[ \t]{0,12}(\d{1,12}) generated\)"
     r"(?:, mean (?:acceptance length|len) =[ \t]{0,12}([0-9.]{1,12}))?(?:, acceptance rate per position = \(([^)]{0,4096})\))?"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mtp_audit.engines.base import LogCommand, LogDialect, LogLineFormat
+from mtp_audit.engines.base import LogCommand, LogDialect, LogLineFormat, LogMetrics, MetricSample
 from mtp_audit.engines.sglang import logread
 
 RELEASE = "0.5.23"
@@ -78,6 +78,16 @@ def _text(value: object) -> str | None:
     return None if value is None or value == "true" else str(value)
 
 
+#: SGLang's Prometheus samples (``--enable-metrics``): the last logging interval's accept length and rate (gauges) and
+#: the verification steps (a counter).
+METRICS = LogMetrics("SGLang", "gauges", (
+    MetricSample("accept_length", "sglang:spec_accept_length",
+                 f"sglang/srt/observability/metrics_collector.py:512 @ {RELEASE}"),
+    MetricSample("accept_rate", "sglang:spec_accept_rate", f"sglang/srt/observability/metrics_collector.py:518 @ {RELEASE}"),
+    MetricSample("verify_calls", "sglang:spec_verify_calls_total",
+                 f"sglang/srt/observability/metrics_collector.py:1866 @ {RELEASE}"),
+))
+
 DIALECT = LogDialect(
     "sglang", "SGLang", WORDS, (), LINES, log_command, ("sglang.launch_server", "sglang serve"),
     read=logread.read, fast=logread.fast, recognise=logread.recognise,
@@ -92,4 +102,5 @@ DIALECT = LogDialect(
                          "whenever a speculative algorithm is set)",
     known_zero=(("draft_model", lambda v: "eagle3" in str(v).lower(),
                  "an EAGLE3 draft run under --speculative-algorithm EAGLE: accept length stays 1.0 "
-                 "(sgl-project/sglang#21272; use EAGLE3)"),))
+                 "(sgl-project/sglang#21272; use EAGLE3)"),),
+    metrics=METRICS)

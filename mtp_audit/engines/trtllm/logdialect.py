@@ -33,14 +33,14 @@ def log_command(toks: list[str]) -> LogCommand | None:
     if trtllm_entry(toks) is None:
         return None
     cmd = parse_trtllm_command(toks)
-    return LogCommand("tensorrt-llm", cmd.entry, model=cmd.model, config_file=cmd.yaml_path,
+    return LogCommand(logread.ENGINE, cmd.entry, model=cmd.model, config_file=cmd.yaml_path,
                       notes=tuple(f"option without its value: {o}" for o in cmd.missing_value))
 
 
 DIALECT = LogDialect(
-    "tensorrt-llm", "TensorRT-LLM", WORDS, (), LINES, log_command, ("trtllm-serve",),
+    logread.ENGINE, "TensorRT-LLM", WORDS, (), LINES, log_command, ("trtllm-serve",),
     read=logread.read, recognise=logread.recognise,
-    deciding="TensorRT-LLM's per-iteration statistics (not parsed by this release) or the /metrics counters (--metrics)",
+    deciding="TensorRT-LLM's per-iteration statistics (not parsed by this release, nor are its /metrics counters)",
     mtp_methods=("mtp",),
     known_zero=(("use_kv_cache_manager_v2", lambda v: str(v).lower() == "false",
                  "DSA model with use_kv_cache_manager_v2: false accepts no MTP draft (NVIDIA/TensorRT-LLM#18662)"),))

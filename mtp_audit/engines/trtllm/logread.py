@@ -10,7 +10,8 @@ import re
 
 from mtp_audit.engines.base import LogSink
 
-ENGINE = "tensorrt-llm"
+#: The engine id the log facts name (the registry's: :data:`mtp_audit.engines.registry.ENGINE_SPECS`).
+ENGINE = "trtllm"
 MARK = re.compile(r"\[TRT-LLM\]|\[TensorRT-LLM\]|tensorrt_llm/")
 VERSION = re.compile(r"TensorRT-LLM version:?[ \t]{0,4}v?([0-9][\w.]{0,40})")
 MTP = re.compile(r"MTPDecodingConfig\(|decoding_type['\"]?\s*[:=]\s*['\"]?MTP")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
-from mtp_audit.engines.base import LogCommand, LogDialect, LogLineFormat
+from mtp_audit.engines.base import LogCommand, LogDialect, LogLineFormat, LogMetrics, MetricSample
 from mtp_audit.engines.vllm import logread
 from mtp_audit.engines.vllm.logread import ALIAS_SOURCE, MTP_METHODS, RELEASE, spec_command
 
@@ -70,6 +70,15 @@ def _image_args(toks: list[str]) -> list[str]:
     return toks
 
 
+#: vLLM's Prometheus counters (prometheus_client adds ``_total``), one series per engine core (label ``engine``).
+METRICS = LogMetrics("vLLM", "counters", (
+    MetricSample("drafts", "vllm:spec_decode_num_drafts_total", f"vllm/v1/spec_decode/metrics.py:229 @ {RELEASE}"),
+    MetricSample("drafted", "vllm:spec_decode_num_draft_tokens_total", f"vllm/v1/spec_decode/metrics.py:230 @ {RELEASE}"),
+    MetricSample("accepted", "vllm:spec_decode_num_accepted_tokens_total", f"vllm/v1/spec_decode/metrics.py:231 @ {RELEASE}"),
+    MetricSample("per_pos", "vllm:spec_decode_num_accepted_tokens_per_pos_total",
+                 f"vllm/v1/spec_decode/metrics.py:255 @ {RELEASE}"),
+))
+
 DIALECT = LogDialect(
     "vllm", "vLLM", WORDS, (), LINES, log_command, ("vllm serve", "vllm.entrypoints", "vllm-openai"),
     read=logread.read, fast=logread.fast, recognise=logread.recognise,
@@ -86,4 +95,5 @@ DIALECT = LogDialect(
     known_zero=(("model", lambda v: "nvfp4" in str(v).lower(),
                  "NVFP4 target with MTP: episodic exactly-0 % acceptance reported on SM120 (vllm-project/vllm#55357)"),
                 ("quantization", lambda v: "fp4" in str(v).lower(),
-                 "NVFP4 target with MTP: episodic exactly-0 % acceptance reported on SM120 (vllm-project/vllm#55357)")))
+                 "NVFP4 target with MTP: episodic exactly-0 % acceptance reported on SM120 (vllm-project/vllm#55357)")),
+    metrics=METRICS)
