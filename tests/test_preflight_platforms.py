@@ -108,6 +108,19 @@ def test_sglang_mxfp4_on_gfx942_is_not_runnable(tmp_path):
     assert rules(rep)["MTP243"] == ["error"] and rep.facts["preflight"]["summary"]["verdict"] == "not capable"
 
 
+def test_amd_fp4_path_is_the_engines_own():
+    """The FP4 path on AMD is the chosen engine's (its KernelChecks.platform_checks): SGLang's rows for SGLang, none
+    for an engine that declares no ROCm path (llama.cpp here), never SGLang's words under another engine's name."""
+    sg = preflight(env_dumps=[AMD / "vllm-7951.txt"], engine="sglang")
+    assert rules(sg)["MTP243"] == ["warning", "warning"]
+    assert all("does not run on SGLang:" in f.message for f in sg.findings if f.rule_id == "MTP243")
+    other = preflight(env_dumps=[AMD / "vllm-7951.txt"], engine="llamacpp")
+    assert "MTP242" not in rules(other) and "MTP243" not in rules(other)
+    assert not any("SGLang" in f.message for f in other.findings)
+    # the machine's own answer stands: gfx942 has no native MXFP4
+    assert other.facts["preflight"]["summary"]["verdict"] == "not capable"
+
+
 # --- Ascend dumps -------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name,n,model,driver,cann", [

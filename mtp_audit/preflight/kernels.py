@@ -55,6 +55,11 @@ class KernelChecks:
         default_flag_checks: those of ``checks`` that judge the backends a launch's flags pick: without a launch
             they can only say what a launch with the engine's default flags would pick, a consequence of a command
             nobody gave, so the preflight turns what they find into information.
+        platform_checks: platform value (``"rocm"``, ``"cann"``, ``"xpu"``:
+            :data:`mtp_audit.preflight.platforms.LABELS` keys) -> functions of the preflight's context run off NVIDIA,
+            after the platform's own checks (:mod:`mtp_audit.preflight.vendors`): what this engine does there (its
+            FP4 path per AMD gfx target, its NPU or XPU quantization support). Their rules are declared in
+            :mod:`mtp_audit.preflight.rules` too.
     """
 
     label: str = "the engine"
@@ -68,6 +73,7 @@ class KernelChecks:
     probe_mismatch_remediation: str = "switch the dense FP4 GEMM backend and re-run --probe"
     syntax: LaunchSyntax = field(default_factory=LaunchSyntax)
     default_flag_checks: tuple[Callable[[Any], None], ...] = ()
+    platform_checks: Mapping[str, tuple[Callable[[Any], None], ...]] = field(default_factory=dict)
 
     def summary(self, ctx: Any) -> dict[str, str | None]:
         """Headline values of ``facts["preflight"]["summary"]`` this engine adds (its version, the backends the

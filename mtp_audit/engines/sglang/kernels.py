@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from packaging.version import Version
 
+from mtp_audit.engines.sglang.platforms import PLATFORM_CHECKS
 from mtp_audit.preflight import matrix as mx
 from mtp_audit.preflight.analyze import Context, cc_str, ev, known_bad_text, sm_name
 from mtp_audit.preflight.elf import cubin_loads_on, fp4_capable_cubins
@@ -509,6 +510,7 @@ class SGLangKernels(KernelChecks):
     probe_mismatch_remediation: str = "switch --fp4-gemm-backend (flashinfer_cudnn on SM120) and re-run --probe"
     syntax: LaunchSyntax = LaunchSyntax(FLAGS, BOOL_FLAGS, model_label="--model-path")
     default_flag_checks: tuple[Any, ...] = (check_gemm_backend, check_moe_backend)
+    platform_checks: Mapping[str, tuple[Any, ...]] = field(default_factory=lambda: PLATFORM_CHECKS)
 
     def summary(self, ctx: Any) -> dict[str, str | None]:
         """SGLang's version and the FP4 GEMM / MoE runner backends the launch resolves to."""

@@ -10,11 +10,13 @@ from).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from packaging.version import Version
 
+from mtp_audit.engines.vllm.platforms import PLATFORM_CHECKS
 from mtp_audit.preflight import matrix as mx
 from mtp_audit.preflight.analyze import Context, cc_str, ev, index_ranges, sm_name
 from mtp_audit.preflight.kernels import KernelChecks, LaunchSyntax
@@ -359,6 +361,7 @@ class VllmKernels(KernelChecks):
                                        "VLLM_NVFP4_GEMM_BACKEND=flashinfer-cudnn (vLLM 0.11.1-0.23), and re-run --probe")
     syntax: LaunchSyntax = LaunchSyntax(VLLM_FLAGS, (), underscores=True, lowered=VLLM_NORMALIZED_VALUES,
                                         positional_model=("vllm", "serve"))
+    platform_checks: Mapping[str, tuple[Any, ...]] = field(default_factory=lambda: PLATFORM_CHECKS)
 
     def summary(self, ctx: Any) -> dict[str, str | None]:
         """vLLM's version and the NVFP4 MoE / dense GEMM backends the launch asks for."""
