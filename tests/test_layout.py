@@ -299,8 +299,9 @@ _ENGINE_NAME = ("sglang", "vllm", "llamacpp", "llama_cpp", "trtllm", "tensorrt")
 #: Engine-specific names (string constants equal to an engine id, identifiers naming an engine) still held by the
 #: analyzers outside engines/ and cli/. The goal is at most 40; this bound may only go down as knowledge moves into
 #: the engine packages behind their hooks (430 before the kernels, heads, launch-syntax and log-dialect hooks, 215
-#: after them, 192 once the engines' platform checks off NVIDIA moved behind ``KernelChecks.platform_checks``).
-MAX_ENGINE_NAMES_IN_ANALYZERS = 192
+#: after them, 190 once the engines' platform checks off NVIDIA and FP4 quantization names moved behind
+#: ``KernelChecks.platform_checks`` and ``fp4_formats``).
+MAX_ENGINE_NAMES_IN_ANALYZERS = 190
 
 
 def _engine_names(path: Path) -> int:

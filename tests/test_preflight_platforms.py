@@ -155,6 +155,23 @@ def test_ascend_is_not_applicable_exit_0(capsys):
     assert [f.severity.label for f in rep.findings if f.rule_id == "MTP233"] == ["error"]
 
 
+@pytest.mark.parametrize("launch,loads", [
+    # the value says its format by name, whatever the engine: vLLM 0.33's online NVFP4 shorthand
+    # (wheel:vllm-0.33.0:vllm/model_executor/layers/quantization/__init__.py:47)
+    (["vllm", "serve", "m", "--quantization", "nvfp4_per_token"], "NVFP4"),
+    # ModelOpt's mixed NVFP4 / FP8 checkpoints: the engine's own words (its KernelChecks.fp4_formats)
+    (["vllm", "serve", "m", "--quantization", "modelopt_mixed"], "NVFP4"),
+    (["python", "-m", "sglang.launch_server", "--model-path", "m", "--quantization", "modelopt_mixed"], "NVFP4"),
+    (["vllm", "serve", "m", "--quantization", "gpt_oss_mxfp4"], "MXFP4"),
+    (["vllm", "serve", "m", "--quantization", "fp8"], None),
+])
+def test_the_launch_fp4_format_on_an_npu(launch, loads):
+    rep = preflight(env_dumps=[ASC / "vllm-ascend-834.txt"], launch=launch)
+    mtp245 = next(f.message for f in rep.findings if f.rule_id == "MTP245")
+    assert (f"(the launch loads {loads})" in mtp245) if loads else "the launch loads" not in mtp245
+    assert ("MTP233" in rules(rep)) == (loads == "NVFP4")
+
+
 def test_first_generation_910_with_vllm_is_a_warning():
     rep = preflight(env_dumps=[ASC / "vllm-ascend-1047.txt"], engine="vllm")
     assert rules(rep)["MTP246"] == ["warning"]

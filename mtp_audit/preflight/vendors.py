@@ -36,8 +36,6 @@ from mtp_audit.report import Evidence, Severity
 NOT_APPLICABLE = "not applicable"
 #: The rules of the NVIDIA checks that do not run off CUDA.
 NVIDIA_RULES = "MTP200-MTP227, MTP229-MTP232"
-_VLLM_MXFP4 = ("mxfp4", "gpt_oss_mxfp4", "quark_mxfp4")
-_NVFP4 = ("modelopt_fp4", "modelopt_mixed", "petit_nvfp4", "nvfp4_online")
 
 
 def platform(ctx: Any) -> str | None:
@@ -58,14 +56,18 @@ NOT_APPLICABLE_PLATFORMS = (pf.CANN, pf.XPU, pf.HPU)
 
 def fp4_format(ctx: Any) -> str | None:
     """``"mxfp4"`` or ``"nvfp4"``: what the checkpoint (its quantization metadata) or the launch's ``--quantization``
-    loads; ``None`` without a launch or when the format is not said."""
+    loads; ``None`` without a launch or when the format is not said. A ``--quantization`` value says its format by
+    name (``quark_mxfp4``, ``modelopt_fp4``, ``petit_nvfp4``), or in the engine's own words for a name that does not
+    (its ``KernelChecks.fp4_formats``: ``modelopt_mixed``)."""
     algo = str(ctx.quant.algo or "").upper() if ctx.quant is not None else ""
     if "MXFP4" in algo:
         return "mxfp4"
     if "NVFP4" in algo or "FP4" in algo:
         return "nvfp4"
     q = (ctx.launch.get("--quantization") or "").lower() if ctx.launch else ""
-    return "mxfp4" if q in _VLLM_MXFP4 else "nvfp4" if q in _NVFP4 else None
+    if q in ctx.kernels.fp4_formats:
+        return str(ctx.kernels.fp4_formats[q])
+    return "mxfp4" if "mxfp4" in q else "nvfp4" if "fp4" in q else None
 
 
 def engine_path(engine: str, version: Version | None, fmt: str) -> tuple[dict[str, Any] | None, str]:

@@ -30,6 +30,10 @@ from mtp_audit.report import Evidence, Severity
 #: SGLang ``--quantization`` values that load FP4 weights.
 FP4_QUANTIZATIONS = ("modelopt_fp4", "nvfp4_online", "mxfp4", "modelopt_mixed", "w4afp8")
 
+#: SGLang ``--quantization`` values whose name does not say the FP4 format they load: ModelOpt's mixed-precision
+#: checkpoints (NVFP4 and FP8 layers; wheel:sglang-0.5.23:sglang/srt/layers/quantization/__init__.py:72).
+FP4_FORMATS = {"modelopt_mixed": "nvfp4"}
+
 #: Flags the preflight interprets, with their aliases (SGLang server_args names).
 FLAGS: dict[str, tuple[str, ...]] = {
     "--model-path": ("--model-path", "--model"),
@@ -502,6 +506,7 @@ class SGLangKernels(KernelChecks):
                                check_gemm_backend, check_moe_backend, check_nvfp4_online, check_fp8_kv_trtllm_mha,
                                check_pdmux, check_flag_choices)
     fp4_quantizations: tuple[str, ...] = FP4_QUANTIZATIONS
+    fp4_formats: Mapping[str, str] = field(default_factory=lambda: FP4_FORMATS)
     fp4_flags: tuple[str, ...] = ("--fp4-gemm-backend",)
     probe_gemm_flag: str | None = "--fp4-gemm-backend"
     device_choice: str = "SGLang chooses FP4 backends from GPU 0 only"

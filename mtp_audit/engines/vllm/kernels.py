@@ -43,6 +43,10 @@ VLLM_NORMALIZED_VALUES = ("--moe-backend", "--linear-backend")
 #: vLLM ``--quantization`` values that load FP4 weights (QuantizationMethods, wheel:vllm-0.20.0:vllm/model_executor/layers/quantization/__init__.py:17-34).
 FP4_QUANTIZATIONS = ("modelopt_fp4", "modelopt_mixed", "mxfp4", "gpt_oss_mxfp4")
 
+#: vLLM ``--quantization`` values whose name does not say the FP4 format they load: ModelOpt's mixed-precision
+#: checkpoints (NVFP4 and FP8 layers; wheel:vllm-0.33.0:vllm/model_executor/layers/quantization/__init__.py:166).
+FP4_FORMATS = {"modelopt_mixed": "nvfp4"}
+
 
 #: Backends tried for a fix, best first, per kind and SM major (vLLM names, matrix ``vllm.nvfp4_backend_sms``).
 _VLLM_FIX_ORDER = {"moe": ("flashinfer_cutlass", "cutlass", "marlin"),
@@ -353,6 +357,7 @@ class VllmKernels(KernelChecks):
     label: str = "vLLM"
     checks: tuple[Any, ...] = (check_vllm_fp4,)
     fp4_quantizations: tuple[str, ...] = FP4_QUANTIZATIONS
+    fp4_formats: Mapping[str, str] = field(default_factory=lambda: FP4_FORMATS)
     device_choice: str = ("vLLM chooses FP4 kernels from current_platform.get_device_capability(), device 0 by default "
                           "(wheel:vllm-0.20.0:vllm/platforms/cuda.py:592)")
     torch_pin_holder: str = "vllm wheel (its Requires-Dist torch==...)"
