@@ -121,6 +121,29 @@ def test_amd_fp4_path_is_the_engines_own():
     assert other.facts["preflight"]["summary"]["verdict"] == "not capable"
 
 
+def test_platform_findings_and_gaps_name_their_question():
+    """Each finding and gap of the checks off NVIDIA names the question it answers or leaves open."""
+    from mtp_audit.preflight.rules import RULES_BY_ID
+
+    assert {r: RULES_BY_ID[r].question for r in ("MTP233", "MTP236", "MTP237", "MTP240", "MTP241", "MTP242", "MTP243", "MTP244",
+                                                  "MTP245", "MTP246", "MTP247", "MTP248", "MTP249")} == {
+        "MTP233": "fp4", "MTP236": "fp4", "MTP237": "starts", "MTP240": "stack", "MTP241": "fp4", "MTP242": "fp4",
+        "MTP243": "fp4", "MTP244": "starts", "MTP245": "fp4", "MTP246": "starts", "MTP247": "mtp-heads", "MTP248": "fp4",
+        "MTP249": "starts"}
+    # the reported crash's machine (vLLM 0.16.0rc2, MI300X): the switch stops the start; vLLM's NVFP4 path on ROCm
+    # is not audited for 0.16 (between the 0.11 and 0.20 rows): an FP4 gap
+    rep = preflight(env_dumps=[AMD / "vllm-34641.txt"],
+                    launch=["VLLM_ROCM_USE_AITER=1", "vllm", "serve", "m", "--quantization", "modelopt_fp4"])
+    assert {(f.rule_id, f.question) for f in rep.findings if f.rule_id != "MTP228"} == {
+        ("MTP240", "stack"), ("MTP241", "fp4"), ("MTP244", "starts")}
+    (g,) = [g for g in rep.gaps if "FP4 path" in g.message]
+    assert g.question == "fp4" and not g.blocking and g.message.startswith("NVFP4 on gfx942 with vLLM 0.16.0rc2")
+    assert g.to_dict()["question"] == "fp4"
+    rep = preflight(env_dumps=[ASC / "vllm-ascend-1047.txt"], launch=["vllm", "serve", "m", "--quantization", "modelopt_fp4"])
+    assert {(f.rule_id, f.question) for f in rep.findings if f.rule_id != "MTP228"} == {
+        ("MTP233", "fp4"), ("MTP240", "stack"), ("MTP241", "fp4"), ("MTP245", "fp4"), ("MTP246", "starts")}
+
+
 # --- Ascend dumps -------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name,n,model,driver,cann", [

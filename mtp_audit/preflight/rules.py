@@ -9,10 +9,12 @@ engine the verdict is for (:mod:`mtp_audit.preflight.engine`). MTP231/MTP232 are
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 from mtp_audit.report import Severity
+from mtp_audit.report.questions import FP4, MTP_HEADS, STACK, STARTS
 from mtp_audit.report.rules import Example, Rule
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -525,5 +527,14 @@ RULES = RULES + (
       (_ex(True, "--device npu on an MI300X machine", {"env.txt": rocm_env()}, ("python", "-m", "sglang.launch_server", "--model-path", "m", "--device", "npu")),
        _ex(False, "--device npu on a 910B3 machine", {"env.txt": npu_env()}, ("python", "-m", "sglang.launch_server", "--model-path", "m", "--device", "npu")))),
 )
+
+#: The question the findings of each check off NVIDIA answer (:mod:`mtp_audit.report.questions`): whether the FP4
+#: kernels can run (the engine's FP4 path, FP4 checks not applicable, FP4 weights on an NPU), whether the server starts
+#: (a quantization or switch the engine refuses there, a device it does not support, a --device of another platform),
+#: the stack (the platform, its devices and versions), the MTP heads (vllm-ascend's speculative-decoding status).
+PLATFORM_QUESTIONS = {"MTP233": FP4, "MTP236": FP4, "MTP237": STARTS, "MTP240": STACK, "MTP241": FP4, "MTP242": FP4,
+                      "MTP243": FP4, "MTP244": STARTS, "MTP245": FP4, "MTP246": STARTS, "MTP247": MTP_HEADS, "MTP248": FP4,
+                      "MTP249": STARTS}
+RULES = tuple(dataclasses.replace(r, question=PLATFORM_QUESTIONS[r.id]) if r.id in PLATFORM_QUESTIONS else r for r in RULES)
 
 RULES_BY_ID = {r.id: r for r in RULES}

@@ -31,7 +31,8 @@ from packaging.version import Version
 
 from mtp_audit.preflight import platforms as pf
 from mtp_audit.preflight.facts import Fact
-from mtp_audit.report import Evidence, Severity
+from mtp_audit.report import Evidence, Gap, Severity
+from mtp_audit.report.questions import FP4
 
 NOT_APPLICABLE = "not applicable"
 #: The rules of the NVIDIA checks that do not run off CUDA.
@@ -132,6 +133,12 @@ def check_device_flag(ctx: Any) -> None:
                 remediation=f"drop --device or set it to the machine's platform ({plat})")
 
 
+def gap(ctx: Any, message: str, question: str, *, blocking: bool = False) -> None:
+    """Record on ``ctx`` something the checks off NVIDIA could not decide, naming the one question it leaves open
+    (:mod:`mtp_audit.report.questions`)."""
+    ctx.gaps.append(Gap("preflight", message, None, blocking, question=question))
+
+
 def _engine_checks(ctx: Any, plat: str) -> None:
     """Run the checks the engine that runs the launch has for ``plat`` (its ``KernelChecks.platform_checks``)."""
     for check in ctx.kernels.platform_checks.get(plat, ()):
@@ -160,7 +167,7 @@ def check_amd_fp4_path(ctx: Any, engine: str, version: Version | None, label: st
             continue
         seen.add(gfx)
         if gfx is None:
-            ctx.gap(f"GPU {g.index}: gfx target unknown ({g.arch.missing}); the AMD FP4 path cannot be told", blocking=True)
+            gap(ctx, f"GPU {g.index}: gfx target unknown ({g.arch.missing}); the AMD FP4 path cannot be told", FP4, blocking=True)
             continue
         for f in ((fmt,) if fmt else ("mxfp4", "nvfp4")):
             _amd_path_finding(ctx, g, gfx, f, (engine, version, label), explicit=fmt is not None)
@@ -175,7 +182,7 @@ def _amd_path_finding(ctx: Any, g: Any, gfx: str, fmt: str, who: tuple[str, Vers
            Evidence("hardware", f"{tgt['mx']}; FP8 {tgt['fp8']} ({tgt['source']})" if tgt else "not in data/amd.json"),
            Evidence("engine path", how)]
     if row is None:
-        ctx.gap(f"{label} on {gfx} with {name} {ver}: {how}; the FP4 path could not be told")
+        gap(ctx, f"{label} on {gfx} with {name} {ver}: {how}; the FP4 path could not be told", FP4)
         return
     evs.append(Evidence("source", row["source"]))
     native = bool(tgt and tgt.get(f"native_{fmt}"))

@@ -24,6 +24,7 @@ from mtp_audit.preflight import matrix as mx
 from mtp_audit.preflight import platforms as pf
 from mtp_audit.preflight import vendors
 from mtp_audit.report import Evidence, Severity
+from mtp_audit.report.questions import MTP_HEADS, STARTS
 
 
 def check_rocm_fp4_path(ctx: Any) -> None:
@@ -85,7 +86,7 @@ def check_ascend_mtp(ctx: Any) -> None:
     rows = pf.ascend_table()["facts"]["vllm_ascend_spec_decode"]
     row = next((r for r in reversed(rows) if Version(r["from"]) <= v and (not r.get("until") or v < Version(r["until"]))), None)
     if row is None:
-        ctx.gap(f"vllm-ascend {v}: older than every documented speculative-decoding status (from 0.7.3)")
+        vendors.gap(ctx, f"vllm-ascend {v}: older than every documented speculative-decoding status (from 0.7.3)", MTP_HEADS)
         return
     ctx.add("MTP247", f"vllm-ascend {v}: speculative decoding (MTP) is {row['status']}",
             evidence=[Evidence("vllm-ascend", f"{va.value} ({va.source})"), Evidence("source", row["source"])])
@@ -113,8 +114,8 @@ def check_xpu_quantization(ctx: Any) -> None:
     rows = pf.intel_table()["facts"]["vllm_xpu_quantization"]
     row = next((r for r in reversed(rows) if ver is not None and Version(r["from"]) <= ver), None)
     if row is None:
-        ctx.gap(f"{how} on an Intel GPU with vLLM {ver or '(version unknown)'}: vLLM's XPU quantization list is read from "
-                f"releases {rows[0]['from']} on; whether this release accepts {method} could not be told", blocking=False)
+        vendors.gap(ctx, f"{how} on an Intel GPU with vLLM {ver or '(version unknown)'}: vLLM's XPU quantization list is "
+                    f"read from releases {rows[0]['from']} on; whether this release accepts {method} could not be told", STARTS)
         return
     if method in row["methods"]:
         return
