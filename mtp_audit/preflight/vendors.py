@@ -156,7 +156,9 @@ def check_amd(ctx: Any) -> None:
 def check_amd_fp4_path(ctx: Any, engine: str, version: Version | None, label: str) -> None:
     """MTP242 / MTP243: the FP4 path of ``engine`` (its id, the key of ``data/amd.json`` ``engines``; ``label``: its
     name for people) at ``version`` on each gfx target of the machine, when FP4 is intended; a gap for a GPU whose gfx
-    target is unknown. Called by the engines' ROCm platform checks."""
+    target is unknown. Called by the engines' ROCm platform checks. A row says the path (``native_on`` / ``native``,
+    ``elsewhere`` / ``verdict``, ``emulated`` / ``not_runnable`` / ``text``, ``cost``, ``source``) and may carry the
+    engine's own ``remediation`` for a format it cannot run."""
     fmt = fp4_format(ctx)
     if not ctx.fp4_intent:
         return
@@ -198,8 +200,8 @@ def _amd_path_finding(ctx: Any, g: Any, gfx: str, fmt: str, who: tuple[str, Vers
         ctx.add("MTP243", f"GPU {g.index} ({g.name.value or '?'}, {gfx}): an {label} checkpoint does not run on {name}"
                 f"{' ' + str(ver) if ver else ''}: {text}", gpu=g, evidence=evs,
                 severity=Severity.ERROR if explicit else Severity.WARNING,
-                remediation=("run MXFP4 on gfx950 (MI350X / MI355X), or use an FP8 / BF16 checkpoint on this GPU" if fmt == "mxfp4"
-                             else "use an MXFP4 (gfx950) or FP8 checkpoint on AMD, or serve it with vLLM (emulated NVFP4)"))
+                remediation=row.get("remediation") or ("run MXFP4 on gfx950 (MI350X / MI355X), or use an FP8 / BF16 checkpoint on "
+                                                       "this GPU" if fmt == "mxfp4" else "use an MXFP4 (gfx950) or FP8 checkpoint on AMD"))
         return
     text = row.get("emulated") or row.get("text")
     ctx.add("MTP242", f"GPU {g.index} ({g.name.value or '?'}, {gfx}) has no native {label}: {name}"
