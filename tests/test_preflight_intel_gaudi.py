@@ -149,6 +149,12 @@ def test_nvfp4_on_xpu_is_refused_by_vllm_033(tmp_path):
 def test_fp4_weights_on_gaudi_are_a_warning():
     rep = preflight(env_dumps=[GAUDI / "ray-intel-gaudi-inference.txt"], launch=["vllm", "serve", "m", "--quantization", "modelopt_fp4"])
     assert rules(rep)["MTP237"] == ["warning"]
+    (f,) = [x for x in rep.findings if x.rule_id == "MTP237"]
+    assert "the launch loads NVFP4 weights on Intel Gaudi: no quantization backend of the vLLM Hardware Plugin" in f.message
+    # what the vLLM plugin documents is vLLM's: another engine on Gaudi gets the note (MTP236) alone
+    other = preflight(env_dumps=[GAUDI / "ray-intel-gaudi-inference.txt"],
+                      launch=["python", "-m", "sglang.launch_server", "--model-path", "m", "--quantization", "modelopt_fp4"])
+    assert set(rules(other)) == {"MTP228", "MTP236", "MTP240", "MTP241"}
 
 
 @pytest.mark.parametrize("text,plat,n,product", [

@@ -446,7 +446,7 @@ RULES = RULES + (
       (_ex(True, "4 x Data Center GPU Max 1550", {"env.txt": xpu_env()}), _ex(True, "8 x Gaudi 2 (hl-smi)", {"env.txt": hl_smi()}),
        _ex(False, "MI300X machine", {"env.txt": rocm_env()}))),
     R("MTP237", "xpu-hpu-quantization-refused", E, "A quantization the engine refuses on an Intel GPU or a Gaudi HPU",
-      "Intel XPU with vLLM 0.33 or later: fires when the launch's --quantization (or vLLM's method for an NVFP4 ModelOpt checkpoint, modelopt_fp4) is not in the XPU platform's supported_quantization, which Platform.verify_quantization enforces at start-up (an error; older releases are not audited: a blocking gap). Gaudi: fires for NVFP4 / MXFP4 weights, for which the vLLM Gaudi plugin documents no backend (a warning: documentation, not code).",
+      "Intel XPU with vLLM 0.33 or later: fires when the launch's --quantization (or vLLM's method for an NVFP4 ModelOpt checkpoint, modelopt_fp4) is not in the XPU platform's supported_quantization, which Platform.verify_quantization enforces at start-up (an error; older releases are not audited: a gap that blocks nothing). Gaudi with vLLM: fires for NVFP4 / MXFP4 weights, for which the vLLM Gaudi plugin documents no backend (a warning: documentation, not code).",
       "vLLM stops with 'ValueError: modelopt_fp4 quantization is currently not supported in xpu.' before loading weights.",
       "Use an MXFP4, FP8, AWQ or GPTQ checkpoint on the Intel GPU (FP8 with Intel Neural Compressor, AWQ or GPTQ on Gaudi), or run the NVFP4 checkpoint on Blackwell.",
       ("wheel:vllm-0.33.0:vllm/platforms/xpu.py:113-131", "wheel:vllm-0.34.0:vllm/platforms/interface.py:1168-1173",

@@ -14,9 +14,9 @@ is the engine's knowledge, run from here: the ``platform_checks`` of its
 - Ascend (:func:`check_ascend`): the FP4 checks do not apply (MTP245, a note), but NVFP4 weights cannot load there
   (MTP233); then the engine's checks (vllm-ascend's devices and MTP status: MTP246, MTP247; SGLang's NPU
   ``--quantization mxfp4``: MTP248), with the NPU's row of ``data/ascend.json`` (:func:`ascend_row`).
-- Intel XPU and Gaudi HPU (:func:`check_intel_gaudi`): the FP4 checks do not apply (MTP236, a note); FP4 weights on
-  Gaudi, for which the Gaudi plugin documents no backend (MTP237, ``data/gaudi.json``); then the engine's checks
-  (vLLM's XPU quantization list: MTP237).
+- Intel XPU and Gaudi HPU (:func:`check_intel_gaudi`): the FP4 checks do not apply (MTP236, a note); then the
+  engine's checks (vLLM's XPU quantization list; FP4 weights, for which vLLM's Gaudi plugin documents no backend:
+  MTP237).
 - All: the platform, its devices and stack and where each came from (MTP240); a launch ``--device`` that names
   another platform (MTP249).
 
@@ -242,9 +242,9 @@ def ascend_row(g: Any) -> dict[str, Any] | None:
 
 
 def check_intel_gaudi(ctx: Any) -> None:
-    """MTP236 (the FP4 checks do not apply to Intel GPUs and Gaudi HPUs), MTP237 on Gaudi (FP4 weights, for which
-    the Gaudi plugin documents no backend), then the engine's own checks there (its ``platform_checks["xpu"]``:
-    vLLM's XPU quantization list, MTP237)."""
+    """MTP236 (the FP4 checks do not apply to Intel GPUs and Gaudi HPUs), then the engine's own checks there (its
+    ``platform_checks["xpu"]`` / ``["hpu"]``: vLLM's XPU quantization list, FP4 weights for which vLLM's Gaudi plugin
+    documents no backend: MTP237)."""
     plat = platform(ctx)
     if plat not in (pf.XPU, pf.HPU):
         return
@@ -253,11 +253,6 @@ def check_intel_gaudi(ctx: Any) -> None:
     where = Evidence("platform", f"{plat} ({ctx.facts.accelerator.source})")
     ctx.add("MTP236", f"the FP4 checks do not apply to {pf.LABELS[plat]}" + (f" (the launch loads {fp4.upper()})" if fp4 else "")
             + f": {table['facts']['fp4']['text']}", evidence=[where, Evidence("source", table["facts"]["fp4"]["source"])])
-    if plat == pf.HPU and fp4 is not None:
-        f = table["facts"]["fp4_weights"]
-        ctx.add("MTP237", f"the launch loads {fp4.upper()} weights on Intel Gaudi: {f['text']}", severity=Severity.WARNING,
-                evidence=[where, Evidence("source", f["source"])],
-                remediation="use a BF16 checkpoint quantized to FP8 with Intel Neural Compressor, or an AWQ / GPTQ one, on Gaudi")
     _engine_checks(ctx, plat)
 
 

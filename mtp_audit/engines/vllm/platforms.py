@@ -12,6 +12,8 @@ this module says what vLLM does with it:
   speculative-decoding (MTP) status per version (MTP247), from ``data/ascend.json``.
 - Intel XPU: ``Platform.verify_quantization`` refuses a ``--quantization`` outside the XPU platform's
   ``supported_quantization`` of the release (MTP237; ``data/intel.json`` ``vllm_xpu_quantization``).
+- Intel Gaudi: the vLLM Hardware Plugin for Intel Gaudi documents no backend for NVFP4 / MXFP4 weights (MTP237;
+  ``data/gaudi.json`` ``fp4_weights``).
 """
 
 from __future__ import annotations
@@ -126,8 +128,21 @@ def check_xpu_quantization(ctx: Any) -> None:
             remediation="use an MXFP4, FP8, AWQ or GPTQ checkpoint on the Intel GPU, or run the NVFP4 checkpoint on Blackwell")
 
 
+def check_gaudi_fp4_weights(ctx: Any) -> None:
+    """MTP237 on Intel Gaudi: the launch loads NVFP4 / MXFP4 weights, for which no quantization backend of the vLLM
+    Hardware Plugin for Intel Gaudi is documented (``data/gaudi.json`` ``fp4_weights``: a warning, documentation
+    rather than code)."""
+    fp4 = vendors.fp4_format(ctx)
+    if fp4 is None:
+        return
+    f = pf.gaudi_table()["facts"]["fp4_weights"]
+    ctx.add("MTP237", f"the launch loads {fp4.upper()} weights on Intel Gaudi: {f['text']}", severity=Severity.WARNING,
+            evidence=[Evidence("platform", f"{pf.HPU} ({ctx.facts.accelerator.source})"), Evidence("source", f["source"])],
+            remediation="use a BF16 checkpoint quantized to FP8 with Intel Neural Compressor, or an AWQ / GPTQ one, on Gaudi")
+
+
 #: vLLM's checks per platform, in the order they run (the switches before the FP4 path: an MTP244 error is the first
 #: reason of an AMD GPU's verdict).
 PLATFORM_CHECKS = {pf.ROCM: (check_gfx950_only_switches, check_rocm_fp4_path),
                    pf.CANN: (check_ascend_devices, check_ascend_mtp),
-                   pf.XPU: (check_xpu_quantization,)}
+                   pf.XPU: (check_xpu_quantization,), pf.HPU: (check_gaudi_fp4_weights,)}
