@@ -108,6 +108,42 @@ def test_sglang_mxfp4_on_gfx942_is_not_runnable(tmp_path):
     assert rules(rep)["MTP243"] == ["error"] and rep.facts["preflight"]["summary"]["verdict"] == "not capable"
 
 
+def test_amd_fp4_path_is_the_engines_own():
+    """The FP4 path on AMD is the chosen engine's (its KernelChecks.platform_checks): SGLang's rows for SGLang, none
+    for an engine that declares no ROCm path (llama.cpp here), never SGLang's words under another engine's name."""
+    sg = preflight(env_dumps=[AMD / "vllm-7951.txt"], engine="sglang")
+    assert rules(sg)["MTP243"] == ["warning", "warning"]
+    assert all("does not run on SGLang:" in f.message for f in sg.findings if f.rule_id == "MTP243")
+    other = preflight(env_dumps=[AMD / "vllm-7951.txt"], engine="llamacpp")
+    assert "MTP242" not in rules(other) and "MTP243" not in rules(other)
+    assert not any("SGLang" in f.message for f in other.findings)
+    # the machine's own answer stands: gfx942 has no native MXFP4
+    assert other.facts["preflight"]["summary"]["verdict"] == "not capable"
+
+
+def test_platform_findings_and_gaps_name_their_question():
+    """Each finding and gap of the checks off NVIDIA names the question it answers or leaves open."""
+    from mtp_audit.preflight.rules import RULES_BY_ID
+
+    assert {r: RULES_BY_ID[r].question for r in ("MTP233", "MTP236", "MTP237", "MTP240", "MTP241", "MTP242", "MTP243", "MTP244",
+                                                  "MTP245", "MTP246", "MTP247", "MTP248", "MTP249")} == {
+        "MTP233": "fp4", "MTP236": "fp4", "MTP237": "starts", "MTP240": "stack", "MTP241": "fp4", "MTP242": "fp4",
+        "MTP243": "fp4", "MTP244": "starts", "MTP245": "fp4", "MTP246": "starts", "MTP247": "mtp-heads", "MTP248": "fp4",
+        "MTP249": "starts"}
+    # the reported crash's machine (vLLM 0.16.0rc2, MI300X): the switch stops the start; vLLM's NVFP4 path on ROCm
+    # is not audited for 0.16 (between the 0.11 and 0.20 rows): an FP4 gap
+    rep = preflight(env_dumps=[AMD / "vllm-34641.txt"],
+                    launch=["VLLM_ROCM_USE_AITER=1", "vllm", "serve", "m", "--quantization", "modelopt_fp4"])
+    assert {(f.rule_id, f.question) for f in rep.findings if f.rule_id != "MTP228"} == {
+        ("MTP240", "stack"), ("MTP241", "fp4"), ("MTP244", "starts")}
+    (g,) = [g for g in rep.gaps if "FP4 path" in g.message]
+    assert g.question == "fp4" and not g.blocking and g.message.startswith("NVFP4 on gfx942 with vLLM 0.16.0rc2")
+    assert g.to_dict()["question"] == "fp4"
+    rep = preflight(env_dumps=[ASC / "vllm-ascend-1047.txt"], launch=["vllm", "serve", "m", "--quantization", "modelopt_fp4"])
+    assert {(f.rule_id, f.question) for f in rep.findings if f.rule_id != "MTP228"} == {
+        ("MTP233", "fp4"), ("MTP240", "stack"), ("MTP241", "fp4"), ("MTP245", "fp4"), ("MTP246", "starts")}
+
+
 # --- Ascend dumps -------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name,n,model,driver,cann", [
@@ -142,6 +178,23 @@ def test_ascend_is_not_applicable_exit_0(capsys):
     assert [f.severity.label for f in rep.findings if f.rule_id == "MTP233"] == ["error"]
     # an NPU is located as torch_npu names it (npu:N), not as a CUDA device
     assert {f.location.symbol for f in rep.findings if f.rule_id == "MTP228"} == {"npu:0"}
+
+
+@pytest.mark.parametrize("launch,loads", [
+    # the value says its format by name, whatever the engine: vLLM 0.33's online NVFP4 shorthand
+    # (wheel:vllm-0.33.0:vllm/model_executor/layers/quantization/__init__.py:47)
+    (["vllm", "serve", "m", "--quantization", "nvfp4_per_token"], "NVFP4"),
+    # ModelOpt's mixed NVFP4 / FP8 checkpoints: the engine's own words (its KernelChecks.fp4_formats)
+    (["vllm", "serve", "m", "--quantization", "modelopt_mixed"], "NVFP4"),
+    (["python", "-m", "sglang.launch_server", "--model-path", "m", "--quantization", "modelopt_mixed"], "NVFP4"),
+    (["vllm", "serve", "m", "--quantization", "gpt_oss_mxfp4"], "MXFP4"),
+    (["vllm", "serve", "m", "--quantization", "fp8"], None),
+])
+def test_the_launch_fp4_format_on_an_npu(launch, loads):
+    rep = preflight(env_dumps=[ASC / "vllm-ascend-834.txt"], launch=launch)
+    mtp245 = next(f.message for f in rep.findings if f.rule_id == "MTP245")
+    assert (f"(the launch loads {loads})" in mtp245) if loads else "the launch loads" not in mtp245
+    assert ("MTP233" in rules(rep)) == (loads == "NVFP4")
 
 
 def test_first_generation_910_with_vllm_is_a_warning():

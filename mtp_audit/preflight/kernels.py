@@ -45,6 +45,9 @@ class KernelChecks:
         checks: functions of the preflight's :class:`~mtp_audit.preflight.analyze.Context`, run after the machine's
             own checks; each adds findings (its rules are declared in :mod:`mtp_audit.preflight.rules`) and gaps.
         fp4_quantizations: ``--quantization`` values of this engine that load FP4 weights.
+        fp4_formats: ``--quantization`` values of this engine whose name does not say the FP4 format they load ->
+            that format (``"mxfp4"`` / ``"nvfp4"``), for the checks off NVIDIA that depend on the format (the AMD FP4
+            path, NVFP4 weights on an NPU); a name holding ``mxfp4`` or ``fp4`` says it.
         fp4_flags: options whose presence alone says the launch means FP4 (SGLang's ``--fp4-gemm-backend``).
         probe_gemm_flag: the option naming the dense FP4 GEMM backend the ``--probe`` should try, if any.
         device_choice: how the engine picks FP4 kernels on GPUs of different compute capabilities (MTP202).
@@ -55,11 +58,17 @@ class KernelChecks:
         default_flag_checks: those of ``checks`` that judge the backends a launch's flags pick: without a launch
             they can only say what a launch with the engine's default flags would pick, a consequence of a command
             nobody gave, so the preflight turns what they find into information.
+        platform_checks: platform value (``"rocm"``, ``"cann"``, ``"xpu"``:
+            :data:`mtp_audit.preflight.platforms.LABELS` keys) -> functions of the preflight's context run off NVIDIA,
+            after the platform's own checks (:mod:`mtp_audit.preflight.vendors`): what this engine does there (its
+            FP4 path per AMD gfx target, its NPU or XPU quantization support). Their rules are declared in
+            :mod:`mtp_audit.preflight.rules` too.
     """
 
     label: str = "the engine"
     checks: tuple[Callable[[Any], None], ...] = ()
     fp4_quantizations: tuple[str, ...] = ()
+    fp4_formats: Mapping[str, str] = field(default_factory=dict)
     fp4_flags: tuple[str, ...] = ()
     probe_gemm_flag: str | None = None
     device_choice: str = "the engine chooses FP4 kernels from the compute capability of one device"
@@ -68,6 +77,7 @@ class KernelChecks:
     probe_mismatch_remediation: str = "switch the dense FP4 GEMM backend and re-run --probe"
     syntax: LaunchSyntax = field(default_factory=LaunchSyntax)
     default_flag_checks: tuple[Callable[[Any], None], ...] = ()
+    platform_checks: Mapping[str, tuple[Callable[[Any], None], ...]] = field(default_factory=dict)
 
     def summary(self, ctx: Any) -> dict[str, str | None]:
         """Headline values of ``facts["preflight"]["summary"]`` this engine adds (its version, the backends the

@@ -9,10 +9,12 @@ engine the verdict is for (:mod:`mtp_audit.preflight.engine`). MTP231/MTP232 are
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 from mtp_audit.report import Severity
+from mtp_audit.report.questions import FP4, MTP_HEADS, STACK, STARTS
 from mtp_audit.report.rules import Example, Rule
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -444,7 +446,7 @@ RULES = RULES + (
       (_ex(True, "4 x Data Center GPU Max 1550", {"env.txt": xpu_env()}), _ex(True, "8 x Gaudi 2 (hl-smi)", {"env.txt": hl_smi()}),
        _ex(False, "MI300X machine", {"env.txt": rocm_env()}))),
     R("MTP237", "xpu-hpu-quantization-refused", E, "A quantization the engine refuses on an Intel GPU or a Gaudi HPU",
-      "Intel XPU with vLLM 0.33 or later: fires when the launch's --quantization (or vLLM's method for an NVFP4 ModelOpt checkpoint, modelopt_fp4) is not in the XPU platform's supported_quantization, which Platform.verify_quantization enforces at start-up (an error; older releases are not audited: a blocking gap). Gaudi: fires for NVFP4 / MXFP4 weights, for which the vLLM Gaudi plugin documents no backend (a warning: documentation, not code).",
+      "Intel XPU with vLLM 0.33 or later: fires when the launch's --quantization (or vLLM's method for an NVFP4 ModelOpt checkpoint, modelopt_fp4) is not in the XPU platform's supported_quantization, which Platform.verify_quantization enforces at start-up (an error; older releases are not audited: a gap that blocks nothing). Gaudi with vLLM: fires for NVFP4 / MXFP4 weights, for which the vLLM Gaudi plugin documents no backend (a warning: documentation, not code).",
       "vLLM stops with 'ValueError: modelopt_fp4 quantization is currently not supported in xpu.' before loading weights.",
       "Use an MXFP4, FP8, AWQ or GPTQ checkpoint on the Intel GPU (FP8 with Intel Neural Compressor, AWQ or GPTQ on Gaudi), or run the NVFP4 checkpoint on Blackwell.",
       ("wheel:vllm-0.33.0:vllm/platforms/xpu.py:113-131", "wheel:vllm-0.34.0:vllm/platforms/interface.py:1168-1173",
@@ -525,5 +527,14 @@ RULES = RULES + (
       (_ex(True, "--device npu on an MI300X machine", {"env.txt": rocm_env()}, ("python", "-m", "sglang.launch_server", "--model-path", "m", "--device", "npu")),
        _ex(False, "--device npu on a 910B3 machine", {"env.txt": npu_env()}, ("python", "-m", "sglang.launch_server", "--model-path", "m", "--device", "npu")))),
 )
+
+#: The question the findings of each check off NVIDIA answer (:mod:`mtp_audit.report.questions`): whether the FP4
+#: kernels can run (the engine's FP4 path, FP4 checks not applicable, FP4 weights on an NPU), whether the server starts
+#: (a quantization or switch the engine refuses there, a device it does not support, a --device of another platform),
+#: the stack (the platform, its devices and versions), the MTP heads (vllm-ascend's speculative-decoding status).
+PLATFORM_QUESTIONS = {"MTP233": FP4, "MTP236": FP4, "MTP237": STARTS, "MTP240": STACK, "MTP241": FP4, "MTP242": FP4,
+                      "MTP243": FP4, "MTP244": STARTS, "MTP245": FP4, "MTP246": STARTS, "MTP247": MTP_HEADS, "MTP248": FP4,
+                      "MTP249": STARTS}
+RULES = tuple(dataclasses.replace(r, question=PLATFORM_QUESTIONS[r.id]) if r.id in PLATFORM_QUESTIONS else r for r in RULES)
 
 RULES_BY_ID = {r.id: r for r in RULES}

@@ -1,43 +1,42 @@
 """The preflight off NVIDIA: AMD ROCm GPUs, Ascend NPUs, Intel GPUs (XPU), Intel Gaudi (HPU) and CPU-only machines
-(rules MTP236-MTP237, MTP240-MTP249).
+(rules MTP233, MTP236-MTP237, MTP240-MTP249).
 
 The NVIDIA checks (FP4 tensor cores by compute capability, CUDA driver and toolkit floors, torch's CUDA build,
 FlashInfer / sgl-kernel cubins) do not apply to these platforms; they are reported as not applicable (MTP241), never
-as "not capable", and what does apply runs instead:
+as "not capable", and what does apply runs instead. This module says what the machine is; what an engine does on it
+is the engine's knowledge, run from here: the ``platform_checks`` of its
+:class:`~mtp_audit.preflight.kernels.KernelChecks` (``mtp_audit/engines/<engine>/platforms.py``).
 
 - AMD (:func:`check_amd`): per gfx target, native MXFP4 only on gfx950 (CDNA4), none on gfx942 (CDNA3, FP8
-  e4m3fnuz) or older, NVFP4 native nowhere; the FP4 path of the engine and version (native / emulated with its cost /
-  not runnable: MTP242, MTP243) from ``data/amd.json`` (read from the vLLM and SGLang wheels), and the gfx950-only
-  vLLM switches forced on another GPU (MTP244).
+  e4m3fnuz) or older, NVFP4 native nowhere (``data/amd.json`` ``targets``); then the engine's checks: its FP4 path
+  at its version (native / emulated with its cost / not runnable: MTP242, MTP243, the rows of ``data/amd.json``
+  ``engines.<engine id>`` read by :func:`check_amd_fp4_path`), vLLM's gfx950-only switches (MTP244).
 - Ascend (:func:`check_ascend`): the FP4 checks do not apply (MTP245, a note), but NVFP4 weights cannot load there
-  (MTP233); first-generation Ascend 910 is not a
-  vllm-ascend device (MTP246); vllm-ascend's documented speculative-decoding (MTP) status for its version (MTP247);
-  SGLang's NPU ``--quantization mxfp4`` needs Ascend 950 (MTP248).
-- Intel XPU and Gaudi HPU (:func:`check_intel_gaudi`): the FP4 checks do not apply (MTP236, a note); a quantization
-  the engine refuses there (MTP237): vLLM's XPU platform accepts only the methods of its ``supported_quantization``
-  (read from the vLLM wheels, ``data/intel.json``), and the Gaudi plugin documents no FP4 backend (``data/gaudi.json``).
-- All: the platform and where it came from (MTP240); a launch ``--device`` that names another platform (MTP249).
+  (MTP233); then the engine's checks (vllm-ascend's devices and MTP status: MTP246, MTP247; SGLang's NPU
+  ``--quantization mxfp4``: MTP248), with the NPU's row of ``data/ascend.json`` (:func:`ascend_row`).
+- Intel XPU and Gaudi HPU (:func:`check_intel_gaudi`): the FP4 checks do not apply (MTP236, a note); then the
+  engine's checks (vLLM's XPU quantization list; FP4 weights, for which vLLM's Gaudi plugin documents no backend:
+  MTP237).
+- All: the platform, its devices and stack and where each came from (MTP240); a launch ``--device`` that names
+  another platform (MTP249).
 
 Per-device verdicts (:func:`verdicts`): ``capable`` / ``not capable`` / ``unknown`` for AMD GPUs (native FP4 of the
 format the launch loads), ``not applicable`` for Ascend NPUs, Intel GPUs and Gaudi HPUs.
 """
-
 from __future__ import annotations
 
 from typing import Any
 
 from packaging.version import Version
 
-from mtp_audit.preflight import matrix as mx
 from mtp_audit.preflight import platforms as pf
 from mtp_audit.preflight.facts import Fact
-from mtp_audit.report import Evidence, Severity
+from mtp_audit.report import Evidence, Gap, Severity
+from mtp_audit.report.questions import FP4
 
 NOT_APPLICABLE = "not applicable"
 #: The rules of the NVIDIA checks that do not run off CUDA.
 NVIDIA_RULES = "MTP200-MTP227, MTP229-MTP232"
-_VLLM_MXFP4 = ("mxfp4", "gpt_oss_mxfp4", "quark_mxfp4")
-_NVFP4 = ("modelopt_fp4", "modelopt_mixed", "petit_nvfp4", "nvfp4_online")
 
 
 def platform(ctx: Any) -> str | None:
@@ -58,18 +57,18 @@ NOT_APPLICABLE_PLATFORMS = (pf.CANN, pf.XPU, pf.HPU)
 
 def fp4_format(ctx: Any) -> str | None:
     """``"mxfp4"`` or ``"nvfp4"``: what the checkpoint (its quantization metadata) or the launch's ``--quantization``
-    loads; ``None`` without a launch or when the format is not said."""
+    loads; ``None`` without a launch or when the format is not said. A ``--quantization`` value says its format by
+    name (``quark_mxfp4``, ``modelopt_fp4``, ``petit_nvfp4``), or in the engine's own words for a name that does not
+    (its ``KernelChecks.fp4_formats``: ``modelopt_mixed``)."""
     algo = str(ctx.quant.algo or "").upper() if ctx.quant is not None else ""
     if "MXFP4" in algo:
         return "mxfp4"
     if "NVFP4" in algo or "FP4" in algo:
         return "nvfp4"
     q = (ctx.launch.get("--quantization") or "").lower() if ctx.launch else ""
-    return "mxfp4" if q in _VLLM_MXFP4 else "nvfp4" if q in _NVFP4 else None
-
-
-def _engine_version(ctx: Any) -> Version | None:
-    return ctx.vllm if ctx.is_vllm else ctx.sglang
+    if q in ctx.kernels.fp4_formats:
+        return str(ctx.kernels.fp4_formats[q])
+    return "mxfp4" if "mxfp4" in q else "nvfp4" if "fp4" in q else None
 
 
 def engine_path(engine: str, version: Version | None, fmt: str) -> tuple[dict[str, Any] | None, str]:
@@ -134,11 +133,32 @@ def check_device_flag(ctx: Any) -> None:
                 remediation=f"drop --device or set it to the machine's platform ({plat})")
 
 
+def gap(ctx: Any, message: str, question: str, *, blocking: bool = False) -> None:
+    """Record on ``ctx`` something the checks off NVIDIA could not decide, naming the one question it leaves open
+    (:mod:`mtp_audit.report.questions`)."""
+    ctx.gaps.append(Gap("preflight", message, None, blocking, question=question))
+
+
+def _engine_checks(ctx: Any, plat: str) -> None:
+    """Run the checks the engine that runs the launch has for ``plat`` (its ``KernelChecks.platform_checks``)."""
+    for check in ctx.kernels.platform_checks.get(plat, ()):
+        check(ctx)
+
+
 def check_amd(ctx: Any) -> None:
-    """MTP242 / MTP243 (the FP4 path of the engine on each gfx target) and MTP244 (gfx950-only vLLM switches)."""
+    """On an AMD ROCm machine, the engine's own checks (its ``platform_checks["rocm"]``): vLLM's gfx950-only switches
+    (MTP244), the engine's FP4 path on each gfx target (MTP242 / MTP243, through :func:`check_amd_fp4_path`)."""
     if platform(ctx) != pf.ROCM:
         return
-    _check_amd_switches(ctx)
+    _engine_checks(ctx, pf.ROCM)
+
+
+def check_amd_fp4_path(ctx: Any, engine: str, version: Version | None, label: str) -> None:
+    """MTP242 / MTP243: the FP4 path of ``engine`` (its id, the key of ``data/amd.json`` ``engines``; ``label``: its
+    name for people) at ``version`` on each gfx target of the machine, when FP4 is intended; a gap for a GPU whose gfx
+    target is unknown. Called by the engines' ROCm platform checks. A row says the path (``native_on`` / ``native``,
+    ``elsewhere`` / ``verdict``, ``emulated`` / ``not_runnable`` / ``text``, ``cost``, ``source``) and may carry the
+    engine's own ``remediation`` for a format it cannot run."""
     fmt = fp4_format(ctx)
     if not ctx.fp4_intent:
         return
@@ -149,43 +169,42 @@ def check_amd(ctx: Any) -> None:
             continue
         seen.add(gfx)
         if gfx is None:
-            ctx.gap(f"GPU {g.index}: gfx target unknown ({g.arch.missing}); the AMD FP4 path cannot be told", blocking=True)
+            gap(ctx, f"GPU {g.index}: gfx target unknown ({g.arch.missing}); the AMD FP4 path cannot be told", FP4, blocking=True)
             continue
         for f in ((fmt,) if fmt else ("mxfp4", "nvfp4")):
-            _amd_path_finding(ctx, g, gfx, f, explicit=fmt is not None)
+            _amd_path_finding(ctx, g, gfx, f, (engine, version, label), explicit=fmt is not None)
 
 
-def _amd_path_finding(ctx: Any, g: Any, gfx: str, fmt: str, *, explicit: bool) -> None:
+def _amd_path_finding(ctx: Any, g: Any, gfx: str, fmt: str, who: tuple[str, Version | None, str], *, explicit: bool) -> None:
     tgt = pf.gfx_target(gfx)
-    engine = "vllm" if ctx.is_vllm else "sglang"
-    ver = _engine_version(ctx)
+    engine, ver, name = who
     row, how = engine_path(engine, ver, fmt)
     label = "MXFP4" if fmt == "mxfp4" else "NVFP4"
     evs = [Evidence("GPU", f"{g.name.value or '?'} ({gfx}, {tgt['family'] if tgt else 'gfx target not in the table'})"),
            Evidence("hardware", f"{tgt['mx']}; FP8 {tgt['fp8']} ({tgt['source']})" if tgt else "not in data/amd.json"),
            Evidence("engine path", how)]
     if row is None:
-        ctx.gap(f"{label} on {gfx} with {ctx.engine_name} {ver}: {how}; the FP4 path could not be told")
+        gap(ctx, f"{label} on {gfx} with {name} {ver}: {how}; the FP4 path could not be told", FP4)
         return
     evs.append(Evidence("source", row["source"]))
     native = bool(tgt and tgt.get(f"native_{fmt}"))
     if fmt == "mxfp4" and gfx in row.get("native_on", ()) and native:
-        missing_aiter = ctx.is_vllm and ctx.facts.package("aiter").missing == "not installed"
-        ctx.add("MTP242", f"GPU {g.index} ({g.name.value or '?'}, {gfx}): {label} runs natively on {ctx.engine_name}: {row['native']}",
+        missing_aiter = "needs_aiter_on_native" in row and ctx.facts.package("aiter").missing == "not installed"
+        ctx.add("MTP242", f"GPU {g.index} ({g.name.value or '?'}, {gfx}): {label} runs natively on {name}: {row['native']}",
                 gpu=g, evidence=evs, severity=Severity.INFO,
                 detail="Quark MXFP4 needs the aiter package for the native path (" + row.get("needs_aiter_on_native", "") + ")" if missing_aiter else "")
         return
     kind = row.get("elsewhere") if fmt == "mxfp4" else row.get("verdict")
     if kind == "not runnable":
         text = row.get("not_runnable") or row.get("text")
-        ctx.add("MTP243", f"GPU {g.index} ({g.name.value or '?'}, {gfx}): an {label} checkpoint does not run on {ctx.engine_name}"
+        ctx.add("MTP243", f"GPU {g.index} ({g.name.value or '?'}, {gfx}): an {label} checkpoint does not run on {name}"
                 f"{' ' + str(ver) if ver else ''}: {text}", gpu=g, evidence=evs,
                 severity=Severity.ERROR if explicit else Severity.WARNING,
-                remediation=("run MXFP4 on gfx950 (MI350X / MI355X), or use an FP8 / BF16 checkpoint on this GPU" if fmt == "mxfp4"
-                             else "use an MXFP4 (gfx950) or FP8 checkpoint on AMD, or serve it with vLLM (emulated NVFP4)"))
+                remediation=row.get("remediation") or ("run MXFP4 on gfx950 (MI350X / MI355X), or use an FP8 / BF16 checkpoint on "
+                                                       "this GPU" if fmt == "mxfp4" else "use an MXFP4 (gfx950) or FP8 checkpoint on AMD"))
         return
     text = row.get("emulated") or row.get("text")
-    ctx.add("MTP242", f"GPU {g.index} ({g.name.value or '?'}, {gfx}) has no native {label}: {ctx.engine_name}"
+    ctx.add("MTP242", f"GPU {g.index} ({g.name.value or '?'}, {gfx}) has no native {label}: {name}"
             f"{' ' + str(ver) if ver else ''} emulates it ({kind}): {text}", gpu=g, evidence=evs,
             severity=Severity.WARNING, detail=f"Cost: {row.get('cost', 'not measured')}.",
             remediation=("MXFP4 runs natively on gfx950 (MI350X / MI355X); on this GPU an FP8 checkpoint uses its FP8 "
@@ -193,99 +212,39 @@ def _amd_path_finding(ctx: Any, g: Any, gfx: str, fmt: str, *, explicit: bool) -
                          "no AMD GPU computes NVFP4 natively: prefer an MXFP4 checkpoint on gfx950 or FP8"))
 
 
-def _check_amd_switches(ctx: Any) -> None:
-    """MTP244: a gfx950-only vLLM switch on a GPU that is not gfx950."""
-    if not ctx.is_vllm:
-        return
-    others = sorted({gfx for g in ctx.gpus if (gfx := _gfx(g)) and gfx != "gfx950"})
-    if not others:
-        return
-    ver = ctx.vllm
-    aiter = ctx.launch_env("VLLM_ROCM_USE_AITER")
-    for sw in pf.amd_table()["engines"]["vllm"]["gfx950_only_switches"]:
-        val = ctx.launch_env(sw["env"])
-        on = val is not None and val.lower() in ("1", "true")
-        default_on = (val is None and sw["default_on_from"] and ver is not None and ver >= Version(sw["default_on_from"])
-                      and aiter is not None and aiter.lower() in ("1", "true"))
-        if not (on or default_on):
-            continue
-        gated = ver is not None and ver >= Version(sw["gated_from"])
-        how = f"{sw['env']}={val}" if on else f"{sw['env']} left at its default (on from vLLM {sw['default_on_from']}) with VLLM_ROCM_USE_AITER={aiter}"
-        evs = [Evidence("switch", how), Evidence("GPU", ", ".join(others)), Evidence("source", sw["source"])]
-        if gated:
-            ctx.add("MTP244", f"{how} on {', '.join(others)}: vLLM {ver} ignores it off gfx950 (gated on on_gfx950())", evidence=evs,
-                    severity=Severity.INFO, remediation=f"unset {sw['env']}")
-        else:
-            sure = ver is not None and ver < Version(sw["crash_confirmed_below"])
-            ctx.add("MTP244", f"{how} on {', '.join(others)}: vLLM {ver or '(version unknown)'} "
-                    + ("does not check the GPU and crashes" if sure else "may not check the GPU and then crashes")
-                    + f" ({sw['crash']})", evidence=evs + [Evidence("versions", sw["crash_confirmed_note"])],
-                    severity=Severity.ERROR if sure else Severity.WARNING,
-                    remediation=f"set {sw['env']}=0, or upgrade vLLM to {sw['gated_from']} or later")
+def gfx_targets_other_than(ctx: Any, gfx: str) -> list[str]:
+    """The machine's gfx targets other than ``gfx``, sorted (GPUs whose target is unknown are left out)."""
+    return sorted({t for g in ctx.gpus if (t := _gfx(g)) and t != gfx})
 
 
 def check_ascend(ctx: Any) -> None:
-    """MTP245-MTP248 (and MTP233 for NVFP4 weights) on an Ascend machine."""
+    """MTP245 (and MTP233 for NVFP4 weights) on an Ascend machine, then the engine's own checks there (its
+    ``platform_checks["cann"]``: vllm-ascend's devices and MTP status, MTP246 / MTP247; SGLang's NPU MXFP4, MTP248)."""
     if platform(ctx) != pf.CANN:
         return
     facts = pf.ascend_table()["facts"]
     fp4 = fp4_format(ctx)
     ctx.add("MTP245", "the FP4 checks do not apply to Ascend NPUs" + (f" (the launch loads {fp4.upper()})" if fp4 else "") + f": {facts['fp4']['text']}",
             evidence=[Evidence("platform", f"cann ({ctx.facts.accelerator.source})"), Evidence("source", facts["fp4"]["source"])])
-    gens = {g.index: _ascend_row(g) for g in ctx.gpus}
-    old = [i for i, r in gens.items() if r and r["generation"] in facts["vllm_ascend_devices"]["unsupported_generations"]]
-    if old and ctx.is_vllm:
-        g = ctx.gpus[old[0]]
-        ctx.add("MTP246", f"NPU {old[0]} ({g.name.value}) is a first-generation Ascend 910, which vllm-ascend does not support: "
-                f"{facts['vllm_ascend_devices']['text']}", gpu=g, evidence=[Evidence("NPU", f"{g.name.value} ({g.arch.source})"),
-                                                                         Evidence("source", facts["vllm_ascend_devices"]["source"])],
-                remediation="run vllm-ascend on Atlas A2 (910B) / A3 (910C) / 300I (310P)")
     if fp4 == "nvfp4":
         ctx.add("MTP233", "the launch loads NVFP4 weights on an Ascend NPU: they need NVIDIA FP4 kernels, and no Ascend backend runs "
                 f"them ({facts['fp4']['text']})", evidence=[Evidence("platform", f"cann ({ctx.facts.accelerator.source})"),
                                                             Evidence("source", facts["fp4"]["source"])],
                 remediation="use an msmodelslim W8A8 / W4A8 (or BF16) checkpoint on the NPU, or run this checkpoint on Blackwell")
-    _check_vllm_ascend_mtp(ctx, facts)
-    _check_sglang_npu_mxfp4(ctx, facts, gens, fp4)
+    _engine_checks(ctx, pf.CANN)
 
 
-def _ascend_row(g: Any) -> dict[str, Any] | None:
+def ascend_row(g: Any) -> dict[str, Any] | None:
+    """The ``data/ascend.json`` product row of NPU ``g`` (its ``generation``, model, series), or ``None`` when its
+    name is unknown or not in the table."""
     hit = pf.ascend_lookup(str(g.name.value or "")) if g.name.present else None
     return hit.row if hit else None
 
 
-def _check_vllm_ascend_mtp(ctx: Any, facts: dict[str, Any]) -> None:
-    va = ctx.facts.package("vllm-ascend")
-    v = mx.parse_version(va.value) if va.present else None
-    if not ctx.is_vllm or v is None:
-        return
-    row = next((r for r in reversed(facts["vllm_ascend_spec_decode"]) if Version(r["from"]) <= v
-                and (not r.get("until") or v < Version(r["until"]))), None)
-    if row is None:
-        ctx.gap(f"vllm-ascend {v}: older than every documented speculative-decoding status (from 0.7.3)")
-        return
-    ctx.add("MTP247", f"vllm-ascend {v}: speculative decoding (MTP) is {row['status']}",
-            evidence=[Evidence("vllm-ascend", f"{va.value} ({va.source})"), Evidence("source", row["source"])])
-
-
-def _check_sglang_npu_mxfp4(ctx: Any, facts: dict[str, Any], gens: dict[int, Any], fp4: str | None) -> None:
-    f = facts["sglang_npu_mxfp4"]
-    sg = ctx.sglang
-    q = (ctx.launch.get("--quantization") or "").lower() if ctx.launch else ""
-    if ctx.is_vllm or q != "mxfp4" or (sg is not None and sg < Version(f["from"])):
-        return
-    bad = [i for i, r in gens.items() if r is None or r["generation"] != f["needs_generation"]]
-    if not bad:
-        return
-    g = ctx.gpus[bad[0]]
-    ctx.add("MTP248", f"--quantization mxfp4 on SGLang's NPU backend: {f['text']}; NPU {bad[0]} is {g.name.value or 'unknown'}",
-            gpu=g, evidence=[Evidence("NPU", f"{g.name.value} ({g.arch.value or g.arch.missing})"), Evidence("source", f["source"])],
-            remediation="use an msmodelslim W8A8 / W4A8 checkpoint on this NPU, or run MXFP4 on Ascend 950")
-
-
 def check_intel_gaudi(ctx: Any) -> None:
-    """MTP236 (the FP4 checks do not apply to Intel GPUs and Gaudi HPUs) and MTP237 (a quantization the engine refuses
-    there)."""
+    """MTP236 (the FP4 checks do not apply to Intel GPUs and Gaudi HPUs), then the engine's own checks there (its
+    ``platform_checks["xpu"]`` / ``["hpu"]``: vLLM's XPU quantization list, FP4 weights for which vLLM's Gaudi plugin
+    documents no backend: MTP237)."""
     plat = platform(ctx)
     if plat not in (pf.XPU, pf.HPU):
         return
@@ -294,45 +253,7 @@ def check_intel_gaudi(ctx: Any) -> None:
     where = Evidence("platform", f"{plat} ({ctx.facts.accelerator.source})")
     ctx.add("MTP236", f"the FP4 checks do not apply to {pf.LABELS[plat]}" + (f" (the launch loads {fp4.upper()})" if fp4 else "")
             + f": {table['facts']['fp4']['text']}", evidence=[where, Evidence("source", table["facts"]["fp4"]["source"])])
-    if plat == pf.XPU:
-        _check_vllm_xpu_quantization(ctx, where)
-    elif fp4 is not None:
-        f = table["facts"]["fp4_weights"]
-        ctx.add("MTP237", f"the launch loads {fp4.upper()} weights on Intel Gaudi: {f['text']}", severity=Severity.WARNING,
-                evidence=[where, Evidence("source", f["source"])],
-                remediation="use a BF16 checkpoint quantized to FP8 with Intel Neural Compressor, or an AWQ / GPTQ one, on Gaudi")
-
-
-def _quantization_method(ctx: Any) -> tuple[str, str] | None:
-    """``(vLLM quantization method, where it came from)``: the launch's ``--quantization``, else ``modelopt_fp4`` for
-    an NVFP4 ModelOpt checkpoint (vLLM's name for it); ``None`` when neither says."""
-    q = (ctx.launch.get("--quantization") or "").lower() if ctx.launch else ""
-    if q:
-        return q, f"--quantization {q}"
-    if fp4_format(ctx) == "nvfp4" and ctx.quant is not None:
-        return "modelopt_fp4", f"the checkpoint's NVFP4 quantization ({ctx.quant.algo})"
-    return None
-
-
-def _check_vllm_xpu_quantization(ctx: Any, where: Any) -> None:
-    """MTP237 on XPU: vLLM's ``Platform.verify_quantization`` refuses a method outside the XPU list of its release."""
-    found = _quantization_method(ctx)
-    if not ctx.is_vllm or found is None:
-        return
-    method, how = found
-    ver = ctx.vllm
-    rows = pf.intel_table()["facts"]["vllm_xpu_quantization"]
-    row = next((r for r in reversed(rows) if ver is not None and Version(r["from"]) <= ver), None)
-    if row is None:
-        ctx.gap(f"{how} on an Intel GPU with vLLM {ver or '(version unknown)'}: vLLM's XPU quantization list is read from "
-                f"releases {rows[0]['from']} on; whether this release accepts {method} could not be told", blocking=False)
-        return
-    if method in row["methods"]:
-        return
-    ctx.add("MTP237", f"{how} on an Intel GPU: vLLM {ver} refuses it at start-up, {row['refusal'].replace('<method>', method)}; "
-            f"its XPU platform accepts {', '.join(row['methods'])}", severity=Severity.ERROR,
-            evidence=[where, Evidence("vLLM", str(ver)), Evidence("quantization", method), Evidence("source", row["source"])],
-            remediation="use an MXFP4, FP8, AWQ or GPTQ checkpoint on the Intel GPU, or run the NVFP4 checkpoint on Blackwell")
+    _engine_checks(ctx, plat)
 
 
 def verdicts(ctx: Any, capable: str, not_capable: str, unknown: str) -> list[dict[str, Any]]:

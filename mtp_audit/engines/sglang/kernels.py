@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from packaging.version import Version
 
+from mtp_audit.engines.sglang.platforms import PLATFORM_CHECKS
 from mtp_audit.preflight import matrix as mx
 from mtp_audit.preflight.analyze import Context, cc_str, ev, known_bad_text, sm_name
 from mtp_audit.preflight.elf import cubin_loads_on, fp4_capable_cubins
@@ -28,6 +29,10 @@ from mtp_audit.report import Evidence, Severity
 
 #: SGLang ``--quantization`` values that load FP4 weights.
 FP4_QUANTIZATIONS = ("modelopt_fp4", "nvfp4_online", "mxfp4", "modelopt_mixed", "w4afp8")
+
+#: SGLang ``--quantization`` values whose name does not say the FP4 format they load: ModelOpt's mixed-precision
+#: checkpoints (NVFP4 and FP8 layers; wheel:sglang-0.5.23:sglang/srt/layers/quantization/__init__.py:72).
+FP4_FORMATS = {"modelopt_mixed": "nvfp4"}
 
 #: Flags the preflight interprets, with their aliases (SGLang server_args names).
 FLAGS: dict[str, tuple[str, ...]] = {
@@ -501,6 +506,7 @@ class SGLangKernels(KernelChecks):
                                check_gemm_backend, check_moe_backend, check_nvfp4_online, check_fp8_kv_trtllm_mha,
                                check_pdmux, check_flag_choices)
     fp4_quantizations: tuple[str, ...] = FP4_QUANTIZATIONS
+    fp4_formats: Mapping[str, str] = field(default_factory=lambda: FP4_FORMATS)
     fp4_flags: tuple[str, ...] = ("--fp4-gemm-backend",)
     probe_gemm_flag: str | None = "--fp4-gemm-backend"
     device_choice: str = "SGLang chooses FP4 backends from GPU 0 only"
@@ -509,6 +515,7 @@ class SGLangKernels(KernelChecks):
     probe_mismatch_remediation: str = "switch --fp4-gemm-backend (flashinfer_cudnn on SM120) and re-run --probe"
     syntax: LaunchSyntax = LaunchSyntax(FLAGS, BOOL_FLAGS, model_label="--model-path")
     default_flag_checks: tuple[Any, ...] = (check_gemm_backend, check_moe_backend)
+    platform_checks: Mapping[str, tuple[Any, ...]] = field(default_factory=lambda: PLATFORM_CHECKS)
 
     def summary(self, ctx: Any) -> dict[str, str | None]:
         """SGLang's version and the FP4 GEMM / MoE runner backends the launch resolves to."""

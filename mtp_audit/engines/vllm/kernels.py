@@ -10,11 +10,13 @@ from).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from packaging.version import Version
 
+from mtp_audit.engines.vllm.platforms import PLATFORM_CHECKS
 from mtp_audit.preflight import matrix as mx
 from mtp_audit.preflight.analyze import Context, cc_str, ev, index_ranges, sm_name
 from mtp_audit.preflight.kernels import KernelChecks, LaunchSyntax
@@ -40,6 +42,10 @@ VLLM_NORMALIZED_VALUES = ("--moe-backend", "--linear-backend")
 
 #: vLLM ``--quantization`` values that load FP4 weights (QuantizationMethods, wheel:vllm-0.20.0:vllm/model_executor/layers/quantization/__init__.py:17-34).
 FP4_QUANTIZATIONS = ("modelopt_fp4", "modelopt_mixed", "mxfp4", "gpt_oss_mxfp4")
+
+#: vLLM ``--quantization`` values whose name does not say the FP4 format they load: ModelOpt's mixed-precision
+#: checkpoints (NVFP4 and FP8 layers; wheel:vllm-0.33.0:vllm/model_executor/layers/quantization/__init__.py:166).
+FP4_FORMATS = {"modelopt_mixed": "nvfp4"}
 
 
 #: Backends tried for a fix, best first, per kind and SM major (vLLM names, matrix ``vllm.nvfp4_backend_sms``).
@@ -351,6 +357,7 @@ class VllmKernels(KernelChecks):
     label: str = "vLLM"
     checks: tuple[Any, ...] = (check_vllm_fp4,)
     fp4_quantizations: tuple[str, ...] = FP4_QUANTIZATIONS
+    fp4_formats: Mapping[str, str] = field(default_factory=lambda: FP4_FORMATS)
     device_choice: str = ("vLLM chooses FP4 kernels from current_platform.get_device_capability(), device 0 by default "
                           "(wheel:vllm-0.20.0:vllm/platforms/cuda.py:592)")
     torch_pin_holder: str = "vllm wheel (its Requires-Dist torch==...)"
@@ -359,6 +366,7 @@ class VllmKernels(KernelChecks):
                                        "VLLM_NVFP4_GEMM_BACKEND=flashinfer-cudnn (vLLM 0.11.1-0.23), and re-run --probe")
     syntax: LaunchSyntax = LaunchSyntax(VLLM_FLAGS, (), underscores=True, lowered=VLLM_NORMALIZED_VALUES,
                                         positional_model=("vllm", "serve"))
+    platform_checks: Mapping[str, tuple[Any, ...]] = field(default_factory=lambda: PLATFORM_CHECKS)
 
     def summary(self, ctx: Any) -> dict[str, str | None]:
         """vLLM's version and the NVFP4 MoE / dense GEMM backends the launch asks for."""
