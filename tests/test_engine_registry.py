@@ -82,6 +82,50 @@ def test_another_engines_release_option_is_refused(fake):
     assert str(exc.value) == "--sglang: the command starts Fake, not SGLang: use --fake TARGET"
 
 
+class FakeIndexedEngine(FakeEngine):
+    """The fake engine released on a package index: a version string is its release (``by_version``)."""
+
+    index_package = "fake-serve"
+
+    def release(self, target: Any) -> tuple[Any, Gap | None]:
+        return {"release": target}, None
+
+    def evaluate(self, request: LaunchRequest, release: Any, gap: Gap | None) -> EngineOutcome:
+        return EngineOutcome(name=" ".join(request.toks), version=None, findings=[], gaps=[], reports=[],
+                             facts={"summary": {"verdict": "go", "release": release["release"]}, "verdict": "go"})
+
+    def compare(self, request: LaunchRequest, old: EngineOutcome, new: EngineOutcome) -> EngineOutcome:
+        new.facts["summary"]["compared_with"] = old.facts["summary"]["release"]
+        return new
+
+
+def test_a_registered_engine_takes_its_release_and_a_second_one_by_its_id(monkeypatch, tmp_path):
+    monkeypatch.setattr(registry, "EXTRA", [FakeIndexedEngine()])
+    wheel = tmp_path / "1.0"  # an existing path is a path, never a version looked up on the index
+    wheel.mkdir()
+    # the report is the one for the second (new) release, compared with the first
+    r = audit_launch(["fake-serve", "m"], fake=str(wheel), compare_fake="new-tree", no_machine=True, environ={})
+    assert r.facts["launch"]["summary"] == {"verdict": "go", "release": "new-tree", "compared_with": str(wheel)}
+    asked = []
+    monkeypatch.setattr("mtp_audit.sources.pypi.by_version", lambda package, target: asked.append((package, target)) or "w.whl")
+    r = audit_launch(["fake-serve", "m"], fake="2.0", no_machine=True, environ={})
+    assert asked == [("fake-serve", "2.0")] and r.facts["launch"]["summary"]["release"] == "w.whl"
+
+
+def test_release_keywords_are_engine_ids_and_nothing_else(fake):
+    with pytest.raises(TypeError, match=r"^audit_launch\(\) got an unexpected keyword argument 'compare_fak'$"):
+        audit_launch(["fake-serve", str(REAP)], compare_fak="x")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'releases'"):
+        audit_launch(["fake-serve", str(REAP)], releases={"fake": "x"})
+    # a second release of another engine is refused like its first one, before any version is looked up
+    with pytest.raises(InputError) as exc:
+        audit_launch(["fake-serve", str(REAP)], compare_vllm="0.33.0", no_machine=True, environ={})
+    assert str(exc.value) == "--vllm: the command starts Fake, not vLLM: use --fake TARGET"
+    with pytest.raises(InputError) as exc:  # comparing is the engine's: Fake cannot
+        audit_launch(["fake-serve", str(REAP)], compare_fake="x", no_machine=True, environ={})
+    assert str(exc.value) == "--fake: comparing two Fake releases is not supported"
+
+
 def test_a_registered_engine_lends_its_kernel_checks_to_the_preflight(monkeypatch):
     monkeypatch.setattr(registry, "EXTRA", [FakeEngineWithKernels()])
     r = preflight(env_dumps=[H200], engine="fake")

@@ -421,12 +421,18 @@ class Engine(ABC):
         label: how the engine is named to a person (``"SGLang"``).
         target_option: the command-line option that picks the release to check against (``"--sglang"``).
         rules_module: the module whose ``RULES`` declare this engine's launch cross-checks.
+        index_package: the distribution on the package index whose versions name this engine's releases
+            (``"sglang"``); empty: a release target is not a package version (:meth:`by_version`).
+        example_tree: the folder of a launch rule's example that holds this engine's release (``"sg"``; with
+            ``-new``: a second release to compare with); empty: the engine's examples need no release tree.
     """
 
     name: ClassVar[str]
     label: ClassVar[str]
     target_option: ClassVar[str]
     rules_module: ClassVar[str]
+    index_package: ClassVar[str] = ""
+    example_tree: ClassVar[str] = ""
     #: how the engine's server is started, for the "not an engine launch" message
     entry_examples: ClassVar[tuple[str, ...]] = ()
     #: platforms (:data:`mtp_audit.preflight.platforms.LABELS` keys) the engine runs on, with its source
@@ -457,6 +463,21 @@ class Engine(ABC):
         Raises:
             InputError: a command this engine cannot start (a model path that does not exist, ...).
         """
+
+    def by_version(self, target: Any) -> Any:
+        """``target`` as :meth:`release` takes it: for an engine with an :attr:`index_package`, a release version
+        (``"0.33.0"``) that is not an existing path becomes the local wheel
+        :func:`mtp_audit.sources.pypi.by_version` fetches or finds in the cache (what the CLI's release options do);
+        anything else, and every target of an engine without one, is returned as given.
+
+        Raises:
+            InputError / IndexUnavailable: as :func:`mtp_audit.sources.pypi.release_wheel`.
+        """
+        if not self.index_package or not isinstance(target, str):
+            return target
+        from mtp_audit.sources.pypi import by_version
+
+        return by_version(self.index_package, target)
 
     def kernels(self) -> KernelChecks | None:
         """This engine's FP4 kernel knowledge for the preflight (which GEMM / MoE kernels it picks on a machine and

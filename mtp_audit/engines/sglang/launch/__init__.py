@@ -23,6 +23,8 @@ class SGLangEngine(Engine):
     name = "sglang"
     label = "SGLang"
     target_option = "--sglang"
+    index_package = "sglang"
+    example_tree = "sg"  # the release tree of the launch rules' examples
     rules_module = "mtp_audit.engines.sglang.launch.rules"
     entry_examples = ("python -m sglang.launch_server --model-path MODEL ...", "sglang serve MODEL ...")
     platforms, platforms_source, parity = P.PLATFORMS, P.PLATFORMS_SOURCE, P.PARITY

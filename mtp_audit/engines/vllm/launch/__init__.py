@@ -32,6 +32,8 @@ class VllmEngine(Engine):
     name = "vllm"
     label = "vLLM"
     target_option = "--vllm"
+    index_package = "vllm"
+    example_tree = "vl"  # the release tree of the launch rules' examples
     rules_module = "mtp_audit.engines.vllm.launch.rules"
     entry_examples = ("vllm serve MODEL ...", "python -m vllm.entrypoints.openai.api_server --model MODEL ...")
     platforms, platforms_source, parity = P.PLATFORMS, P.PLATFORMS_SOURCE, P.PARITY
