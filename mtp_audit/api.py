@@ -23,10 +23,7 @@ import inspect
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict
-
-if TYPE_CHECKING:  # the report model is imported with the first audit, not with this module
-    from mtp_audit.report import Report
+from typing import Any
 
 #: What each kind of argument accepts: (test, words for the message).
 _PATH = (lambda v: isinstance(v, (str, os.PathLike)), "a path (str or os.PathLike)")
@@ -118,20 +115,6 @@ SPECS: dict[str, dict[str, tuple[Callable[[Any], bool], str]]] = {
     "get_rule": {"rule_id": _STR},
     "exit_code": {"report": (_report, "a Report"), "fail_on": (_opt_severity, "a Severity or None")},
 }
-
-class ReleaseKeywords(TypedDict, total=False):
-    """The release keywords of :func:`mtp_audit.launch.audit_launch` (``**releases``), typed for a library user's
-    type checker: one per built-in engine id (the release of the command's engine to check against), and
-    ``compare_sglang`` (a second SGLang release to compare with). What each target may be is the engine's own
-    (:meth:`mtp_audit.engines.base.Engine.release`); an engine registered at run time takes its id as a keyword too.
-    """
-
-    sglang: str | os.PathLike[str] | Report | None
-    compare_sglang: str | os.PathLike[str] | Report | None
-    vllm: str | os.PathLike[str] | None
-    llamacpp: str | None
-    trtllm: None
-
 
 #: Old keyword names still accepted (with a DeprecationWarning, :mod:`mtp_audit.deprecation`): old -> new.
 DEPRECATED: dict[str, dict[str, str]] = {

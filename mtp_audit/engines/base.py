@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from mtp_audit.report import Finding, Gap, Report
 
 if TYPE_CHECKING:
-    from mtp_audit.checkpoint.heads import HeadsAnswer, HeadsEvidence
+    from mtp_audit.checkpoint.heads import HeadsAnswer, HeadsEvidence, MtpQuantOverride
     from mtp_audit.preflight.kernels import KernelChecks
 
 
@@ -490,6 +490,26 @@ class Engine(ABC):
         files declare and hold, the errors that stop a load), in its own words; ``None``: the engine has nothing
         to say about a checkpoint's heads."""
         return None
+
+    def list_overrides(self) -> tuple[MtpQuantOverride, ...]:
+        """Where this engine's code builds a checkpoint's MTP module (or part of it) unquantized whatever the
+        checkpoint's exclusion list says, one row per architecture family and quantization method, each read in a
+        named release (the checkpoint analyzer's MTP007 is then a warning naming it); none by default."""
+        return ()
+
+    def quantization_method(self, method: str, quant_algo: str) -> Mapping[str, str] | None:
+        """This engine's own quantization method for a checkpoint whose config declares ``method`` and
+        ``quant_algo`` (``"modelopt"``, ``"MIXED_PRECISION"``; empty when none), whatever the launch's ``--quantization`` says, as
+        ``{"method", "source", "replaces_flag"}`` (reported as ``<engine id>_method`` of the checkpoint's
+        quantization facts); ``None``: nothing to say (the default)."""
+        return None
+
+    def gguf_mtp_graph(self, arch: str | None, build: int | None) -> tuple[bool | None, Any]:
+        """For an engine that loads GGUF files: whether its ``build`` (``None``: the newest known) has a graph that
+        drafts with the MTP head of a GGUF of architecture ``arch``, as ``(answer, row)`` (answer ``None``: could
+        not tell; ``row``: the engine's table row, with ``sidecar``: the head always ships as a separate GGUF).
+        ``(None, None)`` by default: the engine does not read GGUF."""
+        return None, None
 
     def log_dialect(self) -> LogDialect | None:
         """How this engine writes its log (:class:`LogDialect`), or None when ``mtp-audit log`` has nothing of it."""

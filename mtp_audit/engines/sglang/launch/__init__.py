@@ -58,6 +58,13 @@ class SGLangEngine(Engine):
 
         return sglang_uses_heads(evidence)
 
+    def list_overrides(self) -> Any:
+        """Where SGLang builds the MTP module unquantized whatever the exclusion list says
+        (:func:`mtp_audit.engines.sglang.heads.sglang_list_overrides`)."""
+        from mtp_audit.engines.sglang.heads import sglang_list_overrides
+
+        return sglang_list_overrides()
+
     def release(self, target: Any) -> tuple[Report | None, Gap | None]:
         """The sglang analyzer's report on ``target`` (a report passes through; ``None``: the installed sglang)."""
         from mtp_audit.engines.sglang import audit_sglang

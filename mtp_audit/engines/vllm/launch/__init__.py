@@ -63,6 +63,20 @@ class VllmEngine(Engine):
 
         return open_release(open_for_launch, target, self.label, self.target_option, "0.33.0")  # the release its rules cite
 
+    def list_overrides(self) -> Any:
+        """Where vLLM builds (part of) the MTP module unquantized whatever the exclusion list says
+        (:func:`mtp_audit.engines.vllm.checkpoint.vllm_list_overrides`)."""
+        from mtp_audit.engines.vllm.checkpoint import vllm_list_overrides
+
+        return vllm_list_overrides()
+
+    def quantization_method(self, method: str, quant_algo: str) -> Mapping[str, str] | None:
+        """The ModelOpt method vLLM resolves the checkpoint's ``quant_algo`` to, whatever ``--quantization`` says
+        (:func:`mtp_audit.engines.vllm.checkpoint.vllm_quantization_method`)."""
+        from mtp_audit.engines.vllm.checkpoint import vllm_quantization_method
+
+        return vllm_quantization_method(method, quant_algo)
+
     def draft_memory(self, question: DraftQuestion) -> DraftMemory | None:
         """The MTP draft's bytes per GPU at load (:func:`mtp_audit.engines.vllm.launch.depth.draft_memory`, MTP338)."""
         from mtp_audit.engines.vllm.launch.depth import draft_memory
