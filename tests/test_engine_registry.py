@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from mtp_audit.engines import registry
 from mtp_audit.checkpoint.heads import MtpQuantOverride
+from mtp_audit.engines import registry
 from mtp_audit.engines.base import Engine, EngineOutcome, LaunchRequest
 from mtp_audit.errors import InputError
 from mtp_audit.launch import audit_launch

@@ -720,7 +720,7 @@ def check(facts: CheckpointFacts) -> list[Finding]:
     for f in out:
         if f.rule_id in ABSENCE_RULES:
             facts.gaps.append(Gap(ANALYZER, f"{f.rule_id} not decided: {f.message}; only {part} was read, the rest "
-                                  "may be in the other shards", f.location.path or None))
+                                  "may be in the other shards", f.location.path or None, question=f.question))
     return [f for f in out if f.rule_id not in ABSENCE_RULES]
 
 

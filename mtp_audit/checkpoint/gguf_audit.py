@@ -33,6 +33,7 @@ from mtp_audit.checkpoint.gguf import (
 )
 from mtp_audit.errors import InputError
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report
+from mtp_audit.report.questions import MTP_HEADS
 from mtp_audit.sources.gguf import GGUFHeader, read_gguf_file
 from mtp_audit.sources.local import ReadProblem
 
@@ -304,10 +305,12 @@ def _gaps(model: GGUFModel, blocks: dict[int, NextnBlock], build: int | None) ->
         return []
     if row is None:
         return [Gap(ANALYZER, f"{model.name}: architecture {model.arch!r} is not in the llama.cpp MTP table; whether a "
-                              "draft-mtp graph exists for it could not be told", model.name, blocking=False)]
+                              "draft-mtp graph exists for it could not be told", model.name, blocking=False,
+                    question=MTP_HEADS)]
     if has is None:
         return [Gap(ANALYZER, f"{model.name}: build b{build} is within the estimated range of {row.source}; whether it "
-                              "has the draft-mtp graph could not be told", model.name, blocking=False)]
+                              "has the draft-mtp graph could not be told", model.name, blocking=False,
+                    question=MTP_HEADS)]
     return []
 
 
