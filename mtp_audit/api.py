@@ -4,7 +4,9 @@ Each public function is served through :func:`public`, which, before the analyze
 
 - binds the arguments to the function's signature, so an unknown keyword argument (``audit_launch(argv,
   sglnag=...)``) raises ``TypeError`` naming it instead of being ignored (the old names of
-  :data:`DEPRECATED` are bound as their new names; the function itself warns);
+  :data:`DEPRECATED` are bound as their new names; the function itself warns; the names a function takes as
+  ``**keywords``, ``audit_launch``'s release keywords named by engine id, are checked against their spec here and
+  by the function itself);
 - checks each argument against :data:`SPECS` and raises ``TypeError`` with one clear line
   (``audit_launch(argv=...): expected a sequence of str (a launch command split into words), got str``)
   instead of an ``AttributeError`` or ``KeyError`` from deep inside;

@@ -66,7 +66,11 @@ def test_v4_nvfp4_mixed_precision_excludes_mtp_and_resolves_to_modelopt_mixed():
     assert s.declared_format("layers.7.ffn.experts.12.w2").label() == "NVFP4 W4A4, group 16"
     assert s.declared_format("layers.7.attn.wq_a").format == "BF16"  # '*.attn.*'
     assert s.declared_format("mtp.0.ffn.experts.0.w1").pointer.endswith("'mtp.*'")
-    assert s.to_fact()["vllm_method"]["method"] == "modelopt_mixed"
+    from mtp_audit.engines.vllm.checkpoint import vllm_quantization_method
+
+    assert vllm_quantization_method(s.method, s.quant_algo) == {
+        "method": "modelopt_mixed", "source": "vllm 0.33.0 vllm/model_executor/layers/quantization/modelopt.py:1658-1664",
+        "replaces_flag": "vllm 0.33.0 vllm/config/model.py:1429-1449 (ModelConfig._verify_quantization)"}
 
 
 #: A DSpark block drafter under mtp.0/1/2: attention, experts and the markov head, no enorm/hnorm/eh_proj

@@ -194,3 +194,17 @@ def test_qwen_fixture_cli_sarif_and_json(qwen, tmp_path):
     sarif = json.loads(out.read_text())
     assert {r["ruleId"] for r in sarif["runs"][0]["results"]} == {"MTP006", "MTP007"}
     assert main(["checkpoint", str(qwen), "--fail-on", "warning"]) == 1
+
+
+def test_findings_and_gaps_name_the_question_they_answer(tmp_path):
+    """The MTP rules and the gaps about the heads answer "mtp-heads" (a launch scopes them by it, never by their
+    words); a broken file answers "starts"; the JSON carries it."""
+    reap = audit_checkpoint(FIX / "bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding")
+    assert [(f.rule_id, f.question) for f in reap.findings] == [("MTP001", "mtp-heads")]
+    assert [(g.blocking, g.question) for g in reap.gaps] == [(False, "mtp-heads")]  # 10 shards named, none read
+    config_only = audit_checkpoint(DS).to_dict()
+    assert [(g["blocking"], g["question"]) for g in config_only["gaps"]] == [(True, "mtp-heads")]
+    from mtp_audit.report.rules import get_rule
+
+    assert [get_rule(r).question for r in ("MTP006", "MTP013", "MTP011", "MTP033", "MTP039", "MTP050")] == [
+        "memory", "starts", None, "mtp-heads", "starts", "mtp-heads"]

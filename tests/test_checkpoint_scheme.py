@@ -17,8 +17,9 @@ import pytest
 
 from mtp_audit.checkpoint import audit_checkpoint
 from mtp_audit.checkpoint.config import parse_hf_quant_config, parse_quantization_config
-from mtp_audit.checkpoint.declared import DeclaredFormat, declared_bytes, vllm_modelopt_method
+from mtp_audit.checkpoint.declared import DeclaredFormat, declared_bytes
 from mtp_audit.checkpoint.rules import _QUARK_W4A16
+from mtp_audit.engines.vllm.checkpoint import vllm_modelopt_method, vllm_quantization_method
 from mtp_audit.synth.shards import write_checkpoint
 
 CK = Path(__file__).resolve().parent.parent / "fixtures" / "checkpoint"
@@ -50,7 +51,7 @@ def test_mixed_precision_entries_decide_per_module_including_parent_entries():
     assert s.expected_format("mtp.fc") == "BF16"
     fact = s.to_fact()
     assert fact["declared"]["quantized_layers_formats"] == {"FP8 W8A8": 130, "NVFP4 W4A16, group 16": 161}
-    assert fact["vllm_method"]["method"] == "modelopt_mixed"
+    assert vllm_quantization_method(s.method, s.quant_algo)["method"] == "modelopt_mixed"
 
 
 def test_mixed_precision_in_config_json_is_not_called_nvfp4():

@@ -19,7 +19,7 @@ from mtp_audit.checkpoint import audit_checkpoint
 from mtp_audit.checkpoint.checks import mtp_patterns
 from mtp_audit.checkpoint.config import fp4_scheme_of, parse_config, parse_quantization_config
 from mtp_audit.checkpoint.layouts import expected_names
-from mtp_audit.checkpoint.overrides import MTP_QUANT_OVERRIDES
+from mtp_audit.checkpoint.overrides import quant_overrides
 from mtp_audit.cli.main import main
 from mtp_audit.synth.shards import write_checkpoint
 
@@ -88,9 +88,10 @@ def test_modelopt_exclude_list_missing_mtp_fc_is_a_warning_naming_the_engines(tm
 
 
 @pytest.mark.network
-@pytest.mark.parametrize("row", MTP_QUANT_OVERRIDES, ids=lambda r: f"{r.engine}-{r.version}")
+@pytest.mark.parametrize("row", quant_overrides(), ids=lambda r: f"{r.engine}-{r.version}")
 def test_each_engine_override_is_where_the_table_says(row):
-    """Every row of mtp_audit/checkpoint/overrides.py: the cited lines of the named release hold the code."""
+    """Every engine's row (mtp_audit/engines/<engine>/, through mtp_audit/checkpoint/overrides.py): the cited lines
+    of the named release hold the code."""
     from conftest import cache_dir, sglang_wheel
 
     if row.engine == "SGLang":
@@ -270,7 +271,8 @@ def test_override_by_vllm_only_does_not_make_sglang_say_yes(tmp_path, monkeypatc
     (The table is narrowed to its vLLM row for this test; the audit input is the real 397B metadata.)"""
     from mtp_audit.checkpoint import overrides
 
-    monkeypatch.setattr(overrides, "MTP_QUANT_OVERRIDES", tuple(o for o in MTP_QUANT_OVERRIDES if o.engine == "vLLM"))
+    rows = tuple(o for o in quant_overrides() if o.engine == "vLLM")
+    monkeypatch.setattr(overrides, "quant_overrides", lambda: rows)
     folder = _spec_folder(tmp_path, QW, shards=False)
     for f in ("config.json", "hf_quant_config.json"):
         shutil.copy(QW / f, folder / f)

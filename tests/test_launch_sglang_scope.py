@@ -86,3 +86,19 @@ def test_could_not_tell_still_says_what_runs(capsys) -> None:
     assert rc == 3 and out.startswith("INCONCLUSIVE: could not tell: ")
     assert out.splitlines()[0].endswith("; SGLang 0.5.23: speculative decoding: NEXTN runs as EAGLE, draft the target "
                                         "checkpoint (Qwen3_5ForCausalLMMTP); steps 3, topk 1, draft tokens 4 (exit 3)")
+
+
+def test_a_checkpoint_gap_is_scoped_by_its_question_not_its_words() -> None:
+    """Without a speculative flag, the checkpoint's gaps about the MTP heads are notes; a gap that only mentions MTP
+    (an environment variable's name, MTP_AUDIT_NETWORK_SECONDS) but answers no MTP question still blocks."""
+    from mtp_audit.engines.outcome import scope_gap
+    from mtp_audit.report import Gap
+    from mtp_audit.report.questions import MTP_HEADS
+
+    heads = Gap("checkpoint", "config.json declares 1 layer(s), but no shard was read", question=MTP_HEADS)
+    scoped = scope_gap(heads, fp4=None, speculative=False, spec_flag="--speculative-algorithm")
+    assert scoped.blocking is False and scoped.question == MTP_HEADS
+    assert scoped.message.endswith("(a note for this launch: no --speculative-algorithm, so the MTP weights are not loaded)")
+    spent = Gap("checkpoint", "config.json: the run's network time is spent (MTP_AUDIT_NETWORK_SECONDS); stopped reading")
+    assert scope_gap(spent, fp4=None, speculative=False, spec_flag="--speculative-algorithm") == spent
+    assert scope_gap(heads, fp4=None, speculative=True, spec_flag="--speculative-algorithm") == heads

@@ -276,10 +276,7 @@ ANALYZER_PACKAGES = ("mtp_audit.checkpoint", "mtp_audit.preflight", "mtp_audit.r
 
 #: Imports of a particular engine still made by an analyzer, each with the reason it has not moved yet. The list
 #: may only shrink.
-ENGINE_IMPORTS_LEFT = {
-    # the GGUF audit asks llama.cpp's build table whether an architecture has a draft-mtp graph (MTP036-MTP038)
-    ("mtp_audit.checkpoint.gguf_audit", "mtp_audit.engines.llamacpp.tables"),
-}
+ENGINE_IMPORTS_LEFT: set[tuple[str, str]] = set()
 
 
 def test_analyzers_import_no_particular_engine():
@@ -301,8 +298,9 @@ _ENGINE_NAME = ("sglang", "vllm", "llamacpp", "llama_cpp", "trtllm", "tensorrt")
 #: the engine packages behind their hooks (430 before the kernels, heads, launch-syntax and log-dialect hooks, 215
 #: after them; 165 once the metrics samples moved into the log dialects and the log analyzer named engines only by
 #: the registry's ids; 140 once the engines' platform checks off NVIDIA and FP4 quantization names moved behind
-#: ``KernelChecks.platform_checks`` and ``fp4_formats``).
-MAX_ENGINE_NAMES_IN_ANALYZERS = 140
+#: ``KernelChecks.platform_checks`` and ``fp4_formats``; 98 once the launch combiner took release targets by
+#: engine id and the checkpoint's engine knowledge moved behind the list_overrides and quantization_method hooks).
+MAX_ENGINE_NAMES_IN_ANALYZERS = 98
 
 
 def _engine_names(path: Path) -> int:

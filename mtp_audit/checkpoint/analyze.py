@@ -9,6 +9,7 @@ from mtp_audit.checkpoint.answer import build_report
 from mtp_audit.checkpoint.facts import ANALYZER, gather
 from mtp_audit.checkpoint.heads import HeadsAnswerer
 from mtp_audit.report import Gap, Report
+from mtp_audit.report.questions import MTP_HEADS
 from mtp_audit.sources.local import (
     CheckpointSource,
     paused_gc,
@@ -26,7 +27,8 @@ def analyze(source: CheckpointSource, *, mode_hint: str | None = None, answer_he
     checkpoint holds millions of acyclic containers that every collection would walk again."""
     with paused_gc():
         facts = gather(source, mode_hint=mode_hint)
-        facts.gaps += [Gap(ANALYZER, message, path) for path, message in source.gaps()]
+        # what the source could not see is the files it could not list: an un-indexed shard (an MTP sidecar)
+        facts.gaps += [Gap(ANALYZER, message, path, question=MTP_HEADS) for path, message in source.gaps()]
         facts.source = {**source.describe(), **source.stats()}
         report = build_report(facts, answer_heads or _default_answerer())
         keepalive.keep(facts)  # a console-script run ends without freeing them (mtp_audit.keepalive)

@@ -105,10 +105,16 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding], answer_head
 
 
 def _scheme_fact(scheme: Any, mtp_mods: list[str], mtp_linears: Mapping[str, Any], known: bool) -> dict[str, Any]:
-    """One ``facts["checkpoint"]["quantization"]`` entry: :meth:`QuantScheme.to_fact` plus ``mtp_linear_excluded``,
-    how many of the MTP linear modules found the scheme's exclusion list covers (None when the tensors are not
-    listed), so a reader can tell "every MTP linear excluded on purpose" from "one of eight"."""
+    """One ``facts["checkpoint"]["quantization"]`` entry: :meth:`QuantScheme.to_fact`, ``<engine id>_method`` for
+    each engine that says which of its quantization methods the declaration resolves to whatever the launch's
+    ``--quantization`` says (its :meth:`~mtp_audit.engines.base.Engine.quantization_method` hook; ``None``: nothing
+    to say), and ``mtp_linear_excluded``, how many of the MTP linear modules found the scheme's exclusion list
+    covers (None when the tensors are not listed), so a reader can tell "every MTP linear excluded on purpose" from
+    "one of eight"."""
+    from mtp_audit.engines.registry import checkpoint_hooks
+
     out = scheme.to_fact(mtp_mods)
+    out.update((f"{engine}_method", hook(scheme.method, scheme.quant_algo)) for engine, hook in checkpoint_hooks("quantization_method"))
     out["mtp_linear_excluded"] = sum(1 for m in mtp_linears if scheme.excluded_by(m) is not None) if known else None
     return out
 

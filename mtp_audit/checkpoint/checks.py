@@ -332,7 +332,7 @@ def exclusion_list_overrides(facts: CheckpointFacts) -> tuple[MtpQuantOverride, 
     """The engines whose code builds every MTP linear that the exclusion list fails to cover unquantized, whatever
     the list says (MTP007 is a warning, not an error, because of them); ``()`` when the list covers every
     unquantized MTP linear or no engine is known to override it. Rows of
-    :data:`~mtp_audit.checkpoint.overrides.MTP_QUANT_OVERRIDES`."""
+    :func:`~mtp_audit.checkpoint.overrides.quant_overrides`."""
     scheme = facts.primary_scheme
     if scheme is None or not scheme.has_exclusion_list or not facts.mtp:
         return ()
@@ -346,7 +346,7 @@ def check_exclude_disagrees(facts: CheckpointFacts) -> Iterator[Finding]:
     unquantized" (vLLM PR #38650: ``mtp.fc`` stored BF16 while ``exclude_modules`` lists only
     ``mtp.layers.0*``). An error: an engine that trusts the list builds the module in the wrong format and
     the load fails or computes garbage; a warning when every uncovered module is built unquantized by engine
-    code that ignores the list for this family and method (:data:`~mtp_audit.checkpoint.overrides.MTP_QUANT_OVERRIDES`),
+    code that ignores the list for this family and method (:func:`~mtp_audit.checkpoint.overrides.quant_overrides`),
     naming that engine, release and file:line."""
     scheme = facts.primary_scheme
     if scheme is None or not scheme.has_exclusion_list or not facts.mtp:
@@ -720,7 +720,7 @@ def check(facts: CheckpointFacts) -> list[Finding]:
     for f in out:
         if f.rule_id in ABSENCE_RULES:
             facts.gaps.append(Gap(ANALYZER, f"{f.rule_id} not decided: {f.message}; only {part} was read, the rest "
-                                  "may be in the other shards", f.location.path or None))
+                                  "may be in the other shards", f.location.path or None, question=f.question))
     return [f for f in out if f.rule_id not in ABSENCE_RULES]
 
 

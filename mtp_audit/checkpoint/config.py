@@ -18,10 +18,8 @@ from typing import Any
 
 from mtp_audit.checkpoint.declared import (
     BF16,
-    VLLM_OVERRIDE_LOOP,
     DeclaredFormat,
     algo_format,
-    vllm_modelopt_method,
     weight_spec_format,
 )
 from mtp_audit.checkpoint.layouts import (
@@ -558,7 +556,6 @@ class QuantScheme:
             "mtp_exclude_patterns": sorted(mtp_pats),
             "quantized_layers": len(self.quantized_layers),
             "declared": self._declared_fact(),
-            "vllm_method": self._vllm_fact(),
         }
 
     def _declared_fact(self) -> dict[str, Any]:
@@ -573,15 +570,6 @@ class QuantScheme:
             "rules": len(self.rules),
             "quantized_layers_formats": dict(sorted(per.items())),
         }
-
-    def _vllm_fact(self) -> dict[str, str] | None:
-        """ModelOpt: the vLLM quantization method this checkpoint resolves to, whatever ``--quantization`` says."""
-        if self.method != "modelopt" or not self.quant_algo:
-            return None
-        got = vllm_modelopt_method(self.quant_algo)
-        if got is None:
-            return None
-        return {"method": got[0], "source": got[1], "replaces_flag": VLLM_OVERRIDE_LOOP}
 
 
 #: Module class names a compressed-tensors target may name instead of a module path (vLLM 0.33.0

@@ -206,37 +206,3 @@ def declared_bytes(shape: tuple[int, int], fmt: DeclaredFormat) -> int:
         zps = (math.ceil(groups / 2) if f == "INT4" else groups) if fmt.zero_point else 0
         return data + 2 * groups + zps
     return n * _BYTES.get(f, 2)
-
-
-#: vLLM's own quantization method for a ModelOpt checkpoint, by ``quant_algo`` (vLLM 0.33.0; the same
-#: overrides exist in 0.20.0, ``modelopt.py:2058-2065`` for MIXED_PRECISION). ``ModelConfig._verify_quantization``
-#: (``vllm/config/model.py:1429-1449``) asks every override in turn and assigns the first answer to
-#: ``self.quantization``, replacing what ``--quantization`` said: a MIXED_PRECISION checkpoint launched with
-#: ``--quantization modelopt_fp4`` (or ``modelopt``) runs ``modelopt_mixed``, whose per-layer
-#: ``quantized_layers`` decide each module (``modelopt.py:1748-1800``; a module no entry names is unquantized,
-#: :1884).
-VLLM_MODELOPT_METHODS: tuple[tuple[str, str, str], ...] = (
-    ("MIXED_PRECISION", "modelopt_mixed", "vllm 0.33.0 vllm/model_executor/layers/quantization/modelopt.py:1658-1664"),
-    ("FP4", "modelopt_fp4", "vllm 0.33.0 vllm/model_executor/layers/quantization/modelopt.py:776-782"),
-    ("MXFP8", "modelopt_mxfp8", "vllm 0.33.0 vllm/model_executor/layers/quantization/modelopt.py:1236-1242"),
-    ("FP8", "modelopt", "vllm 0.33.0 vllm/model_executor/layers/quantization/modelopt.py:453-459"),
-)
-#: Where vLLM lets the checkpoint's answer replace ``--quantization``.
-VLLM_OVERRIDE_LOOP = "vllm 0.33.0 vllm/config/model.py:1429-1449 (ModelConfig._verify_quantization)"
-
-
-def vllm_modelopt_method(quant_algo: str) -> tuple[str, str] | None:
-    """``(vLLM quantization method, source)`` that vLLM resolves a ModelOpt ``quant_algo`` to, whatever
-    ``--quantization`` names (see :data:`VLLM_MODELOPT_METHODS`); None for an algorithm none of them claims.
-    ``"MIXED_PRECISION"`` -> ``"modelopt_mixed"``; ``"NVFP4"`` / ``"W4A16_NVFP4"`` -> ``"modelopt_fp4"``
-    (``"FP4" in algo``); exactly ``"FP8"`` -> ``"modelopt"``."""
-    a = str(quant_algo or "").upper()
-    if a == "MIXED_PRECISION":
-        return VLLM_MODELOPT_METHODS[0][1:]
-    if "FP4" in a:
-        return VLLM_MODELOPT_METHODS[1][1:]
-    if "MXFP8" in a:
-        return VLLM_MODELOPT_METHODS[2][1:]
-    if a == "FP8":
-        return VLLM_MODELOPT_METHODS[3][1:]
-    return None

@@ -35,6 +35,7 @@ from mtp_audit.checkpoint.tensors import (
 )
 from mtp_audit.errors import InputError
 from mtp_audit.report import Gap
+from mtp_audit.report.questions import MTP_HEADS
 from mtp_audit.sources.bounded import contained_relpath
 from mtp_audit.sources.local import (
     CheckpointSource,
@@ -638,6 +639,7 @@ def _gaps(facts: CheckpointFacts) -> None:
                 "as model.layers.N+i cannot be recognised",
                 CONFIG,
                 blocking=not facts.mtp,
+                question=MTP_HEADS,
             )
         )
     elif (
@@ -647,7 +649,8 @@ def _gaps(facts: CheckpointFacts) -> None:
         and facts.tensors_known
     ):
         facts.gaps.append(
-            Gap(ANALYZER, "config.json has no num_hidden_layers: appended MTP layers cannot be located", CONFIG)
+            Gap(ANALYZER, "config.json has no num_hidden_layers: appended MTP layers cannot be located", CONFIG,
+                question=MTP_HEADS)
         )
     if facts.mode == "config-only":
         if decl is not None and decl.declared:
@@ -657,6 +660,7 @@ def _gaps(facts: CheckpointFacts) -> None:
                     ANALYZER,
                     f"config.json declares {decl.layers} MTP layer(s) {how}, but there is no "
                     "model.safetensors.index.json and no *.safetensors: whether the MTP tensors ship cannot be checked",
+                    question=MTP_HEADS,
                 )
             )
         elif layout is None or layout.placement != "none":
@@ -665,6 +669,7 @@ def _gaps(facts: CheckpointFacts) -> None:
                     ANALYZER,
                     "no index and no shards: MTP tensors not inspected (none declared, so engines will not load any)",
                     blocking=False,
+                    question=MTP_HEADS,
                 )
             )
     if facts.mode in ("metadata-only", "index-file") and facts.index_file is not None:
@@ -676,6 +681,7 @@ def _gaps(facts: CheckpointFacts) -> None:
                 "dtypes inferred from sibling scale-tensor names and bytes estimated from config.json",
                 facts.index_file,
                 blocking=False,
+                question=MTP_HEADS,
             )
         )
     _shard_gaps(facts)

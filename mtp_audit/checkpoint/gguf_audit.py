@@ -6,8 +6,9 @@ with the keys the safetensors path fills where they mean the same (architecture,
 found, MTP tensors and bytes, ``mtp_available``), the one-line ``answer``, and ``gguf``: one entry per model
 (files, version, block count, nextn blocks with types and bytes, split and sidecar facts).
 
-Whether llama.cpp has a ``draft-mtp`` graph for the architecture comes from
-:mod:`mtp_audit.engines.llamacpp.tables` (the newest known build unless one is given).
+Whether the engine that loads GGUF files (llama.cpp) has a ``draft-mtp`` graph for the architecture is that
+engine's own knowledge, lent through its :meth:`~mtp_audit.engines.base.Engine.gguf_mtp_graph` hook
+(:func:`mtp_audit.engines.registry.checkpoint_hooks`; the newest known build unless one is given).
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ from mtp_audit.checkpoint.gguf import (
     split_problems,
     type_counts,
 )
-from mtp_audit.engines.llamacpp.tables import arch_has_mtp_graph
 from mtp_audit.errors import InputError
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report
+from mtp_audit.report.questions import MTP_HEADS
 from mtp_audit.sources.gguf import GGUFHeader, read_gguf_file
 from mtp_audit.sources.local import ReadProblem
 
@@ -234,10 +235,23 @@ def _blocks_text(blocks: list[int]) -> str:
     return ", ".join(f"blk.{b}" for b in blocks[:4]) + (f" (+{len(blocks) - 4})" if len(blocks) > 4 else "") or "none"
 
 
+def _mtp_graph(arch: str | None, build: int | None) -> tuple[bool | None, Any]:
+    """``(answer, row)`` of the first engine whose :meth:`~mtp_audit.engines.base.Engine.gguf_mtp_graph` hook
+    knows ``arch`` (answer ``None``: could not tell; ``row``: its table row, ``None`` when no engine knows the
+    architecture)."""
+    from mtp_audit.engines.registry import checkpoint_hooks
+
+    for _engine, hook in checkpoint_hooks("gguf_mtp_graph"):
+        has, row = hook(arch, build)
+        if row is not None or has is not None:
+            return has, row
+    return None, None
+
+
 def _check_graph(model: GGUFModel, blocks: dict[int, NextnBlock], build: int | None) -> list[Finding]:
     if not blocks:
         return []
-    has, row = arch_has_mtp_graph(model.arch, build)
+    has, row = _mtp_graph(model.arch, build)
     if has is False and row is not None:
         when = f"build b{build} has" if build else "no merged llama.cpp build has a draft-mtp graph for it"
         when = f"build b{build} has no draft-mtp graph for it" if build else when
@@ -275,7 +289,7 @@ def _check_sidecar_and_absent(model: GGUFModel, blocks: dict[int, NextnBlock], m
         return [R.MTP036.finding(
             f"{model.name} is an MTP-only GGUF ({model.arch}, {what}); llama-server uses it only with "
             f"-md {model.name} --spec-type draft-mtp" + (f" next to -m {trunks[0]}" if trunks else ""), _loc(model))]
-    has, row = arch_has_mtp_graph(model.arch, build)
+    has, row = _mtp_graph(model.arch, build)
     if not blocks and not (_declared(model) or 0) and has and not sidecars:
         need = ("its MTP head is always a separate assistant GGUF, passed with -md" if row and row.sidecar else
                 "--spec-type draft-mtp needs a release that keeps the head, or an MTP-only GGUF passed with -md")
@@ -286,15 +300,17 @@ def _check_sidecar_and_absent(model: GGUFModel, blocks: dict[int, NextnBlock], m
 
 
 def _gaps(model: GGUFModel, blocks: dict[int, NextnBlock], build: int | None) -> list[Gap]:
-    has, row = arch_has_mtp_graph(model.arch, build)
+    has, row = _mtp_graph(model.arch, build)
     if not blocks:
         return []
     if row is None:
         return [Gap(ANALYZER, f"{model.name}: architecture {model.arch!r} is not in the llama.cpp MTP table; whether a "
-                              "draft-mtp graph exists for it could not be told", model.name, blocking=False)]
+                              "draft-mtp graph exists for it could not be told", model.name, blocking=False,
+                    question=MTP_HEADS)]
     if has is None:
         return [Gap(ANALYZER, f"{model.name}: build b{build} is within the estimated range of {row.source}; whether it "
-                              "has the draft-mtp graph could not be told", model.name, blocking=False)]
+                              "has the draft-mtp graph could not be told", model.name, blocking=False,
+                    question=MTP_HEADS)]
     return []
 
 
@@ -355,7 +371,7 @@ def _usable(main: dict[str, Any] | None, sidecar: dict[str, Any] | None, finding
     head = main if main["nextn_blocks"] else sidecar if sidecar and (sidecar["nextn_blocks"] or sidecar["drafter"]) else None
     if head is None or errors or any(f.rule_id in ("MTP031", "MTP033") for f in findings):
         return False
-    return arch_has_mtp_graph(head["architecture"], build)[0]
+    return _mtp_graph(head["architecture"], build)[0]
 
 
 def _answer(main: dict[str, Any] | None, sidecar: dict[str, Any] | None, usable: bool | None, findings: list[Finding],

@@ -7,6 +7,7 @@ built on demand by :mod:`mtp_audit.synth.gguf` (real key and tensor names, toy s
 from __future__ import annotations
 
 from mtp_audit.report import Severity
+from mtp_audit.report.questions import MTP_HEADS, STARTS
 from mtp_audit.report.rules import Example, Rule
 
 # Maintainers' research notes behind these sources (not shipped; user-facing sources cite the public
@@ -79,6 +80,7 @@ MTP030 = Rule(
         Example(True, lambda: _model(mtp_blocks=()), note="qwen35moe.nextn_predict_layers = 1, no blk.2.nextn.*"),
         Example(False, lambda: _model(), note="blk.2.nextn.{eh_proj,enorm,hnorm,shared_head_norm} present"),
     ),
+    question=MTP_HEADS,
 )
 
 MTP031 = Rule(
@@ -100,6 +102,7 @@ MTP031 = Rule(
         Example(True, lambda: _model(nextn=None), note="blk.2.nextn.* present, no qwen35moe.nextn_predict_layers"),
         Example(False, lambda: _model(), note="the key says 1 and block 2 carries the head"),
     ),
+    question=MTP_HEADS,
 )
 
 MTP032 = Rule(
@@ -125,6 +128,7 @@ MTP032 = Rule(
         Example(True, lambda: _model(parts=("eh_proj", "enorm", "shared_head_norm")), note="blk.2.nextn.hnorm missing"),
         Example(False, lambda: _model(), note="all four nextn tensors in block 2"),
     ),
+    question=MTP_HEADS,
 )
 
 MTP033 = Rule(
@@ -148,6 +152,7 @@ MTP033 = Rule(
         Example(True, lambda: _model("glm4moe"), note="glm4moe with blk.2.nextn.*: kept but unused"),
         Example(False, lambda: _model("qwen35moe"), note="qwen35moe has a draft-mtp graph since b9180"),
     ),
+    question=MTP_HEADS,
 )
 
 MTP034 = Rule(
@@ -170,6 +175,7 @@ MTP034 = Rule(
         Example(True, lambda: _nvfp4(True), note="NVFP4 blk.2.nextn.eh_proj with .scale and .input_scale"),
         Example(False, lambda: _nvfp4(False), note="NVFP4 eh_proj without scale tensors"),
     ),
+    question=MTP_HEADS,
 )
 
 MTP035 = Rule(
@@ -189,6 +195,7 @@ MTP035 = Rule(
         Example(True, lambda: _split(True), note="part 2 of 2 (with blk.2.nextn.*) is missing"),
         Example(False, lambda: _split(False), note="both parts present"),
     ),
+    question=STARTS,
 )
 
 MTP036 = Rule(
@@ -208,6 +215,7 @@ MTP036 = Rule(
         Example(True, _sidecar, note="Qwen3.8-27B trunk and mtp-Qwen3.8-27B-Q4_0.gguf"),
         Example(False, lambda: _model(), note="the head is inside the model file"),
     ),
+    question=MTP_HEADS,
 )
 
 MTP037 = Rule(
@@ -226,6 +234,7 @@ MTP037 = Rule(
         Example(True, lambda: _model(nextn=None, mtp_blocks=()), note="qwen35moe without any MTP"),
         Example(False, lambda: _model(), note="qwen35moe with its head"),
     ),
+    question=MTP_HEADS,
 )
 
 MTP038 = Rule(
@@ -245,6 +254,7 @@ MTP038 = Rule(
         Example(True, lambda: _model(gtype=2), note="blk.2.nextn.eh_proj at Q4_0"),
         Example(False, lambda: _model(), note="blk.2.nextn.eh_proj at Q8_0"),
     ),
+    question=MTP_HEADS,
 )
 
 MTP039 = Rule(
@@ -262,6 +272,7 @@ MTP039 = Rule(
         Example(True, lambda: _model(version=1), note="a version-1 file"),
         Example(False, lambda: _model(version=3), note="a version-3 file"),
     ),
+    question=STARTS,
 )
 
 GGUF_RULES: tuple[Rule, ...] = (MTP030, MTP031, MTP032, MTP033, MTP034, MTP035, MTP036, MTP037, MTP038, MTP039)

@@ -10,6 +10,7 @@ draft with those heads, and in which words, is the engine's own knowledge: its
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -20,9 +21,54 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
+class MtpQuantOverride:
+    """One engine's "build the MTP module unquantized" rule (a row of its
+    :meth:`~mtp_audit.engines.base.Engine.list_overrides` hook).
+
+    Attributes:
+        engine: the engine's label (``"SGLang"``), as the findings name it.
+        version: the release the lines were read in (``"0.5.23"``).
+        file: path inside the wheel (``"sglang/srt/models/qwen3_5_mtp.py"``).
+        lines: ``(first, last)`` line of the override in that release.
+        families: :data:`mtp_audit.checkpoint.layouts.LAYOUTS` family ids it applies to.
+        methods: quantization methods it applies to (:attr:`QuantScheme.method`).
+        algos: weight formats it applies to (:attr:`QuantScheme.algo`).
+        covers: fnmatch patterns of the MTP modules it builds unquantized (``("mtp.*",)`` = the whole
+            module; ``("mtp.fc",)`` = only the fc projection).
+        needle: text that the cited lines contain (checked against the wheel by the tests).
+        what: one line saying what the code does.
+    """
+
+    engine: str
+    version: str
+    file: str
+    lines: tuple[int, int]
+    families: tuple[str, ...]
+    methods: tuple[str, ...]
+    algos: tuple[str, ...]
+    covers: tuple[str, ...]
+    needle: str
+    what: str
+
+    @property
+    def where(self) -> str:
+        """``"SGLang 0.5.23 sglang/srt/models/qwen3_5_mtp.py:65-69"``."""
+        a, b = self.lines
+        return f"{self.engine} {self.version} {self.file}:{a}" + (f"-{b}" if b != a else "")
+
+    def applies(self, family: str | None, method: str, algo: str) -> bool:
+        """Whether the override runs for this family, quantization method and weight format."""
+        return family in self.families and method in self.methods and algo in self.algos
+
+    def covers_module(self, module: str) -> bool:
+        """Whether the override builds ``module`` unquantized."""
+        return any(fnmatch.fnmatchcase(module, p) for p in self.covers)
+
+
+@dataclass(frozen=True)
 class ListOverride:
     """An engine whose code builds the MTP module unquantized whatever the exclusion list says (a row of
-    :data:`mtp_audit.checkpoint.overrides.MTP_QUANT_OVERRIDES`).
+    :func:`mtp_audit.checkpoint.overrides.quant_overrides`).
 
     Attributes:
         engine: the engine as the row names it (``"SGLang"``, ``"vLLM"``).

@@ -14,6 +14,7 @@ from typing import Any
 
 from mtp_audit.checkpoint.gguf_rules import GGUF_RULES
 from mtp_audit.report import Severity
+from mtp_audit.report.questions import MEMORY, MTP_HEADS, STARTS
 from mtp_audit.report.rules import Example, Rule
 
 # Maintainers' research notes behind these sources (not shipped; user-facing sources cite the
@@ -241,6 +242,7 @@ MTP001 = Rule(
         Example(False, {"config.json": _j(_DS), "model.safetensors.index.json": _index({**_DS_TRUNK, **_DS_MTP})},
                 note="the appended layer model.layers.2 is in the index"),
     ),
+    question=MTP_HEADS,
 )
 
 MTP002 = Rule(
@@ -277,6 +279,7 @@ MTP002 = Rule(
             "model.safetensors.index.json": _index({"model.layers.0.self_attn.o_proj.weight": "model-00001-of-00001.safetensors"}),
         }, note="use_mtp false: nothing declared"),
     ),
+    question=MTP_HEADS,
 )
 
 MTP003 = Rule(
@@ -307,6 +310,7 @@ MTP003 = Rule(
             "model.safetensors.index.json": _index({k: "model-00001-of-00001.safetensors" for k in _QWEN_MTP_TINY}),
         }, note="Qwen3-Next ships mtp.* without a config key; engines assume 1 layer"),
     ),
+    question=MTP_HEADS,
 )
 
 MTP004 = Rule(
@@ -336,6 +340,7 @@ MTP004 = Rule(
             "mtp.layers.1.mixer.experts.0.up_proj.weight": "model-00001-of-00001.safetensors",
         })}, note="Nemotron-H: mtp.layers.0 and mtp.layers.1 are the two blocks ('*E') of one MTP layer"),
     ),
+    question=MTP_HEADS,
 )
 
 MTP005 = Rule(
@@ -367,6 +372,7 @@ MTP005 = Rule(
             {**_DS_TRUNK, **_DS_MTP, **_experts("model.layers.2", range(4))})},
             note="all 4 experts with gate/up/down"),
     ),
+    question=MTP_HEADS,
 )
 
 MTP006 = Rule(
@@ -397,6 +403,7 @@ MTP006 = Rule(
                for m in ("fc", "layers.0.self_attn.q_proj") for p in ("weight", "weight_scale", "weight_scale_2")},
         })}, note="MTP quantized like the trunk"),
     ),
+    question=MEMORY,
 )
 
 MTP007 = Rule(
@@ -439,6 +446,7 @@ MTP007 = Rule(
         Example(False, lambda: _qwen_shards(["lm_head", "mtp.layers.0*", "mtp*"]), note="'mtp*' covers mtp.fc"),
         Example(False, lambda: _qwen_ct_shards(["lm_head", "re:mtp.*"]), note="the regex covers every MTP module"),
     ),
+    question=MTP_HEADS,
 )
 
 MTP008 = Rule(
@@ -461,6 +469,7 @@ MTP008 = Rule(
         Example(True, lambda: _two_shards(1), note="weight_map names 2 shards, 1 present"),
         Example(False, lambda: _two_shards(2), note="both shards present"),
     ),
+    question=STARTS,
 )
 
 MTP009 = Rule(
@@ -481,6 +490,7 @@ MTP009 = Rule(
         Example(True, lambda: _with_sidecar(False), note="mtp.safetensors holds mtp.* but the index lists only the trunk shard"),
         Example(False, lambda: _with_sidecar(True), note="the index maps the mtp.* tensors to mtp.safetensors"),
     ),
+    question=MTP_HEADS,
 )
 
 MTP010 = Rule(
@@ -506,6 +516,7 @@ MTP010 = Rule(
         Example(False, {"config.json": _j(_DS), "model.safetensors.index.json": _index({**_DS_TRUNK, **_DS_MTP})},
                 note="plain shard file names"),
     ),
+    question=STARTS,
 )
 
 MTP011 = Rule(
@@ -553,6 +564,7 @@ MTP012 = Rule(
         Example(True, lambda: _ghost(True), note="weight_map lists model.layers.2.shared_head.head.weight; the shard lacks it"),
         Example(False, lambda: _ghost(False), note="index and header agree"),
     ),
+    question=STARTS,
 )
 
 MTP013 = Rule(
@@ -574,6 +586,7 @@ MTP013 = Rule(
         Example(True, lambda: _bad_header(True), note="header length field says 1,000,000 bytes in a 500-byte file"),
         Example(False, lambda: _bad_header(False), note="valid header"),
     ),
+    question=STARTS,
 )
 
 def _misplaced(num_hidden_layers: int) -> dict[str, str]:
@@ -611,6 +624,7 @@ MTP014 = Rule(
         Example(True, lambda: _misplaced(3), note="num_hidden_layers 3: model.layers.2.enorm is inside the trunk"),
         Example(False, lambda: _misplaced(2), note="num_hidden_layers 2: model.layers.2 is the MTP layer"),
     ),
+    question=MTP_HEADS,
 )
 
 
@@ -678,6 +692,7 @@ MTP015 = Rule(
         Example(False, lambda: _quark_w4a16("INT4"),
                 note="q_proj stored as declared: I32 packed weight, BF16 group scales, I32 zero points"),
     ),
+    question=STARTS,
 )
 
 
@@ -726,6 +741,7 @@ MTP016 = Rule(
         Example(True, lambda: _dsv4(True), note="dspark_block_size 5; mtp.0/1/2 without eh_proj/enorm/hnorm"),
         Example(False, lambda: _dsv4(False), note="DeepSeek-V4 MTP: mtp.0 with e_proj/h_proj/enorm/hnorm, no dspark keys"),
     ),
+    question=MTP_HEADS,
 )
 
 
@@ -764,6 +780,7 @@ MTP017 = Rule(
         Example(True, lambda: _mimo_v2(3), note="MiMo-V2-Flash with model.mtp.layers.0..2: vLLM builds layer 0 only"),
         Example(False, lambda: _mimo_v2(1), note="one MTP layer"),
     ),
+    question=MTP_HEADS,
 )
 
 
@@ -810,6 +827,7 @@ MTP018 = Rule(
         Example(False, lambda: _step37_nvfp4(["lm_head", "model.layers.2.*", "model.shared_head*"]),
                 note="the list covers the engine's name too"),
     ),
+    question=MTP_HEADS,
 )
 
 
@@ -845,6 +863,7 @@ MTP019 = Rule(
         Example(True, lambda: _nvfp4_experts(1), note="expert 0 has input_scale, expert 1 does not"),
         Example(False, lambda: _nvfp4_experts(2), note="both experts carry input_scale"),
     ),
+    question=STARTS,
 )
 
 
@@ -877,6 +896,7 @@ MTP020 = Rule(
         Example(False, {"config.json": _j(_DS), "model.safetensors.index.json": _index({**_DS_TRUNK, **_DS_MTP})},
                 note="the MTP layer holds its attention"),
     ),
+    question=MTP_HEADS,
 )
 
 
@@ -912,6 +932,7 @@ MTP021 = Rule(
         Example(False, {"config.json": _j(_DS), "model.safetensors.index.json": _index({**_DS_TRUNK, **_DS_MTP})},
                 note="the MTP layer holds its attention and all four glue tensors"),
     ),
+    question=MTP_HEADS,
 )
 
 

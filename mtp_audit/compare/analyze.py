@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
+from mtp_audit.report.questions import MTP_HEADS
 
 if TYPE_CHECKING:
     from mtp_audit.sources.local import CheckpointSource
@@ -379,7 +380,8 @@ def compare_reports(base: Report, derived: Report) -> Report:
     if is_gguf_side(derived.facts.get("checkpoint")) and not is_gguf_side(base.facts.get("checkpoint")):
         gguf_findings, gguf_doc = compare_gguf(base.facts["checkpoint"], derived.facts["checkpoint"], base_name=base_name,
                                                derived_name=derived_name)
-        side_gaps = [Gap(ANALYZER, f"{label} ({r.targets[0].name if r.targets else label}): {g.message}", g.path, g.blocking)
+        side_gaps = [Gap(ANALYZER, f"{label} ({r.targets[0].name if r.targets else label}): {g.message}", g.path, g.blocking,
+                         question=g.question)
                      for label, r in (("base", base), ("derived", derived)) for g in r.gaps]
         return Report.build(ANALYZER, f"{base_name} -> {derived_name}", findings=gguf_findings + _side_errors(base, derived),
                             gaps=side_gaps,
@@ -388,7 +390,7 @@ def compare_reports(base: Report, derived: Report) -> Report:
     sides = {"base": base.facts.get("checkpoint"), "derived": derived.facts.get("checkpoint")}
     for label, report, name in (("base", base, base_name), ("derived", derived, derived_name)):
         for g in report.gaps:
-            gaps.append(Gap(ANALYZER, f"{label} ({name}): {g.message}", g.path, g.blocking))
+            gaps.append(Gap(ANALYZER, f"{label} ({name}): {g.message}", g.path, g.blocking, question=g.question))
     usable = True
     for label, facts in sides.items():
         missing = [".".join(k) for k in REQUIRED_FACTS if _dig(facts, *k) is _MISSING]
@@ -397,7 +399,8 @@ def compare_reports(base: Report, derived: Report) -> Report:
             usable = False
         elif _get(facts, "summary", "mtp_tensors") is None:
             gaps.append(
-                Gap(ANALYZER, f"{label}: no index and no shard header was read (mode {_get(facts, 'mode')}), so its MTP tensors are unknown")
+                Gap(ANALYZER, f"{label}: no index and no shard header was read (mode {_get(facts, 'mode')}), so its MTP tensors are unknown",
+                    question=MTP_HEADS)
             )
             usable = False
     findings: list[Finding] = []

@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable
 
 from mtp_audit.report import Severity
+from mtp_audit.report.questions import MTP_HEADS
 from mtp_audit.report.rules import Example, Rule
 
 ANALYZER = "compare"
@@ -60,6 +61,7 @@ MTP055 = Rule(
     basis="bug report",
     examples=(Example(True, _pair(None, None), note="the GGUF has no blk.N.nextn.*"),
               Example(False, _pair(_ALL), note="blk.2.nextn.{eh_proj,enorm,hnorm,shared_head_norm}")),
+    question=MTP_HEADS,
 )
 
 MTP056 = Rule(
@@ -74,6 +76,7 @@ MTP056 = Rule(
     basis="code",
     examples=(Example(True, _pair(("eh_proj", "enorm", "shared_head_norm")), note="mtp.pre_fc_norm_hidden lost"),
               Example(False, _pair(_ALL), note="all four mapped")),
+    question=MTP_HEADS,
 )
 
 MTP057 = Rule(
@@ -87,6 +90,7 @@ MTP057 = Rule(
     basis="code",
     examples=(Example(True, _pair(_ALL, 2), note="base 1 MTP layer, GGUF declares 2"),
               Example(False, _pair(_ALL, 1), note="1 and 1")),
+    question=MTP_HEADS,
 )
 
 GGUF_RULES: tuple[Rule, ...] = (MTP055, MTP056, MTP057)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from mtp_audit.checkpoint.layouts import MIMO7B_MTP_NAMES
 from mtp_audit.compare.gguf_rules import GGUF_RULES
 from mtp_audit.report import Severity
+from mtp_audit.report.questions import MTP_HEADS
 from mtp_audit.report.rules import Example, Rule
 from mtp_audit.synth.shards import shard_bytes
 
@@ -144,6 +145,7 @@ MTP050 = Rule(
         Example(True, _pair(mimo_checkpoint(), mimo_checkpoint(mtp=None, declared=0)), note="derived dropped the tensors and the declaration (warning)"),
         _SAME,
     ),
+    question=MTP_HEADS,
 )
 
 MTP051 = Rule(
@@ -172,6 +174,7 @@ MTP051 = Rule(
         ),
         _SAME,
     ),
+    question=MTP_HEADS,
 )
 
 MTP052 = Rule(
@@ -196,6 +199,7 @@ MTP052 = Rule(
         Example(True, _pair(mimo_checkpoint(), mimo_checkpoint(mtp="model.layers.2")), note="model.mtp_layers.0.* became model.layers.2.*"),
         _SAME,
     ),
+    question=MTP_HEADS,
 )
 
 MTP053 = Rule(
@@ -232,6 +236,7 @@ MTP053 = Rule(
         Example(False, _pair(mimo_checkpoint(), mimo_checkpoint(fp8_trunk=True, fp8_mtp=True)), note="trunk and MTP both FP8"),
         _SAME,
     ),
+    question=MTP_HEADS,
 )
 
 MTP054 = Rule(
@@ -255,6 +260,7 @@ MTP054 = Rule(
         Example(True, _pair(mimo_checkpoint(), mimo_checkpoint(declared=0)), note="num_nextn_predict_layers 1 -> 0, tensors kept"),
         _SAME,
     ),
+    question=MTP_HEADS,
 )
 
 RULES: tuple[Rule, ...] = (MTP050, MTP051, MTP052, MTP053, MTP054) + GGUF_RULES

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from mtp_audit.report import Finding, Gap, Report
 
 if TYPE_CHECKING:
-    from mtp_audit.checkpoint.heads import HeadsAnswer, HeadsEvidence
+    from mtp_audit.checkpoint.heads import HeadsAnswer, HeadsEvidence, MtpQuantOverride
     from mtp_audit.preflight.kernels import KernelChecks
 
 
@@ -460,12 +460,18 @@ class Engine(ABC):
         label: how the engine is named to a person (``"SGLang"``).
         target_option: the command-line option that picks the release to check against (``"--sglang"``).
         rules_module: the module whose ``RULES`` declare this engine's launch cross-checks.
+        index_package: the distribution on the package index whose versions name this engine's releases
+            (``"sglang"``); empty: a release target is not a package version (:meth:`by_version`).
+        example_tree: the folder of a launch rule's example that holds this engine's release (``"sg"``; with
+            ``-new``: a second release to compare with); empty: the engine's examples need no release tree.
     """
 
     name: ClassVar[str]
     label: ClassVar[str]
     target_option: ClassVar[str]
     rules_module: ClassVar[str]
+    index_package: ClassVar[str] = ""
+    example_tree: ClassVar[str] = ""
     #: how the engine's server is started, for the "not an engine launch" message
     entry_examples: ClassVar[tuple[str, ...]] = ()
     #: platforms (:data:`mtp_audit.preflight.platforms.LABELS` keys) the engine runs on, with its source
@@ -497,6 +503,21 @@ class Engine(ABC):
             InputError: a command this engine cannot start (a model path that does not exist, ...).
         """
 
+    def by_version(self, target: Any) -> Any:
+        """``target`` as :meth:`release` takes it: for an engine with an :attr:`index_package`, a release version
+        (``"0.33.0"``) that is not an existing path becomes the local wheel
+        :func:`mtp_audit.sources.pypi.by_version` fetches or finds in the cache (what the CLI's release options do);
+        anything else, and every target of an engine without one, is returned as given.
+
+        Raises:
+            InputError / IndexUnavailable: as :func:`mtp_audit.sources.pypi.release_wheel`.
+        """
+        if not self.index_package or not isinstance(target, str):
+            return target
+        from mtp_audit.sources.pypi import by_version
+
+        return by_version(self.index_package, target)
+
     def kernels(self) -> KernelChecks | None:
         """This engine's FP4 kernel knowledge for the preflight (which GEMM / MoE kernels it picks on a machine and
         what each needs, its FP4 ``--quantization`` names, how its remediations are worded), or ``None``: the
@@ -508,6 +529,26 @@ class Engine(ABC):
         files declare and hold, the errors that stop a load), in its own words; ``None``: the engine has nothing
         to say about a checkpoint's heads."""
         return None
+
+    def list_overrides(self) -> tuple[MtpQuantOverride, ...]:
+        """Where this engine's code builds a checkpoint's MTP module (or part of it) unquantized whatever the
+        checkpoint's exclusion list says, one row per architecture family and quantization method, each read in a
+        named release (the checkpoint analyzer's MTP007 is then a warning naming it); none by default."""
+        return ()
+
+    def quantization_method(self, method: str, quant_algo: str) -> Mapping[str, str] | None:
+        """This engine's own quantization method for a checkpoint whose config declares ``method`` and
+        ``quant_algo`` (``"modelopt"``, ``"MIXED_PRECISION"``; empty when none), whatever the launch's ``--quantization`` says, as
+        ``{"method", "source", "replaces_flag"}`` (reported as ``<engine id>_method`` of the checkpoint's
+        quantization facts); ``None``: nothing to say (the default)."""
+        return None
+
+    def gguf_mtp_graph(self, arch: str | None, build: int | None) -> tuple[bool | None, Any]:
+        """For an engine that loads GGUF files: whether its ``build`` (``None``: the newest known) has a graph that
+        drafts with the MTP head of a GGUF of architecture ``arch``, as ``(answer, row)`` (answer ``None``: could
+        not tell; ``row``: the engine's table row, with ``sidecar``: the head always ships as a separate GGUF).
+        ``(None, None)`` by default: the engine does not read GGUF."""
+        return None, None
 
     def log_dialect(self) -> LogDialect | None:
         """How this engine writes its log (:class:`LogDialect`), or None when ``mtp-audit log`` has nothing of it."""

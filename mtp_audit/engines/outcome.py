@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mtp_audit.report import Finding, Gap, Location, Report, Severity
+from mtp_audit.report.questions import MTP_HEADS
 
 GO, FIX_FIRST, COULD_NOT_TELL = "go", "fix first", "could not tell"
 #: Order of verdicts from best to worst (used to tell whether an upgrade made things worse).
@@ -100,7 +101,7 @@ def _is_fp4_gap(g: Gap) -> bool:
 
 
 def _is_mtp_gap(g: Gap) -> bool:
-    return g.analyzer == "checkpoint" and "MTP" in g.message
+    return g.analyzer == "checkpoint" and g.question == MTP_HEADS
 
 
 def scope_gap(g: Gap, *, fp4: bool | None, speculative: bool, spec_flag: str) -> Gap:

@@ -9,15 +9,17 @@ not the other three; matching a launch command imports them all, in order.
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Sequence
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from mtp_audit.engines.argv import split_env_prefix
 from mtp_audit.errors import InputError
 
 if TYPE_CHECKING:  # the interface is imported with the first engine, not with the registry
     from mtp_audit.engines.base import Engine, LogDialect
+    from mtp_audit.report import Report
 
 #: ``(id, "module:Class")`` of every engine, in the order a launch command is matched against them.
 ENGINE_SPECS: tuple[tuple[str, str], ...] = (
@@ -33,6 +35,22 @@ LABELS: dict[str, str] = {"sglang": "SGLang", "vllm": "vLLM", "llamacpp": "llama
 #: Other spellings of an engine id accepted on input (``--engine``, a log's engine hint); every output uses the id.
 ALIASES: dict[str, str] = {"tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm", "trt-llm": "trtllm",
                            "llama.cpp": "llamacpp", "llama-cpp": "llamacpp", "llama_cpp": "llamacpp"}
+
+
+class ReleaseKeywords(TypedDict, total=False):
+    """The release keywords of :func:`mtp_audit.launch.audit_launch` (``**releases``), typed for a library user's
+    type checker: one per built-in engine id (the release of the command's engine to check against), and
+    ``compare_sglang`` (a second SGLang release to compare with; an engine that cannot compare refuses it). What
+    each target may be is the engine's own (:meth:`mtp_audit.engines.base.Engine.release`); an engine registered at
+    run time takes its id (and ``compare_`` and its id) as a keyword too.
+    """
+
+    sglang: str | os.PathLike[str] | Report | None
+    compare_sglang: str | os.PathLike[str] | Report | None
+    vllm: str | os.PathLike[str] | None
+    llamacpp: str | None
+    trtllm: None
+
 
 #: Engines registered at run time (:func:`register`), matched after the built-in ones.
 EXTRA: list[Engine] = []
@@ -71,6 +89,38 @@ def heads_answerer(engine_id: str | None = None) -> Any:
         module, _, func = HEADS_SPECS[engine_id].partition(":")
         return getattr(importlib.import_module(module), func)
     return engine_named(engine_id).uses_heads
+
+
+#: The built-in engines' checkpoint hooks as ``"module:function"``, by hook name (each engine's method of that name
+#: calls the same function): the checkpoint analyzer asks them without importing the engines' launch packages.
+#: ``list_overrides``: :meth:`~mtp_audit.engines.base.Engine.list_overrides`; ``quantization_method``:
+#: :meth:`~mtp_audit.engines.base.Engine.quantization_method`; ``gguf_mtp_graph``:
+#: :meth:`~mtp_audit.engines.base.Engine.gguf_mtp_graph`.
+CHECKPOINT_HOOK_SPECS: dict[str, dict[str, str]] = {
+    "list_overrides": {"sglang": "mtp_audit.engines.sglang.heads:sglang_list_overrides",
+                       "vllm": "mtp_audit.engines.vllm.checkpoint:vllm_list_overrides"},
+    "quantization_method": {"vllm": "mtp_audit.engines.vllm.checkpoint:vllm_quantization_method"},
+    "gguf_mtp_graph": {"llamacpp": "mtp_audit.engines.llamacpp.tables:arch_has_mtp_graph"},
+}
+
+
+def checkpoint_hooks(hook: str) -> tuple[tuple[str, Any], ...]:
+    """``(engine id, function)`` for every engine that implements the checkpoint hook ``hook`` (a key of
+    :data:`CHECKPOINT_HOOK_SPECS`), in registry order: a built-in engine's function from
+    :data:`CHECKPOINT_HOOK_SPECS` (only its module is imported), a registered engine's method when its class
+    implements the hook (an engine registered under a built-in id replaces the built-in one)."""
+    extra = {e.name: e for e in EXTRA}
+    found: list[tuple[str, Any]] = []
+    for engine_id, _spec in ENGINE_SPECS:
+        spec = CHECKPOINT_HOOK_SPECS.get(hook, {}).get(engine_id)
+        if spec is not None and engine_id not in extra:
+            module, _, func = spec.partition(":")
+            found.append((engine_id, getattr(importlib.import_module(module), func)))
+    if EXTRA:
+        from mtp_audit.engines.base import Engine
+
+        found += [(e.name, getattr(e, hook)) for e in EXTRA if getattr(type(e), hook) is not getattr(Engine, hook)]
+    return tuple(found)
 
 
 def register(engine: Engine) -> None:

@@ -11,10 +11,15 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mtp_audit.deprecation import renamed_keywords
 from mtp_audit.report import Report
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from mtp_audit.engines.registry import ReleaseKeywords
 
 __all__ = ["audit_launch"]
 
@@ -23,8 +28,6 @@ __all__ = ["audit_launch"]
 def audit_launch(
     argv: Sequence[str] | str,
     *,
-    sglang: str | Path | Report | None = None,
-    compare_sglang: str | Path | Report | None = None,
     env_dumps: str | Path | Sequence[str | Path] | None = None,
     facts_file: str | Path | None = None,
     machine_facts: Any = None,
@@ -32,10 +35,9 @@ def audit_launch(
     environ: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     engine: str | None = None,
-    vllm: str | Path | None = None,
-    llamacpp: str | None = None,
     model_dirs: Sequence[tuple[str, str]] = (),
     no_machine: bool = False,
+    **releases: Unpack[ReleaseKeywords],
 ) -> Report:
     """Audit one engine launch command on one machine with one (or, comparing, two) releases of that engine.
 
@@ -43,14 +45,19 @@ def audit_launch(
         argv: the command's tokens (``["python", "-m", "sglang.launch_server", "--model-path", ...]``,
             ``["vllm", "serve", MODEL, ...]``), or one string that is split like a POSIX shell; ``KEY=VALUE`` tokens
             before the program are environment variables of the launch.
-        sglang, vllm: the release of the command's engine to check against: a release version (``"0.33.0"``, fetched
-            from the package index or the cache like the CLI's), a ``.whl``, an unpacked wheel, a package folder, a checkout (for SGLang also an already computed :func:`mtp_audit.engines.sglang.audit_sglang`
-            report), or ``None`` for the installed package (not installed: a blocking gap). Only the option of the
-            engine the command starts may be given.
-        llamacpp: for a llama.cpp command (``llama-server`` / ``llama-cli``): the build (``--llamacpp-build``: ``10444``,
-            ``b10444``, ``ik:4100``, or ``--version`` text); ``None``: read from ``env_dump``, else unknown.
-        compare_sglang: a second SGLang (same kinds); the report is the one for this NEW version plus MTP310
-            findings and ``facts["launch"]["diff"]`` saying what changes in "what will happen".
+        releases: the release of the command's engine to check against, as the keyword of the engine's id
+            (:func:`mtp_audit.engines.registry.engine_ids`); only the engine the command starts may be given one.
+            What a target may be is the engine's own (:meth:`~mtp_audit.engines.base.Engine.release`): for
+            ``sglang=`` / ``vllm=`` a release version (``"0.33.0"``, fetched from the package index or the cache
+            like the CLI's: :meth:`~mtp_audit.engines.base.Engine.by_version`), a ``.whl``, an unpacked wheel, a
+            package folder, a checkout (for SGLang also an already computed
+            :func:`mtp_audit.engines.sglang.audit_sglang` report), or ``None`` for the installed package (not
+            installed: a blocking gap); for ``llamacpp=`` (``llama-server`` / ``llama-cli``) the build
+            (``--llamacpp-build``: ``10444``, ``b10444``, ``ik:4100``, or ``--version`` text; ``None``: read from
+            ``env_dumps``, else unknown). ``compare_<id>=`` (``compare_sglang=``) is a second release of that
+            engine (same kinds): the report is the one for this NEW release plus what changes in "what will
+            happen" (SGLang: MTP310 findings and ``facts["launch"]["diff"]``;
+            :meth:`~mtp_audit.engines.base.Engine.compare`).
         env_dumps: environment dump(s) of the serving machine (``--env-dump``); ``facts_file``: stored preflight
             facts (``--facts``); ``machine_facts``: a :class:`~mtp_audit.preflight.facts.MachineFacts`. At most one;
             none: the live machine. The old names ``env_dump`` and ``facts`` still work (DeprecationWarning).
@@ -73,60 +80,73 @@ def audit_launch(
         ``facts["launch"]["closing"]`` the same in sentences.
 
     Raises:
+        TypeError: a keyword that is neither a parameter above nor an engine id (or ``compare_`` and one);
+            (through ``mtp_audit.audit_launch``) ``model_dirs`` that is not a sequence of ``(SRC, DST)`` pairs.
         InputError: an empty command, a command no registered engine starts, a release option of another engine
             than the command's, two machine sources (or ``no_machine`` with stored facts), a model path that exists but
             is not a checkpoint, an unreadable release target or env dump, a ``model_dirs`` folder here that does not exist.
-        TypeError: (through ``mtp_audit.audit_launch``) ``model_dirs`` that is not a sequence of ``(SRC, DST)`` pairs.
     """
     from mtp_audit.engines.argv import split_command
     from mtp_audit.engines.registry import engine_for
 
+    given, compares = _release_keywords(releases)
     toks = split_command([argv] if isinstance(argv, str) else list(argv))
     chosen = engine_for(toks)
-    sglang, vllm, compare_sglang = _by_version("sglang", sglang), _by_version("vllm", vllm), _by_version("sglang", compare_sglang)
-    targets = _release_targets(chosen.name, {"sglang": sglang, "vllm": vllm, "llamacpp": llamacpp}, compare_sglang)
+    target, compare = _release_targets(chosen, given, compares)
+    target = chosen.by_version(target)
     request = _request(toks, env_dumps, facts_file, machine_facts, engine, env, environ, cwd, model_dirs, no_machine)
-    if compare_sglang is not None:
-        old = chosen.evaluate(request, *chosen.release(targets["sglang"]))
-        new = chosen.evaluate(request, *chosen.release(compare_sglang))
+    if compare is not None:
+        old = chosen.evaluate(request, *chosen.release(target))
+        new = chosen.evaluate(request, *chosen.release(chosen.by_version(compare)))
         outcome = chosen.compare(request, old, new)
     else:
-        outcome = chosen.evaluate(request, *chosen.release(targets.get(chosen.name)))
+        outcome = chosen.evaluate(request, *chosen.release(target))
     return _report(chosen, outcome)
 
 
-def _by_version(package: str, target: Any) -> Any:
-    """A release target as the CLI takes it: a version string (``"0.33.0"``) that is not an existing path becomes the
-    local wheel :func:`mtp_audit.sources.pypi.by_version` fetches or finds in the cache; anything else is returned as
-    given.
+#: The keyword of a second release to compare with: ``compare_`` and the engine's id.
+COMPARE_PREFIX = "compare_"
+
+
+def _release_keywords(releases: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``releases`` split into (engine id -> release target, engine id -> second release to compare with), each
+    without the ``None`` ones (the same as not given).
 
     Raises:
-        InputError / IndexUnavailable: as :func:`mtp_audit.sources.pypi.release_wheel`.
+        TypeError: a keyword that is no engine's id (nor ``compare_`` and one), worded as Python words an unknown
+            keyword argument.
     """
-    if not isinstance(target, str):
-        return target
-    from mtp_audit.sources.pypi import by_version
+    from mtp_audit.engines.registry import engine_ids
 
-    return by_version(package, target)
+    ids = engine_ids()
+    given: dict[str, Any] = {}
+    compares: dict[str, Any] = {}
+    for key, target in releases.items():
+        compared = key[len(COMPARE_PREFIX):] if key.startswith(COMPARE_PREFIX) else None
+        if (compared or key) not in ids:
+            raise TypeError(f"audit_launch() got an unexpected keyword argument {key!r}")
+        if target is not None:
+            (compares if compared else given)[compared or key] = target
+    return given, compares
 
 
-def _release_targets(name: str, given: dict[str, Any], compare_sglang: Any) -> dict[str, Any]:
-    """The release targets after checking that only the command's engine was given one.
+def _release_targets(chosen: Any, given: Mapping[str, Any], compares: Mapping[str, Any]) -> tuple[Any, Any]:
+    """The command's engine's (release target, second release to compare with) after checking that no other engine
+    was given one.
 
     Raises:
-        InputError: ``--sglang``/``--compare-sglang`` for a vLLM command, ``--vllm`` for an SGLang one.
+        InputError: a release (or a second one) of an engine that the command does not start (``--sglang`` for a
+            vLLM command), naming that engine's option and the command's.
     """
-    from mtp_audit.engines.registry import engine_named
+    from mtp_audit.engines.registry import engine_ids, engine_named
     from mtp_audit.errors import InputError
 
-    wrong = [other for other, target in given.items() if other != name and target is not None]
-    if compare_sglang is not None and name != "sglang":
-        wrong.append("sglang")
+    wrong = [i for i in engine_ids() if i != chosen.name and (i in given or i in compares)]
     if wrong:
-        mine, other = engine_named(name), engine_named(wrong[0])
-        fix = f"use {mine.target_option} TARGET" if mine.target_option else f"drop {other.target_option}"
-        raise InputError(other.target_option, f"the command starts {mine.label}, not {other.label}: {fix}")
-    return given
+        other = engine_named(wrong[0])
+        fix = f"use {chosen.target_option} TARGET" if chosen.target_option else f"drop {other.target_option}"
+        raise InputError(other.target_option or other.name, f"the command starts {chosen.label}, not {other.label}: {fix}")
+    return given.get(chosen.name), compares.get(chosen.name)
 
 
 def _request(toks: list[str], env_dump: Any, facts: Any, machine_facts: Any, engine: str | None, env: Any, environ: Any,

@@ -58,6 +58,13 @@ class LlamaCppEngine(Engine):
         """``llama-server`` / ``llama-cli`` ... when the command starts one, else ``None``."""
         return is_llamacpp(toks)
 
+    def gguf_mtp_graph(self, arch: str | None, build: int | None) -> tuple[bool | None, Any]:
+        """Whether llama.cpp ``build`` has a ``draft-mtp`` graph for ``arch``
+        (:func:`mtp_audit.engines.llamacpp.tables.arch_has_mtp_graph`)."""
+        from mtp_audit.engines.llamacpp.tables import arch_has_mtp_graph
+
+        return arch_has_mtp_graph(arch, build)
+
     def release(self, target: Any) -> tuple[Any, Gap | None]:
         """The build named by ``--llamacpp-build`` (``10444``, ``b10444``, ``ik:4100``, ``--version`` text); ``None``:
         read from the launch's ``--env-dump`` files in :meth:`evaluate`, else unknown (a non-blocking gap).

@@ -8,7 +8,7 @@ implementation of EAGLE"; the draft model path defaults to the target model path
 
 from __future__ import annotations
 
-from mtp_audit.checkpoint.heads import HeadsAnswer, HeadsEvidence
+from mtp_audit.checkpoint.heads import HeadsAnswer, HeadsEvidence, MtpQuantOverride
 
 SGLANG_SOURCE = (
     "SGLang python/sglang/srt/server_args.py: '# NEXTN shares the same implementation of EAGLE' "
@@ -16,6 +16,24 @@ SGLANG_SOURCE = (
 )
 
 TITLE = "Will SGLang use the MTP heads?"
+
+#: Where SGLang builds the MTP module unquantized whatever the exclusion list says (Qwen3.5 dense and MoE share
+#: ``qwen3_5_mtp.py``); read in the named wheel, re-read by ``tests/test_checkpoint_severity.py``.
+LIST_OVERRIDES: tuple[MtpQuantOverride, ...] = (
+    MtpQuantOverride(
+        "SGLang", "0.5.23", "sglang/srt/models/qwen3_5_mtp.py", (65, 69),
+        ("qwen3.5-moe", "qwen3.5-dense"), ("modelopt",), ("NVFP4",), ("mtp.*",),
+        needle='quant_config.get_name() == "modelopt_fp4"',
+        what="_mtp_quant_config returns None for a serialized modelopt_fp4 checkpoint: the whole MTP module is "
+        "built BF16, whatever exclude_modules says",
+    ),
+)
+
+
+def sglang_list_overrides() -> tuple[MtpQuantOverride, ...]:
+    """SGLang's rows of "build the MTP module unquantized whatever the exclusion list says"
+    (:meth:`~mtp_audit.engines.base.Engine.list_overrides`): :data:`LIST_OVERRIDES`."""
+    return LIST_OVERRIDES
 
 
 def _usability(ev: HeadsEvidence) -> tuple[bool | None, list[str], bool]:

@@ -23,6 +23,8 @@ class SGLangEngine(Engine):
     name = "sglang"
     label = "SGLang"
     target_option = "--sglang"
+    index_package = "sglang"
+    example_tree = "sg"  # the release tree of the launch rules' examples
     rules_module = "mtp_audit.engines.sglang.launch.rules"
     entry_examples = ("python -m sglang.launch_server --model-path MODEL ...", "sglang serve MODEL ...")
     platforms, platforms_source, parity = P.PLATFORMS, P.PLATFORMS_SOURCE, P.PARITY
@@ -55,6 +57,13 @@ class SGLangEngine(Engine):
         from mtp_audit.engines.sglang.heads import sglang_uses_heads
 
         return sglang_uses_heads(evidence)
+
+    def list_overrides(self) -> Any:
+        """Where SGLang builds the MTP module unquantized whatever the exclusion list says
+        (:func:`mtp_audit.engines.sglang.heads.sglang_list_overrides`)."""
+        from mtp_audit.engines.sglang.heads import sglang_list_overrides
+
+        return sglang_list_overrides()
 
     def release(self, target: Any) -> tuple[Report | None, Gap | None]:
         """The sglang analyzer's report on ``target`` (a report passes through; ``None``: the installed sglang)."""

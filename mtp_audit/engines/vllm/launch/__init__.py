@@ -32,6 +32,8 @@ class VllmEngine(Engine):
     name = "vllm"
     label = "vLLM"
     target_option = "--vllm"
+    index_package = "vllm"
+    example_tree = "vl"  # the release tree of the launch rules' examples
     rules_module = "mtp_audit.engines.vllm.launch.rules"
     entry_examples = ("vllm serve MODEL ...", "python -m vllm.entrypoints.openai.api_server --model MODEL ...")
     platforms, platforms_source, parity = P.PLATFORMS, P.PLATFORMS_SOURCE, P.PARITY
@@ -60,6 +62,20 @@ class VllmEngine(Engine):
         from mtp_audit.engines.vllm import open_for_launch
 
         return open_release(open_for_launch, target, self.label, self.target_option, "0.33.0")  # the release its rules cite
+
+    def list_overrides(self) -> Any:
+        """Where vLLM builds (part of) the MTP module unquantized whatever the exclusion list says
+        (:func:`mtp_audit.engines.vllm.checkpoint.vllm_list_overrides`)."""
+        from mtp_audit.engines.vllm.checkpoint import vllm_list_overrides
+
+        return vllm_list_overrides()
+
+    def quantization_method(self, method: str, quant_algo: str) -> Mapping[str, str] | None:
+        """The ModelOpt method vLLM resolves the checkpoint's ``quant_algo`` to, whatever ``--quantization`` says
+        (:func:`mtp_audit.engines.vllm.checkpoint.vllm_quantization_method`)."""
+        from mtp_audit.engines.vllm.checkpoint import vllm_quantization_method
+
+        return vllm_quantization_method(method, quant_algo)
 
     def draft_memory(self, question: DraftQuestion) -> DraftMemory | None:
         """The MTP draft's bytes per GPU at load (:func:`mtp_audit.engines.vllm.launch.depth.draft_memory`, MTP338)."""
