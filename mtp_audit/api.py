@@ -91,8 +91,18 @@ def _opt_severity(v: Any) -> bool:
     return v is None or _instance(v, "mtp_audit.report.model", "Severity")
 
 
+#: The formats :func:`mtp_audit.formats.render` writes (``mtp_audit.formats.FORMATS``; not imported here).
+_FORMAT = (lambda v: v in ("text", "json", "markdown", "sarif"), "one of 'text', 'json', 'markdown', 'sarif'")
+_IGNORES = (lambda v: _words(v), "a sequence of str (RULE or RULE=reason)")
+
+
+def _machine_facts(v: Any) -> bool:
+    return v is None or _instance(v, "mtp_audit.preflight.facts", "MachineFacts")
+
+
 #: Function name -> parameter -> (test, expected).
-_PREFLIGHT: dict[str, tuple[Callable[[Any], bool], str]] = {"env_dumps": _PATHS, "facts_file": _OPT_PATH, "machine_facts": _ANY, "launch": _OPT_WORDS, "probe": _BOOL,
+_PREFLIGHT: dict[str, tuple[Callable[[Any], bool], str]] = {"env_dumps": _PATHS, "facts_file": _OPT_PATH,
+              "machine_facts": (_machine_facts, "a MachineFacts or None"), "launch": _OPT_WORDS, "probe": _BOOL,
               "import_torch": _BOOL, "timeout": _NUMBER, "cwd": _OPT_PATH, "use_sglang_analyzer": _BOOL,
               "probe_result": _ANY, "sglang_facts": _OPT_MAP, "engine": _OPT_STR, "use_nvml": _OPT_BOOL,
               "vllm_version": _OPT_STR, "no_machine": _BOOL}
@@ -109,11 +119,16 @@ SPECS: dict[str, dict[str, tuple[Callable[[Any], bool], str]]] = {
     "audit_machine": _PREFLIGHT,
     "compare_checkpoints": {"base": _TARGET, "derived": _TARGET, "offline": _BOOL, "jobs": _OPT_INT},
     "audit_launch": {"argv": _WORDS, "sglang": _SGLANG, "compare_sglang": _SGLANG, "env_dumps": _OPT_PATHS,
-                     "facts_file": _OPT_PATH, "machine_facts": _ANY, "env": _STR_MAP, "environ": _STR_MAP,
+                     "facts_file": _OPT_PATH, "machine_facts": (_machine_facts, "a MachineFacts or None"), "env": _STR_MAP, "environ": _STR_MAP,
                      "cwd": _OPT_PATH, "engine": _OPT_STR, "vllm": _OPT_PATH, "llamacpp": _OPT_STR, "model_dirs": _MODEL_DIRS,
                      "no_machine": _BOOL},
     "get_rule": {"rule_id": _STR},
     "exit_code": {"report": (_report, "a Report"), "fail_on": (_opt_severity, "a Severity or None")},
+    "render": {"report": (_report, "a Report"), "fmt": _FORMAT, "fail_on": (_opt_severity, "a Severity or None")},
+    "launch_result": {"report": (_report, "a Report")},
+    "checkpoint_facts": {"report": (_report, "a Report")},
+    "fp4_readiness": {"report": (_report, "a Report")},
+    "apply_config": {"report": (_report, "a Report"), "config": _OPT_PATH, "ignore": _IGNORES, "fail_on": _OPT_STR},
 }
 
 #: Old keyword names still accepted (with a DeprecationWarning, :mod:`mtp_audit.deprecation`): old -> new.
@@ -174,7 +189,19 @@ def check_call(name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs:
 def _check_one(name: str, pname: str, value: Any, specs: Mapping[str, tuple[Callable[[Any], bool], str]]) -> None:
     spec = specs.get(pname)
     if spec is not None and not spec[0](value):
-        raise TypeError(f"{name}({pname}=...): expected {spec[1]}, got {type(value).__name__}")
+        raise TypeError(f"{name}({pname}=...): expected {spec[1]}, got {_described(value)}")
+
+
+def _described(value: Any) -> str:
+    """The type of ``value`` as a message names it: a sequence names its first element of another type than the
+    others' (``list with int at [2]``), a string its value when short (``str 'xml'``)."""
+    if isinstance(value, str):
+        return f"str {value!r}" if len(value) <= 40 else "str"
+    if isinstance(value, (list, tuple)):
+        odd = next(((i, x) for i, x in enumerate(value) if not isinstance(x, (str, os.PathLike))), None)
+        if odd is not None and len(value) > 1:
+            return f"{type(value).__name__} with {type(odd[1]).__name__} at [{odd[0]}]"
+    return type(value).__name__
 
 
 def public(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
