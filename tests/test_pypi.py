@@ -369,3 +369,31 @@ def test_a_version_names_its_release_under_pep_440(cache: Path) -> None:
     assert again.name == got.name
     with serve({key: build_wheel()}) as index, pytest.raises(InputError, match="no such release"):
         release_wheel("sglang", "0.5.98", index_url=index.url)
+
+
+@pytest.mark.network
+def test_cache_off_fetches_into_a_folder_that_does_not_outlive_the_process(tmp_path: Path) -> None:
+    """``MTP_AUDIT_CACHE_DIR=`` turns caches off (README): a release by version still works, its members go to a
+    temporary folder removed when the process exits (was: exit 2 "give cache_dir", a library parameter)."""
+    import os
+    import subprocess
+    import sys
+
+    whl = sglang_wheel("0.5.9")
+    code = ("import json, sys\n"
+            "from pypifixture import serve\n"
+            "from pathlib import Path\n"
+            "import os\n"
+            "with serve({('sglang', '0.5.9'): Path(sys.argv[1])}) as index:\n"
+            "    os.environ['MTP_AUDIT_INDEX_URL'] = index.url\n"
+            "    from mtp_audit.cli.main import main\n"
+            "    import mtp_audit.sources.pypi as p\n"
+            "    rc = main(['sglang', '0.5.9', '-f', 'json', '-o', sys.argv[2]])\n"
+            "    print(rc, p._PROCESS_ROOT[0])\n")
+    env = {**os.environ, "MTP_AUDIT_CACHE_DIR": "", "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])}
+    out = subprocess.run([sys.executable, "-c", code, str(whl), str(tmp_path / "r.json")], capture_output=True,
+                         text=True, timeout=300, env=env)
+    rc, folder = out.stdout.split()
+    assert rc == "0", out.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["facts"]["sglang"]["version"] == "0.5.9"
+    assert not Path(folder).exists()

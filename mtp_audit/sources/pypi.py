@@ -111,6 +111,23 @@ def _cache_root() -> Path | None:
     return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "mtp-audit"
 
 
+_PROCESS_ROOT: list[Path] = []
+
+
+def _process_root() -> Path:
+    """A folder for the fetched members when caching is off (``MTP_AUDIT_CACHE_DIR`` empty): made once per process
+    and removed when it exits, so nothing outlives the run."""
+    if not _PROCESS_ROOT:
+        import atexit
+        import shutil
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix="mtp-audit-releases-"))
+        atexit.register(shutil.rmtree, folder, True)
+        _PROCESS_ROOT.append(folder)
+    return _PROCESS_ROOT[0]
+
+
 def _get(url: str, *, headers: dict[str, str] | None = None, limit: int, expect: tuple[int, ...] = (200,)) -> Answer:
     """One GET under the shared HTTP policy (:mod:`mtp_audit.sources.netpolicy`: http(s) only, the run's network
     time, redirects to http(s) URLs, every protocol error one line), the body read (at most ``limit`` bytes) only
@@ -539,22 +556,20 @@ def release_wheel(package: str, version: str, *, cache_dir: str | os.PathLike[st
     Args:
         package: ``sglang`` or ``vllm`` (any package on the index works).
         version: the release (``0.5.23``).
-        cache_dir: the cache root (default ``$MTP_AUDIT_CACHE_DIR`` or ``~/.cache/mtp-audit``); required when
-            ``MTP_AUDIT_CACHE_DIR`` is empty (cache off).
+        cache_dir: the cache root (default ``$MTP_AUDIT_CACHE_DIR`` or ``~/.cache/mtp-audit``; with
+            ``MTP_AUDIT_CACHE_DIR`` empty, cache off: a temporary folder removed when the process exits).
         index_url: the JSON API base (default ``$MTP_AUDIT_INDEX_URL`` or ``https://pypi.org/pypi``).
         offline: use the cache only.
 
     Raises:
         InputError: no such release, no wheel, a wheel URL that is not http(s), a server that ignores range requests,
-            a wheel whose bytes differ from the index's SHA-256, no cache folder to write to.
+            a wheel whose bytes differ from the index's SHA-256.
         IndexUnavailable: not cached, and the index cannot be reached (or ``offline``), or the run's network time is
             spent.
     """
     from mtp_audit.sources.bounded import run_budget
 
-    root = Path(cache_dir) if cache_dir is not None else _cache_root()
-    if root is None:
-        raise InputError("MTP_AUDIT_CACHE_DIR", "is empty (cache off): give cache_dir to keep the fetched members")
+    root = Path(cache_dir) if cache_dir is not None else (_cache_root() or _process_root())
     version = version.strip()
     base = _index_base(index_url)
     folder = entry_folder(root, base, package, version)
