@@ -258,3 +258,14 @@ def test_a_driver_written_short_is_could_not_tell(tmp_path):
     r = preflight(env_dumps=[f])
     assert "MTP205" not in {x.rule_id for x in r.findings}
     assert any(g.blocking and "driver 580.65 is written without all its parts" in g.message for g in r.gaps)
+
+
+def test_the_cuda_torch_was_built_with_is_not_a_torch_version():
+    """collect_env's ``CUDA used to build PyTorch : 13.2`` (fixture vllm-57932, line 17) is torch's CUDA build, not a
+    second torch version: no conflict note (found by a fresh-user run: "2 values of torch version: 2.13.0+cu132
+    (line 15), 13.2 (line 17); not used", while 2.13.0 was used)."""
+    from mtp_audit.preflight.freeform import parse_freeform
+
+    text = read_dump(D / "vllm-57932.txt")
+    f = parse_freeform(text)
+    assert f.torch_version.value == "2.13.0+cu132" and not [n for n in f.notes if "torch version" in n]

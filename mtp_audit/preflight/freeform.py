@@ -270,8 +270,9 @@ def _read_packages(st: _State, ln: int, line: str, low: str) -> None:
         name = _PKG_NAMES[m.group(1).lower().replace("_", "-")]
         ver = m.group(2).rstrip(".")  # a version that ends a sentence
         before = low[max(0, m.start() - 14):m.start()]
-        if ver.endswith("+") or re.search(r"requir|need|>=|<|than|at least|upgrade to|from", before):
-            continue  # a requirement or a change, not the installed version
+        if ver.endswith("+") or re.search(r"requir|need|>=|<|than|at least|upgrade to|from|used to build|built", before):
+            continue  # a requirement, a change, or what a package was built with (collect_env's "CUDA used to build
+            # PyTorch : 13.2"), not the installed version
         st.pkgs.setdefault(name, _Seen(f"{name} version")).add(ver, ln, f"'{m.group(0).strip()}'")
         if name == "torch":
             t = re.search(r"\+cu(\d{1,2})(\d)(?![\d])", ver)
