@@ -179,3 +179,16 @@ def test_every_rule_example():
                 rep = run_example(Path(d), ex)
                 fired = any(f.rule_id == rule.id for f in rep.findings)
                 assert fired is ex.fires, (rule.id, ex.note, [f.message for f in rep.findings])
+
+
+@pytest.mark.parametrize(("key", "value", "said"), [("gpus", "lots", "'gpus' is a string, expected a list"),
+                                                    ("packages", [1], "'packages' is a list, expected an object"),
+                                                    ("gpus", [{"name": {}}], "'gpus'[0] is not a GPU object with an 'index'")])
+def test_a_facts_file_of_the_wrong_shape_says_which_key(tmp_path, capsys, key, value, said):
+    """Found by a fresh-user run: '"gpus": "lots"' said "string indices must be integers, not 'str'"."""
+    doc = json.loads((F / "h200-live-facts.json").read_text())
+    doc[key] = value
+    bad = tmp_path / "facts.json"
+    bad.write_text(json.dumps(doc))
+    rc, out, err = run_cli(["preflight", "--facts", str(bad)], capsys)
+    assert rc == 2 and err.count("\n") == 1 and said in err and "facts.json" in err, err

@@ -240,6 +240,26 @@ MAX_GPU_MEMORY_BYTES = 1 << 44  # 16 TiB
 MAX_GPUS = 1024
 
 
+#: The container each key of a facts document holds (:meth:`MachineFacts.to_dict`).
+_SHAPES = {"gpus": list, "enumerated": list, "binaries": list, "notes": list, "packages": dict, "requires": dict, "env": dict}
+
+
+def _check_shapes(d: Mapping[str, Any]) -> None:
+    """Raise ``ValueError`` naming the first key of a facts document that holds the wrong kind of value
+    (``'gpus' is a string, expected a list``), and the first GPU entry that is not an object."""
+    names = {list: "a list", dict: "an object"}
+    kinds = {str: "a string", int: "a number", float: "a number", bool: "a boolean", list: "a list", dict: "an object",
+             type(None): "null"}
+    for key, want in _SHAPES.items():
+        if key in d and not isinstance(d[key], want):
+            raise ValueError(f"malformed facts document: '{key}' is {kinds.get(type(d[key]), 'another kind of value')}, "
+                             f"expected {names[want]}")
+    for key in ("gpus", "enumerated"):
+        for i, g in enumerate(d.get(key) or []):
+            if not isinstance(g, dict) or "index" not in g:
+                raise ValueError(f"malformed facts document: '{key}'[{i}] is not a GPU object with an 'index'")
+
+
 def _check_gpu_values(gpu: GpuFacts) -> None:
     cc = gpu.compute_capability.value
     if cc is not None:
@@ -416,6 +436,7 @@ class MachineFacts:
         ver = d.get("facts_schema_version")
         if not isinstance(ver, int) or ver > FACTS_SCHEMA_VERSION:
             raise ValueError(f"unsupported facts_schema_version {ver!r} (this mtp-audit reads {FACTS_SCHEMA_VERSION})")
+        _check_shapes(d)
         for key in ("gpus", "enumerated"):
             if isinstance(d.get(key), list) and len(d[key]) > MAX_GPUS:
                 raise ValueError(f"{key} lists {len(d[key]):,} GPUs (at most {MAX_GPUS} in one facts file)")
