@@ -15,7 +15,7 @@ from mtp_audit.cli.main import main
 from mtp_audit.preflight import preflight
 from mtp_audit.preflight.engine import choose_engine, machine_hint
 from mtp_audit.preflight.launch import parse_launch
-from mtp_audit.preflight.rules import B200, GB10, PRO6000, facts_json, vllm_env
+from mtp_audit.synth.dumps import B200, GB10, PRO6000, facts_json, vllm_env
 
 F = Path(__file__).resolve().parent.parent / "fixtures" / "preflight"
 DUMPS = F / "envdumps"

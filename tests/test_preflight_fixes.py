@@ -13,7 +13,7 @@ import pytest
 from mtp_audit.cli.main import main
 from mtp_audit.errors import InputError
 from mtp_audit.preflight import preflight
-from mtp_audit.preflight.rules import B200, env
+from mtp_audit.synth.dumps import B200, env
 
 F = Path(__file__).resolve().parent.parent / "fixtures" / "preflight"
 E = F / "envdumps"
@@ -134,7 +134,7 @@ def test_quantization_outside_choices_of_0_5_9(tmp_path):
 
 
 def test_unknown_option_is_a_warning_with_the_option_table():
-    from mtp_audit.preflight.rules import EXAMPLE_SGLANG_FACTS
+    from mtp_audit.engines.sglang.preflight_rules import EXAMPLE_SGLANG_FACTS
 
     r = preflight(env_dumps=[E / "sglang-24834.txt"], launch=LS + ["--bogus-flag", "x", "--fp4-gemm", "flashinfer_cudnn"],
                   sglang_facts=EXAMPLE_SGLANG_FACTS)
@@ -217,7 +217,7 @@ def test_summary_shows_auto_and_what_it_resolves_to(tmp_path):
                "(gh:flashinfer-ai/flashinfer#3398)"),
 ])
 def test_mtp212_names_range_and_reason_of_matching_row(tmp_path, fi, tail):
-    from mtp_audit.preflight.rules import PRO6000
+    from mtp_audit.synth.dumps import PRO6000
 
     p = tmp_path / "env.txt"
     p.write_text(env(PRO6000, n=1, flashinfer=fi))
@@ -228,7 +228,7 @@ def test_mtp212_names_range_and_reason_of_matching_row(tmp_path, fi, tail):
 
 
 def test_mtp212_without_known_bad_row_is_a_warning(tmp_path):
-    from mtp_audit.preflight.rules import PRO6000
+    from mtp_audit.synth.dumps import PRO6000
 
     p = tmp_path / "env.txt"
     p.write_text(env(PRO6000, n=1, flashinfer="0.6.8"))

@@ -12,7 +12,8 @@ import pytest
 from mtp_audit.errors import InputError
 from mtp_audit.preflight import preflight
 from mtp_audit.preflight.facts import MachineFacts
-from mtp_audit.preflight.rules import (
+from mtp_audit.report import Severity
+from mtp_audit.synth.dumps import (
     GB10,
     INCIDENT_ARGS,
     PRO6000,
@@ -22,7 +23,6 @@ from mtp_audit.preflight.rules import (
     env,
     facts_json,
 )
-from mtp_audit.report import Severity
 
 F = Path(__file__).resolve().parent.parent / "fixtures" / "preflight"
 

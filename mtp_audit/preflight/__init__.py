@@ -382,7 +382,7 @@ def _attach_probe(ctx: Any, gaps: list[Any], probe: bool, probe_result: Any) -> 
 def _verdict_findings(ctx: Any, vs: list[dict[str, Any]], engine_line: str, engine_evidence: tuple[Any, ...], gaps: list[Any]) -> None:
     """One MTP228 finding per group of GPUs with the same name, compute capability and verdict."""
     from mtp_audit.preflight import analyze as an
-    from mtp_audit.preflight.rules import RULES_BY_ID
+    from mtp_audit.preflight.rules import rule_by_id
     from mtp_audit.report import Location
 
     for key, group in an.verdict_groups(vs):
@@ -395,7 +395,7 @@ def _verdict_findings(ctx: Any, vs: list[dict[str, Any]], engine_line: str, engi
         label = f"GPU {idx}" if len(group) == 1 else f"GPUs {idx}"
         # the error findings are reported on their own lines: the verdict names them, it does not repeat them
         why = [r for r in reasons if not _RULE_REASON.match(r)] + ([f"blocked by {', '.join(errors)} (see those findings)"] if errors else [])
-        ctx.findings.append(RULES_BY_ID["MTP228"].finding(
+        ctx.findings.append(rule_by_id("MTP228").finding(
             f"{label} ({name or '?'}, {what}): native FP4 {native} on {engine_line} — " + "; ".join(why),
             Location(symbol=ctx.device(idx)), evidence=engine_evidence,
             remediation="" if native == an.CAPABLE else
@@ -433,7 +433,7 @@ def _report(ctx: Any, choice: Any, gaps: list[Any], target: str, flag_source: st
     """The verdicts, their MTP228 findings, the gaps and the facts of an analysed ``ctx`` as a :class:`Report`."""
     from mtp_audit.preflight import analyze as an
     from mtp_audit.preflight import matrix as mx
-    from mtp_audit.preflight.rules import RULES
+    from mtp_audit.preflight.rules import preflight_rules
     from mtp_audit.report import Evidence, Gap
 
     ver = ctx.vllm if ctx.is_vllm else ctx.sglang
@@ -474,7 +474,7 @@ def _report(ctx: Any, choice: Any, gaps: list[Any], target: str, flag_source: st
             "matrix_version": mx.load()["matrix_version"],
             "engine": choice.to_dict(),
         },
-        rule_ids=[r.id for r in RULES],
+        rule_ids=[r.id for r in preflight_rules()],
     )
 
 

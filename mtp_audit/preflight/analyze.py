@@ -158,10 +158,10 @@ class Context:
             remediation: str | None = None, severity: Severity | None = None, detail: str = "") -> None:
         """Append a finding of ``rule_id`` located at GPU ``gpu`` (its :meth:`device` label) or the machine;
         ``detail`` holds what does not fit a one-line message (rationale, cost)."""
-        from mtp_audit.preflight.rules import RULES_BY_ID
+        from mtp_audit.preflight.rules import rule_by_id
 
         loc = Location(symbol=self.device(gpu.index)) if gpu is not None else Location(symbol="machine")
-        self.findings.append(RULES_BY_ID[rule_id].finding(message, loc, evidence=tuple(evidence),
+        self.findings.append(rule_by_id(rule_id).finding(message, loc, evidence=tuple(evidence),
                                                           remediation=remediation, severity=severity, detail=detail))
 
     def gap(self, message: str, blocking: bool = False) -> None:

@@ -28,7 +28,7 @@ ANALYZER_RULE_MODULES: dict[str, str | tuple[str, ...]] = {
     "checkpoint": "mtp_audit.checkpoint.rules",
     "compare": "mtp_audit.compare.rules",
     "sglang": "mtp_audit.engines.sglang.rules",
-    "preflight": "mtp_audit.preflight.rules",
+    "preflight": ("mtp_audit.preflight.rules", "mtp_audit.engines.sglang.preflight_rules", "mtp_audit.engines.vllm.preflight_rules"),
     "launch": ("mtp_audit.engines.sglang.launch.rules", "mtp_audit.engines.vllm.launch.rules"),
     "vllm": "mtp_audit.engines.vllm.rules",
     "llamacpp": "mtp_audit.engines.llamacpp.rules",
