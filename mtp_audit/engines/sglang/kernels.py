@@ -19,6 +19,7 @@ from typing import Any
 
 from packaging.version import Version
 
+from mtp_audit.engines.sglang.matrix import resolve_auto, sglang_row
 from mtp_audit.preflight import matrix as mx
 from mtp_audit.preflight.analyze import Context, cc_str, ev, known_bad_text, sm_name
 from mtp_audit.preflight.elf import cubin_loads_on, fp4_capable_cubins
@@ -75,14 +76,14 @@ def effective_backend(ctx: Context, flag: str, table: str) -> tuple[str | None, 
             if value != "auto":
                 return value, how, f"sglang analyzer: {arg.get('default_location') or arg.get('location', 'server_args')}"
         elif table == "fp4_gemm_backend":
-            row = mx.sglang_row(table, sg)
+            row = sglang_row(table, sg)
             if row and row.get("default") and row["default"] != "auto":
                 return row["default"], "default", row["source"]
             if row and row.get("effective_default") and "auto" not in row:
                 return row["effective_default"], "default", row["source"]
     if cc is None:
         return None, how, "GPU compute capability unknown"
-    to, src = mx.resolve_auto(table, sg, cc, ctx.launch.get("--quantization") if ctx.launch else None)
+    to, src = resolve_auto(table, sg, cc, ctx.launch.get("--quantization") if ctx.launch else None)
     return to, "auto", src
 
 
@@ -400,7 +401,7 @@ def check_flag_choices(ctx: Context) -> None:
         elif ctx.sglang_facts is not None and isinstance(ctx.sglang_facts.get("cli_arguments"), dict):
             continue  # an option the SGLang does not have: MTP230 below
         elif flag == "--fp4-gemm-backend":
-            row = mx.sglang_row("fp4_gemm_backend", sg) if sg else None
+            row = sglang_row("fp4_gemm_backend", sg) if sg else None
             choices, src = (row.get("choices"), row["source"]) if row else (None, "")
             if row is not None and choices is None:
                 ctx.add("MTP226", f"SGLang {sg} has no {flag} option (added in 0.5.8; older versions read SGLANG_FLASHINFER_FP4_GEMM_BACKEND): "
