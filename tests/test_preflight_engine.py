@@ -354,3 +354,12 @@ def test_other_engines_launch_refused_naming_what_preflight_reads(argv: list[str
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"starts {label}: the preflight reads SGLang and vLLM launch commands" in err
     assert f"pass --engine {engine_id}" in err
+
+
+def test_verdict_line_of_another_engine_names_no_sglang_version() -> None:
+    """``--engine trtllm`` on a check_env dump of SGLang 0.5.12.dev136 (sglang-24834.txt): the verdict is for
+    TensorRT-LLM, whose version the dump does not state; SGLang's version is not TensorRT-LLM's."""
+    r = preflight(env_dumps=[DUMPS / "sglang-24834.txt"], engine="trtllm", use_sglang_analyzer=False)
+    (f,) = [f for f in r.findings if f.rule_id == "MTP228"]
+    assert "native FP4 capable on TensorRT-LLM (version unknown) — " in f.message
+    assert "0.5.12" not in f.message

@@ -436,7 +436,7 @@ def _report(ctx: Any, choice: Any, gaps: list[Any], target: str, flag_source: st
     from mtp_audit.preflight.rules import preflight_rules
     from mtp_audit.report import Evidence, Gap
 
-    ver = ctx.vllm if ctx.is_vllm else ctx.sglang
+    ver = ctx.vllm if ctx.is_vllm else ctx.sglang if ctx.engine == "sglang" else None
     # the verdict line names the engine (and its version); where the engine came from is the MTP228 evidence
     engine_line = (f"{choice.name} {ver}" if ver else f"{choice.name} (version unknown)") + (" (assumed)" if choice.how == "assumed" else "")
     engine_evidence = tuple([Evidence("engine", f"{choice.name} ({choice.how}: {choice.source})")]
