@@ -53,6 +53,11 @@ def _load(engine_id: str, spec: str) -> Engine:
 DEFAULT_HEADS_ENGINE = "sglang"
 
 
+#: The engine whose kernel checks the preflight applies when nothing names one (no ``--engine``, no launch command, no
+#: engine in the machine facts): the preflight has always answered for SGLang, and says so ("on SGLang (assumed)").
+DEFAULT_PREFLIGHT_ENGINE = "sglang"
+
+
 #: The built-in engines' ``uses_heads`` hooks as ``"module:function"`` (each engine's method calls the same function):
 #: a checkpoint audit asks one of them without importing the engine's launch package (~20 ms of start-up).
 HEADS_SPECS: dict[str, str] = {"sglang": "mtp_audit.engines.sglang.heads:sglang_uses_heads"}

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mtp_audit.deprecation import renamed_keywords
+from mtp_audit.deprecation import ENGINE_FACT_KEYWORDS, folded_keywords, renamed_keywords
 from mtp_audit.report import Report
 
 if TYPE_CHECKING:
@@ -76,7 +76,8 @@ def _answer(vs: list[dict[str, Any]], verdict: str, findings: Sequence[Any], an:
     return [f"could not tell whether {desc} can run native FP4{on}" + (f": {reason}" if reason else "") + tail]
 
 
-@renamed_keywords({"facts": "machine_facts", "env_dump": "env_dumps"})
+@renamed_keywords({"facts": "machine_facts", "env_dump": "env_dumps", "use_sglang_analyzer": "use_engine_analyzer"})
+@folded_keywords("engine_facts", ENGINE_FACT_KEYWORDS)
 def preflight(
     *,
     env_dumps: Sequence[str | Path] | str | Path = (),
@@ -87,19 +88,19 @@ def preflight(
     import_torch: bool = False,
     timeout: float = 10.0,
     cwd: Path | None = None,
-    use_sglang_analyzer: bool = True,
+    use_engine_analyzer: bool = True,
     probe_result: Any = None,
-    sglang_facts: Mapping[str, Any] | None = None,
+    engine_facts: Mapping[str, Mapping[str, Any] | None] | None = None,
     engine: str | None = None,
     use_nvml: bool | None = None,
-    vllm_version: str | None = None,
     no_machine: bool = False,
 ) -> Report:
     """Run the preflight and return its report.
 
     Exactly one machine source is used: ``machine_facts`` (a MachineFacts), ``facts_file``, ``env_dumps``
-    (merged in order), or else the live machine; with ``no_machine`` never the live machine. The old name ``facts`` (for ``machine_facts``) still works,
-    with a DeprecationWarning.
+    (merged in order), or else the live machine; with ``no_machine`` never the live machine. The old names still work,
+    with a DeprecationWarning: ``facts`` (for ``machine_facts``), ``use_sglang_analyzer`` (``use_engine_analyzer``),
+    ``sglang_facts=F`` (``engine_facts={"sglang": F}``) and ``vllm_version=V`` (``engine_facts={"vllm": {"version": V}}``).
 
     Args:
         env_dumps: pasted environment dumps (sglang check_env, torch/vllm/flashinfer collect_env, nvidia-smi),
@@ -111,14 +112,14 @@ def preflight(
         import_torch: import torch (in a child process) for its arch list.
         timeout: seconds allowed per external command (nvidia-smi, nvcc).
         cwd: folder that relative paths in ``launch`` (``--model-path``) are resolved against.
-        use_sglang_analyzer: ask ``mtp_audit.engines.sglang.audit_sglang`` for flag semantics when available.
+        use_engine_analyzer: on the live machine, ask the installed engine's own analyzer what the launch's options
+            mean, when the engine has one (SGLang: :func:`mtp_audit.engines.sglang.audit_sglang`;
+            :meth:`~mtp_audit.preflight.kernels.KernelChecks.flag_semantics`).
         probe_result: a recorded :class:`~mtp_audit.preflight.probe.ProbeResult` to evaluate (rule examples, replays).
-        sglang_facts: ``report.facts["sglang"]`` of :func:`mtp_audit.engines.sglang.audit_sglang` on the SGLang the launch
-            will run (a wheel, checkout or folder, not necessarily installed here). When given, it is used for the
-            flag semantics and the SGLang version whatever the machine source (live, dump or facts file), and the
-            installed sglang is not looked up. ``mtp-audit launch`` passes it.
-        vllm_version: the version of the vLLM source a launch audit names (``--vllm TARGET``); it wins over the
-            machine's installed vllm for version-dependent vLLM checks.
+        engine_facts: engine id -> what its analyzer says of the release the launch runs (not necessarily installed
+            here; ``None`` ignored). The entry of the engine the verdict is for gives the option semantics and the
+            version, whatever the machine source (SGLang: ``audit_sglang(...).facts["sglang"]``; vLLM:
+            ``{"version": ...}`` of ``--vllm TARGET``). ``mtp-audit launch`` passes it.
         engine: a registered engine id or alias (``"sglang"``, ``"vllm"``, ``"trtllm"``, ...; ``--engine``): whose
             kernel checks the verdict applies (its :meth:`~mtp_audit.engines.base.Engine.kernels` hook). It wins over the
             engine detected from the launch command or the machine facts (a disagreement is evidence on MTP228);
@@ -148,10 +149,12 @@ def preflight(
     launch_src = f"launch command '{' '.join(parsed_launch.argv[:3])}'" if parsed_launch is not None else ""
     choice = eng.choose_engine(engine, parsed_launch.engine if parsed_launch is not None else None, launch_src,
                                eng.machine_hint(machine, dump_formats))
-    ctx = an.Context(facts=machine, engine=choice.engine, vllm_version=vllm_version, kernels=_kernels_of(choice.engine))
+    release = (engine_facts or {}).get(choice.engine)
+    ctx = an.Context(facts=machine, engine=choice.engine, kernels=_kernels_of(choice.engine),
+                     engine_facts=dict(release) if release is not None else None)
     # an assumed engine is said on the verdict line ("on SGLang (assumed)") and in MTP228's evidence, not as a gap
     gaps = _attach_launch(ctx, parsed_launch, cwd)
-    flag_source = _flag_semantics(ctx, sglang_facts, launch is not None and use_sglang_analyzer)
+    flag_source = _flag_semantics(ctx, launch is not None and use_engine_analyzer)
     _attach_probe(ctx, gaps, probe, probe_result)
     an.analyze(ctx)
     return _scoped(_report(ctx, choice, gaps, target, flag_source), no_machine, parsed_launch is not None)
@@ -353,13 +356,13 @@ def _kernels_of(engine: str) -> Any:
     return engine_named(engine).kernels() or KernelChecks()
 
 
-def _flag_semantics(ctx: Any, sglang_facts: Mapping[str, Any] | None, ask_installed: bool) -> str:
+def _flag_semantics(ctx: Any, ask_installed: bool) -> str:
     """Where the flag semantics come from (the summary's ``flag_semantics``): the capability matrix, or what the
-    engine's own analyzer says of the release (``sglang_facts`` given, or the installed engine analysed on the live
-    machine when ``ask_installed``): :meth:`mtp_audit.preflight.kernels.KernelChecks.flag_semantics`."""
+    engine's own analyzer says of the release (``ctx.engine_facts`` given, or the installed engine analysed on the
+    live machine when ``ask_installed``): :meth:`mtp_audit.preflight.kernels.KernelChecks.flag_semantics`."""
     from mtp_audit.preflight import matrix as mx
 
-    return ctx.kernels.flag_semantics(ctx, sglang_facts, ask_installed, f"capability matrix v{mx.load()['matrix_version']}")
+    return ctx.kernels.flag_semantics(ctx, ctx.engine_facts, ask_installed, f"capability matrix v{mx.load()['matrix_version']}")
 
 
 def _attach_probe(ctx: Any, gaps: list[Any], probe: bool, probe_result: Any) -> None:
@@ -436,7 +439,7 @@ def _report(ctx: Any, choice: Any, gaps: list[Any], target: str, flag_source: st
     from mtp_audit.preflight.rules import preflight_rules
     from mtp_audit.report import Evidence, Gap
 
-    ver = ctx.vllm if ctx.is_vllm else ctx.sglang if ctx.engine == "sglang" else None
+    ver = ctx.engine_version
     # the verdict line names the engine (and its version); where the engine came from is the MTP228 evidence
     engine_line = (f"{choice.name} {ver}" if ver else f"{choice.name} (version unknown)") + (" (assumed)" if choice.how == "assumed" else "")
     engine_evidence = tuple([Evidence("engine", f"{choice.name} ({choice.how}: {choice.source})")]

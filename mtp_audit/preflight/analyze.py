@@ -14,6 +14,7 @@ from typing import Any
 
 from packaging.version import Version
 
+from mtp_audit.engines.registry import DEFAULT_PREFLIGHT_ENGINE as DEFAULT_ENGINE
 from mtp_audit.preflight import matrix as mx
 from mtp_audit.preflight.facts import Fact, GpuFacts, MachineFacts, fmt_value
 from mtp_audit.preflight.kernels import KernelChecks
@@ -44,22 +45,21 @@ class Context:
         facts: the machine.
         launch: the intended launch, or ``None`` (bare ``mtp-audit preflight``).
         quant: the checkpoint's quantization (from ``--model-path``), or ``None``.
-        sglang_facts: ``facts["sglang"]`` of the sglang analyzer, or ``None`` (matrix used instead).
+        engine_facts: what the engine's own analyzer says of the release the launch runs (SGLang: the sglang
+            analyzer's ``facts["sglang"]``; vLLM: the audited source's ``version``), or ``None`` (the capability
+            matrix and the machine's installed packages are used instead).
         probe: the ``--probe`` result, or ``None``.
         engine: the registered engine id whose kernel checks apply (:mod:`mtp_audit.preflight.engine`).
         kernels: that engine's FP4 kernel checks and wording (its :meth:`~mtp_audit.engines.base.Engine.kernels`
             hook); the defaults add nothing.
         pins_checked: whether an installed package's ``Requires-Dist: torch`` pin was read (MTP209).
-        vllm_version: the version of the vLLM source the launch audit names (``--vllm TARGET``), which wins over the
-            machine's installed vllm; ``None`` when none was named.
     """
 
     facts: MachineFacts
-    engine: str = "sglang"
-    vllm_version: str | None = None
+    engine: str = DEFAULT_ENGINE
     launch: Launch | None = None
     quant: CheckpointQuant | None = None
-    sglang_facts: dict[str, Any] | None = None
+    engine_facts: dict[str, Any] | None = None
     probe: ProbeResult | None = None
     kernels: KernelChecks = field(default_factory=KernelChecks)
     pins_checked: bool = False
@@ -88,35 +88,22 @@ class Context:
         f = self.facts.package(dist)
         return mx.parse_version(f.value) if f.present else None
 
-    @property
-    def sglang(self) -> Version | None:
-        """SGLang version: the sglang analyzer's, else the facts'."""
-        v = None
-        if self.sglang_facts and self.sglang_facts.get("version"):
-            v = mx.parse_version(str(self.sglang_facts["version"]))
-        v = v or self.version("sglang")
-        # a source checkout reports 0.0.0.devN+g<sha>: its release is unknown, not "older than 0.1"
-        return None if v is not None and v < Version("0.1") else v
+    def engine_fact(self, key: str) -> Any:
+        """``key`` of :attr:`engine_facts` (``"version"``, ``"cli_arguments"``), or ``None`` when absent."""
+        return self.engine_facts.get(key) if self.engine_facts else None
 
     @property
-    def is_vllm(self) -> bool:
-        """The verdict is for vLLM."""
-        return self.engine == "vllm"
+    def engine_version(self) -> Version | None:
+        """The release of the engine the verdict is for, as its kernel checks tell it
+        (:meth:`~mtp_audit.preflight.kernels.KernelChecks.version`: its analyzer's, else the installed package's)."""
+        return self.kernels.version(self)
 
     @property
     def engine_name(self) -> str:
-        """``"SGLang"`` or ``"vLLM"``."""
-        return "vLLM" if self.is_vllm else "SGLang"
+        """The engine the verdict is for, as a person names it (``"SGLang"``; the registry's label)."""
+        from mtp_audit.engines.registry import engine_label
 
-    @property
-    def vllm(self) -> Version | None:
-        """vLLM version: the audited vLLM source's (``--vllm TARGET``), else the facts' (``vLLM Version`` of a
-        collect-env dump, or the installed package)."""
-        if self.vllm_version:
-            v = mx.parse_version(self.vllm_version)
-            if v is not None:
-                return v
-        return self.version("vllm")
+        return engine_label(self.engine)
 
     def launch_env(self, name: str) -> str | None:
         """Environment variable ``name`` of the launch: a ``NAME=VALUE`` prefix of the command wins over the

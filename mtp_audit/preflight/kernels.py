@@ -13,6 +13,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from packaging.version import Version
+
+from mtp_audit.preflight import matrix as mx
+
 
 @dataclass(frozen=True)
 class LaunchSyntax:
@@ -42,6 +46,7 @@ class KernelChecks:
 
     Attributes:
         label: the engine as a person names it (``"SGLang"``).
+        package: the distribution whose installed version is the engine's (``"sglang"``), or ``None``.
         checks: functions of the preflight's :class:`~mtp_audit.preflight.analyze.Context`, run after the machine's
             own checks; each adds findings (its rules are declared in :mod:`mtp_audit.preflight.rules`) and gaps.
         fp4_quantizations: ``--quantization`` values of this engine that load FP4 weights.
@@ -58,6 +63,7 @@ class KernelChecks:
     """
 
     label: str = "the engine"
+    package: str | None = None
     checks: tuple[Callable[[Any], None], ...] = ()
     fp4_quantizations: tuple[str, ...] = ()
     fp4_flags: tuple[str, ...] = ()
@@ -68,6 +74,12 @@ class KernelChecks:
     probe_mismatch_remediation: str = "switch the dense FP4 GEMM backend and re-run --probe"
     syntax: LaunchSyntax = field(default_factory=LaunchSyntax)
     default_flag_checks: tuple[Callable[[Any], None], ...] = ()
+
+    def version(self, ctx: Any) -> Version | None:
+        """The engine's release: the ``version`` its own analyzer gives (``ctx.engine_facts``), else the installed
+        :attr:`package`'s (machine facts); ``None`` when neither says."""
+        given = mx.parse_version(str(ctx.engine_fact("version") or "")) if ctx.engine_fact("version") else None
+        return given or (ctx.version(self.package) if self.package else None)
 
     def summary(self, ctx: Any) -> dict[str, str | None]:
         """Headline values of ``facts["preflight"]["summary"]`` this engine adds (its version, the backends the

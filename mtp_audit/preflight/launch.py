@@ -82,23 +82,14 @@ class Launch:
     env: dict[str, str] = field(default_factory=dict)
     model_label: str = "model"
 
-    @property
-    def is_vllm(self) -> bool:
-        """Whether it starts vLLM (``vllm serve``, ``python -m vllm.entrypoints...``)."""
-        return self.engine == "vllm"
-
-    @property
-    def is_sglang(self) -> bool:
-        """Whether it starts SGLang (``python -m sglang.launch_server``, ``sglang serve``)."""
-        return self.engine == "sglang"
-
     def get(self, flag: str) -> str | None:
         """Value of a canonical flag, or ``None``."""
         return self.flags.get(flag)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
-        return {"argv": list(self.argv), "is_sglang": self.is_sglang, "engine": self.engine,
+        # ``is_sglang``: kept for readers of reports written before ``engine`` (schema 1)
+        return {"argv": list(self.argv), "is_sglang": self.engine == "sglang", "engine": self.engine,
                 "flags": dict(sorted(self.flags.items())), "bools": list(self.bools), "options": list(self.options),
                 "env": dict(sorted(self.env.items()))}
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from packaging.version import Version
 
+from mtp_audit.engines.registry import engine_label
 from mtp_audit.preflight import matrix as mx
 from mtp_audit.preflight import platforms as pf
 from mtp_audit.preflight.facts import Fact
@@ -69,7 +70,7 @@ def fp4_format(ctx: Any) -> str | None:
 
 
 def _engine_version(ctx: Any) -> Version | None:
-    return ctx.vllm if ctx.is_vllm else ctx.sglang
+    return ctx.engine_version
 
 
 def engine_path(engine: str, version: Version | None, fmt: str) -> tuple[dict[str, Any] | None, str]:
@@ -157,7 +158,8 @@ def check_amd(ctx: Any) -> None:
 
 def _amd_path_finding(ctx: Any, g: Any, gfx: str, fmt: str, *, explicit: bool) -> None:
     tgt = pf.gfx_target(gfx)
-    engine = "vllm" if ctx.is_vllm else "sglang"
+    engine = "vllm" if ctx.engine == "vllm" else "sglang"
+    name = engine_label(engine)  # the engine whose table rows are read
     ver = _engine_version(ctx)
     row, how = engine_path(engine, ver, fmt)
     label = "MXFP4" if fmt == "mxfp4" else "NVFP4"
@@ -165,27 +167,27 @@ def _amd_path_finding(ctx: Any, g: Any, gfx: str, fmt: str, *, explicit: bool) -
            Evidence("hardware", f"{tgt['mx']}; FP8 {tgt['fp8']} ({tgt['source']})" if tgt else "not in data/amd.json"),
            Evidence("engine path", how)]
     if row is None:
-        ctx.gap(f"{label} on {gfx} with {ctx.engine_name} {ver}: {how}; the FP4 path could not be told")
+        ctx.gap(f"{label} on {gfx} with {name} {ver}: {how}; the FP4 path could not be told")
         return
     evs.append(Evidence("source", row["source"]))
     native = bool(tgt and tgt.get(f"native_{fmt}"))
     if fmt == "mxfp4" and gfx in row.get("native_on", ()) and native:
-        missing_aiter = ctx.is_vllm and ctx.facts.package("aiter").missing == "not installed"
-        ctx.add("MTP242", f"GPU {g.index} ({g.name.value or '?'}, {gfx}): {label} runs natively on {ctx.engine_name}: {row['native']}",
+        missing_aiter = ctx.engine == "vllm" and ctx.facts.package("aiter").missing == "not installed"
+        ctx.add("MTP242", f"GPU {g.index} ({g.name.value or '?'}, {gfx}): {label} runs natively on {name}: {row['native']}",
                 gpu=g, evidence=evs, severity=Severity.INFO,
                 detail="Quark MXFP4 needs the aiter package for the native path (" + row.get("needs_aiter_on_native", "") + ")" if missing_aiter else "")
         return
     kind = row.get("elsewhere") if fmt == "mxfp4" else row.get("verdict")
     if kind == "not runnable":
         text = row.get("not_runnable") or row.get("text")
-        ctx.add("MTP243", f"GPU {g.index} ({g.name.value or '?'}, {gfx}): an {label} checkpoint does not run on {ctx.engine_name}"
+        ctx.add("MTP243", f"GPU {g.index} ({g.name.value or '?'}, {gfx}): an {label} checkpoint does not run on {name}"
                 f"{' ' + str(ver) if ver else ''}: {text}", gpu=g, evidence=evs,
                 severity=Severity.ERROR if explicit else Severity.WARNING,
                 remediation=("run MXFP4 on gfx950 (MI350X / MI355X), or use an FP8 / BF16 checkpoint on this GPU" if fmt == "mxfp4"
                              else "use an MXFP4 (gfx950) or FP8 checkpoint on AMD, or serve it with vLLM (emulated NVFP4)"))
         return
     text = row.get("emulated") or row.get("text")
-    ctx.add("MTP242", f"GPU {g.index} ({g.name.value or '?'}, {gfx}) has no native {label}: {ctx.engine_name}"
+    ctx.add("MTP242", f"GPU {g.index} ({g.name.value or '?'}, {gfx}) has no native {label}: {name}"
             f"{' ' + str(ver) if ver else ''} emulates it ({kind}): {text}", gpu=g, evidence=evs,
             severity=Severity.WARNING, detail=f"Cost: {row.get('cost', 'not measured')}.",
             remediation=("MXFP4 runs natively on gfx950 (MI350X / MI355X); on this GPU an FP8 checkpoint uses its FP8 "
@@ -195,12 +197,12 @@ def _amd_path_finding(ctx: Any, g: Any, gfx: str, fmt: str, *, explicit: bool) -
 
 def _check_amd_switches(ctx: Any) -> None:
     """MTP244: a gfx950-only vLLM switch on a GPU that is not gfx950."""
-    if not ctx.is_vllm:
+    if ctx.engine != "vllm":
         return
     others = sorted({gfx for g in ctx.gpus if (gfx := _gfx(g)) and gfx != "gfx950"})
     if not others:
         return
-    ver = ctx.vllm
+    ver = ctx.engine_version
     aiter = ctx.launch_env("VLLM_ROCM_USE_AITER")
     for sw in pf.amd_table()["engines"]["vllm"]["gfx950_only_switches"]:
         val = ctx.launch_env(sw["env"])
@@ -234,7 +236,7 @@ def check_ascend(ctx: Any) -> None:
             evidence=[Evidence("platform", f"cann ({ctx.facts.accelerator.source})"), Evidence("source", facts["fp4"]["source"])])
     gens = {g.index: _ascend_row(g) for g in ctx.gpus}
     old = [i for i, r in gens.items() if r and r["generation"] in facts["vllm_ascend_devices"]["unsupported_generations"]]
-    if old and ctx.is_vllm:
+    if old and ctx.engine == "vllm":
         g = ctx.gpus[old[0]]
         ctx.add("MTP246", f"NPU {old[0]} ({g.name.value}) is a first-generation Ascend 910, which vllm-ascend does not support: "
                 f"{facts['vllm_ascend_devices']['text']}", gpu=g, evidence=[Evidence("NPU", f"{g.name.value} ({g.arch.source})"),
@@ -257,7 +259,7 @@ def _ascend_row(g: Any) -> dict[str, Any] | None:
 def _check_vllm_ascend_mtp(ctx: Any, facts: dict[str, Any]) -> None:
     va = ctx.facts.package("vllm-ascend")
     v = mx.parse_version(va.value) if va.present else None
-    if not ctx.is_vllm or v is None:
+    if ctx.engine != "vllm" or v is None:
         return
     row = next((r for r in reversed(facts["vllm_ascend_spec_decode"]) if Version(r["from"]) <= v
                 and (not r.get("until") or v < Version(r["until"]))), None)
@@ -270,9 +272,9 @@ def _check_vllm_ascend_mtp(ctx: Any, facts: dict[str, Any]) -> None:
 
 def _check_sglang_npu_mxfp4(ctx: Any, facts: dict[str, Any], gens: dict[int, Any], fp4: str | None) -> None:
     f = facts["sglang_npu_mxfp4"]
-    sg = ctx.sglang
+    sg = ctx.engine_version
     q = (ctx.launch.get("--quantization") or "").lower() if ctx.launch else ""
-    if ctx.is_vllm or q != "mxfp4" or (sg is not None and sg < Version(f["from"])):
+    if ctx.engine == "vllm" or q != "mxfp4" or (sg is not None and sg < Version(f["from"])):
         return
     bad = [i for i, r in gens.items() if r is None or r["generation"] != f["needs_generation"]]
     if not bad:
@@ -317,10 +319,10 @@ def _quantization_method(ctx: Any) -> tuple[str, str] | None:
 def _check_vllm_xpu_quantization(ctx: Any, where: Any) -> None:
     """MTP237 on XPU: vLLM's ``Platform.verify_quantization`` refuses a method outside the XPU list of its release."""
     found = _quantization_method(ctx)
-    if not ctx.is_vllm or found is None:
+    if ctx.engine != "vllm" or found is None:
         return
     method, how = found
-    ver = ctx.vllm
+    ver = ctx.engine_version
     rows = pf.intel_table()["facts"]["vllm_xpu_quantization"]
     row = next((r for r in reversed(rows) if ver is not None and Version(r["from"]) <= ver), None)
     if row is None:

@@ -47,9 +47,9 @@ BOOL_FLAGS = ("--enable-pdmux",)
 
 
 def _flag_from_sglang_facts(ctx: Context, flag: str) -> dict[str, Any] | None:
-    if not ctx.sglang_facts:
+    if not ctx.engine_facts:
         return None
-    args = ctx.sglang_facts.get("cli_arguments") or {}
+    args = ctx.engine_facts.get("cli_arguments") or {}
     return args.get(flag) if isinstance(args, dict) else None
 
 
@@ -63,7 +63,7 @@ def effective_backend(ctx: Context, flag: str, table: str) -> tuple[str | None, 
     given = ctx.launch.get(flag) if ctx.launch else None
     if given and given != "auto":
         return given, "explicit", "launch command"
-    sg = ctx.sglang
+    sg = ctx.engine_version
     if sg is None:
         return None, "auto", "SGLang version unknown"
     value = given
@@ -93,7 +93,7 @@ def check_no_native_fp4(ctx: Context) -> None:
     fallback (< 0.5.13); a warning naming both cases when the version is unknown on SM80-SM90.
     (vLLM's own: :func:`mtp_audit.engines.vllm.kernels.check_vllm_fp4`)."""
     marlin = mx.load()["marlin_w4a16"]
-    sg = ctx.sglang
+    sg = ctx.engine_version
     gemm, _, _ = effective_backend(ctx, "--fp4-gemm-backend", "fp4_gemm_backend")
     moe, _, _ = effective_backend(ctx, "--moe-runner-backend", "moe_runner_backend_nvfp4")
     has_marlin = sg is not None and sg >= Version(mx.load()["sglang"]["marlin_fallback_from"])
@@ -137,7 +137,7 @@ def check_no_native_fp4(ctx: Context) -> None:
 
 def check_jit_nvcc(ctx: Context) -> None:
     """MTP207: SGLang >= 0.5.10 JIT-compiles its NVFP4 kernels; needs nvcc new enough for the SM (SGLang only)."""
-    sg = ctx.sglang
+    sg = ctx.engine_version
     cc = ctx.cc0
     if sg is None or cc is None or cc[0] < 10 or not ctx.fp4_intent or sg < Version(mx.load()["sglang"]["jit_nvfp4_from"]):
         return
@@ -170,7 +170,7 @@ def check_kernel_binaries(ctx: Context) -> None:
     bins = [b for b in ctx.facts.binaries if b.package in _KERNEL_PKGS and b.targets.present and "sm90/" not in b.path]
     if not bins:
         return
-    sg = ctx.sglang
+    sg = ctx.engine_version
     aot_fp4 = sg is None or sg < Version(mx.load()["sglang"]["jit_nvfp4_from"])
     for cc in sorted({g.cc for g in ctx.gpus if g.cc and g.cc[0] >= 10}):
         g = next(x for x in ctx.gpus if x.cc == cc)
@@ -220,7 +220,7 @@ def check_gemm_backend(ctx: Context) -> None:
     if resolved is None:
         return
     cc, g, backend, how, src, evs = resolved
-    label = f"--fp4-gemm-backend {backend}" + ("" if how == "explicit" else f" (SGLang {ctx.sglang} '{how}' resolves to it on {sm_name(cc)})")
+    label = f"--fp4-gemm-backend {backend}" + ("" if how == "explicit" else f" (SGLang {ctx.engine_version} '{how}' resolves to it on {sm_name(cc)})")
     sm = cc[0] * 10 + cc[1]
     fi = ctx.flashinfer
     if backend == "flashinfer_trtllm" and cc[0] != 10:
@@ -282,7 +282,7 @@ def check_moe_backend(ctx: Context) -> None:
     if resolved is None:
         return
     cc, g, backend, how, src, evs = resolved
-    sg = ctx.sglang
+    sg = ctx.engine_version
     fi = ctx.flashinfer
     sm100_only = mx.load()["sglang"]["sm100_only_moe_backends"]
     if backend in sm100_only and cc[0] != 10:
@@ -367,7 +367,7 @@ def _choices_from_matrix(flag: str, sg: Version | None) -> tuple[list[str] | Non
 
 def _known_options(ctx: Context) -> set[str] | None:
     """Every option string of the SGLang the launch will run (first names and aliases), or ``None`` without a table."""
-    args = (ctx.sglang_facts or {}).get("cli_arguments")
+    args = ctx.engine_fact("cli_arguments")
     if not isinstance(args, dict) or not args:
         return None
     names = {"-h", "--help"}
@@ -388,9 +388,9 @@ def check_flag_choices(ctx: Context) -> None:
     in each wheel). Unknown options need the option table, which only the sglang analyzer gives; without it the
     options the preflight does not interpret are listed in a non-blocking gap.
     """
-    if not ctx.launch or not ctx.launch.is_sglang:
+    if not ctx.launch or not ctx.launch.engine == "sglang":
         return
-    sg = ctx.sglang
+    sg = ctx.engine_version
     for flag in ("--fp4-gemm-backend", "--moe-runner-backend", "--quantization"):
         given = ctx.launch.get(flag)
         if given is None:
@@ -398,7 +398,7 @@ def check_flag_choices(ctx: Context) -> None:
         arg = _flag_from_sglang_facts(ctx, flag)
         if arg is not None:
             choices, src = arg.get("choices"), f"sglang analyzer: {arg.get('choices_location') or arg.get('location', '?')}"
-        elif ctx.sglang_facts is not None and isinstance(ctx.sglang_facts.get("cli_arguments"), dict):
+        elif ctx.engine_facts is not None and isinstance(ctx.engine_facts.get("cli_arguments"), dict):
             continue  # an option the SGLang does not have: MTP230 below
         elif flag == "--fp4-gemm-backend":
             row = sglang_row("fp4_gemm_backend", sg) if sg else None
@@ -437,7 +437,7 @@ def check_release_torch_pin(ctx: Context) -> None:
     """MTP209 from the matrix's SGLang torch pins (``sglang.torch_pins``), where the machine recorded no
     ``Requires-Dist: torch`` pin of its own (:func:`mtp_audit.preflight.analyze.check_torch_pins`)."""
     tv = ctx.facts.torch_version
-    sg = ctx.sglang
+    sg = ctx.engine_version
     if not tv.present or ctx.pins_checked or sg is None:
         return
     installed = mx.base(mx.parse_version(tv.value) or Version("0"))
@@ -498,6 +498,7 @@ class SGLangKernels(KernelChecks):
     """SGLang's answers to the preflight (see :class:`~mtp_audit.preflight.kernels.KernelChecks`)."""
 
     label: str = "SGLang"
+    package: str | None = "sglang"
     checks: tuple[Any, ...] = (check_no_native_fp4, check_jit_nvcc, check_kernel_binaries, check_release_torch_pin,
                                check_gemm_backend, check_moe_backend, check_nvfp4_online, check_fp8_kv_trtllm_mha,
                                check_pdmux, check_flag_choices)
@@ -511,24 +512,29 @@ class SGLangKernels(KernelChecks):
     syntax: LaunchSyntax = LaunchSyntax(FLAGS, BOOL_FLAGS, model_label="--model-path")
     default_flag_checks: tuple[Any, ...] = (check_gemm_backend, check_moe_backend)
 
+    def version(self, ctx: Any) -> Version | None:
+        """SGLang's release (:meth:`KernelChecks.version`); a source checkout reports ``0.0.0.devN+g<sha>``: its
+        release is unknown (``None``), not "older than 0.1"."""
+        v = super().version(ctx)
+        return None if v is not None and v < Version("0.1") else v
+
     def summary(self, ctx: Any) -> dict[str, str | None]:
         """SGLang's version and the FP4 GEMM / MoE runner backends the launch resolves to."""
-        return {"sglang": str(ctx.sglang) if ctx.sglang else None, "vllm": None,
+        return {"sglang": str(ctx.engine_version) if ctx.engine_version else None, "vllm": None,
                 "fp4_gemm_backend": _backend_summary(ctx, "--fp4-gemm-backend", "fp4_gemm_backend", "fp4_gemm_backend"),
                 "moe_runner_backend": _backend_summary(ctx, "--moe-runner-backend", "moe_runner_backend",
                                                        "moe_runner_backend_nvfp4")}
 
     def flag_semantics(self, ctx: Any, release_facts: Mapping[str, Any] | None, ask_installed: bool,
                        matrix_source: str) -> str:
-        """The sglang analyzer's facts of the release the launch runs (given, or the installed sglang on the live
-        machine), put on ``ctx.sglang_facts``; else the matrix."""
+        """The sglang analyzer's facts of the release the launch runs: given (already ``ctx.engine_facts``), or those
+        of the installed sglang on the live machine, put on ``ctx.engine_facts``; else the matrix."""
         if release_facts is not None:
-            ctx.sglang_facts = dict(release_facts)
             return f"sglang analyzer (sglang {release_facts.get('version') or 'version unknown'})"
         if ask_installed and ctx.facts.origin == "live":
             root = installed_sglang_root()
             if root is not None:
-                ctx.sglang_facts = sglang_facts_of(root)
-                if ctx.sglang_facts:
+                ctx.engine_facts = sglang_facts_of(root)
+                if ctx.engine_facts:
                     return "sglang analyzer (installed sglang)"
         return matrix_source

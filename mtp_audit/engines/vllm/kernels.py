@@ -105,7 +105,7 @@ def _vllm_requests(ctx: Context) -> list[VllmRequest]:
     """The explicit FP4 backend choices of a vLLM launch, after MTP226 (flag missing / invalid value) and MTP232
     (retired env var) findings and version gaps. An explicit ``--moe-backend`` wins over the env vars (the oracle
     checks it first: wheel:vllm-0.20.0:vllm/model_executor/layers/fused_moe/oracle/nvfp4.py:216 before :228)."""
-    v = ctx.vllm
+    v = ctx.engine_version
     out: list[VllmRequest] = []
     given: dict[str, str] = {}
     for flag, kind in (("--moe-backend", "moe"), ("--linear-backend", "linear")):
@@ -180,7 +180,7 @@ def _vllm_requests(ctx: Context) -> list[VllmRequest]:
 
 def _vllm_fix(ctx: Context, req: VllmRequest, cc: tuple[int, int]) -> str:
     """A vLLM-only remediation for ``req`` failing on ``cc``, in the request's own form (flag or env var)."""
-    v = ctx.vllm
+    v = ctx.engine_version
     if req.kind == "moe":
         order = _VLLM_FIX_ORDER["moe"]
     else:
@@ -231,7 +231,7 @@ def _vllm_unchecked_options(ctx: Context) -> None:
     if rest:
         ctx.gap(f"vLLM options not checked (no vLLM option table at hand): {', '.join(rest)}")
     vp = ctx.facts.package("vllm")
-    if not vp.present and "not installed" in str(vp.missing) and not ctx.vllm_version:
+    if not vp.present and "not installed" in str(vp.missing) and not ctx.engine_fact("version"):
         ctx.gap("vllm is not installed in this environment: the launch runs a vLLM from elsewhere (or fails to start); "
                 "checks that depend on the vLLM version were skipped")
 
@@ -258,7 +258,7 @@ def _vllm_backends_fail(ctx: Context, requests: list[Any], cc: tuple[int, int], 
 
 def _vllm_below_sm100(ctx: Context, cc: tuple[int, int], g: Any, label: str, at: Any, failed: bool) -> None:
     """MTP200 / MTP201 (and gaps) for GPUs without FP4 tensor cores: which fallback this vLLM takes, at what cost."""
-    v = ctx.vllm
+    v = ctx.engine_version
     evs = [ev("GPU", g.name), ev("compute capability", g.compute_capability), ev("vllm", ctx.facts.package("vllm")),
            Evidence("FP4 instruction", "none (FP8 is the narrowest tensor-core type on SM90)")]
     if ctx.mxfp4:
@@ -293,7 +293,7 @@ def _vllm_below_sm100(ctx: Context, cc: tuple[int, int], g: Any, label: str, at:
 
 def _vllm_mxfp4_below_sm100(ctx: Context, cc: tuple[int, int], g: Any, label: str, at: Any, evs: list[Evidence]) -> None:
     """MTP201 (weight-only MXFP4 kernels and their cost) where the matrix covers this vLLM, a gap where it does not."""
-    v = ctx.vllm
+    v = ctx.engine_version
     mrow = _vllm()["mxfp4_fallback"]
     if v is None or not mx.in_range(v, mrow["vllm"]):
         ctx.gap(f"{'vLLM version unknown' if v is None else f'vLLM {v}'}: its MXFP4 path below SM100 is in the capability matrix "
@@ -308,7 +308,7 @@ def _vllm_mxfp4_below_sm100(ctx: Context, cc: tuple[int, int], g: Any, label: st
 def _vllm_dense_marlin_note(ctx: Context, fb: dict[str, Any] | None) -> str:
     """For vLLM releases whose Marlin fallback covers MoE layers only: the note (and gap) that the dense layers of a
     ModelOpt checkpoint may not fall back when FlashInfer is installed."""
-    v = ctx.vllm
+    v = ctx.engine_version
     if fb is None or fb["fallback"] != "marlin-moe-only":
         return ""
     modelopt = (ctx.launch is not None and (ctx.launch.get("--quantization") or "") == "modelopt_fp4") or bool(
@@ -349,6 +349,7 @@ class VllmKernels(KernelChecks):
     """vLLM's answers to the preflight (see :class:`~mtp_audit.preflight.kernels.KernelChecks`)."""
 
     label: str = "vLLM"
+    package: str | None = "vllm"
     checks: tuple[Any, ...] = (check_vllm_fp4,)
     fp4_quantizations: tuple[str, ...] = FP4_QUANTIZATIONS
     device_choice: str = ("vLLM chooses FP4 kernels from current_platform.get_device_capability(), device 0 by default "
@@ -362,7 +363,7 @@ class VllmKernels(KernelChecks):
 
     def summary(self, ctx: Any) -> dict[str, str | None]:
         """vLLM's version and the NVFP4 MoE / dense GEMM backends the launch asks for."""
-        return {"sglang": None, "vllm": str(ctx.vllm) if ctx.vllm else None, **_backend_summary(ctx)}
+        return {"sglang": None, "vllm": str(ctx.engine_version) if ctx.engine_version else None, **_backend_summary(ctx)}
 
     def flag_semantics(self, ctx: Any, release_facts: Any, ask_installed: bool, matrix_source: str) -> str:
         """The capability matrix's vLLM rows (the sglang analyzer says nothing about vLLM)."""
