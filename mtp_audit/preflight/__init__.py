@@ -211,7 +211,7 @@ def _checked_launch(engine: str | None, launch: Sequence[str] | None) -> Any:
     if launch is None:
         return None
     parsed_launch = parse_launch(list(launch))
-    if parsed_launch.engine not in eng.ENGINES:
+    if not parsed_launch.checked:
         raise InputError("launch command", _unsupported_launch(parsed_launch.argv))
     return parsed_launch
 
@@ -225,7 +225,7 @@ def _unsupported_launch(argv: Sequence[str]) -> str:
     got = " ".join(argv[:3])
     supported = ("the preflight reads SGLang and vLLM launch commands (python -m sglang.launch_server …, sglang serve …, "
                  "vllm serve … or python -m vllm.entrypoints.openai.api_server …)")
-    other = next((e for e in engines() if e.name not in ("sglang", "vllm") and e.entry(list(argv)) is not None), None)
+    other = next((e for e in engines() if e.kernels() is None and e.entry(list(argv)) is not None), None)
     if other is None:
         return ("not an SGLang or vLLM launch command: expected python -m sglang.launch_server …, sglang serve …, "
                 f"vllm serve … or python -m vllm.entrypoints.openai.api_server … (got '{got}')")
