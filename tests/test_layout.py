@@ -123,7 +123,7 @@ def test_no_private_names_across_modules():
 def test_rule_modules_hold_declarations_only(module):
     """A rules module imports the report model, the rule registry and fixture builders, never an analyzer
     (the examples run through ``<package>.examples``)."""
-    allowed = ("mtp_audit.report", "mtp_audit.report.model", "mtp_audit.report.rules", "mtp_audit.synth",
+    allowed = ("mtp_audit.report", "mtp_audit.report.model", "mtp_audit.report.rules", "mtp_audit.report.questions", "mtp_audit.synth",
                "mtp_audit.synth.shards", "mtp_audit.synth.launch", "mtp_audit.synth.dumps", "mtp_audit.checkpoint.layouts", "mtp_audit.preflight.facts",
                "mtp_audit.checkpoint.gguf_rules", "mtp_audit.synth.gguf",
                "mtp_audit.compare.gguf_rules")

@@ -393,3 +393,34 @@ def test_engine_facts_by_engine_id_and_the_old_keywords() -> None:
         assert preflight(env_dumps=sg, sglang_facts=EXAMPLE_SGLANG_FACTS).facts["preflight"]["summary"] == summary
     with pytest.raises(TypeError, match="sglang_facts"):
         preflight(env_dumps=sg, sglang_facts={}, engine_facts={"sglang": {}})
+
+
+def test_preflight_rules_gaps_and_findings_name_their_question(tmp_path: Path) -> None:
+    """Every preflight rule names the question its findings answer (MTP240, the platform, is about the machine as a
+    whole); a dump without a GPU list leaves the GPU count and the FP4 verdict open, each gap saying which."""
+    from mtp_audit.preflight.rules import preflight_rules
+    from mtp_audit.report import questions as Q
+
+    assert [r.id for r in preflight_rules() if r.question is None] == ["MTP240"]
+    assert {r.id: r.question for r in preflight_rules()}.items() >= {
+        "MTP200": Q.FP4, "MTP205": Q.STACK, "MTP225": Q.MEMORY, "MTP226": Q.STARTS, "MTP231": Q.FP4, "MTP247": Q.MTP_HEADS}.items()
+    r = run_dump(tmp_path, "PyTorch version: 2.9.1+cu128\nCUDA used to build PyTorch: 12.8\n")
+    assert [(g.question, g.blocking, g.message.split(" (")[0].split(":")[0]) for g in r.gaps] == [
+        (Q.FP4, True, "native FP4 verdict unknown"), (Q.GPU_COUNT, True, "no GPU information")]
+    r = run_dump(tmp_path, vllm_env(B200, torch="2.9.1+cu124", torch_cuda="12.4"), VL)
+    assert {f.rule_id: f.question for f in r.findings}["MTP203"] == Q.STACK
+
+
+def test_launch_scopes_preflight_gaps_by_question_not_by_text() -> None:
+    """A launch that runs no FP4 kernels turns the preflight's blocking FP4 gaps into notes, whatever their words; a
+    blocking gap of another question stays blocking even when its text says FP4."""
+    from mtp_audit.engines.outcome import scope_gap
+    from mtp_audit.report import Gap
+    from mtp_audit.report import questions as Q
+
+    cc = Gap("preflight", "GPU 0: compute capability unknown (not in the dump)", None, True, Q.FP4)
+    stack = Gap("preflight", "driver 580.65 is written without all its parts (CUDA 13.0 for the FP4 kernels)", None, True, Q.STACK)
+    scoped = [scope_gap(g, fp4=False, speculative=True, spec_flag="--speculative-config") for g in (cc, stack)]
+    assert [(g.blocking, g.message.endswith("(a note for this launch: it runs no FP4 kernels)")) for g in scoped] == [
+        (False, True), (True, False)]
+    assert scope_gap(cc, fp4=None, speculative=True, spec_flag="--speculative-config") == cc

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from mtp_audit.deprecation import ENGINE_FACT_KEYWORDS, folded_keywords, renamed_keywords
 from mtp_audit.report import Report
+from mtp_audit.report import questions as Q
 
 if TYPE_CHECKING:
     from mtp_audit.preflight.facts import MachineFacts
@@ -164,14 +165,15 @@ def _scoped(report: Report, no_machine: bool, has_launch: bool = True) -> Report
     """``report`` with its gaps about facts ``--no-machine`` left unexamined as notes
     (:func:`mtp_audit.preflight.nomachine.scope_report`) and its answer saying "not examined" where it said "could
     not tell"; unchanged without ``no_machine``. Without a launch command the native FP4 verdict is the only question
-    asked: when it is unknown its gap stays blocking (nothing examined is "could not tell", exit 3, never a pass)."""
+    asked: when it is unknown its gaps (question ``FP4``) stay blocking (nothing examined is "could not tell", exit 3,
+    never a pass)."""
     import dataclasses
 
     from mtp_audit.preflight.nomachine import NOT_SERVING_MACHINE, machine_note
 
     if not no_machine:
         return report
-    gaps = tuple(g if not has_launch and g.message.startswith("native FP4 verdict unknown") else machine_note(g)
+    gaps = tuple(g if not has_launch and g.question == Q.FP4 else machine_note(g)
                  for g in report.gaps)
     pf = report.facts.get("preflight")
     if has_launch and isinstance(pf, dict) and pf.get("answer") and NOT_SERVING_MACHINE in pf["answer"][0]:
@@ -341,9 +343,9 @@ def _attach_launch(ctx: Any, parsed_launch: Any, cwd: Path | None) -> list[Any]:
         if folder.is_dir():
             ctx.quant = read_checkpoint_quant(folder)
             if ctx.quant.problem and not ctx.quant.algo:
-                gaps.append(Gap("preflight", f"{mlabel} {mp}: {ctx.quant.problem}", mp, False))
+                gaps.append(Gap("preflight", f"{mlabel} {mp}: {ctx.quant.problem}", mp, False, Q.FP4))
         else:
-            gaps.append(Gap("preflight", f"{mlabel} {mp} is not a local folder; checkpoint quantization taken from --quantization only", None, False))
+            gaps.append(Gap("preflight", f"{mlabel} {mp} is not a local folder; checkpoint quantization taken from --quantization only", None, False, Q.FP4))
     return gaps
 
 
@@ -373,7 +375,7 @@ def _attach_probe(ctx: Any, gaps: list[Any], probe: bool, probe_result: Any) -> 
         from mtp_audit.preflight.probe import run_probe
 
         if ctx.facts.origin != "live":
-            gaps.append(Gap("preflight", "--probe needs the live machine; ignored with --env-dump / --facts", None, False))
+            gaps.append(Gap("preflight", "--probe needs the live machine; ignored with --env-dump / --facts", None, False, Q.FP4))
         else:
             flag = ctx.kernels.probe_gemm_flag
             gemm = ctx.launch.get(flag) if ctx.launch and flag else None
@@ -455,8 +457,9 @@ def _report(ctx: Any, choice: Any, gaps: list[Any], target: str, flag_source: st
     if verdict == an.UNKNOWN:
         why = "no GPU listed" + unexamined if not vs else "; ".join(dict.fromkeys(
             r for v in vs if v["native_fp4"] == an.UNKNOWN for r in v["reasons"][:1]))  # one reason said once
-        gaps.append(Gap("preflight", f"native FP4 verdict unknown: {why}", None, True))
-    ctx.gaps = [g for g in ctx.gaps if not (g.blocking and verdict != an.UNKNOWN and not g.message.startswith("no GPU"))] + gaps
+        gaps.append(Gap("preflight", f"native FP4 verdict unknown: {why}", None, True, Q.FP4))
+    # once the verdict is known, its blocking gaps are answered; a GPU list that is missing stays open
+    ctx.gaps = [g for g in ctx.gaps if not (g.blocking and verdict != an.UNKNOWN and g.question != Q.GPU_COUNT)] + gaps
     answer = (vendors.answer(ctx, vs, "" if choice.how == "assumed" else engine_line)
               or _answer(vs, verdict, ctx.findings, an, "" if choice.how == "assumed" else engine_line, unexamined,
                          ctx.facts.gpu_list_partial))

@@ -21,6 +21,7 @@ from mtp_audit.preflight.kernels import KernelChecks
 from mtp_audit.preflight.launch import CheckpointQuant, Launch
 from mtp_audit.preflight.probe import ProbeResult
 from mtp_audit.report import Evidence, Finding, Gap, Location, Severity
+from mtp_audit.report import questions as Q
 
 CAPABLE, NOT_CAPABLE, UNKNOWN = "capable", "not capable", "unknown"
 #: The verdict of a device the FP4 checks do not apply to (an Ascend NPU; a CPU-only machine overall).
@@ -151,9 +152,10 @@ class Context:
         self.findings.append(rule_by_id(rule_id).finding(message, loc, evidence=tuple(evidence),
                                                           remediation=remediation, severity=severity, detail=detail))
 
-    def gap(self, message: str, blocking: bool = False) -> None:
-        """Record something the preflight could not decide."""
-        self.gaps.append(Gap("preflight", message, None, blocking))
+    def gap(self, message: str, blocking: bool = False, question: str | None = None) -> None:
+        """Record something the preflight could not decide; ``question``: the one it leaves open
+        (:mod:`mtp_audit.report.questions`: ``FP4``, ``STACK``, ...), by which consumers scope it."""
+        self.gaps.append(Gap("preflight", message, None, blocking, question))
 
 
 #: torch's device type per platform where it is not ``cuda`` (ROCm builds of torch name AMD GPUs ``cuda:N`` too):
@@ -189,12 +191,12 @@ def check_verdict_inputs(ctx: Context) -> None:
     f = ctx.facts
     if not f.gpus and f.enumerated:
         ctx.gap(f"CUDA_VISIBLE_DEVICES={f.env.get('CUDA_VISIBLE_DEVICES', '?')} hides all {len(f.enumerated)} GPU(s) the driver "
-                "lists: CUDA sees none, so no GPU was checked", blocking=True)
+                "lists: CUDA sees none, so no GPU was checked", blocking=True, question=Q.GPU_COUNT)
     elif not f.gpus:
-        ctx.gap(f"no GPU information ({f.gpu_list.missing or 'none listed'})", blocking=True)
+        ctx.gap(f"no GPU information ({f.gpu_list.missing or 'none listed'})", blocking=True, question=Q.GPU_COUNT)
     for g in f.gpus:
         if not g.compute_capability.present:
-            ctx.gap(f"GPU {g.index}: compute capability unknown ({g.compute_capability.missing})", blocking=True)
+            ctx.gap(f"GPU {g.index}: compute capability unknown ({g.compute_capability.missing})", blocking=True, question=Q.FP4)
 
 
 
@@ -216,7 +218,7 @@ def check_torch_build(ctx: Context) -> None:
         g = next(x for x in ctx.gpus if x.cc == cc)
         if v is None:
             if ctx.facts.torch_version.present or tc.missing and "no +cu" in str(tc.missing):
-                ctx.gap(f"torch's CUDA build unknown ({tc.missing}); cannot check it supports {sm_name(cc)}")
+                ctx.gap(f"torch's CUDA build unknown ({tc.missing}); cannot check it supports {sm_name(cc)}", question=Q.STACK)
             continue
         if v < Version("12.8"):
             ctx.add("MTP203", f"torch {ctx.facts.torch_version.value or '?'} is built for CUDA {tc.value}, which has no {sm_name(cc)} kernels "
@@ -259,7 +261,7 @@ def check_driver(ctx: Context) -> None:
     drv = ctx.facts.driver_version
     if not drv.present:
         if any(g.cc and g.cc[0] >= 10 for g in ctx.gpus):
-            ctx.gap(f"driver version unknown ({drv.missing}); driver floors not checked")
+            ctx.gap(f"driver version unknown ({drv.missing}); driver floors not checked", question=Q.STACK)
         return
     dv = mx.version_tuple(str(drv.value))
     need: list[tuple[str, str, str]] = []  # (cuda, why, floor)
@@ -275,7 +277,7 @@ def check_driver(ctx: Context) -> None:
         floor = mx.driver_floor(cuda)
         if floor and _older_than(dv, floor[0]) is None:
             ctx.gap(f"driver {drv.value} is written without all its parts: whether it reaches {floor[0]} (CUDA {cuda}, needed by "
-                    f"{why}) could not be told", blocking=True)
+                    f"{why}) could not be told", blocking=True, question=Q.STACK)
             ctx.undecided.append(f"driver {drv.value} may be below {floor[0]} (written without all its parts)")
             break
         if floor and dv < mx.version_tuple(floor[0]):
@@ -432,7 +434,7 @@ def check_probe(ctx: Context) -> None:
     if p is None:
         return
     if p.error:
-        ctx.gap(f"probe did not run: {p.error}")
+        ctx.gap(f"probe did not run: {p.error}", question=Q.FP4)
         return
     cc = p.cc
     for r in p.results:

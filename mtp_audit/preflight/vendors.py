@@ -33,6 +33,7 @@ from mtp_audit.preflight import matrix as mx
 from mtp_audit.preflight import platforms as pf
 from mtp_audit.preflight.facts import Fact
 from mtp_audit.report import Evidence, Severity
+from mtp_audit.report import questions as Q
 
 NOT_APPLICABLE = "not applicable"
 #: The rules of the NVIDIA checks that do not run off CUDA.
@@ -150,7 +151,7 @@ def check_amd(ctx: Any) -> None:
             continue
         seen.add(gfx)
         if gfx is None:
-            ctx.gap(f"GPU {g.index}: gfx target unknown ({g.arch.missing}); the AMD FP4 path cannot be told", blocking=True)
+            ctx.gap(f"GPU {g.index}: gfx target unknown ({g.arch.missing}); the AMD FP4 path cannot be told", blocking=True, question=Q.FP4)
             continue
         for f in ((fmt,) if fmt else ("mxfp4", "nvfp4")):
             _amd_path_finding(ctx, g, gfx, f, explicit=fmt is not None)
@@ -167,7 +168,7 @@ def _amd_path_finding(ctx: Any, g: Any, gfx: str, fmt: str, *, explicit: bool) -
            Evidence("hardware", f"{tgt['mx']}; FP8 {tgt['fp8']} ({tgt['source']})" if tgt else "not in data/amd.json"),
            Evidence("engine path", how)]
     if row is None:
-        ctx.gap(f"{label} on {gfx} with {name} {ver}: {how}; the FP4 path could not be told")
+        ctx.gap(f"{label} on {gfx} with {name} {ver}: {how}; the FP4 path could not be told", question=Q.FP4)
         return
     evs.append(Evidence("source", row["source"]))
     native = bool(tgt and tgt.get(f"native_{fmt}"))

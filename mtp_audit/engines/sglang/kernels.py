@@ -26,6 +26,7 @@ from mtp_audit.preflight.elf import cubin_loads_on, fp4_capable_cubins
 from mtp_audit.preflight.facts import Fact, GpuFacts
 from mtp_audit.preflight.kernels import KernelChecks, LaunchSyntax
 from mtp_audit.report import Evidence, Severity
+from mtp_audit.report import questions as Q
 
 #: SGLang ``--quantization`` values that load FP4 weights.
 FP4_QUANTIZATIONS = ("modelopt_fp4", "nvfp4_online", "mxfp4", "modelopt_mixed", "w4afp8")
@@ -152,7 +153,7 @@ def check_jit_nvcc(ctx: Context) -> None:
                     gpu=g, evidence=[ev("nvcc", tk), ev("sglang", sg)],
                     remediation=f"Install the CUDA toolkit >= {need} and set CUDA_HOME (e.g. export CUDA_HOME=/usr/local/cuda-13.0)")
         else:
-            ctx.gap(f"nvcc version unknown ({tk.missing}); SGLang {sg} JIT kernels need nvcc >= {need} for {sm_name(cc)}")
+            ctx.gap(f"nvcc version unknown ({tk.missing}); SGLang {sg} JIT kernels need nvcc >= {need} for {sm_name(cc)}", question=Q.FP4)
         return
     tv = mx.parse_version(tk.value)
     if tv is not None and tv < Version(need):
@@ -207,7 +208,7 @@ def _resolve_fp4_backend(ctx: Context, flag: str, matrix_key: str, result_key: s
     backend, how, src = effective_backend(ctx, flag, matrix_key)
     ctx.resolved[result_key] = {"value": backend, "how": how, "source": src}
     if backend is None:
-        ctx.gap(f"effective {flag} unknown ({src})")
+        ctx.gap(f"effective {flag} unknown ({src})", question=Q.FP4)
         return None
     g = next(x for x in ctx.gpus if x.cc == cc)
     evs = [Evidence(label, f"{backend} ({how}; {src})"), ev("compute capability", g.compute_capability)]
@@ -265,7 +266,7 @@ def _check_cudnn(ctx: Context, g: GpuFacts, cc: tuple[int, int], evs: list[Evide
             if "not installed" in str(f.missing):
                 problems.append(f"{name} not installed")
             else:
-                ctx.gap(f"{name} version unknown ({f.missing}); flashinfer_cudnn needs cuDNN >= {c['backend_min']} and cudnn-frontend >= {c['frontend_min']}")
+                ctx.gap(f"{name} version unknown ({f.missing}); flashinfer_cudnn needs cuDNN >= {c['backend_min']} and cudnn-frontend >= {c['frontend_min']}", question=Q.FP4)
     if problems:
         ctx.add("MTP213", f"--fp4-gemm-backend flashinfer_cudnn needs cuDNN >= {c['backend_min']} and cudnn-frontend >= {c['frontend_min']}: " + "; ".join(problems),
                 gpu=g, evidence=evs + [ev("cuDNN", be), ev("cudnn-frontend", fe)],
@@ -412,7 +413,7 @@ def check_flag_choices(ctx: Context) -> None:
             choices, src = _choices_from_matrix(flag, sg)
         if not choices and arg is None:
             why = f"the choices of SGLang {sg} are not in the capability matrix" if sg else "the SGLang version is unknown"
-            ctx.gap(f"{flag} {given} not checked: {why}; {LAUNCH_CHECK}")
+            ctx.gap(f"{flag} {given} not checked: {why}; {LAUNCH_CHECK}", question=Q.STARTS)
         elif choices and given not in choices:
             ctx.add("MTP226", f"{flag} {given} is not accepted by SGLang {sg or '(version unknown)'}: argparse stops with 'invalid choice' "
                     f"(choices: {', '.join(choices)})",
@@ -429,7 +430,7 @@ def check_flag_choices(ctx: Context) -> None:
         interpreted = {a for names in FLAGS.values() for a in names} | set(BOOL_FLAGS)
         rest = [o for o in dict.fromkeys(ctx.launch.options) if o not in interpreted]
         if rest:
-            ctx.gap(f"options not checked (no SGLang option table at hand): {', '.join(rest)}; {LAUNCH_CHECK}")
+            ctx.gap(f"options not checked (no SGLang option table at hand): {', '.join(rest)}; {LAUNCH_CHECK}", question=Q.STARTS)
 
 
 

@@ -6,6 +6,7 @@ environment variable its release no longer reads (MTP232). The checks are vLLM's
 from __future__ import annotations
 
 from mtp_audit.preflight.rules import E, R, W, ex
+from mtp_audit.report import questions as Q
 from mtp_audit.report.rules import Rule
 from mtp_audit.synth.dumps import B200, PRO6000, VL, vllm_env
 
@@ -21,12 +22,12 @@ RULES: tuple[Rule, ...] = (
        ex(True, "H200, vLLM 0.20.0, VLLM_NVFP4_GEMM_BACKEND=cutlass in the dump's environment", {"env.txt": vllm_env(env_vars={"VLLM_NVFP4_GEMM_BACKEND": "cutlass"})}, VL),
        ex(True, "RTX PRO 6000, vLLM 0.20.0, --moe-backend flashinfer_cutedsl", {"env.txt": vllm_env(PRO6000)}, VL + ("--moe-backend", "flashinfer_cutedsl")),
        ex(False, "RTX PRO 6000, vLLM 0.20.0, --moe-backend flashinfer_cutlass", {"env.txt": vllm_env(PRO6000)}, VL + ("--moe-backend", "flashinfer_cutlass")),
-       ex(False, "H200, vLLM 0.20.0, --moe-backend marlin", {"env.txt": vllm_env()}, VL + ("--moe-backend", "marlin")))),
+       ex(False, "H200, vLLM 0.20.0, --moe-backend marlin", {"env.txt": vllm_env()}, VL + ("--moe-backend", "marlin"))), question=Q.FP4),
     R("MTP232", "vllm-retired-fp4-env-var", W, "An FP4/MoE env var that vLLM >= 0.24 no longer reads",
       "vLLM only. Fires when the launch (a NAME=VALUE prefix) or the machine's environment sets one of the FP4/MoE variables removed in vLLM 0.24.0 (VLLM_USE_FLASHINFER_MOE_FP4, VLLM_FLASHINFER_MOE_BACKEND, VLLM_NVFP4_GEMM_BACKEND, VLLM_MXFP4_USE_MARLIN, VLLM_USE_FBGEMM, VLLM_USE_NVFP4_CT_EMULATIONS and the other VLLM_USE_FLASHINFER_MOE_* switches) and the vLLM is 0.24.0 or newer.",
       "The backend you chose is silently not applied: vLLM only logs 'Unknown vLLM environment variable detected' and picks the backend itself (with --fail-on-environ-validation it refuses to start). The cost is whatever the automatic choice is instead of yours.",
       "Unset the variable and pass the KernelConfig flag: --moe-backend for MoE, --linear-backend for dense GEMMs.",
       ("wheel:vllm-0.20.0:vllm/envs.py vs wheel:vllm-0.24.0:vllm/envs.py (environment_variables keys)", "wheel:vllm-0.24.0:vllm/envs.py:1998-2004"), "code",
       (ex(True, "VLLM_USE_FLASHINFER_MOE_FP4=1 before vllm serve on vLLM 0.24.0", {"env.txt": vllm_env(B200, vllm="0.24.0")}, ("VLLM_USE_FLASHINFER_MOE_FP4=1",) + VL),
-       ex(False, "the same on vLLM 0.20.0, which still reads it", {"env.txt": vllm_env(B200)}, ("VLLM_USE_FLASHINFER_MOE_FP4=1",) + VL))),
+       ex(False, "the same on vLLM 0.20.0, which still reads it", {"env.txt": vllm_env(B200)}, ("VLLM_USE_FLASHINFER_MOE_FP4=1",) + VL)), question=Q.FP4),
 )
