@@ -13,7 +13,6 @@ preflight_rules.py``); :func:`preflight_rules` gathers them all.
 from __future__ import annotations
 
 import functools
-import importlib
 import json
 
 from mtp_audit.report import Severity
@@ -25,7 +24,6 @@ from mtp_audit.synth.dumps import (
     GB10,
     H200,
     MI355,
-    PRO6000,
     RTX5090,
     SG,
     VFP8,
@@ -36,7 +34,6 @@ from mtp_audit.synth.dumps import (
     hl_smi,
     npu_env,
     rocm_env,
-    vllm_env,
     xpu_env,
 )
 
@@ -65,9 +62,7 @@ RULES: tuple[Rule, ...] = (
       ("wheel:sglang-0.5.23:sglang/srt/layers/quantization/modelopt_quant.py", "wheel:vllm-0.8.5:vllm/model_executor/layers/quantization/modelopt.py:265-268",
        "wheel:vllm-0.33.0:vllm/model_executor/kernels/linear/nvfp4/marlin.py"), "code",
       (ex(True, "H200 with an NVFP4 launch on SGLang 0.5.9 (no Marlin fallback)", {"env.txt": env(H200, torch="2.9.1+cu128")}, SG),
-       ex(True, "H200 with vLLM 0.8.5 (no Marlin NVFP4 fallback yet)", {"env.txt": vllm_env(vllm="0.8.5", torch="2.6.0+cu124", torch_cuda="12.4")}, VL),
-       ex(False, "B200: FP4 tensor cores present", {"env.txt": env(B200, torch="2.9.1+cu128")}, SG),
-       ex(False, "H200 with vLLM 0.20.0: it falls back to Marlin by itself (MTP201, a warning)", {"env.txt": vllm_env()}, VL)), question=Q.FP4),
+       ex(False, "B200: FP4 tensor cores present", {"env.txt": env(B200, torch="2.9.1+cu128")}, SG)), question=Q.FP4),
     R("MTP201", "marlin-w4a16-fallback", W, "NVFP4 runs as Marlin W4A16 on a GPU without FP4 tensor cores",
       "Fires when a GPU below SM100 will run an FP4 checkpoint through Marlin: SGLang >= 0.5.13 with its Marlin backends, or vLLM >= 0.9.2, which picks Marlin by itself when no FP4 kernel supports the GPU (no flag needed) and no explicit FP4 backend stops the load first (MTP231). The message gives the cost.",
       "Marlin dequantizes 4-bit weights to BF16 inside the GEMM: it works, but all math runs at BF16 tensor-core rate; FP4's compute advantage is gone and activations stay BF16.",
@@ -75,9 +70,8 @@ RULES: tuple[Rule, ...] = (
       ("wheel:sglang-0.5.13:sglang/srt/layers/quantization/fp4_utils.py",
        "wheel:vllm-0.20.0:vllm/model_executor/kernels/linear/__init__.py:260-268 and nvfp4/marlin.py:35", "wheel:vllm-0.20.0:vllm/model_executor/layers/fused_moe/oracle/nvfp4.py:161-169"), "code",
       (ex(True, "H200 on SGLang 0.5.16, auto resolves to marlin", {"env.txt": env(H200, sglang="0.5.16", torch="2.11.0+cu130", kernel=("sglang-kernel", "0.4.3"))}, SG),
-       ex(True, "H200 collect-env of vLLM 0.20.0 with an NVFP4 launch", {"env.txt": vllm_env()}, VL),
-       ex(False, "H200 on SGLang 0.5.9: no Marlin NVFP4 path (MTP200 fires instead)", {"env.txt": env(H200, torch="2.9.1+cu128")}, SG),
-       ex(False, "B200 on vLLM 0.20.0: native NVFP4", {"env.txt": vllm_env(B200)}, VL)), question=Q.FP4),
+       ex(False, "H200 on SGLang 0.5.9: no Marlin NVFP4 path (MTP200 fires instead)", {"env.txt": env(H200, torch="2.9.1+cu128")}, SG)),
+      question=Q.FP4),
     R("MTP202", "mixed-compute-capabilities", E, "GPUs of different compute capability in one server",
       "Fires when the GPUs listed have more than one compute capability.",
       "SGLang reads device 0's SM (get_device_sm) and chooses FP4 backends for it; vLLM asks current_platform.get_device_capability(), device 0 by default; other GPUs may not run them.",
@@ -149,9 +143,6 @@ RULES: tuple[Rule, ...] = (
        "wheel:vllm-0.16.0/0.17.0:vllm/engine/arg_utils.py (--moe-backend from 0.17.0)", "wheel:vllm-0.21.0/0.22.0:vllm/engine/arg_utils.py (--linear-backend from 0.22.0, line 1447)",
        "wheel:vllm-0.20.0:vllm/config/kernel.py:108-120 MoEBackend"), "code",
       (ex(True, "marlin on SGLang 0.5.9", None, SG + ("--fp4-gemm-backend", "marlin")),
-       ex(True, "--moe-backend on vLLM 0.14.0 (added in 0.17.0)", {"env.txt": vllm_env(vllm="0.14.0")}, VL + ("--moe-backend", "marlin")),
-       ex(True, "--moe-backend flashinfer_b12x on vLLM 0.20.0 (a choice from 0.22.0)", {"env.txt": vllm_env(PRO6000, vllm="0.20.0")}, VL + ("--moe-backend", "flashinfer_b12x")),
-       ex(False, "--moe-backend marlin on vLLM 0.20.0", {"env.txt": vllm_env()}, VL + ("--moe-backend", "marlin")),
        ex(True, "--moe-runner-backend nonsense on SGLang 0.5.9", None, SG + ("--moe-runner-backend", "nonsense")),
        ex(False, "flashinfer_cudnn on SGLang 0.5.9", None, SG + ("--fp4-gemm-backend", "flashinfer_cudnn"))), question=Q.STARTS),
     R("MTP227", "probe-fp4-gemm-wrong", E, "The --probe FP4 GEMM gave NaN/Inf or a wrong result",
@@ -207,13 +198,12 @@ RULES = RULES + (
       "The NVIDIA checks are meaningless off CUDA; saying what the machine is comes first.",
       "Nothing to fix; check that the platform and devices are the ones you meant.",
       ("mtp_audit/data/amd.json", "mtp_audit/data/ascend.json", "https://rocm.docs.amd.com/en/latest/reference/gpu-arch-specs.html"), "documentation",
-      (ex(True, "a vLLM collect-env of an MI300X machine", {"env.txt": rocm_env()}), ex(True, "vllm-ascend collect_env of a 910B3 machine", {"env.txt": npu_env()}),
-       ex(False, "an NVIDIA machine: the platform is in the summary, not a finding", {"env.txt": vllm_env()}, VL))),
+      (ex(True, "a vLLM collect-env of an MI300X machine", {"env.txt": rocm_env()}), ex(True, "vllm-ascend collect_env of a 910B3 machine", {"env.txt": npu_env()}))),
     R("MTP241", "nvidia-checks-not-applicable", INFO, "The NVIDIA FP4 checks do not apply to this platform",
       "Off NVIDIA (ROCm, CANN, Intel XPU, Gaudi HPU, CPU only): says that the NVIDIA checks (MTP200-MTP227, MTP229-MTP232: FP4 tensor cores by compute capability, CUDA driver and toolkit floors, torch's CUDA build, FlashInfer / sgl-kernel cubins) were not run, and which checks ran instead.",
       "Not applicable is an answer: it is neither 'not capable' nor a refused input, and it does not change the exit code.",
       "Nothing to fix.", ("mtp_audit/preflight/vendors.py",), "code",
-      (ex(True, "Ascend machine", {"env.txt": npu_env()}), ex(False, "H200 machine", {"env.txt": vllm_env()}, VL)), question=Q.FP4),
+      (ex(True, "Ascend machine", {"env.txt": npu_env()}),), question=Q.FP4),
     R("MTP242", "amd-fp4-path", W, "The FP4 path of the engine on this AMD GPU: native, or emulated with its cost",
       "ROCm only, when FP4 is intended (bare preflight, an FP4 --quantization or checkpoint): per gfx target, MXFP4 runs natively only on gfx950 (CDNA4: MI350X / MI355X; info); elsewhere (gfx942 = CDNA3: MI300X / MI300A / MI325X / MI308X, gfx90a, RDNA) vLLM emulates it (Quark: weights dequantised, activations quantise-dequantised, BF16 math; gpt-oss MXFP4: Triton with MXFP4 weights upcast) and NVFP4 everywhere (vLLM >= 0.20: EmulationNvFp4LinearKernel is the only ROCm NVFP4 kernel; vLLM 0.11: Petit, with the petit-kernel package) (warning, with the cost). The path is read per engine version from data/amd.json.",
       "Emulation keeps the 4-bit weights in memory but computes at BF16 rate with extra dequantisation: slower than FP8 on the same GPU.",
@@ -279,8 +269,8 @@ RULES = RULES + (
 
 
 def preflight_rules() -> tuple[Rule, ...]:
-    """Every preflight rule, sorted by id: those declared here and those each engine declares for its own kernels
-    (the modules :func:`mtp_audit.report.rules.rule_modules` lists for ``"preflight"``)."""
+    """Every preflight rule, sorted by id: those declared here and those each engine declares for its own kernels, with
+    the examples engines lend to the rules declared here (:func:`mtp_audit.report.rules.analyzer_rules`)."""
     return tuple(_by_id().values())
 
 
@@ -295,7 +285,6 @@ def rule_by_id(rule_id: str) -> Rule:
 
 @functools.cache
 def _by_id() -> dict[str, Rule]:
-    from mtp_audit.report.rules import rule_modules
+    from mtp_audit.report.rules import analyzer_rules
 
-    rules = (r for module in rule_modules("preflight") for r in importlib.import_module(module).RULES)
-    return {r.id: r for r in sorted(rules, key=lambda r: r.id)}
+    return {r.id: r for r in sorted(analyzer_rules("preflight"), key=lambda r: r.id)}

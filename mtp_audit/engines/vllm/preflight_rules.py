@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from mtp_audit.preflight.rules import E, R, W, ex
 from mtp_audit.report import questions as Q
-from mtp_audit.report.rules import Rule
+from mtp_audit.report.rules import Example, Rule
 from mtp_audit.synth.dumps import B200, PRO6000, VL, vllm_env
 
 RULES: tuple[Rule, ...] = (
@@ -31,3 +31,19 @@ RULES: tuple[Rule, ...] = (
       (ex(True, "VLLM_USE_FLASHINFER_MOE_FP4=1 before vllm serve on vLLM 0.24.0", {"env.txt": vllm_env(B200, vllm="0.24.0")}, ("VLLM_USE_FLASHINFER_MOE_FP4=1",) + VL),
        ex(False, "the same on vLLM 0.20.0, which still reads it", {"env.txt": vllm_env(B200)}, ("VLLM_USE_FLASHINFER_MOE_FP4=1",) + VL)), question=Q.FP4),
 )
+
+
+#: vLLM's examples of the preflight rules whose meaning holds for several engines (declared in
+#: :mod:`mtp_audit.preflight.rules`, which gives SGLang's); appended to those rules' own
+#: (:func:`mtp_audit.report.rules.analyzer_rules`).
+EXAMPLES: dict[str, tuple[Example, ...]] = {
+    "MTP200": (ex(True, "H200 with vLLM 0.8.5 (no Marlin NVFP4 fallback yet)", {"env.txt": vllm_env(vllm="0.8.5", torch="2.6.0+cu124", torch_cuda="12.4")}, VL),
+               ex(False, "H200 with vLLM 0.20.0: it falls back to Marlin by itself (MTP201, a warning)", {"env.txt": vllm_env()}, VL)),
+    "MTP201": (ex(True, "H200 collect-env of vLLM 0.20.0 with an NVFP4 launch", {"env.txt": vllm_env()}, VL),
+               ex(False, "B200 on vLLM 0.20.0: native NVFP4", {"env.txt": vllm_env(B200)}, VL)),
+    "MTP226": (ex(True, "--moe-backend on vLLM 0.14.0 (added in 0.17.0)", {"env.txt": vllm_env(vllm="0.14.0")}, VL + ("--moe-backend", "marlin")),
+               ex(True, "--moe-backend flashinfer_b12x on vLLM 0.20.0 (a choice from 0.22.0)", {"env.txt": vllm_env(PRO6000, vllm="0.20.0")}, VL + ("--moe-backend", "flashinfer_b12x")),
+               ex(False, "--moe-backend marlin on vLLM 0.20.0", {"env.txt": vllm_env()}, VL + ("--moe-backend", "marlin"))),
+    "MTP240": (ex(False, "an NVIDIA machine: the platform is in the summary, not a finding", {"env.txt": vllm_env()}, VL),),
+    "MTP241": (ex(False, "H200 machine", {"env.txt": vllm_env()}, VL),),
+}
