@@ -198,7 +198,7 @@ RULES = RULES + (
       "The NVIDIA checks are meaningless off CUDA; saying what the machine is comes first.",
       "Nothing to fix; check that the platform and devices are the ones you meant.",
       ("mtp_audit/data/amd.json", "mtp_audit/data/ascend.json", "https://rocm.docs.amd.com/en/latest/reference/gpu-arch-specs.html"), "documentation",
-      (ex(True, "a vLLM collect-env of an MI300X machine", {"env.txt": rocm_env()}), ex(True, "vllm-ascend collect_env of a 910B3 machine", {"env.txt": npu_env()}))),
+      (ex(True, "a vLLM collect-env of an MI300X machine", {"env.txt": rocm_env()}), ex(True, "vllm-ascend collect_env of a 910B3 machine", {"env.txt": npu_env()})), question=Q.STACK),
     R("MTP241", "nvidia-checks-not-applicable", INFO, "The NVIDIA FP4 checks do not apply to this platform",
       "Off NVIDIA (ROCm, CANN, Intel XPU, Gaudi HPU, CPU only): says that the NVIDIA checks (MTP200-MTP227, MTP229-MTP232: FP4 tensor cores by compute capability, CUDA driver and toolkit floors, torch's CUDA build, FlashInfer / sgl-kernel cubins) were not run, and which checks ran instead.",
       "Not applicable is an answer: it is neither 'not capable' nor a refused input, and it does not change the exit code.",
