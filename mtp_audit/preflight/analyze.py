@@ -1,7 +1,8 @@
 """The preflight analysis: facts + intended launch -> findings (MTP2xx), gaps and a per-GPU verdict.
 
 Each check is a function of a :class:`Context`; the rule it implements is named in its docstring and
-defined (doc, sources, examples) in :mod:`mtp_audit.preflight.rules`. Facts behind each check:
+defined (doc, sources, examples) in :mod:`mtp_audit.preflight.rules` (:func:`~mtp_audit.preflight.rules.rule_by_id`
+finds the engines' own too). Facts behind each check:
 ``../shared/research/blackwell_fp4.md`` §10 (candidate rules R01-R35) and the matrix.
 """
 

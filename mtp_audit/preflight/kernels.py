@@ -48,7 +48,8 @@ class KernelChecks:
         label: the engine as a person names it (``"SGLang"``).
         package: the distribution whose installed version is the engine's (``"sglang"``), or ``None``.
         checks: functions of the preflight's :class:`~mtp_audit.preflight.analyze.Context`, run after the machine's
-            own checks; each adds findings (its rules are declared in :mod:`mtp_audit.preflight.rules`) and gaps.
+            own checks; each adds findings (the rules an engine has alone are declared in its package,
+            ``mtp_audit/engines/<engine>/preflight_rules.py``; shared ones in :mod:`mtp_audit.preflight.rules`) and gaps.
         fp4_quantizations: ``--quantization`` values of this engine that load FP4 weights.
         fp4_flags: options whose presence alone says the launch means FP4 (SGLang's ``--fp4-gemm-backend``).
         probe_gemm_flag: the option naming the dense FP4 GEMM backend the ``--probe`` should try, if any.

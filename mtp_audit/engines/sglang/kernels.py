@@ -3,7 +3,8 @@
 
 Which FP4 GEMM (``--fp4-gemm-backend``) and NVFP4 MoE runner (``--moe-runner-backend``) SGLang picks on GPU 0
 (``get_device_sm``), what each needs (flashinfer, cuDNN, nvcc for the JIT kernels of 0.5.10 on, sgl-kernel
-cubins), and the flags it refuses: MTP200/MTP201 and MTP207-MTP226/MTP230 of :mod:`mtp_audit.preflight.rules`.
+cubins), and the flags it refuses: MTP200/MTP201, MTP209 and MTP226 (declared in :mod:`mtp_audit.preflight.rules`)
+and SGLang's own MTP207-MTP223 and MTP230 (declared in :mod:`mtp_audit.engines.sglang.preflight_rules`).
 Facts come from the sglang analyzer's facts of the release the launch runs when given
 (:func:`mtp_audit.engines.sglang.audit_sglang`), else from the capability matrix (``matrix["sglang"]``, each row
 naming the wheel file:line it was read from).

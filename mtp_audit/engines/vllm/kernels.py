@@ -3,8 +3,8 @@
 
 Which NVFP4 MoE (``--moe-backend``, ``VLLM_USE_FLASHINFER_MOE_FP4`` / ``VLLM_FLASHINFER_MOE_BACKEND``) and dense
 GEMM (``--linear-backend``, ``VLLM_NVFP4_GEMM_BACKEND``) backends a launch asks for, whether each runs on the GPUs,
-and vLLM's own Marlin W4A16 fallback below SM100: MTP200, MTP201, MTP226, MTP231, MTP232 of
-:mod:`mtp_audit.preflight.rules`. Facts: ``matrix["vllm"]`` (each row names the vLLM wheel file:line it was read
+and vLLM's own Marlin W4A16 fallback below SM100: MTP200, MTP201, MTP226 (declared in :mod:`mtp_audit.preflight.rules`)
+and vLLM's own MTP231, MTP232 (declared in :mod:`mtp_audit.engines.vllm.preflight_rules`). Facts: ``matrix["vllm"]`` (each row names the vLLM wheel file:line it was read
 from).
 """
 
