@@ -100,12 +100,6 @@ class Context:
         (:meth:`~mtp_audit.preflight.kernels.KernelChecks.version`: its analyzer's, else the installed package's)."""
         return self.kernels.version(self)
 
-    @property
-    def engine_name(self) -> str:
-        """The engine the verdict is for, as a person names it (``"SGLang"``; the registry's label)."""
-        from mtp_audit.engines.registry import engine_label
-
-        return engine_label(self.engine)
 
     def launch_env(self, name: str) -> str | None:
         """Environment variable ``name`` of the launch: a ``NAME=VALUE`` prefix of the command wins over the

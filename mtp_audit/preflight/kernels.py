@@ -79,8 +79,9 @@ class KernelChecks:
     def version(self, ctx: Any) -> Version | None:
         """The engine's release: the ``version`` its own analyzer gives (``ctx.engine_facts``), else the installed
         :attr:`package`'s (machine facts); ``None`` when neither says."""
-        given = mx.parse_version(str(ctx.engine_fact("version") or "")) if ctx.engine_fact("version") else None
-        return given or (ctx.version(self.package) if self.package else None)
+        given = ctx.engine_fact("version")
+        parsed = mx.parse_version(str(given)) if given else None
+        return parsed or (ctx.version(self.package) if self.package else None)
 
     def summary(self, ctx: Any) -> dict[str, str | None]:
         """Headline values of ``facts["preflight"]["summary"]`` this engine adds (its version, the backends the
