@@ -42,7 +42,7 @@ if mode == "separate":
     from mtp_audit.preflight import preflight
     sg = audit_sglang(w9)
     audit_checkpoint(ckpt)
-    preflight(env_dumps=[Path(dump)], launch=cmd, sglang_facts=sg.facts["sglang"], use_sglang_analyzer=False)
+    preflight(env_dumps=[Path(dump)], launch=cmd, engine_facts={"sglang": sg.facts["sglang"]}, use_engine_analyzer=False)
 elif mode in ("launch", "diff"):
     from mtp_audit.launch import audit_launch
     extra = {"compare_sglang": w23} if mode == "diff" else {}

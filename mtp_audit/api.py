@@ -25,6 +25,8 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from mtp_audit.deprecation import ENGINE_FACT_KEYWORDS, folded
+
 #: What each kind of argument accepts: (test, words for the message).
 _PATH = (lambda v: isinstance(v, (str, os.PathLike)), "a path (str or os.PathLike)")
 _OPT_PATH = (lambda v: v is None or isinstance(v, (str, os.PathLike)), "a path (str or os.PathLike) or None")
@@ -103,9 +105,9 @@ def _machine_facts(v: Any) -> bool:
 #: Function name -> parameter -> (test, expected).
 _PREFLIGHT: dict[str, tuple[Callable[[Any], bool], str]] = {"env_dumps": _PATHS, "facts_file": _OPT_PATH,
               "machine_facts": (_machine_facts, "a MachineFacts or None"), "launch": _OPT_WORDS, "probe": _BOOL,
-              "import_torch": _BOOL, "timeout": _NUMBER, "cwd": _OPT_PATH, "use_sglang_analyzer": _BOOL,
-              "probe_result": _ANY, "sglang_facts": _OPT_MAP, "engine": _OPT_STR, "use_nvml": _OPT_BOOL,
-              "vllm_version": _OPT_STR, "no_machine": _BOOL}
+              "import_torch": _BOOL, "timeout": _NUMBER, "cwd": _OPT_PATH, "use_engine_analyzer": _BOOL,
+              "probe_result": _ANY, "engine_facts": _OPT_MAP, "engine": _OPT_STR, "use_nvml": _OPT_BOOL,
+              "no_machine": _BOOL}
 
 #: Function name -> parameter -> (test, expected). Functions not listed get the signature check only.
 SPECS: dict[str, dict[str, tuple[Callable[[Any], bool], str]]] = {
@@ -134,8 +136,15 @@ SPECS: dict[str, dict[str, tuple[Callable[[Any], bool], str]]] = {
 #: Old keyword names still accepted (with a DeprecationWarning, :mod:`mtp_audit.deprecation`): old -> new.
 DEPRECATED: dict[str, dict[str, str]] = {
     "audit_launch": {"env_dump": "env_dumps", "facts": "facts_file"},
-    "preflight": {"facts": "machine_facts", "env_dump": "env_dumps"},
-    "audit_machine": {"facts": "machine_facts", "env_dump": "env_dumps"},
+    "preflight": {"facts": "machine_facts", "env_dump": "env_dumps", "use_sglang_analyzer": "use_engine_analyzer"},
+    "audit_machine": {"facts": "machine_facts", "env_dump": "env_dumps", "use_sglang_analyzer": "use_engine_analyzer"},
+}
+
+#: Old keywords that became entries of a mapping keyword (:func:`mtp_audit.deprecation.folded`): function name ->
+#: (the mapping keyword, old keyword -> (key, field)).
+FOLDED: dict[str, tuple[str, Mapping[str, tuple[str, str | None]]]] = {
+    "preflight": ("engine_facts", ENGINE_FACT_KEYWORDS),
+    "audit_machine": ("engine_facts", ENGINE_FACT_KEYWORDS),
 }
 
 
@@ -167,6 +176,8 @@ def with_release(name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwarg
 def check_call(name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     """Raise ``TypeError`` (one line naming the function, the argument and what it expects) for an unknown
     keyword argument, a missing or extra positional argument, or an argument of the wrong type."""
+    if name in FOLDED:
+        kwargs = folded(kwargs, *FOLDED[name])
     renames = DEPRECATED.get(name, {})
     for old, new in renames.items():
         if old in kwargs and new in kwargs:

@@ -37,3 +37,53 @@ def renamed_keywords(renames: Mapping[str, str]) -> Callable[[F], F]:
         return inner  # type: ignore[return-value]
 
     return wrap
+
+
+#: Old keywords of :func:`mtp_audit.preflight.preflight` that became entries of its ``engine_facts`` mapping (engine id
+#: -> what that engine's own analyzer says of the release the launch runs): old keyword -> (engine id, the field of
+#: that engine's facts it was, or ``None`` for the whole facts mapping).
+ENGINE_FACT_KEYWORDS: dict[str, tuple[str, str | None]] = {"sglang_facts": ("sglang", None), "vllm_version": ("vllm", "version")}
+
+
+def folded(kwargs: Mapping[str, Any], into: str, folds: Mapping[str, tuple[str, str | None]],
+           warn: str = "") -> dict[str, Any]:
+    """``kwargs`` with each old keyword of ``folds`` (old -> (key, field)) moved into the mapping keyword ``into``:
+    ``into[key] = value`` (``field`` ``None``) or ``into[key] = {field: value}``. ``warn``: the function's name, to
+    warn (``DeprecationWarning``) for each old keyword found; ``""``: no warning (a caller that only checks the call).
+
+    Raises:
+        TypeError: an old keyword whose ``key`` ``into`` already has.
+    """
+    out = dict(kwargs)
+    for old, (key, fld) in folds.items():
+        if old not in out:
+            continue
+        value = out.pop(old)
+        merged = dict(out.get(into) or {})
+        if key in merged:
+            raise TypeError(f"{warn or 'the function'}() got both {old!r} (deprecated) and {into}[{key!r}]")
+        if warn:
+            shown = f"{into}={{{key!r}: ...}}" if fld is None else f"{into}={{{key!r}: {{{fld!r}: ...}}}}"
+            warnings.warn(f"{warn}({old}=...) is deprecated; use {shown}", DeprecationWarning, stacklevel=3)
+        if value is not None:
+            merged[key] = value if fld is None else {fld: value}
+        out[into] = merged
+    return out
+
+
+def folded_keywords(into: str, folds: Mapping[str, tuple[str, str | None]]) -> Callable[[F], F]:
+    """Decorator: accept each old keyword of ``folds`` as an entry of the mapping keyword ``into`` (:func:`folded`),
+    with a ``DeprecationWarning`` naming both.
+
+    Raises (from the wrapped call):
+        TypeError: an old keyword and the entry it stands for both given.
+    """
+
+    def wrap(func: F) -> F:
+        @functools.wraps(func)
+        def inner(*args: Any, **kwargs: Any) -> Any:
+            return func(*args, **folded(kwargs, into, folds, func.__name__))
+
+        return inner  # type: ignore[return-value]
+
+    return wrap

@@ -26,8 +26,8 @@ from mtp_audit.engines.sglang.launch.conditions import Known, evaluate
 from mtp_audit.engines.sglang.launch.rules import _SG
 from mtp_audit.formats import render
 from mtp_audit.launch import audit_launch
-from mtp_audit.preflight.rules import SM120_KERNEL, facts_json
 from mtp_audit.report import Severity
+from mtp_audit.synth.dumps import SM120_KERNEL, facts_json
 from mtp_audit.synth.launch import SM120_ENV, checkpoint_files
 from mtp_audit.synth.shards import write_checkpoint
 

@@ -15,7 +15,7 @@ from mtp_audit.cli.main import main
 from mtp_audit.preflight import preflight
 from mtp_audit.preflight.engine import choose_engine, machine_hint
 from mtp_audit.preflight.launch import parse_launch
-from mtp_audit.preflight.rules import B200, GB10, PRO6000, facts_json, vllm_env
+from mtp_audit.synth.dumps import B200, GB10, PRO6000, facts_json, vllm_env
 
 F = Path(__file__).resolve().parent.parent / "fixtures" / "preflight"
 DUMPS = F / "envdumps"
@@ -48,7 +48,7 @@ def ids(report, sev: str | None = None) -> list[str]:
 def run_dump(tmp_path: Path, text: str, launch=None, **kw):
     p = tmp_path / "env.txt"
     p.write_text(text)
-    return preflight(env_dumps=[p], launch=launch, use_sglang_analyzer=False, **kw)
+    return preflight(env_dumps=[p], launch=launch, use_engine_analyzer=False, **kw)
 
 
 # --- parsing -------------------------------------------------------------------------------------
@@ -57,7 +57,7 @@ def run_dump(tmp_path: Path, text: str, launch=None, **kw):
 def test_vllm_serve_flags_parsed_like_vllm():
     la = parse_launch(["VLLM_USE_FLASHINFER_MOE_FP4=1", "vllm", "serve", "./ckpt", "-tp", "8", "--moe-backend", "FLASHINFER-CUTLASS",
                        "--kv-cache-dtype=fp8", "-q", "modelopt_fp4"])
-    assert la.engine == "vllm" and la.is_vllm and not la.is_sglang
+    assert la.engine == "vllm" and la.to_dict()["is_sglang"] is False
     assert la.env == {"VLLM_USE_FLASHINFER_MOE_FP4": "1"}
     assert la.flags == {"--model-path": "./ckpt", "--tp": "8", "--moe-backend": "flashinfer_cutlass", "--kv-cache-dtype": "fp8",
                         "--quantization": "modelopt_fp4"}
@@ -96,7 +96,7 @@ def test_machine_hint_from_formats_both_engines_is_no_hint():
 
 @pytest.mark.parametrize("name,version", [("vllm-21274.txt", "0.9.2"), ("vllm-40153.txt", "0.17.0")])
 def test_real_vllm_collect_env_is_for_vllm(name, version):
-    r = preflight(env_dumps=[DUMPS / name], use_sglang_analyzer=False)
+    r = preflight(env_dumps=[DUMPS / name], use_engine_analyzer=False)
     s = r.facts["preflight"]["summary"]
     assert s["engine"] == "vllm" and s["vllm"] == version and s["sglang"] is None
     # the env-dump reader may record the engine itself (with a line number); else the preflight names the dump and format
@@ -107,13 +107,13 @@ def test_real_vllm_collect_env_is_for_vllm(name, version):
 
 @pytest.mark.parametrize("name", ["vllm-21274.txt", "vllm-40153.txt", "vllm-57932.txt"])
 def test_real_vllm_dumps_with_a_vllm_launch_get_no_sglang_advice(name):
-    r = preflight(env_dumps=[DUMPS / name], launch=VL + ["--moe-backend", "flashinfer_trtllm"], use_sglang_analyzer=False)
+    r = preflight(env_dumps=[DUMPS / name], launch=VL + ["--moe-backend", "flashinfer_trtllm"], use_engine_analyzer=False)
     assert r.facts["preflight"]["summary"]["engine"] == "vllm"
     assert_no_sglang_advice(r)
 
 
 def test_vllm_0_9_2_dump_has_no_moe_backend_flag():
-    r = preflight(env_dumps=[DUMPS / "vllm-21274.txt"], launch=VL + ["--moe-backend", "marlin"], use_sglang_analyzer=False)
+    r = preflight(env_dumps=[DUMPS / "vllm-21274.txt"], launch=VL + ["--moe-backend", "marlin"], use_engine_analyzer=False)
     (f,) = [f for f in r.findings if f.rule_id == "MTP226"]
     assert f.severity.name == "ERROR"
     assert f.message == "vLLM 0.9.2 has no --moe-backend option (added in vLLM 0.17.0): the server stops with 'unrecognized arguments'"
@@ -121,13 +121,13 @@ def test_vllm_0_9_2_dump_has_no_moe_backend_flag():
 
 def test_torch_format_vllm_dump_without_engine_line_is_assumed_sglang_and_says_so():
     # vllm-57932 is cut before "vLLM Version": nothing in it names the engine
-    r = preflight(env_dumps=[DUMPS / "vllm-57932.txt"], use_sglang_analyzer=False)
+    r = preflight(env_dumps=[DUMPS / "vllm-57932.txt"], use_engine_analyzer=False)
     assert r.facts["preflight"]["engine"]["how"] == "assumed"
     (v,) = [f for f in r.findings if f.rule_id == "MTP228"]
     assert " native FP4 unknown on SGLang (version unknown) (assumed) — " in v.message
     assert {e.label: e.value for e in v.evidence}["engine"].endswith("pass --engine vllm for vLLM semantics)")
     assert r.facts["preflight"]["answer"][0].startswith("could not tell whether at least 1 x NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edi")  # the pasted list is cut
-    r2 = preflight(env_dumps=[DUMPS / "vllm-57932.txt"], use_sglang_analyzer=False, engine="vllm")
+    r2 = preflight(env_dumps=[DUMPS / "vllm-57932.txt"], use_engine_analyzer=False, engine="vllm")
     assert r2.facts["preflight"]["summary"]["engine"] == "vllm"
     assert_no_sglang_advice(r2)
 
@@ -136,7 +136,7 @@ def test_saved_facts_of_a_vllm_dump_replay_as_vllm(tmp_path, capsys):
     saved = tmp_path / "facts.json"
     assert main(["preflight", "--env-dump", str(DUMPS / "vllm-40153.txt"), "--save-facts", str(saved), "-f", "json"]) == 3
     capsys.readouterr()
-    r = preflight(facts_file=saved, launch=VL, use_sglang_analyzer=False)
+    r = preflight(facts_file=saved, launch=VL, use_engine_analyzer=False)
     assert r.facts["preflight"]["summary"]["engine"] == "vllm" and r.facts["preflight"]["summary"]["vllm"] == "0.17.0"
 
 
@@ -154,13 +154,13 @@ def test_real_free_form_gb10_report_with_the_reported_vllm_launch():
     # gh:vllm-project/vllm#30163 (free-form): 2x DGX Spark, three vLLM versions tried, VLLM_USE_FLASHINFER_MOE_FP4=1
     dump = DUMPS / "freeform" / "vllm-30163.txt"
     launch = ["VLLM_USE_FLASHINFER_MOE_FP4=1", "vllm", "serve", "lukealonso/GLM-4.6-NVFP4", "--quantization", "modelopt_fp4", "-tp", "2"]
-    r = preflight(env_dumps=[dump], launch=launch, use_sglang_analyzer=False)
+    r = preflight(env_dumps=[dump], launch=launch, use_engine_analyzer=False)
     s = r.facts["preflight"]["summary"]
     assert s["engine"] == "vllm" and s["compute_capabilities"] == ["12.1"] and s["vllm"] is None  # three versions: a conflict
     assert ids(r, "error") == []  # FlashInfer CUTLASS NVFP4 MoE runs on the SM120 family
     assert ("vLLM version unknown: what VLLM_USE_FLASHINFER_MOE_FP4=1 does on this GPU depends on it (vLLM 0.15.0-0.23 raise when no "
             "FlashInfer NVFP4 MoE runs; 0.11 falls back to Marlin)") in [g.message for g in r.gaps]
-    r2 = preflight(env_dumps=[dump], launch=launch + ["--moe-backend", "flashinfer_trtllm"], use_sglang_analyzer=False)
+    r2 = preflight(env_dumps=[dump], launch=launch + ["--moe-backend", "flashinfer_trtllm"], use_engine_analyzer=False)
     (f,) = [f for f in r2.findings if f.rule_id == "MTP231"]
     assert f.message.startswith("--moe-backend flashinfer_trtllm: vLLM's flashinfer_trtllm NVFP4 MoE cannot run on GPUs 0-1 (DGX Spark, SM121)")
     assert f.remediation == "--moe-backend flashinfer_cutlass"
@@ -202,7 +202,7 @@ def test_h200_sglang_launch_same_facts_is_a_warning_while_the_version_is_unknown
     (["--moe-backend", "cutlass"], "--moe-backend marlin (or drop it: below SM100 vLLM picks Marlin W4A16 by itself)"),
 ])
 def test_h200_vllm_explicit_backend_that_cannot_run_is_an_error(extra, fix):
-    r = preflight(facts_file=H200_FACTS, launch=VL + extra, use_sglang_analyzer=False)
+    r = preflight(facts_file=H200_FACTS, launch=VL + extra, use_engine_analyzer=False)
     (f,) = [f for f in r.findings if f.rule_id == "MTP231"]
     assert f.severity.name == "ERROR" and f.remediation == fix
     assert "MTP201" not in ids(r)  # the load stops at the explicit backend first
@@ -211,12 +211,12 @@ def test_h200_vllm_explicit_backend_that_cannot_run_is_an_error(extra, fix):
 
 
 def test_h200_vllm_moe_marlin_explicit_is_fine():
-    r = preflight(facts_file=H200_FACTS, launch=VL + ["--moe-backend", "marlin"], use_sglang_analyzer=False)
+    r = preflight(facts_file=H200_FACTS, launch=VL + ["--moe-backend", "marlin"], use_engine_analyzer=False)
     assert ids(r, "error") == [] and "MTP201" in ids(r)
 
 
 def test_engine_conflict_shown_as_evidence():
-    r = preflight(facts_file=H200_FACTS, launch=VL, use_sglang_analyzer=False, engine="sglang")
+    r = preflight(facts_file=H200_FACTS, launch=VL, use_engine_analyzer=False, engine="sglang")
     (v,) = [f for f in r.findings if f.rule_id == "MTP228"]
     ev = {e.label: e.value for e in v.evidence}
     assert ev["engine"] == "SGLang (explicit: --engine sglang)"
@@ -283,10 +283,10 @@ def test_gb10_vllm_trtllm_gemm_fix_is_cudnn_and_memory_advice_is_vllm(tmp_path):
 def test_gb10_unified_memory_advice_names_the_vllm_flag(tmp_path):
     p = tmp_path / "facts.json"
     p.write_text(facts_json(GB10, n=1, memory=None))  # memory 'Not Supported' (gh:NVIDIA/k8s-device-plugin#1482)
-    r = preflight(facts_file=p, launch=VL, use_sglang_analyzer=False)
+    r = preflight(facts_file=p, launch=VL, use_engine_analyzer=False)
     (m,) = [f for f in r.findings if f.rule_id == "MTP225"]
     assert m.remediation == "--gpu-memory-utilization 0.85 or less on GB10 (vLLM)"
-    r2 = preflight(facts_file=p, launch=["python", "-m", "sglang.launch_server", "--model-path", "m"], use_sglang_analyzer=False)
+    r2 = preflight(facts_file=p, launch=["python", "-m", "sglang.launch_server", "--model-path", "m"], use_engine_analyzer=False)
     (m2,) = [f for f in r2.findings if f.rule_id == "MTP225"]
     assert m2.remediation == "lower --mem-fraction-static (e.g. 0.7) (SGLang)"
 
@@ -354,3 +354,73 @@ def test_other_engines_launch_refused_naming_what_preflight_reads(argv: list[str
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"starts {label}: the preflight reads SGLang and vLLM launch commands" in err
     assert f"pass --engine {engine_id}" in err
+
+
+def test_verdict_line_of_another_engine_names_no_sglang_version() -> None:
+    """``--engine trtllm`` on a check_env dump of SGLang 0.5.12.dev136 (sglang-24834.txt): the verdict is for
+    TensorRT-LLM, whose version the dump does not state; SGLang's version is not TensorRT-LLM's."""
+    r = preflight(env_dumps=[DUMPS / "sglang-24834.txt"], engine="trtllm", use_engine_analyzer=False)
+    (f,) = [f for f in r.findings if f.rule_id == "MTP228"]
+    assert "native FP4 capable on TensorRT-LLM (version unknown) — " in f.message
+    assert "0.5.12" not in f.message
+
+
+def test_engine_facts_by_engine_id_and_the_old_keywords() -> None:
+    """``engine_facts`` (engine id -> that engine's analyzer facts) replaces ``sglang_facts`` / ``vllm_version`` /
+    ``use_sglang_analyzer``; the old keywords still work, with a DeprecationWarning, through the library function and
+    the checked public one. Only the entry of the engine the verdict is for is used."""
+    import warnings
+
+    import mtp_audit
+    from mtp_audit.engines.sglang.preflight_rules import EXAMPLE_SGLANG_FACTS
+
+    dump = [DUMPS / "vllm-57932.txt"]
+    new = preflight(env_dumps=dump, launch=VL, engine_facts={"vllm": {"version": "0.24.0"}}, use_engine_analyzer=False)
+    assert new.facts["preflight"]["summary"]["vllm"] == "0.24.0"
+    for call in (preflight, mtp_audit.preflight):
+        with pytest.warns(DeprecationWarning, match="vllm_version"):
+            old = call(env_dumps=dump, launch=VL, vllm_version="0.24.0", use_sglang_analyzer=False)
+        assert old.facts["preflight"]["summary"] == new.facts["preflight"]["summary"]
+        assert [(f.rule_id, f.message) for f in old.findings] == [(f.rule_id, f.message) for f in new.findings]
+    sg = [DUMPS / "sglang-24834.txt"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = preflight(env_dumps=sg, engine_facts={"sglang": EXAMPLE_SGLANG_FACTS, "vllm": {"version": "0.24.0"}},
+                      use_engine_analyzer=False)
+    summary = r.facts["preflight"]["summary"]
+    assert (summary["sglang"], summary["vllm"], summary["flag_semantics"]) == ("0.5.9", None, "sglang analyzer (sglang 0.5.9)")
+    with pytest.warns(DeprecationWarning, match="sglang_facts"):
+        assert preflight(env_dumps=sg, sglang_facts=EXAMPLE_SGLANG_FACTS).facts["preflight"]["summary"] == summary
+    with pytest.raises(TypeError, match="sglang_facts"):
+        preflight(env_dumps=sg, sglang_facts={}, engine_facts={"sglang": {}})
+
+
+def test_preflight_rules_gaps_and_findings_name_their_question(tmp_path: Path) -> None:
+    """Every preflight rule names the question its findings answer (MTP240, the platform and its stack: stack); a dump
+    without a GPU list leaves the GPU count and the FP4 verdict open, each gap saying which."""
+    from mtp_audit.preflight.rules import preflight_rules
+    from mtp_audit.report import questions as Q
+
+    assert [r.id for r in preflight_rules() if r.question is None] == []
+    assert {r.id: r.question for r in preflight_rules()}.items() >= {
+        "MTP240": Q.STACK, "MTP200": Q.FP4, "MTP205": Q.STACK, "MTP225": Q.MEMORY, "MTP226": Q.STARTS, "MTP231": Q.FP4, "MTP247": Q.MTP_HEADS}.items()
+    r = run_dump(tmp_path, "PyTorch version: 2.9.1+cu128\nCUDA used to build PyTorch: 12.8\n")
+    assert [(g.question, g.blocking, g.message.split(" (")[0].split(":")[0]) for g in r.gaps] == [
+        (Q.FP4, True, "native FP4 verdict unknown"), (Q.GPU_COUNT, True, "no GPU information")]
+    r = run_dump(tmp_path, vllm_env(B200, torch="2.9.1+cu124", torch_cuda="12.4"), VL)
+    assert {f.rule_id: f.question for f in r.findings}["MTP203"] == Q.STACK
+
+
+def test_launch_scopes_preflight_gaps_by_question_not_by_text() -> None:
+    """A launch that runs no FP4 kernels turns the preflight's blocking FP4 gaps into notes, whatever their words; a
+    blocking gap of another question stays blocking even when its text says FP4."""
+    from mtp_audit.engines.outcome import scope_gap
+    from mtp_audit.report import Gap
+    from mtp_audit.report import questions as Q
+
+    cc = Gap("preflight", "GPU 0: compute capability unknown (not in the dump)", None, True, Q.FP4)
+    stack = Gap("preflight", "driver 580.65 is written without all its parts (CUDA 13.0 for the FP4 kernels)", None, True, Q.STACK)
+    scoped = [scope_gap(g, fp4=False, speculative=True, spec_flag="--speculative-config") for g in (cc, stack)]
+    assert [(g.blocking, g.message.endswith("(a note for this launch: it runs no FP4 kernels)")) for g in scoped] == [
+        (False, True), (True, False)]
+    assert scope_gap(cc, fp4=None, speculative=True, spec_flag="--speculative-config") == cc

@@ -13,7 +13,7 @@ import pytest
 from mtp_audit.cli.main import main
 from mtp_audit.errors import InputError
 from mtp_audit.preflight import preflight
-from mtp_audit.preflight.rules import B200, env
+from mtp_audit.synth.dumps import B200, env
 
 F = Path(__file__).resolve().parent.parent / "fixtures" / "preflight"
 E = F / "envdumps"
@@ -47,14 +47,14 @@ def test_same_gpus_different_driver_is_a_conflict(tmp_path):
     one.write_text(env(B200, n=2, driver="580.95.05"))
     two.write_text(env(B200, n=2, driver="570.172.08"))
     with pytest.raises(InputError) as exc:
-        preflight(env_dumps=[one, two], use_sglang_analyzer=False)
+        preflight(env_dumps=[one, two], use_engine_analyzer=False)
     assert "one.txt" in str(exc.value) and "two.txt" in str(exc.value)
     assert "driver version differs: 580.95.05 vs 570.172.08" in str(exc.value)
 
 
 def test_dumps_of_one_machine_still_merge():
     # both GB10 (12.1), driver 580.95.05: sglang-13198.txt has torch 2.9.1+cu130, the nvidia-smi dump the driver's CUDA 13.0
-    r = preflight(env_dumps=[E / "sglang-13198.txt", E / "k8s-device-plugin-1482.txt"], use_sglang_analyzer=False)
+    r = preflight(env_dumps=[E / "sglang-13198.txt", E / "k8s-device-plugin-1482.txt"], use_engine_analyzer=False)
     m = r.facts["preflight"]["machine"]
     assert [g["name"]["value"] for g in m["gpus"]] == ["NVIDIA GB10"]
     assert m["driver_version"]["value"] == "580.95.05"
@@ -113,7 +113,7 @@ def test_value_outside_choices_is_an_error_naming_them(tmp_path, capsys, flag, c
 
 def test_value_of_a_version_outside_the_matrix_is_named_in_a_gap():
     # sglang-24834.txt: 0.5.12.dev136 sorts before 0.5.12 and after 0.5.11 (PEP 440): no matrix row holds it
-    r = preflight(env_dumps=[E / "sglang-24834.txt"], launch=LS + ["--fp4-gemm-backend", "nonsense"], use_sglang_analyzer=False)
+    r = preflight(env_dumps=[E / "sglang-24834.txt"], launch=LS + ["--fp4-gemm-backend", "nonsense"], use_engine_analyzer=False)
     assert [x for x in r.findings if x.rule_id == "MTP226"] == []
     gaps = [g.message for g in r.gaps if g.message.startswith("--fp4-gemm-backend nonsense not checked")]
     assert gaps == ["--fp4-gemm-backend nonsense not checked: the choices of SGLang 0.5.12.dev136+g9dfb1d2eb are not in the capability matrix; "
@@ -123,21 +123,21 @@ def test_value_of_a_version_outside_the_matrix_is_named_in_a_gap():
 def test_quantization_outside_choices_of_0_5_9(tmp_path):
     p = tmp_path / "env.txt"
     p.write_text(env(B200, n=1, torch="2.9.1+cu128"))  # SGLang 0.5.9
-    r = preflight(env_dumps=[p], launch=LS + ["--quantization", "nvfp4_online"], use_sglang_analyzer=False)
+    r = preflight(env_dumps=[p], launch=LS + ["--quantization", "nvfp4_online"], use_engine_analyzer=False)
     f = [x for x in r.findings if x.rule_id == "MTP226"]
     # nvfp4_online first appears in QUANTIZATION_CHOICES of 0.5.15 (absent in 0.5.9 and 0.5.12)
     assert len(f) == 1 and "--quantization nvfp4_online is not accepted by SGLang 0.5.9" in f[0].message
     assert "modelopt_fp4" in f[0].message and "quark_int4fp8_moe" in f[0].message
     assert "wheel:sglang-0.5.9:sglang/srt/server_args.py:94 QUANTIZATION_CHOICES" in [e.value for e in f[0].evidence]
-    r = preflight(env_dumps=[p], launch=LS + ["--quantization", "modelopt_fp4"], use_sglang_analyzer=False)
+    r = preflight(env_dumps=[p], launch=LS + ["--quantization", "modelopt_fp4"], use_engine_analyzer=False)
     assert [x for x in r.findings if x.rule_id == "MTP226"] == []
 
 
 def test_unknown_option_is_a_warning_with_the_option_table():
-    from mtp_audit.preflight.rules import EXAMPLE_SGLANG_FACTS
+    from mtp_audit.engines.sglang.preflight_rules import EXAMPLE_SGLANG_FACTS
 
     r = preflight(env_dumps=[E / "sglang-24834.txt"], launch=LS + ["--bogus-flag", "x", "--fp4-gemm", "flashinfer_cudnn"],
-                  sglang_facts=EXAMPLE_SGLANG_FACTS)
+                  engine_facts={"sglang": EXAMPLE_SGLANG_FACTS})
     f = [x for x in r.findings if x.rule_id == "MTP230"]
     assert len(f) == 1 and f[0].severity.name == "WARNING"  # --fp4-gemm is a prefix argparse accepts
     assert f[0].message.startswith("SGLang 0.5.9 has no option --bogus-flag: the launch would stop with 'unrecognized arguments'")
@@ -165,7 +165,7 @@ def test_one_verdict_line_for_eight_identical_b200(capsys):
 
 
 def test_not_capable_verdict_names_the_errors_to_fix():
-    r = preflight(env_dumps=[E / "pytorch-150733.txt"], use_sglang_analyzer=False)
+    r = preflight(env_dumps=[E / "pytorch-150733.txt"], use_engine_analyzer=False)
     [v] = [f for f in r.findings if f.rule_id == "MTP228"]
     assert v.location.symbol == "cuda:0"
     assert v.message == ("GPU 0 (NVIDIA GeForce RTX 5090 D, compute capability 12.0): native FP4 not capable on SGLang (version unknown) "
@@ -180,7 +180,7 @@ def test_mixed_gpus_get_one_group_each(tmp_path):
     p = tmp_path / "env.txt"
     p.write_text(env(B200, n=1).replace("GPU 0: NVIDIA B200\nGPU 0 Compute Capability: 10.0",
                                         "GPU 0,1: NVIDIA B200\nGPU 2: NVIDIA H200\nGPU 0,1 Compute Capability: 10.0\nGPU 2 Compute Capability: 9.0"))
-    r = preflight(env_dumps=[p], use_sglang_analyzer=False)
+    r = preflight(env_dumps=[p], use_engine_analyzer=False)
     msgs = sorted(f.message.split(" — ")[0] for f in r.findings if f.rule_id == "MTP228")
     assert msgs == ["GPU 2 (NVIDIA H200, compute capability 9.0): native FP4 not capable on SGLang 0.5.9",
                     "GPUs 0-1 (NVIDIA B200, compute capability 10.0): native FP4 not capable on SGLang 0.5.9"]
@@ -201,7 +201,7 @@ def test_summary_shows_requested_backend_on_h200(capsys):
 def test_summary_shows_auto_and_what_it_resolves_to(tmp_path):
     p = tmp_path / "env.txt"
     p.write_text(env(B200, n=1, torch="2.9.1+cu128"))  # SGLang 0.5.9: --fp4-gemm-backend auto -> flashinfer_cutlass on SM100 (matrix row 0.5.9)
-    r = preflight(env_dumps=[p], launch=LS + ["--quantization", "modelopt_fp4", "--fp4-gemm-backend", "auto"], use_sglang_analyzer=False)
+    r = preflight(env_dumps=[p], launch=LS + ["--quantization", "modelopt_fp4", "--fp4-gemm-backend", "auto"], use_engine_analyzer=False)
     s = r.facts["preflight"]["summary"]
     assert s["fp4_gemm_backend"] == "auto -> flashinfer_cutlass"
     assert s["moe_runner_backend"] == "cutlass (auto)"  # < 0.5.10: auto -> sgl-kernel cutlass_moe_fp4 (matrix moe row)
@@ -217,22 +217,22 @@ def test_summary_shows_auto_and_what_it_resolves_to(tmp_path):
                "(gh:flashinfer-ai/flashinfer#3398)"),
 ])
 def test_mtp212_names_range_and_reason_of_matching_row(tmp_path, fi, tail):
-    from mtp_audit.preflight.rules import PRO6000
+    from mtp_audit.synth.dumps import PRO6000
 
     p = tmp_path / "env.txt"
     p.write_text(env(PRO6000, n=1, flashinfer=fi))
-    r = preflight(env_dumps=[p], launch=LS + ["--quantization", "modelopt_fp4", "--fp4-gemm-backend", "flashinfer_cutlass"], use_sglang_analyzer=False)
+    r = preflight(env_dumps=[p], launch=LS + ["--quantization", "modelopt_fp4", "--fp4-gemm-backend", "flashinfer_cutlass"], use_engine_analyzer=False)
     [f] = [x for x in r.findings if x.rule_id == "MTP212"]
     assert f.message.endswith("; " + tail) and f.severity.name == "ERROR"
     assert f.message.count("known-bad") == 1
 
 
 def test_mtp212_without_known_bad_row_is_a_warning(tmp_path):
-    from mtp_audit.preflight.rules import PRO6000
+    from mtp_audit.synth.dumps import PRO6000
 
     p = tmp_path / "env.txt"
     p.write_text(env(PRO6000, n=1, flashinfer="0.6.8"))
-    r = preflight(env_dumps=[p], launch=LS + ["--quantization", "modelopt_fp4", "--fp4-gemm-backend", "flashinfer_cutlass"], use_sglang_analyzer=False)
+    r = preflight(env_dumps=[p], launch=LS + ["--quantization", "modelopt_fp4", "--fp4-gemm-backend", "flashinfer_cutlass"], use_engine_analyzer=False)
     [f] = [x for x in r.findings if x.rule_id == "MTP212"]
     assert "known-bad" not in f.message and f.severity.name == "WARNING"
 
@@ -268,7 +268,7 @@ def test_matrix_sources_are_primary():
 def test_user_visible_text_has_no_research_citation(dump):
     for launch in (None, LS + ["--quantization", "modelopt_fp4"], LS + ["--quantization", "modelopt_fp4", "--fp4-gemm-backend", "auto",
                                                                        "--moe-runner-backend", "auto"]):
-        r = preflight(env_dumps=[E / dump], launch=launch, use_sglang_analyzer=False)
+        r = preflight(env_dumps=[E / dump], launch=launch, use_engine_analyzer=False)
         texts = [f.message for f in r.findings] + [f.remediation for f in r.findings] + [e.value for f in r.findings for e in f.evidence]
         texts += [g.message for g in r.gaps] + [json.dumps(r.facts["preflight"]["resolved"]), json.dumps(r.facts["preflight"]["summary"])]
         assert [t for t in texts if "blackwell_fp4" in t or "§" in t] == []
@@ -277,6 +277,6 @@ def test_user_visible_text_has_no_research_citation(dump):
 def test_auto_resolution_evidence_cites_the_wheel(tmp_path):
     p = tmp_path / "env.txt"
     p.write_text(env(B200, n=1, torch="2.9.1+cu128", sglang="0.5.8"))
-    r = preflight(env_dumps=[p], launch=LS + ["--quantization", "modelopt_fp4"], use_sglang_analyzer=False)
+    r = preflight(env_dumps=[p], launch=LS + ["--quantization", "modelopt_fp4"], use_engine_analyzer=False)
     assert r.facts["preflight"]["resolved"]["fp4_gemm_backend"] == {
         "value": "flashinfer_cutlass", "how": "auto", "source": "wheel:sglang-0.5.8:sglang/srt/server_args.py, fp4_utils.py"}

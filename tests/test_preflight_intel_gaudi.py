@@ -14,7 +14,7 @@ from mtp_audit.preflight import platforms as pf
 from mtp_audit.preflight import preflight
 from mtp_audit.preflight.envdump import parse_dump, read_dump
 from mtp_audit.preflight.facts import MachineFacts
-from mtp_audit.preflight.rules import xpu_env
+from mtp_audit.synth.dumps import xpu_env
 
 D = Path(__file__).resolve().parent.parent / "fixtures" / "preflight" / "envdumps"
 INTEL, GAUDI = D / "intel", D / "gaudi"

@@ -12,7 +12,8 @@ import pytest
 from mtp_audit.errors import InputError
 from mtp_audit.preflight import preflight
 from mtp_audit.preflight.facts import MachineFacts
-from mtp_audit.preflight.rules import (
+from mtp_audit.report import Severity
+from mtp_audit.synth.dumps import (
     GB10,
     INCIDENT_ARGS,
     PRO6000,
@@ -22,7 +23,6 @@ from mtp_audit.preflight.rules import (
     env,
     facts_json,
 )
-from mtp_audit.report import Severity
 
 F = Path(__file__).resolve().parent.parent / "fixtures" / "preflight"
 
@@ -38,7 +38,7 @@ def write(tmp_path, name, text):
 
 
 def test_b200_dump_is_sm100_and_capable():
-    r = preflight(env_dumps=[F / "envdumps" / "sglang-24834.txt"], use_sglang_analyzer=False)
+    r = preflight(env_dumps=[F / "envdumps" / "sglang-24834.txt"], use_engine_analyzer=False)
     pf = r.facts["preflight"]
     assert pf["summary"]["compute_capabilities"] == ["10.0"]
     assert [v["native_fp4"] for v in pf["verdicts"]] == ["capable"] * 8
@@ -48,7 +48,7 @@ def test_b200_dump_is_sm100_and_capable():
 @pytest.mark.parametrize("gpu", [PRO6000, RTX5090])
 def test_trtllm_gemm_on_sm120_names_capability(tmp_path, gpu):
     dump = write(tmp_path, "env.txt", env(gpu, n=1))
-    r = preflight(env_dumps=[dump], launch=list(SG + ("--fp4-gemm-backend", "flashinfer_trtllm")), cwd=tmp_path, use_sglang_analyzer=False)
+    r = preflight(env_dumps=[dump], launch=list(SG + ("--fp4-gemm-backend", "flashinfer_trtllm")), cwd=tmp_path, use_engine_analyzer=False)
     f = [x for x in r.findings if x.rule_id == "MTP210"]
     assert len(f) == 1 and f[0].severity == Severity.ERROR
     assert "capability 120" in f[0].message and "12.0" in f[0].message
@@ -62,7 +62,7 @@ def test_incident_combination_on_matching_sm120_stack(tmp_path):
     doc = json.loads(facts_json(torch="2.12.0+cu130", binaries=SM120_KERNEL))
     doc["requires"] = {"sgl-kernel -> torch": {"value": "==2.12.0", "source": "rebuilt wheel METADATA"}}
     p = write(tmp_path, "facts.json", json.dumps(doc))
-    r = preflight(facts_file=p, launch=list(INCIDENT_ARGS), cwd=tmp_path, use_sglang_analyzer=False)
+    r = preflight(facts_file=p, launch=list(INCIDENT_ARGS), cwd=tmp_path, use_engine_analyzer=False)
     assert ids(r, Severity.WARNING) == []
     pf = r.facts["preflight"]
     assert pf["summary"]["verdict"] == "capable"
@@ -72,7 +72,7 @@ def test_incident_combination_on_matching_sm120_stack(tmp_path):
 
 def test_incident_stack_with_default_backends_warns(tmp_path):
     p = write(tmp_path, "facts.json", facts_json(torch="2.9.1+cu130", binaries=SM120_KERNEL))
-    r = preflight(facts_file=p, launch=list(SG), cwd=tmp_path, use_sglang_analyzer=False)
+    r = preflight(facts_file=p, launch=list(SG), cwd=tmp_path, use_engine_analyzer=False)
     # SGLang 0.5.9: default --fp4-gemm-backend flashinfer_cutlass (NaN reports on SM120)
     assert "MTP212" in ids(r, Severity.WARNING)
     assert r.facts["preflight"]["resolved"]["fp4_gemm_backend"] == {"value": "flashinfer_cutlass", "how": "default", "source": "wheel:sglang-0.5.9:sglang/srt/server_args.py; gh:sgl-project/sglang#17369"}
@@ -80,13 +80,13 @@ def test_incident_stack_with_default_backends_warns(tmp_path):
 
 def test_stock_pinned_torch_mismatch_is_error(tmp_path):
     p = write(tmp_path, "env.txt", env(torch="2.12.0+cu130"))
-    r = preflight(env_dumps=[p], launch=list(INCIDENT_ARGS), cwd=tmp_path, use_sglang_analyzer=False)
+    r = preflight(env_dumps=[p], launch=list(INCIDENT_ARGS), cwd=tmp_path, use_engine_analyzer=False)
     assert "MTP209" in ids(r)
 
 
 def test_gb10_with_sm120a_only_kernel(tmp_path):
     p = write(tmp_path, "facts.json", facts_json(GB10, n=1, binaries=SM120_KERNEL, memory=None))
-    r = preflight(facts_file=p, launch=list(SG), cwd=tmp_path, use_sglang_analyzer=False)
+    r = preflight(facts_file=p, launch=list(SG), cwd=tmp_path, use_engine_analyzer=False)
     f = [x for x in r.findings if x.rule_id == "MTP208"]
     assert f and f[0].severity == Severity.ERROR
     assert "SM121" in f[0].message and "sm_120a cubins load only on 12.0" in f[0].message
@@ -98,7 +98,7 @@ def test_h200_live_facts_not_capable():
     facts = MachineFacts.from_dict(json.loads((F / "h200-live-facts.json").read_text()))
     assert facts.origin == "live" and facts.gpus[0].name.value == "NVIDIA H200" and facts.gpus[0].cc == (9, 0)
     assert facts.driver_version.value == "580.159.04" and facts.torch_version.value == "2.11.0+cu130"
-    r = preflight(facts=facts, use_sglang_analyzer=False)
+    r = preflight(facts=facts, use_engine_analyzer=False)
     pf = r.facts["preflight"]
     assert pf["summary"]["verdict"] == "not capable"
     v = pf["verdicts"][0]
@@ -114,7 +114,7 @@ def test_h200_on_sglang_0_5_16_names_marlin_cost(tmp_path):
     doc = json.loads((F / "h200-live-facts.json").read_text())
     doc["packages"]["sglang"] = {"value": "0.5.16", "source": "test"}
     p = write(tmp_path, "facts.json", json.dumps(doc))
-    r = preflight(facts_file=p, launch=list(SG), cwd=tmp_path, use_sglang_analyzer=False)
+    r = preflight(facts_file=p, launch=list(SG), cwd=tmp_path, use_engine_analyzer=False)
     f = [x for x in r.findings if x.rule_id == "MTP201"]
     assert len(f) == 1 and "Marlin W4A16" in f[0].message and "Cost:" in f[0].detail  # the cost is detail, not the one-line message
     assert r.facts["preflight"]["resolved"] == {}  # SM90: no native backend resolution
@@ -125,7 +125,7 @@ def test_h200_on_old_sglang_has_no_fallback(tmp_path):
     doc = json.loads((F / "h200-live-facts.json").read_text())
     doc["packages"]["sglang"] = {"value": "0.5.9", "source": "test"}
     p = write(tmp_path, "facts.json", json.dumps(doc))
-    r = preflight(facts_file=p, launch=list(SG), cwd=tmp_path, use_sglang_analyzer=False)
+    r = preflight(facts_file=p, launch=list(SG), cwd=tmp_path, use_engine_analyzer=False)
     f = [x for x in r.findings if x.rule_id == "MTP200"]
     assert "has no Marlin NVFP4 fallback (added in 0.5.13)" in f[0].message
 
@@ -135,7 +135,7 @@ def test_checkpoint_quant_from_model_path(tmp_path):
     dump = write(tmp_path, "env.txt", env())
     launch = ["python", "-m", "sglang.launch_server", "--model-path", str(ck), "--attention-backend", "trtllm_mha",
               "--moe-runner-backend", "flashinfer_cutlass", "--fp4-gemm-backend", "flashinfer_cudnn"]
-    r = preflight(env_dumps=[dump], launch=launch, use_sglang_analyzer=False)
+    r = preflight(env_dumps=[dump], launch=launch, use_engine_analyzer=False)
     ck_facts = r.facts["preflight"]["checkpoint"]
     assert ck_facts["algo"] == "NVFP4" and ck_facts["weight_only"] is False and ck_facts["kv_cache"] == "FP8"
     assert "MTP222" in ids(r)  # FP8 KV (kv_cache_quant_algo) + trtllm_mha on SM120
@@ -173,11 +173,11 @@ def test_sglang_analyzer_facts_are_used(tmp_path, monkeypatch):
 def test_launch_of_no_known_engine_is_an_input_error(tmp_path):
     dump = write(tmp_path, "env.txt", env())
     with pytest.raises(InputError) as exc:
-        preflight(env_dumps=[dump], launch=["trtllm-serve", "m", "--backend", "pytorch"], use_sglang_analyzer=False)
+        preflight(env_dumps=[dump], launch=["trtllm-serve", "m", "--backend", "pytorch"], use_engine_analyzer=False)
     assert "'trtllm-serve m --backend' starts TensorRT-LLM: the preflight reads SGLang and vLLM launch commands" in str(exc.value)
     assert "pass --engine trtllm" in str(exc.value)
     with pytest.raises(InputError) as exc:
-        preflight(env_dumps=[dump], launch=["sometool", "serve", "m"], use_sglang_analyzer=False)
+        preflight(env_dumps=[dump], launch=["sometool", "serve", "m"], use_engine_analyzer=False)
     assert "not an SGLang or vLLM launch command: expected python -m sglang.launch_server" in str(exc.value)
     assert "(got 'sometool serve m')" in str(exc.value)
 
@@ -185,7 +185,7 @@ def test_launch_of_no_known_engine_is_an_input_error(tmp_path):
 def test_vllm_launch_is_accepted_with_vllm_semantics(tmp_path):
     # a vLLM command on an SGLang check_env dump: the launch names the engine; the dump's engine is a conflict
     dump = write(tmp_path, "env.txt", env())
-    r = preflight(env_dumps=[dump], launch=["vllm", "serve", "m", "--quantization", "modelopt_fp4"], use_sglang_analyzer=False)
+    r = preflight(env_dumps=[dump], launch=["vllm", "serve", "m", "--quantization", "modelopt_fp4"], use_engine_analyzer=False)
     assert r.facts["preflight"]["engine"]["engine"] == "vllm"
     (c,) = r.facts["preflight"]["engine"]["conflicts"]
     assert c.startswith("env dump: ") and "sglang-check-env format" in c

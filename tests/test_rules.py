@@ -74,3 +74,24 @@ def test_rules_listing_covers_every_rule(capsys: pytest.CaptureFixture[str]) -> 
     assert main(["rules"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert [line.split()[0] for line in out] == [r.id for r in RULES]
+
+
+def test_engines_lend_their_examples_of_shared_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MTP200 is declared with SGLang's examples in mtp_audit.preflight.rules; vLLM's come from its own package, after
+    them. Examples lent to a rule the analyzer does not declare are a programming error."""
+    import sys
+    import types
+
+    from mtp_audit.report import rules as registry
+
+    mtp200 = get_rule("MTP200")
+    assert [e.note for e in mtp200.examples] == [
+        "H200 with an NVFP4 launch on SGLang 0.5.9 (no Marlin fallback)", "B200: FP4 tensor cores present",
+        "H200 with vLLM 0.8.5 (no Marlin NVFP4 fallback yet)", "H200 with vLLM 0.20.0: it falls back to Marlin by itself (MTP201, a warning)"]
+    stray = types.ModuleType("stray_rules")
+    stray.RULES = ()  # type: ignore[attr-defined]
+    stray.EXAMPLES = {"MTP299": mtp200.examples[:1]}  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "stray_rules", stray)
+    monkeypatch.setitem(registry.ANALYZER_RULE_MODULES, "preflight", (*registry.rule_modules("preflight"), "stray_rules"))
+    with pytest.raises(ValueError, match="MTP299"):
+        registry.analyzer_rules("preflight")

@@ -74,7 +74,7 @@ def _preflight(text: str) -> tuple[frozenset[str], str, tuple[bool | None, ...]]
 
     with tempfile.TemporaryDirectory() as tmp:
         try:
-            r = preflight(env_dumps=[_write(Path(tmp), text)], use_sglang_analyzer=False)
+            r = preflight(env_dumps=[_write(Path(tmp), text)], use_engine_analyzer=False)
         except InputError:
             return None
     vis = machine_visible(parse_dump(text), {}, {})

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mtp_audit.report import Finding, Gap, Location, Report, Severity
-from mtp_audit.report.questions import MTP_HEADS
+from mtp_audit.report.questions import FP4, MTP_HEADS
 
 GO, FIX_FIRST, COULD_NOT_TELL = "go", "fix first", "could not tell"
 #: Order of verdicts from best to worst (used to tell whether an upgrade made things worse).
@@ -97,7 +97,7 @@ def fp4_needed(ck: dict[str, Any] | None, quantization: str | None) -> bool | No
 
 
 def _is_fp4_gap(g: Gap) -> bool:
-    return g.analyzer == "preflight" and "FP4" in g.message
+    return g.analyzer == "preflight" and g.question == FP4
 
 
 def _is_mtp_gap(g: Gap) -> bool:

@@ -88,9 +88,9 @@ def reported_rules(engine: Engine) -> set[str]:
     a launch merges)."""
     import importlib
 
-    from mtp_audit.preflight.rules import RULES as PREFLIGHT
+    from mtp_audit.preflight.rules import preflight_rules
 
-    return {r.id for r in importlib.import_module(engine.rules_module).RULES} | {r.id for r in PREFLIGHT}
+    return {r.id for r in importlib.import_module(engine.rules_module).RULES} | {r.id for r in preflight_rules()}
 
 
 def matrix(engines: tuple[Engine, ...] | None = None) -> list[Cell]:

@@ -71,6 +71,29 @@ def _load(engine_id: str, spec: str) -> Engine:
 DEFAULT_HEADS_ENGINE = "sglang"
 
 
+#: Where each built-in engine says what it installs that the preflight records on a machine (``"module:attribute"``,
+#: a mapping distribution -> the folders of its shared objects whose SM targets the preflight reads), in modules that
+#: import nothing else of the engine.
+DISTRIBUTION_SPECS: dict[str, str] = {"sglang": "mtp_audit.engines.sglang.distributions:DISTRIBUTIONS",
+                                      "vllm": "mtp_audit.engines.vllm.distributions:DISTRIBUTIONS"}
+
+
+def engine_distributions() -> dict[str, tuple[str, ...]]:
+    """Every built-in engine's distributions (:data:`DISTRIBUTION_SPECS`), in registry order: distribution -> the
+    folders of its shared objects the preflight reads (``()``: none)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for engine_id, _ in ENGINE_SPECS:
+        if engine_id in DISTRIBUTION_SPECS:
+            module, _, attr = DISTRIBUTION_SPECS[engine_id].partition(":")
+            out.update(getattr(importlib.import_module(module), attr))
+    return out
+
+
+#: The engine whose kernel checks the preflight applies when nothing names one (no ``--engine``, no launch command, no
+#: engine in the machine facts): the preflight has always answered for SGLang, and says so ("on SGLang (assumed)").
+DEFAULT_PREFLIGHT_ENGINE = "sglang"
+
+
 #: The built-in engines' ``uses_heads`` hooks as ``"module:function"`` (each engine's method calls the same function):
 #: a checkpoint audit asks one of them without importing the engine's launch package (~20 ms of start-up).
 HEADS_SPECS: dict[str, str] = {"sglang": "mtp_audit.engines.sglang.heads:sglang_uses_heads"}

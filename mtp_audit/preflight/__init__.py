@@ -17,8 +17,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mtp_audit.deprecation import renamed_keywords
+from mtp_audit.deprecation import ENGINE_FACT_KEYWORDS, folded_keywords, renamed_keywords
 from mtp_audit.report import Report
+from mtp_audit.report import questions as Q
 
 if TYPE_CHECKING:
     from mtp_audit.preflight.facts import MachineFacts
@@ -76,7 +77,8 @@ def _answer(vs: list[dict[str, Any]], verdict: str, findings: Sequence[Any], an:
     return [f"could not tell whether {desc} can run native FP4{on}" + (f": {reason}" if reason else "") + tail]
 
 
-@renamed_keywords({"facts": "machine_facts", "env_dump": "env_dumps"})
+@renamed_keywords({"facts": "machine_facts", "env_dump": "env_dumps", "use_sglang_analyzer": "use_engine_analyzer"})
+@folded_keywords("engine_facts", ENGINE_FACT_KEYWORDS)
 def preflight(
     *,
     env_dumps: Sequence[str | Path] | str | Path = (),
@@ -87,19 +89,19 @@ def preflight(
     import_torch: bool = False,
     timeout: float = 10.0,
     cwd: Path | None = None,
-    use_sglang_analyzer: bool = True,
+    use_engine_analyzer: bool = True,
     probe_result: Any = None,
-    sglang_facts: Mapping[str, Any] | None = None,
+    engine_facts: Mapping[str, Mapping[str, Any] | None] | None = None,
     engine: str | None = None,
     use_nvml: bool | None = None,
-    vllm_version: str | None = None,
     no_machine: bool = False,
 ) -> Report:
     """Run the preflight and return its report.
 
     Exactly one machine source is used: ``machine_facts`` (a MachineFacts), ``facts_file``, ``env_dumps``
-    (merged in order), or else the live machine; with ``no_machine`` never the live machine. The old name ``facts`` (for ``machine_facts``) still works,
-    with a DeprecationWarning.
+    (merged in order), or else the live machine; with ``no_machine`` never the live machine. The old names still work,
+    with a DeprecationWarning: ``facts`` (for ``machine_facts``), ``use_sglang_analyzer`` (``use_engine_analyzer``),
+    ``sglang_facts=F`` (``engine_facts={"sglang": F}``) and ``vllm_version=V`` (``engine_facts={"vllm": {"version": V}}``).
 
     Args:
         env_dumps: pasted environment dumps (sglang check_env, torch/vllm/flashinfer collect_env, nvidia-smi),
@@ -111,14 +113,14 @@ def preflight(
         import_torch: import torch (in a child process) for its arch list.
         timeout: seconds allowed per external command (nvidia-smi, nvcc).
         cwd: folder that relative paths in ``launch`` (``--model-path``) are resolved against.
-        use_sglang_analyzer: ask ``mtp_audit.engines.sglang.audit_sglang`` for flag semantics when available.
+        use_engine_analyzer: on the live machine, ask the installed engine's own analyzer what the launch's options
+            mean, when the engine has one (SGLang: :func:`mtp_audit.engines.sglang.audit_sglang`;
+            :meth:`~mtp_audit.preflight.kernels.KernelChecks.flag_semantics`).
         probe_result: a recorded :class:`~mtp_audit.preflight.probe.ProbeResult` to evaluate (rule examples, replays).
-        sglang_facts: ``report.facts["sglang"]`` of :func:`mtp_audit.engines.sglang.audit_sglang` on the SGLang the launch
-            will run (a wheel, checkout or folder, not necessarily installed here). When given, it is used for the
-            flag semantics and the SGLang version whatever the machine source (live, dump or facts file), and the
-            installed sglang is not looked up. ``mtp-audit launch`` passes it.
-        vllm_version: the version of the vLLM source a launch audit names (``--vllm TARGET``); it wins over the
-            machine's installed vllm for version-dependent vLLM checks.
+        engine_facts: engine id -> what its analyzer says of the release the launch runs (not necessarily installed
+            here; ``None`` ignored). The entry of the engine the verdict is for gives the option semantics and the
+            version, whatever the machine source (SGLang: ``audit_sglang(...).facts["sglang"]``; vLLM:
+            ``{"version": ...}`` of ``--vllm TARGET``). ``mtp-audit launch`` passes it.
         engine: a registered engine id or alias (``"sglang"``, ``"vllm"``, ``"trtllm"``, ...; ``--engine``): whose
             kernel checks the verdict applies (its :meth:`~mtp_audit.engines.base.Engine.kernels` hook). It wins over the
             engine detected from the launch command or the machine facts (a disagreement is evidence on MTP228);
@@ -148,10 +150,12 @@ def preflight(
     launch_src = f"launch command '{' '.join(parsed_launch.argv[:3])}'" if parsed_launch is not None else ""
     choice = eng.choose_engine(engine, parsed_launch.engine if parsed_launch is not None else None, launch_src,
                                eng.machine_hint(machine, dump_formats))
-    ctx = an.Context(facts=machine, engine=choice.engine, vllm_version=vllm_version, kernels=_kernels_of(choice.engine))
+    release = (engine_facts or {}).get(choice.engine)
+    ctx = an.Context(facts=machine, engine=choice.engine, kernels=_kernels_of(choice.engine),
+                     engine_facts=dict(release) if release is not None else None)
     # an assumed engine is said on the verdict line ("on SGLang (assumed)") and in MTP228's evidence, not as a gap
     gaps = _attach_launch(ctx, parsed_launch, cwd)
-    flag_source = _flag_semantics(ctx, sglang_facts, launch is not None and use_sglang_analyzer)
+    flag_source = _flag_semantics(ctx, launch is not None and use_engine_analyzer)
     _attach_probe(ctx, gaps, probe, probe_result)
     an.analyze(ctx)
     return _scoped(_report(ctx, choice, gaps, target, flag_source), no_machine, parsed_launch is not None)
@@ -161,14 +165,15 @@ def _scoped(report: Report, no_machine: bool, has_launch: bool = True) -> Report
     """``report`` with its gaps about facts ``--no-machine`` left unexamined as notes
     (:func:`mtp_audit.preflight.nomachine.scope_report`) and its answer saying "not examined" where it said "could
     not tell"; unchanged without ``no_machine``. Without a launch command the native FP4 verdict is the only question
-    asked: when it is unknown its gap stays blocking (nothing examined is "could not tell", exit 3, never a pass)."""
+    asked: when it is unknown its gaps (question ``FP4``) stay blocking (nothing examined is "could not tell", exit 3,
+    never a pass)."""
     import dataclasses
 
     from mtp_audit.preflight.nomachine import NOT_SERVING_MACHINE, machine_note
 
     if not no_machine:
         return report
-    gaps = tuple(g if not has_launch and g.message.startswith("native FP4 verdict unknown") else machine_note(g)
+    gaps = tuple(g if not has_launch and g.question == Q.FP4 else machine_note(g)
                  for g in report.gaps)
     pf = report.facts.get("preflight")
     if has_launch and isinstance(pf, dict) and pf.get("answer") and NOT_SERVING_MACHINE in pf["answer"][0]:
@@ -208,7 +213,7 @@ def _checked_launch(engine: str | None, launch: Sequence[str] | None) -> Any:
     if launch is None:
         return None
     parsed_launch = parse_launch(list(launch))
-    if parsed_launch.engine not in eng.ENGINES:
+    if not parsed_launch.checked:
         raise InputError("launch command", _unsupported_launch(parsed_launch.argv))
     return parsed_launch
 
@@ -222,7 +227,7 @@ def _unsupported_launch(argv: Sequence[str]) -> str:
     got = " ".join(argv[:3])
     supported = ("the preflight reads SGLang and vLLM launch commands (python -m sglang.launch_server …, sglang serve …, "
                  "vllm serve … or python -m vllm.entrypoints.openai.api_server …)")
-    other = next((e for e in engines() if e.name not in ("sglang", "vllm") and e.entry(list(argv)) is not None), None)
+    other = next((e for e in engines() if e.kernels() is None and e.entry(list(argv)) is not None), None)
     if other is None:
         return ("not an SGLang or vLLM launch command: expected python -m sglang.launch_server …, sglang serve …, "
                 f"vllm serve … or python -m vllm.entrypoints.openai.api_server … (got '{got}')")
@@ -338,9 +343,9 @@ def _attach_launch(ctx: Any, parsed_launch: Any, cwd: Path | None) -> list[Any]:
         if folder.is_dir():
             ctx.quant = read_checkpoint_quant(folder)
             if ctx.quant.problem and not ctx.quant.algo:
-                gaps.append(Gap("preflight", f"{mlabel} {mp}: {ctx.quant.problem}", mp, False))
+                gaps.append(Gap("preflight", f"{mlabel} {mp}: {ctx.quant.problem}", mp, False, Q.FP4))
         else:
-            gaps.append(Gap("preflight", f"{mlabel} {mp} is not a local folder; checkpoint quantization taken from --quantization only", None, False))
+            gaps.append(Gap("preflight", f"{mlabel} {mp} is not a local folder; checkpoint quantization taken from --quantization only", None, False, Q.FP4))
     return gaps
 
 
@@ -353,13 +358,13 @@ def _kernels_of(engine: str) -> Any:
     return engine_named(engine).kernels() or KernelChecks()
 
 
-def _flag_semantics(ctx: Any, sglang_facts: Mapping[str, Any] | None, ask_installed: bool) -> str:
+def _flag_semantics(ctx: Any, ask_installed: bool) -> str:
     """Where the flag semantics come from (the summary's ``flag_semantics``): the capability matrix, or what the
-    engine's own analyzer says of the release (``sglang_facts`` given, or the installed engine analysed on the live
-    machine when ``ask_installed``): :meth:`mtp_audit.preflight.kernels.KernelChecks.flag_semantics`."""
+    engine's own analyzer says of the release (``ctx.engine_facts`` given, or the installed engine analysed on the
+    live machine when ``ask_installed``): :meth:`mtp_audit.preflight.kernels.KernelChecks.flag_semantics`."""
     from mtp_audit.preflight import matrix as mx
 
-    return ctx.kernels.flag_semantics(ctx, sglang_facts, ask_installed, f"capability matrix v{mx.load()['matrix_version']}")
+    return ctx.kernels.flag_semantics(ctx, ctx.engine_facts, ask_installed, f"capability matrix v{mx.load()['matrix_version']}")
 
 
 def _attach_probe(ctx: Any, gaps: list[Any], probe: bool, probe_result: Any) -> None:
@@ -370,7 +375,7 @@ def _attach_probe(ctx: Any, gaps: list[Any], probe: bool, probe_result: Any) -> 
         from mtp_audit.preflight.probe import run_probe
 
         if ctx.facts.origin != "live":
-            gaps.append(Gap("preflight", "--probe needs the live machine; ignored with --env-dump / --facts", None, False))
+            gaps.append(Gap("preflight", "--probe needs the live machine; ignored with --env-dump / --facts", None, False, Q.FP4))
         else:
             flag = ctx.kernels.probe_gemm_flag
             gemm = ctx.launch.get(flag) if ctx.launch and flag else None
@@ -382,7 +387,7 @@ def _attach_probe(ctx: Any, gaps: list[Any], probe: bool, probe_result: Any) -> 
 def _verdict_findings(ctx: Any, vs: list[dict[str, Any]], engine_line: str, engine_evidence: tuple[Any, ...], gaps: list[Any]) -> None:
     """One MTP228 finding per group of GPUs with the same name, compute capability and verdict."""
     from mtp_audit.preflight import analyze as an
-    from mtp_audit.preflight.rules import RULES_BY_ID
+    from mtp_audit.preflight.rules import rule_by_id
     from mtp_audit.report import Location
 
     for key, group in an.verdict_groups(vs):
@@ -395,7 +400,7 @@ def _verdict_findings(ctx: Any, vs: list[dict[str, Any]], engine_line: str, engi
         label = f"GPU {idx}" if len(group) == 1 else f"GPUs {idx}"
         # the error findings are reported on their own lines: the verdict names them, it does not repeat them
         why = [r for r in reasons if not _RULE_REASON.match(r)] + ([f"blocked by {', '.join(errors)} (see those findings)"] if errors else [])
-        ctx.findings.append(RULES_BY_ID["MTP228"].finding(
+        ctx.findings.append(rule_by_id("MTP228").finding(
             f"{label} ({name or '?'}, {what}): native FP4 {native} on {engine_line} — " + "; ".join(why),
             Location(symbol=ctx.device(idx)), evidence=engine_evidence,
             remediation="" if native == an.CAPABLE else
@@ -433,10 +438,10 @@ def _report(ctx: Any, choice: Any, gaps: list[Any], target: str, flag_source: st
     """The verdicts, their MTP228 findings, the gaps and the facts of an analysed ``ctx`` as a :class:`Report`."""
     from mtp_audit.preflight import analyze as an
     from mtp_audit.preflight import matrix as mx
-    from mtp_audit.preflight.rules import RULES
+    from mtp_audit.preflight.rules import preflight_rules
     from mtp_audit.report import Evidence, Gap
 
-    ver = ctx.vllm if ctx.is_vllm else ctx.sglang
+    ver = ctx.engine_version
     # the verdict line names the engine (and its version); where the engine came from is the MTP228 evidence
     engine_line = (f"{choice.name} {ver}" if ver else f"{choice.name} (version unknown)") + (" (assumed)" if choice.how == "assumed" else "")
     engine_evidence = tuple([Evidence("engine", f"{choice.name} ({choice.how}: {choice.source})")]
@@ -452,8 +457,9 @@ def _report(ctx: Any, choice: Any, gaps: list[Any], target: str, flag_source: st
     if verdict == an.UNKNOWN:
         why = "no GPU listed" + unexamined if not vs else "; ".join(dict.fromkeys(
             r for v in vs if v["native_fp4"] == an.UNKNOWN for r in v["reasons"][:1]))  # one reason said once
-        gaps.append(Gap("preflight", f"native FP4 verdict unknown: {why}", None, True))
-    ctx.gaps = [g for g in ctx.gaps if not (g.blocking and verdict != an.UNKNOWN and not g.message.startswith("no GPU"))] + gaps
+        gaps.append(Gap("preflight", f"native FP4 verdict unknown: {why}", None, True, Q.FP4))
+    # once the verdict is known, its blocking gaps are answered; a GPU list that is missing stays open
+    ctx.gaps = [g for g in ctx.gaps if not (g.blocking and verdict != an.UNKNOWN and g.question != Q.GPU_COUNT)] + gaps
     answer = (vendors.answer(ctx, vs, "" if choice.how == "assumed" else engine_line)
               or _answer(vs, verdict, ctx.findings, an, "" if choice.how == "assumed" else engine_line, unexamined,
                          ctx.facts.gpu_list_partial))
@@ -474,7 +480,7 @@ def _report(ctx: Any, choice: Any, gaps: list[Any], target: str, flag_source: st
             "matrix_version": mx.load()["matrix_version"],
             "engine": choice.to_dict(),
         },
-        rule_ids=[r.id for r in RULES],
+        rule_ids=[r.id for r in preflight_rules()],
     )
 
 

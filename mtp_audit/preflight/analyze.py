@@ -1,7 +1,8 @@
 """The preflight analysis: facts + intended launch -> findings (MTP2xx), gaps and a per-GPU verdict.
 
 Each check is a function of a :class:`Context`; the rule it implements is named in its docstring and
-defined (doc, sources, examples) in :mod:`mtp_audit.preflight.rules`. Facts behind each check:
+defined (doc, sources, examples) in :mod:`mtp_audit.preflight.rules` (:func:`~mtp_audit.preflight.rules.rule_by_id`
+finds the engines' own too). Facts behind each check:
 ``../shared/research/blackwell_fp4.md`` §10 (candidate rules R01-R35) and the matrix.
 """
 
@@ -14,12 +15,14 @@ from typing import Any
 
 from packaging.version import Version
 
+from mtp_audit.engines.registry import DEFAULT_PREFLIGHT_ENGINE as DEFAULT_ENGINE
 from mtp_audit.preflight import matrix as mx
 from mtp_audit.preflight.facts import Fact, GpuFacts, MachineFacts, fmt_value
 from mtp_audit.preflight.kernels import KernelChecks
 from mtp_audit.preflight.launch import CheckpointQuant, Launch
 from mtp_audit.preflight.probe import ProbeResult
 from mtp_audit.report import Evidence, Finding, Gap, Location, Severity
+from mtp_audit.report import questions as Q
 
 CAPABLE, NOT_CAPABLE, UNKNOWN = "capable", "not capable", "unknown"
 #: The verdict of a device the FP4 checks do not apply to (an Ascend NPU; a CPU-only machine overall).
@@ -44,22 +47,21 @@ class Context:
         facts: the machine.
         launch: the intended launch, or ``None`` (bare ``mtp-audit preflight``).
         quant: the checkpoint's quantization (from ``--model-path``), or ``None``.
-        sglang_facts: ``facts["sglang"]`` of the sglang analyzer, or ``None`` (matrix used instead).
+        engine_facts: what the engine's own analyzer says of the release the launch runs (SGLang: the sglang
+            analyzer's ``facts["sglang"]``; vLLM: the audited source's ``version``), or ``None`` (the capability
+            matrix and the machine's installed packages are used instead).
         probe: the ``--probe`` result, or ``None``.
         engine: the registered engine id whose kernel checks apply (:mod:`mtp_audit.preflight.engine`).
         kernels: that engine's FP4 kernel checks and wording (its :meth:`~mtp_audit.engines.base.Engine.kernels`
             hook); the defaults add nothing.
         pins_checked: whether an installed package's ``Requires-Dist: torch`` pin was read (MTP209).
-        vllm_version: the version of the vLLM source the launch audit names (``--vllm TARGET``), which wins over the
-            machine's installed vllm; ``None`` when none was named.
     """
 
     facts: MachineFacts
-    engine: str = "sglang"
-    vllm_version: str | None = None
+    engine: str = DEFAULT_ENGINE
     launch: Launch | None = None
     quant: CheckpointQuant | None = None
-    sglang_facts: dict[str, Any] | None = None
+    engine_facts: dict[str, Any] | None = None
     probe: ProbeResult | None = None
     kernels: KernelChecks = field(default_factory=KernelChecks)
     pins_checked: bool = False
@@ -88,35 +90,16 @@ class Context:
         f = self.facts.package(dist)
         return mx.parse_version(f.value) if f.present else None
 
-    @property
-    def sglang(self) -> Version | None:
-        """SGLang version: the sglang analyzer's, else the facts'."""
-        v = None
-        if self.sglang_facts and self.sglang_facts.get("version"):
-            v = mx.parse_version(str(self.sglang_facts["version"]))
-        v = v or self.version("sglang")
-        # a source checkout reports 0.0.0.devN+g<sha>: its release is unknown, not "older than 0.1"
-        return None if v is not None and v < Version("0.1") else v
+    def engine_fact(self, key: str) -> Any:
+        """``key`` of :attr:`engine_facts` (``"version"``, ``"cli_arguments"``), or ``None`` when absent."""
+        return self.engine_facts.get(key) if self.engine_facts else None
 
     @property
-    def is_vllm(self) -> bool:
-        """The verdict is for vLLM."""
-        return self.engine == "vllm"
+    def engine_version(self) -> Version | None:
+        """The release of the engine the verdict is for, as its kernel checks tell it
+        (:meth:`~mtp_audit.preflight.kernels.KernelChecks.version`: its analyzer's, else the installed package's)."""
+        return self.kernels.version(self)
 
-    @property
-    def engine_name(self) -> str:
-        """``"SGLang"`` or ``"vLLM"``."""
-        return "vLLM" if self.is_vllm else "SGLang"
-
-    @property
-    def vllm(self) -> Version | None:
-        """vLLM version: the audited vLLM source's (``--vllm TARGET``), else the facts' (``vLLM Version`` of a
-        collect-env dump, or the installed package)."""
-        if self.vllm_version:
-            v = mx.parse_version(self.vllm_version)
-            if v is not None:
-                return v
-        return self.version("vllm")
 
     def launch_env(self, name: str) -> str | None:
         """Environment variable ``name`` of the launch: a ``NAME=VALUE`` prefix of the command wins over the
@@ -158,15 +141,16 @@ class Context:
             remediation: str | None = None, severity: Severity | None = None, detail: str = "") -> None:
         """Append a finding of ``rule_id`` located at GPU ``gpu`` (its :meth:`device` label) or the machine;
         ``detail`` holds what does not fit a one-line message (rationale, cost)."""
-        from mtp_audit.preflight.rules import RULES_BY_ID
+        from mtp_audit.preflight.rules import rule_by_id
 
         loc = Location(symbol=self.device(gpu.index)) if gpu is not None else Location(symbol="machine")
-        self.findings.append(RULES_BY_ID[rule_id].finding(message, loc, evidence=tuple(evidence),
+        self.findings.append(rule_by_id(rule_id).finding(message, loc, evidence=tuple(evidence),
                                                           remediation=remediation, severity=severity, detail=detail))
 
-    def gap(self, message: str, blocking: bool = False) -> None:
-        """Record something the preflight could not decide."""
-        self.gaps.append(Gap("preflight", message, None, blocking))
+    def gap(self, message: str, blocking: bool = False, question: str | None = None) -> None:
+        """Record something the preflight could not decide; ``question``: the one it leaves open
+        (:mod:`mtp_audit.report.questions`: ``FP4``, ``STACK``, ...), by which consumers scope it."""
+        self.gaps.append(Gap("preflight", message, None, blocking, question))
 
 
 #: torch's device type per platform where it is not ``cuda`` (ROCm builds of torch name AMD GPUs ``cuda:N`` too):
@@ -203,12 +187,12 @@ def check_verdict_inputs(ctx: Context) -> None:
     f = ctx.facts
     if not f.gpus and f.enumerated:
         ctx.gap(f"CUDA_VISIBLE_DEVICES={f.env.get('CUDA_VISIBLE_DEVICES', '?')} hides all {len(f.enumerated)} GPU(s) the driver "
-                "lists: CUDA sees none, so no GPU was checked", blocking=True)
+                "lists: CUDA sees none, so no GPU was checked", blocking=True, question=Q.GPU_COUNT)
     elif not f.gpus:
-        ctx.gap(f"no GPU information ({f.gpu_list.missing or 'none listed'})", blocking=True)
+        ctx.gap(f"no GPU information ({f.gpu_list.missing or 'none listed'})", blocking=True, question=Q.GPU_COUNT)
     for g in f.gpus:
         if not g.compute_capability.present:
-            ctx.gap(f"GPU {g.index}: compute capability unknown ({g.compute_capability.missing})", blocking=True)
+            ctx.gap(f"GPU {g.index}: compute capability unknown ({g.compute_capability.missing})", blocking=True, question=Q.FP4)
 
 
 
@@ -230,7 +214,7 @@ def check_torch_build(ctx: Context) -> None:
         g = next(x for x in ctx.gpus if x.cc == cc)
         if v is None:
             if ctx.facts.torch_version.present or tc.missing and "no +cu" in str(tc.missing):
-                ctx.gap(f"torch's CUDA build unknown ({tc.missing}); cannot check it supports {sm_name(cc)}")
+                ctx.gap(f"torch's CUDA build unknown ({tc.missing}); cannot check it supports {sm_name(cc)}", question=Q.STACK)
             continue
         if v < Version("12.8"):
             ctx.add("MTP203", f"torch {ctx.facts.torch_version.value or '?'} is built for CUDA {tc.value}, which has no {sm_name(cc)} kernels "
@@ -273,7 +257,7 @@ def check_driver(ctx: Context) -> None:
     drv = ctx.facts.driver_version
     if not drv.present:
         if any(g.cc and g.cc[0] >= 10 for g in ctx.gpus):
-            ctx.gap(f"driver version unknown ({drv.missing}); driver floors not checked")
+            ctx.gap(f"driver version unknown ({drv.missing}); driver floors not checked", question=Q.STACK)
         return
     dv = mx.version_tuple(str(drv.value))
     need: list[tuple[str, str, str]] = []  # (cuda, why, floor)
@@ -289,7 +273,7 @@ def check_driver(ctx: Context) -> None:
         floor = mx.driver_floor(cuda)
         if floor and _older_than(dv, floor[0]) is None:
             ctx.gap(f"driver {drv.value} is written without all its parts: whether it reaches {floor[0]} (CUDA {cuda}, needed by "
-                    f"{why}) could not be told", blocking=True)
+                    f"{why}) could not be told", blocking=True, question=Q.STACK)
             ctx.undecided.append(f"driver {drv.value} may be below {floor[0]} (written without all its parts)")
             break
         if floor and dv < mx.version_tuple(floor[0]):
@@ -446,7 +430,7 @@ def check_probe(ctx: Context) -> None:
     if p is None:
         return
     if p.error:
-        ctx.gap(f"probe did not run: {p.error}")
+        ctx.gap(f"probe did not run: {p.error}", question=Q.FP4)
         return
     cc = p.cc
     for r in p.results:

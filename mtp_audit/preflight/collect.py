@@ -35,6 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mtp_audit.engines.registry import engine_distributions
 from mtp_audit.preflight.facts import (
     PACKAGES,
     BinaryFacts,
@@ -62,9 +63,7 @@ ENV_VARS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES
 
 #: Packages whose shared objects are scanned, with the import folders that hold their ``.so`` files.
 KERNEL_PACKAGES = {
-    "sgl-kernel": ("sgl_kernel/",),
-    "sglang-kernel": ("sgl_kernel/",),
-    "vllm": ("vllm/_C", "vllm/_moe_C", "vllm/cumem_allocator"),
+    **{dist: folders for dist, folders in engine_distributions().items() if folders},
     "flashinfer-python": ("flashinfer/",),
     "flashinfer-jit-cache": ("flashinfer_jit_cache/",),
 }

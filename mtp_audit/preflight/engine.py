@@ -19,9 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-#: The engines the preflight recognises from a launch command or an environment dump; ``--engine`` may name any
-#: registered engine (:func:`mtp_audit.engines.registry.engine_ids`), whose kernel checks then apply.
-ENGINES = ("sglang", "vllm")
+from mtp_audit.engines.registry import DEFAULT_PREFLIGHT_ENGINE
 
 
 def _label(engine: str) -> str:
@@ -42,9 +40,6 @@ def known_engines() -> tuple[str, ...]:
     from mtp_audit.engines.registry import engine_ids
 
     return engine_ids()
-
-#: dump format (envdump.FORMATS) -> engine it belongs to
-FORMAT_ENGINE = {"sglang-check-env": "sglang", "vllm-collect-env": "vllm"}
 
 
 @dataclass(frozen=True)
@@ -88,8 +83,10 @@ def machine_hint(machine: Any, formats: Iterable[tuple[str, Iterable[str]]] = ()
 
     A set of dumps naming both engines gives no hint (``None``): two engines cannot both run.
     """
+    from mtp_audit.preflight.envdump import FORMAT_ENGINE
+
     fact = getattr(machine, "engine", None)
-    if fact is not None and getattr(fact, "present", False) and fact.value in ENGINES:
+    if fact is not None and getattr(fact, "present", False) and fact.value in known_engines():
         return str(fact.value), f"env dump: {fact.source}" if fact.source else "machine facts"
     found: dict[str, str] = {}
     for display, fmts in formats:
@@ -109,7 +106,8 @@ def choose_engine(explicit: str | None, launch_engine: str | None, launch_source
 
     Args:
         explicit: ``--engine`` value or ``None``.
-        launch_engine: the launch command's engine (``Launch.engine``) when it is SGLang or vLLM, else ``None``.
+        launch_engine: the launch command's engine (``Launch.engine``) when the preflight reads it (``Launch.checked``),
+            else ``None``.
         launch_source: how the launch names it (``"launch command 'vllm serve'"``).
         machine: :func:`machine_hint`'s answer.
 
@@ -121,12 +119,12 @@ def choose_engine(explicit: str | None, launch_engine: str | None, launch_source
     hints: list[tuple[str, str, str]] = []
     if explicit:
         hints.append((explicit, "explicit", f"--engine {explicit}"))
-    if launch_engine in ENGINES:
+    if launch_engine is not None:
         hints.append((str(launch_engine), "launch", launch_source))
     if machine is not None:
         hints.append((machine[0], "machine", machine[1]))
     if not hints:
-        return EngineChoice("sglang", "assumed", "no --engine, no SGLang/vLLM launch command and no engine in the machine facts; "
+        return EngineChoice(DEFAULT_PREFLIGHT_ENGINE, "assumed", "no --engine, no SGLang/vLLM launch command and no engine in the machine facts; "
                                                  "pass --engine vllm for vLLM semantics")
     eng, how, src = hints[0]
     conflicts = tuple(f"{s} says {_label(e)}, but the verdict is for {_label(eng)} ({src})" for e, _, s in hints[1:] if e != eng)

@@ -200,9 +200,13 @@ def parse_dump(text: str, *, display: str = "dump") -> MachineFacts:
     return facts
 
 
+#: Dump format -> the engine whose own tool prints it (the preflight's engine hint, :mod:`mtp_audit.preflight.engine`).
+FORMAT_ENGINE = {"sglang-check-env": "sglang", "vllm-collect-env": "vllm"}
+
+
 def _engine_of_tools(text: str, formats: tuple[str, ...]) -> Fact:
     """``sglang`` for a check_env dump, ``vllm`` for a vllm collect-env dump (both: no answer)."""
-    found = {eng: fmt for fmt, eng in (("sglang-check-env", "sglang"), ("vllm-collect-env", "vllm")) if fmt in formats}
+    found = {eng: fmt for fmt, eng in FORMAT_ENGINE.items() if fmt in formats}
     if len(found) == 1:
         (eng, fmt), = found.items()
         m = _SIGNATURES[fmt].search(text)

@@ -14,16 +14,17 @@ from mtp_audit.report.rules import Example
 
 def run_example(root: Path, example: Example) -> Report:
     """Run the preflight on an example folder: ``env.txt`` (a dump) or ``facts.json`` (stored facts),
-    an optional ``sglang_facts.json`` (the sglang analyzer's facts), an optional ``probe.json`` (a recorded probe result), and ``example.args`` as the launch command."""
+    optional ``<engine id>_facts.json`` files (what that engine's analyzer says, e.g. ``sglang_facts.json``), an optional ``probe.json`` (a recorded probe result), and ``example.args`` as the launch command."""
     from mtp_audit.preflight import preflight
 
-    kwargs: dict[str, Any] = {"cwd": root, "use_sglang_analyzer": False}
+    kwargs: dict[str, Any] = {"cwd": root, "use_engine_analyzer": False}
     if (root / "facts.json").is_file():
         kwargs["facts_file"] = root / "facts.json"
     else:
         kwargs["env_dumps"] = [root / "env.txt"]
-    if (root / "sglang_facts.json").is_file():
-        kwargs["sglang_facts"] = json.loads((root / "sglang_facts.json").read_text())
+    engine_facts = {p.name.removesuffix("_facts.json"): json.loads(p.read_text()) for p in sorted(root.glob("*_facts.json"))}
+    if engine_facts:
+        kwargs["engine_facts"] = engine_facts
     if (root / "probe.json").is_file():
         from mtp_audit.preflight.probe import ProbeResult
 

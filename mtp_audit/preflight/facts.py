@@ -16,21 +16,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mtp_audit.engines.registry import engine_distributions
 from mtp_audit.known import AT_LEAST, EXACT, Extent, Known, Provenance
 
 #: Version of the facts JSON written by :meth:`MachineFacts.to_dict`.
 FACTS_SCHEMA_VERSION = 1
 
-#: Distribution names whose versions the preflight reads (importlib.metadata / dumps).
+#: Distribution names whose versions the preflight reads (importlib.metadata / dumps): the engines' own
+#: (:func:`mtp_audit.engines.registry.engine_distributions`), then the kernel libraries and the stack they run on.
 #: Source: blackwell_fp4.md §7.2.
 PACKAGES: tuple[str, ...] = (
-    "sglang",
-    "sgl-kernel",
-    "sglang-kernel",
+    *engine_distributions(),
     "flashinfer-python",
     "flashinfer-cubin",
     "flashinfer-jit-cache",
-    "vllm",
     "torch",
     "triton",
     "nvidia-cudnn-cu12",

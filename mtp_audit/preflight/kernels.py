@@ -13,6 +13,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from packaging.version import Version
+
+from mtp_audit.preflight import matrix as mx
+
 
 @dataclass(frozen=True)
 class LaunchSyntax:
@@ -42,8 +46,10 @@ class KernelChecks:
 
     Attributes:
         label: the engine as a person names it (``"SGLang"``).
+        package: the distribution whose installed version is the engine's (``"sglang"``), or ``None``.
         checks: functions of the preflight's :class:`~mtp_audit.preflight.analyze.Context`, run after the machine's
-            own checks; each adds findings (its rules are declared in :mod:`mtp_audit.preflight.rules`) and gaps.
+            own checks; each adds findings (the rules an engine has alone are declared in its package,
+            ``mtp_audit/engines/<engine>/preflight_rules.py``; shared ones in :mod:`mtp_audit.preflight.rules`) and gaps.
         fp4_quantizations: ``--quantization`` values of this engine that load FP4 weights.
         fp4_formats: ``--quantization`` values of this engine whose name does not say the FP4 format they load ->
             that format (``"mxfp4"`` / ``"nvfp4"``), for the checks off NVIDIA that depend on the format (the AMD FP4
@@ -66,6 +72,7 @@ class KernelChecks:
     """
 
     label: str = "the engine"
+    package: str | None = None
     checks: tuple[Callable[[Any], None], ...] = ()
     fp4_quantizations: tuple[str, ...] = ()
     fp4_formats: Mapping[str, str] = field(default_factory=dict)
@@ -78,6 +85,13 @@ class KernelChecks:
     syntax: LaunchSyntax = field(default_factory=LaunchSyntax)
     default_flag_checks: tuple[Callable[[Any], None], ...] = ()
     platform_checks: Mapping[str, tuple[Callable[[Any], None], ...]] = field(default_factory=dict)
+
+    def version(self, ctx: Any) -> Version | None:
+        """The engine's release: the ``version`` its own analyzer gives (``ctx.engine_facts``), else the installed
+        :attr:`package`'s (machine facts); ``None`` when neither says."""
+        given = ctx.engine_fact("version")
+        parsed = mx.parse_version(str(given)) if given else None
+        return parsed or (ctx.version(self.package) if self.package else None)
 
     def summary(self, ctx: Any) -> dict[str, str | None]:
         """Headline values of ``facts["preflight"]["summary"]`` this engine adds (its version, the backends the

@@ -44,18 +44,19 @@ def split_env_prefix(toks: list[str]) -> tuple[dict[str, str], list[str]]:
     return env, toks[i:]
 
 
-def engine_syntax(toks: list[str]) -> tuple[str, LaunchSyntax]:
+def engine_syntax(toks: list[str]) -> tuple[str, LaunchSyntax | None]:
     """``(engine id, how the preflight reads its command)`` of the engine whose server ``toks`` starts (each
-    registered engine's own :meth:`~mtp_audit.engines.base.Engine.entry` decides); ``(program name, no syntax)``
-    for a command no engine starts."""
+    registered engine's own :meth:`~mtp_audit.engines.base.Engine.entry` decides); the syntax is ``None`` when that
+    engine has no kernel checks for the preflight (its ``kernels`` hook answers ``None``), and for a command no engine
+    starts (then the engine is the program's name)."""
     from mtp_audit.engines.registry import engines
 
     for engine in engines():
         if engine.entry(toks) is not None:
             kernels = engine.kernels()
-            return engine.name, kernels.syntax if kernels is not None else LaunchSyntax()
+            return engine.name, kernels.syntax if kernels is not None else None
     _env, prog = split_env_prefix(toks)
-    return (Path(prog[0]).name if prog else ""), LaunchSyntax()
+    return (Path(prog[0]).name if prog else ""), None
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,8 @@ class Launch:
             listed with ``_`` turned into ``-`` (as vLLM reads them).
         env: ``NAME=VALUE`` assignments written before the program (``VLLM_USE_FLASHINFER_MOE_FP4=1 vllm serve ...``).
         model_label: how the command names the model (``"--model-path"``, or ``"model"`` for a positional one).
+        checked: whether the engine it starts has FP4 kernel checks the preflight applies (SGLang, vLLM): the
+            preflight reads only those commands (:func:`engine_syntax`).
     """
 
     argv: tuple[str, ...]
@@ -81,16 +84,7 @@ class Launch:
     options: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     model_label: str = "model"
-
-    @property
-    def is_vllm(self) -> bool:
-        """Whether it starts vLLM (``vllm serve``, ``python -m vllm.entrypoints...``)."""
-        return self.engine == "vllm"
-
-    @property
-    def is_sglang(self) -> bool:
-        """Whether it starts SGLang (``python -m sglang.launch_server``, ``sglang serve``)."""
-        return self.engine == "sglang"
+    checked: bool = False
 
     def get(self, flag: str) -> str | None:
         """Value of a canonical flag, or ``None``."""
@@ -98,7 +92,8 @@ class Launch:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
-        return {"argv": list(self.argv), "is_sglang": self.is_sglang, "engine": self.engine,
+        # ``is_sglang``: kept for readers of reports written before ``engine`` (schema 1)
+        return {"argv": list(self.argv), "is_sglang": self.engine == "sglang", "engine": self.engine,
                 "flags": dict(sorted(self.flags.items())), "bools": list(self.bools), "options": list(self.options),
                 "env": dict(sorted(self.env.items()))}
 
@@ -120,8 +115,9 @@ def parse_launch(argv: list[str] | tuple[str, ...]) -> Launch:
         raise InputError("launch command", "nothing after '--' (expected e.g. python -m sglang.launch_server --model-path ...)")
     env, prog = split_env_prefix(toks)
     engine, syntax = engine_syntax(toks)
-    flags, bools, options = _read_options(prog, syntax)
-    return Launch(tuple(toks), engine, flags, tuple(bools), tuple(options), env, syntax.model_label)
+    flags, bools, options = _read_options(prog, syntax or LaunchSyntax())
+    return Launch(tuple(toks), engine, flags, tuple(bools), tuple(options), env, (syntax or LaunchSyntax()).model_label,
+                  syntax is not None)
 
 
 def _read_options(prog: list[str], syntax: LaunchSyntax) -> tuple[dict[str, str], list[str], list[str]]:

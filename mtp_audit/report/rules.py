@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,7 +28,7 @@ ANALYZER_RULE_MODULES: dict[str, str | tuple[str, ...]] = {
     "checkpoint": "mtp_audit.checkpoint.rules",
     "compare": "mtp_audit.compare.rules",
     "sglang": "mtp_audit.engines.sglang.rules",
-    "preflight": "mtp_audit.preflight.rules",
+    "preflight": ("mtp_audit.preflight.rules", "mtp_audit.engines.sglang.preflight_rules", "mtp_audit.engines.vllm.preflight_rules"),
     "launch": ("mtp_audit.engines.sglang.launch.rules", "mtp_audit.engines.vllm.launch.rules"),
     "vllm": "mtp_audit.engines.vllm.rules",
     "llamacpp": "mtp_audit.engines.llamacpp.rules",
@@ -199,8 +199,24 @@ def rule_modules(analyzer: str) -> tuple[str, ...]:
     return (mods,) if isinstance(mods, str) else tuple(mods)
 
 
-def _load(module: str) -> tuple[Rule, ...]:
-    return tuple(importlib.import_module(module).RULES)
+def analyzer_rules(analyzer: str) -> tuple[Rule, ...]:
+    """The rules of ``analyzer``, in declaration order. Each module of :func:`rule_modules` declares some (``RULES``)
+    and may lend examples to rules of the same analyzer declared in another (``EXAMPLES``: rule id -> examples,
+    appended in module order): an engine keeps its own examples of a rule whose meaning holds for several engines.
+
+    Raises:
+        ValueError: examples lent to a rule id the analyzer does not declare (a programming error).
+    """
+    modules = [importlib.import_module(m) for m in rule_modules(analyzer)]
+    rules = [r for m in modules for r in m.RULES]
+    lent: dict[str, tuple[Example, ...]] = {}
+    for m in modules:
+        for rule_id, examples in getattr(m, "EXAMPLES", {}).items():
+            lent[rule_id] = lent.get(rule_id, ()) + tuple(examples)
+    stray = sorted(set(lent) - {r.id for r in rules})
+    if stray:
+        raise ValueError(f"examples lent to rules {analyzer} does not declare: {', '.join(stray)}")
+    return tuple(replace(r, examples=r.examples + lent[r.id]) if r.id in lent else r for r in rules)
 
 
 def all_rules() -> tuple[Rule, ...]:
@@ -212,8 +228,7 @@ def all_rules() -> tuple[Rule, ...]:
     """
     rules: list[Rule] = []
     for analyzer in ANALYZER_RULE_MODULES:
-        for module in rule_modules(analyzer):
-            rules.extend(_load(module))
+        rules.extend(analyzer_rules(analyzer))
     seen: set[str] = set()
     for r in rules:
         if not _ID_RE.match(r.id) or not _NAME_RE.match(r.name):

@@ -3,7 +3,8 @@
 
 Which FP4 GEMM (``--fp4-gemm-backend``) and NVFP4 MoE runner (``--moe-runner-backend``) SGLang picks on GPU 0
 (``get_device_sm``), what each needs (flashinfer, cuDNN, nvcc for the JIT kernels of 0.5.10 on, sgl-kernel
-cubins), and the flags it refuses: MTP200/MTP201 and MTP207-MTP226/MTP230 of :mod:`mtp_audit.preflight.rules`.
+cubins), and the flags it refuses: MTP200/MTP201, MTP209 and MTP226 (declared in :mod:`mtp_audit.preflight.rules`)
+and SGLang's own MTP207-MTP223 and MTP230 (declared in :mod:`mtp_audit.engines.sglang.preflight_rules`).
 Facts come from the sglang analyzer's facts of the release the launch runs when given
 (:func:`mtp_audit.engines.sglang.audit_sglang`), else from the capability matrix (``matrix["sglang"]``, each row
 naming the wheel file:line it was read from).
@@ -19,6 +20,7 @@ from typing import Any
 
 from packaging.version import Version
 
+from mtp_audit.engines.sglang.matrix import resolve_auto, sglang_row
 from mtp_audit.engines.sglang.platforms import PLATFORM_CHECKS
 from mtp_audit.preflight import matrix as mx
 from mtp_audit.preflight.analyze import Context, cc_str, ev, known_bad_text, sm_name
@@ -26,6 +28,7 @@ from mtp_audit.preflight.elf import cubin_loads_on, fp4_capable_cubins
 from mtp_audit.preflight.facts import Fact, GpuFacts
 from mtp_audit.preflight.kernels import KernelChecks, LaunchSyntax
 from mtp_audit.report import Evidence, Severity
+from mtp_audit.report import questions as Q
 
 #: SGLang ``--quantization`` values that load FP4 weights.
 FP4_QUANTIZATIONS = ("modelopt_fp4", "nvfp4_online", "mxfp4", "modelopt_mixed", "w4afp8")
@@ -51,9 +54,9 @@ BOOL_FLAGS = ("--enable-pdmux",)
 
 
 def _flag_from_sglang_facts(ctx: Context, flag: str) -> dict[str, Any] | None:
-    if not ctx.sglang_facts:
+    if not ctx.engine_facts:
         return None
-    args = ctx.sglang_facts.get("cli_arguments") or {}
+    args = ctx.engine_facts.get("cli_arguments") or {}
     return args.get(flag) if isinstance(args, dict) else None
 
 
@@ -67,7 +70,7 @@ def effective_backend(ctx: Context, flag: str, table: str) -> tuple[str | None, 
     given = ctx.launch.get(flag) if ctx.launch else None
     if given and given != "auto":
         return given, "explicit", "launch command"
-    sg = ctx.sglang
+    sg = ctx.engine_version
     if sg is None:
         return None, "auto", "SGLang version unknown"
     value = given
@@ -80,14 +83,14 @@ def effective_backend(ctx: Context, flag: str, table: str) -> tuple[str | None, 
             if value != "auto":
                 return value, how, f"sglang analyzer: {arg.get('default_location') or arg.get('location', 'server_args')}"
         elif table == "fp4_gemm_backend":
-            row = mx.sglang_row(table, sg)
+            row = sglang_row(table, sg)
             if row and row.get("default") and row["default"] != "auto":
                 return row["default"], "default", row["source"]
             if row and row.get("effective_default") and "auto" not in row:
                 return row["effective_default"], "default", row["source"]
     if cc is None:
         return None, how, "GPU compute capability unknown"
-    to, src = mx.resolve_auto(table, sg, cc, ctx.launch.get("--quantization") if ctx.launch else None)
+    to, src = resolve_auto(table, sg, cc, ctx.launch.get("--quantization") if ctx.launch else None)
     return to, "auto", src
 
 
@@ -97,7 +100,7 @@ def check_no_native_fp4(ctx: Context) -> None:
     fallback (< 0.5.13); a warning naming both cases when the version is unknown on SM80-SM90.
     (vLLM's own: :func:`mtp_audit.engines.vllm.kernels.check_vllm_fp4`)."""
     marlin = mx.load()["marlin_w4a16"]
-    sg = ctx.sglang
+    sg = ctx.engine_version
     gemm, _, _ = effective_backend(ctx, "--fp4-gemm-backend", "fp4_gemm_backend")
     moe, _, _ = effective_backend(ctx, "--moe-runner-backend", "moe_runner_backend_nvfp4")
     has_marlin = sg is not None and sg >= Version(mx.load()["sglang"]["marlin_fallback_from"])
@@ -141,7 +144,7 @@ def check_no_native_fp4(ctx: Context) -> None:
 
 def check_jit_nvcc(ctx: Context) -> None:
     """MTP207: SGLang >= 0.5.10 JIT-compiles its NVFP4 kernels; needs nvcc new enough for the SM (SGLang only)."""
-    sg = ctx.sglang
+    sg = ctx.engine_version
     cc = ctx.cc0
     if sg is None or cc is None or cc[0] < 10 or not ctx.fp4_intent or sg < Version(mx.load()["sglang"]["jit_nvfp4_from"]):
         return
@@ -156,7 +159,7 @@ def check_jit_nvcc(ctx: Context) -> None:
                     gpu=g, evidence=[ev("nvcc", tk), ev("sglang", sg)],
                     remediation=f"Install the CUDA toolkit >= {need} and set CUDA_HOME (e.g. export CUDA_HOME=/usr/local/cuda-13.0)")
         else:
-            ctx.gap(f"nvcc version unknown ({tk.missing}); SGLang {sg} JIT kernels need nvcc >= {need} for {sm_name(cc)}")
+            ctx.gap(f"nvcc version unknown ({tk.missing}); SGLang {sg} JIT kernels need nvcc >= {need} for {sm_name(cc)}", question=Q.FP4)
         return
     tv = mx.parse_version(tk.value)
     if tv is not None and tv < Version(need):
@@ -174,7 +177,7 @@ def check_kernel_binaries(ctx: Context) -> None:
     bins = [b for b in ctx.facts.binaries if b.package in _KERNEL_PKGS and b.targets.present and "sm90/" not in b.path]
     if not bins:
         return
-    sg = ctx.sglang
+    sg = ctx.engine_version
     aot_fp4 = sg is None or sg < Version(mx.load()["sglang"]["jit_nvfp4_from"])
     for cc in sorted({g.cc for g in ctx.gpus if g.cc and g.cc[0] >= 10}):
         g = next(x for x in ctx.gpus if x.cc == cc)
@@ -211,7 +214,7 @@ def _resolve_fp4_backend(ctx: Context, flag: str, matrix_key: str, result_key: s
     backend, how, src = effective_backend(ctx, flag, matrix_key)
     ctx.resolved[result_key] = {"value": backend, "how": how, "source": src}
     if backend is None:
-        ctx.gap(f"effective {flag} unknown ({src})")
+        ctx.gap(f"effective {flag} unknown ({src})", question=Q.FP4)
         return None
     g = next(x for x in ctx.gpus if x.cc == cc)
     evs = [Evidence(label, f"{backend} ({how}; {src})"), ev("compute capability", g.compute_capability)]
@@ -224,7 +227,7 @@ def check_gemm_backend(ctx: Context) -> None:
     if resolved is None:
         return
     cc, g, backend, how, src, evs = resolved
-    label = f"--fp4-gemm-backend {backend}" + ("" if how == "explicit" else f" (SGLang {ctx.sglang} '{how}' resolves to it on {sm_name(cc)})")
+    label = f"--fp4-gemm-backend {backend}" + ("" if how == "explicit" else f" (SGLang {ctx.engine_version} '{how}' resolves to it on {sm_name(cc)})")
     sm = cc[0] * 10 + cc[1]
     fi = ctx.flashinfer
     if backend == "flashinfer_trtllm" and cc[0] != 10:
@@ -269,7 +272,7 @@ def _check_cudnn(ctx: Context, g: GpuFacts, cc: tuple[int, int], evs: list[Evide
             if "not installed" in str(f.missing):
                 problems.append(f"{name} not installed")
             else:
-                ctx.gap(f"{name} version unknown ({f.missing}); flashinfer_cudnn needs cuDNN >= {c['backend_min']} and cudnn-frontend >= {c['frontend_min']}")
+                ctx.gap(f"{name} version unknown ({f.missing}); flashinfer_cudnn needs cuDNN >= {c['backend_min']} and cudnn-frontend >= {c['frontend_min']}", question=Q.FP4)
     if problems:
         ctx.add("MTP213", f"--fp4-gemm-backend flashinfer_cudnn needs cuDNN >= {c['backend_min']} and cudnn-frontend >= {c['frontend_min']}: " + "; ".join(problems),
                 gpu=g, evidence=evs + [ev("cuDNN", be), ev("cudnn-frontend", fe)],
@@ -286,7 +289,7 @@ def check_moe_backend(ctx: Context) -> None:
     if resolved is None:
         return
     cc, g, backend, how, src, evs = resolved
-    sg = ctx.sglang
+    sg = ctx.engine_version
     fi = ctx.flashinfer
     sm100_only = mx.load()["sglang"]["sm100_only_moe_backends"]
     if backend in sm100_only and cc[0] != 10:
@@ -371,7 +374,7 @@ def _choices_from_matrix(flag: str, sg: Version | None) -> tuple[list[str] | Non
 
 def _known_options(ctx: Context) -> set[str] | None:
     """Every option string of the SGLang the launch will run (first names and aliases), or ``None`` without a table."""
-    args = (ctx.sglang_facts or {}).get("cli_arguments")
+    args = ctx.engine_fact("cli_arguments")
     if not isinstance(args, dict) or not args:
         return None
     names = {"-h", "--help"}
@@ -392,9 +395,9 @@ def check_flag_choices(ctx: Context) -> None:
     in each wheel). Unknown options need the option table, which only the sglang analyzer gives; without it the
     options the preflight does not interpret are listed in a non-blocking gap.
     """
-    if not ctx.launch or not ctx.launch.is_sglang:
+    if not ctx.launch or not ctx.launch.engine == "sglang":
         return
-    sg = ctx.sglang
+    sg = ctx.engine_version
     for flag in ("--fp4-gemm-backend", "--moe-runner-backend", "--quantization"):
         given = ctx.launch.get(flag)
         if given is None:
@@ -402,10 +405,10 @@ def check_flag_choices(ctx: Context) -> None:
         arg = _flag_from_sglang_facts(ctx, flag)
         if arg is not None:
             choices, src = arg.get("choices"), f"sglang analyzer: {arg.get('choices_location') or arg.get('location', '?')}"
-        elif ctx.sglang_facts is not None and isinstance(ctx.sglang_facts.get("cli_arguments"), dict):
+        elif ctx.engine_facts is not None and isinstance(ctx.engine_facts.get("cli_arguments"), dict):
             continue  # an option the SGLang does not have: MTP230 below
         elif flag == "--fp4-gemm-backend":
-            row = mx.sglang_row("fp4_gemm_backend", sg) if sg else None
+            row = sglang_row("fp4_gemm_backend", sg) if sg else None
             choices, src = (row.get("choices"), row["source"]) if row else (None, "")
             if row is not None and choices is None:
                 ctx.add("MTP226", f"SGLang {sg} has no {flag} option (added in 0.5.8; older versions read SGLANG_FLASHINFER_FP4_GEMM_BACKEND): "
@@ -416,7 +419,7 @@ def check_flag_choices(ctx: Context) -> None:
             choices, src = _choices_from_matrix(flag, sg)
         if not choices and arg is None:
             why = f"the choices of SGLang {sg} are not in the capability matrix" if sg else "the SGLang version is unknown"
-            ctx.gap(f"{flag} {given} not checked: {why}; {LAUNCH_CHECK}")
+            ctx.gap(f"{flag} {given} not checked: {why}; {LAUNCH_CHECK}", question=Q.STARTS)
         elif choices and given not in choices:
             ctx.add("MTP226", f"{flag} {given} is not accepted by SGLang {sg or '(version unknown)'}: argparse stops with 'invalid choice' "
                     f"(choices: {', '.join(choices)})",
@@ -433,7 +436,7 @@ def check_flag_choices(ctx: Context) -> None:
         interpreted = {a for names in FLAGS.values() for a in names} | set(BOOL_FLAGS)
         rest = [o for o in dict.fromkeys(ctx.launch.options) if o not in interpreted]
         if rest:
-            ctx.gap(f"options not checked (no SGLang option table at hand): {', '.join(rest)}; {LAUNCH_CHECK}")
+            ctx.gap(f"options not checked (no SGLang option table at hand): {', '.join(rest)}; {LAUNCH_CHECK}", question=Q.STARTS)
 
 
 
@@ -441,7 +444,7 @@ def check_release_torch_pin(ctx: Context) -> None:
     """MTP209 from the matrix's SGLang torch pins (``sglang.torch_pins``), where the machine recorded no
     ``Requires-Dist: torch`` pin of its own (:func:`mtp_audit.preflight.analyze.check_torch_pins`)."""
     tv = ctx.facts.torch_version
-    sg = ctx.sglang
+    sg = ctx.engine_version
     if not tv.present or ctx.pins_checked or sg is None:
         return
     installed = mx.base(mx.parse_version(tv.value) or Version("0"))
@@ -502,6 +505,7 @@ class SGLangKernels(KernelChecks):
     """SGLang's answers to the preflight (see :class:`~mtp_audit.preflight.kernels.KernelChecks`)."""
 
     label: str = "SGLang"
+    package: str | None = "sglang"
     checks: tuple[Any, ...] = (check_no_native_fp4, check_jit_nvcc, check_kernel_binaries, check_release_torch_pin,
                                check_gemm_backend, check_moe_backend, check_nvfp4_online, check_fp8_kv_trtllm_mha,
                                check_pdmux, check_flag_choices)
@@ -517,24 +521,29 @@ class SGLangKernels(KernelChecks):
     default_flag_checks: tuple[Any, ...] = (check_gemm_backend, check_moe_backend)
     platform_checks: Mapping[str, tuple[Any, ...]] = field(default_factory=lambda: PLATFORM_CHECKS)
 
+    def version(self, ctx: Any) -> Version | None:
+        """SGLang's release (:meth:`KernelChecks.version`); a source checkout reports ``0.0.0.devN+g<sha>``: its
+        release is unknown (``None``), not "older than 0.1"."""
+        v = super().version(ctx)
+        return None if v is not None and v < Version("0.1") else v
+
     def summary(self, ctx: Any) -> dict[str, str | None]:
         """SGLang's version and the FP4 GEMM / MoE runner backends the launch resolves to."""
-        return {"sglang": str(ctx.sglang) if ctx.sglang else None, "vllm": None,
+        return {"sglang": str(ctx.engine_version) if ctx.engine_version else None, "vllm": None,
                 "fp4_gemm_backend": _backend_summary(ctx, "--fp4-gemm-backend", "fp4_gemm_backend", "fp4_gemm_backend"),
                 "moe_runner_backend": _backend_summary(ctx, "--moe-runner-backend", "moe_runner_backend",
                                                        "moe_runner_backend_nvfp4")}
 
     def flag_semantics(self, ctx: Any, release_facts: Mapping[str, Any] | None, ask_installed: bool,
                        matrix_source: str) -> str:
-        """The sglang analyzer's facts of the release the launch runs (given, or the installed sglang on the live
-        machine), put on ``ctx.sglang_facts``; else the matrix."""
+        """The sglang analyzer's facts of the release the launch runs: given (already ``ctx.engine_facts``), or those
+        of the installed sglang on the live machine, put on ``ctx.engine_facts``; else the matrix."""
         if release_facts is not None:
-            ctx.sglang_facts = dict(release_facts)
             return f"sglang analyzer (sglang {release_facts.get('version') or 'version unknown'})"
         if ask_installed and ctx.facts.origin == "live":
             root = installed_sglang_root()
             if root is not None:
-                ctx.sglang_facts = sglang_facts_of(root)
-                if ctx.sglang_facts:
+                ctx.engine_facts = sglang_facts_of(root)
+                if ctx.engine_facts:
                     return "sglang analyzer (installed sglang)"
         return matrix_source

@@ -25,14 +25,14 @@ from mtp_audit.report import Evidence
 def check_rocm_fp4_path(ctx: Any) -> None:
     """MTP242 / MTP243: SGLang's FP4 path on each gfx target (:func:`mtp_audit.preflight.vendors.check_amd_fp4_path`
     over ``data/amd.json`` ``engines.sglang``)."""
-    vendors.check_amd_fp4_path(ctx, "sglang", ctx.sglang, "SGLang")
+    vendors.check_amd_fp4_path(ctx, "sglang", ctx.engine_version, "SGLang")
 
 
 def check_npu_mxfp4(ctx: Any) -> None:
     """MTP248: ``--quantization mxfp4`` on SGLang's NPU backend (from the release in ``sglang_npu_mxfp4.from``, or an
     unknown one) with an NPU that is not of the generation it needs (Ascend 950), or whose model is unknown."""
     f = pf.ascend_table()["facts"]["sglang_npu_mxfp4"]
-    sg = ctx.sglang
+    sg = ctx.engine_version
     q = (ctx.launch.get("--quantization") or "").lower() if ctx.launch else ""
     if q != "mxfp4" or (sg is not None and sg < Version(f["from"])):
         return

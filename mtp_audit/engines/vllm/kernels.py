@@ -3,8 +3,8 @@
 
 Which NVFP4 MoE (``--moe-backend``, ``VLLM_USE_FLASHINFER_MOE_FP4`` / ``VLLM_FLASHINFER_MOE_BACKEND``) and dense
 GEMM (``--linear-backend``, ``VLLM_NVFP4_GEMM_BACKEND``) backends a launch asks for, whether each runs on the GPUs,
-and vLLM's own Marlin W4A16 fallback below SM100: MTP200, MTP201, MTP226, MTP231, MTP232 of
-:mod:`mtp_audit.preflight.rules`. Facts: ``matrix["vllm"]`` (each row names the vLLM wheel file:line it was read
+and vLLM's own Marlin W4A16 fallback below SM100: MTP200, MTP201, MTP226 (declared in :mod:`mtp_audit.preflight.rules`)
+and vLLM's own MTP231, MTP232 (declared in :mod:`mtp_audit.engines.vllm.preflight_rules`). Facts: ``matrix["vllm"]`` (each row names the vLLM wheel file:line it was read
 from).
 """
 
@@ -21,6 +21,7 @@ from mtp_audit.preflight import matrix as mx
 from mtp_audit.preflight.analyze import Context, cc_str, ev, index_ranges, sm_name
 from mtp_audit.preflight.kernels import KernelChecks, LaunchSyntax
 from mtp_audit.report import Evidence
+from mtp_audit.report import questions as Q
 
 #: vLLM flags the preflight interprets: canonical name -> option strings (wheel:vllm-0.20.0:vllm/engine/arg_utils.py:
 #: ``--quantization``/``-q`` line 768, ``--tensor-parallel-size``/``-tp`` line 925, ``--moe-backend`` line 1368;
@@ -111,7 +112,7 @@ def _vllm_requests(ctx: Context) -> list[VllmRequest]:
     """The explicit FP4 backend choices of a vLLM launch, after MTP226 (flag missing / invalid value) and MTP232
     (retired env var) findings and version gaps. An explicit ``--moe-backend`` wins over the env vars (the oracle
     checks it first: wheel:vllm-0.20.0:vllm/model_executor/layers/fused_moe/oracle/nvfp4.py:216 before :228)."""
-    v = ctx.vllm
+    v = ctx.engine_version
     out: list[VllmRequest] = []
     given: dict[str, str] = {}
     for flag, kind in (("--moe-backend", "moe"), ("--linear-backend", "linear")):
@@ -121,7 +122,7 @@ def _vllm_requests(ctx: Context) -> list[VllmRequest]:
         row = _vllm_flag_row(flag)
         first = row["vllm"].lstrip(">=")
         if v is None:
-            ctx.gap(f"vLLM version unknown: {flag} {val} not checked against the vLLM release (the flag exists from vLLM {first})")
+            ctx.gap(f"vLLM version unknown: {flag} {val} not checked against the vLLM release (the flag exists from vLLM {first})", question=Q.STARTS)
         elif not mx.in_range(v, row["vllm"]):
             fix = ("upgrade vLLM to >= 0.17.0; on this version choose the FlashInfer MoE with VLLM_USE_FLASHINFER_MOE_FP4=1 and "
                    "VLLM_FLASHINFER_MOE_BACKEND, or leave the MoE backend to vLLM" if flag == "--moe-backend" else
@@ -133,7 +134,7 @@ def _vllm_requests(ctx: Context) -> list[VllmRequest]:
             ch = next((c for c in row["choices"] if mx.in_range(v, c["vllm"])), None)
             if ch is None:
                 ctx.gap(f"{flag} {val} not checked: the choices of vLLM {v} are not in the capability matrix (read from the "
-                        + ", ".join(c["vllm"] for c in row["choices"]) + " wheels)")
+                        + ", ".join(c["vllm"] for c in row["choices"]) + " wheels)", question=Q.STARTS)
             elif val not in ch["values"]:
                 ctx.add("MTP226", f"{flag} {val} is not accepted by vLLM {v}: argparse stops with 'invalid choice' (choices: {', '.join(ch['values'])})",
                         evidence=[Evidence(flag, val), Evidence("source", ch["source"])], remediation=f"use one of: {', '.join(ch['values'])}")
@@ -154,7 +155,7 @@ def _vllm_requests(ctx: Context) -> list[VllmRequest]:
                     remediation=f"unset {name} and pass {fix}")
     if v is None and set_vars:
         ctx.gap(f"vLLM version unknown: whether {', '.join(set_vars)} {'is' if len(set_vars) == 1 else 'are'} still read "
-                "(removed in vLLM 0.24.0) was not checked")
+                "(removed in vLLM 0.24.0) was not checked", question=Q.FP4)
 
     def applies(name: str) -> bool:
         return v is None or mx.in_range(v, _vllm_env_row(name)["vllm"])
@@ -180,13 +181,13 @@ def _vllm_requests(ctx: Context) -> list[VllmRequest]:
             out.append(VllmRequest("moe", "flashinfer", f"VLLM_USE_FLASHINFER_MOE_FP4={fi}", "env", row["source"]))
     elif "moe" not in given and fi not in ("", "0") and v is None:
         ctx.gap(f"vLLM version unknown: what VLLM_USE_FLASHINFER_MOE_FP4={fi} does on this GPU depends on it (vLLM {row['raises_from']}-0.23 "
-                "raise when no FlashInfer NVFP4 MoE runs; 0.11 falls back to Marlin)")
+                "raise when no FlashInfer NVFP4 MoE runs; 0.11 falls back to Marlin)", question=Q.FP4)
     return out
 
 
 def _vllm_fix(ctx: Context, req: VllmRequest, cc: tuple[int, int]) -> str:
     """A vLLM-only remediation for ``req`` failing on ``cc``, in the request's own form (flag or env var)."""
-    v = ctx.vllm
+    v = ctx.engine_version
     if req.kind == "moe":
         order = _VLLM_FIX_ORDER["moe"]
     else:
@@ -217,7 +218,7 @@ def check_vllm_fp4(ctx: Context) -> None:
     if not ctx.fp4_intent:
         return
     if requests and ctx.mxfp4:
-        ctx.gap("vLLM MXFP4 backend requirements are not in the capability matrix (NVFP4 only): " + ", ".join(r.via for r in requests) + " not checked")
+        ctx.gap("vLLM MXFP4 backend requirements are not in the capability matrix (NVFP4 only): " + ", ".join(r.via for r in requests) + " not checked", question=Q.FP4)
     one_kind = len({x.cc for x in ctx.gpus}) == 1  # every GPU has the same SM: findings are the machine's
     for cc in sorted({g.cc for g in ctx.gpus if g.cc}):
         group = [g for g in ctx.gpus if g.cc == cc]
@@ -235,11 +236,11 @@ def _vllm_unchecked_options(ctx: Context) -> None:
     known = {a for names in VLLM_FLAGS.values() for a in names}
     rest = [o for o in dict.fromkeys(ctx.launch.options) if o not in known]
     if rest:
-        ctx.gap(f"vLLM options not checked (no vLLM option table at hand): {', '.join(rest)}")
+        ctx.gap(f"vLLM options not checked (no vLLM option table at hand): {', '.join(rest)}", question=Q.STARTS)
     vp = ctx.facts.package("vllm")
-    if not vp.present and "not installed" in str(vp.missing) and not ctx.vllm_version:
+    if not vp.present and "not installed" in str(vp.missing) and not ctx.engine_fact("version"):
         ctx.gap("vllm is not installed in this environment: the launch runs a vLLM from elsewhere (or fails to start); "
-                "checks that depend on the vLLM version were skipped")
+                "checks that depend on the vLLM version were skipped", question=Q.STACK)
 
 
 def _vllm_backends_fail(ctx: Context, requests: list[Any], cc: tuple[int, int], g: Any, label: str, at: Any) -> bool:
@@ -264,7 +265,7 @@ def _vllm_backends_fail(ctx: Context, requests: list[Any], cc: tuple[int, int], 
 
 def _vllm_below_sm100(ctx: Context, cc: tuple[int, int], g: Any, label: str, at: Any, failed: bool) -> None:
     """MTP200 / MTP201 (and gaps) for GPUs without FP4 tensor cores: which fallback this vLLM takes, at what cost."""
-    v = ctx.vllm
+    v = ctx.engine_version
     evs = [ev("GPU", g.name), ev("compute capability", g.compute_capability), ev("vllm", ctx.facts.package("vllm")),
            Evidence("FP4 instruction", "none (FP8 is the narrowest tensor-core type on SM90)")]
     if ctx.mxfp4:
@@ -287,7 +288,7 @@ def _vllm_below_sm100(ctx: Context, cc: tuple[int, int], g: Any, label: str, at:
         return  # the explicit backend stops the load first; its finding says how to get the Marlin fallback
     if fb is None:
         known = "vLLM version unknown" if v is None else f"vLLM {v} is between the releases the capability matrix was read from"
-        ctx.gap(f"{known}: the Marlin NVFP4 fallback below SM100 is in vLLM 0.9.2 and >= 0.11 (checked wheels), not in 0.8.5")
+        ctx.gap(f"{known}: the Marlin NVFP4 fallback below SM100 is in vLLM 0.9.2 and >= 0.11 (checked wheels), not in 0.8.5", question=Q.FP4)
     marlin = mx.load()["marlin_w4a16"]
     head = f"vLLM {v}" if fb is not None else "vLLM (0.9.2 and >= 0.11 in the checked wheels)"
     extra = _vllm_dense_marlin_note(ctx, fb)
@@ -299,11 +300,11 @@ def _vllm_below_sm100(ctx: Context, cc: tuple[int, int], g: Any, label: str, at:
 
 def _vllm_mxfp4_below_sm100(ctx: Context, cc: tuple[int, int], g: Any, label: str, at: Any, evs: list[Evidence]) -> None:
     """MTP201 (weight-only MXFP4 kernels and their cost) where the matrix covers this vLLM, a gap where it does not."""
-    v = ctx.vllm
+    v = ctx.engine_version
     mrow = _vllm()["mxfp4_fallback"]
     if v is None or not mx.in_range(v, mrow["vllm"]):
         ctx.gap(f"{'vLLM version unknown' if v is None else f'vLLM {v}'}: its MXFP4 path below SM100 is in the capability matrix "
-                f"for vLLM {mrow['vllm']} only (weight-only MXFP4 kernels there)")
+                f"for vLLM {mrow['vllm']} only (weight-only MXFP4 kernels there)", question=Q.FP4)
         return
     marlin = mx.load()["marlin_w4a16"]
     ctx.add("MTP201", f"{label} ({g.name.value}, {sm_name(cc)}): no FP4 tensor cores; vLLM {v} runs this MXFP4 checkpoint with "
@@ -314,7 +315,7 @@ def _vllm_mxfp4_below_sm100(ctx: Context, cc: tuple[int, int], g: Any, label: st
 def _vllm_dense_marlin_note(ctx: Context, fb: dict[str, Any] | None) -> str:
     """For vLLM releases whose Marlin fallback covers MoE layers only: the note (and gap) that the dense layers of a
     ModelOpt checkpoint may not fall back when FlashInfer is installed."""
-    v = ctx.vllm
+    v = ctx.engine_version
     if fb is None or fb["fallback"] != "marlin-moe-only":
         return ""
     modelopt = (ctx.launch is not None and (ctx.launch.get("--quantization") or "") == "modelopt_fp4") or bool(
@@ -324,7 +325,7 @@ def _vllm_dense_marlin_note(ctx: Context, fb: dict[str, Any] | None) -> str:
         return ""
     ctx.gap(f"vLLM {v}: {fb['dense_note']} ({fb['source']}); with FlashInfer "
             f"{'installed' if fi.present else 'possibly installed'} the dense layers of this ModelOpt checkpoint may not use Marlin "
-            "(whether FlashInfer's FP4 GEMM then runs below SM100 was not established)")
+            "(whether FlashInfer's FP4 GEMM then runs below SM100 was not established)", question=Q.FP4)
     return " The MoE layers fall back to Marlin; the dense layers may not (see the gaps)."
 
 
@@ -355,6 +356,7 @@ class VllmKernels(KernelChecks):
     """vLLM's answers to the preflight (see :class:`~mtp_audit.preflight.kernels.KernelChecks`)."""
 
     label: str = "vLLM"
+    package: str | None = "vllm"
     checks: tuple[Any, ...] = (check_vllm_fp4,)
     fp4_quantizations: tuple[str, ...] = FP4_QUANTIZATIONS
     fp4_formats: Mapping[str, str] = field(default_factory=lambda: FP4_FORMATS)
@@ -370,7 +372,7 @@ class VllmKernels(KernelChecks):
 
     def summary(self, ctx: Any) -> dict[str, str | None]:
         """vLLM's version and the NVFP4 MoE / dense GEMM backends the launch asks for."""
-        return {"sglang": None, "vllm": str(ctx.vllm) if ctx.vllm else None, **_backend_summary(ctx)}
+        return {"sglang": None, "vllm": str(ctx.engine_version) if ctx.engine_version else None, **_backend_summary(ctx)}
 
     def flag_semantics(self, ctx: Any, release_facts: Any, ask_installed: bool, matrix_source: str) -> str:
         """The capability matrix's vLLM rows (the sglang analyzer says nothing about vLLM)."""

@@ -32,7 +32,7 @@ from mtp_audit.report.questions import MTP_HEADS, STARTS
 def check_rocm_fp4_path(ctx: Any) -> None:
     """MTP242 / MTP243: vLLM's FP4 path on each gfx target (:func:`mtp_audit.preflight.vendors.check_amd_fp4_path`
     over ``data/amd.json`` ``engines.vllm``)."""
-    vendors.check_amd_fp4_path(ctx, "vllm", ctx.vllm, "vLLM")
+    vendors.check_amd_fp4_path(ctx, "vllm", ctx.engine_version, "vLLM")
 
 
 def check_gfx950_only_switches(ctx: Any) -> None:
@@ -41,7 +41,7 @@ def check_gfx950_only_switches(ctx: Any) -> None:
     others = vendors.gfx_targets_other_than(ctx, "gfx950")
     if not others:
         return
-    ver = ctx.vllm
+    ver = ctx.engine_version
     aiter = ctx.launch_env("VLLM_ROCM_USE_AITER")
     for sw in pf.amd_table()["engines"]["vllm"]["gfx950_only_switches"]:
         val = ctx.launch_env(sw["env"])
@@ -112,7 +112,7 @@ def check_xpu_quantization(ctx: Any) -> None:
     if found is None:
         return
     method, how = found
-    ver = ctx.vllm
+    ver = ctx.engine_version
     rows = pf.intel_table()["facts"]["vllm_xpu_quantization"]
     row = next((r for r in reversed(rows) if ver is not None and Version(r["from"]) <= ver), None)
     if row is None:

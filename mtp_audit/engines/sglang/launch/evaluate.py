@@ -850,7 +850,7 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
     same = dp is not None and mp is not None and (dp == mp or (cwd / dp).resolve() == (cwd / mp).resolve())
     draft_ck, draft_report, draft_gap = _checkpoint_of(analyzers, dp if not same else None, "--speculative-draft-model-path")
     draft_gaps = (list(draft_report.gaps) if draft_report is not None else []) + ([draft_gap] if draft_gap is not None else [])
-    pf_report = analyzers.preflight(normalized_argv(cmd), engine=None, sglang_facts=sg, use_sglang_analyzer=False)
+    pf_report = analyzers.preflight(normalized_argv(cmd), engine=None, engine_facts={"sglang": sg}, use_engine_analyzer=False)
     reports.append(pf_report)
     if sg_report is not None:
         reports.insert(0, _flows_of_this_command(sg_report, cmd))

@@ -952,7 +952,8 @@ def _machine_and_scope(ctx: VCtx, argv: Sequence[str], analyzers: Analyzers, rep
         reports = [mtp_errors_as_warnings(r, "vLLM", "--speculative-config") if r.targets and r.targets[0].analyzer == "checkpoint" else r
                    for r in reports]
     # the preflight reads the command's FP4/MoE options with vLLM's semantics (mtp_audit.preflight.launch.parse_launch)
-    pf = analyzers.preflight(list(argv), engine="vllm", use_sglang_analyzer=False, vllm_version=(ctx.vf or {}).get("version"))
+    pf = analyzers.preflight(list(argv), engine="vllm", use_engine_analyzer=False,
+                            engine_facts={"vllm": {"version": (ctx.vf or {}).get("version")}})
     ctx.pf = dict(pf.facts.get("preflight") or {})
     check_gpus(ctx)
     reports.append(pf)
