@@ -280,3 +280,19 @@ def test_auto_resolution_evidence_cites_the_wheel(tmp_path):
     r = preflight(env_dumps=[p], launch=LS + ["--quantization", "modelopt_fp4"], use_engine_analyzer=False)
     assert r.facts["preflight"]["resolved"]["fp4_gemm_backend"] == {
         "value": "flashinfer_cutlass", "how": "auto", "source": "wheel:sglang-0.5.8:sglang/srt/server_args.py, fp4_utils.py"}
+
+
+@pytest.mark.parametrize(("gpu", "said"), [(("NVIDIA A100-SXM4-80GB", "8.0"), "no FP8 either: FP8 tensor-core instructions start at SM89"),
+                                           (("Tesla T4", "7.5"), "no FP8 either: FP8 tensor-core instructions start at SM89"),
+                                           (("NVIDIA H200", "9.0"), "FP8 is the narrowest")])
+def test_what_a_gpu_without_fp4_has_instead(tmp_path, gpu, said):
+    """Found by a fresh-user run: A100 (SM80) and T4 (SM75) were said to have FP8 as their narrowest tensor-core type;
+    FP8 tensor-core mma needs sm_89 (PTX ISA)."""
+    from mtp_audit.preflight import preflight
+    from mtp_audit.synth.dumps import env
+
+    p = tmp_path / "env.txt"
+    p.write_text(env(gpu, n=1))
+    rep = preflight(env_dumps=[p])
+    (v,) = rep.facts["preflight"]["verdicts"]
+    assert v["native_fp4"] == "not capable" and said in v["reasons"][0], v["reasons"]

@@ -467,6 +467,13 @@ MACHINE_CHECKS: tuple[Callable[[Context], None], ...] = (
 COMMAND_LINE_RULES = ("MTP226", "MTP230")
 
 
+def narrowest_tensor_core_type(cc: tuple[int, int]) -> str:
+    """What a GPU below SM100 has instead of FP4 tensor cores, as a parenthesis: FP8 from SM89 (Ada, Hopper), none
+    below (Ampere and Turing: BF16/FP16 and INT8 are their narrowest). Source: PTX ISA, ``mma`` with ``.e4m3`` /
+    ``.e5m2`` "requires sm_89 or higher"; ``.e2m1`` (FP4) "requires sm_100a" and later."""
+    return "FP8 is the narrowest" if cc >= (8, 9) else "no FP8 either: FP8 tensor-core instructions start at SM89"
+
+
 def verdicts(ctx: Context) -> list[dict[str, Any]]:
     """Per-GPU native-FP4 verdict: capable / not capable / unknown, with reasons (rule ids + text).
 
@@ -486,7 +493,7 @@ def verdicts(ctx: Context) -> list[dict[str, Any]]:
         if cc is None:
             v, reasons = UNKNOWN, [f"compute capability unknown: {g.compute_capability.missing}"]
         elif cc[0] < 10:
-            v, reasons = NOT_CAPABLE, [f"{sm_name(cc)} has no FP4 tensor-core instructions (FP8 is the narrowest)"] + [f"{f.rule_id}: {f.message}" for f in errs if f.rule_id != "MTP200"]
+            v, reasons = NOT_CAPABLE, [f"{sm_name(cc)} has no FP4 tensor-core instructions ({narrowest_tensor_core_type(cc)})"] + [f"{f.rule_id}: {f.message}" for f in errs if f.rule_id != "MTP200"]
         elif errs:
             v, reasons = NOT_CAPABLE, [f"{f.rule_id}: {f.message}" for f in errs]
         else:

@@ -23,7 +23,7 @@ from packaging.version import Version
 from mtp_audit.engines.sglang.matrix import resolve_auto, sglang_row
 from mtp_audit.engines.sglang.platforms import PLATFORM_CHECKS
 from mtp_audit.preflight import matrix as mx
-from mtp_audit.preflight.analyze import Context, cc_str, ev, known_bad_text, sm_name
+from mtp_audit.preflight.analyze import Context, cc_str, ev, known_bad_text, narrowest_tensor_core_type, sm_name
 from mtp_audit.preflight.elf import cubin_loads_on, fp4_capable_cubins
 from mtp_audit.preflight.facts import Fact, GpuFacts
 from mtp_audit.preflight.kernels import KernelChecks, LaunchSyntax
@@ -108,7 +108,7 @@ def check_no_native_fp4(ctx: Context) -> None:
         cc = g.cc
         if cc is None or cc[0] >= 10 or not ctx.fp4_intent:
             continue
-        evs = [ev("GPU", g.name), ev("compute capability", g.compute_capability), ev("FP4 instruction", "none (FP8 is the narrowest tensor-core type on SM90)")]
+        evs = [ev("GPU", g.name), ev("compute capability", g.compute_capability), ev("FP4 instruction", f"none ({narrowest_tensor_core_type(cc)})")]
         if ctx.probe and ctx.probe.results:
             for r in ctx.probe.results:
                 evs.append(Evidence(f"probe {r['path']}", r.get("error") or r["status"]))

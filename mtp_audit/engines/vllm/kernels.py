@@ -18,7 +18,7 @@ from packaging.version import Version
 
 from mtp_audit.engines.vllm.platforms import PLATFORM_CHECKS
 from mtp_audit.preflight import matrix as mx
-from mtp_audit.preflight.analyze import Context, cc_str, ev, index_ranges, sm_name
+from mtp_audit.preflight.analyze import Context, cc_str, ev, index_ranges, narrowest_tensor_core_type, sm_name
 from mtp_audit.preflight.kernels import KernelChecks, LaunchSyntax
 from mtp_audit.report import Evidence
 from mtp_audit.report import questions as Q
@@ -267,7 +267,7 @@ def _vllm_below_sm100(ctx: Context, cc: tuple[int, int], g: Any, label: str, at:
     """MTP200 / MTP201 (and gaps) for GPUs without FP4 tensor cores: which fallback this vLLM takes, at what cost."""
     v = ctx.engine_version
     evs = [ev("GPU", g.name), ev("compute capability", g.compute_capability), ev("vllm", ctx.facts.package("vllm")),
-           Evidence("FP4 instruction", "none (FP8 is the narrowest tensor-core type on SM90)")]
+           Evidence("FP4 instruction", f"none ({narrowest_tensor_core_type(cc)})")]
     if ctx.mxfp4:
         _vllm_mxfp4_below_sm100(ctx, cc, g, label, at, evs)
         return
