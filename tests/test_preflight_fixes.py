@@ -157,11 +157,25 @@ def test_unknown_option_without_table_is_named_in_a_gap(capsys):
 def test_one_verdict_line_for_eight_identical_b200(capsys):
     rc, out, _ = run_cli(["preflight", "--env-dump", str(E / "sglang-18943.txt")], capsys)
     lines = [ln for ln in out.splitlines() if "MTP228" in ln]
-    assert lines == ["cuda:0-7: MTP228 info: GPUs 0-7 (NVIDIA B200, compute capability 10.0): native FP4 capable on SGLang "
-                     "(version unknown) — SM100 has FP4 tensor cores and no blocking problem was found in the stack"]
-    after = out.splitlines()[out.splitlines().index(lines[0]) + 1]
-    assert not after.strip().startswith("fix:")  # nothing to fix on a capable verdict
-    assert rc == 0
+    # SGLang 0.0.0.dev1+gd3bae71e3 is a source checkout: its torch pin cannot be checked, so the verdict is undecided
+    assert lines == ["cuda:0-7: MTP228 info: GPUs 0-7 (NVIDIA B200, compute capability 10.0): native FP4 unknown on SGLang "
+                     "(version unknown) — SM100 has FP4 tensor cores, but SGLang 0.0.0.dev1+gd3bae71e3 is not a release, so "
+                     "its torch pin (MTP209) was not checked"]
+    assert rc == 3
+
+
+def test_taking_sglangs_version_away_is_could_not_tell_not_a_pass(tmp_path, capsys):
+    """Found by a fresh-user run: sglang-13198 (GB10, SGLang 0.5.5.post1, torch 2.9.1) fails on MTP209 (SGLang's torch
+    pin); the same check_env with its 'sglang: 0.5.5.post1' cut said PASS ("no blocking problem found in the stack").
+    Without the release the pin is not checked: could not tell (exit 3), never a new pass."""
+    full = (E / "sglang-13198.txt").read_text()
+    assert " sglang: 0.5.5.post1" in full
+    cut = tmp_path / "cut.txt"
+    cut.write_text(full.replace(" sglang: 0.5.5.post1", ""))
+    assert run_cli(["preflight", "--env-dump", str(E / "sglang-13198.txt")], capsys)[0] == 1
+    rc, out, _ = run_cli(["preflight", "--env-dump", str(cut)], capsys)
+    assert rc == 3 and out.startswith("INCONCLUSIVE: could not tell whether GPU 0 (NVIDIA GB10, compute capability 12.1)")
+    assert "SGLang's version is not shown, so its torch pin (MTP209) was not checked" in out
 
 
 def test_not_capable_verdict_names_the_errors_to_fix():

@@ -445,7 +445,10 @@ def check_release_torch_pin(ctx: Context) -> None:
     ``Requires-Dist: torch`` pin of its own (:func:`mtp_audit.preflight.analyze.check_torch_pins`)."""
     tv = ctx.facts.torch_version
     sg = ctx.engine_version
-    if not tv.present or ctx.pins_checked or sg is None:
+    if not tv.present or ctx.pins_checked:
+        return
+    if sg is None:
+        _pin_undecided(ctx)
         return
     installed = mx.base(mx.parse_version(tv.value) or Version("0"))
     for row in mx.load()["sglang"]["torch_pins"]:
@@ -454,6 +457,18 @@ def check_release_torch_pin(ctx: Context) -> None:
                     evidence=[ev("sglang", ctx.facts.package("sglang")), ev("torch", tv), Evidence("pin source", mx.load()["sglang"]["torch_pins_source"])],
                     remediation=f"pip install torch=={row['torch']} (cu128+ build), or rebuild sgl-kernel from source against torch {installed} with nvcc >= 12.8 "
                                 "(sm_100a/sm_120a + ENABLE_NVFP4)")
+
+
+def _pin_undecided(ctx: Context) -> None:
+    """The torch pin (MTP209) cannot be checked without SGLang's release: a version line cut from the dump, or a
+    source checkout (``0.0.0.devN+g<sha>``) whose pins are its own. The native-FP4 verdict then stays undecided (taking
+    the version away must not turn MTP209's error into a pass); not where SGLang is shown as not installed, or where
+    nothing named SGLang (the preflight assumed it)."""
+    pkg = ctx.facts.package("sglang")
+    if ctx.engine_assumed or pkg.missing == "not installed":
+        return
+    why = f"SGLang {pkg.value} is not a release" if pkg.present else "SGLang's version is not shown"
+    ctx.undecided.append(f"{why}, so its torch pin (MTP209) was not checked")
 
 
 def _backend_summary(ctx: Context, flag: str, key: str, table: str) -> str | None:
