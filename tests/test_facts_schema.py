@@ -80,3 +80,9 @@ def test_the_schema_rejects_broken_headline_facts(where: tuple, value: object) -
         node = node[key]
     node[where[-1]] = value
     assert _errors(doc)
+
+
+def test_the_launch_verdicts_of_the_schema_are_the_library_s() -> None:
+    from mtp_audit.results import LaunchVerdict
+
+    assert set(SCHEMA["$defs"]["launch_verdict"]["enum"]) == {v.value for v in LaunchVerdict}
