@@ -80,3 +80,18 @@ def test_the_schema_rejects_broken_headline_facts(where: tuple, value: object) -
         node = node[key]
     node[where[-1]] = value
     assert _errors(doc)
+
+
+def test_checkpoint_without_config_validates(tmp_path: Path) -> None:
+    """An index with no config.json (MTP022): ``mtp.declared_layers`` is null, which the schema allows (not declared:
+    no config); an integer is still required otherwise."""
+    import shutil
+
+    from mtp_audit import audit_checkpoint
+
+    shutil.copy(FIXTURES / "checkpoint" / "jj8127--mimo_kor" / "model.safetensors.index.json", tmp_path)
+    doc = audit_checkpoint(tmp_path).to_dict()
+    assert doc["facts"]["checkpoint"]["mtp"]["declared_layers"] is None
+    assert _errors(doc) == []
+    doc["facts"]["checkpoint"]["mtp"]["declared_layers"] = "1"
+    assert _errors(doc)

@@ -299,7 +299,7 @@ def _read_config_and_schemes(source: CheckpointSource, fset: set[str], facts: Ch
         InputError: ``config.json`` is not valid JSON or not a valid config.
     """
     raw = _read_json(source, CONFIG, facts) if CONFIG in fset else None
-    if raw is not None:
+    if raw is not None or (CONFIG in fset and not any(g.path == CONFIG for g in facts.gaps)):  # JSON null: not a config
         try:
             facts.config = parse_config(raw)
         except ConfigError as exc:
