@@ -576,11 +576,15 @@ MTP013 = Rule(
     what=(
         "Reads each shard's 8-byte header length and JSON header (never tensor data): length beyond the file or over "
         "100,000,000 bytes, non-UTF-8 bytes, duplicate tensor names, malformed entries, and whatever "
-        "safetensors.safe_open rejects."
+        "safetensors.safe_open rejects. A .gguf file inside an audited folder whose header is malformed or cut "
+        "(the checks ggml/src/gguf.cpp makes) fires it too; that model is left out and the folder's others are audited."
     ),
-    why="safetensors refuses such a file, so the model (and its MTP layer, if it lives there) does not load.",
+    why="safetensors refuses such a file (llama.cpp's gguf_init_from_file_impl a GGUF one: 'failed to read header', "
+        "'failed to read tensor info', 'failed to read tensor data'), so the model (and its MTP layer, if it lives "
+        "there) does not load.",
     fix="Download the shard again and compare its sha256 with the repository's LFS pointer.",
-    sources=("safetensors src/tensor.rs (MAX_HEADER_SIZE = 100,000,000; header must be UTF-8 JSON)",),
+    sources=("safetensors src/tensor.rs (MAX_HEADER_SIZE = 100,000,000; header must be UTF-8 JSON)",
+             "llama.cpp ggml/src/gguf.cpp gguf_init_from_file_impl (llama-cpp-python 0.3.36 vendor copy: :547, :774, :798)"),
     basis="format spec",
     examples=(
         Example(True, lambda: _bad_header(True), note="header length field says 1,000,000 bytes in a 500-byte file"),
