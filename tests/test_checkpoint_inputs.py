@@ -413,6 +413,27 @@ def test_shard_link_outside_the_folder_is_a_blocking_gap(capsys, tmp_path):
     assert rc == 3 and out.startswith("INCONCLUSIVE")
 
 
+def test_shard_under_a_symlinked_folder_outside_is_the_same_blocking_gap(capsys, tmp_path):
+    """The index names ``sub/model-00002-of-00002.safetensors`` (the 5 MTP tensors) and ``sub`` is a symlink out of the
+    folder: the same blocking gap as a symlinked shard file, naming the link (it was a note, 'names 1 shard file(s),
+    none read', with the trunk shard present it was MTP008 'not in the folder'), and no MTP008."""
+    d = tmp_path / "c"
+    wm = {"model.layers.0.self_attn.o_proj.weight": "model-00001-of-00002.safetensors"}
+    wm.update({n: "sub/model-00002-of-00002.safetensors" for n in MTP_LAYER})
+    folder(d, index={"weight_map": wm})
+    (d / "model-00001-of-00002.safetensors").write_bytes(tiny({"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8])}))
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "model-00002-of-00002.safetensors").write_bytes(tiny(MTP_LAYER))
+    os.symlink(tmp_path / "elsewhere", d / "sub")
+    rep = audit_checkpoint(d)
+    assert [f.rule_id for f in rep.findings] == []
+    assert [(g.path, g.blocking, g.message) for g in rep.gaps] == [
+        ("sub/model-00002-of-00002.safetensors", True, "resolves outside the checkpoint folder (symlink sub); not opened; "
+         "tensor dtypes and shapes in this shard unknown")]
+    rc, out, _ = run_cli(capsys, ["checkpoint", str(d)])
+    assert rc == 3 and out.startswith("INCONCLUSIVE")
+
+
 @pytest.mark.parametrize("drop, missing", [
     (("eh_proj", "enorm", "hnorm", "shared_head.norm"),
      "model.layers.2.eh_proj.weight, model.layers.2.enorm.weight, model.layers.2.hnorm.weight, "

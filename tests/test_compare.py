@@ -378,3 +378,22 @@ def test_side_without_config_is_unknown_not_changed(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert [f["rule_id"] for f in doc["findings"]] == []
     assert rc == 0
+
+
+def test_a_gguf_of_another_model_is_could_not_tell_not_0_of_0(capsys):
+    """MiMo (16 MTP tensors, none named like a GGUF nextn part) against the qwen35moe GGUF: nothing maps, so nothing
+    was compared: a blocking gap naming both architectures, exit 3; it said 'PASS: 0 of 0 MTP tensors ...' (exit 0)."""
+    from pathlib import Path
+
+    from mtp_audit.cli.main import main
+
+    root = Path(__file__).resolve().parent.parent / "fixtures"
+    base, gguf = root / "checkpoint" / "jj8127--mimo_kor", root / "gguf" / "Qwen3.6-35B-A3B-MTP-layout.gguf"
+    assert main(["compare", str(base), str(gguf), "-f", "json"]) == 3
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["status"] == "inconclusive" and doc["findings"] == []
+    assert doc["facts"]["compare"]["summary"]["compared"] is False and doc["facts"]["compare"]["summary"]["hallmarks"] == 0
+    [gap] = [g for g in doc["gaps"] if g["blocking"]]
+    assert gap["message"] == (f"{base} (architecture MiMoForCausalLM): none of its 16 MTP tensors maps to a GGUF nextn "
+                              f"tensor (eh_proj, enorm, hnorm, shared_head_norm, ...); {gguf} is GGUF architecture "
+                              "qwen35moe: nothing was compared")

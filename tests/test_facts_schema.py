@@ -86,3 +86,16 @@ def test_the_launch_verdicts_of_the_schema_are_the_library_s() -> None:
     from mtp_audit.results import LaunchVerdict
 
     assert set(SCHEMA["$defs"]["launch_verdict"]["enum"]) == {v.value for v in LaunchVerdict}
+def test_checkpoint_without_config_validates(tmp_path: Path) -> None:
+    """An index with no config.json (MTP022): ``mtp.declared_layers`` is null, which the schema allows (not declared:
+    no config); an integer is still required otherwise."""
+    import shutil
+
+    from mtp_audit import audit_checkpoint
+
+    shutil.copy(FIXTURES / "checkpoint" / "jj8127--mimo_kor" / "model.safetensors.index.json", tmp_path)
+    doc = audit_checkpoint(tmp_path).to_dict()
+    assert doc["facts"]["checkpoint"]["mtp"]["declared_layers"] is None
+    assert _errors(doc) == []
+    doc["facts"]["checkpoint"]["mtp"]["declared_layers"] = "1"
+    assert _errors(doc)

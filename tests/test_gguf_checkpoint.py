@@ -114,3 +114,28 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["checkpoint", str(path)]) == 2
     cap = capsys.readouterr()
     assert cap.out == "" and cap.err.count("\n") == 1 and needle in cap.err and str(path) in cap.err
+
+
+def test_a_cut_gguf_inside_a_folder_is_mtp013_and_the_others_are_audited(tmp_path: Path,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A folder of quants with one cut download: the cut file is a defect of the checkpoint (MTP013, exit 1), as a
+    malformed safetensors shard inside a folder is; the good file is still audited. It was exit 2 for the whole folder.
+    Named alone, the cut file stays exit 2 (test_bad_input_is_one_line_exit_2)."""
+    folder = tmp_path / "quants"
+    folder.mkdir()
+    good = Path(__file__).resolve().parent.parent / "fixtures" / "gguf" / "Qwen3.6-35B-A3B-MTP-layout.gguf"
+    (folder / "good.gguf").write_bytes(good.read_bytes())
+    (folder / "cut.gguf").write_bytes(good.read_bytes()[:100])
+    rep = audit_checkpoint(folder)
+    assert [(f.rule_id, f.location.path, f.message) for f in rep.findings] == [
+        ("MTP013", "cut.gguf", "cut.gguf: truncated GGUF header: 130 tensors and 4 key/value pairs claimed, more than "
+                               "the remaining 76 bytes can hold (at byte 24)")]
+    facts = rep.facts["checkpoint"]
+    assert [m["name"] for m in facts["gguf"]["models"]] == ["good.gguf"] and facts["summary"]["llamacpp_mtp_usable"] is True
+    assert main(["checkpoint", str(folder)]) == 1
+    assert capsys.readouterr().out.splitlines()[0].endswith("can use the MTP head; 1 GGUF file(s) of the folder could "
+                                                            "not be read (exit 1)")
+    (folder / "good.gguf").unlink()
+    assert main(["checkpoint", str(folder)]) == 1
+    assert capsys.readouterr().out.splitlines()[0] == ("FAIL: no GGUF model could be read; 1 GGUF file(s) of the folder "
+                                                       "could not be read (exit 1)")

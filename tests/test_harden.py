@@ -69,6 +69,31 @@ def test_save_facts_never_overwrites_the_env_dump(work: Path, capsys: pytest.Cap
     assert Path("d.txt").read_bytes() == before
 
 
+def test_report_inside_the_audited_folder_can_be_rewritten_on_a_re_run(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``-o ck/report.json`` twice: the second run replaces the first run's report (it once exited 2, 'would overwrite
+    a file of the audited input', so CI re-runs failed); the checkpoint's own files are untouched."""
+    before = _digest(work / "ck")
+    assert main(["checkpoint", "ck", "-o", "ck/report.json"]) == 0
+    assert main(["checkpoint", "ck", "-o", "ck/report.json"]) == 0
+    capsys.readouterr()
+    after = _digest(work / "ck")
+    assert after.pop("report.json") and after == before
+    os.chdir("ck")  # the folder of a file target too (cwd '.'): 'checkpoint config.json -o r.txt' twice
+    assert [main(["checkpoint", "config.json", "-o", "r.txt"]) for _ in range(2)] == [0, 0]
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "model-00005-of-00005.safetensors", "x.safetensors.index.json",
+                                  "hf_quant_config.json", "mtp-sidecar.gguf", "params.json"])
+def test_no_new_file_the_checkpoint_audit_reads(work: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
+    """``-f json -o ck/model.safetensors`` made a shard of the report: the next audit said MTP013 / MTP008. A new file of
+    a kind the checkpoint audit reads is refused in an audited checkpoint folder; nothing is written."""
+    before = _digest(work / "ck")
+    assert main(["checkpoint", "ck", "-f", "json", "-o", f"ck/{name}"]) == 2
+    _one_error_line(capsys, f"ck/{name}: would add a file that the audit of ck reads (a checkpoint's own kind of file); "
+                            "refusing to write the report there")
+    assert _digest(work / "ck") == before
+
+
 def test_hard_link_into_an_audited_folder_is_refused(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
     os.link("ck/config.json", "outside.json")
     before = _digest(work / "ck")

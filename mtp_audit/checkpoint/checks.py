@@ -685,6 +685,23 @@ def check_bad_headers(facts: CheckpointFacts) -> Iterator[Finding]:
         yield R.MTP013.finding(f"{rel}: {prob.problem}", Location(rel))
 
 
+def check_config_missing(facts: CheckpointFacts) -> Iterator[Finding]:
+    """MTP022: a checkpoint folder (index or shards, not one file named alone) has no ``config.json`` and no
+    ``params.json``; every engine reads one of them before any weight (vLLM 0.33.0 transformers_utils/config.py:899-908,
+    SGLang 0.5.9 utils/hf_transformers_utils.py:315)."""
+    if facts.config is not None or facts.mode == "single-file" or {CONFIG, "params.json"} & set(facts.files):
+        return
+    held = ([facts.index_file] if facts.index_file else []) + (
+        [f"{len(facts.shards_present):,} shard file(s)"] if facts.shards_present else [])
+    heads = f", so its {len(facts.mtp):,} MTP tensor(s) are never used" if facts.mtp else ""
+    yield R.MTP022.finding(
+        f"the checkpoint holds {' and '.join(held)} but no config.json: no engine loads a model folder without it"
+        f"{heads}",
+        Location(CONFIG),
+        evidence=[Evidence("files", f"{len(facts.files):,} file(s), no config.json and no params.json")],
+    )
+
+
 #: Every check, in rule-id order.
 CHECKS: tuple[Check, ...] = (
     check_declared_missing,
@@ -704,6 +721,7 @@ CHECKS: tuple[Check, ...] = (
     check_misplaced,
     check_declared_disagrees,
     *checks_families.CHECKS,
+    check_config_missing,
 )
 
 

@@ -209,7 +209,7 @@ def parse_config(obj: Any) -> ModelConfig:
             layer / expert key with a non-integer value.
     """
     if not isinstance(obj, dict):
-        raise ConfigError("", f"expected a JSON object, got {type(obj).__name__}")
+        raise ConfigError("", f"expected a JSON object, got {'null' if obj is None else type(obj).__name__}")
     archs = obj.get("architectures")
     if not isinstance(archs, list) or not archs or not all(isinstance(a, str) for a in archs):
         raise ConfigError("/architectures", "missing or not a non-empty list of strings")

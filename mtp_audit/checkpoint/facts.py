@@ -188,7 +188,8 @@ class CheckpointFacts:
         if not self.shards_present:
             return []
         present = set(self.shards_present) - set(self.dangling_shards)
-        return sorted(s for s in self.indexed_shards if s not in present)
+        linked_out = {rel for rel, prob in self.problems.items() if prob.kind == "escapes"}  # a gap, never opened
+        return sorted(s for s in self.indexed_shards if s not in present and s not in linked_out)
 
     @property
     def dangling_shards(self) -> list[str]:
@@ -282,6 +283,7 @@ def gather(source: CheckpointSource, *, mode_hint: str | None = None) -> Checkpo
     _read_config_and_schemes(source, fset, facts)
     if index_file is not None:
         _read_index(source, index_file, facts)
+        _note_linked_out(source, facts)
     facts.mode = _mode(mode_hint, root_shards, index_file)
     if facts.mode in ("shards", "single-file"):
         _read_shard_headers(source, root_shards, mode_hint, facts)
@@ -299,7 +301,7 @@ def _read_config_and_schemes(source: CheckpointSource, fset: set[str], facts: Ch
         InputError: ``config.json`` is not valid JSON or not a valid config.
     """
     raw = _read_json(source, CONFIG, facts) if CONFIG in fset else None
-    if raw is not None:
+    if raw is not None or (CONFIG in fset and not any(g.path == CONFIG for g in facts.gaps)):  # JSON null: not a config
         try:
             facts.config = parse_config(raw)
         except ConfigError as exc:
@@ -317,6 +319,18 @@ def _read_config_and_schemes(source: CheckpointSource, fset: set[str], facts: Ch
             facts.schemes.append(scheme)
     if extra is not None:
         facts.schemes.append(extra)
+
+
+def _note_linked_out(source: CheckpointSource, facts: CheckpointFacts) -> None:
+    """An indexed shard in a subfolder that is a symlink out of the checkpoint (``sub -> /elsewhere``) is a problem of
+    kind ``escapes`` naming the link, as a symlinked shard file is: never opened, and a blocking gap when it holds MTP
+    tensors (:func:`_shard_gaps`). The file itself is not listed: folders that are symlinks are not walked."""
+    listed = set(facts.files)
+    for rel in sorted(s for s in facts.indexed_shards if "/" in s and s not in listed):
+        link = source.linked_out(rel)
+        if link is not None:
+            facts.problems[rel] = ReadProblem(rel, f"resolves outside the checkpoint folder (symlink {link}); not opened",
+                                              "escapes")
 
 
 def _mode(mode_hint: str | None, root_shards: tuple[str, ...], index_file: str | None) -> str:

@@ -31,6 +31,7 @@ from mtp_audit.checkpoint.gguf import (
     split_problems,
     type_counts,
 )
+from mtp_audit.checkpoint.rules import MTP013
 from mtp_audit.errors import InputError
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report
 from mtp_audit.report.questions import MTP_HEADS
@@ -80,7 +81,7 @@ def audit_gguf_path(path: Path, display: str, *, build: int | None = None) -> Re
         root, names, shown = path, _folder_ggufs(path, display), display
     else:
         root, names, shown = path.parent, _related_parts(path), os.path.dirname(display)
-    return audit_gguf(names, local_reader(root, shown), display, build=build)
+    return audit_gguf(names, local_reader(root, shown), display, build=build, folder=path.is_dir())
 
 
 def _folder_ggufs(root: Path, display: str) -> list[str]:
@@ -120,7 +121,7 @@ def audit_gguf_source(source: Any, *, build: int | None = None) -> Report:
     names = [f for f in source.list_files() if f.endswith(".gguf")]
     if len(names) > MAX_GGUF_FILES:
         raise InputError(source.display, f"more than {MAX_GGUF_FILES} .gguf files; download the quant you want and audit it")
-    report = audit_gguf(names, source.read_gguf_header, source.display, build=build)
+    report = audit_gguf(names, source.read_gguf_header, source.display, build=build, folder=True)
     import dataclasses
 
     facts = dict(report.facts["checkpoint"])
@@ -128,24 +129,29 @@ def audit_gguf_source(source: Any, *, build: int | None = None) -> Report:
     return dataclasses.replace(report, facts={**report.facts, "checkpoint": facts})
 
 
-def audit_gguf(names: Iterable[str], read: Reader, display: str, *, build: int | None = None) -> Report:
+def audit_gguf(names: Iterable[str], read: Reader, display: str, *, build: int | None = None,
+               folder: bool = False) -> Report:
     """Audit the GGUF files ``names`` read through ``read``; see the module docstring for the facts.
 
+    ``folder``: the user named a folder (or a hub repository), not a file. A part that cannot be read is then a defect
+    of the checkpoint, as a safetensors shard inside a folder is (docs/checkpoint.md): a malformed header is MTP013
+    (llama.cpp refuses the file: ggml/src/gguf.cpp ``gguf_init_from_file_impl``), any other problem a blocking gap;
+    that model is left out and the others are audited.
+
     Raises:
-        InputError: a malformed or unreadable header (``mtp-audit`` exits 2 with this one line).
+        InputError: a malformed or unreadable header of a file the user named (``mtp-audit`` exits 2 with this one
+            line).
     """
     models, skipped = group_models(list(names))
-    for model in models:
-        for rel in model.files:
-            try:
-                model.headers[rel] = read(rel)
-            except ReadProblem as exc:
-                where = exc.file if exc.file.endswith(rel) else rel
-                raise InputError(where, exc.problem) from None
-        if drafter_kind(model):
-            model.kind = "sidecar"
     findings: list[Finding] = []
     gaps: list[Gap] = []
+    for model in list(models):
+        problem = _read_parts(model, read, folder)
+        if problem is not None:
+            models.remove(model)
+            _broken_part(problem, findings, gaps)
+        elif drafter_kind(model):
+            model.kind = "sidecar"
     entries = []
     for model in models:
         blocks = nextn_blocks(model)
@@ -153,8 +159,35 @@ def audit_gguf(names: Iterable[str], read: Reader, display: str, *, build: int |
         gaps += _gaps(model, blocks, build)
         entries.append(model_facts(model, blocks))
     return Report.build(ANALYZER, display, findings=findings, gaps=gaps,
-                        facts=_facts(models, entries, findings, skipped, build),
-                        rule_ids=[r.id for r in R.GGUF_RULES])
+                        facts=_facts(models, entries, [f for f in findings if f.rule_id != MTP013.id], skipped, build,
+                                     unread=sum(f.rule_id == MTP013.id for f in findings) + len(gaps)),
+                        rule_ids=[r.id for r in R.GGUF_RULES] + [MTP013.id])
+
+
+def _read_parts(model: GGUFModel, read: Reader, folder: bool) -> ReadProblem | None:
+    """Read every part's header into ``model.headers``; the first problem, when the user named a folder.
+
+    Raises:
+        InputError: a part that cannot be read when the user named a file (one line naming it).
+    """
+    for rel in model.files:
+        try:
+            model.headers[rel] = read(rel)
+        except ReadProblem as exc:
+            if not folder:
+                where = exc.file if exc.file.endswith(rel) else rel
+                raise InputError(where, exc.problem) from None
+            return ReadProblem(rel, exc.problem, exc.kind)
+    return None
+
+
+def _broken_part(problem: ReadProblem, findings: list[Finding], gaps: list[Gap]) -> None:
+    """A part of a GGUF folder that could not be read: MTP013 when its header is malformed, else a blocking gap."""
+    if problem.kind == "malformed":
+        findings.append(MTP013.finding(f"{problem.file}: {problem.problem}", Location(problem.file)))
+    else:
+        gaps.append(Gap(ANALYZER, f"{problem.file}: {problem.problem}; that model was not audited", problem.file,
+                        question=MTP_HEADS))
 
 
 # -- checks ---------------------------------------------------------------------------------------------
@@ -344,7 +377,9 @@ def model_facts(model: GGUFModel, blocks: dict[int, NextnBlock]) -> dict[str, An
 
 
 def _facts(models: list[GGUFModel], entries: list[dict[str, Any]], findings: list[Finding], skipped: list[str],
-           build: int | None) -> dict[str, Any]:
+           build: int | None, *, unread: int = 0) -> dict[str, Any]:
+    """``facts["checkpoint"]`` of the models read; ``findings`` are theirs (MTP013 of a file left out is not), and
+    ``unread`` counts the files of a folder that could not be read (their models are not in ``models``)."""
     main = next((e for e in entries if e["kind"] == "model"), entries[0] if entries else None)
     sidecar = next((e for e in entries if e["kind"] == "sidecar"), None)
     usable = _usable(main, sidecar, findings, build)
@@ -359,7 +394,10 @@ def _facts(models: list[GGUFModel], entries: list[dict[str, Any]], findings: lis
         "mtp_sidecar": sidecar["name"] if sidecar else None,
         "llamacpp_mtp_usable": usable,
     }
-    return {"summary": summary, "mode": "gguf", "answer": [_answer(main, sidecar, usable, findings, build)],
+    answer = _answer(main, sidecar, usable, findings, build) if main or not unread else "no GGUF model could be read"
+    if unread:
+        answer += f"; {unread} GGUF file(s) of the folder could not be read"
+    return {"summary": summary, "mode": "gguf", "answer": [answer],
             "gguf": {"models": entries, "skipped": skipped, "llamacpp_build": build}}
 
 

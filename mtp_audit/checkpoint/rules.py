@@ -576,11 +576,15 @@ MTP013 = Rule(
     what=(
         "Reads each shard's 8-byte header length and JSON header (never tensor data): length beyond the file or over "
         "100,000,000 bytes, non-UTF-8 bytes, duplicate tensor names, malformed entries, and whatever "
-        "safetensors.safe_open rejects."
+        "safetensors.safe_open rejects. A .gguf file inside an audited folder whose header is malformed or cut "
+        "(the checks ggml/src/gguf.cpp makes) fires it too; that model is left out and the folder's others are audited."
     ),
-    why="safetensors refuses such a file, so the model (and its MTP layer, if it lives there) does not load.",
+    why="safetensors refuses such a file (llama.cpp's gguf_init_from_file_impl a GGUF one: 'failed to read header', "
+        "'failed to read tensor info', 'failed to read tensor data'), so the model (and its MTP layer, if it lives "
+        "there) does not load.",
     fix="Download the shard again and compare its sha256 with the repository's LFS pointer.",
-    sources=("safetensors src/tensor.rs (MAX_HEADER_SIZE = 100,000,000; header must be UTF-8 JSON)",),
+    sources=("safetensors src/tensor.rs (MAX_HEADER_SIZE = 100,000,000; header must be UTF-8 JSON)",
+             "llama.cpp ggml/src/gguf.cpp gguf_init_from_file_impl (llama-cpp-python 0.3.36 vendor copy: :547, :774, :798)"),
     basis="format spec",
     examples=(
         Example(True, lambda: _bad_header(True), note="header length field says 1,000,000 bytes in a 500-byte file"),
@@ -936,11 +940,46 @@ MTP021 = Rule(
 )
 
 
+MTP022 = Rule(
+    id="MTP022",
+    name="config-json-missing",
+    analyzer="checkpoint",
+    severity=Severity.ERROR,
+    summary="The checkpoint folder has no config.json: no engine loads it",
+    what=(
+        "Fires when a checkpoint folder (or hub repository) that holds an index or shards has no config.json "
+        "(and no params.json, the Mistral format vLLM also reads). A single .safetensors file named on its own is "
+        "a header inspection and is left alone (a gap says the declaration is unknown)."
+    ),
+    why=(
+        "Every engine reads the model's config before any weight: vLLM refuses a folder with neither config.json nor "
+        "params.json ('Could not detect config format for no config file found', 0.33.0 "
+        "transformers_utils/config.py:899-908); SGLang builds its ModelConfig from AutoConfig.from_pretrained (0.5.9 "
+        "configs/model_config.py:127 -> utils/hf_transformers_utils.py:315), which fails without config.json; "
+        "TensorRT-LLM's HF loader does the same (tensorrt_llm/_torch/model_config.py ModelConfig.from_pretrained). "
+        "So the MTP heads, whatever ships, are never loaded."
+    ),
+    fix="Copy the model's config.json into the folder (the same revision as the shards).",
+    sources=("vllm 0.33.0 vllm/transformers_utils/config.py:899-908",
+             "sglang 0.5.9 sglang/srt/configs/model_config.py:127, sglang/srt/utils/hf_transformers_utils.py:315",
+             "TensorRT-LLM tensorrt_llm/_torch/model_config.py ModelConfig.from_pretrained "
+             "@008e0af8980fc560003631ba4ac37828836a91c8"),
+    basis="code",
+    examples=(
+        Example(True, {"model.safetensors.index.json": _index({**_DS_TRUNK, **_DS_MTP})},
+                note="an index and no config.json"),
+        Example(False, {"config.json": _j(_DS), "model.safetensors.index.json": _index({**_DS_TRUNK, **_DS_MTP})},
+                note="config.json beside the index"),
+    ),
+    question=STARTS,
+)
+
+
 RULES: tuple[Rule, ...] = (
     MTP001, MTP002, MTP003, MTP004, MTP005, MTP006, MTP007, MTP008, MTP009, MTP010, MTP011, MTP012, MTP013, MTP014,
-    MTP015, MTP016, MTP017, MTP018, MTP019, MTP020, MTP021,
+    MTP015, MTP016, MTP017, MTP018, MTP019, MTP020, MTP021, MTP022,
 ) + GGUF_RULES
 
 #: Findings of these rules mean SGLang cannot use the MTP heads (``facts.engine.sglang.usable`` false).
 BLOCKS_MTP = frozenset({"MTP001", "MTP002", "MTP004", "MTP005", "MTP007", "MTP008", "MTP009", "MTP012", "MTP013", "MTP014",
-                        "MTP015", "MTP016", "MTP018", "MTP019", "MTP020", "MTP021"})
+                        "MTP015", "MTP016", "MTP018", "MTP019", "MTP020", "MTP021", "MTP022"})

@@ -122,6 +122,8 @@ def check_outputs(protected: Iterable[str | os.PathLike[str]], outputs: Mapping[
                 if st_out is not None:
                     _refuse_inside(path, real, st_out, folders, what)
                     _refuse_read(path, real, st_out, read_index, what)
+                else:
+                    _refuse_new_checkpoint_file(path, real, folders, what)
                 keys = {real} | ({(st_out.st_dev, st_out.st_ino)} if st_out is not None else set())
         clash = next((seen[k] for k in keys if k in seen), None)
         if clash is not None:
@@ -198,10 +200,55 @@ def _real_folder(folder: str, real_dirs: dict[str, str]) -> str:
 
 
 def _refuse_inside(path: str, real: str, st_out: os.stat_result, folders: list[tuple[str, str]], what: str) -> None:
+    """Refuse an existing output file inside a protected folder (or a hard link to a file inside one). In a checkpoint
+    folder (:func:`is_checkpoint_folder`) only the files the checkpoint audit reads are its input: an earlier report
+    there (``CKPT/report.json`` written by the last run) may be replaced, so a re-run does not fail."""
     for folder_real, folder_name in folders:
-        if _under(real, folder_real) or (st_out.st_nlink > 1 and _linked_inside(folder_real, st_out)):
+        inside = _under(real, folder_real) and not (
+            st_out.st_nlink == 1 and not is_checkpoint_file(real) and is_checkpoint_folder(folder_real))
+        if inside or (st_out.st_nlink > 1 and _linked_inside(folder_real, st_out)):
             raise InputError(path, f"would overwrite a file of the audited input {folder_name}; "
                                    f"refusing to write {what} there")
+
+
+def _refuse_new_checkpoint_file(path: str, real: str, folders: list[tuple[str, str]], what: str) -> None:
+    """Refuse a new output file inside a checkpoint folder whose name the checkpoint audit would read
+    (``-f json -o CKPT/model.safetensors`` made a shard that the next audit reported as MTP013)."""
+    for folder_real, folder_name in folders:
+        if _under(real, folder_real) and is_checkpoint_file(real) and is_checkpoint_folder(folder_real):
+            raise InputError(path, f"would add a file that the audit of {folder_name} reads (a checkpoint's own kind of "
+                                   f"file); refusing to write {what} there")
+
+
+#: File names the checkpoint audit reads (mtp_audit.checkpoint.facts CONFIG, HF_QUANT, the index and shards;
+#: params.json, whose presence MTP022 reads) and suffixes (shards, indexes, GGUF files and sidecars).
+CHECKPOINT_NAMES = frozenset({"config.json", "hf_quant_config.json", "params.json"})
+CHECKPOINT_SUFFIXES = (".safetensors", ".safetensors.index.json", ".gguf")
+
+#: Most entries looked at in a folder's top level when deciding whether it is a checkpoint folder.
+MAX_TOP_ENTRIES = 10_000
+
+
+def is_checkpoint_file(path: str) -> bool:
+    """Whether the checkpoint audit reads a file of this name (:data:`CHECKPOINT_NAMES`, :data:`CHECKPOINT_SUFFIXES`)."""
+    name = os.path.basename(path)
+    return name in CHECKPOINT_NAMES or name.endswith(CHECKPOINT_SUFFIXES)
+
+
+def is_checkpoint_folder(folder: str) -> bool:
+    """Whether ``folder`` holds, at its top level, a file the checkpoint audit reads (a model folder, or the folder of
+    a ``.gguf`` / ``.safetensors`` target); the first :data:`MAX_TOP_ENTRIES` entries are looked at. An engine's
+    source tree is not one, so every file in it stays protected."""
+    try:
+        with os.scandir(folder) as it:
+            for i, entry in enumerate(it):
+                if i >= MAX_TOP_ENTRIES:
+                    return False
+                if is_checkpoint_file(entry.name):
+                    return True
+    except OSError:
+        return False
+    return False
 
 
 def _refuse_read(path: str, real: str, st_out: os.stat_result, index: tuple[dict[tuple[int, int], str], dict[str, str],

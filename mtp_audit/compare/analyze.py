@@ -375,7 +375,7 @@ def compare_reports(base: Report, derived: Report) -> Report:
 
     base_name = base.targets[0].name if base.targets else "base"
     derived_name = derived.targets[0].name if derived.targets else "derived"
-    from mtp_audit.compare.gguf import compare_gguf, is_gguf_side
+    from mtp_audit.compare.gguf import compare_gguf, is_gguf_side, nothing_mapped
 
     if is_gguf_side(derived.facts.get("checkpoint")) and not is_gguf_side(base.facts.get("checkpoint")):
         gguf_findings, gguf_doc = compare_gguf(base.facts["checkpoint"], derived.facts["checkpoint"], base_name=base_name,
@@ -383,6 +383,12 @@ def compare_reports(base: Report, derived: Report) -> Report:
         side_gaps = [Gap(ANALYZER, f"{label} ({r.targets[0].name if r.targets else label}): {g.message}", g.path, g.blocking,
                          question=g.question)
                      for label, r in (("base", base), ("derived", derived)) for g in r.gaps]
+        unmapped = nothing_mapped(base.facts["checkpoint"], derived.facts["checkpoint"], base_name=base_name,
+                                  derived_name=derived_name)
+        if unmapped is not None:
+            side_gaps.append(unmapped)
+            gguf_doc["summary"]["compared"] = False
+            gguf_doc["answer"] = [f"could not compare the MTP heads: {unmapped.message}"]
         return Report.build(ANALYZER, f"{base_name} -> {derived_name}", findings=gguf_findings + _side_errors(base, derived),
                             gaps=side_gaps,
                             facts=gguf_doc, rule_ids=[r.id for r in R.GGUF_RULES])

@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from mtp_audit.compare import gguf_rules as R
-from mtp_audit.report import Evidence, Finding, Location, Severity
+from mtp_audit.report import Evidence, Finding, Gap, Location, Severity
+from mtp_audit.report.questions import MTP_HEADS
 
 #: The nextn parts the draft-mtp graph cannot do without (the others fall back to the trunk's embedding and output);
 #: the same four the checkpoint analyzer requires per MTP block (ik_llama.cpp PR #1745, ollama #16282 dumps).
@@ -95,3 +96,19 @@ def _lost_parts(hallmarks: list[list[Any]], blocks: list[tuple[int, dict[str, An
             where = _where(h, blocks) or f"MTP layer {h[1] or 0} has no nextn block"
             out.append((h[0], where, h[2]))
     return out
+
+
+def nothing_mapped(base: Mapping[str, Any], derived: Mapping[str, Any], *, base_name: str, derived_name: str) -> Gap | None:
+    """A blocking gap when BASE's MTP tensors are unknown, or when BASE has MTP tensors and none of them maps to a GGUF
+    nextn part (:data:`mtp_audit.checkpoint.layouts.HF_TO_GGUF`: a family whose MTP names the mapping does not know, or
+    a GGUF of another model): then nothing was compared, which is "could not tell", never "0 of 0 kept". The message
+    names both architectures (``summary.architecture`` of each side). None when there is something to compare."""
+    n = (base.get("summary") or {}).get("mtp_tensors")
+    if n is not None and (n == 0 or (base.get("mtp") or {}).get("hallmarks")):
+        return None
+    b_arch = (base.get("summary") or {}).get("architecture") or "unknown"
+    d_arch = (derived.get("summary") or {}).get("architecture") or "unknown"
+    what = ("its MTP tensors are unknown (no index and no shard header was read)" if n is None else
+            f"none of its {n:,} MTP tensors maps to a GGUF nextn tensor (eh_proj, enorm, hnorm, shared_head_norm, ...)")
+    return Gap("compare", f"{base_name} (architecture {b_arch}): {what}; {derived_name} is GGUF architecture {d_arch}: "
+               "nothing was compared", question=MTP_HEADS)

@@ -492,6 +492,12 @@ class CheckpointSource(ABC):
                     out[rel] = exc
         return out
 
+    def linked_out(self, rel: str) -> str | None:
+        """The symlinked folder of ``rel`` (``"sub"`` for ``sub/model.safetensors``) when the path leaves the checkpoint
+        through it, else None. Such a file is not listed (:meth:`list_files` does not descend into symlinked folders)
+        and never opened. None for sources without symlinks (the hub)."""
+        return None
+
     def stats(self) -> dict[str, int]:
         """I/O counters for the report (``{"requests": n, "bytes_read": n}`` for the hub); empty locally."""
         return {}
@@ -564,6 +570,24 @@ class LocalSource(CheckpointSource):
         if self._fence not in target.parents:
             raise ReadProblem(rel, "resolves outside the checkpoint folder (symlink); not opened", "escapes")
         return target
+
+    def linked_out(self, rel: str) -> str | None:
+        """See :meth:`CheckpointSource.linked_out`: the first folder of ``rel`` that is a symlink, when ``rel`` resolves
+        outside the containment folder (:meth:`_path` refuses it)."""
+        if "/" not in rel or contained_relpath(rel) is None:
+            return None
+        try:
+            self._path(rel)
+            return None
+        except ReadProblem as exc:
+            if exc.kind != "escapes":
+                return None
+        parts = rel.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            link = "/".join(parts[:i])
+            if (self.root / link).is_symlink():
+                return link
+        return None
 
     def list_files(self) -> tuple[str, ...]:
         """See :meth:`CheckpointSource.list_files`; hidden folders (``.git``, ``.cache``) are skipped and
