@@ -128,11 +128,11 @@ class TensorColumns(Mapping[str, TensorInfo]):
         return at
 
     def __getitem__(self, name: str) -> TensorInfo:
-        i = self._positions()[name]
-        return TensorInfo(self.names[i], self.dtypes[i], tuple(self.shapes[i]), self.nbytes[i])
+        i = (self._at or self._positions())[name]
+        return _new_info((self.names[i], self.dtypes[i], tuple(self.shapes[i]), self.nbytes[i]))
 
     def __contains__(self, name: object) -> bool:
-        return name in self._positions()
+        return name in (self._at or self._positions())
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names)
