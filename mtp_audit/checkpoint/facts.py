@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, KeysView, Mapping
 from dataclasses import dataclass, field
 from itertools import chain, compress, islice, repeat
-from operator import itemgetter
+from operator import countOf, itemgetter
 from typing import Any
 
 from mtp_audit.checkpoint.config import (
@@ -392,9 +392,10 @@ def _headers_match(facts: CheckpointFacts) -> bool:
 
 def _all_in_shard(tensors: Mapping[str, TensorInfo], rel: str, wm: Mapping[str, str]) -> bool:
     """Whether ``wm`` maps every tensor name of ``tensors`` to ``rel`` (one C-speed ``map`` of ``wm.get`` over the
-    names and a count: as ``dict.fromkeys(tensors, rel).items() <= wm.items()``, without the dict)."""
+    names, counted with ``operator.countOf``: as ``dict.fromkeys(tensors, rel).items() <= wm.items()``, without the
+    dict)."""
     names = tensors.names if isinstance(tensors, TensorColumns) else list(tensors)
-    return list(map(wm.get, names)).count(rel) == len(names)
+    return countOf(map(wm.get, names), rel) == len(names)
 
 
 class HeaderInfos(Mapping[str, TensorInfo]):
