@@ -1,14 +1,16 @@
 """Check that a speed change leaves results alone: the JSON reports of ``mtp-audit sglang`` (every cached
 SGLang wheel, and the 0.5.23 wheel's source tree unpacked to a folder) and of ``mtp-audit checkpoint`` (every
 folder under ``fixtures/checkpoint``, plus, for those with a ``spec.json``, the synthetic metadata-only and
-header-only-shard checkpoints the benchmarks use) from two checkouts, compared byte for byte.
+header-only-shard checkpoints the benchmarks use; with ``--realdata DIR`` also every folder of ``DIR`` holding a
+``config.json``, such as the real checkpoint metadata in the shared realdata folder) from two checkouts, compared byte
+for byte.
 
 Each report is taken cold (a fresh ``MTP_AUDIT_CACHE_DIR``), in its own process, with ``PYTHONPATH`` set to
 the checkout. The inputs are written once under ``WORK/inputs`` so both checkouts see the same paths.
 
 Usage::
 
-    python benchmarks/same_results.py snapshot WORK NAME [--tree CHECKOUT]   # reports into WORK/NAME
+    python benchmarks/same_results.py snapshot WORK NAME [--tree CHECKOUT] [--realdata DIR] [--analyzer checkpoint]
     python benchmarks/same_results.py diff WORK NAME_A NAME_B               # exit 1 when any report differs
 
 ``git archive REF mtp_audit | tar -x -C DIR`` gives a checkout of an earlier commit.
@@ -35,8 +37,9 @@ def _wheels() -> list[Path]:
     return sorted((cache / "sglang-wheels").glob("sglang-*.whl"))
 
 
-def _inputs(work: Path) -> list[tuple[str, str, Path]]:
-    """``(report name, analyzer, input path)`` for every input, written under ``work/inputs`` once."""
+def _inputs(work: Path, realdata: Path | None = None) -> list[tuple[str, str, Path]]:
+    """``(report name, analyzer, input path)`` for every input, written under ``work/inputs`` once (``realdata``: a
+    folder whose subfolders holding a ``config.json`` are audited as they are)."""
     sys.path.insert(0, str(ROOT))
     inp = work / "inputs"
     out: list[tuple[str, str, Path]] = [(f"sglang-{w.name}", "sglang", w) for w in _wheels()]
@@ -57,6 +60,8 @@ def _inputs(work: Path) -> list[tuple[str, str, Path]]:
         out.append((f"checkpoint-{d.name}", "checkpoint", d))
         if (d / "spec.json").exists():
             out += _synthetic(inp, d)
+    if realdata is not None:
+        out += [(f"realdata-{d.name}", "checkpoint", d) for d in sorted(realdata.iterdir()) if (d / "config.json").is_file()]
     return out
 
 
@@ -75,12 +80,15 @@ def _synthetic(inp: Path, fix: Path) -> list[tuple[str, str, Path]]:
     return got
 
 
-def snapshot(work: Path, name: str, tree: Path) -> None:
-    """Write every report of the checkout ``tree`` into ``work/name`` (``NAME.json`` and ``NAME.rc``)."""
+def snapshot(work: Path, name: str, tree: Path, realdata: Path | None = None, analyzers: list[str] | None = None) -> None:
+    """Write every report of the checkout ``tree`` into ``work/name`` (``NAME.json`` and ``NAME.rc``); ``analyzers``:
+    only those inputs (default: all)."""
     dest = work / name
     dest.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(tree))
-    for label, analyzer, path in _inputs(work):
+    for label, analyzer, path in _inputs(work, realdata):
+        if analyzers and analyzer not in analyzers:
+            continue
         with tempfile.TemporaryDirectory() as cache:
             env["MTP_AUDIT_CACHE_DIR"] = cache
             r = subprocess.run([sys.executable, "-m", "mtp_audit", analyzer, str(path), "-f", "json", "-o",
@@ -111,13 +119,15 @@ def main() -> int:
     s.add_argument("work", type=Path)
     s.add_argument("name")
     s.add_argument("--tree", type=Path, default=ROOT)
+    s.add_argument("--realdata", type=Path, default=None, help="also audit every folder of DIR holding a config.json")
+    s.add_argument("--analyzer", action="append", choices=("sglang", "checkpoint"), help="only these inputs (repeatable)")
     d = sub.add_parser("diff")
     d.add_argument("work", type=Path)
     d.add_argument("a")
     d.add_argument("b")
     a = ap.parse_args()
     if a.cmd == "snapshot":
-        snapshot(a.work.resolve(), a.name, a.tree.resolve())
+        snapshot(a.work.resolve(), a.name, a.tree.resolve(), a.realdata.resolve() if a.realdata else None, a.analyzer)
         return 0
     return diff(a.work.resolve(), a.a, a.b)
 

@@ -14,8 +14,10 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from mtp_audit.sources.bounded import RunBudget, json_memory_estimate, run_budget
+from mtp_audit.sources.bounded import RunBudget, _token_counts, json_counts, json_memory_estimate, run_budget
 from mtp_audit.sources.local import LocalSource, ReadProblem
 
 REAP_INDEX = (Path(__file__).resolve().parents[1] / "fixtures" / "checkpoint" / "bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding"
@@ -85,3 +87,11 @@ def test_header_over_the_budget_in_real_memory_is_not_parsed(tmp_path):
     assert "MTP_AUDIT_MAX_JSON_BYTES" in str(exc.value)
     with run_budget(RunBudget(max_json_bytes=json_memory_estimate(raw))):
         assert len(LocalSource(tmp_path).read_header("model.safetensors").tensors) == 30_000
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=400) | st.text(max_size=200).map(lambda t: t.encode("utf-8")))
+def test_token_counts_are_the_byte_counts(raw: bytes) -> None:
+    """The one-pass counts the estimate and the header reader use are ``bytes.count`` of each token, on any bytes."""
+    assert _token_counts(raw) == tuple(raw.count(c) for c in (b"{", b"[", b":", b",", b'"'))
+    assert json_counts(raw) == (raw.count(b"["), raw.count(b":"), raw.count(b'"'))

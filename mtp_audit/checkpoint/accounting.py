@@ -245,7 +245,18 @@ def mtp_bytes(facts: CheckpointFacts, select: re.Pattern[str] | None = None) -> 
     estimated from config dimensions (marked ``"estimated": true``; tensors whose shape cannot be
     derived are counted in ``"unestimated_tensors"``). In config-only mode the expected MTP layout of
     the family (``layouts.expected_names``) is estimated with the format the quantization config
-    promises for each module. ``select``: count only the tensors (modules) whose name it matches."""
+    promises for each module. ``select``: count only the tensors (modules) whose name it matches. Without
+    ``select`` the answer is computed once per facts (the report and the prediction both ask) and a copy returned."""
+    if select is None:
+        got = facts.cache.get("mtp_bytes")
+        if got is None:
+            got = facts.cache["mtp_bytes"] = _mtp_bytes(facts, None)
+        return dict(got)
+    return _mtp_bytes(facts, select)
+
+
+def _mtp_bytes(facts: CheckpointFacts, select: re.Pattern[str] | None) -> dict[str, Any]:
+    """:func:`mtp_bytes`, computed."""
     if facts.mtp and all(n in facts.infos for n in facts.mtp):
         return {"value": sum(facts.infos[n].nbytes for n in facts.mtp if select is None or select.search(n)),
                 "estimated": False}

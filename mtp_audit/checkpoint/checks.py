@@ -512,11 +512,18 @@ def _find_all(text: str, part: str) -> list[int]:
     return out
 
 
+#: Any ``.<leaf>`` of :data:`_MTP_ONLY_LEAVES`. Each alternative holds one dot, its first character, and none is a
+#: prefix of another, so two occurrences never overlap and the matches of one scan count each leaf as ``str.count``
+#: of ``"." + leaf`` does.
+_MTP_ONLY_PART = re.compile(r"\.(?:" + "|".join(_MTP_ONLY_LEAVES) + ")")
+
+
 def _only_in(names: Iterable[str], joined: str) -> bool:
     """Whether every ``.<leaf>`` of :data:`_MTP_ONLY_LEAVES` in ``joined`` lies in one of ``names`` (lines of it):
-    ``str.count`` over the joined text (C speed) against the count over those few names."""
+    the occurrences of each in the joined text (one C-speed regex scan, :data:`_MTP_ONLY_PART`, instead of a
+    ``str.count`` per leaf) against those in these few names."""
     own = "\n".join(names)  # no ".<leaf>" spans a newline, so counting in the joined names counts in each
-    return all(joined.count(part) == own.count(part) for part in ("." + leaf for leaf in _MTP_ONLY_LEAVES))
+    return Counter(_MTP_ONLY_PART.findall(joined)) == Counter(_MTP_ONLY_PART.findall(own))
 
 
 def check_misplaced(facts: CheckpointFacts) -> Iterator[Finding]:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable, KeysView
+from collections.abc import Collection, Iterable, Iterator, KeysView, Mapping
 from dataclasses import dataclass, field
 from itertools import chain, compress, islice, repeat
-from operator import itemgetter
+from operator import countOf, itemgetter
 from typing import Any
 
 from mtp_audit.checkpoint.config import (
@@ -41,7 +41,9 @@ from mtp_audit.sources.local import (
     CheckpointSource,
     ReadProblem,
     ShardHeader,
+    TensorColumns,
     TensorInfo,
+    tensor_infos,
 )
 
 ANALYZER = "checkpoint"
@@ -111,7 +113,8 @@ class CheckpointFacts:
         headers: shard -> header for every shard read successfully.
         problems: shard -> read problem for shards that could not be read.
         tensors: tensor name -> shard (index first, then headers).
-        infos: tensor name -> header info (only for tensors whose shard header was read).
+        infos: tensor name -> header info (only for tensors whose shard header was read): a :class:`HeaderInfos`
+            view over the headers' columns when they match the index, else a dict.
         mtp: MTP tensor name -> (layer label, layer index or None).
         mtp_modules: MTP modules assembled from their tensors.
         trunk_suffixes: metadata-only mode: trunk tensors per parameter suffix (the last name component).
@@ -134,7 +137,7 @@ class CheckpointFacts:
     headers: dict[str, ShardHeader] = field(default_factory=dict)
     problems: dict[str, ReadProblem] = field(default_factory=dict)
     tensors: dict[str, str | None] = field(default_factory=dict)
-    infos: dict[str, TensorInfo] = field(default_factory=dict)
+    infos: Mapping[str, TensorInfo] = field(default_factory=dict)
     mtp: dict[str, tuple[str, int | None]] = field(default_factory=dict)
     mtp_modules: dict[str, Module] = field(default_factory=dict)
     gaps: list[Gap] = field(default_factory=list)
@@ -366,18 +369,19 @@ def _tensor_shards(facts: CheckpointFacts) -> dict[str, str | None]:
     ``weight_map`` itself is the answer and ``facts.cache["headers_match_index"]`` is set for MTP012."""
     wm = facts.weight_map
     if len(wm) == len(facts.index_names) and (not facts.headers or _headers_match(facts)):
-        for hdr in facts.headers.values():  # pairwise disjoint (each in its own shard): no tensor is seen twice
-            facts.infos.update(hdr.tensors)
+        if facts.headers:  # each tensor in the one shard the index names: looked up there, nothing merged
+            facts.infos = HeaderInfos(facts.headers, wm)
         return wm  # type: ignore[return-value]  # read-only from here on
     if len(wm) == len(facts.index_names):
         tensors: dict[str, str | None] = dict(wm)
     else:
         tensors = dict.fromkeys(facts.index_names)
         tensors.update(wm)
-    infos = facts.infos
+    infos: dict[str, TensorInfo] = {}
+    facts.infos = infos
     holes = None in tensors.values()
     for rel, hdr in facts.headers.items():  # sorted: the first shard naming a tensor wins
-        got = hdr.tensors
+        got = tensor_infos(hdr.tensors)
         if infos.keys().isdisjoint(got):
             infos.update(got)  # the common case, at C speed: no tensor in two shards
         else:
@@ -394,11 +398,50 @@ def _headers_match(facts: CheckpointFacts) -> bool:
     """Whether every header tensor is indexed to the shard it sits in and the headers hold every indexed tensor
     (``{tensor: shard}`` from the headers equals ``weight_map``; a C-speed items-view test per header). The answer
     is kept in ``facts.cache["headers_match_index"]``."""
-    wm_items = facts.weight_map.items()
-    ok = sum(len(h.tensors) for h in facts.headers.values()) == len(facts.weight_map) and all(
-        dict.fromkeys(hdr.tensors, rel).items() <= wm_items for rel, hdr in facts.headers.items())
+    wm = facts.weight_map
+    ok = sum(len(h.tensors) for h in facts.headers.values()) == len(wm) and all(
+        _all_in_shard(hdr.tensors, rel, wm) for rel, hdr in facts.headers.items())
     facts.cache["headers_match_index"] = ok
     return ok
+
+
+def _all_in_shard(tensors: Mapping[str, TensorInfo], rel: str, wm: Mapping[str, str]) -> bool:
+    """Whether ``wm`` maps every tensor name of ``tensors`` to ``rel`` (one C-speed ``map`` of ``wm.get`` over the
+    names, counted with ``operator.countOf``: as ``dict.fromkeys(tensors, rel).items() <= wm.items()``, without the
+    dict)."""
+    names = tensors.names if isinstance(tensors, TensorColumns) else list(tensors)
+    return countOf(map(wm.get, names), rel) == len(names)
+
+
+class HeaderInfos(Mapping[str, TensorInfo]):
+    """Tensor name -> header info over the shard headers when they match the index (every header tensor indexed to
+    its own shard, every indexed tensor in a header): ``weight_map`` names the one header to look in, so nothing is
+    merged. Iterates in header order (sorted shards, then each header's order), as the merged dict did.
+    :meth:`as_dict` gives the merged dict (built once) for a caller that looks up most tensors."""
+
+    def __init__(self, headers: Mapping[str, ShardHeader], weight_map: Mapping[str, str]) -> None:
+        self._headers, self._wm = headers, weight_map
+        self._merged: dict[str, TensorInfo] | None = None
+
+    def __getitem__(self, name: str) -> TensorInfo:
+        return self._headers[self._wm[name]].tensors[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._wm
+
+    def __iter__(self) -> Iterator[str]:
+        return chain.from_iterable(h.tensors for h in self._headers.values())
+
+    def __len__(self) -> int:
+        return len(self._wm)
+
+    def as_dict(self) -> dict[str, TensorInfo]:
+        """Every tensor's info in one dict (built once, at C speed per header: :func:`tensor_infos`)."""
+        if self._merged is None:
+            self._merged = {}
+            for hdr in self._headers.values():
+                self._merged.update(tensor_infos(hdr.tensors))
+        return self._merged
 
 
 def _read_index(source: CheckpointSource, index_file: str, facts: CheckpointFacts) -> None:
@@ -625,7 +668,8 @@ def _group_trunk(facts: CheckpointFacts) -> dict[str, dict[str, TensorInfo | Non
     suffixes = PARAM_SUFFIXES
     trunk: dict[str, dict[str, TensorInfo | None]] = {}
     get = trunk.get
-    for name, (module, _, param), info in zip(names, map(str.rpartition, names, repeat(".")), map(facts.infos.get, names)):
+    infos = facts.infos.as_dict() if isinstance(facts.infos, HeaderInfos) else facts.infos
+    for name, (module, _, param), info in zip(names, map(str.rpartition, names, repeat(".")), map(infos.get, names)):
         if param not in suffixes or not module:
             module, param = name, ""
         params = get(module)

@@ -216,13 +216,36 @@ MEMORY_PER_ELEMENT = 40
 MEMORY_PER_STRING = 50
 
 
-def json_memory_estimate(raw: bytes, brackets: int | None = None) -> int:
+#: ``(raw.count(b"["), raw.count(b":"), raw.count(b'"'))``: the byte counts :func:`json_memory_estimate` takes that the
+#: safetensors header reader needs too (:func:`mtp_audit.sources.local.fast_header`), so each is counted once.
+JsonCounts = tuple[int, int, int]
+
+
+#: Every byte but the five :func:`json_memory_estimate` counts (``{``, ``[``, ``:``, ``,``, ``"``).
+_NOT_COUNTED = bytes(sorted(set(range(256)) - set(b'{[:,"')))
+
+
+def _token_counts(raw: bytes) -> tuple[int, int, int, int, int]:
+    """``raw``'s ``{``, ``[``, ``:``, ``,`` and ``"`` counts: one C pass keeps only those bytes
+    (``bytes.translate`` with a delete table; in JSON they are a fifth of the text or less), then five
+    ``bytes.count`` over what is left, instead of five over the whole text (measured 2-2.5x faster on an
+    8.9 MB index and on 163 shard headers). The copy is at most ``len(raw)`` and is freed before parsing."""
+    kept = raw.translate(None, _NOT_COUNTED)
+    return kept.count(b"{"), kept.count(b"["), kept.count(b":"), kept.count(b","), kept.count(b'"')
+
+
+def json_counts(raw: bytes) -> JsonCounts:
+    """``raw``'s ``[``, ``:`` and ``"`` counts (C speed): see :data:`JsonCounts`."""
+    _, brackets, colons, _, quotes = _token_counts(raw)
+    return brackets, colons, quotes
+
+
+def json_memory_estimate(raw: bytes) -> int:
     """An upper estimate of the memory (bytes) parsing ``raw`` takes at its peak: the bytes themselves, the decoded
     text and the strings' characters (each ``len(raw)``; four times for text that is not ASCII, which CPython may
     store four bytes a character), plus per token: :data:`MEMORY_PER_OBJECT` per ``{``, :data:`MEMORY_PER_ARRAY`
     per ``[``, :data:`MEMORY_PER_MEMBER` per ``:``, :data:`MEMORY_PER_ELEMENT` per ``,`` and
-    :data:`MEMORY_PER_STRING` per pair of ``"``. Counted with ``bytes.count`` (C speed), before parsing;
-    ``brackets``, when given, is ``raw.count(b"[")`` already taken.
+    :data:`MEMORY_PER_STRING` per pair of ``"``. Counted at C speed (:func:`_token_counts`), before parsing.
 
     Peak RSS growth against this estimate, both as multiples of the text, for one header read by
     :meth:`~mtp_audit.sources.local.LocalSource.read_header` (200,000 real-shaped records: 8.5x / 12.0x;
@@ -232,18 +255,22 @@ def json_memory_estimate(raw: bytes, brackets: int | None = None) -> int:
     2.6 GB while it counted under 1.5 GiB. What a run counts is never given back (:meth:`RunBudget.charge_json`),
     while the memory of one header's parse is reused by the next: a whole ``checkpoint`` run over 4 shards of 100,000
     records each counted 698 MiB for a peak RSS of 385 MiB (the estimate before: 195 MiB)."""
-    if brackets is None:
-        brackets = raw.count(b"[")
+    return _estimate(raw, _token_counts(raw))
+
+
+def _estimate(raw: bytes, counts: tuple[int, int, int, int, int]) -> int:
+    """:func:`json_memory_estimate` from ``raw``'s :func:`_token_counts`."""
+    objects, brackets, colons, commas, quotes = counts
     text = len(raw) * (3 if raw.isascii() else 9)  # the bytes, the decoded text, the strings' characters
-    return (text + MEMORY_PER_OBJECT * raw.count(b"{") + MEMORY_PER_ARRAY * brackets
-            + MEMORY_PER_MEMBER * raw.count(b":") + MEMORY_PER_ELEMENT * raw.count(b",")
-            + MEMORY_PER_STRING * (raw.count(b'"') // 2))
+    return (text + MEMORY_PER_OBJECT * objects + MEMORY_PER_ARRAY * brackets
+            + MEMORY_PER_MEMBER * colons + MEMORY_PER_ELEMENT * commas
+            + MEMORY_PER_STRING * (quotes // 2))
 
 
-def charge_json(raw: bytes, name: str) -> int | None:
+def charge_json(raw: bytes, name: str) -> JsonCounts | None:
     """Count the estimated memory of parsing ``raw`` (:func:`json_memory_estimate`) against the run's total
-    (no-op outside a run). Returns ``raw.count(b"[")``, counted for the estimate (the safetensors header reader
-    needs it too), or ``None`` outside a run, where nothing is counted.
+    (no-op outside a run). Returns the :func:`json_counts` taken for the estimate (the safetensors header reader
+    needs them too), or ``None`` outside a run, where nothing is counted.
 
     Raises:
         BudgetSpent: see :meth:`RunBudget.charge_json`.
@@ -251,9 +278,9 @@ def charge_json(raw: bytes, name: str) -> int | None:
     run = _RUN.get()
     if run is None:
         return None
-    brackets = raw.count(b"[")
-    run.charge_json(json_memory_estimate(raw, brackets), name)
-    return brackets
+    counts = _token_counts(raw)
+    run.charge_json(_estimate(raw, counts), name)
+    return counts[1], counts[2], counts[4]
 
 
 def charge_read(n: int, name: str) -> None:

@@ -267,14 +267,15 @@ def shard_header_from_prefix(rel: str, prefix: bytes, file_size: int) -> ShardHe
         ReadProblem: malformed header, or the run's JSON total is spent.
     """
     n = len(prefix) - 8
+    raw = prefix[8:]
     try:
-        charge_json(prefix[8:], rel)
+        counts = charge_json(raw, rel)
     except BudgetSpent as exc:
         raise ReadProblem(rel, exc.problem, "unreadable") from None
-    fast = fast_header(rel, prefix[8:], file_size)
+    fast = fast_header(rel, raw, file_size, counts)
     if fast is not None:
         return fast
-    obj, dups = parse_header_json(rel, prefix[8:])
+    obj, dups = parse_header_json(rel, raw)
     if dups:
         shown = ", ".join(dups[:3])
         raise ReadProblem(rel, f"header names {len(dups)} tensor(s) more than once: {shown}")
