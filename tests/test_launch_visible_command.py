@@ -73,7 +73,7 @@ def test_vllm_two_visible_gpus_cannot_run_tp4_off_the_machine(capsys: pytest.Cap
 
 @pytest.mark.parametrize("machine", [["--no-machine"], ["--env-dump", B200X8]])
 def test_trtllm_two_visible_gpus_cannot_run_tp4(capsys: pytest.CaptureFixture[str], machine: list[str]) -> None:
-    """TensorRT-LLM's count never applied the command's variable: on the 8-GPU dump tp 4 passed, off the machine it was a
+    """TensorRT-LLM's count never applied the command's variable: on the 8-GPU dump tp 4 raised nothing, off the machine it was a
     note; both are MTP714 now."""
     rc, doc = _run(capsys, ["launch", *machine, "--", "CUDA_VISIBLE_DEVICES=0,1", "trtllm-serve", MIMO, "--tp_size", "4",
                             "--config", YAML])
