@@ -48,7 +48,8 @@ def test_tables_rows_by_build() -> None:
 
 def test_fork_from_spelling_without_build(tmp_path) -> None:
     """No build given: ``mtp:n_max=3`` can only be ik_llama.cpp (mainline has no options syntax); plain ``mtp`` is
-    taken as mainline's old spelling, and the message says how to name the ik fork."""
+    ik_llama.cpp's spelling and mainline's old one, so with the fork unknown it is "could not tell" (a blocking gap
+    naming both spellings, was MTP602); a mainline build refuses it (MTP602)."""
     from mtp_audit.launch import audit_launch
     from mtp_audit.synth.gguf import model_kv, nextn_tensors, trunk_tensors, write_gguf
 
@@ -57,5 +58,13 @@ def test_fork_from_spelling_without_build(tmp_path) -> None:
     assert ik.facts["launch"]["summary"]["engine"] == "ik_llama.cpp"
     assert [f.rule_id for f in ik.findings if f.severity.label == "error"] == []
     plain = audit_launch(["llama-server", "-m", "m.gguf", "--spec-type", "mtp"], cwd=tmp_path)
-    msg = next(f.message for f in plain.findings if f.rule_id == "MTP602")
-    assert "give --llamacpp-build ik:N" in msg
+    assert [f.rule_id for f in plain.findings if f.severity.label == "error"] == []
+    assert plain.facts["launch"]["summary"]["verdict"] == "could not tell"
+    assert [g.message for g in plain.gaps if g.blocking][0] == (
+        "--spec-type mtp: llama.cpp spells it draft-mtp; ik_llama.cpp spells it mtp; the build is unknown, so whether this "
+        "server accepts it could not be told (give --llamacpp-build N, or ik:N for ik_llama.cpp)")
+    mainline = audit_launch(["llama-server", "-m", "m.gguf", "--spec-type", "mtp"], cwd=tmp_path, llamacpp="10444")
+    assert [f.message for f in mainline.findings if f.rule_id == "MTP602"] == [
+        "--spec-type mtp is not a speculative type of llama.cpp; this fork spells it draft-mtp: the server stops at argument parsing"]
+    both = audit_launch(["llama-server", "-m", "m.gguf", "--spec-type", "mtp:n_max=3,draft-mtp"], cwd=tmp_path)
+    assert [f.rule_id for f in both.findings if f.severity.label == "error"] == ["MTP602"]  # ik's syntax names the fork

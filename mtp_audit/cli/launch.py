@@ -9,7 +9,6 @@ import click
 
 from mtp_audit.cli.emit import emit
 from mtp_audit.cli.options import engine_id, output_options
-from mtp_audit.cli.targets import release_or_path
 
 
 @click.command("launch", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -91,8 +90,7 @@ def launch(sglang_targets: tuple[str, ...], compare_sglang: str | None, vllm_tar
         if not eq or not src or not dst:
             raise InputError(f"--model-dir {pair}", "expected SRC=DST (a folder of the command's paths = a folder here)")
         mapping.append((src, dst))
-    sglang_targets = tuple(str(release_or_path("sglang", t)) for t in sglang_targets)
-    compare_sglang, vllm_target = release_or_path("sglang", compare_sglang), release_or_path("vllm", vllm_target)
+    # a release version is fetched by audit_launch (Engine.by_version): one the index cannot give is a blocking gap there
     old = sglang_targets[0] if sglang_targets else None
     new = sglang_targets[1] if len(sglang_targets) == 2 else compare_sglang
     report = audit_launch(list(command), sglang=old, compare_sglang=new, env_dumps=list(env_dumps) or None,

@@ -64,6 +64,13 @@ def open_release(open_target: Callable[[Any], Any], target: Any, label: str, opt
                                    f"({release}a .whl, an unpacked wheel, a package folder or a checkout)", None, True)
 
 
+def unfetched_release_gap(label: str, option: str, version: str, problem: str) -> Gap:
+    """The blocking gap for a release named by version that cannot be fetched now (the package index unreachable and
+    the release not cached: ``problem`` from :class:`mtp_audit.sources.pypi.IndexUnavailable`), worded like
+    :func:`open_release`'s for a missing installed engine: the command is not checked against that release."""
+    return Gap("launch", f"no {label} to check the command against ({option} {version}: {problem})", None, True)
+
+
 class Analyzers(Protocol):
     """The analyzers a launch audit lends an engine (implemented by :class:`mtp_audit.launch.analyzers.LaunchAnalyzers`):
     an engine asks, the combiner decides how they run (caching, machine source)."""

@@ -28,11 +28,12 @@ def verdict(findings: Sequence[Finding], gaps: Sequence[Gap]) -> str:
 
 def verdict_sentence(v: str, errors: Sequence[Finding], blocking: Sequence[Gap], findings: Sequence[Finding]) -> str:
     """The "Verdict: ..." line of "What will happen" (both engines): the error rule ids for ``fix first``, the
-    first blocking gap for ``could not tell``, the warning rule ids for ``go``."""
+    first blocking gap for ``could not tell`` (and how many more follow), the warning rule ids for ``go``."""
     if v == FIX_FIRST:
         return f"Verdict: fix first ({len(errors)} error(s): " + "; ".join(sorted({f.rule_id for f in errors})) + ")."
     if v == COULD_NOT_TELL:
-        return f"Verdict: could not tell ({len(blocking)} blocking gap(s): {blocking[0].message})."
+        more = f"; +{len(blocking) - 1} more" if len(blocking) > 1 else ""
+        return f"Verdict: could not tell ({len(blocking)} blocking gap(s): {blocking[0].message}{more})."
     warn = sorted({f.rule_id for f in findings if f.severity == Severity.WARNING})
     return "Verdict: go" + (f" (warnings: {', '.join(warn)})." if warn else ".")
 

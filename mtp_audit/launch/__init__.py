@@ -85,6 +85,8 @@ def audit_launch(
         InputError: an empty command, a command no registered engine starts, a release option of another engine
             than the command's, two machine sources (or ``no_machine`` with stored facts), a model path that exists but
             is not a checkpoint, an unreadable release target or env dump, a ``model_dirs`` folder here that does not exist.
+        IndexUnavailable: comparing two releases, one of which is a version the package index cannot give now (one
+            release by version that cannot be fetched is a blocking gap on its questions instead: :func:`_fetched`).
     """
     from mtp_audit.engines.argv import split_command
     from mtp_audit.engines.registry import engine_for
@@ -93,15 +95,36 @@ def audit_launch(
     toks = split_command([argv] if isinstance(argv, str) else list(argv))
     chosen = engine_for(toks)
     target, compare = _release_targets(chosen, given, compares)
-    target = chosen.by_version(target)
+    target, unfetched = _fetched(chosen, target, comparing=compare is not None)
     request = _request(toks, env_dumps, facts_file, machine_facts, engine, env, environ, cwd, model_dirs, no_machine)
     if compare is not None:
         old = chosen.evaluate(request, *chosen.release(target))
         new = chosen.evaluate(request, *chosen.release(chosen.by_version(compare)))
         outcome = chosen.compare(request, old, new)
     else:
-        outcome = chosen.evaluate(request, *chosen.release(target))
+        outcome = chosen.evaluate(request, *(chosen.release(target) if unfetched is None else (None, unfetched)))
     return _report(chosen, outcome)
+
+
+def _fetched(chosen: Any, target: Any, *, comparing: bool) -> tuple[Any, Any]:
+    """``(target as the engine's release takes it, None)`` (:meth:`~mtp_audit.engines.base.Engine.by_version`), or
+    ``(None, blocking gap)`` for a release version the package index cannot give now and the cache does not hold: like
+    a missing installed engine (:func:`mtp_audit.engines.base.unfetched_release_gap`), the release's questions could
+    not be told while the checkpoint and machine analyzers still run, so a definite failure still outranks it.
+
+    Raises:
+        InputError: as :meth:`~mtp_audit.engines.base.Engine.by_version`. IndexUnavailable: only when ``comparing``
+            (two releases are compared or nothing is).
+    """
+    from mtp_audit.engines.base import unfetched_release_gap
+    from mtp_audit.sources.pypi import IndexUnavailable
+
+    try:
+        return chosen.by_version(target), None
+    except IndexUnavailable as exc:
+        if comparing:
+            raise
+        return None, unfetched_release_gap(chosen.label, chosen.target_option, str(target), exc.problem)
 
 
 #: The keyword of a second release to compare with: ``compare_`` and the engine's id.

@@ -69,7 +69,8 @@ def _answer(vs: list[dict[str, Any]], verdict: str, findings: Sequence[Any], an:
     tail = f" ({', '.join(errors)})" if errors else ""
     on = f" on {engine}" if engine else ""
     if verdict == an.CAPABLE:
-        stop = f"; but {', '.join(errors)} stop this launch" if errors else "; no blocking problem found in the stack"
+        stop = (f"; but {', '.join(errors)} stop{'s' if len(errors) == 1 else ''} this launch" if errors
+                else "; no blocking problem found in the stack")
         return [f"{desc} can run native FP4{on}{stop}"]
     if verdict == an.NOT_CAPABLE:
         cost = ("; it runs weight-only instead (MTP201)" if not errors and any(f.rule_id == "MTP201" for f in findings) else "")

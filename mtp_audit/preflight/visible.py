@@ -222,3 +222,30 @@ def nvidia_visible_note(value: str | None, source: str) -> str | None:
             f"(it would expose {meaning}); set before a program it changes nothing. Use CUDA_VISIBLE_DEVICES, or pass it "
             "to docker run / the pod spec")
 
+
+
+def visible_at_most(value: str) -> int | None:
+    """At most how many GPUs a process sees under ``CUDA_VISIBLE_DEVICES=value`` whatever the machine: the bound a
+    launch's own variable gives when the machine's GPUs are unknown (``--no-machine``, a dump without a GPU list).
+
+    Each entry names at most one device, CUDA ignores every entry from the first invalid one on (a negative index
+    stops the list: "0,2,-1,1" shows at most 2), and an empty value shows none (the CUDA rules in this module's
+    docstring). So a list of integer indices shows at most its distinct non-negative indices before the first
+    negative one.
+
+    Returns:
+        that bound, or ``None`` (could not tell) for any other value: a ``GPU-`` UUID or ``MIG-`` entry, or text the
+        shell has yet to expand (``$X``), may stand for anything. Never raises.
+    """
+    text = value.strip()
+    if not text:
+        return 0
+    named: set[int] = set()
+    for raw in text.split(","):
+        tok = raw.strip()
+        if not _INDEX.match(tok):
+            return None
+        if int(tok) < 0:
+            break
+        named.add(int(tok))
+    return len(named)

@@ -63,4 +63,20 @@ def _log_answer(launch: dict[str, Any], log: Report) -> dict[str, Any]:
         lead = f"the log contradicts the prediction: {against[0].message} (MTP531"
         lead += f", +{len(against) - 1} more)" if len(against) > 1 else ")"
         answer = [lead, *(f"prediction: {a}" for a in answer[:1]), *answer[1:]]
+    elif answer and (logged := _log_errors_lead(launch, log)):
+        answer = [logged, *(f"prediction: {a}" for a in answer[:1]), *answer[1:]]
     return {"log_check": check, "answer": answer} if answer else {"log_check": check}
+
+
+def _log_errors_lead(launch: dict[str, Any], log: Report) -> str | None:
+    """The answer's first line when the log's own errors (MTP500: drafts all rejected, ...) fail a launch the audit
+    found no error in: the headline's verdict word (FAIL) then comes from the log, so the answer says so first rather
+    than lead with the prediction's "go" / "could not tell". ``None`` when the launch already says "fix first" or the
+    log found no error."""
+    from mtp_audit.report import Severity
+
+    errors = [f for f in log.findings if f.severity >= Severity.ERROR]
+    if not errors or (launch.get("summary") or {}).get("verdict") == "fix first":
+        return None
+    ids = ", ".join(sorted({f.rule_id for f in errors}))
+    return f"the log shows {len(errors)} error(s) ({ids}): {errors[0].message}"

@@ -126,17 +126,31 @@ def _head(model: GGUFView | None, draft: GGUFView | None) -> GGUFView | None:
 def _spelling(ev: Evaluation, cmd: LlamaCommand, build: BuildInfo | None, head: GGUFView | None, fork: T.Fork,
               model: GGUFView | None) -> None:
     for name in cmd.spec_names:
-        if name in fork.spec_types:
+        if name in fork.spec_types or _other_fork_spelling(ev, cmd, name, build, fork):
             continue
         better = fork.mtp_spec_type if name in ("mtp", "draft-mtp") else T.RENAMED_SPEC_TYPES.get(name)
         hint = f"; this fork spells it {better}" if better else ""
-        if build is None and name == "mtp":
-            hint += " (for ik_llama.cpp, where mtp is right, give --llamacpp-build ik:N)"
         ev.findings.append(R.MTP602.finding(
             f"--spec-type {name} is not a speculative type of {fork.name}{hint}: the server stops at argument parsing",
             _loc(cmd, "spec_type"), evidence=[Evidence("fork", fork.name), Evidence("source", fork.source)]))
         if better:
             ev.fixes.append(f"spec:{name}->{better}")
+
+
+def _other_fork_spelling(ev: Evaluation, cmd: LlamaCommand, name: str, build: BuildInfo | None, fork: T.Fork) -> bool:
+    """With the build unknown, a ``--spec-type`` value that another fork accepts (``mtp``: ik_llama.cpp's spelling,
+    mainline's is ``draft-mtp``) may be right: which fork runs is unknown, so whether the server accepts it could not
+    be told (a blocking gap naming both spellings), never MTP602. Not when ik_llama.cpp's ``type:key=value`` syntax
+    names the fork (:func:`_fork_name`). Returns whether that gap was added."""
+    others = [f for f in T.FORKS.values() if f.name != fork.name and name in f.spec_types]
+    if build is not None or not others or any(s.options for s in cmd.spec_types):
+        return False
+    mtp = name in (f.mtp_spec_type for f in T.FORKS.values())
+    spellings = "; ".join(f"{f.name} spells it {f.mtp_spec_type}" for f in T.FORKS.values()) if mtp else \
+        f"{', '.join(f.name for f in others)} accepts it, {fork.name} does not"
+    ev.gaps.append(Gap(ANALYZER, f"--spec-type {name}: {spellings}; the build is unknown, so whether this server accepts it "
+                                 "could not be told (give --llamacpp-build N, or ik:N for ik_llama.cpp)", None, blocking=True))
+    return True
 
 
 def _mtp_asked(cmd: LlamaCommand, fork: T.Fork) -> bool:

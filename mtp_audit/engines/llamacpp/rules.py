@@ -75,7 +75,8 @@ MTP602 = Rule(
     id="MTP602", name="llamacpp-spec-type-spelling", analyzer=ANALYZER, severity=Severity.ERROR,
     summary="a --spec-type value this llama.cpp fork does not know (draft-mtp vs mtp)",
     what="Checks every --spec-type element against the fork's spellings: mainline llama.cpp says draft-mtp "
-         "(renamed from mtp before the merge) and draft-simple (was draft); ik_llama.cpp says mtp[:n_max=..].",
+         "(renamed from mtp before the merge) and draft-simple (was draft); ik_llama.cpp says mtp[:n_max=..]. "
+         "With the build unknown, a value the other fork accepts is 'could not tell', not this error.",
     why="An unknown type stops the server at argument parsing, or (chained with others) leaves MTP out.",
     fix="Mainline: --spec-type draft-mtp. ik_llama.cpp: --spec-type mtp.",
     sources=("ggml-org/llama.cpp PR #22673 review (2026-05-13: 'mtp' -> 'draft-mtp')", "ikawrakow/ik_llama.cpp PR #2369",

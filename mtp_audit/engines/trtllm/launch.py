@@ -370,6 +370,8 @@ def check_gpu_count(ctx: TCtx) -> None:
     if "gpus_per_node" in ctx.cmd.values or "gpus_per_node" in ctx.yaml_doc or non_nvidia_devices(ctx.pf):
         return
     world = size("tensor_parallel_size") * size("pipeline_parallel_size") * size("context_parallel_size")
+    if _too_few_in_command(ctx, world):
+        return
     listed = _gpu_count(ctx.pf)
     if not seen:
         if world > 1 and ctx.pf.get("machine"):
@@ -384,6 +386,23 @@ def check_gpu_count(ctx: TCtx) -> None:
         ctx.add("MTP714", f"the command needs {world} GPUs (tp x pp x cp) but the machine shows {seen}: TensorRT-LLM starts one "
                 "rank per GPU and fails to place the rest", where="machine",
                 evidence=[("tp x pp x cp", str(world)), ("GPUs seen", str(seen))])
+
+
+def _too_few_in_command(ctx: TCtx, world: int) -> bool:
+    """MTP714 from the command's own ``CUDA_VISIBLE_DEVICES``, on any machine: it leaves at most
+    :func:`mtp_audit.preflight.visible.visible_at_most` devices to every rank's CUDA runtime (CUDA docs, "CUDA
+    Environment Variables"), whatever the GPUs listed. Returns whether the finding was added."""
+    from mtp_audit.preflight.visible import visible_at_most
+
+    value = ctx.cmd.env.get("CUDA_VISIBLE_DEVICES")
+    most = visible_at_most(value) if value is not None else None
+    if most is None or world <= most:
+        return False
+    ctx.add("MTP714", f"the command needs {world} GPUs (tp x pp x cp) but CUDA_VISIBLE_DEVICES={value} (command) leaves at most "
+            f"{most} visible: TensorRT-LLM starts one rank per GPU and fails to place the rest", where="machine",
+            evidence=[("tp x pp x cp", str(world)),
+                      ("CUDA_VISIBLE_DEVICES", f"{value} (command): at most {most} device(s), each entry names at most one")])
+    return True
 
 
 CHECKS = (check_model, check_options, check_decoding_type, check_requested, check_gpu_count)

@@ -463,6 +463,8 @@ def check_gpus(ctx: Ctx) -> None:
     hides_all = vis is not None and vis.value is not None and not vis.value.strip()
     if vis is None or (gl.get("value") is None and not hides_all):
         why = gl.get("missing") or "no GPU listed"
+        if _too_few_in_command(ctx, plan, where):
+            return
         if plan.needed > 1:
             ctx.gap(f"the command needs {plan.needed} GPUs on this node ({plan.formula}) but the GPUs are unknown ({why})", blocking=True)
         return
@@ -495,6 +497,33 @@ def check_gpus(ctx: Ctx) -> None:
                 f"and the rest of CUDA_VISIBLE_DEVICES could not be matched to the GPUs listed ({'; '.join(vis.notes)})", blocking=True)
         return
     # enough GPUs: no finding; facts.launch.parallel and the "gpus" headline say what was checked
+
+
+def _too_few_in_command(ctx: Ctx, plan: Any, where: str) -> bool:
+    """MTP311 from the command alone, when the machine's GPUs are unknown: its own ``CUDA_VISIBLE_DEVICES`` shows at
+    most :func:`mtp_audit.preflight.visible.visible_at_most` devices whatever the machine. SGLang gives process ``i``
+    CUDA device ``gpu_id`` (``SGLANG_SOURCES["gpu_id"]``) and selects it with torch (0.5.9
+    srt/model_executor/model_runner.py:734 ``set_device(self.gpu_id)``; srt/utils/common.py:516-517
+    ``assert gpu_id < torch.cuda.device_count()``), and torch counts only the devices the variable leaves.
+    Returns whether the finding was added."""
+    from mtp_audit.engines.sglang.launch.parallel import SGLANG_SOURCES
+    from mtp_audit.preflight.visible import visible_at_most
+
+    src, value = ctx.env_source.get("CUDA_VISIBLE_DEVICES"), ctx.env.get("CUDA_VISIBLE_DEVICES")
+    most = visible_at_most(value) if value is not None and src in ("command", "--env") else None
+    if most is None or most >= plan.needed:
+        return False
+    ctx.add("MTP311", f"the command needs {plan.needed} GPU(s) on this node ({plan.formula}) but CUDA_VISIBLE_DEVICES={value} "
+            f"({src}) leaves at most {most} visible on any machine: SGLang starts one process per GPU and "
+            f"{'the first process' if most == 0 else f'process {most}'} fails with 'invalid device ordinal'", where,
+            evidence=[Evidence("needs", f"{plan.needed} visible CUDA device(s): {plan.formula}"),
+                      Evidence("process placement", SGLANG_SOURCES["gpu_id"]),
+                      Evidence("device selected", "sglang 0.5.9 srt/model_executor/model_runner.py:734 (torch set_device(gpu_id): "
+                                                  "torch counts the devices CUDA_VISIBLE_DEVICES leaves)"),
+                      Evidence("CUDA_VISIBLE_DEVICES", f"{value} ({src}): at most {most} device(s), each entry names at most one")],
+            remediation=(f"lower --tp-size to {most}, or " if most and plan.tp > most and plan.pp == 1 and plan.replicas == 1
+                         else "lower the parallel sizes, or ") + f"list at least {plan.needed} GPUs in CUDA_VISIBLE_DEVICES")
+    return True
 
 
 def check_memory(ctx: Ctx) -> None:
@@ -768,7 +797,7 @@ def check_env(ctx: Ctx) -> None:
                 ctx.add("MTP309", f"{name}={val} ({src}) is never read by SGLang {v}: it has no effect", sym,
                         evidence=[Evidence("searched", "every .py file of the SGLang tree (envs.NAME, get_*env*(\"NAME\"), os.environ)")],
                         severity=Severity.WARNING, remediation=f"remove {name} (or check the SGLang version that reads it with --compare-sglang)")
-            elif src != "environment":
+            elif src != "environment" and name not in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"):  # check_gpus reads them
                 ctx.gap(f"{name}: not checked (the sglang analyzer records variables whose names contain NEXTN, MTP, SPEC or FP4)")
             continue
         e = reads[name]

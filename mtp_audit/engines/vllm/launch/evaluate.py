@@ -647,6 +647,8 @@ def check_gpus(ctx: VCtx) -> None:
         vis = replace(vis, source="", notes=())  # the machine's own variable: already applied, nothing to say
     hides_all = vis is not None and vis.value is not None and not vis.value.strip()
     if vis is None or (gl.get("value") is None and not hides_all):
+        if _too_few_in_command(ctx, plan):
+            return
         if plan.needed > 1:
             ctx.gap(f"the command needs {plan.needed} GPUs on this node ({plan.formula}) but the GPUs are unknown "
                     f"({gl.get('missing') or 'no GPU listed'})", blocking=True)
@@ -666,6 +668,29 @@ def check_gpus(ctx: VCtx) -> None:
     elif covered is None:
         ctx.gap(f"the command needs {plan.needed} GPU(s) ({plan.formula}); {vis.count} are surely visible and the rest of "
                 f"CUDA_VISIBLE_DEVICES could not be matched ({'; '.join(vis.notes)})", blocking=True)
+
+
+def _too_few_in_command(ctx: VCtx, plan: Any) -> bool:
+    """MTP328 from the command alone, when the machine's GPUs are unknown: its own ``CUDA_VISIBLE_DEVICES`` shows at
+    most :func:`mtp_audit.preflight.visible.visible_at_most` devices whatever the machine. vLLM counts the devices torch
+    sees after the variable (0.33.0 vllm/platforms/cuda.py:634-635 ``device_count`` -> ``_cuda_device_count_stateless``,
+    :58-80, torch's NVML count) and refuses a single-node world larger than that (vllm/config/parallel.py:1066-1077
+    "World size (N) is larger than the number of available GPUs (M) in this node"). Returns whether it was added."""
+    from mtp_audit.preflight.visible import visible_at_most
+
+    src, value = ctx.env_source.get("CUDA_VISIBLE_DEVICES"), ctx.env.get("CUDA_VISIBLE_DEVICES")
+    most = visible_at_most(value) if value is not None and src in ("command", "--env") else None
+    if most is None or most >= plan.needed:
+        return False
+    ctx.add("MTP328", f"the command needs {plan.needed} GPU(s) on this node ({plan.formula}) but CUDA_VISIBLE_DEVICES={value} "
+            f"({src}) leaves at most {most} visible on any machine: vLLM {ctx.version} cannot place its {plan.needed} workers "
+            "and stops before loading the model", "--tensor-parallel-size",
+            evidence=[Evidence("needs", plan.formula),
+                      Evidence("refused at", "vllm 0.33.0 vllm/config/parallel.py:1066-1077 (device_count: vllm/platforms/cuda.py:634-635)"),
+                      Evidence("CUDA_VISIBLE_DEVICES", f"{value} ({src}): at most {most} device(s), each entry names at most one")],
+            remediation=(f"lower --tensor-parallel-size to {most}, or " if most and plan.pp == 1 and plan.replicas == 1 and plan.tp > most
+                         else "lower the parallel sizes, or ") + f"list at least {plan.needed} GPUs in CUDA_VISIBLE_DEVICES")
+    return True
 
 
 def check_command(ctx: VCtx) -> None:
