@@ -66,7 +66,13 @@ def open_release(open_target: Callable[[Any], Any], target: Any, label: str, opt
 
 class Analyzers(Protocol):
     """The analyzers a launch audit lends an engine (implemented by :class:`mtp_audit.launch.analyzers.LaunchAnalyzers`):
-    an engine asks, the combiner decides how they run (caching, machine source)."""
+    an engine asks, the combiner decides how they run (caching, machine source).
+
+    The reports carry their analyzer's typed answer, which is what an engine reads (never the report's facts
+    documents): :func:`mtp_audit.checkpoint.typed.checkpoint_answer` of a checkpoint report (the ``config.json`` read
+    once, the summary, the MTP declaration and bytes with their extent, the schemes, the GGUF models) and
+    :func:`mtp_audit.preflight.typed.machine_answer` of a machine report (the GPUs, their count with its extent,
+    packages, platform). The answer is :attr:`mtp_audit.report.Report.answer`, never serialized."""
 
     def checkpoint(self, path_text: str, flag: str) -> tuple[Report | None, Gap | None]:
         """The checkpoint report for a model path as the command gives it (``flag`` names where it came from).

@@ -1,0 +1,76 @@
+"""The typed answers analyzers hand the engines (mtp_audit.checkpoint.typed, mtp_audit.preflight.typed): what they
+hold, with extents, read from real fixtures; and that they never reach the report's JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from mtp_audit.checkpoint import audit_checkpoint
+from mtp_audit.checkpoint.typed import CheckpointAnswer, checkpoint_answer
+from mtp_audit.preflight import preflight
+from mtp_audit.preflight.typed import MachineAnswer, machine_answer
+from mtp_audit.report import Report
+
+ROOT = Path(__file__).resolve().parent.parent
+CK = ROOT / "fixtures" / "checkpoint" / "nvidia--DeepSeek-V3.1-NVFP4"
+DUMPS = ROOT / "fixtures" / "preflight" / "envdumps" / "constructed"
+
+
+def test_checkpoint_answer_holds_the_config_read_once_and_the_declared_mtp():
+    report = audit_checkpoint(str(CK))
+    a = report.answer
+    assert isinstance(a, CheckpointAnswer) and checkpoint_answer(report) is a
+    assert (a.mode, a.architectures, a.model_type, a.architecture) == ("config-only", ("DeepseekV3ForCausalLM",), "deepseek_v3",
+                                                                       "DeepseekV3ForCausalLM")
+    # config.json as the analyzer read it: 42 keys, num_nextn_predict_layers 1; read-only
+    assert a.config == json.loads((CK / "config.json").read_text())
+    assert len(a.config) == 42
+    with pytest.raises(TypeError):
+        a.config["num_nextn_predict_layers"] = 2  # type: ignore[index]
+    assert (a.mtp.declared_layers, a.mtp.declared_by) == (1, "/num_nextn_predict_layers")
+    assert [(q.method, q.algo, q.group_size) for q in a.quantization] == [("modelopt", "NVFP4", 16)]
+    assert a.fp4 == "NVFP4"
+    # config-only: the bytes are an estimate, so as a Known they are unknown, the estimate in the provenance
+    assert (a.mtp.bytes.value, a.mtp.bytes.estimated) == (26_926_853_120, True)
+    assert a.mtp.bytes.known.extent == "unknown" and "26,926,853,120" in a.mtp.bytes.known.source.how
+    assert a.summary.mtp_layers_declared == 1 and a.summary.mtp_tensors is None
+
+
+def test_checkpoint_answer_read_back_from_the_json_is_the_same_but_the_config():
+    report = audit_checkpoint(str(CK))
+    loaded = Report(targets=report.targets, facts=json.loads(json.dumps(report.facts)))
+    assert loaded.answer is None
+    assert checkpoint_answer(loaded) == dataclasses.replace(report.answer, config=None)
+
+
+def test_the_answer_is_never_serialized_nor_compared():
+    report = audit_checkpoint(str(CK))
+    bare = dataclasses.replace(report, answer=None)
+    assert report == bare
+    assert json.dumps(report.to_dict(), sort_keys=True) == json.dumps(bare.to_dict(), sort_keys=True)
+    assert "answer" not in report.to_dict()
+
+
+def test_machine_answer_of_a_cut_table_is_at_least_its_rows():
+    # 8 x B200 pasted cut inside GPU 3's row: 4 rows seen, 183359 MiB each (fixtures' SOURCE.txt)
+    m = machine_answer(preflight(env_dumps=[DUMPS / "b200-nvidia-smi-cut.txt"]))
+    assert isinstance(m, MachineAnswer)
+    assert (m.gpu_count.value, m.gpu_count.extent, m.gpu_list_partial) == (4, "at least", True)
+    g = m.gpus[0]
+    assert (g.index, g.name.value, g.cc, g.memory_bytes.value) == (0, "NVIDIA B200", (10, 0), 183359 * 2**20)
+    assert g.memory_bytes.extent == "exact" and g.memory_bytes.source.where == "env-dump:nvidia-smi"
+    assert m.accelerator.value == "cuda"
+
+
+def test_machine_answer_keeps_what_is_missing_and_why():
+    m = machine_answer(preflight(env_dumps=[DUMPS / "gb10-sglang-0.5.17.txt"]))
+    assert m is not None
+    assert (m.gpu_count.value, m.gpu_count.extent) == (1, "exact")
+    g = m.gpus[0]
+    assert (g.name.value, g.cc) == ("NVIDIA GB10", (12, 1))
+    assert g.memory_bytes.extent == "unknown" and g.memory_bytes.source.how == "sglang check_env does not print GPU memory"
+    assert m.package("sglang") == "0.5.17" and m.package("vllm") is None
