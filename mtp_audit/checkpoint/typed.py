@@ -341,3 +341,12 @@ def checkpoint_answer(report: Any) -> CheckpointAnswer | None:
     if not isinstance(doc, Mapping) or not doc:
         return None
     return CheckpointAnswer.from_doc(doc, report.targets[0].name if report.targets else "checkpoint")
+
+
+def as_checkpoint_answer(ck: CheckpointAnswer | Mapping[str, Any] | None) -> CheckpointAnswer | None:
+    """``ck`` as a typed answer: an answer as it is, a ``facts["checkpoint"]`` document read once
+    (:meth:`CheckpointAnswer.from_doc`), ``None`` as ``None``. For the shared engine helpers while an engine still
+    hands them the document."""
+    if ck is None or isinstance(ck, CheckpointAnswer):
+        return ck
+    return CheckpointAnswer.from_doc(ck)

@@ -16,7 +16,7 @@ memory on GB10, a dump cut before the line). The provenance's ``where`` is the m
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -70,6 +70,8 @@ class MachineAnswer:
         packages: distribution name -> version (``"sglang"`` -> ``"0.5.23"``), as recorded.
         accelerator: ``"cuda"``, ``"rocm"``, ``"cann"``, ``"xpu"``, ``"hpu"`` or ``"cpu"``.
         platform: ``"linux"``, ``"wsl2"``, ``"windows"``.
+        facts: the :class:`MachineFacts` it was built from (for the shared machine readers, e.g.
+            :func:`mtp_audit.preflight.visible.machine_visible`); not compared.
     """
 
     origin: str
@@ -80,6 +82,7 @@ class MachineAnswer:
     packages: Mapping[str, Known[str]]
     accelerator: Known[str]
     platform: Known[str]
+    facts: MachineFacts = field(compare=False, repr=False, default_factory=lambda: MachineFacts(origin="none"))
 
     @property
     def gpu_list_partial(self) -> bool:
@@ -109,6 +112,7 @@ class MachineAnswer:
             packages=MappingProxyType({k: v.known(o) for k, v in facts.packages.items()}),
             accelerator=facts.accelerator.known(o),
             platform=facts.platform.known(o),
+            facts=facts,
         )
 
     @classmethod

@@ -156,7 +156,7 @@ def _mtp_weights_text(ctx: Any) -> str:
         per = f", about {fmt_bytes(pg)} per GPU under --tp-size {tp}" if b and pg else ""
         return f"{n:,} tensors" + (f" ({dt})" if dt else "") + (f", {fmt_bytes(b)}" if b else "") + per
     if ctx.ck is not None and ctx.algo_requested is None:
-        n = (ctx.ck.get("summary") or {}).get("mtp_tensors") or 0
+        n = ctx.ck.summary.mtp_tensors or 0
         return f"{n:,} MTP tensors in the checkpoint, not loaded (no speculative decoding)" if n else "the checkpoint has no MTP tensors"
     return "n/a"
 
