@@ -134,7 +134,7 @@ def _typed(facts: CheckpointFacts, summary: CheckpointSummary, mtp_doc: Mapping[
         speculators=bool(cfg and cfg.speculators),
         config=frozen(raw) if isinstance(raw, Mapping) else None,
         summary=summary,
-        mtp=MtpAnswer.from_doc(mtp_doc, summary.to_dict(), facts.display),
+        mtp=MtpAnswer.from_doc(mtp_doc, facts.display),
         quantization=tuple(QuantAnswer(str(s.method or ""), str(s.algo or ""), str(s.source or ""),
                                        s.group_size if isinstance(s.group_size, int) else None) for s in facts.schemes),
     )

@@ -83,13 +83,14 @@ class MtpBytes:
 
     Attributes:
         value: bytes, counted from the safetensors headers or estimated from config dimensions; ``None`` when neither.
-        estimated: ``True`` for an estimate (config-only, metadata-only, or a header not read).
+        estimated: ``True`` for an estimate (config-only, metadata-only, or a header not read); ``None`` where the
+            audit does not say (a GGUF audit's summary).
         reason: why there is no value (``"no config.json"``), else ``None``.
         where: the checkpoint as the report names it (the provenance of :attr:`known`).
     """
 
     value: int | None
-    estimated: bool
+    estimated: bool | None
     reason: str | None = None
     where: str = "checkpoint"
 
@@ -107,6 +108,11 @@ class MtpBytes:
         """From ``{"value", "estimated", "reason"?}`` (:func:`mtp_audit.checkpoint.accounting.mtp_bytes`)."""
         return cls(_int(d.get("value")), bool(d.get("estimated")), _str(d.get("reason")), where)
 
+    @classmethod
+    def unlisted(cls, where: str = "checkpoint") -> MtpBytes:
+        """No MTP section in the audit (a GGUF audit, an audit that read nothing)."""
+        return cls(None, None, "no MTP section in the checkpoint facts", where)
+
 
 @dataclass(frozen=True)
 class MtpAnswer:
@@ -119,7 +125,9 @@ class MtpAnswer:
         found_layers: MTP layers with tensors found (``None``: not listed).
         tensors: MTP tensors found (``None``: the tensors could not be listed, or not a safetensors audit).
         format: storage format of the MTP linear modules (``"nvfp4"``, ``"bf16"``, ``"mixed"``), ``None`` when unknown.
-        bytes: see :class:`MtpBytes`.
+        bytes: see :class:`MtpBytes` (:meth:`MtpBytes.unlisted` without an MTP section).
+        listed: whether the audit wrote an MTP section with its bytes (a safetensors audit); a GGUF audit counts its
+            nextn bytes in the summary only (:attr:`CheckpointAnswer.mtp_bytes`).
         attention_bytes: bytes of the MTP layers' attention tensors (headers read), else ``None``.
         embed_head_bytes: bytes of the MTP layers' own embedding / output head, else ``None``.
         dtypes: MTP tensors per safetensors dtype (``{"BF16": 12, "U8": 96}``).
@@ -131,19 +139,18 @@ class MtpAnswer:
     found_layers: int | None = None
     tensors: int | None = None
     format: str | None = None
-    bytes: MtpBytes = field(default_factory=lambda: MtpBytes(None, True, "not audited"))
+    bytes: MtpBytes = field(default_factory=MtpBytes.unlisted)
+    listed: bool = False
     attention_bytes: int | None = None
     embed_head_bytes: int | None = None
     dtypes: Mapping[str, int] = field(default_factory=dict)
     hallmarks: tuple[tuple[Any, ...], ...] = ()
 
     @classmethod
-    def from_doc(cls, d: Mapping[str, Any], summary: Mapping[str, Any], where: str = "checkpoint") -> MtpAnswer:
-        """From ``facts["checkpoint"]["mtp"]``; the bytes fall back to the summary's ``mtp_bytes`` /
-        ``mtp_bytes_estimated`` where the section has none (a GGUF audit writes the summary only)."""
+    def from_doc(cls, d: Mapping[str, Any], where: str = "checkpoint") -> MtpAnswer:
+        """From ``facts["checkpoint"]["mtp"]`` (empty: no section)."""
         b = _map(d, "bytes")
-        nbytes = MtpBytes.from_doc(b, where) if "value" in b else MtpBytes(
-            _int(summary.get("mtp_bytes")), bool(summary.get("mtp_bytes_estimated")), None, where)
+        listed = "value" in b
         found = d.get("found_layers")
         return cls(
             declared_layers=_int(d.get("declared_layers")),
@@ -151,7 +158,8 @@ class MtpAnswer:
             found_layers=_int(found) if not isinstance(found, list) else len(found),
             tensors=_int(d.get("tensors")),
             format=_str(d.get("format")),
-            bytes=nbytes,
+            bytes=MtpBytes.from_doc(b, where) if listed else MtpBytes.unlisted(where),
+            listed=listed,
             attention_bytes=_int(d.get("attention_bytes")),
             embed_head_bytes=_int(d.get("embed_head_bytes")),
             dtypes=MappingProxyType({str(k): int(v) for k, v in _map(d, "dtypes").items() if _int(v) is not None}),
@@ -300,6 +308,14 @@ class CheckpointAnswer:
         return self.architectures[0] if self.architectures else self.summary.architecture
 
     @property
+    def mtp_bytes(self) -> MtpBytes:
+        """The MTP bytes: the MTP section's (:attr:`MtpAnswer.bytes`), else the summary's ``mtp_bytes`` (a GGUF audit's
+        nextn blocks, counted from its headers; ``estimated`` then ``None``: not said)."""
+        if self.mtp.listed:
+            return self.mtp.bytes
+        return MtpBytes(self.summary.mtp_bytes, self.summary.mtp_bytes_estimated, None, self.target)
+
+    @property
     def fp4(self) -> str | None:
         """``"NVFP4"`` / ``"MXFP4"``: the first quantization scheme whose algorithm is FP4, else ``None``."""
         return next((q.fp4 for q in self.quantization if q.fp4), None)
@@ -323,7 +339,7 @@ class CheckpointAnswer:
             speculators=bool(c.get("speculators_config")),
             config=frozen(config),
             summary=CheckpointSummary.from_doc(summary),
-            mtp=MtpAnswer.from_doc(_map(doc, "mtp"), summary, target),
+            mtp=MtpAnswer.from_doc(_map(doc, "mtp"), target),
             quantization=tuple(QuantAnswer.from_doc(q) for q in quants if isinstance(q, Mapping)) if isinstance(quants, list) else (),
             gguf_models=tuple(GgufModel.from_doc(m) for m in models if isinstance(m, Mapping)) if isinstance(models, list) else (),
         )

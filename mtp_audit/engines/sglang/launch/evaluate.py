@@ -193,8 +193,8 @@ def resolve_draft(ctx: Ctx) -> None:
     if ck is not None:
         d["mtp_tensors"] = ck.summary.mtp_tensors
         d["mtp_dtypes"] = dict(ck.mtp.dtypes)
-        d["mtp_bytes"] = ck.mtp.bytes.value
-        d["mtp_bytes_estimated"] = ck.mtp.bytes.estimated
+        d["mtp_bytes"] = ck.mtp_bytes.value
+        d["mtp_bytes_estimated"] = ck.mtp_bytes.estimated
         d["mtp_attention_bytes"] = ck.mtp.attention_bytes
         d["mtp_embed_head_bytes"] = ck.mtp.embed_head_bytes
         d["mode"] = ck.summary.mode
@@ -375,7 +375,7 @@ def check_mtp_weights(ctx: Ctx) -> None:
             cli = ctx.release.cli if ctx.release.cli_read else None
             names = set(ctx.cmd.names) if ctx.cmd.names else set()
             flags = [(f, val) for f, val in MTP_FLAGS if not cli or f in names]
-            b = ctx.ck.mtp.bytes.value
+            b = ctx.ck.mtp_bytes.value
             extra = ""
             if cli is not None and not names & {"--speculative-algorithm"}:
                 extra = f"; SGLang {v} has no --speculative-algorithm option"
