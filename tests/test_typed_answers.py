@@ -74,3 +74,52 @@ def test_machine_answer_keeps_what_is_missing_and_why():
     assert (g.name.value, g.cc) == ("NVIDIA GB10", (12, 1))
     assert g.memory_bytes.extent == "unknown" and g.memory_bytes.source.how == "sglang check_env does not print GPU memory"
     assert m.package("sglang") == "0.5.17" and m.package("vllm") is None
+
+
+# --- config.json read once: the engines use the mapping the checkpoint audit read ----------------------------------
+
+
+def _engine_reads_of_config(monkeypatch) -> list[str]:
+    """Spy on :func:`mtp_audit.sources.bounded.read_json_bounded` as an engine imports it (the checkpoint source binds
+    its own copy at import): every call on a ``config.json`` is an engine reading the file again."""
+    import mtp_audit.sources.bounded as bounded
+
+    reads: list[str] = []
+    real = bounded.read_json_bounded
+
+    def spy(path, *args, **kwargs):
+        if Path(path).name == "config.json":
+            reads.append(str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(bounded, "read_json_bounded", spy)
+    return reads
+
+
+def test_sglang_reads_the_linear_attention_kind_from_the_audited_config(capsys, monkeypatch):
+    from conftest import FIXTURES, sglang_wheel
+
+    from mtp_audit.cli.main import main
+
+    reads = _engine_reads_of_config(monkeypatch)
+    ck = FIXTURES / "oracle-configs" / "bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding"
+    rc = main(["launch", "-v", "--sglang", str(sglang_wheel("0.5.20")), "--env-dump",
+               str(FIXTURES / "launch" / "reports" / "sglang-35080-env.txt"), "--", "python", "-m", "sglang.launch_server",
+               "--model-path", str(ck), "--tp-size", "1", "--attention-backend", "flashinfer"])
+    out = capsys.readouterr().out
+    assert rc == 1 and "linear attention = gdn (config.json of" in out  # Qwen3.5's Gated DeltaNet layers
+    assert reads == []
+
+
+def test_trtllm_names_a_dspark_drafter_from_the_audited_config(tmp_path, monkeypatch):
+    from mtp_audit.launch import audit_launch
+
+    # DeepSeek-V4-Flash's config.json with the DSpark keys public tests quote for DeepSeek-V4-Flash-0731
+    cfg = json.loads((ROOT / "fixtures" / "checkpoint" / "deepseek-ai--DeepSeek-V4-Flash" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**cfg, "dspark_block_size": 5, "dspark_target_layer_ids": [40, 41, 42]}))
+    reads = _engine_reads_of_config(monkeypatch)
+    r = audit_launch(["trtllm-serve", str(tmp_path), "--config", str(ROOT / "fixtures" / "trtllm" / "r1-nextn-3.yaml")],
+                     env_dumps=[ROOT / "fixtures" / "preflight" / "envdumps" / "h200-nvidia-smi.txt"], environ={})
+    f = next(f for f in r.findings if f.rule_id == "MTP709")
+    assert f.message.startswith("the checkpoint's config has DSpark keys (dspark_block_size, dspark_target_layer_ids): ")
+    assert reads == []

@@ -261,8 +261,8 @@ class GgufModel:
     def from_doc(cls, d: Mapping[str, Any]) -> GgufModel:
         """From one ``facts["checkpoint"]["gguf"]["models"]`` entry (:mod:`mtp_audit.checkpoint.gguf_audit`)."""
         blocks = tuple(NextnBlock(int(b), MappingProxyType(dict(_map(v, "parts"))), MappingProxyType(dict(_map(v, "scales"))),
-                                  int(v.get("block_bytes") or 0))
-                       for b, v in _map(d, "nextn_blocks").items() if isinstance(v, Mapping))
+                                  _int(v.get("block_bytes")) or 0)
+                       for b, v in _map(d, "nextn_blocks").items() if isinstance(v, Mapping) and str(b).isdigit())
         types = {str(k): int(v) for k, v in _map(d, "tensor_types").items() if _int(v) is not None}
         return cls(str(d.get("name") or ""), _str(d.get("kind")), _str(d.get("architecture")),
                    _int(d.get("nextn_predict_layers")), _str(d.get("drafter")),

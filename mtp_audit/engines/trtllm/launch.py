@@ -216,7 +216,8 @@ def check_layers_present(ctx: TCtx) -> None:
                 "DSpark drafter; use decoding_type: DSpark", evidence=[("config keys", ", ".join(keys))])
         return
     layers, tensors = mtp_layers(ctx)
-    if ctx.ck is None or (ctx.spec or {}).get("speculative_model"):
+    spec = ctx.spec
+    if ctx.ck is None or (spec is not None and spec.get("speculative_model")):
         return
     if not layers and not tensors:
         declared = ctx.ck.mtp.declared_layers
