@@ -148,7 +148,8 @@ def fp4_text(pf: Mapping[str, Any], needed: bool | None, ck: CheckpointAnswer | 
     """The "native FP4" words of "What will happen": the machine's verdict, said for this launch. A launch that runs no
     FP4 kernels reads "not needed" (with the machine's verdict after it); "not capable" on GPUs with FP4 tensor cores
     (:data:`FP4_HARDWARE_MAJORS`) says the software stack blocks it (the error rules), not the hardware."""
-    verdict = (pf.get("summary") or {}).get("verdict") or "unknown"
+    summary = pf.get("summary")
+    verdict = (summary.get("verdict") if isinstance(summary, Mapping) else None) or "unknown"
     vs = pf.get("verdicts") or []
     hw = sorted({str(v.get("compute_capability")) for v in vs if _fp4_hardware(v.get("compute_capability"))})
     if verdict == "not capable" and hw and all(_fp4_hardware(v.get("compute_capability")) for v in vs):
