@@ -123,3 +123,31 @@ def test_trtllm_names_a_dspark_drafter_from_the_audited_config(tmp_path, monkeyp
     f = next(f for f in r.findings if f.rule_id == "MTP709")
     assert f.message.startswith("the checkpoint's config has DSpark keys (dspark_block_size, dspark_target_layer_ids): ")
     assert reads == []
+
+
+# --- SGLang's release facts through the typed Release view ------------------------------------------------------------
+
+
+def test_sglang_release_view_of_0523():
+    from conftest import sglang_wheel
+
+    from mtp_audit.engines.sglang import audit_sglang
+    from mtp_audit.engines.sglang.release import Release
+
+    r = Release.of(audit_sglang(sglang_wheel("0.5.23")).facts["sglang"])
+    assert (r.known, r.version, r.cli_read) == (True, "0.5.23", True)
+    # --tp-size is the first option string (alias --tensor-parallel-size): records are keyed by it
+    assert (r.dest("--tp-size"), r.dest("--tensor-parallel-size"), r.dest("--no-such-flag")) == ("tp_size", None, None)
+    # 0.5.23 declares --speculative-algorithm without choices= (arg_groups/fields/spec.py:31)
+    assert r.choices("--speculative-algorithm") is None
+    assert r.option("--speculative-algorithm")["location"] == "sglang/srt/arg_groups/fields/spec.py:31"
+    assert r.parser["location"] == "sglang/srt/server_args.py:679" and r.parser["allow_abbrev"] is True
+    assert r.entry_points is not None and r.entry_points["sglang serve"] == "sglang/cli/main.py:28"
+
+
+def test_sglang_release_view_without_a_release():
+    from mtp_audit.engines.sglang.release import Release
+
+    r = Release.of(None)
+    assert (r.known, r.version, dict(r.cli), r.cli_read, r.entry_points, r.entry_classes) == (False, None, {}, False, None, ())
+    assert r.dest("--tp-size") is None and r.choices("--quantization") is None

@@ -77,7 +77,8 @@ class Release:
         )
 
     def option(self, flag: str | None) -> Mapping[str, Any]:
-        """The argparse record of ``flag`` (empty when the release does not declare it)."""
+        """The argparse record of ``flag``, its first option string as the command parser resolves it (``--tp-size``, not
+        its alias ``--tensor-parallel-size``); empty when the release does not declare it."""
         return self.cli.get(flag or "") or _EMPTY
 
     def dest(self, flag: str | None) -> str | None:
