@@ -63,6 +63,8 @@ def test_machine_answer_of_a_cut_table_is_at_least_its_rows():
     g = m.gpus[0]
     assert (g.index, g.name.value, g.cc, g.memory_bytes.value) == (0, "NVIDIA B200", (10, 0), 183359 * 2**20)
     assert g.memory_bytes.extent == "exact" and g.memory_bytes.source.where == "env-dump:nvidia-smi"
+    # which line of the dump: the B200 rows' name on line 8, memory on line 9 (the table's second row line)
+    assert (g.name.source.line, g.memory_bytes.source.line) == (8, 9)
     assert m.accelerator.value == "cuda"
 
 

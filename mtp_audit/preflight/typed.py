@@ -15,6 +15,7 @@ memory on GB10, a dump cut before the line). The provenance's ``where`` is the m
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -22,6 +23,17 @@ from typing import Any
 
 from mtp_audit.known import Known
 from mtp_audit.preflight.facts import Fact, GpuFacts, MachineFacts
+
+#: ``"nvidia-smi line 8"``, ``"sglang-check-env line 3"``: the line a dump reader records in a fact's source.
+_LINE = re.compile(r"\bline (\d+)\b")
+
+
+def known(fact: Fact, origin: str) -> Known[Any]:
+    """``fact`` as a :class:`Known` whose provenance names the machine source (``origin``), the line of the dump it was
+    read at when its source records one (``"nvidia-smi line 8"`` -> line 8) and, as ``how``, the fact's source (or why
+    it is missing)."""
+    m = _LINE.search(fact.source) if fact.present else None
+    return fact.known(origin, int(m.group(1)) if m else None)
 
 
 @dataclass(frozen=True)
@@ -54,7 +66,7 @@ class GpuAnswer:
         cc = gpu.compute_capability
         if cc.present:
             cc = Fact(value=(int(cc.value[0]), int(cc.value[1])), source=cc.source, extent=cc.extent)
-        return cls(gpu.index, gpu.name.known(origin), cc.known(origin), gpu.memory_bytes.known(origin), gpu.arch.known(origin))
+        return cls(gpu.index, known(gpu.name, origin), known(cc, origin), known(gpu.memory_bytes, origin), known(gpu.arch, origin))
 
 
 @dataclass(frozen=True)
@@ -109,9 +121,9 @@ class MachineAnswer:
             enumerated=tuple(GpuAnswer.from_facts(g, o) for g in facts.enumerated),
             gpu_count=facts.gpu_count,
             gpu_list_missing=None if facts.gpu_list.present else facts.gpu_list.missing,
-            packages=MappingProxyType({k: v.known(o) for k, v in facts.packages.items()}),
-            accelerator=facts.accelerator.known(o),
-            platform=facts.platform.known(o),
+            packages=MappingProxyType({k: known(v, o) for k, v in facts.packages.items()}),
+            accelerator=known(facts.accelerator, o),
+            platform=known(facts.platform, o),
             facts=facts,
         )
 
