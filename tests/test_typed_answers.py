@@ -40,6 +40,15 @@ def test_checkpoint_answer_holds_the_config_read_once_and_the_declared_mtp():
     assert a.summary.mtp_layers_declared == 1 and a.summary.mtp_tensors is None
 
 
+@pytest.mark.parametrize("name", ["nvidia--DeepSeek-V3.1-NVFP4", "zai-org--GLM-5-FP8", "nvidia--Qwen3.5-397B-A17B-NVFP4"])
+def test_the_json_config_and_summary_are_written_from_the_typed_answer(name):
+    report = audit_checkpoint(str(ROOT / "fixtures" / "checkpoint" / name))
+    doc, a = report.facts["checkpoint"], report.answer
+    assert a.config_summary is not None and doc["config"] == a.config_summary.to_dict()
+    assert {k: doc["summary"][k] for k in a.summary.to_dict()} == a.summary.to_dict()
+    assert a.architectures == a.config_summary.architectures and a.model_type == a.config_summary.model_type
+
+
 def test_checkpoint_answer_read_back_from_the_json_is_the_same_but_the_config():
     report = audit_checkpoint(str(CK))
     loaded = Report(targets=report.targets, facts=json.loads(json.dumps(report.facts)))

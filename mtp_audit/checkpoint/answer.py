@@ -36,7 +36,15 @@ from mtp_audit.checkpoint.tensors import (
     SCALE_SUFFIXES,
     split_param,
 )
-from mtp_audit.checkpoint.typed import RAW_CONFIG, CheckpointAnswer, CheckpointSummary, MtpAnswer, QuantAnswer, frozen
+from mtp_audit.checkpoint.typed import (
+    RAW_CONFIG,
+    CheckpointAnswer,
+    CheckpointSummary,
+    ConfigSummary,
+    MtpAnswer,
+    QuantAnswer,
+    frozen,
+)
 from mtp_audit.report import Finding, Report
 
 
@@ -72,7 +80,7 @@ def build_answer(facts: CheckpointFacts, findings: Iterable[Finding],
                  answer_heads: HeadsAnswerer | None = None) -> tuple[dict[str, Any], CheckpointAnswer]:
     """The JSON document of :func:`build_facts` and the typed answer (:class:`~mtp_audit.checkpoint.typed.CheckpointAnswer`)
     the engines read; the document's ``summary`` is written from the answer's :class:`CheckpointSummary` (plus the
-    answering engine's own keys)."""
+    answering engine's own keys), its ``config`` from the answer's :class:`ConfigSummary`."""
     cfg = facts.config
     decl = cfg.declaration if cfg else None
     mtp_fmts = linear_formats(facts, facts.mtp_modules)
@@ -84,6 +92,7 @@ def build_answer(facts: CheckpointFacts, findings: Iterable[Finding],
     prediction = predict(facts)
     mtp_mods = list(facts.mtp_modules) if facts.mtp else expected_mtp_modules(facts)
     typed_summary = _summary(facts, mtp_state, trunk_state, nbytes, mtp_mods)
+    config_summary = _config_summary(facts)
     summary = typed_summary.to_dict()
     heads = answer_heads(heads_evidence(facts, findings, summary, exclusion_list_overrides(facts))) if answer_heads else None
     if heads is not None:
@@ -95,7 +104,7 @@ def build_answer(facts: CheckpointFacts, findings: Iterable[Finding],
         "prediction": prediction,
         "mode": facts.mode,
         "source": facts.source,
-        "config": _config_fact(facts),
+        "config": config_summary.to_dict() if config_summary is not None else None,
         "mtp": _mtp_fact(facts, mtp_fmts, mtp_state, mtp_counts, nbytes),
         "trunk": {"format": trunk_state, "format_modules": trunk_counts, "tensors": len(facts.tensors) - len(facts.mtp)},
         "quantization": [_scheme_fact(s, mtp_mods, mtp_fmts, facts.tensors_known) for s in facts.schemes],
@@ -116,10 +125,11 @@ def build_answer(facts: CheckpointFacts, findings: Iterable[Finding],
         },
         "engine": {heads.engine: dict(heads.facts)} if heads is not None else {},
     }
-    return doc, _typed(facts, typed_summary, doc["mtp"])
+    return doc, _typed(facts, typed_summary, config_summary, doc["mtp"])
 
 
-def _typed(facts: CheckpointFacts, summary: CheckpointSummary, mtp_doc: Mapping[str, Any]) -> CheckpointAnswer:
+def _typed(facts: CheckpointFacts, summary: CheckpointSummary, config: ConfigSummary | None,
+           mtp_doc: Mapping[str, Any]) -> CheckpointAnswer:
     """The typed answer of one audit: the config's names and its raw mapping (read once, by the analyzer), the summary,
     the MTP section and the schemes."""
     cfg = facts.config
@@ -137,6 +147,7 @@ def _typed(facts: CheckpointFacts, summary: CheckpointSummary, mtp_doc: Mapping[
         mtp=MtpAnswer.from_doc(mtp_doc, facts.display),
         quantization=tuple(QuantAnswer(str(s.method or ""), str(s.algo or ""), str(s.source or ""),
                                        s.group_size if isinstance(s.group_size, int) else None) for s in facts.schemes),
+        config_summary=config,
     )
 
 
@@ -171,24 +182,24 @@ def _summary(facts: CheckpointFacts, mtp_state: str, trunk_state: str, nbytes: M
     )
 
 
-def _config_fact(facts: CheckpointFacts) -> dict[str, Any] | None:
-    """``facts["checkpoint"]["config"]``: what config.json says, or None without one."""
+def _config_summary(facts: CheckpointFacts) -> ConfigSummary | None:
+    """What config.json says (the typed answer's :class:`ConfigSummary`), or None without one."""
     cfg = facts.config
     if cfg is None:
         return None
-    return {
-        "architectures": list(cfg.architectures),
-        "model_type": cfg.model_type,
-        "text_model_type": cfg.text_model_type or None,
-        "speculators_config": cfg.speculators,
-        "text_config": bool(cfg.text_pointer),
-        "num_hidden_layers": cfg.num_hidden_layers,
-        "num_experts": cfg.num_experts,
-        "experts_key": cfg.experts_key or None,
-        "family": cfg.layout.family if cfg.layout else None,
-        "family_source": cfg.layout.source if cfg.layout else None,
-        "dspark": dict(cfg.dspark) or None,
-    }
+    return ConfigSummary(
+        architectures=tuple(cfg.architectures),
+        model_type=cfg.model_type,
+        text_model_type=cfg.text_model_type or None,
+        speculators_config=cfg.speculators,
+        text_config=bool(cfg.text_pointer),
+        num_hidden_layers=cfg.num_hidden_layers,
+        num_experts=cfg.num_experts,
+        experts_key=cfg.experts_key or None,
+        family=cfg.layout.family if cfg.layout else None,
+        family_source=cfg.layout.source if cfg.layout else None,
+        dspark=frozen(cfg.dspark) if cfg.dspark else None,
+    )
 
 
 def _mtp_fact(facts: CheckpointFacts, mtp_fmts: Mapping[str, tuple[str, bool]], mtp_state: str,

@@ -167,6 +167,53 @@ class MtpAnswer:
         )
 
 
+@dataclass(frozen=True)
+class ConfigSummary:
+    """What ``config.json`` says (``facts["checkpoint"]["config"]``, written from this by :meth:`to_dict`).
+
+    Attributes:
+        architectures: ``architectures``.
+        model_type: top-level ``model_type`` (``""`` when absent).
+        text_model_type: ``text_config.model_type``, or ``None``.
+        speculators_config: the config has a ``speculators_config`` table (a speculators-format draft).
+        text_config: the facts come from a nested ``text_config``.
+        num_hidden_layers: trunk depth, or ``None``.
+        num_experts: routed experts per MoE layer, or ``None`` (dense).
+        experts_key: JSON pointer of the expert-count key, or ``None``.
+        family, family_source: the layout family (``"deepseek-v3"``) and what identified it, or ``None``.
+        dspark: the ``dspark_*`` keys (a DSpark drafter), or ``None``.
+    """
+
+    architectures: tuple[str, ...]
+    model_type: str
+    text_model_type: str | None = None
+    speculators_config: bool = False
+    text_config: bool = False
+    num_hidden_layers: int | None = None
+    num_experts: int | None = None
+    experts_key: str | None = None
+    family: str | None = None
+    family_source: str | None = None
+    dspark: Mapping[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON section, in the document's key order."""
+        return {"architectures": list(self.architectures), "model_type": self.model_type, "text_model_type": self.text_model_type,
+                "speculators_config": self.speculators_config, "text_config": self.text_config,
+                "num_hidden_layers": self.num_hidden_layers, "num_experts": self.num_experts, "experts_key": self.experts_key,
+                "family": self.family, "family_source": self.family_source,
+                "dspark": dict(self.dspark) if self.dspark is not None else None}
+
+    @classmethod
+    def from_doc(cls, c: Mapping[str, Any]) -> ConfigSummary:
+        """From ``facts["checkpoint"]["config"]`` (ill-typed values read as unknown)."""
+        dspark = c.get("dspark")
+        return cls(tuple(str(a) for a in c.get("architectures") or ()), str(c.get("model_type") or ""), _str(c.get("text_model_type")),
+                   bool(c.get("speculators_config")), bool(c.get("text_config")), _int(c.get("num_hidden_layers")),
+                   _int(c.get("num_experts")), _str(c.get("experts_key")), _str(c.get("family")), _str(c.get("family_source")),
+                   MappingProxyType(dict(dspark)) if isinstance(dspark, Mapping) else None)
+
+
 #: The keys of ``facts["checkpoint"]["summary"]`` :class:`CheckpointSummary` holds, in the document's order.
 SUMMARY_KEYS = ("architecture", "family", "mode", "mtp_layers_declared", "mtp_layers_found", "mtp_tensors", "mtp_format",
                 "trunk_format", "mtp_bytes", "mtp_bytes_estimated", "tensors", "quantization", "mtp_exclude_patterns")
@@ -287,6 +334,7 @@ class CheckpointAnswer:
         mtp: see :class:`MtpAnswer`.
         quantization: the quantization schemes, primary first.
         gguf_models: the GGUF models of a GGUF audit (empty otherwise).
+        config_summary: see :class:`ConfigSummary` (``None`` without a ``config.json``).
     """
 
     target: str
@@ -301,6 +349,7 @@ class CheckpointAnswer:
     mtp: MtpAnswer
     quantization: tuple[QuantAnswer, ...] = ()
     gguf_models: tuple[GgufModel, ...] = ()
+    config_summary: ConfigSummary | None = None
 
     @property
     def architecture(self) -> str | None:
@@ -342,6 +391,7 @@ class CheckpointAnswer:
             mtp=MtpAnswer.from_doc(_map(doc, "mtp"), target),
             quantization=tuple(QuantAnswer.from_doc(q) for q in quants if isinstance(q, Mapping)) if isinstance(quants, list) else (),
             gguf_models=tuple(GgufModel.from_doc(m) for m in models if isinstance(m, Mapping)) if isinstance(models, list) else (),
+            config_summary=ConfigSummary.from_doc(cfg) if isinstance(cfg, Mapping) else None,
         )
 
 
