@@ -56,6 +56,16 @@ def test_checkpoint_answer_read_back_from_the_json_is_the_same_but_the_config():
     assert checkpoint_answer(loaded) == dataclasses.replace(report.answer, config=None)
 
 
+def test_a_report_with_its_answer_pickles_and_deep_copies():
+    import copy
+    import pickle
+
+    report = audit_checkpoint(str(CK))
+    for again in (pickle.loads(pickle.dumps(report)), copy.deepcopy(report)):
+        assert again == report and again.answer == report.answer
+        assert again.answer.config["num_nextn_predict_layers"] == 1
+
+
 def test_the_answer_is_never_serialized_nor_compared():
     report = audit_checkpoint(str(CK))
     bare = dataclasses.replace(report, answer=None)

@@ -17,16 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
-from mtp_audit.known import Known, Provenance
+from mtp_audit.known import Known, Provenance, ReadOnlyMap
 
 #: ``CheckpointFacts.cache`` key under which the checkpoint analyzer keeps the ``config.json`` mapping it read (bounded,
 #: :func:`mtp_audit.checkpoint.facts._read_config_and_schemes`).
 RAW_CONFIG = "config.json"
 
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
+_EMPTY: Mapping[str, Any] = ReadOnlyMap({})
 
 
 def _map(d: Any, key: str) -> Mapping[str, Any]:
@@ -44,8 +43,9 @@ def _str(v: Any) -> str | None:
 
 
 def frozen(d: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    """A read-only view of ``d`` (``None`` stays ``None``); nested values are shared, not copied."""
-    return None if d is None else MappingProxyType(dict(d))
+    """A read-only copy of ``d`` (:class:`~mtp_audit.known.ReadOnlyMap`; ``None`` stays ``None``); nested values are
+    shared, not copied."""
+    return None if d is None else ReadOnlyMap(d)
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,7 @@ class MtpAnswer:
             listed=listed,
             attention_bytes=_int(d.get("attention_bytes")),
             embed_head_bytes=_int(d.get("embed_head_bytes")),
-            dtypes=MappingProxyType({str(k): int(v) for k, v in _map(d, "dtypes").items() if _int(v) is not None}),
+            dtypes=ReadOnlyMap({str(k): int(v) for k, v in _map(d, "dtypes").items() if _int(v) is not None}),
             hallmarks=tuple(tuple(h) for h in d.get("hallmarks") or () if isinstance(h, (list, tuple))),
         )
 
@@ -211,7 +211,7 @@ class ConfigSummary:
         return cls(tuple(str(a) for a in c.get("architectures") or ()), str(c.get("model_type") or ""), _str(c.get("text_model_type")),
                    bool(c.get("speculators_config")), bool(c.get("text_config")), _int(c.get("num_hidden_layers")),
                    _int(c.get("num_experts")), _str(c.get("experts_key")), _str(c.get("family")), _str(c.get("family_source")),
-                   MappingProxyType(dict(dspark)) if isinstance(dspark, Mapping) else None)
+                   ReadOnlyMap(dspark) if isinstance(dspark, Mapping) else None)
 
 
 #: The keys of ``facts["checkpoint"]["summary"]`` :class:`CheckpointSummary` holds, in the document's order.
@@ -307,13 +307,13 @@ class GgufModel:
     @classmethod
     def from_doc(cls, d: Mapping[str, Any]) -> GgufModel:
         """From one ``facts["checkpoint"]["gguf"]["models"]`` entry (:mod:`mtp_audit.checkpoint.gguf_audit`)."""
-        blocks = tuple(NextnBlock(int(b), MappingProxyType(dict(_map(v, "parts"))), MappingProxyType(dict(_map(v, "scales"))),
+        blocks = tuple(NextnBlock(int(b), ReadOnlyMap(_map(v, "parts")), ReadOnlyMap(_map(v, "scales")),
                                   _int(v.get("block_bytes")) or 0)
                        for b, v in _map(d, "nextn_blocks").items() if isinstance(v, Mapping) and str(b).isdigit())
         types = {str(k): int(v) for k, v in _map(d, "tensor_types").items() if _int(v) is not None}
         return cls(str(d.get("name") or ""), _str(d.get("kind")), _str(d.get("architecture")),
                    _int(d.get("nextn_predict_layers")), _str(d.get("drafter")),
-                   MappingProxyType(types), blocks)
+                   ReadOnlyMap(types), blocks)
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
-from mtp_audit.known import Known
+from mtp_audit.known import Known, ReadOnlyMap
 from mtp_audit.preflight.facts import Fact, GpuFacts, MachineFacts
 
 #: ``"nvidia-smi line 8"``, ``"sglang-check-env line 3"``: the line a dump reader records in a fact's source.
@@ -121,7 +120,7 @@ class MachineAnswer:
             enumerated=tuple(GpuAnswer.from_facts(g, o) for g in facts.enumerated),
             gpu_count=facts.gpu_count,
             gpu_list_missing=None if facts.gpu_list.present else facts.gpu_list.missing,
-            packages=MappingProxyType({k: known(v, o) for k, v in facts.packages.items()}),
+            packages=ReadOnlyMap({k: known(v, o) for k, v in facts.packages.items()}),
             accelerator=known(facts.accelerator, o),
             platform=known(facts.platform, o),
             facts=facts,

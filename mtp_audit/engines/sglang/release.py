@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
+from mtp_audit.known import ReadOnlyMap
+
+_EMPTY: Mapping[str, Any] = ReadOnlyMap({})
 
 
 def _rows(doc: Mapping[str, Any], key: str) -> tuple[Mapping[str, Any], ...]:
@@ -64,7 +65,7 @@ class Release:
         return cls(
             known=doc is not None,
             version=str(version) if version else None,
-            cli=MappingProxyType({str(k): v for k, v in cli.items() if isinstance(v, Mapping)}) if isinstance(cli, Mapping) else _EMPTY,
+            cli=ReadOnlyMap({str(k): v for k, v in cli.items() if isinstance(v, Mapping)}) if isinstance(cli, Mapping) else _EMPTY,
             cli_read=isinstance(cli, Mapping),
             parser=parser if isinstance(parser, Mapping) else _EMPTY,
             entry_points=eps if isinstance(eps, Mapping) else None,
