@@ -42,6 +42,7 @@ from mtp_audit.checkpoint.typed import (
     CheckpointSummary,
     ConfigSummary,
     MtpAnswer,
+    MtpBytes,
     QuantAnswer,
     frozen,
 )
@@ -87,7 +88,7 @@ def build_answer(facts: CheckpointFacts, findings: Iterable[Finding],
     mtp_state, mtp_counts = summarize_formats(mtp_fmts)
     trunk_counts = trunk_format_counts(facts)
     trunk_state = "none" if not trunk_counts else next(iter(trunk_counts)) if len(trunk_counts) == 1 else "mixed"
-    nbytes = mtp_bytes(facts)
+    nbytes = MtpBytes.from_doc(mtp_bytes(facts), facts.display)
     findings = list(findings)
     prediction = predict(facts)
     mtp_mods = list(facts.mtp_modules) if facts.mtp else expected_mtp_modules(facts)
@@ -160,7 +161,7 @@ def _scheme_fact(scheme: Any, mtp_mods: list[str], mtp_linears: Mapping[str, Any
     return out
 
 
-def _summary(facts: CheckpointFacts, mtp_state: str, trunk_state: str, nbytes: Mapping[str, Any],
+def _summary(facts: CheckpointFacts, mtp_state: str, trunk_state: str, nbytes: MtpBytes,
              mtp_mods: list[str]) -> CheckpointSummary:
     """``facts["checkpoint"]["summary"]``: the one-screen numbers (the answering engine adds its own)."""
     cfg = facts.config
@@ -174,8 +175,8 @@ def _summary(facts: CheckpointFacts, mtp_state: str, trunk_state: str, nbytes: M
         mtp_tensors=len(facts.mtp) if facts.tensors_known else None,
         mtp_format=mtp_state if facts.tensors_known else None,
         trunk_format=trunk_state if facts.tensors_known else None,
-        mtp_bytes=nbytes.get("value"),
-        mtp_bytes_estimated=nbytes.get("estimated"),
+        mtp_bytes=nbytes.value,
+        mtp_bytes_estimated=nbytes.estimated,
         tensors=len(facts.tensors) if facts.tensors_known else None,
         quantization=_quant_headline(facts),
         mtp_exclude_patterns=", ".join(p for s in facts.schemes[:1] for p in s.mtp_patterns(mtp_mods)) or None,
@@ -203,7 +204,7 @@ def _config_summary(facts: CheckpointFacts) -> ConfigSummary | None:
 
 
 def _mtp_fact(facts: CheckpointFacts, mtp_fmts: Mapping[str, tuple[str, bool]], mtp_state: str,
-              mtp_counts: Mapping[str, int], nbytes: Mapping[str, Any]) -> dict[str, Any]:
+              mtp_counts: Mapping[str, int], nbytes: MtpBytes) -> dict[str, Any]:
     """``facts["checkpoint"]["mtp"]``: MTP layers, tensors, dtypes, formats, experts and bytes."""
     decl = facts.config.declaration if facts.config else None
     return {
@@ -219,7 +220,7 @@ def _mtp_fact(facts: CheckpointFacts, mtp_fmts: Mapping[str, tuple[str, bool]], 
         "format_modules": dict(mtp_counts),
         "format_inferred": any(inf for _, inf in mtp_fmts.values()),
         "experts": expert_facts(facts),
-        "bytes": dict(nbytes),
+        "bytes": nbytes.to_dict(),
         "attention_bytes": mtp_attention_bytes(facts),
         "embed_head_bytes": mtp_embed_head_bytes(facts),
         "shards": sorted({s for n in facts.mtp if (s := facts.tensors.get(n))}),

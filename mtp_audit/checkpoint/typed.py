@@ -87,12 +87,30 @@ class MtpBytes:
             audit does not say (a GGUF audit's summary).
         reason: why there is no value (``"no config.json"``), else ``None``.
         where: the checkpoint as the report names it (the provenance of :attr:`known`).
+        unestimated_tensors: for an estimate, the MTP tensors whose shape could not be derived (not counted), else
+            ``None``.
+        basis: what an estimate rests on when no tensor was listed (``"expected layout from config (no tensors
+            inspected)"``), else ``None``.
     """
 
     value: int | None
     estimated: bool | None
     reason: str | None = None
     where: str = "checkpoint"
+    unestimated_tensors: int | None = None
+    basis: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON (``facts["checkpoint"]["mtp"]["bytes"]``): ``value`` and ``estimated``, then ``reason``, or
+        ``unestimated_tensors`` and ``basis``, where they are said."""
+        out: dict[str, Any] = {"value": self.value, "estimated": self.estimated}
+        if self.reason is not None:
+            out["reason"] = self.reason
+        if self.unestimated_tensors is not None:
+            out["unestimated_tensors"] = self.unestimated_tensors
+        if self.basis is not None:
+            out["basis"] = self.basis
+        return out
 
     @property
     def known(self) -> Known[int]:
@@ -105,8 +123,10 @@ class MtpBytes:
 
     @classmethod
     def from_doc(cls, d: Mapping[str, Any], where: str = "checkpoint") -> MtpBytes:
-        """From ``{"value", "estimated", "reason"?}`` (:func:`mtp_audit.checkpoint.accounting.mtp_bytes`)."""
-        return cls(_int(d.get("value")), bool(d.get("estimated")), _str(d.get("reason")), where)
+        """From ``{"value", "estimated", "reason"?, "unestimated_tensors"?, "basis"?}``
+        (:func:`mtp_audit.checkpoint.accounting.mtp_bytes`)."""
+        return cls(_int(d.get("value")), bool(d.get("estimated")), _str(d.get("reason")), where,
+                   _int(d.get("unestimated_tensors")), _str(d.get("basis")))
 
     @classmethod
     def unlisted(cls, where: str = "checkpoint") -> MtpBytes:
