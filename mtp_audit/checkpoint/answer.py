@@ -46,6 +46,7 @@ from mtp_audit.checkpoint.typed import (
     QuantAnswer,
     frozen,
 )
+from mtp_audit.known import ReadOnlyMap
 from mtp_audit.report import Finding, Report
 
 
@@ -94,6 +95,7 @@ def build_answer(facts: CheckpointFacts, findings: Iterable[Finding],
     mtp_mods = list(facts.mtp_modules) if facts.mtp else expected_mtp_modules(facts)
     typed_summary = _summary(facts, mtp_state, trunk_state, nbytes, mtp_mods)
     config_summary = _config_summary(facts)
+    mtp = _mtp_answer(facts, mtp_state, nbytes)
     summary = typed_summary.to_dict()
     heads = answer_heads(heads_evidence(facts, findings, summary, exclusion_list_overrides(facts))) if answer_heads else None
     if heads is not None:
@@ -106,7 +108,7 @@ def build_answer(facts: CheckpointFacts, findings: Iterable[Finding],
         "mode": facts.mode,
         "source": facts.source,
         "config": config_summary.to_dict() if config_summary is not None else None,
-        "mtp": _mtp_fact(facts, mtp_fmts, mtp_state, mtp_counts, nbytes),
+        "mtp": _mtp_fact(facts, mtp, mtp_fmts, mtp_counts),
         "trunk": {"format": trunk_state, "format_modules": trunk_counts, "tensors": len(facts.tensors) - len(facts.mtp)},
         "quantization": [_scheme_fact(s, mtp_mods, mtp_fmts, facts.tensors_known) for s in facts.schemes],
         "index": None
@@ -126,11 +128,10 @@ def build_answer(facts: CheckpointFacts, findings: Iterable[Finding],
         },
         "engine": {heads.engine: dict(heads.facts)} if heads is not None else {},
     }
-    return doc, _typed(facts, typed_summary, config_summary, doc["mtp"])
+    return doc, _typed(facts, typed_summary, config_summary, mtp)
 
 
-def _typed(facts: CheckpointFacts, summary: CheckpointSummary, config: ConfigSummary | None,
-           mtp_doc: Mapping[str, Any]) -> CheckpointAnswer:
+def _typed(facts: CheckpointFacts, summary: CheckpointSummary, config: ConfigSummary | None, mtp: MtpAnswer) -> CheckpointAnswer:
     """The typed answer of one audit: the config's names and its raw mapping (read once, by the analyzer), the summary,
     the MTP section and the schemes."""
     cfg = facts.config
@@ -145,7 +146,7 @@ def _typed(facts: CheckpointFacts, summary: CheckpointSummary, config: ConfigSum
         speculators=bool(cfg and cfg.speculators),
         config=frozen(raw) if isinstance(raw, Mapping) else None,
         summary=summary,
-        mtp=MtpAnswer.from_doc(mtp_doc, facts.display),
+        mtp=mtp,
         quantization=tuple(QuantAnswer(str(s.method or ""), str(s.algo or ""), str(s.source or ""),
                                        s.group_size if isinstance(s.group_size, int) else None) for s in facts.schemes),
         config_summary=config,
@@ -203,26 +204,44 @@ def _config_summary(facts: CheckpointFacts) -> ConfigSummary | None:
     )
 
 
-def _mtp_fact(facts: CheckpointFacts, mtp_fmts: Mapping[str, tuple[str, bool]], mtp_state: str,
-              mtp_counts: Mapping[str, int], nbytes: MtpBytes) -> dict[str, Any]:
-    """``facts["checkpoint"]["mtp"]``: MTP layers, tensors, dtypes, formats, experts and bytes."""
+def _mtp_answer(facts: CheckpointFacts, mtp_state: str, nbytes: MtpBytes) -> MtpAnswer:
+    """The typed MTP answer: what config.json declares, what the files hold, the bytes."""
     decl = facts.config.declaration if facts.config else None
+    return MtpAnswer(
+        declared_layers=decl.layers if decl else None,
+        declared_by=(decl.key or ("implicit" if decl.implicit else None)) if decl else None,
+        found_layers=facts.found_layers(),
+        tensors=len(facts.mtp),
+        format=mtp_state,
+        bytes=nbytes,
+        attention_bytes=mtp_attention_bytes(facts),
+        embed_head_bytes=mtp_embed_head_bytes(facts),
+        dtypes=ReadOnlyMap(dict(sorted(Counter(facts.infos[n].dtype for n in facts.mtp if n in facts.infos).items()))),
+        hallmarks=tuple(tuple(h) for h in hf_hallmarks(facts.mtp)),
+        listed=True,
+    )
+
+
+def _mtp_fact(facts: CheckpointFacts, mtp: MtpAnswer, mtp_fmts: Mapping[str, tuple[str, bool]],
+              mtp_counts: Mapping[str, int]) -> dict[str, Any]:
+    """``facts["checkpoint"]["mtp"]``: MTP layers, tensors, dtypes, formats, experts and bytes (the typed answer's, and
+    what only the report shows)."""
     return {
-        "declared_layers": decl.layers if decl else None,
-        "declared_by": (decl.key or ("implicit" if decl.implicit else None)) if decl else None,
-        "found_layers": facts.found_layers(),
-        "tensors": len(facts.mtp),
+        "declared_layers": mtp.declared_layers,
+        "declared_by": mtp.declared_by,
+        "found_layers": mtp.found_layers,
+        "tensors": mtp.tensors,
         "tensors_per_layer": facts.mtp_layer_labels(),
-        "dtypes": dict(sorted(Counter(facts.infos[n].dtype for n in facts.mtp if n in facts.infos).items())),
+        "dtypes": dict(mtp.dtypes),
         "scale_tensors": sum(1 for n in facts.mtp if split_param(n)[1] in SCALE_SUFFIXES),
-        "hallmarks": hf_hallmarks(facts.mtp),
-        "format": mtp_state,
+        "hallmarks": [list(h) for h in mtp.hallmarks],
+        "format": mtp.format,
         "format_modules": dict(mtp_counts),
         "format_inferred": any(inf for _, inf in mtp_fmts.values()),
         "experts": expert_facts(facts),
-        "bytes": nbytes.to_dict(),
-        "attention_bytes": mtp_attention_bytes(facts),
-        "embed_head_bytes": mtp_embed_head_bytes(facts),
+        "bytes": mtp.bytes.to_dict(),
+        "attention_bytes": mtp.attention_bytes,
+        "embed_head_bytes": mtp.embed_head_bytes,
         "shards": sorted({s for n in facts.mtp if (s := facts.tensors.get(n))}),
         "dspark_drafter": is_dspark(facts),
     }
