@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from mtp_audit.checkpoint.heads import HeadsAnswer, HeadsEvidence
     from mtp_audit.checkpoint.typed import CheckpointAnswer
     from mtp_audit.preflight.kernels import KernelChecks
-    from mtp_audit.preflight.typed import MachineAnswer
 
 
 @dataclass
@@ -302,7 +301,9 @@ class KernelQuestion:
     """
 
     checkpoint: CheckpointAnswer | None
-    machine: MachineAnswer | None
+    #: a MachineAnswer or None; typed Any so that this interface imports nothing of the preflight (which reads the
+    #: engine registry: the import graph stays acyclic)
+    machine: Any
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
