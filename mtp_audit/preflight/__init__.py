@@ -151,7 +151,7 @@ def preflight(
     launch_src = f"launch command '{' '.join(parsed_launch.argv[:3])}'" if parsed_launch is not None else ""
     choice = eng.choose_engine(engine, parsed_launch.engine if parsed_launch is not None else None, launch_src,
                                eng.machine_hint(machine, dump_formats))
-    release = (engine_facts or {}).get(choice.engine)
+    release = engine_facts.get(choice.engine) if engine_facts else None
     ctx = an.Context(facts=machine, engine=choice.engine, kernels=_kernels_of(choice.engine),
                      engine_facts=dict(release) if release is not None else None, engine_assumed=choice.how == "assumed")
     # an assumed engine is said on the verdict line ("on SGLang (assumed)") and in MTP228's evidence, not as a gap
