@@ -44,6 +44,7 @@ from mtp_audit.engines.vllm.launch.command import (
 from mtp_audit.engines.vllm.launch.depth import check_depth
 from mtp_audit.engines.vllm.launch.lookahead import check_lookahead
 from mtp_audit.engines.vllm.launch.spec_config_replay import UNKNOWN, Evaluator, n_predict_of
+from mtp_audit.engines.vllm.release import VllmRelease
 from mtp_audit.errors import InputError
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
 
@@ -66,6 +67,8 @@ class VCtx:
     vf: dict[str, Any] | None
     view: Any
     name: str
+    #: the typed view of ``vf`` (:class:`mtp_audit.engines.vllm.release.VllmRelease`; built once per evaluation)
+    release: VllmRelease = field(default_factory=VllmRelease)
     ck: dict[str, Any] | None = None
     draft_ck: dict[str, Any] | None = None
     draft_path: str | None = None
@@ -101,7 +104,7 @@ class VCtx:
     @property
     def version(self) -> str:
         """``"0.33.0"`` or ``"(version unknown)"``."""
-        return str((self.vf or {}).get("version") or "(version unknown)")
+        return str(self.release.version or "(version unknown)")
 
     def add(self, rule_id: str, message: str, symbol: str, *, evidence: Sequence[Evidence] = (),
             remediation: str | None = None, severity: Severity | None = None) -> None:
@@ -131,14 +134,6 @@ def _model_type(ck: dict[str, Any] | None) -> str | None:
     return ((ck or {}).get("config") or {}).get("model_type")
 
 
-def _rewrites(vf: dict[str, Any], field_name: str, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
-    def line(r: dict[str, Any]) -> int:
-        loc = str(r.get("location") or "")
-        return int(loc.rpartition(":")[2]) if loc.rpartition(":")[2].isdigit() else 0
-
-    return sorted((r for r in vf.get("rewrites", []) if r["field"] == field_name and r["kind"] in kinds), key=line)
-
-
 def _literal(value: str) -> Any:
     """A rewrite's ``value`` source text as a Python value when it is a literal (``"'mtp'"`` -> ``mtp``)."""
     import ast
@@ -160,9 +155,9 @@ def resolve(ctx: VCtx, model_path: str | None) -> None:
     ctx.k_requested = k if isinstance(k, int) else None
     if not _validated(ctx, m, k, fix):
         return
-    alias = (ctx.vf or {}).get("mtp_alias") or {}
-    if isinstance(m, str) and m in (alias.get("members") or []):
-        ctx.trace.append(f"method {m} -> mtp (alias, {'logged' if alias.get('logged') else 'silent'}, {alias.get('location')})")
+    alias = ctx.release.mtp_alias
+    if isinstance(m, str) and alias is not None and m in alias.members:
+        ctx.trace.append(f"method {m} -> mtp (alias, {'logged' if alias.logged else 'silent'}, {alias.location})")
         m = "mtp"
     env = {"self.method": m, "self.model": model, "self.num_speculative_tokens": k, "self.target_model_config": "<target>",
            "self.target_model_config.hf_text_config.model_type": ((ctx.ck or {}).get("config") or {}).get("text_model_type") or _model_type(ctx.ck),
@@ -184,21 +179,20 @@ def resolve(ctx: VCtx, model_path: str | None) -> None:
 def _validated(ctx: VCtx, m: Any, k: Any, fix: dict[str, Any]) -> bool:
     """Step 1: ``num_speculative_tokens`` is an integer and ``method`` is in the validated Literal (pydantic checks both
     before ``__post_init__``); ``False`` after an MTP320."""
-    vf = ctx.vf or {}
-    lit = (vf.get("spec_config") or {}).get("method_literal") or {}
-    validated = (vf.get("spec_config") or {}).get("validated")
-    alias = vf.get("mtp_alias") or {}
+    sc = ctx.release.spec_config
+    lit, validated, members = sc.method_literal, sc.validated, ctx.release.alias_members
     if k is not None and not isinstance(k, int):
         ctx.reject(f"num_speculative_tokens={k!r} is not an integer", remediation="give num_speculative_tokens as a JSON number")
         return False
-    if isinstance(m, str) and validated and lit.get("values") and m not in lit["values"] and not method_admits_str(ctx):
-        better = "mtp" if "mtp" in lit["values"] and (m in (alias.get("members") or []) or m.endswith("_mtp")) else None
+    if isinstance(m, str) and validated and lit is not None and lit.values and m not in lit.values and not method_admits_str(ctx):
+        better = "mtp" if "mtp" in lit.values and (m in members or m.endswith("_mtp")) else None
+        alias_set = ctx.release.mtp_alias.set if ctx.release.mtp_alias is not None else None
         # pydantic raises it before __post_init__: a ValidationError, no vLLM file:line (the Literal's is in the evidence)
-        ctx.reject(f"ValidationError: method {m!r} is not one of the {len(lit['values'])} values of the validated {lit.get('name')} Literal "
-                   f"declared at {lit.get('location')} (pydantic)" + (f"; {m!r} is in the MTP alias set {alias.get('set')}, which this version's "
-                                                   "validator does not accept" if m in (alias.get("members") or []) else ""),
-                   evidence=[Evidence("Literal", lit.get("name") or "?", loc_of(lit.get("location"))),
-                             Evidence("validated by", str((vf.get("spec_config") or {}).get("validated_by")))],
+        ctx.reject(f"ValidationError: method {m!r} is not one of the {len(lit.values)} values of the validated {lit.name} Literal "
+                   f"declared at {lit.location} (pydantic)" + (f"; {m!r} is in the MTP alias set {alias_set}, which this version's "
+                                                   "validator does not accept" if m in members else ""),
+                   evidence=[Evidence("Literal", lit.name or "?", loc_of(lit.location)),
+                             Evidence("validated by", str(sc.validated_by))],
                    remediation=f'use "method": "{better}"' if better else "use a method this vLLM accepts (mtp-audit vllm lists them)")
         if better:
             fix["method"] = better
@@ -210,7 +204,7 @@ def _validated(ctx: VCtx, m: Any, k: Any, fix: dict[str, Any]) -> bool:
 def method_admits_str(ctx: VCtx) -> bool:
     """Whether the ``method`` field's annotation admits any string besides the Literal (0.34.0 ``method: SpeculativeMethod
     | str | None``, ``speculative.py:461``: a ``@field_validator("method")`` decides, which the statement replay runs)."""
-    loc = str(((ctx.vf or {}).get("spec_config") or {}).get("method_field") or "")
+    loc = str(ctx.release.spec_config.method_field or "")
     text = getattr(ctx.view, "spec_text", None) or ""
     line = int(loc.rsplit(":", 1)[1]) if loc.rsplit(":", 1)[-1].isdigit() else 0
     rows = text.splitlines()
@@ -221,7 +215,7 @@ def method_admits_str(ctx: VCtx) -> bool:
 def _default_method(ctx: VCtx, ev: Evaluator) -> Any:
     """Step 2b: the method vLLM fills in when none is given (the first ``default-fill`` rewrite whose test holds)."""
     m = None
-    for r in _rewrites(ctx.vf or {}, "method", ("default-fill",)):
+    for r in ctx.release.rewrites_of("method", ("default-fill",)):
         t = ev.truth(r["condition"])
         if t is True:
             m = _literal(r["value"])
@@ -236,7 +230,7 @@ def _default_method(ctx: VCtx, ev: Evaluator) -> Any:
 def _without_model(ctx: VCtx, ev: Evaluator, m: Any, k: Any, fix: dict[str, Any], model_path: str | None) -> Any:
     """Step 3: no ``model`` given: the ``model``-field rewrites (the target as its own draft for ``mtp``), or the
     refusals; the draft path, or ``None`` when the replay of this launch ends here."""
-    vf = ctx.vf or {}
+    rel = ctx.release
     if k is None:
         ctx.method = m
         if m in NO_DRAFT:
@@ -248,10 +242,10 @@ def _without_model(ctx: VCtx, ev: Evaluator, m: Any, k: Any, fix: dict[str, Any]
                    "built (the draft = target rewrite needs num_speculative_tokens), so _verify_args raises 'num_speculative_tokens must "
                    "be provided with speculative model unless the draft model config contains an n_predict parameter'",
                    evidence=[Evidence("draft = target needs", "self.model is None and self.num_speculative_tokens is not None",
-                                      loc_of(next((r["location"] for r in _rewrites(vf, "model", ("draft-target",))), None)))],
+                                      loc_of(next((r["location"] for r in rel.rewrites_of("model", ("draft-target",))), None)))],
                    remediation=f'add "num_speculative_tokens": {int(n)} (the checkpoint\'s MTP layer count)')
         return None
-    hit = next((r for r in _rewrites(vf, "model", ("draft-target", "default-fill")) if ev.truth(r["condition"]) is True), None)
+    hit = next((r for r in rel.rewrites_of("model", ("draft-target", "default-fill")) if ev.truth(r["condition"]) is True), None)
     if hit is None or hit["kind"] != "draft-target":
         ctx.method = m
         if hit is None:
@@ -260,7 +254,7 @@ def _without_model(ctx: VCtx, ev: Evaluator, m: Any, k: Any, fix: dict[str, Any]
         return None
     ctx.draft_is_target = True
     ctx.trace.append(f"no model given -> the target checkpoint is the draft ({hit['location']}, silent)")
-    q = next((r for r in _rewrites(vf, "quantization", ("inherited-quantization",)) if ev.truth(r["condition"]) is not False), None)
+    q = next((r for r in rel.rewrites_of("quantization", ("inherited-quantization",)) if ev.truth(r["condition"]) is not False), None)
     if q:
         ctx.trace.append(f"quantization inherited from the target ({q['location']})")
     return model_path
@@ -268,7 +262,6 @@ def _without_model(ctx: VCtx, ev: Evaluator, m: Any, k: Any, fix: dict[str, Any]
 
 def detect(ctx: VCtx, ev: Evaluator, m: str | None, model: Any) -> None:
     """Step 4: the draft architecture after ``hf_config_override`` and the auto-detection ``elif`` chain."""
-    vf = ctx.vf or {}
     dck = ctx.ck if ctx.draft_is_target else ctx.draft_ck
     d = ctx.draft
     d["path"] = ctx.draft_path
@@ -288,13 +281,13 @@ def detect(ctx: VCtx, ev: Evaluator, m: str | None, model: Any) -> None:
                    "self.draft_model_config.hf_config.model_type": new_mt, "self.draft_model_config.hf_config": "<hf>",
                    "self.draft_model_config.architectures": list(archs), "self.draft_model_config.hf_config.architectures": list(archs)})
     ev.env.update(getattr(ctx.view, "strings", {}))
-    alias = vf.get("mtp_alias") or {}
-    if alias.get("set"):
-        ev.env[alias["set"]] = list(alias.get("members") or []) + ["mtp"]
+    alias = ctx.release.mtp_alias
+    if alias is not None and alias.set:
+        ev.env[alias.set] = list(alias.members) + ["mtp"]
     native = ctx.view.registered(_arch(ctx.ck) or "") if ctx.view is not None and ctx.ck is not None else None
     impl = ctx.cmd.get("--model-impl")
     ev.env["using_transformers_mtp"] = False if (native is not None and impl in (None, "auto", "vllm")) else UNKNOWN
-    detectors = _rewrites(vf, "method", ("auto-detect",))
+    detectors = ctx.release.rewrites_of("method", ("auto-detect",))
     kept = detectors[0]["kept"] if detectors else []
     before = m
     if m in kept:
@@ -335,7 +328,7 @@ def detect(ctx: VCtx, ev: Evaluator, m: str | None, model: Any) -> None:
             ctx.method = m
             ctx.reject(f"method {m!r} on draft {model} (model_type {new_mt} after hf_config_override): no auto-detection test matches and the "
                        "method is not draft_model, so vLLM raises NotImplementedError('Unsupported speculative method')",
-                       evidence=[Evidence("draft model_type", str(new_mt)), Evidence("MTP model types", ", ".join(alias.get("members") or []))],
+                       evidence=[Evidence("draft model_type", str(new_mt)), Evidence("MTP model types", ", ".join(ctx.release.alias_members))],
                        remediation="use a checkpoint whose model_type vLLM maps to an MTP draft, or drop --speculative-config")
             return
     ctx.method = m
@@ -343,10 +336,9 @@ def detect(ctx: VCtx, ev: Evaluator, m: str | None, model: Any) -> None:
 
 def check_numbers(ctx: VCtx) -> None:
     """Step 5: MTP323 (the ``num_speculative_tokens`` vs MTP-layer rules, ``facts.n_predict_rules``)."""
-    vf = ctx.vf or {}
     if ctx.fails or not ctx.method_decided or ctx.method in NO_DRAFT or ctx.method is None or ctx.cmd.spec is None:
         return
-    rules = vf.get("n_predict_rules") or {}
+    rules = ctx.release.n_predict_rules
     dck = ctx.ck if ctx.draft_is_target else ctx.draft_ck
     expr = (ctx.draft.get("override") or {}).get("n_predict_from")
     n, how = n_predict_of(expr, dck) if (ctx.draft.get("override") or {}).get("rewritten") else (None, "hf_config_override writes no n_predict for this draft")
@@ -360,7 +352,7 @@ def check_numbers(ctx: VCtx) -> None:
                     "n_predict or raises 'num_speculative_tokens must be provided'; give num_speculative_tokens", blocking=True)
         elif k > 1:
             ctx.gap(f"num_speculative_tokens={k}: the draft's n_predict is not decided ({how}); the divisibility rule "
-                    f"({rules.get('divisible_error')}) was not checked")
+                    f"({rules.divisible_error}) was not checked")
         ctx.k = k
         return
     if k is None:
@@ -372,8 +364,8 @@ def check_numbers(ctx: VCtx) -> None:
             return
         ctx.k = n
         ctx.add("MTP323", f"num_speculative_tokens is not given: vLLM {ctx.version} sets it to the draft's n_predict = {n} (the checkpoint's MTP layer "
-                f"count), silently ({rules.get('default')})", "--speculative-config",
-                evidence=ev_n + [Evidence("default", "self.num_speculative_tokens = n_predict", loc_of(rules.get("default")))],
+                f"count), silently ({rules.default})", "--speculative-config",
+                evidence=ev_n + [Evidence("default", "self.num_speculative_tokens = n_predict", loc_of(rules.default))],
                 remediation="", severity=Severity.INFO)
         return
     ctx.k = k
@@ -381,21 +373,21 @@ def check_numbers(ctx: VCtx) -> None:
         ctx.reject(f"num_speculative_tokens={k}: _verify_args raises 'Expected num_speculative_tokens to be greater than zero'",
                    remediation='use "num_speculative_tokens": 1')
         return
-    if n and k > n and k % n != 0 and rules.get("divisible_error"):
+    if n and k > n and k % n != 0 and rules.divisible_error:
         ctx.reject(f"num_speculative_tokens={k} is not a multiple of the draft's {n} MTP layer(s): 'num_speculative_tokens:{k} must be divisible by "
-                   f"n_predict={n}' ({rules['divisible_error']})", evidence=ev_n + [Evidence("raise", "ValueError", loc_of(rules["divisible_error"]))],
+                   f"n_predict={n}' ({rules.divisible_error})", evidence=ev_n + [Evidence("raise", "ValueError", loc_of(rules.divisible_error))],
                    remediation=f'use "num_speculative_tokens": {n} (or a multiple of {n})')
         ctx.spec_fix = dict(ctx.spec_fix or ctx.cmd.spec or {}, num_speculative_tokens=n)
         ctx.spec_changed = True
         return
-    cond = rules.get("reuse_warning_condition")
-    if rules.get("reuse_warning") and cond and drafts_with_mtp(ctx):
+    cond = rules.reuse_warning_condition
+    if rules.reuse_warning and cond and drafts_with_mtp(ctx):
         ev = Evaluator({"self.num_speculative_tokens": k, "self.draft_model_config.hf_config.model_type": ctx.draft.get("model_type")})
         if ev.truth(cond) is True:
             ctx.add("MTP323", f"num_speculative_tokens={k} with {n if n is not None else 'an unknown number of'} MTP layer(s): vLLM {ctx.version} runs "
                     + ("the same MTP layer" if n == 1 else "the MTP layers") + f" {k} times per step and logs 'Enabling num_speculative_tokens > 1 "
-                    f"will run multiple times of forward on same MTP layer, which may result in lower acceptance rate' ({rules['reuse_warning']})",
-                    "--speculative-config", evidence=ev_n + [Evidence("warning guard", cond, loc_of(rules["reuse_warning"]))],
+                    f"will run multiple times of forward on same MTP layer, which may result in lower acceptance rate' ({rules.reuse_warning})",
+                    "--speculative-config", evidence=ev_n + [Evidence("warning guard", cond, loc_of(rules.reuse_warning))],
                     remediation="", severity=Severity.INFO)
 
 
@@ -443,47 +435,47 @@ def check_draft(ctx: VCtx) -> None:
 
 def pick_proposer(ctx: VCtx) -> None:
     """Step 6: the runner (``VLLM_USE_V2_MODEL_RUNNER``, ``facts.runner``) and the proposer class for the method."""
-    vf = ctx.vf or {}
+    rel = ctx.release
     if ctx.method is None or not ctx.method_decided or ctx.fails:
         return
     if ctx.replay is not None and getattr(ctx.replay, "linked", False):
         _speculator_of_class(ctx)
         return
-    runner = vf.get("runner") or {}
+    runner = rel.runner
     setting = ctx.env.get("VLLM_USE_V2_MODEL_RUNNER")
-    oracle = vf.get("v1_oracle")
-    if oracle:
+    oracle = rel.v1_oracle
+    if oracle is not None:
         # 0.8-0.10: EngineArgs._is_v1_supported_oracle reads the *given* method (before __post_init__) and falls back
         # to the V0 engine for any other (0.8.5 vllm/engine/arg_utils.py:1422-1440, _raise_or_fallback :1649)
         asked = ctx.method_requested if ctx.method_requested is not None else (ctx.cmd.spec or {}).get("model")
-        if asked not in oracle["accepted"]:
+        if asked not in oracle.accepted:
             v1_forced = str(ctx.env.get("VLLM_USE_V1", "")).strip().lower() in ("1", "true")
             if v1_forced:
-                ctx.reject(f"VLLM_USE_V1=1 with method {asked!r}, which the V1 oracle does not accept ({oracle['location']}): "
+                ctx.reject(f"VLLM_USE_V1=1 with method {asked!r}, which the V1 oracle does not accept ({oracle.location}): "
                            "NotImplementedError('VLLM_USE_V1=1 is not supported with Speculative Decoding')",
                            remediation="unset VLLM_USE_V1 (vLLM then falls back to V0)")
                 return
-            v0 = vf.get("v0_spec_decode")
+            v0 = rel.v0_spec_decode
             mtp = ctx.draft.get("model_type") == "deepseek_mtp"
-            ctx.proposer = {"runner": "v0", "why": f"the V1 oracle accepts only {', '.join(oracle['accepted'])} ({oracle['location']}); "
+            ctx.proposer = {"runner": "v0", "why": f"the V1 oracle accepts only {', '.join(oracle.accepted)} ({oracle.location}); "
                                                    "vLLM logs 'Falling back to V0'",
                             "v0": {"class": "SpecDecodeWorker + MultiStepWorker" + (" (MTP: draft model_type deepseek_mtp)" if mtp else ""),
                                    "location": v0, "unless": []}}
             if v0 is None:
                 ctx.gap("the V0 spec-decode worker (vllm/spec_decode/spec_decode_worker.py) was not found: the V0 proposer is unknown")
             return
-    if not runner.get("v2_runner_exists"):
+    if not runner.v2_runner_exists:
         which, why = "v1", "this vLLM has no V2 model runner"
-    elif setting is not None and runner.get("env"):
+    elif setting is not None and runner.env:
         which = "v2" if setting.strip().lower() in ("1", "true") else "v1"
         why = f"VLLM_USE_V2_MODEL_RUNNER={setting}"
-    elif str(runner.get("default", "")).startswith("v1"):
-        which, why = "v1", f"VLLM_USE_V2_MODEL_RUNNER default {runner.get('env_default')}"
+    elif str(runner.default or "").startswith("v1"):
+        which, why = "v1", f"VLLM_USE_V2_MODEL_RUNNER default {runner.env_default}"
     else:
-        which, why = "auto", f"{runner.get('default')} ({runner.get('auto_location')})"
+        which, why = "auto", f"{runner.default} ({runner.auto_location})"
     out: dict[str, Any] = {"runner": which, "why": why}
     for r in ("v1", "v2") if which == "auto" else (which,):
-        chain = ((vf.get("proposers") or {}).get(r) or {}).get(ctx.method) or []
+        chain = rel.proposers_of(r, ctx.method)
         env = {"self.method": ctx.method, "self.draft_model_config": "<draft>", "self.speculative_config": "<spec>",
                "self.draft_model_config.hf_config.model_type": ctx.draft.get("model_type"),
                "self.draft_model_config.hf_config": "<hf>", "self.num_speculative_tokens": ctx.k,
@@ -510,18 +502,18 @@ def pick_proposer(ctx: VCtx) -> None:
         out[r] = {"class": picked["class"] if picked else None, "location": picked["location"] if picked else None,
                   "unless": [f"{p['class']} {p['when']} ({p['location']})" for p in maybe]}
         if picked is None and not maybe:
-            _no_proposer(ctx, vf, r, which)
+            _no_proposer(ctx, rel, r, which)
     ctx.proposer = out
 
 
-def _no_proposer(ctx: VCtx, vf: dict[str, Any], r: str, which: str) -> None:
+def _no_proposer(ctx: VCtx, rel: VllmRelease, r: str, which: str) -> None:
     """Runner ``r`` dispatches no proposer for the method: could not tell when its dispatch cannot be read
     (:func:`dispatch_unread`), else MTP320 unless the runner is chosen automatically and the other one has it."""
-    if which == "auto" and _other_runner_has(vf, r, ctx.method):
+    if which == "auto" and _other_runner_has(rel, r, ctx.method):
         # with the runner chosen automatically, a method the V2 runner lacks runs on V1 (0.24.0 vllm/config/vllm.py:522-548
         # use_v2_model_runner falls back, logged); only a method neither runner dispatches is refused
         return
-    unread = dispatch_unread(vf, r)
+    unread = dispatch_unread(rel, r)
     if unread is not None:
         # the file that would say which proposer runs is gone or has a shape the scan does not know: that is "could
         # not tell", never "vLLM refuses" (0.34.0 has no gpu_model_runner.py)
@@ -529,7 +521,7 @@ def _no_proposer(ctx: VCtx, vf: dict[str, Any], r: str, which: str) -> None:
                 f"{ctx.method!r}, and whether the {r.upper()} runner has one, is not decided", blocking=True)
         return
     ctx.reject(f"the {r.upper()} runner has no proposer for method {ctx.method!r}",
-               evidence=[Evidence(f"{r} dispatch", ", ".join(sorted((vf.get('proposers') or {}).get(r) or {})) or "none")],
+               evidence=[Evidence(f"{r} dispatch", ", ".join(sorted(rel.dispatch(r))) or "none")],
                remediation="use a method this vLLM's runner dispatches (mtp-audit vllm lists proposers)")
 
 
@@ -559,24 +551,23 @@ def _speculator_of_class(ctx: VCtx) -> None:
 DISPATCH_FILES = {"v1": ("runner_v1", "vllm/v1/worker/gpu_model_runner.py"), "v2": ("runner_v2", "vllm/v1/worker/gpu/spec_decode/__init__.py")}
 
 
-def dispatch_unread(vf: dict[str, Any], runner: str) -> str | None:
+def dispatch_unread(release: VllmRelease, runner: str) -> str | None:
     """Why the proposer dispatch of ``runner`` (``"v1"``/``"v2"``) cannot be read from this tree, or ``None`` when it
     was: its file is not in the tree (0.34.0 removed ``vllm/v1/worker/gpu_model_runner.py``), or the file constructs no
     ``XProposer(...)`` / ``XSpeculator(...)`` by name for any method (0.34.0's ``init_speculator`` resolves
     ``speculator_class`` by qualname, ``vllm/v1/worker/gpu/spec_decode/__init__.py:18-48``)."""
     role, default = DISPATCH_FILES[runner]
-    rel = (vf.get("files") or {}).get(role)
-    if rel is None:
+    path = release.files.get(role)
+    if path is None:
         return f"{default} is not in this tree"
-    if not ((vf.get("proposers") or {}).get(runner) or {}):
-        return f"{rel} constructs no proposer class by name"
+    if not release.dispatch(runner):
+        return f"{path} constructs no proposer class by name"
     return None
 
 
-def _other_runner_has(vf: dict[str, Any], runner: str, method: Any) -> bool:
+def _other_runner_has(release: VllmRelease, runner: str, method: Any) -> bool:
     """Whether the other model runner (V1 for V2 and back) dispatches a proposer for ``method``."""
-    other = "v1" if runner == "v2" else "v2"
-    return bool(((vf.get("proposers") or {}).get(other) or {}).get(method))
+    return bool(release.proposers_of("v1" if runner == "v2" else "v2", method))
 
 
 def check_unused(ctx: VCtx) -> None:
@@ -603,14 +594,13 @@ ENV_INTEREST = re.compile(r"SPEC|MTP|EAGLE|DRAFT|NGRAM|FP4|MOE|MARLIN|USE_V1$|V2
 def check_env(ctx: VCtx) -> None:
     """MTP326: a ``VLLM_*`` spec-decode / FP4 / MoE variable of the launch that this vLLM does not define (0.24 retired
     ten FP4/MoE variables in favour of ``--moe-backend``; an old setting then only warns)."""
-    vf = ctx.vf
-    if vf is None:
+    if ctx.vf is None:
         return
-    defined = {e["name"] for e in vf.get("env_vars", [])}
+    defined = ctx.release.env_var_names
     for name in sorted(ctx.env):
         if not name.startswith("VLLM_") or not ENV_INTEREST.search(name) or name in defined:
             continue
-        where = vf.get("unknown_env_check")
+        where = ctx.release.unknown_env_check
         hard = bool(where) and "--fail-on-environ-validation" in ctx.cmd.options and "--no-fail-on-environ-validation" not in ctx.cmd.options
         # 0.33.0 vllm/platforms/interface.py:1463-1466: validate_environ(hard_fail) raises with --fail-on-environ-validation
         ctx.add("MTP326", f"{name}={ctx.env[name]} is not defined by vLLM {ctx.version} (vllm/envs.py): "
@@ -700,7 +690,7 @@ def check_command(ctx: VCtx) -> None:
         if kind == "mutually-exclusive":
             ctx.spec_fix = dict(ctx.cmd.spec or {})
             ctx.spec_changed = True
-    if not (ctx.vf or {}).get("spec_flags") and ctx.vf is not None:
+    if not ctx.release.spec_flags and ctx.vf is not None:
         for opt in ("--spec-method", "--spec-model", "--spec-tokens"):
             if opt in ctx.cmd.options:
                 ctx.fails = True
@@ -838,8 +828,9 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, analy
     from mtp_audit.engines.vllm.launch.outcome import build_vllm_outcome
 
     vf = dict(view.report.facts.get("vllm") or {}) if view is not None else None
-    cmd = parse_vllm_command(list(argv), spec_shorthand=bool((vf or {}).get("spec_flags")) if vf is not None else True)
-    ctx = VCtx(cmd=cmd, vf=vf, view=view, name=view.report.targets[0].name if view is not None else "no vLLM")
+    release = VllmRelease.from_facts(vf)
+    cmd = parse_vllm_command(list(argv), spec_shorthand=bool(release.spec_flags) if vf is not None else True)
+    ctx = VCtx(cmd=cmd, vf=vf, view=view, name=view.report.targets[0].name if view is not None else "no vLLM", release=release)
     if view_gap is not None:
         ctx.gaps.append(view_gap)
     _launch_env(ctx, environ, env)
@@ -879,7 +870,7 @@ def _attention(ctx: VCtx, cwd: Path) -> None:
 def _launch_env(ctx: VCtx, environ: Mapping[str, str] | None, env: Mapping[str, str] | None) -> None:
     """The launch's environment: the variables this vLLM reads from the current environment, then the command's
     ``KEY=VALUE`` prefixes, then ``--env`` (each records where it came from)."""
-    read = {e["name"] for e in (ctx.vf or {}).get("env_vars", [])}
+    read = ctx.release.env_var_names
     for k, val in sorted((environ or {}).items()):
         if k in read or k in ("VLLM_USE_V2_MODEL_RUNNER", "VLLM_USE_V1", "VLLM_ATTENTION_BACKEND", "VLLM_MLA_DISABLE"):
             ctx.env[k], ctx.env_source[k] = val, "environment"
@@ -952,7 +943,7 @@ def _machine_and_scope(ctx: VCtx, argv: Sequence[str], analyzers: Analyzers, rep
         reports = [mtp_errors_as_warnings(r, "vLLM", "--speculative-config") if r.targets and r.targets[0].analyzer == "checkpoint" else r
                    for r in reports]
     # the preflight reads the command's FP4/MoE options with vLLM's semantics (mtp_audit.preflight.launch.parse_launch)
-    pf = analyzers.preflight(list(argv), engine="vllm", use_sglang_analyzer=False, vllm_version=(ctx.vf or {}).get("version"))
+    pf = analyzers.preflight(list(argv), engine="vllm", use_sglang_analyzer=False, vllm_version=ctx.release.version)
     ctx.pf = dict(pf.facts.get("preflight") or {})
     check_gpus(ctx)
     reports.append(pf)
