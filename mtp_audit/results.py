@@ -251,7 +251,8 @@ def checkpoint_facts(report: Report) -> CheckpointFacts | None:
 
 def fp4_readiness(report: Report) -> Fp4Readiness | None:
     """The FP4 headline of an :func:`mtp_audit.preflight` (or launch) report, or ``None``."""
-    own = (report.facts.get("launch") or {}).get("fp4") if isinstance(report.facts.get("launch"), Mapping) else None
+    launch = report.facts.get("launch")
+    own = launch.get("fp4") if isinstance(launch, Mapping) else None
     if isinstance(own, Mapping):
         verdicts = [v for v in own.get("verdicts") or () if isinstance(v, Mapping)]
         return Fp4Readiness(

@@ -4,10 +4,14 @@ built from the facts and the findings (:func:`build_report`).
 
 Whether an engine will draft with the MTP heads is that engine's answer (its ``uses_heads`` hook, handed in as
 ``answer_heads``: :mod:`mtp_audit.checkpoint.heads`); this module only says what the files hold.
+
+The report also carries the typed answer the engines read (:class:`~mtp_audit.checkpoint.typed.CheckpointAnswer`,
+``Report.answer``, never serialized); the JSON summary is written from it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -31,6 +35,15 @@ from mtp_audit.checkpoint.predict import expected_mtp_modules, predict, predicti
 from mtp_audit.checkpoint.tensors import (
     SCALE_SUFFIXES,
     split_param,
+)
+from mtp_audit.checkpoint.typed import (
+    RAW_CONFIG,
+    CheckpointAnswer,
+    CheckpointSummary,
+    ConfigSummary,
+    MtpAnswer,
+    QuantAnswer,
+    frozen,
 )
 from mtp_audit.report import Finding, Report
 
@@ -60,6 +73,14 @@ def _quant_headline(facts: CheckpointFacts) -> str | None:
 def build_facts(facts: CheckpointFacts, findings: Iterable[Finding], answer_heads: HeadsAnswerer | None = None) -> dict[str, Any]:
     """The JSON facts document for ``facts["checkpoint"]`` (schema in docs/checkpoint.md); ``answer_heads``: the
     engine that answers whether it drafts with the MTP heads (``None``: the document says what the files hold only)."""
+    return build_answer(facts, findings, answer_heads)[0]
+
+
+def build_answer(facts: CheckpointFacts, findings: Iterable[Finding],
+                 answer_heads: HeadsAnswerer | None = None) -> tuple[dict[str, Any], CheckpointAnswer]:
+    """The JSON document of :func:`build_facts` and the typed answer (:class:`~mtp_audit.checkpoint.typed.CheckpointAnswer`)
+    the engines read; the document's ``summary`` is written from the answer's :class:`CheckpointSummary` (plus the
+    answering engine's own keys), its ``config`` from the answer's :class:`ConfigSummary`."""
     cfg = facts.config
     decl = cfg.declaration if cfg else None
     mtp_fmts = linear_formats(facts, facts.mtp_modules)
@@ -70,18 +91,20 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding], answer_head
     findings = list(findings)
     prediction = predict(facts)
     mtp_mods = list(facts.mtp_modules) if facts.mtp else expected_mtp_modules(facts)
-    summary = _summary(facts, mtp_state, trunk_state, nbytes, mtp_mods)
+    typed_summary = _summary(facts, mtp_state, trunk_state, nbytes, mtp_mods)
+    config_summary = _config_summary(facts)
+    summary = typed_summary.to_dict()
     heads = answer_heads(heads_evidence(facts, findings, summary, exclusion_list_overrides(facts))) if answer_heads else None
     if heads is not None:
         summary.update(heads.summary)
-    return {
+    doc: dict[str, Any] = {
         "summary": summary,
         "closing": _closing(summary, decl, heads, facts, mtp_counts, prediction),
         "answer": [heads.answer] if heads is not None else _holds(summary, decl),
         "prediction": prediction,
         "mode": facts.mode,
         "source": facts.source,
-        "config": _config_fact(facts),
+        "config": config_summary.to_dict() if config_summary is not None else None,
         "mtp": _mtp_fact(facts, mtp_fmts, mtp_state, mtp_counts, nbytes),
         "trunk": {"format": trunk_state, "format_modules": trunk_counts, "tensors": len(facts.tensors) - len(facts.mtp)},
         "quantization": [_scheme_fact(s, mtp_mods, mtp_fmts, facts.tensors_known) for s in facts.schemes],
@@ -102,6 +125,30 @@ def build_facts(facts: CheckpointFacts, findings: Iterable[Finding], answer_head
         },
         "engine": {heads.engine: dict(heads.facts)} if heads is not None else {},
     }
+    return doc, _typed(facts, typed_summary, config_summary, doc["mtp"])
+
+
+def _typed(facts: CheckpointFacts, summary: CheckpointSummary, config: ConfigSummary | None,
+           mtp_doc: Mapping[str, Any]) -> CheckpointAnswer:
+    """The typed answer of one audit: the config's names and its raw mapping (read once, by the analyzer), the summary,
+    the MTP section and the schemes."""
+    cfg = facts.config
+    raw = facts.cache.get(RAW_CONFIG)
+    return CheckpointAnswer(
+        target=facts.display,
+        mode=facts.mode,
+        config_present=cfg is not None,
+        architectures=tuple(cfg.architectures) if cfg else (),
+        model_type=cfg.model_type if cfg else None,
+        text_model_type=(cfg.text_model_type or None) if cfg else None,
+        speculators=bool(cfg and cfg.speculators),
+        config=frozen(raw) if isinstance(raw, Mapping) else None,
+        summary=summary,
+        mtp=MtpAnswer.from_doc(mtp_doc, facts.display),
+        quantization=tuple(QuantAnswer(str(s.method or ""), str(s.algo or ""), str(s.source or ""),
+                                       s.group_size if isinstance(s.group_size, int) else None) for s in facts.schemes),
+        config_summary=config,
+    )
 
 
 def _scheme_fact(scheme: Any, mtp_mods: list[str], mtp_linears: Mapping[str, Any], known: bool) -> dict[str, Any]:
@@ -114,45 +161,45 @@ def _scheme_fact(scheme: Any, mtp_mods: list[str], mtp_linears: Mapping[str, Any
 
 
 def _summary(facts: CheckpointFacts, mtp_state: str, trunk_state: str, nbytes: Mapping[str, Any],
-             mtp_mods: list[str]) -> dict[str, Any]:
+             mtp_mods: list[str]) -> CheckpointSummary:
     """``facts["checkpoint"]["summary"]``: the one-screen numbers (the answering engine adds its own)."""
     cfg = facts.config
     decl = cfg.declaration if cfg else None
-    return {
-        "architecture": cfg.architectures[0] if cfg else None,
-        "family": cfg.layout.family if cfg and cfg.layout else None,
-        "mode": facts.mode,
-        "mtp_layers_declared": decl.layers if decl else None,
-        "mtp_layers_found": facts.found_layers() if facts.tensors_known else None,
-        "mtp_tensors": len(facts.mtp) if facts.tensors_known else None,
-        "mtp_format": mtp_state if facts.tensors_known else None,
-        "trunk_format": trunk_state if facts.tensors_known else None,
-        "mtp_bytes": nbytes.get("value"),
-        "mtp_bytes_estimated": nbytes.get("estimated"),
-        "tensors": len(facts.tensors) if facts.tensors_known else None,
-        "quantization": _quant_headline(facts),
-        "mtp_exclude_patterns": ", ".join(p for s in facts.schemes[:1] for p in s.mtp_patterns(mtp_mods)) or None,
-    }
+    return CheckpointSummary(
+        architecture=cfg.architectures[0] if cfg else None,
+        family=cfg.layout.family if cfg and cfg.layout else None,
+        mode=facts.mode,
+        mtp_layers_declared=decl.layers if decl else None,
+        mtp_layers_found=facts.found_layers() if facts.tensors_known else None,
+        mtp_tensors=len(facts.mtp) if facts.tensors_known else None,
+        mtp_format=mtp_state if facts.tensors_known else None,
+        trunk_format=trunk_state if facts.tensors_known else None,
+        mtp_bytes=nbytes.get("value"),
+        mtp_bytes_estimated=nbytes.get("estimated"),
+        tensors=len(facts.tensors) if facts.tensors_known else None,
+        quantization=_quant_headline(facts),
+        mtp_exclude_patterns=", ".join(p for s in facts.schemes[:1] for p in s.mtp_patterns(mtp_mods)) or None,
+    )
 
 
-def _config_fact(facts: CheckpointFacts) -> dict[str, Any] | None:
-    """``facts["checkpoint"]["config"]``: what config.json says, or None without one."""
+def _config_summary(facts: CheckpointFacts) -> ConfigSummary | None:
+    """What config.json says (the typed answer's :class:`ConfigSummary`), or None without one."""
     cfg = facts.config
     if cfg is None:
         return None
-    return {
-        "architectures": list(cfg.architectures),
-        "model_type": cfg.model_type,
-        "text_model_type": cfg.text_model_type or None,
-        "speculators_config": cfg.speculators,
-        "text_config": bool(cfg.text_pointer),
-        "num_hidden_layers": cfg.num_hidden_layers,
-        "num_experts": cfg.num_experts,
-        "experts_key": cfg.experts_key or None,
-        "family": cfg.layout.family if cfg.layout else None,
-        "family_source": cfg.layout.source if cfg.layout else None,
-        "dspark": dict(cfg.dspark) or None,
-    }
+    return ConfigSummary(
+        architectures=tuple(cfg.architectures),
+        model_type=cfg.model_type,
+        text_model_type=cfg.text_model_type or None,
+        speculators_config=cfg.speculators,
+        text_config=bool(cfg.text_pointer),
+        num_hidden_layers=cfg.num_hidden_layers,
+        num_experts=cfg.num_experts,
+        experts_key=cfg.experts_key or None,
+        family=cfg.layout.family if cfg.layout else None,
+        family_source=cfg.layout.source if cfg.layout else None,
+        dspark=frozen(cfg.dspark) if cfg.dspark else None,
+    )
 
 
 def _mtp_fact(facts: CheckpointFacts, mtp_fmts: Mapping[str, tuple[str, bool]], mtp_state: str,
@@ -222,11 +269,13 @@ def build_report(facts: CheckpointFacts, answer_heads: HeadsAnswerer | None = No
     """Facts -> findings -> :class:`Report` (rules evaluated: every checkpoint rule); ``answer_heads``: the engine
     that says whether it drafts with the MTP heads (see :func:`build_facts`)."""
     findings = check(facts)
-    return Report.build(
+    doc, answer = build_answer(facts, findings, answer_heads)
+    report = Report.build(
         ANALYZER,
         facts.display,
         findings=findings,
         gaps=facts.gaps,
-        facts=build_facts(facts, findings, answer_heads),
+        facts=doc,
         rule_ids=[r.id for r in R.RULES],
     )
+    return dataclasses.replace(report, answer=answer)  # typed, never serialized (mtp_audit.checkpoint.typed)

@@ -299,6 +299,7 @@ def _read_config_and_schemes(source: CheckpointSource, fset: set[str], facts: Ch
     """
     raw = _read_json(source, CONFIG, facts) if CONFIG in fset else None
     if raw is not None:
+        facts.cache[CONFIG] = raw  # read once: the typed answer's config (mtp_audit.checkpoint.typed.RAW_CONFIG)
         try:
             facts.config = parse_config(raw)
         except ConfigError as exc:

@@ -38,6 +38,12 @@ def fingerprints(report: Any, sarif: Mapping[str, Any]) -> list[str]:
     return [str(r["partialFingerprints"][FINGERPRINT_KEY]) for r in results]
 
 
+def _fingerprint(result: Mapping[str, Any], key: str) -> Any:
+    """``result["partialFingerprints"][key]`` of one SARIF result, ``None`` when either is absent (or not an object)."""
+    prints = result.get("partialFingerprints")
+    return prints.get(key) if isinstance(prints, Mapping) else None
+
+
 def read_baseline(path: Path) -> frozenset[str]:
     """The fingerprints of a baseline file (:func:`baseline_text`'s format) or of a SARIF log mtp-audit wrote.
 
@@ -51,7 +57,7 @@ def read_baseline(path: Path) -> frozenset[str]:
     if isinstance(doc, dict) and doc.get(FORMAT_KEY) == FORMAT_VERSION and isinstance(doc.get("findings"), list):
         found = [f.get("fingerprint") for f in doc["findings"] if isinstance(f, dict)]
     elif isinstance(doc, dict) and isinstance(doc.get("runs"), list):
-        found = [((r.get("partialFingerprints") or {}).get(FINGERPRINT_KEY)) for run in doc["runs"] if isinstance(run, dict)
+        found = [_fingerprint(r, FINGERPRINT_KEY) for run in doc["runs"] if isinstance(run, dict)
                  for r in run.get("results") or [] if isinstance(r, dict)]
     else:
         raise InputError(str(path), f"not a baseline (expected mtp-audit --write-baseline output, with "

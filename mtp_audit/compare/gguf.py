@@ -13,9 +13,10 @@ MTP depth changed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mtp_audit.checkpoint.typed import CheckpointAnswer, GgufModel, NextnBlock, as_checkpoint_answer
 from mtp_audit.compare import gguf_rules as R
 from mtp_audit.report import Evidence, Finding, Location, Severity
 
@@ -29,27 +30,29 @@ def is_gguf_side(facts: Mapping[str, Any] | None) -> bool:
     return isinstance(facts, Mapping) and facts.get("mode") == "gguf"
 
 
-def _head_model(derived: Mapping[str, Any]) -> dict[str, Any] | None:
-    models = (derived.get("gguf") or {}).get("models") or []
-    with_head = [m for m in models if m.get("nextn_blocks")]
-    main = next((m for m in models if m.get("kind") == "model"), None)
+def _head_model(derived: CheckpointAnswer) -> GgufModel | None:
+    models = derived.gguf_models
+    with_head = [m for m in models if m.blocks]
+    main = next((m for m in models if m.kind == "model"), None)
     return (main if main in with_head else None) or (with_head[0] if with_head else main)
 
 
-def _blocks_in_order(model: Mapping[str, Any]) -> list[tuple[int, dict[str, Any]]]:
-    return sorted(((int(b), v) for b, v in (model.get("nextn_blocks") or {}).items()), key=lambda x: x[0])
+def _blocks_in_order(model: GgufModel) -> list[tuple[int, NextnBlock]]:
+    return sorted(((b.block, b) for b in model.blocks), key=lambda x: x[0])
 
 
-def compare_gguf(base: Mapping[str, Any], derived: Mapping[str, Any], *, base_name: str,
+def compare_gguf(base: CheckpointAnswer | Mapping[str, Any], derived: CheckpointAnswer | Mapping[str, Any], *, base_name: str,
                  derived_name: str) -> tuple[list[Finding], dict[str, Any]]:
-    """Findings and the ``facts["compare"]`` document for a safetensors BASE and a GGUF DERIVED."""
-    hallmarks = (base.get("mtp") or {}).get("hallmarks") or []
-    k_base = (base.get("mtp") or {}).get("declared_layers") or 0
-    model = _head_model(derived)
+    """Findings and the ``facts["compare"]`` document for a safetensors BASE and a GGUF DERIVED (their checkpoint
+    answers, or the ``facts["checkpoint"]`` documents they are read from)."""
+    b, d = as_checkpoint_answer(base), as_checkpoint_answer(derived)
+    hallmarks = list(b.mtp.hallmarks) if b is not None else []
+    k_base = (b.mtp.declared_layers if b is not None else None) or 0
+    model = _head_model(d) if d is not None else None
     blocks = _blocks_in_order(model) if model else []
-    k_gguf = model.get("nextn_predict_layers") if model else None
+    k_gguf = model.nextn_predict_layers if model else None
     findings: list[Finding] = []
-    loc = Location(path=model["name"] if model else None)
+    loc = Location(path=model.name if model else None)
     if hallmarks and not blocks:
         findings.append(R.MTP055.finding(
             f"{base_name} has {len(hallmarks)} MTP tensors that map to GGUF nextn parts "
@@ -78,17 +81,17 @@ def compare_gguf(base: Mapping[str, Any], derived: Mapping[str, Any], *, base_na
     return findings, doc
 
 
-def _where(h: list[Any], blocks: list[tuple[int, dict[str, Any]]]) -> str | None:
+def _where(h: Sequence[Any], blocks: list[tuple[int, NextnBlock]]) -> str | None:
     i = h[1] or 0
     return f"blk.{blocks[i][0]}.nextn.{h[2]}.weight" if i < len(blocks) else None
 
 
-def _present(h: list[Any], blocks: list[tuple[int, dict[str, Any]]]) -> bool:
+def _present(h: Sequence[Any], blocks: list[tuple[int, NextnBlock]]) -> bool:
     i = h[1] or 0
-    return i < len(blocks) and h[2] in blocks[i][1].get("parts", {})
+    return i < len(blocks) and h[2] in blocks[i][1].parts
 
 
-def _lost_parts(hallmarks: list[list[Any]], blocks: list[tuple[int, dict[str, Any]]]) -> list[tuple[str, str, str]]:
+def _lost_parts(hallmarks: Sequence[Sequence[Any]], blocks: list[tuple[int, NextnBlock]]) -> list[tuple[str, str, str]]:
     out = []
     for h in hallmarks:
         if not _present(h, blocks):

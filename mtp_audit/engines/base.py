@@ -18,7 +18,9 @@ from mtp_audit.report import Finding, Gap, Report
 
 if TYPE_CHECKING:
     from mtp_audit.checkpoint.heads import HeadsAnswer, HeadsEvidence
+    from mtp_audit.checkpoint.typed import CheckpointAnswer
     from mtp_audit.preflight.kernels import KernelChecks
+    from mtp_audit.preflight.typed import MachineAnswer
 
 
 @dataclass
@@ -66,7 +68,13 @@ def open_release(open_target: Callable[[Any], Any], target: Any, label: str, opt
 
 class Analyzers(Protocol):
     """The analyzers a launch audit lends an engine (implemented by :class:`mtp_audit.launch.analyzers.LaunchAnalyzers`):
-    an engine asks, the combiner decides how they run (caching, machine source)."""
+    an engine asks, the combiner decides how they run (caching, machine source).
+
+    The reports carry their analyzer's typed answer, which is what an engine reads (never the report's facts
+    documents): :func:`mtp_audit.checkpoint.typed.checkpoint_answer` of a checkpoint report (the ``config.json`` read
+    once, the summary, the MTP declaration and bytes with their extent, the schemes, the GGUF models) and
+    :func:`mtp_audit.preflight.typed.machine_answer` of a machine report (the GPUs, their count with its extent,
+    packages, platform). The answer is :attr:`mtp_audit.report.Report.answer`, never serialized."""
 
     def checkpoint(self, path_text: str, flag: str) -> tuple[Report | None, Gap | None]:
         """The checkpoint report for a model path as the command gives it (``flag`` names where it came from).
@@ -285,14 +293,16 @@ class KernelQuestion:
     """What an engine's :meth:`Engine.fp4_verdict` hook is asked about: one launch's checkpoint on one machine.
 
     Attributes:
-        checkpoint: ``facts["checkpoint"]`` of the served checkpoint's report (``None``: not audited).
-        machine: ``facts["preflight"]`` of the machine report (``machine.gpus``, ``machine.platform``, ...).
+        checkpoint: the served checkpoint's typed answer (:class:`~mtp_audit.checkpoint.typed.CheckpointAnswer`;
+            ``None``: not audited).
+        machine: the machine's typed answer (:class:`~mtp_audit.preflight.typed.MachineAnswer`: its GPUs, platform, ...;
+            ``None``: no machine facts).
         options: the engine's own options that pick kernels (a MoE backend, ``--quantization``), as the launch gives
             them (name -> value).
     """
 
-    checkpoint: Mapping[str, Any] | None
-    machine: Mapping[str, Any]
+    checkpoint: CheckpointAnswer | None
+    machine: MachineAnswer | None
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -353,11 +363,14 @@ class DraftQuestion:
     """What an engine's :meth:`Engine.draft_memory` hook is asked: the draft checkpoint's facts and the launch's sizes.
 
     Attributes:
-        checkpoint: ``facts["checkpoint"]`` of the checkpoint the draft's MTP layers come from (``None``: not audited).
+        checkpoint: the typed answer of the checkpoint the draft's MTP layers come from
+            (:class:`~mtp_audit.checkpoint.typed.CheckpointAnswer`; llama.cpp: the GGUF model holding the head,
+            :class:`~mtp_audit.checkpoint.typed.GgufModel`; an engine not yet on the typed answers may still hand the
+            ``facts["checkpoint"]`` document); ``None``: not audited.
         tensor_parallel: the tensor-parallel size the draft is sharded over.
     """
 
-    checkpoint: Mapping[str, Any] | None
+    checkpoint: Any  # CheckpointAnswer | GgufModel | Mapping[str, Any] | None (the document while vLLM hands it)
     tensor_parallel: int
 
 

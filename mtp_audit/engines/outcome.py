@@ -5,9 +5,10 @@ uses (bytes, ``file:line`` locations).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mtp_audit.checkpoint.typed import CheckpointAnswer, as_checkpoint_answer
 from mtp_audit.report import Finding, Gap, Location, Report, Severity
 
 GO, FIX_FIRST, COULD_NOT_TELL = "go", "fix first", "could not tell"
@@ -81,17 +82,18 @@ FP4_HARDWARE_MAJORS = (10, 11, 12)
 _FP4_WORDS = ("fp4", "nvfp4", "mxfp4", "modelopt_fp4", "w4a4")
 
 
-def fp4_needed(ck: dict[str, Any] | None, quantization: str | None) -> bool | None:
+def fp4_needed(ck: CheckpointAnswer | Mapping[str, Any] | None, quantization: str | None) -> bool | None:
     """Whether this launch runs FP4 kernels: an FP4 ``--quantization`` method, or a checkpoint whose declared scheme is
     FP4 (NVFP4, MXFP4). ``False`` for a checkpoint audited as not FP4 with no FP4 method asked; ``None`` when the
-    checkpoint was not audited (then the FP4 verdict may matter)."""
+    checkpoint was not audited (then the FP4 verdict may matter). ``ck``: the checkpoint's typed answer (or its
+    ``facts["checkpoint"]`` document)."""
     if quantization and any(w in quantization.lower() for w in _FP4_WORDS):
         return True
-    if ck is None or (quantization and "mixed" in quantization.lower()):
+    a = as_checkpoint_answer(ck)
+    if a is None or (quantization and "mixed" in quantization.lower()):
         # a mixed-precision method decides per layer; the checkpoint's declared layers say whether any is FP4
-        return True if ck is not None and "FP4" in str((ck.get("summary") or {}).get("quantization") or "").upper() else None
-    s = ck.get("summary") or {}
-    text = " ".join(str(x) for x in (s.get("quantization"), (ck.get("mtp") or {}).get("format")) if x)
+        return True if a is not None and "FP4" in str(a.summary.quantization or "").upper() else None
+    text = " ".join(str(x) for x in (a.summary.quantization, a.mtp.format) if x)
     return "FP4" in text.upper()
 
 
@@ -142,11 +144,12 @@ def scope_gaps(reports: Sequence[Report], *, fp4: bool | None, speculative: bool
     return out
 
 
-def fp4_text(pf: dict[str, Any], needed: bool | None, ck: dict[str, Any] | None) -> str:
+def fp4_text(pf: Mapping[str, Any], needed: bool | None, ck: CheckpointAnswer | Mapping[str, Any] | None) -> str:
     """The "native FP4" words of "What will happen": the machine's verdict, said for this launch. A launch that runs no
     FP4 kernels reads "not needed" (with the machine's verdict after it); "not capable" on GPUs with FP4 tensor cores
     (:data:`FP4_HARDWARE_MAJORS`) says the software stack blocks it (the error rules), not the hardware."""
-    verdict = (pf.get("summary") or {}).get("verdict") or "unknown"
+    summary = pf.get("summary")
+    verdict = (summary.get("verdict") if isinstance(summary, Mapping) else None) or "unknown"
     vs = pf.get("verdicts") or []
     hw = sorted({str(v.get("compute_capability")) for v in vs if _fp4_hardware(v.get("compute_capability"))})
     if verdict == "not capable" and hw and all(_fp4_hardware(v.get("compute_capability")) for v in vs):
@@ -154,7 +157,8 @@ def fp4_text(pf: dict[str, Any], needed: bool | None, ck: dict[str, Any] | None)
         verdict = (f"not capable with this software stack ({', '.join(rules) or 'see the preflight findings'}); the GPUs "
                    f"(compute capability {', '.join(hw)}) have FP4 tensor cores")
     if needed is False:
-        q = ((ck or {}).get("summary") or {}).get("quantization")
+        a = as_checkpoint_answer(ck)
+        q = a.summary.quantization if a is not None else None
         what = (q.split(" (")[0] + " checkpoint") if q else "unquantized checkpoint"
         return f"not needed by this launch ({what}, no FP4 quantization method); the machine: {verdict}"
     return verdict

@@ -6,6 +6,7 @@ source of the launch.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Sequence
@@ -88,10 +89,13 @@ class LaunchAnalyzers:
         return self._checkpoints[path_text]
 
     def preflight(self, launch: Sequence[str] | None, *, engine: str | None, **engine_facts: Any) -> Report:
-        """See :meth:`mtp_audit.engines.base.Analyzers.preflight`; ``--engine`` (``machine.engine``) wins over ``engine``."""
+        """See :meth:`mtp_audit.engines.base.Analyzers.preflight`; ``--engine`` (``machine.engine``) wins over ``engine``.
+        The report carries its typed :class:`~mtp_audit.preflight.typed.MachineAnswer` (read once here)."""
         from mtp_audit.preflight import preflight
+        from mtp_audit.preflight.typed import machine_answer
 
         m = self.machine
         toks = [map_model_dir(t, self.model_dirs) for t in launch] if launch is not None else None  # its model path read here too
-        return preflight(env_dumps=list(m.env_dumps), facts_file=m.facts_file, machine_facts=m.facts, cwd=self.cwd,
-                         launch=toks, engine=m.engine or engine, no_machine=m.no_machine, **engine_facts)
+        report = preflight(env_dumps=list(m.env_dumps), facts_file=m.facts_file, machine_facts=m.facts, cwd=self.cwd,
+                           launch=toks, engine=m.engine or engine, no_machine=m.no_machine, **engine_facts)
+        return report if report.answer is not None else dataclasses.replace(report, answer=machine_answer(report))

@@ -305,6 +305,11 @@ class Report:
         tool_version: ``mtp_audit.__version__``.
         ignored: findings moved out of ``findings`` by :meth:`ignore` (they no longer count for the
             status, the counts or the exit code, but every renderer shows or marks them).
+        answer: the analyzer's typed answer, for the engines that read it (a
+            :class:`~mtp_audit.checkpoint.typed.CheckpointAnswer`, a :class:`~mtp_audit.preflight.typed.MachineAnswer`),
+            or ``None``. Never serialized and not compared: the JSON, equality and every renderer are the same with or
+            without it; a merged report carries none (:func:`mtp_audit.checkpoint.typed.checkpoint_answer` and
+            :func:`mtp_audit.preflight.typed.machine_answer` read such a report's facts instead).
     """
 
     targets: tuple[Target, ...]
@@ -314,6 +319,7 @@ class Report:
     rule_ids: tuple[str, ...] = ()
     tool_version: str = ""
     ignored: tuple[IgnoredFinding, ...] = ()
+    answer: Any = field(default=None, compare=False, repr=False)
 
     @classmethod
     def build(
@@ -408,6 +414,7 @@ class Report:
             rule_ids=self.rule_ids,
             tool_version=self.tool_version,
             ignored=tuple(sorted((*self.ignored, *moved), key=lambda i: i.finding.sort_key())),
+            answer=self.answer,
         )
 
     @property

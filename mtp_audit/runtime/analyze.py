@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -229,6 +229,12 @@ def _engine_line(d: dict[str, Any]) -> str | None:
     return out
 
 
+def _value(doc: Mapping[str, Any] | None, key: str, *, raw: bool = False) -> Any:
+    """``doc[key]["value"]`` of a log fact (``raw``: ``doc[key]`` itself); ``None`` when either is absent."""
+    v = doc.get(key) if isinstance(doc, Mapping) else None
+    return v if raw else (v.get("value") if isinstance(v, Mapping) else None)
+
+
 def _top_facts(main: tuple[dict[str, Any], Outcome, LogFacts], results: list[Any]) -> dict[str, Any]:
     d, outcome, facts = main
     assert outcome.verdict in VERDICTS
@@ -249,12 +255,11 @@ def _top_facts(main: tuple[dict[str, Any], Outcome, LogFacts], results: list[Any
         answer += d["command"]["check"]
     return {"verdict": outcome.verdict, "engine": d["engine"], "answer": answer,
             "summary": {"verdict": outcome.verdict, "engine": d["engine"],
-                        "version": (d["version"].get(d["engine"] or "") or {}).get("value"),
+                        "version": _value(d["version"], d["engine"] or ""),
                         "algorithm": method(facts),
-                        "draft": (d["config"].get("draft_model") or {}).get("value")
-                        or (d["command"] or {}).get("draft"),
-                        "num_speculative_tokens": (d["config"].get("num_speculative_tokens") or {}).get("value")
-                        or (d["command"] or {}).get("num_speculative_tokens"),
+                        "draft": _value(d["config"], "draft_model") or _value(d["command"], "draft", raw=True),
+                        "num_speculative_tokens": _value(d["config"], "num_speculative_tokens")
+                        or _value(d["command"], "num_speculative_tokens", raw=True),
                         "mean_acceptance_length": d["statistics"]["mean_acceptance_length"],
                         "acceptance_rate": d["statistics"]["acceptance_rate"],
                         "intervals": d["statistics"]["intervals"]},

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mtp_audit.checkpoint.typed import GgufModel
 from mtp_audit.engines.llamacpp import rules as R
 from mtp_audit.engines.llamacpp import tables as T
 from mtp_audit.engines.llamacpp.command import (
@@ -26,38 +27,39 @@ ANALYZER = "launch"  # gaps sit in the launch report (the rules are registered u
 
 @dataclass
 class GGUFView:
-    """The facts of one GGUF model the command names (one entry of ``facts["checkpoint"]["gguf"]["models"]``).
+    """The facts of one GGUF model the command names (the checkpoint answer's
+    :class:`~mtp_audit.checkpoint.typed.GgufModel`).
 
     Attributes:
         flag: the flag that named it (``-m``, ``-md``).
-        entry: the model entry (None when the file could not be audited).
+        entry: the model (None when the file could not be audited).
     """
 
     flag: str
-    entry: dict[str, Any] | None
+    entry: GgufModel | None
 
     @property
     def arch(self) -> str | None:
         """``general.architecture`` of the model."""
-        return self.entry.get("architecture") if self.entry else None
+        return self.entry.architecture if self.entry else None
 
     @property
     def heads(self) -> int:
         """Number of nextn blocks present (a Gemma-4 assistant drafter counts as one head)."""
         if not self.entry:
             return 0
-        return len(self.entry.get("nextn_blocks") or {}) or (1 if self.entry.get("drafter") else 0)
+        return len(self.entry.blocks) or (1 if self.entry.drafter else 0)
 
     @property
     def declared(self) -> int | None:
         """``{arch}.nextn_predict_layers`` (None when absent)."""
-        return self.entry.get("nextn_predict_layers") if self.entry else None
+        return self.entry.nextn_predict_layers if self.entry else None
 
     def nvfp4_scales(self) -> list[str]:
         """``blk.N.nextn.PART`` NVFP4 weights with scale siblings."""
         out = []
-        for b, block in (self.entry or {}).get("nextn_blocks", {}).items():
-            out += [f"blk.{b}.nextn.{p}" for p, t in block["parts"].items() if t == "NVFP4" and block["scales"].get(p)]
+        for block in self.entry.blocks if self.entry else ():
+            out += [f"blk.{block.block}.nextn.{p}" for p, t in block.parts.items() if t == "NVFP4" and block.scales.get(p)]
         return out
 
 
@@ -150,7 +152,7 @@ def _head_unused(ev: Evaluation, cmd: LlamaCommand, build: BuildInfo | None, hea
     given = (f"--spec-type is {', '.join(cmd.spec_names)}" if cmd.spec_types else
              "there is no --spec-type (--spec-default is an n-gram preset)" if cmd.spec_default else
              "there is no --spec-type (default: none)")
-    where = f"{head.entry['name']} ({head.flag})"
+    where = f"{head.entry.name} ({head.flag})"
     ev.findings.append(R.MTP600.finding(
         f"{where} carries {head.heads} MTP head(s), but {given}: the head is loaded and never drafts",
         _loc(cmd, "spec_type" if cmd.spec_types else None),
@@ -164,7 +166,7 @@ def _no_head(ev: Evaluation, cmd: LlamaCommand, build: BuildInfo | None, head: G
         return
     declared = model.declared
     ev.findings.append(R.MTP601.finding(
-        f"--spec-type {fork.mtp_spec_type} but {model.entry['name']} has no blk.N.nextn.* tensor "
+        f"--spec-type {fork.mtp_spec_type} but {model.entry.name} has no blk.N.nextn.* tensor "
         f"({model.arch}.nextn_predict_layers = {declared if declared is not None else 'absent'}) and no -md MTP GGUF: "
         "the MTP context cannot be built", _loc(cmd, "model")))
 
@@ -315,7 +317,7 @@ def _facts(cmd: LlamaCommand, build: BuildInfo | None, model: GGUFView | None, d
         "engine": fork.name,
         "build": build.build if build else None,
         "spec_types": cmd.spec_names or ["none"],
-        "mtp_head": f"{head.entry['name']} ({head.flag})" if head and head.entry else None,
+        "mtp_head": f"{head.entry.name} ({head.flag})" if head and head.entry else None,
         "mtp_runs": runs,
         "n_max": cmd.n_max,
         "parallel": cmd.parallel or 1,
@@ -326,7 +328,7 @@ def _facts(cmd: LlamaCommand, build: BuildInfo | None, model: GGUFView | None, d
     closing = [answer, f"Verdict: {v}."] + ([f"Corrected command: {summary['corrected_command']}"] if ev.corrected else [])
     return {"summary": summary, "answer": [answer], "closing": {"title": "What will happen (llama.cpp)", "lines": closing},
             "verdict": v, "corrected_command": summary["corrected_command"], "command": shell_join(cmd.toks),
-            "model": model.entry["name"] if model and model.entry else cmd.model, "draft": draft.entry["name"] if draft and draft.entry else cmd.draft_model}
+            "model": model.entry.name if model and model.entry else cmd.model, "draft": draft.entry.name if draft and draft.entry else cmd.draft_model}
 
 
 def _what_runs(cmd: LlamaCommand, head: GGUFView | None, ev: Evaluation, fork: T.Fork) -> bool | None:

@@ -4,9 +4,13 @@ and ``mtp-audit explain`` call :func:`run_example`), the way ``mtp-audit launch`
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mtp_audit.report import Gap, Report
 from mtp_audit.report.rules import Example
+
+if TYPE_CHECKING:
+    from mtp_audit.preflight.typed import MachineAnswer
 
 
 def run_example(root: Path, example: Example) -> Report:
@@ -27,10 +31,11 @@ def run_example(root: Path, example: Example) -> Report:
 
         return audit_checkpoint(root / text), None
 
-    def machine() -> dict[str, object]:
+    def machine() -> MachineAnswer | None:
         from mtp_audit.preflight import preflight
+        from mtp_audit.preflight.typed import machine_answer
 
-        return dict(preflight(env_dumps=[root / "env.txt"]).facts.get("preflight") or {})
+        return machine_answer(preflight(env_dumps=[root / "env.txt"]))
 
     out = evaluate_launch(args, info, checkpoint, machine if (root / "env.txt").is_file() else None)
     launch = Report.build("launch", out.name, findings=out.findings, gaps=out.gaps, facts=out.facts,

@@ -18,8 +18,8 @@ Sources (llama.cpp as vendored in the llama-cpp-python 0.3.36 sdist, ``vendor/ll
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from mtp_audit.checkpoint.typed import GgufModel
 from mtp_audit.engines.base import Fp4Verdict, GpuFp4, KernelQuestion
 from mtp_audit.engines.machine import machine_gpus
 from mtp_audit.report import Evidence, Finding, Location
@@ -36,9 +36,9 @@ KERNELS = "MXFP4 / NVFP4 GGUF matrix kernels (ggml-cuda MMQ / MMVQ)"
 NATIVE_CC = range(1200, 1300)
 
 
-def fp4_tensor_types(entry: Mapping[str, Any] | None) -> dict[str, int]:
-    """``{"NVFP4": n, ...}``: the GGUF model's tensors of the FP4 types (``facts["checkpoint"]["gguf"]["models"][i]``)."""
-    types = (entry or {}).get("tensor_types") or {}
+def fp4_tensor_types(entry: GgufModel | None) -> dict[str, int]:
+    """``{"NVFP4": n, ...}``: the GGUF model's tensors of the FP4 types (its :attr:`GgufModel.tensor_types`)."""
+    types = entry.tensor_types if entry is not None else {}
     return {t: int(types[t]) for t in FP4_TYPES if types.get(t)}
 
 
@@ -62,7 +62,7 @@ def fp4_verdict(question: KernelQuestion) -> Fp4Verdict:
     if not types:
         return Fp4Verdict(ENGINE, False, "not applicable", kernels=KERNELS, sources=SOURCES,
                           reason="the GGUF has no MXFP4/NVFP4 tensors: llama.cpp runs no FP4 kernels for it")
-    platform = ((question.machine.get("machine") or {}).get("platform") or {}).get("value")
+    platform = question.machine.platform.value if question.machine is not None else None
     if platform in ("rocm", "cann", "cpu"):
         return Fp4Verdict(ENGINE, True, "not applicable", kernels=KERNELS, sources=SOURCES,
                           reason=f"llama.cpp's native FP4 path is NVIDIA-only (GGML_CUDA_CC_IS_NVIDIA, {NATIVE}); on "

@@ -10,10 +10,11 @@ non-blocking gap says so.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from mtp_audit.checkpoint.typed import GgufModel, checkpoint_answer
 from mtp_audit.engines.base import (
     DraftMemory,
     DraftQuestion,
@@ -28,6 +29,7 @@ from mtp_audit.engines.llamacpp import parity as P
 from mtp_audit.engines.llamacpp.command import BuildInfo, is_llamacpp, parse_build, parse_command, shell_join
 from mtp_audit.engines.llamacpp.evaluate import ANALYZER, GGUFView, evaluate
 from mtp_audit.errors import InputError
+from mtp_audit.preflight.typed import MachineAnswer, machine_answer
 from mtp_audit.report import Gap, Report
 
 #: Largest ``--env-dump`` file read for a version line (bytes).
@@ -73,8 +75,8 @@ class LlamaCppEngine(Engine):
         ``corrected_command``."""
         info = release if release is not None else build_from_dumps(request.machine.env_dumps)
 
-        def machine() -> Mapping[str, Any]:
-            return dict(request.analyzers.preflight(None, engine=None).facts.get("preflight") or {})
+        def machine() -> MachineAnswer | None:
+            return machine_answer(request.analyzers.preflight(None, engine=None))
 
         return evaluate_launch(request.toks, info, local_files_only(request.analyzers.checkpoint, request.cwd), machine)
 
@@ -125,7 +127,7 @@ def build_from_dumps(dumps: Sequence[Path]) -> BuildInfo | None:
 
 
 def evaluate_launch(toks: Sequence[str], info: BuildInfo | None, checkpoint: Any,
-                    machine: Callable[[], Mapping[str, Any]] | None = None) -> EngineOutcome:
+                    machine: Callable[[], MachineAnswer | None] | None = None) -> EngineOutcome:
     """Evaluate one llama.cpp command: ``checkpoint(path_text, flag) -> (report, gap)`` audits ``-m`` / ``-md``;
     ``machine()`` gives the preflight facts, read only when the model GGUF holds MXFP4/NVFP4 tensors (the FP4 verdict
     of :meth:`LlamaCppEngine.fp4_verdict`); ``None``: the machine is not read.
@@ -172,7 +174,7 @@ def _head_memory(cmd: Any, model: GGUFView | None, draft: GGUFView | None, findi
         findings.append(found)
 
 
-def _fp4(model: GGUFView | None, machine: Callable[[], Mapping[str, Any]] | None, gaps: list[Gap]) -> Any:
+def _fp4(model: GGUFView | None, machine: Callable[[], MachineAnswer | None] | None, gaps: list[Gap]) -> Any:
     """The FP4 verdict when the model GGUF holds MXFP4/NVFP4 tensors and the machine can be read (else ``None``), and
     the gap that says how far the machine was checked."""
     from mtp_audit.engines.base import KernelQuestion
@@ -209,6 +211,6 @@ def _view(text: str | None, flag: str, checkpoint: Any, reports: list[Report], g
     return GGUFView(flag, entry)
 
 
-def _entry(report: Report) -> dict[str, Any] | None:
-    models = (((report.facts.get("checkpoint") or {}).get("gguf") or {}).get("models")) or []
-    return models[0] if models else None
+def _entry(report: Report) -> GgufModel | None:
+    answer = checkpoint_answer(report)
+    return answer.gguf_models[0] if answer is not None and answer.gguf_models else None

@@ -11,9 +11,7 @@ Source: llama-cpp-python 0.3.36 sdist ``vendor/llama.cpp/src/llama-model.cpp:132
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
+from mtp_audit.checkpoint.typed import GgufModel
 from mtp_audit.engines.base import DraftMemory, DraftQuestion
 from mtp_audit.engines.outcome import fmt_bytes
 from mtp_audit.report import Evidence, Finding, Location
@@ -21,22 +19,21 @@ from mtp_audit.report import Evidence, Finding, Location
 PLACEMENT = "llama-cpp-python 0.3.36 sdist vendor/llama.cpp/src/llama-model.cpp:1589-1614"
 
 
-def head_bytes(entry: Mapping[str, Any] | None) -> int:
-    """Bytes of a GGUF model's nextn blocks (``facts["checkpoint"]["gguf"]["models"][i]["nextn_blocks"]``)."""
-    blocks = (entry or {}).get("nextn_blocks") or {}
-    return sum(int(b.get("block_bytes") or 0) for b in blocks.values() if isinstance(b, Mapping))
+def head_bytes(entry: GgufModel | None) -> int:
+    """Bytes of a GGUF model's nextn blocks (:attr:`~mtp_audit.checkpoint.typed.GgufModel.head_bytes`; 0 without one)."""
+    return entry.head_bytes if entry is not None else 0
 
 
 def draft_memory(question: DraftQuestion) -> DraftMemory | None:
     """The MTP head's bytes, whole on one device (``question.checkpoint``: the GGUF model entry holding the head;
     ``tensor_parallel`` is ignored: llama.cpp splits by layer)."""
-    b = head_bytes(question.checkpoint)
+    b = head_bytes(question.checkpoint if isinstance(question.checkpoint, GgufModel) else None)
     if b <= 0:
         return None
     return DraftMemory(b, False, float(b), float(b), 1, f"the nextn block(s) whole on one device ({PLACEMENT})")
 
 
-def memory_finding(entry: Mapping[str, Any] | None, flag: str, split_mode: str | None) -> Finding | None:
+def memory_finding(entry: GgufModel | None, flag: str, split_mode: str | None) -> Finding | None:
     """MTP612 for the GGUF that carries the head (``flag``: ``-m`` or ``-md``), ``None`` when it has no nextn bytes."""
     from mtp_audit.engines.llamacpp.rules import RULES_BY_ID
 
@@ -47,7 +44,7 @@ def memory_finding(entry: Mapping[str, Any] | None, flag: str, split_mode: str |
              "whole on the one device that holds the last blocks (--split-mode layer, the default), or on the CPU when "
              "-ngl leaves the last blocks there")
     return RULES_BY_ID["MTP612"].finding(
-        f"the MTP head's {len((entry or {}).get('nextn_blocks') or {})} nextn block(s) take {fmt_bytes(answer.mtp_bytes)}, "
+        f"the MTP head's {len(entry.blocks) if entry is not None else 0} nextn block(s) take {fmt_bytes(answer.mtp_bytes)}, "
         f"{where}; llama.cpp frees nothing of it, so this is both the load-time peak and the steady state",
         Location(symbol=flag), evidence=[Evidence("nextn bytes", fmt_bytes(answer.mtp_bytes)),
                                          Evidence("placement", PLACEMENT)])

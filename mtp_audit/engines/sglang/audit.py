@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -473,9 +474,9 @@ class _Linker:
             "env_vars": [{"name": n, "defined": sorted(set(v["defined"])), "read": sorted(set(v["read"]))} for n, v in sorted(env.items())],
             "unresolved_choices": sorted(self.unresolved, key=lambda d: d["flag"]),
             "preflight_choices": {
-                "--fp4-gemm-backend": (cli.get("--fp4-gemm-backend") or {}).get("choices"),
-                "--moe-runner-backend": (cli.get("--moe-runner-backend") or {}).get("choices"),
-                "--quantization(fp4)": [c for c in ((cli.get("--quantization") or {}).get("choices") or []) if _FP4.search(c)],
+                "--fp4-gemm-backend": _choices(cli, "--fp4-gemm-backend"),
+                "--moe-runner-backend": _choices(cli, "--moe-runner-backend"),
+                "--quantization(fp4)": [c for c in _choices(cli, "--quantization") or [] if _FP4.search(c)],
             },
         }
         facts["summary"] = self.summary(facts, server_args, accepted)
@@ -585,12 +586,24 @@ def _model_overrides(results: dict[str, dict[str, Any]]) -> list[dict[str, Any]]
     return out
 
 
+def section(facts: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``facts[key]`` of the sglang facts when it is an object (``summary``, ``server_args``), else an empty one."""
+    v = facts.get(key)
+    return v if isinstance(v, Mapping) else {}
+
+
+def _choices(cli: Mapping[str, Any], flag: str) -> Any:
+    """The ``choices`` of ``flag``'s argparse record in ``cli`` (``None``: not declared, or declared without)."""
+    rec = cli.get(flag)
+    return rec.get("choices") if rec else None
+
+
 def mtp_class_count(facts: dict[str, Any]) -> str:
     """``"25 MTP model classes (23 reached by a draft-architecture override)"``: the registered MTP classes
     (``facts["mtp_classes"]``) and, when fewer, how many a draft-architecture override names (the count MTP101 gives:
     the classes NEXTN can build from a target architecture); the rest are served as their own architecture."""
     names = {m["class"] for m in facts.get("mtp_classes") or []}
-    n = (facts.get("summary") or {}).get("mtp_classes", len(names))
+    n = section(facts, "summary").get("mtp_classes", len(names))
     reached = {d["to"] for d in facts.get("draft_arch_overrides") or [] if d.get("to") in names}
     extra = f" ({len(reached)} reached by a draft-architecture override)" if names and len(reached) != n else ""
     return f"{n} MTP model classes{extra}"
@@ -601,10 +614,10 @@ def answer(facts: dict[str, Any]) -> list[str]:
     ``--speculative-algorithm NEXTN`` becomes in this tree, where, and how many MTP classes it has."""
     s = facts.get("summary") or {}
     who = f"SGLang {s.get('version')}" if s.get("version") else "this SGLang"
-    status = (facts.get("server_args") or {}).get("status", "ok")
-    if status != "ok":
+    server_args = section(facts, "server_args")
+    if server_args.get("status", "ok") != "ok":
         return [f"could not tell what {who} does with --speculative-algorithm NEXTN: "
-                f"{(facts.get('server_args') or {}).get('reason') or 'server_args.py not read'}"]
+                f"{server_args.get('reason') or 'server_args.py not read'}"]
     if not s.get("speculative_decoding"):
         return [f"{who} has no --speculative-algorithm flag: MTP/NextN heads are never used"]
     if not s.get("nextn_accepted"):

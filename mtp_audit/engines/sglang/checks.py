@@ -6,6 +6,7 @@ the facts come from :mod:`mtp_audit.engines.sglang.audit`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from mtp_audit.engines.sglang.rules import BY_ID
@@ -29,7 +30,8 @@ def evaluate(facts: dict[str, Any]) -> list[Finding]:
     spec = cli.get("--speculative-algorithm")
     nextn = [r for r in facts["remaps"] if r["from"] == "NEXTN"]
     if spec is None:
-        if (facts.get("server_args") or {}).get("status", "ok") != "ok":
+        server_args = facts.get("server_args")
+        if isinstance(server_args, Mapping) and server_args.get("status", "ok") != "ok":
             return out  # a blocking gap says server_args.py was not read: "no speculative decoding" cannot be concluded
         out.append(BY_ID["MTP103"].finding(
             "no --speculative-algorithm flag is declared: this SGLang has no speculative decoding, so MTP/NextN heads are never used"))
@@ -98,7 +100,8 @@ def flow_findings(facts: dict[str, Any]) -> list[Finding]:
     done: set[tuple[str, str, str]] = set()
     for fl in facts.get("value_flows", []):
         flag = "--" + fl["field"].replace("_", "-")
-        choices = (cli.get(flag) or {}).get("choices")
+        rec = cli.get(flag) or None
+        choices = rec.get("choices") if rec is not None else None
         if choices and fl["from"] not in choices:
             continue
         r, c, rf = fl["rewrite"], fl["consumer"], fl["refill"]
@@ -115,7 +118,7 @@ def flow_findings(facts: dict[str, Any]) -> list[Finding]:
                      _location(rf["location"])),
         ]
         if choices:
-            ev.append(Evidence("accepted choices include", fl["from"], _location((cli.get(flag) or {}).get("location") or "")))
+            ev.append(Evidence("accepted choices include", fl["from"], _location((rec.get("location") if rec is not None else None) or "")))
         fix = None
         if fl["field"] == "quantization":
             fix = (f"Do not rely on {flag} {fl['from']} to run a quantized checkpoint unquantized: {rf['class']} re-detects "

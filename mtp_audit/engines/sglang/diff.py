@@ -11,9 +11,11 @@ name; draft overrides by (from, to); MTP classes by class name. Severity of rewr
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from mtp_audit.engines.sglang.checks import location_of
+from mtp_audit.engines.sglang.release import Release
 from mtp_audit.engines.sglang.rules import BY_ID
 from mtp_audit.report import Evidence, Finding, Gap, Report, Severity
 
@@ -211,7 +213,8 @@ def _applies(r: dict[str, Any], known: dict[str, Any] | None) -> bool | None:
         return False
     fields = known.get("fields") or {}
     arg = r["argument"]
-    value = fields[arg] if arg in fields else (known.get("defaults") or {}).get(arg)
+    defaults = known.get("defaults")
+    value = fields[arg] if arg in fields else (defaults.get(arg) if defaults else None)
     if r["from"] not in ("*",) and str(value) != r["from"]:
         return False
     v = _when(r, launch_lookup(known), value, bound=True)
@@ -342,7 +345,13 @@ def _listed(names: list[str], limit: int = 6) -> str:
     return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def _choices_gone(arg: dict[str, Any], n_old: int) -> str:
+def _changed(changes: Mapping[str, Any], category: str, kind: str) -> list[dict[str, Any]]:
+    """The ``kind`` rows (``"added"``, ``"removed"``, ``"now_silent"``) of one ``changes`` category, none when absent."""
+    rows = changes.get(category)
+    return list(rows.get(kind, [])) if isinstance(rows, Mapping) else []
+
+
+def _choices_gone(arg: Mapping[str, Any], n_old: int) -> str:
     """The MTP-summary line for ``--speculative-algorithm`` with choices in the old version and none read in the new
     one (``arg``: the new version's ``cli_arguments`` entry): declared without ``choices=`` (0.5.23
     ``arg_groups/fields/spec.py:31``: any name, registered algorithms included, is checked later), or a ``choices``
@@ -368,13 +377,13 @@ def mtp_changes(old: dict[str, Any], new: dict[str, Any], changes: dict[str, Any
             lines.append(f"NEXTN -> {target}: new, at {', '.join(n[target])}")
         elif o[target] != n[target]:
             lines.append(f"NEXTN -> {target}: moved from {', '.join(o[target])} to {', '.join(n[target])}")
-    oc = ((old.get("cli_arguments") or {}).get("--speculative-algorithm") or {}).get("choices")
-    nc = ((new.get("cli_arguments") or {}).get("--speculative-algorithm") or {}).get("choices")
+    before, after = Release.of(old), Release.of(new)
+    oc, nc = before.choices("--speculative-algorithm"), after.choices("--speculative-algorithm")
     if oc is not None and nc is not None and set(oc) != set(nc):
         lines.append(f"--speculative-algorithm choices: added {_listed(sorted(set(nc) - set(oc))) or 'none'}; "
                      f"removed {_listed(sorted(set(oc) - set(nc))) or 'none'}")
     elif oc is not None and nc is None:
-        lines.append(_choices_gone(((new.get("cli_arguments") or {}).get("--speculative-algorithm") or {}), len(oc)))
+        lines.append(_choices_gone(after.option("--speculative-algorithm"), len(oc)))
     mc = changes.get("mtp_classes") or {}
     if mc.get("added") or mc.get("removed"):
         lines.append(f"MTP classes: +{len(mc.get('added', []))} ({_listed(mc.get('added', [])) or '-'}), "
@@ -383,7 +392,7 @@ def mtp_changes(old: dict[str, Any], new: dict[str, Any], changes: dict[str, Any
     if dc.get("added") or dc.get("removed"):
         lines.append(f"draft-architecture overrides: +{len(dc.get('added', []))}, -{len(dc.get('removed', []))}")
     relevant = sorted({r["argument"] for cat in ("remaps", "auto_resolutions") for kind in ("added", "removed", "now_silent")
-                       for r in (changes.get(cat) or {}).get(kind, []) if is_relevant(r["argument"])} - {"speculative_algorithm"})
+                       for r in _changed(changes, cat, kind) if is_relevant(r["argument"])} - {"speculative_algorithm"})
     if relevant:
         lines.append(f"MTP/FP4 arguments whose rewrites changed: {_listed(relevant)}")
     env = changes.get("env_vars") or {}

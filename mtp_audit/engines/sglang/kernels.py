@@ -366,14 +366,15 @@ def _choices_from_matrix(flag: str, sg: Version | None) -> tuple[list[str] | Non
 
 def _known_options(ctx: Context) -> set[str] | None:
     """Every option string of the SGLang the launch will run (first names and aliases), or ``None`` without a table."""
-    args = (ctx.sglang_facts or {}).get("cli_arguments")
-    if not isinstance(args, dict) or not args:
+    from mtp_audit.engines.sglang.release import Release
+
+    args = Release.of(ctx.sglang_facts).cli
+    if not args:
         return None
     names = {"-h", "--help"}
     for flag, rec in args.items():
         names.add(flag)
-        if isinstance(rec, dict):
-            names.update(str(a) for a in rec.get("aliases") or ())
+        names.update(str(a) for a in rec.get("aliases") or ())
     return names
 
 
@@ -459,7 +460,7 @@ def _backend_summary(ctx: Context, flag: str, key: str, table: str) -> str | Non
     if r is None and (requested is not None or ctx.launch is not None):
         value, how, _ = effective_backend(ctx, flag, table)
         r = {"value": value, "how": how}
-    effective = (r or {}).get("value")
+    effective = r.get("value") if r is not None else None
     if requested is None:
         return f"{effective} ({r['how']})" if effective and r else None
     if effective is None or effective == requested:
@@ -477,7 +478,8 @@ def sglang_facts_of(target: Path) -> dict[str, Any] | None:
         report = audit_sglang(target)
     except Exception:  # noqa: BLE001 - another analyzer's failure must not break the preflight
         return None
-    sg = (getattr(report, "facts", {}) or {}).get("sglang")
+    facts = getattr(report, "facts", None)
+    sg = facts.get("sglang") if isinstance(facts, Mapping) else None
     return dict(sg) if isinstance(sg, dict) else None
 
 

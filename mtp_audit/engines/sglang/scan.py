@@ -406,7 +406,8 @@ def _field_ref(node: ast.AST, owner: str | None, fields: dict[str, dict[str, dic
     if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)):
         return None
     cls = owner if node.value.id in ("cls", "self") else node.value.id
-    return (fields.get(cls or "") or {}).get(node.attr)
+    owned = fields.get(cls or "")
+    return owned.get(node.attr) if owned else None
 
 
 def _cli_from_call(call: ast.Call, text: str, owner: str | None = None,

@@ -57,7 +57,7 @@ def w4a16_path(options: Mapping[str, Any], cc: tuple[int, int]) -> str:
 def fp4_verdict(question: KernelQuestion) -> Fp4Verdict:
     """The verdict for one launch: ``"not applicable"`` for a checkpoint audited as not FP4; else per GPU, with MTP718
     and a blocking gap (which path this unread TensorRT-LLM build takes) for GPUs without FP4 tensor cores."""
-    needed = fp4_needed(dict(question.checkpoint) if question.checkpoint is not None else None, None)
+    needed = fp4_needed(question.checkpoint, None)
     if needed is False:
         return Fp4Verdict(ENGINE, False, "not applicable", kernels=KERNELS, sources=SOURCES,
                           reason="the checkpoint is not FP4: TensorRT-LLM runs no FP4 kernels for it")

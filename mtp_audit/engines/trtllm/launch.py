@@ -5,11 +5,12 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mtp_audit.checkpoint.typed import CheckpointAnswer, checkpoint_answer
 from mtp_audit.engines.argv import shell_join
 from mtp_audit.engines.base import (
     DraftMemory,
@@ -29,6 +30,7 @@ from mtp_audit.engines.trtllm.memory import check_mtp_memory
 from mtp_audit.engines.trtllm.rules import RULES_BY_ID
 from mtp_audit.errors import InputError
 from mtp_audit.known import Known
+from mtp_audit.preflight.typed import MachineAnswer, machine_answer
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
 
 ANALYZER = "launch"
@@ -36,16 +38,17 @@ ANALYZER = "launch"
 
 @dataclass
 class TCtx:
-    """What one evaluation knows: the command, its YAML, the checkpoint (facts, raw config, tokenizer ids) and the
-    machine (preflight facts), with the findings and gaps so far."""
+    """What one evaluation knows: the command, its YAML, the checkpoint (its typed answer; the raw ``config.json`` the
+    checkpoint audit read, for a local folder; its tokenizer ids) and the machine (its typed answer), with the findings
+    and gaps so far."""
 
     cmd: TrtllmCommand
     yaml_doc: dict[str, Any] = field(default_factory=dict)
     yaml_name: str | None = None
-    ck: dict[str, Any] | None = None
-    raw_config: dict[str, Any] | None = None
+    ck: CheckpointAnswer | None = None
+    raw_config: Mapping[str, Any] | None = None
     folder: Path | None = None
-    pf: dict[str, Any] = field(default_factory=dict)
+    machine: MachineAnswer | None = None
     findings: list[Finding] = field(default_factory=list)
     gaps: list[Gap] = field(default_factory=list)
 
@@ -70,12 +73,13 @@ class TCtx:
 def mtp_layers(ctx: TCtx) -> tuple[int | None, int]:
     """``(MTP layers, MTP tensors found)`` of the checkpoint: the layers found when its tensor list was read, else the
     layers its config declares (``None``: not said)."""
-    mtp = (ctx.ck or {}).get("mtp") or {}
-    tensors = int(mtp.get("tensors") or 0)
-    if (ctx.ck or {}).get("mode") not in (None, "config-only"):
-        return int(mtp.get("found_layers") or 0), tensors
-    declared = mtp.get("declared_layers")
-    return (declared if isinstance(declared, int) else None), tensors
+    ck = ctx.ck
+    if ck is None:
+        return None, 0
+    tensors = ck.mtp.tensors or 0
+    if ck.mode not in (None, "config-only"):
+        return ck.mtp.found_layers or 0, tensors
+    return ck.mtp.declared_layers, tensors
 
 
 #: Longest run of digits read as an integer from the command line or a YAML string (no engine option takes a longer
@@ -100,8 +104,7 @@ def _as_int(value: Any, where: str) -> Any:
 
 
 def architecture(ctx: TCtx) -> str | None:
-    archs = ((ctx.ck or {}).get("config") or {}).get("architectures") or []
-    return archs[0] if archs and isinstance(archs[0], str) else None
+    return ctx.ck.architectures[0] if ctx.ck is not None and ctx.ck.architectures else None
 
 
 def check_options(ctx: TCtx) -> None:
@@ -150,7 +153,7 @@ def check_requested(ctx: TCtx) -> None:
     """MTP700: MTP layers in the checkpoint (tensors found, or declared where no tensor list was read), no
     speculative_config in the launch."""
     declared, tensors = mtp_layers(ctx)
-    config_only = (ctx.ck or {}).get("mode") == "config-only"
+    config_only = ctx.ck is not None and ctx.ck.mode == "config-only"
     if ctx.spec is not None or not (tensors > 0 or (config_only and (declared or 0) > 0)):
         return
     where = "no --config YAML" if ctx.yaml_name is None else f"{ctx.yaml_name} has no speculative_config"
@@ -213,10 +216,11 @@ def check_layers_present(ctx: TCtx) -> None:
                 "DSpark drafter; use decoding_type: DSpark", evidence=[("config keys", ", ".join(keys))])
         return
     layers, tensors = mtp_layers(ctx)
-    if ctx.ck is None or (ctx.spec or {}).get("speculative_model"):
+    spec = ctx.spec
+    if ctx.ck is None or (spec is not None and spec.get("speculative_model")):
         return
     if not layers and not tensors:
-        declared = ((ctx.ck or {}).get("mtp") or {}).get("declared_layers")
+        declared = ctx.ck.mtp.declared_layers
         ctx.add("MTP703", "decoding_type MTP, but the checkpoint " + (f"declares {declared} MTP layer(s) and ships none of their "
                 "tensors" if declared else "declares no MTP layer and has no MTP tensors") + ", and no speculative_model is given",
                 evidence=[("MTP layers declared", str(declared)), ("MTP tensors", str(tensors))])
@@ -297,29 +301,25 @@ def check_traps(ctx: TCtx) -> None:
                 + K.KNOWN_TRAPS["dsa_kv_cache_manager_v1"][0], evidence=[("use_kv_cache_manager_v2", "false")])
 
 
-def machine_ccs(pf: dict[str, Any]) -> list[tuple[int, int]]:
-    """Compute capabilities of the machine's GPUs in the preflight facts (those known)."""
-    out = []
-    for gpu in ((pf.get("machine") or {}).get("gpus") or []):
-        cc = (gpu.get("compute_capability") or {}).get("value")
-        if isinstance(cc, (list, tuple)) and len(cc) == 2:
-            out.append((int(cc[0]), int(cc[1])))
-    return out
+def machine_ccs(machine: MachineAnswer | None) -> list[tuple[int, int]]:
+    """Compute capabilities of the machine's GPUs (those known)."""
+    return [cc for g in (machine.gpus if machine is not None else ()) if (cc := g.cc) is not None]
 
 
-def non_nvidia_devices(pf: dict[str, Any]) -> list[str]:
+def non_nvidia_devices(machine: MachineAnswer | None) -> list[str]:
     """Names of the machine's devices that are not NVIDIA GPUs (an AMD gfx target, an Ascend NPU), and the accelerator
     platform when the preflight names a non-CUDA one (``rocm``, ``cann``, ``xpu``, ``hpu``, ``cpu``). The machine's
     ``platform`` fact is its operating system (``linux``, ``wsl2``, ``windows``: a collect_env's ``Python platform``
     line) and says nothing about its devices."""
-    machine = pf.get("machine") or {}
+    if machine is None:
+        return []
     out = []
-    platform = (machine.get("accelerator") or {}).get("value")
+    platform = machine.accelerator.value
     if isinstance(platform, str) and platform.lower() != "cuda":
         out.append(f"platform {platform}")
-    for gpu in machine.get("gpus") or []:
-        name = str((gpu.get("name") or {}).get("value") or "")
-        arch = (gpu.get("arch") or {}).get("value")
+    for gpu in machine.gpus:
+        name = str(gpu.name.value or "")
+        arch = gpu.arch.value
         if arch or name.lower().startswith(("amd", "ascend", "huawei")):
             out.append(name or str(arch))
     return out
@@ -327,16 +327,16 @@ def non_nvidia_devices(pf: dict[str, Any]) -> list[str]:
 
 def check_hardware(ctx: TCtx) -> None:
     """MTP713: not an NVIDIA machine; MTP708: an MTP launch on GPUs below SM90; a gap when no GPU is known."""
-    others = non_nvidia_devices(ctx.pf)
+    others = non_nvidia_devices(ctx.machine)
     if others:
         ctx.add("MTP713", f"the machine's devices are not NVIDIA GPUs ({', '.join(others[:3])}): TensorRT-LLM runs on "
                 "NVIDIA GPUs only", where="machine", evidence=[("devices", ", ".join(others))])
         return
-    ccs = machine_ccs(ctx.pf)
+    ccs = machine_ccs(ctx.machine)
     if not ccs:
         from mtp_audit.preflight.nomachine import NOT_SERVING_MACHINE
 
-        why = str((((ctx.pf or {}).get("machine") or {}).get("gpu_list") or {}).get("missing") or "")
+        why = (ctx.machine.gpu_list_missing if ctx.machine is not None else None) or ""
         ctx.gap("the GPUs' compute capability is unknown: whether TensorRT-LLM's MTP kernels (SM90+) run could not be "
                 "told" + (f" ({NOT_SERVING_MACHINE})" if NOT_SERVING_MACHINE in why else ""), blocking=True)
         return
@@ -344,17 +344,6 @@ def check_hardware(ctx: TCtx) -> None:
     if low:
         ctx.add("MTP708", f"GPU compute capability {', '.join(f'{a}.{b}' for a, b in low)} is below 9.0: the MTP path needs "
                 "Hopper or newer", where="machine", evidence=[("compute capability", ", ".join(f"{a}.{b}" for a, b in ccs))])
-
-
-def _gpu_count(pf: dict[str, Any]) -> Known[int] | None:
-    """The preflight's typed GPU count (:attr:`mtp_audit.preflight.facts.MachineFacts.gpu_count`), or ``None``
-    without readable machine facts."""
-    from mtp_audit.preflight.facts import MachineFacts
-
-    try:
-        return MachineFacts.from_dict(pf["machine"]).gpu_count if pf.get("machine") else None
-    except ValueError:
-        return None
 
 
 def check_gpu_count(ctx: TCtx) -> None:
@@ -366,13 +355,14 @@ def check_gpu_count(ctx: TCtx) -> None:
         value = _as_int(raw if isinstance(raw, str) else str(raw or ""), where)
         return value if isinstance(value, int) and value > 0 else 1
 
-    seen = len((ctx.pf.get("machine") or {}).get("gpus") or [])
-    if "gpus_per_node" in ctx.cmd.values or "gpus_per_node" in ctx.yaml_doc or non_nvidia_devices(ctx.pf):
+    m = ctx.machine
+    seen = len(m.gpus) if m is not None else 0
+    if "gpus_per_node" in ctx.cmd.values or "gpus_per_node" in ctx.yaml_doc or non_nvidia_devices(m):
         return
     world = size("tensor_parallel_size") * size("pipeline_parallel_size") * size("context_parallel_size")
-    listed = _gpu_count(ctx.pf)
+    listed: Known[int] | None = m.gpu_count if m is not None else None
     if not seen:
-        if world > 1 and ctx.pf.get("machine"):
+        if world > 1 and m is not None:
             why = listed.source.how if listed is not None else "no GPU listed"
             ctx.gap(f"GPU count: the command needs {world} GPUs (tp x pp x cp) but the GPUs are unknown ({why}): could not tell",
                     blocking=True)
@@ -411,10 +401,8 @@ def read_yaml(ctx: TCtx, cwd: Path) -> None:
 
 
 def read_checkpoint(ctx: TCtx, request: LaunchRequest) -> list[Report]:
-    """Audit MODEL through the lent checkpoint analyzer; keep the local folder's raw ``config.json`` for the keys the
-    facts do not carry (DSpark). Returns the sub-reports."""
-    from mtp_audit.sources.bounded import read_json_bounded
-
+    """Audit MODEL through the lent checkpoint analyzer; keep, for a local folder, the raw ``config.json`` that audit
+    read (once) for the keys its answer does not name (DSpark). Returns the sub-reports."""
     if ctx.cmd.model is None:  # MTP717
         return []
     report, gap = request.analyzers.checkpoint(ctx.cmd.model, "MODEL")
@@ -422,16 +410,12 @@ def read_checkpoint(ctx: TCtx, request: LaunchRequest) -> list[Report]:
         ctx.gaps.append(gap)
     if report is None:
         return []
-    ctx.ck = dict(report.facts.get("checkpoint") or {}) or None
+    ctx.ck = checkpoint_answer(report)
     local = Path(ctx.cmd.model).expanduser()
     local = local if local.is_absolute() else request.cwd / local
     if local.is_dir():
         ctx.folder = local
-        try:
-            raw = read_json_bounded(local / "config.json") if (local / "config.json").is_file() else None
-        except InputError:
-            raw = None
-        ctx.raw_config = raw if isinstance(raw, dict) else None
+        ctx.raw_config = ctx.ck.config if ctx.ck is not None and (local / "config.json").is_file() else None
     return [report]
 
 
@@ -508,7 +492,7 @@ def machine_only(ctx: TCtx, pf: Report) -> Report:
     are dropped; TensorRT-LLM's own verdict (:meth:`TrtllmEngine.fp4_verdict`) replaces them."""
     import dataclasses
 
-    ctx.pf = dict(pf.facts.get("preflight") or {})
+    ctx.machine = machine_answer(pf)
     return dataclasses.replace(pf, findings=(), gaps=())
 
 
@@ -524,9 +508,9 @@ def check_fp4(ctx: TCtx, engine: Engine) -> dict[str, Any] | None:
     that is not NVIDIA's (MTP713 says it)."""
     from mtp_audit.engines.base import KernelQuestion
 
-    if non_nvidia_devices(ctx.pf):
+    if non_nvidia_devices(ctx.machine):
         return None
-    answer = engine.fp4_verdict(KernelQuestion(ctx.ck, ctx.pf, {"moe_backend": moe_backend(ctx)}))
+    answer = engine.fp4_verdict(KernelQuestion(ctx.ck, ctx.machine, {"moe_backend": moe_backend(ctx)}))
     if answer is None:
         return None
     ctx.findings += answer.findings

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from mtp_audit.checkpoint.typed import GgufModel, as_checkpoint_answer
 from mtp_audit.engines.base import DraftMemory, DraftQuestion
 from mtp_audit.engines.outcome import fmt_bytes
 from mtp_audit.report import Severity
@@ -21,11 +22,12 @@ def tensor_parallel(ctx: Any) -> int:
 def draft_memory(question: DraftQuestion) -> DraftMemory | None:
     """The MTP layers' bytes per GPU: the checkpoint's MTP bytes over the tensor-parallel size, the load-time peak only
     (``None``: MTP bytes unknown). What ``TrtllmEngine.draft_memory`` answers."""
-    b = (((question.checkpoint or {}).get("mtp") or {}).get("bytes") or {})
-    if not isinstance(b.get("value"), int) or b["value"] <= 0:
+    ck = as_checkpoint_answer(question.checkpoint) if not isinstance(question.checkpoint, GgufModel) else None
+    b = ck.mtp.bytes if ck is not None else None
+    if b is None or b.value is None or b.value <= 0:
         return None
     tp = max(1, question.tensor_parallel)
-    return DraftMemory(b["value"], bool(b.get("estimated")), b["value"] / tp, None, tp,
+    return DraftMemory(b.value, bool(b.estimated), b.value / tp, None, tp,
                        "all MTP bytes over tensor_parallel_size; the steady state is not derived")
 
 
@@ -36,8 +38,8 @@ def check_mtp_memory(ctx: Any) -> None:
     if answer is None:
         return
     b, tp, per_gpu = answer.mtp_bytes, answer.tensor_parallel, answer.peak_per_gpu
-    mems = [m for g in ((ctx.pf or {}).get("machine") or {}).get("gpus") or []
-            if isinstance(m := (g.get("memory_bytes") or {}).get("value"), int) and m > 0]
+    mems = [m for g in (ctx.machine.gpus if ctx.machine is not None else ())
+            if isinstance(m := g.memory_bytes.value, int) and m > 0]
     head = (f"the MTP layers' weights take about {fmt_bytes(per_gpu)} per GPU at load (peak) under tensor_parallel_size "
             f"{tp}; the steady state is not derived")
     ev = [("MTP bytes", fmt_bytes(b)), ("tensor_parallel_size", str(tp))]

@@ -12,10 +12,12 @@ evaluated here against the backends the command gives, the GPU family and the ch
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mtp_audit.checkpoint.typed import CheckpointAnswer
+from mtp_audit.engines.sglang.release import Release
 from mtp_audit.report import Evidence
 
 #: The command's attention-backend options, the server-args field each sets.
@@ -23,7 +25,7 @@ ATTENTION_FLAGS = {"--attention-backend": "attention_backend", "--prefill-attent
                    "--decode-attention-backend": "decode_attention_backend"}
 
 
-def linear_attention_kind(config: dict[str, Any] | None) -> str | None:
+def linear_attention_kind(config: Mapping[str, Any] | None) -> str | None:
     """The kind of linear attention a model config declares, from its own keys (the top level or ``text_config``):
 
     - ``"gdn"`` (Gated DeltaNet: Qwen3-Next, Qwen3.5 / Qwen3.6): ``linear_conv_kernel_dim`` and ``linear_key_head_dim``
@@ -37,10 +39,10 @@ def linear_attention_kind(config: dict[str, Any] | None) -> str | None:
 
     ``None`` for a config without linear attention. Never raises on odd values (non-dict configs read as none).
     """
-    if not isinstance(config, dict):
+    if not isinstance(config, Mapping):
         return None
     for cfg in (config, config.get("text_config")):
-        if not isinstance(cfg, dict):
+        if not isinstance(cfg, Mapping):
             continue
         layer_types = cfg.get("layer_types")
         types = layer_types if isinstance(layer_types, list) else []
@@ -62,7 +64,8 @@ def linear_attention_kind(config: dict[str, Any] | None) -> str | None:
 def read_model_config(model_path: str | None, cwd: Path) -> tuple[dict[str, Any] | None, str | None]:
     """``(config.json of the model, None)``, or ``(None, why)`` when it is not read. A local folder's file is read
     bounded (:func:`mtp_audit.sources.bounded.read_json_bounded`); a hub id's only from the caches, never the network
-    (:func:`hub_config`: the checkpoint audit of the same launch has just put it there). Data, never code."""
+    (:func:`hub_config`). Data, never code. Only for a model whose checkpoint audit holds no ``config.json``
+    (:func:`model_config`): what that audit read is never read again."""
     from mtp_audit.errors import InputError
     from mtp_audit.sources.bounded import read_json_bounded
 
@@ -76,6 +79,15 @@ def read_model_config(model_path: str | None, cwd: Path) -> tuple[dict[str, Any]
     except (InputError, OSError, ValueError) as exc:
         return None, f"{model_path}/config.json not read ({exc})"
     return (cfg, None) if isinstance(cfg, dict) else (None, f"{model_path}/config.json is not a JSON object")
+
+
+def model_config(answer: CheckpointAnswer | None, model_path: str | None, cwd: Path) -> tuple[Mapping[str, Any] | None, str | None]:
+    """``(config.json of the model, None)`` or ``(None, why)``: the mapping the checkpoint audit read (``answer.config``,
+    read once per audit), else :func:`read_model_config` (a hub id the audit could not reach is looked up in the caches
+    only; a path the audit did not read says why)."""
+    if model_path and answer is not None and answer.config is not None:
+        return answer.config, None
+    return read_model_config(model_path, cwd)
 
 
 def hub_config(spec: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -101,11 +113,11 @@ def hub_config(spec: str) -> tuple[dict[str, Any] | None, str | None]:
     return (cfg, None) if isinstance(cfg, dict) else (None, f"{spec}: config.json is not a JSON object")
 
 
-def given_backends(cmd: Any, cli: dict[str, Any]) -> dict[str, tuple[str, str]]:
+def given_backends(cmd: Any, release: Release) -> dict[str, tuple[str, str]]:
     """The attention backends the command gives: field -> ``(value, option as written)``."""
     out: dict[str, tuple[str, str]] = {}
     for o in cmd.options:
-        dest = (cli.get(o.flag) or {}).get("dest") or ATTENTION_FLAGS.get(o.flag)
+        dest = release.dest(o.flag) or ATTENTION_FLAGS.get(o.flag)
         if isinstance(dest, str) and dest in ATTENTION_FLAGS.values() and isinstance(o.value, str):
             out[dest] = (o.value, o.option_string)
     return out

@@ -24,6 +24,7 @@ from pathlib import PurePath
 from typing import Any
 
 from mtp_audit.engines.argv import split_command, split_env_prefix
+from mtp_audit.engines.sglang.release import Release
 from mtp_audit.errors import InputError
 
 _PYTHON = re.compile(r"^python(\d+(\.\d+)*)?$")
@@ -192,21 +193,21 @@ def parse_command(argv: list[str] | tuple[str, ...], sglang_facts: dict[str, Any
     toks = split_command(argv)
     env, entry, start = find_entry(toks)
     cmd = LaunchCommand(tuple(toks), env, entry, start)
-    eps = (sglang_facts or {}).get("entry_points")
-    if isinstance(eps, dict) and entry in eps and eps[entry] is None:
-        version = (sglang_facts or {}).get("version") or "this version"
+    release = Release.of(sglang_facts)
+    eps = release.entry_points
+    if eps is not None and entry in eps and eps[entry] is None:
+        version = release.version or "this version"
         fix = None
         if entry == ENTRY_SERVE and eps.get(ENTRY_LAUNCH_SERVER):
             fix = ("python", "-m", "sglang.launch_server")
         cmd.problems.append(Problem("entry-point", start - 1, " ".join(toks[max(0, start - 2):start]),
                                     f"SGLang {version} has no '{entry}' command", fix))
-    args = (sglang_facts or {}).get("cli_arguments")
-    if not isinstance(args, dict) or not args:
+    args = release.cli
+    if not args:
         cmd.parsed_with = "heuristic"
         _parse_heuristic(cmd)
         return cmd
-    parser = (sglang_facts or {}).get("parser") or {}
-    allow_abbrev = parser.get("allow_abbrev") is not False
+    allow_abbrev = release.parser.get("allow_abbrev") is not False
     names: dict[str, str] = {}
     for flag, rec in args.items():
         for o in [flag, *(rec.get("aliases") or [])]:

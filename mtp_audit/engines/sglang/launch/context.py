@@ -8,10 +8,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
+from mtp_audit.checkpoint.typed import CheckpointAnswer
 from mtp_audit.engines.sglang.launch.command import LaunchCommand
 from mtp_audit.engines.sglang.launch.conditions import Known
+from mtp_audit.engines.sglang.release import Release
+from mtp_audit.preflight.typed import GpuAnswer, MachineAnswer
 from mtp_audit.report import Evidence, Finding, Gap, Location, Severity
 
 ANALYZER = "launch"
@@ -49,19 +53,24 @@ COMPLETE_CONDITION_SHAPES = ("assignment", "helper-return via assignment", "MODE
 
 @dataclass
 class Ctx:
-    """Everything one evaluation (one SGLang version) knows; filled by :func:`evaluate_launch`."""
+    """Everything one evaluation (one SGLang version) knows; filled by :func:`evaluate_launch`.
+
+    ``ck`` / ``draft_ck``: the typed answers of the target's and the draft's checkpoint audits (``None``: not audited);
+    ``machine``: the machine's typed answer (``None``: no machine facts); ``pf``: the preflight's own document (its
+    verdicts, the backends it resolved)."""
 
     cmd: LaunchCommand
     sg: dict[str, Any] | None
     sg_name: str
-    ck: dict[str, Any] | None
+    ck: CheckpointAnswer | None
     model_path: str | None
-    draft_ck: dict[str, Any] | None
+    draft_ck: CheckpointAnswer | None
     draft_path: str | None
     draft_is_target: bool
     pf: dict[str, Any] | None
     env: dict[str, str]
     env_source: dict[str, str]
+    machine: MachineAnswer | None = None
     findings: list[Finding] = field(default_factory=list)
     gaps: list[Gap] = field(default_factory=list)
     fixes: dict[str, str | None] = field(default_factory=dict)
@@ -122,7 +131,12 @@ class Ctx:
     @property
     def sglang_version(self) -> str:
         """``"0.5.9"`` or ``"(version unknown)"``."""
-        return str((self.sg or {}).get("version") or "(version unknown)")
+        return self.release.version or "(version unknown)"
+
+    @cached_property
+    def release(self) -> Release:
+        """The typed view of :attr:`sg` (:class:`~mtp_audit.engines.sglang.release.Release`), read once."""
+        return Release.of(self.sg)
 
     @property
     def cc(self) -> tuple[int, int] | None:
@@ -136,29 +150,24 @@ class Ctx:
         """``[{"index", "name", "cc", "memory_bytes", "memory_missing"}]`` of the GPUs the launch sees: the
         preflight's machine facts after the launch's own ``CUDA_VISIBLE_DEVICES`` (:attr:`visible`), in
         CUDA order."""
-        rows = ((self.pf or {}).get("machine") or {}).get("gpus", [])
+        m = self.machine
         if self.visible is not None:
-            rows = [g.to_dict() for g in self.visible.gpus]
-        out = []
-        for g in rows:
-            cc = (g.get("compute_capability") or {}).get("value")
-            out.append({"index": g.get("index"), "name": (g.get("name") or {}).get("value"),
-                        "cc": tuple(cc) if isinstance(cc, (list, tuple)) else None,
-                        "memory_bytes": (g.get("memory_bytes") or {}).get("value"),
-                        "memory_missing": (g.get("memory_bytes") or {}).get("missing")})
-        return out
+            rows = [GpuAnswer.from_facts(g, m.origin if m else "") for g in self.visible.gpus]
+        else:
+            rows = list(m.gpus) if m is not None else []
+        return [{"index": g.index, "name": g.name.value, "cc": g.cc, "memory_bytes": g.memory_bytes.value,
+                 "memory_missing": g.memory_bytes.source.how if g.memory_bytes.value is None else None} for g in rows]
 
-    def arch(self, ck: dict[str, Any] | None) -> str | None:
-        """``architectures[0]`` of a checkpoint's facts."""
-        if not ck:
-            return None
-        archs = (ck.get("config") or {}).get("architectures") or []
-        return str(archs[0]) if archs else (ck.get("summary") or {}).get("architecture")
+    @staticmethod
+    def arch(ck: CheckpointAnswer | None) -> str | None:
+        """``architectures[0]`` of a checkpoint's answer (else its summary's architecture)."""
+        return ck.architecture if ck is not None else None
 
     def known(self) -> Known:
         """What the condition evaluator may use (:class:`~mtp_audit.engines.sglang.launch.conditions.Known`)."""
         args: dict[str, Any] = {}
-        cli = (self.sg or {}).get("cli_arguments") or {}
+        release = self.release
+        cli = release.cli
         for rec in cli.values():
             d = rec.get("default")
             if d is None:
@@ -166,25 +175,25 @@ class Ctx:
             elif re.fullmatch(r"[A-Za-z0-9_.+-]+", d) and not re.search(r"[A-Za-z_]\w*\.\w", d):
                 args[rec["dest"]] = {"True": True, "False": False}.get(d, d)
         for o in self.cmd.options:
-            rec = cli.get(o.flag)
-            if rec is None:
+            given = cli.get(o.flag)
+            if given is None:
                 continue
-            args[rec["dest"]] = True if o.value is None and rec.get("action") in ("store_true",) else o.value
-        qdest = (cli.get(self.cmd.flag_of(*QUANT) or "--quantization") or {}).get("dest", "quantization")
+            args[given["dest"]] = True if o.value is None and given.get("action") in ("store_true",) else o.value
+        qdest = release.dest(self.cmd.flag_of(*QUANT) or "--quantization") or "quantization"
         if not self.cmd.has(*QUANT):
             # not given: SGLang takes the method from the checkpoint's quantization config
             # (ModelConfig._verify_quantization); a check of self.quantization sees that value
-            quants = (self.ck or {}).get("quantization") or []
+            quants = self.ck.quantization if self.ck is not None else ()
             fp4 = ckpt_fp4(self.ck)
             if self.ck is not None and not quants:
                 args[qdest] = None
-            elif fp4 and all(str(q.get("method", "")).lower() == "modelopt" for q in quants):
+            elif fp4 and all(q.method.lower() == "modelopt" for q in quants):
                 args[qdest] = "modelopt_fp4"
             elif fp4 == "MXFP4":
                 args[qdest] = "mxfp4"
             else:
                 args.pop(qdest, None)
-        spec_dest = (cli.get("--speculative-algorithm") or {}).get("dest", "speculative_algorithm")
+        spec_dest = release.dest("--speculative-algorithm") or "speculative_algorithm"
         if self.algo_requested is not None and self.algo_runs_as != self.algo_requested:
             args.pop(spec_dest, None)  # rewritten mid-way: which value a condition sees depends on order
         gpus = self.gpus()
@@ -207,14 +216,10 @@ def reads_mtp_layer(ctx: Ctx) -> bool:
         return False
     if ctx.algo_runs_as in MTP_ALGORITHMS:
         return True
-    mtp_names = {m["class"] for m in (ctx.sg or {}).get("mtp_classes", [])}
+    mtp_names = {m["class"] for m in ctx.release.mtp_classes}
     return (ctx.draft_path is None or ctx.draft_is_target) and d.get("draft_class") in mtp_names
 
 
-def ckpt_fp4(ck: dict[str, Any] | None) -> str | None:
-    """``"NVFP4"`` / ``"MXFP4"`` when the checkpoint facts' quantization is FP4, else ``None``."""
-    for q in (ck or {}).get("quantization") or []:
-        algo = str(q.get("algo") or "").upper()
-        if "FP4" in algo:
-            return "MXFP4" if "MX" in algo else "NVFP4"
-    return None
+def ckpt_fp4(ck: CheckpointAnswer | None) -> str | None:
+    """``"NVFP4"`` / ``"MXFP4"`` when the checkpoint's quantization is FP4, else ``None``."""
+    return ck.fp4 if ck is not None else None

@@ -26,7 +26,7 @@ def flag_fixes(ctx: Ctx, findings: Sequence[Finding]) -> dict[str, str | None]:
         if m:
             flag = ctx.cmd.flag_of(m.group(1))
             if flag is not None and (flag not in out):
-                choices = (((ctx.sg or {}).get("cli_arguments") or {}).get(flag) or {}).get("choices")
+                choices = ctx.release.choices(flag)
                 if not choices or m.group(2) in choices:
                     out[flag] = m.group(2)
             continue

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mtp_audit.checkpoint.typed import CheckpointAnswer, checkpoint_answer
 from mtp_audit.engines.base import Analyzers
 from mtp_audit.engines.outcome import fmt_bytes, loc_of, mtp_errors_as_warnings
 from mtp_audit.engines.sglang.launch.command import (
@@ -44,8 +45,10 @@ from mtp_audit.engines.sglang.launch.context import (
 )
 from mtp_audit.engines.sglang.launch.correct import corrected_command
 from mtp_audit.engines.sglang.launch.spec_hook_replay import check_speculative_hook
+from mtp_audit.engines.sglang.release import Release
 from mtp_audit.engines.sglang.startup_facts import grounded, guard_value, predict_asserts, predict_overrides
 from mtp_audit.errors import InputError
+from mtp_audit.preflight.typed import machine_answer
 from mtp_audit.report import Evidence, Gap, Report, Severity
 
 _ENV_INTEREST = re.compile(r"NEXTN|MTP|SPEC|FP4")
@@ -60,7 +63,7 @@ def collect_env(cmd: LaunchCommand, extra: Mapping[str, str] | None, environ: Ma
     MTP, SPEC or FP4 that start with ``SGLANG_``/``SGL_``/``FLASHINFER_``), then ``KEY=VALUE`` before the
     program in the command, then ``--env KEY=VALUE``.
     """
-    read = {e["name"] for e in (sg or {}).get("env_vars", [])}
+    read = {e["name"] for e in Release.of(sg).env_vars}
     env: dict[str, str] = {}
     src: dict[str, str] = {}
     for k, v in sorted((environ or {}).items()):
@@ -128,9 +131,9 @@ def replay_known(ctx: Ctx, fields: dict[str, Any] | None = None) -> dict[str, An
     args = dict(known.args) if fields is None else fields
     out = {"architecture": known.arch or ctx.config_architecture, "quantization": known.args.get("quantization"), "gpu": gpu,
            "fields": args,
-           "registered": [e["class"] for e in (ctx.sg or {}).get("entry_classes") or []]}
-    cfg = (ctx.ck or {}).get("config") or {}
-    types = [t for t in (cfg.get("model_type"), cfg.get("text_model_type")) if isinstance(t, str) and t] or ctx.model_types
+           "registered": [e["class"] for e in ctx.release.entry_classes]}
+    ck = ctx.ck
+    types = [t for t in ((ck.model_type, ck.text_model_type) if ck is not None else ()) if t] or ctx.model_types
     if types:
         out["model_types"] = list(types)
     if ctx.linear_attention_note is None:
@@ -156,10 +159,9 @@ def resolve_model_overrides(ctx: Ctx) -> None:
     ctx.model_overrides = predict_overrides(ctx.sg, known)
     # asserts run after every resolution: only a value the user gave explicitly is known to reach them, and only an
     # assert whose guard certainly holds is a prediction (a guard on a local name of the hook is not told)
-    cli = ctx.sg.get("cli_arguments") or {}
     given: dict[str, Any] = dict(PHASES_NOT_GIVEN)
     for o in ctx.cmd.options:
-        dest = (cli.get(o.flag) or {}).get("dest") if o.value is not None else None
+        dest = ctx.release.dest(o.flag) if o.value is not None else None
         if dest is not None:  # an option without a declared dest (a tree the parser could not read) names no field
             given[dest] = o.value
     # a prediction only when the guard holds on the machine and the model alone (the command's flags hidden): an
@@ -189,15 +191,13 @@ def resolve_draft(ctx: Ctx) -> None:
     arch = ctx.arch(ck)
     d["architecture"] = arch
     if ck is not None:
-        s = ck.get("summary") or {}
-        mtp = ck.get("mtp") or {}
-        d["mtp_tensors"] = s.get("mtp_tensors", mtp.get("tensors"))
-        d["mtp_dtypes"] = mtp.get("dtypes") or {}
-        d["mtp_bytes"] = (mtp.get("bytes") or {}).get("value", s.get("mtp_bytes"))
-        d["mtp_bytes_estimated"] = (mtp.get("bytes") or {}).get("estimated", s.get("mtp_bytes_estimated"))
-        d["mtp_attention_bytes"] = mtp.get("attention_bytes")
-        d["mtp_embed_head_bytes"] = mtp.get("embed_head_bytes")
-        d["mode"] = s.get("mode")
+        d["mtp_tensors"] = ck.summary.mtp_tensors
+        d["mtp_dtypes"] = dict(ck.mtp.dtypes)
+        d["mtp_bytes"] = ck.mtp_bytes.value
+        d["mtp_bytes_estimated"] = ck.mtp_bytes.estimated
+        d["mtp_attention_bytes"] = ck.mtp.attention_bytes
+        d["mtp_embed_head_bytes"] = ck.mtp.embed_head_bytes
+        d["mode"] = ck.summary.mode
     if arch is None or not sg:
         return
     rows = [o for o in sg.get("draft_arch_overrides", []) if o.get("from") == arch]
@@ -229,12 +229,12 @@ def check_command(ctx: Ctx) -> None:
         if p.kind == "abbreviation":
             ctx.add("MTP301", f"{p.message}: it works in SGLang {v} only while no other option starts with "
                     f"{p.token.split('=', 1)[0]}; a release that adds one turns it into 'ambiguous option' and the server exits",
-                    sym, evidence=[Evidence("parser", "argparse.ArgumentParser(allow_abbrev=True)", loc_of(((ctx.sg or {}).get("parser") or {}).get("location")))],
+                    sym, evidence=[Evidence("parser", "argparse.ArgumentParser(allow_abbrev=True)", loc_of(ctx.release.parser.get("location")))],
                     remediation=f"write it in full: {p.fix[0]}" if p.fix else None)
             continue
         ev = [Evidence("token", p.token)]
         flag = ctx.cmd.names.get(p.token) if p.kind == "required" else None
-        rec = ((ctx.sg or {}).get("cli_arguments") or {}).get(flag or "") if flag else None
+        rec = ctx.release.option(flag) if flag else None
         if rec:
             ev.append(Evidence("declared at", rec["location"], loc_of(rec["location"])))
         fix = None
@@ -255,7 +255,7 @@ def check_algorithm_name(ctx: Ctx) -> None:
     ``spec_info.py:65`` ``ValueError: Unknown speculative algorithm name: MTP``; the enum members and the alias set
     ``_RESERVED_ALIASES`` come from the sglang analyzer's ``aliases`` facts). A plugin may register more names."""
     value = ctx.algo_requested
-    lookup = next((a for a in (ctx.sg or {}).get("aliases") or [] if a.get("enum_members") and a.get("unknown_raises")), None)
+    lookup = next((a for a in ctx.release.aliases if a.get("enum_members") and a.get("unknown_raises")), None)
     if not isinstance(value, str) or lookup is None:
         return
     known = [m for m in lookup["enum_members"] if m != "NONE"] + list(lookup.get("members") or [])
@@ -337,23 +337,23 @@ def check_mtp_weights(ctx: Ctx) -> None:
         ck = ctx.ck if (ctx.draft_path is None or ctx.draft_is_target) else ctx.draft_ck
         if ck is None:
             return
-        s = ck.get("summary") or {}
-        n = s.get("mtp_tensors")
-        if s.get("mode") == "config-only":
+        s = ck.summary
+        n = s.mtp_tensors
+        if s.mode == "config-only":
             ctx.gap(f"{d.get('path')}: config only, MTP tensors of the draft not checked", blocking=True)
             return
         if n == 0:
-            declared = s.get("mtp_layers_declared") or 0
+            declared = s.mtp_layers_declared or 0
             # a separate draft without MTP tensors while the target ships its own: drafting from the target fixes it
             # (SGLang's draft path defaults to --model-path, configs/model_config.py), no need to drop speculative decoding
-            own = ((ctx.ck or {}).get("summary") or {}).get("mtp_tensors") or 0
+            own = (ctx.ck.summary.mtp_tensors if ctx.ck is not None else None) or 0
             separate = ctx.draft_path is not None and not ctx.draft_is_target and ctx.ck is not None
             own_fix = (f"drop --speculative-draft-model-path {ctx.draft_path}: the target {ctx.model_path} has {own:,} MTP tensors of "
                        "its own, which SGLang drafts with when no draft path is given (the corrected command does)") if separate and own else None
             ctx.add("MTP304", f"--speculative-algorithm {ctx.algo_requested} (runs as {ctx.algo_runs_as}) loads its draft from "
                     f"{d.get('path')} ({d.get('path_source')}), which has no MTP tensors"
                     + (f" although config.json declares {declared} MTP layer(s)" if declared else "")
-                    + (f" ({s['tensors']:,} tensors checked)" if isinstance(s.get("tensors"), int) else "") + ": the draft has no weights to load"
+                    + (f" ({s.tensors:,} tensors checked)" if isinstance(s.tensors, int) else "") + ": the draft has no weights to load"
                     + ("" if ctx.algo_runs_as in MTP_ALGORITHMS else
                        f" (without --speculative-draft-model-path SGLang builds the target's MTP class {d.get('draft_class')} as the draft, "
                        "as for NEXTN)"),
@@ -369,22 +369,21 @@ def check_mtp_weights(ctx: Ctx) -> None:
             else:
                 ctx.drop_prefixes = ctx.drop_prefixes + ("--speculative-",)
     if ctx.algo_requested is None and ctx.ck is not None:
-        s = ctx.ck.get("summary") or {}
-        n = s.get("mtp_tensors") or 0
+        s = ctx.ck.summary
+        n = s.mtp_tensors or 0
         if n > 0:
-            cli = (ctx.sg or {}).get("cli_arguments")
+            cli = ctx.release.cli if ctx.release.cli_read else None
             names = set(ctx.cmd.names) if ctx.cmd.names else set()
             flags = [(f, val) for f, val in MTP_FLAGS if not cli or f in names]
-            mtp = ctx.ck.get("mtp") or {}
-            b = (mtp.get("bytes") or {}).get("value", s.get("mtp_bytes"))
+            b = ctx.ck.mtp_bytes.value
             extra = ""
             if cli is not None and not names & {"--speculative-algorithm"}:
                 extra = f"; SGLang {v} has no --speculative-algorithm option"
-            ctx.add("MTP305", f"the checkpoint carries {n:,} MTP tensors ({s.get('mtp_format', '?')}"
+            ctx.add("MTP305", f"the checkpoint carries {n:,} MTP tensors ({s.mtp_format}"
                     + (f", {fmt_bytes(b)}" if b else "") + ") but the command requests no speculative decoding: "
                     "SGLang skips the mtp.* weights and decodes one token per step" + extra,
                     "--speculative-algorithm",
-                    evidence=[Evidence("MTP layers found", str(s.get("mtp_layers_found"))), Evidence("MTP tensors", f"{n:,}")],
+                    evidence=[Evidence("MTP layers found", str(s.mtp_layers_found)), Evidence("MTP tensors", f"{n:,}")],
                     remediation=("add " + " ".join(f"{f} {val}" for f, val in flags)) if flags and not extra else "")
 
 
@@ -396,12 +395,11 @@ def check_draft_elsewhere(ctx: Ctx) -> None:
         return
     d = ctx.draft
     dck = ctx.draft_ck
-    ts = (ctx.ck or {}).get("summary") or {}
-    ds = (dck or {}).get("summary") or {}
+    own = ctx.ck.summary.mtp_tensors if ctx.ck is not None else None
     what = (f"{d.get('architecture')} -> {d.get('draft_class')}" if d.get("architecture") else "a checkpoint that was not audited")
     ctx.add("MTP306", f"--speculative-algorithm {ctx.algo_requested} runs as {ctx.algo_runs_as} with the draft from "
-            f"--speculative-draft-model-path {ctx.draft_path} ({what}; {ds.get('mtp_tensors', '?')} MTP tensors), not from "
-            f"--model-path {ctx.model_path}" + (f", whose own {ts['mtp_tensors']:,} MTP tensors are not loaded" if ts.get("mtp_tensors") else ""),
+            f"--speculative-draft-model-path {ctx.draft_path} ({what}; {dck.summary.mtp_tensors if dck is not None else '?'} MTP "
+            f"tensors), not from --model-path {ctx.model_path}" + (f", whose own {own:,} MTP tensors are not loaded" if own else ""),
             "--speculative-draft-model-path",
             evidence=[Evidence("target", f"{ctx.model_path} ({ctx.arch(ctx.ck)})"), Evidence("draft", f"{ctx.draft_path} ({d.get('architecture')})")],
             remediation="drop --speculative-draft-model-path to draft with the target's own MTP heads, or keep it if this draft is intended")
@@ -415,17 +413,11 @@ def resolve_gpus(ctx: Ctx) -> None:
     has already applied this process's own ``CUDA_VISIBLE_DEVICES``). ``CUDA_DEVICE_ORDER`` is read the
     same way. See :func:`mtp_audit.preflight.visible.cuda_visible` for the rules (CUDA docs).
     """
-    from mtp_audit.preflight.facts import MachineFacts
     from mtp_audit.preflight.visible import machine_visible
 
-    raw = (ctx.pf or {}).get("machine")
-    try:
-        machine = MachineFacts.from_dict(raw) if raw else None
-    except ValueError:
-        machine = None
-    if machine is None:
+    if ctx.machine is None:
         return
-    ctx.visible = machine_visible(machine, ctx.env, ctx.env_source)
+    ctx.visible = machine_visible(ctx.machine.facts, ctx.env, ctx.env_source)
 
 
 def _gpu_list(gpus: Sequence[Any]) -> str:
@@ -459,10 +451,11 @@ def check_gpus(ctx: Ctx) -> None:
     vis = ctx.visible
     nv = nvidia_visible_note(ctx.env.get("NVIDIA_VISIBLE_DEVICES"), ctx.env_source.get("NVIDIA_VISIBLE_DEVICES", "environment")) \
         if ctx.env_source.get("NVIDIA_VISIBLE_DEVICES") in ("command", "--env") else None
-    gl = (((ctx.pf or {}).get("machine") or {}).get("gpu_list") or {})
+    m = ctx.machine
+    listed = m is not None and m.gpu_list_missing is None
     hides_all = vis is not None and vis.value is not None and not vis.value.strip()
-    if vis is None or (gl.get("value") is None and not hides_all):
-        why = gl.get("missing") or "no GPU listed"
+    if vis is None or (not listed and not hides_all):
+        why = (m.gpu_list_missing if m is not None else None) or "no GPU listed"
         if plan.needed > 1:
             ctx.gap(f"the command needs {plan.needed} GPUs on this node ({plan.formula}) but the GPUs are unknown ({why})", blocking=True)
         return
@@ -474,7 +467,7 @@ def check_gpus(ctx: Ctx) -> None:
         ev.append(Evidence("CUDA_VISIBLE_DEVICES", "unset: every GPU the driver lists is visible"))
     if nv:
         ev.append(Evidence("NVIDIA_VISIBLE_DEVICES", nv))
-    total = len(((ctx.pf or {}).get("machine") or {}).get("enumerated") or ((ctx.pf or {}).get("machine") or {}).get("gpus") or [])
+    total = len(m.all_gpus) if m is not None else 0
     covered = vis.covers(plan.needed)
     if covered is None and vis.listed != "exact":
         ctx.gap(f"GPU count: the command needs {plan.needed} GPU(s) on this node ({plan.formula}); {vis.describe_count()} "
@@ -625,7 +618,7 @@ def check_attention(ctx: Ctx) -> None:
     if not ctx.sg:
         return
     known = replay_known(ctx)
-    given = given_backends(ctx.cmd, ctx.sg.get("cli_arguments") or {})
+    given = given_backends(ctx.cmd, ctx.release)
     known["fields"] = {**PHASES_NOT_GIVEN, **{f: v for f, (v, _) in given.items()}}
     failing = failing_asserts(ctx.startup_asserts)
     gates = holding_asserts(ctx.sg, known, tuple(ATTENTION_FLAGS.values()))
@@ -676,11 +669,11 @@ def check_quantization(ctx: Ctx) -> None:
         return
     want = FP4_QUANT_FORMAT.get(q.lower())
     have = ckpt_fp4(ctx.ck)
-    quants = (ctx.ck.get("quantization") or [])
+    quants = ctx.ck.quantization
     if q.lower() not in FP4_QUANT_FORMAT:
         return
     if not quants and q.lower() != "nvfp4_online":
-        ctx.add("MTP308", f"--quantization {q} on a checkpoint with no quantization config ({(ctx.ck.get('summary') or {}).get('trunk_format', '?')} "
+        ctx.add("MTP308", f"--quantization {q} on a checkpoint with no quantization config ({ctx.ck.summary.trunk_format} "
                 "weights): SGLang keeps the CLI method when the checkpoint declares none and builds FP4 layers that the "
                 "checkpoint's tensors do not fit", "--quantization",
                 evidence=[Evidence("checkpoint quantization", "none (no hf_quant_config.json, no quantization_config)")],
@@ -688,7 +681,7 @@ def check_quantization(ctx: Ctx) -> None:
         ctx.fixes[ctx.cmd.flag_of(*QUANT) or "--quantization"] = None
     elif want and have and want != have:
         ctx.add("MTP308", f"--quantization {q} expects {want} weights but the checkpoint is {have}", "--quantization",
-                evidence=[Evidence("checkpoint", f"{have} ({quants[0].get('source')})")],
+                evidence=[Evidence("checkpoint", f"{have} ({quants[0].source})")],
                 remediation=f"drop --quantization {q} and let SGLang read the checkpoint's quantization config")
         ctx.fixes[ctx.cmd.flag_of(*QUANT) or "--quantization"] = None
 
@@ -705,7 +698,7 @@ def _near(read: str, rewrite: dict[str, Any]) -> bool:
 
 
 def _model_files(ctx: Ctx) -> set[str]:
-    classes = {e["class"]: e["file"] for e in (ctx.sg or {}).get("entry_classes", [])}
+    classes = {e["class"]: e["file"] for e in ctx.release.entry_classes}
     out = set()
     for c in (ctx.arch(ctx.ck), ctx.draft.get("draft_class"), ctx.draft.get("architecture")):
         if c and c in classes:
@@ -856,7 +849,7 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
         reports.insert(0, _flows_of_this_command(sg_report, cmd))
     ctx = Ctx(cmd=cmd, sg=sg, sg_name=sg_report.targets[0].name if sg_report else "no SGLang", ck=ck, model_path=mp,
               draft_ck=draft_ck, draft_path=dp, draft_is_target=same, pf=dict(pf_report.facts.get("preflight") or {}),
-              env=envs, env_source=src, gaps=gaps)
+              env=envs, env_source=src, gaps=gaps, machine=machine_answer(pf_report))
     if cmd.parsed_with == "heuristic":
         ctx.gap("the command was split heuristically (no SGLang option table): unknown or abbreviated flags were not checked", blocking=True)
     if any(o.flag == "--config" for o in cmd.options):
@@ -935,14 +928,15 @@ def _recheck_corrected(ctx: Ctx, findings: list[Any], sg_report: Report | None, 
 
 
 def _linear_attention(ctx: Ctx, cwd: Path) -> None:
-    """``ctx.linear_attention`` from the model folder's config.json (``ctx.linear_attention_note`` says why not)."""
-    from mtp_audit.engines.sglang.launch.attention import linear_attention_kind, read_model_config
+    """``ctx.linear_attention`` from the model's config.json as the checkpoint audit read it (else from the caches:
+    :func:`~mtp_audit.engines.sglang.launch.attention.model_config`; ``ctx.linear_attention_note`` says why not)."""
+    from mtp_audit.engines.sglang.launch.attention import linear_attention_kind, model_config
 
-    cfg, why = read_model_config(ctx.model_path, cwd)
+    cfg, why = model_config(ctx.ck, ctx.model_path, cwd)
     ctx.linear_attention, ctx.linear_attention_note = (linear_attention_kind(cfg), None) if cfg is not None else (None, why)
     if cfg is not None:
         text_config = cfg.get("text_config")
-        text = text_config if isinstance(text_config, dict) else {}
+        text = text_config if isinstance(text_config, Mapping) else {}
         ctx.model_types = [t for t in (cfg.get("model_type"), text.get("model_type")) if isinstance(t, str) and t]
         archs = cfg.get("architectures")
         if isinstance(archs, list) and archs and isinstance(archs[0], str):
@@ -974,9 +968,8 @@ def relax_other_release_pin(ctx: Ctx, report: Report) -> Report:
     before (the compiled kernels fail to load)."""
     import dataclasses
 
-    pkgs = ((ctx.pf or {}).get("machine") or {}).get("packages") or {}
-    installed = (pkgs.get("sglang") or {}).get("value")
-    audited = (ctx.sg or {}).get("version")
+    installed = ctx.machine.package("sglang") if ctx.machine is not None else None
+    audited = ctx.release.version
     if not installed or not audited or str(installed) == str(audited):
         return report
     out = []
@@ -989,17 +982,16 @@ def relax_other_release_pin(ctx: Ctx, report: Report) -> Report:
     return dataclasses.replace(report, findings=tuple(out))
 
 
-def _checkpoint_of(analyzers: Analyzers, path: str | None, flag: str) -> tuple[dict[str, Any] | None, Report | None, Gap | None]:
-    """``(checkpoint facts, report, gap)`` of a model path the command gives (nothing for ``None``); an unreachable hub
-    id gives a report with no facts, so ``None`` facts."""
+def _checkpoint_of(analyzers: Analyzers, path: str | None, flag: str) -> tuple[CheckpointAnswer | None, Report | None, Gap | None]:
+    """``(typed checkpoint answer, report, gap)`` of a model path the command gives (nothing for ``None``); an
+    unreachable hub id gives a report with no facts, so no answer."""
     if path is None:
         return None, None, None
     report, gap = analyzers.checkpoint(path, flag)
-    facts = (dict(report.facts.get("checkpoint") or {}) or None) if report is not None else None
-    return facts, report, gap
+    return checkpoint_answer(report), report, gap
 
 
-def _draft_gaps(ctx: Ctx, dp: str, draft_ck: dict[str, Any] | None, draft_gaps: list[Gap]) -> None:
+def _draft_gaps(ctx: Ctx, dp: str, draft_ck: CheckpointAnswer | None, draft_gaps: list[Gap]) -> None:
     """The draft checkpoint's gaps, blocking only when the algorithm loads a draft (docs/launch.md: a hub repo id with no
     local folder is "could not tell"); a draft path without a draft algorithm is never read."""
     uses = bool(ctx.draft.get("uses_draft"))

@@ -8,15 +8,23 @@ Markdown renderers print at the end of the report (:func:`mtp_audit.formats.summ
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mtp_audit.engines.outcome import COULD_NOT_TELL, FIX_FIRST, GO, VERDICT_RANK, fp4_text, verdict, verdict_sentence
 from mtp_audit.report import Finding, Gap, Severity
 
 
+def _resolved(pf: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
+    """The preflight's resolved backend ``key`` (``facts["preflight"]["resolved"][key]``: ``value``, ``how``,
+    ``source``), or ``None``."""
+    rows = pf.get("resolved")
+    r = rows.get(key) if isinstance(rows, Mapping) else None
+    return r if isinstance(r, Mapping) else None
+
+
 def _backend(pf: dict[str, Any], key: str, fp4: str | None, audited: bool = True) -> str:
-    r = (pf.get("resolved") or {}).get(key)
+    r = _resolved(pf, key)
     if r and r.get("value"):
         how = r.get("how")
         src = r.get("source") or ""
@@ -156,7 +164,7 @@ def _mtp_weights_text(ctx: Any) -> str:
         per = f", about {fmt_bytes(pg)} per GPU under --tp-size {tp}" if b and pg else ""
         return f"{n:,} tensors" + (f" ({dt})" if dt else "") + (f", {fmt_bytes(b)}" if b else "") + per
     if ctx.ck is not None and ctx.algo_requested is None:
-        n = (ctx.ck.get("summary") or {}).get("mtp_tensors") or 0
+        n = ctx.ck.summary.mtp_tensors or 0
         return f"{n:,} MTP tensors in the checkpoint, not loaded (no speculative decoding)" if n else "the checkpoint has no MTP tensors"
     return "n/a"
 
@@ -305,8 +313,8 @@ def _parallel_facts(plan: Any, vis: Any) -> dict[str, Any] | None:
 
 
 def _backend_value(pf: dict[str, Any], key: str) -> str:
-    r = (pf.get("resolved") or {}).get(key) or {}
-    return f"{r['value']} ({r.get('how')})" if r.get("value") else "not resolved"
+    r = _resolved(pf, key)
+    return f"{r['value']} ({r.get('how')})" if r is not None and r.get("value") else "not resolved"
 
 
 def _fixed_by(f: Finding, changed: list[str], ctx: Any) -> bool:

@@ -28,6 +28,7 @@ NVIDIA GPU (SGLang's CUDA platform is in tree).
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,7 +116,7 @@ def typed(rec: dict[str, Any], text: Any) -> Any:
     return text
 
 
-def bind_record(cli: dict[str, Any], given: dict[str, Any], overridden: set[str]) -> dict[str, Any]:
+def bind_record(cli: Mapping[str, Any], given: dict[str, Any], overridden: set[str]) -> dict[str, Any]:
     """The server-args values the replay starts from: each ``speculative_*`` field's default (:func:`typed_default`)
     unless a model override of the architecture may write it (``overridden``), then the command's values (``given``:
     dest -> raw value, typed by the declaration; unknown where ``overridden``)."""
@@ -227,13 +228,12 @@ def check_speculative_hook(ctx: Any) -> None:
     ctx.spec_hook = None
     if not facts or ctx.algo_runs_as is None or ctx.algo_conditional or any(f.rule_id == "MTP300" for f in ctx.findings):
         return
-    cli = sg.get("cli_arguments") or {}
-    given = {dest: o.value for o in ctx.cmd.options if (dest := (cli.get(o.flag) or {}).get("dest")) is not None}
+    given = {dest: o.value for o in ctx.cmd.options if (dest := ctx.release.dest(o.flag)) is not None}
     arch = ctx.arch(ctx.ck)
     overridden = {r.get("argument") for r in ctx.model_overrides}
     # the per-phase attention backends stay None unless given (or a model override of the architecture sets them)
     phases = {f: None for f in ("prefill_attention_backend", "decode_attention_backend") if f not in overridden}
-    values = {**phases, **bind_record(cli, given, overridden)}
+    values = {**phases, **bind_record(ctx.release.cli, given, overridden)}
     values.update(speculative_algorithm=ctx.algo_runs_as, model_path=ctx.model_path)
     nvidia = bool(ctx.gpus()) and ctx.cc is not None
     # the device: the given one without its index, else get_device() -- "cuda" on an NVIDIA GPU (0.5.23
@@ -248,7 +248,7 @@ def check_speculative_hook(ctx: Any) -> None:
         return
     flags = " ".join(f"{o.flag} {o.value}" if o.value is not None else o.flag for o in ctx.cmd.options
                      if o.flag.startswith("--speculative"))
-    nones = none_flags(out, cli, values)
+    nones = none_flags(out, ctx.release.cli, values)
     fix = find_fix(facts, nones, values, arch=arch, nvidia=nvidia or None)
     ctx.spec_fix = fix
     ctx.add("MTP300", f"SGLang {ctx.sglang_version} stops at start-up with {flags}: {out.hook} ({out.location}) raises "
@@ -275,7 +275,7 @@ def first_raise(out: HookOutcome) -> tuple[str, str, str]:
     return (out.raised or [("", "", "")])[0]
 
 
-def none_flags(out: HookOutcome, cli: dict[str, Any], values: dict[str, Any]) -> list[tuple[str, str]]:
+def none_flags(out: HookOutcome, cli: Mapping[str, Any], values: dict[str, Any]) -> list[tuple[str, str]]:
     """``[(field, flag)]``: the server-args fields that were ``None`` where the hook's operator failed
     (``cfg.speculative_eagle_topk`` in ``cfg.speculative_eagle_topk > 1``), each with the flag that sets it, when the
     launch left it ``None`` (not given, declared default ``None``)."""
