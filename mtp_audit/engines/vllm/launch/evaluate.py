@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from mtp_audit.checkpoint.typed import CheckpointAnswer, as_checkpoint_answer, checkpoint_answer
 from mtp_audit.engines.base import Analyzers
 from mtp_audit.engines.outcome import fmt_bytes, fp4_needed, loc_of, mtp_errors_as_warnings, scope_gaps
 from mtp_audit.engines.vllm.launch.command import (
@@ -46,6 +47,7 @@ from mtp_audit.engines.vllm.launch.lookahead import check_lookahead
 from mtp_audit.engines.vllm.launch.spec_config_replay import UNKNOWN, Evaluator, n_predict_of
 from mtp_audit.engines.vllm.release import VllmRelease
 from mtp_audit.errors import InputError
+from mtp_audit.preflight.typed import MachineAnswer, machine_answer
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
 
 ANALYZER = "launch"
@@ -71,6 +73,12 @@ class VCtx:
     release: VllmRelease = field(default_factory=VllmRelease)
     ck: dict[str, Any] | None = None
     draft_ck: dict[str, Any] | None = None
+    #: the typed answers of the target's and the draft's checkpoint audits (:func:`mtp_audit.checkpoint.typed.checkpoint_answer`;
+    #: ``None``: not audited), beside the ``ck`` / ``draft_ck`` documents they were written with
+    ck_answer: CheckpointAnswer | None = None
+    draft_ck_answer: CheckpointAnswer | None = None
+    #: the machine's typed answer (:func:`mtp_audit.preflight.typed.machine_answer`; ``None``: no machine facts)
+    machine: MachineAnswer | None = None
     draft_path: str | None = None
     draft_is_target: bool = False
     pf: dict[str, Any] = field(default_factory=dict)
@@ -102,6 +110,11 @@ class VCtx:
     attention: dict[str, Any] | None = None
 
     @property
+    def draft_answer(self) -> CheckpointAnswer | None:
+        """The typed answer of the checkpoint the draft is loaded from (the target's when it is its own draft)."""
+        return self.ck_answer if self.draft_is_target else self.draft_ck_answer
+
+    @property
     def version(self) -> str:
         """``"0.33.0"`` or ``"(version unknown)"``."""
         return str(self.release.version or "(version unknown)")
@@ -125,13 +138,12 @@ class VCtx:
                  "--speculative-config", evidence=evidence, remediation=remediation)
 
 
-def _arch(ck: dict[str, Any] | None) -> str | None:
-    archs = ((ck or {}).get("config") or {}).get("architectures") or []
-    return str(archs[0]) if archs else ((ck or {}).get("summary") or {}).get("architecture")
+def _arch(ck: CheckpointAnswer | None) -> str | None:
+    return ck.architecture if ck is not None else None
 
 
-def _model_type(ck: dict[str, Any] | None) -> str | None:
-    return ((ck or {}).get("config") or {}).get("model_type")
+def _model_type(ck: CheckpointAnswer | None) -> str | None:
+    return ck.model_type if ck is not None else None
 
 
 def _literal(value: str) -> Any:
@@ -160,8 +172,9 @@ def resolve(ctx: VCtx, model_path: str | None) -> None:
         ctx.trace.append(f"method {m} -> mtp (alias, {'logged' if alias.logged else 'silent'}, {alias.location})")
         m = "mtp"
     env = {"self.method": m, "self.model": model, "self.num_speculative_tokens": k, "self.target_model_config": "<target>",
-           "self.target_model_config.hf_text_config.model_type": ((ctx.ck or {}).get("config") or {}).get("text_model_type") or _model_type(ctx.ck),
-           "self.target_model_config.hf_config.model_type": _model_type(ctx.ck)}
+           "self.target_model_config.hf_text_config.model_type": (ctx.ck_answer.text_model_type if ctx.ck_answer else None)
+           or _model_type(ctx.ck_answer),
+           "self.target_model_config.hf_config.model_type": _model_type(ctx.ck_answer)}
     ev = Evaluator(env, getattr(ctx.view, "predicate_conditions", {}))
     if m is None:
         m = _default_method(ctx, ev)
@@ -235,7 +248,7 @@ def _without_model(ctx: VCtx, ev: Evaluator, m: Any, k: Any, fix: dict[str, Any]
         ctx.method = m
         if m in NO_DRAFT:
             return None
-        n = ((ctx.ck or {}).get("mtp") or {}).get("declared_layers") or 1
+        n = (ctx.ck_answer.mtp.declared_layers if ctx.ck_answer else None) or 1
         fix["num_speculative_tokens"] = int(n)
         ctx.spec_fix, ctx.spec_changed = fix, True
         ctx.reject(f"method {ctx.method_requested or m!r} without \"num_speculative_tokens\" and without \"model\": no draft config is "
@@ -266,7 +279,7 @@ def detect(ctx: VCtx, ev: Evaluator, m: str | None, model: Any) -> None:
     d = ctx.draft
     d["path"] = ctx.draft_path
     d["is_target"] = ctx.draft_is_target
-    mt, arch = _model_type(dck), _arch(dck)
+    mt, arch = _model_type(ctx.draft_answer), _arch(ctx.draft_answer)
     d["from"] = {"model_type": mt, "architecture": arch}
     view = ctx.view.draft(mt, arch) if ctx.view is not None and dck is not None else None
     d["override"] = view
@@ -284,7 +297,7 @@ def detect(ctx: VCtx, ev: Evaluator, m: str | None, model: Any) -> None:
     alias = ctx.release.mtp_alias
     if alias is not None and alias.set:
         ev.env[alias.set] = list(alias.members) + ["mtp"]
-    native = ctx.view.registered(_arch(ctx.ck) or "") if ctx.view is not None and ctx.ck is not None else None
+    native = ctx.view.registered(_arch(ctx.ck_answer) or "") if ctx.view is not None and ctx.ck is not None else None
     impl = ctx.cmd.get("--model-impl")
     ev.env["using_transformers_mtp"] = False if (native is not None and impl in (None, "auto", "vllm")) else UNKNOWN
     detectors = ctx.release.rewrites_of("method", ("auto-detect",))
@@ -417,16 +430,18 @@ def check_draft(ctx: VCtx) -> None:
                     evidence=[Evidence("hf_config_override", f"{d['from']} -> {view.get('model_type')} {view.get('architectures')}", loc_of(view.get("location")))],
                     remediation="use a vLLM version that registers the MTP class (mtp-audit vllm lists mtp_classes)")
             ctx.fails = True
-    dck = ctx.ck if ctx.draft_is_target else ctx.draft_ck
-    s = (dck or {}).get("summary") or {}
-    if s.get("mode") == "config-only":
+    dck = ctx.draft_answer
+    s = dck.summary if dck is not None else None
+    if s is None:
+        return
+    if s.mode == "config-only":
         ctx.gap(f"{d.get('path')}: config only, the draft's MTP tensors were not checked", blocking=True)
         return
-    if s.get("mtp_tensors") == 0:
-        declared = s.get("mtp_layers_declared") or 0
+    if s.mtp_tensors == 0:
+        declared = s.mtp_layers_declared or 0
         ctx.add("MTP324", f"method {ctx.method} loads an MTP draft from {d.get('path')}" + (" (the target itself)" if ctx.draft_is_target else "")
                 + ", which has no MTP tensors" + (f" although config.json declares {declared} MTP layer(s)" if declared else "")
-                + (f" ({s['tensors']:,} tensors checked)" if isinstance(s.get("tensors"), int) else "") + ": the draft has no weights to load",
+                + (f" ({s.tensors:,} tensors checked)" if isinstance(s.tensors, int) else "") + ": the draft has no weights to load",
                 "--speculative-config", evidence=[Evidence("MTP tensors", "0"), Evidence("architecture", str(_arch(dck)))],
                 remediation="drop --speculative-config (the corrected command does), or use a checkpoint that ships its MTP weights")
         ctx.fails = True
@@ -480,9 +495,9 @@ def pick_proposer(ctx: VCtx) -> None:
                "self.draft_model_config.hf_config.model_type": ctx.draft.get("model_type"),
                "self.draft_model_config.hf_config": "<hf>", "self.num_speculative_tokens": ctx.k,
                }
-        dck = ctx.ck if ctx.draft_is_target else ctx.draft_ck
-        if str(((dck or {}).get("mtp") or {}).get("declared_by") or "").rsplit("/", 1)[-1] == "num_nextn_predict_layers":
-            env["self.draft_model_config.hf_config.num_nextn_predict_layers"] = ((dck or {}).get("mtp") or {}).get("declared_layers")
+        dck = ctx.draft_answer
+        if dck is not None and str(dck.mtp.declared_by or "").rsplit("/", 1)[-1] == "num_nextn_predict_layers":
+            env["self.draft_model_config.hf_config.num_nextn_predict_layers"] = dck.mtp.declared_layers
         ev = Evaluator(env, getattr(ctx.view, "predicate_conditions", {}))
         picked, maybe = None, []
         for p in chain:
@@ -573,13 +588,13 @@ def _other_runner_has(release: VllmRelease, runner: str, method: Any) -> bool:
 def check_unused(ctx: VCtx) -> None:
     """MTP325: the checkpoint carries MTP heads but the command has no speculative config (not said when the command
     gives one that vLLM refuses: MTP320 says why it does not start)."""
-    if ctx.cmd.spec is not None or ctx.ck is None or (ctx.fails and ctx.cmd.spec_sources):
+    if ctx.cmd.spec is not None or ctx.ck_answer is None or (ctx.fails and ctx.cmd.spec_sources):
         return
-    s = ctx.ck.get("summary") or {}
-    n = s.get("mtp_tensors") or 0
-    layers = s.get("mtp_layers_found") or s.get("mtp_layers_declared") or 1
+    s = ctx.ck_answer.summary
+    n = s.mtp_tensors or 0
+    layers = s.mtp_layers_found or s.mtp_layers_declared or 1
     if n > 0:
-        b = ((ctx.ck.get("mtp") or {}).get("bytes") or {}).get("value")
+        b = ctx.ck_answer.mtp.bytes.value
         ctx.add("MTP325", f"the checkpoint carries {n:,} MTP tensors in {layers} layer(s)" + (f" ({fmt_bytes(b)})" if b else "")
                 + " but the command has no --speculative-config: vLLM skips them and decodes one token per step", "--speculative-config",
                 evidence=[Evidence("MTP layers", str(layers)), Evidence("MTP tensors", f"{n:,}")],
@@ -618,7 +633,6 @@ def check_gpus(ctx: VCtx) -> None:
     ``world_size = pp x tp``); the visible ones are the preflight's GPUs after a ``CUDA_VISIBLE_DEVICES`` of the launch
     (:func:`mtp_audit.preflight.visible.cuda_visible`, CUDA's rules). Unknown GPUs with more than one needed: a blocking gap."""
     from mtp_audit.engines.vllm.launch.parallel import plan_vllm
-    from mtp_audit.preflight.facts import MachineFacts
     from mtp_audit.preflight.visible import machine_visible
 
     plan = plan_vllm(ctx.cmd.get)
@@ -626,20 +640,15 @@ def check_gpus(ctx: VCtx) -> None:
     if plan.invalid:
         ctx.gap(f"parallel sizes {', '.join(plan.invalid)} are not integers: the GPUs needed were not computed")
         return
-    raw = (ctx.pf or {}).get("machine")
-    try:
-        machine = MachineFacts.from_dict(raw) if raw else None
-    except ValueError:
-        machine = None
-    gl = (raw or {}).get("gpu_list") or {}
+    machine = ctx.machine.facts if ctx.machine is not None else None
     vis = machine_visible(machine, ctx.env, ctx.env_source) if machine is not None else None
     if vis is not None and ctx.env_source.get("CUDA_VISIBLE_DEVICES") not in ("command", "--env"):
         vis = replace(vis, source="", notes=())  # the machine's own variable: already applied, nothing to say
     hides_all = vis is not None and vis.value is not None and not vis.value.strip()
-    if vis is None or (gl.get("value") is None and not hides_all):
+    if vis is None or (machine is not None and not machine.gpu_list.present and not hides_all):
         if plan.needed > 1:
             ctx.gap(f"the command needs {plan.needed} GPUs on this node ({plan.formula}) but the GPUs are unknown "
-                    f"({gl.get('missing') or 'no GPU listed'})", blocking=True)
+                    f"({(ctx.machine.gpu_list_missing if ctx.machine else None) or 'no GPU listed'})", blocking=True)
         return
     covered = vis.covers(plan.needed)
     if covered is None and vis.listed != "exact":
@@ -756,35 +765,36 @@ class VEvaluation:
 DECIDED_BY_LAUNCH = ("MTP401", "MTP408")
 
 
-def _applies(rule_id: str, ck: dict[str, Any] | None) -> bool | None:
+def _applies(rule_id: str, ck: CheckpointAnswer | None) -> bool | None:
     """Whether a vLLM tree warning concerns this launch's checkpoint: MTP407 (speculators checkpoints) only when
     its config.json has a ``speculators_config``; MTP410 (enforce_eager forced for DeepSeek-V3.2) only for
-    ``model_type`` ``deepseek_v32``. ``None``: not decided here (or the checkpoint was not audited)."""
-    cfg = (ck or {}).get("config") if ck else None
-    if not isinstance(cfg, dict):
+    ``model_type`` ``deepseek_v32``. ``None``: not decided here (or the checkpoint was not audited, or has no config)."""
+    if ck is None or not ck.config_present:
         return None
     if rule_id == "MTP407":
-        return bool(cfg.get("speculators_config"))
+        return ck.speculators
     if rule_id == "MTP410":
-        return "deepseek_v32" in (cfg.get("model_type"), cfg.get("text_model_type"))
+        return "deepseek_v32" in (ck.model_type, ck.text_model_type)
     return None
 
 
-def tree_errors_relaxed(report: Report, ck: dict[str, Any] | None = None) -> Report:
+def tree_errors_relaxed(report: Report, ck: CheckpointAnswer | Mapping[str, Any] | None = None) -> Report:
     """The vLLM analyzer's report with its errors, and the warnings in :data:`DECIDED_BY_LAUNCH`, turned into info:
     they describe the vLLM tree (e.g. MTP402, an alias the validator rejects), and what of them applies to this
     command is reported by the launch checks (MTP320 names the rejected method, MTP321 the replaced one); a tree
     defect the command does not touch cannot stop this launch. MTP407 (speculators checkpoints) and MTP410 (forced
-    enforce_eager) become info when the audited checkpoint ``ck`` shows they do not concern it (:func:`_applies`);
-    other warnings stay."""
+    enforce_eager) become info when the audited checkpoint ``ck`` (its typed answer, or its ``facts["checkpoint"]``
+    document) shows they do not concern it (:func:`_applies`); other warnings stay."""
     import dataclasses
+
+    answer = as_checkpoint_answer(ck)
 
     out = [dataclasses.replace(f, severity=Severity.INFO, message=f.message + " (info for this launch: a fact about the vLLM tree; "
                                "what of it applies to this command is reported by the MTP32x launch checks)")
            if f.severity >= Severity.ERROR or (f.rule_id in DECIDED_BY_LAUNCH and f.severity >= Severity.WARNING) else
            dataclasses.replace(f, severity=Severity.INFO, message=f.message + " (info for this launch: it does not apply to "
                                "this checkpoint)")
-           if f.severity >= Severity.WARNING and _applies(f.rule_id, ck) is False else f
+           if f.severity >= Severity.WARNING and _applies(f.rule_id, answer) is False else f
            for f in report.findings]
     return dataclasses.replace(report, findings=tuple(out))
 
@@ -853,14 +863,14 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, analy
 
 def _attention(ctx: VCtx, cwd: Path) -> None:
     """The attention backend vLLM selects for this launch (:func:`mtp_audit.engines.vllm.launch.attn_launch.check_attention`)."""
-    from mtp_audit.engines.vllm.launch.attn_launch import check_attention, model_config_json
+    from mtp_audit.engines.vllm.launch.attn_launch import check_attention, launch_config
 
     if ctx.view is None or ctx.cmd.model is None:
         return
-    cfg, problem = model_config_json(ctx.cmd.model, cwd)
+    cfg, problem = launch_config(ctx.ck_answer, ctx.cmd.model, cwd)
     draft_cfg = None
     if ctx.draft_path and not ctx.draft_is_target and ctx.draft_path != ctx.cmd.model:
-        draft_cfg, _why = model_config_json(ctx.draft_path, cwd)
+        draft_cfg, _why = launch_config(ctx.draft_ck_answer, ctx.draft_path, cwd)
     from mtp_audit.engines.vllm.launch.decide import quant_config_of
 
     quant_cfg, _where = quant_config_of(ctx.cmd.model, cwd)
@@ -888,6 +898,7 @@ def _audit_target(ctx: VCtx, analyzers: Analyzers) -> list[Report]:
         if r is not None:
             reports.append(_without_sglang_answer(r))
             ctx.ck = dict(r.facts.get("checkpoint") or {}) or None
+            ctx.ck_answer = checkpoint_answer(r) if ctx.ck is not None else None
         if g is not None:
             ctx.gaps.append(g)
     return reports
@@ -905,6 +916,7 @@ def _audit_draft(ctx: VCtx, analyzers: Analyzers, cwd: Path) -> None:
         r, g = analyzers.checkpoint(dm, "speculative_config.model")
         if r is not None:
             ctx.draft_ck = dict(r.facts.get("checkpoint") or {}) or None
+            ctx.draft_ck_answer = checkpoint_answer(r) if ctx.draft_ck is not None else None
             ctx.gaps += [Gap(x.analyzer, f"draft {dm}: {x.message}", x.path, x.blocking) for x in r.gaps]
         if g is not None:
             ctx.gaps.append(g)
@@ -945,13 +957,14 @@ def _machine_and_scope(ctx: VCtx, argv: Sequence[str], analyzers: Analyzers, rep
     # the preflight reads the command's FP4/MoE options with vLLM's semantics (mtp_audit.preflight.launch.parse_launch)
     pf = analyzers.preflight(list(argv), engine="vllm", use_sglang_analyzer=False, vllm_version=ctx.release.version)
     ctx.pf = dict(pf.facts.get("preflight") or {})
+    ctx.machine = machine_answer(pf)
     check_gpus(ctx)
     reports.append(pf)
     if ctx.view is not None:
-        reports.insert(0, tree_facts_verbose(tree_errors_relaxed(ctx.view.report, ctx.ck)))
+        reports.insert(0, tree_facts_verbose(tree_errors_relaxed(ctx.view.report, ctx.ck_answer)))
     # a gap blocks only the question that depends on it: no FP4 kernels -> the FP4 verdict is a note; no speculative
     # config -> the checkpoint's MTP checks are notes
-    ctx.fp4_needed = fp4_needed(ctx.ck, (ctx.quant or {}).get("method") or cmd.get("--quantization") or cmd.get("-q"))
+    ctx.fp4_needed = fp4_needed(ctx.ck_answer, (ctx.quant or {}).get("method") or cmd.get("--quantization") or cmd.get("-q"))
     ctx.gaps[:] = machine_notes(ctx.gaps)  # --no-machine: the machine facts not examined are notes
     return scope_gaps(reports, fp4=ctx.fp4_needed, speculative=cmd.spec is not None, spec_flag="--speculative-config")
 
