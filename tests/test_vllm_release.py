@@ -93,3 +93,14 @@ def test_partial_facts_read_as_absent():
     assert part.n_predict_rules.divisible_error is None
     assert VllmRelease.from_report({"facts": {"sglang": {}}}).known is False
     assert VllmRelease.from_report(object()).known is False
+
+
+def test_view_pickles_and_deep_copies(reports):
+    """Like the report it is read from (a launch evaluation may be copied or sent to a worker)."""
+    import copy
+    import pickle
+
+    rel = VllmRelease.from_report(reports["0.33.0"])
+    for other in (pickle.loads(pickle.dumps(rel)), copy.deepcopy(rel), copy.deepcopy(VllmRelease.from_facts(None))):
+        assert other.spec_config == copy.deepcopy(other).spec_config
+    assert pickle.loads(pickle.dumps(rel)).mtp_alias == rel.mtp_alias

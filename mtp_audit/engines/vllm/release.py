@@ -14,15 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
-
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 def _map(x: Any) -> Mapping[str, Any]:
-    """``x`` when it is a mapping, else an empty one (a part the facts lack or hold as ``null``)."""
-    return x if isinstance(x, Mapping) else _EMPTY
+    """``x`` when it is a mapping, else an empty one (a part the facts lack or hold as ``null``). Plain mappings, so a
+    view pickles and deep-copies like the report it was read from."""
+    return x if isinstance(x, Mapping) else {}
 
 
 def _rows(x: Any) -> tuple[Mapping[str, Any], ...]:
@@ -200,10 +198,10 @@ class VllmRelease:
         lints: :class:`Lints`.
     """
 
-    facts: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, repr=False)
+    facts: Mapping[str, Any] = field(default_factory=dict, repr=False)
     known: bool = False
     version: str | None = None
-    files: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    files: Mapping[str, str] = field(default_factory=dict)
     spec_config: SpecConfigFacts = field(default_factory=SpecConfigFacts)
     mtp_alias: MtpAlias | None = None
     rewrites: tuple[Mapping[str, Any], ...] = ()
@@ -215,7 +213,7 @@ class VllmRelease:
     env_vars: tuple[Mapping[str, Any], ...] = ()
     unknown_env_check: str | None = None
     override_location: str | None = None
-    override_link: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    override_link: Mapping[str, Any] = field(default_factory=dict)
     draft_chains: tuple[Mapping[str, Any], ...] = ()
     post_init_arch_writes: tuple[Mapping[str, Any], ...] = ()
     mtp_classes: tuple[Mapping[str, Any], ...] = ()
