@@ -35,6 +35,7 @@ from typing import Any
 from mtp_audit.checkpoint.typed import CheckpointAnswer, as_checkpoint_answer, checkpoint_answer
 from mtp_audit.engines.base import Analyzers
 from mtp_audit.engines.outcome import fmt_bytes, fp4_needed, loc_of, mtp_errors_as_warnings, scope_gaps
+from mtp_audit.engines.vllm import release as vllm_release
 from mtp_audit.engines.vllm.launch.command import (
     SPEC_SHORTHAND,
     VllmCommand,
@@ -45,7 +46,6 @@ from mtp_audit.engines.vllm.launch.command import (
 from mtp_audit.engines.vllm.launch.depth import check_depth
 from mtp_audit.engines.vllm.launch.lookahead import check_lookahead
 from mtp_audit.engines.vllm.launch.spec_config_replay import UNKNOWN, Evaluator, n_predict_of
-from mtp_audit.engines.vllm.release import VllmRelease
 from mtp_audit.errors import InputError
 from mtp_audit.preflight.typed import MachineAnswer, machine_answer
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
@@ -70,7 +70,7 @@ class VCtx:
     view: Any
     name: str
     #: the typed view of ``vf`` (:class:`mtp_audit.engines.vllm.release.VllmRelease`; built once per evaluation)
-    release: VllmRelease = field(default_factory=VllmRelease)
+    release: vllm_release.VllmRelease = field(default_factory=vllm_release.VllmRelease)
     ck: dict[str, Any] | None = None
     draft_ck: dict[str, Any] | None = None
     #: the typed answers of the target's and the draft's checkpoint audits (:func:`mtp_audit.checkpoint.typed.checkpoint_answer`;
@@ -521,7 +521,7 @@ def pick_proposer(ctx: VCtx) -> None:
     ctx.proposer = out
 
 
-def _no_proposer(ctx: VCtx, rel: VllmRelease, r: str, which: str) -> None:
+def _no_proposer(ctx: VCtx, rel: vllm_release.VllmRelease, r: str, which: str) -> None:
     """Runner ``r`` dispatches no proposer for the method: could not tell when its dispatch cannot be read
     (:func:`dispatch_unread`), else MTP320 unless the runner is chosen automatically and the other one has it."""
     if which == "auto" and _other_runner_has(rel, r, ctx.method):
@@ -566,7 +566,7 @@ def _speculator_of_class(ctx: VCtx) -> None:
 DISPATCH_FILES = {"v1": ("runner_v1", "vllm/v1/worker/gpu_model_runner.py"), "v2": ("runner_v2", "vllm/v1/worker/gpu/spec_decode/__init__.py")}
 
 
-def dispatch_unread(release: VllmRelease, runner: str) -> str | None:
+def dispatch_unread(release: vllm_release.VllmRelease, runner: str) -> str | None:
     """Why the proposer dispatch of ``runner`` (``"v1"``/``"v2"``) cannot be read from this tree, or ``None`` when it
     was: its file is not in the tree (0.34.0 removed ``vllm/v1/worker/gpu_model_runner.py``), or the file constructs no
     ``XProposer(...)`` / ``XSpeculator(...)`` by name for any method (0.34.0's ``init_speculator`` resolves
@@ -580,7 +580,7 @@ def dispatch_unread(release: VllmRelease, runner: str) -> str | None:
     return None
 
 
-def _other_runner_has(release: VllmRelease, runner: str, method: Any) -> bool:
+def _other_runner_has(release: vllm_release.VllmRelease, runner: str, method: Any) -> bool:
     """Whether the other model runner (V1 for V2 and back) dispatches a proposer for ``method``."""
     return bool(release.proposers_of("v1" if runner == "v2" else "v2", method))
 
@@ -838,7 +838,7 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, analy
     from mtp_audit.engines.vllm.launch.outcome import build_vllm_outcome
 
     vf = dict(view.report.facts.get("vllm") or {}) if view is not None else None
-    release = VllmRelease.from_facts(vf)
+    release = vllm_release.VllmRelease.from_facts(vf)
     cmd = parse_vllm_command(list(argv), spec_shorthand=bool(release.spec_flags) if vf is not None else True)
     ctx = VCtx(cmd=cmd, vf=vf, view=view, name=view.report.targets[0].name if view is not None else "no vLLM", release=release)
     if view_gap is not None:
