@@ -20,6 +20,7 @@ from mtp_audit.engines.vllm._shared import (
     cache_load,
     cache_store,
 )
+from mtp_audit.engines.vllm.release import VllmRelease
 from mtp_audit.engines.vllm.target import VllmTree, open_target
 
 ANALYZER = "vllm"
@@ -179,9 +180,10 @@ class _Link:
     spec_rel: str | None
     ok: bool
     consts: dict[str, Any]
-    literal: Any = None
     archs: dict[str, Any] = field(default_factory=dict)
     envs: dict[str, Any] = field(default_factory=dict)
+    #: ``vllm/envs.py`` variable -> its default as source text (scan_envs' ``defaults``; empty without the file)
+    env_defaults: dict[str, Any] = field(default_factory=dict)
 
 
 def link(tree: VllmTree, results: dict[str, dict[str, Any] | None]) -> tuple[dict[str, Any], list[Gap]]:
@@ -252,8 +254,8 @@ def _link_spec_config(x: _Link) -> None:
     """The validated ``method`` Literal: ``facts['spec_config']``."""
     tree, results, facts, gaps, spec, spec_rel, ok, consts = x.tree, x.results, x.facts, x.gaps, x.spec, x.spec_rel, x.ok, x.consts
     roles = tree.roles
-    mf = spec.get("method_field") if ok else None
-    literal_name = (mf or {}).get("literal")
+    mf = spec.get("method_field") if ok else None  # {"line", "annotation", "literal", "skip_validation"} or None
+    literal_name = mf["literal"] if mf else None
     literal = consts.get(literal_name) if literal_name else None
     cu = results.get("config_utils") or {}
     deco_from = spec.get("dataclass_from") or ""
@@ -274,8 +276,6 @@ def _link_spec_config(x: _Link) -> None:
     if ok and mf and literal is None:
         gaps.append(Gap(ANALYZER, f"{spec_rel}:{mf['line']}: the method annotation {mf['annotation']} is not a statically resolvable Literal; "
                                   "cannot tell which methods the validator accepts", path=spec_rel, blocking=False))
-
-    x.literal = literal
 
 
 def _link_rewrites(x: _Link) -> None:
@@ -318,7 +318,7 @@ def _link_drafts(x: _Link) -> None:
         key=lambda d: d["arch"])
     ov = spec.get("override") if ok else None
     chains = []
-    for c in (ov or {}).get("chains", []):
+    for c in ov["chains"] if ov else []:  # scan_spec's "override": {"line", "end_line", "chains", "source"} or None
         registered = {a: registered_location(a, archs, reg_rel) for a in c["architectures"] or []}
         steps = c["steps"]
         chains.append({"key": c["key"], "value": c["value"], "model_type": c["model_type"], "architectures": c["architectures"],
@@ -328,13 +328,13 @@ def _link_drafts(x: _Link) -> None:
                        "arch_location": _loc(spec_rel, next((s["line"] for s in reversed(steps) if s["field"] == "architectures"), None)),
                        "text_config_location": _loc(spec_rel, c["text_config_line"]) if c["text_config_line"] else None})
     facts["draft_chains"] = chains
+    link_found = (spec.get("override_link") or {}) if ok else {}
     facts["override"] = {"location": _loc(spec_rel, ov["line"]) if ov else None,
-                         "link": dict(spec.get("override_link") or {}, location=_loc(spec_rel, (spec.get("override_link") or {}).get("line")))
-                         if ok else None}
+                         "link": dict(link_found, location=_loc(spec_rel, link_found.get("line"))) if ok else None}
     facts["post_init_arch_writes"] = [
         dict(w, location=_loc(spec_rel, w["line"]), registered={a: registered_location(a, archs, reg_rel) for a in w["to"]} if archs else None)
         for w in (spec.get("post_init_arch_writes", []) if ok else [])]
-    if ok and ov and (spec.get("override_link") or {}).get("how") == "unknown":
+    if ok and ov and link_found.get("how") == "unknown":
         gaps.append(Gap(ANALYZER, f"{spec_rel}: the draft ModelConfig's hf_overrides is neither SpeculativeConfig.hf_config_override nor a "
                                   "compose_draft_hf_overrides(...) result: cannot tell whether the draft-architecture rewrites apply",
                         path=spec_rel, blocking=False))
@@ -349,15 +349,16 @@ def _link_runners(x: _Link) -> None:
     """The proposer each runner dispatches per method, and how the runner is chosen."""
     tree, results, facts, gaps, spec, spec_rel, ok = x.tree, x.results, x.facts, x.gaps, x.spec, x.spec_rel, x.ok
     roles = tree.roles
-    literal = x.literal
+    literal = VllmRelease.from_facts(facts).spec_config.method_literal  # written by _link_spec_config
     preds = spec.get("predicates", {}) if ok else {}
-    methods = sorted(set((literal or {}).get("values", [])) | {"mtp"} if literal else {"mtp", "eagle", "eagle3", "draft_model", "ngram"})
+    methods = sorted(set(literal.values) | {"mtp"} if literal else {"mtp", "eagle", "eagle3", "draft_model", "ngram"})
     if facts["mtp_alias"]:
         methods = [m for m in methods if m == "mtp" or m not in facts["mtp_alias"]["members"]]
     v1 = _dispatch_of(results.get("runner_v1"), "Proposer")
     v2 = _dispatch_of(results.get("runner_v2"), "Speculator")
     envs = results.get("envs") or {}
-    v2_default = (envs.get("defaults") or {}).get("VLLM_USE_V2_MODEL_RUNNER")
+    x.env_defaults = envs.get("defaults") or {}
+    v2_default = x.env_defaults.get("VLLM_USE_V2_MODEL_RUNNER")
     vc = results.get("vllm_config") or {}
     runner_sel: dict[str, Any] = {"v2_runner_exists": bool(v2), "env": "VLLM_USE_V2_MODEL_RUNNER" if "VLLM_USE_V2_MODEL_RUNNER" in (envs.get("defined") or {}) else None,
                                   "env_default": v2_default, "auto_location": _loc(roles.get("vllm_config"), vc.get("v2_auto_line")) if vc.get("v2_auto_line") else None}
@@ -409,7 +410,7 @@ def _link_env(x: _Link) -> None:
     envs = x.envs
     env_rel = roles.get("envs")
     defined = envs.get("defined") or {}
-    facts["env_vars"] = [{"name": n, "location": _loc(env_rel, line), "default": (envs.get("defaults") or {}).get(n)}
+    facts["env_vars"] = [{"name": n, "location": _loc(env_rel, line), "default": x.env_defaults.get(n)}
                          for n, line in sorted(defined.items()) if scan.ENV_RELEVANT.search(n)]
     facts["env_vars_total"] = len(defined)
     plat = results.get("platform") or {}
@@ -423,10 +424,10 @@ def _link_env(x: _Link) -> None:
 def _link_summary(x: _Link) -> None:
     """The lints and ``facts['summary']``."""
     tree, facts, spec, spec_rel, ok = x.tree, x.facts, x.spec, x.spec_rel, x.ok
-    literal = x.literal
+    literal = VllmRelease.from_facts(facts).spec_config.method_literal  # written by _link_spec_config
     rewrites = facts["rewrites"]
     chains = facts["draft_chains"]
-    lits = set((literal or {}).get("values", []))
+    lits = set(literal.values) if literal else set()
     facts["lints"] = {
         "paren_string_in": [{"location": _loc(spec_rel, p["line"]), "test": p["test"], "string": p["string"]} for p in spec.get("paren_in", [])] if ok else [],
         "aliases_not_in_literal": sorted(set(facts["mtp_alias"]["members"]) - lits) if facts["mtp_alias"] and literal else [],

@@ -11,12 +11,12 @@ from typing import Any
 
 from mtp_audit.engines.vllm._shared import Evidence, Finding, Gap, Report, Severity
 from mtp_audit.engines.vllm.findings import loc
+from mtp_audit.engines.vllm.release import VllmRelease
 
 
 def _facts(report: Report | dict[str, Any]) -> dict[str, Any]:
-    if isinstance(report, Report):
-        return dict(report.facts.get("vllm") or {})
-    return dict(((report or {}).get("facts") or {}).get("vllm") or {})
+    """The vLLM facts of a report or of its JSON form (a copy; empty when it has none)."""
+    return dict(VllmRelease.from_report(report).facts)
 
 
 def _rkey(r: dict[str, Any]) -> tuple[str, str, str, tuple[str, ...]]:
@@ -30,6 +30,7 @@ def diff_facts(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[Finding],
 
     out: list[Finding] = []
     ch: dict[str, Any] = {}
+    old_lit, new_lit = VllmRelease.from_facts(old).spec_config.method_literal, VllmRelease.from_facts(new).spec_config.method_literal
     o = {_rkey(r): r for r in reversed(old.get("rewrites", []))}
     n = {_rkey(r): r for r in reversed(new.get("rewrites", []))}
     ch["rewrites"] = {"added": [n[k] for k in sorted(set(n) - set(o))], "removed": [o[k] for k in sorted(set(o) - set(n))]}
@@ -50,14 +51,12 @@ def diff_facts(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[Finding],
         if o[k]["logged"] and not n[k]["logged"]:
             out.append(BY_ID["MTP420"].finding(
                 f"rewrite {n[k]['field']} = {n[k]['value']} is no longer logged (was at old version's {o[k]['location']})", loc(n[k]["location"])))
-    ol = ((old.get("spec_config") or {}).get("method_literal") or {}).get("values")
-    nl = ((new.get("spec_config") or {}).get("method_literal") or {}).get("values")
-    if ol is not None and nl is not None:
-        gone = sorted(set(ol) - set(nl))
-        ch["method_literal"] = {"added": sorted(set(nl) - set(ol)), "removed": gone}
+    if old_lit is not None and new_lit is not None:
+        gone = sorted(set(old_lit.values) - set(new_lit.values))
+        ch["method_literal"] = {"added": sorted(set(new_lit.values) - set(old_lit.values)), "removed": gone}
         if gone:
-            where = ((new.get("spec_config") or {}).get("method_literal") or {}).get("location")
-            out.append(BY_ID["MTP421"].finding(f"speculative method {', '.join(gone)} is no longer accepted by the validated Literal", loc(where)))
+            out.append(BY_ID["MTP421"].finding(f"speculative method {', '.join(gone)} is no longer accepted by the validated Literal",
+                                               loc(new_lit.location)))
     oe = {e["name"]: e for e in old.get("env_vars", [])}
     ne = {e["name"]: e for e in new.get("env_vars", [])}
     ch["env_vars"] = {"added": sorted(set(ne) - set(oe)), "removed": sorted(set(oe) - set(ne))}
@@ -95,11 +94,11 @@ def _diff_fields(old: dict[str, Any], new: dict[str, Any], out: list[Finding], c
     keys added are listed in ``changes["fields"]``."""
     from mtp_audit.engines.vllm.rules import BY_ID
 
-    of = (old.get("spec_config") or {}).get("fields")
-    nf = (new.get("spec_config") or {}).get("fields")
+    osc, nsc = VllmRelease.from_facts(old).spec_config, VllmRelease.from_facts(new).spec_config
+    of, nf = osc.fields, nsc.fields
     if of is None or nf is None:
         return
-    where = loc((new.get("spec_config") or {}).get("location"))
+    where = loc(nsc.location)
     gone, added = [f for f in of if f not in nf], [f for f in nf if f not in of]
     ch["fields"] = {"added": added, "removed": gone}
     for f in gone:
@@ -131,7 +130,7 @@ def _diff_speculators(old: dict[str, Any], new: dict[str, Any], out: list[Findin
             f"with a model and no method, the method is detected from the draft checkpoint in the order "
             f"{', '.join(nt['detection_order'])} (each class's matches(), after the class the draft model declares); a "
             "configured method is no longer replaced by the checkpoint", loc(nt.get("detection_location")), severity=Severity.INFO))
-    had = set((old.get("spec_config") or {}).get("fields") or [])
+    had = set(VllmRelease.from_facts(old).spec_config.fields or ())
     for opt in [o for o in nt.get("options") or [] if o in had]:
         # an option the old version already took: a config that set it with another method no longer starts
         ok = sorted(m for m, c in methods.items() if opt in (c.get("supported_options") or []))

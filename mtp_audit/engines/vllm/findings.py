@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from mtp_audit.engines.vllm._shared import Evidence, Finding, Location
+from mtp_audit.engines.vllm.release import VllmRelease, registered
 
 
 def loc(text: str | None) -> Location:
@@ -25,44 +26,42 @@ def _strip(v: str) -> str:
 
 
 def evaluate(facts: dict[str, Any]) -> list[Finding]:
-    """All single-tree findings; never raises on partial facts (missing parts give no finding)."""
+    """All single-tree findings of ``facts`` (``report.facts["vllm"]``, read through
+    :class:`~mtp_audit.engines.vllm.release.VllmRelease`); never raises on partial facts (missing parts give no finding)."""
     out: list[Finding] = []
+    release = VllmRelease.from_facts(facts)
     for step in (_alias_findings, _rewrite_findings, _draft_findings, _tree_findings, _proposer_findings):
-        step(facts, out)
+        step(release, out)
     return out
 
 
-def _alias_findings(facts: dict[str, Any], out: list[Finding]) -> None:
+def _alias_findings(release: VllmRelease, out: list[Finding]) -> None:
     """MTP400 (the MTP alias) and MTP402 (an alias the validated Literal rejects)."""
     from mtp_audit.engines.vllm.rules import BY_ID
 
-    alias = facts.get("mtp_alias")
-    lit = (facts.get("spec_config") or {}).get("method_literal")
-    validated = (facts.get("spec_config") or {}).get("validated")
-    if alias:
-        how = "logged (a deprecation warning)" if alias["logged"] else "silent"
+    alias, sc = release.mtp_alias, release.spec_config
+    lit = sc.method_literal
+    if alias is not None:
+        how = "logged (a deprecation warning)" if alias.logged else "silent"
         out.append(BY_ID["MTP400"].finding(
-            f"method {', '.join(alias['members'])} is an alias: vLLM rewrites it to 'mtp' (EAGLE machinery, the target checkpoint as "
-            f"its own draft); the rewrite is {how}", loc(alias["location"]),
-            evidence=[Evidence("alias set", f"{alias['set'] or 'literal'} ({alias['set_kind'] or 'tuple'})", loc(alias["set_location"])),
-                      *([Evidence("log call", "logger.warning before the write", loc(alias["location"]))] if alias["logged"] else [])]))
-        missing = facts.get("lints", {}).get("aliases_not_in_literal", [])
-        if missing and validated and lit:
+            f"method {', '.join(alias.members)} is an alias: vLLM rewrites it to 'mtp' (EAGLE machinery, the target checkpoint as "
+            f"its own draft); the rewrite is {how}", loc(alias.location),
+            evidence=[Evidence("alias set", f"{alias.set or 'literal'} ({alias.set_kind or 'tuple'})", loc(alias.set_location)),
+                      *([Evidence("log call", "logger.warning before the write", loc(alias.location))] if alias.logged else [])]))
+        missing = release.lints.aliases_not_in_literal
+        if missing and sc.validated and lit is not None:
             out.append(BY_ID["MTP402"].finding(
-                f"method {', '.join(missing)} is in the alias set but not in the validated {lit['name']} Literal: "
-                f"{{\"method\": \"{missing[0]}\"}} fails validation before the alias code can run", loc(lit["location"]),
-                evidence=[Evidence("alias set", ", ".join(alias["members"]), loc(alias["set_location"])),
-                          Evidence("validated by", (facts.get("spec_config") or {}).get("validated_by") or "pydantic")]))
-    elif lit and validated is False and facts.get("lints", {}).get("aliases_not_in_literal"):
-        pass
+                f"method {', '.join(missing)} is in the alias set but not in the validated {lit.name} Literal: "
+                f"{{\"method\": \"{missing[0]}\"}} fails validation before the alias code can run", loc(lit.location),
+                evidence=[Evidence("alias set", ", ".join(alias.members), loc(alias.set_location)),
+                          Evidence("validated by", sc.validated_by or "pydantic")]))
 
 
-def _rewrite_findings(facts: dict[str, Any], out: list[Finding]) -> None:
+def _rewrite_findings(release: VllmRelease, out: list[Finding]) -> None:
     """MTP401 (silent auto-detection), MTP403 (draft = target, inherited quantization), MTP410 (forced enforce_eager)."""
     from mtp_audit.engines.vllm.rules import BY_ID
 
-    rewrites = facts.get("rewrites", [])
-    for r in rewrites:
+    for r in release.rewrites:
         if r["field"] == "method" and r["kind"] == "auto-detect" and not r["logged"]:
             to = _strip(r["value"])
             kept = ", ".join(r["kept"]) or "nothing"
@@ -83,52 +82,52 @@ def _rewrite_findings(facts: dict[str, Any], out: list[Finding]) -> None:
                 loc(r["location"]), evidence=[Evidence("condition", r["condition"], loc(r["test_location"]))]))
 
 
-def _draft_findings(facts: dict[str, Any], out: list[Finding]) -> None:
+def _draft_findings(release: VllmRelease, out: list[Finding]) -> None:
     """MTP404 (hf_config_override's rewrites) and MTP405 (a draft architecture the registry lacks)."""
     from mtp_audit.engines.vllm.rules import BY_ID
 
-    chains = facts.get("draft_chains", [])
+    chains = release.draft_chains
     if chains:
         shown = [c for c in chains if not c["value"].endswith("_mtp")][:6]
         ev = [Evidence(f"{c['key']} {c['value']}", f"{c['model_type'] or '(model_type kept)'} / {', '.join(c['architectures'] or ['(architectures kept)'])}"
                        + (" (conditional)" if c["conditional"] else "") + (" (dynamic)" if c["dynamic"] else ""), loc(c["arch_location"] or c["location"]))
               for c in shown]
-        link = ((facts.get("override") or {}).get("link") or {})
+        link = release.override_link
         how = {"direct": "passed directly as hf_overrides", "composed": "composed by compose_draft_hf_overrides"}.get(str(link.get("how")), "link not proven")
         out.append(BY_ID["MTP404"].finding(
             f"hf_config_override rewrites the draft config for {len(chains)} model types / architectures ({how}); "
-            "every rewrite is silent", loc((facts.get("override") or {}).get("location")),
+            "every rewrite is silent", loc(release.override_location),
             evidence=ev + [Evidence("applied at", link.get("value") or "?", loc(link.get("location")))]))
         for c in chains:
-            for a, where in (c.get("registered") or {}).items():
+            for a, where in registered(c).items():
                 if where is None and not c["dynamic"]:
                     out.append(BY_ID["MTP405"].finding(
                         f"{c['key']} {c['value']} is rewritten to architecture {a}, which the model registry does not list: the draft fails to load",
                         loc(c["arch_location"]), evidence=[Evidence("registry", "vllm/model_executor/models/registry.py")]))
-    for w in facts.get("post_init_arch_writes", []):
-        for a, where in (w.get("registered") or {}).items():
+    for w in release.post_init_arch_writes:
+        for a, where in registered(w).items():
             if where is None and not w["dynamic"]:
                 out.append(BY_ID["MTP405"].finding(
                     f"__post_init__ writes draft architecture {a}, which the model registry does not list", loc(w["location"])))
 
 
-def _tree_findings(facts: dict[str, Any], out: list[Finding]) -> None:
+def _tree_findings(release: VllmRelease, out: list[Finding]) -> None:
     """MTP406 (n_predict rules), MTP407 (speculators checkpoints), MTP408 (paren-string lint), MTP409 (V1 oracle)."""
     from mtp_audit.engines.vllm.rules import BY_ID
 
-    npr = facts.get("n_predict_rules") or {}
-    if npr.get("default"):
-        ev = [Evidence("silent default", "num_speculative_tokens = n_predict (the checkpoint's MTP layer count)", loc(npr["default"]))]
-        if npr.get("divisible_error"):
-            ev.append(Evidence("error", "num_speculative_tokens > n_predict must be a multiple of it (ValueError)", loc(npr["divisible_error"])))
-        if npr.get("reuse_warning"):
-            skips = f"; not for {', '.join(npr['reuse_warning_skips'])}" if npr.get("reuse_warning_skips") else ""
-            ev.append(Evidence("warning", f"num_speculative_tokens > 1 re-runs the same MTP layer{skips}", loc(npr["reuse_warning"])))
+    npr = release.n_predict_rules
+    if npr.default:
+        ev = [Evidence("silent default", "num_speculative_tokens = n_predict (the checkpoint's MTP layer count)", loc(npr.default))]
+        if npr.divisible_error:
+            ev.append(Evidence("error", "num_speculative_tokens > n_predict must be a multiple of it (ValueError)", loc(npr.divisible_error)))
+        if npr.reuse_warning:
+            skips = f"; not for {', '.join(npr.reuse_warning_skips)}" if npr.reuse_warning_skips else ""
+            ev.append(Evidence("warning", f"num_speculative_tokens > 1 re-runs the same MTP layer{skips}", loc(npr.reuse_warning)))
         out.append(BY_ID["MTP406"].finding(
             "num_speculative_tokens defaults silently to the draft's n_predict (num_nextn_predict_layers); a larger value must divide by it "
-            "and reuses the MTP layers" + ("" if npr.get("reuse_warning") else " without any warning"),
-            loc(npr["default"]), evidence=ev))
-    sp = facts.get("speculators")
+            "and reuses the MTP layers" + ("" if npr.reuse_warning else " without any warning"),
+            loc(npr.default), evidence=ev))
+    sp = release.speculators
     if sp:
         drops = not sp["merges_user_config"]
         out.append(BY_ID["MTP407"].finding(
@@ -136,26 +135,23 @@ def _tree_findings(facts: dict[str, Any], out: list[Finding]) -> None:
             + ("; the user's --speculative-config is discarded" if drops else "; the user's --speculative-config keys are laid over it")
             + ("" if sp["logged"] else "; nothing is logged"), loc(sp["location"]),
             evidence=[Evidence("called from", "EngineArgs", loc(sp.get("call_location")))]))
-    for p in facts.get("lints", {}).get("paren_string_in", []):
+    for p in release.lints.paren_string_in:
         out.append(BY_ID["MTP408"].finding(
             f"`{p['test']}` tests a substring of \"{p['string']}\", not membership in a one-element tuple (missing comma)", loc(p["location"])))
-    oracle = facts.get("v1_oracle")
-    if oracle is not None and not any("mtp" in a for a in oracle["accepted"]):
+    oracle = release.v1_oracle
+    if oracle is not None and not any("mtp" in a for a in oracle.accepted):
         out.append(BY_ID["MTP409"].finding(
-            f"the V1 engine only accepts speculative methods {', '.join(oracle['accepted'])}: an MTP draft falls back to the V0 engine "
-            "(or fails with VLLM_USE_V1=1)", loc(oracle["location"]),
-            evidence=[Evidence("V0 MTP path", "spec_decode_worker recognises deepseek_mtp", loc(facts.get("v0_spec_decode")))] if facts.get("v0_spec_decode") else []))
+            f"the V1 engine only accepts speculative methods {', '.join(oracle.accepted)}: an MTP draft falls back to the V0 engine "
+            "(or fails with VLLM_USE_V1=1)", loc(oracle.location),
+            evidence=[Evidence("V0 MTP path", "spec_decode_worker recognises deepseek_mtp", loc(release.v0_spec_decode))] if release.v0_spec_decode else []))
 
 
-def _proposer_findings(facts: dict[str, Any], out: list[Finding]) -> None:
+def _proposer_findings(release: VllmRelease, out: list[Finding]) -> None:
     """MTP411: the proposer classes the runners dispatch for the MTP method."""
     from mtp_audit.engines.vllm.rules import BY_ID
 
-    props = facts.get("proposers") or {}
-    runner = facts.get("runner") or {}
     for key in ("mtp", "deepseek_mtp"):
-        v1 = (props.get("v1") or {}).get(key)
-        v2 = (props.get("v2") or {}).get(key)
+        v1, v2 = release.proposers_of("v1", key), release.proposers_of("v2", key)
         shown = v1 or v2
         if not shown:
             continue
@@ -165,7 +161,7 @@ def _proposer_findings(facts: dict[str, Any], out: list[Finding]) -> None:
         if v2:
             parts.append("V2 runner: " + " / ".join(f"{p['class']}" + ("" if p["when"] == "always" else f" ({p['when'][:80]})") for p in v2))
         out.append(BY_ID["MTP411"].finding(
-            f"method '{key}' runs {'; '.join(parts)}; runner default: {runner.get('default', 'v1')}",
+            f"method '{key}' runs {'; '.join(parts)}; runner default: {release.runner.default or 'v1'}",
             loc(shown[-1]["location"]),
-            evidence=[Evidence(p["class"], p["when"], loc(p["location"])) for p in (v1 or []) + (v2 or [])][:8]))
+            evidence=[Evidence(p["class"], p["when"], loc(p["location"])) for p in (*v1, *v2)][:8]))
         break

@@ -87,9 +87,9 @@ class VllmEngine(Engine):
         """The release's ``Requires-Dist: torch`` against the machine's torch
         (:func:`mtp_audit.engines.vllm.launch.depth.release_pins`, MTP339)."""
         from mtp_audit.engines.vllm.launch.depth import release_pins
+        from mtp_audit.engines.vllm.release import VllmRelease
 
-        version = str(((getattr(release, "report", None) and release.report.facts.get("vllm")) or {}).get("version"))
-        return release_pins(release, machine, version)
+        return release_pins(release, machine, str(VllmRelease.from_report(release).version))
 
     def evaluate(self, request: LaunchRequest, release: Any, gap: Gap | None) -> EngineOutcome:
         """See :meth:`mtp_audit.engines.base.Engine.evaluate` (:func:`~mtp_audit.engines.vllm.launch.evaluate.evaluate_vllm`):
@@ -101,6 +101,5 @@ class VllmEngine(Engine):
 
         ev = evaluate_vllm(request.toks, view=release, view_gap=gap, analyzers=request.analyzers, env=request.env,
                            environ=request.environ, cwd=request.cwd)
-        version = (ev.ctx.vf or {}).get("version")
-        return EngineOutcome(name=shell_join(request.toks), version=version, findings=list(ev.ctx.findings), gaps=list(ev.ctx.gaps),
+        return EngineOutcome(name=shell_join(request.toks), version=ev.ctx.release.version, findings=list(ev.ctx.findings), gaps=list(ev.ctx.gaps),
                              reports=list(ev.reports), facts={k: ev.outcome[k] for k in FACT_KEYS})

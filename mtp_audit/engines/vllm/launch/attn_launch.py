@@ -12,8 +12,9 @@ scheme); ``--block-size`` counts only when given (0.24+ ``get_attn_backend`` pas
 
 from __future__ import annotations
 
+import copy
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mtp_audit.engines.code.statements import UNKNOWN
 from mtp_audit.engines.outcome import loc_of
@@ -24,6 +25,10 @@ from mtp_audit.engines.vllm.launch.attention import (
     select_attention_cached,
 )
 from mtp_audit.report import Evidence
+
+if TYPE_CHECKING:
+    from mtp_audit.checkpoint.typed import CheckpointAnswer
+    from mtp_audit.preflight.typed import MachineAnswer
 
 #: model types vLLM 0.33.0 treats as DeepSeek-type MLA when ``kv_lora_rank`` is set
 #: (vllm/transformers_utils/model_arch_config_convertor.py:294-321, ``is_deepseek_mla``)
@@ -51,6 +56,15 @@ def model_config_json(model: str, cwd: Any) -> tuple[dict[str, Any] | None, str 
     except InputError as exc:
         return None, exc.problem
     return (cfg, None) if isinstance(cfg, dict) else (None, f"{model}/config.json is not a JSON object")
+
+
+def launch_config(answer: CheckpointAnswer | None, model: str, cwd: Any) -> tuple[dict[str, Any] | None, str | None]:
+    """``config.json`` of the launch's ``model``: the mapping its checkpoint audit read (``answer.config``, read once per
+    audit; a copy, so nothing here changes the answer), else :func:`model_config_json` (a hub id or a config the audit
+    did not read: ``(None, why)``, "could not tell" downstream)."""
+    if answer is not None and answer.config is not None:
+        return copy.deepcopy(dict(answer.config)), None
+    return model_config_json(model, cwd)
 
 
 #: ``parallel_config`` fields backends read, and the options that set them (0.33.0 vllm/engine/arg_utils.py:1212, :1236)
@@ -171,32 +185,31 @@ def resolve_kv_auto(sources: Any, quant_cfg: dict[str, Any] | None) -> Any:
     return out if isinstance(out, str) else UNKNOWN
 
 
-def gpu_capability(pf: dict[str, Any]) -> Any:
-    """The compute capability all the preflight's GPUs share, else :data:`UNKNOWN`."""
-    gpus = ((pf.get("machine") or {}).get("gpus") or [])
-    caps = {tuple((g.get("compute_capability") or {}).get("value") or ()) for g in gpus}
+def gpu_capability(machine: MachineAnswer | None) -> Any:
+    """The compute capability all the machine's GPUs share (its typed answer), else :data:`UNKNOWN`."""
+    gpus = machine.gpus if machine is not None else ()
+    caps = {tuple(g.compute_capability.value or ()) for g in gpus}
     if len(caps) != 1:
         return UNKNOWN
     cap = next(iter(caps))
     return cap if len(cap) == 2 and all(isinstance(x, int) for x in cap) else UNKNOWN
 
 
-def capability_missing(pf: dict[str, Any]) -> str:
-    """Why :func:`gpu_capability` has no answer for the preflight facts ``pf``: no machine, no GPU listed (with the
+def capability_missing(machine: MachineAnswer | None) -> str:
+    """Why :func:`gpu_capability` has no answer for the machine's typed answer: no machine, no GPU listed (with the
     facts' own reason), GPUs of different capabilities, or the first GPU's missing reason (an Intel XPU has no NVIDIA
     compute capability)."""
-    machine = pf.get("machine") or {}
-    gpus = machine.get("gpus") or []
-    origin = machine.get("origin")
+    gpus = machine.gpus if machine is not None else ()
+    origin = machine.origin if machine is not None else None
     if not gpus:
         if not origin or origin == "none":
             return "no machine declared or seen"
-        listed = (machine.get("gpu_list") or {}).get("missing")
+        listed = machine.gpu_list_missing if machine is not None else None
         return f"the machine facts ({origin}) list no GPU" + (f": {listed}" if listed else "")
-    caps = sorted({".".join(map(str, (g.get("compute_capability") or {}).get("value") or ())) for g in gpus} - {""})
+    caps = sorted({".".join(map(str, g.compute_capability.value or ())) for g in gpus} - {""})
     if len(caps) > 1:
         return f"the GPUs differ: {', '.join(caps)}"
-    missing = next(((g.get("compute_capability") or {}).get("missing") for g in gpus if (g.get("compute_capability") or {}).get("missing")), None)
+    missing = next((g.compute_capability.source.how for g in gpus if g.compute_capability.value is None), None)
     return f"{origin}: {missing}" if missing else f"{origin}: not given"
 
 
@@ -212,7 +225,7 @@ def check_attention(ctx: Any, cfg: dict[str, Any] | None, cfg_problem: str | Non
         return
     envs_py = ctx.view.sources.get("vllm/envs.py") or b""
     reads_env = b'"VLLM_ATTENTION_BACKEND"' in envs_py  # this release's envs.py defines (and so reads) it
-    k = attention_knowns(cfg, ctx.cmd, ctx.env, gpu_capability(ctx.pf or {}), reads_env)
+    k = attention_knowns(cfg, ctx.cmd, ctx.env, gpu_capability(ctx.machine), reads_env)
     if k.kv_cache_dtype == "auto":  # given or not: vLLM resolves "auto" from the checkpoint (arg_utils.py create_engine_config)
         k.kv_cache_dtype = resolve_kv_auto(ctx.view.sources, quant_cfg)
     sel = _select(ctx, k)
@@ -249,7 +262,7 @@ def _judge(ctx: Any, k: AttnKnowns, sel: AttnSelection, whose: str) -> None:
     if sel.gap is not None or sel.backend is UNKNOWN:
         why = sel.gap or "; ".join(sel.undecided[:4])
         if sel.gap is not None and sel.gap.startswith(CAPABILITY_UNKNOWN):
-            why = f"{CAPABILITY_UNKNOWN} ({capability_missing(ctx.pf or {})})"
+            why = f"{CAPABILITY_UNKNOWN} ({capability_missing(ctx.machine)})"
         may_fail = any("Error" in u for u in sel.undecided[:1])
         ctx.gap(f"the attention backend vLLM selects for {'the draft model' if whose else 'the model'} is not decided ({why})",
                 blocking=may_fail)
@@ -284,7 +297,7 @@ def draft_knowns(ctx: Any, k: AttnKnowns, draft_cfg: dict[str, Any] | None) -> A
     import dataclasses
 
     spec = ctx.cmd.spec or {}
-    if ctx.cmd.spec is None or ctx.method is None or not (ctx.draft or {}).get("path"):
+    if ctx.cmd.spec is None or ctx.method is None or not ctx.draft.get("path"):
         return None  # no draft model is built (ngram, suffix ... or a refused config)
     d = attention_knowns(draft_cfg, ctx.cmd, ctx.env, k.capability, False) if draft_cfg is not None else dataclasses.replace(k)
     d.selected, d.selected_from, d.kv_cache_dtype = k.selected, k.selected_from, k.kv_cache_dtype

@@ -12,11 +12,15 @@ SupportsPP")``); 0.33.0 ``vllm/config/speculative.py:1904-1905`` (the draft's ``
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from typing import Any
 
+from mtp_audit.checkpoint.typed import as_checkpoint_answer
 from mtp_audit.engines.base import DraftMemory, DraftQuestion, PinCheck
 from mtp_audit.engines.outcome import fmt_bytes
 from mtp_audit.engines.vllm.launch.parallel import plan_vllm
+from mtp_audit.preflight.facts import Fact
+from mtp_audit.preflight.typed import MachineAnswer
 from mtp_audit.report import Evidence, Severity
 
 #: methods whose proposer loads no draft model (the same list as the launch evaluation's ``NO_DRAFT``)
@@ -45,16 +49,28 @@ def torch_pin(requires: list[str] | None) -> str | None:
     return None
 
 
-def release_pins(view: Any, machine: Any, version: str) -> tuple[PinCheck, ...]:
-    """The torch pin of a vLLM release (``view.requires``: its ``Requires-Dist``) against ``machine``
-    (``facts["preflight"]``): one :class:`~mtp_audit.engines.base.PinCheck`, none without a METADATA pin."""
+def _answer(machine: MachineAnswer | Mapping[str, Any] | None) -> MachineAnswer | None:
+    """The machine's typed answer, as given or read once from a ``facts["preflight"]`` document."""
+    if machine is None or isinstance(machine, MachineAnswer):
+        return machine
+    return MachineAnswer.from_doc(machine.get("machine"))
+
+
+def torch_fact(machine: MachineAnswer | None) -> Fact:
+    """The machine's torch version (a :class:`~mtp_audit.preflight.facts.Fact`: missing without a machine)."""
+    return machine.facts.torch_version if machine is not None else Fact.absent("no machine facts")
+
+
+def release_pins(view: Any, machine: MachineAnswer | Mapping[str, Any] | None, version: str) -> tuple[PinCheck, ...]:
+    """The torch pin of a vLLM release (``view.requires``: its ``Requires-Dist``) against ``machine`` (its typed answer,
+    or the ``facts["preflight"]`` document): one :class:`~mtp_audit.engines.base.PinCheck`, none without a METADATA pin."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
     from packaging.version import InvalidVersion, Version
 
     spec = torch_pin(getattr(view, "requires", None))
     if spec is None:
         return ()
-    tv = str(((((machine or {}).get("machine") or {}).get("torch_version") or {}).get("value")) or "") or None
+    tv = str(torch_fact(_answer(machine)).value or "") or None
     try:
         holds = SpecifierSet(spec).contains(Version(tv), prereleases=True) if tv else None
     except (InvalidSpecifier, InvalidVersion):
@@ -66,37 +82,37 @@ def check_torch_pin(ctx: Any) -> None:
     """MTP339: the machine's torch is outside the release's ``Requires-Dist: torch`` pin (vLLM's compiled ops are
     built against that torch), from :func:`release_pins` (what ``VllmEngine.release_pins`` answers).
     Without a METADATA (a checkout) or a known torch: a note."""
-    pins = release_pins(ctx.view, ctx.pf, ctx.version)
-    tv = (((ctx.pf or {}).get("machine") or {}).get("torch_version") or {})
+    pins = release_pins(ctx.view, ctx.machine, ctx.version)
+    tv = torch_fact(ctx.machine)
     if not pins:
         ctx.gap(f"vLLM {ctx.version}: no METADATA with a torch requirement was read (a checkout?): its torch pin was not "
                 "checked against the machine")
         return
     spec = pins[0].spec
     if pins[0].holds is None:
-        ctx.gap(f"vLLM {ctx.version} requires torch{spec}; the machine's torch ({tv.get('value') or 'unknown'}) could not "
+        ctx.gap(f"vLLM {ctx.version} requires torch{spec}; the machine's torch ({tv.value or 'unknown'}) could not "
                 "be compared with it")
         return
     if pins[0].holds:
         return
-    pkg = (((ctx.pf or {}).get("machine") or {}).get("packages") or {}).get("vllm") or {}
-    installed = pkg.get("value")
+    pkg = ctx.machine.facts.package("vllm") if ctx.machine is not None else Fact.absent("no machine facts")
+    installed = pkg.value
     same = installed is not None and str(installed).split("+")[0] == str(ctx.version)
     if same:  # this very release is installed beside another torch: its compiled ops do not load
-        sev, what = Severity.ERROR, (f"vLLM {ctx.version} is installed with torch {tv['value']} but requires torch{spec}: "
+        sev, what = Severity.ERROR, (f"vLLM {ctx.version} is installed with torch {tv.value} but requires torch{spec}: "
                                      "its compiled ops (vllm._C) are built against the pinned torch and fail to load")
     else:  # installing the release makes pip replace torch
-        now = (f"vLLM {installed} installed" if installed else "vLLM not installed" if pkg.get("missing") == "not installed"
+        now = (f"vLLM {installed} installed" if installed else "vLLM not installed" if pkg.missing == "not installed"
                else "no vLLM recorded")
-        sev, what = Severity.WARNING, (f"vLLM {ctx.version} requires torch{spec} but the machine has torch {tv['value']} "
+        sev, what = Severity.WARNING, (f"vLLM {ctx.version} requires torch{spec} but the machine has torch {tv.value} "
                                        f"({now}): installing it replaces torch, and whatever was built for torch "
-                                       f"{tv['value']} must be rebuilt; kept as it is, vllm._C fails to load")
+                                       f"{tv.value} must be rebuilt; kept as it is, vllm._C fails to load")
     ctx.add("MTP339", what, "vllm", severity=sev,
             evidence=[Evidence("Requires-Dist", f"torch{spec} (vllm {ctx.version} METADATA)"),
-                      Evidence("torch", f"{tv['value']} ({tv.get('source', 'machine')})"),
+                      Evidence("torch", f"{tv.value} ({tv.source})"),
                       Evidence("vllm installed", str(installed) if installed else "no")],
             remediation=f"pip install 'torch{spec}' (the CUDA build vLLM {ctx.version} was built for), or the vLLM "
-                        f"release built for torch {tv['value']}")
+                        f"release built for torch {tv.value}")
 
 
 def check_draft_memory(ctx: Any) -> None:
@@ -107,14 +123,14 @@ def check_draft_memory(ctx: Any) -> None:
     plan = plan_vllm(ctx.cmd.get)
     if ctx.cmd.spec is None or ctx.fails or not mtp or plan.invalid:
         return
-    ck = ctx.ck if ctx.draft_is_target or ctx.draft_ck is None else ctx.draft_ck
+    ck = ctx.ck_answer if ctx.draft_is_target or ctx.draft_ck is None else ctx.draft_ck_answer
     answer = draft_memory(DraftQuestion(ck, plan.tp))
     if answer is None:
         return
     b, per_gpu = answer.mtp_bytes, answer.peak_per_gpu
     ctx.draft["mtp_bytes_per_gpu"] = per_gpu
-    mems = [m for g in ((ctx.pf or {}).get("machine") or {}).get("gpus") or []
-            if isinstance(m := (g.get("memory_bytes") or {}).get("value"), int) and m > 0]
+    mems = [m for g in (ctx.machine.gpus if ctx.machine is not None else ())
+            if isinstance(m := g.memory_bytes.value, int) and m > 0]
     ev = [Evidence("MTP bytes", fmt_bytes(b)), Evidence("--tensor-parallel-size", str(plan.tp))]
     head = (f"the MTP draft's weights take about {fmt_bytes(per_gpu)} per GPU at load (peak) under --tensor-parallel-size "
             f"{plan.tp}; the steady state is not derived (vLLM {ctx.version} may share the target's embedding and LM head)")
@@ -133,13 +149,15 @@ def check_draft_memory(ctx: Any) -> None:
 
 
 def draft_memory(question: DraftQuestion) -> DraftMemory | None:
-    """The MTP draft's bytes per GPU in vLLM: the checkpoint's MTP bytes over the tensor-parallel size (the draft's
-    tensor_parallel_size defaults to the target's); the load-time peak only (``None``: MTP bytes unknown)."""
-    b = (((question.checkpoint or {}).get("mtp") or {}).get("bytes") or {})
-    if not isinstance(b.get("value"), int) or b["value"] <= 0:
+    """The MTP draft's bytes per GPU in vLLM: the checkpoint's MTP bytes (its answer's MTP section) over the
+    tensor-parallel size (the draft's tensor_parallel_size defaults to the target's); the load-time peak only (``None``:
+    MTP bytes unknown)."""
+    ck = as_checkpoint_answer(question.checkpoint)
+    b = ck.mtp.bytes if ck is not None else None
+    if b is None or not isinstance(b.value, int) or b.value <= 0:
         return None
     tp = max(1, question.tensor_parallel)
-    return DraftMemory(b["value"], bool(b.get("estimated")), b["value"] / tp, None, tp,
+    return DraftMemory(b.value, bool(b.estimated), b.value / tp, None, tp,
                        "all MTP bytes over --tensor-parallel-size; whether vLLM shares the target's embedding and LM head "
                        "is not derived")
 

@@ -32,8 +32,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from mtp_audit.checkpoint.typed import CheckpointAnswer, as_checkpoint_answer, checkpoint_answer
 from mtp_audit.engines.base import Analyzers
 from mtp_audit.engines.outcome import fmt_bytes, fp4_needed, loc_of, mtp_errors_as_warnings, scope_gaps
+from mtp_audit.engines.vllm import release as vllm_release
 from mtp_audit.engines.vllm.launch.command import (
     SPEC_SHORTHAND,
     VllmCommand,
@@ -45,6 +47,7 @@ from mtp_audit.engines.vllm.launch.depth import check_depth
 from mtp_audit.engines.vllm.launch.lookahead import check_lookahead
 from mtp_audit.engines.vllm.launch.spec_config_replay import UNKNOWN, Evaluator, n_predict_of
 from mtp_audit.errors import InputError
+from mtp_audit.preflight.typed import MachineAnswer, machine_answer
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
 
 ANALYZER = "launch"
@@ -66,8 +69,16 @@ class VCtx:
     vf: dict[str, Any] | None
     view: Any
     name: str
+    #: the typed view of ``vf`` (:class:`mtp_audit.engines.vllm.release.VllmRelease`; built once per evaluation)
+    release: vllm_release.VllmRelease = field(default_factory=vllm_release.VllmRelease)
     ck: dict[str, Any] | None = None
     draft_ck: dict[str, Any] | None = None
+    #: the typed answers of the target's and the draft's checkpoint audits (:func:`mtp_audit.checkpoint.typed.checkpoint_answer`;
+    #: ``None``: not audited), beside the ``ck`` / ``draft_ck`` documents they were written with
+    ck_answer: CheckpointAnswer | None = None
+    draft_ck_answer: CheckpointAnswer | None = None
+    #: the machine's typed answer (:func:`mtp_audit.preflight.typed.machine_answer`; ``None``: no machine facts)
+    machine: MachineAnswer | None = None
     draft_path: str | None = None
     draft_is_target: bool = False
     pf: dict[str, Any] = field(default_factory=dict)
@@ -99,9 +110,14 @@ class VCtx:
     attention: dict[str, Any] | None = None
 
     @property
+    def draft_answer(self) -> CheckpointAnswer | None:
+        """The typed answer of the checkpoint the draft is loaded from (the target's when it is its own draft)."""
+        return self.ck_answer if self.draft_is_target else self.draft_ck_answer
+
+    @property
     def version(self) -> str:
         """``"0.33.0"`` or ``"(version unknown)"``."""
-        return str((self.vf or {}).get("version") or "(version unknown)")
+        return str(self.release.version or "(version unknown)")
 
     def add(self, rule_id: str, message: str, symbol: str, *, evidence: Sequence[Evidence] = (),
             remediation: str | None = None, severity: Severity | None = None) -> None:
@@ -122,21 +138,12 @@ class VCtx:
                  "--speculative-config", evidence=evidence, remediation=remediation)
 
 
-def _arch(ck: dict[str, Any] | None) -> str | None:
-    archs = ((ck or {}).get("config") or {}).get("architectures") or []
-    return str(archs[0]) if archs else ((ck or {}).get("summary") or {}).get("architecture")
+def _arch(ck: CheckpointAnswer | None) -> str | None:
+    return ck.architecture if ck is not None else None
 
 
-def _model_type(ck: dict[str, Any] | None) -> str | None:
-    return ((ck or {}).get("config") or {}).get("model_type")
-
-
-def _rewrites(vf: dict[str, Any], field_name: str, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
-    def line(r: dict[str, Any]) -> int:
-        loc = str(r.get("location") or "")
-        return int(loc.rpartition(":")[2]) if loc.rpartition(":")[2].isdigit() else 0
-
-    return sorted((r for r in vf.get("rewrites", []) if r["field"] == field_name and r["kind"] in kinds), key=line)
+def _model_type(ck: CheckpointAnswer | None) -> str | None:
+    return ck.model_type if ck is not None else None
 
 
 def _literal(value: str) -> Any:
@@ -160,13 +167,14 @@ def resolve(ctx: VCtx, model_path: str | None) -> None:
     ctx.k_requested = k if isinstance(k, int) else None
     if not _validated(ctx, m, k, fix):
         return
-    alias = (ctx.vf or {}).get("mtp_alias") or {}
-    if isinstance(m, str) and m in (alias.get("members") or []):
-        ctx.trace.append(f"method {m} -> mtp (alias, {'logged' if alias.get('logged') else 'silent'}, {alias.get('location')})")
+    alias = ctx.release.mtp_alias
+    if isinstance(m, str) and alias is not None and m in alias.members:
+        ctx.trace.append(f"method {m} -> mtp (alias, {'logged' if alias.logged else 'silent'}, {alias.location})")
         m = "mtp"
     env = {"self.method": m, "self.model": model, "self.num_speculative_tokens": k, "self.target_model_config": "<target>",
-           "self.target_model_config.hf_text_config.model_type": ((ctx.ck or {}).get("config") or {}).get("text_model_type") or _model_type(ctx.ck),
-           "self.target_model_config.hf_config.model_type": _model_type(ctx.ck)}
+           "self.target_model_config.hf_text_config.model_type": (ctx.ck_answer.text_model_type if ctx.ck_answer else None)
+           or _model_type(ctx.ck_answer),
+           "self.target_model_config.hf_config.model_type": _model_type(ctx.ck_answer)}
     ev = Evaluator(env, getattr(ctx.view, "predicate_conditions", {}))
     if m is None:
         m = _default_method(ctx, ev)
@@ -184,21 +192,20 @@ def resolve(ctx: VCtx, model_path: str | None) -> None:
 def _validated(ctx: VCtx, m: Any, k: Any, fix: dict[str, Any]) -> bool:
     """Step 1: ``num_speculative_tokens`` is an integer and ``method`` is in the validated Literal (pydantic checks both
     before ``__post_init__``); ``False`` after an MTP320."""
-    vf = ctx.vf or {}
-    lit = (vf.get("spec_config") or {}).get("method_literal") or {}
-    validated = (vf.get("spec_config") or {}).get("validated")
-    alias = vf.get("mtp_alias") or {}
+    sc = ctx.release.spec_config
+    lit, validated, members = sc.method_literal, sc.validated, ctx.release.alias_members
     if k is not None and not isinstance(k, int):
         ctx.reject(f"num_speculative_tokens={k!r} is not an integer", remediation="give num_speculative_tokens as a JSON number")
         return False
-    if isinstance(m, str) and validated and lit.get("values") and m not in lit["values"] and not method_admits_str(ctx):
-        better = "mtp" if "mtp" in lit["values"] and (m in (alias.get("members") or []) or m.endswith("_mtp")) else None
+    if isinstance(m, str) and validated and lit is not None and lit.values and m not in lit.values and not method_admits_str(ctx):
+        better = "mtp" if "mtp" in lit.values and (m in members or m.endswith("_mtp")) else None
+        alias_set = ctx.release.mtp_alias.set if ctx.release.mtp_alias is not None else None
         # pydantic raises it before __post_init__: a ValidationError, no vLLM file:line (the Literal's is in the evidence)
-        ctx.reject(f"ValidationError: method {m!r} is not one of the {len(lit['values'])} values of the validated {lit.get('name')} Literal "
-                   f"declared at {lit.get('location')} (pydantic)" + (f"; {m!r} is in the MTP alias set {alias.get('set')}, which this version's "
-                                                   "validator does not accept" if m in (alias.get("members") or []) else ""),
-                   evidence=[Evidence("Literal", lit.get("name") or "?", loc_of(lit.get("location"))),
-                             Evidence("validated by", str((vf.get("spec_config") or {}).get("validated_by")))],
+        ctx.reject(f"ValidationError: method {m!r} is not one of the {len(lit.values)} values of the validated {lit.name} Literal "
+                   f"declared at {lit.location} (pydantic)" + (f"; {m!r} is in the MTP alias set {alias_set}, which this version's "
+                                                   "validator does not accept" if m in members else ""),
+                   evidence=[Evidence("Literal", lit.name or "?", loc_of(lit.location)),
+                             Evidence("validated by", str(sc.validated_by))],
                    remediation=f'use "method": "{better}"' if better else "use a method this vLLM accepts (mtp-audit vllm lists them)")
         if better:
             fix["method"] = better
@@ -210,7 +217,7 @@ def _validated(ctx: VCtx, m: Any, k: Any, fix: dict[str, Any]) -> bool:
 def method_admits_str(ctx: VCtx) -> bool:
     """Whether the ``method`` field's annotation admits any string besides the Literal (0.34.0 ``method: SpeculativeMethod
     | str | None``, ``speculative.py:461``: a ``@field_validator("method")`` decides, which the statement replay runs)."""
-    loc = str(((ctx.vf or {}).get("spec_config") or {}).get("method_field") or "")
+    loc = str(ctx.release.spec_config.method_field or "")
     text = getattr(ctx.view, "spec_text", None) or ""
     line = int(loc.rsplit(":", 1)[1]) if loc.rsplit(":", 1)[-1].isdigit() else 0
     rows = text.splitlines()
@@ -221,7 +228,7 @@ def method_admits_str(ctx: VCtx) -> bool:
 def _default_method(ctx: VCtx, ev: Evaluator) -> Any:
     """Step 2b: the method vLLM fills in when none is given (the first ``default-fill`` rewrite whose test holds)."""
     m = None
-    for r in _rewrites(ctx.vf or {}, "method", ("default-fill",)):
+    for r in ctx.release.rewrites_of("method", ("default-fill",)):
         t = ev.truth(r["condition"])
         if t is True:
             m = _literal(r["value"])
@@ -236,22 +243,22 @@ def _default_method(ctx: VCtx, ev: Evaluator) -> Any:
 def _without_model(ctx: VCtx, ev: Evaluator, m: Any, k: Any, fix: dict[str, Any], model_path: str | None) -> Any:
     """Step 3: no ``model`` given: the ``model``-field rewrites (the target as its own draft for ``mtp``), or the
     refusals; the draft path, or ``None`` when the replay of this launch ends here."""
-    vf = ctx.vf or {}
+    rel = ctx.release
     if k is None:
         ctx.method = m
         if m in NO_DRAFT:
             return None
-        n = ((ctx.ck or {}).get("mtp") or {}).get("declared_layers") or 1
+        n = (ctx.ck_answer.mtp.declared_layers if ctx.ck_answer else None) or 1
         fix["num_speculative_tokens"] = int(n)
         ctx.spec_fix, ctx.spec_changed = fix, True
         ctx.reject(f"method {ctx.method_requested or m!r} without \"num_speculative_tokens\" and without \"model\": no draft config is "
                    "built (the draft = target rewrite needs num_speculative_tokens), so _verify_args raises 'num_speculative_tokens must "
                    "be provided with speculative model unless the draft model config contains an n_predict parameter'",
                    evidence=[Evidence("draft = target needs", "self.model is None and self.num_speculative_tokens is not None",
-                                      loc_of(next((r["location"] for r in _rewrites(vf, "model", ("draft-target",))), None)))],
+                                      loc_of(next((r["location"] for r in rel.rewrites_of("model", ("draft-target",))), None)))],
                    remediation=f'add "num_speculative_tokens": {int(n)} (the checkpoint\'s MTP layer count)')
         return None
-    hit = next((r for r in _rewrites(vf, "model", ("draft-target", "default-fill")) if ev.truth(r["condition"]) is True), None)
+    hit = next((r for r in rel.rewrites_of("model", ("draft-target", "default-fill")) if ev.truth(r["condition"]) is True), None)
     if hit is None or hit["kind"] != "draft-target":
         ctx.method = m
         if hit is None:
@@ -260,7 +267,7 @@ def _without_model(ctx: VCtx, ev: Evaluator, m: Any, k: Any, fix: dict[str, Any]
         return None
     ctx.draft_is_target = True
     ctx.trace.append(f"no model given -> the target checkpoint is the draft ({hit['location']}, silent)")
-    q = next((r for r in _rewrites(vf, "quantization", ("inherited-quantization",)) if ev.truth(r["condition"]) is not False), None)
+    q = next((r for r in rel.rewrites_of("quantization", ("inherited-quantization",)) if ev.truth(r["condition"]) is not False), None)
     if q:
         ctx.trace.append(f"quantization inherited from the target ({q['location']})")
     return model_path
@@ -268,12 +275,11 @@ def _without_model(ctx: VCtx, ev: Evaluator, m: Any, k: Any, fix: dict[str, Any]
 
 def detect(ctx: VCtx, ev: Evaluator, m: str | None, model: Any) -> None:
     """Step 4: the draft architecture after ``hf_config_override`` and the auto-detection ``elif`` chain."""
-    vf = ctx.vf or {}
     dck = ctx.ck if ctx.draft_is_target else ctx.draft_ck
     d = ctx.draft
     d["path"] = ctx.draft_path
     d["is_target"] = ctx.draft_is_target
-    mt, arch = _model_type(dck), _arch(dck)
+    mt, arch = _model_type(ctx.draft_answer), _arch(ctx.draft_answer)
     d["from"] = {"model_type": mt, "architecture": arch}
     view = ctx.view.draft(mt, arch) if ctx.view is not None and dck is not None else None
     d["override"] = view
@@ -288,13 +294,13 @@ def detect(ctx: VCtx, ev: Evaluator, m: str | None, model: Any) -> None:
                    "self.draft_model_config.hf_config.model_type": new_mt, "self.draft_model_config.hf_config": "<hf>",
                    "self.draft_model_config.architectures": list(archs), "self.draft_model_config.hf_config.architectures": list(archs)})
     ev.env.update(getattr(ctx.view, "strings", {}))
-    alias = vf.get("mtp_alias") or {}
-    if alias.get("set"):
-        ev.env[alias["set"]] = list(alias.get("members") or []) + ["mtp"]
-    native = ctx.view.registered(_arch(ctx.ck) or "") if ctx.view is not None and ctx.ck is not None else None
+    alias = ctx.release.mtp_alias
+    if alias is not None and alias.set:
+        ev.env[alias.set] = list(alias.members) + ["mtp"]
+    native = ctx.view.registered(_arch(ctx.ck_answer) or "") if ctx.view is not None and ctx.ck is not None else None
     impl = ctx.cmd.get("--model-impl")
     ev.env["using_transformers_mtp"] = False if (native is not None and impl in (None, "auto", "vllm")) else UNKNOWN
-    detectors = _rewrites(vf, "method", ("auto-detect",))
+    detectors = ctx.release.rewrites_of("method", ("auto-detect",))
     kept = detectors[0]["kept"] if detectors else []
     before = m
     if m in kept:
@@ -335,7 +341,7 @@ def detect(ctx: VCtx, ev: Evaluator, m: str | None, model: Any) -> None:
             ctx.method = m
             ctx.reject(f"method {m!r} on draft {model} (model_type {new_mt} after hf_config_override): no auto-detection test matches and the "
                        "method is not draft_model, so vLLM raises NotImplementedError('Unsupported speculative method')",
-                       evidence=[Evidence("draft model_type", str(new_mt)), Evidence("MTP model types", ", ".join(alias.get("members") or []))],
+                       evidence=[Evidence("draft model_type", str(new_mt)), Evidence("MTP model types", ", ".join(ctx.release.alias_members))],
                        remediation="use a checkpoint whose model_type vLLM maps to an MTP draft, or drop --speculative-config")
             return
     ctx.method = m
@@ -343,10 +349,9 @@ def detect(ctx: VCtx, ev: Evaluator, m: str | None, model: Any) -> None:
 
 def check_numbers(ctx: VCtx) -> None:
     """Step 5: MTP323 (the ``num_speculative_tokens`` vs MTP-layer rules, ``facts.n_predict_rules``)."""
-    vf = ctx.vf or {}
     if ctx.fails or not ctx.method_decided or ctx.method in NO_DRAFT or ctx.method is None or ctx.cmd.spec is None:
         return
-    rules = vf.get("n_predict_rules") or {}
+    rules = ctx.release.n_predict_rules
     dck = ctx.ck if ctx.draft_is_target else ctx.draft_ck
     expr = (ctx.draft.get("override") or {}).get("n_predict_from")
     n, how = n_predict_of(expr, dck) if (ctx.draft.get("override") or {}).get("rewritten") else (None, "hf_config_override writes no n_predict for this draft")
@@ -360,7 +365,7 @@ def check_numbers(ctx: VCtx) -> None:
                     "n_predict or raises 'num_speculative_tokens must be provided'; give num_speculative_tokens", blocking=True)
         elif k > 1:
             ctx.gap(f"num_speculative_tokens={k}: the draft's n_predict is not decided ({how}); the divisibility rule "
-                    f"({rules.get('divisible_error')}) was not checked")
+                    f"({rules.divisible_error}) was not checked")
         ctx.k = k
         return
     if k is None:
@@ -372,8 +377,8 @@ def check_numbers(ctx: VCtx) -> None:
             return
         ctx.k = n
         ctx.add("MTP323", f"num_speculative_tokens is not given: vLLM {ctx.version} sets it to the draft's n_predict = {n} (the checkpoint's MTP layer "
-                f"count), silently ({rules.get('default')})", "--speculative-config",
-                evidence=ev_n + [Evidence("default", "self.num_speculative_tokens = n_predict", loc_of(rules.get("default")))],
+                f"count), silently ({rules.default})", "--speculative-config",
+                evidence=ev_n + [Evidence("default", "self.num_speculative_tokens = n_predict", loc_of(rules.default))],
                 remediation="", severity=Severity.INFO)
         return
     ctx.k = k
@@ -381,21 +386,21 @@ def check_numbers(ctx: VCtx) -> None:
         ctx.reject(f"num_speculative_tokens={k}: _verify_args raises 'Expected num_speculative_tokens to be greater than zero'",
                    remediation='use "num_speculative_tokens": 1')
         return
-    if n and k > n and k % n != 0 and rules.get("divisible_error"):
+    if n and k > n and k % n != 0 and rules.divisible_error:
         ctx.reject(f"num_speculative_tokens={k} is not a multiple of the draft's {n} MTP layer(s): 'num_speculative_tokens:{k} must be divisible by "
-                   f"n_predict={n}' ({rules['divisible_error']})", evidence=ev_n + [Evidence("raise", "ValueError", loc_of(rules["divisible_error"]))],
+                   f"n_predict={n}' ({rules.divisible_error})", evidence=ev_n + [Evidence("raise", "ValueError", loc_of(rules.divisible_error))],
                    remediation=f'use "num_speculative_tokens": {n} (or a multiple of {n})')
         ctx.spec_fix = dict(ctx.spec_fix or ctx.cmd.spec or {}, num_speculative_tokens=n)
         ctx.spec_changed = True
         return
-    cond = rules.get("reuse_warning_condition")
-    if rules.get("reuse_warning") and cond and drafts_with_mtp(ctx):
+    cond = rules.reuse_warning_condition
+    if rules.reuse_warning and cond and drafts_with_mtp(ctx):
         ev = Evaluator({"self.num_speculative_tokens": k, "self.draft_model_config.hf_config.model_type": ctx.draft.get("model_type")})
         if ev.truth(cond) is True:
             ctx.add("MTP323", f"num_speculative_tokens={k} with {n if n is not None else 'an unknown number of'} MTP layer(s): vLLM {ctx.version} runs "
                     + ("the same MTP layer" if n == 1 else "the MTP layers") + f" {k} times per step and logs 'Enabling num_speculative_tokens > 1 "
-                    f"will run multiple times of forward on same MTP layer, which may result in lower acceptance rate' ({rules['reuse_warning']})",
-                    "--speculative-config", evidence=ev_n + [Evidence("warning guard", cond, loc_of(rules["reuse_warning"]))],
+                    f"will run multiple times of forward on same MTP layer, which may result in lower acceptance rate' ({rules.reuse_warning})",
+                    "--speculative-config", evidence=ev_n + [Evidence("warning guard", cond, loc_of(rules.reuse_warning))],
                     remediation="", severity=Severity.INFO)
 
 
@@ -425,16 +430,18 @@ def check_draft(ctx: VCtx) -> None:
                     evidence=[Evidence("hf_config_override", f"{d['from']} -> {view.get('model_type')} {view.get('architectures')}", loc_of(view.get("location")))],
                     remediation="use a vLLM version that registers the MTP class (mtp-audit vllm lists mtp_classes)")
             ctx.fails = True
-    dck = ctx.ck if ctx.draft_is_target else ctx.draft_ck
-    s = (dck or {}).get("summary") or {}
-    if s.get("mode") == "config-only":
+    dck = ctx.draft_answer
+    s = dck.summary if dck is not None else None
+    if s is None:
+        return
+    if s.mode == "config-only":
         ctx.gap(f"{d.get('path')}: config only, the draft's MTP tensors were not checked", blocking=True)
         return
-    if s.get("mtp_tensors") == 0:
-        declared = s.get("mtp_layers_declared") or 0
+    if s.mtp_tensors == 0:
+        declared = s.mtp_layers_declared or 0
         ctx.add("MTP324", f"method {ctx.method} loads an MTP draft from {d.get('path')}" + (" (the target itself)" if ctx.draft_is_target else "")
                 + ", which has no MTP tensors" + (f" although config.json declares {declared} MTP layer(s)" if declared else "")
-                + (f" ({s['tensors']:,} tensors checked)" if isinstance(s.get("tensors"), int) else "") + ": the draft has no weights to load",
+                + (f" ({s.tensors:,} tensors checked)" if isinstance(s.tensors, int) else "") + ": the draft has no weights to load",
                 "--speculative-config", evidence=[Evidence("MTP tensors", "0"), Evidence("architecture", str(_arch(dck)))],
                 remediation="drop --speculative-config (the corrected command does), or use a checkpoint that ships its MTP weights")
         ctx.fails = True
@@ -443,54 +450,54 @@ def check_draft(ctx: VCtx) -> None:
 
 def pick_proposer(ctx: VCtx) -> None:
     """Step 6: the runner (``VLLM_USE_V2_MODEL_RUNNER``, ``facts.runner``) and the proposer class for the method."""
-    vf = ctx.vf or {}
+    rel = ctx.release
     if ctx.method is None or not ctx.method_decided or ctx.fails:
         return
     if ctx.replay is not None and getattr(ctx.replay, "linked", False):
         _speculator_of_class(ctx)
         return
-    runner = vf.get("runner") or {}
+    runner = rel.runner
     setting = ctx.env.get("VLLM_USE_V2_MODEL_RUNNER")
-    oracle = vf.get("v1_oracle")
-    if oracle:
+    oracle = rel.v1_oracle
+    if oracle is not None:
         # 0.8-0.10: EngineArgs._is_v1_supported_oracle reads the *given* method (before __post_init__) and falls back
         # to the V0 engine for any other (0.8.5 vllm/engine/arg_utils.py:1422-1440, _raise_or_fallback :1649)
         asked = ctx.method_requested if ctx.method_requested is not None else (ctx.cmd.spec or {}).get("model")
-        if asked not in oracle["accepted"]:
+        if asked not in oracle.accepted:
             v1_forced = str(ctx.env.get("VLLM_USE_V1", "")).strip().lower() in ("1", "true")
             if v1_forced:
-                ctx.reject(f"VLLM_USE_V1=1 with method {asked!r}, which the V1 oracle does not accept ({oracle['location']}): "
+                ctx.reject(f"VLLM_USE_V1=1 with method {asked!r}, which the V1 oracle does not accept ({oracle.location}): "
                            "NotImplementedError('VLLM_USE_V1=1 is not supported with Speculative Decoding')",
                            remediation="unset VLLM_USE_V1 (vLLM then falls back to V0)")
                 return
-            v0 = vf.get("v0_spec_decode")
+            v0 = rel.v0_spec_decode
             mtp = ctx.draft.get("model_type") == "deepseek_mtp"
-            ctx.proposer = {"runner": "v0", "why": f"the V1 oracle accepts only {', '.join(oracle['accepted'])} ({oracle['location']}); "
+            ctx.proposer = {"runner": "v0", "why": f"the V1 oracle accepts only {', '.join(oracle.accepted)} ({oracle.location}); "
                                                    "vLLM logs 'Falling back to V0'",
                             "v0": {"class": "SpecDecodeWorker + MultiStepWorker" + (" (MTP: draft model_type deepseek_mtp)" if mtp else ""),
                                    "location": v0, "unless": []}}
             if v0 is None:
                 ctx.gap("the V0 spec-decode worker (vllm/spec_decode/spec_decode_worker.py) was not found: the V0 proposer is unknown")
             return
-    if not runner.get("v2_runner_exists"):
+    if not runner.v2_runner_exists:
         which, why = "v1", "this vLLM has no V2 model runner"
-    elif setting is not None and runner.get("env"):
+    elif setting is not None and runner.env:
         which = "v2" if setting.strip().lower() in ("1", "true") else "v1"
         why = f"VLLM_USE_V2_MODEL_RUNNER={setting}"
-    elif str(runner.get("default", "")).startswith("v1"):
-        which, why = "v1", f"VLLM_USE_V2_MODEL_RUNNER default {runner.get('env_default')}"
+    elif str(runner.default or "").startswith("v1"):
+        which, why = "v1", f"VLLM_USE_V2_MODEL_RUNNER default {runner.env_default}"
     else:
-        which, why = "auto", f"{runner.get('default')} ({runner.get('auto_location')})"
+        which, why = "auto", f"{runner.default} ({runner.auto_location})"
     out: dict[str, Any] = {"runner": which, "why": why}
     for r in ("v1", "v2") if which == "auto" else (which,):
-        chain = ((vf.get("proposers") or {}).get(r) or {}).get(ctx.method) or []
+        chain = rel.proposers_of(r, ctx.method)
         env = {"self.method": ctx.method, "self.draft_model_config": "<draft>", "self.speculative_config": "<spec>",
                "self.draft_model_config.hf_config.model_type": ctx.draft.get("model_type"),
                "self.draft_model_config.hf_config": "<hf>", "self.num_speculative_tokens": ctx.k,
                }
-        dck = ctx.ck if ctx.draft_is_target else ctx.draft_ck
-        if str(((dck or {}).get("mtp") or {}).get("declared_by") or "").rsplit("/", 1)[-1] == "num_nextn_predict_layers":
-            env["self.draft_model_config.hf_config.num_nextn_predict_layers"] = ((dck or {}).get("mtp") or {}).get("declared_layers")
+        dck = ctx.draft_answer
+        if dck is not None and str(dck.mtp.declared_by or "").rsplit("/", 1)[-1] == "num_nextn_predict_layers":
+            env["self.draft_model_config.hf_config.num_nextn_predict_layers"] = dck.mtp.declared_layers
         ev = Evaluator(env, getattr(ctx.view, "predicate_conditions", {}))
         picked, maybe = None, []
         for p in chain:
@@ -510,18 +517,18 @@ def pick_proposer(ctx: VCtx) -> None:
         out[r] = {"class": picked["class"] if picked else None, "location": picked["location"] if picked else None,
                   "unless": [f"{p['class']} {p['when']} ({p['location']})" for p in maybe]}
         if picked is None and not maybe:
-            _no_proposer(ctx, vf, r, which)
+            _no_proposer(ctx, rel, r, which)
     ctx.proposer = out
 
 
-def _no_proposer(ctx: VCtx, vf: dict[str, Any], r: str, which: str) -> None:
+def _no_proposer(ctx: VCtx, rel: vllm_release.VllmRelease, r: str, which: str) -> None:
     """Runner ``r`` dispatches no proposer for the method: could not tell when its dispatch cannot be read
     (:func:`dispatch_unread`), else MTP320 unless the runner is chosen automatically and the other one has it."""
-    if which == "auto" and _other_runner_has(vf, r, ctx.method):
+    if which == "auto" and _other_runner_has(rel, r, ctx.method):
         # with the runner chosen automatically, a method the V2 runner lacks runs on V1 (0.24.0 vllm/config/vllm.py:522-548
         # use_v2_model_runner falls back, logged); only a method neither runner dispatches is refused
         return
-    unread = dispatch_unread(vf, r)
+    unread = dispatch_unread(rel, r)
     if unread is not None:
         # the file that would say which proposer runs is gone or has a shape the scan does not know: that is "could
         # not tell", never "vLLM refuses" (0.34.0 has no gpu_model_runner.py)
@@ -529,7 +536,7 @@ def _no_proposer(ctx: VCtx, vf: dict[str, Any], r: str, which: str) -> None:
                 f"{ctx.method!r}, and whether the {r.upper()} runner has one, is not decided", blocking=True)
         return
     ctx.reject(f"the {r.upper()} runner has no proposer for method {ctx.method!r}",
-               evidence=[Evidence(f"{r} dispatch", ", ".join(sorted((vf.get('proposers') or {}).get(r) or {})) or "none")],
+               evidence=[Evidence(f"{r} dispatch", ", ".join(sorted(rel.dispatch(r))) or "none")],
                remediation="use a method this vLLM's runner dispatches (mtp-audit vllm lists proposers)")
 
 
@@ -559,36 +566,35 @@ def _speculator_of_class(ctx: VCtx) -> None:
 DISPATCH_FILES = {"v1": ("runner_v1", "vllm/v1/worker/gpu_model_runner.py"), "v2": ("runner_v2", "vllm/v1/worker/gpu/spec_decode/__init__.py")}
 
 
-def dispatch_unread(vf: dict[str, Any], runner: str) -> str | None:
+def dispatch_unread(release: vllm_release.VllmRelease, runner: str) -> str | None:
     """Why the proposer dispatch of ``runner`` (``"v1"``/``"v2"``) cannot be read from this tree, or ``None`` when it
     was: its file is not in the tree (0.34.0 removed ``vllm/v1/worker/gpu_model_runner.py``), or the file constructs no
     ``XProposer(...)`` / ``XSpeculator(...)`` by name for any method (0.34.0's ``init_speculator`` resolves
     ``speculator_class`` by qualname, ``vllm/v1/worker/gpu/spec_decode/__init__.py:18-48``)."""
     role, default = DISPATCH_FILES[runner]
-    rel = (vf.get("files") or {}).get(role)
-    if rel is None:
+    path = release.files.get(role)
+    if path is None:
         return f"{default} is not in this tree"
-    if not ((vf.get("proposers") or {}).get(runner) or {}):
-        return f"{rel} constructs no proposer class by name"
+    if not release.dispatch(runner):
+        return f"{path} constructs no proposer class by name"
     return None
 
 
-def _other_runner_has(vf: dict[str, Any], runner: str, method: Any) -> bool:
+def _other_runner_has(release: vllm_release.VllmRelease, runner: str, method: Any) -> bool:
     """Whether the other model runner (V1 for V2 and back) dispatches a proposer for ``method``."""
-    other = "v1" if runner == "v2" else "v2"
-    return bool(((vf.get("proposers") or {}).get(other) or {}).get(method))
+    return bool(release.proposers_of("v1" if runner == "v2" else "v2", method))
 
 
 def check_unused(ctx: VCtx) -> None:
     """MTP325: the checkpoint carries MTP heads but the command has no speculative config (not said when the command
     gives one that vLLM refuses: MTP320 says why it does not start)."""
-    if ctx.cmd.spec is not None or ctx.ck is None or (ctx.fails and ctx.cmd.spec_sources):
+    if ctx.cmd.spec is not None or ctx.ck_answer is None or (ctx.fails and ctx.cmd.spec_sources):
         return
-    s = ctx.ck.get("summary") or {}
-    n = s.get("mtp_tensors") or 0
-    layers = s.get("mtp_layers_found") or s.get("mtp_layers_declared") or 1
+    s = ctx.ck_answer.summary
+    n = s.mtp_tensors or 0
+    layers = s.mtp_layers_found or s.mtp_layers_declared or 1
     if n > 0:
-        b = ((ctx.ck.get("mtp") or {}).get("bytes") or {}).get("value")
+        b = ctx.ck_answer.mtp.bytes.value
         ctx.add("MTP325", f"the checkpoint carries {n:,} MTP tensors in {layers} layer(s)" + (f" ({fmt_bytes(b)})" if b else "")
                 + " but the command has no --speculative-config: vLLM skips them and decodes one token per step", "--speculative-config",
                 evidence=[Evidence("MTP layers", str(layers)), Evidence("MTP tensors", f"{n:,}")],
@@ -603,14 +609,13 @@ ENV_INTEREST = re.compile(r"SPEC|MTP|EAGLE|DRAFT|NGRAM|FP4|MOE|MARLIN|USE_V1$|V2
 def check_env(ctx: VCtx) -> None:
     """MTP326: a ``VLLM_*`` spec-decode / FP4 / MoE variable of the launch that this vLLM does not define (0.24 retired
     ten FP4/MoE variables in favour of ``--moe-backend``; an old setting then only warns)."""
-    vf = ctx.vf
-    if vf is None:
+    if ctx.vf is None:
         return
-    defined = {e["name"] for e in vf.get("env_vars", [])}
+    defined = ctx.release.env_var_names
     for name in sorted(ctx.env):
         if not name.startswith("VLLM_") or not ENV_INTEREST.search(name) or name in defined:
             continue
-        where = vf.get("unknown_env_check")
+        where = ctx.release.unknown_env_check
         hard = bool(where) and "--fail-on-environ-validation" in ctx.cmd.options and "--no-fail-on-environ-validation" not in ctx.cmd.options
         # 0.33.0 vllm/platforms/interface.py:1463-1466: validate_environ(hard_fail) raises with --fail-on-environ-validation
         ctx.add("MTP326", f"{name}={ctx.env[name]} is not defined by vLLM {ctx.version} (vllm/envs.py): "
@@ -628,7 +633,6 @@ def check_gpus(ctx: VCtx) -> None:
     ``world_size = pp x tp``); the visible ones are the preflight's GPUs after a ``CUDA_VISIBLE_DEVICES`` of the launch
     (:func:`mtp_audit.preflight.visible.cuda_visible`, CUDA's rules). Unknown GPUs with more than one needed: a blocking gap."""
     from mtp_audit.engines.vllm.launch.parallel import plan_vllm
-    from mtp_audit.preflight.facts import MachineFacts
     from mtp_audit.preflight.visible import machine_visible
 
     plan = plan_vllm(ctx.cmd.get)
@@ -636,22 +640,17 @@ def check_gpus(ctx: VCtx) -> None:
     if plan.invalid:
         ctx.gap(f"parallel sizes {', '.join(plan.invalid)} are not integers: the GPUs needed were not computed")
         return
-    raw = (ctx.pf or {}).get("machine")
-    try:
-        machine = MachineFacts.from_dict(raw) if raw else None
-    except ValueError:
-        machine = None
-    gl = (raw or {}).get("gpu_list") or {}
+    machine = ctx.machine.facts if ctx.machine is not None else None
     vis = machine_visible(machine, ctx.env, ctx.env_source) if machine is not None else None
     if vis is not None and ctx.env_source.get("CUDA_VISIBLE_DEVICES") not in ("command", "--env"):
         vis = replace(vis, source="", notes=())  # the machine's own variable: already applied, nothing to say
     hides_all = vis is not None and vis.value is not None and not vis.value.strip()
-    if vis is None or (gl.get("value") is None and not hides_all):
+    if vis is None or (machine is not None and not machine.gpu_list.present and not hides_all):
         if _too_few_in_command(ctx, plan):
             return
         if plan.needed > 1:
             ctx.gap(f"the command needs {plan.needed} GPUs on this node ({plan.formula}) but the GPUs are unknown "
-                    f"({gl.get('missing') or 'no GPU listed'})", blocking=True)
+                    f"({(ctx.machine.gpu_list_missing if ctx.machine else None) or 'no GPU listed'})", blocking=True)
         return
     covered = vis.covers(plan.needed)
     if covered is None and vis.listed != "exact":
@@ -725,7 +724,7 @@ def check_command(ctx: VCtx) -> None:
         if kind == "mutually-exclusive":
             ctx.spec_fix = dict(ctx.cmd.spec or {})
             ctx.spec_changed = True
-    if not (ctx.vf or {}).get("spec_flags") and ctx.vf is not None:
+    if not ctx.release.spec_flags and ctx.vf is not None:
         for opt in ("--spec-method", "--spec-model", "--spec-tokens"):
             if opt in ctx.cmd.options:
                 ctx.fails = True
@@ -791,35 +790,36 @@ class VEvaluation:
 DECIDED_BY_LAUNCH = ("MTP401", "MTP408")
 
 
-def _applies(rule_id: str, ck: dict[str, Any] | None) -> bool | None:
+def _applies(rule_id: str, ck: CheckpointAnswer | None) -> bool | None:
     """Whether a vLLM tree warning concerns this launch's checkpoint: MTP407 (speculators checkpoints) only when
     its config.json has a ``speculators_config``; MTP410 (enforce_eager forced for DeepSeek-V3.2) only for
-    ``model_type`` ``deepseek_v32``. ``None``: not decided here (or the checkpoint was not audited)."""
-    cfg = (ck or {}).get("config") if ck else None
-    if not isinstance(cfg, dict):
+    ``model_type`` ``deepseek_v32``. ``None``: not decided here (or the checkpoint was not audited, or has no config)."""
+    if ck is None or not ck.config_present:
         return None
     if rule_id == "MTP407":
-        return bool(cfg.get("speculators_config"))
+        return ck.speculators
     if rule_id == "MTP410":
-        return "deepseek_v32" in (cfg.get("model_type"), cfg.get("text_model_type"))
+        return "deepseek_v32" in (ck.model_type, ck.text_model_type)
     return None
 
 
-def tree_errors_relaxed(report: Report, ck: dict[str, Any] | None = None) -> Report:
+def tree_errors_relaxed(report: Report, ck: CheckpointAnswer | Mapping[str, Any] | None = None) -> Report:
     """The vLLM analyzer's report with its errors, and the warnings in :data:`DECIDED_BY_LAUNCH`, turned into info:
     they describe the vLLM tree (e.g. MTP402, an alias the validator rejects), and what of them applies to this
     command is reported by the launch checks (MTP320 names the rejected method, MTP321 the replaced one); a tree
     defect the command does not touch cannot stop this launch. MTP407 (speculators checkpoints) and MTP410 (forced
-    enforce_eager) become info when the audited checkpoint ``ck`` shows they do not concern it (:func:`_applies`);
-    other warnings stay."""
+    enforce_eager) become info when the audited checkpoint ``ck`` (its typed answer, or its ``facts["checkpoint"]``
+    document) shows they do not concern it (:func:`_applies`); other warnings stay."""
     import dataclasses
+
+    answer = as_checkpoint_answer(ck)
 
     out = [dataclasses.replace(f, severity=Severity.INFO, message=f.message + " (info for this launch: a fact about the vLLM tree; "
                                "what of it applies to this command is reported by the MTP32x launch checks)")
            if f.severity >= Severity.ERROR or (f.rule_id in DECIDED_BY_LAUNCH and f.severity >= Severity.WARNING) else
            dataclasses.replace(f, severity=Severity.INFO, message=f.message + " (info for this launch: it does not apply to "
                                "this checkpoint)")
-           if f.severity >= Severity.WARNING and _applies(f.rule_id, ck) is False else f
+           if f.severity >= Severity.WARNING and _applies(f.rule_id, answer) is False else f
            for f in report.findings]
     return dataclasses.replace(report, findings=tuple(out))
 
@@ -863,8 +863,9 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, analy
     from mtp_audit.engines.vllm.launch.outcome import build_vllm_outcome
 
     vf = dict(view.report.facts.get("vllm") or {}) if view is not None else None
-    cmd = parse_vllm_command(list(argv), spec_shorthand=bool((vf or {}).get("spec_flags")) if vf is not None else True)
-    ctx = VCtx(cmd=cmd, vf=vf, view=view, name=view.report.targets[0].name if view is not None else "no vLLM")
+    release = vllm_release.VllmRelease.from_facts(vf)
+    cmd = parse_vllm_command(list(argv), spec_shorthand=bool(release.spec_flags) if vf is not None else True)
+    ctx = VCtx(cmd=cmd, vf=vf, view=view, name=view.report.targets[0].name if view is not None else "no vLLM", release=release)
     if view_gap is not None:
         ctx.gaps.append(view_gap)
     _launch_env(ctx, environ, env)
@@ -887,14 +888,14 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, analy
 
 def _attention(ctx: VCtx, cwd: Path) -> None:
     """The attention backend vLLM selects for this launch (:func:`mtp_audit.engines.vllm.launch.attn_launch.check_attention`)."""
-    from mtp_audit.engines.vllm.launch.attn_launch import check_attention, model_config_json
+    from mtp_audit.engines.vllm.launch.attn_launch import check_attention, launch_config
 
     if ctx.view is None or ctx.cmd.model is None:
         return
-    cfg, problem = model_config_json(ctx.cmd.model, cwd)
+    cfg, problem = launch_config(ctx.ck_answer, ctx.cmd.model, cwd)
     draft_cfg = None
     if ctx.draft_path and not ctx.draft_is_target and ctx.draft_path != ctx.cmd.model:
-        draft_cfg, _why = model_config_json(ctx.draft_path, cwd)
+        draft_cfg, _why = launch_config(ctx.draft_ck_answer, ctx.draft_path, cwd)
     from mtp_audit.engines.vllm.launch.decide import quant_config_of
 
     quant_cfg, _where = quant_config_of(ctx.cmd.model, cwd)
@@ -904,7 +905,7 @@ def _attention(ctx: VCtx, cwd: Path) -> None:
 def _launch_env(ctx: VCtx, environ: Mapping[str, str] | None, env: Mapping[str, str] | None) -> None:
     """The launch's environment: the variables this vLLM reads from the current environment, then the command's
     ``KEY=VALUE`` prefixes, then ``--env`` (each records where it came from)."""
-    read = {e["name"] for e in (ctx.vf or {}).get("env_vars", [])}
+    read = ctx.release.env_var_names
     for k, val in sorted((environ or {}).items()):
         if k in read or k in ("VLLM_USE_V2_MODEL_RUNNER", "VLLM_USE_V1", "VLLM_ATTENTION_BACKEND", "VLLM_MLA_DISABLE"):
             ctx.env[k], ctx.env_source[k] = val, "environment"
@@ -922,6 +923,7 @@ def _audit_target(ctx: VCtx, analyzers: Analyzers) -> list[Report]:
         if r is not None:
             reports.append(_without_sglang_answer(r))
             ctx.ck = dict(r.facts.get("checkpoint") or {}) or None
+            ctx.ck_answer = checkpoint_answer(r) if ctx.ck is not None else None
         if g is not None:
             ctx.gaps.append(g)
     return reports
@@ -939,6 +941,7 @@ def _audit_draft(ctx: VCtx, analyzers: Analyzers, cwd: Path) -> None:
         r, g = analyzers.checkpoint(dm, "speculative_config.model")
         if r is not None:
             ctx.draft_ck = dict(r.facts.get("checkpoint") or {}) or None
+            ctx.draft_ck_answer = checkpoint_answer(r) if ctx.draft_ck is not None else None
             ctx.gaps += [Gap(x.analyzer, f"draft {dm}: {x.message}", x.path, x.blocking) for x in r.gaps]
         if g is not None:
             ctx.gaps.append(g)
@@ -978,15 +981,16 @@ def _machine_and_scope(ctx: VCtx, argv: Sequence[str], analyzers: Analyzers, rep
                    for r in reports]
     # the preflight reads the command's FP4/MoE options with vLLM's semantics (mtp_audit.preflight.launch.parse_launch)
     pf = analyzers.preflight(list(argv), engine="vllm", use_engine_analyzer=False,
-                            engine_facts={"vllm": {"version": (ctx.vf or {}).get("version")}})
+                            engine_facts={"vllm": {"version": ctx.release.version}})
     ctx.pf = dict(pf.facts.get("preflight") or {})
+    ctx.machine = machine_answer(pf)
     check_gpus(ctx)
     reports.append(pf)
     if ctx.view is not None:
-        reports.insert(0, tree_facts_verbose(tree_errors_relaxed(ctx.view.report, ctx.ck)))
+        reports.insert(0, tree_facts_verbose(tree_errors_relaxed(ctx.view.report, ctx.ck_answer)))
     # a gap blocks only the question that depends on it: no FP4 kernels -> the FP4 verdict is a note; no speculative
     # config -> the checkpoint's MTP checks are notes
-    ctx.fp4_needed = fp4_needed(ctx.ck, (ctx.quant or {}).get("method") or cmd.get("--quantization") or cmd.get("-q"))
+    ctx.fp4_needed = fp4_needed(ctx.ck_answer, (ctx.quant or {}).get("method") or cmd.get("--quantization") or cmd.get("-q"))
     ctx.gaps[:] = machine_notes(ctx.gaps)  # --no-machine: the machine facts not examined are notes
     return scope_gaps(reports, fp4=ctx.fp4_needed, speculative=cmd.spec is not None, spec_flag="--speculative-config")
 

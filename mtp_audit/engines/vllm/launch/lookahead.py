@@ -91,9 +91,10 @@ def _default_ceiling(ctx: Any, cwd: Path) -> int | None:
     if mml is not None:
         n = _int_option(mml)
         return max(_DEFAULT_CEILING, n) if n is not None else None
-    from mtp_audit.engines.vllm.launch.attn_launch import model_config_json
+    from mtp_audit.engines.vllm.launch.attn_launch import launch_config
 
-    cfg, _problem = model_config_json(ctx.cmd.model, cwd) if ctx.cmd.model else (None, None)
+    # config.json as the checkpoint audit read it (once per audit); a hub id or an unread config: no bound
+    cfg, _problem = launch_config(ctx.ck_answer, ctx.cmd.model, cwd) if ctx.cmd.model else (None, None)
     if not isinstance(cfg, dict) or any(key in cfg for key in ("vision_config", "audio_config", "text_config")):
         return None
     return max(_DEFAULT_CEILING, config_length_bound(cfg))
