@@ -169,7 +169,7 @@ def _runs_finding(f: LogFacts, path: str) -> Finding:
 
 
 def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str, Any] | None = None,
-                metrics: dict[str, Any] | None = None) -> Report:
+                metrics: dict[str, Any] | None = None, metrics_unavailable: str | None = None) -> Report:
     """Audit engine logs: did MTP run, what was accepted, and (with ``prediction``) does it match?
 
     Args:
@@ -177,6 +177,9 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
         prediction: what ``mtp-audit launch`` predicted: ``{"engine": ..., "algorithm": ..., "num_speculative_tokens": ...}``
             (see :func:`mtp_audit.runtime.compare.hold_against`), or None.
         metrics: the result of :func:`mtp_audit.runtime.metrics.read_window` to add, or None.
+        metrics_unavailable: why a ``--metrics`` endpoint asked for could not be read (the
+            :class:`~mtp_audit.errors.Unavailable` problem), or None: the logs' report stands and the metrics window is a
+            blocking gap of the runtime question beside it (a definite failure of the logs still outranks it).
 
     Returns:
         A report whose ``facts["log"]`` holds ``verdict`` (one of :data:`~mtp_audit.runtime.verdict.VERDICTS`),
@@ -215,6 +218,9 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
 
         top["metrics"] = metrics
         findings += metrics_findings(metrics)
+    if metrics_unavailable is not None:
+        gaps.append(Gap(ANALYZER, f"{metrics_unavailable}: the metrics window was not read; the verdict is the log's "
+                                  "alone", question=RUNTIME))
     name = ", ".join(r[0]["file"] for r in results)
     return Report.build(ANALYZER, name, findings=findings, gaps=gaps, facts=top, rule_ids=[r.id for r in RULES])
 
