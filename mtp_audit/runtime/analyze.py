@@ -158,6 +158,9 @@ def _runs_finding(f: LogFacts, path: str) -> Finding:
     back = f.time_back[0] if f.time_back else None
     went = (f"; time goes back at line {back['line']} ({back['from']} -> {back['to']}: a restart, or rotated logs "
             "concatenated out of order)") if back else ""
+    if f.spec_off_from is not None:
+        went += (f"; from line {f.spec_off_from} the statistics lines have no speculative fields, which "
+                 f"{_label(f.engine)} writes whenever speculation is set: a run started without it")
     if f.reported_run is not None:
         r = f.reported_run
         return get_rule("MTP509").finding(

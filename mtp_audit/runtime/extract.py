@@ -160,6 +160,8 @@ class LogFacts:
         self.crashes: list[Crash] = []
         self.client = [0, 0]
         self.threshold_off: int | None = None
+        #: the first statistics line without speculative fields after speculative ones (a run without speculation)
+        self.spec_off_from: int | None = None
         self.spec_init: Fact | None = None
         self.draft_types: dict[str, int] = {}
         self._tb: Crash | None = None
@@ -386,7 +388,13 @@ class LogFacts:
             self.series.per_pos_last = values
 
     def no_speculation(self, line: int) -> None:
-        """A statistics line without speculative fields."""
+        """A statistics line without speculative fields. After speculative statistics of the same run it starts a new
+        run: an engine that writes its speculative fields whenever speculation is set (SGLang,
+        ``metrics_reporter.py:967`` @ 0.5.23: the algorithm is fixed when the scheduler starts) prints lines without
+        them only from a process started without speculation (a restart)."""
+        if self.series.intervals and not self.decode_without_spec[0]:
+            self._run_start(line, forced=True)
+            self.spec_off_from = self.spec_off_from or line
         self.decode_without_spec[0] += 1
         self.decode_without_spec[1] = self.decode_without_spec[1] or line
         self.run_has_data = True
