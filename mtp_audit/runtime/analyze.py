@@ -207,8 +207,11 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
             gaps.append(Gap(ANALYZER, f"{d['file']}: the log ends inside line {d['open_end_line']} (no line end after it): a "
                                       "paste may have been cut there, so its figures were not read", d["file"],
                             question=RUNTIME))
+        gaps += _unread_gaps(facts, d["file"])
         if outcome.verdict == "could-not-tell":
-            gaps.append(Gap(ANALYZER, f"{d['file']}: could not tell whether MTP ran: the log lacks {outcome.deciding}", d["file"],
+            lacks = "no statistics line could be read (above), and it lacks" if facts.unread_lines and not \
+                facts.series.intervals else "the log lacks"
+            gaps.append(Gap(ANALYZER, f"{d['file']}: could not tell whether MTP ran: {lacks} {outcome.deciding}", d["file"],
                             question=RUNTIME))
     main = min(results, key=lambda r: PRIORITY.index(r[1].verdict))
     top = _top_facts(main, results)
@@ -226,6 +229,26 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
                                   "alone", question=RUNTIME))
     name = ", ".join(r[0]["file"] for r in results)
     return Report.build(ANALYZER, name, findings=findings, gaps=gaps, facts=top, rule_ids=[r.id for r in RULES])
+
+
+#: Why a statistics line's figures were not read, in words (:meth:`LogFacts.unread` reasons).
+UNREAD_WHY = {
+    "cut": "stop{s} inside a figure and no line continues {them} (a terminal or a paste cut {them} there)",
+    "bad": "print{s} a figure that is not a number, or one no engine prints (a damaged or edited line)",
+}
+
+
+def _unread_gaps(f: LogFacts, path: str) -> list[Gap]:
+    """One gap per reason statistics lines were not read: how many, the first, and how it ends (or reads)."""
+    out = []
+    for why, (count, first) in f.unread_lines.items():
+        line, text = first[0]
+        one = count == 1
+        words = UNREAD_WHY[why].format(s="s" if one else "", them="it" if one else "them")
+        shown = ("..." + text[-60:] if len(text) > 60 else text) if why == "cut" else text[:120]
+        out.append(Gap(ANALYZER, f"{path}: {count} statistics line{'' if one else 's'} from line {line} {words}: "
+                                 f"'{shown}'; not counted", path, question=RUNTIME))
+    return out
 
 
 def _engine_line(d: dict[str, Any]) -> str | None:

@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from mtp_audit.engines.base import LogSink
-from mtp_audit.engines.logfields import after
+from mtp_audit.engines.logfields import figure
 
 ENGINE = "sglang"
 DECODE = re.compile(r"Decode batch(?: \[\d+\])?[.,]")
@@ -64,10 +64,21 @@ def read(sink: LogSink, line: int, raw: str, text: str, cut: bool) -> None:
             sink.draft.setdefault("class", sink.fact(m.group(1), line))
     if "Decode batch" not in text or not DECODE.search(text):
         return
-    length = after(text, "accept len: ")
-    if length is not None and text[text.find("accept len: ") - 6:].startswith("block "):
-        length = None
-    rate = after(text, "accept rate: ")
+    (got_len, length), (got_rate, rate) = figure(text, "accept len: "), figure(text, "accept rate: ")
+    if got_len == "ok" and text[text.find("accept len: ") - 6:].startswith("block "):
+        got_len, length = "absent", None
+    ends = {got_len, got_rate} & {"cut", "end"}
+    if ends or "gen throughput" not in text:
+        # the line stops inside or after its accept fields (SGLang prints ", " after each), or before its last
+        # fields ("gen throughput (token/s): ..., #queue-req: ...", metrics_reporter.py:1039-1043): a fold may go on
+        if sink.hold(ENGINE, line, raw) or not ends:
+            return
+        if "cut" in ends:
+            sink.unread(line, "cut")
+            return
+    if "bad" in (got_len, got_rate):
+        sink.unread(line, "bad")
+        return
     if length is None and rate is None:
         if not cut and "gen throughput" in text:
             sink.no_speculation(line)
