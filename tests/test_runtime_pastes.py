@@ -159,3 +159,13 @@ def test_acceptance_lengths_out_of_bounds_are_a_damaged_log(tmp_path: Path) -> N
             "engine prints") in log["answer"][0]
     log, _, _ = _log(tmp_path, SERVER_ARGS + _decode("4.00"))
     assert _figures(log) == ("ran-and-helped", 1, 4.0, 0.68, 0, 0)
+
+
+def test_a_line_cut_after_a_whole_figure_keeps_it(tmp_path: Path) -> None:
+    """A Decode batch line cut after its whole accept len (``3.05, acc``) then a new record: the figure is read as
+    before (a cut takes the rate away, never turns the length into another number)."""
+    head = "[2026-07-21 15:00:13 TP0 EP0] Decode batch, #running-req: 24, #token: 233600, token usage: 0.66, accept len: "
+    nxt = '[2026-07-21 15:00:15] INFO:     127.0.0.1:43514 - "POST /generate HTTP/1.1" 200 OK\n'
+    for cut in ("3.05, acc", "3.05"):
+        log, _, gaps = _log(tmp_path, head + cut + "\n" + nxt)
+        assert (_figures(log), gaps) == (("ran-and-helped", 1, 3.05, None, 0, 0), []), cut

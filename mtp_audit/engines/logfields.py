@@ -64,6 +64,9 @@ def figure(text: str, key: str, sep: str = ",", decimals: int = 2) -> tuple[str,
     if i < 0:
         return "absent", None
     start = i + len(key)
+    m = _SIGNED.match(text, start)
+    if m is not None and text.startswith(sep, m.end()):  # the value as the engine prints it, then its separator
+        return "ok", float(m.group(0))
     j = text.find(sep, start, start + FIGURE_CHARS)
     if j < 0:
         rest = text[start:].strip()

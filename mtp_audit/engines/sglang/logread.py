@@ -67,17 +67,7 @@ def read(sink: LogSink, line: int, raw: str, text: str, cut: bool) -> None:
     (got_len, length), (got_rate, rate) = figure(text, "accept len: "), figure(text, "accept rate: ")
     if got_len == "ok" and text[text.find("accept len: ") - 6:].startswith("block "):
         got_len, length = "absent", None
-    ends = {got_len, got_rate} & {"cut", "end"}
-    if ends or "gen throughput" not in text:
-        # the line stops inside or after its accept fields (SGLang prints ", " after each), or before its last
-        # fields ("gen throughput (token/s): ..., #queue-req: ...", metrics_reporter.py:1039-1043): a fold may go on
-        if sink.hold(ENGINE, line, raw) or not ends:
-            return
-        if "cut" in ends:
-            sink.unread(line, "cut")
-            return
-    if "bad" in (got_len, got_rate):
-        sink.unread(line, "bad")
+    if (got_len != "ok" or got_rate != "ok") and _not_read(sink, line, raw, text, (got_len, got_rate)):
         return
     if length is None and rate is None:
         if not cut and "gen throughput" in text:
@@ -85,6 +75,19 @@ def read(sink: LogSink, line: int, raw: str, text: str, cut: bool) -> None:
         return
     tag = TAG.match(raw) if raw.startswith("[") else None
     sink.interval(line, length, rate, source=tag.group(1).strip() if tag else None)
+
+
+def _not_read(sink: LogSink, line: int, raw: str, text: str, got: tuple[str, str]) -> bool:
+    """True when a Decode batch line whose accept fields are not both whole (:func:`figure` states ``got``) is not
+    read now: it stops inside or after them (SGLang prints ", " after each, metrics_reporter.py:1005 @ 0.5.23), or
+    before its last fields ("gen throughput (token/s): ..., #queue-req: ...", :1039-1043), and waits for a fold's next
+    line; or, read as it is, a figure is cut or not a number (said, not counted)."""
+    if ("cut" in got or "end" in got or "gen throughput" not in text) and sink.hold(ENGINE, line, raw):
+        return True
+    why = "cut" if "cut" in got else "bad" if "bad" in got else None
+    if why is not None:
+        sink.unread(line, why)
+    return why is not None
 
 
 def read_config(sink: LogSink, body: str, line: int) -> None:

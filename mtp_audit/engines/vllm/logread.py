@@ -115,17 +115,19 @@ def _stats(sink: LogSink, line: int, raw: str, text: str) -> None:
     a line cut short keeps the fields before the cut. A line that does not end with the ``%`` of its average rate
     (``Avg Draft acceptance rate: %.1f%%``, ``metrics.py:121-128`` @ v0.33.0; v0.9.2's ends with its per-position
     list, ``metrics.py:88-89``) waits for the next line (a fold joins it); a line ending inside a field of :data:`FOLLOWED` is cut and not read."""
-    if not (text[-1:] == "%" and "Avg Draft" in text) and sink.hold(ENGINE, line, raw):
+    end = text[-1:]
+    if (end != "%" or "Avg Draft" not in text) and sink.hold(ENGINE, line, raw):
         return
     cut = text.find("metrics: ")
     if cut < 0:  # a fragment (a fold or a terminal cut its start): its fields from the first one named
         m = FIRST_FIELD.search(text)
         cut = m.start() - 9 if m else -9
     kv = fields(text[cut + 9:])
-    last = next(reversed(kv), None)
-    if text[-1:] in "0123456789." and text and last in FOLLOWED and not (FOLLOWED[last] and whole(kv[last], FOLLOWED[last])):
-        sink.unread(line, "cut")
-        return
+    if end and end in "0123456789.":
+        last = next(reversed(kv), "")
+        if last in FOLLOWED and not (FOLLOWED[last] and whole(kv[last], FOLLOWED[last])):
+            sink.unread(line, "cut")
+            return
     per_pos = tuple(numbers(kv.get("Per-position acceptance rate", "")))
     rate = None
     for key in ("Avg Draft acceptance rate", "Draft acceptance rate"):
