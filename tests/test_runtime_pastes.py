@@ -169,3 +169,12 @@ def test_a_line_cut_after_a_whole_figure_keeps_it(tmp_path: Path) -> None:
     for cut in ("3.05, acc", "3.05"):
         log, _, gaps = _log(tmp_path, head + cut + "\n" + nxt)
         assert (_figures(log), gaps) == (("ran-and-helped", 1, 3.05, None, 0, 0), []), cut
+
+
+def test_another_engines_statistics_do_not_make_a_restart(tmp_path: Path) -> None:
+    """SGLang lines without 'accept len' after vLLM's SpecDecoding lines (two engines' logs in one paste): no SGLang
+    speculative line came before them, so they start no run (the report stays that of the whole paste)."""
+    log, rules, _ = _log(tmp_path, VLLM.read_text() + NO_SPEC)
+    f = log["files"][0]
+    assert (log["verdict"], rules, f["runs"]["earlier"]) == ("ran-and-helped", [], [])
+    assert (f["statistics"]["intervals"], f["decode_without_speculation"]["lines"]) == (2, 2)

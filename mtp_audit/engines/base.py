@@ -238,8 +238,10 @@ class LogSink(Protocol):
         """A configuration printed at ``line``, maybe hard-wrapped over the next lines: ``read(sink, body, line)`` once
         its parentheses close (or its continuation ends)."""
 
-    def no_speculation(self, line: int) -> None:
-        """A statistics line printed without speculative fields (the engine prints them whenever speculation is on)."""
+    def no_speculation(self, line: int, restart: bool = False) -> None:
+        """A statistics line printed without speculative fields (the engine prints them whenever speculation is on);
+        ``restart``: the same engine printed speculative statistics lines before it, so a process without speculation
+        started since (a new run, when the current run has statistics)."""
 
     def unused_tensor(self, block: int, name: str, size: int, line: int) -> None:
         """A tensor of block ``block`` loaded but unused (``size`` bytes)."""

@@ -476,12 +476,12 @@ class LogFacts:
         if self._last_iv_line == line - 1:
             self.series.per_pos_last = values
 
-    def no_speculation(self, line: int) -> None:
-        """A statistics line without speculative fields. After speculative statistics of the same run it starts a new
-        run: an engine that writes its speculative fields whenever speculation is set (SGLang,
-        ``metrics_reporter.py:967`` @ 0.5.23: the algorithm is fixed when the scheduler starts) prints lines without
-        them only from a process started without speculation (a restart)."""
-        if self.series.intervals and not self.decode_without_spec[0]:
+    def no_speculation(self, line: int, restart: bool = False) -> None:
+        """A statistics line without speculative fields. With ``restart`` (the engine's reader saw its own speculative
+        lines before) and statistics in the current run it starts a new run: an engine that writes its speculative
+        fields whenever speculation is set (SGLang, ``metrics_reporter.py:967`` @ 0.5.23: the algorithm is fixed when
+        the scheduler starts) prints lines without them only from a process started without speculation."""
+        if restart and self.series.intervals and not self.decode_without_spec[0]:
             self._run_start(line, forced=True)
             self.spec_off_from = self.spec_off_from or line
         self.decode_without_spec[0] += 1

@@ -69,12 +69,15 @@ def read(sink: LogSink, line: int, raw: str, text: str, cut: bool) -> None:
         got_len, length = "absent", None
     if (got_len != "ok" or got_rate != "ok") and _not_read(sink, line, raw, text, (got_len, got_rate)):
         return
+    seen = sink.scratch(ENGINE)
     if length is None and rate is None:
         if not cut and "gen throughput" in text:
-            sink.no_speculation(line)
+            # after SGLang's own speculative lines, a process started without speculation (a restart)
+            sink.no_speculation(line, restart=seen.pop("speculative", False))
         return
     tag = TAG.match(raw) if raw.startswith("[") else None
     sink.interval(line, length, rate, source=tag.group(1).strip() if tag else None)
+    seen["speculative"] = True
 
 
 def _not_read(sink: LogSink, line: int, raw: str, text: str, got: tuple[str, str]) -> bool:
