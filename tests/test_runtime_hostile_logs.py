@@ -76,11 +76,13 @@ def test_single_60k_lines_finish(piece: str) -> None:
 
 
 def test_wrapped_config_of_megabytes_finishes() -> None:
-    """A ServerArgs line hard-wrapped over 40 lines of 64 KiB (2.6 MB joined) with no closing parenthesis."""
+    """A ServerArgs line hard-wrapped over 40 lines of 64 KiB (2.6 MB joined) with no closing parenthesis (then a Decode
+    batch line as SGLang prints it: its accept rate is followed by ", ", metrics_reporter.py:1005 @ 0.5.23)."""
     body = b"".join(b"a" * 65_000 + b"\n" for _ in range(40))
     for head in (b"server_args=ServerArgs(model_path=", b"Initializing a V1 LLM engine (v1) with config: speculative_config=SpeculativeConfig("):
         with guard():
-            facts, stats = read_log(io.BytesIO(head + body + b"[2026-07-21 15:00:13 TP0] Decode batch, accept len: 2.00, accept rate: 0.50\n"), "t")
+            facts, stats = read_log(io.BytesIO(head + body + b"[2026-07-21 15:00:13 TP0] Decode batch, accept len: 2.00, accept rate: 0.50, "
+                                             b"gen throughput (token/s): 1.00, #queue-req: 0\n"), "t")
         assert stats.lines == 41 and facts.series.intervals == 1
 
 

@@ -306,3 +306,30 @@ def test_no_metric_names_the_engines_read(monkeypatch: pytest.MonkeyPatch, label
     monkeypatch.setattr(metrics, "_dialects", lambda: tuple((lb.lower(), LogMetrics(lb, "counters", ())) for lb in labels))
     w = metrics.window_from_texts("", "", 5, "u")
     assert [f.message for f in metrics.metrics_findings(w)] == [f"no speculative-decoding metric at u{words}"]
+
+
+def test_unreachable_metrics_keeps_the_logs_report(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--metrics`` down beside a log: the log's report is written (its FAIL outranks the gap, exit 1), and the
+    metrics window is one blocking gap of the runtime question (it was exit 3, a stderr line, no report)."""
+    out = tmp_path / "m.json"
+    code = main(["log", "fixtures/logs/llama_27151_mtp_1_of_633.log", "--metrics", "http://127.0.0.1:9/metrics",
+                 "--interval", "0", "--timeout", "1", "-f", "json", "-o", str(out)])
+    assert code == 1
+    doc = json.loads(out.read_text())
+    assert doc["facts"]["log"]["verdict"] == "ran-but-accepted-nothing"
+    assert [f["rule_id"] for f in doc["findings"]] == ["MTP500"]
+    assert [(g["blocking"], g["question"]) for g in doc["gaps"]] == [(True, "runtime")]
+    assert doc["gaps"][0]["message"].startswith("--metrics http://127.0.0.1:9/metrics: the connection failed")
+    assert "metrics" not in doc["facts"]["log"]
+
+
+def test_binary_answer_is_named_bounded_and_escaped() -> None:
+    """A binary answer: the error names the URL and shows at most 80 characters of the parser's complaint, escaped
+    (it printed ~300 raw bytes without the URL)."""
+    blob = "vllm:spec_decode_num_drafts_total " + "\x00\x9b\x1b[31m" * 100 + "\n"
+    with pytest.raises(InputError) as exc:
+        read = __import__("mtp_audit.runtime.metrics", fromlist=["window_from_texts"]).window_from_texts
+        read(blob, blob, 1.0, "http://127.0.0.1:1/metrics")
+    msg = str(exc.value)
+    assert "http://127.0.0.1:1/metrics: not Prometheus exposition text (" in msg
+    assert "\x1b" not in msg and "\x00" not in msg and len(msg) < 200

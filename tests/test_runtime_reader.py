@@ -75,7 +75,10 @@ def test_two_runs_in_one_paste() -> None:
     good = (LOGS / "vllm_ascend_9803_glm5_mtp3.log").read_bytes()
     # the excerpts' own dates made forward in time: start 04-27 04:07, bad 04-27 05:16, start again 04-28, good 05-30
     bad = bad.replace(b"INFO 06-30 18:", b"INFO 04-27 05:")
-    report = analyze_log([_write_tmp(start + bad + start.replace(b"INFO 04-27", b"INFO 04-28") + good)])
+    # the second start configures the 3 draft tokens the good run's per-position list shows (a run configured with 2
+    # cannot print a mean acceptance length of 3.28: a damaged paste)
+    again = start.replace(b"INFO 04-27", b"INFO 04-28").replace(b"num_spec_tokens=2", b"num_spec_tokens=3")
+    report = analyze_log([_write_tmp(start + bad + again + good)])
     log = report.facts["log"]
     assert log["verdict"] == "ran-and-helped"
     f = log["files"][0]

@@ -34,10 +34,10 @@ def log(files: tuple[str, ...], metrics_url: str | None, metrics_host: str | Non
 
     Exit codes: 0 ok, 1 findings at or above --fail-on, 2 input error, 3 could not tell.
     """
-    from mtp_audit.errors import InputError
+    from mtp_audit.errors import InputError, Unavailable
     from mtp_audit.runtime.analyze import analyze_log, analyze_metrics_only
 
-    metrics = None
+    metrics, unreachable = None, None
     if metrics_url:
         from mtp_audit.runtime.metrics import read_window
 
@@ -45,9 +45,14 @@ def log(files: tuple[str, ...], metrics_url: str | None, metrics_host: str | Non
             import prometheus_client  # noqa: F401
         except ImportError:
             raise InputError("--metrics", "needs prometheus_client (pip install 'mtp-audit[metrics]')") from None
-        metrics = read_window(metrics_url, interval, timeout=timeout, allow_host=metrics_host)
+        try:
+            metrics = read_window(metrics_url, interval, timeout=timeout, allow_host=metrics_host)
+        except Unavailable as exc:
+            if not files:  # the endpoint was all there was to read
+                raise
+            unreachable = exc.problem  # the logs are still read: the metrics window is a gap beside their report
     if files:
-        report = analyze_log(list(files), metrics=metrics)
+        report = analyze_log(list(files), metrics=metrics, metrics_unavailable=unreachable)
     elif metrics is not None:
         report = analyze_metrics_only(metrics)
     else:

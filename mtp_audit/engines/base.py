@@ -252,8 +252,10 @@ class LogSink(Protocol):
         """A configuration printed at ``line``, maybe hard-wrapped over the next lines: ``read(sink, body, line)`` once
         its parentheses close (or its continuation ends)."""
 
-    def no_speculation(self, line: int) -> None:
-        """A statistics line printed without speculative fields (the engine prints them whenever speculation is on)."""
+    def no_speculation(self, line: int, restart: bool = False) -> None:
+        """A statistics line printed without speculative fields (the engine prints them whenever speculation is on);
+        ``restart``: the same engine printed speculative statistics lines before it, so a process without speculation
+        started since (a new run, when the current run has statistics)."""
 
     def unused_tensor(self, block: int, name: str, size: int, line: int) -> None:
         """A tensor of block ``block`` loaded but unused (``size`` bytes)."""
@@ -264,6 +266,15 @@ class LogSink(Protocol):
 
     def scratch(self, engine: str) -> dict[str, Any]:
         """Per-log state an engine reader keeps between lines (running totals)."""
+
+    def hold(self, engine: str, line: int, raw: str) -> bool:
+        """A statistics line that stops before its figures end (a number at the line end, or before the fields the
+        format prints last): True when it waits for the next line (``engine``'s reader reads it again, joined with that
+        line when the line continues it: a fold); False when it is to be read now as it is."""
+
+    def unread(self, line: int, why: str) -> None:
+        """A statistics line whose figures cannot be read (``why``: ``cut``, its figure runs to the line end and no
+        line continues it; ``bad``, a figure that is not a number): counted as no statistics, and said."""
 
 
 @dataclass(frozen=True)

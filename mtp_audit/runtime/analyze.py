@@ -158,6 +158,9 @@ def _runs_finding(f: LogFacts, path: str) -> Finding:
     back = f.time_back[0] if f.time_back else None
     went = (f"; time goes back at line {back['line']} ({back['from']} -> {back['to']}: a restart, or rotated logs "
             "concatenated out of order)") if back else ""
+    if f.spec_off_from is not None:
+        went += (f"; from line {f.spec_off_from} the statistics lines have no speculative fields, which "
+                 f"{_label(f.engine)} writes whenever speculation is set: a run started without it")
     if f.reported_run is not None:
         r = f.reported_run
         return get_rule("MTP509").finding(
@@ -169,7 +172,7 @@ def _runs_finding(f: LogFacts, path: str) -> Finding:
 
 
 def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str, Any] | None = None,
-                metrics: dict[str, Any] | None = None) -> Report:
+                metrics: dict[str, Any] | None = None, metrics_unavailable: str | None = None) -> Report:
     """Audit engine logs: did MTP run, what was accepted, and (with ``prediction``) does it match?
 
     Args:
@@ -177,6 +180,9 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
         prediction: what ``mtp-audit launch`` predicted: ``{"engine": ..., "algorithm": ..., "num_speculative_tokens": ...}``
             (see :func:`mtp_audit.runtime.compare.hold_against`), or None.
         metrics: the result of :func:`mtp_audit.runtime.metrics.read_window` to add, or None.
+        metrics_unavailable: why a ``--metrics`` endpoint asked for could not be read (the
+            :class:`~mtp_audit.errors.Unavailable` problem), or None: the logs' report stands and the metrics window is a
+            blocking gap of the runtime question beside it (a definite failure of the logs still outranks it).
 
     Returns:
         A report whose ``facts["log"]`` holds ``verdict`` (one of :data:`~mtp_audit.runtime.verdict.VERDICTS`),
@@ -201,8 +207,11 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
             gaps.append(Gap(ANALYZER, f"{d['file']}: the log ends inside line {d['open_end_line']} (no line end after it): a "
                                       "paste may have been cut there, so its figures were not read", d["file"],
                             question=RUNTIME))
+        gaps += _unread_gaps(facts, d["file"])
         if outcome.verdict == "could-not-tell":
-            gaps.append(Gap(ANALYZER, f"{d['file']}: could not tell whether MTP ran: the log lacks {outcome.deciding}", d["file"],
+            lacks = "no statistics line could be read (above), and it lacks" if facts.unread_lines and not \
+                facts.series.intervals else "the log lacks"
+            gaps.append(Gap(ANALYZER, f"{d['file']}: could not tell whether MTP ran: {lacks} {outcome.deciding}", d["file"],
                             question=RUNTIME))
     main = min(results, key=lambda r: PRIORITY.index(r[1].verdict))
     top = _top_facts(main, results)
@@ -215,8 +224,31 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
 
         top["metrics"] = metrics
         findings += metrics_findings(metrics)
+    if metrics_unavailable is not None:
+        gaps.append(Gap(ANALYZER, f"{metrics_unavailable}: the metrics window was not read; the verdict is the log's "
+                                  "alone", question=RUNTIME))
     name = ", ".join(r[0]["file"] for r in results)
     return Report.build(ANALYZER, name, findings=findings, gaps=gaps, facts=top, rule_ids=[r.id for r in RULES])
+
+
+#: Why a statistics line's figures were not read, in words (:meth:`LogFacts.unread` reasons).
+UNREAD_WHY = {
+    "cut": "stop{s} inside a figure and no line continues {them} (a terminal or a paste cut {them} there)",
+    "bad": "print{s} a figure that is not a number, or one no engine prints (a damaged or edited line)",
+}
+
+
+def _unread_gaps(f: LogFacts, path: str) -> list[Gap]:
+    """One gap per reason statistics lines were not read: how many, the first, and how it ends (or reads)."""
+    out = []
+    for why, (count, first) in f.unread_lines.items():
+        line, text = first[0]
+        one = count == 1
+        words = UNREAD_WHY[why].format(s="s" if one else "", them="it" if one else "them")
+        shown = ("..." + text[-60:] if len(text) > 60 else text) if why == "cut" else text[:120]
+        out.append(Gap(ANALYZER, f"{path}: {count} statistics line{'' if one else 's'} from line {line} {words}: "
+                                 f"'{shown}'; not counted", path, question=RUNTIME))
+    return out
 
 
 def _engine_line(d: dict[str, Any]) -> str | None:

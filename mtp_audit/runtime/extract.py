@@ -19,7 +19,7 @@ from mtp_audit.engines.base import LogDialect
 from mtp_audit.runtime import patterns as P
 from mtp_audit.runtime.clock import Stamp, stamp, went_back
 from mtp_audit.runtime.command import CommandReader, dialects, may_hold_command, read_command
-from mtp_audit.runtime.reader import LogLine
+from mtp_audit.runtime.reader import MARKERS, LogLine
 from mtp_audit.runtime.series import Interval, Series
 
 _CRASH_WORDS = ("Traceback", 'File "', "exception", "fatal error", "EngineDead", "GGML_ASSERT", "Segmentation fault",
@@ -49,6 +49,11 @@ def prefix_pattern() -> re.Pattern[str]:
 
 #: Most lines read as launch commands in one log (each costs a shell-like split of up to 16 KiB).
 MAX_COMMANDS = 512
+#: Most lines, and characters, joined into one folded statistics line (a terminal or ``fold`` wrapped it).
+MAX_FOLD_LINES = 16
+MAX_FOLD_CHARS = 64 * 1024
+#: Most statistics lines whose figures could not be read kept for the report (all are counted).
+MAX_UNREAD = 8
 
 #: Speculative code paths in a frame's file or function name (a crash there concerns the draft).
 SPEC_FRAME = re.compile(r"spec_decode|speculative|eagle|mtp|nextn|proposer|draft", re.I)
@@ -64,6 +69,23 @@ def strip_prefixes(text: str) -> str:
             break
         text = text[m.end():]
     return text
+
+
+#: Line starts that are a record of their own even without a logger prefix.
+_RECORD_STARTS = ("Traceback", 'File "', "During handling", "The above exception")
+
+
+def continues(held: str, nxt: str) -> bool:
+    """True when ``nxt`` continues ``held`` (a line a terminal or ``fold`` wrapped): ``nxt`` is not a new record (no
+    container, engine or logger prefix, no traceback line, not the start ``held``'s message starts with) and, when
+    ``held`` ends inside a number, ``nxt`` goes on with the number or its separator (a digit, ``.``, ``,``, ``%``, a
+    blank), so that the join is the only reading."""
+    if not nxt or prefix_pattern().match(nxt) or nxt.lstrip().startswith(_RECORD_STARTS):
+        return False
+    if held[-1:] in "0123456789." and held and nxt[0] not in "0123456789.,% ":
+        return False
+    start = strip_prefixes(held).lstrip()[:12]
+    return not (start and nxt.lstrip().startswith(start))
 
 
 @dataclass
@@ -160,6 +182,8 @@ class LogFacts:
         self.crashes: list[Crash] = []
         self.client = [0, 0]
         self.threshold_off: int | None = None
+        #: the first statistics line without speculative fields after speculative ones (a run without speculation)
+        self.spec_off_from: int | None = None
         self.spec_init: Fact | None = None
         self.draft_types: dict[str, int] = {}
         self._tb: Crash | None = None
@@ -184,12 +208,17 @@ class LogFacts:
         self._stamp_line = 0
         self._run_stamps: tuple[Stamp | None, Stamp | None] = (None, None)
         self._latest: tuple[Stamp, dict[str, Any]] | None = None
+        #: a statistics line waiting for its fold continuation: (engine, line, text so far, lines joined)
+        self._held: tuple[str, int, str, int] | None = None
+        self._final = False
+        #: statistics lines whose figures could not be read: why ("cut", "bad") -> [count, [(line, text)...]]
+        self.unread_lines: dict[str, list[Any]] = {}
 
     # -- reader protocol ---------------------------------------------------------------------------
     def wants_next(self) -> bool:
         """True while inside a traceback or a hard-wrapped configuration line (the reader then hands
         over the next line even without a marker)."""
-        return self._tb is not None or self._wrap is not None or self._cmd is not None
+        return self._tb is not None or self._wrap is not None or self._cmd is not None or self._held is not None
 
     # -- launch commands ----------------------------------------------------------------------------
     def _continue_command(self, raw: str | None) -> None:
@@ -210,6 +239,8 @@ class LogFacts:
         """Take one line (in file order). A last line the log ends inside (no line end: maybe cut) names its engine
         and may start a crash, but its figures are not read."""
         raw = ln.text
+        if self._held is not None and (self._fold(ln) or self._only_asked(ln)):
+            return
         if ln.open_end:
             self._vote(ln.number, raw, strip_prefixes(raw))
             return
@@ -241,6 +272,62 @@ class LogFacts:
             if d.read is not None:
                 d.read(self, ln.number, raw, text, ln.cut)
 
+    # -- folded statistics lines ---------------------------------------------------------------------
+    def hold(self, engine: str, line: int, raw: str) -> bool:
+        """A statistics line that stops before its figures end waits for the next line (True), unless it is being read
+        as it is (False: no line continues it, or it has reached :data:`MAX_FOLD_LINES` lines)."""
+        if self._final:
+            return False
+        pieces = self._held[3] if self._held is not None and self._held[1] == line else 1
+        self._held = (engine, line, raw, pieces)
+        return True
+
+    def unread(self, line: int, why: str) -> None:
+        """Count a statistics line whose figures cannot be read (``cut`` or ``bad``), keeping the first few."""
+        entry = self.unread_lines.setdefault(why, [0, []])
+        entry[0] += 1
+        if len(entry[1]) < MAX_UNREAD:
+            ln = self._line
+            text = ln.text if ln is not None and ln.number == line else ""
+            entry[1].append((line, strip_prefixes(text).strip()[:160]))
+
+    def _fold(self, ln: LogLine) -> bool:
+        """Resolve the held statistics line with the line after it: join ``ln`` to it when ``ln`` continues it (True:
+        ``ln`` is taken), else read it as it is (False)."""
+        assert self._held is not None
+        engine, line, raw, pieces = self._held
+        self._held = None
+        nxt = ln.text
+        if ln.number == line + pieces and pieces < MAX_FOLD_LINES and len(raw) + len(nxt) <= MAX_FOLD_CHARS \
+                and not ln.cut and continues(raw, nxt):
+            self._last_line = ln.number
+            if not ln.open_end:  # a joined line the log ends inside is not read: the open-end gap says so
+                self._held = (engine, line, raw, pieces + 1)
+                self._read_again(engine, line, raw + nxt, final=False)
+                if self._held is not None and self._held[1] == line and self._held[2] == raw:
+                    self._held = None  # the reader took the joined line without holding it again
+            return True
+        self._read_again(engine, line, raw, final=True)
+        return False
+
+    def _read_again(self, engine: str, line: int, raw: str, *, final: bool) -> None:
+        """Hand the (joined) statistics line ``raw`` of ``line`` to ``engine``'s reader again."""
+        d = next((x for x in dialects() if x.engine == engine and x.read is not None), None)
+        if d is None or d.read is None:
+            return
+        self._line, self._final = LogLine(line, raw), final
+        try:
+            d.read(self, line, raw, strip_prefixes(raw), False)
+        finally:
+            self._final = False
+
+    def _only_asked(self, ln: LogLine) -> bool:
+        """True when ``ln`` was handed on only for a held line (no marker, and nothing else asked for it): the reader
+        would have skipped it, so nothing else reads it."""
+        if self._tb is not None or self._wrap is not None or self._cmd is not None or self._held is not None:
+            return False
+        return MARKERS.search(ln.text.encode("utf-8", "replace")) is None
+
     def _fast(self, ln: LogLine, raw: str) -> bool:
         """The statistics lines that make up most of a long log, read by their engine without the general path."""
         self._line = ln
@@ -259,6 +346,10 @@ class LogFacts:
         """Close an open traceback or wrapped line at the end of the input; when time went back in the log
         (rotated files concatenated out of order) and an earlier run in the file is the latest in time, make
         that run the one reported."""
+        if self._held is not None:
+            engine, line, raw, _ = self._held
+            self._held = None
+            self._read_again(engine, line, raw, final=True)
         if self._wrap is not None:
             self._close_wrap()
         if self._tb is not None:
@@ -385,8 +476,14 @@ class LogFacts:
         if self._last_iv_line == line - 1:
             self.series.per_pos_last = values
 
-    def no_speculation(self, line: int) -> None:
-        """A statistics line without speculative fields."""
+    def no_speculation(self, line: int, restart: bool = False) -> None:
+        """A statistics line without speculative fields. With ``restart`` (the engine's reader saw its own speculative
+        lines before) and statistics in the current run it starts a new run: an engine that writes its speculative
+        fields whenever speculation is set (SGLang, ``metrics_reporter.py:967`` @ 0.5.23: the algorithm is fixed when
+        the scheduler starts) prints lines without them only from a process started without speculation."""
+        if restart and self.series.intervals and not self.decode_without_spec[0]:
+            self._run_start(line, forced=True)
+            self.spec_off_from = self.spec_off_from or line
         self.decode_without_spec[0] += 1
         self.decode_without_spec[1] = self.decode_without_spec[1] or line
         self.run_has_data = True

@@ -101,14 +101,19 @@ def fetch(url: str, timeout: float, max_bytes: int = MAX_BYTES) -> str:
     return answer.body.decode("utf-8", "replace")
 
 
-def series(text: str) -> Series:
+#: Most characters of a parser's complaint shown in an error line (escaped: the answer may be binary).
+SHOWN_CHARS = 80
+
+
+def series(text: str, url: str | None = None) -> Series:
     """Every speculative-decoding sample of one exposition text, series by series: ``{key: {labels: value}}`` where
     ``key`` is a :attr:`~mtp_audit.engines.base.MetricSample.key` prefixed by its engine's id (``vllm.accepted``,
     ``llamacpp.drafts``, ``sglang.accept_length``, ``<engine>.per_pos``: labels include ``position``). Values are as
     parsed (``nan`` and ``inf`` included).
 
     Raises:
-        InputError: the text is not Prometheus exposition format.
+        InputError: the text is not Prometheus exposition format (naming ``url`` when given; the parser's complaint
+            cut to :data:`SHOWN_CHARS` characters, escaped).
     """
     from prometheus_client.parser import text_string_to_metric_families
 
@@ -120,7 +125,8 @@ def series(text: str) -> Series:
                 if s.name in wanted:
                     out.setdefault(wanted[s.name], {})[tuple(sorted(s.labels.items()))] = float(s.value)
     except (ValueError, TypeError, IndexError, OverflowError) as exc:
-        raise InputError("--metrics", f"not Prometheus exposition text ({str(exc)[:200]})") from None
+        said = ascii(str(exc)[:SHOWN_CHARS])[1:-1] + ("..." if len(str(exc)) > SHOWN_CHARS else "")
+        raise InputError("--metrics", (f"{url}: " if url else "") + f"not Prometheus exposition text ({said})") from None
     return out
 
 
@@ -230,7 +236,7 @@ def window_from_texts(before: str, after: str, seconds: float, url: str) -> dict
     Raises:
         InputError: a text is not Prometheus exposition format.
     """
-    a, b = series(before), series(after)
+    a, b = series(before, url), series(after, url)
     w: dict[str, Any] = {"url": url, "seconds": seconds, "engine": None}
     for engine, m in _dialects():
         if m.window == "counters" and all(f"{engine}.{k}" in b for k in ("accepted", "drafted")):

@@ -209,7 +209,9 @@ RULES: tuple[Rule, ...] = (
         id="MTP509", name="log-several-runs", analyzer=ANALYZER, severity=Severity.INFO, question=RUNTIME,
         summary="The log holds several engine runs; the verdict is for the last one (the latest in time)",
         what="Detects a second engine start (vLLM engine config, SGLang server_args, llama-server build line) after "
-             "statistics or a crash of an earlier run, and time going back between line stamps (rotated logs "
+             "statistics or a crash of an earlier run, SGLang `Decode batch` lines without `accept len` after lines "
+             "with it (SGLang writes the field whenever a speculative algorithm is set: a process started without "
+             "one), and time going back between line stamps (rotated logs "
              "concatenated out of order, or llama.cpp's time since start beginning again); when an earlier run in "
              "the file is later in time, that run is reported.",
         why="Two runs pasted together would otherwise mix a broken run's acceptance with a fixed one's.",

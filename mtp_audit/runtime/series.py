@@ -113,11 +113,14 @@ class Series:
     tail_zero_time: str | None = None
     #: the last statistics line as printed: (line, text)
     last_printed: tuple[int, str] | None = None
+    #: the interval with the highest mean acceptance length (held against the draft length the log configures)
+    len_high: Interval | None = None
 
     def add(self, iv: Interval) -> None:
         """Count ``iv`` in the totals and the curve (O(1) amortised, bounded memory). ``counted`` is the number of
         intervals that printed both token counts; ``impossible`` the first interval whose figures no engine prints
-        (more accepted than drafted tokens, a rate above 100 %, a negative count)."""
+        (more accepted than drafted tokens, a rate above 100 %, a negative count, a mean acceptance length below 1:
+        every verification step yields at least the target's own token)."""
         self.intervals += 1
         self.first = self.first or iv
         self.last = iv
@@ -129,6 +132,8 @@ class Series:
             self.drafted += iv.drafted
             self._source(iv)
         if iv.mean_len is not None:
+            if self.len_high is None or iv.mean_len > (self.len_high.mean_len or 0.0):
+                self.len_high = iv
             weight = iv.drafted if iv.drafted else 1
             self.len_sum += iv.mean_len * weight
             self.len_count += weight
@@ -227,5 +232,7 @@ def _mean(vals: list[float | None]) -> float | None:
 
 def _impossible(iv: Interval) -> bool:
     if iv.accepted is not None and (iv.accepted < 0 or (iv.drafted is not None and (iv.drafted < 0 or iv.accepted > iv.drafted))):
+        return True
+    if iv.mean_len is not None and iv.mean_len < 1.0:
         return True
     return iv.rate is not None and not 0.0 <= iv.rate <= 1.0

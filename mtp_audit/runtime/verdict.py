@@ -202,11 +202,35 @@ def _implausible(f: LogFacts) -> str | None:
     bad = s.impossible
     if bad is not None:
         what = (f"{bad.accepted} accepted of {bad.drafted} drafted tokens" if bad.accepted is not None and bad.drafted is not None
+                else f"a mean acceptance length of {bad.mean_len:.2f} (below 1: each step yields the target's own token)"
+                if bad.mean_len is not None and bad.mean_len < 1.0
                 else f"an acceptance rate of {bad.rate * 100:.1f} %" if bad.rate is not None else f"{bad.accepted} accepted tokens")
         return f"line {bad.line} prints {what}, which no engine prints (a damaged or edited log)"
+    high, most = s.len_high, _draft_length(f)
+    if high is not None and high.mean_len is not None and most is not None and high.mean_len > 1 + most[0]:
+        return (f"line {high.line} prints a mean acceptance length of {high.mean_len:.2f}, above 1 + {most[0]} draft tokens "
+                f"per step (line {most[1]}), which no engine prints (a damaged or edited log)")
     if s.counted and s.counted == s.intervals and s.drafted == 0:
         return f"{s.intervals} statistics line(s) count 0 drafted tokens: nothing was drafted to accept"
     return None
+
+
+def _draft_length(f: LogFacts) -> tuple[int, int] | None:
+    """The most draft tokens one verification step can accept, as the log configures it, and its line: vLLM's
+    ``num_speculative_tokens`` (mean acceptance length ``1 + accepted / drafts``, ``vllm/v1/spec_decode/metrics.py`` @
+    v0.33.0), SGLang's ``speculative_num_steps`` and ``speculative_num_draft_tokens - 1`` (an accepted path is at most
+    that deep), the launch command's; the largest of those printed (None: the log says none)."""
+    found: list[tuple[int, int]] = []
+    # only what the reported run printed: a restart may change it
+    start = f.reported_run["start"] if f.reported_run is not None else f.runs[-1] if f.runs else 0
+    for key, less in (("num_speculative_tokens", 0), ("num_steps", 0), ("num_draft_tokens", 1)):
+        fact = f.config.get(key)
+        if fact is not None and isinstance(fact.value, int) and fact.value - less > 0 and fact.line >= start:
+            found.append((fact.value - less, fact.line))
+    k = f.command.value.num_speculative_tokens if f.command is not None else None
+    if isinstance(k, int) and k > 0 and f.command is not None and f.command.line >= start:
+        found.append((k, f.command.line))
+    return max(found) if found else None
 
 
 def _accepted_nothing(f: LogFacts) -> bool:

@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from mtp_audit.engines.base import LogSink
-from mtp_audit.engines.logfields import after
+from mtp_audit.engines.logfields import figure
 
 ENGINE = "sglang"
 DECODE = re.compile(r"Decode batch(?: \[\d+\])?[.,]")
@@ -64,16 +64,33 @@ def read(sink: LogSink, line: int, raw: str, text: str, cut: bool) -> None:
             sink.draft.setdefault("class", sink.fact(m.group(1), line))
     if "Decode batch" not in text or not DECODE.search(text):
         return
-    length = after(text, "accept len: ")
-    if length is not None and text[text.find("accept len: ") - 6:].startswith("block "):
-        length = None
-    rate = after(text, "accept rate: ")
+    (got_len, length), (got_rate, rate) = figure(text, "accept len: "), figure(text, "accept rate: ")
+    if got_len == "ok" and text[text.find("accept len: ") - 6:].startswith("block "):
+        got_len, length = "absent", None
+    if (got_len != "ok" or got_rate != "ok") and _not_read(sink, line, raw, text, (got_len, got_rate)):
+        return
+    seen = sink.scratch(ENGINE)
     if length is None and rate is None:
         if not cut and "gen throughput" in text:
-            sink.no_speculation(line)
+            # after SGLang's own speculative lines, a process started without speculation (a restart)
+            sink.no_speculation(line, restart=seen.pop("speculative", False))
         return
     tag = TAG.match(raw) if raw.startswith("[") else None
     sink.interval(line, length, rate, source=tag.group(1).strip() if tag else None)
+    seen["speculative"] = True
+
+
+def _not_read(sink: LogSink, line: int, raw: str, text: str, got: tuple[str, str]) -> bool:
+    """True when a Decode batch line whose accept fields are not both whole (:func:`figure` states ``got``) is not
+    read now: it stops inside or after them (SGLang prints ", " after each, metrics_reporter.py:1005 @ 0.5.23), or
+    before its last fields ("gen throughput (token/s): ..., #queue-req: ...", :1039-1043), and waits for a fold's next
+    line; or, read as it is, a figure is cut or not a number (said, not counted)."""
+    if ("cut" in got or "end" in got or "gen throughput" not in text) and sink.hold(ENGINE, line, raw):
+        return True
+    why = "cut" if "cut" in got else "bad" if "bad" in got else None
+    if why is not None:
+        sink.unread(line, why)
+    return why is not None
 
 
 def read_config(sink: LogSink, body: str, line: int) -> None:

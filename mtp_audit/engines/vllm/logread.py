@@ -20,7 +20,7 @@ import re
 from typing import Any
 
 from mtp_audit.engines.base import LogCommand, LogSink
-from mtp_audit.engines.logfields import fields, integer, number, numbers
+from mtp_audit.engines.logfields import fields, integer, number, numbers, whole
 
 ENGINE = "vllm"
 RELEASE = "v0.33.0"
@@ -36,6 +36,9 @@ ENGINE_INIT = re.compile(r"Initializing an? (?:V1 )?LLM engine \(v([^)\s]{1,64})
 SERVER_VERSION = re.compile(r"vLLM API server version ([0-9][\w.+-]*)")
 SPEC_CONFIG = re.compile(r"speculative_config=(None|SpeculativeConfig\(([^()]{0,4096})\))")
 SPEC_STATS = re.compile(r"SpecDecoding metrics:|Speculative metrics:|Mean acceptance length:|Per-position acceptance rate:")
+#: The first field of a statistics line whose start is lost (``s: Mean acceptance length: 3.28, ...`` of a fold).
+FIRST_FIELD = re.compile(r"(?:Mean acceptance length|(?:Avg )?Draft acceptance rate|Accepted|Drafted|Per-position acceptance "
+                         r"rate|Number of \w{1,16} tokens): ")
 ARCH = re.compile(r"Resolved architecture:\s*(\w+)")
 DRAFT_SHARE = re.compile(r"Sharing target model (embedding|lm_head) weights with the draft model")
 ENGINE_TAG = re.compile(r"\((\w{1,64}) pid=(\d{1,10})\)")
@@ -100,11 +103,31 @@ def _draft_lines(sink: LogSink, line: int, text: str) -> None:
         sink.draft["shared_" + ("embedding" if m.group(1) == "embedding" else "lm_head")] = sink.fact(True, line)
 
 
+#: Fields whose value the format always follows with more (``, ``, `` tokens``, ``%``): a line ending inside one is cut,
+#: unless the value has all the decimals its conversion prints (``Mean acceptance length: %.2f``, V0 ``Draft acceptance
+#: rate: %.3f``): a bare ``Mean acceptance length: 5.00`` is whole.
+FOLLOWED = {"Mean acceptance length": 2, "Accepted": 0, "Drafted": 0, "Avg Draft acceptance rate": 0,
+            "Draft acceptance rate": 3, "Number of accepted tokens": 0, "Number of draft tokens": 0}
+
+
 def _stats(sink: LogSink, line: int, raw: str, text: str) -> None:
     """Fields of a ``SpecDecoding metrics:`` (or V0 ``Speculative metrics:``) line, by name, in any order;
-    a line cut short keeps the fields before the cut."""
-    cut = max(text.find("metrics: "), -1)
-    kv = fields(text[cut + 9:] if cut >= 0 else text)
+    a line cut short keeps the fields before the cut. A line that does not end with the ``%`` of its average rate
+    (``Avg Draft acceptance rate: %.1f%%``, ``metrics.py:121-128`` @ v0.33.0; v0.9.2's ends with its per-position
+    list, ``metrics.py:88-89``) waits for the next line (a fold joins it); a line ending inside a field of :data:`FOLLOWED` is cut and not read."""
+    end = text[-1:]
+    if (end != "%" or "Avg Draft" not in text) and sink.hold(ENGINE, line, raw):
+        return
+    cut = text.find("metrics: ")
+    if cut < 0:  # a fragment (a fold or a terminal cut its start): its fields from the first one named
+        m = FIRST_FIELD.search(text)
+        cut = m.start() - 9 if m else -9
+    kv = fields(text[cut + 9:])
+    if end and end in "0123456789.":
+        last = next(reversed(kv), "")
+        if last in FOLLOWED and not (FOLLOWED[last] and whole(kv[last], FOLLOWED[last])):
+            sink.unread(line, "cut")
+            return
     per_pos = tuple(numbers(kv.get("Per-position acceptance rate", "")))
     rate = None
     for key in ("Avg Draft acceptance rate", "Draft acceptance rate"):
