@@ -161,6 +161,7 @@ def resolve(ctx: VCtx, model_path: str | None) -> None:
     spec = ctx.cmd.spec
     if spec is None:
         return
+    _convert_k(ctx, spec)
     fix = dict(spec)
     m, model, k = spec.get("method"), spec.get("model"), spec.get("num_speculative_tokens")
     ctx.method_requested = m if isinstance(m, str) else None
@@ -187,6 +188,18 @@ def resolve(ctx: VCtx, model_path: str | None) -> None:
         return
     ctx.draft_path = str(model) if model is not None else None
     detect(ctx, ev, m, model)
+
+
+def _convert_k(ctx: VCtx, spec: dict[str, Any]) -> None:
+    """``num_speculative_tokens`` as pydantic hands it to vLLM (:func:`~mtp_audit.engines.vllm.launch.lax_int.lax_int`:
+    ``"2"`` is 2), written back into the command's spec for the replay; a value pydantic refuses is left as typed."""
+    from mtp_audit.engines.vllm.launch.lax_int import NOT_AN_INT, lax_int
+
+    k = spec.get("num_speculative_tokens")
+    n = lax_int(k)
+    if n is not NOT_AN_INT and k is not None and type(k) is not int:  # "2", 2.0, True: converted
+        spec["num_speculative_tokens"] = n
+        ctx.trace.append(f"num_speculative_tokens {k!r} -> {n} (pydantic lax mode)")
 
 
 def _validated(ctx: VCtx, m: Any, k: Any, fix: dict[str, Any]) -> bool:
