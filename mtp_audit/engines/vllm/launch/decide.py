@@ -16,10 +16,13 @@ from typing import Any
 from mtp_audit.engines.outcome import loc_of
 from mtp_audit.engines.vllm.launch.spec_config_replay import (
     R_UNKNOWN,
+    UNKNOWN,
     DraftFacts,
     LaunchKnowns,
     SpecReplay,
+    lax_int,
     n_predict_of,
+    pydantic_validated,
     replay_spec_config,
 )
 from mtp_audit.report import Evidence, Severity
@@ -40,13 +43,27 @@ def draft_facts(ctx: Any, ck: dict[str, Any] | None) -> DraftFacts | None:
     view = ctx.view.draft(mt, arch0) if ctx.view is not None else None
     n: Any = None
     if view and view.get("rewritten"):
-        value, how = n_predict_of(view.get("n_predict_from"), ck)
+        value, how = n_predict_of(view.get("n_predict_from"), ck, class_lookup(ctx.view, mt))
         n = value if value is not None else (R_UNKNOWN if "not decided" in how or "not read" in how else None)
         mt = view.get("model_type") or mt
         archs = view.get("architectures") or archs
     elif view is None:
         n = R_UNKNOWN
     return DraftFacts(mt, archs, n, bool(cfg.get("text_config")), _config_class(cfg))
+
+
+def checkpoint_model_type(ck: dict[str, Any] | None) -> Any:
+    """``model_type`` of an audited checkpoint's config.json (``None``: not audited or not said)."""
+    cfg = ck.get("config") if isinstance(ck, dict) else None
+    return cfg.get("model_type") if isinstance(cfg, dict) else None
+
+
+def class_lookup(view: Any, model_type: Any) -> Any:
+    """Attribute name -> whether the config class vLLM builds a ``model_type`` checkpoint from defines it
+    (:func:`mtp_audit.engines.vllm.launch.config_class.class_defines` on the release under audit)."""
+    from mtp_audit.engines.vllm.launch.config_class import class_defines
+
+    return lambda name: class_defines(getattr(view, "sources", None), getattr(view, "requires", None), model_type, name)
 
 
 def _config_class(cfg: dict[str, Any]) -> str:
@@ -105,7 +122,33 @@ def knowns(ctx: Any, model_path: str | None, cwd: Any = ".") -> LaunchKnowns:
                         draft_of=draft_of, registered=registered, parallel=parallel_knowns(ctx.cmd),
                         max_len_bound=(lambda model: None) if ctx.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN")
                         else (lambda model: max_len_bound(model, cwd)), vocab_of=lambda model: vocab_size_of(model, cwd),
-                        head_dtype_is_dtype=lambda model: no_head_dtype(model, cwd))
+                        head_dtype_is_dtype=lambda model: no_head_dtype(model, cwd),
+                        draft_quant=lambda model, q: draft_quantization(ctx.view, model, q, cwd),
+                        requires=getattr(ctx.view, "requires", None))
+
+
+def draft_quantization(view: Any, model: str, quantization: str | None, cwd: Any) -> Any:
+    """The quantization chain of the draft ``ModelConfig`` (``quantization`` from the speculative config) on checkpoint
+    ``model``'s own quantization config (:func:`quant_config_of`), replayed by
+    :func:`mtp_audit.engines.vllm.launch.quant.resolve_quantization`; ``None`` when that config cannot be read (a hub id,
+    an unreadable file)."""
+    import json
+
+    from mtp_audit.engines.vllm.launch.attn_launch import model_config_json
+    from mtp_audit.engines.vllm.launch.quant import resolve_quantization
+
+    if not hasattr(view, "sources"):
+        return None
+    cfg, where = quant_config_of(model, cwd)
+    if cfg is None and where is not None:
+        return None
+    raw, _why = model_config_json(model, cwd)
+    hf = {k: raw[k] for k in ("model_type", "architectures") if isinstance(raw, dict) and raw.get(k) is not None}
+    key = json.dumps(cfg, sort_keys=True, default=str) + f"\0{quantization}\0{sorted(hf.items())}"
+    memo = view.__dict__.setdefault("_quant_memo", {})
+    if key not in memo:
+        memo[key] = resolve_quantization(view.sources, cfg, quantization, hf)
+    return memo[key]
 
 
 def no_head_dtype(model: Any, cwd: Any) -> bool:
@@ -153,6 +196,8 @@ def apply_replay(ctx: Any, model_path: str | None, findings_before: int, gaps_be
     ``gaps_before``: how many findings and gaps ``ctx`` held before the fact-based steps ran (theirs come after)."""
     if ctx.cmd.spec is None or ctx.view is None or _rejected_before(ctx):
         return None
+    if pydantic_validated(ctx.vf) and lax_int(ctx.cmd.spec.get("num_speculative_tokens"))[0] is UNKNOWN:
+        return None  # pydantic's parsing of that string is not replayed: the gap of evaluate.resolve stands
     rp = replay_spec_config(ctx.view, knowns(ctx, model_path, cwd))
     ctx.replay = rp
     if rp.gap is not None:

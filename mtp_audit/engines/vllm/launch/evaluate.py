@@ -43,7 +43,13 @@ from mtp_audit.engines.vllm.launch.command import (
 )
 from mtp_audit.engines.vllm.launch.depth import check_depth
 from mtp_audit.engines.vllm.launch.lookahead import check_lookahead
-from mtp_audit.engines.vllm.launch.spec_config_replay import UNKNOWN, Evaluator, n_predict_of
+from mtp_audit.engines.vllm.launch.spec_config_replay import (
+    UNKNOWN,
+    Evaluator,
+    lax_int,
+    n_predict_of,
+    pydantic_validated,
+)
 from mtp_audit.errors import InputError
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
 
@@ -154,6 +160,10 @@ def resolve(ctx: VCtx, model_path: str | None) -> None:
     spec = ctx.cmd.spec
     if spec is None:
         return
+    if pydantic_validated(ctx.vf):
+        spec = _lax_tokens(ctx, spec)
+        if spec is None:
+            return
     fix = dict(spec)
     m, model, k = spec.get("method"), spec.get("model"), spec.get("num_speculative_tokens")
     ctx.method_requested = m if isinstance(m, str) else None
@@ -179,6 +189,21 @@ def resolve(ctx: VCtx, model_path: str | None) -> None:
         return
     ctx.draft_path = str(model) if model is not None else None
     detect(ctx, ev, m, model)
+
+
+def _lax_tokens(ctx: VCtx, spec: dict[str, Any]) -> dict[str, Any] | None:
+    """pydantic's lax mode turns ``"num_speculative_tokens": "2"`` into 2 before ``__post_init__``
+    (:func:`~mtp_audit.engines.vllm.launch.spec_config_replay.lax_int`): the spec to go on with (the command's, with the
+    int); ``None`` after the gap for a string whose parsing is not replayed."""
+    given = spec.get("num_speculative_tokens")
+    k, why = lax_int(given)
+    if k is UNKNOWN:
+        ctx.gap(f"num_speculative_tokens: {why}: whether vLLM accepts this speculative config is not decided", blocking=True)
+        return None
+    if why is None and type(k) is not type(given):
+        ctx.trace.append(f"num_speculative_tokens {given!r} -> {k} (pydantic, lax mode)")
+        ctx.cmd.spec = spec = {**spec, "num_speculative_tokens": k}
+    return spec
 
 
 def _validated(ctx: VCtx, m: Any, k: Any, fix: dict[str, Any]) -> bool:
@@ -349,7 +374,10 @@ def check_numbers(ctx: VCtx) -> None:
     rules = vf.get("n_predict_rules") or {}
     dck = ctx.ck if ctx.draft_is_target else ctx.draft_ck
     expr = (ctx.draft.get("override") or {}).get("n_predict_from")
-    n, how = n_predict_of(expr, dck) if (ctx.draft.get("override") or {}).get("rewritten") else (None, "hf_config_override writes no n_predict for this draft")
+    from mtp_audit.engines.vllm.launch.decide import checkpoint_model_type, class_lookup
+
+    lookup = class_lookup(ctx.view, checkpoint_model_type(dck))
+    n, how = n_predict_of(expr, dck, lookup) if (ctx.draft.get("override") or {}).get("rewritten") else (None, "hf_config_override writes no n_predict for this draft")
     ctx.n_layers = n
     ctx.draft["n_predict"] = {"value": n, "how": how}
     k = ctx.k_requested
