@@ -162,3 +162,23 @@ def class_defines(sources: Any, requires: list[str] | None, model_type: Any, nam
                       "requirement admits releases not checked" + ("" if minors is not None else " (or was not read)"))
     return False, (f"transformers {tf_cls} defines no {name} in any release this vLLM admits (Requires-Dist "
                    f"transformers; read in {', '.join(versions)})")
+
+
+def imported_int(sources: Any, spec_text: str | None, name: str) -> tuple[int | None, str]:
+    """A module-level integer constant that ``hf_config_override`` imports by name (0.34.0 ``speculative.py:930``:
+    ``from vllm.model_executor.models.mimo_v2_mtp import _MIMO_V2_FLASH_NUM_MTP_LAYERS``, ``= 1`` at
+    ``mimo_v2_mtp.py:54``), read from the release tree: ``(value, "NAME = value (file:line)")``, or ``(None, why)``."""
+    try:
+        tree = ast.parse(spec_text) if spec_text else None
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        tree = None
+    mods = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0 and n.module
+            and n.module.startswith("vllm.") and any(a.name == name and a.asname is None for a in n.names)} if tree else set()
+    if len(mods) != 1:
+        return None, f"{name}: not imported from exactly one vllm module"
+    rel = mods.pop().replace(".", "/") + ".py"
+    mod = _parse(sources, rel)
+    value = _assigned(mod, name) if mod is not None else None
+    if isinstance(value, ast.Constant) and isinstance(value.value, int) and not isinstance(value.value, bool):
+        return value.value, f"{name} = {value.value} ({rel}:{value.lineno})"
+    return None, f"{name}: not an integer constant of {rel}"

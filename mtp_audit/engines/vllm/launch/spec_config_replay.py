@@ -389,10 +389,10 @@ class _Hooks:
         ``hf_config_override`` (:meth:`LaunchView.draft`)."""
         model = kwargs.get("model", args[0] if args else R_UNKNOWN)
         self._check_max_len(model, kwargs.get("max_model_len"))
-        self._check_quantization(model, kwargs.get("quantization", R_UNKNOWN))
         f = self.k.draft_of(model) if isinstance(model, str) else None
         if f is None:
             f = DraftFacts(R_UNKNOWN, R_UNKNOWN)
+        self._check_quantization(model, kwargs.get("quantization", R_UNKNOWN), f)
         obj = _config_obj(f, model, kwargs.get("quantization", R_UNKNOWN))
         obj.attrs["get_vocab_size"] = _vocab_native(self.k, model)
         if self.k.head_dtype_is_dtype is not None and isinstance(model, str) and self.k.head_dtype_is_dtype(model):
@@ -423,7 +423,7 @@ class _Hooks:
                 return True
         return R_UNKNOWN
 
-    def _check_quantization(self, model: Any, quantization: Any) -> None:
+    def _check_quantization(self, model: Any, quantization: Any, f: DraftFacts) -> None:
         """The draft ``ModelConfig`` verifies ``quantization`` (the speculative config's) against the draft checkpoint's
         own quantization config (``ModelConfig._verify_quantization``: 0.34.0 ``vllm/config/model.py:1477`` "does not
         match the quantization method specified in the `quantization` argument", then "Unknown quantization method"):
@@ -432,7 +432,10 @@ class _Hooks:
         it does not (the target's own chain answers for the same checkpoint: MTP329)."""
         if self.k.draft_quant is None or not isinstance(model, str) or not (quantization is None or isinstance(quantization, str)):
             return
-        res = self.k.draft_quant(model, quantization)
+        # the overrides test the draft's hf_config, after hf_config_override (f): 0.34.0 deepseek_v41/quant_config.py:180
+        hf = {"model_type": f.model_type, "architectures": f.architectures} \
+            if isinstance(f.model_type, str) and isinstance(f.architectures, list) else None
+        res = self.k.draft_quant(model, quantization, hf)
         if res is None:
             if quantization is not None:
                 raise HookLost(f"the draft's quantization ({quantization!r}) against {model}'s own quantization config was "
