@@ -5,6 +5,9 @@ Run with the interpreter of a virtual environment that has the real ``vllm==X`` 
 
     /work/oracle-venvs/vllm-0.33.0/bin/python tests/oracle/build_vllm_oracle.py CONFIG_DIR... > tests/data/oracle/vllm-0.33.0.json
 
+``MTP_AUDIT_ORACLE_WIDE=1`` adds grid.FORMS_WIDE; ``MTP_AUDIT_ORACLE_GRID3=1`` builds only the third grid
+(:func:`grid.grid3`, recorded in ``vllm-X-grid3.json``): pass every config folder it names, the drafts' too.
+
 Each CONFIG_DIR holds a ``config.json`` (copied into a scratch folder, never anything else). It imports vllm; it is
 not part of the test suite and is not imported by it (tests/oracle/test_vllm_oracle.py runs it in a subprocess).
 """
@@ -18,7 +21,7 @@ import sys
 import tempfile
 import traceback
 
-from grid import FORMS, FORMS_WIDE  # noqa: E402  (tests/oracle/grid.py: the same forms the replay test uses)
+from grid import FORMS, FORMS_NEW, FORMS_WIDE, grid3  # noqa: E402  (tests/oracle/grid.py: the same forms the replay test uses)
 
 
 def _where(tb: traceback.StackSummary) -> str | None:
@@ -29,8 +32,17 @@ def _where(tb: traceback.StackSummary) -> str | None:
     return f"vllm/{f.filename.split('/vllm/', 1)[1]}:{f.lineno}"
 
 
+def _arg(value, folder):
+    """``<target>`` -> the served model's folder; ``<draft:NAME>`` -> the scratch folder of config NAME."""
+    if value == "<target>":
+        return folder
+    if isinstance(value, str) and value.startswith("<draft:"):
+        return os.path.join(os.path.dirname(folder), value[len("<draft:"):-1])
+    return value
+
+
 def _one(SpeculativeConfig, ParallelConfig, target, folder, spec):
-    args = {k: (folder if v == "<target>" else v) for k, v in spec.items()}
+    args = {k: _arg(v, folder) for k, v in spec.items()}
     try:
         sc = SpeculativeConfig(target_model_config=target, target_parallel_config=ParallelConfig(), **args)
     except Exception as exc:  # noqa: BLE001 - the oracle records every refusal
@@ -65,19 +77,28 @@ def main(dirs: list[str]) -> None:
 
     out = {"vllm": vllm.__version__, "cases": []}
     scratch = tempfile.mkdtemp(prefix="vllm-oracle-")
+    # every folder first: a form may name another config's folder as its draft (``<draft:NAME>``)
     for src in dirs:
-        name = os.path.basename(src.rstrip("/"))
-        folder = os.path.join(scratch, name)
+        folder = os.path.join(scratch, os.path.basename(src.rstrip("/")))
         os.makedirs(folder, exist_ok=True)
         for f in ("config.json", "hf_quant_config.json"):
             if os.path.exists(os.path.join(src, f)):
                 shutil.copy(os.path.join(src, f), folder)
+    every = {**FORMS, **FORMS_WIDE, **FORMS_NEW}
+    only = grid3() if os.environ.get("MTP_AUDIT_ORACLE_GRID3") else None
+    for src in dirs:
+        name = os.path.basename(src.rstrip("/"))
+        folder = os.path.join(scratch, name)
+        if only is not None and not any(c == name for c, _f in only):
+            continue
         try:
             target = ModelConfig(model=folder, tokenizer=folder, skip_tokenizer_init=True)
         except Exception as exc:  # noqa: BLE001
             out["cases"].append({"config": name, "target_error": f"{type(exc).__name__}: {str(exc)[:300]}"})
             continue
         forms = {**FORMS, **FORMS_WIDE} if os.environ.get("MTP_AUDIT_ORACLE_WIDE") else FORMS
+        if only is not None:
+            forms = {f: every[f] for c, f in only if c == name}
         for form_id, spec in forms.items():
             res = _one(SpeculativeConfig, ParallelConfig, target, folder, spec)
             out["cases"].append({"config": name, "form": form_id, "spec": spec, "result": res})

@@ -57,3 +57,57 @@ CONFIGS = (
     "Qwen--Qwen3-Next-80B-A3B-Thinking", "XiaomiMiMo--MiMo-7B-Base", "jj8127--mimo_kor",
     "nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4", "Qwen--Qwen3-30B-A3B", "mistralai--Mixtral-8x22B-v0.1",
 )
+
+#: the third grid (recorded apart, tests/data/oracle/vllm-X-grid3.json, so the first two stay as recorded): forms no
+#: earlier grid had: the speculative ``quantization`` against the draft checkpoint's own, a separate draft checkpoint
+#: (``<draft:NAME>``: the folder of config NAME), more draft TP / DCP sizes, a small ``max_model_len``, bad token counts,
+#: method spellings and the methods without an MTP head, ngram / suffix options, keys removed in or new to a release
+FORMS_NEW = {
+    "mtp-quant-fp8": {"method": "mtp", "num_speculative_tokens": 1, "quantization": "fp8"},
+    "mtp-quant-modelopt_fp4": {"method": "mtp", "num_speculative_tokens": 1, "quantization": "modelopt_fp4"},
+    "mtp-quant-modelopt": {"method": "mtp", "num_speculative_tokens": 1, "quantization": "modelopt"},
+    "mtp-quant-awq": {"method": "mtp", "num_speculative_tokens": 1, "quantization": "awq"},
+    "mtp-quant-bogus": {"method": "mtp", "num_speculative_tokens": 1, "quantization": "not_a_method"},
+    "mtp-quant-null": {"method": "mtp", "num_speculative_tokens": 1, "quantization": None},
+    "ngram-quant-fp8": {"method": "ngram", "num_speculative_tokens": 3, "quantization": "fp8"},
+    "mtp-dtp4": {"method": "mtp", "num_speculative_tokens": 1, "draft_tensor_parallel_size": 4},
+    "mtp-ddcp1": {"method": "mtp", "num_speculative_tokens": 1, "draft_decode_context_parallel_size": 1},
+    "mtp-mml-1024": {"method": "mtp", "num_speculative_tokens": 2, "max_model_len": 1024},
+    "mtp-k-neg": {"method": "mtp", "num_speculative_tokens": -1},
+    "mtp-k-str": {"method": "mtp", "num_speculative_tokens": "2"},
+    "mtp-k6": {"method": "mtp", "num_speculative_tokens": 6},
+    "MTP-upper": {"method": "MTP", "num_speculative_tokens": 1},
+    "method-null-k1": {"method": None, "num_speculative_tokens": 1},
+    "medusa-self": {"method": "medusa", "model": "<target>", "num_speculative_tokens": 1},
+    "mlp_speculator-self": {"method": "mlp_speculator", "model": "<target>", "num_speculative_tokens": 1},
+    "eagle3-no-model": {"method": "eagle3", "num_speculative_tokens": 1},
+    "ernie_mtp-k1": {"method": "ernie_mtp", "num_speculative_tokens": 1},
+    "ngram-min-only": {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 2},
+    "ngram-max0": {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 0},
+    "ngram-k0": {"method": "ngram", "num_speculative_tokens": 0},
+    "ngram_gpu-no-k": {"method": "ngram_gpu"},
+    "suffix-depth16": {"method": "suffix", "suffix_decoding_max_tree_depth": 16},
+    "suffix-corpus": {"method": "suffix", "num_speculative_tokens": 4, "suffix_decoding_corpus_tokens": 1000},
+    "mtp-hetero-vocab": {"method": "mtp", "num_speculative_tokens": 1, "use_heterogeneous_vocab": True},
+    "mtp-unknown-key": {"method": "mtp", "num_speculative_tokens": 1, "not_a_key": 1},
+    "mtp-disable-bs": {"method": "mtp", "num_speculative_tokens": 1, "disable_by_batch_size": 4},
+    "mtp-draft-r1": {"method": "mtp", "model": "<draft:deepseek-ai--DeepSeek-R1>", "num_speculative_tokens": 1},
+    "model-draft-r1": {"model": "<draft:deepseek-ai--DeepSeek-R1>", "num_speculative_tokens": 1},
+    "draft_model-qwen3": {"method": "draft_model", "model": "<draft:Qwen--Qwen3-30B-A3B>", "num_speculative_tokens": 2},
+    "draft_model-qwen3-quant": {"method": "draft_model", "model": "<draft:Qwen--Qwen3-30B-A3B>", "num_speculative_tokens": 2,
+                                "quantization": "fp8"},
+    "eagle-draft-qwen3": {"method": "eagle", "model": "<draft:Qwen--Qwen3-30B-A3B>", "num_speculative_tokens": 1},
+}
+
+#: checkpoint configs no earlier grid had (fixtures/checkpoint, copied to fixtures/oracle-configs/ with their SOURCE.txt)
+CONFIGS_NEW = (
+    "XiaomiMiMo--MiMo-V2-Flash", "deepseek-ai--DeepSeek-V4-Flash", "nvidia--DeepSeek-V4-Flash-NVFP4", "stepfun-ai--Step-3.7-Flash",
+    "tbressers--WizardLM-2-8x22B", "nvidia--Qwen3.5-122B-A10B-NVFP4", "nvidia--Qwen3.6-35B-A3B-NVFP4", "moonshotai--Kimi-K3",
+)
+
+
+def grid3() -> list[tuple[str, str]]:
+    """The (config, form) pairs of the third grid: every earlier config with :data:`FORMS_NEW`, and every new config
+    with all forms."""
+    every = {**FORMS, **FORMS_WIDE, **FORMS_NEW}
+    return [(c, f) for c in CONFIGS for f in FORMS_NEW] + [(c, f) for c in CONFIGS_NEW for f in every]

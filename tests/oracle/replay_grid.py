@@ -18,12 +18,21 @@ RECORDED = ROOT / "tests" / "data" / "oracle"
 H200 = ROOT / "fixtures" / "preflight" / "h200-live-facts.json"
 
 
+def _arg(value: Any, folder: Path) -> Any:
+    """``<target>`` -> the served model's folder; ``<draft:NAME>`` -> the folder of config NAME (as the recording did)."""
+    if value == "<target>":
+        return str(folder)
+    if isinstance(value, str) and value.startswith("<draft:"):
+        return str(folder.parent / value[len("<draft:"):-1])
+    return value
+
+
 def replay_case(engine: Any, release: Any, analyzers: Any, folder: Path, spec: dict[str, Any]) -> dict[str, Any]:
     """What mtp-audit says vLLM does for ``vllm serve FOLDER --speculative-config SPEC``: ``ok`` with ``method``,
     ``num_speculative_tokens``, ``draft_architectures``; or the refusal (``exc_type``, ``where``); or ``undecided``."""
     from mtp_audit.engines.base import LaunchRequest, Machine
 
-    args = {k: (str(folder) if v == "<target>" else v) for k, v in spec.items()}
+    args = {k: _arg(v, folder) for k, v in spec.items()}
     toks = ["vllm", "serve", str(folder), "--speculative-config", json.dumps(args)]
     req = LaunchRequest(toks=toks, machine=Machine(facts_file=H200), env=None, environ={}, cwd=folder, analyzers=analyzers)
     out = engine.evaluate(req, release, None)
@@ -88,9 +97,10 @@ def agrees(real: dict[str, Any], ours: dict[str, Any]) -> tuple[bool, str]:
     return not diffs, "; ".join(f"{k}: real {real.get(k)!r}, replay {ours.get(k)!r}" for k in diffs)
 
 
-def compare(version: str) -> tuple[int, int, list[str]]:
-    """``(agreeing, compared, disagreement lines)`` for the recorded oracle of ``version``."""
-    data = json.loads((RECORDED / f"vllm-{version}.json").read_text())
+def compare(version: str, grid: str = "") -> tuple[int, int, list[str]]:
+    """``(agreeing, compared, disagreement lines)`` for the recorded oracle of ``version`` (``grid``: ``""`` for
+    vllm-X.json, ``"grid3"`` for vllm-X-grid3.json)."""
+    data = json.loads((RECORDED / f"vllm-{version}{'-' + grid if grid else ''}.json").read_text())
     ours = replay_all(version, data["cases"])
     n = ok = 0
     lines = []
@@ -114,6 +124,6 @@ def compare(version: str) -> tuple[int, int, list[str]]:
 
 
 if __name__ == "__main__":
-    ok, n, lines = compare(sys.argv[1])
-    print(f"vLLM {sys.argv[1]}: {ok}/{n} agree ({100 * ok / max(n, 1):.1f} %)")
+    ok, n, lines = compare(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "")
+    print(f"vLLM {sys.argv[1]} {' '.join(sys.argv[2:])}: {ok}/{n} agree ({100 * ok / max(n, 1):.1f} %)")
     print("\n".join(lines))

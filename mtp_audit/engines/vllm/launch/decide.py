@@ -40,13 +40,33 @@ def draft_facts(ctx: Any, ck: dict[str, Any] | None) -> DraftFacts | None:
     view = ctx.view.draft(mt, arch0) if ctx.view is not None else None
     n: Any = None
     if view and view.get("rewritten"):
-        value, how = n_predict_of(view.get("n_predict_from"), ck)
+        expr = view.get("n_predict_from")
+        value, how = n_predict_of(expr, ck, class_lookup(ctx.view, mt))
+        if value is None and isinstance(expr, str) and expr.isidentifier():
+            from mtp_audit.engines.vllm.launch.config_class import imported_int
+
+            value, how = imported_int(getattr(ctx.view, "sources", None), getattr(ctx.view, "spec_text", None), expr)
+            how = how if value is not None else f"{expr} (not read statically)"
         n = value if value is not None else (R_UNKNOWN if "not decided" in how or "not read" in how else None)
         mt = view.get("model_type") or mt
         archs = view.get("architectures") or archs
     elif view is None:
         n = R_UNKNOWN
     return DraftFacts(mt, archs, n, bool(cfg.get("text_config")), _config_class(cfg))
+
+
+def checkpoint_model_type(ck: dict[str, Any] | None) -> Any:
+    """``model_type`` of an audited checkpoint's config.json (``None``: not audited or not said)."""
+    cfg = ck.get("config") if isinstance(ck, dict) else None
+    return cfg.get("model_type") if isinstance(cfg, dict) else None
+
+
+def class_lookup(view: Any, model_type: Any) -> Any:
+    """Attribute name -> whether the config class vLLM builds a ``model_type`` checkpoint from defines it
+    (:func:`mtp_audit.engines.vllm.launch.config_class.class_defines` on the release under audit)."""
+    from mtp_audit.engines.vllm.launch.config_class import class_defines
+
+    return lambda name: class_defines(getattr(view, "sources", None), getattr(view, "requires", None), model_type, name)
 
 
 def _config_class(cfg: dict[str, Any]) -> str:
@@ -105,7 +125,36 @@ def knowns(ctx: Any, model_path: str | None, cwd: Any = ".") -> LaunchKnowns:
                         draft_of=draft_of, registered=registered, parallel=parallel_knowns(ctx.cmd),
                         max_len_bound=(lambda model: None) if ctx.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN")
                         else (lambda model: max_len_bound(model, cwd)), vocab_of=lambda model: vocab_size_of(model, cwd),
-                        head_dtype_is_dtype=lambda model: no_head_dtype(model, cwd))
+                        head_dtype_is_dtype=lambda model: no_head_dtype(model, cwd),
+                        draft_quant=lambda model, q, hf=None: draft_quantization(ctx.view, model, q, cwd, hf),
+                        requires=getattr(ctx.view, "requires", None))
+
+
+def draft_quantization(view: Any, model: str, quantization: str | None, cwd: Any, hf: dict[str, Any] | None = None) -> Any:
+    """The quantization chain of the draft ``ModelConfig`` (``quantization`` from the speculative config) on checkpoint
+    ``model``'s own quantization config (:func:`quant_config_of`), replayed by
+    :func:`mtp_audit.engines.vllm.launch.quant.resolve_quantization`; ``None`` when that config cannot be read (a hub id,
+    an unreadable file). ``hf``: the draft's ``model_type`` / ``architectures`` after ``hf_config_override`` (which the
+    overrides test: 0.34.0 ``vllm/models/deepseek_v41/quant_config.py:180-191`` answers only for ``deepseek_v4*``), by
+    default its config.json's."""
+    import json
+
+    from mtp_audit.engines.vllm.launch.attn_launch import model_config_json
+    from mtp_audit.engines.vllm.launch.quant import resolve_quantization
+
+    if not hasattr(view, "sources"):
+        return None
+    cfg, where = quant_config_of(model, cwd)
+    if cfg is None and where is not None:
+        return None
+    if hf is None:
+        raw, _why = model_config_json(model, cwd)
+        hf = {k: raw[k] for k in ("model_type", "architectures") if isinstance(raw, dict) and raw.get(k) is not None}
+    key = json.dumps(cfg, sort_keys=True, default=str) + f"\0{quantization}\0{sorted(hf.items())}"
+    memo = view.__dict__.setdefault("_quant_memo", {})
+    if key not in memo:
+        memo[key] = resolve_quantization(view.sources, cfg, quantization, hf)
+    return memo[key]
 
 
 def no_head_dtype(model: Any, cwd: Any) -> bool:
@@ -256,8 +305,8 @@ def _refuse(ctx: Any, raised: Any, rp: SpecReplay) -> None:
 
 def quant_config_of(model: str | None, cwd: Any) -> tuple[dict[str, Any] | None, str | None]:
     """The checkpoint's quantization config as vLLM reads it (``config.json`` ``quantization_config``, else
-    ``hf_quant_config.json``; 0.33.0 vllm/transformers_utils/config.py:951-961) for a local model folder, and the file it
-    came from. ``(None, None)`` for none; a hub id or an unreadable file is ``(None, "...problem...")``."""
+    ``hf_quant_config.json``; 0.33.0 vllm/transformers_utils/config.py:951-961; else its ``text_config``'s, 0.34.0
+    vllm/transformers_utils/model_arch_config_convertor.py:285-292) for a local model folder, and the file it came from. ``(None, None)`` for none; a hub id or an unreadable file is ``(None, "...problem...")``."""
     from pathlib import Path
 
     from mtp_audit.errors import InputError
@@ -277,6 +326,11 @@ def quant_config_of(model: str | None, cwd: Any) -> tuple[dict[str, Any] | None,
         if (folder / "hf_quant_config.json").is_file():
             h = read_json_bounded(folder / "hf_quant_config.json")
             return (h, "hf_quant_config.json") if isinstance(h, dict) else (None, "hf_quant_config.json is not a JSON object")
+        # then the text config's, for a composite config (0.34.0 model_arch_config_convertor.py:285-292)
+        tc = cfg.get("text_config") if isinstance(cfg, dict) else None
+        tq = tc.get("quantization_config") if isinstance(tc, dict) else None
+        if isinstance(tq, dict):
+            return tq, "config.json text_config"
     except InputError as exc:
         return None, f"{exc.problem}"
     return None, None

@@ -45,7 +45,7 @@ from mtp_audit.engines.vllm.launch.command import (
 )
 from mtp_audit.engines.vllm.launch.depth import check_depth
 from mtp_audit.engines.vllm.launch.lookahead import check_lookahead
-from mtp_audit.engines.vllm.launch.spec_config_replay import UNKNOWN, Evaluator, n_predict_of
+from mtp_audit.engines.vllm.launch.spec_config_replay import UNKNOWN, Evaluator, n_predict_of, pydantic_validated
 from mtp_audit.errors import InputError
 from mtp_audit.preflight.typed import MachineAnswer, machine_answer
 from mtp_audit.report import Evidence, Finding, Gap, Location, Report, Severity
@@ -161,7 +161,8 @@ def resolve(ctx: VCtx, model_path: str | None) -> None:
     spec = ctx.cmd.spec
     if spec is None:
         return
-    _convert_k(ctx, spec)
+    if pydantic_validated(ctx.vf):
+        _convert_k(ctx, spec)
     fix = dict(spec)
     m, model, k = spec.get("method"), spec.get("model"), spec.get("num_speculative_tokens")
     ctx.method_requested = m if isinstance(m, str) else None
@@ -367,7 +368,10 @@ def check_numbers(ctx: VCtx) -> None:
     rules = ctx.release.n_predict_rules
     dck = ctx.ck if ctx.draft_is_target else ctx.draft_ck
     expr = (ctx.draft.get("override") or {}).get("n_predict_from")
-    n, how = n_predict_of(expr, dck) if (ctx.draft.get("override") or {}).get("rewritten") else (None, "hf_config_override writes no n_predict for this draft")
+    from mtp_audit.engines.vllm.launch.decide import checkpoint_model_type, class_lookup
+
+    lookup = class_lookup(ctx.view, checkpoint_model_type(dck))
+    n, how = n_predict_of(expr, dck, lookup) if (ctx.draft.get("override") or {}).get("rewritten") else (None, "hf_config_override writes no n_predict for this draft")
     ctx.n_layers = n
     ctx.draft["n_predict"] = {"value": n, "how": how}
     k = ctx.k_requested

@@ -16,12 +16,14 @@ from collections.abc import Mapping
 from typing import Any
 
 
-def n_predict_of(expr: str | None, ck: dict[str, Any] | None) -> tuple[int | None, str]:
+def n_predict_of(expr: str | None, ck: dict[str, Any] | None, class_defines: Any = None) -> tuple[int | None, str]:
     """The draft's ``n_predict`` as ``hf_config_override`` reads it (``expr``, e.g.
     ``getattr(text_config, 'mtp_num_hidden_layers', None)``), from the checkpoint facts: the declared MTP
     layer count when the expression reads the key the checkpoint declares them under
     (``mtp.declared_by``), a literal count, or the ``getattr`` default when the checkpoint declares
-    them under another key. Returns ``(value or None, how)``."""
+    them under another key and the config class is known to define no such attribute (``class_defines``: attribute
+    name -> ``(defines: bool | None, evidence)``, :func:`mtp_audit.engines.vllm.launch.config_class.class_defines`;
+    without it, or when it answers ``None``, not decided). Returns ``(value or None, how)``."""
     if expr is None:
         return None, "no n_predict written for this draft"
     m = re.fullmatch(r"\s*(\d+)\s*", expr)
@@ -40,10 +42,24 @@ def n_predict_of(expr: str | None, ck: dict[str, Any] | None) -> tuple[int | Non
     if ck is None:
         return None, f"{expr} (checkpoint not audited)"
     d = (default or "").strip()
+    cfg: dict[str, Any] = ck["config"] if isinstance(ck.get("config"), dict) else {}
+    defines, why = class_defines(name) if class_defines is not None and g.group(1) == "hf_config" and name not in cfg \
+        else (None, None)
+    if defines is False and (d in ("", "None") or d.isdigit()):
+        # config.json does not hold the key and the config class defines no such attribute: getattr's default
+        return (int(d) if d.isdigit() else None), f"{expr} = {d or 'None'}: config.json has no {name} and {why}"
     # config.json does not hold the key; the transformers config class may still define it (a class default is not in
     # config.json), so the getattr default is only what applies when the class has no such attribute
     return None, (f"{expr}: config.json has no {name} (its MTP layers: {declared_by or 'none declared'}); n_predict is the "
-                  f"transformers config class's default, or {d or 'None'} when the class has none: not decided")
+                  f"transformers config class's default, or {d or 'None'} when the class has none: not decided"
+                  + (f" ({why})" if why else ""))
+
+
+def pydantic_validated(vf: dict[str, Any] | None) -> bool:
+    """Whether the release's ``SpeculativeConfig`` is a pydantic dataclass (the vLLM audit's ``spec_config.validated``:
+    ``@config`` builds one from 0.24.0 on), so pydantic validates the fields before ``__post_init__``."""
+    sc = vf.get("spec_config") if isinstance(vf, dict) else None
+    return isinstance(sc, dict) and bool(sc.get("validated"))
 
 
 class _Unknown:
@@ -246,6 +262,11 @@ class LaunchKnowns:
     vocab_of: Any = None
     #: model path -> whether its config.json sets no ``head_dtype`` (then vLLM runs the lm_head in the model dtype)
     head_dtype_is_dtype: Any = None
+    #: (model path, ``quantization``) -> the draft ``ModelConfig``'s ``_verify_quantization`` replayed on that checkpoint's
+    #: own quantization config (:func:`mtp_audit.engines.vllm.launch.quant.resolve_quantization`), ``None``: not replayed
+    draft_quant: Any = None
+    #: the release's ``Requires-Dist`` lines (``None``: not read, a checkout)
+    requires: Any = None
 
 
 @dataclass
@@ -340,7 +361,7 @@ class _Hooks:
         return {"ModelConfig": self.model_config, "EAGLEConfig": self.eagle_config, "self.update_arch_": self.update_arch,
                 "target.using_transformers_backend": lambda *a: self.k.using_transformers,
                 "self.target_model_config.using_transformers_backend": lambda *a: self.k.using_transformers,
-"has_arctic_inference": lambda *a: R_UNKNOWN,
+"has_arctic_inference": self.has_arctic_inference,
                 "SpeculativeConfig.compose_draft_hf_overrides": lambda *a: None}
 
     def model_config(self, r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
@@ -351,6 +372,7 @@ class _Hooks:
         f = self.k.draft_of(model) if isinstance(model, str) else None
         if f is None:
             f = DraftFacts(R_UNKNOWN, R_UNKNOWN)
+        self._check_quantization(model, kwargs.get("quantization", R_UNKNOWN), f)
         obj = _config_obj(f, model, kwargs.get("quantization", R_UNKNOWN))
         obj.attrs["get_vocab_size"] = _vocab_native(self.k, model)
         if self.k.head_dtype_is_dtype is not None and isinstance(model, str) and self.k.head_dtype_is_dtype(model):
@@ -370,6 +392,40 @@ class _Hooks:
         if bound is not None and mml > bound:
             raise HookRaise("ValueError", f"User-specified max_model_len ({mml}) is greater than the derived max_model_len "
                             f"(at most {bound} from the draft's config.json)", self._max_len_line())
+
+    def has_arctic_inference(self, *a: Any) -> Any:
+        """``has_arctic_inference()`` (0.33.0 ``speculative.py:1727``, suffix decoding): ``True`` when the release requires
+        ``arctic-inference`` unconditionally (then it is installed with vLLM), else unknown: whether the serving machine
+        has it installed is not in the launch (0.24.0 / 0.33.0 / 0.34.0 METADATA require no arctic-inference)."""
+        for line in self.k.requires or []:
+            name, _, rest = str(line).partition(";")
+            if name.strip().lower().replace("_", "-").startswith("arctic-inference") and not rest.strip():
+                return True
+        return R_UNKNOWN
+
+    def _check_quantization(self, model: Any, quantization: Any, f: DraftFacts) -> None:
+        """The draft ``ModelConfig`` verifies ``quantization`` (the speculative config's) against the draft checkpoint's
+        own quantization config (``ModelConfig._verify_quantization``: 0.34.0 ``vllm/config/model.py:1477`` "does not
+        match the quantization method specified in the `quantization` argument", then "Unknown quantization method"):
+        replayed from the release. A refusal raises it; a chain the replay does not decide loses the path when the
+        speculative config sets ``quantization`` (what the draft runs with is then not decided), and is left alone when
+        it does not (the target's own chain answers for the same checkpoint: MTP329)."""
+        if self.k.draft_quant is None or not isinstance(model, str) or not (quantization is None or isinstance(quantization, str)):
+            return
+        # the overrides test the draft's hf_config, after hf_config_override (f): 0.34.0 deepseek_v41/quant_config.py:180
+        hf = {"model_type": f.model_type, "architectures": f.architectures} \
+            if isinstance(f.model_type, str) and isinstance(f.architectures, list) else None
+        res = self.k.draft_quant(model, quantization, hf)
+        if res is None:
+            if quantization is not None:
+                raise HookLost(f"the draft's quantization ({quantization!r}) against {model}'s own quantization config was "
+                               "not replayed (the checkpoint's quantization config was not read)")
+            return
+        if res.raised is not None:
+            raise HookRaise(res.raised.type, res.raised.message, res.raised.location)
+        if quantization is not None and (res.gap is not None or res.method is R_UNKNOWN):
+            raise HookLost(f"the draft's quantization ({quantization!r}) against {model}'s own quantization config is not "
+                           f"decided: {res.gap or '; '.join(res.trace[:2])}")
 
     def _max_len_line(self) -> str | None:
         rel = "vllm/config/model.py"

@@ -1,0 +1,184 @@
+"""Whether the config class vLLM builds a checkpoint's ``hf_config`` from defines an attribute that the checkpoint's
+``config.json`` does not hold: ``hf_config_override`` reads some MTP layer counts as ``getattr(hf_config, NAME,
+default)`` (0.33.0 / 0.34.0 ``vllm/config/speculative.py`` ``qwen3_next_mtp``: ``getattr(hf_config,
+"num_nextn_predict_layers", None)``), and a class attribute would answer where ``config.json`` is silent.
+
+Which class: the release's own ``_CONFIG_REGISTRY`` (``vllm/transformers_utils/config.py``) when it names the
+``model_type`` (0.24.0 ``qwen3_next="Qwen3NextConfig"`` at :121, class in ``vllm/transformers_utils/configs/qwen3_next.py``),
+read from the release tree as data; else the transformers class the release's ``Requires-Dist: transformers`` admits,
+answered only from :data:`TRANSFORMERS_CHECKED` (what was read in those transformers wheels) and only when every
+minor release the requirement admits was checked. Nothing is imported.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import lru_cache
+from typing import Any
+
+#: model_type -> (transformers class, the transformers releases whose source was read, the attributes it defines none
+#: of in every one of them, neither in the class nor in ``PreTrainedConfig``: configuration_utils.py). Read from the
+#: wheels (``transformers/models/qwen3_next/configuration_qwen3_next.py``: no ``num_nextn_predict_layers``, no
+#: ``attribute_map``) on 2026-12-05.
+TRANSFORMERS_CHECKED: dict[str, tuple[str, tuple[str, ...], frozenset[str]]] = {
+    "qwen3_next": ("Qwen3NextConfig", ("5.16.1", "5.17.0", "5.18.0", "5.19.0", "5.20.2", "5.21.1", "5.22.2", "5.25.0"),
+                   frozenset({"num_nextn_predict_layers"})),
+}
+
+CONFIG_REL = "vllm/transformers_utils/config.py"
+CONFIGS_INIT_REL = "vllm/transformers_utils/configs/__init__.py"
+_BASES = {"PretrainedConfig", "PreTrainedConfig"}
+
+
+def _parse(sources: Any, rel: str) -> ast.Module | None:
+    data = sources.get(rel) if sources is not None else None
+    try:
+        return ast.parse(data.decode("utf-8")) if data else None
+    except (SyntaxError, UnicodeDecodeError, ValueError, MemoryError, RecursionError):
+        return None
+
+
+def _assigned(tree: ast.Module, name: str) -> ast.expr | None:
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return node.value
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+            return node.value
+    return None
+
+
+def registry_class(sources: Any, model_type: str) -> tuple[str | None, str]:
+    """The class name the release's ``_CONFIG_REGISTRY`` gives ``model_type`` (``LazyConfigDict(model_type="Class",
+    ...)`` or a dict literal) and ``file:line`` of that entry; ``(None, why)`` when it names none or cannot be read."""
+    tree = _parse(sources, CONFIG_REL)
+    value = _assigned(tree, "_CONFIG_REGISTRY") if tree is not None else None
+    if value is None:
+        return None, f"{CONFIG_REL} has no readable _CONFIG_REGISTRY"
+    pairs: list[tuple[Any, ast.expr]] = []
+    if isinstance(value, ast.Call):
+        pairs = [(k.arg, k.value) for k in value.keywords if k.arg]
+        value = value.args[0] if value.args and isinstance(value.args[0], ast.Dict) else value
+    if isinstance(value, ast.Dict):
+        pairs += [(k.value, v) for k, v in zip(value.keys, value.values) if isinstance(k, ast.Constant)]
+    for key, v in pairs:
+        if key == model_type:
+            name = v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else v.id if isinstance(v, ast.Name) else None
+            return name, f"{CONFIG_REL}:{v.lineno}"
+    return None, f"_CONFIG_REGISTRY ({CONFIG_REL}) names no {model_type}"
+
+
+def _class_module(sources: Any, cls: str) -> str | None:
+    """The file of ``cls`` under ``vllm/transformers_utils/configs/`` (``_CLASS_TO_MODULE`` or ``from .mod import cls``)."""
+    tree = _parse(sources, CONFIGS_INIT_REL)
+    if tree is None:
+        return None
+    table = _assigned(tree, "_CLASS_TO_MODULE")
+    if isinstance(table, ast.Dict):
+        for k, v in zip(table.keys, table.values):
+            if isinstance(k, ast.Constant) and k.value == cls and isinstance(v, ast.Constant) and isinstance(v.value, str):
+                return v.value.replace(".", "/") + ".py"
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module and any(a.name == cls for a in node.names):
+            return f"vllm/transformers_utils/configs/{node.module.replace('.', '/')}.py"
+    return None
+
+
+def _mentions(node: ast.AST, name: str) -> bool:
+    """Whether ``name`` is a name, attribute, parameter or string operand anywhere in ``node`` (documentation strings,
+    which are statements of their own, do not count)."""
+    docs = {id(n.value) for n in ast.walk(node) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+    for n in ast.walk(node):
+        if id(n) in docs:
+            continue
+        if isinstance(n, ast.Name) and n.id == name or isinstance(n, ast.Attribute) and n.attr == name \
+                or isinstance(n, ast.arg) and n.arg == name or isinstance(n, ast.Constant) and n.value == name:
+            return True
+    return False
+
+
+def _own_class_defines(sources: Any, cls: str, name: str) -> tuple[bool | None, str]:
+    rel = _class_module(sources, cls)
+    tree = _parse(sources, rel) if rel else None
+    node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), None) if tree is not None else None
+    if node is None:
+        return None, f"the class {cls} was not found in the release's vllm/transformers_utils/configs"
+    bases = [b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else "" for b in node.bases]
+    if not bases or any(b not in _BASES for b in bases):
+        return None, f"{cls} ({rel}:{node.lineno}) derives from {', '.join(bases) or 'nothing'}: its inherited attributes were not read"
+    if _mentions(node, name):
+        return True, f"{cls} ({rel}:{node.lineno}) names {name}"
+    return False, f"the release's own {cls} ({rel}:{node.lineno}, a PretrainedConfig) does not define {name}"
+
+
+def _admitted_minors(requires: list[str] | None) -> set[tuple[int, int]] | None:
+    """The (major, minor) releases of transformers the release's ``Requires-Dist`` admits (``None``: unbounded, no
+    requirement or not read)."""
+    for line in requires or []:
+        minors = _minors_of(line)
+        if minors is not False:
+            return minors if isinstance(minors, set) else None
+    return None
+
+
+@lru_cache(maxsize=64)
+def _minors_of(line: str) -> Any:
+    """:func:`_admitted_minors` for one ``Requires-Dist`` line: ``False`` when it is not an unconditional transformers
+    requirement, ``None`` when it admits a transformers 99, else the admitted (major, minor) pairs (4.x to 6.x)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.version import Version
+
+    try:
+        req = Requirement(line)
+    except InvalidRequirement:
+        return False
+    if req.name.lower() != "transformers" or req.marker:
+        return False
+    if req.specifier.contains(Version("99.0.0")):
+        return None
+    return {(ma, mi) for ma in range(4, 7) for mi in range(80) for pa in range(6)
+            if req.specifier.contains(Version(f"{ma}.{mi}.{pa}"), prereleases=False)}
+
+
+def class_defines(sources: Any, requires: list[str] | None, model_type: Any, name: str) -> tuple[bool | None, str]:
+    """Whether the class vLLM builds the ``hf_config`` of a ``model_type`` checkpoint from defines attribute ``name``
+    (module docstring): ``(False, evidence)``, ``(True, evidence)`` or ``(None, why it is not decided)``."""
+    if not isinstance(model_type, str):
+        return None, "the checkpoint's model_type is unknown"
+    cls, where = registry_class(sources, model_type)
+    if cls is not None:
+        return _own_class_defines(sources, cls, name)
+    if "no readable" in where:
+        return None, where
+    known = TRANSFORMERS_CHECKED.get(model_type)
+    if known is None:
+        return None, f"{model_type} is built by a transformers class whose attributes mtp-audit has not read"
+    tf_cls, versions, absent = known
+    if name not in absent:
+        return None, f"transformers {tf_cls}: {name} was not checked"
+    minors = _admitted_minors(requires)
+    checked = {tuple(int(x) for x in v.split(".")[:2]) for v in versions}
+    if minors is None or not minors <= checked:
+        return None, (f"transformers {tf_cls} defines no {name} in {', '.join(versions)}, but this release's transformers "
+                      "requirement admits releases not checked" + ("" if minors is not None else " (or was not read)"))
+    return False, (f"transformers {tf_cls} defines no {name} in any release this vLLM admits (Requires-Dist "
+                   f"transformers; read in {', '.join(versions)})")
+
+
+def imported_int(sources: Any, spec_text: str | None, name: str) -> tuple[int | None, str]:
+    """A module-level integer constant that ``hf_config_override`` imports by name (0.34.0 ``speculative.py:930``:
+    ``from vllm.model_executor.models.mimo_v2_mtp import _MIMO_V2_FLASH_NUM_MTP_LAYERS``, ``= 1`` at
+    ``mimo_v2_mtp.py:54``), read from the release tree: ``(value, "NAME = value (file:line)")``, or ``(None, why)``."""
+    try:
+        tree = ast.parse(spec_text) if spec_text else None
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        tree = None
+    mods = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0 and n.module
+            and n.module.startswith("vllm.") and any(a.name == name and a.asname is None for a in n.names)} if tree else set()
+    if len(mods) != 1:
+        return None, f"{name}: not imported from exactly one vllm module"
+    rel = mods.pop().replace(".", "/") + ".py"
+    mod = _parse(sources, rel)
+    value = _assigned(mod, name) if mod is not None else None
+    if isinstance(value, ast.Constant) and isinstance(value.value, int) and not isinstance(value.value, bool):
+        return value.value, f"{name} = {value.value} ({rel}:{value.lineno})"
+    return None, f"{name}: not an integer constant of {rel}"
