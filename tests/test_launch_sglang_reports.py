@@ -111,7 +111,8 @@ def test_linear_attention_kind_of_the_real_configs() -> None:
              for p in sorted((FIXTURES / "oracle-configs").glob("*/config.json"))}
     assert {k for k, v in kinds.items() if v == "gdn"} == {
         "Qwen--Qwen3-Next-80B-A3B-Thinking", "Qwen--Qwen3.5-122B-A10B", "Qwen--Qwen3.5-27B", "Qwen--Qwen3.5-397B-A17B",
-        "bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding", "nvidia--Qwen3.5-397B-A17B-NVFP4"}
+        "bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding", "nvidia--Qwen3.5-122B-A10B-NVFP4", "nvidia--Qwen3.5-397B-A17B-NVFP4",
+        "nvidia--Qwen3.6-35B-A3B-NVFP4"}
     assert kinds["nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4"] == "mamba2"
     assert kinds["nvidia--MiniMax-M2.5-NVFP4"] is None  # attn_type_list is all 1: full attention everywhere
     assert {v for k, v in kinds.items() if "DeepSeek" in k or "GLM" in k or "Mixtral" in k or "MiMo" in k} == {None}
