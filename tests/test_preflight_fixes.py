@@ -310,3 +310,14 @@ def test_what_a_gpu_without_fp4_has_instead(tmp_path, gpu, said):
     rep = preflight(env_dumps=[p])
     (v,) = rep.facts["preflight"]["verdicts"]
     assert v["native_fp4"] == "not capable" and said in v["reasons"][0], v["reasons"]
+
+
+def test_a_cut_that_removes_what_names_sglang_is_not_a_pass(tmp_path, capsys):
+    """Found by the truncation property at 200 examples: fixtures/launch/reports/sglang-35080-env.txt (a B300 check_env
+    without SGLang's version) is could not tell; its first lines alone no longer read as a check_env, so SGLang was only
+    assumed and the torch pin was not owed: PASS. An assumed SGLang's pin is still unchecked: could not tell."""
+    cut = tmp_path / "cut.txt"
+    cut.write_text("CUDA available: True\nGPU 0: NVIDIA B300 SXM6\nCUDA Driver Version: 580.126.09\nPyTorch: 2.13.0+cu130\n"
+                   "flashinfer_python: 0.6.17\n")
+    rc, out, _ = run_cli(["preflight", "--env-dump", str(cut)], capsys)
+    assert rc == 3 and "SGLang's version is not shown, so its torch pin (MTP209) was not checked" in out

@@ -153,7 +153,7 @@ def preflight(
                                eng.machine_hint(machine, dump_formats))
     release = engine_facts.get(choice.engine) if engine_facts else None
     ctx = an.Context(facts=machine, engine=choice.engine, kernels=_kernels_of(choice.engine),
-                     engine_facts=dict(release) if release is not None else None, engine_assumed=choice.how == "assumed")
+                     engine_facts=dict(release) if release is not None else None)
     # an assumed engine is said on the verdict line ("on SGLang (assumed)") and in MTP228's evidence, not as a gap
     gaps = _attach_launch(ctx, parsed_launch, cwd)
     flag_source = _flag_semantics(ctx, launch is not None and use_engine_analyzer)

@@ -55,8 +55,6 @@ class Context:
         kernels: that engine's FP4 kernel checks and wording (its :meth:`~mtp_audit.engines.base.Engine.kernels`
             hook); the defaults add nothing.
         pins_checked: whether an installed package's ``Requires-Dist: torch`` pin was read (MTP209).
-        engine_assumed: nothing named the engine (no ``--engine``, launch or engine in the machine facts): its
-            release-dependent checks are not owed, so a missing version does not leave the verdict undecided.
     """
 
     facts: MachineFacts
@@ -67,7 +65,6 @@ class Context:
     probe: ProbeResult | None = None
     kernels: KernelChecks = field(default_factory=KernelChecks)
     pins_checked: bool = False
-    engine_assumed: bool = False
     findings: list[Finding] = field(default_factory=list)
     gaps: list[Gap] = field(default_factory=list)
     resolved: dict[str, Any] = field(default_factory=dict)

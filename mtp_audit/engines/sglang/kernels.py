@@ -463,10 +463,10 @@ def check_release_torch_pin(ctx: Context) -> None:
 def _pin_undecided(ctx: Context) -> None:
     """The torch pin (MTP209) cannot be checked without SGLang's release: a version line cut from the dump, or a
     source checkout (``0.0.0.devN+g<sha>``) whose pins are its own. The native-FP4 verdict then stays undecided (taking
-    the version away must not turn MTP209's error into a pass); not where SGLang is shown as not installed, or where
-    nothing named SGLang (the preflight assumed it)."""
+    the version away must not turn MTP209's error into a pass), also where the preflight only assumed SGLang (a cut
+    that removes the lines naming it must not either); not where SGLang is shown as not installed."""
     pkg = ctx.facts.package("sglang")
-    if ctx.engine_assumed or pkg.missing == "not installed":
+    if pkg.missing == "not installed":
         return
     why = f"SGLang {pkg.value} is not a release" if pkg.present else "SGLang's version is not shown"
     ctx.undecided.append(f"{why}, so its torch pin (MTP209) was not checked")
