@@ -321,3 +321,18 @@ def test_a_cut_that_removes_what_names_sglang_is_not_a_pass(tmp_path, capsys):
                    "flashinfer_python: 0.6.17\n")
     rc, out, _ = run_cli(["preflight", "--env-dump", str(cut)], capsys)
     assert rc == 3 and "SGLang's version is not shown, so its torch pin (MTP209) was not checked" in out
+
+
+def test_a_version_cut_at_the_end_of_a_paste_is_not_read(tmp_path, capsys):
+    """Found by the truncation property at 200 examples: sglang-13198's one-line check_env cut inside its last value
+    ('sglang: 0.5' of 'sglang: 0.5.5.post1') read SGLang 0.5, which pins nothing: PASS where the whole dump fails
+    (MTP209). A dump that stops inside a word does not read that word: could not tell, with a note."""
+    whole = (E / "sglang-13198.txt").read_text().split("\n", 1)[1]
+    at = whole.index("sglang: 0.5.5.post1") + len("sglang: 0.5")
+    cut = tmp_path / "cut.txt"
+    cut.write_text(whole[:at])
+    rc, out, _ = run_cli(["preflight", "--env-dump", str(cut), "-f", "json"], capsys)
+    doc = json.loads(out)
+    assert rc == 3 and doc["facts"]["preflight"]["summary"]["verdict"] == "unknown"
+    assert doc["facts"]["preflight"]["machine"]["notes"][-1] == (
+        "the dump ends inside a line (no line end after '0.5'): that last word is not read (it may be cut short)")

@@ -170,7 +170,7 @@ def parse_dump(text: str, *, display: str = "dump") -> MachineFacts:
     Raises:
         InputError: no known format found (the message lists what is accepted).
     """
-    text = clip_blank_runs(text.replace("\r\n", "\n"))
+    text, cut_note = _unterminated_tail(clip_blank_runs(text.replace("\r\n", "\n")))
     head = text.lstrip()[:200]
     if (head.startswith(("mtp-audit ", "# mtp-audit report")) or _OWN_TEXT_REPORT.match(head)
             or ('"schema_version"' in text[:4096] and '"mtp-audit"' in text)):
@@ -190,14 +190,30 @@ def parse_dump(text: str, *, display: str = "dump") -> MachineFacts:
         f = _PARSERS[fmt](text)
         facts = f if facts is None else facts.merged_with(f)
     if facts is None:
-        return free
+        return _noted(free, cut_note)
     facts = replace(facts, engine=_engine_of_tools(text, formats))
     facts = _with_freeform(facts, free)
     if not facts.accelerator.present:
         cpu = vendor_dumps.cpu_only(text, facts)
         if cpu.present:
             facts = replace(facts, accelerator=cpu)
-    return facts
+    return _noted(facts, cut_note)
+
+
+def _unterminated_tail(text: str) -> tuple[str, str | None]:
+    """A dump that stops inside a word (no line end, no blank after its last word) may be a cut paste whose last value
+    is cut short (``sglang: 0.5`` of ``sglang: 0.5.5.post1`` reads as a release): that last word is not read, and the
+    note says so. A dump ending in a line end or a blank is read whole."""
+    if not text or text[-1].isspace():
+        return text, None
+    start = max(text.rfind(" "), text.rfind("\t"), text.rfind("\n")) + 1
+    word = text[start:]
+    shown = word if len(word) <= 40 else word[:40] + "..."
+    return text[:start], f"the dump ends inside a line (no line end after {shown!r}): that last word is not read (it may be cut short)"
+
+
+def _noted(facts: MachineFacts, note: str | None) -> MachineFacts:
+    return facts if note is None else replace(facts, notes=(*facts.notes, note))
 
 
 #: Dump format -> the engine whose own tool prints it (the preflight's engine hint, :mod:`mtp_audit.preflight.engine`).
