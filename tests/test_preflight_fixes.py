@@ -336,3 +336,15 @@ def test_a_version_cut_at_the_end_of_a_paste_is_not_read(tmp_path, capsys):
     assert rc == 3 and doc["facts"]["preflight"]["summary"]["verdict"] == "unknown"
     assert doc["facts"]["preflight"]["machine"]["notes"][-1] == (
         "the dump ends inside a line (no line end after '0.5'): that last word is not read (it may be cut short)")
+
+
+def test_sglang_shown_as_not_installed_owes_no_pin(tmp_path, capsys):
+    """A check_env that says 'sglang: Module Not Found' shows SGLang is not installed: there is no pin to check, the
+    verdict stays on the GPU and the rest of the stack (capable), not 'could not tell'."""
+    body = (E / "sglang-13198.txt").read_text().split("\n", 1)[1].replace("sglang: 0.5.5.post1", "sglang: Module Not Found")
+    p = tmp_path / "env.txt"
+    p.write_text(body + "\n")
+    rc, out, _ = run_cli(["preflight", "--env-dump", str(p), "-f", "json"], capsys)
+    doc = json.loads(out)
+    assert doc["facts"]["preflight"]["machine"]["packages"]["sglang"]["missing"].startswith("not installed")
+    assert doc["facts"]["preflight"]["summary"]["verdict"] != "unknown", doc["facts"]["preflight"]["verdicts"]
