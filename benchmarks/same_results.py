@@ -11,6 +11,7 @@ the checkout. The inputs are written once under ``WORK/inputs`` so both checkout
 Usage::
 
     python benchmarks/same_results.py snapshot WORK NAME [--tree CHECKOUT] [--realdata DIR] [--analyzer checkpoint]
+                                                [--all-formats]   # also text, Markdown and SARIF, from the same run
     python benchmarks/same_results.py diff WORK NAME_A NAME_B               # exit 1 when any report differs
 
 ``git archive REF mtp_audit | tar -x -C DIR`` gives a checkout of an earlier commit.
@@ -80,9 +81,15 @@ def _synthetic(inp: Path, fix: Path) -> list[tuple[str, str, Path]]:
     return got
 
 
-def snapshot(work: Path, name: str, tree: Path, realdata: Path | None = None, analyzers: list[str] | None = None) -> None:
-    """Write every report of the checkout ``tree`` into ``work/name`` (``NAME.json`` and ``NAME.rc``); ``analyzers``:
-    only those inputs (default: all)."""
+#: The outputs ``--all-formats`` asks each run for (``-f`` and ``-o`` pairs): every report format the CLI writes.
+ALL_FORMATS = (("json", "json"), ("text", "txt"), ("markdown", "md"), ("sarif", "sarif"))
+
+
+def snapshot(work: Path, name: str, tree: Path, realdata: Path | None = None, analyzers: list[str] | None = None,
+             formats: tuple[tuple[str, str], ...] = ALL_FORMATS[:1]) -> None:
+    """Write every report of the checkout ``tree`` into ``work/name`` (``NAME.json`` and ``NAME.rc``, and ``NAME.txt``,
+    ``NAME.md``, ``NAME.sarif`` with ``formats=ALL_FORMATS``: one run writes them all); ``analyzers``: only those
+    inputs (default: all)."""
     dest = work / name
     dest.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(tree))
@@ -91,8 +98,9 @@ def snapshot(work: Path, name: str, tree: Path, realdata: Path | None = None, an
             continue
         with tempfile.TemporaryDirectory() as cache:
             env["MTP_AUDIT_CACHE_DIR"] = cache
-            r = subprocess.run([sys.executable, "-m", "mtp_audit", analyzer, str(path), "-f", "json", "-o",
-                                str(dest / f"{label}.json")], env=env, cwd=str(work), capture_output=True, text=True)
+            outs = [a for fmt, ext in formats for a in ("-f", fmt, "-o", str(dest / f"{label}.{ext}"))]
+            r = subprocess.run([sys.executable, "-m", "mtp_audit", analyzer, str(path), *outs], env=env, cwd=str(work),
+                               capture_output=True, text=True)
         (dest / f"{label}.rc").write_text(f"{r.returncode}\n{r.stderr[-2000:]}".replace(str(dest), "OUT"))
         print(f"{label}: exit {r.returncode}", flush=True)
 
@@ -121,13 +129,15 @@ def main() -> int:
     s.add_argument("--tree", type=Path, default=ROOT)
     s.add_argument("--realdata", type=Path, default=None, help="also audit every folder of DIR holding a config.json")
     s.add_argument("--analyzer", action="append", choices=("sglang", "checkpoint"), help="only these inputs (repeatable)")
+    s.add_argument("--all-formats", action="store_true", help="also the text, Markdown and SARIF reports of each run")
     d = sub.add_parser("diff")
     d.add_argument("work", type=Path)
     d.add_argument("a")
     d.add_argument("b")
     a = ap.parse_args()
     if a.cmd == "snapshot":
-        snapshot(a.work.resolve(), a.name, a.tree.resolve(), a.realdata.resolve() if a.realdata else None, a.analyzer)
+        snapshot(a.work.resolve(), a.name, a.tree.resolve(), a.realdata.resolve() if a.realdata else None, a.analyzer,
+                 ALL_FORMATS if a.all_formats else ALL_FORMATS[:1])
         return 0
     return diff(a.work.resolve(), a.a, a.b)
 
