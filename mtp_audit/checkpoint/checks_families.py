@@ -22,6 +22,7 @@ from operator import methodcaller
 from mtp_audit.checkpoint import rules as R
 from mtp_audit.checkpoint.facts import CONFIG, CheckpointFacts
 from mtp_audit.report import Evidence, Finding, Location, Severity
+from mtp_audit.valueclass import Value
 
 # --- MTP016: DSpark under mtp.* ------------------------------------------------------------------
 
@@ -81,8 +82,8 @@ def check_dspark(facts: CheckpointFacts) -> Iterator[Finding]:
 # --- MTP017: several MTP layers, the engine runs the first ------------------------------------------
 
 
-@dataclass(frozen=True)
-class LayerUse:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class LayerUse(Value):
     """How one engine release uses a checkpoint's MTP layers beyond the first.
 
     Attributes:
@@ -168,8 +169,8 @@ def _use_words(row: LayerUse, found: int) -> str:
 # --- MTP018: shared_head renamed past the exclusion list --------------------------------------------
 
 
-@dataclass(frozen=True)
-class HeadRename:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class HeadRename(Value):
     """An engine that builds an MTP layer's ``shared_head`` under another module name than the checkpoint's, so an
     exclusion pattern written for the checkpoint name does not reach it and the head is built quantized.
 

@@ -28,6 +28,7 @@ from mtp_audit.checkpoint.layouts import (
     Layout,
     layout_for,
 )
+from mtp_audit.valueclass import Value
 
 
 class ConfigError(ValueError):
@@ -40,8 +41,8 @@ class ConfigError(ValueError):
         self.problem = problem
 
 
-@dataclass(frozen=True)
-class Declaration:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class Declaration(Value):
     """What the config says about MTP.
 
     Attributes:
@@ -63,8 +64,8 @@ class Declaration:
         return self.layers > 0
 
 
-@dataclass(frozen=True)
-class ModelConfig:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class ModelConfig(Value):
     """The facts of ``config.json`` the analyzer uses.
 
     Attributes:
@@ -311,8 +312,8 @@ def _prefix_match(pat: str, sorted_mods: list[str]) -> bool:
     return False
 
 
-@dataclass(frozen=True)
-class QuantScheme:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class QuantScheme(Value):
     """How a checkpoint says it is quantized, and which modules it says it left alone.
 
     Attributes:

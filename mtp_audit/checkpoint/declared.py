@@ -26,11 +26,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mtp_audit.valueclass import Value
+
 __all__ = ["DeclaredFormat", "BF16", "algo_format", "weight_spec_format", "declared_bytes"]
 
 
-@dataclass(frozen=True)
-class DeclaredFormat:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class DeclaredFormat(Value):
     """How a quantization config says one linear module is stored.
 
     Attributes:

@@ -15,13 +15,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mtp_audit.valueclass import Value
+
 if TYPE_CHECKING:
     from mtp_audit.checkpoint.facts import CheckpointFacts
     from mtp_audit.report import Finding
 
 
-@dataclass(frozen=True)
-class MtpQuantOverride:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class MtpQuantOverride(Value):
     """One engine's "build the MTP module unquantized" rule (a row of its
     :meth:`~mtp_audit.engines.base.Engine.list_overrides` hook).
 
@@ -65,8 +67,8 @@ class MtpQuantOverride:
         return any(fnmatch.fnmatchcase(module, p) for p in self.covers)
 
 
-@dataclass(frozen=True)
-class ListOverride:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class ListOverride(Value):
     """An engine whose code builds the MTP module unquantized whatever the exclusion list says (a row of
     :func:`mtp_audit.checkpoint.overrides.quant_overrides`).
 
@@ -81,8 +83,8 @@ class ListOverride:
     what: str
 
 
-@dataclass(frozen=True)
-class HeadsEvidence:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class HeadsEvidence(Value):
     """What one checkpoint holds for an engine that would draft with its MTP heads.
 
     Attributes:
@@ -119,8 +121,8 @@ class HeadsEvidence:
     problems: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class HeadsAnswer:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class HeadsAnswer(Value):
     """One engine's answer to "will you draft with these MTP heads?".
 
     Attributes:

@@ -26,13 +26,15 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from mtp_audit.valueclass import Value
+
 #: The research file every row below is transcribed from.
 # Maintainers' research notes behind these sources (not shipped; user-facing sources cite the
 # public reports, code and files those notes name): ../shared/research/checkpoint_formats.md
 
 
-@dataclass(frozen=True)
-class Layout:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class Layout(Value):
     """How one model family declares and stores its MTP layers.
 
     Attributes:

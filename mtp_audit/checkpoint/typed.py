@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mtp_audit.known import Known, Provenance, ReadOnlyMap
+from mtp_audit.valueclass import Value
 
 #: ``CheckpointFacts.cache`` key under which the checkpoint analyzer keeps the ``config.json`` mapping it read (bounded,
 #: :func:`mtp_audit.checkpoint.facts._read_config_and_schemes`).
@@ -48,8 +49,8 @@ def frozen(d: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return None if d is None else ReadOnlyMap(d)
 
 
-@dataclass(frozen=True)
-class QuantAnswer:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class QuantAnswer(Value):
     """One quantization scheme of the checkpoint (one entry of ``facts["checkpoint"]["quantization"]``, primary first).
 
     Attributes:
@@ -77,8 +78,8 @@ class QuantAnswer:
         return cls(str(d.get("method") or ""), str(d.get("algo") or ""), str(d.get("source") or ""), _int(d.get("group_size")))
 
 
-@dataclass(frozen=True)
-class MtpBytes:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class MtpBytes(Value):
     """Bytes of the MTP tensors (``facts["checkpoint"]["mtp"]["bytes"]``).
 
     Attributes:
@@ -134,8 +135,8 @@ class MtpBytes:
         return cls(None, None, "no MTP section in the checkpoint facts", where)
 
 
-@dataclass(frozen=True)
-class MtpAnswer:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class MtpAnswer(Value):
     """What the checkpoint declares and holds for MTP (``facts["checkpoint"]["mtp"]``).
 
     Attributes:
@@ -187,8 +188,8 @@ class MtpAnswer:
         )
 
 
-@dataclass(frozen=True)
-class ConfigSummary:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class ConfigSummary(Value):
     """What ``config.json`` says (``facts["checkpoint"]["config"]``, written from this by :meth:`to_dict`).
 
     Attributes:
@@ -239,8 +240,8 @@ SUMMARY_KEYS = ("architecture", "family", "mode", "mtp_layers_declared", "mtp_la
                 "trunk_format", "mtp_bytes", "mtp_bytes_estimated", "tensors", "quantization", "mtp_exclude_patterns")
 
 
-@dataclass(frozen=True)
-class CheckpointSummary:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class CheckpointSummary(Value):
     """The one-screen numbers (``facts["checkpoint"]["summary"]``, written from this by :meth:`to_dict`).
 
     Attributes:
@@ -280,8 +281,8 @@ class CheckpointSummary:
         return cls(**{k: d.get(k) for k in SUMMARY_KEYS})
 
 
-@dataclass(frozen=True)
-class NextnBlock:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class NextnBlock(Value):
     """One ``blk.N.nextn.*`` block of a GGUF model.
 
     Attributes:
@@ -297,8 +298,8 @@ class NextnBlock:
     block_bytes: int
 
 
-@dataclass(frozen=True)
-class GgufModel:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class GgufModel(Value):
     """One GGUF model of a GGUF audit (``facts["checkpoint"]["gguf"]["models"][i]``).
 
     Attributes:
@@ -336,8 +337,8 @@ class GgufModel:
                    ReadOnlyMap(types), blocks)
 
 
-@dataclass(frozen=True)
-class CheckpointAnswer:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class CheckpointAnswer(Value):
     """What one checkpoint audit answers, typed (see the module docstring for how an engine gets it).
 
     Attributes:

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mtp_audit.valueclass import Value
+
 #: Version of the JSON document produced by :meth:`Report.to_dict`; bump on breaking change.
 #: The schema ships as ``mtp_audit/schema/report.schema.json``.
 SCHEMA_VERSION = 1
@@ -66,8 +68,8 @@ class Status(str, enum.Enum):
     INCONCLUSIVE = "inconclusive"
 
 
-@dataclass(frozen=True)
-class Location:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class Location(Value):
     """Where a finding points.
 
     Attributes:
@@ -108,8 +110,8 @@ class Location:
         return text or "-"
 
 
-@dataclass(frozen=True)
-class Evidence:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class Evidence(Value):
     """One observed fact behind a finding.
 
     Attributes:
@@ -131,8 +133,8 @@ class Evidence:
         return d
 
 
-@dataclass(frozen=True)
-class Finding:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class Finding(Value):
     """A rule's verdict about one place.
 
     Attributes:
@@ -180,8 +182,8 @@ class Finding:
         return (*self.location.sort_key(), self.rule_id, self.message)
 
 
-@dataclass(frozen=True)
-class Suppression:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class Suppression(Value):
     """Why a finding is ignored: a ``[tool.mtp-audit]`` ignore or ``--ignore RULE``.
 
     Attributes:
@@ -205,8 +207,8 @@ class Suppression:
         return d
 
 
-@dataclass(frozen=True)
-class IgnoredFinding:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class IgnoredFinding(Value):
     """A finding that an ignore moved out of the verdict. It is kept, counted and rendered (text with
     ``--verbose``, JSON ``ignored``, SARIF ``suppressions``), never silently dropped.
 
@@ -223,8 +225,8 @@ class IgnoredFinding:
         return {**self.finding.to_dict(), "suppression": self.suppression.to_dict()}
 
 
-@dataclass(frozen=True)
-class Gap:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class Gap(Value):
     """Something the audit could not look at (unreadable file, shard absent in metadata-only mode,
     source file that does not parse, a fact missing from a truncated environment dump).
 
@@ -256,8 +258,8 @@ class Gap:
         return d
 
 
-@dataclass(frozen=True)
-class Target:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class Target(Value):
     """What one analyzer looked at.
 
     Attributes:
@@ -291,8 +293,8 @@ class _combiner:
         return types.MethodType(self.func, obj)
 
 
-@dataclass(frozen=True)
-class Report:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class Report(Value):
     """The result of one or more analyzers, the only thing formatters and the CLI see.
 
     Attributes:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mtp_audit.report import Evidence, Finding, Location, Severity
+from mtp_audit.valueclass import Value
 
 if TYPE_CHECKING:
     from mtp_audit.report import Report
@@ -58,8 +59,8 @@ _ID_RE = re.compile(r"^MTP\d{3}$")
 _NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 
-@dataclass(frozen=True)
-class Example:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class Example(Value):
     """An input that a rule must flag (``fires=True``) or must leave alone (``fires=False``).
 
     Attributes:
@@ -95,8 +96,8 @@ class Example:
         }
 
 
-@dataclass(frozen=True)
-class Rule:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class Rule(Value):
     """One audit rule.
 
     Attributes:

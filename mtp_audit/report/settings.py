@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mtp_audit.report.model import Suppression
+from mtp_audit.valueclass import Value
 
 #: Values of ``fail-on`` (the CLI's ``--fail-on`` choices).
 FAIL_ON_VALUES = ("info", "warning", "error", "never")
@@ -47,8 +48,8 @@ class SettingsError(ValueError):
         self.problem = problem
 
 
-@dataclass(frozen=True)
-class Ignore:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class Ignore(Value):
     """One ignore entry.
 
     Attributes:
@@ -72,8 +73,8 @@ class Ignore:
         return self.expires is not None and today >= self.expires
 
 
-@dataclass(frozen=True)
-class Override:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class Override(Value):
     """A ``[[tool.mtp-audit.overrides]]`` entry: settings for the audits whose target matches ``target``.
 
     Attributes:
@@ -91,8 +92,8 @@ class Override:
         return any(fnmatch.fnmatchcase(n, self.target) for n in names)
 
 
-@dataclass(frozen=True)
-class Settings:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class Settings(Value):
     """Parsed settings. ``Settings()`` is the default: ``fail-on`` error, nothing ignored.
 
     Attributes:
@@ -108,8 +109,8 @@ class Settings:
     overrides: tuple[Override, ...] = field(default=())
 
 
-@dataclass(frozen=True)
-class Resolved:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class Resolved(Value):
     """The settings that apply to one report.
 
     Attributes:

@@ -36,6 +36,7 @@ from mtp_audit.sources.bounded import (
     open_regular,
     read_json_bounded,
 )
+from mtp_audit.valueclass import Value
 
 #: Bits per element for every safetensors dtype, copied from safetensors' Rust
 #: ``safetensors/src/tensor.rs`` ``Dtype::bitsize()`` (see ../shared/research/aesthetics.md §5).
@@ -153,8 +154,8 @@ def tensor_infos(tensors: Mapping[str, TensorInfo]) -> dict[str, TensorInfo]:
     return tensors if isinstance(tensors, dict) else dict(tensors)
 
 
-@dataclass(frozen=True)
-class ShardHeader:
+@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
+class ShardHeader(Value):
     """The header of one ``.safetensors`` file.
 
     Attributes:
