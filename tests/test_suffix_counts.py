@@ -74,3 +74,33 @@ def test_metadata_only_counts_of_the_audit(names: list[str]) -> None:
     trunk = [n for n in facts.tensors if n not in facts.mtp]
     assert list(facts.trunk_suffixes.items()) == list(suffix_counts(trunk).items())
     assert list(facts.trunk_weight_leaves.items()) == list(weight_leaf_counts(trunk).items())
+
+
+@settings(max_examples=400, deadline=None)
+@given(_NAMES)
+def test_the_weight_count_taken_from_the_leaves(names: list[str]) -> None:
+    """The metadata-only count hands ``suffix_counts_joined`` the ``.weight`` names its leaf scan counted instead of
+    counting ``".weight\\n"`` again: the same answer as without."""
+    names = [n for n in names if "\n" not in n]
+    joined = _joined(names)
+    dotted = {"weight": sum(weight_leaf_counts_joined(joined).values())}
+    assert dotted["weight"] == joined.count(".weight\n")
+    assert suffix_counts_joined(joined, set(names), names, dotted) == suffix_counts_joined(joined, set(names), names)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_NAMES, st.sampled_from(["weight", "weight_scale_2", "bias", "eight", "e_score_correction_bias"]))
+def test_name_ends_with(names: list[str], suffix: str) -> None:
+    """``CheckpointFacts.name_ends_with`` from the metadata-only suffix counts is exact (a name equal to the suffix does
+    not end with ``"." + suffix``); from the joined names (with headers, no counts) it is exact without newlines in
+    names and never a false ``False`` with them."""
+    truth = any(n.endswith("." + suffix) for n in names)
+    counted = CheckpointFacts(display="x", mode="metadata-only", files=())
+    counted.tensors = dict.fromkeys(names, "s")
+    _classify_and_group(counted, None)
+    assert "name_suffixes" in counted.cache and counted.name_ends_with(suffix) is truth
+    scanned = CheckpointFacts(display="x", mode="shards", files=())
+    scanned.tensors = dict.fromkeys(names, "s")
+    got = scanned.name_ends_with(suffix)
+    assert got is truth or (got and not scanned.names_newline_free)
+    assert scanned.name_ends_with(suffix) is got  # computed once

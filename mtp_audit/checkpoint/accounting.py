@@ -161,7 +161,7 @@ def trunk_census(facts: CheckpointFacts) -> Counter[tuple[str, bool]] | None:
             got = module_format(params, dt, hint)  # the same declaration for every module
         return got
 
-    out = facts.cache["trunk_census"] = census(facts.tensors, facts.infos, facts.mtp, facts.mtp_modules, facts.joined_names,
+    out = facts.cache["trunk_census"] = census(facts.tensors, facts.infos, facts.mtp, facts.mtp_modules, facts.name_ends_with,
                                                  decide)
     return out
 

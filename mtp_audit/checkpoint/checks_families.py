@@ -260,7 +260,7 @@ def check_expert_input_scales(facts: CheckpointFacts) -> Iterator[Finding]:
     #45212)."""
     per: dict[str, dict[str, list[str]]] = defaultdict(lambda: {"with": [], "without": []})
     tensors = facts.tensors
-    if ".weight_scale_2\n" not in facts.joined_names:  # one C-speed scan: no name ends with it
+    if not facts.name_ends_with("weight_scale_2"):  # from the suffix counts or one C-speed scan
         return
     for name in filter(_ENDS_SCALE2, tensors):
         m = _EXPERT_SCALE2.match(name)

@@ -63,6 +63,10 @@ HF_QUANT = "hf_quant_config.json"
 
 INDEX = "model.safetensors.index.json"
 
+#: ``CheckpointFacts.cache`` key of every tensor name's count per last dotted component (:func:`suffix_counts`), kept
+#: by the metadata-only trunk count (:func:`_count_trunk`) for :meth:`CheckpointFacts.name_ends_with`.
+NAME_SUFFIXES = "name_suffixes"
+
 
 def pointer(*parts: str) -> str:
     """RFC 6901 JSON pointer from raw keys (``"~"`` -> ``"~0"``, ``"/"`` -> ``"~1"``); control
@@ -172,6 +176,22 @@ class CheckpointFacts:
         got = self.cache.get("names_newline_free")
         if got is None:
             got = self.cache["names_newline_free"] = self.joined_names.count("\n") == len(self.tensors)
+        return got
+
+    def name_ends_with(self, suffix: str) -> bool:
+        """Whether some tensor name ends with ``"." + suffix`` (``suffix`` holding no dot), or may (only when a name
+        holds a newline): from every name's suffix counts where the metadata-only count took them (:data:`NAME_SUFFIXES`,
+        no scan; exact), else one ``in`` scan of :attr:`joined_names` for ``"." + suffix + "\n"``, computed once per
+        suffix (exact when no name holds a newline; never a false ``False``)."""
+        key = ("name_ends_with", suffix)
+        got = self.cache.get(key)
+        if got is None:
+            counts = self.cache.get(NAME_SUFFIXES)
+            if counts is not None:  # a name equal to the suffix is counted under it without ending in "." + suffix
+                got = counts.get(suffix, 0) - (suffix in self.tensors) > 0
+            else:
+                got = "." + suffix + "\n" in self.joined_names
+            self.cache[key] = got
         return got
 
     @property
@@ -528,7 +548,8 @@ def _mtp_candidates(joined: str, names: Collection[str], n_layers: int | None, p
     only the rare hits touched from Python) instead of a Python-level test per name; :func:`layouts.classify`
     then decides each candidate. A superset of what ``classify`` accepts, so no MTP tensor is missed;
     names that themselves contain a newline (``plain`` false) are checked one by one."""
-    cands = _lines_matching("mtp", joined) if "mtp" in joined else set()
+    cands = _lines_matching("mtp", joined)  # no ``"mtp" in joined`` first: the regex scan alone is faster (2.3 ms
+    # against 3.7 ms for ``in`` over DeepSeek-V3's 4.8 MB of names, where it finds nothing)
     if n_layers is not None and "layers." in joined:
         cands |= _lines_matching(r"layers\.0*(?:" + _at_least(n_layers) + r")\.", joined)
     if not plain:  # a name holds a newline: its pieces are not names
@@ -581,9 +602,12 @@ def _count_trunk(facts: CheckpointFacts, names: KeysView[str]) -> None:
     mtp = facts.mtp
     joined = facts.joined_names
     plain = facts.names_newline_free
-    got = suffix_counts_joined(joined, facts.tensors, _sample(names)) if plain else None
-    facts.trunk_suffixes = suffix_counts(names) if got is None else got
     facts.trunk_weight_leaves = weight_leaf_counts_joined(joined) if plain else weight_leaf_counts(names)
+    # every name ending in ".weight" was counted under its leaf: the "weight" suffix count needs no scan of its own
+    dotted = {"weight": sum(facts.trunk_weight_leaves.values())}
+    got = suffix_counts_joined(joined, facts.tensors, _sample(names), dotted) if plain else None
+    facts.trunk_suffixes = suffix_counts(names) if got is None else got
+    facts.cache[NAME_SUFFIXES] = dict(facts.trunk_suffixes)  # every name's, before the MTP tensors' are taken off
     if mtp:
         _take_off(facts.trunk_suffixes, suffix_counts(mtp))
         _take_off(facts.trunk_weight_leaves, weight_leaf_counts(mtp))
@@ -618,11 +642,14 @@ def weight_leaf_counts(names: Iterable[str]) -> dict[str, int]:
 MAX_COUNTED_SUFFIXES = 6
 
 
-def suffix_counts_joined(joined: str, names: Collection[str], sample: Iterable[str]) -> dict[str, int] | None:
+def suffix_counts_joined(joined: str, names: Collection[str], sample: Iterable[str],
+                         dotted: Mapping[str, int] | None = None) -> dict[str, int] | None:
     """:func:`suffix_counts` of the names of ``joined`` (each followed by a newline, none holding one; ``names`` holds
     the same names, for membership tests), counted with one ``str.count`` per candidate suffix taken from ``sample``
     instead of a split per name; ``None`` (decline) when the sample holds more than :data:`MAX_COUNTED_SUFFIXES` or the
-    counts do not add up to every name.
+    counts do not add up to every name. ``dotted``: suffix -> how many names end in ``"." + suffix``, where the caller
+    has counted that already (exactly: :func:`weight_leaf_counts_joined` counts every name ending in ``.weight``), in
+    place of that suffix's ``str.count``.
 
     Exact when it answers: a candidate ``s`` (never holding a dot) is the last component of a name iff the name ends
     in ``"." + s`` (one ``".s\\n"`` in ``joined``, ending at that name's newline, so occurrences never overlap and no
@@ -631,7 +658,8 @@ def suffix_counts_joined(joined: str, names: Collection[str], sample: Iterable[s
     cands = set(map(_LAST, map(str.rpartition, sample, repeat("."))))
     if len(cands) > MAX_COUNTED_SUFFIXES:
         return None
-    got = {s: joined.count("." + s + "\n") + (s in names) for s in sorted(cands)}
+    known = dotted or {}
+    got = {s: (known[s] if s in known else joined.count("." + s + "\n")) + (s in names) for s in sorted(cands)}
     if sum(got.values()) != len(names):
         return None
     return {s: n for s, n in got.items() if n}

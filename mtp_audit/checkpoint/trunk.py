@@ -41,7 +41,8 @@ Decide = Callable[[str, Mapping[str, Any]], "tuple[str, bool] | bool | None"]
 
 
 def census(tensors: Mapping[str, Any], infos: Mapping[str, TensorInfo], mtp: Mapping[str, Any],
-           mtp_modules: Mapping[str, Any], joined: str, decide: Decide) -> Counter[tuple[str, bool]] | None:
+           mtp_modules: Mapping[str, Any], ends_with: Callable[[str], bool], decide: Decide
+           ) -> Counter[tuple[str, bool]] | None:
     """Trunk linear modules per ``(format, inferred)``, as ``Counter(linear_formats(facts, trunk).values())``.
 
     Args:
@@ -49,7 +50,8 @@ def census(tensors: Mapping[str, Any], infos: Mapping[str, TensorInfo], mtp: Map
         infos: tensor name -> header info; the census needs one for every tensor.
         mtp: the MTP tensors (left out of the trunk).
         mtp_modules: the MTP modules (a trunk tensor inside one makes the census decline).
-        joined: every tensor name followed by a newline (``CheckpointFacts.joined_names``).
+        ends_with: whether some tensor name ends with ``"." + suffix`` (``CheckpointFacts.name_ends_with``: never a
+            false ``False``).
         decide: how one module is decided (see :data:`Decide`).
 
     Returns:
@@ -57,7 +59,7 @@ def census(tensors: Mapping[str, Any], infos: Mapping[str, TensorInfo], mtp: Map
     """
     if len(infos) != len(tensors):
         return None
-    group = _anchored(tensors, list(tensors), mtp, mtp_modules, joined)
+    group = _anchored(tensors, list(tensors), mtp, mtp_modules, ends_with)
     if group is None:
         return None  # no bulk to take at once: splitting every name costs what building the modules does
     params, n_modules, rest, dotted = group
@@ -78,7 +80,7 @@ def census(tensors: Mapping[str, Any], infos: Mapping[str, TensorInfo], mtp: Map
 
 
 def _anchored(tensors: Mapping[str, Any], names: list[str], mtp: Mapping[str, Any], mtp_modules: Mapping[str, Any],
-              joined: str) -> tuple[frozenset[str], int, list[str], str] | None:
+              ends_with: Callable[[str], bool]) -> tuple[frozenset[str], int, list[str], str] | None:
     """The bulk of a quantized trunk in a few C-speed passes: the trunk modules holding the first suffix of
     :data:`_ANCHORS` that occurs, when every one of them holds the suffixes the first one holds, each at the same
     distance from its anchor tensor in ``names`` (``x.weight`` just before ``x.weight_scale_inv`` in a sorted index;
@@ -86,7 +88,7 @@ def _anchored(tensors: Mapping[str, Any], names: list[str], mtp: Mapping[str, An
     name, "." + anchor)``; ``None`` when no anchor occurs or the layout differs (the census then declines). Whether
     another trunk tensor (an extra suffix) falls into one of these modules is checked by the caller
     (:func:`_classes`)."""
-    anchor = next((a for a in _ANCHORS if "." + a + "\n" in joined), None)
+    anchor = next((a for a in _ANCHORS if ends_with(a)), None)
     if anchor is None:
         return None
     dotted = "." + anchor
