@@ -8,6 +8,7 @@ and Markdown reports keep their line count, and JSON/SARIF still decode to the e
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -90,8 +91,8 @@ def test_ascii_shortcuts_escape_what_the_pattern_does() -> None:
 
     samples = [chr(c) for c in range(0x100)] + [f"a{chr(c)}b" for c in range(0x100)] + ["plain text", "", '{"a": 1}\n']
     for t in samples:
-        assert escape(t) == (t if _UNSAFE_RE.search(t) is None else t.translate(_TABLE)), repr(t)
-        assert escape_json(t) == _JSON_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", t), repr(t)
+        assert escape(t) == (t if re.search(_UNSAFE_RE, t) is None else t.translate(_TABLE)), repr(t)
+        assert escape_json(t) == re.sub(_JSON_RE, lambda m: f"\\u{ord(m.group()):04x}", t), repr(t)
     assert escape_json('{"k": "a\x7fb"}') == '{"k": "a\\u007fb"}'
 
 
