@@ -21,9 +21,10 @@ real names, dtypes and shapes; an 8.9 MB index; 163 sparse shards, see mtp_audit
    Target: <= 0.3 s.
 
 With ``--baseline-ref REF`` cases 1, 2 and 5 also time the tool as it was at git ``REF`` (``git archive``), same
-input, alternated. Every table has each case's CPU seconds beside its wall time (benchmarks/harness.py).
+input, alternated; ``--baseline-tree DIR`` does the same with a folder holding that ``mtp_audit/`` package already (a
+machine without the repository's history). Every table has each case's CPU seconds beside its wall time (benchmarks/harness.py).
 
-Usage: ``python benchmarks/bench_checkpoint.py [--runs 11] [--scale] [--baseline-ref REF]``
+Usage: ``python benchmarks/bench_checkpoint.py [--runs 11] [--scale] [--baseline-ref REF | --baseline-tree DIR]``
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=11)
     ap.add_argument("--scale", action="store_true", help="also the 10k/100k/1M-tensor scaling rows")
     ap.add_argument("--baseline-ref", default=None, help="git ref of the tool to compare with in cases 1, 2 and 5")
+    ap.add_argument("--baseline-tree", type=Path, default=None, help="or a folder holding that tool's mtp_audit/ package")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     from mtp_audit.synth.shards import write_checkpoint
@@ -99,7 +101,8 @@ def main() -> int:
         env = python_env(work)
         py = sys.executable
         audit = [py, "-m", "mtp_audit", "checkpoint"]
-        base_cases = _baseline(args.baseline_ref, work, audit) if args.baseline_ref else None
+        base_cases = (_baseline(args.baseline_ref, work, audit) if args.baseline_ref else
+                      _baseline_tree(args.baseline_tree.resolve(), work, audit) if args.baseline_tree else None)
         print(header(f"DeepSeek-V3 index: {index.stat().st_size:,} bytes, 91,991 tensors", args.runs))
         print("\n1. metadata only\n")
         r = measure([Case("json.load(index) process", [py, "-c", f"import json; json.load(open({str(index)!r}))"], env),
@@ -165,6 +168,13 @@ def _baseline(ref: str, work: Path, audit: list[str]):  # noqa: ANN202 - returns
     base.mkdir()
     tar = subprocess.run(["git", "archive", ref, "mtp_audit"], cwd=str(ROOT), capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(base)], input=tar, check=True)
+    return _baseline_tree(base, work, audit, ref)
+
+
+def _baseline_tree(base: Path, work: Path, audit: list[str], name: str | None = None):  # noqa: ANN202 - a case factory
+    """The tool whose ``mtp_audit/`` package is in the folder ``base``, run from ``work`` (see :func:`_baseline`); its
+    rows are named ``name`` (default: the folder's name)."""
+    ref = name or base.name
     benv = python_env(work / "base-pyc", {"PYTHONPATH": str(base)})
     benv["PYTHONPATH"] = str(base)  # only the baseline: not this checkout
 
