@@ -1,5 +1,5 @@
 """The metadata-only trunk counts taken from the joined tensor names (``suffix_counts_joined``,
-``weight_leaf_counts_joined`` in ``mtp_audit.checkpoint.facts``) against the per-name ``Counter`` path they replace.
+``linear_weight_count_joined`` in ``mtp_audit.checkpoint.facts``) against the per-name ``Counter`` path they replace.
 
 Invariant: whenever the joined-text path answers, its dict equals the ``Counter`` path's, key order included (both
 sorted); ``suffix_counts_joined`` declines (``None``) rather than guess when a suffix is missing from its sample or
@@ -15,14 +15,15 @@ from hypothesis import strategies as st
 from mtp_audit.checkpoint.facts import (
     CheckpointFacts,
     _classify_and_group,
+    linear_weight_count,
+    linear_weight_count_joined,
     suffix_counts,
     suffix_counts_joined,
-    weight_leaf_counts,
-    weight_leaf_counts_joined,
 )
 
 _PARTS = st.sampled_from(["weight", "weight_scale_inv", "bias", "", "model", "layers", "0", "up_proj", "lm_head",
-                          "w", "eight", "weight\nx", ".", "e_score_correction_bias", "mtp", "ł"])
+                          "w", "eight", "weight\nx", ".", "e_score_correction_bias", "mtp", "ł", "_proj", "fc1", "w2",
+                          "proj", "in_proj_x", "jorp_", "dense", "x_projection"])
 _NAME = st.lists(_PARTS, min_size=1, max_size=5).map(".".join) | st.text(alphabet="ab.\nw", max_size=8)
 _NAMES = st.lists(_NAME, max_size=40, unique=True)
 
@@ -49,9 +50,19 @@ def test_joined_suffix_counts_equal_the_counter(names: list[str], data: st.DataO
 
 @settings(max_examples=600, deadline=None)
 @given(_NAMES)
-def test_joined_weight_leaves_equal_the_counter(names: list[str]) -> None:
+def test_joined_linear_weights_equal_the_counter(names: list[str]) -> None:
     names = [n for n in names if "\n" not in n]
-    assert list(weight_leaf_counts_joined(_joined(names)).items()) == list(weight_leaf_counts(names).items())
+    joined = _joined(names)
+    assert linear_weight_count_joined(joined, joined.count(".weight\n")) == linear_weight_count(names)
+
+
+def test_linear_weights_by_hand() -> None:
+    names = ["m.l.0.mlp.experts.1.up_proj.weight", "m.l.0.mlp.experts.1.up_proj.weight_scale_inv", "m.l.0.mlp.gate.weight",
+             "m.l.0.input_layernorm.weight", "m.l.0.fc1.weight", "lm_head.weight", "up_proj.weight", "x._proj.weight",
+             "m.l.0.dense.bias", "weight", "q_proj.weightx", "a.projection.weight", "a.w3.weight"]
+    joined = _joined(names)
+    # up_proj (twice), fc1, _proj, w3; not gate, input_layernorm, lm_head, projection (no ".weight": bias, weightx, weight)
+    assert linear_weight_count_joined(joined, joined.count(".weight\n")) == linear_weight_count(names) == 5
 
 
 def test_a_suffix_missing_from_the_sample_declines() -> None:
@@ -73,17 +84,17 @@ def test_metadata_only_counts_of_the_audit(names: list[str]) -> None:
     _classify_and_group(facts, None)
     trunk = [n for n in facts.tensors if n not in facts.mtp]
     assert list(facts.trunk_suffixes.items()) == list(suffix_counts(trunk).items())
-    assert list(facts.trunk_weight_leaves.items()) == list(weight_leaf_counts(trunk).items())
+    assert facts.trunk_linear_weights == linear_weight_count(trunk)
 
 
 @settings(max_examples=400, deadline=None)
 @given(_NAMES)
-def test_the_weight_count_taken_from_the_leaves(names: list[str]) -> None:
-    """The metadata-only count hands ``suffix_counts_joined`` the ``.weight`` names its leaf scan counted instead of
-    counting ``".weight\\n"`` again: the same answer as without."""
+def test_the_weight_count_handed_over(names: list[str]) -> None:
+    """The metadata-only count hands ``suffix_counts_joined`` the ``.weight`` names it counted for the linear weights
+    instead of counting ``".weight\\n"`` again: the same answer as without."""
     names = [n for n in names if "\n" not in n]
     joined = _joined(names)
-    dotted = {"weight": sum(weight_leaf_counts_joined(joined).values())}
+    dotted = {"weight": sum(1 for n in names if n.endswith(".weight"))}
     assert dotted["weight"] == joined.count(".weight\n")
     assert suffix_counts_joined(joined, set(names), names, dotted) == suffix_counts_joined(joined, set(names), names)
 

@@ -23,7 +23,6 @@ from mtp_audit.checkpoint.tensors import (
     bytes_if_quantized,
     estimate_module_bytes,
     is_linear,
-    is_linear_leaf,
     linear_shape,
     module_format,
     module_leaf,
@@ -131,7 +130,7 @@ def trunk_format_counts(facts: CheckpointFacts) -> dict[str, int]:
         fp8b = c.get("weight_scale_inv", 0)
         mlx = min(c.get("scales", 0), c.get("biases", 0))
         ws = max(c.get("weight_scale", 0) - nv_mo - nv_ct - packed_int - zp, 0)
-        linear_w = sum(n for leaf, n in facts.trunk_weight_leaves.items() if is_linear_leaf(leaf))
+        linear_w = facts.trunk_linear_weights
         plain = max(linear_w - (nv_mo + fp8b + ws + mlx + zp), 0)
         fmt_plain = module_format({"weight": None}, _dtype(facts), _hint(facts))[0]
         fmt_ws = module_format({"weight": None, "weight_scale": None}, _dtype(facts), _hint(facts))[0]

@@ -32,6 +32,7 @@ from mtp_audit.checkpoint.layouts import (
 )
 from mtp_audit.checkpoint.tensors import (
     PARAM_SUFFIXES,
+    is_linear_leaf,
 )
 from mtp_audit.errors import InputError
 from mtp_audit.report import Gap
@@ -52,7 +53,6 @@ ANALYZER = "checkpoint"
 _LAST = itemgetter(2)
 _WEIGHT = ".weight"
 _NO_WEIGHT = itemgetter(slice(None, -len(".weight")))
-_REVERSE = itemgetter(slice(None, None, -1))
 
 
 CONFIG = "config.json"
@@ -122,7 +122,8 @@ class CheckpointFacts:
         mtp: MTP tensor name -> (layer label, layer index or None).
         mtp_modules: MTP modules assembled from their tensors.
         trunk_suffixes: metadata-only mode: trunk tensors per parameter suffix (the last name component).
-        trunk_weight_leaves: metadata-only mode: trunk ``.weight`` tensors per module leaf name.
+        trunk_linear_weights: metadata-only mode: trunk tensors named ``<module>.<leaf>.weight`` whose leaf names a
+            projection (:func:`~mtp_audit.checkpoint.tensors.is_linear_leaf`).
         source: where the metadata came from and the I/O it cost (:meth:`CheckpointSource.describe`
             plus :meth:`CheckpointSource.stats`).
     """
@@ -146,7 +147,7 @@ class CheckpointFacts:
     mtp_modules: dict[str, Module] = field(default_factory=dict)
     gaps: list[Gap] = field(default_factory=list)
     trunk_suffixes: dict[str, int] = field(default_factory=dict)
-    trunk_weight_leaves: dict[str, int] = field(default_factory=dict)
+    trunk_linear_weights: int = 0
     source: dict[str, Any] = field(default_factory=dict)
     cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
@@ -590,28 +591,31 @@ def _classify_and_group(facts: CheckpointFacts, n_layers: int | None) -> None:
             mod.shard = tensors[name]
     if infos:
         facts.trunk_suffixes = {}
-        facts.trunk_weight_leaves = {}
+        facts.trunk_linear_weights = 0
         return
     _count_trunk(facts, names)
 
 
 def _count_trunk(facts: CheckpointFacts, names: KeysView[str]) -> None:
-    """Metadata-only mode: :attr:`CheckpointFacts.trunk_suffixes` and :attr:`CheckpointFacts.trunk_weight_leaves`,
+    """Metadata-only mode: :attr:`CheckpointFacts.trunk_suffixes` and :attr:`CheckpointFacts.trunk_linear_weights`,
     counted over every name (from :attr:`CheckpointFacts.joined_names` when no name holds a newline:
-    :func:`suffix_counts_joined`, :func:`weight_leaf_counts_joined`), then the MTP tensors' own counts taken off (a
+    :func:`suffix_counts_joined`, :func:`linear_weight_count_joined`), then the MTP tensors' own counts taken off (a
     few thousand names)."""
     mtp = facts.mtp
     joined = facts.joined_names
     plain = facts.names_newline_free
-    facts.trunk_weight_leaves = weight_leaf_counts_joined(joined) if plain else weight_leaf_counts(names)
-    # every name ending in ".weight" was counted under its leaf: the "weight" suffix count needs no scan of its own
-    dotted = {"weight": sum(facts.trunk_weight_leaves.values())}
-    got = suffix_counts_joined(joined, facts.tensors, _sample(names), dotted) if plain else None
+    if plain:
+        weights = joined.count(_WEIGHT + "\n")  # the names ending in ".weight": both counts below need it
+        got = suffix_counts_joined(joined, facts.tensors, _sample(names), {"weight": weights})
+        facts.trunk_linear_weights = linear_weight_count_joined(joined, weights)
+    else:
+        got = None
+        facts.trunk_linear_weights = linear_weight_count(names)
     facts.trunk_suffixes = suffix_counts(names) if got is None else got
     facts.cache[NAME_SUFFIXES] = dict(facts.trunk_suffixes)  # every name's, before the MTP tensors' are taken off
     if mtp:
         _take_off(facts.trunk_suffixes, suffix_counts(mtp))
-        _take_off(facts.trunk_weight_leaves, weight_leaf_counts(mtp))
+        facts.trunk_linear_weights -= linear_weight_count(mtp)
 
 
 def _sample(names: KeysView[str], head: int = 2048, tail: int = 512, spread: int = 2048) -> Iterable[str]:
@@ -636,6 +640,13 @@ def weight_leaf_counts(names: Iterable[str]) -> dict[str, int]:
     ``"lm_head.weight"`` -> ``"lm_head"``), sorted by component (:func:`suffix_counts` of the names cut short)."""
     names = list(names)
     return suffix_counts(map(_NO_WEIGHT, compress(names, map(str.endswith, names, repeat(_WEIGHT)))))
+
+
+def linear_weight_count(names: Iterable[str]) -> int:
+    """How many of ``names`` end in ``.<leaf>.weight`` (or are ``<leaf>.weight``) with a projection leaf
+    (:func:`~mtp_audit.checkpoint.tensors.is_linear_leaf`): the ``.weight`` tensors of linear layers a weight-only
+    count sees (from :func:`weight_leaf_counts`)."""
+    return sum(n for leaf, n in weight_leaf_counts(names).items() if is_linear_leaf(leaf))
 
 
 #: Candidate suffixes beyond which :func:`suffix_counts_joined` declines: each costs one ``str.count`` over the
@@ -666,20 +677,24 @@ def suffix_counts_joined(joined: str, names: Collection[str], sample: Iterable[s
     return {s: n for s, n in got.items() if n}
 
 
-#: Each name ending in ``.weight`` and the component before it, in the reversed joined names.
-_REVERSED_LEAF = re.compile(r"\n" + re.escape(_WEIGHT[::-1]) + r"([^.\n]*)")
+#: Each name ending in ``.weight`` whose component before it does not end in ``_proj``, and that component, in the
+#: reversed joined names.
+_REVERSED_OTHER_LEAF = re.compile(r"\n" + re.escape(_WEIGHT[::-1]) + r"(?!" + re.escape("_proj"[::-1]) + r")([^.\n]*)")
 
 
-def weight_leaf_counts_joined(joined: str) -> dict[str, int]:
-    """:func:`weight_leaf_counts` of the names of ``joined`` (each followed by a newline, none holding one), from one
-    regex scan of the reversed text (``"\\nthgiew."``, a literal the scan jumps to, then the leaf up to its dot or
-    newline) instead of a test and a split per name.
+def linear_weight_count_joined(joined: str, weights: int) -> int:
+    """:func:`linear_weight_count` of the names of ``joined`` (each followed by a newline, none holding one), given
+    ``weights``, how many of them end in ``.weight``: one regex scan of the reversed text (``"\\nthgiew."``, a literal
+    the scan jumps to) that captures only the leaves not ending in ``_proj`` (norms, routers, embeddings: a few
+    hundred in DeepSeek-V3's 46k ``.weight`` names), instead of a test and a split per name or a string per leaf.
 
-    Exact: reversed, each name is a line that starts after a newline, so ``"\\nthgiew."`` matches once at the start
-    of every name ending in ``.weight`` and nowhere else, and the capture is the reversed last component of the name
-    without its ``.weight`` (up to the previous dot, or the whole rest of the name when it has none)."""
-    found = Counter(_REVERSED_LEAF.findall(joined[::-1]))
-    return dict(sorted(zip(map(_REVERSE, found), found.values())))
+    Exact: reversed, each name is a line that starts after a newline, so ``"\\nthgiew."`` starts a match once for
+    every name ending in ``.weight`` and nowhere else; the match is refused exactly when the leaf (the last component
+    before ``.weight``, up to the previous dot or the name's start) ends in ``_proj``, and such a leaf always names a
+    projection (``is_linear_leaf`` accepts ``.*_proj``). So the ``weights`` names minus the matches are projections,
+    and of the matches those whose leaf ``is_linear_leaf`` accepts (``fc1``, ``dense``, ``w1``...) are added."""
+    others = Counter(_REVERSED_OTHER_LEAF.findall(joined[::-1]))
+    return weights - sum(others.values()) + sum(n for leaf, n in others.items() if is_linear_leaf(leaf[::-1]))
 
 
 def _take_off(counts: dict[str, int], part: dict[str, int]) -> None:
