@@ -9,7 +9,8 @@ guards compiled; it inherits ``__eq__``, ``__hash__`` and ``__repr__`` from :cla
 generated ones do (CPython 3.11 ``dataclasses._cmp_fn``, ``_hash_fn``, ``_repr_fn``):
 
 - ``a == b``: when ``b`` is of exactly ``a``'s class, the tuples of their fields with ``compare=True`` compared, else
-  ``NotImplemented`` (so Python falls back to identity);
+  ``NotImplemented`` (so Python falls back to identity). Python 3.13's generated ``__eq__`` compares field by field
+  instead, which differs only for a value that is not equal to itself (a NaN: equal here when it is the same object);
 - ``hash(a)``: the hash of the tuple of the fields with ``hash=True``, or ``hash=None`` and ``compare=True``;
 - ``repr(a)``: ``QualName(field=repr(value), ...)`` over the fields with ``repr=True``, ``...`` for an instance met again
   while its own ``repr`` is being written (a cycle), per thread.

@@ -244,6 +244,17 @@ def all_rules() -> tuple[Rule, ...]:
     return tuple(sorted(rules, key=lambda r: r.id))
 
 
+def analyzer_of_id(rule_id: str) -> str | None:
+    """The analyzer whose id range (:data:`ID_RANGES`) holds ``rule_id`` (``"MTP006"`` -> ``"checkpoint"``); None for an
+    id outside every range or not written ``MTPnnn``. Every registered rule sits in its own analyzer's range and is
+    declared by that analyzer's rule modules (:func:`all_rules` checks the first, ``tests/test_sarif_rules.py`` both),
+    so a rule is found among :func:`analyzer_rules` of this analyzer alone, without importing every analyzer's."""
+    if not _ID_RE.match(rule_id):
+        return None
+    n = int(rule_id[3:])
+    return next((a for a, ids in ID_RANGES.items() if n in ids), None)
+
+
 def get_rule(rule_id: str) -> Rule:
     """Look a rule up by id (case-insensitive).
 
