@@ -150,3 +150,19 @@ def test_compressed_log_is_one_line_exit_2(tmp_path: Path, capsys: pytest.Captur
     assert main(["log", str(p)]) == 2
     err = capsys.readouterr().err
     assert err == f"mtp-audit: error: {p}: gzip-compressed data, not a text log (decompress it first, e.g. zcat FILE | mtp-audit log -)\n"
+
+
+def test_no_final_line_end_keeps_the_verdict_of_the_complete_lines(tmp_path: Path) -> None:
+    # a capture without its last line end (``$(...)``, a clipboard paste): the README's SGLang log, 7 lines, the last an
+    # HTTP access line; its three complete 'Decode batch' lines (2-6) decide, the open last line is a note
+    log = tmp_path / "nonl.log"
+    log.write_bytes((LOGS / "sglang_pr608_decode_batch_tp_ep.log").read_bytes()[:-1])
+    r = analyze_log([log])
+    assert (r.status, r.facts["log"]["verdict"]) == ("pass", "ran-and-helped")
+    assert [(g.blocking, "ends inside line 7" in g.message) for g in r.gaps] == [(False, True)]
+    # the same log cut to its one statistics line, without a line end: nothing complete to read, could not tell
+    one = tmp_path / "one.log"
+    one.write_bytes((LOGS / "sglang_pr608_decode_batch_tp_ep.log").read_bytes().splitlines()[1])
+    r = analyze_log([one])
+    assert (r.status, r.facts["log"]["verdict"]) == ("inconclusive", "could-not-tell")
+    assert sum(g.blocking and "ends inside line 1" in g.message for g in r.gaps) == 1

@@ -204,9 +204,7 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
                                       "MTP_AUDIT_MAX_READ_BYTES); the verdict is for those bytes, not for the rest of the log",
                             d["file"], question=RUNTIME))
         if d["open_end_line"] is not None and d["stopped_at_bytes"] is None:  # the budget's own gap says it otherwise
-            gaps.append(Gap(ANALYZER, f"{d['file']}: the log ends inside line {d['open_end_line']} (no line end after it): a "
-                                      "paste may have been cut there, so its figures were not read", d["file"],
-                            question=RUNTIME))
+            gaps.append(_open_end_gap(d, facts))
         gaps += _unread_gaps(facts, d["file"])
         if outcome.verdict == "could-not-tell":
             lacks = "no statistics line could be read (above), and it lacks" if facts.unread_lines and not \
@@ -229,6 +227,19 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
                                   "alone", question=RUNTIME))
     name = ", ".join(r[0]["file"] for r in results)
     return Report.build(ANALYZER, name, findings=findings, gaps=gaps, facts=top, rule_ids=[r.id for r in RULES])
+
+
+def _open_end_gap(d: dict[str, Any], facts: Any) -> Gap:
+    """The gap of a log that ends inside its last line (no line end after it: a paste or ``$(...)`` capture, or a cut).
+    That line's figures are not read. It blocks the runtime question only when no statistics line before it was read
+    (then the cut line may be the only one that holds figures); otherwise it is a note: the verdict is that of the
+    complete statistics lines, which the last line can only extend by one more interval."""
+    n = facts.series.intervals
+    where = f"{d['file']}: the log ends inside line {d['open_end_line']} (no line end after it): a paste may have been cut there, so "
+    if not n:
+        return Gap(ANALYZER, where + "its figures were not read", d["file"], question=RUNTIME)
+    return Gap(ANALYZER, where + f"its figures were not read; the verdict is that of the {n} complete statistics "
+               f"line{'s' if n != 1 else ''} before it", d["file"], blocking=False, question=RUNTIME)
 
 
 #: Why a statistics line's figures were not read, in words (:meth:`LogFacts.unread` reasons).
