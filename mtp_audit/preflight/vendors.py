@@ -139,10 +139,14 @@ def gap(ctx: Any, message: str, question: str, *, blocking: bool = False) -> Non
     ctx.gaps.append(Gap("preflight", message, None, blocking, question=question))
 
 
-def _engine_checks(ctx: Any, plat: str) -> None:
-    """Run the checks the engine that runs the launch has for ``plat`` (its ``KernelChecks.platform_checks``)."""
+def _engine_checks(ctx: Any, plat: str) -> bool:
+    """Run the checks the engine that runs the launch has for ``plat`` (its ``KernelChecks.platform_checks``);
+    whether one of them answered the launch's FP4 question (a check returns ``True`` when it did: a finding or a
+    gap on what the engine does with the FP4 weights, or the engine's own list accepting them)."""
+    answered = False
     for check in ctx.kernels.platform_checks.get(plat, ()):
-        check(ctx)
+        answered = bool(check(ctx)) or answered
+    return answered
 
 
 def check_amd(ctx: Any) -> None:
@@ -244,7 +248,9 @@ def ascend_row(g: Any) -> dict[str, Any] | None:
 def check_intel_gaudi(ctx: Any) -> None:
     """MTP236 (the FP4 checks do not apply to Intel GPUs and Gaudi HPUs), then the engine's own checks there (its
     ``platform_checks["xpu"]`` / ``["hpu"]``: vLLM's XPU quantization list, FP4 weights for which vLLM's Gaudi plugin
-    documents no backend: MTP237)."""
+    documents no backend: MTP237). A launch that loads FP4 weights which none of the engine's checks answers
+    (SGLang there; vLLM with an MXFP4 checkpoint and no ``--quantization`` on XPU) leaves the FP4 question open: a
+    blocking gap, never a pass on "the checks do not apply"."""
     plat = platform(ctx)
     if plat not in (pf.XPU, pf.HPU):
         return
@@ -253,7 +259,11 @@ def check_intel_gaudi(ctx: Any) -> None:
     where = Evidence("platform", f"{plat} ({ctx.facts.accelerator.source})")
     ctx.add("MTP236", f"the FP4 checks do not apply to {pf.LABELS[plat]}" + (f" (the launch loads {fp4.upper()})" if fp4 else "")
             + f": {table['facts']['fp4']['text']}", evidence=[where, Evidence("source", table["facts"]["fp4"]["source"])])
-    _engine_checks(ctx, plat)
+    if not _engine_checks(ctx, plat) and fp4:
+        ver = ctx.engine_version
+        gap(ctx, f"the launch loads {fp4.upper()} weights on {pf.LABELS[plat]}: {ctx.kernels.label} "
+            f"{ver or '(version unknown)'} has no audited check of what it does with them there (the NVIDIA FP4 checks do "
+            "not apply); whether they load and run could not be told", FP4, blocking=True)
 
 
 def verdicts(ctx: Any, capable: str, not_capable: str, unknown: str) -> list[dict[str, Any]]:
@@ -268,8 +278,10 @@ def verdicts(ctx: Any, capable: str, not_capable: str, unknown: str) -> list[dic
         base = {"gpu": g.index, "name": g.name.value, "compute_capability": None, "arch": arch, "platform": plat}
         if plat in NOT_APPLICABLE_PLATFORMS:
             kind, rule = {pf.CANN: ("Ascend NPU", "MTP245"), pf.XPU: ("Intel GPU", "MTP236"), pf.HPU: ("Intel Gaudi HPU", "MTP236")}[plat]
-            out.append({**base, "native_fp4": NOT_APPLICABLE,
-                        "reasons": [f"{arch or g.name.value or 'device'}: {kind}, the FP4 checks do not apply ({rule})"]})
+            why = f"{arch or g.name.value or 'device'}: {kind}, the FP4 checks do not apply ({rule})"
+            out.append({**base, "native_fp4": unknown, "reasons": [f"{why}, but whether the engine runs the launch's FP4 weights "
+                                                                   "there could not be told (see the gaps)"]} if open_fp4_launch(ctx) else
+                       {**base, "native_fp4": NOT_APPLICABLE, "reasons": [why]})
             continue
         gfx = _gfx(g)
         tgt = pf.gfx_target(gfx)
@@ -282,6 +294,14 @@ def verdicts(ctx: Any, capable: str, not_capable: str, unknown: str) -> list[dic
             v, why = not_capable, [f"{gfx} ({tgt['family']}) has no native {fmt.upper()} ({tgt['mx']})"] + errs
         out.append({**base, "native_fp4": v, "reasons": why})
     return out
+
+
+def open_fp4_launch(ctx: Any) -> list[str]:
+    """The blocking gaps the engine's checks on an Intel GPU / Gaudi left about the launch's FP4 weights (whether the
+    engine reads them there): they make the device's verdict unknown, never "not applicable" (which would pass)."""
+    if platform(ctx) not in (pf.XPU, pf.HPU):
+        return []
+    return [g.message for g in ctx.gaps if g.blocking and g.analyzer == "preflight"]
 
 
 def answer(ctx: Any, vs: list[dict[str, Any]], engine: str) -> list[str] | None:
@@ -298,6 +318,9 @@ def answer(ctx: Any, vs: list[dict[str, Any]], engine: str) -> list[str] | None:
     if plat in (pf.XPU, pf.HPU):
         errors = sorted({f.rule_id for f in ctx.findings if f.severity.label == "error"})
         tail = f" ({', '.join(errors)})" if errors else ""
+        if any(v["native_fp4"] != NOT_APPLICABLE for v in vs):
+            return [f"{'Intel GPU' if plat == pf.XPU else 'Intel Gaudi'} machine ({devs}): could not tell whether the launch's "
+                    f"{(fp4_format(ctx) or 'FP4').upper()} weights run{on} (the NVIDIA FP4 checks do not apply; see the gaps){tail}"]
         return [f"{'Intel GPU' if plat == pf.XPU else 'Intel Gaudi'} machine ({devs}): the FP4 checks do not apply{on}; "
                 f"see MTP236-MTP237{tail}"]
     fmt = (fp4_format(ctx) or "mxfp4").upper()
