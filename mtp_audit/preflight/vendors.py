@@ -188,7 +188,7 @@ def _amd_path_finding(ctx: Any, g: Any, gfx: str, fmt: str, who: tuple[str, Vers
            Evidence("hardware", f"{tgt['mx']}; FP8 {tgt['fp8']} ({tgt['source']})" if tgt else "not in data/amd.json"),
            Evidence("engine path", how)]
     if row is None:
-        gap(ctx, f"{label} on {gfx} with {name} {ver}: {how}; the FP4 path could not be told", FP4)
+        _unaudited_path(ctx, g, gfx, label, f"{name} {ver}", how, evs)
         return
     evs.append(Evidence("source", row["source"]))
     native = bool(tgt and tgt.get(f"native_{fmt}"))
@@ -214,6 +214,24 @@ def _amd_path_finding(ctx: Any, g: Any, gfx: str, fmt: str, who: tuple[str, Vers
             remediation=("MXFP4 runs natively on gfx950 (MI350X / MI355X); on this GPU an FP8 checkpoint uses its FP8 "
                          f"({tgt['fp8'] if tgt else '?'}) matrix cores" if fmt == "mxfp4" else
                          "no AMD GPU computes NVFP4 natively: prefer an MXFP4 checkpoint on gfx950 or FP8"))
+
+
+def _unaudited_path(ctx: Any, g: Any, gfx: str, label: str, engine: str, how: str, evs: list[Evidence]) -> None:
+    """The engine's release has no audited FP4 path row (older than, or between, the audited releases: ``how``).
+    A GPU whose hardware computes ``label`` natively gets a blocking FP4 gap and an unknown verdict (whether this
+    release uses the native path is the open question); one that does not is "not capable" from the hardware alone,
+    a warning as on NVIDIA (MTP200), with what the release does instead (emulate or refuse) left as a note."""
+    tgt = pf.gfx_target(gfx)
+    if tgt and tgt.get(f"native_{label.lower()}"):
+        ctx.amd_paths_open[gfx] = f"{engine}'s {label} path could not be told ({how})"
+        gap(ctx, f"{label} on {gfx} with {engine}: {how}; the FP4 path (native or not) could not be told", FP4, blocking=True)
+        return
+    ctx.add("MTP242", f"GPU {g.index} ({g.name.value or '?'}, {gfx}) has no native {label} "
+            f"({tgt['mx'] if tgt else 'gfx target not in the table'}); what {engine} does instead (emulate it or refuse it) "
+            f"was not audited: {how}", gpu=g, evidence=evs, severity=Severity.WARNING,
+            remediation="MXFP4 runs natively on gfx950 (MI350X / MI355X); on this GPU prefer an FP8 checkpoint, or an audited "
+                        "engine release")
+    gap(ctx, f"{label} on {gfx} with {engine}: {how}; the FP4 path (emulated or refused) could not be told", FP4)
 
 
 def gfx_targets_other_than(ctx: Any, gfx: str) -> list[str]:
@@ -288,6 +306,8 @@ def verdicts(ctx: Any, capable: str, not_capable: str, unknown: str) -> list[dic
         errs = [f"{f.rule_id}: {f.message}" for f in ctx.findings if f.severity >= Severity.ERROR and f.location.symbol in (ctx.device(g.index), "machine")]
         if tgt is None:
             v, why = unknown, [f"gfx target unknown: {g.arch.missing if not gfx else gfx + ' is not in data/amd.json'}"]
+        elif tgt.get(f"native_{fmt}") and gfx in ctx.amd_paths_open and not errs:
+            v, why = unknown, [f"{gfx} ({tgt['family']}) computes {fmt.upper()} natively, but {ctx.amd_paths_open[gfx]}"]
         elif tgt.get(f"native_{fmt}"):
             v, why = (not_capable, errs) if errs else (capable, [f"{gfx} ({tgt['family']}) computes {fmt.upper()} natively ({tgt['mx']})"])
         else:
@@ -302,6 +322,15 @@ def open_fp4_launch(ctx: Any) -> list[str]:
     if platform(ctx) not in (pf.XPU, pf.HPU):
         return []
     return [g.message for g in ctx.gaps if g.blocking and g.analyzer == "preflight"]
+
+
+def unknowns_have_gaps(ctx: Any, vs: list[dict[str, Any]]) -> bool:
+    """Whether every device whose verdict is unknown off NVIDIA is so because of a blocking gap these checks left
+    already (an Intel / Gaudi launch whose FP4 weights no engine check answers, an AMD gfx target whose FP4 path at
+    the engine's release is not audited): no second gap need say the same."""
+    unknown = [v for v in vs if v["native_fp4"] == "unknown"]
+    return bool(unknown) and all(open_fp4_launch(ctx) if v.get("platform") in (pf.XPU, pf.HPU) else v.get("arch") in ctx.amd_paths_open
+                                 for v in unknown)
 
 
 def answer(ctx: Any, vs: list[dict[str, Any]], engine: str) -> list[str] | None:
