@@ -211,8 +211,10 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
         if outcome.verdict == "could-not-tell":
             lacks = "no statistics line could be read (above), and it lacks" if facts.unread_lines and not \
                 facts.series.intervals else "the log lacks"
-            gaps.append(Gap(ANALYZER, f"{d['file']}: could not tell whether MTP ran: {lacks} {outcome.deciding}", d["file"],
-                            question=RUNTIME))
+            # statistics lines were read but do not decide (too few drafted tokens, figures no engine prints): say so
+            why = (outcome.sentence if facts.series.intervals and outcome.sentence.startswith("could not tell")
+                   else f"could not tell whether MTP ran: {lacks} {outcome.deciding}")
+            gaps.append(Gap(ANALYZER, f"{d['file']}: {why}", d["file"], question=RUNTIME))
     main = min(results, key=lambda r: PRIORITY.index(r[1].verdict))
     top = _top_facts(main, results)
     if prediction is not None:
@@ -305,15 +307,19 @@ def _top_facts(main: tuple[dict[str, Any], Outcome, LogFacts], results: list[Any
 def analyze_metrics_only(metrics: dict[str, Any]) -> Report:
     """A report from a ``--metrics`` window alone (no log file).
 
-    The verdict: ``ran-but-accepted-nothing`` when tokens were drafted and under 3 % accepted,
+    The verdict: ``ran-but-accepted-nothing`` when tokens were drafted and under 3 % accepted (``could-not-tell``
+    below the minimum sample, :func:`mtp_audit.runtime.metrics.window_too_few`),
     ``ran-and-helped`` when accepted, ``could-not-tell`` when nothing was drafted in the window or no
     speculative metric was exported.
     """
-    from mtp_audit.runtime.metrics import metrics_findings, window_kind
+    from mtp_audit.runtime.metrics import metrics_findings, window_kind, window_too_few
 
     rate = metrics.get("acceptance_rate")
     kind = window_kind(metrics.get("engine"))
-    if kind == "counters" and metrics.get("drafted"):
+    few = window_too_few(metrics) if kind == "counters" and metrics.get("drafted") and rate is not None and rate < 0.03 else None
+    if few is not None:
+        verdict = "could-not-tell"
+    elif kind == "counters" and metrics.get("drafted"):
         verdict = "ran-but-accepted-nothing" if rate is not None and rate < 0.03 else "ran-and-helped"
     elif kind == "gauges" and metrics.get("accept_length"):
         verdict = "ran-but-accepted-nothing" if metrics["accept_length"] < 1.05 else "ran-and-helped"
@@ -321,6 +327,8 @@ def analyze_metrics_only(metrics: dict[str, Any]) -> Report:
         verdict = "could-not-tell"
     findings = metrics_findings(metrics)
     gaps = [] if verdict != "could-not-tell" else [
+        Gap(ANALYZER, f"{metrics['url']}: {few}; send more requests during the window or read the log", question=RUNTIME)
+        if few is not None else
         Gap(ANALYZER, f"{metrics['url']}: no speculative token was drafted in the {metrics['seconds']:g} s window "
                       "(no traffic, or speculation off); send requests during the window or read the log", question=RUNTIME)]
     answer = [f"{verdict}: " + (findings[0].message if findings else "no speculative-decoding metric")]
