@@ -510,3 +510,14 @@ def test_a_symlink_out_of_the_folder_names_its_target(tmp_path):
     assert [(g.blocking, g.message) for g in rep.gaps] == [(True, (
         "resolves outside the checkpoint folder (symlink to /nonexistent; whether a file is there was not checked); not "
         "opened; tensor dtypes and shapes in this shard unknown"))]
+
+
+@pytest.mark.parametrize("name", ["moonshotai--Kimi-K3", "mistralai--Mixtral-8x22B-v0.1"])
+def test_a_config_only_folder_does_not_claim_no_mtp_tensors(capsys, name):
+    """config.json alone, declaring no MTP layer: the tensors were not inspected, so the headline does not say "no MTP
+    tensors" (it did); the answer stays no (exit 0: nothing declared, engines load no MTP layer)."""
+    d = Path(__file__).resolve().parent.parent / "fixtures" / "checkpoint" / name
+    rc, out, _ = run_cli(capsys, ["checkpoint", str(d)])
+    assert rc == 0 and out.splitlines()[0] == (
+        "PASS: no MTP layers declared (tensors not inspected: no index and no shard): speculative decoding would need a "
+        "separate draft model (exit 0)")
