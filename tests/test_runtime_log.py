@@ -230,3 +230,32 @@ def test_accepted_nothing_needs_enough_drafted_tokens(tmp_path, capsys, text: st
     if code == 3:
         (g,) = [g for g in doc["gaps"] if g["blocking"]]
         assert "too few drafted tokens: " in g["message"] and "the log lacks" not in g["message"]
+
+
+OLD = LOGS / "sglang_4305_decode_batch_dot_no_spec.log"  # 2025-03-11: Decode batch lines without accept len: never-ran
+NEW = LOGS / "sglang_pr608_decode_batch_tp_ep.log"  # 2026-07-21: accept len 2.8: ran-and-helped
+
+
+@pytest.mark.parametrize("order", [(OLD, NEW), (NEW, OLD)])
+def test_several_files_follow_the_rule_of_several_runs(monkeypatch, capsys, order) -> None:
+    """``log A B`` reported the worst file's verdict (never-ran, with no MTP509) while ``cat A B | log -`` reported the
+    run latest in time (ran-and-helped): both now report the latest run, and MTP509 names the other file's verdict."""
+    import io
+
+    from mtp_audit.runtime.analyze import analyze_log
+
+    rep = analyze_log(list(order))
+    assert rep.facts["log"]["verdict"] == "ran-and-helped"
+    (f,) = [x for x in rep.findings if x.rule_id == "MTP509"]
+    why = "the last file given that decided" if order[-1] == NEW else "the latest in time"
+    assert f.message == (f"2 log files; the verdict is for {why}, {NEW} (the rule of several runs in one log); the other "
+                         f"files' own verdicts: {OLD}: never-ran")
+    assert main(["log", *map(str, order)]) == 0
+    capsys.readouterr()
+
+    class In:
+        buffer = io.BytesIO(b"".join(p.read_bytes() for p in order))
+
+    monkeypatch.setattr("sys.stdin", In())
+    assert main(["log", "-", "-f", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["facts"]["log"]["verdict"] == "ran-and-helped"

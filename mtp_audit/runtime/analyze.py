@@ -25,8 +25,6 @@ from mtp_audit.sources.bounded import charge_read, current_run
 ANALYZER = "log"
 STDIN = "-"
 
-#: Which verdict speaks for several files: the first of this order that any file has.
-PRIORITY = ("ran-then-stopped", "ran-but-accepted-nothing", "never-ran", "ran-and-helped", "could-not-tell")
 
 
 def read_log(stream: BinaryIO, name: str) -> tuple[LogFacts, ReadStats]:
@@ -171,12 +169,40 @@ def _runs_finding(f: LogFacts, path: str) -> Finding:
         Location(path=path, line=f.runs[-1]))
 
 
+def reported_file(results: list[Any]) -> tuple[Any, str]:
+    """The file whose verdict is reported when several are given, and why: the rule of one log holding several runs
+    (MTP509), applied across files, so that ``mtp-audit log A B`` and ``cat A B | mtp-audit log -`` agree. The
+    last file given that decided something (a verdict other than could-not-tell; the last file when none did), unless
+    an earlier one's reported run is later in time (its last stamp, of the same clock kind: rotated logs given out of
+    order)."""
+    decided = [r for r in results if r[1].verdict != "could-not-tell"] or results
+    main, why = decided[-1], "the last file given that decided"
+    last = main[2].reported_stamp
+    for r in decided[:-1]:
+        st = r[2].reported_stamp
+        if st is not None and last is not None and st.kind == last.kind and st.key > last.key:
+            main, last, why = r, st, "the latest in time"
+    if len(results) == 1:
+        why = ""
+    return main, why
+
+
+def _files_finding(main: Any, why: str, results: list[Any]) -> Finding:
+    """MTP509 for several files: which file's run is reported, and every other file's own verdict."""
+    others = "; ".join(f"{d['file']}: {o.verdict}" for d, o, _ in results if d is not main[0])
+    return get_rule("MTP509").finding(
+        f"{len(results)} log files; the verdict is for {why}, {main[0]['file']} (the rule of several runs in one log); "
+        f"the other files' own verdicts: {others}", Location(path=main[0]["file"]))
+
+
 def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str, Any] | None = None,
                 metrics: dict[str, Any] | None = None, metrics_unavailable: str | None = None) -> Report:
     """Audit engine logs: did MTP run, what was accepted, and (with ``prediction``) does it match?
 
     Args:
-        paths: log files; ``"-"`` reads standard input. Each file is judged on its own.
+        paths: log files; ``"-"`` reads standard input. Each file is judged on its own; with several, the reported
+            verdict is one file's (:func:`reported_file`: the latest in time, as for several runs in one log) and an
+            MTP509 finding names the others' verdicts.
         prediction: what ``mtp-audit launch`` predicted: ``{"engine": ..., "algorithm": ..., "num_speculative_tokens": ...}``
             (see :func:`mtp_audit.runtime.compare.hold_against`), or None.
         metrics: the result of :func:`mtp_audit.runtime.metrics.read_window` to add, or None.
@@ -198,7 +224,7 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
         path = os.fspath(raw)
         d, outcome, facts = _file_result(path)
         results.append((d, outcome, facts))
-        findings += outcome.findings + _side_findings(facts, d["file"])
+        findings += _side_findings(facts, d["file"])
         if d["stopped_at_bytes"] is not None:
             gaps.append(Gap(ANALYZER, f"{d['file']}: read only its first {d['stopped_at_bytes']} bytes (the run's read budget, "
                                       "MTP_AUDIT_MAX_READ_BYTES); the verdict is for those bytes, not for the rest of the log",
@@ -215,7 +241,10 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
             why = (outcome.sentence if facts.series.intervals and outcome.sentence.startswith("could not tell")
                    else f"could not tell whether MTP ran: {lacks} {outcome.deciding}")
             gaps.append(Gap(ANALYZER, f"{d['file']}: {why}", d["file"], question=RUNTIME))
-    main = min(results, key=lambda r: PRIORITY.index(r[1].verdict))
+    main, why = reported_file(results)
+    findings = main[1].findings + findings
+    if len(results) > 1:
+        findings.append(_files_finding(main, why, results))
     top = _top_facts(main, results)
     if prediction is not None:
         from mtp_audit.runtime.compare import hold_against
