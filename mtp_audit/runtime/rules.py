@@ -214,7 +214,9 @@ RULES: tuple[Rule, ...] = (
              "with it (SGLang writes the field whenever a speculative algorithm is set: a process started without "
              "one), and time going back between line stamps (rotated logs "
              "concatenated out of order, or llama.cpp's time since start beginning again); when an earlier run in "
-             "the file is later in time, that run is reported.",
+             "the file is later in time, that run is reported. Several files given together follow the same rule "
+             "(the last file given that decided, or an earlier one later in time), and the finding names every "
+             "other file's own verdict.",
         why="Two runs pasted together would otherwise mix a broken run's acceptance with a fixed one's.",
         fix="Paste one run per file, or read the earlier runs' figures in the JSON facts.",
         sources=("vllm/v1/engine/core.py:140 @ v0.33.0", "sglang/srt/entrypoints/engine.py:311 @ 0.5.23"),
