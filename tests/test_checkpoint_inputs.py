@@ -521,3 +521,12 @@ def test_a_config_only_folder_does_not_claim_no_mtp_tensors(capsys, name):
     assert rc == 0 and out.splitlines()[0] == (
         "PASS: no MTP layers declared (tensors not inspected: no index and no shard): speculative decoding would need a "
         "separate draft model (exit 0)")
+
+
+def test_an_empty_path_is_refused_not_read_as_the_current_folder(capsys, tmp_path, monkeypatch):
+    """``audit_checkpoint("")`` audited the current folder (Path("") is "."): it is one line, exit 2, naming it."""
+    monkeypatch.chdir(folder(tmp_path / "c", shard=tiny(TENSORS)))  # a checkpoint there: "" must not audit it
+    with pytest.raises(InputError, match=r"^'': empty path: name a checkpoint folder, a file or a hub repo id$"):
+        audit_checkpoint("")
+    rc, out, err = run_cli(capsys, ["checkpoint", ""])
+    assert (rc, out, err) == (2, "", "mtp-audit: error: '': empty path: name a checkpoint folder, a file or a hub repo id\n")
