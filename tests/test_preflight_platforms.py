@@ -344,3 +344,20 @@ def test_launch_device_names_the_platform_when_the_machine_does_not(tmp_path):
     m = rep.facts["preflight"]["machine"]
     assert m["accelerator"] == {"value": "cann", "source": "launch command --device npu"}
     assert rep.facts["preflight"]["summary"]["verdict"] == "not applicable" and "MTP249" not in rules(rep)
+
+
+def test_mxfp4_on_an_npu_that_no_engine_check_answers_is_could_not_tell(tmp_path):
+    """vLLM (vllm-ascend) has no audited MXFP4 check on Ascend: an MXFP4 launch there was PASS on "the FP4 checks do
+    not apply"; it is now could-not-tell (exit 3). SGLang's NPU --quantization mxfp4 is answered (MTP248): no gap."""
+    rep = preflight(env_dumps=[ASC / "vllm-ascend-834.txt"], launch=["vllm", "serve", "m", "--quantization", "gpt_oss_mxfp4"])
+    assert exit_code(rep, Severity.ERROR) == 3 and rep.facts["preflight"]["summary"]["verdict"] == "unknown"
+    assert [g.message for g in rep.gaps if g.blocking] == [
+        "the launch loads MXFP4 weights on Ascend CANN: vLLM (version unknown) has no audited check of what it does with "
+        "them there (the NVIDIA FP4 checks do not apply); whether they load and run could not be told"]
+    p = tmp_path / "env.txt"
+    p.write_text(read_dump(ASC / "vllm-ascend-834.txt") + "sglang: 0.5.23\n")
+    sg = preflight(env_dumps=[p], launch=["python", "-m", "sglang.launch_server", "--model-path", "m", "--quantization", "mxfp4"])
+    assert "MTP248" in rules(sg) and not [g for g in sg.gaps if g.blocking]
+    # no FP4 launch: the answer stays "not applicable" (exit 0)
+    plain = preflight(env_dumps=[ASC / "vllm-ascend-834.txt"], launch=["vllm", "serve", "m"])
+    assert exit_code(plain, Severity.ERROR) == 0 and plain.facts["preflight"]["summary"]["verdict"] == "not applicable"

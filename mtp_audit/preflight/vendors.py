@@ -32,7 +32,7 @@ from packaging.version import Version
 from mtp_audit.preflight import platforms as pf
 from mtp_audit.preflight.facts import Fact
 from mtp_audit.report import Evidence, Gap, Severity
-from mtp_audit.report.questions import FP4
+from mtp_audit.report.questions import FP4, STARTS
 
 NOT_APPLICABLE = "not applicable"
 #: The rules of the NVIDIA checks that do not run off CUDA.
@@ -253,7 +253,8 @@ def check_ascend(ctx: Any) -> None:
                 f"them ({facts['fp4']['text']})", evidence=[Evidence("platform", f"cann ({ctx.facts.accelerator.source})"),
                                                             Evidence("source", facts["fp4"]["source"])],
                 remediation="use an msmodelslim W8A8 / W4A8 (or BF16) checkpoint on the NPU, or run this checkpoint on Blackwell")
-    _engine_checks(ctx, pf.CANN)
+    if not _engine_checks(ctx, pf.CANN) and fp4 == "mxfp4":
+        _open_fp4_gap(ctx, pf.CANN, fp4)
 
 
 def ascend_row(g: Any) -> dict[str, Any] | None:
@@ -278,10 +279,15 @@ def check_intel_gaudi(ctx: Any) -> None:
     ctx.add("MTP236", f"the FP4 checks do not apply to {pf.LABELS[plat]}" + (f" (the launch loads {fp4.upper()})" if fp4 else "")
             + f": {table['facts']['fp4']['text']}", evidence=[where, Evidence("source", table["facts"]["fp4"]["source"])])
     if not _engine_checks(ctx, plat) and fp4:
-        ver = ctx.engine_version
-        gap(ctx, f"the launch loads {fp4.upper()} weights on {pf.LABELS[plat]}: {ctx.kernels.label} "
-            f"{ver or '(version unknown)'} has no audited check of what it does with them there (the NVIDIA FP4 checks do "
-            "not apply); whether they load and run could not be told", FP4, blocking=True)
+        _open_fp4_gap(ctx, plat, fp4)
+
+
+def _open_fp4_gap(ctx: Any, plat: str, fp4: str) -> None:
+    """The blocking FP4 gap of a launch loading ``fp4`` weights on ``plat`` that no check of the engine answers."""
+    ver = ctx.engine_version
+    gap(ctx, f"the launch loads {fp4.upper()} weights on {pf.LABELS[plat]}: {ctx.kernels.label} "
+        f"{ver or '(version unknown)'} has no audited check of what it does with them there (the NVIDIA FP4 checks do "
+        "not apply); whether they load and run could not be told", FP4, blocking=True)
 
 
 def verdicts(ctx: Any, capable: str, not_capable: str, unknown: str) -> list[dict[str, Any]]:
@@ -319,9 +325,9 @@ def verdicts(ctx: Any, capable: str, not_capable: str, unknown: str) -> list[dic
 def open_fp4_launch(ctx: Any) -> list[str]:
     """The blocking gaps the engine's checks on an Intel GPU / Gaudi left about the launch's FP4 weights (whether the
     engine reads them there): they make the device's verdict unknown, never "not applicable" (which would pass)."""
-    if platform(ctx) not in (pf.XPU, pf.HPU):
+    if platform(ctx) not in NOT_APPLICABLE_PLATFORMS:
         return []
-    return [g.message for g in ctx.gaps if g.blocking and g.analyzer == "preflight"]
+    return [g.message for g in ctx.gaps if g.blocking and g.analyzer == "preflight" and g.question in (FP4, STARTS)]
 
 
 def unknowns_have_gaps(ctx: Any, vs: list[dict[str, Any]]) -> bool:
@@ -329,7 +335,7 @@ def unknowns_have_gaps(ctx: Any, vs: list[dict[str, Any]]) -> bool:
     already (an Intel / Gaudi launch whose FP4 weights no engine check answers, an AMD gfx target whose FP4 path at
     the engine's release is not audited): no second gap need say the same."""
     unknown = [v for v in vs if v["native_fp4"] == "unknown"]
-    return bool(unknown) and all(open_fp4_launch(ctx) if v.get("platform") in (pf.XPU, pf.HPU) else v.get("arch") in ctx.amd_paths_open
+    return bool(unknown) and all(open_fp4_launch(ctx) if v.get("platform") in NOT_APPLICABLE_PLATFORMS else v.get("arch") in ctx.amd_paths_open
                                  for v in unknown)
 
 
@@ -342,14 +348,15 @@ def answer(ctx: Any, vs: list[dict[str, Any]], engine: str) -> list[str] | None:
     if plat == pf.CPU:
         return [f"CPU only (no GPU or NPU): the FP4 checks do not apply ({ctx.facts.accelerator.source})"]
     devs = _device_summary(ctx) or "no device listed"
+    if plat in NOT_APPLICABLE_PLATFORMS and any(v["native_fp4"] != NOT_APPLICABLE for v in vs):
+        kind = {pf.CANN: "Ascend NPU", pf.XPU: "Intel GPU", pf.HPU: "Intel Gaudi"}[plat]
+        return [f"{kind} machine ({devs}): could not tell whether the launch's {(fp4_format(ctx) or 'FP4').upper()} weights "
+                f"run{on} (the NVIDIA FP4 checks do not apply; see the gaps)"]
     if plat == pf.CANN:
         return [f"Ascend NPU machine ({devs}): the FP4 checks do not apply{on}; see MTP245-MTP248"]
     if plat in (pf.XPU, pf.HPU):
         errors = sorted({f.rule_id for f in ctx.findings if f.severity.label == "error"})
         tail = f" ({', '.join(errors)})" if errors else ""
-        if any(v["native_fp4"] != NOT_APPLICABLE for v in vs):
-            return [f"{'Intel GPU' if plat == pf.XPU else 'Intel Gaudi'} machine ({devs}): could not tell whether the launch's "
-                    f"{(fp4_format(ctx) or 'FP4').upper()} weights run{on} (the NVIDIA FP4 checks do not apply; see the gaps){tail}"]
         return [f"{'Intel GPU' if plat == pf.XPU else 'Intel Gaudi'} machine ({devs}): the FP4 checks do not apply{on}; "
                 f"see MTP236-MTP237{tail}"]
     fmt = (fp4_format(ctx) or "mxfp4").upper()
