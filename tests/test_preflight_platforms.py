@@ -329,6 +329,15 @@ def test_cpu_only_collect_env_is_not_applicable(tmp_path, capsys):
                  "Is CUDA available: False\nCUDA runtime version: No CUDA\nGPU models and configuration: No CUDA\n")
     rc, out = rc_of(capsys, "preflight", "--env-dump", str(p))
     assert rc == 0 and out.startswith("PASS: CPU only (no GPU or NPU)")
+    # an FP4 launch there: no engine check covers a CPU backend's FP4 support, so could not tell (was PASS, exit 0)
+    rc, out = rc_of(capsys, "preflight", "--env-dump", str(p), "--", "vllm", "serve", "m", "--quantization", "modelopt_fp4")
+    assert rc == 3 and out.startswith("INCONCLUSIVE: CPU only (no GPU or NPU): could not tell whether the launch's NVFP4 weights "
+                                      "run on vLLM (version unknown)")
+    assert ("[preflight, blocking] the launch loads NVFP4 weights on CPU only (no accelerator): vLLM (version unknown) has no "
+            "audited check of "
+            "what it does with them there") in out and "native FP4 verdict unknown" not in out
+    rc, out = rc_of(capsys, "preflight", "--env-dump", str(p), "--", "vllm", "serve", "m")
+    assert rc == 0 and out.startswith("PASS: CPU only (no GPU or NPU)")
 
 
 def test_device_flag_against_machine(capsys):

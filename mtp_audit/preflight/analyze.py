@@ -555,7 +555,8 @@ def analyze(ctx: Context) -> Context:
     known), the platform's own checks on ROCm, CANN and CPU-only machines (:mod:`mtp_audit.preflight.vendors`)."""
     from mtp_audit.preflight import vendors
 
-    checks = ((vendors.check_platform, vendors.check_device_flag, vendors.check_amd, vendors.check_ascend, vendors.check_intel_gaudi)
+    checks = ((vendors.check_platform, vendors.check_device_flag, vendors.check_amd, vendors.check_ascend, vendors.check_intel_gaudi,
+               vendors.check_cpu)
               if vendors.applies(ctx) else (*MACHINE_CHECKS, *ctx.kernels.checks))
     for check in checks:
         before = len(ctx.findings)

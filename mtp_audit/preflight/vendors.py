@@ -282,6 +282,14 @@ def check_intel_gaudi(ctx: Any) -> None:
         _open_fp4_gap(ctx, plat, fp4)
 
 
+def check_cpu(ctx: Any) -> None:
+    """On a CPU-only machine, a launch loading FP4 weights: no engine's checks cover a CPU backend's FP4 support, so
+    the FP4 question is open (a blocking gap), never a pass on "the FP4 checks do not apply"."""
+    fp4 = fp4_format(ctx)
+    if platform(ctx) == pf.CPU and fp4 and not _engine_checks(ctx, pf.CPU):
+        _open_fp4_gap(ctx, pf.CPU, fp4)
+
+
 def _open_fp4_gap(ctx: Any, plat: str, fp4: str) -> None:
     """The blocking FP4 gap of a launch loading ``fp4`` weights on ``plat`` that no check of the engine answers."""
     ver = ctx.engine_version
@@ -325,7 +333,7 @@ def verdicts(ctx: Any, capable: str, not_capable: str, unknown: str) -> list[dic
 def open_fp4_launch(ctx: Any) -> list[str]:
     """The blocking gaps the engine's checks on an Intel GPU / Gaudi left about the launch's FP4 weights (whether the
     engine reads them there): they make the device's verdict unknown, never "not applicable" (which would pass)."""
-    if platform(ctx) not in NOT_APPLICABLE_PLATFORMS:
+    if platform(ctx) not in (*NOT_APPLICABLE_PLATFORMS, pf.CPU):
         return []
     return [g.message for g in ctx.gaps if g.blocking and g.analyzer == "preflight" and g.question in (FP4, STARTS)]
 
@@ -335,6 +343,8 @@ def unknowns_have_gaps(ctx: Any, vs: list[dict[str, Any]]) -> bool:
     already (an Intel / Gaudi launch whose FP4 weights no engine check answers, an AMD gfx target whose FP4 path at
     the engine's release is not audited): no second gap need say the same."""
     unknown = [v for v in vs if v["native_fp4"] == "unknown"]
+    if not vs and platform(ctx) == pf.CPU:
+        return bool(open_fp4_launch(ctx))
     return bool(unknown) and all(open_fp4_launch(ctx) if v.get("platform") in NOT_APPLICABLE_PLATFORMS else v.get("arch") in ctx.amd_paths_open
                                  for v in unknown)
 
@@ -345,6 +355,9 @@ def answer(ctx: Any, vs: list[dict[str, Any]], engine: str) -> list[str] | None:
     if plat not in OFF_NVIDIA:
         return None
     on = f" on {engine}" if engine else ""
+    if plat == pf.CPU and open_fp4_launch(ctx):
+        return [f"CPU only (no GPU or NPU): could not tell whether the launch's {(fp4_format(ctx) or 'FP4').upper()} weights "
+                f"run{on} (see the gaps; {ctx.facts.accelerator.source})"]
     if plat == pf.CPU:
         return [f"CPU only (no GPU or NPU): the FP4 checks do not apply ({ctx.facts.accelerator.source})"]
     devs = _device_summary(ctx) or "no device listed"
