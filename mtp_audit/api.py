@@ -89,10 +89,15 @@ def _report(v: Any) -> bool:
     return _instance(v, "mtp_audit.report.model", "Report")
 
 
+#: ``fail_on`` as the CLI's ``--fail-on`` spells it (``never`` is ``None``), accepted by the library too.
+FAIL_ON_WORDS = ("info", "warning", "error", "never")
+
+
 def _opt_severity(v: Any) -> bool:
-    return v is None or _instance(v, "mtp_audit.report.model", "Severity")
+    return v is None or _instance(v, "mtp_audit.report.model", "Severity") or (isinstance(v, str) and v.lower() in FAIL_ON_WORDS)
 
 
+_FAIL_ON = (_opt_severity, "a Severity, None, or one of 'info', 'warning', 'error', 'never'")
 #: The formats :func:`mtp_audit.formats.render` writes (``mtp_audit.formats.FORMATS``; not imported here).
 _FORMAT = (lambda v: v in ("text", "json", "markdown", "sarif"), "one of 'text', 'json', 'markdown', 'sarif'")
 _IGNORES = (lambda v: _words(v), "a sequence of str (RULE or RULE=reason)")
@@ -125,8 +130,8 @@ SPECS: dict[str, dict[str, tuple[Callable[[Any], bool], str]]] = {
                      "cwd": _OPT_PATH, "engine": _OPT_STR, "vllm": _OPT_PATH, "llamacpp": _OPT_STR, "model_dirs": _MODEL_DIRS,
                      "no_machine": _BOOL},
     "get_rule": {"rule_id": _STR},
-    "exit_code": {"report": (_report, "a Report"), "fail_on": (_opt_severity, "a Severity or None")},
-    "render": {"report": (_report, "a Report"), "fmt": _FORMAT, "fail_on": (_opt_severity, "a Severity or None")},
+    "exit_code": {"report": (_report, "a Report"), "fail_on": _FAIL_ON},
+    "render": {"report": (_report, "a Report"), "fmt": _FORMAT, "fail_on": _FAIL_ON},
     "launch_result": {"report": (_report, "a Report")},
     "checkpoint_facts": {"report": (_report, "a Report")},
     "fp4_readiness": {"report": (_report, "a Report")},
@@ -197,10 +202,15 @@ def check_call(name: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs:
             _check_one(name, pname, value, specs)
 
 
+#: Specs whose accepted values are some strings: another string is a wrong value (``ValueError``), not a wrong type.
+VALUE_SPECS = (_FORMAT, _FAIL_ON)
+
+
 def _check_one(name: str, pname: str, value: Any, specs: Mapping[str, tuple[Callable[[Any], bool], str]]) -> None:
     spec = specs.get(pname)
     if spec is not None and not spec[0](value):
-        raise TypeError(f"{name}({pname}=...): expected {spec[1]}, got {_described(value)}")
+        kind = ValueError if isinstance(value, str) and spec in VALUE_SPECS else TypeError
+        raise kind(f"{name}({pname}=...): expected {spec[1]}, got {_described(value)}")
 
 
 def _described(value: Any) -> str:

@@ -15,6 +15,20 @@ from typing import Any, TypeVar
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def caller_stacklevel() -> int:
+    """The ``stacklevel`` for :func:`warnings.warn` that names the first frame outside this package, counted from the
+    function that calls this one (the public functions run behind wrappers of :mod:`mtp_audit.api`, so a fixed
+    level would name the wrapper's line, not the user's call)."""
+    import os
+    import sys
+
+    pkg = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(2), 2  # the caller of the function that warns
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(pkg):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def renamed_keywords(renames: Mapping[str, str]) -> Callable[[F], F]:
     """Decorator: accept each old keyword of ``renames`` (old -> new) as its new name, with a
     ``DeprecationWarning`` naming both.
@@ -30,7 +44,8 @@ def renamed_keywords(renames: Mapping[str, str]) -> Callable[[F], F]:
                 if old in kwargs:
                     if new in kwargs:
                         raise TypeError(f"{func.__name__}() got both {old!r} (deprecated) and {new!r}")
-                    warnings.warn(f"{func.__name__}({old}=...) is deprecated; use {new}=...", DeprecationWarning, stacklevel=2)
+                    warnings.warn(f"{func.__name__}({old}=...) is deprecated; use {new}=...", DeprecationWarning,
+                                  stacklevel=caller_stacklevel())
                     kwargs[new] = kwargs.pop(old)
             return func(*args, **kwargs)
 
@@ -64,7 +79,7 @@ def folded(kwargs: Mapping[str, Any], into: str, folds: Mapping[str, tuple[str, 
             raise TypeError(f"{warn or 'the function'}() got both {old!r} (deprecated) and {into}[{key!r}]")
         if warn:
             shown = f"{into}={{{key!r}: ...}}" if fld is None else f"{into}={{{key!r}: {{{fld!r}: ...}}}}"
-            warnings.warn(f"{warn}({old}=...) is deprecated; use {shown}", DeprecationWarning, stacklevel=3)
+            warnings.warn(f"{warn}({old}=...) is deprecated; use {shown}", DeprecationWarning, stacklevel=caller_stacklevel())
         if value is not None:
             merged[key] = value if fld is None else {fld: value}
         out[into] = merged

@@ -460,3 +460,73 @@ def test_deepseek_mtp_layer_with_its_glue_has_no_mtp021(tmp_path):
     d = _two_shards(tmp_path / "c")
     (d / "model-00002-of-00002.safetensors").write_bytes(tiny(MTP_LAYER))
     assert [f.rule_id for f in audit_checkpoint(d).findings] == []
+
+
+def _one_indexed_shard(d: Path) -> Path:
+    """A DeepSeek-V3 folder whose index maps the trunk tensor and the 5 MTP tensors to one shard, not written."""
+    wm = {n: "model-00001-of-00001.safetensors" for n in ["model.layers.0.self_attn.o_proj.weight", *MTP_LAYER]}
+    return folder(d, index={"weight_map": wm})
+
+
+@pytest.mark.parametrize("with_trunk_shard", [False, True])
+def test_a_folder_in_a_shards_place_is_mtp008_not_not_downloaded(capsys, tmp_path, with_trunk_shard):
+    """A directory named like the indexed shard (``mkdir model-00001-of-00001.safetensors``): every loader's open
+    fails on it (IsADirectoryError). It was walked into, never listed, and read as "not downloaded": PASS, exit 0."""
+    d = _one_indexed_shard(tmp_path / "c")
+    if with_trunk_shard:  # another shard present: the folder mode reads headers
+        idx = json.loads((d / "model.safetensors.index.json").read_text())
+        idx["weight_map"]["model.layers.0.self_attn.o_proj.weight"] = "model-00000-of-00001.safetensors"
+        (d / "model.safetensors.index.json").write_text(json.dumps(idx))
+        (d / "model-00000-of-00001.safetensors").write_bytes(tiny({"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8])}))
+    (d / "model-00001-of-00001.safetensors").mkdir()
+    rep = audit_checkpoint(d)
+    (f,) = [x for x in rep.findings if x.rule_id == "MTP008"]
+    n = 5 if with_trunk_shard else 6
+    assert f.message == (f"model.safetensors.index.json maps {n} tensor(s) to model-00001-of-00001.safetensors, which is a "
+                         "directory, not a file (the loader's open fails on it), 5 of them MTP tensors")
+    assert not [g for g in rep.gaps if g.path == "model-00001-of-00001.safetensors"]
+    rc, out, _ = run_cli(capsys, ["checkpoint", str(d)])
+    assert rc == 1 and out.startswith("FAIL") and "(MTP008)" in out.splitlines()[0]
+
+
+def test_a_fifo_in_an_indexed_shards_place_blocks(capsys, tmp_path):
+    """A FIFO the index names is never read: a blocking gap (it was a note, PASS exit 0, because the index covers the
+    shard's names)."""
+    d = _one_indexed_shard(tmp_path / "c")
+    os.mkfifo(d / "model-00001-of-00001.safetensors")
+    rep = audit_checkpoint(d)
+    assert [(g.path, g.blocking) for g in rep.gaps] == [("model-00001-of-00001.safetensors", True)]
+    assert rep.gaps[0].message.startswith("is a FIFO, expected a regular file; not read")
+    rc, out, _ = run_cli(capsys, ["checkpoint", str(d)])
+    assert rc == 3 and out.startswith("INCONCLUSIVE")
+
+
+def test_a_symlink_out_of_the_folder_names_its_target(tmp_path):
+    """The message says where the link points and that the target was not looked at (it said only "resolves
+    outside the checkpoint folder (symlink)", also for a link to a path that does not exist)."""
+    d = _one_indexed_shard(tmp_path / "c")
+    os.symlink("/nonexistent", d / "model-00001-of-00001.safetensors")
+    rep = audit_checkpoint(d)
+    assert [(g.blocking, g.message) for g in rep.gaps] == [(True, (
+        "resolves outside the checkpoint folder (symlink to /nonexistent; whether a file is there was not checked); not "
+        "opened; tensor dtypes and shapes in this shard unknown"))]
+
+
+@pytest.mark.parametrize("name", ["moonshotai--Kimi-K3", "mistralai--Mixtral-8x22B-v0.1"])
+def test_a_config_only_folder_does_not_claim_no_mtp_tensors(capsys, name):
+    """config.json alone, declaring no MTP layer: the tensors were not inspected, so the headline does not say "no MTP
+    tensors" (it did); the answer stays no (exit 0: nothing declared, engines load no MTP layer)."""
+    d = Path(__file__).resolve().parent.parent / "fixtures" / "checkpoint" / name
+    rc, out, _ = run_cli(capsys, ["checkpoint", str(d)])
+    assert rc == 0 and out.splitlines()[0] == (
+        "PASS: no MTP layers declared (tensors not inspected: no index and no shard): speculative decoding would need a "
+        "separate draft model (exit 0)")
+
+
+def test_an_empty_path_is_refused_not_read_as_the_current_folder(capsys, tmp_path, monkeypatch):
+    """``audit_checkpoint("")`` audited the current folder (Path("") is "."): it is one line, exit 2, naming it."""
+    monkeypatch.chdir(folder(tmp_path / "c", shard=tiny(TENSORS)))  # a checkpoint there: "" must not audit it
+    with pytest.raises(InputError, match=r"^'': empty path: name a checkpoint folder, a file or a hub repo id$"):
+        audit_checkpoint("")
+    rc, out, err = run_cli(capsys, ["checkpoint", ""])
+    assert (rc, out, err) == (2, "", "mtp-audit: error: '': empty path: name a checkpoint folder, a file or a hub repo id\n")

@@ -109,3 +109,32 @@ def test_examples_from_the_report() -> None:
         mtp_audit.get_rule(None)
     with pytest.raises(TypeError, match="unexpected keyword argument 'sglnag'"):
         mtp_audit.audit_launch(["vllm", "serve", "m"], sglnag="x")
+
+
+def test_fail_on_takes_the_cli_spelling_and_a_wrong_word_is_a_value_error() -> None:
+    """``exit_code(report, fail_on="error")`` was a TypeError ("expected a Severity or None"): the CLI's --fail-on
+    words are accepted (``never`` = None); a word outside them, like ``render(report, "xml")`` (was a TypeError
+    too), is a ValueError: the type is right, the value is not."""
+    from mtp_audit.report import Finding, Location, Report, Severity
+
+    rep = Report.build("checkpoint", "x", findings=[Finding("MTP001", Severity.WARNING, "w", Location(path="x"))])
+    assert [mtp_audit.exit_code(rep, w) for w in ("error", "WARNING", "info", "never")] == [0, 1, 1, 0]
+    assert mtp_audit.exit_code(rep, Severity.WARNING) == 1 and mtp_audit.exit_code(rep, None) == 0
+    with pytest.raises(ValueError, match=r"^exit_code\(fail_on=...\): expected .* got str 'fatal'$"):
+        mtp_audit.exit_code(rep, "fatal")
+    with pytest.raises(ValueError, match=r"^render\(fmt=...\): expected one of 'text', 'json', 'markdown', 'sarif', got str 'xml'$"):
+        mtp_audit.render(rep, "xml")
+    assert mtp_audit.render(rep, "text", fail_on="never") == mtp_audit.render(rep, "text", fail_on=None)
+
+
+def test_a_deprecated_keyword_warns_at_the_callers_line() -> None:
+    """The DeprecationWarning of ``preflight(env_dump=...)`` named mtp_audit/api.py (the wrapper), not the call."""
+    import warnings
+
+    dump = str(REPO / "fixtures" / "preflight" / "envdumps" / "h200-nvidia-smi.txt")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = sys._getframe().f_lineno + 1
+        mtp_audit.preflight(env_dump=dump)
+    (w,) = [x for x in caught if issubclass(x.category, DeprecationWarning)]
+    assert (w.filename, w.lineno) == (__file__, line) and str(w.message) == "preflight(env_dump=...) is deprecated; use env_dumps=..."

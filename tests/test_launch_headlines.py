@@ -46,6 +46,16 @@ def test_the_verdict_says_how_many_blocking_gaps_it_does_not_list(capsys: pytest
     argv = ["launch", "--env-dump", str(DUMPS / "flashinfer-4549.txt"), "--", "trtllm-serve",
             str(FIXTURES / "checkpoint" / "jj8127--mimo_kor"), "--tp_size", "4", "--config", str(FIXTURES / "trtllm" / "r1-nextn-3.yaml")]
     rc, first = _first_line(capsys, argv)
-    assert rc == 3 and first.startswith("INCONCLUSIVE: TensorRT-LLM would run MTP (MTP_EAGLE_ONE_MODEL, max_draft_len 3); Verdict: "
-                                        "could not tell (3 blocking gap(s): GPU count: the command needs 4 GPUs")
-    assert first.endswith("; +2 more). (exit 3)")
+    assert rc == 3 and first.startswith("INCONCLUSIVE: could not tell: GPU count: the command needs 4 GPUs")
+    assert first.endswith(" (+2 more blocking gap(s)); TensorRT-LLM would run MTP (MTP_EAGLE_ONE_MODEL, max_draft_len 3) (exit 3)")
+
+
+def test_a_trtllm_launch_that_cannot_start_does_not_say_it_runs_mtp(capsys: pytest.CaptureFixture[str], tmp_path) -> None:
+    """The SGLang / vLLM headline shape: the verdict first, what would run "if it started" (it said "TensorRT-LLM runs
+    MTP (...); Verdict: fix first" for a server that raises at start-up)."""
+    y = tmp_path / "y0.yaml"
+    y.write_text("speculative_config:\n  decoding_type: MTP\n  max_draft_len: 0\n")
+    rc, first = _first_line(capsys, ["launch", "--no-machine", "--", "trtllm-serve", str(FIXTURES / "checkpoint" / "jj8127--mimo_kor"),
+                                     "--config", str(y)])
+    assert rc == 1 and first == ("FAIL: fix first: 1 error(s) (MTP701); TensorRT-LLM would run MTP (MTP_EAGLE_ONE_MODEL, "
+                                 "max_draft_len 0) if it started (exit 1)")

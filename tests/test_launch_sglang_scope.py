@@ -48,10 +48,33 @@ def test_torch_pin_of_another_install_reads_as_not_capable_with_the_reason(capsy
     assert rc == 0
 
 
-def test_torch_pin_stays_an_error_when_the_machine_lists_no_sglang(capsys) -> None:
+def test_torch_pin_is_a_warning_when_the_machine_does_not_show_sglang(capsys) -> None:
+    # a vLLM collect_env says nothing of SGLang: installing 0.5.23 replaces torch (a warning, as vLLM's MTP339);
+    # that 0.5.23 already sits beside torch 2.13 is not shown, so the error case is a note (was: MTP209 error, exit 1)
     rc, out = _launch(capsys, "vllm-57932.txt", str(CONFIGS / "Qwen--Qwen3-30B-A3B"), "--tp-size", "1")
-    assert rc == 1 and "machine: MTP209 error: sglang 0.5.23 pins torch==2.14.1" in out
+    assert rc == 0 and ("machine: MTP209 warning: sglang 0.5.23 pins torch==2.14.1 (and its sgl-kernel is built for it) but "
+                        "torch 2.13.0+cu132 is installed (a warning: no SGLang recorded; installing it replaces torch)") in out
+    assert ("[preflight, note] whether sglang 0.5.23 is already installed beside that torch is not shown (sglang version not "
+            "recorded): if it is, its sgl-kernel fails to load (MTP209 would be an error)") in out
     assert "native FP4: not needed by this launch (unquantized checkpoint, no FP4 quantization method)" in out
+
+
+def test_torch_pin_is_a_warning_when_sglang_is_shown_not_installed(tmp_path, capsys) -> None:
+    dump = tmp_path / "env.txt"
+    dump.write_text((DUMPS / "sglang-24834.txt").read_text().replace("sglang: 0.5.12.dev136+g9dfb1d2eb", "sglang: Module Not Found"))
+    main(["launch", "-v", "--sglang", str(sglang_wheel("0.5.23")), "--env-dump", str(dump), "--", *LS,
+          str(CONFIGS / "Qwen--Qwen3-30B-A3B"), "--tp-size", "1"])
+    out = capsys.readouterr().out
+    assert "is installed (a warning: SGLang not installed; installing it replaces torch)" in out
+
+
+def test_torch_pin_stays_an_error_when_the_machine_has_that_release(tmp_path, capsys) -> None:
+    dump = tmp_path / "env.txt"
+    dump.write_text((DUMPS / "vllm-57932.txt").read_text() + "\nsglang: 0.5.23\n")
+    main(["launch", "-v", "--sglang", str(sglang_wheel("0.5.23")), "--env-dump", str(dump), "--", *LS,
+          str(CONFIGS / "Qwen--Qwen3-30B-A3B"), "--tp-size", "1"])
+    out = capsys.readouterr().out
+    assert "machine: MTP209 error: sglang 0.5.23 pins torch==2.14.1" in out
 
 
 def test_tp_without_an_option_table_is_read_as_the_tp_size(capsys) -> None:

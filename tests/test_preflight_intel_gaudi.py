@@ -14,10 +14,12 @@ from mtp_audit.preflight import platforms as pf
 from mtp_audit.preflight import preflight
 from mtp_audit.preflight.envdump import parse_dump, read_dump
 from mtp_audit.preflight.facts import MachineFacts
+from mtp_audit.report import Severity, exit_code
 from mtp_audit.synth.dumps import xpu_env
 
 D = Path(__file__).resolve().parent.parent / "fixtures" / "preflight" / "envdumps"
 INTEL, GAUDI = D / "intel", D / "gaudi"
+NVFP4_CKPT = D.parent / "checkpoints" / "nvidia--Qwen3.5-397B-A17B-NVFP4"
 GIB = 1024 ** 3
 
 
@@ -142,19 +144,43 @@ def test_nvfp4_on_xpu_is_refused_by_vllm_033(tmp_path):
     dump.write_text(xpu_env(vllm="0.24.0"))
     old = preflight(env_dumps=[dump], launch=["vllm", "serve", "m", "--quantization", "modelopt_fp4"])
     assert "MTP237" not in rules(old)
-    assert any("vLLM's XPU quantization list is read from releases 0.33.0 on" in g.message and not g.blocking
+    # whether the release accepts modelopt_fp4 is the launch's question: open (exit 3), never a pass
+    assert any("vLLM's XPU quantization list is read from releases 0.33.0 on" in g.message and g.blocking
                and g.question == "starts" for g in old.gaps)
+    assert exit_code(old, Severity.ERROR) == 3
 
 
 def test_fp4_weights_on_gaudi_are_a_warning():
     rep = preflight(env_dumps=[GAUDI / "ray-intel-gaudi-inference.txt"], launch=["vllm", "serve", "m", "--quantization", "modelopt_fp4"])
     assert rules(rep)["MTP237"] == ["warning"]
     (f,) = [x for x in rep.findings if x.rule_id == "MTP237"]
-    assert "the launch loads NVFP4 weights on Intel Gaudi: no quantization backend of the vLLM Hardware Plugin" in f.message
-    # what the vLLM plugin documents is vLLM's: another engine on Gaudi gets the note (MTP236) alone
+    # a warning: the evidence is the plugin's documentation, not its code (an error needs exact evidence)
+    assert ("the launch loads NVFP4 weights on Intel Gaudi: the vLLM Hardware Plugin for Intel Gaudi documents no "
+            "quantization backend that reads NVFP4 or MXFP4 weights") in f.message
+    assert exit_code(rep, Severity.ERROR) == 0 and not [g for g in rep.gaps if g.blocking]
+    # what the vLLM plugin documents is vLLM's: another engine on Gaudi gets the note (MTP236) and the FP4 question
+    # stays open (was: PASS on "the FP4 checks do not apply")
     other = preflight(env_dumps=[GAUDI / "ray-intel-gaudi-inference.txt"],
                       launch=["python", "-m", "sglang.launch_server", "--model-path", "m", "--quantization", "modelopt_fp4"])
     assert set(rules(other)) == {"MTP228", "MTP236", "MTP240", "MTP241"}
+    opened = [g for g in other.gaps if g.blocking]
+    assert [g.question for g in opened] == ["fp4"] and exit_code(other, Severity.ERROR) == 3
+    assert opened[0].message.startswith("the launch loads NVFP4 weights on Intel Gaudi HPU: SGLang (version unknown) has no "
+                                            "audited check")
+
+
+def test_an_fp4_launch_on_xpu_is_not_a_pass_without_an_engine_check(capsys):
+    """SGLang has no XPU check (``engines/sglang/platforms.py``): an NVFP4 launch there is could-not-tell (exit 3),
+    was PASS exit 0; without an FP4 launch the machine-only answer is unchanged."""
+    args = ["preflight", "--env-dump", str(INTEL / "sglang-38873.txt"), "--", "python", "-m", "sglang.launch_server",
+            "--model-path", str(NVFP4_CKPT), "--quantization", "modelopt_fp4"]
+    assert main(args) == 3
+    out = capsys.readouterr().out
+    assert out.startswith("INCONCLUSIVE: ") and "[preflight, blocking] the launch loads NVFP4 weights on Intel XPU" in out
+    assert main(args[:4] + ["python", "-m", "sglang.launch_server", "--model-path", "m"]) == 0
+    capsys.readouterr()
+    # vLLM of unknown version: its XPU list cannot be chosen, so whether it accepts modelopt_fp4 is open
+    assert main(args[:4] + ["vllm", "serve", str(NVFP4_CKPT), "--quantization", "modelopt_fp4"]) == 3
 
 
 @pytest.mark.parametrize("text,plat,n,product", [

@@ -16,6 +16,8 @@ from mtp_audit.preflight.collect import collect_live
 from mtp_audit.preflight.envdump import parse_dump, read_dump
 from mtp_audit.preflight.facts import MachineFacts
 from mtp_audit.preflight.freeform import parse_freeform
+from mtp_audit.report import Severity, exit_code
+from mtp_audit.synth.dumps import MI355, rocm_env
 
 D = Path(__file__).resolve().parent.parent / "fixtures" / "preflight" / "envdumps"
 AMD, ASC = D / "amd", D / "ascend"
@@ -108,6 +110,27 @@ def test_sglang_mxfp4_on_gfx942_is_not_runnable(tmp_path):
     assert rules(rep)["MTP243"] == ["error"] and rep.facts["preflight"]["summary"]["verdict"] == "not capable"
 
 
+def test_an_engine_release_without_an_audited_amd_path_is_never_a_bare_pass(tmp_path):
+    """An engine older than every audited release (SGLang 0.5.3rc0, vLLM 0.6.7 on MI300X: heldout2/sglang-10562.txt)
+    was PASS with "native MXFP4 not capable" and a note. gfx942 has no native FP4 (the hardware decides): a warning
+    (MTP242) as on NVIDIA, what the release does instead a note. On gfx950, which computes MXFP4 natively, whether
+    the release uses that path is the open question: verdict unknown, a blocking FP4 gap, exit 3."""
+    held = D / "heldout2" / "sglang-10562.txt"
+    for launch, n in ((None, 2), (["vllm", "serve", "m", "--quantization", "mxfp4"], 1)):
+        rep = preflight(env_dumps=[held], launch=launch)
+        assert rules(rep).get("MTP242") == ["warning"] * n and exit_code(rep, Severity.ERROR) == 0
+        assert rep.status == "findings" and rep.facts["preflight"]["summary"]["verdict"] == "not capable"
+        assert not [g for g in rep.gaps if g.blocking] and all("older than every audited release" in g.message for g in rep.gaps
+                                                               if "FP4 path" in g.message)
+    p = tmp_path / "env.txt"
+    p.write_text(rocm_env(MI355, vllm="0.6.7"))
+    rep = preflight(env_dumps=[p], launch=["vllm", "serve", "m", "--quantization", "mxfp4"])
+    assert rep.facts["preflight"]["summary"]["verdict"] == "unknown" and exit_code(rep, Severity.ERROR) == 3
+    assert [g.message for g in rep.gaps if g.blocking] == [
+        "MXFP4 on gfx950 with vLLM 0.6.7: vllm 0.6.7 is older than every audited release (from 0.11.0); the FP4 path (native or "
+        "not) could not be told"]
+
+
 def test_amd_fp4_path_is_the_engines_own():
     """The FP4 path on AMD is the chosen engine's (its KernelChecks.platform_checks): SGLang's rows for SGLang, none
     for an engine that declares no ROCm path (llama.cpp here), never SGLang's words under another engine's name."""
@@ -135,7 +158,7 @@ def test_platform_findings_and_gaps_name_their_question():
     rep = preflight(env_dumps=[AMD / "vllm-34641.txt"],
                     launch=["VLLM_ROCM_USE_AITER=1", "vllm", "serve", "m", "--quantization", "modelopt_fp4"])
     assert {(f.rule_id, f.question) for f in rep.findings if f.rule_id != "MTP228"} == {
-        ("MTP240", "stack"), ("MTP241", "fp4"), ("MTP244", "starts")}
+        ("MTP240", "stack"), ("MTP241", "fp4"), ("MTP242", "fp4"), ("MTP244", "starts")}
     (g,) = [g for g in rep.gaps if "FP4 path" in g.message]
     assert g.question == "fp4" and not g.blocking and g.message.startswith("NVFP4 on gfx942 with vLLM 0.16.0rc2")
     assert g.to_dict()["question"] == "fp4"
@@ -306,6 +329,15 @@ def test_cpu_only_collect_env_is_not_applicable(tmp_path, capsys):
                  "Is CUDA available: False\nCUDA runtime version: No CUDA\nGPU models and configuration: No CUDA\n")
     rc, out = rc_of(capsys, "preflight", "--env-dump", str(p))
     assert rc == 0 and out.startswith("PASS: CPU only (no GPU or NPU)")
+    # an FP4 launch there: no engine check covers a CPU backend's FP4 support, so could not tell (was PASS, exit 0)
+    rc, out = rc_of(capsys, "preflight", "--env-dump", str(p), "--", "vllm", "serve", "m", "--quantization", "modelopt_fp4")
+    assert rc == 3 and out.startswith("INCONCLUSIVE: CPU only (no GPU or NPU): could not tell whether the launch's NVFP4 weights "
+                                      "run on vLLM (version unknown)")
+    assert ("[preflight, blocking] the launch loads NVFP4 weights on CPU only (no accelerator): vLLM (version unknown) has no "
+            "audited check of "
+            "what it does with them there") in out and "native FP4 verdict unknown" not in out
+    rc, out = rc_of(capsys, "preflight", "--env-dump", str(p), "--", "vllm", "serve", "m")
+    assert rc == 0 and out.startswith("PASS: CPU only (no GPU or NPU)")
 
 
 def test_device_flag_against_machine(capsys):
@@ -321,3 +353,20 @@ def test_launch_device_names_the_platform_when_the_machine_does_not(tmp_path):
     m = rep.facts["preflight"]["machine"]
     assert m["accelerator"] == {"value": "cann", "source": "launch command --device npu"}
     assert rep.facts["preflight"]["summary"]["verdict"] == "not applicable" and "MTP249" not in rules(rep)
+
+
+def test_mxfp4_on_an_npu_that_no_engine_check_answers_is_could_not_tell(tmp_path):
+    """vLLM (vllm-ascend) has no audited MXFP4 check on Ascend: an MXFP4 launch there was PASS on "the FP4 checks do
+    not apply"; it is now could-not-tell (exit 3). SGLang's NPU --quantization mxfp4 is answered (MTP248): no gap."""
+    rep = preflight(env_dumps=[ASC / "vllm-ascend-834.txt"], launch=["vllm", "serve", "m", "--quantization", "gpt_oss_mxfp4"])
+    assert exit_code(rep, Severity.ERROR) == 3 and rep.facts["preflight"]["summary"]["verdict"] == "unknown"
+    assert [g.message for g in rep.gaps if g.blocking] == [
+        "the launch loads MXFP4 weights on Ascend CANN: vLLM (version unknown) has no audited check of what it does with "
+        "them there (the NVIDIA FP4 checks do not apply); whether they load and run could not be told"]
+    p = tmp_path / "env.txt"
+    p.write_text(read_dump(ASC / "vllm-ascend-834.txt") + "sglang: 0.5.23\n")
+    sg = preflight(env_dumps=[p], launch=["python", "-m", "sglang.launch_server", "--model-path", "m", "--quantization", "mxfp4"])
+    assert "MTP248" in rules(sg) and not [g for g in sg.gaps if g.blocking]
+    # no FP4 launch: the answer stays "not applicable" (exit 0)
+    plain = preflight(env_dumps=[ASC / "vllm-ascend-834.txt"], launch=["vllm", "serve", "m"])
+    assert exit_code(plain, Severity.ERROR) == 0 and plain.facts["preflight"]["summary"]["verdict"] == "not applicable"

@@ -200,3 +200,62 @@ def test_every_log_finding_and_gap_answers_the_runtime_question() -> None:
     assert (len(findings), len(gaps)) == (25, 9)
     assert {f.question for f in findings} == {g.question for g in gaps} == {"runtime"}
     assert {f.to_dict()["question"] for f in findings} == {"runtime"}
+
+
+LLAMA_ZERO = ("slot print_timing: id  0 | task 0 | draft acceptance = 0.00000 (    0 accepted / {n:5d} generated), "
+              "mean len =  1.00\n")
+VLLM_ZERO = ("INFO 05-30 15:21:33 [metrics.py:101] SpecDecoding metrics: Mean acceptance length: 1.00, Accepted throughput: "
+             "0.00 tokens/s, Drafted throughput: 2.10 tokens/s, Accepted: 0 tokens, Drafted: {n} tokens, Avg Draft acceptance "
+             "rate: 0.0%\n")
+
+
+@pytest.mark.parametrize("text, code, verdict", [
+    (LLAMA_ZERO.format(n=1), 3, "could-not-tell"),    # the fresh-user log: was MTP500 "ran-but-accepted-nothing", exit 1
+    (LLAMA_ZERO.format(n=62), 3, "could-not-tell"),   # under 21 steps of the default 3 draft tokens
+    (LLAMA_ZERO.format(n=63), 1, "ran-but-accepted-nothing"),
+    (VLLM_ZERO.format(n=1), 3, "could-not-tell"),
+    # one draft token per step, said by the command in the log: 21 drafted tokens are 21 steps
+    ("vllm serve m --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 1}'\n" + VLLM_ZERO.format(n=20), 3,
+     "could-not-tell"),
+    ("vllm serve m --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 1}'\n" + VLLM_ZERO.format(n=21), 1,
+     "ran-but-accepted-nothing"),
+])
+def test_accepted_nothing_needs_enough_drafted_tokens(tmp_path, capsys, text: str, code: int, verdict: str) -> None:
+    p = tmp_path / "s.log"
+    p.write_text(text)
+    assert main(["log", str(p), "-f", "json"]) == code
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["facts"]["log"]["verdict"] == verdict
+    assert ("MTP500" in {f["rule_id"] for f in doc["findings"]}) == (code == 1)
+    if code == 3:
+        (g,) = [g for g in doc["gaps"] if g["blocking"]]
+        assert "too few drafted tokens: " in g["message"] and "the log lacks" not in g["message"]
+
+
+OLD = LOGS / "sglang_4305_decode_batch_dot_no_spec.log"  # 2025-03-11: Decode batch lines without accept len: never-ran
+NEW = LOGS / "sglang_pr608_decode_batch_tp_ep.log"  # 2026-07-21: accept len 2.8: ran-and-helped
+
+
+@pytest.mark.parametrize("order", [(OLD, NEW), (NEW, OLD)])
+def test_several_files_follow_the_rule_of_several_runs(monkeypatch, capsys, order) -> None:
+    """``log A B`` reported the worst file's verdict (never-ran, with no MTP509) while ``cat A B | log -`` reported the
+    run latest in time (ran-and-helped): both now report the latest run, and MTP509 names the other file's verdict."""
+    import io
+
+    from mtp_audit.runtime.analyze import analyze_log
+
+    rep = analyze_log(list(order))
+    assert rep.facts["log"]["verdict"] == "ran-and-helped"
+    (f,) = [x for x in rep.findings if x.rule_id == "MTP509"]
+    why = "the last file given that decided" if order[-1] == NEW else "the latest in time"
+    assert f.message == (f"2 log files; the verdict is for {why}, {NEW} (the rule of several runs in one log); the other "
+                         f"files' own verdicts: {OLD}: never-ran")
+    assert main(["log", *map(str, order)]) == 0
+    capsys.readouterr()
+
+    class In:
+        buffer = io.BytesIO(b"".join(p.read_bytes() for p in order))
+
+    monkeypatch.setattr("sys.stdin", In())
+    assert main(["log", "-", "-f", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["facts"]["log"]["verdict"] == "ran-and-helped"

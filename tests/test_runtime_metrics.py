@@ -333,3 +333,22 @@ def test_binary_answer_is_named_bounded_and_escaped() -> None:
     msg = str(exc.value)
     assert "http://127.0.0.1:1/metrics: not Prometheus exposition text (" in msg
     assert "\x1b" not in msg and "\x00" not in msg and len(msg) < 200
+
+
+
+@pytest.mark.parametrize("after, code, verdict, why", [
+    # 20 draft steps: 0.8 ** 20 = 1.15 % > 1 %, no evidence
+    (_vllm(20, 60, 0), 3, "could-not-tell", "too few drafted in the window: 20 draft steps, 60 drafted tokens (0 accepted)"),
+    # 21 steps: under 1 % at a healthy 20 % first-token acceptance
+    (_vllm(21, 63, 0), 1, "ran-but-accepted-nothing", None),
+    # the fresh-user window after a restart, 0 of 10: was the MTP500 verdict, exit 1
+    (_vllm(3, 10, 0), 3, "could-not-tell", "too few drafted in the window: 3 draft steps, 10 drafted tokens (0 accepted)"),
+])
+def test_a_window_with_too_few_draft_steps_is_could_not_tell(after: str, code: int, verdict: str, why: str | None,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    with _serve_texts(["", after]) as srv:
+        assert main(["log", "--metrics", srv.endpoint + "/metrics", "--interval", "0", "-f", "json"]) == code
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["facts"]["log"]["verdict"] == verdict
+    assert ("MTP500" in {f["rule_id"] for f in doc["findings"]}) == (code == 1)
+    assert [g["message"].split(": ", 1)[1].split(";")[0] for g in doc["gaps"]] == ([why] if why else [])

@@ -314,3 +314,23 @@ def test_a_set_inside_a_constant_is_written_in_one_order_whatever_the_hash_seed(
                           env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)}).stdout for seed in range(6)}
     assert len(got) == 1
     assert json.loads(got.pop())["MODEL_OVERRIDES"]["dict"] == {"a": ["p", "q", "r", "s", "t"]}
+
+
+def test_an_mtp_model_file_that_does_not_parse_is_named_in_a_note(tmp_path):
+    """SGLang's registry skips a model module that fails to import: a file registering an MTP class that does not
+    parse (3.12 syntax here, read by an older Python) was counted silently; it is now a note naming the file, the
+    class still listed (a newer serving Python may import it)."""
+    nextn = ("class DeepseekV3ForCausalLMNextN:\n    pass\n\n\nEntryClass = [DeepseekV3ForCausalLMNextN]\n\n"
+             "def _f[T](x: T) -> T:\n    return x\n")
+    if __import__("sys").version_info >= (3, 12):
+        nextn = nextn.replace("def _f[T](x: T) -> T:", "def _f(x:")
+    root = _tree(tmp_path / "t", {"sglang/srt/server_args.py": SA, "sglang/srt/models/deepseek_nextn.py": nextn,
+                                  "sglang/srt/models/llama.py": "class LlamaForCausalLM(\n\nEntryClass = [LlamaForCausalLM]\n"})
+    rep = audit_sglang(root)
+    (gap,) = [g for g in rep.gaps if g.path == "sglang/srt/models/deepseek_nextn.py"]
+    assert not gap.blocking and gap.message.startswith("sglang/srt/models/deepseek_nextn.py: does not parse as Python 3 at line 7")
+    assert gap.message.endswith(": SGLang's model registry skips a module that fails to import, so whether "
+                                "DeepseekV3ForCausalLMNextN is registered depends on the serving Python")
+    assert "DeepseekV3ForCausalLMNextN" in {e["class"] for e in rep.facts["sglang"]["mtp_classes"]}
+    # a model file without an MTP class is not parsed (nor noted): the MTP question does not depend on it
+    assert not [g for g in rep.gaps if g.path == "sglang/srt/models/llama.py"]

@@ -213,7 +213,7 @@ def test_decoding_type_typo_does_not_start(dsv3_indexed, tmp_path, capsys):
     rc, out = _cli(capsys, "trtllm-serve", str(dsv3_indexed), "--config", str(y))
     assert rc == 1 and "MTP715 error" in out and "'MPT' is not one TensorRT-LLM accepts" in out
     assert "accepted: AUTO, DFlash, DSpark, Draft_Target, Eagle, Eagle3, Lookahead, MTP, Medusa, NGram" in out
-    assert "did you mean MTP?" in out and "Verdict: fix first (1 error(s): MTP715)" in out
+    assert "did you mean MTP?" in out and out.startswith("FAIL: fix first: 1 error(s) (MTP715); TensorRT-LLM does not start")
     r = audit_launch(["trtllm-serve", str(dsv3_indexed), "--config", str(y)], env_dumps=[H200], environ={})
     assert _ids(r, Severity.ERROR) == ["MTP715"] and r.facts["launch"]["verdict"] == "fix first"
     y.write_text("speculative_config:\n  max_draft_len: 1\n")  # no decoding_type: no tag for the union
@@ -233,7 +233,7 @@ def test_absurd_max_draft_len_is_not_go(dsv3_indexed, tmp_path, capsys):
     rc, out = _cli(capsys, "trtllm-serve", str(dsv3_indexed), "--config", str(y))
     assert rc == 3 and "MTP716 warning: max_draft_len 99,999,999,999,999,999,999,999" in out
     assert "above the default max_num_tokens (8,192)" in out and "no upper bound on max_draft_len" in out
-    assert "Verdict: could not tell" in out and "MTP704" not in out
+    assert out.startswith("INCONCLUSIVE: could not tell: ") and "MTP704" not in out
     y.write_text("speculative_config:\n  decoding_type: MTP\n  max_draft_len: 5000\n")
     r = audit_launch(["trtllm-serve", str(dsv3_indexed), "--config", str(y), "--max_num_tokens", "4096"],
                      env_dumps=[H200], environ={})
@@ -250,7 +250,7 @@ def test_missing_model_is_an_error(tmp_path, capsys):
     for entry in (["trtllm-serve"], ["trtllm-serve", "serve"]):
         rc, out = _cli(capsys, *entry, "--config", str(y))
         assert rc == 1 and "MTP717 error" in out and "click exits with 'Missing argument MODEL'" in out
-        assert "Verdict: fix first (1 error(s): MTP717)" in out
+        assert out.startswith("FAIL: fix first: 1 error(s) (MTP717); TensorRT-LLM would run")
 
 
 def test_mtp_memory_per_gpu():

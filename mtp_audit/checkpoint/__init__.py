@@ -60,7 +60,7 @@ def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, *, offli
         inspected (config-only folder), ``findings`` when a rule fired, else ``pass``.
 
     Raises:
-        InputError: the path does not exist, is a symlink loop, is not a checkpoint, or its
+        InputError: the path is empty, does not exist, is a symlink loop, is not a checkpoint, or its
             ``config.json`` / index is invalid JSON, lacks ``architectures`` or has a ``weight_map``
             of the wrong type; a single ``.safetensors`` file with a malformed header.
     """
@@ -70,6 +70,8 @@ def audit_checkpoint(target: str | os.PathLike[str] | CheckpointSource, *, offli
     if isinstance(target, CheckpointSource):
         return analyze(target)
     text = os.fspath(target)
+    if not text:  # Path("") is ".": an empty name would audit the current folder
+        raise InputError(repr(text), "empty path: name a checkpoint folder, a file or a hub repo id")
     path = Path(text)
     if not os.path.lexists(path):
         return _audit_missing_path(target, text, {"offline": offline, "jobs": jobs, "token": token, "revision": revision,

@@ -573,16 +573,17 @@ def check_misplaced(facts: CheckpointFacts) -> Iterator[Finding]:
 
 def check_missing_shards(facts: CheckpointFacts) -> Iterator[Finding]:
     """MTP008: the index names shard files that a folder with shards does not have, or has only as a symlink to a
-    missing file (the engine's open fails on either)."""
+    missing file, or has as a directory (in a folder with or without shards: the engine's open fails on each)."""
     missing = facts.missing_shards
     if not missing or facts.index_file is None:
         return
     per: Counter[str] = Counter(facts.weight_map.values())
     mtp_in = Counter(facts.weight_map[n] for n in facts.mtp if n in facts.weight_map)
-    dangling = set(facts.dangling_shards)
+    dangling, folders = set(facts.dangling_shards), set(facts.folder_shards)
     for shard in missing:
         extra = f", {mtp_in[shard]:,} of them MTP tensors" if mtp_in.get(shard) else ""
-        where = "a symlink to no file" if shard in dangling else "not in the folder"
+        where = ("a symlink to no file" if shard in dangling else "a directory, not a file (the loader's open fails on it)"
+                 if shard in folders else "not in the folder")
         yield R.MTP008.finding(
             f"{facts.index_file} maps {per[shard]:,} tensor(s) to {shard}, which is {where}{extra}",
             Location(facts.index_file, symbol=pointer("weight_map", next(n for n, s in facts.weight_map.items() if s == shard))),

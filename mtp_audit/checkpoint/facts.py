@@ -210,11 +210,17 @@ class CheckpointFacts:
     def missing_shards(self) -> list[str]:
         """Indexed shards absent from a folder that has at least one shard, or present only as a symlink to no file
         (a dangling link: the loader's open fails just the same); empty in metadata-only mode."""
+        folders = set(self.folder_shards)  # a folder where the shard should be is not "not downloaded"
         if not self.shards_present:
-            return []
-        present = set(self.shards_present) - set(self.dangling_shards)
-        linked_out = {rel for rel, prob in self.problems.items() if prob.kind == "escapes"}  # a gap, never opened
+            return sorted(folders)
+        present = set(self.shards_present) - set(self.dangling_shards) - folders
+        linked_out = {rel for rel, prob in self.problems.items() if prob.kind in ("escapes", "not-a-file")}  # gaps, never opened
         return sorted(s for s in self.indexed_shards if s not in present and s not in linked_out)
+
+    @property
+    def folder_shards(self) -> list[str]:
+        """Indexed shards that are folders (a directory named like the shard: every loader's open fails on it)."""
+        return sorted(rel for rel, prob in self.problems.items() if prob.kind == "directory" and rel in self.indexed_shards)
 
     @property
     def dangling_shards(self) -> list[str]:
@@ -309,6 +315,7 @@ def gather(source: CheckpointSource, *, mode_hint: str | None = None) -> Checkpo
     if index_file is not None:
         _read_index(source, index_file, facts)
         _note_linked_out(source, facts)
+        _note_not_files(source, facts)
     facts.mode = _mode(mode_hint, root_shards, index_file)
     if facts.mode in ("shards", "single-file"):
         _read_shard_headers(source, root_shards, mode_hint, facts)
@@ -346,6 +353,16 @@ def _read_config_and_schemes(source: CheckpointSource, fset: set[str], facts: Ch
             facts.schemes.append(scheme)
     if extra is not None:
         facts.schemes.append(extra)
+
+
+def _note_not_files(source: CheckpointSource, facts: CheckpointFacts) -> None:
+    """An indexed shard that is in the folder but is not a regular file and so is not listed (a directory named like
+    the shard) is a problem of kind ``directory`` (MTP008: the loader's open fails on it), never "not downloaded"."""
+    listed = set(facts.files)
+    for rel in sorted(s for s in facts.indexed_shards if s not in listed and s not in facts.problems):
+        prob = source.not_a_file(rel)
+        if prob is not None:
+            facts.problems[rel] = prob
 
 
 def _note_linked_out(source: CheckpointSource, facts: CheckpointFacts) -> None:
@@ -795,15 +812,16 @@ def _shard_gaps(facts: CheckpointFacts) -> None:
     """A gap per shard that could not be opened or read (outside the folder, unreadable, over a budget). It blocks
     unless the index covers the shard's names; a shard that resolves outside the folder and holds MTP tensors (per
     the index) always blocks: it is never opened, so whether the draft's weights exist at all is unknown. A
-    malformed shard is MTP013 and a dangling link the index names is MTP008, so neither is a gap."""
+    malformed shard is MTP013 and a dangling link or a folder the index names is MTP008, so neither is a gap; a FIFO,
+    socket or device in a shard's place always blocks (never read)."""
     for rel, prob in sorted(facts.problems.items()):
         if prob.kind == "malformed":
             continue
-        if prob.kind == "missing" and rel in facts.indexed_shards:
-            continue
+        if prob.kind in ("missing", "directory") and rel in facts.indexed_shards:
+            continue  # MTP008
         covered = facts.index_file is not None and rel in facts.indexed_shards
-        if prob.kind == "escapes" and _holds_mtp(facts, rel):
-            covered = False
+        if (prob.kind == "escapes" and _holds_mtp(facts, rel)) or prob.kind == "not-a-file":
+            covered = False  # a FIFO, socket or device is never read: what a loader makes of it is not told
         facts.gaps.append(
             Gap(
                 ANALYZER,

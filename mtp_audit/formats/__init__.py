@@ -66,7 +66,7 @@ def _text_view(report: Report) -> Report:
 
 
 def render(report: Report, fmt: str, *, verbose: bool = False, color: bool = False,
-           fail_on: Severity | None = Severity.ERROR, shown: Any = None, width: int | None = None, **sarif: Any) -> str:
+           fail_on: Severity | str | None = Severity.ERROR, shown: Any = None, width: int | None = None, **sarif: Any) -> str:
     """Render ``report`` in format ``fmt`` (a key of :data:`FORMATS`).
 
     ``verbose`` and ``color`` shape the text report only (JSON, SARIF and Markdown always carry
@@ -75,11 +75,16 @@ def render(report: Report, fmt: str, *, verbose: bool = False, color: bool = Fal
     and ``describe()``: the CLI's ``-q`` / ``--severity`` / ``--select``) filters the findings every
     format lists; the verdict, the status and the counts still describe every finding. ``sarif``:
     keyword arguments of :func:`mtp_audit.formats.sarif.render` (``roots``, ``anchor``, ``anchor_line``). ``width``:
-    the terminal's width for the text report (``None``: no wrapping, no cut).
+    the terminal's width for the text report (``None``: no wrapping, no cut). ``fail_on`` may be the CLI's word
+    (:func:`mtp_audit.report.model.fail_on_severity`).
 
     Raises:
         KeyError: unknown format.
+        ValueError: a ``fail_on`` word outside the CLI's.
     """
+    from mtp_audit.report.model import fail_on_severity
+
+    fail_on = fail_on_severity(fail_on)
     if fmt == "text":
         from mtp_audit.formats.text import render as text
 

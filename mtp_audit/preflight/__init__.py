@@ -453,9 +453,10 @@ def _report(ctx: Any, choice: Any, gaps: list[Any], target: str, flag_source: st
     verdict = an.overall(vs)
     unexamined = _unexamined(ctx.facts)
     if not vs and vendors.platform(ctx) in (*vendors.NOT_APPLICABLE_PLATFORMS, "cpu"):
-        verdict = an.NOT_APPLICABLE  # no device the FP4 checks apply to: not an unknown
+        # no device the FP4 checks apply to: not an unknown, unless a launch's FP4 weights were left open (CPU only)
+        verdict = an.UNKNOWN if vendors.open_fp4_launch(ctx) else an.NOT_APPLICABLE
     _verdict_findings(ctx, vs, engine_line, engine_evidence, gaps)
-    if verdict == an.UNKNOWN:
+    if verdict == an.UNKNOWN and not vendors.unknowns_have_gaps(ctx, vs):  # those gaps say why already
         why = "no GPU listed" + unexamined if not vs else "; ".join(dict.fromkeys(
             r for v in vs if v["native_fp4"] == an.UNKNOWN for r in v["reasons"][:1]))  # one reason said once
         gaps.append(Gap("preflight", f"native FP4 verdict unknown: {why}", None, True, Q.FP4))

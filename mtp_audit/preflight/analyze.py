@@ -70,6 +70,9 @@ class Context:
     resolved: dict[str, Any] = field(default_factory=dict)
     #: facts the native-FP4 verdict needs that were read but could not be decided (a driver written as 580.65)
     undecided: list[str] = field(default_factory=list)
+    #: AMD gfx targets on which the engine's FP4 path at its version could not be told (its release is older than,
+    #: or between, the audited ones) -> why: a GPU whose hardware computes the format natively is then "unknown"
+    amd_paths_open: dict[str, str] = field(default_factory=dict)
 
     # --- derived facts ---------------------------------------------------------------------
     @property
@@ -552,7 +555,8 @@ def analyze(ctx: Context) -> Context:
     known), the platform's own checks on ROCm, CANN and CPU-only machines (:mod:`mtp_audit.preflight.vendors`)."""
     from mtp_audit.preflight import vendors
 
-    checks = ((vendors.check_platform, vendors.check_device_flag, vendors.check_amd, vendors.check_ascend, vendors.check_intel_gaudi)
+    checks = ((vendors.check_platform, vendors.check_device_flag, vendors.check_amd, vendors.check_ascend, vendors.check_intel_gaudi,
+               vendors.check_cpu)
               if vendors.applies(ctx) else (*MACHINE_CHECKS, *ctx.kernels.checks))
     for check in checks:
         before = len(ctx.findings)

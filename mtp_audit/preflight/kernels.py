@@ -68,7 +68,8 @@ class KernelChecks:
             :data:`mtp_audit.preflight.platforms.LABELS` keys) -> functions of the preflight's context run off NVIDIA,
             after the platform's own checks (:mod:`mtp_audit.preflight.vendors`): what this engine does there (its
             FP4 path per AMD gfx target, its NPU or XPU quantization support). Their rules are declared in
-            :mod:`mtp_audit.preflight.rules` too.
+            :mod:`mtp_audit.preflight.rules` too. On Intel XPU / Gaudi a check returns ``True`` when it answered the
+            launch's FP4 question; a launch loading FP4 weights that no check answers gets a blocking FP4 gap.
     """
 
     label: str = "the engine"

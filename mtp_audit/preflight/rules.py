@@ -108,7 +108,7 @@ RULES: tuple[Rule, ...] = (
       (ex(True, "B200 on driver 560.35.03", {"env.txt": env(B200, torch="2.9.1+cu126", driver="560.35.03")}),
        ex(False, "B200 on driver 570.172.08", {"env.txt": env(B200, torch="2.9.1+cu128", driver="570.172.08")})), question=Q.STACK),
     R("MTP209", "kernel-wheel-torch-mismatch", E, "sgl-kernel / sglang is built for a different torch",
-      "Fires when a kernel wheel's Requires-Dist torch pin (live) or the SGLang release's torch pin (matrix) differs from the installed torch version.",
+      "Fires when a kernel wheel's Requires-Dist torch pin (live) or the SGLang release's torch pin (matrix) differs from the installed torch version. An error when that release is installed beside the other torch; in mtp-audit launch against a release the machine is not shown to have installed (another SGLang, SGLang not installed, or none recorded) a warning, as vLLM's MTP339: installing it replaces torch.",
       "sgl-kernel's compiled ops are ABI-bound to one torch version; a nightly torch (as in the incident) forces a from-source build.",
       "Install the pinned torch, or rebuild sgl-kernel from source against your torch with nvcc >= 12.8.",
       ("sglang / sglang-kernel wheel METADATA", "gh:mmcdermott/MEDS_EIC_AR#163"), "code",

@@ -32,7 +32,7 @@ from packaging.version import Version
 from mtp_audit.preflight import platforms as pf
 from mtp_audit.preflight.facts import Fact
 from mtp_audit.report import Evidence, Gap, Severity
-from mtp_audit.report.questions import FP4
+from mtp_audit.report.questions import FP4, STARTS
 
 NOT_APPLICABLE = "not applicable"
 #: The rules of the NVIDIA checks that do not run off CUDA.
@@ -139,10 +139,14 @@ def gap(ctx: Any, message: str, question: str, *, blocking: bool = False) -> Non
     ctx.gaps.append(Gap("preflight", message, None, blocking, question=question))
 
 
-def _engine_checks(ctx: Any, plat: str) -> None:
-    """Run the checks the engine that runs the launch has for ``plat`` (its ``KernelChecks.platform_checks``)."""
+def _engine_checks(ctx: Any, plat: str) -> bool:
+    """Run the checks the engine that runs the launch has for ``plat`` (its ``KernelChecks.platform_checks``);
+    whether one of them answered the launch's FP4 question (a check returns ``True`` when it did: a finding or a
+    gap on what the engine does with the FP4 weights, or the engine's own list accepting them)."""
+    answered = False
     for check in ctx.kernels.platform_checks.get(plat, ()):
-        check(ctx)
+        answered = bool(check(ctx)) or answered
+    return answered
 
 
 def check_amd(ctx: Any) -> None:
@@ -184,7 +188,7 @@ def _amd_path_finding(ctx: Any, g: Any, gfx: str, fmt: str, who: tuple[str, Vers
            Evidence("hardware", f"{tgt['mx']}; FP8 {tgt['fp8']} ({tgt['source']})" if tgt else "not in data/amd.json"),
            Evidence("engine path", how)]
     if row is None:
-        gap(ctx, f"{label} on {gfx} with {name} {ver}: {how}; the FP4 path could not be told", FP4)
+        _unaudited_path(ctx, g, gfx, label, f"{name} {ver}", how, evs)
         return
     evs.append(Evidence("source", row["source"]))
     native = bool(tgt and tgt.get(f"native_{fmt}"))
@@ -212,6 +216,24 @@ def _amd_path_finding(ctx: Any, g: Any, gfx: str, fmt: str, who: tuple[str, Vers
                          "no AMD GPU computes NVFP4 natively: prefer an MXFP4 checkpoint on gfx950 or FP8"))
 
 
+def _unaudited_path(ctx: Any, g: Any, gfx: str, label: str, engine: str, how: str, evs: list[Evidence]) -> None:
+    """The engine's release has no audited FP4 path row (older than, or between, the audited releases: ``how``).
+    A GPU whose hardware computes ``label`` natively gets a blocking FP4 gap and an unknown verdict (whether this
+    release uses the native path is the open question); one that does not is "not capable" from the hardware alone,
+    a warning as on NVIDIA (MTP200), with what the release does instead (emulate or refuse) left as a note."""
+    tgt = pf.gfx_target(gfx)
+    if tgt and tgt.get(f"native_{label.lower()}"):
+        ctx.amd_paths_open[gfx] = f"{engine}'s {label} path could not be told ({how})"
+        gap(ctx, f"{label} on {gfx} with {engine}: {how}; the FP4 path (native or not) could not be told", FP4, blocking=True)
+        return
+    ctx.add("MTP242", f"GPU {g.index} ({g.name.value or '?'}, {gfx}) has no native {label} "
+            f"({tgt['mx'] if tgt else 'gfx target not in the table'}); what {engine} does instead (emulate it or refuse it) "
+            f"was not audited: {how}", gpu=g, evidence=evs, severity=Severity.WARNING,
+            remediation="MXFP4 runs natively on gfx950 (MI350X / MI355X); on this GPU prefer an FP8 checkpoint, or an audited "
+                        "engine release")
+    gap(ctx, f"{label} on {gfx} with {engine}: {how}; the FP4 path (emulated or refused) could not be told", FP4)
+
+
 def gfx_targets_other_than(ctx: Any, gfx: str) -> list[str]:
     """The machine's gfx targets other than ``gfx``, sorted (GPUs whose target is unknown are left out)."""
     return sorted({t for g in ctx.gpus if (t := _gfx(g)) and t != gfx})
@@ -231,7 +253,8 @@ def check_ascend(ctx: Any) -> None:
                 f"them ({facts['fp4']['text']})", evidence=[Evidence("platform", f"cann ({ctx.facts.accelerator.source})"),
                                                             Evidence("source", facts["fp4"]["source"])],
                 remediation="use an msmodelslim W8A8 / W4A8 (or BF16) checkpoint on the NPU, or run this checkpoint on Blackwell")
-    _engine_checks(ctx, pf.CANN)
+    if not _engine_checks(ctx, pf.CANN) and fp4 == "mxfp4":
+        _open_fp4_gap(ctx, pf.CANN, fp4)
 
 
 def ascend_row(g: Any) -> dict[str, Any] | None:
@@ -244,7 +267,9 @@ def ascend_row(g: Any) -> dict[str, Any] | None:
 def check_intel_gaudi(ctx: Any) -> None:
     """MTP236 (the FP4 checks do not apply to Intel GPUs and Gaudi HPUs), then the engine's own checks there (its
     ``platform_checks["xpu"]`` / ``["hpu"]``: vLLM's XPU quantization list, FP4 weights for which vLLM's Gaudi plugin
-    documents no backend: MTP237)."""
+    documents no backend: MTP237). A launch that loads FP4 weights which none of the engine's checks answers
+    (SGLang there; vLLM with an MXFP4 checkpoint and no ``--quantization`` on XPU) leaves the FP4 question open: a
+    blocking gap, never a pass on "the checks do not apply"."""
     plat = platform(ctx)
     if plat not in (pf.XPU, pf.HPU):
         return
@@ -253,7 +278,24 @@ def check_intel_gaudi(ctx: Any) -> None:
     where = Evidence("platform", f"{plat} ({ctx.facts.accelerator.source})")
     ctx.add("MTP236", f"the FP4 checks do not apply to {pf.LABELS[plat]}" + (f" (the launch loads {fp4.upper()})" if fp4 else "")
             + f": {table['facts']['fp4']['text']}", evidence=[where, Evidence("source", table["facts"]["fp4"]["source"])])
-    _engine_checks(ctx, plat)
+    if not _engine_checks(ctx, plat) and fp4:
+        _open_fp4_gap(ctx, plat, fp4)
+
+
+def check_cpu(ctx: Any) -> None:
+    """On a CPU-only machine, a launch loading FP4 weights: no engine's checks cover a CPU backend's FP4 support, so
+    the FP4 question is open (a blocking gap), never a pass on "the FP4 checks do not apply"."""
+    fp4 = fp4_format(ctx)
+    if platform(ctx) == pf.CPU and fp4 and not _engine_checks(ctx, pf.CPU):
+        _open_fp4_gap(ctx, pf.CPU, fp4)
+
+
+def _open_fp4_gap(ctx: Any, plat: str, fp4: str) -> None:
+    """The blocking FP4 gap of a launch loading ``fp4`` weights on ``plat`` that no check of the engine answers."""
+    ver = ctx.engine_version
+    gap(ctx, f"the launch loads {fp4.upper()} weights on {pf.LABELS[plat]}: {ctx.kernels.label} "
+        f"{ver or '(version unknown)'} has no audited check of what it does with them there (the NVIDIA FP4 checks do "
+        "not apply); whether they load and run could not be told", FP4, blocking=True)
 
 
 def verdicts(ctx: Any, capable: str, not_capable: str, unknown: str) -> list[dict[str, Any]]:
@@ -268,14 +310,18 @@ def verdicts(ctx: Any, capable: str, not_capable: str, unknown: str) -> list[dic
         base = {"gpu": g.index, "name": g.name.value, "compute_capability": None, "arch": arch, "platform": plat}
         if plat in NOT_APPLICABLE_PLATFORMS:
             kind, rule = {pf.CANN: ("Ascend NPU", "MTP245"), pf.XPU: ("Intel GPU", "MTP236"), pf.HPU: ("Intel Gaudi HPU", "MTP236")}[plat]
-            out.append({**base, "native_fp4": NOT_APPLICABLE,
-                        "reasons": [f"{arch or g.name.value or 'device'}: {kind}, the FP4 checks do not apply ({rule})"]})
+            why = f"{arch or g.name.value or 'device'}: {kind}, the FP4 checks do not apply ({rule})"
+            out.append({**base, "native_fp4": unknown, "reasons": [f"{why}, but whether the engine runs the launch's FP4 weights "
+                                                                   "there could not be told (see the gaps)"]} if open_fp4_launch(ctx) else
+                       {**base, "native_fp4": NOT_APPLICABLE, "reasons": [why]})
             continue
         gfx = _gfx(g)
         tgt = pf.gfx_target(gfx)
         errs = [f"{f.rule_id}: {f.message}" for f in ctx.findings if f.severity >= Severity.ERROR and f.location.symbol in (ctx.device(g.index), "machine")]
         if tgt is None:
             v, why = unknown, [f"gfx target unknown: {g.arch.missing if not gfx else gfx + ' is not in data/amd.json'}"]
+        elif tgt.get(f"native_{fmt}") and gfx in ctx.amd_paths_open and not errs:
+            v, why = unknown, [f"{gfx} ({tgt['family']}) computes {fmt.upper()} natively, but {ctx.amd_paths_open[gfx]}"]
         elif tgt.get(f"native_{fmt}"):
             v, why = (not_capable, errs) if errs else (capable, [f"{gfx} ({tgt['family']}) computes {fmt.upper()} natively ({tgt['mx']})"])
         else:
@@ -284,15 +330,41 @@ def verdicts(ctx: Any, capable: str, not_capable: str, unknown: str) -> list[dic
     return out
 
 
+def open_fp4_launch(ctx: Any) -> list[str]:
+    """The blocking gaps the engine's checks on an Intel GPU / Gaudi left about the launch's FP4 weights (whether the
+    engine reads them there): they make the device's verdict unknown, never "not applicable" (which would pass)."""
+    if platform(ctx) not in (*NOT_APPLICABLE_PLATFORMS, pf.CPU):
+        return []
+    return [g.message for g in ctx.gaps if g.blocking and g.analyzer == "preflight" and g.question in (FP4, STARTS)]
+
+
+def unknowns_have_gaps(ctx: Any, vs: list[dict[str, Any]]) -> bool:
+    """Whether every device whose verdict is unknown off NVIDIA is so because of a blocking gap these checks left
+    already (an Intel / Gaudi launch whose FP4 weights no engine check answers, an AMD gfx target whose FP4 path at
+    the engine's release is not audited): no second gap need say the same."""
+    unknown = [v for v in vs if v["native_fp4"] == "unknown"]
+    if not vs and platform(ctx) == pf.CPU:
+        return bool(open_fp4_launch(ctx))
+    return bool(unknown) and all(open_fp4_launch(ctx) if v.get("platform") in NOT_APPLICABLE_PLATFORMS else v.get("arch") in ctx.amd_paths_open
+                                 for v in unknown)
+
+
 def answer(ctx: Any, vs: list[dict[str, Any]], engine: str) -> list[str] | None:
     """The one-line answer off NVIDIA, or ``None`` on CUDA (the NVIDIA answer applies)."""
     plat = platform(ctx)
     if plat not in OFF_NVIDIA:
         return None
     on = f" on {engine}" if engine else ""
+    if plat == pf.CPU and open_fp4_launch(ctx):
+        return [f"CPU only (no GPU or NPU): could not tell whether the launch's {(fp4_format(ctx) or 'FP4').upper()} weights "
+                f"run{on} (see the gaps; {ctx.facts.accelerator.source})"]
     if plat == pf.CPU:
         return [f"CPU only (no GPU or NPU): the FP4 checks do not apply ({ctx.facts.accelerator.source})"]
     devs = _device_summary(ctx) or "no device listed"
+    if plat in NOT_APPLICABLE_PLATFORMS and any(v["native_fp4"] != NOT_APPLICABLE for v in vs):
+        kind = {pf.CANN: "Ascend NPU", pf.XPU: "Intel GPU", pf.HPU: "Intel Gaudi"}[plat]
+        return [f"{kind} machine ({devs}): could not tell whether the launch's {(fp4_format(ctx) or 'FP4').upper()} weights "
+                f"run{on} (the NVIDIA FP4 checks do not apply; see the gaps)"]
     if plat == pf.CANN:
         return [f"Ascend NPU machine ({devs}): the FP4 checks do not apply{on}; see MTP245-MTP248"]
     if plat in (pf.XPU, pf.HPU):

@@ -473,17 +473,33 @@ EXIT_USAGE = 2
 EXIT_INCONCLUSIVE = 3
 
 
-def exit_code(report: Report, fail_on: Severity | None) -> int:
+def fail_on_severity(fail_on: Severity | str | None) -> Severity | None:
+    """``fail_on`` as a :class:`Severity` (``None``: never): a Severity or ``None`` as given, a word as the CLI's
+    ``--fail-on`` spells it (``"info"``, ``"warning"``, ``"error"``, ``"never"``, any case).
+
+    Raises:
+        ValueError: another word.
+    """
+    if not isinstance(fail_on, str):
+        return fail_on
+    if fail_on.strip().lower() == "never":
+        return None
+    return Severity.parse(fail_on)
+
+
+def exit_code(report: Report, fail_on: Severity | str | None) -> int:
     """CI exit code for ``report``.
 
     Args:
         report: the audit result.
-        fail_on: lowest severity that fails the run; ``None`` means ``--fail-on never``.
+        fail_on: lowest severity that fails the run; ``None`` means ``--fail-on never``; the CLI's words
+            (:func:`fail_on_severity`) are accepted too.
 
     Returns:
         1 if a finding is at or above ``fail_on``; else 3 if the report is inconclusive; else 0.
         A definite failure outranks "could not tell", because it is what the user must fix first.
     """
+    fail_on = fail_on_severity(fail_on)
     if fail_on is not None and report.at_least(fail_on):
         return EXIT_FINDINGS
     if report.inconclusive:

@@ -25,8 +25,6 @@ from mtp_audit.sources.bounded import charge_read, current_run
 ANALYZER = "log"
 STDIN = "-"
 
-#: Which verdict speaks for several files: the first of this order that any file has.
-PRIORITY = ("ran-then-stopped", "ran-but-accepted-nothing", "never-ran", "ran-and-helped", "could-not-tell")
 
 
 def read_log(stream: BinaryIO, name: str) -> tuple[LogFacts, ReadStats]:
@@ -171,12 +169,40 @@ def _runs_finding(f: LogFacts, path: str) -> Finding:
         Location(path=path, line=f.runs[-1]))
 
 
+def reported_file(results: list[Any]) -> tuple[Any, str]:
+    """The file whose verdict is reported when several are given, and why: the rule of one log holding several runs
+    (MTP509), applied across files, so that ``mtp-audit log A B`` and ``cat A B | mtp-audit log -`` agree. The
+    last file given that decided something (a verdict other than could-not-tell; the last file when none did), unless
+    an earlier one's reported run is later in time (its last stamp, of the same clock kind: rotated logs given out of
+    order)."""
+    decided = [r for r in results if r[1].verdict != "could-not-tell"] or results
+    main, why = decided[-1], "the last file given that decided"
+    last = main[2].reported_stamp
+    for r in decided[:-1]:
+        st = r[2].reported_stamp
+        if st is not None and last is not None and st.kind == last.kind and st.key > last.key:
+            main, last, why = r, st, "the latest in time"
+    if len(results) == 1:
+        why = ""
+    return main, why
+
+
+def _files_finding(main: Any, why: str, results: list[Any]) -> Finding:
+    """MTP509 for several files: which file's run is reported, and every other file's own verdict."""
+    others = "; ".join(f"{d['file']}: {o.verdict}" for d, o, _ in results if d is not main[0])
+    return get_rule("MTP509").finding(
+        f"{len(results)} log files; the verdict is for {why}, {main[0]['file']} (the rule of several runs in one log); "
+        f"the other files' own verdicts: {others}", Location(path=main[0]["file"]))
+
+
 def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str, Any] | None = None,
                 metrics: dict[str, Any] | None = None, metrics_unavailable: str | None = None) -> Report:
     """Audit engine logs: did MTP run, what was accepted, and (with ``prediction``) does it match?
 
     Args:
-        paths: log files; ``"-"`` reads standard input. Each file is judged on its own.
+        paths: log files; ``"-"`` reads standard input. Each file is judged on its own; with several, the reported
+            verdict is one file's (:func:`reported_file`: the latest in time, as for several runs in one log) and an
+            MTP509 finding names the others' verdicts.
         prediction: what ``mtp-audit launch`` predicted: ``{"engine": ..., "algorithm": ..., "num_speculative_tokens": ...}``
             (see :func:`mtp_audit.runtime.compare.hold_against`), or None.
         metrics: the result of :func:`mtp_audit.runtime.metrics.read_window` to add, or None.
@@ -198,7 +224,7 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
         path = os.fspath(raw)
         d, outcome, facts = _file_result(path)
         results.append((d, outcome, facts))
-        findings += outcome.findings + _side_findings(facts, d["file"])
+        findings += _side_findings(facts, d["file"])
         if d["stopped_at_bytes"] is not None:
             gaps.append(Gap(ANALYZER, f"{d['file']}: read only its first {d['stopped_at_bytes']} bytes (the run's read budget, "
                                       "MTP_AUDIT_MAX_READ_BYTES); the verdict is for those bytes, not for the rest of the log",
@@ -209,9 +235,14 @@ def analyze_log(paths: Sequence[str | os.PathLike[str]], *, prediction: dict[str
         if outcome.verdict == "could-not-tell":
             lacks = "no statistics line could be read (above), and it lacks" if facts.unread_lines and not \
                 facts.series.intervals else "the log lacks"
-            gaps.append(Gap(ANALYZER, f"{d['file']}: could not tell whether MTP ran: {lacks} {outcome.deciding}", d["file"],
-                            question=RUNTIME))
-    main = min(results, key=lambda r: PRIORITY.index(r[1].verdict))
+            # statistics lines were read but do not decide (too few drafted tokens, figures no engine prints): say so
+            why = (outcome.sentence if facts.series.intervals and outcome.sentence.startswith("could not tell")
+                   else f"could not tell whether MTP ran: {lacks} {outcome.deciding}")
+            gaps.append(Gap(ANALYZER, f"{d['file']}: {why}", d["file"], question=RUNTIME))
+    main, why = reported_file(results)
+    findings = main[1].findings + findings
+    if len(results) > 1:
+        findings.append(_files_finding(main, why, results))
     top = _top_facts(main, results)
     if prediction is not None:
         from mtp_audit.runtime.compare import hold_against
@@ -316,15 +347,19 @@ def _top_facts(main: tuple[dict[str, Any], Outcome, LogFacts], results: list[Any
 def analyze_metrics_only(metrics: dict[str, Any]) -> Report:
     """A report from a ``--metrics`` window alone (no log file).
 
-    The verdict: ``ran-but-accepted-nothing`` when tokens were drafted and under 3 % accepted,
+    The verdict: ``ran-but-accepted-nothing`` when tokens were drafted and under 3 % accepted (``could-not-tell``
+    below the minimum sample, :func:`mtp_audit.runtime.metrics.window_too_few`),
     ``ran-and-helped`` when accepted, ``could-not-tell`` when nothing was drafted in the window or no
     speculative metric was exported.
     """
-    from mtp_audit.runtime.metrics import metrics_findings, window_kind
+    from mtp_audit.runtime.metrics import metrics_findings, window_kind, window_too_few
 
     rate = metrics.get("acceptance_rate")
     kind = window_kind(metrics.get("engine"))
-    if kind == "counters" and metrics.get("drafted"):
+    few = window_too_few(metrics) if kind == "counters" and metrics.get("drafted") and rate is not None and rate < 0.03 else None
+    if few is not None:
+        verdict = "could-not-tell"
+    elif kind == "counters" and metrics.get("drafted"):
         verdict = "ran-but-accepted-nothing" if rate is not None and rate < 0.03 else "ran-and-helped"
     elif kind == "gauges" and metrics.get("accept_length"):
         verdict = "ran-but-accepted-nothing" if metrics["accept_length"] < 1.05 else "ran-and-helped"
@@ -332,6 +367,8 @@ def analyze_metrics_only(metrics: dict[str, Any]) -> Report:
         verdict = "could-not-tell"
     findings = metrics_findings(metrics)
     gaps = [] if verdict != "could-not-tell" else [
+        Gap(ANALYZER, f"{metrics['url']}: {few}; send more requests during the window or read the log", question=RUNTIME)
+        if few is not None else
         Gap(ANALYZER, f"{metrics['url']}: no speculative token was drafted in the {metrics['seconds']:g} s window "
                       "(no traffic, or speculation off); send requests during the window or read the log", question=RUNTIME)]
     answer = [f"{verdict}: " + (findings[0].message if findings else "no speculative-decoding metric")]

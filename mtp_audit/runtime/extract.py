@@ -364,6 +364,14 @@ class LogFacts:
             self.reported_run = {"start": self._latest[1]["start"], "end": self._latest[1]["end"],
                                  "why": "latest in time (the log's time goes back)"}
 
+    @property
+    def reported_stamp(self) -> Stamp | None:
+        """The last stamp of the reported run (the latest-in-time run when :meth:`finish` chose an earlier one, else
+        the last run), or None when its lines carry none: how files given together are ordered in time."""
+        if self.reported_run is not None and self._latest is not None:
+            return self._latest[0]
+        return self._run_stamps[1]
+
     # -- time and runs -------------------------------------------------------------------------------
     def _clock(self, ln: LogLine, raw: str) -> None:
         """Follow the line stamps; time going back starts a new run (a restart, or rotated logs out of order)."""

@@ -284,9 +284,25 @@ def _counter_findings(w: dict[str, Any], label: str, loc: Location) -> list[Find
              + (f" ({rate * 100:.1f} %, mean acceptance length {mlen:.2f})" if rate is not None and mlen else ""))
     out = [get_rule("MTP520").finding(f"{label} metrics window: {words}", loc,
                                       evidence=(Evidence("drafts", str(w.get("drafts"))),))]
-    if rate is not None and rate < 0.03 and w["drafted"] >= 8:
+    if rate is not None and rate < 0.03 and not window_too_few(w):
         out.append(get_rule("MTP500").finding(f"{label} metrics window: {words}: the draft tokens are rejected", loc))
     return out
+
+
+def window_too_few(w: dict[str, Any]) -> str | None:
+    """Why a counter window's "accepted nothing" is no evidence, or None: it drafted too few steps
+    (:func:`mtp_audit.runtime.verdict.min_drafted`: its ``drafts`` counter below
+    :data:`~mtp_audit.runtime.verdict.MIN_STEPS`, or, without that counter, fewer drafted tokens than that many steps
+    of the default depth)."""
+    from mtp_audit.runtime.verdict import MIN_STEPS, min_drafted
+
+    drafted, steps = w.get("drafted") or 0, w.get("drafts")
+    need = min_drafted(None, steps) if steps is not None else min_drafted()
+    if (steps is not None and steps >= MIN_STEPS) or (steps is None and drafted >= need):
+        return None
+    shown = f"{steps} draft steps, {drafted} drafted tokens" if steps is not None else f"{drafted} drafted tokens"
+    return (f"too few drafted in the window: {shown} ({w.get('accepted')} accepted); 0 accepted is evidence from "
+            f"{MIN_STEPS} steps on (at a low healthy 20 % first-token acceptance all {MIN_STEPS} reject with under 1 % chance)")
 
 
 def metrics_findings(w: dict[str, Any]) -> list[Finding]:

@@ -82,7 +82,8 @@ RULES: tuple[Rule, ...] = (
         summary="MTP drafted but the target accepted (almost) no draft token",
         what="Sums the accepted and drafted tokens of every speculative statistics line of the run (vLLM "
              "`SpecDecoding metrics`, SGLang `Decode batch ... accept len`, llama-server `draft acceptance`) and "
-             "flags an overall acceptance below 3 % or a mean acceptance length below 1.05.",
+             "flags an overall acceptance below 3 % or a mean acceptance length below 1.05, from 21 verification steps on "
+             "(fewer drafted tokens are could-not-tell: 0 accepted of so few is plausible at a healthy acceptance).",
         why="Every decode step pays for the draft heads and the verification of their tokens, and gets nothing "
             "back: the server is slower than without MTP. The usual causes are draft weights missing or randomly "
             "initialised, a draft quantized against its exclude list, or an engine bug of that release.",
@@ -213,7 +214,9 @@ RULES: tuple[Rule, ...] = (
              "with it (SGLang writes the field whenever a speculative algorithm is set: a process started without "
              "one), and time going back between line stamps (rotated logs "
              "concatenated out of order, or llama.cpp's time since start beginning again); when an earlier run in "
-             "the file is later in time, that run is reported.",
+             "the file is later in time, that run is reported. Several files given together follow the same rule "
+             "(the last file given that decided, or an earlier one later in time), and the finding names every "
+             "other file's own verdict.",
         why="Two runs pasted together would otherwise mix a broken run's acceptance with a fixed one's.",
         fix="Paste one run per file, or read the earlier runs' figures in the JSON facts.",
         sources=("vllm/v1/engine/core.py:140 @ v0.33.0", "sglang/srt/entrypoints/engine.py:311 @ 0.5.23"),

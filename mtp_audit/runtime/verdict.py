@@ -26,6 +26,27 @@ LOW_LEN = 1.5
 #: A fall of the last third below this share of the first third is a decay (MTP503).
 DECAY = 0.75
 
+#: A low but healthy acceptance of the first draft token of a verification step: 20 % (well above
+#: :data:`NOTHING_RATE`; the real MTP reports in fixtures/logs accept far more).
+LOW_HEALTHY_FIRST = 0.2
+#: The fewest verification steps whose "0 accepted" is evidence of rejected drafts (MTP500). A step accepts nothing
+#: exactly when it rejects its first draft token, so at :data:`LOW_HEALTHY_FIRST` all of S steps accept nothing with
+#: probability (1 - 0.2) ** S: 0.8 ** 20 = 0.0115, 0.8 ** 21 = 0.0092, so 21 steps are the first below 1 %.
+MIN_STEPS = 21
+#: Draft tokens per step assumed when the log does not configure it (DeepSeek-style MTP runs 1-3 deep; a deeper
+#: draft needs proportionally more drafted tokens for the same number of steps).
+DEFAULT_DEPTH = 3
+
+
+def min_drafted(depth: int | None = None, steps: int | None = None) -> int:
+    """The fewest drafted tokens (a count) whose "0 accepted" is evidence (:data:`MIN_STEPS` steps of ``depth`` draft
+    tokens; :data:`DEFAULT_DEPTH` when ``depth`` is None). With ``steps`` known (vLLM's ``num_drafts`` counter) the
+    steps themselves are compared: 0 when there are enough, else :data:`MIN_STEPS` steps' worth of tokens."""
+    if steps is not None:
+        return 0 if steps >= MIN_STEPS else MIN_STEPS * (depth or DEFAULT_DEPTH)
+    return MIN_STEPS * (depth or DEFAULT_DEPTH)
+
+
 #: The lines that would decide when no engine was recognised (each engine's own are its dialect's ``deciding``).
 NO_ENGINE_DECIDING = ("any line of {engines} (none was recognised): the server's own start-up configuration and the "
                       "lines it prints while serving")
@@ -88,6 +109,9 @@ def decide(f: LogFacts, path: str) -> Outcome:
             return Outcome("could-not-tell", f"could not tell whether {subject(f)} helped: {odd}",
                            deciding=deciding_lines(f.engine))
         if _accepted_nothing(f):
+            few = _too_few(f)
+            if few is not None:
+                return Outcome("could-not-tell", f"could not tell whether {subject(f)} helped: {few}", deciding=deciding_lines(f.engine))
             return _nothing(f, path)
         stopped = _stopped_accepting(f, path)
         if stopped is not None:
@@ -231,6 +255,23 @@ def _draft_length(f: LogFacts) -> tuple[int, int] | None:
     if isinstance(k, int) and k > 0 and f.command is not None and f.command.line >= start:
         found.append((k, f.command.line))
     return max(found) if found else None
+
+
+def _too_few(f: LogFacts) -> str | None:
+    """Why "accepted nothing" is no evidence, or None: every statistics line counts its tokens and together they
+    drafted fewer than :func:`min_drafted` (of the draft depth the log configures), so 0 accepted is plausible at a
+    low healthy acceptance."""
+    s = f.series
+    if not s.counted or s.counted != s.intervals:
+        return None
+    most = _draft_length(f)
+    need = min_drafted(most[0] if most else None)
+    if s.drafted >= need:
+        return None
+    depth = f"{most[0]} per step (line {most[1]})" if most else f"{DEFAULT_DEPTH} per step assumed"
+    return (f"too few drafted tokens: {s.drafted} ({s.accepted} accepted); 0 accepted is evidence from {need} on "
+            f"({MIN_STEPS} steps of {depth}: at a low healthy 20 % first-token acceptance all {MIN_STEPS} reject with "
+            "under 1 % chance)")
 
 
 def _accepted_nothing(f: LogFacts) -> bool:

@@ -56,7 +56,12 @@ MAX_RECORDED_READS = 1_000_000
 
 
 class NotRegularFile(OSError):
-    """The path is a FIFO, socket, device, symlink or directory: never read (a FIFO would block forever)."""
+    """The path is a FIFO, socket, device, symlink or directory: never read (a FIFO would block forever).
+    ``entry``: ``"directory"``, ``"symlink"`` or ``"other"`` (a FIFO, socket or device)."""
+
+    def __init__(self, message: str, entry: str = "other") -> None:
+        super().__init__(message)
+        self.entry = entry
 
 
 class BudgetSpent(InputError):
@@ -318,13 +323,13 @@ def open_regular(path: Path | str, *, follow: bool = True) -> int:
         fd = os.open(path, flags)
     except OSError as exc:
         if not follow and exc.errno in (errno.ELOOP, errno.EMLINK):
-            raise NotRegularFile("is a symlink (swapped in after it was checked?); not followed") from None
+            raise NotRegularFile("is a symlink (swapped in after it was checked?); not followed", "symlink") from None
         raise
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
-            raise NotRegularFile(f"is {kind}, expected a regular file; not read")
+            raise NotRegularFile(f"is {kind}, expected a regular file; not read", "directory" if stat.S_ISDIR(mode) else "other")
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
     except BaseException:

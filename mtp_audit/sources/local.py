@@ -190,7 +190,8 @@ class ReadProblem(Exception):
         file: POSIX path relative to the checkpoint root.
         problem: one line, no trailing period.
         kind: ``"missing"``, ``"unreadable"``, ``"malformed"``, ``"escapes"`` (path leaves the root),
-            ``"network"``.
+            ``"network"``, ``"directory"`` (a folder where a file is expected: every loader's open fails),
+            ``"not-a-file"`` (a FIFO, socket or device: never read).
     """
 
     def __init__(self, file: str, problem: str, kind: str = "malformed") -> None:
@@ -563,6 +564,12 @@ class CheckpointSource(ABC):
         and never opened. None for sources without symlinks (the hub)."""
         return None
 
+    def not_a_file(self, rel: str) -> ReadProblem | None:
+        """A problem of kind ``"directory"`` / ``"not-a-file"`` when ``rel`` is in the checkpoint but is not a regular
+        file (a folder named like a shard, which :meth:`list_files` walks into and so never lists), else None
+        (a regular file, nothing there, or a path out of the folder). None for sources without such entries (the hub)."""
+        return None
+
     def stats(self) -> dict[str, int]:
         """I/O counters for the report (``{"requests": n, "bytes_read": n}`` for the hub); empty locally."""
         return {}
@@ -633,8 +640,31 @@ class LocalSource(CheckpointSource):
         except (OSError, RuntimeError):
             raise ReadProblem(rel, "symlink loop; not opened", "unreadable") from None
         if self._fence not in target.parents:
-            raise ReadProblem(rel, "resolves outside the checkpoint folder (symlink); not opened", "escapes")
+            raise ReadProblem(rel, f"resolves outside the checkpoint folder ({self._link_words(rel)}); not opened", "escapes")
         return target
+
+    def _link_words(self, rel: str) -> str:
+        """``symlink to <its text>`` for a path that is itself a symlink (its text read, the target never looked at:
+        whether a file is there is not checked), else ``symlink``."""
+        try:
+            text = os.readlink(self.root / rel)
+        except (OSError, ValueError):
+            return "symlink"
+        shown = text if len(text) <= 120 and text.isprintable() else ascii(text[:120])
+        return f"symlink to {shown}; whether a file is there was not checked"
+
+    def not_a_file(self, rel: str) -> ReadProblem | None:
+        """See :meth:`CheckpointSource.not_a_file` (one ``stat`` of a path inside the folder; nothing is opened)."""
+        try:
+            mode = os.stat(self._path(rel)).st_mode
+        except (ReadProblem, OSError):
+            return None
+        if stat.S_ISREG(mode):
+            return None
+        if stat.S_ISDIR(mode):
+            return ReadProblem(rel, "is a directory, expected a regular file; not read", "directory")
+        what = "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
+        return ReadProblem(rel, f"is {what}, expected a regular file; not read", "not-a-file")
 
     def linked_out(self, rel: str) -> str | None:
         """See :meth:`CheckpointSource.linked_out`: the first folder of ``rel`` that is a symlink, when ``rel`` resolves
@@ -742,11 +772,11 @@ def _read_header_bytes(path: Path, rel: str) -> tuple[bytes, int, JsonCounts | N
     except BudgetSpent as exc:
         raise ReadProblem(rel, exc.problem, "unreadable") from None
     except NotRegularFile as exc:
-        raise ReadProblem(rel, str(exc), "unreadable") from None
+        raise ReadProblem(rel, str(exc), {"directory": "directory", "other": "not-a-file"}.get(exc.entry, "unreadable")) from None
     except FileNotFoundError:
         raise ReadProblem(rel, "no such file", "missing") from None
     except IsADirectoryError:
-        raise ReadProblem(rel, "is a directory", "unreadable") from None
+        raise ReadProblem(rel, "is a directory", "directory") from None
     except PermissionError:
         raise ReadProblem(rel, "permission denied", "unreadable") from None
     except OSError as exc:

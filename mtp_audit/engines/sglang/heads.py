@@ -111,6 +111,9 @@ def _answer_no(ev: HeadsEvidence, what: str, n: int, blocking: list[str]) -> str
         why = "there is no config.json to declare them" if not ev.has_config else "config.json declares no MTP layer"
         return (f"{n:,} MTP tensor{'s ship' if n != 1 else ' ships'} but {why}; --speculative-algorithm NEXTN will not load "
                 "them as a draft")
+    if not ev.tensors_known:  # config only: the tensors were not inspected, so none is claimed absent
+        return ("no MTP layers declared (tensors not inspected: no index and no shard): speculative decoding would need a "
+                "separate draft model")
     return "no MTP layers declared and no MTP tensors: speculative decoding would need a separate draft model"
 
 

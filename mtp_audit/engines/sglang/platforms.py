@@ -28,21 +28,23 @@ def check_rocm_fp4_path(ctx: Any) -> None:
     vendors.check_amd_fp4_path(ctx, "sglang", ctx.engine_version, "SGLang")
 
 
-def check_npu_mxfp4(ctx: Any) -> None:
+def check_npu_mxfp4(ctx: Any) -> bool:
     """MTP248: ``--quantization mxfp4`` on SGLang's NPU backend (from the release in ``sglang_npu_mxfp4.from``, or an
-    unknown one) with an NPU that is not of the generation it needs (Ascend 950), or whose model is unknown."""
+    unknown one) with an NPU that is not of the generation it needs (Ascend 950), or whose model is unknown.
+    ``True`` when it answered the launch's MXFP4 question (that flag on such a release), else ``False``."""
     f = pf.ascend_table()["facts"]["sglang_npu_mxfp4"]
     sg = ctx.engine_version
     q = (ctx.launch.get("--quantization") or "").lower() if ctx.launch else ""
     if q != "mxfp4" or (sg is not None and sg < Version(f["from"])):
-        return
+        return False
     bad = [g for g in ctx.gpus if (r := vendors.ascend_row(g)) is None or r["generation"] != f["needs_generation"]]
     if not bad:
-        return
+        return True
     g = bad[0]
     ctx.add("MTP248", f"--quantization mxfp4 on SGLang's NPU backend: {f['text']}; NPU {g.index} is {g.name.value or 'unknown'}",
             gpu=g, evidence=[Evidence("NPU", f"{g.name.value} ({g.arch.value or g.arch.missing})"), Evidence("source", f["source"])],
             remediation="use an msmodelslim W8A8 / W4A8 checkpoint on this NPU, or run MXFP4 on Ascend 950")
+    return True
 
 
 #: SGLang's checks per platform.

@@ -589,6 +589,8 @@ def scan_file(rel: str, data: bytes, passes: tuple[str, ...] | bool) -> dict[str
         if problems:
             res["gap"] = "; ".join(problems)
     if not passes:
+        if any(e["mtp"] for e in res["entry"]) and not res["gap"]:
+            _check_registers(rel, data, res)
         return res
     res["passes"] = list(passes)
     ix = index_source(rel, data, res)
@@ -608,6 +610,19 @@ def scan_file(rel: str, data: bytes, passes: tuple[str, ...] | bool) -> dict[str
             res.pop(key, None)
         res["gap"] = f"does not parse into a tree the passes can walk (nested too deeply: {type(exc).__name__}); not examined"
     return res
+
+
+def _check_registers(rel: str, data: bytes, res: dict[str, Any]) -> None:
+    """A model file registering an MTP / NextN class is parsed (the other model files are not): SGLang's model
+    registry imports each module and skips one that fails to import (``import_model_classes``, ``except Exception``
+    then "Ignore import error when loading ...": wheel:sglang-0.5.9:sglang/srt/models/registry.py:102-107), so a file that does not parse registers nothing on the serving Python, or something,
+    on a newer one. Its entries stay, with a note (``res["passes"]`` empty: not a server file) naming the file."""
+    probe: dict[str, Any] = {"gap": None}
+    if index_source(rel, data, probe) is None and probe["gap"]:
+        names = ", ".join(e["class"] for e in res["entry"] if e["mtp"])
+        res["gap"] = (f"{probe['gap'].removesuffix('; not examined')}: SGLang's model registry skips a module that fails "
+                      f"to import, so whether {names} is registered depends on the serving Python")
+        res["passes"] = []
 
 
 def index_source(rel: str, data: bytes, res: dict[str, Any] | None = None) -> ModuleIndex | None:

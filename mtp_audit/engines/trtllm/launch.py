@@ -22,7 +22,7 @@ from mtp_audit.engines.base import (
     LaunchRequest,
     LogDialect,
 )
-from mtp_audit.engines.outcome import COULD_NOT_TELL, mtp_errors_as_warnings, verdict, verdict_sentence
+from mtp_audit.engines.outcome import COULD_NOT_TELL, FIX_FIRST, mtp_errors_as_warnings, verdict, verdict_sentence
 from mtp_audit.engines.trtllm import knowledge as K
 from mtp_audit.engines.trtllm import parity as P
 from mtp_audit.engines.trtllm.command import TrtllmCommand, parse_trtllm_command, trtllm_entry
@@ -486,24 +486,37 @@ def build_facts(ctx: TCtx, findings: Sequence[Finding], gaps: Sequence[Gap]) -> 
     errors = [f for f in findings if f.severity >= Severity.ERROR]
     blocking = [g for g in gaps if g.blocking]
     runs = what_runs(ctx)
-    verb = "would run" if v == COULD_NOT_TELL else "runs"
+    # what runs is said in the conditional unless the verdict is go: an error stops the start, a blocking gap leaves it open
+    verb = {FIX_FIRST: "would run", COULD_NOT_TELL: "would run"}.get(v, "runs")
+    cond = " if it started" if v == FIX_FIRST else ""
     if runs["method"] not in K.DECODING_TYPES and runs["method"] != "none":
         head = f"TensorRT-LLM does not start: speculative_config.decoding_type {runs['method']} is {runs['detail']}"
     elif runs["method"] == "none":
-        head = "TensorRT-LLM runs no speculative decoding (no speculative_config: no drafter is built)"
+        head = f"TensorRT-LLM {verb} no speculative decoding{cond} (no speculative_config: no drafter is built)"
     else:
         head = f"TensorRT-LLM {verb} {runs['method']}" + (f" ({runs['mode']}, max_draft_len {runs['max_draft_len']})"
-                                                        if runs.get("mode") else f": {runs['detail']}")
+                                                        if runs.get("mode") else f": {runs['detail']}") + cond
     sentence = verdict_sentence(v, errors, blocking, findings)
     fixed = corrected_command(ctx)
     fixed_text = shell_join(fixed) if fixed else None
     summary = {"verdict": v, "engine": "trtllm", "speculative": runs["method"], "draft_mode": runs.get("mode"),
                "max_draft_len": runs.get("max_draft_len"), "config": ctx.yaml_name, "corrected_command": fixed_text}
-    answer = [f"{head}; {sentence}"] + ([f"corrected command: {fixed_text}"] if fixed_text else [])
+    answer = [f"{_lead(v, errors, blocking, findings)}; {head}"] + ([f"corrected command: {fixed_text}"] if fixed_text else [])
     lines = [head + ".", sentence] + ([f"Corrected command: {fixed_text}"] if fixed_text else [])
     return {"summary": summary, "answer": answer, "closing": {"title": "What will happen (TensorRT-LLM)", "lines": lines},
             "verdict": v, "corrected_command": fixed_text, "corrected_argv": fixed, "engine": "trtllm",
             "speculative": runs, "command": ctx.cmd.to_dict(), "config": ctx.yaml_doc.get("speculative_config")}
+
+
+def _lead(v: str, errors: Sequence[Finding], blocking: Sequence[Gap], findings: Sequence[Finding]) -> str:
+    """The answer's verdict first, in the shape of the SGLang and vLLM launches: ``fix first: N error(s) (ids)``,
+    ``could not tell: <first blocking gap>``, ``go`` (with its warning ids)."""
+    if v == FIX_FIRST:
+        return f"fix first: {len(errors)} error(s) ({', '.join(sorted({f.rule_id for f in errors}))})"
+    if v == COULD_NOT_TELL:
+        return f"could not tell: {blocking[0].message}" + (f" (+{len(blocking) - 1} more blocking gap(s))" if len(blocking) > 1 else "")
+    warn = sorted({f.rule_id for f in findings if f.severity == Severity.WARNING})
+    return "go" + (f" (warnings: {', '.join(warn)})" if warn else "")
 
 
 def machine_only(ctx: TCtx, pf: Report) -> Report:

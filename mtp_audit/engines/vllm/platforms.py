@@ -105,40 +105,46 @@ def _quantization_method(ctx: Any) -> tuple[str, str] | None:
     return None
 
 
-def check_xpu_quantization(ctx: Any) -> None:
+def check_xpu_quantization(ctx: Any) -> bool:
     """MTP237 on an Intel GPU: vLLM's ``Platform.verify_quantization`` refuses a method outside the XPU list of its
-    release (``data/intel.json`` ``vllm_xpu_quantization``); a gap for a release older than the audited ones."""
+    release (``data/intel.json`` ``vllm_xpu_quantization``); a blocking gap for a release older than the audited
+    ones, or of unknown version (whether the launch starts could not be told). ``True`` when the launch names a
+    method (the FP4 question is answered: accepted, refused or open), ``False`` when it names none."""
     found = _quantization_method(ctx)
     if found is None:
-        return
+        return False
     method, how = found
     ver = ctx.engine_version
     rows = pf.intel_table()["facts"]["vllm_xpu_quantization"]
     row = next((r for r in reversed(rows) if ver is not None and Version(r["from"]) <= ver), None)
     if row is None:
         vendors.gap(ctx, f"{how} on an Intel GPU with vLLM {ver or '(version unknown)'}: vLLM's XPU quantization list is "
-                    f"read from releases {rows[0]['from']} on; whether this release accepts {method} could not be told", STARTS)
-        return
+                    f"read from releases {rows[0]['from']} on; whether this release accepts {method} could not be told", STARTS,
+                    blocking=True)
+        return True
     if method in row["methods"]:
-        return
+        return True
     where = Evidence("platform", f"{pf.XPU} ({ctx.facts.accelerator.source})")
     ctx.add("MTP237", f"{how} on an Intel GPU: vLLM {ver} refuses it at start-up, {row['refusal'].replace('<method>', method)}; "
             f"its XPU platform accepts {', '.join(row['methods'])}", severity=Severity.ERROR,
             evidence=[where, Evidence("vLLM", str(ver)), Evidence("quantization", method), Evidence("source", row["source"])],
             remediation="use an MXFP4, FP8, AWQ or GPTQ checkpoint on the Intel GPU, or run the NVFP4 checkpoint on Blackwell")
+    return True
 
 
-def check_gaudi_fp4_weights(ctx: Any) -> None:
+def check_gaudi_fp4_weights(ctx: Any) -> bool:
     """MTP237 on Intel Gaudi: the launch loads NVFP4 / MXFP4 weights, for which no quantization backend of the vLLM
-    Hardware Plugin for Intel Gaudi is documented (``data/gaudi.json`` ``fp4_weights``: a warning, documentation
-    rather than code)."""
+    Hardware Plugin for Intel Gaudi is documented (``data/gaudi.json`` ``fp4_weights``). A warning, not an error:
+    the evidence is the plugin's documentation (the backends it lists), not its code at a release, so "fails to
+    load" is not shown exactly. ``True`` when the launch loads FP4 weights (the FP4 question is answered)."""
     fp4 = vendors.fp4_format(ctx)
     if fp4 is None:
-        return
+        return False
     f = pf.gaudi_table()["facts"]["fp4_weights"]
     ctx.add("MTP237", f"the launch loads {fp4.upper()} weights on Intel Gaudi: {f['text']}", severity=Severity.WARNING,
             evidence=[Evidence("platform", f"{pf.HPU} ({ctx.facts.accelerator.source})"), Evidence("source", f["source"])],
             remediation="use a BF16 checkpoint quantized to FP8 with Intel Neural Compressor, or an AWQ / GPTQ one, on Gaudi")
+    return True
 
 
 #: vLLM's checks per platform, in the order they run (the switches before the FP4 path: an MTP244 error is the first

@@ -50,6 +50,7 @@ from mtp_audit.engines.sglang.startup_facts import grounded, guard_value, predic
 from mtp_audit.errors import InputError
 from mtp_audit.preflight.typed import machine_answer
 from mtp_audit.report import Evidence, Gap, Report, Severity
+from mtp_audit.report import questions as Q
 
 _ENV_INTEREST = re.compile(r"NEXTN|MTP|SPEC|FP4")
 _TRUTHY = ("1", "true", "yes", "on")
@@ -977,7 +978,7 @@ def scope_launch(ctx: Ctx, reports: list[Report]) -> list[Report]:
     kernels (:func:`mtp_audit.engines.outcome.fp4_needed` of the checkpoint and ``--quantization``) -> the native FP4
     verdict is a note; no ``--speculative-algorithm`` -> the checkpoint's MTP checks are notes. Sets
     ``ctx.fp4_needed``; the launch's own gaps are scoped in place, the sub-reports returned scoped. The machine's
-    torch pin (MTP209) of an SGLang release other than the one the machine has installed is relaxed
+    torch pin (MTP209) of an SGLang release the machine is not shown to have installed is a warning
     (:func:`relax_other_release_pin`)."""
     from mtp_audit.engines.outcome import fp4_needed, scope_gap, scope_gaps
 
@@ -990,25 +991,41 @@ def scope_launch(ctx: Ctx, reports: list[Report]) -> list[Report]:
 
 
 def relax_other_release_pin(ctx: Ctx, report: Report) -> Report:
-    """The preflight report with MTP209 ("sglang X pins torch==Y ... but torch Z is installed") a warning when the
-    machine has another SGLang installed than the release audited (``--sglang 0.5.23`` against an environment dump of
-    an older install): that torch belongs to the other install, and installing release X brings its own pinned torch.
-    The finding stays, saying so; with no SGLang listed on the machine, or the same release, it is an error as
-    before (the compiled kernels fail to load)."""
+    """The preflight report with MTP209 ("sglang X pins torch==Y ... but torch Z is installed") a warning unless the
+    machine is shown to have this very release installed: severity follows the consequence, as vLLM's MTP339.
+
+    - release X is installed (the machine's sglang is X): an error as before (its sgl-kernel is built for torch Y
+      and fails to load beside torch Z);
+    - another SGLang is installed (``--sglang 0.5.23`` against a dump of an older install), or SGLang is shown as not
+      installed (live "not installed", check_env "Module Not Found"): a warning, installing release X brings the
+      torch it pins (pip replaces torch Z);
+    - the record does not show SGLang at all (a vLLM collect_env, a prose paste): a warning as well (installing is
+      the case the record shows), with a note that the error case (X already installed beside torch Z) could not
+      be told.
+    """
     import dataclasses
 
-    installed = ctx.machine.package("sglang") if ctx.machine is not None else None
+    pkg = ctx.machine.facts.package("sglang") if ctx.machine is not None else None
+    installed = pkg.value if pkg is not None and pkg.present else None
     audited = ctx.release.version
-    if not installed or not audited or str(installed) == str(audited):
+    if pkg is None or not audited or (installed and str(installed) == str(audited)):
         return report
-    out = []
+    shown_absent = (pkg.missing or "").startswith("not installed")
+    why = (f" (a warning for this launch: the machine has sglang {installed} installed, not {audited}; installing sglang "
+           f"{audited} brings the torch it pins)" if installed else
+           " (a warning: SGLang not installed; installing it replaces torch)" if shown_absent else
+           " (a warning: no SGLang recorded; installing it replaces torch)")
+    out, relaxed = [], False
     for f in report.findings:
         if f.rule_id == "MTP209" and f.severity >= Severity.ERROR and f.message.startswith(f"sglang {audited} pins"):
-            f = dataclasses.replace(f, severity=Severity.WARNING, message=f.message + (
-                f" (a warning for this launch: the machine has sglang {installed} installed, not {audited}; installing "
-                f"sglang {audited} brings the torch it pins)"))
+            f = dataclasses.replace(f, severity=Severity.WARNING, message=f.message + why)
+            relaxed = True
         out.append(f)
-    return dataclasses.replace(report, findings=tuple(out))
+    gaps = report.gaps
+    if relaxed and not installed and not shown_absent:
+        gaps += (Gap("preflight", f"whether sglang {audited} is already installed beside that torch is not shown ({pkg.missing}): "
+                     "if it is, its sgl-kernel fails to load (MTP209 would be an error)", None, False, Q.STACK),)
+    return dataclasses.replace(report, findings=tuple(out), gaps=gaps)
 
 
 def _checkpoint_of(analyzers: Analyzers, path: str | None, flag: str) -> tuple[CheckpointAnswer | None, Report | None, Gap | None]:
