@@ -86,11 +86,43 @@ _SIGNATURES: dict[str, re.Pattern[str]] = {
     "torch-collect-env": re.compile(r"PyTorch version\s*:|CUDA used to build PyTorch\s*:", re.M),
     "vllm-collect-env": re.compile(r"vLLM Version\s*:", re.M),
     "flashinfer-collect-env": re.compile(r"==== FlashInfer ====|^flashinfer-cubin\s+:", re.M),
-    "nvidia-smi": re.compile(r"NVIDIA-SMI \d"),
+    # the banner, or (a paste that lost its top lines) the table's column header or a GPU row with its bus id
+    "nvidia-smi": re.compile(r"NVIDIA-SMI \d|^\|\s*GPU\s+Name\s+Persistence-M\s*\||"
+                             r"^\|\s+\d{1,3}\s+\S[^|\n]{0,80}?\s+(?:On|Off)\s+\|\s+[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d", re.M),
     "nvidia-smi-q": re.compile(r"^\s*Product Name\s+: ", re.M),
     "nvidia-smi-csv": re.compile(r"^index, name, compute_cap", re.M),
     **vendor_dumps.SIGNATURES,
 }
+
+
+#: What only a known environment tool prints although no fact is read from it: collect_env's banner, section titles and
+#: fixed keys (torch/utils/collect_env.py ``env_info_fmt``; vllm/collect_env.py), sglang check_env's fixed keys
+#: (sglang/check_env.py), vLLM's platform line (vllm/platforms/__init__.py ``Automatically detected platform``), the
+#: nvidia-smi table's column header, the tools' own module names. A paste holding only these (cut before its first
+#: fact) is an environment dump with nothing answered: "could not tell", not an input error.
+_TOOL_MARKS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("collect_env", re.compile(
+        r"Collecting environment information|^[ \t]*(?:System Info|PyTorch Info|Python Environment|CUDA / GPU Info|CPU Info|"
+        r"Versions of relevant libraries|vLLM Info)[ \t]*:?[ \t]*$|"
+        r"^(?:Is debug build|CUDA used to build PyTorch|ROCM used to build PyTorch|GCC version|Clang version|CMake version|"
+        r"Libc version|Python version|Python platform|Is CUDA available|CUDA runtime version|CUDA_MODULE_LOADING set to|"
+        r"cuDNN version|HIP runtime version|MIOpen runtime version|Is XNNPACK available|Is XPU available)[ \t]*:", re.M)),
+    ("vLLM", re.compile(r"Automatically detected platform \w")),
+    ("sglang check_env", re.compile(r"^(?:CUDA available|NVCC|CUDA_HOME|CUDA Driver Version|Hypervisor vendor|ulimit soft limit)[ \t]*:|"
+                                    r"^Python: \d+\.\d+\.\d+ \(", re.M)),
+    ("nvidia-smi", re.compile(r"NVIDIA-SMI |Persistence-M|Bus-Id\s+Disp\.A|Volatile Uncorr\. ECC")),
+    ("xpu-smi", re.compile(r"xpu-smi |^\|\s*Device ID\s*\|\s*Device Information", re.M)),
+    ("a tool named by its module", re.compile(r"sglang\.check_env|torch\.utils\.collect_env|flashinfer\.collect_env|vllm collect-env")),
+)
+
+
+def recognised_tool(text: str) -> str | None:
+    """The known tool whose output ``text`` shows (see :data:`_TOOL_MARKS`) with the line of its first mark, or ``None``."""
+    for tool, rx in _TOOL_MARKS:
+        m = rx.search(text)
+        if m:
+            return f"{tool} (line {_line_of(text, m.start())}: {m.group(0).strip()[:40]!r})"
+    return None
 
 
 def detect_formats(text: str) -> tuple[str, ...]:
@@ -177,7 +209,10 @@ def parse_dump(text: str, *, display: str = "dump") -> MachineFacts:
         raise InputError(display, "is an mtp-audit report, not an environment dump (pass the output of 'python3 -m sglang.check_env' or 'nvidia-smi')")
     formats = detect_formats(text)
     free = parse_freeform(text)
-    if not formats and not found_anything(free):
+    tool = None if formats or found_anything(free) else recognised_tool(text)
+    if tool is not None:
+        free = replace(free, notes=(*free.notes, f"the text is the output of {tool} but holds none of its facts (cut before them?)"))
+    elif not formats and not found_anything(free):
         raise InputError(
             display,
             "nothing recognisable as an environment: no tool dump ('python3 -m sglang.check_env', "
@@ -550,7 +585,7 @@ def parse_nvidia_smi(text: str) -> MachineFacts:
     else:
         cuda = Fact.absent("nvidia-smi prints 'CUDA Version: N/A'" if hm else "no nvidia-smi header line", source=fmt)
     gpus: list[GpuFacts] = []
-    last_row_end = 0
+    last_row_end = first_row_start = 0
     row = re.compile(r"^\|\s+(\d{1,3})\s+(.+?)\s+(On|Off)\s+\|[^\n]*(?:\n\|[^|\n]*\|\s*(?:(\d{1,9})MiB\s*/\s*(\d{1,9})MiB|([^|\n]*?))\s*\||[^\n]*$)", re.M)
     for m in row.finditer(text):
         name = Fact.of(m.group(2).strip(), f"{fmt} line {_line_of(text, m.start())}")
@@ -562,9 +597,12 @@ def parse_nvidia_smi(text: str) -> MachineFacts:
             shown = (m.group(6) or "").strip() or "blank"
             mem = Fact.absent(f"nvidia-smi reports memory as '{shown}' (unified memory on GB10)" if "Not Supported" in shown or "N/A" in shown else f"nvidia-smi memory column: '{shown}'")
         gpus.append(GpuFacts(index=int(m.group(1)), name=name, compute_capability=_gpu_cc(name), memory_bytes=mem))
+        first_row_start = first_row_start or m.start()
         last_row_end = m.end()
     truncated = not gpus or text.rstrip().endswith(("+----", "|"))
-    partial = bool(gpus) and not _smi_table_end_seen(text, last_row_end)
+    # the rows are the whole table only between its column header (or banner) and its Processes block: a paste that lost
+    # its top lines may have lost the first GPUs' rows too
+    partial = bool(gpus) and not (_SMI_TABLE_START.search(text, 0, first_row_start) and _smi_table_end_seen(text, last_row_end))
     return MachineFacts(
         origin=f"env-dump:{fmt}",
         gpus=tuple(gpus),
@@ -574,6 +612,9 @@ def parse_nvidia_smi(text: str) -> MachineFacts:
         cuda_driver_version=cuda,
         notes=(f"{fmt}: the table may be truncated; {len(gpus)} GPU row(s) read",) if truncated and gpus else (),
     )
+
+
+_SMI_TABLE_START = re.compile(r"NVIDIA-SMI \d|Persistence-M")
 
 
 def _smi_table_end_seen(text: str, after: int) -> bool:

@@ -4,7 +4,11 @@ names the public report of each).
 
 Read line by line (linear in the text), each fact with its provenance ``"free-form line N (...)"``:
 
-- GPUs: a line whose key names the hardware (``- GPU: 8x NVIDIA RTX PRO 6000 Blackwell Server Edition,
+- GPUs: hand-written text is not a device listing. Every product it names is evidence that such a GPU is in question
+  (the short names that are also ordinary tokens, ``A2``, ``T4``, ``L40``, only in a GPU context: a GPU key, the word
+  GPU, ``NVIDIA``, a count or an SM written); two different products named (``GPU: 8x B200, previously 8x H100``) do
+  not say which the machine has together: the GPU list is then a conflict (missing, both named), never a mixed
+  machine. English ("previously", "cancelled") is not parsed. Read from: a line whose key names the hardware (``- GPU: 8x NVIDIA RTX PRO 6000 Blackwell Server Edition,
   SM120``, ``| GPU | NVIDIA GB10 (SM 12.1) |``, ``Hardware: 8x NVIDIA B300 SXM6 AC (SM103, 267.7 GiB)``),
   ``GPU 0: <name>`` lines, torch's ``Found GPU0 <name> which is of cuda capability X.Y`` wherever it sits, or prose
   naming a product with a count or an SM (``2x DGX Spark``, ``8xH100``, ``H20x4``, ``4×L40S``, ``8-way B200``,
@@ -67,6 +71,9 @@ _FOUND_GPU = re.compile(r"Found GPU\s?(\d{1,3}) (.{1,80}?) which is of cuda capa
 #: A DGX / HGX system named in a host or product token (``dgx-b300``, ``hgx_h100``): the line is about the machine.
 _SYSTEM = re.compile(r"(?<![a-z0-9])[dh]gx[-_ ]?(?:[abhlvt]|gh|gb)\d", re.I)
 _COUNT_AFTER = re.compile(r"^\s*(?:[x×*]\s*(\d{1,3})(?!\d)|\((\d{1,3})\)|,?\s*(\d{1,3})\s*gpus?\b)", re.I)
+#: A table alias that is also an ordinary token (a letter or two and one or two digits: A2, T4, L40, H20, GB10 is not one):
+#: read as a GPU only in a GPU context (a GPU key, the word GPU, NVIDIA, a count, an SM written).
+_SHORT_ALIAS = re.compile(r"[a-z]\d{1,2}", re.I)
 _COUNT_GPUS = re.compile(r"(?<![\d.])(\d{1,3})\s*(?:x\s*)?gpus\b", re.I)
 _DRIVER = re.compile(r"(?<![a-z])(?:(?:nvidia |cuda |kmd )?driver(?: version)?|kmd version)\s*[:=]?\s*v?(\d{3}\.\d{1,3}(?:\.\d{1,3})?)(?![\d.])", re.I)
 _CUDA_DRIVER = re.compile(r"(?:host cuda|cuda (?:umd )?version|driver cuda|cuda driver(?: api)?)(?: version)?\s*[:=]?\s*(\d{1,2}\.\d{1,2})(?![\d.])", re.I)
@@ -344,13 +351,12 @@ def _read_gpu_line(st: _State, ln: int, line: str, low: str, key: str, value: st
             name = re.split(r"\s*[,(;]\s*", _strip_count(value), maxsplit=1)[0].strip()
             st.groups.append(_Group(name, _gpu_cc(name, None, written, ln, st.notes), _mem_fact(value, ln), _count(value, 0, 0), ln, key))
         return
-    prose_ok = (gpu_key or written is not None or re.search(r"\bgpus?\b|\bon an?\b|hardware|device", low) or "@" in scope
-                or _SYSTEM.search(scope) is not None
-                or _env_list_line(scope, hits[0].start))
+    context = (gpu_key or written is not None or re.search(r"\bgpus?\b|nvidia|hardware|device", low) is not None or "@" in scope
+               or _SYSTEM.search(scope) is not None or _env_list_line(scope, hits[0].start))
     for h in hits:
         c = _count(scope, h.start, h.end)
-        if not (prose_ok or c is not None):
-            continue
+        if not (context or c is not None) and _SHORT_ALIAS.fullmatch(h.alias):
+            continue  # 'step A2', 'T4 tier': a short name that is also an ordinary token needs a GPU context
         if gpu_key and len(hits) == 1:
             name = re.split(r"\s*[,(;]\s*|\s+-\s+", _strip_count(value), maxsplit=1)[0].strip()
             name = re.sub(r"\s+gpus?$|(?<=\d)\s*[x×*]\s*\d{1,3}$", "", name, flags=re.I) or scope[h.start:h.end]
@@ -382,13 +388,15 @@ def _assemble_gpus(st: _State) -> tuple[tuple[GpuFacts, ...], Fact]:
         # the lines of one GPU each, with no end of the list in sight: a lower bound
         return gpus_out, Fact.of(len(gpus_out), f"{FMT}: 'GPU N:' lines (no end of the list: at least {len(gpus_out)})", AT_LEAST)
     merged = _merge_groups(_prefer_gpu_lines(st.groups, st.notes), st.notes)
-    # Several different products named only in running text ("my friend has an RTX 5090 and a GB10"),
-    # with no GPU line among them, do not say which of them this machine has: reading them as one mixed
-    # machine would invent facts (and an MTP202 error). They become a conflict: "could not tell".
+    # Hand-written text is not a device listing: several different products named in it ("GPU: 8x B200, previously
+    # 8x H100", "my friend has an RTX 5090 and a GB10") do not say which of them this machine has together. Reading
+    # them as one mixed machine would invent facts (and an MTP202 error); English is not parsed for "previously" or
+    # "cancelled". They become a conflict: "could not tell" which GPUs the machine has. A mixed machine is told by a
+    # device listing (nvidia-smi, 'GPU N:' lines, torch's 'Found GPU<i>').
     prose_conflict = None
-    if len(merged) > 1 and any(not (g.key and _GPU_KEYS.match(g.key)) for g in merged) and not any(g.key and _GPU_PROPER.match(g.key) for g in merged):
+    if len(merged) > 1:
         listed = "; ".join(f"{g.name} (line {g.line})" for g in merged[:6])
-        prose_conflict = (f"conflict: the free-form text names {len(merged)} different GPU products outside a GPU line "
+        prose_conflict = (f"conflict: the free-form text names {len(merged)} different GPU products and is not a device listing "
                           f"({listed}); which of them this machine has is not said")
         st.notes.append(prose_conflict + "; not used")
         merged = []
@@ -478,7 +486,10 @@ def _machine(st: _State, text: str, gpus_out: tuple[GpuFacts, ...], gpu_list: Fa
 
 
 def found_anything(f: MachineFacts) -> bool:
-    """Whether the free-form reader found at least one fact (a GPU, a version, a driver, the engine)."""
+    """Whether the free-form reader found at least one fact (a GPU, a version, a driver, the engine), or GPUs whose
+    list it could not tell (several products named: a conflict)."""
+    if "conflict" in str(f.gpu_list.missing or ""):
+        return True
     scalars = (f.driver_version, f.cuda_driver_version, f.toolkit, f.torch_version, f.torch_cuda, f.engine, f.accelerator,
                f.rocm_version, f.cann_version)
     return bool(f.gpus) or any(x.present for x in scalars) or any(p.present for p in f.packages.values())

@@ -1,0 +1,124 @@
+"""What a pasted environment dump is evidence of (fresh-user findings on ``mtp-audit preflight --env-dump``).
+
+- Hand-written text is not a device listing: a GPU product named in it is evidence that such a GPU is in question
+  (the count written, else at least one); two products named in it do not say which GPUs the machine has together,
+  so "could not tell" (exit 3), never a mixed-machine error (MTP202). English ("previously", "cancelled") is not parsed.
+- A product name is evidence wherever it stands (alone, in prose, after a key); the short names that are also ordinary
+  tokens (a letter and one or two digits: A2, T4, L40) only in a GPU context.
+- A dump that is recognisably a known tool's output, cut before its facts, is an environment with nothing answered:
+  exit 3, not the input error (exit 2) kept for text that is no environment at all.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mtp_audit.cli.main import main
+from mtp_audit.preflight.envdump import parse_dump
+
+FIX = Path(__file__).resolve().parent.parent / "fixtures" / "preflight" / "envdumps"
+
+
+def _exit(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    p = tmp_path / "dump.txt"
+    p.write_text(text, encoding="utf-8")
+    rc = main(["preflight", "--env-dump", str(p), "-q"])
+    out = capsys.readouterr()
+    return rc, (out.out.splitlines() or [""])[0] + out.err
+
+
+@pytest.mark.parametrize("text", [
+    "GPU: 8x B200, previously 8x H100\n",
+    "GPUs: 8x H100 (the B200 order was cancelled)\n",
+    "GPU: B200 (we replaced the old H100s)\n",
+    "GPU: H100 vs B200 comparison pending\n",
+    "2x B200 and 1x H100\n",
+    "| GPU | NVIDIA GB10 (SM 12.1) |\nHardware: 8x NVIDIA B300 SXM6 AC (SM103)\n",
+])
+def test_two_products_in_prose_are_could_not_tell_never_mtp202(tmp_path, capsys, text):
+    rc, first = _exit(tmp_path, text, capsys)
+    assert rc == 3 and first.startswith("INCONCLUSIVE: ") and "MTP202" not in first
+    f = parse_dump(text)
+    assert f.gpus == () and f.gpu_list.missing.startswith("conflict: the free-form text names 2 different GPU products")
+
+
+def test_one_product_in_prose_keeps_its_verdict(tmp_path, capsys):
+    rc, first = _exit(tmp_path, "GPU: 8x B200\n", capsys)
+    assert rc == 3 and first.startswith("INCONCLUSIVE: could not tell whether 8 x B200 (compute capability 10.0)")
+    # a device listing (torch's 'GPU N:' lines) of two products is a mixed machine: MTP202 stays
+    rc, first = _exit(tmp_path, "GPU models and configuration:\nGPU 0: NVIDIA B200\nGPU 1: NVIDIA H100 80GB HBM3\nPyTorch version: 2.9.1+cu128\n"
+                      "Nvidia driver version: 580.95.05\n", capsys)
+    assert rc == 1 and "MTP202" in first
+
+
+@pytest.mark.parametrize("text", ["H200\n", "we rent an h200 box\n", "device tool, nvidia-h200\n", "nvidia-h200, 2026-11-29\n",
+                                  "GPU: H200\n", "the machine has no GPU, planning to buy a H200\n"])
+def test_a_bare_product_name_is_evidence_everywhere(tmp_path, capsys, text):
+    rc, first = _exit(tmp_path, text, capsys)
+    assert rc == 0 and first.startswith("WARN: at least 1 x ") and "h200 (compute capability 9.0) cannot run native fp4" in first.lower()
+    f = parse_dump(text)
+    assert len(f.gpus) == 1 and f.gpus[0].cc == (9, 0) and f.gpu_list.extent == "at least"
+
+
+@pytest.mark.parametrize("text,n", [("step A2 then step B3\n", 0), ("T4 tier pricing\n", 0), ("GPU: A2\n", 1), ("NVIDIA T4\n", 1),
+                                    ("2x L40S\n", 2), ("L40S\n", 1)])
+def test_short_names_that_are_ordinary_tokens_need_a_gpu_context(text, n):
+    from mtp_audit.preflight.freeform import parse_freeform
+
+    assert len(parse_freeform(text).gpus) == n
+
+
+def test_text_that_is_no_environment_stays_an_input_error(tmp_path, capsys):
+    for text in ("hello world\n", "step A2 then step B3\n", "INFO 04-18 server started on port 8000\n"):
+        rc, first = _exit(tmp_path, text, capsys)
+        assert rc == 2 and "nothing recognisable as an environment" in first
+
+
+def _head(name: str, n: int) -> str:
+    return (FIX / name).read_bytes()[:n].decode()
+
+
+@pytest.mark.parametrize("text,tool", [
+    (_head("vllm-57932.txt", 426), "collect_env (line 4: 'System Info')"),  # collect_env banner and OS/GCC lines, no fact
+    (_head("heldout2/vllm-16840.txt", 880), "collect_env (line 2: 'Collecting environment information')"),
+    ("INFO 04-18 11:18:18 [__init__.py:239] Automatically detected platform rocm.\n", "vLLM (line 1: 'Automatically detected platform r')"),
+    ("Collecting environment information...\nuv is set\n", "collect_env (line 1: 'Collecting environment information')"),
+    ("Python: 3.12.3 (main, Nov  6 2025, 13:44:16) [GCC 13.2.0]\nCUDA available: True\n", "sglang check_env (line 1: 'Python: 3.12.3 (')"),
+    ("+-----+\n| NVIDIA-SMI \n", "nvidia-smi (line 2: 'NVIDIA-SMI')"),
+])
+def test_a_recognised_tool_cut_before_its_facts_is_could_not_tell(tmp_path, capsys, text, tool):
+    rc, first = _exit(tmp_path, text, capsys)
+    assert rc == 3 and first.startswith("INCONCLUSIVE: could not tell whether this machine can run native FP4: no GPU listed")
+    assert any(n == f"the text is the output of {tool} but holds none of its facts (cut before them?)" for n in parse_dump(text).notes)
+
+
+def test_check_env_cut_in_torch_warning_reads_the_gpu(tmp_path, capsys):
+    rc, first = _exit(tmp_path, _head("sglang-13198.txt", 248), capsys)
+    assert rc == 3 and first.startswith("INCONCLUSIVE: could not tell whether at least 1 x NVIDIA GB10 (compute capability 12.1)")
+
+
+_SMI = ("+-----------------------------------------------------------------------------------------+\n"
+        "| NVIDIA-SMI 550.54.15              Driver Version: 550.54.15      CUDA Version: 12.4     |\n"
+        "+-----------------------------------------+------------------------+----------------------+\n"
+        "| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |\n"
+        "| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |\n"
+        "|=========================================+========================+======================|\n"
+        + "".join(f"|   {i}  NVIDIA B200                    On  |   00000000:0{i + 1}:00.0 Off |                    0 |\n"
+                  f"| N/A   40C    P0            123W / 1000W |       0MiB / 183359MiB |      0%      Default |\n"
+                  "+-----------------------------------------+------------------------+----------------------+\n" for i in range(8))
+        + "\n| Processes:                                                                              |\n")
+
+
+def test_nvidia_smi_table_without_its_banner_reads_the_gpus(tmp_path, capsys):
+    whole = parse_dump(_SMI)
+    assert len(whole.gpus) == 8 and whole.gpu_list.extent == "exact" and whole.driver_version.value == "550.54.15"
+    body = _SMI.split("\n", 3)[3]  # from the column header on: every GPU row, no banner
+    f = parse_dump(body)
+    assert len(f.gpus) == 8 and f.gpu_list.extent == "exact" and not f.driver_version.present
+    rows = _SMI.split("\n", 6)[6]  # the rows only: the first GPUs may be lost with the top lines
+    f = parse_dump(rows)
+    assert len(f.gpus) == 8 and f.gpu_list.extent == "at least"
+    rc, first = _exit(tmp_path, body, capsys)
+    assert rc == 3 and first.startswith("INCONCLUSIVE: could not tell whether 8 x NVIDIA B200 (compute capability 10.0)")
