@@ -122,3 +122,24 @@ def test_nvidia_smi_table_without_its_banner_reads_the_gpus(tmp_path, capsys):
     assert len(f.gpus) == 8 and f.gpu_list.extent == "at least"
     rc, first = _exit(tmp_path, body, capsys)
     assert rc == 3 and first.startswith("INCONCLUSIVE: could not tell whether 8 x NVIDIA B200 (compute capability 10.0)")
+
+
+@pytest.mark.parametrize("text,n,cc,driver,extent", [
+    ("name, compute_cap\nNVIDIA B200, 10.0\n", 1, (10, 0), None, "exact"),
+    ("name, compute_cap, driver_version\nNVIDIA B200, 10.0, 580.95.05\n", 1, (10, 0), "580.95.05", "exact"),
+    ("index, name, driver_version, compute_cap\n0, NVIDIA B200, 580.95.05, 10.0\n1, NVIDIA B200, 580.95.05, 10.0\n", 2, (10, 0), "580.95.05", "exact"),
+    ("compute_cap, name, memory.total [MiB]\n9.0, NVIDIA H200, 143771\n", 1, (9, 0), None, "exact"),  # nounits: the unit is in the header
+    ("pci.bus_id, name\n00000000:01:00.0, NVIDIA B200\n00000000:02:00.0, NVIDIA B200\n00000000:03:00.0, NVIDIA B", 2, (10, 0), None, "at least"),
+    ("name, compute_cap\nNVIDIA B200, 10.0\nNVIDIA B200, 10", 2, (10, 0), None, "at least"),  # the last row cut: its name is whole
+])
+def test_nvidia_smi_query_csv_is_read_by_its_header(text, n, cc, driver, extent):
+    f = parse_dump(text)
+    assert len(f.gpus) == n and {g.cc for g in f.gpus} == {cc} and f.gpu_list.extent == extent
+    assert f.driver_version.value == driver
+    if n == 1 and "memory.total" in text:
+        assert f.gpus[0].memory_bytes.value == 143771 * 2 ** 20
+
+
+def test_nvidia_smi_query_csv_cli(tmp_path, capsys):
+    rc, first = _exit(tmp_path, "index, name, driver_version, compute_cap\n0, NVIDIA B200, 580.95.05, 10.0\n", capsys)
+    assert rc == 3 and first.startswith("INCONCLUSIVE: could not tell whether GPU 0 (NVIDIA B200, compute capability 10.0)")

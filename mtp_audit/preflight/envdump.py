@@ -90,7 +90,7 @@ _SIGNATURES: dict[str, re.Pattern[str]] = {
     "nvidia-smi": re.compile(r"NVIDIA-SMI \d|^\|\s*GPU\s+Name\s+Persistence-M\s*\||"
                              r"^\|\s+\d{1,3}\s+\S[^|\n]{0,80}?\s+(?:On|Off)\s+\|\s+[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d", re.M),
     "nvidia-smi-q": re.compile(r"^\s*Product Name\s+: ", re.M),
-    "nvidia-smi-csv": re.compile(r"^index, name, compute_cap", re.M),
+    "nvidia-smi-csv": re.compile(r"^index, name, compute_cap", re.M),  # a prefilter only: detect_formats reads the header (_csv_header)
     **vendor_dumps.SIGNATURES,
 }
 
@@ -127,7 +127,32 @@ def recognised_tool(text: str) -> str | None:
 
 def detect_formats(text: str) -> tuple[str, ...]:
     """Every known dump format found in ``text`` (several can be pasted together), in FORMATS order."""
-    return tuple(f for f in FORMATS if _SIGNATURES[f].search(text))
+    return tuple(f for f in FORMATS if (_csv_header(text) is not None if f == "nvidia-smi-csv" else _SIGNATURES[f].search(text)))
+
+
+#: A line of ``nvidia-smi --query-gpu=... --format=csv``'s header: query field names (lower case, ``.`` and ``_``), each
+#: with its unit in brackets where it has one (``memory.total [MiB]``, also under ``nounits``), separated by ``, ``.
+#: Unambiguous (a field holds no comma or blank), so linear.
+_CSV_HEADER = re.compile(r"^[ \t]*[a-z][a-z0-9_.]{0,40}(?:[ \t]*\[[^\]\n]{0,12}\])?(?:[ \t]*,[ \t]*[a-z][a-z0-9_.]{0,40}(?:[ \t]*\[[^\]\n]{0,12}\])?){0,40}[ \t]*$", re.M)
+#: NVIDIA's field names (``nvidia-smi --help-query-gpu``) the preflight reads, with their documented aliases.
+_CSV_FIELDS = {"index": "index", "name": "name", "gpu_name": "name", "compute_cap": "compute_cap", "driver_version": "driver_version",
+               "memory.total": "memory.total", "uuid": "uuid", "gpu_uuid": "uuid", "pci.bus_id": "pci.bus_id", "gpu_bus_id": "pci.bus_id"}
+
+
+def _csv_header(text: str) -> tuple[int, list[str], list[str]] | None:
+    """The first ``nvidia-smi --query-gpu ... --format=csv`` header of ``text``: (offset of its line end, the fields as
+    :data:`_CSV_FIELDS` names them, each field's unit in brackets or ``""``), or ``None``. A header names the GPU or its
+    compute capability (``name`` / ``gpu_name`` / ``compute_cap``) and no field twice."""
+    if "name" not in text and "compute_cap" not in text:
+        return None
+    for m in _CSV_HEADER.finditer(text):
+        cells = [c.strip() for c in m.group(0).split(",")]
+        fields = [re.sub(r"\s*\[.*$", "", c) for c in cells]
+        if len(set(fields)) != len(fields) or not {"name", "gpu_name", "compute_cap"} & set(fields):
+            continue
+        units = [c[len(f):].strip(" []") for c, f in zip(cells, fields)]
+        return m.end(), [_CSV_FIELDS.get(f, f) for f in fields], units
+    return None
 
 
 def read_dump(path: Path) -> str:
@@ -653,36 +678,72 @@ def parse_nvidia_smi_q(text: str) -> MachineFacts:
 
 
 def parse_nvidia_smi_csv(text: str, *, source: str = "nvidia-smi-csv", complete: bool = False) -> MachineFacts:
-    """``nvidia-smi --query-gpu=index,name,compute_cap,driver_version,memory.total[,uuid] --format=csv``
-    (with or without the header line; the sixth column, when present, is the GPU UUID).
+    """``nvidia-smi --query-gpu=FIELDS --format=csv[,noheader][,nounits]``: one row per GPU.
 
-    ``complete``: ``text`` is the whole output of the command (a live run), so its rows are every GPU; a pasted
-    CSV has no end marker, so its rows are a lower bound (``gpu_list.extent == "at least"``)."""
-    gpus = []
-    driver = Fact.absent("no GPU rows in the nvidia-smi CSV")
-    for ln, line in enumerate(text.splitlines(), 1):
+    With its header the columns are read by name, in any order and subset (NVIDIA's field names: ``index``, ``name``,
+    ``compute_cap``, ``driver_version``, ``memory.total``, ``uuid``, ``pci.bus_id``; others are skipped); a listing whose
+    header is there and whose last row is whole (every column, a line end after it) is every GPU (exact count), else a
+    lower bound. Without a header (``noheader``) only rows of mtp-audit's own query are read (``index, name,
+    compute_cap, driver_version, memory.total[, uuid]``, the index first) and the count is a lower bound.
+
+    ``complete``: ``text`` is the whole output of the command (a live run), so its rows are every GPU."""
+    head = _csv_header(text)
+    if head is None:
+        fields, units, start, has_header = ["index", "name", "compute_cap", "driver_version", "memory.total", "uuid"], [""] * 6, 0, False
+    else:
+        (start, fields, units), has_header = head, True
+    gpus: list[GpuFacts] = []
+    driver = Fact.absent("no GPU rows in the nvidia-smi CSV" if "driver_version" in fields else "the nvidia-smi CSV has no driver_version column", source)
+    notes: list[str] = []
+    lines = text[start:].split("\n")[1:] if has_header else text.split("\n")
+    first_line = _line_of(text, start) + 1 if has_header else 1
+    whole = has_header
+    for k, line in enumerate(lines):
         cols = [c.strip() for c in line.split(",")]
-        if len(cols) < 5 or not cols[0].isdigit():
-            continue
-        idx, name, cc, drv, mem = cols[:5]
-        cc_m = re.fullmatch(r"(\d+)\.(\d+)", cc)
-        mem_m = re.match(r"(\d+)\s*MiB", mem)
-        where = f"{source} line {ln}"
-        gpus.append(GpuFacts(
-            index=int(idx),
-            name=Fact.of(name, where),
-            compute_capability=Fact.of((int(cc_m.group(1)), int(cc_m.group(2))), where) if cc_m else _gpu_cc(Fact.of(name, where)),
-            memory_bytes=Fact.of(int(mem_m.group(1)) * _MIB, where) if mem_m else Fact.absent(f"nvidia-smi reports memory.total as '{mem}'"),
-            uuid=(Fact.of(cols[5], where) if len(cols) > 5 and cols[5].upper().startswith("GPU-")
-                  else Fact.absent("the nvidia-smi CSV has no uuid column", source)),
-        ))
-        if not driver.present and re.fullmatch(r"[\d.]+", drv):
+        if not has_header:
+            if len(cols) < 5 or not cols[0].isdigit():
+                continue
+        elif len(cols) != len(fields) or not line.strip():
+            whole = whole and len(cols) == 1  # a row with some of its columns: cut short
+            break
+        row = dict(zip(fields, cols))
+        where = f"{source} line {first_line + k}"
+        if has_header and k == len(lines) - 1:
+            whole = False  # the last row has no line end after it: it may be cut
+            if cc_from_name(row.get("name", "")) is None:
+                notes.append(f"{where}: '{line.strip()[:60]}' may be cut off (last line, no line end) and names no known GPU; not counted")
+                break
+        gpus.append(_csv_gpu(row, units[fields.index("memory.total")] if "memory.total" in fields else "", len(gpus), where, source))
+        drv = row.get("driver_version", "")
+        if not driver.present and re.fullmatch(r"\d{2,4}(?:\.\d{1,4}){1,3}", drv):
             driver = Fact.of(drv, where)
+    ended = complete or (has_header and whole)
     return MachineFacts(origin=f"env-dump:{source}", gpus=tuple(gpus),
-                        gpu_list=_listed(len(gpus), source, complete, "a pasted CSV shows no end") if gpus
+                        gpu_list=_listed(len(gpus), source, ended, "a pasted CSV without its header line shows no start" if not has_header
+                                         else "the CSV's last row is cut") if gpus
                         else Fact.absent("no GPU rows in the nvidia-smi CSV"),
                         driver_version=driver,
-                        cuda_driver_version=Fact.absent("nvidia-smi --query-gpu does not print the CUDA version"))
+                        cuda_driver_version=Fact.absent("nvidia-smi --query-gpu does not print the CUDA version"), notes=tuple(notes))
+
+
+def _csv_gpu(row: dict[str, str], mem_unit: str, n: int, where: str, source: str) -> GpuFacts:
+    """One GPU of an nvidia-smi CSV row (field name -> cell); ``n``: its position when the row has no ``index``."""
+    name = row.get("name", "")
+    cc_m = re.fullmatch(r"(\d{1,2})\.(\d)", row.get("compute_cap", ""))
+    mem = row.get("memory.total", "")
+    mem_m = re.fullmatch(r"(\d{1,9})\s*MiB", mem) or (re.fullmatch(r"(\d{1,9})", mem) if mem_unit == "MiB" else None)
+    name_fact = Fact.of(name, where) if name and not name.startswith("[") else Fact.absent(f"the nvidia-smi CSV row shows no name ({name or 'no name column'})", where)
+    cc = (Fact.of((int(cc_m.group(1)), int(cc_m.group(2))), where) if cc_m
+          else _gpu_cc(name_fact) if name_fact.present else Fact.absent("the nvidia-smi CSV shows neither compute_cap nor a name", where))
+    uuid = row.get("uuid", "")
+    return GpuFacts(
+        index=int(row["index"]) if row.get("index", "").isdigit() else n,
+        name=name_fact,
+        compute_capability=cc,
+        memory_bytes=(Fact.of(int(mem_m.group(1)) * _MIB, where) if mem_m
+                      else Fact.absent(f"nvidia-smi reports memory.total as '{mem}'" if "memory.total" in row else "the nvidia-smi CSV has no memory.total column")),
+        uuid=Fact.of(uuid, where) if uuid.upper().startswith("GPU-") else Fact.absent("the nvidia-smi CSV has no uuid column", source),
+    )
 
 
 _PARSERS = {
