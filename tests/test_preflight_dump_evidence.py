@@ -143,3 +143,38 @@ def test_nvidia_smi_query_csv_is_read_by_its_header(text, n, cc, driver, extent)
 def test_nvidia_smi_query_csv_cli(tmp_path, capsys):
     rc, first = _exit(tmp_path, "index, name, driver_version, compute_cap\n0, NVIDIA B200, 580.95.05, 10.0\n", capsys)
     assert rc == 3 and first.startswith("INCONCLUSIVE: could not tell whether GPU 0 (NVIDIA B200, compute capability 10.0)")
+
+
+def _sglang_24834() -> list[str]:
+    return (FIX / "sglang-24834.txt").read_text().split("\n")  # check_env: 8 x B200, 'PyTorch: 2.11.0+cu130' on line 9: PASS
+
+
+@pytest.mark.parametrize("at", [9, 1])  # the second torch line after the first one, or before it
+def test_two_torch_values_in_one_dump_are_could_not_tell_in_either_order(tmp_path, capsys, at):
+    lines = _sglang_24834()
+    rc, first = _exit(tmp_path, "\n".join(lines), capsys)
+    assert rc == 0 and first.startswith("PASS: 8 x NVIDIA B200")
+    text = "\n".join(lines[:at] + ["PyTorch: 2.5.1+cu124"] + lines[at:])
+    rc, first = _exit(tmp_path, text, capsys)
+    assert rc == 3 and first.startswith("INCONCLUSIVE: could not tell whether 8 x NVIDIA B200")
+    assert "conflict: the dump gives 2 values of 'PyTorch': " in first and "2.11.0+cu130" in first and "2.5.1+cu124" in first
+    assert "MTP203" not in first and "MTP209" not in first  # no error from either value
+
+
+def test_one_value_printed_twice_is_no_conflict(tmp_path, capsys):
+    lines = _sglang_24834()
+    rc, first = _exit(tmp_path, "\n".join(lines[:10] + ["PyTorch: 2.11.0+cu130"] + lines[10:]), capsys)
+    assert rc == 0 and first.startswith("PASS: 8 x NVIDIA B200")
+    # collect_env's 'PyTorch version' next to check_env's 'PyTorch': one release, one spelt without its +cu tag
+    f = parse_dump("\n".join(lines[1:]) + "\nPyTorch version: 2.11.0\nIs debug build: False\n")
+    assert f.torch_version.value == "2.11.0+cu130"
+    g = parse_dump("\n".join(lines[1:]) + "\nPyTorch version: 2.9.1+cu128\nIs debug build: False\n")
+    assert not g.torch_version.present and g.torch_version.missing.startswith("conflict: the dump gives two values of the torch version: 2.11.0+cu130")
+
+
+@pytest.mark.parametrize("line,fact", [("CUDA Driver Version: 550.54.15", "driver_version"), ("sglang: 0.5.9", "sglang")])
+def test_driver_and_engine_version_twice_are_a_conflict(line, fact):
+    lines = _sglang_24834()
+    f = parse_dump("\n".join(lines[1:] + [line, ""]))
+    got = f.driver_version if fact == "driver_version" else f.package("sglang")
+    assert not got.present and got.missing.startswith("conflict: the dump gives")

@@ -248,7 +248,7 @@ def parse_dump(text: str, *, display: str = "dump") -> MachineFacts:
     facts: MachineFacts | None = None
     for fmt in formats:
         f = _PARSERS[fmt](text)
-        facts = f if facts is None else facts.merged_with(f)
+        facts = f if facts is None else _merged_one_dump(facts, f)
     if facts is None:
         return _noted(free, cut_note)
     facts = replace(facts, engine=_engine_of_tools(text, formats))
@@ -258,6 +258,37 @@ def parse_dump(text: str, *, display: str = "dump") -> MachineFacts:
         if cpu.present:
             facts = replace(facts, accelerator=cpu)
     return _noted(facts, cut_note)
+
+
+#: The machine's single-valued facts two tool dumps of one text must agree on.
+_ONE_VALUE = (("driver_version", "driver version"), ("cuda_driver_version", "driver CUDA version"), ("toolkit", "CUDA toolkit"),
+              ("torch_version", "torch version"), ("torch_cuda", "torch CUDA build"))
+
+
+def _merged_one_dump(a: MachineFacts, b: MachineFacts) -> MachineFacts:
+    """Two tool dumps of one text merged (:meth:`MachineFacts.merged_with`); a single-valued fact (driver, driver CUDA,
+    toolkit, torch and its CUDA build) they give two different values of is missing with both values and sources (a
+    conflict), never the first one silently. One value spelt two ways (``2.9.1`` and ``2.9.1+cu128``) agrees."""
+    merged = a.merged_with(b)
+    for name, label in _ONE_VALUE:
+        fa, fb = getattr(a, name), getattr(b, name)
+        if fa.present and fb.present and not _same_value(str(fa.value), str(fb.value)):
+            why = f"conflict: the dump gives two values of the {label}: {fa.value} ({fa.source}), {fb.value} ({fb.source})"
+            merged = replace(merged, **{name: Fact.absent(why, source=merged.origin)}, notes=(*merged.notes, why))
+    return merged
+
+
+def _same_value(x: str, y: str) -> bool:
+    """Whether two spellings of a version are one value: equal, or one release with the local tag (``+cu128``) of at most one."""
+    if x.strip() == y.strip():
+        return True
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        vx, vy = Version(x), Version(y)
+    except InvalidVersion:
+        return False
+    return vx.public == vy.public and (not vx.local or not vy.local or vx.local == vy.local)
 
 
 def _unterminated_tail(text: str) -> tuple[str, str | None]:
@@ -345,10 +376,47 @@ def _key_pattern(key: str, tail: str) -> re.Pattern[str]:
     return re.compile(re.escape(key) + tail, re.M)
 
 
+def _key_matches(text: str, key: str, tail: str, *, line_start: bool = False):  # type: ignore[no-untyped-def]
+    """Every match :func:`_key_search` would find, in order (the same linear ``str.find`` scan)."""
+    rx = _key_pattern(key, tail)
+    pos = text.find(key)
+    while pos != -1:
+        prev = text[pos - 1] if pos else "\n"
+        if prev == "\n" or (not line_start and prev.isspace()):
+            m = rx.match(text, pos)
+            if m:
+                yield m
+        pos = text.find(key, pos + 1)
+
+
+#: Most ``Key: value`` lines of one fact :func:`_kv` compares (a 64 MiB paste of one dump repeated stays bounded).
+MAX_KEY_LINES = 64
+
+
 def _kv(text: str, key: str, fmt: str, *, value: str = r"(\S+)") -> Fact:
-    """``Key: value`` or ``Key   : value`` (boxed), first occurrence."""
-    m = _key_search(text, key, rf"\s*:[ \t]*{value}")
-    if not m or not m.group(1).strip():
+    """``Key: value`` or ``Key   : value`` (boxed). A fact has one value: when the dump gives the key twice with
+    different values (two environments pasted together, before and after an upgrade), the fact is missing and its
+    reason names both values and their lines (a conflict: "could not tell"), never the first silently."""
+    facts: list[Fact] = []
+    for n, m in enumerate(_key_matches(text, key, rf"\s*:[ \t]*{value}")):
+        if n >= MAX_KEY_LINES:
+            break
+        facts.append(_kv_value(text, m, key, fmt))
+    if not facts:
+        return Fact.absent(f"the {fmt} dump has no '{key}' line", source=fmt)
+    values: dict[str, Fact] = {}
+    for f in facts:
+        if f.present:
+            values.setdefault(str(f.value), f)
+    if len(values) > 1:
+        listed = ", ".join(f"{v} ({f.source})" for v, f in values.items())
+        return Fact.absent(f"conflict: the dump gives {len(values)} values of '{key}': {listed}", source=fmt)
+    return next(iter(values.values())) if values else facts[0]
+
+
+def _kv_value(text: str, m: re.Match[str], key: str, fmt: str) -> Fact:
+    """The fact of one ``Key: value`` match of :func:`_kv`."""
+    if not m.group(1).strip():
         return Fact.absent(f"the {fmt} dump has no '{key}' line", source=fmt)
     v = m.group(1).strip()
     if m.end(1) >= len(text.rstrip(" \t")) and not text.endswith("\n"):
@@ -368,7 +436,7 @@ def _kv(text: str, key: str, fmt: str, *, value: str = r"(\S+)") -> Fact:
 def _cuda_from_torch_tag(version: Fact) -> Fact:
     m = re.search(r"\+cu(\d{1,6})(\d)$", str(version.value or ""))
     if not version.present:
-        return Fact.absent("torch version not shown")
+        return Fact.absent(f"torch version unknown ({version.missing})" if "conflict" in str(version.missing) else "torch version not shown")
     if not m:
         return Fact.absent(f"torch {version.value} has no +cuXXX tag (PyPI default builds do not show their CUDA)")
     return Fact.of(f"{int(m.group(1))}.{m.group(2)}", f"{version.source} (+cu tag)")
@@ -437,15 +505,14 @@ def parse_sglang_check_env(text: str) -> MachineFacts:
     for key, dist in _PKG_ALIASES.items():
         if dist == "torch":
             continue
-        km = _key_search(text, key, r": (.+?)(?=\s+[A-Za-z_][\w\-]*: |\n|$)")
-        if not km:
+        seen = _check_env_versions(text, key, fmt)
+        if not seen:
             continue
-        val = km.group(1).strip()
-        src = f"{fmt} line {_line_of(text, km.start(1))}"
-        if val.lower().startswith("module not found"):
-            packages.setdefault(dist, Fact.absent("not installed (check_env: Module Not Found)", source=src))
+        if len({str(f.value) for f in seen if f.present} | ({"not installed"} if any(not f.present for f in seen) else set())) > 1:
+            listed = ", ".join(f"{f.value or 'not installed'} ({f.source})" for f in seen)
+            packages.setdefault(dist, Fact.absent(f"conflict: the dump gives two values of '{key}': {listed}", source=fmt))
         else:
-            packages.setdefault(dist, Fact.of(val.split()[0], src))
+            packages.setdefault(dist, seen[0])
     torch_version = _kv(text, "PyTorch", fmt)
     if torch_version.present:
         packages["torch"] = torch_version
@@ -468,6 +535,21 @@ def parse_sglang_check_env(text: str) -> MachineFacts:
         packages=packages,
         platform=Fact.absent("sglang check_env does not print the platform"),
     )
+
+
+def _check_env_versions(text: str, key: str, fmt: str) -> list[Fact]:
+    """The distinct values of check_env's ``key: version`` lines (``Module Not Found`` is a missing fact), first of each."""
+    out: dict[str, Fact] = {}
+    for n, km in enumerate(_key_matches(text, key, r": (.+?)(?=\s+[A-Za-z_][\w\-]*: |\n|$)")):
+        if n >= MAX_KEY_LINES:
+            break
+        val = km.group(1).strip()
+        src = f"{fmt} line {_line_of(text, km.start(1))}"
+        if val.lower().startswith("module not found"):
+            out.setdefault("", Fact.absent("not installed (check_env: Module Not Found)", source=src))
+        else:
+            out.setdefault(val.split()[0], Fact.of(val.split()[0], src))
+    return list(out.values())
 
 
 # --- torch / vllm collect_env -----------------------------------------------------------------
