@@ -178,3 +178,30 @@ def test_driver_and_engine_version_twice_are_a_conflict(line, fact):
     f = parse_dump("\n".join(lines[1:] + [line, ""]))
     got = f.driver_version if fact == "driver_version" else f.package("sglang")
     assert not got.present and got.missing.startswith("conflict: the dump gives")
+
+
+def test_a_machine_wide_driver_blocks_every_gpu_in_one_finding(tmp_path, capsys):
+    """An nvidia-smi table of 8 B200s on driver 550.54.15 (CUDA 12.4): the driver is one per machine."""
+    from mtp_audit.preflight import preflight
+
+    old = _SMI  # the table above: driver 550.54.15, CUDA 12.4
+    p = tmp_path / "b200old.txt"
+    p.write_text(old)
+    r = preflight(env_dumps=[p], use_engine_analyzer=False)
+    mtp206 = [f for f in r.findings if f.rule_id == "MTP206"]
+    assert [f.location.symbol for f in mtp206] == ["cuda:0-7"] and "Blackwell GPUs 0-7 (NVIDIA B200)" in mtp206[0].message
+    per_gpu = r.facts["preflight"]["verdicts"]
+    assert {v["native_fp4"] for v in per_gpu} == {"not capable"} and len(per_gpu) == 8
+    assert [f.location.symbol for f in r.findings if f.rule_id == "MTP228"] == ["cuda:0-7"]
+    rc, first = _exit(tmp_path, old, capsys)
+    assert rc == 1 and first.startswith("FAIL: 8 x NVIDIA B200 (compute capability 10.0) cannot run native FP4 (MTP206)")
+
+
+def test_torch_build_blocks_every_gpu_of_its_compute_capability(tmp_path):
+    from mtp_audit.preflight import preflight
+
+    p = tmp_path / "d.txt"
+    p.write_text(_SMI.replace("550.54.15", "580.95.05").replace("12.4", "13.0") + "PyTorch version: 2.5.1+cu124\nIs debug build: False\n")
+    r = preflight(env_dumps=[p], use_engine_analyzer=False)
+    assert [(f.rule_id, f.location.symbol) for f in r.findings if f.rule_id == "MTP203"] == [("MTP203", "cuda:0-7")]
+    assert [f.location.symbol for f in r.findings if f.rule_id == "MTP228"] == ["cuda:0-7"]

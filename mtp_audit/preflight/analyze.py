@@ -8,6 +8,8 @@ finds the engines' own too). Facts behind each check:
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,12 +140,16 @@ class Context:
         return device_label(self.facts.accelerator.value if self.facts.accelerator.present else None, index)
 
     def add(self, rule_id: str, message: str, *, gpu: GpuFacts | None = None, evidence: Iterable[Evidence] = (),
-            remediation: str | None = None, severity: Severity | None = None, detail: str = "") -> None:
-        """Append a finding of ``rule_id`` located at GPU ``gpu`` (its :meth:`device` label) or the machine;
+            remediation: str | None = None, severity: Severity | None = None, detail: str = "",
+            gpus: Iterable[GpuFacts] = ()) -> None:
+        """Append a finding of ``rule_id`` located at GPU ``gpu`` (its :meth:`device` label), at every GPU of ``gpus``
+        (one finding at their range, ``cuda:0-7``: a machine-wide cause such as the driver) or the machine;
         ``detail`` holds what does not fit a one-line message (rationale, cost)."""
         from mtp_audit.preflight.rules import rule_by_id
 
-        loc = Location(symbol=self.device(gpu.index)) if gpu is not None else Location(symbol="machine")
+        many = [g.index for g in gpus]
+        loc = (Location(symbol=self.device(index_ranges(many))) if many else
+               Location(symbol=self.device(gpu.index)) if gpu is not None else Location(symbol="machine"))
         self.findings.append(rule_by_id(rule_id).finding(message, loc, evidence=tuple(evidence),
                                                           remediation=remediation, severity=severity, detail=detail))
 
@@ -211,15 +217,17 @@ def check_torch_build(ctx: Context) -> None:
     tc = ctx.facts.torch_cuda
     v = mx.parse_version(tc.value) if tc.present else None
     for cc in sorted({g.cc for g in ctx.gpus if g.cc and g.cc[0] >= 10}):
-        g = next(x for x in ctx.gpus if x.cc == cc)
+        same = [x for x in ctx.gpus if x.cc == cc]  # torch's build is one per machine: every GPU of this CC is blocked
+        g = same[0]
         if v is None:
             if ctx.facts.torch_version.present or tc.missing and "no +cu" in str(tc.missing):
                 ctx.gap(f"torch's CUDA build unknown ({tc.missing}); cannot check it supports {sm_name(cc)}", question=Q.STACK)
             continue
         if v < Version("12.8"):
+            which = f"GPU {g.index}, {g.name.value}" if len(same) == 1 else f"GPUs {index_ranges(x.index for x in same)}, {g.name.value}"
             ctx.add("MTP203", f"torch {ctx.facts.torch_version.value or '?'} is built for CUDA {tc.value}, which has no {sm_name(cc)} kernels "
-                    f"(GPU {g.index}, {g.name.value}): every kernel fails with 'no kernel image is available'",
-                    gpu=g, evidence=[ev("torch", ctx.facts.torch_version), ev("torch CUDA build", tc), ev("compute capability", g.compute_capability)],
+                    f"({which}): every kernel fails with 'no kernel image is available'",
+                    gpus=same, evidence=[ev("torch", ctx.facts.torch_version), ev("torch CUDA build", tc), ev("compute capability", g.compute_capability)],
                     remediation="Install a cu128 or newer torch build (pip install torch --index-url https://download.pytorch.org/whl/cu128, "
                                 "or torch >= 2.8 from PyPI), matching the torch pin of your "
                                 + ctx.kernels.torch_pin_holder)
@@ -289,12 +297,15 @@ def check_driver(ctx: Context) -> None:
                     remediation=f"Install NVIDIA driver >= {floor[0] if floor else '(see CUDA release notes)'} or use builds for CUDA {cdv.value}")
             break
     floor = mx.load()["blackwell_min_driver"]["min_driver"]
-    for g in ctx.gpus:
-        if g.cc and g.cc[0] >= 10 and _older_than(dv, floor):
-            ctx.add("MTP206", f"driver {drv.value} is older than {floor}, the first driver (CUDA 12.8) that runs Blackwell GPU {g.index} ({g.name.value})",
-                    gpu=g, evidence=[ev("driver", drv), ev("compute capability", g.compute_capability)],
-                    remediation=f"Install NVIDIA driver >= {floor} (R570+; >= 580.65.06 for CUDA 13 stacks)")
-            break
+    # the driver is one per machine: every Blackwell GPU is blocked, one finding over all of them
+    blackwell = [g for g in ctx.gpus if g.cc and g.cc[0] >= 10]
+    if blackwell and _older_than(dv, floor):
+        g = blackwell[0]
+        which = (f"GPU {g.index} ({g.name.value})" if len(blackwell) == 1 else
+                 f"GPUs {index_ranges(x.index for x in blackwell)} ({', '.join(dict.fromkeys(str(x.name.value) for x in blackwell))})")
+        ctx.add("MTP206", f"driver {drv.value} is older than {floor}, the first driver (CUDA 12.8) that runs Blackwell {which}",
+                gpus=blackwell, evidence=[ev("driver", drv), ev("compute capability", g.compute_capability)],
+                remediation=f"Install NVIDIA driver >= {floor} (R570+; >= 580.65.06 for CUDA 13 stacks)")
 
 
 
@@ -488,7 +499,7 @@ def verdicts(ctx: Context) -> list[dict[str, Any]]:
     for g in ctx.gpus:
         cc = g.cc
         loc = ctx.device(g.index)
-        errs = [f for f in ctx.findings if f.severity >= Severity.ERROR and f.location.symbol in (loc, "machine")
+        errs = [f for f in ctx.findings if f.severity >= Severity.ERROR and located_at(f.location.symbol, loc, g.index)
                 and f.rule_id not in COMMAND_LINE_RULES]
         if cc is None:
             v, reasons = UNKNOWN, [f"compute capability unknown: {g.compute_capability.missing}"]
@@ -510,6 +521,21 @@ def verdicts(ctx: Context) -> list[dict[str, Any]]:
                 v, reasons = CAPABLE, [f"{sm_name(cc)} has FP4 tensor cores and no blocking problem was found in the stack"] + [f"not checked: {b}" for b in blocking]
         out.append({"gpu": g.index, "name": g.name.value, "compute_capability": cc_str(cc) if cc else None, "native_fp4": v, "reasons": reasons})
     return out
+
+
+def located_at(symbol: str, device: str, index: int) -> bool:
+    """Whether a finding located at ``symbol`` (``"machine"``, ``"cuda:3"``, a range ``"cuda:0-3,5"``) is about the GPU
+    labelled ``device`` whose index is ``index``."""
+    if symbol in (device, "machine"):
+        return True
+    kind, _, ranges = symbol.partition(":")
+    if kind != device.partition(":")[0] or not re.fullmatch(r"\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*", ranges):
+        return False
+    for part in ranges.split(","):
+        lo, _, hi = part.partition("-")
+        if int(lo) <= index <= int(hi or lo):
+            return True
+    return False
 
 
 def index_ranges(indices: Iterable[int]) -> str:

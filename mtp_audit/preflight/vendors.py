@@ -262,6 +262,8 @@ def verdicts(ctx: Any, capable: str, not_capable: str, unknown: str) -> list[dic
     target on AMD."""
     plat = platform(ctx)
     fmt = fp4_format(ctx) or "mxfp4"
+    from mtp_audit.preflight.analyze import located_at  # analyze imports this module
+
     out = []
     for g in ctx.gpus:
         arch = g.arch.value if g.arch.present else None
@@ -273,7 +275,7 @@ def verdicts(ctx: Any, capable: str, not_capable: str, unknown: str) -> list[dic
             continue
         gfx = _gfx(g)
         tgt = pf.gfx_target(gfx)
-        errs = [f"{f.rule_id}: {f.message}" for f in ctx.findings if f.severity >= Severity.ERROR and f.location.symbol in (ctx.device(g.index), "machine")]
+        errs = [f"{f.rule_id}: {f.message}" for f in ctx.findings if f.severity >= Severity.ERROR and located_at(f.location.symbol, ctx.device(g.index), g.index)]
         if tgt is None:
             v, why = unknown, [f"gfx target unknown: {g.arch.missing if not gfx else gfx + ' is not in data/amd.json'}"]
         elif tgt.get(f"native_{fmt}"):
