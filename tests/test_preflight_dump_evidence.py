@@ -205,3 +205,34 @@ def test_torch_build_blocks_every_gpu_of_its_compute_capability(tmp_path):
     r = preflight(env_dumps=[p], use_engine_analyzer=False)
     assert [(f.rule_id, f.location.symbol) for f in r.findings if f.rule_id == "MTP203"] == [("MTP203", "cuda:0-7")]
     assert [f.location.symbol for f in r.findings if f.rule_id == "MTP228"] == ["cuda:0-7"]
+
+
+def _collect_env(names: list[str]) -> str:
+    return "\n".join(["GPU models and configuration:", *(f"GPU {i}: {n}" for i, n in enumerate(names)),
+                      "Nvidia driver version: 580.95.05", "PyTorch version: 2.9.1+cu128", "Is debug build: False", ""])
+
+
+def test_findings_sorted_by_device_number_and_mtp200_grouped(tmp_path):
+    from mtp_audit.preflight import preflight
+
+    p = tmp_path / "d.txt"
+    p.write_text(_collect_env(["NVIDIA H100 80GB HBM3"] * 9 + ["NVIDIA B200"] * 3))
+    r = preflight(env_dumps=[p], use_engine_analyzer=False)
+    mtp200 = [f for f in r.findings if f.rule_id == "MTP200"]
+    assert [f.location.symbol for f in mtp200] == ["cuda:0-8"] and mtp200[0].message.startswith("GPUs 0-8 (NVIDIA H100 80GB HBM3, compute capability 9.0) have no")
+    devices = [f.location.symbol for f in r.findings if f.location.symbol and f.location.symbol.startswith("cuda:")]
+    assert devices.index("cuda:0-8") < devices.index("cuda:9-11")  # by number: 9 before 10 and 11
+    from mtp_audit.report.model import Location
+
+    assert sorted(["cuda:10", "cuda:8", "cuda:0-7", "cuda:0", "machine", "cuda:9"], key=lambda s: Location(symbol=s).sort_key()) == \
+        ["cuda:0", "cuda:0-7", "cuda:8", "cuda:9", "cuda:10", "machine"]
+
+
+def test_one_h100_keeps_its_single_gpu_message(tmp_path):
+    from mtp_audit.preflight import preflight
+
+    p = tmp_path / "d.txt"
+    p.write_text(_collect_env(["NVIDIA H100 80GB HBM3"]))
+    r = preflight(env_dumps=[p], use_engine_analyzer=False)
+    assert [(f.location.symbol, f.message.split(" FP4")[0]) for f in r.findings if f.rule_id == "MTP200"] == [
+        ("cuda:0", "GPU 0 (NVIDIA H100 80GB HBM3, compute capability 9.0) has no")]

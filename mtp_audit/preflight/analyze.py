@@ -24,6 +24,7 @@ from mtp_audit.preflight.kernels import KernelChecks
 from mtp_audit.preflight.launch import CheckpointQuant, Launch
 from mtp_audit.preflight.probe import ProbeResult
 from mtp_audit.report import Evidence, Finding, Gap, Location, Severity
+from mtp_audit.report.model import located_at
 from mtp_audit.report import questions as Q
 
 CAPABLE, NOT_CAPABLE, UNKNOWN = "capable", "not capable", "unknown"
@@ -521,21 +522,6 @@ def verdicts(ctx: Context) -> list[dict[str, Any]]:
                 v, reasons = CAPABLE, [f"{sm_name(cc)} has FP4 tensor cores and no blocking problem was found in the stack"] + [f"not checked: {b}" for b in blocking]
         out.append({"gpu": g.index, "name": g.name.value, "compute_capability": cc_str(cc) if cc else None, "native_fp4": v, "reasons": reasons})
     return out
-
-
-def located_at(symbol: str, device: str, index: int) -> bool:
-    """Whether a finding located at ``symbol`` (``"machine"``, ``"cuda:3"``, a range ``"cuda:0-3,5"``) is about the GPU
-    labelled ``device`` whose index is ``index``."""
-    if symbol in (device, "machine"):
-        return True
-    kind, _, ranges = symbol.partition(":")
-    if kind != device.partition(":")[0] or not re.fullmatch(r"\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*", ranges):
-        return False
-    for part in ranges.split(","):
-        lo, _, hi = part.partition("-")
-        if int(lo) <= index <= int(hi or lo):
-            return True
-    return False
 
 
 def index_ranges(indices: Iterable[int]) -> str:

@@ -32,6 +32,7 @@ from packaging.version import Version
 from mtp_audit.preflight import platforms as pf
 from mtp_audit.preflight.facts import Fact
 from mtp_audit.report import Evidence, Gap, Severity
+from mtp_audit.report.model import located_at
 from mtp_audit.report.questions import FP4
 
 NOT_APPLICABLE = "not applicable"
@@ -262,8 +263,6 @@ def verdicts(ctx: Any, capable: str, not_capable: str, unknown: str) -> list[dic
     target on AMD."""
     plat = platform(ctx)
     fmt = fp4_format(ctx) or "mxfp4"
-    from mtp_audit.preflight.analyze import located_at  # analyze imports this module
-
     out = []
     for g in ctx.gpus:
         arch = g.arch.value if g.arch.present else None
