@@ -39,7 +39,8 @@ def _exit(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> tupl
 ])
 def test_two_products_in_prose_are_could_not_tell_never_mtp202(tmp_path, capsys, text):
     rc, first = _exit(tmp_path, text, capsys)
-    assert rc == 3 and first.startswith("INCONCLUSIVE: ") and "MTP202" not in first
+    assert rc == 3 and first.startswith("INCONCLUSIVE: could not tell whether this machine can run native FP4: no GPU listed "
+                                        "(conflict: the free-form text names 2 different GPU products") and "MTP202" not in first
     f = parse_dump(text)
     assert f.gpus == () and f.gpu_list.missing.startswith("conflict: the free-form text names 2 different GPU products")
 

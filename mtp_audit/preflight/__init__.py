@@ -432,10 +432,14 @@ def _summary(ctx: Any, choice: Any, vs: list[dict[str, Any]], verdict: str, flag
 
 
 def _unexamined(machine: Any) -> str:
-    """``" (not examined: not the serving machine)"`` when ``--no-machine`` left the GPU list unknown, else ``""``."""
+    """``" (not examined: not the serving machine)"`` when ``--no-machine`` left the GPU list unknown, the conflict when
+    the dump named GPUs without saying which the machine has (``" (conflict: ...)"``), else ``""``."""
     from mtp_audit.preflight.nomachine import NOT_SERVING_MACHINE
 
-    return f" ({NOT_SERVING_MACHINE})" if NOT_SERVING_MACHINE in str(machine.gpu_list.missing) else ""
+    missing = str(machine.gpu_list.missing or "")
+    if NOT_SERVING_MACHINE in missing:
+        return f" ({NOT_SERVING_MACHINE})"
+    return f" ({missing})" if missing.startswith("conflict: ") else ""
 
 
 def _report(ctx: Any, choice: Any, gaps: list[Any], target: str, flag_source: str) -> Report:
