@@ -63,6 +63,23 @@ def test_a_bare_product_name_is_evidence_everywhere(tmp_path, capsys, text):
     assert len(f.gpus) == 1 and f.gpus[0].cc == (9, 0) and f.gpu_list.extent == "at least"
 
 
+@pytest.mark.parametrize("text,n,arch", [("MI300X\n", 1, "gfx942"), ("we rent an MI300X box\n", 1, "gfx942"), ("GPU: MI300X\n", 1, "gfx942"),
+                                         ("8x MI300X\n", 8, "gfx942"), ("910B\n", 0, None), ("Gaudi\n", 0, None)])
+def test_amd_ascend_gaudi_names_follow_the_same_rule(text, n, arch):
+    from mtp_audit.preflight.freeform import parse_freeform
+
+    f = parse_freeform(text)
+    assert len(f.gpus) == n and {g.arch.value for g in f.gpus} <= {arch}
+
+
+def test_an_nvidia_and_an_amd_product_in_prose_say_neither_the_gpus_nor_the_platform(tmp_path, capsys):
+    f = parse_dump("GPU: 8x MI300X, previously H100\n")
+    assert f.gpus == () and f.gpu_list.missing.startswith("conflict: the free-form text names 2 different GPU products")
+    assert not f.accelerator.present and "conflict" in f.accelerator.missing
+    rc, first = _exit(tmp_path, "GPU: 8x MI300X, previously H100\n", capsys)
+    assert rc == 3 and first.startswith("INCONCLUSIVE: could not tell whether this machine can run native FP4: no GPU listed (conflict:")
+
+
 @pytest.mark.parametrize("text,n", [("step A2 then step B3\n", 0), ("T4 tier pricing\n", 0), ("GPU: A2\n", 1), ("NVIDIA T4\n", 1),
                                     ("2x L40S\n", 2), ("L40S\n", 1)])
 def test_short_names_that_are_ordinary_tokens_need_a_gpu_context(text, n):
@@ -88,6 +105,10 @@ def _head(name: str, n: int) -> str:
     ("Collecting environment information...\nuv is set\n", "collect_env (line 1: 'Collecting environment information')"),
     ("Python: 3.12.3 (main, Nov  6 2025, 13:44:16) [GCC 13.2.0]\nCUDA available: True\n", "sglang check_env (line 1: 'Python: 3.12.3 (')"),
     ("+-----+\n| NVIDIA-SMI \n", "nvidia-smi (line 2: 'NVIDIA-SMI')"),
+    ("what I found with the rocminfo command:\n\n```\nAgent 2                  \n*******                \n", "rocminfo (line 4: 'Agent 2                  \\n*******')"),
+    ("  Platform Name                                   Intel(R) OpenCL HD Graphics\n", "clinfo (line 1: 'Platform Name                           ')"),
+    ("XPU Discovery: \n+-----------+------+\n", "xpu-smi (line 1: 'XPU Discovery:')"),
+    ("Collecting environment \n", "collect_env (line 1: 'Collecting environment')"),
 ])
 def test_a_recognised_tool_cut_before_its_facts_is_could_not_tell(tmp_path, capsys, text, tool):
     rc, first = _exit(tmp_path, text, capsys)

@@ -102,7 +102,7 @@ _SIGNATURES: dict[str, re.Pattern[str]] = {
 #: fact) is an environment dump with nothing answered: "could not tell", not an input error.
 _TOOL_MARKS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("collect_env", re.compile(
-        r"Collecting environment information|^[ \t]*(?:System Info|PyTorch Info|Python Environment|CUDA / GPU Info|CPU Info|"
+        r"Collecting environment(?: information)?|^[ \t]*(?:System Info|PyTorch Info|Python Environment|CUDA / GPU Info|CPU Info|"
         r"Versions of relevant libraries|vLLM Info)[ \t]*:?[ \t]*$|"
         r"^(?:Is debug build|CUDA used to build PyTorch|ROCM used to build PyTorch|GCC version|Clang version|CMake version|"
         r"Libc version|Python version|Python platform|Is CUDA available|CUDA runtime version|CUDA_MODULE_LOADING set to|"
@@ -111,8 +111,12 @@ _TOOL_MARKS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("sglang check_env", re.compile(r"^(?:CUDA available|NVCC|CUDA_HOME|CUDA Driver Version|Hypervisor vendor|ulimit soft limit)[ \t]*:|"
                                     r"^Python: \d+\.\d+\.\d+ \(", re.M)),
     ("nvidia-smi", re.compile(r"NVIDIA-SMI |Persistence-M|Bus-Id\s+Disp\.A|Volatile Uncorr\. ECC")),
-    ("xpu-smi", re.compile(r"xpu-smi |^\|\s*Device ID\s*\|\s*Device Information", re.M)),
-    ("a tool named by its module", re.compile(r"sglang\.check_env|torch\.utils\.collect_env|flashinfer\.collect_env|vllm collect-env")),
+    ("xpu-smi", re.compile(r"xpu-smi |XPU Discovery:|^\|\s*Device ID\s*\|\s*Device Information", re.M)),
+    ("rocminfo", re.compile(r"^Agent \d{1,3}[ \t]*\n\*{7}", re.M)),
+    ("clinfo", re.compile(r"^[ \t]*(?:Number of platforms[ \t]+\d|Platform Name[ \t]{2,}\S)", re.M)),
+    ("a tool named by its module or command", re.compile(
+        r"sglang\.check_env|torch\.utils\.collect_env|flashinfer\.collect_env|vllm collect-env|"
+        r"(?<![\w-])(?:nvidia-smi|rocm-smi|amd-smi|npu-smi|xpu-smi|rocminfo|sycl-ls|clinfo)(?![\w-])")),
 )
 
 

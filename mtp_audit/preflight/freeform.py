@@ -357,10 +357,13 @@ def _read_gpu_line(st: _State, ln: int, line: str, low: str, key: str, value: st
         c = _count(scope, h.start, h.end)
         if not (context or c is not None) and _SHORT_ALIAS.fullmatch(h.alias):
             continue  # 'step A2', 'T4 tier': a short name that is also an ordinary token needs a GPU context
+        name = ""
         if gpu_key and len(hits) == 1:
             name = re.split(r"\s*[,(;]\s*|\s+-\s+", _strip_count(value), maxsplit=1)[0].strip()
             name = re.sub(r"\s+gpus?$|(?<=\d)\s*[x×*]\s*\d{1,3}$", "", name, flags=re.I) or scope[h.start:h.end]
-        else:
+            if scope[h.start:h.end].lower() not in name.lower():
+                name = ""  # the value opens with another product ("8x MI300X, previously H100"): this one is named where it stands
+        if not name:
             pre = re.search(r"(?:nvidia\s+(?:geforce\s+)?)$", scope[:h.start], re.I)
             name = scope[pre.start() if pre else h.start:h.end]
         cc = _gpu_cc(name, h, written if len(hits) == 1 else None, ln, st.notes)
@@ -399,6 +402,10 @@ def _assemble_gpus(st: _State) -> tuple[tuple[GpuFacts, ...], Fact]:
         prose_conflict = (f"conflict: the free-form text names {len(merged)} different GPU products and is not a device listing "
                           f"({listed}); which of them this machine has is not said")
         st.notes.append(prose_conflict + "; not used")
+        nvidia = next((g for g in merged if not g.arch.present), None)
+        if nvidia is not None and any(g.arch.present for g in merged):
+            # an NVIDIA product among AMD / Ascend / Intel ones: which platform this is is not said either
+            st.vendor["platform"].add("cuda", nvidia.line, f"'{nvidia.name}' named")
         merged = []
     out: list[GpuFacts] = []
     how: list[str] = []
