@@ -23,6 +23,7 @@ list, and the fact's ``source`` says so.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
@@ -81,16 +82,28 @@ FREEFORM = "free-form"
 FORMATS = ("sglang-check-env", "torch-collect-env", "vllm-collect-env", "flashinfer-collect-env", "nvidia-smi", "nvidia-smi-q", "nvidia-smi-csv",
            *vendor_dumps.FORMATS)
 
-_SIGNATURES: dict[str, re.Pattern[str]] = {
+class _FirstOf:
+    """Several patterns searched one after the other (each with a literal start, so fast), as one signature."""
+
+    def __init__(self, *patterns: re.Pattern[str]) -> None:
+        self.patterns = patterns
+
+    def search(self, text: str) -> re.Match[str] | None:
+        """The first pattern's match in ``text``, else the next one's, ..., or ``None``."""
+        return next((m for p in self.patterns if (m := p.search(text))), None)
+
+
+_SIGNATURES: dict[str, re.Pattern[str] | _FirstOf] = {
     "sglang-check-env": re.compile(r"(^|\s)(sglang|sgl_kernel|sglang-kernel): \S|GPU [\d,]+ Compute Capability:", re.M),
     "torch-collect-env": re.compile(r"PyTorch version\s*:|CUDA used to build PyTorch\s*:", re.M),
     "vllm-collect-env": re.compile(r"vLLM Version\s*:", re.M),
     "flashinfer-collect-env": re.compile(r"==== FlashInfer ====|^flashinfer-cubin\s+:", re.M),
     # the banner, or (a paste that lost its top lines) the table's column header or a GPU row with its bus id
-    "nvidia-smi": re.compile(r"NVIDIA-SMI \d|^\|\s*GPU\s+Name\s+Persistence-M\s*\||"
-                             r"^\|\s+\d{1,3}\s+\S[^|\n]{0,80}?\s+(?:On|Off)\s+\|\s+[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d", re.M),
+    "nvidia-smi": _FirstOf(re.compile(r"NVIDIA-SMI \d"), re.compile(r"GPU[ \t]+Name[ \t]+Persistence-M"),
+                           re.compile(r"\|[ \t]+\d{1,3}[ \t]+\S[^|\n]{0,80}?[ \t]+(?:On|Off)[ \t]+\|[ \t]+[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d")),
     "nvidia-smi-q": re.compile(r"^\s*Product Name\s+: ", re.M),
-    "nvidia-smi-csv": re.compile(r"^index, name, compute_cap", re.M),  # a prefilter only: detect_formats reads the header (_csv_header)
+    # not used by detect_formats, which reads any header (_csv_header); mtp-audit's own query's header
+    "nvidia-smi-csv": re.compile(r"^index, name, compute_cap", re.M),
     **vendor_dumps.SIGNATURES,
 }
 
@@ -137,7 +150,7 @@ def detect_formats(text: str) -> tuple[str, ...]:
 #: A line of ``nvidia-smi --query-gpu=... --format=csv``'s header: query field names (lower case, ``.`` and ``_``), each
 #: with its unit in brackets where it has one (``memory.total [MiB]``, also under ``nounits``), separated by ``, ``.
 #: Unambiguous (a field holds no comma or blank), so linear.
-_CSV_HEADER = re.compile(r"^[ \t]*[a-z][a-z0-9_.]{0,40}(?:[ \t]*\[[^\]\n]{0,12}\])?(?:[ \t]*,[ \t]*[a-z][a-z0-9_.]{0,40}(?:[ \t]*\[[^\]\n]{0,12}\])?){0,40}[ \t]*$", re.M)
+_CSV_HEADER = re.compile(r"^(?=[^\n]*(?:name|compute_cap))[ \t]*[a-z][a-z0-9_.]{0,40}(?:[ \t]*\[[^\]\n]{0,12}\])?(?:[ \t]*,[ \t]*[a-z][a-z0-9_.]{0,40}(?:[ \t]*\[[^\]\n]{0,12}\])?){0,40}[ \t]*$", re.M)
 #: NVIDIA's field names (``nvidia-smi --help-query-gpu``) the preflight reads, with their documented aliases.
 _CSV_FIELDS = {"index": "index", "name": "name", "gpu_name": "name", "compute_cap": "compute_cap", "driver_version": "driver_version",
                "memory.total": "memory.total", "uuid": "uuid", "gpu_uuid": "uuid", "pci.bus_id": "pci.bus_id", "gpu_bus_id": "pci.bus_id"}
@@ -380,7 +393,7 @@ def _key_pattern(key: str, tail: str) -> re.Pattern[str]:
     return re.compile(re.escape(key) + tail, re.M)
 
 
-def _key_matches(text: str, key: str, tail: str, *, line_start: bool = False):  # type: ignore[no-untyped-def]
+def _key_matches(text: str, key: str, tail: str, *, line_start: bool = False) -> Iterator[re.Match[str]]:
     """Every match :func:`_key_search` would find, in order (the same linear ``str.find`` scan)."""
     rx = _key_pattern(key, tail)
     pos = text.find(key)
