@@ -4,15 +4,16 @@ names the public report of each).
 
 Read line by line (linear in the text), each fact with its provenance ``"free-form line N (...)"``:
 
-- GPUs: hand-written text is not a device listing. Every product it names is evidence that such a GPU is in question
-  (the short names that are also ordinary tokens, ``A2``, ``T4``, ``L40``, only in a GPU context: a GPU key, the word
-  GPU, ``NVIDIA``, a count or an SM written); two different products named (``GPU: 8x B200, previously 8x H100``) do
-  not say which the machine has together: the GPU list is then a conflict (missing, both named), never a mixed
-  machine. English ("previously", "cancelled") is not parsed. Read from: a line whose key names the hardware (``- GPU: 8x NVIDIA RTX PRO 6000 Blackwell Server Edition,
-  SM120``, ``| GPU | NVIDIA GB10 (SM 12.1) |``, ``Hardware: 8x NVIDIA B300 SXM6 AC (SM103, 267.7 GiB)``),
-  ``GPU 0: <name>`` lines, torch's ``Found GPU0 <name> which is of cuda capability X.Y`` wherever it sits, or prose
-  naming a product with a count or an SM (``2x DGX Spark``, ``8xH100``, ``H20x4``, ``4×L40S``, ``8-way B200``,
-  ``8 cards MI300X``) or inside a system token (``dgx-b300``). The
+- GPUs: hand-written text is not a device listing. Every product it names, wherever it stands (alone, in prose,
+  after a key), is evidence that such a GPU is in question; the short names that are also ordinary tokens (one letter
+  and one or two digits: ``A2``, ``T4``, ``L40``) only in a GPU context (a GPU key, the word GPU, ``NVIDIA``, a count
+  or an SM written). Two different products named (``GPU: 8x B200, previously 8x H100``) do not say which the machine
+  has together: the GPU list is then a conflict (missing, both named), never a mixed machine; English
+  ("previously", "cancelled") is not parsed. Read from: a line whose key names the hardware (``- GPU: 8x NVIDIA RTX
+  PRO 6000 Blackwell Server Edition, SM120``, ``| GPU | NVIDIA GB10 (SM 12.1) |``, ``Hardware: 8x NVIDIA B300 SXM6
+  AC (SM103, 267.7 GiB)``), ``GPU 0: <name>`` lines (a device listing), torch's ``Found GPU0 <name> which is of cuda
+  capability X.Y`` wherever it sits (one too), or prose (``2x DGX Spark``, ``8xH100``, ``H20x4``, ``4×L40S``,
+  ``8-way B200``, ``8 cards MI300X``, ``we rent an H200 box``) or inside a system token (``dgx-b300``). The
   compute capability is the one written (``SM120``, ``sm_121a``, ``SM 12.1``, ``compute capability 7.0``,
   ``compute_cap 12.1``) or else the product table (:mod:`mtp_audit.preflight.gpus`); when both are
   there and disagree the fact is missing with both values (a conflict, shown). Memory only in GiB/MiB
@@ -71,7 +72,7 @@ _FOUND_GPU = re.compile(r"Found GPU\s?(\d{1,3}) (.{1,80}?) which is of cuda capa
 #: A DGX / HGX system named in a host or product token (``dgx-b300``, ``hgx_h100``): the line is about the machine.
 _SYSTEM = re.compile(r"(?<![a-z0-9])[dh]gx[-_ ]?(?:[abhlvt]|gh|gb)\d", re.I)
 _COUNT_AFTER = re.compile(r"^\s*(?:[x×*]\s*(\d{1,3})(?!\d)|\((\d{1,3})\)|,?\s*(\d{1,3})\s*gpus?\b)", re.I)
-#: A table alias that is also an ordinary token (a letter or two and one or two digits: A2, T4, L40, H20, GB10 is not one):
+#: A table alias that is also an ordinary token (one letter and one or two digits: A2, T4, L40, H20; GB10 and L40S are not):
 #: read as a GPU only in a GPU context (a GPU key, the word GPU, NVIDIA, a count, an SM written).
 _SHORT_ALIAS = re.compile(r"[a-z]\d{1,2}", re.I)
 _COUNT_GPUS = re.compile(r"(?<![\d.])(\d{1,3})\s*(?:x\s*)?gpus\b", re.I)
