@@ -258,3 +258,26 @@ def test_one_h100_keeps_its_single_gpu_message(tmp_path):
     r = preflight(env_dumps=[p], use_engine_analyzer=False)
     assert [(f.location.symbol, f.message.split(" FP4")[0]) for f in r.findings if f.rule_id == "MTP200"] == [
         ("cuda:0", "GPU 0 (NVIDIA H100 80GB HBM3, compute capability 9.0) has no")]
+
+
+@pytest.mark.parametrize("line,rc,start", [
+    ("- torch==2.5.1+cu124", 3, "INCONCLUSIVE: could not tell whether 8 x NVIDIA B200"),  # a hand-written torch that is not check_env's
+    ("- torch==2.11.0+cu130", 0, "PASS: 8 x NVIDIA B200"),  # the same torch written again
+    ("- Driver: 550.54.15", 3, "INCONCLUSIVE: could not tell whether 8 x NVIDIA B200"),
+    ("- GPU: H100 (old cluster)", 0, "PASS: 8 x NVIDIA B200"),  # check_env's GPU lines are a device listing: prose does not override it
+])
+def test_a_hand_written_line_against_the_tool_dump_of_the_same_file(tmp_path, capsys, line, rc, start):
+    lines = _sglang_24834()
+    got, first = _exit(tmp_path, "\n".join([line, *lines[1:]]), capsys)
+    assert got == rc and first.startswith(start)
+    if rc == 3:
+        assert "conflict: the tool dump and the free-form lines of this file give several values of the " in first
+
+
+def test_free_form_one_version_spelt_two_ways_is_one_value():
+    from mtp_audit.preflight.freeform import parse_freeform
+
+    f = parse_freeform("- torch 2.9.1\n- torch==2.9.1+cu128\n")
+    assert f.torch_version.value == "2.9.1+cu128" and not any("conflict" in n for n in f.notes)
+    g = parse_freeform("- torch 2.9.1+cu126\n- torch==2.9.1+cu128\n")
+    assert not g.torch_version.present and g.torch_version.missing.startswith("conflict: 2.9.1+cu126 (line 1), 2.9.1+cu128 (line 2)")

@@ -33,6 +33,7 @@ from mtp_audit.known import AT_LEAST
 from mtp_audit.preflight import vendor_dumps
 from mtp_audit.preflight.facts import (
     PACKAGES,
+    same_value,
     PARTIAL_GPU_LIST,
     Fact,
     GpuFacts,
@@ -286,26 +287,21 @@ def _merged_one_dump(a: MachineFacts, b: MachineFacts) -> MachineFacts:
     """Two tool dumps of one text merged (:meth:`MachineFacts.merged_with`); a single-valued fact (driver, driver CUDA,
     toolkit, torch and its CUDA build) they give two different values of is missing with both values and sources (a
     conflict), never the first one silently. One value spelt two ways (``2.9.1`` and ``2.9.1+cu128``) agrees."""
-    merged = a.merged_with(b)
+    return _one_value_each(a.merged_with(b), a, b, "the dump gives")
+
+
+def _one_value_each(merged: MachineFacts, a: MachineFacts, b: MachineFacts, who: str) -> MachineFacts:
+    """``merged`` with each fact of :data:`_ONE_VALUE` that ``a`` and ``b`` give two values of made missing, naming both."""
     for name, label in _ONE_VALUE:
         fa, fb = getattr(a, name), getattr(b, name)
-        if fa.present and fb.present and not _same_value(str(fa.value), str(fb.value)):
-            why = f"conflict: the dump gives two values of the {label}: {fa.value} ({fa.source}), {fb.value} ({fb.source})"
-            merged = replace(merged, **{name: Fact.absent(why, source=merged.origin)}, notes=(*merged.notes, why))
+        if fa.present and fb.present and not same_value(str(fa.value), str(fb.value)):
+            why = f"conflict: {who} two values of the {label}: {fa.value} ({fa.source}), {fb.value} ({fb.source})"
+        elif fa.present and str(fb.missing or "").startswith("conflict: "):
+            why = f"conflict: {who} several values of the {label}: {fa.value} ({fa.source}); {fb.missing}"  # the free-form text's own conflict
+        else:
+            continue
+        merged = replace(merged, **{name: Fact.absent(why, source=merged.origin)}, notes=(*merged.notes, why))
     return merged
-
-
-def _same_value(x: str, y: str) -> bool:
-    """Whether two spellings of a version are one value: equal, or one release with the local tag (``+cu128``) of at most one."""
-    if x.strip() == y.strip():
-        return True
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        vx, vy = Version(x), Version(y)
-    except InvalidVersion:
-        return False
-    return vx.public == vy.public and (not vx.local or not vy.local or vx.local == vy.local)
 
 
 def _unterminated_tail(text: str) -> tuple[str, str | None]:
@@ -352,6 +348,7 @@ def _with_freeform(facts: MachineFacts, free: MachineFacts) -> MachineFacts:
     if not facts.engine.present and free.engine.present:
         facts = replace(facts, engine=free.engine)
     merged = replace(facts.merged_with(free), origin=facts.origin, notes=notes + tuple(n for n in free.notes if n not in notes))
+    merged = _one_value_each(merged, facts, free, "the tool dump and the free-form lines of this file give")
     if replace(merged, notes=facts.notes).to_dict() != facts.to_dict():
         merged = replace(merged, origin=f"{facts.origin}+{FREEFORM}")
     return merged

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from mtp_audit.known import AT_LEAST, EXACT
 from mtp_audit.preflight import freeform_vendors as vendors
 from mtp_audit.preflight import gpus as gputable
-from mtp_audit.preflight.facts import Fact, GpuFacts, MachineFacts
+from mtp_audit.preflight.facts import Fact, GpuFacts, MachineFacts, same_value
 from mtp_audit.preflight.freeform_vendors import unglue
 
 FMT = "free-form"
@@ -118,11 +118,19 @@ class _Seen:
     def fact(self, notes: list[str]) -> Fact:
         if not self.values:
             return Fact.absent(f"the free-form text shows no {self.label}")
-        if len(self.values) == 1:
-            (v, (ln, how)), = self.values.items()
+        # one value spelt two ways ('2.9.1' and '2.9.1+cu128') is one value: the more specific spelling, first line
+        kept: dict[str, tuple[int, str]] = {}
+        for v, seen in sorted(self.values.items(), key=lambda kv: kv[1][0]):
+            same = next((k for k in kept if same_value(k, v)), None)
+            if same is None:
+                kept[v] = seen
+            elif len(v) > len(same):
+                kept[v] = kept.pop(same)
+        if len(kept) == 1:
+            (v, (ln, how)), = kept.items()
             return Fact.of(v, f"{FMT} line {ln} ({how})")
-        listed = ", ".join(f"{v} (line {ln})" for v, (ln, _) in sorted(self.values.items(), key=lambda kv: kv[1][0]))
-        notes.append(f"conflict: the free-form text gives {len(self.values)} values of {self.label}: {listed}; not used")
+        listed = ", ".join(f"{v} (line {ln})" for v, (ln, _) in sorted(kept.items(), key=lambda kv: kv[1][0]))
+        notes.append(f"conflict: the free-form text gives {len(kept)} values of {self.label}: {listed}; not used")
         return Fact.absent(f"conflict: {listed}", source=FMT)
 
 
