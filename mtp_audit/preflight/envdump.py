@@ -341,7 +341,7 @@ def _with_freeform(facts: MachineFacts, free: MachineFacts) -> MachineFacts:
     used only when the tools list none or a list known to be partial; a disagreement is a note."""
     why = facts.conflict_with(free)
     notes = facts.notes
-    if why:
+    if why and why.startswith("GPU"):  # a driver that differs is a conflict of its own (_one_value_each), not the tool's
         notes += (f"conflict: the tool dump and the free-form lines of this file disagree ({why}); the tool dump is used",)
     if why or (facts.gpus and not facts.gpu_list_partial):
         free = replace(free, gpus=(), gpu_list=Fact.absent("not used"))
