@@ -8,8 +8,6 @@ finds the engines' own too). Facts behind each check:
 
 from __future__ import annotations
 
-import re
-
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +22,8 @@ from mtp_audit.preflight.kernels import KernelChecks
 from mtp_audit.preflight.launch import CheckpointQuant, Launch
 from mtp_audit.preflight.probe import ProbeResult
 from mtp_audit.report import Evidence, Finding, Gap, Location, Severity
-from mtp_audit.report.model import located_at
 from mtp_audit.report import questions as Q
+from mtp_audit.report.model import located_at
 
 CAPABLE, NOT_CAPABLE, UNKNOWN = "capable", "not capable", "unknown"
 #: The verdict of a device the FP4 checks do not apply to (an Ascend NPU; a CPU-only machine overall).

@@ -27,17 +27,18 @@ from collections.abc import Iterator
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from mtp_audit.errors import InputError
 from mtp_audit.known import AT_LEAST
 from mtp_audit.preflight import vendor_dumps
 from mtp_audit.preflight.facts import (
     PACKAGES,
-    same_value,
     PARTIAL_GPU_LIST,
     Fact,
     GpuFacts,
     MachineFacts,
+    same_value,
 )
 from mtp_audit.preflight.freeform import found_anything, parse_freeform
 from mtp_audit.preflight.lineindex import index_for
@@ -300,7 +301,8 @@ def _one_value_each(merged: MachineFacts, a: MachineFacts, b: MachineFacts, who:
             why = f"conflict: {who} several values of the {label}: {fa.value} ({fa.source}); {fb.missing}"  # the free-form text's own conflict
         else:
             continue
-        merged = replace(merged, **{name: Fact.absent(why, source=merged.origin)}, notes=(*merged.notes, why))
+        changes: dict[str, Any] = {name: Fact.absent(why, source=merged.origin), "notes": (*merged.notes, why)}
+        merged = replace(merged, **changes)
     return merged
 
 

@@ -23,7 +23,15 @@ from packaging.version import Version
 from mtp_audit.engines.sglang.matrix import resolve_auto, sglang_row
 from mtp_audit.engines.sglang.platforms import PLATFORM_CHECKS
 from mtp_audit.preflight import matrix as mx
-from mtp_audit.preflight.analyze import Context, cc_str, ev, index_ranges, known_bad_text, narrowest_tensor_core_type, sm_name
+from mtp_audit.preflight.analyze import (
+    Context,
+    cc_str,
+    ev,
+    index_ranges,
+    known_bad_text,
+    narrowest_tensor_core_type,
+    sm_name,
+)
 from mtp_audit.preflight.elf import cubin_loads_on, fp4_capable_cubins
 from mtp_audit.preflight.facts import Fact, GpuFacts
 from mtp_audit.preflight.kernels import KernelChecks, LaunchSyntax
