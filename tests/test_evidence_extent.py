@@ -85,7 +85,9 @@ def test_nvidia_smi_q_and_csv():
     assert (q.value, q.extent) == (1, "exact")  # 'Attached GPUs : 1' and one Product Name
     rows = "index, name, compute_cap, driver_version, memory.total [MiB]\n0, NVIDIA H200, 9.0, 580.159.04, 143771 MiB\n"
     pasted = parse_nvidia_smi_csv(rows).gpu_count
-    assert (pasted.value, pasted.extent) == (1, "at least")  # a pasted CSV has no end marker
+    assert (pasted.value, pasted.extent) == (1, "exact")  # one row per GPU: header there, last row whole with its line end
+    assert parse_nvidia_smi_csv(rows.rstrip("\n")).gpu_count.extent == "at least"  # no line end after the last row: it may be cut
+    assert parse_nvidia_smi_csv(rows.split("\n", 1)[1]).gpu_count.extent == "at least"  # no header (noheader): no start seen
     assert parse_nvidia_smi_csv(rows, complete=True).gpu_count.extent == "exact"  # the whole output of a live run
 
 

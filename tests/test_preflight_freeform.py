@@ -154,9 +154,14 @@ def test_issue_examples_and_cut_last_line(tmp_path):
     assert f.driver_version.value == "595.58.03" and f.package("sglang").value == "0.5.12" and f.torch_cuda.value == "13.0"
     assert f.package("sglang-kernel").value == "0.4.4+cu130" and f.package("flashinfer-python").value == "0.6.17"
     assert f.engine.value == "sglang" and any("GPU 3: NVIDIA" in n and "not counted" in n for n in f.notes)
-    b = parse_dump("| GPU | NVIDIA GB10 (SM 12.1) |\nHardware: 8x NVIDIA B300 SXM6 AC (SM103, 267.7 GiB)\n")
-    assert [(g.name.value, g.cc) for g in b.gpus][:2] == [("NVIDIA GB10", (12, 1)), ("NVIDIA B300 SXM6 AC", (10, 3))]
-    assert len(b.gpus) == 9 and b.gpus[1].memory_bytes.value == int(267.7 * 1024 ** 3)
+    a = parse_dump("| GPU | NVIDIA GB10 (SM 12.1) |\n")
+    assert [(g.name.value, g.cc) for g in a.gpus] == [("NVIDIA GB10", (12, 1))] and a.gpu_list.extent == "at least"
+    b = parse_dump("Hardware: 8x NVIDIA B300 SXM6 AC (SM103, 267.7 GiB)\n")
+    assert [(g.name.value, g.cc) for g in b.gpus][:1] == [("NVIDIA B300 SXM6 AC", (10, 3))]
+    assert len(b.gpus) == 8 and b.gpus[1].memory_bytes.value == int(267.7 * 1024 ** 3) and b.gpu_list.extent == "exact"
+    # two products in hand-written lines are not a device listing: which of them the machine has is not told
+    ab = parse_dump("| GPU | NVIDIA GB10 (SM 12.1) |\nHardware: 8x NVIDIA B300 SXM6 AC (SM103, 267.7 GiB)\n")
+    assert ab.gpus == () and ab.gpu_list.missing.startswith("conflict: the free-form text names 2 different GPU products")
     c = parse_dump("- GPU: NVIDIA B200, SM120\n")
     assert c.gpus[0].cc is None and "conflict" in c.gpus[0].compute_capability.missing
 
@@ -226,7 +231,7 @@ def test_several_products_in_running_text_are_a_conflict_not_a_mixed_machine(tmp
     p = tmp_path / "env.txt"
     p.write_text("Driver Version: 580.95.05\nWe tried it on an RTX 5090 and then on a GB10, same result.\n")
     facts = parse_freeform(p.read_text())
-    assert facts.gpus == () and "2 different GPU products outside a GPU line" in str(facts.gpu_list.missing)
+    assert facts.gpus == () and "2 different GPU products and is not a device listing" in str(facts.gpu_list.missing)
     assert main(["preflight", "--env-dump", str(p), "-o", str(tmp_path / "r.txt")]) == 3
     # one product in running text is still read (the prose reports in fixtures/preflight/envdumps/freeform/)
     one = parse_freeform("Driver Version: 580.95.05\nWe run it on 2x RTX 5090 GPUs.\n")

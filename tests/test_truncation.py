@@ -13,7 +13,8 @@ file's first line names its source) and every engine log under fixtures/logs. Ve
 
 A cause written in the input (an environment variable, a flag in a pasted command) that the cut removes takes its
 error with it: that is the cause gone, not evidence lost; the native-FP4 verdict it fed may then only stay or
-become unknown. Examples are sampled (hypothesis, no database); ``MTP_AUDIT_FUZZ_EXAMPLES`` raises the count.
+become unknown. A cut is an input error (exit 2) only when it lost the first lines that make the dump recognisable
+(a cut keeping a collect_env banner or an nvidia-smi header is read: "could not tell" at worst). Examples are sampled (hypothesis, no database); ``MTP_AUDIT_FUZZ_EXAMPLES`` raises the count.
 """
 
 from __future__ import annotations
@@ -82,15 +83,34 @@ def _preflight(text: str) -> tuple[frozenset[str], str, tuple[bool | None, ...]]
             tuple(vis.covers(n) for n in (1, 2, 8)))
 
 
+@cache
+def _recognised_prefix(path: Path) -> str:
+    """The shortest run of first lines of ``path``'s dump read as an environment (no input error)."""
+    from mtp_audit.preflight.envdump import parse_dump
+
+    lines = _body(path).splitlines(keepends=True)
+    for n in range(1, len(lines) + 1):
+        try:
+            parse_dump("".join(lines[:n]))
+        except InputError:
+            continue
+        return "".join(lines[:n])
+    raise AssertionError(f"{path.name}: not read as an environment")
+
+
 @fuzz_settings(8)
 @given(data=st.data())
 @pytest.mark.parametrize("path", DUMPS, ids=lambda p: p.name)
 def test_cutting_an_env_dump_adds_no_error_and_no_pass(path: Path, data: st.DataObject) -> None:
     whole = _preflight(_body(path))
     assert whole is not None, path
-    cut = _preflight(data.draw(cuts(_body(path)), label="cut"))
+    text = data.draw(cuts(_body(path)), label="cut")
+    cut = _preflight(text)
     if cut is None:
-        return  # nothing recognisable left: exit 2 with one line (the fuzz suite checks that shape)
+        # nothing recognisable left (exit 2 with one line, the fuzz suite checks that shape): only a cut that lost the
+        # first lines that make the whole dump recognisable, never one that keeps them
+        assert not text.startswith(_recognised_prefix(path)), f"{path.name}: a cut keeping its first recognisable lines is an input error"
+        return
     assert cut[0] <= whole[0], f"{path.name}: new errors {sorted(cut[0] - whole[0])}"
     assert cut[1] in (whole[1], "unknown"), f"{path.name}: native FP4 {whole[1]} -> {cut[1]}"
     for need, w, c in zip((1, 2, 8), whole[2], cut[2]):
@@ -184,3 +204,17 @@ def test_the_samples_cover_every_input():
     assert len(DUMPS) >= 50 and len(LOGS) >= 25
     assert [p.name for p in DUMPS if _preflight(_body(p)) is None] == []
     assert {p.name for p in DUMPS if p.name in CUT_TABLES} == set(CUT_TABLES)
+
+
+def test_every_dump_is_recognised_from_its_first_lines():
+    """A dump is read as an environment (could not tell at worst, never an input error) from its first tool line on:
+    a collect_env banner, an nvidia-smi or npu-smi header, a GPU named: at most 7 lines (kthena-1101's GPU is in a
+    Markdown table after a heading and a blank line), and every longer cut at a line end is read too."""
+    from mtp_audit.preflight.envdump import parse_dump
+
+    longest = max(DUMPS, key=lambda p: _recognised_prefix(p).count("\n"))
+    assert _recognised_prefix(longest).count("\n") <= 7, longest.name
+    for p in DUMPS:
+        lines = _body(p).splitlines(keepends=True)
+        for n in range(_recognised_prefix(p).count("\n"), len(lines) + 1, 7):
+            parse_dump("".join(lines[:n]))  # raises InputError for an unrecognised longer cut

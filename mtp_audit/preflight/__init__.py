@@ -63,7 +63,10 @@ def _answer(vs: list[dict[str, Any]], verdict: str, findings: Sequence[Any], an:
         desc = (f"GPU {members[0]['gpu']} ({name or '?'}, compute capability {cc or '?'})" if len(members) == 1 and not partial
                 else f"{least}{len(members)} x {name or '?'} (compute capability {cc or '?'})")
     else:
-        desc = f"{least}{len(vs)} GPUs of {len(groups)} kinds"
+        # kinds are GPU models (name and compute capability), not per-GPU verdicts: eight B200s of two verdicts are one kind
+        models = list(dict.fromkeys((name, cc) for (name, cc, _), _m in groups))
+        desc = (f"{least}{len(vs)} x {models[0][0] or '?'} (compute capability {models[0][1] or '?'})" if len(models) == 1
+                else f"{least}{len(vs)} GPUs of {len(models)} kinds")
     errors = sorted({f.rule_id for f in findings if f.severity.label == "error"})
     reason = next((r for v in vs if v["native_fp4"] == verdict for r in v["reasons"][:1] if not _RULE_REASON.match(r)), "")
     tail = f" ({', '.join(errors)})" if errors else ""
@@ -429,10 +432,14 @@ def _summary(ctx: Any, choice: Any, vs: list[dict[str, Any]], verdict: str, flag
 
 
 def _unexamined(machine: Any) -> str:
-    """``" (not examined: not the serving machine)"`` when ``--no-machine`` left the GPU list unknown, else ``""``."""
+    """``" (not examined: not the serving machine)"`` when ``--no-machine`` left the GPU list unknown, the conflict when
+    the dump named GPUs without saying which the machine has (``" (conflict: ...)"``), else ``""``."""
     from mtp_audit.preflight.nomachine import NOT_SERVING_MACHINE
 
-    return f" ({NOT_SERVING_MACHINE})" if NOT_SERVING_MACHINE in str(machine.gpu_list.missing) else ""
+    missing = str(machine.gpu_list.missing or "")
+    if NOT_SERVING_MACHINE in missing:
+        return f" ({NOT_SERVING_MACHINE})"
+    return f" ({missing})" if missing.startswith("conflict: ") else ""
 
 
 def _report(ctx: Any, choice: Any, gaps: list[Any], target: str, flag_source: str) -> Report:

@@ -23,6 +23,7 @@ from mtp_audit.preflight.launch import CheckpointQuant, Launch
 from mtp_audit.preflight.probe import ProbeResult
 from mtp_audit.report import Evidence, Finding, Gap, Location, Severity
 from mtp_audit.report import questions as Q
+from mtp_audit.report.model import located_at
 
 CAPABLE, NOT_CAPABLE, UNKNOWN = "capable", "not capable", "unknown"
 #: The verdict of a device the FP4 checks do not apply to (an Ascend NPU; a CPU-only machine overall).
@@ -141,12 +142,16 @@ class Context:
         return device_label(self.facts.accelerator.value if self.facts.accelerator.present else None, index)
 
     def add(self, rule_id: str, message: str, *, gpu: GpuFacts | None = None, evidence: Iterable[Evidence] = (),
-            remediation: str | None = None, severity: Severity | None = None, detail: str = "") -> None:
-        """Append a finding of ``rule_id`` located at GPU ``gpu`` (its :meth:`device` label) or the machine;
+            remediation: str | None = None, severity: Severity | None = None, detail: str = "",
+            gpus: Iterable[GpuFacts] = ()) -> None:
+        """Append a finding of ``rule_id`` located at GPU ``gpu`` (its :meth:`device` label), at every GPU of ``gpus``
+        (one finding at their range, ``cuda:0-7``: a machine-wide cause such as the driver) or the machine;
         ``detail`` holds what does not fit a one-line message (rationale, cost)."""
         from mtp_audit.preflight.rules import rule_by_id
 
-        loc = Location(symbol=self.device(gpu.index)) if gpu is not None else Location(symbol="machine")
+        many = [g.index for g in gpus]
+        loc = (Location(symbol=self.device(index_ranges(many))) if many else
+               Location(symbol=self.device(gpu.index)) if gpu is not None else Location(symbol="machine"))
         self.findings.append(rule_by_id(rule_id).finding(message, loc, evidence=tuple(evidence),
                                                           remediation=remediation, severity=severity, detail=detail))
 
@@ -214,15 +219,17 @@ def check_torch_build(ctx: Context) -> None:
     tc = ctx.facts.torch_cuda
     v = mx.parse_version(tc.value) if tc.present else None
     for cc in sorted({g.cc for g in ctx.gpus if g.cc and g.cc[0] >= 10}):
-        g = next(x for x in ctx.gpus if x.cc == cc)
+        same = [x for x in ctx.gpus if x.cc == cc]  # torch's build is one per machine: every GPU of this CC is blocked
+        g = same[0]
         if v is None:
             if ctx.facts.torch_version.present or tc.missing and "no +cu" in str(tc.missing):
                 ctx.gap(f"torch's CUDA build unknown ({tc.missing}); cannot check it supports {sm_name(cc)}", question=Q.STACK)
             continue
         if v < Version("12.8"):
+            which = f"GPU {g.index}, {g.name.value}" if len(same) == 1 else f"GPUs {index_ranges(x.index for x in same)}, {g.name.value}"
             ctx.add("MTP203", f"torch {ctx.facts.torch_version.value or '?'} is built for CUDA {tc.value}, which has no {sm_name(cc)} kernels "
-                    f"(GPU {g.index}, {g.name.value}): every kernel fails with 'no kernel image is available'",
-                    gpu=g, evidence=[ev("torch", ctx.facts.torch_version), ev("torch CUDA build", tc), ev("compute capability", g.compute_capability)],
+                    f"({which}): every kernel fails with 'no kernel image is available'",
+                    gpus=same, evidence=[ev("torch", ctx.facts.torch_version), ev("torch CUDA build", tc), ev("compute capability", g.compute_capability)],
                     remediation="Install a cu128 or newer torch build (pip install torch --index-url https://download.pytorch.org/whl/cu128, "
                                 "or torch >= 2.8 from PyPI), matching the torch pin of your "
                                 + ctx.kernels.torch_pin_holder)
@@ -292,12 +299,15 @@ def check_driver(ctx: Context) -> None:
                     remediation=f"Install NVIDIA driver >= {floor[0] if floor else '(see CUDA release notes)'} or use builds for CUDA {cdv.value}")
             break
     floor = mx.load()["blackwell_min_driver"]["min_driver"]
-    for g in ctx.gpus:
-        if g.cc and g.cc[0] >= 10 and _older_than(dv, floor):
-            ctx.add("MTP206", f"driver {drv.value} is older than {floor}, the first driver (CUDA 12.8) that runs Blackwell GPU {g.index} ({g.name.value})",
-                    gpu=g, evidence=[ev("driver", drv), ev("compute capability", g.compute_capability)],
-                    remediation=f"Install NVIDIA driver >= {floor} (R570+; >= 580.65.06 for CUDA 13 stacks)")
-            break
+    # the driver is one per machine: every Blackwell GPU is blocked, one finding over all of them
+    blackwell = [g for g in ctx.gpus if g.cc and g.cc[0] >= 10]
+    if blackwell and _older_than(dv, floor):
+        g = blackwell[0]
+        which = (f"GPU {g.index} ({g.name.value})" if len(blackwell) == 1 else
+                 f"GPUs {index_ranges(x.index for x in blackwell)} ({', '.join(dict.fromkeys(str(x.name.value) for x in blackwell))})")
+        ctx.add("MTP206", f"driver {drv.value} is older than {floor}, the first driver (CUDA 12.8) that runs Blackwell {which}",
+                gpus=blackwell, evidence=[ev("driver", drv), ev("compute capability", g.compute_capability)],
+                remediation=f"Install NVIDIA driver >= {floor} (R570+; >= 580.65.06 for CUDA 13 stacks)")
 
 
 
@@ -491,7 +501,7 @@ def verdicts(ctx: Context) -> list[dict[str, Any]]:
     for g in ctx.gpus:
         cc = g.cc
         loc = ctx.device(g.index)
-        errs = [f for f in ctx.findings if f.severity >= Severity.ERROR and f.location.symbol in (loc, "machine")
+        errs = [f for f in ctx.findings if f.severity >= Severity.ERROR and located_at(f.location.symbol, loc, g.index)
                 and f.rule_id not in COMMAND_LINE_RULES]
         if cc is None:
             v, reasons = UNKNOWN, [f"compute capability unknown: {g.compute_capability.missing}"]

@@ -23,9 +23,11 @@ list, and the fact's ``source`` says so.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from mtp_audit.errors import InputError
 from mtp_audit.known import AT_LEAST
@@ -36,6 +38,7 @@ from mtp_audit.preflight.facts import (
     Fact,
     GpuFacts,
     MachineFacts,
+    same_value,
 )
 from mtp_audit.preflight.freeform import found_anything, parse_freeform
 from mtp_audit.preflight.lineindex import index_for
@@ -81,21 +84,94 @@ FREEFORM = "free-form"
 FORMATS = ("sglang-check-env", "torch-collect-env", "vllm-collect-env", "flashinfer-collect-env", "nvidia-smi", "nvidia-smi-q", "nvidia-smi-csv",
            *vendor_dumps.FORMATS)
 
-_SIGNATURES: dict[str, re.Pattern[str]] = {
+class _FirstOf:
+    """Several patterns searched one after the other (each with a literal start, so fast), as one signature."""
+
+    def __init__(self, *patterns: re.Pattern[str]) -> None:
+        self.patterns = patterns
+
+    def search(self, text: str) -> re.Match[str] | None:
+        """The first pattern's match in ``text``, else the next one's, ..., or ``None``."""
+        return next((m for p in self.patterns if (m := p.search(text))), None)
+
+
+_SIGNATURES: dict[str, re.Pattern[str] | _FirstOf] = {
     "sglang-check-env": re.compile(r"(^|\s)(sglang|sgl_kernel|sglang-kernel): \S|GPU [\d,]+ Compute Capability:", re.M),
     "torch-collect-env": re.compile(r"PyTorch version\s*:|CUDA used to build PyTorch\s*:", re.M),
     "vllm-collect-env": re.compile(r"vLLM Version\s*:", re.M),
     "flashinfer-collect-env": re.compile(r"==== FlashInfer ====|^flashinfer-cubin\s+:", re.M),
-    "nvidia-smi": re.compile(r"NVIDIA-SMI \d"),
+    # the banner, or (a paste that lost its top lines) the table's column header or a GPU row with its bus id
+    "nvidia-smi": _FirstOf(re.compile(r"NVIDIA-SMI \d"), re.compile(r"GPU[ \t]+Name[ \t]+Persistence-M"),
+                           re.compile(r"\|[ \t]+\d{1,3}[ \t]+\S[^|\n]{0,80}?[ \t]+(?:On|Off)[ \t]+\|[ \t]+[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d")),
     "nvidia-smi-q": re.compile(r"^\s*Product Name\s+: ", re.M),
+    # not used by detect_formats, which reads any header (_csv_header); mtp-audit's own query's header
     "nvidia-smi-csv": re.compile(r"^index, name, compute_cap", re.M),
     **vendor_dumps.SIGNATURES,
 }
 
 
+#: What only a known environment tool prints although no fact is read from it: collect_env's banner, section titles and
+#: fixed keys (torch/utils/collect_env.py ``env_info_fmt``; vllm/collect_env.py), sglang check_env's fixed keys
+#: (sglang/check_env.py), vLLM's platform line (vllm/platforms/__init__.py ``Automatically detected platform``), the
+#: nvidia-smi table's column header, the tools' own module names. A paste holding only these (cut before its first
+#: fact) is an environment dump with nothing answered: "could not tell", not an input error.
+_TOOL_MARKS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("collect_env", re.compile(
+        r"Collecting environment(?: information)?|^[ \t]*(?:System Info|PyTorch Info|Python Environment|CUDA / GPU Info|CPU Info|"
+        r"Versions of relevant libraries|vLLM Info)[ \t]*:?[ \t]*$|"
+        r"^(?:Is debug build|CUDA used to build PyTorch|ROCM used to build PyTorch|GCC version|Clang version|CMake version|"
+        r"Libc version|Python version|Python platform|Is CUDA available|CUDA runtime version|CUDA_MODULE_LOADING set to|"
+        r"cuDNN version|HIP runtime version|MIOpen runtime version|Is XNNPACK available|Is XPU available)[ \t]*:", re.M)),
+    ("vLLM", re.compile(r"Automatically detected platform \w")),
+    ("sglang check_env", re.compile(r"^(?:CUDA available|NVCC|CUDA_HOME|CUDA Driver Version|Hypervisor vendor|ulimit soft limit)[ \t]*:|"
+                                    r"^Python: \d+\.\d+\.\d+ \(", re.M)),
+    ("nvidia-smi", re.compile(r"NVIDIA-SMI |Persistence-M|Bus-Id\s+Disp\.A|Volatile Uncorr\. ECC")),
+    ("xpu-smi", re.compile(r"xpu-smi |XPU Discovery:|^\|\s*Device ID\s*\|\s*Device Information", re.M)),
+    ("rocminfo", re.compile(r"^Agent \d{1,3}[ \t]*\n\*{7}", re.M)),
+    ("clinfo", re.compile(r"^[ \t]*(?:Number of platforms[ \t]+\d|Platform Name[ \t]{2,}\S)", re.M)),
+    ("a tool named by its module or command", re.compile(
+        r"sglang\.check_env|torch\.utils\.collect_env|flashinfer\.collect_env|vllm collect-env|"
+        r"(?<![\w-])(?:nvidia-smi|rocm-smi|amd-smi|npu-smi|xpu-smi|rocminfo|sycl-ls|clinfo)(?![\w-])")),
+)
+
+
+def recognised_tool(text: str) -> str | None:
+    """The known tool whose output ``text`` shows (see :data:`_TOOL_MARKS`) with the line of its first mark, or ``None``."""
+    for tool, rx in _TOOL_MARKS:
+        m = rx.search(text)
+        if m:
+            return f"{tool} (line {_line_of(text, m.start())}: {m.group(0).strip()[:40]!r})"
+    return None
+
+
 def detect_formats(text: str) -> tuple[str, ...]:
     """Every known dump format found in ``text`` (several can be pasted together), in FORMATS order."""
-    return tuple(f for f in FORMATS if _SIGNATURES[f].search(text))
+    return tuple(f for f in FORMATS if (_csv_header(text) is not None if f == "nvidia-smi-csv" else _SIGNATURES[f].search(text)))
+
+
+#: A line of ``nvidia-smi --query-gpu=... --format=csv``'s header: query field names (lower case, ``.`` and ``_``), each
+#: with its unit in brackets where it has one (``memory.total [MiB]``, also under ``nounits``), separated by ``, ``.
+#: Unambiguous (a field holds no comma or blank), so linear.
+_CSV_HEADER = re.compile(r"^(?=[^\n]*(?:name|compute_cap))[ \t]*[a-z][a-z0-9_.]{0,40}(?:[ \t]*\[[^\]\n]{0,12}\])?(?:[ \t]*,[ \t]*[a-z][a-z0-9_.]{0,40}(?:[ \t]*\[[^\]\n]{0,12}\])?){0,40}[ \t]*$", re.M)
+#: NVIDIA's field names (``nvidia-smi --help-query-gpu``) the preflight reads, with their documented aliases.
+_CSV_FIELDS = {"index": "index", "name": "name", "gpu_name": "name", "compute_cap": "compute_cap", "driver_version": "driver_version",
+               "memory.total": "memory.total", "uuid": "uuid", "gpu_uuid": "uuid", "pci.bus_id": "pci.bus_id", "gpu_bus_id": "pci.bus_id"}
+
+
+def _csv_header(text: str) -> tuple[int, list[str], list[str]] | None:
+    """The first ``nvidia-smi --query-gpu ... --format=csv`` header of ``text``: (offset of its line end, the fields as
+    :data:`_CSV_FIELDS` names them, each field's unit in brackets or ``""``), or ``None``. A header names the GPU or its
+    compute capability (``name`` / ``gpu_name`` / ``compute_cap``) and no field twice."""
+    if "name" not in text and "compute_cap" not in text:
+        return None
+    for m in _CSV_HEADER.finditer(text):
+        cells = [c.strip() for c in m.group(0).split(",")]
+        fields = [re.sub(r"\s*\[.*$", "", c) for c in cells]
+        if len(set(fields)) != len(fields) or not {"name", "gpu_name", "compute_cap"} & set(fields):
+            continue
+        units = [c[len(f):].strip(" []") for c, f in zip(cells, fields)]
+        return m.end(), [_CSV_FIELDS.get(f, f) for f in fields], units
+    return None
 
 
 def read_dump(path: Path) -> str:
@@ -177,7 +253,10 @@ def parse_dump(text: str, *, display: str = "dump") -> MachineFacts:
         raise InputError(display, "is an mtp-audit report, not an environment dump (pass the output of 'python3 -m sglang.check_env' or 'nvidia-smi')")
     formats = detect_formats(text)
     free = parse_freeform(text)
-    if not formats and not found_anything(free):
+    tool = None if formats or found_anything(free) else recognised_tool(text)
+    if tool is not None:
+        free = replace(free, notes=(*free.notes, f"the text is the output of {tool} but holds none of its facts (cut before them?)"))
+    elif not formats and not found_anything(free):
         raise InputError(
             display,
             "nothing recognisable as an environment: no tool dump ('python3 -m sglang.check_env', "
@@ -188,7 +267,7 @@ def parse_dump(text: str, *, display: str = "dump") -> MachineFacts:
     facts: MachineFacts | None = None
     for fmt in formats:
         f = _PARSERS[fmt](text)
-        facts = f if facts is None else facts.merged_with(f)
+        facts = f if facts is None else _merged_one_dump(facts, f)
     if facts is None:
         return _noted(free, cut_note)
     facts = replace(facts, engine=_engine_of_tools(text, formats))
@@ -198,6 +277,33 @@ def parse_dump(text: str, *, display: str = "dump") -> MachineFacts:
         if cpu.present:
             facts = replace(facts, accelerator=cpu)
     return _noted(facts, cut_note)
+
+
+#: The machine's single-valued facts two tool dumps of one text must agree on.
+_ONE_VALUE = (("driver_version", "driver version"), ("cuda_driver_version", "driver CUDA version"), ("toolkit", "CUDA toolkit"),
+              ("torch_version", "torch version"), ("torch_cuda", "torch CUDA build"))
+
+
+def _merged_one_dump(a: MachineFacts, b: MachineFacts) -> MachineFacts:
+    """Two tool dumps of one text merged (:meth:`MachineFacts.merged_with`); a single-valued fact (driver, driver CUDA,
+    toolkit, torch and its CUDA build) they give two different values of is missing with both values and sources (a
+    conflict), never the first one silently. One value spelt two ways (``2.9.1`` and ``2.9.1+cu128``) agrees."""
+    return _one_value_each(a.merged_with(b), a, b, "the dump gives")
+
+
+def _one_value_each(merged: MachineFacts, a: MachineFacts, b: MachineFacts, who: str) -> MachineFacts:
+    """``merged`` with each fact of :data:`_ONE_VALUE` that ``a`` and ``b`` give two values of made missing, naming both."""
+    for name, label in _ONE_VALUE:
+        fa, fb = getattr(a, name), getattr(b, name)
+        if fa.present and fb.present and not same_value(str(fa.value), str(fb.value)):
+            why = f"conflict: {who} two values of the {label}: {fa.value} ({fa.source}), {fb.value} ({fb.source})"
+        elif fa.present and str(fb.missing or "").startswith("conflict: "):
+            why = f"conflict: {who} several values of the {label}: {fa.value} ({fa.source}); {fb.missing}"  # the free-form text's own conflict
+        else:
+            continue
+        changes: dict[str, Any] = {name: Fact.absent(why, source=merged.origin), "notes": (*merged.notes, why)}
+        merged = replace(merged, **changes)
+    return merged
 
 
 def _unterminated_tail(text: str) -> tuple[str, str | None]:
@@ -237,13 +343,14 @@ def _with_freeform(facts: MachineFacts, free: MachineFacts) -> MachineFacts:
     used only when the tools list none or a list known to be partial; a disagreement is a note."""
     why = facts.conflict_with(free)
     notes = facts.notes
-    if why:
+    if why and why.startswith("GPU"):  # a driver that differs is a conflict of its own (_one_value_each), not the tool's
         notes += (f"conflict: the tool dump and the free-form lines of this file disagree ({why}); the tool dump is used",)
     if why or (facts.gpus and not facts.gpu_list_partial):
         free = replace(free, gpus=(), gpu_list=Fact.absent("not used"))
     if not facts.engine.present and free.engine.present:
         facts = replace(facts, engine=free.engine)
     merged = replace(facts.merged_with(free), origin=facts.origin, notes=notes + tuple(n for n in free.notes if n not in notes))
+    merged = _one_value_each(merged, facts, free, "the tool dump and the free-form lines of this file give")
     if replace(merged, notes=facts.notes).to_dict() != facts.to_dict():
         merged = replace(merged, origin=f"{facts.origin}+{FREEFORM}")
     return merged
@@ -285,10 +392,47 @@ def _key_pattern(key: str, tail: str) -> re.Pattern[str]:
     return re.compile(re.escape(key) + tail, re.M)
 
 
+def _key_matches(text: str, key: str, tail: str, *, line_start: bool = False) -> Iterator[re.Match[str]]:
+    """Every match :func:`_key_search` would find, in order (the same linear ``str.find`` scan)."""
+    rx = _key_pattern(key, tail)
+    pos = text.find(key)
+    while pos != -1:
+        prev = text[pos - 1] if pos else "\n"
+        if prev == "\n" or (not line_start and prev.isspace()):
+            m = rx.match(text, pos)
+            if m:
+                yield m
+        pos = text.find(key, pos + 1)
+
+
+#: Most ``Key: value`` lines of one fact :func:`_kv` compares (a 64 MiB paste of one dump repeated stays bounded).
+MAX_KEY_LINES = 64
+
+
 def _kv(text: str, key: str, fmt: str, *, value: str = r"(\S+)") -> Fact:
-    """``Key: value`` or ``Key   : value`` (boxed), first occurrence."""
-    m = _key_search(text, key, rf"\s*:[ \t]*{value}")
-    if not m or not m.group(1).strip():
+    """``Key: value`` or ``Key   : value`` (boxed). A fact has one value: when the dump gives the key twice with
+    different values (two environments pasted together, before and after an upgrade), the fact is missing and its
+    reason names both values and their lines (a conflict: "could not tell"), never the first silently."""
+    facts: list[Fact] = []
+    for n, m in enumerate(_key_matches(text, key, rf"\s*:[ \t]*{value}")):
+        if n >= MAX_KEY_LINES:
+            break
+        facts.append(_kv_value(text, m, key, fmt))
+    if not facts:
+        return Fact.absent(f"the {fmt} dump has no '{key}' line", source=fmt)
+    values: dict[str, Fact] = {}
+    for f in facts:
+        if f.present:
+            values.setdefault(str(f.value), f)
+    if len(values) > 1:
+        listed = ", ".join(f"{v} ({f.source})" for v, f in values.items())
+        return Fact.absent(f"conflict: the dump gives {len(values)} values of '{key}': {listed}", source=fmt)
+    return next(iter(values.values())) if values else facts[0]
+
+
+def _kv_value(text: str, m: re.Match[str], key: str, fmt: str) -> Fact:
+    """The fact of one ``Key: value`` match of :func:`_kv`."""
+    if not m.group(1).strip():
         return Fact.absent(f"the {fmt} dump has no '{key}' line", source=fmt)
     v = m.group(1).strip()
     if m.end(1) >= len(text.rstrip(" \t")) and not text.endswith("\n"):
@@ -308,7 +452,7 @@ def _kv(text: str, key: str, fmt: str, *, value: str = r"(\S+)") -> Fact:
 def _cuda_from_torch_tag(version: Fact) -> Fact:
     m = re.search(r"\+cu(\d{1,6})(\d)$", str(version.value or ""))
     if not version.present:
-        return Fact.absent("torch version not shown")
+        return Fact.absent(f"torch version unknown ({version.missing})" if "conflict" in str(version.missing) else "torch version not shown")
     if not m:
         return Fact.absent(f"torch {version.value} has no +cuXXX tag (PyPI default builds do not show their CUDA)")
     return Fact.of(f"{int(m.group(1))}.{m.group(2)}", f"{version.source} (+cu tag)")
@@ -377,15 +521,14 @@ def parse_sglang_check_env(text: str) -> MachineFacts:
     for key, dist in _PKG_ALIASES.items():
         if dist == "torch":
             continue
-        km = _key_search(text, key, r": (.+?)(?=\s+[A-Za-z_][\w\-]*: |\n|$)")
-        if not km:
+        seen = _check_env_versions(text, key, fmt)
+        if not seen:
             continue
-        val = km.group(1).strip()
-        src = f"{fmt} line {_line_of(text, km.start(1))}"
-        if val.lower().startswith("module not found"):
-            packages.setdefault(dist, Fact.absent("not installed (check_env: Module Not Found)", source=src))
+        if len({str(f.value) for f in seen if f.present} | ({"not installed"} if any(not f.present for f in seen) else set())) > 1:
+            listed = ", ".join(f"{f.value or 'not installed'} ({f.source})" for f in seen)
+            packages.setdefault(dist, Fact.absent(f"conflict: the dump gives two values of '{key}': {listed}", source=fmt))
         else:
-            packages.setdefault(dist, Fact.of(val.split()[0], src))
+            packages.setdefault(dist, seen[0])
     torch_version = _kv(text, "PyTorch", fmt)
     if torch_version.present:
         packages["torch"] = torch_version
@@ -408,6 +551,21 @@ def parse_sglang_check_env(text: str) -> MachineFacts:
         packages=packages,
         platform=Fact.absent("sglang check_env does not print the platform"),
     )
+
+
+def _check_env_versions(text: str, key: str, fmt: str) -> list[Fact]:
+    """The distinct values of check_env's ``key: version`` lines (``Module Not Found`` is a missing fact), first of each."""
+    out: dict[str, Fact] = {}
+    for n, km in enumerate(_key_matches(text, key, r": (.+?)(?=\s+[A-Za-z_][\w\-]*: |\n|$)")):
+        if n >= MAX_KEY_LINES:
+            break
+        val = km.group(1).strip()
+        src = f"{fmt} line {_line_of(text, km.start(1))}"
+        if val.lower().startswith("module not found"):
+            out.setdefault("", Fact.absent("not installed (check_env: Module Not Found)", source=src))
+        else:
+            out.setdefault(val.split()[0], Fact.of(val.split()[0], src))
+    return list(out.values())
 
 
 # --- torch / vllm collect_env -----------------------------------------------------------------
@@ -550,7 +708,7 @@ def parse_nvidia_smi(text: str) -> MachineFacts:
     else:
         cuda = Fact.absent("nvidia-smi prints 'CUDA Version: N/A'" if hm else "no nvidia-smi header line", source=fmt)
     gpus: list[GpuFacts] = []
-    last_row_end = 0
+    last_row_end = first_row_start = 0
     row = re.compile(r"^\|\s+(\d{1,3})\s+(.+?)\s+(On|Off)\s+\|[^\n]*(?:\n\|[^|\n]*\|\s*(?:(\d{1,9})MiB\s*/\s*(\d{1,9})MiB|([^|\n]*?))\s*\||[^\n]*$)", re.M)
     for m in row.finditer(text):
         name = Fact.of(m.group(2).strip(), f"{fmt} line {_line_of(text, m.start())}")
@@ -562,9 +720,12 @@ def parse_nvidia_smi(text: str) -> MachineFacts:
             shown = (m.group(6) or "").strip() or "blank"
             mem = Fact.absent(f"nvidia-smi reports memory as '{shown}' (unified memory on GB10)" if "Not Supported" in shown or "N/A" in shown else f"nvidia-smi memory column: '{shown}'")
         gpus.append(GpuFacts(index=int(m.group(1)), name=name, compute_capability=_gpu_cc(name), memory_bytes=mem))
+        first_row_start = first_row_start or m.start()
         last_row_end = m.end()
     truncated = not gpus or text.rstrip().endswith(("+----", "|"))
-    partial = bool(gpus) and not _smi_table_end_seen(text, last_row_end)
+    # the rows are the whole table only between its column header (or banner) and its Processes block: a paste that lost
+    # its top lines may have lost the first GPUs' rows too
+    partial = bool(gpus) and not (_SMI_TABLE_START.search(text, 0, first_row_start) and _smi_table_end_seen(text, last_row_end))
     return MachineFacts(
         origin=f"env-dump:{fmt}",
         gpus=tuple(gpus),
@@ -574,6 +735,9 @@ def parse_nvidia_smi(text: str) -> MachineFacts:
         cuda_driver_version=cuda,
         notes=(f"{fmt}: the table may be truncated; {len(gpus)} GPU row(s) read",) if truncated and gpus else (),
     )
+
+
+_SMI_TABLE_START = re.compile(r"NVIDIA-SMI \d|Persistence-M")
 
 
 def _smi_table_end_seen(text: str, after: int) -> bool:
@@ -612,36 +776,72 @@ def parse_nvidia_smi_q(text: str) -> MachineFacts:
 
 
 def parse_nvidia_smi_csv(text: str, *, source: str = "nvidia-smi-csv", complete: bool = False) -> MachineFacts:
-    """``nvidia-smi --query-gpu=index,name,compute_cap,driver_version,memory.total[,uuid] --format=csv``
-    (with or without the header line; the sixth column, when present, is the GPU UUID).
+    """``nvidia-smi --query-gpu=FIELDS --format=csv[,noheader][,nounits]``: one row per GPU.
 
-    ``complete``: ``text`` is the whole output of the command (a live run), so its rows are every GPU; a pasted
-    CSV has no end marker, so its rows are a lower bound (``gpu_list.extent == "at least"``)."""
-    gpus = []
-    driver = Fact.absent("no GPU rows in the nvidia-smi CSV")
-    for ln, line in enumerate(text.splitlines(), 1):
+    With its header the columns are read by name, in any order and subset (NVIDIA's field names: ``index``, ``name``,
+    ``compute_cap``, ``driver_version``, ``memory.total``, ``uuid``, ``pci.bus_id``; others are skipped); a listing whose
+    header is there and whose last row is whole (every column, a line end after it) is every GPU (exact count), else a
+    lower bound. Without a header (``noheader``) only rows of mtp-audit's own query are read (``index, name,
+    compute_cap, driver_version, memory.total[, uuid]``, the index first) and the count is a lower bound.
+
+    ``complete``: ``text`` is the whole output of the command (a live run), so its rows are every GPU."""
+    head = _csv_header(text)
+    if head is None:
+        fields, units, start, has_header = ["index", "name", "compute_cap", "driver_version", "memory.total", "uuid"], [""] * 6, 0, False
+    else:
+        (start, fields, units), has_header = head, True
+    gpus: list[GpuFacts] = []
+    driver = Fact.absent("no GPU rows in the nvidia-smi CSV" if "driver_version" in fields else "the nvidia-smi CSV has no driver_version column", source)
+    notes: list[str] = []
+    lines = text[start:].split("\n")[1:] if has_header else text.split("\n")
+    first_line = _line_of(text, start) + 1 if has_header else 1
+    whole = has_header
+    for k, line in enumerate(lines):
         cols = [c.strip() for c in line.split(",")]
-        if len(cols) < 5 or not cols[0].isdigit():
-            continue
-        idx, name, cc, drv, mem = cols[:5]
-        cc_m = re.fullmatch(r"(\d+)\.(\d+)", cc)
-        mem_m = re.match(r"(\d+)\s*MiB", mem)
-        where = f"{source} line {ln}"
-        gpus.append(GpuFacts(
-            index=int(idx),
-            name=Fact.of(name, where),
-            compute_capability=Fact.of((int(cc_m.group(1)), int(cc_m.group(2))), where) if cc_m else _gpu_cc(Fact.of(name, where)),
-            memory_bytes=Fact.of(int(mem_m.group(1)) * _MIB, where) if mem_m else Fact.absent(f"nvidia-smi reports memory.total as '{mem}'"),
-            uuid=(Fact.of(cols[5], where) if len(cols) > 5 and cols[5].upper().startswith("GPU-")
-                  else Fact.absent("the nvidia-smi CSV has no uuid column", source)),
-        ))
-        if not driver.present and re.fullmatch(r"[\d.]+", drv):
+        if not has_header:
+            if len(cols) < 5 or not cols[0].isdigit():
+                continue
+        elif len(cols) != len(fields) or not line.strip():
+            whole = whole and len(cols) == 1  # a row with some of its columns: cut short
+            break
+        row = dict(zip(fields, cols))
+        where = f"{source} line {first_line + k}"
+        if has_header and k == len(lines) - 1:
+            whole = False  # the last row has no line end after it: it may be cut
+            if cc_from_name(row.get("name", "")) is None:
+                notes.append(f"{where}: '{line.strip()[:60]}' may be cut off (last line, no line end) and names no known GPU; not counted")
+                break
+        gpus.append(_csv_gpu(row, units[fields.index("memory.total")] if "memory.total" in fields else "", len(gpus), where, source))
+        drv = row.get("driver_version", "")
+        if not driver.present and re.fullmatch(r"\d{2,4}(?:\.\d{1,4}){1,3}", drv):
             driver = Fact.of(drv, where)
+    ended = complete or (has_header and whole)
     return MachineFacts(origin=f"env-dump:{source}", gpus=tuple(gpus),
-                        gpu_list=_listed(len(gpus), source, complete, "a pasted CSV shows no end") if gpus
+                        gpu_list=_listed(len(gpus), source, ended, "a pasted CSV without its header line shows no start" if not has_header
+                                         else "the CSV's last row is cut") if gpus
                         else Fact.absent("no GPU rows in the nvidia-smi CSV"),
                         driver_version=driver,
-                        cuda_driver_version=Fact.absent("nvidia-smi --query-gpu does not print the CUDA version"))
+                        cuda_driver_version=Fact.absent("nvidia-smi --query-gpu does not print the CUDA version"), notes=tuple(notes))
+
+
+def _csv_gpu(row: dict[str, str], mem_unit: str, n: int, where: str, source: str) -> GpuFacts:
+    """One GPU of an nvidia-smi CSV row (field name -> cell); ``n``: its position when the row has no ``index``."""
+    name = row.get("name", "")
+    cc_m = re.fullmatch(r"(\d{1,2})\.(\d)", row.get("compute_cap", ""))
+    mem = row.get("memory.total", "")
+    mem_m = re.fullmatch(r"(\d{1,9})\s*MiB", mem) or (re.fullmatch(r"(\d{1,9})", mem) if mem_unit == "MiB" else None)
+    name_fact = Fact.of(name, where) if name and not name.startswith("[") else Fact.absent(f"the nvidia-smi CSV row shows no name ({name or 'no name column'})", where)
+    cc = (Fact.of((int(cc_m.group(1)), int(cc_m.group(2))), where) if cc_m
+          else _gpu_cc(name_fact) if name_fact.present else Fact.absent("the nvidia-smi CSV shows neither compute_cap nor a name", where))
+    uuid = row.get("uuid", "")
+    return GpuFacts(
+        index=int(row["index"]) if row.get("index", "").isdigit() else n,
+        name=name_fact,
+        compute_capability=cc,
+        memory_bytes=(Fact.of(int(mem_m.group(1)) * _MIB, where) if mem_m
+                      else Fact.absent(f"nvidia-smi reports memory.total as '{mem}'" if "memory.total" in row else "the nvidia-smi CSV has no memory.total column")),
+        uuid=Fact.of(uuid, where) if uuid.upper().startswith("GPU-") else Fact.absent("the nvidia-smi CSV has no uuid column", source),
+    )
 
 
 _PARSERS = {

@@ -19,6 +19,20 @@ from typing import Any
 from mtp_audit.engines.registry import engine_distributions
 from mtp_audit.known import AT_LEAST, EXACT, Extent, Known, Provenance
 
+
+def same_value(x: str, y: str) -> bool:
+    """Whether two spellings of a version are one value: equal, or one release with the local tag (``+cu128``) of at most one."""
+    if x.strip() == y.strip():
+        return True
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        vx, vy = Version(x), Version(y)
+    except InvalidVersion:
+        return False
+    return vx.public == vy.public and (not vx.local or not vy.local or vx.local == vy.local)
+
+
 #: Version of the facts JSON written by :meth:`MachineFacts.to_dict`.
 FACTS_SCHEMA_VERSION = 1
 

@@ -4,11 +4,16 @@ names the public report of each).
 
 Read line by line (linear in the text), each fact with its provenance ``"free-form line N (...)"``:
 
-- GPUs: a line whose key names the hardware (``- GPU: 8x NVIDIA RTX PRO 6000 Blackwell Server Edition,
-  SM120``, ``| GPU | NVIDIA GB10 (SM 12.1) |``, ``Hardware: 8x NVIDIA B300 SXM6 AC (SM103, 267.7 GiB)``),
-  ``GPU 0: <name>`` lines, torch's ``Found GPU0 <name> which is of cuda capability X.Y`` wherever it sits, or prose
-  naming a product with a count or an SM (``2x DGX Spark``, ``8xH100``, ``H20x4``, ``4×L40S``, ``8-way B200``,
-  ``8 cards MI300X``) or inside a system token (``dgx-b300``). The
+- GPUs: hand-written text is not a device listing. Every product it names, wherever it stands (alone, in prose,
+  after a key), is evidence that such a GPU is in question; the short names that are also ordinary tokens (one letter
+  and one or two digits: ``A2``, ``T4``, ``L40``) only in a GPU context (a GPU key, the word GPU, ``NVIDIA``, a count
+  or an SM written). Two different products named (``GPU: 8x B200, previously 8x H100``) do not say which the machine
+  has together: the GPU list is then a conflict (missing, both named), never a mixed machine; English
+  ("previously", "cancelled") is not parsed. Read from: a line whose key names the hardware (``- GPU: 8x NVIDIA RTX
+  PRO 6000 Blackwell Server Edition, SM120``, ``| GPU | NVIDIA GB10 (SM 12.1) |``, ``Hardware: 8x NVIDIA B300 SXM6
+  AC (SM103, 267.7 GiB)``), ``GPU 0: <name>`` lines (a device listing), torch's ``Found GPU0 <name> which is of cuda
+  capability X.Y`` wherever it sits (one too), or prose (``2x DGX Spark``, ``8xH100``, ``H20x4``, ``4×L40S``,
+  ``8-way B200``, ``8 cards MI300X``, ``we rent an H200 box``) or inside a system token (``dgx-b300``). The
   compute capability is the one written (``SM120``, ``sm_121a``, ``SM 12.1``, ``compute capability 7.0``,
   ``compute_cap 12.1``) or else the product table (:mod:`mtp_audit.preflight.gpus`); when both are
   there and disagree the fact is missing with both values (a conflict, shown). Memory only in GiB/MiB
@@ -39,7 +44,7 @@ from dataclasses import dataclass, field
 from mtp_audit.known import AT_LEAST, EXACT
 from mtp_audit.preflight import freeform_vendors as vendors
 from mtp_audit.preflight import gpus as gputable
-from mtp_audit.preflight.facts import Fact, GpuFacts, MachineFacts
+from mtp_audit.preflight.facts import Fact, GpuFacts, MachineFacts, same_value
 from mtp_audit.preflight.freeform_vendors import unglue
 
 FMT = "free-form"
@@ -67,6 +72,9 @@ _FOUND_GPU = re.compile(r"Found GPU\s?(\d{1,3}) (.{1,80}?) which is of cuda capa
 #: A DGX / HGX system named in a host or product token (``dgx-b300``, ``hgx_h100``): the line is about the machine.
 _SYSTEM = re.compile(r"(?<![a-z0-9])[dh]gx[-_ ]?(?:[abhlvt]|gh|gb)\d", re.I)
 _COUNT_AFTER = re.compile(r"^\s*(?:[x×*]\s*(\d{1,3})(?!\d)|\((\d{1,3})\)|,?\s*(\d{1,3})\s*gpus?\b)", re.I)
+#: A table alias that is also an ordinary token (one letter and one or two digits: A2, T4, L40, H20; GB10 and L40S are not):
+#: read as a GPU only in a GPU context (a GPU key, the word GPU, NVIDIA, a count, an SM written).
+_SHORT_ALIAS = re.compile(r"[a-z]\d{1,2}", re.I)
 _COUNT_GPUS = re.compile(r"(?<![\d.])(\d{1,3})\s*(?:x\s*)?gpus\b", re.I)
 _DRIVER = re.compile(r"(?<![a-z])(?:(?:nvidia |cuda |kmd )?driver(?: version)?|kmd version)\s*[:=]?\s*v?(\d{3}\.\d{1,3}(?:\.\d{1,3})?)(?![\d.])", re.I)
 _CUDA_DRIVER = re.compile(r"(?:host cuda|cuda (?:umd )?version|driver cuda|cuda driver(?: api)?)(?: version)?\s*[:=]?\s*(\d{1,2}\.\d{1,2})(?![\d.])", re.I)
@@ -110,11 +118,19 @@ class _Seen:
     def fact(self, notes: list[str]) -> Fact:
         if not self.values:
             return Fact.absent(f"the free-form text shows no {self.label}")
-        if len(self.values) == 1:
-            (v, (ln, how)), = self.values.items()
+        # one value spelt two ways ('2.9.1' and '2.9.1+cu128') is one value: the more specific spelling, first line
+        kept: dict[str, tuple[int, str]] = {}
+        for v, seen in sorted(self.values.items(), key=lambda kv: kv[1][0]):
+            same = next((k for k in kept if same_value(k, v)), None)
+            if same is None:
+                kept[v] = seen
+            elif len(v) > len(same):
+                kept[v] = kept.pop(same)
+        if len(kept) == 1:
+            (v, (ln, how)), = kept.items()
             return Fact.of(v, f"{FMT} line {ln} ({how})")
-        listed = ", ".join(f"{v} (line {ln})" for v, (ln, _) in sorted(self.values.items(), key=lambda kv: kv[1][0]))
-        notes.append(f"conflict: the free-form text gives {len(self.values)} values of {self.label}: {listed}; not used")
+        listed = ", ".join(f"{v} (line {ln})" for v, (ln, _) in sorted(kept.items(), key=lambda kv: kv[1][0]))
+        notes.append(f"conflict: the free-form text gives {len(kept)} values of {self.label}: {listed}; not used")
         return Fact.absent(f"conflict: {listed}", source=FMT)
 
 
@@ -344,17 +360,19 @@ def _read_gpu_line(st: _State, ln: int, line: str, low: str, key: str, value: st
             name = re.split(r"\s*[,(;]\s*", _strip_count(value), maxsplit=1)[0].strip()
             st.groups.append(_Group(name, _gpu_cc(name, None, written, ln, st.notes), _mem_fact(value, ln), _count(value, 0, 0), ln, key))
         return
-    prose_ok = (gpu_key or written is not None or re.search(r"\bgpus?\b|\bon an?\b|hardware|device", low) or "@" in scope
-                or _SYSTEM.search(scope) is not None
-                or _env_list_line(scope, hits[0].start))
+    context = (gpu_key or written is not None or re.search(r"\bgpus?\b|nvidia|hardware|device", low) is not None or "@" in scope
+               or _SYSTEM.search(scope) is not None or _env_list_line(scope, hits[0].start))
     for h in hits:
         c = _count(scope, h.start, h.end)
-        if not (prose_ok or c is not None):
-            continue
+        if not (context or c is not None) and _SHORT_ALIAS.fullmatch(h.alias):
+            continue  # 'step A2', 'T4 tier': a short name that is also an ordinary token needs a GPU context
+        name = ""
         if gpu_key and len(hits) == 1:
             name = re.split(r"\s*[,(;]\s*|\s+-\s+", _strip_count(value), maxsplit=1)[0].strip()
             name = re.sub(r"\s+gpus?$|(?<=\d)\s*[x×*]\s*\d{1,3}$", "", name, flags=re.I) or scope[h.start:h.end]
-        else:
+            if scope[h.start:h.end].lower() not in name.lower():
+                name = ""  # the value opens with another product ("8x MI300X, previously H100"): this one is named where it stands
+        if not name:
             pre = re.search(r"(?:nvidia\s+(?:geforce\s+)?)$", scope[:h.start], re.I)
             name = scope[pre.start() if pre else h.start:h.end]
         cc = _gpu_cc(name, h, written if len(hits) == 1 else None, ln, st.notes)
@@ -382,15 +400,21 @@ def _assemble_gpus(st: _State) -> tuple[tuple[GpuFacts, ...], Fact]:
         # the lines of one GPU each, with no end of the list in sight: a lower bound
         return gpus_out, Fact.of(len(gpus_out), f"{FMT}: 'GPU N:' lines (no end of the list: at least {len(gpus_out)})", AT_LEAST)
     merged = _merge_groups(_prefer_gpu_lines(st.groups, st.notes), st.notes)
-    # Several different products named only in running text ("my friend has an RTX 5090 and a GB10"),
-    # with no GPU line among them, do not say which of them this machine has: reading them as one mixed
-    # machine would invent facts (and an MTP202 error). They become a conflict: "could not tell".
+    # Hand-written text is not a device listing: several different products named in it ("GPU: 8x B200, previously
+    # 8x H100", "my friend has an RTX 5090 and a GB10") do not say which of them this machine has together. Reading
+    # them as one mixed machine would invent facts (and an MTP202 error); English is not parsed for "previously" or
+    # "cancelled". They become a conflict: "could not tell" which GPUs the machine has. A mixed machine is told by a
+    # device listing (nvidia-smi, 'GPU N:' lines, torch's 'Found GPU<i>').
     prose_conflict = None
-    if len(merged) > 1 and any(not (g.key and _GPU_KEYS.match(g.key)) for g in merged) and not any(g.key and _GPU_PROPER.match(g.key) for g in merged):
+    if len(merged) > 1:
         listed = "; ".join(f"{g.name} (line {g.line})" for g in merged[:6])
-        prose_conflict = (f"conflict: the free-form text names {len(merged)} different GPU products outside a GPU line "
+        prose_conflict = (f"conflict: the free-form text names {len(merged)} different GPU products and is not a device listing "
                           f"({listed}); which of them this machine has is not said")
         st.notes.append(prose_conflict + "; not used")
+        nvidia = next((g for g in merged if not g.arch.present), None)
+        if nvidia is not None and any(g.arch.present for g in merged):
+            # an NVIDIA product among AMD / Ascend / Intel ones: which platform this is is not said either
+            st.vendor["platform"].add("cuda", nvidia.line, f"'{nvidia.name}' named")
         merged = []
     out: list[GpuFacts] = []
     how: list[str] = []
@@ -478,7 +502,10 @@ def _machine(st: _State, text: str, gpus_out: tuple[GpuFacts, ...], gpu_list: Fa
 
 
 def found_anything(f: MachineFacts) -> bool:
-    """Whether the free-form reader found at least one fact (a GPU, a version, a driver, the engine)."""
+    """Whether the free-form reader found at least one fact (a GPU, a version, a driver, the engine), or GPUs whose
+    list it could not tell (several products named: a conflict)."""
+    if "conflict" in str(f.gpu_list.missing or ""):
+        return True
     scalars = (f.driver_version, f.cuda_driver_version, f.toolkit, f.torch_version, f.torch_cuda, f.engine, f.accelerator,
                f.rocm_version, f.cann_version)
     return bool(f.gpus) or any(x.present for x in scalars) or any(p.present for p in f.packages.values())

@@ -40,6 +40,9 @@ _VPKG_NAMES = {"torch-npu": "torch-npu", "vllm-ascend": "vllm-ascend", "amd-aite
 _DEVICE_FLAG = re.compile(r"--device[= ](npu|hip|rocm|cuda|cpu|xpu|hpu)\b", re.I)
 _CONTEXT = re.compile(r"\b(?:gpus?|npus?|xpus?|hpus?|on an?|hardware|device|accelerators?|cards?|nodes?|servers?|instinct|ascend|atlas|"
                       r"gaudi|environment|setup|tested)\b", re.I)
+#: A table alias that is also an ordinary token (at most 4 characters, ``910B``, or letters only, ``Gaudi``): read as a
+#: device only in a device context (:data:`_CONTEXT`, a count, a device key).
+_SHORT_ALIAS = re.compile(r".{1,4}|[a-z ]+", re.I | re.S)
 #: Each table's vendor -> the platform its devices are on.
 VENDOR_PLATFORM = {"amd": pf.ROCM, "ascend": pf.CANN, "intel": pf.XPU, "gaudi": pf.HPU}
 _HOST = re.compile(r"[\w.-]*@([\w.-]+)")
@@ -146,8 +149,8 @@ def read_line(st: Any, ln: int, line: str, key: str, value: str, truncated: bool
         start = pre.start() if pre and pre.group(0).strip() else s
         c = count(scope, start, e)
         in_host = any(hs <= s for hs in host) and "@" in scope[:s]
-        if not (ok or c is not None or in_host):
-            continue
+        if not (ok or c is not None or in_host or not _SHORT_ALIAS.fullmatch(h.alias)):
+            continue  # a product name is evidence wherever it stands; a short one that is also an ordinary token needs a context
         name = scope[start:e].strip()
         where = f"{FMT} line {ln}"
         arch = (pf.amd_arch(name, pf.gfx_in(scope) if len(hits) == 1 else None, where) if vendor == "amd" else

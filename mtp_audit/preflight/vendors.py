@@ -32,6 +32,7 @@ from packaging.version import Version
 from mtp_audit.preflight import platforms as pf
 from mtp_audit.preflight.facts import Fact
 from mtp_audit.report import Evidence, Gap, Severity
+from mtp_audit.report.model import located_at
 from mtp_audit.report.questions import FP4, STARTS
 
 NOT_APPLICABLE = "not applicable"
@@ -317,7 +318,7 @@ def verdicts(ctx: Any, capable: str, not_capable: str, unknown: str) -> list[dic
             continue
         gfx = _gfx(g)
         tgt = pf.gfx_target(gfx)
-        errs = [f"{f.rule_id}: {f.message}" for f in ctx.findings if f.severity >= Severity.ERROR and f.location.symbol in (ctx.device(g.index), "machine")]
+        errs = [f"{f.rule_id}: {f.message}" for f in ctx.findings if f.severity >= Severity.ERROR and located_at(f.location.symbol, ctx.device(g.index), g.index)]
         if tgt is None:
             v, why = unknown, [f"gfx target unknown: {g.arch.missing if not gfx else gfx + ' is not in data/amd.json'}"]
         elif tgt.get(f"native_{fmt}") and gfx in ctx.amd_paths_open and not errs:

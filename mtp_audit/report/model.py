@@ -10,12 +10,16 @@ modelscan's split of findings from what could not be examined).
 from __future__ import annotations
 
 import enum
+import re
 import types
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from mtp_audit.valueclass import Value
+
+#: A device location (``cuda:10``, ``npu:0``, a range ``cuda:0-7``): its type, first index and the rest.
+_DEVICE_SYMBOL = re.compile(r"([a-z]{2,8}:)(\d{1,9})([-,\d]*)")
 
 #: Version of the JSON document produced by :meth:`Report.to_dict`; bump on breaking change.
 #: The schema ships as ``mtp_audit/schema/report.schema.json``.
@@ -68,6 +72,21 @@ class Status(str, enum.Enum):
     INCONCLUSIVE = "inconclusive"
 
 
+def located_at(symbol: str | None, device: str, index: int) -> bool:
+    """Whether a finding located at ``symbol`` (``"machine"``, ``"cuda:3"``, a range ``"cuda:0-3,5"``) is about the GPU
+    labelled ``device`` whose index is ``index``."""
+    if symbol in (device, "machine"):
+        return True
+    kind, _, ranges = (symbol or "").partition(":")
+    if kind != device.partition(":")[0] or not re.fullmatch(r"\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*", ranges):
+        return False
+    for part in ranges.split(","):
+        lo, _, hi = part.partition("-")
+        if int(lo) <= index <= int(hi or lo):
+            return True
+    return False
+
+
 @dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
 class Location(Value):
     """Where a finding points.
@@ -95,8 +114,11 @@ class Location(Value):
         return {k: v for k, v in self.__dict__.items() if v is not None}
 
     def sort_key(self) -> tuple[Any, ...]:
-        """Stable ordering key: path, line, column, symbol (``None`` sorts first)."""
-        return (self.path or "", self.line or 0, self.column or 0, self.symbol or "")
+        """Stable ordering key: path, line, column, symbol (``None`` sorts first); a device symbol by its number
+        (``cuda:8`` before ``cuda:10``, ``cuda:0-7`` after ``cuda:0``)."""
+        m = _DEVICE_SYMBOL.fullmatch(self.symbol or "")
+        sym: tuple[Any, ...] = (m.group(1), int(m.group(2)), m.group(3)) if m else (self.symbol or "",)
+        return (self.path or "", self.line or 0, self.column or 0, sym)
 
     def __str__(self) -> str:
         parts = [self.path] if self.path else []

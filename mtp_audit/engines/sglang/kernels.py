@@ -23,7 +23,15 @@ from packaging.version import Version
 from mtp_audit.engines.sglang.matrix import resolve_auto, sglang_row
 from mtp_audit.engines.sglang.platforms import PLATFORM_CHECKS
 from mtp_audit.preflight import matrix as mx
-from mtp_audit.preflight.analyze import Context, cc_str, ev, known_bad_text, narrowest_tensor_core_type, sm_name
+from mtp_audit.preflight.analyze import (
+    Context,
+    cc_str,
+    ev,
+    index_ranges,
+    known_bad_text,
+    narrowest_tensor_core_type,
+    sm_name,
+)
 from mtp_audit.preflight.elf import cubin_loads_on, fp4_capable_cubins
 from mtp_audit.preflight.facts import Fact, GpuFacts
 from mtp_audit.preflight.kernels import KernelChecks, LaunchSyntax
@@ -94,6 +102,10 @@ def effective_backend(ctx: Context, flag: str, table: str) -> tuple[str | None, 
     return to, "auto", src
 
 
+def _has(members: list[Any]) -> str:
+    return "has" if len(members) == 1 else "have"
+
+
 def check_no_native_fp4(ctx: Context) -> None:
     """MTP200 / MTP201 on SGLang: no FP4 tensor cores (SM < 100); Marlin W4A16 fallback and its cost. MTP200 is an
     error below SM80 (SGLang's 'auto' picks the Marlin fallback on SM80-SM90 only) and for a known SGLang without the
@@ -104,18 +116,22 @@ def check_no_native_fp4(ctx: Context) -> None:
     gemm, _, _ = effective_backend(ctx, "--fp4-gemm-backend", "fp4_gemm_backend")
     moe, _, _ = effective_backend(ctx, "--moe-runner-backend", "moe_runner_backend_nvfp4")
     has_marlin = sg is not None and sg >= Version(mx.load()["sglang"]["marlin_fallback_from"])
+    # one finding per GPU model (name and compute capability) over all its GPUs, as MTP228 groups them
+    groups: dict[tuple[Any, tuple[int, int]], list[Any]] = {}
     for g in ctx.gpus:
-        cc = g.cc
-        if cc is None or cc[0] >= 10 or not ctx.fp4_intent:
-            continue
+        if g.cc is not None and g.cc[0] < 10 and ctx.fp4_intent:
+            groups.setdefault((g.name.value, g.cc), []).append(g)
+    for (_, cc), members in groups.items():
+        g = members[0]
+        label = f"GPU {g.index}" if len(members) == 1 else f"GPUs {index_ranges(m.index for m in members)}"
         evs = [ev("GPU", g.name), ev("compute capability", g.compute_capability), ev("FP4 instruction", f"none ({narrowest_tensor_core_type(cc)})")]
         if ctx.probe and ctx.probe.results:
             for r in ctx.probe.results:
                 evs.append(Evidence(f"probe {r['path']}", r.get("error") or r["status"]))
         marlin_detail = f"{marlin['what']}. Cost: {marlin['cost']}."
         if has_marlin and gemm == "marlin" and moe in ("marlin", None):
-            ctx.add("MTP201", f"GPU {g.index} ({g.name.value}, {sm_name(cc)}) has no FP4 tensor cores; SGLang {sg} runs this NVFP4 checkpoint "
-                    "through Marlin W4A16 (4-bit weights, BF16 tensor-core math)", gpu=g, evidence=evs, detail=marlin_detail)
+            ctx.add("MTP201", f"{label} ({g.name.value}, {sm_name(cc)}) {_has(members)} no FP4 tensor cores; SGLang {sg} runs this NVFP4 checkpoint "
+                    "through Marlin W4A16 (4-bit weights, BF16 tensor-core math)", gpus=members, evidence=evs, detail=marlin_detail)
             continue
         severity = None
         if cc < (8, 0):
@@ -135,8 +151,8 @@ def check_no_native_fp4(ctx: Context) -> None:
                 f"on SM80-SM90): {marlin_detail}")
         else:
             fallback, detail = f"SGLang {sg} has no Marlin NVFP4 fallback (added in 0.5.13): native NVFP4 kernels will refuse this GPU", ""
-        ctx.add("MTP200", f"GPU {g.index} ({g.name.value}, compute capability {cc_str(cc)}) has no FP4 tensor cores "
-                f"(SM100/SM103/SM110/SM120/SM121 only); {fallback}", gpu=g, evidence=evs, detail=detail, severity=severity,
+        ctx.add("MTP200", f"{label} ({g.name.value}, compute capability {cc_str(cc)}) {_has(members)} no FP4 tensor cores "
+                f"(SM100/SM103/SM110/SM120/SM121 only); {fallback}", gpus=members, evidence=evs, detail=detail, severity=severity,
                 remediation=("Run NVFP4 on Blackwell (B200/B300/RTX PRO 6000/RTX 50xx/GB10), or accept W4A16: "
                              "--fp4-gemm-backend marlin --moe-runner-backend marlin on SGLang >= 0.5.13"
                              + ("" if has_marlin or sg is None else f" (upgrade from {sg})")))
