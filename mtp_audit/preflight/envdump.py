@@ -27,9 +27,10 @@ from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
+from mtp_audit.engines.registry import engine_distributions
 from mtp_audit.errors import InputError
 from mtp_audit.known import AT_LEAST
-from mtp_audit.preflight import vendor_dumps
+from mtp_audit.preflight import piplist, vendor_dumps
 from mtp_audit.preflight.facts import (
     PACKAGES,
     PARTIAL_GPU_LIST,
@@ -75,11 +76,15 @@ _PKG_ALIASES = {
     "sgl_kernel_npu": "sgl-kernel-npu",
     "triton-ascend": "triton-ascend",
 }
+#: every engine's own distributions (:func:`mtp_audit.engines.registry.engine_distributions`: vLLM's optional ones too)
+#: under their name and its ``_`` spelling
+_PKG_ALIASES.update({alias: dist for dist in engine_distributions() for alias in (dist, dist.replace("-", "_"))
+                     if alias not in _PKG_ALIASES})
 
 FREEFORM = "free-form"
 
 FORMATS = ("sglang-check-env", "torch-collect-env", "vllm-collect-env", "flashinfer-collect-env", "nvidia-smi", "nvidia-smi-q", "nvidia-smi-csv",
-           *vendor_dumps.FORMATS)
+           *vendor_dumps.FORMATS, piplist.FORMAT)
 
 _SIGNATURES: dict[str, re.Pattern[str]] = {
     "sglang-check-env": re.compile(r"(^|\s)(sglang|sgl_kernel|sglang-kernel): \S|GPU [\d,]+ Compute Capability:", re.M),
@@ -90,6 +95,7 @@ _SIGNATURES: dict[str, re.Pattern[str]] = {
     "nvidia-smi-q": re.compile(r"^\s*Product Name\s+: ", re.M),
     "nvidia-smi-csv": re.compile(r"^index, name, compute_cap", re.M),
     **vendor_dumps.SIGNATURES,
+    piplist.FORMAT: piplist.SIGNATURE,
 }
 
 
@@ -653,6 +659,7 @@ _PARSERS = {
     "nvidia-smi-q": parse_nvidia_smi_q,
     "nvidia-smi-csv": parse_nvidia_smi_csv,
     **vendor_dumps.PARSERS,
+    piplist.FORMAT: piplist.parse_pip_list,
 }
 
 assert set(_PARSERS) == set(FORMATS)
