@@ -8,7 +8,7 @@ at ``vllm/config/speculative.py:1728`` (0.24.0: :852) when ``not has_arctic_infe
 ImportError at those lines (tests/data/oracle/vllm-0.33.0-grid3.json, ``packages: {"arctic-inference": null}``).
 
 The machine: a facts file (the H200's, fixtures/preflight/h200-live-facts.json, with ``arctic-inference`` recorded or
-not), a pip listing (fixtures/preflight/envdumps/pip-freeze-vllm-0.33.0-cpu.txt: ``pip freeze`` of that oracle venv, 140
+not), a pip listing (fixtures/preflight/envdumps/pip/pip-freeze-vllm-0.33.0-cpu.txt: ``pip freeze`` of that oracle venv, 140
 packages, no arctic-inference), or nothing (``--no-machine``).
 """
 
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.network
 
 QWEN35 = FIXTURES / "oracle-configs" / "Qwen--Qwen3.5-27B"
 H200 = FIXTURES / "preflight" / "h200-live-facts.json"
-FREEZE = FIXTURES / "preflight" / "envdumps" / "pip-freeze-vllm-0.33.0-cpu.txt"
+FREEZE = FIXTURES / "preflight" / "envdumps" / "pip" / "pip-freeze-vllm-0.33.0-cpu.txt"
 MESSAGE = "ImportError: Arctic Inference is required for suffix decoding. Install via `pip install arctic-inference==0.1.1`."
 
 
