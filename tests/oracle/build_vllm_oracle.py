@@ -23,7 +23,6 @@ import traceback
 
 from grid import FORMS, FORMS_NEW, FORMS_WIDE, grid3  # noqa: E402  (tests/oracle/grid.py: the same forms the replay test uses)
 
-
 #: The distributions of the oracle's environment that decide what ``SpeculativeConfig`` accepts (``arctic-inference``:
 #: ``has_arctic_inference()``, suffix decoding), recorded so that the replay is given the same machine.
 PACKAGES = ("arctic-inference",)
