@@ -30,8 +30,8 @@ def _answer(text: str) -> MachineAnswer:
     return MachineAnswer.from_facts(parse_dump(text))
 
 
-@pytest.mark.parametrize(("path", "first_row"), [(FREEZE, 2), (PIP_LIST, 4)])
-def test_a_whole_pip_listing_says_installed_and_not_installed(path, first_row: int) -> None:
+@pytest.mark.parametrize(("path", "first_row", "torch_row"), [(FREEZE, 2, 126), (PIP_LIST, 4, 130)])
+def test_a_whole_pip_listing_says_installed_and_not_installed(path, first_row: int, torch_row: int) -> None:
     a = _answer(path.read_text())
     assert a.origin.startswith("env-dump:pip-list")
     assert (a.package("vllm"), a.package("torch"), a.package("triton")) == ("0.33.0", "2.13.0+cpu", "3.9.0")
@@ -39,6 +39,7 @@ def test_a_whole_pip_listing_says_installed_and_not_installed(path, first_row: i
     arctic = a.installed("arctic-inference")
     assert (arctic.value, arctic.extent, arctic.source.line) == (False, "exact", first_row)
     assert a.installed("aiter").value is False  # between aiosignal and annotated-doc
+    assert a.facts.torch_version.value == "2.13.0+cpu" and a.facts.torch_version.source == f"pip-list line {torch_row}"
 
 
 def test_the_freeze_lines_are_140_rows_in_name_order() -> None:

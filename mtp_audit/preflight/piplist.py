@@ -124,7 +124,8 @@ def _wheel_version(url: str) -> str:
 
 def parse_pip_list(text: str) -> MachineFacts:
     """The preflight's distributions as a pip listing shows them: the version of each one listed; "not installed" for
-    one a whole, ordered part of the listing leaves out (:meth:`Listing.covers`); nothing for the others (unknown)."""
+    one a whole, ordered part of the listing leaves out (:meth:`Listing.covers`); nothing for the others (unknown).
+    The torch version is the listed torch distribution's (its CUDA build is not shown unless its ``+cuXXX`` tag is)."""
     found = listings(text)
     packages: dict[str, Fact] = {}
     for dist in PACKAGES:
@@ -141,5 +142,7 @@ def parse_pip_list(text: str) -> MachineFacts:
         if whole is not None:
             packages[dist] = Fact.absent(f"{NOT_INSTALLED} (the pip listing, {whole.span()}, is in name order and does not "
                                          "list it)", f"{FORMAT} line {whole.rows[0][3]}")
+    torch = packages.get("torch")
     return MachineFacts(origin=f"env-dump:{FORMAT}", packages=packages,
+                        torch_version=torch if torch is not None and torch.present else Fact.absent("the pip listing does not list torch"),
                         gpu_list=Fact.absent("a pip listing shows no GPU"))
