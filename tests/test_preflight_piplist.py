@@ -122,3 +122,10 @@ def test_facts_file_and_live_machine() -> None:
     assert versions["arctic-inference"].source == "importlib.metadata"
     live = MachineAnswer.from_facts(MachineFacts(origin="live", packages=versions)).installed("arctic-inference")
     assert live.extent == "exact"  # installed or not, importlib.metadata says which
+
+
+def test_a_number_no_version_has_is_not_read_as_one() -> None:
+    text = PIP_LIST.read_text().replace("2.13.0+cpu", "2." + "1" * 5000)
+    a = _answer(text)
+    assert a.package("torch") is None and a.installed("torch").value is None
+    assert "more than 32 digits" in (a.facts.torch_version.missing or "")

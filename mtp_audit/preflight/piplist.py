@@ -110,6 +110,8 @@ def _run(lines: list[str], i: int, row: re.Pattern[str], freeze: bool = False) -
     return rows, i
 
 
+#: no version has such a number (and ``int()`` refuses more than 4300 digits): such a value is not read as a version
+_HUGE_NUMBER = re.compile(r"\d{33}")
 _WHEEL = re.compile(r"/[A-Za-z0-9_.]{1,200}-([0-9][A-Za-z0-9_.!+%]{0,100})-[^/]*\.whl(?:#|$)")
 
 
@@ -131,6 +133,10 @@ def parse_pip_list(text: str) -> MachineFacts:
     for dist in PACKAGES:
         key = canonicalize_name(dist)
         hit = next(((v, ln) for lst in found for n, _low, v, ln in lst.rows if n == key), None)
+        if hit is not None and _HUGE_NUMBER.search(hit[0]):
+            packages[dist] = Fact.absent("the listed version is not a version (it holds a number of more than 32 digits)",
+                                         f"{FORMAT} line {hit[1]}")
+            continue
         if hit is not None and hit[0]:
             packages[dist] = Fact.of(hit[0], f"{FORMAT} line {hit[1]}")
             continue
@@ -142,7 +148,6 @@ def parse_pip_list(text: str) -> MachineFacts:
         if whole is not None:
             packages[dist] = Fact.absent(f"{NOT_INSTALLED} (the pip listing, {whole.span()}, is in name order and does not "
                                          "list it)", f"{FORMAT} line {whole.rows[0][3]}")
-    torch = packages.get("torch")
     return MachineFacts(origin=f"env-dump:{FORMAT}", packages=packages,
-                        torch_version=torch if torch is not None and torch.present else Fact.absent("the pip listing does not list torch"),
+                        torch_version=packages.get("torch") or Fact.absent("the part of the pip listing shown does not list torch"),
                         gpu_list=Fact.absent("a pip listing shows no GPU"))
