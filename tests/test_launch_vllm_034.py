@@ -154,7 +154,9 @@ def test_zero_tokens_is_refused_by_the_field_bound(version: str) -> None:
 
 
 def test_suffix_default_on_0_33_depends_on_arctic_inference_not_a_refusal() -> None:
-    r = _spec("0.33.0", {"method": "suffix"})
+    # without machine facts (the live machine's packages decide it: tests/test_launch_vllm_suffix.py)
+    r = audit_launch(["vllm", "serve", str(QWEN35), "--speculative-config", json.dumps({"method": "suffix"})],
+                     vllm=vllm_wheel("0.33.0"), environ={}, cwd=QWEN35, no_machine=True)
     assert _refusals(r) == []
     assert any("not has_arctic_inference() (vllm/config/speculative.py:1727)" in g.message for g in r.gaps)
 

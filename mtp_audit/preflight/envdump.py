@@ -29,9 +29,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from mtp_audit.engines.registry import engine_distributions
 from mtp_audit.errors import InputError
 from mtp_audit.known import AT_LEAST
-from mtp_audit.preflight import vendor_dumps
+from mtp_audit.preflight import piplist, vendor_dumps
 from mtp_audit.preflight.facts import (
     PACKAGES,
     PARTIAL_GPU_LIST,
@@ -78,11 +79,15 @@ _PKG_ALIASES = {
     "sgl_kernel_npu": "sgl-kernel-npu",
     "triton-ascend": "triton-ascend",
 }
+#: every engine's own distributions (:func:`mtp_audit.engines.registry.engine_distributions`: vLLM's optional ones too)
+#: under their name and its ``_`` spelling
+_PKG_ALIASES.update({alias: dist for dist in engine_distributions() for alias in (dist, dist.replace("-", "_"))
+                     if alias not in _PKG_ALIASES})
 
 FREEFORM = "free-form"
 
 FORMATS = ("sglang-check-env", "torch-collect-env", "vllm-collect-env", "flashinfer-collect-env", "nvidia-smi", "nvidia-smi-q", "nvidia-smi-csv",
-           *vendor_dumps.FORMATS)
+           *vendor_dumps.FORMATS, piplist.FORMAT)
 
 class _FirstOf:
     """Several patterns searched one after the other (each with a literal start, so fast), as one signature."""
@@ -107,6 +112,7 @@ _SIGNATURES: dict[str, re.Pattern[str] | _FirstOf] = {
     # not used by detect_formats, which reads any header (_csv_header); mtp-audit's own query's header
     "nvidia-smi-csv": re.compile(r"^index, name, compute_cap", re.M),
     **vendor_dumps.SIGNATURES,
+    piplist.FORMAT: piplist.SIGNATURE,
 }
 
 
@@ -853,6 +859,7 @@ _PARSERS = {
     "nvidia-smi-q": parse_nvidia_smi_q,
     "nvidia-smi-csv": parse_nvidia_smi_csv,
     **vendor_dumps.PARSERS,
+    piplist.FORMAT: piplist.parse_pip_list,
 }
 
 assert set(_PARSERS) == set(FORMATS)

@@ -61,6 +61,13 @@ PACKAGES: tuple[str, ...] = (
 )
 
 
+#: How a package fact that was looked for and not found reads (``Fact.missing`` starts with it): the live machine's
+#: ``importlib.metadata``, a dump that says so of that package ("Module Not Found", "not installed"), or a whole pip
+#: listing that does not list it. Any other missing reason ("not in the part of the listing shown", "not recorded")
+#: leaves the package's presence unknown.
+NOT_INSTALLED = "not installed"
+
+
 #: Marker in ``MachineFacts.gpu_list.source`` of a GPU list known to be incomplete (an nvidia-smi table cut
 #: after its first rows), kept in the human text; the typed answer is ``gpu_list.extent == "at least"``.
 PARTIAL_GPU_LIST = "at least"
@@ -418,6 +425,16 @@ class MachineFacts:
     def package(self, name: str) -> Fact:
         """Version fact of distribution ``name`` (missing when not recorded)."""
         return self.packages.get(name) or Fact.absent(f"{name} version not recorded")
+
+    def installed(self, name: str) -> Fact:
+        """Whether distribution ``name`` is installed: ``True`` when its version was seen, ``False`` when it was looked
+        for and not found (:data:`NOT_INSTALLED`), missing (unknown) otherwise; the source is the version fact's."""
+        f = self.package(name)
+        if f.present:
+            return Fact.of(True, f.source)
+        if (f.missing or "").startswith(NOT_INSTALLED):
+            return Fact.of(False, f"{f.source}: {f.missing}" if f.source else str(f.missing))
+        return Fact.absent(f.missing or "not observed", f.source)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (sorted keys where order carries no meaning)."""

@@ -110,6 +110,13 @@ class MachineAnswer:
         k = self.packages.get(name)
         return None if k is None or k.value is None else str(k.value)
 
+    def installed(self, name: str) -> Known[bool]:
+        """Whether distribution ``name`` is installed on the machine: exact ``True`` (its version was seen), exact
+        ``False`` (looked for and not found: the live machine's ``importlib.metadata``, a dump that says "not
+        installed", a whole pip listing without it; :data:`mtp_audit.preflight.facts.NOT_INSTALLED`), else unknown (not
+        recorded, a listing that shows only some packages, a list cut before where it would be), with its provenance."""
+        return known(self.facts.installed(name), self.origin)
+
     @classmethod
     def from_facts(cls, facts: MachineFacts) -> MachineAnswer:
         """From the collected :class:`MachineFacts`."""

@@ -23,6 +23,24 @@ import traceback
 
 from grid import FORMS, FORMS_NEW, FORMS_WIDE, grid3  # noqa: E402  (tests/oracle/grid.py: the same forms the replay test uses)
 
+#: The distributions of the oracle's environment that decide what ``SpeculativeConfig`` accepts (``arctic-inference``:
+#: ``has_arctic_inference()``, suffix decoding), recorded so that the replay is given the same machine.
+PACKAGES = ("arctic-inference",)
+
+
+def packages() -> dict[str, str | None]:
+    """Distribution -> its version in this interpreter's environment (``importlib.metadata``), ``None`` when not
+    installed: the whole answer for each name of :data:`PACKAGES`."""
+    from importlib import metadata
+
+    out: dict[str, str | None] = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
 
 def _where(tb: traceback.StackSummary) -> str | None:
     frames = [f for f in tb if "/vllm/" in f.filename]
@@ -75,7 +93,7 @@ def main(dirs: list[str]) -> None:
     import vllm
     from vllm.config import ModelConfig, ParallelConfig, SpeculativeConfig
 
-    out = {"vllm": vllm.__version__, "cases": []}
+    out = {"vllm": vllm.__version__, "packages": packages(), "cases": []}
     scratch = tempfile.mkdtemp(prefix="vllm-oracle-")
     # every folder first: a form may name another config's folder as its draft (``<draft:NAME>``)
     for src in dirs:

@@ -27,14 +27,32 @@ def _arg(value: Any, folder: Path) -> Any:
     return value
 
 
+def oracle_machine(packages: dict[str, str | None] | None) -> Any:
+    """The machine the replay is given: the H200's facts (``fixtures/preflight/h200-live-facts.json``) with the oracle
+    environment's recorded packages (``"packages"`` of the oracle JSON, ``importlib.metadata`` there: a version, or
+    ``None`` for not installed, the whole answer for that name) in place of the H200's; a file without the record
+    leaves them as the H200 facts say (for ``arctic-inference``: not recorded, so unknown)."""
+    import dataclasses
+
+    from mtp_audit.engines.base import Machine
+    from mtp_audit.preflight.facts import NOT_INSTALLED, Fact, MachineFacts
+
+    facts = MachineFacts.from_dict(json.loads(H200.read_text()))
+    if not packages:
+        return Machine(facts_file=H200)
+    src = "the oracle environment's importlib.metadata"
+    recorded = {name: Fact.of(v, src) if v is not None else Fact.absent(NOT_INSTALLED, src) for name, v in packages.items()}
+    return Machine(facts=dataclasses.replace(facts, packages={**facts.packages, **recorded}))
+
+
 def replay_case(engine: Any, release: Any, analyzers: Any, folder: Path, spec: dict[str, Any]) -> dict[str, Any]:
     """What mtp-audit says vLLM does for ``vllm serve FOLDER --speculative-config SPEC``: ``ok`` with ``method``,
     ``num_speculative_tokens``, ``draft_architectures``; or the refusal (``exc_type``, ``where``); or ``undecided``."""
-    from mtp_audit.engines.base import LaunchRequest, Machine
+    from mtp_audit.engines.base import LaunchRequest
 
     args = {k: _arg(v, folder) for k, v in spec.items()}
     toks = ["vllm", "serve", str(folder), "--speculative-config", json.dumps(args)]
-    req = LaunchRequest(toks=toks, machine=Machine(facts_file=H200), env=None, environ={}, cwd=folder, analyzers=analyzers)
+    req = LaunchRequest(toks=toks, machine=analyzers.machine, env=None, environ={}, cwd=folder, analyzers=analyzers)
     out = engine.evaluate(req, release, None)
     f = out.facts
     refusals = [x for x in out.findings if x.rule_id == "MTP320"]
@@ -55,16 +73,17 @@ def replay_case(engine: Any, release: Any, analyzers: Any, folder: Path, spec: d
     return {"ok": True, "method": sp["runs_as"], "num_speculative_tokens": sp["num_speculative_tokens"], "draft_architectures": archs}
 
 
-def replay_all(version: str, cases: list[dict[str, Any]] | None = None) -> dict[tuple[str, str], dict[str, Any]]:
+def replay_all(version: str, cases: list[dict[str, Any]] | None = None,
+               packages: dict[str, str | None] | None = None) -> dict[tuple[str, str], dict[str, Any]]:
     """The replay's answer for the whole grid at one vLLM release (the cached wheel), or for the recorded ``cases`` only
-    (each with its ``config``, ``form`` and ``spec``)."""
+    (each with its ``config``, ``form`` and ``spec``), on the H200 with the oracle's recorded ``packages``
+    (:func:`oracle_machine`)."""
     sys.path.insert(0, str(ROOT / "tests"))
     sys.path.insert(0, str(HERE))
     from conftest import vllm_wheel
     from grid import CONFIGS as NAMES
     from grid import FORMS
 
-    from mtp_audit.engines.base import Machine
     from mtp_audit.engines.vllm.launch import VllmEngine
     from mtp_audit.launch.analyzers import LaunchAnalyzers
 
@@ -77,7 +96,7 @@ def replay_all(version: str, cases: list[dict[str, Any]] | None = None) -> dict[
     for name, form, spec in todo:
         folder = CONFIGS / name
         if name not in analyzers:
-            analyzers[name] = LaunchAnalyzers(Machine(facts_file=H200), folder)
+            analyzers[name] = LaunchAnalyzers(oracle_machine(packages), folder)
         out[(name, form)] = replay_case(engine, release, analyzers[name], folder, spec)
     return out
 
@@ -101,7 +120,7 @@ def compare(version: str, grid: str = "") -> tuple[int, int, list[str]]:
     """``(agreeing, compared, disagreement lines)`` for the recorded oracle of ``version`` (``grid``: ``""`` for
     vllm-X.json, ``"grid3"`` for vllm-X-grid3.json)."""
     data = json.loads((RECORDED / f"vllm-{version}{'-' + grid if grid else ''}.json").read_text())
-    ours = replay_all(version, data["cases"])
+    ours = replay_all(version, data["cases"], data.get("packages"))
     n = ok = 0
     lines = []
     for case in data["cases"]:

@@ -127,7 +127,8 @@ def knowns(ctx: Any, model_path: str | None, cwd: Any = ".") -> LaunchKnowns:
                         else (lambda model: max_len_bound(model, cwd)), vocab_of=lambda model: vocab_size_of(model, cwd),
                         head_dtype_is_dtype=lambda model: no_head_dtype(model, cwd),
                         draft_quant=lambda model, q, hf=None: draft_quantization(ctx.view, model, q, cwd, hf),
-                        requires=getattr(ctx.view, "requires", None))
+                        requires=getattr(ctx.view, "requires", None),
+                        installed=ctx.machine.installed if ctx.machine is not None else None)
 
 
 def draft_quantization(view: Any, model: str, quantization: str | None, cwd: Any, hf: dict[str, Any] | None = None) -> Any:
@@ -299,8 +300,17 @@ def _refuse(ctx: Any, raised: Any, rp: SpecReplay) -> None:
     where = f"({raised.location})" if raised.location else "(pydantic, validating the fields before __post_init__)"
     ctx.reject(f"{raised.type}: {raised.message} {where} while SpeculativeConfig is built",
                evidence=[Evidence("raised", f"{raised.type}: {raised.message}", loc_of(raised.location) if raised.location else None)]
-               + [Evidence("replayed from", str(rp.rel))],
-               remediation=fix or "change the speculative config so that this statement does not raise")
+               + [Evidence("replayed from", str(rp.rel))] + [Evidence(f"machine: {label}", value) for label, value in rp.machine],
+               remediation=fix or _install_fix(rp) or "change the speculative config so that this statement does not raise")
+
+
+def _install_fix(rp: SpecReplay) -> str | None:
+    """The fix for a refusal the machine's packages decided (``arctic-inference`` not installed): install it."""
+    missing = [label for label, value in rp.machine if value.startswith("not installed")]
+    if not missing:
+        return None
+    return (f"install {', '.join(missing)} on the serving machine (pip install {' '.join(missing)}, at the version vLLM's "
+            "message names), or choose another speculative method")
 
 
 def quant_config_of(model: str | None, cwd: Any) -> tuple[dict[str, Any] | None, str | None]:

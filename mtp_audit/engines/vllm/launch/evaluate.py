@@ -888,12 +888,13 @@ def evaluate_vllm(argv: Sequence[str], *, view: Any, view_gap: Gap | None, analy
     _launch_env(ctx, environ, env)
     reports = _audit_target(ctx, analyzers)
     check_command(ctx)
+    pf = _machine(ctx, argv, analyzers)
     _resolve_speculative(ctx, analyzers, cwd)
     pick_proposer(ctx)
     check_lookahead(ctx, cwd)
     check_unused(ctx)
     check_env(ctx)
-    reports = _machine_and_scope(ctx, argv, analyzers, reports)
+    reports = _machine_and_scope(ctx, pf, reports)
     check_depth(ctx)
     _attention(ctx, cwd)
     corrected = _corrected(ctx, view, view_gap, analyzers, env, environ, cwd) if _depth == 0 else None
@@ -986,8 +987,19 @@ def _resolve_speculative(ctx: VCtx, analyzers: Analyzers, cwd: Path) -> None:
         check_quantization(ctx, cwd)
 
 
-def _machine_and_scope(ctx: VCtx, argv: Sequence[str], analyzers: Analyzers, reports: list[Report]) -> list[Report]:
-    """The preflight (its vLLM checks at this release), the GPU count, the vLLM tree report, and the gaps scoped to
+def _machine(ctx: VCtx, argv: Sequence[str], analyzers: Analyzers) -> Report:
+    """The preflight report (its vLLM checks at this release), its facts in ``ctx.pf`` and its typed answer in
+    ``ctx.machine``: run before the speculative replay, which reads the machine's packages (``has_arctic_inference()``)."""
+    # the preflight reads the command's FP4/MoE options with vLLM's semantics (mtp_audit.preflight.launch.parse_launch)
+    pf = analyzers.preflight(list(argv), engine="vllm", use_engine_analyzer=False,
+                            engine_facts={"vllm": {"version": ctx.release.version}})
+    ctx.pf = dict(pf.facts.get("preflight") or {})
+    ctx.machine = machine_answer(pf)
+    return pf
+
+
+def _machine_and_scope(ctx: VCtx, pf: Report, reports: list[Report]) -> list[Report]:
+    """The GPU count, the preflight report ``pf`` (:func:`_machine`), the vLLM tree report, and the gaps scoped to
     what this launch's verdict depends on (:func:`mtp_audit.engines.outcome.scope_gaps`; the launch's own gaps about
     machine facts ``--no-machine`` left unexamined: :func:`mtp_audit.engines.outcome.machine_notes`)."""
     from mtp_audit.engines.outcome import machine_notes
@@ -996,11 +1008,6 @@ def _machine_and_scope(ctx: VCtx, argv: Sequence[str], analyzers: Analyzers, rep
     if cmd.spec is None and ctx.ck is not None:
         reports = [mtp_errors_as_warnings(r, "vLLM", "--speculative-config") if r.targets and r.targets[0].analyzer == "checkpoint" else r
                    for r in reports]
-    # the preflight reads the command's FP4/MoE options with vLLM's semantics (mtp_audit.preflight.launch.parse_launch)
-    pf = analyzers.preflight(list(argv), engine="vllm", use_engine_analyzer=False,
-                            engine_facts={"vllm": {"version": ctx.release.version}})
-    ctx.pf = dict(pf.facts.get("preflight") or {})
-    ctx.machine = machine_answer(pf)
     check_gpus(ctx)
     reports.append(pf)
     if ctx.view is not None:

@@ -209,6 +209,7 @@ from dataclasses import dataclass, field  # noqa: E402
 
 from mtp_audit.engines.code.statements import UNKNOWN as R_UNKNOWN  # noqa: E402
 from mtp_audit.engines.code.statements import HookLost, HookRaise, Native, Obj, Path, Replay  # noqa: E402
+from mtp_audit.engines.vllm.distributions import ARCTIC_INFERENCE  # noqa: E402
 
 REGISTRY_REL = "vllm/model_executor/models/registry.py"
 #: ``__post_init__`` and the pydantic ``model_validator(mode="after")`` vLLM runs right after it
@@ -267,6 +268,9 @@ class LaunchKnowns:
     draft_quant: Any = None
     #: the release's ``Requires-Dist`` lines (``None``: not read, a checkout)
     requires: Any = None
+    #: distribution name -> whether the serving machine has it installed, a :class:`~mtp_audit.known.Known` of ``bool``
+    #: (:meth:`mtp_audit.preflight.typed.MachineAnswer.installed`); ``None``: no machine facts
+    installed: Any = None
 
 
 @dataclass
@@ -284,6 +288,8 @@ class SpecReplay:
     gap: str | None = None
     rel: str | None = None
     linked: bool = False
+    #: the machine facts the replay decided a test with: ``(label, value with its provenance)``, evidence of a refusal
+    machine: list[tuple[str, str]] = field(default_factory=list)
 
     def moved(self) -> list[str]:
         """Why paths were lost because the release moved something the replay follows ("could not tell: vLLM X moved
@@ -354,6 +360,8 @@ class _Hooks:
         self.k = known
         self.sources = sources
         self.eagle_rel, self.eagle_src = eagle_rel, sources.get(eagle_rel or "")
+        #: the machine facts a hook answered from (:attr:`SpecReplay.machine`)
+        self.machine: list[tuple[str, str]] = []
         #: the speculator-package link of a 0.34.0+ release (:func:`_link`), else ``None``
         self.link: Any = None
 
@@ -394,14 +402,20 @@ class _Hooks:
                             f"(at most {bound} from the draft's config.json)", self._max_len_line())
 
     def has_arctic_inference(self, *a: Any) -> Any:
-        """``has_arctic_inference()`` (0.33.0 ``speculative.py:1727``, suffix decoding): ``True`` when the release requires
-        ``arctic-inference`` unconditionally (then it is installed with vLLM), else unknown: whether the serving machine
-        has it installed is not in the launch (0.24.0 / 0.33.0 / 0.34.0 METADATA require no arctic-inference)."""
+        """``has_arctic_inference()`` (suffix decoding: 0.24.0 ``speculative.py:851``, 0.33.0 :1727; the module
+        ``arctic_inference`` importable, ``vllm/utils/import_utils.py`` 0.24.0 :506, 0.33.0 :612): ``True`` when the
+        release requires ``arctic-inference`` unconditionally (then it is installed with vLLM; 0.24.0 / 0.33.0 / 0.34.0
+        METADATA require none), else what the machine facts say exactly of the ``arctic-inference`` distribution
+        (installed / not installed), else unknown (no machine facts, or a listing that does not say)."""
         for line in self.k.requires or []:
             name, _, rest = str(line).partition(";")
-            if name.strip().lower().replace("_", "-").startswith("arctic-inference") and not rest.strip():
+            if name.strip().lower().replace("_", "-").startswith(ARCTIC_INFERENCE) and not rest.strip():
                 return True
-        return R_UNKNOWN
+        seen = self.k.installed(ARCTIC_INFERENCE) if self.k.installed is not None else None
+        if seen is None or seen.extent != "exact":
+            return R_UNKNOWN
+        self.machine.append((ARCTIC_INFERENCE, f"{'installed' if seen.value else 'not installed'} [{seen.source}]"))
+        return bool(seen.value)
 
     def _check_quantization(self, model: Any, quantization: Any, f: DraftFacts) -> None:
         """The draft ``ModelConfig`` verifies ``quantization`` (the speculative config's) against the draft checkpoint's
@@ -556,7 +570,7 @@ def replay_spec_config(view: Any, known: LaunchKnowns) -> SpecReplay:
         out += r.run_on("_verify_args", live) if live and "_verify_args" in r.methods else live
     except RecursionError:
         return SpecReplay(gap=f"{rel}: SpeculativeConfig.__post_init__ nests too deeply to replay", rel=rel)
-    return SpecReplay(paths=out, rel=rel, linked=link is not None)
+    return SpecReplay(paths=out, rel=rel, linked=link is not None, machine=list(dict.fromkeys(hooks.machine)))
 
 
 def computed_defaults(r: Replay) -> dict[str, Any]:
