@@ -30,8 +30,10 @@ from mtp_audit.checkpoint.tensors import (
     bytes_if_quantized,
     is_quantized,
     linear_shape,
+    module_format,
 )
 from mtp_audit.report import Evidence, Finding, Gap, Location, Severity
+from mtp_audit.report.questions import STARTS
 
 Check = Callable[[CheckpointFacts], Iterator[Finding]]
 
@@ -430,7 +432,7 @@ def _declared_disagreements(facts: CheckpointFacts) -> dict[tuple[str, str], lis
         return out
     uniform, same = scheme.uniform_declaration()
     if uniform and same is None:
-        return out  # the config declares nothing for any module: nothing can disagree
+        return _nominal_disagreements(facts, scheme)
     tables = ((facts.mtp_modules, True),) if uniform and same is not None and _trunk_agrees(facts, same) else \
         ((facts.trunk_modules, False), (facts.mtp_modules, True))
     for table, is_mtp in tables:
@@ -441,6 +443,32 @@ def _declared_disagreements(facts: CheckpointFacts) -> dict[tuple[str, str], lis
             if is_mtp and d.quantized != is_quantized(fmt):
                 continue  # MTP007 reports it, with the engine overrides
             out[(d.label(), fmt)].append((m, inferred))
+    return out
+
+
+def _nominal_disagreements(facts: CheckpointFacts, scheme: QuantScheme) -> dict[tuple[str, str], list[tuple[str, bool]]]:
+    """``(declared label, stored format) -> [(module, inferred)]`` for a config that names one quantized format and
+    leaves the unquantized modules to the model code (FP8 block without ``modules_to_not_convert``: DeepSeek-V3 keeps
+    its gate and eh_proj BF16): a module stored BF16 may be one the model code builds unquantized, so only a module
+    stored in *another quantized* format disagrees. The model code builds it either as the declared format or
+    unquantized, and packed NVFP4 weights (U8, half the last dimension) with their ``weight_scale`` /
+    ``weight_scale_2`` fit neither (vLLM 0.33.0 layers/linear.py:408 and :605 assert the shapes). Read from the
+    trunk census first, so a checkpoint stored as declared costs no pass over its modules."""
+    out: dict[tuple[str, str], list[tuple[str, bool]]] = defaultdict(list)
+    nominal = scheme.nominal
+    if nominal is None or not nominal.quantized:
+        return out  # the config declares nothing for any module: nothing can disagree
+
+    def other(fmt: str) -> bool:
+        return is_quantized(fmt) and not _agrees(nominal.format, fmt)
+
+    tables = [facts.mtp_modules]
+    if any(other(fmt) for fmt in trunk_format_counts(facts)):
+        tables.insert(0, facts.trunk_modules)
+    for table in tables:
+        for m, (fmt, inferred) in sorted(linear_formats(facts, table).items()):
+            if other(fmt):
+                out[(nominal.label(), fmt)].append((m, inferred))
     return out
 
 
@@ -460,6 +488,7 @@ def check_declared_disagrees(facts: CheckpointFacts) -> Iterator[Finding]:
     shape or dtype, or the module computes garbage."""
     scheme = facts.primary_scheme
     if scheme is None:
+        yield from _quantized_without_config(facts)
         return
     for (label, fmt), mods in sorted(_declared_disagreements(facts).items()):
         m, inferred = mods[0]
@@ -475,10 +504,108 @@ def check_declared_disagrees(facts: CheckpointFacts) -> Iterator[Finding]:
             evidence=[
                 Evidence("declared", f"{m}: {label} ({where})"),
                 Evidence("stored", f"{m}: {fmt} ({how})", Location(facts.tensors.get(m + ".weight") or "", symbol=m)),
+                Evidence("stored tensors", _tensor_list(facts, m)),
                 Evidence("quantization", f"{scheme.method} {scheme.algo} ({scheme.source})"),
             ],
             remediation=f"Re-export {m} as {label}, or correct the quantization config to say how it is stored.",
         )
+
+
+#: Parameter suffixes that exist only beside quantized weights and that a module built unquantized has no parameter
+#: for (``input_scale`` alone, ``k_scale`` / ``v_scale`` are activation or KV-cache scales: not counted).
+_QUANT_ONLY_SUFFIXES = ("weight_scale_2", "weight_scale_inv", "weight_scale", "weight_packed", "weight_global_scale",
+                        "qweight", "qzeros", "weight_zero_point")
+_QUANT_ONLY_RE = re.compile(r"^(.+)\.(" + "|".join(_QUANT_ONLY_SUFFIXES) + r")$", re.M)
+
+#: Files and config keys where a quantization config may sit that this audit does not read (AutoGPTQ / AutoAWQ
+#: sidecars that vLLM 0.33.0 weight_utils.py get_quant_config reads when ``--quantization`` names the method;
+#: ``text_config.quantization_config`` and ``compression_config``, weight_utils.py:240-247).
+_UNREAD_QUANT_FILES = ("quantize_config.json", "quant_config.json", "quantization_config.json")
+_UNREAD_QUANT_KEYS = ("compression_config", "text_config/quantization_config")
+
+
+def _tensor_list(facts: CheckpointFacts, module: str, limit: int = 4) -> str:
+    """``"m.weight U8 [8, 4], m.weight_scale F8_E4M3 [8, 1]"``: the module's tensors with the dtype and shape their
+    header gives (``"(header not read)"`` where only the index names them)."""
+    names = [n for n in (f"{module}.{p}" for p in ("weight", *_QUANT_ONLY_SUFFIXES, "input_scale")) if n in facts.tensors]
+    shown = []
+    for n in names[:limit]:
+        info = facts.infos.get(n)
+        shown.append(f"{n} {info.dtype} {list(info.shape)}" if info is not None else f"{n} (header not read)")
+    return ", ".join(shown) or "(no tensor listed)"
+
+
+def _unread_quant_declaration(facts: CheckpointFacts) -> str | None:
+    """Where a quantization config may be that the audit does not parse (a file or a config key), or None."""
+    for f in _UNREAD_QUANT_FILES:
+        if f in facts.files:
+            return f
+    raw = facts.cache.get(CONFIG)
+    text = raw.get("text_config") if isinstance(raw, dict) else None
+    if isinstance(raw, dict) and raw.get("compression_config") is not None:
+        return f"{CONFIG}#/{_UNREAD_QUANT_KEYS[0]}"
+    if isinstance(text, dict) and text.get("quantization_config") is not None:
+        return f"{CONFIG}#/{_UNREAD_QUANT_KEYS[1]}"
+    return None
+
+
+def _quantized_modules(facts: CheckpointFacts) -> dict[str, str]:
+    """Module -> stored format for every module whose tensors include a quantization-only sibling
+    (:data:`_QUANT_ONLY_SUFFIXES`), from the tensor names (one regex pass, run only when one of the suffixes occurs)."""
+    joined = facts.joined_names
+    if not any("." + suf in joined for suf in ("weight_scale", "weight_packed", "weight_global_scale", "qweight",
+                                               "qzeros", "weight_zero_point")):
+        return {}
+    groups: dict[str, set[str]] = defaultdict(set)
+    for m in _QUANT_ONLY_RE.finditer(joined):
+        groups[m.group(1)].add(m.group(2))
+    out = {}
+    for mod, sufs in groups.items():
+        params = {p: facts.infos.get(f"{mod}.{p}") for p in ("weight", *sufs) if f"{mod}.{p}" in facts.tensors}
+        fmt, _ = module_format(params, "")
+        if is_quantized(fmt):
+            out[mod] = fmt
+    return out
+
+
+def _quantized_without_config(facts: CheckpointFacts) -> Iterator[Finding]:
+    """MTP015 with nothing declared: tensors stored quantized (NVFP4 U8 + ``weight_scale`` / ``weight_scale_2``, FP8
+    + ``weight_scale_inv``...) while neither ``config.json#/quantization_config`` nor ``hf_quant_config.json`` exists.
+    vLLM 0.33.0 (transformers_utils/config.py:951-962) and SGLang 0.5.9 (configs/model_config.py:647-735) then build
+    every linear unquantized: a packed weight does not fit its parameter (vLLM 0.33.0 layers/linear.py:408, :605;
+    SGLang 0.5.9 layers/linear.py:260, :416 assert the shapes) and the scale tensors have no parameter at all. A
+    quantization config the audit does not read (an AutoGPTQ sidecar, ``compression_config``) makes it a blocking
+    gap instead (could not tell)."""
+    if facts.config is None or facts.schemes:
+        return
+    mods = _quantized_modules(facts)
+    if not mods:
+        return
+    unread = _unread_quant_declaration(facts)
+    counts = Counter(mods.values())
+    kinds = ", ".join(f"{f}: {n:,}" for f, n in sorted(counts.items()))
+    first = sorted(mods)[0]
+    if unread is not None:
+        facts.gaps.append(Gap(ANALYZER, f"{len(mods):,} linear module(s) are stored quantized ({kinds}) and the "
+                              f"quantization config is in {unread}, which this audit does not read: whether the "
+                              "engine builds them quantized could not be told", unread.partition("#")[0],
+                              question=STARTS))
+        return
+    yield R.MTP015.finding(
+        f"{len(mods):,} linear module(s) are stored quantized ({kinds}), e.g. {first}, but nothing declares a "
+        f"quantization: {CONFIG} has no quantization_config and there is no hf_quant_config.json; an engine builds "
+        "every linear unquantized and the packed weights and their scale tensors do not fit",
+        Location(CONFIG),
+        evidence=[
+            Evidence("declared", f"none: {CONFIG}#/quantization_config absent, hf_quant_config.json absent"),
+            Evidence("stored tensors", _tensor_list(facts, first),
+                     Location(facts.tensors.get(first + ".weight") or facts.index_file or "", symbol=first)),
+            Evidence("engines", "vLLM 0.33.0 transformers_utils/config.py:951-962 and SGLang 0.5.9 "
+                     "configs/model_config.py:647-735 read only these two; layers/linear.py asserts the weight shape"),
+        ],
+        remediation=("Restore the quantization config that came with these weights (hf_quant_config.json or "
+                     "config.json quantization_config), or use the unquantized release."),
+    )
 
 
 #: Tensor leaves that exist only in an appended (DeepSeek-style) MTP layer: the embedding/hidden norms, the

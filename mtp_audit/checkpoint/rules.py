@@ -662,6 +662,18 @@ def _quark_w4a16(stored: str) -> dict[str, str | bytes]:
     return {"config.json": _j(cfg), "model.safetensors": tiny({**trunk, **_QWEN_MTP_TINY})}
 
 
+def _nvfp4_undeclared(fp8_declared: bool) -> dict[str, str | bytes]:
+    """The Qwen3.5 NVFP4 trunk (U8 weight, weight_scale, weight_scale_2, input_scale) with no hf_quant_config.json and
+    either no quantization_config or an FP8 block one."""
+    files = _qwen_shards(["lm_head", "mtp*"])
+    del files["hf_quant_config.json"]
+    if fp8_declared:
+        cfg = {**_QWEN35, "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic",
+                                                  "weight_block_size": [128, 128]}}
+        files["config.json"] = _j(cfg)
+    return files
+
+
 MTP015 = Rule(
     id="MTP015",
     name="declared-format-disagrees-with-tensors",
@@ -675,24 +687,36 @@ MTP015 = Rule(
         "modules_to_not_convert) and compares it with the format its tensors show (header dtype, or sibling "
         "names that only one format has: weight_scale_2, weight_scale_inv, weight_zero_point, qweight). Tensor names "
         "decide a module's format only where no config speaks. MTP modules stored BF16 against a quantized "
-        "declaration are MTP007's."
+        "declaration are MTP007's. Both directions: tensors stored quantized (scale or packed siblings) when "
+        "neither config.json quantization_config nor hf_quant_config.json exists (engines then build every linear "
+        "unquantized; a quantization file the audit does not read, such as quantize_config.json, makes it a "
+        "blocking gap instead), and, for a config that names one format without a per-module list (FP8 block), "
+        "modules stored in another quantized format (NVFP4 where FP8 is declared)."
     ),
     why=(
         "Engines build every module from the declaration, not from the tensors: vLLM resolves a ModelOpt "
         "MIXED_PRECISION checkpoint to modelopt_mixed and builds each layer from its quantized_layers entry "
         "(vllm 0.33.0 modelopt.py:1748-1800), Quark per layer config (quark.py:764-808). Tensors stored in another "
         "format do not fit the parameters the engine created: the load fails on a shape or dtype, or the module "
-        "computes garbage."
+        "computes garbage. With no quantization config, vLLM 0.33.0 (transformers_utils/config.py:951-962) and "
+        "SGLang 0.5.9 (configs/model_config.py:647-735) build every linear unquantized: a packed NVFP4 weight "
+        "(U8, half the last dimension) fails the shape assert of the linear loader and its scale tensors have no "
+        "parameter."
     ),
     fix="Re-export the modules in the declared format, or correct the quantization config to what is stored.",
     sources=(
         "vLLM 0.33.0 vllm/model_executor/layers/quantization/modelopt.py:1748-1800, 1884; quark/quark.py:764-808",
+        "vLLM 0.33.0 vllm/transformers_utils/config.py:951-962, vllm/model_executor/layers/linear.py:408, 605; "
+        "SGLang 0.5.9 sglang/srt/configs/model_config.py:647-735, sglang/srt/layers/linear.py:260, 416",
         "vLLM PR #48606 (native Quark W4A16 INT4/UINT4: routers and other FP16 layers must appear in "
         "quantization_config.exclude, vLLM does not infer it from tensor dtypes)",
     ),
     basis="code",
     examples=(
         Example(True, lambda: _quark_w4a16("FP8"), note="Quark declares uint4 group 128; q_proj is stored F8_E4M3"),
+        Example(True, lambda: _nvfp4_undeclared(False),
+                note="q_proj stored NVFP4 (U8 + weight_scale + weight_scale_2), no quantization config anywhere"),
+        Example(True, lambda: _nvfp4_undeclared(True), note="config.json declares FP8 block 128x128; q_proj is stored NVFP4"),
         Example(False, lambda: _quark_w4a16("INT4"),
                 note="q_proj stored as declared: I32 packed weight, BF16 group scales, I32 zero points"),
     ),
