@@ -819,6 +819,68 @@ def check_bad_headers(facts: CheckpointFacts) -> Iterator[Finding]:
         yield R.MTP013.finding(f"{rel}: {prob.problem}", Location(rel))
 
 
+#: The MTP glue whose shape the engines' model code fixes from ``hidden_size`` (h): tensor suffix under the MTP layer
+#: label -> shape in units of h. DeepSeek NextN: vLLM 0.33.0 deepseek_mtp.py:61 (shared_head.norm), :85-87 (enorm,
+#: hnorm, eh_proj = nn.Linear(2h, h): weight [h, 2h]); SGLang 0.5.9 deepseek_nextn.py:94-97. Qwen3.5 / Qwen3-Next
+#: MTP: vLLM 0.33.0 qwen3_5_mtp.py:98-100 (fc = ColumnParallelLinear(2h, h)), :135-141 (norm, pre_fc_norm_hidden,
+#: pre_fc_norm_embedding); SGLang 0.5.9 qwen3_5_mtp.py:60-65, qwen3_next_mtp.py:56-61. Their loaders assert the
+#: shape (vLLM 0.33.0 model_loader/weight_utils.py:1538, layers/linear.py:605; SGLang 0.5.9
+#: model_loader/weight_utils.py:1027).
+_DEEPSEEK_GLUE_SHAPES = {"eh_proj.weight": (1, 2), "enorm.weight": (1,), "hnorm.weight": (1,),
+                         "shared_head.norm.weight": (1,)}
+_QWEN_GLUE_SHAPES = {"fc.weight": (1, 2), "norm.weight": (1,), "pre_fc_norm_hidden.weight": (1,),
+                     "pre_fc_norm_embedding.weight": (1,)}
+_GLUE_SHAPES = {"deepseek-v3": _DEEPSEEK_GLUE_SHAPES, "deepseek-v3.2": _DEEPSEEK_GLUE_SHAPES,
+                "qwen3.5-moe": _QWEN_GLUE_SHAPES, "qwen3.5-dense": _QWEN_GLUE_SHAPES, "qwen3-next": _QWEN_GLUE_SHAPES}
+#: Weight dtypes whose stored shape is the module's: unquantized and one-byte formats; U8 packs two FP4 values
+#: per byte (NVFP4 / MXFP4: the last dimension halved). Other dtypes (I32 packing) are not judged.
+_WHOLE_DTYPES = frozenset({"BF16", "F16", "F32", "F8_E4M3", "F8_E5M2", "I8"})
+
+
+def _expected_glue_shape(units: tuple[int, ...], h: int, dtype: str) -> tuple[int, ...] | None:
+    """The header shape a glue tensor of ``units`` (multiples of ``h``) must have when stored as ``dtype``; None when
+    the packing of ``dtype`` is not known."""
+    shape = tuple(u * h for u in units)
+    if dtype in _WHOLE_DTYPES or len(shape) == 1:
+        return shape
+    if dtype == "U8" and shape[-1] % 2 == 0:
+        return (*shape[:-1], shape[-1] // 2)
+    return None
+
+
+def check_glue_shapes(facts: CheckpointFacts) -> Iterator[Finding]:
+    """MTP023: an MTP glue tensor (eh_proj / fc, the enorm / hnorm / pre-fc norms) whose header shape is not the one
+    the engine's MTP module builds from config.json's ``hidden_size`` (:data:`_GLUE_SHAPES`); the loader asserts the
+    shape, so the draft does not load. Judged only from a header read and a known ``hidden_size``; one finding per
+    MTP layer label, naming every tensor that disagrees."""
+    cfg = facts.config
+    table = _GLUE_SHAPES.get(cfg.layout.family) if cfg is not None and cfg.layout is not None else None
+    h = cfg.dims.get("hidden_size") if cfg is not None else None
+    if table is None or not isinstance(h, int) or isinstance(h, bool) or h <= 0 or not facts.infos:
+        return
+    bad: dict[str, list[str]] = defaultdict(list)
+    for name, (label, _) in sorted(facts.mtp.items()):
+        units = table.get(name[len(label) + 1:])
+        info = facts.infos.get(name) if units is not None else None
+        if info is None:
+            continue
+        want = _expected_glue_shape(units, h, info.dtype)
+        if want is not None and tuple(info.shape) != want:
+            bad[label].append(f"{name} {info.dtype} {list(info.shape)}, expected {list(want)}")
+    where = f"{cfg.text_pointer}/hidden_size" if cfg is not None else ""
+    for label, lines in sorted(bad.items()):
+        first = lines[0].split(" ", 1)[0]
+        yield R.MTP023.finding(
+            f"{len(lines)} MTP tensor(s) of {label} do not have the shape the engine's MTP module builds from "
+            f"hidden_size {h} ({CONFIG}#{where}): {lines[0]}; the loader asserts the shape, so the draft does not load",
+            Location(facts.tensors.get(first) or CONFIG, symbol=first),
+            evidence=[Evidence("header shapes", "; ".join(lines[:4]) + (f"; and {len(lines) - 4} more" if len(lines) > 4 else "")),
+                      Evidence("config", f"{CONFIG}#{where} = {h}")],
+            remediation="Use the config.json that came with these weights (hidden_size), or re-export the MTP layer "
+                        "for this config.",
+        )
+
+
 def check_config_missing(facts: CheckpointFacts) -> Iterator[Finding]:
     """MTP022: a checkpoint folder (index or shards, not one file named alone) has no ``config.json`` and no
     ``params.json``; every engine reads one of them before any weight (vLLM 0.33.0 transformers_utils/config.py:899-908,
@@ -856,6 +918,7 @@ CHECKS: tuple[Check, ...] = (
     check_declared_disagrees,
     *checks_families.CHECKS,
     check_config_missing,
+    check_glue_shapes,
 )
 
 

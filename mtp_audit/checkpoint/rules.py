@@ -999,11 +999,56 @@ MTP022 = Rule(
 )
 
 
+def _glue_shapes(hidden: int) -> dict[str, str | bytes]:
+    """A DeepSeek-style checkpoint with one MTP layer whose glue is 8 wide (eh_proj [8, 16]); config.json says
+    ``hidden``."""
+    from mtp_audit.synth.shards import tiny
+
+    t = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8]), "model.layers.2.eh_proj.weight": ("BF16", [8, 16]),
+         "model.layers.2.input_layernorm.weight": ("BF16", [8]), **_GLUE_NORMS}
+    return {"config.json": _j({**_DS, "n_routed_experts": 0, "hidden_size": hidden}),
+            "model-00001-of-00001.safetensors": tiny(t),
+            "model.safetensors.index.json": _index({k: "model-00001-of-00001.safetensors" for k in t})}
+
+
+MTP023 = Rule(
+    id="MTP023",
+    name="mtp-glue-shape-disagrees-with-config",
+    analyzer="checkpoint",
+    severity=Severity.ERROR,
+    summary="An MTP glue tensor (eh_proj / fc, enorm / hnorm / pre-fc norms) does not have the shape hidden_size gives",
+    what=(
+        "For the families whose MTP module the engines build from hidden_size alone (DeepSeek-V3 / R1 / V3.1 / V3.2 "
+        "NextN: eh_proj [h, 2h], enorm, hnorm, shared_head.norm [h]; Qwen3.5 / Qwen3.6 / Qwen3-Next: mtp.fc [h, 2h], "
+        "mtp.norm, mtp.pre_fc_norm_hidden, mtp.pre_fc_norm_embedding [h]), compares each header shape with the one "
+        "config.json's hidden_size gives (a U8 weight packs two FP4 values per byte: last dimension halved). Only "
+        "shapes read from a header are judged; a tensor named by the index alone, or no hidden_size, says nothing."
+    ),
+    why=(
+        "The loader copies each checkpoint tensor into the parameter the model code created and asserts the shapes "
+        "match (vLLM 0.33.0 model_loader/weight_utils.py:1538 'Attempted to load weight ... into parameter', "
+        "layers/linear.py:605; SGLang 0.5.9 model_loader/weight_utils.py:1027): a transposed eh_proj, or a "
+        "config.json whose hidden_size belongs to another model, stops the draft model from loading."
+    ),
+    fix="Use the config.json that came with these weights, or re-export the MTP layer for this config.",
+    sources=("vllm 0.33.0 vllm/model_executor/models/deepseek_mtp.py:61,85-87, qwen3_5_mtp.py:98-100,135-141",
+             "vllm 0.33.0 vllm/model_executor/model_loader/weight_utils.py:1538",
+             "sglang 0.5.9 sglang/srt/models/deepseek_nextn.py:94-97, qwen3_5_mtp.py:60-65, "
+             "sglang/srt/model_loader/weight_utils.py:1027"),
+    basis="code",
+    examples=(
+        Example(True, lambda: _glue_shapes(16), note="hidden_size 16; eh_proj is [8, 16] and the norms [8]"),
+        Example(False, lambda: _glue_shapes(8), note="hidden_size 8: eh_proj [8, 16], norms [8]"),
+    ),
+    question=MTP_HEADS,
+)
+
+
 RULES: tuple[Rule, ...] = (
     MTP001, MTP002, MTP003, MTP004, MTP005, MTP006, MTP007, MTP008, MTP009, MTP010, MTP011, MTP012, MTP013, MTP014,
-    MTP015, MTP016, MTP017, MTP018, MTP019, MTP020, MTP021, MTP022,
+    MTP015, MTP016, MTP017, MTP018, MTP019, MTP020, MTP021, MTP022, MTP023,
 ) + GGUF_RULES
 
 #: Findings of these rules mean SGLang cannot use the MTP heads (``facts.engine.sglang.usable`` false).
 BLOCKS_MTP = frozenset({"MTP001", "MTP002", "MTP004", "MTP005", "MTP007", "MTP008", "MTP009", "MTP012", "MTP013", "MTP014",
-                        "MTP015", "MTP016", "MTP018", "MTP019", "MTP020", "MTP021", "MTP022"})
+                        "MTP015", "MTP016", "MTP018", "MTP019", "MTP020", "MTP021", "MTP022", "MTP023"})
