@@ -33,7 +33,7 @@ from mtp_audit.checkpoint.tensors import (
     module_format,
 )
 from mtp_audit.report import Evidence, Finding, Gap, Location, Severity
-from mtp_audit.report.questions import STARTS
+from mtp_audit.report.questions import MTP_HEADS, STARTS
 
 Check = Callable[[CheckpointFacts], Iterator[Finding]]
 
@@ -379,7 +379,9 @@ def check_exclude_disagrees(facts: CheckpointFacts) -> Iterator[Finding]:
                 f"are not covered by {list_name}: {shown}; ")
         fix = (f"Add the module(s) to the exclusion list (e.g. \"{t0}\" or \"mtp*\"; Model-Optimizer PR #1124 exports "
                "\"mtp*\").")
-        if saving:
+        if facts.config is None and not saving:
+            facts.gaps.append(_unknown_override_gap(facts, file, base))
+        elif saving:
             who = "; ".join(o.where for o in saving)
             yield R.MTP007.finding(
                 base + f"an engine that trusts the list builds them as {scheme.algo} and fails, but {who} builds "
@@ -407,6 +409,17 @@ def check_exclude_disagrees(facts: CheckpointFacts) -> Iterator[Finding]:
                       *_list_evidence(scheme, mtp_pats)],
             remediation=f"Remove \"{pat}\" from the exclusion list, or re-export {m} unquantized.",
         )
+
+
+def _unknown_override_gap(facts: CheckpointFacts, file: str, base: str) -> Gap:
+    """MTP007 without ``config.json``: the architecture is unknown, so whether engine code overrides the exclusion
+    list for it (as SGLang 0.5.23 qwen3_5_mtp.py:65-69 does for Qwen3.5) could not be told; MTP022 carries the error
+    of the missing config. A gap on the MTP-heads question, never an error that less evidence would raise; blocking
+    only where MTP022 does not already decide that question (one file named alone, or a params.json folder)."""
+    decided = facts.mode != "single-file" and "params.json" not in facts.files  # MTP022 fires: no engine loads it
+    return Gap(ANALYZER, base + "whether the engine builds them unquantized whatever the list says could not be told: "
+               "no config.json, so the architecture (and any engine code that overrides the list for it) is unknown",
+               file or None, blocking=not decided, question=MTP_HEADS)
 
 
 _UNQUANT = frozenset({"BF16", "F16", "F32", "unquantized"})

@@ -419,7 +419,8 @@ MTP007 = Rule(
         "ModelOpt MIXED_PRECISION quantized_layers, Quark exclude) with 'stored unquantized'. An error, unless every "
         "uncovered module is built unquantized by engine code that ignores the list for this architecture and "
         "quantization method (mtp_audit/checkpoint/overrides.py, each row read in a named engine release): then a "
-        "warning that names the engine, its version and file:line."
+        "warning that names the engine, its version and file:line. Without config.json the architecture is unknown: "
+        "whether an engine overrides the list could not be told (a gap; MTP022 reports the missing config)."
     ),
     why=(
         "Engines decide each module's format from the list. nvidia/Qwen3.5-397B-A17B-NVFP4 stores the whole MTP "
