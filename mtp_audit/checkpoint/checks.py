@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from pathlib import PurePosixPath
 from collections.abc import Callable, Iterable, Iterator
 
 from mtp_audit.checkpoint import checks_families
@@ -730,6 +731,29 @@ def check_missing_shards(facts: CheckpointFacts) -> Iterator[Finding]:
         )
 
 
+def check_unglobbed_shards(facts: CheckpointFacts) -> Iterator[Finding]:
+    """MTP008 for a ``weight_map`` value that is not a plain top-level file name (``sub/x.safetensors``,
+    ``sub/../x.safetensors``, ``./x.safetensors``; inside the folder, so not MTP010): vLLM 0.33.0 lists the shards with
+    a top-level glob (model_loader/default_loader.py:230) and compares each ``os.path.join(folder, value)`` string with
+    it, raising FileNotFoundError 'Weight files referenced in index but missing' (weight_utils.py:603-613); SGLang
+    0.5.9 (model_loader/loader.py:442, weight_utils.py:599-603) keeps only the globbed files the strings name, so the
+    shard is never loaded."""
+    for raw, (rel, n, first) in sorted(facts.cache.get("index_paths_unglobbed", {}).items()):
+        mtp = sum(1 for t in facts.mtp if facts.weight_map.get(t) == rel) if facts.mtp else 0
+        extra = f", {mtp:,} of them MTP tensors" if mtp else ""
+        yield R.MTP008.finding(
+            f"{facts.index_file} maps {n:,} tensor(s) to \"{raw}\" (inside the folder: {rel}){extra}, which is not "
+            "a top-level shard name: vLLM compares the joined path with its top-level glob of *.safetensors and "
+            "raises FileNotFoundError, SGLang never loads the shard",
+            Location(facts.index_file or "", symbol=pointer("weight_map", first)),
+            evidence=[Evidence("weight_map value", raw),
+                      Evidence("engines", "vLLM 0.33.0 model_loader/default_loader.py:230, weight_utils.py:603-613; "
+                               "SGLang 0.5.9 model_loader/loader.py:442, weight_utils.py:599-603")],
+            remediation=f"Move the shard to the top level of the folder and write \"{PurePosixPath(rel).name}\" in "
+                        "weight_map.",
+        )
+
+
 def check_unindexed_mtp(facts: CheckpointFacts) -> Iterator[Finding]:
     """MTP009: a shard the index does not name holds MTP tensors (engines that follow the index never
     load it: Model-Optimizer PR #2427, osaurus-ai/vmlx-swift PR #388)."""
@@ -922,6 +946,7 @@ CHECKS: tuple[Check, ...] = (
     check_excluded_cost,
     check_exclude_disagrees,
     check_missing_shards,
+    check_unglobbed_shards,
     check_unindexed_mtp,
     check_escaping_paths,
     check_total_size,

@@ -10,12 +10,14 @@ examined (gaps). Sources: ``../shared/research/checkpoint_formats.md`` (§1 how 
 from __future__ import annotations
 
 import math
+import posixpath
 import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, KeysView, Mapping
 from dataclasses import dataclass, field
 from itertools import chain, compress, islice, repeat
 from operator import countOf, itemgetter
+from pathlib import PurePosixPath
 from typing import Any
 
 from mtp_audit.checkpoint.config import (
@@ -473,8 +475,9 @@ def _read_index(source: CheckpointSource, index_file: str, facts: CheckpointFact
         raise InputError(where, f"{pointer('weight_map', name)}: expected a shard file name, got {type(shard).__name__}")
     checked: dict[str, str | None] = {}
     for shard in distinct:
-        p = contained_relpath(shard)
+        p = _index_relpath(shard)
         checked[shard] = None if p is None else p.as_posix()
+    _note_unglobbed(facts, wm, {v: r for v, r in checked.items() if r is not None and (r != v or "/" in r)})
     if all(checked[v] == v for v in distinct):
         facts.weight_map = wm  # the common case: no copy
         facts.cache["indexed_shards"] = distinct
@@ -493,6 +496,31 @@ def _read_index(source: CheckpointSource, index_file: str, facts: CheckpointFact
             facts.total_size = ts
         elif isinstance(ts, float) and ts.is_integer() and ts >= 0:
             facts.total_size = int(ts)
+
+
+def _note_unglobbed(facts: CheckpointFacts, wm: Mapping[str, str], rewritten: dict[str, str]) -> None:
+    """Keep ``facts.cache["index_paths_unglobbed"]``: raw ``weight_map`` value -> ``(path inside the folder, tensors
+    mapped to it, first such tensor)`` for each value that is not a plain top-level file name (``sub/x``,
+    ``sub/../x``, ``./x``): the loaders join it to the folder and compare the string with their top-level glob of
+    ``*.safetensors`` (MTP008). One pass over the map, only when such a value exists."""
+    if not rewritten:
+        return
+    got: dict[str, tuple[str, int, str]] = {}
+    for name, shard in wm.items():
+        if shard in rewritten:
+            rel, n, first = got.get(shard, (rewritten[shard], 0, name))
+            got[shard] = (rel, n + 1, first)
+    facts.cache["index_paths_unglobbed"] = got
+
+
+def _index_relpath(shard: str) -> PurePosixPath | None:
+    """A ``weight_map`` value as a path inside the checkpoint folder, normalised first (``sub/../x.safetensors`` is
+    ``x.safetensors``, inside; ``../x.safetensors`` stays outside), or None when it is absolute, has a drive, a URL,
+    a backslash or a NUL, or leaves the folder (:func:`~mtp_audit.sources.bounded.contained_relpath` on the
+    normalised name). Nothing is opened."""
+    if not shard or "\x00" in shard or "\\" in shard or shard.startswith("/"):
+        return None
+    return contained_relpath(posixpath.normpath(shard))
 
 
 def _lines_matching(pattern: str, joined: str) -> set[str]:

@@ -164,6 +164,16 @@ def _two_shards(present: int) -> dict[str, str | bytes]:
     return files
 
 
+def _dotted_shard(value: str) -> dict[str, str | bytes]:
+    """One shard ``model.safetensors`` at the top level, indexed as ``value``."""
+    from mtp_audit.synth.shards import tiny
+
+    t = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8]), "model.layers.2.eh_proj.weight": ("BF16", [8, 16]),
+         "model.layers.2.input_layernorm.weight": ("BF16", [8]), **_GLUE_NORMS}
+    return {"config.json": _j({**_DS, "n_routed_experts": 0}), "model.safetensors": tiny(t),
+            "model.safetensors.index.json": _index({k: value for k in t})}
+
+
 def _sized(total_size_delta: int) -> dict[str, str | bytes]:
     from mtp_audit.synth.shards import tiny
 
@@ -397,7 +407,9 @@ MTP006 = Rule(
     basis="real checkpoint",
     examples=(
         Example(True, lambda: _qwen_shards(["mtp*"]), note="trunk NVFP4 (weight_scale_2 siblings), MTP BF16"),
-        Example(False, {"config.json": _j(_QWEN35), "model.safetensors.index.json": _index({
+        Example(False, {"config.json": _j(_QWEN35), "hf_quant_config.json": _j(
+            {**_HF_QUANT_397B_STYLE, "quantization": {**_HF_QUANT_397B_STYLE["quantization"], "exclude_modules": ["lm_head"]}}),
+            "model.safetensors.index.json": _index({
             **{k: "model-00001-of-00001.safetensors" for k in _QWEN_TRUNK_NVFP4},
             **{f"mtp.{m}.{p}": "model-00001-of-00001.safetensors"
                for m in ("fc", "layers.0.self_attn.q_proj") for p in ("weight", "weight_scale", "weight_scale_2")},
@@ -462,12 +474,20 @@ MTP008 = Rule(
         "a gap, not this rule). "
         "(A folder with no shards at all is a metadata-only audit, reported as a gap instead.)"
     ),
-    why="The load fails at the first missing shard, or, with MTP in the missing shard, the draft has no weights.",
+    why="The load fails at the first missing shard, or, with MTP in the missing shard, the draft has no weights. "
+        "A weight_map value that is not a plain top-level name (sub/x.safetensors, sub/../x.safetensors, "
+        "./x.safetensors) is missing for the loaders too: vLLM 0.33.0 compares os.path.join(folder, value) with its "
+        "top-level glob of *.safetensors and raises FileNotFoundError ('Weight files referenced in index but "
+        "missing'); SGLang 0.5.9 keeps only the globbed files the strings name, so that shard is never loaded.",
     fix="Download the missing shards (huggingface-cli download with the same revision) or fix weight_map.",
-    sources=("NVIDIA-NeMo/Megatron-Bridge issue #4188 (45 of 48 shards written)",),
+    sources=("NVIDIA-NeMo/Megatron-Bridge issue #4188 (45 of 48 shards written)",
+             "vllm 0.33.0 vllm/model_executor/model_loader/default_loader.py:230, weight_utils.py:603-613",
+             "sglang 0.5.9 sglang/srt/model_loader/loader.py:442, weight_utils.py:599-603"),
     basis="bug report",
     examples=(
         Example(True, lambda: _two_shards(1), note="weight_map names 2 shards, 1 present"),
+        Example(True, lambda: _dotted_shard("sub/../model.safetensors"),
+                note="weight_map says sub/../model.safetensors: inside the folder, but not the name the loaders glob"),
         Example(False, lambda: _two_shards(2), note="both shards present"),
     ),
     question=STARTS,
@@ -868,7 +888,8 @@ def _nvfp4_experts(with_scales: int) -> dict[str, str | bytes]:
             wm[f"model.layers.0.mlp.experts.{e}.down_proj.{p}"] = _SHARD
         if e < with_scales:
             wm[f"model.layers.0.mlp.experts.{e}.down_proj.input_scale"] = _SHARD
-    return {"config.json": _j(cfg), "model.safetensors.index.json": _index(wm)}
+    hq = {"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": ["lm_head"]}}
+    return {"config.json": _j(cfg), "hf_quant_config.json": _j(hq), "model.safetensors.index.json": _index(wm)}
 
 
 MTP019 = Rule(
