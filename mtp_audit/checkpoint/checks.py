@@ -896,7 +896,8 @@ def check_glue_shapes(facts: CheckpointFacts) -> Iterator[Finding]:
     if table is None or not isinstance(h, int) or isinstance(h, bool) or h <= 0 or not facts.infos:
         return
     bad: dict[str, list[str]] = defaultdict(list)
-    for name, (label, _) in sorted(facts.mtp.items()):
+    ends = tuple("." + k for k in table)
+    for name, (label, _) in sorted((n, v) for n, v in facts.mtp.items() if n.endswith(ends)):
         units = table.get(name[len(label) + 1:])
         info = facts.infos.get(name) if units is not None else None
         if info is None:
