@@ -480,7 +480,10 @@ def _nominal_disagreements(facts: CheckpointFacts, scheme: QuantScheme) -> dict[
     if any(other(fmt) for fmt in trunk_format_counts(facts)):
         tables.insert(0, facts.trunk_modules)
     for table in tables:
-        for m, (fmt, inferred) in sorted(linear_formats(facts, table).items()):
+        fmts = linear_formats(facts, table)
+        if not any(other(fmt) for fmt, _ in set(fmts.values())):
+            continue  # stored as declared (or BF16): no pass over the modules
+        for m, (fmt, inferred) in sorted(fmts.items()):
             if other(fmt):
                 out[(nominal.label(), fmt)].append((m, inferred))
     return out

@@ -17,7 +17,6 @@ from collections.abc import Collection, Iterable, Iterator, KeysView, Mapping
 from dataclasses import dataclass, field
 from itertools import chain, compress, islice, repeat
 from operator import countOf, itemgetter
-from pathlib import PurePosixPath
 from typing import Any
 
 from mtp_audit.checkpoint.config import (
@@ -475,8 +474,7 @@ def _read_index(source: CheckpointSource, index_file: str, facts: CheckpointFact
         raise InputError(where, f"{pointer('weight_map', name)}: expected a shard file name, got {type(shard).__name__}")
     checked: dict[str, str | None] = {}
     for shard in distinct:
-        p = _index_relpath(shard)
-        checked[shard] = None if p is None else p.as_posix()
+        checked[shard] = _index_relpath(shard)
     _note_unglobbed(facts, wm, {v: r for v, r in checked.items() if r is not None and (r != v or "/" in r)})
     if all(checked[v] == v for v in distinct):
         facts.weight_map = wm  # the common case: no copy
@@ -513,14 +511,19 @@ def _note_unglobbed(facts: CheckpointFacts, wm: Mapping[str, str], rewritten: di
     facts.cache["index_paths_unglobbed"] = got
 
 
-def _index_relpath(shard: str) -> PurePosixPath | None:
-    """A ``weight_map`` value as a path inside the checkpoint folder, normalised first (``sub/../x.safetensors`` is
-    ``x.safetensors``, inside; ``../x.safetensors`` stays outside), or None when it is absolute, has a drive, a URL,
-    a backslash or a NUL, or leaves the folder (:func:`~mtp_audit.sources.bounded.contained_relpath` on the
-    normalised name). Nothing is opened."""
-    if not shard or "\x00" in shard or "\\" in shard or shard.startswith("/"):
+def _index_relpath(shard: str) -> str | None:
+    """A ``weight_map`` value as a POSIX path inside the checkpoint folder, normalised first (``sub/../x.safetensors``
+    is ``x.safetensors``, inside; ``../x.safetensors`` stays outside), or None when it is absolute, has a drive, a
+    URL, a backslash or a NUL, or leaves the folder (:func:`~mtp_audit.sources.bounded.contained_relpath` on the
+    normalised name). A plain file name (no ``/``, the common case) is checked without building a path. Nothing is
+    opened."""
+    if not shard or "\x00" in shard or "\\" in shard or shard[0] == "/":
         return None
-    return contained_relpath(posixpath.normpath(shard))
+    if "/" not in shard:
+        ok = shard not in (".", "..") and not (len(shard) > 1 and shard[1] == ":")
+        return shard if ok else None
+    p = contained_relpath(posixpath.normpath(shard))
+    return None if p is None else p.as_posix()
 
 
 def _lines_matching(pattern: str, joined: str) -> set[str]:
