@@ -57,3 +57,22 @@ def test_inside_the_working_folder_fingerprints_are_unchanged(tmp_path: Path, mo
                  "-q"]) == 1
     doc = json.loads((tmp_path / "b.json").read_text())
     assert [f["fingerprint"] for f in doc["findings"]] == ["a8723f38d91a5ccdfac5ffac9e8a85e5"]
+
+
+def test_hub_targets_are_told_apart_by_id_not_by_revision(tmp_path: Path) -> None:
+    """No local root (a hub checkpoint): the fingerprint carries the hub id, without the revision."""
+    import dataclasses
+
+    from mtp_audit.checkpoint import audit_checkpoint
+    from mtp_audit.formats import render
+    from mtp_audit.report import Target
+
+    rep = audit_checkpoint(str(REAP))
+
+    def fp(name: str) -> str:
+        named = dataclasses.replace(rep, targets=(Target("checkpoint", name),))
+        doc = json.loads(render(named, "sarif", roots={}))
+        return doc["runs"][0]["results"][0]["partialFingerprints"]["mtpAudit/v1"]
+
+    assert fp("org-a/model@1111111") == fp("org-a/model@2222222")
+    assert fp("org-a/model@1111111") != fp("org-b/model@1111111")

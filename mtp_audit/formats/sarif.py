@@ -98,12 +98,17 @@ class _Bases:
         return base
 
     def identity(self, base: str) -> str:
-        """What a declared base stands for: its absolute ``file:`` URI (a local input outside ``cwd``), else its
-        description (a hub target's id: ``"The checkpoint input: org/name."``); ``""`` for an undeclared base."""
+        """What a declared base stands for: its absolute ``file:`` URI (a local input outside ``cwd``), else the
+        target's name without its revision (a hub id ``org/name@sha`` is ``org/name``, so a baseline outlives a new
+        revision); ``""`` for an undeclared base or a target with no name."""
         entry = self.declared.get(base)
         if entry is None:
             return ""
-        return str(entry.get("uri") or entry.get("description", {}).get("text", ""))
+        if entry.get("uri"):
+            return str(entry["uri"])
+        name = next((n for a, n in self.names.items() if f"MTPAUDIT_{a.upper()}" == base), "") or ""
+        head, at, _rev = name.rpartition("@")
+        return head if at and "/" in head and " " not in head else name
 
     def artifact(self, analyzer: str, rel: str | None) -> dict[str, Any]:
         """``artifactLocation`` of ``rel`` (relative to the analyzer's root; ``None``: the root itself,
