@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from mtp_audit.checkpoint import audit_checkpoint
 from mtp_audit.report import Severity, exit_code
 from mtp_audit.report.questions import STARTS
@@ -72,6 +74,23 @@ def test_a_quantization_sidecar_the_audit_does_not_read_makes_it_could_not_tell(
     gaps = [g for g in rep.gaps if g.question == STARTS]
     assert len(gaps) == 1 and gaps[0].blocking and gaps[0].path == "quantize_config.json"
     assert gaps[0].message.startswith("776 linear module(s) are stored quantized (FP8: 4, NVFP4: 772)")
+    assert exit_code(rep, Severity.ERROR) == 3
+
+
+@pytest.mark.parametrize("extra", ["hf_quant_config.json", "config.json#/quantization_config"])
+def test_a_quantization_config_no_scheme_was_read_from_is_not_called_absent(tmp_path, extra):
+    """hf_quant_config.json present but holding no scheme the audit knows (here {}), or a quantization_config that is
+    not an object: never 'there is no hf_quant_config.json'; a blocking gap naming it instead."""
+    folder = _q36(tmp_path, None)
+    if extra == "hf_quant_config.json":
+        (folder / extra).write_text("{}")
+    else:
+        cfg = json.loads((folder / "config.json").read_text())
+        cfg["quantization_config"] = "modelopt"
+        (folder / "config.json").write_text(json.dumps(cfg))
+    rep = audit_checkpoint(folder)
+    assert "MTP015" not in [f.rule_id for f in rep.findings]
+    assert [g.path for g in rep.gaps if g.question == STARTS] == [extra.partition("#")[0]]
     assert exit_code(rep, Severity.ERROR) == 3
 
 

@@ -554,10 +554,13 @@ def _tensor_list(facts: CheckpointFacts, module: str, limit: int = 4) -> str:
 
 def _unread_quant_declaration(facts: CheckpointFacts) -> str | None:
     """Where a quantization config may be that the audit does not parse (a file or a config key), or None."""
-    for f in _UNREAD_QUANT_FILES:
+    for f in ("hf_quant_config.json", *_UNREAD_QUANT_FILES):
         if f in facts.files:
-            return f
+            return f  # present but no scheme was read from it
     raw = facts.cache.get(CONFIG)
+    for key in ("quantization_config", "quantization"):
+        if isinstance(raw, dict) and raw.get(key) is not None:
+            return f"{CONFIG}#/{key}"
     text = raw.get("text_config") if isinstance(raw, dict) else None
     if isinstance(raw, dict) and raw.get("compression_config") is not None:
         return f"{CONFIG}#/{_UNREAD_QUANT_KEYS[0]}"
