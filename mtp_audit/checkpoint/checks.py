@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from pathlib import PurePosixPath
 from collections.abc import Callable, Iterable, Iterator
 
 from mtp_audit.checkpoint import checks_families
@@ -30,8 +31,10 @@ from mtp_audit.checkpoint.tensors import (
     bytes_if_quantized,
     is_quantized,
     linear_shape,
+    module_format,
 )
 from mtp_audit.report import Evidence, Finding, Gap, Location, Severity
+from mtp_audit.report.questions import MTP_HEADS, STARTS
 
 Check = Callable[[CheckpointFacts], Iterator[Finding]]
 
@@ -377,7 +380,9 @@ def check_exclude_disagrees(facts: CheckpointFacts) -> Iterator[Finding]:
                 f"are not covered by {list_name}: {shown}; ")
         fix = (f"Add the module(s) to the exclusion list (e.g. \"{t0}\" or \"mtp*\"; Model-Optimizer PR #1124 exports "
                "\"mtp*\").")
-        if saving:
+        if facts.config is None and not saving:
+            facts.gaps.append(_unknown_override_gap(facts, file, base))
+        elif saving:
             who = "; ".join(o.where for o in saving)
             yield R.MTP007.finding(
                 base + f"an engine that trusts the list builds them as {scheme.algo} and fails, but {who} builds "
@@ -407,6 +412,17 @@ def check_exclude_disagrees(facts: CheckpointFacts) -> Iterator[Finding]:
         )
 
 
+def _unknown_override_gap(facts: CheckpointFacts, file: str, base: str) -> Gap:
+    """MTP007 without ``config.json``: the architecture is unknown, so whether engine code overrides the exclusion
+    list for it (as SGLang 0.5.23 qwen3_5_mtp.py:65-69 does for Qwen3.5) could not be told; MTP022 carries the error
+    of the missing config. A gap on the MTP-heads question, never an error that less evidence would raise; blocking
+    only where MTP022 does not already decide that question (one file named alone, or a params.json folder)."""
+    decided = facts.mode != "single-file" and "params.json" not in facts.files  # MTP022 fires: no engine loads it
+    return Gap(ANALYZER, base + "whether the engine builds them unquantized whatever the list says could not be told: "
+               "no config.json, so the architecture (and any engine code that overrides the list for it) is unknown",
+               file or None, blocking=not decided, question=MTP_HEADS)
+
+
 _UNQUANT = frozenset({"BF16", "F16", "F32", "unquantized"})
 
 
@@ -430,7 +446,7 @@ def _declared_disagreements(facts: CheckpointFacts) -> dict[tuple[str, str], lis
         return out
     uniform, same = scheme.uniform_declaration()
     if uniform and same is None:
-        return out  # the config declares nothing for any module: nothing can disagree
+        return _nominal_disagreements(facts, scheme)
     tables = ((facts.mtp_modules, True),) if uniform and same is not None and _trunk_agrees(facts, same) else \
         ((facts.trunk_modules, False), (facts.mtp_modules, True))
     for table, is_mtp in tables:
@@ -441,6 +457,35 @@ def _declared_disagreements(facts: CheckpointFacts) -> dict[tuple[str, str], lis
             if is_mtp and d.quantized != is_quantized(fmt):
                 continue  # MTP007 reports it, with the engine overrides
             out[(d.label(), fmt)].append((m, inferred))
+    return out
+
+
+def _nominal_disagreements(facts: CheckpointFacts, scheme: QuantScheme) -> dict[tuple[str, str], list[tuple[str, bool]]]:
+    """``(declared label, stored format) -> [(module, inferred)]`` for a config that names one quantized format and
+    leaves the unquantized modules to the model code (FP8 block without ``modules_to_not_convert``: DeepSeek-V3 keeps
+    its gate and eh_proj BF16): a module stored BF16 may be one the model code builds unquantized, so only a module
+    stored in *another quantized* format disagrees. The model code builds it either as the declared format or
+    unquantized, and packed NVFP4 weights (U8, half the last dimension) with their ``weight_scale`` /
+    ``weight_scale_2`` fit neither (vLLM 0.33.0 layers/linear.py:408 and :605 assert the shapes). Read from the
+    trunk census first, so a checkpoint stored as declared costs no pass over its modules."""
+    out: dict[tuple[str, str], list[tuple[str, bool]]] = defaultdict(list)
+    nominal = scheme.nominal
+    if nominal is None or not nominal.quantized:
+        return out  # the config declares nothing for any module: nothing can disagree
+
+    def other(fmt: str) -> bool:
+        return is_quantized(fmt) and not _agrees(nominal.format, fmt)
+
+    tables = [facts.mtp_modules]
+    if any(other(fmt) for fmt in trunk_format_counts(facts)):
+        tables.insert(0, facts.trunk_modules)
+    for table in tables:
+        fmts = linear_formats(facts, table)
+        if not any(other(fmt) for fmt, _ in set(fmts.values())):
+            continue  # stored as declared (or BF16): no pass over the modules
+        for m, (fmt, inferred) in sorted(fmts.items()):
+            if other(fmt):
+                out[(nominal.label(), fmt)].append((m, inferred))
     return out
 
 
@@ -460,6 +505,7 @@ def check_declared_disagrees(facts: CheckpointFacts) -> Iterator[Finding]:
     shape or dtype, or the module computes garbage."""
     scheme = facts.primary_scheme
     if scheme is None:
+        yield from _quantized_without_config(facts)
         return
     for (label, fmt), mods in sorted(_declared_disagreements(facts).items()):
         m, inferred = mods[0]
@@ -475,10 +521,111 @@ def check_declared_disagrees(facts: CheckpointFacts) -> Iterator[Finding]:
             evidence=[
                 Evidence("declared", f"{m}: {label} ({where})"),
                 Evidence("stored", f"{m}: {fmt} ({how})", Location(facts.tensors.get(m + ".weight") or "", symbol=m)),
+                Evidence("stored tensors", _tensor_list(facts, m)),
                 Evidence("quantization", f"{scheme.method} {scheme.algo} ({scheme.source})"),
             ],
             remediation=f"Re-export {m} as {label}, or correct the quantization config to say how it is stored.",
         )
+
+
+#: Parameter suffixes that exist only beside quantized weights and that a module built unquantized has no parameter
+#: for (``input_scale`` alone, ``k_scale`` / ``v_scale`` are activation or KV-cache scales: not counted).
+_QUANT_ONLY_SUFFIXES = ("weight_scale_2", "weight_scale_inv", "weight_scale", "weight_packed", "weight_global_scale",
+                        "qweight", "qzeros", "weight_zero_point")
+_QUANT_ONLY_RE = re.compile(r"^(.+)\.(" + "|".join(_QUANT_ONLY_SUFFIXES) + r")$", re.M)
+
+#: Files and config keys where a quantization config may sit that this audit does not read (AutoGPTQ / AutoAWQ
+#: sidecars that vLLM 0.33.0 weight_utils.py get_quant_config reads when ``--quantization`` names the method;
+#: ``text_config.quantization_config`` and ``compression_config``, weight_utils.py:240-247).
+_UNREAD_QUANT_FILES = ("quantize_config.json", "quant_config.json", "quantization_config.json")
+_UNREAD_QUANT_KEYS = ("compression_config", "text_config/quantization_config")
+
+
+def _tensor_list(facts: CheckpointFacts, module: str, limit: int = 4) -> str:
+    """``"m.weight U8 [8, 4], m.weight_scale F8_E4M3 [8, 1]"``: the module's tensors with the dtype and shape their
+    header gives (``"(header not read)"`` where only the index names them)."""
+    names = [n for n in (f"{module}.{p}" for p in ("weight", *_QUANT_ONLY_SUFFIXES, "input_scale")) if n in facts.tensors]
+    shown = []
+    for n in names[:limit]:
+        info = facts.infos.get(n)
+        shown.append(f"{n} {info.dtype} {list(info.shape)}" if info is not None else f"{n} (header not read)")
+    return ", ".join(shown) or "(no tensor listed)"
+
+
+def _unread_quant_declaration(facts: CheckpointFacts) -> str | None:
+    """Where a quantization config may be that the audit does not parse (a file or a config key), or None."""
+    for f in ("hf_quant_config.json", *_UNREAD_QUANT_FILES):
+        if f in facts.files:
+            return f  # present but no scheme was read from it
+    raw = facts.cache.get(CONFIG)
+    for key in ("quantization_config", "quantization"):
+        if isinstance(raw, dict) and raw.get(key) is not None:
+            return f"{CONFIG}#/{key}"
+    text = raw.get("text_config") if isinstance(raw, dict) else None
+    if isinstance(raw, dict) and raw.get("compression_config") is not None:
+        return f"{CONFIG}#/{_UNREAD_QUANT_KEYS[0]}"
+    if isinstance(text, dict) and text.get("quantization_config") is not None:
+        return f"{CONFIG}#/{_UNREAD_QUANT_KEYS[1]}"
+    return None
+
+
+def _quantized_modules(facts: CheckpointFacts) -> dict[str, str]:
+    """Module -> stored format for every module whose tensors include a quantization-only sibling
+    (:data:`_QUANT_ONLY_SUFFIXES`), from the tensor names (one regex pass, run only when one of the suffixes occurs)."""
+    joined = facts.joined_names
+    if not any("." + suf in joined for suf in ("weight_scale", "weight_packed", "weight_global_scale", "qweight",
+                                               "qzeros", "weight_zero_point")):
+        return {}
+    groups: dict[str, set[str]] = defaultdict(set)
+    for m in _QUANT_ONLY_RE.finditer(joined):
+        groups[m.group(1)].add(m.group(2))
+    out = {}
+    for mod, sufs in groups.items():
+        params = {p: facts.infos.get(f"{mod}.{p}") for p in ("weight", *sufs) if f"{mod}.{p}" in facts.tensors}
+        fmt, _ = module_format(params, "")
+        if is_quantized(fmt):
+            out[mod] = fmt
+    return out
+
+
+def _quantized_without_config(facts: CheckpointFacts) -> Iterator[Finding]:
+    """MTP015 with nothing declared: tensors stored quantized (NVFP4 U8 + ``weight_scale`` / ``weight_scale_2``, FP8
+    + ``weight_scale_inv``...) while neither ``config.json#/quantization_config`` nor ``hf_quant_config.json`` exists.
+    vLLM 0.33.0 (transformers_utils/config.py:951-962) and SGLang 0.5.9 (configs/model_config.py:647-735) then build
+    every linear unquantized: a packed weight does not fit its parameter (vLLM 0.33.0 layers/linear.py:408, :605;
+    SGLang 0.5.9 layers/linear.py:260, :416 assert the shapes) and the scale tensors have no parameter at all. A
+    quantization config the audit does not read (an AutoGPTQ sidecar, ``compression_config``) makes it a blocking
+    gap instead (could not tell)."""
+    if facts.config is None or facts.schemes:
+        return
+    mods = _quantized_modules(facts)
+    if not mods:
+        return
+    unread = _unread_quant_declaration(facts)
+    counts = Counter(mods.values())
+    kinds = ", ".join(f"{f}: {n:,}" for f, n in sorted(counts.items()))
+    first = sorted(mods)[0]
+    if unread is not None:
+        facts.gaps.append(Gap(ANALYZER, f"{len(mods):,} linear module(s) are stored quantized ({kinds}) and the "
+                              f"quantization config is in {unread}, which this audit does not read: whether the "
+                              "engine builds them quantized could not be told", unread.partition("#")[0],
+                              question=STARTS))
+        return
+    yield R.MTP015.finding(
+        f"{len(mods):,} linear module(s) are stored quantized ({kinds}), e.g. {first}, but nothing declares a "
+        f"quantization: {CONFIG} has no quantization_config and there is no hf_quant_config.json; an engine builds "
+        "every linear unquantized and the packed weights and their scale tensors do not fit",
+        Location(CONFIG),
+        evidence=[
+            Evidence("declared", f"none: {CONFIG}#/quantization_config absent, hf_quant_config.json absent"),
+            Evidence("stored tensors", _tensor_list(facts, first),
+                     Location(facts.tensors.get(first + ".weight") or facts.index_file or "", symbol=first)),
+            Evidence("engines", "vLLM 0.33.0 transformers_utils/config.py:951-962 and SGLang 0.5.9 "
+                     "configs/model_config.py:647-735 read only these two; layers/linear.py asserts the weight shape"),
+        ],
+        remediation=("Restore the quantization config that came with these weights (hf_quant_config.json or "
+                     "config.json quantization_config), or use the unquantized release."),
+    )
 
 
 #: Tensor leaves that exist only in an appended (DeepSeek-style) MTP layer: the embedding/hidden norms, the
@@ -591,6 +738,29 @@ def check_missing_shards(facts: CheckpointFacts) -> Iterator[Finding]:
         )
 
 
+def check_unglobbed_shards(facts: CheckpointFacts) -> Iterator[Finding]:
+    """MTP008 for a ``weight_map`` value that is not a plain top-level file name (``sub/x.safetensors``,
+    ``sub/../x.safetensors``, ``./x.safetensors``; inside the folder, so not MTP010): vLLM 0.33.0 lists the shards with
+    a top-level glob (model_loader/default_loader.py:230) and compares each ``os.path.join(folder, value)`` string with
+    it, raising FileNotFoundError 'Weight files referenced in index but missing' (weight_utils.py:603-613); SGLang
+    0.5.9 (model_loader/loader.py:442, weight_utils.py:599-603) keeps only the globbed files the strings name, so the
+    shard is never loaded."""
+    for raw, (rel, n, first) in sorted(facts.cache.get("index_paths_unglobbed", {}).items()):
+        mtp = sum(1 for t in facts.mtp if facts.weight_map.get(t) == rel) if facts.mtp else 0
+        extra = f", {mtp:,} of them MTP tensors" if mtp else ""
+        yield R.MTP008.finding(
+            f"{facts.index_file} maps {n:,} tensor(s) to \"{raw}\" (inside the folder: {rel}){extra}, which is not "
+            "a top-level shard name: vLLM compares the joined path with its top-level glob of *.safetensors and "
+            "raises FileNotFoundError, SGLang never loads the shard",
+            Location(facts.index_file or "", symbol=pointer("weight_map", first)),
+            evidence=[Evidence("weight_map value", raw),
+                      Evidence("engines", "vLLM 0.33.0 model_loader/default_loader.py:230, weight_utils.py:603-613; "
+                               "SGLang 0.5.9 model_loader/loader.py:442, weight_utils.py:599-603")],
+            remediation=f"Move the shard to the top level of the folder and write \"{PurePosixPath(rel).name}\" in "
+                        "weight_map.",
+        )
+
+
 def check_unindexed_mtp(facts: CheckpointFacts) -> Iterator[Finding]:
     """MTP009: a shard the index does not name holds MTP tensors (engines that follow the index never
     load it: Model-Optimizer PR #2427, osaurus-ai/vmlx-swift PR #388)."""
@@ -693,6 +863,69 @@ def check_bad_headers(facts: CheckpointFacts) -> Iterator[Finding]:
         yield R.MTP013.finding(f"{rel}: {prob.problem}", Location(rel))
 
 
+#: The MTP glue whose shape the engines' model code fixes from ``hidden_size`` (h): tensor suffix under the MTP layer
+#: label -> shape in units of h. DeepSeek NextN: vLLM 0.33.0 deepseek_mtp.py:61 (shared_head.norm), :85-87 (enorm,
+#: hnorm, eh_proj = nn.Linear(2h, h): weight [h, 2h]); SGLang 0.5.9 deepseek_nextn.py:94-97. Qwen3.5 / Qwen3-Next
+#: MTP: vLLM 0.33.0 qwen3_5_mtp.py:98-100 (fc = ColumnParallelLinear(2h, h)), :135-141 (norm, pre_fc_norm_hidden,
+#: pre_fc_norm_embedding); SGLang 0.5.9 qwen3_5_mtp.py:60-65, qwen3_next_mtp.py:56-61. Their loaders assert the
+#: shape (vLLM 0.33.0 model_loader/weight_utils.py:1538, layers/linear.py:605; SGLang 0.5.9
+#: model_loader/weight_utils.py:1027).
+_DEEPSEEK_GLUE_SHAPES = {"eh_proj.weight": (1, 2), "enorm.weight": (1,), "hnorm.weight": (1,),
+                         "shared_head.norm.weight": (1,)}
+_QWEN_GLUE_SHAPES = {"fc.weight": (1, 2), "norm.weight": (1,), "pre_fc_norm_hidden.weight": (1,),
+                     "pre_fc_norm_embedding.weight": (1,)}
+_GLUE_SHAPES = {"deepseek-v3": _DEEPSEEK_GLUE_SHAPES, "deepseek-v3.2": _DEEPSEEK_GLUE_SHAPES,
+                "qwen3.5-moe": _QWEN_GLUE_SHAPES, "qwen3.5-dense": _QWEN_GLUE_SHAPES, "qwen3-next": _QWEN_GLUE_SHAPES}
+#: Weight dtypes whose stored shape is the module's: unquantized and one-byte formats; U8 packs two FP4 values
+#: per byte (NVFP4 / MXFP4: the last dimension halved). Other dtypes (I32 packing) are not judged.
+_WHOLE_DTYPES = frozenset({"BF16", "F16", "F32", "F8_E4M3", "F8_E5M2", "I8"})
+
+
+def _expected_glue_shape(units: tuple[int, ...], h: int, dtype: str) -> tuple[int, ...] | None:
+    """The header shape a glue tensor of ``units`` (multiples of ``h``) must have when stored as ``dtype``; None when
+    the packing of ``dtype`` is not known."""
+    shape = tuple(u * h for u in units)
+    if dtype in _WHOLE_DTYPES or len(shape) == 1:
+        return shape
+    if dtype == "U8" and shape[-1] % 2 == 0:
+        return (*shape[:-1], shape[-1] // 2)
+    return None
+
+
+def check_glue_shapes(facts: CheckpointFacts) -> Iterator[Finding]:
+    """MTP023: an MTP glue tensor (eh_proj / fc, the enorm / hnorm / pre-fc norms) whose header shape is not the one
+    the engine's MTP module builds from config.json's ``hidden_size`` (:data:`_GLUE_SHAPES`); the loader asserts the
+    shape, so the draft does not load. Judged only from a header read and a known ``hidden_size``; one finding per
+    MTP layer label, naming every tensor that disagrees."""
+    cfg = facts.config
+    table = _GLUE_SHAPES.get(cfg.layout.family) if cfg is not None and cfg.layout is not None else None
+    h = cfg.dims.get("hidden_size") if cfg is not None else None
+    if table is None or not isinstance(h, int) or isinstance(h, bool) or h <= 0 or not facts.infos:
+        return
+    bad: dict[str, list[str]] = defaultdict(list)
+    ends = tuple("." + k for k in table)
+    for name, (label, _) in sorted((n, v) for n, v in facts.mtp.items() if n.endswith(ends)):
+        units = table.get(name[len(label) + 1:])
+        info = facts.infos.get(name) if units is not None else None
+        if info is None:
+            continue
+        want = _expected_glue_shape(units, h, info.dtype)
+        if want is not None and tuple(info.shape) != want:
+            bad[label].append(f"{name} {info.dtype} {list(info.shape)}, expected {list(want)}")
+    where = f"{cfg.text_pointer}/hidden_size" if cfg is not None else ""
+    for label, lines in sorted(bad.items()):
+        first = lines[0].split(" ", 1)[0]
+        yield R.MTP023.finding(
+            f"{len(lines)} MTP tensor(s) of {label} do not have the shape the engine's MTP module builds from "
+            f"hidden_size {h} ({CONFIG}#{where}): {lines[0]}; the loader asserts the shape, so the draft does not load",
+            Location(facts.tensors.get(first) or CONFIG, symbol=first),
+            evidence=[Evidence("header shapes", "; ".join(lines[:4]) + (f"; and {len(lines) - 4} more" if len(lines) > 4 else "")),
+                      Evidence("config", f"{CONFIG}#{where} = {h}")],
+            remediation="Use the config.json that came with these weights (hidden_size), or re-export the MTP layer "
+                        "for this config.",
+        )
+
+
 def check_config_missing(facts: CheckpointFacts) -> Iterator[Finding]:
     """MTP022: a checkpoint folder (index or shards, not one file named alone) has no ``config.json`` and no
     ``params.json``; every engine reads one of them before any weight (vLLM 0.33.0 transformers_utils/config.py:899-908,
@@ -721,6 +954,7 @@ CHECKS: tuple[Check, ...] = (
     check_excluded_cost,
     check_exclude_disagrees,
     check_missing_shards,
+    check_unglobbed_shards,
     check_unindexed_mtp,
     check_escaping_paths,
     check_total_size,
@@ -730,6 +964,7 @@ CHECKS: tuple[Check, ...] = (
     check_declared_disagrees,
     *checks_families.CHECKS,
     check_config_missing,
+    check_glue_shapes,
 )
 
 

@@ -113,6 +113,37 @@ MAX_EXPERTS = 1 << 16
 MAX_HIDDEN_LAYERS = 1 << 16
 
 
+#: Largest width a dimension key may have: 1,048,576 (hidden sizes of released models stay below 32,768; vocabularies
+#: below 262,144; MoE intermediate sizes below 65,536). Byte estimates multiply two or three of them.
+MAX_DIM = 1 << 20
+#: Dimension keys every model of the audited families has and that cannot be 0 (a 0-wide model has no weights).
+_POSITIVE_DIMS = frozenset({"hidden_size", "vocab_size", "num_attention_heads"})
+
+
+def _dims(pick: Any) -> dict[str, Any]:
+    """The :data:`_DIM_KEYS` of a config (``pick(key) -> (value, pointer)``): ints, ``attn_output_gate`` a bool; a
+    key that is null or absent is left out.
+
+    Raises:
+        ConfigError: a dimension that is negative, fractional, not a number, above :data:`MAX_DIM`, or 0 for a key of
+            :data:`_POSITIVE_DIMS`: every engine sizes a weight from it, so no engine builds that model.
+    """
+    dims: dict[str, Any] = {}
+    for key in _DIM_KEYS:
+        raw, ptr = pick(key)
+        if raw is None:
+            continue
+        if key == "attn_output_gate" or isinstance(raw, bool):
+            dims[key] = raw
+            continue
+        n = _int(raw)
+        if n is None or (n == 0 and key in _POSITIVE_DIMS):
+            raise ConfigError(ptr, f"expected a {'positive' if key in _POSITIVE_DIMS else 'non-negative'} integer, "
+                                   f"got {json_text(raw)}")
+        dims[key] = _capped(n, MAX_DIM, ptr, key)
+    return dims
+
+
 def _capped(n: int, cap: int, pointer: str, what: str) -> int:
     """``n`` unchanged, or :class:`ConfigError` when it exceeds ``cap``."""
     if n > cap:
@@ -246,13 +277,7 @@ def parse_config(obj: Any) -> ModelConfig:
             _capped(n_experts, MAX_EXPERTS, p, "experts")
             ekey = p
             break
-    dims: dict[str, Any] = {}
-    for key in _DIM_KEYS:
-        raw, _ = pick(key)
-        if isinstance(raw, bool):
-            dims[key] = raw
-        elif _int(raw) is not None:
-            dims[key] = _int(raw)
+    dims = _dims(pick)
     dtype_raw, _ = pick("torch_dtype")
     if dtype_raw is None:
         dtype_raw, _ = pick("dtype")

@@ -10,6 +10,7 @@ examined (gaps). Sources: ``../shared/research/checkpoint_formats.md`` (§1 how 
 from __future__ import annotations
 
 import math
+import posixpath
 import re
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, KeysView, Mapping
@@ -512,8 +513,8 @@ def _read_index(source: CheckpointSource, index_file: str, facts: CheckpointFact
         raise InputError(where, f"{pointer('weight_map', name)}: expected a shard file name, got {type(shard).__name__}")
     checked: dict[str, str | None] = {}
     for shard in distinct:
-        p = contained_relpath(shard)
-        checked[shard] = None if p is None else p.as_posix()
+        checked[shard] = _index_relpath(shard)
+    _note_unglobbed(facts, wm, {v: r for v, r in checked.items() if r is not None and (r != v or "/" in r)})
     if all(checked[v] == v for v in distinct):
         facts.weight_map = wm  # the common case: no copy
         facts.cache["indexed_shards"] = distinct
@@ -532,6 +533,36 @@ def _read_index(source: CheckpointSource, index_file: str, facts: CheckpointFact
             facts.total_size = ts
         elif isinstance(ts, float) and ts.is_integer() and ts >= 0:
             facts.total_size = int(ts)
+
+
+def _note_unglobbed(facts: CheckpointFacts, wm: Mapping[str, str], rewritten: dict[str, str]) -> None:
+    """Keep ``facts.cache["index_paths_unglobbed"]``: raw ``weight_map`` value -> ``(path inside the folder, tensors
+    mapped to it, first such tensor)`` for each value that is not a plain top-level file name (``sub/x``,
+    ``sub/../x``, ``./x``): the loaders join it to the folder and compare the string with their top-level glob of
+    ``*.safetensors`` (MTP008). One pass over the map, only when such a value exists."""
+    if not rewritten:
+        return
+    got: dict[str, tuple[str, int, str]] = {}
+    for name, shard in wm.items():
+        if shard in rewritten:
+            rel, n, first = got.get(shard, (rewritten[shard], 0, name))
+            got[shard] = (rel, n + 1, first)
+    facts.cache["index_paths_unglobbed"] = got
+
+
+def _index_relpath(shard: str) -> str | None:
+    """A ``weight_map`` value as a POSIX path inside the checkpoint folder, normalised first (``sub/../x.safetensors``
+    is ``x.safetensors``, inside; ``../x.safetensors`` stays outside), or None when it is absolute, has a drive, a
+    URL, a backslash or a NUL, or leaves the folder (:func:`~mtp_audit.sources.bounded.contained_relpath` on the
+    normalised name). A plain file name (no ``/``, the common case) is checked without building a path. Nothing is
+    opened."""
+    if not shard or "\x00" in shard or "\\" in shard or shard[0] == "/":
+        return None
+    if "/" not in shard:
+        ok = shard not in (".", "..") and not (len(shard) > 1 and shard[1] == ":")
+        return shard if ok else None
+    p = contained_relpath(posixpath.normpath(shard))
+    return None if p is None else p.as_posix()
 
 
 def _lines_matching(pattern: str, joined: str) -> set[str]:

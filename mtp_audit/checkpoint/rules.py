@@ -164,6 +164,16 @@ def _two_shards(present: int) -> dict[str, str | bytes]:
     return files
 
 
+def _dotted_shard(value: str) -> dict[str, str | bytes]:
+    """One shard ``model.safetensors`` at the top level, indexed as ``value``."""
+    from mtp_audit.synth.shards import tiny
+
+    t = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8]), "model.layers.2.eh_proj.weight": ("BF16", [8, 16]),
+         "model.layers.2.input_layernorm.weight": ("BF16", [8]), **_GLUE_NORMS}
+    return {"config.json": _j({**_DS, "n_routed_experts": 0}), "model.safetensors": tiny(t),
+            "model.safetensors.index.json": _index({k: value for k in t})}
+
+
 def _sized(total_size_delta: int) -> dict[str, str | bytes]:
     from mtp_audit.synth.shards import tiny
 
@@ -397,7 +407,9 @@ MTP006 = Rule(
     basis="real checkpoint",
     examples=(
         Example(True, lambda: _qwen_shards(["mtp*"]), note="trunk NVFP4 (weight_scale_2 siblings), MTP BF16"),
-        Example(False, {"config.json": _j(_QWEN35), "model.safetensors.index.json": _index({
+        Example(False, {"config.json": _j(_QWEN35), "hf_quant_config.json": _j(
+            {**_HF_QUANT_397B_STYLE, "quantization": {**_HF_QUANT_397B_STYLE["quantization"], "exclude_modules": ["lm_head"]}}),
+            "model.safetensors.index.json": _index({
             **{k: "model-00001-of-00001.safetensors" for k in _QWEN_TRUNK_NVFP4},
             **{f"mtp.{m}.{p}": "model-00001-of-00001.safetensors"
                for m in ("fc", "layers.0.self_attn.q_proj") for p in ("weight", "weight_scale", "weight_scale_2")},
@@ -419,7 +431,8 @@ MTP007 = Rule(
         "ModelOpt MIXED_PRECISION quantized_layers, Quark exclude) with 'stored unquantized'. An error, unless every "
         "uncovered module is built unquantized by engine code that ignores the list for this architecture and "
         "quantization method (mtp_audit/checkpoint/overrides.py, each row read in a named engine release): then a "
-        "warning that names the engine, its version and file:line."
+        "warning that names the engine, its version and file:line. Without config.json the architecture is unknown: "
+        "whether an engine overrides the list could not be told (a gap; MTP022 reports the missing config)."
     ),
     why=(
         "Engines decide each module's format from the list. nvidia/Qwen3.5-397B-A17B-NVFP4 stores the whole MTP "
@@ -461,12 +474,20 @@ MTP008 = Rule(
         "a gap, not this rule). "
         "(A folder with no shards at all is a metadata-only audit, reported as a gap instead.)"
     ),
-    why="The load fails at the first missing shard, or, with MTP in the missing shard, the draft has no weights.",
+    why="The load fails at the first missing shard, or, with MTP in the missing shard, the draft has no weights. "
+        "A weight_map value that is not a plain top-level name (sub/x.safetensors, sub/../x.safetensors, "
+        "./x.safetensors) is missing for the loaders too: vLLM 0.33.0 compares os.path.join(folder, value) with its "
+        "top-level glob of *.safetensors and raises FileNotFoundError ('Weight files referenced in index but "
+        "missing'); SGLang 0.5.9 keeps only the globbed files the strings name, so that shard is never loaded.",
     fix="Download the missing shards (huggingface-cli download with the same revision) or fix weight_map.",
-    sources=("NVIDIA-NeMo/Megatron-Bridge issue #4188 (45 of 48 shards written)",),
+    sources=("NVIDIA-NeMo/Megatron-Bridge issue #4188 (45 of 48 shards written)",
+             "vllm 0.33.0 vllm/model_executor/model_loader/default_loader.py:230, weight_utils.py:603-613",
+             "sglang 0.5.9 sglang/srt/model_loader/loader.py:442, weight_utils.py:599-603"),
     basis="bug report",
     examples=(
         Example(True, lambda: _two_shards(1), note="weight_map names 2 shards, 1 present"),
+        Example(True, lambda: _dotted_shard("sub/../model.safetensors"),
+                note="weight_map says sub/../model.safetensors: inside the folder, but not the name the loaders glob"),
         Example(False, lambda: _two_shards(2), note="both shards present"),
     ),
     question=STARTS,
@@ -662,6 +683,18 @@ def _quark_w4a16(stored: str) -> dict[str, str | bytes]:
     return {"config.json": _j(cfg), "model.safetensors": tiny({**trunk, **_QWEN_MTP_TINY})}
 
 
+def _nvfp4_undeclared(fp8_declared: bool) -> dict[str, str | bytes]:
+    """The Qwen3.5 NVFP4 trunk (U8 weight, weight_scale, weight_scale_2, input_scale) with no hf_quant_config.json and
+    either no quantization_config or an FP8 block one."""
+    files = _qwen_shards(["lm_head", "mtp*"])
+    del files["hf_quant_config.json"]
+    if fp8_declared:
+        cfg = {**_QWEN35, "quantization_config": {"quant_method": "fp8", "activation_scheme": "dynamic",
+                                                  "weight_block_size": [128, 128]}}
+        files["config.json"] = _j(cfg)
+    return files
+
+
 MTP015 = Rule(
     id="MTP015",
     name="declared-format-disagrees-with-tensors",
@@ -675,24 +708,36 @@ MTP015 = Rule(
         "modules_to_not_convert) and compares it with the format its tensors show (header dtype, or sibling "
         "names that only one format has: weight_scale_2, weight_scale_inv, weight_zero_point, qweight). Tensor names "
         "decide a module's format only where no config speaks. MTP modules stored BF16 against a quantized "
-        "declaration are MTP007's."
+        "declaration are MTP007's. Both directions: tensors stored quantized (scale or packed siblings) when "
+        "neither config.json quantization_config nor hf_quant_config.json exists (engines then build every linear "
+        "unquantized; a quantization file the audit does not read, such as quantize_config.json, makes it a "
+        "blocking gap instead), and, for a config that names one format without a per-module list (FP8 block), "
+        "modules stored in another quantized format (NVFP4 where FP8 is declared)."
     ),
     why=(
         "Engines build every module from the declaration, not from the tensors: vLLM resolves a ModelOpt "
         "MIXED_PRECISION checkpoint to modelopt_mixed and builds each layer from its quantized_layers entry "
         "(vllm 0.33.0 modelopt.py:1748-1800), Quark per layer config (quark.py:764-808). Tensors stored in another "
         "format do not fit the parameters the engine created: the load fails on a shape or dtype, or the module "
-        "computes garbage."
+        "computes garbage. With no quantization config, vLLM 0.33.0 (transformers_utils/config.py:951-962) and "
+        "SGLang 0.5.9 (configs/model_config.py:647-735) build every linear unquantized: a packed NVFP4 weight "
+        "(U8, half the last dimension) fails the shape assert of the linear loader and its scale tensors have no "
+        "parameter."
     ),
     fix="Re-export the modules in the declared format, or correct the quantization config to what is stored.",
     sources=(
         "vLLM 0.33.0 vllm/model_executor/layers/quantization/modelopt.py:1748-1800, 1884; quark/quark.py:764-808",
+        "vLLM 0.33.0 vllm/transformers_utils/config.py:951-962, vllm/model_executor/layers/linear.py:408, 605; "
+        "SGLang 0.5.9 sglang/srt/configs/model_config.py:647-735, sglang/srt/layers/linear.py:260, 416",
         "vLLM PR #48606 (native Quark W4A16 INT4/UINT4: routers and other FP16 layers must appear in "
         "quantization_config.exclude, vLLM does not infer it from tensor dtypes)",
     ),
     basis="code",
     examples=(
         Example(True, lambda: _quark_w4a16("FP8"), note="Quark declares uint4 group 128; q_proj is stored F8_E4M3"),
+        Example(True, lambda: _nvfp4_undeclared(False),
+                note="q_proj stored NVFP4 (U8 + weight_scale + weight_scale_2), no quantization config anywhere"),
+        Example(True, lambda: _nvfp4_undeclared(True), note="config.json declares FP8 block 128x128; q_proj is stored NVFP4"),
         Example(False, lambda: _quark_w4a16("INT4"),
                 note="q_proj stored as declared: I32 packed weight, BF16 group scales, I32 zero points"),
     ),
@@ -843,7 +888,8 @@ def _nvfp4_experts(with_scales: int) -> dict[str, str | bytes]:
             wm[f"model.layers.0.mlp.experts.{e}.down_proj.{p}"] = _SHARD
         if e < with_scales:
             wm[f"model.layers.0.mlp.experts.{e}.down_proj.input_scale"] = _SHARD
-    return {"config.json": _j(cfg), "model.safetensors.index.json": _index(wm)}
+    hq = {"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": ["lm_head"]}}
+    return {"config.json": _j(cfg), "hf_quant_config.json": _j(hq), "model.safetensors.index.json": _index(wm)}
 
 
 MTP019 = Rule(
@@ -975,11 +1021,56 @@ MTP022 = Rule(
 )
 
 
+def _glue_shapes(hidden: int) -> dict[str, str | bytes]:
+    """A DeepSeek-style checkpoint with one MTP layer whose glue is 8 wide (eh_proj [8, 16]); config.json says
+    ``hidden``."""
+    from mtp_audit.synth.shards import tiny
+
+    t = {"model.layers.0.self_attn.o_proj.weight": ("BF16", [8, 8]), "model.layers.2.eh_proj.weight": ("BF16", [8, 16]),
+         "model.layers.2.input_layernorm.weight": ("BF16", [8]), **_GLUE_NORMS}
+    return {"config.json": _j({**_DS, "n_routed_experts": 0, "hidden_size": hidden}),
+            "model-00001-of-00001.safetensors": tiny(t),
+            "model.safetensors.index.json": _index({k: "model-00001-of-00001.safetensors" for k in t})}
+
+
+MTP023 = Rule(
+    id="MTP023",
+    name="mtp-glue-shape-disagrees-with-config",
+    analyzer="checkpoint",
+    severity=Severity.ERROR,
+    summary="An MTP glue tensor (eh_proj / fc, enorm / hnorm / pre-fc norms) does not have the shape hidden_size gives",
+    what=(
+        "For the families whose MTP module the engines build from hidden_size alone (DeepSeek-V3 / R1 / V3.1 / V3.2 "
+        "NextN: eh_proj [h, 2h], enorm, hnorm, shared_head.norm [h]; Qwen3.5 / Qwen3.6 / Qwen3-Next: mtp.fc [h, 2h], "
+        "mtp.norm, mtp.pre_fc_norm_hidden, mtp.pre_fc_norm_embedding [h]), compares each header shape with the one "
+        "config.json's hidden_size gives (a U8 weight packs two FP4 values per byte: last dimension halved). Only "
+        "shapes read from a header are judged; a tensor named by the index alone, or no hidden_size, says nothing."
+    ),
+    why=(
+        "The loader copies each checkpoint tensor into the parameter the model code created and asserts the shapes "
+        "match (vLLM 0.33.0 model_loader/weight_utils.py:1538 'Attempted to load weight ... into parameter', "
+        "layers/linear.py:605; SGLang 0.5.9 model_loader/weight_utils.py:1027): a transposed eh_proj, or a "
+        "config.json whose hidden_size belongs to another model, stops the draft model from loading."
+    ),
+    fix="Use the config.json that came with these weights, or re-export the MTP layer for this config.",
+    sources=("vllm 0.33.0 vllm/model_executor/models/deepseek_mtp.py:61,85-87, qwen3_5_mtp.py:98-100,135-141",
+             "vllm 0.33.0 vllm/model_executor/model_loader/weight_utils.py:1538",
+             "sglang 0.5.9 sglang/srt/models/deepseek_nextn.py:94-97, qwen3_5_mtp.py:60-65, "
+             "sglang/srt/model_loader/weight_utils.py:1027"),
+    basis="code",
+    examples=(
+        Example(True, lambda: _glue_shapes(16), note="hidden_size 16; eh_proj is [8, 16] and the norms [8]"),
+        Example(False, lambda: _glue_shapes(8), note="hidden_size 8: eh_proj [8, 16], norms [8]"),
+    ),
+    question=MTP_HEADS,
+)
+
+
 RULES: tuple[Rule, ...] = (
     MTP001, MTP002, MTP003, MTP004, MTP005, MTP006, MTP007, MTP008, MTP009, MTP010, MTP011, MTP012, MTP013, MTP014,
-    MTP015, MTP016, MTP017, MTP018, MTP019, MTP020, MTP021, MTP022,
+    MTP015, MTP016, MTP017, MTP018, MTP019, MTP020, MTP021, MTP022, MTP023,
 ) + GGUF_RULES
 
 #: Findings of these rules mean SGLang cannot use the MTP heads (``facts.engine.sglang.usable`` false).
 BLOCKS_MTP = frozenset({"MTP001", "MTP002", "MTP004", "MTP005", "MTP007", "MTP008", "MTP009", "MTP012", "MTP013", "MTP014",
-                        "MTP015", "MTP016", "MTP018", "MTP019", "MTP020", "MTP021", "MTP022"})
+                        "MTP015", "MTP016", "MTP018", "MTP019", "MTP020", "MTP021", "MTP022", "MTP023"})

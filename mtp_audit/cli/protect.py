@@ -63,7 +63,7 @@ def _is_file(name: str) -> bool:
 
 
 #: click parameter names of output options: never "inputs" themselves.
-OUTPUT_PARAMS = frozenset({"output", "save_facts"})
+OUTPUT_PARAMS = frozenset({"output", "save_facts", "write_baseline"})
 
 
 def check_outputs(protected: Iterable[str | os.PathLike[str]], outputs: Mapping[str, Path | str | None], *,

@@ -13,7 +13,8 @@ subset (https://docs.github.com/en/code-security/reference/code-scanning/sarif-f
   repository, not ``hf_quant_config.json`` of an unnamed folder; ``MTPAUDIT_<ANALYZER>`` (declared in
   ``originalUriBaseIds`` with an absolute ``file:`` URI or a description) for inputs outside it.
 - ``partialFingerprints["mtpAudit/v1"]``: a hash of the rule, the artifact, the logical address and the
-  finding's rank among equal keys. No line numbers and no message text, so an alert survives an engine
+  finding's rank among equal keys; an artifact outside ``%SRCROOT%`` is named with its base's identity (the
+  input's absolute ``file:`` URI, or a hub target's id), so checkpoints outside the working folder never collide. No line numbers and no message text, so an alert survives an engine
   upgrade that moves the line or changes a byte count.
 
 Validated in tests against the official schema (``tests/data/sarif-schema-2.1.0.json``) and GitHub's
@@ -99,6 +100,19 @@ class _Bases:
             self.declared[base] = entry
         return base
 
+    def identity(self, base: str) -> str:
+        """What a declared base stands for: its absolute ``file:`` URI (a local input outside ``cwd``), else the
+        target's name without its revision (a hub id ``org/name@sha`` is ``org/name``, so a baseline outlives a new
+        revision); ``""`` for an undeclared base or a target with no name."""
+        entry = self.declared.get(base)
+        if entry is None:
+            return ""
+        if entry.get("uri"):
+            return str(entry["uri"])
+        name = next((n for a, n in self.names.items() if f"MTPAUDIT_{a.upper()}" == base), "") or ""
+        head, at, _rev = name.rpartition("@")
+        return head if at and "/" in head and " " not in head else name
+
     def artifact(self, analyzer: str, rel: str | None) -> dict[str, Any]:
         """``artifactLocation`` of ``rel`` (relative to the analyzer's root; ``None``: the root itself,
         or the analyzer's stated artifact when the root is a folder or absent)."""
@@ -176,10 +190,16 @@ def _rules(report: Report, known: _KnownRules) -> list[dict[str, Any]]:
     return out
 
 
-def _fingerprint(f: Finding, location: dict[str, Any], seen: dict[str, int]) -> dict[str, str]:
+def _fingerprint(f: Finding, location: dict[str, Any], seen: dict[str, int], bases: _Bases) -> dict[str, str]:
+    """``{FINGERPRINT_KEY: hash}`` of the rule, the artifact, the logical address and the rank among equal keys. An
+    artifact under ``%SRCROOT%`` is named by its path there; one under its own base (an input outside the folder
+    mtp-audit ran in, a hub repository) also by that base's identity (:meth:`_Bases.identity`), so two checkpoints
+    outside the working folder never share a fingerprint (a baseline written for one never silences the other)."""
     art = location["physicalLocation"]["artifactLocation"]
-    key = "\0".join((f.rule_id, art.get("uriBaseId", ""), art["uri"], f.location.symbol or "",
-                     f.location.path or ""))
+    base = art.get("uriBaseId", "")
+    parts = (f.rule_id, base, art["uri"], f.location.symbol or "", f.location.path or "")
+    who = bases.identity(base) if base != SRCROOT else ""
+    key = "\0".join((*parts, who) if who else parts)
     rank = seen.get(key, 0)
     seen[key] = rank + 1
     return {FINGERPRINT_KEY: hashlib.sha256(f"{key}\0{rank}".encode("utf-8", "surrogatepass")).hexdigest()[:32]}
@@ -196,7 +216,7 @@ def _result(f: Finding, ctx: _Context, suppression: Suppression | None = None) -
         "level": f.severity.sarif_level,
         "message": {"text": f.message},
         "locations": [loc],
-        "partialFingerprints": _fingerprint(f, loc, ctx.seen),
+        "partialFingerprints": _fingerprint(f, loc, ctx.seen, ctx.bases),
     }
     if f.rule_id in ctx.index:
         res["ruleIndex"] = ctx.index[f.rule_id]
