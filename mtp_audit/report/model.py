@@ -238,6 +238,9 @@ class Gap:
         blocking: whether this gap prevents a conclusive answer.
         question: the one question it leaves open (one of :data:`mtp_audit.report.questions.QUESTIONS`), so a
             consumer scopes it without reading ``message``; ``None``: the analyzer's subject as a whole.
+        why_open: why it is open (one of :data:`mtp_audit.report.questions.WHY_OPEN`):
+            :data:`~mtp_audit.report.questions.NOT_EXAMINED` when the fact behind it was not looked at by request
+            (``--no-machine``); ``None`` when the evidence read did not tell.
     """
 
     analyzer: str
@@ -245,14 +248,17 @@ class Gap:
     path: str | None = None
     blocking: bool = True
     question: str | None = None
+    why_open: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form (``path`` and ``question`` only when set)."""
+        """JSON form (``path``, ``question`` and ``why_open`` only when set)."""
         d: dict[str, Any] = {"analyzer": self.analyzer, "message": self.message, "blocking": self.blocking}
         if self.path is not None:
             d["path"] = self.path
         if self.question is not None:
             d["question"] = self.question
+        if self.why_open is not None:
+            d["why_open"] = self.why_open
         return d
 
 

@@ -159,7 +159,8 @@ def check_jit_nvcc(ctx: Context) -> None:
                     gpu=g, evidence=[ev("nvcc", tk), ev("sglang", sg)],
                     remediation=f"Install the CUDA toolkit >= {need} and set CUDA_HOME (e.g. export CUDA_HOME=/usr/local/cuda-13.0)")
         else:
-            ctx.gap(f"nvcc version unknown ({tk.missing}); SGLang {sg} JIT kernels need nvcc >= {need} for {sm_name(cc)}", question=Q.FP4)
+            ctx.gap(f"nvcc version unknown ({tk.missing}); SGLang {sg} JIT kernels need nvcc >= {need} for {sm_name(cc)}", question=Q.FP4,
+                    why_open=tk.why_open)
         return
     tv = mx.parse_version(tk.value)
     if tv is not None and tv < Version(need):
@@ -272,7 +273,8 @@ def _check_cudnn(ctx: Context, g: GpuFacts, cc: tuple[int, int], evs: list[Evide
             if "not installed" in str(f.missing):
                 problems.append(f"{name} not installed")
             else:
-                ctx.gap(f"{name} version unknown ({f.missing}); flashinfer_cudnn needs cuDNN >= {c['backend_min']} and cudnn-frontend >= {c['frontend_min']}", question=Q.FP4)
+                ctx.gap(f"{name} version unknown ({f.missing}); flashinfer_cudnn needs cuDNN >= {c['backend_min']} and cudnn-frontend >= {c['frontend_min']}",
+                        question=Q.FP4, why_open=f.why_open)
     if problems:
         ctx.add("MTP213", f"--fp4-gemm-backend flashinfer_cudnn needs cuDNN >= {c['backend_min']} and cudnn-frontend >= {c['frontend_min']}: " + "; ".join(problems),
                 gpu=g, evidence=evs + [ev("cuDNN", be), ev("cudnn-frontend", fe)],

@@ -459,7 +459,8 @@ def check_gpus(ctx: Ctx) -> None:
         if _too_few_in_command(ctx, plan, where):
             return
         if plan.needed > 1:
-            ctx.gap(f"the command needs {plan.needed} GPUs on this node ({plan.formula}) but the GPUs are unknown ({why})", blocking=True)
+            ctx.gap(f"the command needs {plan.needed} GPUs on this node ({plan.formula}) but the GPUs are unknown ({why})", blocking=True,
+                    why_open=m.gpu_count.why_open if m is not None else None)
         return
     ev = [Evidence("needs", f"{plan.needed} visible CUDA device(s): {plan.formula}"),
           Evidence("process placement", SGLANG_SOURCES["gpu_id"]),
@@ -569,8 +570,10 @@ def check_memory(ctx: Ctx) -> None:
     when = (f" at load (peak), {fmt_bytes(steady)} per GPU in steady state once the target's embedding and LM head replace "
             "the MTP layer's own") if freed else ""
     if not mems:
-        why = next((g["memory_missing"] for g in gpus if g["memory_missing"]), None) or "no GPU listed"
-        ctx.gap(f"GPU memory unknown ({why}); the draft's {fmt_bytes(per_gpu)} per GPU were not compared with it")
+        first = next((g for g in gpus if g["memory_missing"]), None)
+        why = first["memory_missing"] if first is not None else "no GPU listed"
+        ctx.gap(f"GPU memory unknown ({why}); the draft's {fmt_bytes(per_gpu)} per GPU were not compared with it",
+                why_open=first["memory_why_open"] if first is not None else None)
         ctx.add("MTP307", f"the draft's MTP weights take about {fmt_bytes(per_gpu)} per GPU{when} under {tp_words(ctx, tp)} (GPU memory unknown)",
                 _tp_symbol(ctx), evidence=ev, severity=Severity.INFO, remediation="")
         return

@@ -127,9 +127,10 @@ class VCtx:
         self.findings.append(RULES_BY_ID[rule_id].finding(message, Location(symbol=symbol), evidence=tuple(evidence),
                                                           remediation=remediation, severity=severity))
 
-    def gap(self, message: str, blocking: bool = False) -> None:
-        """Record something the launch audit could not decide."""
-        self.gaps.append(Gap(ANALYZER, message, None, blocking))
+    def gap(self, message: str, blocking: bool = False, why_open: str | None = None) -> None:
+        """Record something the launch audit could not decide; ``why_open``: why it is open (the
+        :attr:`~mtp_audit.known.Known.why_open` of the machine fact it rests on)."""
+        self.gaps.append(Gap(ANALYZER, message, None, blocking, why_open=why_open))
 
     def reject(self, message: str, evidence: Sequence[Evidence] = (), remediation: str | None = None) -> None:
         """MTP320: vLLM refuses the speculative config; the server exits before the model loads."""
@@ -667,7 +668,8 @@ def check_gpus(ctx: VCtx) -> None:
             return
         if plan.needed > 1:
             ctx.gap(f"the command needs {plan.needed} GPUs on this node ({plan.formula}) but the GPUs are unknown "
-                    f"({(ctx.machine.gpu_list_missing if ctx.machine else None) or 'no GPU listed'})", blocking=True)
+                    f"({(ctx.machine.gpu_list_missing if ctx.machine else None) or 'no GPU listed'})", blocking=True,
+                    why_open=ctx.machine.gpu_count.why_open if ctx.machine else None)
         return
     covered = vis.covers(plan.needed)
     if covered is None and vis.listed != "exact":
