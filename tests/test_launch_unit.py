@@ -446,3 +446,16 @@ def test_launch_engine_not_registered_is_one_line_and_exit_2(work, capsys, monke
     assert main(["launch", "--engine", "tgi", "--sglang", "sg", "--", *LS, "--model-path", "qwen"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "'tgi' is not a registered engine" in err
+
+
+def test_missing_local_draft_path_is_named_once(work, capsys, monkeypatch):
+    """A --speculative-draft-model-path that is not on this machine: its gap (made where the path is looked up, naming
+    the flag and the path) is said once, not prefixed again like the draft checkpoint report's own gaps."""
+    monkeypatch.chdir(work)
+    f = _facts_file(work, "localdraft.json", torch="2.9.1+cu130", binaries=SM120_KERNEL)
+    rc = main(["launch", "--sglang", "sg", "--facts", str(f), "-f", "json", "--", *LS, "--model-path", "qwen",
+               "--speculative-algorithm", "EAGLE", "--speculative-draft-model-path", "./no-draft-here", "--tp-size", "8"])
+    doc = json.loads(capsys.readouterr().out)
+    drafts = [g for g in doc["gaps"] if "no-draft-here" in g["message"]]
+    assert rc == 3 and len(drafts) == 1 and drafts[0]["blocking"]
+    assert drafts[0]["message"].startswith("--speculative-draft-model-path ./no-draft-here: no such file or folder on this machine")

@@ -338,3 +338,48 @@ _UNTYPED_READ = re.compile(r"\([a-z_.]* or \{\}\)\.get\(")
 def test_answers_are_not_read_back_as_untyped_dicts():
     counted = {m: len(_UNTYPED_READ.findall(p.read_text(encoding="utf-8"))) for m, p in MODULES.items()}
     assert sum(counted.values()) <= MAX_UNTYPED_FACT_READS, sorted(counted.items(), key=lambda kv: -kv[1])[:10]
+
+
+#: Modules that read text someone else wrote: the paste readers above, and click's own usage errors (``cli.main``
+#: reads ``click.UsageError.message``, not a finding's or a gap's). Not counted below.
+MESSAGE_READERS = (*PASTE_READERS, "mtp_audit.cli.main")
+#: Text tests on a ``.message`` (``"x" in g.message``, ``f.message.startswith(...)``, ``PATTERN.search(f.message)``):
+#: a decision taken by reading an analyzer's own words, which a consumer must make by a typed field instead (a
+#: finding's or gap's ``question``, a gap's ``why_open``, a rule id). This bound may only go down (27 when this check
+#: was added; 23 once ``--no-machine`` scoped gaps by ``why_open``, the vLLM V1-runner note was dropped by its gap, the
+#: SGLang draft gaps were worded by where they come from and SGLang's unresolved choices were counted by their flag).
+MAX_MESSAGE_TEXT_TESTS = 19
+_TEXT_METHODS = {"startswith", "endswith", "find", "rfind", "index", "rindex", "split", "rsplit", "partition",
+                 "rpartition", "count", "replace", "search", "match", "fullmatch", "findall", "finditer", "sub", "subn"}
+
+
+def _is_message(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "message"
+
+
+def _message_text_tests(path: Path) -> list[int]:
+    """Lines of ``path`` that test a ``.message`` as text: ``in`` / ``not in`` with a ``.message`` on either side, a
+    string method called on one, or a pattern method given one."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Compare) and any(isinstance(o, (ast.In, ast.NotIn)) for o in node.ops):
+            hit = any(_is_message(x) for x in (node.left, *node.comparators))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _TEXT_METHODS:
+            hit = _is_message(node.func.value) or any(_is_message(a) for a in node.args)
+        else:
+            hit = False
+        lines += [node.lineno] if hit else []
+    return lines
+
+
+def test_message_text_tests_are_counted(tmp_path: Path) -> None:
+    """The counter sees each form it looks for, and not a message used whole (compared, listed, joined)."""
+    probe = tmp_path / "probe.py"
+    probe.write_text('a = "not examined" in g.message\nb = f.message.startswith("x")\nc = RX.search(f.message)\n'
+                     'd = g.message not in seen\ne = f.message == "x"\nf = [g.message for g in gaps]\n', encoding="utf-8")
+    assert _message_text_tests(probe) == [1, 2, 3, 4]
+
+
+def test_decisions_do_not_read_messages_as_text() -> None:
+    counted = {m: _message_text_tests(p) for m, p in MODULES.items() if m not in MESSAGE_READERS}
+    assert sum(len(v) for v in counted.values()) <= MAX_MESSAGE_TEXT_TESTS, {m: v for m, v in counted.items() if v}

@@ -261,6 +261,14 @@ class Gap:
             d["why_open"] = self.why_open
         return d
 
+    def fields(self) -> dict[str, Any]:
+        """The keyword arguments that rebuild this gap (``Gap(**g.fields())``), for the scan caches; ``why_open`` only
+        when set, so an entry written here still loads where gaps had no ``why_open``."""
+        d = dict(self.__dict__)
+        if d.get("why_open") is None:
+            d.pop("why_open", None)
+        return d
+
 
 @dataclass(frozen=True)
 class Target:

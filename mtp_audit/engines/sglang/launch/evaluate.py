@@ -874,7 +874,7 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
     dp = dp if isinstance(dp, str) else None
     same = dp is not None and mp is not None and (dp == mp or (cwd / dp).resolve() == (cwd / mp).resolve())
     draft_ck, draft_report, draft_gap = _checkpoint_of(analyzers, dp if not same else None, "--speculative-draft-model-path")
-    draft_gaps = (list(draft_report.gaps) if draft_report is not None else []) + ([draft_gap] if draft_gap is not None else [])
+    draft_gaps = list(draft_report.gaps) if draft_report is not None else []
     pf_report = analyzers.preflight(normalized_argv(cmd), engine=None, engine_facts={"sglang": sg}, use_engine_analyzer=False)
     reports.append(pf_report)
     if sg_report is not None:
@@ -896,7 +896,7 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
         reports = [mtp_errors_as_warnings(r, "SGLang", "--speculative-algorithm") if r.targets and r.targets[0].analyzer == "checkpoint" else r for r in reports]
     resolve_draft(ctx)
     if dp is not None and not same:
-        _draft_gaps(ctx, dp, draft_ck, draft_gaps)
+        _draft_gaps(ctx, dp, draft_ck, draft_gaps, draft_gap)
         if ctx.draft.get("uses_draft") and ck is not None:  # the draft's own weights draft: the target's MTP layers stay unloaded
             why = (f"the draft comes from --speculative-draft-model-path {dp}, so SGLang does not load this checkpoint's MTP "
                    "weights")
@@ -1023,12 +1023,15 @@ def _checkpoint_of(analyzers: Analyzers, path: str | None, flag: str) -> tuple[C
     return checkpoint_answer(report), report, gap
 
 
-def _draft_gaps(ctx: Ctx, dp: str, draft_ck: CheckpointAnswer | None, draft_gaps: list[Gap]) -> None:
+def _draft_gaps(ctx: Ctx, dp: str, draft_ck: CheckpointAnswer | None, report_gaps: list[Gap], path_gap: Gap | None) -> None:
     """The draft checkpoint's gaps, blocking only when the algorithm loads a draft (docs/launch.md: a hub repo id with no
-    local folder is "could not tell"); a draft path without a draft algorithm is never read."""
+    local folder is "could not tell"); a draft path without a draft algorithm is never read. ``report_gaps``: those of
+    the draft's checkpoint report, said with the flag and path; ``path_gap``: the one for a path not found here
+    (:func:`mtp_audit.launch.analyzers.audit_model`), which already names them."""
     uses = bool(ctx.draft.get("uses_draft"))
-    ctx.gaps += [Gap(g.analyzer, g.message if g.message.startswith("--speculative-draft-model-path") else
-                     f"--speculative-draft-model-path {dp}: {g.message}", g.path, g.blocking and uses) for g in draft_gaps]
+    draft_gaps = [Gap(g.analyzer, f"--speculative-draft-model-path {dp}: {g.message}", g.path, g.blocking) for g in report_gaps]
+    draft_gaps += [path_gap] if path_gap is not None else []
+    ctx.gaps += [Gap(g.analyzer, g.message, g.path, g.blocking and uses) for g in draft_gaps]
     if uses and draft_ck is None and not any(g.blocking for g in draft_gaps):
         ctx.gap(f"--speculative-draft-model-path {dp}: the draft checkpoint was not audited; its architecture and MTP "
                 "weights are unknown", blocking=True)
