@@ -459,3 +459,23 @@ def test_missing_local_draft_path_is_named_once(work, capsys, monkeypatch):
     drafts = [g for g in doc["gaps"] if "no-draft-here" in g["message"]]
     assert rc == 3 and len(drafts) == 1 and drafts[0]["blocking"]
     assert drafts[0]["message"].startswith("--speculative-draft-model-path ./no-draft-here: no such file or folder on this machine")
+
+
+def test_release_pin_is_told_by_its_evidence_not_its_words() -> None:
+    """MTP209 from the audited release's own pin (evidence ``pin source``) is a warning where the machine has another
+    SGLang installed, however it is worded; an MTP209 worded like it but without that evidence (an installed package's
+    ``Requires-Dist`` pin) stays an error."""
+    from types import SimpleNamespace
+
+    from mtp_audit.engines.sglang.kernels import PIN_SOURCE
+    from mtp_audit.engines.sglang.launch.evaluate import relax_other_release_pin
+    from mtp_audit.preflight.rules import rule_by_id
+    from mtp_audit.report import Evidence, Report
+
+    rule = rule_by_id("MTP209")
+    release = rule.finding("the release's torch pin is not the installed torch", evidence=(Evidence(PIN_SOURCE, "matrix"),))
+    worded = rule.finding("sglang 0.5.23 pins torch==2.14.1 but torch 2.9.1 is installed", evidence=(Evidence("torch", "2.9.1"),))
+    ctx = SimpleNamespace(machine=SimpleNamespace(package=lambda name: "0.5.9"), release=SimpleNamespace(version="0.5.23"))
+    out = relax_other_release_pin(ctx, Report.build("preflight", "m", findings=[release, worded]))
+    severities = {f.evidence[0].label: f.severity.label for f in out.findings}
+    assert severities == {PIN_SOURCE: "warning", "torch": "error"}

@@ -443,6 +443,12 @@ def check_flag_choices(ctx: Context) -> None:
 
 
 
+#: The evidence label of MTP209 from the release's own torch pin (:func:`check_release_torch_pin`), which the
+#: installed packages' ``Requires-Dist`` form of MTP209 does not carry: a launch tells the two apart by it
+#: (:func:`mtp_audit.engines.sglang.launch.evaluate.relax_other_release_pin`).
+PIN_SOURCE = "pin source"
+
+
 def check_release_torch_pin(ctx: Context) -> None:
     """MTP209 from the matrix's SGLang torch pins (``sglang.torch_pins``), where the machine recorded no
     ``Requires-Dist: torch`` pin of its own (:func:`mtp_audit.preflight.analyze.check_torch_pins`)."""
@@ -457,7 +463,7 @@ def check_release_torch_pin(ctx: Context) -> None:
     for row in mx.load()["sglang"]["torch_pins"]:
         if mx.in_range(sg, row["sglang"]) and installed != Version(row["torch"]):
             ctx.add("MTP209", f"sglang {sg} pins torch=={row['torch']} (and its sgl-kernel is built for it) but torch {tv.value} is installed",
-                    evidence=[ev("sglang", ctx.facts.package("sglang")), ev("torch", tv), Evidence("pin source", mx.load()["sglang"]["torch_pins_source"])],
+                    evidence=[ev("sglang", ctx.facts.package("sglang")), ev("torch", tv), Evidence(PIN_SOURCE, mx.load()["sglang"]["torch_pins_source"])],
                     remediation=f"pip install torch=={row['torch']} (cu128+ build), or rebuild sgl-kernel from source against torch {installed} with nvcc >= 12.8 "
                                 "(sm_100a/sm_120a + ENABLE_NVFP4)")
 

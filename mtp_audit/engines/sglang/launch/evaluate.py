@@ -997,8 +997,12 @@ def relax_other_release_pin(ctx: Ctx, report: Report) -> Report:
     machine has another SGLang installed than the release audited (``--sglang 0.5.23`` against an environment dump of
     an older install): that torch belongs to the other install, and installing release X brings its own pinned torch.
     The finding stays, saying so; with no SGLang listed on the machine, or the same release, it is an error as
-    before (the compiled kernels fail to load)."""
+    before (the compiled kernels fail to load). The release's pin is told from an installed package's
+    ``Requires-Dist`` pin (also MTP209) by its evidence (:data:`~mtp_audit.engines.sglang.kernels.PIN_SOURCE`); the
+    preflight read the pins of the release audited here (its engine facts are this release's)."""
     import dataclasses
+
+    from mtp_audit.engines.sglang.kernels import PIN_SOURCE
 
     installed = ctx.machine.package("sglang") if ctx.machine is not None else None
     audited = ctx.release.version
@@ -1006,7 +1010,7 @@ def relax_other_release_pin(ctx: Ctx, report: Report) -> Report:
         return report
     out = []
     for f in report.findings:
-        if f.rule_id == "MTP209" and f.severity >= Severity.ERROR and f.message.startswith(f"sglang {audited} pins"):
+        if f.rule_id == "MTP209" and f.severity >= Severity.ERROR and any(e.label == PIN_SOURCE for e in f.evidence):
             f = dataclasses.replace(f, severity=Severity.WARNING, message=f.message + (
                 f" (a warning for this launch: the machine has sglang {installed} installed, not {audited}; installing "
                 f"sglang {audited} brings the torch it pins)"))
