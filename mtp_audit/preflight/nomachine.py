@@ -4,9 +4,9 @@ The machine running the audit is never read (no NVML, nvidia-smi, nvcc or instal
 machine fact at all, or only the environment dumps given with ``--env-dump``. Every machine fact that is then
 unknown is marked :attr:`~mtp_audit.preflight.facts.Fact.unexamined` (its reason in words:
 :data:`NOT_SERVING_MACHINE`); a gap made from such a fact says so in its ``why_open``
-(:data:`~mtp_audit.report.questions.NOT_EXAMINED`) and is a note (:func:`scope_gaps`): the machine questions are said as "not examined", they never block the verdict on the
-launch's own questions (flags, checkpoint, engine release), and they are never answered either (no finding is made
-from an absent fact).
+(:data:`~mtp_audit.report.questions.NOT_EXAMINED`) and is a note (:func:`scope_gaps`): the machine questions are
+said as "not examined", they never block the verdict on the launch's own questions (flags, checkpoint, engine
+release), and they are never answered either (no finding is made from an absent fact).
 """
 
 from __future__ import annotations
