@@ -479,3 +479,21 @@ def test_release_pin_is_told_by_its_evidence_not_its_words() -> None:
     out = relax_other_release_pin(ctx, Report.build("preflight", "m", findings=[release, worded]))
     severities = {f.evidence[0].label: f.severity.label for f in out.findings}
     assert severities == {PIN_SOURCE: "warning", "torch": "error"}
+
+
+def test_hook_mtp300_is_told_by_its_evidence_not_its_words() -> None:
+    """The corrected command addresses MTP300 of the speculative hook (evidence ``hook``) when its replay no longer
+    raises; a parser MTP300 whose words happen to say "stops at start-up" (an option the user typed) is not the hook's:
+    it is addressed only by a parser fix."""
+    from types import SimpleNamespace
+
+    from mtp_audit.engines.sglang.launch.outcome import _fixed_by
+    from mtp_audit.engines.sglang.launch.rules import RULES_BY_ID as BY_ID
+    from mtp_audit.engines.sglang.launch.spec_hook_replay import HOOK
+    from mtp_audit.report import Evidence
+
+    ctx = SimpleNamespace(corrected_check={"hook_raises": False}, cmd=SimpleNamespace(problems=[]))
+    hook = BY_ID["MTP300"].finding("SGLang 0.5.23: the speculative hook raises", evidence=(Evidence(HOOK, "hook()"),))
+    worded = BY_ID["MTP300"].finding("SGLang 0.5.23 rejects the command (the server will not start): unrecognized "
+                                     "arguments: --stops at start-up", evidence=(Evidence("token", "--stops"),))
+    assert _fixed_by(hook, [], ctx) and not _fixed_by(worded, [], ctx)

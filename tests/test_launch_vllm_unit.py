@@ -176,3 +176,21 @@ def test_tree_warnings_that_do_not_concern_the_checkpoint_are_info_for_the_launc
                                                                                       "MTP410": Severity.WARNING}
     # not audited: not decided, the warnings stay
     assert {f.severity for f in tree_errors_relaxed(rep, None).findings} == {Severity.WARNING}
+
+
+def test_refused_before_the_replay_is_a_flag_not_words() -> None:
+    """The replay is skipped where pydantic already refused the config (``refused_by_validation``) or the parser did
+    (MTP320 at another option); an MTP320 at --speculative-config whose words merely say "Literal" (a key the user
+    wrote) does not skip it."""
+    from types import SimpleNamespace
+
+    from mtp_audit.engines.vllm.launch.decide import _rejected_before
+    from mtp_audit.engines.vllm.launch.rules import RULES_BY_ID as BY_ID
+    from mtp_audit.report import Location
+
+    worded = BY_ID["MTP320"].finding("--num-speculative-tokens and --speculative-config['Literal'] are mutually exclusive",
+                                     Location(symbol="--speculative-config"))
+    parser = BY_ID["MTP320"].finding("argument --speculative-config: expected one argument", Location(symbol="--tensor-parallel-size"))
+    assert not _rejected_before(SimpleNamespace(refused_by_validation=False, findings=[worded]))
+    assert _rejected_before(SimpleNamespace(refused_by_validation=True, findings=[]))
+    assert _rejected_before(SimpleNamespace(refused_by_validation=False, findings=[worded, parser]))

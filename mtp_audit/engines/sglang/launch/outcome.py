@@ -318,8 +318,12 @@ def _backend_value(pf: dict[str, Any], key: str) -> str:
 
 
 def _fixed_by(f: Finding, changed: list[str], ctx: Any) -> bool:
-    """Whether the corrected command addresses finding ``f`` (its remediation names a changed flag)."""
-    if f.rule_id == "MTP300" and ctx.corrected_check is not None and "stops at start-up" in f.message:
+    """Whether the corrected command addresses finding ``f`` (its remediation names a changed flag). MTP300 of the
+    speculative hook (evidence :data:`~mtp_audit.engines.sglang.launch.spec_hook_replay.HOOK`) is addressed when the
+    corrected command, replayed again, no longer raises."""
+    from mtp_audit.engines.sglang.launch.spec_hook_replay import HOOK
+
+    if f.rule_id == "MTP300" and ctx.corrected_check is not None and any(e.label == HOOK for e in f.evidence):
         return not ctx.corrected_check["hook_raises"]  # the corrected command was replayed again
     if f.rule_id in ("MTP300", "MTP301"):
         return any(p.fix is not None for p in ctx.cmd.problems)

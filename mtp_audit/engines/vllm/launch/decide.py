@@ -271,9 +271,10 @@ def _draft_path(ctx: Any, rp: SpecReplay, model_path: str | None) -> None:
 
 
 def _rejected_before(ctx: Any) -> bool:
-    """The command or the validated ``method`` Literal already refused the config (vLLM stops before ``__post_init__``)."""
-    return any(f.rule_id == "MTP320" and ("Literal" in f.message or "not an integer" in f.message or f.location.symbol != "--speculative-config")
-               for f in ctx.findings)
+    """The command or the validated ``method`` Literal already refused the config (vLLM stops before ``__post_init__``):
+    pydantic's refusal (``ctx.refused_by_validation``), or an MTP320 of the argument parser (located at another
+    option than ``--speculative-config``)."""
+    return ctx.refused_by_validation or any(f.rule_id == "MTP320" and f.location.symbol != "--speculative-config" for f in ctx.findings)
 
 
 def _drop_fact_answers(ctx: Any, findings_before: int, gaps_before: int) -> None:

@@ -91,6 +91,9 @@ class VCtx:
     method: str | None = None
     method_decided: bool = True
     fails: bool = False
+    #: pydantic refused the speculative config before ``__post_init__`` (MTP320 of :func:`_validated`: a
+    #: ``num_speculative_tokens`` that is not an integer, a ``method`` outside the validated Literal)
+    refused_by_validation: bool = False
     draft: dict[str, Any] = field(default_factory=dict)
     k_requested: int | None = None
     k: int | None = None
@@ -211,6 +214,7 @@ def _validated(ctx: VCtx, m: Any, k: Any, fix: dict[str, Any]) -> bool:
     lit, validated, members = sc.method_literal, sc.validated, ctx.release.alias_members
     if k is not None and not isinstance(k, int):
         ctx.reject(f"num_speculative_tokens={k!r} is not an integer", remediation="give num_speculative_tokens as a JSON number")
+        ctx.refused_by_validation = True
         return False
     if isinstance(m, str) and validated and lit is not None and lit.values and m not in lit.values and not method_admits_str(ctx):
         better = "mtp" if "mtp" in lit.values and (m in members or m.endswith("_mtp")) else None
@@ -222,6 +226,7 @@ def _validated(ctx: VCtx, m: Any, k: Any, fix: dict[str, Any]) -> bool:
                    evidence=[Evidence("Literal", lit.name or "?", loc_of(lit.location)),
                              Evidence("validated by", str(sc.validated_by))],
                    remediation=f'use "method": "{better}"' if better else "use a method this vLLM accepts (mtp-audit vllm lists them)")
+        ctx.refused_by_validation = True
         if better:
             fix["method"] = better
             ctx.spec_fix, ctx.spec_changed = fix, True
