@@ -278,10 +278,10 @@ def _rejected_before(ctx: Any) -> bool:
 
 
 def _drop_fact_answers(ctx: Any, findings_before: int, gaps_before: int) -> None:
+    """Drop what the fact-based steps answered after ``findings_before`` / ``gaps_before``: their MTP320 and the gaps they
+    recorded as theirs (``ctx.fact_gaps``), which the replay answers instead; other gaps stay, whatever their words."""
     ctx.findings[findings_before:] = [f for f in ctx.findings[findings_before:] if f.rule_id != "MTP320"]
-    ctx.gaps[gaps_before:] = [g for g in ctx.gaps[gaps_before:]
-                              if not any(w in g.message for w in ("auto-detection test", "n_predict is not decided", "method default at",
-                                                                  "the method vLLM runs is unknown"))]
+    ctx.gaps[gaps_before:] = [g for g in ctx.gaps[gaps_before:] if g not in ctx.fact_gaps]  # the replay answers them
 
 
 def _refuse(ctx: Any, raised: Any, rp: SpecReplay) -> None:

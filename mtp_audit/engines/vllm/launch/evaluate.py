@@ -94,6 +94,10 @@ class VCtx:
     #: pydantic refused the speculative config before ``__post_init__`` (MTP320 of :func:`_validated`: a
     #: ``num_speculative_tokens`` that is not an integer, a ``method`` outside the validated Literal)
     refused_by_validation: bool = False
+    #: the gaps the fact-based steps gave (a method default, an auto-detection test or the draft's n_predict not
+    #: decided statically), which the statement-order replay answers instead when it runs
+    #: (:func:`mtp_audit.engines.vllm.launch.decide.apply_replay`)
+    fact_gaps: list[Gap] = field(default_factory=list)
     draft: dict[str, Any] = field(default_factory=dict)
     k_requested: int | None = None
     k: int | None = None
@@ -134,6 +138,11 @@ class VCtx:
         """Record something the launch audit could not decide; ``why_open``: why it is open (the
         :attr:`~mtp_audit.known.Known.why_open` of the machine fact it rests on)."""
         self.gaps.append(Gap(ANALYZER, message, None, blocking, why_open=why_open))
+
+    def fact_gap(self, message: str, blocking: bool = False) -> None:
+        """A gap of a fact-based step that the replay answers instead (:attr:`fact_gaps`)."""
+        self.gap(message, blocking)
+        self.fact_gaps.append(self.gaps[-1])
 
     def reject(self, message: str, evidence: Sequence[Evidence] = (), remediation: str | None = None) -> None:
         """MTP320: vLLM refuses the speculative config; the server exits before the model loads."""
@@ -255,7 +264,7 @@ def _default_method(ctx: VCtx, ev: Evaluator) -> Any:
             ctx.trace.append(f"no method given -> {m} ({r['location']}, silent)")
             break
         if t is UNKNOWN:
-            ctx.gap(f"the method default at {r['location']} ({r['condition']}) was not decided statically; taken as not applying")
+            ctx.fact_gap(f"the method default at {r['location']} ({r['condition']}) was not decided statically; taken as not applying")
     ev.env["self.method"] = m
     return m
 
@@ -354,8 +363,8 @@ def detect(ctx: VCtx, ev: Evaluator, m: str | None, model: Any) -> None:
                 break
             if t is UNKNOWN:
                 ctx.method, ctx.method_decided = None, False
-                ctx.gap(f"auto-detection test {r['detector']} ({r['location']}) could not be decided for draft {model}: the method vLLM "
-                        "runs is unknown", blocking=True)
+                ctx.fact_gap(f"auto-detection test {r['detector']} ({r['location']}) could not be decided for draft {model}: the method "
+                             "vLLM runs is unknown", blocking=True)
                 return
         if not decided and m != "draft_model":
             ctx.method = m
@@ -384,11 +393,11 @@ def check_numbers(ctx: VCtx) -> None:
     ev_n = [Evidence("n_predict", how)]
     if n is None and "not decided" in how:
         if k is None:
-            ctx.gap(f"num_speculative_tokens is not given and the draft's n_predict is not decided ({how}): vLLM either defaults it to "
-                    "n_predict or raises 'num_speculative_tokens must be provided'; give num_speculative_tokens", blocking=True)
+            ctx.fact_gap(f"num_speculative_tokens is not given and the draft's n_predict is not decided ({how}): vLLM either defaults it "
+                         "to n_predict or raises 'num_speculative_tokens must be provided'; give num_speculative_tokens", blocking=True)
         elif k > 1:
-            ctx.gap(f"num_speculative_tokens={k}: the draft's n_predict is not decided ({how}); the divisibility rule "
-                    f"({rules.divisible_error}) was not checked")
+            ctx.fact_gap(f"num_speculative_tokens={k}: the draft's n_predict is not decided ({how}); the divisibility rule "
+                         f"({rules.divisible_error}) was not checked")
         ctx.k = k
         return
     if k is None:
