@@ -154,10 +154,12 @@ def _only_when(r: dict[str, Any], when: bool | None) -> str:
 
 
 def _new_rewrite_finding(rule: Any, k: tuple[str, str, tuple[str, ...]], sites: list[dict[str, Any]], old: dict[str, Any],
-                         old_dests: set[Any], old_args_from: set[tuple[str, str]], known: dict[str, Any] | None) -> Finding | None:
-    """The MTP110 finding of one added rewrite (see :func:`rewrite_severity`): a rewrite under a guard that is not
-    certainly true (a platform, an environment variable, a model family, another flag) is at most a warning; with a
-    launch (``known``), one whose guard is false for it is left out and one that holds keeps the policy's severity; a
+                         old_dests: set[Any], old_args_from: set[tuple[str, str]],
+                         known: dict[str, Any] | None) -> tuple[Finding, bool | None] | None:
+    """The MTP110 finding of one added rewrite (see :func:`rewrite_severity`) and whether it applies (``True``, ``None``:
+    not certain; for a launch, whether it applies to that launch): a rewrite under a guard that is not certainly true
+    (a platform, an environment variable, a model family, another flag) is at most a warning; with a launch
+    (``known``), one whose guard is false for it is left out and one that holds keeps the policy's severity; a
     rewrite of a literal the old version refused (its ``choices``) cannot change a command that ran before: info."""
     arg, frm, _to = k
     silent = not any(r["logged"] for r in sites)
@@ -177,7 +179,7 @@ def _new_rewrite_finding(rule: Any, k: tuple[str, str, tuple[str, ...]], sites: 
             else "unset (None)" if frm == "None" else f"{frm!r}")
     scope = ("; for this launch: it applies" if known is not None and when is True else
              "; for this launch: could not tell whether it applies" if known is not None else "")
-    return rule.finding(
+    return (rule.finding(
         f"new {'silent' if silent else 'logged'} rewrite: {arg} {frm} -> {', '.join(r['to'])}"
         f" ({what} becomes {', '.join(r['to'])}{', ' + cond if cond else ''}"
         f"{'; a value the old version refused' if refused else ''}{'' if is_relevant(arg) else '; not an MTP/FP4 argument'}{scope})",
@@ -186,7 +188,7 @@ def _new_rewrite_finding(rule: Any, k: tuple[str, str, tuple[str, ...]], sites: 
                   *([Evidence("guard", r["_test"]["guard"])] if r["_test"]["guard"] and r["_test"]["guard"] != r["condition"] else []),
                   *([Evidence("architectures", ", ".join(r["_test"]["architectures"]))] if r["_test"]["architectures"] else []),
                   *_sites_evidence(sites, "also at")],
-        severity=sev)
+        severity=sev), when)
 
 
 def _refused_before(old: dict[str, Any], arg: str, frm: str) -> bool:
@@ -234,11 +236,14 @@ def _diff_rewrites(old: dict[str, Any], new: dict[str, Any], findings: list[Find
                         "removed": [_public(o[k][0]) for k in sorted(set(o) - set(n)) if in_cat(k)],
                         "now_silent": [_public(n[k][0]) for k in sorted(set(n) & set(o)) if in_cat(k)
                                        and any(r["logged"] for r in o[k]) and not any(r["logged"] for r in n[k])]}
+    applies: list[tuple[Finding, bool | None]] = []
     for k in sorted(set(n) - set(o)):
-        f = _new_rewrite_finding(rule, k, n[k], old, old_dests, old_args_from, known)
-        if f is not None:
-            findings.append(f)
+        fw = _new_rewrite_finding(rule, k, n[k], old, old_dests, old_args_from, known)
+        if fw is not None:
+            findings.append(fw[0])
+            applies.append(fw)
     if known is not None:
+        changes["applies"] = applies  # for the launch (never written): each added rewrite and whether it applies to it
         return  # a launch compares what its own command meets: removed rewrites and log changes are the upgrade's report
     for k in sorted(set(o) - set(n)):
         arg, frm, to = k

@@ -395,10 +395,10 @@ def upgrade_rewrites(old: Any, compared: Any) -> Any:
 
     if not old.context or not compared.context:
         return compared
-    findings, _ = diff_facts(old.context["sglang"], compared.context["sglang"], known=compared.context["known"])
+    findings, changes = diff_facts(old.context["sglang"], compared.context["sglang"], known=compared.context["known"])
     kept = [f for f in findings if f.rule_id == "MTP110" and f.severity >= Severity.WARNING]
-    counts = {"apply": sum(1 for f in kept if f.message.endswith("; for this launch: it applies)")),
-              "could_not_tell": sum(1 for f in kept if f.message.endswith("could not tell whether it applies)"))}
+    applies = [when for f, when in changes["applies"] if f.severity >= Severity.WARNING]  # every one is MTP110
+    counts = {"apply": sum(1 for w in applies if w is True), "could_not_tell": sum(1 for w in applies if w is not True)}
     facts = dict(compared.facts, diff=dict(compared.facts["diff"], rewrites=counts))
     reports = list(compared.reports)
     at = next((i for i, r in enumerate(reports) if r.targets and r.targets[0].analyzer == "sglang"), None)
