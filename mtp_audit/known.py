@@ -58,6 +58,9 @@ class Known(Generic[T]):
         value: the value seen (for ``"at least"`` the lower bound), or ``None`` when ``extent`` is ``"unknown"``.
         extent: see :data:`Extent`.
         source: see :class:`Provenance`.
+        why_open: for an ``"unknown"`` value, why it is open (a :class:`~mtp_audit.report.Gap`'s ``why_open``):
+            ``"not-examined"`` (:data:`mtp_audit.report.questions.NOT_EXAMINED`) when it was not looked for by
+            request (``--no-machine``), ``None`` when it was looked for and not seen (``source.how`` says why).
 
     Raises:
         ValueError: (at construction) an extent outside :data:`EXTENTS`, an ``"unknown"`` with a value, or an
@@ -67,6 +70,7 @@ class Known(Generic[T]):
     value: T | None
     extent: Extent
     source: Provenance
+    why_open: str | None = None
 
     def __post_init__(self) -> None:
         if self.extent not in EXTENTS:
@@ -85,9 +89,9 @@ class Known(Generic[T]):
         return cls(value, AT_LEAST, source)
 
     @classmethod
-    def unknown(cls, source: Provenance) -> Known[T]:
-        """Nothing usable was seen; ``source.how`` says why."""
-        return cls(None, UNKNOWN, source)
+    def unknown(cls, source: Provenance, why_open: str | None = None) -> Known[T]:
+        """Nothing usable was seen; ``source.how`` says why in words, ``why_open`` whether it was looked for."""
+        return cls(None, UNKNOWN, source, why_open)
 
     def describe(self) -> str:
         """``"8"``, ``"at least 2"`` or ``"unknown"``, followed by the provenance in brackets."""

@@ -446,3 +446,54 @@ def test_launch_engine_not_registered_is_one_line_and_exit_2(work, capsys, monke
     assert main(["launch", "--engine", "tgi", "--sglang", "sg", "--", *LS, "--model-path", "qwen"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "'tgi' is not a registered engine" in err
+
+
+def test_missing_local_draft_path_is_named_once(work, capsys, monkeypatch):
+    """A --speculative-draft-model-path that is not on this machine: its gap (made where the path is looked up, naming
+    the flag and the path) is said once, not prefixed again like the draft checkpoint report's own gaps."""
+    monkeypatch.chdir(work)
+    f = _facts_file(work, "localdraft.json", torch="2.9.1+cu130", binaries=SM120_KERNEL)
+    rc = main(["launch", "--sglang", "sg", "--facts", str(f), "-f", "json", "--", *LS, "--model-path", "qwen",
+               "--speculative-algorithm", "EAGLE", "--speculative-draft-model-path", "./no-draft-here", "--tp-size", "8"])
+    doc = json.loads(capsys.readouterr().out)
+    drafts = [g for g in doc["gaps"] if "no-draft-here" in g["message"]]
+    assert rc == 3 and len(drafts) == 1 and drafts[0]["blocking"]
+    assert drafts[0]["message"].startswith("--speculative-draft-model-path ./no-draft-here: no such file or folder on this machine")
+
+
+def test_release_pin_is_told_by_its_evidence_not_its_words() -> None:
+    """MTP209 from the audited release's own pin (evidence ``pin source``) is a warning where the machine has another
+    SGLang installed, however it is worded; an MTP209 worded like it but without that evidence (an installed package's
+    ``Requires-Dist`` pin) stays an error."""
+    from types import SimpleNamespace
+
+    from mtp_audit.engines.sglang.kernels import PIN_SOURCE
+    from mtp_audit.engines.sglang.launch.evaluate import relax_other_release_pin
+    from mtp_audit.preflight.rules import rule_by_id
+    from mtp_audit.report import Evidence, Report
+
+    rule = rule_by_id("MTP209")
+    release = rule.finding("the release's torch pin is not the installed torch", evidence=(Evidence(PIN_SOURCE, "matrix"),))
+    worded = rule.finding("sglang 0.5.23 pins torch==2.14.1 but torch 2.9.1 is installed", evidence=(Evidence("torch", "2.9.1"),))
+    ctx = SimpleNamespace(machine=SimpleNamespace(package=lambda name: "0.5.9"), release=SimpleNamespace(version="0.5.23"))
+    out = relax_other_release_pin(ctx, Report.build("preflight", "m", findings=[release, worded]))
+    severities = {f.evidence[0].label: f.severity.label for f in out.findings}
+    assert severities == {PIN_SOURCE: "warning", "torch": "error"}
+
+
+def test_hook_mtp300_is_told_by_its_evidence_not_its_words() -> None:
+    """The corrected command addresses MTP300 of the speculative hook (evidence ``hook``) when its replay no longer
+    raises; a parser MTP300 whose words happen to say "stops at start-up" (an option the user typed) is not the hook's:
+    it is addressed only by a parser fix."""
+    from types import SimpleNamespace
+
+    from mtp_audit.engines.sglang.launch.outcome import _fixed_by
+    from mtp_audit.engines.sglang.launch.rules import RULES_BY_ID as BY_ID
+    from mtp_audit.engines.sglang.launch.spec_hook_replay import HOOK
+    from mtp_audit.report import Evidence
+
+    ctx = SimpleNamespace(corrected_check={"hook_raises": False}, cmd=SimpleNamespace(problems=[]))
+    hook = BY_ID["MTP300"].finding("SGLang 0.5.23: the speculative hook raises", evidence=(Evidence(HOOK, "hook()"),))
+    worded = BY_ID["MTP300"].finding("SGLang 0.5.23 rejects the command (the server will not start): unrecognized "
+                                     "arguments: --stops at start-up", evidence=(Evidence("token", "--stops"),))
+    assert _fixed_by(hook, [], ctx) and not _fixed_by(worded, [], ctx)

@@ -239,3 +239,17 @@ def test_a_model_path_not_on_this_machine_is_could_not_tell_not_a_crash(tmp_path
                      vllm=vllm_wheel("0.33.0"), environ={}, cwd=tmp_path, no_machine=True)
     assert r.facts["launch"]["verdict"] == "could not tell"
     assert any(g.blocking and "./nonexist: no such file or folder on this machine" in g.message for g in r.gaps)
+
+
+def test_only_the_v1_runner_note_itself_is_dropped(tree: Path) -> None:
+    """The release with a speculator table drops the V1-runner note by the gap it is (``NO_V1_RUNNER``), not by its
+    words: another gap that starts with the same words stays."""
+    from mtp_audit.engines.vllm.audit import ANALYZER, NO_V1_RUNNER, link_speculators
+    from mtp_audit.engines.vllm.target import open_target
+    from mtp_audit.report import Gap
+
+    lookalike = Gap(ANALYZER, NO_V1_RUNNER.message + " (another gap worded alike)", blocking=False)
+    gaps = [NO_V1_RUNNER, lookalike]
+    facts: dict = {}
+    link_speculators(open_target(tree), facts, gaps)
+    assert gaps == [lookalike] and facts["speculator_configs"]["detection_order"] == ["eagle", "eagle3", "dflash", "dspark", "mtp"]

@@ -176,3 +176,37 @@ def test_tree_warnings_that_do_not_concern_the_checkpoint_are_info_for_the_launc
                                                                                       "MTP410": Severity.WARNING}
     # not audited: not decided, the warnings stay
     assert {f.severity for f in tree_errors_relaxed(rep, None).findings} == {Severity.WARNING}
+
+
+def test_refused_before_the_replay_is_a_flag_not_words() -> None:
+    """The replay is skipped where pydantic already refused the config (``refused_by_validation``) or the parser did
+    (MTP320 at another option); an MTP320 at --speculative-config whose words merely say "Literal" (a key the user
+    wrote) does not skip it."""
+    from types import SimpleNamespace
+
+    from mtp_audit.engines.vllm.launch.decide import _rejected_before
+    from mtp_audit.engines.vllm.launch.rules import RULES_BY_ID as BY_ID
+    from mtp_audit.report import Location
+
+    worded = BY_ID["MTP320"].finding("--num-speculative-tokens and --speculative-config['Literal'] are mutually exclusive",
+                                     Location(symbol="--speculative-config"))
+    parser = BY_ID["MTP320"].finding("argument --speculative-config: expected one argument", Location(symbol="--tensor-parallel-size"))
+    assert not _rejected_before(SimpleNamespace(refused_by_validation=False, findings=[worded]))
+    assert _rejected_before(SimpleNamespace(refused_by_validation=True, findings=[]))
+    assert _rejected_before(SimpleNamespace(refused_by_validation=False, findings=[worded, parser]))
+
+
+def test_the_replay_drops_the_fact_steps_gaps_by_what_they_are_not_by_words() -> None:
+    """When the replay answers, the gaps the fact-based steps recorded as theirs go; a later gap that merely names an
+    auto-detection test (another step's) stays, and so does every gap before the steps ran."""
+    from types import SimpleNamespace
+
+    from mtp_audit.engines.vllm.launch.decide import _drop_fact_answers
+    from mtp_audit.report import Gap
+
+    before = Gap("launch", "the method default at x.py:1 was not decided statically")
+    fact = Gap("launch", "auto-detection test is_mtp (x.py:9) could not be decided for draft d: the method vLLM runs is unknown")
+    other = Gap("launch", "the auto-detection test of the draft was read from a cached tree")
+    ctx = SimpleNamespace(findings=[], gaps=[before, fact, other], fact_gaps=[fact])
+    _drop_fact_answers(ctx, 0, 1)
+    assert ctx.gaps == [before, other]

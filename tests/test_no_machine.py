@@ -143,3 +143,101 @@ def test_no_installed_vllm_advice_is_said_once_with_a_release(capsys: pytest.Cap
     gap = next(g["message"] for g in doc["gaps"] if g["message"].startswith("no vLLM to check"))
     assert rc == 3 and gap == ("no vLLM to check the command against (not installed in this Python); pass --vllm TARGET (a release "
                                "version such as --vllm 0.33.0, a .whl, an unpacked wheel, a package folder or a checkout)")
+
+
+# --- the reason a gap is open is typed (why_open), never read from its message ---------------------------------------
+
+
+def test_machine_note_decides_by_why_open_not_by_the_message() -> None:
+    """A blocking gap whose message happens to say "not examined: not the serving machine" but whose fact was looked
+    for stays blocking; one marked not-examined becomes a note whatever its message says."""
+    from mtp_audit.preflight.nomachine import machine_note, scope_gaps
+    from mtp_audit.report import Gap
+    from mtp_audit.report.questions import NOT_EXAMINED
+
+    worded = Gap("launch", f"GPU count could not be told (a facts file says: {NOT_SERVING_MACHINE})", None, True)
+    typed = Gap("launch", "GPU count could not be told", None, True, why_open=NOT_EXAMINED)
+    assert machine_note(worded) is worded and machine_note(worded).blocking
+    assert machine_note(typed) == Gap("launch", "GPU count could not be told", None, False, why_open=NOT_EXAMINED)
+    assert [g.blocking for g in scope_gaps([worded, typed])] == [True, False]
+
+
+def test_only_given_marks_by_the_unexamined_flag_not_by_the_reason_text() -> None:
+    """A dump fact whose own reason contains the words is still marked (once); a fact already unexamined is kept as is."""
+    import dataclasses
+
+    from mtp_audit.preflight.facts import Fact, MachineFacts
+    from mtp_audit.preflight.nomachine import only_given, unexamined_machine
+
+    worded = MachineFacts(origin="env-dump:x", driver_version=Fact.absent(f"the paste said {NOT_SERVING_MACHINE}", "dump"))
+    marked = only_given(worded).driver_version
+    assert marked.unexamined and marked.missing == f"{NOT_SERVING_MACHINE}; the paste said {NOT_SERVING_MACHINE}"
+    assert marked.why_open == "not-examined" and marked.to_dict()["why_open"] == "not-examined"
+    assert Fact.from_dict(marked.to_dict()) == marked  # the flag round-trips through JSON
+    assert Fact.from_dict({"missing": marked.missing}).unexamined is False  # the words alone do not make it
+    none = unexamined_machine()
+    assert only_given(none).driver_version is none.driver_version and none.driver_version.missing == NOT_SERVING_MACHINE
+    assert dataclasses.replace(none.gpu_list, unexamined=False).why_open is None
+
+
+def test_gpu_list_suffix_and_answer_rewording_follow_the_typed_fact() -> None:
+    """The verdict line's "(not examined: ...)" and the answer's "not examined whether" come from the GPU list's flag:
+    a GPU list whose reason merely contains the words says neither."""
+    import dataclasses
+
+    from mtp_audit.preflight import _scoped, _unexamined
+    from mtp_audit.preflight.facts import Fact, MachineFacts
+    from mtp_audit.report import Report
+    from mtp_audit.report.questions import NOT_EXAMINED
+
+    worded = MachineFacts(origin="facts-file", gpu_list=Fact.absent(NOT_SERVING_MACHINE))
+    assert _unexamined(worded) == ""
+    flagged = dataclasses.replace(worded, gpu_list=dataclasses.replace(worded.gpu_list, unexamined=True))
+    assert _unexamined(flagged) == f" ({NOT_SERVING_MACHINE})"
+    line = f"could not tell whether this machine can run native FP4: no GPU listed ({NOT_SERVING_MACHINE})"
+    report = Report.build("preflight", "x", facts={"answer": [line]})
+    assert _scoped(report, True, True, None).facts["preflight"]["answer"] == [line]
+    assert _scoped(report, True, True, NOT_EXAMINED).facts["preflight"]["answer"] == [line.replace("could not tell", "not examined", 1)]
+
+
+def _worded_facts(tmp_path: Path) -> str:
+    """A stored facts file of a machine showing no GPU whose reason, in words only, is the --no-machine one (no
+    ``why_open``): evidence looked for and missing, not a machine left unexamined."""
+    from mtp_audit.preflight.nomachine import unexamined_machine
+
+    doc = unexamined_machine().to_dict()
+    for fact in doc.values():
+        if isinstance(fact, dict):
+            fact.pop("why_open", None)
+    path = tmp_path / "facts.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def test_trtllm_gap_worded_like_no_machine_still_blocks(capsys: pytest.CaptureFixture[str], ckpt: str, tmp_path: Path) -> None:
+    """TensorRT-LLM's compute-capability gap is a note only when the GPU list was not examined: a facts file whose GPU
+    list says the same words without the flag is "could not tell" (exit 3), never go; with the flag written by a
+    --no-machine run (``why_open``) it is the note of the --no-machine launch (exit 0)."""
+    worded = _worded_facts(tmp_path)
+    rc, doc = _json(capsys, ["launch", "--facts", worded, "-f", "json", "--", "trtllm-serve", ckpt, "--config", YAML])
+    gap = next(g for g in doc["gaps"] if g["message"].startswith("the GPUs' compute capability is unknown"))
+    assert rc == 3 and gap["blocking"] and "why_open" not in gap and NOT_SERVING_MACHINE not in gap["message"]
+    flagged = tmp_path / "flagged.json"
+    from mtp_audit.preflight.nomachine import unexamined_machine
+
+    flagged.write_text(json.dumps(unexamined_machine().to_dict()))
+    rc, doc = _json(capsys, ["launch", "--facts", str(flagged), "-f", "json", "--", "trtllm-serve", ckpt, "--config", YAML])
+    gap = next(g for g in doc["gaps"] if g["message"].startswith("the GPUs' compute capability is unknown"))
+    assert rc == 0 and not gap["blocking"] and gap["why_open"] == "not-examined"
+
+
+def test_every_no_machine_gap_says_why_open(capsys: pytest.CaptureFixture[str], no_live_machine: None) -> None:
+    """Off the machine, no dump, a vLLM launch on 4 GPUs: the two gaps about machine facts carry ``why_open`` and are
+    notes (exit 0), no other gap carries it; the unexamined machine facts carry it too."""
+    rc, doc = _json(capsys, ["preflight", "--no-machine", "-f", "json", "--", "vllm", "serve", "./nonexistent-ckpt",
+                             "--tensor-parallel-size", "4"])
+    opened = [(g["message"], g["blocking"]) for g in doc["gaps"] if g.get("why_open") == "not-examined"]
+    assert rc == 0 and opened == [(f"native FP4 verdict unknown: no GPU listed ({NOT_SERVING_MACHINE})", False),
+                                  (f"no GPU information ({NOT_SERVING_MACHINE})", False)]
+    machine = doc["facts"]["preflight"]["machine"]
+    assert machine["gpu_list"] == {"missing": NOT_SERVING_MACHINE, "source": "--no-machine", "why_open": "not-examined"}

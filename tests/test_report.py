@@ -128,3 +128,27 @@ def test_question_is_carried_from_the_rule_and_the_schema_lists_every_question()
     jsonschema.validate(gap.to_dict(), {"$defs": schema["$defs"], "$ref": "#/$defs/gap"})
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**gap.to_dict(), "question": "FP4"}, {"$defs": schema["$defs"], "$ref": "#/$defs/gap"})
+
+
+def test_a_gap_says_why_it_is_open_only_when_set() -> None:
+    """``why_open`` (:data:`mtp_audit.report.questions.WHY_OPEN`) is in JSON only when set, and the schema knows the
+    same ids for gaps and missing machine facts."""
+    import json
+    from importlib.resources import files
+
+    import jsonschema
+
+    from mtp_audit.report import Gap
+    from mtp_audit.report.questions import GPU_COUNT, NOT_EXAMINED, WHY_OPEN
+
+    schema = json.loads(files("mtp_audit.schema").joinpath("report.schema.json").read_text())
+    assert tuple(schema["$defs"]["why_open"]["enum"]) == WHY_OPEN == ("not-examined",)
+    gap = Gap("preflight", "no GPU information", None, True, GPU_COUNT, NOT_EXAMINED)
+    assert gap.to_dict() == {"analyzer": "preflight", "message": "no GPU information", "blocking": True,
+                             "question": "gpu-count", "why_open": "not-examined"}
+    assert "why_open" not in Gap("preflight", "no GPU information").to_dict()
+    jsonschema.validate(gap.to_dict(), {"$defs": schema["$defs"], "$ref": "#/$defs/gap"})
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**gap.to_dict(), "why_open": "missing"}, {"$defs": schema["$defs"], "$ref": "#/$defs/gap"})
+    fact = {"missing": "not examined: not the serving machine", "source": "--no-machine", "why_open": "not-examined"}
+    jsonschema.validate(fact, {"$defs": schema["$defs"], "$ref": "#/$defs/fact"})

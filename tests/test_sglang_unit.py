@@ -334,3 +334,23 @@ def test_an_mtp_model_file_that_does_not_parse_is_named_in_a_note(tmp_path):
     assert "DeepseekV3ForCausalLMNextN" in {e["class"] for e in rep.facts["sglang"]["mtp_classes"]}
     # a model file without an MTP class is not parsed (nor noted): the MTP question does not depend on it
     assert not [g for g in rep.gaps if g.path == "sglang/srt/models/llama.py"]
+
+
+def test_upgrade_summary_sorts_findings_by_what_they_concern_not_their_words() -> None:
+    """The SGLang upgrade's summary lines read what diff_facts said each finding concerns (Concerns), never its message:
+    a rewrite of an MTP/FP4 argument whose words happen to say "not an MTP/FP4 argument" is not secondary, and a guarded
+    one is counted whatever its words."""
+    from mtp_audit.engines.sglang.diff import Concerns, _guarded_line, _secondary
+    from mtp_audit.engines.sglang.rules import BY_ID
+    from mtp_audit.report import Severity
+
+    rule = BY_ID["MTP110"]
+    worded = rule.finding("new silent rewrite: x 'not an MTP/FP4 argument' -> y", severity=Severity.INFO)
+    other = rule.finding("new silent rewrite: log_level None -> info", severity=Severity.INFO)
+    env = BY_ID["MTP112"].finding("new environment variable SGLANG_SPEC_X", severity=Severity.INFO)
+    concerns = {worded: Concerns(mtp=True), other: Concerns(mtp=False), env: Concerns(mtp=False)}
+    assert _secondary([worded, other, env], concerns) == [["MTP110", other.message], ["MTP112", env.message]]
+    guarded = rule.finding("new silent rewrite: speculative_num_steps None -> 3", severity=Severity.WARNING)
+    assert _guarded_line([guarded], {guarded: Concerns(mtp=True, guarded=True)}, "0.5.9", "0.5.23")[0].startswith(
+        "1 new MTP/FP4 rewrite(s) apply only under a guard")
+    assert _guarded_line([guarded], {guarded: Concerns(mtp=True)}, "0.5.9", "0.5.23") == []

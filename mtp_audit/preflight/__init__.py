@@ -162,25 +162,34 @@ def preflight(
     flag_source = _flag_semantics(ctx, launch is not None and use_engine_analyzer)
     _attach_probe(ctx, gaps, probe, probe_result)
     an.analyze(ctx)
-    return _scoped(_report(ctx, choice, gaps, target, flag_source), no_machine, parsed_launch is not None)
+    return _scoped(_report(ctx, choice, gaps, target, flag_source), no_machine, parsed_launch is not None, _answer_why_open(ctx))
 
 
-def _scoped(report: Report, no_machine: bool, has_launch: bool = True) -> Report:
+def _answer_why_open(ctx: Any) -> str | None:
+    """Why the answer's "could not tell" is open (:attr:`mtp_audit.preflight.facts.Fact.why_open`): that of the GPU
+    list when no GPU is listed, else that of the first GPU whose verdict is unknown (the one the answer names:
+    :func:`_answer`); ``None`` when the verdict is known or its facts were looked for. After :func:`_report`."""
+    if not ctx.gpus:
+        return ctx.facts.gpu_list.why_open  # type: ignore[no-any-return]
+    return next(iter(ctx.unknown_verdicts.values()), None)
+
+
+def _scoped(report: Report, no_machine: bool, has_launch: bool = True, answer_why_open: str | None = None) -> Report:
     """``report`` with its gaps about facts ``--no-machine`` left unexamined as notes
     (:func:`mtp_audit.preflight.nomachine.scope_report`) and its answer saying "not examined" where it said "could
     not tell"; unchanged without ``no_machine``. Without a launch command the native FP4 verdict is the only question
     asked: when it is unknown its gaps (question ``FP4``) stay blocking (nothing examined is "could not tell", exit 3,
-    never a pass)."""
+    never a pass). ``answer_why_open``: why the answer's first line is open (:func:`_answer_why_open`)."""
     import dataclasses
 
-    from mtp_audit.preflight.nomachine import NOT_SERVING_MACHINE, machine_note
+    from mtp_audit.preflight.nomachine import machine_note
 
     if not no_machine:
         return report
     gaps = tuple(g if not has_launch and g.question == Q.FP4 else machine_note(g)
                  for g in report.gaps)
     pf = report.facts.get("preflight")
-    if has_launch and isinstance(pf, dict) and pf.get("answer") and NOT_SERVING_MACHINE in pf["answer"][0]:
+    if has_launch and isinstance(pf, dict) and pf.get("answer") and answer_why_open == Q.NOT_EXAMINED:
         first = pf["answer"][0].replace("could not tell whether", "not examined whether", 1)
         pf = {**pf, "answer": [first, *pf["answer"][1:]]}
         return dataclasses.replace(report, gaps=gaps, facts={**report.facts, "preflight": pf})
@@ -432,13 +441,14 @@ def _summary(ctx: Any, choice: Any, vs: list[dict[str, Any]], verdict: str, flag
 
 
 def _unexamined(machine: Any) -> str:
-    """``" (not examined: not the serving machine)"`` when ``--no-machine`` left the GPU list unknown, the conflict when
-    the dump named GPUs without saying which the machine has (``" (conflict: ...)"``), else ``""``."""
+    """``" (not examined: not the serving machine)"`` when ``--no-machine`` left the GPU list unknown (its fact is
+    :attr:`~mtp_audit.preflight.facts.Fact.unexamined`), the conflict when the dump named GPUs without saying which the
+    machine has (``" (conflict: ...)"``), else ``""``."""
     from mtp_audit.preflight.nomachine import NOT_SERVING_MACHINE
 
-    missing = str(machine.gpu_list.missing or "")
-    if NOT_SERVING_MACHINE in missing:
+    if machine.gpu_list.why_open:
         return f" ({NOT_SERVING_MACHINE})"
+    missing = str(machine.gpu_list.missing or "")
     return f" ({missing})" if missing.startswith("conflict: ") else ""
 
 
@@ -466,7 +476,8 @@ def _report(ctx: Any, choice: Any, gaps: list[Any], target: str, flag_source: st
     if verdict == an.UNKNOWN and not vendors.unknowns_have_gaps(ctx, vs):  # those gaps say why already
         why = "no GPU listed" + unexamined if not vs else "; ".join(dict.fromkeys(
             r for v in vs if v["native_fp4"] == an.UNKNOWN for r in v["reasons"][:1]))  # one reason said once
-        gaps.append(Gap("preflight", f"native FP4 verdict unknown: {why}", None, True, Q.FP4))
+        why_open = ctx.facts.gpu_list.why_open if not vs else next((w for w in ctx.unknown_verdicts.values() if w), None)
+        gaps.append(Gap("preflight", f"native FP4 verdict unknown: {why}", None, True, Q.FP4, why_open))
     # once the verdict is known, its blocking gaps are answered; a GPU list that is missing stays open
     ctx.gaps = [g for g in ctx.gaps if not (g.blocking and verdict != an.UNKNOWN and g.question != Q.GPU_COUNT)] + gaps
     answer = (vendors.answer(ctx, vs, "" if choice.how == "assumed" else engine_line)

@@ -74,6 +74,9 @@ class Context:
     #: AMD gfx targets on which the engine's FP4 path at its version could not be told (its release is older than,
     #: or between, the audited ones) -> why: a GPU whose hardware computes the format natively is then "unknown"
     amd_paths_open: dict[str, str] = field(default_factory=dict)
+    #: each GPU whose native-FP4 verdict :func:`verdicts` left unknown, in GPU order -> why: the ``why_open`` of the
+    #: fact its reason rests on (:attr:`mtp_audit.preflight.facts.Fact.why_open`), ``None`` when that was looked for
+    unknown_verdicts: dict[int, str | None] = field(default_factory=dict)
 
     # --- derived facts ---------------------------------------------------------------------
     @property
@@ -155,10 +158,11 @@ class Context:
         self.findings.append(rule_by_id(rule_id).finding(message, loc, evidence=tuple(evidence),
                                                           remediation=remediation, severity=severity, detail=detail))
 
-    def gap(self, message: str, blocking: bool = False, question: str | None = None) -> None:
+    def gap(self, message: str, blocking: bool = False, question: str | None = None, why_open: str | None = None) -> None:
         """Record something the preflight could not decide; ``question``: the one it leaves open
-        (:mod:`mtp_audit.report.questions`: ``FP4``, ``STACK``, ...), by which consumers scope it."""
-        self.gaps.append(Gap("preflight", message, None, blocking, question))
+        (:mod:`mtp_audit.report.questions`: ``FP4``, ``STACK``, ...), by which consumers scope it; ``why_open``: why
+        (:attr:`mtp_audit.preflight.facts.Fact.why_open` of the fact it rests on)."""
+        self.gaps.append(Gap("preflight", message, None, blocking, question, why_open))
 
 
 #: torch's device type per platform where it is not ``cuda`` (ROCm builds of torch name AMD GPUs ``cuda:N`` too):
@@ -197,10 +201,12 @@ def check_verdict_inputs(ctx: Context) -> None:
         ctx.gap(f"CUDA_VISIBLE_DEVICES={f.env.get('CUDA_VISIBLE_DEVICES', '?')} hides all {len(f.enumerated)} GPU(s) the driver "
                 "lists: CUDA sees none, so no GPU was checked", blocking=True, question=Q.GPU_COUNT)
     elif not f.gpus:
-        ctx.gap(f"no GPU information ({f.gpu_list.missing or 'none listed'})", blocking=True, question=Q.GPU_COUNT)
+        ctx.gap(f"no GPU information ({f.gpu_list.missing or 'none listed'})", blocking=True, question=Q.GPU_COUNT,
+                why_open=f.gpu_list.why_open)
     for g in f.gpus:
         if not g.compute_capability.present:
-            ctx.gap(f"GPU {g.index}: compute capability unknown ({g.compute_capability.missing})", blocking=True, question=Q.FP4)
+            ctx.gap(f"GPU {g.index}: compute capability unknown ({g.compute_capability.missing})", blocking=True, question=Q.FP4,
+                    why_open=g.compute_capability.why_open)
 
 
 
@@ -223,7 +229,8 @@ def check_torch_build(ctx: Context) -> None:
         g = same[0]
         if v is None:
             if ctx.facts.torch_version.present or tc.missing and "no +cu" in str(tc.missing):
-                ctx.gap(f"torch's CUDA build unknown ({tc.missing}); cannot check it supports {sm_name(cc)}", question=Q.STACK)
+                ctx.gap(f"torch's CUDA build unknown ({tc.missing}); cannot check it supports {sm_name(cc)}", question=Q.STACK,
+                        why_open=tc.why_open)
             continue
         if v < Version("12.8"):
             which = f"GPU {g.index}, {g.name.value}" if len(same) == 1 else f"GPUs {index_ranges(x.index for x in same)}, {g.name.value}"
@@ -267,7 +274,7 @@ def check_driver(ctx: Context) -> None:
     drv = ctx.facts.driver_version
     if not drv.present:
         if any(g.cc and g.cc[0] >= 10 for g in ctx.gpus):
-            ctx.gap(f"driver version unknown ({drv.missing}); driver floors not checked", question=Q.STACK)
+            ctx.gap(f"driver version unknown ({drv.missing}); driver floors not checked", question=Q.STACK, why_open=drv.why_open)
         return
     dv = mx.version_tuple(str(drv.value))
     need: list[tuple[str, str, str]] = []  # (cuda, why, floor)
@@ -495,6 +502,7 @@ def verdicts(ctx: Context) -> list[dict[str, Any]]:
     """
     from mtp_audit.preflight import vendors
 
+    ctx.unknown_verdicts.clear()
     if vendors.applies(ctx):
         return vendors.verdicts(ctx, CAPABLE, NOT_CAPABLE, UNKNOWN)
     out = []
@@ -505,6 +513,7 @@ def verdicts(ctx: Context) -> list[dict[str, Any]]:
                 and f.rule_id not in COMMAND_LINE_RULES]
         if cc is None:
             v, reasons = UNKNOWN, [f"compute capability unknown: {g.compute_capability.missing}"]
+            _open_verdict(ctx, g.index, g.compute_capability)
         elif cc[0] < 10:
             v, reasons = NOT_CAPABLE, [f"{sm_name(cc)} has no FP4 tensor-core instructions ({narrowest_tensor_core_type(cc)})"] + [f"{f.rule_id}: {f.message}" for f in errs if f.rule_id != "MTP200"]
         elif errs:
@@ -519,10 +528,17 @@ def verdicts(ctx: Context) -> list[dict[str, Any]]:
             key_missing += ctx.undecided
             if key_missing:
                 v, reasons = UNKNOWN, [f"{sm_name(cc)} has FP4 tensor cores, but " + "; ".join(key_missing)] + blocking
+                _open_verdict(ctx, g.index, ctx.facts.torch_cuda, ctx.facts.driver_version)
             else:
                 v, reasons = CAPABLE, [f"{sm_name(cc)} has FP4 tensor cores and no blocking problem was found in the stack"] + [f"not checked: {b}" for b in blocking]
         out.append({"gpu": g.index, "name": g.name.value, "compute_capability": cc_str(cc) if cc else None, "native_fp4": v, "reasons": reasons})
     return out
+
+
+def _open_verdict(ctx: Context, gpu: int, *facts: Fact) -> None:
+    """Record in :attr:`Context.unknown_verdicts` that GPU ``gpu``'s verdict is unknown, and why: the first
+    ``why_open`` of the ``facts`` its reason names (``None`` when each was looked for)."""
+    ctx.unknown_verdicts[gpu] = next((f.why_open for f in facts if f.why_open), None)
 
 
 def index_ranges(indices: Iterable[int]) -> str:

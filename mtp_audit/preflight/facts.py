@@ -18,6 +18,7 @@ from typing import Any
 
 from mtp_audit.engines.registry import engine_distributions
 from mtp_audit.known import AT_LEAST, EXACT, Extent, Known, Provenance
+from mtp_audit.report.questions import NOT_EXAMINED
 
 
 def same_value(x: str, y: str) -> bool:
@@ -85,12 +86,17 @@ class Fact:
         extent: how much of the value was seen (:data:`mtp_audit.known.Extent`): ``"exact"`` (the default
             of a present fact), ``"at least"`` (a lower bound: a GPU count from a table cut before its end, or
             products named without a count); a missing fact is ``"unknown"`` whatever this field says.
+        unexamined: a missing fact that was not looked for, by request (``--no-machine``: the machine running the
+            audit is not the serving machine; :mod:`mtp_audit.preflight.nomachine`), as opposed to one looked for
+            and not found: written to JSON as ``"why_open": "not-examined"`` beside ``missing`` (which says it in
+            words); :attr:`why_open` is the reason of a gap resting on it.
     """
 
     value: Any = None
     source: str = ""
     missing: str | None = None
     extent: Extent = EXACT
+    unexamined: bool = False
 
     @classmethod
     def of(cls, value: Any, source: str, extent: Extent = EXACT) -> Fact:
@@ -106,12 +112,13 @@ class Fact:
         return cls(value=value, source=source, extent=extent)
 
     def known(self, where: str = "", line: int | None = None) -> Known[Any]:
-        """This fact as a :class:`mtp_audit.known.Known`: its value and extent (``"unknown"`` when missing), with the
-        fact's source (or its missing reason) as the provenance's ``how`` and ``where`` naming the input."""
+        """This fact as a :class:`mtp_audit.known.Known`: its value and extent (``"unknown"`` when missing, with its
+        :attr:`why_open`), with the fact's source (or its missing reason) as the provenance's ``how`` and ``where``
+        naming the input."""
         src = Provenance(where or self.source, line, self.source if where else "") if self.present else \
             Provenance(where or self.source or "not observed", line, self.missing or "not observed")
         if not self.present:
-            return Known.unknown(src)
+            return Known.unknown(src, self.why_open)
         return Known(self.value, self.extent if self.extent in (EXACT, AT_LEAST) else EXACT, src)
 
     @classmethod
@@ -124,12 +131,20 @@ class Fact:
         """True when a value was observed."""
         return self.value is not None
 
+    @property
+    def why_open(self) -> str | None:
+        """Why a gap resting on this fact is open (a :class:`~mtp_audit.report.Gap`'s ``why_open``):
+        :data:`~mtp_audit.report.questions.NOT_EXAMINED` for a missing fact not looked for (:attr:`unexamined`),
+        else ``None`` (present, or looked for and not found)."""
+        return NOT_EXAMINED if self.unexamined and not self.present else None
+
     def or_(self, other: Fact) -> Fact:
         """This fact if present, else ``other`` (used when merging several dumps)."""
         return self if self.present else (other if other.present else self)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form: ``{"value": ..., "source": ...}`` or ``{"missing": reason, ...}``."""
+        """JSON form: ``{"value": ..., "source": ...}`` or ``{"missing": reason, ...}`` (with ``"why_open"`` when
+        :attr:`unexamined`)."""
         if self.present:
             out = {"value": _jsonable(self.value), "source": self.source}
             if self.extent != EXACT:
@@ -138,6 +153,8 @@ class Fact:
         d: dict[str, Any] = {"missing": self.missing or "not observed"}
         if self.source:
             d["source"] = self.source
+        if self.why_open is not None:
+            d["why_open"] = self.why_open
         return d
 
     @classmethod
@@ -160,7 +177,8 @@ class Fact:
             if extent == EXACT and f"table cut: {PARTIAL_GPU_LIST}" in src:
                 extent = AT_LEAST  # a facts file written before extents were stored: its source says the table was cut
             return cls(value=v, source=src, extent=extent)
-        return cls(value=None, source=str(d.get("source", "")), missing=str(d.get("missing", "not observed")))
+        return cls(value=None, source=str(d.get("source", "")), missing=str(d.get("missing", "not observed")),
+                   unexamined=d.get("why_open") == NOT_EXAMINED)
 
     def __str__(self) -> str:
         if self.present:

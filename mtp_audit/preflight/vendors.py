@@ -134,10 +134,11 @@ def check_device_flag(ctx: Any) -> None:
                 remediation=f"drop --device or set it to the machine's platform ({plat})")
 
 
-def gap(ctx: Any, message: str, question: str, *, blocking: bool = False) -> None:
+def gap(ctx: Any, message: str, question: str, *, blocking: bool = False, why_open: str | None = None) -> None:
     """Record on ``ctx`` something the checks off NVIDIA could not decide, naming the one question it leaves open
-    (:mod:`mtp_audit.report.questions`)."""
-    ctx.gaps.append(Gap("preflight", message, None, blocking, question=question))
+    (:mod:`mtp_audit.report.questions`) and why (``why_open``: the :attr:`~mtp_audit.preflight.facts.Fact.why_open`
+    of the fact it rests on)."""
+    ctx.gaps.append(Gap("preflight", message, None, blocking, question=question, why_open=why_open))
 
 
 def _engine_checks(ctx: Any, plat: str) -> bool:
@@ -174,7 +175,8 @@ def check_amd_fp4_path(ctx: Any, engine: str, version: Version | None, label: st
             continue
         seen.add(gfx)
         if gfx is None:
-            gap(ctx, f"GPU {g.index}: gfx target unknown ({g.arch.missing}); the AMD FP4 path cannot be told", FP4, blocking=True)
+            gap(ctx, f"GPU {g.index}: gfx target unknown ({g.arch.missing}); the AMD FP4 path cannot be told", FP4, blocking=True,
+                why_open=g.arch.why_open)
             continue
         for f in ((fmt,) if fmt else ("mxfp4", "nvfp4")):
             _amd_path_finding(ctx, g, gfx, f, (engine, version, label), explicit=fmt is not None)
@@ -321,6 +323,7 @@ def verdicts(ctx: Any, capable: str, not_capable: str, unknown: str) -> list[dic
         errs = [f"{f.rule_id}: {f.message}" for f in ctx.findings if f.severity >= Severity.ERROR and located_at(f.location.symbol, ctx.device(g.index), g.index)]
         if tgt is None:
             v, why = unknown, [f"gfx target unknown: {g.arch.missing if not gfx else gfx + ' is not in data/amd.json'}"]
+            ctx.unknown_verdicts[g.index] = None if gfx else g.arch.why_open  # Context.unknown_verdicts
         elif tgt.get(f"native_{fmt}") and gfx in ctx.amd_paths_open and not errs:
             v, why = unknown, [f"{gfx} ({tgt['family']}) computes {fmt.upper()} natively, but {ctx.amd_paths_open[gfx]}"]
         elif tgt.get(f"native_{fmt}"):

@@ -262,6 +262,9 @@ class Gap(Value):
         blocking: whether this gap prevents a conclusive answer.
         question: the one question it leaves open (one of :data:`mtp_audit.report.questions.QUESTIONS`), so a
             consumer scopes it without reading ``message``; ``None``: the analyzer's subject as a whole.
+        why_open: why it is open (one of :data:`mtp_audit.report.questions.WHY_OPEN`):
+            :data:`~mtp_audit.report.questions.NOT_EXAMINED` when the fact behind it was not looked at by request
+            (``--no-machine``); ``None`` when the evidence read did not tell.
     """
 
     analyzer: str
@@ -269,14 +272,25 @@ class Gap(Value):
     path: str | None = None
     blocking: bool = True
     question: str | None = None
+    why_open: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form (``path`` and ``question`` only when set)."""
+        """JSON form (``path``, ``question`` and ``why_open`` only when set)."""
         d: dict[str, Any] = {"analyzer": self.analyzer, "message": self.message, "blocking": self.blocking}
         if self.path is not None:
             d["path"] = self.path
         if self.question is not None:
             d["question"] = self.question
+        if self.why_open is not None:
+            d["why_open"] = self.why_open
+        return d
+
+    def fields(self) -> dict[str, Any]:
+        """The keyword arguments that rebuild this gap (``Gap(**g.fields())``), for the scan caches; ``why_open`` only
+        when set, so an entry written here still loads where gaps had no ``why_open``."""
+        d = dict(self.__dict__)
+        if d.get("why_open") is None:
+            d.pop("why_open", None)
         return d
 
 

@@ -4,6 +4,10 @@ deployment tool) scopes findings and gaps by what they are about, never by searc
 
 A finding or gap without a question is about the analyzer's own subject as a whole (``None`` in the model; no
 ``question`` key in JSON).
+
+A gap also says *why* it is open (``why_open``), so a consumer tells a fact the audit was told not to look at from
+one it looked for and did not find: :data:`NOT_EXAMINED`, or ``None`` (the evidence read did not tell: missing, cut,
+unreadable; no ``why_open`` key in JSON).
 """
 
 from __future__ import annotations
@@ -25,3 +29,11 @@ RUNTIME = "runtime"
 
 #: Every question id, in the order reports list them.
 QUESTIONS: tuple[str, ...] = (FP4, MTP_HEADS, GPU_COUNT, MEMORY, STARTS, STACK, RUNTIME)
+
+#: Why a gap is open: the fact behind it was not looked at, by request (``--no-machine``: the machine running the
+#: audit is not the serving machine, and it is never read). Such a gap is a note where the audit's own questions
+#: decide (:func:`mtp_audit.preflight.nomachine.machine_note`); it is never an answer.
+NOT_EXAMINED = "not-examined"
+
+#: Every ``why_open`` id a gap may carry.
+WHY_OPEN: tuple[str, ...] = (NOT_EXAMINED,)

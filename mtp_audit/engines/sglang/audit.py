@@ -744,6 +744,7 @@ def audit_tree(tree: SourceTree, *, file_key: str | None = None, reuse: bool = T
     was_cached = hit is not None and "facts" in hit
     if hit is None or "facts" not in hit:  # not was_cached, spelled so that hit is known below
         from mtp_audit.engines.code.index import fewer_collections
+        from mtp_audit.engines.sglang.diff import is_relevant
         from mtp_audit.engines.sglang.flow import analyze_flows
         from mtp_audit.engines.sglang.treescan import Prefetch, scan_tree
 
@@ -752,10 +753,10 @@ def audit_tree(tree: SourceTree, *, file_key: str | None = None, reuse: bool = T
             results, stats = scan_tree(tree, reuse=reuse, prefetch=prefetch)
             facts, gaps = link(tree, results, prefetch.parsed)
         facts["scan"] = dict(stats, tree_cache="miss", unresolved_choices=len(facts["unresolved_choices"]),
-                             unresolved_choices_noted=sum(1 for u in facts["unresolved_choices"] if any(
-                                 g.message.startswith(f"{u['location']}: choices of {u['flag']} ") for g in gaps)))
+                             unresolved_choices_noted=sum(1 for u in facts["unresolved_choices"]  # those with a note (a gap)
+                                                          if is_relevant(facts["cli_arguments"][u["flag"]]["dest"])))
         facts["value_flows"] = analyze_flows(results)
-        hit = {"facts": facts, "gaps": [g.__dict__ for g in gaps]}
+        hit = {"facts": facts, "gaps": [g.fields() for g in gaps]}
         if deferred and folder is not None:
             tkey = "tree-" + tree.fingerprint_after()
         if folder is not None:

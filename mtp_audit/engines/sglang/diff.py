@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from mtp_audit.engines.sglang.checks import location_of
@@ -153,11 +154,26 @@ def _only_when(r: dict[str, Any], when: bool | None) -> str:
     return ", ".join(words)
 
 
+@dataclass(frozen=True)
+class Concerns:
+    """What one finding of :func:`diff_facts` concerns, as the summary lines sort it (never written).
+
+    Attributes:
+        mtp: an MTP/FP4 argument (:func:`is_relevant`) or environment variable (:data:`_MTP_ENV`).
+        guarded: a new rewrite that applies only under a guard (a model family, a condition) or only to a value passed.
+    """
+
+    mtp: bool
+    guarded: bool = False
+
+
 def _new_rewrite_finding(rule: Any, k: tuple[str, str, tuple[str, ...]], sites: list[dict[str, Any]], old: dict[str, Any],
-                         old_dests: set[Any], old_args_from: set[tuple[str, str]], known: dict[str, Any] | None) -> Finding | None:
-    """The MTP110 finding of one added rewrite (see :func:`rewrite_severity`): a rewrite under a guard that is not
-    certainly true (a platform, an environment variable, a model family, another flag) is at most a warning; with a
-    launch (``known``), one whose guard is false for it is left out and one that holds keeps the policy's severity; a
+                         old_dests: set[Any], old_args_from: set[tuple[str, str]],
+                         known: dict[str, Any] | None) -> tuple[Finding, bool | None, Concerns] | None:
+    """The MTP110 finding of one added rewrite (see :func:`rewrite_severity`), whether it applies (``True``, ``None``:
+    not certain; for a launch, whether it applies to that launch) and what it concerns (:class:`Concerns`): a rewrite under a guard that is not certainly true
+    (a platform, an environment variable, a model family, another flag) is at most a warning; with a launch
+    (``known``), one whose guard is false for it is left out and one that holds keeps the policy's severity; a
     rewrite of a literal the old version refused (its ``choices``) cannot change a command that ran before: info."""
     arg, frm, _to = k
     silent = not any(r["logged"] for r in sites)
@@ -177,7 +193,7 @@ def _new_rewrite_finding(rule: Any, k: tuple[str, str, tuple[str, ...]], sites: 
             else "unset (None)" if frm == "None" else f"{frm!r}")
     scope = ("; for this launch: it applies" if known is not None and when is True else
              "; for this launch: could not tell whether it applies" if known is not None else "")
-    return rule.finding(
+    return (rule.finding(
         f"new {'silent' if silent else 'logged'} rewrite: {arg} {frm} -> {', '.join(r['to'])}"
         f" ({what} becomes {', '.join(r['to'])}{', ' + cond if cond else ''}"
         f"{'; a value the old version refused' if refused else ''}{'' if is_relevant(arg) else '; not an MTP/FP4 argument'}{scope})",
@@ -186,7 +202,7 @@ def _new_rewrite_finding(rule: Any, k: tuple[str, str, tuple[str, ...]], sites: 
                   *([Evidence("guard", r["_test"]["guard"])] if r["_test"]["guard"] and r["_test"]["guard"] != r["condition"] else []),
                   *([Evidence("architectures", ", ".join(r["_test"]["architectures"]))] if r["_test"]["architectures"] else []),
                   *_sites_evidence(sites, "also at")],
-        severity=sev)
+        severity=sev), when, Concerns(is_relevant(arg), cond.startswith(("only for ", "only when ")) or what == "a value passed"))
 
 
 def _refused_before(old: dict[str, Any], arg: str, frm: str) -> bool:
@@ -222,7 +238,7 @@ def _applies(r: dict[str, Any], known: dict[str, Any] | None) -> bool | None:
 
 
 def _diff_rewrites(old: dict[str, Any], new: dict[str, Any], findings: list[Finding], changes: dict[str, Any],
-                   known: dict[str, Any] | None = None) -> None:
+                   known: dict[str, Any] | None = None, concerns: dict[Finding, Concerns] | None = None) -> None:
     rule = BY_ID["MTP110"]
     o = _group(_guarded(old))
     n = _group(_guarded(new))
@@ -234,11 +250,16 @@ def _diff_rewrites(old: dict[str, Any], new: dict[str, Any], findings: list[Find
                         "removed": [_public(o[k][0]) for k in sorted(set(o) - set(n)) if in_cat(k)],
                         "now_silent": [_public(n[k][0]) for k in sorted(set(n) & set(o)) if in_cat(k)
                                        and any(r["logged"] for r in o[k]) and not any(r["logged"] for r in n[k])]}
+    applies: list[tuple[Finding, bool | None]] = []
     for k in sorted(set(n) - set(o)):
-        f = _new_rewrite_finding(rule, k, n[k], old, old_dests, old_args_from, known)
-        if f is not None:
-            findings.append(f)
+        fw = _new_rewrite_finding(rule, k, n[k], old, old_dests, old_args_from, known)
+        if fw is not None:
+            findings.append(fw[0])
+            applies.append(fw[:2])
+            if concerns is not None:
+                concerns[fw[0]] = fw[2]
     if known is not None:
+        changes["applies"] = applies  # for the launch (never written): each added rewrite and whether it applies to it
         return  # a launch compares what its own command meets: removed rewrites and log changes are the upgrade's report
     for k in sorted(set(o) - set(n)):
         arg, frm, to = k
@@ -275,18 +296,21 @@ def _public(r: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def diff_facts(old: dict[str, Any], new: dict[str, Any], known: dict[str, Any] | None = None) -> tuple[list[Finding], dict[str, Any]]:
+def diff_facts(old: dict[str, Any], new: dict[str, Any], known: dict[str, Any] | None = None,
+               concerns: dict[Finding, Concerns] | None = None) -> tuple[list[Finding], dict[str, Any]]:
     """Findings MTP110-MTP113 and a ``changes`` dict (added/removed per category).
 
     Every finding carries a location: the new version's ``path:line``, or for something removed the
     old version's (paths of both versions are relative to their own audited root). ``known``: what one launch knows
     (:func:`mtp_audit.engines.sglang.startup_facts.launch_lookup`'s input plus ``"defaults"``, field -> declared default):
     each added rewrite's guard is evaluated against it (one that does not apply is left out, one that applies keeps
-    its severity, one that cannot be told is at most a warning).
+    its severity, one that cannot be told is at most a warning). ``concerns``, when given, receives what each new
+    rewrite (MTP110) and environment variable (MTP112) finding concerns (:class:`Concerns`).
     """
     findings: list[Finding] = []
     changes: dict[str, Any] = {}
-    _diff_rewrites(old, new, findings, changes, known)
+    _diff_rewrites(old, new, findings, changes, known, concerns)
+    concerns = {} if concerns is None else concerns
 
     oc, nc = old.get("cli_arguments", {}), new.get("cli_arguments", {})
     changes["cli_arguments"] = {"added": sorted(set(nc) - set(oc)), "removed": sorted(set(oc) - set(nc)), "choices": {}}
@@ -308,10 +332,12 @@ def diff_facts(old: dict[str, Any], new: dict[str, Any], known: dict[str, Any] |
     for name in changes["env_vars"]["added"]:
         e = ne[name]
         findings.append(BY_ID["MTP112"].finding(f"new environment variable {name}", location_of((e["defined"] or e["read"] or [None])[0])))
+        concerns[findings[-1]] = Concerns(bool(_MTP_ENV.search(name)))
     for name in changes["env_vars"]["removed"]:
         e = oe[name]
         where = (e["defined"] or e["read"] or [None])[0]
         findings.append(BY_ID["MTP112"].finding(f"environment variable {name} is no longer defined or read (old version's {where})", location_of(where)))
+        concerns[findings[-1]] = Concerns(bool(_MTP_ENV.search(name) or _MTP_ENV.search(str(where))))  # as named, or where it was
 
     od_loc = {(d["from"], d["to"]): d["location"] for d in sorted(old.get("draft_arch_overrides", []), key=lambda d: d["location"], reverse=True)}
     od = set(od_loc)
@@ -403,11 +429,12 @@ def mtp_changes(old: dict[str, Any], new: dict[str, Any], changes: dict[str, Any
     return lines or ["nothing that concerns MTP changed"]
 
 
-def _guarded_line(findings: list[Finding], old_version: Any, new_version: Any) -> list[str]:
+def _guarded_line(findings: list[Finding], concerns: Mapping[Finding, Concerns], old_version: Any, new_version: Any) -> list[str]:
     """One line of the MTP summary for the new MTP/FP4 rewrites that apply only under a guard (warnings without a
-    launch), pointing at the launch form that evaluates them; ``[]`` when there is none."""
-    n = sum(1 for f in findings if f.rule_id == "MTP110" and f.severity is Severity.WARNING and "not an MTP/FP4 argument"
-            not in f.message and (", only when " in f.message or ", only for " in f.message or "a value passed becomes" in f.message))
+    launch), pointing at the launch form that evaluates them; ``[]`` when there is none. ``concerns``: see
+    :func:`diff_facts`."""
+    n = sum(1 for f in findings if f.rule_id == "MTP110" and f.severity is Severity.WARNING
+            and (c := concerns.get(f)) is not None and c.mtp and c.guarded)
     if not n:
         return []
     return [f"{n} new MTP/FP4 rewrite(s) apply only under a guard (a platform, a model family, an environment variable, "
@@ -415,18 +442,12 @@ def _guarded_line(findings: list[Finding], old_version: Any, new_version: Any) -
             f"{new_version or 'NEW'} -- <command> tells which apply to a launch"]
 
 
-def _secondary(findings: list[Finding]) -> list[list[str]]:
-    """``[rule id, message]`` of the info findings about arguments and env vars that do not concern MTP/FP4: the
-    text report counts them per rule instead of listing them (``-v`` lists them)."""
-    out = []
-    for f in findings:
-        if f.severity is not Severity.INFO:
-            continue
-        if f.rule_id == "MTP110" and "not an MTP/FP4 argument" in f.message:
-            out.append([f.rule_id, f.message])
-        elif f.rule_id == "MTP112" and not _MTP_ENV.search(f.message):
-            out.append([f.rule_id, f.message])
-    return out
+def _secondary(findings: list[Finding], concerns: Mapping[Finding, Concerns]) -> list[list[str]]:
+    """``[rule id, message]`` of the info findings about new rewrites of arguments (MTP110) and about env vars (MTP112)
+    that do not concern MTP/FP4 (``concerns``: see :func:`diff_facts`): the text report counts them per rule instead
+    of listing them (``-v`` lists them)."""
+    return [[f.rule_id, f.message] for f in findings if f.severity is Severity.INFO and f.rule_id in ("MTP110", "MTP112")
+            and (c := concerns.get(f)) is not None and not c.mtp]
 
 
 def diff_sglang(old_report: Report | dict[str, Any], new_report: Report | dict[str, Any]) -> Report:
@@ -435,7 +456,8 @@ def diff_sglang(old_report: Report | dict[str, Any], new_report: Report | dict[s
     The new version's own findings (MTP101-105) and gaps are kept, so ``inconclusive`` still shows.
     """
     old, new = _facts(old_report), _facts(new_report)
-    findings, changes = diff_facts(old, new)
+    concerns: dict[Finding, Concerns] = {}
+    findings, changes = diff_facts(old, new, concerns=concerns)
     gaps: list[Gap] = []
     base_findings: list[Finding] = []
     if isinstance(new_report, Report):
@@ -449,9 +471,9 @@ def diff_sglang(old_report: Report | dict[str, Any], new_report: Report | dict[s
     facts["summary"] = summary
     name = f"{old.get('version') or 'old'} -> {new.get('version') or 'new'}"
     kinds = sorted({f.rule_id for f in findings})
-    mtp = mtp_changes(old, new, changes) + _guarded_line(findings, old.get("version"), new.get("version"))
+    mtp = mtp_changes(old, new, changes) + _guarded_line(findings, concerns, old.get("version"), new.get("version"))
     facts["diff"]["mtp"] = mtp
-    facts["secondary"] = {"findings": _secondary(findings),
+    facts["secondary"] = {"findings": _secondary(findings, concerns),
                           "why": "rewrites and environment variables that do not concern MTP/FP4"}
     facts["answer"] = [f"{len(findings)} change(s) from SGLang {old.get('version') or 'old'} to {new.get('version') or 'new'}"
                        + (f" ({', '.join(kinds)})" if kinds else ""), *(new.get("answer") or [])[:1],

@@ -175,7 +175,8 @@ def check_jit_nvcc(ctx: Context) -> None:
                     gpu=g, evidence=[ev("nvcc", tk), ev("sglang", sg)],
                     remediation=f"Install the CUDA toolkit >= {need} and set CUDA_HOME (e.g. export CUDA_HOME=/usr/local/cuda-13.0)")
         else:
-            ctx.gap(f"nvcc version unknown ({tk.missing}); SGLang {sg} JIT kernels need nvcc >= {need} for {sm_name(cc)}", question=Q.FP4)
+            ctx.gap(f"nvcc version unknown ({tk.missing}); SGLang {sg} JIT kernels need nvcc >= {need} for {sm_name(cc)}", question=Q.FP4,
+                    why_open=tk.why_open)
         return
     tv = mx.parse_version(tk.value)
     if tv is not None and tv < Version(need):
@@ -288,7 +289,8 @@ def _check_cudnn(ctx: Context, g: GpuFacts, cc: tuple[int, int], evs: list[Evide
             if "not installed" in str(f.missing):
                 problems.append(f"{name} not installed")
             else:
-                ctx.gap(f"{name} version unknown ({f.missing}); flashinfer_cudnn needs cuDNN >= {c['backend_min']} and cudnn-frontend >= {c['frontend_min']}", question=Q.FP4)
+                ctx.gap(f"{name} version unknown ({f.missing}); flashinfer_cudnn needs cuDNN >= {c['backend_min']} and cudnn-frontend >= {c['frontend_min']}",
+                        question=Q.FP4, why_open=f.why_open)
     if problems:
         ctx.add("MTP213", f"--fp4-gemm-backend flashinfer_cudnn needs cuDNN >= {c['backend_min']} and cudnn-frontend >= {c['frontend_min']}: " + "; ".join(problems),
                 gpu=g, evidence=evs + [ev("cuDNN", be), ev("cudnn-frontend", fe)],
@@ -457,6 +459,12 @@ def check_flag_choices(ctx: Context) -> None:
 
 
 
+#: The evidence label of MTP209 from the release's own torch pin (:func:`check_release_torch_pin`), which the
+#: installed packages' ``Requires-Dist`` form of MTP209 does not carry: a launch tells the two apart by it
+#: (:func:`mtp_audit.engines.sglang.launch.evaluate.relax_other_release_pin`).
+PIN_SOURCE = "pin source"
+
+
 def check_release_torch_pin(ctx: Context) -> None:
     """MTP209 from the matrix's SGLang torch pins (``sglang.torch_pins``), where the machine recorded no
     ``Requires-Dist: torch`` pin of its own (:func:`mtp_audit.preflight.analyze.check_torch_pins`)."""
@@ -471,7 +479,7 @@ def check_release_torch_pin(ctx: Context) -> None:
     for row in mx.load()["sglang"]["torch_pins"]:
         if mx.in_range(sg, row["sglang"]) and installed != Version(row["torch"]):
             ctx.add("MTP209", f"sglang {sg} pins torch=={row['torch']} (and its sgl-kernel is built for it) but torch {tv.value} is installed",
-                    evidence=[ev("sglang", ctx.facts.package("sglang")), ev("torch", tv), Evidence("pin source", mx.load()["sglang"]["torch_pins_source"])],
+                    evidence=[ev("sglang", ctx.facts.package("sglang")), ev("torch", tv), Evidence(PIN_SOURCE, mx.load()["sglang"]["torch_pins_source"])],
                     remediation=f"pip install torch=={row['torch']} (cu128+ build), or rebuild sgl-kernel from source against torch {installed} with nvcc >= 12.8 "
                                 "(sm_100a/sm_120a + ENABLE_NVFP4)")
 

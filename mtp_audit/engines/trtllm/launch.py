@@ -66,8 +66,10 @@ class TCtx:
         loc = Location(path=where or self.yaml_name) if (where or self.yaml_name) else Location(symbol="trtllm-serve")
         self.findings.append(RULES_BY_ID[rule_id].finding(message, loc, evidence=[Evidence(k, v) for k, v in evidence]))
 
-    def gap(self, message: str, *, blocking: bool) -> None:
-        self.gaps.append(Gap(ANALYZER, message, self.yaml_name, blocking))
+    def gap(self, message: str, *, blocking: bool, why_open: str | None = None) -> None:
+        """Record something the launch audit could not decide; ``why_open``: why it is open (the
+        :attr:`~mtp_audit.known.Known.why_open` of the machine fact it rests on)."""
+        self.gaps.append(Gap(ANALYZER, message, self.yaml_name, blocking, why_open=why_open))
 
 
 def mtp_layers(ctx: TCtx) -> tuple[int | None, int]:
@@ -336,9 +338,9 @@ def check_hardware(ctx: TCtx) -> None:
     if not ccs:
         from mtp_audit.preflight.nomachine import NOT_SERVING_MACHINE
 
-        why = (ctx.machine.gpu_list_missing if ctx.machine is not None else None) or ""
+        why_open = ctx.machine.gpu_count.why_open if ctx.machine is not None else None  # the GPU list not looked for
         ctx.gap("the GPUs' compute capability is unknown: whether TensorRT-LLM's MTP kernels (SM90+) run could not be "
-                "told" + (f" ({NOT_SERVING_MACHINE})" if NOT_SERVING_MACHINE in why else ""), blocking=True)
+                "told" + (f" ({NOT_SERVING_MACHINE})" if why_open else ""), blocking=True, why_open=why_open)
         return
     low = sorted({cc for cc in ccs if cc < K.MTP_MIN_CC})
     if low:
@@ -367,7 +369,7 @@ def check_gpu_count(ctx: TCtx) -> None:
         if world > 1 and m is not None:
             why = listed.source.how if listed is not None else "no GPU listed"
             ctx.gap(f"GPU count: the command needs {world} GPUs (tp x pp x cp) but the GPUs are unknown ({why}): could not tell",
-                    blocking=True)
+                    blocking=True, why_open=listed.why_open if listed is not None else None)
         return
     if world > seen and listed is not None and listed.extent != "exact":
         ctx.gap(f"GPU count: the command needs {world} GPUs (tp x pp x cp); at least {seen} seen ({listed.source.how or listed.source}): "

@@ -24,6 +24,9 @@ from mtp_audit.engines.vllm.release import VllmRelease
 from mtp_audit.engines.vllm.target import VllmTree, open_target
 
 ANALYZER = "vllm"
+#: The note of a tree without the V1 model runner file; a release whose speculator table names each speculator drops
+#: it (the file is gone on purpose there), by this gap, not by its words.
+NO_V1_RUNNER = Gap(ANALYZER, "vllm/v1/worker/gpu_model_runner.py not found: cannot tell which V1 proposer runs", blocking=False)
 
 #: role -> (scanner, whether a failure blocks the answer)
 _SCANNERS: dict[str, tuple[Any, bool]] = {
@@ -245,7 +248,7 @@ def link_speculators(tree: VllmTree, facts: dict[str, Any], gaps: list[Gap]) -> 
         return
     facts["speculator_configs"] = table
     # the V1 runner file is gone on purpose: each SpeculatorConfig class names its speculator (speculator_class)
-    gaps[:] = [g for g in gaps if not g.message.startswith("vllm/v1/worker/gpu_model_runner.py not found")]
+    gaps[:] = [g for g in gaps if g != NO_V1_RUNNER]
     if table.get("gap"):
         gaps.append(Gap(ANALYZER, f"could not tell: vLLM {tree.version} moved the speculator table ({table['gap']})",
                         path=table.get("location"), blocking=False))
@@ -375,7 +378,7 @@ def _link_runners(x: _Link) -> None:
                           "v2": proposers_for(v2, methods, preds, roles.get("runner_v2", "")) if v2 else {}}
     facts["predicates"] = {k: {"methods": p["methods"], "conditional": p["conditional"], "location": _loc(spec_rel, p["line"])} for k, p in sorted(preds.items())}
     if ok and "runner_v1" not in roles:
-        gaps.append(Gap(ANALYZER, "vllm/v1/worker/gpu_model_runner.py not found: cannot tell which V1 proposer runs", blocking=False))
+        gaps.append(NO_V1_RUNNER)
 
     x.envs = envs
 
@@ -463,7 +466,7 @@ def audit_tree(tree: VllmTree) -> Report:
             results[role] = _scan_file(tree, role, rel)
         facts, gaps = link(tree, results)
         facts["scan"] = {"files_read": sorted(tree.roles.values()), "bytes": tree.bytes_read, "tree_cache": "miss"}
-        cache_store(folder, tkey, {"facts": facts, "gaps": [g.__dict__ for g in gaps]})
+        cache_store(folder, tkey, {"facts": facts, "gaps": [g.fields() for g in gaps]})
     link_speculators(tree, facts, gaps)
     findings = evaluate(facts)
     name = tree.display if tree.version is None else f"{tree.display} (vllm {tree.version})"

@@ -123,9 +123,10 @@ class Ctx:
         self.findings.append(RULES_BY_ID[rule_id].finding(message, Location(symbol=symbol), evidence=tuple(evidence),
                                                           remediation=remediation, severity=severity))
 
-    def gap(self, message: str, blocking: bool = False) -> None:
-        """Record something the launch audit could not decide."""
-        self.gaps.append(Gap(ANALYZER, message, None, blocking))
+    def gap(self, message: str, blocking: bool = False, why_open: str | None = None) -> None:
+        """Record something the launch audit could not decide; ``why_open``: why it is open (the
+        :attr:`~mtp_audit.known.Known.why_open` of the machine fact it rests on)."""
+        self.gaps.append(Gap(ANALYZER, message, None, blocking, why_open=why_open))
 
     # --- facts of the other analyzers ---------------------------------------------------------
     @property
@@ -147,7 +148,7 @@ class Ctx:
         return None
 
     def gpus(self) -> list[dict[str, Any]]:
-        """``[{"index", "name", "cc", "memory_bytes", "memory_missing"}]`` of the GPUs the launch sees: the
+        """``[{"index", "name", "cc", "memory_bytes", "memory_missing", "memory_why_open"}]`` of the GPUs the launch sees: the
         preflight's machine facts after the launch's own ``CUDA_VISIBLE_DEVICES`` (:attr:`visible`), in
         CUDA order."""
         m = self.machine
@@ -156,7 +157,8 @@ class Ctx:
         else:
             rows = list(m.gpus) if m is not None else []
         return [{"index": g.index, "name": g.name.value, "cc": g.cc, "memory_bytes": g.memory_bytes.value,
-                 "memory_missing": g.memory_bytes.source.how if g.memory_bytes.value is None else None} for g in rows]
+                 "memory_missing": g.memory_bytes.source.how if g.memory_bytes.value is None else None,
+                 "memory_why_open": g.memory_bytes.why_open} for g in rows]
 
     @staticmethod
     def arch(ck: CheckpointAnswer | None) -> str | None:

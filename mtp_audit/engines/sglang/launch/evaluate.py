@@ -460,7 +460,8 @@ def check_gpus(ctx: Ctx) -> None:
         if _too_few_in_command(ctx, plan, where):
             return
         if plan.needed > 1:
-            ctx.gap(f"the command needs {plan.needed} GPUs on this node ({plan.formula}) but the GPUs are unknown ({why})", blocking=True)
+            ctx.gap(f"the command needs {plan.needed} GPUs on this node ({plan.formula}) but the GPUs are unknown ({why})", blocking=True,
+                    why_open=m.gpu_count.why_open if m is not None else None)
         return
     ev = [Evidence("needs", f"{plan.needed} visible CUDA device(s): {plan.formula}"),
           Evidence("process placement", SGLANG_SOURCES["gpu_id"]),
@@ -570,8 +571,10 @@ def check_memory(ctx: Ctx) -> None:
     when = (f" at load (peak), {fmt_bytes(steady)} per GPU in steady state once the target's embedding and LM head replace "
             "the MTP layer's own") if freed else ""
     if not mems:
-        why = next((g["memory_missing"] for g in gpus if g["memory_missing"]), None) or "no GPU listed"
-        ctx.gap(f"GPU memory unknown ({why}); the draft's {fmt_bytes(per_gpu)} per GPU were not compared with it")
+        first = next((g for g in gpus if g["memory_missing"]), None)
+        why = first["memory_missing"] if first is not None else "no GPU listed"
+        ctx.gap(f"GPU memory unknown ({why}); the draft's {fmt_bytes(per_gpu)} per GPU were not compared with it",
+                why_open=first["memory_why_open"] if first is not None else None)
         ctx.add("MTP307", f"the draft's MTP weights take about {fmt_bytes(per_gpu)} per GPU{when} under {tp_words(ctx, tp)} (GPU memory unknown)",
                 _tp_symbol(ctx), evidence=ev, severity=Severity.INFO, remediation="")
         return
@@ -872,7 +875,7 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
     dp = dp if isinstance(dp, str) else None
     same = dp is not None and mp is not None and (dp == mp or (cwd / dp).resolve() == (cwd / mp).resolve())
     draft_ck, draft_report, draft_gap = _checkpoint_of(analyzers, dp if not same else None, "--speculative-draft-model-path")
-    draft_gaps = (list(draft_report.gaps) if draft_report is not None else []) + ([draft_gap] if draft_gap is not None else [])
+    draft_gaps = list(draft_report.gaps) if draft_report is not None else []
     pf_report = analyzers.preflight(normalized_argv(cmd), engine=None, engine_facts={"sglang": sg}, use_engine_analyzer=False)
     reports.append(pf_report)
     if sg_report is not None:
@@ -894,7 +897,7 @@ def evaluate_launch(argv: Sequence[str], *, sg_report: Report | None, sg_gap: Ga
         reports = [mtp_errors_as_warnings(r, "SGLang", "--speculative-algorithm") if r.targets and r.targets[0].analyzer == "checkpoint" else r for r in reports]
     resolve_draft(ctx)
     if dp is not None and not same:
-        _draft_gaps(ctx, dp, draft_ck, draft_gaps)
+        _draft_gaps(ctx, dp, draft_ck, draft_gaps, draft_gap)
         if ctx.draft.get("uses_draft") and ck is not None:  # the draft's own weights draft: the target's MTP layers stay unloaded
             why = (f"the draft comes from --speculative-draft-model-path {dp}, so SGLang does not load this checkpoint's MTP "
                    "weights")
@@ -1002,8 +1005,13 @@ def relax_other_release_pin(ctx: Ctx, report: Report) -> Report:
     - the record does not show SGLang at all (a vLLM collect_env, a prose paste): a warning as well (installing is
       the case the record shows), with a note that the error case (X already installed beside torch Z) could not
       be told.
+
+    The release's pin is told from an installed package's ``Requires-Dist`` pin (also MTP209) by its evidence
+    (:data:`~mtp_audit.engines.sglang.kernels.PIN_SOURCE`); the preflight read the pins of the release audited here.
     """
     import dataclasses
+
+    from mtp_audit.engines.sglang.kernels import PIN_SOURCE
 
     pkg = ctx.machine.facts.package("sglang") if ctx.machine is not None else None
     installed = pkg.value if pkg is not None and pkg.present else None
@@ -1017,7 +1025,7 @@ def relax_other_release_pin(ctx: Ctx, report: Report) -> Report:
            " (a warning: no SGLang recorded; installing it replaces torch)")
     out, relaxed = [], False
     for f in report.findings:
-        if f.rule_id == "MTP209" and f.severity >= Severity.ERROR and f.message.startswith(f"sglang {audited} pins"):
+        if f.rule_id == "MTP209" and f.severity >= Severity.ERROR and any(e.label == PIN_SOURCE for e in f.evidence):
             f = dataclasses.replace(f, severity=Severity.WARNING, message=f.message + why)
             relaxed = True
         out.append(f)
@@ -1037,12 +1045,15 @@ def _checkpoint_of(analyzers: Analyzers, path: str | None, flag: str) -> tuple[C
     return checkpoint_answer(report), report, gap
 
 
-def _draft_gaps(ctx: Ctx, dp: str, draft_ck: CheckpointAnswer | None, draft_gaps: list[Gap]) -> None:
+def _draft_gaps(ctx: Ctx, dp: str, draft_ck: CheckpointAnswer | None, report_gaps: list[Gap], path_gap: Gap | None) -> None:
     """The draft checkpoint's gaps, blocking only when the algorithm loads a draft (docs/launch.md: a hub repo id with no
-    local folder is "could not tell"); a draft path without a draft algorithm is never read."""
+    local folder is "could not tell"); a draft path without a draft algorithm is never read. ``report_gaps``: those of
+    the draft's checkpoint report, said with the flag and path; ``path_gap``: the one for a path not found here
+    (:func:`mtp_audit.launch.analyzers.audit_model`), which already names them."""
     uses = bool(ctx.draft.get("uses_draft"))
-    ctx.gaps += [Gap(g.analyzer, g.message if g.message.startswith("--speculative-draft-model-path") else
-                     f"--speculative-draft-model-path {dp}: {g.message}", g.path, g.blocking and uses) for g in draft_gaps]
+    draft_gaps = [Gap(g.analyzer, f"--speculative-draft-model-path {dp}: {g.message}", g.path, g.blocking) for g in report_gaps]
+    draft_gaps += [path_gap] if path_gap is not None else []
+    ctx.gaps += [Gap(g.analyzer, g.message, g.path, g.blocking and uses) for g in draft_gaps]
     if uses and draft_ck is None and not any(g.blocking for g in draft_gaps):
         ctx.gap(f"--speculative-draft-model-path {dp}: the draft checkpoint was not audited; its architecture and MTP "
                 "weights are unknown", blocking=True)

@@ -318,8 +318,12 @@ def _backend_value(pf: dict[str, Any], key: str) -> str:
 
 
 def _fixed_by(f: Finding, changed: list[str], ctx: Any) -> bool:
-    """Whether the corrected command addresses finding ``f`` (its remediation names a changed flag)."""
-    if f.rule_id == "MTP300" and ctx.corrected_check is not None and "stops at start-up" in f.message:
+    """Whether the corrected command addresses finding ``f`` (its remediation names a changed flag). MTP300 of the
+    speculative hook (evidence :data:`~mtp_audit.engines.sglang.launch.spec_hook_replay.HOOK`) is addressed when the
+    corrected command, replayed again, no longer raises."""
+    from mtp_audit.engines.sglang.launch.spec_hook_replay import HOOK
+
+    if f.rule_id == "MTP300" and ctx.corrected_check is not None and any(e.label == HOOK for e in f.evidence):
         return not ctx.corrected_check["hook_raises"]  # the corrected command was replayed again
     if f.rule_id in ("MTP300", "MTP301"):
         return any(p.fix is not None for p in ctx.cmd.problems)
@@ -391,10 +395,10 @@ def upgrade_rewrites(old: Any, compared: Any) -> Any:
 
     if not old.context or not compared.context:
         return compared
-    findings, _ = diff_facts(old.context["sglang"], compared.context["sglang"], known=compared.context["known"])
+    findings, changes = diff_facts(old.context["sglang"], compared.context["sglang"], known=compared.context["known"])
     kept = [f for f in findings if f.rule_id == "MTP110" and f.severity >= Severity.WARNING]
-    counts = {"apply": sum(1 for f in kept if f.message.endswith("; for this launch: it applies)")),
-              "could_not_tell": sum(1 for f in kept if f.message.endswith("could not tell whether it applies)"))}
+    applies = [when for f, when in changes["applies"] if f.severity >= Severity.WARNING]  # every one is MTP110
+    counts = {"apply": sum(1 for w in applies if w is True), "could_not_tell": sum(1 for w in applies if w is not True)}
     facts = dict(compared.facts, diff=dict(compared.facts["diff"], rewrites=counts))
     reports = list(compared.reports)
     at = next((i for i, r in enumerate(reports) if r.targets and r.targets[0].analyzer == "sglang"), None)

@@ -58,6 +58,9 @@ class HookOutcome:
 #: The speculative parameters the hook decides (0.5.23 ``speculative_hook.py:1159-1173`` the auto choice, ``:1255-1266``
 #: ``speculative_num_draft_tokens`` adjusted to ``speculative_num_steps + 1`` when ``speculative_eagle_topk == 1``).
 RESOLVED = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
+#: The evidence label naming the hook of MTP300 when that hook raises for the launch (the server stops at start-up):
+#: no other MTP300 (the parser's, an unknown algorithm name) carries it, so the launch's outcome tells them apart by it.
+HOOK = "hook"
 
 
 def pick_hook(facts: dict[str, Any], algorithm: str | None) -> tuple[str, str, dict[str, Any]] | None:
@@ -254,7 +257,7 @@ def check_speculative_hook(ctx: Any) -> None:
     ctx.add("MTP300", f"SGLang {ctx.sglang_version} stops at start-up with {flags}: {out.hook} ({out.location}) raises "
             + raised_words(out) + "".join(f"; {f} is None there ({fl} not given)" for f, fl in nones), "--speculative-algorithm",
             evidence=[Evidence("raised at", w, loc_of(w)) for _t, _m, w in out.raised]
-            + [Evidence("hook", out.hook or "", loc_of(out.location))]
+            + [Evidence(HOOK, out.hook or "", loc_of(out.location))]
             + [Evidence("None", f"{f} ({fl} not given, default None)") for f, fl in nones],
             remediation=_remedy(first_raise(out), nones, fix))
 

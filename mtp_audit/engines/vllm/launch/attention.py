@@ -768,7 +768,7 @@ def _conclude(world: World, paths: list[Path], out: AttnSelection) -> None:
     """The backend (or the exception) every path agrees on, else the undecided tests."""
     raised = [q.raised for q in paths if q.raised is not None]
     if len(raised) == len(paths) and len({(x.type, x.location) for x in raised}) == 1:
-        known = [x for x in raised if "{" not in x.message]
+        known = [exc for exc in raised if "{" not in exc.message]
         out.raised, out.backend = (known[0] if known else raised[0]), None
         return
     ok = [q for q in paths if q.raised is None and q.lost is None]

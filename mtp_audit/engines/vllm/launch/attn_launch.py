@@ -213,6 +213,19 @@ def capability_missing(machine: MachineAnswer | None) -> str:
     return f"{origin}: {missing}" if missing else f"{origin}: not given"
 
 
+def capability_why_open(machine: MachineAnswer | None) -> str | None:
+    """Why the machine fact :func:`capability_missing` names is open (:attr:`mtp_audit.known.Known.why_open`): that of
+    the GPU list when the machine facts list no GPU, else that of the first GPU without a compute capability;
+    ``None`` when there is no machine, when the GPUs differ, or when the fact was looked for."""
+    if machine is None or not machine.origin or machine.origin == "none":
+        return None
+    if not machine.gpus:
+        return machine.gpu_count.why_open
+    if len({g.cc for g in machine.gpus if g.cc is not None}) > 1:
+        return None
+    return next((g.compute_capability.why_open for g in machine.gpus if g.compute_capability.value is None), None)
+
+
 def check_attention(ctx: Any, cfg: dict[str, Any] | None, cfg_problem: str | None, draft_cfg: Any = None,
                     quant_cfg: dict[str, Any] | None = None) -> None:
     """Replay the attention-backend selection for ``ctx``'s launch (target, then the draft model's layers when a
@@ -260,12 +273,12 @@ def _judge(ctx: Any, k: AttnKnowns, sel: AttnSelection, whose: str) -> None:
                 remediation=_fix(k, sel))
         return
     if sel.gap is not None or sel.backend is UNKNOWN:
-        why = sel.gap or "; ".join(sel.undecided[:4])
+        why, why_open = sel.gap or "; ".join(sel.undecided[:4]), None
         if sel.gap is not None and sel.gap.startswith(CAPABILITY_UNKNOWN):
-            why = f"{CAPABILITY_UNKNOWN} ({capability_missing(ctx.machine)})"
+            why, why_open = f"{CAPABILITY_UNKNOWN} ({capability_missing(ctx.machine)})", capability_why_open(ctx.machine)
         may_fail = any("Error" in u for u in sel.undecided[:1])
         ctx.gap(f"the attention backend vLLM selects for {'the draft model' if whose else 'the model'} is not decided ({why})",
-                blocking=may_fail)
+                blocking=may_fail, why_open=why_open)
 
 
 def draft_overrides(ctx: Any) -> list[tuple[str, str, str]]:

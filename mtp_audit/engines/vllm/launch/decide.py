@@ -272,16 +272,17 @@ def _draft_path(ctx: Any, rp: SpecReplay, model_path: str | None) -> None:
 
 
 def _rejected_before(ctx: Any) -> bool:
-    """The command or the validated ``method`` Literal already refused the config (vLLM stops before ``__post_init__``)."""
-    return any(f.rule_id == "MTP320" and ("Literal" in f.message or "not an integer" in f.message or f.location.symbol != "--speculative-config")
-               for f in ctx.findings)
+    """The command or the validated ``method`` Literal already refused the config (vLLM stops before ``__post_init__``):
+    pydantic's refusal (``ctx.refused_by_validation``), or an MTP320 of the argument parser (located at another
+    option than ``--speculative-config``)."""
+    return ctx.refused_by_validation or any(f.rule_id == "MTP320" and f.location.symbol != "--speculative-config" for f in ctx.findings)
 
 
 def _drop_fact_answers(ctx: Any, findings_before: int, gaps_before: int) -> None:
+    """Drop what the fact-based steps answered after ``findings_before`` / ``gaps_before``: their MTP320 and the gaps they
+    recorded as theirs (``ctx.fact_gaps``), which the replay answers instead; other gaps stay, whatever their words."""
     ctx.findings[findings_before:] = [f for f in ctx.findings[findings_before:] if f.rule_id != "MTP320"]
-    ctx.gaps[gaps_before:] = [g for g in ctx.gaps[gaps_before:]
-                              if not any(w in g.message for w in ("auto-detection test", "n_predict is not decided", "method default at",
-                                                                  "the method vLLM runs is unknown"))]
+    ctx.gaps[gaps_before:] = [g for g in ctx.gaps[gaps_before:] if g not in ctx.fact_gaps]  # the replay answers them
 
 
 def _refuse(ctx: Any, raised: Any, rp: SpecReplay) -> None:

@@ -91,6 +91,13 @@ class VCtx:
     method: str | None = None
     method_decided: bool = True
     fails: bool = False
+    #: pydantic refused the speculative config before ``__post_init__`` (MTP320 of :func:`_validated`: a
+    #: ``num_speculative_tokens`` that is not an integer, a ``method`` outside the validated Literal)
+    refused_by_validation: bool = False
+    #: the gaps the fact-based steps gave (a method default, an auto-detection test or the draft's n_predict not
+    #: decided statically), which the statement-order replay answers instead when it runs
+    #: (:func:`mtp_audit.engines.vllm.launch.decide.apply_replay`)
+    fact_gaps: list[Gap] = field(default_factory=list)
     draft: dict[str, Any] = field(default_factory=dict)
     k_requested: int | None = None
     k: int | None = None
@@ -127,9 +134,15 @@ class VCtx:
         self.findings.append(RULES_BY_ID[rule_id].finding(message, Location(symbol=symbol), evidence=tuple(evidence),
                                                           remediation=remediation, severity=severity))
 
-    def gap(self, message: str, blocking: bool = False) -> None:
-        """Record something the launch audit could not decide."""
-        self.gaps.append(Gap(ANALYZER, message, None, blocking))
+    def gap(self, message: str, blocking: bool = False, why_open: str | None = None) -> None:
+        """Record something the launch audit could not decide; ``why_open``: why it is open (the
+        :attr:`~mtp_audit.known.Known.why_open` of the machine fact it rests on)."""
+        self.gaps.append(Gap(ANALYZER, message, None, blocking, why_open=why_open))
+
+    def fact_gap(self, message: str, blocking: bool = False) -> None:
+        """A gap of a fact-based step that the replay answers instead (:attr:`fact_gaps`)."""
+        self.gap(message, blocking)
+        self.fact_gaps.append(self.gaps[-1])
 
     def reject(self, message: str, evidence: Sequence[Evidence] = (), remediation: str | None = None) -> None:
         """MTP320: vLLM refuses the speculative config; the server exits before the model loads."""
@@ -210,6 +223,7 @@ def _validated(ctx: VCtx, m: Any, k: Any, fix: dict[str, Any]) -> bool:
     lit, validated, members = sc.method_literal, sc.validated, ctx.release.alias_members
     if k is not None and not isinstance(k, int):
         ctx.reject(f"num_speculative_tokens={k!r} is not an integer", remediation="give num_speculative_tokens as a JSON number")
+        ctx.refused_by_validation = True
         return False
     if isinstance(m, str) and validated and lit is not None and lit.values and m not in lit.values and not method_admits_str(ctx):
         better = "mtp" if "mtp" in lit.values and (m in members or m.endswith("_mtp")) else None
@@ -221,6 +235,7 @@ def _validated(ctx: VCtx, m: Any, k: Any, fix: dict[str, Any]) -> bool:
                    evidence=[Evidence("Literal", lit.name or "?", loc_of(lit.location)),
                              Evidence("validated by", str(sc.validated_by))],
                    remediation=f'use "method": "{better}"' if better else "use a method this vLLM accepts (mtp-audit vllm lists them)")
+        ctx.refused_by_validation = True
         if better:
             fix["method"] = better
             ctx.spec_fix, ctx.spec_changed = fix, True
@@ -249,7 +264,7 @@ def _default_method(ctx: VCtx, ev: Evaluator) -> Any:
             ctx.trace.append(f"no method given -> {m} ({r['location']}, silent)")
             break
         if t is UNKNOWN:
-            ctx.gap(f"the method default at {r['location']} ({r['condition']}) was not decided statically; taken as not applying")
+            ctx.fact_gap(f"the method default at {r['location']} ({r['condition']}) was not decided statically; taken as not applying")
     ev.env["self.method"] = m
     return m
 
@@ -348,8 +363,8 @@ def detect(ctx: VCtx, ev: Evaluator, m: str | None, model: Any) -> None:
                 break
             if t is UNKNOWN:
                 ctx.method, ctx.method_decided = None, False
-                ctx.gap(f"auto-detection test {r['detector']} ({r['location']}) could not be decided for draft {model}: the method vLLM "
-                        "runs is unknown", blocking=True)
+                ctx.fact_gap(f"auto-detection test {r['detector']} ({r['location']}) could not be decided for draft {model}: the method "
+                             "vLLM runs is unknown", blocking=True)
                 return
         if not decided and m != "draft_model":
             ctx.method = m
@@ -378,11 +393,11 @@ def check_numbers(ctx: VCtx) -> None:
     ev_n = [Evidence("n_predict", how)]
     if n is None and "not decided" in how:
         if k is None:
-            ctx.gap(f"num_speculative_tokens is not given and the draft's n_predict is not decided ({how}): vLLM either defaults it to "
-                    "n_predict or raises 'num_speculative_tokens must be provided'; give num_speculative_tokens", blocking=True)
+            ctx.fact_gap(f"num_speculative_tokens is not given and the draft's n_predict is not decided ({how}): vLLM either defaults it "
+                         "to n_predict or raises 'num_speculative_tokens must be provided'; give num_speculative_tokens", blocking=True)
         elif k > 1:
-            ctx.gap(f"num_speculative_tokens={k}: the draft's n_predict is not decided ({how}); the divisibility rule "
-                    f"({rules.divisible_error}) was not checked")
+            ctx.fact_gap(f"num_speculative_tokens={k}: the draft's n_predict is not decided ({how}); the divisibility rule "
+                         f"({rules.divisible_error}) was not checked")
         ctx.k = k
         return
     if k is None:
@@ -667,7 +682,8 @@ def check_gpus(ctx: VCtx) -> None:
             return
         if plan.needed > 1:
             ctx.gap(f"the command needs {plan.needed} GPUs on this node ({plan.formula}) but the GPUs are unknown "
-                    f"({(ctx.machine.gpu_list_missing if ctx.machine else None) or 'no GPU listed'})", blocking=True)
+                    f"({(ctx.machine.gpu_list_missing if ctx.machine else None) or 'no GPU listed'})", blocking=True,
+                    why_open=ctx.machine.gpu_count.why_open if ctx.machine else None)
         return
     covered = vis.covers(plan.needed)
     if covered is None and vis.listed != "exact":
