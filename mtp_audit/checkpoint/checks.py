@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from pathlib import PurePosixPath
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import PurePosixPath
 
 from mtp_audit.checkpoint import checks_families
 from mtp_audit.checkpoint import rules as R
