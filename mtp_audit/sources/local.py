@@ -431,7 +431,7 @@ def _tensor_columns(entries: list[dict[str, Any]], raw: bytes, signed: bool
     # int (floats and NaN are refused by the hooks); any other value (an object or null) makes math.prod, operator.mul
     # or sub raise TypeError below, so no per-element type pass is needed.
     try:
-        starts, ends = zip(*offsets)
+        starts, ends = list(map(_FIRST, offsets)), list(map(_SECOND, offsets))  # each offsets list holds two
         numels = list(map(math.prod, shapes))
         if signed and (min(starts) < 0 or min(chain.from_iterable(shapes), default=0) < 0):
             return None
@@ -445,7 +445,7 @@ def _tensor_columns(entries: list[dict[str, Any]], raw: bytes, signed: bool
         return None
     if nbytes is None or nbytes != spans:
         return None  # also catches end < start: nbytes is never negative
-    return dtypes, shapes, nbytes, list(starts), list(ends), sum(numels)
+    return dtypes, shapes, nbytes, starts, ends, sum(numels)
 
 
 def _byte_sizes(dtypes: list[str], numels: list[int]) -> list[int] | None:
