@@ -110,6 +110,37 @@ def _own_class_defines(sources: Any, cls: str, name: str) -> tuple[bool | None, 
     return False, f"the release's own {cls} ({rel}:{node.lineno}, a PretrainedConfig) does not define {name}"
 
 
+def own_class_reads(sources: Any, model_type: Any, name: str) -> tuple[bool | None, str]:
+    """Whether reading attribute ``name`` on the ``hf_config`` of a ``model_type`` checkpoint succeeds because the
+    release's own config class (``_CONFIG_REGISTRY``, a ``PretrainedConfig``) defines it: a ``@property`` of that name
+    in the class body (0.34.0 ``vllm/transformers_utils/configs/kimi_k3.py`` ``KimiK3Config.vocab_size`` returns
+    ``self.text_config.vocab_size``) or an unconditional ``self.NAME = ...`` at the top level of its ``__init__``.
+    ``(True, evidence)``, or ``(None, why)``: a transformers class, another base, or a conditional definition is not
+    read here."""
+    if not isinstance(model_type, str):
+        return None, "the checkpoint's model_type is unknown"
+    cls, where = registry_class(sources, model_type)
+    rel = _class_module(sources, cls) if cls is not None else None
+    tree = _parse(sources, rel) if rel else None
+    node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), None) if tree is not None else None
+    if node is None:
+        return None, where if cls is None else f"the class {cls} was not found in the release's vllm/transformers_utils/configs"
+    bases = [b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else "" for b in node.bases]
+    if not bases or any(b not in _BASES for b in bases):
+        return None, f"{cls} ({rel}:{node.lineno}) derives from {', '.join(bases) or 'nothing'}"
+    for item in node.body:
+        if isinstance(item, ast.FunctionDef) and item.name == name and any(
+                isinstance(d, ast.Name) and d.id == "property" for d in item.decorator_list):
+            return True, f"{cls}.{name} is a property ({rel}:{item.lineno})"
+        if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+            for st in item.body:
+                targets = st.targets if isinstance(st, ast.Assign) else [st.target] if isinstance(st, ast.AnnAssign) else []
+                if any(isinstance(t, ast.Attribute) and t.attr == name and isinstance(t.value, ast.Name)
+                       and t.value.id == "self" for t in targets):
+                    return True, f"{cls}.__init__ sets self.{name} ({rel}:{st.lineno})"
+    return None, f"{cls} ({rel}:{node.lineno}) defines no {name} property or unconditional assignment"
+
+
 def _admitted_minors(requires: list[str] | None) -> set[tuple[int, int]] | None:
     """The (major, minor) releases of transformers the release's ``Requires-Dist`` admits (``None``: unbounded, no
     requirement or not read)."""

@@ -36,6 +36,7 @@ def draft_facts(ctx: Any, ck: dict[str, Any] | None) -> DraftFacts | None:
     if not isinstance(cfg, dict):
         return None
     mt, archs = cfg.get("model_type"), _arch(ck)
+    class_mt = mt
     arch0 = archs[0] if isinstance(archs, list) and archs else None
     view = ctx.view.draft(mt, arch0) if ctx.view is not None else None
     n: Any = None
@@ -52,7 +53,7 @@ def draft_facts(ctx: Any, ck: dict[str, Any] | None) -> DraftFacts | None:
         archs = view.get("architectures") or archs
     elif view is None:
         n = R_UNKNOWN
-    return DraftFacts(mt, archs, n, bool(cfg.get("text_config")), _config_class(cfg))
+    return DraftFacts(mt, archs, n, bool(cfg.get("text_config")), _config_class(cfg), class_model_type=class_mt)
 
 
 def checkpoint_model_type(ck: dict[str, Any] | None) -> Any:

@@ -227,6 +227,8 @@ class DraftFacts:
     n_predict: Any = R_UNKNOWN
     composite: Any = R_UNKNOWN
     config_class: str = "PretrainedConfig"
+    #: the ``model_type`` of config.json itself (the class vLLM builds ``hf_config`` from, before any override)
+    class_model_type: Any = R_UNKNOWN
 
 
 @dataclass
@@ -341,6 +343,7 @@ def _config_obj(f: DraftFacts, model: Any, quantization: Any) -> Obj:
     if f.n_predict is not R_UNKNOWN:
         hf_attrs["n_predict"] = f.n_predict
     hf_attrs["__composite__"] = f.composite
+    hf_attrs["__class_model_type__"] = f.class_model_type
     hf = Obj(f"{f.config_class}", hf_attrs)
     return Obj("ModelConfig", {"model": model, "hf_config": hf, "hf_text_config": hf, "architectures": hf_attrs["architectures"],
                                "quantization": quantization, "runner": "draft", "registry": Obj("registry")})
@@ -439,12 +442,20 @@ class _Hooks:
 
     def eagle_config(self, r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
         """``EAGLEConfig(hf_config, method=...)``: replayed from ``transformers_utils/configs/eagle.py`` when the tree
-        has it (the ``Eagle<Arch>`` / ``Eagle3<Arch>`` wrapping and its asserts); a composite config has no top-level
-        ``vocab_size`` (``AttributeError``)."""
+        has it (the ``Eagle<Arch>`` / ``Eagle3<Arch>`` wrapping and its asserts). A composite config reads ``vocab_size``
+        (``self.model.vocab_size``) only where the release's own config class defines it (:func:`mtp_audit.engines.vllm.
+        launch.config_class.own_class_reads`), else ``AttributeError``; where it does, the wrapper copies
+        ``self.model.to_dict()`` onto itself (0.34.0 ``eagle.py:85-88``), its ``text_config`` a dict then."""
         model = args[0] if args else kwargs.get("model")
         method = kwargs.get("method", "eagle")
+        nested = False
         if isinstance(model, Obj) and model.get("__composite__") is True:
-            raise HookRaise("AttributeError", f"'{model.name}' object has no attribute 'vocab_size'", self._eagle_line("vocab_size"))
+            from mtp_audit.engines.vllm.launch.config_class import own_class_reads
+
+            reads, _why = own_class_reads(self.sources, model.get("__class_model_type__"), "vocab_size")
+            if reads is not True:
+                raise HookRaise("AttributeError", f"'{model.name}' object has no attribute 'vocab_size'", self._eagle_line("vocab_size"))
+            nested = True
         archs = model.get("architectures") if isinstance(model, Obj) else R_UNKNOWN
         if not isinstance(archs, list) or not isinstance(method, str):
             return Obj("EAGLEConfig", {"model_type": "eagle", "architectures": R_UNKNOWN, "model": model})
@@ -458,8 +469,27 @@ class _Hooks:
         else:
             new = R_UNKNOWN
         attrs = dict(model.attrs) if isinstance(model, Obj) else {}
-        attrs.update({"model_type": "eagle", "architectures": new, "model": model})
+        attrs.update({"model_type": "eagle", "architectures": new, "model": model, "__text_config_dict__": nested})
         return Obj("EAGLEConfig", attrs)
+
+    def text_config_raise(self) -> tuple[str, str | None]:
+        """The message and ``file:line`` of ``get_hf_text_config``'s refusal of a ``text_config`` without
+        ``num_attention_heads`` (``raise ValueError("The text_config extracted from the model config does not have
+        `num_attention_heads` ...")``: 0.34.0 ``vllm/transformers_utils/config.py:1310``), read from the release."""
+        import ast as _ast
+
+        rel = "vllm/transformers_utils/config.py"
+        data = self.sources.get(rel)
+        try:
+            tree = _ast.parse(data.decode("utf-8")) if data else None
+        except (SyntaxError, UnicodeDecodeError, ValueError, MemoryError, RecursionError):
+            tree = None
+        for node in _ast.walk(tree) if tree is not None else ():
+            text = "".join(c.value for c in _ast.walk(node) if isinstance(c, _ast.Constant) and isinstance(c.value, str)) \
+                if isinstance(node, _ast.Raise) else ""
+            if "does not have `num_attention_heads`" in text:
+                return text, f"{rel}:{node.lineno}"
+        return "The text_config extracted from the model config does not have `num_attention_heads` attribute.", None
 
     def registry_raise(self) -> str:
         """``file:line`` of the registry's ``raise ValueError(f"Model architectures ... are not supported for now")``."""
@@ -495,6 +525,12 @@ class _Hooks:
         hf = d.get("hf_config")
         archs = hf.get("architectures") if isinstance(hf, Obj) else R_UNKNOWN
         d.attrs["architectures"] = archs
+        if isinstance(hf, Obj) and hf.get("__text_config_dict__") is True:
+            # update_arch_ first sets hf_text_config = get_hf_text_config(hf_config) (0.34.0 speculative.py:1570): the
+            # wrapper's text_config is the composite's to_dict() copy, a dict without num_attention_heads
+            # (transformers PreTrainedConfig.get_text_config returns it; vllm/transformers_utils/config.py:1309)
+            message, where = self.text_config_raise()
+            raise HookRaise("ValueError", message, where)
         d.attrs["hf_text_config"] = hf
         if not isinstance(archs, list):
             # the registry looks the wrapped architectures up and may refuse them: not known, so not a pass
