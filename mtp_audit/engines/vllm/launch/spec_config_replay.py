@@ -260,6 +260,12 @@ class LaunchKnowns:
     #: model path -> an upper bound of the max_model_len vLLM derives for it (``None``: no bound; always ``None`` when
     #: ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` is set)
     max_len_bound: Any = None
+    #: (model path, model_type after ``hf_config_override``) -> a lower bound of the max_model_len vLLM derives for it
+    #: (:func:`mtp_audit.engines.vllm.launch.max_len.length_floor`; ``math.inf``: no length key), ``None``: not decided
+    max_len_floor: Any = None
+    #: the target ``ModelConfig.max_model_len`` (an int, a :class:`~mtp_audit.engines.code.statements.Bounded` one, or
+    #: :data:`R_UNKNOWN`)
+    target_max_len: Any = R_UNKNOWN
     #: model path -> the ``vocab_size`` of its config.json (its ``text_config``'s for a composite one), ``None`` when absent
     vocab_of: Any = None
     #: model path -> whether its config.json sets no ``head_dtype`` (then vLLM runs the lm_head in the model dtype)
@@ -371,30 +377,45 @@ class _Hooks:
         """``ModelConfig(model=..., runner="draft", hf_overrides=...)``: the draft checkpoint's config after
         ``hf_config_override`` (:meth:`LaunchView.draft`)."""
         model = kwargs.get("model", args[0] if args else R_UNKNOWN)
-        self._check_max_len(model, kwargs.get("max_model_len"))
         f = self.k.draft_of(model) if isinstance(model, str) else None
         if f is None:
             f = DraftFacts(R_UNKNOWN, R_UNKNOWN)
+        self._check_max_len(model, kwargs.get("max_model_len"), f.model_type)
+        taken = self._max_len_taken(model, kwargs.get("max_model_len"), f)
         self._check_quantization(model, kwargs.get("quantization", R_UNKNOWN), f)
         obj = _config_obj(f, model, kwargs.get("quantization", R_UNKNOWN))
         obj.attrs["get_vocab_size"] = _vocab_native(self.k, model)
+        if taken is not None:
+            obj.attrs["max_model_len"] = taken
         if self.k.head_dtype_is_dtype is not None and isinstance(model, str) and self.k.head_dtype_is_dtype(model):
             # a generation (or draft) model's head runs in the model dtype unless its config sets head_dtype
             # (vllm/config/model.py _get_head_dtype: 0.34.0 :2565-2586): the same value, whatever it is
             obj.attrs["dtype"] = obj.attrs["head_dtype"] = f"<the dtype of {model}>"
         return obj
 
-    def _check_max_len(self, model: Any, mml: Any) -> None:
+    def _check_max_len(self, model: Any, mml: Any, model_type: Any = None) -> None:
         """The draft ``ModelConfig`` refuses a ``max_model_len`` above the length it derives from the draft's config.json
         ("User-specified max_model_len (...) is greater than the derived max_model_len", ``vllm/config/model.py``
         ``_get_and_verify_max_len``: 0.34.0 :2708, 0.33.0 :2664, 0.24.0 :2209): said only when ``mml`` is above an
-        upper bound of that length (:func:`mtp_audit.engines.vllm.launch.decide.max_len_bound`)."""
+        upper bound of that length (:func:`mtp_audit.engines.vllm.launch.decide.max_len_bound`, or the exact length of
+        :func:`mtp_audit.engines.vllm.launch.max_len.length_exact` where it is decided; ``model_type``: the draft's
+        after ``hf_config_override``)."""
         if not isinstance(mml, int) or isinstance(mml, bool) or self.k.max_len_bound is None:
             return
-        bound = self.k.max_len_bound(model)
+        bound = self.k.max_len_bound(model, model_type)
         if bound is not None and mml > bound:
             raise HookRaise("ValueError", f"User-specified max_model_len ({mml}) is greater than the derived max_model_len "
                             f"(at most {bound} from the draft's config.json)", self._max_len_line())
+
+    def _max_len_taken(self, model: Any, mml: Any, f: DraftFacts) -> int | None:
+        """The draft ``ModelConfig``'s ``max_model_len`` when the given ``mml`` is at or below a lower bound of the length
+        it derives (:func:`mtp_audit.engines.vllm.launch.max_len.length_floor`): ``_get_and_verify_max_len`` then
+        returns ``int(max_model_len)`` (0.34.0 ``vllm/config/model.py:2701-2723``; with no length key at all it returns
+        the given value at :2627); ``None`` when not decided."""
+        if not isinstance(mml, int) or isinstance(mml, bool) or self.k.max_len_floor is None or not isinstance(model, str):
+            return None
+        floor = self.k.max_len_floor(model, f.model_type)
+        return mml if floor is not None and mml <= floor else None
 
     def has_arctic_inference(self, *a: Any) -> Any:
         """``has_arctic_inference()`` (0.33.0 ``speculative.py:1727``, suffix decoding): ``True`` when the release requires
@@ -781,5 +802,5 @@ def _target_obj(k: LaunchKnowns) -> Obj:
     hf = Obj("PretrainedConfig", {"model_type": k.target.model_type, "architectures": k.target.architectures})
     text = Obj("PretrainedConfig", {"model_type": k.target_text_model_type}) if k.target_text_model_type else hf
     return Obj("ModelConfig", {"model": k.target_model, "model_weights": "", "quantization": k.quantization, "hf_config": hf,
-                               "hf_text_config": text, "hf_overrides": None, "max_model_len": R_UNKNOWN,
+                               "hf_text_config": text, "hf_overrides": None, "max_model_len": k.target_max_len,
                                "architectures": k.target.architectures, "get_vocab_size": _vocab_native(k, k.target_model)})
