@@ -123,3 +123,101 @@ def test_a_convertor_with_its_own_length_rule_is_not_decided(tmp_path) -> None:
     # 0.34.0 MossAudioModelArchConfigConvertor.derive_max_model_len_and_key reads its language config
     assert "MossAudioModelArchConfigConvertor" in convertor_overrides(view.sources, ["moss_audio"])
     assert convertor_overrides(view.sources, ["deepseek_v3", "deepseek_mtp", "qwen3_next_mtp"]) is None
+
+
+# --- real values: what the real vLLM did (tests/oracle/probe_max_len.py in /work/oracle-venvs/vllm-X, CPU, on
+# 2026-12-05), and what the launch replay says for the same launch --------------------------------------------------
+
+def _mtp(version: str, name: str, mml: int, *extra: str) -> tuple[str, str]:
+    r = _on(version, name, {"method": "mtp", "num_speculative_tokens": 1, "max_model_len": mml}, *extra)
+    refused = _refusals(r)
+    if refused:
+        return "refused", refused[0].split("(the server will not start): ", 1)[1]
+    runs = r.facts["launch"]["speculative"].get("runs_as")
+    return ("runs", runs) if runs else ("undecided", "; ".join(g.message for g in r.gaps))
+
+
+#: (version, config, max_model_len, what real vLLM did: "runs" or the exception's "Type at file:line")
+REAL = [
+    # 0.34.0: the derived length is max_position_embeddings (DeepSeek-V3's YaRN factor is not applied: model.py:2661)
+    ("0.34.0", "deepseek-ai--DeepSeek-V3", 1024, "runs"),
+    ("0.34.0", "deepseek-ai--DeepSeek-V3", 163840, "runs"),
+    ("0.34.0", "deepseek-ai--DeepSeek-V3", 163841, "ValueError at vllm/config/model.py:2724"),
+    ("0.34.0", "deepseek-ai--DeepSeek-V3", 10**6, "ValueError at vllm/config/model.py:2724"),
+    ("0.34.0", "mistralai--Mixtral-8x22B-v0.1", 65536, "runs"),
+    ("0.34.0", "mistralai--Mixtral-8x22B-v0.1", 65537, "ValueError at vllm/config/model.py:2724"),
+    ("0.34.0", "zai-org--GLM-5", 202752, "runs"),
+    ("0.34.0", "zai-org--GLM-5", 202753, "ValueError at vllm/config/model.py:2724"),
+    ("0.34.0", "deepseek-ai--DeepSeek-V4-Flash", 1048576, "runs"),
+    ("0.34.0", "deepseek-ai--DeepSeek-V4-Flash", 1048577, "ValueError at vllm/config/model.py:2724"),
+    ("0.34.0", "XiaomiMiMo--MiMo-V2-Flash", 262144, "runs"),
+    ("0.34.0", "XiaomiMiMo--MiMo-V2-Flash", 262145, "ValueError at vllm/config/model.py:2724"),
+    ("0.33.0", "deepseek-ai--DeepSeek-V3", 163840, "runs"),
+    ("0.33.0", "deepseek-ai--DeepSeek-V3", 163841, "ValueError at vllm/config/model.py:2680"),
+    ("0.33.0", "Qwen--Qwen3-Next-80B-A3B-Thinking", 262144, "runs"),
+    ("0.33.0", "Qwen--Qwen3-Next-80B-A3B-Thinking", 262145, "ValueError at vllm/config/model.py:2680"),
+    ("0.33.0", "zai-org--GLM-5", 202753, "ValueError at vllm/config/model.py:2680"),
+    # 0.33.0 has no MTP for Mixtral, but the draft ModelConfig checks the length first
+    ("0.33.0", "mistralai--Mixtral-8x22B-v0.1", 65536, "NotImplementedError at vllm/config/speculative.py:1499"),
+    ("0.33.0", "mistralai--Mixtral-8x22B-v0.1", 65537, "ValueError at vllm/config/model.py:2680"),
+    # 0.24.0: Qwen3-Next and DeepSeek-V4 are the release's own classes (read from its tree)
+    ("0.24.0", "Qwen--Qwen3-Next-80B-A3B-Thinking", 262144, "runs"),
+    ("0.24.0", "Qwen--Qwen3-Next-80B-A3B-Thinking", 262145, "ValueError at vllm/config/model.py:2225"),
+    ("0.24.0", "deepseek-ai--DeepSeek-V4-Flash", 65536, "runs"),
+]
+
+#: real vLLM runs these, but a step of the derivation is not read: "could not tell", never a pass or a refusal
+NOT_DECIDED = [
+    # 0.24.0 admits any transformers >= 5.5.3: DeepseekV3Config's defaults were not read in all of them
+    ("0.24.0", "deepseek-ai--DeepSeek-V3", 1024),
+    # 0.24.0 derives 65536 x 16 (the YaRN original length times its factor, model.py:2166): only 65536 is a bound
+    ("0.24.0", "deepseek-ai--DeepSeek-V4-Flash", 1048576),
+]
+
+
+@pytest.mark.parametrize(("version", "name", "mml", "real"), REAL)
+def test_speculative_max_model_len_against_real_vllm(version: str, name: str, mml: int, real: str) -> None:
+    kind, detail = _mtp(version, name, mml)
+    if real == "runs":
+        assert (kind, detail) == ("runs", "mtp")
+    else:
+        exc, where = real.split(" at ")
+        assert kind == "refused" and detail.startswith(f"{exc}: ") and f"({where})" in detail
+
+
+@pytest.mark.parametrize(("version", "name", "mml"), NOT_DECIDED)
+def test_speculative_max_model_len_not_read_stays_could_not_tell(version: str, name: str, mml: int) -> None:
+    kind, detail = _mtp(version, name, mml)
+    assert kind == "undecided" and "speculative_max_model_len > draft_max_model_len" in detail
+
+
+@pytest.mark.parametrize(("version", "name", "mml", "real"), [
+    ("0.34.0", "deepseek-ai--DeepSeek-V3", 2048, "runs"),
+    ("0.34.0", "deepseek-ai--DeepSeek-V3", 2049, "vllm/config/speculative.py:1466"),
+    ("0.34.0", "Qwen--Qwen3-Next-80B-A3B-Thinking", 2049, "vllm/config/speculative.py:1466"),
+    ("0.33.0", "deepseek-ai--DeepSeek-V3", 2049, "vllm/config/speculative.py:1787"),
+    ("0.24.0", "Qwen--Qwen3-Next-80B-A3B-Thinking", 2049, "vllm/config/speculative.py:912"),
+])
+def test_speculative_max_model_len_against_the_targets_given_length(version: str, name: str, mml: int, real: str) -> None:
+    # vllm serve --max-model-len 2048: the target keeps 2048 and _maybe_override_draft_max_model_len refuses a larger
+    # speculative one ("speculative_max_model_len=2049 cannot be larger than target_max_model_len=2048")
+    kind, detail = _mtp(version, name, mml, "--max-model-len", "2048")
+    if real == "runs":
+        assert (kind, detail) == ("runs", "mtp")
+    else:
+        assert kind == "refused" and "speculative_max_model_len=2049 cannot be larger than target_max_model_len=2048" in detail
+        assert detail.startswith("ValueError: ") and f"({real})" in detail
+
+
+def test_bounded_integer_comparisons() -> None:
+    import ast
+
+    from mtp_audit.engines.code.statements import UNKNOWN, Bounded
+
+    b = Bounded(163840, 6553600)
+    assert b.compare(ast.Gt(), 1024, True) is False      # 1024 > b
+    assert b.compare(ast.Gt(), 163840, True) is False    # 163840 > b
+    assert b.compare(ast.Gt(), 163841, True) is UNKNOWN
+    assert b.compare(ast.Gt(), 6553601, True) is True
+    assert b.compare(ast.Eq(), 1024, False) is False and b.compare(ast.Eq(), 200000, False) is UNKNOWN
+    assert Bounded(5).compare(ast.Lt(), 10**9, False) is UNKNOWN   # no upper bound
