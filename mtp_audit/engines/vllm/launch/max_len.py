@@ -86,9 +86,9 @@ def _unscaled_types(fn: ast.FunctionDef) -> frozenset[str] | None:
     found = [n.comparators[0] for n in ast.walk(fn) if isinstance(n, ast.Compare) and isinstance(n.left, ast.Name)
              and n.left.id == "rope_type" and len(n.ops) == 1 and isinstance(n.ops[0], ast.NotIn)
              and isinstance(n.comparators[0], ast.Tuple)]
-    if len(found) != 1 or not all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in found[0].elts):
-        return None
-    return frozenset(e.value for e in found[0].elts)
+    elts = found[0].elts if len(found) == 1 and isinstance(found[0], ast.Tuple) else []
+    names = [e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return frozenset(names) if names and len(names) == len(elts) else None
 
 
 def _assignments(fn: ast.FunctionDef, name: str) -> list[str]:

@@ -505,9 +505,9 @@ class _Hooks:
             tree = _ast.parse(data.decode("utf-8")) if data else None
         except (SyntaxError, UnicodeDecodeError, ValueError, MemoryError, RecursionError):
             tree = None
-        for node in _ast.walk(tree) if tree is not None else ():
-            text = "".join(c.value for c in _ast.walk(node) if isinstance(c, _ast.Constant) and isinstance(c.value, str)) \
-                if isinstance(node, _ast.Raise) else ""
+        raises = [n for n in _ast.walk(tree) if isinstance(n, _ast.Raise)] if tree is not None else []
+        for node in raises:
+            text = "".join(c.value for c in _ast.walk(node) if isinstance(c, _ast.Constant) and isinstance(c.value, str))
             if "does not have `num_attention_heads`" in text:
                 return text, f"{rel}:{node.lineno}"
         return "The text_config extracted from the model config does not have `num_attention_heads` attribute.", None
