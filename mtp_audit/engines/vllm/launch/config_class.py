@@ -31,11 +31,10 @@ _BASES = {"PretrainedConfig", "PreTrainedConfig"}
 
 
 def _parse(sources: Any, rel: str) -> ast.Module | None:
+    from mtp_audit.engines.vllm.launch.max_len import parsed
+
     data = sources.get(rel) if sources is not None else None
-    try:
-        return ast.parse(data.decode("utf-8")) if data else None
-    except (SyntaxError, UnicodeDecodeError, ValueError, MemoryError, RecursionError):
-        return None
+    return parsed(data) if isinstance(data, bytes) and data else None
 
 
 def _assigned(tree: ast.Module, name: str) -> ast.expr | None:

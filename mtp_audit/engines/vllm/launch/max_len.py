@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import math
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -52,16 +53,33 @@ _NESTED = ("text_config", "decoder", "generator", "text_encoder")
 
 def _tree(sources: Any, rel: str) -> ast.Module | None:
     data = sources.get(rel) if sources is not None else None
+    return parsed(data) if isinstance(data, bytes) else None
+
+
+@lru_cache(maxsize=32)
+def parsed(data: bytes) -> ast.Module | None:
+    """``ast.parse`` of a release file's bytes, once per content (the trees are read, never changed); ``None`` when it
+    does not parse."""
     try:
-        return ast.parse(data.decode("utf-8")) if data else None
+        return ast.parse(data.decode("utf-8"))
     except (SyntaxError, UnicodeDecodeError, ValueError, MemoryError, RecursionError):
         return None
 
 
 def release_steps(sources: Any) -> tuple[dict[str, Any] | None, str]:
     """What the release's ``_get_and_verify_max_len`` and ``derive_max_model_len_and_key`` do, read from its tree:
-    ``({"keys": [...], "yarn_original": bool}, evidence)``, or ``(None, why)`` when either differs from the steps this
-    module follows (module docstring)."""
+    ``({"keys": [...], "yarn_original": bool, "unscaled": RoPE types}, evidence)``, or ``(None, why)`` when either
+    differs from the steps this module follows (module docstring). Read once per pair of file contents."""
+    model_data = sources.get(MODEL_REL) if sources is not None else None
+    conv_data = sources.get(CONVERTOR_REL) if sources is not None else None
+    if not isinstance(model_data, bytes) or not isinstance(conv_data, bytes):
+        return None, f"{MODEL_REL} or {CONVERTOR_REL} was not read"
+    return _steps_of(model_data, conv_data)
+
+
+@lru_cache(maxsize=16)
+def _steps_of(model_data: bytes, conv_data: bytes) -> tuple[dict[str, Any] | None, str]:
+    sources = {MODEL_REL: model_data, CONVERTOR_REL: conv_data}
     model = _tree(sources, MODEL_REL)
     fn = next((n for n in model.body if isinstance(n, ast.FunctionDef) and n.name == "_get_and_verify_max_len"), None) \
         if model is not None else None
