@@ -31,10 +31,18 @@ _BASES = {"PretrainedConfig", "PreTrainedConfig"}
 
 
 def _parse(sources: Any, rel: str) -> ast.Module | None:
-    from mtp_audit.engines.vllm.launch.max_len import parsed
-
     data = sources.get(rel) if sources is not None else None
     return parsed(data) if isinstance(data, bytes) and data else None
+
+
+@lru_cache(maxsize=32)
+def parsed(data: bytes) -> ast.Module | None:
+    """``ast.parse`` of a release file's bytes, once per content (the trees are read, never changed); ``None`` when it
+    does not parse."""
+    try:
+        return ast.parse(data.decode("utf-8"))
+    except (SyntaxError, UnicodeDecodeError, ValueError, MemoryError, RecursionError):
+        return None
 
 
 def _assigned(tree: ast.Module, name: str) -> ast.expr | None:

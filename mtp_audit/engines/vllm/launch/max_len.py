@@ -52,18 +52,10 @@ _NESTED = ("text_config", "decoder", "generator", "text_encoder")
 
 
 def _tree(sources: Any, rel: str) -> ast.Module | None:
+    from mtp_audit.engines.vllm.launch.config_class import parsed
+
     data = sources.get(rel) if sources is not None else None
     return parsed(data) if isinstance(data, bytes) else None
-
-
-@lru_cache(maxsize=32)
-def parsed(data: bytes) -> ast.Module | None:
-    """``ast.parse`` of a release file's bytes, once per content (the trees are read, never changed); ``None`` when it
-    does not parse."""
-    try:
-        return ast.parse(data.decode("utf-8"))
-    except (SyntaxError, UnicodeDecodeError, ValueError, MemoryError, RecursionError):
-        return None
 
 
 def release_steps(sources: Any) -> tuple[dict[str, Any] | None, str]:
