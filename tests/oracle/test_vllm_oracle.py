@@ -38,12 +38,6 @@ pytestmark = [pytest.mark.oracle, pytest.mark.network, pytest.mark.slow]
 RELEASES = ("0.11.0", "0.24.0", "0.33.0", "0.34.0")
 #: "(config) (form)" -> why the replay and real vLLM differ there (kept short; docs/vllm.md has the detail)
 EXPLAINED: dict[str, str] = {
-    # both refuse: vLLM first fails to find num_attention_heads in Kimi-K3's text_config
-    # (vllm/transformers_utils/config.py:1310, 0.34.0), the replay on EAGLEConfig's missing top-level vocab_size
-    # (transformers_utils/configs/eagle.py): the text_config check of get_hf_text_config is not replayed
-    "moonshotai--Kimi-K3 eagle-self": "both refuse; a different first exception",
-    "moonshotai--Kimi-K3 eagle3-self": "both refuse; a different first exception",
-    "moonshotai--Kimi-K3 dflash-self": "both refuse; a different first exception",
 }
 
 

@@ -80,6 +80,40 @@ class Obj:
         return f"<{self.name}>"
 
 
+class Bounded:
+    """An integer known only to lie between ``lo`` and ``hi`` (``None``: no upper bound), e.g. a length derived from a
+    config whose exact value the launch does not know: an ordering comparison with a known integer is decided where the
+    interval allows (``1024 > Bounded(163840)`` is ``False``), anything else is :data:`UNKNOWN` (it is not plain data)."""
+
+    def __init__(self, lo: int, hi: int | None = None, name: str = "an integer") -> None:
+        self.lo, self.hi, self.name = lo, hi, name
+
+    def __repr__(self) -> str:
+        return f"<{self.name}: at least {self.lo}" + (f", at most {self.hi}>" if self.hi is not None else ">")
+
+    def __deepcopy__(self, memo: Any) -> Bounded:
+        return self
+
+    def __bool__(self) -> bool:
+        if self.lo > 0:
+            return True
+        raise TypeError("the truth of a bounded integer that may be 0 is not known")
+
+    def compare(self, op: ast.cmpop, other: Any, flipped: bool) -> Any:
+        """``self OP other`` (``other OP self`` when ``flipped``) for an integer ``other``: ``True``/``False`` where every
+        value of the interval gives the same answer, else :data:`UNKNOWN`."""
+        if isinstance(other, bool) or not isinstance(other, int) or type(op) not in _CMP:
+            return UNKNOWN
+        f = _CMP[type(op)]
+        ends = [self.lo, self.hi if self.hi is not None else max(self.lo, other) + 1]
+        if isinstance(op, (ast.Eq, ast.NotEq)):
+            inside = self.lo <= other and (self.hi is None or other <= self.hi)
+            if inside and self.lo != self.hi:
+                return UNKNOWN
+        got = {f(other, e) if flipped else f(e, other) for e in ends}
+        return got.pop() if len(got) == 1 else UNKNOWN
+
+
 @dataclass
 class Raised:
     """An exception the replayed code raises: its class name, its message (``{...}`` for unknown parts), where;
@@ -789,6 +823,8 @@ class Replay:
                 return UNKNOWN
             return r if isinstance(op, ast.In) else not r
         f = _CMP[type(op)]
+        if isinstance(a, Bounded) or isinstance(b, Bounded):
+            return a.compare(op, b, False) if isinstance(a, Bounded) else b.compare(op, a, True)
         if isinstance(a, Obj) or isinstance(b, Obj):
             return (a is b) if isinstance(op, ast.Eq) else (a is not b) if isinstance(op, ast.NotEq) else UNKNOWN
         return self._apply(lambda: f(a, b), [a, b], n, p)

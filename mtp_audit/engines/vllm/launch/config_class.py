@@ -32,8 +32,15 @@ _BASES = {"PretrainedConfig", "PreTrainedConfig"}
 
 def _parse(sources: Any, rel: str) -> ast.Module | None:
     data = sources.get(rel) if sources is not None else None
+    return parsed(data) if isinstance(data, bytes) and data else None
+
+
+@lru_cache(maxsize=32)
+def parsed(data: bytes) -> ast.Module | None:
+    """``ast.parse`` of a release file's bytes, once per content (the trees are read, never changed); ``None`` when it
+    does not parse."""
     try:
-        return ast.parse(data.decode("utf-8")) if data else None
+        return ast.parse(data.decode("utf-8"))
     except (SyntaxError, UnicodeDecodeError, ValueError, MemoryError, RecursionError):
         return None
 
@@ -110,6 +117,37 @@ def _own_class_defines(sources: Any, cls: str, name: str) -> tuple[bool | None, 
     return False, f"the release's own {cls} ({rel}:{node.lineno}, a PretrainedConfig) does not define {name}"
 
 
+def own_class_reads(sources: Any, model_type: Any, name: str) -> tuple[bool | None, str]:
+    """Whether reading attribute ``name`` on the ``hf_config`` of a ``model_type`` checkpoint succeeds because the
+    release's own config class (``_CONFIG_REGISTRY``, a ``PretrainedConfig``) defines it: a ``@property`` of that name
+    in the class body (0.34.0 ``vllm/transformers_utils/configs/kimi_k3.py`` ``KimiK3Config.vocab_size`` returns
+    ``self.text_config.vocab_size``) or an unconditional ``self.NAME = ...`` at the top level of its ``__init__``.
+    ``(True, evidence)``, or ``(None, why)``: a transformers class, another base, or a conditional definition is not
+    read here."""
+    if not isinstance(model_type, str):
+        return None, "the checkpoint's model_type is unknown"
+    cls, where = registry_class(sources, model_type)
+    rel = _class_module(sources, cls) if cls is not None else None
+    tree = _parse(sources, rel) if rel else None
+    node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), None) if tree is not None else None
+    if node is None:
+        return None, where if cls is None else f"the class {cls} was not found in the release's vllm/transformers_utils/configs"
+    bases = [b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else "" for b in node.bases]
+    if not bases or any(b not in _BASES for b in bases):
+        return None, f"{cls} ({rel}:{node.lineno}) derives from {', '.join(bases) or 'nothing'}"
+    for item in node.body:
+        if isinstance(item, ast.FunctionDef) and item.name == name and any(
+                isinstance(d, ast.Name) and d.id == "property" for d in item.decorator_list):
+            return True, f"{cls}.{name} is a property ({rel}:{item.lineno})"
+        if isinstance(item, ast.FunctionDef) and item.name == "__init__":
+            for st in item.body:
+                targets = st.targets if isinstance(st, ast.Assign) else [st.target] if isinstance(st, ast.AnnAssign) else []
+                if any(isinstance(t, ast.Attribute) and t.attr == name and isinstance(t.value, ast.Name)
+                       and t.value.id == "self" for t in targets):
+                    return True, f"{cls}.__init__ sets self.{name} ({rel}:{st.lineno})"
+    return None, f"{cls} ({rel}:{node.lineno}) defines no {name} property or unconditional assignment"
+
+
 def _admitted_minors(requires: list[str] | None) -> set[tuple[int, int]] | None:
     """The (major, minor) releases of transformers the release's ``Requires-Dist`` admits (``None``: unbounded, no
     requirement or not read)."""
@@ -182,3 +220,106 @@ def imported_int(sources: Any, spec_text: str | None, name: str) -> tuple[int | 
     if isinstance(value, ast.Constant) and isinstance(value.value, int) and not isinstance(value.value, bool):
         return value.value, f"{name} = {value.value} ({rel}:{value.lineno})"
     return None, f"{name}: not an integer constant of {rel}"
+
+
+#: the attributes :func:`length_defaults` answers for: ``derive_max_model_len_and_key``'s ``possible_keys`` (0.24.0 to
+#: 0.34.0 ``model_arch_config_convertor.py``) and ``position_embedding_type`` (``get_and_verify_max_len``)
+LENGTH_KEYS = frozenset({"max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
+                         "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len",
+                         "position_embedding_type"})
+_TF_READ = ("5.16.1", "5.17.0", "5.18.0", "5.19.0", "5.20.2", "5.21.1", "5.22.2")
+#: model_type -> (transformers class, the releases read, {length attribute: its default} for the attributes of
+#: :data:`LENGTH_KEYS` the class defines). Read in the wheels on 2026-12-05 (``transformers/models/X/configuration_X.py``
+#: and ``configuration_utils.py``): each class derives from ``PreTrainedConfig`` alone, defines
+#: ``max_position_embeddings`` as a dataclass field with a literal default and no other length attribute, no
+#: ``attribute_map`` entry names one, no string ``"factor"`` or ``"original_max_position_embeddings"`` appears in it (its
+#: RoPE defaults add no scaling factor), and ``PreTrainedConfig`` names none of them, in every release listed.
+TRANSFORMERS_LENGTH_DEFAULTS: dict[str, tuple[str, tuple[str, ...], dict[str, int]]] = {
+    "deepseek_v3": ("DeepseekV3Config", _TF_READ, {"max_position_embeddings": 4096}),
+    "deepseek_v4": ("DeepseekV4Config", _TF_READ, {"max_position_embeddings": 1048576}),
+    "glm_moe_dsa": ("GlmMoeDsaConfig", _TF_READ, {"max_position_embeddings": 202752}),
+    "minimax_m2": ("MiniMaxM2Config", _TF_READ, {"max_position_embeddings": 196608}),
+    "mimo_v2_flash": ("MiMoV2FlashConfig", _TF_READ, {"max_position_embeddings": 131072}),
+    "mixtral": ("MixtralConfig", _TF_READ, {"max_position_embeddings": 4096 * 32}),
+    "nemotron_h": ("NemotronHConfig", _TF_READ, {"max_position_embeddings": 4096}),
+    "qwen3_moe": ("Qwen3MoeConfig", _TF_READ, {"max_position_embeddings": 32768}),
+    "qwen3_next": ("Qwen3NextConfig", _TF_READ, {"max_position_embeddings": 32768}),
+}
+
+
+def length_defaults(sources: Any, requires: list[str] | None, model_type: Any, keys: list[str]) -> tuple[dict[str, Any] | None, str]:
+    """The defaults the config class vLLM builds a ``model_type`` checkpoint's ``hf_config`` from gives the length
+    attributes ``keys`` when config.json leaves them out: ``({key: default}, evidence)`` for the keys the class defines
+    (a key it does not define is absent), or ``(None, why)`` when that is not decided. The release's own class is read
+    from its tree (:func:`_own_length_defaults`); a transformers class only from :data:`TRANSFORMERS_LENGTH_DEFAULTS`
+    and only when every minor release the release's ``Requires-Dist: transformers`` admits was read."""
+    if not isinstance(model_type, str):
+        return None, "the checkpoint's model_type is unknown"
+    if any(k not in LENGTH_KEYS for k in keys):
+        return None, f"length keys not read in any config class: {sorted(set(keys) - LENGTH_KEYS)}"
+    cls, where = registry_class(sources, model_type)
+    if cls is not None:
+        return _own_length_defaults(sources, cls, keys)
+    if "no readable" in where:
+        return None, where
+    known = TRANSFORMERS_LENGTH_DEFAULTS.get(model_type)
+    if known is None:
+        return None, f"{model_type} is built by a transformers class whose length defaults mtp-audit has not read"
+    tf_cls, versions, defaults = known
+    minors = _admitted_minors(requires)
+    checked = {tuple(int(x) for x in v.split(".")[:2]) for v in versions}
+    if minors is None or not minors <= checked:
+        return None, (f"transformers {tf_cls}'s length defaults were read in {versions[0]} to {versions[-1]}, but this "
+                      "release's transformers requirement admits releases not read")
+    return ({k: v for k, v in defaults.items() if k in keys},
+            f"transformers {tf_cls} ({', '.join(f'{k}={v}' for k, v in defaults.items())}; read in every admitted release)")
+
+
+def _own_length_defaults(sources: Any, cls: str, keys: list[str]) -> tuple[dict[str, Any] | None, str]:
+    """:func:`length_defaults` for the release's own class ``cls`` (``vllm/transformers_utils/configs/``): a key it
+    names only as an ``__init__`` parameter with a literal default stored by an unconditional ``self.KEY = KEY`` has
+    that default; a key it does not name is absent; any other use of a key, or a RoPE ``"factor"`` /
+    ``"original_max_position_embeddings"`` it could set, is not decided."""
+    rel = _class_module(sources, cls)
+    tree = _parse(sources, rel) if rel else None
+    node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls), None) if tree is not None else None
+    if node is None:
+        return None, f"the class {cls} was not found in the release's vllm/transformers_utils/configs"
+    bases = [b.id if isinstance(b, ast.Name) else b.attr if isinstance(b, ast.Attribute) else "" for b in node.bases]
+    if not bases or any(b not in _BASES for b in bases):
+        return None, f"{cls} ({rel}:{node.lineno}) derives from {', '.join(bases) or 'nothing'}"
+    if _mentions(node, "factor") or _mentions(node, "original_max_position_embeddings"):
+        return None, f"{cls} ({rel}:{node.lineno}) may set a RoPE factor"
+    init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+    out: dict[str, Any] = {}
+    for key in keys:
+        if not _mentions(node, key):
+            continue
+        value = _plain_init_default(init, key) if init is not None else None
+        if value is None or sum(1 for _ in _uses(node, key)) != 3:
+            return None, f"{cls} ({rel}:{node.lineno}) sets {key} in a way not read here"
+        out[key] = value[0]
+    return out, f"the release's own {cls} ({rel}:{node.lineno}: {', '.join(f'{k}={v}' for k, v in out.items()) or 'no length key'})"
+
+
+def _uses(node: ast.AST, name: str) -> Any:
+    docs = {id(n.value) for n in ast.walk(node) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+    for n in ast.walk(node):
+        if id(n) not in docs and (isinstance(n, ast.Name) and n.id == name or isinstance(n, ast.Attribute) and n.attr == name
+                                  or isinstance(n, ast.arg) and n.arg == name or isinstance(n, ast.Constant) and n.value == name):
+            yield n
+
+
+def _plain_init_default(init: ast.FunctionDef, key: str) -> tuple[Any] | None:
+    """``(default,)`` when ``__init__`` takes ``key`` with a literal int/None default and stores it with a top-level
+    ``self.key = key`` (three uses in all: the parameter, the attribute, the name); else ``None``."""
+    args = init.args.args + init.args.kwonlyargs
+    defaults = [None] * (len(init.args.args) - len(init.args.defaults)) + list(init.args.defaults) + list(init.args.kw_defaults)
+    for a, d in zip(args, defaults):
+        if a.arg == key and isinstance(d, ast.Constant) and (d.value is None or type(d.value) is int):
+            stored = any(isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Attribute)
+                         and st.targets[0].attr == key and isinstance(st.targets[0].value, ast.Name)
+                         and st.targets[0].value.id == "self" and isinstance(st.value, ast.Name) and st.value.id == key
+                         for st in init.body)
+            return (d.value,) if stored else None
+    return None

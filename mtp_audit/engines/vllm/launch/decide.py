@@ -11,6 +11,7 @@ stands and the undecided tests are listed.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from mtp_audit.engines.outcome import loc_of
@@ -36,6 +37,7 @@ def draft_facts(ctx: Any, ck: dict[str, Any] | None) -> DraftFacts | None:
     if not isinstance(cfg, dict):
         return None
     mt, archs = cfg.get("model_type"), _arch(ck)
+    class_mt = mt
     arch0 = archs[0] if isinstance(archs, list) and archs else None
     view = ctx.view.draft(mt, arch0) if ctx.view is not None else None
     n: Any = None
@@ -52,7 +54,7 @@ def draft_facts(ctx: Any, ck: dict[str, Any] | None) -> DraftFacts | None:
         archs = view.get("architectures") or archs
     elif view is None:
         n = R_UNKNOWN
-    return DraftFacts(mt, archs, n, bool(cfg.get("text_config")), _config_class(cfg))
+    return DraftFacts(mt, archs, n, bool(cfg.get("text_config")), _config_class(cfg), class_model_type=class_mt)
 
 
 def checkpoint_model_type(ck: dict[str, Any] | None) -> Any:
@@ -99,6 +101,52 @@ def max_len_bound(model: Any, cwd: Any) -> int | None:
     return config_length_bound(cfg)
 
 
+def _floor(view: Any, model: Any, cwd: Any, model_type: Any = None) -> Any:
+    from mtp_audit.engines.vllm.launch.max_len import length_floor
+
+    return length_floor(view, model, cwd, model_type=model_type)[0] if view is not None else None
+
+
+def _ceiling(view: Any, model: Any, cwd: Any, model_type: Any = None) -> Any:
+    """The least upper bound known of the draft's derived length: its exact value
+    (:func:`mtp_audit.engines.vllm.launch.max_len.length_exact`) where decided, else :func:`max_len_bound`."""
+    from mtp_audit.engines.vllm.launch.max_len import length_exact
+
+    bound = max_len_bound(model, cwd)
+    exact = length_exact(view, model, cwd, model_type)[0] if view is not None else None
+    if exact == math.inf:
+        # no length key at all: the given max_model_len is returned as is (0.34.0 vllm/config/model.py:2623-2627)
+        return None
+    if exact is None or bound is None:
+        return bound
+    return min(bound, exact)
+
+
+def target_max_len(ctx: Any, model_path: str | None, cwd: Any) -> Any:
+    """The target ``ModelConfig.max_model_len`` as ``SpeculativeConfig`` sees it: ``--max-model-len N`` when ``N`` is at
+    or below a lower bound of the derived length (the target's own check passes and keeps it); without it (or ``-1``,
+    auto-fit later) ``int(derived)`` (0.34.0 ``vllm/config/model.py:2683-2697``; ``check_max_model_len`` returns it
+    unchanged, ``vllm/platforms/interface.py:1443``) between the lower bound of
+    :func:`mtp_audit.engines.vllm.launch.max_len.length_floor` and :func:`max_len_bound`; :data:`R_UNKNOWN` otherwise."""
+    from mtp_audit.engines.code.statements import Bounded
+    from mtp_audit.engines.vllm.launch.max_len import length_floor
+
+    given = ctx.cmd.get("--max-model-len")
+    if ctx.view is None or not isinstance(model_path, str) or given is not None and given not in ("-1",) \
+            and not (isinstance(given, str) and given.isdigit()) or ctx.cmd.get("--hf-overrides") is not None \
+            or ctx.cmd.get("--disable-sliding-window") is not None or ctx.cmd.get("--runner") not in (None, "auto", "generate") or ctx.cmd.get("--convert") not in (None, "none"):
+        return R_UNKNOWN
+    floor, _why = length_floor(ctx.view, model_path, cwd, target=True)
+    if floor is None:
+        return R_UNKNOWN
+    if given is not None and given != "-1":
+        return int(given) if int(given) <= floor else R_UNKNOWN
+    exact = _ceiling(ctx.view, model_path, cwd)
+    if exact is not None and exact == floor:
+        return int(floor)
+    return Bounded(int(floor), max_len_bound(model_path, cwd), "the target's derived max_model_len")
+
+
 def knowns(ctx: Any, model_path: str | None, cwd: Any = ".") -> LaunchKnowns:
     """What the launch fixes for the replay: the spec as given, the target (its audited config), ``--quantization``,
     ``--model-impl`` and the draft checkpoints the launch audited."""
@@ -123,8 +171,10 @@ def knowns(ctx: Any, model_path: str | None, cwd: Any = ".") -> LaunchKnowns:
     return LaunchKnowns(spec=spec, target_model=model_path, target=target, target_text_model_type=tcfg.get("text_model_type"),
                         quantization=ctx.cmd.get("--quantization") or ctx.cmd.get("-q"), using_transformers=using_tf,
                         draft_of=draft_of, registered=registered, parallel=parallel_knowns(ctx.cmd),
-                        max_len_bound=(lambda model: None) if ctx.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN")
-                        else (lambda model: max_len_bound(model, cwd)), vocab_of=lambda model: vocab_size_of(model, cwd),
+                        max_len_bound=(lambda model, mt=None: None) if ctx.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN")
+                        else (lambda model, mt=None: _ceiling(ctx.view, model, cwd, mt)), vocab_of=lambda model: vocab_size_of(model, cwd),
+                        max_len_floor=lambda model, mt=None: _floor(ctx.view, model, cwd, mt),
+                        target_max_len=target_max_len(ctx, model_path, cwd),
                         head_dtype_is_dtype=lambda model: no_head_dtype(model, cwd),
                         draft_quant=lambda model, q, hf=None: draft_quantization(ctx.view, model, q, cwd, hf),
                         requires=getattr(ctx.view, "requires", None),

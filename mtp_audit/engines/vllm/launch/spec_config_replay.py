@@ -228,6 +228,8 @@ class DraftFacts:
     n_predict: Any = R_UNKNOWN
     composite: Any = R_UNKNOWN
     config_class: str = "PretrainedConfig"
+    #: the ``model_type`` of config.json itself (the class vLLM builds ``hf_config`` from, before any override)
+    class_model_type: Any = R_UNKNOWN
 
 
 @dataclass
@@ -259,6 +261,12 @@ class LaunchKnowns:
     #: model path -> an upper bound of the max_model_len vLLM derives for it (``None``: no bound; always ``None`` when
     #: ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` is set)
     max_len_bound: Any = None
+    #: (model path, model_type after ``hf_config_override``) -> a lower bound of the max_model_len vLLM derives for it
+    #: (:func:`mtp_audit.engines.vllm.launch.max_len.length_floor`; ``math.inf``: no length key), ``None``: not decided
+    max_len_floor: Any = None
+    #: the target ``ModelConfig.max_model_len`` (an int, a :class:`~mtp_audit.engines.code.statements.Bounded` one, or
+    #: :data:`R_UNKNOWN`)
+    target_max_len: Any = R_UNKNOWN
     #: model path -> the ``vocab_size`` of its config.json (its ``text_config``'s for a composite one), ``None`` when absent
     vocab_of: Any = None
     #: model path -> whether its config.json sets no ``head_dtype`` (then vLLM runs the lm_head in the model dtype)
@@ -347,6 +355,7 @@ def _config_obj(f: DraftFacts, model: Any, quantization: Any) -> Obj:
     if f.n_predict is not R_UNKNOWN:
         hf_attrs["n_predict"] = f.n_predict
     hf_attrs["__composite__"] = f.composite
+    hf_attrs["__class_model_type__"] = f.class_model_type
     hf = Obj(f"{f.config_class}", hf_attrs)
     return Obj("ModelConfig", {"model": model, "hf_config": hf, "hf_text_config": hf, "architectures": hf_attrs["architectures"],
                                "quantization": quantization, "runner": "draft", "registry": Obj("registry")})
@@ -376,30 +385,45 @@ class _Hooks:
         """``ModelConfig(model=..., runner="draft", hf_overrides=...)``: the draft checkpoint's config after
         ``hf_config_override`` (:meth:`LaunchView.draft`)."""
         model = kwargs.get("model", args[0] if args else R_UNKNOWN)
-        self._check_max_len(model, kwargs.get("max_model_len"))
         f = self.k.draft_of(model) if isinstance(model, str) else None
         if f is None:
             f = DraftFacts(R_UNKNOWN, R_UNKNOWN)
+        self._check_max_len(model, kwargs.get("max_model_len"), f.model_type)
+        taken = self._max_len_taken(model, kwargs.get("max_model_len"), f)
         self._check_quantization(model, kwargs.get("quantization", R_UNKNOWN), f)
         obj = _config_obj(f, model, kwargs.get("quantization", R_UNKNOWN))
         obj.attrs["get_vocab_size"] = _vocab_native(self.k, model)
+        if taken is not None:
+            obj.attrs["max_model_len"] = taken
         if self.k.head_dtype_is_dtype is not None and isinstance(model, str) and self.k.head_dtype_is_dtype(model):
             # a generation (or draft) model's head runs in the model dtype unless its config sets head_dtype
             # (vllm/config/model.py _get_head_dtype: 0.34.0 :2565-2586): the same value, whatever it is
             obj.attrs["dtype"] = obj.attrs["head_dtype"] = f"<the dtype of {model}>"
         return obj
 
-    def _check_max_len(self, model: Any, mml: Any) -> None:
+    def _check_max_len(self, model: Any, mml: Any, model_type: Any = None) -> None:
         """The draft ``ModelConfig`` refuses a ``max_model_len`` above the length it derives from the draft's config.json
         ("User-specified max_model_len (...) is greater than the derived max_model_len", ``vllm/config/model.py``
         ``_get_and_verify_max_len``: 0.34.0 :2708, 0.33.0 :2664, 0.24.0 :2209): said only when ``mml`` is above an
-        upper bound of that length (:func:`mtp_audit.engines.vllm.launch.decide.max_len_bound`)."""
+        upper bound of that length (:func:`mtp_audit.engines.vllm.launch.decide.max_len_bound`, or the exact length of
+        :func:`mtp_audit.engines.vllm.launch.max_len.length_exact` where it is decided; ``model_type``: the draft's
+        after ``hf_config_override``)."""
         if not isinstance(mml, int) or isinstance(mml, bool) or self.k.max_len_bound is None:
             return
-        bound = self.k.max_len_bound(model)
+        bound = self.k.max_len_bound(model, model_type)
         if bound is not None and mml > bound:
             raise HookRaise("ValueError", f"User-specified max_model_len ({mml}) is greater than the derived max_model_len "
                             f"(at most {bound} from the draft's config.json)", self._max_len_line())
+
+    def _max_len_taken(self, model: Any, mml: Any, f: DraftFacts) -> int | None:
+        """The draft ``ModelConfig``'s ``max_model_len`` when the given ``mml`` is at or below a lower bound of the length
+        it derives (:func:`mtp_audit.engines.vllm.launch.max_len.length_floor`): ``_get_and_verify_max_len`` then
+        returns ``int(max_model_len)`` (0.34.0 ``vllm/config/model.py:2701-2723``; with no length key at all it returns
+        the given value at :2627); ``None`` when not decided."""
+        if not isinstance(mml, int) or isinstance(mml, bool) or self.k.max_len_floor is None or not isinstance(model, str):
+            return None
+        floor = self.k.max_len_floor(model, f.model_type)
+        return mml if floor is not None and mml <= floor else None
 
     def has_arctic_inference(self, *a: Any) -> Any:
         """``has_arctic_inference()`` (suffix decoding: 0.24.0 ``speculative.py:851``, 0.33.0 :1727; the module
@@ -453,12 +477,20 @@ class _Hooks:
 
     def eagle_config(self, r: Replay, p: Path, args: list[Any], kwargs: dict[str, Any], n: Any) -> Any:
         """``EAGLEConfig(hf_config, method=...)``: replayed from ``transformers_utils/configs/eagle.py`` when the tree
-        has it (the ``Eagle<Arch>`` / ``Eagle3<Arch>`` wrapping and its asserts); a composite config has no top-level
-        ``vocab_size`` (``AttributeError``)."""
+        has it (the ``Eagle<Arch>`` / ``Eagle3<Arch>`` wrapping and its asserts). A composite config reads ``vocab_size``
+        (``self.model.vocab_size``) only where the release's own config class defines it (:func:`mtp_audit.engines.vllm.
+        launch.config_class.own_class_reads`), else ``AttributeError``; where it does, the wrapper copies
+        ``self.model.to_dict()`` onto itself (0.34.0 ``eagle.py:85-88``), its ``text_config`` a dict then."""
         model = args[0] if args else kwargs.get("model")
         method = kwargs.get("method", "eagle")
+        nested = False
         if isinstance(model, Obj) and model.get("__composite__") is True:
-            raise HookRaise("AttributeError", f"'{model.name}' object has no attribute 'vocab_size'", self._eagle_line("vocab_size"))
+            from mtp_audit.engines.vllm.launch.config_class import own_class_reads
+
+            reads, _why = own_class_reads(self.sources, model.get("__class_model_type__"), "vocab_size")
+            if reads is not True:
+                raise HookRaise("AttributeError", f"'{model.name}' object has no attribute 'vocab_size'", self._eagle_line("vocab_size"))
+            nested = True
         archs = model.get("architectures") if isinstance(model, Obj) else R_UNKNOWN
         if not isinstance(archs, list) or not isinstance(method, str):
             return Obj("EAGLEConfig", {"model_type": "eagle", "architectures": R_UNKNOWN, "model": model})
@@ -472,8 +504,27 @@ class _Hooks:
         else:
             new = R_UNKNOWN
         attrs = dict(model.attrs) if isinstance(model, Obj) else {}
-        attrs.update({"model_type": "eagle", "architectures": new, "model": model})
+        attrs.update({"model_type": "eagle", "architectures": new, "model": model, "__text_config_dict__": nested})
         return Obj("EAGLEConfig", attrs)
+
+    def text_config_raise(self) -> tuple[str, str | None]:
+        """The message and ``file:line`` of ``get_hf_text_config``'s refusal of a ``text_config`` without
+        ``num_attention_heads`` (``raise ValueError("The text_config extracted from the model config does not have
+        `num_attention_heads` ...")``: 0.34.0 ``vllm/transformers_utils/config.py:1310``), read from the release."""
+        import ast as _ast
+
+        rel = "vllm/transformers_utils/config.py"
+        data = self.sources.get(rel)
+        try:
+            tree = _ast.parse(data.decode("utf-8")) if data else None
+        except (SyntaxError, UnicodeDecodeError, ValueError, MemoryError, RecursionError):
+            tree = None
+        raises = [n for n in _ast.walk(tree) if isinstance(n, _ast.Raise)] if tree is not None else []
+        for node in raises:
+            text = "".join(c.value for c in _ast.walk(node) if isinstance(c, _ast.Constant) and isinstance(c.value, str))
+            if "does not have `num_attention_heads`" in text:
+                return text, f"{rel}:{node.lineno}"
+        return "The text_config extracted from the model config does not have `num_attention_heads` attribute.", None
 
     def registry_raise(self) -> str:
         """``file:line`` of the registry's ``raise ValueError(f"Model architectures ... are not supported for now")``."""
@@ -509,6 +560,12 @@ class _Hooks:
         hf = d.get("hf_config")
         archs = hf.get("architectures") if isinstance(hf, Obj) else R_UNKNOWN
         d.attrs["architectures"] = archs
+        if isinstance(hf, Obj) and hf.get("__text_config_dict__") is True:
+            # update_arch_ first sets hf_text_config = get_hf_text_config(hf_config) (0.34.0 speculative.py:1570): the
+            # wrapper's text_config is the composite's to_dict() copy, a dict without num_attention_heads
+            # (transformers PreTrainedConfig.get_text_config returns it; vllm/transformers_utils/config.py:1309)
+            message, where = self.text_config_raise()
+            raise HookRaise("ValueError", message, where)
         d.attrs["hf_text_config"] = hf
         if not isinstance(archs, list):
             # the registry looks the wrapped architectures up and may refuse them: not known, so not a pass
@@ -759,5 +816,5 @@ def _target_obj(k: LaunchKnowns) -> Obj:
     hf = Obj("PretrainedConfig", {"model_type": k.target.model_type, "architectures": k.target.architectures})
     text = Obj("PretrainedConfig", {"model_type": k.target_text_model_type}) if k.target_text_model_type else hf
     return Obj("ModelConfig", {"model": k.target_model, "model_weights": "", "quantization": k.quantization, "hf_config": hf,
-                               "hf_text_config": text, "hf_overrides": None, "max_model_len": R_UNKNOWN,
+                               "hf_text_config": text, "hf_overrides": None, "max_model_len": k.target_max_len,
                                "architectures": k.target.architectures, "get_vocab_size": _vocab_native(k, k.target_model)})
