@@ -49,7 +49,8 @@ def test_token_count_as_a_string_is_coerced_by_pydantic() -> None:
     two = _launch("0.34.0", {"method": "mtp", "num_speculative_tokens": "2.0"})
     assert _refusals(two) == [] and two.facts["launch"]["speculative"]["num_speculative_tokens"] == 2
     [msg] = _refusals(_launch("0.34.0", {"method": "mtp", "num_speculative_tokens": 2.5}))
-    assert "num_speculative_tokens=2.5 is not an integer" in msg
+    assert "ValidationError: 1 validation error for SpeculativeConfig: num_speculative_tokens: Input should be a valid " \
+           "integer, got 2.5" in msg
 
 
 def _on(version: str, name: str, spec: dict):

@@ -6,7 +6,8 @@ Run with the interpreter of a virtual environment that has the real ``vllm==X`` 
     /work/oracle-venvs/vllm-0.33.0/bin/python tests/oracle/build_vllm_oracle.py CONFIG_DIR... > tests/data/oracle/vllm-0.33.0.json
 
 ``MTP_AUDIT_ORACLE_WIDE=1`` adds grid.FORMS_WIDE; ``MTP_AUDIT_ORACLE_GRID3=1`` builds only the third grid
-(:func:`grid.grid3`, recorded in ``vllm-X-grid3.json``): pass every config folder it names, the drafts' too.
+(:func:`grid.grid3`, recorded in ``vllm-X-grid3.json``), ``MTP_AUDIT_ORACLE_GRID4=1`` only the fourth
+(:func:`grid.grid4`, ``vllm-X-grid4.json``): pass every config folder it names, the drafts' too.
 
 Each CONFIG_DIR holds a ``config.json`` (copied into a scratch folder, never anything else). It imports vllm; it is
 not part of the test suite and is not imported by it (tests/oracle/test_vllm_oracle.py runs it in a subprocess).
@@ -21,7 +22,7 @@ import sys
 import tempfile
 import traceback
 
-from grid import FORMS, FORMS_NEW, FORMS_WIDE, grid3  # noqa: E402  (tests/oracle/grid.py: the same forms the replay test uses)
+from grid import FORMS, FORMS_4, FORMS_NEW, FORMS_WIDE, grid3, grid4  # noqa: E402  (tests/oracle/grid.py: the same forms the replay test uses)
 
 #: The distributions of the oracle's environment that decide what ``SpeculativeConfig`` accepts (``arctic-inference``:
 #: ``has_arctic_inference()``, suffix decoding), recorded so that the replay is given the same machine.
@@ -102,8 +103,8 @@ def main(dirs: list[str]) -> None:
         for f in ("config.json", "hf_quant_config.json"):
             if os.path.exists(os.path.join(src, f)):
                 shutil.copy(os.path.join(src, f), folder)
-    every = {**FORMS, **FORMS_WIDE, **FORMS_NEW}
-    only = grid3() if os.environ.get("MTP_AUDIT_ORACLE_GRID3") else None
+    every = {**FORMS, **FORMS_WIDE, **FORMS_NEW, **FORMS_4}
+    only = grid3() if os.environ.get("MTP_AUDIT_ORACLE_GRID3") else grid4() if os.environ.get("MTP_AUDIT_ORACLE_GRID4") else None
     for src in dirs:
         name = os.path.basename(src.rstrip("/"))
         folder = os.path.join(scratch, name)

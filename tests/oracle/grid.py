@@ -111,3 +111,100 @@ def grid3() -> list[tuple[str, str]]:
     with all forms."""
     every = {**FORMS, **FORMS_WIDE, **FORMS_NEW}
     return [(c, f) for c in CONFIGS for f in FORMS_NEW] + [(c, f) for c in CONFIGS_NEW for f in every]
+
+
+#: the fourth grid (recorded apart, tests/data/oracle/vllm-X-grid4.json): forms no earlier grid had: every MTP method
+#: spelling the releases list (and one only the newest lists), token counts at the edges and of other JSON types,
+#: ``"model": null``, an empty config, draft TP edge values, separate EAGLE / EAGLE-3 / draft-model checkpoints (and
+#: the method a draft's folder name implies), prompt-lookup options, typos and keys removed in or new to a release
+_EAGLE = "<draft:SafeAILab--EAGLE-LLaMA3-Instruct-8B>"
+_EAGLE3 = "<draft:SafeAILab--EAGLE3-LLaMA3.1-Instruct-8B>"
+FORMS_4 = {
+    "qwen3_next_mtp-k1": {"method": "qwen3_next_mtp", "num_speculative_tokens": 1},
+    "mimo_mtp-k1": {"method": "mimo_mtp", "num_speculative_tokens": 1},
+    "mimo_v2_mtp-k1": {"method": "mimo_v2_mtp", "num_speculative_tokens": 1},
+    "longcat_flash_mtp-k1": {"method": "longcat_flash_mtp", "num_speculative_tokens": 1},
+    "glm4_moe_lite_mtp-k1": {"method": "glm4_moe_lite_mtp", "num_speculative_tokens": 1},
+    "kimi_k3_mtp-k1": {"method": "kimi_k3_mtp", "num_speculative_tokens": 1},
+    "pangu_ultra_moe_mtp-k1": {"method": "pangu_ultra_moe_mtp", "num_speculative_tokens": 1},
+    "deepseek_mtp-k2": {"method": "deepseek_mtp", "num_speculative_tokens": 2},
+    "deepseek_mtp-no-k": {"method": "deepseek_mtp"},
+    "deepseek_mtp-self": {"method": "deepseek_mtp", "model": "<target>", "num_speculative_tokens": 1},
+    "glm4_moe_mtp-k3": {"method": "glm4_moe_mtp", "num_speculative_tokens": 3},
+    "mtp-k5": {"method": "mtp", "num_speculative_tokens": 5},
+    "mtp-k8": {"method": "mtp", "num_speculative_tokens": 8},
+    "mtp-k-float": {"method": "mtp", "num_speculative_tokens": 1.0},
+    "mtp-k-float-2.5": {"method": "mtp", "num_speculative_tokens": 2.5},
+    "mtp-k-bool": {"method": "mtp", "num_speculative_tokens": True},
+    "mtp-k-word": {"method": "mtp", "num_speculative_tokens": "two"},
+    "mtp-k-null": {"method": "mtp", "num_speculative_tokens": None},
+    "mtp-model-null-k1": {"method": "mtp", "model": None, "num_speculative_tokens": 1},
+    "model-null-k1": {"model": None, "num_speculative_tokens": 1},
+    "empty": {},
+    "mtp-dtp-null": {"method": "mtp", "num_speculative_tokens": 1, "draft_tensor_parallel_size": None},
+    "mtp-dtp8": {"method": "mtp", "num_speculative_tokens": 1, "draft_tensor_parallel_size": 8},
+    "eagle-draft-llama3": {"method": "eagle", "model": _EAGLE, "num_speculative_tokens": 3},
+    "eagle3-draft-llama31": {"method": "eagle3", "model": _EAGLE3, "num_speculative_tokens": 3},
+    "eagle-draft-eagle3cfg": {"method": "eagle", "model": _EAGLE3, "num_speculative_tokens": 3},
+    "eagle3-draft-ds": {"method": "eagle3", "model": "<draft:sgl-project--SpecForge-deepseek-v3-671b-eagle3>",
+                        "num_speculative_tokens": 3},
+    "eagle3-draft-qwen3": {"method": "eagle3", "model": "<draft:sgl-project--SpecForge-qwen3-30B-A3B-eagle3.1>",
+                           "num_speculative_tokens": 3},
+    "eagle3-draft-gptoss": {"method": "eagle3", "model": "<draft:sgl-project--SpecForge-gpt-oss-20B-eagle3>",
+                            "num_speculative_tokens": 3},
+    "eagle3-draft-longcat": {"method": "eagle3", "model": "<draft:sgl-project--SpecForge-longcat-flash-eagle3>",
+                             "num_speculative_tokens": 3},
+    "model-draft-eagle-name": {"model": _EAGLE, "num_speculative_tokens": 3},
+    "model-draft-eagle3-name": {"model": _EAGLE3, "num_speculative_tokens": 3},
+    "model-draft-specforge-eagle3": {"model": "<draft:sgl-project--SpecForge-qwen3-30B-A3B-eagle3.1>",
+                                     "num_speculative_tokens": 3},
+    "EAGLE3-upper-draft": {"method": "EAGLE3", "model": _EAGLE3, "num_speculative_tokens": 3},
+    "eagle-3-typo": {"method": "eagle-3", "model": _EAGLE3, "num_speculative_tokens": 3},
+    "draft_model-llama3-k4": {"method": "draft_model", "model": "<draft:meta-llama--Meta-Llama-3-8B-Instruct>",
+                              "num_speculative_tokens": 4},
+    "draft_model-llama3-dtp1": {"method": "draft_model", "model": "<draft:meta-llama--Meta-Llama-3-8B-Instruct>",
+                                "num_speculative_tokens": 4, "draft_tensor_parallel_size": 1},
+    "draft_model-llama3-dtp2": {"method": "draft_model", "model": "<draft:meta-llama--Meta-Llama-3-8B-Instruct>",
+                                "num_speculative_tokens": 4, "draft_tensor_parallel_size": 2},
+    "draft_model-qwen3-8b": {"method": "draft_model", "model": "<draft:Qwen--Qwen3-8B>", "num_speculative_tokens": 2},
+    "model-draft-qwen3-8b": {"model": "<draft:Qwen--Qwen3-8B>", "num_speculative_tokens": 2},
+    "mtp-draft-glm47flash": {"method": "mtp", "model": "<draft:zai-org--GLM-4.7-Flash>", "num_speculative_tokens": 1},
+    "dflash-draft-qwen3-8b": {"method": "dflash", "model": "<draft:Qwen--Qwen3-8B>", "num_speculative_tokens": 2},
+    "ngram-pl-5-1": {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 5, "prompt_lookup_min": 1},
+    "ngram-plmin0": {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 0},
+    "ngram-plmax4-only": {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4},
+    "pl-no-method": {"num_speculative_tokens": 3, "prompt_lookup_max": 4},
+    "ngram_gpu-pl": {"method": "ngram_gpu", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 2},
+    "mtp-typo-k": {"method": "mtp", "num_speculative_token": 1},
+    "method-typo": {"method": "mtpp", "num_speculative_tokens": 1},
+    "mtp-acceptance-method": {"method": "mtp", "num_speculative_tokens": 1, "acceptance_method": "typical_acceptance_sampler"},
+    "mtp-revision": {"method": "mtp", "num_speculative_tokens": 1, "revision": "main"},
+    "mtp-enforce-eager": {"method": "mtp", "num_speculative_tokens": 1, "enforce_eager": True},
+    "mtp-quant-mxfp4": {"method": "mtp", "num_speculative_tokens": 1, "quantization": "mxfp4"},
+    "mtp-rejection-synthetic": {"method": "mtp", "num_speculative_tokens": 1, "rejection_sample_method": "synthetic"},
+}
+
+#: real configs no earlier grid had (fixtures/oracle-configs, each with its SOURCE.txt): targets, then draft checkpoints
+CONFIGS_4_TARGETS = (
+    "openai--gpt-oss-20b", "zai-org--GLM-4.7-Flash", "zai-org--GLM-5.1", "Qwen--Qwen3-Next-80B-A3B-Instruct",
+    "meta-llama--Meta-Llama-3-8B-Instruct", "Qwen--Qwen3-8B",
+)
+CONFIGS_4_DRAFTS = (
+    "SafeAILab--EAGLE-LLaMA3-Instruct-8B", "SafeAILab--EAGLE3-LLaMA3.1-Instruct-8B",
+    "sgl-project--SpecForge-deepseek-v3-671b-eagle3", "sgl-project--SpecForge-qwen3-30B-A3B-eagle3.1",
+    "sgl-project--SpecForge-gpt-oss-20B-eagle3", "sgl-project--SpecForge-longcat-flash-eagle3",
+    "sgl-project--SpecForge-qwen3.5-122b-a10b-mtp",
+)
+#: one earlier config per family the fourth grid's forms run on too
+CONFIGS_4_EARLIER = (
+    "deepseek-ai--DeepSeek-V3", "zai-org--GLM-5", "MiniMaxAI--MiniMax-M2.5", "Qwen--Qwen3-Next-80B-A3B-Thinking",
+    "Qwen--Qwen3-30B-A3B", "XiaomiMiMo--MiMo-V2-Flash", "deepseek-ai--DeepSeek-V4-Flash", "mistralai--Mixtral-8x22B-v0.1",
+    "nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4",
+)
+
+
+def grid4() -> list[tuple[str, str]]:
+    """The (config, form) pairs of the fourth grid: :data:`FORMS_4` on every new target and one earlier config per
+    family, and the first grid's forms on the new targets and on the draft checkpoints served alone."""
+    return ([(c, f) for c in CONFIGS_4_TARGETS + CONFIGS_4_EARLIER for f in FORMS_4]
+            + [(c, f) for c in CONFIGS_4_TARGETS + CONFIGS_4_DRAFTS for f in FORMS])

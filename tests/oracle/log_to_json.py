@@ -11,14 +11,14 @@ import json
 import re
 import sys
 
-from grid import FORMS, FORMS_NEW, FORMS_WIDE
+from grid import FORMS, FORMS_4, FORMS_NEW, FORMS_WIDE
 
 LINE = re.compile(r"^(\S+--\S+) (\S+) (\{.*\})$")
 
 
 def convert(version: str, log: str) -> dict:
     """The recorded-oracle dict (``vllm``, ``cases``, ``runs``) of every complete case line of ``log``."""
-    every = {**FORMS, **FORMS_WIDE, **FORMS_NEW}
+    every = {**FORMS, **FORMS_WIDE, **FORMS_NEW, **FORMS_4}
     cases = []
     for line in open(log, encoding="utf-8", errors="replace"):
         m = LINE.match(line.rstrip("\n"))

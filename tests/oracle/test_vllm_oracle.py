@@ -9,7 +9,9 @@ only (a venv that lost a dependency would silently drop recorded cases). Marked 
 
 The third grid (:func:`grid.grid3`: forms and configs the first two lacked) is recorded apart in
 tests/data/oracle/vllm-X-grid3.json (``MTP_AUDIT_ORACLE_GRID3=1 build_vllm_oracle.py``, or rebuilt from its progress log
-by log_to_json.py) and compared by :func:`test_replay_agrees_on_the_third_grid`.
+by log_to_json.py) and compared by :func:`test_replay_agrees_on_the_third_grid`; the fourth (:func:`grid.grid4`, new real
+configs and forms) likewise in vllm-X-grid4.json (``MTP_AUDIT_ORACLE_GRID4=1``), by
+:func:`test_replay_agrees_on_the_fourth_grid`.
 
 Every disagreement where the replay decides must be listed in :data:`EXPLAINED` with its reason (docs/vllm.md
 "Oracle"), none may refuse a config real vLLM builds, at least 98 % of the decided cases agree, and at most 10 % are
@@ -76,16 +78,30 @@ def test_replay_agrees_with_real_vllm(version: str) -> None:
 GRID3 = {"0.24.0": (0.99, 0.06), "0.33.0": (0.99, 0.06), "0.34.0": (0.99, 0.03)}
 
 
-@pytest.mark.parametrize("version", sorted(GRID3))
-def test_replay_agrees_on_the_third_grid(version: str) -> None:
-    if not (RECORDED / f"vllm-{version}-grid3.json").exists():
-        pytest.skip(f"no recorded third grid for vLLM {version}")
-    ok, n, lines = compare(version, "grid3")
+def _check_grid(version: str, grid: str, least: float, most: float) -> None:
+    """The recorded grid ``grid`` of ``version``: no config vLLM builds reported as refused, every case decided
+    differently explained, at least ``least`` of the decided cases agree, at most ``most`` of all are "could not tell"."""
+    if not (RECORDED / f"vllm-{version}-{grid}.json").exists():
+        pytest.skip(f"no recorded {grid} for vLLM {version}")
+    ok, n, lines = compare(version, grid)
     undecided = [line for line in lines if ": replay undecided: " in line]
     wrong = [line for line in lines if "not compared" not in line and line not in undecided]
     assert not [line for line in wrong if "real runs" in line], "a config vLLM builds is reported as refused"
     assert [line for line in wrong if not line.startswith(tuple(EXPLAINED))] == []
     decided = n - len(undecided)
-    least, most = GRID3[version]
     assert decided > 0 and ok / decided >= least, f"vLLM {version}: {ok}/{decided} decided cases agree"
     assert len(undecided) <= most * n, f"vLLM {version}: {len(undecided)}/{n} not decided"
+
+
+@pytest.mark.parametrize("version", sorted(GRID3))
+def test_replay_agrees_on_the_third_grid(version: str) -> None:
+    _check_grid(version, "grid3", *GRID3[version])
+
+
+#: the fourth grid (:func:`grid.grid4`: real configs and forms no earlier grid had, recorded in vllm-X-grid4.json)
+GRID4 = {"0.24.0": (0.99, 0.01), "0.33.0": (0.99, 0.01), "0.34.0": (0.99, 0.01)}
+
+
+@pytest.mark.parametrize("version", sorted(GRID4))
+def test_replay_agrees_on_the_fourth_grid(version: str) -> None:
+    _check_grid(version, "grid4", *GRID4[version])

@@ -222,7 +222,11 @@ def _validated(ctx: VCtx, m: Any, k: Any, fix: dict[str, Any]) -> bool:
     sc = ctx.release.spec_config
     lit, validated, members = sc.method_literal, sc.validated, ctx.release.alias_members
     if k is not None and not isinstance(k, int):
-        ctx.reject(f"num_speculative_tokens={k!r} is not an integer", remediation="give num_speculative_tokens as a JSON number")
+        # a pydantic SpeculativeConfig raises it while validating its fields (pydantic's lax mode, lax_int.py): a
+        # ValidationError with no vLLM file:line; a plain dataclass (before 0.24.0) takes any value and fails later
+        ctx.reject(("ValidationError: 1 validation error for SpeculativeConfig: num_speculative_tokens: Input should be a "
+                    f"valid integer, got {k!r} (pydantic)") if validated else f"num_speculative_tokens={k!r} is not an integer",
+                   remediation="give num_speculative_tokens as a JSON number")
         ctx.refused_by_validation = True
         return False
     if isinstance(m, str) and validated and lit is not None and lit.values and m not in lit.values and not method_admits_str(ctx):

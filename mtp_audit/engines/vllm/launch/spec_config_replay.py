@@ -606,7 +606,7 @@ def replay_spec_config(view: Any, known: LaunchKnowns) -> SpecReplay:
     self_obj.attrs["target_model_config"] = _target_obj(known)
     self_obj.attrs["target_parallel_config"] = Obj("ParallelConfig", dict(known.parallel))
     self_obj.attrs.setdefault("draft_model_config", None)
-    refused = pydantic_refusal(r, view, known.spec)
+    refused = pydantic_refusal(r, view, known.spec, module)
     if refused is not None:
         return SpecReplay(paths=[Path(frames=[], bound=self_obj, raised=refused)], rel=rel)
     link = _link(view, module, r, hooks)
@@ -649,21 +649,32 @@ def computed_defaults(r: Replay) -> dict[str, Any]:
     return out
 
 
-def pydantic_refusal(r: Replay, view: Any, spec: dict[str, Any]) -> Any:
-    """What pydantic refuses before ``__post_init__`` runs, when ``SpeculativeConfig`` is a pydantic dataclass made by
-    ``@config`` with ``ConfigDict(extra="forbid")`` (``vllm/config/utils.py``: 0.24.0 :69, 0.33.0 :71, 0.34.0 :72; ``vllm
-    serve`` passes the JSON to ``SpeculativeConfig(**...)``): a key that is not an init field ("Unexpected keyword
-    argument"; a ``field(init=False)`` is not one) and an integer outside a ``Field(gt=/ge=)`` bound ("Input should be
-    greater than ..."). A :class:`Raised` ``ValidationError`` (no ``file:line``: pydantic raises it), else ``None``."""
+#: annotation names that admit nothing but their own type (pydantic refuses ``None`` for them)
+_NOT_NONE = frozenset({"int", "str", "bool", "float", "dict", "list", "tuple", "set", "Literal"})
+
+
+def admits_none(ann: Any, aliases: dict[str, Any], depth: int = 0) -> bool | None:
+    """Whether pydantic accepts an explicit ``None`` for a field annotated ``ann`` (an ``ast`` expression): ``True`` for
+    ``X | None``, ``Optional[X]``, ``Any``; ``False`` when every name in it is a builtin type or ``Literal`` without
+    ``None`` (``int``; ``SpeculativeMethod``, a module-level ``Literal`` alias in ``aliases``, followed); ``None`` when a
+    name is neither (a class or alias the replay does not resolve: not decided). pydantic's lax mode: an ``int`` field
+    given ``None`` is "Input should be a valid integer" (``int_type``), checked against vLLM 0.34.0 (oracle grid 4)."""
     import ast as _ast
 
-    from mtp_audit.engines.code.statements import Raised
+    names = [n.id for n in _ast.walk(ann) if isinstance(n, _ast.Name)]
+    if any(isinstance(n, _ast.Constant) and n.value is None for n in _ast.walk(ann)) or {"Optional", "Any"} & set(names):
+        return True
+    answers = [False if n in _NOT_NONE else admits_none(aliases[n], aliases, depth + 1) if n in aliases and depth < 4
+               else None for n in names]
+    return True if True in answers else None if None in answers or not names else False
 
-    node = r.class_node
-    utils = (getattr(view, "sources", None) or {}).get("vllm/config/utils.py") or b""
-    if node is None or b'extra="forbid"' not in utils or not any(_ast.unparse(d) == "config" for d in node.decorator_list):
-        return None
+
+def _init_fields(node: Any) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """The pydantic init fields of the class ``node``: name -> its ``Field(gt=/ge=)`` bounds, and name -> annotation."""
+    import ast as _ast
+
     fields: dict[str, Any] = {}
+    anns: dict[str, Any] = {}
     for st in node.body:
         if isinstance(st, _ast.AnnAssign) and isinstance(st.target, _ast.Name) and "ClassVar" not in _ast.unparse(st.annotation):
             call = st.value if isinstance(st.value, _ast.Call) else None
@@ -672,7 +683,51 @@ def pydantic_refusal(r: Replay, view: Any, spec: dict[str, Any]) -> Any:
             if isinstance(init, _ast.Constant) and init.value is False:
                 continue
             fields[st.target.id] = {k: c.value for k in ("gt", "ge") if isinstance(c := kw.get(k), _ast.Constant)}
+            anns[st.target.id] = st.annotation
+    return fields, anns
+
+
+def module_aliases(module: Any) -> dict[str, Any]:
+    """Module-level ``NAME = Literal[...]`` / ``NAME: TypeAlias = ...`` type aliases of ``module``: name -> expression."""
+    import ast as _ast
+
+    out: dict[str, Any] = {}
+    for st in getattr(module, "body", []):
+        if isinstance(st, _ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], _ast.Name) \
+                and isinstance(st.value, (_ast.Subscript, _ast.BinOp, _ast.Name)):
+            out[st.targets[0].id] = st.value
+        elif isinstance(st, _ast.AnnAssign) and isinstance(st.target, _ast.Name) and st.value is not None \
+                and "TypeAlias" in _ast.unparse(st.annotation):
+            out[st.target.id] = st.value
+    return out
+
+
+def pydantic_refusal(r: Replay, view: Any, spec: dict[str, Any], module: Any = None) -> Any:
+    """What pydantic refuses before ``__post_init__`` runs, when ``SpeculativeConfig`` is a pydantic dataclass made by
+    ``@config`` with ``ConfigDict(extra="forbid")`` (``vllm/config/utils.py``: 0.24.0 :69, 0.33.0 :71, 0.34.0 :72; ``vllm
+    serve`` passes the JSON to ``SpeculativeConfig(**...)``): a key that is not an init field ("Unexpected keyword
+    argument"; a ``field(init=False)`` is not one), an explicit ``null`` for a field whose annotation does not admit
+    ``None`` (:func:`admits_none`; ``num_speculative_tokens: int = Field(default=None, gt=0)``: the default is never
+    validated, a given ``None`` is), a value pydantic's lax mode cannot make an ``int`` for an ``int`` field
+    (:func:`~mtp_audit.engines.vllm.launch.lax_int.lax_int`: ``2.5``, ``"two"``) and an integer outside a
+    ``Field(gt=/ge=)`` bound ("Input should be greater than ..."). A :class:`Raised` ``ValidationError`` (no
+    ``file:line``: pydantic raises it), else ``None``."""
+    import ast as _ast
+
+    from mtp_audit.engines.code.statements import Raised
+    from mtp_audit.engines.vllm.launch.lax_int import NOT_AN_INT, lax_int
+
+    node = r.class_node
+    utils = (getattr(view, "sources", None) or {}).get("vllm/config/utils.py") or b""
+    if node is None or b'extra="forbid"' not in utils or not any(_ast.unparse(d) == "config" for d in node.decorator_list):
+        return None
+    fields, anns = _init_fields(node)
+    aliases = module_aliases(module)
     errors = [f"{k}: Unexpected keyword argument" for k in spec if k not in fields]
+    errors += [f"{k}: Input should be a valid {_ast.unparse(anns[k])} (got None)" for k in spec
+               if k in anns and spec[k] is None and admits_none(anns[k], aliases) is False]
+    errors += [f"{k}: Input should be a valid integer, got {spec[k]!r}" for k in spec if k in anns and spec[k] is not None
+               and _ast.unparse(anns[k]) in ("int", "int | None") and lax_int(spec[k]) is NOT_AN_INT]
     for k, bounds in fields.items():
         v = spec.get(k)
         if isinstance(v, int) and not isinstance(v, bool):
