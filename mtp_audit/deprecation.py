@@ -21,9 +21,11 @@ def caller_stacklevel() -> int:
     level would name the wrapper's line, not the user's call)."""
     import os
     import sys
+    import types
 
     pkg = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    frame, level = sys._getframe(2), 2  # the caller of the function that warns
+    frame: types.FrameType | None = sys._getframe(2)  # the caller of the function that warns
+    level = 2
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(pkg):
         frame, level = frame.f_back, level + 1
     return level

@@ -9,6 +9,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import PurePosixPath
+from typing import Any
 
 from mtp_audit.checkpoint import checks_families
 from mtp_audit.checkpoint import rules as R
@@ -476,7 +477,7 @@ def _nominal_disagreements(facts: CheckpointFacts, scheme: QuantScheme) -> dict[
     def other(fmt: str) -> bool:
         return is_quantized(fmt) and not _agrees(nominal.format, fmt)
 
-    tables = [facts.mtp_modules]
+    tables: list[Any] = [facts.mtp_modules]
     if any(other(fmt) for fmt in trunk_format_counts(facts)):
         tables.insert(0, facts.trunk_modules)
     for table in tables:
@@ -907,7 +908,7 @@ def check_glue_shapes(facts: CheckpointFacts) -> Iterator[Finding]:
     for name, (label, _) in sorted((n, v) for n, v in facts.mtp.items() if n.endswith(ends)):
         units = table.get(name[len(label) + 1:])
         info = facts.infos.get(name) if units is not None else None
-        if info is None:
+        if info is None or units is None:
             continue
         want = _expected_glue_shape(units, h, info.dtype)
         if want is not None and tuple(info.shape) != want:

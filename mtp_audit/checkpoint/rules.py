@@ -71,7 +71,7 @@ _QWEN_TRUNK_NVFP4 = {
     "model.language_model.layers.0.self_attn.q_proj.weight_scale_2": ("F32", []),
     "model.language_model.layers.0.self_attn.q_proj.input_scale": ("F32", []),
 }
-_HF_QUANT_397B_STYLE = {
+_HF_QUANT_397B_STYLE: dict[str, Any] = {
     "producer": {"name": "modelopt", "version": "0.0.1.dev538+g26cad678d"},
     "quantization": {
         "quant_algo": "NVFP4",

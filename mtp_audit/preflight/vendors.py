@@ -322,15 +322,15 @@ def verdicts(ctx: Any, capable: str, not_capable: str, unknown: str) -> list[dic
         tgt = pf.gfx_target(gfx)
         errs = [f"{f.rule_id}: {f.message}" for f in ctx.findings if f.severity >= Severity.ERROR and located_at(f.location.symbol, ctx.device(g.index), g.index)]
         if tgt is None:
-            v, why = unknown, [f"gfx target unknown: {g.arch.missing if not gfx else gfx + ' is not in data/amd.json'}"]
+            v, reasons = unknown, [f"gfx target unknown: {g.arch.missing if not gfx else gfx + ' is not in data/amd.json'}"]
             ctx.unknown_verdicts[g.index] = None if gfx else g.arch.why_open  # Context.unknown_verdicts
         elif tgt.get(f"native_{fmt}") and gfx in ctx.amd_paths_open and not errs:
-            v, why = unknown, [f"{gfx} ({tgt['family']}) computes {fmt.upper()} natively, but {ctx.amd_paths_open[gfx]}"]
+            v, reasons = unknown, [f"{gfx} ({tgt['family']}) computes {fmt.upper()} natively, but {ctx.amd_paths_open[gfx]}"]
         elif tgt.get(f"native_{fmt}"):
-            v, why = (not_capable, errs) if errs else (capable, [f"{gfx} ({tgt['family']}) computes {fmt.upper()} natively ({tgt['mx']})"])
+            v, reasons = (not_capable, errs) if errs else (capable, [f"{gfx} ({tgt['family']}) computes {fmt.upper()} natively ({tgt['mx']})"])
         else:
-            v, why = not_capable, [f"{gfx} ({tgt['family']}) has no native {fmt.upper()} ({tgt['mx']})"] + errs
-        out.append({**base, "native_fp4": v, "reasons": why})
+            v, reasons = not_capable, [f"{gfx} ({tgt['family']}) has no native {fmt.upper()} ({tgt['mx']})"] + errs
+        out.append({**base, "native_fp4": v, "reasons": reasons})
     return out
 
 
