@@ -338,13 +338,22 @@ def test_a_version_cut_at_the_end_of_a_paste_is_not_read(tmp_path, capsys):
         "the dump ends inside a line (no line end after '0.5'): that last word is not read (it may be cut short)")
 
 
-def test_sglang_shown_as_not_installed_owes_no_pin(tmp_path, capsys):
-    """A check_env that says 'sglang: Module Not Found' shows SGLang is not installed: there is no pin to check, the
-    verdict stays on the GPU and the rest of the stack (capable), not 'could not tell'."""
+def test_sglang_shown_as_not_installed_is_could_not_tell(tmp_path, capsys):
+    """A check_env that says 'sglang: Module Not Found' shows SGLang is not installed: no SGLang FP4 kernel is on the
+    machine, so the verdict is could-not-tell (exit 3) saying so, never "capable" (the same dump with the sglang line
+    simply absent is could-not-tell too: showing the engine absent must not turn that into a pass)."""
     body = (E / "sglang-13198.txt").read_text().split("\n", 1)[1].replace("sglang: 0.5.5.post1", "sglang: Module Not Found")
     p = tmp_path / "env.txt"
     p.write_text(body + "\n")
     rc, out, _ = run_cli(["preflight", "--env-dump", str(p), "-f", "json"], capsys)
     doc = json.loads(out)
     assert doc["facts"]["preflight"]["machine"]["packages"]["sglang"]["missing"].startswith("not installed")
-    assert doc["facts"]["preflight"]["summary"]["verdict"] != "unknown", doc["facts"]["preflight"]["verdicts"]
+    assert rc == 3 and doc["facts"]["preflight"]["summary"]["verdict"] == "unknown", doc["facts"]["preflight"]["verdicts"]
+    (v,) = doc["facts"]["preflight"]["verdicts"]
+    assert "SGLang is not installed (check_env: Module Not Found), so no FP4 kernel of it is on this machine" in v["reasons"][0]
+    notes = [g["message"] for g in doc["gaps"] if not g["blocking"]]
+    assert any(n.startswith("SGLang is shown as not installed (check_env: Module Not Found): a launch of it") for n in notes), notes
+    absent = tmp_path / "absent.txt"
+    absent.write_text("\n".join(x for x in body.splitlines() if not x.startswith("sglang:")) + "\n")
+    rc2, _, _ = run_cli(["preflight", "--env-dump", str(absent), "-q"], capsys)
+    assert rc2 == 3

@@ -207,6 +207,22 @@ def check_verdict_inputs(ctx: Context) -> None:
         if not g.compute_capability.present:
             ctx.gap(f"GPU {g.index}: compute capability unknown ({g.compute_capability.missing})", blocking=True, question=Q.FP4,
                     why_open=g.compute_capability.why_open)
+        elif (conflict := name_cc_conflict(g)) is not None:
+            ctx.gap(f"GPU {g.index}: {conflict}", blocking=True, question=Q.FP4)
+
+
+def name_cc_conflict(g: GpuFacts) -> str | None:
+    """Why GPU ``g``'s name and compute capability contradict each other (the tool's GPU table,
+    :func:`mtp_audit.preflight.gpus.cc_from_name`, gives the name another compute capability: an edited or mixed-up
+    facts file, ``NVIDIA H200`` with 10.0), or ``None`` when they agree or the table does not know the name. Neither
+    fact is trusted over the other: which GPU it is could not be told."""
+    from mtp_audit.preflight.gpus import cc_from_name
+
+    named = cc_from_name(str(g.name.value)) if g.name.present and g.cc else None
+    if named is None or named[0] == g.cc:
+        return None
+    return (f"{g.name.value} has compute capability {cc_str(named[0])} ({named[1]}), but the facts give {cc_str(g.cc)} "
+            f"[{g.compute_capability.source or 'no source'}]: could not tell which GPU it is")
 
 
 
@@ -482,6 +498,59 @@ MACHINE_CHECKS: tuple[Callable[[Context], None], ...] = (
 )
 
 
+def _not_installed(fact: Fact) -> bool:
+    """Whether a package fact says the distribution is absent (live: ``"not installed"``; ``sglang.check_env``:
+    ``"not installed (Module Not Found)"``), as opposed to not recorded."""
+    return not fact.present and str(fact.missing or "").startswith("not installed")
+
+
+def check_fp4_kernel_evidence(ctx: Context) -> None:
+    """The evidence a "capable" native-FP4 verdict needs of the engine (the same rule for every engine, each saying
+    what its FP4 path loads: :attr:`KernelChecks.package` and :attr:`KernelChecks.fp4_kernel_packages`): its
+    release, and one installed distribution of each kernel group. What is missing leaves the verdict undecided
+    (:attr:`Context.undecided`: could not tell, exit 3), never "capable"; a package the facts show as not installed
+    is said so. Kernel builds whose SM targets the engine's checks read but the facts lack are a non-blocking gap.
+    Runs only where it matters: FP4 intent and a GPU with FP4 tensor cores (below SM100 the hardware decides)."""
+    if not ctx.fp4_intent or not any(g.cc and g.cc[0] >= 10 for g in ctx.gpus):
+        return
+    from mtp_audit.engines.registry import engine_label
+
+    k, label = ctx.kernels, engine_label(ctx.engine)
+    if k.package is None:
+        ctx.undecided.append(f"the preflight reads no {label} release or FP4 kernel build from a machine, so whether its FP4 kernels "
+                             "run here was not checked")
+        return
+    pkg = ctx.facts.package(k.package)
+    if _not_installed(pkg):
+        ctx.undecided.append(f"{label} is {pkg.missing}, so no FP4 kernel of it is on this machine; "
+                             "the verdict is that of the release you install, which was not given")
+        ctx.gap(f"{label} is shown as {pkg.missing}: a launch of it on this machine as it stands "
+                "does not start; its FP4 kernels were not checked", question=Q.FP4)
+        return
+    if ctx.engine_version is None:
+        why = f"{label} {pkg.value} is not a release" if pkg.present else f"{label}'s version is not shown"
+        if not any(u.startswith(why) for u in ctx.undecided):
+            ctx.undecided.append(f"{why}, so the FP4 kernels it loads were not checked")
+    _check_kernel_packages(ctx, label)
+
+
+def _check_kernel_packages(ctx: Context, label: str) -> None:
+    """The kernel groups of :func:`check_fp4_kernel_evidence`: each needs one installed distribution; installed ones
+    of :attr:`KernelChecks.fp4_cubin_packages` whose shared objects' SM targets were not read get a non-blocking gap."""
+    k = ctx.kernels
+    for group in k.fp4_kernel_packages:
+        facts = [ctx.facts.package(d) for d in group]
+        names = " / ".join(group)
+        if not any(f.present for f in facts):
+            state = "not installed" if all(_not_installed(f) for f in facts) else "not shown"
+            ctx.undecided.append(f"{names}, whose FP4 kernels {label} loads, {'is' if len(group) == 1 else 'are'} {state}")
+    read = {b.package for b in ctx.facts.binaries if b.targets.present}
+    unread = [d for d in k.fp4_cubin_packages if ctx.facts.package(d).present and d not in read]
+    if unread:
+        ctx.gap(f"SM targets of {', '.join(unread)} not read (a version only): whether its build holds FP4 kernels for this GPU "
+                "was not checked", question=Q.FP4)
+
+
 #: Findings about the launch command's text (a flag or value the installed SGLang's argparse rejects). They stop
 #: the launch, but say nothing about what the GPU and its stack can run, so they stay out of the MTP228 verdict.
 COMMAND_LINE_RULES = ("MTP226", "MTP230")
@@ -511,9 +580,13 @@ def verdicts(ctx: Context) -> list[dict[str, Any]]:
         loc = ctx.device(g.index)
         errs = [f for f in ctx.findings if f.severity >= Severity.ERROR and located_at(f.location.symbol, loc, g.index)
                 and f.rule_id not in COMMAND_LINE_RULES]
+        conflict = name_cc_conflict(g)
         if cc is None:
             v, reasons = UNKNOWN, [f"compute capability unknown: {g.compute_capability.missing}"]
             _open_verdict(ctx, g.index, g.compute_capability)
+        elif conflict is not None:
+            v, reasons = UNKNOWN, [conflict]
+            ctx.unknown_verdicts[g.index] = None  # read, and contradicting itself
         elif cc[0] < 10:
             v, reasons = NOT_CAPABLE, [f"{sm_name(cc)} has no FP4 tensor-core instructions ({narrowest_tensor_core_type(cc)})"] + [f"{f.rule_id}: {f.message}" for f in errs if f.rule_id != "MTP200"]
         elif errs:
@@ -583,7 +656,7 @@ def analyze(ctx: Context) -> Context:
 
     checks = ((vendors.check_platform, vendors.check_device_flag, vendors.check_amd, vendors.check_ascend, vendors.check_intel_gaudi,
                vendors.check_cpu)
-              if vendors.applies(ctx) else (*MACHINE_CHECKS, *ctx.kernels.checks))
+              if vendors.applies(ctx) else (*MACHINE_CHECKS, *ctx.kernels.checks, check_fp4_kernel_evidence))
     for check in checks:
         before = len(ctx.findings)
         check(ctx)

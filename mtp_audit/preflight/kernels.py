@@ -70,6 +70,14 @@ class KernelChecks:
             FP4 path per AMD gfx target, its NPU or XPU quantization support). Their rules are declared in
             :mod:`mtp_audit.preflight.rules` too. On Intel XPU / Gaudi a check returns ``True`` when it answered the
             launch's FP4 question; a launch loading FP4 weights that no check answers gets a blocking FP4 gap.
+        fp4_kernel_packages: the distributions, besides :attr:`package`, whose compiled kernels the engine's FP4 path
+            loads on NVIDIA, as groups of alternatives (``(("sgl-kernel", "sglang-kernel"), ("flashinfer-python",))``:
+            one of the first two and the third); each engine cites its release's ``Requires-Dist`` lines. The
+            native-FP4 verdict "capable" needs the engine's release and one installed distribution of each group
+            (:func:`mtp_audit.preflight.analyze.check_fp4_kernel_evidence`); ``package`` ``None`` means the preflight
+            reads no release of this engine from a machine, so its FP4 verdict there is never "capable".
+        fp4_cubin_packages: the distributions whose shared objects' SM targets this engine's checks read (SGLang's
+            MTP208); installed but not read (an env dump lists versions only) is a non-blocking gap.
     """
 
     label: str = "the engine"
@@ -86,6 +94,8 @@ class KernelChecks:
     syntax: LaunchSyntax = field(default_factory=LaunchSyntax)
     default_flag_checks: tuple[Callable[[Any], None], ...] = ()
     platform_checks: Mapping[str, tuple[Callable[[Any], None], ...]] = field(default_factory=dict)
+    fp4_kernel_packages: tuple[tuple[str, ...], ...] = ()
+    fp4_cubin_packages: tuple[str, ...] = ()
 
     def version(self, ctx: Any) -> Version | None:
         """The engine's release: the ``version`` its own analyzer gives (``ctx.engine_facts``), else the installed

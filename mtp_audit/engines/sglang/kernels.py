@@ -561,6 +561,11 @@ class SGLangKernels(KernelChecks):
     syntax: LaunchSyntax = LaunchSyntax(FLAGS, BOOL_FLAGS, model_label="--model-path")
     default_flag_checks: tuple[Any, ...] = (check_gemm_backend, check_moe_backend)
     platform_checks: Mapping[str, tuple[Any, ...]] = field(default_factory=lambda: PLATFORM_CHECKS)
+    #: sgl-kernel (sglang-kernel from 0.5.1x) holds the AOT FP4 quant/GEMM/MoE ops, flashinfer the FP4 GEMM and MoE
+    #: runner backends: Requires-Dist of wheel:sglang-0.5.9 METADATA:227,259 (flashinfer_python==0.6.3,
+    #: sgl-kernel==0.3.21) and wheel:sglang-0.5.23 METADATA:232,273 (flashinfer_python[cu13]==0.7.2, sglang-kernel==0.4.10).
+    fp4_kernel_packages: tuple[tuple[str, ...], ...] = (("sgl-kernel", "sglang-kernel"), ("flashinfer-python",))
+    fp4_cubin_packages: tuple[str, ...] = ("sgl-kernel", "sglang-kernel")
 
     def version(self, ctx: Any) -> Version | None:
         """SGLang's release (:meth:`KernelChecks.version`); a source checkout reports ``0.0.0.devN+g<sha>``: its
