@@ -321,12 +321,12 @@ def check_draft_api(ctx: Ctx) -> None:
     ``DeepseekV3ForCausalLMNextN`` and ``Qwen3_5ForCausalLMMTP`` lack, so the server stops with ``AttributeError``.
     An attribute is required only where every worker file that branches on the algorithm reads it. A class whose
     chain could not be resolved is a blocking gap."""
-    d, api = ctx.draft, (ctx.sg or {}).get("draft_api")
+    d = ctx.draft
     cls = d.get("draft_class") if d.get("uses_draft") else None
-    if not cls or not api or not d.get("draft_class_registered", d.get("draft_class_is_mtp")):
+    if not cls or not d.get("draft_class_registered", d.get("draft_class_is_mtp")):
         return
-    rows = [r for r in api.get("requires", []) if r["algorithm"] == ctx.algo_runs_as]
-    info = (api.get("classes") or {}).get(cls)
+    rows = [r for r in ctx.release.worker_requires if r["algorithm"] == ctx.algo_runs_as]
+    info = ctx.release.draft_class_api.get(cls)
     if not rows or info is None:
         return
     missing = set(info["missing"])
