@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.engines.code import cache
-from mtp_audit.engines.sglang.names import CLI_PATHS as _CLI_PATHS
 from mtp_audit.engines.sglang.draft_api import draft_api
+from mtp_audit.engines.sglang.names import CLI_PATHS as _CLI_PATHS
 from mtp_audit.engines.sglang.names import SCAN_VERSION
 from mtp_audit.engines.sglang.target import open_target
 from mtp_audit.report import Evidence, Gap, Location, Report

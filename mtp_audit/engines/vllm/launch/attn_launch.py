@@ -296,7 +296,7 @@ def draft_knowns(ctx: Any, k: AttnKnowns, draft_cfg: dict[str, Any] | None) -> A
     (:func:`draft_overrides`); ``None`` when the launch loads no draft model."""
     import dataclasses
 
-    from mtp_audit.engines.vllm.launch.evaluate import NO_DRAFT
+    from mtp_audit.engines.vllm.launch.methods import NO_DRAFT
 
     spec = ctx.cmd.spec or {}
     if ctx.cmd.spec is None or ctx.method is None or not ctx.draft.get("path") or str(ctx.method) in NO_DRAFT:

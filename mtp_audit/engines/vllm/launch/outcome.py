@@ -99,7 +99,7 @@ def prompt_drafting(ctx: Any) -> str | None:
     """For a method whose proposer loads no draft model (``NO_DRAFT``: vLLM still fills ``draft_model_config`` with the
     target's, 0.34.0 ``vllm/config/speculative.py`` "Unused fields" for ngram / suffix, but nothing is built from it),
     what drafts instead and, when the checkpoint declares MTP layers, that they are not used; ``None`` otherwise."""
-    from mtp_audit.engines.vllm.launch.evaluate import NO_DRAFT
+    from mtp_audit.engines.vllm.launch.methods import NO_DRAFT
 
     m = str(ctx.method) if ctx.method is not None else None
     if ctx.cmd.spec is None or m not in NO_DRAFT:
