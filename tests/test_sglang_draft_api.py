@@ -98,3 +98,22 @@ def test_nn_module_ends_the_chain_and_self_assignments_count(tmp_path, monkeypat
     out = capsys.readouterr().out
     assert "MTP314" not in out and "whether the EAGLE3 worker finds" not in out
     assert out.startswith("PASS: go: ")
+
+
+@pytest.mark.parametrize(("flag", "value", "decl"), [("--speculative-num-steps", "-1", "sglang/srt/server_args.py:3954"),
+                                                     ("--speculative-eagle-topk", "0", "sglang/srt/server_args.py:3960"),
+                                                     ("--speculative-num-draft-tokens", "0", "sglang/srt/server_args.py:3966")])
+def test_a_speculative_size_below_one_is_could_not_tell(tmp_path, capsys, flag, value, decl) -> None:
+    """SGLang 0.5.9 has no range check on these (checked by hand in server_args.py); the same launch with 3 is go."""
+    from mtp_audit.synth.launch import checkpoint_files
+
+    for rel, text in checkpoint_files(str(tmp_path / "ckpt")).items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    base = ["launch", "--no-machine", "--sglang", str(sglang_wheel("0.5.9")), "--", "python", "-m", "sglang.launch_server",
+            "--model-path", str(tmp_path / "ckpt"), "--speculative-algorithm", "NEXTN"]
+    assert main([*base, flag, "3"]) == 0
+    assert capsys.readouterr().out.startswith("PASS: go: ")
+    assert main([*base, flag, value]) == 3
+    assert (f"[launch, blocking] {flag} {value}: a speculative size below 1; SGLang 0.5.9 declares it type=int ({decl}) and "
+            "no replayed start-up check refuses it") in capsys.readouterr().out

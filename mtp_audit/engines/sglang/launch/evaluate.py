@@ -348,6 +348,34 @@ def check_draft_api(ctx: Ctx) -> None:
                 f"class {cls} could not be told: {info['unresolved']}", blocking=True)
 
 
+#: The speculative sizes that count drafts: a value below 1 means no draft step, no candidate or no token. SGLang 0.5.9
+#: ``server_args.py`` declares them ``type=int`` with no range check and derives ``speculative_num_draft_tokens =
+#: speculative_num_steps + 1`` for topk 1 (:2444-2450), so ``-1`` steps gives 0 draft tokens; 0.5.23
+#: ``arg_groups/speculative_hook.py:1040-1041`` raises "MTP requires positive speculative_num_steps." on some paths only.
+SPEC_SIZES = ("--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens")
+
+
+def check_speculative_sizes(ctx: Ctx) -> None:
+    """A blocking gap for a speculative size below 1 (:data:`SPEC_SIZES`) that no replayed start-up check of this
+    release refuses (an MTP300 from the hook replay already answers): what the release's later rewrites, draft loop and
+    CUDA-graph sizes do with it is not replayed, so whether the server starts and drafts is not told; never a pass."""
+    if not ctx.draft.get("uses_draft"):
+        return
+    for flag in SPEC_SIZES:
+        raw = ctx.cmd.get(flag)
+        try:
+            n = int(raw) if isinstance(raw, str) else None
+        except ValueError:
+            continue  # argparse refuses it: MTP300 from the parser
+        refused = any(f.rule_id == "MTP300" and flag in f.message for f in ctx.findings)
+        if n is not None and n < 1 and not refused:
+            decl = ctx.release.option(flag).get("location")
+            ctx.gap(f"{flag} {n}: a speculative size below 1; SGLang {ctx.sglang_version} declares it type=int"
+                    + (f" ({decl})" if decl else "") + " and no replayed start-up check refuses it: whether a later rewrite "
+                    "replaces it or the draft loop and CUDA-graph sizes take it, and so whether the server starts and drafts, "
+                    "could not be told", blocking=True)
+
+
 def _no_override_fix(ctx: Ctx) -> str:
     """The remediation for "no draft-architecture override" that fits its cause. With an algorithm that needs a
     separate draft model (EAGLE3, STANDALONE: not in ``MTP_ALGORITHMS``) and no --speculative-draft-model-path, the
@@ -866,7 +894,7 @@ def check_env(ctx: Ctx) -> None:
 
 
 CHECKS = (check_command, check_architecture, check_draft_api, check_mtp_weights, check_draft_elsewhere, check_gpus, check_memory, check_quantization,
-          check_env, check_attention, check_speculative_hook)
+          check_env, check_attention, check_speculative_hook, check_speculative_sizes)
 
 
 # --- one evaluation ------------------------------------------------------------------------------
