@@ -11,6 +11,10 @@ named in a ``hasattr`` test of that ``if`` is optional); a class's members from 
 registers (``torch/nn/modules/module.py``, ``Module.__getattr__``), which the assignments above already name. A base
 from any other package, ``__getattr__`` / ``__getattribute__`` or a ``setattr`` with a computed name leaves the
 class unresolved: could not tell.
+
+Cost: run once per tree when its facts are not cached (``audit.link``), it reads and parses the worker files and the
+MTP classes' files again (SGLang 0.5.23: 10 worker files and 39 model files, 0.44 s on this machine); a cached tree
+reads nothing.
 """
 
 from __future__ import annotations
