@@ -156,9 +156,21 @@ def test_consumers_and_the_linker_module_are_parsed_beside_the_reading(monkeypat
     reads: list[str] = []
     real_read = SourceTree.read
 
+    in_draft_api: list[str] = []  # the draft-API pass reads its worker and model files again (counted apart)
+    draft_api_reads: list[str] = []
+
     def counted(self: SourceTree, rel: str) -> bytes | None:
-        reads.append(rel)
+        (draft_api_reads if in_draft_api else reads).append(rel)
         return real_read(self, rel)
+
+    real_draft_api = audit.draft_api
+
+    def draft_api(tree: SourceTree, mtp_classes: list) -> dict:
+        in_draft_api.append("on")
+        try:
+            return real_draft_api(tree, mtp_classes)
+        finally:
+            in_draft_api.clear()
 
     decided_at: list[int] = []
     real_read_one, real_decide = treescan._TreeScan.read, treescan._TreeScan.decide_consumers
@@ -176,6 +188,7 @@ def test_consumers_and_the_linker_module_are_parsed_beside_the_reading(monkeypat
     parses: list[str] = []
     real_parse = audit._Consts._parse
     monkeypatch.setattr(SourceTree, "read", counted)
+    monkeypatch.setattr(audit, "draft_api", draft_api)
     monkeypatch.setattr(treescan._TreeScan, "read", slow_read)
     monkeypatch.setattr(treescan._TreeScan, "decide_consumers", decide)
     monkeypatch.setattr(audit._Consts, "_parse", lambda self, rel: parses.append(rel) or real_parse(self, rel))
@@ -183,7 +196,7 @@ def test_consumers_and_the_linker_module_are_parsed_beside_the_reading(monkeypat
     for workers in ("1", "2"):
         monkeypatch.setenv("MTP_AUDIT_SCAN_WORKERS", workers)
         monkeypatch.setenv("MTP_AUDIT_CACHE_DIR", str(tmp_path / workers))
-        reads.clear(), parses.clear(), decided_at.clear()
+        reads.clear(), parses.clear(), decided_at.clear(), draft_api_reads.clear()
         reports[workers] = audit_sglang(wheel).to_dict()
         caches[workers] = {p.relative_to(tmp_path / workers): p.read_bytes() for p in (tmp_path / workers).rglob("*.json")}
         again = sorted(rel for rel in set(reads) if reads.count(rel) > 1)  # cli/main.py: read again for `sglang serve`
@@ -193,6 +206,8 @@ def test_consumers_and_the_linker_module_are_parsed_beside_the_reading(monkeypat
         else:
             assert again == ["sglang/cli/main.py"] and len(reads) == 3986
             assert parses == [] and decided_at and decided_at[0] < 3985
+        # the 10 srt/speculative/*worker*.py files and the 39 files of the MTP classes and their bases, each read once
+        assert len(draft_api_reads) == len(set(draft_api_reads)) == 49
     assert reports["1"] == reports["2"] and caches["1"] == caches["2"]
     assert len(caches["1"]) == 101  # the 99 parsed files, the tree, the wheel's one-stat key
 

@@ -71,17 +71,21 @@ def local_reader(root: Path, display: str) -> Reader:
     return read
 
 
-def audit_gguf_path(path: Path, display: str, *, build: int | None = None) -> Report:
+def audit_gguf_path(path: Path, display: str, *, build: int | None = None, as_model: bool = False) -> Report:
     """Audit a ``.gguf`` file (with the other parts of its split set) or a folder of GGUF files.
 
+    ``as_model``: the file is the model a launch loads (llama-server ``-m``), not the audit's own input: a part that
+    cannot be read is then the launch's defect, as in a folder (MTP013 for a malformed header, else a blocking gap).
+
     Raises:
-        InputError: a header is malformed or unreadable (one line naming the file), or no GGUF file.
+        InputError: a header is malformed or unreadable (one line naming the file; not with ``as_model``), or no
+            GGUF file.
     """
     if path.is_dir():
         root, names, shown = path, _folder_ggufs(path, display), display
     else:
         root, names, shown = path.parent, _related_parts(path), os.path.dirname(display)
-    return audit_gguf(names, local_reader(root, shown), display, build=build, folder=path.is_dir())
+    return audit_gguf(names, local_reader(root, shown), display, build=build, folder=path.is_dir() or as_model)
 
 
 def _folder_ggufs(root: Path, display: str) -> list[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import posixpath
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -58,17 +59,33 @@ def audit_model(path_text: str, cwd: Path, flag: str, given: str | None = None) 
                      path_text, True)
 
 
-def map_model_dir(path_text: str, model_dirs: Sequence[tuple[str, str]]) -> str:
+def map_model_dir(path_text: str, model_dirs: Sequence[tuple[str, str]]) -> str | None:
     """``path_text`` with the first ``(SRC, DST)`` of ``model_dirs`` whose ``SRC`` is the path or a folder above it
     replaced by ``DST`` (``/models/x/ckpt`` with ``("/models", "/data/models")`` -> ``/data/models/x/ckpt``): a launch
-    written for its container, audited where the checkpoint sits elsewhere. Unmapped paths are returned unchanged."""
+    written for its container, audited where the checkpoint sits elsewhere. The path is normalised in the container's
+    namespace first (POSIX ``..`` and ``.``), so ``/models/../etc`` is ``/etc``, not under ``/models``. ``None`` when the
+    path is written under a ``SRC`` but leaves it once normalised (it is on neither machine as far as the audit
+    knows, and a folder outside ``DST`` is never opened). Unmapped paths are returned unchanged."""
+    norm = posixpath.normpath(path_text) if path_text else path_text
     for src, dst in model_dirs:
-        s = src.rstrip("/") or "/"
-        if path_text == s:
+        s = posixpath.normpath(src) if src.strip("/") else "/"
+        under = (s.rstrip("/") + "/") if s != "/" else "/"
+        if norm == s:
             return dst
-        if path_text.startswith(s.rstrip("/") + "/"):
-            return dst.rstrip("/") + "/" + path_text[len(s.rstrip("/")) + 1:]
+        if norm.startswith(under):
+            return dst.rstrip("/") + "/" + norm[len(under):]
+        if path_text.startswith(under):
+            return None
     return path_text
+
+
+def _or_nowhere(mapped: str | None, token: str) -> str:
+    return mapped if mapped is not None else posixpath.join(os.devnull, posixpath.normpath(token).lstrip("/"))
+
+
+def _leaves(path_text: str, model_dirs: Sequence[tuple[str, str]]) -> str:
+    """The ``--model-dir`` source that ``path_text`` is written under (for the gap's words)."""
+    return next((src for src, _ in model_dirs if path_text.startswith(src.rstrip("/") + "/")), "SRC")
 
 
 class LaunchAnalyzers:
@@ -85,7 +102,11 @@ class LaunchAnalyzers:
         """See :meth:`mtp_audit.engines.base.Analyzers.checkpoint`; a path under a ``--model-dir SRC=DST`` source is
         read at its destination (:func:`map_model_dir`)."""
         if path_text not in self._checkpoints:
-            self._checkpoints[path_text] = audit_model(map_model_dir(path_text, self.model_dirs), self.cwd, flag, path_text)
+            mapped = map_model_dir(path_text, self.model_dirs)
+            self._checkpoints[path_text] = (audit_model(mapped, self.cwd, flag, path_text) if mapped is not None else (None, Gap(
+                "launch", f"{flag} {path_text}: written under --model-dir {_leaves(path_text, self.model_dirs)} but it "
+                f"leaves that folder in the container ({posixpath.normpath(path_text)}), so it is not read here and the "
+                "checkpoint questions (MTP heads, quantization, weights per GPU) could not be told", path_text, True)))
         return self._checkpoints[path_text]
 
     def preflight(self, launch: Sequence[str] | None, *, engine: str | None, **engine_facts: Any) -> Report:
@@ -95,7 +116,9 @@ class LaunchAnalyzers:
         from mtp_audit.preflight.typed import machine_answer
 
         m = self.machine
-        toks = [map_model_dir(t, self.model_dirs) for t in launch] if launch is not None else None  # its model path read here too
+        # its model path is read here too; one that leaves its --model-dir source points under os.devnull (a file, so
+        # nothing under it exists) rather than at a host folder outside DST
+        toks = ([_or_nowhere(map_model_dir(t, self.model_dirs), t) for t in launch] if launch is not None else None)
         report = preflight(env_dumps=list(m.env_dumps), facts_file=m.facts_file, machine_facts=m.facts, cwd=self.cwd,
                            launch=toks, engine=m.engine or engine, no_machine=m.no_machine, **engine_facts)
         return report if report.answer is not None else dataclasses.replace(report, answer=machine_answer(report))

@@ -105,12 +105,19 @@ class LlamaCppEngine(Engine):
 def local_files_only(checkpoint: Any, cwd: Path) -> Any:
     """``checkpoint`` for ``-m`` / ``-md`` values, which llama.cpp opens as local files, never as a hub repo id to
     fetch (``-hf`` is the flag that downloads). A file that is not on this machine (a command written for its server)
-    is missing evidence: no report and a blocking gap, and the questions that need no GGUF are still answered."""
+    is missing evidence: no report and a blocking gap, and the questions that need no GGUF are still answered. A
+    ``.gguf`` file whose header llama.cpp refuses is the launch's defect, not bad input to the audit: MTP013 (the
+    load fails, ggml/src/gguf.cpp ``gguf_init_from_file_impl``) with the rest of the launch audited."""
+    from mtp_audit.checkpoint.gguf_audit import audit_gguf_path
+
     def audit(text: str, flag: str) -> Any:
         path = Path(text).expanduser()
-        if not (path if path.is_absolute() else cwd / path).exists():
+        full = path if path.is_absolute() else cwd / path
+        if not full.exists():
             return None, Gap(ANALYZER, f"{flag} {text}: no such file on this machine, so whether the GGUF carries an MTP head "
                                        "could not be told; audit where the file is, or copy it here", text, True)
+        if full.is_file() and full.name.endswith(".gguf"):
+            return audit_gguf_path(full, text, as_model=True), None
         return checkpoint(text, flag)
 
     return audit
@@ -213,7 +220,10 @@ def _view(text: str | None, flag: str, checkpoint: Any, reports: list[Report], g
         return GGUFView(flag, None)
     reports.append(report)
     entry = _entry(report)
-    if entry is None:
+    if entry is None and any(f.rule_id == "MTP013" for f in report.findings):  # the load fails: the error says so
+        gaps.append(Gap(ANALYZER, f"{flag} {text}: llama.cpp refuses its header (MTP013), so whether it carries an MTP head "
+                                  "could not be told", text, blocking=True))
+    elif entry is None:
         gaps.append(Gap(ANALYZER, f"{flag} {text} is not a GGUF model (llama.cpp loads GGUF only)", text, blocking=True))
     return GGUFView(flag, entry)
 

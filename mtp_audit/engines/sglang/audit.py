@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mtp_audit.engines.code import cache
+from mtp_audit.engines.sglang.draft_api import draft_api
 from mtp_audit.engines.sglang.names import CLI_PATHS as _CLI_PATHS
 from mtp_audit.engines.sglang.names import SCAN_VERSION
 from mtp_audit.engines.sglang.target import open_target
@@ -217,6 +218,7 @@ def link(tree: SourceTree, results: dict[str, dict[str, Any]],
         ln.model_override_tables(rel)
     registry = ln.registries()
     facts = ln.facts(server_args, registry)
+    facts["draft_api"] = draft_api(tree, registry["mtp_classes"])
     return facts, ln.gaps
 
 

@@ -10,7 +10,7 @@ import re
 #: Version of the per-file scan results (:mod:`mtp_audit.engines.sglang.scan`) and of the cache folder that holds
 #: them: bump it when the extraction changes, so cached results are recomputed. Kept here, with no parser imported,
 #: so that a warm audit finds its cache entry without loading the passes.
-SCAN_VERSION = 26
+SCAN_VERSION = 27
 
 #: Server-args hook files (SGLang <= 0.5.18: ``srt/server_args.py``; 0.5.20 on: ``srt/arg_groups/``).
 HOOK_PATHS = re.compile(r"(^|/)srt/(server_args\.py|arg_groups/[^/]+\.py)$")

@@ -39,6 +39,10 @@ class Release:
         env_vars: the environment variables the release reads (``name``, ``location``, ...).
         draft_arch_overrides: the draft-architecture overrides (``from``, ``to``, ``location``).
         draft_model_path_fills: where the draft model path is filled in (``kind``, ``location``).
+        worker_requires: what the speculative workers read on the draft model at start-up (``algorithm``,
+            ``attribute``, ``location``, ``unless_has``, ``file``; :mod:`mtp_audit.engines.sglang.draft_api`).
+        draft_class_api: MTP class -> ``missing`` (attributes of ``worker_requires`` its chain lacks), ``chain``,
+            ``unresolved`` (why the chain could not be followed, or ``None``).
     """
 
     known: bool
@@ -53,6 +57,8 @@ class Release:
     env_vars: tuple[Mapping[str, Any], ...]
     draft_arch_overrides: tuple[Mapping[str, Any], ...]
     draft_model_path_fills: tuple[Mapping[str, Any], ...]
+    worker_requires: tuple[Mapping[str, Any], ...]
+    draft_class_api: Mapping[str, Mapping[str, Any]]
 
     @classmethod
     def of(cls, doc: Mapping[str, Any] | None) -> Release:
@@ -62,6 +68,8 @@ class Release:
         parser = d.get("parser")
         eps = d.get("entry_points")
         version = d.get("version")
+        api = d.get("draft_api") if isinstance(d.get("draft_api"), Mapping) else _EMPTY
+        classes = api.get("classes")
         return cls(
             known=doc is not None,
             version=str(version) if version else None,
@@ -75,6 +83,8 @@ class Release:
             env_vars=_rows(d, "env_vars"),
             draft_arch_overrides=_rows(d, "draft_arch_overrides"),
             draft_model_path_fills=_rows(d, "draft_model_path_fills"),
+            worker_requires=_rows(api, "requires"),
+            draft_class_api=classes if isinstance(classes, Mapping) else _EMPTY,
         )
 
     def option(self, flag: str | None) -> Mapping[str, Any]:

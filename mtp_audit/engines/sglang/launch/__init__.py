@@ -1,6 +1,6 @@
 """SGLang as a launch engine: parse ``python -m sglang.launch_server ...`` / ``sglang serve ...`` against the flag table of
 one SGLang release, replay its rewrites, and cross-check the command with the checkpoint and the machine (rules
-MTP300-MTP313, :mod:`mtp_audit.engines.sglang.launch.rules`); two releases can be compared (MTP310)."""
+MTP300-MTP314, :mod:`mtp_audit.engines.sglang.launch.rules`); two releases can be compared (MTP310)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ Inputs flow through the analyzers' public functions only: :func:`mtp_audit.engin
 :func:`mtp_audit.checkpoint.audit_checkpoint` (architecture, MTP tensors, their dtype and bytes,
 quantization) and :func:`mtp_audit.preflight.preflight` (GPUs, capability, memory, effective FP4
 backends after this SGLang version's ``auto`` resolution, its MTP2xx findings). The checks here
-(MTP300-MTP313, :mod:`mtp_audit.engines.sglang.launch.rules`) are the ones no single analyzer can make.
+(MTP300-MTP314, :mod:`mtp_audit.engines.sglang.launch.rules`) are the ones no single analyzer can make.
 """
 
 from __future__ import annotations
@@ -312,6 +312,68 @@ def check_architecture(ctx: Ctx) -> None:
                 evidence=[Evidence("draft architecture", darch), Evidence("overrides for this family", "; ".join(siblings) or "none")]
                 + [Evidence("override table (nearest row)" if sib_rows else "override table", o["location"]) for o in table],
                 remediation=_no_override_fix(ctx))
+
+
+def check_draft_api(ctx: Ctx) -> None:
+    """MTP314 when the worker of the algorithm the launch runs as reads, at start-up, an attribute the resolved draft
+    class does not define (``facts["draft_api"]``, :mod:`mtp_audit.engines.sglang.draft_api`): SGLang 0.5.9
+    ``speculative/eagle_worker.py:168`` calls ``model.set_embed(embed)`` for EAGLE3, which
+    ``DeepseekV3ForCausalLMNextN`` and ``Qwen3_5ForCausalLMMTP`` lack, so the server stops with ``AttributeError``.
+    An attribute is required only where every worker file that branches on the algorithm reads it. A class whose
+    chain could not be resolved is a blocking gap."""
+    d = ctx.draft
+    cls = d.get("draft_class") if d.get("uses_draft") else None
+    if not cls or not d.get("draft_class_registered", d.get("draft_class_is_mtp")):
+        return
+    rows = [r for r in ctx.release.worker_requires if r["algorithm"] == ctx.algo_runs_as]
+    info = ctx.release.draft_class_api.get(cls)
+    if not rows or info is None:
+        return
+    missing = set(info["missing"])
+    need = [r for r in rows if r["attribute"] in missing and set(r["unless_has"]) <= missing]
+    files = {r["file"] for r in rows}
+    attrs = sorted(a for a in {r["attribute"] for r in need} if {r["file"] for r in need if r["attribute"] == a} == files)
+    if attrs and info.get("unresolved") is None:
+        first = sorted((next(r for r in need if r["attribute"] == a) for a in attrs),
+                       key=lambda r: (r["file"], int(r["location"].rsplit(":", 1)[1])))
+        attrs = [r["attribute"] for r in first]
+        ctx.add("MTP314", f"SGLang {ctx.sglang_version}'s {ctx.algo_runs_as} worker calls {', '.join('model.' + a for a in attrs)} on "
+                f"the draft model at start-up, and the draft class {cls} does not define {'it' if len(attrs) == 1 else 'them'}: "
+                f"the server will not start (AttributeError at {first[0]['location']})", "--speculative-algorithm",
+                evidence=[Evidence("worker reads", f"model.{r['attribute']}", loc_of(r["location"])) for r in first]
+                + [Evidence("draft class chain", " -> ".join(info["chain"]), loc_of(info["chain"][0]) if info["chain"] else None)],
+                remediation=_no_override_fix(ctx))
+    elif info.get("unresolved") and any((set(r["unless_has"]) | {r["attribute"]}) & missing for r in rows):
+        ctx.gap(f"whether the {ctx.algo_runs_as} worker finds {', '.join(sorted({r['attribute'] for r in rows}))} on the draft "
+                f"class {cls} could not be told: {info['unresolved']}", blocking=True)
+
+
+#: The speculative sizes that count drafts: a value below 1 means no draft step, no candidate or no token. SGLang 0.5.9
+#: ``server_args.py`` declares them ``type=int`` with no range check and derives ``speculative_num_draft_tokens =
+#: speculative_num_steps + 1`` for topk 1 (:2444-2450), so ``-1`` steps gives 0 draft tokens; 0.5.23
+#: ``arg_groups/speculative_hook.py:1040-1041`` raises "MTP requires positive speculative_num_steps." on some paths only.
+SPEC_SIZES = ("--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens")
+
+
+def check_speculative_sizes(ctx: Ctx) -> None:
+    """A blocking gap for a speculative size below 1 (:data:`SPEC_SIZES`) that no replayed start-up check of this
+    release refuses (an MTP300 from the hook replay already answers): what the release's later rewrites, draft loop and
+    CUDA-graph sizes do with it is not replayed, so whether the server starts and drafts is not told; never a pass."""
+    if not ctx.draft.get("uses_draft"):
+        return
+    for flag in SPEC_SIZES:
+        raw = ctx.cmd.get(flag)
+        try:
+            n = int(raw) if isinstance(raw, str) else None
+        except ValueError:
+            continue  # argparse refuses it: MTP300 from the parser
+        refused = any(f.rule_id == "MTP300" and flag in f.message for f in ctx.findings)
+        if n is not None and n < 1 and not refused:
+            decl = ctx.release.option(flag).get("location")
+            ctx.gap(f"{flag} {n}: a speculative size below 1; SGLang {ctx.sglang_version} declares it type=int"
+                    + (f" ({decl})" if decl else "") + " and no replayed start-up check refuses it: whether a later rewrite "
+                    "replaces it or the draft loop and CUDA-graph sizes take it, and so whether the server starts and drafts, "
+                    "could not be told", blocking=True)
 
 
 def _no_override_fix(ctx: Ctx) -> str:
@@ -834,8 +896,8 @@ def check_env(ctx: Ctx) -> None:
                     remediation="")
 
 
-CHECKS = (check_command, check_architecture, check_mtp_weights, check_draft_elsewhere, check_gpus, check_memory, check_quantization,
-          check_env, check_attention, check_speculative_hook)
+CHECKS = (check_command, check_architecture, check_draft_api, check_mtp_weights, check_draft_elsewhere, check_gpus, check_memory, check_quantization,
+          check_env, check_attention, check_speculative_hook, check_speculative_sizes)
 
 
 # --- one evaluation ------------------------------------------------------------------------------

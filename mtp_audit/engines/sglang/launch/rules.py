@@ -1,4 +1,4 @@
-"""Launch cross-check rules MTP300-MTP313: documentation, sources and runnable examples.
+"""Launch cross-check rules MTP300-MTP314: documentation, sources and runnable examples.
 
 The checks live in :mod:`mtp_audit.engines.sglang.launch.evaluate` (and :mod:`mtp_audit.engines.sglang.launch.outcome` for MTP310).
 Examples write a small SGLang package folder (``sg/sglang/...``, hand-written in the shape of SGLang
@@ -391,6 +391,57 @@ RULES = RULES + (
        _gdn_ex(False, "flashinfer on an SM120 GPU, whose set has it", _LS + ("--attention-backend", "flashinfer"), SM120_ENV),
        _gdn_ex(False, "flashinfer for a model without linear attention", _LS + ("--attention-backend", "flashinfer"), _B200,
                gdn=False))),
+)
+
+#: An EAGLE worker in the shape of SGLang 0.5.9 speculative/eagle_worker.py:157-183 (hand-written, not SGLang's code):
+#: for EAGLE3 it calls ``set_embed`` on the draft model (``set_embed_and_head`` only when the class says it shares the
+#: LM head) and reads ``hot_token_id``.
+_EAGLE_WORKER = '''class EAGLEWorker:
+    def __init__(self, server_args, target_worker):
+        embed, head = target_worker.model_runner.model.get_embed_and_head()
+        if self.speculative_algorithm.is_eagle3():
+            if hasattr(self.draft_model_runner.model, "load_lm_head_from_target") and self.draft_model_runner.model.load_lm_head_from_target:
+                self.draft_model_runner.model.set_embed_and_head(embed, head)
+            else:
+                self.draft_model_runner.model.set_embed(embed)
+            if self.draft_model_runner.model.hot_token_id is not None:
+                self.hot_token_id = self.draft_model_runner.model.hot_token_id
+        else:
+            self.draft_model_runner.model.set_embed_and_head(embed, head)
+'''
+
+
+def _worker_ex(fires: bool, note: str, args: tuple[str, ...]) -> Example:
+    def files() -> dict[str, str]:
+        return dict(_files(), **{"sg/sglang/srt/speculative/eagle_worker.py": _EAGLE_WORKER})
+    return Example(fires=fires, files=files, args=args, note=note)
+
+
+RULES = RULES + (
+    R("MTP314", "draft-class-lacks-worker-api", E, "The speculative worker calls a method the draft model class does not define: "
+      "AttributeError at start-up",
+      "Reads, in every srt/speculative/*worker*.py of the release, what the start-up methods (__init__, init_*) call or read "
+      "on the draft model (self.draft_model_runner.model.X / self.draft_runner.model.X) inside the branch of an algorithm "
+      "(if self.speculative_algorithm.is_eagle3():), an attribute named in a hasattr test being optional; then what the "
+      "draft class resolved for the launch defines (its defs, class-level names, self.X assignments and registered "
+      "buffers), through its bases in the tree up to torch.nn.Module. Fires when every worker file that branches on the "
+      "algorithm reads an attribute the class chain lacks. A base from another package, __getattr__ or setattr with a "
+      "computed name: could not tell (a blocking gap), never a pass.",
+      "EAGLE3 without --speculative-draft-model-path drafts with the target checkpoint, which SGLang builds as its MTP "
+      "class (DeepseekV3ForCausalLMNextN, Qwen3_5ForCausalLMMTP). The EAGLE3 branch of the worker calls "
+      "model.set_embed(embed) and reads model.hot_token_id, which only EAGLE3 draft classes define (LlamaForCausalLMEagle3): "
+      "the server stops with AttributeError after loading the weights.",
+      "Give the EAGLE3 draft model trained for this target with --speculative-draft-model-path, or use "
+      "--speculative-algorithm NEXTN to draft with the checkpoint's own MTP heads.",
+      ("sglang 0.5.9 sglang/srt/speculative/eagle_worker.py:159-174 (set_embed :168, hot_token_id :171)",
+       "sglang 0.5.23 sglang/srt/speculative/eagle_worker_v2.py:355-367 (set_embed :363, hot_token_id :366)",
+       "sglang 0.5.9 sglang/srt/models/deepseek_nextn.py:191, deepseek_v2.py:2781-2978, qwen3_5_mtp.py:37 (no set_embed, "
+       "no hot_token_id)"),
+      "code",
+      (_worker_ex(True, "EAGLE3 with the target as the draft: Qwen3_5ForCausalLMMTP has no set_embed",
+                  _LS + ("--speculative-algorithm", "EAGLE3")),
+       _worker_ex(False, "NEXTN: the worker's other branch calls set_embed_and_head only when the class says so",
+                  _NEXTN))),
 )
 
 RULES_BY_ID = {r.id: r for r in RULES}

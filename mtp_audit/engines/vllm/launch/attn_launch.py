@@ -309,8 +309,10 @@ def draft_knowns(ctx: Any, k: AttnKnowns, draft_cfg: dict[str, Any] | None) -> A
     (:func:`draft_overrides`); ``None`` when the launch loads no draft model."""
     import dataclasses
 
+    from mtp_audit.engines.vllm.launch.methods import NO_DRAFT
+
     spec = ctx.cmd.spec or {}
-    if ctx.cmd.spec is None or ctx.method is None or not ctx.draft.get("path"):
+    if ctx.cmd.spec is None or ctx.method is None or not ctx.draft.get("path") or str(ctx.method) in NO_DRAFT:
         return None  # no draft model is built (ngram, suffix ... or a refused config)
     d = attention_knowns(draft_cfg, ctx.cmd, ctx.env, k.capability, False) if draft_cfg is not None else dataclasses.replace(k)
     d.selected, d.selected_from, d.kv_cache_dtype = k.selected, k.selected_from, k.kv_cache_dtype

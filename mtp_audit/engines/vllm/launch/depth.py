@@ -18,13 +18,12 @@ from typing import Any
 from mtp_audit.checkpoint.typed import as_checkpoint_answer
 from mtp_audit.engines.base import DraftMemory, DraftQuestion, PinCheck
 from mtp_audit.engines.outcome import fmt_bytes
+from mtp_audit.engines.vllm.launch.methods import NO_DRAFT
 from mtp_audit.engines.vllm.launch.parallel import plan_vllm
 from mtp_audit.preflight.facts import Fact
 from mtp_audit.preflight.typed import MachineAnswer
 from mtp_audit.report import Evidence, Severity
 
-#: methods whose proposer loads no draft model (the same list as the launch evaluation's ``NO_DRAFT``)
-NO_DRAFT = ("ngram", "[ngram]", "ngram_gpu", "suffix", "extract_hidden_states", "custom_class")
 #: base classes that are known not to give ``supports_pp`` (vLLM's interface mixins other than SupportsPP)
 _NOT_PP = ("Module", "nn.Module", "torch.nn.Module")
 REGISTRY = "vllm/model_executor/models/registry.py"

@@ -45,6 +45,7 @@ from mtp_audit.engines.vllm.launch.command import (
 )
 from mtp_audit.engines.vllm.launch.depth import check_depth
 from mtp_audit.engines.vllm.launch.lookahead import check_lookahead
+from mtp_audit.engines.vllm.launch.methods import NO_DRAFT
 from mtp_audit.engines.vllm.launch.spec_config_replay import UNKNOWN, Evaluator, n_predict_of, pydantic_validated
 from mtp_audit.errors import InputError
 from mtp_audit.preflight.typed import MachineAnswer, machine_answer
@@ -57,8 +58,6 @@ PARALLEL_OPTIONS = ("--tensor-parallel-size", "-tp", "--pipeline-parallel-size",
 #: options read by the attention-backend replay (:mod:`mtp_audit.engines.vllm.launch.attn_launch`)
 ATTENTION_OPTIONS = ("--attention-backend", "--attention-config", "-ac", "--attention-config.backend", "--kv-cache-dtype",
                      "--block-size", "--dtype", "--decode-context-parallel-size", "-dcp", "--prefill-context-parallel-size", "-pcp")
-#: methods whose proposer loads no draft model (no ``model`` to build a draft ``ModelConfig`` from)
-NO_DRAFT = ("ngram", "[ngram]", "ngram_gpu", "suffix", "extract_hidden_states", "custom_class")
 
 
 @dataclass

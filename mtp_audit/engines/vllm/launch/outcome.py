@@ -95,12 +95,31 @@ def _method_text(ctx: Any) -> str:
     return method
 
 
+def prompt_drafting(ctx: Any) -> str | None:
+    """For a method whose proposer loads no draft model (``NO_DRAFT``: vLLM still fills ``draft_model_config`` with the
+    target's, 0.34.0 ``vllm/config/speculative.py`` "Unused fields" for ngram / suffix, but nothing is built from it),
+    what drafts instead and, when the checkpoint declares MTP layers, that they are not used; ``None`` otherwise."""
+    from mtp_audit.engines.vllm.launch.methods import NO_DRAFT
+
+    m = str(ctx.method) if ctx.method is not None else None
+    if ctx.cmd.spec is None or m not in NO_DRAFT:
+        return None
+    what = ("drafts from the prompt (n-gram matching), not with a draft model" if "ngram" in m else
+            "drafts from the prompt and earlier outputs (suffix decoding), not with a draft model" if m == "suffix" else
+            f"builds no draft model ({m})")
+    n = ctx.ck_answer.mtp.declared_layers if ctx.ck_answer is not None else None
+    return what + (f": the checkpoint's {n} MTP layer(s) are not used" if n else "")
+
+
 def _draft_texts(ctx: Any) -> tuple[str, str]:
     """``(draft model, draft architecture)`` lines: the architecture after ``hf_config_override`` (with its registry
     location), and after the EAGLE wrapping the replay followed (``Eagle<Arch>``) when it differs."""
     d, cmd = ctx.draft, ctx.cmd
     if not d:
         return ("none" if cmd.spec is None else "n/a"), "n/a"
+    prompt = prompt_drafting(ctx)
+    if prompt is not None:
+        return f"none: {ctx.method} {prompt}", "n/a (no draft model is built)"
     draft_model = (f"the target checkpoint itself ({cmd.model})" if d.get("is_target") else str(d.get("path")))
     fr = d.get("from") or {}
     ov = d.get("override") or {}
@@ -202,14 +221,15 @@ def _runs(ctx: Any) -> str:
     runs = (f"{ctx.method_requested} runs as {ctx.method}" if ctx.method_requested and ctx.method_requested != ctx.method else f"method {ctx.method}")
     if ctx.fails:
         return runs
-    archs = d.get("architectures_replayed") or d.get("architectures")
+    prompt = prompt_drafting(ctx)
+    archs = None if prompt is not None else d.get("architectures_replayed") or d.get("architectures")
     if archs:
         runs += f", draft {'the target' if d.get('is_target') else d.get('path')} ({', '.join(archs)})"
     if ctx.k is not None:
         runs += f", {ctx.k} token(s)"
     p = ctx.proposer or {}
     cls = next((p[r]["class"] for r in ("v2", "v1", "v0") if r in p and p[r].get("class")), None)
-    return runs + (f", {cls}" if cls else "")
+    return runs + (f", {cls}" if cls else "") + (f"; {prompt}" if prompt is not None else "")
 
 
 def _head(ctx: Any, v: str, errors: list[Finding], blocking: list[Gap], findings: Sequence[Finding]) -> str:
