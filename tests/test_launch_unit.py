@@ -479,7 +479,10 @@ def test_release_pin_is_told_by_its_evidence_not_its_words() -> None:
     rule = rule_by_id("MTP209")
     release = rule.finding("the release's torch pin is not the installed torch", evidence=(Evidence(PIN_SOURCE, "matrix"),))
     worded = rule.finding("sglang 0.5.23 pins torch==2.14.1 but torch 2.9.1 is installed", evidence=(Evidence("torch", "2.9.1"),))
-    ctx = SimpleNamespace(machine=SimpleNamespace(package=lambda name: "0.5.9"), release=SimpleNamespace(version="0.5.23"))
+    from mtp_audit.preflight.facts import Fact
+
+    installed = SimpleNamespace(package=lambda name: Fact.of("0.5.9", "sglang-check-env line 3"))
+    ctx = SimpleNamespace(machine=SimpleNamespace(facts=installed), release=SimpleNamespace(version="0.5.23"))
     out = relax_other_release_pin(ctx, Report.build("preflight", "m", findings=[release, worded]))
     severities = {f.evidence[0].label: f.severity.label for f in out.findings}
     assert severities == {PIN_SOURCE: "warning", "torch": "error"}

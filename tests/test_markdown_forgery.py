@@ -62,7 +62,7 @@ def test_hostile_value_renders_as_text(value: str) -> None:
 
 def test_shard_name_in_an_index_renders_as_text(tmp_path):
     """The issue's shape end to end: a weight map names a shard ``<img ...>[x](...)</td></tr></table><h1>PASS</h1>``
-    (outside the folder: MTP010 quotes it) in a FAIL report; on GitHub the report keeps one table, one heading of
+    (its slashes make it a sub-path that no loader opens: MTP008 quotes it) in a FAIL report; on GitHub the report keeps one table, one heading of
     level 1, no image and no link."""
     import json
     import shutil
@@ -79,5 +79,5 @@ def test_shard_name_in_an_index_renders_as_text(tmp_path):
     tags = [t for t, _ in got.tags]
     assert md.startswith("# mtp-audit report\n\n**FAIL**")
     assert (tags.count("h1"), tags.count("table"), "img" in tags, "a" in tags, got.mailto) == (1, 1, False, False, [])
-    (mtp010,) = [c for c in got.cells if "maps model.layers.0.mlp.gate_proj.weight to" in c]
-    assert f"to '{shard}', a path outside the checkpoint folder" in mtp010
+    (mtp008,) = [c for c in got.cells if "maps 1 tensor(s) to" in c]
+    assert f'to "{shard}" (inside the folder: ' in mtp008
