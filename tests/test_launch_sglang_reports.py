@@ -112,7 +112,7 @@ def test_linear_attention_kind_of_the_real_configs() -> None:
     kinds = {p.parent.name: linear_attention_kind(json.loads(p.read_text()))
              for p in sorted((FIXTURES / "oracle-configs").glob("*/config.json"))}
     assert {k for k, v in kinds.items() if v == "gdn"} == {
-        "Qwen--Qwen3-Next-80B-A3B-Thinking", "Qwen--Qwen3.5-122B-A10B", "Qwen--Qwen3.5-27B", "Qwen--Qwen3.5-397B-A17B",
+        "Qwen--Qwen3-Next-80B-A3B-Instruct", "Qwen--Qwen3-Next-80B-A3B-Thinking", "Qwen--Qwen3.5-122B-A10B", "Qwen--Qwen3.5-27B", "Qwen--Qwen3.5-397B-A17B",
         "bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding", "nvidia--Qwen3.5-122B-A10B-NVFP4", "nvidia--Qwen3.5-397B-A17B-NVFP4",
         "nvidia--Qwen3.6-35B-A3B-NVFP4"}
     assert kinds["nvidia--NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4"] == "mamba2"

@@ -219,7 +219,7 @@ def name_cc_conflict(g: GpuFacts) -> str | None:
     from mtp_audit.preflight.gpus import cc_from_name
 
     named = cc_from_name(str(g.name.value)) if g.name.present and g.cc else None
-    if named is None or named[0] == g.cc:
+    if named is None or g.cc is None or named[0] == g.cc:
         return None
     return (f"{g.name.value} has compute capability {cc_str(named[0])} ({named[1]}), but the facts give {cc_str(g.cc)} "
             f"[{g.compute_capability.source or 'no source'}]: could not tell which GPU it is")

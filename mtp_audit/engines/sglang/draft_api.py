@@ -90,8 +90,8 @@ def _walk(stmts: list[ast.stmt], algo: str | None, lacks: frozenset[str], rel: s
             continue
         if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.While, ast.For, ast.AsyncFor)):
             continue  # a nested definition or a loop body: not certain to run
-        blocks = [getattr(st, f, None) for f in ("body", "finalbody")]
-        blocks = [blk for blk in blocks if isinstance(blk, list) and blk and isinstance(blk[0], ast.stmt)]
+        blocks: list[list[ast.stmt]] = [blk for blk in (getattr(st, f, None) for f in ("body", "finalbody"))
+                                         if isinstance(blk, list) and blk and isinstance(blk[0], ast.stmt)]
         if not blocks:
             _collect(st, algo, lacks, set(), rel, out)
         for blk in blocks:
@@ -105,7 +105,8 @@ def _collect(node: ast.AST, algo: str | None, lacks: frozenset[str], optional: s
     for n in ast.walk(node):
         name = _draft_attr(n)
         if name is not None and name not in optional:
-            out.append({"algorithm": algo, "attribute": name, "location": f"{rel}:{n.lineno}", "unless_has": sorted(lacks)})
+            out.append({"algorithm": algo, "attribute": name, "location": f"{rel}:{getattr(n, 'lineno', '?')}",
+                        "unless_has": sorted(lacks)})
 
 
 def worker_requirements(tree: SourceTree) -> list[dict[str, Any]]:
@@ -200,7 +201,7 @@ class _Resolver:
             r, n = todo.pop(0)
             mod = self.module(r)
             cls = next((c for c in (mod.body if mod else []) if isinstance(c, ast.ClassDef) and c.name == n), None)
-            if cls is None:
+            if cls is None or mod is None:
                 return found, chain, f"class {n} not found in {r}"
             chain.append(f"{r}:{cls.lineno}")
             names, why = _members(cls)

@@ -68,7 +68,8 @@ class Release:
         parser = d.get("parser")
         eps = d.get("entry_points")
         version = d.get("version")
-        api = d.get("draft_api") if isinstance(d.get("draft_api"), Mapping) else _EMPTY
+        api_doc = d.get("draft_api")
+        api: Mapping[str, Any] = api_doc if isinstance(api_doc, Mapping) else _EMPTY
         classes = api.get("classes")
         return cls(
             known=doc is not None,
