@@ -272,3 +272,38 @@ def test_a_transformers_not_read_or_not_listed_stays_could_not_tell(tmp_path, tr
 def test_no_machine_facts_stays_could_not_tell() -> None:
     kind, detail = _mtp("0.24.0", "deepseek-ai--DeepSeek-V3", 1024, no_machine=True)
     assert kind == "undecided" and "speculative_max_model_len > draft_max_model_len" in detail
+
+
+def _no_length(tmp_path):
+    """DeepSeek-V3's config.json without ``max_position_embeddings``, ``rope_scaling`` and ``quantization_config``: the
+    length is DeepseekV3Config's default alone (4096 in transformers 5.25.0, ``configuration_deepseek_v3.py:105``)."""
+    cfg = json.loads((FIXTURES / "oracle-configs" / "deepseek-ai--DeepSeek-V3" / "config.json").read_text())
+    for key in ("max_position_embeddings", "rope_scaling", "quantization_config"):
+        cfg.pop(key)
+    folder = tmp_path / "dsv3-nolen"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(cfg))
+    return folder
+
+
+def _launch(folder, mml: int, **machine):
+    return audit_launch(["vllm", "serve", str(folder), "--speculative-config",
+                         json.dumps({"method": "mtp", "num_speculative_tokens": 1, "max_model_len": mml})],
+                        vllm=vllm_wheel("0.24.0"), environ={}, cwd=folder, **machine)
+
+
+def test_a_refusal_the_machines_transformers_decides_names_it(tmp_path) -> None:
+    # real vLLM 0.24.0 with transformers 5.25.0 (tests/oracle/probe_max_len.py 4096,4097 in /work/oracle-venvs/vllm-0.24.0
+    # on this config, 2026-12-05): 4096 runs (target_derived 4096), 4097 is "ValueError: User-specified max_model_len
+    # (4097) is greater than the derived max_model_len" at vllm/config/model.py:2225
+    folder = _no_length(tmp_path)
+    assert _launch(folder, 4096, env_dumps=[FREEZE_024]).facts["launch"]["speculative"].get("runs_as") == "mtp"
+    r = _launch(folder, 4097, env_dumps=[FREEZE_024])
+    [f] = [f for f in r.findings if f.rule_id == "MTP320"]
+    assert "ValueError: User-specified max_model_len (4097) is greater than the derived max_model_len (at most 4096" in f.message
+    assert "(vllm/config/model.py:2225)" in f.message
+    ev = {e.label: e.value for e in f.evidence}
+    assert ev["machine: transformers"].startswith("5.25.0 installed [")
+    # the machine's transformers unknown: neither a pass nor a refusal
+    r = _launch(folder, 4097, no_machine=True)
+    assert [f for f in r.findings if f.rule_id == "MTP320"] == [] and r.facts["launch"]["speculative"].get("runs_as") is None

@@ -122,6 +122,17 @@ def _ceiling(view: Any, model: Any, cwd: Any, model_type: Any = None, machine_tf
     return min(bound, exact)
 
 
+def _ceiling_machine(view: Any, model: Any, cwd: Any, model_type: Any, machine_tf: tuple[str, str] | None) -> list[tuple[str, str]]:
+    """The machine facts :func:`_ceiling` rests on: ``[("transformers", "VERSION [where seen]")]`` when the machine's
+    transformers (``machine_tf``) gives a lower ceiling than the launch alone does (its config class's defaults decided
+    the length), else ``[]``."""
+    from mtp_audit.engines.vllm.distributions import TRANSFORMERS
+
+    if machine_tf is None or _ceiling(view, model, cwd, model_type, machine_tf) == _ceiling(view, model, cwd, model_type):
+        return []
+    return [(TRANSFORMERS, f"{machine_tf[0]} installed [{machine_tf[1]}]")]
+
+
 def target_max_len(ctx: Any, model_path: str | None, cwd: Any) -> Any:
     """The target ``ModelConfig.max_model_len`` as ``SpeculativeConfig`` sees it: ``--max-model-len N`` when ``N`` is at
     or below a lower bound of the derived length (the target's own check passes and keeps it); without it (or ``-1``,
@@ -179,6 +190,7 @@ def knowns(ctx: Any, model_path: str | None, cwd: Any = ".") -> LaunchKnowns:
                         max_len_bound=(lambda model, mt=None: None) if ctx.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN")
                         else (lambda model, mt=None: _ceiling(ctx.view, model, cwd, mt, tf)), vocab_of=lambda model: vocab_size_of(model, cwd),
                         max_len_floor=lambda model, mt=None: _floor(ctx.view, model, cwd, mt, tf),
+                        max_len_machine=lambda model, mt=None: _ceiling_machine(ctx.view, model, cwd, mt, tf),
                         target_max_len=target_max_len(ctx, model_path, cwd),
                         head_dtype_is_dtype=lambda model: no_head_dtype(model, cwd),
                         draft_quant=lambda model, q, hf=None: draft_quantization(ctx.view, model, q, cwd, hf),
