@@ -20,10 +20,10 @@ from mtp_audit.launch import audit_launch
 pytestmark = pytest.mark.network
 
 
-def _on(version: str, name: str, spec: dict, *extra: str):
+def _on(version: str, name: str, spec: dict, *extra: str, **machine):
     folder = FIXTURES / "oracle-configs" / name
     return audit_launch(["vllm", "serve", str(folder), *extra, "--speculative-config", json.dumps(spec)],
-                        vllm=vllm_wheel(version), environ={}, cwd=folder)
+                        vllm=vllm_wheel(version), environ={}, cwd=folder, **machine)
 
 
 def _refusals(r) -> list[str]:
@@ -128,8 +128,8 @@ def test_a_convertor_with_its_own_length_rule_is_not_decided(tmp_path) -> None:
 # --- real values: what the real vLLM did (tests/oracle/probe_max_len.py in /work/oracle-venvs/vllm-X, CPU, on
 # 2026-12-05), and what the launch replay says for the same launch --------------------------------------------------
 
-def _mtp(version: str, name: str, mml: int, *extra: str) -> tuple[str, str]:
-    r = _on(version, name, {"method": "mtp", "num_speculative_tokens": 1, "max_model_len": mml}, *extra)
+def _mtp(version: str, name: str, mml: int, *extra: str, **machine) -> tuple[str, str]:
+    r = _on(version, name, {"method": "mtp", "num_speculative_tokens": 1, "max_model_len": mml}, *extra, **machine)
     refused = _refusals(r)
     if refused:
         return "refused", refused[0].split("(the server will not start): ", 1)[1]
@@ -221,3 +221,89 @@ def test_bounded_integer_comparisons() -> None:
     assert b.compare(ast.Gt(), 6553601, True) is True
     assert b.compare(ast.Eq(), 1024, False) is False and b.compare(ast.Eq(), 200000, False) is UNKNOWN
     assert Bounded(5).compare(ast.Lt(), 10**9, False) is UNKNOWN   # no upper bound
+
+
+# --- the machine's transformers (vLLM 0.24.0 admits any transformers >= 5.5.3: the installed one decides) -------------
+
+#: ``pip freeze`` of the 0.24.0 oracle venv (transformers==5.25.0 at line 130; real vLLM ran mtp with max_model_len 1024
+#: on DeepSeek-V3 / R1 / V3.1, GLM-5 there: tests/data/oracle/vllm-0.24.0-grid3.json, form ``mtp-mml-1024``)
+FREEZE_024 = FIXTURES / "preflight" / "envdumps" / "pip" / "pip-freeze-vllm-0.24.0-cpu.txt"
+
+
+def _freeze(tmp_path, transformers: str | None):
+    """The 0.24.0 venv's pip freeze with its ``transformers==5.25.0`` line replaced (``None``: removed: the whole
+    listing then says transformers is not installed)."""
+    lines = FREEZE_024.read_text().splitlines(keepends=True)
+    [i] = [n for n, line in enumerate(lines) if line.startswith("transformers==")]
+    lines[i:i + 1] = [f"transformers=={transformers}\n"] if transformers else []
+    out = tmp_path / "pip-freeze.txt"
+    out.write_text("".join(lines))
+    return out
+
+
+@pytest.mark.parametrize(("version", "machine_tf", "floor", "why"), [
+    ("0.24.0", ("5.25.0", "pip freeze"), 4096, "read in 5.25.0, installed on the machine [pip freeze]"),
+    ("0.24.0", ("5.25", "pip freeze"), 4096, "read in 5.25, installed on the machine"),
+    ("0.24.0", ("5.23.0", "pip freeze"), None, "the machine's transformers 5.23.0 was not read"),
+    ("0.24.0", ("5.25.0.dev0", "pip freeze"), None, "the machine's transformers 5.25.0.dev0 was not read"),
+    ("0.24.0", None, None, "admits releases not read"),
+    # 0.34.0's requirement admits only releases read: the machine is not asked
+    ("0.34.0", ("5.23.0", "pip freeze"), 163840, "read in every admitted release"),
+])
+def test_the_machines_transformers_decides_the_class_defaults(version: str, machine_tf, floor, why: str) -> None:
+    from mtp_audit.engines.vllm.launch.max_len import length_floor
+
+    got, because = length_floor(_view(version), str(FIXTURES / "oracle-configs" / "deepseek-ai--DeepSeek-V3"), ".",
+                                machine_tf=machine_tf)
+    assert got == floor and why in because, because
+
+
+def test_a_pip_freeze_naming_a_transformers_read_decides_max_model_len_on_0240() -> None:
+    assert _mtp("0.24.0", "deepseek-ai--DeepSeek-V3", 1024, env_dumps=[FREEZE_024]) == ("runs", "mtp")
+    assert _mtp("0.24.0", "zai-org--GLM-5", 1024, env_dumps=[FREEZE_024]) == ("runs", "mtp")
+
+
+@pytest.mark.parametrize("transformers", ["5.23.0", None])
+def test_a_transformers_not_read_or_not_listed_stays_could_not_tell(tmp_path, transformers) -> None:
+    kind, detail = _mtp("0.24.0", "deepseek-ai--DeepSeek-V3", 1024, env_dumps=[_freeze(tmp_path, transformers)])
+    assert kind == "undecided" and "speculative_max_model_len > draft_max_model_len" in detail
+
+
+def test_no_machine_facts_stays_could_not_tell() -> None:
+    kind, detail = _mtp("0.24.0", "deepseek-ai--DeepSeek-V3", 1024, no_machine=True)
+    assert kind == "undecided" and "speculative_max_model_len > draft_max_model_len" in detail
+
+
+def _no_length(tmp_path):
+    """DeepSeek-V3's config.json without ``max_position_embeddings``, ``rope_scaling`` and ``quantization_config``: the
+    length is DeepseekV3Config's default alone (4096 in transformers 5.25.0, ``configuration_deepseek_v3.py:105``)."""
+    cfg = json.loads((FIXTURES / "oracle-configs" / "deepseek-ai--DeepSeek-V3" / "config.json").read_text())
+    for key in ("max_position_embeddings", "rope_scaling", "quantization_config"):
+        cfg.pop(key)
+    folder = tmp_path / "dsv3-nolen"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(cfg))
+    return folder
+
+
+def _launch(folder, mml: int, **machine):
+    return audit_launch(["vllm", "serve", str(folder), "--speculative-config",
+                         json.dumps({"method": "mtp", "num_speculative_tokens": 1, "max_model_len": mml})],
+                        vllm=vllm_wheel("0.24.0"), environ={}, cwd=folder, **machine)
+
+
+def test_a_refusal_the_machines_transformers_decides_names_it(tmp_path) -> None:
+    # real vLLM 0.24.0 with transformers 5.25.0 (tests/oracle/probe_max_len.py 4096,4097 in /work/oracle-venvs/vllm-0.24.0
+    # on this config, 2026-12-05): 4096 runs (target_derived 4096), 4097 is "ValueError: User-specified max_model_len
+    # (4097) is greater than the derived max_model_len" at vllm/config/model.py:2225
+    folder = _no_length(tmp_path)
+    assert _launch(folder, 4096, env_dumps=[FREEZE_024]).facts["launch"]["speculative"].get("runs_as") == "mtp"
+    r = _launch(folder, 4097, env_dumps=[FREEZE_024])
+    [f] = [f for f in r.findings if f.rule_id == "MTP320"]
+    assert "ValueError: User-specified max_model_len (4097) is greater than the derived max_model_len (at most 4096" in f.message
+    assert "(vllm/config/model.py:2225)" in f.message
+    ev = {e.label: e.value for e in f.evidence}
+    assert ev["machine: transformers"].startswith("5.25.0 installed [")
+    # the machine's transformers unknown: neither a pass nor a refusal
+    r = _launch(folder, 4097, no_machine=True)
+    assert [f for f in r.findings if f.rule_id == "MTP320"] == [] and r.facts["launch"]["speculative"].get("runs_as") is None

@@ -25,8 +25,9 @@ import traceback
 from grid import FORMS, FORMS_4, FORMS_NEW, FORMS_WIDE, grid3, grid4  # noqa: E402  (tests/oracle/grid.py: the same forms the replay test uses)
 
 #: The distributions of the oracle's environment that decide what ``SpeculativeConfig`` accepts (``arctic-inference``:
-#: ``has_arctic_inference()``, suffix decoding), recorded so that the replay is given the same machine.
-PACKAGES = ("arctic-inference",)
+#: ``has_arctic_inference()``, suffix decoding; ``transformers``: the defaults of the config class a checkpoint's
+#: ``hf_config`` is built from, hence its ``max_model_len``), recorded so that the replay is given the same machine.
+PACKAGES = ("arctic-inference", "transformers")
 
 
 def packages() -> dict[str, str | None]:

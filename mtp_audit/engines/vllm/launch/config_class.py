@@ -227,10 +227,13 @@ def imported_int(sources: Any, spec_text: str | None, name: str) -> tuple[int | 
 LENGTH_KEYS = frozenset({"max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
                          "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len",
                          "position_embedding_type"})
-_TF_READ = ("5.16.1", "5.17.0", "5.18.0", "5.19.0", "5.20.2", "5.21.1", "5.22.2")
+_TF_READ = ("5.16.1", "5.17.0", "5.18.0", "5.19.0", "5.20.2", "5.21.1", "5.22.2", "5.25.0")
 #: model_type -> (transformers class, the releases read, {length attribute: its default} for the attributes of
 #: :data:`LENGTH_KEYS` the class defines). Read in the wheels on 2026-12-05 (``transformers/models/X/configuration_X.py``
-#: and ``configuration_utils.py``): each class derives from ``PreTrainedConfig`` alone, defines
+#: and ``configuration_utils.py``; 5.25.0, the one vLLM 0.24.0's environment installs, read the same way: the fields at
+#: ``configuration_deepseek_v3.py:105``, ``deepseek_v4`` :139, ``glm_moe_dsa`` :109, ``minimax_m2`` :79,
+#: ``mimo_v2_flash`` :81, ``mixtral`` :71, ``nemotron_h`` :110, ``qwen3_moe`` :84, ``qwen3_next`` :95, and
+#: ``RotaryEmbeddingConfigMixin`` / ``integrations/heterogeneity`` as in 5.22.2): each class derives from ``PreTrainedConfig`` alone, defines
 #: ``max_position_embeddings`` as a dataclass field with a literal default and no other length attribute, no
 #: ``attribute_map`` entry names one, no string ``"factor"`` or ``"original_max_position_embeddings"`` appears in it (its
 #: RoPE defaults add no scaling factor), and ``PreTrainedConfig`` names none of them, in every release listed.
@@ -247,12 +250,15 @@ TRANSFORMERS_LENGTH_DEFAULTS: dict[str, tuple[str, tuple[str, ...], dict[str, in
 }
 
 
-def length_defaults(sources: Any, requires: list[str] | None, model_type: Any, keys: list[str]) -> tuple[dict[str, Any] | None, str]:
+def length_defaults(sources: Any, requires: list[str] | None, model_type: Any, keys: list[str],
+                    machine_tf: tuple[str, str] | None = None) -> tuple[dict[str, Any] | None, str]:
     """The defaults the config class vLLM builds a ``model_type`` checkpoint's ``hf_config`` from gives the length
     attributes ``keys`` when config.json leaves them out: ``({key: default}, evidence)`` for the keys the class defines
     (a key it does not define is absent), or ``(None, why)`` when that is not decided. The release's own class is read
     from its tree (:func:`_own_length_defaults`); a transformers class only from :data:`TRANSFORMERS_LENGTH_DEFAULTS`
-    and only when every minor release the release's ``Requires-Dist: transformers`` admits was read."""
+    and only when every minor release the release's ``Requires-Dist: transformers`` admits was read, or when the
+    serving machine's transformers is known exactly (``machine_tf``: ``(version, where it was seen)``, from
+    :func:`machine_transformers`) and is one of the releases read."""
     if not isinstance(model_type, str):
         return None, "the checkpoint's model_type is unknown"
     if any(k not in LENGTH_KEYS for k in keys):
@@ -268,11 +274,39 @@ def length_defaults(sources: Any, requires: list[str] | None, model_type: Any, k
     tf_cls, versions, defaults = known
     minors = _admitted_minors(requires)
     checked = {tuple(int(x) for x in v.split(".")[:2]) for v in versions}
-    if minors is None or not minors <= checked:
-        return None, (f"transformers {tf_cls}'s length defaults were read in {versions[0]} to {versions[-1]}, but this "
-                      "release's transformers requirement admits releases not read")
-    return ({k: v for k, v in defaults.items() if k in keys},
-            f"transformers {tf_cls} ({', '.join(f'{k}={v}' for k, v in defaults.items())}; read in every admitted release)")
+    values = ", ".join(f"{k}={v}" for k, v in defaults.items())
+    picked = {k: v for k, v in defaults.items() if k in keys}
+    if minors is not None and minors <= checked:
+        return picked, f"transformers {tf_cls} ({values}; read in every admitted release)"
+    if machine_tf is not None and _same_release(machine_tf[0], versions):
+        return picked, f"transformers {tf_cls} ({values}; read in {machine_tf[0]}, installed on the machine [{machine_tf[1]}])"
+    seen = (f"; the machine's transformers {machine_tf[0]} was not read" if machine_tf is not None else "")
+    return None, (f"transformers {tf_cls}'s length defaults were read in {versions[0]} to {versions[-1]}, but this "
+                  f"release's transformers requirement admits releases not read{seen}")
+
+
+def _same_release(version: str, versions: tuple[str, ...]) -> bool:
+    """Whether ``version`` (the machine's) is one of the releases read, ``versions`` (PEP 440 equality: ``5.25`` is
+    ``5.25.0``; a local tag, a dev or post release is another release); ``False`` for a version PEP 440 cannot read."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return False
+    return any(v == Version(r) for r in versions)
+
+
+def machine_transformers(machine: Any) -> tuple[str, str] | None:
+    """The serving machine's transformers as ``(version, where it was seen)`` when known exactly (the preflight's
+    :class:`~mtp_audit.preflight.typed.MachineAnswer` ``packages``: ``importlib.metadata``, a pip list / pip freeze dump),
+    else ``None`` (no machine facts, not recorded, not installed)."""
+    from mtp_audit.engines.vllm.distributions import TRANSFORMERS
+
+    k = getattr(machine, "packages", {}).get(TRANSFORMERS) if machine is not None else None
+    if k is None or k.extent != "exact" or not isinstance(k.value, str):
+        return None
+    return k.value, str(k.source)
 
 
 def _own_length_defaults(sources: Any, cls: str, keys: list[str]) -> tuple[dict[str, Any] | None, str]:

@@ -101,25 +101,36 @@ def max_len_bound(model: Any, cwd: Any) -> int | None:
     return config_length_bound(cfg)
 
 
-def _floor(view: Any, model: Any, cwd: Any, model_type: Any = None) -> Any:
+def _floor(view: Any, model: Any, cwd: Any, model_type: Any = None, machine_tf: tuple[str, str] | None = None) -> Any:
     from mtp_audit.engines.vllm.launch.max_len import length_floor
 
-    return length_floor(view, model, cwd, model_type=model_type)[0] if view is not None else None
+    return length_floor(view, model, cwd, model_type=model_type, machine_tf=machine_tf)[0] if view is not None else None
 
 
-def _ceiling(view: Any, model: Any, cwd: Any, model_type: Any = None) -> Any:
+def _ceiling(view: Any, model: Any, cwd: Any, model_type: Any = None, machine_tf: tuple[str, str] | None = None) -> Any:
     """The least upper bound known of the draft's derived length: its exact value
     (:func:`mtp_audit.engines.vllm.launch.max_len.length_exact`) where decided, else :func:`max_len_bound`."""
     from mtp_audit.engines.vllm.launch.max_len import length_exact
 
     bound = max_len_bound(model, cwd)
-    exact = length_exact(view, model, cwd, model_type)[0] if view is not None else None
+    exact = length_exact(view, model, cwd, model_type, machine_tf)[0] if view is not None else None
     if exact == math.inf:
         # no length key at all: the given max_model_len is returned as is (0.34.0 vllm/config/model.py:2623-2627)
         return None
     if exact is None or bound is None:
         return bound
     return min(bound, exact)
+
+
+def _ceiling_machine(view: Any, model: Any, cwd: Any, model_type: Any, machine_tf: tuple[str, str] | None) -> list[tuple[str, str]]:
+    """The machine facts :func:`_ceiling` rests on: ``[("transformers", "VERSION [where seen]")]`` when the machine's
+    transformers (``machine_tf``) gives a lower ceiling than the launch alone does (its config class's defaults decided
+    the length), else ``[]``."""
+    from mtp_audit.engines.vllm.distributions import TRANSFORMERS
+
+    if machine_tf is None or _ceiling(view, model, cwd, model_type, machine_tf) == _ceiling(view, model, cwd, model_type):
+        return []
+    return [(TRANSFORMERS, f"{machine_tf[0]} installed [{machine_tf[1]}]")]
 
 
 def target_max_len(ctx: Any, model_path: str | None, cwd: Any) -> Any:
@@ -129,6 +140,7 @@ def target_max_len(ctx: Any, model_path: str | None, cwd: Any) -> Any:
     unchanged, ``vllm/platforms/interface.py:1443``) between the lower bound of
     :func:`mtp_audit.engines.vllm.launch.max_len.length_floor` and :func:`max_len_bound`; :data:`R_UNKNOWN` otherwise."""
     from mtp_audit.engines.code.statements import Bounded
+    from mtp_audit.engines.vllm.launch.config_class import machine_transformers
     from mtp_audit.engines.vllm.launch.max_len import length_floor
 
     given = ctx.cmd.get("--max-model-len")
@@ -136,12 +148,13 @@ def target_max_len(ctx: Any, model_path: str | None, cwd: Any) -> Any:
             and not (isinstance(given, str) and given.isdigit()) or ctx.cmd.get("--hf-overrides") is not None \
             or ctx.cmd.get("--disable-sliding-window") is not None or ctx.cmd.get("--runner") not in (None, "auto", "generate") or ctx.cmd.get("--convert") not in (None, "none"):
         return R_UNKNOWN
-    floor, _why = length_floor(ctx.view, model_path, cwd, target=True)
+    tf = machine_transformers(ctx.machine)
+    floor, _why = length_floor(ctx.view, model_path, cwd, target=True, machine_tf=tf)
     if floor is None:
         return R_UNKNOWN
     if given is not None and given != "-1":
         return int(given) if int(given) <= floor else R_UNKNOWN
-    exact = _ceiling(ctx.view, model_path, cwd)
+    exact = _ceiling(ctx.view, model_path, cwd, machine_tf=tf)
     if exact is not None and exact == floor:
         return int(floor)
     return Bounded(int(floor), max_len_bound(model_path, cwd), "the target's derived max_model_len")
@@ -150,8 +163,11 @@ def target_max_len(ctx: Any, model_path: str | None, cwd: Any) -> Any:
 def knowns(ctx: Any, model_path: str | None, cwd: Any = ".") -> LaunchKnowns:
     """What the launch fixes for the replay: the spec as given, the target (its audited config), ``--quantization``,
     ``--model-impl`` and the draft checkpoints the launch audited."""
+    from mtp_audit.engines.vllm.launch.config_class import machine_transformers
+
     spec = dict(ctx.cmd.spec or {})
     tck = ctx.ck
+    tf = machine_transformers(ctx.machine)
     tcfg = ((tck or {}).get("config") or {}) if tck else {}
     target = DraftFacts(tcfg.get("model_type", R_UNKNOWN) if tck else R_UNKNOWN, _arch(tck))
     impl = ctx.cmd.get("--model-impl")
@@ -172,8 +188,9 @@ def knowns(ctx: Any, model_path: str | None, cwd: Any = ".") -> LaunchKnowns:
                         quantization=ctx.cmd.get("--quantization") or ctx.cmd.get("-q"), using_transformers=using_tf,
                         draft_of=draft_of, registered=registered, parallel=parallel_knowns(ctx.cmd),
                         max_len_bound=(lambda model, mt=None: None) if ctx.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN")
-                        else (lambda model, mt=None: _ceiling(ctx.view, model, cwd, mt)), vocab_of=lambda model: vocab_size_of(model, cwd),
-                        max_len_floor=lambda model, mt=None: _floor(ctx.view, model, cwd, mt),
+                        else (lambda model, mt=None: _ceiling(ctx.view, model, cwd, mt, tf)), vocab_of=lambda model: vocab_size_of(model, cwd),
+                        max_len_floor=lambda model, mt=None: _floor(ctx.view, model, cwd, mt, tf),
+                        max_len_machine=lambda model, mt=None: _ceiling_machine(ctx.view, model, cwd, mt, tf),
                         target_max_len=target_max_len(ctx, model_path, cwd),
                         head_dtype_is_dtype=lambda model: no_head_dtype(model, cwd),
                         draft_quant=lambda model, q, hf=None: draft_quantization(ctx.view, model, q, cwd, hf),

@@ -157,12 +157,15 @@ def _possible_keys(sources: Any) -> tuple[list[str] | None, str]:
     return keys, f"{CONVERTOR_REL}:{fn.lineno} (keys {', '.join(keys)})"
 
 
-def length_floor(view: Any, model: Any, cwd: Any, *, target: bool = False, model_type: Any = None) -> tuple[float | None, str]:
+def length_floor(view: Any, model: Any, cwd: Any, *, target: bool = False, model_type: Any = None,
+                 machine_tf: tuple[str, str] | None = None) -> tuple[float | None, str]:
     """A lower bound of the length ``_get_and_verify_max_len`` derives for checkpoint ``model`` before any
     ``max_model_len`` is compared with it (``math.inf``: no length key at all, so a given ``max_model_len`` is taken
     as is), or ``(None, why)`` (module docstring). ``target``: the served model's own ``ModelConfig`` (no value given),
     whose default is ``int(derived)``, 2048 when no key is found (0.34.0 ``model.py:2623-2640``). ``model_type``: the
-    draft's after ``hf_config_override`` (which picks the convertor class), when it differs from config.json's."""
+    draft's after ``hf_config_override`` (which picks the convertor class), when it differs from config.json's.
+    ``machine_tf``: the serving machine's transformers, ``(version, where seen)`` when known exactly, which decides a
+    transformers class's defaults (:func:`mtp_audit.engines.vllm.launch.config_class.length_defaults`)."""
     from mtp_audit.engines.vllm.launch.attn_launch import model_config_json
     from mtp_audit.engines.vllm.launch.config_class import length_defaults
 
@@ -183,7 +186,7 @@ def length_floor(view: Any, model: Any, cwd: Any, *, target: bool = False, model
     if other is not None:
         return None, other
     defaults, why = length_defaults(getattr(view, "sources", None), getattr(view, "requires", None), cfg.get("model_type"),
-                                    [*steps["keys"], "position_embedding_type"])
+                                    [*steps["keys"], "position_embedding_type"], machine_tf)
     if defaults is None:
         return None, why
     if target and (cfg.get("position_embedding_type", defaults.get("position_embedding_type")) == "absolute"):
@@ -200,13 +203,15 @@ def length_floor(view: Any, model: Any, cwd: Any, *, target: bool = False, model
     return floor, f"the least length key of config.json and the class defaults ({why}), RoPE: {why_rope}"
 
 
-def length_exact(view: Any, model: Any, cwd: Any, model_type: Any = None) -> tuple[float | None, str]:
+def length_exact(view: Any, model: Any, cwd: Any, model_type: Any = None,
+                 machine_tf: tuple[str, str] | None = None) -> tuple[float | None, str]:
     """The length ``_get_and_verify_max_len`` derives for a draft ``model`` exactly, where :func:`length_floor` is
     decided and no RoPE step can change it: every config.json dict with a ``factor`` names a RoPE type whose factor the
     release does not apply (0.34.0 ``model.py:2661``: ``yarn`` among them; 0.24.0 applies it to ``yarn``) and the
     release has no YaRN ``original_max_position_embeddings`` step for it (the config class adds no factor:
-    :func:`mtp_audit.engines.vllm.launch.config_class.length_defaults`). ``(None, why)`` otherwise."""
-    floor, why = length_floor(view, model, cwd, model_type=model_type)
+    :func:`mtp_audit.engines.vllm.launch.config_class.length_defaults`; ``machine_tf`` as there). ``(None, why)``
+    otherwise."""
+    floor, why = length_floor(view, model, cwd, model_type=model_type, machine_tf=machine_tf)
     steps, _ = release_steps(getattr(view, "sources", None))
     if floor is None or steps is None or steps["unscaled"] is None:
         return None, why

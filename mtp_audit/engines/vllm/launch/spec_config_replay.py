@@ -264,6 +264,10 @@ class LaunchKnowns:
     #: (model path, model_type after ``hf_config_override``) -> a lower bound of the max_model_len vLLM derives for it
     #: (:func:`mtp_audit.engines.vllm.launch.max_len.length_floor`; ``math.inf``: no length key), ``None``: not decided
     max_len_floor: Any = None
+    #: (model path, model_type) -> the machine facts the upper bound of :attr:`max_len_bound` rests on, as
+    #: ``(label, value with its provenance)`` (the machine's transformers where its class defaults decided the length),
+    #: evidence of a refusal; ``None``: none
+    max_len_machine: Any = None
     #: the target ``ModelConfig.max_model_len`` (an int, a :class:`~mtp_audit.engines.code.statements.Bounded` one, or
     #: :data:`R_UNKNOWN`)
     target_max_len: Any = R_UNKNOWN
@@ -412,6 +416,7 @@ class _Hooks:
             return
         bound = self.k.max_len_bound(model, model_type)
         if bound is not None and mml > bound:
+            self.machine += self.k.max_len_machine(model, model_type) if self.k.max_len_machine is not None else []
             raise HookRaise("ValueError", f"User-specified max_model_len ({mml}) is greater than the derived max_model_len "
                             f"(at most {bound} from the draft's config.json)", self._max_len_line())
 
