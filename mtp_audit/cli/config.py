@@ -13,7 +13,6 @@ The options every audit command shares for them: ``--config``, ``--ignore RULE``
 
 from __future__ import annotations
 
-import datetime
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -136,8 +135,8 @@ def settings_for(report: Any, cli_fail_on: str | None) -> Resolved:
     ctx = current()
     meta = ctx.meta if ctx is not None else {}
     settings: Settings = meta.get(META_SETTINGS) or Settings()
-    resolved = resolve(settings, _target_names(report, meta.get(META_CONFIG_DIR)), today=datetime.date.today(),
-                       cli_fail_on=cli_fail_on, cli_ignores=meta.get(META_IGNORES, ()))
+    resolved = resolve(settings, _target_names(report, meta.get(META_CONFIG_DIR)), cli_fail_on=cli_fail_on,
+                       cli_ignores=meta.get(META_IGNORES, ()))
     if cli_fail_on is None and not meta.get(META_CONFIG_EXPLICIT) and resolved.fail_on in LAXER_THAN_DEFAULT:
         import dataclasses
 

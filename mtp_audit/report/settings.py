@@ -17,18 +17,23 @@ Shape (the way ruff and bandit configure themselves, ``../shared/research/aesthe
 
 Every ignore needs a ``reason``; ``expires`` (a TOML date or ``"YYYY-MM-DD"``) ends it: from that day on
 it no longer applies and :func:`resolve` lists it as expired. Any other key is an error.
+
+``datetime`` (~1 ms of import) is imported where a date is read or today's date is needed, not with this module: a
+run with no settings file and no ``--ignore`` reads no date.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import fnmatch
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mtp_audit.report.model import Suppression
 from mtp_audit.valueclass import Value
+
+if TYPE_CHECKING:
+    import datetime as _dt
 
 #: Values of ``fail-on`` (the CLI's ``--fail-on`` choices).
 FAIL_ON_VALUES = ("info", "warning", "error", "never")
@@ -139,6 +144,8 @@ def _fail_on(value: Any, where: str) -> str:
 
 
 def _date(value: Any, where: str) -> _dt.date:
+    import datetime as _dt
+
     if isinstance(value, _dt.datetime):
         raise SettingsError(where, "expected a date (YYYY-MM-DD), got a date and time")
     if isinstance(value, _dt.date):
@@ -214,14 +221,15 @@ def parse_settings(table: Mapping[str, Any], *, source: str, prefix: str = "tool
     return Settings(source=source, fail_on=fail_on, ignores=ignores, overrides=tuple(overrides))
 
 
-def resolve(settings: Settings, target_names: Iterable[str], *, today: _dt.date,
+def resolve(settings: Settings, target_names: Iterable[str], *, today: _dt.date | None = None,
             cli_fail_on: str | None = None, cli_ignores: Iterable[Ignore] = ()) -> Resolved:
     """What applies to a report whose targets go by ``target_names``.
 
     ``fail-on``: the command line, else the last matching override that sets it, else the top level,
     else ``error``. Ignores: the command line's, then matching overrides', then the top level's; the
     first one for a rule wins; an expired one is skipped and reported in :attr:`Resolved.expired`
-    (a later unexpired ignore of the same rule still applies).
+    (a later unexpired ignore of the same rule still applies). ``today``: the date expiries are compared with
+    (``None``: the local date, ``datetime.date.today()``, read when the first ignore with an expiry is met).
     """
     names = list(target_names)
     matching = [o for o in settings.overrides if o.matches(names)]
@@ -231,7 +239,11 @@ def resolve(settings: Settings, target_names: Iterable[str], *, today: _dt.date,
     suppressions: dict[str, Suppression] = {}
     expired: list[Ignore] = []
     for ig in [*cli_ignores, *(i for o in matching for i in o.ignores), *settings.ignores]:
-        if ig.expired(today):
+        if today is None and ig.expires is not None:
+            import datetime as _dt
+
+            today = _dt.date.today()
+        if today is not None and ig.expired(today):
             expired.append(ig)
         elif ig.rule_id not in suppressions:
             suppressions[ig.rule_id] = ig.suppression()
