@@ -3,7 +3,9 @@
 Each engine is named by its id and where its :class:`~mtp_audit.engines.base.Engine` class lives
 (``"module:Class"``, the entry-point form plugins use: mypy's ``plugins`` setting is the model). A package is
 imported only when an engine is asked for: a preflight that needs SGLang's kernel checks imports SGLang's engine,
-not the other three; matching a launch command imports them all, in order.
+not the other three; matching a launch command imports them all, in order. The command-line helpers
+(:mod:`mtp_audit.engines.argv`, which imports ``shlex``) are imported by :func:`engine_for`, which needs them, not with
+the registry: a checkpoint audit asks the registry for its heads and list hooks only.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from collections.abc import Sequence
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from mtp_audit.engines.argv import split_env_prefix
 from mtp_audit.errors import InputError
 
 if TYPE_CHECKING:  # the interface is imported with the first engine, not with the registry
@@ -200,6 +201,8 @@ def engine_for(toks: Sequence[str]) -> Engine:
         InputError: only environment assignments, or a program no registered engine starts (the message lists
             how each engine is started).
     """
+    from mtp_audit.engines.argv import split_env_prefix
+
     known = engines()
     for engine in known:
         if engine.entry(toks) is not None:
