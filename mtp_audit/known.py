@@ -12,9 +12,8 @@ Engine-neutral: nothing here names a serving engine or a dump format.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar
+from typing import Generic, Literal, TypeVar
 
 T = TypeVar("T")
 
@@ -108,27 +107,3 @@ def covers(known: Known[int], need: int) -> bool | None:
     if known.value >= need:
         return True
     return False if known.extent == EXACT else None
-
-
-class ReadOnlyMap(Mapping[str, Any]):
-    """A read-only mapping for the typed answers (a ``config.json`` read once, per-type counts): no item can be set or
-    removed (``TypeError``), its values are shared, not copied (a nested ``dict`` stays the reader's own). Unlike
-    :class:`types.MappingProxyType` it pickles and deep-copies, so a report that carries a typed answer still does.
-    Equal to any mapping with the same items."""
-
-    __slots__ = ("_items",)
-
-    def __init__(self, items: Mapping[str, Any] | None = None) -> None:
-        self._items: dict[str, Any] = dict(items or {})
-
-    def __getitem__(self, key: str) -> Any:
-        return self._items[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._items)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __repr__(self) -> str:
-        return f"ReadOnlyMap({self._items!r})"

@@ -140,7 +140,7 @@ def test_rule_modules_hold_declarations_only(module):
 
 
 #: Leaf modules any layer may use: they import nothing else of mtp_audit.
-LEAVES = ("mtp_audit.errors", "mtp_audit.progress", "mtp_audit.known", "mtp_audit.valueclass")
+LEAVES = ("mtp_audit.errors", "mtp_audit.progress", "mtp_audit.known", "mtp_audit.readonly", "mtp_audit.valueclass")
 
 
 def test_sources_know_no_analyzer():

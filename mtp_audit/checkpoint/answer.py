@@ -46,7 +46,7 @@ from mtp_audit.checkpoint.typed import (
     QuantAnswer,
     frozen,
 )
-from mtp_audit.known import ReadOnlyMap
+from mtp_audit.readonly import ReadOnlyMap
 from mtp_audit.report import Finding, Report
 
 

@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mtp_audit.known import Known, Provenance, ReadOnlyMap
+from mtp_audit.known import Known, Provenance
+from mtp_audit.readonly import ReadOnlyMap
 from mtp_audit.valueclass import Value
 
 #: ``CheckpointFacts.cache`` key under which the checkpoint analyzer keeps the ``config.json`` mapping it read (bounded,
@@ -44,7 +45,7 @@ def _str(v: Any) -> str | None:
 
 
 def frozen(d: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    """A read-only copy of ``d`` (:class:`~mtp_audit.known.ReadOnlyMap`; ``None`` stays ``None``); nested values are
+    """A read-only copy of ``d`` (:class:`~mtp_audit.readonly.ReadOnlyMap`; ``None`` stays ``None``); nested values are
     shared, not copied."""
     return None if d is None else ReadOnlyMap(d)
 

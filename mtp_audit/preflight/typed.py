@@ -20,8 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mtp_audit.known import Known, ReadOnlyMap
+from mtp_audit.known import Known
 from mtp_audit.preflight.facts import Fact, GpuFacts, MachineFacts
+from mtp_audit.readonly import ReadOnlyMap
 
 #: ``"nvidia-smi line 8"``, ``"sglang-check-env line 3"``: the line a dump reader records in a fact's source.
 _LINE = re.compile(r"\bline (\d+)\b")

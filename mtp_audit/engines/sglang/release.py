@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mtp_audit.known import ReadOnlyMap
+from mtp_audit.readonly import ReadOnlyMap
 
 _EMPTY: Mapping[str, Any] = ReadOnlyMap({})
 
