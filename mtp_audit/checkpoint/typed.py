@@ -17,11 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mtp_audit.known import Known, Provenance
 from mtp_audit.readonly import ReadOnlyMap
 from mtp_audit.valueclass import Value
+
+if TYPE_CHECKING:  # imported by MtpBytes.known, which a checkpoint audit does not call (two frozen classes, ~1 ms)
+    from mtp_audit.known import Known
 
 #: ``CheckpointFacts.cache`` key under which the checkpoint analyzer keeps the ``config.json`` mapping it read (bounded,
 #: :func:`mtp_audit.checkpoint.facts._read_config_and_schemes`).
@@ -118,6 +120,8 @@ class MtpBytes(Value):
     def known(self) -> Known[int]:
         """The count as a :class:`Known`: ``"exact"`` from the headers of every MTP tensor, else ``"unknown"`` (the
         provenance's ``how`` carries the estimate or the reason)."""
+        from mtp_audit.known import Known, Provenance
+
         if self.value is not None and not self.estimated:
             return Known.exact(self.value, Provenance(self.where, None, "safetensors headers of every MTP tensor"))
         how = f"estimated from config dimensions: {self.value:,} bytes" if self.value is not None else (self.reason or "not counted")
