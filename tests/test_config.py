@@ -15,7 +15,8 @@ import jsonschema
 import pytest
 
 from mtp_audit.cli.main import main
-from mtp_audit.report.settings import Ignore, Settings, SettingsError, parse_settings, resolve
+from mtp_audit.report.ignores import Ignore
+from mtp_audit.report.settings import Settings, SettingsError, parse_settings, resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 REAP = ROOT / "fixtures/checkpoint/bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding"

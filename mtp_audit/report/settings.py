@@ -18,17 +18,18 @@ Shape (the way ruff and bandit configure themselves, ``../shared/research/aesthe
 Every ignore needs a ``reason``; ``expires`` (a TOML date or ``"YYYY-MM-DD"``) ends it: from that day on
 it no longer applies and :func:`resolve` lists it as expired. Any other key is an error.
 
-``datetime`` (~1 ms of import) is imported where a date is read or today's date is needed, not with this module: a
-run with no settings file and no ``--ignore`` reads no date.
+An ignore entry and an override (:class:`~mtp_audit.report.ignores.Ignore`, :class:`~mtp_audit.report.ignores.Override`)
+are in :mod:`mtp_audit.report.ignores`. ``datetime`` (~1 ms of import) is imported where a date is read or today's
+date is needed, not with this module: a run with no settings file and no ``--ignore`` reads no date.
 """
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mtp_audit.report.ignores import Ignore, Override
 from mtp_audit.report.model import Suppression
 from mtp_audit.valueclass import Value
 
@@ -51,50 +52,6 @@ class SettingsError(ValueError):
         super().__init__(f"{key}: {problem}")
         self.key = key
         self.problem = problem
-
-
-@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
-class Ignore(Value):
-    """One ignore entry.
-
-    Attributes:
-        rule_id: the rule it silences (``"MTP105"``).
-        reason: why; required in a file, ``""`` allowed for ``--ignore`` on the command line.
-        source: where it was written (``"pyproject.toml"``, ``"--ignore"``, ``"pyproject.toml overrides[0]"``).
-        expires: the first day on which it no longer applies, or None.
-    """
-
-    rule_id: str
-    reason: str
-    source: str
-    expires: _dt.date | None = None
-
-    def suppression(self) -> Suppression:
-        """The report model's record of this ignore."""
-        return Suppression(self.rule_id, self.reason, self.source, self.expires.isoformat() if self.expires else None)
-
-    def expired(self, today: _dt.date) -> bool:
-        """Whether ``today`` is on or after :attr:`expires`."""
-        return self.expires is not None and today >= self.expires
-
-
-@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
-class Override(Value):
-    """A ``[[tool.mtp-audit.overrides]]`` entry: settings for the audits whose target matches ``target``.
-
-    Attributes:
-        target: fnmatch glob (``*`` also matches ``/``) compared with each target name of a report.
-        fail_on: replaces the top-level ``fail-on`` when given.
-        ignores: added to the top-level ignores.
-    """
-
-    target: str
-    fail_on: str | None = None
-    ignores: tuple[Ignore, ...] = ()
-
-    def matches(self, names: Iterable[str]) -> bool:
-        """Whether any of ``names`` (a report's target names, in the forms the CLI offers) matches."""
-        return any(fnmatch.fnmatchcase(n, self.target) for n in names)
 
 
 @dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's

@@ -99,12 +99,12 @@ def load_settings(path: Path, *, explicit: bool) -> Settings:
 
 
 def parse_ignore(raw: str, known: set[str] | None = None) -> Any:
-    """An ``--ignore`` value ``RULE`` or ``RULE=reason`` as an :class:`~mtp_audit.report.settings.Ignore`.
+    """An ``--ignore`` value ``RULE`` or ``RULE=reason`` as an :class:`~mtp_audit.report.ignores.Ignore`.
 
     Raises:
         InputError: not a known rule id.
     """
-    from mtp_audit.report.settings import Ignore
+    from mtp_audit.report.ignores import Ignore
 
     rule, _, reason = raw.partition("=")
     rule = rule.strip().upper()
