@@ -19,8 +19,9 @@ Every ignore needs a ``reason``; ``expires`` (a TOML date or ``"YYYY-MM-DD"``) e
 it no longer applies and :func:`resolve` lists it as expired. Any other key is an error.
 
 An ignore entry and an override (:class:`~mtp_audit.report.ignores.Ignore`, :class:`~mtp_audit.report.ignores.Override`)
-are in :mod:`mtp_audit.report.ignores`. ``datetime`` (~1 ms of import) is imported where a date is read or today's
-date is needed, not with this module: a run with no settings file and no ``--ignore`` reads no date.
+are in :mod:`mtp_audit.report.ignores`, imported when a table is parsed; ``datetime`` (~1 ms of import) where a date is
+read or today's date is needed: a run with no settings file and no ``--ignore`` (the default settings, resolved for
+each report) creates neither class and reads no date.
 """
 
 from __future__ import annotations
@@ -29,12 +30,13 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mtp_audit.report.ignores import Ignore, Override
 from mtp_audit.report.model import Suppression
 from mtp_audit.valueclass import Value
 
 if TYPE_CHECKING:
     import datetime as _dt
+
+    from mtp_audit.report.ignores import Ignore, Override
 
 #: Values of ``fail-on`` (the CLI's ``--fail-on`` choices).
 FAIL_ON_VALUES = ("info", "warning", "error", "never")
@@ -116,6 +118,8 @@ def _date(value: Any, where: str) -> _dt.date:
 
 
 def _ignores(value: Any, where: str, source: str, known_rules: Collection[str]) -> tuple[Ignore, ...]:
+    from mtp_audit.report.ignores import Ignore
+
     if not isinstance(value, list):
         raise SettingsError(where, "expected a list of tables: [{ rule = \"MTP105\", reason = \"...\" }]")
     out = []
@@ -153,6 +157,8 @@ def parse_settings(table: Mapping[str, Any], *, source: str, prefix: str = "tool
         SettingsError: an unknown key, an ignore without ``rule`` or ``reason``, an unknown rule id, a
             ``fail-on`` outside :data:`FAIL_ON_VALUES`, a malformed date, an override without ``target``.
     """
+    from mtp_audit.report.ignores import Override
+
     pre = f"{prefix}." if prefix else ""
     _check_keys(table, _TOP_KEYS, prefix)
     fail_on = _fail_on(table["fail-on"], f"{pre}fail-on") if "fail-on" in table else None
