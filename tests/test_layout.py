@@ -166,7 +166,7 @@ PREFLIGHT_SHARED = ("mtp_audit.preflight.facts", "mtp_audit.preflight.visible", 
                     "mtp_audit.preflight.elf", "mtp_audit.preflight.platforms", "mtp_audit.preflight.vendors",
                     "mtp_audit.preflight.typed")
 #: The typed answers analyzers hand each other (:mod:`mtp_audit.checkpoint.typed`, :mod:`mtp_audit.preflight.typed`).
-TYPED_ANSWERS = ("mtp_audit.checkpoint.typed", "mtp_audit.preflight.typed")
+TYPED_ANSWERS = ("mtp_audit.checkpoint.typed", "mtp_audit.checkpoint.typed_gguf", "mtp_audit.preflight.typed")
 
 
 def test_analyzers_reach_each_other_through_public_packages():

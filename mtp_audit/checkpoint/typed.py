@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mtp_audit.checkpoint.typed_gguf import GgufModel, NextnBlock
 from mtp_audit.readonly import ReadOnlyMap
 from mtp_audit.valueclass import Value
 
@@ -287,62 +288,6 @@ class CheckpointSummary(Value):
 
 
 @dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
-class NextnBlock(Value):
-    """One ``blk.N.nextn.*`` block of a GGUF model.
-
-    Attributes:
-        block: the block number ``N``.
-        parts: nextn part -> tensor type (``{"eh_proj": "NVFP4", "enorm": "F32"}``).
-        scales: nextn part -> whether / which scale siblings it has (as the GGUF audit writes them).
-        block_bytes: bytes of the whole block (its nextn parts and the block's own layer).
-    """
-
-    block: int
-    parts: Mapping[str, str]
-    scales: Mapping[str, Any]
-    block_bytes: int
-
-
-@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
-class GgufModel(Value):
-    """One GGUF model of a GGUF audit (``facts["checkpoint"]["gguf"]["models"][i]``).
-
-    Attributes:
-        name: the file (first part of a split set) as the report names it.
-        kind: ``"model"`` or a sidecar kind.
-        architecture: ``general.architecture``, or ``None``.
-        nextn_predict_layers: ``{arch}.nextn_predict_layers``, or ``None`` when absent.
-        drafter: the drafter kind of an assistant model (Gemma-4 ``"assistant"``), else ``None``.
-        tensor_types: tensors per GGML type (``{"NVFP4": 720, "F32": 181}``).
-        blocks: its nextn blocks, in the document's order.
-    """
-
-    name: str
-    kind: str | None
-    architecture: str | None
-    nextn_predict_layers: int | None
-    drafter: str | None
-    tensor_types: Mapping[str, int]
-    blocks: tuple[NextnBlock, ...]
-
-    @property
-    def head_bytes(self) -> int:
-        """Bytes of the nextn blocks (0: none)."""
-        return sum(b.block_bytes for b in self.blocks)
-
-    @classmethod
-    def from_doc(cls, d: Mapping[str, Any]) -> GgufModel:
-        """From one ``facts["checkpoint"]["gguf"]["models"]`` entry (:mod:`mtp_audit.checkpoint.gguf_audit`)."""
-        blocks = tuple(NextnBlock(int(b), ReadOnlyMap(_map(v, "parts")), ReadOnlyMap(_map(v, "scales")),
-                                  _int(v.get("block_bytes")) or 0)
-                       for b, v in _map(d, "nextn_blocks").items() if isinstance(v, Mapping) and str(b).isdigit())
-        types = {str(k): int(v) for k, v in _map(d, "tensor_types").items() if _int(v) is not None}
-        return cls(str(d.get("name") or ""), _str(d.get("kind")), _str(d.get("architecture")),
-                   _int(d.get("nextn_predict_layers")), _str(d.get("drafter")),
-                   ReadOnlyMap(types), blocks)
-
-
-@dataclass(frozen=True, eq=False, repr=False)  # equality, hash and repr: Value's
 class CheckpointAnswer(Value):
     """What one checkpoint audit answers, typed (see the module docstring for how an engine gets it).
 
@@ -416,9 +361,21 @@ class CheckpointAnswer(Value):
             summary=CheckpointSummary.from_doc(summary),
             mtp=MtpAnswer.from_doc(_map(doc, "mtp"), target),
             quantization=tuple(QuantAnswer.from_doc(q) for q in quants if isinstance(q, Mapping)) if isinstance(quants, list) else (),
-            gguf_models=tuple(GgufModel.from_doc(m) for m in models if isinstance(m, Mapping)) if isinstance(models, list) else (),
+            gguf_models=tuple(_gguf_model(m) for m in models if isinstance(m, Mapping)) if isinstance(models, list) else (),
             config_summary=ConfigSummary.from_doc(cfg) if isinstance(cfg, Mapping) else None,
         )
+
+
+def _gguf_model(d: Mapping[str, Any]) -> GgufModel:
+    """One :class:`~mtp_audit.checkpoint.typed_gguf.GgufModel` from one ``facts["checkpoint"]["gguf"]["models"]`` entry
+    (:mod:`mtp_audit.checkpoint.gguf_audit`)."""
+    blocks = tuple(NextnBlock(int(b), ReadOnlyMap(_map(v, "parts")), ReadOnlyMap(_map(v, "scales")),
+                              _int(v.get("block_bytes")) or 0)
+                   for b, v in _map(d, "nextn_blocks").items() if isinstance(v, Mapping) and str(b).isdigit())
+    types = {str(k): int(v) for k, v in _map(d, "tensor_types").items() if _int(v) is not None}
+    return GgufModel(str(d.get("name") or ""), _str(d.get("kind")), _str(d.get("architecture")),
+                     _int(d.get("nextn_predict_layers")), _str(d.get("drafter")),
+                     ReadOnlyMap(types), blocks)
 
 
 def checkpoint_answer(report: Any) -> CheckpointAnswer | None:

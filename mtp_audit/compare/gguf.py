@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mtp_audit.checkpoint.typed import CheckpointAnswer, GgufModel, NextnBlock, as_checkpoint_answer
+from mtp_audit.checkpoint.typed import CheckpointAnswer, as_checkpoint_answer
+from mtp_audit.checkpoint.typed_gguf import GgufModel, NextnBlock
 from mtp_audit.compare import gguf_rules as R
 from mtp_audit.report import Evidence, Finding, Gap, Location, Severity
 from mtp_audit.report.questions import MTP_HEADS

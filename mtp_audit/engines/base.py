@@ -423,7 +423,7 @@ class DraftQuestion:
     Attributes:
         checkpoint: the typed answer of the checkpoint the draft's MTP layers come from
             (:class:`~mtp_audit.checkpoint.typed.CheckpointAnswer`; llama.cpp: the GGUF model holding the head,
-            :class:`~mtp_audit.checkpoint.typed.GgufModel`; an engine not yet on the typed answers may still hand the
+            :class:`~mtp_audit.checkpoint.typed_gguf.GgufModel`; an engine not yet on the typed answers may still hand the
             ``facts["checkpoint"]`` document); ``None``: not audited.
         tensor_parallel: the tensor-parallel size the draft is sharded over.
     """

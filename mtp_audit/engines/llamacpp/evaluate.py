@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mtp_audit.checkpoint.typed import GgufModel
+from mtp_audit.checkpoint.typed_gguf import GgufModel
 from mtp_audit.engines.llamacpp import rules as R
 from mtp_audit.engines.llamacpp import tables as T
 from mtp_audit.engines.llamacpp.command import (
@@ -28,7 +28,7 @@ ANALYZER = "launch"  # gaps sit in the launch report (the rules are registered u
 @dataclass
 class GGUFView:
     """The facts of one GGUF model the command names (the checkpoint answer's
-    :class:`~mtp_audit.checkpoint.typed.GgufModel`).
+    :class:`~mtp_audit.checkpoint.typed_gguf.GgufModel`).
 
     Attributes:
         flag: the flag that named it (``-m``, ``-md``).

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from mtp_audit.checkpoint.typed import GgufModel
+from mtp_audit.checkpoint.typed_gguf import GgufModel
 from mtp_audit.engines.base import Fp4Verdict, GpuFp4, KernelQuestion
 from mtp_audit.engines.machine import machine_gpus
 from mtp_audit.report import Evidence, Finding, Location

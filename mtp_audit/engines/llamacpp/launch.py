@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from mtp_audit.checkpoint.typed import GgufModel, checkpoint_answer
+from mtp_audit.checkpoint.typed import checkpoint_answer
+from mtp_audit.checkpoint.typed_gguf import GgufModel
 from mtp_audit.engines.base import (
     DraftMemory,
     DraftQuestion,

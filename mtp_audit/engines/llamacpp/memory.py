@@ -11,7 +11,7 @@ Source: llama-cpp-python 0.3.36 sdist ``vendor/llama.cpp/src/llama-model.cpp:132
 
 from __future__ import annotations
 
-from mtp_audit.checkpoint.typed import GgufModel
+from mtp_audit.checkpoint.typed_gguf import GgufModel
 from mtp_audit.engines.base import DraftMemory, DraftQuestion
 from mtp_audit.engines.outcome import fmt_bytes
 from mtp_audit.report import Evidence, Finding, Location
@@ -20,7 +20,7 @@ PLACEMENT = "llama-cpp-python 0.3.36 sdist vendor/llama.cpp/src/llama-model.cpp:
 
 
 def head_bytes(entry: GgufModel | None) -> int:
-    """Bytes of a GGUF model's nextn blocks (:attr:`~mtp_audit.checkpoint.typed.GgufModel.head_bytes`; 0 without one)."""
+    """Bytes of a GGUF model's nextn blocks (:attr:`~mtp_audit.checkpoint.typed_gguf.GgufModel.head_bytes`; 0 without one)."""
     return entry.head_bytes if entry is not None else 0
 
 

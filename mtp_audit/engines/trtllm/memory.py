@@ -7,7 +7,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from mtp_audit.checkpoint.typed import GgufModel, as_checkpoint_answer
+from mtp_audit.checkpoint.typed import as_checkpoint_answer
+from mtp_audit.checkpoint.typed_gguf import GgufModel
 from mtp_audit.engines.base import DraftMemory, DraftQuestion
 from mtp_audit.engines.outcome import fmt_bytes
 from mtp_audit.report import Severity
