@@ -5,22 +5,21 @@ Each engine is named by its id and where its :class:`~mtp_audit.engines.base.Eng
 imported only when an engine is asked for: a preflight that needs SGLang's kernel checks imports SGLang's engine,
 not the other three; matching a launch command imports them all, in order. The command-line helpers
 (:mod:`mtp_audit.engines.argv`, which imports ``shlex``) are imported by :func:`engine_for`, which needs them, not with
-the registry: a checkpoint audit asks the registry for its heads and list hooks only.
+the registry: a checkpoint audit asks the registry for its heads and list hooks only. The release keywords of
+:func:`mtp_audit.launch.audit_launch`, one per built-in engine, are typed in :mod:`mtp_audit.engines.release_keywords`.
 """
 
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Sequence
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from mtp_audit.errors import InputError
 
 if TYPE_CHECKING:  # the interface is imported with the first engine, not with the registry
     from mtp_audit.engines.base import Engine, LogDialect
-    from mtp_audit.report import Report
 
 #: ``(id, "module:Class")`` of every engine, in the order a launch command is matched against them.
 ENGINE_SPECS: tuple[tuple[str, str], ...] = (
@@ -36,21 +35,6 @@ LABELS: dict[str, str] = {"sglang": "SGLang", "vllm": "vLLM", "llamacpp": "llama
 #: Other spellings of an engine id accepted on input (``--engine``, a log's engine hint); every output uses the id.
 ALIASES: dict[str, str] = {"tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm", "trt-llm": "trtllm",
                            "llama.cpp": "llamacpp", "llama-cpp": "llamacpp", "llama_cpp": "llamacpp"}
-
-
-class ReleaseKeywords(TypedDict, total=False):
-    """The release keywords of :func:`mtp_audit.launch.audit_launch` (``**releases``), typed for a library user's
-    type checker: one per built-in engine id (the release of the command's engine to check against), and
-    ``compare_sglang`` (a second SGLang release to compare with; an engine that cannot compare refuses it). What
-    each target may be is the engine's own (:meth:`mtp_audit.engines.base.Engine.release`); an engine registered at
-    run time takes its id (and ``compare_`` and its id) as a keyword too.
-    """
-
-    sglang: str | os.PathLike[str] | Report | None
-    compare_sglang: str | os.PathLike[str] | Report | None
-    vllm: str | os.PathLike[str] | None
-    llamacpp: str | None
-    trtllm: None
 
 
 #: Engines registered at run time (:func:`register`), matched after the built-in ones.

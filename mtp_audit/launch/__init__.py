@@ -19,7 +19,7 @@ from mtp_audit.report import Report
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-    from mtp_audit.engines.registry import ReleaseKeywords
+    from mtp_audit.engines.release_keywords import ReleaseKeywords
 
 __all__ = ["audit_launch"]
 
