@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 
 __all__ = ["audit_checkpoint"]
 
-#: ``org/name`` or ``org/name@revision`` (Hugging Face repo id syntax).
-_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+(?:@[\w./-]+)?$")
+#: ``org/name`` or ``org/name@revision`` (Hugging Face repo id syntax); compiled on first use (``re``'s own cache): only
+#: a target that is not a local path is matched against it.
+_REPO_ID = r"^[A-Za-z0-9][\w.-]*/[\w.-]+(?:@[\w./-]+)?$"
 
 #: Files worth reading next to a single index file (metadata only, no shard headers).
 _SIDE_FILES = ("config.json", "hf_quant_config.json")
@@ -114,10 +115,10 @@ def _audit_missing_path(target: Any, text: str, hub_kwargs: dict[str, Any]) -> R
     Raises:
         InputError: no such file or folder.
     """
-    if isinstance(target, str) and _REPO_ID.match(text) and _local_first_component(text):
+    if isinstance(target, str) and re.match(_REPO_ID, text) and _local_first_component(text):
         raise InputError(text, f"no such file or folder ('{text.split('/', 1)[0]}' is a folder here, so this is read "
                                "as a local path, not a hub repo id; run from another folder to audit the hub repo)")
-    if isinstance(target, str) and _REPO_ID.match(text):
+    if isinstance(target, str) and re.match(_REPO_ID, text):
         import importlib.util
 
         if importlib.util.find_spec("mtp_audit.sources.hub") is not None:

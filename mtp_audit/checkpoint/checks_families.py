@@ -31,7 +31,9 @@ from mtp_audit.valueclass import Value
 #: Qwen ``fc`` + ``pre_fc_norm_*``; MiMo-7B ``input_proj`` + ``token_layernorm``; ERNIE ``mtp_linear_proj``).
 MTP_HALLMARKS = ("enorm", "hnorm", "eh_proj", "e_proj", "h_proj", "fc", "pre_fc_norm_embedding",
                  "pre_fc_norm_hidden", "input_proj", "token_layernorm", "hidden_layernorm", "mtp_linear_proj")
-_HALLMARK_RE = re.compile(r"(?:^|\.)(?:" + "|".join(MTP_HALLMARKS) + r")(?:\.|$)")
+#: Any hallmark as a whole dotted part of a name. This pattern and :data:`_EXPERT_SCALE2` are compiled on first use
+#: (``re``'s own cache), not at import: only a DSpark config or NVFP4 ``weight_scale_2`` tensors reach them (~0.2 ms).
+_HALLMARK = r"(?:^|\.)(?:" + "|".join(MTP_HALLMARKS) + r")(?:\.|$)"
 
 #: The method DSpark needs, per engine. vLLM 0.33.0 ``vllm/config/speculative.py:70`` (``DSparkModelTypes``) and
 #: :1269-1275 (``method == "dspark"``: the drafter ships inside the target checkpoint); ``num_speculative_tokens``
@@ -51,7 +53,8 @@ def is_dspark(facts: CheckpointFacts) -> bool:
     :data:`MTP_HALLMARKS`); config-only, the keys alone decide."""
     if not facts.dspark:
         return False
-    return not any(_HALLMARK_RE.search(n) for n in facts.mtp)
+    search = re.compile(_HALLMARK).search
+    return not any(search(n) for n in facts.mtp)
 
 
 def check_dspark(facts: CheckpointFacts) -> Iterator[Finding]:
@@ -251,7 +254,7 @@ def _mtp_heads(facts: CheckpointFacts) -> dict[str, str | None]:
 # --- MTP019: NVFP4 experts missing per-expert input_scale ---------------------------------------------
 
 _ENDS_SCALE2 = methodcaller("endswith", ".weight_scale_2")
-_EXPERT_SCALE2 = re.compile(r"^(?P<layer>.*\.experts)\.(?P<e>\d+)\.(?P<proj>[A-Za-z0-9_]+)\.weight_scale_2$")
+_EXPERT_SCALE2 = r"^(?P<layer>.*\.experts)\.(?P<e>\d+)\.(?P<proj>[A-Za-z0-9_]+)\.weight_scale_2$"
 
 
 def check_expert_input_scales(facts: CheckpointFacts) -> Iterator[Finding]:
@@ -262,8 +265,9 @@ def check_expert_input_scales(facts: CheckpointFacts) -> Iterator[Finding]:
     tensors = facts.tensors
     if not facts.name_ends_with("weight_scale_2"):  # from the suffix counts or one C-speed scan
         return
+    match = re.compile(_EXPERT_SCALE2).match
     for name in filter(_ENDS_SCALE2, tensors):
-        m = _EXPERT_SCALE2.match(name)
+        m = match(name)
         if m is None:
             continue
         key = "with" if name[: -len("weight_scale_2")] + "input_scale" in tensors else "without"
