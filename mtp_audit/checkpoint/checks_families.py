@@ -9,7 +9,8 @@
 
 Engine behaviour is sourced data (:data:`~mtp_audit.checkpoint.engine_rows.MULTI_LAYER_USE`,
 :data:`~mtp_audit.checkpoint.engine_rows.HEAD_RENAMES`), each row read in the named release or cited from the engine's
-tracker.
+tracker; MTP017 and MTP018 import those rows once a checkpoint has several MTP layers or an FP4 scheme (two frozen
+classes and their rows, ~0.8 ms of start-up a checkpoint without either does not pay).
 """
 
 from __future__ import annotations
@@ -18,11 +19,14 @@ import re
 from collections import defaultdict
 from collections.abc import Iterator
 from operator import methodcaller
+from typing import TYPE_CHECKING
 
 from mtp_audit.checkpoint import rules as R
-from mtp_audit.checkpoint.engine_rows import HEAD_RENAMES, MULTI_LAYER_USE, LayerUse, layer_use
 from mtp_audit.checkpoint.facts import CONFIG, CheckpointFacts
 from mtp_audit.report import Evidence, Finding, Location, Severity
+
+if TYPE_CHECKING:
+    from mtp_audit.checkpoint.engine_rows import LayerUse
 
 # --- MTP016: DSpark under mtp.* ------------------------------------------------------------------
 
@@ -94,6 +98,8 @@ def check_multi_layer(facts: CheckpointFacts) -> Iterator[Finding]:
     found = facts.found_layers()
     if found < 2:
         return
+    from mtp_audit.checkpoint.engine_rows import MULTI_LAYER_USE, layer_use
+
     family = cfg.layout.family if cfg.layout else None
     lines = []
     for engine in dict.fromkeys(r.engine for r in MULTI_LAYER_USE):
@@ -138,6 +144,8 @@ def check_head_renamed(facts: CheckpointFacts) -> Iterator[Finding]:
     cfg, scheme = facts.config, facts.primary_scheme
     if cfg is None or cfg.layout is None or scheme is None or scheme.algo not in ("NVFP4", "MXFP4", "MIXED_PRECISION"):
         return
+    from mtp_audit.checkpoint.engine_rows import HEAD_RENAMES
+
     heads = _mtp_heads(facts)
     for row in (r for r in HEAD_RENAMES if r.family == cfg.layout.family):
         for layer, stored in sorted(heads.items()):
