@@ -4,11 +4,14 @@ With shard headers, :func:`mtp_audit.checkpoint.accounting.linear_formats` decid
 parameter suffixes, its weight's dtype and rank and its leaf name (46k modules in DeepSeek-V3, built from 92k
 tensors with a Python step each). A quantized trunk is mostly modules of one kind, whose format follows from a
 suffix alone (``weight_scale_inv`` = FP8 block, ``weight_scale_2`` = NVFP4, ``qweight``, ``weight_packed``). The
-census takes those at once (:func:`_anchored`: one ``str.endswith`` pass, their companion tensors proven by
-position and one list comparison, no name built per module to be hashed) and decides them once. The other names
-(norms, routers, unquantized layers) are split with ``map`` over ``str.rpartition`` and partitioned by suffix set
-with set algebra; only the classes whose format depends on each module's weight dtype, rank or leaf name are
-looked at per module, through ``Counter`` over ``zip`` (still no Python frame per module).
+census takes those at once and decides them once: from the joined names text when it can
+(:func:`_anchored_in_text`: one regex over the reversed text removes every block of consecutive lines
+``X.weight``, ``X.weight_scale_inv``; no Python step, list item or string per name), else from the name list
+(:func:`_anchored`: one ``str.endswith`` pass, companion tensors proven by position and one list comparison). The
+other names (norms, routers, unquantized layers) are split with ``map`` over ``str.rpartition`` and partitioned by
+suffix set with set algebra; only the classes whose format depends on each module's weight dtype, rank or leaf name
+are looked at per module, through ``Counter`` over ``zip``, their dtypes and ranks read from the shard headers'
+columns (:func:`_dtypes_ranks`).
 
 The census certifies or declines, like the safetensors fast header reader: it answers only when its counts are
 the ones ``linear_formats`` gives, and returns ``None`` (the caller then builds every module) when no such bulk
