@@ -307,8 +307,13 @@ def test_text_pass_takes_blocks_of_four_lines_with_the_anchor_inside(monkeypatch
     assert trunk._first_block(facts.joined_names, facts.tensors, ".weight_packed") == [
         "input_global_scale", "weight_global_scale", "weight_packed", "weight_scale"]
     _no_name_list_pass(monkeypatch)
+    asked: list[str] = []
+    read = trunk._dtypes_ranks
+    monkeypatch.setattr(trunk, "_dtypes_ranks", lambda names, *a: (asked.extend(names), read(names, *a))[1])
     assert trunk_census(facts) == Counter({("NVFP4", False): 6, ("BF16", False): 2})
     assert trunk_census(facts) == Counter(linear_formats(facts, facts.trunk_modules).values())
+    # the norms and lm_head are no linear layers whatever their weights: only the projections' headers are read
+    assert asked == ["model.layers.0.self_attn.o_proj.weight", "model.layers.1.self_attn.o_proj.weight"]
 
 
 def _text_pass(names: list[str], mtp: tuple[str, ...] = ()) -> tuple[Any, Counter[tuple[str, bool]] | None]:

@@ -10,8 +10,8 @@ census takes those at once and decides them once: from the joined names text whe
 (:func:`_anchored`: one ``str.endswith`` pass, companion tensors proven by position and one list comparison). The
 other names (norms, routers, unquantized layers) are split with ``map`` over ``str.rpartition`` and partitioned by
 suffix set with set algebra; only the classes whose format depends on each module's weight dtype, rank or leaf name
-are looked at per module, through ``Counter`` over ``zip``, their dtypes and ranks read from the shard headers'
-columns (:func:`_dtypes_ranks`).
+are looked at per module, through ``Counter`` over ``zip``, the dtypes and ranks of the projection-named ones read
+from the shard headers' columns (:func:`_dtypes_ranks`).
 
 The census certifies or declines, like the safetensors fast header reader: it answers only when its counts are
 the ones ``linear_formats`` gives, and returns ``None`` (the caller then builds every module) when no such bulk
@@ -30,7 +30,7 @@ from itertools import compress, filterfalse, repeat
 from operator import add, and_, itemgetter, not_, sub
 from typing import Any
 
-from mtp_audit.checkpoint.tensors import PARAM_SUFFIXES, SCALE_SUFFIXES
+from mtp_audit.checkpoint.tensors import PARAM_SUFFIXES, SCALE_SUFFIXES, is_linear_leaf
 from mtp_audit.sources.local import TensorColumns, TensorInfo
 
 _FIRST, _LAST = itemgetter(0), itemgetter(2)
@@ -308,13 +308,20 @@ def _class_counts(params: frozenset[str], members: set[str], split: _Split, info
     names, mods, suffixes = split
     if "weight" in params:  # each member's own "weight" name (already hashed: no name is built)
         mask = list(map(and_, map(members.__contains__, mods), map("weight".__eq__, suffixes)))
-        dtypes, ranks = _dtypes_ranks(list(compress(names, mask)), infos, shards)
+        weights = list(compress(names, mask))
         leaves = list(map(_LAST, map(str.rpartition, compress(mods, mask), repeat("."))))
     else:
         leaves = list(map(_LAST, map(str.rpartition, members, repeat("."))))
     if any(map(str.isdigit, set(leaves))):
         return None  # linear_formats memoises per last component: "a.fc.0" and "b.norm.0" share one answer
     if "weight" in params:
+        if not scaled:  # a leaf that names no projection is no linear layer, whatever its weight (tensors.is_linear
+            # returns before reading it): only the projections' dtypes and ranks are read (none of the norms')
+            linear = set(filter(is_linear_leaf, set(leaves)))
+            if len(linear) < len(set(leaves)):
+                keep = list(map(linear.__contains__, leaves))
+                weights, leaves = list(compress(weights, keep)), list(compress(leaves, keep))
+        dtypes, ranks = _dtypes_ranks(weights, infos, shards)
         keys: Counter[tuple[Any, ...]] = Counter(zip(leaves, dtypes, ranks))
     else:
         keys = Counter(zip(leaves))
