@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mtp_audit.checkpoint.declared import DeclaredFormat, declared_bytes
-from mtp_audit.checkpoint.facts import CheckpointFacts, Module
+from mtp_audit.checkpoint.facts import CheckpointFacts, HeaderInfos, Module
 from mtp_audit.checkpoint.layouts import (
     EXPERT_RE,
     STACKED_EXPERT_RE,
@@ -160,8 +160,10 @@ def trunk_census(facts: CheckpointFacts) -> Counter[tuple[str, bool]] | None:
             got = module_format(params, dt, hint)  # the same declaration for every module
         return got
 
+    joined = facts.joined_names if facts.names_newline_free else None
+    shards = (facts.weight_map, facts.headers) if isinstance(facts.infos, HeaderInfos) else None
     out = facts.cache["trunk_census"] = census(facts.tensors, facts.infos, facts.mtp, facts.mtp_modules, facts.name_ends_with,
-                                                 decide)
+                                                 decide, joined, shards)
     return out
 
 
