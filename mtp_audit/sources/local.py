@@ -621,6 +621,7 @@ class LocalSource(CheckpointSource):
         self._fence = _containment_root(root).resolve()
         real = root.resolve()
         self._flat_root = real if real == self._fence or self._fence in real.parents else None
+        self._flat_text = os.fspath(real)
 
     def _path(self, rel: str) -> Path:
         """Resolve ``rel`` under the root; refuse anything that lands outside the containment folder. A file at the
@@ -654,10 +655,15 @@ class LocalSource(CheckpointSource):
         return f"symlink to {shown}; whether a file is there was not checked"
 
     def not_a_file(self, rel: str) -> ReadProblem | None:
-        """See :meth:`CheckpointSource.not_a_file` (one ``stat`` of a path inside the folder; nothing is opened)."""
-        try:
-            mode = os.stat(self._path(rel)).st_mode
-        except (ReadProblem, OSError):
+        """See :meth:`CheckpointSource.not_a_file` (one ``stat`` of a path inside the folder; nothing is opened). A plain
+        name at the root is answered by one ``lstat`` (:meth:`_root_entry_mode`); anything else resolves (:meth:`_path`)."""
+        mode = self._root_entry_mode(rel)
+        if mode is None:
+            try:
+                mode = os.stat(self._path(rel)).st_mode
+            except (ReadProblem, OSError):
+                return None
+        if mode == 0:  # nothing there
             return None
         if stat.S_ISREG(mode):
             return None
@@ -665,6 +671,24 @@ class LocalSource(CheckpointSource):
             return ReadProblem(rel, "is a directory, expected a regular file; not read", "directory")
         what = "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
         return ReadProblem(rel, f"is {what}, expected a regular file; not read", "not-a-file")
+
+    def _root_entry_mode(self, rel: str) -> int | None:
+        """The ``st_mode`` of ``rel`` when it is a plain name at the root of a folder that is not reached through a
+        symlink into another tree (``_flat_root``) and is no symlink itself, from one ``lstat`` of the resolved root
+        joined with the name; ``0`` when nothing is there; ``None`` when :meth:`_path` must answer (a symlink, a name
+        with a ``/``, one :func:`~mtp_audit.sources.bounded.contained_relpath` refuses, any other ``lstat`` error).
+        ``os.stat`` of what :meth:`_path` returns gives the same mode for such a name: the resolved root joined with a
+        name that is no symlink is the path ``Path.resolve`` gives, and nothing there is nothing there either way."""
+        if (self._flat_root is None or not rel or "/" in rel or "\x00" in rel or "\\" in rel or rel in (".", "..")
+                or (len(rel) > 1 and rel[1] == ":")):
+            return None
+        try:
+            mode = os.lstat(os.path.join(self._flat_text, rel)).st_mode
+        except FileNotFoundError:
+            return 0
+        except OSError:
+            return None
+        return None if stat.S_ISLNK(mode) else mode
 
     def linked_out(self, rel: str) -> str | None:
         """See :meth:`CheckpointSource.linked_out`: the first folder of ``rel`` that is a symlink, when ``rel`` resolves
