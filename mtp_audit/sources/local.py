@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property, partial
-from itertools import chain, repeat
+from itertools import accumulate, chain, repeat
 from operator import itemgetter, mul, rshift, sub
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -27,12 +27,12 @@ from mtp_audit.errors import InputError
 from mtp_audit.sources.bounded import (
     MAX_JSON_BYTES,
     BudgetSpent,
-    JsonCounts,
+    HeaderCounts,
     NotRegularFile,
-    charge_json,
+    charge_header_json,
     charge_read,
     contained_relpath,
-    json_counts,
+    header_counts,
     open_regular,
     read_json_bounded,
 )
@@ -273,13 +273,12 @@ def header_from_dict(file: str, obj: Mapping[str, Any], header_bytes: int) -> Sh
 
 _USIZE_END = 1 << 64  # safetensors counts in Rust ``usize`` (64-bit): values must stay below this
 _DTYPE, _SHAPE, _OFFSETS = itemgetter("dtype"), itemgetter("shape"), itemgetter("data_offsets")
-_FIRST, _SECOND = itemgetter(0), itemgetter(1)
 _DTYPE_BYTES = {d: b >> 3 for d, b in DTYPE_BITS.items() if b % 8 == 0}
 _ABSENT: Any = object()
 _new_info = partial(tuple.__new__, TensorInfo)  # TensorInfo._make is a Python function: one frame per tensor
 
 
-def fast_header(file: str, raw: bytes, file_size: int | None, counts: JsonCounts | None = None) -> ShardHeader | None:
+def fast_header(file: str, raw: bytes, file_size: int | None, counts: HeaderCounts | None = None) -> ShardHeader | None:
     """Decode and validate one safetensors header in a single pass, at C speed per tensor.
 
     The hot path of every checkpoint audit: per tensor, no Python frame runs (``map`` over C
@@ -322,8 +321,8 @@ def fast_header(file: str, raw: bytes, file_size: int | None, counts: JsonCounts
         file: POSIX path for the header.
         raw: the JSON header bytes (after the 8-byte length).
         file_size: the file's size in bytes, or None to skip the file-length check.
-        counts: ``raw``'s ``[``, ``:`` and ``"`` counts when the caller has them already
-            (:func:`mtp_audit.sources.bounded.charge_json` took them), else None.
+        counts: ``raw``'s ``[``, ``:``, ``"`` and ``e`` counts when the caller has them already
+            (:func:`mtp_audit.sources.bounded.charge_header_json` took them), else None.
 
     Returns:
         The :class:`ShardHeader`, or ``None`` when the header is not certified (malformed or unusual).
@@ -343,16 +342,16 @@ def fast_header(file: str, raw: bytes, file_size: int | None, counts: JsonCounts
             return None
         return ShardHeader(file=file, tensors={}, metadata=metadata, header_bytes=len(raw))
     entries = list(obj.values())
-    if set(map(type, entries)) != {dict} or sum(map(len, entries)) != 3 * len(names):
+    brackets, raw_colons, quotes, es = header_counts(raw) if counts is None else counts
+    joined = "\n".join(names)
+    if not _counts_agree(raw_colons, joined, len(names), keys, colons) or not _numbers_only_in_arrays(
+            brackets, quotes, joined, keys, metadata, len(names)):
         return None
-    if not _counts_agree(raw, names, keys, colons, metadata, counts):
-        return None
-    columns = _tensor_columns(entries, raw, signed)
+    columns = _tensor_columns(entries, _bools_possible(es, joined, len(names), keys, metadata), signed)
     if columns is None:
         return None
-    dtypes, shapes, nbytes, starts, ends, elements = columns
-    data_end = _tiled_end(starts, ends)
-    if data_end is None or data_end >= _USIZE_END or (file_size is not None and 8 + len(raw) + data_end != file_size):
+    dtypes, shapes, nbytes, data_end, elements = columns
+    if data_end >= _USIZE_END or (file_size is not None and 8 + len(raw) + data_end != file_size):
         return None
     header = ShardHeader(file=file, tensors=TensorColumns(names, dtypes, shapes, nbytes), metadata=metadata,
                          header_bytes=len(raw))
@@ -384,17 +383,14 @@ def _decode_entries(raw: bytes) -> tuple[dict[str, Any], dict[str, str], int, in
     return obj, (meta if type(meta) is dict else {}), keys, colons
 
 
-def _counts_agree(raw: bytes, names: list[str], keys: int, colons: int, metadata: Mapping[str, str],
-                  counts: JsonCounts | None = None) -> bool:
-    """Whether the raw ``:`` count shows no duplicate key anywhere (with no backslash, every ``:`` outside the
-    decoded strings separates a key: ``keys`` decoded plus 3 per entry) and :func:`_numbers_only_in_arrays` holds
-    (``counts``: :func:`~mtp_audit.sources.bounded.json_counts` of ``raw`` when known). Otherwise the strict reader
-    says what is wrong."""
-    brackets, raw_colons, quotes = json_counts(raw) if counts is None else counts
-    joined = "\n".join(names)
-    if raw_colons - colons - joined.count(":") != keys + 3 * len(names):
-        return False
-    return _numbers_only_in_arrays(brackets, quotes, joined, keys, metadata, len(names))
+def _counts_agree(raw_colons: int, joined: str, n: int, keys: int, colons: int) -> bool:
+    """Whether the raw ``:`` count (``raw_colons``) shows no duplicate key anywhere and no entry with a key beyond its
+    three: with no backslash, every ``:`` outside the decoded strings separates a key, so it must equal ``keys``
+    decoded plus 3 per entry (``n`` entries) once the ``:`` inside the decoded names (``joined``, one a line) and the
+    metadata (``colons``) are taken off. Each entry decodes to at least its three keys when :func:`_tensor_columns`
+    finds them, and every object member adds one ``:``, so equal counts mean exactly three, and no duplicate
+    collapsed anywhere. Otherwise the strict reader says what is wrong."""
+    return raw_colons - colons - joined.count(":") == keys + 3 * n
 
 
 def _numbers_only_in_arrays(brackets: int, quotes: int, joined: str, keys: int, metadata: Mapping[str, str],
@@ -410,20 +406,35 @@ def _numbers_only_in_arrays(brackets: int, quotes: int, joined: str, keys: int, 
     return quotes == 2 * strings and brackets == 2 * n + inner
 
 
-def _tensor_columns(entries: list[dict[str, Any]], raw: bytes, signed: bool
-                    ) -> tuple[list[str], list[list[int]], list[int], list[int], list[int], int] | None:
-    """``(dtypes, shapes, byte sizes, start offsets, end offsets, total elements)`` of the entries, at C speed per tensor, or ``None``
-    when an entry is not certified (unknown dtype, a missing key, a non-int or negative number, an overflow past
-    2**64, a partial byte, a size that is not its span)."""
+def _bools_possible(es: int, joined: str, n: int, keys: int, metadata: Mapping[str, str]) -> bool:
+    """Whether a ``true`` or ``false`` may sit outside the strings of a header whose strings are counted
+    (:func:`_counts_agree`, :func:`_numbers_only_in_arrays` hold), from the raw ``e`` count ``es``: with no backslash
+    every ``e`` is inside a string or is part of a literal outside them (``true``, ``false``; floats are refused), and
+    the strings hold the names' ``e`` (``joined``), one in each of ``"dtype"``, ``"shape"`` and ``"data_offsets"`` per entry, one in
+    ``"__metadata__"`` when that key is there (``keys`` counts it beside the ``n`` names and the metadata's keys), the
+    metadata's, and the dtypes' (none in a known dtype: an unknown one is refused anyway). Equal counts mean no
+    literal ``true``/``false`` anywhere, so no per-element type pass is needed (``True`` would pass for ``1``)."""
+    strings = joined.count("e") + 3 * n + (keys - n - len(metadata)) + sum(k.count("e") + v.count("e") for k, v in metadata.items())
+    return es != strings
+
+
+def _tensor_columns(entries: list[dict[str, Any]], bools: bool, signed: bool
+                    ) -> tuple[list[str], list[list[int]], list[int], int, int] | None:
+    """``(dtypes, shapes, byte sizes, end of the data, total elements)`` of the entries, at C speed per tensor, or
+    ``None`` when an entry is not certified (not an object, unknown dtype, a missing key, a non-int or negative number,
+    an overflow past 2**64, a partial byte, a size that is not its span, spans that do not tile the data). ``bools``:
+    a ``true`` or ``false`` may be in the text (:func:`_bools_possible`), so every number's type is checked. A
+    non-object entry makes the ``itemgetter`` maps raise ``TypeError``; an extra key is caught by
+    :func:`_counts_agree`."""
     try:
         dtypes = list(map(_DTYPE, entries))
         shapes = list(map(_SHAPE, entries))
         offsets = list(map(_OFFSETS, entries))
-    except (KeyError, TypeError):  # a key missing (so another entry has an extra one)
+    except (KeyError, TypeError):  # not an object, or a key missing
         return None
     if set(map(type, shapes)) != {list} or set(map(type, offsets)) != {list} or set(map(len, offsets)) != {2}:
         return None
-    if (b"true" in raw or b"false" in raw) and (
+    if bools and (
         set(map(type, chain.from_iterable(shapes))) != {int} or set(map(type, chain.from_iterable(offsets))) != {int}
     ):
         return None
@@ -431,7 +442,7 @@ def _tensor_columns(entries: list[dict[str, Any]], raw: bytes, signed: bool
     # int (floats and NaN are refused by the hooks); any other value (an object or null) makes math.prod, operator.mul
     # or sub raise TypeError below, so no per-element type pass is needed.
     try:
-        starts, ends = list(map(_FIRST, offsets)), list(map(_SECOND, offsets))  # each offsets list holds two
+        starts, ends = zip(*offsets)  # each offsets list holds two
         numels = list(map(math.prod, shapes))
         if signed and (min(starts) < 0 or min(chain.from_iterable(shapes), default=0) < 0):
             return None
@@ -440,25 +451,26 @@ def _tensor_columns(entries: list[dict[str, Any]], raw: bytes, signed: bool
                 if numel == 0 and (max(shape) >= _USIZE_END or math.prod(shape[: shape.index(0)]) >= _USIZE_END):
                     return None  # Rust's checked_mul overflows before it reaches the 0
         nbytes = _byte_sizes(dtypes, numels)
-        spans = list(map(sub, ends, starts))
+        data_end = None if nbytes is None else _tiled_end(starts, ends, nbytes)
+        # bits < 2**64 <=> bytes < 2**61 (whole bytes); each size is its span, inside [0, data_end)
+        if data_end is None or (data_end >= _USIZE_END >> 3 and max(nbytes) >= _USIZE_END >> 3):  # type: ignore[arg-type]
+            return None
     except (TypeError, KeyError):  # KeyError: a dtype safetensors does not know
         return None
-    if nbytes is None or nbytes != spans:
-        return None  # also catches end < start: nbytes is never negative
-    return dtypes, shapes, nbytes, starts, ends, sum(numels)
+    return dtypes, shapes, nbytes, data_end, sum(numels)  # type: ignore[return-value]  # nbytes is set with data_end
 
 
 def _byte_sizes(dtypes: list[str], numels: list[int]) -> list[int] | None:
-    """Bytes of each tensor (``numel * bits / 8``), or ``None`` when a bit count reaches 2**64 (Rust ``checked_mul``)
-    or is not a whole number of bytes.
+    """Bytes of each tensor (``numel * bits / 8``), or ``None`` when a sub-byte tensor's bit count reaches 2**64 (Rust
+    ``checked_mul``) or is not a whole number of bytes. A whole-byte tensor's bit count is below 2**64 when its size
+    is below 2**61, which the caller checks once on the end of the tiled data (:func:`_tensor_columns`).
 
     Raises:
         KeyError: a dtype outside :data:`DTYPE_BITS`.
         TypeError: an element count that is not an int.
     """
-    try:  # whole-byte dtypes only (the common case): bytes directly, bits < 2**64 <=> bytes < 2**61
-        nbytes = list(map(mul, numels, map(_DTYPE_BYTES.__getitem__, dtypes)))
-        return nbytes if max(nbytes) < _USIZE_END >> 3 else None
+    try:  # whole-byte dtypes only (the common case): bytes directly
+        return list(map(mul, numels, map(_DTYPE_BYTES.__getitem__, dtypes)))
     except KeyError:  # a sub-byte dtype (F4, F6_*) or an unknown one
         pass
     nbits = list(map(mul, numels, map(DTYPE_BITS.__getitem__, dtypes)))
@@ -467,10 +479,18 @@ def _byte_sizes(dtypes: list[str], numels: list[int]) -> list[int] | None:
     return list(map(rshift, nbits, repeat(3)))
 
 
-def _tiled_end(starts: list[int], ends: list[int]) -> int | None:
-    """The end of the data when the spans tile ``[0, end)`` with no gap or overlap, else ``None``."""
-    if starts[0] == 0 and starts[1:] == ends[:-1]:
-        return ends[-1]  # laid out in file order, the common case: no sort
+def _tiled_end(starts: tuple[int, ...], ends: tuple[int, ...], nbytes: list[int]) -> int | None:
+    """The end of the data when each span ``ends[i] - starts[i]`` is its tensor's size ``nbytes[i]`` and the spans tile
+    ``[0, end)`` with no gap or overlap, else ``None``. Laid out in file order (the common case) the ends are the
+    running sums of the sizes and each start is the end before it: two list comparisons, no span list and no sort.
+
+    Raises:
+        TypeError: an offset that is not a number.
+    """
+    if starts and starts[0] == 0 and ends == tuple(accumulate(nbytes)) and starts[1:] == ends[:-1]:
+        return ends[-1]
+    if list(map(sub, ends, starts)) != nbytes:
+        return None  # also catches end < start: nbytes is never negative
     s_sorted, e_sorted = zip(*sorted(zip(starts, ends)))
     if s_sorted[0] != 0 or s_sorted[1:] != e_sorted[:-1]:
         return None
@@ -766,10 +786,10 @@ class LocalSource(CheckpointSource):
         return header_from_dict(rel, obj, len(raw))
 
 
-def _read_header_bytes(path: Path, rel: str) -> tuple[bytes, int, JsonCounts | None]:
+def _read_header_bytes(path: Path, rel: str) -> tuple[bytes, int, HeaderCounts | None]:
     """``(header JSON bytes, file size, its byte counts or None)`` of a shard, read through one descriptor opened with
     ``O_NOFOLLOW`` (``path`` is already resolved and checked to stay inside the checkpoint), counted against the
-    run's totals (the counts are the ones :func:`mtp_audit.sources.bounded.charge_json` took; None outside a
+    run's totals (the counts are the ones :func:`mtp_audit.sources.bounded.charge_header_json` took; None outside a
     run).
 
     Raises:
@@ -790,7 +810,7 @@ def _read_header_bytes(path: Path, rel: str) -> tuple[bytes, int, JsonCounts | N
                 raise ReadProblem(rel, f"header length {n} exceeds the file size {size}")
             charge_read(8 + n, rel)
             raw = _pread_exact(fd, n, 8)
-            counts = charge_json(raw, rel)
+            counts = charge_header_json(raw, rel)
         finally:
             os.close(fd)
     except BudgetSpent as exc:
