@@ -453,11 +453,11 @@ def _tensor_columns(entries: list[dict[str, Any]], bools: bool, signed: bool
         nbytes = _byte_sizes(dtypes, numels)
         data_end = None if nbytes is None else _tiled_end(starts, ends, nbytes)
         # bits < 2**64 <=> bytes < 2**61 (whole bytes); each size is its span, inside [0, data_end)
-        if data_end is None or (data_end >= _USIZE_END >> 3 and max(nbytes) >= _USIZE_END >> 3):  # type: ignore[arg-type]
+        if nbytes is None or data_end is None or (data_end >= _USIZE_END >> 3 and max(nbytes) >= _USIZE_END >> 3):
             return None
     except (TypeError, KeyError):  # KeyError: a dtype safetensors does not know
         return None
-    return dtypes, shapes, nbytes, data_end, sum(numels)  # type: ignore[return-value]  # nbytes is set with data_end
+    return dtypes, shapes, nbytes, data_end, sum(numels)
 
 
 def _byte_sizes(dtypes: list[str], numels: list[int]) -> list[int] | None:
@@ -646,17 +646,15 @@ class LocalSource(CheckpointSource):
     def _path(self, rel: str) -> Path:
         """Resolve ``rel`` under the root; refuse anything that lands outside the containment folder. A file at the
         root that is not a symlink (every shard of a plain folder) is the resolved root joined with its name: one
-        ``lstat`` instead of one per component of the path (``Path.resolve``), with the same answer."""
+        ``lstat`` instead of one per component of the path (``Path.resolve``), with the same answer
+        (:meth:`_root_entry_mode`, whose name test is :func:`~mtp_audit.sources.bounded.contained_relpath`'s for a name
+        without ``/``)."""
+        flat = self._flat_root
+        if flat is not None and self._root_entry_mode(rel):  # something there, no symlink
+            return flat / rel
         if contained_relpath(rel) is None:
             raise ReadProblem(rel, "is not a relative path inside the checkpoint folder; not opened", "escapes")
-        if self._flat_root is not None and "/" not in rel and rel not in (".", ".."):
-            target = self._flat_root / rel
-            try:
-                if not stat.S_ISLNK(os.lstat(target).st_mode):
-                    return target
-            except OSError:
-                pass  # missing or unreadable: Path.resolve below, as before
-        try:
+        try:  # missing or unreadable, a symlink, a path with folders: Path.resolve, as before
             target = (self.root / rel).resolve()
         except (OSError, RuntimeError):
             raise ReadProblem(rel, "symlink loop; not opened", "unreadable") from None
