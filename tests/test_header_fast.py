@@ -179,7 +179,13 @@ def test_bool_pass_runs_exactly_when_a_literal_is_outside_the_strings(case: tupl
     outside the strings. Too small a count of the strings' ``e`` would let ``[true,2]`` pass as ``[1,2]``; too large
     would run the type pass on every header."""
     from mtp_audit.sources.bounded import header_counts
-    from mtp_audit.sources.local import _bools_possible, _counts_agree, _decode_entries, _numbers_only_in_arrays
+    from mtp_audit.sources.local import (
+        _bools_possible,
+        _counts_agree,
+        _decode_entries,
+        _name_counts,
+        _numbers_only_in_arrays,
+    )
 
     raw, _ = case
     decoded = None if b"\\" in raw else _decode_entries(raw)
@@ -188,13 +194,14 @@ def test_bool_pass_runs_exactly_when_a_literal_is_outside_the_strings(case: tupl
     obj, metadata, keys, colons = decoded
     names, entries = list(obj), list(obj.values())
     brackets, raw_colons, quotes, es = header_counts(raw)
-    joined = "\n".join(names)
-    if not (names and _counts_agree(raw_colons, joined, len(names), keys, colons)
-            and _numbers_only_in_arrays(brackets, quotes, joined, keys, metadata, len(names))
+    in_names = _name_counts(names)
+    assert in_names == tuple(sum(x.count(c) for x in names) for c in ":[e")
+    if not (names and _counts_agree(raw_colons, in_names, len(names), keys, colons)
+            and _numbers_only_in_arrays(brackets, quotes, in_names, keys, metadata, len(names))
             and all(type(e) is dict and set(e) == {"dtype", "shape", "data_offsets"} and e["dtype"] in DTYPE_BITS
                     for e in entries)):
         return
-    assert _bools_possible(es, joined, len(names), keys, metadata) == _literal_outside_strings(raw)
+    assert _bools_possible(es, in_names, len(names), keys, metadata) == _literal_outside_strings(raw)
 
 
 def test_bool_pass_is_skipped_for_a_header_as_safetensors_writes_it() -> None:
@@ -202,12 +209,12 @@ def test_bool_pass_is_skipped_for_a_header_as_safetensors_writes_it() -> None:
            "true.false": {"dtype": "BF16", "shape": [], "data_offsets": [6, 8]}}
     raw = json.dumps(hdr, separators=(",", ":")).encode()
     from mtp_audit.sources.bounded import header_counts
-    from mtp_audit.sources.local import _bools_possible, _decode_entries
+    from mtp_audit.sources.local import _bools_possible, _decode_entries, _name_counts
 
     obj, metadata, keys, _ = _decode_entries(raw)
-    joined = "\n".join(obj)
-    assert not _bools_possible(header_counts(raw)[3], joined, len(obj), keys, metadata)
-    assert _bools_possible(header_counts(raw.replace(b"[2,3]", b"[2,3,true]"))[3], joined, len(obj), keys, metadata)
+    in_names = _name_counts(list(obj))
+    assert not _bools_possible(header_counts(raw)[3], in_names, len(obj), keys, metadata)
+    assert _bools_possible(header_counts(raw.replace(b"[2,3]", b"[2,3,true]"))[3], in_names, len(obj), keys, metadata)
     assert fast_header("x.safetensors", raw, 8 + len(raw) + 8) is not None
 
 
@@ -278,3 +285,13 @@ def test_data_past_2_61_bytes_is_certified_when_each_tensor_is_below() -> None:
                      separators=(",", ":")).encode()
     got = fast_header("x.safetensors", raw, None)
     assert got is not None and got.data_bytes == 2**61 and got.tensors["b"].nbytes == half
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(max_size=12), max_size=6))
+def test_name_counts_are_the_character_counts(names: list[str]) -> None:
+    """``:``, ``[`` and ``e`` counted in the names' UTF-8 bytes are their character counts, non-ASCII and lone
+    surrogates included."""
+    from mtp_audit.sources.local import _name_counts
+
+    assert _name_counts(names) == tuple(sum(x.count(c) for x in names) for c in ":[e")

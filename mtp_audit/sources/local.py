@@ -344,11 +344,11 @@ def fast_header(file: str, raw: bytes, file_size: int | None, counts: HeaderCoun
         return ShardHeader(file=file, tensors={}, metadata=metadata, header_bytes=len(raw))
     entries = list(obj.values())
     brackets, raw_colons, quotes, es = header_counts(raw) if counts is None else counts
-    joined = "\n".join(names)
-    if not _counts_agree(raw_colons, joined, len(names), keys, colons) or not _numbers_only_in_arrays(
-            brackets, quotes, joined, keys, metadata, len(names)):
+    in_names = _name_counts(names)
+    if not _counts_agree(raw_colons, in_names, len(names), keys, colons) or not _numbers_only_in_arrays(
+            brackets, quotes, in_names, keys, metadata, len(names)):
         return None
-    columns = _tensor_columns(entries, _bools_possible(es, joined, len(names), keys, metadata), signed)
+    columns = _tensor_columns(entries, _bools_possible(es, in_names, len(names), keys, metadata), signed)
     if columns is None:
         return None
     dtypes, shapes, nbytes, data_end, elements = columns
@@ -384,38 +384,52 @@ def _decode_entries(raw: bytes) -> tuple[dict[str, Any], dict[str, str], int, in
     return obj, (meta if type(meta) is dict else {}), keys, colons
 
 
-def _counts_agree(raw_colons: int, joined: str, n: int, keys: int, colons: int) -> bool:
+#: Every byte but ``:``, ``[`` and ``e`` (:func:`_name_counts`).
+_NOT_IN_NAME_COUNTS = bytes(sorted(set(range(256)) - set(b":[e")))
+
+
+def _name_counts(names: list[str]) -> tuple[int, int, int]:
+    """The ``:``, ``[`` and ``e`` counts of the tensor names, from one ``bytes.translate`` of their UTF-8 text (an ASCII
+    character is one byte there and no other character holds that byte), then two ``bytes.count``: about half the cost
+    of three ``str.count`` over the joined names."""
+    kept = "".join(names).encode("utf-8", "surrogatepass").translate(None, _NOT_IN_NAME_COUNTS)
+    colons, brackets = kept.count(b":"), kept.count(b"[")
+    return colons, brackets, len(kept) - colons - brackets
+
+
+def _counts_agree(raw_colons: int, in_names: tuple[int, int, int], n: int, keys: int, colons: int) -> bool:
     """Whether the raw ``:`` count (``raw_colons``) shows no duplicate key anywhere and no entry with a key beyond its
     three: with no backslash, every ``:`` outside the decoded strings separates a key, so it must equal ``keys``
-    decoded plus 3 per entry (``n`` entries) once the ``:`` inside the decoded names (``joined``, one a line) and the
-    metadata (``colons``) are taken off. Each entry decodes to at least its three keys when :func:`_tensor_columns`
-    finds them, and every object member adds one ``:``, so equal counts mean exactly three, and no duplicate
-    collapsed anywhere. Otherwise the strict reader says what is wrong."""
-    return raw_colons - colons - joined.count(":") == keys + 3 * n
+    decoded plus 3 per entry (``n`` entries) once the ``:`` inside the decoded names (``in_names``, their
+    :func:`_name_counts`) and the metadata (``colons``) are taken off. Each entry decodes to at least its three keys
+    when :func:`_tensor_columns` finds them, and every object member adds one ``:``, so equal counts mean exactly
+    three, and no duplicate collapsed anywhere. Otherwise the strict reader says what is wrong."""
+    return raw_colons - colons - in_names[0] == keys + 3 * n
 
 
-def _numbers_only_in_arrays(brackets: int, quotes: int, joined: str, keys: int, metadata: Mapping[str, str],
-                            n: int) -> bool:
+def _numbers_only_in_arrays(brackets: int, quotes: int, in_names: tuple[int, int, int], keys: int,
+                            metadata: Mapping[str, str], n: int) -> bool:
     """Whether no string and no list sits inside a ``shape`` or ``data_offsets`` array, by counting (C speed): with no
     backslash every string adds exactly two ``"`` and every list one ``[`` (beside those inside the strings), so a
     header of ``n`` entries (3 keys and a dtype string each) and ``keys`` decoded keys holds ``2 * (keys + 4n +
     len(metadata))`` quotes and ``2n`` lists. A string or a list inside a shape would make ``math.prod`` repeat it
     (``["x", 3000000000]`` is a 3 GB string), so such a header goes to the strict reader, which refuses it.
-    ``brackets`` and ``quotes``: the raw header's ``[`` and ``"`` counts."""
+    ``brackets`` and ``quotes``: the raw header's ``[`` and ``"`` counts; ``in_names``: :func:`_name_counts`."""
     strings = keys + 4 * n + len(metadata)
-    inner = joined.count("[") + sum(k.count("[") + v.count("[") for k, v in metadata.items())
+    inner = in_names[1] + sum(k.count("[") + v.count("[") for k, v in metadata.items())
     return quotes == 2 * strings and brackets == 2 * n + inner
 
 
-def _bools_possible(es: int, joined: str, n: int, keys: int, metadata: Mapping[str, str]) -> bool:
+def _bools_possible(es: int, in_names: tuple[int, int, int], n: int, keys: int, metadata: Mapping[str, str]) -> bool:
     """Whether a ``true`` or ``false`` may sit outside the strings of a header whose strings are counted
     (:func:`_counts_agree`, :func:`_numbers_only_in_arrays` hold), from the raw ``e`` count ``es``: with no backslash
     every ``e`` is inside a string or is part of a literal outside them (``true``, ``false``; floats are refused), and
-    the strings hold the names' ``e`` (``joined``), one in each of ``"dtype"``, ``"shape"`` and ``"data_offsets"`` per entry, one in
-    ``"__metadata__"`` when that key is there (``keys`` counts it beside the ``n`` names and the metadata's keys), the
-    metadata's, and the dtypes' (none in a known dtype: an unknown one is refused anyway). Equal counts mean no
-    literal ``true``/``false`` anywhere, so no per-element type pass is needed (``True`` would pass for ``1``)."""
-    strings = joined.count("e") + 3 * n + (keys - n - len(metadata)) + sum(k.count("e") + v.count("e") for k, v in metadata.items())
+    the strings hold the names' ``e`` (``in_names``, :func:`_name_counts`), one in each of ``"dtype"``, ``"shape"``
+    and ``"data_offsets"`` per entry, one in ``"__metadata__"`` when that key is there (``keys`` counts it beside the
+    ``n`` names and the metadata's keys), the metadata's, and the dtypes' (none in a known dtype: an unknown one is
+    refused anyway). Equal counts mean no literal ``true``/``false`` anywhere, so no per-element type pass is needed
+    (``True`` would pass for ``1``)."""
+    strings = in_names[2] + 3 * n + (keys - n - len(metadata)) + sum(k.count("e") + v.count("e") for k, v in metadata.items())
     return es != strings
 
 
