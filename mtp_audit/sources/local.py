@@ -307,9 +307,8 @@ def fast_header(file: str, raw: bytes, file_size: int | None, counts: HeaderCoun
       optional ``__metadata__`` that is ``null`` or maps strings to strings (so nesting is at most 3
       deep: serde_json's recursion limit and NaN/Infinity in ignored fields cannot matter).
     - ``dtype`` a key of :data:`DTYPE_BITS` (safetensors 0.8's ``Dtype`` variants, same spelling);
-      ``shape`` a list of non-negative ``int`` (never ``bool``: checked element by element only when the
-      text's ``e`` count leaves room for a ``true``/``false`` outside the strings, :func:`_bools_possible`)
-      below 2**64; ``data_offsets`` a list of exactly 2 such ints.
+      ``shape`` a list of non-negative ``int`` below 2**64 (never ``bool``: checked element by element only when
+      :func:`_bools_possible`); ``data_offsets`` a list of exactly 2 such ints.
     - element count and bit count below 2**64 (``checked_mul``; a shape with a 0 dimension is
       checked up to that dimension), a whole number of bytes, equal to the span ``end - start``.
     - spans sorted by ``(start, end)`` tile ``[0, data_end)`` with no gap or overlap and, when
