@@ -4,11 +4,14 @@ the resolving path and is refused or followed as before."""
 
 from __future__ import annotations
 
+import json
 import os
+import struct
 from pathlib import Path
 
 import pytest
 
+from mtp_audit.checkpoint.facts import gather
 from mtp_audit.sources.local import LocalSource, ReadProblem
 
 
@@ -111,3 +114,25 @@ def test_not_a_file_of_a_plain_missing_name_is_one_lstat(tmp_path: Path, monkeyp
     monkeypatch.setattr(Path, "resolve", lambda self, strict=False: pytest.fail(f"resolved {self}"))
     assert src.not_a_file("model-00001-of-000163.safetensors") is None
     assert calls == want
+
+
+def test_an_index_naming_a_lone_surrogate_is_a_missing_shard(tmp_path: Path) -> None:
+    """A ``weight_map`` value with a lone surrogate (``"\\ud800.safetensors"``, valid JSON) spells no file name of this
+    system: nothing is there, which ``not_a_file`` and ``linked_out`` say, instead of an internal ``UnicodeEncodeError``
+    (the audit ended with "internal error" before)."""
+    (tmp_path / "sub").mkdir()
+    src = LocalSource(tmp_path)
+    for rel in ("\ud800.safetensors", "sub/\ud800.safetensors", "\udc80x.safetensors"):
+        assert src.not_a_file(rel) is None, rel
+        assert src.linked_out(rel) is None, rel
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3",
+                                                      "num_hidden_layers": 2, "hidden_size": 8}))
+    (tmp_path / "model.safetensors.index.json").write_text(
+        '{"metadata": {}, "weight_map": {"a.weight": "\\ud800.safetensors", "b.weight": "sub/\\ud800.safetensors"}}')
+    facts = gather(LocalSource(tmp_path))
+    assert facts.mode == "metadata-only" and facts.indexed_shards == {"\ud800.safetensors", "sub/\ud800.safetensors"}
+    assert facts.problems == {}
+    raw = b'{"c.weight":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}'
+    (tmp_path / "model.safetensors").write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0\0")
+    facts = gather(LocalSource(tmp_path))
+    assert facts.mode == "shards" and facts.missing_shards == ["sub/\ud800.safetensors", "\ud800.safetensors"]

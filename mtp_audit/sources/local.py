@@ -672,6 +672,8 @@ class LocalSource(CheckpointSource):
             target = (self.root / rel).resolve()
         except (OSError, RuntimeError):
             raise ReadProblem(rel, "symlink loop; not opened", "unreadable") from None
+        except UnicodeEncodeError:  # a lone surrogate (an index may name one): no file name of this system spells it
+            raise ReadProblem(rel, "no such file", "missing") from None
         if self._fence not in target.parents:
             raise ReadProblem(rel, f"resolves outside the checkpoint folder ({self._link_words(rel)}); not opened", "escapes")
         return target
@@ -716,7 +718,7 @@ class LocalSource(CheckpointSource):
             return None
         try:
             mode = os.lstat(os.path.join(self._flat_text, rel)).st_mode
-        except FileNotFoundError:
+        except (FileNotFoundError, UnicodeEncodeError):  # a lone surrogate spells no file name here: nothing there
             return 0
         except OSError:
             return None
