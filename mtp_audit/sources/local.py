@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from itertools import accumulate, chain, repeat
-from operator import itemgetter, mul, rshift, sub
+from operator import countOf, itemgetter, mul, rshift, sub
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -449,7 +449,8 @@ def _tensor_columns(entries: list[dict[str, Any]], bools: bool, signed: bool
         offsets = list(map(_OFFSETS, entries))
     except (KeyError, TypeError):  # not an object, or a key missing
         return None
-    if set(map(type, shapes)) != {list} or set(map(type, offsets)) != {list} or set(map(len, offsets)) != {2}:
+    n = len(entries)  # countOf compares by identity first: types and small ints, no set built
+    if countOf(map(type, shapes), list) != n or countOf(map(type, offsets), list) != n or countOf(map(len, offsets), 2) != n:
         return None
     if bools and (
         set(map(type, chain.from_iterable(shapes))) != {int} or set(map(type, chain.from_iterable(offsets))) != {int}
