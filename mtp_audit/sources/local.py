@@ -178,12 +178,8 @@ class ShardHeader(Value):
 
     @cached_property
     def elements(self) -> int:
-        """Sum of the tensors' element counts (the product of each shape; computed once, only when asked: MTP011's
-        note on a ``total_size`` that differs)."""
-        tensors = self.tensors
-        if isinstance(tensors, TensorColumns):
-            return sum(map(math.prod, tensors.shapes))
-        return sum(map(math.prod, map(_SHAPE_OF, tensors.values())))
+        """Sum of the tensors' element counts (the product of each shape; computed once, or by :func:`fast_header`)."""
+        return sum(map(math.prod, map(_SHAPE_OF, self.tensors.values())))
 
 
 class ReadProblem(Exception):
@@ -354,12 +350,13 @@ def fast_header(file: str, raw: bytes, file_size: int | None, counts: HeaderCoun
     columns = _tensor_columns(entries, _bools_possible(es, in_names, len(names), keys, metadata), signed)
     if columns is None:
         return None
-    dtypes, shapes, nbytes, data_end = columns
+    dtypes, shapes, nbytes, data_end, elements = columns
     if data_end >= _USIZE_END or (file_size is not None and 8 + len(raw) + data_end != file_size):
         return None
     header = ShardHeader(file=file, tensors=TensorColumns(names, dtypes, shapes, nbytes), metadata=metadata,
                          header_bytes=len(raw))
     header.__dict__["data_bytes"] = data_end  # the spans tile [0, data_end) and each is its tensor's size
+    header.__dict__["elements"] = elements
     return header
 
 
@@ -436,8 +433,8 @@ def _bools_possible(es: int, in_names: tuple[int, int, int], n: int, keys: int, 
 
 
 def _tensor_columns(entries: list[dict[str, Any]], bools: bool, signed: bool
-                    ) -> tuple[list[str], list[list[int]], list[int], int] | None:
-    """``(dtypes, shapes, byte sizes, end of the data)`` of the entries, at C speed per tensor, or
+                    ) -> tuple[list[str], list[list[int]], list[int], int, int] | None:
+    """``(dtypes, shapes, byte sizes, end of the data, total elements)`` of the entries, at C speed per tensor, or
     ``None`` when an entry is not certified (not an object, unknown dtype, a missing key, a non-int or negative number,
     an overflow past 2**64, a partial byte, a size that is not its span, spans that do not tile the data). ``bools``:
     a ``true`` or ``false`` may be in the text (:func:`_bools_possible`), so every number's type is checked. A
@@ -475,7 +472,7 @@ def _tensor_columns(entries: list[dict[str, Any]], bools: bool, signed: bool
             return None
     except (TypeError, KeyError):  # KeyError: a dtype safetensors does not know
         return None
-    return dtypes, shapes, nbytes, data_end
+    return dtypes, shapes, nbytes, data_end, sum(numels)
 
 
 def _byte_sizes(dtypes: list[str], numels: list[int]) -> list[int] | None:
