@@ -150,6 +150,11 @@ def test_fast_reader_takes_the_common_header(tmp_path: Path) -> None:
         (b'{"\\ud800":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}', "lone surrogate"),
         (b'{"a":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}}', "sub-byte tensor off a byte boundary"),
         (b'{"a":{"dtype":"U8","shape":[2],"data_offsets":[1,3]}}', "gap at the start"),
+        (b'{"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},"b":{"dtype":"U8","shape":[2],"data_offsets":[2,4,4]}}',
+         "three offsets beside two"),
+        (b'{"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2,2]}}', "three offsets"),
+        (b'{"a":{"dtype":"U8","shape":[0],"data_offsets":[0]},"b":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}',
+         "one offset beside two"),
     ],
 )
 def test_fast_reader_declines_what_safetensors_or_our_pass_refuse(raw: bytes, why: str) -> None:
@@ -295,3 +300,37 @@ def test_name_counts_are_the_character_counts(names: list[str]) -> None:
     from mtp_audit.sources.local import _name_counts
 
     assert _name_counts(names) == tuple(sum(x.count(c) for x in names) for c in ":[e")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"a":{"dtype":1,"shape":[[0],3000000000],"data_offsets":"02"}}',
+        b'{"a":{"dtype":"U8","shape":{},"data_offsets":[0,1]},"b":{"dtype":"U8","shape":[[0],3000000000],"data_offsets":[1,2]}}',
+        b'{"a":{"dtype":"U8","shape":[[0],3000000000],"data_offsets":{}}}',
+        b'{"a":{"dtype":"U8","shape":[[0],3000000000],"data_offsets":5}}',
+        b'{"a":{"dtype":"U8","shape":["x",3000000000],"data_offsets":[0,1]}}',
+    ],
+)
+def test_math_prod_only_ever_sees_ints(raw: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A list or a string that balances the ``[`` or ``"`` count with a shape or offsets that is no list (or a dtype
+    that is no string) must be stopped before ``math.prod`` repeats it (``[[0], 3000000000]`` is a 24 GB list): the
+    shapes' and offsets' type and length tests do that. ``math.prod`` is watched, never run on such a shape."""
+    from mtp_audit.sources import local
+
+    seen: list[object] = []
+
+    class Watched:
+        def __getattr__(self, name: str) -> object:
+            return getattr(math, name)
+
+        @staticmethod
+        def prod(values: list[object]) -> object:
+            if not all(type(v) is int for v in values):
+                seen.append(values)
+                return 0
+            return math.prod(values)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(local, "math", Watched())
+    assert fast_header("x.safetensors", raw, None) is None
+    assert seen == []
