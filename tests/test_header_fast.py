@@ -90,7 +90,8 @@ def headers(draw: st.DrawFn) -> tuple[bytes, int]:
         entries.append((draw(NAMES), {"dtype": dtype, "shape": shape, "data_offsets": [off, off + nbytes]}))
         off += nbytes
     if draw(st.booleans()):
-        meta = draw(st.sampled_from([None, {"format": "pt"}, {"a:b": "c:d"}, [], {"x": 1}, "pt"]))
+        meta = draw(st.sampled_from([None, {"format": "pt"}, {"a:b": "c:d"}, [], {"x": 1}, "pt", {"here": "be true"},
+                                     {"e": "false"}]))
         entries.insert(draw(st.integers(0, len(entries))), ("__metadata__", meta))
     if draw(st.booleans()):
         entries = draw(st.permutations(entries))
@@ -135,13 +136,25 @@ def test_fast_reader_takes_the_common_header(tmp_path: Path) -> None:
         (b'{"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2],"dtype":"U8"}}', "duplicate key inside an entry"),
         (b'{"a":{"dtype":"U8","shape":[2],"data_offsets":[-0,2]}}', "-0 (a float to serde_json)"),
         (b'{"a":{"dtype":"U8","shape":[true,2],"data_offsets":[0,2]}}', "bool dimension"),
+        (b'{"__metadata__":null,"a":{"dtype":"U8","shape":[true,2],"data_offsets":[0,2]}}', "bool dimension, null metadata"),
+        (b'{"__metadata__":{"e":"e"},"a":{"dtype":"U8","shape":[2],"data_offsets":[false,2]}}', "bool offset"),
+        (b'{"a":{"dtype":"BOOL","shape":[2],"data_offsets":[0,true]}}', "bool end, no other e"),
         (b'{"a":{"dtype":"U8","shape":{},"data_offsets":[0,1]}}', "object as shape"),
         (b'{"a":{"dtype":"U8","shape":["x",3000000000],"data_offsets":[0,1]}}', "string dimension (no 3 GB repeat)"),
         (b'{"a":{"dtype":"U8","shape":[[0],3000000000],"data_offsets":[0,1]}}', "list dimension (no 24 GB repeat)"),
         (b'{"a":{"dtype":"U8","shape":[4294967296,4294967296,0],"data_offsets":[0,0]}}', "checked_mul overflow"),
+        (b'{"a":{"dtype":"U8","shape":[2305843009213693952],"data_offsets":[0,2305843009213693952]}}',
+         "2**61 bytes: 2**64 bits (checked_mul)"),
+        (b'{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"b":{"dtype":"U8","shape":[2305843009213693952],'
+         b'"data_offsets":[1,2305843009213693953]}}', "2**61 bytes after a small tensor"),
         (b'{"\\ud800":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}', "lone surrogate"),
         (b'{"a":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}}', "sub-byte tensor off a byte boundary"),
         (b'{"a":{"dtype":"U8","shape":[2],"data_offsets":[1,3]}}', "gap at the start"),
+        (b'{"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},"b":{"dtype":"U8","shape":[2],"data_offsets":[2,4,4]}}',
+         "three offsets beside two"),
+        (b'{"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2,2]}}', "three offsets"),
+        (b'{"a":{"dtype":"U8","shape":[0],"data_offsets":[0]},"b":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}',
+         "one offset beside two"),
     ],
 )
 def test_fast_reader_declines_what_safetensors_or_our_pass_refuse(raw: bytes, why: str) -> None:
@@ -155,3 +168,169 @@ def test_hub_prefix_reader_uses_the_same_fast_path() -> None:
     assert shard_header_from_prefix("x.safetensors", prefix, len(prefix) + 4) == fast_header("x.safetensors", raw, len(prefix) + 4)
     with pytest.raises(ReadProblem, match="incomplete metadata"):
         shard_header_from_prefix("x.safetensors", prefix, len(prefix) + 5)
+
+
+def _literal_outside_strings(raw: bytes) -> bool:
+    """Whether ``true`` or ``false`` occurs outside the strings of a header with no backslash (every other ``"``
+    piece, split at the quotes, is outside)."""
+    return any(b"true" in part or b"false" in part for part in raw.split(b'"')[0::2])
+
+
+@SETTINGS
+@given(headers())
+def test_bool_pass_runs_exactly_when_a_literal_is_outside_the_strings(case: tuple[bytes, int]) -> None:
+    """The ``e`` count stands in for two scans of the text for ``true`` and ``false``: for every header that reaches
+    the per-element checks (counts agree, known dtypes), it says "bools possible" exactly when such a literal sits
+    outside the strings. Too small a count of the strings' ``e`` would let ``[true,2]`` pass as ``[1,2]``; too large
+    would run the type pass on every header."""
+    from mtp_audit.sources.bounded import header_counts
+    from mtp_audit.sources.local import (
+        _bools_possible,
+        _counts_agree,
+        _decode_entries,
+        _name_counts,
+        _numbers_only_in_arrays,
+    )
+
+    raw, _ = case
+    decoded = None if b"\\" in raw else _decode_entries(raw)
+    if decoded is None:
+        return
+    obj, metadata, keys, colons = decoded
+    names, entries = list(obj), list(obj.values())
+    brackets, raw_colons, quotes, es = header_counts(raw)
+    in_names = _name_counts(names)
+    assert in_names == tuple(sum(x.count(c) for x in names) for c in ":[e")
+    if not (names and _counts_agree(raw_colons, in_names, len(names), keys, colons)
+            and _numbers_only_in_arrays(brackets, quotes, in_names, keys, metadata, len(names))
+            and all(type(e) is dict and set(e) == {"dtype", "shape", "data_offsets"} and e["dtype"] in DTYPE_BITS
+                    for e in entries)):
+        return
+    assert _bools_possible(es, in_names, len(names), keys, metadata) == _literal_outside_strings(raw)
+
+
+def test_bool_pass_is_skipped_for_a_header_as_safetensors_writes_it() -> None:
+    hdr = {"__metadata__": {"format": "pt", "note": "true:false"}, "model.layers.0.experts.0.weight": {"dtype": "F8_E4M3", "shape": [2, 3], "data_offsets": [0, 6]},
+           "true.false": {"dtype": "BF16", "shape": [], "data_offsets": [6, 8]}}
+    raw = json.dumps(hdr, separators=(",", ":")).encode()
+    from mtp_audit.sources.bounded import header_counts
+    from mtp_audit.sources.local import _bools_possible, _decode_entries, _name_counts
+
+    obj, metadata, keys, _ = _decode_entries(raw)
+    in_names = _name_counts(list(obj))
+    assert not _bools_possible(header_counts(raw)[3], in_names, len(obj), keys, metadata)
+    assert _bools_possible(header_counts(raw.replace(b"[2,3]", b"[2,3,true]"))[3], in_names, len(obj), keys, metadata)
+    assert fast_header("x.safetensors", raw, 8 + len(raw) + 8) is not None
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2],"x":1}}',
+        b'{"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2],"x":{}}}',
+        b'{"a":["dtype","U8","shape",[2],"data_offsets",[0,2]]}',
+        b'{"a":"dtype"}',
+        b'{"a":null}',
+        b'{"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},"b":[]}',
+        b'{"a":{"dtype":"U8","shape":{},"data_offsets":[0,1]},"b":{"dtype":"U8","shape":[[]],"data_offsets":[1,2]}}',
+    ],
+)
+def test_entries_that_are_not_objects_of_three_keys_go_to_the_strict_reader(raw: bytes) -> None:
+    """No per-entry type or length pass: an entry that is not an object fails the ``itemgetter`` maps, one with a key
+    more fails the ``:`` count; either way the strict reader gives the verdict (safetensors accepts an extra key)."""
+    assert fast_header("x.safetensors", raw, None) is None
+    assert _local(raw, 2) == _strict(raw, 2)
+
+
+def _tiled_end_before(starts: tuple[object, ...], ends: tuple[object, ...], nbytes: list[int]) -> object:
+    """The spans check and the tiling as they were: a span list compared with the sizes, then the sorted tiling."""
+    try:
+        if [e - s for s, e in zip(starts, ends)] != nbytes:  # type: ignore[operator]
+            return None
+        if starts[0] == 0 and starts[1:] == ends[:-1]:
+            return ends[-1]
+        s_sorted, e_sorted = zip(*sorted(zip(starts, ends)))  # type: ignore[type-var]
+    except TypeError:
+        return "TypeError"
+    return e_sorted[-1] if s_sorted[0] == 0 and s_sorted[1:] == e_sorted[:-1] else None
+
+
+OFFSET = st.integers(0, 12) | st.sampled_from([None, 2**64, -1])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.integers(0, 4), min_size=1, max_size=5), st.data())
+def test_tiling_in_file_order_equals_spans_and_sort(sizes: list[int], data: st.DataObject) -> None:
+    """The running-sum test of the common layout gives the answer of the span list and the sort, on tiled layouts
+    (in order or shuffled) and on mutated ones (gaps, overlaps, a wrong size, an offset that is no number)."""
+    from mtp_audit.sources.local import _tiled_end
+
+    ends = [sum(sizes[: i + 1]) for i in range(len(sizes))]
+    pairs = [[e - n, e] for n, e in zip(sizes, ends)]
+    if data.draw(st.booleans()):
+        pairs = data.draw(st.permutations(pairs))
+    for _ in range(data.draw(st.integers(0, 2))):
+        pairs[data.draw(st.integers(0, len(pairs) - 1))][data.draw(st.integers(0, 1))] = data.draw(OFFSET)
+    starts, ends2 = tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)  # as zip(*offsets) gives them
+    nbytes = [e - s if isinstance(s, int) and isinstance(e, int) and e >= s else n for (s, e), n in zip(pairs, sizes)]
+    if data.draw(st.booleans()):
+        nbytes = sizes
+    try:
+        got: object = _tiled_end(starts, ends2, nbytes)
+    except TypeError:
+        got = "TypeError"
+    assert got == _tiled_end_before(starts, ends2, nbytes)
+
+
+def test_data_past_2_61_bytes_is_certified_when_each_tensor_is_below() -> None:
+    """The 2**61-byte bound is per tensor (its bit count), not on the data: two tensors of 2**60 bytes are taken."""
+    half = 2**60
+    raw = json.dumps({"a": {"dtype": "U8", "shape": [half], "data_offsets": [0, half]},
+                      "b": {"dtype": "I16", "shape": [half // 2], "data_offsets": [half, 2 * half]}},
+                     separators=(",", ":")).encode()
+    got = fast_header("x.safetensors", raw, None)
+    assert got is not None and got.data_bytes == 2**61 and got.tensors["b"].nbytes == half
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(max_size=12), max_size=6))
+def test_name_counts_are_the_character_counts(names: list[str]) -> None:
+    """``:``, ``[`` and ``e`` counted in the names' UTF-8 bytes are their character counts, non-ASCII and lone
+    surrogates included."""
+    from mtp_audit.sources.local import _name_counts
+
+    assert _name_counts(names) == tuple(sum(x.count(c) for x in names) for c in ":[e")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"a":{"dtype":1,"shape":[[0],3000000000],"data_offsets":"02"}}',
+        b'{"a":{"dtype":"U8","shape":{},"data_offsets":[0,1]},"b":{"dtype":"U8","shape":[[0],3000000000],"data_offsets":[1,2]}}',
+        b'{"a":{"dtype":"U8","shape":[[0],3000000000],"data_offsets":{}}}',
+        b'{"a":{"dtype":"U8","shape":[[0],3000000000],"data_offsets":5}}',
+        b'{"a":{"dtype":"U8","shape":["x",3000000000],"data_offsets":[0,1]}}',
+    ],
+)
+def test_math_prod_only_ever_sees_ints(raw: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A list or a string that balances the ``[`` or ``"`` count with a shape or offsets that is no list (or a dtype
+    that is no string) must be stopped before ``math.prod`` repeats it (``[[0], 3000000000]`` is a 24 GB list): the
+    shapes' and offsets' type and length tests do that. ``math.prod`` is watched, never run on such a shape."""
+    from mtp_audit.sources import local
+
+    seen: list[object] = []
+
+    class Watched:
+        def __getattr__(self, name: str) -> object:
+            return getattr(math, name)
+
+        @staticmethod
+        def prod(values: list[object]) -> object:
+            if not all(type(v) is int for v in values):
+                seen.append(values)
+                return 0
+            return math.prod(values)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(local, "math", Watched())
+    assert fast_header("x.safetensors", raw, None) is None
+    assert seen == []

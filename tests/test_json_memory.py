@@ -17,7 +17,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mtp_audit.sources.bounded import RunBudget, _token_counts, json_counts, json_memory_estimate, run_budget
+from mtp_audit.sources.bounded import (
+    RunBudget,
+    _token_counts,
+    charge_header_json,
+    charge_json,
+    header_counts,
+    json_counts,
+    json_memory_estimate,
+    run_budget,
+)
 from mtp_audit.sources.local import LocalSource, ReadProblem
 
 REAP_INDEX = (Path(__file__).resolve().parents[1] / "fixtures" / "checkpoint" / "bryce-hoehn--Qwen3.5-25B-REAP-A3B-Coding"
@@ -95,3 +104,9 @@ def test_token_counts_are_the_byte_counts(raw: bytes) -> None:
     """The one-pass counts the estimate and the header reader use are ``bytes.count`` of each token, on any bytes."""
     assert _token_counts(raw) == tuple(raw.count(c) for c in (b"{", b"[", b":", b",", b'"'))
     assert json_counts(raw) == (raw.count(b"["), raw.count(b":"), raw.count(b'"'))
+    assert header_counts(raw) == (raw.count(b"["), raw.count(b":"), raw.count(b'"'), raw.count(b"e"))
+    with run_budget(RunBudget()) as a:
+        assert charge_header_json(raw, "h") == header_counts(raw)
+    with run_budget(RunBudget()) as b:
+        charge_json(raw, "h")
+    assert a.json_bytes == b.json_bytes == json_memory_estimate(raw)  # a header is charged as any JSON

@@ -55,7 +55,7 @@ from mtp_audit.progress import Progress
 from mtp_audit.sources.bounded import (
     MAX_JSON_BYTES,
     BudgetSpent,
-    charge_json,
+    charge_header_json,
     contained_relpath,
     parse_json_bytes,
 )
@@ -269,7 +269,7 @@ def shard_header_from_prefix(rel: str, prefix: bytes, file_size: int) -> ShardHe
     n = len(prefix) - 8
     raw = prefix[8:]
     try:
-        counts = charge_json(raw, rel)
+        counts = charge_header_json(raw, rel)
     except BudgetSpent as exc:
         raise ReadProblem(rel, exc.problem, "unreadable") from None
     fast = fast_header(rel, raw, file_size, counts)

@@ -18,8 +18,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property, partial
-from itertools import chain, repeat
-from operator import itemgetter, mul, rshift, sub
+from itertools import accumulate, chain, repeat
+from operator import countOf, eq, itemgetter, mul, rshift, sub
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -27,12 +27,12 @@ from mtp_audit.errors import InputError
 from mtp_audit.sources.bounded import (
     MAX_JSON_BYTES,
     BudgetSpent,
-    JsonCounts,
+    HeaderCounts,
     NotRegularFile,
-    charge_json,
+    charge_header_json,
     charge_read,
     contained_relpath,
-    json_counts,
+    header_counts,
     open_regular,
     read_json_bounded,
 )
@@ -273,13 +273,12 @@ def header_from_dict(file: str, obj: Mapping[str, Any], header_bytes: int) -> Sh
 
 _USIZE_END = 1 << 64  # safetensors counts in Rust ``usize`` (64-bit): values must stay below this
 _DTYPE, _SHAPE, _OFFSETS = itemgetter("dtype"), itemgetter("shape"), itemgetter("data_offsets")
-_FIRST, _SECOND = itemgetter(0), itemgetter(1)
 _DTYPE_BYTES = {d: b >> 3 for d, b in DTYPE_BITS.items() if b % 8 == 0}
 _ABSENT: Any = object()
 _new_info = partial(tuple.__new__, TensorInfo)  # TensorInfo._make is a Python function: one frame per tensor
 
 
-def fast_header(file: str, raw: bytes, file_size: int | None, counts: JsonCounts | None = None) -> ShardHeader | None:
+def fast_header(file: str, raw: bytes, file_size: int | None, counts: HeaderCounts | None = None) -> ShardHeader | None:
     """Decode and validate one safetensors header in a single pass, at C speed per tensor.
 
     The hot path of every checkpoint audit: per tensor, no Python frame runs (``map`` over C
@@ -308,8 +307,8 @@ def fast_header(file: str, raw: bytes, file_size: int | None, counts: JsonCounts
       optional ``__metadata__`` that is ``null`` or maps strings to strings (so nesting is at most 3
       deep: serde_json's recursion limit and NaN/Infinity in ignored fields cannot matter).
     - ``dtype`` a key of :data:`DTYPE_BITS` (safetensors 0.8's ``Dtype`` variants, same spelling);
-      ``shape`` a list of non-negative ``int`` (never ``bool``: checked element by element only when
-      ``true``/``false`` occur in the text) below 2**64; ``data_offsets`` a list of exactly 2 such ints.
+      ``shape`` a list of non-negative ``int`` below 2**64 (never ``bool``: checked element by element only when
+      :func:`_bools_possible`); ``data_offsets`` a list of exactly 2 such ints.
     - element count and bit count below 2**64 (``checked_mul``; a shape with a 0 dimension is
       checked up to that dimension), a whole number of bytes, equal to the span ``end - start``.
     - spans sorted by ``(start, end)`` tile ``[0, data_end)`` with no gap or overlap and, when
@@ -322,8 +321,8 @@ def fast_header(file: str, raw: bytes, file_size: int | None, counts: JsonCounts
         file: POSIX path for the header.
         raw: the JSON header bytes (after the 8-byte length).
         file_size: the file's size in bytes, or None to skip the file-length check.
-        counts: ``raw``'s ``[``, ``:`` and ``"`` counts when the caller has them already
-            (:func:`mtp_audit.sources.bounded.charge_json` took them), else None.
+        counts: ``raw``'s ``[``, ``:``, ``"`` and ``e`` counts when the caller has them already
+            (:func:`mtp_audit.sources.bounded.charge_header_json` took them), else None.
 
     Returns:
         The :class:`ShardHeader`, or ``None`` when the header is not certified (malformed or unusual).
@@ -343,16 +342,16 @@ def fast_header(file: str, raw: bytes, file_size: int | None, counts: JsonCounts
             return None
         return ShardHeader(file=file, tensors={}, metadata=metadata, header_bytes=len(raw))
     entries = list(obj.values())
-    if set(map(type, entries)) != {dict} or sum(map(len, entries)) != 3 * len(names):
+    brackets, raw_colons, quotes, es = header_counts(raw) if counts is None else counts
+    in_names = _name_counts(names)
+    if not _counts_agree(raw_colons, in_names, len(names), keys, colons) or not _numbers_only_in_arrays(
+            brackets, quotes, in_names, keys, metadata, len(names)):
         return None
-    if not _counts_agree(raw, names, keys, colons, metadata, counts):
-        return None
-    columns = _tensor_columns(entries, raw, signed)
+    columns = _tensor_columns(entries, _bools_possible(es, in_names, len(names), keys, metadata), signed)
     if columns is None:
         return None
-    dtypes, shapes, nbytes, starts, ends, elements = columns
-    data_end = _tiled_end(starts, ends)
-    if data_end is None or data_end >= _USIZE_END or (file_size is not None and 8 + len(raw) + data_end != file_size):
+    dtypes, shapes, nbytes, data_end, elements = columns
+    if data_end >= _USIZE_END or (file_size is not None and 8 + len(raw) + data_end != file_size):
         return None
     header = ShardHeader(file=file, tensors=TensorColumns(names, dtypes, shapes, nbytes), metadata=metadata,
                          header_bytes=len(raw))
@@ -384,54 +383,81 @@ def _decode_entries(raw: bytes) -> tuple[dict[str, Any], dict[str, str], int, in
     return obj, (meta if type(meta) is dict else {}), keys, colons
 
 
-def _counts_agree(raw: bytes, names: list[str], keys: int, colons: int, metadata: Mapping[str, str],
-                  counts: JsonCounts | None = None) -> bool:
-    """Whether the raw ``:`` count shows no duplicate key anywhere (with no backslash, every ``:`` outside the
-    decoded strings separates a key: ``keys`` decoded plus 3 per entry) and :func:`_numbers_only_in_arrays` holds
-    (``counts``: :func:`~mtp_audit.sources.bounded.json_counts` of ``raw`` when known). Otherwise the strict reader
-    says what is wrong."""
-    brackets, raw_colons, quotes = json_counts(raw) if counts is None else counts
-    joined = "\n".join(names)
-    if raw_colons - colons - joined.count(":") != keys + 3 * len(names):
-        return False
-    return _numbers_only_in_arrays(brackets, quotes, joined, keys, metadata, len(names))
+#: Every byte but ``:``, ``[`` and ``e`` (:func:`_name_counts`).
+_NOT_IN_NAME_COUNTS = bytes(sorted(set(range(256)) - set(b":[e")))
 
 
-def _numbers_only_in_arrays(brackets: int, quotes: int, joined: str, keys: int, metadata: Mapping[str, str],
-                            n: int) -> bool:
+def _name_counts(names: list[str]) -> tuple[int, int, int]:
+    """The ``:``, ``[`` and ``e`` counts of the tensor names, from one ``bytes.translate`` of their UTF-8 text (an ASCII
+    character is one byte there and no other character holds that byte), then two ``bytes.count``: about half the cost
+    of three ``str.count`` over the joined names."""
+    kept = "".join(names).encode("utf-8", "surrogatepass").translate(None, _NOT_IN_NAME_COUNTS)
+    colons, brackets = kept.count(b":"), kept.count(b"[")
+    return colons, brackets, len(kept) - colons - brackets
+
+
+def _counts_agree(raw_colons: int, in_names: tuple[int, int, int], n: int, keys: int, colons: int) -> bool:
+    """Whether the raw ``:`` count (``raw_colons``) shows no duplicate key anywhere and no entry with a key beyond its
+    three: with no backslash, every ``:`` outside the decoded strings separates a key, so it must equal ``keys``
+    decoded plus 3 per entry (``n`` entries) once the ``:`` inside the decoded names (``in_names``, their
+    :func:`_name_counts`) and the metadata (``colons``) are taken off. Each entry decodes to at least its three keys
+    when :func:`_tensor_columns` finds them, and every object member adds one ``:``, so equal counts mean exactly
+    three, and no duplicate collapsed anywhere. Otherwise the strict reader says what is wrong."""
+    return raw_colons - colons - in_names[0] == keys + 3 * n
+
+
+def _numbers_only_in_arrays(brackets: int, quotes: int, in_names: tuple[int, int, int], keys: int,
+                            metadata: Mapping[str, str], n: int) -> bool:
     """Whether no string and no list sits inside a ``shape`` or ``data_offsets`` array, by counting (C speed): with no
     backslash every string adds exactly two ``"`` and every list one ``[`` (beside those inside the strings), so a
     header of ``n`` entries (3 keys and a dtype string each) and ``keys`` decoded keys holds ``2 * (keys + 4n +
     len(metadata))`` quotes and ``2n`` lists. A string or a list inside a shape would make ``math.prod`` repeat it
     (``["x", 3000000000]`` is a 3 GB string), so such a header goes to the strict reader, which refuses it.
-    ``brackets`` and ``quotes``: the raw header's ``[`` and ``"`` counts."""
+    ``brackets`` and ``quotes``: the raw header's ``[`` and ``"`` counts; ``in_names``: :func:`_name_counts`."""
     strings = keys + 4 * n + len(metadata)
-    inner = joined.count("[") + sum(k.count("[") + v.count("[") for k, v in metadata.items())
+    inner = in_names[1] + sum(k.count("[") + v.count("[") for k, v in metadata.items())
     return quotes == 2 * strings and brackets == 2 * n + inner
 
 
-def _tensor_columns(entries: list[dict[str, Any]], raw: bytes, signed: bool
-                    ) -> tuple[list[str], list[list[int]], list[int], list[int], list[int], int] | None:
-    """``(dtypes, shapes, byte sizes, start offsets, end offsets, total elements)`` of the entries, at C speed per tensor, or ``None``
-    when an entry is not certified (unknown dtype, a missing key, a non-int or negative number, an overflow past
-    2**64, a partial byte, a size that is not its span)."""
+def _bools_possible(es: int, in_names: tuple[int, int, int], n: int, keys: int, metadata: Mapping[str, str]) -> bool:
+    """Whether a ``true`` or ``false`` may sit outside the strings of a header whose strings are counted
+    (:func:`_counts_agree`, :func:`_numbers_only_in_arrays` hold), from the raw ``e`` count ``es``: with no backslash
+    every ``e`` is inside a string or is part of a literal outside them (``true``, ``false``; floats are refused), and
+    the strings hold the names' ``e`` (``in_names``, :func:`_name_counts`), one in each of ``"dtype"``, ``"shape"``
+    and ``"data_offsets"`` per entry, one in ``"__metadata__"`` when that key is there (``keys`` counts it beside the
+    ``n`` names and the metadata's keys), the metadata's, and the dtypes' (none in a known dtype: an unknown one is
+    refused anyway). Equal counts mean no literal ``true``/``false`` anywhere, so no per-element type pass is needed
+    (``True`` would pass for ``1``)."""
+    strings = in_names[2] + 3 * n + (keys - n - len(metadata)) + sum(k.count("e") + v.count("e") for k, v in metadata.items())
+    return es != strings
+
+
+def _tensor_columns(entries: list[dict[str, Any]], bools: bool, signed: bool
+                    ) -> tuple[list[str], list[list[int]], list[int], int, int] | None:
+    """``(dtypes, shapes, byte sizes, end of the data, total elements)`` of the entries, at C speed per tensor, or
+    ``None`` when an entry is not certified (not an object, unknown dtype, a missing key, a non-int or negative number,
+    an overflow past 2**64, a partial byte, a size that is not its span, spans that do not tile the data). ``bools``:
+    a ``true`` or ``false`` may be in the text (:func:`_bools_possible`), so every number's type is checked. A
+    non-object entry makes the ``itemgetter`` maps raise ``TypeError``; an extra key is caught by
+    :func:`_counts_agree`."""
     try:
         dtypes = list(map(_DTYPE, entries))
         shapes = list(map(_SHAPE, entries))
         offsets = list(map(_OFFSETS, entries))
-    except (KeyError, TypeError):  # a key missing (so another entry has an extra one)
+    except (KeyError, TypeError):  # not an object, or a key missing
         return None
-    if set(map(type, shapes)) != {list} or set(map(type, offsets)) != {list} or set(map(len, offsets)) != {2}:
+    n = len(entries)  # countOf compares by identity first: types and small ints, no set built
+    if countOf(map(type, shapes), list) != n or countOf(map(type, offsets), list) != n or countOf(map(len, offsets), 2) != n:
         return None
-    if (b"true" in raw or b"false" in raw) and (
+    if bools and (
         set(map(type, chain.from_iterable(shapes))) != {int} or set(map(type, chain.from_iterable(offsets))) != {int}
     ):
         return None
-    # No string or list sits in an array (_numbers_only_in_arrays); without true/false in the text, a number is an
+    # No string or list sits in an array (_numbers_only_in_arrays); without true/false outside the strings, a number is an
     # int (floats and NaN are refused by the hooks); any other value (an object or null) makes math.prod, operator.mul
     # or sub raise TypeError below, so no per-element type pass is needed.
     try:
-        starts, ends = list(map(_FIRST, offsets)), list(map(_SECOND, offsets))  # each offsets list holds two
+        starts, ends = zip(*offsets)  # each offsets list holds two
         numels = list(map(math.prod, shapes))
         if signed and (min(starts) < 0 or min(chain.from_iterable(shapes), default=0) < 0):
             return None
@@ -440,25 +466,26 @@ def _tensor_columns(entries: list[dict[str, Any]], raw: bytes, signed: bool
                 if numel == 0 and (max(shape) >= _USIZE_END or math.prod(shape[: shape.index(0)]) >= _USIZE_END):
                     return None  # Rust's checked_mul overflows before it reaches the 0
         nbytes = _byte_sizes(dtypes, numels)
-        spans = list(map(sub, ends, starts))
+        data_end = None if nbytes is None else _tiled_end(starts, ends, nbytes)
+        # bits < 2**64 <=> bytes < 2**61 (whole bytes); each size is its span, inside [0, data_end)
+        if nbytes is None or data_end is None or (data_end >= _USIZE_END >> 3 and max(nbytes) >= _USIZE_END >> 3):
+            return None
     except (TypeError, KeyError):  # KeyError: a dtype safetensors does not know
         return None
-    if nbytes is None or nbytes != spans:
-        return None  # also catches end < start: nbytes is never negative
-    return dtypes, shapes, nbytes, starts, ends, sum(numels)
+    return dtypes, shapes, nbytes, data_end, sum(numels)
 
 
 def _byte_sizes(dtypes: list[str], numels: list[int]) -> list[int] | None:
-    """Bytes of each tensor (``numel * bits / 8``), or ``None`` when a bit count reaches 2**64 (Rust ``checked_mul``)
-    or is not a whole number of bytes.
+    """Bytes of each tensor (``numel * bits / 8``), or ``None`` when a sub-byte tensor's bit count reaches 2**64 (Rust
+    ``checked_mul``) or is not a whole number of bytes. A whole-byte tensor's bit count is below 2**64 when its size
+    is below 2**61, which the caller checks once on the end of the tiled data (:func:`_tensor_columns`).
 
     Raises:
         KeyError: a dtype outside :data:`DTYPE_BITS`.
         TypeError: an element count that is not an int.
     """
-    try:  # whole-byte dtypes only (the common case): bytes directly, bits < 2**64 <=> bytes < 2**61
-        nbytes = list(map(mul, numels, map(_DTYPE_BYTES.__getitem__, dtypes)))
-        return nbytes if max(nbytes) < _USIZE_END >> 3 else None
+    try:  # whole-byte dtypes only (the common case): bytes directly
+        return list(map(mul, numels, map(_DTYPE_BYTES.__getitem__, dtypes)))
     except KeyError:  # a sub-byte dtype (F4, F6_*) or an unknown one
         pass
     nbits = list(map(mul, numels, map(DTYPE_BITS.__getitem__, dtypes)))
@@ -467,10 +494,19 @@ def _byte_sizes(dtypes: list[str], numels: list[int]) -> list[int] | None:
     return list(map(rshift, nbits, repeat(3)))
 
 
-def _tiled_end(starts: list[int], ends: list[int]) -> int | None:
-    """The end of the data when the spans tile ``[0, end)`` with no gap or overlap, else ``None``."""
-    if starts[0] == 0 and starts[1:] == ends[:-1]:
-        return ends[-1]  # laid out in file order, the common case: no sort
+def _tiled_end(starts: tuple[int, ...], ends: tuple[int, ...], nbytes: list[int]) -> int | None:
+    """The end of the data when each span ``ends[i] - starts[i]`` is its tensor's size ``nbytes[i]`` and the spans tile
+    ``[0, end)`` with no gap or overlap, else ``None``. Laid out in file order (the common case) the ends are the
+    running sums of the sizes (compared as they are made: ``ends`` and ``nbytes`` have one item per tensor) and each
+    start is the end before it: no span list and no sort.
+
+    Raises:
+        TypeError: an offset that is not a number.
+    """
+    if starts and starts[0] == 0 and all(map(eq, ends, accumulate(nbytes))) and starts[1:] == ends[:-1]:
+        return ends[-1]
+    if list(map(sub, ends, starts)) != nbytes:
+        return None  # also catches end < start: nbytes is never negative
     s_sorted, e_sorted = zip(*sorted(zip(starts, ends)))
     if s_sorted[0] != 0 or s_sorted[1:] != e_sorted[:-1]:
         return None
@@ -621,24 +657,25 @@ class LocalSource(CheckpointSource):
         self._fence = _containment_root(root).resolve()
         real = root.resolve()
         self._flat_root = real if real == self._fence or self._fence in real.parents else None
+        self._flat_text = os.fspath(real)
 
     def _path(self, rel: str) -> Path:
         """Resolve ``rel`` under the root; refuse anything that lands outside the containment folder. A file at the
         root that is not a symlink (every shard of a plain folder) is the resolved root joined with its name: one
-        ``lstat`` instead of one per component of the path (``Path.resolve``), with the same answer."""
+        ``lstat`` instead of one per component of the path (``Path.resolve``), with the same answer
+        (:meth:`_root_entry_mode`, whose name test is :func:`~mtp_audit.sources.bounded.contained_relpath`'s for a name
+        without ``/``)."""
+        flat = self._flat_root
+        if flat is not None and self._root_entry_mode(rel):  # something there, no symlink
+            return flat / rel
         if contained_relpath(rel) is None:
             raise ReadProblem(rel, "is not a relative path inside the checkpoint folder; not opened", "escapes")
-        if self._flat_root is not None and "/" not in rel and rel not in (".", ".."):
-            target = self._flat_root / rel
-            try:
-                if not stat.S_ISLNK(os.lstat(target).st_mode):
-                    return target
-            except OSError:
-                pass  # missing or unreadable: Path.resolve below, as before
-        try:
+        try:  # missing or unreadable, a symlink, a path with folders: Path.resolve, as before
             target = (self.root / rel).resolve()
         except (OSError, RuntimeError):
             raise ReadProblem(rel, "symlink loop; not opened", "unreadable") from None
+        except UnicodeEncodeError:  # a lone surrogate (an index may name one): no file name of this system spells it
+            raise ReadProblem(rel, "no such file", "missing") from None
         if self._fence not in target.parents:
             raise ReadProblem(rel, f"resolves outside the checkpoint folder ({self._link_words(rel)}); not opened", "escapes")
         return target
@@ -654,10 +691,15 @@ class LocalSource(CheckpointSource):
         return f"symlink to {shown}; whether a file is there was not checked"
 
     def not_a_file(self, rel: str) -> ReadProblem | None:
-        """See :meth:`CheckpointSource.not_a_file` (one ``stat`` of a path inside the folder; nothing is opened)."""
-        try:
-            mode = os.stat(self._path(rel)).st_mode
-        except (ReadProblem, OSError):
+        """See :meth:`CheckpointSource.not_a_file` (one ``stat`` of a path inside the folder; nothing is opened). A plain
+        name at the root is answered by one ``lstat`` (:meth:`_root_entry_mode`); anything else resolves (:meth:`_path`)."""
+        mode = self._root_entry_mode(rel)
+        if mode is None:
+            try:
+                mode = os.stat(self._path(rel)).st_mode
+            except (ReadProblem, OSError):
+                return None
+        if mode == 0:  # nothing there
             return None
         if stat.S_ISREG(mode):
             return None
@@ -665,6 +707,24 @@ class LocalSource(CheckpointSource):
             return ReadProblem(rel, "is a directory, expected a regular file; not read", "directory")
         what = "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
         return ReadProblem(rel, f"is {what}, expected a regular file; not read", "not-a-file")
+
+    def _root_entry_mode(self, rel: str) -> int | None:
+        """The ``st_mode`` of ``rel`` when it is a plain name at the root of a folder that is not reached through a
+        symlink into another tree (``_flat_root``) and is no symlink itself, from one ``lstat`` of the resolved root
+        joined with the name; ``0`` when nothing is there; ``None`` when :meth:`_path` must answer (a symlink, a name
+        with a ``/``, one :func:`~mtp_audit.sources.bounded.contained_relpath` refuses, any other ``lstat`` error).
+        ``os.stat`` of what :meth:`_path` returns gives the same mode for such a name: the resolved root joined with a
+        name that is no symlink is the path ``Path.resolve`` gives, and nothing there is nothing there either way."""
+        if (self._flat_root is None or not rel or "/" in rel or "\x00" in rel or "\\" in rel or rel in (".", "..")
+                or (len(rel) > 1 and rel[1] == ":")):
+            return None
+        try:
+            mode = os.lstat(os.path.join(self._flat_text, rel)).st_mode
+        except (FileNotFoundError, UnicodeEncodeError):  # a lone surrogate spells no file name here: nothing there
+            return 0
+        except OSError:
+            return None
+        return None if stat.S_ISLNK(mode) else mode
 
     def linked_out(self, rel: str) -> str | None:
         """See :meth:`CheckpointSource.linked_out`: the first folder of ``rel`` that is a symlink, when ``rel`` resolves
@@ -742,10 +802,10 @@ class LocalSource(CheckpointSource):
         return header_from_dict(rel, obj, len(raw))
 
 
-def _read_header_bytes(path: Path, rel: str) -> tuple[bytes, int, JsonCounts | None]:
+def _read_header_bytes(path: Path, rel: str) -> tuple[bytes, int, HeaderCounts | None]:
     """``(header JSON bytes, file size, its byte counts or None)`` of a shard, read through one descriptor opened with
     ``O_NOFOLLOW`` (``path`` is already resolved and checked to stay inside the checkpoint), counted against the
-    run's totals (the counts are the ones :func:`mtp_audit.sources.bounded.charge_json` took; None outside a
+    run's totals (the counts are the ones :func:`mtp_audit.sources.bounded.charge_header_json` took; None outside a
     run).
 
     Raises:
@@ -766,7 +826,7 @@ def _read_header_bytes(path: Path, rel: str) -> tuple[bytes, int, JsonCounts | N
                 raise ReadProblem(rel, f"header length {n} exceeds the file size {size}")
             charge_read(8 + n, rel)
             raw = _pread_exact(fd, n, 8)
-            counts = charge_json(raw, rel)
+            counts = charge_header_json(raw, rel)
         finally:
             os.close(fd)
     except BudgetSpent as exc:
