@@ -68,6 +68,16 @@ INDEX = "model.safetensors.index.json"
 #: by the metadata-only trunk count (:func:`_count_trunk`) for :meth:`CheckpointFacts.name_ends_with`.
 NAME_SUFFIXES = "name_suffixes"
 
+#: Tensor leaves that exist only in an appended (DeepSeek-style) MTP layer: the embedding/hidden norms, the projection
+#: that joins them and the shared head (checkpoint_formats.md §2; vLLM 0.33.0 deepseek_mtp.py:85 ``self.enorm``). MTP014
+#: (``mtp_audit.checkpoint.checks.check_misplaced``) looks for them inside trunk layers.
+MTP_ONLY_LEAVES = ("enorm", "hnorm", "eh_proj", "shared_head")
+
+#: ``CheckpointFacts.cache`` key of ``(num_hidden_layers, line starts)``: the lines of the joined names holding an MTP-only
+#: leaf in a layer below ``num_hidden_layers``, taken by the appended layout's candidate scan
+#: (:meth:`CheckpointFacts.mtp_only_leaf_lines`).
+MTP_ONLY_LEAF_LINES = "mtp_only_leaf_lines"
+
 
 def pointer(*parts: str) -> str:
     """RFC 6901 JSON pointer from raw keys (``"~"`` -> ``"~0"``, ``"/"`` -> ``"~1"``); control
@@ -180,6 +190,15 @@ class CheckpointFacts:
         if got is None:
             got = self.cache["names_newline_free"] = self.joined_names.count("\n") == len(self.tensors)
         return got
+
+    def mtp_only_leaf_lines(self, n_layers: int) -> list[int] | None:
+        """Start offsets in :attr:`joined_names`, ascending, of every line holding ``layers.<i>.<leaf>`` followed by ``.``
+        or the line's end, with ``<leaf>`` one of :data:`MTP_ONLY_LEAVES` and the decimal ``<i>`` (leading zeros
+        allowed) below ``n_layers``: found by the MTP candidate scan of an appended layout (:func:`_layer_lines`, no scan
+        of its own); ``None`` where that scan did not take them (another layout, another depth, a name holding a
+        newline). Exact: every such occurrence is found, whatever comes before ``layers.`` on its line."""
+        got = self.cache.get(MTP_ONLY_LEAF_LINES)
+        return got[1] if got is not None and got[0] == n_layers else None
 
     def name_ends_with(self, suffix: str) -> bool:
         """Whether some tensor name ends with ``"." + suffix`` (``suffix`` holding no dot), or may (only when a name
@@ -592,20 +611,55 @@ def _at_least(n: int) -> str:
     return "|".join(alts)
 
 
-def _mtp_candidates(joined: str, names: Collection[str], n_layers: int | None, plain: bool) -> list[str]:
+def _mtp_candidates(joined: str, names: Collection[str], n_layers: int | None, plain: bool,
+                    leaves: bool = False) -> tuple[list[str], list[int] | None]:
     """Names that may be MTP tensors: those containing ``mtp`` and those of decoder layers with index
     ``>= n_layers``. Found with regex scans over ``joined`` (the names, each followed by a newline: C speed,
     only the rare hits touched from Python) instead of a Python-level test per name; :func:`layouts.classify`
     then decides each candidate. A superset of what ``classify`` accepts, so no MTP tensor is missed;
-    names that themselves contain a newline (``plain`` false) are checked one by one."""
+    names that themselves contain a newline (``plain`` false) are checked one by one. With ``leaves`` (an appended
+    layout, ``plain`` and ``n_layers`` given) the decoder-layer scan also takes the line starts of
+    :meth:`CheckpointFacts.mtp_only_leaf_lines` (second of the pair; else ``None``)."""
     cands = _lines_matching("mtp", joined)  # no ``"mtp" in joined`` first: the regex scan alone is faster (2.3 ms
     # against 3.7 ms for ``in`` over DeepSeek-V3's 4.8 MB of names, where it finds nothing)
+    starts: list[int] | None = None
     if n_layers is not None and "layers." in joined:
-        cands |= _lines_matching(r"layers\.0*(?:" + _at_least(n_layers) + r")\.", joined)
+        more, starts = _layer_lines(joined, n_layers, leaves and plain)
+        cands |= more
+    elif n_layers is not None and leaves and plain:
+        starts = []  # no "layers." at all: no such line
     if not plain:  # a name holds a newline: its pieces are not names
         known = set(names)
         cands = {c for c in cands if c in known} | {n for n in names if "\n" in n}
-    return sorted(cands)
+    return sorted(cands), starts
+
+
+def _layer_lines(joined: str, n_layers: int, leaves: bool) -> tuple[set[str], list[int] | None]:
+    """The lines of ``joined`` holding ``layers.<i>.`` with ``i >= n_layers`` (:func:`_at_least`; leading zeros
+    allowed) and, with ``leaves``, the start offsets (ascending, each once) of the lines holding
+    ``layers.<i>.<leaf>`` + ``.`` or newline with ``i < n_layers`` and ``<leaf>`` in :data:`MTP_ONLY_LEAVES` (else
+    ``None``): one regex scan that stops at each ``layers.`` (92k in DeepSeek-V3) and tries both there, instead of a
+    second scan for MTP014 that stops at each of ~500k dots.
+
+    Exact: no match holds an ``l`` but its first character (digits, dots, the leaves and the newline hold none), so
+    matches never cover another ``layers.`` and every occurrence is tried. There the first alternative matches when
+    the digit run up to a dot is a number ``>= n_layers``; else the second one matches exactly when a leaf follows
+    that dot (a number below ``n_layers``), so each line of either kind holds a match of its kind."""
+    at_least = r"0*(?:" + _at_least(n_layers) + r")\."
+    if not leaves:
+        return _lines_matching(r"layers\." + at_least, joined), None
+    pattern = r"layers\.(?:" + at_least + r"|(\d+\.(?:" + "|".join(MTP_ONLY_LEAVES) + r")[.\n]))"
+    lines: set[str] = set()
+    starts: list[int] = []
+    rfind, find = joined.rfind, joined.find
+    for m in re.finditer(pattern, joined):
+        start = rfind("\n", 0, m.start()) + 1
+        if m.lastindex:  # the second alternative: an MTP-only leaf below the trunk depth
+            starts.append(start)
+        else:
+            end = find("\n", m.end())
+            lines.add(joined[start : end if end >= 0 else len(joined)])
+    return lines, sorted(set(starts))
 
 
 def _classify_and_group(facts: CheckpointFacts, n_layers: int | None) -> None:
@@ -623,7 +677,12 @@ def _classify_and_group(facts: CheckpointFacts, n_layers: int | None) -> None:
     suffixes = PARAM_SUFFIXES
     get_info = infos.get
     names = tensors.keys()
-    for name in _mtp_candidates(facts.joined_names, names, n_layers, facts.names_newline_free):
+    cfg = facts.config
+    appended = cfg is not None and cfg.layout is not None and cfg.layout.placement == "appended"
+    cands, starts = _mtp_candidates(facts.joined_names, names, n_layers, facts.names_newline_free, appended)
+    if starts is not None:
+        facts.cache[MTP_ONLY_LEAF_LINES] = (n_layers, starts)
+    for name in cands:
         hit = classify(name, n_layers)
         if hit is None:
             continue
@@ -725,24 +784,31 @@ def suffix_counts_joined(joined: str, names: Collection[str], sample: Iterable[s
     return {s: n for s, n in got.items() if n}
 
 
-#: Each name ending in ``.weight`` whose component before it does not end in ``_proj``, and that component, in the
-#: reversed joined names.
-_REVERSED_OTHER_LEAF = re.compile(r"\n" + re.escape(_WEIGHT[::-1]) + r"(?!" + re.escape("_proj"[::-1]) + r")([^.\n]*)")
+#: Each name's ``.weight`` and newline where the component before ``.weight`` does not end in ``_proj``, in the joined
+#: names: the literal ``".weight\n"`` the scan jumps to, then a fixed-width look back.
+_OTHER_WEIGHT = re.compile(re.escape(_WEIGHT) + r"\n(?<!_proj" + re.escape(_WEIGHT) + r"\n)")
 
 
 def linear_weight_count_joined(joined: str, weights: int) -> int:
     """:func:`linear_weight_count` of the names of ``joined`` (each followed by a newline, none holding one), given
-    ``weights``, how many of them end in ``.weight``: one regex scan of the reversed text (``"\\nthgiew."``, a literal
-    the scan jumps to) that captures only the leaves not ending in ``_proj`` (norms, routers, embeddings: a few
-    hundred in DeepSeek-V3's 46k ``.weight`` names), instead of a test and a split per name or a string per leaf.
+    ``weights``, how many of them end in ``.weight``: one regex scan (``".weight\\n"``, a literal the scan jumps to,
+    then a look back for ``_proj``) that stops only at the names whose leaf does not end in ``_proj`` (norms, routers,
+    embeddings: a few hundred in DeepSeek-V3's 46k ``.weight`` names), each leaf cut out from Python, instead of a test
+    and a split per name, a string per leaf, or a reversed copy of the text.
 
-    Exact: reversed, each name is a line that starts after a newline, so ``"\\nthgiew."`` starts a match once for
-    every name ending in ``.weight`` and nowhere else; the match is refused exactly when the leaf (the last component
-    before ``.weight``, up to the previous dot or the name's start) ends in ``_proj``, and such a leaf always names a
-    projection (``is_linear_leaf`` accepts ``.*_proj``). So the ``weights`` names minus the matches are projections,
-    and of the matches those whose leaf ``is_linear_leaf`` accepts (``fc1``, ``dense``, ``w1``...) are added."""
-    others = Counter(_REVERSED_OTHER_LEAF.findall(joined[::-1]))
-    return weights - sum(others.values()) + sum(n for leaf, n in others.items() if is_linear_leaf(leaf[::-1]))
+    Exact: each name is a line, so ``".weight\\n"`` occurs once for every name ending in ``.weight`` (ending at its
+    newline; the literal cannot overlap itself) and nowhere else; the look back refuses the occurrence exactly when
+    the five characters before it are ``_proj``, which then lie inside the leaf (the last component before
+    ``.weight``, after the previous dot or the line's start: neither holds a dot or a newline), and such a leaf always
+    names a projection (``is_linear_leaf`` accepts ``.*_proj``). So the ``weights`` names minus the matches are
+    projections, and of the matches those whose leaf ``is_linear_leaf`` accepts (``fc1``, ``dense``, ``w1``...) are
+    added."""
+    rfind = joined.rfind
+    others: Counter[str] = Counter()
+    for m in _OTHER_WEIGHT.finditer(joined):
+        end = m.start()
+        others[joined[max(rfind(".", 0, end), rfind("\n", 0, end)) + 1 : end]] += 1
+    return weights - sum(others.values()) + sum(n for leaf, n in others.items() if is_linear_leaf(leaf))
 
 
 def _take_off(counts: dict[str, int], part: dict[str, int]) -> None:
