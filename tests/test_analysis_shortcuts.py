@@ -2,7 +2,10 @@
 
 - the appended layout's decoder-layer scan (``facts._layer_lines``) also takes the lines MTP014 looks at
   (``CheckpointFacts.mtp_only_leaf_lines``): the candidate lines equal the layer scan alone, the line starts equal a
-  per-name oracle, and ``check_misplaced`` gives the same findings with and without them.
+  per-name oracle, and ``check_misplaced`` gives the same findings with and without them;
+- ``layouts.hf_hallmarks`` tries its regex only on names with a hallmark's ending;
+- ``CheckpointFacts.mtp_infos`` (the MTP tensors' header infos, kept while grouping) equals a lookup per tensor;
+- ``tensors.Shapes`` answers ``linear_shape`` once per name key.
 
 Names are generated from parts that make every case: layer numbers with leading zeros, below, at and above the trunk
 depth, the four MTP-only leaves and near misses (``shared_headx``, ``enormx``), ``model.``/``language_model.`` prefixes,
@@ -16,9 +19,12 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mtp_audit.checkpoint import layouts
+from mtp_audit.checkpoint.accounting import mtp_attention_bytes, mtp_bytes
 from mtp_audit.checkpoint.checks import check_misplaced
 from mtp_audit.checkpoint.config import parse_config
 from mtp_audit.checkpoint.facts import (
+    MTP_INFOS,
     MTP_ONLY_LEAF_LINES,
     MTP_ONLY_LEAVES,
     CheckpointFacts,
@@ -27,6 +33,8 @@ from mtp_audit.checkpoint.facts import (
     _layer_lines,
     _lines_matching,
 )
+from mtp_audit.checkpoint.tensors import Shapes, linear_shape
+from mtp_audit.sources.local import TensorInfo
 
 _PARTS = st.sampled_from(["model", "language_model", "layers", "0", "00", "1", "2", "3", "03", "007", "4", "10", "61",
                           "enorm", "hnorm", "eh_proj", "shared_head", "shared_headx", "enormx", "head", "weight",
@@ -105,3 +113,89 @@ def test_misplaced_by_hand() -> None:
                                                               "layers.2"]
     assert got[0]["message"].startswith("model.layers.1 holds MTP-only tensors (enorm) but it is trunk layer 1 of 3")
     assert got[3]["message"].startswith("layers.2 holds MTP-only tensors (shared_head) but it is trunk layer 2 of 3")
+
+
+# --- per-MTP-tensor work: hallmarks, header infos, shapes ------------------------------------------------------------
+
+_MTP_PARTS = st.sampled_from(["model", "layers", "61", "mtp", "0", "shared_head", "norm", "head", "enorm", "hnorm",
+                              "eh_proj", "fc", "embed_tokens", "pre_fc_norm_embedding", "weight", "weight\n", "x",
+                              "input_layernorm", "mlp", "experts", "7", "up_proj", "shared_expert", ""])
+_MTP_NAMES = st.lists(st.lists(_MTP_PARTS, min_size=1, max_size=6).map(".".join), max_size=25, unique=True)
+
+
+def _hallmarks_by_regex(mtp: dict[str, tuple[str, int | None]]) -> list[list[object]]:
+    """``hf_hallmarks`` with the regex tried on every name (no ``endswith`` first)."""
+    out = []
+    for name, (_label, index) in mtp.items():
+        m = layouts._HALLMARK.match(name)
+        if m is None or ".layers." in m["prefix"] and not re.search(r"(^|\.)layers\.\d+$", m["prefix"]):
+            continue
+        if m["leaf"] == "norm" and re.search(r"layers\.\d+$", m["prefix"]):
+            continue
+        out.append([name, index, layouts.HF_TO_GGUF[m["leaf"]]])
+    return sorted(out, key=lambda r: (r[1] if r[1] is not None else -1, r[0]))
+
+
+@settings(max_examples=500, deadline=None)
+@given(_MTP_NAMES)
+def test_hallmarks_equal_the_regex_on_every_name(names: list[str]) -> None:
+    mtp: dict[str, tuple[str, int | None]] = {n: ("mtp", i % 3 or None) for i, n in enumerate(names)}
+    assert layouts.hf_hallmarks(mtp) == _hallmarks_by_regex(mtp)
+
+
+def test_hallmarks_by_hand() -> None:
+    mtp: dict[str, tuple[str, int | None]] = {n: ("model.layers.61", 0) for n in (
+        "model.layers.61.enorm.weight", "model.layers.61.shared_head.norm.weight", "model.layers.61.norm.weight",
+        "model.layers.61.mlp.experts.0.up_proj.weight", "mtp.fc.weight\n", "model.layers.61.enorm.weight_scale")}
+    assert layouts.hf_hallmarks(mtp) == _hallmarks_by_regex(mtp) == [
+        ["model.layers.61.enorm.weight", 0, "enorm"], ["model.layers.61.shared_head.norm.weight", 0, "shared_head_norm"],
+        ["mtp.fc.weight\n", 0, "eh_proj"]]
+
+
+_DIMS = st.fixed_dictionaries({"hidden_size": st.sampled_from([16, 7168])}, optional={
+    "num_attention_heads": st.sampled_from([2, 128]), "moe_intermediate_size": st.sampled_from([8, 2048]),
+    "intermediate_size": st.sampled_from([32, 18432]), "n_shared_experts": st.sampled_from([0, 1, 2]),
+    "shared_expert_intermediate_size": st.sampled_from([24, 512]), "q_lora_rank": st.just(1536),
+    "attn_output_gate": st.booleans(), "head_dim": st.sampled_from([4, 128]), "vocab_size": st.just(32)})
+
+
+@settings(max_examples=300, deadline=None)
+@given(_MTP_NAMES, _DIMS, st.sampled_from([None, 0, 8, 256]))
+def test_shapes_memo_equals_linear_shape(names: list[str], dims: dict[str, object], experts: int | None) -> None:
+    """One :class:`Shapes` answers every module as ``linear_shape`` does, whatever came before (a key that left out
+    part of the name would hand one module another's shape)."""
+    shapes = Shapes(dims, experts)
+    mods = names + [n + ".gate_proj" for n in names] + [n + ".down_proj" for n in names]
+    assert [shapes.linear(m) for m in mods + mods[::-1]] == [linear_shape(m, dims, experts) for m in mods + mods[::-1]]
+
+
+def test_shapes_by_hand() -> None:
+    dims = {"hidden_size": 16, "moe_intermediate_size": 8, "intermediate_size": 32, "n_shared_experts": 2}
+    shapes = Shapes(dims, 4)
+    assert [shapes.linear(m) for m in ("l.mlp.experts.1.up_proj", "l.mlp.shared_experts.up_proj", "l.mlp.up_proj",
+                                       "l.mlp.experts.2.up_proj", "l.mlp.gate", "l.eh_proj")] == [
+        (8, 16), (16, 16), (32, 16), (8, 16), (4, 16), (16, 32)]
+
+
+def test_mtp_infos_kept_by_grouping_equal_the_lookup() -> None:
+    """The MTP infos ``_classify_and_group`` keeps are those a lookup per MTP tensor finds (headers for some of
+    them only: then the byte sums decline to an estimate), and the exact sums read them."""
+    names = ["model.layers.3.enorm.weight", "model.layers.3.eh_proj.weight", "model.layers.3.mlp.gate.weight",
+             "model.layers.0.mlp.up_proj.weight"]
+    infos = {n: TensorInfo(n, "BF16", (2, 8), 32 + i) for i, n in enumerate(names)}
+    for known in (names, names[1:]):
+        facts = CheckpointFacts(display="x", mode="shards", files=(),
+                                config=parse_config({**_DEEPSEEK, "num_hidden_layers": 3}))
+        facts.tensors = dict.fromkeys(names, "model.safetensors")
+        facts.infos = {n: infos[n] for n in known}
+        _classify_and_group(facts, 3)
+        kept = facts.mtp_infos
+        facts.cache.pop(MTP_INFOS)
+        assert kept == facts.mtp_infos == {n: infos[n] for n in names[:3] if n in known}
+        assert list(kept) == [n for n in facts.mtp if n in facts.infos]  # in MTP order
+    assert mtp_bytes(facts)["estimated"] is True and mtp_attention_bytes(facts) is None
+    facts.infos = infos
+    facts.cache.pop(MTP_INFOS)
+    facts.cache.pop("mtp_bytes")  # computed once per audit
+    assert mtp_bytes(facts) == {"value": 32 + 33 + 34, "estimated": False}
+    assert mtp_attention_bytes(facts) == 0  # enorm, eh_proj, mlp.gate: no attention part

@@ -20,10 +20,10 @@ from mtp_audit.checkpoint.layouts import (
     expected_names,
 )
 from mtp_audit.checkpoint.tensors import (
+    Shapes,
     bytes_if_quantized,
     estimate_module_bytes,
     is_linear,
-    linear_shape,
     module_format,
     module_leaf,
     split_param,
@@ -256,8 +256,9 @@ def mtp_bytes(facts: CheckpointFacts, select: re.Pattern[str] | None = None) -> 
 
 def _mtp_bytes(facts: CheckpointFacts, select: re.Pattern[str] | None) -> dict[str, Any]:
     """:func:`mtp_bytes`, computed."""
-    if facts.mtp and all(n in facts.infos for n in facts.mtp):
-        return {"value": sum(facts.infos[n].nbytes for n in facts.mtp if select is None or select.search(n)),
+    read = facts.mtp_infos  # every MTP tensor's header read: the exact sum
+    if facts.mtp and len(read) == len(facts.mtp):
+        return {"value": sum(info.nbytes for n, info in read.items() if select is None or select.search(n)),
                 "estimated": False}
     if facts.tensors_known and not facts.mtp:
         return {"value": 0, "estimated": False}
@@ -284,10 +285,11 @@ def _mtp_bytes(facts: CheckpointFacts, select: re.Pattern[str] | None) -> dict[s
             tmp.setdefault(owner, Module(owner)).params[p] = None
         modules = tmp
     total, unest = 0, 0
+    shapes = Shapes(cfg.dims, cfg.num_experts)
     for name, mod in modules.items():
         if select is not None and not select.search(name + "."):
             continue
-        got = _estimate_module(facts, name, mod, promised)
+        got = _estimate_module(facts, name, mod, promised, shapes)
         if got is None:
             unest += 1
         else:
@@ -299,16 +301,18 @@ def _mtp_bytes(facts: CheckpointFacts, select: re.Pattern[str] | None) -> dict[s
     return out
 
 
-def _estimate_module(facts: CheckpointFacts, name: str, mod: Module, promised: bool) -> tuple[int, int] | None:
+def _estimate_module(facts: CheckpointFacts, name: str, mod: Module, promised: bool,
+                     shapes: Shapes) -> tuple[int, int] | None:
     """``(bytes, tensors not estimated)`` of one MTP module: header bytes when every tensor's header is known;
     else a linear's bytes in the format its quantization config declares (or, where the config does not speak,
     the format its tensor names show), with that format's group size and zero points; norms and routers from
-    config dimensions. ``promised``: the module is expected from the config, not listed."""
+    config dimensions. ``promised``: the module is expected from the config, not listed. ``shapes``: the config's
+    :func:`~mtp_audit.checkpoint.tensors.linear_shape` answers."""
     cfg = facts.config
     assert cfg is not None
     if all(v is not None for v in mod.params.values()):
         return sum(v.nbytes for v in mod.params.values() if v is not None), 0
-    shape = linear_shape(name, cfg.dims, cfg.num_experts)
+    shape = shapes.linear(name)
     if is_linear(name, mod.params) and shape is not None:
         scheme = facts.primary_scheme
         declared = scheme.declared_format(name) if scheme is not None else None
@@ -345,9 +349,10 @@ ATTENTION_PARTS = re.compile(r"\.(self_attn|attn|attention|linear_attn|mla_attn)
 def mtp_attention_bytes(facts: CheckpointFacts) -> int | None:
     """Bytes of the MTP tensors of the attention block (names matching :data:`ATTENTION_PARTS`), read from
     the safetensors headers; ``None`` when some MTP tensor's header was not read (no estimate is made)."""
-    if not facts.mtp or not all(n in facts.infos for n in facts.mtp):
+    read = facts.mtp_infos
+    if not facts.mtp or len(read) != len(facts.mtp):
         return None
-    return sum(facts.infos[n].nbytes for n in facts.mtp if ATTENTION_PARTS.search(n))
+    return sum(info.nbytes for n, info in read.items() if ATTENTION_PARTS.search(n))
 
 
 def human_bytes(n: int) -> str:

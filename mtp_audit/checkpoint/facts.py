@@ -78,6 +78,9 @@ MTP_ONLY_LEAVES = ("enorm", "hnorm", "eh_proj", "shared_head")
 #: (:meth:`CheckpointFacts.mtp_only_leaf_lines`).
 MTP_ONLY_LEAF_LINES = "mtp_only_leaf_lines"
 
+#: ``CheckpointFacts.cache`` key of :attr:`CheckpointFacts.mtp_infos`.
+MTP_INFOS = "mtp_infos"
+
 
 def pointer(*parts: str) -> str:
     """RFC 6901 JSON pointer from raw keys (``"~"`` -> ``"~0"``, ``"/"`` -> ``"~1"``); control
@@ -189,6 +192,18 @@ class CheckpointFacts:
         got = self.cache.get("names_newline_free")
         if got is None:
             got = self.cache["names_newline_free"] = self.joined_names.count("\n") == len(self.tensors)
+        return got
+
+    @property
+    def mtp_infos(self) -> dict[str, TensorInfo]:
+        """MTP tensor -> header info, for the MTP tensors (:attr:`mtp`, in its order) whose header was read: kept by
+        :func:`_classify_and_group` from the lookups it makes to group them (each a Python call through
+        :class:`HeaderInfos`), else built on first use; the byte sums and dtype counts read it instead of asking
+        :attr:`infos` again per MTP tensor. It holds every MTP tensor exactly when every MTP tensor's header was read."""
+        got = self.cache.get(MTP_INFOS)
+        if got is None:
+            infos = self.infos
+            got = self.cache[MTP_INFOS] = {n: infos[n] for n in self.mtp if n in infos}
         return got
 
     def mtp_only_leaf_lines(self, n_layers: int) -> list[int] | None:
@@ -682,6 +697,7 @@ def _classify_and_group(facts: CheckpointFacts, n_layers: int | None) -> None:
     cands, starts = _mtp_candidates(facts.joined_names, names, n_layers, facts.names_newline_free, appended)
     if starts is not None:
         facts.cache[MTP_ONLY_LEAF_LINES] = (n_layers, starts)
+    found: dict[str, TensorInfo] = {}
     for name in cands:
         hit = classify(name, n_layers)
         if hit is None:
@@ -693,9 +709,12 @@ def _classify_and_group(facts: CheckpointFacts, n_layers: int | None) -> None:
         mod = mtp_mods.get(module)
         if mod is None:
             mod = mtp_mods[module] = Module(module)
-        mod.params[param] = get_info(name)
+        info = mod.params[param] = get_info(name)
+        if info is not None:  # an info is never None: None is "not in infos"
+            found[name] = info
         if param in ("weight", "weight_packed", "qweight", "") or mod.shard is None:
             mod.shard = tensors[name]
+    facts.cache[MTP_INFOS] = found
     if infos:
         facts.trunk_suffixes = {}
         facts.trunk_linear_weights = 0
