@@ -32,6 +32,7 @@ from mtp_audit.checkpoint.facts import (
     _classify_and_group,
     _layer_lines,
     _lines_matching,
+    _run_of,
 )
 from mtp_audit.checkpoint.tensors import Shapes, linear_shape
 from mtp_audit.sources.local import TensorInfo
@@ -62,12 +63,28 @@ def _leaf_line(name: str, n: int) -> bool:
 def test_layer_scan_with_leaves_equals_the_separate_scans(names: list[str], n: int) -> None:
     joined = _joined(names)
     lines, starts = _layer_lines(joined, n, True)
-    assert lines == _lines_matching(r"layers\.0*(?:" + _at_least(n) + r")\.", joined)
+    assert lines == {name for name in names if re.search(r"layers\.0*(?:" + _at_least(n) + r")\.", name)}
     assert _layer_lines(joined, n, False) == (lines, None)
     offsets = [0]
     for name in names[:-1]:
         offsets.append(offsets[-1] + len(name) + 1)
     assert starts == [off for off, name in zip(offsets, names) if _leaf_line(name, n)]
+
+
+@settings(max_examples=500, deadline=None)
+@given(_NAMES, st.sampled_from(["mtp", r"layers\.0*(?:[1-9]\d{1,}|[3-9])\.", "x|enorm", "0"]), st.booleans())
+def test_lines_matching_runs_equal_a_search_per_line(names: list[str], pattern: str, last_newline: bool) -> None:
+    """Runs of consecutive matching lines taken by one match give the lines a search per line finds (the text may
+    end without a newline)."""
+    joined = "\n".join(names) + ("\n" if last_newline else "")
+    lines = joined.split("\n")
+    assert _lines_matching(pattern, joined) == {line for line in lines if re.search(pattern, line)}
+
+
+def test_lines_matching_takes_a_run_in_one_match() -> None:
+    names = ["a.mtp.x", "mtp.0.y", "b", "c.mtp", "mtp"]
+    assert [m.group() for m in re.finditer(_run_of("mtp"), _joined(names))] == ["mtp.x\nmtp.0.y", "mtp\nmtp"]
+    assert _lines_matching("mtp", _joined(names)) == {"a.mtp.x", "mtp.0.y", "c.mtp", "mtp"}
 
 
 def test_layer_scan_by_hand() -> None:
@@ -79,6 +96,12 @@ def test_layer_scan_by_hand() -> None:
     assert lines == {"model.layers.003.eh_proj.weight", "model.layers.3.enorm.weight", "model.layers.10.mlp.weight"}
     assert [joined[s:joined.index("\n", s)] for s in starts] == [
         "model.layers.0.enorm.weight", "x.layers.1.shared_head.head.weight", "model.layers.2.hnorm"]
+    # a leaf below the depth inside a run of lines of the first kind (the first line of the run, and a later one)
+    names = ["a.layers.4.b.layers.1.enorm.x", "model.layers.3.a", "model.layers.9.x.layers.2.eh_proj", "m.layers.0.hnorm"]
+    joined = _joined(names)
+    lines, starts = _layer_lines(joined, 3, True)
+    assert lines == set(names[:3])
+    assert [joined[s:joined.index("\n", s)] for s in starts] == [names[0], names[2], names[3]]
 
 
 _DEEPSEEK = {"architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "num_nextn_predict_layers": 1,
