@@ -5,7 +5,8 @@
   per-name oracle, and ``check_misplaced`` gives the same findings with and without them;
 - ``layouts.hf_hallmarks`` tries its regex only on names with a hallmark's ending;
 - ``CheckpointFacts.mtp_infos`` (the MTP tensors' header infos, kept while grouping) equals a lookup per tensor;
-- ``tensors.Shapes`` answers ``linear_shape`` once per name key.
+- ``tensors.Shapes`` answers ``linear_shape`` once per name key, and ``accounting._linear_bytes`` a linear's estimate
+  once per key, parameters and declared format.
 
 Names are generated from parts that make every case: layer numbers with leading zeros, below, at and above the trunk
 depth, the four MTP-only leaves and near misses (``shared_headx``, ``enormx``), ``model.``/``language_model.`` prefixes,
@@ -14,20 +15,23 @@ a ``layers.`` that is not at the start, names ending in a leaf, and names withou
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mtp_audit.checkpoint import layouts
-from mtp_audit.checkpoint.accounting import mtp_attention_bytes, mtp_bytes
+from mtp_audit.checkpoint.accounting import _estimate_module, mtp_attention_bytes, mtp_bytes
 from mtp_audit.checkpoint.checks import check_misplaced
-from mtp_audit.checkpoint.config import parse_config
+from mtp_audit.checkpoint.config import parse_config, parse_hf_quant_config
 from mtp_audit.checkpoint.facts import (
     MTP_INFOS,
     MTP_ONLY_LEAF_LINES,
     MTP_ONLY_LEAVES,
     CheckpointFacts,
+    Module,
     _at_least,
     _classify_and_group,
     _layer_lines,
@@ -222,3 +226,52 @@ def test_mtp_infos_kept_by_grouping_equal_the_lookup() -> None:
     facts.cache.pop("mtp_bytes")  # computed once per audit
     assert mtp_bytes(facts) == {"value": 32 + 33 + 34, "estimated": False}
     assert mtp_attention_bytes(facts) == 0  # enorm, eh_proj, mlp.gate: no attention part
+
+
+_NVFP4 = Path(__file__).parent.parent / "fixtures" / "checkpoint" / "nvidia--DeepSeek-V3.1-NVFP4"
+_MODULES = st.lists(st.tuples(
+    st.sampled_from(["model.layers.61.mlp.experts.1.up_proj", "model.layers.61.mlp.experts.2.up_proj",
+                     "model.layers.61.mlp.shared_experts.up_proj", "model.layers.61.mlp.experts.3.down_proj",
+                     "model.layers.0.self_attn.kv_b_proj", "model.layers.61.self_attn.kv_b_proj", "model.layers.61.eh_proj",
+                     "model.layers.61.mlp.gate", "model.layers.61.enorm", "lm_head", "model.layers.61.self_attn.q_a_proj",
+                     "model.layers.3.mlp.experts.1.up_proj", "model.layers.3.self_attn.kv_b_proj"]),
+    st.sets(st.sampled_from(["weight", "weight_scale", "weight_scale_2", "input_scale", "weight_scale_inv", "bias",
+                             "weight_packed", "weight_global_scale"]), min_size=1)), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_MODULES, st.booleans())
+def test_linear_bytes_memo_equals_one_module_at_a_time(mods: list[tuple[str, set[str]]], header: bool) -> None:
+    """A module's estimate with the memo the other modules filled (an exclusion list that names single modules, some
+    parameters with a header) is its estimate alone."""
+    facts = CheckpointFacts(display="x", mode="metadata-only", files=(),
+                            config=parse_config(json.loads((_NVFP4 / "config.json").read_text())))
+    scheme = parse_hf_quant_config(json.loads((_NVFP4 / "hf_quant_config.json").read_text()))
+    assert scheme is not None and "model.layers.61*" in scheme.excludes
+    facts.schemes = [scheme]
+    cfg = facts.config
+    assert cfg is not None
+    shapes, memo = Shapes(cfg.dims, cfg.num_experts), {}
+    for i, (name, params) in enumerate(mods):
+        info = TensorInfo(name + ".weight", "U8", (8, 8), 64) if header and i % 2 else None
+        mod = Module(name, {p: info if p == "weight" else None for p in sorted(params)})
+        alone = _estimate_module(facts, name, mod, False, Shapes(cfg.dims, cfg.num_experts), {})
+        assert _estimate_module(facts, name, mod, False, shapes, memo) == alone
+
+
+def test_linear_bytes_memo_by_hand() -> None:
+    """The same projection excluded in one layer and declared NVFP4 in another, and with and without a header for its
+    weight: four estimates, none taken for another (the memo's key holds the declared format and the infos)."""
+    facts = CheckpointFacts(display="x", mode="metadata-only", files=(),
+                            config=parse_config(json.loads((_NVFP4 / "config.json").read_text())))
+    facts.schemes = [s for s in [parse_hf_quant_config(json.loads((_NVFP4 / "hf_quant_config.json").read_text()))] if s]
+    cfg = facts.config
+    assert cfg is not None
+    shapes, memo = Shapes(cfg.dims, cfg.num_experts), {}
+    u8 = TensorInfo("w", "U8", (8, 8), 64)
+    got = [_estimate_module(facts, name, Module(name, {"weight": info, "weight_scale": None}), False, shapes, memo)
+           for info in (None, u8) for name in ("model.layers.61.mlp.experts.1.up_proj", "model.layers.3.mlp.experts.1.up_proj")]
+    n = 2048 * 7168  # an expert's up_proj: moe_intermediate_size x hidden_size; model.layers.61* is excluded
+    # excluded: BF16 declared, a weight_scale sibling reads as FP8 per tensor; NVFP4: packed + group-16 scales + two F32;
+    # with a U8 header the weight reads as MXFP4 whatever is declared (estimated with the scheme's group size, 16)
+    assert got == [(n + 4, 0), (n // 2 + n // 16 + 8, 0), (n // 2 + n // 16, 0), (n // 2 + n // 16, 0)]

@@ -224,7 +224,10 @@ class Shapes:
 
     def linear(self, module: str) -> tuple[int, int] | None:
         """``linear_shape(module, dims, num_experts)``."""
-        key = shape_key(module)
+        return self.of(shape_key(module))
+
+    def of(self, key: tuple[str, bool, bool]) -> tuple[int, int] | None:
+        """``linear_shape`` of a module whose :func:`shape_key` is ``key``."""
         if key in self._memo:
             return self._memo[key]
         got = self._memo[key] = _shape_of(key, *self._args)
