@@ -52,6 +52,7 @@ ANALYZER = "checkpoint"
 
 # C callables for map()/filter() over tensor names (the per-name work of a 92k-tensor index)
 _LAST = itemgetter(2)
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)  # an MTP tensor's layer label and layer index
 _WEIGHT = ".weight"
 _NO_WEIGHT = itemgetter(slice(None, -len(".weight")))
 
@@ -292,12 +293,13 @@ class CheckpointFacts:
 
     def mtp_layer_labels(self) -> dict[str, int]:
         """Tensors per MTP layer label (``{"model.layers.61": 1564}``, ``{"mtp": 4, "mtp.layers.0": 1549}``)."""
-        return dict(sorted(Counter(lab for lab, _ in self.mtp.values()).items()))
+        return dict(sorted(Counter(map(_FIRST, self.mtp.values())).items()))
 
     def found_layers(self) -> int:
         """MTP layers found: distinct numbered MTP layers divided by blocks per layer (Nemotron-H
         stores one MTP layer as ``mtp.layers.0`` + ``mtp.layers.1``)."""
-        idx = {i for _, i in self.mtp.values() if i is not None}
+        idx = set(map(_SECOND, self.mtp.values()))
+        idx.discard(None)
         bpl = self.config.blocks_per_layer if self.config else 1
         return math.ceil(len(idx) / max(bpl, 1)) if idx else 0
 
