@@ -1,5 +1,5 @@
 """The metadata-only trunk counts taken from the joined tensor names (``suffix_counts_joined``,
-``linear_weight_count_joined`` in ``mtp_audit.checkpoint.facts``) against the per-name ``Counter`` path they replace.
+``weight_counts_joined`` in ``mtp_audit.checkpoint.facts``) against the per-name ``Counter`` path they replace.
 
 Invariant: whenever the joined-text path answers, its dict equals the ``Counter`` path's, key order included (both
 sorted); ``suffix_counts_joined`` declines (``None``) rather than guess when a suffix is missing from its sample or
@@ -16,9 +16,9 @@ from mtp_audit.checkpoint.facts import (
     CheckpointFacts,
     _classify_and_group,
     linear_weight_count,
-    linear_weight_count_joined,
     suffix_counts,
     suffix_counts_joined,
+    weight_counts_joined,
 )
 
 _PARTS = st.sampled_from(["weight", "weight_scale_inv", "bias", "", "model", "layers", "0", "up_proj", "lm_head",
@@ -53,7 +53,7 @@ def test_joined_suffix_counts_equal_the_counter(names: list[str], data: st.DataO
 def test_joined_linear_weights_equal_the_counter(names: list[str]) -> None:
     names = [n for n in names if "\n" not in n]
     joined = _joined(names)
-    assert linear_weight_count_joined(joined, joined.count(".weight\n")) == linear_weight_count(names)
+    assert weight_counts_joined(joined) == (sum(n.endswith(".weight") for n in names), linear_weight_count(names))
 
 
 def test_linear_weights_by_hand() -> None:
@@ -62,7 +62,8 @@ def test_linear_weights_by_hand() -> None:
              "m.l.0.dense.bias", "weight", "q_proj.weightx", "a.projection.weight", "a.w3.weight"]
     joined = _joined(names)
     # up_proj (twice), fc1, _proj, w3; not gate, input_layernorm, lm_head, projection (no ".weight": bias, weightx, weight)
-    assert linear_weight_count_joined(joined, joined.count(".weight\n")) == linear_weight_count(names) == 5
+    # .weight names: all but weight_scale_inv, dense.bias, weight, q_proj.weightx
+    assert weight_counts_joined(joined) == (9, linear_weight_count(names)) == (9, 5)
 
 
 def test_a_suffix_missing_from_the_sample_declines() -> None:

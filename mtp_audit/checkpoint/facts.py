@@ -745,15 +745,14 @@ def _classify_and_group(facts: CheckpointFacts, n_layers: int | None) -> None:
 def _count_trunk(facts: CheckpointFacts, names: KeysView[str]) -> None:
     """Metadata-only mode: :attr:`CheckpointFacts.trunk_suffixes` and :attr:`CheckpointFacts.trunk_linear_weights`,
     counted over every name (from :attr:`CheckpointFacts.joined_names` when no name holds a newline:
-    :func:`suffix_counts_joined`, :func:`linear_weight_count_joined`), then the MTP tensors' own counts taken off (a
+    :func:`suffix_counts_joined`, :func:`weight_counts_joined`), then the MTP tensors' own counts taken off (a
     few thousand names)."""
     mtp = facts.mtp
     joined = facts.joined_names
     plain = facts.names_newline_free
     if plain:
-        weights = joined.count(_WEIGHT + "\n")  # the names ending in ".weight": both counts below need it
+        weights, facts.trunk_linear_weights = weight_counts_joined(joined)  # the suffix counts need the first
         got = suffix_counts_joined(joined, facts.tensors, _sample(names), {"weight": weights})
-        facts.trunk_linear_weights = linear_weight_count_joined(joined, weights)
     else:
         got = None
         facts.trunk_linear_weights = linear_weight_count(names)
@@ -828,26 +827,28 @@ def suffix_counts_joined(joined: str, names: Collection[str], sample: Iterable[s
 _OTHER_WEIGHT = re.compile(re.escape(_WEIGHT) + r"\n(?<!_proj" + re.escape(_WEIGHT) + r"\n)")
 
 
-def linear_weight_count_joined(joined: str, weights: int) -> int:
-    """:func:`linear_weight_count` of the names of ``joined`` (each followed by a newline, none holding one), given
-    ``weights``, how many of them end in ``.weight``: one regex scan (``".weight\\n"``, a literal the scan jumps to,
-    then a look back for ``_proj``) that stops only at the names whose leaf does not end in ``_proj`` (norms, routers,
-    embeddings: a few hundred in DeepSeek-V3's 46k ``.weight`` names), each leaf cut out from Python, instead of a test
-    and a split per name, a string per leaf, or a reversed copy of the text.
+def weight_counts_joined(joined: str) -> tuple[int, int]:
+    """How many of the names of ``joined`` (each followed by a newline, none holding one) end in ``.weight``, and
+    :func:`linear_weight_count` of them: one ``str.count`` of ``"_proj.weight\\n"`` and one regex scan (``".weight\\n"``,
+    a literal the scan jumps to, then a look back for ``_proj``) that stops only at the names whose leaf does not end
+    in ``_proj`` (norms, routers, embeddings: a few hundred in DeepSeek-V3's 46k ``.weight`` names), each leaf cut out
+    from Python, instead of a test and a split per name, a string per leaf, or a reversed copy of the text.
 
     Exact: each name is a line, so ``".weight\\n"`` occurs once for every name ending in ``.weight`` (ending at its
-    newline; the literal cannot overlap itself) and nowhere else; the look back refuses the occurrence exactly when
-    the five characters before it are ``_proj``, which then lie inside the leaf (the last component before
-    ``.weight``, after the previous dot or the line's start: neither holds a dot or a newline), and such a leaf always
-    names a projection (``is_linear_leaf`` accepts ``.*_proj``). So the ``weights`` names minus the matches are
-    projections, and of the matches those whose leaf ``is_linear_leaf`` accepts (``fc1``, ``dense``, ``w1``...) are
-    added."""
+    newline; the literal cannot overlap itself) and nowhere else. Either the five characters before it are
+    ``_proj`` (an occurrence of ``"_proj.weight\\n"``, which cannot overlap itself either: counted once by
+    ``str.count``) or the look back refuses none and the scan matches it: the two add up to the ``.weight`` names. The
+    ``_proj`` characters lie inside the leaf (the last component before ``.weight``, after the previous dot or the
+    line's start: neither holds a dot or a newline), and such a leaf always names a projection (``is_linear_leaf``
+    accepts ``.*_proj``); of the matches, those whose leaf ``is_linear_leaf`` accepts (``fc1``, ``dense``, ``w1``...)
+    are added."""
+    proj = joined.count("_proj" + _WEIGHT + "\n")
     rfind = joined.rfind
     others: Counter[str] = Counter()
     for m in _OTHER_WEIGHT.finditer(joined):
         end = m.start()
         others[joined[max(rfind(".", 0, end), rfind("\n", 0, end)) + 1 : end]] += 1
-    return weights - sum(others.values()) + sum(n for leaf, n in others.items() if is_linear_leaf(leaf))
+    return proj + sum(others.values()), proj + sum(n for leaf, n in others.items() if is_linear_leaf(leaf))
 
 
 def _take_off(counts: dict[str, int], part: dict[str, int]) -> None:
