@@ -678,7 +678,7 @@ def _layer_lines(joined: str, n_layers: int, leaves: bool) -> tuple[set[str], li
     number = r"0*(?:" + _at_least(n_layers) + r")\."
     if not leaves:
         return _lines_matching(r"layers\." + number, joined), None
-    leaf = r"(\d+\.(?:" + "|".join(MTP_ONLY_LEAVES) + r")[.\n])"
+    leaf = r"(\d++\.(?:" + "|".join(MTP_ONLY_LEAVES) + r")[.\n])"  # possessive: a dot never follows a shorter run
     run = number + r"[^\n]*(?:\n[^\n]*?layers\." + number + r"[^\n]*)*"  # _run_of(r"layers\." + number), less its start
     scan = re.compile(r"layers\.(?:" + run + "|" + leaf + ")")
     first, second = re.compile(r"layers\." + number), re.compile(r"layers\." + leaf)
