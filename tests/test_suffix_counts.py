@@ -9,9 +9,13 @@ a suffix, and newlines (which the callers route to the ``Counter`` path: the che
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mtp_audit.checkpoint import facts as facts_module
 from mtp_audit.checkpoint.facts import (
     CheckpointFacts,
     _classify_and_group,
@@ -116,3 +120,39 @@ def test_name_ends_with(names: list[str], suffix: str) -> None:
     got = scanned.name_ends_with(suffix)
     assert got is truth or (got and not scanned.names_newline_free)
     assert scanned.name_ends_with(suffix) is got  # computed once
+
+
+@settings(max_examples=400, deadline=None)
+@given(_NAMES, st.data())
+def test_counts_handed_from_a_first_sample(names: list[str], data: st.DataObject) -> None:
+    """The counts a first call took (with any sample, answered or declined) handed to a second call with another sample:
+    the second answers as it would alone."""
+    names = [n for n in names if "\n" not in n]
+    joined, members = _joined(names), set(names)
+    first = data.draw(st.lists(st.sampled_from(names), max_size=8) if names else st.just([]))
+    counted: dict[str, int] = {}
+    suffix_counts_joined(joined, members, first, counted)
+    assert counted == {s: joined.count("." + s + "\n") for s in counted}
+    assert suffix_counts_joined(joined, members, names, counted) == suffix_counts_joined(joined, members, names)
+
+
+def test_a_suffix_only_in_the_middle_takes_the_wider_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Metadata-only, 3,000 names: the MTP tensors and the index's ends show ``weight`` and ``bias``; a suffix seen
+    only in the middle makes the first count decline and the wider sample's count answer, exactly."""
+    declined: list[bool] = []
+
+    def spy(*args: Any) -> dict[str, int] | None:
+        got = suffix_counts_joined(*args)
+        declined.append(got is None)
+        return got
+
+    monkeypatch.setattr(facts_module, "suffix_counts_joined", spy)
+    names = [f"model.layers.{i}.mlp.{leaf}" for i in range(1000) for leaf in ("gate.bias", "up_proj.weight", "down_proj.weight")]
+    names[1502] = "model.layers.500.mlp.down_proj.weight_scale_inv"
+    facts = CheckpointFacts(display="x", mode="metadata-only", files=())
+    facts.tensors = dict.fromkeys(names + ["mtp.layers.0.eh_proj.weight", "mtp.layers.0.eh_proj.bias"], "s")
+    _classify_and_group(facts, None)
+    assert sorted(facts.mtp) == ["mtp.layers.0.eh_proj.bias", "mtp.layers.0.eh_proj.weight"]
+    assert facts.trunk_suffixes == suffix_counts(names) == {"bias": 1000, "weight": 1999, "weight_scale_inv": 1}
+    assert facts.trunk_linear_weights == linear_weight_count(names) == 1999
+    assert declined == [True, False]

@@ -750,16 +750,24 @@ def _count_trunk(facts: CheckpointFacts, names: KeysView[str]) -> None:
     mtp = facts.mtp
     joined = facts.joined_names
     plain = facts.names_newline_free
+    own = suffix_counts(mtp) if mtp else {}
     if plain:
         weights, facts.trunk_linear_weights = weight_counts_joined(joined)  # the suffix counts need the first
-        got = suffix_counts_joined(joined, facts.tensors, _sample(names), {"weight": weights})
+        counted = {"weight": weights}
+        # candidates first from the MTP tensors' suffixes (an MTP layer is a decoder layer: the trunk's kinds) and the
+        # index's two ends (embeddings, first layers, head), then, should they miss one, from the wider sample; the
+        # counts taken the first time are handed to the second
+        got = suffix_counts_joined(joined, facts.tensors, chain(own, islice(names, 512), islice(reversed(names), 128)),  # type: ignore[call-overload]  # dict key views reverse
+                                   counted)
+        if got is None:
+            got = suffix_counts_joined(joined, facts.tensors, _sample(names), counted)
     else:
         got = None
         facts.trunk_linear_weights = linear_weight_count(names)
     facts.trunk_suffixes = suffix_counts(names) if got is None else got
     facts.cache[NAME_SUFFIXES] = dict(facts.trunk_suffixes)  # every name's, before the MTP tensors' are taken off
     if mtp:
-        _take_off(facts.trunk_suffixes, suffix_counts(mtp))
+        _take_off(facts.trunk_suffixes, own)
         facts.trunk_linear_weights -= linear_weight_count(mtp)
 
 
@@ -800,13 +808,14 @@ MAX_COUNTED_SUFFIXES = 6
 
 
 def suffix_counts_joined(joined: str, names: Collection[str], sample: Iterable[str],
-                         dotted: Mapping[str, int] | None = None) -> dict[str, int] | None:
+                         dotted: dict[str, int] | None = None) -> dict[str, int] | None:
     """:func:`suffix_counts` of the names of ``joined`` (each followed by a newline, none holding one; ``names`` holds
     the same names, for membership tests), counted with one ``str.count`` per candidate suffix taken from ``sample``
-    instead of a split per name; ``None`` (decline) when the sample holds more than :data:`MAX_COUNTED_SUFFIXES` or the
-    counts do not add up to every name. ``dotted``: suffix -> how many names end in ``"." + suffix``, where the caller
-    has counted that already (exactly: :func:`weight_leaf_counts_joined` counts every name ending in ``.weight``), in
-    place of that suffix's ``str.count``.
+    (names, or suffixes themselves: a suffix holds no dot) instead of a split per name; ``None`` (decline) when the
+    sample holds more than :data:`MAX_COUNTED_SUFFIXES` or the counts do not add up to every name. ``dotted``: suffix
+    -> how many names end in ``"." + suffix``, where the caller has counted that already (exactly:
+    :func:`weight_counts_joined` counts every name ending in ``.weight``), in place of that suffix's ``str.count``;
+    the counts taken here are added to it, so a second call with another sample does not take them again.
 
     Exact when it answers: a candidate ``s`` (never holding a dot) is the last component of a name iff the name ends
     in ``"." + s`` (one ``".s\\n"`` in ``joined``, ending at that name's newline, so occurrences never overlap and no
@@ -815,8 +824,10 @@ def suffix_counts_joined(joined: str, names: Collection[str], sample: Iterable[s
     cands = set(map(_LAST, map(str.rpartition, sample, repeat("."))))
     if len(cands) > MAX_COUNTED_SUFFIXES:
         return None
-    known = dotted or {}
-    got = {s: (known[s] if s in known else joined.count("." + s + "\n")) + (s in names) for s in sorted(cands)}
+    known = {} if dotted is None else dotted
+    for s in cands.difference(known):
+        known[s] = joined.count("." + s + "\n")
+    got = {s: known[s] + (s in names) for s in sorted(cands)}
     if sum(got.values()) != len(names):
         return None
     return {s: n for s, n in got.items() if n}
