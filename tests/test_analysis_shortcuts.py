@@ -1,8 +1,10 @@
 """The C-speed shortcuts of the checkpoint analysis after the index is read, each against the plain path it replaces.
 
 - the appended layout's decoder-layer scan (``facts._layer_lines``) also takes the lines MTP014 looks at
-  (``CheckpointFacts.mtp_only_leaf_lines``): the candidate lines equal the layer scan alone, the line starts equal a
-  per-name oracle, and ``check_misplaced`` gives the same findings with and without them;
+  (``CheckpointFacts.mtp_only_leaf_lines``): its candidate lines equal a search per name, the line starts a per-name
+  oracle, and ``check_misplaced`` gives the same findings with and without them;
+- ``facts._lines_matching`` takes a run of consecutive matching lines with one match (``_run_of``): the lines equal a
+  search per line;
 - ``layouts.hf_hallmarks`` tries its regex only on names with a hallmark's ending;
 - ``CheckpointFacts.mtp_infos`` (the MTP tensors' header infos, kept while grouping) equals a lookup per tensor;
 - ``tensors.Shapes`` answers ``linear_shape`` once per name key, and ``accounting._linear_bytes`` a linear's estimate
