@@ -1,5 +1,5 @@
 """The metadata-only trunk counts taken from the joined tensor names (``suffix_counts_joined``,
-``linear_weight_count_joined`` in ``mtp_audit.checkpoint.facts``) against the per-name ``Counter`` path they replace.
+``weight_counts_joined`` in ``mtp_audit.checkpoint.facts``) against the per-name ``Counter`` path they replace.
 
 Invariant: whenever the joined-text path answers, its dict equals the ``Counter`` path's, key order included (both
 sorted); ``suffix_counts_joined`` declines (``None``) rather than guess when a suffix is missing from its sample or
@@ -9,16 +9,20 @@ a suffix, and newlines (which the callers route to the ``Counter`` path: the che
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mtp_audit.checkpoint import facts as facts_module
 from mtp_audit.checkpoint.facts import (
     CheckpointFacts,
     _classify_and_group,
     linear_weight_count,
-    linear_weight_count_joined,
     suffix_counts,
     suffix_counts_joined,
+    weight_counts_joined,
 )
 
 _PARTS = st.sampled_from(["weight", "weight_scale_inv", "bias", "", "model", "layers", "0", "up_proj", "lm_head",
@@ -53,7 +57,7 @@ def test_joined_suffix_counts_equal_the_counter(names: list[str], data: st.DataO
 def test_joined_linear_weights_equal_the_counter(names: list[str]) -> None:
     names = [n for n in names if "\n" not in n]
     joined = _joined(names)
-    assert linear_weight_count_joined(joined, joined.count(".weight\n")) == linear_weight_count(names)
+    assert weight_counts_joined(joined) == (sum(n.endswith(".weight") for n in names), linear_weight_count(names))
 
 
 def test_linear_weights_by_hand() -> None:
@@ -62,7 +66,8 @@ def test_linear_weights_by_hand() -> None:
              "m.l.0.dense.bias", "weight", "q_proj.weightx", "a.projection.weight", "a.w3.weight"]
     joined = _joined(names)
     # up_proj (twice), fc1, _proj, w3; not gate, input_layernorm, lm_head, projection (no ".weight": bias, weightx, weight)
-    assert linear_weight_count_joined(joined, joined.count(".weight\n")) == linear_weight_count(names) == 5
+    # .weight names: all but weight_scale_inv, dense.bias, weight, q_proj.weightx
+    assert weight_counts_joined(joined) == (9, linear_weight_count(names)) == (9, 5)
 
 
 def test_a_suffix_missing_from_the_sample_declines() -> None:
@@ -115,3 +120,39 @@ def test_name_ends_with(names: list[str], suffix: str) -> None:
     got = scanned.name_ends_with(suffix)
     assert got is truth or (got and not scanned.names_newline_free)
     assert scanned.name_ends_with(suffix) is got  # computed once
+
+
+@settings(max_examples=400, deadline=None)
+@given(_NAMES, st.data())
+def test_counts_handed_from_a_first_sample(names: list[str], data: st.DataObject) -> None:
+    """The counts a first call took (with any sample, answered or declined) handed to a second call with another sample:
+    the second answers as it would alone."""
+    names = [n for n in names if "\n" not in n]
+    joined, members = _joined(names), set(names)
+    first = data.draw(st.lists(st.sampled_from(names), max_size=8) if names else st.just([]))
+    counted: dict[str, int] = {}
+    suffix_counts_joined(joined, members, first, counted)
+    assert counted == {s: joined.count("." + s + "\n") for s in counted}
+    assert suffix_counts_joined(joined, members, names, counted) == suffix_counts_joined(joined, members, names)
+
+
+def test_a_suffix_only_in_the_middle_takes_the_wider_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Metadata-only, 3,000 names: the MTP tensors and the index's ends show ``weight`` and ``bias``; a suffix seen
+    only in the middle makes the first count decline and the wider sample's count answer, exactly."""
+    declined: list[bool] = []
+
+    def spy(*args: Any) -> dict[str, int] | None:
+        got = suffix_counts_joined(*args)
+        declined.append(got is None)
+        return got
+
+    monkeypatch.setattr(facts_module, "suffix_counts_joined", spy)
+    names = [f"model.layers.{i}.mlp.{leaf}" for i in range(1000) for leaf in ("gate.bias", "up_proj.weight", "down_proj.weight")]
+    names[1502] = "model.layers.500.mlp.down_proj.weight_scale_inv"
+    facts = CheckpointFacts(display="x", mode="metadata-only", files=())
+    facts.tensors = dict.fromkeys(names + ["mtp.layers.0.eh_proj.weight", "mtp.layers.0.eh_proj.bias"], "s")
+    _classify_and_group(facts, None)
+    assert sorted(facts.mtp) == ["mtp.layers.0.eh_proj.bias", "mtp.layers.0.eh_proj.weight"]
+    assert facts.trunk_suffixes == suffix_counts(names) == {"bias": 1000, "weight": 1999, "weight_scale_inv": 1}
+    assert facts.trunk_linear_weights == linear_weight_count(names) == 1999
+    assert declined == [True, False]

@@ -20,12 +20,13 @@ from mtp_audit.checkpoint.layouts import (
     expected_names,
 )
 from mtp_audit.checkpoint.tensors import (
+    Shapes,
     bytes_if_quantized,
     estimate_module_bytes,
     is_linear,
-    linear_shape,
     module_format,
     module_leaf,
+    shape_key,
     split_param,
     vector_len,
 )
@@ -258,8 +259,9 @@ def mtp_bytes(facts: CheckpointFacts, select: re.Pattern[str] | None = None) -> 
 
 def _mtp_bytes(facts: CheckpointFacts, select: re.Pattern[str] | None) -> dict[str, Any]:
     """:func:`mtp_bytes`, computed."""
-    if facts.mtp and all(n in facts.infos for n in facts.mtp):
-        return {"value": sum(facts.infos[n].nbytes for n in facts.mtp if select is None or select.search(n)),
+    read = facts.mtp_infos  # every MTP tensor's header read: the exact sum
+    if facts.mtp and len(read) == len(facts.mtp):
+        return {"value": sum(info.nbytes for n, info in read.items() if select is None or select.search(n)),
                 "estimated": False}
     if facts.tensors_known and not facts.mtp:
         return {"value": 0, "estimated": False}
@@ -286,10 +288,12 @@ def _mtp_bytes(facts: CheckpointFacts, select: re.Pattern[str] | None) -> dict[s
             tmp.setdefault(owner, Module(owner)).params[p] = None
         modules = tmp
     total, unest = 0, 0
+    shapes = Shapes(cfg.dims, cfg.num_experts)
+    memo: dict[tuple[Any, ...], int] = {}
     for name, mod in modules.items():
         if select is not None and not select.search(name + "."):
             continue
-        got = _estimate_module(facts, name, mod, promised)
+        got = _estimate_module(facts, name, mod, promised, shapes, memo)
         if got is None:
             unest += 1
         else:
@@ -301,31 +305,20 @@ def _mtp_bytes(facts: CheckpointFacts, select: re.Pattern[str] | None) -> dict[s
     return out
 
 
-def _estimate_module(facts: CheckpointFacts, name: str, mod: Module, promised: bool) -> tuple[int, int] | None:
+def _estimate_module(facts: CheckpointFacts, name: str, mod: Module, promised: bool, shapes: Shapes,
+                     memo: dict[tuple[Any, ...], int]) -> tuple[int, int] | None:
     """``(bytes, tensors not estimated)`` of one MTP module: header bytes when every tensor's header is known;
-    else a linear's bytes in the format its quantization config declares (or, where the config does not speak,
-    the format its tensor names show), with that format's group size and zero points; norms and routers from
-    config dimensions. ``promised``: the module is expected from the config, not listed."""
+    else a linear's bytes (:func:`_linear_bytes`); norms and routers from config dimensions. ``promised``: the
+    module is expected from the config, not listed. ``shapes``: the config's
+    :func:`~mtp_audit.checkpoint.tensors.linear_shape` answers; ``memo``: :func:`_linear_bytes`'s, for one config."""
     cfg = facts.config
     assert cfg is not None
     if all(v is not None for v in mod.params.values()):
         return sum(v.nbytes for v in mod.params.values() if v is not None), 0
-    shape = linear_shape(name, cfg.dims, cfg.num_experts)
-    if is_linear(name, mod.params) and shape is not None:
-        scheme = facts.primary_scheme
-        declared = scheme.declared_format(name) if scheme is not None else None
-        fmt, _ = module_format(mod.params, _dtype(facts), declared.format if declared else _hint(facts))
-        if promised:
-            nbytes = declared_bytes(shape, declared) if declared is not None else (
-                bytes_if_quantized(shape, scheme.expected_format(name), block=scheme.weight_block_size,
-                                   group_size=scheme.group_size) if scheme is not None and scheme.algo != "BF16"
-                else shape[0] * shape[1] * 2)
-        elif declared is not None and declared.format == fmt:
-            nbytes = declared_bytes(shape, declared)
-        else:
-            nbytes = estimate_module_bytes(shape, fmt, set(mod.params), block=scheme.weight_block_size if scheme else None,
-                                           group_size=scheme.group_size if scheme else None)
-        return nbytes + (2 * shape[0] if "bias" in mod.params else 0), 0
+    key = shape_key(name)
+    shape = shapes.of(key)
+    if shape is not None and is_linear(name, mod.params):
+        return _linear_bytes(facts, name, mod, promised, shape, key, memo), 0
     if shape is not None and set(mod.params) <= {"weight"}:  # router, embedding, LM head copies
         return 2 * shape[0] * shape[1], 0
     total, unest = 0, 0
@@ -338,6 +331,37 @@ def _estimate_module(facts: CheckpointFacts, name: str, mod: Module, promised: b
     return total, unest
 
 
+def _linear_bytes(facts: CheckpointFacts, name: str, mod: Module, promised: bool, shape: tuple[int, int],
+                  key: tuple[str, bool, bool], memo: dict[tuple[Any, ...], int]) -> int:
+    """Bytes of linear module ``name`` (logical ``shape``, :func:`~mtp_audit.checkpoint.tensors.shape_key` ``key``)
+    in the format its quantization config declares (or, where the config does not speak, the format its tensor names
+    show), with that format's group size and zero points.
+
+    A listed module's answer is kept in ``memo`` under its key, its parameters with their header infos and its
+    declared format: all it is computed from besides the audit's constants (the primary scheme, ``torch_dtype``, the
+    config's dimensions), so the 768 experts of an MTP layer are computed once per projection."""
+    scheme = facts.primary_scheme
+    declared = scheme.declared_format(name) if scheme is not None else None
+    sig = None if promised else (key, tuple(mod.params.items()), declared)
+    if sig is not None and sig in memo:
+        return memo[sig]
+    fmt, _ = module_format(mod.params, _dtype(facts), declared.format if declared else _hint(facts))
+    if promised:
+        nbytes = declared_bytes(shape, declared) if declared is not None else (
+            bytes_if_quantized(shape, scheme.expected_format(name), block=scheme.weight_block_size,
+                               group_size=scheme.group_size) if scheme is not None and scheme.algo != "BF16"
+            else shape[0] * shape[1] * 2)
+    elif declared is not None and declared.format == fmt:
+        nbytes = declared_bytes(shape, declared)
+    else:
+        nbytes = estimate_module_bytes(shape, fmt, set(mod.params), block=scheme.weight_block_size if scheme else None,
+                                       group_size=scheme.group_size if scheme else None)
+    got = nbytes + (2 * shape[0] if "bias" in mod.params else 0)
+    if sig is not None:
+        memo[sig] = got
+    return got
+
+
 #: MTP tensor names that belong to the attention block (SGLang shards these over the attention-TP group,
 #: ``tp_size / dp_size`` with DP attention, ``layers/dp_attention.py`` 0.5.9 :234 ``attn_tp_size = tp_size //
 #: attn_dp_size // attn_cp_size``); every other MTP tensor is split over the whole TP group or replicated.
@@ -347,9 +371,10 @@ ATTENTION_PARTS = re.compile(r"\.(self_attn|attn|attention|linear_attn|mla_attn)
 def mtp_attention_bytes(facts: CheckpointFacts) -> int | None:
     """Bytes of the MTP tensors of the attention block (names matching :data:`ATTENTION_PARTS`), read from
     the safetensors headers; ``None`` when some MTP tensor's header was not read (no estimate is made)."""
-    if not facts.mtp or not all(n in facts.infos for n in facts.mtp):
+    read = facts.mtp_infos
+    if not facts.mtp or len(read) != len(facts.mtp):
         return None
-    return sum(facts.infos[n].nbytes for n in facts.mtp if ATTENTION_PARTS.search(n))
+    return sum(info.nbytes for n, info in read.items() if ATTENTION_PARTS.search(n))
 
 
 def human_bytes(n: int) -> str:

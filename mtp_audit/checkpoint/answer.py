@@ -222,7 +222,7 @@ def _mtp_answer(facts: CheckpointFacts, mtp_state: str, nbytes: MtpBytes) -> Mtp
         bytes=nbytes,
         attention_bytes=mtp_attention_bytes(facts),
         embed_head_bytes=mtp_embed_head_bytes(facts),
-        dtypes=ReadOnlyMap(dict(sorted(Counter(facts.infos[n].dtype for n in facts.mtp if n in facts.infos).items()))),
+        dtypes=ReadOnlyMap(dict(sorted(Counter(info.dtype for info in facts.mtp_infos.values()).items()))),
         hallmarks=tuple(tuple(h) for h in hf_hallmarks(facts.mtp)),
         listed=True,
     )

@@ -26,7 +26,7 @@ from mtp_audit.checkpoint.accounting import (
 from mtp_audit.checkpoint.checks_families import is_dspark
 from mtp_audit.checkpoint.config import QuantScheme
 from mtp_audit.checkpoint.declared import DeclaredFormat, declared_bytes
-from mtp_audit.checkpoint.facts import ANALYZER, CONFIG, CheckpointFacts, pointer
+from mtp_audit.checkpoint.facts import ANALYZER, CONFIG, MTP_ONLY_LEAVES, CheckpointFacts, pointer
 from mtp_audit.checkpoint.overrides import MtpQuantOverride, overrides_for
 from mtp_audit.checkpoint.tensors import (
     bytes_if_quantized,
@@ -629,12 +629,11 @@ def _quantized_without_config(facts: CheckpointFacts) -> Iterator[Finding]:
     )
 
 
-#: Tensor leaves that exist only in an appended (DeepSeek-style) MTP layer: the embedding/hidden norms, the
-#: projection that joins them and the shared head (checkpoint_formats.md §2; vLLM 0.33.0 deepseek_mtp.py:85
-#: ``self.enorm``). Found inside a trunk layer (index < num_hidden_layers) they are where no MTP loader looks:
+#: Tensor leaves that exist only in an appended (DeepSeek-style) MTP layer (:data:`~mtp_audit.checkpoint.facts.MTP_ONLY_LEAVES`).
+#: Found inside a trunk layer (index < num_hidden_layers) they are where no MTP loader looks:
 #: vLLM 0.33.0 models/utils.py:589-595 ``get_spec_layer_idx_from_weight_name`` accepts only
 #: ``model.layers.{num_hidden_layers + i}.``, and deepseek_mtp.py:344-345 skips every other weight.
-_MTP_ONLY_LEAVES = ("enorm", "hnorm", "eh_proj", "shared_head")
+_MTP_ONLY_LEAVES = MTP_ONLY_LEAVES
 _MISPLACED_RE = re.compile(
     r"^((?:model\.(?:language_model\.)?)?layers\.(\d+))\.(" + "|".join(_MTP_ONLY_LEAVES) + r")[.\n]", re.M
 )
@@ -646,6 +645,17 @@ def _misplaced_matches(joined: str) -> Iterator[re.Match[str]]:
     starts at a line start, holds ``.<leaf>`` and never runs past its line's newline, so each line has at most
     one, and it is the one ``match`` finds at that line's start."""
     starts = sorted({joined.rfind("\n", 0, i) + 1 for leaf in _MTP_ONLY_LEAVES for i in _find_all(joined, "." + leaf)})
+    for start in starts:
+        m = _MISPLACED_RE.match(joined, start)
+        if m is not None:
+            yield m
+
+
+def _matches_at(joined: str, starts: list[int]) -> Iterator[re.Match[str]]:
+    """What :func:`_misplaced_matches` finds, tried only at ``starts`` (ascending line starts): from
+    :meth:`CheckpointFacts.mtp_only_leaf_lines`, every line holding ``layers.<i>.<leaf>`` + ``.`` or newline with ``i``
+    below the trunk depth. A match of :data:`_MISPLACED_RE` is such an occurrence at its line's start, so the lines
+    left out hold none with ``i`` below the depth, the only ones :func:`check_misplaced` keeps."""
     for start in starts:
         m = _MISPLACED_RE.match(joined, start)
         if m is not None:
@@ -691,11 +701,12 @@ def check_misplaced(facts: CheckpointFacts) -> Iterator[Finding]:
     odd = not facts.names_newline_free
     skip = mtp if mtp and not odd else None
     joined = facts.joined_names if not odd else "".join(n_.replace("\n", "\0") + "\n" for n_ in facts.tensors if n_ not in mtp)
-    if _only_in(skip or (), joined):
-        return  # no such leaf outside the MTP tensors' own lines (the common case: four C-speed counts)
+    starts = None if odd else facts.mtp_only_leaf_lines(n)  # taken by the MTP candidate scan: no scan here
+    if starts is None and _only_in(skip or (), joined):
+        return  # no such leaf outside the MTP tensors' own lines (the common case: one C-speed scan)
     per: dict[str, set[str]] = defaultdict(set)
     first: dict[str, str] = {}
-    for m in _misplaced_matches(joined):
+    for m in _misplaced_matches(joined) if starts is None else _matches_at(joined, starts):
         if int(m.group(2)) < n:
             if skip is not None and joined[m.start():joined.find("\n", m.start())] in skip:
                 continue

@@ -201,18 +201,50 @@ def linear_shape(module: str, dims: Mapping[str, Any], num_experts: int | None) 
 
     Shapes follow the loaders named in checkpoint_formats.md §2 and match the DeepSeek-V3 header dump
     (simpx/model-inspect README @ 5894630): e.g. ``eh_proj`` (H, 2H), ``q_b_proj``
-    (heads*(nope+rope), q_lora_rank), ``experts.N.down_proj`` (H, moe_intermediate_size).
+    (heads*(nope+rope), q_lora_rank), ``experts.N.down_proj`` (H, moe_intermediate_size). The module name enters
+    only as :func:`shape_key` (:class:`Shapes` answers many modules of one config from that key).
     """
-    d = _dims(dims)
+    return _shape_of(shape_key(module), _dims(dims), dims.get("attn_output_gate") is True, num_experts)
+
+
+def shape_key(module: str) -> tuple[str, bool, bool]:
+    """All that :func:`linear_shape` reads of a module name: its leaf (:func:`module_leaf`), whether it sits inside
+    routed experts (``.experts.`` in the name or at its end), whether inside a shared expert."""
+    return module_leaf(module), ".experts." in module + ".", "shared_expert" in module
+
+
+class Shapes:
+    """:func:`linear_shape` for the modules of one config (``dims``, ``num_experts``), each answer computed once per
+    :func:`shape_key` (788 MTP modules of DeepSeek-V3 have 13 keys): the same answers, without filtering ``dims`` and
+    deriving the shape again per module."""
+
+    def __init__(self, dims: Mapping[str, Any], num_experts: int | None) -> None:
+        self._args = (_dims(dims), dims.get("attn_output_gate") is True, num_experts)
+        self._memo: dict[tuple[str, bool, bool], tuple[int, int] | None] = {}
+
+    def linear(self, module: str) -> tuple[int, int] | None:
+        """``linear_shape(module, dims, num_experts)``."""
+        return self.of(shape_key(module))
+
+    def of(self, key: tuple[str, bool, bool]) -> tuple[int, int] | None:
+        """``linear_shape`` of a module whose :func:`shape_key` is ``key``."""
+        if key in self._memo:
+            return self._memo[key]
+        got = self._memo[key] = _shape_of(key, *self._args)
+        return got
+
+
+def _shape_of(key: tuple[str, bool, bool], d: Mapping[str, int], gate: bool,
+              num_experts: int | None) -> tuple[int, int] | None:
+    """:func:`linear_shape` of a module with :func:`shape_key` ``key``, from the integer dimensions ``d``
+    (:func:`_dims`) and whether ``attn_output_gate`` is true."""
+    leaf, in_experts, in_shared = key
     h = d.get("hidden_size")
     if h is None:
         return None
-    leaf = module_leaf(module)
     nh = d.get("num_attention_heads")
     hd = d.get("head_dim") or (h // nh if nh else None)
     nkv = d.get("num_key_value_heads", nh)
-    in_experts = ".experts." in module + "."
-    in_shared = "shared_expert" in module
     mi = d.get("moe_intermediate_size")
     si = d.get("shared_expert_intermediate_size") or (mi * d["n_shared_experts"] if mi and d.get("n_shared_experts") else None)
     inter = mi if in_experts else si if in_shared else d.get("intermediate_size")
@@ -233,7 +265,7 @@ def linear_shape(module: str, dims: Mapping[str, Any], num_experts: int | None) 
     if leaf == "kv_b_proj" and kvl and nh and nope is not None and vh:
         return (nh * (nope + vh), kvl)
     if leaf == "q_proj" and nh and hd:
-        return (nh * hd * (2 if dims.get("attn_output_gate") is True else 1), h)
+        return (nh * hd * (2 if gate else 1), h)
     if leaf in ("k_proj", "v_proj") and nkv and hd:
         return (nkv * hd, h)
     if leaf == "o_proj" and nh:
