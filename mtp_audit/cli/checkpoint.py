@@ -26,9 +26,11 @@ def run(target: str, offline: bool, jobs: int, fmt: str, output: Path | None, fa
     but the tensors could not be inspected).
     """
     from mtp_audit.checkpoint import audit_checkpoint
+    from mtp_audit.sources.local import paused_gc
 
-    report = audit_checkpoint(target, offline=offline, jobs=jobs)
-    return emit(report, fmt, output, fail_on)
+    with paused_gc():  # from the analyzer's import on, as analyze() pauses it for the audit (mtp_audit.cli.collector)
+        report = audit_checkpoint(target, offline=offline, jobs=jobs)
+        return emit(report, fmt, output, fail_on)
 
 
 #: What the command runs with click's parameter values (the hub options and the display filter taken out).
