@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from operator import itemgetter
+from operator import itemgetter, methodcaller
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -931,7 +931,9 @@ def check_glue_shapes(facts: CheckpointFacts) -> Iterator[Finding]:
         return
     bad: dict[str, list[str]] = defaultdict(list)
     ends = tuple("." + k for k in table)
-    for name, (label, _) in sorted((n, v) for n, v in facts.mtp.items() if n.endswith(ends)):
+    mtp = facts.mtp
+    for name in sorted(filter(methodcaller("endswith", ends), mtp)):  # names are unique: sorted as (name, value) pairs
+        label = mtp[name][0]
         units = table.get(name[len(label) + 1:])
         info = facts.infos.get(name) if units is not None else None
         if info is None or units is None:
