@@ -277,3 +277,45 @@ def test_linear_bytes_memo_by_hand() -> None:
     # excluded: BF16 declared, a weight_scale sibling reads as FP8 per tensor; NVFP4: packed + group-16 scales + two F32;
     # with a U8 header the weight reads as MXFP4 whatever is declared (estimated with the scheme's group size, 16)
     assert got == [(n + 4, 0), (n // 2 + n // 16 + 8, 0), (n // 2 + n // 16, 0), (n // 2 + n // 16, 0)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(_MODULES, st.booleans())
+def test_uniform_declaration_asked_once(mods: list[tuple[str, set[str]]], header: bool) -> None:
+    """A scheme that declares one format for every module (no exclusion list: ``uniform_declaration``) is asked once
+    per memo, never per module, and every estimate is the one its per-module ``declared_format`` gives."""
+    import dataclasses
+
+    from mtp_audit.checkpoint.config import QuantScheme
+
+    facts = CheckpointFacts(display="x", mode="metadata-only", files=(),
+                            config=parse_config(json.loads((_NVFP4 / "config.json").read_text())))
+    scheme = parse_hf_quant_config(json.loads((_NVFP4 / "hf_quant_config.json").read_text()))
+    assert scheme is not None
+    uniform = dataclasses.replace(scheme, excludes=())
+    assert uniform.uniform_declaration() == (True, uniform.default)
+    cfg = facts.config
+    assert cfg is not None
+
+    class PerModule(QuantScheme):  # the same scheme, its declaration asked module by module
+        def uniform_declaration(self):  # type: ignore[no-untyped-def]
+            return False, None
+
+    per_module = PerModule(**{f.name: getattr(uniform, f.name) for f in dataclasses.fields(uniform) if f.init})
+    asked: list[str] = []
+
+    class Counted(QuantScheme):
+        def declared_format(self, module):  # type: ignore[no-untyped-def]
+            asked.append(module)
+            return super().declared_format(module)
+
+    counted = Counted(**{f.name: getattr(uniform, f.name) for f in dataclasses.fields(uniform) if f.init})
+    shapes, memo = Shapes(cfg.dims, cfg.num_experts), {}
+    for i, (name, params) in enumerate(mods):
+        info = TensorInfo(name + ".weight", "U8", (8, 8), 64) if header and i % 2 else None
+        mod = Module(name, {p: info if p == "weight" else None for p in sorted(params)})
+        facts.schemes = [per_module]
+        want = _estimate_module(facts, name, mod, False, Shapes(cfg.dims, cfg.num_experts), {})
+        facts.schemes = [counted]
+        assert _estimate_module(facts, name, mod, False, shapes, memo) == want
+    assert asked == []

@@ -533,3 +533,16 @@ def test_an_empty_path_is_refused_not_read_as_the_current_folder(capsys, tmp_pat
         audit_checkpoint("")
     rc, out, err = run_cli(capsys, ["checkpoint", ""])
     assert (rc, out, err) == (2, "", "mtp-audit: error: '': empty path: name a checkpoint folder, a file or a hub repo id\n")
+
+
+def test_glue_shortcut_is_never_a_false_all_present() -> None:
+    """``_glue_everywhere`` skips MTP021's pass only where every layer holds all four glue tensors as its own: a layer
+    missing one, or a glue name that another layer's label claims, makes it decline (the full pass then decides)."""
+    from mtp_audit.checkpoint.checks import _DEEPSEEK_GLUE, _glue_everywhere
+
+    full = {f"model.layers.{i}.{g}": (f"model.layers.{i}", None) for i in (61, 62) for g in _DEEPSEEK_GLUE}
+    full["model.layers.61.self_attn.o_proj.weight"] = ("model.layers.61", None)
+    assert _glue_everywhere(full)
+    assert not _glue_everywhere({n: v for n, v in full.items() if n != "model.layers.62.hnorm.weight"})
+    assert not _glue_everywhere({**full, "model.layers.62.enorm.weight": ("model.layers.61", None)})
+    assert _glue_everywhere({})

@@ -224,3 +224,60 @@ def test_plain_run_does_not_import_click(tmp_path: Path) -> None:
                           text=True, cwd=str(tmp_path), env={**os.environ, "COLUMNS": "100"})
     assert proc.stdout.split() == ["1", "False"], proc.stderr
     assert json.loads((tmp_path / "r.json").read_text())["status"] == "findings"
+
+
+_COLLECTIONS = """
+import gc, sys
+from mtp_audit.cli.fast import main
+gc.collect()
+if sys.argv[3] == "disabled":
+    gc.disable()
+starts = []
+gc.callbacks.append(lambda phase, info: phase == "start" and starts.append(info["generation"]))
+rc = main(["checkpoint", sys.argv[1], "-f", "json", "-o", sys.argv[2]])
+print(rc, len(starts), gc.isenabled())
+"""
+
+
+@pytest.mark.parametrize("state", ["enabled", "disabled"])
+def test_checkpoint_run_loads_without_collections(state: str, tmp_path: Path) -> None:
+    """A fresh process: loading the CLI and the analyzer and running the audit sets off no collection (20 before the
+    collector was paused while the CLI loads), and the collector is left as the caller
+    had it."""
+    proc = subprocess.run([sys.executable, "-c", _COLLECTIONS, str(FIXTURE), str(tmp_path / "r.json"), state],
+                          check=False, capture_output=True, text=True, cwd=str(tmp_path), env={**os.environ, "COLUMNS": "100"})
+    assert proc.stdout.split() == ["1", "0", str(state == "enabled")], proc.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["status"] == "findings"
+
+
+def test_commands_run_with_the_collector_as_the_caller_had_it(tmp_path: Path, monkeypatch) -> None:
+    """The pause ends where a command's own work starts (the SGLang audit runs with the collector enabled) and when
+    click takes over; a checkpoint audit pauses it again for its own run; afterwards it is enabled as before."""
+    import gc
+
+    import mtp_audit.checkpoint
+    import mtp_audit.cli.sglang
+
+    seen: dict[str, bool] = {}
+    real_audit = mtp_audit.checkpoint.audit_checkpoint
+    real_sglang = mtp_audit.cli.sglang.callback
+
+    def audit(*a, **k):
+        seen["checkpoint"] = gc.isenabled()
+        return real_audit(*a, **k)
+
+    def sglang(*a, **k):
+        seen["sglang"] = gc.isenabled()
+        return real_sglang(*a, **k)
+
+    monkeypatch.setattr(mtp_audit.checkpoint, "audit_checkpoint", audit)
+    monkeypatch.setattr(mtp_audit.cli.sglang, "callback", sglang)
+    monkeypatch.chdir(tmp_path)
+    assert gc.isenabled()
+    fast_main(["checkpoint", str(FIXTURE), "-f", "json", "-o", str(tmp_path / "c.json")])
+    assert gc.isenabled()
+    fast_main(["sglang", str(FIXTURE / "config.json"), "-o", str(tmp_path / "s.txt")])
+    assert gc.isenabled()
+    assert seen == {"checkpoint": False, "sglang": True}
+    assert fast_main(["checkpoint", "--severity"]) == 2  # click answers: a missing value
+    assert gc.isenabled()

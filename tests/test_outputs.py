@@ -212,3 +212,23 @@ def test_a_fifo_without_a_reader_is_refused_not_waited_on(tmp_path: Path, capsys
         assert b"MTP001" in os.read(reader, 1 << 16)
     finally:
         os.close(reader)
+
+
+def test_stdout_only_plan_examines_no_input(tmp_path: Path) -> None:
+    """Standard output cannot overwrite an input: a plan without a file output never looks at the inputs (the 163
+    shards a checkpoint audit read cost an ``lstat`` and a real path each); a file output still does."""
+    from mtp_audit.cli.protect import check_outputs
+
+    looked: list[str] = []
+
+    def inputs(tag: str):
+        looked.append(tag)
+        yield tmp_path
+
+    check_outputs(inputs("protected"), {"--output": None, "--output #2": "-"}, read=inputs("read"))
+    assert looked == []
+    check_outputs(inputs("protected"), {"--output": "-", "--output #2": tmp_path.parent / "elsewhere.json"},
+                  read=inputs("read"))
+    assert looked == ["protected", "read"]
+    with pytest.raises(InputError, match="both go to standard output"):
+        check_outputs(inputs("protected"), {"--output": "-", "--output #2": "-"})

@@ -289,7 +289,7 @@ def _mtp_bytes(facts: CheckpointFacts, select: re.Pattern[str] | None) -> dict[s
         modules = tmp
     total, unest = 0, 0
     shapes = Shapes(cfg.dims, cfg.num_experts)
-    memo: dict[tuple[Any, ...], int] = {}
+    memo: dict[tuple[Any, ...], Any] = {}
     for name, mod in modules.items():
         if select is not None and not select.search(name + "."):
             continue
@@ -306,7 +306,7 @@ def _mtp_bytes(facts: CheckpointFacts, select: re.Pattern[str] | None) -> dict[s
 
 
 def _estimate_module(facts: CheckpointFacts, name: str, mod: Module, promised: bool, shapes: Shapes,
-                     memo: dict[tuple[Any, ...], int]) -> tuple[int, int] | None:
+                     memo: dict[tuple[Any, ...], Any]) -> tuple[int, int] | None:
     """``(bytes, tensors not estimated)`` of one MTP module: header bytes when every tensor's header is known;
     else a linear's bytes (:func:`_linear_bytes`); norms and routers from config dimensions. ``promised``: the
     module is expected from the config, not listed. ``shapes``: the config's
@@ -332,7 +332,7 @@ def _estimate_module(facts: CheckpointFacts, name: str, mod: Module, promised: b
 
 
 def _linear_bytes(facts: CheckpointFacts, name: str, mod: Module, promised: bool, shape: tuple[int, int],
-                  key: tuple[str, bool, bool], memo: dict[tuple[Any, ...], int]) -> int:
+                  key: tuple[str, bool, bool], memo: dict[tuple[Any, ...], Any]) -> int:
     """Bytes of linear module ``name`` (logical ``shape``, :func:`~mtp_audit.checkpoint.tensors.shape_key` ``key``)
     in the format its quantization config declares (or, where the config does not speak, the format its tensor names
     show), with that format's group size and zero points.
@@ -341,10 +341,11 @@ def _linear_bytes(facts: CheckpointFacts, name: str, mod: Module, promised: bool
     declared format: all it is computed from besides the audit's constants (the primary scheme, ``torch_dtype``, the
     config's dimensions), so the 768 experts of an MTP layer are computed once per projection."""
     scheme = facts.primary_scheme
-    declared = scheme.declared_format(name) if scheme is not None else None
+    declared = _declared(scheme, name, memo) if scheme is not None else None
     sig = None if promised else (key, tuple(mod.params.items()), declared)
     if sig is not None and sig in memo:
-        return memo[sig]
+        kept: int = memo[sig]
+        return kept
     fmt, _ = module_format(mod.params, _dtype(facts), declared.format if declared else _hint(facts))
     if promised:
         nbytes = declared_bytes(shape, declared) if declared is not None else (
@@ -360,6 +361,20 @@ def _linear_bytes(facts: CheckpointFacts, name: str, mod: Module, promised: bool
     if sig is not None:
         memo[sig] = got
     return got
+
+
+#: ``memo`` key of the primary scheme's :meth:`~mtp_audit.checkpoint.config.QuantScheme.uniform_declaration` (a
+#: 1-tuple: never one of :func:`_linear_bytes`'s 3-tuple signatures).
+_UNIFORM = ("uniform declaration",)
+
+
+def _declared(scheme: Any, name: str, memo: dict[tuple[Any, ...], Any]) -> Any:
+    """``scheme.declared_format(name)``; asked once per memo when the scheme declares one format for every module
+    (:meth:`~mtp_audit.checkpoint.config.QuantScheme.uniform_declaration`: no exclusion, rule or per-layer entry)."""
+    uniform = memo.get(_UNIFORM)
+    if uniform is None:
+        uniform = memo[_UNIFORM] = scheme.uniform_declaration()
+    return uniform[1] if uniform[0] else scheme.declared_format(name)
 
 
 #: MTP tensor names that belong to the attention block (SGLang shards these over the attention-TP group,

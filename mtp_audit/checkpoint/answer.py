@@ -248,7 +248,7 @@ def _mtp_fact(facts: CheckpointFacts, mtp: MtpAnswer, mtp_fmts: Mapping[str, tup
         "bytes": mtp.bytes.to_dict(),
         "attention_bytes": mtp.attention_bytes,
         "embed_head_bytes": mtp.embed_head_bytes,
-        "shards": sorted({s for n in facts.mtp if (s := facts.tensors.get(n))}),
+        "shards": sorted(set(filter(None, map(facts.tensors.get, facts.mtp)))),
         "dspark_drafter": is_dspark(facts),
     }
 

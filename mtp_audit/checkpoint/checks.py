@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from operator import itemgetter, methodcaller
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -205,6 +206,8 @@ def check_missing_glue(facts: CheckpointFacts) -> Iterator[Finding]:
     cfg = facts.config
     if not facts.mtp or cfg is None or cfg.layout is None or cfg.layout.family not in _DEEPSEEK_NEXTN_FAMILIES:
         return
+    if _glue_everywhere(facts.mtp):
+        return
     per_layer: dict[str, set[str]] = {}
     for name, (label, _) in facts.mtp.items():
         per_layer.setdefault(label, set()).add(name[len(label) + 1:])
@@ -222,6 +225,18 @@ def check_missing_glue(facts: CheckpointFacts) -> Iterator[Finding]:
             Location(facts.tensors.get(first) or facts.index_file or CONFIG, symbol=first),
             evidence=[Evidence("glue tensors present", f"{len(_DEEPSEEK_GLUE) - len(missing)} of {len(_DEEPSEEK_GLUE)}")],
         )
+
+
+def _glue_everywhere(mtp: Mapping[str, tuple[str, Any]]) -> bool:
+    """Whether every MTP layer holds each of :data:`_DEEPSEEK_GLUE` (``<label>.<glue>`` among its own tensors): then
+    :func:`check_missing_glue` finds nothing missing, and its pass over every MTP tensor name is skipped. Never a
+    false ``True``: a glue name found here is one of its layer's suffixes there."""
+    for label in set(map(itemgetter(0), mtp.values())):
+        for glue in _DEEPSEEK_GLUE:
+            got = mtp.get(f"{label}.{glue}")
+            if got is None or got[0] != label:
+                return False
+    return True
 
 
 def check_excluded_cost(facts: CheckpointFacts) -> Iterator[Finding]:
@@ -916,7 +931,9 @@ def check_glue_shapes(facts: CheckpointFacts) -> Iterator[Finding]:
         return
     bad: dict[str, list[str]] = defaultdict(list)
     ends = tuple("." + k for k in table)
-    for name, (label, _) in sorted((n, v) for n, v in facts.mtp.items() if n.endswith(ends)):
+    mtp = facts.mtp
+    for name in sorted(filter(methodcaller("endswith", ends), mtp)):  # names are unique: sorted as (name, value) pairs
+        label = mtp[name][0]
         units = table.get(name[len(label) + 1:])
         info = facts.infos.get(name) if units is not None else None
         if info is None or units is None:

@@ -25,10 +25,16 @@ def run(target: str, offline: bool, jobs: int, fmt: str, output: Path | None, fa
     Exit codes: 0 ok, 1 findings at or above --fail-on, 2 input error, 3 inconclusive (MTP declared
     but the tensors could not be inspected).
     """
-    from mtp_audit.checkpoint import audit_checkpoint
+    from mtp_audit.cli import collector
 
-    report = audit_checkpoint(target, offline=offline, jobs=jobs)
-    return emit(report, fmt, output, fail_on)
+    collector.pause()  # the analyzer loads, then audits with the collector paused (analyze): no young collection
+    try:  # walks the loading modules (mtp_audit.cli.collector)
+        from mtp_audit.checkpoint import audit_checkpoint
+
+        report = audit_checkpoint(target, offline=offline, jobs=jobs)
+        return emit(report, fmt, output, fail_on)
+    finally:
+        collector.resume()
 
 
 #: What the command runs with click's parameter values (the hub options and the display filter taken out).

@@ -41,7 +41,18 @@ def main(argv: list[str] | None = None) -> int:
         except BrokenPipeError:
             pass
         return 0
-    from mtp_audit.cli import signals
+    from mtp_audit.cli import collector
+
+    collector.pause()  # while the CLI loads (mtp_audit.cli.collector); resumed when the command's own work starts
+    try:
+        return _run(args, argv)
+    finally:
+        collector.resume()
+
+
+def _run(args: list[str], argv: list[str] | None) -> int:
+    """:func:`main` past the bare ``--help``."""
+    from mtp_audit.cli import collector, signals
 
     if argv is None:  # the console script ends with leave() (os._exit): large structures need not be freed first
         from mtp_audit import keepalive
@@ -56,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         if parsed is None:  # not a plain invocation of a command with an argument table: click parses it
             from mtp_audit.cli.main import main as full
 
+            collector.resume()  # click's commands run with the collector as the caller had it
             signals.raise_pending()
     except KeyboardInterrupt:
         sys.stderr.write("mtp-audit: interrupted\n")

@@ -195,7 +195,7 @@ def _invoke(command: str, params: dict[str, Any], hidden: dict[str, Any]) -> int
     click's order (``--config`` first: eager), then the callback with ``params``; Ctrl-C as click reports it."""
     import importlib
 
-    from mtp_audit.cli import config
+    from mtp_audit.cli import collector, config
     from mtp_audit.cli.guard import aborted
     from mtp_audit.cli.invocation import Invocation, echo_err, running
     from mtp_audit.cli.logs import scoped
@@ -203,6 +203,7 @@ def _invoke(command: str, params: dict[str, Any], hidden: dict[str, Any]) -> int
 
     callback = importlib.import_module(TABLES[command][0]).callback
     with requested(), scoped(), running(Invocation(command, params)) as inv:
+        collector.resume()  # loaded: the command runs with the collector as the caller had it
         try:
             config._config_callback(inv, None, hidden["config_file"])
             config._ignore_callback(inv, None, hidden["ignore_rules"])

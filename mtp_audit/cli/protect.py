@@ -87,9 +87,7 @@ def check_outputs(protected: Iterable[str | os.PathLike[str]], outputs: Mapping[
             input X ...``; two outputs naming the same file (or both ``-``); an output whose name
             cannot even be examined (too long, a loop of symlinks).
     """
-    files, real_files, folders = _protected_index(protected)
-    _protect_stdin(files)
-    read_index = _protected_index(read)
+    indexed: tuple[Any, ...] | None = None  # built for the first output that is not "-": nothing to check for stdout
     seen: dict[object, str] = {}
     for option, out in outputs.items():
         if out is None:
@@ -99,6 +97,9 @@ def check_outputs(protected: Iterable[str | os.PathLike[str]], outputs: Mapping[
         if is_stdout(out):
             keys = {"stdout"}
         else:
+            if indexed is None:
+                indexed = _indexes(protected, read)
+            files, real_files, folders, read_index = indexed
             path = os.fspath(out)
             try:
                 st_out: os.stat_result | None = os.stat(path)
@@ -131,6 +132,14 @@ def check_outputs(protected: Iterable[str | os.PathLike[str]], outputs: Mapping[
                 raise InputError(option, f"{clash} and {option} both go to standard output; send one of them to a file")
             raise InputError(os.fspath(out), f"{clash} and {option} name the same file; give them different files")
         seen.update(dict.fromkeys(keys, option))
+
+
+def _indexes(protected: Iterable[str | os.PathLike[str]], read: Iterable[str | os.PathLike[str]]) -> tuple[Any, ...]:
+    """``(files, real files, folders, read index)`` of :func:`check_outputs`: :func:`_protected_index` of
+    ``protected`` with standard input's file added, and of ``read``."""
+    files, real_files, folders = _protected_index(protected)
+    _protect_stdin(files)
+    return files, real_files, folders, _protected_index(read)
 
 
 def _protect_stdin(files: dict[tuple[int, int], str]) -> None:
