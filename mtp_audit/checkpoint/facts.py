@@ -833,17 +833,21 @@ def suffix_counts_joined(joined: str, names: Collection[str], sample: Iterable[s
     return {s: n for s, n in got.items() if n}
 
 
-#: Each name's ``.weight`` and newline where the component before ``.weight`` does not end in ``_proj``, in the joined
-#: names: the literal ``".weight\n"`` the scan jumps to, then a fixed-width look back.
-_OTHER_WEIGHT = re.compile(re.escape(_WEIGHT) + r"\n(?<!_proj" + re.escape(_WEIGHT) + r"\n)")
+#: The ``ght`` and newline ending each name's ``.weight`` where the component before ``.weight`` does not end in
+#: ``_proj``, in the joined names: the literal ``"ght\n"`` the scan jumps to (the regex engine's prefix search stops at
+#: each ``g``, ~120k in DeepSeek-V3's names, where ``".weight\n"`` stopped at each of ~640k dots), then two fixed-width
+#: looks back, the rarer miss first: not ``_proj.weight``, then ``.weight``. Each occurrence of ``".weight\n"`` ends with
+#: exactly one ``"ght\n"`` and each ``"ght\n"`` preceded by ``.wei`` is the end of one, so the matches are those of
+#: ``\.weight\n(?<!_proj\.weight\n)``, each ending where that one's does.
+_OTHER_WEIGHT = re.compile(r"ght\n(?<!_proj\.weight\n)(?<=\.weight\n)")
 
 
 def weight_counts_joined(joined: str) -> tuple[int, int]:
     """How many of the names of ``joined`` (each followed by a newline, none holding one) end in ``.weight``, and
-    :func:`linear_weight_count` of them: one ``str.count`` of ``"_proj.weight\\n"`` and one regex scan (``".weight\\n"``,
-    a literal the scan jumps to, then a look back for ``_proj``) that stops only at the names whose leaf does not end
-    in ``_proj`` (norms, routers, embeddings: a few hundred in DeepSeek-V3's 46k ``.weight`` names), each leaf cut out
-    from Python, instead of a test and a split per name, a string per leaf, or a reversed copy of the text.
+    :func:`linear_weight_count` of them: one ``str.count`` of ``"_proj.weight\\n"`` and one regex scan
+    (:data:`_OTHER_WEIGHT`: the end of each ``".weight\\n"``, then a look back for ``_proj``) that returns only at the
+    names whose leaf does not end in ``_proj`` (norms, routers, embeddings: a few hundred in DeepSeek-V3's 46k
+    ``.weight`` names), each leaf cut out from Python, instead of a test and a split per name, a string per leaf, or a reversed copy of the text.
 
     Exact: each name is a line, so ``".weight\\n"`` occurs once for every name ending in ``.weight`` (ending at its
     newline; the literal cannot overlap itself) and nowhere else. Either the five characters before it are
@@ -857,7 +861,7 @@ def weight_counts_joined(joined: str) -> tuple[int, int]:
     rfind = joined.rfind
     others: Counter[str] = Counter()
     for m in _OTHER_WEIGHT.finditer(joined):
-        end = m.start()
+        end = m.end() - len(_WEIGHT) - 1  # where ``.weight`` begins
         others[joined[max(rfind(".", 0, end), rfind("\n", 0, end)) + 1 : end]] += 1
     return proj + sum(others.values()), proj + sum(n for leaf, n in others.items() if is_linear_leaf(leaf))
 
