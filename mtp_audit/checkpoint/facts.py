@@ -182,9 +182,8 @@ class CheckpointFacts:
         C-speed scans (``str.count``, ``re.finditer``) read instead of a Python step per name."""
         got = self.cache.get("joined_names")
         if got is None:
-            # one join with an empty last name for the final newline: ``join(...) + "\n"`` copied all 4.8 MB again; the
-            # list is unpacked in place (sized from the dict) instead of a ``chain`` that ``join`` turns into a list
-            got = self.cache["joined_names"] = "\n".join([*self.tensors, ""])
+            # one join with an empty last name for the final newline: ``join(...) + "\n"`` copied all 4.8 MB again
+            got = self.cache["joined_names"] = "\n".join(chain(self.tensors, ("",)))
         return got
 
     @property
