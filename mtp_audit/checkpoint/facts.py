@@ -657,6 +657,19 @@ def _at_least(n: int) -> str:
     return "|".join(alts)
 
 
+def _number_at_least(n: int) -> str:
+    """A regex matching a decimal number ``>= n``, leading zeros allowed, and the dot after it: what
+    ``0*(?:`` + :func:`_at_least` ``(n))\\.`` matches, with fewer steps where it fails (at each of the 92k ``layers.``
+    of DeepSeek-V3's names, ~0.35 ms less over the scan).
+
+    Exact: for ``n >= 1`` the zeros are taken possessively (``0*+``): no alternative of ``_at_least(n)`` begins with a
+    ``0`` (each begins with ``[1-9]``, a class from n's first digit up, or n's own nonzero first digit), so giving a
+    zero back never lets one match. For ``n <= 0`` every run of digits is a number ``>= n`` (``\\d++``)."""
+    if n <= 0:
+        return r"\d++\."
+    return r"0*+(?:" + _at_least(n) + r")\."
+
+
 def _mtp_candidates(joined: str, names: Collection[str], n_layers: int | None, plain: bool,
                     leaves: bool = False) -> tuple[list[str], list[int] | None]:
     """Names that may be MTP tensors: those containing ``mtp`` and those of decoder layers with index
@@ -693,7 +706,7 @@ def _layer_lines(joined: str, n_layers: int, leaves: bool) -> tuple[set[str], li
     run the leaf search tries every one too. At each, the first kind matches when the digit run up to a dot is a
     number ``>= n_layers``; where it does not, the second kind matches exactly when a leaf follows that dot (a number
     below ``n_layers``); so each line of either kind holds a match of its kind, found."""
-    number = r"0*(?:" + _at_least(n_layers) + r")\."
+    number = _number_at_least(n_layers)
     if not leaves:
         return _lines_matching(r"layers\." + number, joined), None
     leaf = r"(\d++\.(?:" + "|".join(MTP_ONLY_LEAVES) + r")[.\n])"  # possessive: a dot never follows a shorter run
