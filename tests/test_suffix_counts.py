@@ -156,3 +156,18 @@ def test_a_suffix_only_in_the_middle_takes_the_wider_sample(monkeypatch: pytest.
     assert facts.trunk_suffixes == suffix_counts(names) == {"bias": 1000, "weight": 1999, "weight_scale_inv": 1}
     assert facts.trunk_linear_weights == linear_weight_count(names) == 1999
     assert declined == [True, False]
+
+
+@pytest.mark.parametrize("names", [
+    ["weight", "a.weight"],  # a name equal to the suffix: no dot, never a ``.weight`` name
+    [".weight", "fc1.weight"],  # an empty leaf on the first line, then a leaf without a dot before it
+    ["a.eight", "b.ght", "ght", "x.wei.ght", "y.xweight"],  # ``ght`` line ends that end no ``.weight``
+    ["m._proj.weight", "m.q_proj.weight", "m.proj.weight", "m.dense.weight", "m.w2.weight", "m.x_proj.weightx"],
+    ["m.in_proj_qkv.weight", "m.kv_a_proj_with_mqa.weight", "m.norm.weight", "m.fc.weight"],
+])
+def test_weight_counts_at_the_line_ends(names: list[str]) -> None:
+    """The ``ght``-anchored scan against a name-by-name count: where the scan returns (the end of ``.weight``, the leaf
+    cut before it) matters for leaves without a dot before them and for ``ght`` endings of other names."""
+    weights = [n for n in names if n.endswith(".weight")]
+    linear = sum(facts_module.is_linear_leaf(n[: -len(".weight")].rpartition(".")[2]) for n in weights)
+    assert weight_counts_joined(_joined(names)) == (len(weights), linear)
