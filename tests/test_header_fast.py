@@ -310,6 +310,10 @@ def test_name_counts_are_the_character_counts(names: list[str]) -> None:
         b'{"a":{"dtype":"U8","shape":[[0],3000000000],"data_offsets":{}}}',
         b'{"a":{"dtype":"U8","shape":[[0],3000000000],"data_offsets":5}}',
         b'{"a":{"dtype":"U8","shape":["x",3000000000],"data_offsets":[0,1]}}',
+        # a dtype that is no string gives back the two quotes a string in a shape takes (no e: no bool pass)
+        b'{"a":{"dtype":0,"shape":["x",3000000000],"data_offsets":[0,0]}}',
+        b'{"a":{"dtype":null,"shape":[3,"ab"],"data_offsets":[0,6]}}',
+        b'{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"data_offsets":[4,4],"shape":[0,"x"],"dtype":7}}',
     ],
 )
 def test_math_prod_only_ever_sees_ints(raw: bytes, monkeypatch: pytest.MonkeyPatch) -> None:

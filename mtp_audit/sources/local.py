@@ -449,6 +449,8 @@ def _tensor_columns(entries: list[dict[str, Any]], bools: bool, signed: bool
     n = len(entries)  # countOf compares by identity first: types and small ints, no set built
     if countOf(map(type, shapes), list) != n or countOf(map(type, offsets), list) != n or countOf(map(len, offsets), 2) != n:
         return None
+    if countOf(map(type, dtypes), str) != n:  # a dtype that is no string frees two '"' for a string in a shape
+        return None
     if bools and (
         set(map(type, chain.from_iterable(shapes))) != {int} or set(map(type, chain.from_iterable(offsets))) != {int}
     ):
