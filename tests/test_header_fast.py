@@ -302,6 +302,34 @@ def test_name_counts_are_the_character_counts(names: list[str]) -> None:
     assert _name_counts(names) == tuple(sum(x.count(c) for x in names) for c in ":[e")
 
 
+def test_math_prod_never_sees_a_shape_longer_than_64(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``math.prod`` of a shape of k large dimensions costs time quadratic in k (the product's bigint grows 64 bits a
+    dimension: 40,000 dimensions of 2**64 - 1, a 0.8 MB header, took ~3.4 s; a 100 MB header would take hours). No
+    tensor whose element count is below 2**64 has more than 64 dimensions above 1, so a longer shape goes to the
+    strict reader, where safetensors (Rust ``checked_mul``) refuses it before :func:`header_from_dict` multiplies."""
+    from mtp_audit.sources import local
+
+    seen: list[int] = []
+
+    class Watched:
+        def __getattr__(self, name: str) -> object:
+            return getattr(math, name)
+
+        @staticmethod
+        def prod(values: list[int]) -> int:
+            seen.append(len(values))
+            return math.prod(values)
+
+    monkeypatch.setattr(local, "math", Watched())
+    big = ",".join(["18446744073709551615"] * 65)
+    raw = b'{"a":{"dtype":"U8","shape":[%s],"data_offsets":[0,0]}}' % big.encode()
+    assert fast_header("x.safetensors", raw, None) is None
+    assert seen == []
+    ones = b'{"a":{"dtype":"U8","shape":[%s],"data_offsets":[0,1]}}' % ",".join(["1"] * 64).encode()
+    assert fast_header("x.safetensors", ones, None) is not None  # 64 dimensions: still certified
+    assert seen == [64]
+
+
 @pytest.mark.parametrize(
     "raw",
     [
@@ -310,6 +338,10 @@ def test_name_counts_are_the_character_counts(names: list[str]) -> None:
         b'{"a":{"dtype":"U8","shape":[[0],3000000000],"data_offsets":{}}}',
         b'{"a":{"dtype":"U8","shape":[[0],3000000000],"data_offsets":5}}',
         b'{"a":{"dtype":"U8","shape":["x",3000000000],"data_offsets":[0,1]}}',
+        # a dtype that is no string gives back the two quotes a string in a shape takes (no e: no bool pass)
+        b'{"a":{"dtype":0,"shape":["x",3000000000],"data_offsets":[0,0]}}',
+        b'{"a":{"dtype":null,"shape":[3,"ab"],"data_offsets":[0,6]}}',
+        b'{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"data_offsets":[4,4],"shape":[0,"x"],"dtype":7}}',
     ],
 )
 def test_math_prod_only_ever_sees_ints(raw: bytes, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -272,6 +272,10 @@ def header_from_dict(file: str, obj: Mapping[str, Any], header_bytes: int) -> Sh
 
 
 _USIZE_END = 1 << 64  # safetensors counts in Rust ``usize`` (64-bit): values must stay below this
+#: Longest shape :func:`fast_header` multiplies out: more dimensions above 1 would overflow 2**64 elements, and
+#: ``math.prod`` of k large dimensions costs time quadratic in k (40,000 took ~3.4 s); a longer shape (legal only
+#: padded with 1s or after a 0) goes to the strict reader, where safetensors' ``checked_mul`` judges it first.
+_MAX_RANK = 64
 _DTYPE, _SHAPE, _OFFSETS = itemgetter("dtype"), itemgetter("shape"), itemgetter("data_offsets")
 _DTYPE_BYTES = {d: b >> 3 for d, b in DTYPE_BITS.items() if b % 8 == 0}
 _ABSENT: Any = object()
@@ -448,6 +452,10 @@ def _tensor_columns(entries: list[dict[str, Any]], bools: bool, signed: bool
         return None
     n = len(entries)  # countOf compares by identity first: types and small ints, no set built
     if countOf(map(type, shapes), list) != n or countOf(map(type, offsets), list) != n or countOf(map(len, offsets), 2) != n:
+        return None
+    if countOf(map(type, dtypes), str) != n:  # a dtype that is no string frees two '"' for a string in a shape
+        return None
+    if max(map(len, shapes)) > _MAX_RANK:  # math.prod of k large dims costs time quadratic in k
         return None
     if bools and (
         set(map(type, chain.from_iterable(shapes))) != {int} or set(map(type, chain.from_iterable(offsets))) != {int}
