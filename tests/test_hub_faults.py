@@ -215,6 +215,10 @@ def test_malformed_shards_get_the_same_problem_text_as_locally(monkeypatch, tmp_
         "toolong.safetensors": struct.pack("<Q", 64) + b"{}      ",
         "utf8.safetensors": struct.pack("<Q", 8) + b'{"\xff":1}',
         "ok.safetensors": shard({"a": f32}, 8),
+        # usize overflow: in the element count before a 0 dimension, in the bit count, over many dimensions
+        "overflow0.safetensors": shard({"a": {"dtype": "F32", "shape": [2**40, 2**40, 0], "data_offsets": [0, 0]}}, 0),
+        "overflowbits.safetensors": shard({"a": {"dtype": "F32", "shape": [2**62], "data_offsets": [0, 0]}}, 0),
+        "overflowrank.safetensors": shard({"a": {"dtype": "U8", "shape": [2**32] * 3000, "data_offsets": [0, 0]}}, 0),
     }
     files = {**bad, "config.json": b"{}"}
     local = LocalSource(write_tree(tmp_path / "local", files))

@@ -243,9 +243,9 @@ def _validate_like_safetensors(rel: str, obj: dict[str, Any], n: int, file_size:
         if begin != start or end < begin:
             raise ReadProblem(rel, lead + f"invalid offset for tensor `{name}`")
         start = end
-        nbits = DTYPE_BITS[dtype]
-        for d in shape:
-            nbits *= d
+        nbits = _checked_bits(shape, DTYPE_BITS[dtype])
+        if nbits is None:
+            raise ReadProblem(rel, lead + "overflow computing buffer size from shape and/or element type")
         if nbits % 8:
             raise ReadProblem(
                 rel,
@@ -256,6 +256,25 @@ def _validate_like_safetensors(rel: str, obj: dict[str, Any], n: int, file_size:
             raise ReadProblem(rel, lead + "invalid shape, data type, or offset for tensor")
     if start + 8 + n != file_size:
         raise ReadProblem(rel, lead + "incomplete metadata, file not fully covered")
+
+
+#: Rust ``usize`` on the 64-bit platforms safetensors runs on: a count at or past this overflows ``checked_mul``.
+_USIZE_LIMIT = 1 << 64
+
+
+def _checked_bits(shape: tuple[int, ...], bits: int) -> int | None:
+    """``prod(shape) * bits`` as safetensors computes it (``Metadata::validate`` in ``src/tensor.rs``: the element count
+    folded with ``usize::checked_mul`` from 1, then ``checked_mul`` by the dtype's bit size), or ``None`` where Rust
+    overflows: each partial product is checked as it is made, so a shape of many large dimensions stops at the first
+    overflow (a plain product of 40,000 such dimensions took seconds, quadratic in the rank) and a 0 after an
+    overflowing prefix does not hide it."""
+    count = 1
+    for d in shape:
+        count *= d
+        if count >= _USIZE_LIMIT:
+            return None
+    total = count * bits
+    return total if total < _USIZE_LIMIT else None
 
 
 def shard_header_from_prefix(rel: str, prefix: bytes, file_size: int) -> ShardHeader:
