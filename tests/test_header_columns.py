@@ -102,3 +102,27 @@ def test_a_header_that_disagrees_with_the_index_gets_merged_infos(tmp_path: Path
     assert type(facts.infos) is dict and len(facts.infos) == 6
     assert facts.infos["model.norm.weight"] == TensorInfo("model.norm.weight", "BF16", (8,), 16)
     assert facts.tensors["model.norm.weight"] == "model-00001-of-00002.safetensors"
+
+
+def test_sizes_the_fast_reader_let_go_are_computed_again_on_first_use() -> None:
+    """:func:`fast_header` keeps no size column (it checked the sizes against the spans and let them go); the first
+    use computes them from the dtypes and shapes, equal to the strict reader's for every dtype, sub-byte ones
+    included."""
+    from mtp_audit.sources.local import DTYPE_BITS
+
+    obj: dict[str, object] = {}
+    at = 0
+    for i, (dtype, bits) in enumerate(sorted(DTYPE_BITS.items())):
+        shape = [2, 3 + i, 8]  # 48 + 16 i elements: whole bytes for 4- and 6-bit dtypes too
+        n = 2 * (3 + i) * 8 * bits // 8
+        obj[f"t{i}"] = {"dtype": dtype, "shape": shape, "data_offsets": [at, at + n]}
+        at += n
+    raw = json.dumps(obj).encode()
+    fast = fast_header("x.safetensors", raw, 8 + len(raw) + at)
+    assert fast is not None and isinstance(fast.tensors, TensorColumns)
+    cols = fast.tensors
+    assert cols._nbytes is None and fast.data_bytes == at
+    strict = header_from_dict("x.safetensors", json.loads(raw), len(raw)).tensors
+    assert cols["t0"] == strict["t0"] and cols._nbytes is not None  # the first lookup computed the column
+    assert cols.nbytes == [info.nbytes for info in strict.values()] and cols.infos() == strict
+    assert sum(cols.nbytes) == at

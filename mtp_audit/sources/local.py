@@ -113,14 +113,23 @@ class TensorColumns(Mapping[str, TensorInfo]):
         names: tensor names, in header order.
         dtypes: safetensors dtype per tensor.
         shapes: logical shape per tensor (the decoded JSON lists; read-only).
-        nbytes: storage bytes per tensor (see :attr:`TensorInfo.nbytes`).
+        nbytes: storage bytes per tensor (see :attr:`TensorInfo.nbytes`): the list given, or, when none was (
+            :func:`fast_header`, which checked them and let them go), computed from the dtypes and shapes on first use
+            (most headers of an audit are never asked: at 92k tensors ~3 MB of ints not kept alive).
     """
 
-    __slots__ = ("names", "dtypes", "shapes", "nbytes", "_at")
+    __slots__ = ("names", "dtypes", "shapes", "_nbytes", "_at")
 
-    def __init__(self, names: list[str], dtypes: list[str], shapes: list[list[int]], nbytes: list[int]) -> None:
-        self.names, self.dtypes, self.shapes, self.nbytes = names, dtypes, shapes, nbytes
+    def __init__(self, names: list[str], dtypes: list[str], shapes: list[list[int]], nbytes: list[int] | None) -> None:
+        self.names, self.dtypes, self.shapes, self._nbytes = names, dtypes, shapes, nbytes
         self._at: dict[str, int] | None = None
+
+    @property
+    def nbytes(self) -> list[int]:
+        got = self._nbytes
+        if got is None:  # the sizes fast_header certified: the same products, computed again
+            got = self._nbytes = _byte_sizes(self.dtypes, list(map(math.prod, self.shapes)))  # type: ignore[assignment]
+        return got  # type: ignore[return-value]
 
     def _positions(self) -> dict[str, int]:
         at = self._at
@@ -353,7 +362,7 @@ def fast_header(file: str, raw: bytes, file_size: int | None, counts: HeaderCoun
     dtypes, shapes, nbytes, data_end, elements = columns
     if data_end >= _USIZE_END or (file_size is not None and 8 + len(raw) + data_end != file_size):
         return None
-    header = ShardHeader(file=file, tensors=TensorColumns(names, dtypes, shapes, nbytes), metadata=metadata,
+    header = ShardHeader(file=file, tensors=TensorColumns(names, dtypes, shapes, None), metadata=metadata,
                          header_bytes=len(raw))
     header.__dict__["data_bytes"] = data_end  # the spans tile [0, data_end) and each is its tensor's size
     header.__dict__["elements"] = elements
