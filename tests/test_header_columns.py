@@ -57,6 +57,7 @@ def test_columns_answer_as_the_dict_of_the_strict_reader() -> None:
     assert fast is not None and isinstance(fast.tensors, TensorColumns)
     strict = header_from_dict("x.safetensors", json.loads(raw), len(raw))
     cols, want = fast.tensors, strict.tensors
+    assert cols._names is None and cols.text == "\n".join(t[0] for t in TENSORS) and len(cols) == 5  # one text kept
     assert cols == want and want == cols and fast == strict
     assert list(cols) == [t[0] for t in TENSORS] and len(cols) == 5
     assert cols["model.layers.0.mlp.up_proj.weight"] == TensorInfo("model.layers.0.mlp.up_proj.weight", "F8_E4M3", (16, 8), 128)
@@ -126,3 +127,17 @@ def test_sizes_the_fast_reader_let_go_are_computed_again_on_first_use() -> None:
     assert cols["t0"] == strict["t0"] and cols._nbytes is not None  # the first lookup computed the column
     assert cols.nbytes == [info.nbytes for info in strict.values()] and cols.infos() == strict
     assert sum(cols.nbytes) == at
+
+
+def test_names_kept_as_one_text_split_back_exactly() -> None:
+    """The names the fast reader keeps as one text come back as they were: an empty name, a lone one, non-ASCII."""
+    for names in ([""], ["", ""], ["a"], ["a", "", "b"], ["é.weight", "x:y[0]"]):
+        obj = {n: {"dtype": "U8", "shape": [1], "data_offsets": [i, i + 1]} for i, n in enumerate(names)}
+        if len(obj) != len(names):
+            continue
+        raw = json.dumps(obj, ensure_ascii=False).encode()
+        fast = fast_header("x.safetensors", raw, 8 + len(raw) + len(names))
+        assert fast is not None and fast.tensors.text == "\n".join(names)  # type: ignore[attr-defined]
+        assert list(fast.tensors) == names and len(fast.tensors) == len(names)
+    empty = TensorColumns(None, [], [], None, "")
+    assert list(empty) == [] and len(empty) == 0

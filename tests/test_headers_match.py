@@ -15,11 +15,14 @@ from mtp_audit.checkpoint.facts import CheckpointFacts, _headers_match, _runs_ma
 from mtp_audit.sources.local import ShardHeader, TensorColumns, TensorInfo
 
 
-def _header(rel: str, names: list[str], columns: bool) -> ShardHeader:
-    """A header holding ``names`` (as per-shard columns, as the fast reader keeps them, or as the strict reader's dict)."""
+def _header(rel: str, names: list[str], columns: bool | str) -> ShardHeader:
+    """A header holding ``names``: as per-shard columns (``"text"``: the names kept as one text, as the fast reader
+    keeps them; ``True``: as a list), or as the strict reader's dict (``False``)."""
+    n = len(names)
+    if columns == "text":
+        return ShardHeader(file=rel, tensors=TensorColumns(None, ["BF16"] * n, [[1]] * n, None, "\n".join(names)))
     if columns:
-        return ShardHeader(file=rel, tensors=TensorColumns(list(names), ["BF16"] * len(names), [[1]] * len(names),
-                                                           [2] * len(names)))
+        return ShardHeader(file=rel, tensors=TensorColumns(list(names), ["BF16"] * n, [[1]] * n, [2] * n))
     return ShardHeader(file=rel, tensors={n: TensorInfo(n, "BF16", (1,), 2) for n in names})
 
 
@@ -58,20 +61,36 @@ def _in_runs(shards: dict[str, list[str]], order: list[str]) -> dict[str, str]:
 
 def test_an_index_written_shard_by_shard_is_matched_run_by_run() -> None:
     shards = _shards([3, 1, 4])
-    headers = {rel: _header(rel, names, True) for rel, names in shards.items()}
-    for order in (list(shards), list(reversed(shards))):
-        wm = _in_runs(shards, order)
-        assert _runs_match(headers, wm) is True and _answer(headers, wm) is True
+    for kept in (True, "text"):
+        headers = {rel: _header(rel, names, kept) for rel, names in shards.items()}
+        for order in (list(shards), list(reversed(shards))):
+            wm = _in_runs(shards, order)
+            assert _runs_match(headers, wm) is True and _answer(headers, wm) is True
+    text = {rel: _header(rel, names, "text") for rel, names in shards.items()}
+    assert all(h.tensors._names is None for h in text.values())  # type: ignore[attr-defined]  # compared as texts
     # the same headers read by the strict reader (dicts, not columns)
     dict_headers = {rel: _header(rel, names, False) for rel, names in shards.items()}
     assert _runs_match(dict_headers, _in_runs(shards, list(shards))) is True
+
+
+def test_an_index_name_holding_a_newline_is_no_match_of_the_text() -> None:
+    """A header's text has one newline fewer than names; index names that hold newlines never join to it."""
+    rel = "model-00001-of-00001.safetensors"
+    headers = {rel: _header(rel, ["a", "b", "c"], "text")}
+    for wm in ({"a\nb": rel, "c": rel, "d": rel}, {"a": rel, "b\nc": rel, "": rel}, {"a\nb\nc": rel, "x": rel, "y": rel}):
+        assert _runs_match(headers, wm) is False and _answer(headers, wm) is False
+    # a run whose text is a prefix or an extension of the header's: its last name is cut or longer
+    for wm in ({"a": rel, "b": rel, "": rel}, {"a": rel, "b": rel, "c.weight": rel}):
+        assert _runs_match(headers, wm) is False and _answer(headers, wm) is False
+    cut = {rel: _header(rel, ["a.weight_scale"], "text")}
+    assert _runs_match(cut, {"a.weight": rel}) is False and _answer(cut, {"a.weight": rel}) is False
 
 
 def test_runs_that_do_not_show_a_match_leave_it_to_the_lookups() -> None:
     """Each case: the run shortcut does not answer True, and the final answer is the lookups'."""
     shards = _shards([3, 2])
     a, b = shards
-    headers = {rel: _header(rel, names, True) for rel, names in shards.items()}
+    headers = {rel: _header(rel, names, "text") for rel, names in shards.items()}
     interleaved = {shards[a][0]: a, shards[b][0]: b, shards[a][1]: a, shards[b][1]: b, shards[a][2]: a}
     cases = {
         # a run's middle name indexed to the other shard (the run's names are right, one shard value is not)
@@ -127,9 +146,10 @@ def _checkpoints(draw: st.DrawFn) -> tuple[dict[str, ShardHeader], dict[str, str
         del wm[rng.choice(names)]
     elif kind == "add":
         wm[f"extra.{rng.randrange(9)}"] = rng.choice(order)
-    elif kind == "rename" and names:
+    elif kind == "rename" and names:  # another name, or the same name cut short
         n = rng.choice(names)
-        wm = {("renamed" if k == n else k): v for k, v in wm.items()}
+        new = n[: rng.randrange(len(n))] if rng.random() < 0.5 else "renamed"
+        wm = {(new if k == n else k): v for k, v in wm.items()}
     elif kind == "swap" and len(names) > 1:  # two neighbouring names of the index trade places
         i = rng.randrange(len(names) - 1)
         names[i], names[i + 1] = names[i + 1], names[i]
@@ -137,7 +157,7 @@ def _checkpoints(draw: st.DrawFn) -> tuple[dict[str, ShardHeader], dict[str, str
     elif kind == "reorder":  # one header lists its names in another order
         rel = rng.choice(order)
         shards[rel] = list(reversed(shards[rel]))
-    columns = draw(st.booleans())
+    columns = draw(st.sampled_from([True, False, "text"]))
     return {rel: _header(rel, shards[rel], columns) for rel in sorted(shards)}, wm
 
 

@@ -487,7 +487,10 @@ def _runs_match(headers: Mapping[str, ShardHeader], wm: Mapping[str, str]) -> bo
     """True when ``wm``, read in order, is a sequence of runs, each run one header's names in that header's order, every
     one mapped to that header's shard (an index written shard by shard, as the headers list their tensors); False when
     that is not shown (the lookups of :func:`_all_in_shard` then decide). Per run: one ``countOf`` over its shard
-    values and one list comparison of its names (sequential, no hashing: ~half the cost of a ``wm.get`` per name).
+    values and one comparison of its names (sequential, no hashing: ~half the cost of a ``wm.get`` per name), as texts
+    when the header kept its names as one (:attr:`~mtp_audit.sources.local.TensorColumns.text`: no name holds a
+    newline, so the run's names joined by newlines equal that text exactly when they are the same names: the text
+    has ``n - 1`` newlines, all of them separators, so no index name holds one), else as lists.
 
     Exact for :func:`_headers_match`, which first holds the header sizes' sum equal to ``len(wm)``: the runs cover
     every ``wm`` entry, each run's header holds exactly the run's names, each mapped to that header's shard; a header
@@ -499,9 +502,14 @@ def _runs_match(headers: Mapping[str, ShardHeader], wm: Mapping[str, str]) -> bo
         if hdr is None:
             return False
         tensors = hdr.tensors
-        names = tensors.names if isinstance(tensors, TensorColumns) else list(tensors)
-        n = len(names)
-        if not n or countOf(islice(shards, n - 1), rel) != n - 1 or list(islice(names_of, n)) != names:
+        n = len(tensors)
+        if not n or countOf(islice(shards, n - 1), rel) != n - 1:
+            return False
+        text = tensors.text if isinstance(tensors, TensorColumns) else None
+        if text is not None:  # names joined by newlines, none holding one: equal texts, equal names
+            if "\n".join(islice(names_of, n)) != text:
+                return False
+        elif list(islice(names_of, n)) != list(tensors):
             return False
     return True
 
