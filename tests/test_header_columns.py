@@ -57,6 +57,7 @@ def test_columns_answer_as_the_dict_of_the_strict_reader() -> None:
     assert fast is not None and isinstance(fast.tensors, TensorColumns)
     strict = header_from_dict("x.safetensors", json.loads(raw), len(raw))
     cols, want = fast.tensors, strict.tensors
+    assert cols._names is None and cols.text == "\n".join(t[0] for t in TENSORS) and len(cols) == 5  # one text kept
     assert cols == want and want == cols and fast == strict
     assert list(cols) == [t[0] for t in TENSORS] and len(cols) == 5
     assert cols["model.layers.0.mlp.up_proj.weight"] == TensorInfo("model.layers.0.mlp.up_proj.weight", "F8_E4M3", (16, 8), 128)
@@ -102,3 +103,41 @@ def test_a_header_that_disagrees_with_the_index_gets_merged_infos(tmp_path: Path
     assert type(facts.infos) is dict and len(facts.infos) == 6
     assert facts.infos["model.norm.weight"] == TensorInfo("model.norm.weight", "BF16", (8,), 16)
     assert facts.tensors["model.norm.weight"] == "model-00001-of-00002.safetensors"
+
+
+def test_sizes_the_fast_reader_let_go_are_computed_again_on_first_use() -> None:
+    """:func:`fast_header` keeps no size column (it checked the sizes against the spans and let them go); the first
+    use computes them from the dtypes and shapes, equal to the strict reader's for every dtype, sub-byte ones
+    included."""
+    from mtp_audit.sources.local import DTYPE_BITS
+
+    obj: dict[str, object] = {}
+    at = 0
+    for i, (dtype, bits) in enumerate(sorted(DTYPE_BITS.items())):
+        shape = [2, 3 + i, 8]  # 48 + 16 i elements: whole bytes for 4- and 6-bit dtypes too
+        n = 2 * (3 + i) * 8 * bits // 8
+        obj[f"t{i}"] = {"dtype": dtype, "shape": shape, "data_offsets": [at, at + n]}
+        at += n
+    raw = json.dumps(obj).encode()
+    fast = fast_header("x.safetensors", raw, 8 + len(raw) + at)
+    assert fast is not None and isinstance(fast.tensors, TensorColumns)
+    cols = fast.tensors
+    assert cols._nbytes is None and fast.data_bytes == at
+    strict = header_from_dict("x.safetensors", json.loads(raw), len(raw)).tensors
+    assert cols["t0"] == strict["t0"] and cols._nbytes is not None  # the first lookup computed the column
+    assert cols.nbytes == [info.nbytes for info in strict.values()] and cols.infos() == strict
+    assert sum(cols.nbytes) == at
+
+
+def test_names_kept_as_one_text_split_back_exactly() -> None:
+    """The names the fast reader keeps as one text come back as they were: an empty name, a lone one, non-ASCII."""
+    for names in ([""], ["", ""], ["a"], ["a", "", "b"], ["é.weight", "x:y[0]"]):
+        obj = {n: {"dtype": "U8", "shape": [1], "data_offsets": [i, i + 1]} for i, n in enumerate(names)}
+        if len(obj) != len(names):
+            continue
+        raw = json.dumps(obj, ensure_ascii=False).encode()
+        fast = fast_header("x.safetensors", raw, 8 + len(raw) + len(names))
+        assert fast is not None and fast.tensors.text == "\n".join(names)  # type: ignore[attr-defined]
+        assert list(fast.tensors) == names and len(fast.tensors) == len(names)
+    empty = TensorColumns(None, [], [], None, "")
+    assert list(empty) == [] and len(empty) == 0

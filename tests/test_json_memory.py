@@ -99,7 +99,8 @@ def test_header_over_the_budget_in_real_memory_is_not_parsed(tmp_path):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.binary(max_size=400) | st.text(max_size=200).map(lambda t: t.encode("utf-8")))
+@given(st.binary(max_size=400) | st.text(max_size=200).map(lambda t: t.encode("utf-8"))
+       | st.text(alphabet='{[:,"e}] \\-ab\u00e9', max_size=300).map(lambda t: t.encode("utf-8")))
 def test_token_counts_are_the_byte_counts(raw: bytes) -> None:
     """The one-pass counts the estimate and the header reader use are ``bytes.count`` of each token, on any bytes."""
     assert _token_counts(raw) == tuple(raw.count(c) for c in (b"{", b"[", b":", b",", b'"'))

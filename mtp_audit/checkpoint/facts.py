@@ -476,11 +476,42 @@ def _headers_match(facts: CheckpointFacts) -> bool:
     """Whether every header tensor is indexed to the shard it sits in and the headers hold every indexed tensor
     (``{tensor: shard}`` from the headers equals ``weight_map``; a C-speed items-view test per header). The answer
     is kept in ``facts.cache["headers_match_index"]``."""
-    wm = facts.weight_map
-    ok = sum(len(h.tensors) for h in facts.headers.values()) == len(wm) and all(
-        _all_in_shard(hdr.tensors, rel, wm) for rel, hdr in facts.headers.items())
+    wm, headers = facts.weight_map, facts.headers
+    ok = sum(len(h.tensors) for h in headers.values()) == len(wm) and (
+        _runs_match(headers, wm) or all(_all_in_shard(hdr.tensors, rel, wm) for rel, hdr in headers.items()))
     facts.cache["headers_match_index"] = ok
     return ok
+
+
+def _runs_match(headers: Mapping[str, ShardHeader], wm: Mapping[str, str]) -> bool:
+    """True when ``wm``, read in order, is a sequence of runs, each run one header's names in that header's order, every
+    one mapped to that header's shard (an index written shard by shard, as the headers list their tensors); False when
+    that is not shown (the lookups of :func:`_all_in_shard` then decide). Per run: one ``countOf`` over its shard
+    values and one comparison of its names (sequential, no hashing: ~half the cost of a ``wm.get`` per name), as texts
+    when the header kept its names as one (:attr:`~mtp_audit.sources.local.TensorColumns.text`: no name holds a
+    newline, so the run's names joined by newlines equal that text exactly when they are the same names: the text
+    has ``n - 1`` newlines, all of them separators, so no index name holds one), else as lists.
+
+    Exact for :func:`_headers_match`, which first holds the header sizes' sum equal to ``len(wm)``: the runs cover
+    every ``wm`` entry, each run's header holds exactly the run's names, each mapped to that header's shard; a header
+    cannot fill two runs (the second would repeat the first's names, and ``wm``'s keys are unique), so the headers
+    of the runs hold ``len(wm)`` names, all there are, and every other header is empty."""
+    names_of, shards = iter(wm), iter(wm.values())
+    for rel in shards:
+        hdr = headers.get(rel)
+        if hdr is None:
+            return False
+        tensors = hdr.tensors
+        n = len(tensors)
+        if not n or countOf(islice(shards, n - 1), rel) != n - 1:
+            return False
+        text = tensors.text if isinstance(tensors, TensorColumns) else None
+        if text is not None:  # names joined by newlines, none holding one: equal texts, equal names
+            if "\n".join(islice(names_of, n)) != text:
+                return False
+        elif list(islice(names_of, n)) != list(tensors):
+            return False
+    return True
 
 
 def _all_in_shard(tensors: Mapping[str, TensorInfo], rel: str, wm: Mapping[str, str]) -> bool:
