@@ -156,7 +156,8 @@ def test_census_deepseek_like_trunk() -> None:
     assert "trunk_modules" not in facts.cache  # decided without building a module
 
 
-def _exact_or_declined(names: list[str], mtp: tuple[str, ...] = ()) -> Counter[tuple[str, bool]] | None:
+def _small_facts(names: list[str], mtp: tuple[str, ...] = ()) -> CheckpointFacts:
+    """Facts of ``names`` with headers (``q_proj`` BF16, other ``.weight`` FP8, the rest F32), ``mtp`` as MTP tensors."""
     facts = CheckpointFacts(display="x", mode="shards", files=())
     facts.tensors = dict.fromkeys(names, "s")
     facts.infos = {n: TensorInfo(n, "BF16" if "q_proj" in n else "F8_E4M3" if n.endswith("weight") else "F32", (8, 8), 64)
@@ -165,6 +166,11 @@ def _exact_or_declined(names: list[str], mtp: tuple[str, ...] = ()) -> Counter[t
         facts.mtp[n] = ("mtp", 0)
         module, _, param = n.rpartition(".")
         facts.mtp_modules.setdefault(module, Module(module)).params[param] = facts.infos[n]
+    return facts
+
+
+def _exact_or_declined(names: list[str], mtp: tuple[str, ...] = ()) -> Counter[tuple[str, bool]] | None:
+    facts = _small_facts(names, mtp)
     got = trunk_census(facts)
     assert got is None or got == Counter(linear_formats(facts, facts.trunk_modules).values())
     return got
@@ -319,14 +325,7 @@ def test_text_pass_takes_blocks_of_four_lines_with_the_anchor_inside(monkeypatch
 def _text_pass(names: list[str], mtp: tuple[str, ...] = ()) -> tuple[Any, Counter[tuple[str, bool]] | None]:
     """What the text pass answers for ``names`` (every name with the dtypes of :func:`_exact_or_declined`), and the
     census's answer, checked against module by module."""
-    facts = CheckpointFacts(display="x", mode="shards", files=())
-    facts.tensors = dict.fromkeys(names, "s")
-    facts.infos = {n: TensorInfo(n, "BF16" if "q_proj" in n else "F8_E4M3" if n.endswith("weight") else "F32", (8, 8), 64)
-                   for n in names}
-    for n in mtp:
-        facts.mtp[n] = ("mtp", 0)
-        module, _, param = n.rpartition(".")
-        facts.mtp_modules.setdefault(module, Module(module)).params[param] = facts.infos[n]
+    facts = _small_facts(names, mtp)
     group = trunk._anchored_in_text(facts.joined_names, facts.tensors, facts.mtp, facts.mtp_modules)
     got = trunk_census(facts)
     assert got is None or got == Counter(linear_formats(facts, facts.trunk_modules).values())
