@@ -11,7 +11,9 @@ import json
 import math
 import struct
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -302,25 +304,31 @@ def test_name_counts_are_the_character_counts(names: list[str]) -> None:
     assert _name_counts(names) == tuple(sum(x.count(c) for x in names) for c in ":[e")
 
 
-def test_math_prod_never_sees_a_shape_longer_than_64(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``math.prod`` of a shape of k large dimensions costs time quadratic in k (the product's bigint grows 64 bits a
-    dimension: 40,000 dimensions of 2**64 - 1, a 0.8 MB header, took ~3.4 s; a 100 MB header would take hours). No
-    tensor whose element count is below 2**64 has more than 64 dimensions above 1, so a longer shape goes to the
-    strict reader, where safetensors (Rust ``checked_mul``) refuses it before :func:`header_from_dict` multiplies."""
+def _watch_prod(monkeypatch: pytest.MonkeyPatch, prod: Callable[[Any], Any]) -> None:
+    """Make :mod:`mtp_audit.sources.local` see ``math`` with ``prod`` replaced (every other name is the real one)."""
     from mtp_audit.sources import local
-
-    seen: list[int] = []
 
     class Watched:
         def __getattr__(self, name: str) -> object:
             return getattr(math, name)
 
-        @staticmethod
-        def prod(values: list[int]) -> int:
-            seen.append(len(values))
-            return math.prod(values)
+    watched = Watched()
+    watched.prod = prod  # type: ignore[attr-defined]
+    monkeypatch.setattr(local, "math", watched)
 
-    monkeypatch.setattr(local, "math", Watched())
+
+def test_math_prod_never_sees_a_shape_longer_than_64(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``math.prod`` of a shape of k large dimensions costs time quadratic in k (the product's bigint grows 64 bits a
+    dimension: 40,000 dimensions of 2**64 - 1, a 0.8 MB header, took ~3.4 s; a 100 MB header would take hours). No
+    tensor whose element count is below 2**64 has more than 64 dimensions above 1, so a longer shape goes to the
+    strict reader, where safetensors (Rust ``checked_mul``) refuses it before :func:`header_from_dict` multiplies."""
+    seen: list[int] = []
+
+    def prod(values: list[int]) -> int:
+        seen.append(len(values))
+        return math.prod(values)
+
+    _watch_prod(monkeypatch, prod)
     big = ",".join(["18446744073709551615"] * 65)
     raw = b'{"a":{"dtype":"U8","shape":[%s],"data_offsets":[0,0]}}' % big.encode()
     assert fast_header("x.safetensors", raw, None) is None
@@ -348,21 +356,14 @@ def test_math_prod_only_ever_sees_ints(raw: bytes, monkeypatch: pytest.MonkeyPat
     """A list or a string that balances the ``[`` or ``"`` count with a shape or offsets that is no list (or a dtype
     that is no string) must be stopped before ``math.prod`` repeats it (``[[0], 3000000000]`` is a 24 GB list): the
     shapes' and offsets' type and length tests do that. ``math.prod`` is watched, never run on such a shape."""
-    from mtp_audit.sources import local
-
     seen: list[object] = []
 
-    class Watched:
-        def __getattr__(self, name: str) -> object:
-            return getattr(math, name)
+    def prod(values: list[object]) -> object:
+        if not all(type(v) is int for v in values):
+            seen.append(values)
+            return 0
+        return math.prod(values)  # type: ignore[arg-type]
 
-        @staticmethod
-        def prod(values: list[object]) -> object:
-            if not all(type(v) is int for v in values):
-                seen.append(values)
-                return 0
-            return math.prod(values)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(local, "math", Watched())
+    _watch_prod(monkeypatch, prod)
     assert fast_header("x.safetensors", raw, None) is None
     assert seen == []
