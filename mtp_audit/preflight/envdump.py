@@ -381,16 +381,7 @@ def _key_search(text: str, key: str, tail: str, *, line_start: bool = False) -> 
     ``str.find`` locates each occurrence of the literal key and the compiled pattern is tried only there, so
     a key absent from a 64 MB dump costs one ``find``, not a regex attempt at every position.
     """
-    rx = _key_pattern(key, tail)
-    pos = text.find(key)
-    while pos != -1:
-        prev = text[pos - 1] if pos else "\n"
-        if prev == "\n" or (not line_start and prev.isspace()):
-            m = rx.match(text, pos)
-            if m:
-                return m
-        pos = text.find(key, pos + 1)
-    return None
+    return next(_key_matches(text, key, tail, line_start=line_start), None)
 
 
 @lru_cache(maxsize=256)

@@ -194,8 +194,7 @@ def class_defines(sources: Any, requires: list[str] | None, model_type: Any, nam
     if name not in absent:
         return None, f"transformers {tf_cls}: {name} was not checked"
     minors = _admitted_minors(requires)
-    checked = {tuple(int(x) for x in v.split(".")[:2]) for v in versions}
-    if minors is None or not minors <= checked:
+    if not _every_admitted_read(minors, versions):
         return None, (f"transformers {tf_cls} defines no {name} in {', '.join(versions)}, but this release's transformers "
                       "requirement admits releases not checked" + ("" if minors is not None else " (or was not read)"))
     return False, (f"transformers {tf_cls} defines no {name} in any release this vLLM admits (Requires-Dist "
@@ -272,17 +271,21 @@ def length_defaults(sources: Any, requires: list[str] | None, model_type: Any, k
     if known is None:
         return None, f"{model_type} is built by a transformers class whose length defaults mtp-audit has not read"
     tf_cls, versions, defaults = known
-    minors = _admitted_minors(requires)
-    checked = {tuple(int(x) for x in v.split(".")[:2]) for v in versions}
     values = ", ".join(f"{k}={v}" for k, v in defaults.items())
     picked = {k: v for k, v in defaults.items() if k in keys}
-    if minors is not None and minors <= checked:
+    if _every_admitted_read(_admitted_minors(requires), versions):
         return picked, f"transformers {tf_cls} ({values}; read in every admitted release)"
     if machine_tf is not None and _same_release(machine_tf[0], versions):
         return picked, f"transformers {tf_cls} ({values}; read in {machine_tf[0]}, installed on the machine [{machine_tf[1]}])"
     seen = (f"; the machine's transformers {machine_tf[0]} was not read" if machine_tf is not None else "")
     return None, (f"transformers {tf_cls}'s length defaults were read in {versions[0]} to {versions[-1]}, but this "
                   f"release's transformers requirement admits releases not read{seen}")
+
+
+def _every_admitted_read(minors: set[tuple[int, int]] | None, versions: tuple[str, ...]) -> bool:
+    """Whether every ``(major, minor)`` transformers release the requirement admits (``minors``, from
+    :func:`_admitted_minors`; ``None``: not read) is among the releases read, ``versions``."""
+    return minors is not None and minors <= {tuple(int(x) for x in v.split(".")[:2]) for v in versions}
 
 
 def _same_release(version: str, versions: tuple[str, ...]) -> bool:
